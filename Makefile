@@ -1,0 +1,36 @@
+# Thin wrapper around CMake so that the README's commands stay short.
+#   make          build (build/)
+#   make demo     install what the demo needs, build, run the demo
+#   make test     install what the tests need, build (also with ASan/UBSan),
+#                 run the whole suite; ends with "N passed, N failed"
+#   make bench    the side-by-side benchmark (issue 5)
+JOBS ?= $(shell nproc)
+
+.PHONY: all build build-asan deps demo test clean format
+
+all: build
+
+build:
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	cmake --build build -j $(JOBS)
+
+build-asan:
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSOF_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-asan -j $(JOBS)
+
+deps:
+	tests/install-deps.sh
+
+demo: deps build
+	tests/demo.sh
+
+test: deps
+	$(MAKE) build CMAKE_FLAGS=-DSOF_WERROR=ON
+	$(MAKE) build-asan CMAKE_FLAGS=-DSOF_WERROR=ON
+	tests/run.sh
+
+clean:
+	rm -rf build build-asan
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -1,0 +1,277 @@
+/*
+ * The control protocol between the libraries and the device daemon.
+ *
+ * Transport: a SOCK_SEQPACKET Unix socket in the abstract namespace
+ * (SOF_SOCK_NAME), so there is exactly one daemon per network namespace and
+ * no file to clean up. Each request is one record: struct sof_msg followed by
+ * the op's request struct, file descriptors as SCM_RIGHTS. The reply is one
+ * record: struct sof_msg (status 0 or -errno) followed by the op's reply
+ * struct and its descriptors. Requests on one connection are answered in
+ * order. The daemon identifies the caller by SO_PEERCRED.
+ *
+ * One connection is one device context: when it closes (the process exited
+ * or was killed) the daemon releases everything created through it.
+ *
+ * Asynchronous events travel on a separate socket handed out by HELLO; each
+ * record there is one struct sof_async_msg.
+ */
+#ifndef SOF_PROTO_H
+#define SOF_PROTO_H
+
+#include <stdint.h>
+
+#define SOF_SOCK_NAME "softofed/dev0" /* abstract: leading NUL added */
+#define SOF_PROTO_VERSION 1
+#define SOF_MSG_MAX 65536
+#define SOF_MAX_FDS 64
+
+#define SOF_MAX_GIDS 16
+#define SOF_MAX_MR_RUNS 60
+
+enum sof_op {
+	SOF_OP_HELLO = 1,
+	SOF_OP_ALLOC_PD,
+	SOF_OP_DEALLOC_PD,
+	SOF_OP_REG_MR,
+	SOF_OP_DEREG_MR,
+	SOF_OP_CREATE_CQ,
+	SOF_OP_RESIZE_CQ,
+	SOF_OP_DESTROY_CQ,
+	SOF_OP_CREATE_SRQ,
+	SOF_OP_DESTROY_SRQ,
+	SOF_OP_CREATE_QP,
+	SOF_OP_MODIFY_QP,
+	SOF_OP_DESTROY_QP,
+	SOF_OP_OPEN_QP,       /* executor: map a destination QP */
+	SOF_OP_OPEN_MR,       /* executor: map a memory region by key */
+	SOF_OP_ASYNC_NOTIFY,  /* executor: raise an event at an object's owner */
+	SOF_OP_STATUS,
+	SOF_OP_SHUTDOWN,
+	SOF_OP_MAX
+};
+
+struct sof_msg {
+	uint32_t op;      /* enum sof_op */
+	uint32_t len;     /* bytes of the whole record */
+	int32_t status;   /* reply: 0 or -errno */
+	uint32_t rsvd;
+};
+
+/* ---- device identity, returned by HELLO ------------------------------- */
+
+struct sof_gid_entry {
+	uint8_t gid[16];
+	uint32_t ifindex;
+	uint32_t type;    /* enum ibv_gid_type_sysfs style: 1 = RoCEv2 */
+};
+
+struct sof_devinfo {
+	char name[64];            /* "sof0" */
+	uint64_t node_guid;       /* network order */
+	uint64_t sys_image_guid;  /* network order */
+	uint32_t vendor_id;
+	uint32_t vendor_part_id;
+	uint32_t hw_ver;
+	char fw_ver[64];
+	uint32_t active_mtu;      /* enum ibv_mtu */
+	uint32_t port_state;      /* enum ibv_port_state */
+	uint32_t num_gids;
+	uint32_t rsvd;
+	struct sof_gid_entry gids[SOF_MAX_GIDS];
+};
+
+struct sof_hello_req {
+	uint32_t version;
+	uint32_t rsvd;
+};
+/* reply fds: [0] async event socket, [1] object table (read-only memfd) */
+struct sof_hello_rep {
+	uint32_t version;
+	uint32_t ctx_id;
+	struct sof_devinfo dev;
+};
+
+/* ---- protection domains and memory ------------------------------------ */
+
+struct sof_pd_rep {
+	uint32_t pd;
+	uint32_t rsvd;
+};
+struct sof_pd_req {
+	uint32_t pd;
+	uint32_t rsvd;
+};
+
+/* One run of a region: length bytes at offset in the memfd of the same index. */
+struct sof_mr_run {
+	uint64_t offset;
+	uint64_t length;
+};
+
+/* fds: one sealed memfd per run. The runs, concatenated, cover the pages of
+ * [addr & ~page, addr + length) rounded up to the page. */
+struct sof_reg_mr_req {
+	uint32_t pd;
+	uint32_t access;          /* enum ibv_access_flags */
+	uint64_t iova;
+	uint64_t addr;
+	uint64_t length;
+	uint32_t nruns;
+	uint32_t rsvd;
+	struct sof_mr_run runs[SOF_MAX_MR_RUNS];
+};
+struct sof_reg_mr_rep {
+	uint32_t lkey;
+	uint32_t rkey;
+};
+struct sof_dereg_mr_req {
+	uint32_t lkey;
+	uint32_t rsvd;
+};
+
+/* ---- completion queues ------------------------------------------------- */
+
+/* fds: [0] the CQ memfd (SOF_CQ_SEG_SIZE), [1] channel eventfd if has_channel */
+struct sof_create_cq_req {
+	uint32_t cqe;             /* current size, power of two */
+	uint32_t has_channel;
+};
+struct sof_cq_rep {
+	uint32_t cq;
+	uint32_t rsvd;
+};
+struct sof_cq_req {
+	uint32_t cq;
+	uint32_t cqe;             /* RESIZE_CQ: new size */
+};
+
+/* ---- shared receive queues -------------------------------------------- */
+
+/* fds: [0] the SRQ memfd */
+struct sof_create_srq_req {
+	uint32_t pd;
+	uint32_t size;            /* ring entries, power of two */
+	uint32_t max_sge;
+	uint32_t rsvd;
+};
+struct sof_srq_rep {
+	uint32_t srq;
+	uint32_t rsvd;
+};
+struct sof_srq_req {
+	uint32_t srq;
+	uint32_t rsvd;
+};
+
+/* ---- queue pairs -------------------------------------------------------- */
+
+/* fds: [0] the QP memfd */
+struct sof_create_qp_req {
+	uint32_t pd;
+	uint32_t qp_type;         /* enum ibv_qp_type */
+	uint32_t send_cq;
+	uint32_t recv_cq;
+	uint32_t srq;             /* 0 = none */
+	uint32_t rq_size;         /* ring entries, power of two; 0 with SRQ */
+	uint32_t rq_max_sge;
+	uint32_t sq_sig_all;
+};
+struct sof_create_qp_rep {
+	uint32_t qpn;
+	uint32_t slot;
+	uint64_t gen;
+};
+/* The owner has validated the transition; the daemon records what it needs
+ * for peer lookup and cleanup. */
+struct sof_modify_qp_req {
+	uint32_t qpn;
+	uint32_t state;           /* enum ibv_qp_state after the modify */
+	uint32_t dest_qpn;
+	uint32_t qkey;
+};
+struct sof_qp_req {
+	uint32_t qpn;
+	uint32_t rsvd;
+};
+
+/* ---- executor look-ups ---------------------------------------------------- */
+
+/* fds: [0] QP memfd, [1] recv CQ memfd, [2] SRQ memfd if has_srq,
+ *      then the recv CQ's channel eventfd if cq_has_channel. */
+struct sof_open_qp_rep {
+	uint32_t qpn;
+	uint32_t qp_type;
+	uint32_t pd;
+	uint32_t owner_ctx;
+	uint32_t rq_size;
+	uint32_t rq_max_sge;
+	uint32_t has_srq;
+	uint32_t srq;
+	uint32_t srq_size;
+	uint32_t srq_max_sge;
+	uint32_t srq_slot;
+	uint32_t recv_cq;
+	uint32_t cq_has_channel;
+	uint32_t slot;
+	uint64_t gen;
+	uint64_t srq_gen;
+};
+
+enum sof_mr_use {
+	SOF_MR_REMOTE = 1, /* rkey presented by a peer of QP qpn */
+	SOF_MR_LOCAL = 2,  /* lkey in a receive WQE of QP qpn (or its SRQ) */
+};
+struct sof_open_mr_req {
+	uint32_t key;
+	uint32_t qpn;             /* the QP on whose behalf memory is accessed */
+	uint32_t use;             /* enum sof_mr_use */
+	uint32_t access;          /* the access needed (IBV_ACCESS_*) */
+};
+/* fds: one per run; read-only descriptors when the region grants no write */
+struct sof_open_mr_rep {
+	uint64_t iova;
+	uint64_t length;
+	uint64_t page_off;        /* addr - start of its first page */
+	uint32_t access;
+	uint32_t pd;
+	uint32_t slot;
+	uint32_t nruns;
+	uint64_t gen;
+	struct sof_mr_run runs[SOF_MAX_MR_RUNS];
+};
+
+enum sof_notify_kind {
+	SOF_NOTIFY_SRQ_LIMIT = 1,  /* handle = srq */
+	SOF_NOTIFY_CQ_ERR = 2,     /* handle = cq */
+	SOF_NOTIFY_QP_FATAL = 3,   /* handle = qpn */
+	SOF_NOTIFY_QP_REQ_ERR = 4, /* handle = qpn */
+	SOF_NOTIFY_QP_ACCESS_ERR = 5, /* handle = qpn */
+};
+struct sof_notify_req {
+	uint32_t kind;
+	uint32_t handle;
+};
+
+/* ---- status --------------------------------------------------------------- */
+
+struct sof_status_rep {
+	uint32_t pid;
+	uint32_t contexts;
+	uint32_t pds;
+	uint32_t mrs;
+	uint32_t cqs;
+	uint32_t srqs;
+	uint32_t qps;
+	uint32_t rsvd;
+	uint64_t uptime_ms;
+	struct sof_devinfo dev;
+};
+
+/* ---- asynchronous events ------------------------------------------------ */
+
+struct sof_async_msg {
+	uint32_t event_type;      /* enum ibv_event_type */
+	uint32_t handle;          /* qpn, cq or srq handle; port number */
+};
+
+#endif

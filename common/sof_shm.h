@@ -1,0 +1,130 @@
+/*
+ * Shared-memory layouts of the software HCA.
+ *
+ * Every queue a verbs object owns lives in a sealed memfd that the owning
+ * library creates, hands to the device daemon, and that executors in other
+ * processes map after the daemon has checked their right to it:
+ *
+ *   QP segment:   struct sof_qp_shm, then the receive ring (absent with SRQ)
+ *   SRQ segment:  struct sof_srq_shm, then the receive ring
+ *   CQ segment:   struct sof_cq_shm, then SOF_CQ_CAPACITY(cqe) entries
+ *   object table: the daemon's array of 64-bit generations, read-only for all
+ *
+ * Everything in these segments may have been written by another process and
+ * is untrusted: sizes and strides come from the daemon's answer, never from
+ * the segment; indexes read from a segment are masked before use; entries
+ * are copied before they are validated.
+ */
+#ifndef SOF_SHM_H
+#define SOF_SHM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SOF_CACHELINE 64
+#define SOF_ALIGNED __attribute__((aligned(SOF_CACHELINE)))
+
+/* Producer and consumer indexes of a ring, each on its own cache line. */
+struct sof_ring_idx {
+	_Atomic uint32_t head SOF_ALIGNED; /* consumer: next entry to take */
+	_Atomic uint32_t tail SOF_ALIGNED; /* producer: next entry to fill */
+};
+
+struct sof_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/* Receive WQE as posted by the owner; stride = SOF_RWQE_STRIDE(max_sge). */
+struct sof_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t rsvd;
+	struct sof_sge sge[];
+};
+#define SOF_RWQE_STRIDE(max_sge) \
+	((uint32_t)(sizeof(struct sof_rwqe) + (max_sge) * sizeof(struct sof_sge)))
+
+/* QP segment header. State fields are written by the owner library and by
+ * the daemon (which moves a QP to ERROR when its peer dies). */
+struct sof_qp_shm {
+	_Atomic uint32_t state;       /* enum ibv_qp_state */
+	_Atomic uint32_t dest_qpn;    /* RC/UC: connected peer */
+	_Atomic uint32_t qkey;        /* UD */
+	_Atomic uint32_t access;      /* qp_access_flags (remote R/W/atomic) */
+	_Atomic uint32_t min_rnr_timer; /* RC responder's RNR NAK timer code */
+	_Atomic uint32_t rq_waiters;  /* senders waiting on an empty RQ */
+	_Atomic uint32_t peer_gone;   /* set by the daemon: connected peer died */
+	struct sof_ring_idx rq SOF_ALIGNED;
+	/* receive ring at SOF_QP_RQ_OFF */
+};
+#define SOF_QP_RQ_OFF ((size_t)sizeof(struct sof_qp_shm))
+
+struct sof_srq_shm {
+	_Atomic uint32_t limit;       /* armed limit, 0 = not armed */
+	_Atomic uint32_t error;
+	struct sof_ring_idx rq SOF_ALIGNED;
+	/* receive ring at SOF_SRQ_RQ_OFF */
+};
+#define SOF_SRQ_RQ_OFF ((size_t)sizeof(struct sof_srq_shm))
+
+/* A completion entry. Producers reserve a slot by advancing tail, fill it and
+ * publish it by storing seq = index + 1 (release); the consumer takes the
+ * entry at head once seq matches (acquire). 64 bytes, one cache line. */
+struct sof_cqe {
+	uint64_t wr_id;
+	uint32_t byte_len;
+	uint32_t imm_data;   /* network order, as in struct ibv_wc */
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint32_t vendor_err;
+	uint16_t pkey_index;
+	uint16_t slid;
+	uint8_t status;      /* enum ibv_wc_status */
+	uint8_t opcode;      /* enum ibv_wc_opcode */
+	uint8_t wc_flags;    /* enum ibv_wc_flags (low 8 bits) */
+	uint8_t sl;
+	uint8_t dlid_path_bits;
+	uint8_t solicited;
+	uint8_t rsvd[2];
+	uint64_t timestamp;
+	uint8_t rsvd2[8];
+	_Atomic uint32_t seq;
+	uint32_t rsvd3;
+};
+_Static_assert(sizeof(struct sof_cqe) == 64, "cqe is one cache line");
+
+enum {
+	SOF_CQ_ARM_NONE = 0,
+	SOF_CQ_ARM_NEXT = 1,
+	SOF_CQ_ARM_SOLICITED = 2,
+};
+
+/* Bit 31 of cq tail: the owner is resizing, producers wait. */
+#define SOF_CQ_TAIL_LOCK 0x80000000u
+
+struct sof_cq_shm {
+	_Atomic uint32_t tail SOF_ALIGNED;   /* producers (any process) */
+	_Atomic uint32_t head SOF_ALIGNED;   /* the owner */
+	_Atomic uint32_t armed SOF_ALIGNED;  /* SOF_CQ_ARM_* */
+	_Atomic uint32_t size;               /* current entries, power of two */
+	_Atomic uint32_t attention;          /* daemon: look at attached QPs */
+	_Atomic uint32_t overflow;           /* a producer found the CQ full */
+	/* entries at SOF_CQ_RING_OFF, capacity fixed at creation */
+};
+#define SOF_CQ_RING_OFF ((size_t)sizeof(struct sof_cq_shm))
+/* Every CQ is created with room for the device maximum so that it can be
+ * resized in place while producers in other processes hold it mapped; only
+ * the pages that are touched take memory. */
+#define SOF_CQ_MAX_CQE 65536u
+#define SOF_CQ_SEG_SIZE (SOF_CQ_RING_OFF + (size_t)SOF_CQ_MAX_CQE * sizeof(struct sof_cqe))
+
+/* Object table: one generation word per slot. A cached mapping of a remote
+ * object is valid while table[slot] still equals the generation the daemon
+ * gave with it; destroying or deregistering changes it. */
+#define SOF_OBJTAB_SLOTS (1u << 20)
+#define SOF_OBJTAB_SIZE ((size_t)SOF_OBJTAB_SLOTS * sizeof(uint64_t))
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * Helpers shared by the daemon, the libraries and the tools: random numbers
+ * from the kernel's CSPRNG, sealed memfds, records with descriptors over a
+ * Unix socket, and the daemon's socket address.
+ */
+#ifndef SOF_UTIL_H
+#define SOF_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#define SOF_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define sof_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* Fill buf with cryptographically random bytes. 0 or -errno. */
+int sof_random(void *buf, size_t len);
+uint32_t sof_random32(void);
+
+/* Create a memfd of size bytes, sealed against shrinking and growing.
+ * Returns the fd or -errno. */
+int sof_memfd_create(const char *name, size_t size);
+/* Check that fd is a memfd of at least size bytes that cannot shrink.
+ * 0 or -errno. */
+int sof_memfd_check(int fd, size_t size);
+/* Reopen fd read-only (a new open file description). fd or -errno. */
+int sof_fd_reopen_ro(int fd);
+
+/* The daemon's abstract socket address; returns the address length. */
+socklen_t sof_sock_addr(struct sockaddr_un *sun);
+
+/* Send one record with up to nfds descriptors. 0 or -errno. */
+int sof_send_rec(int sock, const void *buf, size_t len, const int *fds, int nfds);
+/* Receive one record. *nfds in: room, out: received (extra ones closed).
+ * Returns the record length, 0 on orderly close, or -errno. A truncated
+ * record is an error (-EMSGSIZE) and its descriptors are closed. */
+ssize_t sof_recv_rec(int sock, void *buf, size_t len, int *fds, int *nfds);
+
+void sof_close_fds(int *fds, int nfds);
+
+uint64_t sof_now_ns(void);
+
+#endif

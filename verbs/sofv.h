@@ -1,0 +1,341 @@
+/*
+ * Internal objects of softofed's drop-in libibverbs.
+ *
+ * Each public object (struct ibv_pd, ibv_mr, ibv_cq, ...) is the first member
+ * of a library object that adds what the device needs. The control path
+ * (context.c, pd_mr.c, cq.c, srq.c, qp.c, ...) creates and destroys them
+ * through the daemon (client.c); the data path (post.c, exec.c, poll.c)
+ * moves data through the shared segments described in common/sof_shm.h.
+ *
+ * Names: sofv_ for everything internal to this library.
+ */
+#ifndef SOFV_H
+#define SOFV_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sof_hmap.h"
+#include "sof_proto.h"
+#include "sof_shm.h"
+#include "sof_util.h"
+
+#define SOFV_EXPORT __attribute__((visibility("default")))
+
+/* Device limits reported by ibv_query_device and enforced at creation. */
+#define SOFV_MAX_QP 65536
+#define SOFV_MAX_QP_WR 16384
+#define SOFV_MAX_SGE 32
+#define SOFV_MAX_INLINE 1024
+#define SOFV_MAX_CQ 65536
+#define SOFV_MAX_CQE ((int)SOF_CQ_MAX_CQE - 1)
+#define SOFV_MAX_MR 65536
+#define SOFV_MAX_MR_SIZE (1ull << 40)
+#define SOFV_MAX_PD 65536
+#define SOFV_MAX_QP_RD_ATOM 128
+#define SOFV_MAX_SRQ 16384
+#define SOFV_MAX_SRQ_WR 16384
+#define SOFV_MAX_SRQ_SGE 32
+#define SOFV_MAX_AH 65536
+#define SOFV_MAX_MCAST_GRP 8192
+#define SOFV_MAX_MCAST_QP_ATTACH 56
+#define SOFV_MAX_PKEYS 1
+#define SOFV_DEFAULT_PKEY 0xffff
+#define SOFV_MAX_MSG_SZ (1u << 31)
+
+/* ---- device and context ------------------------------------------------- */
+
+struct sofv_device {
+	struct ibv_device ibdev;
+	struct sof_devinfo info;  /* as the daemon answered at list time */
+};
+
+struct sofv_rqp;
+struct sofv_rmr;
+
+struct sofv_context {
+	struct verbs_context vctx;  /* ibv_context is its last member */
+	int sock;                   /* RPC socket, also ibv_context.cmd_fd */
+	pthread_mutex_t rpc_lock;   /* serializes requests on sock */
+	uint32_t ctx_id;
+	struct sof_devinfo dev;
+	const _Atomic uint64_t *objtab; /* daemon's generations, read-only */
+
+	/* Local objects by handle, for async events and the data path.
+	 * Protected by obj_lock (writers) ; readers on the data path take
+	 * the read side. */
+	pthread_rwlock_t obj_lock;
+	struct sof_hmap mrs;        /* lkey -> struct sofv_mr * */
+	struct sof_hmap qps;        /* qpn  -> struct sofv_qp * */
+	struct sof_hmap cqs;        /* cq handle -> struct sofv_cq * */
+	struct sof_hmap srqs;       /* srq handle -> struct sofv_srq * */
+
+	/* Executor caches of other processes' objects (exec.c). */
+	pthread_mutex_t cache_lock;
+	struct sof_hmap rqps;       /* qpn -> struct sofv_rqp * */
+	struct sof_hmap rmrs;       /* key ^ (use << 32 ...) see exec.c */
+};
+
+static inline struct sofv_context *to_sctx(struct ibv_context *ctx)
+{
+	return sof_container_of(ctx, struct sofv_context, vctx.context);
+}
+
+/* ---- protection domains and memory ---------------------------------------- */
+
+struct sofv_pd {
+	struct ibv_pd ibpd;
+	uint32_t handle;
+};
+
+static inline struct sofv_pd *to_spd(struct ibv_pd *pd)
+{
+	return sof_container_of(pd, struct sofv_pd, ibpd);
+}
+
+/* A run of pages of this process remapped onto a sealed memfd (mem.c). */
+struct sofv_seg;
+
+struct sofv_mr {
+	struct ibv_mr ibmr;         /* addr/length as registered; lkey == rkey */
+	uint32_t access;
+	uint64_t iova;
+	struct sofv_pd *pd;
+	int nsegs;
+	struct sofv_seg **segs;     /* segments this MR holds a reference on */
+};
+
+static inline struct sofv_mr *to_smr(struct ibv_mr *mr)
+{
+	return sof_container_of(mr, struct sofv_mr, ibmr);
+}
+
+/* ---- completion ----------------------------------------------------------- */
+
+struct sofv_cq;
+
+struct sofv_channel {
+	struct ibv_comp_channel ch;   /* ch.fd is an EFD_SEMAPHORE eventfd */
+	pthread_mutex_t lock;
+	struct sofv_cq *cqs;          /* CQs using this channel (cq->ch_next) */
+};
+
+struct sofv_qp;
+
+struct sofv_cq {
+	struct ibv_cq_ex ibcq;        /* struct ibv_cq is its prefix */
+	uint32_t handle;
+	int memfd;
+	struct sof_cq_shm *shm;       /* SOF_CQ_SEG_SIZE bytes */
+	struct sof_cqe *ring;
+	uint32_t size;                /* entries, power of two */
+	struct sofv_channel *channel;
+	struct sofv_cq *ch_next;
+	pthread_spinlock_t lock;      /* consumer side: poll, flush */
+	bool ex_polling;              /* inside start_poll .. end_poll */
+	struct sof_cqe cur;           /* entry being read through ibv_cq_ex */
+	uint32_t wc_flags_ex;         /* IBV_WC_EX_WITH_* requested */
+	/* QPs whose send or receive queue completes here (for flushing). */
+	pthread_mutex_t qps_lock;
+	struct sofv_qp **qps;
+	int nqps, qps_cap;
+};
+
+static inline struct sofv_cq *to_scq(struct ibv_cq *cq)
+{
+	return sof_container_of((struct ibv_cq_ex *)cq, struct sofv_cq, ibcq);
+}
+
+/* ---- shared receive queues -------------------------------------------------- */
+
+struct sofv_srq {
+	struct ibv_srq ibsrq;
+	uint32_t handle;
+	int memfd;
+	struct sof_srq_shm *shm;
+	uint8_t *ring;
+	uint32_t size;                /* ring entries, power of two */
+	uint32_t max_wr;              /* as granted to the user */
+	uint32_t max_sge;
+	uint32_t stride;
+	uint32_t limit;
+	struct sofv_pd *pd;
+	pthread_spinlock_t lock;      /* producer side */
+};
+
+static inline struct sofv_srq *to_ssrq(struct ibv_srq *srq)
+{
+	return sof_container_of(srq, struct sofv_srq, ibsrq);
+}
+
+/* ---- address handles ----------------------------------------------------- */
+
+struct sofv_ah {
+	struct ibv_ah ibah;
+	struct ibv_ah_attr attr;
+};
+
+static inline struct sofv_ah *to_sah(struct ibv_ah *ah)
+{
+	return sof_container_of(ah, struct sofv_ah, ibah);
+}
+
+/* ---- queue pairs --------------------------------------------------------- */
+
+/* A send WQE kept because it could not run at post time (RNR wait), or a
+ * work request being built through the ibv_wr_* API. */
+struct sofv_swqe {
+	uint64_t wr_id;
+	uint32_t opcode;              /* enum ibv_wr_opcode */
+	uint32_t send_flags;          /* enum ibv_send_flags */
+	uint32_t imm_data;            /* network order; invalidate rkey */
+	uint32_t num_sge;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint32_t remote_qpn;          /* UD */
+	uint32_t remote_qkey;         /* UD */
+	struct sofv_ah *ah;           /* UD */
+	uint64_t compare_add;
+	uint64_t swap;
+	struct ibv_sge sge[SOFV_MAX_SGE];
+	uint32_t inline_len;          /* IBV_SEND_INLINE: bytes in inline_buf */
+	uint8_t *inline_buf;          /* points into the QP's inline area */
+	/* RNR state */
+	int rnr_left;
+	uint64_t rnr_deadline_ns;
+};
+
+struct sofv_qp {
+	struct ibv_qp_ex qpx;         /* struct ibv_qp is its prefix */
+	bool is_ex;                   /* created with send_ops_flags */
+	uint32_t qpn;
+	struct sofv_pd *pd;
+	struct sofv_cq *scq, *rcq;
+	struct sofv_srq *srq;
+	uint32_t sq_sig_all;
+	struct ibv_qp_cap cap;        /* as granted */
+
+	/* Segment with the receive ring (RQ producer side: rq_lock). */
+	int memfd;
+	struct sof_qp_shm *shm;
+	size_t shm_len;
+	uint8_t *rq_ring;
+	uint32_t rq_size, rq_stride;
+	pthread_spinlock_t rq_lock;
+
+	/* Attributes as last modified (query_qp); under sq_lock. */
+	struct ibv_qp_attr attr;
+	struct ibv_ah_attr ah;        /* primary path, RC/UC */
+
+	/* Send side, executed in this process (exec.c), under sq_lock. */
+	pthread_spinlock_t sq_lock;
+	struct sofv_swqe *sq;         /* deferred WQEs ring, cap.max_send_wr */
+	uint32_t sq_size, sq_head, sq_tail;
+	uint8_t *inline_area;         /* sq_size * max(cap.max_inline_data,1) */
+	struct sofv_rqp *peer;        /* cached destination (RC/UC) */
+	bool flushed_sq, flushed_rq;
+
+	/* ibv_wr_* building state */
+	struct sofv_swqe wr_cur;
+	uint8_t *wr_inline;           /* SOFV_MAX_INLINE bytes */
+	int wr_err;
+	struct sofv_swqe *wr_list;    /* WRs built since wr_start */
+	uint32_t wr_nlist, wr_list_cap;
+};
+
+static inline struct sofv_qp *to_sqp(struct ibv_qp *qp)
+{
+	return sof_container_of((struct ibv_qp_ex *)qp, struct sofv_qp, qpx);
+}
+
+/* ---- client.c: requests to the daemon ------------------------------------ */
+
+/* Connect to the daemon of this network namespace, starting it when none
+ * runs. Returns the socket or -errno. */
+int sofv_connect(void);
+/* Send op with req (reqlen bytes) and fds; receive the reply into rep
+ * (replen bytes) and up to *nrfds descriptors. Returns the daemon's
+ * status (0 or -errno). Thread-safe per context. */
+int sofv_rpc(struct sofv_context *ctx, uint32_t op, const void *req,
+	     size_t reqlen, const int *fds, int nfds, void *rep, size_t replen,
+	     int *rfds, int *nrfds);
+/* The same on a bare socket (device listing, before a context exists). */
+int sofv_rpc_sock(int sock, uint32_t op, const void *req, size_t reqlen,
+		  const int *fds, int nfds, void *rep, size_t replen, int *rfds,
+		  int *nrfds);
+
+/* ---- mem.c: registered memory made shareable ------------------------------- */
+
+/* Remap the pages under [addr, addr+length) onto sealed memfds so that peers
+ * can map them. Fills runs/fds (fds owned by the caller after return) and the
+ * segment references for the MR. 0 or -errno. */
+int sofv_mem_share(void *addr, size_t length, struct sof_mr_run *runs,
+		   int *fds, int *nruns, struct sofv_seg ***segs, int *nsegs);
+/* Drop the MR's references; the last one copies the pages back to private
+ * memory. */
+void sofv_mem_unshare(struct sofv_seg **segs, int nsegs);
+
+/* ---- exec.c / post.c / poll.c: the data path ------------------------------ */
+
+int sofv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		   struct ibv_send_wr **bad_wr);
+int sofv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad_wr);
+int sofv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad_wr);
+int sofv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int sofv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+/* ibv_cq_ex polling callbacks are installed by sofv_cq_ex_init. */
+void sofv_cq_ex_init(struct sofv_cq *cq);
+/* ibv_wr_* callbacks are installed by sofv_qp_ex_init. */
+void sofv_qp_ex_init(struct sofv_qp *qp, uint64_t send_ops_flags);
+
+/* Post one already-validated WQE (used by post_send and wr_complete).
+ * Caller holds qp->sq_lock. Returns 0 or a positive errno for the
+ * immediate-failure cases of ibv_post_send. */
+int sofv_exec_post(struct sofv_qp *qp, const struct sofv_swqe *wqe);
+/* Run deferred WQEs and flushes of a QP; caller holds qp->sq_lock. */
+void sofv_exec_progress(struct sofv_qp *qp);
+
+/* Push a completion into a CQ segment (any process may). cq_evfd is the
+ * CQ's channel eventfd or -1. Returns 0, or -ENOSPC when the CQ overflowed. */
+int sofv_cq_push(struct sof_cq_shm *shm, struct sof_cqe *ring,
+		 const struct sof_cqe *cqe, int cq_evfd);
+
+/* Move a local QP to ERROR and flush what it holds (qp.c and exec.c). */
+void sofv_qp_set_error(struct sofv_qp *qp);
+/* Forget cached mappings of a peer QP (qp.c on destroy). */
+void sofv_exec_qp_release(struct sofv_qp *qp);
+/* Drop every executor mapping of a context (close). */
+void sofv_exec_ctx_cleanup(struct sofv_context *ctx);
+
+/* ---- entry points installed in the context's operation tables ---------- */
+
+/* context.c */
+int sofv_query_port(struct ibv_context *ctx, uint8_t port,
+		    struct ibv_port_attr *attr, size_t attr_len);
+int sofv_query_device_ex(struct ibv_context *ctx,
+			 const struct ibv_query_device_ex_input *input,
+			 struct ibv_device_attr_ex *attr, size_t attr_size);
+/* cq.c */
+struct ibv_cq_ex *sofv_create_cq_ex(struct ibv_context *ctx,
+				    struct ibv_cq_init_attr_ex *attr);
+/* qp.c */
+struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx,
+				 struct ibv_qp_init_attr_ex *attr);
+/* srq.c */
+struct ibv_srq *sofv_create_srq_ex(struct ibv_context *ctx,
+				   struct ibv_srq_init_attr_ex *attr);
+
+/* Ask the daemon to raise an asynchronous event at the owner of an object
+ * (SOF_NOTIFY_*). 0 or -errno. */
+int sofv_notify(struct sofv_context *ctx, uint32_t kind, uint32_t handle);
+
+/* CQ <-> QP attachment for flushing (cq.c). */
+int sofv_cq_attach_qp(struct sofv_cq *cq, struct sofv_qp *qp);
+void sofv_cq_detach_qp(struct sofv_cq *cq, struct sofv_qp *qp);
+
+#endif

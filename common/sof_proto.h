@@ -246,6 +246,7 @@ enum sof_notify_kind {
 	SOF_NOTIFY_QP_FATAL = 3,   /* handle = qpn */
 	SOF_NOTIFY_QP_REQ_ERR = 4, /* handle = qpn */
 	SOF_NOTIFY_QP_ACCESS_ERR = 5, /* handle = qpn */
+	SOF_NOTIFY_QP_LAST_WQE = 6,   /* handle = qpn */
 };
 struct sof_notify_req {
 	uint32_t kind;

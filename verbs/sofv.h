@@ -76,7 +76,15 @@ struct sofv_context {
 	/* Executor caches of other processes' objects (exec.c). */
 	pthread_mutex_t cache_lock;
 	struct sof_hmap rqps;       /* qpn -> struct sofv_rqp * */
-	struct sof_hmap rmrs;       /* key ^ (use << 32 ...) see exec.c */
+	struct sof_hmap rmrs;       /* see rmr_cache_key() in exec.c */
+
+	/* Progress thread for deferred WQEs (exec.c), started on first use. */
+	pthread_mutex_t prog_lock;
+	pthread_cond_t prog_cond;
+	pthread_t prog_thread;
+	bool prog_started, prog_stop;
+	struct sofv_qp **prog_qps;
+	int prog_n, prog_cap;
 };
 
 static inline struct sofv_context *to_sctx(struct ibv_context *ctx)
@@ -142,6 +150,7 @@ struct sofv_cq {
 	pthread_mutex_t qps_lock;
 	struct sofv_qp **qps;
 	int nqps, qps_cap;
+	_Atomic int deferred;         /* QPs with deferred send WQEs here */
 };
 
 static inline struct sofv_cq *to_scq(struct ibv_cq *cq)
@@ -203,9 +212,22 @@ struct sofv_swqe {
 	struct ibv_sge sge[SOFV_MAX_SGE];
 	uint32_t inline_len;          /* IBV_SEND_INLINE: bytes in inline_buf */
 	uint8_t *inline_buf;          /* points into the QP's inline area */
-	/* RNR state */
-	int rnr_left;
-	uint64_t rnr_deadline_ns;
+	/* Waiting state of a deferred WQE (exec.c) */
+	uint8_t wait;                 /* SOFV_WAIT_* */
+	int rnr_left;                 /* RNR retries left; 7 = infinite */
+	uint64_t deadline_ns;         /* next RNR retry / transport timeout */
+};
+
+enum {
+	SOFV_WAIT_NONE = 0,
+	SOFV_WAIT_RNR = 1,            /* receiver had no receive WQE */
+	SOFV_WAIT_PEER = 2,           /* receiver not ready (not RTR / not ours) */
+};
+
+/* An entry of a work-request list built through ibv_wr_* (post.c). */
+struct sofv_wr_ent {
+	struct sofv_swqe w;
+	uint8_t data[SOFV_MAX_INLINE];
 };
 
 struct sofv_qp {
@@ -235,15 +257,17 @@ struct sofv_qp {
 	struct sofv_swqe *sq;         /* deferred WQEs ring, cap.max_send_wr */
 	uint32_t sq_size, sq_head, sq_tail;
 	uint8_t *inline_area;         /* sq_size * max(cap.max_inline_data,1) */
+	uint32_t inline_stride;       /* max(cap.max_inline_data, 1) */
 	struct sofv_rqp *peer;        /* cached destination (RC/UC) */
 	bool flushed_sq, flushed_rq;
 
-	/* ibv_wr_* building state */
-	struct sofv_swqe wr_cur;
-	uint8_t *wr_inline;           /* SOFV_MAX_INLINE bytes */
+	/* ibv_wr_* building state (post.c), under sq_lock from wr_start */
 	int wr_err;
-	struct sofv_swqe *wr_list;    /* WRs built since wr_start */
+	struct sofv_wr_ent *wr_list;  /* WRs built since wr_start */
 	uint32_t wr_nlist, wr_list_cap;
+
+	/* On the context's progress list (exec.c), under ctx->prog_lock. */
+	bool on_prog;
 };
 
 static inline struct sofv_qp *to_sqp(struct ibv_qp *qp)
@@ -305,11 +329,16 @@ void sofv_exec_progress(struct sofv_qp *qp);
 int sofv_cq_push(struct sof_cq_shm *shm, struct sof_cqe *ring,
 		 const struct sof_cqe *cqe, int cq_evfd);
 
-/* Move a local QP to ERROR and flush what it holds (qp.c and exec.c). */
+/* Move a local QP to ERROR and flush what it holds (qp.c and exec.c).
+ * Caller holds qp->sq_lock. */
 void sofv_qp_set_error(struct sofv_qp *qp);
+/* Flush the posted receives of a QP in ERROR; needs no lock. */
+void sofv_qp_flush_rq(struct sofv_qp *qp);
 /* Forget cached mappings of a peer QP (qp.c on destroy). */
 void sofv_exec_qp_release(struct sofv_qp *qp);
-/* Drop every executor mapping of a context (close). */
+/* Initialise the executor state of a new context (open), and drop every
+ * executor mapping and stop its progress thread (close). */
+void sofv_exec_ctx_init(struct sofv_context *ctx);
 void sofv_exec_ctx_cleanup(struct sofv_context *ctx);
 
 /* ---- entry points installed in the context's operation tables ---------- */

@@ -1,0 +1,43 @@
+/*
+ * The unit-test harness (see harness.h).
+ */
+#include "harness.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+
+jmp_buf test_jmp;
+const char *test_current;
+static int passed, failed;
+
+void test_fail(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "# %s: %s:%d: ", test_current, file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	longjmp(test_jmp, 1);
+}
+
+void test_run(const char *name, void (*fn)(void))
+{
+	test_current = name;
+	if (setjmp(test_jmp) == 0) {
+		fn();
+		passed++;
+		printf("ok - %s\n", name);
+	} else {
+		failed++;
+		printf("not ok - %s\n", name);
+	}
+	fflush(stdout);
+}
+
+int test_summary(void)
+{
+	printf("# %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

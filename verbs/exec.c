@@ -1,0 +1,1291 @@
+/*
+ * The executor: carries out send work requests on the same host.
+ *
+ * A send WQE is executed by the process that posted it, in ibv_post_send:
+ * it plays both the requester and, for the destination QP, the responder of
+ * IBA chapter 9. The destination's receive ring, CQ and memory regions are
+ * mapped from the memfds the daemon hands out after its checks (OPEN_QP,
+ * OPEN_MR), cached per context and revalidated against the daemon's object
+ * table generation at every use, so a destroyed QP or deregistered MR is
+ * never touched again.
+ *
+ * Where the wire protocol would NAK, the executor produces the same outcome:
+ *   RNR NAK (9.7.5.2.8)          → the WQE waits, retried per rnr_retry
+ *   remote access error (9.7.5.2.4, class C) → IBV_WC_REM_ACCESS_ERR, both QPs
+ *                                  to ERROR
+ *   invalid request (9.7.5.2.4)  → IBV_WC_REM_INV_REQ_ERR, both QPs to ERROR
+ *   remote operational error     → IBV_WC_REM_OP_ERR (responder's local
+ *                                  protection error), both QPs to ERROR
+ *   no response (9.7.6.1.3)      → retried until (retry_cnt+1) local ACK
+ *                                  timeouts, then IBV_WC_RETRY_EXC_ERR
+ * A QP whose peer no longer exists fails at once with IBV_WC_RETRY_EXC_ERR:
+ * the daemon knows the peer is gone, so waiting out the timer gains nothing.
+ *
+ * Everything read from the destination's segments is untrusted: receive WQEs
+ * are copied before validation, indexes are masked, keys are checked by the
+ * daemon and ranges here.
+ */
+#include "sofv.h"
+
+#include <alloca.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- destination QPs ---------------------------------------------------- */
+
+struct sofv_rqp {
+	_Atomic int refs;
+	uint32_t qpn, type, pd, slot;
+	uint64_t gen;
+	struct sof_qp_shm *shm;
+	size_t shm_len;
+	/* receive queue: the QP's own ring or its SRQ's */
+	struct sof_ring_idx *rq;
+	uint8_t *ring;
+	uint32_t rq_size, rq_stride, rq_max_sge;
+	bool has_srq;
+	uint32_t srq_slot;
+	uint64_t srq_gen;
+	struct sof_srq_shm *srq_shm;
+	size_t srq_len;
+	uint32_t srq_handle;
+	/* receive CQ */
+	struct sof_cq_shm *cq;
+	int cq_evfd;
+};
+
+/* ---- destination memory regions ----------------------------------------- */
+
+struct sofv_rmr {
+	_Atomic int refs;
+	uint32_t key, access, pd, slot;
+	uint64_t gen, iova, length;
+	uint8_t *base;  /* byte at iova */
+	void *map;
+	size_t map_len;
+};
+
+static bool objtab_valid(struct sofv_context *ctx, uint32_t slot, uint64_t gen)
+{
+	if (slot >= SOF_OBJTAB_SLOTS)
+		return false;
+	return atomic_load_explicit(&ctx->objtab[slot], memory_order_acquire) == gen;
+}
+
+static void rqp_put(struct sofv_rqp *r)
+{
+	if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
+		return;
+	if (r->shm)
+		munmap(r->shm, r->shm_len);
+	if (r->srq_shm)
+		munmap(r->srq_shm, r->srq_len);
+	if (r->cq)
+		munmap(r->cq, SOF_CQ_SEG_SIZE);
+	if (r->cq_evfd >= 0)
+		close(r->cq_evfd);
+	free(r);
+}
+
+static void rmr_put(struct sofv_rmr *m)
+{
+	if (!m || atomic_fetch_sub(&m->refs, 1) != 1)
+		return;
+	if (m->map)
+		munmap(m->map, m->map_len);
+	free(m);
+}
+
+static bool rqp_valid(struct sofv_context *ctx, struct sofv_rqp *r)
+{
+	return objtab_valid(ctx, r->slot, r->gen) &&
+	       (!r->has_srq || objtab_valid(ctx, r->srq_slot, r->srq_gen));
+}
+
+static void *map_fd(int fd, size_t len, int prot)
+{
+	void *p;
+
+	if (sof_memfd_check(fd, len))
+		return NULL;
+	p = mmap(NULL, len, prot, MAP_SHARED, fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Map a destination QP from the daemon's answer. Returns a new reference
+ * or NULL with errno. Caller holds ctx->cache_lock. */
+static struct sofv_rqp *rqp_open(struct sofv_context *ctx, uint32_t qpn)
+{
+	struct sof_qp_req req = { .qpn = qpn };
+	struct sof_open_qp_rep rep;
+	int fds[4] = { -1, -1, -1, -1 }, nfds = 4, fi, err;
+	struct sofv_rqp *r;
+
+	err = sofv_rpc(ctx, SOF_OP_OPEN_QP, &req, sizeof(req), NULL, 0, &rep,
+		       sizeof(rep), fds, &nfds);
+	if (err) {
+		sof_close_fds(fds, nfds);
+		errno = -err;
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		goto err_fds;
+	r->cq_evfd = -1;
+	atomic_init(&r->refs, 1);
+	r->qpn = rep.qpn;
+	r->type = rep.qp_type;
+	r->pd = rep.pd;
+	r->slot = rep.slot;
+	r->gen = rep.gen;
+	if (rep.qpn != qpn || nfds < 2 + (rep.has_srq ? 1 : 0) + (rep.cq_has_channel ? 1 : 0))
+		goto err_free;
+	if (rep.has_srq) {
+		if (!rep.srq_size || (rep.srq_size & (rep.srq_size - 1)) ||
+		    rep.srq_size > SOFV_MAX_SRQ_WR * 2 || rep.srq_max_sge > SOFV_MAX_SRQ_SGE)
+			goto err_free;
+	} else if (rep.rq_size & (rep.rq_size - 1) || rep.rq_size > SOFV_MAX_QP_WR * 2 ||
+		   rep.rq_max_sge > SOFV_MAX_SGE) {
+		goto err_free;
+	}
+	r->shm_len = SOF_QP_RQ_OFF + (size_t)rep.rq_size * SOF_RWQE_STRIDE(rep.rq_max_sge);
+	r->shm = map_fd(fds[0], r->shm_len, PROT_READ | PROT_WRITE);
+	if (!r->shm)
+		goto err_free;
+	r->cq = map_fd(fds[1], SOF_CQ_SEG_SIZE, PROT_READ | PROT_WRITE);
+	if (!r->cq)
+		goto err_free;
+	fi = 2;
+	if (rep.has_srq) {
+		r->has_srq = true;
+		r->srq_handle = rep.srq;
+		r->srq_slot = rep.srq_slot;
+		r->srq_gen = rep.srq_gen;
+		r->srq_len = SOF_SRQ_RQ_OFF + (size_t)rep.srq_size * SOF_RWQE_STRIDE(rep.srq_max_sge);
+		r->srq_shm = map_fd(fds[fi++], r->srq_len, PROT_READ | PROT_WRITE);
+		if (!r->srq_shm)
+			goto err_free;
+		r->rq = &r->srq_shm->rq;
+		r->ring = (uint8_t *)r->srq_shm + SOF_SRQ_RQ_OFF;
+		r->rq_size = rep.srq_size;
+		r->rq_max_sge = rep.srq_max_sge;
+	} else {
+		r->rq = &r->shm->rq;
+		r->ring = (uint8_t *)r->shm + SOF_QP_RQ_OFF;
+		r->rq_size = rep.rq_size;
+		r->rq_max_sge = rep.rq_max_sge;
+	}
+	r->rq_stride = SOF_RWQE_STRIDE(r->rq_max_sge);
+	if (rep.cq_has_channel) {
+		r->cq_evfd = fds[fi];
+		fds[fi] = -1;
+	}
+	sof_close_fds(fds, nfds);
+	return r;
+
+err_free:
+	rqp_put(r);
+err_fds:
+	sof_close_fds(fds, nfds);
+	errno = EPROTO;
+	return NULL;
+}
+
+/* Look up (or map) destination QP qpn. Returns a new reference or NULL when
+ * the QP does not exist (any more) or may not be reached. */
+static struct sofv_rqp *rqp_get(struct sofv_context *ctx, uint32_t qpn)
+{
+	struct sofv_rqp *r;
+
+	pthread_mutex_lock(&ctx->cache_lock);
+	r = sof_hmap_get(&ctx->rqps, qpn);
+	if (r && !rqp_valid(ctx, r)) {
+		sof_hmap_del(&ctx->rqps, qpn);
+		rqp_put(r);
+		r = NULL;
+	}
+	if (!r) {
+		r = rqp_open(ctx, qpn);
+		if (r && sof_hmap_put(&ctx->rqps, qpn, r)) {
+			rqp_put(r);
+			r = NULL;
+		}
+	}
+	if (r)
+		atomic_fetch_add(&r->refs, 1);
+	pthread_mutex_unlock(&ctx->cache_lock);
+	return r;
+}
+
+static uint64_t rmr_cache_key(uint32_t key, uint32_t qpn, uint32_t use)
+{
+	return (uint64_t)key | ((uint64_t)use << 32) | ((uint64_t)qpn << 34);
+}
+
+/* Map the region with key for access on behalf of destination QP qpn. */
+static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key,
+				 uint32_t qpn, uint32_t use)
+{
+	struct sof_open_mr_req req = { .key = key, .qpn = qpn, .use = use };
+	struct sof_open_mr_rep *rep;
+	int fds[SOF_MAX_MR_RUNS], nfds = SOF_MAX_MR_RUNS, err;
+	struct sofv_rmr *m = NULL;
+	uint64_t total = 0;
+	bool rw;
+	uint8_t *p;
+
+	rep = malloc(sizeof(*rep));
+	if (!rep)
+		return NULL;
+	err = sofv_rpc(ctx, SOF_OP_OPEN_MR, &req, sizeof(req), NULL, 0, rep,
+		       sizeof(*rep), fds, &nfds);
+	if (err) {
+		sof_close_fds(fds, nfds);
+		free(rep);
+		return NULL;
+	}
+	if (rep->nruns == 0 || rep->nruns > SOF_MAX_MR_RUNS || (int)rep->nruns != nfds)
+		goto out;
+	for (uint32_t i = 0; i < rep->nruns; i++) {
+		if (rep->runs[i].length % 4096 || rep->runs[i].offset % 4096 ||
+		    rep->runs[i].length > SOFV_MAX_MR_SIZE)
+			goto out;
+		total += rep->runs[i].length;
+	}
+	if (rep->page_off >= 4096 || rep->length > total - rep->page_off)
+		goto out;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		goto out;
+	atomic_init(&m->refs, 1);
+	m->key = key;
+	m->access = rep->access;
+	m->pd = rep->pd;
+	m->slot = rep->slot;
+	m->gen = rep->gen;
+	m->iova = rep->iova;
+	m->length = rep->length;
+	m->map_len = total;
+	m->map = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m->map == MAP_FAILED) {
+		m->map = NULL;
+		goto err_mr;
+	}
+	if (use == SOF_MR_REMOTE)
+		rw = m->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	else
+		rw = m->access & IBV_ACCESS_LOCAL_WRITE;
+	p = m->map;
+	for (uint32_t i = 0; i < rep->nruns; i++) {
+		int prot = PROT_READ | (rw ? PROT_WRITE : 0);
+
+		if (sof_memfd_check(fds[i], rep->runs[i].offset + rep->runs[i].length) ||
+		    mmap(p, rep->runs[i].length, prot, MAP_SHARED | MAP_FIXED, fds[i],
+			 (off_t)rep->runs[i].offset) == MAP_FAILED)
+			goto err_mr;
+		p += rep->runs[i].length;
+	}
+	if (!rw)
+		m->access &= ~(uint32_t)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
+					 IBV_ACCESS_LOCAL_WRITE);
+	m->base = (uint8_t *)m->map + rep->page_off;
+	goto out;
+
+err_mr:
+	rmr_put(m);
+	m = NULL;
+out:
+	sof_close_fds(fds, nfds);
+	free(rep);
+	return m;
+}
+
+static struct sofv_rmr *rmr_get(struct sofv_context *ctx, uint32_t key,
+				uint32_t qpn, uint32_t use)
+{
+	uint64_t ck = rmr_cache_key(key, qpn, use);
+	struct sofv_rmr *m;
+
+	pthread_mutex_lock(&ctx->cache_lock);
+	m = sof_hmap_get(&ctx->rmrs, ck);
+	if (m && !objtab_valid(ctx, m->slot, m->gen)) {
+		sof_hmap_del(&ctx->rmrs, ck);
+		rmr_put(m);
+		m = NULL;
+	}
+	if (!m) {
+		m = rmr_open(ctx, key, qpn, use);
+		if (m && sof_hmap_put(&ctx->rmrs, ck, m)) {
+			rmr_put(m);
+			m = NULL;
+		}
+	}
+	if (m)
+		atomic_fetch_add(&m->refs, 1);
+	pthread_mutex_unlock(&ctx->cache_lock);
+	return m;
+}
+
+/* Pointer to [addr, addr+len) of a mapped region, or NULL if out of range. */
+static uint8_t *rmr_ptr(const struct sofv_rmr *m, uint64_t addr, uint64_t len)
+{
+	if (addr < m->iova || len > m->length || addr - m->iova > m->length - len)
+		return NULL;
+	return m->base + (addr - m->iova);
+}
+
+/* ---- scatter/gather lists -------------------------------------------------- */
+
+struct sg {
+	uint8_t *p;
+	uint64_t len;
+};
+
+#define SG_MAX (SOFV_MAX_SGE + 2)
+
+struct sglist {
+	int n;
+	uint64_t total;
+	struct sg e[SG_MAX];
+	struct sofv_rmr *refs[SG_MAX]; /* references to drop */
+	int nrefs;
+};
+
+static void sgl_release(struct sglist *l)
+{
+	for (int i = 0; i < l->nrefs; i++)
+		rmr_put(l->refs[i]);
+	l->nrefs = 0;
+}
+
+static void sgl_add(struct sglist *l, uint8_t *p, uint64_t len)
+{
+	if (!len)
+		return;
+	l->e[l->n].p = p;
+	l->e[l->n].len = len;
+	l->n++;
+	l->total += len;
+}
+
+/* Copy min(dst total, src total) bytes from src to dst, skipping skip bytes
+ * of dst first. */
+static void sg_copy(const struct sglist *dst, uint64_t skip, const struct sglist *src)
+{
+	int di = 0, si = 0;
+	uint64_t doff = 0, soff = 0;
+
+	while (di < dst->n && skip >= dst->e[di].len) {
+		skip -= dst->e[di].len;
+		di++;
+	}
+	doff = skip;
+	while (di < dst->n && si < src->n) {
+		uint64_t n = dst->e[di].len - doff;
+
+		if (src->e[si].len - soff < n)
+			n = src->e[si].len - soff;
+		memcpy(dst->e[di].p + doff, src->e[si].p + soff, n);
+		doff += n;
+		soff += n;
+		if (doff == dst->e[di].len) {
+			di++;
+			doff = 0;
+		}
+		if (soff == src->e[si].len) {
+			si++;
+			soff = 0;
+		}
+	}
+}
+
+static void sg_write(const struct sglist *dst, uint64_t off, const void *buf, uint64_t len)
+{
+	struct sglist s = { .n = 1, .total = len, .e = { { (uint8_t *)buf, len } } };
+
+	sg_copy(dst, off, &s);
+}
+
+/* Resolve the local SGEs of a send WQE (this process's own memory). need is
+ * IBV_ACCESS_LOCAL_WRITE when the HCA writes into them (READ, atomics).
+ * Returns 0 or IBV_WC_LOC_PROT_ERR. */
+static int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint32_t need,
+		     struct sglist *l)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	int ret = 0;
+
+	l->n = 0;
+	l->total = 0;
+	l->nrefs = 0;
+	if (w->send_flags & IBV_SEND_INLINE) {
+		sgl_add(l, w->inline_buf, w->inline_len);
+		return 0;
+	}
+	pthread_rwlock_rdlock(&ctx->obj_lock);
+	for (uint32_t i = 0; i < w->num_sge; i++) {
+		const struct ibv_sge *s = &w->sge[i];
+		struct sofv_mr *mr;
+		uint64_t off;
+
+		if (!s->length)
+			continue;
+		mr = sof_hmap_get(&ctx->mrs, s->lkey);
+		if (!mr || mr->pd != qp->pd || (mr->access & need) != need ||
+		    s->addr < mr->iova || s->length > mr->ibmr.length ||
+		    s->addr - mr->iova > mr->ibmr.length - s->length) {
+			ret = IBV_WC_LOC_PROT_ERR;
+			break;
+		}
+		off = s->addr - mr->iova;
+		sgl_add(l, (uint8_t *)mr->ibmr.addr + off, s->length);
+	}
+	pthread_rwlock_unlock(&ctx->obj_lock);
+	return ret;
+}
+
+/* ---- receive side of the destination ------------------------------------- */
+
+/* Take the next receive WQE of destination r into *out (copied). Returns 0,
+ * -EAGAIN when the queue is empty, -EINVAL when the entry is malformed (it
+ * is consumed). */
+static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out)
+{
+	uint32_t head, tail;
+
+	for (;;) {
+		head = atomic_load_explicit(&r->rq->head, memory_order_acquire);
+		tail = atomic_load_explicit(&r->rq->tail, memory_order_acquire);
+		if (head == tail || !r->rq_size)
+			return -EAGAIN;
+		memcpy(out, r->ring + (size_t)(head & (r->rq_size - 1)) * r->rq_stride,
+		       r->rq_stride);
+		if (atomic_compare_exchange_weak_explicit(&r->rq->head, &head, head + 1,
+							  memory_order_acq_rel,
+							  memory_order_relaxed))
+			break;
+	}
+	if (r->has_srq) {
+		uint32_t limit = atomic_load_explicit(&r->srq_shm->limit, memory_order_relaxed);
+
+		if (limit && tail - head - 1 < limit &&
+		    atomic_compare_exchange_strong(&r->srq_shm->limit, &limit, 0))
+			out->rsvd = 1; /* caller raises the limit event */
+		else
+			out->rsvd = 0;
+	} else {
+		out->rsvd = 0;
+	}
+	if (out->num_sge > r->rq_max_sge)
+		return -EINVAL;
+	return 0;
+}
+
+static bool rq_nonempty(struct sofv_rqp *r)
+{
+	return atomic_load_explicit(&r->rq->head, memory_order_acquire) !=
+	       atomic_load_explicit(&r->rq->tail, memory_order_acquire);
+}
+
+/* Resolve the SGEs of a receive WQE of destination r (its owner's memory). */
+static int remote_local_sgl(struct sofv_context *ctx, struct sofv_rqp *r,
+			    const struct sof_rwqe *wqe, struct sglist *l)
+{
+	l->n = 0;
+	l->total = 0;
+	l->nrefs = 0;
+	for (uint32_t i = 0; i < wqe->num_sge; i++) {
+		const struct sof_sge *s = &wqe->sge[i];
+		struct sofv_rmr *m;
+		uint8_t *p;
+
+		if (!s->length)
+			continue;
+		m = rmr_get(ctx, s->lkey, r->qpn, SOF_MR_LOCAL);
+		if (!m)
+			return -EACCES;
+		l->refs[l->nrefs++] = m;
+		p = rmr_ptr(m, s->addr, s->length);
+		if (!p || !(m->access & IBV_ACCESS_LOCAL_WRITE))
+			return -EACCES;
+		sgl_add(l, p, s->length);
+	}
+	return 0;
+}
+
+static void cqe_post_remote(struct sofv_rqp *r, const struct sof_cqe *cqe)
+{
+	sofv_cq_push(r->cq, (struct sof_cqe *)((uint8_t *)r->cq + SOF_CQ_RING_OFF), cqe,
+		     r->cq_evfd);
+}
+
+/* Move destination r to ERROR (its owner flushes it on its next look). */
+static void rqp_fail(struct sofv_context *ctx, struct sofv_rqp *r, uint32_t notify)
+{
+	uint32_t a;
+
+	atomic_store(&r->shm->state, IBV_QPS_ERR);
+	atomic_store(&r->cq->attention, 1);
+	a = atomic_load(&r->cq->armed);
+	if (a != SOF_CQ_ARM_NONE && r->cq_evfd >= 0 &&
+	    atomic_compare_exchange_strong(&r->cq->armed, &a, SOF_CQ_ARM_NONE)) {
+		uint64_t one = 1;
+
+		atomic_store(&r->cq->event_pending, 1);
+		if (write(r->cq_evfd, &one, sizeof(one)) < 0) {
+			/* the owner is gone or its counter is saturated */
+		}
+	}
+	if (notify)
+		sofv_notify(ctx, notify, r->qpn);
+}
+
+/* ---- GRH of a UD receive (RoCEv2: IP header in the 40-byte GRH area) ------- */
+
+static bool gid_is_v4(const uint8_t *g)
+{
+	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return !memcmp(g, pfx, sizeof(pfx));
+}
+
+static uint16_t ip_csum(const uint8_t *h, int len)
+{
+	uint32_t sum = 0;
+
+	for (int i = 0; i < len; i += 2)
+		sum += (uint32_t)(h[i] << 8 | h[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* Annex A17.4.5.1: for RoCEv2 the first 40 bytes of a UD receive hold the
+ * IPv6 header, or 20 bytes of zero followed by the IPv4 header. */
+static void make_grh(uint8_t grh[40], const uint8_t *sgid, const uint8_t *dgid,
+		     uint8_t tclass, uint8_t hop_limit, uint32_t flow_label, uint32_t paylen)
+{
+	/* UDP + BTH + DETH + payload + ICRC */
+	uint32_t l4 = 8 + 12 + 8 + paylen + 4;
+
+	memset(grh, 0, 40);
+	if (gid_is_v4(sgid) && gid_is_v4(dgid)) {
+		uint8_t *ip = grh + 20;
+		uint16_t tot = (uint16_t)(20 + l4), c;
+
+		ip[0] = 0x45;
+		ip[1] = tclass;
+		ip[2] = (uint8_t)(tot >> 8);
+		ip[3] = (uint8_t)tot;
+		ip[6] = 0x40; /* don't fragment */
+		ip[8] = hop_limit ? hop_limit : 64;
+		ip[9] = IPPROTO_UDP;
+		memcpy(ip + 12, sgid + 12, 4);
+		memcpy(ip + 16, dgid + 12, 4);
+		c = ip_csum(ip, 20);
+		ip[10] = (uint8_t)(c >> 8);
+		ip[11] = (uint8_t)c;
+	} else {
+		uint32_t w = 6u << 28 | (uint32_t)tclass << 20 | (flow_label & 0xfffff);
+
+		grh[0] = (uint8_t)(w >> 24);
+		grh[1] = (uint8_t)(w >> 16);
+		grh[2] = (uint8_t)(w >> 8);
+		grh[3] = (uint8_t)w;
+		grh[4] = (uint8_t)(l4 >> 8);
+		grh[5] = (uint8_t)l4;
+		grh[6] = IPPROTO_UDP;
+		grh[7] = hop_limit ? hop_limit : 64;
+		memcpy(grh + 8, sgid, 16);
+		memcpy(grh + 24, dgid, 16);
+	}
+}
+
+/* ---- timers ---------------------------------------------------------------- */
+
+/* IBA 9.7.5.2.8, table 45: the minimum RNR NAK timer field, in µs. */
+static const uint32_t rnr_timer_us[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920,
+	2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920,
+	122880, 163840, 245760, 327680, 491520,
+};
+
+/* IBA 9.7.6.1.3: local ACK timeout = 4.096 µs * 2^timeout; 0 = infinite. */
+static uint64_t ack_timeout_ns(uint8_t timeout)
+{
+	if (!timeout)
+		return 0;
+	if (timeout > 31)
+		timeout = 31;
+	return 4096ull << timeout;
+}
+
+/* ---- completion helpers ------------------------------------------------------ */
+
+static enum ibv_wc_opcode wc_opcode(uint32_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+static bool wqe_signaled(const struct sofv_qp *qp, const struct sofv_swqe *w)
+{
+	return qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
+}
+
+/* Complete send WQE w with status; a failed WQE always completes. */
+static void complete_send(struct sofv_qp *qp, const struct sofv_swqe *w, int status,
+			  uint32_t byte_len)
+{
+	struct sofv_cq *cq = qp->scq;
+	struct sof_cqe c;
+
+	if (status == IBV_WC_SUCCESS && !wqe_signaled(qp, w))
+		return;
+	memset(&c, 0, sizeof(c));
+	c.wr_id = w->wr_id;
+	c.status = (uint8_t)status;
+	c.opcode = (uint8_t)wc_opcode(w->opcode);
+	c.byte_len = byte_len;
+	c.qp_num = qp->qpn;
+	sofv_cq_push(cq->shm, cq->ring, &c, cq->channel ? cq->channel->ch.fd : -1);
+}
+
+/* ---- executing one WQE ------------------------------------------------------- */
+
+enum exec_res {
+	EXEC_DONE,  /* completed (successfully or not) */
+	EXEC_WAIT,  /* must be retried later */
+};
+
+static bool gid_local(struct sofv_context *ctx, const union ibv_gid *g)
+{
+	for (uint32_t i = 0; i < ctx->dev.num_gids && i < SOF_MAX_GIDS; i++)
+		if (!memcmp(ctx->dev.gids[i].gid, g->raw, 16))
+			return true;
+	return false;
+}
+
+static bool state_receives(uint32_t s)
+{
+	return s == IBV_QPS_RTR || s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE;
+}
+
+/* The QP failed: complete w with status and move to ERROR. */
+static enum exec_res fail_wqe(struct sofv_qp *qp, const struct sofv_swqe *w, int status)
+{
+	complete_send(qp, w, status, 0);
+	atomic_store(&qp->shm->state, IBV_QPS_ERR);
+	qp->qpx.qp_base.state = IBV_QPS_ERR;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	return EXEC_DONE;
+}
+
+/* No response from the peer: retry until the transport timer expires. */
+static enum exec_res no_response(struct sofv_qp *qp, struct sofv_swqe *w)
+{
+	uint64_t t = ack_timeout_ns(qp->attr.timeout), now = sof_now_ns();
+
+	if (w->wait != SOFV_WAIT_PEER) {
+		w->wait = SOFV_WAIT_PEER;
+		w->deadline_ns = t ? now + t * ((uint64_t)qp->attr.retry_cnt + 1) : UINT64_MAX;
+		return EXEC_WAIT;
+	}
+	if (now < w->deadline_ns)
+		return EXEC_WAIT;
+	return fail_wqe(qp, w, IBV_WC_RETRY_EXC_ERR);
+}
+
+/* The receiver has no receive WQE: IBA 9.7.5.2.8 RNR NAK handling. */
+static enum exec_res rnr(struct sofv_qp *qp, struct sofv_swqe *w, struct sofv_rqp *r)
+{
+	uint64_t now = sof_now_ns();
+	uint32_t code = atomic_load_explicit(&r->shm->min_rnr_timer, memory_order_relaxed) & 31;
+	uint64_t delay = (uint64_t)rnr_timer_us[code] * 1000;
+
+	if (w->wait != SOFV_WAIT_RNR) {
+		w->wait = SOFV_WAIT_RNR;
+		w->rnr_left = qp->attr.rnr_retry;
+		if (w->rnr_left == 0)
+			return fail_wqe(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
+		w->deadline_ns = now + delay;
+		return EXEC_WAIT;
+	}
+	if (now < w->deadline_ns)
+		return EXEC_WAIT;
+	/* rnr_retry 7 means retry for ever (IBA 9.7.5.2.8) */
+	if (w->rnr_left != 7 && --w->rnr_left <= 0)
+		return fail_wqe(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
+	w->deadline_ns = now + delay;
+	return EXEC_WAIT;
+}
+
+/* Deliver a SEND (or the receive side of WRITE_WITH_IMM) to destination r.
+ * Returns 0, -EAGAIN (no receive WQE), or a responder error:
+ * -EMSGSIZE (length), -EACCES (receive buffer protection). */
+static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp,
+			const struct sofv_swqe *w, struct sofv_rqp *r,
+			const struct sglist *src, const struct sofv_ah *ah)
+{
+	struct sof_rwqe *rw = alloca(r->rq_stride);
+	struct sglist dst;
+	struct sof_cqe c;
+	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool is_write = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	uint64_t grh = r->type == IBV_QPT_UD ? 40 : 0;
+	int err;
+
+	err = take_rwqe(r, rw);
+	if (err == -EAGAIN)
+		return err;
+	if (rw->rsvd)
+		sofv_notify(ctx, SOF_NOTIFY_SRQ_LIMIT, r->srq_handle);
+	memset(&c, 0, sizeof(c));
+	c.wr_id = rw->wr_id;
+	c.qp_num = r->qpn;
+	c.src_qp = qp->qpn;
+	c.opcode = is_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	c.solicited = !!(w->send_flags & IBV_SEND_SOLICITED);
+	if (imm) {
+		c.imm_data = w->imm_data;
+		c.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	if (err) {
+		c.status = IBV_WC_LOC_QP_OP_ERR;
+		cqe_post_remote(r, &c);
+		return -EACCES;
+	}
+	if (!is_write) {
+		err = remote_local_sgl(ctx, r, rw, &dst);
+		if (err) {
+			sgl_release(&dst);
+			c.status = IBV_WC_LOC_PROT_ERR;
+			cqe_post_remote(r, &c);
+			return -EACCES;
+		}
+		if (src->total + grh > dst.total) {
+			sgl_release(&dst);
+			c.status = IBV_WC_LOC_LEN_ERR;
+			cqe_post_remote(r, &c);
+			return -EMSGSIZE;
+		}
+		if (grh) {
+			uint8_t g[40];
+			const struct ibv_global_route *gr = &ah->attr.grh;
+			uint32_t sidx = gr->sgid_index < SOF_MAX_GIDS ? gr->sgid_index : 0;
+
+			make_grh(g, ctx->dev.gids[sidx].gid, gr->dgid.raw, gr->traffic_class,
+				 gr->hop_limit, gr->flow_label, (uint32_t)src->total);
+			sg_write(&dst, 0, g, 40);
+			c.wc_flags |= IBV_WC_GRH;
+		}
+		sg_copy(&dst, grh, src);
+		sgl_release(&dst);
+	}
+	c.byte_len = (uint32_t)(src->total + grh);
+	c.status = IBV_WC_SUCCESS;
+	cqe_post_remote(r, &c);
+	return 0;
+}
+
+/* Resolve and check the destination of an RC/UC WQE. Returns a reference or
+ * NULL with *res set to the outcome for w. */
+static struct sofv_rqp *connected_dest(struct sofv_qp *qp, struct sofv_swqe *w,
+				       enum exec_res *res, bool *gone)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	struct sofv_rqp *r = qp->peer;
+
+	*gone = false;
+	if (r && !rqp_valid(ctx, r)) {
+		rqp_put(r);
+		r = qp->peer = NULL;
+	}
+	if (!r) {
+		if (!gid_local(ctx, &qp->ah.grh.dgid)) {
+			/* another host: no path yet (RoCEv2 link comes with issue 3) */
+			*res = no_response(qp, w);
+			return NULL;
+		}
+		r = rqp_get(ctx, qp->attr.dest_qp_num);
+		if (!r) {
+			*gone = true;
+			return NULL;
+		}
+		qp->peer = r;
+	}
+	if (r->type != qp->qpx.qp_base.qp_type ||
+	    !state_receives(atomic_load_explicit(&r->shm->state, memory_order_acquire)) ||
+	    atomic_load_explicit(&r->shm->dest_qpn, memory_order_relaxed) != qp->qpn) {
+		if (atomic_load_explicit(&r->shm->state, memory_order_acquire) == IBV_QPS_ERR &&
+		    atomic_load_explicit(&r->shm->peer_gone, memory_order_relaxed)) {
+			*gone = true;
+			return NULL;
+		}
+		*res = no_response(qp, w);
+		return NULL;
+	}
+	atomic_fetch_add(&r->refs, 1);
+	return r;
+}
+
+/* Execute w on an RC or UC QP. */
+static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	bool rc = qp->qpx.qp_base.qp_type == IBV_QPT_RC, gone;
+	enum exec_res res = EXEC_DONE;
+	struct sglist src;
+	struct sofv_rqp *r;
+	struct sofv_rmr *m = NULL;
+	uint32_t need, qacc, byte_len = 0;
+	int err;
+
+	need = (w->opcode == IBV_WR_RDMA_READ || w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) ? IBV_ACCESS_LOCAL_WRITE : 0;
+	if (local_sgl(qp, w, need, &src))
+		return fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
+
+	r = connected_dest(qp, w, &res, &gone);
+	if (!r) {
+		if (!gone)
+			return res;
+		/* The peer QP no longer exists. UC: the packets are lost. */
+		if (!rc) {
+			complete_send(qp, w, IBV_WC_SUCCESS, (uint32_t)src.total);
+			return EXEC_DONE;
+		}
+		return fail_wqe(qp, w, IBV_WC_RETRY_EXC_ERR);
+	}
+	w->wait = SOFV_WAIT_NONE;
+	qacc = atomic_load_explicit(&r->shm->access, memory_order_relaxed);
+
+	switch (w->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		err = deliver_recv(ctx, qp, w, r, &src, NULL);
+		if (err == -EAGAIN) {
+			if (!rc) /* UC: no receive WQE, the message is dropped */
+				break;
+			rqp_put(r);
+			return rnr(qp, w, r);
+		}
+		if (err == -EMSGSIZE && rc) {
+			rqp_fail(ctx, r, 0);
+			rqp_put(r);
+			return fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
+		}
+		if (err && rc) {
+			rqp_fail(ctx, r, 0);
+			rqp_put(r);
+			return fail_wqe(qp, w, IBV_WC_REM_OP_ERR);
+		}
+		byte_len = (uint32_t)src.total;
+		break;
+
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM: {
+		uint8_t *p = NULL;
+
+		/* RNR is decided before any data moves, so a retry is clean. */
+		if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM && !rq_nonempty(r)) {
+			if (!rc)
+				break;
+			rqp_put(r);
+			return rnr(qp, w, r);
+		}
+		/* IBA 9.4.3: a zero-length WRITE does not validate the R_Key */
+		if (src.total) {
+			m = rmr_get(ctx, w->rkey, r->qpn, SOF_MR_REMOTE);
+			if (m && (qacc & IBV_ACCESS_REMOTE_WRITE) &&
+			    (m->access & IBV_ACCESS_REMOTE_WRITE))
+				p = rmr_ptr(m, w->remote_addr, src.total);
+			if (!p) {
+				rmr_put(m);
+				if (!rc)
+					break;
+				rqp_fail(ctx, r, SOF_NOTIFY_QP_ACCESS_ERR);
+				rqp_put(r);
+				return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
+			}
+			{
+				struct sglist d = { .n = 1, .total = src.total,
+						    .e = { { p, src.total } } };
+
+				sg_copy(&d, 0, &src);
+			}
+			rmr_put(m);
+		}
+		if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+			deliver_recv(ctx, qp, w, r, &src, NULL);
+		byte_len = (uint32_t)src.total;
+		break;
+	}
+
+	case IBV_WR_RDMA_READ: {
+		uint8_t *p = NULL;
+		uint64_t len = 0;
+
+		for (uint32_t i = 0; i < w->num_sge; i++)
+			len += w->sge[i].length;
+		if (len) {
+			m = rmr_get(ctx, w->rkey, r->qpn, SOF_MR_REMOTE);
+			if (m && (qacc & IBV_ACCESS_REMOTE_READ) &&
+			    (m->access & IBV_ACCESS_REMOTE_READ))
+				p = rmr_ptr(m, w->remote_addr, len);
+			if (!p) {
+				rmr_put(m);
+				rqp_fail(ctx, r, SOF_NOTIFY_QP_ACCESS_ERR);
+				rqp_put(r);
+				return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
+			}
+			{
+				struct sglist s = { .n = 1, .total = len, .e = { { p, len } } };
+
+				sg_copy(&src, 0, &s);
+			}
+			rmr_put(m);
+		}
+		byte_len = (uint32_t)len;
+		break;
+	}
+
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: {
+		uint64_t *p = NULL, orig;
+
+		/* IBA 9.4.5: atomics need an 8-byte aligned virtual address */
+		if (w->remote_addr & 7) {
+			rqp_fail(ctx, r, SOF_NOTIFY_QP_REQ_ERR);
+			rqp_put(r);
+			return fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
+		}
+		m = rmr_get(ctx, w->rkey, r->qpn, SOF_MR_REMOTE);
+		if (m && (qacc & IBV_ACCESS_REMOTE_ATOMIC) &&
+		    (m->access & IBV_ACCESS_REMOTE_ATOMIC))
+			p = (uint64_t *)rmr_ptr(m, w->remote_addr, 8);
+		if (!p) {
+			rmr_put(m);
+			rqp_fail(ctx, r, SOF_NOTIFY_QP_ACCESS_ERR);
+			rqp_put(r);
+			return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
+		}
+		/* IBV_ATOMIC_HCA: atomic against every other atomic of the
+		 * device, because all of them are CPU atomics on the same page */
+		if (w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			orig = __atomic_fetch_add(p, w->compare_add, __ATOMIC_SEQ_CST);
+		} else {
+			orig = w->compare_add;
+			__atomic_compare_exchange_n(p, &orig, w->swap, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+		}
+		rmr_put(m);
+		{
+			struct sglist s = { .n = 1, .total = 8, .e = { { (uint8_t *)&orig, 8 } } };
+
+			sg_copy(&src, 0, &s);
+		}
+		byte_len = 8;
+		break;
+	}
+
+	default:
+		rqp_put(r);
+		return fail_wqe(qp, w, IBV_WC_LOC_QP_OP_ERR);
+	}
+	rqp_put(r);
+	complete_send(qp, w, IBV_WC_SUCCESS, byte_len);
+	return EXEC_DONE;
+}
+
+/* Execute w on a UD QP: unreliable, a message that cannot be delivered is
+ * silently dropped (IBA 9.8.3). */
+static enum exec_res exec_ud(struct sofv_qp *qp, struct sofv_swqe *w)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	uint32_t mtu_bytes = 256u << (ctx->dev.active_mtu ? ctx->dev.active_mtu - 1 : 0);
+	struct sofv_rqp *r;
+	struct sglist src;
+	uint32_t qkey;
+
+	if (local_sgl(qp, w, 0, &src))
+		return fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
+	if (src.total > mtu_bytes)
+		return fail_wqe(qp, w, IBV_WC_LOC_LEN_ERR);
+	/* IBA 10.2.5: a Q_Key with the high bit set means "use the QP's" */
+	qkey = (w->remote_qkey & 0x80000000u) ? qp->attr.qkey : w->remote_qkey;
+	if (!w->ah || !gid_local(ctx, &w->ah->attr.grh.dgid))
+		goto done;
+	r = rqp_get(ctx, w->remote_qpn);
+	if (!r)
+		goto done;
+	if (r->type == IBV_QPT_UD &&
+	    state_receives(atomic_load_explicit(&r->shm->state, memory_order_acquire)) &&
+	    atomic_load_explicit(&r->shm->qkey, memory_order_relaxed) == qkey)
+		deliver_recv(ctx, qp, w, r, &src, w->ah);
+	rqp_put(r);
+done:
+	complete_send(qp, w, IBV_WC_SUCCESS, (uint32_t)src.total);
+	return EXEC_DONE;
+}
+
+static enum exec_res exec_one(struct sofv_qp *qp, struct sofv_swqe *w)
+{
+	if (atomic_load_explicit(&qp->shm->state, memory_order_acquire) == IBV_QPS_ERR) {
+		complete_send(qp, w, IBV_WC_WR_FLUSH_ERR, 0);
+		return EXEC_DONE;
+	}
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
+		return exec_ud(qp, w);
+	return exec_connected(qp, w);
+}
+
+/* ---- deferred WQEs and the progress thread -------------------------------- */
+
+static void *progress_main(void *arg);
+
+static void prog_add(struct sofv_qp *qp)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+
+	pthread_mutex_lock(&ctx->prog_lock);
+	if (!qp->on_prog) {
+		if (ctx->prog_n == ctx->prog_cap) {
+			int ncap = ctx->prog_cap ? ctx->prog_cap * 2 : 8;
+			struct sofv_qp **n = realloc(ctx->prog_qps, sizeof(*n) * (size_t)ncap);
+
+			if (!n)
+				goto out;
+			ctx->prog_qps = n;
+			ctx->prog_cap = ncap;
+		}
+		ctx->prog_qps[ctx->prog_n++] = qp;
+		qp->on_prog = true;
+		atomic_fetch_add(&qp->scq->deferred, 1);
+	}
+	if (!ctx->prog_started) {
+		if (pthread_create(&ctx->prog_thread, NULL, progress_main, ctx) == 0)
+			ctx->prog_started = true;
+	}
+	pthread_cond_signal(&ctx->prog_cond);
+out:
+	pthread_mutex_unlock(&ctx->prog_lock);
+}
+
+/* Caller holds ctx->prog_lock. */
+static void prog_remove_locked(struct sofv_context *ctx, struct sofv_qp *qp)
+{
+	for (int i = 0; i < ctx->prog_n; i++) {
+		if (ctx->prog_qps[i] == qp) {
+			ctx->prog_qps[i] = ctx->prog_qps[--ctx->prog_n];
+			qp->on_prog = false;
+			atomic_fetch_sub(&qp->scq->deferred, 1);
+			return;
+		}
+	}
+}
+
+static void *progress_main(void *arg)
+{
+	struct sofv_context *ctx = arg;
+	struct timespec ts = { 0, 0 };
+
+	pthread_mutex_lock(&ctx->prog_lock);
+	while (!ctx->prog_stop) {
+		if (!ctx->prog_n) {
+			pthread_cond_wait(&ctx->prog_cond, &ctx->prog_lock);
+			continue;
+		}
+		for (int i = 0; i < ctx->prog_n; i++) {
+			struct sofv_qp *qp = ctx->prog_qps[i];
+
+			if (pthread_spin_trylock(&qp->sq_lock))
+				continue;
+			sofv_exec_progress(qp);
+			if (qp->sq_head == qp->sq_tail) {
+				prog_remove_locked(ctx, qp);
+				i--;
+			}
+			pthread_spin_unlock(&qp->sq_lock);
+		}
+		/* RNR and transport timers are at least 10 µs; poll gently. */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&ctx->prog_cond, &ctx->prog_lock, &ts);
+	}
+	pthread_mutex_unlock(&ctx->prog_lock);
+	return NULL;
+}
+
+void sofv_exec_progress(struct sofv_qp *qp)
+{
+	while (qp->sq_head != qp->sq_tail) {
+		struct sofv_swqe *w = &qp->sq[qp->sq_head & (qp->sq_size - 1)];
+
+		if (exec_one(qp, w) == EXEC_WAIT)
+			return;
+		qp->sq_head++;
+	}
+	if (atomic_load_explicit(&qp->shm->state, memory_order_acquire) == IBV_QPS_ERR)
+		sofv_qp_set_error(qp);
+}
+
+int sofv_exec_post(struct sofv_qp *qp, const struct sofv_swqe *wqe)
+{
+	struct sofv_swqe *w;
+
+	if (qp->sq_head == qp->sq_tail) {
+		struct sofv_swqe tmp = *wqe;
+
+		tmp.wait = SOFV_WAIT_NONE;
+		if (exec_one(qp, &tmp) == EXEC_DONE) {
+			if (atomic_load_explicit(&qp->shm->state, memory_order_relaxed) ==
+			    IBV_QPS_ERR)
+				sofv_qp_set_error(qp);
+			return 0;
+		}
+		/* queue it with its wait state */
+		if (qp->sq_tail - qp->sq_head >= qp->sq_size)
+			return ENOMEM;
+		w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+		*w = tmp;
+	} else {
+		if (qp->sq_tail - qp->sq_head >= qp->sq_size)
+			return ENOMEM;
+		w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+		*w = *wqe;
+		w->wait = SOFV_WAIT_NONE;
+	}
+	/* Inline data must outlive the caller's buffer. */
+	if (w->send_flags & IBV_SEND_INLINE) {
+		uint8_t *dst = qp->inline_area +
+			       (size_t)(qp->sq_tail & (qp->sq_size - 1)) * qp->inline_stride;
+
+		memcpy(dst, w->inline_buf, w->inline_len);
+		w->inline_buf = dst;
+	}
+	qp->sq_tail++;
+	sofv_exec_progress(qp);
+	if (qp->sq_head != qp->sq_tail)
+		prog_add(qp);
+	return 0;
+}
+
+/* ---- the error state ------------------------------------------------------------ */
+
+void sofv_qp_flush_rq(struct sofv_qp *qp)
+{
+	struct sof_rwqe *rw;
+	struct sof_cqe c;
+
+	if (qp->srq || !qp->rq_size)
+		return;
+	rw = alloca(qp->rq_stride);
+	for (;;) {
+		uint32_t head = atomic_load_explicit(&qp->shm->rq.head, memory_order_acquire);
+		uint32_t tail = atomic_load_explicit(&qp->shm->rq.tail, memory_order_acquire);
+
+		if (head == tail)
+			return;
+		memcpy(rw, qp->rq_ring + (size_t)(head & (qp->rq_size - 1)) * qp->rq_stride,
+		       qp->rq_stride);
+		if (!atomic_compare_exchange_weak(&qp->shm->rq.head, &head, head + 1))
+			continue;
+		memset(&c, 0, sizeof(c));
+		c.wr_id = rw->wr_id;
+		c.status = IBV_WC_WR_FLUSH_ERR;
+		c.opcode = IBV_WC_RECV;
+		c.qp_num = qp->qpn;
+		sofv_cq_push(qp->rcq->shm, qp->rcq->ring, &c,
+			     qp->rcq->channel ? qp->rcq->channel->ch.fd : -1);
+	}
+}
+
+void sofv_qp_set_error(struct sofv_qp *qp)
+{
+	atomic_store(&qp->shm->state, IBV_QPS_ERR);
+	qp->qpx.qp_base.state = IBV_QPS_ERR;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	/* IBA 10.3.1: in the error state every outstanding WQE completes with
+	 * a flush error, whether it was signaled or not. */
+	while (qp->sq_head != qp->sq_tail) {
+		struct sofv_swqe *w = &qp->sq[qp->sq_head & (qp->sq_size - 1)];
+
+		complete_send(qp, w, IBV_WC_WR_FLUSH_ERR, 0);
+		qp->sq_head++;
+	}
+	sofv_qp_flush_rq(qp);
+	if (qp->srq && !qp->flushed_rq) {
+		/* IBA 11.6.3.3: a QP on an SRQ reports its last WQE */
+		qp->flushed_rq = true;
+		sofv_notify(to_sctx(qp->qpx.qp_base.context), SOF_NOTIFY_QP_LAST_WQE, qp->qpn);
+	}
+}
+
+/* ---- life cycle ---------------------------------------------------------------- */
+
+void sofv_exec_qp_release(struct sofv_qp *qp)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+
+	pthread_mutex_lock(&ctx->prog_lock);
+	if (qp->on_prog)
+		prog_remove_locked(ctx, qp);
+	pthread_mutex_unlock(&ctx->prog_lock);
+	rqp_put(qp->peer);
+	qp->peer = NULL;
+}
+
+void sofv_exec_ctx_init(struct sofv_context *ctx)
+{
+	pthread_mutex_init(&ctx->cache_lock, NULL);
+	pthread_mutex_init(&ctx->prog_lock, NULL);
+	pthread_cond_init(&ctx->prog_cond, NULL);
+}
+
+void sofv_exec_ctx_cleanup(struct sofv_context *ctx)
+{
+	uint32_t pos = 0;
+	void *v;
+
+	pthread_mutex_lock(&ctx->prog_lock);
+	ctx->prog_stop = true;
+	pthread_cond_signal(&ctx->prog_cond);
+	pthread_mutex_unlock(&ctx->prog_lock);
+	if (ctx->prog_started)
+		pthread_join(ctx->prog_thread, NULL);
+	ctx->prog_started = false;
+	free(ctx->prog_qps);
+	ctx->prog_qps = NULL;
+	ctx->prog_n = ctx->prog_cap = 0;
+
+	pthread_mutex_lock(&ctx->cache_lock);
+	while ((v = sof_hmap_next(&ctx->rqps, &pos, NULL)))
+		rqp_put(v);
+	sof_hmap_free(&ctx->rqps);
+	pos = 0;
+	while ((v = sof_hmap_next(&ctx->rmrs, &pos, NULL)))
+		rmr_put(v);
+	sof_hmap_free(&ctx->rmrs);
+	pthread_mutex_unlock(&ctx->cache_lock);
+}

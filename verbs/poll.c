@@ -1,0 +1,303 @@
+/*
+ * Completion queues on the data path: pushing completions (from any
+ * process), polling them (ibv_poll_cq and the ibv_cq_ex iterator), arming
+ * notifications, and flushing a QP that went to the error state.
+ *
+ * A CQ segment is a multi-producer, single-consumer ring (sof_shm.h):
+ * producers reserve a slot by advancing tail with a CAS, fill it and publish
+ * it by storing seq = index + 1; the owner takes entries in order. An entry
+ * written by another process is copied and its enums are checked before it
+ * reaches the application.
+ */
+#include "sofv.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <unistd.h>
+
+int sofv_cq_push(struct sof_cq_shm *shm, struct sof_cqe *ring, const struct sof_cqe *cqe,
+		 int cq_evfd)
+{
+	uint32_t t, h, size, a;
+	struct sof_cqe *slot;
+
+	for (;;) {
+		t = atomic_load_explicit(&shm->tail, memory_order_acquire);
+		if (t & SOF_CQ_TAIL_LOCK) { /* the owner is resizing */
+			sched_yield();
+			continue;
+		}
+		size = atomic_load_explicit(&shm->size, memory_order_relaxed);
+		if (!size || size > SOF_CQ_MAX_CQE || (size & (size - 1)))
+			return -EINVAL;
+		h = atomic_load_explicit(&shm->head, memory_order_acquire);
+		if (t - h >= size) {
+			atomic_store(&shm->overflow, 1);
+			return -ENOSPC;
+		}
+		if (atomic_compare_exchange_weak_explicit(&shm->tail, &t, t + 1,
+							  memory_order_acq_rel,
+							  memory_order_relaxed))
+			break;
+	}
+	/* Read the size again: no resize can complete before we publish. */
+	size = atomic_load_explicit(&shm->size, memory_order_relaxed);
+	if (!size || size > SOF_CQ_MAX_CQE || (size & (size - 1)))
+		return -EINVAL;
+	slot = &ring[t & (size - 1)];
+	memcpy(slot, cqe, offsetof(struct sof_cqe, seq));
+	atomic_store_explicit(&slot->seq, t + 1, memory_order_release);
+
+	a = atomic_load_explicit(&shm->armed, memory_order_acquire);
+	if (a != SOF_CQ_ARM_NONE && (a == SOF_CQ_ARM_NEXT || cqe->solicited ||
+				     cqe->status != IBV_WC_SUCCESS) &&
+	    atomic_compare_exchange_strong(&shm->armed, &a, SOF_CQ_ARM_NONE)) {
+		atomic_store_explicit(&shm->event_pending, 1, memory_order_release);
+		if (cq_evfd >= 0) {
+			uint64_t one = 1;
+
+			if (write(cq_evfd, &one, sizeof(one)) < 0) {
+				/* the counter cannot overflow with one event per arm */
+			}
+		}
+	}
+	return 0;
+}
+
+static bool wc_opcode_valid(uint8_t op)
+{
+	switch (op) {
+	case IBV_WC_SEND:
+	case IBV_WC_RDMA_WRITE:
+	case IBV_WC_RDMA_READ:
+	case IBV_WC_COMP_SWAP:
+	case IBV_WC_FETCH_ADD:
+	case IBV_WC_BIND_MW:
+	case IBV_WC_LOCAL_INV:
+	case IBV_WC_RECV:
+	case IBV_WC_RECV_RDMA_WITH_IMM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Take the entry at head into *out. Caller holds cq->lock. */
+static bool cq_take(struct sofv_cq *cq, struct sof_cqe *out)
+{
+	uint32_t head = atomic_load_explicit(&cq->shm->head, memory_order_relaxed);
+	struct sof_cqe *slot = &cq->ring[head & (cq->size - 1)];
+
+	if (atomic_load_explicit(&slot->seq, memory_order_acquire) != head + 1)
+		return false;
+	memcpy(out, slot, sizeof(*out));
+	atomic_store_explicit(&cq->shm->head, head + 1, memory_order_release);
+	if (out->status > IBV_WC_TM_RNDV_INCOMPLETE || !wc_opcode_valid(out->opcode)) {
+		out->status = IBV_WC_GENERAL_ERR;
+		out->opcode = IBV_WC_RECV;
+	}
+	return true;
+}
+
+/* Flush QPs that went to ERROR behind our back (peer death, responder
+ * errors) and run deferred sends. Caller holds cq->lock. */
+static void cq_service(struct sofv_cq *cq)
+{
+	bool attention = atomic_exchange(&cq->shm->attention, 0);
+
+	if (atomic_load_explicit(&cq->shm->overflow, memory_order_relaxed) &&
+	    atomic_exchange(&cq->shm->overflow, 0))
+		sofv_notify(to_sctx(cq->ibcq.context), SOF_NOTIFY_CQ_ERR, cq->handle);
+	if (!attention && !atomic_load_explicit(&cq->deferred, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&cq->qps_lock);
+	for (int i = 0; i < cq->nqps; i++) {
+		struct sofv_qp *qp = cq->qps[i];
+		bool err = atomic_load(&qp->shm->state) == IBV_QPS_ERR;
+
+		if (!err && qp->sq_head == qp->sq_tail)
+			continue;
+		if (err && !attention && qp->sq_head == qp->sq_tail)
+			continue;
+		if (pthread_spin_trylock(&qp->sq_lock))
+			continue;
+		sofv_exec_progress(qp);
+		if (err)
+			sofv_qp_set_error(qp);
+		pthread_spin_unlock(&qp->sq_lock);
+	}
+	pthread_mutex_unlock(&cq->qps_lock);
+}
+
+static void cqe_to_wc(const struct sof_cqe *c, struct ibv_wc *wc)
+{
+	wc->wr_id = c->wr_id;
+	wc->status = c->status;
+	wc->opcode = c->opcode;
+	wc->vendor_err = c->vendor_err;
+	wc->byte_len = c->byte_len;
+	wc->imm_data = c->imm_data;
+	wc->qp_num = c->qp_num;
+	wc->src_qp = c->src_qp;
+	wc->wc_flags = c->wc_flags;
+	wc->pkey_index = c->pkey_index;
+	wc->slid = c->slid;
+	wc->sl = c->sl;
+	wc->dlid_path_bits = c->dlid_path_bits;
+}
+
+int sofv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct sofv_cq *cq = to_scq(ibcq);
+	struct sof_cqe c;
+	int n = 0;
+
+	if (num_entries < 0)
+		return -EINVAL;
+	pthread_spin_lock(&cq->lock);
+	cq_service(cq);
+	while (n < num_entries && cq_take(cq, &c))
+		cqe_to_wc(&c, &wc[n++]);
+	pthread_spin_unlock(&cq->lock);
+	return n;
+}
+
+int sofv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct sofv_cq *cq = to_scq(ibcq);
+
+	if (!cq->channel)
+		return EINVAL;
+	atomic_store_explicit(&cq->shm->armed,
+			      solicited_only ? SOF_CQ_ARM_SOLICITED : SOF_CQ_ARM_NEXT,
+			      memory_order_release);
+	return 0;
+}
+
+/* ---- ibv_cq_ex ----------------------------------------------------------------- */
+
+static struct sofv_cq *ex_to_scq(struct ibv_cq_ex *cq)
+{
+	return sof_container_of(cq, struct sofv_cq, ibcq);
+}
+
+static void ex_load(struct sofv_cq *cq)
+{
+	cq->ibcq.wr_id = cq->cur.wr_id;
+	cq->ibcq.status = cq->cur.status;
+	if (cq->wc_flags_ex & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+			       IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		cq->cur.timestamp = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
+}
+
+static int ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
+{
+	struct sofv_cq *cq = ex_to_scq(ibcq);
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	cq_service(cq);
+	if (!cq_take(cq, &cq->cur)) {
+		pthread_spin_unlock(&cq->lock);
+		return ENOENT;
+	}
+	ex_load(cq);
+	return 0;
+}
+
+static int ex_next_poll(struct ibv_cq_ex *ibcq)
+{
+	struct sofv_cq *cq = ex_to_scq(ibcq);
+
+	if (!cq_take(cq, &cq->cur))
+		return ENOENT;
+	ex_load(cq);
+	return 0;
+}
+
+static void ex_end_poll(struct ibv_cq_ex *ibcq)
+{
+	pthread_spin_unlock(&ex_to_scq(ibcq)->lock);
+}
+
+static enum ibv_wc_opcode ex_read_opcode(struct ibv_cq_ex *c)
+{
+	return ex_to_scq(c)->cur.opcode;
+}
+
+static uint32_t ex_read_vendor_err(struct ibv_cq_ex *c)
+{
+	return ex_to_scq(c)->cur.vendor_err;
+}
+
+static uint32_t ex_read_byte_len(struct ibv_cq_ex *c)
+{
+	return ex_to_scq(c)->cur.byte_len;
+}
+
+static __be32 ex_read_imm_data(struct ibv_cq_ex *c)
+{
+	return ex_to_scq(c)->cur.imm_data;
+}
+
+static uint32_t ex_read_qp_num(struct ibv_cq_ex *c)
+{
+	return ex_to_scq(c)->cur.qp_num;
+}
+
+static uint32_t ex_read_src_qp(struct ibv_cq_ex *c)
+{
+	return ex_to_scq(c)->cur.src_qp;
+}
+
+static unsigned int ex_read_wc_flags(struct ibv_cq_ex *c)
+{
+	return ex_to_scq(c)->cur.wc_flags;
+}
+
+static uint32_t ex_read_slid(struct ibv_cq_ex *c)
+{
+	return ex_to_scq(c)->cur.slid;
+}
+
+static uint8_t ex_read_sl(struct ibv_cq_ex *c)
+{
+	return ex_to_scq(c)->cur.sl;
+}
+
+static uint8_t ex_read_dlid_path_bits(struct ibv_cq_ex *c)
+{
+	return ex_to_scq(c)->cur.dlid_path_bits;
+}
+
+static uint64_t ex_read_completion_ts(struct ibv_cq_ex *c)
+{
+	return ex_to_scq(c)->cur.timestamp;
+}
+
+void sofv_cq_ex_init(struct sofv_cq *cq)
+{
+	struct ibv_cq_ex *c = &cq->ibcq;
+
+	c->start_poll = ex_start_poll;
+	c->next_poll = ex_next_poll;
+	c->end_poll = ex_end_poll;
+	c->read_opcode = ex_read_opcode;
+	c->read_vendor_err = ex_read_vendor_err;
+	c->read_byte_len = ex_read_byte_len;
+	c->read_imm_data = ex_read_imm_data;
+	c->read_qp_num = ex_read_qp_num;
+	c->read_src_qp = ex_read_src_qp;
+	c->read_wc_flags = ex_read_wc_flags;
+	c->read_slid = ex_read_slid;
+	c->read_sl = ex_read_sl;
+	c->read_dlid_path_bits = ex_read_dlid_path_bits;
+	c->read_completion_ts = ex_read_completion_ts;
+	c->read_completion_wallclock_ns = ex_read_completion_ts;
+}

@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/epoll.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
@@ -752,6 +753,40 @@ TEST(rc_solicited_events)
 	CHECK_EQ(poll(&pfd, 1, 100), 0);
 	while (poll1(a.scq, &wc, 50))
 		;
+	pair_down(&a, &b);
+}
+
+TEST(channel_epoll)
+{
+	struct side a, b;
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	struct ibv_cq *ecq;
+	struct ibv_wc wc;
+	void *ectx;
+	int ep;
+
+	pair_up(&a, &b, IBV_QPT_RC, 0, SIDE_CHAN);
+	ep = epoll_create1(0);
+	CHECK(ep >= 0);
+	ev.data.u64 = 0x1234;
+	CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, b.ch->fd, &ev), 0);
+	CHECK_EQ(post_recv(b.qp, 1, b.buf, 64, b.mr->lkey), 0);
+	CHECK_EQ(ibv_req_notify_cq(b.rcq, 0), 0);
+	CHECK_EQ(epoll_wait(ep, &out, 1, 100), 0);
+	a.buf[0] = 0x77;
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 2, 0, a.buf, 1, a.mr->lkey, 0, 0, 0), 0);
+	CHECK_EQ(epoll_wait(ep, &out, 1, 1000), 1);
+	CHECK_EQ(out.data.u64, 0x1234);
+	CHECK(out.events & EPOLLIN);
+	CHECK_EQ(ibv_get_cq_event(b.ch, &ecq, &ectx), 0);
+	CHECK(ecq == b.rcq);
+	ibv_ack_cq_events(ecq, 1);
+	CHECK_EQ(epoll_wait(ep, &out, 1, 0), 0);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 1, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(b.buf[0], 0x77);
+	WAIT_WC(a.scq, wc);
+	close(ep);
 	pair_down(&a, &b);
 }
 
@@ -1586,6 +1621,7 @@ int main(void)
 	RUN(rc_three_sges);
 	RUN(rc_unsignaled);
 	RUN(rc_solicited_events);
+	RUN(channel_epoll);
 	RUN(cq_ex_poll);
 	RUN(qp_ex_wr_api);
 	RUN(rc_rereg_and_iova);

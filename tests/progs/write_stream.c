@@ -294,9 +294,11 @@ int main(int argc, char **argv)
 	} else {
 		/* writer: keep the send queue busy, signal every SIGNAL_EVERY */
 		uint8_t *src = buf;
+		int post_err = 0;
 
 		while (!count || acked < count) {
-			while (posted - acked < SDEPTH - SIGNAL_EVERY && (!count || posted < count)) {
+			while (!post_err && posted - acked < SDEPTH - SIGNAL_EVERY &&
+			       (!count || posted < count)) {
 				struct ibv_sge sg;
 				struct ibv_send_wr wr, *bad;
 				uint8_t *c = src + (size_t)(posted % NCHUNK) * CHUNK;
@@ -317,8 +319,11 @@ int main(int argc, char **argv)
 					wr.send_flags = IBV_SEND_SIGNALED;
 				wr.wr.rdma.remote_addr = peer.addr + (posted % NCHUNK) * CHUNK;
 				wr.wr.rdma.rkey = peer.rkey;
-				if (ibv_post_send(qp, &wr, &bad))
-					die("post_send");
+				/* a QP in ERROR may refuse new work: keep polling
+				 * for the completion that says why */
+				post_err = ibv_post_send(qp, &wr, &bad);
+				if (post_err)
+					break;
 				posted++;
 			}
 			{

@@ -1,0 +1,762 @@
+/*
+ * One handler per protocol op (common/sof_proto.h).
+ *
+ * Every request is untrusted: its length, its number of descriptors, every
+ * enum value and every handle is checked before use, and objects may only
+ * be used or destroyed by the connection that created them. The executor
+ * look-ups (OPEN_QP, OPEN_MR) are the only ops that reach other
+ * connections' objects; OPEN_MR answers -EACCES for every refusal, so that
+ * keys cannot be probed by error code, and hands out read-only descriptors
+ * when the region grants no write access for the use asked for.
+ */
+#include "sofd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Access flags a region may be registered with (the library strips the
+ * optional ones it does not implement). */
+#define SOFD_MR_ACCESS                                                        \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |     \
+	 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE)
+
+static bool is_pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* Reply payload, large enough for every op's reply struct. */
+static union {
+	struct sof_hello_rep hello;
+	struct sof_pd_rep pd;
+	struct sof_reg_mr_rep reg_mr;
+	struct sof_cq_rep cq;
+	struct sof_srq_rep srq;
+	struct sof_create_qp_rep qp;
+	struct sof_open_qp_rep open_qp;
+	struct sof_open_mr_rep open_mr;
+	struct sof_status_rep status;
+} rbuf;
+
+static void rep_fd(struct sofd_rep *rp, int fd, bool temporary)
+{
+	rp->fds[rp->nfds] = fd;
+	rp->close_fds[rp->nfds] = temporary;
+	rp->nfds++;
+}
+
+/* Map the header of a client's segment. NULL when it cannot be mapped
+ * writable (wrong kind of file, sealed against writing). */
+static void *map_header(int fd, size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* ---- HELLO ---------------------------------------------------------------------- */
+
+static int op_hello(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_hello_req *req = rq->data;
+	struct sofd_conn *c = rq->c;
+	int sv[2], ro;
+
+	if (req->version != SOF_PROTO_VERSION)
+		return -EPROTONOSUPPORT;
+	if (c->ctx_id)
+		return -EALREADY;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	ro = sof_fd_reopen_ro(sofd.objtab_ro_fd);
+	if (ro < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return ro;
+	}
+	/* Our end never blocks and is never read. */
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) || shutdown(sv[0], SHUT_RD)) {
+		int err = -errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		close(ro);
+		return err;
+	}
+	c->async_fd = sv[0];
+	if (++sofd.next_ctx_id == 0)
+		sofd.next_ctx_id = 1;
+	c->ctx_id = sofd.next_ctx_id;
+	sofd.n.contexts++;
+	sofd_device_refresh_gids();
+	rbuf.hello.version = SOF_PROTO_VERSION;
+	rbuf.hello.ctx_id = c->ctx_id;
+	rbuf.hello.dev = sofd.dev;
+	rp->len = sizeof(rbuf.hello);
+	rep_fd(rp, sv[1], true);
+	rep_fd(rp, ro, true);
+	return 0;
+}
+
+/* ---- PD --------------------------------------------------------------------------- */
+
+static struct sofd_pd *own_pd(struct sofd_conn *c, uint32_t h)
+{
+	struct sofd_pd *pd = sof_hmap_get(&sofd.pds, h);
+
+	return pd && pd->owner == c ? pd : NULL;
+}
+
+static int op_alloc_pd(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	struct sofd_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd)
+		return -ENOMEM;
+	pd->owner = rq->c;
+	pd->handle = sofd_new_handle(&sofd.pds);
+	if (sof_hmap_put(&sofd.pds, pd->handle, pd)) {
+		free(pd);
+		return -ENOMEM;
+	}
+	sofd_list_add(&rq->c->pds, &pd->link);
+	sofd.n.pds++;
+	rbuf.pd.pd = pd->handle;
+	rbuf.pd.rsvd = 0;
+	rp->len = sizeof(rbuf.pd);
+	return 0;
+}
+
+static int op_dealloc_pd(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_pd_req *req = rq->data;
+	struct sofd_pd *pd = own_pd(rq->c, req->pd);
+
+	(void)rp;
+	if (!pd)
+		return -ENOENT;
+	if (pd->users)
+		return -EBUSY;
+	sofd_pd_release(pd);
+	return 0;
+}
+
+/* ---- MR --------------------------------------------------------------------------- */
+
+/* Request length of REG_MR: the fixed part and the runs actually used. */
+#define REG_MR_MIN offsetof(struct sof_reg_mr_req, runs)
+
+static int op_reg_mr(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_reg_mr_req *req = rq->data;
+	uint64_t page_off, need, total = 0;
+	struct sofd_mr *mr;
+	struct sofd_pd *pd;
+	int err;
+
+	pd = own_pd(rq->c, req->pd);
+	if (!pd)
+		return -ENOENT;
+	if (req->access & ~(uint32_t)SOFD_MR_ACCESS)
+		return -EINVAL;
+	/* IBA 10.6.3.1 (o10-35): remote write or atomic needs local write. */
+	if ((req->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(req->access & IBV_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	if (req->nruns < 1 || req->nruns > SOF_MAX_MR_RUNS || (int)req->nruns != rq->nfds)
+		return -EINVAL;
+	if (rq->len < REG_MR_MIN + req->nruns * sizeof(struct sof_mr_run))
+		return -EINVAL;
+	if (req->length > SOFD_MAX_MR_LEN)
+		return -EINVAL;
+	page_off = req->addr & (SOFD_PAGE - 1);
+	need = page_off + req->length;
+	for (uint32_t i = 0; i < req->nruns; i++) {
+		const struct sof_mr_run *r = &req->runs[i];
+
+		if (!r->length || r->length % SOFD_PAGE || r->offset % SOFD_PAGE ||
+		    r->length > SOFD_MAX_MR_LEN + SOFD_PAGE || r->offset > SOFD_MAX_MR_LEN)
+			return -EINVAL;
+		err = sof_memfd_check(rq->fds[i], r->offset + r->length);
+		if (err)
+			return err;
+		total += r->length;
+	}
+	if (total < need)
+		return -EINVAL;
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	err = sofd_slot_alloc(&mr->slot, &mr->gen);
+	if (err)
+		goto err_free;
+	mr->key = sofd_new_key();
+	if (sof_hmap_put(&sofd.mrs, mr->key, mr)) {
+		err = -ENOMEM;
+		goto err_slot;
+	}
+	mr->owner = rq->c;
+	mr->pd = pd;
+	mr->access = req->access;
+	mr->iova = req->iova;
+	mr->addr = req->addr;
+	mr->length = req->length;
+	mr->page_off = page_off;
+	mr->nruns = req->nruns;
+	for (uint32_t i = 0; i < req->nruns; i++) {
+		mr->runs[i] = req->runs[i];
+		mr->fds[i] = rq->fds[i];
+		rq->fds[i] = -1;
+		/* A read-only reopen of this memfd must not be reopenable
+		 * writable through /proc by another user: drop the write
+		 * bits (possible when we own the file or are root). */
+		if (fchmod(mr->fds[i], 0444)) {
+			/* best effort */
+		}
+	}
+	pd->users++;
+	sofd_list_add(&rq->c->mrs, &mr->link);
+	sofd.n.mrs++;
+	rbuf.reg_mr.lkey = mr->key;
+	rbuf.reg_mr.rkey = mr->key;
+	rp->len = sizeof(rbuf.reg_mr);
+	return 0;
+
+err_slot:
+	sofd_slot_free(mr->slot);
+err_free:
+	free(mr);
+	return err;
+}
+
+static int op_dereg_mr(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_dereg_mr_req *req = rq->data;
+	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, req->lkey);
+
+	(void)rp;
+	if (!mr || mr->owner != rq->c)
+		return -ENOENT;
+	sofd_mr_release(mr);
+	return 0;
+}
+
+/* ---- CQ --------------------------------------------------------------------------- */
+
+static struct sofd_cq *own_cq(struct sofd_conn *c, uint32_t h)
+{
+	struct sofd_cq *cq = sof_hmap_get(&sofd.cqs, h);
+
+	return cq && cq->owner == c ? cq : NULL;
+}
+
+static int op_create_cq(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_create_cq_req *req = rq->data;
+	struct sofd_cq *cq;
+	int err;
+
+	if (req->has_channel > 1 || rq->nfds != 1 + (int)req->has_channel)
+		return -EINVAL;
+	if (!is_pow2(req->cqe) || req->cqe > SOF_CQ_MAX_CQE)
+		return -EINVAL;
+	err = sof_memfd_check(rq->fds[0], SOF_CQ_SEG_SIZE);
+	if (err)
+		return err;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	cq->shm = map_header(rq->fds[0], SOF_CQ_RING_OFF);
+	if (!cq->shm) {
+		err = -EINVAL;
+		goto err_free;
+	}
+	cq->handle = sofd_new_handle(&sofd.cqs);
+	if (sof_hmap_put(&sofd.cqs, cq->handle, cq)) {
+		err = -ENOMEM;
+		goto err_unmap;
+	}
+	cq->owner = rq->c;
+	cq->cqe = req->cqe;
+	cq->memfd = rq->fds[0];
+	rq->fds[0] = -1;
+	cq->evfd = -1;
+	if (req->has_channel) {
+		cq->evfd = rq->fds[1];
+		rq->fds[1] = -1;
+	}
+	sofd_list_add(&rq->c->cqs, &cq->link);
+	sofd.n.cqs++;
+	rbuf.cq.cq = cq->handle;
+	rbuf.cq.rsvd = 0;
+	rp->len = sizeof(rbuf.cq);
+	return 0;
+
+err_unmap:
+	munmap(cq->shm, SOF_CQ_RING_OFF);
+err_free:
+	free(cq);
+	return err;
+}
+
+static int op_resize_cq(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_cq_req *req = rq->data;
+	struct sofd_cq *cq = own_cq(rq->c, req->cq);
+
+	(void)rp;
+	if (!cq)
+		return -ENOENT;
+	if (!is_pow2(req->cqe) || req->cqe > SOF_CQ_MAX_CQE)
+		return -EINVAL;
+	cq->cqe = req->cqe;
+	return 0;
+}
+
+static int op_destroy_cq(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_cq_req *req = rq->data;
+	struct sofd_cq *cq = own_cq(rq->c, req->cq);
+
+	(void)rp;
+	if (!cq)
+		return -ENOENT;
+	if (cq->users)
+		return -EBUSY;
+	sofd_cq_release(cq);
+	return 0;
+}
+
+/* ---- SRQ -------------------------------------------------------------------------- */
+
+static struct sofd_srq *own_srq(struct sofd_conn *c, uint32_t h)
+{
+	struct sofd_srq *srq = sof_hmap_get(&sofd.srqs, h);
+
+	return srq && srq->owner == c ? srq : NULL;
+}
+
+static int op_create_srq(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_create_srq_req *req = rq->data;
+	struct sofd_srq *srq;
+	struct sofd_pd *pd;
+	int err;
+
+	if (rq->nfds != 1)
+		return -EINVAL;
+	pd = own_pd(rq->c, req->pd);
+	if (!pd)
+		return -ENOENT;
+	if (!is_pow2(req->size) || req->size > SOFD_MAX_RQ || req->max_sge > SOFD_MAX_SGE)
+		return -EINVAL;
+	err = sof_memfd_check(rq->fds[0], SOF_SRQ_RQ_OFF +
+				  (size_t)req->size * SOF_RWQE_STRIDE(req->max_sge));
+	if (err)
+		return err;
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return -ENOMEM;
+	err = sofd_slot_alloc(&srq->slot, &srq->gen);
+	if (err)
+		goto err_free;
+	srq->handle = sofd_new_handle(&sofd.srqs);
+	if (sof_hmap_put(&sofd.srqs, srq->handle, srq)) {
+		err = -ENOMEM;
+		goto err_slot;
+	}
+	srq->owner = rq->c;
+	srq->pd = pd;
+	srq->size = req->size;
+	srq->max_sge = req->max_sge;
+	srq->memfd = rq->fds[0];
+	rq->fds[0] = -1;
+	pd->users++;
+	sofd_list_add(&rq->c->srqs, &srq->link);
+	sofd.n.srqs++;
+	rbuf.srq.srq = srq->handle;
+	rbuf.srq.rsvd = 0;
+	rp->len = sizeof(rbuf.srq);
+	return 0;
+
+err_slot:
+	sofd_slot_free(srq->slot);
+err_free:
+	free(srq);
+	return err;
+}
+
+static int op_destroy_srq(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_srq_req *req = rq->data;
+	struct sofd_srq *srq = own_srq(rq->c, req->srq);
+
+	(void)rp;
+	if (!srq)
+		return -ENOENT;
+	if (srq->users)
+		return -EBUSY;
+	sofd_srq_release(srq);
+	return 0;
+}
+
+/* ---- QP --------------------------------------------------------------------------- */
+
+static struct sofd_qp *own_qp(struct sofd_conn *c, uint32_t qpn)
+{
+	struct sofd_qp *qp = sof_hmap_get(&sofd.qps, qpn);
+
+	return qp && qp->owner == c ? qp : NULL;
+}
+
+static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_create_qp_req *req = rq->data;
+	struct sofd_cq *scq, *rcq;
+	struct sofd_srq *srq = NULL;
+	struct sofd_pd *pd;
+	struct sofd_qp *qp;
+	int err;
+
+	if (rq->nfds != 1)
+		return -EINVAL;
+	if (req->qp_type != IBV_QPT_RC && req->qp_type != IBV_QPT_UC &&
+	    req->qp_type != IBV_QPT_UD)
+		return -EINVAL;
+	pd = own_pd(rq->c, req->pd);
+	scq = own_cq(rq->c, req->send_cq);
+	rcq = own_cq(rq->c, req->recv_cq);
+	if (!pd || !scq || !rcq)
+		return -ENOENT;
+	if (req->srq) {
+		srq = own_srq(rq->c, req->srq);
+		if (!srq)
+			return -ENOENT;
+		if (req->rq_size)
+			return -EINVAL;
+	} else if ((req->rq_size && !is_pow2(req->rq_size)) || req->rq_size > SOFD_MAX_RQ) {
+		return -EINVAL;
+	}
+	if (req->rq_max_sge > SOFD_MAX_SGE || req->sq_sig_all > 1)
+		return -EINVAL;
+	err = sof_memfd_check(rq->fds[0], SOF_QP_RQ_OFF +
+				  (size_t)req->rq_size * SOF_RWQE_STRIDE(req->rq_max_sge));
+	if (err)
+		return err;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	qp->shm = map_header(rq->fds[0], SOF_QP_RQ_OFF);
+	if (!qp->shm) {
+		err = -EINVAL;
+		goto err_free;
+	}
+	err = sofd_slot_alloc(&qp->slot, &qp->gen);
+	if (err)
+		goto err_unmap;
+	qp->qpn = sofd_new_qpn();
+	if (sof_hmap_put(&sofd.qps, qp->qpn, qp)) {
+		err = -ENOMEM;
+		goto err_slot;
+	}
+	qp->owner = rq->c;
+	qp->pd = pd;
+	qp->send_cq = scq;
+	qp->recv_cq = rcq;
+	qp->srq = srq;
+	qp->type = req->qp_type;
+	qp->rq_size = req->rq_size;
+	qp->rq_max_sge = req->rq_max_sge;
+	qp->sq_sig_all = req->sq_sig_all;
+	qp->state = IBV_QPS_RESET;
+	qp->memfd = rq->fds[0];
+	rq->fds[0] = -1;
+	pd->users++;
+	scq->users++;
+	rcq->users++;
+	if (srq)
+		srq->users++;
+	sofd_list_add(&rq->c->qps, &qp->link);
+	sofd.n.qps++;
+	rbuf.qp.qpn = qp->qpn;
+	rbuf.qp.slot = qp->slot;
+	rbuf.qp.gen = qp->gen;
+	rp->len = sizeof(rbuf.qp);
+	return 0;
+
+err_slot:
+	sofd_slot_free(qp->slot);
+err_unmap:
+	munmap(qp->shm, SOF_QP_RQ_OFF);
+err_free:
+	free(qp);
+	return err;
+}
+
+static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_modify_qp_req *req = rq->data;
+	struct sofd_qp *qp = own_qp(rq->c, req->qpn);
+
+	(void)rp;
+	if (!qp)
+		return -ENOENT;
+	if (req->state > IBV_QPS_ERR || req->dest_qpn > 0xffffff)
+		return -EINVAL;
+	qp->state = req->state;
+	qp->dest_qpn = req->dest_qpn;
+	qp->qkey = req->qkey;
+	return 0;
+}
+
+static int op_destroy_qp(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_qp_req *req = rq->data;
+	struct sofd_qp *qp = own_qp(rq->c, req->qpn);
+
+	(void)rp;
+	if (!qp)
+		return -ENOENT;
+	sofd_qp_release(qp);
+	return 0;
+}
+
+/* ---- executor look-ups ------------------------------------------------------------- */
+
+static int op_open_qp(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_qp_req *req = rq->data;
+	struct sof_open_qp_rep *r = &rbuf.open_qp;
+	struct sofd_qp *qp = sof_hmap_get(&sofd.qps, req->qpn);
+
+	if (!qp)
+		return -ENOENT;
+	memset(r, 0, sizeof(*r));
+	r->qpn = qp->qpn;
+	r->qp_type = qp->type;
+	r->pd = qp->pd->handle;
+	r->owner_ctx = qp->owner->ctx_id;
+	r->rq_size = qp->rq_size;
+	r->rq_max_sge = qp->rq_max_sge;
+	r->recv_cq = qp->recv_cq->handle;
+	r->slot = qp->slot;
+	r->gen = qp->gen;
+	rep_fd(rp, qp->memfd, false);
+	rep_fd(rp, qp->recv_cq->memfd, false);
+	if (qp->srq) {
+		r->has_srq = 1;
+		r->srq = qp->srq->handle;
+		r->srq_size = qp->srq->size;
+		r->srq_max_sge = qp->srq->max_sge;
+		r->srq_slot = qp->srq->slot;
+		r->srq_gen = qp->srq->gen;
+		rep_fd(rp, qp->srq->memfd, false);
+	}
+	if (qp->recv_cq->evfd >= 0) {
+		r->cq_has_channel = 1;
+		rep_fd(rp, qp->recv_cq->evfd, false);
+	}
+	rp->len = sizeof(*r);
+	return 0;
+}
+
+static int op_open_mr(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_open_mr_req *req = rq->data;
+	struct sof_open_mr_rep *r = &rbuf.open_mr;
+	struct sofd_qp *qp = sof_hmap_get(&sofd.qps, req->qpn);
+	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, req->key);
+	uint32_t wr;
+	bool ro;
+
+	if (req->use != SOF_MR_REMOTE && req->use != SOF_MR_LOCAL)
+		return -EINVAL;
+	if (!qp || !mr || mr->pd != qp->pd)
+		return -EACCES;
+	if (req->use == SOF_MR_LOCAL && mr->owner != qp->owner)
+		return -EACCES;
+	if (req->access & ~mr->access)
+		return -EACCES;
+	wr = req->use == SOF_MR_REMOTE ? IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC
+				       : IBV_ACCESS_LOCAL_WRITE;
+	ro = !(mr->access & wr);
+	memset(r, 0, offsetof(struct sof_open_mr_rep, runs));
+	r->iova = mr->iova;
+	r->length = mr->length;
+	r->page_off = mr->page_off;
+	r->access = mr->access;
+	r->pd = mr->pd->handle;
+	r->slot = mr->slot;
+	r->gen = mr->gen;
+	r->nruns = mr->nruns;
+	for (uint32_t i = 0; i < mr->nruns; i++) {
+		r->runs[i] = mr->runs[i];
+		if (ro) {
+			int fd = sof_fd_reopen_ro(mr->fds[i]);
+
+			if (fd < 0)
+				return fd; /* the caller closes what we opened */
+			rep_fd(rp, fd, true);
+		} else {
+			rep_fd(rp, mr->fds[i], false);
+		}
+	}
+	memset(&r->runs[mr->nruns], 0, (SOF_MAX_MR_RUNS - mr->nruns) * sizeof(r->runs[0]));
+	rp->len = sizeof(*r);
+	return 0;
+}
+
+static int op_async_notify(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_notify_req *req = rq->data;
+	struct sofd_conn *owner;
+	uint32_t ev;
+
+	(void)rp;
+	switch (req->kind) {
+	case SOF_NOTIFY_SRQ_LIMIT: {
+		struct sofd_srq *srq = sof_hmap_get(&sofd.srqs, req->handle);
+
+		if (!srq)
+			return -ENOENT;
+		owner = srq->owner;
+		ev = IBV_EVENT_SRQ_LIMIT_REACHED;
+		break;
+	}
+	case SOF_NOTIFY_CQ_ERR: {
+		struct sofd_cq *cq = sof_hmap_get(&sofd.cqs, req->handle);
+
+		if (!cq)
+			return -ENOENT;
+		owner = cq->owner;
+		ev = IBV_EVENT_CQ_ERR;
+		break;
+	}
+	case SOF_NOTIFY_QP_FATAL:
+	case SOF_NOTIFY_QP_REQ_ERR:
+	case SOF_NOTIFY_QP_ACCESS_ERR:
+	case SOF_NOTIFY_QP_LAST_WQE: {
+		static const uint32_t qp_ev[] = {
+			[SOF_NOTIFY_QP_FATAL] = IBV_EVENT_QP_FATAL,
+			[SOF_NOTIFY_QP_REQ_ERR] = IBV_EVENT_QP_REQ_ERR,
+			[SOF_NOTIFY_QP_ACCESS_ERR] = IBV_EVENT_QP_ACCESS_ERR,
+			[SOF_NOTIFY_QP_LAST_WQE] = IBV_EVENT_QP_LAST_WQE_REACHED,
+		};
+		struct sofd_qp *qp = sof_hmap_get(&sofd.qps, req->handle);
+
+		if (!qp)
+			return -ENOENT;
+		owner = qp->owner;
+		ev = qp_ev[req->kind];
+		break;
+	}
+	default:
+		return -EINVAL;
+	}
+	sofd_async_send(owner, ev, req->handle);
+	return 0;
+}
+
+/* ---- management ---------------------------------------------------------------------- */
+
+static int op_status(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	struct sof_status_rep *r = &rbuf.status;
+
+	(void)rq;
+	memset(r, 0, sizeof(*r));
+	sofd_device_refresh_gids();
+	r->pid = (uint32_t)getpid();
+	r->contexts = sofd.n.contexts;
+	r->pds = sofd.n.pds;
+	r->mrs = sofd.n.mrs;
+	r->cqs = sofd.n.cqs;
+	r->srqs = sofd.n.srqs;
+	r->qps = sofd.n.qps;
+	r->uptime_ms = (sof_now_ns() - sofd.start_ns) / 1000000u;
+	r->dev = sofd.dev;
+	rp->len = sizeof(*r);
+	return 0;
+}
+
+static int op_shutdown(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	(void)rp;
+	if (rq->c->uid != 0 && rq->c->uid != sofd.uid)
+		return -EPERM;
+	sofd_log("shutdown requested by pid %d uid %u", (int)rq->c->pid,
+		 (unsigned)rq->c->uid);
+	sofd.stop = true;
+	return 0;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------ */
+
+struct op_desc {
+	int (*fn)(struct sofd_req *rq, struct sofd_rep *rp);
+	const char *name;
+	size_t req_len;  /* minimum payload */
+	int nfds;        /* descriptors expected, -1: the handler checks */
+	bool need_ctx;   /* only after HELLO */
+};
+
+static const struct op_desc ops[SOF_OP_MAX] = {
+	[SOF_OP_HELLO] = { op_hello, "HELLO", sizeof(struct sof_hello_req), 0, false },
+	[SOF_OP_ALLOC_PD] = { op_alloc_pd, "ALLOC_PD", 0, 0, true },
+	[SOF_OP_DEALLOC_PD] = { op_dealloc_pd, "DEALLOC_PD", sizeof(struct sof_pd_req), 0, true },
+	[SOF_OP_REG_MR] = { op_reg_mr, "REG_MR", REG_MR_MIN, -1, true },
+	[SOF_OP_DEREG_MR] = { op_dereg_mr, "DEREG_MR", sizeof(struct sof_dereg_mr_req), 0, true },
+	[SOF_OP_CREATE_CQ] = { op_create_cq, "CREATE_CQ", sizeof(struct sof_create_cq_req), -1, true },
+	[SOF_OP_RESIZE_CQ] = { op_resize_cq, "RESIZE_CQ", sizeof(struct sof_cq_req), 0, true },
+	[SOF_OP_DESTROY_CQ] = { op_destroy_cq, "DESTROY_CQ", sizeof(struct sof_cq_req), 0, true },
+	[SOF_OP_CREATE_SRQ] = { op_create_srq, "CREATE_SRQ", sizeof(struct sof_create_srq_req), 1, true },
+	[SOF_OP_DESTROY_SRQ] = { op_destroy_srq, "DESTROY_SRQ", sizeof(struct sof_srq_req), 0, true },
+	[SOF_OP_CREATE_QP] = { op_create_qp, "CREATE_QP", sizeof(struct sof_create_qp_req), 1, true },
+	[SOF_OP_MODIFY_QP] = { op_modify_qp, "MODIFY_QP", sizeof(struct sof_modify_qp_req), 0, true },
+	[SOF_OP_DESTROY_QP] = { op_destroy_qp, "DESTROY_QP", sizeof(struct sof_qp_req), 0, true },
+	[SOF_OP_OPEN_QP] = { op_open_qp, "OPEN_QP", sizeof(struct sof_qp_req), 0, true },
+	[SOF_OP_OPEN_MR] = { op_open_mr, "OPEN_MR", sizeof(struct sof_open_mr_req), 0, true },
+	[SOF_OP_ASYNC_NOTIFY] = { op_async_notify, "ASYNC_NOTIFY", sizeof(struct sof_notify_req), 0, true },
+	[SOF_OP_STATUS] = { op_status, "STATUS", 0, 0, false },
+	[SOF_OP_SHUTDOWN] = { op_shutdown, "SHUTDOWN", 0, 0, false },
+};
+
+/* The request payload, copied to an aligned buffer of the largest request
+ * and zero-padded, so handlers may read their whole struct. */
+static union {
+	struct sof_hello_req hello;
+	struct sof_reg_mr_req reg_mr;
+	struct sof_create_qp_req create_qp;
+	uint8_t bytes[sizeof(struct sof_reg_mr_req)];
+} qbuf;
+
+int sofd_dispatch(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct op_desc *d;
+
+	rp->data = &rbuf;
+	rp->len = 0;
+	rp->nfds = 0;
+	if (rq->op == 0 || rq->op >= SOF_OP_MAX || !ops[rq->op].fn)
+		return -EOPNOTSUPP;
+	d = &ops[rq->op];
+	if (rq->len < d->req_len || rq->len > sizeof(qbuf))
+		return -EINVAL;
+	if (d->nfds >= 0 && rq->nfds != d->nfds)
+		return -EINVAL;
+	if (d->need_ctx && !rq->c->ctx_id)
+		return -EPROTO;
+	memset(&qbuf, 0, sizeof(qbuf));
+	memcpy(&qbuf, rq->data, rq->len);
+	rq->data = &qbuf;
+	return d->fn(rq, rp);
+}

@@ -1,0 +1,268 @@
+/*
+ * Internals of softofedd, the device daemon (the software HCA).
+ *
+ * The daemon is single-threaded: one epoll loop (main.c) accepts library
+ * connections and reads their requests (conn.c), one handler per protocol
+ * op (ops.c) validates each untrusted request against the registry of
+ * objects (registry.c) and answers; device.c owns the device identity.
+ * Because there is one thread, nothing here takes a lock.
+ *
+ * Names: sofd_ for everything internal to the daemon.
+ */
+#ifndef SOFD_H
+#define SOFD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sof_hmap.h"
+#include "sof_proto.h"
+#include "sof_shm.h"
+#include "sof_util.h"
+
+#define SOFD_PAGE 4096ull
+#define SOFD_MAX_MR_LEN (1ull << 40)   /* SOFV_MAX_MR_SIZE of the library */
+#define SOFD_MAX_RQ 32768u             /* ring entries: 2 * max_qp_wr */
+#define SOFD_MAX_SGE 32u
+
+/* ---- intrusive list: each connection lists the objects it owns ---------- */
+
+struct sofd_link {
+	struct sofd_link *prev, *next;
+};
+
+static inline void sofd_list_init(struct sofd_link *h)
+{
+	h->prev = h->next = h;
+}
+
+static inline void sofd_list_add(struct sofd_link *h, struct sofd_link *l)
+{
+	l->next = h->next;
+	l->prev = h;
+	h->next->prev = l;
+	h->next = l;
+}
+
+static inline void sofd_list_del(struct sofd_link *l)
+{
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	l->prev = l->next = l;
+}
+
+static inline bool sofd_list_empty(const struct sofd_link *h)
+{
+	return h->next == h;
+}
+
+/* ---- connections ---------------------------------------------------------- */
+
+/* What an epoll event's data.ptr points at: the first member of each. */
+enum sofd_pollkind {
+	SOFD_POLL_LISTEN,
+	SOFD_POLL_SIGNAL,
+	SOFD_POLL_CONN,
+};
+
+struct sofd_pollable {
+	enum sofd_pollkind kind;
+	int fd;
+};
+
+/* One library connection = one device context once it said HELLO. */
+struct sofd_conn {
+	struct sofd_pollable p;    /* p.fd: the control socket */
+	uint32_t id;               /* connection number, for logs */
+	uint32_t ctx_id;           /* 0 until HELLO */
+	int async_fd;              /* daemon's end of the event socket, or -1 */
+	pid_t pid;                 /* SO_PEERCRED at accept */
+	uid_t uid;
+	gid_t gid;
+	bool dead;                 /* closing: stop reading requests */
+	struct sofd_link pds, mrs, cqs, srqs, qps;
+	struct sofd_link link;     /* in sofd.conns */
+};
+
+/* ---- objects ---------------------------------------------------------------- */
+
+struct sofd_pd {
+	struct sofd_link link;     /* in owner->pds */
+	struct sofd_conn *owner;
+	uint32_t handle;
+	uint32_t users;            /* MRs, QPs and SRQs in this PD */
+};
+
+struct sofd_mr {
+	struct sofd_link link;
+	struct sofd_conn *owner;
+	struct sofd_pd *pd;
+	uint32_t key;              /* lkey == rkey */
+	uint32_t access;
+	uint32_t slot;
+	uint32_t nruns;
+	uint64_t gen;
+	uint64_t iova, addr, length, page_off;
+	struct sof_mr_run runs[SOF_MAX_MR_RUNS];
+	int fds[SOF_MAX_MR_RUNS];
+};
+
+struct sofd_cq {
+	struct sofd_link link;
+	struct sofd_conn *owner;
+	uint32_t handle;
+	uint32_t cqe;
+	uint32_t users;            /* QPs using it as send or recv CQ */
+	int memfd;
+	int evfd;                  /* completion channel eventfd, or -1 */
+	struct sof_cq_shm *shm;    /* header, mapped RW */
+};
+
+struct sofd_srq {
+	struct sofd_link link;
+	struct sofd_conn *owner;
+	struct sofd_pd *pd;
+	uint32_t handle;
+	uint32_t size, max_sge;
+	uint32_t slot;
+	uint32_t users;            /* QPs attached */
+	uint64_t gen;
+	int memfd;
+};
+
+struct sofd_qp {
+	struct sofd_link link;
+	struct sofd_conn *owner;
+	struct sofd_pd *pd;
+	struct sofd_cq *send_cq, *recv_cq;
+	struct sofd_srq *srq;      /* or NULL */
+	uint32_t qpn;
+	uint32_t type;             /* IBV_QPT_RC, _UC or _UD */
+	uint32_t rq_size, rq_max_sge;
+	uint32_t sq_sig_all;
+	uint32_t state;            /* as last reported by MODIFY_QP */
+	uint32_t dest_qpn, qkey;
+	uint32_t slot;
+	uint64_t gen;
+	int memfd;
+	struct sof_qp_shm *shm;    /* header, mapped RW */
+	bool dying;                /* its connection is being released */
+};
+
+/* ---- the daemon's global state ---------------------------------------------- */
+
+struct sofd_counts {
+	uint32_t contexts, pds, mrs, cqs, srqs, qps;
+};
+
+struct sofd {
+	bool foreground;
+	bool stop;                 /* leave the loop after this batch */
+	uid_t uid;                 /* the daemon's own uid (SHUTDOWN) */
+	uint64_t start_ns;
+	int epfd;
+	struct sofd_pollable listen;
+	struct sofd_pollable sig;
+	int spare_fd;              /* reserved fd to shed connections at EMFILE */
+	struct sofd_link conns;
+	uint32_t next_conn_id, next_ctx_id, next_handle;
+	struct sofd_counts n;
+	struct sof_devinfo dev;
+
+	/* registry */
+	struct sof_hmap pds;       /* handle -> struct sofd_pd */
+	struct sof_hmap mrs;       /* key    -> struct sofd_mr */
+	struct sof_hmap cqs;       /* handle -> struct sofd_cq */
+	struct sof_hmap srqs;      /* handle -> struct sofd_srq */
+	struct sof_hmap qps;       /* qpn    -> struct sofd_qp */
+
+	/* object table */
+	int objtab_fd;             /* RW memfd */
+	int objtab_ro_fd;          /* read-only description handed to clients */
+	_Atomic uint64_t *objtab;
+	uint32_t *free_slots;      /* stack of released slots */
+	uint32_t nfree, free_cap;
+	uint32_t next_slot;        /* slots below it have been used */
+};
+
+extern struct sofd sofd;
+
+/* ---- main.c ------------------------------------------------------------------ */
+
+void sofd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- device.c --------------------------------------------------------------- */
+
+/* Fill sofd.dev: name, GUIDs, attributes and the GID table. 0 or -errno. */
+int sofd_device_init(void);
+/* Rebuild the GID table from the current interface addresses. */
+void sofd_device_refresh_gids(void);
+
+/* ---- conn.c ------------------------------------------------------------------ */
+
+/* Accept every pending connection on the listening socket. */
+void sofd_accept(void);
+/* Handle readiness of a connection (requests, hang-up). */
+void sofd_conn_event(struct sofd_conn *c, uint32_t events);
+/* Release a connection and everything it owned. */
+void sofd_conn_close(struct sofd_conn *c, const char *why);
+
+/* ---- ops.c ------------------------------------------------------------------- */
+
+/* A request as received: the op payload after struct sof_msg, and the
+ * descriptors that came with it. A handler that keeps a descriptor sets its
+ * entry to -1; the rest are closed by the caller. */
+struct sofd_req {
+	struct sofd_conn *c;
+	uint32_t op;
+	const void *data;
+	size_t len;
+	int *fds;
+	int nfds;
+};
+
+/* What a handler answers: payload bytes and descriptors to send. Descriptors
+ * marked in close_fds are the daemon's temporary copies, closed after
+ * sending. */
+struct sofd_rep {
+	void *data;
+	size_t len;
+	int fds[SOF_MAX_FDS];
+	bool close_fds[SOF_MAX_FDS];
+	int nfds;
+};
+
+/* Run the handler of req->op. Returns 0 or -errno (the reply status). */
+int sofd_dispatch(struct sofd_req *req, struct sofd_rep *rep);
+
+/* ---- registry.c --------------------------------------------------------------- */
+
+int sofd_registry_init(void);
+
+uint32_t sofd_new_handle(const struct sof_hmap *m);
+/* Random MR key (never 0) / QP number (24-bit, never 0 or 1), unused. */
+uint32_t sofd_new_key(void);
+uint32_t sofd_new_qpn(void);
+
+/* Object table: take a slot with a fresh generation / retire it (changing
+ * its generation first, so cached mappings of it die). */
+int sofd_slot_alloc(uint32_t *slot, uint64_t *gen);
+void sofd_slot_free(uint32_t slot);
+
+void sofd_pd_release(struct sofd_pd *pd);
+void sofd_mr_release(struct sofd_mr *mr);
+void sofd_cq_release(struct sofd_cq *cq);
+void sofd_srq_release(struct sofd_srq *srq);
+void sofd_qp_release(struct sofd_qp *qp);
+
+/* Release everything c owns, in dependency order, and move the connected
+ * QPs of other connections whose peer died to ERROR. */
+void sofd_release_all(struct sofd_conn *c);
+
+/* Send one asynchronous event to c's event socket; dropped when the socket
+ * is full or gone. */
+void sofd_async_send(struct sofd_conn *c, uint32_t event_type, uint32_t handle);
+
+#endif

@@ -1,0 +1,386 @@
+/*
+ * softofed: control and inspect the device daemon of this network
+ * namespace, and run unmodified programs on softofed's libraries.
+ *
+ *   softofed up               start the daemon (if needed), wait until it answers
+ *   softofed down             ask it to exit (SHUTDOWN), wait until it is gone
+ *   softofed status           pid, uptime, device, GIDs, resource counts
+ *   softofed run -- CMD ARGS  run CMD with our libraries first in the
+ *                             library path, the daemon up
+ *
+ * The daemon binary is $SOFTOFED_DAEMON, else softofedd next to this
+ * program; the libraries are in ../lib relative to this program.
+ */
+#include "sof_proto.h"
+#include "sof_util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WAIT_MS 5000
+
+static char exe_dir[PATH_MAX];
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: softofed COMMAND\n"
+		"  up                 start the device daemon of this network namespace\n"
+		"  down               stop it\n"
+		"  status             show the daemon, the device and its resources\n"
+		"  run [--] CMD ARGS  run CMD on softofed's libraries (starts the daemon)\n"
+		"  --help             this help\n"
+		"Environment: SOFTOFED_DAEMON overrides the daemon binary (default: %s/softofedd).\n",
+		exe_dir[0] ? exe_dir : "<dir of softofed>");
+}
+
+static void find_exe_dir(void)
+{
+	ssize_t n = readlink("/proc/self/exe", exe_dir, sizeof(exe_dir) - 1);
+	char *slash;
+
+	if (n <= 0) {
+		exe_dir[0] = 0;
+		return;
+	}
+	exe_dir[n] = 0;
+	slash = strrchr(exe_dir, '/');
+	if (slash)
+		*slash = 0;
+}
+
+static const char *daemon_path(void)
+{
+	static char path[PATH_MAX + 16];
+	const char *env = getenv("SOFTOFED_DAEMON");
+
+	if (env && *env)
+		return env;
+	snprintf(path, sizeof(path), "%s/softofedd", exe_dir);
+	return path;
+}
+
+static uint64_t now_ms(void)
+{
+	return sof_now_ns() / 1000000u;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---- talking to the daemon ------------------------------------------------------ */
+
+static int connect_daemon(void)
+{
+	struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
+	struct sockaddr_un sun;
+	socklen_t len = sof_sock_addr(&sun);
+	int fd;
+
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sun, len)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* One request without descriptors. 0, the daemon's -errno, or -errno. */
+static int rpc(int fd, uint32_t op, void *rep, size_t replen)
+{
+	union {
+		struct sof_msg msg;
+		uint8_t bytes[sizeof(struct sof_msg) + sizeof(struct sof_status_rep)];
+	} buf;
+	struct sof_msg req = { .op = op, .len = sizeof(req) };
+	int fds[SOF_MAX_FDS], nfds = SOF_MAX_FDS, err;
+	ssize_t n;
+
+	if (replen > sizeof(buf) - sizeof(struct sof_msg))
+		return -EINVAL;
+	err = sof_send_rec(fd, &req, sizeof(req), NULL, 0);
+	if (err)
+		return err;
+	n = sof_recv_rec(fd, buf.bytes, sizeof(buf), fds, &nfds);
+	if (n < 0)
+		return (int)n;
+	if (nfds > 0)
+		sof_close_fds(fds, nfds);
+	if (n == 0)
+		return -ECONNRESET;
+	if ((size_t)n < sizeof(struct sof_msg) || buf.msg.op != op || buf.msg.len != (size_t)n)
+		return -EPROTO;
+	if (buf.msg.status)
+		return buf.msg.status < 0 ? buf.msg.status : -EPROTO;
+	if ((size_t)n < sizeof(struct sof_msg) + replen)
+		return -EPROTO;
+	if (replen)
+		memcpy(rep, buf.bytes + sizeof(struct sof_msg), replen);
+	return 0;
+}
+
+static int get_status(struct sof_status_rep *st)
+{
+	int fd = connect_daemon(), err;
+
+	if (fd < 0)
+		return fd;
+	err = rpc(fd, SOF_OP_STATUS, st, sizeof(*st));
+	close(fd);
+	return err;
+}
+
+/* Start the daemon unless one answers; wait until it does. 0 or -errno. */
+static int ensure_daemon(struct sof_status_rep *st)
+{
+	const char *path = daemon_path();
+	uint64_t end;
+	int status;
+	pid_t pid;
+
+	if (!get_status(st))
+		return 0;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		execl(path, path, (char *)NULL);
+		fprintf(stderr, "softofed: cannot run %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+			return -ENOENT;
+		fprintf(stderr, "softofed: %s failed to start\n", path);
+		return -EIO;
+	}
+	end = now_ms() + WAIT_MS;
+	for (;;) {
+		int err = get_status(st);
+
+		if (!err)
+			return 0;
+		if (now_ms() >= end)
+			return err;
+		sleep_ms(20);
+	}
+}
+
+/* ---- commands --------------------------------------------------------------------- */
+
+static int cmd_up(void)
+{
+	struct sof_status_rep st;
+	int err = ensure_daemon(&st);
+
+	if (err) {
+		fprintf(stderr, "softofed: the daemon did not come up: %s\n", strerror(-err));
+		return 1;
+	}
+	printf("softofed daemon running, pid %u\n", st.pid);
+	return 0;
+}
+
+static bool pid_gone(uint32_t pid)
+{
+	char path[64], buf[256];
+	FILE *f;
+	char *p;
+	bool gone = true;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;
+	if (fgets(buf, sizeof(buf), f)) {
+		p = strrchr(buf, ')');
+		gone = p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	}
+	fclose(f);
+	return gone;
+}
+
+static int cmd_down(void)
+{
+	struct sof_status_rep st;
+	uint64_t end;
+	int fd, err;
+
+	fd = connect_daemon();
+	if (fd < 0) {
+		printf("softofed: no daemon running in this network namespace\n");
+		return 0;
+	}
+	err = rpc(fd, SOF_OP_STATUS, &st, sizeof(st));
+	if (!err)
+		err = rpc(fd, SOF_OP_SHUTDOWN, NULL, 0);
+	close(fd);
+	if (err) {
+		fprintf(stderr, "softofed: shutdown refused: %s\n", strerror(-err));
+		return 1;
+	}
+	end = now_ms() + WAIT_MS;
+	for (;;) {
+		fd = connect_daemon();
+		if (fd >= 0)
+			close(fd);
+		if (fd < 0 && pid_gone(st.pid))
+			break;
+		if (now_ms() >= end) {
+			fprintf(stderr, "softofed: daemon pid %u did not exit\n", st.pid);
+			return 1;
+		}
+		sleep_ms(10);
+	}
+	printf("softofed daemon pid %u stopped\n", st.pid);
+	return 0;
+}
+
+static const char *port_state_name(uint32_t s)
+{
+	static const char *const names[] = { "NOP", "DOWN", "INIT", "ARMED", "ACTIVE",
+					      "ACTIVE_DEFER" };
+
+	return s < SOF_ARRAY_SIZE(names) ? names[s] : "UNKNOWN";
+}
+
+static unsigned mtu_bytes(uint32_t m)
+{
+	return m >= 1 && m <= 5 ? 128u << m : 0;
+}
+
+static int cmd_status(void)
+{
+	struct sof_status_rep st;
+	const struct sof_devinfo *d = &st.dev;
+	const uint8_t *g;
+	int err = get_status(&st);
+
+	if (err == -ECONNREFUSED || err == -ENOENT) {
+		fprintf(stderr, "softofed: no daemon running in this network namespace\n");
+		return 1;
+	}
+	if (err) {
+		fprintf(stderr, "softofed: status failed: %s\n", strerror(-err));
+		return 1;
+	}
+	g = (const uint8_t *)&d->node_guid;
+	printf("softofed daemon pid %u, up %llu s\n", st.pid,
+	       (unsigned long long)(st.uptime_ms / 1000));
+	printf("device %.*s  node_guid %02x%02x:%02x%02x:%02x%02x:%02x%02x  port 1 %s  "
+	       "mtu %u  link_layer Ethernet\n",
+	       (int)sizeof(d->name), d->name, g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
+	       port_state_name(d->port_state), mtu_bytes(d->active_mtu));
+	for (uint32_t i = 0; i < d->num_gids && i < SOF_MAX_GIDS; i++) {
+		char s[INET6_ADDRSTRLEN];
+
+		if (!inet_ntop(AF_INET6, d->gids[i].gid, s, sizeof(s)))
+			snprintf(s, sizeof(s), "?");
+		printf("GID[%u] %s (%s)\n", i, s, d->gids[i].type == 1 ? "RoCEv2" : "RoCEv1");
+	}
+	printf("resources: contexts %u pds %u mrs %u cqs %u srqs %u qps %u\n", st.contexts,
+	       st.pds, st.mrs, st.cqs, st.srqs, st.qps);
+	return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct sof_status_rep st;
+	char libdir[PATH_MAX + 8], real[PATH_MAX];
+	const char *old;
+	char *val;
+	int err;
+
+	if (argc > 0 && !strcmp(argv[0], "--")) {
+		argc--;
+		argv++;
+	}
+	if (argc < 1) {
+		fprintf(stderr, "softofed: run: no command given\n");
+		usage(stderr);
+		return 2;
+	}
+	snprintf(libdir, sizeof(libdir), "%s/../lib", exe_dir);
+	if (realpath(libdir, real))
+		snprintf(libdir, sizeof(libdir), "%s", real);
+	old = getenv("LD_LIBRARY_PATH");
+	if (old && *old) {
+		size_t n = strlen(libdir) + strlen(old) + 2;
+
+		val = malloc(n);
+		if (!val)
+			return 1;
+		snprintf(val, n, "%s:%s", libdir, old);
+	} else {
+		val = strdup(libdir);
+		if (!val)
+			return 1;
+	}
+	if (setenv("LD_LIBRARY_PATH", val, 1) ||
+	    setenv("SOFTOFED_DAEMON", daemon_path(), 0)) {
+		perror("softofed: setenv");
+		return 1;
+	}
+	free(val);
+	err = ensure_daemon(&st);
+	if (err) {
+		fprintf(stderr, "softofed: the daemon did not come up: %s\n", strerror(-err));
+		return 1;
+	}
+	fflush(NULL);
+	execvp(argv[0], argv);
+	err = errno;
+	fprintf(stderr, "softofed: %s: %s\n", argv[0], strerror(err));
+	return err == ENOENT ? 127 : 126;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	find_exe_dir();
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "up") && argc == 2)
+		return cmd_up();
+	if (!strcmp(cmd, "down") && argc == 2)
+		return cmd_down();
+	if (!strcmp(cmd, "status") && argc == 2)
+		return cmd_status();
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 2, argv + 2);
+	fprintf(stderr, "softofed: unknown command or arguments: %s\n", cmd);
+	usage(stderr);
+	return 2;
+}

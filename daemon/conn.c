@@ -37,6 +37,8 @@ static union {
  * it and close it at once. */
 static void shed_connection(void)
 {
+	static uint64_t last_log;
+	uint64_t now;
 	int fd;
 
 	if (sofd.spare_fd < 0)
@@ -46,7 +48,11 @@ static void shed_connection(void)
 	if (fd >= 0)
 		close(fd);
 	sofd.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	sofd_log("out of file descriptors: refused a connection");
+	now = sof_now_ns();
+	if (now - last_log >= 1000000000ull) {
+		sofd_log("out of file descriptors: refusing connections");
+		last_log = now;
+	}
 }
 
 void sofd_accept(void)

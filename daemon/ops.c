@@ -188,6 +188,10 @@ static int op_reg_mr(struct sofd_req *rq, struct sofd_rep *rp)
 		err = sof_memfd_check(rq->fds[i], r->offset + r->length);
 		if (err)
 			return err;
+		/* Executors map writable regions through this description. */
+		if ((req->access & IBV_ACCESS_LOCAL_WRITE) &&
+		    (fcntl(rq->fds[i], F_GETFL) & O_ACCMODE) != O_RDWR)
+			return -EINVAL;
 		total += r->length;
 	}
 	if (total < need)

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -60,6 +61,19 @@ static void *map_header(int fd, size_t len)
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Whether fd is an eventfd: executors are handed it as the CQ's channel
+ * and write to it, so it must be nothing else. */
+static bool is_eventfd(int fd)
+{
+	static const char want[] = "anon_inode:[eventfd]";
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link));
+	return n == (ssize_t)sizeof(want) - 1 && !memcmp(link, want, (size_t)n);
 }
 
 /* ---- HELLO ---------------------------------------------------------------------- */
@@ -276,6 +290,8 @@ static int op_create_cq(struct sofd_req *rq, struct sofd_rep *rp)
 	err = sof_memfd_check(rq->fds[0], SOF_CQ_SEG_SIZE);
 	if (err)
 		return err;
+	if (req->has_channel && !is_eventfd(rq->fds[1]))
+		return -EINVAL;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;
@@ -584,7 +600,11 @@ static int op_open_mr(struct sofd_req *rq, struct sofd_rep *rp)
 
 	if (req->use != SOF_MR_REMOTE && req->use != SOF_MR_LOCAL)
 		return -EINVAL;
-	if (!qp || !mr || mr->pd != qp->pd)
+	if (!qp || !mr)
+		return -EACCES;
+	/* A receive WQE taken from an SRQ may use a region of the SRQ's PD. */
+	if (mr->pd != qp->pd &&
+	    !(req->use == SOF_MR_LOCAL && qp->srq && mr->pd == qp->srq->pd))
 		return -EACCES;
 	if (req->use == SOF_MR_LOCAL && mr->owner != qp->owner)
 		return -EACCES;

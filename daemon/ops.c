@@ -131,8 +131,11 @@ static struct sofd_pd *own_pd(struct sofd_conn *c, uint32_t h)
 
 static int op_alloc_pd(struct sofd_req *rq, struct sofd_rep *rp)
 {
-	struct sofd_pd *pd = calloc(1, sizeof(*pd));
+	struct sofd_pd *pd;
 
+	if (rq->c->n.pds >= SOFD_CONN_MAX_PD)
+		return -ENOMEM;
+	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return -ENOMEM;
 	pd->owner = rq->c;
@@ -143,6 +146,7 @@ static int op_alloc_pd(struct sofd_req *rq, struct sofd_rep *rp)
 	}
 	sofd_list_add(&rq->c->pds, &pd->link);
 	sofd.n.pds++;
+	rq->c->n.pds++;
 	rbuf.pd.pd = pd->handle;
 	rbuf.pd.rsvd = 0;
 	rp->len = sizeof(rbuf.pd);
@@ -179,6 +183,8 @@ static int op_reg_mr(struct sofd_req *rq, struct sofd_rep *rp)
 	pd = own_pd(rq->c, req->pd);
 	if (!pd)
 		return -ENOENT;
+	if (rq->c->n.mrs >= SOFD_CONN_MAX_MR)
+		return -ENOMEM;
 	if (req->access & ~(uint32_t)SOFD_MR_ACCESS)
 		return -EINVAL;
 	/* IBA 10.6.3.1 (o10-35): remote write or atomic needs local write. */
@@ -244,6 +250,7 @@ static int op_reg_mr(struct sofd_req *rq, struct sofd_rep *rp)
 	pd->users++;
 	sofd_list_add(&rq->c->mrs, &mr->link);
 	sofd.n.mrs++;
+	rq->c->n.mrs++;
 	rbuf.reg_mr.lkey = mr->key;
 	rbuf.reg_mr.rkey = mr->key;
 	rp->len = sizeof(rbuf.reg_mr);
@@ -287,6 +294,8 @@ static int op_create_cq(struct sofd_req *rq, struct sofd_rep *rp)
 		return -EINVAL;
 	if (!is_pow2(req->cqe) || req->cqe > SOF_CQ_MAX_CQE)
 		return -EINVAL;
+	if (rq->c->n.cqs >= SOFD_CONN_MAX_CQ)
+		return -ENOMEM;
 	err = sof_memfd_check(rq->fds[0], SOF_CQ_SEG_SIZE);
 	if (err)
 		return err;
@@ -316,6 +325,7 @@ static int op_create_cq(struct sofd_req *rq, struct sofd_rep *rp)
 	}
 	sofd_list_add(&rq->c->cqs, &cq->link);
 	sofd.n.cqs++;
+	rq->c->n.cqs++;
 	rbuf.cq.cq = cq->handle;
 	rbuf.cq.rsvd = 0;
 	rp->len = sizeof(rbuf.cq);
@@ -379,6 +389,8 @@ static int op_create_srq(struct sofd_req *rq, struct sofd_rep *rp)
 		return -ENOENT;
 	if (!is_pow2(req->size) || req->size > SOFD_MAX_RQ || req->max_sge > SOFD_MAX_SGE)
 		return -EINVAL;
+	if (rq->c->n.srqs >= SOFD_CONN_MAX_SRQ)
+		return -ENOMEM;
 	err = sof_memfd_check(rq->fds[0], SOF_SRQ_RQ_OFF +
 				  (size_t)req->size * SOF_RWQE_STRIDE(req->max_sge));
 	if (err)
@@ -403,6 +415,7 @@ static int op_create_srq(struct sofd_req *rq, struct sofd_rep *rp)
 	pd->users++;
 	sofd_list_add(&rq->c->srqs, &srq->link);
 	sofd.n.srqs++;
+	rq->c->n.srqs++;
 	rbuf.srq.srq = srq->handle;
 	rbuf.srq.rsvd = 0;
 	rp->len = sizeof(rbuf.srq);
@@ -468,6 +481,8 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	}
 	if (req->rq_max_sge > SOFD_MAX_SGE || req->sq_sig_all > 1)
 		return -EINVAL;
+	if (rq->c->n.qps >= SOFD_CONN_MAX_QP)
+		return -ENOMEM;
 	err = sof_memfd_check(rq->fds[0], SOF_QP_RQ_OFF +
 				  (size_t)req->rq_size * SOF_RWQE_STRIDE(req->rq_max_sge));
 	if (err)
@@ -507,6 +522,7 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 		srq->users++;
 	sofd_list_add(&rq->c->qps, &qp->link);
 	sofd.n.qps++;
+	rq->c->n.qps++;
 	rbuf.qp.qpn = qp->qpn;
 	rbuf.qp.slot = qp->slot;
 	rbuf.qp.gen = qp->gen;

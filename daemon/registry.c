@@ -170,6 +170,7 @@ void sofd_pd_release(struct sofd_pd *pd)
 	sof_hmap_del(&sofd.pds, pd->handle);
 	sofd_list_del(&pd->link);
 	sofd.n.pds--;
+	pd->owner->n.pds--;
 	free(pd);
 }
 
@@ -181,6 +182,7 @@ void sofd_mr_release(struct sofd_mr *mr)
 	sof_close_fds(mr->fds, (int)mr->nruns);
 	mr->pd->users--;
 	sofd.n.mrs--;
+	mr->owner->n.mrs--;
 	free(mr);
 }
 
@@ -194,6 +196,7 @@ void sofd_cq_release(struct sofd_cq *cq)
 	if (cq->evfd >= 0)
 		close(cq->evfd);
 	sofd.n.cqs--;
+	cq->owner->n.cqs--;
 	free(cq);
 }
 
@@ -205,6 +208,7 @@ void sofd_srq_release(struct sofd_srq *srq)
 	close(srq->memfd);
 	srq->pd->users--;
 	sofd.n.srqs--;
+	srq->owner->n.srqs--;
 	free(srq);
 }
 
@@ -222,6 +226,7 @@ void sofd_qp_release(struct sofd_qp *qp)
 	if (qp->srq)
 		qp->srq->users--;
 	sofd.n.qps--;
+	qp->owner->n.qps--;
 	free(qp);
 }
 

@@ -58,6 +58,18 @@ static inline bool sofd_list_empty(const struct sofd_link *h)
 	return h->next == h;
 }
 
+/* Objects one connection may hold (the device limits the library reports);
+ * beyond them creation fails with -ENOMEM, as on hardware. */
+#define SOFD_CONN_MAX_PD 65536u
+#define SOFD_CONN_MAX_MR 65536u
+#define SOFD_CONN_MAX_CQ 65536u
+#define SOFD_CONN_MAX_SRQ 16384u
+#define SOFD_CONN_MAX_QP 65536u
+
+struct sofd_counts {
+	uint32_t contexts, pds, mrs, cqs, srqs, qps;
+};
+
 /* ---- connections ---------------------------------------------------------- */
 
 /* What an epoll event's data.ptr points at: the first member of each. */
@@ -82,6 +94,7 @@ struct sofd_conn {
 	uid_t uid;
 	gid_t gid;
 	bool dead;                 /* closing: stop reading requests */
+	struct sofd_counts n;      /* objects it holds */
 	struct sofd_link pds, mrs, cqs, srqs, qps;
 	struct sofd_link link;     /* in sofd.conns */
 };
@@ -152,10 +165,6 @@ struct sofd_qp {
 };
 
 /* ---- the daemon's global state ---------------------------------------------- */
-
-struct sofd_counts {
-	uint32_t contexts, pds, mrs, cqs, srqs, qps;
-};
 
 struct sofd {
 	bool foreground;

@@ -58,8 +58,8 @@ static void shed_connection(void)
 void sofd_accept(void)
 {
 	for (int i = 0; i < SOFD_BATCH; i++) {
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
-		struct ucred cr = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP};
+		struct ucred cr = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
 		socklen_t crlen = sizeof(cr);
 		struct sofd_conn *c;
 		int fd;
@@ -126,8 +126,8 @@ void sofd_conn_close(struct sofd_conn *c, const char *why)
 	sofd_log("conn %u closed (%s): pid %d uid %u; released pds %u mrs %u cqs %u "
 		 "srqs %u qps %u",
 		 c->id, why, (int)c->pid, (unsigned)c->uid, before.pds - sofd.n.pds,
-		 before.mrs - sofd.n.mrs, before.cqs - sofd.n.cqs,
-		 before.srqs - sofd.n.srqs, before.qps - sofd.n.qps);
+		 before.mrs - sofd.n.mrs, before.cqs - sofd.n.cqs, before.srqs - sofd.n.srqs,
+		 before.qps - sofd.n.qps);
 	free(c);
 }
 
@@ -158,8 +158,8 @@ static int reply(struct sofd_conn *c, uint32_t op, int status, struct sofd_rep *
 static int handle_one(struct sofd_conn *c)
 {
 	int fds[SOF_MAX_FDS], nfds = SOF_MAX_FDS, status;
-	struct sofd_rep rp = { .nfds = 0 };
-	struct sofd_req rq = { .c = c };
+	struct sofd_rep rp = {.nfds = 0};
+	struct sofd_req rq = {.c = c};
 	uint32_t op = 0;
 	ssize_t n;
 

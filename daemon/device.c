@@ -23,8 +23,7 @@
  * insert ff:fe in the middle. Returned as the bytes in network order. */
 static uint64_t mac_to_guid(const uint8_t mac[6])
 {
-	uint8_t b[8] = { (uint8_t)(mac[0] ^ 2), mac[1], mac[2], 0xff, 0xfe,
-			 mac[3], mac[4], mac[5] };
+	uint8_t b[8] = {(uint8_t)(mac[0] ^ 2), mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
 	uint64_t g;
 
 	memcpy(&g, b, sizeof(g));
@@ -74,14 +73,14 @@ void sofd_device_refresh_gids(void)
 		memset(e, 0, sizeof(*e));
 		if (i->ifa_addr->sa_family == AF_INET) {
 			const struct sockaddr_in *sin =
-				(const struct sockaddr_in *)(const void *)i->ifa_addr;
+			    (const struct sockaddr_in *)(const void *)i->ifa_addr;
 
 			e->gid[10] = 0xff;
 			e->gid[11] = 0xff;
 			memcpy(&e->gid[12], &sin->sin_addr, 4);
 		} else if (i->ifa_addr->sa_family == AF_INET6) {
 			const struct sockaddr_in6 *sin6 =
-				(const struct sockaddr_in6 *)(const void *)i->ifa_addr;
+			    (const struct sockaddr_in6 *)(const void *)i->ifa_addr;
 
 			memcpy(e->gid, &sin6->sin6_addr, 16);
 		} else {

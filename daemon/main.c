@@ -35,7 +35,7 @@ struct sofd sofd;
 
 /* Handshake bytes from the daemonized child to the waiting parent. */
 #define READY_OK 'R'
-#define READY_RUNNING 'A'  /* another daemon owns the socket */
+#define READY_RUNNING 'A' /* another daemon owns the socket */
 #define READY_FAILED 'F'
 
 void sofd_log(const char *fmt, ...)
@@ -48,9 +48,10 @@ void sofd_log(const char *fmt, ...)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	localtime_r(&ts.tv_sec, &tm);
-	n = snprintf(buf, sizeof(buf), "%04d-%02d-%02d %02d:%02d:%02d.%03ld softofedd[%d]: ",
-		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-		     tm.tm_sec, ts.tv_nsec / 1000000, (int)getpid());
+	n = snprintf(buf, sizeof(buf),
+		     "%04d-%02d-%02d %02d:%02d:%02d.%03ld softofedd[%d]: ", tm.tm_year + 1900,
+		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		     ts.tv_nsec / 1000000, (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return;
 	va_start(ap, fmt);
@@ -69,12 +70,11 @@ void sofd_log(const char *fmt, ...)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: softofedd [-f]\n"
-		"  The softofed device daemon (software HCA) of this network namespace.\n"
-		"  -f   stay in the foreground and log to stderr\n"
-		"  -h   this help\n"
-		"Without -f it daemonizes and logs to /tmp/softofed-<uid>-<netns>.log.\n");
+	fprintf(f, "usage: softofedd [-f]\n"
+		   "  The softofed device daemon (software HCA) of this network namespace.\n"
+		   "  -f   stay in the foreground and log to stderr\n"
+		   "  -h   this help\n"
+		   "Without -f it daemonizes and logs to /tmp/softofed-<uid>-<netns>.log.\n");
 }
 
 /* Many objects keep descriptors (every MR run is one): allow all we may. */
@@ -191,7 +191,7 @@ static void tell_parent(int *fd, char b)
 
 static int setup_signals(void)
 {
-	struct sigaction sa = { .sa_handler = SIG_IGN };
+	struct sigaction sa = {.sa_handler = SIG_IGN};
 	sigset_t set;
 
 	sigaction(SIGPIPE, &sa, NULL);
@@ -228,7 +228,7 @@ static int setup_listen(void)
 
 static int epoll_add(struct sofd_pollable *p)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = p };
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
 
 	return epoll_ctl(sofd.epfd, EPOLL_CTL_ADD, p->fd, &ev) ? -errno : 0;
 }
@@ -271,14 +271,11 @@ static void run_loop(void)
 	}
 }
 
-static void noop_handler(int sig)
-{
-	(void)sig;
-}
+static void noop_handler(int sig) { (void)sig; }
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa = { .sa_handler = noop_handler };
+	struct sigaction sa = {.sa_handler = noop_handler};
 	int ready_fd = -1, err, opt;
 
 	while ((opt = getopt(argc, argv, "fh")) != -1) {
@@ -321,7 +318,8 @@ int main(int argc, char **argv)
 	err = setup_listen();
 	if (err == -EADDRINUSE) {
 		if (sofd.foreground)
-			fprintf(stderr, "softofedd: a daemon already runs in this network namespace\n");
+			fprintf(stderr,
+				"softofedd: a daemon already runs in this network namespace\n");
 		tell_parent(&ready_fd, READY_RUNNING);
 		return 0;
 	}

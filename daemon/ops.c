@@ -24,15 +24,12 @@
 
 /* Access flags a region may be registered with (the library strips the
  * optional ones it does not implement). */
-#define SOFD_MR_ACCESS                                                        \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
-	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |     \
+#define SOFD_MR_ACCESS                                                                             \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |                   \
 	 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE)
 
-static bool is_pow2(uint32_t v)
-{
-	return v && !(v & (v - 1));
-}
+static bool is_pow2(uint32_t v) { return v && !(v & (v - 1)); }
 
 /* Reply payload, large enough for every op's reply struct. */
 static union {
@@ -391,8 +388,8 @@ static int op_create_srq(struct sofd_req *rq, struct sofd_rep *rp)
 		return -EINVAL;
 	if (rq->c->n.srqs >= SOFD_CONN_MAX_SRQ)
 		return -ENOMEM;
-	err = sof_memfd_check(rq->fds[0], SOF_SRQ_RQ_OFF +
-				  (size_t)req->size * SOF_RWQE_STRIDE(req->max_sge));
+	err = sof_memfd_check(rq->fds[0],
+			      SOF_SRQ_RQ_OFF + (size_t)req->size * SOF_RWQE_STRIDE(req->max_sge));
 	if (err)
 		return err;
 	srq = calloc(1, sizeof(*srq));
@@ -462,8 +459,7 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 
 	if (rq->nfds != 1)
 		return -EINVAL;
-	if (req->qp_type != IBV_QPT_RC && req->qp_type != IBV_QPT_UC &&
-	    req->qp_type != IBV_QPT_UD)
+	if (req->qp_type != IBV_QPT_RC && req->qp_type != IBV_QPT_UC && req->qp_type != IBV_QPT_UD)
 		return -EINVAL;
 	pd = own_pd(rq->c, req->pd);
 	scq = own_cq(rq->c, req->send_cq);
@@ -483,8 +479,8 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 		return -EINVAL;
 	if (rq->c->n.qps >= SOFD_CONN_MAX_QP)
 		return -ENOMEM;
-	err = sof_memfd_check(rq->fds[0], SOF_QP_RQ_OFF +
-				  (size_t)req->rq_size * SOF_RWQE_STRIDE(req->rq_max_sge));
+	err = sof_memfd_check(rq->fds[0], SOF_QP_RQ_OFF + (size_t)req->rq_size *
+							      SOF_RWQE_STRIDE(req->rq_max_sge));
 	if (err)
 		return err;
 	qp = calloc(1, sizeof(*qp));
@@ -619,8 +615,7 @@ static int op_open_mr(struct sofd_req *rq, struct sofd_rep *rp)
 	if (!qp || !mr)
 		return -EACCES;
 	/* A receive WQE taken from an SRQ may use a region of the SRQ's PD. */
-	if (mr->pd != qp->pd &&
-	    !(req->use == SOF_MR_LOCAL && qp->srq && mr->pd == qp->srq->pd))
+	if (mr->pd != qp->pd && !(req->use == SOF_MR_LOCAL && qp->srq && mr->pd == qp->srq->pd))
 		return -EACCES;
 	if (req->use == SOF_MR_LOCAL && mr->owner != qp->owner)
 		return -EACCES;
@@ -686,10 +681,10 @@ static int op_async_notify(struct sofd_req *rq, struct sofd_rep *rp)
 	case SOF_NOTIFY_QP_ACCESS_ERR:
 	case SOF_NOTIFY_QP_LAST_WQE: {
 		static const uint32_t qp_ev[] = {
-			[SOF_NOTIFY_QP_FATAL] = IBV_EVENT_QP_FATAL,
-			[SOF_NOTIFY_QP_REQ_ERR] = IBV_EVENT_QP_REQ_ERR,
-			[SOF_NOTIFY_QP_ACCESS_ERR] = IBV_EVENT_QP_ACCESS_ERR,
-			[SOF_NOTIFY_QP_LAST_WQE] = IBV_EVENT_QP_LAST_WQE_REACHED,
+		    [SOF_NOTIFY_QP_FATAL] = IBV_EVENT_QP_FATAL,
+		    [SOF_NOTIFY_QP_REQ_ERR] = IBV_EVENT_QP_REQ_ERR,
+		    [SOF_NOTIFY_QP_ACCESS_ERR] = IBV_EVENT_QP_ACCESS_ERR,
+		    [SOF_NOTIFY_QP_LAST_WQE] = IBV_EVENT_QP_LAST_WQE_REACHED,
 		};
 		struct sofd_qp *qp = sof_hmap_get(&sofd.qps, req->handle);
 
@@ -733,8 +728,7 @@ static int op_shutdown(struct sofd_req *rq, struct sofd_rep *rp)
 	(void)rp;
 	if (rq->c->uid != 0 && rq->c->uid != sofd.uid)
 		return -EPERM;
-	sofd_log("shutdown requested by pid %d uid %u", (int)rq->c->pid,
-		 (unsigned)rq->c->uid);
+	sofd_log("shutdown requested by pid %d uid %u", (int)rq->c->pid, (unsigned)rq->c->uid);
 	sofd.stop = true;
 	return 0;
 }
@@ -744,30 +738,31 @@ static int op_shutdown(struct sofd_req *rq, struct sofd_rep *rp)
 struct op_desc {
 	int (*fn)(struct sofd_req *rq, struct sofd_rep *rp);
 	const char *name;
-	size_t req_len;  /* minimum payload */
-	int nfds;        /* descriptors expected, -1: the handler checks */
-	bool need_ctx;   /* only after HELLO */
+	size_t req_len; /* minimum payload */
+	int nfds;	/* descriptors expected, -1: the handler checks */
+	bool need_ctx;	/* only after HELLO */
 };
 
 static const struct op_desc ops[SOF_OP_MAX] = {
-	[SOF_OP_HELLO] = { op_hello, "HELLO", sizeof(struct sof_hello_req), 0, false },
-	[SOF_OP_ALLOC_PD] = { op_alloc_pd, "ALLOC_PD", 0, 0, true },
-	[SOF_OP_DEALLOC_PD] = { op_dealloc_pd, "DEALLOC_PD", sizeof(struct sof_pd_req), 0, true },
-	[SOF_OP_REG_MR] = { op_reg_mr, "REG_MR", REG_MR_MIN, -1, true },
-	[SOF_OP_DEREG_MR] = { op_dereg_mr, "DEREG_MR", sizeof(struct sof_dereg_mr_req), 0, true },
-	[SOF_OP_CREATE_CQ] = { op_create_cq, "CREATE_CQ", sizeof(struct sof_create_cq_req), -1, true },
-	[SOF_OP_RESIZE_CQ] = { op_resize_cq, "RESIZE_CQ", sizeof(struct sof_cq_req), 0, true },
-	[SOF_OP_DESTROY_CQ] = { op_destroy_cq, "DESTROY_CQ", sizeof(struct sof_cq_req), 0, true },
-	[SOF_OP_CREATE_SRQ] = { op_create_srq, "CREATE_SRQ", sizeof(struct sof_create_srq_req), 1, true },
-	[SOF_OP_DESTROY_SRQ] = { op_destroy_srq, "DESTROY_SRQ", sizeof(struct sof_srq_req), 0, true },
-	[SOF_OP_CREATE_QP] = { op_create_qp, "CREATE_QP", sizeof(struct sof_create_qp_req), 1, true },
-	[SOF_OP_MODIFY_QP] = { op_modify_qp, "MODIFY_QP", sizeof(struct sof_modify_qp_req), 0, true },
-	[SOF_OP_DESTROY_QP] = { op_destroy_qp, "DESTROY_QP", sizeof(struct sof_qp_req), 0, true },
-	[SOF_OP_OPEN_QP] = { op_open_qp, "OPEN_QP", sizeof(struct sof_qp_req), 0, true },
-	[SOF_OP_OPEN_MR] = { op_open_mr, "OPEN_MR", sizeof(struct sof_open_mr_req), 0, true },
-	[SOF_OP_ASYNC_NOTIFY] = { op_async_notify, "ASYNC_NOTIFY", sizeof(struct sof_notify_req), 0, true },
-	[SOF_OP_STATUS] = { op_status, "STATUS", 0, 0, false },
-	[SOF_OP_SHUTDOWN] = { op_shutdown, "SHUTDOWN", 0, 0, false },
+    [SOF_OP_HELLO] = {op_hello, "HELLO", sizeof(struct sof_hello_req), 0, false},
+    [SOF_OP_ALLOC_PD] = {op_alloc_pd, "ALLOC_PD", 0, 0, true},
+    [SOF_OP_DEALLOC_PD] = {op_dealloc_pd, "DEALLOC_PD", sizeof(struct sof_pd_req), 0, true},
+    [SOF_OP_REG_MR] = {op_reg_mr, "REG_MR", REG_MR_MIN, -1, true},
+    [SOF_OP_DEREG_MR] = {op_dereg_mr, "DEREG_MR", sizeof(struct sof_dereg_mr_req), 0, true},
+    [SOF_OP_CREATE_CQ] = {op_create_cq, "CREATE_CQ", sizeof(struct sof_create_cq_req), -1, true},
+    [SOF_OP_RESIZE_CQ] = {op_resize_cq, "RESIZE_CQ", sizeof(struct sof_cq_req), 0, true},
+    [SOF_OP_DESTROY_CQ] = {op_destroy_cq, "DESTROY_CQ", sizeof(struct sof_cq_req), 0, true},
+    [SOF_OP_CREATE_SRQ] = {op_create_srq, "CREATE_SRQ", sizeof(struct sof_create_srq_req), 1, true},
+    [SOF_OP_DESTROY_SRQ] = {op_destroy_srq, "DESTROY_SRQ", sizeof(struct sof_srq_req), 0, true},
+    [SOF_OP_CREATE_QP] = {op_create_qp, "CREATE_QP", sizeof(struct sof_create_qp_req), 1, true},
+    [SOF_OP_MODIFY_QP] = {op_modify_qp, "MODIFY_QP", sizeof(struct sof_modify_qp_req), 0, true},
+    [SOF_OP_DESTROY_QP] = {op_destroy_qp, "DESTROY_QP", sizeof(struct sof_qp_req), 0, true},
+    [SOF_OP_OPEN_QP] = {op_open_qp, "OPEN_QP", sizeof(struct sof_qp_req), 0, true},
+    [SOF_OP_OPEN_MR] = {op_open_mr, "OPEN_MR", sizeof(struct sof_open_mr_req), 0, true},
+    [SOF_OP_ASYNC_NOTIFY] = {op_async_notify, "ASYNC_NOTIFY", sizeof(struct sof_notify_req), 0,
+			     true},
+    [SOF_OP_STATUS] = {op_status, "STATUS", 0, 0, false},
+    [SOF_OP_SHUTDOWN] = {op_shutdown, "SHUTDOWN", 0, 0, false},
 };
 
 /* The request payload, copied to an aligned buffer of the largest request

@@ -234,7 +234,7 @@ void sofd_qp_release(struct sofd_qp *qp)
 
 void sofd_async_send(struct sofd_conn *c, uint32_t event_type, uint32_t handle)
 {
-	struct sof_async_msg m = { .event_type = event_type, .handle = handle };
+	struct sof_async_msg m = {.event_type = event_type, .handle = handle};
 
 	if (!c || c->async_fd < 0 || c->dead)
 		return;
@@ -249,9 +249,9 @@ void sofd_async_send(struct sofd_conn *c, uint32_t event_type, uint32_t handle)
  * timer in case the client filled the counter in between. */
 static void evfd_kick(int fd)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-	struct itimerval on = { .it_value = { .tv_usec = 100000 } };
-	struct itimerval off = { 0 };
+	struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+	struct itimerval on = {.it_value = {.tv_usec = 100000}};
+	struct itimerval off = {0};
 	uint64_t one = 1;
 
 	if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLOUT))

@@ -23,8 +23,8 @@
 #include "sof_util.h"
 
 #define SOFD_PAGE 4096ull
-#define SOFD_MAX_MR_LEN (1ull << 40)   /* SOFV_MAX_MR_SIZE of the library */
-#define SOFD_MAX_RQ 32768u             /* ring entries: 2 * max_qp_wr */
+#define SOFD_MAX_MR_LEN (1ull << 40) /* SOFV_MAX_MR_SIZE of the library */
+#define SOFD_MAX_RQ 32768u	     /* ring entries: 2 * max_qp_wr */
 #define SOFD_MAX_SGE 32u
 
 /* ---- intrusive list: each connection lists the objects it owns ---------- */
@@ -33,10 +33,7 @@ struct sofd_link {
 	struct sofd_link *prev, *next;
 };
 
-static inline void sofd_list_init(struct sofd_link *h)
-{
-	h->prev = h->next = h;
-}
+static inline void sofd_list_init(struct sofd_link *h) { h->prev = h->next = h; }
 
 static inline void sofd_list_add(struct sofd_link *h, struct sofd_link *l)
 {
@@ -53,10 +50,7 @@ static inline void sofd_list_del(struct sofd_link *l)
 	l->prev = l->next = l;
 }
 
-static inline bool sofd_list_empty(const struct sofd_link *h)
-{
-	return h->next == h;
-}
+static inline bool sofd_list_empty(const struct sofd_link *h) { return h->next == h; }
 
 /* Objects one connection may hold (the device limits the library reports);
  * beyond them creation fails with -ENOMEM, as on hardware. */
@@ -86,33 +80,33 @@ struct sofd_pollable {
 
 /* One library connection = one device context once it said HELLO. */
 struct sofd_conn {
-	struct sofd_pollable p;    /* p.fd: the control socket */
-	uint32_t id;               /* connection number, for logs */
-	uint32_t ctx_id;           /* 0 until HELLO */
-	int async_fd;              /* daemon's end of the event socket, or -1 */
-	pid_t pid;                 /* SO_PEERCRED at accept */
+	struct sofd_pollable p; /* p.fd: the control socket */
+	uint32_t id;		/* connection number, for logs */
+	uint32_t ctx_id;	/* 0 until HELLO */
+	int async_fd;		/* daemon's end of the event socket, or -1 */
+	pid_t pid;		/* SO_PEERCRED at accept */
 	uid_t uid;
 	gid_t gid;
-	bool dead;                 /* closing: stop reading requests */
-	struct sofd_counts n;      /* objects it holds */
+	bool dead;	      /* closing: stop reading requests */
+	struct sofd_counts n; /* objects it holds */
 	struct sofd_link pds, mrs, cqs, srqs, qps;
-	struct sofd_link link;     /* in sofd.conns */
+	struct sofd_link link; /* in sofd.conns */
 };
 
 /* ---- objects ---------------------------------------------------------------- */
 
 struct sofd_pd {
-	struct sofd_link link;     /* in owner->pds */
+	struct sofd_link link; /* in owner->pds */
 	struct sofd_conn *owner;
 	uint32_t handle;
-	uint32_t users;            /* MRs, QPs and SRQs in this PD */
+	uint32_t users; /* MRs, QPs and SRQs in this PD */
 };
 
 struct sofd_mr {
 	struct sofd_link link;
 	struct sofd_conn *owner;
 	struct sofd_pd *pd;
-	uint32_t key;              /* lkey == rkey */
+	uint32_t key; /* lkey == rkey */
 	uint32_t access;
 	uint32_t slot;
 	uint32_t nruns;
@@ -127,10 +121,10 @@ struct sofd_cq {
 	struct sofd_conn *owner;
 	uint32_t handle;
 	uint32_t cqe;
-	uint32_t users;            /* QPs using it as send or recv CQ */
+	uint32_t users; /* QPs using it as send or recv CQ */
 	int memfd;
-	int evfd;                  /* completion channel eventfd, or -1 */
-	struct sof_cq_shm *shm;    /* header, mapped RW */
+	int evfd;		/* completion channel eventfd, or -1 */
+	struct sof_cq_shm *shm; /* header, mapped RW */
 };
 
 struct sofd_srq {
@@ -140,7 +134,7 @@ struct sofd_srq {
 	uint32_t handle;
 	uint32_t size, max_sge;
 	uint32_t slot;
-	uint32_t users;            /* QPs attached */
+	uint32_t users; /* QPs attached */
 	uint64_t gen;
 	int memfd;
 };
@@ -150,50 +144,50 @@ struct sofd_qp {
 	struct sofd_conn *owner;
 	struct sofd_pd *pd;
 	struct sofd_cq *send_cq, *recv_cq;
-	struct sofd_srq *srq;      /* or NULL */
+	struct sofd_srq *srq; /* or NULL */
 	uint32_t qpn;
-	uint32_t type;             /* IBV_QPT_RC, _UC or _UD */
+	uint32_t type; /* IBV_QPT_RC, _UC or _UD */
 	uint32_t rq_size, rq_max_sge;
 	uint32_t sq_sig_all;
-	uint32_t state;            /* as last reported by MODIFY_QP */
+	uint32_t state; /* as last reported by MODIFY_QP */
 	uint32_t dest_qpn, qkey;
 	uint32_t slot;
 	uint64_t gen;
 	int memfd;
-	struct sof_qp_shm *shm;    /* header, mapped RW */
-	bool dying;                /* its connection is being released */
+	struct sof_qp_shm *shm; /* header, mapped RW */
+	bool dying;		/* its connection is being released */
 };
 
 /* ---- the daemon's global state ---------------------------------------------- */
 
 struct sofd {
 	bool foreground;
-	bool stop;                 /* leave the loop after this batch */
-	uid_t uid;                 /* the daemon's own uid (SHUTDOWN) */
+	bool stop; /* leave the loop after this batch */
+	uid_t uid; /* the daemon's own uid (SHUTDOWN) */
 	uint64_t start_ns;
 	int epfd;
 	struct sofd_pollable listen;
 	struct sofd_pollable sig;
-	int spare_fd;              /* reserved fd to shed connections at EMFILE */
+	int spare_fd; /* reserved fd to shed connections at EMFILE */
 	struct sofd_link conns;
 	uint32_t next_conn_id, next_ctx_id, next_handle;
 	struct sofd_counts n;
 	struct sof_devinfo dev;
 
 	/* registry */
-	struct sof_hmap pds;       /* handle -> struct sofd_pd */
-	struct sof_hmap mrs;       /* key    -> struct sofd_mr */
-	struct sof_hmap cqs;       /* handle -> struct sofd_cq */
-	struct sof_hmap srqs;      /* handle -> struct sofd_srq */
-	struct sof_hmap qps;       /* qpn    -> struct sofd_qp */
+	struct sof_hmap pds;  /* handle -> struct sofd_pd */
+	struct sof_hmap mrs;  /* key    -> struct sofd_mr */
+	struct sof_hmap cqs;  /* handle -> struct sofd_cq */
+	struct sof_hmap srqs; /* handle -> struct sofd_srq */
+	struct sof_hmap qps;  /* qpn    -> struct sofd_qp */
 
 	/* object table */
-	int objtab_fd;             /* RW memfd */
-	int objtab_ro_fd;          /* read-only description handed to clients */
+	int objtab_fd;	  /* RW memfd */
+	int objtab_ro_fd; /* read-only description handed to clients */
 	_Atomic uint64_t *objtab;
-	uint32_t *free_slots;      /* stack of released slots */
+	uint32_t *free_slots; /* stack of released slots */
 	uint32_t nfree, free_cap;
-	uint32_t next_slot;        /* slots below it have been used */
+	uint32_t next_slot; /* slots below it have been used */
 };
 
 extern struct sofd sofd;

@@ -33,15 +33,16 @@ static char exe_dir[PATH_MAX];
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: softofed COMMAND\n"
-		"  up                 start the device daemon of this network namespace\n"
-		"  down               stop it\n"
-		"  status             show the daemon, the device and its resources\n"
-		"  run [--] CMD ARGS  run CMD on softofed's libraries (starts the daemon)\n"
-		"  --help             this help\n"
-		"Environment: SOFTOFED_DAEMON overrides the daemon binary (default: %s/softofedd).\n",
-		exe_dir[0] ? exe_dir : "<dir of softofed>");
+	fprintf(
+	    f,
+	    "usage: softofed COMMAND\n"
+	    "  up                 start the device daemon of this network namespace\n"
+	    "  down               stop it\n"
+	    "  status             show the daemon, the device and its resources\n"
+	    "  run [--] CMD ARGS  run CMD on softofed's libraries (starts the daemon)\n"
+	    "  --help             this help\n"
+	    "Environment: SOFTOFED_DAEMON overrides the daemon binary (default: %s/softofedd).\n",
+	    exe_dir[0] ? exe_dir : "<dir of softofed>");
 }
 
 static void find_exe_dir(void)
@@ -70,14 +71,11 @@ static const char *daemon_path(void)
 	return path;
 }
 
-static uint64_t now_ms(void)
-{
-	return sof_now_ns() / 1000000u;
-}
+static uint64_t now_ms(void) { return sof_now_ns() / 1000000u; }
 
 static void sleep_ms(long ms)
 {
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
 }
@@ -86,7 +84,7 @@ static void sleep_ms(long ms)
 
 static int connect_daemon(void)
 {
-	struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
+	struct timeval tv = {.tv_sec = WAIT_MS / 1000};
 	struct sockaddr_un sun;
 	socklen_t len = sof_sock_addr(&sun);
 	int fd;
@@ -112,7 +110,7 @@ static int rpc(int fd, uint32_t op, void *rep, size_t replen)
 		struct sof_msg msg;
 		uint8_t bytes[sizeof(struct sof_msg) + sizeof(struct sof_status_rep)];
 	} buf;
-	struct sof_msg req = { .op = op, .len = sizeof(req) };
+	struct sof_msg req = {.op = op, .len = sizeof(req)};
 	int fds[SOF_MAX_FDS], nfds = SOF_MAX_FDS, err;
 	ssize_t n;
 
@@ -262,16 +260,13 @@ static int cmd_down(void)
 
 static const char *port_state_name(uint32_t s)
 {
-	static const char *const names[] = { "NOP", "DOWN", "INIT", "ARMED", "ACTIVE",
-					      "ACTIVE_DEFER" };
+	static const char *const names[] = {"NOP",   "DOWN",   "INIT",
+					    "ARMED", "ACTIVE", "ACTIVE_DEFER"};
 
 	return s < SOF_ARRAY_SIZE(names) ? names[s] : "UNKNOWN";
 }
 
-static unsigned mtu_bytes(uint32_t m)
-{
-	return m >= 1 && m <= 5 ? 128u << m : 0;
-}
+static unsigned mtu_bytes(uint32_t m) { return m >= 1 && m <= 5 ? 128u << m : 0; }
 
 static int cmd_status(void)
 {
@@ -302,8 +297,8 @@ static int cmd_status(void)
 			snprintf(s, sizeof(s), "?");
 		printf("GID[%u] %s (%s)\n", i, s, d->gids[i].type == 1 ? "RoCEv2" : "RoCEv1");
 	}
-	printf("resources: contexts %u pds %u mrs %u cqs %u srqs %u qps %u\n", st.contexts,
-	       st.pds, st.mrs, st.cqs, st.srqs, st.qps);
+	printf("resources: contexts %u pds %u mrs %u cqs %u srqs %u qps %u\n", st.contexts, st.pds,
+	       st.mrs, st.cqs, st.srqs, st.qps);
 	return 0;
 }
 
@@ -340,8 +335,7 @@ static int cmd_run(int argc, char **argv)
 		if (!val)
 			return 1;
 	}
-	if (setenv("LD_LIBRARY_PATH", val, 1) ||
-	    setenv("SOFTOFED_DAEMON", daemon_path(), 0)) {
+	if (setenv("LD_LIBRARY_PATH", val, 1) || setenv("SOFTOFED_DAEMON", daemon_path(), 0)) {
 		perror("softofed: setenv");
 		return 1;
 	}

@@ -85,6 +85,11 @@ struct sofv_context {
 	bool prog_started, prog_stop;
 	struct sofv_qp **prog_qps;
 	int prog_n, prog_cap;
+
+	/* Asynchronous events (context.c): events handed out and acked, and
+	 * whether the loss of the daemon was reported as IBV_EVENT_DEVICE_FATAL. */
+	_Atomic uint32_t async_gets, async_acks;
+	_Atomic bool async_fatal;
 };
 
 static inline struct sofv_context *to_sctx(struct ibv_context *ctx)
@@ -97,6 +102,9 @@ static inline struct sofv_context *to_sctx(struct ibv_context *ctx)
 struct sofv_pd {
 	struct ibv_pd ibpd;
 	uint32_t handle;
+	/* Address handles on this PD (ah.c): they exist only in the library,
+	 * so ibv_dealloc_pd must itself fail with EBUSY while this is not 0. */
+	_Atomic uint32_t nah;
 };
 
 static inline struct sofv_pd *to_spd(struct ibv_pd *pd)
@@ -301,6 +309,9 @@ int sofv_mem_share(void *addr, size_t length, struct sof_mr_run *runs,
 /* Drop the MR's references; the last one copies the pages back to private
  * memory. */
 void sofv_mem_unshare(struct sofv_seg **segs, int nsegs);
+/* Called by ibv_fork_init: make registered memory safe across fork().
+ * 0 or -errno. */
+int sofv_mem_fork_init(void);
 
 /* ---- exec.c / post.c / poll.c: the data path ------------------------------ */
 
@@ -360,7 +371,7 @@ struct ibv_srq *sofv_create_srq_ex(struct ibv_context *ctx,
 				   struct ibv_srq_init_attr_ex *attr);
 
 /* Ask the daemon to raise an asynchronous event at the owner of an object
- * (SOF_NOTIFY_*). 0 or -errno. */
+ * (SOF_NOTIFY_*). 0 or -errno. Defined in client.c. */
 int sofv_notify(struct sofv_context *ctx, uint32_t kind, uint32_t handle);
 
 /* CQ <-> QP attachment for flushing (cq.c). */

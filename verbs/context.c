@@ -1,0 +1,694 @@
+/*
+ * The device and context layer of the drop-in libibverbs: the device list
+ * (one device, sof0, served by the daemon of this network namespace),
+ * opening a context (one daemon connection each), the device, port, GID and
+ * P_Key queries, asynchronous events and fork support.
+ *
+ * Identity and GID table come from the daemon's HELLO answer; a context
+ * keeps the copy it got when it was opened, which is also what the executor
+ * uses to build GRHs, so queries and the data path always agree. Limits are
+ * the SOFV_MAX_* of sofv.h, the ones creation enforces.
+ *
+ * A context is laid out as rdma-core's providers lay theirs out: struct
+ * verbs_context ends with struct ibv_context, and abi_compat marks it as
+ * extended, so the inline functions of <infiniband/verbs.h> find the
+ * operations they jump through (ibv_post_send, ibv_poll_cq,
+ * ibv_create_cq_ex, ibv_query_port, ...). Operations the device does not
+ * have stay NULL; those inlines then return EOPNOTSUPP or ENOSYS.
+ */
+#include "sofv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* verbs.h turns ibv_query_port into an inline; we define the real one. */
+#undef ibv_query_port
+
+/* The GID types of sysfs, which ibv_query_gid_type reports
+ * (rdma-core's enum ibv_gid_type_sysfs). */
+enum sofv_gid_type_sysfs {
+	SOFV_GID_TYPE_SYSFS_IB_ROCE_V1 = 0,
+	SOFV_GID_TYPE_SYSFS_ROCE_V2 = 1,
+};
+
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+		       enum sofv_gid_type_sysfs *type);
+int ibv_dofork_range(void *base, size_t size);
+int ibv_dontfork_range(void *base, size_t size);
+
+/* The one device. It lives as long as the process, like rdma-core's cached
+ * device list, so a context never outlives its device; dev_lock protects
+ * its refresh at each listing. */
+static struct sofv_device sofv_dev;
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- talking to the daemon -------------------------------------------- */
+
+/* HELLO on a fresh connection. On success *async and *objtab are the
+ * descriptors of the reply (owned by the caller). 0 or -errno. */
+static int hello(int sock, struct sof_hello_rep *rep, int *async, int *objtab)
+{
+	struct sof_hello_req req = { .version = SOF_PROTO_VERSION };
+	int fds[2] = { -1, -1 }, nfds = 2, err;
+
+	err = sofv_rpc_sock(sock, SOF_OP_HELLO, &req, sizeof(req), NULL, 0, rep, sizeof(*rep),
+			    fds, &nfds);
+	if (err)
+		return err;
+	if (nfds != 2 || rep->version != SOF_PROTO_VERSION ||
+	    rep->dev.num_gids > SOF_MAX_GIDS) {
+		sof_close_fds(fds, nfds);
+		return -EPROTO;
+	}
+	rep->dev.name[sizeof(rep->dev.name) - 1] = '\0';
+	rep->dev.fw_ver[sizeof(rep->dev.fw_ver) - 1] = '\0';
+	*async = fds[0];
+	*objtab = fds[1];
+	return 0;
+}
+
+static void fill_device(struct sofv_device *d, const struct sof_devinfo *info)
+{
+	const char *name = info->name[0] ? info->name : "sof0";
+
+	d->info = *info;
+	d->ibdev.node_type = IBV_NODE_CA;
+	d->ibdev.transport_type = IBV_TRANSPORT_IB;
+	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", name);
+	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%s", name);
+	/* Paths that do not exist: there is no kernel device behind sof0,
+	 * and ibv_read_sysfs_file answers ENOENT for everything. */
+	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "/sys/class/infiniband_verbs/%s",
+		 name);
+	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), "/sys/class/infiniband/%s",
+		 name);
+}
+
+static struct sofv_device *to_sdev(struct ibv_device *dev)
+{
+	return dev == &sofv_dev.ibdev ? &sofv_dev : NULL;
+}
+
+/* ---- device list ---------------------------------------------------------- */
+
+SOFV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	struct ibv_device **list;
+	struct sof_hello_rep rep;
+	int sock, async, objtab, err, n = 0;
+
+	list = calloc(2, sizeof(*list));
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* No daemon reachable means no device: an empty list, as rdma-core
+	 * answers on a machine without RDMA hardware. */
+	sock = sofv_connect();
+	if (sock >= 0) {
+		err = hello(sock, &rep, &async, &objtab);
+		close(sock);
+		if (!err) {
+			close(async);
+			close(objtab);
+			pthread_mutex_lock(&dev_lock);
+			fill_device(&sofv_dev, &rep.dev);
+			pthread_mutex_unlock(&dev_lock);
+			list[n++] = &sofv_dev.ibdev;
+		}
+	}
+	if (num_devices)
+		*num_devices = n;
+	return list;
+}
+
+SOFV_EXPORT void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+SOFV_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device ? device->name : NULL;
+}
+
+SOFV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	struct sofv_device *d = to_sdev(device);
+	__be64 guid;
+
+	if (!d)
+		return 0;
+	pthread_mutex_lock(&dev_lock);
+	guid = (__be64)d->info.node_guid;
+	pthread_mutex_unlock(&dev_lock);
+	return guid;
+}
+
+SOFV_EXPORT int ibv_get_device_index(struct ibv_device *device)
+{
+	return to_sdev(device) ? 0 : -1;
+}
+
+/* ---- contexts ------------------------------------------------------------ */
+
+/* ibv_context_ops wants the old ibv_query_port; ours fills the same bytes. */
+static int compat_query_port(struct ibv_context *ctx, uint8_t port,
+			     struct _compat_ibv_port_attr *attr)
+{
+	return ibv_query_port(ctx, port, attr);
+}
+
+static void set_ops(struct sofv_context *s)
+{
+	struct verbs_context *v = &s->vctx;
+	struct ibv_context_ops *ops = &v->context.ops;
+
+	ops->_compat_query_device = ibv_query_device;
+	ops->_compat_query_port = compat_query_port;
+	ops->poll_cq = sofv_poll_cq;
+	ops->req_notify_cq = sofv_req_notify_cq;
+	ops->post_send = sofv_post_send;
+	ops->post_recv = sofv_post_recv;
+	ops->post_srq_recv = sofv_post_srq_recv;
+	/* alloc_mw, bind_mw, dealloc_mw: no memory windows (EOPNOTSUPP). */
+
+	v->sz = sizeof(*v);
+	v->query_port = sofv_query_port;
+	v->query_device_ex = sofv_query_device_ex;
+	v->create_cq_ex = sofv_create_cq_ex;
+	v->create_qp_ex = sofv_create_qp_ex;
+	v->create_srq_ex = sofv_create_srq_ex;
+}
+
+SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct sofv_device *d = to_sdev(device);
+	struct sof_hello_rep rep;
+	struct sofv_context *s;
+	int async, objtab, err;
+	void *tab;
+
+	if (!d) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->sock = sofv_connect();
+	if (s->sock < 0) {
+		err = -s->sock;
+		goto err_free;
+	}
+	err = -hello(s->sock, &rep, &async, &objtab);
+	if (err)
+		goto err_sock;
+	tab = mmap(NULL, SOF_OBJTAB_SIZE, PROT_READ, MAP_SHARED, objtab, 0);
+	err = errno;
+	close(objtab);
+	if (tab == MAP_FAILED)
+		goto err_async;
+
+	s->ctx_id = rep.ctx_id;
+	s->dev = rep.dev;
+	s->objtab = tab;
+	pthread_mutex_init(&s->rpc_lock, NULL);
+	pthread_rwlock_init(&s->obj_lock, NULL);
+	sofv_exec_ctx_init(s);
+
+	s->vctx.context.device = device;
+	s->vctx.context.cmd_fd = s->sock;
+	s->vctx.context.async_fd = async;
+	s->vctx.context.num_comp_vectors = 1;
+	pthread_mutex_init(&s->vctx.context.mutex, NULL);
+	s->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	set_ops(s);
+	return &s->vctx.context;
+
+err_async:
+	close(async);
+err_sock:
+	close(s->sock);
+err_free:
+	free(s);
+	errno = err;
+	return NULL;
+}
+
+SOFV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	(void)cmd_fd;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+/* Objects still alive are the application's leak; the daemon releases
+ * their device side when the connection closes. */
+SOFV_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+	struct sofv_context *s = to_sctx(context);
+
+	sofv_exec_ctx_cleanup(s);
+	sof_hmap_free(&s->mrs);
+	sof_hmap_free(&s->qps);
+	sof_hmap_free(&s->cqs);
+	sof_hmap_free(&s->srqs);
+	munmap((void *)s->objtab, SOF_OBJTAB_SIZE);
+	close(context->async_fd);
+	close(s->sock);
+	pthread_mutex_destroy(&context->mutex);
+	pthread_rwlock_destroy(&s->obj_lock);
+	pthread_mutex_destroy(&s->rpc_lock);
+	pthread_mutex_destroy(&s->cache_lock);
+	pthread_mutex_destroy(&s->prog_lock);
+	pthread_cond_destroy(&s->prog_cond);
+	free(s);
+	return 0;
+}
+
+/* ---- device attributes --------------------------------------------------- */
+
+static void device_attr(const struct sofv_context *s, struct ibv_device_attr *a)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (page <= 0)
+		page = 4096;
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", s->dev.fw_ver);
+	a->node_guid = (__be64)s->dev.node_guid;
+	a->sys_image_guid = (__be64)s->dev.sys_image_guid;
+	a->max_mr_size = SOFV_MAX_MR_SIZE;
+	a->page_size_cap = ~((uint64_t)page - 1);
+	a->vendor_id = s->dev.vendor_id;
+	a->vendor_part_id = s->dev.vendor_part_id;
+	a->hw_ver = s->dev.hw_ver;
+	a->max_qp = SOFV_MAX_QP;
+	a->max_qp_wr = SOFV_MAX_QP_WR;
+	/* RNR NAKs are generated (the executor's RNR wait); the system image
+	 * GUID is reported; an AH's port is checked at creation. */
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_UD_AV_PORT_ENFORCE;
+	a->max_sge = SOFV_MAX_SGE;
+	a->max_sge_rd = SOFV_MAX_SGE;
+	a->max_cq = SOFV_MAX_CQ;
+	a->max_cqe = SOFV_MAX_CQE;
+	a->max_mr = SOFV_MAX_MR;
+	a->max_pd = SOFV_MAX_PD;
+	a->max_qp_rd_atom = SOFV_MAX_QP_RD_ATOM;
+	a->max_ee_rd_atom = 0;
+	a->max_res_rd_atom = SOFV_MAX_QP_RD_ATOM * SOFV_MAX_QP;
+	a->max_qp_init_rd_atom = SOFV_MAX_QP_RD_ATOM;
+	a->max_ee_init_rd_atom = 0;
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_ee = 0;
+	a->max_rdd = 0;
+	a->max_mw = 0;
+	a->max_raw_ipv6_qp = 0;
+	a->max_raw_ethy_qp = 0;
+	a->max_mcast_grp = SOFV_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = SOFV_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = SOFV_MAX_MCAST_GRP * SOFV_MAX_MCAST_QP_ATTACH;
+	a->max_ah = SOFV_MAX_AH;
+	a->max_fmr = 0;
+	a->max_map_per_fmr = 0;
+	a->max_srq = SOFV_MAX_SRQ;
+	a->max_srq_wr = SOFV_MAX_SRQ_WR;
+	a->max_srq_sge = SOFV_MAX_SRQ_SGE;
+	a->max_pkeys = SOFV_MAX_PKEYS;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = 1;
+}
+
+SOFV_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
+{
+	if (!context || !attr)
+		return EINVAL;
+	device_attr(to_sctx(context), attr);
+	return 0;
+}
+
+int sofv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *input,
+			 struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex a;
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	if (attr_size < sizeof(a.orig_attr))
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	device_attr(to_sctx(ctx), &a.orig_attr);
+	/* Completion timestamps are nanoseconds (poll.c), a 1 GHz clock. */
+	a.completion_timestamp_mask = UINT64_MAX;
+	a.hca_core_clock = 1000000; /* kHz */
+	a.phys_port_cnt_ex = 1;
+	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	return 0;
+}
+
+/* ---- ports ---------------------------------------------------------------- */
+
+int sofv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,
+		    size_t attr_len)
+{
+	const struct sofv_context *s = to_sctx(ctx);
+	struct ibv_port_attr a;
+
+	if (port != 1 || !attr)
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	a.state = s->dev.port_state ? (enum ibv_port_state)s->dev.port_state : IBV_PORT_ACTIVE;
+	a.max_mtu = IBV_MTU_4096;
+	a.active_mtu = s->dev.active_mtu >= IBV_MTU_256 && s->dev.active_mtu <= IBV_MTU_4096
+			       ? (enum ibv_mtu)s->dev.active_mtu
+			       : IBV_MTU_4096;
+	a.gid_tbl_len = SOF_MAX_GIDS;
+	a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+	a.max_msg_sz = SOFV_MAX_MSG_SZ;
+	a.pkey_tbl_len = SOFV_MAX_PKEYS;
+	a.lid = 0; /* RoCE: no LIDs */
+	a.sm_lid = 0;
+	a.max_vl_num = 1; /* VL0 */
+	a.active_width = 2;  /* 4x */
+	a.active_speed = 32; /* EDR: 4x EDR = 100 Gb/s */
+	a.phys_state = 5;    /* LinkUp */
+	a.link_layer = IBV_LINK_LAYER_ETHERNET;
+	memcpy(attr, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
+	return 0;
+}
+
+/* The exported symbol takes the port attributes of older headers, which end
+ * before port_cap_flags2: fill only those bytes. */
+SOFV_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+			       struct _compat_ibv_port_attr *port_attr)
+{
+	if (!context || !port_attr)
+		return EINVAL;
+	return sofv_query_port(context, port_num, (struct ibv_port_attr *)port_attr,
+			       offsetof(struct ibv_port_attr, port_cap_flags2));
+}
+
+/* ---- GID and P_Key tables ---------------------------------------------- */
+
+static uint32_t gid_type(uint32_t sysfs_type)
+{
+	return sysfs_type == SOFV_GID_TYPE_SYSFS_ROCE_V2 ? IBV_GID_TYPE_ROCE_V2
+							 : IBV_GID_TYPE_ROCE_V1;
+}
+
+/* Entry index of port 1. 0, EINVAL (no such entry), ENODATA (empty). */
+static int gid_entry(const struct sofv_context *s, uint32_t port, uint32_t index,
+		     struct ibv_gid_entry *e)
+{
+	const struct sof_gid_entry *g;
+
+	if (port != 1 || index >= SOF_MAX_GIDS)
+		return EINVAL;
+	if (index >= s->dev.num_gids)
+		return ENODATA;
+	g = &s->dev.gids[index];
+	memset(e, 0, sizeof(*e));
+	memcpy(e->gid.raw, g->gid, sizeof(e->gid.raw));
+	e->gid_index = index;
+	e->port_num = port;
+	e->gid_type = gid_type(g->type);
+	e->ndev_ifindex = g->ifindex;
+	return 0;
+}
+
+SOFV_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
+			      union ibv_gid *gid)
+{
+	struct ibv_gid_entry e;
+	int err;
+
+	if (!context || !gid || index < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	err = gid_entry(to_sctx(context), port_num, (uint32_t)index, &e);
+	if (err == ENODATA) { /* an empty entry reads as the zero GID */
+		memset(gid, 0, sizeof(*gid));
+		return 0;
+	}
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	*gid = e.gid;
+	return 0;
+}
+
+SOFV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
+				  uint32_t gid_index, struct ibv_gid_entry *entry,
+				  uint32_t flags, size_t entry_size)
+{
+	struct ibv_gid_entry e;
+	int err;
+
+	if (!context || !entry || flags || entry_size < offsetof(struct ibv_gid_entry, gid_type))
+		return EINVAL;
+	err = gid_entry(to_sctx(context), port_num, gid_index, &e);
+	if (err)
+		return err;
+	memcpy(entry, &e, entry_size < sizeof(e) ? entry_size : sizeof(e));
+	return 0;
+}
+
+SOFV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
+					 struct ibv_gid_entry *entries, size_t max_entries,
+					 uint32_t flags, size_t entry_size)
+{
+	const struct sofv_context *s;
+	size_t n = 0, sz;
+
+	if (!context || flags || entry_size < offsetof(struct ibv_gid_entry, gid_type))
+		return -EINVAL;
+	s = to_sctx(context);
+	if (max_entries < s->dev.num_gids)
+		return -EINVAL;
+	if (s->dev.num_gids && !entries)
+		return -EINVAL;
+	sz = entry_size < sizeof(struct ibv_gid_entry) ? entry_size : sizeof(struct ibv_gid_entry);
+	for (uint32_t i = 0; i < s->dev.num_gids; i++) {
+		struct ibv_gid_entry e;
+
+		if (gid_entry(s, 1, i, &e))
+			continue;
+		memcpy((uint8_t *)entries + n * entry_size, &e, sz);
+		n++;
+	}
+	return (ssize_t)n;
+}
+
+/* IBVERBS_PRIVATE_34, used by librdmacm and perftest. */
+SOFV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+				   unsigned int index, enum sofv_gid_type_sysfs *type)
+{
+	struct ibv_gid_entry e;
+	int err;
+
+	if (!context || !type) {
+		errno = EINVAL;
+		return -1;
+	}
+	err = gid_entry(to_sctx(context), port_num, index, &e);
+	if (err == ENODATA) {
+		*type = SOFV_GID_TYPE_SYSFS_IB_ROCE_V1;
+		return 0;
+	}
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? SOFV_GID_TYPE_SYSFS_ROCE_V2
+						  : SOFV_GID_TYPE_SYSFS_IB_ROCE_V1;
+	return 0;
+}
+
+SOFV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
+			       __be16 *pkey)
+{
+	if (!context || !pkey || port_num != 1 || index < 0 || index >= SOFV_MAX_PKEYS) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = htobe16(SOFV_DEFAULT_PKEY);
+	return 0;
+}
+
+SOFV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
+{
+	if (!context || port_num != 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* The full-membership bit is ignored when matching, as in the
+	 * kernel's P_Key lookup. */
+	if ((be16toh(pkey) & 0x7fff) == (SOFV_DEFAULT_PKEY & 0x7fff))
+		return 0;
+	errno = ENOENT;
+	return -1;
+}
+
+/* ---- asynchronous events ---------------------------------------------- */
+
+static bool is_qp_event(uint32_t t)
+{
+	return t == IBV_EVENT_QP_FATAL || t == IBV_EVENT_QP_REQ_ERR ||
+	       t == IBV_EVENT_QP_ACCESS_ERR || t == IBV_EVENT_COMM_EST ||
+	       t == IBV_EVENT_SQ_DRAINED || t == IBV_EVENT_PATH_MIG ||
+	       t == IBV_EVENT_PATH_MIG_ERR || t == IBV_EVENT_QP_LAST_WQE_REACHED;
+}
+
+static bool is_port_event(uint32_t t)
+{
+	return t == IBV_EVENT_PORT_ACTIVE || t == IBV_EVENT_PORT_ERR ||
+	       t == IBV_EVENT_LID_CHANGE || t == IBV_EVENT_PKEY_CHANGE ||
+	       t == IBV_EVENT_SM_CHANGE || t == IBV_EVENT_CLIENT_REREGISTER ||
+	       t == IBV_EVENT_GID_CHANGE;
+}
+
+/* Find the object an event is about. false when it no longer exists (it
+ * was destroyed while the event travelled) or the event is unknown: the
+ * event is then dropped. Lock: takes obj_lock for reading. */
+static bool resolve_event(struct sofv_context *s, const struct sof_async_msg *m,
+			  struct ibv_async_event *ev)
+{
+	bool found = false;
+	void *obj;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->event_type = (enum ibv_event_type)m->event_type;
+	if (is_port_event(m->event_type)) {
+		ev->element.port_num = (int)m->handle;
+		return m->handle == 1;
+	}
+	if (m->event_type == IBV_EVENT_DEVICE_FATAL)
+		return true;
+	if (!m->handle)
+		return false;
+	pthread_rwlock_rdlock(&s->obj_lock);
+	if (is_qp_event(m->event_type)) {
+		obj = sof_hmap_get(&s->qps, m->handle);
+		if (obj) {
+			ev->element.qp = &((struct sofv_qp *)obj)->qpx.qp_base;
+			found = true;
+		}
+	} else if (m->event_type == IBV_EVENT_CQ_ERR) {
+		obj = sof_hmap_get(&s->cqs, m->handle);
+		if (obj) {
+			ev->element.cq = ibv_cq_ex_to_cq(&((struct sofv_cq *)obj)->ibcq);
+			found = true;
+		}
+	} else if (m->event_type == IBV_EVENT_SRQ_ERR ||
+		   m->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
+		obj = sof_hmap_get(&s->srqs, m->handle);
+		if (obj) {
+			ev->element.srq = &((struct sofv_srq *)obj)->ibsrq;
+			found = true;
+		}
+	}
+	pthread_rwlock_unlock(&s->obj_lock);
+	return found;
+}
+
+/* Blocks unless the application made async_fd non-blocking (then -1 with
+ * EAGAIN when nothing is pending), as with the kernel's event file. When
+ * the daemon is gone the device is: IBV_EVENT_DEVICE_FATAL, once. */
+SOFV_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	struct sofv_context *s;
+	struct sof_async_msg m;
+	ssize_t n;
+
+	if (!context || !event) {
+		errno = EINVAL;
+		return -1;
+	}
+	s = to_sctx(context);
+	for (;;) {
+		n = recv(context->async_fd, &m, sizeof(m), MSG_TRUNC);
+		if (n < 0)
+			return -1;
+		if (n == 0) {
+			bool was = false;
+
+			if (!atomic_compare_exchange_strong(&s->async_fatal, &was, true)) {
+				errno = EIO;
+				return -1;
+			}
+			memset(event, 0, sizeof(*event));
+			event->event_type = IBV_EVENT_DEVICE_FATAL;
+			atomic_fetch_add(&s->async_gets, 1);
+			return 0;
+		}
+		if (n != (ssize_t)sizeof(m))
+			continue; /* not one of ours: drop it */
+		if (resolve_event(s, &m, event))
+			break;
+	}
+	atomic_fetch_add(&s->async_gets, 1);
+	return 0;
+}
+
+/* Destroying an object does not wait for its events to be acked: an event
+ * holds no reference here, and one about a destroyed object is dropped
+ * before it reaches the application. Acks are only counted. */
+SOFV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	struct ibv_context *ctx = NULL;
+
+	if (!event)
+		return;
+	if (is_qp_event(event->event_type) && event->element.qp)
+		ctx = event->element.qp->context;
+	else if (event->event_type == IBV_EVENT_CQ_ERR && event->element.cq)
+		ctx = event->element.cq->context;
+	else if ((event->event_type == IBV_EVENT_SRQ_ERR ||
+		  event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) &&
+		 event->element.srq)
+		ctx = event->element.srq->context;
+	if (ctx)
+		atomic_fetch_add(&to_sctx(ctx)->async_acks, 1);
+}
+
+/* ---- fork ----------------------------------------------------------------- */
+
+SOFV_EXPORT int ibv_fork_init(void)
+{
+	int err = sofv_mem_fork_init();
+
+	return err < 0 ? -err : 0;
+}
+
+SOFV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
+{
+	return IBV_FORK_UNNEEDED;
+}
+
+/* Registered memory is handled by mem.c as a whole; there is nothing to
+ * do per range. */
+SOFV_EXPORT int ibv_dofork_range(void *base, size_t size)
+{
+	(void)base;
+	(void)size;
+	return 0;
+}
+
+SOFV_EXPORT int ibv_dontfork_range(void *base, size_t size)
+{
+	(void)base;
+	(void)size;
+	return 0;
+}

@@ -14,14 +14,12 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,23 +79,24 @@ static bool daemon_path(char *buf, size_t len)
 	return n > 0 && (size_t)n < len && access(buf, X_OK) == 0;
 }
 
-/* Start the daemon and wait for its first process, which exits once the
+/* Start the daemon and wait for its first process, which exits 0 once the
  * daemonized child listens (or at once when another daemon already does).
  * The daemon must not inherit the application's blocked or ignored
- * signals. Failures are not reported: the connect retries decide. */
-static void start_daemon(void)
+ * signals. Returns false when it certainly did not start (no binary, or
+ * its first process reported failure): waiting for it would be pointless. */
+static bool start_daemon(void)
 {
-	static const int sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM,
-				    SIGCHLD, SIGUSR1, SIGUSR2 };
+	static const int sigs[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGPIPE,
+				   SIGTERM, SIGCHLD, SIGUSR1, SIGUSR2};
 	char path[PATH_MAX];
-	char *argv[] = { (char *)"softofedd", NULL };
+	char *argv[] = {(char *)"softofedd", NULL};
 	posix_spawnattr_t attr;
 	sigset_t none, def;
-	pid_t pid;
-	int err, st;
+	pid_t pid, r;
+	int err, st = 0;
 
 	if (posix_spawnattr_init(&attr))
-		return;
+		return true; /* cannot tell: let the retries decide */
 	sigemptyset(&none);
 	sigemptyset(&def);
 	for (size_t i = 0; i < SOF_ARRAY_SIZE(sigs); i++)
@@ -111,10 +110,13 @@ static void start_daemon(void)
 		err = posix_spawnp(&pid, "softofedd", NULL, &attr, argv, environ);
 	posix_spawnattr_destroy(&attr);
 	if (err)
-		return;
-	/* ECHILD when the application ignores SIGCHLD or reaps for itself. */
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+		return false;
+	do
+		r = waitpid(pid, &st, 0);
+	while (r < 0 && errno == EINTR);
+	/* r < 0 (ECHILD): the application ignores SIGCHLD or reaped the
+	 * process itself, so the outcome is unknown. */
+	return r < 0 || (WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 int sofv_connect(void)
@@ -126,7 +128,8 @@ int sofv_connect(void)
 	fd = try_connect();
 	if (fd >= 0 || (fd != -ECONNREFUSED && fd != -ENOENT))
 		return fd;
-	start_daemon();
+	if (!start_daemon())
+		return try_connect();
 	deadline = sof_now_ns() + CONNECT_WAIT_NS;
 	for (;;) {
 		struct timespec ts;
@@ -144,8 +147,8 @@ int sofv_connect(void)
 	}
 }
 
-int sofv_rpc_sock(int sock, uint32_t op, const void *req, size_t reqlen, const int *fds,
-		  int nfds, void *rep, size_t replen, int *rfds, int *nrfds)
+int sofv_rpc_sock(int sock, uint32_t op, const void *req, size_t reqlen, const int *fds, int nfds,
+		  void *rep, size_t replen, int *rfds, int *nrfds)
 {
 	union {
 		struct sof_msg msg;
@@ -217,22 +220,20 @@ out:
 }
 
 /* Lock: takes ctx->rpc_lock, so requests of one context never interleave. */
-int sofv_rpc(struct sofv_context *ctx, uint32_t op, const void *req, size_t reqlen,
-	     const int *fds, int nfds, void *rep, size_t replen, int *rfds, int *nrfds)
+int sofv_rpc(struct sofv_context *ctx, uint32_t op, const void *req, size_t reqlen, const int *fds,
+	     int nfds, void *rep, size_t replen, int *rfds, int *nrfds)
 {
 	int err;
 
 	pthread_mutex_lock(&ctx->rpc_lock);
-	err = sofv_rpc_sock(ctx->sock, op, req, reqlen, fds, nfds, rep, replen, rfds,
-			    nrfds);
+	err = sofv_rpc_sock(ctx->sock, op, req, reqlen, fds, nfds, rep, replen, rfds, nrfds);
 	pthread_mutex_unlock(&ctx->rpc_lock);
 	return err;
 }
 
 int sofv_notify(struct sofv_context *ctx, uint32_t kind, uint32_t handle)
 {
-	struct sof_notify_req req = { .kind = kind, .handle = handle };
+	struct sof_notify_req req = {.kind = kind, .handle = handle};
 
-	return sofv_rpc(ctx, SOF_OP_ASYNC_NOTIFY, &req, sizeof(req), NULL, 0, NULL, 0,
-			NULL, NULL);
+	return sofv_rpc(ctx, SOF_OP_ASYNC_NOTIFY, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
 }

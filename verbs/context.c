@@ -54,15 +54,14 @@ static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
  * descriptors of the reply (owned by the caller). 0 or -errno. */
 static int hello(int sock, struct sof_hello_rep *rep, int *async, int *objtab)
 {
-	struct sof_hello_req req = { .version = SOF_PROTO_VERSION };
-	int fds[2] = { -1, -1 }, nfds = 2, err;
+	struct sof_hello_req req = {.version = SOF_PROTO_VERSION};
+	int fds[2] = {-1, -1}, nfds = 2, err;
 
-	err = sofv_rpc_sock(sock, SOF_OP_HELLO, &req, sizeof(req), NULL, 0, rep, sizeof(*rep),
-			    fds, &nfds);
+	err = sofv_rpc_sock(sock, SOF_OP_HELLO, &req, sizeof(req), NULL, 0, rep, sizeof(*rep), fds,
+			    &nfds);
 	if (err)
 		return err;
-	if (nfds != 2 || rep->version != SOF_PROTO_VERSION ||
-	    rep->dev.num_gids > SOF_MAX_GIDS) {
+	if (nfds != 2 || rep->version != SOF_PROTO_VERSION || rep->dev.num_gids > SOF_MAX_GIDS) {
 		sof_close_fds(fds, nfds);
 		return -EPROTO;
 	}
@@ -128,10 +127,7 @@ SOFV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 	return list;
 }
 
-SOFV_EXPORT void ibv_free_device_list(struct ibv_device **list)
-{
-	free(list);
-}
+SOFV_EXPORT void ibv_free_device_list(struct ibv_device **list) { free(list); }
 
 SOFV_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
 {
@@ -151,10 +147,7 @@ SOFV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 	return guid;
 }
 
-SOFV_EXPORT int ibv_get_device_index(struct ibv_device *device)
-{
-	return to_sdev(device) ? 0 : -1;
-}
+SOFV_EXPORT int ibv_get_device_index(struct ibv_device *device) { return to_sdev(device) ? 0 : -1; }
 
 /* ---- contexts ------------------------------------------------------------ */
 
@@ -296,8 +289,8 @@ static void device_attr(const struct sofv_context *s, struct ibv_device_attr *a)
 	a->max_qp_wr = SOFV_MAX_QP_WR;
 	/* RNR NAKs are generated (the executor's RNR wait); the system image
 	 * GUID is reported; an AH's port is checked at creation. */
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_UD_AV_PORT_ENFORCE;
+	a->device_cap_flags =
+	    IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_UD_AV_PORT_ENFORCE;
 	a->max_sge = SOFV_MAX_SGE;
 	a->max_sge_rd = SOFV_MAX_SGE;
 	a->max_cq = SOFV_MAX_CQ;
@@ -370,15 +363,15 @@ int sofv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr 
 	a.state = s->dev.port_state ? (enum ibv_port_state)s->dev.port_state : IBV_PORT_ACTIVE;
 	a.max_mtu = IBV_MTU_4096;
 	a.active_mtu = s->dev.active_mtu >= IBV_MTU_256 && s->dev.active_mtu <= IBV_MTU_4096
-			       ? (enum ibv_mtu)s->dev.active_mtu
-			       : IBV_MTU_4096;
+			   ? (enum ibv_mtu)s->dev.active_mtu
+			   : IBV_MTU_4096;
 	a.gid_tbl_len = SOF_MAX_GIDS;
 	a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
 	a.max_msg_sz = SOFV_MAX_MSG_SZ;
 	a.pkey_tbl_len = SOFV_MAX_PKEYS;
 	a.lid = 0; /* RoCE: no LIDs */
 	a.sm_lid = 0;
-	a.max_vl_num = 1; /* VL0 */
+	a.max_vl_num = 1;    /* VL0 */
 	a.active_width = 2;  /* 4x */
 	a.active_speed = 32; /* EDR: 4x EDR = 100 Gb/s */
 	a.phys_state = 5;    /* LinkUp */
@@ -450,8 +443,8 @@ SOFV_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int
 }
 
 SOFV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
-				  uint32_t gid_index, struct ibv_gid_entry *entry,
-				  uint32_t flags, size_t entry_size)
+				  uint32_t gid_index, struct ibv_gid_entry *entry, uint32_t flags,
+				  size_t entry_size)
 {
 	struct ibv_gid_entry e;
 	int err;
@@ -465,9 +458,8 @@ SOFV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num
 	return 0;
 }
 
-SOFV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
-					 struct ibv_gid_entry *entries, size_t max_entries,
-					 uint32_t flags, size_t entry_size)
+SOFV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
+					 size_t max_entries, uint32_t flags, size_t entry_size)
 {
 	const struct sofv_context *s;
 	size_t n = 0, sz;
@@ -512,7 +504,7 @@ SOFV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num
 		return -1;
 	}
 	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? SOFV_GID_TYPE_SYSFS_ROCE_V2
-						  : SOFV_GID_TYPE_SYSFS_IB_ROCE_V1;
+						   : SOFV_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
 }
 
@@ -553,10 +545,9 @@ static bool is_qp_event(uint32_t t)
 
 static bool is_port_event(uint32_t t)
 {
-	return t == IBV_EVENT_PORT_ACTIVE || t == IBV_EVENT_PORT_ERR ||
-	       t == IBV_EVENT_LID_CHANGE || t == IBV_EVENT_PKEY_CHANGE ||
-	       t == IBV_EVENT_SM_CHANGE || t == IBV_EVENT_CLIENT_REREGISTER ||
-	       t == IBV_EVENT_GID_CHANGE;
+	return t == IBV_EVENT_PORT_ACTIVE || t == IBV_EVENT_PORT_ERR || t == IBV_EVENT_LID_CHANGE ||
+	       t == IBV_EVENT_PKEY_CHANGE || t == IBV_EVENT_SM_CHANGE ||
+	       t == IBV_EVENT_CLIENT_REREGISTER || t == IBV_EVENT_GID_CHANGE;
 }
 
 /* Find the object an event is about. false when it no longer exists (it
@@ -672,10 +663,7 @@ SOFV_EXPORT int ibv_fork_init(void)
 	return err < 0 ? -err : 0;
 }
 
-SOFV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
-{
-	return IBV_FORK_UNNEEDED;
-}
+SOFV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }
 
 /* Registered memory is handled by mem.c as a whole; there is nothing to
  * do per range. */

@@ -1,0 +1,98 @@
+#!/bin/bash
+# Consumer ladder, step 3 (issue 2): the unmodified perftest programs,
+# server and client as two processes on one host through `softofed run`, on
+# device sof0:
+#   ib_send_lat ib_send_bw ib_write_lat ib_write_bw ib_read_lat ib_read_bw
+#     each with -a (every size from 2 bytes to 8 MiB; -n 100 for latency,
+#     -n 200 for bandwidth) and with -x 0 (GID index 0, default size and
+#     iterations);
+#   ib_atomic_lat ib_atomic_bw: perftest itself refuses -a for atomics ("Message
+#     size cannot be changed for Atomic tests": their size is fixed at 8), so
+#     they run once per atomic type (-A FETCH_AND_ADD / -A CMP_AND_SWAP) and
+#     with -x 0;
+#   every bw test also with --run_infinitely -D 2 bounded by `timeout 8`: it
+#     passes when the client printed at least 2 result lines, was stopped by
+#     the timeout (124) and printed no error.
+# A run passes when both processes exit with 0, the client printed its
+# result table (with -a: up to the 8388608-byte line) and no error text.
+# A missing program is a failure.
+#
+# Runs in a private network namespace with its own daemon.
+# Usage: tests/consumers/perftest.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+sof_ns_enter "$@"
+sof_init
+
+PORT=19300
+RESULT='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+'
+ERRORS='error|fail|couldn.t|unable|invalid|not supported|segmentation|abort'
+
+# pt SECS PROG ARGS...: one server/client run, its verdict as one line
+pt() {
+	local secs=$1 name n
+	shift
+	name="perftest/$*"
+	PORT=$((PORT + 1))
+	if ! sof_pair "$name" "$PORT" "$secs" "$@" -d sof0 -F; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return
+	fi
+	n=$(grep -c -E "$RESULT" "$SOF_CLI_OUT")
+	if [ "$n" -eq 0 ]; then
+		not_ok "$name" "the client printed no result line"
+		sof_pair_dump
+	elif [[ " $* " == *" -a "* ]] && ! grep -q -E '^[[:space:]]*8388608[[:space:]]' "$SOF_CLI_OUT"; then
+		not_ok "$name" "-a: no result for the largest size (8388608)"
+		sof_pair_dump
+	elif grep -q -i -E "$ERRORS" "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "error text in the output"
+		sof_pair_dump
+	else
+		ok "$name ($n result lines)"
+	fi
+}
+
+# pt_inf PROG ARGS...: --run_infinitely -D 2, client bounded by 8 s
+pt_inf() {
+	local name n
+	name="perftest/$* --run_infinitely -D 2"
+	PORT=$((PORT + 1))
+	SOF_LINEBUF=1 SOF_SERVER_GRACE=1 sof_pair "$name" "$PORT" 8 "$@" -d sof0 -F --run_infinitely -D 2
+	n=$(grep -c -E "$RESULT" "$SOF_CLI_OUT")
+	if [ -z "$SOF_CLI_RC" ]; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+	elif [ "$SOF_CLI_RC" -ne 124 ]; then
+		not_ok "$name" "client ended with status $SOF_CLI_RC before the timeout"
+		sof_pair_dump
+	elif [ "$n" -lt 2 ]; then
+		not_ok "$name" "$n result lines in 8 s (want >= 2)"
+		sof_pair_dump
+	elif grep -q -i -E "$ERRORS" "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "error text in the output"
+		sof_pair_dump
+	else
+		ok "$name ($n result lines, stopped by the timeout)"
+	fi
+}
+
+for t in send write read; do
+	pt 120 "ib_${t}_lat" -a -n 100
+	pt 60 "ib_${t}_lat" -x 0
+	pt 120 "ib_${t}_bw" -a -n 200
+	pt 60 "ib_${t}_bw" -x 0
+	pt_inf "ib_${t}_bw"
+done
+
+for type in FETCH_AND_ADD CMP_AND_SWAP; do
+	pt 60 ib_atomic_lat -A "$type" -n 1000
+	pt 60 ib_atomic_bw -A "$type" -n 5000
+done
+pt 60 ib_atomic_lat -x 0
+pt 60 ib_atomic_bw -x 0
+pt_inf ib_atomic_bw
+
+sof_exit

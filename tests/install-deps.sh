@@ -1,0 +1,52 @@
+#!/bin/bash
+# tests/install-deps.sh — installs the Debian packages that building,
+# the demo and the test suite need, and only those that are missing.
+# Idempotent: when everything is installed it does nothing (no apt-get
+# update either). Runs apt-get as root, through sudo when not root.
+# Fails loudly when a package cannot be installed.
+#
+# Usage: tests/install-deps.sh
+set -euo pipefail
+
+PKGS=(
+	build-essential cmake pkg-config
+	libibverbs-dev librdmacm-dev libibumad-dev
+	ibverbs-utils perftest rdmacm-utils infiniband-diags
+	iproute2 procps util-linux binutils python3
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case $status in
+	*" installed") ;;
+	*) missing+=("$p") ;;
+	esac
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#PKGS[@]} packages present"
+	exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+	SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+	SUDO=(sudo)
+else
+	echo "install-deps: missing ${missing[*]} and not root (no sudo either)" >&2
+	exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update; then
+	echo "install-deps: apt-get update failed" >&2
+	exit 1
+fi
+if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+	apt-get install -y --no-install-recommends "${missing[@]}"; then
+	echo "install-deps: apt-get install ${missing[*]} failed" >&2
+	exit 1
+fi
+echo "install-deps: done"

@@ -1,0 +1,139 @@
+#!/bin/bash
+# tests/run.sh — runs the whole test suite and ends with one line
+# "N passed, N failed" (the `ok - ` / `not ok - ` lines of every test).
+#
+#   1. unit tests: every build/tests/test_* and build-asan/tests/test_*
+#      binary, each in a fresh network namespace with its own daemon of the
+#      same build (sof_ns_run), bounded by 120 s;
+#   2. tests/symbols.sh: the ABI check against every installed consumer;
+#   3. tests/integration/*.sh, then tests/consumers/*.sh, each bounded by
+#      SOF_TEST_TIMEOUT seconds (default 600).
+#
+# A test that exits non-zero without printing a `not ok` line, prints no
+# result at all, or times out counts as one failure. Exit status 0 only when
+# nothing failed (and something ran).
+#
+# Usage: tests/run.sh [-k REGEX]
+#   -k REGEX   run only the tests whose name (e.g. build-asan/tests/test_verbs_data,
+#              tests/consumers/pingpong.sh) matches the extended regex
+set -u
+
+# shellcheck source=tests/lib.sh disable=SC2016
+. "$(dirname "$0")/lib.sh"
+cd "$SOF_ROOT" || exit 1
+
+PATTERN=""
+while getopts k:h opt; do
+	case $opt in
+	k) PATTERN=$OPTARG ;;
+	*)
+		sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
+		exit 2
+		;;
+	esac
+done
+
+UNIT_TIMEOUT=${SOF_UNIT_TIMEOUT:-120}
+TEST_TIMEOUT=${SOF_TEST_TIMEOUT:-600}
+T_PASS=0
+T_FAIL=0
+OUT=$(mktemp /tmp/sof-run.XXXXXX) || exit 1
+trap 'rm -f "$OUT"' EXIT
+T0=$(now_ms)
+
+selected() {
+	[ -z "$PATTERN" ] || [[ $1 =~ $PATTERN ]]
+}
+
+# result NAME REASON: a failure the runner itself finds
+result_fail() {
+	echo "not ok - $1: $2"
+	T_FAIL=$((T_FAIL + 1))
+}
+
+# run_test NAME SECS CMD...: run one test (output shown as it comes, with
+# any "N passed, N failed" line of the test itself reworded so that only
+# ours closes the run), then count its result lines.
+run_test() {
+	local name=$1 secs=$2 rc np nf t
+	shift 2
+	echo "# ---- $name"
+	t=$(now_ms)
+	timeout -k 10 "$secs" "$@" </dev/null 2>&1 | tee "$OUT" |
+		sed -u -E 's/([0-9]+) passed, ([0-9]+) failed[[:space:]]*$/\1 ok, \2 not ok/'
+	rc=${PIPESTATUS[0]}
+	np=$(grep -c '^ok - ' "$OUT")
+	nf=$(grep -c '^not ok - ' "$OUT")
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		if ! grep -q '^not ok - .*timed out' "$OUT"; then
+			echo "not ok - $name: timed out after $secs s"
+			nf=$((nf + 1))
+		fi
+	elif [ "$rc" -ne 0 ] && [ "$nf" -eq 0 ]; then
+		echo "not ok - $name: exit status $rc"
+		nf=$((nf + 1))
+	elif [ "$rc" -eq 0 ] && [ $((np + nf)) -eq 0 ]; then
+		echo "not ok - $name: printed no result line"
+		nf=$((nf + 1))
+	fi
+	echo "# $name: $np ok, $nf not ok, exit $rc, $((($(now_ms) - t) / 1000)) s"
+	T_PASS=$((T_PASS + np))
+	T_FAIL=$((T_FAIL + nf))
+}
+
+# script_cmd FILE: sets CMD to run a test script, through its #! line when
+# it is executable, else through bash
+script_cmd() {
+	if [ -x "$1" ]; then
+		CMD=("$SOF_ROOT/$1")
+	else
+		CMD=(bash "$SOF_ROOT/$1")
+	fi
+}
+
+# ---- 1. unit tests, in each build, each with a private daemon
+for build in build build-asan; do
+	bins=()
+	for b in "$build"/tests/test_*; do
+		[ -f "$b" ] && [ -x "$b" ] && bins+=("$b")
+	done
+	if [ ${#bins[@]} -eq 0 ]; then
+		selected "$build/tests/test_" &&
+			result_fail "$build/tests" "no unit test binaries (make build / make build-asan first)"
+		continue
+	fi
+	for b in "${bins[@]}"; do
+		selected "$b" || continue
+		envs=(SOF_BUILD="$build" SOF_NS_TIMEOUT="$UNIT_TIMEOUT" SOF_NS_NAME="$b")
+		if [ "$build" = build-asan ]; then
+			envs+=(ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+				UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}")
+		fi
+		# shellcheck disable=SC2016
+		run_test "$b" $((UNIT_TIMEOUT + 90)) env "${envs[@]}" \
+			bash -c '. "$1" || exit 1; sof_ns_run "$2"' sof-unit \
+			"$SOF_ROOT/tests/lib.sh" "$SOF_ROOT/$b"
+	done
+done
+
+# ---- 2. the ABI check
+if selected tests/symbols.sh; then
+	if [ -f tests/symbols.sh ]; then
+		script_cmd tests/symbols.sh
+		run_test tests/symbols.sh 300 "${CMD[@]}" "$SOF_ROOT/build"
+	else
+		result_fail tests/symbols.sh "missing"
+	fi
+fi
+
+# ---- 3. integration tests and the consumer ladder
+for f in tests/integration/*.sh tests/consumers/*.sh; do
+	[ -f "$f" ] || continue
+	selected "$f" || continue
+	script_cmd "$f"
+	run_test "$f" "$TEST_TIMEOUT" env SOF_BUILD=build "${CMD[@]}" "$SOF_ROOT/build"
+done
+
+echo "# total time $((($(now_ms) - T0) / 1000)) s"
+echo "$T_PASS passed, $T_FAIL failed"
+[ "$T_FAIL" -eq 0 ] && [ $((T_PASS + T_FAIL)) -gt 0 ]

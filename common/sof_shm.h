@@ -112,7 +112,7 @@ struct sof_cq_shm {
 	_Atomic uint32_t size;               /* current entries, power of two */
 	_Atomic uint32_t attention;          /* daemon: look at attached QPs */
 	_Atomic uint32_t overflow;           /* a producer found the CQ full */
-	_Atomic uint32_t event_pending;      /* a completion event is due */
+	_Atomic uint32_t event_pending;      /* completion events due (one per eventfd token) */
 	/* entries at SOF_CQ_RING_OFF, capacity fixed at creation */
 };
 #define SOF_CQ_RING_OFF ((size_t)sizeof(struct sof_cq_shm))

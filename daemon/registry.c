@@ -278,7 +278,7 @@ static void cq_attention(struct sofd_cq *cq)
 		;
 	if (armed == SOF_CQ_ARM_NONE)
 		return;
-	atomic_store_explicit(&cq->shm->event_pending, 1, memory_order_release);
+	atomic_fetch_add_explicit(&cq->shm->event_pending, 1, memory_order_release);
 	if (cq->evfd >= 0)
 		evfd_kick(cq->evfd);
 }

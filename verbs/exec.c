@@ -813,7 +813,9 @@ static struct sofv_rqp *connected_dest(struct sofv_qp *qp, struct sofv_swqe *w,
 	struct sofv_rqp *r = qp->peer;
 
 	*gone = false;
-	if (r && !rqp_valid(ctx, r)) {
+	/* The cache goes when the peer is destroyed or the QP was given
+	 * another destination. */
+	if (r && (r->qpn != qp->attr.dest_qp_num || !rqp_valid(ctx, r))) {
 		rqp_put(r);
 		r = qp->peer = NULL;
 	}

@@ -53,7 +53,7 @@ int sofv_cq_push(struct sof_cq_shm *shm, struct sof_cqe *ring, const struct sof_
 	if (a != SOF_CQ_ARM_NONE && (a == SOF_CQ_ARM_NEXT || cqe->solicited ||
 				     cqe->status != IBV_WC_SUCCESS) &&
 	    atomic_compare_exchange_strong(&shm->armed, &a, SOF_CQ_ARM_NONE)) {
-		atomic_store_explicit(&shm->event_pending, 1, memory_order_release);
+		atomic_fetch_add_explicit(&shm->event_pending, 1, memory_order_release);
 		if (cq_evfd >= 0) {
 			uint64_t one = 1;
 

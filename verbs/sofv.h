@@ -159,6 +159,7 @@ struct sofv_cq {
 	struct sofv_qp **qps;
 	int nqps, qps_cap;
 	_Atomic int deferred;         /* QPs with deferred send WQEs here */
+	_Atomic uint32_t events_got;  /* completion events handed out (cq.c) */
 };
 
 static inline struct sofv_cq *to_scq(struct ibv_cq *cq)

@@ -1,0 +1,471 @@
+/*
+ * Completion queues and completion channels on the control path: creating,
+ * resizing and destroying CQs (ibv_create_cq, ibv_create_cq_ex,
+ * ibv_resize_cq, ibv_destroy_cq), channels whose descriptor works with
+ * poll/epoll (ibv_create_comp_channel), and completion events
+ * (ibv_get_cq_event, ibv_ack_cq_events).
+ *
+ * A CQ is a memfd segment of SOF_CQ_SEG_SIZE bytes (sof_shm.h) created here
+ * and handed to the daemon, which gives it to executors in other processes.
+ * A channel is an EFD_SEMAPHORE eventfd: every consumed arm adds one token,
+ * and the CQ that fired counts it in event_pending, so ibv_get_cq_event
+ * takes exactly one token and one pending event.
+ */
+#include "sofv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static uint32_t roundup_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* ---- completion channels ------------------------------------------------- */
+
+SOFV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct sofv_channel *c;
+
+	if (!context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (c->ch.fd < 0) {
+		int err = errno;
+
+		free(c);
+		errno = err;
+		return NULL;
+	}
+	c->ch.context = context;
+	c->ch.refcnt = 0;
+	pthread_mutex_init(&c->lock, NULL);
+	return &c->ch;
+}
+
+static struct sofv_channel *to_schan(struct ibv_comp_channel *ch)
+{
+	return sof_container_of(ch, struct sofv_channel, ch);
+}
+
+SOFV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct sofv_channel *c;
+
+	if (!channel)
+		return EINVAL;
+	c = to_schan(channel);
+	pthread_mutex_lock(&c->lock);
+	if (c->cqs) {
+		pthread_mutex_unlock(&c->lock);
+		return EBUSY;
+	}
+	pthread_mutex_unlock(&c->lock);
+	close(c->ch.fd);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return 0;
+}
+
+/* Take one pending event from a CQ of channel c. Caller holds c->lock. */
+static struct sofv_cq *take_pending(struct sofv_channel *c)
+{
+	for (struct sofv_cq *cq = c->cqs; cq; cq = cq->ch_next) {
+		uint32_t p = atomic_load(&cq->shm->event_pending);
+
+		while (p && !atomic_compare_exchange_weak(&cq->shm->event_pending, &p, p - 1))
+			;
+		if (p)
+			return cq;
+	}
+	return NULL;
+}
+
+static bool any_pending(struct sofv_channel *c)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&c->lock);
+	for (struct sofv_cq *cq = c->cqs; cq && !found; cq = cq->ch_next)
+		found = atomic_load_explicit(&cq->shm->event_pending, memory_order_acquire) != 0;
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
+/* Blocks unless the application made the channel non-blocking. Before it
+ * sleeps it spins briefly: a cross-core wake-up costs tens of microseconds
+ * on a virtual machine, more than a short completion takes to arrive. */
+SOFV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+				 void **cq_context)
+{
+	struct sofv_channel *c;
+	struct sofv_cq *scq;
+	uint64_t v;
+	ssize_t n;
+
+	if (!channel || !cq || !cq_context) {
+		errno = EINVAL;
+		return -1;
+	}
+	c = to_schan(channel);
+	if (!(fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK)) {
+		uint64_t until = sof_now_ns() + 50000;
+
+		while (!any_pending(c) && sof_now_ns() < until)
+			sched_yield();
+	}
+	n = read(c->ch.fd, &v, sizeof(v));
+	if (n != (ssize_t)sizeof(v))
+		return -1;
+	pthread_mutex_lock(&c->lock);
+	scq = take_pending(c);
+	if (!scq)
+		scq = c->cqs; /* the token outlived its event: report any CQ */
+	if (scq)
+		atomic_fetch_add_explicit(&scq->events_got, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&c->lock);
+	if (!scq) {
+		errno = EAGAIN;
+		return -1;
+	}
+	*cq = ibv_cq_ex_to_cq(&scq->ibcq);
+	*cq_context = scq->ibcq.cq_context;
+	return 0;
+}
+
+SOFV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	if (!cq)
+		return;
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_broadcast(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+/* ---- CQ <-> QP ------------------------------------------------------------ */
+
+int sofv_cq_attach_qp(struct sofv_cq *cq, struct sofv_qp *qp)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&cq->qps_lock);
+	if (cq->nqps == cq->qps_cap) {
+		int ncap = cq->qps_cap ? cq->qps_cap * 2 : 4;
+		struct sofv_qp **n = realloc(cq->qps, sizeof(*n) * (size_t)ncap);
+
+		if (!n) {
+			err = -ENOMEM;
+			goto out;
+		}
+		cq->qps = n;
+		cq->qps_cap = ncap;
+	}
+	cq->qps[cq->nqps++] = qp;
+out:
+	pthread_mutex_unlock(&cq->qps_lock);
+	return err;
+}
+
+void sofv_cq_detach_qp(struct sofv_cq *cq, struct sofv_qp *qp)
+{
+	pthread_mutex_lock(&cq->qps_lock);
+	for (int i = 0; i < cq->nqps; i++) {
+		if (cq->qps[i] == qp) {
+			cq->qps[i] = cq->qps[--cq->nqps];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&cq->qps_lock);
+}
+
+/* ---- create / destroy ----------------------------------------------------------- */
+
+#define SUPPORTED_WC_FLAGS                                                                         \
+	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |                    \
+	 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |                         \
+	 IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |                     \
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+
+static int cq_check_attr(struct ibv_context *ctx, const struct ibv_cq_init_attr_ex *a)
+{
+	if (a->cqe < 1 || a->cqe > (uint32_t)SOFV_MAX_CQE)
+		return EINVAL;
+	if (a->comp_vector >= (uint32_t)ctx->num_comp_vectors)
+		return EINVAL;
+	if (a->channel && a->channel->context != ctx)
+		return EINVAL;
+	if (a->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))
+		return EINVAL;
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (a->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))
+		return EOPNOTSUPP;
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!a->parent_domain || a->parent_domain->context != ctx))
+		return EINVAL;
+	if (a->wc_flags & ~(uint64_t)SUPPORTED_WC_FLAGS)
+		return EOPNOTSUPP;
+	return 0;
+}
+
+struct ibv_cq_ex *sofv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
+{
+	struct sofv_context *s = to_sctx(ctx);
+	struct sof_create_cq_req req;
+	struct sof_cq_rep rep;
+	struct sofv_cq *cq;
+	int fds[2], err;
+	void *p;
+
+	err = cq_check_attr(ctx, attr);
+	if (err)
+		goto err_out;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		err = ENOMEM;
+		goto err_out;
+	}
+	cq->size = roundup_pow2(attr->cqe);
+	cq->memfd = sof_memfd_create("softofed-cq", SOF_CQ_SEG_SIZE);
+	if (cq->memfd < 0) {
+		err = -cq->memfd;
+		goto err_free;
+	}
+	p = mmap(NULL, SOF_CQ_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, cq->memfd, 0);
+	if (p == MAP_FAILED) {
+		err = errno;
+		goto err_close;
+	}
+	cq->shm = p;
+	cq->ring = (struct sof_cqe *)((uint8_t *)p + SOF_CQ_RING_OFF);
+	atomic_store(&cq->shm->size, cq->size);
+
+	memset(&req, 0, sizeof(req));
+	req.cqe = cq->size;
+	req.has_channel = attr->channel ? 1 : 0;
+	fds[0] = cq->memfd;
+	fds[1] = attr->channel ? attr->channel->fd : -1;
+	err = -sofv_rpc(s, SOF_OP_CREATE_CQ, &req, sizeof(req), fds, 1 + (int)req.has_channel, &rep,
+			sizeof(rep), NULL, NULL);
+	if (err)
+		goto err_unmap;
+	cq->handle = rep.cq;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_init(&cq->qps_lock, NULL);
+	cq->wc_flags_ex = (uint32_t)attr->wc_flags;
+
+	cq->ibcq.context = ctx;
+	cq->ibcq.channel = attr->channel;
+	cq->ibcq.cq_context = attr->cq_context;
+	cq->ibcq.handle = cq->handle;
+	cq->ibcq.cqe = (int)cq->size;
+	pthread_mutex_init(&cq->ibcq.mutex, NULL);
+	pthread_cond_init(&cq->ibcq.cond, NULL);
+	sofv_cq_ex_init(cq);
+
+	if (attr->channel) {
+		struct sofv_channel *c = to_schan(attr->channel);
+
+		cq->channel = c;
+		pthread_mutex_lock(&c->lock);
+		cq->ch_next = c->cqs;
+		c->cqs = cq;
+		c->ch.refcnt++;
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_rwlock_wrlock(&s->obj_lock);
+	err = -sof_hmap_put(&s->cqs, cq->handle, cq);
+	pthread_rwlock_unlock(&s->obj_lock);
+	if (err) {
+		/* leave the CQ to the daemon's cleanup rather than half-undo it */
+		errno = err;
+		return NULL;
+	}
+	return &cq->ibcq;
+
+err_unmap:
+	munmap(p, SOF_CQ_SEG_SIZE);
+err_close:
+	close(cq->memfd);
+err_free:
+	free(cq);
+err_out:
+	errno = err;
+	return NULL;
+}
+
+SOFV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+					 struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct ibv_cq_init_attr_ex a;
+	struct ibv_cq_ex *cq;
+
+	if (!context || cqe < 1 || comp_vector < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&a, 0, sizeof(a));
+	a.cqe = (uint32_t)cqe;
+	a.cq_context = cq_context;
+	a.channel = channel;
+	a.comp_vector = (uint32_t)comp_vector;
+	a.wc_flags = IBV_WC_STANDARD_FLAGS;
+	cq = sofv_create_cq_ex(context, &a);
+	return cq ? ibv_cq_ex_to_cq(cq) : NULL;
+}
+
+/* Re-lay the pending entries for a new ring size. The owner holds
+ * SOF_CQ_TAIL_LOCK in tail, so no producer reserves a slot meanwhile. */
+static int cq_relayout(struct sofv_cq *cq, uint32_t head, uint32_t tail, uint32_t nsize)
+{
+	uint32_t n = tail - head;
+	struct sof_cqe *tmp = NULL;
+
+	if (n) {
+		tmp = malloc(sizeof(*tmp) * n);
+		if (!tmp)
+			return ENOMEM;
+		for (uint32_t i = 0; i < n; i++)
+			memcpy(&tmp[i], &cq->ring[(head + i) & (cq->size - 1)], sizeof(*tmp));
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct sof_cqe *slot = &cq->ring[(head + i) & (nsize - 1)];
+
+		memcpy(slot, &tmp[i], offsetof(struct sof_cqe, seq));
+		atomic_store_explicit(&slot->seq, head + i + 1, memory_order_release);
+	}
+	free(tmp);
+	return 0;
+}
+
+SOFV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct sofv_cq *cq;
+	struct sof_cq_req req;
+	uint32_t t, head, nsize;
+	int err;
+
+	if (!ibcq || cqe < 1 || cqe > SOFV_MAX_CQE)
+		return EINVAL;
+	cq = to_scq(ibcq);
+	nsize = roundup_pow2((uint32_t)cqe);
+	pthread_spin_lock(&cq->lock);
+	/* Stop producers: set the lock bit in tail. */
+	for (;;) {
+		t = atomic_load(&cq->shm->tail);
+		if (t & SOF_CQ_TAIL_LOCK) {
+			err = EINVAL; /* only the owner sets it: corrupted */
+			goto out;
+		}
+		if (atomic_compare_exchange_weak(&cq->shm->tail, &t, t | SOF_CQ_TAIL_LOCK))
+			break;
+	}
+	head = atomic_load(&cq->shm->head);
+	if (t - head > nsize) {
+		err = EINVAL; /* the entries in the CQ would not fit */
+		goto unlock;
+	}
+	/* Wait for producers that reserved a slot to publish it. */
+	for (uint32_t i = head; i != t; i++) {
+		uint64_t until = sof_now_ns() + 100000000ull;
+
+		while (atomic_load_explicit(&cq->ring[i & (cq->size - 1)].seq,
+					    memory_order_acquire) != i + 1) {
+			if (sof_now_ns() > until) {
+				err = EIO; /* a producer died mid-publish */
+				goto unlock;
+			}
+			sched_yield();
+		}
+	}
+	memset(&req, 0, sizeof(req));
+	req.cq = cq->handle;
+	req.cqe = nsize;
+	err = -sofv_rpc(to_sctx(ibcq->context), SOF_OP_RESIZE_CQ, &req, sizeof(req), NULL, 0, NULL,
+			0, NULL, NULL);
+	if (err)
+		goto unlock;
+	err = cq_relayout(cq, head, t, nsize);
+	if (err)
+		goto unlock;
+	cq->size = nsize;
+	atomic_store(&cq->shm->size, nsize);
+	cq->ibcq.cqe = (int)nsize;
+unlock:
+	atomic_store(&cq->shm->tail, t);
+out:
+	pthread_spin_unlock(&cq->lock);
+	return err;
+}
+
+SOFV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct sofv_context *s;
+	struct sofv_cq *cq;
+	struct sof_cq_req req;
+	int err;
+
+	if (!ibcq)
+		return EINVAL;
+	cq = to_scq(ibcq);
+	s = to_sctx(ibcq->context);
+	pthread_mutex_lock(&cq->qps_lock);
+	err = cq->nqps ? EBUSY : 0;
+	pthread_mutex_unlock(&cq->qps_lock);
+	if (err)
+		return err;
+	memset(&req, 0, sizeof(req));
+	req.cq = cq->handle;
+	err = -sofv_rpc(s, SOF_OP_DESTROY_CQ, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
+	if (err && err != ENOTCONN && err != EPIPE && err != ECONNRESET)
+		return err;
+	pthread_rwlock_wrlock(&s->obj_lock);
+	sof_hmap_del(&s->cqs, cq->handle);
+	pthread_rwlock_unlock(&s->obj_lock);
+
+	if (cq->channel) {
+		struct sofv_channel *c = cq->channel;
+
+		pthread_mutex_lock(&c->lock);
+		for (struct sofv_cq **pp = &c->cqs; *pp; pp = &(*pp)->ch_next) {
+			if (*pp == cq) {
+				*pp = cq->ch_next;
+				break;
+			}
+		}
+		c->ch.refcnt--;
+		pthread_mutex_unlock(&c->lock);
+	}
+	/* As with the kernel: wait until every event handed out was acked. */
+	pthread_mutex_lock(&ibcq->mutex);
+	while (ibcq->comp_events_completed != atomic_load(&cq->events_got))
+		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+	pthread_mutex_unlock(&ibcq->mutex);
+
+	munmap(cq->shm, SOF_CQ_SEG_SIZE);
+	close(cq->memfd);
+	free(cq->qps);
+	pthread_spin_destroy(&cq->lock);
+	pthread_mutex_destroy(&cq->qps_lock);
+	pthread_mutex_destroy(&ibcq->mutex);
+	pthread_cond_destroy(&ibcq->cond);
+	free(cq);
+	return 0;
+}

@@ -1,0 +1,530 @@
+/*
+ * Queue pairs on the control path: ibv_create_qp(_ex), ibv_modify_qp with
+ * the state machine and attribute checks of IBA 10.3 / 11.2.5
+ * (qp_state.c), ibv_query_qp, ibv_destroy_qp, ibv_qp_to_qp_ex, and the
+ * multicast attach calls.
+ *
+ * A QP is a memfd segment (struct sof_qp_shm and the receive ring) shared
+ * with the daemon and with executors in other processes, plus a private
+ * send side: send WQEs run in ibv_post_send (exec.c) and only those that
+ * must wait are kept in the QP's deferred ring. What executors of other
+ * processes need from the QP's attributes (state, access flags, Q_Key,
+ * destination QPN, RNR timer) is published in the segment; the daemon keeps
+ * a copy for peer look-up and clean-up.
+ */
+#include "qp_state.h"
+#include "sofv.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static uint32_t roundup_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+#define SUPPORTED_SEND_OPS                                                                         \
+	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |          \
+	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                           \
+	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+#define UD_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+#define UC_SEND_OPS (UD_SEND_OPS | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+
+static int qp_check_init_attr(struct ibv_context *ctx, const struct ibv_qp_init_attr_ex *a)
+{
+	const struct ibv_qp_cap *c = &a->cap;
+
+	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+				       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		return EOPNOTSUPP;
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ctx)
+		return EINVAL;
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
+		return EOPNOTSUPP;
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
+		return EOPNOTSUPP;
+	if (!a->send_cq || !a->recv_cq || a->send_cq->context != ctx || a->recv_cq->context != ctx)
+		return EINVAL;
+	if (a->srq && a->srq->context != ctx)
+		return EINVAL;
+	if (c->max_send_wr > SOFV_MAX_QP_WR || c->max_send_sge > SOFV_MAX_SGE ||
+	    c->max_inline_data > SOFV_MAX_INLINE)
+		return EINVAL;
+	if (!a->srq && (c->max_recv_wr > SOFV_MAX_QP_WR || c->max_recv_sge > SOFV_MAX_SGE))
+		return EINVAL;
+	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		uint64_t allowed = a->qp_type == IBV_QPT_UD   ? UD_SEND_OPS
+				   : a->qp_type == IBV_QPT_UC ? UC_SEND_OPS
+							      : SUPPORTED_SEND_OPS;
+
+		if (a->send_ops_flags & ~allowed)
+			return EOPNOTSUPP;
+	}
+	return 0;
+}
+
+static size_t qp_seg_len(uint32_t rq_size, uint32_t max_sge)
+{
+	return SOF_QP_RQ_OFF + (size_t)rq_size * SOF_RWQE_STRIDE(max_sge);
+}
+
+static void qp_free(struct sofv_qp *qp)
+{
+	if (qp->shm)
+		munmap(qp->shm, qp->shm_len);
+	if (qp->memfd >= 0)
+		close(qp->memfd);
+	free(qp->sq);
+	free(qp->inline_area);
+	free(qp->wr_list);
+	free(qp);
+}
+
+struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
+{
+	struct sofv_context *s = to_sctx(ctx);
+	struct sof_create_qp_req req;
+	struct sof_create_qp_rep rep;
+	struct ibv_qp *ib;
+	struct sofv_qp *qp;
+	uint32_t rq_sge;
+	int err;
+	void *p;
+
+	err = qp_check_init_attr(ctx, attr);
+	if (err)
+		goto err_out;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		err = ENOMEM;
+		goto err_out;
+	}
+	qp->memfd = -1;
+	qp->pd = to_spd(attr->pd);
+	qp->scq = to_scq(attr->send_cq);
+	qp->rcq = to_scq(attr->recv_cq);
+	qp->srq = attr->srq ? to_ssrq(attr->srq) : NULL;
+	qp->sq_sig_all = attr->sq_sig_all ? 1 : 0;
+	qp->is_ex = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
+
+	/* Send side: the deferred ring and the inline copies of its WQEs. */
+	qp->sq_size = roundup_pow2(attr->cap.max_send_wr ? attr->cap.max_send_wr : 1);
+	qp->inline_stride = attr->cap.max_inline_data ? attr->cap.max_inline_data : 1;
+	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	qp->inline_area = calloc(qp->sq_size, qp->inline_stride);
+	if (!qp->sq || !qp->inline_area) {
+		err = ENOMEM;
+		goto err_free;
+	}
+	qp->cap.max_send_wr = qp->sq_size;
+	qp->cap.max_send_sge = attr->cap.max_send_sge ? attr->cap.max_send_sge : 1;
+	qp->cap.max_inline_data = attr->cap.max_inline_data;
+
+	/* Receive side: the shared ring, absent with an SRQ. */
+	rq_sge = 0;
+	if (!qp->srq) {
+		qp->rq_size = roundup_pow2(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1);
+		rq_sge = attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1;
+		qp->rq_stride = SOF_RWQE_STRIDE(rq_sge);
+		qp->cap.max_recv_wr = qp->rq_size;
+		qp->cap.max_recv_sge = rq_sge;
+	}
+	qp->shm_len = qp_seg_len(qp->rq_size, rq_sge);
+	qp->memfd = sof_memfd_create("softofed-qp", qp->shm_len);
+	if (qp->memfd < 0) {
+		err = -qp->memfd;
+		qp->memfd = -1;
+		goto err_free;
+	}
+	p = mmap(NULL, qp->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, qp->memfd, 0);
+	if (p == MAP_FAILED) {
+		err = errno;
+		goto err_free;
+	}
+	qp->shm = p;
+	qp->rq_ring = qp->rq_size ? (uint8_t *)p + SOF_QP_RQ_OFF : NULL;
+	atomic_store(&qp->shm->state, IBV_QPS_RESET);
+
+	memset(&req, 0, sizeof(req));
+	req.pd = qp->pd->handle;
+	req.qp_type = attr->qp_type;
+	req.send_cq = qp->scq->handle;
+	req.recv_cq = qp->rcq->handle;
+	req.srq = qp->srq ? qp->srq->handle : 0;
+	req.rq_size = qp->rq_size;
+	req.rq_max_sge = rq_sge;
+	req.sq_sig_all = qp->sq_sig_all;
+	err = -sofv_rpc(s, SOF_OP_CREATE_QP, &req, sizeof(req), &qp->memfd, 1, &rep, sizeof(rep),
+			NULL, NULL);
+	if (err)
+		goto err_free;
+	qp->qpn = rep.qpn;
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+
+	ib = &qp->qpx.qp_base;
+	ib->context = ctx;
+	ib->qp_context = attr->qp_context;
+	ib->pd = attr->pd;
+	ib->send_cq = attr->send_cq;
+	ib->recv_cq = attr->recv_cq;
+	ib->srq = attr->srq;
+	ib->handle = qp->qpn;
+	ib->qp_num = qp->qpn;
+	ib->state = IBV_QPS_RESET;
+	ib->qp_type = attr->qp_type;
+	pthread_mutex_init(&ib->mutex, NULL);
+	pthread_cond_init(&ib->cond, NULL);
+	ib->events_completed = 0;
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.cur_qp_state = IBV_QPS_RESET;
+	qp->attr.path_mtu = IBV_MTU_1024;
+	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
+	qp->attr.port_num = 1;
+	qp->attr.cap = qp->cap;
+	sofv_qp_ex_init(qp, attr->send_ops_flags);
+	if (qp->is_ex)
+		qp->qpx.comp_mask = 0;
+
+	if (sofv_cq_attach_qp(qp->scq, qp))
+		goto err_nomem;
+	if (qp->rcq != qp->scq && sofv_cq_attach_qp(qp->rcq, qp)) {
+		sofv_cq_detach_qp(qp->scq, qp);
+		goto err_nomem;
+	}
+	pthread_rwlock_wrlock(&s->obj_lock);
+	err = -sof_hmap_put(&s->qps, qp->qpn, qp);
+	pthread_rwlock_unlock(&s->obj_lock);
+	if (err) {
+		sofv_cq_detach_qp(qp->scq, qp);
+		if (qp->rcq != qp->scq)
+			sofv_cq_detach_qp(qp->rcq, qp);
+		goto err_nomem;
+	}
+	attr->cap = qp->cap;
+	return ib;
+
+err_nomem:
+	/* The daemon holds the QP: release it there before freeing. */
+	{
+		struct sof_qp_req d = {.qpn = qp->qpn};
+
+		sofv_rpc(s, SOF_OP_DESTROY_QP, &d, sizeof(d), NULL, 0, NULL, 0, NULL, NULL);
+	}
+	err = ENOMEM;
+err_free:
+	qp_free(qp);
+err_out:
+	errno = err;
+	return NULL;
+}
+
+SOFV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex a;
+	struct ibv_qp *qp;
+
+	if (!pd || !attr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_context = attr->qp_context;
+	a.send_cq = attr->send_cq;
+	a.recv_cq = attr->recv_cq;
+	a.srq = attr->srq;
+	a.cap = attr->cap;
+	a.qp_type = attr->qp_type;
+	a.sq_sig_all = attr->sq_sig_all;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD;
+	a.pd = pd;
+	qp = sofv_create_qp_ex(pd->context, &a);
+	if (qp)
+		attr->cap = a.cap;
+	return qp;
+}
+
+SOFV_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
+{
+	struct sofv_qp *qp;
+
+	if (!ibqp)
+		return NULL;
+	qp = to_sqp(ibqp);
+	return qp->is_ex ? &qp->qpx : NULL;
+}
+
+/* ---- modify ------------------------------------------------------------------ */
+
+/* Attribute values (IBA 10.3, ibv_modify_qp(3)). 0 or EINVAL. */
+static int check_attr_values(struct sofv_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct sofv_context *s = to_sctx(qp->qpx.qp_base.context);
+
+	if ((mask & IBV_QP_PORT) && a->port_num != 1)
+		return EINVAL;
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= SOFV_MAX_PKEYS)
+		return EINVAL;
+	if ((mask & IBV_QP_ACCESS_FLAGS) &&
+	    (a->qp_access_flags & ~(unsigned)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+		return EINVAL;
+	if (mask & IBV_QP_AV) {
+		/* RoCE: every path has a GRH (IBA A16.4 / A17.4). */
+		if (!a->ah_attr.is_global || a->ah_attr.grh.sgid_index >= s->dev.num_gids ||
+		    a->ah_attr.port_num > 1)
+			return EINVAL;
+	}
+	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096 ||
+					 (uint32_t)a->path_mtu > s->dev.active_mtu))
+		return EINVAL;
+	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > SOFV_MAX_QP_RD_ATOM)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > SOFV_MAX_QP_RD_ATOM)
+		return EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_PATH_MIG_STATE) && a->path_mig_state != IBV_MIG_MIGRATED)
+		return EINVAL; /* no alternate path */
+	if (mask & IBV_QP_ALT_PATH)
+		return EINVAL;
+	return 0;
+}
+
+/* Record the attributes. Caller holds qp->sq_lock. */
+static void apply_attr(struct sofv_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct ibv_qp_attr *q = &qp->attr;
+
+	if (mask & IBV_QP_PKEY_INDEX)
+		q->pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		q->port_num = a->port_num;
+	if (mask & IBV_QP_QKEY) {
+		q->qkey = a->qkey;
+		atomic_store(&qp->shm->qkey, a->qkey);
+	}
+	if (mask & IBV_QP_ACCESS_FLAGS) {
+		q->qp_access_flags = a->qp_access_flags;
+		atomic_store(&qp->shm->access, a->qp_access_flags);
+	}
+	if (mask & IBV_QP_AV) {
+		qp->ah = a->ah_attr;
+		if (!qp->ah.port_num)
+			qp->ah.port_num = 1;
+		q->ah_attr = qp->ah;
+	}
+	if (mask & IBV_QP_PATH_MTU)
+		q->path_mtu = a->path_mtu;
+	if (mask & IBV_QP_DEST_QPN) {
+		q->dest_qp_num = a->dest_qp_num;
+		atomic_store(&qp->shm->dest_qpn, a->dest_qp_num);
+	}
+	if (mask & IBV_QP_RQ_PSN)
+		q->rq_psn = a->rq_psn & 0xffffff;
+	if (mask & IBV_QP_SQ_PSN)
+		q->sq_psn = a->sq_psn & 0xffffff;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		q->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		q->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER) {
+		q->min_rnr_timer = a->min_rnr_timer;
+		atomic_store(&qp->shm->min_rnr_timer, a->min_rnr_timer);
+	}
+	if (mask & IBV_QP_TIMEOUT)
+		q->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		q->retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		q->rnr_retry = a->rnr_retry;
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		q->en_sqd_async_notify = a->en_sqd_async_notify;
+}
+
+/* IBA 10.3.1: RESET discards every WQE without completing it and returns
+ * the attributes to their initial values. Caller holds qp->sq_lock. */
+static void qp_reset(struct sofv_qp *qp)
+{
+	struct ibv_qp_cap cap = qp->cap;
+
+	sofv_exec_qp_release(qp);
+	qp->sq_head = qp->sq_tail;
+	pthread_spin_lock(&qp->rq_lock);
+	atomic_store(&qp->shm->rq.head, atomic_load(&qp->shm->rq.tail));
+	pthread_spin_unlock(&qp->rq_lock);
+	atomic_store(&qp->shm->dest_qpn, 0);
+	atomic_store(&qp->shm->qkey, 0);
+	atomic_store(&qp->shm->access, 0);
+	atomic_store(&qp->shm->min_rnr_timer, 0);
+	atomic_store(&qp->shm->peer_gone, 0);
+	memset(&qp->attr, 0, sizeof(qp->attr));
+	memset(&qp->ah, 0, sizeof(qp->ah));
+	qp->attr.path_mtu = IBV_MTU_1024;
+	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
+	qp->attr.port_num = 1;
+	qp->attr.cap = cap;
+	qp->flushed_sq = qp->flushed_rq = false;
+}
+
+SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct sofv_context *s;
+	struct sof_modify_qp_req req;
+	enum ibv_qp_state cur, next;
+	struct sofv_qp *qp;
+	int err;
+
+	if (!ibqp || !attr)
+		return EINVAL;
+	qp = to_sqp(ibqp);
+	s = to_sctx(ibqp->context);
+	pthread_spin_lock(&qp->sq_lock);
+	cur = (enum ibv_qp_state)atomic_load(&qp->shm->state);
+	if ((attr_mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur &&
+	    !(cur == IBV_QPS_SQE && attr->cur_qp_state == IBV_QPS_RTS)) {
+		err = EINVAL;
+		goto out;
+	}
+	next = (attr_mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	if (!sofv_qp_transition_ok(ibqp->qp_type, cur, next, attr_mask)) {
+		err = EINVAL;
+		goto out;
+	}
+	err = check_attr_values(qp, attr, attr_mask);
+	if (err)
+		goto out;
+
+	memset(&req, 0, sizeof(req));
+	req.qpn = qp->qpn;
+	req.state = next;
+	req.dest_qpn = (attr_mask & IBV_QP_DEST_QPN) ? attr->dest_qp_num
+		       : next == IBV_QPS_RESET	     ? 0
+						     : qp->attr.dest_qp_num;
+	req.qkey = (attr_mask & IBV_QP_QKEY) ? attr->qkey : qp->attr.qkey;
+	/* Only state changes and what peers look up concern the daemon. */
+	if (next != cur || (attr_mask & (IBV_QP_DEST_QPN | IBV_QP_QKEY))) {
+		err =
+		    -sofv_rpc(s, SOF_OP_MODIFY_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
+		if (err)
+			goto out;
+	}
+
+	if (next == IBV_QPS_RESET) {
+		qp_reset(qp);
+	} else {
+		apply_attr(qp, attr, attr_mask);
+	}
+	if (next == IBV_QPS_ERR) {
+		sofv_qp_set_error(qp);
+	} else {
+		qp->attr.qp_state = next;
+		qp->attr.cur_qp_state = next;
+		ibqp->state = next;
+		atomic_store_explicit(&qp->shm->state, next, memory_order_release);
+	}
+	/* RTS from SQD: deferred WQEs may go again */
+	if (next == IBV_QPS_RTS && qp->sq_head != qp->sq_tail)
+		sofv_exec_progress(qp);
+out:
+	pthread_spin_unlock(&qp->sq_lock);
+	return err;
+}
+
+SOFV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+			     struct ibv_qp_init_attr *init_attr)
+{
+	struct sofv_qp *qp;
+	uint32_t state;
+
+	(void)attr_mask; /* everything is returned, as the man page allows */
+	if (!ibqp || !attr || !init_attr)
+		return EINVAL;
+	qp = to_sqp(ibqp);
+	pthread_spin_lock(&qp->sq_lock);
+	*attr = qp->attr;
+	state = atomic_load_explicit(&qp->shm->state, memory_order_acquire);
+	pthread_spin_unlock(&qp->sq_lock);
+	attr->qp_state = (enum ibv_qp_state)state;
+	attr->cur_qp_state = (enum ibv_qp_state)state;
+	attr->cap = qp->cap;
+	attr->sq_draining = 0;
+	memset(init_attr, 0, sizeof(*init_attr));
+	init_attr->qp_context = ibqp->qp_context;
+	init_attr->send_cq = ibqp->send_cq;
+	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->srq = ibqp->srq;
+	init_attr->cap = qp->cap;
+	init_attr->qp_type = ibqp->qp_type;
+	init_attr->sq_sig_all = (int)qp->sq_sig_all;
+	return 0;
+}
+
+SOFV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct sofv_context *s;
+	struct sof_qp_req req;
+	struct sofv_qp *qp;
+	int err;
+
+	if (!ibqp)
+		return EINVAL;
+	qp = to_sqp(ibqp);
+	s = to_sctx(ibqp->context);
+	memset(&req, 0, sizeof(req));
+	req.qpn = qp->qpn;
+	err = -sofv_rpc(s, SOF_OP_DESTROY_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
+	if (err && err != ENOTCONN && err != EPIPE && err != ECONNRESET)
+		return err;
+	pthread_rwlock_wrlock(&s->obj_lock);
+	sof_hmap_del(&s->qps, qp->qpn);
+	pthread_rwlock_unlock(&s->obj_lock);
+	/* After these no poller or progress thread can reach the QP. */
+	sofv_cq_detach_qp(qp->scq, qp);
+	if (qp->rcq != qp->scq)
+		sofv_cq_detach_qp(qp->rcq, qp);
+	pthread_spin_lock(&qp->sq_lock);
+	sofv_exec_qp_release(qp);
+	pthread_spin_unlock(&qp->sq_lock);
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
+	qp_free(qp);
+	return 0;
+}
+
+/* ---- multicast ------------------------------------------------------------------ */
+
+/* Multicast delivery comes with the IP multicast of the network transport;
+ * until then attaching reports that the operation is not supported. */
+SOFV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)lid;
+	if (!qp || !gid || qp->qp_type != IBV_QPT_UD)
+		return EINVAL;
+	return EOPNOTSUPP;
+}
+
+SOFV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)lid;
+	if (!qp || !gid || qp->qp_type != IBV_QPT_UD)
+		return EINVAL;
+	return EOPNOTSUPP;
+}

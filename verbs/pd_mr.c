@@ -1,0 +1,284 @@
+/*
+ * Protection domains and memory regions: ibv_alloc_pd, ibv_dealloc_pd, the
+ * ibv_reg_mr family, ibv_rereg_mr and ibv_dereg_mr.
+ *
+ * Registering moves the region's pages onto shareable memfds (mem.c) and
+ * hands them to the daemon, which issues the key (lkey == rkey, random) and
+ * later gives the pages to executors that present the key with the right
+ * PD and access (IBA 10.6.3, o10-35). The library keeps each MR by lkey for
+ * the local checks of the data path.
+ */
+#include "sofv.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+/* ---- protection domains ---------------------------------------------------- */
+
+SOFV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct sof_pd_rep rep;
+	struct sofv_pd *pd;
+	int err;
+
+	if (!context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = -sofv_rpc(to_sctx(context), SOF_OP_ALLOC_PD, NULL, 0, NULL, 0, &rep, sizeof(rep),
+			NULL, NULL);
+	if (err) {
+		free(pd);
+		errno = err;
+		return NULL;
+	}
+	pd->handle = rep.pd;
+	pd->ibpd.context = context;
+	pd->ibpd.handle = rep.pd;
+	return &pd->ibpd;
+}
+
+SOFV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct sof_pd_req req;
+	struct sofv_pd *pd;
+	int err;
+
+	if (!ibpd)
+		return EINVAL;
+	pd = to_spd(ibpd);
+	/* AHs live only in the library; the daemon counts everything else. */
+	if (atomic_load(&pd->nah))
+		return EBUSY;
+	memset(&req, 0, sizeof(req));
+	req.pd = pd->handle;
+	err = -sofv_rpc(to_sctx(ibpd->context), SOF_OP_DEALLOC_PD, &req, sizeof(req), NULL, 0,
+			NULL, 0, NULL, NULL);
+	if (err && err != ENOTCONN && err != EPIPE && err != ECONNRESET)
+		return err;
+	free(pd);
+	return 0;
+}
+
+/* ---- memory regions ---------------------------------------------------------- */
+
+#define MR_ACCESS                                                                           \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |         \
+	 IBV_ACCESS_REMOTE_ATOMIC)
+
+/* Check access flags (ibv_reg_mr(3)); the optional range may be ignored by
+ * a device, so it is dropped. Returns the flags to register or -errno. */
+static int mr_access(unsigned int access)
+{
+	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
+	if (access & (IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND |
+		      IBV_ACCESS_HUGETLB))
+		return -EOPNOTSUPP;
+	if (access & ~(unsigned int)MR_ACCESS)
+		return -EINVAL;
+	/* IBA 10.6.3.1 o10-35: remote write or atomic needs local write */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	return (int)access;
+}
+
+/* Register [addr, addr+length) into m (its ibmr filled). 0 or -errno. */
+static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t iova,
+		       unsigned int access, struct sofv_mr *m)
+{
+	struct sofv_context *s = to_sctx(pd->ibpd.context);
+	struct sof_reg_mr_req *req;
+	struct sof_reg_mr_rep rep;
+	int fds[SOF_MAX_MR_RUNS], nruns = 0, acc, err;
+
+	acc = mr_access(access);
+	if (acc < 0)
+		return acc;
+	if (!length || length > SOFV_MAX_MR_SIZE)
+		return -EINVAL;
+	if (!addr)
+		return -EFAULT;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	err = sofv_mem_share(addr, length, req->runs, fds, &nruns, &m->segs, &m->nsegs);
+	if (err)
+		goto out;
+	req->pd = pd->handle;
+	req->access = (uint32_t)acc;
+	req->iova = iova;
+	req->addr = (uintptr_t)addr;
+	req->length = length;
+	req->nruns = (uint32_t)nruns;
+	err = sofv_rpc(s, SOF_OP_REG_MR, req,
+		       offsetof(struct sof_reg_mr_req, runs) + sizeof(req->runs[0]) * (size_t)nruns,
+		       fds, nruns, &rep, sizeof(rep), NULL, NULL);
+	sof_close_fds(fds, nruns);
+	if (err) {
+		sofv_mem_unshare(m->segs, m->nsegs);
+		m->segs = NULL;
+		m->nsegs = 0;
+		goto out;
+	}
+	m->access = (uint32_t)acc;
+	m->iova = iova;
+	m->pd = pd;
+	m->ibmr.context = pd->ibpd.context;
+	m->ibmr.pd = &pd->ibpd;
+	m->ibmr.addr = addr;
+	m->ibmr.length = length;
+	m->ibmr.handle = rep.lkey;
+	m->ibmr.lkey = rep.lkey;
+	m->ibmr.rkey = rep.rkey;
+out:
+	free(req);
+	return err;
+}
+
+/* Undo mr_register. 0 or -errno (then nothing changed). */
+static int mr_unregister(struct sofv_mr *m)
+{
+	struct sofv_context *s = to_sctx(m->ibmr.context);
+	struct sof_dereg_mr_req req;
+	int err;
+
+	memset(&req, 0, sizeof(req));
+	req.lkey = m->ibmr.lkey;
+	err = sofv_rpc(s, SOF_OP_DEREG_MR, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
+	if (err && err != -ENOTCONN && err != -EPIPE && err != -ECONNRESET)
+		return err;
+	sofv_mem_unshare(m->segs, m->nsegs);
+	m->segs = NULL;
+	m->nsegs = 0;
+	return 0;
+}
+
+static int mr_publish(struct sofv_mr *m)
+{
+	struct sofv_context *s = to_sctx(m->ibmr.context);
+	int err;
+
+	pthread_rwlock_wrlock(&s->obj_lock);
+	err = sof_hmap_put(&s->mrs, m->ibmr.lkey, m);
+	pthread_rwlock_unlock(&s->obj_lock);
+	return err;
+}
+
+static void mr_unpublish(struct sofv_mr *m)
+{
+	struct sofv_context *s = to_sctx(m->ibmr.context);
+
+	pthread_rwlock_wrlock(&s->obj_lock);
+	sof_hmap_del(&s->mrs, m->ibmr.lkey);
+	pthread_rwlock_unlock(&s->obj_lock);
+}
+
+SOFV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+					    uint64_t iova, unsigned int access)
+{
+	struct sofv_mr *m;
+	int err;
+
+	if (!pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = mr_register(to_spd(pd), addr, length, iova, access, m);
+	if (!err) {
+		err = mr_publish(m);
+		if (err)
+			mr_unregister(m);
+	}
+	if (err) {
+		free(m);
+		errno = -err;
+		return NULL;
+	}
+	return &m->ibmr;
+}
+
+SOFV_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+SOFV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+					   uint64_t iova, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
+}
+
+SOFV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	struct sofv_mr *m;
+	int err;
+
+	if (!mr)
+		return EINVAL;
+	m = to_smr(mr);
+	mr_unpublish(m);
+	err = mr_unregister(m);
+	if (err) {
+		mr_publish(m);
+		return -err;
+	}
+	free(m);
+	return 0;
+}
+
+/* ibv_rereg_mr(3): the new registration is made first, so that on bad
+ * input the old one stays valid; the struct ibv_mr the caller holds is
+ * kept, with new keys. */
+SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+			     size_t length, int access)
+{
+	struct sofv_mr *m, n;
+	struct sofv_pd *npd;
+	unsigned int nacc;
+	int err;
+
+	if (!mr || !flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
+		return IBV_REREG_MR_ERR_INPUT;
+	m = to_smr(mr);
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != mr->context))
+		return IBV_REREG_MR_ERR_INPUT;
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length))
+		return IBV_REREG_MR_ERR_INPUT;
+	npd = (flags & IBV_REREG_MR_CHANGE_PD) ? to_spd(pd) : m->pd;
+	nacc = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned int)access : m->access;
+	if (mr_access(nacc) < 0)
+		return IBV_REREG_MR_ERR_INPUT;
+	memset(&n, 0, sizeof(n));
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+		err = mr_register(npd, addr, length, (uintptr_t)addr, nacc, &n);
+	else
+		err = mr_register(npd, mr->addr, mr->length, m->iova, nacc, &n);
+	if (err)
+		return err == -EINVAL || err == -EFAULT || err == -EOPNOTSUPP
+			       ? IBV_REREG_MR_ERR_INPUT
+			       : IBV_REREG_MR_ERR_CMD;
+	mr_unpublish(m);
+	if (mr_unregister(m)) {
+		/* the old one stays registered in the daemon until the
+		 * context closes; the caller's MR is the new one */
+	}
+	*m = n;
+	err = mr_publish(m);
+	return err ? IBV_REREG_MR_ERR_CMD : 0;
+}

@@ -628,6 +628,13 @@ SOFV_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_asyn
 			continue; /* not one of ours: drop it */
 		if (resolve_event(s, &m, event))
 			break;
+		/* The event was about an object destroyed since: the kernel
+		 * would have withdrawn it. The caller may have polled the fd
+		 * for this very event, so do not block for the next one. */
+		if (recv(context->async_fd, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT) < 0) {
+			errno = EAGAIN;
+			return -1;
+		}
 	}
 	atomic_fetch_add(&s->async_gets, 1);
 	return 0;

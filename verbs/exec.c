@@ -875,7 +875,9 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		}
 		return fail_wqe(qp, w, IBV_WC_RETRY_EXC_ERR);
 	}
-	w->wait = SOFV_WAIT_NONE;
+	/* the peer answers: its transport timer stops (an RNR wait goes on) */
+	if (w->wait == SOFV_WAIT_PEER)
+		w->wait = SOFV_WAIT_NONE;
 	qacc = atomic_load_explicit(&r->shm->access, memory_order_relaxed);
 
 	switch (w->opcode) {

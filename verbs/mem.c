@@ -35,8 +35,8 @@ struct sofv_seg {
 	int memfd;
 	ino_t ino;
 	int refs;
-	bool dead;              /* made private after fork: nothing shared */
-	struct sofv_seg *next;  /* sorted by start */
+	bool dead;	       /* made private after fork: nothing shared */
+	struct sofv_seg *next; /* sorted by start */
 };
 
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -89,8 +89,8 @@ static int maps_read(uintptr_t lo, uintptr_t hi, struct map_list *ml)
 		int n;
 
 		path[0] = 0;
-		n = sscanf(line, "%lx-%lx %7s %llx %x:%x %lu %255s", &s, &e, perms, &off, &maj, &min,
-			   &ino, path);
+		n = sscanf(line, "%lx-%lx %7s %llx %x:%x %lu %255s", &s, &e, perms, &off, &maj,
+			   &min, &ino, path);
 		if (n < 7)
 			continue;
 		if (e <= lo || s >= hi)
@@ -126,8 +126,8 @@ static int maps_read(uintptr_t lo, uintptr_t hi, struct map_list *ml)
 struct move_job {
 	uintptr_t start;
 	size_t len;
-	int memfd;       /* to shared: the segment's memfd; to private: -1 */
-	ino_t ino;       /* to private: only pages still on this inode move */
+	int memfd; /* to shared: the segment's memfd; to private: -1 */
+	ino_t ino; /* to private: only pages still on this inode move */
 	struct map_list *ml;
 	int err;
 };
@@ -172,8 +172,8 @@ static void move_run(struct move_job *j)
 	if (j->memfd >= 0)
 		tmp = mmap(NULL, j->len, PROT_READ | PROT_WRITE, MAP_SHARED, j->memfd, 0);
 	else
-		tmp = mmap(NULL, j->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-			   0);
+		tmp =
+		    mmap(NULL, j->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp == MAP_FAILED) {
 		j->err = -errno;
 		return;
@@ -264,7 +264,7 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 		close(fd);
 		goto out;
 	}
-	j = (struct move_job){ .start = start, .len = len, .memfd = fd, .ml = &ml };
+	j = (struct move_job){.start = start, .len = len, .memfd = fd, .ml = &ml};
 	move(&j);
 	if (j.err) {
 		err = j.err;
@@ -277,7 +277,7 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 		struct map_list ml2;
 
 		if (!maps_read(start, start + len, &ml2)) {
-			j = (struct move_job){ .start = start, .len = len, .memfd = -1, .ml = &ml2 };
+			j = (struct move_job){.start = start, .len = len, .memfd = -1, .ml = &ml2};
 			move(&j);
 			free(ml2.e);
 		}
@@ -307,12 +307,12 @@ static void seg_privatize(struct sofv_seg *sg)
 		struct map_ent *m = &ml.e[i];
 		uintptr_t s = m->start > sg->start ? m->start : sg->start;
 		uintptr_t e = m->end < sg->start + sg->len ? m->end : sg->start + sg->len;
-		struct map_list one = { .e = m, .n = 1, .cap = 1 };
+		struct map_list one = {.e = m, .n = 1, .cap = 1};
 		struct move_job j;
 
 		if (s >= e || !m->shared || m->ino != sg->ino)
 			continue;
-		j = (struct move_job){ .start = s, .len = e - s, .memfd = -1, .ml = &one };
+		j = (struct move_job){.start = s, .len = e - s, .memfd = -1, .ml = &one};
 		move(&j);
 	}
 	free(ml.e);
@@ -353,15 +353,9 @@ static void seg_put(struct sofv_seg *sg)
 
 /* ---- fork ------------------------------------------------------------------------------ */
 
-static void atfork_prepare(void)
-{
-	pthread_mutex_lock(&mem_lock);
-}
+static void atfork_prepare(void) { pthread_mutex_lock(&mem_lock); }
 
-static void atfork_parent(void)
-{
-	pthread_mutex_unlock(&mem_lock);
-}
+static void atfork_parent(void) { pthread_mutex_unlock(&mem_lock); }
 
 /* The child gets private copies of every registered page: the segments
  * stay known (MRs still reference them) but no longer share anything. */
@@ -383,15 +377,9 @@ static void atfork_child(void)
 	pthread_mutex_unlock(&mem_lock);
 }
 
-static void atfork_register(void)
-{
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-}
+static void atfork_register(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
 
-int sofv_mem_fork_init(void)
-{
-	return pthread_once(&atfork_once, atfork_register) ? -EINVAL : 0;
-}
+int sofv_mem_fork_init(void) { return pthread_once(&atfork_once, atfork_register) ? -EINVAL : 0; }
 
 /* ---- the interface ---------------------------------------------------------------------- */
 

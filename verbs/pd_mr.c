@@ -62,8 +62,8 @@ SOFV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 		return EBUSY;
 	memset(&req, 0, sizeof(req));
 	req.pd = pd->handle;
-	err = -sofv_rpc(to_sctx(ibpd->context), SOF_OP_DEALLOC_PD, &req, sizeof(req), NULL, 0,
-			NULL, 0, NULL, NULL);
+	err = -sofv_rpc(to_sctx(ibpd->context), SOF_OP_DEALLOC_PD, &req, sizeof(req), NULL, 0, NULL,
+			0, NULL, NULL);
 	if (err && err != ENOTCONN && err != EPIPE && err != ECONNRESET)
 		return err;
 	free(pd);
@@ -72,8 +72,8 @@ SOFV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 
 /* ---- memory regions ---------------------------------------------------------- */
 
-#define MR_ACCESS                                                                           \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |         \
+#define MR_ACCESS                                                                                  \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
 	 IBV_ACCESS_REMOTE_ATOMIC)
 
 /* Check access flags (ibv_reg_mr(3)); the optional range may be ignored by
@@ -271,8 +271,8 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 		err = mr_register(npd, mr->addr, mr->length, m->iova, nacc, &n);
 	if (err)
 		return err == -EINVAL || err == -EFAULT || err == -EOPNOTSUPP
-			       ? IBV_REREG_MR_ERR_INPUT
-			       : IBV_REREG_MR_ERR_CMD;
+			   ? IBV_REREG_MR_ERR_INPUT
+			   : IBV_REREG_MR_ERR_CMD;
 	mr_unpublish(m);
 	if (mr_unregister(m)) {
 		/* the old one stays registered in the daemon until the

@@ -64,8 +64,9 @@ static int check_swqe(struct sofv_qp *qp, const struct sofv_swqe *w)
 	}
 	if (len > SOFV_MAX_MSG_SZ)
 		return EINVAL;
-	if (is_atomic(w->opcode) && (w->num_sge != 1 || w->sge[0].length != 8 ||
-				     (w->remote_addr & 7)))
+	/* A misaligned atomic target is the responder's to reject (invalid
+	 * request, IBA 9.4.5); the local buffer must be one 8-byte SGE. */
+	if (is_atomic(w->opcode) && (w->num_sge != 1 || w->sge[0].length != 8))
 		return EINVAL;
 	if (t == IBV_QPT_UD && (!w->ah || w->ah->ibah.context != qp->qpx.qp_base.context))
 		return EINVAL;

@@ -239,6 +239,9 @@ int main(int argc, char **argv)
 	peer.qpn = ntohl(peer.qpn);
 	peer.rkey = ntohl(peer.rkey);
 
+	qp_connect(qp, peer.qpn, &gid);
+	/* receives need a QP out of RESET (IBA 10.8.2); the writer starts
+	 * only after the handshake below */
 	if (server) {
 		for (i = 0; i < RDEPTH; i++) {
 			struct ibv_recv_wr rwr = { .wr_id = (uint64_t)i }, *bad;
@@ -247,7 +250,6 @@ int main(int argc, char **argv)
 				die("post_recv");
 		}
 	}
-	qp_connect(qp, peer.qpn, &gid);
 	/* both sides connected before the stream starts */
 	full_io(sock, &me, 1, 1);
 	full_io(sock, &peer, 1, 0);

@@ -71,7 +71,12 @@ pt_inf() {
 	elif [ "$n" -lt 2 ]; then
 		not_ok "$name" "$n result lines in 8 s (want >= 2)"
 		sof_pair_dump
-	elif grep -q -i -E "$ERRORS" "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+	elif grep -q -i -E "$ERRORS" "$SOF_CLI_OUT" ||
+		grep -v -E 'A completion with Error in run_infinitely|Error occurred while running infinitely' \
+			"$SOF_SRV_OUT" | grep -q -i -E "$ERRORS"; then
+		# The server's QP goes to the error state when the client is
+		# killed (the device reports a dead peer): that one abort is
+		# expected; anything else is not.
 		not_ok "$name" "error text in the output"
 		sof_pair_dump
 	else

@@ -42,4 +42,14 @@ void sof_close_fds(int *fds, int nfds);
 
 uint64_t sof_now_ns(void);
 
+/* The smallest power of two >= v (v <= 2^31). */
+static inline uint32_t sof_roundup_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
 #endif

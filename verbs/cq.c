@@ -22,15 +22,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static uint32_t roundup_pow2(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
-}
-
 /* ---- completion channels ------------------------------------------------- */
 
 SOFV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
@@ -242,7 +233,7 @@ struct ibv_cq_ex *sofv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_
 		err = ENOMEM;
 		goto err_out;
 	}
-	cq->size = roundup_pow2(attr->cqe);
+	cq->size = sof_roundup_pow2(attr->cqe);
 	cq->memfd = sof_memfd_create("softofed-cq", SOF_CQ_SEG_SIZE);
 	if (cq->memfd < 0) {
 		err = -cq->memfd;
@@ -365,7 +356,7 @@ SOFV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	if (!ibcq || cqe < 1 || cqe > SOFV_MAX_CQE)
 		return EINVAL;
 	cq = to_scq(ibcq);
-	nsize = roundup_pow2((uint32_t)cqe);
+	nsize = sof_roundup_pow2((uint32_t)cqe);
 	pthread_spin_lock(&cq->lock);
 	/* Stop producers: set the lock bit in tail. */
 	for (;;) {

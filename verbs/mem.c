@@ -16,8 +16,8 @@
  * (EOPNOTSUPP); another thread writing to the pages during the copy of a
  * registration or deregistration may lose that write — as with the real
  * stack, the buffer belongs to the HCA from ibv_reg_mr on. When the range
- * holds the caller's own stack, the move runs on a helper thread while the
- * caller waits, so no live frame changes between copy and move.
+ * holds the caller's own stack, the move runs on a private stack, so that
+ * no live frame changes between copy and move.
  */
 #include "sofv.h"
 
@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 struct sofv_seg {
@@ -210,31 +211,52 @@ static void move_run(struct move_job *j)
 	restore_prot(j->ml, j->start, j->len);
 }
 
-static void *move_thread(void *arg)
-{
-	move_run(arg);
-	return NULL;
-}
+/* The move of a range holding the caller's stack runs on a private stack
+ * (swapcontext), so that no live frame of the caller changes between the
+ * copy and the mremap; the caller's registers are saved outside the range.
+ * Under mem_lock (or in the single-threaded child after fork). */
+static ucontext_t mv_caller, mv_worker;
+static struct move_job *mv_job;
 
-/* Does [start, start+len) hold the calling thread's stack pointer's pages? */
+static void mv_entry(void) { move_run(mv_job); }
+
+/* Is the calling thread's stack pointer within 64 KiB of the range? (its
+ * callees' frames come within that) */
 static bool holds_my_stack(uintptr_t start, size_t len)
 {
 	volatile char here = 0;
 	uintptr_t sp = (uintptr_t)&here;
 
-	/* frames below us (callees) come within a few pages */
 	return sp + 65536 >= start && sp < start + len + 65536;
 }
 
 static void move(struct move_job *j)
 {
-	pthread_t t;
+	const size_t stk_len = 256 * 1024;
+	void *stk;
 
-	if (holds_my_stack(j->start, j->len) && pthread_create(&t, NULL, move_thread, j) == 0) {
-		pthread_join(t, NULL);
+	if (!holds_my_stack(j->start, j->len)) {
+		move_run(j);
 		return;
 	}
-	move_run(j);
+	stk = mmap(NULL, stk_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (stk == MAP_FAILED) {
+		j->err = -ENOMEM;
+		return;
+	}
+	mv_job = j;
+	if (getcontext(&mv_worker)) {
+		j->err = -errno;
+		munmap(stk, stk_len);
+		return;
+	}
+	mv_worker.uc_stack.ss_sp = stk;
+	mv_worker.uc_stack.ss_size = stk_len;
+	mv_worker.uc_link = &mv_caller;
+	makecontext(&mv_worker, mv_entry, 0);
+	if (swapcontext(&mv_caller, &mv_worker))
+		j->err = -errno;
+	munmap(stk, stk_len);
 }
 
 /* ---- segments ------------------------------------------------------------------------ */

@@ -21,15 +21,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static uint32_t roundup_pow2(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
-}
-
 #define SUPPORTED_SEND_OPS                                                                         \
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |          \
 	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                           \
@@ -115,7 +106,7 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	qp->is_ex = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
 
 	/* Send side: the deferred ring and the inline copies of its WQEs. */
-	qp->sq_size = roundup_pow2(attr->cap.max_send_wr ? attr->cap.max_send_wr : 1);
+	qp->sq_size = sof_roundup_pow2(attr->cap.max_send_wr ? attr->cap.max_send_wr : 1);
 	qp->inline_stride = attr->cap.max_inline_data ? attr->cap.max_inline_data : 1;
 	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
 	qp->inline_area = calloc(qp->sq_size, qp->inline_stride);
@@ -130,7 +121,7 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	/* Receive side: the shared ring, absent with an SRQ. */
 	rq_sge = 0;
 	if (!qp->srq) {
-		qp->rq_size = roundup_pow2(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1);
+		qp->rq_size = sof_roundup_pow2(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1);
 		rq_sge = attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1;
 		qp->rq_stride = SOF_RWQE_STRIDE(rq_sge);
 		qp->cap.max_recv_wr = qp->rq_size;

@@ -16,15 +16,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static uint32_t roundup_pow2(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
-}
-
 static size_t srq_seg_len(uint32_t size, uint32_t max_sge)
 {
 	return SOF_SRQ_RQ_OFF + (size_t)size * SOF_RWQE_STRIDE(max_sge);
@@ -59,7 +50,7 @@ struct ibv_srq *sofv_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_
 		err = ENOMEM;
 		goto err_out;
 	}
-	srq->size = roundup_pow2(attr->attr.max_wr);
+	srq->size = sof_roundup_pow2(attr->attr.max_wr);
 	srq->max_wr = srq->size;
 	srq->max_sge = attr->attr.max_sge ? attr->attr.max_sge : 1;
 	srq->stride = SOF_RWQE_STRIDE(srq->max_sge);

@@ -5,28 +5,32 @@
  *
  * The program must not notice: the pages keep their addresses, contents and
  * protections. A run of private pages (heap, stack, anonymous mmap, the
- * data and bss of a binary) becomes a segment: its contents are copied into a new memfd mapped
- * at a temporary address, which mremap() then moves over the original range
- * in one step. Segments are reference-counted by the MRs that cover them;
+ * data and bss of a binary) becomes a segment: its contents are copied
+ * into a new memfd mapped at a temporary address, which mremap() then moves
+ * over the original range in one step. Segments are reference-counted by the MRs that cover them;
  * the last deregistration moves the pages back onto private anonymous
  * memory the same way. After fork() the child's copies are made private
  * again (pthread_atfork), so a child never shares the parent's data.
  *
  * Limits: shared mappings (MAP_SHARED) cannot be registered
- * (EOPNOTSUPP); another thread writing to the pages during the copy of a
- * registration or deregistration may lose that write — as with the real
- * stack, the buffer belongs to the HCA from ibv_reg_mr on. When the range
- * holds the caller's own stack, the move runs on a private stack, so that
- * no live frame changes between copy and move.
+ * (EOPNOTSUPP). While pages move they are read-only for a moment: a thread
+ * writing to them waits until the move is over (mv_segv, a SIGSEGV handler
+ * that stays installed and passes every other fault on to the program's),
+ * but a system call writing into them in that moment fails with EFAULT. When the range holds
+ * the caller's own stack, the move runs on a private stack, so that no live
+ * frame changes between copy and move.
  */
 #include "sofv.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -151,8 +155,143 @@ __attribute__((no_sanitize_address)) static void page_copy(uint8_t *dst, const u
 #endif
 }
 
+/*
+ * Writes during a move. Between the copy and the mremap() a write by another
+ * thread would land on the old pages and be lost — and the first and last
+ * pages of a region usually hold other data too (malloc's bookkeeping, the
+ * neighbouring objects). So the pages are made read-only for the move, and a
+ * SIGSEGV handler holds a thread that writes to them until the move is
+ * over; the write then runs again on the new pages. A system call writing
+ * into the pages in that moment (read(2) into them) fails with EFAULT
+ * instead: the one thing the program can notice.
+ *
+ * The kernel picks the handler when it delivers the fault, which may be
+ * after the move is over; so once installed the handler stays, and a fault
+ * in a range moved less than MV_LATE_NS ago is retried. Every other fault
+ * goes to the handler the program had (re-read whenever the program has
+ * replaced ours). Moves are serialized by mem_lock: one range at a time is
+ * frozen.
+ */
+#define MV_RECENT 8
+#define MV_LATE_NS 1000000000ull
+
+struct mv_range {
+	_Atomic uintptr_t lo, hi;
+	_Atomic uint64_t done_ns; /* 0 while moving */
+};
+
+static struct mv_range mv_recent[MV_RECENT];
+static atomic_uint mv_next;
+static struct sigaction mv_old;
+
+static uint64_t mv_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Is a fault at a due to a move (in progress or lately)? Waits for a
+ * move in progress to end. */
+static bool mv_fault_is_ours(uintptr_t a)
+{
+	struct timespec ts = {0, 20000};
+
+	for (int i = 0; i < MV_RECENT; i++) {
+		struct mv_range *r = &mv_recent[i];
+		uint64_t done;
+
+		if (a < atomic_load(&r->lo) || a >= atomic_load(&r->hi))
+			continue;
+		while (!(done = atomic_load(&r->done_ns)))
+			nanosleep(&ts, NULL);
+		if (mv_now() - done < MV_LATE_NS)
+			return true;
+	}
+	return false;
+}
+
+static void mv_segv(int sig, siginfo_t *si, void *uc)
+{
+	if (si->si_code == SEGV_ACCERR && mv_fault_is_ours((uintptr_t)si->si_addr))
+		return; /* the access runs again, on the new pages */
+	if (mv_old.sa_flags & SA_SIGINFO) {
+		mv_old.sa_sigaction(sig, si, uc);
+	} else if (mv_old.sa_handler != SIG_DFL && mv_old.sa_handler != SIG_IGN) {
+		mv_old.sa_handler(sig);
+	} else {
+		/* default action: a real fault repeats, a sent one is re-sent;
+		 * the next move installs mv_segv again */
+		sigaction(SIGSEGV, &mv_old, NULL);
+		if (si->si_code <= 0)
+			raise(sig);
+	}
+}
+
+/* Make sure mv_segv handles SIGSEGV, chaining to the program's handler. */
+static int mv_install(void)
+{
+	struct sigaction sa, cur;
+
+	if (sigaction(SIGSEGV, NULL, &cur))
+		return -errno;
+	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == mv_segv)
+		return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = mv_segv;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	mv_old = cur;
+	return sigaction(SIGSEGV, &sa, NULL) ? -errno : 0;
+}
+
+/* Make the writable pages of the range read-only; the mover's asynchronous
+ * signals wait (their handlers might write there and would wait for the
+ * mover itself). Returns the slot of the range in mv_recent, or -1 if the
+ * pages are left as they are; thaw() must follow. From here to thaw() the
+ * mover allocates nothing and writes only the new pages: the heap or its
+ * own stack may be in the range. */
+static int freeze(const struct move_job *j, sigset_t *oldmask)
+{
+	struct mv_range *r;
+	sigset_t async;
+	unsigned int slot;
+
+	if (mv_install())
+		return -1;
+	sigfillset(&async);
+	sigdelset(&async, SIGSEGV);
+	sigdelset(&async, SIGBUS);
+	sigdelset(&async, SIGILL);
+	sigdelset(&async, SIGFPE);
+	pthread_sigmask(SIG_BLOCK, &async, oldmask);
+	slot = atomic_fetch_add(&mv_next, 1) % MV_RECENT;
+	r = &mv_recent[slot];
+	atomic_store(&r->hi, 0);
+	atomic_store(&r->done_ns, 0);
+	atomic_store(&r->lo, j->start);
+	atomic_store(&r->hi, j->start + j->len);
+	for (int i = 0; i < j->ml->n; i++) {
+		const struct map_ent *m = &j->ml->e[i];
+		uintptr_t s = m->start > j->start ? m->start : j->start;
+		uintptr_t e = m->end < j->start + j->len ? m->end : j->start + j->len;
+
+		if (s < e && (m->prot & PROT_WRITE))
+			mprotect((void *)s, e - s, m->prot & ~PROT_WRITE);
+	}
+	return (int)slot;
+}
+
+/* End of a move: release the waiting writers. */
+static void thaw(int slot, const sigset_t *oldmask)
+{
+	atomic_store(&mv_recent[slot].done_ns, mv_now());
+	pthread_sigmask(SIG_SETMASK, oldmask, NULL);
+}
+
 /* Copy [start, start+len) into the mapping at dst, reading pages that are
- * not readable through a temporary protection change. */
+ * not readable by making them read-only (restore_prot() undoes it). */
 static int copy_out(const struct map_list *ml, uintptr_t start, size_t len, uint8_t *dst)
 {
 	for (int i = 0; i < ml->n; i++) {
@@ -162,31 +301,35 @@ static int copy_out(const struct map_list *ml, uintptr_t start, size_t len, uint
 
 		if (s >= e)
 			continue;
-		if (!(m->prot & PROT_READ) && mprotect((void *)s, e - s, m->prot | PROT_READ))
+		if (!(m->prot & PROT_READ) && mprotect((void *)s, e - s, PROT_READ))
 			return -errno;
 		page_copy(dst + (s - start), (const uint8_t *)s, e - s);
-		if (!(m->prot & PROT_READ))
-			mprotect((void *)s, e - s, m->prot);
 	}
 	return 0;
 }
 
-/* Give the new pages the protections the old ones had. */
-static void restore_prot(const struct map_list *ml, uintptr_t start, size_t len)
+/* Give pages in the range the protections of the listed mappings; with
+ * fresh set, the pages are new read-write ones and only others change. */
+static void restore_prot(const struct map_list *ml, uintptr_t start, size_t len, bool fresh)
 {
 	for (int i = 0; i < ml->n; i++) {
 		const struct map_ent *m = &ml->e[i];
 		uintptr_t s = m->start > start ? m->start : start;
 		uintptr_t e = m->end < start + len ? m->end : start + len;
 
-		if (s < e && m->prot != (PROT_READ | PROT_WRITE))
+		if (s < e && (!fresh || m->prot != (PROT_READ | PROT_WRITE)))
 			mprotect((void *)s, e - s, m->prot);
 	}
 }
 
+/* The job may live on the stack being moved: it is written only after
+ * thaw(). */
 static void move_run(struct move_job *j)
 {
+	sigset_t mask;
+	int slot;
 	void *tmp;
+	int err;
 
 	if (j->memfd >= 0)
 		tmp = mmap(NULL, j->len, PROT_READ | PROT_WRITE, MAP_SHARED, j->memfd, 0);
@@ -197,18 +340,20 @@ static void move_run(struct move_job *j)
 		j->err = -errno;
 		return;
 	}
-	j->err = copy_out(j->ml, j->start, j->len, tmp);
-	if (j->err) {
+	slot = freeze(j, &mask);
+	err = copy_out(j->ml, j->start, j->len, tmp);
+	if (!err && mremap(tmp, j->len, j->len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)j->start) ==
+			MAP_FAILED)
+		err = -errno;
+	if (err) {
 		munmap(tmp, j->len);
-		return;
+		restore_prot(j->ml, j->start, j->len, false);
+	} else {
+		restore_prot(j->ml, j->start, j->len, true);
 	}
-	if (mremap(tmp, j->len, j->len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)j->start) ==
-	    MAP_FAILED) {
-		j->err = -errno;
-		munmap(tmp, j->len);
-		return;
-	}
-	restore_prot(j->ml, j->start, j->len);
+	if (slot >= 0)
+		thaw(slot, &mask);
+	j->err = err;
 }
 
 /* The move of a range holding the caller's stack runs on a private stack

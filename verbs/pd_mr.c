@@ -242,6 +242,13 @@ SOFV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	return 0;
 }
 
+/* ibv_rereg_mr's failures return a code and, like rdma-core, set errno. */
+static int rereg_fail(int code, int err)
+{
+	errno = err;
+	return code;
+}
+
 /* ibv_rereg_mr(3): the new registration is made first, so that on bad
  * input the old one stays valid; the struct ibv_mr the caller holds is
  * kept, with new keys. */
@@ -254,25 +261,26 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 	int err;
 
 	if (!mr || !flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
-		return IBV_REREG_MR_ERR_INPUT;
+		return rereg_fail(IBV_REREG_MR_ERR_INPUT, EINVAL);
 	m = to_smr(mr);
 	if ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != mr->context))
-		return IBV_REREG_MR_ERR_INPUT;
+		return rereg_fail(IBV_REREG_MR_ERR_INPUT, EINVAL);
 	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length))
-		return IBV_REREG_MR_ERR_INPUT;
+		return rereg_fail(IBV_REREG_MR_ERR_INPUT, EINVAL);
 	npd = (flags & IBV_REREG_MR_CHANGE_PD) ? to_spd(pd) : m->pd;
 	nacc = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned int)access : m->access;
 	if (mr_access(nacc) < 0)
-		return IBV_REREG_MR_ERR_INPUT;
+		return rereg_fail(IBV_REREG_MR_ERR_INPUT, EINVAL);
 	memset(&n, 0, sizeof(n));
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
 		err = mr_register(npd, addr, length, (uintptr_t)addr, nacc, &n);
 	else
 		err = mr_register(npd, mr->addr, mr->length, m->iova, nacc, &n);
 	if (err)
-		return err == -EINVAL || err == -EFAULT || err == -EOPNOTSUPP
-			   ? IBV_REREG_MR_ERR_INPUT
-			   : IBV_REREG_MR_ERR_CMD;
+		return rereg_fail(err == -EINVAL || err == -EFAULT || err == -EOPNOTSUPP
+				      ? IBV_REREG_MR_ERR_INPUT
+				      : IBV_REREG_MR_ERR_CMD,
+				  -err);
 	mr_unpublish(m);
 	if (mr_unregister(m)) {
 		/* the old one stays registered in the daemon until the
@@ -280,5 +288,5 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 	}
 	*m = n;
 	err = mr_publish(m);
-	return err ? IBV_REREG_MR_ERR_CMD : 0;
+	return err ? rereg_fail(IBV_REREG_MR_ERR_CMD, -err) : 0;
 }

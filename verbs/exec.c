@@ -18,8 +18,9 @@
  *                                  protection error), both QPs to ERROR
  *   no response (9.7.6.1.3)      → retried until (retry_cnt+1) local ACK
  *                                  timeouts, then IBV_WC_RETRY_EXC_ERR
- * A QP whose peer no longer exists fails at once with IBV_WC_RETRY_EXC_ERR:
- * the daemon knows the peer is gone, so waiting out the timer gains nothing.
+ * A QP whose peer was destroyed gets no answer either: IBV_WC_RETRY_EXC_ERR
+ * when the timer runs out. When the peer's process dies, the daemon moves
+ * the QP to ERROR at once, and what it holds is flushed.
  *
  * Everything read from the destination's segments is untrusted: receive WQEs
  * are copied before validation, indexes are masked, keys are checked by the
@@ -868,12 +869,16 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 	if (!r) {
 		if (!gone)
 			return res;
-		/* The peer QP no longer exists. UC: the packets are lost. */
+		/* The peer QP no longer exists. UC: the packets are lost. RC:
+		 * nobody answers, so the transport timer runs out as on the
+		 * wire (IBA 9.7.6.1.3); a peer that was destroyed while its
+		 * process lives is no reason to fail sooner. (When the peer's
+		 * process dies, the daemon moves this QP to ERROR at once.) */
 		if (!rc) {
 			complete_send(qp, w, IBV_WC_SUCCESS, (uint32_t)src.total);
 			return EXEC_DONE;
 		}
-		return fail_wqe(qp, w, IBV_WC_RETRY_EXC_ERR);
+		return no_response(qp, w);
 	}
 	/* the peer answers: its transport timer stops (an RNR wait goes on) */
 	if (w->wait == SOFV_WAIT_PEER)

@@ -3,6 +3,7 @@
  */
 #include "harness.h"
 
+#include <infiniband/verbs.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -40,4 +41,24 @@ int test_summary(void)
 {
 	printf("# %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
+}
+
+struct ibv_context *test_open_dev(void)
+{
+	struct ibv_device **list;
+	struct ibv_context *c;
+	int n = 0;
+
+	list = ibv_get_device_list(&n);
+	if (!list || n < 1) {
+		fprintf(stderr, "no device\n");
+		exit(1);
+	}
+	c = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	if (!c) {
+		fprintf(stderr, "cannot open device\n");
+		exit(1);
+	}
+	return c;
 }

@@ -20,6 +20,11 @@ void test_fail(const char *file, int line, const char *fmt, ...)
 void test_run(const char *name, void (*fn)(void));
 int test_summary(void);
 
+struct ibv_context;
+/* Open the first verbs device; exits with a message when there is none
+ * (the programs need the daemon tests/run.sh starts). */
+struct ibv_context *test_open_dev(void);
+
 #define TEST(name) static void test_##name(void)
 #define RUN(name) test_run(#name, test_##name)
 

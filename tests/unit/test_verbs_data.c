@@ -81,26 +81,6 @@ static void pattern(uint8_t *p, size_t n, uint32_t seed)
 	}
 }
 
-static struct ibv_context *open_dev(void)
-{
-	struct ibv_device **list;
-	struct ibv_context *c;
-	int n = 0;
-
-	list = ibv_get_device_list(&n);
-	if (!list || n < 1) {
-		fprintf(stderr, "no device\n");
-		exit(1);
-	}
-	c = ibv_open_device(list[0]);
-	ibv_free_device_list(list);
-	if (!c) {
-		fprintf(stderr, "cannot open device\n");
-		exit(1);
-	}
-	return c;
-}
-
 static struct ibv_qp *side_qp(struct side *s, enum ibv_qp_type type, struct ibv_srq *srq,
 			      int flags)
 {
@@ -1604,8 +1584,8 @@ TEST(atomics_two_threads)
 
 int main(void)
 {
-	ctx_a = open_dev();
-	ctx_b = open_dev();
+	ctx_a = test_open_dev();
+	ctx_b = test_open_dev();
 	if (ibv_query_gid(ctx_a, 1, 0, &gid0)) {
 		fprintf(stderr, "query_gid failed\n");
 		return 1;

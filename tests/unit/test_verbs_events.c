@@ -19,26 +19,6 @@
 
 static union ibv_gid gid0;
 
-static struct ibv_context *open_dev(void)
-{
-	struct ibv_device **list;
-	struct ibv_context *c;
-	int n = 0;
-
-	list = ibv_get_device_list(&n);
-	if (!list || n < 1) {
-		fprintf(stderr, "no device\n");
-		exit(1);
-	}
-	c = ibv_open_device(list[0]);
-	ibv_free_device_list(list);
-	if (!c) {
-		fprintf(stderr, "cannot open device\n");
-		exit(1);
-	}
-	return c;
-}
-
 /* One end: context, PD, CQ, a registered buffer and an RC QP. */
 struct end {
 	struct ibv_context *ctx;
@@ -175,7 +155,7 @@ static int poll1(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
 
 TEST(cq_overrun_raises_cq_err)
 {
-	struct ibv_context *ca = open_dev(), *cb = open_dev();
+	struct ibv_context *ca = test_open_dev(), *cb = test_open_dev();
 	struct ibv_async_event ev;
 	struct ibv_wc wc;
 	struct end a, b;
@@ -207,7 +187,7 @@ struct peer_info {
 
 TEST(peer_process_killed_raises_qp_fatal)
 {
-	struct ibv_context *ca = open_dev();
+	struct ibv_context *ca = test_open_dev();
 	struct ibv_async_event ev;
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qia;
@@ -227,7 +207,7 @@ TEST(peer_process_killed_raises_qp_fatal)
 		/* the peer: its own context and QP, connected, then killed */
 		struct end e;
 
-		end_init(&e, open_dev(), 16, NULL);
+		end_init(&e, test_open_dev(), 16, NULL);
 		pi.qpn = e.qp->qp_num;
 		pi.rkey = e.mr->rkey;
 		pi.addr = (uintptr_t)e.buf;
@@ -284,7 +264,7 @@ TEST(peer_process_killed_raises_qp_fatal)
 
 TEST(srq_qp_error_raises_last_wqe)
 {
-	struct ibv_context *ca = open_dev();
+	struct ibv_context *ca = test_open_dev();
 	struct ibv_async_event ev;
 	struct ibv_qp_attr qa;
 	struct ibv_srq *srq;
@@ -307,7 +287,7 @@ TEST(srq_qp_error_raises_last_wqe)
 
 TEST(resize_keeps_pending_completions)
 {
-	struct ibv_context *ca = open_dev(), *cb = open_dev();
+	struct ibv_context *ca = test_open_dev(), *cb = test_open_dev();
 	struct ibv_wc wc[8];
 	struct end a, b;
 	int i, n;
@@ -337,7 +317,7 @@ TEST(resize_keeps_pending_completions)
 
 int main(void)
 {
-	struct ibv_context *c = open_dev();
+	struct ibv_context *c = test_open_dev();
 
 	if (ibv_query_gid(c, 1, 0, &gid0)) {
 		fprintf(stderr, "query_gid failed\n");

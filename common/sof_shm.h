@@ -122,6 +122,12 @@ struct sof_cq_shm {
 #define SOF_CQ_MAX_CQE 65536u
 #define SOF_CQ_SEG_SIZE (SOF_CQ_RING_OFF + (size_t)SOF_CQ_MAX_CQE * sizeof(struct sof_cqe))
 
+/* Push a completion into the CQ segment at shm (any process may; cqring.c).
+ * cq_evfd is the CQ's channel eventfd or -1. Returns 0, -ENOSPC when the CQ
+ * overflowed (the overflow flag is set for the owner), -EINVAL when the
+ * segment's size field is corrupt, -EBUSY when a resize never ends. */
+int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd);
+
 /* Object table: one generation word per slot. A cached mapping of a remote
  * object is valid while table[slot] still equals the generation the daemon
  * gave with it; destroying or deregistering changes it. */

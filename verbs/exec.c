@@ -521,8 +521,7 @@ static int remote_local_sgl(struct sofv_context *ctx, struct sofv_rqp *r,
 
 static void cqe_post_remote(struct sofv_rqp *r, const struct sof_cqe *cqe)
 {
-	sofv_cq_push(r->cq, (struct sof_cqe *)((uint8_t *)r->cq + SOF_CQ_RING_OFF), cqe,
-		     r->cq_evfd);
+	sof_cq_push(r->cq, cqe, r->cq_evfd);
 }
 
 /* Move destination r to ERROR (its owner flushes it on its next look). */
@@ -665,7 +664,7 @@ static void complete_send(struct sofv_qp *qp, const struct sofv_swqe *w, int sta
 	c.opcode = (uint8_t)wc_opcode(w->opcode);
 	c.byte_len = byte_len;
 	c.qp_num = qp->qpn;
-	sofv_cq_push(cq->shm, cq->ring, &c, cq->channel ? cq->channel->ch.fd : -1);
+	sof_cq_push(cq->shm, &c, cq->channel ? cq->channel->ch.fd : -1);
 }
 
 /* ---- executing one WQE ------------------------------------------------------- */
@@ -1225,7 +1224,7 @@ void sofv_qp_flush_rq(struct sofv_qp *qp)
 		c.status = IBV_WC_WR_FLUSH_ERR;
 		c.opcode = IBV_WC_RECV;
 		c.qp_num = qp->qpn;
-		sofv_cq_push(qp->rcq->shm, qp->rcq->ring, &c,
+		sof_cq_push(qp->rcq->shm, &c,
 			     qp->rcq->channel ? qp->rcq->channel->ch.fd : -1);
 	}
 }

@@ -12,58 +12,8 @@
 #include "sofv.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 #include <unistd.h>
-
-int sofv_cq_push(struct sof_cq_shm *shm, struct sof_cqe *ring, const struct sof_cqe *cqe,
-		 int cq_evfd)
-{
-	uint32_t t, h, size, a;
-	struct sof_cqe *slot;
-
-	for (;;) {
-		t = atomic_load_explicit(&shm->tail, memory_order_acquire);
-		if (t & SOF_CQ_TAIL_LOCK) { /* the owner is resizing */
-			sched_yield();
-			continue;
-		}
-		size = atomic_load_explicit(&shm->size, memory_order_relaxed);
-		if (!size || size > SOF_CQ_MAX_CQE || (size & (size - 1)))
-			return -EINVAL;
-		h = atomic_load_explicit(&shm->head, memory_order_acquire);
-		if (t - h >= size) {
-			atomic_store(&shm->overflow, 1);
-			return -ENOSPC;
-		}
-		if (atomic_compare_exchange_weak_explicit(&shm->tail, &t, t + 1,
-							  memory_order_acq_rel,
-							  memory_order_relaxed))
-			break;
-	}
-	/* Read the size again: no resize can complete before we publish. */
-	size = atomic_load_explicit(&shm->size, memory_order_relaxed);
-	if (!size || size > SOF_CQ_MAX_CQE || (size & (size - 1)))
-		return -EINVAL;
-	slot = &ring[t & (size - 1)];
-	memcpy(slot, cqe, offsetof(struct sof_cqe, seq));
-	atomic_store_explicit(&slot->seq, t + 1, memory_order_release);
-
-	a = atomic_load_explicit(&shm->armed, memory_order_acquire);
-	if (a != SOF_CQ_ARM_NONE && (a == SOF_CQ_ARM_NEXT || cqe->solicited ||
-				     cqe->status != IBV_WC_SUCCESS) &&
-	    atomic_compare_exchange_strong(&shm->armed, &a, SOF_CQ_ARM_NONE)) {
-		atomic_fetch_add_explicit(&shm->event_pending, 1, memory_order_release);
-		if (cq_evfd >= 0) {
-			uint64_t one = 1;
-
-			if (write(cq_evfd, &one, sizeof(one)) < 0) {
-				/* the counter cannot overflow with one event per arm */
-			}
-		}
-	}
-	return 0;
-}
 
 static bool wc_opcode_valid(uint8_t op)
 {

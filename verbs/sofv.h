@@ -334,11 +334,6 @@ int sofv_exec_post(struct sofv_qp *qp, const struct sofv_swqe *wqe);
 /* Run deferred WQEs and flushes of a QP; caller holds qp->sq_lock. */
 void sofv_exec_progress(struct sofv_qp *qp);
 
-/* Push a completion into a CQ segment (any process may). cq_evfd is the
- * CQ's channel eventfd or -1. Returns 0, or -ENOSPC when the CQ overflowed. */
-int sofv_cq_push(struct sof_cq_shm *shm, struct sof_cqe *ring,
-		 const struct sof_cqe *cqe, int cq_evfd);
-
 /* Move a local QP to ERROR and flush what it holds (qp.c and exec.c).
  * Caller holds qp->sq_lock. */
 void sofv_qp_set_error(struct sofv_qp *qp);

@@ -5,6 +5,7 @@
 #   1. unit tests: every build/tests/test_* and build-asan/tests/test_*
 #      binary, each in a fresh network namespace with its own daemon of the
 #      same build (sof_ns_run), bounded by 120 s;
+#   1b. tests/fuzz/run.sh: every libFuzzer target, SOF_FUZZ_SECS each;
 #   2. tests/symbols.sh: the ABI check against every installed consumer;
 #   3. tests/integration/*.sh, then tests/consumers/*.sh, each bounded by
 #      SOF_TEST_TIMEOUT seconds (default 600).
@@ -115,6 +116,12 @@ for build in build build-asan; do
 			"$SOF_ROOT/tests/lib.sh" "$SOF_ROOT/$b"
 	done
 done
+
+# ---- 1b. fuzz targets (libFuzzer, clang), each for SOF_FUZZ_SECS (default 20 s)
+if selected tests/fuzz/run.sh; then
+	script_cmd tests/fuzz/run.sh
+	run_test tests/fuzz/run.sh "$TEST_TIMEOUT" "${CMD[@]}"
+fi
 
 # ---- 2. the ABI check
 if selected tests/symbols.sh; then

@@ -17,11 +17,14 @@ of masking a real one) and must get the same bytes.
                                           the C table for test_wire.c
     tests/unit/wire_vectors.py --pcap F   write the frames to a pcap file F;
                                           tshark -r F -V decodes them
+    tests/unit/wire_vectors.py --corpus D write each packet (UDP payload) to a
+                                          file in D: the fuzz seed corpus
     tests/unit/wire_vectors.py --check F  recompute the ICRC of every RoCEv2
                                           frame in pcap F; print one line per
                                           frame, exit 1 on any mismatch
 """
 import ipaddress
+import os
 import struct
 import sys
 import zlib
@@ -287,6 +290,13 @@ def check_pcap(path):
 def main(argv):
     if len(argv) == 3 and argv[1] == "--pcap":
         write_pcap(argv[2], [frame(v)[0] for v in vectors()])
+        return 0
+    if len(argv) == 3 and argv[1] == "--corpus":
+        os.makedirs(argv[2], exist_ok=True)
+        for v in vectors():
+            name = OPS[v["opcode"]][0].replace(" ", "_").lower()
+            with open(os.path.join(argv[2], name), "wb") as f:
+                f.write(frame(v)[1])
         return 0
     if len(argv) == 3 and argv[1] == "--check":
         return check_pcap(argv[2])

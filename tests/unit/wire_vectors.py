@@ -20,8 +20,17 @@ of masking a real one) and must get the same bytes.
     tests/unit/wire_vectors.py --corpus D write each packet (UDP payload) to a
                                           file in D: the fuzz seed corpus
     tests/unit/wire_vectors.py --check F  recompute the ICRC of every RoCEv2
-                                          frame in pcap F; print one line per
-                                          frame, exit 1 on any mismatch
+                                          frame in capture F (pcap or pcapng;
+                                          Ethernet or Linux cooked, as
+                                          tcpdump/dumpcap -i any write it)
+                                          from the IP header as captured;
+                                          print one line per frame, exit 1
+                                          on any mismatch or when none
+
+tshark (4.0) decodes RoCEv2 on UDP port 4791 by itself and shows the ICRC
+(infiniband.invariant.crc, the wire bytes read big-endian) but never checks
+it; --check does. Give tshark --disable-heuristic rpcrdma_infiniband: its
+RPC-over-RDMA heuristic calls any SEND payload that is not RPC malformed.
 """
 import ipaddress
 import os
@@ -232,9 +241,35 @@ def write_pcap(path, frames):
             f.write(fr)
 
 
+def read_pcapng(data):
+    """(linktype, frame) of every packet block of a pcapng file."""
+    end, links, off = "<", [], 0
+    while off + 12 <= len(data):
+        btype = struct.unpack(end + "I", data[off:off + 4])[0]
+        if btype == 0x0A0D0D0A:  # section header: its byte order
+            end = "<" if data[off + 8:off + 12] == b"\x4d\x3c\x2b\x1a" else ">"
+            links = []
+        blen = struct.unpack(end + "I", data[off + 4:off + 8])[0]
+        if blen < 12:
+            break
+        body = data[off + 8:off + blen - 4]
+        if btype == 1:  # interface description
+            links.append(struct.unpack(end + "H", body[:2])[0])
+        elif btype == 6:  # enhanced packet
+            ifc, _, _, caplen = struct.unpack(end + "IIII", body[:16])
+            yield links[ifc], body[20:20 + caplen]
+        elif btype == 3:  # simple packet
+            caplen = struct.unpack(end + "I", body[:4])[0]
+            yield links[0], body[4:4 + caplen]
+        off += blen
+
+
 def read_pcap(path):
     with open(path, "rb") as f:
         data = f.read()
+    if data[:4] == b"\x0a\x0d\x0d\x0a":
+        yield from read_pcapng(data)
+        return
     magic = struct.unpack("<I", data[:4])[0]
     end = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
     linktype = struct.unpack(end + "I", data[20:24])[0]

@@ -8,7 +8,8 @@
  *   QP segment:   struct sof_qp_shm, then the receive ring (absent with SRQ)
  *   SRQ segment:  struct sof_srq_shm, then the receive ring
  *   CQ segment:   struct sof_cq_shm, then SOF_CQ_CAPACITY(cqe) entries
- *   object table: the daemon's array of 64-bit generations, read-only for all
+ *   object table: the daemon's array of 64-bit generations, then the GID
+ *                 table (sof_gid.h); read-only for all
  *
  * Everything in these segments may have been written by another process and
  * is untrusted: sizes and strides come from the daemon's answer, never from
@@ -133,5 +134,10 @@ int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd);
  * gave with it; destroying or deregistering changes it. */
 #define SOF_OBJTAB_SLOTS (1u << 20)
 #define SOF_OBJTAB_SIZE ((size_t)SOF_OBJTAB_SLOTS * sizeof(uint64_t))
+/* The same memfd holds, after the table, one page with the port's GID table
+ * as the daemon keeps it now (struct sof_gid_shm, sof_gid.h). */
+#define SOF_OBJTAB_GID_OFF SOF_OBJTAB_SIZE
+#define SOF_OBJTAB_GID_SIZE ((size_t)4096)
+#define SOF_OBJTAB_MAP_SIZE (SOF_OBJTAB_GID_OFF + SOF_OBJTAB_GID_SIZE)
 
 #endif

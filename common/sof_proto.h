@@ -47,6 +47,7 @@ enum sof_op {
 	SOF_OP_ASYNC_NOTIFY,  /* executor: raise an event at an object's owner */
 	SOF_OP_STATUS,
 	SOF_OP_SHUTDOWN,
+	SOF_OP_NETDEVS,       /* the interfaces served (status) */
 	SOF_OP_MAX
 };
 
@@ -75,7 +76,8 @@ struct sof_devinfo {
 	char fw_ver[64];
 	uint32_t active_mtu;      /* enum ibv_mtu */
 	uint32_t port_state;      /* enum ibv_port_state */
-	uint32_t num_gids;
+	uint32_t num_gids;        /* 1 + highest entry in use; those below may
+				   * be empty (zero GID): see sof_gid.h */
 	uint32_t rsvd;
 	struct sof_gid_entry gids[SOF_MAX_GIDS];
 };
@@ -84,7 +86,8 @@ struct sof_hello_req {
 	uint32_t version;
 	uint32_t rsvd;
 };
-/* reply fds: [0] async event socket, [1] object table (read-only memfd) */
+/* reply fds: [0] async event socket, [1] object table (read-only memfd of
+ * SOF_OBJTAB_MAP_SIZE bytes, the live GID table in its last page) */
 struct sof_hello_rep {
 	uint32_t version;
 	uint32_t ctx_id;
@@ -273,6 +276,23 @@ struct sof_status_rep {
 struct sof_async_msg {
 	uint32_t event_type;      /* enum ibv_event_type */
 	uint32_t handle;          /* qpn, cq or srq handle; port number */
+};
+
+/* ---- network interfaces ------------------------------------------------- */
+
+#define SOF_MAX_NETDEVS 32
+
+/* NETDEVS reply: the interfaces whose addresses make the GID table. All
+ * (no -i): those that have one now; else the ones named, existing or not. */
+struct sof_netdev {
+	uint32_t ifindex;         /* 0: named but absent now */
+	uint32_t rsvd;
+	char name[16];            /* IFNAMSIZ, NUL-terminated */
+};
+struct sof_netdevs_rep {
+	uint32_t all;             /* 1: every interface with an address */
+	uint32_t n;
+	struct sof_netdev dev[SOF_MAX_NETDEVS];
 };
 
 #endif

@@ -6,6 +6,8 @@
  *                   (pipe handshake), or at once when a daemon already
  *                   owns the socket of this namespace
  *   softofedd -f    stay in the foreground, log to stderr
+ *   softofedd -i IFACE[,IFACE...]   serve these interfaces (repeatable;
+ *                   default: every interface with an address)
  *
  * Start-up order: device identity and object table first, then bind the
  * abstract socket (which is also the "one daemon per namespace" lock), then
@@ -70,9 +72,10 @@ void sofd_log(const char *fmt, ...)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: softofedd [-f]\n"
+	fprintf(f, "usage: softofedd [-f] [-i IFACE[,IFACE...]]...\n"
 		   "  The softofed device daemon (software HCA) of this network namespace.\n"
 		   "  -f   stay in the foreground and log to stderr\n"
+		   "  -i   serve these interfaces (default: every one with an address)\n"
 		   "  -h   this help\n"
 		   "Without -f it daemonizes and logs to /tmp/softofed-<uid>-<netns>.log.\n");
 }
@@ -266,6 +269,9 @@ static void run_loop(void)
 				sofd_conn_event(sof_container_of(p, struct sofd_conn, p),
 						evs[i].events);
 				break;
+			case SOFD_POLL_NETLINK:
+				sofd_device_netlink_event();
+				break;
 			}
 		}
 	}
@@ -278,10 +284,14 @@ int main(int argc, char **argv)
 	struct sigaction sa = {.sa_handler = noop_handler};
 	int ready_fd = -1, err, opt;
 
-	while ((opt = getopt(argc, argv, "fh")) != -1) {
+	while ((opt = getopt(argc, argv, "fhi:")) != -1) {
 		switch (opt) {
 		case 'f':
 			sofd.foreground = true;
+			break;
+		case 'i':
+			if (sofd_device_select(optarg))
+				return 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -334,6 +344,8 @@ int main(int argc, char **argv)
 	err = epoll_add(&sofd.listen);
 	if (!err)
 		err = epoll_add(&sofd.sig);
+	if (!err && sofd.netlink.fd >= 0)
+		err = epoll_add(&sofd.netlink);
 	if (err)
 		goto fail;
 	{

@@ -42,6 +42,7 @@ static union {
 	struct sof_open_qp_rep open_qp;
 	struct sof_open_mr_rep open_mr;
 	struct sof_status_rep status;
+	struct sof_netdevs_rep netdevs;
 } rbuf;
 
 static void rep_fd(struct sofd_rep *rp, int fd, bool temporary)
@@ -733,6 +734,14 @@ static int op_shutdown(struct sofd_req *rq, struct sofd_rep *rp)
 	return 0;
 }
 
+static int op_netdevs(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	(void)rq;
+	sofd_device_netdevs(&rbuf.netdevs);
+	rp->len = sizeof(rbuf.netdevs);
+	return 0;
+}
+
 /* ---- dispatch ------------------------------------------------------------------------ */
 
 struct op_desc {
@@ -763,6 +772,7 @@ static const struct op_desc ops[SOF_OP_MAX] = {
 			     true},
     [SOF_OP_STATUS] = {op_status, "STATUS", 0, 0, false},
     [SOF_OP_SHUTDOWN] = {op_shutdown, "SHUTDOWN", 0, 0, false},
+    [SOF_OP_NETDEVS] = {op_netdevs, "NETDEVS", 0, 0, false},
 };
 
 /* The request payload, copied to an aligned buffer of the largest request

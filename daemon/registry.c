@@ -43,9 +43,9 @@ int sofd_registry_init(void)
 	fd = memfd_create("softofed-objtab", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)SOF_OBJTAB_SIZE))
+	if (ftruncate(fd, (off_t)SOF_OBJTAB_MAP_SIZE))
 		goto err_close;
-	p = mmap(NULL, SOF_OBJTAB_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = mmap(NULL, SOF_OBJTAB_MAP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		goto err_close;
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW))
@@ -63,16 +63,17 @@ int sofd_registry_init(void)
 	sofd.objtab_ro_fd = sof_fd_reopen_ro(fd);
 	if (sofd.objtab_ro_fd < 0) {
 		err = sofd.objtab_ro_fd;
-		munmap(p, SOF_OBJTAB_SIZE);
+		munmap(p, SOF_OBJTAB_MAP_SIZE);
 		close(fd);
 		return err;
 	}
-	sofd.next_slot = 1; /* slot 0 is never handed out */
+	sofd.next_slot = 1;	    /* slot 0 is never handed out */
+	sofd_device_publish_gids(); /* the GID table's page */
 	return 0;
 
 err_unmap:
 	err = -errno;
-	munmap(p, SOF_OBJTAB_SIZE);
+	munmap(p, SOF_OBJTAB_MAP_SIZE);
 	close(fd);
 	return err;
 err_close:

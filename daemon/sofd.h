@@ -71,6 +71,7 @@ enum sofd_pollkind {
 	SOFD_POLL_LISTEN,
 	SOFD_POLL_SIGNAL,
 	SOFD_POLL_CONN,
+	SOFD_POLL_NETLINK, /* address and link changes (device.c) */
 };
 
 struct sofd_pollable {
@@ -168,6 +169,8 @@ struct sofd {
 	int epfd;
 	struct sofd_pollable listen;
 	struct sofd_pollable sig;
+	/* address and link changes (device.c); fd -1 when not followed */
+	struct sofd_pollable netlink;
 	int spare_fd; /* reserved fd to shed connections at EMFILE */
 	struct sofd_link conns;
 	uint32_t next_conn_id, next_ctx_id, next_handle;
@@ -198,10 +201,24 @@ void sofd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- device.c --------------------------------------------------------------- */
 
-/* Fill sofd.dev: name, GUIDs, attributes and the GID table. 0 or -errno. */
+/* Serve the interfaces of a comma-separated list (option -i; repeatable);
+ * without it every interface with an address is served. Prints what is
+ * wrong to stderr. 0 or -errno (-ENODEV: no such interface). */
+int sofd_device_select(const char *list);
+/* Fill sofd.dev: name, GUIDs, attributes and the GID table, and open
+ * sofd.netlink to follow address changes. 0 or -errno. */
 int sofd_device_init(void);
-/* Rebuild the GID table from the current interface addresses. */
-void sofd_device_refresh_gids(void);
+/* Rebuild the GID table from the current addresses of the served
+ * interfaces, keeping the index of every entry that stays. On a change the
+ * table is published and every context gets IBV_EVENT_GID_CHANGE. Returns
+ * whether it changed. */
+bool sofd_device_refresh_gids(void);
+/* Write sofd.dev's GID table into the shared page of the object table. */
+void sofd_device_publish_gids(void);
+/* sofd.netlink is readable: take the notifications, refresh if needed. */
+void sofd_device_netlink_event(void);
+/* The interfaces served, for NETDEVS. */
+void sofd_device_netdevs(struct sof_netdevs_rep *r);
 
 /* ---- conn.c ------------------------------------------------------------------ */
 

@@ -21,7 +21,7 @@ static _Atomic uint32_t next_ah_handle = 1;
 
 static bool sgid_valid(const struct sofv_context *s, uint8_t index)
 {
-	return index < s->dev.num_gids && index < SOF_MAX_GIDS;
+	return sofv_gid_read(s, index, NULL) == 0;
 }
 
 SOFV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
@@ -67,15 +67,6 @@ SOFV_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 	atomic_fetch_sub(&to_spd(ibah->pd)->nah, 1);
 	free(ah);
 	return 0;
-}
-
-/* Our GID table index of gid, or -1. */
-static int find_sgid(const struct sofv_context *s, const uint8_t *gid)
-{
-	for (uint32_t i = 0; i < s->dev.num_gids && i < SOF_MAX_GIDS; i++)
-		if (!memcmp(s->dev.gids[i].gid, gid, 16))
-			return (int)i;
-	return -1;
 }
 
 static void v4_gid(uint8_t gid[16], const uint8_t *addr)
@@ -140,7 +131,7 @@ SOFV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_nu
 		errno = EINVAL;
 		return -1;
 	}
-	sidx = find_sgid(s, local);
+	sidx = sofv_gid_find(s, local);
 	if (sidx < 0) {
 		errno = ENOENT;
 		return -1;

@@ -4,10 +4,11 @@
  * opening a context (one daemon connection each), the device, port, GID and
  * P_Key queries, asynchronous events and fork support.
  *
- * Identity and GID table come from the daemon's HELLO answer; a context
- * keeps the copy it got when it was opened, which is also what the executor
- * uses to build GRHs, so queries and the data path always agree. Limits are
- * the SOFV_MAX_* of sofv.h, the ones creation enforces.
+ * The identity comes from the daemon's HELLO answer, a copy kept for the
+ * context's life. The GID table is read live from the page the daemon
+ * publishes in the object table's memfd (sof_gid.h), because it follows the
+ * interface addresses; queries and the executor's GRHs read the same page.
+ * Limits are the SOFV_MAX_* of sofv.h, the ones creation enforces.
  *
  * A context is laid out as rdma-core's providers lay theirs out: struct
  * verbs_context ends with struct ibv_context, and abi_compat marks it as
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* verbs.h turns ibv_query_port into an inline; we define the real one. */
@@ -70,6 +72,22 @@ static int hello(int sock, struct sof_hello_rep *rep, int *async, int *objtab)
 	*async = fds[0];
 	*objtab = fds[1];
 	return 0;
+}
+
+/* Map the object table and the GID page after it, read-only. A daemon
+ * whose memfd is too small speaks another protocol: EPROTO (mapping it
+ * anyway would fault on the first read). */
+static void *map_objtab(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return MAP_FAILED;
+	if ((uint64_t)st.st_size < SOF_OBJTAB_MAP_SIZE) {
+		errno = EPROTO;
+		return MAP_FAILED;
+	}
+	return mmap(NULL, SOF_OBJTAB_MAP_SIZE, PROT_READ, MAP_SHARED, fd, 0);
 }
 
 static void fill_device(struct sofv_device *d, const struct sof_devinfo *info)
@@ -205,7 +223,7 @@ SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	err = -hello(s->sock, &rep, &async, &objtab);
 	if (err)
 		goto err_sock;
-	tab = mmap(NULL, SOF_OBJTAB_SIZE, PROT_READ, MAP_SHARED, objtab, 0);
+	tab = map_objtab(objtab);
 	err = errno;
 	close(objtab);
 	if (tab == MAP_FAILED)
@@ -214,6 +232,7 @@ SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	s->ctx_id = rep.ctx_id;
 	s->dev = rep.dev;
 	s->objtab = tab;
+	s->gidtab = (const struct sof_gid_shm *)((const char *)tab + SOF_OBJTAB_GID_OFF);
 	pthread_mutex_init(&s->rpc_lock, NULL);
 	pthread_rwlock_init(&s->obj_lock, NULL);
 	sofv_exec_ctx_init(s);
@@ -255,7 +274,7 @@ SOFV_EXPORT int ibv_close_device(struct ibv_context *context)
 	sof_hmap_free(&s->qps);
 	sof_hmap_free(&s->cqs);
 	sof_hmap_free(&s->srqs);
-	munmap((void *)s->objtab, SOF_OBJTAB_SIZE);
+	munmap((void *)s->objtab, SOF_OBJTAB_MAP_SIZE);
 	close(context->async_fd);
 	close(s->sock);
 	pthread_mutex_destroy(&context->mutex);
@@ -401,23 +420,65 @@ static uint32_t gid_type(uint32_t sysfs_type)
 							 : IBV_GID_TYPE_ROCE_V1;
 }
 
-/* Entry index of port 1. 0, EINVAL (no such entry), ENODATA (empty). */
-static int gid_entry(const struct sofv_context *s, uint32_t port, uint32_t index,
-		     struct ibv_gid_entry *e)
+int sofv_gid_read(const struct sofv_context *ctx, uint32_t index, struct sof_gid_entry *out)
 {
-	const struct sof_gid_entry *g;
+	struct sof_gid_entry tab[SOF_MAX_GIDS];
+	int err;
 
-	if (port != 1 || index >= SOF_MAX_GIDS)
-		return EINVAL;
-	if (index >= s->dev.num_gids)
-		return ENODATA;
-	g = &s->dev.gids[index];
+	if (index >= SOF_MAX_GIDS)
+		return -EINVAL;
+	err = sof_gid_read(ctx->gidtab, tab, NULL);
+	if (err)
+		return err;
+	if (sof_gid_empty(&tab[index]))
+		return -ENODATA;
+	if (out)
+		*out = tab[index];
+	return 0;
+}
+
+int sofv_gid_find(const struct sofv_context *ctx, const uint8_t gid[16])
+{
+	struct sof_gid_entry tab[SOF_MAX_GIDS];
+	int err = sof_gid_read(ctx->gidtab, tab, NULL);
+
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < SOF_MAX_GIDS; i++)
+		if (!sof_gid_empty(&tab[i]) && !memcmp(tab[i].gid, gid, 16))
+			return (int)i;
+	return -ENOENT;
+}
+
+bool sofv_gid_is_local(const struct sofv_context *ctx, const uint8_t gid[16])
+{
+	return sofv_gid_find(ctx, gid) >= 0;
+}
+
+static void to_ibv_entry(const struct sof_gid_entry *g, uint32_t index, struct ibv_gid_entry *e)
+{
 	memset(e, 0, sizeof(*e));
 	memcpy(e->gid.raw, g->gid, sizeof(e->gid.raw));
 	e->gid_index = index;
-	e->port_num = port;
+	e->port_num = 1;
 	e->gid_type = gid_type(g->type);
 	e->ndev_ifindex = g->ifindex;
+}
+
+/* Entry index of port 1 as it is now. 0, EINVAL (no such entry), ENODATA
+ * (empty), EIO (the table cannot be read). */
+static int gid_entry(const struct sofv_context *s, uint32_t port, uint32_t index,
+		     struct ibv_gid_entry *e)
+{
+	struct sof_gid_entry g;
+	int err;
+
+	if (port != 1 || index >= SOF_MAX_GIDS)
+		return EINVAL;
+	err = sofv_gid_read(s, index, &g);
+	if (err)
+		return -err;
+	to_ibv_entry(&g, index, e);
 	return 0;
 }
 
@@ -463,22 +524,29 @@ SOFV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num
 SOFV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
 					 size_t max_entries, uint32_t flags, size_t entry_size)
 {
-	const struct sofv_context *s;
-	size_t n = 0, sz;
+	struct sof_gid_entry tab[SOF_MAX_GIDS];
+	size_t n = 0, valid = 0, sz;
+	int err;
 
 	if (!context || flags || entry_size < offsetof(struct ibv_gid_entry, gid_type))
 		return -EINVAL;
-	s = to_sctx(context);
-	if (max_entries < s->dev.num_gids)
+	/* One consistent copy: every entry of the answer is from one moment. */
+	err = sof_gid_read(to_sctx(context)->gidtab, tab, NULL);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < SOF_MAX_GIDS; i++)
+		valid += !sof_gid_empty(&tab[i]);
+	if (max_entries < valid)
 		return -EINVAL;
-	if (s->dev.num_gids && !entries)
+	if (valid && !entries)
 		return -EINVAL;
 	sz = entry_size < sizeof(struct ibv_gid_entry) ? entry_size : sizeof(struct ibv_gid_entry);
-	for (uint32_t i = 0; i < s->dev.num_gids; i++) {
+	for (uint32_t i = 0; i < SOF_MAX_GIDS; i++) {
 		struct ibv_gid_entry e;
 
-		if (gid_entry(s, 1, i, &e))
+		if (sof_gid_empty(&tab[i]))
 			continue;
+		to_ibv_entry(&tab[i], i, &e);
 		memcpy((uint8_t *)entries + n * entry_size, &e, sz);
 		n++;
 	}

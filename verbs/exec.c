@@ -676,10 +676,7 @@ enum exec_res {
 
 static bool gid_local(struct sofv_context *ctx, const union ibv_gid *g)
 {
-	for (uint32_t i = 0; i < ctx->dev.num_gids && i < SOF_MAX_GIDS; i++)
-		if (!memcmp(ctx->dev.gids[i].gid, g->raw, 16))
-			return true;
-	return false;
+	return sofv_gid_is_local(ctx, g->raw);
 }
 
 static bool state_receives(uint32_t s)
@@ -788,10 +785,11 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp,
 		if (grh) {
 			uint8_t g[40];
 			const struct ibv_global_route *gr = &ah->attr.grh;
-			uint32_t sidx = gr->sgid_index < SOF_MAX_GIDS ? gr->sgid_index : 0;
+			struct sof_gid_entry sg = {0};
 
-			make_grh(g, ctx->dev.gids[sidx].gid, gr->dgid.raw, gr->traffic_class,
-				 gr->hop_limit, gr->flow_label, (uint32_t)src->total);
+			(void)sofv_gid_read(ctx, gr->sgid_index, &sg); /* as it is now */
+			make_grh(g, sg.gid, gr->dgid.raw, gr->traffic_class, gr->hop_limit,
+				 gr->flow_label, (uint32_t)src->total);
 			sg_write(&dst, 0, g, 40);
 			c.wc_flags |= IBV_WC_GRH;
 		}

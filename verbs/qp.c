@@ -269,7 +269,7 @@ static int check_attr_values(struct sofv_qp *qp, const struct ibv_qp_attr *a, in
 		return EINVAL;
 	if (mask & IBV_QP_AV) {
 		/* RoCE: every path has a GRH (IBA A16.4 / A17.4). */
-		if (!a->ah_attr.is_global || a->ah_attr.grh.sgid_index >= s->dev.num_gids ||
+		if (!a->ah_attr.is_global || sofv_gid_read(s, a->ah_attr.grh.sgid_index, NULL) ||
 		    a->ah_attr.port_num > 1)
 			return EINVAL;
 	}

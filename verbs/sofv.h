@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sof_gid.h"
 #include "sof_hmap.h"
 #include "sof_proto.h"
 #include "sof_shm.h"
@@ -61,6 +62,7 @@ struct sofv_context {
 	uint32_t ctx_id;
 	struct sof_devinfo dev;
 	const _Atomic uint64_t *objtab; /* daemon's generations, read-only */
+	const struct sof_gid_shm *gidtab; /* the live GID table, in objtab's memfd */
 
 	/* Local objects by handle, for async events and the data path.
 	 * Protected by obj_lock (writers) ; readers on the data path take
@@ -354,6 +356,16 @@ int sofv_query_port(struct ibv_context *ctx, uint8_t port,
 int sofv_query_device_ex(struct ibv_context *ctx,
 			 const struct ibv_query_device_ex_input *input,
 			 struct ibv_device_attr_ex *attr, size_t attr_size);
+/* The GID table of port 1 as the daemon keeps it now (it follows the
+ * interface addresses): read from shared memory, no system call, any
+ * thread. Entry index into *out (out may be NULL: is it valid?): 0,
+ * -EINVAL (index beyond the table), -ENODATA (empty entry) or -EIO. */
+int sofv_gid_read(const struct sofv_context *ctx, uint32_t index,
+		  struct sof_gid_entry *out);
+/* The index of gid in the table now, or -ENOENT (-EIO). */
+int sofv_gid_find(const struct sofv_context *ctx, const uint8_t gid[16]);
+/* Whether gid is one of this device's GIDs now. */
+bool sofv_gid_is_local(const struct sofv_context *ctx, const uint8_t gid[16]);
 /* cq.c */
 struct ibv_cq_ex *sofv_create_cq_ex(struct ibv_context *ctx,
 				    struct ibv_cq_init_attr_ex *attr);

@@ -2,9 +2,13 @@
  * softofed: control and inspect the device daemon of this network
  * namespace, and run unmodified programs on softofed's libraries.
  *
- *   softofed up               start the daemon (if needed), wait until it answers
+ *   softofed up [-i IFACE[,IFACE...]]
+ *                             start the daemon (if needed) serving these
+ *                             interfaces (default: every one with an
+ *                             address), wait until it answers
  *   softofed down             ask it to exit (SHUTDOWN), wait until it is gone
- *   softofed status           pid, uptime, device, GIDs, resource counts
+ *   softofed status           pid, uptime, device, GIDs, resource counts,
+ *                             interfaces served
  *   softofed run -- CMD ARGS  run CMD with our libraries first in the
  *                             library path, the daemon up
  *
@@ -17,6 +21,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <net/if.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +41,9 @@ static void usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: softofed COMMAND\n"
-	    "  up                 start the device daemon of this network namespace\n"
+	    "  up [-i IFACE[,IFACE...]]...\n"
+	    "                     start the device daemon of this network namespace, serving\n"
+	    "                     these interfaces (default: every interface with an address)\n"
 	    "  down               stop it\n"
 	    "  status             show the daemon, the device and its resources\n"
 	    "  run [--] CMD ARGS  run CMD on softofed's libraries (starts the daemon)\n"
@@ -108,7 +115,8 @@ static int rpc(int fd, uint32_t op, void *rep, size_t replen)
 {
 	union {
 		struct sof_msg msg;
-		uint8_t bytes[sizeof(struct sof_msg) + sizeof(struct sof_status_rep)];
+		uint8_t bytes[sizeof(struct sof_msg) + sizeof(struct sof_status_rep) +
+			      sizeof(struct sof_netdevs_rep)];
 	} buf;
 	struct sof_msg req = {.op = op, .len = sizeof(req)};
 	int fds[SOF_MAX_FDS], nfds = SOF_MAX_FDS, err;
@@ -148,21 +156,43 @@ static int get_status(struct sof_status_rep *st)
 	return err;
 }
 
-/* Start the daemon unless one answers; wait until it does. 0 or -errno. */
-static int ensure_daemon(struct sof_status_rep *st)
+static int get_netdevs(struct sof_netdevs_rep *nd)
+{
+	int fd = connect_daemon(), err;
+
+	if (fd < 0)
+		return fd;
+	err = rpc(fd, SOF_OP_NETDEVS, nd, sizeof(*nd));
+	close(fd);
+	if (!err && nd->n > SOF_MAX_NETDEVS)
+		err = -EPROTO;
+	for (uint32_t i = 0; !err && i < nd->n; i++)
+		nd->dev[i].name[sizeof(nd->dev[i].name) - 1] = '\0';
+	return err;
+}
+
+/* Start the daemon unless one answers (*started tells which), serving
+ * ifaces (a comma-separated list, NULL: the default); wait until it
+ * answers. 0 or -errno. */
+static int ensure_daemon(struct sof_status_rep *st, const char *ifaces, bool *started)
 {
 	const char *path = daemon_path();
 	uint64_t end;
 	int status;
 	pid_t pid;
 
+	*started = false;
 	if (!get_status(st))
 		return 0;
+	*started = true;
 	pid = fork();
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		execl(path, path, (char *)NULL);
+		if (ifaces)
+			execl(path, path, "-i", ifaces, (char *)NULL);
+		else
+			execl(path, path, (char *)NULL);
 		fprintf(stderr, "softofed: cannot run %s: %s\n", path, strerror(errno));
 		_exit(127);
 	}
@@ -190,13 +220,116 @@ static int ensure_daemon(struct sof_status_rep *st)
 
 /* ---- commands --------------------------------------------------------------------- */
 
-static int cmd_up(void)
-{
-	struct sof_status_rep st;
-	int err = ensure_daemon(&st);
+/* Interfaces named with -i. */
+struct iface_sel {
+	uint32_t n;
+	char names[SOF_MAX_NETDEVS][IF_NAMESIZE];
+};
 
+static bool sel_has(const struct iface_sel *sel, const char *name)
+{
+	for (uint32_t i = 0; i < sel->n; i++)
+		if (!strcmp(sel->names[i], name))
+			return true;
+	return false;
+}
+
+/* Add the comma-separated interfaces of arg. 0, or 1 after saying what is
+ * wrong. */
+static int sel_add(struct iface_sel *sel, const char *arg)
+{
+	const char *p = arg;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		char name[IF_NAMESIZE];
+
+		if (len == 0 || len >= IF_NAMESIZE) {
+			fprintf(stderr, "softofed: bad interface name '%.*s'\n", (int)len, p);
+			return 1;
+		}
+		memcpy(name, p, len);
+		name[len] = '\0';
+		if (!if_nametoindex(name)) {
+			fprintf(stderr, "softofed: no such interface: %s\n", name);
+			return 1;
+		}
+		if (!sel_has(sel, name)) {
+			if (sel->n == SOF_MAX_NETDEVS) {
+				fprintf(stderr, "softofed: at most %u interfaces\n",
+					SOF_MAX_NETDEVS);
+				return 1;
+			}
+			memcpy(sel->names[sel->n++], name, len + 1);
+		}
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+/* Whether the daemon serves exactly the interfaces of sel. */
+static bool serves(const struct sof_netdevs_rep *nd, const struct iface_sel *sel)
+{
+	if (nd->all || nd->n != sel->n)
+		return false;
+	for (uint32_t i = 0; i < nd->n; i++)
+		if (!sel_has(sel, nd->dev[i].name))
+			return false;
+	return true;
+}
+
+static void print_ifaces(FILE *f, const struct sof_netdevs_rep *nd)
+{
+	for (uint32_t i = 0; i < nd->n; i++)
+		fprintf(f, " %s", nd->dev[i].name);
+}
+
+static int cmd_up(int argc, char **argv)
+{
+	char list[SOF_MAX_NETDEVS * IF_NAMESIZE] = "";
+	struct sof_netdevs_rep nd;
+	struct sof_status_rep st;
+	struct iface_sel sel = {0};
+	bool started;
+	int err;
+
+	for (int i = 0; i < argc; i++) {
+		const char *arg = argv[i];
+
+		if (!strcmp(arg, "-i") && i + 1 < argc) {
+			arg = argv[++i];
+		} else if (!strncmp(arg, "-i", 2) && arg[2]) {
+			arg += 2;
+		} else {
+			fprintf(stderr, "softofed: up: unknown argument: %s\n", arg);
+			usage(stderr);
+			return 2;
+		}
+		if (sel_add(&sel, arg))
+			return 1;
+	}
+	for (uint32_t i = 0; i < sel.n; i++) {
+		if (i)
+			strcat(list, ",");
+		strcat(list, sel.names[i]);
+	}
+	err = ensure_daemon(&st, sel.n ? list : NULL, &started);
 	if (err) {
 		fprintf(stderr, "softofed: the daemon did not come up: %s\n", strerror(-err));
+		return 1;
+	}
+	/* A running daemon keeps its interfaces: say so rather than pretend. */
+	if (!started && sel.n && !get_netdevs(&nd) && !serves(&nd, &sel)) {
+		fprintf(stderr,
+			"softofed: a daemon (pid %u) already runs in this network namespace, "
+			"serving",
+			st.pid);
+		if (nd.all)
+			fprintf(stderr, " every interface with an address");
+		else
+			print_ifaces(stderr, &nd);
+		fprintf(stderr, "; to serve %s, `softofed down` first\n", list);
 		return 1;
 	}
 	printf("softofed daemon running, pid %u\n", st.pid);
@@ -270,6 +403,7 @@ static unsigned mtu_bytes(uint32_t m) { return m >= 1 && m <= 5 ? 128u << m : 0;
 
 static int cmd_status(void)
 {
+	struct sof_netdevs_rep nd;
 	struct sof_status_rep st;
 	const struct sof_devinfo *d = &st.dev;
 	const uint8_t *g;
@@ -291,20 +425,32 @@ static int cmd_status(void)
 	       (int)sizeof(d->name), d->name, g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
 	       port_state_name(d->port_state), mtu_bytes(d->active_mtu));
 	for (uint32_t i = 0; i < d->num_gids && i < SOF_MAX_GIDS; i++) {
+		static const uint8_t empty[16];
 		char s[INET6_ADDRSTRLEN];
 
+		if (!memcmp(d->gids[i].gid, empty, sizeof(empty)))
+			continue; /* a removed address's entry, kept free */
 		if (!inet_ntop(AF_INET6, d->gids[i].gid, s, sizeof(s)))
 			snprintf(s, sizeof(s), "?");
 		printf("GID[%u] %s (%s)\n", i, s, d->gids[i].type == 1 ? "RoCEv2" : "RoCEv1");
 	}
 	printf("resources: contexts %u pds %u mrs %u cqs %u srqs %u qps %u\n", st.contexts, st.pds,
 	       st.mrs, st.cqs, st.srqs, st.qps);
+	err = get_netdevs(&nd);
+	if (err) {
+		fprintf(stderr, "softofed: status: interfaces: %s\n", strerror(-err));
+		return 1;
+	}
+	printf("interfaces:");
+	print_ifaces(stdout, &nd);
+	printf("\n");
 	return 0;
 }
 
 static int cmd_run(int argc, char **argv)
 {
 	struct sof_status_rep st;
+	bool started;
 	char libdir[PATH_MAX + 8], real[PATH_MAX];
 	const char *old;
 	char *val;
@@ -340,7 +486,7 @@ static int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	free(val);
-	err = ensure_daemon(&st);
+	err = ensure_daemon(&st, NULL, &started);
 	if (err) {
 		fprintf(stderr, "softofed: the daemon did not come up: %s\n", strerror(-err));
 		return 1;
@@ -366,8 +512,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(cmd, "up") && argc == 2)
-		return cmd_up();
+	if (!strcmp(cmd, "up"))
+		return cmd_up(argc - 2, argv + 2);
 	if (!strcmp(cmd, "down") && argc == 2)
 		return cmd_down();
 	if (!strcmp(cmd, "status") && argc == 2)

@@ -88,7 +88,7 @@ int sofd_device_select(const char *list)
 		sel.named = true;
 		if (!name_selected(name)) {
 			if (sel.n == SOF_MAX_NETDEVS) {
-				fprintf(stderr, "softofedd: at most %u interfaces\n",
+				fprintf(stderr, "softofedd: at most %d interfaces\n",
 					SOF_MAX_NETDEVS);
 				return -E2BIG;
 			}

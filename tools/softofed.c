@@ -256,7 +256,7 @@ static int sel_add(struct iface_sel *sel, const char *arg)
 		}
 		if (!sel_has(sel, name)) {
 			if (sel->n == SOF_MAX_NETDEVS) {
-				fprintf(stderr, "softofed: at most %u interfaces\n",
+				fprintf(stderr, "softofed: at most %d interfaces\n",
 					SOF_MAX_NETDEVS);
 				return 1;
 			}

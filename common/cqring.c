@@ -47,6 +47,13 @@ int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd)
 	memcpy(slot, cqe, offsetof(struct sof_cqe, seq));
 	atomic_store_explicit(&slot->seq, t + 1, memory_order_release);
 
+	/* The owner arms, then polls; we publish, then look at the arm. Each
+	 * side stores, then loads what the other stored, so both need a full
+	 * fence in between (the owner's is in sofv_req_notify_cq): without
+	 * it the CPU may read the arm before our entry is visible (the x86
+	 * store buffer allows it), the owner arms and polls in between, and
+	 * the completion is neither polled nor signalled. */
+	atomic_thread_fence(memory_order_seq_cst);
 	a = atomic_load_explicit(&shm->armed, memory_order_acquire);
 	if (a != SOF_CQ_ARM_NONE && (a == SOF_CQ_ARM_NEXT || cqe->solicited ||
 				     cqe->status != IBV_WC_SUCCESS) &&

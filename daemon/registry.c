@@ -273,6 +273,10 @@ static void cq_attention(struct sofd_cq *cq)
 	if (!cq->shm)
 		return;
 	atomic_store_explicit(&cq->shm->attention, 1, memory_order_release);
+	/* The owner arms, then looks at attention when it polls; we set
+	 * attention, then look at the arm: a full fence in between, as in
+	 * sof_cq_push, or each may miss the other's store. */
+	atomic_thread_fence(memory_order_seq_cst);
 	armed = atomic_load_explicit(&cq->shm->armed, memory_order_acquire);
 	while (armed != SOF_CQ_ARM_NONE &&
 	       !atomic_compare_exchange_weak(&cq->shm->armed, &armed, SOF_CQ_ARM_NONE))

@@ -122,6 +122,10 @@ int sofv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	atomic_store_explicit(&cq->shm->armed,
 			      solicited_only ? SOF_CQ_ARM_SOLICITED : SOF_CQ_ARM_NEXT,
 			      memory_order_release);
+	/* The next poll must see every entry published by a producer that
+	 * looked at the arm before this store: pairs with the fence in
+	 * sof_cq_push (and in the daemon, which sets attention). */
+	atomic_thread_fence(memory_order_seq_cst);
 	return 0;
 }
 

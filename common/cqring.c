@@ -31,6 +31,11 @@ int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd)
 			return -EINVAL;
 		h = atomic_load_explicit(&shm->head, memory_order_acquire);
 		if (t - h >= size) {
+			/* Full only if tail did not move while we read head:
+			 * else other producers pushed and the owner polled in
+			 * between, head passed our t, and t - h wrapped. */
+			if (atomic_load_explicit(&shm->tail, memory_order_acquire) != t)
+				continue;
 			atomic_store(&shm->overflow, 1);
 			return -ENOSPC;
 		}

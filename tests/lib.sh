@@ -339,3 +339,471 @@ sof_pair_dump() {
 	echo "#   client (exit ${SOF_CLI_RC:-?}):"
 	tail -n 20 "$SOF_CLI_OUT" | sed 's/^/#     /'
 }
+
+# ---------------------------------------------------------------------------
+# Hosts as network namespaces (issue 3): two hosts joined by a veth pair, or
+# three joined by a bridge, one softofed daemon in each. Needs root (named
+# namespaces); never touches the root namespace's interfaces or addresses.
+#
+#   sof_hosts_up 2|3 [wire]   creates hosts a, b (and c) as namespaces
+#                        "$SOF_HOSTS_PREFIX-a" ... (default prefix sof-PID-RAND,
+#                        so parallel or leftover runs never collide), each
+#                        with lo and "veth0" (MTU SOF_HOSTS_MTU, default 9000:
+#                        RoCE packets of path MTU 4096 must fit),
+#                        host a 10.77.0.1/24 fd77::1/64, b .2/::2, c .3/::3
+#                        (IPv6 nodad, DAD off: usable at once). 2 hosts: a
+#                        veth pair a:veth0 <-> b:veth0; 3 hosts: each veth0's
+#                        peer "v-X" on bridge br0 in namespace PREFIX-sw.
+#                        "2 wire": a:veth0 <-> wa and b:veth0 <-> wb, wa and wb
+#                        in namespace PREFIX-w joined by tests/progs/netwire, a
+#                        software cable that impairs frames like netem (for
+#                        kernels without sch_netem, like ours).
+#                        Checks that the hosts ping each other (IPv4, IPv6),
+#                        starts a daemon in each (`softofed up`) and tears it
+#                        all down on EXIT. On failure: a not_ok line, status 1.
+#   sof_hosts_down       stops the daemons (softofed down, then by PID), any
+#                        process left in our namespaces, deletes exactly the
+#                        namespaces we created; not_ok on sanitizer reports
+#   sof_host_ns H        namespace of host H (a, b, c)
+#   sof_host_ip H / sof_host_ip6 H   its IPv4 / IPv6 address
+#   sof_host_run H CMD...            CMD inside host H, bounded by
+#                                    SOF_HOST_TIMEOUT seconds (default 60)
+#   sof_host_bg NAME H SECS CMD...   sof_bg inside host H
+#   sof_host_gid H [ADDR]            GID index of ADDR (default: H's IPv4;
+#                        an IPv4 address matches ::ffff:ADDR) in H's GID table
+#                        as `softofed run -- ibv_devinfo -v` shows it
+#   sof_host_pair NAME SRV CLI PORT SECS PROG ARGS...
+#                        like sof_pair, server in host SRV, client in host
+#                        CLI connecting to SRV's IPv4 (SOF_PAIR_TARGET
+#                        overrides); in ARGS, @GID@ and @GID6@ become each
+#                        side's GID index of its own IPv4 / IPv6 address
+#   sof_netem H ARGS...  impairs what host H sends, in netem words (loss 10%,
+#                        duplicate 5%, delay 10ms, reorder 25% with a delay):
+#                        `tc qdisc replace dev veth0 root netem ARGS` in H when
+#                        the kernel has netem (and SOF_NETEM is not "wire"),
+#                        else the netwire of a "2 wire" topology; sets
+#                        SOF_NETEM_HOW to tc or wire; 1 when neither works
+#   sof_netem_clear H    removes it
+#   sof_counters H       the daemon's counters as "counters.NAME N" and
+#                        "drops.NAME N" lines (from `softofed status`)
+#   sof_counter H NAME   one of them, e.g. sof_counter a drops.icrc
+#   sof_counters_parse   the parser alone: status output on stdin
+#   SOF_PROGS            the directory of the helper programs (tests/progs)
+
+# shellcheck disable=SC2034 # used by the scripts that source this file
+SOF_PROGS=$SOF_BUILD_DIR/tests
+SOF_HOSTS_PREFIX=${SOF_HOSTS_PREFIX:-sof-$$-$(printf %04x $((RANDOM % 65536)))}
+SOF_HOSTS_MTU=${SOF_HOSTS_MTU:-9000}
+SOF_HOSTS=()    # host names, in order
+SOF_WIRE=""     # namespace of the netwire, if any
+SOF_WIRE_GEN=0  # its last configuration generation
+SOF_NETEM_HOW=
+SOF_HOSTS_NS=() # every namespace created, for teardown
+declare -A SOF_HOST_DPID=() SOF_HOST_GIDS=()
+
+sof_host_ns() {
+	echo "$SOF_HOSTS_PREFIX-$1"
+}
+
+# host number: a=1, b=2, c=3
+_sof_host_num() {
+	case $1 in
+	a) echo 1 ;; b) echo 2 ;; c) echo 3 ;; *) echo 0 ;;
+	esac
+}
+
+sof_host_ip() {
+	echo "10.77.0.$(_sof_host_num "$1")"
+}
+
+sof_host_ip6() {
+	echo "fd77::$(_sof_host_num "$1")"
+}
+
+sof_host_run() {
+	timeout -k 5 "${SOF_HOST_TIMEOUT:-60}" ip netns exec "$(sof_host_ns "$1")" "${@:2}"
+}
+
+sof_host_bg() {
+	local name=$1 host=$2 secs=$3
+	shift 3
+	sof_bg "$name" "$secs" ip netns exec "$(sof_host_ns "$host")" "$@"
+}
+
+# _sof_netns_add NAME: a new namespace, remembered for teardown, lo up, no
+# DAD (addresses usable at once, also the fe80:: ones of new interfaces)
+_sof_netns_add() {
+	if ! timeout 10 ip netns add "$1"; then
+		return 1
+	fi
+	SOF_HOSTS_NS+=("$1")
+	timeout 10 ip -n "$1" link set lo up &&
+		timeout 10 ip netns exec "$1" sysctl -q -w net.ipv6.conf.all.accept_dad=0 \
+			net.ipv6.conf.default.accept_dad=0 >/dev/null
+}
+
+# _sof_host_addr H: addresses of host H on its veth0, then link up
+_sof_host_addr() {
+	local ns
+	ns=$(sof_host_ns "$1")
+	timeout 10 ip -n "$ns" link set veth0 mtu "$SOF_HOSTS_MTU" &&
+		timeout 10 ip -n "$ns" addr add "$(sof_host_ip "$1")/24" dev veth0 &&
+		timeout 10 ip -n "$ns" addr add "$(sof_host_ip6 "$1")/64" dev veth0 nodad &&
+		timeout 10 ip -n "$ns" link set veth0 up
+}
+
+# _sof_ping H ADDR: H reaches ADDR (three tries)
+_sof_ping() {
+	for _ in 1 2 3; do
+		timeout 10 ip netns exec "$(sof_host_ns "$1")" ping -n -q -c 1 -W 2 "$2" \
+			>/dev/null 2>&1 && return 0
+	done
+	return 1
+}
+
+sof_hosts_up() {
+	local n=$1 how=${2:-} h ns sw out pid log
+	[ -n "$SOF_TMP" ] || sof_init
+	# sof_init's EXIT trap plus ours: processes first, then the hosts
+	trap 'sof_cleanup 2>/dev/null; sof_hosts_down' EXIT
+	case $n in
+	2) SOF_HOSTS=(a b) ;;
+	3) SOF_HOSTS=(a b c) ;;
+	*)
+		not_ok "hosts" "sof_hosts_up: 2 or 3 hosts, not '$n'"
+		return 1
+		;;
+	esac
+	if ! command -v ping >/dev/null 2>&1; then
+		not_ok "hosts" "ping is not installed (tests/install-deps.sh installs iputils-ping)"
+		return 1
+	fi
+	for h in "${SOF_HOSTS[@]}"; do
+		ns=$(sof_host_ns "$h")
+		if ! _sof_netns_add "$ns"; then
+			not_ok "hosts" "cannot create network namespace $ns (ip netns add needs root)"
+			return 1
+		fi
+	done
+	if [ "$n" -eq 2 ] && [ "$how" = wire ]; then
+		_sof_wire_up || return 1
+	elif [ "$n" -eq 2 ]; then
+		if ! timeout 10 ip -n "$(sof_host_ns a)" link add veth0 type veth \
+			peer name veth0 netns "$(sof_host_ns b)"; then
+			not_ok "hosts" "cannot create the veth pair a:veth0 <-> b:veth0"
+			return 1
+		fi
+	else
+		sw=$SOF_HOSTS_PREFIX-sw
+		if ! _sof_netns_add "$sw" ||
+			! timeout 10 ip -n "$sw" link add br0 type bridge stp_state 0 mcast_snooping 0 ||
+			! timeout 10 ip -n "$sw" link set br0 mtu "$SOF_HOSTS_MTU" up; then
+			not_ok "hosts" "cannot create the bridge namespace $sw"
+			return 1
+		fi
+		for h in "${SOF_HOSTS[@]}"; do
+			if ! timeout 10 ip -n "$(sof_host_ns "$h")" link add veth0 type veth \
+				peer name "v-$h" netns "$sw" ||
+				! timeout 10 ip -n "$sw" link set "v-$h" mtu "$SOF_HOSTS_MTU" master br0 up; then
+				not_ok "hosts" "cannot attach host $h to the bridge"
+				return 1
+			fi
+		done
+	fi
+	for h in "${SOF_HOSTS[@]}"; do
+		if ! _sof_host_addr "$h"; then
+			not_ok "hosts" "cannot configure veth0 of host $h"
+			return 1
+		fi
+	done
+	for h in "${SOF_HOSTS[@]}"; do
+		[ "$h" = a ] && continue
+		if ! _sof_ping a "$(sof_host_ip "$h")" || ! _sof_ping a "$(sof_host_ip6 "$h")"; then
+			not_ok "hosts" "host a cannot ping host $h ($(sof_host_ip "$h"), $(sof_host_ip6 "$h"))"
+			return 1
+		fi
+	done
+	# the daemons come last: their GID tables follow the addresses
+	for h in "${SOF_HOSTS[@]}"; do
+		out=$(sof_out "hosts.up.$h")
+		log=$(_sof_host_log "$h")
+		rm -f "$log"
+		if ! timeout 20 ip netns exec "$(sof_host_ns "$h")" "$SOFTOFED" up >"$out" 2>&1 </dev/null; then
+			not_ok "hosts" "softofed up failed in host $h"
+			sof_dump "$out" "$log"
+			return 1
+		fi
+		pid=$(timeout 10 ip netns exec "$(sof_host_ns "$h")" "$SOFTOFED" status 2>/dev/null </dev/null |
+			sed -n 's/^softofed daemon pid \([0-9]*\).*/\1/p' | head -n 1)
+		if [ -z "$pid" ]; then
+			not_ok "hosts" "softofed status does not answer in host $h"
+			return 1
+		fi
+		SOF_HOST_DPID[$h]=$pid
+	done
+	return 0
+}
+
+# _sof_wire_up: hosts a and b joined through netwire in PREFIX-w
+_sof_wire_up() {
+	local w=$SOF_HOSTS_PREFIX-w h out
+	# the wire namespace sends nothing of its own: no IPv6 on its ports
+	if ! _sof_netns_add "$w" ||
+		! timeout 10 ip netns exec "$w" sysctl -q -w net.ipv6.conf.default.disable_ipv6=1 \
+			net.ipv6.conf.all.disable_ipv6=1 >/dev/null; then
+		not_ok "hosts" "cannot create the wire namespace $w"
+		return 1
+	fi
+	for h in a b; do
+		if ! timeout 10 ip -n "$(sof_host_ns "$h")" link add veth0 type veth \
+			peer name "w$h" netns "$w" ||
+			! timeout 10 ip -n "$w" link set "w$h" mtu "$SOF_HOSTS_MTU" up; then
+			not_ok "hosts" "cannot connect host $h to the wire"
+			return 1
+		fi
+	done
+	if [ ! -x "$SOF_PROGS/netwire" ]; then
+		not_ok "hosts" "$SOF_PROGS/netwire is missing (build first)"
+		return 1
+	fi
+	: >"$SOF_TMP/wire.conf"
+	SOF_WIRE=$w
+	SOF_WIRE_GEN=1
+	sof_bg hosts.wire "${SOF_WIRE_SECS:-3600}" ip netns exec "$w" \
+		"$SOF_PROGS/netwire" -c "$SOF_TMP/wire.conf" -T "${SOF_WIRE_SECS:-3600}" wa wb
+	out=$(sof_out hosts.wire)
+	for _ in $(seq 100); do
+		grep -q '^netwire pid' "$out" 2>/dev/null && return 0
+		sof_alive hosts.wire || break
+		sleep 0.05
+	done
+	not_ok "hosts" "netwire did not start"
+	sof_dump "$out"
+	return 1
+}
+
+# _sof_wire_set IF ARGS...: the impairment of frames netwire receives on IF
+# (wa: sent by host a, wb: by host b); waits until it is in force
+_sof_wire_set() {
+	local ifn=$1 conf=$SOF_TMP/wire.conf out
+	shift
+	out=$(sof_out hosts.wire)
+	{
+		grep -v "^$ifn " "$conf"
+		echo "$ifn $*"
+	} >"$conf.new" && mv "$conf.new" "$conf" || return 1
+	SOF_WIRE_GEN=$((SOF_WIRE_GEN + 1))
+	for _ in $(seq 100); do
+		grep -q "^config $SOF_WIRE_GEN\$" "$out" 2>/dev/null && return 0
+		sof_alive hosts.wire || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+# _sof_host_log H: the log file of H's daemonized softofedd
+_sof_host_log() {
+	local ino
+	ino=$(timeout 10 ip netns exec "$(sof_host_ns "$1")" stat -L -c %i /proc/self/ns/net 2>/dev/null)
+	echo "/tmp/softofed-$(id -u)-${ino:-none}.log"
+}
+
+sof_hosts_down() {
+	local h ns pid log p
+	for h in "${SOF_HOSTS[@]}"; do
+		ns=$(sof_host_ns "$h")
+		log=$(_sof_host_log "$h")
+		timeout 20 ip netns exec "$ns" "$SOFTOFED" down >/dev/null 2>&1 </dev/null
+		pid=${SOF_HOST_DPID[$h]:-}
+		if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = softofedd ]; then
+			kill -TERM "$pid" 2>/dev/null
+			for _ in 1 2 3 4 5 6 7 8 9 10; do
+				kill -0 "$pid" 2>/dev/null || break
+				sleep 0.2
+			done
+			kill -KILL "$pid" 2>/dev/null
+		fi
+		if [ -f "$log" ] && grep -q -E 'ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error:' "$log"; then
+			not_ok "hosts: daemon of host $h" "sanitizer report in its log"
+			grep -E -A 30 'ERROR: |runtime error:' "$log" | head -n 60 | sed 's/^/#   /'
+		fi
+		rm -f "$log"
+	done
+	# whatever still runs in our namespaces was started by this run
+	for ns in "${SOF_HOSTS_NS[@]}"; do
+		for p in $(timeout 10 ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$p" 2>/dev/null
+		done
+	done
+	for ns in "${SOF_HOSTS_NS[@]}"; do
+		timeout 10 ip netns del "$ns" 2>/dev/null
+	done
+	SOF_HOSTS=()
+	SOF_HOSTS_NS=()
+	SOF_WIRE=""
+	SOF_HOST_DPID=()
+	SOF_HOST_GIDS=()
+	return 0
+}
+
+sof_host_gid() {
+	local h=$1 addr=${2:-} want want2 out idx
+	[ -n "$addr" ] || addr=$(sof_host_ip "$h")
+	if [ -n "${SOF_HOST_GIDS[$h/$addr]:-}" ]; then
+		echo "${SOF_HOST_GIDS[$h/$addr]}"
+		return 0
+	fi
+	if [[ $addr == *.* ]]; then
+		want="::ffff:$addr"
+		# older ibv_devinfo prints the raw 16 bytes (split on the dots)
+		# shellcheck disable=SC2086
+		want2=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${addr//./ })
+	else
+		want=$addr
+		want2=$addr
+	fi
+	out=$(sof_host_run "$h" "$SOFTOFED" run -- ibv_devinfo -v 2>/dev/null </dev/null)
+	idx=$(echo "$out" | awk -v w1="$want" -v w2="$want2" '
+		/GID\[ *[0-9]+\]:/ {
+			i = $0; sub(/.*GID\[ */, "", i); sub(/\].*/, "", i)
+			g = $0; sub(/.*\]:[[:space:]]*/, "", g); sub(/,.*/, "", g)
+			gsub(/[[:space:]]/, "", g)
+			if (g == w1 || g == w2) { print i; exit }
+		}')
+	[ -n "$idx" ] || return 1
+	SOF_HOST_GIDS[$h/$addr]=$idx
+	echo "$idx"
+}
+
+# sof_host_wait_listen H PORT SECS [NAME]: sof_wait_listen inside host H
+sof_host_wait_listen() {
+	local h=$1 port=$2 secs=$3 name=${4:-} end
+	end=$(($(now_ms) + secs * 1000))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		if [ -n "$(timeout 5 ip netns exec "$(sof_host_ns "$h")" ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
+			return 0
+		fi
+		if [ -n "$name" ] && ! sof_alive "$name"; then
+			return 1
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# _sof_host_args H ARGS...: ARGS with @GID@/@GID6@ replaced for host H, in
+# the array SOF_HOST_ARGS; 1 when a GID index cannot be found
+_sof_host_args() {
+	local h=$1 a g
+	shift
+	SOF_HOST_ARGS=()
+	for a in "$@"; do
+		case $a in
+		*@GID@*)
+			g=$(sof_host_gid "$h") || return 1
+			a=${a//@GID@/$g}
+			;;
+		*@GID6@*)
+			g=$(sof_host_gid "$h" "$(sof_host_ip6 "$h")") || return 1
+			a=${a//@GID6@/$g}
+			;;
+		esac
+		SOF_HOST_ARGS+=("$a")
+	done
+	return 0
+}
+
+sof_host_pair() {
+	local name=$1 srv=$2 cli=$3 port=$4 secs=$5 prog=$6 target
+	shift 6
+	target=${SOF_PAIR_TARGET:-$(sof_host_ip "$srv")}
+	SOF_SRV_OUT=$(sof_out "$name.srv")
+	SOF_CLI_OUT=$(sof_out "$name.cli")
+	SOF_SRV_RC="" SOF_CLI_RC="" SOF_PAIR_WHY=""
+	: >"$SOF_SRV_OUT"
+	: >"$SOF_CLI_OUT"
+	if ! command -v "$prog" >/dev/null 2>&1 && [ ! -x "$prog" ]; then
+		SOF_PAIR_WHY="$prog is not installed (tests/install-deps.sh installs it)"
+		return 1
+	fi
+	local wrap=() sargs cargs
+	[ -n "${SOF_LINEBUF:-}" ] && wrap=(stdbuf -oL -eL)
+	if ! _sof_host_args "$srv" "$@"; then
+		SOF_PAIR_WHY="no GID of host $srv's address in its GID table"
+		return 1
+	fi
+	sargs=("${SOF_HOST_ARGS[@]}")
+	if ! _sof_host_args "$cli" "$@"; then
+		SOF_PAIR_WHY="no GID of host $cli's address in its GID table"
+		return 1
+	fi
+	cargs=("${SOF_HOST_ARGS[@]}")
+	sof_host_bg "$name.srv" "$srv" $((secs + 30)) "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" "${sargs[@]}"
+	if ! sof_host_wait_listen "$srv" "$port" 20 "$name.srv"; then
+		sof_kill "$name.srv"
+		SOF_PAIR_WHY="server did not listen on port $port in host $srv"
+		return 1
+	fi
+	sof_host_bg "$name.cli" "$cli" "$secs" "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" "${cargs[@]}" "$target"
+	sof_wait "$name.cli" $((secs + 10))
+	SOF_CLI_RC=$?
+	sof_wait "$name.srv" "${SOF_SERVER_GRACE:-30}"
+	SOF_SRV_RC=$?
+	if [ "$SOF_SRV_RC" -ne 0 ] || [ "$SOF_CLI_RC" -ne 0 ]; then
+		SOF_PAIR_WHY="exit status server $SOF_SRV_RC, client $SOF_CLI_RC"
+		[ "$SOF_CLI_RC" -eq 124 ] && SOF_PAIR_WHY="$SOF_PAIR_WHY (client timed out after $secs s)"
+		return 1
+	fi
+	return 0
+}
+
+# shellcheck disable=SC2034 # SOF_NETEM_HOW is for the scripts
+sof_netem() {
+	local h=$1
+	shift
+	if [ "${SOF_NETEM:-auto}" != wire ] &&
+		timeout 10 ip netns exec "$(sof_host_ns "$h")" \
+			tc qdisc replace dev veth0 root netem "$@" 2>/dev/null; then
+		SOF_NETEM_HOW=tc
+		return 0
+	fi
+	if [ -n "$SOF_WIRE" ] && _sof_wire_set "w$h" "$@"; then
+		SOF_NETEM_HOW=wire
+		return 0
+	fi
+	SOF_NETEM_HOW=""
+	return 1
+}
+
+sof_netem_clear() {
+	timeout 10 ip netns exec "$(sof_host_ns "$1")" tc qdisc del dev veth0 root 2>/dev/null
+	if [ -n "$SOF_WIRE" ]; then
+		_sof_wire_set "w$1" || return 1
+	fi
+	return 0
+}
+
+# The counter lines of `softofed status` (issue 3), exactly:
+#   counters: rx_packets N rx_bytes N ... key_violations N
+#   drops: short N version N ... psn N
+sof_counters() {
+	local out
+	out=$(sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null) || return 1
+	echo "$out" | sof_counters_parse
+}
+
+# sof_counters_parse: the same from `softofed status` output on stdin;
+# status 1 unless both lines were there
+sof_counters_parse() {
+	awk '
+		$1 == "counters:" || $1 == "drops:" {
+			sec = substr($1, 1, length($1) - 1)
+			for (i = 2; i + 1 <= NF; i += 2) print sec "." $i, $(i + 1)
+			n++
+		}
+		END { exit n == 2 ? 0 : 1 }'
+}
+
+sof_counter() {
+	sof_counters "$1" | awk -v k="$2" '$1 == k { print $2; f = 1 } END { exit !f }'
+}

@@ -1,0 +1,316 @@
+/*
+ * The RC transport timer (IBA 9.7.6.1.3) and retry counter (9.7.6.1.4),
+ * measured from a verbs program: a SEND that is never acknowledged must
+ * complete with IBV_WC_RETRY_EXC_ERR after about (retry_cnt + 1) local ACK
+ * timeouts of 4.096 us * 2^timeout each, and the QP's next WQE must then be
+ * flushed (IBV_WC_WR_FLUSH_ERR, even unsignaled: IBA 10.8.3.3).
+ *
+ *   rc_timeout [options]          server
+ *   rc_timeout [options] HOST     client (the requester that is measured)
+ *
+ * Both connect an RC QP and sync over TCP. Then the peer disappears:
+ *   - default: the server destroys its QP and exits right after the sync
+ *     (the client waits for the TCP connection to close);
+ *   - with -w FILE on the client: the client waits until FILE exists (the
+ *     test cuts the link with tc netem 100 % loss, then creates FILE); the
+ *     server keeps its QP, with a receive posted, for -H SECS or until the
+ *     client closes the TCP connection.
+ * The client then posts one signaled SEND and one unsignaled SEND and
+ * measures the time until the first completes.
+ *
+ * Output: "ready" once connected, then
+ *   "status=IBV_WC_RETRY_EXC_ERR elapsed_ms=N expected_ms=M timeout=T
+ *    retry_cnt=R flush=IBV_WC_WR_FLUSH_ERR"
+ * Exit 0 when the first SEND failed with IBV_WC_RETRY_EXC_ERR and the
+ * second was flushed; 3 for another status, 4 when no completion came
+ * within the bound (-T, default 10 x expected, at least 30 s), 5 when the
+ * second WQE was not flushed within 5 s, 1 on setup failures.
+ */
+#include <sys/stat.h>
+
+#include "hostpair.h"
+
+struct opts {
+	const char *port, *dev, *host, *gofile;
+	int gid_index, hold, secs;
+	uint8_t timeout, retry_cnt;
+};
+
+static void usage(const char *argv0)
+{
+	fprintf(stderr,
+		"usage: %s [options] [HOST]\n"
+		"  without HOST: server; with HOST: client, whose SEND is measured\n"
+		"  -p PORT     TCP port of the rendezvous (default 18700)\n"
+		"  -d DEV      RDMA device (default: the first)\n"
+		"  -g INDEX    local GID index (default: the GID of the TCP connection's\n"
+		"              local address, else 0)\n"
+		"  -t TIMEOUT  local ACK timeout exponent, 1..31 (client, default 14)\n"
+		"  -r RETRY    retry_cnt, 0..7 (client, default 3)\n"
+		"  -w FILE     client: post once FILE exists (default: once the server\n"
+		"              closed the TCP connection)\n"
+		"  -H SECS     server: keep the QP for SECS seconds after the sync\n"
+		"              (default 0: destroy it and exit at once)\n"
+		"  -T SECS     client: wait at most SECS for the completion\n"
+		"              (default max(30, 10 x expected))\n",
+		argv0);
+	exit(2);
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->port = "18700";
+	o->gid_index = -1;
+	o->timeout = 14;
+	o->retry_cnt = 3;
+	while ((c = getopt(argc, argv, "p:d:g:t:r:w:H:T:h")) != -1) {
+		switch (c) {
+		case 'p':
+			o->port = optarg;
+			break;
+		case 'd':
+			o->dev = optarg;
+			break;
+		case 'g':
+			o->gid_index = atoi(optarg);
+			break;
+		case 't':
+			o->timeout = (uint8_t)atoi(optarg);
+			break;
+		case 'r':
+			o->retry_cnt = (uint8_t)atoi(optarg);
+			break;
+		case 'w':
+			o->gofile = optarg;
+			break;
+		case 'H':
+			o->hold = atoi(optarg);
+			break;
+		case 'T':
+			o->secs = atoi(optarg);
+			break;
+		default:
+			usage(argv[0]);
+		}
+	}
+	if (optind < argc)
+		o->host = argv[optind++];
+	if (optind != argc || o->timeout < 1 || o->timeout > 31 || o->retry_cnt > 7 ||
+	    o->hold < 0 || o->secs < 0)
+		usage(argv[0]);
+}
+
+/* wait_cq: the next completion, or 0 when none came before END */
+static int wait_cq(struct ibv_cq *cq, struct ibv_wc *wc, int64_t end)
+{
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n < 0)
+			hp_fail("ibv_poll_cq");
+		if (n == 1)
+			return 1;
+		if (hp_now_us() > end)
+			return 0;
+		hp_sleep_ms(1);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct hp_info me, peer;
+	struct hp_path path;
+	struct ibv_wc wc;
+	union ibv_gid gid;
+	static uint8_t buf[4096];
+	int sock, lsock = -1, gid_index, err, rc;
+	double expected_ms;
+	int64_t t0, t1, bound_us;
+	char c, gs[INET6_ADDRSTRLEN];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	parse(argc, argv, &o);
+	/* IBA 9.7.6.1.3: 4.096 us * 2^timeout per try, retry_cnt retries */
+	expected_ms = (o.retry_cnt + 1) * 4.096e-3 * (double)(1ull << o.timeout);
+	bound_us = o.secs ? (int64_t)o.secs * 1000000 : (int64_t)(expected_ms * 10000);
+	if (bound_us < 30000000)
+		bound_us = 30000000;
+
+	ctx = hp_open(o.dev);
+	if (o.host) {
+		sock = hp_connect(o.host, o.port, 30);
+	} else {
+		lsock = hp_listen(o.port);
+		printf("listening on port %s\n", o.port);
+		sock = hp_accept(lsock, 60);
+	}
+	gid_index = o.gid_index >= 0 ? o.gid_index : hp_sock_gid_index(ctx, 1, sock);
+	if (gid_index < 0)
+		gid_index = 0;
+	if (ibv_query_gid(ctx, 1, gid_index, &gid))
+		hp_fail("ibv_query_gid %d", gid_index);
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!pd || !cq || !mr)
+		hp_fail("alloc pd/cq/mr: %s", strerror(errno));
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd, &ia);
+	if (!qp)
+		hp_fail("ibv_create_qp: %s", strerror(errno));
+
+	memset(&me, 0, sizeof(me));
+	me.qpn = qp->qp_num;
+	me.psn = hp_random_psn();
+	memcpy(me.gid, gid.raw, 16);
+	hp_exchange(sock, &me, &peer, 30);
+	memset(&path, 0, sizeof(path));
+	path.port = 1;
+	path.sgid_index = gid_index;
+	memcpy(path.dgid.raw, peer.gid, 16);
+	path.mtu = IBV_MTU_1024;
+	path.dqpn = peer.qpn;
+	path.rq_psn = peer.psn;
+	path.sq_psn = me.psn;
+	path.timeout = o.timeout;
+	path.retry_cnt = o.retry_cnt;
+	path.rnr_retry = 0; /* an RNR NAK would end at once, not at the timer */
+	path.min_rnr_timer = 1;
+	path.max_rd_atomic = 1;
+	path.max_dest_rd_atomic = 1;
+	path.access = 0;
+	err = hp_qp_modify(qp, &path, IBV_QPS_RTS);
+	if (err)
+		hp_fail("ibv_modify_qp to RTS: %s", strerror(err));
+	if (!o.host) {
+		/* a receive, so that a SEND over a link that is not cut succeeds
+		 * (and the test says so) instead of ending in RNR */
+		struct ibv_sge sg = {
+		    .addr = (uintptr_t)buf, .length = sizeof(buf), .lkey = mr->lkey};
+		struct ibv_recv_wr rwr = {.wr_id = 1, .sg_list = &sg, .num_sge = 1}, *bad;
+
+		if (ibv_post_recv(qp, &rwr, &bad))
+			hp_fail("ibv_post_recv");
+	}
+	hp_sync(sock, 30);
+	printf("ready qpn=0x%06x gid_index=%d gid=%s peer_qpn=0x%06x\n", qp->qp_num, gid_index,
+	       hp_gid_str(&gid, gs, sizeof(gs)), peer.qpn);
+
+	if (!o.host) {
+		/* server: go away at once, or hold the QP until the client is
+		 * done (it closes the connection) or -H runs out */
+		if (o.hold) {
+			struct pollfd pf = {.fd = sock, .events = POLLIN};
+
+			poll(&pf, 1, o.hold * 1000);
+			if (wait_cq(cq, &wc, hp_now_us()))
+				printf("server: a completion arrived: %s (the link was not cut?)\n",
+				       hp_wc_status_name(wc.status));
+		}
+		printf("server done\n");
+		ibv_destroy_qp(qp);
+		close(sock);
+		close(lsock);
+		ibv_dereg_mr(mr);
+		ibv_destroy_cq(cq);
+		ibv_dealloc_pd(pd);
+		ibv_close_device(ctx);
+		return 0;
+	}
+
+	/* client: wait for the go */
+	if (o.gofile) {
+		struct stat st;
+		int64_t end = hp_now_us() + 120 * 1000000ll;
+
+		while (stat(o.gofile, &st)) {
+			if (hp_now_us() > end)
+				hp_fail("%s did not appear within 120 s", o.gofile);
+			hp_sleep_ms(5);
+		}
+	} else {
+		struct pollfd pf = {.fd = sock, .events = POLLIN};
+
+		if (poll(&pf, 1, 60000) <= 0 || recv(sock, &c, 1, 0) != 0)
+			hp_fail("the server did not close the connection within 60 s");
+	}
+
+	{
+		struct ibv_sge sg = {.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
+		struct ibv_send_wr wr[2], *bad;
+
+		memset(wr, 0, sizeof(wr));
+		wr[0].wr_id = 1;
+		wr[0].sg_list = &sg;
+		wr[0].num_sge = 1;
+		wr[0].opcode = IBV_WR_SEND;
+		wr[0].send_flags = IBV_SEND_SIGNALED;
+		wr[0].next = &wr[1];
+		wr[1] = wr[0];
+		wr[1].wr_id = 2;
+		wr[1].send_flags = 0;
+		wr[1].next = NULL;
+		t0 = hp_now_us();
+		if (ibv_post_send(qp, wr, &bad))
+			hp_fail("ibv_post_send: %s", strerror(errno));
+	}
+	if (!wait_cq(cq, &wc, t0 + bound_us)) {
+		printf("status=none elapsed_ms=%lld expected_ms=%.0f timeout=%u retry_cnt=%u\n",
+		       (long long)((hp_now_us() - t0) / 1000), expected_ms, o.timeout, o.retry_cnt);
+		printf("fail: no completion within %lld s\n", (long long)(bound_us / 1000000));
+		return 4;
+	}
+	t1 = hp_now_us();
+	rc = wc.status == IBV_WC_RETRY_EXC_ERR && wc.wr_id == 1 ? 0 : 3;
+	{
+		struct ibv_wc wc2;
+		const char *flush = "none";
+
+		if (wait_cq(cq, &wc2, hp_now_us() + 5000000)) {
+			flush = hp_wc_status_name(wc2.status);
+			if (wc2.wr_id != 2)
+				flush = "wrong-wr_id";
+		}
+		printf("status=%s elapsed_ms=%lld expected_ms=%.0f timeout=%u retry_cnt=%u "
+		       "flush=%s\n",
+		       hp_wc_status_name(wc.status), (long long)((t1 - t0) / 1000), expected_ms,
+		       o.timeout, o.retry_cnt, flush);
+		if (!rc && strcmp(flush, "IBV_WC_WR_FLUSH_ERR"))
+			rc = 5;
+	}
+	memset(&qa, 0, sizeof(qa));
+	if (!ibv_query_qp(qp, &qa, IBV_QP_STATE, &ia))
+		printf("qp_state=%s\n", qa.qp_state == IBV_QPS_ERR ? "ERR" : "not-ERR");
+	if (rc == 3)
+		printf("fail: the SEND completed with %s, expected IBV_WC_RETRY_EXC_ERR\n",
+		       hp_wc_status_name(wc.status));
+	else if (rc == 5)
+		printf("fail: the second WQE was not flushed\n");
+	else
+		printf("ok\n");
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	close(sock);
+	return rc;
+}

@@ -71,6 +71,7 @@ int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd)
 				/* the counter cannot overflow with one event per arm */
 			}
 		}
+		return 1;
 	}
 	return 0;
 }

@@ -168,7 +168,10 @@ struct sof_srq_req {
 
 /* ---- queue pairs -------------------------------------------------------- */
 
-/* fds: [0] the QP memfd */
+/* fds: [0] the QP memfd, [1] its network send queue memfd
+ * (SOF_NSQ_SEG_LEN(sq_size, SOF_NWQE_STRIDE(sq_max_sge, sq_max_inline)));
+ * reply fds: [0] the connection's doorbell eventfd, written by the owner
+ * after posting to a network send queue */
 struct sof_create_qp_req {
 	uint32_t pd;
 	uint32_t qp_type;         /* enum ibv_qp_type */
@@ -178,6 +181,10 @@ struct sof_create_qp_req {
 	uint32_t rq_size;         /* ring entries, power of two; 0 with SRQ */
 	uint32_t rq_max_sge;
 	uint32_t sq_sig_all;
+	uint32_t sq_size;         /* network send ring entries, power of two */
+	uint32_t sq_max_sge;
+	uint32_t sq_max_inline;
+	uint32_t rsvd;
 };
 struct sof_create_qp_rep {
 	uint32_t qpn;
@@ -185,12 +192,35 @@ struct sof_create_qp_rep {
 	uint64_t gen;
 };
 /* The owner has validated the transition; the daemon records what it needs
- * for peer lookup and cleanup. */
+ * for peer lookup and cleanup, and the network transport what it needs to
+ * reach a peer on another host. Every field is the QP's value after the
+ * modify; attr_mask says which ones this modify set. */
 struct sof_modify_qp_req {
 	uint32_t qpn;
 	uint32_t state;           /* enum ibv_qp_state after the modify */
 	uint32_t dest_qpn;
 	uint32_t qkey;
+	uint32_t attr_mask;       /* enum ibv_qp_attr_mask */
+	uint32_t access;          /* qp_access_flags */
+	uint8_t dgid[16];         /* primary path (RC/UC) */
+	uint32_t flow_label;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t path_mtu;         /* enum ibv_mtu */
+	uint32_t sq_psn;
+	uint32_t rq_psn;
+	uint8_t timeout;          /* local ACK timeout: 4.096 us * 2^timeout */
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint16_t pkey_index;
+};
+struct sof_modify_qp_rep {
+	uint32_t net;             /* 1: sends go to the network send ring */
+	uint32_t rsvd;
 };
 struct sof_qp_req {
 	uint32_t qpn;
@@ -258,6 +288,25 @@ struct sof_notify_req {
 
 /* ---- status --------------------------------------------------------------- */
 
+/* Port counters of the network transport, shown by `softofed status` as
+ * "counters: NAME VALUE ..." and "drops: REASON VALUE ..." in this order
+ * (scripts parse those lines). The first drop reasons are those of
+ * enum roce_drop (transport/roce_wire.h), in the same order. */
+#define SOF_COUNTERS(X)                                                                  \
+	X(rx_packets) X(rx_bytes) X(tx_packets) X(tx_bytes) X(retransmits) X(nak_sent)  \
+	X(nak_rcvd) X(rnr_nak_sent) X(rnr_nak_rcvd) X(seq_err) X(timeouts) X(key_violations)
+#define SOF_DROPS(X)                                                                     \
+	X(short) X(version) X(opcode) X(payload) X(icrc) X(qpn) X(qp_state) X(qp_type)   \
+	X(pkey) X(qkey) X(src_addr) X(psn)
+
+#define SOF_ENUM_CNT(n) SOF_CNT_##n,
+#define SOF_ENUM_DROP(n) SOF_DROP_##n,
+enum sof_counter { SOF_COUNTERS(SOF_ENUM_CNT) SOF_CNT_NR };
+/* SOF_DROP_short == ROCE_DROP_SHORT - 1, and so on for the wire's reasons */
+enum sof_dropctr { SOF_DROPS(SOF_ENUM_DROP) SOF_DROP_NR };
+#undef SOF_ENUM_CNT
+#undef SOF_ENUM_DROP
+
 struct sof_status_rep {
 	uint32_t pid;
 	uint32_t contexts;
@@ -269,6 +318,8 @@ struct sof_status_rep {
 	uint32_t rsvd;
 	uint64_t uptime_ms;
 	struct sof_devinfo dev;
+	uint64_t counters[SOF_CNT_NR];
+	uint64_t drops[SOF_DROP_NR];
 };
 
 /* ---- asynchronous events ------------------------------------------------ */

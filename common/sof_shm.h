@@ -63,6 +63,55 @@ struct sof_qp_shm {
 };
 #define SOF_QP_RQ_OFF ((size_t)sizeof(struct sof_qp_shm))
 
+/* A send WQE in the network send ring, as the owner posted it; stride
+ * SOF_NWQE_STRIDE(max_sge, max_inline). Followed by num_sge struct sof_sge,
+ * or with IBV_SEND_INLINE by inline_len bytes of data. */
+struct sof_nwqe {
+	uint64_t wr_id;
+	uint32_t opcode;      /* enum ibv_wr_opcode */
+	uint32_t send_flags;  /* enum ibv_send_flags */
+	uint32_t imm_data;    /* network order */
+	uint32_t num_sge;
+	uint32_t inline_len;
+	uint32_t rkey;
+	uint64_t remote_addr;
+	uint64_t compare_add;
+	uint64_t swap;
+	/* UD: the destination (Q_Key already resolved against the QP's) */
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;
+	uint8_t dgid[16];
+	uint32_t flow_label;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t rsvd;
+	struct sof_sge sge[];
+};
+#define SOF_NWQE_STRIDE(max_sge, max_inline)                                            \
+	((uint32_t)((sizeof(struct sof_nwqe) +                                          \
+		     ((size_t)(max_sge) * sizeof(struct sof_sge) > (size_t)(max_inline)    \
+			  ? (size_t)(max_sge) * sizeof(struct sof_sge)                  \
+			  : (size_t)(max_inline)) +                                     \
+		     SOF_CACHELINE - 1) &                                               \
+		    ~(size_t)(SOF_CACHELINE - 1)))
+
+/* Network send queue segment of a QP: send WQEs the daemon's transport
+ * executes (every one of an RC/UC QP whose peer is on another host; UD
+ * sends to other hosts). A memfd of its own, mapped only by the owner and
+ * the daemon: executors of other processes map the QP segment, and must not
+ * be able to post work in the owner's name. */
+struct sof_nsq_shm {
+	/* tail: the owner's next entry; head: entries the daemon has taken
+	 * (copied) */
+	struct sof_ring_idx idx;
+	/* WQEs the daemon has completed or flushed: tail - done is what
+	 * occupies the send queue */
+	_Atomic uint32_t done SOF_ALIGNED;
+};
+#define SOF_NSQ_RING_OFF ((size_t)sizeof(struct sof_nsq_shm))
+#define SOF_NSQ_SEG_LEN(size, stride) (SOF_NSQ_RING_OFF + (size_t)(size) * (stride))
+
 struct sof_srq_shm {
 	_Atomic uint32_t limit;       /* armed limit, 0 = not armed */
 	_Atomic uint32_t error;
@@ -124,7 +173,9 @@ struct sof_cq_shm {
 #define SOF_CQ_SEG_SIZE (SOF_CQ_RING_OFF + (size_t)SOF_CQ_MAX_CQE * sizeof(struct sof_cqe))
 
 /* Push a completion into the CQ segment at shm (any process may; cqring.c).
- * cq_evfd is the CQ's channel eventfd or -1. Returns 0, -ENOSPC when the CQ
+ * cq_evfd is the CQ's channel eventfd or -1. Returns 0, 1 when the push
+ * consumed the CQ's arm (a completion event is due: written to cq_evfd when
+ * it is not -1, else the caller's to deliver), -ENOSPC when the CQ
  * overflowed (the overflow flag is set for the owner), -EINVAL when the
  * segment's size field is corrupt, -EBUSY when a resize never ends. */
 int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd);

@@ -42,6 +42,15 @@ void sof_close_fds(int *fds, int nfds);
 
 uint64_t sof_now_ns(void);
 
+/* Annex A17.4.5.1: the GRH area of a UD receive, for a datagram of paylen
+ * bytes from sgid to dgid: the IPv6 header, or 20 bytes of zero followed by
+ * the IPv4 header when both GIDs are IPv4-mapped (grh.c). */
+void sof_make_grh(uint8_t grh[40], const uint8_t *sgid, const uint8_t *dgid, uint8_t tclass,
+		  uint8_t hop_limit, uint32_t flow_label, uint32_t paylen);
+
+/* The minimum RNR NAK timer of code (0..31), in microseconds. */
+uint32_t sof_rnr_timer_us(uint32_t code);
+
 /* The smallest power of two >= v (v <= 2^31). */
 static inline uint32_t sof_roundup_pow2(uint32_t v)
 {

@@ -184,3 +184,15 @@ uint64_t sof_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+/* IBA 9.7.5.2.8, table 45: the RNR NAK timer field, in microseconds. */
+uint32_t sof_rnr_timer_us(uint32_t code)
+{
+	static const uint32_t us[32] = {
+		655360, 10,    20,    30,    40,    60,    80,     120,    160,    240,   320,
+		480,	640,   960,   1280,  1920,  2560,  3840,   5120,   7680,   10240, 15360,
+		20480,	30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+	};
+
+	return us[code & 31];
+}

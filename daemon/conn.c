@@ -90,6 +90,7 @@ void sofd_accept(void)
 		c->p.fd = fd;
 		c->id = ++sofd.next_conn_id;
 		c->async_fd = -1;
+		c->db_fd = -1;
 		c->pid = cr.pid;
 		c->uid = cr.uid;
 		c->gid = cr.gid;
@@ -120,6 +121,10 @@ void sofd_conn_close(struct sofd_conn *c, const char *why)
 	close(c->p.fd);
 	if (c->async_fd >= 0)
 		close(c->async_fd);
+	if (c->db_fd >= 0) {
+		epoll_ctl(sofd.epfd, EPOLL_CTL_DEL, c->db_fd, NULL);
+		close(c->db_fd);
+	}
 	if (c->ctx_id)
 		sofd.n.contexts--;
 	sofd_list_del(&c->link);

@@ -272,6 +272,11 @@ static void run_loop(void)
 			case SOFD_POLL_NETLINK:
 				sofd_device_netlink_event();
 				break;
+			case SOFD_POLL_DOORBELL:
+			case SOFD_POLL_NET:
+			case SOFD_POLL_TIMER:
+				sof_tp_event(p);
+				break;
 			}
 		}
 	}
@@ -346,6 +351,11 @@ int main(int argc, char **argv)
 		err = epoll_add(&sofd.sig);
 	if (!err && sofd.netlink.fd >= 0)
 		err = epoll_add(&sofd.netlink);
+	if (err)
+		goto fail;
+	sofd.doorbell.kind = SOFD_POLL_DOORBELL;
+	sofd.doorbell.fd = -1;
+	err = sof_tp_init(sofd.epfd);
 	if (err)
 		goto fail;
 	{

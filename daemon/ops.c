@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -39,6 +41,7 @@ static union {
 	struct sof_cq_rep cq;
 	struct sof_srq_rep srq;
 	struct sof_create_qp_rep qp;
+	struct sof_modify_qp_rep modify_qp;
 	struct sof_open_qp_rep open_qp;
 	struct sof_open_mr_rep open_mr;
 	struct sof_status_rep status;
@@ -302,7 +305,8 @@ static int op_create_cq(struct sofd_req *rq, struct sofd_rep *rp)
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;
-	cq->shm = map_header(rq->fds[0], SOF_CQ_RING_OFF);
+	/* the whole ring: the transport pushes completions */
+	cq->shm = map_header(rq->fds[0], SOF_CQ_SEG_SIZE);
 	if (!cq->shm) {
 		err = -EINVAL;
 		goto err_free;
@@ -330,7 +334,7 @@ static int op_create_cq(struct sofd_req *rq, struct sofd_rep *rp)
 	return 0;
 
 err_unmap:
-	munmap(cq->shm, SOF_CQ_RING_OFF);
+	munmap(cq->shm, SOF_CQ_SEG_SIZE);
 err_free:
 	free(cq);
 	return err;
@@ -396,9 +400,16 @@ static int op_create_srq(struct sofd_req *rq, struct sofd_rep *rp)
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return -ENOMEM;
+	/* the transport takes receive WQEs from it */
+	srq->shm_len = SOF_SRQ_RQ_OFF + (size_t)req->size * SOF_RWQE_STRIDE(req->max_sge);
+	srq->shm = map_header(rq->fds[0], srq->shm_len);
+	if (!srq->shm) {
+		err = -EINVAL;
+		goto err_free;
+	}
 	err = sofd_slot_alloc(&srq->slot, &srq->gen);
 	if (err)
-		goto err_free;
+		goto err_unmap;
 	srq->handle = sofd_new_handle(&sofd.srqs);
 	if (sof_hmap_put(&sofd.srqs, srq->handle, srq)) {
 		err = -ENOMEM;
@@ -421,6 +432,8 @@ static int op_create_srq(struct sofd_req *rq, struct sofd_rep *rp)
 
 err_slot:
 	sofd_slot_free(srq->slot);
+err_unmap:
+	munmap(srq->shm, srq->shm_len);
 err_free:
 	free(srq);
 	return err;
@@ -449,18 +462,49 @@ static struct sofd_qp *own_qp(struct sofd_conn *c, uint32_t qpn)
 	return qp && qp->owner == c ? qp : NULL;
 }
 
+/* The connection's doorbell: an eventfd the owner writes after posting to
+ * a network send queue, made with the first QP. 0 or -errno. */
+static int conn_doorbell(struct sofd_conn *c)
+{
+	/* Edge-triggered, never read: every write is one wake-up (the
+	 * counter cannot reach its limit at one per post), and every
+	 * connection's doorbell points at the same pollable, so an event of a
+	 * connection closed earlier in the same batch is harmless. */
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = &sofd.doorbell};
+	int fd;
+
+	if (c->db_fd >= 0)
+		return 0;
+	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (epoll_ctl(sofd.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	c->db_fd = fd;
+	return 0;
+}
+
 static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 {
 	const struct sof_create_qp_req *req = rq->data;
 	struct sofd_cq *scq, *rcq;
 	struct sofd_srq *srq = NULL;
+	size_t shm_len, nsq_len;
 	struct sofd_pd *pd;
 	struct sofd_qp *qp;
+	uint32_t sq_stride;
 	int err;
 
-	if (rq->nfds != 1)
+	if (rq->nfds != 2)
 		return -EINVAL;
 	if (req->qp_type != IBV_QPT_RC && req->qp_type != IBV_QPT_UC && req->qp_type != IBV_QPT_UD)
+		return -EINVAL;
+	if (!is_pow2(req->sq_size) || req->sq_size > SOFD_MAX_SQ ||
+	    req->sq_max_sge > SOFD_MAX_SGE || req->sq_max_inline > SOFD_MAX_INLINE)
 		return -EINVAL;
 	pd = own_pd(rq->c, req->pd);
 	scq = own_cq(rq->c, req->send_cq);
@@ -480,17 +524,34 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 		return -EINVAL;
 	if (rq->c->n.qps >= SOFD_CONN_MAX_QP)
 		return -ENOMEM;
-	err = sof_memfd_check(rq->fds[0], SOF_QP_RQ_OFF + (size_t)req->rq_size *
-							      SOF_RWQE_STRIDE(req->rq_max_sge));
+	shm_len = SOF_QP_RQ_OFF + (size_t)req->rq_size * SOF_RWQE_STRIDE(req->rq_max_sge);
+	sq_stride = SOF_NWQE_STRIDE(req->sq_max_sge, req->sq_max_inline);
+	nsq_len = SOF_NSQ_SEG_LEN(req->sq_size, sq_stride);
+	err = sof_memfd_check(rq->fds[0], shm_len);
+	if (!err)
+		err = sof_memfd_check(rq->fds[1], nsq_len);
+	if (err)
+		return err;
+	err = conn_doorbell(rq->c);
 	if (err)
 		return err;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	qp->shm = map_header(rq->fds[0], SOF_QP_RQ_OFF);
+	qp->nsq_fd = -1;
+	/* the whole segments: the transport takes receive WQEs from the
+	 * first and send WQEs from the second */
+	qp->shm_len = shm_len;
+	qp->shm = map_header(rq->fds[0], shm_len);
 	if (!qp->shm) {
 		err = -EINVAL;
 		goto err_free;
+	}
+	qp->nsq_len = nsq_len;
+	qp->nsq = map_header(rq->fds[1], nsq_len);
+	if (!qp->nsq) {
+		err = -EINVAL;
+		goto err_unmap;
 	}
 	err = sofd_slot_alloc(&qp->slot, &qp->gen);
 	if (err)
@@ -512,6 +573,12 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	qp->state = IBV_QPS_RESET;
 	qp->memfd = rq->fds[0];
 	rq->fds[0] = -1;
+	qp->nsq_fd = rq->fds[1];
+	rq->fds[1] = -1;
+	qp->sq_size = req->sq_size;
+	qp->sq_max_sge = req->sq_max_sge;
+	qp->sq_max_inline = req->sq_max_inline;
+	qp->sq_stride = sq_stride;
 	pd->users++;
 	scq->users++;
 	rcq->users++;
@@ -524,12 +591,15 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	rbuf.qp.slot = qp->slot;
 	rbuf.qp.gen = qp->gen;
 	rp->len = sizeof(rbuf.qp);
+	rep_fd(rp, rq->c->db_fd, false);
 	return 0;
 
 err_slot:
 	sofd_slot_free(qp->slot);
 err_unmap:
-	munmap(qp->shm, SOF_QP_RQ_OFF);
+	if (qp->nsq)
+		munmap(qp->nsq, qp->nsq_len);
+	munmap(qp->shm, qp->shm_len);
 err_free:
 	free(qp);
 	return err;
@@ -539,15 +609,22 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 {
 	const struct sof_modify_qp_req *req = rq->data;
 	struct sofd_qp *qp = own_qp(rq->c, req->qpn);
+	bool net = false;
+	int err;
 
-	(void)rp;
 	if (!qp)
 		return -ENOENT;
 	if (req->state > IBV_QPS_ERR || req->dest_qpn > 0xffffff)
 		return -EINVAL;
+	err = sof_tp_modify_qp(qp, req, &net);
+	if (err)
+		return err;
 	qp->state = req->state;
 	qp->dest_qpn = req->dest_qpn;
 	qp->qkey = req->qkey;
+	rbuf.modify_qp.net = net;
+	rbuf.modify_qp.rsvd = 0;
+	rp->len = sizeof(rbuf.modify_qp);
 	return 0;
 }
 
@@ -720,6 +797,8 @@ static int op_status(struct sofd_req *rq, struct sofd_rep *rp)
 	r->qps = sofd.n.qps;
 	r->uptime_ms = (sof_now_ns() - sofd.start_ns) / 1000000u;
 	r->dev = sofd.dev;
+	memcpy(r->counters, sofd.counters, sizeof(r->counters));
+	memcpy(r->drops, sofd.drops, sizeof(r->drops));
 	rp->len = sizeof(*r);
 	return 0;
 }
@@ -763,7 +842,7 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_DESTROY_CQ] = {op_destroy_cq, "DESTROY_CQ", sizeof(struct sof_cq_req), 0, true},
     [SOF_OP_CREATE_SRQ] = {op_create_srq, "CREATE_SRQ", sizeof(struct sof_create_srq_req), 1, true},
     [SOF_OP_DESTROY_SRQ] = {op_destroy_srq, "DESTROY_SRQ", sizeof(struct sof_srq_req), 0, true},
-    [SOF_OP_CREATE_QP] = {op_create_qp, "CREATE_QP", sizeof(struct sof_create_qp_req), 1, true},
+    [SOF_OP_CREATE_QP] = {op_create_qp, "CREATE_QP", sizeof(struct sof_create_qp_req), 2, true},
     [SOF_OP_MODIFY_QP] = {op_modify_qp, "MODIFY_QP", sizeof(struct sof_modify_qp_req), 0, true},
     [SOF_OP_DESTROY_QP] = {op_destroy_qp, "DESTROY_QP", sizeof(struct sof_qp_req), 0, true},
     [SOF_OP_OPEN_QP] = {op_open_qp, "OPEN_QP", sizeof(struct sof_qp_req), 0, true},
@@ -781,6 +860,7 @@ static union {
 	struct sof_hello_req hello;
 	struct sof_reg_mr_req reg_mr;
 	struct sof_create_qp_req create_qp;
+	struct sof_modify_qp_req modify_qp;
 	uint8_t bytes[sizeof(struct sof_reg_mr_req)];
 } qbuf;
 

@@ -177,6 +177,7 @@ void sofd_pd_release(struct sofd_pd *pd)
 
 void sofd_mr_release(struct sofd_mr *mr)
 {
+	sof_tp_mr_release(mr);
 	sof_hmap_del(&sofd.mrs, mr->key);
 	sofd_list_del(&mr->link);
 	sofd_slot_free(mr->slot);
@@ -192,7 +193,7 @@ void sofd_cq_release(struct sofd_cq *cq)
 	sof_hmap_del(&sofd.cqs, cq->handle);
 	sofd_list_del(&cq->link);
 	if (cq->shm)
-		munmap(cq->shm, SOF_CQ_RING_OFF);
+		munmap(cq->shm, SOF_CQ_SEG_SIZE);
 	close(cq->memfd);
 	if (cq->evfd >= 0)
 		close(cq->evfd);
@@ -206,6 +207,8 @@ void sofd_srq_release(struct sofd_srq *srq)
 	sof_hmap_del(&sofd.srqs, srq->handle);
 	sofd_list_del(&srq->link);
 	sofd_slot_free(srq->slot);
+	if (srq->shm)
+		munmap(srq->shm, srq->shm_len);
 	close(srq->memfd);
 	srq->pd->users--;
 	sofd.n.srqs--;
@@ -215,12 +218,17 @@ void sofd_srq_release(struct sofd_srq *srq)
 
 void sofd_qp_release(struct sofd_qp *qp)
 {
+	sof_tp_qp_release(qp);
 	sof_hmap_del(&sofd.qps, qp->qpn);
 	sofd_list_del(&qp->link);
 	sofd_slot_free(qp->slot);
 	if (qp->shm)
-		munmap(qp->shm, SOF_QP_RQ_OFF);
+		munmap(qp->shm, qp->shm_len);
 	close(qp->memfd);
+	if (qp->nsq)
+		munmap(qp->nsq, qp->nsq_len);
+	if (qp->nsq_fd >= 0)
+		close(qp->nsq_fd);
 	qp->pd->users--;
 	qp->send_cq->users--;
 	qp->recv_cq->users--;
@@ -248,7 +256,7 @@ void sofd_async_send(struct sofd_conn *c, uint32_t event_type, uint32_t handle)
  * descriptor's flags belong to the client (we cannot make it non-blocking),
  * so: write only when poll says there is room, and bound the write by a
  * timer in case the client filled the counter in between. */
-static void evfd_kick(int fd)
+void sofd_evfd_kick(int fd)
 {
 	struct pollfd pfd = {.fd = fd, .events = POLLOUT};
 	struct itimerval on = {.it_value = {.tv_usec = 100000}};
@@ -266,7 +274,7 @@ static void evfd_kick(int fd)
 
 /* Tell the owner of cq to look at its QPs: set attention and, when the CQ
  * is armed, consume the arm and fire its completion channel. */
-static void cq_attention(struct sofd_cq *cq)
+void sofd_cq_attention(struct sofd_cq *cq)
 {
 	uint32_t armed;
 
@@ -285,7 +293,7 @@ static void cq_attention(struct sofd_cq *cq)
 		return;
 	atomic_fetch_add_explicit(&cq->shm->event_pending, 1, memory_order_release);
 	if (cq->evfd >= 0)
-		evfd_kick(cq->evfd);
+		sofd_evfd_kick(cq->evfd);
 }
 
 /* The connected peer of qp has gone: the QP goes to ERROR (IBA 10.3.1:
@@ -297,9 +305,9 @@ static void peer_gone(struct sofd_qp *qp)
 		atomic_store_explicit(&qp->shm->peer_gone, 1, memory_order_release);
 	}
 	qp->state = IBV_QPS_ERR;
-	cq_attention(qp->recv_cq);
+	sofd_cq_attention(qp->recv_cq);
 	if (qp->send_cq != qp->recv_cq)
-		cq_attention(qp->send_cq);
+		sofd_cq_attention(qp->send_cq);
 	sofd_async_send(qp->owner, IBV_EVENT_QP_FATAL, qp->qpn);
 }
 
@@ -327,6 +335,9 @@ void sofd_release_all(struct sofd_conn *c)
 		if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC)
 			continue;
 		if (qp->state < IBV_QPS_RTR || qp->state > IBV_QPS_ERR)
+			continue;
+		/* a peer on another host has a QPN of that host */
+		if (qp->net)
 			continue;
 		peer = sof_hmap_get(&sofd.qps, qp->dest_qpn);
 		if (peer && peer->owner == c)

@@ -26,6 +26,8 @@
 #define SOFD_MAX_MR_LEN (1ull << 40) /* SOFV_MAX_MR_SIZE of the library */
 #define SOFD_MAX_RQ 32768u	     /* ring entries: 2 * max_qp_wr */
 #define SOFD_MAX_SGE 32u
+#define SOFD_MAX_SQ 16384u	     /* network send queue entries: max_qp_wr */
+#define SOFD_MAX_INLINE 1024u	     /* SOFV_MAX_INLINE of the library */
 
 /* ---- intrusive list: each connection lists the objects it owns ---------- */
 
@@ -72,6 +74,9 @@ enum sofd_pollkind {
 	SOFD_POLL_SIGNAL,
 	SOFD_POLL_CONN,
 	SOFD_POLL_NETLINK, /* address and link changes (device.c) */
+	SOFD_POLL_DOORBELL, /* a connection's doorbell eventfd (transport) */
+	SOFD_POLL_NET,	    /* a RoCEv2 UDP socket (transport) */
+	SOFD_POLL_TIMER,    /* the transport's timerfd */
 };
 
 struct sofd_pollable {
@@ -89,6 +94,7 @@ struct sofd_conn {
 	uid_t uid;
 	gid_t gid;
 	bool dead;	      /* closing: stop reading requests */
+	int db_fd;	      /* doorbell eventfd (-1 until the first QP) */
 	struct sofd_counts n; /* objects it holds */
 	struct sofd_link pds, mrs, cqs, srqs, qps;
 	struct sofd_link link; /* in sofd.conns */
@@ -115,6 +121,12 @@ struct sofd_mr {
 	uint64_t iova, addr, length, page_off;
 	struct sof_mr_run runs[SOF_MAX_MR_RUNS];
 	int fds[SOF_MAX_MR_RUNS];
+	/* The transport's mapping of the region (transport/mr.c), made on
+	 * first use: base is the byte at iova. */
+	void *map;
+	size_t map_len;
+	uint8_t *base;
+	bool map_rw;
 };
 
 struct sofd_cq {
@@ -125,7 +137,7 @@ struct sofd_cq {
 	uint32_t users; /* QPs using it as send or recv CQ */
 	int memfd;
 	int evfd;		/* completion channel eventfd, or -1 */
-	struct sof_cq_shm *shm; /* header, mapped RW */
+	struct sof_cq_shm *shm; /* the whole segment (SOF_CQ_SEG_SIZE), RW */
 };
 
 struct sofd_srq {
@@ -138,7 +150,11 @@ struct sofd_srq {
 	uint32_t users; /* QPs attached */
 	uint64_t gen;
 	int memfd;
+	struct sof_srq_shm *shm; /* the whole segment, RW */
+	size_t shm_len;
 };
+
+struct sof_tqp;
 
 struct sofd_qp {
 	struct sofd_link link;
@@ -155,8 +171,16 @@ struct sofd_qp {
 	uint32_t slot;
 	uint64_t gen;
 	int memfd;
-	struct sof_qp_shm *shm; /* header, mapped RW */
-	bool dying;		/* its connection is being released */
+	struct sof_qp_shm *shm; /* the whole segment (header, receive ring), RW */
+	size_t shm_len;
+	/* network send queue (owner and daemon only) */
+	int nsq_fd;
+	struct sof_nsq_shm *nsq;
+	size_t nsq_len;
+	uint32_t sq_size, sq_max_sge, sq_max_inline, sq_stride;
+	struct sof_tqp *t; /* transport state, or NULL (transport/) */
+	bool net;	   /* RC/UC whose peer is on another host */
+	bool dying;	   /* its connection is being released */
 };
 
 /* ---- the daemon's global state ---------------------------------------------- */
@@ -171,11 +195,14 @@ struct sofd {
 	struct sofd_pollable sig;
 	/* address and link changes (device.c); fd -1 when not followed */
 	struct sofd_pollable netlink;
+	struct sofd_pollable doorbell; /* every connection's doorbell (fd -1) */
 	int spare_fd; /* reserved fd to shed connections at EMFILE */
 	struct sofd_link conns;
 	uint32_t next_conn_id, next_ctx_id, next_handle;
 	struct sofd_counts n;
 	struct sof_devinfo dev;
+	uint64_t counters[SOF_CNT_NR]; /* network transport, sof_proto.h */
+	uint64_t drops[SOF_DROP_NR];
 
 	/* registry */
 	struct sof_hmap pds;  /* handle -> struct sofd_pd */
@@ -284,5 +311,23 @@ void sofd_release_all(struct sofd_conn *c);
 /* Send one asynchronous event to c's event socket; dropped when the socket
  * is full or gone. */
 void sofd_async_send(struct sofd_conn *c, uint32_t event_type, uint32_t handle);
+/* Add 1 to a client's eventfd without ever blocking the daemon. */
+void sofd_evfd_kick(int fd);
+/* Tell the owner of cq to look at its QPs (attention flag, arm, event). */
+void sofd_cq_attention(struct sofd_cq *cq);
+
+/* ---- the network transport (transport/) ------------------------------------- */
+
+/* Open the RoCEv2 sockets and the timer and add them to epfd. 0 or -errno. */
+int sof_tp_init(int epfd);
+/* Readiness of a transport pollable (socket, timer, doorbell). */
+void sof_tp_event(struct sofd_pollable *p);
+/* A QP was modified (req validated by ops.c): update the transport state.
+ * *net is set when the QP's sends go to the network send queue.
+ * 0 or -errno. */
+int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bool *net);
+/* The QP, MR or connection goes away: drop what the transport holds of it. */
+void sof_tp_qp_release(struct sofd_qp *qp);
+void sof_tp_mr_release(struct sofd_mr *mr);
 
 #endif

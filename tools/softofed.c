@@ -401,6 +401,24 @@ static const char *port_state_name(uint32_t s)
 
 static unsigned mtu_bytes(uint32_t m) { return m >= 1 && m <= 5 ? 128u << m : 0; }
 
+/* The network transport's port counters, one line each for counters and
+ * drop reasons, as name/value pairs in the order of sof_proto.h. */
+static void print_counters(const struct sof_status_rep *st)
+{
+#define SOF_NAME(n) #n,
+	static const char *const cnames[SOF_CNT_NR] = {SOF_COUNTERS(SOF_NAME)};
+	static const char *const dnames[SOF_DROP_NR] = {SOF_DROPS(SOF_NAME)};
+#undef SOF_NAME
+
+	printf("counters:");
+	for (int i = 0; i < SOF_CNT_NR; i++)
+		printf(" %s %llu", cnames[i], (unsigned long long)st->counters[i]);
+	printf("\ndrops:");
+	for (int i = 0; i < SOF_DROP_NR; i++)
+		printf(" %s %llu", dnames[i], (unsigned long long)st->drops[i]);
+	printf("\n");
+}
+
 static int cmd_status(void)
 {
 	struct sof_netdevs_rep nd;
@@ -436,6 +454,7 @@ static int cmd_status(void)
 	}
 	printf("resources: contexts %u pds %u mrs %u cqs %u srqs %u qps %u\n", st.contexts, st.pds,
 	       st.mrs, st.cqs, st.srqs, st.qps);
+	print_counters(&st);
 	err = get_netdevs(&nd);
 	if (err) {
 		fprintf(stderr, "softofed: status: interfaces: %s\n", strerror(-err));

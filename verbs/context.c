@@ -231,6 +231,7 @@ SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 	s->ctx_id = rep.ctx_id;
 	s->dev = rep.dev;
+	atomic_init(&s->doorbell, -1);
 	s->objtab = tab;
 	s->gidtab = (const struct sof_gid_shm *)((const char *)tab + SOF_OBJTAB_GID_OFF);
 	pthread_mutex_init(&s->rpc_lock, NULL);
@@ -276,6 +277,8 @@ SOFV_EXPORT int ibv_close_device(struct ibv_context *context)
 	sof_hmap_free(&s->srqs);
 	munmap((void *)s->objtab, SOF_OBJTAB_MAP_SIZE);
 	close(context->async_fd);
+	if (atomic_load(&s->doorbell) >= 0)
+		close(atomic_load(&s->doorbell));
 	close(s->sock);
 	pthread_mutex_destroy(&context->mutex);
 	pthread_rwlock_destroy(&s->obj_lock);

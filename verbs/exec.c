@@ -545,75 +545,7 @@ static void rqp_fail(struct sofv_context *ctx, struct sofv_rqp *r, uint32_t noti
 		sofv_notify(ctx, notify, r->qpn);
 }
 
-/* ---- GRH of a UD receive (RoCEv2: IP header in the 40-byte GRH area) ------- */
-
-static bool gid_is_v4(const uint8_t *g)
-{
-	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	return !memcmp(g, pfx, sizeof(pfx));
-}
-
-static uint16_t ip_csum(const uint8_t *h, int len)
-{
-	uint32_t sum = 0;
-
-	for (int i = 0; i < len; i += 2)
-		sum += (uint32_t)(h[i] << 8 | h[i + 1]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
-/* Annex A17.4.5.1: for RoCEv2 the first 40 bytes of a UD receive hold the
- * IPv6 header, or 20 bytes of zero followed by the IPv4 header. */
-static void make_grh(uint8_t grh[40], const uint8_t *sgid, const uint8_t *dgid,
-		     uint8_t tclass, uint8_t hop_limit, uint32_t flow_label, uint32_t paylen)
-{
-	/* UDP + BTH + DETH + payload + ICRC */
-	uint32_t l4 = 8 + 12 + 8 + paylen + 4;
-
-	memset(grh, 0, 40);
-	if (gid_is_v4(sgid) && gid_is_v4(dgid)) {
-		uint8_t *ip = grh + 20;
-		uint16_t tot = (uint16_t)(20 + l4), c;
-
-		ip[0] = 0x45;
-		ip[1] = tclass;
-		ip[2] = (uint8_t)(tot >> 8);
-		ip[3] = (uint8_t)tot;
-		ip[6] = 0x40; /* don't fragment */
-		ip[8] = hop_limit ? hop_limit : 64;
-		ip[9] = IPPROTO_UDP;
-		memcpy(ip + 12, sgid + 12, 4);
-		memcpy(ip + 16, dgid + 12, 4);
-		c = ip_csum(ip, 20);
-		ip[10] = (uint8_t)(c >> 8);
-		ip[11] = (uint8_t)c;
-	} else {
-		uint32_t w = 6u << 28 | (uint32_t)tclass << 20 | (flow_label & 0xfffff);
-
-		grh[0] = (uint8_t)(w >> 24);
-		grh[1] = (uint8_t)(w >> 16);
-		grh[2] = (uint8_t)(w >> 8);
-		grh[3] = (uint8_t)w;
-		grh[4] = (uint8_t)(l4 >> 8);
-		grh[5] = (uint8_t)l4;
-		grh[6] = IPPROTO_UDP;
-		grh[7] = hop_limit ? hop_limit : 64;
-		memcpy(grh + 8, sgid, 16);
-		memcpy(grh + 24, dgid, 16);
-	}
-}
-
 /* ---- timers ---------------------------------------------------------------- */
-
-/* IBA 9.7.5.2.8, table 45: the minimum RNR NAK timer field, in µs. */
-static const uint32_t rnr_timer_us[32] = {
-	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920,
-	2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920,
-	122880, 163840, 245760, 327680, 491520,
-};
 
 /* IBA 9.7.6.1.3: local ACK timeout = 4.096 µs * 2^timeout; 0 = infinite. */
 static uint64_t ack_timeout_ns(uint8_t timeout)
@@ -713,8 +645,8 @@ static enum exec_res no_response(struct sofv_qp *qp, struct sofv_swqe *w)
 static enum exec_res rnr(struct sofv_qp *qp, struct sofv_swqe *w, struct sofv_rqp *r)
 {
 	uint64_t now = sof_now_ns();
-	uint32_t code = atomic_load_explicit(&r->shm->min_rnr_timer, memory_order_relaxed) & 31;
-	uint64_t delay = (uint64_t)rnr_timer_us[code] * 1000;
+	uint32_t code = atomic_load_explicit(&r->shm->min_rnr_timer, memory_order_relaxed);
+	uint64_t delay = (uint64_t)sof_rnr_timer_us(code) * 1000;
 
 	if (w->wait != SOFV_WAIT_RNR) {
 		w->wait = SOFV_WAIT_RNR;
@@ -788,8 +720,8 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp,
 			struct sof_gid_entry sg = {0};
 
 			(void)sofv_gid_read(ctx, gr->sgid_index, &sg); /* as it is now */
-			make_grh(g, sg.gid, gr->dgid.raw, gr->traffic_class, gr->hop_limit,
-				 gr->flow_label, (uint32_t)src->total);
+			sof_make_grh(g, sg.gid, gr->dgid.raw, gr->traffic_class, gr->hop_limit,
+				     gr->flow_label, (uint32_t)src->total);
 			sg_write(&dst, 0, g, 40);
 			c.wc_flags |= IBV_WC_GRH;
 		}
@@ -1030,13 +962,19 @@ static enum exec_res exec_ud(struct sofv_qp *qp, struct sofv_swqe *w)
 	struct sglist src;
 	uint32_t qkey;
 
+	/* Another host: the daemon's transport sends it and completes it. */
+	if (w->ah && !gid_local(ctx, &w->ah->attr.grh.dgid))
+		return sofv_net_post(qp, w) ? EXEC_WAIT : EXEC_DONE;
+	/* Send completions stay in order behind those the daemon owes. */
+	if (sofv_net_outstanding(qp))
+		return EXEC_WAIT;
 	if (local_sgl(qp, w, 0, &src))
 		return fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
 	if (src.total > mtu_bytes)
 		return fail_wqe(qp, w, IBV_WC_LOC_LEN_ERR);
 	/* IBA 10.2.5: a Q_Key with the high bit set means "use the QP's" */
 	qkey = (w->remote_qkey & 0x80000000u) ? qp->attr.qkey : w->remote_qkey;
-	if (!w->ah || !gid_local(ctx, &w->ah->attr.grh.dgid))
+	if (!w->ah)
 		goto done;
 	r = rqp_get(ctx, w->remote_qpn);
 	if (!r)
@@ -1159,6 +1097,10 @@ void sofv_exec_progress(struct sofv_qp *qp)
 int sofv_exec_post(struct sofv_qp *qp, const struct sofv_swqe *wqe)
 {
 	struct sofv_swqe *w;
+
+	/* RC/UC to another host: every WQE is the daemon's. */
+	if (qp->net)
+		return sofv_net_post(qp, wqe);
 
 	if (qp->sq_head == qp->sq_tail) {
 		struct sofv_swqe tmp = *wqe;

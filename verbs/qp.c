@@ -61,10 +61,6 @@ static int qp_check_init_attr(struct ibv_context *ctx, const struct ibv_qp_init_
 	return 0;
 }
 
-static size_t qp_seg_len(uint32_t rq_size, uint32_t max_sge)
-{
-	return SOF_QP_RQ_OFF + (size_t)rq_size * SOF_RWQE_STRIDE(max_sge);
-}
 
 static void qp_free(struct sofv_qp *qp)
 {
@@ -72,6 +68,10 @@ static void qp_free(struct sofv_qp *qp)
 		munmap(qp->shm, qp->shm_len);
 	if (qp->memfd >= 0)
 		close(qp->memfd);
+	if (qp->nsq)
+		munmap(qp->nsq, qp->nsq_len);
+	if (qp->nsq_fd >= 0)
+		close(qp->nsq_fd);
 	free(qp->sq);
 	free(qp->inline_area);
 	free(qp->wr_list);
@@ -86,7 +86,7 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	struct ibv_qp *ib;
 	struct sofv_qp *qp;
 	uint32_t rq_sge;
-	int err;
+	int err, dbfd = -1, ndb = 1, fds[2];
 	void *p;
 
 	err = qp_check_init_attr(ctx, attr);
@@ -98,6 +98,7 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 		goto err_out;
 	}
 	qp->memfd = -1;
+	qp->nsq_fd = -1;
 	qp->pd = to_spd(attr->pd);
 	qp->scq = to_scq(attr->send_cq);
 	qp->rcq = to_scq(attr->recv_cq);
@@ -127,7 +128,24 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 		qp->cap.max_recv_wr = qp->rq_size;
 		qp->cap.max_recv_sge = rq_sge;
 	}
-	qp->shm_len = qp_seg_len(qp->rq_size, rq_sge);
+	/* Network send queue: as deep as the send queue, a memfd of its own. */
+	qp->nsq_stride = SOF_NWQE_STRIDE(qp->cap.max_send_sge, qp->cap.max_inline_data);
+	qp->nsq_len = SOF_NSQ_SEG_LEN(qp->sq_size, qp->nsq_stride);
+	qp->nsq_fd = sof_memfd_create("softofed-nsq", qp->nsq_len);
+	if (qp->nsq_fd < 0) {
+		err = -qp->nsq_fd;
+		qp->nsq_fd = -1;
+		goto err_free;
+	}
+	p = mmap(NULL, qp->nsq_len, PROT_READ | PROT_WRITE, MAP_SHARED, qp->nsq_fd, 0);
+	if (p == MAP_FAILED) {
+		err = errno;
+		goto err_free;
+	}
+	qp->nsq = p;
+	qp->nsq_ring = (uint8_t *)p + SOF_NSQ_RING_OFF;
+
+	qp->shm_len = SOF_QP_RQ_OFF + (size_t)qp->rq_size * SOF_RWQE_STRIDE(rq_sge);
 	qp->memfd = sof_memfd_create("softofed-qp", qp->shm_len);
 	if (qp->memfd < 0) {
 		err = -qp->memfd;
@@ -152,10 +170,22 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	req.rq_size = qp->rq_size;
 	req.rq_max_sge = rq_sge;
 	req.sq_sig_all = qp->sq_sig_all;
-	err = -sofv_rpc(s, SOF_OP_CREATE_QP, &req, sizeof(req), &qp->memfd, 1, &rep, sizeof(rep),
-			NULL, NULL);
+	req.sq_size = qp->sq_size;
+	req.sq_max_sge = qp->cap.max_send_sge;
+	req.sq_max_inline = qp->cap.max_inline_data;
+	fds[0] = qp->memfd;
+	fds[1] = qp->nsq_fd;
+	err = -sofv_rpc(s, SOF_OP_CREATE_QP, &req, sizeof(req), fds, 2, &rep, sizeof(rep), &dbfd,
+			&ndb);
 	if (err)
 		goto err_free;
+	/* The connection's doorbell comes with every QP; keep the first. */
+	if (ndb == 1) {
+		int none = -1;
+
+		if (!atomic_compare_exchange_strong(&s->doorbell, &none, dbfd))
+			close(dbfd);
+	}
 	qp->qpn = rep.qpn;
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
@@ -348,6 +378,71 @@ static void apply_attr(struct sofv_qp *qp, const struct ibv_qp_attr *a, int mask
 		q->en_sqd_async_notify = a->en_sqd_async_notify;
 }
 
+/* The daemon's view of the QP after a modify: the attributes as they will
+ * be once attr (attr_mask) is applied. Caller holds qp->sq_lock. */
+static void modify_req(const struct sofv_qp *qp, const struct ibv_qp_attr *attr, int attr_mask,
+		       enum ibv_qp_state next, struct sof_modify_qp_req *req)
+{
+	struct ibv_qp_attr a = qp->attr;
+	struct ibv_ah_attr ah = qp->ah;
+
+	if (next == IBV_QPS_RESET) {
+		memset(&a, 0, sizeof(a));
+		memset(&ah, 0, sizeof(ah));
+	}
+	if (attr_mask & IBV_QP_QKEY)
+		a.qkey = attr->qkey;
+	if (attr_mask & IBV_QP_ACCESS_FLAGS)
+		a.qp_access_flags = attr->qp_access_flags;
+	if (attr_mask & IBV_QP_AV)
+		ah = attr->ah_attr;
+	if (attr_mask & IBV_QP_PATH_MTU)
+		a.path_mtu = attr->path_mtu;
+	if (attr_mask & IBV_QP_DEST_QPN)
+		a.dest_qp_num = attr->dest_qp_num;
+	if (attr_mask & IBV_QP_RQ_PSN)
+		a.rq_psn = attr->rq_psn & 0xffffff;
+	if (attr_mask & IBV_QP_SQ_PSN)
+		a.sq_psn = attr->sq_psn & 0xffffff;
+	if (attr_mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		a.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (attr_mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		a.max_rd_atomic = attr->max_rd_atomic;
+	if (attr_mask & IBV_QP_MIN_RNR_TIMER)
+		a.min_rnr_timer = attr->min_rnr_timer;
+	if (attr_mask & IBV_QP_TIMEOUT)
+		a.timeout = attr->timeout;
+	if (attr_mask & IBV_QP_RETRY_CNT)
+		a.retry_cnt = attr->retry_cnt;
+	if (attr_mask & IBV_QP_RNR_RETRY)
+		a.rnr_retry = attr->rnr_retry;
+	if (attr_mask & IBV_QP_PKEY_INDEX)
+		a.pkey_index = attr->pkey_index;
+
+	memset(req, 0, sizeof(*req));
+	req->qpn = qp->qpn;
+	req->state = next;
+	req->dest_qpn = a.dest_qp_num;
+	req->qkey = a.qkey;
+	req->attr_mask = (uint32_t)attr_mask;
+	req->access = a.qp_access_flags;
+	memcpy(req->dgid, ah.grh.dgid.raw, 16);
+	req->flow_label = ah.grh.flow_label;
+	req->sgid_index = ah.grh.sgid_index;
+	req->hop_limit = ah.grh.hop_limit;
+	req->traffic_class = ah.grh.traffic_class;
+	req->path_mtu = (uint8_t)a.path_mtu;
+	req->sq_psn = a.sq_psn;
+	req->rq_psn = a.rq_psn;
+	req->timeout = a.timeout;
+	req->retry_cnt = a.retry_cnt;
+	req->rnr_retry = a.rnr_retry;
+	req->min_rnr_timer = a.min_rnr_timer;
+	req->max_rd_atomic = a.max_rd_atomic;
+	req->max_dest_rd_atomic = a.max_dest_rd_atomic;
+	req->pkey_index = a.pkey_index;
+}
+
 /* IBA 10.3.1: RESET discards every WQE without completing it and returns
  * the attributes to their initial values. Caller holds qp->sq_lock. */
 static void qp_reset(struct sofv_qp *qp)
@@ -377,6 +472,7 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 {
 	struct sofv_context *s;
 	struct sof_modify_qp_req req;
+	struct sof_modify_qp_rep rep;
 	enum ibv_qp_state cur, next;
 	struct sofv_qp *qp;
 	int err;
@@ -401,20 +497,14 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	if (err)
 		goto out;
 
-	memset(&req, 0, sizeof(req));
-	req.qpn = qp->qpn;
-	req.state = next;
-	req.dest_qpn = (attr_mask & IBV_QP_DEST_QPN) ? attr->dest_qp_num
-		       : next == IBV_QPS_RESET	     ? 0
-						     : qp->attr.dest_qp_num;
-	req.qkey = (attr_mask & IBV_QP_QKEY) ? attr->qkey : qp->attr.qkey;
-	/* Only state changes and what peers look up concern the daemon. */
-	if (next != cur || (attr_mask & (IBV_QP_DEST_QPN | IBV_QP_QKEY))) {
-		err =
-		    -sofv_rpc(s, SOF_OP_MODIFY_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
-		if (err)
-			goto out;
-	}
+	/* The daemon learns every modify: peers look QPs up there, and its
+	 * network transport serves QPs whose peer is on another host. */
+	modify_req(qp, attr, attr_mask, next, &req);
+	err = -sofv_rpc(s, SOF_OP_MODIFY_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL,
+			NULL);
+	if (err)
+		goto out;
+	qp->net = rep.net != 0;
 
 	if (next == IBV_QPS_RESET) {
 		qp_reset(qp);

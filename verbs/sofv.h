@@ -90,6 +90,11 @@ struct sofv_context {
 	 * whether the loss of the daemon was reported as IBV_EVENT_DEVICE_FATAL. */
 	_Atomic uint32_t async_gets, async_acks;
 	_Atomic bool async_fatal;
+
+	/* The connection's doorbell eventfd (wakes the daemon's network
+	 * transport after posting to a network send ring); -1 until the
+	 * first QP is created. */
+	_Atomic int doorbell;
 };
 
 static inline struct sofv_context *to_sctx(struct ibv_context *ctx)
@@ -277,6 +282,16 @@ struct sofv_qp {
 
 	/* On the context's progress list (exec.c), under ctx->prog_lock. */
 	bool on_prog;
+
+	/* Network send ring in the segment (netpost.c), under sq_lock. net:
+	 * the daemon said the RC/UC peer is on another host, so every send
+	 * WQE goes there. */
+	int nsq_fd;
+	struct sof_nsq_shm *nsq;
+	size_t nsq_len;
+	uint8_t *nsq_ring;
+	uint32_t nsq_stride;
+	bool net;
 };
 
 static inline struct sofv_qp *to_sqp(struct ibv_qp *qp)
@@ -333,6 +348,13 @@ void sofv_qp_ex_init(struct sofv_qp *qp, uint64_t send_ops_flags);
  * Caller holds qp->sq_lock. Returns 0 or a positive errno for the
  * immediate-failure cases of ibv_post_send. */
 int sofv_exec_post(struct sofv_qp *qp, const struct sofv_swqe *wqe);
+/* netpost.c: hand a validated WQE to the daemon's network transport (RC/UC
+ * QPs with qp->net, UD sends to other hosts). Caller holds qp->sq_lock.
+ * 0 or ENOMEM when the send queue is full. */
+int sofv_net_post(struct sofv_qp *qp, const struct sofv_swqe *wqe);
+/* Send WQEs handed to the daemon and not completed yet. */
+uint32_t sofv_net_outstanding(const struct sofv_qp *qp);
+
 /* Run deferred WQEs and flushes of a QP; caller holds qp->sq_lock. */
 void sofv_exec_progress(struct sofv_qp *qp);
 

@@ -1,0 +1,338 @@
+/*
+ * The completer (IBA 9.7.5.1, 9.7.5.2): what comes back to a requester.
+ * ACKs retire every WQE whose packets they cover (they coalesce: an ACK of
+ * PSN n acknowledges everything up to n); an RNR NAK makes the requester
+ * wait the responder's timer and send again, rnr_retry times (7: for ever);
+ * a sequence-error NAK makes it go back to the PSN named; the other NAKs
+ * fail the WQE with the matching status and move the QP to ERROR. READ
+ * responses are written into the WQE's local buffers in PSN order; an
+ * atomic ACK brings the original value. Completions go into the send CQ in
+ * WQE order; a failed WQE always completes, signaled or not, and after it
+ * every WQE still queued is flushed (IBA 10.3.1).
+ */
+#include "tport.h"
+
+static bool is_rd_atomic(uint32_t op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static enum ibv_wc_opcode wc_opcode(uint32_t op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+static void push_cqe(struct sofd_cq *cq, const struct sof_cqe *c)
+{
+	if (sof_cq_push(cq->shm, c, -1) == 1 && cq->evfd >= 0)
+		sofd_evfd_kick(cq->evfd);
+}
+
+void tp_comp_wqe(struct sof_tqp *t, int status)
+{
+	struct sofd_qp *qp = t->qp;
+	struct tp_swqe *w = &t->wq[t->wq_head & (qp->sq_size - 1)];
+
+	if (status != IBV_WC_SUCCESS || (w->send_flags & IBV_SEND_SIGNALED)) {
+		struct sof_cqe c;
+
+		memset(&c, 0, sizeof(c));
+		c.wr_id = w->wr_id;
+		c.status = (uint8_t)status;
+		c.opcode = (uint8_t)wc_opcode(w->opcode);
+		c.byte_len = status == IBV_WC_SUCCESS ? (uint32_t)w->len : 0;
+		c.qp_num = qp->qpn;
+		push_cqe(qp->send_cq, &c);
+	}
+	if (is_rd_atomic(w->opcode) && w->state != TP_W_NEW && t->rd_out)
+		t->rd_out--;
+	t->wq_head++;
+	if ((int32_t)(t->wq_send - t->wq_head) < 0)
+		t->wq_send = t->wq_head;
+	atomic_store_explicit(&qp->nsq->done, t->wq_head, memory_order_release);
+}
+
+void tp_flush(struct sof_tqp *t)
+{
+	struct sofd_qp *qp = t->qp;
+
+	for (;;) {
+		uint32_t tail = atomic_load_explicit(&qp->nsq->idx.tail, memory_order_acquire);
+
+		while (t->wq_head != t->wq_tail) {
+			t->wq[t->wq_head & (qp->sq_size - 1)].send_flags = 0;
+			tp_comp_wqe(t, IBV_WC_WR_FLUSH_ERR);
+		}
+		if (tail == t->wq_tail || tail - t->wq_tail > qp->sq_size)
+			break;
+		/* posted but not taken: they flush too, with their wr_id */
+		while (t->wq_tail != tail) {
+			const struct sof_nwqe *e =
+			    (const struct sof_nwqe *)((const uint8_t *)qp->nsq + SOF_NSQ_RING_OFF +
+						      (size_t)(t->wq_tail & (qp->sq_size - 1)) *
+							  qp->sq_stride);
+			struct tp_swqe *w = &t->wq[t->wq_tail & (qp->sq_size - 1)];
+
+			memset(w, 0, sizeof(*w));
+			w->wr_id = e->wr_id;
+			w->opcode = e->opcode;
+			t->wq_tail++;
+		}
+		atomic_store_explicit(&qp->nsq->idx.head, t->wq_tail, memory_order_release);
+	}
+	t->wq_send = t->wq_head;
+	t->rd_out = 0;
+	t->timer_ns = t->rnr_ns = 0;
+}
+
+void tp_qp_error(struct sof_tqp *t, uint32_t event)
+{
+	struct sofd_qp *qp = t->qp;
+
+	atomic_store_explicit(&qp->shm->state, IBV_QPS_ERR, memory_order_release);
+	qp->state = IBV_QPS_ERR;
+	t->state = IBV_QPS_ERR;
+	t->in_msg = 0;
+	t->rcv_active = false;
+	tp_flush(t);
+	/* the owner flushes its receive queue and sees the new state */
+	sofd_cq_attention(qp->recv_cq);
+	if (qp->send_cq != qp->recv_cq)
+		sofd_cq_attention(qp->send_cq);
+	if (event)
+		sofd_async_send(qp->owner, event, qp->qpn);
+}
+
+/* The requester made progress: its retry counters start over and the
+ * transport timer runs from now (IBA 9.7.6.1.3). */
+static void progress_made(struct sof_tqp *t)
+{
+	t->retry_left = t->retry_cnt;
+	t->rnr_left = t->rnr_retry;
+	t->timer_ns = 0;
+	if (t->wq_head != t->wq_send && t->timeout)
+		t->timer_ns = sof_now_ns() + (4096ull << (t->timeout > 31 ? 31 : t->timeout));
+}
+
+/* Every packet up to and including PSN a is acknowledged. Retires the WQEs
+ * it covers. A READ or atomic covered by it whose response is missing had
+ * its response lost: it is asked again (IBA 9.7.5.1.2's implied NAK).
+ * Returns false for an ACK of nothing we sent. */
+static bool ack_upto(struct sof_tqp *t, uint32_t a)
+{
+	uint32_t mask = t->qp->sq_size - 1;
+
+	/* a must lie in [una - 1, psn - 1] */
+	if (roce_psn_diff(a, (t->psn - 1) & ROCE_PSN_MASK) > 0 ||
+	    roce_psn_diff(a, (t->una_psn - 1) & ROCE_PSN_MASK) < 0)
+		return false;
+	while (t->wq_head != t->wq_send) {
+		struct tp_swqe *w = &t->wq[t->wq_head & mask];
+		uint32_t last = (w->first_psn + w->npkts - 1) & ROCE_PSN_MASK;
+
+		if (w->state == TP_W_NEW || roce_psn_diff(a, w->first_psn) < 0)
+			break;
+		if (is_rd_atomic(w->opcode)) {
+			/* covered, but its answer never came */
+			tp_req_rewind(t, (w->first_psn + (uint32_t)(w->read_got / t->mtu)) &
+					     ROCE_PSN_MASK);
+			break;
+		}
+		if (roce_psn_diff(last, a) > 0 || w->state != TP_W_SENT)
+			break;
+		tp_comp_wqe(t, IBV_WC_SUCCESS);
+	}
+	if (roce_psn_diff((a + 1) & ROCE_PSN_MASK, t->una_psn) > 0) {
+		t->una_psn = (a + 1) & ROCE_PSN_MASK;
+		progress_made(t);
+	}
+	return true;
+}
+
+/* The oldest WQE, when it is the READ or atomic that PSN p answers. */
+static struct tp_swqe *answered(struct sof_tqp *t, uint32_t p, bool read)
+{
+	struct tp_swqe *w;
+
+	/* the response acknowledges everything before its request */
+	while (t->wq_head != t->wq_send) {
+		w = &t->wq[t->wq_head & (t->qp->sq_size - 1)];
+		if (is_rd_atomic(w->opcode) || w->state != TP_W_SENT ||
+		    roce_psn_diff((w->first_psn + w->npkts - 1) & ROCE_PSN_MASK, p) >= 0)
+			break;
+		tp_comp_wqe(t, IBV_WC_SUCCESS);
+	}
+	if (t->wq_head == t->wq_send)
+		return NULL;
+	w = &t->wq[t->wq_head & (t->qp->sq_size - 1)];
+	if (w->state == TP_W_NEW || (w->opcode == IBV_WR_RDMA_READ) != read ||
+	    !is_rd_atomic(w->opcode))
+		return NULL;
+	if (roce_psn_diff(p, w->first_psn) < 0 || roce_psn_diff(p, w->first_psn) >= (int)w->npkts)
+		return NULL;
+	return w;
+}
+
+static void read_response(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+			  uint32_t paylen)
+{
+	uint8_t op = h->opcode & ~ROCE_SVC_MASK;
+	struct tp_swqe *w = answered(t, h->psn, true);
+	uint32_t expect;
+	bool last = op == ROCE_READ_RESP_LAST || op == ROCE_READ_RESP_ONLY;
+	int err;
+
+	if (!w) {
+		tp_drop(SOF_DROP_psn);
+		return;
+	}
+	expect = (w->first_psn + (uint32_t)(w->read_got / t->mtu)) & ROCE_PSN_MASK;
+	if (h->psn != expect) {
+		if (roce_psn_diff(h->psn, expect) > 0) {
+			/* a response was lost: ask for the rest again */
+			tp_req_rewind(t, expect);
+			tp_req_progress(t);
+		}
+		tp_drop(SOF_DROP_psn);
+		return;
+	}
+	/* IBA 9.7.5.1.3: every response but the last carries a full MTU */
+	if ((!last && (paylen != t->mtu || w->read_got + paylen >= w->len)) ||
+	    (last && w->read_got + paylen != w->len)) {
+		tp_drop(SOF_DROP_payload);
+		return;
+	}
+	err = tp_sgl_copy(t->qp, w->sge, w->num_sge, w->read_got, (uint8_t *)payload, paylen, true);
+	if (err) {
+		tp_comp_wqe(t, IBV_WC_LOC_PROT_ERR);
+		tp_qp_error(t, 0);
+		return;
+	}
+	w->read_got += paylen;
+	t->una_psn = (h->psn + 1) & ROCE_PSN_MASK;
+	progress_made(t);
+	if (last) {
+		tp_comp_wqe(t, IBV_WC_SUCCESS);
+		progress_made(t);
+		tp_req_progress(t);
+	}
+}
+
+static void atomic_ack(struct sof_tqp *t, const struct roce_hdr *h)
+{
+	struct tp_swqe *w = answered(t, h->psn, false);
+	uint64_t orig = h->orig;
+
+	if (!w) {
+		tp_drop(SOF_DROP_psn);
+		return;
+	}
+	if (tp_sgl_copy(t->qp, w->sge, w->num_sge, 0, (uint8_t *)&orig, 8, true)) {
+		tp_comp_wqe(t, IBV_WC_LOC_PROT_ERR);
+		tp_qp_error(t, 0);
+		return;
+	}
+	t->una_psn = (h->psn + 1) & ROCE_PSN_MASK;
+	tp_comp_wqe(t, IBV_WC_SUCCESS);
+	progress_made(t);
+	tp_req_progress(t);
+}
+
+static int nak_status(uint8_t code)
+{
+	switch (code) {
+	case ROCE_NAK_INV_REQ:
+		return IBV_WC_REM_INV_REQ_ERR;
+	case ROCE_NAK_REM_ACCESS:
+		return IBV_WC_REM_ACCESS_ERR;
+	case ROCE_NAK_INV_RD_REQ:
+		return IBV_WC_REM_INV_RD_REQ_ERR;
+	default:
+		return IBV_WC_REM_OP_ERR;
+	}
+}
+
+void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+		    uint32_t paylen)
+{
+	uint8_t op = h->opcode & ~ROCE_SVC_MASK;
+	uint32_t before = t->una_psn;
+
+	if (op == ROCE_READ_RESP_FIRST || op == ROCE_READ_RESP_MIDDLE ||
+	    op == ROCE_READ_RESP_LAST || op == ROCE_READ_RESP_ONLY) {
+		read_response(t, h, payload, paylen);
+		return;
+	}
+	if (op == ROCE_ATOMIC_ACK) {
+		atomic_ack(t, h);
+		return;
+	}
+	/* ROCE_ACK: an ACK or a NAK, IBA 9.7.5.2 */
+	switch (h->syndrome & ROCE_AETH_TYPE_MASK) {
+	case ROCE_AETH_ACK:
+		if (!ack_upto(t, h->psn))
+			tp_drop(SOF_DROP_psn);
+		tp_req_progress(t);
+		return;
+	case ROCE_AETH_RNR_NAK: {
+		uint64_t us = sof_rnr_timer_us(h->syndrome & 0x1f);
+
+		tp_count(SOF_CNT_rnr_nak_rcvd, 1);
+		if (!ack_upto(t, (h->psn - 1) & ROCE_PSN_MASK))
+			return;
+		if (t->wq_head == t->wq_send)
+			return;
+		/* IBA 9.7.5.2.8: rnr_retry 7 retries for ever */
+		if (!t->rnr_left) {
+			tp_comp_wqe(t, IBV_WC_RNR_RETRY_EXC_ERR);
+			tp_qp_error(t, 0);
+			return;
+		}
+		if (t->rnr_left != 7)
+			t->rnr_left--;
+		t->rnr_ns = sof_now_ns() + us * 1000;
+		t->timer_ns = 0;
+		return;
+	}
+	case ROCE_AETH_NAK:
+		tp_count(SOF_CNT_nak_rcvd, 1);
+		if (!ack_upto(t, (h->psn - 1) & ROCE_PSN_MASK))
+			return;
+		if ((h->syndrome & 0x1f) == ROCE_NAK_PSN_SEQ_ERR) {
+			/* IBA 9.7.5.2.1: go back to the PSN the responder
+			 * expects; a NAK that moved nothing uses a retry */
+			if (t->una_psn == before) {
+				if (!t->retry_left) {
+					tp_comp_wqe(t, IBV_WC_RETRY_EXC_ERR);
+					tp_qp_error(t, 0);
+					return;
+				}
+				t->retry_left--;
+			}
+			tp_req_rewind(t, h->psn);
+			tp_req_progress(t);
+			return;
+		}
+		if (t->wq_head != t->wq_send) {
+			tp_comp_wqe(t, nak_status(h->syndrome & 0x1f));
+			tp_qp_error(t, 0);
+		}
+		return;
+	default:
+		tp_drop(SOF_DROP_opcode);
+		return;
+	}
+}

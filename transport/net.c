@@ -1,0 +1,639 @@
+/*
+ * The network side of the transport: RoCEv2 over UDP (IBA Annex A17).
+ *
+ * Receiving: one socket per address family bound to port 4791 on every
+ * address of the namespace, with the destination address of each datagram
+ * (IP_PKTINFO / IPV6_RECVPKTINFO), so the ICRC can be checked over the
+ * addresses it covers. Every packet is parsed and validated before use —
+ * length, version, opcode, ICRC, destination QP, its type and state, P_Key,
+ * Q_Key, the source address of a connected QP — and dropped and counted
+ * otherwise (sof_proto.h's drop counters).
+ *
+ * Sending: a few sockets per family, each bound to its own UDP source port
+ * in 49152-65535, so that flows spread over ports as Annex A17.3.1 asks;
+ * the source address is set per packet (IP_PKTINFO). IPv4 packets leave
+ * with DF set and IP ID 0, as the ICRC assumes.
+ *
+ * This file also owns the per-QP transport state (sof_tp_modify_qp,
+ * sof_tp_qp_release) and the one timerfd that serves every QP's
+ * retransmission and RNR timers.
+ */
+#include "tport.h"
+
+#include "sof_gid.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+struct tp_state tp;
+
+static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+bool tp_gid_v4(const uint8_t gid[16]) { return !memcmp(gid, v4pfx, sizeof(v4pfx)); }
+
+bool tp_gid_local(const uint8_t gid[16])
+{
+	for (uint32_t i = 0; i < sofd.dev.num_gids && i < SOF_MAX_GIDS; i++)
+		if (!sof_gid_empty(&sofd.dev.gids[i]) && !memcmp(sofd.dev.gids[i].gid, gid, 16))
+			return true;
+	return false;
+}
+
+const uint8_t *tp_sgid(uint32_t index)
+{
+	if (index >= sofd.dev.num_gids || index >= SOF_MAX_GIDS ||
+	    sof_gid_empty(&sofd.dev.gids[index]))
+		return NULL;
+	return sofd.dev.gids[index].gid;
+}
+
+/* ---- sockets ------------------------------------------------------------------ */
+
+static void set_bufs(int fd)
+{
+	int sz = 8 << 20;
+
+	/* FORCE works as root; otherwise the plain one, capped by the kernel */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+}
+
+static int udp_socket(bool v6, uint16_t port)
+{
+	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int one = 1, pmtu = v6 ? IPV6_PMTUDISC_DO : IP_PMTUDISC_DO;
+
+	if (fd < 0)
+		return -errno;
+	if (v6) {
+		struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+
+		if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) ||
+		    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one)) ||
+		    setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu)) ||
+		    bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			goto err;
+	} else {
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+		if (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) ||
+		    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) ||
+		    bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			goto err;
+	}
+	set_bufs(fd);
+	return fd;
+err:
+	one = -errno;
+	close(fd);
+	return one;
+}
+
+/* Send sockets on source ports from 0xc000 up, skipping ports in use. */
+static void open_tx(bool v6, int *fds, uint16_t *ports, int *n)
+{
+	uint16_t port = (uint16_t)(0xc000 | (sof_random32() & 0x3fff));
+
+	for (int tries = 0; *n < 8 && tries < 256; tries++, port++) {
+		int fd;
+
+		if (port < 0xc000)
+			port = 0xc000;
+		fd = udp_socket(v6, port);
+		if (fd < 0)
+			continue;
+		fds[*n] = fd;
+		ports[*n] = port;
+		(*n)++;
+	}
+}
+
+static int epoll_in(int epfd, struct sofd_pollable *p)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, p->fd, &ev) ? -errno : 0;
+}
+
+int sof_tp_init(int epfd)
+{
+	int err;
+
+	sofd_list_init(&tp.qps);
+	tp.fd4 = udp_socket(false, ROCE_UDP_PORT);
+	tp.fd6 = udp_socket(true, ROCE_UDP_PORT);
+	if (tp.fd4 < 0)
+		sofd_log("RoCEv2 over IPv4 unavailable: port %u: %s", ROCE_UDP_PORT,
+			 strerror(-tp.fd4));
+	if (tp.fd6 < 0 && tp.fd6 != -EAFNOSUPPORT)
+		sofd_log("RoCEv2 over IPv6 unavailable: port %u: %s", ROCE_UDP_PORT,
+			 strerror(-tp.fd6));
+	open_tx(false, tp.tx4, tp.txport4, &tp.ntx4);
+	open_tx(true, tp.tx6, tp.txport6, &tp.ntx6);
+	tp.p4 = (struct sofd_pollable){SOFD_POLL_NET, tp.fd4};
+	tp.p6 = (struct sofd_pollable){SOFD_POLL_NET, tp.fd6};
+	tp.timer.kind = SOFD_POLL_TIMER;
+	tp.timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (tp.timer.fd < 0)
+		return -errno;
+	err = epoll_in(epfd, &tp.timer);
+	if (!err && tp.fd4 >= 0)
+		err = epoll_in(epfd, &tp.p4);
+	if (!err && tp.fd6 >= 0)
+		err = epoll_in(epfd, &tp.p6);
+	return err;
+}
+
+uint16_t tp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn)
+{
+	uint32_t h = (sqpn * 0x9e3779b1u) ^ (dqpn * 0x85ebca6bu);
+	int n = v6 ? tp.ntx6 : tp.ntx4;
+
+	if (!n)
+		return 0;
+	h ^= h >> 15;
+	return v6 ? tp.txport6[h % (uint32_t)n] : tp.txport4[h % (uint32_t)n];
+}
+
+static int tx_fd(bool v6, uint16_t sport)
+{
+	for (int i = 0; i < (v6 ? tp.ntx6 : tp.ntx4); i++)
+		if ((v6 ? tp.txport6[i] : tp.txport4[i]) == sport)
+			return v6 ? tp.tx6[i] : tp.tx4[i];
+	return -1;
+}
+
+int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_gather_fn gather,
+	    void *arg)
+{
+	bool v6 = !tp_gid_v4(path->dgid);
+	union {
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} dst;
+	union {
+		char b4[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		char b6[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+	} cbuf;
+	struct roce_addr a;
+	struct msghdr m = {0};
+	struct iovec iov;
+	struct cmsghdr *c;
+	size_t hl, len;
+	int fd, err;
+
+	if (paylen > 4096)
+		return -EMSGSIZE;
+	fd = tx_fd(v6, path->sport);
+	if (fd < 0)
+		return -ENETUNREACH;
+	h->pad = (uint8_t)((4 - (paylen & 3)) & 3);
+	hl = roce_hdr_write(tp.pkt, h);
+	if (!hl)
+		return -EINVAL;
+	if (paylen) {
+		err = gather(arg, tp.pkt + hl, paylen);
+		if (err)
+			return err;
+	}
+	len = hl + paylen;
+	memset(tp.pkt + len, 0, h->pad);
+	len += h->pad;
+	memcpy(a.src, path->sgid, 16);
+	memcpy(a.dst, path->dgid, 16);
+	a.sport = path->sport;
+	a.dport = ROCE_UDP_PORT;
+	roce_icrc_append(&a, tp.pkt, len);
+	len += ROCE_ICRC_LEN;
+
+	memset(&dst, 0, sizeof(dst));
+	memset(&cbuf, 0, sizeof(cbuf));
+	m.msg_name = &dst;
+	m.msg_control = &cbuf;
+	if (v6) {
+		struct in6_pktinfo pi = {0};
+
+		dst.v6.sin6_family = AF_INET6;
+		dst.v6.sin6_port = htons(ROCE_UDP_PORT);
+		memcpy(&dst.v6.sin6_addr, path->dgid, 16);
+		m.msg_namelen = sizeof(dst.v6);
+		m.msg_controllen = sizeof(cbuf.b6);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = IPPROTO_IPV6;
+		c->cmsg_type = IPV6_PKTINFO;
+		c->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(&pi.ipi6_addr, path->sgid, 16);
+		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+	} else {
+		struct in_pktinfo pi = {0};
+
+		dst.v4.sin_family = AF_INET;
+		dst.v4.sin_port = htons(ROCE_UDP_PORT);
+		memcpy(&dst.v4.sin_addr, path->dgid + 12, 4);
+		m.msg_namelen = sizeof(dst.v4);
+		m.msg_controllen = sizeof(cbuf.b4);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_PKTINFO;
+		c->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(&pi.ipi_spec_dst, path->sgid + 12, 4);
+		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+	}
+	iov.iov_base = tp.pkt;
+	iov.iov_len = len;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	if (sendmsg(fd, &m, MSG_DONTWAIT) < 0)
+		return -errno; /* lost, as on a wire; the transport recovers */
+	tp_count(SOF_CNT_tx_packets, 1);
+	tp_count(SOF_CNT_tx_bytes, len);
+	return 0;
+}
+
+/* ---- receiving ------------------------------------------------------------------ */
+
+/* P_Key match (IBA 10.9.3): the only table entry is the default 0xffff. */
+static bool pkey_ok(uint16_t pkey) { return (pkey & 0x7fff) == 0x7fff; }
+
+static bool state_receives(uint32_t s)
+{
+	return s == IBV_QPS_RTR || s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE;
+}
+
+static void input(const uint8_t *buf, size_t len, const struct roce_addr *a)
+{
+	const struct roce_opinfo *oi;
+	struct sofd_qp *qp;
+	struct sof_tqp *t;
+	const uint8_t *payload;
+	struct roce_hdr h;
+	uint32_t paylen, svc;
+	enum roce_drop d;
+
+	tp_count(SOF_CNT_rx_packets, 1);
+	tp_count(SOF_CNT_rx_bytes, len);
+	d = roce_parse(buf, len, &h, &payload, &paylen);
+	if (d != ROCE_DROP_NONE) {
+		tp_drop((enum sof_dropctr)(d - 1));
+		return;
+	}
+	if (!roce_icrc_check(a, buf, len)) {
+		tp_drop(SOF_DROP_icrc);
+		return;
+	}
+	oi = roce_opinfo(h.opcode);
+	qp = sof_hmap_get(&sofd.qps, h.dqpn);
+	if (!qp || !qp->t || qp->dying) {
+		tp_drop(SOF_DROP_qpn);
+		return;
+	}
+	t = qp->t;
+	svc = h.opcode & ROCE_SVC_MASK;
+	if ((svc == ROCE_SVC_RC && qp->type != IBV_QPT_RC) ||
+	    (svc == ROCE_SVC_UC && qp->type != IBV_QPT_UC) ||
+	    (svc == ROCE_SVC_UD && qp->type != IBV_QPT_UD)) {
+		tp_drop(SOF_DROP_qp_type);
+		return;
+	}
+	if (!pkey_ok(h.pkey)) {
+		tp_drop(SOF_DROP_pkey);
+		return;
+	}
+	t->state = atomic_load_explicit(&qp->shm->state, memory_order_acquire);
+	if (qp->type == IBV_QPT_UD) {
+		if (!state_receives(t->state)) {
+			tp_drop(SOF_DROP_qp_state);
+			return;
+		}
+		/* IBA 10.2.5: the DETH Q_Key must match the QP's */
+		if (h.qkey != t->qkey) {
+			tp_drop(SOF_DROP_qkey);
+			return;
+		}
+		tp_resp_ud(t, &h, payload, paylen, a);
+		return;
+	}
+	/* connected: only the peer, from its address (IBA 9.6.1.5 checks
+	 * the source of a connected QP's packets) */
+	if (!t->net) {
+		tp_drop(SOF_DROP_qp_state);
+		return;
+	}
+	if (memcmp(a->src, t->path.dgid, 16)) {
+		tp_drop(SOF_DROP_src_addr);
+		return;
+	}
+	if (oi->flags & ROCE_F_RESP) {
+		/* responses go to a requester: RTS, SQD or SQE */
+		if (t->state != IBV_QPS_RTS && t->state != IBV_QPS_SQD && t->state != IBV_QPS_SQE) {
+			tp_drop(SOF_DROP_qp_state);
+			return;
+		}
+		tp_comp_packet(t, &h, payload, paylen);
+	} else {
+		if (!state_receives(t->state)) {
+			tp_drop(SOF_DROP_qp_state);
+			return;
+		}
+		tp_resp_packet(t, &h, payload, paylen, a);
+	}
+}
+
+#define RX_BATCH 64
+
+/* Read what the socket holds (bounded), then send the ACKs that became
+ * due: one ACK for a whole batch is the coalescing of IBA 9.7.5.1.1. */
+static void rx(int fd, bool v6)
+{
+	static uint8_t bufs[RX_BATCH][TP_MAX_PKT + 64];
+	static char ctl[RX_BATCH][CMSG_SPACE(sizeof(struct in6_pktinfo)) + 64];
+	static struct mmsghdr msgs[RX_BATCH];
+	static struct iovec iovs[RX_BATCH];
+	static struct sockaddr_in6 srcs[RX_BATCH];
+	struct sofd_link *l;
+	int rounds = 0, n;
+
+	do {
+		for (int i = 0; i < RX_BATCH; i++) {
+			iovs[i].iov_base = bufs[i];
+			iovs[i].iov_len = sizeof(bufs[i]);
+			memset(&msgs[i], 0, sizeof(msgs[i]));
+			msgs[i].msg_hdr.msg_iov = &iovs[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+			msgs[i].msg_hdr.msg_name = &srcs[i];
+			msgs[i].msg_hdr.msg_namelen = sizeof(srcs[i]);
+			msgs[i].msg_hdr.msg_control = ctl[i];
+			msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i]);
+		}
+		n = recvmmsg(fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
+		for (int i = 0; i < n; i++) {
+			struct msghdr *mh = &msgs[i].msg_hdr;
+			struct roce_addr a;
+			struct cmsghdr *c;
+			bool have_dst = false;
+
+			if (mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+				tp_count(SOF_CNT_rx_packets, 1);
+				tp_drop(SOF_DROP_short);
+				continue;
+			}
+			memset(&a, 0, sizeof(a));
+			if (v6) {
+				memcpy(a.src, &srcs[i].sin6_addr, 16);
+				a.sport = ntohs(srcs[i].sin6_port);
+			} else {
+				const struct sockaddr_in *s4 = (const struct sockaddr_in *)&srcs[i];
+
+				memcpy(a.src, v4pfx, 12);
+				memcpy(a.src + 12, &s4->sin_addr, 4);
+				a.sport = ntohs(s4->sin_port);
+			}
+			a.dport = ROCE_UDP_PORT;
+			for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+				if (v6 && c->cmsg_level == IPPROTO_IPV6 &&
+				    c->cmsg_type == IPV6_PKTINFO) {
+					struct in6_pktinfo pi;
+
+					memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+					memcpy(a.dst, &pi.ipi6_addr, 16);
+					have_dst = true;
+				} else if (!v6 && c->cmsg_level == IPPROTO_IP &&
+					   c->cmsg_type == IP_PKTINFO) {
+					struct in_pktinfo pi;
+
+					memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+					memcpy(a.dst, v4pfx, 12);
+					memcpy(a.dst + 12, &pi.ipi_addr, 4);
+					have_dst = true;
+				}
+			}
+			if (!have_dst) {
+				tp_count(SOF_CNT_rx_packets, 1);
+				tp_drop(SOF_DROP_short);
+				continue;
+			}
+			input(bufs[i], msgs[i].msg_len, &a);
+		}
+	} while (n == RX_BATCH && ++rounds < 16);
+
+	for (l = tp.qps.next; l != &tp.qps; l = l->next)
+		tp_resp_flush_ack(sof_container_of(l, struct sof_tqp, link));
+}
+
+/* ---- timers ----------------------------------------------------------------------- */
+
+void tp_timer_update(void)
+{
+	struct itimerspec its = {0};
+	uint64_t next = UINT64_MAX;
+	struct sofd_link *l;
+
+	for (l = tp.qps.next; l != &tp.qps; l = l->next) {
+		struct sof_tqp *t = sof_container_of(l, struct sof_tqp, link);
+
+		if (t->timer_ns && t->timer_ns < next)
+			next = t->timer_ns;
+		if (t->rnr_ns && t->rnr_ns < next)
+			next = t->rnr_ns;
+	}
+	if (next == UINT64_MAX) {
+		if (!tp.timer_armed_ns)
+			return;
+		tp.timer_armed_ns = 0;
+	} else {
+		if (next == tp.timer_armed_ns)
+			return;
+		tp.timer_armed_ns = next;
+		its.it_value.tv_sec = (time_t)(next / 1000000000u);
+		its.it_value.tv_nsec = (long)(next % 1000000000u);
+	}
+	/* sof_now_ns() is CLOCK_MONOTONIC */
+	timerfd_settime(tp.timer.fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void timer_fired(void)
+{
+	uint64_t now = sof_now_ns(), exp;
+	struct sofd_link *l, *next;
+
+	if (read(tp.timer.fd, &exp, sizeof(exp)) < 0) {
+		/* spurious: nothing expired yet */
+	}
+	tp.timer_armed_ns = 0;
+	for (l = tp.qps.next; l != &tp.qps; l = next) {
+		next = l->next;
+		tp_req_timer(sof_container_of(l, struct sof_tqp, link), now);
+	}
+}
+
+static void doorbell(void)
+{
+	struct sofd_link *l;
+
+	for (l = tp.qps.next; l != &tp.qps; l = l->next) {
+		struct sof_tqp *t = sof_container_of(l, struct sof_tqp, link);
+		uint32_t tail = atomic_load_explicit(&t->qp->nsq->idx.tail, memory_order_acquire);
+
+		if (tail != t->wq_tail)
+			tp_req_progress(t);
+	}
+}
+
+void sof_tp_event(struct sofd_pollable *p)
+{
+	switch (p->kind) {
+	case SOFD_POLL_NET:
+		rx(p->fd, p == &tp.p6);
+		break;
+	case SOFD_POLL_TIMER:
+		timer_fired();
+		break;
+	case SOFD_POLL_DOORBELL:
+		doorbell();
+		break;
+	default:
+		break;
+	}
+	tp_timer_update();
+}
+
+/* ---- QPs ------------------------------------------------------------------------ */
+
+static uint32_t mtu_bytes(uint32_t m)
+{
+	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128u << m : 1024u;
+}
+
+static struct sof_tqp *tqp_new(struct sofd_qp *qp)
+{
+	struct sof_tqp *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->wq = calloc(qp->sq_size, sizeof(*t->wq));
+	if (!t->wq) {
+		free(t);
+		return NULL;
+	}
+	t->qp = qp;
+	sofd_list_add(&tp.qps, &t->link);
+	qp->t = t;
+	return t;
+}
+
+void sof_tp_qp_release(struct sofd_qp *qp)
+{
+	struct sof_tqp *t = qp->t;
+
+	if (!t)
+		return;
+	sofd_list_del(&t->link);
+	free(t->wq);
+	free(t->res);
+	free(t);
+	qp->t = NULL;
+	qp->net = false;
+}
+
+/* The requester and responder start over (RESET, or the first modify). */
+static void tqp_reset(struct sof_tqp *t)
+{
+	t->wq_head = t->wq_send = t->wq_tail =
+	    atomic_load_explicit(&t->qp->nsq->idx.tail, memory_order_acquire);
+	atomic_store_explicit(&t->qp->nsq->idx.head, t->wq_tail, memory_order_release);
+	atomic_store_explicit(&t->qp->nsq->done, t->wq_tail, memory_order_release);
+	t->send_off = 0;
+	t->rd_out = 0;
+	t->timer_ns = t->rnr_ns = 0;
+	t->nak_sent = t->ack_pending = false;
+	t->in_msg = 0;
+	t->rcv_active = false;
+	t->net = false;
+}
+
+int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bool *net)
+{
+	struct sof_tqp *t = qp->t;
+	uint32_t m = req->attr_mask;
+
+	*net = false;
+	if (req->state == IBV_QPS_RESET) {
+		if (t)
+			tqp_reset(t);
+		qp->net = false;
+		return 0;
+	}
+	if (!t) {
+		t = tqp_new(qp);
+		if (!t)
+			return -ENOMEM;
+		tqp_reset(t);
+	}
+	if ((m & IBV_QP_AV) && req->sgid_index >= SOF_MAX_GIDS)
+		return -EINVAL;
+	if ((m & IBV_QP_MAX_DEST_RD_ATOMIC) || !t->res) {
+		uint32_t n = req->max_dest_rd_atomic ? req->max_dest_rd_atomic : 1;
+		struct tp_res *r = calloc(n, sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		free(t->res);
+		t->res = r;
+		t->nres = n;
+		t->res_next = 0;
+	}
+	t->qkey = req->qkey;
+	t->access = req->access;
+	t->dqpn = req->dest_qpn;
+	t->mtu = mtu_bytes(req->path_mtu);
+	t->timeout = req->timeout;
+	t->retry_cnt = req->retry_cnt;
+	t->rnr_retry = req->rnr_retry;
+	t->min_rnr_timer = req->min_rnr_timer;
+	t->max_rd_atomic = req->max_rd_atomic;
+	t->max_dest_rd_atomic = req->max_dest_rd_atomic;
+	if (m & IBV_QP_RQ_PSN)
+		t->epsn = req->rq_psn & ROCE_PSN_MASK;
+	if (m & IBV_QP_SQ_PSN) {
+		t->psn = req->sq_psn & ROCE_PSN_MASK;
+		t->una_psn = t->psn;
+	}
+	if (m & (IBV_QP_RETRY_CNT | IBV_QP_STATE))
+		t->retry_left = t->retry_cnt;
+	if (m & (IBV_QP_RNR_RETRY | IBV_QP_STATE))
+		t->rnr_left = t->rnr_retry;
+	/* the path is set with the AV, at the latest on the way to RTR */
+	if (qp->type != IBV_QPT_UD && (m & IBV_QP_AV) && req->state != IBV_QPS_INIT &&
+	    req->state != IBV_QPS_ERR) {
+		uint32_t si = req->sgid_index;
+
+		memcpy(t->path.dgid, req->dgid, 16);
+		t->path.tclass = req->traffic_class;
+		t->path.hop_limit = req->hop_limit;
+		t->path.flow_label = req->flow_label;
+		t->net = !tp_gid_local(req->dgid);
+		if (t->net) {
+			const uint8_t *sgid = tp_sgid(si);
+
+			if (!sgid || tp_gid_v4(sgid) != tp_gid_v4(req->dgid))
+				return -EINVAL;
+			memcpy(t->path.sgid, sgid, 16);
+			t->path.sport = tp_flow_port(!tp_gid_v4(req->dgid), qp->qpn, req->dest_qpn);
+		}
+	}
+	t->state = req->state;
+	qp->net = t->net;
+	*net = t->net;
+	if (req->state == IBV_QPS_ERR)
+		tp_flush(t);
+	else if (req->state == IBV_QPS_RTS)
+		tp_req_progress(t);
+	return 0;
+}

@@ -1,0 +1,431 @@
+/*
+ * The requester (IBA 9.7.4, 9.7.6): takes send WQEs from a QP's network
+ * send queue, copies and validates them, and turns each into packets —
+ * SEND and RDMA WRITE segmented by the path MTU, one READ request whose
+ * responses occupy as many PSNs as they have packets, one atomic request.
+ * RC keeps at most TP_WINDOW packets unacknowledged and at most
+ * max_rd_atomic READs and atomics outstanding, honours IBV_SEND_FENCE, and
+ * goes back N (tp_req_rewind) after a NAK or when the local ACK timer
+ * (4.096 µs × 2^timeout, IBA 9.7.6.1.3) expires, retry_cnt times at most.
+ * UC and UD complete a WQE as soon as its packets are sent.
+ */
+#include "tport.h"
+
+/* IBA 9.7.6.1.3: local ACK timeout; 0 means infinite. */
+static uint64_t ack_timeout_ns(uint8_t timeout)
+{
+	if (!timeout)
+		return 0;
+	return 4096ull << (timeout > 31 ? 31 : timeout);
+}
+
+static bool is_rd_atomic(uint32_t op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static bool opcode_ok(uint32_t qpt, uint32_t op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return true;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return qpt != IBV_QPT_UD;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return qpt == IBV_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+/* Copy ring entry idx into t->wq and validate it. Returns false when it is
+ * malformed (the owner's library never writes such a thing, so the QP's
+ * owner is misbehaving: the WQE fails with a local QP operation error). */
+static bool take(struct sof_tqp *t, uint32_t idx)
+{
+	struct sofd_qp *qp = t->qp;
+	const uint8_t *slot = (const uint8_t *)qp->nsq + SOF_NSQ_RING_OFF +
+			      (size_t)(idx & (qp->sq_size - 1)) * qp->sq_stride;
+	struct tp_swqe *w = &t->wq[idx & (qp->sq_size - 1)];
+	struct sof_nwqe e;
+
+	memcpy(&e, slot, sizeof(e));
+	memset(w, 0, sizeof(*w));
+	w->wr_id = e.wr_id;
+	w->opcode = e.opcode;
+	w->send_flags = e.send_flags;
+	w->imm_be = e.imm_data;
+	w->rkey = e.rkey;
+	w->remote_addr = e.remote_addr;
+	w->compare_add = e.compare_add;
+	w->swap = e.swap;
+	w->state = TP_W_NEW;
+	if (!opcode_ok(qp->type, e.opcode))
+		return false;
+	if (e.send_flags & IBV_SEND_INLINE) {
+		if (e.inline_len > qp->sq_max_inline || is_rd_atomic(e.opcode))
+			return false;
+		w->inl = slot + sizeof(struct sof_nwqe);
+		w->len = e.inline_len;
+	} else {
+		if (e.num_sge > qp->sq_max_sge)
+			return false;
+		w->num_sge = e.num_sge;
+		memcpy(w->sge, slot + sizeof(struct sof_nwqe), e.num_sge * sizeof(struct sof_sge));
+		for (uint32_t i = 0; i < e.num_sge; i++)
+			w->len += w->sge[i].length;
+	}
+	if (w->len > (1ull << 31))
+		return false;
+	if ((e.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || e.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
+	    w->len != 8)
+		return false;
+	if (qp->type == IBV_QPT_UD) {
+		w->remote_qpn = e.remote_qpn & ROCE_QPN_MASK;
+		w->remote_qkey = e.remote_qkey;
+		if (!tp_sgid(e.sgid_index) || tp_gid_v4(tp_sgid(e.sgid_index)) != tp_gid_v4(e.dgid))
+			return false;
+		memcpy(w->ud_path.sgid, tp_sgid(e.sgid_index), 16);
+		memcpy(w->ud_path.dgid, e.dgid, 16);
+		w->ud_path.tclass = e.traffic_class;
+		w->ud_path.hop_limit = e.hop_limit;
+		w->ud_path.flow_label = e.flow_label;
+	}
+	return true;
+}
+
+/* ---- building packets ---------------------------------------------------------- */
+
+struct gather {
+	struct sof_tqp *t;
+	const struct tp_swqe *w;
+	uint64_t off;
+};
+
+static int gather_wqe(void *arg, uint8_t *dst, uint32_t len)
+{
+	struct gather *g = arg;
+
+	if (g->w->inl) {
+		memcpy(dst, g->w->inl + g->off, len);
+		return 0;
+	}
+	return tp_sgl_copy(g->t->qp, g->w->sge, g->w->num_sge, g->off, dst, len, false);
+}
+
+/* The opcode of the packet of w that starts at byte off (IBA 9.2 table 35:
+ * FIRST / MIDDLE / LAST / ONLY, with immediate on the last). */
+static uint8_t seg_opcode(const struct sof_tqp *t, const struct tp_swqe *w, uint64_t off,
+			  uint32_t n)
+{
+	bool first = off == 0, last = off + n >= w->len;
+	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	uint8_t svc = t->qp->type == IBV_QPT_UC ? ROCE_SVC_UC : ROCE_SVC_RC;
+	uint8_t op;
+
+	if (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) {
+		if (first && last)
+			op = imm ? ROCE_SEND_ONLY_IMM : ROCE_SEND_ONLY;
+		else if (first)
+			op = ROCE_SEND_FIRST;
+		else if (last)
+			op = imm ? ROCE_SEND_LAST_IMM : ROCE_SEND_LAST;
+		else
+			op = ROCE_SEND_MIDDLE;
+	} else {
+		if (first && last)
+			op = imm ? ROCE_WRITE_ONLY_IMM : ROCE_WRITE_ONLY;
+		else if (first)
+			op = ROCE_WRITE_FIRST;
+		else if (last)
+			op = imm ? ROCE_WRITE_LAST_IMM : ROCE_WRITE_LAST;
+		else
+			op = ROCE_WRITE_MIDDLE;
+	}
+	return (uint8_t)(svc | op);
+}
+
+static void bth(const struct sof_tqp *t, struct roce_hdr *h, uint8_t opcode, uint32_t psn)
+{
+	memset(h, 0, sizeof(*h));
+	h->opcode = opcode;
+	h->pkey = 0xffff;
+	h->dqpn = t->dqpn;
+	h->psn = psn & ROCE_PSN_MASK;
+}
+
+static uint32_t npkts_of(const struct sof_tqp *t, uint64_t len)
+{
+	return len ? (uint32_t)((len + t->mtu - 1) / t->mtu) : 1;
+}
+
+/* Send the next packet of w (RC/UC). Returns 0, 1 when w is fully sent,
+ * or -EACCES when its local SGEs fail their checks. */
+static int send_segment(struct sof_tqp *t, struct tp_swqe *w)
+{
+	struct roce_hdr h;
+	struct gather g = {t, w, t->send_off};
+	uint64_t left = w->len - t->send_off;
+	uint32_t n = left > t->mtu ? t->mtu : (uint32_t)left;
+	bool last;
+	int err;
+
+	bth(t, &h, seg_opcode(t, w, t->send_off, n), t->psn);
+	last = t->send_off + n >= w->len;
+	if (t->send_off == 0 &&
+	    (w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
+		h.va = w->remote_addr;
+		h.rkey = w->rkey;
+		h.dmalen = (uint32_t)w->len;
+	}
+	if (last) {
+		h.imm_be = w->imm_be;
+		h.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
+	}
+	h.ackreq = t->qp->type == IBV_QPT_RC &&
+		   (last || ((t->psn - t->una_psn) & ROCE_PSN_MASK) % TP_ACKREQ_EVERY ==
+				TP_ACKREQ_EVERY - 1);
+	err = tp_send(&t->path, &h, n, gather_wqe, &g);
+	if (err == -EACCES)
+		return err;
+	t->psn = (t->psn + 1) & ROCE_PSN_MASK;
+	t->send_off += n;
+	return last ? 1 : 0;
+}
+
+/* A READ request for what is still missing of w, at the current PSN. */
+static void send_read(struct sof_tqp *t, struct tp_swqe *w)
+{
+	struct roce_hdr h;
+	uint64_t left = w->len - w->read_got;
+
+	bth(t, &h, ROCE_SVC_RC | ROCE_READ_REQ, t->psn);
+	h.ackreq = true;
+	h.va = w->remote_addr + w->read_got;
+	h.rkey = w->rkey;
+	h.dmalen = (uint32_t)left;
+	tp_send(&t->path, &h, 0, NULL, NULL);
+	t->psn = (t->psn + npkts_of(t, left)) & ROCE_PSN_MASK;
+}
+
+static void send_atomic(struct sof_tqp *t, struct tp_swqe *w)
+{
+	struct roce_hdr h;
+
+	bth(t, &h,
+	    ROCE_SVC_RC | (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? ROCE_CMP_SWAP : ROCE_FETCH_ADD),
+	    t->psn);
+	h.ackreq = true;
+	h.va = w->remote_addr;
+	h.rkey = w->rkey;
+	h.swap_add = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? w->swap : w->compare_add;
+	h.compare = w->compare_add;
+	tp_send(&t->path, &h, 0, NULL, NULL);
+	t->psn = (t->psn + 1) & ROCE_PSN_MASK;
+}
+
+/* UD: one datagram, complete at once (IBA 9.8.3: unreliable). */
+static void send_ud(struct sof_tqp *t, struct tp_swqe *w)
+{
+	struct gather g = {t, w, 0};
+	struct roce_hdr h;
+	int err;
+
+	if (w->len > 4096 || w->len > (128u << sofd.dev.active_mtu)) {
+		tp_comp_wqe(t, IBV_WC_LOC_LEN_ERR);
+		return;
+	}
+	memset(&h, 0, sizeof(h));
+	h.opcode = w->opcode == IBV_WR_SEND_WITH_IMM ? ROCE_UD_SEND_ONLY_IMM : ROCE_UD_SEND_ONLY;
+	h.pkey = 0xffff;
+	h.dqpn = w->remote_qpn;
+	h.psn = t->psn;
+	h.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
+	h.imm_be = w->imm_be;
+	h.qkey = w->remote_qkey;
+	h.sqpn = t->qp->qpn;
+	w->ud_path.sport = tp_flow_port(!tp_gid_v4(w->ud_path.dgid), t->qp->qpn, w->remote_qpn);
+	t->psn = (t->psn + 1) & ROCE_PSN_MASK;
+	err = tp_send(&w->ud_path, &h, (uint32_t)w->len, gather_wqe, &g);
+	tp_comp_wqe(t, err == -EACCES ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS);
+	if (err == -EACCES)
+		tp_qp_error(t, 0);
+}
+
+static void arm_timer(struct sof_tqp *t)
+{
+	uint64_t to = ack_timeout_ns(t->timeout);
+
+	if (t->qp->type == IBV_QPT_RC && to && t->wq_head != t->wq_send)
+		t->timer_ns = sof_now_ns() + to;
+}
+
+void tp_req_progress(struct sof_tqp *t)
+{
+	struct sofd_qp *qp = t->qp;
+	uint32_t tail = atomic_load_explicit(&qp->nsq->idx.tail, memory_order_acquire);
+	uint32_t rd_max = t->max_rd_atomic ? t->max_rd_atomic : 1;
+	bool was_idle = t->wq_head == t->wq_send;
+
+	/* take what was posted: at most a queue's worth beyond the oldest */
+	while (t->wq_tail != tail && t->wq_tail - t->wq_head < qp->sq_size) {
+		bool ok = take(t, t->wq_tail);
+
+		t->wq_tail++;
+		atomic_store_explicit(&qp->nsq->idx.head, t->wq_tail, memory_order_release);
+		if (!ok) {
+			/* everything before it still completes first */
+			t->wq[(t->wq_tail - 1) & (qp->sq_size - 1)].state = TP_W_SENT;
+			t->wq[(t->wq_tail - 1) & (qp->sq_size - 1)].opcode = UINT32_MAX;
+		}
+	}
+	if (t->state == IBV_QPS_ERR) {
+		tp_flush(t);
+		return;
+	}
+	if (t->state != IBV_QPS_RTS || t->rnr_ns)
+		return; /* SQD and SQE hold new work; an RNR wait holds everything */
+
+	while (t->wq_send != t->wq_tail) {
+		struct tp_swqe *w = &t->wq[t->wq_send & (qp->sq_size - 1)];
+		int r;
+
+		if (w->opcode == UINT32_MAX) { /* malformed: fails in order */
+			if (t->wq_head != t->wq_send)
+				break;
+			tp_comp_wqe(t, IBV_WC_LOC_QP_OP_ERR);
+			tp_qp_error(t, 0);
+			return;
+		}
+		if (qp->type == IBV_QPT_UD) {
+			t->wq_send++;
+			send_ud(t, w);
+			if (t->state == IBV_QPS_ERR)
+				return;
+			continue;
+		}
+		if (qp->type == IBV_QPT_RC && ((t->psn - t->una_psn) & ROCE_PSN_MASK) >= TP_WINDOW)
+			break;
+		if (w->state == TP_W_NEW) {
+			if (is_rd_atomic(w->opcode) && t->rd_out >= rd_max)
+				break;
+			/* IBA 10.8.3.3: a fenced WQE waits for earlier READs
+			 * and atomics to complete */
+			if ((w->send_flags & IBV_SEND_FENCE) && t->rd_out)
+				break;
+			if (w->opcode == IBV_WR_RDMA_READ) {
+				/* a READ resumed after read_got bytes keeps
+				 * the PSNs of its responses */
+				w->first_psn =
+				    (t->psn - (uint32_t)(w->read_got / t->mtu)) & ROCE_PSN_MASK;
+				w->npkts = npkts_of(t, w->len);
+			} else {
+				w->first_psn = t->psn;
+				w->npkts = is_rd_atomic(w->opcode) ? 1 : npkts_of(t, w->len);
+				t->send_off = 0;
+			}
+			w->state = TP_W_SENDING;
+			if (is_rd_atomic(w->opcode))
+				t->rd_out++;
+		}
+		if (w->opcode == IBV_WR_RDMA_READ) {
+			send_read(t, w);
+			r = 1;
+		} else if (is_rd_atomic(w->opcode)) {
+			send_atomic(t, w);
+			r = 1;
+		} else {
+			r = send_segment(t, w);
+		}
+		if (r == -EACCES) {
+			/* a local protection error fails this WQE, in order */
+			w->state = TP_W_SENT;
+			w->opcode = UINT32_MAX - 1;
+			t->wq_send++;
+			break;
+		}
+		if (r == 1) {
+			w->state = TP_W_SENT;
+			t->wq_send++;
+			if (qp->type == IBV_QPT_UC) {
+				/* unreliable: done once sent */
+				tp_comp_wqe(t, IBV_WC_SUCCESS);
+				t->una_psn = t->psn;
+			}
+		}
+	}
+	/* a WQE that failed locally completes when it is the oldest */
+	while (t->wq_head != t->wq_send) {
+		struct tp_swqe *w = &t->wq[t->wq_head & (qp->sq_size - 1)];
+
+		if (w->opcode != UINT32_MAX - 1)
+			break;
+		tp_comp_wqe(t, IBV_WC_LOC_PROT_ERR);
+		tp_qp_error(t, 0);
+		return;
+	}
+	if (was_idle || !t->timer_ns)
+		arm_timer(t);
+}
+
+void tp_req_rewind(struct sof_tqp *t, uint32_t psn)
+{
+	struct sofd_qp *qp = t->qp;
+
+	t->rd_out = 0;
+	for (uint32_t i = t->wq_head; i != t->wq_send; i++) {
+		struct tp_swqe *w = &t->wq[i & (qp->sq_size - 1)];
+		int32_t d = roce_psn_diff(psn, w->first_psn);
+
+		if (d >= 0 && (uint32_t)d < w->npkts) {
+			/* resume inside w */
+			if (w->opcode == IBV_WR_RDMA_READ) {
+				w->read_got = (uint64_t)d * t->mtu;
+				if (w->read_got > w->len)
+					w->read_got = w->len;
+			}
+			t->send_off = w->opcode == IBV_WR_RDMA_READ ? 0 : (uint64_t)d * t->mtu;
+			for (uint32_t j = i; j != t->wq_send; j++)
+				t->wq[j & (qp->sq_size - 1)].state = TP_W_NEW;
+			/* resumed mid-message: it keeps its first PSN */
+			if (d > 0 && w->opcode != IBV_WR_RDMA_READ)
+				w->state = TP_W_SENDING;
+			t->wq_send = i;
+			t->psn = psn;
+			tp_count(SOF_CNT_retransmits, 1);
+			return;
+		}
+		if (is_rd_atomic(w->opcode))
+			t->rd_out++;
+	}
+}
+
+void tp_req_timer(struct sof_tqp *t, uint64_t now)
+{
+	if (t->rnr_ns && now >= t->rnr_ns) {
+		t->rnr_ns = 0;
+		tp_req_rewind(t, t->una_psn);
+		tp_req_progress(t);
+	}
+	if (t->timer_ns && now >= t->timer_ns) {
+		t->timer_ns = 0;
+		if (t->wq_head == t->wq_send || t->state != IBV_QPS_RTS)
+			return;
+		tp_count(SOF_CNT_timeouts, 1);
+		/* IBA 9.7.6.1.3: retry_cnt retries, then the WQE fails */
+		if (!t->retry_left) {
+			tp_comp_wqe(t, IBV_WC_RETRY_EXC_ERR);
+			tp_qp_error(t, 0);
+			return;
+		}
+		t->retry_left--;
+		tp_req_rewind(t, t->una_psn);
+		tp_req_progress(t);
+		arm_timer(t);
+	}
+}

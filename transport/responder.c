@@ -1,0 +1,637 @@
+/*
+ * The responder (IBA 9.7.5): executes the requests that arrive for a QP and
+ * answers them.
+ *
+ * RC, for a request with PSN p and expected PSN e (9.7.5.1):
+ *   p == e  execute: SEND into the next receive WQE (none: RNR NAK with
+ *           min_rnr_timer, 9.7.5.2.8), RDMA WRITE into the region the
+ *           RETH's R_Key names, READ answered with responses at once,
+ *           atomics applied once and their result kept (9.7.5.1.4);
+ *           ACKs coalesce to one per batch of received packets;
+ *   p > e   PSN sequence error: one NAK naming e until e arrives
+ *           (9.7.5.2.1), the packet dropped;
+ *   p < e   duplicate: a SEND or WRITE is acknowledged, not executed
+ *           again; a READ is served again only inside the key and range
+ *           of the original; an atomic returns the saved result, never
+ *           applied twice.
+ * Errors are NAKs, and the QP goes to ERROR: remote access (class C:
+ * R_Key, range or access; 9.7.5.2.4) with IBV_EVENT_QP_ACCESS_ERR, invalid
+ * request (opcode sequence, length, misaligned atomic, no responder
+ * resources) with IBV_EVENT_QP_REQ_ERR, remote operational error (a
+ * receive WQE whose buffers fail their checks).
+ * UC (9.8.2): no ACKs; a gap in the PSNs drops the message in progress.
+ * UD (9.8.3): one datagram into one receive WQE, the IP header in the GRH
+ * area of the buffer (Annex A17.4.5.1).
+ */
+#include "tport.h"
+
+/* ---- receive WQEs --------------------------------------------------------------- */
+
+/* Take the next receive WQE of t's QP (its RQ or its SRQ) into t->rcv_*.
+ * 0, -EAGAIN when there is none, -EINVAL when it is malformed (consumed). */
+static int take_rwqe(struct sof_tqp *t)
+{
+	struct sofd_qp *qp = t->qp;
+	struct sof_ring_idx *idx;
+	const uint8_t *ring;
+	uint32_t size, max_sge, stride, head, tail, spins = 0;
+	struct sof_rwqe wq;
+
+	if (qp->srq) {
+		idx = &qp->srq->shm->rq;
+		ring = (const uint8_t *)qp->srq->shm + SOF_SRQ_RQ_OFF;
+		size = qp->srq->size;
+		max_sge = qp->srq->max_sge;
+	} else {
+		idx = &qp->shm->rq;
+		ring = (const uint8_t *)qp->shm + SOF_QP_RQ_OFF;
+		size = qp->rq_size;
+		max_sge = qp->rq_max_sge;
+	}
+	if (!size)
+		return -EAGAIN;
+	stride = SOF_RWQE_STRIDE(max_sge);
+	for (;;) {
+		const uint8_t *slot;
+
+		head = atomic_load_explicit(&idx->head, memory_order_acquire);
+		tail = atomic_load_explicit(&idx->tail, memory_order_acquire);
+		if (head == tail || tail - head > size)
+			return -EAGAIN;
+		slot = ring + (size_t)(head & (size - 1)) * stride;
+		memcpy(&wq, slot, sizeof(wq));
+		if (wq.num_sge <= max_sge)
+			memcpy(t->rcv_sge, slot + sizeof(wq), wq.num_sge * sizeof(struct sof_sge));
+		if (atomic_compare_exchange_weak_explicit(
+			&idx->head, &head, head + 1, memory_order_acq_rel, memory_order_relaxed))
+			break;
+		if (++spins > 1000)
+			return -EAGAIN; /* contended by a misbehaving process */
+	}
+	t->rcv_wr_id = wq.wr_id;
+	t->rcv_nsge = 0;
+	t->rcv_off = 0;
+	t->rcv_active = true;
+	if (qp->srq) {
+		struct sof_srq_shm *s = qp->srq->shm;
+		uint32_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
+
+		/* IBA 11.5.2.4: the limit event fires once when the SRQ
+		 * drops below its armed limit */
+		if (limit && tail - head - 1 < limit &&
+		    atomic_compare_exchange_strong(&s->limit, &limit, 0))
+			sofd_async_send(qp->srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED,
+					qp->srq->handle);
+	}
+	if (wq.num_sge > max_sge)
+		return -EINVAL;
+	t->rcv_nsge = wq.num_sge;
+	return 0;
+}
+
+static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byte_len,
+		     const struct roce_hdr *h, uint32_t extra_flags)
+{
+	struct sofd_cq *cq = t->qp->recv_cq;
+	struct sof_cqe c;
+
+	memset(&c, 0, sizeof(c));
+	c.wr_id = t->rcv_wr_id;
+	c.status = (uint8_t)status;
+	c.opcode = opcode;
+	c.byte_len = byte_len;
+	c.qp_num = t->qp->qpn;
+	c.src_qp = t->qp->type == IBV_QPT_UD ? h->sqpn : t->dqpn;
+	c.wc_flags = (uint8_t)extra_flags;
+	if (roce_opinfo(h->opcode)->flags & ROCE_F_IMMDT) {
+		c.imm_data = h->imm_be;
+		c.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	c.solicited = h->se;
+	t->rcv_active = false;
+	if (sof_cq_push(cq->shm, &c, -1) == 1 && cq->evfd >= 0)
+		sofd_evfd_kick(cq->evfd);
+}
+
+/* ---- answers ------------------------------------------------------------------- */
+
+static void send_aeth(struct sof_tqp *t, uint8_t syndrome, uint32_t psn)
+{
+	struct roce_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = ROCE_SVC_RC | ROCE_ACK;
+	h.pkey = 0xffff;
+	h.dqpn = t->dqpn;
+	h.psn = psn & ROCE_PSN_MASK;
+	h.syndrome = syndrome;
+	h.msn = t->msn & 0xffffff;
+	tp_send(&t->path, &h, 0, NULL, NULL);
+}
+
+void tp_resp_flush_ack(struct sof_tqp *t)
+{
+	if (!t->ack_pending)
+		return;
+	t->ack_pending = false;
+	send_aeth(t, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, (t->epsn - 1) & ROCE_PSN_MASK);
+}
+
+/* A NAK that ends the QP (IBA 9.7.5.2.4): the NAK acknowledges everything
+ * before the failing request, so no ACK is owed any more. */
+static void fatal_nak(struct sof_tqp *t, uint8_t code, uint32_t psn, uint32_t event)
+{
+	t->ack_pending = false;
+	tp_count(SOF_CNT_nak_sent, 1);
+	send_aeth(t, (uint8_t)(ROCE_AETH_NAK | code), psn);
+	tp_qp_error(t, event);
+}
+
+static void rnr_nak(struct sof_tqp *t, uint32_t psn)
+{
+	t->ack_pending = false;
+	tp_count(SOF_CNT_rnr_nak_sent, 1);
+	send_aeth(t, (uint8_t)(ROCE_AETH_RNR_NAK | (t->min_rnr_timer & 0x1f)), psn);
+}
+
+static void access_error(struct sof_tqp *t, uint32_t psn)
+{
+	tp_count(SOF_CNT_key_violations, 1);
+	fatal_nak(t, ROCE_NAK_REM_ACCESS, psn, IBV_EVENT_QP_ACCESS_ERR);
+}
+
+static void invalid_request(struct sof_tqp *t, uint32_t psn)
+{
+	fatal_nak(t, ROCE_NAK_INV_REQ, psn, IBV_EVENT_QP_REQ_ERR);
+}
+
+/* ---- READ responses ------------------------------------------------------------- */
+
+struct read_src {
+	struct sof_tqp *t;
+	uint32_t rkey;
+	uint64_t va;
+};
+
+static int gather_read(void *arg, uint8_t *dst, uint32_t len)
+{
+	struct read_src *s = arg;
+	uint8_t *p = tp_mr_ptr(s->t->qp, s->rkey, s->va, len, IBV_ACCESS_REMOTE_READ);
+
+	if (!p)
+		return -EACCES;
+	memcpy(dst, p, len);
+	return 0;
+}
+
+/* Send the responses to a READ of len bytes at va, the first with PSN psn
+ * (IBA 9.7.5.1.3: FIRST, MIDDLE..., LAST or ONLY; AETH on all but MIDDLE).
+ * Every packet reads the region anew, so a region deregistered meanwhile
+ * is never read. */
+static void serve_read(struct sof_tqp *t, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t len)
+{
+	struct read_src s = {t, rkey, va};
+	uint32_t off = 0;
+
+	do {
+		uint32_t n = len - off > t->mtu ? t->mtu : len - off;
+		bool first = off == 0, last = off + n >= len;
+		struct roce_hdr h;
+
+		memset(&h, 0, sizeof(h));
+		h.opcode = ROCE_SVC_RC | (first && last ? ROCE_READ_RESP_ONLY
+					  : first	? ROCE_READ_RESP_FIRST
+					  : last	? ROCE_READ_RESP_LAST
+							: ROCE_READ_RESP_MIDDLE);
+		h.pkey = 0xffff;
+		h.dqpn = t->dqpn;
+		h.psn = psn & ROCE_PSN_MASK;
+		h.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
+		h.msn = t->msn & 0xffffff;
+		s.va = va + off;
+		if (tp_send(&t->path, &h, n, gather_read, &s) == -EACCES)
+			return;
+		off += n;
+		psn++;
+	} while (off < len);
+}
+
+static struct tp_res *res_find(struct sof_tqp *t, uint32_t psn, uint8_t type)
+{
+	for (uint32_t i = 0; i < t->nres; i++) {
+		struct tp_res *r = &t->res[i];
+		int32_t d = roce_psn_diff(psn, r->psn);
+
+		if (r->type == type && d >= 0 && (uint32_t)d < r->npkts)
+			return r;
+	}
+	return NULL;
+}
+
+static struct tp_res *res_new(struct sof_tqp *t)
+{
+	struct tp_res *r = &t->res[t->res_next++ % t->nres];
+
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+/* ---- RC requests ---------------------------------------------------------------- */
+
+static uint32_t npkts_of(const struct sof_tqp *t, uint64_t len)
+{
+	return len ? (uint32_t)((len + t->mtu - 1) / t->mtu) : 1;
+}
+
+static void duplicate(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
+{
+	struct tp_res *r;
+
+	if (op == ROCE_READ_REQ) {
+		r = res_find(t, h->psn, TP_RES_READ);
+		/* only inside what the original request was granted */
+		if (!r || h->rkey != r->rkey || h->va < r->va || h->dmalen > r->len ||
+		    h->va - r->va > r->len - h->dmalen) {
+			tp_drop(SOF_DROP_psn);
+			return;
+		}
+		serve_read(t, h->psn, h->va, h->rkey, h->dmalen);
+		return;
+	}
+	if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD) {
+		struct roce_hdr a;
+
+		r = res_find(t, h->psn, TP_RES_ATOMIC);
+		if (!r || r->psn != h->psn) {
+			tp_drop(SOF_DROP_psn);
+			return;
+		}
+		memset(&a, 0, sizeof(a));
+		a.opcode = ROCE_SVC_RC | ROCE_ATOMIC_ACK;
+		a.pkey = 0xffff;
+		a.dqpn = t->dqpn;
+		a.psn = h->psn;
+		a.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
+		a.msn = t->msn & 0xffffff;
+		a.orig = r->orig;
+		tp_send(&t->path, &a, 0, NULL, NULL);
+		return;
+	}
+	/* a repeated SEND or WRITE: acknowledged, not executed */
+	t->ack_pending = true;
+}
+
+static void do_send(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f, const uint8_t *payload,
+		    uint32_t paylen)
+{
+	int err;
+
+	if ((f & ROCE_F_FIRST) && !t->rcv_active) {
+		err = take_rwqe(t);
+		if (err == -EAGAIN) {
+			rnr_nak(t, h->psn);
+			return;
+		}
+		if (err) {
+			recv_cqe(t, IBV_WC_LOC_QP_OP_ERR, IBV_WC_RECV, 0, h, 0);
+			fatal_nak(t, ROCE_NAK_REM_OP_ERR, h->psn, 0);
+			return;
+		}
+	}
+	if (f & ROCE_F_FIRST)
+		t->rcv_off = 0;
+	err = tp_sgl_copy(t->qp, t->rcv_sge, t->rcv_nsge, t->rcv_off, (uint8_t *)payload, paylen,
+			  true);
+	if (err == -EMSGSIZE) {
+		/* the message is longer than the receive buffers */
+		recv_cqe(t, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, h, 0);
+		invalid_request(t, h->psn);
+		return;
+	}
+	if (err) {
+		recv_cqe(t, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, h, 0);
+		fatal_nak(t, ROCE_NAK_REM_OP_ERR, h->psn, 0);
+		return;
+	}
+	t->rcv_off += paylen;
+	t->epsn = (t->epsn + 1) & ROCE_PSN_MASK;
+	t->ack_pending = true;
+	if (f & ROCE_F_LAST) {
+		t->in_msg = 0;
+		t->msn++;
+		recv_cqe(t, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)t->rcv_off, h, 0);
+	} else {
+		t->in_msg = ROCE_F_SEND;
+	}
+}
+
+static void do_write(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
+		     const uint8_t *payload, uint32_t paylen)
+{
+	bool imm = f & ROCE_F_IMMDT;
+	uint8_t *p;
+
+	if (f & ROCE_F_FIRST) {
+		if (h->dmalen &&
+		    (!(t->access & IBV_ACCESS_REMOTE_WRITE) ||
+		     !tp_mr_ptr(t->qp, h->rkey, h->va, h->dmalen, IBV_ACCESS_REMOTE_WRITE))) {
+			access_error(t, h->psn);
+			return;
+		}
+		t->wr_va = h->va;
+		t->wr_rkey = h->rkey;
+		t->wr_len = t->wr_left = h->dmalen;
+	}
+	/* RNR is decided before any data of this packet moves, so the
+	 * retried packet finds everything as it was */
+	if ((f & ROCE_F_LAST) && imm && !t->rcv_active) {
+		int err = take_rwqe(t);
+
+		if (err == -EAGAIN) {
+			rnr_nak(t, h->psn);
+			return;
+		}
+		if (err) {
+			recv_cqe(t, IBV_WC_LOC_QP_OP_ERR, IBV_WC_RECV_RDMA_WITH_IMM, 0, h, 0);
+			fatal_nak(t, ROCE_NAK_REM_OP_ERR, h->psn, 0);
+			return;
+		}
+	}
+	if (paylen > t->wr_left || ((f & ROCE_F_LAST) && paylen != t->wr_left)) {
+		invalid_request(t, h->psn);
+		return;
+	}
+	if (paylen) {
+		p = tp_mr_ptr(t->qp, t->wr_rkey, t->wr_va + (t->wr_len - t->wr_left), paylen,
+			      IBV_ACCESS_REMOTE_WRITE);
+		if (!p) { /* deregistered in the middle of the message */
+			access_error(t, h->psn);
+			return;
+		}
+		memcpy(p, payload, paylen);
+		t->wr_left -= paylen;
+	}
+	t->epsn = (t->epsn + 1) & ROCE_PSN_MASK;
+	t->ack_pending = true;
+	if (f & ROCE_F_LAST) {
+		t->in_msg = 0;
+		t->msn++;
+		if (imm)
+			recv_cqe(t, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, (uint32_t)t->wr_len,
+				 h, 0);
+	} else {
+		t->in_msg = ROCE_F_WRITE;
+	}
+}
+
+static void do_read(struct sof_tqp *t, const struct roce_hdr *h)
+{
+	struct tp_res *r;
+
+	/* IBA 9.7.5.1.4: no responder resources, no READ */
+	if (!t->max_dest_rd_atomic) {
+		invalid_request(t, h->psn);
+		return;
+	}
+	if (h->dmalen && (!(t->access & IBV_ACCESS_REMOTE_READ) ||
+			  !tp_mr_ptr(t->qp, h->rkey, h->va, h->dmalen, IBV_ACCESS_REMOTE_READ))) {
+		access_error(t, h->psn);
+		return;
+	}
+	r = res_new(t);
+	r->type = TP_RES_READ;
+	r->psn = h->psn;
+	r->npkts = npkts_of(t, h->dmalen);
+	r->va = h->va;
+	r->rkey = h->rkey;
+	r->len = h->dmalen;
+	/* the responses acknowledge what came before */
+	t->ack_pending = false;
+	t->msn++;
+	t->epsn = (h->psn + r->npkts) & ROCE_PSN_MASK;
+	serve_read(t, h->psn, h->va, h->rkey, h->dmalen);
+}
+
+static void do_atomic(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
+{
+	struct roce_hdr a;
+	struct tp_res *r;
+	uint64_t *p, orig;
+
+	if (!t->max_dest_rd_atomic) {
+		invalid_request(t, h->psn);
+		return;
+	}
+	/* IBA 9.4.5: the target must be 8-byte aligned */
+	if (h->va & 7) {
+		invalid_request(t, h->psn);
+		return;
+	}
+	p = (uint64_t *)(void *)tp_mr_ptr(t->qp, h->rkey, h->va, 8, IBV_ACCESS_REMOTE_ATOMIC);
+	if (!p || !(t->access & IBV_ACCESS_REMOTE_ATOMIC)) {
+		access_error(t, h->psn);
+		return;
+	}
+	/* IBV_ATOMIC_HCA: CPU atomics on the shared page, so atomic against
+	 * the same-host executors too */
+	if (op == ROCE_FETCH_ADD) {
+		orig = __atomic_fetch_add(p, h->swap_add, __ATOMIC_SEQ_CST);
+	} else {
+		orig = h->compare;
+		__atomic_compare_exchange_n(p, &orig, h->swap_add, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	}
+	r = res_new(t);
+	r->type = TP_RES_ATOMIC;
+	r->psn = h->psn;
+	r->npkts = 1;
+	r->orig = orig;
+	t->ack_pending = false;
+	t->msn++;
+	t->epsn = (h->psn + 1) & ROCE_PSN_MASK;
+	memset(&a, 0, sizeof(a));
+	a.opcode = ROCE_SVC_RC | ROCE_ATOMIC_ACK;
+	a.pkey = 0xffff;
+	a.dqpn = t->dqpn;
+	a.psn = h->psn;
+	a.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
+	a.msn = t->msn & 0xffffff;
+	a.orig = orig;
+	tp_send(&t->path, &a, 0, NULL, NULL);
+}
+
+static void uc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
+		      const uint8_t *payload, uint32_t paylen);
+
+void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+		    uint32_t paylen, const struct roce_addr *a)
+{
+	uint32_t f = roce_opinfo(h->opcode)->flags;
+	uint8_t op = h->opcode & ~ROCE_SVC_MASK;
+	int32_t d;
+
+	(void)a;
+	if (t->qp->type == IBV_QPT_UC) {
+		uc_packet(t, h, f, payload, paylen);
+		return;
+	}
+	d = roce_psn_diff(h->psn, t->epsn);
+	if (d > 0) {
+		/* IBA 9.7.5.2.1: one NAK per sequence error */
+		tp_count(SOF_CNT_seq_err, 1);
+		tp_drop(SOF_DROP_psn);
+		if (!t->nak_sent) {
+			t->nak_sent = true;
+			t->ack_pending = false;
+			tp_count(SOF_CNT_nak_sent, 1);
+			send_aeth(t, ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ_ERR, t->epsn);
+		}
+		return;
+	}
+	if (d < 0) {
+		if (d < -TP_DUP_WINDOW) {
+			tp_drop(SOF_DROP_psn);
+			return;
+		}
+		duplicate(t, h, op);
+		return;
+	}
+	t->nak_sent = false;
+	/* IBA 9.7.5.1.? opcode sequence: a message in progress continues
+	 * with its MIDDLE or LAST; anything else starts with FIRST/ONLY */
+	if (t->in_msg ? !(f & t->in_msg) || !(f & (ROCE_F_MIDDLE | ROCE_F_LAST))
+		      : (f & (ROCE_F_MIDDLE | ROCE_F_LAST)) && !(f & ROCE_F_FIRST)) {
+		invalid_request(t, h->psn);
+		return;
+	}
+	/* every packet but the last of a message carries a full MTU */
+	if ((f & ROCE_F_PAYLOAD) && (paylen > t->mtu || (!(f & ROCE_F_LAST) && paylen != t->mtu))) {
+		invalid_request(t, h->psn);
+		return;
+	}
+	if (f & ROCE_F_SEND)
+		do_send(t, h, f, payload, paylen);
+	else if (f & ROCE_F_WRITE)
+		do_write(t, h, f, payload, paylen);
+	else if (op == ROCE_READ_REQ)
+		do_read(t, h);
+	else if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD)
+		do_atomic(t, h, op);
+	else
+		invalid_request(t, h->psn); /* SEND with invalidate: no MWs */
+}
+
+/* ---- UC ------------------------------------------------------------------------ */
+
+static void uc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
+		      const uint8_t *payload, uint32_t paylen)
+{
+	int err;
+
+	/* IBA 9.8.2: a gap in the PSNs loses the message in progress; only a
+	 * FIRST or ONLY starts the next one */
+	if (h->psn != t->epsn && t->in_msg) {
+		t->in_msg = 0;
+		tp_drop(SOF_DROP_psn);
+	}
+	t->epsn = (h->psn + 1) & ROCE_PSN_MASK;
+	if (t->in_msg ? !(f & t->in_msg) || !(f & (ROCE_F_MIDDLE | ROCE_F_LAST))
+		      : !(f & ROCE_F_FIRST)) {
+		t->in_msg = 0;
+		tp_drop(SOF_DROP_psn);
+		return;
+	}
+	if (paylen > t->mtu || (!(f & ROCE_F_LAST) && paylen != t->mtu)) {
+		t->in_msg = 0;
+		tp_drop(SOF_DROP_payload);
+		return;
+	}
+	if (f & ROCE_F_WRITE) {
+		bool imm = f & ROCE_F_IMMDT;
+		uint8_t *p;
+
+		if (f & ROCE_F_FIRST) {
+			if (h->dmalen && (!(t->access & IBV_ACCESS_REMOTE_WRITE) ||
+					  !tp_mr_ptr(t->qp, h->rkey, h->va, h->dmalen,
+						     IBV_ACCESS_REMOTE_WRITE))) {
+				tp_count(SOF_CNT_key_violations, 1);
+				return; /* UC: silently dropped */
+			}
+			t->wr_va = h->va;
+			t->wr_rkey = h->rkey;
+			t->wr_len = t->wr_left = h->dmalen;
+		}
+		if (paylen > t->wr_left || ((f & ROCE_F_LAST) && paylen != t->wr_left)) {
+			t->in_msg = 0;
+			tp_drop(SOF_DROP_payload);
+			return;
+		}
+		if ((f & ROCE_F_LAST) && imm && !t->rcv_active && take_rwqe(t)) {
+			t->in_msg = 0;
+			return;
+		}
+		if (paylen) {
+			p = tp_mr_ptr(t->qp, t->wr_rkey, t->wr_va + (t->wr_len - t->wr_left),
+				      paylen, IBV_ACCESS_REMOTE_WRITE);
+			if (!p) {
+				t->in_msg = 0;
+				tp_count(SOF_CNT_key_violations, 1);
+				return;
+			}
+			memcpy(p, payload, paylen);
+			t->wr_left -= paylen;
+		}
+		t->in_msg = (f & ROCE_F_LAST) ? 0 : ROCE_F_WRITE;
+		if ((f & ROCE_F_LAST) && imm)
+			recv_cqe(t, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, (uint32_t)t->wr_len,
+				 h, 0);
+		return;
+	}
+	/* SEND */
+	if ((f & ROCE_F_FIRST) && !t->rcv_active && take_rwqe(t)) {
+		t->in_msg = 0; /* no receive WQE: the message is dropped */
+		return;
+	}
+	if (f & ROCE_F_FIRST)
+		t->rcv_off = 0;
+	err = tp_sgl_copy(t->qp, t->rcv_sge, t->rcv_nsge, t->rcv_off, (uint8_t *)payload, paylen,
+			  true);
+	if (err) {
+		recv_cqe(t, err == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR,
+			 IBV_WC_RECV, 0, h, 0);
+		tp_qp_error(t, 0);
+		return;
+	}
+	t->rcv_off += paylen;
+	t->in_msg = (f & ROCE_F_LAST) ? 0 : ROCE_F_SEND;
+	if (f & ROCE_F_LAST)
+		recv_cqe(t, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)t->rcv_off, h, 0);
+}
+
+/* ---- UD ------------------------------------------------------------------------- */
+
+void tp_resp_ud(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+		uint32_t paylen, const struct roce_addr *a)
+{
+	uint8_t grh[40];
+	int err;
+
+	err = take_rwqe(t);
+	if (err == -EAGAIN)
+		return; /* IBA 9.8.3: no receive WQE, the datagram is dropped */
+	if (err) {
+		recv_cqe(t, IBV_WC_LOC_QP_OP_ERR, IBV_WC_RECV, 0, h, 0);
+		return;
+	}
+	sof_make_grh(grh, a->src, a->dst, 0, 64, 0, paylen);
+	err = tp_sgl_copy(t->qp, t->rcv_sge, t->rcv_nsge, 0, grh, sizeof(grh), true);
+	if (!err)
+		err = tp_sgl_copy(t->qp, t->rcv_sge, t->rcv_nsge, sizeof(grh), (uint8_t *)payload,
+				  paylen, true);
+	if (err) {
+		recv_cqe(t, err == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR,
+			 IBV_WC_RECV, 0, h, 0);
+		return;
+	}
+	recv_cqe(t, IBV_WC_SUCCESS, IBV_WC_RECV, paylen + (uint32_t)sizeof(grh), h, IBV_WC_GRH);
+}

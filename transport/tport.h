@@ -1,0 +1,218 @@
+/*
+ * The RoCEv2 transport engine of the device daemon: the part of the
+ * software HCA that reaches other hosts, as Linux rxe is for the kernel.
+ *
+ * It runs in the daemon's single epoll thread (no locks): net.c owns the
+ * UDP sockets, the timer and the per-QP transport state; requester.c turns
+ * send WQEs of a QP's network send queue into packets and retransmits them;
+ * completer.c takes ACKs, NAKs, read responses and atomic ACKs and completes
+ * send WQEs; responder.c executes incoming requests and answers them; mr.c
+ * maps registered memory and checks every key, range and access.
+ *
+ * Names: tp_ for everything internal to the engine; sof_tp_ for what the
+ * daemon calls (sofd.h).
+ */
+#ifndef TPORT_H
+#define TPORT_H
+
+#include "roce_wire.h"
+#include "sofd.h"
+
+#include <infiniband/verbs.h>
+
+/* Largest UDP payload: headers, 4096 bytes of payload, pad, ICRC. */
+#define TP_MAX_PKT (ROCE_MAX_HDR + 4096 + 4 + ROCE_ICRC_LEN)
+/* Packets a requester may have sent and not seen acknowledged. */
+#define TP_WINDOW 512u
+/* The requester asks for an ACK at least every this many packets. */
+#define TP_ACKREQ_EVERY 64u
+/* A PSN further behind the expected one than this is not a duplicate but
+ * garbage (IBA 9.7.5.1.2: the duplicate region is half the PSN space; we
+ * keep much less history). */
+#define TP_DUP_WINDOW (1 << 22)
+
+/* Where a QP's packets go: addresses as GIDs (IPv4 as ::ffff:a.b.c.d). */
+struct tp_path {
+	uint8_t sgid[16];
+	uint8_t dgid[16];
+	uint16_t sport; /* UDP source port: the flow's entropy (Annex A17.3.1) */
+	uint8_t tclass;
+	uint8_t hop_limit;
+	uint32_t flow_label;
+};
+
+/* A send WQE the requester took from the network send queue: copied and
+ * validated. Inline data stays in its ring slot, which is ours until the
+ * WQE completes (the owner reuses a slot only after sq_done passed it). */
+enum tp_wstate {
+	TP_W_NEW = 0, /* no packet of this pass sent */
+	TP_W_SENDING, /* some packets sent */
+	TP_W_SENT,    /* every packet sent, waiting for its ACK or response */
+};
+
+struct tp_swqe {
+	uint64_t wr_id;
+	uint32_t opcode; /* enum ibv_wr_opcode */
+	uint32_t send_flags;
+	uint32_t imm_be;
+	uint32_t rkey;
+	uint64_t remote_addr;
+	uint64_t compare_add;
+	uint64_t swap;
+	uint64_t len;	  /* message length */
+	uint32_t num_sge; /* 0 with inline data */
+	struct sof_sge sge[SOFD_MAX_SGE];
+	const uint8_t *inl; /* inline data in the ring slot */
+	/* UD */
+	uint32_t remote_qpn, remote_qkey;
+	struct tp_path ud_path;
+	/* progress */
+	uint8_t state;	    /* enum tp_wstate */
+	uint32_t first_psn; /* PSN of its first packet */
+	uint32_t npkts;	    /* PSNs it occupies (a READ: its responses) */
+	uint64_t read_got;  /* READ: bytes of response received */
+};
+
+/* A responder resource (IBA 9.7.5.1.4): what a READ or atomic needs to be
+ * answered again when its request is repeated. */
+enum tp_res_type { TP_RES_NONE = 0, TP_RES_READ, TP_RES_ATOMIC };
+
+struct tp_res {
+	uint8_t type;
+	uint32_t psn;	/* PSN of the request */
+	uint32_t npkts; /* PSNs it occupies */
+	uint64_t va;	/* READ: the range the request was granted */
+	uint32_t rkey;
+	uint32_t len;
+	uint64_t orig; /* atomic: the value returned */
+};
+
+struct sof_tqp {
+	struct sofd_qp *qp;
+	struct sofd_link link; /* in tp.qps */
+	bool net;	       /* RC/UC whose peer is on another host */
+	uint32_t state;	       /* enum ibv_qp_state, as last modified */
+	struct tp_path path;   /* RC/UC primary path */
+	uint32_t mtu;	       /* path MTU in bytes */
+	uint32_t dqpn;
+	uint32_t qkey;
+	uint32_t access; /* qp_access_flags */
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+
+	/* requester (requester.c, completer.c); ring indexes are those of
+	 * the network send queue: wq_head oldest not completed, wq_send next
+	 * to transmit, wq_tail next to take */
+	struct tp_swqe *wq; /* sq_size entries */
+	uint32_t wq_head, wq_send, wq_tail;
+	uint64_t send_off; /* bytes of wq[wq_send] already sent */
+	uint32_t psn;	   /* next PSN to send */
+	uint32_t rd_out;   /* READs and atomics sent, not answered */
+	uint8_t retry_left, rnr_left;
+	uint64_t timer_ns; /* retransmission deadline, 0: not armed */
+	uint64_t rnr_ns;   /* RNR wait: no sending before this, 0: none */
+	uint32_t una_psn;  /* oldest PSN not acknowledged */
+
+	/* responder (responder.c) */
+	uint32_t epsn;	  /* expected PSN */
+	uint32_t msn;	  /* messages completed (IBA 9.7.5.1.1) */
+	bool nak_sent;	  /* a sequence-error NAK is out (9.7.5.2.1) */
+	bool ack_pending; /* a coalesced ACK is due */
+	uint32_t in_msg;  /* 0, or ROCE_F_SEND / ROCE_F_WRITE: message in progress */
+	bool rcv_active;  /* a receive WQE is taken for the SEND in progress */
+	uint64_t rcv_wr_id;
+	uint32_t rcv_nsge;
+	struct sof_sge rcv_sge[SOFD_MAX_SGE];
+	uint64_t rcv_off; /* bytes of the SEND received so far */
+	uint64_t wr_va;	  /* WRITE in progress */
+	uint32_t wr_rkey;
+	uint64_t wr_left;
+	uint64_t wr_len;
+	struct tp_res *res; /* max_dest_rd_atomic entries (ring) */
+	uint32_t nres, res_next;
+};
+
+/* The engine's global state (net.c). */
+struct tp_state {
+	int fd4, fd6; /* receive sockets bound to port 4791 */
+	struct sofd_pollable p4, p6, timer;
+	int tx4[8], tx6[8]; /* send sockets, one source port each */
+	uint16_t txport4[8], txport6[8];
+	int ntx4, ntx6;
+	uint64_t timer_armed_ns;
+	struct sofd_link qps;	      /* every sof_tqp */
+	uint8_t pkt[TP_MAX_PKT + 64]; /* packet being built */
+};
+
+extern struct tp_state tp;
+
+static inline void tp_count(enum sof_counter c, uint64_t n) { sofd.counters[c] += n; }
+static inline void tp_drop(enum sof_dropctr d) { sofd.drops[d]++; }
+
+/* ---- net.c --------------------------------------------------------------- */
+
+/* Whether gid is one of this host's GIDs; whether it is IPv4-mapped. */
+bool tp_gid_local(const uint8_t gid[16]);
+bool tp_gid_v4(const uint8_t gid[16]);
+/* The GID at index of the table, or NULL when the entry is empty. */
+const uint8_t *tp_sgid(uint32_t index);
+/* Build the BTH and extended headers of h, copy the payload from the
+ * gather callback, pad, append the ICRC, and send it on path. Counts it.
+ * 0 or -errno (the packet is lost, as on a wire). */
+typedef int (*tp_gather_fn)(void *arg, uint8_t *dst, uint32_t len);
+int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_gather_fn gather,
+	    void *arg);
+/* The UDP source port for a flow between two QPs. */
+uint16_t tp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn);
+/* The QP must be looked at by the timer handler (or no longer). */
+void tp_timer_update(void);
+
+/* ---- mr.c ---------------------------------------------------------------- */
+
+/* The registered region with key, checked for use by qp: same PD, the
+ * access bits in need (IBV_ACCESS_*) all granted, [va, va+len) inside it.
+ * Returns a pointer to va in the daemon's mapping, or NULL. */
+uint8_t *tp_mr_ptr(const struct sofd_qp *qp, uint32_t key, uint64_t va, uint64_t len,
+		   uint32_t need);
+/* Copy between a linear buffer and an SGE list of the owner of qp,
+ * starting off bytes into the list. to_sgl: write into the SGEs (they need
+ * IBV_ACCESS_LOCAL_WRITE). 0, -EACCES (a key, range or access check failed)
+ * or -EMSGSIZE (past the end of the list). */
+int tp_sgl_copy(const struct sofd_qp *qp, const struct sof_sge *sge, uint32_t nsge, uint64_t off,
+		uint8_t *buf, uint64_t len, bool to_sgl);
+
+/* ---- requester.c ----------------------------------------------------------- */
+
+/* Take new WQEs of the network send queue and send what the window allows. */
+void tp_req_progress(struct sof_tqp *t);
+/* Start sending again from psn (go-back-N, IBA 9.7.5.2.1 and 9.7.6.1.3). */
+void tp_req_rewind(struct sof_tqp *t, uint32_t psn);
+/* The retransmission and RNR timers of t; now is sof_now_ns(). */
+void tp_req_timer(struct sof_tqp *t, uint64_t now);
+
+/* ---- completer.c ------------------------------------------------------------ */
+
+/* A response packet (ACK, NAK, read response, atomic ACK) for t. */
+void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+		    uint32_t paylen);
+/* Complete the oldest WQE of t with status (successful ones only when
+ * signaled) and release its slot. */
+void tp_comp_wqe(struct sof_tqp *t, int status);
+/* Move the QP to ERROR (IBA 10.3.1): flush every WQE of the network send
+ * queue and tell the owner. event: async event for the owner or 0. */
+void tp_qp_error(struct sof_tqp *t, uint32_t event);
+/* Flush what the network send queue holds of a QP in ERROR. */
+void tp_flush(struct sof_tqp *t);
+
+/* ---- responder.c ------------------------------------------------------------ */
+
+/* A request packet for t from src (already validated against the QP). */
+void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+		    uint32_t paylen, const struct roce_addr *a);
+/* Send the coalesced ACK of t if one is due. */
+void tp_resp_flush_ack(struct sof_tqp *t);
+/* A UD datagram for t. */
+void tp_resp_ud(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+		uint32_t paylen, const struct roce_addr *a);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * Posting to the daemon's network transport.
+ *
+ * Work for another host is not executed here: the WQE is written into the
+ * QP's network send queue (a memfd only this process and the daemon map,
+ * common/sof_shm.h) and the connection's doorbell eventfd wakes the daemon,
+ * whose requester turns it into RoCEv2 packets and whose completer pushes
+ * the completion into the send CQ. Which WQEs go there: every one of an
+ * RC/UC QP whose destination GID is not on this host (qp->net, decided by
+ * the daemon at modify time), and UD sends whose address handle names
+ * another host.
+ */
+#include "sofv.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+uint32_t sofv_net_outstanding(const struct sofv_qp *qp)
+{
+	return atomic_load_explicit(&qp->nsq->idx.tail, memory_order_relaxed) -
+	       atomic_load_explicit(&qp->nsq->done, memory_order_acquire);
+}
+
+int sofv_net_post(struct sofv_qp *qp, const struct sofv_swqe *w)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	uint32_t tail = atomic_load_explicit(&qp->nsq->idx.tail, memory_order_relaxed);
+	struct sof_nwqe *e;
+	uint64_t one = 1;
+	int db;
+
+	if (sofv_net_outstanding(qp) >= qp->sq_size)
+		return ENOMEM;
+	e = (struct sof_nwqe *)(qp->nsq_ring + (size_t)(tail & (qp->sq_size - 1)) * qp->nsq_stride);
+	memset(e, 0, sizeof(*e));
+	e->wr_id = w->wr_id;
+	e->opcode = w->opcode;
+	e->send_flags = w->send_flags;
+	/* sq_sig_all is the daemon's to apply as well, but saying it here
+	 * keeps the completer simple */
+	if (qp->sq_sig_all)
+		e->send_flags |= IBV_SEND_SIGNALED;
+	e->imm_data = w->imm_data;
+	e->rkey = w->rkey;
+	e->remote_addr = w->remote_addr;
+	e->compare_add = w->compare_add;
+	e->swap = w->swap;
+	if (w->send_flags & IBV_SEND_INLINE) {
+		e->inline_len = w->inline_len;
+		memcpy(e->sge, w->inline_buf, w->inline_len);
+	} else {
+		e->num_sge = w->num_sge;
+		for (uint32_t i = 0; i < w->num_sge; i++) {
+			e->sge[i].addr = w->sge[i].addr;
+			e->sge[i].length = w->sge[i].length;
+			e->sge[i].lkey = w->sge[i].lkey;
+		}
+	}
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD && w->ah) {
+		const struct ibv_global_route *g = &w->ah->attr.grh;
+
+		e->remote_qpn = w->remote_qpn & 0xffffff;
+		/* IBA 10.2.5: a Q_Key with the high bit set means "the QP's" */
+		e->remote_qkey = (w->remote_qkey & 0x80000000u) ? qp->attr.qkey : w->remote_qkey;
+		memcpy(e->dgid, g->dgid.raw, 16);
+		e->flow_label = g->flow_label;
+		e->sgid_index = g->sgid_index;
+		e->hop_limit = g->hop_limit;
+		e->traffic_class = g->traffic_class;
+	}
+	atomic_store_explicit(&qp->nsq->idx.tail, tail + 1, memory_order_release);
+	db = atomic_load_explicit(&ctx->doorbell, memory_order_relaxed);
+	if (db >= 0 && write(db, &one, sizeof(one)) < 0) {
+		/* the daemon is gone: the QP will see it as a fatal error */
+	}
+	return 0;
+}

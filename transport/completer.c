@@ -46,6 +46,10 @@ void tp_comp_wqe(struct sof_tqp *t, int status)
 	struct sofd_qp *qp = t->qp;
 	struct tp_swqe *w = &t->wq[t->wq_head & (qp->sq_size - 1)];
 
+	/* only a WQE that is there: past wq_tail, tp_flush would go round
+	 * the whole index space before it met wq_tail again */
+	if (t->wq_head == t->wq_tail)
+		return;
 	if (status != IBV_WC_SUCCESS || (w->send_flags & IBV_SEND_SIGNALED)) {
 		struct sof_cqe c;
 
@@ -123,7 +127,7 @@ static void progress_made(struct sof_tqp *t)
 	t->retry_left = t->retry_cnt;
 	t->rnr_left = t->rnr_retry;
 	t->timer_ns = 0;
-	if (t->wq_head != t->wq_send && t->timeout)
+	if (t->psn != t->una_psn && t->timeout)
 		t->timer_ns = sof_now_ns() + (4096ull << (t->timeout > 31 ? 31 : t->timeout));
 }
 
@@ -135,11 +139,14 @@ static bool ack_upto(struct sof_tqp *t, uint32_t a)
 {
 	uint32_t mask = t->qp->sq_size - 1;
 
-	/* a must lie in [una - 1, psn - 1] */
-	if (roce_psn_diff(a, (t->psn - 1) & ROCE_PSN_MASK) > 0 ||
+	/* a must lie in [una - 1, highest PSN sent] */
+	if (roce_psn_diff(a, (t->max_psn - 1) & ROCE_PSN_MASK) > 0 ||
 	    roce_psn_diff(a, (t->una_psn - 1) & ROCE_PSN_MASK) < 0)
 		return false;
-	while (t->wq_head != t->wq_send) {
+	/* it covers packets we had gone back to send again: skip them */
+	if (roce_psn_diff((a + 1) & ROCE_PSN_MASK, t->psn) > 0)
+		tp_req_rewind(t, (a + 1) & ROCE_PSN_MASK);
+	while (t->wq_head != t->wq_tail) {
 		struct tp_swqe *w = &t->wq[t->wq_head & mask];
 		uint32_t last = (w->first_psn + w->npkts - 1) & ROCE_PSN_MASK;
 
@@ -147,6 +154,7 @@ static bool ack_upto(struct sof_tqp *t, uint32_t a)
 			break;
 		if (is_rd_atomic(w->opcode)) {
 			/* covered, but its answer never came */
+			tp_count(SOF_CNT_retransmits, 1);
 			tp_req_rewind(t, (w->first_psn + (uint32_t)(w->read_got / t->mtu)) &
 					     ROCE_PSN_MASK);
 			break;
@@ -156,7 +164,7 @@ static bool ack_upto(struct sof_tqp *t, uint32_t a)
 		tp_comp_wqe(t, IBV_WC_SUCCESS);
 	}
 	if (roce_psn_diff((a + 1) & ROCE_PSN_MASK, t->una_psn) > 0) {
-		t->una_psn = (a + 1) & ROCE_PSN_MASK;
+		tp_req_acked(t, (a + 1) & ROCE_PSN_MASK);
 		progress_made(t);
 	}
 	return true;
@@ -203,6 +211,7 @@ static void read_response(struct sof_tqp *t, const struct roce_hdr *h, const uin
 	if (h->psn != expect) {
 		if (roce_psn_diff(h->psn, expect) > 0) {
 			/* a response was lost: ask for the rest again */
+			tp_count(SOF_CNT_retransmits, 1);
 			tp_req_rewind(t, expect);
 			tp_req_progress(t);
 		}
@@ -222,7 +231,7 @@ static void read_response(struct sof_tqp *t, const struct roce_hdr *h, const uin
 		return;
 	}
 	w->read_got += paylen;
-	t->una_psn = (h->psn + 1) & ROCE_PSN_MASK;
+	tp_req_acked(t, (h->psn + 1) & ROCE_PSN_MASK);
 	progress_made(t);
 	if (last) {
 		tp_comp_wqe(t, IBV_WC_SUCCESS);
@@ -245,7 +254,7 @@ static void atomic_ack(struct sof_tqp *t, const struct roce_hdr *h)
 		tp_qp_error(t, 0);
 		return;
 	}
-	t->una_psn = (h->psn + 1) & ROCE_PSN_MASK;
+	tp_req_acked(t, (h->psn + 1) & ROCE_PSN_MASK);
 	tp_comp_wqe(t, IBV_WC_SUCCESS);
 	progress_made(t);
 	tp_req_progress(t);
@@ -280,6 +289,9 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		atomic_ack(t, h);
 		return;
 	}
+	tp_trace("qp %06x aeth %02x psn %06x: una %06x psn %06x max %06x head %u send %u tail %u",
+		 t->qp->qpn, h->syndrome, h->psn, t->una_psn, t->psn, t->max_psn, t->wq_head,
+		 t->wq_send, t->wq_tail);
 	/* ROCE_ACK: an ACK or a NAK, IBA 9.7.5.2 */
 	switch (h->syndrome & ROCE_AETH_TYPE_MASK) {
 	case ROCE_AETH_ACK:
@@ -293,7 +305,7 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		tp_count(SOF_CNT_rnr_nak_rcvd, 1);
 		if (!ack_upto(t, (h->psn - 1) & ROCE_PSN_MASK))
 			return;
-		if (t->wq_head == t->wq_send)
+		if (t->psn == t->una_psn)
 			return;
 		/* IBA 9.7.5.2.8: rnr_retry 7 retries for ever */
 		if (!t->rnr_left) {
@@ -311,6 +323,12 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		tp_count(SOF_CNT_nak_rcvd, 1);
 		if (!ack_upto(t, (h->psn - 1) & ROCE_PSN_MASK))
 			return;
+		/* no PSN unacknowledged: it NAKs nothing we sent, and must
+		 * neither use up retries nor fail a WQE */
+		if (t->psn == t->una_psn) {
+			tp_drop(SOF_DROP_psn);
+			return;
+		}
 		if ((h->syndrome & 0x1f) == ROCE_NAK_PSN_SEQ_ERR) {
 			/* IBA 9.7.5.2.1: go back to the PSN the responder
 			 * expects; a NAK that moved nothing uses a retry */
@@ -322,11 +340,14 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 				}
 				t->retry_left--;
 			}
+			tp_req_loss(t, false);
+			tp_count(SOF_CNT_retransmits, 1);
 			tp_req_rewind(t, h->psn);
 			tp_req_progress(t);
 			return;
 		}
-		if (t->wq_head != t->wq_send) {
+		if (t->wq_head != t->wq_tail &&
+		    t->wq[t->wq_head & (t->qp->sq_size - 1)].state != TP_W_NEW) {
 			tp_comp_wqe(t, nak_status(h->syndrome & 0x1f));
 			tp_qp_error(t, 0);
 		}

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 struct tp_state tp;
+bool tp_tracing;
 
 static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
@@ -127,6 +128,7 @@ int sof_tp_init(int epfd)
 	int err;
 
 	sofd_list_init(&tp.qps);
+	tp_tracing = getenv("SOFTOFED_TRACE") != NULL;
 	tp.fd4 = udp_socket(false, ROCE_UDP_PORT);
 	tp.fd6 = udp_socket(true, ROCE_UDP_PORT);
 	if (tp.fd4 < 0)
@@ -191,9 +193,6 @@ int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_
 
 	if (paylen > 4096)
 		return -EMSGSIZE;
-	fd = tx_fd(v6, path->sport);
-	if (fd < 0)
-		return -ENETUNREACH;
 	h->pad = (uint8_t)((4 - (paylen & 3)) & 3);
 	hl = roce_hdr_write(tp.pkt, h);
 	if (!hl)
@@ -213,6 +212,11 @@ int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_
 	roce_icrc_append(&a, tp.pkt, len);
 	len += ROCE_ICRC_LEN;
 
+	/* only now: a packet without a socket to leave by is still built,
+	 * so its memory is checked (-EACCES) with or without a network */
+	fd = tx_fd(v6, path->sport);
+	if (fd < 0)
+		return -ENETUNREACH;
 	memset(&dst, 0, sizeof(dst));
 	memset(&cbuf, 0, sizeof(cbuf));
 	m.msg_name = &dst;
@@ -267,7 +271,7 @@ static bool state_receives(uint32_t s)
 	return s == IBV_QPS_RTR || s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE;
 }
 
-static void input(const uint8_t *buf, size_t len, const struct roce_addr *a)
+void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 {
 	const struct roce_opinfo *oi;
 	struct sofd_qp *qp;
@@ -357,7 +361,6 @@ static void rx(int fd, bool v6)
 	static struct mmsghdr msgs[RX_BATCH];
 	static struct iovec iovs[RX_BATCH];
 	static struct sockaddr_in6 srcs[RX_BATCH];
-	struct sofd_link *l;
 	int rounds = 0, n;
 
 	do {
@@ -419,11 +422,15 @@ static void rx(int fd, bool v6)
 				tp_drop(SOF_DROP_short);
 				continue;
 			}
-			input(bufs[i], msgs[i].msg_len, &a);
+			tp_input(bufs[i], msgs[i].msg_len, &a);
 		}
 	} while (n == RX_BATCH && ++rounds < 16);
+	tp_input_end();
+}
 
-	for (l = tp.qps.next; l != &tp.qps; l = l->next)
+void tp_input_end(void)
+{
+	for (struct sofd_link *l = tp.qps.next; l != &tp.qps; l = l->next)
 		tp_resp_flush_ack(sof_container_of(l, struct sof_tqp, link));
 }
 
@@ -603,7 +610,10 @@ int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bo
 		t->epsn = req->rq_psn & ROCE_PSN_MASK;
 	if (m & IBV_QP_SQ_PSN) {
 		t->psn = req->sq_psn & ROCE_PSN_MASK;
-		t->una_psn = t->psn;
+		t->una_psn = t->max_psn = t->psn;
+		t->cwnd = t->ssthresh = TP_WINDOW;
+		t->cwnd_acc = 0;
+		t->in_recovery = false;
 	}
 	if (m & (IBV_QP_RETRY_CNT | IBV_QP_STATE))
 		t->retry_left = t->retry_cnt;

@@ -3,7 +3,8 @@
  * send queue, copies and validates them, and turns each into packets —
  * SEND and RDMA WRITE segmented by the path MTU, one READ request whose
  * responses occupy as many PSNs as they have packets, one atomic request.
- * RC keeps at most TP_WINDOW packets unacknowledged and at most
+ * RC keeps at most a congestion window of packets unacknowledged (AIMD,
+ * at most TP_WINDOW) and at most
  * max_rd_atomic READs and atomics outstanding, honours IBV_SEND_FENCE, and
  * goes back N (tp_req_rewind) after a NAK or when the local ACK timer
  * (4.096 µs × 2^timeout, IBA 9.7.6.1.3) expires, retry_cnt times at most.
@@ -261,7 +262,7 @@ static void arm_timer(struct sof_tqp *t)
 {
 	uint64_t to = ack_timeout_ns(t->timeout);
 
-	if (t->qp->type == IBV_QPT_RC && to && t->wq_head != t->wq_send)
+	if (t->qp->type == IBV_QPT_RC && to && t->psn != t->una_psn)
 		t->timer_ns = sof_now_ns() + to;
 }
 
@@ -270,7 +271,7 @@ void tp_req_progress(struct sof_tqp *t)
 	struct sofd_qp *qp = t->qp;
 	uint32_t tail = atomic_load_explicit(&qp->nsq->idx.tail, memory_order_acquire);
 	uint32_t rd_max = t->max_rd_atomic ? t->max_rd_atomic : 1;
-	bool was_idle = t->wq_head == t->wq_send;
+	bool was_idle = t->psn == t->una_psn;
 
 	/* take what was posted: at most a queue's worth beyond the oldest */
 	while (t->wq_tail != tail && t->wq_tail - t->wq_head < qp->sq_size) {
@@ -309,7 +310,7 @@ void tp_req_progress(struct sof_tqp *t)
 				return;
 			continue;
 		}
-		if (qp->type == IBV_QPT_RC && ((t->psn - t->una_psn) & ROCE_PSN_MASK) >= TP_WINDOW)
+		if (qp->type == IBV_QPT_RC && ((t->psn - t->una_psn) & ROCE_PSN_MASK) >= t->cwnd)
 			break;
 		if (w->state == TP_W_NEW) {
 			if (is_rd_atomic(w->opcode) && t->rd_out >= rd_max)
@@ -330,6 +331,7 @@ void tp_req_progress(struct sof_tqp *t)
 				t->send_off = 0;
 			}
 			w->state = TP_W_SENDING;
+			w->sent_once = true;
 			if (is_rd_atomic(w->opcode))
 				t->rd_out++;
 		}
@@ -359,6 +361,8 @@ void tp_req_progress(struct sof_tqp *t)
 			}
 		}
 	}
+	if (roce_psn_diff(t->psn, t->max_psn) > 0)
+		t->max_psn = t->psn;
 	/* a WQE that failed locally completes when it is the oldest */
 	while (t->wq_head != t->wq_send) {
 		struct tp_swqe *w = &t->wq[t->wq_head & (qp->sq_size - 1)];
@@ -375,34 +379,43 @@ void tp_req_progress(struct sof_tqp *t)
 
 void tp_req_rewind(struct sof_tqp *t, uint32_t psn)
 {
-	struct sofd_qp *qp = t->qp;
+	uint32_t mask = t->qp->sq_size - 1, i;
 
 	t->rd_out = 0;
-	for (uint32_t i = t->wq_head; i != t->wq_send; i++) {
-		struct tp_swqe *w = &t->wq[i & (qp->sq_size - 1)];
-		int32_t d = roce_psn_diff(psn, w->first_psn);
+	for (i = t->wq_head; i != t->wq_tail; i++) {
+		struct tp_swqe *w = &t->wq[i & mask];
+		int32_t d;
 
-		if (d >= 0 && (uint32_t)d < w->npkts) {
-			/* resume inside w */
+		if (!w->sent_once)
+			break;
+		d = roce_psn_diff(psn, w->first_psn);
+		if (d < 0)
+			return; /* before the oldest WQE: nothing to do */
+		if ((uint32_t)d < w->npkts) {
+			/* resume inside w; the WQEs after it start over */
 			if (w->opcode == IBV_WR_RDMA_READ) {
 				w->read_got = (uint64_t)d * t->mtu;
 				if (w->read_got > w->len)
 					w->read_got = w->len;
 			}
 			t->send_off = w->opcode == IBV_WR_RDMA_READ ? 0 : (uint64_t)d * t->mtu;
-			for (uint32_t j = i; j != t->wq_send; j++)
-				t->wq[j & (qp->sq_size - 1)].state = TP_W_NEW;
-			/* resumed mid-message: it keeps its first PSN */
-			if (d > 0 && w->opcode != IBV_WR_RDMA_READ)
-				w->state = TP_W_SENDING;
+			for (uint32_t j = i + 1; j != t->wq_tail && t->wq[j & mask].sent_once; j++)
+				t->wq[j & mask].state = TP_W_NEW;
+			/* resumed mid-message, it keeps its first PSN */
+			w->state = d > 0 && w->opcode != IBV_WR_RDMA_READ ? TP_W_SENDING : TP_W_NEW;
 			t->wq_send = i;
 			t->psn = psn;
-			tp_count(SOF_CNT_retransmits, 1);
 			return;
 		}
+		/* w lies wholly before psn: all of it was sent */
+		w->state = TP_W_SENT;
 		if (is_rd_atomic(w->opcode))
 			t->rd_out++;
 	}
+	/* psn follows everything sent so far */
+	t->wq_send = i;
+	t->send_off = 0;
+	t->psn = psn;
 }
 
 void tp_req_timer(struct sof_tqp *t, uint64_t now)
@@ -414,9 +427,13 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 	}
 	if (t->timer_ns && now >= t->timer_ns) {
 		t->timer_ns = 0;
-		if (t->wq_head == t->wq_send || t->state != IBV_QPS_RTS)
+		if (t->psn == t->una_psn || t->state != IBV_QPS_RTS)
 			return;
 		tp_count(SOF_CNT_timeouts, 1);
+		tp_trace("qp %06x timeout: una %06x psn %06x max %06x retry_left %u cwnd %u head "
+			 "%u send %u tail %u",
+			 t->qp->qpn, t->una_psn, t->psn, t->max_psn, t->retry_left, t->cwnd,
+			 t->wq_head, t->wq_send, t->wq_tail);
 		/* IBA 9.7.6.1.3: retry_cnt retries, then the WQE fails */
 		if (!t->retry_left) {
 			tp_comp_wqe(t, IBV_WC_RETRY_EXC_ERR);
@@ -424,8 +441,43 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 			return;
 		}
 		t->retry_left--;
+		tp_req_loss(t, true);
+		tp_count(SOF_CNT_retransmits, 1);
 		tp_req_rewind(t, t->una_psn);
 		tp_req_progress(t);
 		arm_timer(t);
 	}
+}
+
+void tp_req_loss(struct sof_tqp *t, bool timeout)
+{
+	if (t->in_recovery && roce_psn_diff(t->una_psn, t->recover_psn) < 0)
+		return;
+	t->ssthresh = t->cwnd / 2 > TP_MIN_CWND ? t->cwnd / 2 : TP_MIN_CWND;
+	t->cwnd = timeout ? TP_MIN_CWND : t->ssthresh;
+	t->cwnd_acc = 0;
+	t->recover_psn = t->psn;
+	t->in_recovery = true;
+}
+
+void tp_req_acked(struct sof_tqp *t, uint32_t una)
+{
+	int32_t n = roce_psn_diff(una, t->una_psn);
+
+	if (n <= 0)
+		return;
+	t->una_psn = una;
+	if (t->in_recovery && roce_psn_diff(una, t->recover_psn) >= 0)
+		t->in_recovery = false;
+	if (t->cwnd < t->ssthresh) { /* slow start */
+		t->cwnd += (uint32_t)n;
+	} else { /* congestion avoidance: one more per window acknowledged */
+		t->cwnd_acc += (uint32_t)n;
+		if (t->cwnd_acc >= t->cwnd) {
+			t->cwnd_acc -= t->cwnd;
+			t->cwnd++;
+		}
+	}
+	if (t->cwnd > TP_WINDOW)
+		t->cwnd = TP_WINDOW;
 }

@@ -480,12 +480,16 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		/* IBA 9.7.5.2.1: one NAK per sequence error */
 		tp_count(SOF_CNT_seq_err, 1);
 		tp_drop(SOF_DROP_psn);
-		if (!t->nak_sent) {
+		/* ... and one more when the requester has evidently gone
+		 * back (the PSNs restart below the highest seen) and lost
+		 * the expected packet again, instead of a transport timeout */
+		if (!t->nak_sent || roce_psn_diff(h->psn, t->oos_psn) <= 0) {
 			t->nak_sent = true;
 			t->ack_pending = false;
 			tp_count(SOF_CNT_nak_sent, 1);
 			send_aeth(t, ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ_ERR, t->epsn);
 		}
+		t->oos_psn = h->psn;
 		return;
 	}
 	if (d < 0) {

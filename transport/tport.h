@@ -22,8 +22,10 @@
 
 /* Largest UDP payload: headers, 4096 bytes of payload, pad, ICRC. */
 #define TP_MAX_PKT (ROCE_MAX_HDR + 4096 + 4 + ROCE_ICRC_LEN)
-/* Packets a requester may have sent and not seen acknowledged. */
+/* Packets a requester may have sent and not seen acknowledged (the
+ * largest congestion window). */
 #define TP_WINDOW 512u
+#define TP_MIN_CWND 2u
 /* The requester asks for an ACK at least every this many packets. */
 #define TP_ACKREQ_EVERY 64u
 /* A PSN further behind the expected one than this is not a duplicate but
@@ -71,6 +73,7 @@ struct tp_swqe {
 	uint32_t first_psn; /* PSN of its first packet */
 	uint32_t npkts;	    /* PSNs it occupies (a READ: its responses) */
 	uint64_t read_got;  /* READ: bytes of response received */
+	bool sent_once;	    /* first_psn and npkts are valid */
 };
 
 /* A responder resource (IBA 9.7.5.1.4): what a READ or atomic needs to be
@@ -112,11 +115,19 @@ struct sof_tqp {
 	uint64_t timer_ns; /* retransmission deadline, 0: not armed */
 	uint64_t rnr_ns;   /* RNR wait: no sending before this, 0: none */
 	uint32_t una_psn;  /* oldest PSN not acknowledged */
+	uint32_t max_psn;  /* the PSN after the highest ever sent */
+	/* Congestion window (packets in flight), AIMD as TCP's: go-back-N
+	 * on a lossy link resends a whole window per loss, so the window
+	 * shrinks on loss and grows back with acknowledged packets. */
+	uint32_t cwnd, ssthresh, cwnd_acc;
+	uint32_t recover_psn; /* losses before una passes it are one event */
+	bool in_recovery;
 
 	/* responder (responder.c) */
 	uint32_t epsn;	  /* expected PSN */
 	uint32_t msn;	  /* messages completed (IBA 9.7.5.1.1) */
 	bool nak_sent;	  /* a sequence-error NAK is out (9.7.5.2.1) */
+	uint32_t oos_psn; /* the last PSN seen ahead of epsn */
 	bool ack_pending; /* a coalesced ACK is due */
 	uint32_t in_msg;  /* 0, or ROCE_F_SEND / ROCE_F_WRITE: message in progress */
 	bool rcv_active;  /* a receive WQE is taken for the SEND in progress */
@@ -147,6 +158,15 @@ struct tp_state {
 extern struct tp_state tp;
 
 static inline void tp_count(enum sof_counter c, uint64_t n) { sofd.counters[c] += n; }
+
+/* Protocol tracing into the daemon's log, when SOFTOFED_TRACE is set in
+ * its environment (net.c reads it at start). */
+extern bool tp_tracing;
+#define tp_trace(...)                                                                              \
+	do {                                                                                       \
+		if (tp_tracing)                                                                    \
+			sofd_log(__VA_ARGS__);                                                     \
+	} while (0)
 static inline void tp_drop(enum sof_dropctr d) { sofd.drops[d]++; }
 
 /* ---- net.c --------------------------------------------------------------- */
@@ -166,6 +186,13 @@ int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_
 uint16_t tp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn);
 /* The QP must be looked at by the timer handler (or no longer). */
 void tp_timer_update(void);
+/* One packet from the network: the UDP payload (ICRC included) that came
+ * from a->src to a->dst. Validated, then executed, or dropped and counted.
+ * rx() calls it for every datagram; tests/fuzz/fuzz_engine.c feeds it. */
+void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a);
+/* The end of a batch of tp_input: send the ACKs that became due (one per
+ * batch: the coalescing of IBA 9.7.5.1.1). */
+void tp_input_end(void);
 
 /* ---- mr.c ---------------------------------------------------------------- */
 
@@ -189,6 +216,11 @@ void tp_req_progress(struct sof_tqp *t);
 void tp_req_rewind(struct sof_tqp *t, uint32_t psn);
 /* The retransmission and RNR timers of t; now is sof_now_ns(). */
 void tp_req_timer(struct sof_tqp *t, uint64_t now);
+/* Packets were lost (a sequence-error NAK, timeout: a timer expiry):
+ * the congestion window shrinks, once per window of data. */
+void tp_req_loss(struct sof_tqp *t, bool timeout);
+/* The oldest unacknowledged PSN moves to una: the window grows. */
+void tp_req_acked(struct sof_tqp *t, uint32_t una);
 
 /* ---- completer.c ------------------------------------------------------------ */
 

@@ -33,6 +33,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -281,6 +282,33 @@ void sofd_device_publish_gids(void)
 	published = true;
 }
 
+/* The port's active MTU follows the served interfaces, as rxe's follows
+ * its netdev: the largest IB MTU whose packets (IPv6 + UDP + BTH + the
+ * longest extended headers + ICRC: 92 bytes) fit the smallest interface
+ * MTU among those with addresses. */
+static uint32_t active_mtu(void)
+{
+	uint32_t min = UINT32_MAX;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return IBV_MTU_4096;
+	for (uint32_t i = 0; i < nseen; i++) {
+		struct ifreq ifr;
+
+		memset(&ifr, 0, sizeof(ifr));
+		if (!if_indextoname(seen[i], ifr.ifr_name) || ioctl(fd, SIOCGIFMTU, &ifr))
+			continue;
+		if (ifr.ifr_mtu > 0 && (uint32_t)ifr.ifr_mtu < min)
+			min = (uint32_t)ifr.ifr_mtu;
+	}
+	close(fd);
+	for (uint32_t m = IBV_MTU_4096; m > IBV_MTU_256; m--)
+		if ((128u << m) + 92 <= min)
+			return m;
+	return IBV_MTU_256;
+}
+
 bool sofd_device_refresh_gids(void)
 {
 	struct sof_gid_entry want[SOFD_MAX_ADDRS], tab[SOF_MAX_GIDS];
@@ -308,6 +336,7 @@ bool sofd_device_refresh_gids(void)
 		memcpy(d->gids, tab, sizeof(tab));
 	}
 	d->num_gids = sof_gid_table_len(d->gids);
+	d->active_mtu = active_mtu();
 	if (changed || !published)
 		sofd_device_publish_gids();
 	if (changed) {

@@ -10,6 +10,8 @@
 #   - sof_netem cuts the link (loss 100%) and sof_netem_clear restores it
 #     (tc netem when the kernel has it, else netwire; the veth topology
 #     says so when neither is there);
+#   - 2 hosts: tshark on a's veth0 captures packets roce_inject sends from
+#     b, and sof_capture_check finds them decoded, not malformed, ICRC right;
 #   - teardown leaves none of our namespaces and none of our daemons.
 # Also the parser of the counter lines of `softofed status` on a sample.
 # Needs root (ip netns add). Works today: no traffic through the engine.
@@ -91,6 +93,16 @@ topology() {
 		not_ok "$t: netem" "sof_netem failed on the wire"
 	else
 		echo "# $t: no tc netem in this kernel (no sch_netem); the wire topology stands in"
+	fi
+	# the capture pipeline of capture.sh, with packets of roce_inject:
+	# tshark on a's veth0, packets from b
+	local cap=$SOF_TMP/topology.pcap
+	if [ "$n" -eq 2 ] && sof_capture_start "$t.capture" "$cap" veth0 a; then
+		sof_host_run b "$SOF_PROGS/roce_inject" good "$(sof_host_ip a)" >/dev/null
+		sof_host_run b "$SOF_PROGS/roce_inject" write -l 3000 "$(sof_host_ip a)" >/dev/null
+		sof_host_run b "$SOF_PROGS/roce_inject" ud -l 100 "$(sof_host_ip6 a)" >/dev/null
+		sof_capture_stop "$t.capture"
+		sof_capture_check "$t: capture of roce_inject b -> a" "$cap"
 	fi
 	sof_hosts_down
 	local left=""

@@ -13,7 +13,7 @@ PKGS=(
 	libibverbs-dev librdmacm-dev libibumad-dev
 	ibverbs-utils perftest rdmacm-utils infiniband-diags
 	iproute2 procps util-linux binutils python3
-	clang tshark
+	clang tshark iputils-ping
 )
 
 missing=()
@@ -41,6 +41,12 @@ fi
 
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# tshark's wireshark-common asks whether non-root users may capture: answer
+# no beforehand (the tests capture as root), so nothing ever waits for it
+if command -v debconf-set-selections >/dev/null 2>&1; then
+	echo "wireshark-common wireshark-common/install-setuid boolean false" |
+		"${SUDO[@]}" debconf-set-selections
+fi
 if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update; then
 	echo "install-deps: apt-get update failed" >&2
 	exit 1

@@ -432,6 +432,15 @@ static void do_atomic(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 		access_error(t, h->psn);
 		return;
 	}
+	/* ... and so must the word in our mapping: a region whose iova and
+	 * address differ in their offset in the page (REG_MR allows it, the
+	 * kernel's does not) turns an aligned va into a misaligned word, even
+	 * one astride two cache lines, where a locked instruction is a split
+	 * lock: stalled or, where the kernel makes those fatal, SIGBUS */
+	if ((uintptr_t)p & 7) {
+		invalid_request(t, h->psn);
+		return;
+	}
 	/* IBV_ATOMIC_HCA: CPU atomics on the shared page, so atomic against
 	 * the same-host executors too */
 	if (op == ROCE_FETCH_ADD) {

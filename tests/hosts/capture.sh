@@ -13,7 +13,9 @@
 #              defined opcode (tshark -Y 'udp.dstport == 4791 && !icmp'
 #              -T fields -e infiniband.bth.opcode);
 #   malformed  `tshark -Y _ws.malformed` and `-Y '_ws.expert.severity ==
-#              "Error"'` print nothing;
+#              "Error"'` print nothing (with tshark's heuristic dissectors of
+#              InfiniBand payloads disabled: its RPC-over-RDMA guess calls
+#              any SEND of under 16 bytes malformed);
 #   icrc       tests/hosts/icrc_check.py computes every ICRC from the
 #              headers as captured: all right (tshark 4.0 shows
 #              infiniband.invariant.crc but has no preference or field that
@@ -86,7 +88,7 @@ if sof_hosts_up 2; then
 		run "hosts/capture: ibv_ud_pingpong" ibv_ud_pingpong -g @GID@ --chk -s 2048 -n 20
 		sof_capture_stop hosts/capture.pp
 		sof_capture_check "hosts/capture pingpong" "$cap"
-		need "hosts/capture pingpong" 0x00 0x01 0x02 0x04 0x11 0x64
+		need "hosts/capture pingpong" 0x00 0x01 0x02 0x11 0x64
 		if [[ " $SOF_CAP_OPCODES " =~ \ 0x2[0-4]\  ]]; then
 			ok "hosts/capture pingpong: UC SEND opcodes present"
 		else

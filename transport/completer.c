@@ -260,6 +260,15 @@ static void atomic_ack(struct sof_tqp *t, const struct roce_hdr *h)
 	tp_req_progress(t);
 }
 
+/* How long a repeated sequence-error NAK is taken for a copy of the last
+ * one: an eighth of the local ACK timeout, at least 100 µs. */
+static uint64_t nak_holdoff_ns(const struct sof_tqp *t)
+{
+	uint64_t to = t->timeout ? 4096ull << (t->timeout > 31 ? 31 : t->timeout) : 0;
+
+	return to / 8 > 100000 ? to / 8 : 100000;
+}
+
 static int nak_status(uint8_t code)
 {
 	switch (code) {
@@ -330,16 +339,20 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 			return;
 		}
 		if ((h->syndrome & 0x1f) == ROCE_NAK_PSN_SEQ_ERR) {
+			uint64_t now = sof_now_ns();
+
 			/* IBA 9.7.5.2.1: go back to the PSN the responder
-			 * expects; a NAK that moved nothing uses a retry */
-			if (t->una_psn == before) {
-				if (!t->retry_left) {
-					tp_comp_wqe(t, IBV_WC_RETRY_EXC_ERR);
-					tp_qp_error(t, 0);
-					return;
-				}
-				t->retry_left--;
-			}
+			 * expects. A NAK repeating the last one before any
+			 * progress, sooner than a resend could have drawn it,
+			 * is a duplicate or was overtaken: going back again
+			 * would only resend the same window. Timeouts, not
+			 * NAKs, count against retry_cnt. */
+			if (h->psn == t->nak_psn && t->una_psn == before &&
+			    t->una_psn == t->nak_una && now - t->nak_ns < nak_holdoff_ns(t))
+				return;
+			t->nak_psn = h->psn;
+			t->nak_una = t->una_psn;
+			t->nak_ns = now;
 			tp_req_loss(t, false);
 			tp_count(SOF_CNT_retransmits, 1);
 			tp_req_rewind(t, h->psn);

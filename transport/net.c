@@ -295,6 +295,8 @@ void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 	oi = roce_opinfo(h.opcode);
 	qp = sof_hmap_get(&sofd.qps, h.dqpn);
 	if (!qp || !qp->t || qp->dying) {
+		if (!qp && tp_resp_lingering(h.dqpn, &h, a))
+			return;
 		tp_drop(SOF_DROP_qpn);
 		return;
 	}
@@ -541,6 +543,8 @@ void sof_tp_qp_release(struct sofd_qp *qp)
 
 	if (!t)
 		return;
+	if (qp->type == IBV_QPT_RC && t->net && t->state >= IBV_QPS_RTR && t->state <= IBV_QPS_SQE)
+		tp_resp_linger(t);
 	sofd_list_del(&t->link);
 	free(t->wq);
 	free(t->res);

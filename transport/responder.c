@@ -115,18 +115,78 @@ static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byt
 
 /* ---- answers ------------------------------------------------------------------- */
 
-static void send_aeth(struct sof_tqp *t, uint8_t syndrome, uint32_t psn)
+static void send_ack_to(const struct tp_path *path, uint32_t dqpn, uint8_t syndrome, uint32_t psn,
+			uint32_t msn)
 {
 	struct roce_hdr h;
 
 	memset(&h, 0, sizeof(h));
 	h.opcode = ROCE_SVC_RC | ROCE_ACK;
 	h.pkey = 0xffff;
-	h.dqpn = t->dqpn;
+	h.dqpn = dqpn;
 	h.psn = psn & ROCE_PSN_MASK;
 	h.syndrome = syndrome;
-	h.msn = t->msn & 0xffffff;
-	tp_send(&t->path, &h, 0, NULL, NULL);
+	h.msn = msn & 0xffffff;
+	tp_send(path, &h, 0, NULL, NULL);
+}
+
+static void send_aeth(struct sof_tqp *t, uint8_t syndrome, uint32_t psn)
+{
+	send_ack_to(&t->path, t->dqpn, syndrome, psn, t->msn);
+}
+
+/* ---- destroyed QPs that linger --------------------------------------------------- */
+
+/* When an RC QP is destroyed, its peer may still be waiting for the ACK of
+ * the last message, which the network lost: the peer resends, and nobody
+ * answers, so its WQE fails with RETRY_EXC_ERR although the data arrived.
+ * A destroyed QP therefore lingers for a while (as TCP's TIME_WAIT does):
+ * a repeated request that it had received is acknowledged once more.
+ * Nothing is executed and no memory is touched. */
+#define LINGER_NS (10ull * 1000000000ull)
+#define LINGER_MAX 256
+
+static struct tp_linger {
+	uint32_t qpn, dqpn, epsn, msn;
+	uint64_t until;
+	struct tp_path path;
+} linger[LINGER_MAX];
+static uint32_t linger_next;
+
+void tp_resp_linger(const struct sof_tqp *t)
+{
+	struct tp_linger *l = &linger[linger_next++ % LINGER_MAX];
+
+	l->qpn = t->qp->qpn;
+	l->dqpn = t->dqpn;
+	l->epsn = t->epsn;
+	l->msn = t->msn;
+	l->path = t->path;
+	l->until = sof_now_ns() + LINGER_NS;
+}
+
+bool tp_resp_lingering(uint32_t qpn, const struct roce_hdr *h, const struct roce_addr *a)
+{
+	uint64_t now = sof_now_ns();
+
+	for (uint32_t i = 0; i < LINGER_MAX; i++) {
+		struct tp_linger *l = &linger[i];
+		int32_t d;
+
+		if (!l->until || l->qpn != qpn || now > l->until)
+			continue;
+		if (memcmp(a->src, l->path.dgid, 16) ||
+		    (h->opcode & ROCE_SVC_MASK) != ROCE_SVC_RC ||
+		    !(roce_opinfo(h->opcode)->flags & (ROCE_F_SEND | ROCE_F_WRITE)))
+			return false;
+		d = roce_psn_diff(h->psn, l->epsn);
+		if (d >= 0 || d < -TP_DUP_WINDOW)
+			return false;
+		send_ack_to(&l->path, l->dqpn, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
+			    l->epsn - 1, l->msn);
+		return true;
+	}
+	return false;
 }
 
 void tp_resp_flush_ack(struct sof_tqp *t)

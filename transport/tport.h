@@ -122,6 +122,8 @@ struct sof_tqp {
 	uint32_t cwnd, ssthresh, cwnd_acc;
 	uint32_t recover_psn; /* losses before una passes it are one event */
 	bool in_recovery;
+	uint32_t nak_psn, nak_una; /* the last sequence-error NAK acted on */
+	uint64_t nak_ns;
 
 	/* responder (responder.c) */
 	uint32_t epsn;	  /* expected PSN */
@@ -243,6 +245,11 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		    uint32_t paylen, const struct roce_addr *a);
 /* Send the coalesced ACK of t if one is due. */
 void tp_resp_flush_ack(struct sof_tqp *t);
+/* t's QP is destroyed: it lingers to acknowledge repeated requests. */
+void tp_resp_linger(const struct sof_tqp *t);
+/* A request for QP qpn, which no longer exists: answered when the QP
+ * lingers and the request repeats one it had received. */
+bool tp_resp_lingering(uint32_t qpn, const struct roce_hdr *h, const struct roce_addr *a);
 /* A UD datagram for t. */
 void tp_resp_ud(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
 		uint32_t paylen, const struct roce_addr *a);

@@ -38,7 +38,8 @@
  *            memory, untrusted by the daemon
  *   modify   MODIFY_QP with fields the fuzzer picks
  *   poke     any value into an index or state word of the shared segments
- *   dereg    deregister a region (mid-message, while READs are served)
+ *   dereg    deregister a region (mid-message, while READs are served),
+ *            or destroy a QP (its packets then go to the number it had)
  *   drain    the owner polls a CQ empty
  *
  * With SOF_FUZZ_ENGINE_SEEDS=DIR set, the target instead writes its seed
@@ -201,7 +202,8 @@ struct fqp {
 	uint32_t sq_psn, rq_psn, dest_qpn, qkey, access;
 	uint8_t max_rd, max_dest, timeout, retry, rnr_retry, min_rnr;
 	/* at run time */
-	struct sofd_qp *qp;
+	struct sofd_qp *qp; /* NULL while destroyed */
+	uint32_t dead_qpn;  /* the number it had */
 };
 
 #define RQ_SIZE 16u
@@ -243,10 +245,6 @@ static struct sofd_conn *conn;
 static uint32_t pd[2];
 static struct sofd_cq *scq, *rcq;
 static struct sofd_srq *srq;
-
-/* Shared words the owner may write anything into (poke). */
-static _Atomic uint32_t *pokes[64];
-static uint32_t npokes;
 
 /* Run a request through the daemon's dispatcher, as conn.c does. */
 static int call(uint32_t op, const void *req, size_t len, int *fds, int nfds, void *rep,
@@ -412,12 +410,6 @@ static int modify(struct fqp *q, const struct sof_modify_qp_req *r)
 	return err;
 }
 
-static void add_poke(_Atomic uint32_t *p)
-{
-	if (npokes < SOF_ARRAY_SIZE(pokes))
-		pokes[npokes++] = p;
-}
-
 static void setup(void)
 {
 	struct sof_srq_rep srep;
@@ -491,29 +483,7 @@ static void setup(void)
 	must(call(SOF_OP_CREATE_SRQ, &sreq, sizeof(sreq), &fd, 1, &srep, sizeof(srep)),
 	     "CREATE_SRQ");
 	srq = sof_hmap_get(&sofd.srqs, srep.srq);
-	for (int i = 0; i < NQP; i++) {
-		struct sofd_qp *qp;
-
-		create_qp(&qps[i]);
-		qp = qps[i].qp;
-		add_poke(&qp->shm->state);
-		add_poke(&qp->shm->rq.head);
-		add_poke(&qp->shm->rq.tail);
-		add_poke(&qp->nsq->idx.head);
-		add_poke(&qp->nsq->idx.tail);
-		add_poke(&qp->nsq->done);
-	}
-	add_poke(&srq->shm->limit);
-	add_poke(&srq->shm->rq.head);
-	add_poke(&srq->shm->rq.tail);
-	add_poke(&scq->shm->size);
-	add_poke(&scq->shm->head);
-	add_poke(&scq->shm->tail);
-	add_poke(&scq->shm->armed);
-	add_poke(&rcq->shm->size);
-	add_poke(&rcq->shm->head);
-	add_poke(&rcq->shm->tail);
-	add_poke(&rcq->shm->armed);
+	/* the QPs are made by reset() */
 }
 
 /* ---- the input ------------------------------------------------------------------- */
@@ -757,9 +727,12 @@ static void reset(uint8_t how)
 	atomic_store(&srq->shm->limit, 2);
 	for (int i = 0; i < NQP; i++) {
 		struct fqp *q = &qps[i];
-		struct sofd_qp *qp = q->qp;
+		struct sofd_qp *qp;
 		struct sof_modify_qp_req r;
 
+		if (!q->qp)
+			create_qp(q);
+		qp = q->qp;
 		atomic_store(&qp->shm->rq.head, 0);
 		atomic_store(&qp->shm->rq.tail, 0);
 		atomic_store(&qp->nsq->idx.head, 0);
@@ -821,7 +794,7 @@ enum {
 	C_RECV,
 	C_MODIFY,
 	C_POKE,
-	C_DEREG,
+	C_DEREG, /* or destroy a QP */
 	C_DRAIN,
 };
 
@@ -869,9 +842,9 @@ static void cmd_packet(uint8_t c, struct in *in)
 	/* what the fuzzer cannot guess, in a packet that parses */
 	if (q && roce_parse(pkt, total, &h, &payload, &paylen) == ROCE_DROP_NONE) {
 		const struct roce_opinfo *oi = roce_opinfo(h.opcode);
-		struct sof_tqp *t = q->qp->t;
+		struct sof_tqp *t = q->qp ? q->qp->t : NULL;
 
-		h.dqpn = q->qp->qpn;
+		h.dqpn = q->qp ? q->qp->qpn : q->dead_qpn;
 		if ((c & P_REL) && t)
 			h.psn = (h.psn + (oi->flags & ROCE_F_RESP ? t->una_psn : t->epsn)) &
 				ROCE_PSN_MASK;
@@ -896,7 +869,7 @@ static void cmd_packet(uint8_t c, struct in *in)
 static void cmd_tick(void)
 {
 	for (int i = 0; i < NQP; i++) {
-		struct sof_tqp *t = qps[i].qp->t;
+		struct sof_tqp *t = qps[i].qp ? qps[i].qp->t : NULL;
 		uint64_t now;
 
 		if (!t)
@@ -931,6 +904,8 @@ static void cmd_send(struct in *in)
 	struct send_spec s;
 	uint8_t op = get8(in), fl = get8(in), ns = get8(in);
 
+	if (!q->qp)
+		return;
 	memset(&s, 0, sizeof(s));
 	/* mostly real opcodes, sometimes any */
 	s.opcode = op < 0xf0 ? ops[op % SOF_ARRAY_SIZE(ops)] : op & 0x0f;
@@ -975,6 +950,8 @@ static void cmd_recv(struct in *in)
 	struct sge_spec s[RQ_SGE];
 	uint32_t n = ns & 0x80 ? RQ_SGE : ns % (RQ_SGE + 1);
 
+	if (!q->qp)
+		return;
 	memset(s, 0, sizeof(s));
 	for (uint32_t i = 0; i < n; i++)
 		get_sge(in, &s[i]);
@@ -988,6 +965,8 @@ static void cmd_modify(struct in *in)
 	struct sof_modify_qp_req r;
 	uint8_t nf;
 
+	if (!q->qp)
+		return;
 	modify_req(q, get8(in) % (IBV_QPS_ERR + 1), &r);
 	r.attr_mask = get32(in);
 	nf = get8(in) % 4;
@@ -1049,11 +1028,60 @@ static void cmd_modify(struct in *in)
 	(void)modify(q, &r);
 }
 
+/* The words of the shared segments the owner may write anything into:
+ * six per QP (state, receive ring head and tail, network send queue head,
+ * tail and done), then the SRQ's and the CQs'. NULL: a destroyed QP. */
+#define NPOKES (NQP * 6 + 11)
+
+static _Atomic uint32_t *poke_word(uint32_t i)
+{
+	if (i < NQP * 6) {
+		struct sofd_qp *qp = qps[i / 6].qp;
+		_Atomic uint32_t *w[6];
+
+		if (!qp)
+			return NULL;
+		w[0] = &qp->shm->state;
+		w[1] = &qp->shm->rq.head;
+		w[2] = &qp->shm->rq.tail;
+		w[3] = &qp->nsq->idx.head;
+		w[4] = &qp->nsq->idx.tail;
+		w[5] = &qp->nsq->done;
+		return w[i % 6];
+	}
+	switch (i - NQP * 6) {
+	case 0:
+		return &srq->shm->limit;
+	case 1:
+		return &srq->shm->rq.head;
+	case 2:
+		return &srq->shm->rq.tail;
+	case 3:
+		return &scq->shm->size;
+	case 4:
+		return &scq->shm->head;
+	case 5:
+		return &scq->shm->tail;
+	case 6:
+		return &scq->shm->armed;
+	case 7:
+		return &rcq->shm->size;
+	case 8:
+		return &rcq->shm->head;
+	case 9:
+		return &rcq->shm->tail;
+	default:
+		return &rcq->shm->armed;
+	}
+}
+
 static void cmd_poke(struct in *in)
 {
-	_Atomic uint32_t *p = pokes[get8(in) % npokes];
+	_Atomic uint32_t *p = poke_word(get8(in) % NPOKES);
 	uint32_t v = get32(in);
 
+	if (!p)
+		return;
 	/* not the resize lock of a CQ's tail, nor a value that pushes
 	 * reach it from: producers wait a resize out (common/cqring.c,
 	 * 100000 yields a push), which is slow, not wrong */
@@ -1063,15 +1091,30 @@ static void cmd_poke(struct in *in)
 	doorbell();
 }
 
+/* Deregister a region, or (high bit) destroy a QP; reset() makes them
+ * again for the next input. */
 static void cmd_dereg(struct in *in)
 {
-	struct fmr *m = &mrs[get8(in) % NMR];
-	struct sof_dereg_mr_req r = {.lkey = m->key};
+	uint8_t x = get8(in);
 
-	if (!m->registered)
-		return;
-	must(call(SOF_OP_DEREG_MR, &r, sizeof(r), NULL, 0, NULL, 0), "DEREG_MR");
-	m->registered = false;
+	if (x & 0x80) {
+		struct fqp *q = &qps[x % NQP];
+		struct sof_qp_req r = {.qpn = q->qp ? q->qp->qpn : 0};
+
+		if (!q->qp)
+			return;
+		must(call(SOF_OP_DESTROY_QP, &r, sizeof(r), NULL, 0, NULL, 0), "DESTROY_QP");
+		q->dead_qpn = r.qpn;
+		q->qp = NULL;
+	} else {
+		struct fmr *m = &mrs[x % NMR];
+		struct sof_dereg_mr_req r = {.lkey = m->key};
+
+		if (!m->registered)
+			return;
+		must(call(SOF_OP_DEREG_MR, &r, sizeof(r), NULL, 0, NULL, 0), "DEREG_MR");
+		m->registered = false;
+	}
 }
 
 static void cmd_drain(struct in *in)
@@ -1085,7 +1128,7 @@ static void cmd_drain(struct in *in)
 static void check(void)
 {
 	for (int i = 0; i < NQP; i++) {
-		struct sof_tqp *t = qps[i].qp->t;
+		struct sof_tqp *t = qps[i].qp ? qps[i].qp->t : NULL;
 
 		if (!t)
 			continue;
@@ -1108,7 +1151,7 @@ static void trace(uint8_t c)
 		return;
 	fprintf(stderr, "command 0x%02x:", c);
 	for (int i = 0; i < NQP; i++) {
-		const struct sof_tqp *t = qps[i].qp->t;
+		const struct sof_tqp *t = qps[i].qp ? qps[i].qp->t : NULL;
 
 		if (t)
 			fprintf(stderr, " [%d st %u wq %u/%u/%u psn %06x una %06x epsn %06x%s%s]",
@@ -1216,7 +1259,7 @@ static void hdr(struct roce_hdr *h, uint8_t opcode, int32_t psn)
 
 /* Expectations a seed is checked against. */
 struct expect {
-	int drop;	     /* SOF_DROP_* that must grow, -1: none may */
+	int drop;	     /* SOF_DROP_* that must grow, -1: none may, -2: any */
 	uint32_t rcqe, scqe; /* completions at least on the recv / send CQ */
 	bool error;	     /* the QP it is about ends in ERROR */
 	int qp;		     /* which, -1: none */
@@ -1235,13 +1278,14 @@ static void seed_write(const char *dir, const char *name, const struct out *o, s
 
 		if (e.drop == d && !grew)
 			FAIL("seed %s: not dropped for reason %d", name, d);
-		if (e.drop < 0 && grew)
+		if (e.drop == -1 && grew)
 			FAIL("seed %s: dropped for reason %d", name, d);
 	}
 	if (atomic_load(&rcq->shm->tail) < e.rcqe || atomic_load(&scq->shm->tail) < e.scqe)
 		FAIL("seed %s: %u/%u completions, want %u/%u", name, atomic_load(&rcq->shm->tail),
 		     atomic_load(&scq->shm->tail), e.rcqe, e.scqe);
-	if (e.qp >= 0 && qps[e.qp].qp->t && (qps[e.qp].qp->t->state == IBV_QPS_ERR) != e.error)
+	if (e.qp >= 0 && qps[e.qp].qp && qps[e.qp].qp->t &&
+	    (qps[e.qp].qp->t->state == IBV_QPS_ERR) != e.error)
 		FAIL("seed %s: QP state %u", name, qps[e.qp].qp->t->state);
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "wb");
@@ -1595,6 +1639,15 @@ static void write_seeds(const char *dir)
 	SEED("unknown_opcode", SOF_DROP_opcode, 0, 0, false, Q_RC);
 
 	/* ---- the owner's side: posts, modifies, pokes, deregistration */
+	BEGIN(RECV2);
+	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
+	seed_pkt(&o, Q_RC, STD, &h, 10);
+	put8(&o, C_DEREG);
+	put8(&o, 0x80 | Q_RC); /* destroyed, */
+	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0x200);
+	seed_pkt(&o, Q_RC, STD, &h, 10); /* and the peer resends */
+	SEED("rc_destroyed_then_resend", -2, 1, 0, false, -1);
+
 	BEGIN(RECV2);
 	put8(&o, C_SEND);
 	put8(&o, Q_RC);

@@ -8,7 +8,10 @@
 #   1b. tests/fuzz/run.sh: every libFuzzer target, SOF_FUZZ_SECS each;
 #   2. tests/symbols.sh: the ABI check against every installed consumer;
 #   3. tests/integration/*.sh, then tests/consumers/*.sh, each bounded by
-#      SOF_TEST_TIMEOUT seconds (default 600).
+#      SOF_TEST_TIMEOUT seconds (default 600);
+#   4. tests/hosts/*.sh: hosts as network namespaces with RoCEv2 between
+#      them (topology, helper programs, pingpong, perftest, capture, bad
+#      packets, impairments), each bounded the same way.
 #
 # A test that exits non-zero without printing a `not ok` line, prints no
 # result at all, or times out counts as one failure. Exit status 0 only when
@@ -154,6 +157,19 @@ for f in tests/integration/*.sh tests/consumers/*.sh; do
 	selected "$f" || continue
 	script_cmd "$f"
 	run_test "$f" "$TEST_TIMEOUT" env SOF_BUILD="${ONE_BUILD:-build}" "${CMD[@]}" "$SOF_BUILD_DIR"
+done
+
+# ---- 4. hosts as network namespaces (issue 3: RoCEv2 between hosts)
+for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong.sh \
+	tests/hosts/perftest.sh tests/hosts/capture.sh tests/hosts/badpackets.sh \
+	tests/hosts/netem.sh; do
+	selected "$f" || continue
+	if [ ! -f "$f" ]; then
+		result_fail "$f" "missing"
+		continue
+	fi
+	script_cmd "$f"
+	run_test "$f" "$TEST_TIMEOUT" env SOF_BUILD="${ONE_BUILD:-build}" "${CMD[@]}"
 done
 
 echo "# total time $((($(now_ms) - T0) / 1000)) s"

@@ -111,6 +111,7 @@ void tp_qp_error(struct sof_tqp *t, uint32_t event)
 	t->state = IBV_QPS_ERR;
 	t->in_msg = 0;
 	t->rcv_active = false;
+	tp_resp_ooo_clear(t);
 	tp_flush(t);
 	/* the owner flushes its receive queue and sees the new state */
 	sofd_cq_attention(qp->recv_cq);
@@ -137,7 +138,7 @@ static void progress_made(struct sof_tqp *t)
  * Returns false for an ACK of nothing we sent. */
 static bool ack_upto(struct sof_tqp *t, uint32_t a)
 {
-	uint32_t mask = t->qp->sq_size - 1;
+	uint32_t mask = t->qp->sq_size - 1, upto = (a + 1) & ROCE_PSN_MASK;
 
 	/* a must lie in [una - 1, highest PSN sent] */
 	if (roce_psn_diff(a, (t->max_psn - 1) & ROCE_PSN_MASK) > 0 ||
@@ -153,18 +154,20 @@ static bool ack_upto(struct sof_tqp *t, uint32_t a)
 		if (w->state == TP_W_NEW || roce_psn_diff(a, w->first_psn) < 0)
 			break;
 		if (is_rd_atomic(w->opcode)) {
-			/* covered, but its answer never came */
+			/* covered, but its answer never came: it is asked
+			 * again, and nothing from its missing answer on
+			 * counts as acknowledged */
+			upto = (w->first_psn + (uint32_t)(w->read_got / t->mtu)) & ROCE_PSN_MASK;
 			tp_count(SOF_CNT_retransmits, 1);
-			tp_req_rewind(t, (w->first_psn + (uint32_t)(w->read_got / t->mtu)) &
-					     ROCE_PSN_MASK);
+			tp_req_rewind(t, upto);
 			break;
 		}
 		if (roce_psn_diff(last, a) > 0 || w->state != TP_W_SENT)
 			break;
 		tp_comp_wqe(t, IBV_WC_SUCCESS);
 	}
-	if (roce_psn_diff((a + 1) & ROCE_PSN_MASK, t->una_psn) > 0) {
-		tp_req_acked(t, (a + 1) & ROCE_PSN_MASK);
+	if (roce_psn_diff(upto, t->una_psn) > 0) {
+		tp_req_acked(t, upto);
 		progress_made(t);
 	}
 	return true;
@@ -336,6 +339,7 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		 * neither use up retries nor fail a WQE */
 		if (t->psn == t->una_psn) {
 			tp_drop(SOF_DROP_psn);
+			tp_req_progress(t); /* ack_upto may have gone back */
 			return;
 		}
 		if ((h->syndrome & 0x1f) == ROCE_NAK_PSN_SEQ_ERR) {
@@ -348,14 +352,18 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 			 * would only resend the same window. Timeouts, not
 			 * NAKs, count against retry_cnt. */
 			if (h->psn == t->nak_psn && t->una_psn == before &&
-			    t->una_psn == t->nak_una && now - t->nak_ns < nak_holdoff_ns(t))
+			    t->una_psn == t->nak_una && now - t->nak_ns < nak_holdoff_ns(t)) {
+				tp_req_progress(t); /* ack_upto may have gone back */
 				return;
+			}
 			t->nak_psn = h->psn;
 			t->nak_una = t->una_psn;
 			t->nak_ns = now;
 			tp_req_loss(t, false);
 			tp_count(SOF_CNT_retransmits, 1);
-			tp_req_rewind(t, h->psn);
+			/* from the NAK's PSN, or from a READ or atomic before
+			 * it whose answer is missing (ack_upto stopped there) */
+			tp_req_rewind(t, t->una_psn);
 			tp_req_progress(t);
 			return;
 		}

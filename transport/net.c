@@ -548,6 +548,7 @@ void sof_tp_qp_release(struct sofd_qp *qp)
 	sofd_list_del(&t->link);
 	free(t->wq);
 	free(t->res);
+	free(t->ooo);
 	free(t);
 	qp->t = NULL;
 	qp->net = false;
@@ -564,6 +565,7 @@ static void tqp_reset(struct sof_tqp *t)
 	t->rd_out = 0;
 	t->timer_ns = t->rnr_ns = 0;
 	t->nak_sent = t->ack_pending = false;
+	tp_resp_ooo_clear(t);
 	t->in_msg = 0;
 	t->rcv_active = false;
 	t->net = false;
@@ -610,8 +612,10 @@ int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bo
 	t->min_rnr_timer = req->min_rnr_timer;
 	t->max_rd_atomic = req->max_rd_atomic;
 	t->max_dest_rd_atomic = req->max_dest_rd_atomic;
-	if (m & IBV_QP_RQ_PSN)
+	if (m & IBV_QP_RQ_PSN) {
 		t->epsn = req->rq_psn & ROCE_PSN_MASK;
+		tp_resp_ooo_clear(t);
+	}
 	if (m & IBV_QP_SQ_PSN) {
 		t->psn = req->sq_psn & ROCE_PSN_MASK;
 		t->una_psn = t->max_psn = t->psn;

@@ -375,6 +375,10 @@ void tp_req_progress(struct sof_tqp *t)
 	}
 	if (was_idle || !t->timer_ns)
 		arm_timer(t);
+	tp_trace(
+	    "qp %06x sent: una %06x psn %06x cwnd %u rd_out %u head %u send %u tail %u timer %d",
+	    qp->qpn, t->una_psn, t->psn, t->cwnd, t->rd_out, t->wq_head, t->wq_send, t->wq_tail,
+	    t->timer_ns != 0);
 }
 
 void tp_req_rewind(struct sof_tqp *t, uint32_t psn)
@@ -427,8 +431,12 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 	}
 	if (t->timer_ns && now >= t->timer_ns) {
 		t->timer_ns = 0;
-		if (t->psn == t->una_psn || t->state != IBV_QPS_RTS)
+		if (t->state != IBV_QPS_RTS)
 			return;
+		if (t->psn == t->una_psn) { /* nothing in flight: just send */
+			tp_req_progress(t);
+			return;
+		}
 		tp_count(SOF_CNT_timeouts, 1);
 		tp_trace("qp %06x timeout: una %06x psn %06x max %06x retry_left %u cwnd %u head "
 			 "%u send %u tail %u",

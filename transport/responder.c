@@ -25,6 +25,8 @@
  */
 #include "tport.h"
 
+#include <stdlib.h>
+
 /* ---- receive WQEs --------------------------------------------------------------- */
 
 /* Take the next receive WQE of t's QP (its RQ or its SRQ) into t->rcv_*.
@@ -532,43 +534,13 @@ static void do_atomic(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 static void uc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
 		      const uint8_t *payload, uint32_t paylen);
 
-void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
-		    uint32_t paylen, const struct roce_addr *a)
+/* Execute a request with the expected PSN. */
+static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+		    uint32_t paylen)
 {
 	uint32_t f = roce_opinfo(h->opcode)->flags;
 	uint8_t op = h->opcode & ~ROCE_SVC_MASK;
-	int32_t d;
 
-	(void)a;
-	if (t->qp->type == IBV_QPT_UC) {
-		uc_packet(t, h, f, payload, paylen);
-		return;
-	}
-	d = roce_psn_diff(h->psn, t->epsn);
-	if (d > 0) {
-		/* IBA 9.7.5.2.1: one NAK per sequence error */
-		tp_count(SOF_CNT_seq_err, 1);
-		tp_drop(SOF_DROP_psn);
-		/* ... and one more when the requester has evidently gone
-		 * back (the PSNs restart below the highest seen) and lost
-		 * the expected packet again, instead of a transport timeout */
-		if (!t->nak_sent || roce_psn_diff(h->psn, t->oos_psn) <= 0) {
-			t->nak_sent = true;
-			t->ack_pending = false;
-			tp_count(SOF_CNT_nak_sent, 1);
-			send_aeth(t, ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ_ERR, t->epsn);
-		}
-		t->oos_psn = h->psn;
-		return;
-	}
-	if (d < 0) {
-		if (d < -TP_DUP_WINDOW) {
-			tp_drop(SOF_DROP_psn);
-			return;
-		}
-		duplicate(t, h, op);
-		return;
-	}
 	t->nak_sent = false;
 	/* IBA 9.7.5.1.? opcode sequence: a message in progress continues
 	 * with its MIDDLE or LAST; anything else starts with FIRST/ONLY */
@@ -592,6 +564,112 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		do_atomic(t, h, op);
 	else
 		invalid_request(t, h->psn); /* SEND with invalidate: no MWs */
+}
+
+/* ---- packets that arrive ahead of their turn ----------------------------------- */
+
+/* IBA 9.7.5.2.1 lets a responder drop a packet ahead of the expected PSN
+ * and NAK; on a network that reorders (IP may), dropping turns every
+ * overtaking packet into a go-back-N resend. So a packet up to TP_OOO_SLOTS
+ * ahead is kept, and runs once the gap before it has filled; the NAK goes
+ * out when TP_OOO_NAK_AFTER packets wait behind the gap (a loss, not a
+ * reordering) or when one arrives that cannot be kept. */
+void tp_resp_ooo_clear(struct sof_tqp *t)
+{
+	if (!t->ooo)
+		return;
+	for (uint32_t i = 0; i < TP_OOO_SLOTS; i++)
+		t->ooo[i].used = false;
+	t->nooo = 0;
+}
+
+static bool ooo_put(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+		    uint32_t paylen)
+{
+	struct tp_ooo *o;
+
+	if (paylen > sizeof(o->payload))
+		return false;
+	if (!t->ooo) {
+		t->ooo = calloc(TP_OOO_SLOTS, sizeof(*t->ooo));
+		if (!t->ooo)
+			return false;
+	}
+	o = &t->ooo[h->psn % TP_OOO_SLOTS];
+	if (o->used && roce_psn_diff(o->h.psn, t->epsn) >= 0)
+		return o->h.psn == h->psn; /* a duplicate of one kept */
+	if (!o->used)
+		t->nooo++;
+	o->used = true;
+	o->h = *h;
+	o->paylen = paylen;
+	memcpy(o->payload, payload, paylen);
+	return true;
+}
+
+/* Run the kept packets that are now in turn. */
+static void ooo_drain(struct sof_tqp *t)
+{
+	while (t->nooo && t->state != IBV_QPS_ERR) {
+		struct tp_ooo *o = &t->ooo[t->epsn % TP_OOO_SLOTS];
+		uint32_t before = t->epsn;
+
+		if (!o->used || o->h.psn != t->epsn)
+			return;
+		o->used = false;
+		t->nooo--;
+		execute(t, &o->h, o->payload, o->paylen);
+		if (t->epsn == before) /* RNR: the requester sends it again */
+			return;
+	}
+	if (t->state == IBV_QPS_ERR)
+		tp_resp_ooo_clear(t);
+}
+
+void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+		    uint32_t paylen, const struct roce_addr *a)
+{
+	uint32_t f = roce_opinfo(h->opcode)->flags;
+	uint8_t op = h->opcode & ~ROCE_SVC_MASK;
+	int32_t d;
+
+	(void)a;
+	if (t->qp->type == IBV_QPT_UC) {
+		uc_packet(t, h, f, payload, paylen);
+		return;
+	}
+	d = roce_psn_diff(h->psn, t->epsn);
+	if (d > 0) {
+		bool kept = d < (int32_t)TP_OOO_SLOTS && ooo_put(t, h, payload, paylen);
+
+		tp_count(SOF_CNT_seq_err, 1);
+		if (!kept)
+			tp_drop(SOF_DROP_psn);
+		if (kept && t->nooo < TP_OOO_NAK_AFTER)
+			return;
+		/* IBA 9.7.5.2.1: one NAK per sequence error, and one more
+		 * when the requester has evidently gone back (the PSNs
+		 * restart below the highest seen) and lost the expected
+		 * packet again, instead of a transport timeout */
+		if (!t->nak_sent || roce_psn_diff(h->psn, t->oos_psn) <= 0) {
+			t->nak_sent = true;
+			t->ack_pending = false;
+			tp_count(SOF_CNT_nak_sent, 1);
+			send_aeth(t, ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ_ERR, t->epsn);
+		}
+		t->oos_psn = h->psn;
+		return;
+	}
+	if (d < 0) {
+		if (d < -TP_DUP_WINDOW) {
+			tp_drop(SOF_DROP_psn);
+			return;
+		}
+		duplicate(t, h, op);
+		return;
+	}
+	execute(t, h, payload, paylen);
+	ooo_drain(t);
 }
 
 /* ---- UC ------------------------------------------------------------------------ */

@@ -90,6 +90,16 @@ struct tp_res {
 	uint64_t orig; /* atomic: the value returned */
 };
 
+/* A request that arrived ahead of the expected PSN, kept (responder.c). */
+#define TP_OOO_SLOTS 32u
+#define TP_OOO_NAK_AFTER 3u
+struct tp_ooo {
+	bool used;
+	struct roce_hdr h;
+	uint32_t paylen;
+	uint8_t payload[4096];
+};
+
 struct sof_tqp {
 	struct sofd_qp *qp;
 	struct sofd_link link; /* in tp.qps */
@@ -142,6 +152,8 @@ struct sof_tqp {
 	uint64_t wr_left;
 	uint64_t wr_len;
 	struct tp_res *res; /* max_dest_rd_atomic entries (ring) */
+	struct tp_ooo *ooo; /* TP_OOO_SLOTS, by PSN; allocated on first use */
+	uint32_t nooo;
 	uint32_t nres, res_next;
 };
 
@@ -243,6 +255,8 @@ void tp_flush(struct sof_tqp *t);
 /* A request packet for t from src (already validated against the QP). */
 void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
 		    uint32_t paylen, const struct roce_addr *a);
+/* Forget the requests kept ahead of the expected PSN. */
+void tp_resp_ooo_clear(struct sof_tqp *t);
 /* Send the coalesced ACK of t if one is due. */
 void tp_resp_flush_ack(struct sof_tqp *t);
 /* t's QP is destroyed: it lingers to acknowledge repeated requests. */

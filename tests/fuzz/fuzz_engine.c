@@ -1426,10 +1426,22 @@ static void write_seeds(const char *dir)
 	SEED("rc_duplicate_send", -1, 1, 0, false, Q_RC);
 
 	BEGIN(RECV2);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 5);
+	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 40); /* beyond the packets kept */
 	seed_pkt(&o, Q_RC, STD, &h, 10);
 	seed_pkt(&o, Q_RC, STD, &h, 10); /* one NAK for both */
 	SEED("rc_psn_sequence_error", SOF_DROP_psn, 0, 0, false, Q_RC);
+
+	BEGIN(RECV2);
+	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 2); /* kept until the gap fills */
+	seed_pkt(&o, Q_RC, STD, &h, 10);
+	hdr(&h, ROCE_SVC_RC | ROCE_WRITE_ONLY, 1);
+	h.rkey = M_RW;
+	h.dmalen = 20;
+	seed_pkt(&o, Q_RC, STD, &h, 20);
+	seed_pkt(&o, Q_RC, STD, &h, 20); /* a repeat of one kept */
+	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
+	seed_pkt(&o, Q_RC, STD, &h, 10);
+	SEED("rc_out_of_order", -1, 2, 0, false, Q_RC);
 
 	BEGIN(RECV2);
 	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0x800000);

@@ -45,7 +45,8 @@
  * With SOF_FUZZ_ENGINE_SEEDS=DIR set, the target instead writes its seed
  * corpus to DIR (tests/fuzz/corpus_engine/ is made so), checking on the
  * way that each seed does what its name says (is executed, or is dropped
- * and counted for the reason it was crafted for), and exits.
+ * and counted for the reason it was crafted for), and exits; run.sh does
+ * that before it fuzzes, and fails when the corpus is not what it writes.
  *
  * tests/fuzz/run.sh builds it from the files on the FUZZ_ lines below: the
  * daemon without daemon/main.c (its globals and log are defined here).
@@ -54,6 +55,7 @@
 /*
  * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c
  * FUZZ_INCLUDES: transport daemon common
+ * FUZZ_SEEDS_ENV: SOF_FUZZ_ENGINE_SEEDS
  */
 /* clang-format on */
 #include "tport.h"

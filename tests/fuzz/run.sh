@@ -13,6 +13,12 @@
 # finds goes to a working corpus in the build directory, kept between runs.
 # A crashing input is saved there as crash-* and named in the result.
 #
+# A target that writes its own seeds says so on a third line,
+#     FUZZ_SEEDS_ENV: VAR
+# and is first run once with VAR=DIR: it writes every seed to DIR, checking
+# that each does what it was made for, and exits 0. Each seed must then be
+# in tests/fuzz/corpus_NAME/ as written (other files may be there too).
+#
 # Environment:
 #   SOF_FUZZ_SECS    seconds to fuzz each target (default 20)
 #   SOF_FUZZ_BUILD   build directory (default build-fuzz in the repository)
@@ -78,6 +84,25 @@ for t in "${targets[@]}"; do
 		not_ok "$name" "build failed"
 		sed 's/^/#   /' "$log" | head -n 40
 		continue
+	fi
+
+	seeds_env=$(field "$t" FUZZ_SEEDS_ENV)
+	if [ -n "$seeds_env" ]; then
+		fresh=$BUILD/seeds_$name
+		rm -rf "$fresh" && mkdir -p "$fresh" || exit 1
+		if ! env "$seeds_env=$fresh" timeout 120 "$bin" >"$log" 2>&1; then
+			not_ok "$name" "its seeds do not do what they were made for"
+			grep -E -m 5 "fuzz_$name: |ERROR: |runtime error:" "$log" | sed 's/^/#   /'
+			continue
+		fi
+		stale=""
+		for f in "$fresh"/*; do
+			cmp -s "$f" "$ROOT/tests/fuzz/corpus_$name/${f##*/}" || stale="$stale ${f##*/}"
+		done
+		if [ -n "$stale" ]; then
+			not_ok "$name" "tests/fuzz/corpus_$name/ is stale:$stale (write it with $seeds_env=DIR)"
+			continue
+		fi
 	fi
 
 	work=$BUILD/corpus_$name

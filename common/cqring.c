@@ -11,17 +11,22 @@
 #include <string.h>
 #include <unistd.h>
 
-int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd)
+/* spins bounds the wait for a resize (in sched_yield calls) and, times
+ * 64, the producers' race for a slot. */
+static int cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,
+		   uint32_t spins_max)
 {
-	uint32_t t, h, size, a, spins = 0;
+	uint32_t t, h, size, a, spins = 0, races = 0;
 	struct sof_cqe *ring = (struct sof_cqe *)((uint8_t *)shm + SOF_CQ_RING_OFF), *slot;
 
-	for (;;) {
+	for (;; races++) {
+		if (races > spins_max * 64)
+			return -EBUSY; /* the ring's indexes keep moving under us */
 		t = atomic_load_explicit(&shm->tail, memory_order_acquire);
 		if (t & SOF_CQ_TAIL_LOCK) { /* the owner is resizing */
 			/* bounded: an owner that died mid-resize must not
 			 * hold a producer (the daemon) for ever */
-			if (++spins > 100000)
+			if (++spins > spins_max)
 				return -EBUSY;
 			sched_yield();
 			continue;
@@ -39,9 +44,8 @@ int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd)
 			atomic_store(&shm->overflow, 1);
 			return -ENOSPC;
 		}
-		if (atomic_compare_exchange_weak_explicit(&shm->tail, &t, t + 1,
-							  memory_order_acq_rel,
-							  memory_order_relaxed))
+		if (atomic_compare_exchange_weak_explicit(
+			&shm->tail, &t, t + 1, memory_order_acq_rel, memory_order_relaxed))
 			break;
 	}
 	/* Read the size again: no resize can complete before we publish. */
@@ -60,8 +64,8 @@ int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd)
 	 * the completion is neither polled nor signalled. */
 	atomic_thread_fence(memory_order_seq_cst);
 	a = atomic_load_explicit(&shm->armed, memory_order_acquire);
-	if (a != SOF_CQ_ARM_NONE && (a == SOF_CQ_ARM_NEXT || cqe->solicited ||
-				     cqe->status != IBV_WC_SUCCESS) &&
+	if (a != SOF_CQ_ARM_NONE &&
+	    (a == SOF_CQ_ARM_NEXT || cqe->solicited || cqe->status != IBV_WC_SUCCESS) &&
 	    atomic_compare_exchange_strong(&shm->armed, &a, SOF_CQ_ARM_NONE)) {
 		atomic_fetch_add_explicit(&shm->event_pending, 1, memory_order_release);
 		if (cq_evfd >= 0) {
@@ -74,4 +78,14 @@ int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd)
 		return 1;
 	}
 	return 0;
+}
+
+int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd)
+{
+	return cq_push(shm, cqe, cq_evfd, 100000);
+}
+
+int sof_cq_push_daemon(struct sof_cq_shm *shm, const struct sof_cqe *cqe)
+{
+	return cq_push(shm, cqe, -1, 1000);
 }

@@ -179,6 +179,10 @@ struct sof_cq_shm {
  * overflowed (the overflow flag is set for the owner), -EINVAL when the
  * segment's size field is corrupt, -EBUSY when a resize never ends. */
 int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd);
+/* The same for the daemon, which serves everyone and must not be held by
+ * one CQ owner: a resize or a race that lasts longer than about a thousand
+ * yields loses the completion (-EBUSY). Never writes an eventfd. */
+int sof_cq_push_daemon(struct sof_cq_shm *shm, const struct sof_cqe *cqe);
 
 /* Object table: one generation word per slot. A cached mapping of a remote
  * object is valid while table[slot] still equals the generation the daemon

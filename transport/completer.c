@@ -37,7 +37,7 @@ static enum ibv_wc_opcode wc_opcode(uint32_t op)
 
 static void push_cqe(struct sofd_cq *cq, const struct sof_cqe *c)
 {
-	if (sof_cq_push(cq->shm, c, -1) == 1 && cq->evfd >= 0)
+	if (sof_cq_push_daemon(cq->shm, c) == 1 && cq->evfd >= 0)
 		sofd_evfd_kick(cq->evfd);
 }
 

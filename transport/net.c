@@ -565,6 +565,7 @@ static void tqp_reset(struct sof_tqp *t)
 	t->rd_out = 0;
 	t->timer_ns = t->rnr_ns = 0;
 	t->nak_sent = t->ack_pending = false;
+	t->msn = 0;
 	tp_resp_ooo_clear(t);
 	t->in_msg = 0;
 	t->rcv_active = false;

@@ -20,6 +20,10 @@ static uint64_t ack_timeout_ns(uint8_t timeout)
 	return 4096ull << (timeout > 31 ? 31 : timeout);
 }
 
+/* Marks of WQEs that fail when they are the oldest: malformed is
+ * UINT32_MAX, failed a local check while sent is UINT32_MAX - 1. */
+#define OP_TOO_LONG (UINT32_MAX - 2)
+
 static bool is_rd_atomic(uint32_t op)
 {
 	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
@@ -83,6 +87,10 @@ static bool take(struct sof_tqp *t, uint32_t idx)
 	}
 	if (w->len > (1ull << 31))
 		return false;
+	/* a message may not take more than a quarter of the PSN space
+	 * (IBA 9.7.1: the duplicate window); at path MTU 256 that is 1 GiB */
+	if (qp->type != IBV_QPT_UD && t->mtu && w->len > (uint64_t)t->mtu * TP_MAX_MSG_PKTS)
+		w->opcode = OP_TOO_LONG;
 	if ((e.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || e.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
 	    w->len != 8)
 		return false;
@@ -296,13 +304,16 @@ void tp_req_progress(struct sof_tqp *t)
 		struct tp_swqe *w = &t->wq[t->wq_send & (qp->sq_size - 1)];
 		int r;
 
-		if (w->opcode == UINT32_MAX) { /* malformed: fails in order */
+		/* malformed or too long: fails in order */
+		if (w->opcode == UINT32_MAX || w->opcode == OP_TOO_LONG) {
 			if (t->wq_head != t->wq_send)
 				break;
-			tp_comp_wqe(t, IBV_WC_LOC_QP_OP_ERR);
+			tp_comp_wqe(t, w->opcode == UINT32_MAX ? IBV_WC_LOC_QP_OP_ERR
+							       : IBV_WC_LOC_LEN_ERR);
 			tp_qp_error(t, 0);
 			return;
 		}
+
 		if (qp->type == IBV_QPT_UD) {
 			t->wq_send++;
 			send_ud(t, w);

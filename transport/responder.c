@@ -29,6 +29,9 @@
 
 /* ---- receive WQEs --------------------------------------------------------------- */
 
+static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byte_len,
+		     const struct roce_hdr *h, uint32_t extra_flags);
+
 /* Take the next receive WQE of t's QP (its RQ or its SRQ) into t->rcv_*.
  * 0, -EAGAIN when there is none, -EINVAL when it is malformed (consumed). */
 static int take_rwqe(struct sof_tqp *t)
@@ -73,7 +76,6 @@ static int take_rwqe(struct sof_tqp *t)
 	t->rcv_wr_id = wq.wr_id;
 	t->rcv_nsge = 0;
 	t->rcv_off = 0;
-	t->rcv_active = true;
 	if (qp->srq) {
 		struct sof_srq_shm *s = qp->srq->shm;
 		uint32_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
@@ -86,9 +88,21 @@ static int take_rwqe(struct sof_tqp *t)
 					qp->srq->handle);
 	}
 	if (wq.num_sge > max_sge)
-		return -EINVAL;
+		return -EINVAL; /* consumed: the caller completes it in error */
 	t->rcv_nsge = wq.num_sge;
+	t->rcv_active = true;
 	return 0;
+}
+
+/* UC: take a receive WQE; one that is malformed completes in error at once
+ * (UC has no NAK to send). Returns true when one is ready. */
+static bool uc_take(struct sof_tqp *t, const struct roce_hdr *h, uint8_t opcode)
+{
+	int err = take_rwqe(t);
+
+	if (err == -EINVAL)
+		recv_cqe(t, IBV_WC_LOC_QP_OP_ERR, opcode, 0, h, 0);
+	return !err;
 }
 
 static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byte_len,
@@ -111,7 +125,7 @@ static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byt
 	}
 	c.solicited = h->se;
 	t->rcv_active = false;
-	if (sof_cq_push(cq->shm, &c, -1) == 1 && cq->evfd >= 0)
+	if (sof_cq_push_daemon(cq->shm, &c) == 1 && cq->evfd >= 0)
 		sofd_evfd_kick(cq->evfd);
 }
 
@@ -450,8 +464,10 @@ static void do_read(struct sof_tqp *t, const struct roce_hdr *h)
 {
 	struct tp_res *r;
 
-	/* IBA 9.7.5.1.4: no responder resources, no READ */
-	if (!t->max_dest_rd_atomic) {
+	/* IBA 9.7.5.1.4: no responder resources, no READ; and a READ whose
+	 * responses would take more than a quarter of the PSN space cannot
+	 * be told apart from old ones (9.7.1) */
+	if (!t->max_dest_rd_atomic || npkts_of(t, h->dmalen) > TP_MAX_MSG_PKTS) {
 		invalid_request(t, h->psn);
 		return;
 	}
@@ -554,6 +570,12 @@ static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		invalid_request(t, h->psn);
 		return;
 	}
+	/* SEND with invalidate needs memory windows, which the device has
+	 * not: an opcode it does not support (IBA 9.7.5.2.4, class B) */
+	if (f & ROCE_F_IETH) {
+		invalid_request(t, h->psn);
+		return;
+	}
 	if (f & ROCE_F_SEND)
 		do_send(t, h, f, payload, paylen);
 	else if (f & ROCE_F_WRITE)
@@ -563,7 +585,7 @@ static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	else if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD)
 		do_atomic(t, h, op);
 	else
-		invalid_request(t, h->psn); /* SEND with invalidate: no MWs */
+		invalid_request(t, h->psn);
 }
 
 /* ---- packets that arrive ahead of their turn ----------------------------------- */
@@ -717,7 +739,8 @@ static void uc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
 			tp_drop(SOF_DROP_payload);
 			return;
 		}
-		if ((f & ROCE_F_LAST) && imm && !t->rcv_active && take_rwqe(t)) {
+		if ((f & ROCE_F_LAST) && imm && !t->rcv_active &&
+		    !uc_take(t, h, IBV_WC_RECV_RDMA_WITH_IMM)) {
 			t->in_msg = 0;
 			return;
 		}
@@ -739,7 +762,7 @@ static void uc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
 		return;
 	}
 	/* SEND */
-	if ((f & ROCE_F_FIRST) && !t->rcv_active && take_rwqe(t)) {
+	if ((f & ROCE_F_FIRST) && !t->rcv_active && !uc_take(t, h, IBV_WC_RECV)) {
 		t->in_msg = 0; /* no receive WQE: the message is dropped */
 		return;
 	}

@@ -32,6 +32,8 @@
  * garbage (IBA 9.7.5.1.2: the duplicate region is half the PSN space; we
  * keep much less history). */
 #define TP_DUP_WINDOW (1 << 22)
+/* The most packets one message may take: a quarter of the PSN space. */
+#define TP_MAX_MSG_PKTS (1u << 22)
 
 /* Where a QP's packets go: addresses as GIDs (IPv4 as ::ffff:a.b.c.d). */
 struct tp_path {

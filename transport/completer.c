@@ -12,28 +12,7 @@
  */
 #include "tport.h"
 
-static bool is_rd_atomic(uint32_t op)
-{
-	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-static enum ibv_wc_opcode wc_opcode(uint32_t op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	default:
-		return IBV_WC_SEND;
-	}
-}
+#include "sof_wr.h"
 
 static void push_cqe(struct sofd_cq *cq, const struct sof_cqe *c)
 {
@@ -50,23 +29,25 @@ void tp_comp_wqe(struct sof_tqp *t, int status)
 	 * the whole index space before it met wq_tail again */
 	if (t->wq_head == t->wq_tail)
 		return;
+	if (sof_wr_is_rd_atomic(w->opcode) && w->state != TP_W_NEW && t->rd_out)
+		t->rd_out--;
+	t->wq_head++;
+	if ((int32_t)(t->wq_send - t->wq_head) < 0)
+		t->wq_send = t->wq_head;
+	/* the slot is free before the completion is seen: a program that
+	 * polls it may post again at once, with a queue of one */
+	atomic_store_explicit(&qp->nsq->done, t->wq_head, memory_order_release);
 	if (status != IBV_WC_SUCCESS || (w->send_flags & IBV_SEND_SIGNALED)) {
 		struct sof_cqe c;
 
 		memset(&c, 0, sizeof(c));
 		c.wr_id = w->wr_id;
 		c.status = (uint8_t)status;
-		c.opcode = (uint8_t)wc_opcode(w->opcode);
+		c.opcode = (uint8_t)sof_wc_opcode(w->opcode);
 		c.byte_len = status == IBV_WC_SUCCESS ? (uint32_t)w->len : 0;
 		c.qp_num = qp->qpn;
 		push_cqe(qp->send_cq, &c);
 	}
-	if (is_rd_atomic(w->opcode) && w->state != TP_W_NEW && t->rd_out)
-		t->rd_out--;
-	t->wq_head++;
-	if ((int32_t)(t->wq_send - t->wq_head) < 0)
-		t->wq_send = t->wq_head;
-	atomic_store_explicit(&qp->nsq->done, t->wq_head, memory_order_release);
 }
 
 void tp_flush(struct sof_tqp *t)
@@ -129,7 +110,7 @@ static void progress_made(struct sof_tqp *t)
 	t->rnr_left = t->rnr_retry;
 	t->timer_ns = 0;
 	if (t->psn != t->una_psn && t->timeout)
-		t->timer_ns = sof_now_ns() + (4096ull << (t->timeout > 31 ? 31 : t->timeout));
+		t->timer_ns = sof_now_ns() + sof_ack_timeout_ns(t->timeout);
 }
 
 /* Every packet up to and including PSN a is acknowledged. Retires the WQEs
@@ -153,7 +134,7 @@ static bool ack_upto(struct sof_tqp *t, uint32_t a)
 
 		if (w->state == TP_W_NEW || roce_psn_diff(a, w->first_psn) < 0)
 			break;
-		if (is_rd_atomic(w->opcode)) {
+		if (sof_wr_is_rd_atomic(w->opcode)) {
 			/* covered, but its answer never came: it is asked
 			 * again, and nothing from its missing answer on
 			 * counts as acknowledged */
@@ -181,7 +162,7 @@ static struct tp_swqe *answered(struct sof_tqp *t, uint32_t p, bool read)
 	/* the response acknowledges everything before its request */
 	while (t->wq_head != t->wq_send) {
 		w = &t->wq[t->wq_head & (t->qp->sq_size - 1)];
-		if (is_rd_atomic(w->opcode) || w->state != TP_W_SENT ||
+		if (sof_wr_is_rd_atomic(w->opcode) || w->state != TP_W_SENT ||
 		    roce_psn_diff((w->first_psn + w->npkts - 1) & ROCE_PSN_MASK, p) >= 0)
 			break;
 		tp_comp_wqe(t, IBV_WC_SUCCESS);
@@ -190,7 +171,7 @@ static struct tp_swqe *answered(struct sof_tqp *t, uint32_t p, bool read)
 		return NULL;
 	w = &t->wq[t->wq_head & (t->qp->sq_size - 1)];
 	if (w->state == TP_W_NEW || (w->opcode == IBV_WR_RDMA_READ) != read ||
-	    !is_rd_atomic(w->opcode))
+	    !sof_wr_is_rd_atomic(w->opcode))
 		return NULL;
 	if (roce_psn_diff(p, w->first_psn) < 0 || roce_psn_diff(p, w->first_psn) >= (int)w->npkts)
 		return NULL;
@@ -267,7 +248,7 @@ static void atomic_ack(struct sof_tqp *t, const struct roce_hdr *h)
  * one: an eighth of the local ACK timeout, at least 100 µs. */
 static uint64_t nak_holdoff_ns(const struct sof_tqp *t)
 {
-	uint64_t to = t->timeout ? 4096ull << (t->timeout > 31 ? 31 : t->timeout) : 0;
+	uint64_t to = sof_ack_timeout_ns(t->timeout);
 
 	return to / 8 > 100000 ? to / 8 : 100000;
 }

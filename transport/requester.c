@@ -12,41 +12,11 @@
  */
 #include "tport.h"
 
-/* IBA 9.7.6.1.3: local ACK timeout; 0 means infinite. */
-static uint64_t ack_timeout_ns(uint8_t timeout)
-{
-	if (!timeout)
-		return 0;
-	return 4096ull << (timeout > 31 ? 31 : timeout);
-}
+#include "sof_wr.h"
 
 /* Marks of WQEs that fail when they are the oldest: malformed is
  * UINT32_MAX, failed a local check while sent is UINT32_MAX - 1. */
 #define OP_TOO_LONG (UINT32_MAX - 2)
-
-static bool is_rd_atomic(uint32_t op)
-{
-	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-static bool opcode_ok(uint32_t qpt, uint32_t op)
-{
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return true;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return qpt != IBV_QPT_UD;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return qpt == IBV_QPT_RC;
-	default:
-		return false;
-	}
-}
 
 /* Copy ring entry idx into t->wq and validate it. Returns false when it is
  * malformed (the owner's library never writes such a thing, so the QP's
@@ -70,10 +40,10 @@ static bool take(struct sof_tqp *t, uint32_t idx)
 	w->compare_add = e.compare_add;
 	w->swap = e.swap;
 	w->state = TP_W_NEW;
-	if (!opcode_ok(qp->type, e.opcode))
+	if (!sof_wr_opcode_allowed(qp->type, e.opcode))
 		return false;
 	if (e.send_flags & IBV_SEND_INLINE) {
-		if (e.inline_len > qp->sq_max_inline || is_rd_atomic(e.opcode))
+		if (e.inline_len > qp->sq_max_inline || sof_wr_is_rd_atomic(e.opcode))
 			return false;
 		w->inl = slot + sizeof(struct sof_nwqe);
 		w->len = e.inline_len;
@@ -268,7 +238,7 @@ static void send_ud(struct sof_tqp *t, struct tp_swqe *w)
 
 static void arm_timer(struct sof_tqp *t)
 {
-	uint64_t to = ack_timeout_ns(t->timeout);
+	uint64_t to = sof_ack_timeout_ns(t->timeout);
 
 	if (t->qp->type == IBV_QPT_RC && to && t->psn != t->una_psn)
 		t->timer_ns = sof_now_ns() + to;
@@ -324,7 +294,7 @@ void tp_req_progress(struct sof_tqp *t)
 		if (qp->type == IBV_QPT_RC && ((t->psn - t->una_psn) & ROCE_PSN_MASK) >= t->cwnd)
 			break;
 		if (w->state == TP_W_NEW) {
-			if (is_rd_atomic(w->opcode) && t->rd_out >= rd_max)
+			if (sof_wr_is_rd_atomic(w->opcode) && t->rd_out >= rd_max)
 				break;
 			/* IBA 10.8.3.3: a fenced WQE waits for earlier READs
 			 * and atomics to complete */
@@ -338,18 +308,18 @@ void tp_req_progress(struct sof_tqp *t)
 				w->npkts = npkts_of(t, w->len);
 			} else {
 				w->first_psn = t->psn;
-				w->npkts = is_rd_atomic(w->opcode) ? 1 : npkts_of(t, w->len);
+				w->npkts = sof_wr_is_rd_atomic(w->opcode) ? 1 : npkts_of(t, w->len);
 				t->send_off = 0;
 			}
 			w->state = TP_W_SENDING;
 			w->sent_once = true;
-			if (is_rd_atomic(w->opcode))
+			if (sof_wr_is_rd_atomic(w->opcode))
 				t->rd_out++;
 		}
 		if (w->opcode == IBV_WR_RDMA_READ) {
 			send_read(t, w);
 			r = 1;
-		} else if (is_rd_atomic(w->opcode)) {
+		} else if (sof_wr_is_rd_atomic(w->opcode)) {
 			send_atomic(t, w);
 			r = 1;
 		} else {
@@ -424,7 +394,7 @@ void tp_req_rewind(struct sof_tqp *t, uint32_t psn)
 		}
 		/* w lies wholly before psn: all of it was sent */
 		w->state = TP_W_SENT;
-		if (is_rd_atomic(w->opcode))
+		if (sof_wr_is_rd_atomic(w->opcode))
 			t->rd_out++;
 	}
 	/* psn follows everything sent so far */

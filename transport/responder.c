@@ -292,6 +292,22 @@ static void serve_read(struct sof_tqp *t, uint32_t psn, uint64_t va, uint32_t rk
 	} while (off < len);
 }
 
+/* IBA 9.5.3: the atomic ACK of the request with PSN psn. */
+static void send_atomic_ack(struct sof_tqp *t, uint32_t psn, uint64_t orig)
+{
+	struct roce_hdr a;
+
+	memset(&a, 0, sizeof(a));
+	a.opcode = ROCE_SVC_RC | ROCE_ATOMIC_ACK;
+	a.pkey = 0xffff;
+	a.dqpn = t->dqpn;
+	a.psn = psn & ROCE_PSN_MASK;
+	a.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
+	a.msn = t->msn & 0xffffff;
+	a.orig = orig;
+	tp_send(&t->path, &a, 0, NULL, NULL);
+}
+
 static struct tp_res *res_find(struct sof_tqp *t, uint32_t psn, uint8_t type)
 {
 	for (uint32_t i = 0; i < t->nres; i++) {
@@ -335,22 +351,12 @@ static void duplicate(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 		return;
 	}
 	if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD) {
-		struct roce_hdr a;
-
 		r = res_find(t, h->psn, TP_RES_ATOMIC);
 		if (!r || r->psn != h->psn) {
 			tp_drop(SOF_DROP_psn);
 			return;
 		}
-		memset(&a, 0, sizeof(a));
-		a.opcode = ROCE_SVC_RC | ROCE_ATOMIC_ACK;
-		a.pkey = 0xffff;
-		a.dqpn = t->dqpn;
-		a.psn = h->psn;
-		a.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
-		a.msn = t->msn & 0xffffff;
-		a.orig = r->orig;
-		tp_send(&t->path, &a, 0, NULL, NULL);
+		send_atomic_ack(t, h->psn, r->orig);
 		return;
 	}
 	/* a repeated SEND or WRITE: acknowledged, not executed */
@@ -492,7 +498,6 @@ static void do_read(struct sof_tqp *t, const struct roce_hdr *h)
 
 static void do_atomic(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 {
-	struct roce_hdr a;
 	struct tp_res *r;
 	uint64_t *p, orig;
 
@@ -536,15 +541,7 @@ static void do_atomic(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 	t->ack_pending = false;
 	t->msn++;
 	t->epsn = (h->psn + 1) & ROCE_PSN_MASK;
-	memset(&a, 0, sizeof(a));
-	a.opcode = ROCE_SVC_RC | ROCE_ATOMIC_ACK;
-	a.pkey = 0xffff;
-	a.dqpn = t->dqpn;
-	a.psn = h->psn;
-	a.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
-	a.msn = t->msn & 0xffffff;
-	a.orig = orig;
-	tp_send(&t->path, &a, 0, NULL, NULL);
+	send_atomic_ack(t, h->psn, orig);
 }
 
 static void uc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,

@@ -28,6 +28,8 @@
  */
 #include "sofv.h"
 
+#include "sof_wr.h"
+
 #include <alloca.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -66,7 +68,7 @@ struct sofv_rmr {
 	_Atomic int refs;
 	uint32_t key, access, pd, slot;
 	uint64_t gen, iova, length;
-	uint8_t *base;  /* byte at iova */
+	uint8_t *base; /* byte at iova */
 	void *map;
 	size_t map_len;
 };
@@ -122,13 +124,13 @@ static void *map_fd(int fd, size_t len, int prot)
  * or NULL with errno. Caller holds ctx->cache_lock. */
 static struct sofv_rqp *rqp_open(struct sofv_context *ctx, uint32_t qpn)
 {
-	struct sof_qp_req req = { .qpn = qpn };
+	struct sof_qp_req req = {.qpn = qpn};
 	struct sof_open_qp_rep rep;
-	int fds[4] = { -1, -1, -1, -1 }, nfds = 4, fi, err;
+	int fds[4] = {-1, -1, -1, -1}, nfds = 4, fi, err;
 	struct sofv_rqp *r;
 
-	err = sofv_rpc(ctx, SOF_OP_OPEN_QP, &req, sizeof(req), NULL, 0, &rep,
-		       sizeof(rep), fds, &nfds);
+	err = sofv_rpc(ctx, SOF_OP_OPEN_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), fds,
+		       &nfds);
 	if (err) {
 		sof_close_fds(fds, nfds);
 		errno = -err;
@@ -167,7 +169,8 @@ static struct sofv_rqp *rqp_open(struct sofv_context *ctx, uint32_t qpn)
 		r->srq_handle = rep.srq;
 		r->srq_slot = rep.srq_slot;
 		r->srq_gen = rep.srq_gen;
-		r->srq_len = SOF_SRQ_RQ_OFF + (size_t)rep.srq_size * SOF_RWQE_STRIDE(rep.srq_max_sge);
+		r->srq_len =
+		    SOF_SRQ_RQ_OFF + (size_t)rep.srq_size * SOF_RWQE_STRIDE(rep.srq_max_sge);
 		r->srq_shm = map_fd(fds[fi++], r->srq_len, PROT_READ | PROT_WRITE);
 		if (!r->srq_shm)
 			goto err_free;
@@ -229,10 +232,9 @@ static uint64_t rmr_cache_key(uint32_t key, uint32_t qpn, uint32_t use)
 }
 
 /* Map the region with key for access on behalf of destination QP qpn. */
-static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key,
-				 uint32_t qpn, uint32_t use)
+static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key, uint32_t qpn, uint32_t use)
 {
-	struct sof_open_mr_req req = { .key = key, .qpn = qpn, .use = use };
+	struct sof_open_mr_req req = {.key = key, .qpn = qpn, .use = use};
 	struct sof_open_mr_rep *rep;
 	int fds[SOF_MAX_MR_RUNS], nfds = SOF_MAX_MR_RUNS, err;
 	struct sofv_rmr *m = NULL;
@@ -243,8 +245,8 @@ static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key,
 	rep = malloc(sizeof(*rep));
 	if (!rep)
 		return NULL;
-	err = sofv_rpc(ctx, SOF_OP_OPEN_MR, &req, sizeof(req), NULL, 0, rep,
-		       sizeof(*rep), fds, &nfds);
+	err = sofv_rpc(ctx, SOF_OP_OPEN_MR, &req, sizeof(req), NULL, 0, rep, sizeof(*rep), fds,
+		       &nfds);
 	if (err) {
 		sof_close_fds(fds, nfds);
 		free(rep);
@@ -306,8 +308,7 @@ out:
 	return m;
 }
 
-static struct sofv_rmr *rmr_get(struct sofv_context *ctx, uint32_t key,
-				uint32_t qpn, uint32_t use)
+static struct sofv_rmr *rmr_get(struct sofv_context *ctx, uint32_t key, uint32_t qpn, uint32_t use)
 {
 	uint64_t ck = rmr_cache_key(key, qpn, use);
 	struct sofv_rmr *m;
@@ -407,7 +408,7 @@ static void sg_copy(const struct sglist *dst, uint64_t skip, const struct sglist
 
 static void sg_write(const struct sglist *dst, uint64_t off, const void *buf, uint64_t len)
 {
-	struct sglist s = { .n = 1, .total = len, .e = { { (uint8_t *)buf, len } } };
+	struct sglist s = {.n = 1, .total = len, .e = {{(uint8_t *)buf, len}}};
 
 	sg_copy(dst, off, &s);
 }
@@ -415,8 +416,7 @@ static void sg_write(const struct sglist *dst, uint64_t off, const void *buf, ui
 /* Resolve the local SGEs of a send WQE (this process's own memory). need is
  * IBV_ACCESS_LOCAL_WRITE when the HCA writes into them (READ, atomics).
  * Returns 0 or IBV_WC_LOC_PROT_ERR. */
-static int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint32_t need,
-		     struct sglist *l)
+static int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint32_t need, struct sglist *l)
 {
 	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
 	int ret = 0;
@@ -437,8 +437,8 @@ static int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint32_t nee
 		if (!s->length)
 			continue;
 		mr = sof_hmap_get(&ctx->mrs, s->lkey);
-		if (!mr || mr->pd != qp->pd || (mr->access & need) != need ||
-		    s->addr < mr->iova || s->length > mr->ibmr.length ||
+		if (!mr || mr->pd != qp->pd || (mr->access & need) != need || s->addr < mr->iova ||
+		    s->length > mr->ibmr.length ||
 		    s->addr - mr->iova > mr->ibmr.length - s->length) {
 			ret = IBV_WC_LOC_PROT_ERR;
 			break;
@@ -466,9 +466,8 @@ static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out)
 			return -EAGAIN;
 		memcpy(out, r->ring + (size_t)(head & (r->rq_size - 1)) * r->rq_stride,
 		       r->rq_stride);
-		if (atomic_compare_exchange_weak_explicit(&r->rq->head, &head, head + 1,
-							  memory_order_acq_rel,
-							  memory_order_relaxed))
+		if (atomic_compare_exchange_weak_explicit(
+			&r->rq->head, &head, head + 1, memory_order_acq_rel, memory_order_relaxed))
 			break;
 	}
 	if (r->has_srq) {
@@ -547,34 +546,7 @@ static void rqp_fail(struct sofv_context *ctx, struct sofv_rqp *r, uint32_t noti
 
 /* ---- timers ---------------------------------------------------------------- */
 
-/* IBA 9.7.6.1.3: local ACK timeout = 4.096 µs * 2^timeout; 0 = infinite. */
-static uint64_t ack_timeout_ns(uint8_t timeout)
-{
-	if (!timeout)
-		return 0;
-	if (timeout > 31)
-		timeout = 31;
-	return 4096ull << timeout;
-}
-
 /* ---- completion helpers ------------------------------------------------------ */
-
-static enum ibv_wc_opcode wc_opcode(uint32_t wr_opcode)
-{
-	switch (wr_opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	default:
-		return IBV_WC_SEND;
-	}
-}
 
 static bool wqe_signaled(const struct sofv_qp *qp, const struct sofv_swqe *w)
 {
@@ -593,7 +565,7 @@ static void complete_send(struct sofv_qp *qp, const struct sofv_swqe *w, int sta
 	memset(&c, 0, sizeof(c));
 	c.wr_id = w->wr_id;
 	c.status = (uint8_t)status;
-	c.opcode = (uint8_t)wc_opcode(w->opcode);
+	c.opcode = (uint8_t)sof_wc_opcode(w->opcode);
 	c.byte_len = byte_len;
 	c.qp_num = qp->qpn;
 	sof_cq_push(cq->shm, &c, cq->channel ? cq->channel->ch.fd : -1);
@@ -602,8 +574,8 @@ static void complete_send(struct sofv_qp *qp, const struct sofv_swqe *w, int sta
 /* ---- executing one WQE ------------------------------------------------------- */
 
 enum exec_res {
-	EXEC_DONE,  /* completed (successfully or not) */
-	EXEC_WAIT,  /* must be retried later */
+	EXEC_DONE, /* completed (successfully or not) */
+	EXEC_WAIT, /* must be retried later */
 };
 
 static bool gid_local(struct sofv_context *ctx, const union ibv_gid *g)
@@ -629,7 +601,7 @@ static enum exec_res fail_wqe(struct sofv_qp *qp, const struct sofv_swqe *w, int
 /* No response from the peer: retry until the transport timer expires. */
 static enum exec_res no_response(struct sofv_qp *qp, struct sofv_swqe *w)
 {
-	uint64_t t = ack_timeout_ns(qp->attr.timeout), now = sof_now_ns();
+	uint64_t t = sof_ack_timeout_ns(qp->attr.timeout), now = sof_now_ns();
 
 	if (w->wait != SOFV_WAIT_PEER) {
 		w->wait = SOFV_WAIT_PEER;
@@ -668,9 +640,8 @@ static enum exec_res rnr(struct sofv_qp *qp, struct sofv_swqe *w, struct sofv_rq
 /* Deliver a SEND (or the receive side of WRITE_WITH_IMM) to destination r.
  * Returns 0, -EAGAIN (no receive WQE), or a responder error:
  * -EMSGSIZE (length), -EACCES (receive buffer protection). */
-static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp,
-			const struct sofv_swqe *w, struct sofv_rqp *r,
-			const struct sglist *src, const struct sofv_ah *ah)
+static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const struct sofv_swqe *w,
+			struct sofv_rqp *r, const struct sglist *src, const struct sofv_ah *ah)
 {
 	struct sof_rwqe *rw = alloca(r->rq_stride);
 	struct sglist dst;
@@ -736,8 +707,8 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp,
 
 /* Resolve and check the destination of an RC/UC WQE. Returns a reference or
  * NULL with *res set to the outcome for w. */
-static struct sofv_rqp *connected_dest(struct sofv_qp *qp, struct sofv_swqe *w,
-				       enum exec_res *res, bool *gone)
+static struct sofv_rqp *connected_dest(struct sofv_qp *qp, struct sofv_swqe *w, enum exec_res *res,
+				       bool *gone)
 {
 	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
 	struct sofv_rqp *r = qp->peer;
@@ -790,7 +761,9 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 	int err;
 
 	need = (w->opcode == IBV_WR_RDMA_READ || w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) ? IBV_ACCESS_LOCAL_WRITE : 0;
+		w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		   ? IBV_ACCESS_LOCAL_WRITE
+		   : 0;
 	if (local_sgl(qp, w, need, &src))
 		return fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
 
@@ -863,8 +836,8 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 				return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
 			}
 			{
-				struct sglist d = { .n = 1, .total = src.total,
-						    .e = { { p, src.total } } };
+				struct sglist d = {
+				    .n = 1, .total = src.total, .e = {{p, src.total}}};
 
 				sg_copy(&d, 0, &src);
 			}
@@ -894,7 +867,7 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 				return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
 			}
 			{
-				struct sglist s = { .n = 1, .total = len, .e = { { p, len } } };
+				struct sglist s = {.n = 1, .total = len, .e = {{p, len}}};
 
 				sg_copy(&src, 0, &s);
 			}
@@ -935,7 +908,7 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		}
 		rmr_put(m);
 		{
-			struct sglist s = { .n = 1, .total = 8, .e = { { (uint8_t *)&orig, 8 } } };
+			struct sglist s = {.n = 1, .total = 8, .e = {{(uint8_t *)&orig, 8}}};
 
 			sg_copy(&src, 0, &s);
 		}
@@ -1048,7 +1021,7 @@ static void prog_remove_locked(struct sofv_context *ctx, struct sofv_qp *qp)
 static void *progress_main(void *arg)
 {
 	struct sofv_context *ctx = arg;
-	struct timespec ts = { 0, 0 };
+	struct timespec ts = {0, 0};
 
 	pthread_mutex_lock(&ctx->prog_lock);
 	while (!ctx->prog_stop) {
@@ -1126,8 +1099,8 @@ int sofv_exec_post(struct sofv_qp *qp, const struct sofv_swqe *wqe)
 	}
 	/* Inline data must outlive the caller's buffer. */
 	if (w->send_flags & IBV_SEND_INLINE) {
-		uint8_t *dst = qp->inline_area +
-			       (size_t)(qp->sq_tail & (qp->sq_size - 1)) * qp->inline_stride;
+		uint8_t *dst =
+		    qp->inline_area + (size_t)(qp->sq_tail & (qp->sq_size - 1)) * qp->inline_stride;
 
 		memcpy(dst, w->inline_buf, w->inline_len);
 		w->inline_buf = dst;
@@ -1164,8 +1137,7 @@ void sofv_qp_flush_rq(struct sofv_qp *qp)
 		c.status = IBV_WC_WR_FLUSH_ERR;
 		c.opcode = IBV_WC_RECV;
 		c.qp_num = qp->qpn;
-		sof_cq_push(qp->rcq->shm, &c,
-			     qp->rcq->channel ? qp->rcq->channel->ch.fd : -1);
+		sof_cq_push(qp->rcq->shm, &c, qp->rcq->channel ? qp->rcq->channel->ch.fd : -1);
 	}
 }
 

@@ -10,29 +10,12 @@
  */
 #include "sofv.h"
 
+#include "sof_wr.h"
+
 #include <alloca.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Which send opcodes a QP type accepts (IBA 9.8.3, 10.7.3.1). */
-static bool opcode_allowed(enum ibv_qp_type t, uint32_t op)
-{
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return true;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return t == IBV_QPT_RC || t == IBV_QPT_UC;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return t == IBV_QPT_RC;
-	default:
-		return false;
-	}
-}
 
 static bool is_atomic(uint32_t op)
 {
@@ -49,7 +32,7 @@ static int check_swqe(struct sofv_qp *qp, const struct sofv_swqe *w)
 	/* Sends are accepted in RTS (and SQD/SQE/ERR, where they flush). */
 	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR)
 		return EINVAL;
-	if (!opcode_allowed(t, w->opcode))
+	if (!sof_wr_opcode_allowed(t, w->opcode))
 		return EINVAL;
 	if (w->num_sge > qp->cap.max_send_sge)
 		return EINVAL;
@@ -196,23 +179,22 @@ int sofv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		return EINVAL;
 	}
 	pthread_spin_lock(&qp->rq_lock);
-	err = post_ring(&qp->shm->rq, qp->rq_ring, qp->rq_size, qp->rq_stride,
-			qp->cap.max_recv_wr, qp->cap.max_recv_sge, wr, bad_wr);
+	err = post_ring(&qp->shm->rq, qp->rq_ring, qp->rq_size, qp->rq_stride, qp->cap.max_recv_wr,
+			qp->cap.max_recv_sge, wr, bad_wr);
 	pthread_spin_unlock(&qp->rq_lock);
 	if (state == IBV_QPS_ERR)
 		sofv_qp_flush_rq(qp);
 	return err;
 }
 
-int sofv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
-		       struct ibv_recv_wr **bad_wr)
+int sofv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct sofv_srq *srq = to_ssrq(ibsrq);
 	int err;
 
 	pthread_spin_lock(&srq->lock);
-	err = post_ring(&srq->shm->rq, srq->ring, srq->size, srq->stride, srq->max_wr,
-			srq->max_sge, wr, bad_wr);
+	err = post_ring(&srq->shm->rq, srq->ring, srq->size, srq->stride, srq->max_wr, srq->max_sge,
+			wr, bad_wr);
 	pthread_spin_unlock(&srq->lock);
 	return err;
 }
@@ -300,10 +282,7 @@ static void wr_abort(struct ibv_qp_ex *qx)
 	pthread_spin_unlock(&qp->sq_lock);
 }
 
-static void wr_send(struct ibv_qp_ex *qx)
-{
-	wr_new(qx, IBV_WR_SEND);
-}
+static void wr_send(struct ibv_qp_ex *qx) { wr_new(qx, IBV_WR_SEND); }
 
 static void wr_send_imm(struct ibv_qp_ex *qx, __be32 imm)
 {
@@ -313,8 +292,7 @@ static void wr_send_imm(struct ibv_qp_ex *qx, __be32 imm)
 		w->imm_data = imm;
 }
 
-static void wr_rdma(struct ibv_qp_ex *qx, uint32_t op, uint32_t rkey, uint64_t addr,
-		    __be32 imm)
+static void wr_rdma(struct ibv_qp_ex *qx, uint32_t op, uint32_t rkey, uint64_t addr, __be32 imm)
 {
 	struct sofv_swqe *w = wr_new(qx, op);
 
@@ -330,8 +308,7 @@ static void wr_rdma_write(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr)
 	wr_rdma(qx, IBV_WR_RDMA_WRITE, rkey, addr, 0);
 }
 
-static void wr_rdma_write_imm(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr,
-			      __be32 imm)
+static void wr_rdma_write_imm(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr, __be32 imm)
 {
 	wr_rdma(qx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, addr, imm);
 }
@@ -341,8 +318,8 @@ static void wr_rdma_read(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr)
 	wr_rdma(qx, IBV_WR_RDMA_READ, rkey, addr, 0);
 }
 
-static void wr_atomic_cmp_swp(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr,
-			      uint64_t compare, uint64_t swap)
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr, uint64_t compare,
+			      uint64_t swap)
 {
 	struct sofv_swqe *w = wr_new(qx, IBV_WR_ATOMIC_CMP_AND_SWP);
 
@@ -354,8 +331,7 @@ static void wr_atomic_cmp_swp(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr
 	}
 }
 
-static void wr_atomic_fetch_add(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr,
-				uint64_t add)
+static void wr_atomic_fetch_add(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr, uint64_t add)
 {
 	struct sofv_swqe *w = wr_new(qx, IBV_WR_ATOMIC_FETCH_AND_ADD);
 
@@ -394,7 +370,7 @@ static void wr_set_sge_list(struct ibv_qp_ex *qx, size_t num_sge, const struct i
 
 static void wr_set_sge(struct ibv_qp_ex *qx, uint32_t lkey, uint64_t addr, uint32_t length)
 {
-	struct ibv_sge s = { .addr = addr, .length = length, .lkey = lkey };
+	struct ibv_sge s = {.addr = addr, .length = length, .lkey = lkey};
 
 	wr_set_sge_list(qx, 1, &s);
 }
@@ -424,16 +400,13 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qx, size_t num_buf,
 
 static void wr_set_inline_data(struct ibv_qp_ex *qx, void *addr, size_t length)
 {
-	struct ibv_data_buf b = { .addr = addr, .length = length };
+	struct ibv_data_buf b = {.addr = addr, .length = length};
 
 	wr_set_inline_data_list(qx, 1, &b);
 }
 
 /* Operations this device does not offer fail the whole list. */
-static void wr_unsupported(struct ibv_qp_ex *qx)
-{
-	qx_to_sqp(qx)->wr_err = EOPNOTSUPP;
-}
+static void wr_unsupported(struct ibv_qp_ex *qx) { qx_to_sqp(qx)->wr_err = EOPNOTSUPP; }
 
 static void wr_bind_mw(struct ibv_qp_ex *qx, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *info)
@@ -464,8 +437,7 @@ static void wr_set_xrc_srqn(struct ibv_qp_ex *qx, uint32_t srqn)
 	wr_unsupported(qx);
 }
 
-static void wr_atomic_write(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr,
-			    const void *data)
+static void wr_atomic_write(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr, const void *data)
 {
 	(void)rkey;
 	(void)addr;

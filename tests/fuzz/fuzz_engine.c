@@ -53,7 +53,7 @@
  */
 /* clang-format off */
 /*
- * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
  * FUZZ_INCLUDES: transport daemon common
  * FUZZ_SEEDS_ENV: SOF_FUZZ_ENGINE_SEEDS
  */

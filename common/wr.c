@@ -1,0 +1,55 @@
+/*
+ * Work-request facts shared by the library's executor and the daemon's
+ * transport (sof_wr.h).
+ */
+#include "sof_wr.h"
+
+#include <infiniband/verbs.h>
+
+bool sof_wr_opcode_allowed(uint32_t qp_type, uint32_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC || qp_type == IBV_QPT_UD;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return qp_type == IBV_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+bool sof_wr_is_rd_atomic(uint32_t wr_opcode)
+{
+	return wr_opcode == IBV_WR_RDMA_READ || wr_opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       wr_opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+uint32_t sof_wc_opcode(uint32_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+uint64_t sof_ack_timeout_ns(uint8_t timeout)
+{
+	if (!timeout)
+		return 0;
+	return 4096ull << (timeout > 31 ? 31 : timeout);
+}

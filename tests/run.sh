@@ -11,7 +11,8 @@
 #      SOF_TEST_TIMEOUT seconds (default 600);
 #   4. tests/hosts/*.sh: hosts as network namespaces with RoCEv2 between
 #      them (topology, helper programs, pingpong, perftest, capture, bad
-#      packets, impairments), each bounded the same way.
+#      packets, impairments), each bounded the same way; then bad packets
+#      and impairments again with the ASan/UBSan build's daemon.
 #
 # A test that exits non-zero without printing a `not ok` line, prints no
 # result at all, or times out counts as one failure. Exit status 0 only when
@@ -171,6 +172,28 @@ for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong
 	script_cmd "$f"
 	run_test "$f" "$TEST_TIMEOUT" env SOF_BUILD="${ONE_BUILD:-build}" "${CMD[@]}"
 done
+
+# ---- 4b. the transport engine under ASan/UBSan with real traffic: the
+# sanitizer build's daemon with the plain build's library and programs
+# (unmodified programs cannot load a sanitized library); the hosts'
+# teardown fails a test on any sanitizer report in a daemon's log.
+MIX=""
+if [ -z "$ONE_BUILD" ] && [ -x build-asan/bin/softofedd ] && [ -x build/bin/softofed ]; then
+	MIX=$(mktemp -d /tmp/sof-mix.XXXXXX)
+	mkdir -p "$MIX/bin"
+	cp build/bin/softofed "$MIX/bin/" && cp build-asan/bin/softofedd "$MIX/bin/"
+	ln -s "$SOF_ROOT/build/lib" "$MIX/lib"
+	ln -s "$SOF_ROOT/build/tests" "$MIX/tests"
+fi
+for f in tests/hosts/badpackets.sh tests/hosts/netem.sh; do
+	selected "$f (asan daemon)" || continue
+	[ -n "$MIX" ] || continue
+	script_cmd "$f"
+	run_test "$f (asan daemon)" "$TEST_TIMEOUT" env SOF_BUILD="$MIX" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" \
+		UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" "${CMD[@]}"
+done
+[ -n "$MIX" ] && rm -rf "$MIX"
 
 echo "# total time $((($(now_ms) - T0) / 1000)) s"
 echo "$T_PASS passed, $T_FAIL failed"

@@ -530,12 +530,15 @@ static void rqp_fail(struct sofv_context *ctx, struct sofv_rqp *r, uint32_t noti
 
 	atomic_store(&r->shm->state, IBV_QPS_ERR);
 	atomic_store(&r->cq->attention, 1);
+	/* store, then load what the owner stores: the arm handshake of
+	 * sof_cq_push needs a full fence here too */
+	atomic_thread_fence(memory_order_seq_cst);
 	a = atomic_load(&r->cq->armed);
 	if (a != SOF_CQ_ARM_NONE && r->cq_evfd >= 0 &&
 	    atomic_compare_exchange_strong(&r->cq->armed, &a, SOF_CQ_ARM_NONE)) {
 		uint64_t one = 1;
 
-		atomic_store(&r->cq->event_pending, 1);
+		atomic_fetch_add_explicit(&r->cq->event_pending, 1, memory_order_release);
 		if (write(r->cq_evfd, &one, sizeof(one)) < 0) {
 			/* the owner is gone or its counter is saturated */
 		}

@@ -3,10 +3,12 @@
 #   make demo     install what the demo needs, build, run the demo
 #   make test     install what the tests need, build (also with ASan/UBSan),
 #                 run the whole suite; ends with "N passed, N failed"
-#   make bench    the side-by-side benchmark (issue 5)
+#   make bench    the side-by-side benchmark (issue 5): installs its peers,
+#                 builds, writes bench/results/DATE-HOST.md (BENCH_QUICK=1:
+#                 a short run); never part of make test
 JOBS ?= $(shell nproc)
 
-.PHONY: all build build-asan deps demo test clean format
+.PHONY: all build build-asan deps bench-deps demo test bench clean format
 
 all: build
 
@@ -28,6 +30,12 @@ test: deps
 	$(MAKE) build CMAKE_FLAGS=-DSOF_WERROR=ON
 	$(MAKE) build-asan CMAKE_FLAGS=-DSOF_WERROR=ON
 	tests/run.sh
+
+bench-deps: deps
+	bench/install-deps.sh
+
+bench: bench-deps build
+	bench/run.sh
 
 clean:
 	rm -rf build build-asan

@@ -81,6 +81,13 @@ def main():
        " (BENCH_QUICK=1: fewer iterations)" if quick else "", secs,
        " with BENCH_QUICK=1" if quick else ""))
     p()
+    try:
+        la = "Load average at the end of the run %.2f %.2f %.2f (1, 5, 15 min): " \
+            "other work on the machine moves these figures." % os.getloadavg()
+    except OSError:
+        la = ""
+    p(la)
+    p()
     p("Server / first process pinned to one CPU, client / second to another "
       "(`taskset`); softofed on one host runs in a network namespace of its own "
       "with its own daemon (tests/lib.sh `sof_ns_run`); between hosts, two "

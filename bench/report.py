@@ -174,6 +174,9 @@ def main():
     for k in order:
         p("- %s: `%s`" % (k, cmd[k]))
     p()
+    p("UCX `posix,cma`: small tag messages go through posix shared memory "
+      "either way; cma only carries rendezvous (large) messages.")
+    p()
     p("Plots: not produced in this version (neither gnuplot nor matplotlib is among "
       "the bench's packages).")
 

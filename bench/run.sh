@@ -338,9 +338,9 @@ ucx_peers() {
 		return 0
 	}
 	for tls in posix cma tcp; do
-		label="UCX same host: ucx_perftest tag_lat 2 B ($tls)"
 		tl=$tls
 		[ "$tls" = cma ] && tl=posix,cma
+		label="UCX same host: ucx_perftest tag_lat 2 B ($tl)"
 		wanted "$label" || continue
 		for i in $(seq "$REPS"); do
 			next_port

@@ -25,7 +25,7 @@
 # Every process runs under `timeout` and is stopped by its PID.
 #
 # Environment:
-#   BENCH_QUICK=1     about two minutes: 3 runs each, fewer iterations
+#   BENCH_QUICK=1     about three minutes: 3 runs each, fewer iterations
 #   BENCH_REPS=N      runs per measurement
 #   BENCH_ONLY=REGEX  only the measurements whose label matches (grep -E)
 #   BENCH_OUT=FILE    the report (default bench/results/DATE-HOST.md)

@@ -10,11 +10,11 @@
 #include <stdbool.h>
 #include <string.h>
 
-static bool gid_is_v4(const uint8_t *g)
+bool sof_gid_is_v4(const uint8_t gid[16])
 {
 	static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-	return !memcmp(g, pfx, sizeof(pfx));
+	return !memcmp(gid, pfx, sizeof(pfx));
 }
 
 static uint16_t ip_csum(const uint8_t *h, int len)
@@ -37,7 +37,7 @@ void sof_make_grh(uint8_t grh[40], const uint8_t *sgid, const uint8_t *dgid, uin
 	uint32_t l4 = 8 + 12 + 8 + paylen + 4;
 
 	memset(grh, 0, 40);
-	if (gid_is_v4(sgid) && gid_is_v4(dgid)) {
+	if (sof_gid_is_v4(sgid) && sof_gid_is_v4(dgid)) {
 		uint8_t *ip = grh + 20;
 		uint16_t tot = (uint16_t)(20 + l4), c;
 

@@ -6,14 +6,14 @@
 #ifndef SOF_UTIL_H
 #define SOF_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #define SOF_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define sof_container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+#define sof_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* Fill buf with cryptographically random bytes. 0 or -errno. */
 int sof_random(void *buf, size_t len);
@@ -41,6 +41,9 @@ ssize_t sof_recv_rec(int sock, void *buf, size_t len, int *fds, int *nfds);
 void sof_close_fds(int *fds, int nfds);
 
 uint64_t sof_now_ns(void);
+
+/* Whether a GID is IPv4-mapped (::ffff:a.b.c.d), i.e. a RoCEv2 IPv4 address. */
+bool sof_gid_is_v4(const uint8_t gid[16]);
 
 /* Annex A17.4.5.1: the GRH area of a UD receive, for a datagram of paylen
  * bytes from sgid to dgid: the IPv6 header, or 20 bytes of zero followed by

@@ -16,6 +16,9 @@ bool sof_wr_opcode_allowed(uint32_t qp_type, uint32_t wr_opcode);
 bool sof_wr_is_rd_atomic(uint32_t wr_opcode);
 /* The enum ibv_wc_opcode of the completion of a send work request. */
 uint32_t sof_wc_opcode(uint32_t wr_opcode);
+/* Whether a QP in state (enum ibv_qp_state) accepts incoming requests:
+ * RTR, RTS, SQD, SQE (IBA 10.3.1). */
+bool sof_qp_state_receives(uint32_t state);
 /* IBA 9.7.6.1.3: the local ACK timeout, 4.096 us * 2^timeout; 0 when the
  * timeout is 0 (infinite). */
 uint64_t sof_ack_timeout_ns(uint8_t timeout);

@@ -53,3 +53,9 @@ uint64_t sof_ack_timeout_ns(uint8_t timeout)
 		return 0;
 	return 4096ull << (timeout > 31 ? 31 : timeout);
 }
+
+bool sof_qp_state_receives(uint32_t state)
+{
+	return state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD ||
+	       state == IBV_QPS_SQE;
+}

@@ -5,7 +5,9 @@
 # update either). Runs apt-get as root, through sudo when not root.
 # Fails loudly when a package cannot be installed.
 #
-# Usage: tests/install-deps.sh
+# Usage: tests/install-deps.sh [PKG...]
+#   with package names, installs those instead of the test suite's list
+#   (bench/install-deps.sh does so for the benchmark's peers)
 set -euo pipefail
 
 PKGS=(
@@ -15,6 +17,7 @@ PKGS=(
 	iproute2 procps util-linux binutils python3
 	clang tshark iputils-ping
 )
+[ $# -gt 0 ] && PKGS=("$@")
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -46,6 +49,8 @@ export DEBIAN_FRONTEND=noninteractive
 if command -v debconf-set-selections >/dev/null 2>&1; then
 	echo "wireshark-common wireshark-common/install-setuid boolean false" |
 		"${SUDO[@]}" debconf-set-selections
+	# iperf3 (the benchmark's) asks whether to start a daemon at boot: no
+	echo "iperf3 iperf3/start_daemon boolean false" | "${SUDO[@]}" debconf-set-selections
 fi
 if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update; then
 	echo "install-deps: apt-get update failed" >&2

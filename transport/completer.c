@@ -109,8 +109,10 @@ static void progress_made(struct sof_tqp *t)
 	t->retry_left = t->retry_cnt;
 	t->rnr_left = t->rnr_retry;
 	t->timer_ns = 0;
-	if (t->psn != t->una_psn && t->timeout)
+	if (t->psn != t->una_psn && t->timeout) {
 		t->timer_ns = sof_now_ns() + sof_ack_timeout_ns(t->timeout);
+		tp_timer_watch(t);
+	}
 }
 
 /* Every packet up to and including PSN a is acknowledged. Retires the WQEs
@@ -309,6 +311,7 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		if (t->rnr_left != 7)
 			t->rnr_left--;
 		t->rnr_ns = sof_now_ns() + us * 1000;
+		tp_timer_watch(t);
 		t->timer_ns = 0;
 		return;
 	}

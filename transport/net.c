@@ -20,6 +20,8 @@
  */
 #include "tport.h"
 
+#include "sof_wr.h"
+
 #include "sof_gid.h"
 
 #include <arpa/inet.h>
@@ -34,8 +36,6 @@ struct tp_state tp;
 bool tp_tracing;
 
 static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-bool tp_gid_v4(const uint8_t gid[16]) { return !memcmp(gid, v4pfx, sizeof(v4pfx)); }
 
 bool tp_gid_local(const uint8_t gid[16])
 {
@@ -128,6 +128,8 @@ int sof_tp_init(int epfd)
 	int err;
 
 	sofd_list_init(&tp.qps);
+	sofd_list_init(&tp.acks);
+	sofd_list_init(&tp.timers);
 	tp_tracing = getenv("SOFTOFED_TRACE") != NULL;
 	tp.fd4 = udp_socket(false, ROCE_UDP_PORT);
 	tp.fd6 = udp_socket(true, ROCE_UDP_PORT);
@@ -175,7 +177,7 @@ static int tx_fd(bool v6, uint16_t sport)
 int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_gather_fn gather,
 	    void *arg)
 {
-	bool v6 = !tp_gid_v4(path->dgid);
+	bool v6 = !sof_gid_is_v4(path->dgid);
 	union {
 		struct sockaddr_in v4;
 		struct sockaddr_in6 v6;
@@ -266,11 +268,6 @@ int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_
 /* P_Key match (IBA 10.9.3): the only table entry is the default 0xffff. */
 static bool pkey_ok(uint16_t pkey) { return (pkey & 0x7fff) == 0x7fff; }
 
-static bool state_receives(uint32_t s)
-{
-	return s == IBV_QPS_RTR || s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE;
-}
-
 void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 {
 	const struct roce_opinfo *oi;
@@ -314,7 +311,7 @@ void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 	}
 	t->state = atomic_load_explicit(&qp->shm->state, memory_order_acquire);
 	if (qp->type == IBV_QPT_UD) {
-		if (!state_receives(t->state)) {
+		if (!sof_qp_state_receives(t->state)) {
 			tp_drop(SOF_DROP_qp_state);
 			return;
 		}
@@ -344,7 +341,7 @@ void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 		}
 		tp_comp_packet(t, &h, payload, paylen);
 	} else {
-		if (!state_receives(t->state)) {
+		if (!sof_qp_state_receives(t->state)) {
 			tp_drop(SOF_DROP_qp_state);
 			return;
 		}
@@ -430,23 +427,45 @@ static void rx(int fd, bool v6)
 	tp_input_end();
 }
 
+void tp_ack_due(struct sof_tqp *t)
+{
+	t->ack_pending = true;
+	if (sofd_list_empty(&t->ack_link))
+		sofd_list_add(&tp.acks, &t->ack_link);
+}
+
 void tp_input_end(void)
 {
-	for (struct sofd_link *l = tp.qps.next; l != &tp.qps; l = l->next)
-		tp_resp_flush_ack(sof_container_of(l, struct sof_tqp, link));
+	while (!sofd_list_empty(&tp.acks)) {
+		struct sof_tqp *t = sof_container_of(tp.acks.next, struct sof_tqp, ack_link);
+
+		sofd_list_del(&t->ack_link);
+		tp_resp_flush_ack(t);
+	}
 }
 
 /* ---- timers ----------------------------------------------------------------------- */
+
+void tp_timer_watch(struct sof_tqp *t)
+{
+	if (sofd_list_empty(&t->timer_link))
+		sofd_list_add(&tp.timers, &t->timer_link);
+}
 
 void tp_timer_update(void)
 {
 	struct itimerspec its = {0};
 	uint64_t next = UINT64_MAX;
-	struct sofd_link *l;
+	struct sofd_link *l, *lnext;
 
-	for (l = tp.qps.next; l != &tp.qps; l = l->next) {
-		struct sof_tqp *t = sof_container_of(l, struct sof_tqp, link);
+	for (l = tp.timers.next; l != &tp.timers; l = lnext) {
+		struct sof_tqp *t = sof_container_of(l, struct sof_tqp, timer_link);
 
+		lnext = l->next;
+		if (!t->timer_ns && !t->rnr_ns) {
+			sofd_list_del(&t->timer_link);
+			continue;
+		}
 		if (t->timer_ns && t->timer_ns < next)
 			next = t->timer_ns;
 		if (t->rnr_ns && t->rnr_ns < next)
@@ -476,9 +495,9 @@ static void timer_fired(void)
 		/* spurious: nothing expired yet */
 	}
 	tp.timer_armed_ns = 0;
-	for (l = tp.qps.next; l != &tp.qps; l = next) {
+	for (l = tp.timers.next; l != &tp.timers; l = next) {
 		next = l->next;
-		tp_req_timer(sof_container_of(l, struct sof_tqp, link), now);
+		tp_req_timer(sof_container_of(l, struct sof_tqp, timer_link), now);
 	}
 }
 
@@ -533,6 +552,8 @@ static struct sof_tqp *tqp_new(struct sofd_qp *qp)
 	}
 	t->qp = qp;
 	sofd_list_add(&tp.qps, &t->link);
+	sofd_list_init(&t->ack_link);
+	sofd_list_init(&t->timer_link);
 	qp->t = t;
 	return t;
 }
@@ -546,6 +567,8 @@ void sof_tp_qp_release(struct sofd_qp *qp)
 	if (qp->type == IBV_QPT_RC && t->net && t->state >= IBV_QPS_RTR && t->state <= IBV_QPS_SQE)
 		tp_resp_linger(t);
 	sofd_list_del(&t->link);
+	sofd_list_del(&t->ack_link);
+	sofd_list_del(&t->timer_link);
 	free(t->wq);
 	free(t->res);
 	free(t->ooo);
@@ -641,10 +664,11 @@ int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bo
 		if (t->net) {
 			const uint8_t *sgid = tp_sgid(si);
 
-			if (!sgid || tp_gid_v4(sgid) != tp_gid_v4(req->dgid))
+			if (!sgid || sof_gid_is_v4(sgid) != sof_gid_is_v4(req->dgid))
 				return -EINVAL;
 			memcpy(t->path.sgid, sgid, 16);
-			t->path.sport = tp_flow_port(!tp_gid_v4(req->dgid), qp->qpn, req->dest_qpn);
+			t->path.sport =
+			    tp_flow_port(!sof_gid_is_v4(req->dgid), qp->qpn, req->dest_qpn);
 		}
 	}
 	t->state = req->state;

@@ -67,7 +67,8 @@ static bool take(struct sof_tqp *t, uint32_t idx)
 	if (qp->type == IBV_QPT_UD) {
 		w->remote_qpn = e.remote_qpn & ROCE_QPN_MASK;
 		w->remote_qkey = e.remote_qkey;
-		if (!tp_sgid(e.sgid_index) || tp_gid_v4(tp_sgid(e.sgid_index)) != tp_gid_v4(e.dgid))
+		if (!tp_sgid(e.sgid_index) ||
+		    sof_gid_is_v4(tp_sgid(e.sgid_index)) != sof_gid_is_v4(e.dgid))
 			return false;
 		memcpy(w->ud_path.sgid, tp_sgid(e.sgid_index), 16);
 		memcpy(w->ud_path.dgid, e.dgid, 16);
@@ -138,11 +139,6 @@ static void bth(const struct sof_tqp *t, struct roce_hdr *h, uint8_t opcode, uin
 	h->psn = psn & ROCE_PSN_MASK;
 }
 
-static uint32_t npkts_of(const struct sof_tqp *t, uint64_t len)
-{
-	return len ? (uint32_t)((len + t->mtu - 1) / t->mtu) : 1;
-}
-
 /* Send the next packet of w (RC/UC). Returns 0, 1 when w is fully sent,
  * or -EACCES when its local SGEs fail their checks. */
 static int send_segment(struct sof_tqp *t, struct tp_swqe *w)
@@ -189,7 +185,7 @@ static void send_read(struct sof_tqp *t, struct tp_swqe *w)
 	h.rkey = w->rkey;
 	h.dmalen = (uint32_t)left;
 	tp_send(&t->path, &h, 0, NULL, NULL);
-	t->psn = (t->psn + npkts_of(t, left)) & ROCE_PSN_MASK;
+	t->psn = (t->psn + tp_npkts(t, left)) & ROCE_PSN_MASK;
 }
 
 static void send_atomic(struct sof_tqp *t, struct tp_swqe *w)
@@ -228,7 +224,7 @@ static void send_ud(struct sof_tqp *t, struct tp_swqe *w)
 	h.imm_be = w->imm_be;
 	h.qkey = w->remote_qkey;
 	h.sqpn = t->qp->qpn;
-	w->ud_path.sport = tp_flow_port(!tp_gid_v4(w->ud_path.dgid), t->qp->qpn, w->remote_qpn);
+	w->ud_path.sport = tp_flow_port(!sof_gid_is_v4(w->ud_path.dgid), t->qp->qpn, w->remote_qpn);
 	t->psn = (t->psn + 1) & ROCE_PSN_MASK;
 	err = tp_send(&w->ud_path, &h, (uint32_t)w->len, gather_wqe, &g);
 	tp_comp_wqe(t, err == -EACCES ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS);
@@ -240,8 +236,10 @@ static void arm_timer(struct sof_tqp *t)
 {
 	uint64_t to = sof_ack_timeout_ns(t->timeout);
 
-	if (t->qp->type == IBV_QPT_RC && to && t->psn != t->una_psn)
+	if (t->qp->type == IBV_QPT_RC && to && t->psn != t->una_psn) {
 		t->timer_ns = sof_now_ns() + to;
+		tp_timer_watch(t);
+	}
 }
 
 void tp_req_progress(struct sof_tqp *t)
@@ -305,10 +303,10 @@ void tp_req_progress(struct sof_tqp *t)
 				 * the PSNs of its responses */
 				w->first_psn =
 				    (t->psn - (uint32_t)(w->read_got / t->mtu)) & ROCE_PSN_MASK;
-				w->npkts = npkts_of(t, w->len);
+				w->npkts = tp_npkts(t, w->len);
 			} else {
 				w->first_psn = t->psn;
-				w->npkts = sof_wr_is_rd_atomic(w->opcode) ? 1 : npkts_of(t, w->len);
+				w->npkts = sof_wr_is_rd_atomic(w->opcode) ? 1 : tp_npkts(t, w->len);
 				t->send_off = 0;
 			}
 			w->state = TP_W_SENDING;

@@ -330,11 +330,6 @@ static struct tp_res *res_new(struct sof_tqp *t)
 
 /* ---- RC requests ---------------------------------------------------------------- */
 
-static uint32_t npkts_of(const struct sof_tqp *t, uint64_t len)
-{
-	return len ? (uint32_t)((len + t->mtu - 1) / t->mtu) : 1;
-}
-
 static void duplicate(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 {
 	struct tp_res *r;
@@ -360,7 +355,7 @@ static void duplicate(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 		return;
 	}
 	/* a repeated SEND or WRITE: acknowledged, not executed */
-	t->ack_pending = true;
+	tp_ack_due(t);
 }
 
 static void do_send(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f, const uint8_t *payload,
@@ -397,7 +392,7 @@ static void do_send(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f, con
 	}
 	t->rcv_off += paylen;
 	t->epsn = (t->epsn + 1) & ROCE_PSN_MASK;
-	t->ack_pending = true;
+	tp_ack_due(t);
 	if (f & ROCE_F_LAST) {
 		t->in_msg = 0;
 		t->msn++;
@@ -454,7 +449,7 @@ static void do_write(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
 		t->wr_left -= paylen;
 	}
 	t->epsn = (t->epsn + 1) & ROCE_PSN_MASK;
-	t->ack_pending = true;
+	tp_ack_due(t);
 	if (f & ROCE_F_LAST) {
 		t->in_msg = 0;
 		t->msn++;
@@ -473,7 +468,7 @@ static void do_read(struct sof_tqp *t, const struct roce_hdr *h)
 	/* IBA 9.7.5.1.4: no responder resources, no READ; and a READ whose
 	 * responses would take more than a quarter of the PSN space cannot
 	 * be told apart from old ones (9.7.1) */
-	if (!t->max_dest_rd_atomic || npkts_of(t, h->dmalen) > TP_MAX_MSG_PKTS) {
+	if (!t->max_dest_rd_atomic || tp_npkts(t, h->dmalen) > TP_MAX_MSG_PKTS) {
 		invalid_request(t, h->psn);
 		return;
 	}
@@ -485,7 +480,7 @@ static void do_read(struct sof_tqp *t, const struct roce_hdr *h)
 	r = res_new(t);
 	r->type = TP_RES_READ;
 	r->psn = h->psn;
-	r->npkts = npkts_of(t, h->dmalen);
+	r->npkts = tp_npkts(t, h->dmalen);
 	r->va = h->va;
 	r->rkey = h->rkey;
 	r->len = h->dmalen;

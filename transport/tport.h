@@ -104,11 +104,13 @@ struct tp_ooo {
 
 struct sof_tqp {
 	struct sofd_qp *qp;
-	struct sofd_link link; /* in tp.qps */
-	bool net;	       /* RC/UC whose peer is on another host */
-	uint32_t state;	       /* enum ibv_qp_state, as last modified */
-	struct tp_path path;   /* RC/UC primary path */
-	uint32_t mtu;	       /* path MTU in bytes */
+	struct sofd_link link;	     /* in tp.qps */
+	struct sofd_link ack_link;   /* in tp.acks while a coalesced ACK is due */
+	struct sofd_link timer_link; /* in tp.timers while a timer may be set */
+	bool net;		     /* RC/UC whose peer is on another host */
+	uint32_t state;		     /* enum ibv_qp_state, as last modified */
+	struct tp_path path;	     /* RC/UC primary path */
+	uint32_t mtu;		     /* path MTU in bytes */
 	uint32_t dqpn;
 	uint32_t qkey;
 	uint32_t access; /* qp_access_flags */
@@ -168,6 +170,8 @@ struct tp_state {
 	int ntx4, ntx6;
 	uint64_t timer_armed_ns;
 	struct sofd_link qps;	      /* every sof_tqp */
+	struct sofd_link acks;	      /* those owing a coalesced ACK */
+	struct sofd_link timers;      /* those whose timer_ns or rnr_ns may be set */
 	uint8_t pkt[TP_MAX_PKT + 64]; /* packet being built */
 };
 
@@ -185,11 +189,16 @@ extern bool tp_tracing;
 	} while (0)
 static inline void tp_drop(enum sof_dropctr d) { sofd.drops[d]++; }
 
+/* PSNs a message of len bytes takes on t's path (a zero-length one: 1). */
+static inline uint32_t tp_npkts(const struct sof_tqp *t, uint64_t len)
+{
+	return len ? (uint32_t)((len + t->mtu - 1) / t->mtu) : 1;
+}
+
 /* ---- net.c --------------------------------------------------------------- */
 
-/* Whether gid is one of this host's GIDs; whether it is IPv4-mapped. */
+/* Whether gid is one of this host's GIDs. */
 bool tp_gid_local(const uint8_t gid[16]);
-bool tp_gid_v4(const uint8_t gid[16]);
 /* The GID at index of the table, or NULL when the entry is empty. */
 const uint8_t *tp_sgid(uint32_t index);
 /* Build the BTH and extended headers of h, copy the payload from the
@@ -200,8 +209,12 @@ int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_
 	    void *arg);
 /* The UDP source port for a flow between two QPs. */
 uint16_t tp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn);
-/* The QP must be looked at by the timer handler (or no longer). */
+/* Arm the timerfd for the earliest deadline of tp.timers. */
 void tp_timer_update(void);
+/* t set timer_ns or rnr_ns: the timer handler must look at it. */
+void tp_timer_watch(struct sof_tqp *t);
+/* A coalesced ACK of t is due at the end of this receive batch. */
+void tp_ack_due(struct sof_tqp *t);
 /* One packet from the network: the UDP payload (ICRC included) that came
  * from a->src to a->dst. Validated, then executed, or dropped and counted.
  * rx() calls it for every datagram; tests/fuzz/fuzz_engine.c feeds it. */

@@ -586,11 +586,6 @@ static bool gid_local(struct sofv_context *ctx, const union ibv_gid *g)
 	return sofv_gid_is_local(ctx, g->raw);
 }
 
-static bool state_receives(uint32_t s)
-{
-	return s == IBV_QPS_RTR || s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE;
-}
-
 /* The QP failed: complete w with status and move to ERROR. */
 static enum exec_res fail_wqe(struct sofv_qp *qp, const struct sofv_swqe *w, int status)
 {
@@ -737,7 +732,7 @@ static struct sofv_rqp *connected_dest(struct sofv_qp *qp, struct sofv_swqe *w, 
 		qp->peer = r;
 	}
 	if (r->type != qp->qpx.qp_base.qp_type ||
-	    !state_receives(atomic_load_explicit(&r->shm->state, memory_order_acquire)) ||
+	    !sof_qp_state_receives(atomic_load_explicit(&r->shm->state, memory_order_acquire)) ||
 	    atomic_load_explicit(&r->shm->dest_qpn, memory_order_relaxed) != qp->qpn) {
 		if (atomic_load_explicit(&r->shm->state, memory_order_acquire) == IBV_QPS_ERR &&
 		    atomic_load_explicit(&r->shm->peer_gone, memory_order_relaxed)) {
@@ -956,7 +951,7 @@ static enum exec_res exec_ud(struct sofv_qp *qp, struct sofv_swqe *w)
 	if (!r)
 		goto done;
 	if (r->type == IBV_QPT_UD &&
-	    state_receives(atomic_load_explicit(&r->shm->state, memory_order_acquire)) &&
+	    sof_qp_state_receives(atomic_load_explicit(&r->shm->state, memory_order_acquire)) &&
 	    atomic_load_explicit(&r->shm->qkey, memory_order_relaxed) == qkey)
 		deliver_recv(ctx, qp, w, r, &src, w->ah);
 	rqp_put(r);

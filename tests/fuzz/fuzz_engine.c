@@ -441,6 +441,8 @@ static void setup(void)
 
 	/* the engine without sockets: sof_tp_init minus the network */
 	sofd_list_init(&tp.qps);
+	sofd_list_init(&tp.acks);
+	sofd_list_init(&tp.timers);
 	tp.fd4 = tp.fd6 = -1;
 	tp.timer.kind = SOFD_POLL_TIMER;
 	tp.timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -807,7 +809,7 @@ static void cmd_packet(uint8_t c, struct in *in)
 	uint32_t len = get16(in), fill = 0, n;
 	struct fqp *q = (c & 7) < NQP ? &qps[c & 7] : NULL;
 	const uint8_t *peer = family_peer(q);
-	bool v4 = tp_gid_v4(peer), icrc = c & P_ICRC;
+	bool v4 = sof_gid_is_v4(peer), icrc = c & P_ICRC;
 	const uint8_t *payload;
 	struct roce_addr a;
 	struct roce_hdr h;

@@ -48,6 +48,30 @@ enum sof_op {
 	SOF_OP_STATUS,
 	SOF_OP_SHUTDOWN,
 	SOF_OP_NETDEVS,       /* the interfaces served (status) */
+	SOF_OP_ATTACH_MCAST,  /* sof_mcast_req: a UD QP joins a multicast group */
+	SOF_OP_DETACH_MCAST,  /* sof_mcast_req */
+	/* the connection manager: sof_cm_proto.h */
+	SOF_OP_CM_CHANNEL,
+	SOF_OP_CM_CREATE_ID,
+	SOF_OP_CM_DESTROY_ID,
+	SOF_OP_CM_BIND_ADDR,
+	SOF_OP_CM_RESOLVE_ADDR,
+	SOF_OP_CM_RESOLVE_ROUTE,
+	SOF_OP_CM_QUERY,
+	SOF_OP_CM_LISTEN,
+	SOF_OP_CM_CONNECT,
+	SOF_OP_CM_ACCEPT,
+	SOF_OP_CM_REJECT,
+	SOF_OP_CM_DISCONNECT,
+	SOF_OP_CM_ESTABLISH,
+	SOF_OP_CM_INIT_QP_ATTR,
+	SOF_OP_CM_MIGRATE_ID,
+	SOF_OP_CM_NOTIFY,
+	SOF_OP_CM_SET_OPTION,
+	SOF_OP_CM_SET_ECE,
+	SOF_OP_CM_GET_ECE,
+	SOF_OP_CM_JOIN_MCAST,
+	SOF_OP_CM_LEAVE_MCAST,
 	SOF_OP_MAX
 };
 
@@ -286,6 +310,17 @@ struct sof_notify_req {
 	uint32_t handle;
 };
 
+/* ---- multicast ------------------------------------------------------------ */
+
+/* ATTACH_MCAST / DETACH_MCAST (ibv_attach_mcast): QP qpn, a UD QP of the
+ * caller's context, joins or leaves the group of gid. */
+struct sof_mcast_req {
+	uint32_t qpn;
+	uint16_t lid;
+	uint16_t rsvd;
+	uint8_t gid[16];
+};
+
 /* ---- status --------------------------------------------------------------- */
 
 /* Port counters of the network transport, shown by `softofed status` as
@@ -315,7 +350,11 @@ struct sof_status_rep {
 	uint32_t cqs;
 	uint32_t srqs;
 	uint32_t qps;
-	uint32_t rsvd;
+	uint32_t mcast_groups;    /* groups with at least one QP attached */
+	uint32_t cm_channels;     /* rdma_cm event channels */
+	uint32_t cm_ids;          /* rdma_cm ids */
+	uint32_t cm_timewait;     /* connections in TIMEWAIT (IBA 12.9.7) */
+	uint32_t mads;            /* MADs waiting for a response or sending */
 	uint64_t uptime_ms;
 	struct sof_devinfo dev;
 	uint64_t counters[SOF_CNT_NR];

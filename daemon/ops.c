@@ -795,6 +795,11 @@ static int op_status(struct sofd_req *rq, struct sofd_rep *rp)
 	r->cqs = sofd.n.cqs;
 	r->srqs = sofd.n.srqs;
 	r->qps = sofd.n.qps;
+	r->mcast_groups = sofd.n.mcast_groups;
+	r->cm_channels = sofd.n.cm_channels;
+	r->cm_ids = sofd.n.cm_ids;
+	r->cm_timewait = sofd.n.cm_timewait;
+	r->mads = sofd.n.mads;
 	r->uptime_ms = (sof_now_ns() - sofd.start_ns) / 1000000u;
 	r->dev = sofd.dev;
 	memcpy(r->counters, sofd.counters, sizeof(r->counters));

@@ -59,7 +59,7 @@ static int hello(int sock, struct sof_hello_rep *rep, int *async, int *objtab)
 	struct sof_hello_req req = {.version = SOF_PROTO_VERSION};
 	int fds[2] = {-1, -1}, nfds = 2, err;
 
-	err = sofv_rpc_sock(sock, SOF_OP_HELLO, &req, sizeof(req), NULL, 0, rep, sizeof(*rep), fds,
+	err = sof_client_rpc(sock, SOF_OP_HELLO, &req, sizeof(req), NULL, 0, rep, sizeof(*rep), fds,
 			    &nfds);
 	if (err)
 		return err;
@@ -127,7 +127,7 @@ SOFV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 	}
 	/* No daemon reachable means no device: an empty list, as rdma-core
 	 * answers on a machine without RDMA hardware. */
-	sock = sofv_connect();
+	sock = sof_client_connect();
 	if (sock >= 0) {
 		err = hello(sock, &rep, &async, &objtab);
 		close(sock);
@@ -215,7 +215,7 @@ SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->sock = sofv_connect();
+	s->sock = sof_client_connect();
 	if (s->sock < 0) {
 		err = -s->sock;
 		goto err_free;

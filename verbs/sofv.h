@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sof_client.h"
 #include "sof_gid.h"
 #include "sof_hmap.h"
 #include "sof_proto.h"
@@ -301,19 +302,12 @@ static inline struct sofv_qp *to_sqp(struct ibv_qp *qp)
 
 /* ---- client.c: requests to the daemon ------------------------------------ */
 
-/* Connect to the daemon of this network namespace, starting it when none
- * runs. Returns the socket or -errno. */
-int sofv_connect(void);
 /* Send op with req (reqlen bytes) and fds; receive the reply into rep
  * (replen bytes) and up to *nrfds descriptors. Returns the daemon's
  * status (0 or -errno). Thread-safe per context. */
 int sofv_rpc(struct sofv_context *ctx, uint32_t op, const void *req,
 	     size_t reqlen, const int *fds, int nfds, void *rep, size_t replen,
 	     int *rfds, int *nrfds);
-/* The same on a bare socket (device listing, before a context exists). */
-int sofv_rpc_sock(int sock, uint32_t op, const void *req, size_t reqlen,
-		  const int *fds, int nfds, void *rep, size_t replen, int *rfds,
-		  int *nrfds);
 
 /* ---- mem.c: registered memory made shareable ------------------------------- */
 

@@ -116,6 +116,7 @@ void sofd_conn_close(struct sofd_conn *c, const char *why)
 	struct sofd_counts before = sofd.n;
 
 	c->dead = true;
+	sofd_cm_conn_closed(c);
 	sofd_release_all(c);
 	epoll_ctl(sofd.epfd, EPOLL_CTL_DEL, c->p.fd, NULL);
 	close(c->p.fd);
@@ -201,7 +202,8 @@ static int handle_one(struct sofd_conn *c)
 
 void sofd_conn_event(struct sofd_conn *c, uint32_t events)
 {
-	(void)events;
+	if ((events & EPOLLOUT) && !(events & (EPOLLHUP | EPOLLERR)))
+		sofd_cm_conn_writable(c);
 	for (int i = 0; i < SOFD_BATCH && !c->dead && !sofd.stop; i++) {
 		int r = handle_one(c);
 

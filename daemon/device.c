@@ -470,3 +470,11 @@ int sofd_device_init(void)
 	sofd_device_refresh_gids();
 	return 0;
 }
+
+bool sofd_gid_local(const uint8_t gid[16])
+{
+	for (uint32_t i = 0; i < sofd.dev.num_gids && i < SOF_MAX_GIDS; i++)
+		if (!sof_gid_empty(&sofd.dev.gids[i]) && !memcmp(sofd.dev.gids[i].gid, gid, 16))
+			return true;
+	return false;
+}

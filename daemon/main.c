@@ -17,6 +17,8 @@
  */
 #include "sofd.h"
 
+#include "mad.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -241,7 +243,12 @@ static void run_loop(void)
 	struct epoll_event evs[64];
 
 	while (!sofd.stop) {
-		int n = epoll_wait(sofd.epfd, evs, (int)SOF_ARRAY_SIZE(evs), -1);
+		int n;
+
+		/* MADs between agents of this host (mad/): never sleep on them */
+		sofd_mad_loopback_run();
+		n = epoll_wait(sofd.epfd, evs, (int)SOF_ARRAY_SIZE(evs),
+			       sofd_mad_loopback_pending() ? 0 : -1);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -276,6 +283,9 @@ static void run_loop(void)
 			case SOFD_POLL_NET:
 			case SOFD_POLL_TIMER:
 				sof_tp_event(p);
+				break;
+			case SOFD_POLL_CM_TIMER:
+				sofd_cm_timer_event();
 				break;
 			}
 		}
@@ -356,6 +366,8 @@ int main(int argc, char **argv)
 	sofd.doorbell.kind = SOFD_POLL_DOORBELL;
 	sofd.doorbell.fd = -1;
 	err = sof_tp_init(sofd.epfd);
+	if (!err)
+		err = sofd_cm_init(sofd.epfd);
 	if (err)
 		goto fail;
 	{

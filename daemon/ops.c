@@ -876,8 +876,18 @@ int sofd_dispatch(struct sofd_req *rq, struct sofd_rep *rp)
 	rp->data = &rbuf;
 	rp->len = 0;
 	rp->nfds = 0;
+	if (rq->op >= SOF_OP_CM_CHANNEL && rq->op < SOF_OP_MAX) {
+		if (rq->len > sizeof(qbuf))
+			return -EINVAL;
+		memset(&qbuf, 0, sizeof(qbuf));
+		memcpy(&qbuf, rq->data, rq->len);
+		rq->data = &qbuf;
+		return sofd_cm_op(rq, rp);
+	}
 	if (rq->op == 0 || rq->op >= SOF_OP_MAX || !ops[rq->op].fn)
 		return -EOPNOTSUPP;
+	if (rq->c->cm_chan)
+		return -EINVAL; /* an event channel takes no requests */
 	d = &ops[rq->op];
 	if (rq->len < d->req_len || rq->len > sizeof(qbuf))
 		return -EINVAL;

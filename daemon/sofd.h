@@ -79,6 +79,7 @@ enum sofd_pollkind {
 	SOFD_POLL_DOORBELL, /* a connection's doorbell eventfd (transport) */
 	SOFD_POLL_NET,	    /* a RoCEv2 UDP socket (transport) */
 	SOFD_POLL_TIMER,    /* the transport's timerfd */
+	SOFD_POLL_CM_TIMER, /* the connection manager's timerfd (cm/) */
 };
 
 struct sofd_pollable {
@@ -98,6 +99,7 @@ struct sofd_conn {
 	bool dead;	      /* closing: stop reading requests */
 	int db_fd;	      /* doorbell eventfd (-1 until the first QP) */
 	struct sofd_counts n; /* objects it holds */
+	struct cm_channel *cm_chan; /* an rdma_cm event channel (cm/), or NULL */
 	struct sofd_link pds, mrs, cqs, srqs, qps;
 	struct sofd_link link; /* in sofd.conns */
 };
@@ -157,6 +159,7 @@ struct sofd_srq {
 };
 
 struct sof_tqp;
+struct cm_channel;
 
 struct sofd_qp {
 	struct sofd_link link;
@@ -246,6 +249,8 @@ bool sofd_device_refresh_gids(void);
 void sofd_device_publish_gids(void);
 /* sofd.netlink is readable: take the notifications, refresh if needed. */
 void sofd_device_netlink_event(void);
+/* Whether gid is one of this host's GIDs. */
+bool sofd_gid_local(const uint8_t gid[16]);
 /* The interfaces served, for NETDEVS. */
 void sofd_device_netdevs(struct sof_netdevs_rep *r);
 
@@ -318,6 +323,19 @@ void sofd_evfd_kick(int fd);
 /* Tell the owner of cq to look at its QPs (attention flag, arm, event). */
 void sofd_cq_attention(struct sofd_cq *cq);
 
+/* ---- the connection manager (cm/) --------------------------------------------- */
+
+/* Start the CM: its timer (added to epfd) and its MAD agent. 0 or -errno. */
+int sofd_cm_init(int epfd);
+/* The CM's timerfd fired. */
+void sofd_cm_timer_event(void);
+/* One SOF_OP_CM_* request (sof_cm_proto.h). 0 or -errno. */
+int sofd_cm_op(struct sofd_req *rq, struct sofd_rep *rp);
+/* c closes: if it is an event channel, its ids go (DREQ, REJ to peers). */
+void sofd_cm_conn_closed(struct sofd_conn *c);
+/* c's socket can take more: send the events that waited. */
+void sofd_cm_conn_writable(struct sofd_conn *c);
+
 /* ---- the network transport (transport/) ------------------------------------- */
 
 /* Open the RoCEv2 sockets and the timer and add them to epfd. 0 or -errno. */
@@ -328,6 +346,10 @@ void sof_tp_event(struct sofd_pollable *p);
  * *net is set when the QP's sends go to the network send queue.
  * 0 or -errno. */
 int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bool *net);
+/* Send one MAD from QP1 (the GSI) to to->dgid, QP to->remote_qpn.
+ * 0 or -errno. */
+struct sofd_mad_addr;
+int sof_tp_gsi_send(const struct sofd_mad_addr *to, const uint8_t *mad, uint32_t len);
 /* The QP, MR or connection goes away: drop what the transport holds of it. */
 void sof_tp_qp_release(struct sofd_qp *qp);
 void sof_tp_mr_release(struct sofd_mr *mr);

@@ -24,6 +24,8 @@
 
 #include "sof_gid.h"
 
+#include "mad.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -36,14 +38,6 @@ struct tp_state tp;
 bool tp_tracing;
 
 static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-bool tp_gid_local(const uint8_t gid[16])
-{
-	for (uint32_t i = 0; i < sofd.dev.num_gids && i < SOF_MAX_GIDS; i++)
-		if (!sof_gid_empty(&sofd.dev.gids[i]) && !memcmp(sofd.dev.gids[i].gid, gid, 16))
-			return true;
-	return false;
-}
 
 const uint8_t *tp_sgid(uint32_t index)
 {
@@ -263,6 +257,67 @@ int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_
 	return 0;
 }
 
+/* ---- QP1, the GSI (IBA 13.5): the daemon's own UD QP ------------------------------ */
+
+static uint32_t gsi_psn;
+
+static int gather_mad(void *arg, uint8_t *dst, uint32_t len)
+{
+	memcpy(dst, arg, len);
+	return 0;
+}
+
+int sof_tp_gsi_send(const struct sofd_mad_addr *to, const uint8_t *mad, uint32_t len)
+{
+	struct tp_path path;
+	struct roce_hdr h;
+
+	memset(&path, 0, sizeof(path));
+	memcpy(path.sgid, to->sgid, 16);
+	memcpy(path.dgid, to->dgid, 16);
+	path.tclass = to->traffic_class;
+	path.hop_limit = to->hop_limit ? to->hop_limit : 64;
+	path.flow_label = to->flow_label;
+	path.sport = tp_flow_port(!sof_gid_is_v4(to->dgid), SOF_GSI_QPN, to->remote_qpn);
+	memset(&h, 0, sizeof(h));
+	h.opcode = ROCE_UD_SEND_ONLY;
+	h.pkey = to->pkey ? to->pkey : 0xffff;
+	h.dqpn = to->remote_qpn;
+	h.psn = gsi_psn;
+	gsi_psn = (gsi_psn + 1) & ROCE_PSN_MASK;
+	h.qkey = to->remote_qkey;
+	h.sqpn = SOF_GSI_QPN;
+	return tp_send(&path, &h, len, gather_mad, (void *)mad);
+}
+
+/* A packet for QP1: a UD SEND with the GSI's Q_Key (IBA 13.5.1). */
+static void gsi_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
+		      const struct roce_addr *a)
+{
+	struct sofd_mad_addr from;
+
+	if (h->opcode != ROCE_UD_SEND_ONLY) {
+		tp_drop(SOF_DROP_qp_type);
+		return;
+	}
+	if ((h->pkey & 0x7fff) != 0x7fff) {
+		tp_drop(SOF_DROP_pkey);
+		return;
+	}
+	if (h->qkey != SOF_GSI_QKEY) {
+		tp_drop(SOF_DROP_qkey);
+		return;
+	}
+	memset(&from, 0, sizeof(from));
+	memcpy(from.sgid, a->dst, 16);
+	memcpy(from.dgid, a->src, 16);
+	from.remote_qpn = h->sqpn;
+	from.remote_qkey = h->qkey;
+	from.pkey = h->pkey;
+	from.hop_limit = 64;
+	sofd_mad_input(payload, paylen, &from);
+}
+
 /* ---- receiving ------------------------------------------------------------------ */
 
 /* P_Key match (IBA 10.9.3): the only table entry is the default 0xffff. */
@@ -290,6 +345,10 @@ void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 		return;
 	}
 	oi = roce_opinfo(h.opcode);
+	if (h.dqpn == SOF_GSI_QPN) {
+		gsi_input(&h, payload, paylen, a);
+		return;
+	}
 	qp = sof_hmap_get(&sofd.qps, h.dqpn);
 	if (!qp || !qp->t || qp->dying) {
 		if (!qp && tp_resp_lingering(h.dqpn, &h, a))
@@ -660,7 +719,7 @@ int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bo
 		t->path.tclass = req->traffic_class;
 		t->path.hop_limit = req->hop_limit;
 		t->path.flow_label = req->flow_label;
-		t->net = !tp_gid_local(req->dgid);
+		t->net = !sofd_gid_local(req->dgid);
 		if (t->net) {
 			const uint8_t *sgid = tp_sgid(si);
 

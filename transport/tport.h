@@ -197,8 +197,6 @@ static inline uint32_t tp_npkts(const struct sof_tqp *t, uint64_t len)
 
 /* ---- net.c --------------------------------------------------------------- */
 
-/* Whether gid is one of this host's GIDs. */
-bool tp_gid_local(const uint8_t gid[16]);
 /* The GID at index of the table, or NULL when the entry is empty. */
 const uint8_t *tp_sgid(uint32_t index);
 /* Build the BTH and extended headers of h, copy the payload from the

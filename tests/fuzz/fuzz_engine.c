@@ -53,8 +53,8 @@
  */
 /* clang-format off */
 /*
- * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
- * FUZZ_INCLUDES: transport daemon common
+ * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c mad/mad.c cm/ids.c cm/ibcm.c cm/cm_wire.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
+ * FUZZ_INCLUDES: transport daemon common mad cm
  * FUZZ_SEEDS_ENV: SOF_FUZZ_ENGINE_SEEDS
  */
 /* clang-format on */
@@ -438,6 +438,7 @@ static void setup(void)
 	sofd.dev.gids[0].ifindex = sofd.dev.gids[1].ifindex = 1;
 	sofd.dev.num_gids = 2;
 	must(sofd_registry_init(), "sofd_registry_init");
+	must(sofd_cm_init(sofd.epfd), "sofd_cm_init"); /* QP1's CM agent */
 
 	/* the engine without sockets: sof_tp_init minus the network */
 	sofd_list_init(&tp.qps);
@@ -1613,9 +1614,40 @@ static void write_seeds(const char *dir)
 
 	BEGIN(RECV2);
 	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
-	h.dqpn = 1; /* no such QP: the harness leaves it alone */
+	h.dqpn = 2; /* no such QP: the harness leaves it alone */
 	seed_pkt(&o, 6, STD, &h, 4);
 	SEED("unknown_qpn", SOF_DROP_qpn, 0, 0, false, -1);
+
+	/* ---- QP1, the GSI (mad/): what reaches the MAD layer, and what not */
+	BEGIN(RECV2);
+	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
+	h.dqpn = 1;
+	seed_pkt(&o, 6, P_ICRC, &h, 256);
+	SEED("gsi_rc_opcode", SOF_DROP_qp_type, 0, 0, false, -1);
+
+	BEGIN(RECV2);
+	hdr(&h, ROCE_UD_SEND_ONLY, 0);
+	h.dqpn = 1;
+	h.sqpn = 1;
+	h.qkey = 0x1234;
+	seed_pkt(&o, 6, P_ICRC, &h, 256);
+	SEED("gsi_bad_qkey", SOF_DROP_qkey, 0, 0, false, -1);
+
+	BEGIN(RECV2);
+	hdr(&h, ROCE_UD_SEND_ONLY, 0);
+	h.dqpn = 1;
+	h.sqpn = 1;
+	h.qkey = 0x80010000u;
+	seed_pkt(&o, 6, P_ICRC, &h, 100);
+	SEED("gsi_short_mad", SOF_DROP_mad, 0, 0, false, -1);
+
+	BEGIN(RECV2);
+	hdr(&h, ROCE_UD_SEND_ONLY, 0);
+	h.dqpn = 1;
+	h.sqpn = 1;
+	h.qkey = 0x80010000u;
+	seed_pkt(&o, 6, P_ICRC, &h, 256); /* bytes 0xa5: base version 0xa5 */
+	SEED("gsi_bad_base_version", SOF_DROP_mad, 0, 0, false, -1);
 
 	BEGIN(RECV2);
 	hdr(&h, ROCE_SVC_UC | ROCE_SEND_ONLY, 0);

@@ -120,6 +120,7 @@ void cmw_mra_put(uint8_t *b, const struct cmw_mra *m)
 
 void cmw_mra_get(const uint8_t *b, struct cmw_mra *m)
 {
+	memset(m, 0, sizeof(*m));
 	m->local_comm_id = get32(b + 0);
 	m->remote_comm_id = get32(b + 4);
 	m->msg_mraed = b[8] >> 6;
@@ -143,6 +144,7 @@ void cmw_rej_put(uint8_t *b, const struct cmw_rej *m)
 
 void cmw_rej_get(const uint8_t *b, struct cmw_rej *m)
 {
+	memset(m, 0, sizeof(*m));
 	m->local_comm_id = get32(b + 0);
 	m->remote_comm_id = get32(b + 4);
 	m->msg_rejected = b[8] >> 6;
@@ -177,6 +179,7 @@ void cmw_rep_put(uint8_t *b, const struct cmw_rep *m)
 
 void cmw_rep_get(const uint8_t *b, struct cmw_rep *m)
 {
+	memset(m, 0, sizeof(*m));
 	m->local_comm_id = get32(b + 0);
 	m->remote_comm_id = get32(b + 4);
 	m->local_qkey = get32(b + 8);
@@ -206,6 +209,7 @@ void cmw_rtu_put(uint8_t *b, const struct cmw_rtu *m)
 
 void cmw_rtu_get(const uint8_t *b, struct cmw_rtu *m)
 {
+	memset(m, 0, sizeof(*m));
 	m->local_comm_id = get32(b + 0);
 	m->remote_comm_id = get32(b + 4);
 	memcpy(m->private_data, b + 8, CMW_RTU_PDATA);
@@ -224,6 +228,7 @@ void cmw_dreq_put(uint8_t *b, const struct cmw_dreq *m)
 
 void cmw_dreq_get(const uint8_t *b, struct cmw_dreq *m)
 {
+	memset(m, 0, sizeof(*m));
 	m->local_comm_id = get32(b + 0);
 	m->remote_comm_id = get32(b + 4);
 	m->remote_qpn = get24(b + 8);
@@ -243,6 +248,7 @@ void cmw_sidr_req_put(uint8_t *b, const struct cmw_sidr_req *m)
 
 void cmw_sidr_req_get(const uint8_t *b, struct cmw_sidr_req *m)
 {
+	memset(m, 0, sizeof(*m));
 	m->request_id = get32(b + 0);
 	m->pkey = get16(b + 4);
 	m->service_id = get64(b + 8);
@@ -266,6 +272,7 @@ void cmw_sidr_rep_put(uint8_t *b, const struct cmw_sidr_rep *m)
 
 void cmw_sidr_rep_get(const uint8_t *b, struct cmw_sidr_rep *m)
 {
+	memset(m, 0, sizeof(*m));
 	m->request_id = get32(b + 0);
 	m->status = b[4];
 	m->add_info_length = b[5];
@@ -297,6 +304,7 @@ bool cmw_ip_hdr_get(const uint8_t *p, struct cmw_ip_hdr *h)
 {
 	static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
+	memset(h, 0, sizeof(*h));
 	if (p[0] != CMW_IP_HDR_VERSION)
 		return false;
 	h->ip_version = p[1] >> 4;

@@ -17,6 +17,13 @@ bool sof_gid_is_v4(const uint8_t gid[16])
 	return !memcmp(gid, pfx, sizeof(pfx));
 }
 
+bool sof_gid_is_mcast(const uint8_t gid[16])
+{
+	/* an IPv6 multicast address (ff00::/8), or an IPv4 group
+	 * (224.0.0.0/4) IPv4-mapped as rdma_cm makes its MGIDs */
+	return gid[0] == 0xff || (sof_gid_is_v4(gid) && (gid[12] & 0xf0) == 0xe0);
+}
+
 static uint16_t ip_csum(const uint8_t *h, int len)
 {
 	uint32_t sum = 0;

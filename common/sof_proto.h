@@ -313,13 +313,27 @@ struct sof_notify_req {
 /* ---- multicast ------------------------------------------------------------ */
 
 /* ATTACH_MCAST / DETACH_MCAST (ibv_attach_mcast): QP qpn, a UD QP of the
- * caller's context, joins or leaves the group of gid. */
+ * caller's context, joins or leaves the group of gid (a multicast GID:
+ * sof_gid_is_mcast). lid is ignored, as on every RoCE device. Attaching
+ * twice is no error; detaching a group the QP is not attached to is
+ * -EINVAL, and DESTROY_QP is -EBUSY while the QP is attached anywhere (as
+ * the kernel's uverbs; a closing connection detaches its QPs). Beyond the
+ * limits below ATTACH_MCAST fails with -ENOMEM. */
 struct sof_mcast_req {
 	uint32_t qpn;
 	uint16_t lid;
 	uint16_t rsvd;
 	uint8_t gid[16];
 };
+
+/* The destination QPN of every datagram to a multicast group. */
+#define SOF_MCAST_QPN 0xffffffu
+/* Groups with a QP attached, QPs per group, attachments in all (the
+ * device attributes max_mcast_grp, max_mcast_qp_attach and
+ * max_total_mcast_qp_attach). */
+#define SOF_MAX_MCAST_GRP 1024u
+#define SOF_MAX_MCAST_QP_ATTACH 256u
+#define SOF_MAX_TOTAL_MCAST_QP_ATTACH 65536u
 
 /* ---- status --------------------------------------------------------------- */
 

@@ -44,6 +44,9 @@ uint64_t sof_now_ns(void);
 
 /* Whether a GID is IPv4-mapped (::ffff:a.b.c.d), i.e. a RoCEv2 IPv4 address. */
 bool sof_gid_is_v4(const uint8_t gid[16]);
+/* Whether a GID is a multicast GID: ff00::/8, or on RoCEv2 an IPv4 group
+ * as ::ffff:224.0.0.0/4 (grh.c). */
+bool sof_gid_is_mcast(const uint8_t gid[16]);
 
 /* Annex A17.4.5.1: the GRH area of a UD receive, for a datagram of paylen
  * bytes from sgid to dgid: the IPv6 header, or 20 bytes of zero followed by

@@ -340,6 +340,7 @@ bool sofd_device_refresh_gids(void)
 	if (changed || !published)
 		sofd_device_publish_gids();
 	if (changed) {
+		sof_tp_mcast_refresh();
 		/* As the kernel's GID cache does on a change: one event per
 		 * port to every context. */
 		for (struct sofd_link *l = sofd.conns.next; l != &sofd.conns; l = l->next) {

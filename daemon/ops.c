@@ -636,8 +636,29 @@ static int op_destroy_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	(void)rp;
 	if (!qp)
 		return -ENOENT;
+	/* as the kernel's uverbs: an attached QP is detached first */
+	if (qp->nmcast)
+		return -EBUSY;
 	sofd_qp_release(qp);
 	return 0;
+}
+
+/* ---- multicast ----------------------------------------------------------------------- */
+
+static int op_mcast(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_mcast_req *req = rq->data;
+	struct sofd_qp *qp = own_qp(rq->c, req->qpn);
+
+	(void)rp;
+	if (!qp)
+		return -ENOENT;
+	/* only UD QPs join groups, and only multicast GIDs name one */
+	if (qp->type != IBV_QPT_UD || !sof_gid_is_mcast(req->gid))
+		return -EINVAL;
+	if (rq->op == SOF_OP_ATTACH_MCAST)
+		return sof_tp_mcast_attach(qp, req->gid);
+	return sof_tp_mcast_detach(qp, req->gid);
 }
 
 /* ---- executor look-ups ------------------------------------------------------------- */
@@ -857,6 +878,8 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_STATUS] = {op_status, "STATUS", 0, 0, false},
     [SOF_OP_SHUTDOWN] = {op_shutdown, "SHUTDOWN", 0, 0, false},
     [SOF_OP_NETDEVS] = {op_netdevs, "NETDEVS", 0, 0, false},
+    [SOF_OP_ATTACH_MCAST] = {op_mcast, "ATTACH_MCAST", sizeof(struct sof_mcast_req), 0, true},
+    [SOF_OP_DETACH_MCAST] = {op_mcast, "DETACH_MCAST", sizeof(struct sof_mcast_req), 0, true},
 };
 
 /* The request payload, copied to an aligned buffer of the largest request

@@ -159,7 +159,8 @@ uint32_t sofd_new_qpn(void)
 	for (;;) {
 		uint32_t q = sof_random32() & 0xffffff;
 
-		if (q > 1 && !sof_hmap_get(&sofd.qps, q))
+		/* 0 and 1 are QP0 and QP1, 0xffffff the multicast QPN */
+		if (q > 1 && q != SOF_MCAST_QPN && !sof_hmap_get(&sofd.qps, q))
 			return q;
 	}
 }
@@ -218,6 +219,7 @@ void sofd_srq_release(struct sofd_srq *srq)
 
 void sofd_qp_release(struct sofd_qp *qp)
 {
+	sof_tp_mcast_qp_release(qp);
 	sof_tp_qp_release(qp);
 	sof_hmap_del(&sofd.qps, qp->qpn);
 	sofd_list_del(&qp->link);

@@ -186,6 +186,7 @@ struct sofd_qp {
 	struct sof_tqp *t; /* transport state, or NULL (transport/) */
 	bool net;	   /* RC/UC whose peer is on another host */
 	bool dying;	   /* its connection is being released */
+	uint32_t nmcast;   /* multicast groups it is attached to */
 };
 
 /* ---- the daemon's global state ---------------------------------------------- */
@@ -296,7 +297,8 @@ int sofd_dispatch(struct sofd_req *req, struct sofd_rep *rep);
 int sofd_registry_init(void);
 
 uint32_t sofd_new_handle(const struct sof_hmap *m);
-/* Random MR key (never 0) / QP number (24-bit, never 0 or 1), unused. */
+/* Random MR key (never 0) / QP number (24-bit, never 0, 1 or the
+ * multicast QPN 0xffffff), unused. */
 uint32_t sofd_new_key(void);
 uint32_t sofd_new_qpn(void);
 
@@ -353,5 +355,17 @@ int sof_tp_gsi_send(const struct sofd_mad_addr *to, const uint8_t *mad, uint32_t
 /* The QP, MR or connection goes away: drop what the transport holds of it. */
 void sof_tp_qp_release(struct sofd_qp *qp);
 void sof_tp_mr_release(struct sofd_mr *mr);
+/* Multicast (transport/mcast.c): attach a UD QP to the group of a
+ * multicast GID, or detach it. The first QP of a group joins the IP group
+ * on the served interfaces, the last one leaves it; sofd.n.mcast_groups
+ * counts the groups. 0 or -errno: attach -ENOMEM beyond the limits of
+ * sof_proto.h, detach -EINVAL when the QP is not attached. */
+int sof_tp_mcast_attach(struct sofd_qp *qp, const uint8_t mgid[16]);
+int sof_tp_mcast_detach(struct sofd_qp *qp, const uint8_t mgid[16]);
+/* The QP goes away: detach it from every group. */
+void sof_tp_mcast_qp_release(struct sofd_qp *qp);
+/* The GID table changed: join the groups on interfaces that came, forget
+ * those that went. */
+void sof_tp_mcast_refresh(void);
 
 #endif

@@ -14,6 +14,12 @@
  * the source address is set per packet (IP_PKTINFO). IPv4 packets leave
  * with DF set and IP ID 0, as the ICRC assumes.
  *
+ * Multicast (mcast.c): a datagram to a group leaves by the interface of
+ * its source GID with the sockets' multicast TTL (1); no socket loops
+ * multicast back (the daemon delivers to this host's QPs itself), and the
+ * receive sockets get only the groups mcast.c joined. A datagram to the
+ * multicast QPN goes to every QP attached to its destination group.
+ *
  * This file also owns the per-QP transport state (sof_tp_modify_qp,
  * sof_tp_qp_release) and the one timerfd that serves every QP's
  * retransmission and RNR timers.
@@ -47,6 +53,11 @@ const uint8_t *tp_sgid(uint32_t index)
 	return sofd.dev.gids[index].gid;
 }
 
+uint32_t tp_sgid_ifindex(uint32_t index)
+{
+	return tp_sgid(index) ? sofd.dev.gids[index].ifindex : 0;
+}
+
 /* ---- sockets ------------------------------------------------------------------ */
 
 static void set_bufs(int fd)
@@ -60,6 +71,28 @@ static void set_bufs(int fd)
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 }
 
+#ifndef IPV6_MULTICAST_ALL
+#define IPV6_MULTICAST_ALL 29 /* linux/in6.h, Linux 4.20 */
+#endif
+
+/* Multicast: nothing sent loops back to this host (the daemon delivers a
+ * datagram to its own QPs when it sends it), and a socket receives only
+ * the groups it joined, not every group some process of the namespace
+ * joined. Best effort: without them the source check of tp_input and the
+ * group look-up of mcast.c still drop what is not ours. */
+static void mcast_opts(int fd, bool v6)
+{
+	int zero = 0;
+
+	if (v6) {
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, &zero, sizeof(zero));
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_ALL, &zero, sizeof(zero));
+	} else {
+		(void)setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &zero, sizeof(zero));
+		(void)setsockopt(fd, IPPROTO_IP, IP_MULTICAST_ALL, &zero, sizeof(zero));
+	}
+}
+
 static int udp_socket(bool v6, uint16_t port)
 {
 	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -67,6 +100,7 @@ static int udp_socket(bool v6, uint16_t port)
 
 	if (fd < 0)
 		return -errno;
+	mcast_opts(fd, v6);
 	if (v6) {
 		struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
 
@@ -230,6 +264,8 @@ int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_
 		c->cmsg_type = IPV6_PKTINFO;
 		c->cmsg_len = CMSG_LEN(sizeof(pi));
 		memcpy(&pi.ipi6_addr, path->sgid, 16);
+		if (sof_gid_is_mcast(path->dgid)) /* by the source's interface */
+			pi.ipi6_ifindex = path->ifindex;
 		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
 	} else {
 		struct in_pktinfo pi = {0};
@@ -244,6 +280,8 @@ int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_
 		c->cmsg_type = IP_PKTINFO;
 		c->cmsg_len = CMSG_LEN(sizeof(pi));
 		memcpy(&pi.ipi_spec_dst, path->sgid + 12, 4);
+		if (sof_gid_is_mcast(path->dgid))
+			pi.ipi_ifindex = (int)path->ifindex;
 		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
 	}
 	iov.iov_base = tp.pkt;
@@ -347,6 +385,30 @@ void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 	oi = roce_opinfo(h.opcode);
 	if (h.dqpn == SOF_GSI_QPN) {
 		gsi_input(&h, payload, paylen, a);
+		return;
+	}
+	/* A datagram to a group names the multicast QPN, and only such a
+	 * datagram may: both or neither. */
+	if (h.dqpn == SOF_MCAST_QPN || sof_gid_is_mcast(a->dst)) {
+		if (h.dqpn != SOF_MCAST_QPN || !sof_gid_is_mcast(a->dst)) {
+			tp_drop(SOF_DROP_qpn);
+			return;
+		}
+		if ((h.opcode & ROCE_SVC_MASK) != ROCE_SVC_UD) {
+			tp_drop(SOF_DROP_qp_type);
+			return;
+		}
+		if (!pkey_ok(h.pkey)) {
+			tp_drop(SOF_DROP_pkey);
+			return;
+		}
+		/* sent by this host and looped back: its QPs got it when it
+		 * was sent */
+		if (sofd_gid_local(a->src)) {
+			tp_drop(SOF_DROP_src_addr);
+			return;
+		}
+		tp_mcast_input(&h, payload, paylen, a, true);
 		return;
 	}
 	qp = sof_hmap_get(&sofd.qps, h.dqpn);

@@ -8,7 +8,9 @@
  * max_rd_atomic READs and atomics outstanding, honours IBV_SEND_FENCE, and
  * goes back N (tp_req_rewind) after a NAK or when the local ACK timer
  * (4.096 µs × 2^timeout, IBA 9.7.6.1.3) expires, retry_cnt times at most.
- * UC and UD complete a WQE as soon as its packets are sent.
+ * UC and UD complete a WQE as soon as its packets are sent; a UD datagram
+ * to a multicast group (the multicast QPN and a multicast GID) is also
+ * delivered to the QPs of this host attached to the group (mcast.c).
  */
 #include "tport.h"
 
@@ -72,6 +74,7 @@ static bool take(struct sof_tqp *t, uint32_t idx)
 			return false;
 		memcpy(w->ud_path.sgid, tp_sgid(e.sgid_index), 16);
 		memcpy(w->ud_path.dgid, e.dgid, 16);
+		w->ud_path.ifindex = tp_sgid_ifindex(e.sgid_index);
 		w->ud_path.tclass = e.traffic_class;
 		w->ud_path.hop_limit = e.hop_limit;
 		w->ud_path.flow_label = e.flow_label;
@@ -204,6 +207,37 @@ static void send_atomic(struct sof_tqp *t, struct tp_swqe *w)
 	t->psn = (t->psn + 1) & ROCE_PSN_MASK;
 }
 
+static int gather_buf(void *arg, uint8_t *dst, uint32_t len)
+{
+	memcpy(dst, arg, len);
+	return 0;
+}
+
+/* A datagram to a group: gathered once, so that the wire and the QPs
+ * attached on this host get the same bytes; sent once to the group's
+ * address, then delivered here. 0 or -EACCES (the local SGEs). */
+static int send_mcast(struct sof_tqp *t, struct tp_swqe *w, struct roce_hdr *h)
+{
+	static uint8_t data[4096];
+	struct gather g = {t, w, 0};
+	struct roce_addr a;
+	int err = 0;
+
+	if (w->len)
+		err = gather_wqe(&g, data, (uint32_t)w->len);
+	if (err)
+		return err;
+	/* lost on the wire (no route, no interface) is still delivered here */
+	(void)tp_send(&w->ud_path, h, (uint32_t)w->len, gather_buf, data);
+	memset(&a, 0, sizeof(a));
+	memcpy(a.src, w->ud_path.sgid, 16);
+	memcpy(a.dst, w->ud_path.dgid, 16);
+	a.sport = w->ud_path.sport;
+	a.dport = ROCE_UDP_PORT;
+	tp_mcast_input(h, data, (uint32_t)w->len, &a, false);
+	return 0;
+}
+
 /* UD: one datagram, complete at once (IBA 9.8.3: unreliable). */
 static void send_ud(struct sof_tqp *t, struct tp_swqe *w)
 {
@@ -226,7 +260,10 @@ static void send_ud(struct sof_tqp *t, struct tp_swqe *w)
 	h.sqpn = t->qp->qpn;
 	w->ud_path.sport = tp_flow_port(!sof_gid_is_v4(w->ud_path.dgid), t->qp->qpn, w->remote_qpn);
 	t->psn = (t->psn + 1) & ROCE_PSN_MASK;
-	err = tp_send(&w->ud_path, &h, (uint32_t)w->len, gather_wqe, &g);
+	if (w->remote_qpn == SOF_MCAST_QPN && sof_gid_is_mcast(w->ud_path.dgid))
+		err = send_mcast(t, w, &h);
+	else
+		err = tp_send(&w->ud_path, &h, (uint32_t)w->len, gather_wqe, &g);
 	tp_comp_wqe(t, err == -EACCES ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS);
 	if (err == -EACCES)
 		tp_qp_error(t, 0);

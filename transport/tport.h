@@ -43,6 +43,7 @@ struct tp_path {
 	uint8_t tclass;
 	uint8_t hop_limit;
 	uint32_t flow_label;
+	uint32_t ifindex; /* to a multicast GID: the interface of sgid, 0: any */
 };
 
 /* A send WQE the requester took from the network send queue: copied and
@@ -199,6 +200,8 @@ static inline uint32_t tp_npkts(const struct sof_tqp *t, uint64_t len)
 
 /* The GID at index of the table, or NULL when the entry is empty. */
 const uint8_t *tp_sgid(uint32_t index);
+/* The interface of the GID at index (0 when the entry is empty). */
+uint32_t tp_sgid_ifindex(uint32_t index);
 /* Build the BTH and extended headers of h, copy the payload from the
  * gather callback, pad, append the ICRC, and send it on path. Counts it.
  * 0 or -errno (the packet is lost, as on a wire). */
@@ -220,6 +223,15 @@ void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a);
 /* The end of a batch of tp_input: send the ACKs that became due (one per
  * batch: the coalescing of IBA 9.7.5.1.1). */
 void tp_input_end(void);
+
+/* ---- mcast.c ------------------------------------------------------------- */
+
+/* A UD datagram to the multicast QPN for the group a->dst: every QP
+ * attached to the group whose state and Q_Key accept it receives it.
+ * from_net: it came from the network, and is counted as dropped when no QP
+ * took it. */
+void tp_mcast_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
+		    const struct roce_addr *a, bool from_net);
 
 /* ---- mr.c ---------------------------------------------------------------- */
 

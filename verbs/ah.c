@@ -127,7 +127,9 @@ SOFV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_nu
 	}
 	s = to_sctx(context);
 	memcpy(raw, grh, sizeof(raw));
-	if (!parse_grh(raw, peer, local, &tclass, &flow)) {
+	/* as rdma-core: a datagram to a group names no GID of ours to
+	 * answer from */
+	if (!parse_grh(raw, peer, local, &tclass, &flow) || sof_gid_is_mcast(local)) {
 		errno = EINVAL;
 		return -1;
 	}

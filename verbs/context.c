@@ -330,11 +330,10 @@ static void device_attr(const struct sofv_context *s, struct ibv_device_attr *a)
 	a->max_mw = 0;
 	a->max_raw_ipv6_qp = 0;
 	a->max_raw_ethy_qp = 0;
-	/* No multicast until the network transport carries it (issue 4):
-	 * ibv_attach_mcast fails with EOPNOTSUPP, so none is reported. */
-	a->max_mcast_grp = 0;
-	a->max_mcast_qp_attach = 0;
-	a->max_total_mcast_qp_attach = 0;
+	/* the daemon's limits (transport/mcast.c) */
+	a->max_mcast_grp = SOF_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = SOF_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = SOF_MAX_TOTAL_MCAST_QP_ATTACH;
 	a->max_ah = SOFV_MAX_AH;
 	a->max_fmr = 0;
 	a->max_map_per_fmr = 0;

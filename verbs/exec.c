@@ -933,8 +933,11 @@ static enum exec_res exec_ud(struct sofv_qp *qp, struct sofv_swqe *w)
 	struct sglist src;
 	uint32_t qkey;
 
-	/* Another host: the daemon's transport sends it and completes it. */
-	if (w->ah && !gid_local(ctx, &w->ah->attr.grh.dgid))
+	/* Another host, or a multicast group (its members here and on other
+	 * hosts: the daemon delivers to both): the daemon's transport sends
+	 * it and completes it. */
+	if (w->ah &&
+	    (sof_gid_is_mcast(w->ah->attr.grh.dgid.raw) || !gid_local(ctx, &w->ah->attr.grh.dgid)))
 		return sofv_net_post(qp, w) ? EXEC_WAIT : EXEC_DONE;
 	/* Send completions stay in order behind those the daemon owes. */
 	if (sofv_net_outstanding(qp))

@@ -8,7 +8,8 @@
  * the completion into the send CQ. Which WQEs go there: every one of an
  * RC/UC QP whose destination GID is not on this host (qp->net, decided by
  * the daemon at modify time), and UD sends whose address handle names
- * another host.
+ * another host or a multicast group (the daemon sends it to the group and
+ * delivers it to the group's QPs on this host).
  */
 #include "sofv.h"
 

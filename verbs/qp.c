@@ -592,20 +592,33 @@ SOFV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 
 /* ---- multicast ------------------------------------------------------------------ */
 
-/* Multicast delivery comes with the IP multicast of the network transport;
- * until then attaching reports that the operation is not supported. */
+/* The daemon keeps the groups and carries them as IP multicast
+ * (transport/mcast.c). Errors as the kernel's uverbs and ib_attach_mcast:
+ * EINVAL for a QP that is not UD or a GID that is not multicast (ff00::/8,
+ * or an IPv4 group ::ffff:224.0.0.0/4), attaching twice succeeds, detaching
+ * a group the QP is not attached to is EINVAL, ENOMEM beyond the device's
+ * max_mcast_* limits. The LID is ignored, as on every RoCE port. While a
+ * QP is attached, ibv_destroy_qp fails with EBUSY. */
+static int mcast_op(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid, uint32_t op)
+{
+	struct sof_mcast_req req;
+
+	if (!ibqp || !gid || ibqp->qp_type != IBV_QPT_UD || !sof_gid_is_mcast(gid->raw))
+		return EINVAL;
+	memset(&req, 0, sizeof(req));
+	req.qpn = to_sqp(ibqp)->qpn;
+	req.lid = lid;
+	memcpy(req.gid, gid->raw, 16);
+	return -sofv_rpc(to_sctx(ibqp->context), op, &req, sizeof(req), NULL, 0, NULL, 0, NULL,
+			 NULL);
+}
+
 SOFV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)lid;
-	if (!qp || !gid || qp->qp_type != IBV_QPT_UD)
-		return EINVAL;
-	return EOPNOTSUPP;
+	return mcast_op(qp, gid, lid, SOF_OP_ATTACH_MCAST);
 }
 
 SOFV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)lid;
-	if (!qp || !gid || qp->qp_type != IBV_QPT_UD)
-		return EINVAL;
-	return EOPNOTSUPP;
+	return mcast_op(qp, gid, lid, SOF_OP_DETACH_MCAST);
 }

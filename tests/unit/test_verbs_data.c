@@ -1112,6 +1112,111 @@ TEST(ud_grh)
 	pair_down(&a, &b);
 }
 
+/* A multicast group on one host: the daemon delivers a datagram to the
+ * multicast QPN to every QP attached here whose Q_Key matches, in any
+ * context, the sender's own QP included when it is attached. */
+TEST(ud_multicast_local)
+{
+	static const uint8_t grp[4] = { 239, 1, 2, 3 };
+	struct side s, r1, r2, r3;
+	struct ibv_ah_attr aa;
+	union ibv_gid mgid;
+	struct ibv_qp_attr qa;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	side_init(&s, ctx_a, IBV_QPT_UD, MR_ALL, 0);
+	side_init(&r1, ctx_a, IBV_QPT_UD, MR_ALL, 0);
+	side_init(&r2, ctx_b, IBV_QPT_UD, MR_ALL, 0);
+	side_init(&r3, ctx_b, IBV_QPT_UD, MR_ALL, 0);
+	qp_up(s.qp, 0, &def_opts);
+	qp_up(r1.qp, 0, &def_opts);
+	qp_up(r2.qp, 0, &def_opts);
+	qp_up(r3.qp, 0, &def_opts);
+	memset(&qa, 0, sizeof(qa));
+	qa.qkey = QKEY ^ 1; /* r3: another Q_Key */
+	CHECK_EQ(ibv_modify_qp(r3.qp, &qa, IBV_QP_QKEY), 0);
+	memset(&mgid, 0, sizeof(mgid));
+	mgid.raw[10] = mgid.raw[11] = 0xff;
+	memcpy(&mgid.raw[12], grp, 4);
+	CHECK_EQ(ibv_attach_mcast(r1.qp, &mgid, 0), 0);
+	CHECK_EQ(ibv_attach_mcast(r2.qp, &mgid, 0), 0);
+	CHECK_EQ(ibv_attach_mcast(r3.qp, &mgid, 0), 0);
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.port_num = 1;
+	aa.grh.dgid = mgid;
+	aa.grh.sgid_index = 0;
+	aa.grh.hop_limit = 1;
+	ah = ibv_create_ah(s.pd, &aa);
+	CHECK(ah != NULL);
+
+	for (int i = 0; i < 8; i++) {
+		CHECK_EQ(post_recv(r1.qp, 100 + i, r1.buf + i * 4096, 40 + 2048, r1.mr->lkey), 0);
+		CHECK_EQ(post_recv(r2.qp, 200 + i, r2.buf + i * 4096, 40 + 2048, r2.mr->lkey), 0);
+		CHECK_EQ(post_recv(r3.qp, 300 + i, r3.buf + i * 4096, 40 + 2048, r3.mr->lkey), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pattern(s.buf + i * 4096, 100 + i * 300, 40 + i);
+		CHECK_EQ(post_ud(s.qp, 10 + i, ah, 0xffffff, QKEY, s.buf + i * 4096, 100 + i * 300,
+				 s.mr->lkey), 0);
+		WAIT_WC(s.scq, wc);
+		CHECK_WC(wc, 10 + i, IBV_WC_SUCCESS, IBV_WC_SEND);
+	}
+	for (int i = 0; i < 4; i++) {
+		struct side *r[2] = { &r1, &r2 };
+
+		for (int k = 0; k < 2; k++) {
+			uint8_t *got = r[k]->buf + i * 4096;
+
+			WAIT_WC(r[k]->rcq, wc);
+			CHECK_WC(wc, (k + 1) * 100 + i, IBV_WC_SUCCESS, IBV_WC_RECV);
+			CHECK(wc.wc_flags & IBV_WC_GRH);
+			CHECK_EQ(wc.byte_len, 40 + 100 + i * 300);
+			CHECK_EQ(wc.src_qp, s.qp->qp_num);
+			CHECK_EQ(wc.qp_num, r[k]->qp->qp_num);
+			CHECK_MEM(got + 40, s.buf + i * 4096, 100 + i * 300);
+			/* the IPv4 header in the GRH area names the group */
+			CHECK_EQ(got[20], 0x45);
+			CHECK_MEM(got + 20 + 16, grp, 4);
+		}
+	}
+	NO_WC(r3.rcq, wc); /* its Q_Key differs */
+
+	/* a datagram to the group's GID that does not name the multicast
+	 * QPN reaches nobody */
+	CHECK_EQ(post_ud(s.qp, 20, ah, r1.qp->qp_num, QKEY, s.buf, 10, s.mr->lkey), 0);
+	WAIT_WC(s.scq, wc);
+	CHECK_WC(wc, 20, IBV_WC_SUCCESS, IBV_WC_SEND);
+	NO_WC(r1.rcq, wc);
+
+	/* detached: r2 gets nothing more; the sender attached gets its own */
+	CHECK_EQ(ibv_detach_mcast(r2.qp, &mgid, 0), 0);
+	CHECK_EQ(ibv_attach_mcast(s.qp, &mgid, 0), 0);
+	CHECK_EQ(post_recv(s.qp, 400, s.buf + 65536, 40 + 2048, s.mr->lkey), 0);
+	pattern(s.buf + 8192, 77, 50);
+	CHECK_EQ(post_ud(s.qp, 21, ah, 0xffffff, QKEY, s.buf + 8192, 77, s.mr->lkey), 0);
+	WAIT_WC(s.scq, wc);
+	CHECK_WC(wc, 21, IBV_WC_SUCCESS, IBV_WC_SEND);
+	WAIT_WC(r1.rcq, wc);
+	CHECK_WC(wc, 104, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_MEM(r1.buf + 4 * 4096 + 40, s.buf + 8192, 77);
+	WAIT_WC(s.rcq, wc);
+	CHECK_WC(wc, 400, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_MEM(s.buf + 65536 + 40, s.buf + 8192, 77);
+	NO_WC(r2.rcq, wc);
+	NO_WC(r3.rcq, wc);
+
+	CHECK_EQ(ibv_destroy_ah(ah), 0);
+	CHECK_EQ(ibv_detach_mcast(s.qp, &mgid, 0), 0);
+	CHECK_EQ(ibv_detach_mcast(r1.qp, &mgid, 0), 0);
+	CHECK_EQ(ibv_detach_mcast(r3.qp, &mgid, 0), 0);
+	side_fini(&s);
+	side_fini(&r1);
+	side_fini(&r2);
+	side_fini(&r3);
+}
+
 /* ---- SRQ ------------------------------------------------------------------------ */
 
 static int wait_async(struct ibv_context *c, struct ibv_async_event *ev, int ms)
@@ -1607,6 +1712,7 @@ int main(void)
 	RUN(rc_rereg_and_iova);
 	RUN(uc_ops);
 	RUN(ud_grh);
+	RUN(ud_multicast_local);
 	RUN(srq_two_qps_limit);
 	RUN(err_bad_rkey);
 	RUN(err_out_of_range);

@@ -850,6 +850,57 @@ TEST(qp_ex_create)
 	CHECK_EQ(ibv_dealloc_pd(pd), 0);
 }
 
+/* ---- multicast ------------------------------------------------------------- */
+
+/* ibv_attach_mcast / ibv_detach_mcast as the kernel's uverbs answers them */
+TEST(mcast_attach_errors)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	union ibv_gid g4, g6, uni;
+	struct ibv_device_attr da;
+	struct ibv_qp *ud, *rc;
+
+	CHECK(pd != NULL && cq != NULL);
+	ud = mkqp(pd, cq, cq, IBV_QPT_UD, NULL);
+	rc = mkqp(pd, cq, cq, IBV_QPT_RC, NULL);
+	CHECK(ud != NULL && rc != NULL);
+	memset(&g4, 0, sizeof(g4));
+	g4.raw[10] = g4.raw[11] = 0xff;
+	g4.raw[12] = 239; /* ::ffff:239.7.7.7, an IPv4 group as rdma_cm names it */
+	g4.raw[13] = g4.raw[14] = g4.raw[15] = 7;
+	memset(&g6, 0, sizeof(g6));
+	g6.raw[0] = 0xff;
+	g6.raw[1] = 0x0e; /* ff0e::77 */
+	g6.raw[15] = 0x77;
+	uni = g4;
+	uni.raw[12] = 10; /* ::ffff:10.7.7.7: not a group */
+
+	CHECK_EQ(ibv_query_device(ctx, &da), 0);
+	CHECK(da.max_mcast_grp > 0 && da.max_mcast_qp_attach > 0);
+	CHECK(da.max_total_mcast_qp_attach >= da.max_mcast_qp_attach);
+
+	/* only UD QPs, only multicast GIDs; the LID is ignored (RoCE) */
+	CHECK_EQ(ibv_attach_mcast(rc, &g4, 0), EINVAL);
+	CHECK_EQ(ibv_attach_mcast(ud, &uni, 0), EINVAL);
+	CHECK_EQ(ibv_attach_mcast(ud, &gid0, 0), EINVAL);
+	CHECK_EQ(ibv_attach_mcast(ud, &g4, 0xc001), 0);
+	CHECK_EQ(ibv_attach_mcast(ud, &g4, 0), 0); /* twice: harmless */
+	CHECK_EQ(ibv_attach_mcast(ud, &g6, 0), 0);
+	/* an attached QP is not destroyed: detach first (uverbs: EBUSY) */
+	CHECK_EQ(ibv_destroy_qp(ud), EBUSY);
+	CHECK_EQ(ibv_detach_mcast(ud, &g4, 0), 0);
+	CHECK_EQ(ibv_detach_mcast(ud, &g4, 0), EINVAL); /* no longer attached */
+	CHECK_EQ(ibv_detach_mcast(rc, &g6, 0), EINVAL);
+	CHECK_EQ(ibv_detach_mcast(ud, &uni, 0), EINVAL);
+	CHECK_EQ(ibv_destroy_qp(ud), EBUSY);
+	CHECK_EQ(ibv_detach_mcast(ud, &g6, 0), 0);
+	CHECK_EQ(ibv_destroy_qp(ud), 0);
+	CHECK_EQ(ibv_destroy_qp(rc), 0);
+	CHECK_EQ(ibv_destroy_cq(cq), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+}
+
 int main(void)
 {
 	open_ctx();
@@ -871,6 +922,7 @@ int main(void)
 	RUN(qp_modify_uc_ud);
 	RUN(qp_with_srq);
 	RUN(qp_ex_create);
+	RUN(mcast_attach_errors);
 	ibv_close_device(ctx);
 	return test_summary();
 }

@@ -14,8 +14,9 @@
  * from the address's), a send and a receive CQ, an SRQ and six QPs — RC,
  * RC on the SRQ (IPv6, PSNs about to wrap), UC, UD, an RC whose peer is on
  * this host and one left in INIT — brought to RTS with peers on other
- * hosts. There are no sockets: tp_send builds every packet and finds no
- * way out (-ENETUNREACH), as on a cut wire.
+ * hosts; the UD QP is attached to the multicast group ::ffff:239.1.1.1.
+ * There are no sockets: tp_send builds every packet and finds no way out
+ * (-ENETUNREACH), as on a cut wire.
  *
  * Each input starts from the same state (QPs through RESET to RTS, rings
  * and CQs empty, memory zeroed, regions registered), so a crash reproduces
@@ -23,7 +24,9 @@
  * commands run (receive WQEs, send WQEs the peers can then answer, CQ
  * size and arming); the rest is a sequence of commands:
  *
- *   packet   a RoCEv2 packet for one of the QPs. With the flags of the
+ *   packet   a RoCEv2 packet for one of the QPs, or (QP 7) for the
+ *            multicast group (to its address and the multicast QPN; the
+ *            group's Q_Key is the UD QP's). With the flags of the
  *            command byte the harness does what the fuzzer cannot guess:
  *            the BTH destination QPN becomes the QP's, the PSN counts
  *            from the QP's expected PSN (requests) or oldest unacknowledged
@@ -39,7 +42,8 @@
  *   modify   MODIFY_QP with fields the fuzzer picks
  *   poke     any value into an index or state word of the shared segments
  *   dereg    deregister a region (mid-message, while READs are served),
- *            or destroy a QP (its packets then go to the number it had)
+ *            destroy a QP (its packets then go to the number it had), or
+ *            detach the UD QP from the group / attach it again
  *   drain    the owner polls a CQ empty
  *
  * With SOF_FUZZ_ENGINE_SEEDS=DIR set, the target instead writes its seed
@@ -53,7 +57,7 @@
  */
 /* clang-format off */
 /*
- * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c mad/mad.c cm/ids.c cm/ibcm.c cm/cm_wire.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c mad/mad.c cm/ids.c cm/ibcm.c cm/cm_wire.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
  * FUZZ_INCLUDES: transport daemon common mad cm
  * FUZZ_SEEDS_ENV: SOF_FUZZ_ENGINE_SEEDS
  */
@@ -108,6 +112,8 @@ static const uint8_t stranger4[16] = {[10] = 0xff, 0xff, 10, 0, 0, 66};
 static const uint8_t local6[16] = {0xfd, [15] = 1};
 static const uint8_t peer6[16] = {0xfd, [15] = 2};
 static const uint8_t stranger6[16] = {0xfd, [15] = 0x66};
+/* the multicast group the UD QP is attached to */
+static const uint8_t group4[16] = {[10] = 0xff, 0xff, 239, 1, 1, 1};
 
 #define ACC_ALL                                                                                    \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
@@ -703,6 +709,18 @@ static const struct send_spec ud_send = {.opcode = IBV_WR_SEND,
 					 .rqkey = 0x2222,
 					 .dgid = peer4};
 
+/* Attach the UD QP to the group, or detach it. 0 or -errno. */
+static int mcast(bool attach)
+{
+	struct sof_mcast_req r;
+
+	memset(&r, 0, sizeof(r));
+	r.qpn = qps[Q_UD].qp ? qps[Q_UD].qp->qpn : 0;
+	memcpy(r.gid, group4, 16);
+	return call(attach ? SOF_OP_ATTACH_MCAST : SOF_OP_DETACH_MCAST, &r, sizeof(r), NULL, 0,
+		    NULL, 0);
+}
+
 /* ---- the state every input starts from ------------------------------------------- */
 
 static void reset(uint8_t how)
@@ -748,6 +766,7 @@ static void reset(uint8_t how)
 			must(modify(q, &r), "MODIFY_QP");
 		}
 	}
+	must(mcast(true), "ATTACH_MCAST"); /* again: harmless */
 	for (uint32_t round = 0; round < (how & S_RECV); round++)
 		for (int i = 0; i < NQP; i++) {
 			if (qps[i].type == IBV_QPT_UD) {
@@ -809,6 +828,7 @@ static void cmd_packet(uint8_t c, struct in *in)
 {
 	uint32_t len = get16(in), fill = 0, n;
 	struct fqp *q = (c & 7) < NQP ? &qps[c & 7] : NULL;
+	bool group = (c & 7) == 7;
 	const uint8_t *peer = family_peer(q);
 	bool v4 = sof_gid_is_v4(peer), icrc = c & P_ICRC;
 	const uint8_t *payload;
@@ -840,7 +860,7 @@ static void cmd_packet(uint8_t c, struct in *in)
 
 	memset(&a, 0, sizeof(a));
 	memcpy(a.src, c & P_PEER ? peer : v4 ? stranger4 : stranger6, 16);
-	memcpy(a.dst, v4 ? local4 : local6, 16);
+	memcpy(a.dst, group ? group4 : v4 ? local4 : local6, 16);
 	a.sport = 0xc123;
 	a.dport = ROCE_UDP_PORT;
 
@@ -862,6 +882,11 @@ static void cmd_packet(uint8_t c, struct in *in)
 		}
 		if ((oi->flags & ROCE_F_DETH) && (c & P_KEY))
 			h.qkey = q->qkey;
+		roce_hdr_write(pkt, &h);
+	} else if (group && roce_parse(pkt, total, &h, &payload, &paylen) == ROCE_DROP_NONE) {
+		h.dqpn = SOF_MCAST_QPN;
+		if (c & P_KEY)
+			h.qkey = qps[Q_UD].qkey;
 		roce_hdr_write(pkt, &h);
 	}
 	if (icrc)
@@ -904,7 +929,7 @@ static void cmd_send(struct in *in)
 	    IBV_WR_ATOMIC_CMP_AND_SWP,
 	    IBV_WR_ATOMIC_FETCH_AND_ADD,
 	};
-	static const uint8_t *const dgids[] = {peer4, peer6, local4, stranger6};
+	static const uint8_t *const dgids[] = {peer4, peer6, local4, stranger6, group4};
 	struct fqp *q = &qps[get8(in) % NQP];
 	struct send_spec s;
 	uint8_t op = get8(in), fl = get8(in), ns = get8(in);
@@ -933,6 +958,10 @@ static void cmd_send(struct in *in)
 		s.rqkey = get8(in);
 		s.dgid = dgids[get8(in) % SOF_ARRAY_SIZE(dgids)];
 		s.sgid_index = get8(in) % 4;
+		if (s.dgid == group4) { /* to the group, members here included */
+			s.rqpn = SOF_MCAST_QPN;
+			s.rqkey = qps[Q_UD].qkey;
+		}
 	}
 	if (fl & 0x80) { /* the owner writes what it likes into the slot */
 		struct sofd_qp *qp = q->qp;
@@ -1096,8 +1125,9 @@ static void cmd_poke(struct in *in)
 	doorbell();
 }
 
-/* Deregister a region, or (high bit) destroy a QP; reset() makes them
- * again for the next input. */
+/* Deregister a region, (high bit) destroy a QP, or (0x40) detach the UD
+ * QP from the group or attach it again; reset() makes them again for the
+ * next input. */
 static void cmd_dereg(struct in *in)
 {
 	uint8_t x = get8(in);
@@ -1108,9 +1138,19 @@ static void cmd_dereg(struct in *in)
 
 		if (!q->qp)
 			return;
+		/* an attached QP is not destroyed (-EBUSY): detached first */
+		if (q == &qps[Q_UD]) {
+			must(mcast(true), "ATTACH_MCAST");
+			if (call(SOF_OP_DESTROY_QP, &r, sizeof(r), NULL, 0, NULL, 0) != -EBUSY)
+				FAIL("DESTROY_QP of an attached QP is not -EBUSY");
+			must(mcast(false), "DETACH_MCAST");
+		}
 		must(call(SOF_OP_DESTROY_QP, &r, sizeof(r), NULL, 0, NULL, 0), "DESTROY_QP");
 		q->dead_qpn = r.qpn;
 		q->qp = NULL;
+	} else if (x & 0x40) {
+		if (qps[Q_UD].qp && mcast(false) == -EINVAL)
+			must(mcast(true), "ATTACH_MCAST");
 	} else {
 		struct fmr *m = &mrs[x % NMR];
 		struct sof_dereg_mr_req r = {.lkey = m->key};
@@ -1597,6 +1637,49 @@ static void write_seeds(const char *dir)
 	h.qkey = 0x1234;
 	seed_pkt(&o, Q_UD, STD & ~P_KEY, &h, 30);
 	SEED("bad_qkey", SOF_DROP_qkey, 0, 0, false, Q_UD);
+
+	/* ---- multicast: the UD QP is attached to group4 */
+	BEGIN(RECV2);
+	hdr(&h, ROCE_UD_SEND_ONLY_IMM, 0);
+	h.sqpn = 0x999;
+	h.imm_be = 5;
+	seed_pkt(&o, 7, STD, &h, 200);
+	SEED("ud_multicast", -1, 1, 0, false, Q_UD);
+
+	BEGIN(RECV2);
+	hdr(&h, ROCE_UD_SEND_ONLY, 0);
+	h.qkey = 0x1234;
+	seed_pkt(&o, 7, STD & ~P_KEY, &h, 30);
+	SEED("multicast_bad_qkey", SOF_DROP_qkey, 0, 0, false, Q_UD);
+
+	BEGIN(RECV2);
+	put8(&o, C_DEREG);
+	put8(&o, 0x40); /* detached: the group has no QP */
+	hdr(&h, ROCE_UD_SEND_ONLY, 0);
+	seed_pkt(&o, 7, STD, &h, 30);
+	SEED("multicast_no_member", SOF_DROP_qpn, 0, 0, false, Q_UD);
+
+	BEGIN(RECV2);
+	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0); /* to a group: UD only */
+	seed_pkt(&o, 7, STD, &h, 30);
+	SEED("multicast_not_ud", SOF_DROP_qp_type, 0, 0, false, Q_UD);
+
+	BEGIN(RECV2); /* the UD QP sends to its own group: it receives it */
+	put8(&o, C_SEND);
+	put8(&o, Q_UD);
+	put8(&o, 0); /* SEND */
+	put8(&o, 1); /* signaled */
+	put8(&o, 1); /* one SGE */
+	put8(&o, M_RW);
+	put16(&o, 0);
+	put16(&o, 64);
+	for (int i = 0; i < 11; i++) /* rkey, raddr, compare, swap, imm */
+		put8(&o, 0);
+	put8(&o, 0);
+	put8(&o, 0);
+	put8(&o, 4); /* group4 */
+	put8(&o, 0); /* GID 0: IPv4 */
+	SEED("ud_multicast_send", -1, 1, 1, false, Q_UD);
 
 	/* ---- bad packets: each dropped and counted */
 	BEGIN(RECV2);

@@ -11,8 +11,9 @@
 #      SOF_TEST_TIMEOUT seconds (default 600);
 #   4. tests/hosts/*.sh: hosts as network namespaces with RoCEv2 between
 #      them (topology, helper programs, pingpong, perftest, capture, bad
-#      packets, impairments), each bounded the same way; then bad packets
-#      and impairments again with the ASan/UBSan build's daemon.
+#      packets, impairments, multicast), each bounded the same way; then bad
+#      packets, impairments and multicast again with the ASan/UBSan build's
+#      daemon.
 #
 # A test that exits non-zero without printing a `not ok` line, prints no
 # result at all, or times out counts as one failure. Exit status 0 only when
@@ -163,7 +164,7 @@ done
 # ---- 4. hosts as network namespaces (issue 3: RoCEv2 between hosts)
 for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong.sh \
 	tests/hosts/perftest.sh tests/hosts/capture.sh tests/hosts/badpackets.sh \
-	tests/hosts/netem.sh; do
+	tests/hosts/netem.sh tests/hosts/mcast.sh; do
 	selected "$f" || continue
 	if [ ! -f "$f" ]; then
 		result_fail "$f" "missing"
@@ -185,7 +186,7 @@ if [ -z "$ONE_BUILD" ] && [ -x build-asan/bin/softofedd ] && [ -x build/bin/soft
 	ln -s "$SOF_ROOT/build/lib" "$MIX/lib"
 	ln -s "$SOF_ROOT/build/tests" "$MIX/tests"
 fi
-for f in tests/hosts/badpackets.sh tests/hosts/netem.sh; do
+for f in tests/hosts/badpackets.sh tests/hosts/netem.sh tests/hosts/mcast.sh; do
 	selected "$f (asan daemon)" || continue
 	[ -n "$MIX" ] || continue
 	script_cmd "$f"

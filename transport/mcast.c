@@ -180,8 +180,9 @@ static void group_sync(struct mgroup *g, bool none)
 			i++;
 			continue;
 		}
-		/* an interface that went away took the membership with it */
-		(void)membership(fd, g, g->joined[i], false);
+		/* (an interface that went away took the membership with it) */
+		if (!membership(fd, g, g->joined[i], false))
+			log_membership(g, g->joined[i], "left", 0);
 		g->joined[i] = g->joined[--g->njoined];
 	}
 	for (uint32_t k = 0; k < nwant; k++) {

@@ -124,13 +124,6 @@ static bool addr_is_any(const struct sockaddr_storage *ss)
 	return gid_is_any(g);
 }
 
-static bool gid_is_mcast(const uint8_t g[16])
-{
-	if (sof_gid_is_v4(g))
-		return (g[12] & 0xf0) == 0xe0; /* 224.0.0.0/4 */
-	return g[0] == 0xff;
-}
-
 /* The GID table index of gid, or -1. */
 static int gid_index(const uint8_t gid[16])
 {
@@ -1140,7 +1133,7 @@ static int op_join(struct sofd_req *rq, struct sofd_rep *rp)
 	if (!id->have_dev)
 		return -EINVAL;
 	addr_gid(&r->addr, mgid);
-	if (!gid_is_mcast(mgid))
+	if (!sof_gid_is_mcast(mgid))
 		return -EINVAL;
 	for (l = id->mcs.next; l != &id->mcs; l = l->next)
 		if (!memcmp(sof_container_of(l, struct cm_mc, link)->mgid, mgid, 16))

@@ -1,0 +1,205 @@
+/*
+ * Event channels. Each channel is its own connection to the daemon, which
+ * said SOF_OP_CM_CHANNEL once and from then on only receives: every record
+ * is one struct sof_cm_event. The channel's fd is that socket, so the
+ * application may poll or epoll it, or make it non-blocking
+ * (rdma_get_cm_event then fails with EAGAIN), as with rdma-core's
+ * /dev/infiniband/rdma_cm file. Whoever calls rdma_get_cm_event reads the
+ * next record; event.c turns it into a struct rdma_cm_event.
+ *
+ * An id that migrated keeps events the daemon queued on its old channel
+ * before the move: a reader of the old channel hands them over to the new
+ * channel's backlog, which rdma_get_cm_event reads first. (The backlog does
+ * not make the new channel's fd readable; such events are rare: only those
+ * queued before rdma_migrate_id returned.)
+ */
+#include "sof_client.h"
+#include "sof_proto.h"
+#include "sof_util.h"
+#include "sofcm.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+pthread_mutex_t sofcm_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct sofcm_channel *sofcm_channel_create(void)
+{
+	struct sof_cm_channel_rep rep;
+	struct sofcm_channel *chan;
+	int sock, ret;
+
+	chan = calloc(1, sizeof(*chan));
+	if (!chan)
+		return NULL;
+	sock = sof_client_connect();
+	if (sock < 0) {
+		ret = sock;
+		goto err_free;
+	}
+	ret = sof_client_rpc(sock, SOF_OP_CM_CHANNEL, NULL, 0, NULL, 0, &rep, sizeof(rep), NULL,
+			     NULL);
+	if (ret)
+		goto err_close;
+	chan->ch.fd = sock;
+	chan->handle = rep.channel;
+	pthread_mutex_init(&chan->lock, NULL);
+	return chan;
+
+err_close:
+	close(sock);
+err_free:
+	free(chan);
+	errno = ret == -EIO ? ENODEV : -ret;
+	return NULL;
+}
+
+void sofcm_channel_destroy(struct sofcm_channel *chan)
+{
+	struct sofcm_pending *p, *next;
+
+	if (!chan)
+		return;
+	for (p = chan->backlog; p; p = next) {
+		next = p->next;
+		free(p);
+	}
+	/* The daemon destroys whatever ids are left on it. */
+	close(chan->ch.fd);
+	pthread_mutex_destroy(&chan->lock);
+	free(chan);
+}
+
+void sofcm_channel_push(struct sofcm_channel *chan, const struct sof_cm_event *ev)
+{
+	struct sofcm_pending *p = malloc(sizeof(*p));
+
+	if (!p)
+		return; /* lost, as an event the daemon could not queue */
+	p->next = NULL;
+	p->ev = *ev;
+	pthread_mutex_lock(&chan->lock);
+	if (chan->backlog_tail)
+		chan->backlog_tail->next = p;
+	else
+		chan->backlog = p;
+	chan->backlog_tail = p;
+	pthread_mutex_unlock(&chan->lock);
+}
+
+static bool pop_backlog(struct sofcm_channel *chan, struct sof_cm_event *ev)
+{
+	struct sofcm_pending *p;
+
+	pthread_mutex_lock(&chan->lock);
+	p = chan->backlog;
+	if (p) {
+		chan->backlog = p->next;
+		if (!chan->backlog)
+			chan->backlog_tail = NULL;
+	}
+	pthread_mutex_unlock(&chan->lock);
+	if (!p)
+		return false;
+	*ev = p->ev;
+	free(p);
+	return true;
+}
+
+/* The next record of the channel. 0 or -errno (-EAGAIN: non-blocking and
+ * nothing there; -ENODEV: the daemon is gone). */
+static int read_event(struct sofcm_channel *chan, struct sof_cm_event *ev)
+{
+	ssize_t n;
+
+	if (pop_backlog(chan, ev))
+		return 0;
+	for (;;) {
+		n = sof_recv_rec(chan->ch.fd, ev, sizeof(*ev), NULL, NULL);
+		if (n == (ssize_t)sizeof(*ev))
+			return 0;
+		if (n == 0 || n == -ECONNRESET)
+			return -ENODEV;
+		if (n < 0 && n != -EMSGSIZE)
+			return (int)n;
+		/* a record of another size is not an event: skip it */
+	}
+}
+
+SOFCM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct sofcm_channel *chan = sofcm_channel_create();
+
+	return chan ? &chan->ch : NULL;
+}
+
+SOFCM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	if (channel)
+		sofcm_channel_destroy(sofcm_chan(channel));
+}
+
+SOFCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct sofcm_channel *chan;
+	struct sofcm_event *evt;
+	struct sof_cm_event ev;
+	int ret;
+
+	if (!channel || !event)
+		return sofcm_err(EINVAL);
+	chan = sofcm_chan(channel);
+	evt = malloc(sizeof(*evt));
+	if (!evt)
+		return sofcm_err(ENOMEM);
+	for (;;) {
+		ret = read_event(chan, &ev);
+		if (ret) {
+			free(evt);
+			return sofcm_err(-ret);
+		}
+		memset(evt, 0, sizeof(*evt));
+		if (sofcm_event_process(chan, &ev, evt)) {
+			*event = &evt->event;
+			return 0;
+		}
+	}
+}
+
+SOFCM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	struct sofcm_event *evt = (struct sofcm_event *)event;
+
+	if (!event)
+		return sofcm_err(EINVAL);
+	sofcm_id_complete(evt->idp, evt->mc);
+	free(evt);
+	return 0;
+}
+
+SOFCM_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+	static const char *const names[] = {
+	    [RDMA_CM_EVENT_ADDR_RESOLVED] = "RDMA_CM_EVENT_ADDR_RESOLVED",
+	    [RDMA_CM_EVENT_ADDR_ERROR] = "RDMA_CM_EVENT_ADDR_ERROR",
+	    [RDMA_CM_EVENT_ROUTE_RESOLVED] = "RDMA_CM_EVENT_ROUTE_RESOLVED",
+	    [RDMA_CM_EVENT_ROUTE_ERROR] = "RDMA_CM_EVENT_ROUTE_ERROR",
+	    [RDMA_CM_EVENT_CONNECT_REQUEST] = "RDMA_CM_EVENT_CONNECT_REQUEST",
+	    [RDMA_CM_EVENT_CONNECT_RESPONSE] = "RDMA_CM_EVENT_CONNECT_RESPONSE",
+	    [RDMA_CM_EVENT_CONNECT_ERROR] = "RDMA_CM_EVENT_CONNECT_ERROR",
+	    [RDMA_CM_EVENT_UNREACHABLE] = "RDMA_CM_EVENT_UNREACHABLE",
+	    [RDMA_CM_EVENT_REJECTED] = "RDMA_CM_EVENT_REJECTED",
+	    [RDMA_CM_EVENT_ESTABLISHED] = "RDMA_CM_EVENT_ESTABLISHED",
+	    [RDMA_CM_EVENT_DISCONNECTED] = "RDMA_CM_EVENT_DISCONNECTED",
+	    [RDMA_CM_EVENT_DEVICE_REMOVAL] = "RDMA_CM_EVENT_DEVICE_REMOVAL",
+	    [RDMA_CM_EVENT_MULTICAST_JOIN] = "RDMA_CM_EVENT_MULTICAST_JOIN",
+	    [RDMA_CM_EVENT_MULTICAST_ERROR] = "RDMA_CM_EVENT_MULTICAST_ERROR",
+	    [RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
+	    [RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+	};
+
+	if ((unsigned int)event < SOF_ARRAY_SIZE(names) && names[event])
+		return names[event];
+	return "UNKNOWN EVENT";
+}

@@ -1,0 +1,147 @@
+/*
+ * The RDMA device as the connection manager sees it. rdma-core's librdmacm
+ * keeps one verbs context per device, open for the life of the process,
+ * and one PD per device for rdma_create_qp(id, NULL, ...), released when
+ * the last id (or device list) that refers to the device goes away. Here
+ * there is one device, sof0 (the first one libibverbs lists).
+ * rdma_get_devices / rdma_free_devices.
+ */
+#include "sofcm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Under sofcm_lock. */
+static struct sofcm_device device;
+
+/* Needs sofcm_lock. */
+static int open_locked(void)
+{
+	struct ibv_device **list, *pick = NULL;
+	struct ibv_device_attr attr;
+	struct ibv_context *verbs;
+	int n = 0, ret;
+
+	if (device.verbs)
+		return 0;
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return errno ? -errno : -ENODEV;
+	for (int i = 0; i < n && !pick; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "sof0"))
+			pick = list[i];
+	if (!pick && n > 0)
+		pick = list[0];
+	verbs = pick ? ibv_open_device(pick) : NULL;
+	ibv_free_device_list(list);
+	if (!verbs)
+		return -ENODEV;
+	ret = ibv_query_device(verbs, &attr);
+	if (ret) {
+		ibv_close_device(verbs);
+		return -ret;
+	}
+	device.verbs = verbs;
+	device.max_qp_wr = attr.max_qp_wr;
+	device.max_init_depth = attr.max_qp_init_rd_atom > 255 ? 255 : attr.max_qp_init_rd_atom;
+	device.max_resp_res = attr.max_qp_rd_atom > 255 ? 255 : attr.max_qp_rd_atom;
+	return 0;
+}
+
+int sofcm_device_open(void)
+{
+	int ret;
+
+	pthread_mutex_lock(&sofcm_lock);
+	ret = open_locked();
+	pthread_mutex_unlock(&sofcm_lock);
+	return ret;
+}
+
+/* Needs sofcm_lock. */
+static struct sofcm_device *get_locked(void)
+{
+	int ret = open_locked();
+
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	if (!device.pd) {
+		device.pd = ibv_alloc_pd(device.verbs);
+		if (!device.pd)
+			return NULL;
+	}
+	device.refcnt++;
+	return &device;
+}
+
+struct sofcm_device *sofcm_device_get(void)
+{
+	struct sofcm_device *dev;
+
+	pthread_mutex_lock(&sofcm_lock);
+	dev = get_locked();
+	pthread_mutex_unlock(&sofcm_lock);
+	return dev;
+}
+
+/* Needs sofcm_lock. */
+static void put_locked(struct sofcm_device *dev)
+{
+	if (--dev->refcnt > 0)
+		return;
+	/* As rdma-core: the PD goes with the last reference (a PD the
+	 * application still uses stays, ibv_dealloc_pd refuses it). */
+	if (dev->pd && !ibv_dealloc_pd(dev->pd))
+		dev->pd = NULL;
+	dev->refcnt = 0;
+}
+
+void sofcm_device_put(struct sofcm_device *dev)
+{
+	if (!dev)
+		return;
+	pthread_mutex_lock(&sofcm_lock);
+	put_locked(dev);
+	pthread_mutex_unlock(&sofcm_lock);
+}
+
+SOFCM_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	struct ibv_context **list;
+	struct sofcm_device *dev;
+
+	if (num_devices)
+		*num_devices = 0;
+	list = calloc(2, sizeof(*list));
+	if (!list)
+		return NULL;
+	pthread_mutex_lock(&sofcm_lock);
+	dev = get_locked();
+	pthread_mutex_unlock(&sofcm_lock);
+	if (!dev) {
+		/* as rdma-core when there is no RDMA device: NULL */
+		int err = errno;
+
+		free(list);
+		errno = err;
+		return NULL;
+	}
+	list[0] = dev->verbs;
+	if (num_devices)
+		*num_devices = 1;
+	return list;
+}
+
+SOFCM_EXPORT void rdma_free_devices(struct ibv_context **list)
+{
+	if (!list)
+		return;
+	pthread_mutex_lock(&sofcm_lock);
+	for (int i = 0; list[i]; i++)
+		if (list[i] == device.verbs && device.refcnt > 0)
+			put_locked(&device);
+	pthread_mutex_unlock(&sofcm_lock);
+	free(list);
+}

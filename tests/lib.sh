@@ -935,3 +935,118 @@ sof_capture_check() {
 		head -n 10 "$out.icrc" | sed 's/^/#   /'
 	fi
 }
+
+# ---------------------------------------------------------------------------
+# RDMA CM programs (issue 4): servers that listen through the connection
+# manager, not on a TCP port, so readiness is read from the daemon.
+#
+#   sof_cm_count KEY [HOST]   a count of the "resources:" line of `softofed
+#                        status` (cm_ids, cm_channels, qps, ...), here or in
+#                        HOST; status 1 when there is none
+#   sof_cm_pair NAME SECS SRV_HOST CLI_HOST SERVER-CMD... -- CLIENT-CMD...
+#                        the server through `softofed run` in SRV_HOST ("" =
+#                        this namespace), bounded by SECS + 30 s; once the
+#                        daemon counts one more cm_id than before it started
+#                        (at most 10 s) and 0.3 s more, the client in
+#                        CLI_HOST, bounded by SECS; then the server gets
+#                        SOF_SERVER_GRACE seconds (default 30) to end.
+#                        SOF_CM_SRV_STOP=1: the server runs until stopped
+#                        (cmtime): it is stopped after the client and its
+#                        status is not judged. SOF_LINEBUF=1 as sof_pair.
+#                        Sets SOF_SRV_RC, SOF_CLI_RC, SOF_SRV_OUT,
+#                        SOF_CLI_OUT, SOF_PAIR_WHY; returns 0 when both
+#                        exited with 0 (the client alone with SOF_CM_SRV_STOP)
+#   sof_cm_bg NAME HOST SECS CMD...  CMD through `softofed run` in HOST
+#                        ("" = here) in the background (sof_bg)
+#   sof_child_pid NAME   the PID of the program that `timeout` runs for NAME
+#                        (to signal the program itself, e.g. SIGKILL)
+
+sof_cm_count() {
+	local key=$1 host=${2:-} out
+	if [ -n "$host" ]; then
+		out=$(sof_host_run "$host" "$SOFTOFED" status 2>/dev/null </dev/null)
+	else
+		out=$(timeout 10 "$SOFTOFED" status 2>/dev/null </dev/null)
+	fi
+	echo "$out" | awk -v k="$key" '
+		$1 == "resources:" { for (i = 2; i < NF; i++) if ($i == k) { print $(i + 1); f = 1 } }
+		END { exit !f }'
+}
+
+sof_cm_bg() {
+	local name=$1 host=$2 secs=$3
+	shift 3
+	local wrap=()
+	[ -n "${SOF_LINEBUF:-}" ] && wrap=(stdbuf -oL -eL)
+	if [ -n "$host" ]; then
+		sof_host_bg "$name" "$host" "$secs" "$SOFTOFED" run -- "${wrap[@]}" "$@"
+	else
+		sof_bg "$name" "$secs" "$SOFTOFED" run -- "${wrap[@]}" "$@"
+	fi
+}
+
+sof_child_pid() {
+	local pid=${SOF_PID[$1]:-} child
+	[ -n "$pid" ] || return 1
+	# timeout -> (ip netns exec, which execs) -> softofed run, which execs CMD
+	child=$(ps -o pid= --ppid "$pid" 2>/dev/null | head -n 1 | tr -d ' ')
+	[ -n "$child" ] || return 1
+	echo "$child"
+}
+
+sof_cm_pair() {
+	local name=$1 secs=$2 shost=$3 chost=$4 base now end
+	shift 4
+	local srv=() cli=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		srv+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	cli=("$@")
+	SOF_SRV_OUT=$(sof_out "$name.srv")
+	SOF_CLI_OUT=$(sof_out "$name.cli")
+	SOF_SRV_RC="" SOF_CLI_RC="" SOF_PAIR_WHY=""
+	: >"$SOF_SRV_OUT"
+	: >"$SOF_CLI_OUT"
+	if ! command -v "${srv[0]}" >/dev/null 2>&1 || ! command -v "${cli[0]}" >/dev/null 2>&1; then
+		SOF_PAIR_WHY="${srv[0]} or ${cli[0]} is not installed (tests/install-deps.sh installs it)"
+		return 1
+	fi
+	base=$(sof_cm_count cm_ids "$shost") || base=0
+	sof_cm_bg "$name.srv" "$shost" $((secs + 30)) "${srv[@]}"
+	end=$(($(now_ms) + 10000))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		if ! sof_alive "$name.srv"; then
+			sof_wait "$name.srv" 5
+			SOF_SRV_RC=$?
+			SOF_PAIR_WHY="the server ended (status $SOF_SRV_RC) before a client came"
+			return 1
+		fi
+		now=$(sof_cm_count cm_ids "$shost") || now=0
+		[ "$now" -gt "$base" ] && break
+		sleep 0.05
+	done
+	sleep 0.3
+	sof_cm_bg "$name.cli" "$chost" "$secs" "${cli[@]}"
+	sof_wait "$name.cli" $((secs + 10))
+	SOF_CLI_RC=$?
+	if [ -n "${SOF_CM_SRV_STOP:-}" ]; then
+		sof_kill "$name.srv"
+		SOF_SRV_RC=stopped
+		if [ "$SOF_CLI_RC" -ne 0 ]; then
+			SOF_PAIR_WHY="exit status client $SOF_CLI_RC"
+			[ "$SOF_CLI_RC" -eq 124 ] && SOF_PAIR_WHY="$SOF_PAIR_WHY (timed out after $secs s)"
+			return 1
+		fi
+		return 0
+	fi
+	sof_wait "$name.srv" "${SOF_SERVER_GRACE:-30}"
+	SOF_SRV_RC=$?
+	if [ "$SOF_SRV_RC" -ne 0 ] || [ "$SOF_CLI_RC" -ne 0 ]; then
+		SOF_PAIR_WHY="exit status server $SOF_SRV_RC, client $SOF_CLI_RC"
+		[ "$SOF_CLI_RC" -eq 124 ] && SOF_PAIR_WHY="$SOF_PAIR_WHY (client timed out after $secs s)"
+		return 1
+	fi
+	return 0
+}

@@ -171,10 +171,15 @@ SOFCM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn
 		return sofcm_err(-ret);
 	if (id->qp_type == IBV_QPT_UD)
 		req.param.qkey = ud_qkey(id);
-	/* as rdma-core: the peer's vendor, our options */
+	/* as rdma-core: the REP answers with the peer's vendor and our
+	 * options */
 	req.param.ece_vendor_id = idp->remote_ece.vendor_id;
 	req.param.ece_options = idp->local_ece.options;
-	ret = sofcm_rpc(SOF_OP_CM_ACCEPT, &req, sizeof(req), NULL, 0);
+	ret = 0;
+	if (idp->remote_ece.vendor_id)
+		ret = sofcm_set_ece(idp, idp->remote_ece.vendor_id, idp->local_ece.options);
+	if (!ret)
+		ret = sofcm_rpc(SOF_OP_CM_ACCEPT, &req, sizeof(req), NULL, 0);
 	if (ret) {
 		sofcm_qp_err(idp);
 		return sofcm_err(-ret);

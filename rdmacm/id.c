@@ -488,14 +488,25 @@ SOFCM_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 	return addr_port(&id->route.addr.dst_addr);
 }
 
+int sofcm_set_ece(struct sofcm_id *idp, uint32_t vendor_id, uint32_t options)
+{
+	struct sof_cm_ece req = {.id = idp->handle, .vendor_id = vendor_id, .options = options};
+
+	return sofcm_rpc(SOF_OP_CM_SET_ECE, &req, sizeof(req), NULL, 0);
+}
+
 SOFCM_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	struct sofcm_id *idp;
+	int ret;
 
 	/* as rdma-core: only for ids whose QP the application manages */
 	if (!id || id->qp || !ece || !ece->vendor_id || ece->comp_mask)
 		return sofcm_err(EINVAL);
 	idp = sofcm_id(id);
+	ret = sofcm_set_ece(idp, ece->vendor_id, ece->options);
+	if (ret)
+		return sofcm_err(-ret);
 	idp->local_ece.vendor_id = ece->vendor_id;
 	idp->local_ece.options = ece->options;
 	return 0;

@@ -183,6 +183,9 @@ int sofcm_qp_err(struct sofcm_id *idp);
 /* The conversion of rdma_init_qp_attr. 0 or -errno. */
 int sofcm_init_qp_attr(struct sofcm_id *idp, struct ibv_qp_attr *attr, int *mask);
 
+/* What the id's REQ or REP will carry as ECE (SOF_OP_CM_SET_ECE). */
+int sofcm_set_ece(struct sofcm_id *idp, uint32_t vendor_id, uint32_t options);
+
 /* Address length by family (AF_INET, AF_INET6, AF_IB), 0 if none. */
 socklen_t sofcm_addrlen(const struct sockaddr *addr);
 

@@ -124,14 +124,14 @@ struct sof_cm_conn_req {
 	struct sof_cm_param param;
 };
 
-/* SET_OPTION: level/optname as rdma_set_option; value bytes, len <= 64
- * (RDMA_OPTION_IB_PATH: up to one struct ibv_path_data). */
+/* SET_OPTION: level/optname as rdma_set_option; value bytes, len <= 72
+ * (RDMA_OPTION_IB_PATH: one struct ibv_path_data, 72 bytes). */
 struct sof_cm_option_req {
 	uint32_t id;
 	uint32_t level;
 	uint32_t optname;
 	uint32_t len;
-	uint8_t value[64];
+	uint8_t value[72];
 };
 
 /* SET_ECE: what CONNECT or ACCEPT will send. */

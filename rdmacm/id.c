@@ -437,6 +437,9 @@ SOFCM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	return sofcm_ret(ret);
 }
 
+_Static_assert(sizeof(((struct sof_cm_option_req *)0)->value) >= sizeof(struct ibv_path_data),
+	       "RDMA_OPTION_IB_PATH must fit");
+
 SOFCM_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 				 size_t optlen)
 {

@@ -48,7 +48,7 @@ rping_run() {
 	shift 2
 	name="rdmacm/rping -S $size -C $count $*"
 	PORT=$((PORT + 1))
-	if ! sof_cm_pair "$name" 120 "" "" \
+	if ! SOF_LINEBUF=1 sof_cm_pair "$name" 120 "" "" \
 		rping -s -v -a "$ADDR" -p "$PORT" -S "$size" -C "$count" "$@" -- \
 		rping -c -v -V -a "$ADDR" -p "$PORT" -S "$size" -C "$count" "$@"; then
 		not_ok "$name" "$SOF_PAIR_WHY"
@@ -125,7 +125,7 @@ pair "rdmacm/rdma_server + rdma_client" 60 rdma_server -s "$ADDR" -p "$PORT" -- 
 	rdma_client -s "$ADDR" -p "$PORT" &&
 	judge "rdmacm/rdma_server + rdma_client" 'rdma_server: end 0' 'rdma_client: end 0'
 PORT=$((PORT + 1))
-pair "rdmacm/rdma_xserver + rdma_xclient" 60 rdma_xserver -s "$ADDR" -p "$PORT" -- \
+pair "rdmacm/rdma_xserver + rdma_xclient" 60 rdma_xserver -p "$PORT" -- \
 	rdma_xclient -s "$ADDR" -p "$PORT" &&
 	judge "rdmacm/rdma_xserver + rdma_xclient" 'rdma_xserver: end 0' 'rdma_xclient: end 0'
 
@@ -152,7 +152,7 @@ for t in "ib_send_lat -n 1000" "ib_send_bw" "ib_write_bw" "ib_read_lat -n 1000" 
 		not_ok "$name" "error text in the output"
 		sof_pair_dump
 	else
-		ok "$name ($(grep -E "$RESULT" "$SOF_CLI_OUT" | tail -n 1 | awk '{ print $1 " B: " $4 }'))"
+		ok "$name ($(grep -E "$RESULT" "$SOF_CLI_OUT" | tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //'))"
 	fi
 done
 

@@ -47,7 +47,7 @@ rping_hosts() {
 	name="hosts/rdmacm rping a<-b $addr -S $size -C $count"
 	PORT=$((PORT + 1))
 	gated "$name" && return 1
-	if ! sof_cm_pair "$name" 120 a b \
+	if ! SOF_LINEBUF=1 sof_cm_pair "$name" 120 a b \
 		rping -s -v -a "$addr" -p "$PORT" -S "$size" -C "$count" -- \
 		rping -c -v -V -a "$addr" -p "$PORT" -S "$size" -C "$count"; then
 		not_ok "$name" "$SOF_PAIR_WHY"
@@ -127,7 +127,7 @@ if sof_hosts_up 2; then
 		# shellcheck disable=SC2086 # $t is the program and its options
 		pair "$name" 120 $t -R -d sof0 -F -p "$PORT" -- $t -R -d sof0 -F -p "$PORT" "$A" || continue
 		if grep -q -E "$RESULT" "$SOF_CLI_OUT"; then
-			ok "$name ($(grep -E "$RESULT" "$SOF_CLI_OUT" | tail -n 1 | awk '{ print $1 " B: " $4 }'))"
+			ok "$name ($(grep -E "$RESULT" "$SOF_CLI_OUT" | tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //'))"
 		else
 			not_ok "$name" "the client printed no result line"
 			sof_pair_dump

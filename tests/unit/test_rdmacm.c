@@ -1,9 +1,13 @@
 /*
- * Unit tests of the drop-in librdmacm's parts that need no connection
- * manager in the daemon: rdma_getaddrinfo (IPv4, IPv6, passive, hints,
- * AF_IB as the IP-mapped GID with the RDMA IP service ID), rdma_event_str,
- * the port getters, rdma_get_devices, argument checks that fail before any
- * request, and the rsocket stubs (rpoll/rselect work, the rest ENOSYS).
+ * Unit tests of the drop-in librdmacm. Without the daemon's connection
+ * manager: rdma_getaddrinfo (IPv4, IPv6, passive, hints, AF_IB as the
+ * IP-mapped GID with the RDMA IP service ID), rdma_event_str, the port
+ * getters, rdma_get_devices, argument checks that fail before any request,
+ * the rsocket stubs (rpoll/rselect work, the rest ENOSYS). With it, on
+ * 127.0.0.1: the channel's fd polls readable for an event, binding sets
+ * the device, listening on port 0 picks a port, a synchronous id,
+ * RDMA_OPTION_IB_PATH as the route, ECE and private data through a REQ
+ * and its REJ.
  */
 #include "harness.h"
 
@@ -15,7 +19,191 @@
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+/* The next event of ch within 5 s, which must be want. */
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
+{
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev = NULL;
+
+	CHECK_EQ(poll(&pfd, 1, 5000), 1);
+	CHECK_EQ(rdma_get_cm_event(ch, &ev), 0);
+	if (ev->event != want)
+		test_fail(__FILE__, __LINE__, "event %s (status %d), wanted %s",
+			  rdma_event_str(ev->event), ev->status, rdma_event_str(want));
+	return ev;
+}
+
+static void loopback(struct sockaddr_in *sin, uint16_t port)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htobe32(0x7f000001);
+	sin->sin_port = htobe16(port);
+}
+
+TEST(channel_event_and_device)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+	struct sockaddr_in dst;
+	struct rdma_cm_id *id;
+
+	CHECK(ch != NULL);
+	CHECK_EQ(rdma_create_id(ch, &id, (void *)0x1234, RDMA_PS_TCP), 0);
+	CHECK(id->verbs == NULL);
+	CHECK_EQ(id->qp_type, IBV_QPT_RC);
+	loopback(&dst, 19411);
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000), 0);
+	ev = next_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(ev->id == id);
+	CHECK(ev->id->context == (void *)0x1234);
+	CHECK(id->verbs != NULL);
+	CHECK(id->pd != NULL);
+	CHECK_EQ(id->port_num, 1);
+	CHECK_EQ(id->route.addr.src_addr.sa_family, AF_INET);
+	CHECK_EQ(be16toh(rdma_get_dst_port(id)), 19411);
+	CHECK_EQ(rdma_ack_cm_event(ev), 0);
+	CHECK_EQ(rdma_resolve_route(id, 2000), 0);
+	ev = next_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	CHECK(id->route.path_rec != NULL);
+	CHECK_EQ(id->route.num_paths, 1);
+	CHECK_EQ(id->route.path_rec[0].pkey, htobe16(0xffff));
+	CHECK_MEM(&id->route.path_rec[0].dgid, &id->route.addr.addr.ibaddr.dgid, 16);
+	CHECK_EQ(rdma_ack_cm_event(ev), 0);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+}
+
+TEST(listen_port_zero)
+{
+	struct rdma_cm_id *id;
+	struct sockaddr_in sin;
+
+	CHECK_EQ(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	loopback(&sin, 0);
+	CHECK_EQ(rdma_bind_addr(id, (struct sockaddr *)&sin), 0);
+	CHECK(id->verbs != NULL);
+	CHECK_EQ(rdma_listen(id, 4), 0);
+	CHECK_NE(rdma_get_src_port(id), 0);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+}
+
+TEST(sync_resolve)
+{
+	struct rdma_cm_id *id;
+	struct sockaddr_in dst;
+
+	CHECK_EQ(rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP), 0);
+	CHECK_EQ(id->qp_type, IBV_QPT_UD);
+	loopback(&dst, 19412);
+	/* synchronous: returns once the event is there, kept in id->event */
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000), 0);
+	CHECK(id->event != NULL);
+	CHECK_EQ(id->event->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK_EQ(rdma_resolve_route(id, 2000), 0);
+	CHECK_EQ(id->event->event, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	CHECK_EQ(rdma_destroy_id(id), 0);
+}
+
+TEST(ib_path_option)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct ibv_path_data path;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in dst;
+	struct rdma_cm_id *id;
+
+	CHECK(ch != NULL);
+	CHECK_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	loopback(&dst, 19413);
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000), 0);
+	CHECK_EQ(rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED)), 0);
+	memset(&path, 0, sizeof(path));
+	memcpy(&path.path.sgid, &id->route.addr.addr.ibaddr.sgid, 16);
+	memcpy(&path.path.dgid, &id->route.addr.addr.ibaddr.dgid, 16);
+	path.path.pkey = htobe16(0xffff);
+	path.flags = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | IBV_PATH_FLAG_BIDIRECTIONAL;
+	CHECK_EQ(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, &path, sizeof(path)), 0);
+	ev = next_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	CHECK(id->route.path_rec != NULL);
+	CHECK_EQ(rdma_ack_cm_event(ev), 0);
+	/* an option value longer than any is refused here */
+	{
+		uint8_t big[200] = {0};
+
+		errno = 0;
+		CHECK_EQ(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, big, sizeof(big)),
+			 -1);
+		CHECK_EQ(errno, EINVAL);
+	}
+	CHECK_EQ(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+}
+
+TEST(ece_and_reject)
+{
+	struct rdma_event_channel *lch = rdma_create_event_channel(),
+				  *cch = rdma_create_event_channel();
+	struct ibv_ece ece = {.vendor_id = 0x15b3, .options = 5}, got;
+	static const char why[] = "go away";
+	struct rdma_cm_id *lid, *cid, *nid;
+	struct rdma_conn_param param;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in sin;
+
+	CHECK(lch && cch);
+	CHECK_EQ(rdma_create_id(lch, &lid, NULL, RDMA_PS_TCP), 0);
+	loopback(&sin, 19414);
+	CHECK_EQ(rdma_bind_addr(lid, (struct sockaddr *)&sin), 0);
+	CHECK_EQ(rdma_listen(lid, 1), 0);
+	/* rdma_get_request is for synchronous listeners only */
+	errno = 0;
+	CHECK_EQ(rdma_get_request(lid, &nid), -1);
+	CHECK_EQ(errno, EINVAL);
+
+	CHECK_EQ(rdma_create_id(cch, &cid, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_resolve_addr(cid, NULL, (struct sockaddr *)&sin, 2000), 0);
+	CHECK_EQ(rdma_ack_cm_event(next_event(cch, RDMA_CM_EVENT_ADDR_RESOLVED)), 0);
+	CHECK_EQ(rdma_resolve_route(cid, 2000), 0);
+	CHECK_EQ(rdma_ack_cm_event(next_event(cch, RDMA_CM_EVENT_ROUTE_RESOLVED)), 0);
+	CHECK_EQ(rdma_set_local_ece(cid, &ece), 0);
+	memset(&param, 0, sizeof(param));
+	param.qp_num = 0x123456; /* no QP: the application's own */
+	param.responder_resources = 1;
+	param.initiator_depth = 1;
+	param.private_data = "hello";
+	param.private_data_len = 6;
+	CHECK_EQ(rdma_connect(cid, &param), 0);
+
+	ev = next_event(lch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	nid = ev->id;
+	CHECK(ev->listen_id == lid);
+	CHECK(nid != lid && nid->verbs != NULL);
+	CHECK(ev->param.conn.private_data_len >= 6);
+	CHECK(!memcmp(ev->param.conn.private_data, "hello", 6));
+	CHECK_EQ(ev->param.conn.qp_num, 0x123456);
+	CHECK_EQ(rdma_get_remote_ece(nid, &got), 0);
+	CHECK_EQ(got.vendor_id, 0x15b3);
+	CHECK_EQ(got.options, 5);
+	CHECK_EQ(be16toh(rdma_get_src_port(nid)), 19414);
+	CHECK_EQ(rdma_ack_cm_event(ev), 0);
+	CHECK_EQ(rdma_reject(nid, why, sizeof(why)), 0);
+
+	ev = next_event(cch, RDMA_CM_EVENT_REJECTED);
+	CHECK(ev->id == cid);
+	CHECK_EQ(ev->status, 28); /* IBA 12.6.7.2: consumer defined */
+	CHECK(ev->param.conn.private_data_len >= sizeof(why));
+	CHECK(!memcmp(ev->param.conn.private_data, why, sizeof(why)));
+	CHECK_EQ(rdma_ack_cm_event(ev), 0);
+	CHECK_EQ(rdma_destroy_id(nid), 0);
+	CHECK_EQ(rdma_destroy_id(cid), 0);
+	CHECK_EQ(rdma_destroy_id(lid), 0);
+	rdma_destroy_event_channel(lch);
+	rdma_destroy_event_channel(cch);
+}
 
 TEST(getaddrinfo_ipv4_active)
 {
@@ -254,5 +442,10 @@ int main(void)
 	RUN(devices);
 	RUN(bad_arguments);
 	RUN(rsocket_stubs);
+	RUN(channel_event_and_device);
+	RUN(listen_port_zero);
+	RUN(sync_resolve);
+	RUN(ib_path_option);
+	RUN(ece_and_reject);
 	return test_summary();
 }

@@ -7,7 +7,7 @@
  * 127.0.0.1: the channel's fd polls readable for an event, binding sets
  * the device, listening on port 0 picks a port, a synchronous id,
  * RDMA_OPTION_IB_PATH as the route, ECE and private data through a REQ
- * and its REJ.
+ * and its REJ, the listen backlog.
  */
 #include "harness.h"
 
@@ -430,6 +430,63 @@ TEST(rsocket_stubs)
 	CHECK_EQ(errno, ENOSYS);
 }
 
+/* An id of ch resolved to 127.0.0.1:port and connecting (no QP). */
+static struct rdma_cm_id *connecting(struct rdma_event_channel *ch, uint16_t port)
+{
+	struct rdma_conn_param param;
+	struct sockaddr_in sin;
+	struct rdma_cm_id *id;
+
+	loopback(&sin, port);
+	CHECK_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin, 2000), 0);
+	CHECK_EQ(rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED)), 0);
+	CHECK_EQ(rdma_resolve_route(id, 2000), 0);
+	CHECK_EQ(rdma_ack_cm_event(next_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)), 0);
+	memset(&param, 0, sizeof(param));
+	param.qp_num = 0x4242;
+	CHECK_EQ(rdma_connect(id, &param), 0);
+	return id;
+}
+
+TEST(listen_backlog)
+{
+	struct rdma_event_channel *lch = rdma_create_event_channel(),
+				  *c1 = rdma_create_event_channel(),
+				  *c2 = rdma_create_event_channel();
+	struct rdma_cm_id *lid, *a, *b, *nid;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in sin;
+	struct pollfd pfd;
+
+	CHECK(lch && c1 && c2);
+	CHECK_EQ(rdma_create_id(lch, &lid, NULL, RDMA_PS_TCP), 0);
+	loopback(&sin, 19415);
+	CHECK_EQ(rdma_bind_addr(lid, (struct sockaddr *)&sin), 0);
+	CHECK_EQ(rdma_listen(lid, 1), 0);
+	a = connecting(c1, 19415);
+	ev = next_event(lch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	nid = ev->id;
+	CHECK_EQ(rdma_ack_cm_event(ev), 0);
+	/* one request pending: the next one is refused */
+	b = connecting(c2, 19415);
+	ev = next_event(c2, RDMA_CM_EVENT_REJECTED);
+	CHECK(ev->id == b);
+	CHECK_EQ(rdma_ack_cm_event(ev), 0);
+	pfd.fd = lch->fd;
+	pfd.events = POLLIN;
+	CHECK_EQ(poll(&pfd, 1, 200), 0);
+	CHECK_EQ(rdma_reject(nid, NULL, 0), 0);
+	CHECK_EQ(rdma_ack_cm_event(next_event(c1, RDMA_CM_EVENT_REJECTED)), 0);
+	CHECK_EQ(rdma_destroy_id(nid), 0);
+	CHECK_EQ(rdma_destroy_id(a), 0);
+	CHECK_EQ(rdma_destroy_id(b), 0);
+	CHECK_EQ(rdma_destroy_id(lid), 0);
+	rdma_destroy_event_channel(lch);
+	rdma_destroy_event_channel(c1);
+	rdma_destroy_event_channel(c2);
+}
+
 int main(void)
 {
 	RUN(getaddrinfo_ipv4_active);
@@ -447,5 +504,6 @@ int main(void)
 	RUN(sync_resolve);
 	RUN(ib_path_option);
 	RUN(ece_and_reject);
+	RUN(listen_backlog);
 	return test_summary();
 }

@@ -9,7 +9,9 @@
 #     it refuses -S above 64 KiB - 1), and with -q (the QP outside the CM:
 #     rdma_init_qp_attr, rdma_establish);
 #   ucmatose: 100 connections (-c 100), 10 messages each, and with -m
-#     (rdma_migrate_id); udaddy (UD, SIDR): 4 connections;
+#     (rdma_migrate_id); 10 connections with AF_IB addresses (-f gid), with
+#     RDMA_PS_IB, over IPv6 (::1), with rdma_set_option (-t TOS, -a ACK
+#     timeout); udaddy (UD, SIDR): 4 connections;
 #   rdma_server / rdma_client, rdma_xserver / rdma_xclient (the synchronous
 #     end-point API: rdma_getaddrinfo, rdma_create_ep, rdma_get_request);
 #   cmtime -c 1000 (its server runs until stopped);
@@ -115,6 +117,17 @@ pair "rdmacm/ucmatose -c 10 -C 100 -S 4096 -m" 120 \
 	ucmatose -s "$ADDR" -p "$PORT" -c 10 -C 100 -S 4096 -m &&
 	judge "rdmacm/ucmatose -c 10 -C 100 -S 4096 -m" 'migrating to new event channel' \
 		'return status 0'
+# AF_IB addresses (the GID of 127.0.0.1), RDMA_PS_IB, IPv6, options
+# (rdma_set_option: type of service, ACK timeout)
+for args in "-f gid @::ffff:127.0.0.1" "-P ib @$ADDR" "-f ipv6 @::1" "-t 32 -a 14 @$ADDR"; do
+	PORT=$((PORT + 1))
+	opts=${args% @*}
+	where=${args##*@}
+	# shellcheck disable=SC2086 # $opts are options
+	pair "rdmacm/ucmatose -c 10 $opts ($where)" 60 ucmatose $opts -b "$where" -p "$PORT" -c 10 -- \
+		ucmatose $opts -s "$where" -p "$PORT" -c 10 &&
+		judge "rdmacm/ucmatose -c 10 $opts ($where)" 'data transfers complete' 'return status 0'
+done
 # udaddy has no port option: 7174
 pair "rdmacm/udaddy -c 4" 60 udaddy -b "$ADDR" -c 4 -- udaddy -s "$ADDR" -c 4 &&
 	judge "rdmacm/udaddy -c 4" 'data transfers complete' 'return status 0'

@@ -110,7 +110,9 @@ struct sof_cm_param {
 	uint8_t srq;
 	uint8_t private_data_len;
 	uint8_t rsvd;
-	uint32_t ece_vendor_id; /* ECE (rdma_set_local_ece / get_remote_ece) */
+	/* ECE: in CONNECT_REQUEST / CONNECT_RESPONSE events what the peer
+	 * sent; CONNECT and ACCEPT ignore them (SOF_OP_CM_SET_ECE sets ours) */
+	uint32_t ece_vendor_id;
 	uint32_t ece_options;
 	uint8_t private_data[SOF_CM_PDATA_MAX];
 };

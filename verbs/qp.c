@@ -85,7 +85,7 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	struct sof_create_qp_rep rep;
 	struct ibv_qp *ib;
 	struct sofv_qp *qp;
-	uint32_t rq_sge;
+	uint32_t rq_sge, max_inline;
 	int err, dbfd = -1, ndb = 1, fds[2];
 	void *p;
 
@@ -108,7 +108,15 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 
 	/* Send side: the deferred ring and the inline copies of its WQEs. */
 	qp->sq_size = sof_roundup_pow2(attr->cap.max_send_wr ? attr->cap.max_send_wr : 1);
-	qp->inline_stride = attr->cap.max_inline_data ? attr->cap.max_inline_data : 1;
+	/* Inline room is at least what the gather list could describe, as
+	 * rxe and mlx5 round it (programs such as rdma_xclient ask for 0 and
+	 * post small inline sends). */
+	max_inline = attr->cap.max_inline_data;
+	if (max_inline < (attr->cap.max_send_sge ? attr->cap.max_send_sge : 1) * 16u)
+		max_inline = (attr->cap.max_send_sge ? attr->cap.max_send_sge : 1) * 16u;
+	if (max_inline > SOFV_MAX_INLINE)
+		max_inline = SOFV_MAX_INLINE;
+	qp->inline_stride = max_inline;
 	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
 	qp->inline_area = calloc(qp->sq_size, qp->inline_stride);
 	if (!qp->sq || !qp->inline_area) {
@@ -117,7 +125,7 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	}
 	qp->cap.max_send_wr = qp->sq_size;
 	qp->cap.max_send_sge = attr->cap.max_send_sge ? attr->cap.max_send_sge : 1;
-	qp->cap.max_inline_data = attr->cap.max_inline_data;
+	qp->cap.max_inline_data = max_inline;
 
 	/* Receive side: the shared ring, absent with an SRQ. */
 	rq_sge = 0;

@@ -7,6 +7,7 @@
 #   capture 2: ib_send_lat, ib_write_bw (65536 bytes at MTU 1024: WRITE
 #     FIRST/MIDDLE/LAST), ib_read_lat (8192 bytes: READ request and
 #     responses), ib_atomic_lat FETCH_AND_ADD and CMP_AND_SWAP
+#   capture 3: rping (librdmacm: the IB CM's MADs on QP1) with 10 pings;
 # run between the hosts (server in a, client in b). Each capture is judged
 # by sof_capture_check (tests/lib.sh):
 #   decoded    every UDP/4791 packet decodes as InfiniBand with a BTH of a
@@ -21,6 +22,10 @@
 #              infiniband.invariant.crc but has no preference or field that
 #              checks it);
 # and further: the opcodes that these programs must produce are all there;
+# capture 3 holds CM MADs (management class 7) that Wireshark decodes as
+# REQ, REP, RTU, DREQ and DREP, the REQ naming rping's port in its service
+# ID and host a's address in its IP CM header (IBA Annex A11), the REP
+# naming the QP that REQ asked for in its reply's partner;
 # the capture has IPv6 RoCEv2 packets; the UDP source ports vary between
 # QPs (RoCEv2 flow entropy), more than one distinct port.
 # When the first run fails, the other runs are reported failed at once
@@ -122,6 +127,47 @@ if sof_hosts_up 2; then
 		need "hosts/capture perftest" 0x04 0x06 0x07 0x08 0x0c 0x0d 0x0f 0x11 0x12 0x13 0x14
 	else
 		not_ok "hosts/capture perftest" "tshark did not start capturing on host a's veth0"
+	fi
+
+	# capture 3: the connection manager's MADs (issue 4)
+	cap=$SOF_TMP/cm.pcap
+	if sof_capture_start hosts/capture.cm "$cap" veth0 a; then
+		if SOF_LINEBUF=1 sof_cm_pair "hosts/capture: rping" 60 a b \
+			rping -s -v -a 10.77.0.1 -p 20199 -C 10 -- \
+			rping -c -v -a 10.77.0.1 -p 20199 -C 10; then
+			ok "hosts/capture: rping"
+		else
+			not_ok "hosts/capture: rping" "$SOF_PAIR_WHY"
+			sof_pair_dump
+		fi
+		sleep 1 # the DREP
+		sof_capture_stop hosts/capture.cm
+		sof_capture_check "hosts/capture cm" "$cap"
+		attrs=$(timeout 60 tshark -n -r "$cap" -Y 'infiniband.mad.mgmtclass == 0x07' -T fields \
+			-e infiniband.mad.attributeid 2>/dev/null | sort -u | tr '\n' ' ')
+		miss=""
+		for a in 0x0010 0x0013 0x0014 0x0015 0x0016; do
+			[[ " $attrs " == *" $a "* ]] || miss="$miss $a"
+		done
+		if [ -z "$miss" ]; then
+			ok "hosts/capture cm: REQ, REP, RTU, DREQ, DREP decoded ($attrs)"
+		else
+			not_ok "hosts/capture cm" "CM attributes missing:$miss (seen: $attrs)"
+		fi
+		req=$(timeout 60 tshark -n -r "$cap" -Y 'infiniband.cm.req' -T fields -E separator=' ' \
+			-e infiniband.cm.req.serviceid.dport -e infiniband.cm.req.ip_cm.ipv \
+			-e infiniband.cm.req.ip_cm.dip4 2>/dev/null | head -n 1)
+		# tshark prints the port and version in hex (0x4ee7 0x04)
+		read -r rport rver rdst <<<"$req"
+		[[ ${rport:-x} =~ ^(0x)?[0-9a-fA-F]+$ ]] && rport=$((rport)) || rport=bad
+		[[ ${rver:-x} =~ ^(0x)?[0-9a-fA-F]+$ ]] && rver=$((rver)) || rver=bad
+		if [ "$rport $rver ${rdst:-}" = "20199 4 10.77.0.1" ]; then
+			ok "hosts/capture cm: the REQ's service ID and IP CM header name 10.77.0.1 port 20199"
+		else
+			not_ok "hosts/capture cm" "REQ service port, IP version, destination: '$req', expected '20199 4 10.77.0.1'"
+		fi
+	else
+		not_ok "hosts/capture cm" "tshark did not start capturing on host a's veth0"
 	fi
 fi
 

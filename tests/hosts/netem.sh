@@ -11,6 +11,10 @@
 # Under each:
 #   - ibv_rc_pingpong --chk, server in a, client in b, path MTU 1024, sizes
 #     1, 65536 and 1 MiB: both finish with correct data (exit 0);
+#   - rping -v -V -C 30 (librdmacm; under 10 % loss and under everything
+#     both ways): the IB CM's MADs are lost, duplicated and reordered too, so
+#     REQ/REP/DREQ are retransmitted and repeats answered; the pings' data is
+#     checked on both sides (tests/consumers/rping_check.py);
 #   - tests/progs/atomic_count (not under plain delay): 2000 fetch-and-adds,
 #     8 outstanding: every original value returned once, the counter exactly
 #     base + 2000 (no fetch-and-add applied twice, none lost).
@@ -74,6 +78,25 @@ atomics() {
 	else
 		not_ok "$name" "${SOF_PAIR_WHY:-wrong result}"
 		sof_pair_dump
+	fi
+}
+
+# cm LABEL: rping a <- b through the connection manager
+cm() {
+	local name="hosts/netem $1: rping -C 30" check=$SOF_ROOT/tests/consumers/rping_check.py
+	gated "$name" && return
+	PORT=$((PORT + 1))
+	if ! SOF_LINEBUF=1 sof_cm_pair "$name" 120 a b \
+		rping -s -v -a 10.77.0.1 -p "$PORT" -S 64 -C 30 -- \
+		rping -c -v -V -a 10.77.0.1 -p "$PORT" -S 64 -C 30; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+	elif ! python3 "$check" "$SOF_CLI_OUT" "ping data: " 30 64 >"$SOF_TMP/chk" 2>&1 ||
+		! python3 "$check" "$SOF_SRV_OUT" "server ping data: " 30 64 >>"$SOF_TMP/chk" 2>&1; then
+		not_ok "$name" "data: $(tail -n 1 "$SOF_TMP/chk")"
+		sof_pair_dump
+	else
+		ok "$name (30 pings verified both sides)"
 	fi
 }
 
@@ -166,6 +189,7 @@ if sof_hosts_up 2 wire; then
 		pp "$label" -m 1024 -s 65536 -n 50
 		pp "$label" -m 1024 -s 1048576 -n 5
 		[ "$label" = "delay 10ms" ] || atomics "$label"
+		case $label in "loss 10%" | *both*) cm "$label" ;; esac
 	done <<'EOF'
 loss 1%|b|loss 1%
 loss 10%|b|loss 10%

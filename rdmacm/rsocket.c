@@ -22,218 +22,35 @@ SOFCM_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *ex
 	return select(nfds, readfds, writefds, exceptfds, timeout);
 }
 
-SOFCM_EXPORT int rsocket(int domain, int type, int protocol)
-{
-	(void)domain;
-	(void)type;
-	(void)protocol;
-	return sofcm_err(ENOSYS);
-}
+/* The rest fail with ENOSYS until the rsocket API is implemented. */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define STUB(ret, name, ...)                                                                       \
+	SOFCM_EXPORT ret name(__VA_ARGS__) { return (ret)sofcm_err(ENOSYS); }
 
-SOFCM_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
-{
-	(void)socket;
-	(void)addr;
-	(void)addrlen;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT int rlisten(int socket, int backlog)
-{
-	(void)socket;
-	(void)backlog;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
-{
-	(void)socket;
-	(void)addr;
-	(void)addrlen;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
-{
-	(void)socket;
-	(void)addr;
-	(void)addrlen;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT int rshutdown(int socket, int how)
-{
-	(void)socket;
-	(void)how;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT int rclose(int socket)
-{
-	(void)socket;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
-{
-	(void)socket;
-	(void)buf;
-	(void)len;
-	(void)flags;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
-			       struct sockaddr *src_addr, socklen_t *addrlen)
-{
-	(void)socket;
-	(void)buf;
-	(void)len;
-	(void)flags;
-	(void)src_addr;
-	(void)addrlen;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
-{
-	(void)socket;
-	(void)msg;
-	(void)flags;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
-{
-	(void)socket;
-	(void)buf;
-	(void)len;
-	(void)flags;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
-			     const struct sockaddr *dest_addr, socklen_t addrlen)
-{
-	(void)socket;
-	(void)buf;
-	(void)len;
-	(void)flags;
-	(void)dest_addr;
-	(void)addrlen;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
-{
-	(void)socket;
-	(void)msg;
-	(void)flags;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT ssize_t rread(int socket, void *buf, size_t count)
-{
-	(void)socket;
-	(void)buf;
-	(void)count;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
-{
-	(void)socket;
-	(void)iov;
-	(void)iovcnt;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
-{
-	(void)socket;
-	(void)buf;
-	(void)count;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
-{
-	(void)socket;
-	(void)iov;
-	(void)iovcnt;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen)
-{
-	(void)socket;
-	(void)addr;
-	(void)addrlen;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addrlen)
-{
-	(void)socket;
-	(void)addr;
-	(void)addrlen;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT int rsetsockopt(int socket, int level, int optname, const void *optval,
-			     socklen_t optlen)
-{
-	(void)socket;
-	(void)level;
-	(void)optname;
-	(void)optval;
-	(void)optlen;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *optlen)
-{
-	(void)socket;
-	(void)level;
-	(void)optname;
-	(void)optval;
-	(void)optlen;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT int rfcntl(int socket, int cmd, ...)
-{
-	(void)socket;
-	(void)cmd;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, off_t offset)
-{
-	(void)socket;
-	(void)buf;
-	(void)len;
-	(void)prot;
-	(void)flags;
-	(void)offset;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT int riounmap(int socket, void *buf, size_t len)
-{
-	(void)socket;
-	(void)buf;
-	(void)len;
-	return sofcm_err(ENOSYS);
-}
-
-SOFCM_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int flags)
-{
-	(void)socket;
-	(void)buf;
-	(void)count;
-	(void)offset;
-	(void)flags;
-	errno = ENOSYS;
-	return (size_t)-1;
-}
+STUB(int, rsocket, int domain, int type, int protocol)
+STUB(int, rbind, int socket, const struct sockaddr *addr, socklen_t addrlen)
+STUB(int, rlisten, int socket, int backlog)
+STUB(int, raccept, int socket, struct sockaddr *addr, socklen_t *addrlen)
+STUB(int, rconnect, int socket, const struct sockaddr *addr, socklen_t addrlen)
+STUB(int, rshutdown, int socket, int how)
+STUB(int, rclose, int socket)
+STUB(ssize_t, rrecv, int socket, void *buf, size_t len, int flags)
+STUB(ssize_t, rrecvfrom, int socket, void *buf, size_t len, int flags, struct sockaddr *src_addr,
+     socklen_t *addrlen)
+STUB(ssize_t, rrecvmsg, int socket, struct msghdr *msg, int flags)
+STUB(ssize_t, rsend, int socket, const void *buf, size_t len, int flags)
+STUB(ssize_t, rsendto, int socket, const void *buf, size_t len, int flags,
+     const struct sockaddr *dest_addr, socklen_t addrlen)
+STUB(ssize_t, rsendmsg, int socket, const struct msghdr *msg, int flags)
+STUB(ssize_t, rread, int socket, void *buf, size_t count)
+STUB(ssize_t, rreadv, int socket, const struct iovec *iov, int iovcnt)
+STUB(ssize_t, rwrite, int socket, const void *buf, size_t count)
+STUB(ssize_t, rwritev, int socket, const struct iovec *iov, int iovcnt)
+STUB(int, rgetpeername, int socket, struct sockaddr *addr, socklen_t *addrlen)
+STUB(int, rgetsockname, int socket, struct sockaddr *addr, socklen_t *addrlen)
+STUB(int, rsetsockopt, int socket, int level, int optname, const void *optval, socklen_t optlen)
+STUB(int, rgetsockopt, int socket, int level, int optname, void *optval, socklen_t *optlen)
+STUB(int, rfcntl, int socket, int cmd, ...)
+STUB(off_t, riomap, int socket, void *buf, size_t len, int prot, int flags, off_t offset)
+STUB(int, riounmap, int socket, void *buf, size_t len)
+STUB(size_t, riowrite, int socket, const void *buf, size_t count, off_t offset, int flags)

@@ -41,27 +41,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-/* what daemon/main.c would give */
-struct sofd sofd;
-
-void sofd_log(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!getenv("SOF_FUZZ_LOG"))
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-#define FAIL(...)                                                                                  \
-	do {                                                                                       \
-		fprintf(stderr, "fuzz_cm: " __VA_ARGS__);                                          \
-		fputc('\n', stderr);                                                               \
-		abort();                                                                           \
-	} while (0)
+#define FUZZ_NAME "fuzz_cm"
+#include "fuzz_daemon.h"
 
 static const uint8_t local4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
 static const uint8_t peer4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2};

@@ -80,27 +80,8 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The daemon's globals and log (daemon/main.c, not linked: it has main). */
-struct sofd sofd;
-
-void sofd_log(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!getenv("SOF_FUZZ_LOG"))
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-#define FAIL(...)                                                                                  \
-	do {                                                                                       \
-		fprintf(stderr, "fuzz_engine: " __VA_ARGS__);                                      \
-		fputc('\n', stderr);                                                               \
-		abort();                                                                           \
-	} while (0)
+#define FUZZ_NAME "fuzz_engine"
+#include "fuzz_daemon.h"
 
 /* ---- the world ------------------------------------------------------------------- */
 

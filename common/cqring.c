@@ -14,7 +14,7 @@
 /* spins bounds the wait for a resize (in sched_yield calls) and, times
  * 64, the producers' race for a slot. */
 static int cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,
-		   uint32_t spins_max)
+		   uint32_t spins_max, _Atomic uint32_t *head_cache)
 {
 	uint32_t t, h, size, a, spins = 0, races = 0;
 	struct sof_cqe *ring = (struct sof_cqe *)((uint8_t *)shm + SOF_CQ_RING_OFF), *slot;
@@ -34,7 +34,15 @@ static int cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evf
 		size = atomic_load_explicit(&shm->size, memory_order_relaxed);
 		if (!size || size > SOF_CQ_MAX_CQE || (size & (size - 1)))
 			return -EINVAL;
-		h = atomic_load_explicit(&shm->head, memory_order_acquire);
+		/* The owner's head moves on every poll: reading it on every push
+		 * costs a cache line from the owner's CPU. A head read earlier is
+		 * never ahead of the real one, so while it shows room there is. */
+		h = head_cache ? atomic_load_explicit(head_cache, memory_order_relaxed) : t - size;
+		if (t - h >= size) {
+			h = atomic_load_explicit(&shm->head, memory_order_acquire);
+			if (head_cache)
+				atomic_store_explicit(head_cache, h, memory_order_relaxed);
+		}
 		if (t - h >= size) {
 			/* Full only if tail did not move while we read head:
 			 * else other producers pushed and the owner polled in
@@ -80,12 +88,13 @@ static int cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evf
 	return 0;
 }
 
-int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd)
+int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,
+		_Atomic uint32_t *head_cache)
 {
-	return cq_push(shm, cqe, cq_evfd, 100000);
+	return cq_push(shm, cqe, cq_evfd, 100000, head_cache);
 }
 
 int sof_cq_push_daemon(struct sof_cq_shm *shm, const struct sof_cqe *cqe)
 {
-	return cq_push(shm, cqe, -1, 1000);
+	return cq_push(shm, cqe, -1, 1000, NULL);
 }

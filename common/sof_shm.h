@@ -173,12 +173,15 @@ struct sof_cq_shm {
 #define SOF_CQ_SEG_SIZE (SOF_CQ_RING_OFF + (size_t)SOF_CQ_MAX_CQE * sizeof(struct sof_cqe))
 
 /* Push a completion into the CQ segment at shm (any process may; cqring.c).
- * cq_evfd is the CQ's channel eventfd or -1. Returns 0, 1 when the push
+ * cq_evfd is the CQ's channel eventfd or -1. head_cache, or NULL: the
+ * producer's own copy of the owner's head (0 at first), so that a push
+ * reads the owner's cache line only when the ring looks full. Returns 0, 1 when the push
  * consumed the CQ's arm (a completion event is due: written to cq_evfd when
  * it is not -1, else the caller's to deliver), -ENOSPC when the CQ
  * overflowed (the overflow flag is set for the owner), -EINVAL when the
  * segment's size field is corrupt, -EBUSY when a resize never ends. */
-int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd);
+int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,
+		_Atomic uint32_t *head_cache);
 /* The same for the daemon, which serves everyone and must not be held by
  * one CQ owner: a resize or a race that lasts longer than about a thousand
  * yields loses the completion (-EBUSY). Never writes an eventfd. */

@@ -60,6 +60,10 @@ struct sofv_rqp {
 	/* receive CQ */
 	struct sof_cq_shm *cq;
 	int cq_evfd;
+	/* what this process last read of the owner's indexes (sof_cq_push;
+	 * take_rwqe): reading them on every message costs a cache line */
+	_Atomic uint32_t cq_head_cache;
+	_Atomic uint32_t rq_tail_cache;
 };
 
 /* ---- destination memory regions ----------------------------------------- */
@@ -461,7 +465,13 @@ static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out)
 
 	for (;;) {
 		head = atomic_load_explicit(&r->rq->head, memory_order_acquire);
-		tail = atomic_load_explicit(&r->rq->tail, memory_order_acquire);
+		/* A tail read earlier is never ahead of the real one: while it
+		 * is ahead of head, the entry at head is published. */
+		tail = atomic_load_explicit(&r->rq_tail_cache, memory_order_relaxed);
+		if (tail - head - 1 >= r->rq_size) {
+			tail = atomic_load_explicit(&r->rq->tail, memory_order_acquire);
+			atomic_store_explicit(&r->rq_tail_cache, tail, memory_order_relaxed);
+		}
 		if (head == tail || !r->rq_size)
 			return -EAGAIN;
 		memcpy(out, r->ring + (size_t)(head & (r->rq_size - 1)) * r->rq_stride,
@@ -473,6 +483,8 @@ static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out)
 	if (r->has_srq) {
 		uint32_t limit = atomic_load_explicit(&r->srq_shm->limit, memory_order_relaxed);
 
+		if (limit) /* the real count, not the cached one */
+			tail = atomic_load_explicit(&r->rq->tail, memory_order_acquire);
 		if (limit && tail - head - 1 < limit &&
 		    atomic_compare_exchange_strong(&r->srq_shm->limit, &limit, 0))
 			out->rsvd = 1; /* caller raises the limit event */
@@ -520,7 +532,7 @@ static int remote_local_sgl(struct sofv_context *ctx, struct sofv_rqp *r,
 
 static void cqe_post_remote(struct sofv_rqp *r, const struct sof_cqe *cqe)
 {
-	sof_cq_push(r->cq, cqe, r->cq_evfd);
+	sof_cq_push(r->cq, cqe, r->cq_evfd, &r->cq_head_cache);
 }
 
 /* Move destination r to ERROR (its owner flushes it on its next look). */
@@ -571,7 +583,7 @@ static void complete_send(struct sofv_qp *qp, const struct sofv_swqe *w, int sta
 	c.opcode = (uint8_t)sof_wc_opcode(w->opcode);
 	c.byte_len = byte_len;
 	c.qp_num = qp->qpn;
-	sof_cq_push(cq->shm, &c, cq->channel ? cq->channel->ch.fd : -1);
+	sof_cq_push(cq->shm, &c, cq->channel ? cq->channel->ch.fd : -1, &cq->push_head_cache);
 }
 
 /* ---- executing one WQE ------------------------------------------------------- */
@@ -1138,7 +1150,8 @@ void sofv_qp_flush_rq(struct sofv_qp *qp)
 		c.status = IBV_WC_WR_FLUSH_ERR;
 		c.opcode = IBV_WC_RECV;
 		c.qp_num = qp->qpn;
-		sof_cq_push(qp->rcq->shm, &c, qp->rcq->channel ? qp->rcq->channel->ch.fd : -1);
+		sof_cq_push(qp->rcq->shm, &c, qp->rcq->channel ? qp->rcq->channel->ch.fd : -1,
+			    &qp->rcq->push_head_cache);
 	}
 }
 

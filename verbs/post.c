@@ -134,18 +134,25 @@ int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 
 /* Write receive WQEs into a shared ring. Caller holds the producer lock. */
 static int post_ring(struct sof_ring_idx *idx, uint8_t *ring, uint32_t size, uint32_t stride,
-		     uint32_t max_wr, uint32_t max_sge, struct ibv_recv_wr *wr,
-		     struct ibv_recv_wr **bad_wr)
+		     uint32_t max_wr, uint32_t max_sge, uint32_t *head_cache,
+		     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	uint32_t tail = atomic_load_explicit(&idx->tail, memory_order_relaxed);
 
 	for (; wr; wr = wr->next) {
-		uint32_t head = atomic_load_explicit(&idx->head, memory_order_acquire);
+		/* the consumers' head, as last read: reading it on every post
+		 * costs a cache line from the sender's CPU, and a head read
+		 * earlier is never ahead of the real one */
+		uint32_t head = *head_cache;
 		struct sof_rwqe *q;
 
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge) {
 			*bad_wr = wr;
 			return EINVAL;
+		}
+		if (tail - head >= max_wr || tail - head >= size) {
+			head = atomic_load_explicit(&idx->head, memory_order_acquire);
+			*head_cache = head;
 		}
 		if (tail - head >= max_wr || tail - head >= size) {
 			*bad_wr = wr;
@@ -180,7 +187,7 @@ int sofv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	}
 	pthread_spin_lock(&qp->rq_lock);
 	err = post_ring(&qp->shm->rq, qp->rq_ring, qp->rq_size, qp->rq_stride, qp->cap.max_recv_wr,
-			qp->cap.max_recv_sge, wr, bad_wr);
+			qp->cap.max_recv_sge, &qp->rq_head_cache, wr, bad_wr);
 	pthread_spin_unlock(&qp->rq_lock);
 	if (state == IBV_QPS_ERR)
 		sofv_qp_flush_rq(qp);
@@ -194,7 +201,7 @@ int sofv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 
 	pthread_spin_lock(&srq->lock);
 	err = post_ring(&srq->shm->rq, srq->ring, srq->size, srq->stride, srq->max_wr, srq->max_sge,
-			wr, bad_wr);
+			&srq->head_cache, wr, bad_wr);
 	pthread_spin_unlock(&srq->lock);
 	return err;
 }

@@ -166,6 +166,7 @@ struct sofv_cq {
 	int nqps, qps_cap;
 	_Atomic int deferred;         /* QPs with deferred send WQEs here */
 	_Atomic uint32_t events_got;  /* completion events handed out (cq.c) */
+	_Atomic uint32_t push_head_cache; /* sof_cq_push by this process */
 };
 
 static inline struct sofv_cq *to_scq(struct ibv_cq *cq)
@@ -187,6 +188,7 @@ struct sofv_srq {
 	uint32_t stride;
 	uint32_t limit;
 	struct sofv_pd *pd;
+	uint32_t head_cache;          /* consumers' head as last read (post.c) */
 	pthread_spinlock_t lock;      /* producer side */
 };
 
@@ -261,6 +263,7 @@ struct sofv_qp {
 	size_t shm_len;
 	uint8_t *rq_ring;
 	uint32_t rq_size, rq_stride;
+	uint32_t rq_head_cache;       /* consumers' head as last read (post.c) */
 	pthread_spinlock_t rq_lock;
 
 	/* Attributes as last modified (query_qp); under sq_lock. */

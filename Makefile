@@ -5,7 +5,8 @@
 #                 run the whole suite; ends with "N passed, N failed"
 #   make bench    the side-by-side benchmark (issue 5): installs its peers,
 #                 builds, writes bench/results/DATE-HOST.md (BENCH_QUICK=1:
-#                 a short run); never part of make test
+#                 a short run; BENCH_BUILD=DIR: a build of its own); never
+#                 part of make test
 JOBS ?= $(shell nproc)
 
 .PHONY: all build build-asan deps bench-deps demo test bench clean format
@@ -34,8 +35,13 @@ test: deps
 bench-deps: deps
 	bench/install-deps.sh
 
-bench: bench-deps build
-	bench/run.sh
+# BENCH_BUILD=DIR: measure a Release build of its own in DIR, not build/
+bench: bench-deps
+	@if [ -n "$(BENCH_BUILD)" ]; then \
+		cmake -S . -B "$(BENCH_BUILD)" -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null && \
+		cmake --build "$(BENCH_BUILD)" -j $(JOBS); \
+	else $(MAKE) build; fi
+	BENCH_BUILD="$(BENCH_BUILD)" bench/run.sh
 
 clean:
 	rm -rf build build-asan

@@ -1,67 +1,123 @@
 #!/bin/bash
-# bench/run.sh — issue 5's side-by-side benchmark, first version: it measures,
-# it never fails on a slow machine; it writes a Markdown report.
+# bench/run.sh — issue 5's side-by-side benchmark: it measures, it never
+# fails on a slow machine; it writes a Markdown report with SVG plots.
 #
 # In one run, under the same pinning (server / one side on CPU BENCH_CPU_A,
 # client / other side on BENCH_CPU_B; defaults 0 and 1):
 #   physical limits   bench/memcpy_bw (single-thread memcpy, 4 KiB..64 MiB),
 #                     bench/cacheline_pingpong (one-way cache-line transfer);
 #   same host         in a network namespace of its own with its own daemon
-#                     (tests/lib.sh sof_ns_run): perftest ib_send_lat,
-#                     ib_write_lat, ib_read_lat (2 B), ib_atomic_lat (8 B),
+#                     (tests/lib.sh sof_ns_run):
+#                     idle: the fresh daemon's resident memory and CPU over
+#                     BENCH_IDLE_SECS (10), then ibv_rc_pingpong servers
+#                     waiting for a client (busy-polling and -e) and one
+#                     with -e connected to a client that never sends, their
+#                     CPU and the daemon's over the same time;
+#                     perftest ib_send_lat, ib_write_lat, ib_read_lat at
+#                     LAT_SIZES (2 B .. 64 KiB), ib_atomic_lat (8 B),
 #                     ib_send_lat -e; ib_write_bw, ib_read_bw, ib_send_bw at
-#                     64 B, 4 KiB, 64 KiB, 1 MiB; the kernel peers on that
-#                     namespace's loopback: sockperf ping-pong UDP and TCP,
-#                     blocking and busy-polled (--nonblocked), iperf3 TCP
-#                     and UDP; UCX ucx_perftest (posix shm, cma, tcp) and
-#                     libfabric fi_pingpong (shm, tcp, udp) when installed;
+#                     BW_SIZES (2 B .. 8 MiB), ib_write_bw -q 1 64 B;
+#                     the kernel on that namespace's loopback: sockperf
+#                     ping-pong UDP and TCP, blocking and busy-polled
+#                     (--nonblocked), iperf3 TCP and UDP; UCX ucx_perftest
+#                     tag_lat (LAT_SIZES), tag_bw and ucp_put_bw (BW_SIZES)
+#                     over posix, posix+cma and tcp; libfabric fi_pingpong
+#                     at BW_SIZES over shm, tcp (rdm endpoints), udp
+#                     (dgram, up to 512 B) and udp;ofi_rxd (rdm over udp:
+#                     libfabric's reliability layer) — latency and
+#                     bandwidth of the same runs;
+#                     scale: bench/qp_scale, 10,000 connected RC QPs in one
+#                     process (memory, set-up time, the daemon's memory);
 #   two hosts         network namespaces joined by a veth pair
-#                     (sof_hosts_up 2, needs root): ib_send_lat 2 B,
-#                     ib_write_bw 1 MiB, sockperf UDP/TCP and iperf3 TCP
-#                     over the same veth.
-# Each measurement runs BENCH_REPS times (default 5); the report gives the
-# median, min and max, the ratios issue 5 names and the command of each.
+#                     (sof_hosts_up 2, needs root): ib_send_lat and
+#                     ib_write_bw at VETH_SIZES, sockperf UDP/TCP and iperf3
+#                     TCP/UDP, UCX tcp (tag_lat, tag_bw, ucp_put_bw) and
+#                     fi_pingpong tcp, udp, udp;ofi_rxd over the same veth;
+#                     then joined through tests/progs/netwire
+#                     (sof_hosts_up 2 wire; this kernel has no sch_netem):
+#                     ib_write_bw 1 MiB loss-free and with 1 % of the frames
+#                     host b sends (the data) lost;
+#   where time goes   perf (cpu-clock samples, call graphs; perf stat for
+#                     system calls and context switches) of the client and
+#                     the daemons on three paths: same-host ib_send_lat,
+#                     veth ib_send_lat, veth ib_write_bw 1 MiB.
+# The figures of the ratios run BENCH_REPS times (default 5), the other
+# points of the sweeps BENCH_SWEEP_REPS times (default 3); the report gives
+# the median, min and max, the ratios issue 5 names, the command of each
+# figure, and plots latency and bandwidth versus size (SVG).
 #
-# Every process runs under `timeout` and is stopped by its PID.
+# Every process runs under `timeout` and is stopped by its PID; namespaces
+# created here are deleted here (tests/lib.sh sof_hosts_down).
 #
 # Environment:
-#   BENCH_QUICK=1     about three minutes: 3 runs each, fewer iterations
-#   BENCH_REPS=N      runs per measurement
-#   BENCH_ONLY=REGEX  only the measurements whose label matches (grep -E)
-#   BENCH_OUT=FILE    the report (default bench/results/DATE-HOST.md)
+#   BENCH_QUICK=1       about five minutes: 3 runs of the ratio figures, 1 of
+#                       the other sweep points, fewer iterations
+#   BENCH_REPS=N        runs per ratio figure
+#   BENCH_SWEEP_REPS=N  runs per other point of a sweep
+#   BENCH_ONLY=REGEX    only the measurements whose label matches (grep -E)
+#   BENCH_OUT=FILE      the report (default bench/results/DATE-HOST.md, or
+#                       DATE-HHMM-HOST.md when that exists; the raw figures
+#                       beside it as .tsv, the plots as -*.svg)
+#   BENCH_BUILD=DIR     the build to measure (default build; e.g. a private
+#                       /tmp/build-bench, so others' rebuilds of build/ do
+#                       not race with the run); SOF_BUILD is the same
+#   BENCH_IDLE_SECS=N   the idle window (default 10)
+#   BENCH_QPS=N         QPs of the scale test (default 10000)
+#   BENCH_PROFILE=0     leave out "where time goes"
 #   BENCH_CPU_A, BENCH_CPU_B   the two cores
-#   SOF_BUILD         the build to measure (default build)
 #
 # Usage: bench/run.sh            (make bench: installs, builds, runs this)
 set -u
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
+[ -n "${BENCH_BUILD:-}" ] && export SOF_BUILD=$BENCH_BUILD
 # shellcheck source=tests/lib.sh
 . "$BENCH_DIR/../tests/lib.sh"
 
 QUICK=${BENCH_QUICK:-}
 if [ -n "$QUICK" ]; then
 	REPS=${BENCH_REPS:-3}
+	SWEEP_REPS=${BENCH_SWEEP_REPS:-1}
 	SCALE=5 # iteration counts divided by this
 	SECS=1  # sockperf / iperf3 seconds per run
+	IDLE_SECS=${BENCH_IDLE_SECS:-5}
+	BW_SIZES="2 64 4096 65536 1048576 8388608"
+	LAT_SIZES="2 64 4096 65536"
+	VETH_SIZES="2 4096 1048576"
 else
 	REPS=${BENCH_REPS:-5}
+	SWEEP_REPS=${BENCH_SWEEP_REPS:-3}
 	SCALE=1
 	SECS=2
+	IDLE_SECS=${BENCH_IDLE_SECS:-10}
+	BW_SIZES="2 8 64 512 4096 32768 262144 1048576 8388608"
+	LAT_SIZES="2 8 64 512 4096 32768 65536"
+	VETH_SIZES="2 64 4096 65536 1048576"
 fi
+QPS=${BENCH_QPS:-10000}
+PROFILE=${BENCH_PROFILE:-1}
 CPU_A=${BENCH_CPU_A:-0}
 CPU_B=${BENCH_CPU_B:-1}
 ONLY=${BENCH_ONLY:-}
 BIN=$SOF_BUILD_DIR/bench
 RES_DIR=$BENCH_DIR/results
 PORT=${BENCH_PORT:-19900}
+MIB=1048576
 
 # the perftest result lines: latency (9 columns, t_typical 5th), bandwidth
 # (5 columns: bytes iterations peak average[MB/sec] Mpps)
 LAT_RE='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+([[:space:]]+[0-9.]+){7}'
 BW_RE='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+([[:space:]]+[0-9.]+){3}[[:space:]]*$'
 
+# What rec writes besides label, unit, value and command, when set: the
+# plot a figure belongs to (lat-same, bw-same, lat-veth, bw-veth), its
+# series in that plot and its message size in bytes. Callers set them for
+# one call: PLOT=bw-same SERIES='softofed ib_write_bw' BYTES=64 ptest ...
+PLOT="" SERIES="" BYTES=""
+# runs of the next measurement (the ratio figures REPS, sweeps SWEEP_REPS)
+NREPS=""
+
 log() {
-	echo "bench: $*" >&2
+	echo "bench: [${SECONDS}s] $*" >&2
 }
 
 # wanted LABEL: true unless BENCH_ONLY excludes it
@@ -72,7 +128,7 @@ wanted() {
 # rec LABEL UNIT VALUE COMMAND: one run's figure, into the results file
 rec() {
 	[ -n "$3" ] || return 0
-	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$BENCH_TSV"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$PLOT" "$SERIES" "$BYTES" >>"$BENCH_TSV"
 }
 
 # fail LABEL WHY: a measurement that did not run (reported, not fatal)
@@ -81,9 +137,37 @@ fail() {
 	log "$1: $2"
 }
 
+# note KEY TEXT: a fact for the report (limits, what a figure means)
+note() {
+	printf '%s\t%s\n' "$1" "$2" >>"$BENCH_TSV.note"
+}
+
 # next_port: a fresh TCP/UDP port per server, so no run waits on TIME_WAIT
 next_port() {
 	PORT=$((PORT + 1))
+}
+
+# reps: the runs of the measurement at hand
+reps() {
+	seq "${NREPS:-$REPS}"
+}
+
+# clamp V LO HI
+clamp() {
+	local v=$1
+	[ "$v" -lt "$2" ] && v=$2
+	[ "$v" -gt "$3" ] && v=$3
+	echo "$v"
+}
+
+# iters BUDGET SIZE LO HI: BUDGET bytes worth of SIZE messages, within LO..HI,
+# divided by SCALE (never below LO / SCALE, at least 5)
+iters() {
+	local n
+	n=$(clamp $(($1 / $2)) "$3" "$4")
+	n=$((n / SCALE))
+	[ "$n" -lt 5 ] && n=5
+	echo "$n"
 }
 
 # wait_port PORT SECS NAME [NS]: until something listens on PORT (TCP or UDP)
@@ -104,7 +188,8 @@ wait_port() {
 # pair NAME SECS SRV_NS CLI_NS SERVER... :: CLIENT...: the server pinned to
 # CPU_A (in namespace SRV_NS unless empty), the client pinned to CPU_B;
 # waits for the client, then for the server (STOP_SRV=1: stops it by PID).
-# Sets CLI_OUT; returns the client's status.
+# CLI_WRAP (an array name's words, e.g. a profiler) goes before the client.
+# Sets CLI_OUT and SRV_OUT; returns the client's status.
 pair() {
 	local name=$1 secs=$2 sns=$3 cns=$4 srv=() cli=() spre=() cpre=() rc
 	shift 4
@@ -117,12 +202,14 @@ pair() {
 	[ -n "$sns" ] && spre=(ip netns exec "$sns")
 	[ -n "$cns" ] && cpre=(ip netns exec "$cns")
 	sof_bg "$name.srv" $((secs + 30)) "${spre[@]}" taskset -c "$CPU_A" "${srv[@]}"
+	SRV_OUT=$(sof_out "$name.srv")
 	if ! wait_port "$PORT" 20 "$name.srv" "$sns"; then
 		sof_kill "$name.srv"
-		CLI_OUT=$(sof_out "$name.srv")
+		CLI_OUT=$SRV_OUT
 		return 1
 	fi
-	sof_bg "$name.cli" "$secs" "${cpre[@]}" taskset -c "$CPU_B" "${cli[@]}"
+	# shellcheck disable=SC2086 # CLI_WRAP is words
+	sof_bg "$name.cli" "$secs" "${cpre[@]}" ${CLI_WRAP:-} taskset -c "$CPU_B" "${cli[@]}"
 	sof_wait "$name.cli" $((secs + 10))
 	rc=$?
 	if [ -n "${STOP_SRV:-}" ]; then
@@ -148,6 +235,18 @@ cmdline() {
 	echo "taskset -c $CPU_A${s} & taskset -c $CPU_B${c}"
 }
 
+# hsize BYTES: 64 B, 4 KiB, 1 MiB
+hsize() {
+	local n=$1
+	if [ "$n" -ge $MIB ] && [ $((n % MIB)) -eq 0 ]; then
+		echo "$((n / MIB)) MiB"
+	elif [ "$n" -ge 1024 ] && [ $((n % 1024)) -eq 0 ]; then
+		echo "$((n / 1024)) KiB"
+	else
+		echo "$n B"
+	fi
+}
+
 # ---------------------------------------------------------------------------
 # physical limits
 
@@ -160,6 +259,13 @@ build_helpers() {
 				-o "$BIN/$f" "$BENCH_DIR/$f.c" || return 1
 		fi
 	done
+	# qp_scale links softofed's libibverbs (and runs through softofed run)
+	if [ ! -x "$BIN/qp_scale" ] || [ "$BENCH_DIR/qp_scale.c" -nt "$BIN/qp_scale" ] ||
+		[ "$SOF_BUILD_DIR/lib/libibverbs.so" -nt "$BIN/qp_scale" ]; then
+		cc -O2 -g -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+			-o "$BIN/qp_scale" "$BENCH_DIR/qp_scale.c" \
+			-L"$SOF_BUILD_DIR/lib" -libverbs || return 1
+	fi
 }
 
 physical() {
@@ -174,8 +280,9 @@ physical() {
 				break
 			fi
 			while read -r size v; do
-				rec "physical: memcpy $(hsize "$size")" MiB/s "$v" \
-					"taskset -c $CPU_B build/bench/memcpy_bw $ms"
+				PLOT=bw-same SERIES="memcpy (one thread)" BYTES=$size \
+					rec "physical: memcpy $(hsize "$size")" MiB/s "$v" \
+					"taskset -c $CPU_B $(rel "$BIN")/memcpy_bw $ms"
 			done <"$out"
 		done
 	fi
@@ -188,85 +295,95 @@ physical() {
 				break
 			}
 			rec "physical: cache-line ping-pong one-way" us "$v" \
-				"build/bench/cacheline_pingpong $CPU_A $CPU_B $rounds"
+				"$(rel "$BIN")/cacheline_pingpong $CPU_A $CPU_B $rounds"
 		done
 	fi
 }
 
-# hsize BYTES: 64 B, 4 KiB, 1 MiB
-hsize() {
-	local n=$1
-	if [ "$n" -ge 1048576 ] && [ $((n % 1048576)) -eq 0 ]; then
-		echo "$((n / 1048576)) MiB"
-	elif [ "$n" -ge 1024 ] && [ $((n % 1024)) -eq 0 ]; then
-		echo "$((n / 1024)) KiB"
-	else
-		echo "$n B"
-	fi
+# rel PATH: PATH relative to the source tree when inside it
+rel() {
+	echo "${1#"$SOF_ROOT"/}"
 }
 
 # ---------------------------------------------------------------------------
 # perftest through softofed
 
-# perf WHERE LABEL SECS SRV_NS CLI_NS TARGET PROG ARGS...: REPS runs of one
-# perftest measurement; WHERE is "same host" or "veth"
-perf() {
-	local where=$1 label=$2 secs=$3 sns=$4 cns=$5 target=$6 prog=$7 i v mpps line
-	shift 7
+# ptest WHERE LABEL SECS SRV_NS CLI_NS SARGS CARGS TARGET PROG ARGS...: the
+# runs of one perftest measurement (NREPS); WHERE is "same host" or "veth";
+# SARGS / CARGS are extra words of server / client (e.g. "-x 1"); latency
+# tests record t_typical, bandwidth tests MiB/s and Mpps.
+ptest() {
+	local where=$1 label=$2 secs=$3 sns=$4 cns=$5 sargs=$6 cargs=$7 target=$8 prog=$9 i v mpps line
+	shift 9
 	wanted "softofed $where: $label" || return 0
-	for i in $(seq "$REPS"); do
+	for i in $(reps); do
 		next_port
 		log "softofed $where: $label run $i"
-		local s=("$SOFTOFED" run -- "$prog" -d sof0 -F -p "$PORT" "$@")
-		if ! pair perf "$secs" "$sns" "$cns" "${s[@]}" :: "${s[@]}" "$target"; then
+		# shellcheck disable=SC2206 # SARGS / CARGS are words
+		local s=("$SOFTOFED" run -- "$prog" -d sof0 -F -p "$PORT" $sargs "$@")
+		# shellcheck disable=SC2206
+		local c=("$SOFTOFED" run -- "$prog" -d sof0 -F -p "$PORT" $cargs "$@" "$target")
+		local cmd
+		if ! pair perf "$secs" "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
 			fail "softofed $where: $label" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
 			return 1
 		fi
+		cmd="$(cmdline "${s[@]}" :: "${c[@]}")"
+		[ "$where" = veth ] && cmd="$cmd (server in host a, client in host b)"
 		case $prog in
 		*_lat)
 			v=$(grep -E "$LAT_RE" "$CLI_OUT" | tail -n 1 | awk '{ print $5 }')
-			rec "softofed $where: $label" "us (typical, one-way)" "$v" \
-				"$(cmdline "${s[@]}" :: "${s[@]}" "$target")"
+			rec "softofed $where: $label" "us (typical, one-way)" "$v" "$cmd"
 			;;
 		*_bw)
 			line=$(grep -E "$BW_RE" "$CLI_OUT" | tail -n 1)
 			v=$(echo "$line" | awk '{ print $4 }')
 			mpps=$(echo "$line" | awk '{ print $5 }')
-			rec "softofed $where: $label" "MiB/s" "$v" "$(cmdline "${s[@]}" :: "${s[@]}" "$target")"
-			rec "softofed $where: $label (message rate)" "Mpps" "$mpps" \
-				"$(cmdline "${s[@]}" :: "${s[@]}" "$target")"
+			rec "softofed $where: $label" "MiB/s" "$v" "$cmd"
+			PLOT="" rec "softofed $where: $label (message rate)" "Mpps" "$mpps" "$cmd"
 			;;
 		esac
 		[ -n "$v" ] || fail "softofed $where: $label" "run $i printed no result line"
 	done
 }
 
-# bw_iters SIZE: iterations for about 0.5-1 s of a bandwidth run
-bw_iters() {
-	local n
-	case $1 in
-	64) n=200000 ;;
-	4096) n=100000 ;;
-	65536) n=20000 ;;
-	*) n=2000 ;;
-	esac
-	echo $((n / SCALE))
+# nreps_of BYTES RATIO_BYTES...: REPS for the sizes of the ratios, else
+# SWEEP_REPS
+nreps_of() {
+	local b=$1 r
+	shift
+	for r in "$@"; do
+		[ "$b" = "$r" ] && {
+			echo "$REPS"
+			return
+		}
+	done
+	echo "$SWEEP_REPS"
 }
 
 same_host_perftest() {
-	local n=$((20000 / SCALE)) op size
-	perf "same host" "ib_send_lat 2 B" 60 "" "" localhost ib_send_lat -s 2 -n "$n"
-	perf "same host" "ib_write_lat 2 B" 60 "" "" localhost ib_write_lat -s 2 -n "$n"
-	perf "same host" "ib_read_lat 2 B" 60 "" "" localhost ib_read_lat -s 2 -n "$n"
-	perf "same host" "ib_atomic_lat 8 B" 60 "" "" localhost ib_atomic_lat -n "$n"
-	perf "same host" "ib_send_lat -e 2 B" 60 "" "" localhost ib_send_lat -e -s 2 -n $((n / 4))
-	for op in write read send; do
-		for size in 64 4096 65536 1048576; do
-			perf "same host" "ib_${op}_bw $(hsize $size)" 60 "" "" localhost \
-				"ib_${op}_bw" -s "$size" -n "$(bw_iters $size)"
+	local n op size
+	for op in send write read; do
+		for size in $LAT_SIZES; do
+			n=$(iters $((256 * MIB)) "$size" 2000 20000)
+			NREPS=$(nreps_of "$size" 2) PLOT=lat-same SERIES="softofed ib_${op}_lat" BYTES=$size \
+				ptest "same host" "ib_${op}_lat $(hsize "$size")" 60 "" "" "" "" localhost \
+				"ib_${op}_lat" -s "$size" -n "$n"
 		done
 	done
-	perf "same host" "ib_write_bw -q 1 64 B" 60 "" "" localhost ib_write_bw -q 1 -s 64 -n "$(bw_iters 64)"
+	n=$((20000 / SCALE))
+	ptest "same host" "ib_atomic_lat 8 B" 60 "" "" "" "" localhost ib_atomic_lat -n "$n"
+	ptest "same host" "ib_send_lat -e 2 B" 60 "" "" "" "" localhost ib_send_lat -e -s 2 -n $((n / 4))
+	for op in write read send; do
+		for size in $BW_SIZES; do
+			n=$(iters $((2048 * MIB)) "$size" 200 200000)
+			NREPS=$(nreps_of "$size" 64 $MIB) PLOT=bw-same SERIES="softofed ib_${op}_bw" BYTES=$size \
+				ptest "same host" "ib_${op}_bw $(hsize "$size")" 60 "" "" "" "" localhost \
+				"ib_${op}_bw" -s "$size" -n "$n"
+		done
+	done
+	ptest "same host" "ib_write_bw -q 1 64 B" 60 "" "" "" "" localhost ib_write_bw -q 1 -s 64 \
+		-n "$(iters $((2048 * MIB)) 64 200 200000)"
 }
 
 # ---------------------------------------------------------------------------
@@ -299,9 +416,10 @@ sockperf_pp() {
 	done
 }
 
-# iperf WHERE SRV_NS CLI_NS ADDR: one TCP stream; UDP unpaced (-b 0)
+# iperf WHERE SRV_NS CLI_NS ADDR PLOT: one TCP stream; UDP unpaced (-b 0);
+# the TCP stream goes into PLOT at iperf3's write size (128 KiB)
 iperf() {
-	local where=$1 sns=$2 cns=$3 addr=$4 proto i v label s c
+	local where=$1 sns=$2 cns=$3 addr=$4 plot=$5 proto i v label s c
 	for proto in tcp udp; do
 		label="kernel $where: $proto stream (iperf3)"
 		[ "$proto" = udp ] && label="kernel $where: udp stream 8 KiB datagrams (iperf3 -u -b 0)"
@@ -323,75 +441,387 @@ j = json.load(open(sys.argv[1]))
 e = j["end"]
 s = e.get("sum_received") or e.get("sum")
 print("%.1f" % (s["bits_per_second"] / 8 / 1048576))' "$CLI_OUT" 2>/dev/null)
-			rec "$label" "MiB/s" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
+			if [ "$proto" = tcp ]; then
+				PLOT=$plot SERIES="kernel TCP stream (iperf3, 128 KiB writes)" BYTES=131072 \
+					rec "$label" "MiB/s" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
+			else
+				rec "$label" "MiB/s" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
+			fi
 		done
 	done
 }
 
 # ---------------------------------------------------------------------------
-# UCX and libfabric peers (when their Debian packages are installed)
+# UCX: one ucx_perftest connection runs a batch file of tests (-b); each
+# line "NAME -t TEST -s SIZE -n N -w W", NAME = TEST-SIZE
 
-ucx_peers() {
-	local tls tl i v label s c
-	command -v ucx_perftest >/dev/null 2>&1 || {
-		fail "UCX" "ucx_perftest is not installed (Debian: ucx-utils)"
-		return 0
-	}
-	for tls in posix cma tcp; do
-		tl=$tls
-		[ "$tls" = cma ] && tl=posix,cma
-		label="UCX same host: ucx_perftest tag_lat 2 B ($tl)"
-		wanted "$label" || continue
-		for i in $(seq "$REPS"); do
-			next_port
-			log "$label run $i"
-			s=(env "UCX_TLS=$tl,self" ucx_perftest -p "$PORT")
-			c=(env "UCX_TLS=$tl,self" ucx_perftest -p "$PORT" 127.0.0.1 -t tag_lat -s 2 -n $((100000 / SCALE)))
-			if ! pair ucx 60 "" "" "${s[@]}" :: "${c[@]}"; then
-				fail "$label" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
-				break
-			fi
-			# final line: "Final: iters typical avg overall ..." (latency in usec)
-			v=$(awk '/^Final:/ { print $3 }' "$CLI_OUT" | tail -n 1)
-			[ -n "$v" ] || {
-				fail "$label" "no Final: line"
-				break
-			}
-			rec "$label" "us (typical, one-way)" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
+# ucx_batch FILE BUDGET LAT_SIZES BW_SIZES: the batch; BUDGET bytes per
+# bandwidth test (latency tests: a quarter of it)
+ucx_batch() {
+	local f=$1 budget=$2 lsz=$3 bsz=$4 s n t
+	: >"$f"
+	for s in $lsz; do
+		n=$(iters $((budget / 4)) "$s" 1000 20000)
+		echo "tag_lat-$s -t tag_lat -s $s -n $n -w $(clamp $((n / 10)) 10 1000)" >>"$f"
+	done
+	for t in tag_bw ucp_put_bw; do
+		for s in $bsz; do
+			n=$(iters "$budget" "$s" 50 200000)
+			echo "$t-$s -t $t -s $s -n $n -w $(clamp $((n / 10)) 5 1000)" >>"$f"
 		done
 	done
 }
 
-fabric_peers() {
-	local prov i v label s c
+# ucx_run WHERE TL TLNAME SRV_NS CLI_NS ADDR BUDGET LAT_SIZES BW_SIZES
+# LAT_PLOT BW_PLOT: the batch over UCX_TLS=TL,self, NREPS times; labels
+# "UCX WHERE: ucx_perftest TEST SIZE (TLNAME)"
+ucx_run() {
+	local where=$1 tl=$2 tn=$3 sns=$4 cns=$5 addr=$6 budget=$7 lsz=$8 bsz=$9 lplot=${10} bplot=${11}
+	local i f s c name iters typ bw t size label line
+	command -v ucx_perftest >/dev/null 2>&1 || {
+		fail "UCX" "ucx_perftest is not installed (Debian: ucx-utils)"
+		return 0
+	}
+	f=$SOF_TMP/ucx-$where-$tn-${NREPS:-$REPS}.batch
+	f=${f// /_}
+	ucx_batch "$f" "$budget" "$lsz" "$bsz"
+	# only when BENCH_ONLY leaves one of its labels
+	local any=""
+	while read -r name _; do
+		wanted "UCX $where: ucx_perftest ${name%-*} $(hsize "${name##*-}") ($tn)" && any=1
+	done <"$f"
+	[ -n "$any" ] || return 0
+	for i in $(reps); do
+		next_port
+		log "UCX $where ($tn) batch run $i"
+		local env=(env "UCX_TLS=$tl,self")
+		[ -n "$sns" ] && env+=(UCX_NET_DEVICES=veth0)
+		s=("${env[@]}" ucx_perftest -p "$PORT" -b "$f")
+		c=("${env[@]}" ucx_perftest -p "$PORT" "$addr" -b "$f" -f)
+		if ! pair ucx 240 "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
+			fail "UCX $where: ucx_perftest ($tn)" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
+		fi
+		# result rows: NAME iters typical avg overall bw_avg bw_overall mr mr
+		while read -r name iters typ _ _ _ bw _; do
+			t=${name%-*}
+			size=${name##*-}
+			label="UCX $where: ucx_perftest $t $(hsize "$size") ($tn)"
+			wanted "$label" || continue
+			line="$(cmdline "${s[@]}" :: "${c[@]}") with $(rel "$f") holding: $(grep "^$name " "$f")"
+			case $t in
+			tag_lat)
+				PLOT=$lplot SERIES="UCX tag_lat $tn" BYTES=$size \
+					rec "$label" "us (typical, one-way)" "$typ" "$line"
+				;;
+			*)
+				PLOT=$bplot SERIES="UCX $t $tn" BYTES=$size rec "$label" "MiB/s" "$bw" "$line"
+				;;
+			esac
+		done < <(awk '$1 ~ /^(tag_lat|tag_bw|ucp_put_bw)-[0-9]+$/ && NF >= 9' "$CLI_OUT")
+	done
+}
+
+ucx_same_host() {
+	local tls tl budget
+	for tls in posix cma tcp; do
+		tl=$tls budget=$((1024 * MIB))
+		[ "$tls" = cma ] && tl=posix,cma
+		[ "$tls" = tcp ] && budget=$((64 * MIB))
+		# the 2 B latency and 1 MiB bandwidth take part in ratios
+		NREPS=$REPS ucx_run "same host" "$tl" "$tl" "" "" 127.0.0.1 "$budget" "2" "1048576" lat-same bw-same
+		NREPS=$SWEEP_REPS ucx_run "same host" "$tl" "$tl" "" "" 127.0.0.1 "$budget" \
+			"$(echo "$LAT_SIZES" | sed 's/^2 //')" "$(echo "$BW_SIZES" | sed 's/ 1048576//')" lat-same bw-same
+	done
+}
+
+# ---------------------------------------------------------------------------
+# libfabric: fi_pingpong, one size a run; it reports usec/xfer (one way)
+# and MB/sec = size / usec per xfer (10^6 bytes/s, one message in flight)
+
+# fi_run WHERE PROV EP SRV_NS CLI_NS ADDR DOM SIZES BUDGET MAXI LAT_PLOT BW_PLOT
+fi_run() {
+	local where=$1 prov=$2 ep=$3 sns=$4 cns=$5 addr=$6 dom=$7 sizes=$8 budget=$9 maxi=${10}
+	local lplot=${11} bplot=${12} tag size i n s c v mb label blabel line
 	command -v fi_pingpong >/dev/null 2>&1 || {
 		fail "libfabric" "fi_pingpong is not installed (Debian: libfabric-bin)"
 		return 0
 	}
-	for prov in shm tcp udp; do
-		label="libfabric same host: fi_pingpong 2 B ($prov)"
-		wanted "$label" || continue
-		local ep=(-e rdm) # shm and tcp have no datagram endpoints
-		[ "$prov" = udp ] && ep=(-e dgram)
-		for i in $(seq "$REPS"); do
+	tag=$prov
+	[ "$prov" = udp ] && [ "$ep" = rdm ] && tag="udp;ofi_rxd"
+	for size in $sizes; do
+		label="libfabric $where: fi_pingpong $(hsize "$size") ($tag)"
+		blabel="libfabric $where: fi_pingpong bw $(hsize "$size") ($tag)"
+		wanted "$label" || wanted "$blabel" || continue
+		n=$(iters "$budget" "$size" 10 "$maxi")
+		local d=()
+		[ -n "$dom" ] && d=(-d "$dom")
+		for i in $(NREPS=${NREPS:-$(nreps_of "$size" 2 $MIB)} reps); do
 			next_port
 			log "$label run $i"
-			s=(fi_pingpong -p "$prov" "${ep[@]}" -B "$PORT" -S 2 -I $((20000 / SCALE)))
-			c=(fi_pingpong -p "$prov" "${ep[@]}" -P "$PORT" -S 2 -I $((20000 / SCALE)) 127.0.0.1)
-			if ! pair fabric 60 "" "" "${s[@]}" :: "${c[@]}"; then
+			s=(fi_pingpong -p "$prov" -e "$ep" "${d[@]}" -B "$PORT" -S "$size" -I "$n")
+			c=(fi_pingpong -p "$prov" -e "$ep" "${d[@]}" -P "$PORT" -S "$size" -I "$n" "$addr")
+			if ! pair fabric 120 "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
 				fail "$label" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
 				break
 			fi
-			# "bytes iters total time MB/sec usec/xfer Mxfers/sec": usec/xfer
-			# is per one-way transfer
-			v=$(awk '$1 ~ /^[0-9]+$/ && NF >= 7 { v = $(NF - 1) } END { print v }' "$CLI_OUT")
+			# "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec"
+			line=$(awk '$2 ~ /^[0-9.]+[kmg]?$/ && NF == 8 && $6 ~ /^[0-9.]+$/ { l = $0 } END { print l }' "$CLI_OUT")
+			v=$(echo "$line" | awk '{ print $7 }')
+			# (from usec/xfer: MB/sec has two decimals only)
+			mb=$(echo "$line" | awk -v s="$size" '$7 > 0 { printf "%.4g", s / ($7 / 1000000) / 1048576 }')
 			[ -n "$v" ] || {
-				fail "$label" "no result line"
+				fail "$label" "no result line: $(tail -n 2 "$CLI_OUT" | tr '\n' ' ')"
 				break
 			}
-			rec "$label" "us (average, one-way)" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
+			PLOT=$lplot SERIES="libfabric fi_pingpong $tag" BYTES=$size \
+				rec "$label" "us (average, one-way)" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
+			PLOT=$bplot SERIES="libfabric fi_pingpong $tag" BYTES=$size \
+				rec "$blabel" "MiB/s (ping-pong)" "$mb" "$(cmdline "${s[@]}" :: "${c[@]}")"
 		done
 	done
+}
+
+fabric_same_host() {
+	local small="" s
+	for s in $BW_SIZES; do
+		[ "$s" -le 512 ] && small="$small $s"
+	done
+	fi_run "same host" shm rdm "" "" 127.0.0.1 "" "$BW_SIZES" $((256 * MIB)) 20000 lat-same bw-same
+	fi_run "same host" tcp rdm "" "" 127.0.0.1 "" "$BW_SIZES" $((32 * MIB)) 5000 lat-same bw-same
+	fi_run "same host" udp rdm "" "" 127.0.0.1 "" "$BW_SIZES" $((16 * MIB)) 3000 lat-same bw-same
+	# the udp provider alone: datagrams of at most its MTU
+	fi_run "same host" udp dgram "" "" 127.0.0.1 "" "$small" $((16 * MIB)) 5000 lat-same ""
+}
+
+# ---------------------------------------------------------------------------
+# idle: CPU and resident memory with no traffic
+
+# cpu_ticks PID: utime + stime of PID (clock ticks)
+cpu_ticks() {
+	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null
+}
+
+# rss_kib PID
+rss_kib() {
+	awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status" 2>/dev/null
+}
+
+daemon_pid() {
+	timeout 10 "$SOFTOFED" status 2>/dev/null </dev/null |
+		sed -n 's/^softofed daemon pid \([0-9]*\).*/\1/p' | head -n 1
+}
+
+# fake_pp_client PORT GID: connects to an ibv_rc_pingpong server as a
+# client that never sends: gives it a destination (QP number 1 at GID, in
+# the 32 hex digits of pingpong's wire format: nothing answers), reads the
+# server's, says "done"; then holds the socket
+fake_pp_client() {
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+	printf '0000:000001:000000:%s\0' "$2" >&3
+	head -c 52 <&3 >/dev/null
+	printf 'done\0' >&3
+	sleep 3600
+}
+
+# gid0_hex: GID 0 of sof0 here, as 32 hex digits
+gid0_hex() {
+	timeout 20 "$SOFTOFED" run -- ibv_devinfo -v 2>/dev/null </dev/null |
+		awk '/GID\[ *0\]:/ { g = $0; sub(/.*\]:[[:space:]]*/, "", g); sub(/,.*/, "", g); print g; exit }' |
+		python3 -c 'import ipaddress, sys; print(ipaddress.IPv6Address(sys.stdin.read().strip()).packed.hex())' 2>/dev/null
+}
+
+idle() {
+	local dpid hz t0 t1 r label p name
+	wanted "idle:" || return 0
+	hz=$(getconf CLK_TCK)
+	dpid=$(daemon_pid)
+	if [ -z "$dpid" ]; then
+		fail "idle:" "no daemon pid from softofed status"
+		return 0
+	fi
+	# 1. the fresh daemon, no client
+	r=$(rss_kib "$dpid")
+	rec "idle: daemon resident memory (fresh, no client)" KiB "$r" "grep VmRSS /proc/\$(softofed status | daemon pid)/status"
+	log "idle: daemon alone, $IDLE_SECS s"
+	t0=$(cpu_ticks "$dpid")
+	sleep "$IDLE_SECS"
+	t1=$(cpu_ticks "$dpid")
+	rec "idle: daemon CPU, no client" "% of a CPU" "$(awk -v d=$((t1 - t0)) -v hz="$hz" -v s="$IDLE_SECS" 'BEGIN { printf "%.2f", d * 100 / hz / s }')" \
+		"utime+stime of the daemon (/proc/PID/stat) over $IDLE_SECS s"
+	# 2. three programs waiting: two servers for a client, one connected
+	# server (-e) waiting for a completion that never comes
+	next_port
+	local p1=$PORT
+	next_port
+	local p2=$PORT
+	next_port
+	local p3=$PORT
+	sof_bg idle.pp $((IDLE_SECS + 30)) taskset -c "$CPU_A" "$SOFTOFED" run -- ibv_rc_pingpong -p "$p1"
+	sof_bg idle.ppe $((IDLE_SECS + 30)) taskset -c "$CPU_A" "$SOFTOFED" run -- ibv_rc_pingpong -e -p "$p2"
+	sof_bg idle.ppc $((IDLE_SECS + 30)) taskset -c "$CPU_A" "$SOFTOFED" run -- ibv_rc_pingpong -e -g 0 -p "$p3"
+	for p in "$p1:idle.pp" "$p2:idle.ppe" "$p3:idle.ppc"; do
+		if ! wait_port "${p%%:*}" 20 "${p#*:}"; then
+			fail "idle: ${p#*:}" "ibv_rc_pingpong did not listen: $(tail -n 2 "$(sof_out "${p#*:}")" | tr '\n' ' ')"
+		fi
+	done
+	sof_bg idle.fake $((IDLE_SECS + 20)) bash -c "$(declare -f fake_pp_client); fake_pp_client $p3 $(gid0_hex)"
+	sleep 1
+	local pids=() names=("ibv_rc_pingpong server waiting for a client" \
+		"ibv_rc_pingpong -e server waiting for a client" \
+		"ibv_rc_pingpong -e server connected, waiting for a completion")
+	for name in idle.pp idle.ppe idle.ppc; do
+		pids+=("$(sof_child_pid "$name")")
+	done
+	local before=() after=() i
+	for i in 0 1 2; do
+		before+=("$(cpu_ticks "${pids[$i]:-0}")")
+	done
+	t0=$(cpu_ticks "$dpid")
+	log "idle: daemon with three waiting programs, $IDLE_SECS s"
+	sleep "$IDLE_SECS"
+	t1=$(cpu_ticks "$dpid")
+	for i in 0 1 2; do
+		after+=("$(cpu_ticks "${pids[$i]:-0}")")
+	done
+	if grep -q -i 'fail\|couldn' "$(sof_out idle.ppc)" || ! sof_alive idle.ppc; then
+		fail "idle: ${names[2]}" "the fake client did not connect it: $(tail -n 2 "$(sof_out idle.ppc)" | tr '\n' ' ')"
+	fi
+	for i in 0 1 2; do
+		[ -n "${before[$i]}" ] && [ -n "${after[$i]}" ] || continue
+		[ $i -eq 2 ] && ! sof_alive idle.ppc && continue
+		label="idle: ${names[$i]} CPU"
+		local how="softofed run -- ibv_rc_pingpong -p PORT"
+		[ $i -ge 1 ] && how="softofed run -- ibv_rc_pingpong -e -p PORT"
+		[ $i -eq 2 ] && how="softofed run -- ibv_rc_pingpong -e -g 0 -p PORT, then a client that sends its address and 'done' and nothing else (fake_pp_client in bench/run.sh)"
+		rec "$label" "% of a CPU" "$(awk -v d=$((after[i] - before[i])) -v hz="$hz" -v s="$IDLE_SECS" 'BEGIN { printf "%.2f", d * 100 / hz / s }')" \
+			"$how; utime+stime over $IDLE_SECS s"
+	done
+	rec "idle: daemon CPU, three programs waiting" "% of a CPU" \
+		"$(awk -v d=$((t1 - t0)) -v hz="$hz" -v s="$IDLE_SECS" 'BEGIN { printf "%.2f", d * 100 / hz / s }')" \
+		"utime+stime of the daemon over the same $IDLE_SECS s"
+	rec "idle: daemon resident memory, three programs attached" KiB "$(rss_kib "$dpid")" "VmRSS of the daemon"
+	for name in idle.fake idle.pp idle.ppe idle.ppc; do
+		sof_kill "$name"
+	done
+}
+
+# ---------------------------------------------------------------------------
+# scale: bench/qp_scale
+
+scale() {
+	local dpid out k v u
+	wanted "scale:" || return 0
+	dpid=$(daemon_pid)
+	out=$(sof_out scale)
+	log "scale: $QPS RC QPs"
+	timeout 600 "$SOFTOFED" run -- taskset -c "$CPU_B" "$BIN/qp_scale" -n "$QPS" -D "${dpid:-0}" >"$out" 2>&1
+	local cmd="softofed run -- $(rel "$BIN")/qp_scale -n $QPS -D DAEMON_PID"
+	if ! grep -q '^qps ' "$out"; then
+		fail "scale:" "qp_scale printed no figures: $(tail -n 3 "$out" | tr '\n' ' ')"
+		return 0
+	fi
+	while read -r k v; do
+		case $k in
+		requested | qps | connected | cqs | qps_per_cq | queue_depth | nofile_limit) u=count ;;
+		*_s) u=s ;;
+		*_us_per_qp) u=us ;;
+		*_kib) u=KiB ;;
+		*) continue ;;
+		esac
+		rec "scale: $k" "$u" "$v" "$cmd"
+	done <"$out"
+	grep -E '^(failed_at|data_check|device)' "$out" | while read -r line; do
+		note "scale" "$line"
+	done
+	[ -n "$dpid" ] && rec "scale: daemon_rss_after_exit_kib" KiB "$(sleep 0.5; rss_kib "$dpid")" \
+		"VmRSS of the daemon once qp_scale has exited"
+}
+
+# ---------------------------------------------------------------------------
+# where time goes: perf
+
+# prof_top PATH PROC FILE CMD: the profile's DSO and symbol shares, as
+# "prof" lines (path, process, kind, percent, name, command)
+prof_top() {
+	local path=$1 proc=$2 file=$3 cmd=$4
+	[ -s "$file" ] || return 1
+	timeout 120 perf report -i "$file" --stdio --no-children --sort dso -g none 2>/dev/null |
+		awk '/^# Samples: / { v = $3; if (v ~ /K$/) v = v * 1000; print v; exit }' |
+		while read -r v; do
+			printf '%s\t%s\tstat\t%s\t%s\t%s\n' "$path" "$proc" "$v" "samples" "$cmd" >>"$BENCH_TSV.prof"
+		done
+	timeout 120 perf report -i "$file" --stdio --no-children --sort dso -g none --percent-limit 1 2>/dev/null |
+		awk -F'  +' '/^ +[0-9.]+%/ { gsub(/^ +/, ""); print $1 "\t" $2 }' | head -n 8 |
+		while IFS=$'\t' read -r pct name; do
+			printf '%s\t%s\tdso\t%s\t%s\t%s\n' "$path" "$proc" "${pct%\%}" "$name" "$cmd" >>"$BENCH_TSV.prof"
+		done
+	timeout 120 perf report -i "$file" --stdio --no-children --sort dso,sym -g none --percent-limit 1 2>/dev/null |
+		awk '/^ +[0-9.]+%/ { pct = $1; dso = $2; $1 = ""; $2 = ""; $3 = ""; sub(/^ +/, ""); print pct "\t" $0 " (" dso ")" }' | head -n 10 |
+		while IFS=$'\t' read -r pct name; do
+			printf '%s\t%s\tsym\t%s\t%s\t%s\n' "$path" "$proc" "${pct%\%}" "$name" "$cmd" >>"$BENCH_TSV.prof"
+		done
+}
+
+# prof_stat PATH PROC FILE ITERS: perf stat's counts (system calls,
+# context switches, task-clock) per iteration, as "prof" lines of kind stat
+prof_stat() {
+	local path=$1 proc=$2 file=$3 n=$4 cmd=$5
+	[ -s "$file" ] || return 1
+	awk -v n="$n" -F, '
+		$3 == "raw_syscalls:sys_enter" { printf "syscalls per iteration\t%.3f\n", $1 / n }
+		$3 == "context-switches" { printf "context switches per iteration\t%.3f\n", $1 / n }
+		$3 == "task-clock" { printf "CPU ms\t%.1f\n", $1 }' "$file" |
+		while IFS=$'\t' read -r name v; do
+			printf '%s\t%s\tstat\t%s\t%s\t%s\n' "$path" "$proc" "$v" "$name" "$cmd" >>"$BENCH_TSV.prof"
+		done
+}
+
+# profile_pair PATH SRV_NS CLI_NS SARGS CARGS TARGET N DAEMONS PROG ARGS...:
+# one run with the client under perf record, one under perf stat; perf
+# record -p follows DAEMONS (host:pid words) for the run's length
+profile_pair() {
+	local path=$1 sns=$2 cns=$3 sargs=$4 cargs=$5 target=$6 n=$7 daemons=$8 prog=$9 d host pid
+	shift 9
+	wanted "profile: $path" || return 0
+	local dir=$SOF_TMP/prof
+	mkdir -p "$dir"
+	local tag=${path//[^a-z0-9]/_}
+	# shellcheck disable=SC2206
+	local s=("$SOFTOFED" run -- "$prog" -d sof0 -F $sargs "$@")
+	# shellcheck disable=SC2206
+	local c=("$SOFTOFED" run -- "$prog" -d sof0 -F $cargs "$@" "$target")
+	# 1. perf stat of the client: system calls and context switches
+	next_port
+	log "profile $path: perf stat"
+	CLI_WRAP="perf stat -x, -o $dir/$tag.stat -e raw_syscalls:sys_enter,context-switches,task-clock --" \
+		pair prof 120 "$sns" "$cns" "${s[@]}" -p "$PORT" :: "${c[@]}" -p "$PORT" ||
+		fail "profile: $path" "perf stat run failed: $(tail -n 2 "$CLI_OUT" | tr '\n' ' ')"
+	prof_stat "$path" client "$dir/$tag.stat" "$n" \
+		"perf stat -x, -e raw_syscalls:sys_enter,context-switches,task-clock -- $prog ... (client)"
+	# 2. perf record of the client and the daemons
+	next_port
+	log "profile $path: perf record"
+	local dp=() dn=()
+	for d in $daemons; do
+		host=${d%%:*} pid=${d#*:}
+		sof_bg "prof.d.$host" 200 perf record -q -e cpu-clock -g -p "$pid" -o "$dir/$tag.daemon-$host.data" -- sleep 60
+		dp+=("prof.d.$host")
+		dn+=("$host")
+	done
+	[ ${#dp[@]} -gt 0 ] && sleep 0.5
+	CLI_WRAP="perf record -q -e cpu-clock -g -o $dir/$tag.client.data --" \
+		pair prof 120 "$sns" "$cns" "${s[@]}" -p "$PORT" :: "${c[@]}" -p "$PORT" ||
+		fail "profile: $path" "perf record run failed: $(tail -n 2 "$CLI_OUT" | tr '\n' ' ')"
+	local i
+	for i in "${!dp[@]}"; do
+		# perf record -p stops with its workload (sleep): SIGINT ends it early
+		kill -INT "$(sof_child_pid "${dp[$i]}")" 2>/dev/null
+		sof_wait "${dp[$i]}" 30
+		prof_top "$path" "daemon of host ${dn[$i]}" "$dir/$tag.daemon-${dn[$i]}.data" \
+			"perf record -e cpu-clock -g -p DAEMON_PID (host ${dn[$i]}) during the run"
+	done
+	prof_top "$path" client "$dir/$tag.client.data" \
+		"perf record -e cpu-clock -g -- $(cmdline "${s[@]}" -p PORT :: "${c[@]}" -p PORT | sed 's/.*& //')"
 }
 
 # ---------------------------------------------------------------------------
@@ -401,73 +831,116 @@ fabric_peers() {
 # and library peers on one host
 phase_same_host() {
 	sof_init
+	BENCH_TSV=$1
+	idle
 	same_host_perftest
+	if [ "$PROFILE" = 1 ] && command -v perf >/dev/null 2>&1; then
+		profile_pair "same-host ib_send_lat 2 B" "" "" "" "" localhost $((200000 / SCALE)) \
+			"local:$(daemon_pid)" ib_send_lat -s 2 -n $((200000 / SCALE))
+	fi
 	sockperf_pp "loopback" "" "" 127.0.0.1
-	iperf "loopback" "" "" 127.0.0.1
-	ucx_peers
-	fabric_peers
+	iperf "loopback" "" "" 127.0.0.1 bw-same
+	ucx_same_host
+	fabric_same_host
+	scale
+}
+
+# hosts_wanted: true when BENCH_ONLY leaves something of the two-host phases
+hosts_wanted() {
+	[ -z "$ONLY" ] && return 0
+	echo "$ONLY" | grep -q -E 'veth|wire' && return 0
+	local l
+	for l in "softofed veth: ib_send_lat 2 B" "softofed veth: ib_write_bw 1 MiB" \
+		"softofed wire: ib_write_bw 1 MiB (loss 1%)" "kernel veth: udp ping-pong 14 B (busy-polled)" \
+		"kernel veth: tcp stream (iperf3)" "UCX veth: ucx_perftest tag_lat 2 B (tcp)" \
+		"libfabric veth: fi_pingpong 2 B (tcp)" "libfabric veth: fi_pingpong bw 1 MiB (udp;ofi_rxd)" \
+		"profile: veth ib_send_lat 2 B"; do
+		wanted "$l" && return 0
+	done
+	return 1
 }
 
 phase_hosts() {
-	local a b ip
+	local a b ip ga gb size n
 	if [ "$(id -u)" -ne 0 ]; then
 		fail "two hosts over veth" "needs root (ip netns add); not measured"
 		return 0
 	fi
-	# set the hosts up only when BENCH_ONLY leaves one of their measurements
-	local l any=""
-	for l in "softofed veth: ib_send_lat 2 B" "softofed veth: ib_write_bw 1 MiB" \
-		"kernel veth: "{udp,tcp}" ping-pong 14 B ("{blocking,busy-polled}")" \
-		"kernel veth: tcp stream (iperf3)" "kernel veth: udp stream 8 KiB datagrams (iperf3 -u -b 0)"; do
-		wanted "$l" && any=1
-	done
-	[ -n "$any" ] || return 0
+	hosts_wanted || return 0
 	if ! sof_hosts_up 2 >"$SOF_TMP/hosts.out" 2>&1; then
 		fail "two hosts over veth" "sof_hosts_up 2 failed: $(tail -n 2 "$SOF_TMP/hosts.out" | tr '\n' ' ')"
+		sof_hosts_down
 		return 0
 	fi
 	a=$(sof_host_ns a)
 	b=$(sof_host_ns b)
 	ip=$(sof_host_ip a)
-	local ga gb
 	ga=$(sof_host_gid a)
 	gb=$(sof_host_gid b)
 	# server in host a (its GID index), client in host b (its own)
-	perf_hosts "ib_send_lat 2 B" 60 ib_send_lat -s 2 -n $((10000 / SCALE))
-	perf_hosts "ib_write_bw 1 MiB" 120 ib_write_bw -s 1048576 --mtu 4096 -n $((1000 / SCALE))
+	for size in $VETH_SIZES; do
+		[ "$size" -le 65536 ] || continue
+		n=$(iters $((16 * MIB)) "$size" 1000 10000)
+		NREPS=$(nreps_of "$size" 2) PLOT=lat-veth SERIES="softofed ib_send_lat" BYTES=$size \
+			ptest veth "ib_send_lat $(hsize "$size")" 60 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
+			ib_send_lat -s "$size" -n "$n"
+	done
+	for size in $VETH_SIZES; do
+		n=$(iters $((256 * MIB)) "$size" 100 20000)
+		NREPS=$(nreps_of "$size" $MIB) PLOT=bw-veth SERIES="softofed ib_write_bw" BYTES=$size \
+			ptest veth "ib_write_bw $(hsize "$size")" 120 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
+			ib_write_bw -s "$size" --mtu 4096 -n "$n"
+	done
 	sockperf_pp "veth" "$a" "$b" "$ip"
-	iperf "veth" "$a" "$b" "$ip"
+	iperf "veth" "$a" "$b" "$ip" bw-veth
+	NREPS=$REPS ucx_run veth tcp tcp "$a" "$b" "$ip" $((64 * MIB)) "2" "1048576" lat-veth bw-veth
+	NREPS=$SWEEP_REPS ucx_run veth tcp tcp "$a" "$b" "$ip" $((64 * MIB)) \
+		"$(echo "$VETH_SIZES" | sed 's/^2 //; s/ 1048576//')" "$(echo "$VETH_SIZES" | sed 's/ 1048576//')" lat-veth bw-veth
+	local small="" s
+	for s in $VETH_SIZES; do
+		[ "$s" -le 512 ] && small="$small $s"
+	done
+	fi_run veth tcp rdm "$a" "$b" "$ip" veth0 "$VETH_SIZES" $((32 * MIB)) 5000 lat-veth bw-veth
+	fi_run veth udp rdm "$a" "$b" "$ip" veth0 "$VETH_SIZES" $((16 * MIB)) 3000 lat-veth bw-veth
+	fi_run veth udp dgram "$a" "$b" "$ip" veth0 "$small" $((16 * MIB)) 5000 lat-veth ""
+	if [ "$PROFILE" = 1 ] && command -v perf >/dev/null 2>&1; then
+		profile_pair "veth ib_send_lat 2 B" "$a" "$b" "-x $ga" "-x $gb" "$ip" $((20000 / SCALE)) \
+			"a:${SOF_HOST_DPID[a]} b:${SOF_HOST_DPID[b]}" ib_send_lat -s 2 -n $((20000 / SCALE))
+		profile_pair "veth ib_write_bw 1 MiB" "$a" "$b" "-x $ga" "-x $gb" "$ip" $((1000 / SCALE)) \
+			"a:${SOF_HOST_DPID[a]} b:${SOF_HOST_DPID[b]}" ib_write_bw -s 1048576 --mtu 4096 -n $((1000 / SCALE))
+	fi
 	sof_hosts_down
+	phase_wire
 }
 
-# perf_hosts LABEL SECS PROG ARGS...: perf between host a (server) and b;
-# the GID index differs per side, so this is perf with two argument lists
-perf_hosts() {
-	local label=$1 secs=$2 prog=$3 i v line
-	shift 3
-	wanted "softofed veth: $label" || return 0
-	for i in $(seq "$REPS"); do
-		next_port
-		log "softofed veth: $label run $i"
-		local s=("$SOFTOFED" run -- "$prog" -d sof0 -F -p "$PORT" -x "$ga" "$@")
-		local c=("$SOFTOFED" run -- "$prog" -d sof0 -F -p "$PORT" -x "$gb" "$@" "$ip")
-		if ! pair perfh "$secs" "$a" "$b" "${s[@]}" :: "${c[@]}"; then
-			fail "softofed veth: $label" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
-			return 1
+# phase_wire: ib_write_bw 1 MiB through netwire, loss-free and at 1 % loss
+# of what host b (the client: it sends the data) sends
+phase_wire() {
+	local a b ip ga gb n loss
+	wanted "softofed wire: " || return 0
+	if ! sof_hosts_up 2 wire >"$SOF_TMP/wire.out" 2>&1; then
+		fail "softofed wire: ib_write_bw 1 MiB" "sof_hosts_up 2 wire failed: $(grep -v '^ok' "$SOF_TMP/wire.out" | tail -n 2 | tr '\n' ' ')"
+		sof_hosts_down
+		return 0
+	fi
+	a=$(sof_host_ns a)
+	b=$(sof_host_ns b)
+	ip=$(sof_host_ip a)
+	ga=$(sof_host_gid a)
+	gb=$(sof_host_gid b)
+	n=$(iters $((256 * MIB)) $MIB 100 1000)
+	for loss in 0 1; do
+		if [ "$loss" = 1 ] && ! sof_netem b loss 1% >/dev/null 2>&1; then
+			fail "softofed wire: ib_write_bw 1 MiB (loss 1%)" "sof_netem b loss 1% failed"
+			break
 		fi
-		case $prog in
-		*_lat)
-			v=$(grep -E "$LAT_RE" "$CLI_OUT" | tail -n 1 | awk '{ print $5 }')
-			rec "softofed veth: $label" "us (typical, one-way)" "$v" "$(cmdline "${s[@]}" :: "${c[@]}") (in hosts a, b)"
-			;;
-		*)
-			line=$(grep -E "$BW_RE" "$CLI_OUT" | tail -n 1)
-			v=$(echo "$line" | awk '{ print $4 }')
-			rec "softofed veth: $label" "MiB/s" "$v" "$(cmdline "${s[@]}" :: "${c[@]}") (in hosts a, b)"
-			;;
-		esac
-		[ -n "$v" ] || fail "softofed veth: $label" "run $i printed no result line"
+		local what="no loss"
+		[ "$loss" = 1 ] && what="loss 1%"
+		NREPS=$REPS ptest wire "ib_write_bw 1 MiB ($what)" 180 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
+			ib_write_bw -s $MIB --mtu 4096 -n "$n"
 	done
+	note "wire" "hosts a and b joined through tests/progs/netwire (sof_hosts_up 2 wire); loss: sof_netem b loss 1% (${SOF_NETEM_HOW:-?}): 1 % of the frames host b sends are dropped"
+	sof_hosts_down
 }
 
 main() {
@@ -475,7 +948,7 @@ main() {
 	t0=$(now_ms)
 	sof_init
 	if [ ! -x "$SOFTOFED" ]; then
-		echo "bench: $SOFTOFED is missing: build first (make build)" >&2
+		echo "bench: $SOFTOFED is missing: build first (make build, or cmake into BENCH_BUILD)" >&2
 		exit 1
 	fi
 	build_helpers || {
@@ -485,28 +958,37 @@ main() {
 	host=$(hostname -s 2>/dev/null || hostname)
 	date=$(date -u +%Y-%m-%d)
 	mkdir -p "$RES_DIR"
-	BENCH_OUT=${BENCH_OUT:-$RES_DIR/$date-$host.md}
+	# a second report of the day does not replace the first
+	if [ -z "${BENCH_OUT:-}" ]; then
+		BENCH_OUT=$RES_DIR/$date-$host.md
+		[ -e "$BENCH_OUT" ] && BENCH_OUT=$RES_DIR/$date-$(date -u +%H%M)-$host.md
+	fi
 	BENCH_TSV=$SOF_TMP/results.tsv
 	export BENCH_TSV
 	: >"$BENCH_TSV"
 	: >"$BENCH_TSV.fail"
+	: >"$BENCH_TSV.note"
+	: >"$BENCH_TSV.prof"
+	chmod 0666 "$BENCH_TSV"* 2>/dev/null
+	note "build" "$(rel "$SOF_BUILD_DIR") ($(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$SOF_BUILD_DIR/CMakeCache.txt" 2>/dev/null))"
 	physical
 	# the same-host phase in a namespace of its own with its own daemon
-	SOF_NS_NAME=bench SOF_NS_TIMEOUT=1800 sof_ns_run bash "$BENCH_DIR/run.sh" --phase-same-host ||
+	SOF_NS_NAME=bench SOF_NS_TIMEOUT=1800 sof_ns_run bash "$BENCH_DIR/run.sh" --phase-same-host "$BENCH_TSV" ||
 		fail "same host" "the namespace phase ended with an error"
 	phase_hosts
 	cp "$BENCH_TSV" "${BENCH_OUT%.md}.tsv"
-	python3 "$BENCH_DIR/report.py" "$BENCH_TSV" "$BENCH_TSV.fail" \
-		"$(((($(now_ms) - t0) + 500) / 1000))" "$REPS" "${QUICK:+quick}" >"$BENCH_OUT" || {
+	python3 "$BENCH_DIR/report.py" --tsv "$BENCH_TSV" --out "$BENCH_OUT" \
+		--seconds "$((($(now_ms) - t0 + 500) / 1000))" --reps "$REPS" --sweep-reps "$SWEEP_REPS" \
+		${QUICK:+--quick} --cpus "$CPU_A,$CPU_B" || {
 		echo "bench: report.py failed" >&2
 		exit 1
 	}
-	echo "bench: report in ${BENCH_OUT#"$SOF_ROOT"/} (raw figures: ${BENCH_OUT%.md}.tsv)"
-	sed -n '/^## Ratios/,/^## /p' "$BENCH_OUT"
+	echo "bench: report in $(rel "$BENCH_OUT") (raw figures: $(rel "${BENCH_OUT%.md}.tsv"), plots: $(rel "${BENCH_OUT%.md}")-*.svg)"
+	sed -n '/^## Ratios/,/^## Medians/p' "$BENCH_OUT" | sed '$d'
 }
 
 if [ "${1:-}" = --phase-same-host ]; then
-	phase_same_host
+	phase_same_host "$2"
 	exit 0
 fi
 main

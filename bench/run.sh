@@ -50,8 +50,9 @@
 # created here are deleted here (tests/lib.sh sof_hosts_down).
 #
 # Environment:
-#   BENCH_QUICK=1       about five minutes: 3 runs of the ratio figures, 1 of
-#                       the other sweep points, fewer iterations
+#   BENCH_QUICK=1       about five minutes (a full run: about 13): fewer sizes,
+#                       3 runs of the ratio figures, 1 of the other sweep
+#                       points, a fifth of the iterations
 #   BENCH_REPS=N        runs per ratio figure
 #   BENCH_SWEEP_REPS=N  runs per other point of a sweep
 #   BENCH_ONLY=REGEX    only the measurements whose label matches (grep -E)
@@ -477,7 +478,7 @@ ucx_batch() {
 # "UCX WHERE: ucx_perftest TEST SIZE (TLNAME)"
 ucx_run() {
 	local where=$1 tl=$2 tn=$3 sns=$4 cns=$5 addr=$6 budget=$7 lsz=$8 bsz=$9 lplot=${10} bplot=${11}
-	local i f s c name iters typ bw t size label line
+	local i f s c name typ bw t size label line
 	command -v ucx_perftest >/dev/null 2>&1 || {
 		fail "UCX" "ucx_perftest is not installed (Debian: ucx-utils)"
 		return 0
@@ -502,7 +503,7 @@ ucx_run() {
 			fail "UCX $where: ucx_perftest ($tn)" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
 		fi
 		# result rows: NAME iters typical avg overall bw_avg bw_overall mr mr
-		while read -r name iters typ _ _ _ bw _; do
+		while read -r name _ typ _ _ _ bw _; do
 			t=${name%-*}
 			size=${name##*-}
 			label="UCX $where: ucx_perftest $t $(hsize "$size") ($tn)"
@@ -715,7 +716,8 @@ scale() {
 	out=$(sof_out scale)
 	log "scale: $QPS RC QPs"
 	timeout 600 "$SOFTOFED" run -- taskset -c "$CPU_B" "$BIN/qp_scale" -n "$QPS" -D "${dpid:-0}" >"$out" 2>&1
-	local cmd="softofed run -- $(rel "$BIN")/qp_scale -n $QPS -D DAEMON_PID"
+	local cmd
+	cmd="softofed run -- $(rel "$BIN")/qp_scale -n $QPS -D DAEMON_PID"
 	if ! grep -q '^qps ' "$out"; then
 		fail "scale:" "qp_scale printed no figures: $(tail -n 3 "$out" | tr '\n' ' ')"
 		return 0

@@ -538,7 +538,6 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	qp->nsq_fd = -1;
 	/* the whole segments: the transport takes receive WQEs from the
 	 * first and send WQEs from the second */
 	qp->shm_len = shm_len;
@@ -573,8 +572,8 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	qp->state = IBV_QPS_RESET;
 	qp->memfd = rq->fds[0];
 	rq->fds[0] = -1;
-	qp->nsq_fd = rq->fds[1];
-	rq->fds[1] = -1;
+	/* the network send queue stays mapped; its descriptor goes back
+	 * (closed by the caller): nobody else is ever handed it */
 	qp->sq_size = req->sq_size;
 	qp->sq_max_sge = req->sq_max_sge;
 	qp->sq_max_inline = req->sq_max_inline;

@@ -229,8 +229,6 @@ void sofd_qp_release(struct sofd_qp *qp)
 	close(qp->memfd);
 	if (qp->nsq)
 		munmap(qp->nsq, qp->nsq_len);
-	if (qp->nsq_fd >= 0)
-		close(qp->nsq_fd);
 	qp->pd->users--;
 	qp->send_cq->users--;
 	qp->recv_cq->users--;

@@ -179,7 +179,6 @@ struct sofd_qp {
 	struct sof_qp_shm *shm; /* the whole segment (header, receive ring), RW */
 	size_t shm_len;
 	/* network send queue (owner and daemon only) */
-	int nsq_fd;
 	struct sof_nsq_shm *nsq;
 	size_t nsq_len;
 	uint32_t sq_size, sq_max_sge, sq_max_inline, sq_stride;

@@ -258,6 +258,9 @@ struct ibv_cq_ex *sofv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_
 	if (err)
 		goto err_unmap;
 	cq->handle = rep.cq;
+	/* mapped for good; the daemon hands the descriptor to producers */
+	close(cq->memfd);
+	cq->memfd = -1;
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_mutex_init(&cq->qps_lock, NULL);
 	cq->wc_flags_ex = (uint32_t)attr->wc_flags;
@@ -451,7 +454,6 @@ SOFV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	pthread_mutex_unlock(&ibcq->mutex);
 
 	munmap(cq->shm, SOF_CQ_SEG_SIZE);
-	close(cq->memfd);
 	free(cq->qps);
 	pthread_spin_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->qps_lock);

@@ -195,6 +195,13 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 			close(dbfd);
 	}
 	qp->qpn = rep.qpn;
+	/* The segments stay mapped; their descriptors are the daemon's to
+	 * hand out now. Keeping them would cost two per QP of the process's
+	 * descriptor limit (10,000 QPs did not fit in 20,000). */
+	close(qp->memfd);
+	qp->memfd = -1;
+	close(qp->nsq_fd);
+	qp->nsq_fd = -1;
 	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 

@@ -78,6 +78,9 @@ struct ibv_srq *sofv_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_
 	if (err)
 		goto err_unmap;
 	srq->handle = rep.srq;
+	/* mapped for good; the daemon hands the descriptor to executors */
+	close(srq->memfd);
+	srq->memfd = -1;
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
 	srq->ibsrq.context = ctx;
 	srq->ibsrq.srq_context = attr->srq_context;
@@ -186,7 +189,6 @@ SOFV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	sof_hmap_del(&s->srqs, srq->handle);
 	pthread_rwlock_unlock(&s->obj_lock);
 	munmap(srq->shm, srq_seg_len(srq->size, srq->max_sge));
-	close(srq->memfd);
 	pthread_spin_destroy(&srq->lock);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);

@@ -121,7 +121,8 @@ struct sof_tqp {
 	/* requester (requester.c, completer.c); ring indexes are those of
 	 * the network send queue: wq_head oldest not completed, wq_send next
 	 * to transmit, wq_tail next to take */
-	struct tp_swqe *wq; /* sq_size entries */
+	struct tp_swqe *wq; /* sq_size entries, anonymous pages of wq_len bytes */
+	size_t wq_len;
 	uint32_t wq_head, wq_send, wq_tail;
 	uint64_t send_off; /* bytes of wq[wq_send] already sent */
 	uint32_t psn;	   /* next PSN to send */

@@ -72,7 +72,8 @@ static void qp_free(struct sofv_qp *qp)
 		munmap(qp->nsq, qp->nsq_len);
 	if (qp->nsq_fd >= 0)
 		close(qp->nsq_fd);
-	free(qp->sq);
+	if (qp->sq)
+		munmap(qp->sq, (size_t)qp->sq_size * sizeof(*qp->sq));
 	free(qp->inline_area);
 	free(qp->wr_list);
 	free(qp);
@@ -117,7 +118,12 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	if (max_inline > SOFV_MAX_INLINE)
 		max_inline = SOFV_MAX_INLINE;
 	qp->inline_stride = max_inline;
-	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	/* Anonymous pages: only the entries a QP uses take memory (at 600
+	 * bytes an entry, a QP that never sends would hold 77 KiB of heap) */
+	qp->sq = mmap(NULL, (size_t)qp->sq_size * sizeof(*qp->sq), PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (qp->sq == MAP_FAILED)
+		qp->sq = NULL;
 	qp->inline_area = calloc(qp->sq_size, qp->inline_stride);
 	if (!qp->sq || !qp->inline_area) {
 		err = ENOMEM;

@@ -3,7 +3,8 @@
 # network namespace (as a user would, no private namespace), then runs
 # unmodified Debian programs on it through `softofed run`:
 #   ibv_devinfo; an ibv_rc_pingpong server and client (data checked with
-#   --chk); an ib_write_bw server and client; then `softofed status` and
+#   --chk); an ib_write_bw server and client; rping through librdmacm
+#   (connection management: the IB CM's MADs on QP1); then `softofed status` and
 #   `softofed down`. Exits non-zero on any failure.
 # A daemon that already ran before the demo is used and left running.
 #
@@ -47,7 +48,7 @@ free_port() {
 }
 
 [ -x "$SOFTOFED" ] || fail "$SOFTOFED is not built (run make build, or make demo)"
-for p in ibv_devinfo ibv_rc_pingpong ib_write_bw ss; do
+for p in ibv_devinfo ibv_rc_pingpong ib_write_bw rping ss; do
 	command -v "$p" >/dev/null 2>&1 || fail "$p is not installed (run make deps)"
 done
 
@@ -85,6 +86,17 @@ rc=$?
 show write_bw
 [ $rc -eq 0 ] || fail "ib_write_bw: $SOF_PAIR_WHY"
 grep -q -E '^[[:space:]]*65536[[:space:]]+[0-9]+' "$SOF_CLI_OUT" || fail "ib_write_bw: the client printed no result"
+
+PORT=$(free_port $((PORT + 1)))
+say "rping (librdmacm): connection set up by the RDMA CM, 10 pings, data verified"
+echo "    server: softofed run -- rping -s -a 127.0.0.1 -p $PORT -v -C 10"
+echo "    client: softofed run -- rping -c -a 127.0.0.1 -p $PORT -v -V -C 10"
+SOF_LINEBUF=1 sof_cm_pair rping 60 "" "" rping -s -a 127.0.0.1 -p "$PORT" -v -C 10 -- \
+	rping -c -a 127.0.0.1 -p "$PORT" -v -V -C 10
+rc=$?
+show rping
+[ $rc -eq 0 ] || fail "rping: $SOF_PAIR_WHY"
+[ "$(grep -c '^ping data: ' "$SOF_CLI_OUT")" -eq 10 ] || fail "rping: the client did not print 10 pings"
 
 say "softofed status"
 timeout 10 "$SOFTOFED" status || fail "softofed status"

@@ -210,9 +210,17 @@ struct roce_addr {
  * len counts the UDP payload without the ICRC. The value is in host order;
  * it goes on the wire little-endian (as rxe and hardware put it). */
 uint32_t roce_icrc(const struct roce_addr *a, const uint8_t *pkt, size_t len);
+/* IPv4: what to XOR into the ICRC of ID 0 of a packet of len bytes (no
+ * ICRC) for the ICRC of the same packet with IP ID id (icrc.c: a UDP GSO
+ * segment leaves with the ID of its place in the send). */
+uint32_t roce_icrc_ipid_delta(size_t len, uint16_t id);
+/* IPv4 IDs a received packet's ICRC may have been computed for: 0 and the
+ * places of UDP GSO segments (a UDP socket cannot see the ID). */
+#define ROCE_ICRC_MAX_IPID 64u
 /* Append the ICRC at pkt + len (4 bytes). */
 void roce_icrc_append(const struct roce_addr *a, uint8_t *pkt, size_t len);
-/* Check the last four bytes of a packet of len bytes (ICRC included). */
+/* Check the last four bytes of a packet of len bytes (ICRC included):
+ * IPv4 packets pass with the ICRC of any ID below ROCE_ICRC_MAX_IPID. */
 bool roce_icrc_check(const struct roce_addr *a, const uint8_t *pkt, size_t len);
 
 /* PSN arithmetic on 24 bits (IBA 9.7.1): the signed distance a - b, in

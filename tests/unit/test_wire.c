@@ -599,7 +599,10 @@ static uint32_t crc_bitwise(uint32_t crc, const uint8_t *p, size_t len)
 	return crc;
 }
 
-static uint32_t icrc_reference(const struct roce_addr *a, const uint8_t *pkt, size_t len)
+/* The ICRC computed byte by byte from the pseudo-header; IPv4 with IP ID
+ * ipid (the engine sends 0, or a GSO segment's place). */
+static uint32_t icrc_reference_id(const struct roce_addr *a, const uint8_t *pkt, size_t len,
+				  uint16_t ipid)
 {
 	uint8_t ph[8 + 40 + 8 + 12];
 	size_t n = 0, b = len < 12 ? len : 12;
@@ -615,8 +618,8 @@ static uint32_t icrc_reference(const struct roce_addr *a, const uint8_t *pkt, si
 					0xff,
 					(uint8_t)((20 + ulen) >> 8),
 					(uint8_t)(20 + ulen),
-					0,
-					0,
+					(uint8_t)(ipid >> 8),
+					(uint8_t)ipid,
 					0x40,
 					0,
 					0xff,
@@ -653,9 +656,14 @@ static uint32_t icrc_reference(const struct roce_addr *a, const uint8_t *pkt, si
 	return ~crc_bitwise(crc, pkt + b, len - b);
 }
 
+static uint32_t icrc_reference(const struct roce_addr *a, const uint8_t *pkt, size_t len)
+{
+	return icrc_reference_id(a, pkt, len, 0);
+}
+
 TEST(icrc_every_length_and_alignment)
 {
-	static uint8_t data[600 + 8];
+	static uint8_t data[4200 + 8];
 	struct roce_addr a4, a6;
 	size_t len, off, i;
 
@@ -663,7 +671,9 @@ TEST(icrc_every_length_and_alignment)
 		data[i] = (uint8_t)(i * 131 + (i >> 3));
 	addr_of(&a4, "172.16.0.1", "172.16.0.2", 0xabcd);
 	addr_of(&a6, "fd00::1:2:3:4", "fd00::5:6:7:8", 0x1234);
-	for (len = 0; len <= 600; len += len < 40 ? 1 : 13) {
+	/* up to a full 4096-byte MTU with headers: the folding code (64
+	 * bytes a step, then 16, then the tables) at every remainder */
+	for (len = 0; len <= 4200; len += len < 300 ? 1 : 61) {
 		for (off = 0; off < 8; off++) {
 			CHECK_EQ(roce_icrc(&a4, data + off, len),
 				 icrc_reference(&a4, data + off, len));
@@ -673,6 +683,48 @@ TEST(icrc_every_length_and_alignment)
 	}
 	/* the reference is the CRC-32 of Ethernet: its check value */
 	CHECK_EQ(~crc_bitwise(0xffffffffu, (const uint8_t *)"123456789", 9), 0xcbf43926u);
+}
+
+/* IPv4: the ICRC of another IP ID is the one of ID 0 XOR a difference
+ * (roce_icrc_ipid_delta); a receiver accepts IDs 0 .. ROCE_ICRC_MAX_IPID - 1
+ * (the places of UDP GSO segments), no other. */
+TEST(icrc_ipv4_id)
+{
+	static uint8_t data[4200];
+	static const size_t lens[] = {0, 1, 12, 40, 1040, 1056, 4108, 4124, 4200};
+	static const uint16_t ids[] = {0, 1, 2, 7, 14, 63, 64, 255, 256, 0x1234, 0xffff};
+	struct roce_addr a4, a6;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + (i >> 5));
+	addr_of(&a4, "10.77.0.2", "10.77.0.1", 0xc123);
+	addr_of(&a6, "fd77::2", "fd77::1", 0xc123);
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+		size_t len = lens[l];
+
+		for (size_t j = 0; j < sizeof(ids) / sizeof(ids[0]); j++) {
+			uint16_t id = ids[j];
+			uint32_t crc = icrc_reference_id(&a4, data, len, id);
+			uint8_t pkt[4200 + ROCE_ICRC_LEN];
+
+			CHECK_EQ(roce_icrc(&a4, data, len) ^ roce_icrc_ipid_delta(len, id), crc);
+			memcpy(pkt, data, len);
+			pkt[len] = (uint8_t)crc;
+			pkt[len + 1] = (uint8_t)(crc >> 8);
+			pkt[len + 2] = (uint8_t)(crc >> 16);
+			pkt[len + 3] = (uint8_t)(crc >> 24);
+			CHECK_EQ(roce_icrc_check(&a4, pkt, len + ROCE_ICRC_LEN),
+				 id < ROCE_ICRC_MAX_IPID);
+			/* IPv6 has no ID: only the exact ICRC */
+			crc = roce_icrc(&a6, data, len) ^ roce_icrc_ipid_delta(len, id);
+			pkt[len] = (uint8_t)crc;
+			pkt[len + 1] = (uint8_t)(crc >> 8);
+			pkt[len + 2] = (uint8_t)(crc >> 16);
+			pkt[len + 3] = (uint8_t)(crc >> 24);
+			CHECK_EQ(roce_icrc_check(&a6, pkt, len + ROCE_ICRC_LEN), id == 0);
+		}
+	}
+	CHECK_EQ(roce_icrc_ipid_delta(100, 0), 0);
 }
 
 TEST(psn_diff)
@@ -711,6 +763,7 @@ int main(void)
 	RUN(icrc_known_answers);
 	RUN(icrc_coverage);
 	RUN(icrc_every_length_and_alignment);
+	RUN(icrc_ipv4_id);
 	RUN(psn_diff);
 	return test_summary();
 }

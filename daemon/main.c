@@ -247,6 +247,7 @@ static void run_loop(void)
 
 		/* MADs between agents of this host (mad/): never sleep on them */
 		sofd_mad_loopback_run();
+		sof_tp_flush();
 		n = epoll_wait(sofd.epfd, evs, (int)SOF_ARRAY_SIZE(evs),
 			       sofd_mad_loopback_pending() ? 0 : -1);
 

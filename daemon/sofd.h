@@ -343,6 +343,9 @@ void sofd_cm_conn_writable(struct sofd_conn *c);
 int sof_tp_init(int epfd);
 /* Readiness of a transport pollable (socket, timer, doorbell). */
 void sof_tp_event(struct sofd_pollable *p);
+/* Send what the transport has queued (the loop calls it before it
+ * sleeps: packets built by requests, MADs and timers leave in batches). */
+void sof_tp_flush(void);
 /* A QP was modified (req validated by ops.c): update the transport state.
  * *net is set when the QP's sends go to the network send queue.
  * 0 or -errno. */

@@ -11,8 +11,18 @@
  *
  * Sending: a few sockets per family, each bound to its own UDP source port
  * in 49152-65535, so that flows spread over ports as Annex A17.3.1 asks;
- * the source address is set per packet (IP_PKTINFO). IPv4 packets leave
- * with DF set and IP ID 0, as the ICRC assumes.
+ * the source address is set per packet (IP_PKTINFO). Packets are built
+ * into a queue and leave together (sendmmsg) at the end of each event of
+ * the daemon's loop or when the queue is full; consecutive packets of the
+ * same size on the same path leave as one UDP GSO send (UDP_SEGMENT, up
+ * to 64 KiB), which the kernel cuts into the same packets — over veth it
+ * crosses whole, as TCP's segments do (a capture there shows the joined
+ * datagram; tests/lib.sh's captures turn the veth's UDP segmentation off
+ * to see the packets). IPv4 packets leave with DF set; one sent alone has
+ * IP ID 0, the k-th segment of a GSO send ID k, and the ICRC is made for
+ * that (icrc.c). The receive sockets take UDP GRO: a datagram the kernel
+ * joined from packets of one flow (a GSO send that crossed veth whole, or
+ * GRO on a NIC) is cut again here, and each packet validated on its own.
  *
  * Multicast (mcast.c): a datagram to a group leaves by the interface of
  * its source GID with the sockets' multicast TTL (1); no socket loops
@@ -39,6 +49,16 @@
 #include <sys/mman.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
 
 struct tp_state tp;
 bool tp_tracing;
@@ -161,6 +181,14 @@ int sof_tp_init(int epfd)
 	tp_tracing = getenv("SOFTOFED_TRACE") != NULL;
 	tp.fd4 = udp_socket(false, ROCE_UDP_PORT);
 	tp.fd6 = udp_socket(true, ROCE_UDP_PORT);
+	/* GSO and GRO (net.c's top comment); SOFTOFED_NO_GSO turns both off */
+	tp.gso = getenv("SOFTOFED_NO_GSO") == NULL;
+	if (tp.gso) {
+		int one = 1;
+
+		tp.gro = (tp.fd4 < 0 || !setsockopt(tp.fd4, SOL_UDP, UDP_GRO, &one, sizeof(one))) &&
+			 (tp.fd6 < 0 || !setsockopt(tp.fd6, SOL_UDP, UDP_GRO, &one, sizeof(one)));
+	}
 	if (tp.fd4 < 0)
 		sofd_log("RoCEv2 over IPv4 unavailable: port %u: %s", ROCE_UDP_PORT,
 			 strerror(-tp.fd4));
@@ -202,97 +230,266 @@ static int tx_fd(bool v6, uint16_t sport)
 	return -1;
 }
 
+/* ---- sending ------------------------------------------------------------------- */
+
+/* Packets built and not yet sent: tp_send fills the queue, tp_tx_flush
+ * empties it with sendmmsg. TX_GSO_SEGS and TX_GSO_BYTES bound one GSO
+ * send (the kernel's UDP_MAX_SEGMENTS, and one IP datagram of 64 KiB). */
+#define TX_BATCH 64
+#define TX_GSO_SEGS 64u
+#define TX_GSO_BYTES 65000u
+
+struct tx_pkt {
+	uint32_t len; /* UDP payload, ICRC included */
+	int fd;
+	bool v6, mcast;
+	uint16_t sport;
+	uint32_t ifindex;
+	uint8_t sgid[16], dgid[16];
+	uint8_t buf[TP_MAX_PKT];
+};
+
+static struct tx_pkt txq[TX_BATCH];
+
 int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_gather_fn gather,
 	    void *arg)
 {
+	struct tx_pkt *t = &txq[tp.ntx];
 	bool v6 = !sof_gid_is_v4(path->dgid);
-	union {
-		struct sockaddr_in v4;
-		struct sockaddr_in6 v6;
-	} dst;
-	union {
-		char b4[CMSG_SPACE(sizeof(struct in_pktinfo))];
-		char b6[CMSG_SPACE(sizeof(struct in6_pktinfo))];
-	} cbuf;
 	struct roce_addr a;
-	struct msghdr m = {0};
-	struct iovec iov;
-	struct cmsghdr *c;
 	size_t hl, len;
-	int fd, err;
+	int err;
 
 	if (paylen > 4096)
 		return -EMSGSIZE;
 	h->pad = (uint8_t)((4 - (paylen & 3)) & 3);
-	hl = roce_hdr_write(tp.pkt, h);
+	hl = roce_hdr_write(t->buf, h);
 	if (!hl)
 		return -EINVAL;
 	if (paylen) {
-		err = gather(arg, tp.pkt + hl, paylen);
+		err = gather(arg, t->buf + hl, paylen);
 		if (err)
 			return err;
 	}
 	len = hl + paylen;
-	memset(tp.pkt + len, 0, h->pad);
+	memset(t->buf + len, 0, h->pad);
 	len += h->pad;
 	memcpy(a.src, path->sgid, 16);
 	memcpy(a.dst, path->dgid, 16);
 	a.sport = path->sport;
 	a.dport = ROCE_UDP_PORT;
-	roce_icrc_append(&a, tp.pkt, len);
+	/* IPv4: the ICRC of IP ID 0, what a datagram sent alone carries;
+	 * tp_tx_flush corrects it for a GSO segment */
+	roce_icrc_append(&a, t->buf, len);
 	len += ROCE_ICRC_LEN;
 
 	/* only now: a packet without a socket to leave by is still built,
 	 * so its memory is checked (-EACCES) with or without a network */
-	fd = tx_fd(v6, path->sport);
-	if (fd < 0)
+	t->fd = tx_fd(v6, path->sport);
+	if (t->fd < 0)
 		return -ENETUNREACH;
-	memset(&dst, 0, sizeof(dst));
-	memset(&cbuf, 0, sizeof(cbuf));
-	m.msg_name = &dst;
-	m.msg_control = &cbuf;
-	if (v6) {
+	t->len = (uint32_t)len;
+	t->v6 = v6;
+	t->mcast = sof_gid_is_mcast(path->dgid);
+	t->sport = path->sport;
+	t->ifindex = path->ifindex;
+	memcpy(t->sgid, path->sgid, 16);
+	memcpy(t->dgid, path->dgid, 16);
+	if (++tp.ntx == TX_BATCH)
+		tp_tx_flush();
+	return 0;
+}
+
+/* Turn t's ICRC of IP ID 0 into the one of ID id (IPv4), or back. */
+static void icrc_ipid(struct tx_pkt *t, uint16_t id)
+{
+	uint32_t d = roce_icrc_ipid_delta(t->len - ROCE_ICRC_LEN, id);
+	uint8_t *w = t->buf + t->len - ROCE_ICRC_LEN;
+
+	w[0] ^= (uint8_t)d;
+	w[1] ^= (uint8_t)(d >> 8);
+	w[2] ^= (uint8_t)(d >> 16);
+	w[3] ^= (uint8_t)(d >> 24);
+}
+
+/* May b follow a in one GSO send? Same socket and addresses, and a's size
+ * (the last segment of a send may be shorter). */
+static bool same_run(const struct tx_pkt *a, const struct tx_pkt *b)
+{
+	return b->fd == a->fd && !a->mcast && !b->mcast && b->len <= a->len &&
+	       !memcmp(b->dgid, a->dgid, 16) && !memcmp(b->sgid, a->sgid, 16);
+}
+
+union tx_ctl {
+	char b4[CMSG_SPACE(sizeof(struct in_pktinfo)) + CMSG_SPACE(sizeof(uint16_t))];
+	char b6[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(uint16_t))];
+	struct cmsghdr align;
+};
+
+union tx_addr {
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+};
+
+/* Fill m to send the n packets from t (n > 1: one GSO send, segments of
+ * t->len bytes). The source address goes per message (IP_PKTINFO). */
+static void tx_msg(struct msghdr *m, struct iovec *iov, union tx_addr *dst, union tx_ctl *ctl,
+		   struct tx_pkt *t, uint32_t n)
+{
+	struct cmsghdr *c;
+
+	memset(m, 0, sizeof(*m));
+	memset(dst, 0, sizeof(*dst));
+	memset(ctl, 0, sizeof(*ctl));
+	m->msg_name = dst;
+	m->msg_control = ctl;
+	m->msg_controllen = sizeof(*ctl);
+	c = CMSG_FIRSTHDR(m);
+	if (t->v6) {
 		struct in6_pktinfo pi = {0};
 
-		dst.v6.sin6_family = AF_INET6;
-		dst.v6.sin6_port = htons(ROCE_UDP_PORT);
-		memcpy(&dst.v6.sin6_addr, path->dgid, 16);
-		m.msg_namelen = sizeof(dst.v6);
-		m.msg_controllen = sizeof(cbuf.b6);
-		c = CMSG_FIRSTHDR(&m);
+		dst->v6.sin6_family = AF_INET6;
+		dst->v6.sin6_port = htons(ROCE_UDP_PORT);
+		memcpy(&dst->v6.sin6_addr, t->dgid, 16);
+		m->msg_namelen = sizeof(dst->v6);
 		c->cmsg_level = IPPROTO_IPV6;
 		c->cmsg_type = IPV6_PKTINFO;
 		c->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(&pi.ipi6_addr, path->sgid, 16);
-		if (sof_gid_is_mcast(path->dgid)) /* by the source's interface */
-			pi.ipi6_ifindex = path->ifindex;
+		memcpy(&pi.ipi6_addr, t->sgid, 16);
+		if (t->mcast) /* by the source's interface */
+			pi.ipi6_ifindex = t->ifindex;
 		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
 	} else {
 		struct in_pktinfo pi = {0};
 
-		dst.v4.sin_family = AF_INET;
-		dst.v4.sin_port = htons(ROCE_UDP_PORT);
-		memcpy(&dst.v4.sin_addr, path->dgid + 12, 4);
-		m.msg_namelen = sizeof(dst.v4);
-		m.msg_controllen = sizeof(cbuf.b4);
-		c = CMSG_FIRSTHDR(&m);
+		dst->v4.sin_family = AF_INET;
+		dst->v4.sin_port = htons(ROCE_UDP_PORT);
+		memcpy(&dst->v4.sin_addr, t->dgid + 12, 4);
+		m->msg_namelen = sizeof(dst->v4);
 		c->cmsg_level = IPPROTO_IP;
 		c->cmsg_type = IP_PKTINFO;
 		c->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(&pi.ipi_spec_dst, path->sgid + 12, 4);
-		if (sof_gid_is_mcast(path->dgid))
-			pi.ipi_ifindex = (int)path->ifindex;
+		memcpy(&pi.ipi_spec_dst, t->sgid + 12, 4);
+		if (t->mcast)
+			pi.ipi_ifindex = (int)t->ifindex;
 		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
 	}
-	iov.iov_base = tp.pkt;
-	iov.iov_len = len;
-	m.msg_iov = &iov;
-	m.msg_iovlen = 1;
-	if (sendmsg(fd, &m, MSG_DONTWAIT) < 0)
-		return -errno; /* lost, as on a wire; the transport recovers */
-	tp_count(SOF_CNT_tx_packets, 1);
-	tp_count(SOF_CNT_tx_bytes, len);
-	return 0;
+	m->msg_controllen = CMSG_SPACE(c->cmsg_len - CMSG_LEN(0));
+	if (n > 1) {
+		uint16_t seg = (uint16_t)t->len;
+
+		c = (struct cmsghdr *)((char *)c + CMSG_SPACE(c->cmsg_len - CMSG_LEN(0)));
+		c->cmsg_level = SOL_UDP;
+		c->cmsg_type = UDP_SEGMENT;
+		c->cmsg_len = CMSG_LEN(sizeof(seg));
+		memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+		m->msg_controllen += CMSG_SPACE(sizeof(seg));
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		iov[i].iov_base = t[i].buf;
+		iov[i].iov_len = t[i].len;
+	}
+	m->msg_iov = iov;
+	m->msg_iovlen = n;
+}
+
+static void tx_count(const struct tx_pkt *t, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		tp_count(SOF_CNT_tx_packets, 1);
+		tp_count(SOF_CNT_tx_bytes, t[i].len);
+	}
+}
+
+/* sendmmsg of msgs[0..n) on fd (their packets: first[i], count[i]).
+ * A message the kernel refuses is lost, as on a wire; a GSO send refused
+ * as such (a kernel or route without UDP GSO) turns GSO off and goes
+ * again packet by packet. */
+static void tx_send(int fd, struct mmsghdr *msgs, const uint32_t *first, const uint32_t *count,
+		    uint32_t n)
+{
+	uint32_t done = 0;
+
+	while (done < n) {
+		int r = sendmmsg(fd, msgs + done, n - done, MSG_DONTWAIT);
+
+		if (r > 0) {
+			for (int i = 0; i < r; i++)
+				tx_count(&txq[first[done + i]], count[done + i]);
+			done += (uint32_t)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && count[done] > 1 && (errno == EIO || errno == EINVAL || errno == ENOPROTOOPT)) {
+			union tx_ctl ctl;
+			union tx_addr dst;
+			struct iovec iov;
+			struct msghdr m;
+
+			sofd_log("UDP GSO refused (%s): sending packet by packet", strerror(errno));
+			tp.gso = false;
+			for (uint32_t i = 0; i < count[done]; i++) {
+				struct tx_pkt *t = &txq[first[done] + i];
+
+				/* back to the ICRC of a datagram sent alone */
+				if (!t->v6 && i)
+					icrc_ipid(t, (uint16_t)i);
+				tx_msg(&m, &iov, &dst, &ctl, t, 1);
+				if (sendmsg(fd, &m, MSG_DONTWAIT) >= 0)
+					tx_count(t, 1);
+			}
+		}
+		done++; /* lost, as on a wire; the transport recovers */
+	}
+}
+
+void tp_tx_flush(void)
+{
+	static struct mmsghdr msgs[TX_BATCH];
+	static struct iovec iovs[TX_BATCH];
+	static union tx_addr dsts[TX_BATCH];
+	static union tx_ctl ctls[TX_BATCH];
+	static uint32_t first[TX_BATCH], count[TX_BATCH];
+	uint32_t nmsg = 0, i = 0, ntx = tp.ntx;
+	int fd = -1;
+
+	while (i < ntx) {
+		struct tx_pkt *t = &txq[i];
+		uint32_t n = 1, bytes = t->len;
+
+		if (tp.gso) {
+			while (i + n < ntx && n < TX_GSO_SEGS && bytes + txq[i + n].len <= TX_GSO_BYTES &&
+			       same_run(t, &txq[i + n])) {
+				bytes += txq[i + n].len;
+				/* a shorter one ends the run */
+				if (txq[i + n++].len < t->len)
+					break;
+			}
+		}
+		if (t->fd != fd && nmsg) {
+			tx_send(fd, msgs, first, count, nmsg);
+			nmsg = 0;
+		}
+		fd = t->fd;
+		/* IPv4: segment k of a GSO send leaves with IP ID k (icrc.c) */
+		for (uint32_t k = 1; k < n && !t->v6; k++)
+			icrc_ipid(&txq[i + k], (uint16_t)k);
+		tx_msg(&msgs[nmsg].msg_hdr, &iovs[i], &dsts[nmsg], &ctls[nmsg], t, n);
+		first[nmsg] = i;
+		count[nmsg] = n;
+		nmsg++;
+		i += n;
+	}
+	if (nmsg)
+		tx_send(fd, msgs, first, count, nmsg);
+	tp.ntx = 0;
+}
+
+void sof_tp_flush(void)
+{
+	if (tp.ntx)
+		tp_tx_flush();
 }
 
 /* ---- QP1, the GSI (IBA 13.5): the daemon's own UD QP ------------------------------ */
@@ -470,14 +667,82 @@ void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 	}
 }
 
-#define RX_BATCH 64
+/* A receive batch: RX_BATCH datagrams, each up to 64 KiB, which a UDP
+ * GRO datagram (many packets of one flow, joined by the kernel) may be. */
+#define RX_BATCH 32
+#define RX_BUF 65536
+
+/* One datagram from src to the address in its IP_PKTINFO: one packet, or
+ * with UDP GRO (gso: the size of each but the last) several. */
+static void rx_datagram(struct msghdr *mh, const uint8_t *buf, size_t len,
+			const struct sockaddr_in6 *src, bool v6)
+{
+	struct roce_addr a;
+	struct cmsghdr *c;
+	bool have_dst = false;
+	size_t gso = 0;
+
+	if (mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		tp_count(SOF_CNT_rx_packets, 1);
+		tp_drop(SOF_DROP_short);
+		return;
+	}
+	memset(&a, 0, sizeof(a));
+	if (v6) {
+		memcpy(a.src, &src->sin6_addr, 16);
+		a.sport = ntohs(src->sin6_port);
+	} else {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)src;
+
+		memcpy(a.src, v4pfx, 12);
+		memcpy(a.src + 12, &s4->sin_addr, 4);
+		a.sport = ntohs(s4->sin_port);
+	}
+	a.dport = ROCE_UDP_PORT;
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (v6 && c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+			struct in6_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			memcpy(a.dst, &pi.ipi6_addr, 16);
+			have_dst = true;
+		} else if (!v6 && c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			memcpy(a.dst, v4pfx, 12);
+			memcpy(a.dst + 12, &pi.ipi_addr, 4);
+			have_dst = true;
+		} else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+			   c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			int g;
+
+			memcpy(&g, CMSG_DATA(c), sizeof(g));
+			gso = g > 0 ? (size_t)g : 0;
+		}
+	}
+	if (!have_dst) {
+		tp_count(SOF_CNT_rx_packets, 1);
+		tp_drop(SOF_DROP_short);
+		return;
+	}
+	if (!gso || gso >= len) {
+		tp_input(buf, len, &a);
+		return;
+	}
+	/* the packets the kernel joined: each of gso bytes, the last what
+	 * is left; each validated on its own */
+	for (size_t off = 0; off < len; off += gso)
+		tp_input(buf + off, len - off < gso ? len - off : gso, &a);
+}
 
 /* Read what the socket holds (bounded), then send the ACKs that became
  * due: one ACK for a whole batch is the coalescing of IBA 9.7.5.1.1. */
 static void rx(int fd, bool v6)
 {
-	static uint8_t bufs[RX_BATCH][TP_MAX_PKT + 64];
-	static char ctl[RX_BATCH][CMSG_SPACE(sizeof(struct in6_pktinfo)) + 64];
+	static uint8_t bufs[RX_BATCH][RX_BUF];
+	static char ctl[RX_BATCH][CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(int)) +
+				  64];
 	static struct mmsghdr msgs[RX_BATCH];
 	static struct iovec iovs[RX_BATCH];
 	static struct sockaddr_in6 srcs[RX_BATCH];
@@ -496,55 +761,9 @@ static void rx(int fd, bool v6)
 			msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i]);
 		}
 		n = recvmmsg(fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
-		for (int i = 0; i < n; i++) {
-			struct msghdr *mh = &msgs[i].msg_hdr;
-			struct roce_addr a;
-			struct cmsghdr *c;
-			bool have_dst = false;
-
-			if (mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-				tp_count(SOF_CNT_rx_packets, 1);
-				tp_drop(SOF_DROP_short);
-				continue;
-			}
-			memset(&a, 0, sizeof(a));
-			if (v6) {
-				memcpy(a.src, &srcs[i].sin6_addr, 16);
-				a.sport = ntohs(srcs[i].sin6_port);
-			} else {
-				const struct sockaddr_in *s4 = (const struct sockaddr_in *)&srcs[i];
-
-				memcpy(a.src, v4pfx, 12);
-				memcpy(a.src + 12, &s4->sin_addr, 4);
-				a.sport = ntohs(s4->sin_port);
-			}
-			a.dport = ROCE_UDP_PORT;
-			for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-				if (v6 && c->cmsg_level == IPPROTO_IPV6 &&
-				    c->cmsg_type == IPV6_PKTINFO) {
-					struct in6_pktinfo pi;
-
-					memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-					memcpy(a.dst, &pi.ipi6_addr, 16);
-					have_dst = true;
-				} else if (!v6 && c->cmsg_level == IPPROTO_IP &&
-					   c->cmsg_type == IP_PKTINFO) {
-					struct in_pktinfo pi;
-
-					memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-					memcpy(a.dst, v4pfx, 12);
-					memcpy(a.dst + 12, &pi.ipi_addr, 4);
-					have_dst = true;
-				}
-			}
-			if (!have_dst) {
-				tp_count(SOF_CNT_rx_packets, 1);
-				tp_drop(SOF_DROP_short);
-				continue;
-			}
-			tp_input(bufs[i], msgs[i].msg_len, &a);
-		}
-	} while (n == RX_BATCH && ++rounds < 16);
+		for (int i = 0; i < n; i++)
+			rx_datagram(&msgs[i].msg_hdr, bufs[i], msgs[i].msg_len, &srcs[i], v6);
+	} while (n == RX_BATCH && ++rounds < 32);
 	tp_input_end();
 }
 
@@ -651,6 +870,7 @@ void sof_tp_event(struct sofd_pollable *p)
 		break;
 	}
 	tp_timer_update();
+	sof_tp_flush();
 }
 
 /* ---- QPs ------------------------------------------------------------------------ */

@@ -174,7 +174,9 @@ struct tp_state {
 	struct sofd_link qps;	      /* every sof_tqp */
 	struct sofd_link acks;	      /* those owing a coalesced ACK */
 	struct sofd_link timers;      /* those whose timer_ns or rnr_ns may be set */
-	uint8_t pkt[TP_MAX_PKT + 64]; /* packet being built */
+	uint32_t ntx;		      /* packets built, not yet handed to the kernel */
+	bool gso;		      /* UDP GSO in use (off: SOFTOFED_NO_GSO, or refused) */
+	bool gro;		      /* the receive sockets take UDP GRO */
 };
 
 extern struct tp_state tp;
@@ -204,11 +206,18 @@ const uint8_t *tp_sgid(uint32_t index);
 /* The interface of the GID at index (0 when the entry is empty). */
 uint32_t tp_sgid_ifindex(uint32_t index);
 /* Build the BTH and extended headers of h, copy the payload from the
- * gather callback, pad, append the ICRC, and send it on path. Counts it.
- * 0 or -errno (the packet is lost, as on a wire). */
+ * gather callback, pad, append the ICRC, and queue it to be sent on path
+ * (tp_tx_flush sends the queue; it runs when the queue is full and at the
+ * end of every event of the daemon's loop). 0, or -errno when the packet
+ * could not be built (the gather's error, -EMSGSIZE) or has no socket to
+ * leave by (-ENETUNREACH). A packet the kernel refuses later is lost, as
+ * on a wire, and the transport recovers. */
 typedef int (*tp_gather_fn)(void *arg, uint8_t *dst, uint32_t len);
 int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_gather_fn gather,
 	    void *arg);
+/* Hand every queued packet to the kernel, in order: sendmmsg, and runs of
+ * same-size packets on one path as one UDP GSO send. */
+void tp_tx_flush(void);
 /* The UDP source port for a flow between two QPs. */
 uint16_t tp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn);
 /* Arm the timerfd for the earliest deadline of tp.timers. */

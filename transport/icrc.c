@@ -279,35 +279,53 @@ void roce_icrc_append(const struct roce_addr *a, uint8_t *pkt, size_t len)
 	pkt[len + 3] = (uint8_t)(crc >> 24);
 }
 
+/* The difference an IP ID makes, one per bit of the ID: the ICRC's input
+ * is 8 bytes of ones, the IPv4 header (its ID in bytes 4 and 5), the UDP
+ * header, the packet; the raw CRC of a message that is zero but for byte
+ * b at q is table[b] moved over the bytes after q. Kept for the last
+ * length asked (a run of GSO segments has one length). */
+struct ipid_bits {
+	size_t len;
+	uint32_t bit[16]; /* bit j of the ID, 0 = the lowest */
+};
+
+static const uint32_t *ipid_bits(size_t len)
+{
+	static _Thread_local struct ipid_bits c = {.len = SIZE_MAX};
+
+	if (c.len != len) {
+		uint64_t n = 8 + 20 + 8 + (uint64_t)len;
+		uint32_t lo = x8n(n - 14), hi = x8n(n - 13);
+
+		for (int j = 0; j < 8; j++) {
+			c.bit[j] = gf2_mul(lo, crc_tab[0][1u << j]);
+			c.bit[8 + j] = gf2_mul(hi, crc_tab[0][1u << j]);
+		}
+		c.len = len;
+	}
+	return c.bit;
+}
+
 uint32_t roce_icrc_ipid_delta(size_t len, uint16_t id)
 {
-	/* the ICRC's input: 8 bytes of ones, the IPv4 header (its ID in
-	 * bytes 4 and 5), the UDP header, the packet; the raw CRC of a
-	 * message that is zero but for byte b at q is table[b] moved over
-	 * the bytes after q */
-	uint64_t n = 8 + 20 + 8 + (uint64_t)len;
+	const uint32_t *bit;
+	uint32_t d = 0;
 
 	pthread_once(&crc_once, crc_init);
-	return gf2_mul(x8n(n - 13), crc_tab[0][id >> 8]) ^ gf2_mul(x8n(n - 14), crc_tab[0][id & 0xff]);
+	bit = ipid_bits(len);
+	for (int j = 0; id; j++, id >>= 1)
+		if (id & 1)
+			d ^= bit[j];
+	return d;
 }
 
 /* diff = wire ^ ICRC(ID 0): is it the difference of an ID in
- * [1, ROCE_ICRC_MAX_IPID)? The difference is linear in the ID, so six
- * differences (one per bit) make all 63; kept for the last length seen,
- * since a run of segments has one length. */
+ * [1, ROCE_ICRC_MAX_IPID)? */
 static bool ipid_diff_ok(size_t len, uint32_t diff)
 {
-	static _Thread_local size_t last_len = SIZE_MAX;
-	static _Thread_local uint32_t bit[6];
+	const uint32_t *bit = ipid_bits(len);
 	uint32_t d = 0;
 
-	if (len != last_len) {
-		uint32_t shift = x8n(8 + 20 + 8 + (uint64_t)len - 14);
-
-		for (int j = 0; j < 6; j++)
-			bit[j] = gf2_mul(shift, crc_tab[0][1u << j]);
-		last_len = len;
-	}
 	/* IDs 1..63 in Gray-code order: one XOR each */
 	for (uint32_t i = 1; i < ROCE_ICRC_MAX_IPID; i++) {
 		d ^= bit[__builtin_ctz(i)];

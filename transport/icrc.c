@@ -223,12 +223,19 @@ static void put16(uint8_t *p, uint16_t v)
 /* IPv6 + UDP + BTH: the longest pseudo-header */
 #define PSEUDO_MAX (40 + 8 + ROCE_BTH_LEN)
 
-uint32_t roce_icrc(const struct roce_addr *a, const uint8_t *pkt, size_t len)
+uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, unsigned niov)
 {
 	uint8_t ph[PSEUDO_MAX];
-	size_t n, bth = len < ROCE_BTH_LEN ? len : ROCE_BTH_LEN;
+	size_t len = 0, n, bth, got = 0;
+	uint16_t udplen;
+	uint32_t crc;
+	unsigned i;
+
+	for (i = 0; i < niov; i++)
+		len += iov[i].iov_len;
+	bth = len < ROCE_BTH_LEN ? len : ROCE_BTH_LEN;
 	/* UDP length: header, packet, ICRC (16 bits, as on the wire) */
-	uint16_t udplen = (uint16_t)(8 + len + ROCE_ICRC_LEN);
+	udplen = (uint16_t)(8 + len + ROCE_ICRC_LEN);
 
 	pthread_once(&crc_once, crc_init);
 
@@ -261,12 +268,36 @@ uint32_t roce_icrc(const struct roce_addr *a, const uint8_t *pkt, size_t len)
 	put16(ph + n + 4, udplen);
 	put16(ph + n + 6, 0xffff); /* UDP checksum: variant */
 	n += 8;
-	memcpy(ph + n, pkt, bth);
+	/* the BTH, from however many pieces hold it */
+	for (i = 0; i < niov && got < bth; i++) {
+		size_t k = iov[i].iov_len < bth - got ? iov[i].iov_len : bth - got;
+
+		memcpy(ph + n + got, iov[i].iov_base, k);
+		got += k;
+	}
 	if (len > 4)
 		ph[n + 4] = 0xff; /* BTH FECN, BECN, Resv6a: variant */
 	n += bth;
 
-	return ~crc_update(crc_update(crc_after_lrh, ph, n), pkt + bth, len - bth);
+	crc = crc_update(crc_after_lrh, ph, n);
+	/* then everything after the BTH */
+	for (i = 0, got = 0; i < niov; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		size_t k = iov[i].iov_len, skip = got < bth ? bth - got : 0;
+
+		if (skip > k)
+			skip = k;
+		got += k;
+		crc = crc_update(crc, p + skip, k - skip);
+	}
+	return ~crc;
+}
+
+uint32_t roce_icrc(const struct roce_addr *a, const uint8_t *pkt, size_t len)
+{
+	struct iovec v = {(void *)(uintptr_t)pkt, len};
+
+	return roce_icrc_iov(a, &v, 1);
 }
 
 void roce_icrc_append(const struct roce_addr *a, uint8_t *pkt, size_t len)

@@ -41,6 +41,8 @@ static int mr_map(struct sofd_mr *mr)
 
 void sof_tp_mr_release(struct sofd_mr *mr)
 {
+	/* queued packets may point into the mapping (tp_send_ref) */
+	sof_tp_flush();
 	if (mr->map)
 		munmap(mr->map, mr->map_len);
 	mr->map = NULL;
@@ -93,4 +95,33 @@ int tp_sgl_copy(const struct sofd_qp *qp, const struct sof_sge *sge, uint32_t ns
 		off = 0;
 	}
 	return len ? -EMSGSIZE : 0;
+}
+
+int tp_sgl_map(const struct sofd_qp *qp, const struct sof_sge *sge, uint32_t nsge, uint64_t off,
+	       uint64_t len, struct iovec *iov, uint32_t max)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < nsge && len; i++) {
+		uint64_t k;
+		uint8_t *p;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		k = sge[i].length - off;
+		if (k > len)
+			k = len;
+		p = tp_mr_ptr(qp, sge[i].lkey, sge[i].addr + off, k, 0);
+		if (!p)
+			return -EACCES;
+		if (n == max)
+			return -E2BIG;
+		iov[n].iov_base = p;
+		iov[n++].iov_len = k;
+		len -= k;
+		off = 0;
+	}
+	return len ? -EMSGSIZE : (int)n;
 }

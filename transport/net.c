@@ -238,6 +238,7 @@ static int tx_fd(bool v6, uint16_t sport)
 #define TX_BATCH 64
 #define TX_GSO_SEGS 64u
 #define TX_GSO_BYTES 65000u
+#define TX_IOV (2 + TP_TX_REFS)
 
 struct tx_pkt {
 	uint32_t len; /* UDP payload, ICRC included */
@@ -246,49 +247,66 @@ struct tx_pkt {
 	uint16_t sport;
 	uint32_t ifindex;
 	uint8_t sgid[16], dgid[16];
+	/* the packet in pieces: headers (and a copied payload) in buf, a
+	 * payload sent by reference, pad and ICRC in tail */
+	uint32_t niov, tlen;
+	struct iovec iov[TX_IOV];
+	uint8_t tail[8];
 	uint8_t buf[TP_MAX_PKT];
 };
 
 static struct tx_pkt txq[TX_BATCH];
 
-int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_gather_fn gather,
-	    void *arg)
+/* tp_send and tp_send_ref: ref, when not NULL, holds the payload */
+static int tx_build(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen,
+		    tp_gather_fn gather, void *arg, const struct iovec *ref, uint32_t nref)
 {
 	struct tx_pkt *t = &txq[tp.ntx];
 	bool v6 = !sof_gid_is_v4(path->dgid);
 	struct roce_addr a;
-	size_t hl, len;
+	uint32_t crc;
+	size_t hl;
 	int err;
 
-	if (paylen > 4096)
+	if (paylen > 4096 || nref > TP_TX_REFS)
 		return -EMSGSIZE;
 	h->pad = (uint8_t)((4 - (paylen & 3)) & 3);
 	hl = roce_hdr_write(t->buf, h);
 	if (!hl)
 		return -EINVAL;
-	if (paylen) {
+	t->niov = 0;
+	t->iov[t->niov++] = (struct iovec){t->buf, hl};
+	if (ref) {
+		for (uint32_t i = 0; i < nref; i++)
+			t->iov[t->niov++] = ref[i];
+	} else if (paylen) {
 		err = gather(arg, t->buf + hl, paylen);
 		if (err)
 			return err;
+		t->iov[0].iov_len += paylen;
 	}
-	len = hl + paylen;
-	memset(t->buf + len, 0, h->pad);
-	len += h->pad;
+	memset(t->tail, 0, h->pad);
+	t->iov[t->niov++] = (struct iovec){t->tail, h->pad};
 	memcpy(a.src, path->sgid, 16);
 	memcpy(a.dst, path->dgid, 16);
 	a.sport = path->sport;
 	a.dport = ROCE_UDP_PORT;
 	/* IPv4: the ICRC of IP ID 0, what a datagram sent alone carries;
 	 * tp_tx_flush corrects it for a GSO segment */
-	roce_icrc_append(&a, t->buf, len);
-	len += ROCE_ICRC_LEN;
+	crc = roce_icrc_iov(&a, t->iov, t->niov);
+	t->tail[h->pad] = (uint8_t)crc;
+	t->tail[h->pad + 1] = (uint8_t)(crc >> 8);
+	t->tail[h->pad + 2] = (uint8_t)(crc >> 16);
+	t->tail[h->pad + 3] = (uint8_t)(crc >> 24);
+	t->tlen = h->pad + ROCE_ICRC_LEN;
+	t->iov[t->niov - 1].iov_len = t->tlen;
 
 	/* only now: a packet without a socket to leave by is still built,
 	 * so its memory is checked (-EACCES) with or without a network */
 	t->fd = tx_fd(v6, path->sport);
 	if (t->fd < 0)
 		return -ENETUNREACH;
-	t->len = (uint32_t)len;
+	t->len = (uint32_t)(hl + paylen + t->tlen);
 	t->v6 = v6;
 	t->mcast = sof_gid_is_mcast(path->dgid);
 	t->sport = path->sport;
@@ -300,11 +318,29 @@ int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_
 	return 0;
 }
 
+int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_gather_fn gather,
+	    void *arg)
+{
+	return tx_build(path, h, paylen, gather, arg, NULL, 0);
+}
+
+int tp_send_ref(const struct tp_path *path, struct roce_hdr *h, const struct iovec *pay,
+		uint32_t npay)
+{
+	uint64_t paylen = 0;
+
+	for (uint32_t i = 0; i < npay; i++)
+		paylen += pay[i].iov_len;
+	if (paylen > 4096)
+		return -EMSGSIZE;
+	return tx_build(path, h, (uint32_t)paylen, NULL, NULL, pay, npay);
+}
+
 /* Turn t's ICRC of IP ID 0 into the one of ID id (IPv4), or back. */
 static void icrc_ipid(struct tx_pkt *t, uint16_t id)
 {
 	uint32_t d = roce_icrc_ipid_delta(t->len - ROCE_ICRC_LEN, id);
-	uint8_t *w = t->buf + t->len - ROCE_ICRC_LEN;
+	uint8_t *w = t->tail + t->tlen - ROCE_ICRC_LEN;
 
 	w[0] ^= (uint8_t)d;
 	w[1] ^= (uint8_t)(d >> 8);
@@ -385,12 +421,12 @@ static void tx_msg(struct msghdr *m, struct iovec *iov, union tx_addr *dst, unio
 		memcpy(CMSG_DATA(c), &seg, sizeof(seg));
 		m->msg_controllen += CMSG_SPACE(sizeof(seg));
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		iov[i].iov_base = t[i].buf;
-		iov[i].iov_len = t[i].len;
-	}
 	m->msg_iov = iov;
-	m->msg_iovlen = n;
+	m->msg_iovlen = 0;
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t k = 0; k < t[i].niov; k++)
+			if (t[i].iov[k].iov_len)
+				iov[m->msg_iovlen++] = t[i].iov[k];
 }
 
 static void tx_count(const struct tx_pkt *t, uint32_t n)
@@ -424,7 +460,7 @@ static void tx_send(int fd, struct mmsghdr *msgs, const uint32_t *first, const u
 		if (r < 0 && count[done] > 1 && (errno == EIO || errno == EINVAL || errno == ENOPROTOOPT)) {
 			union tx_ctl ctl;
 			union tx_addr dst;
-			struct iovec iov;
+			struct iovec iov[TX_IOV];
 			struct msghdr m;
 
 			sofd_log("UDP GSO refused (%s): sending packet by packet", strerror(errno));
@@ -435,7 +471,7 @@ static void tx_send(int fd, struct mmsghdr *msgs, const uint32_t *first, const u
 				/* back to the ICRC of a datagram sent alone */
 				if (!t->v6 && i)
 					icrc_ipid(t, (uint16_t)i);
-				tx_msg(&m, &iov, &dst, &ctl, t, 1);
+				tx_msg(&m, iov, &dst, &ctl, t, 1);
 				if (sendmsg(fd, &m, MSG_DONTWAIT) >= 0)
 					tx_count(t, 1);
 			}
@@ -447,7 +483,7 @@ static void tx_send(int fd, struct mmsghdr *msgs, const uint32_t *first, const u
 void tp_tx_flush(void)
 {
 	static struct mmsghdr msgs[TX_BATCH];
-	static struct iovec iovs[TX_BATCH];
+	static struct iovec iovs[TX_BATCH * TX_IOV];
 	static union tx_addr dsts[TX_BATCH];
 	static union tx_ctl ctls[TX_BATCH];
 	static uint32_t first[TX_BATCH], count[TX_BATCH];
@@ -475,7 +511,7 @@ void tp_tx_flush(void)
 		/* IPv4: segment k of a GSO send leaves with IP ID k (icrc.c) */
 		for (uint32_t k = 1; k < n && !t->v6; k++)
 			icrc_ipid(&txq[i + k], (uint16_t)k);
-		tx_msg(&msgs[nmsg].msg_hdr, &iovs[i], &dsts[nmsg], &ctls[nmsg], t, n);
+		tx_msg(&msgs[nmsg].msg_hdr, &iovs[i * TX_IOV], &dsts[nmsg], &ctls[nmsg], t, n);
 		first[nmsg] = i;
 		count[nmsg] = n;
 		nmsg++;

@@ -168,7 +168,19 @@ static int send_segment(struct sof_tqp *t, struct tp_swqe *w)
 	h.ackreq = t->qp->type == IBV_QPT_RC &&
 		   (last || ((t->psn - t->una_psn) & ROCE_PSN_MASK) % TP_ACKREQ_EVERY ==
 				TP_ACKREQ_EVERY - 1);
-	err = tp_send(&t->path, &h, n, gather_wqe, &g);
+	err = -E2BIG;
+	if (t->qp->type == IBV_QPT_RC && !w->inl && n) {
+		/* RC: the payload by reference, since the WQE (and so its
+		 * buffer) completes only when acknowledged, long after the
+		 * packet left; UC completes at once, so it copies */
+		struct iovec pay[TP_TX_REFS];
+
+		err = tp_sgl_map(t->qp, w->sge, w->num_sge, t->send_off, n, pay, TP_TX_REFS);
+		if (err >= 0)
+			err = tp_send_ref(&t->path, &h, pay, (uint32_t)err);
+	}
+	if (err == -E2BIG)
+		err = tp_send(&t->path, &h, n, gather_wqe, &g);
 	if (err == -EACCES)
 		return err;
 	t->psn = (t->psn + 1) & ROCE_PSN_MASK;

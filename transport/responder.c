@@ -243,30 +243,14 @@ static void invalid_request(struct sof_tqp *t, uint32_t psn)
 
 /* ---- READ responses ------------------------------------------------------------- */
 
-struct read_src {
-	struct sof_tqp *t;
-	uint32_t rkey;
-	uint64_t va;
-};
-
-static int gather_read(void *arg, uint8_t *dst, uint32_t len)
-{
-	struct read_src *s = arg;
-	uint8_t *p = tp_mr_ptr(s->t->qp, s->rkey, s->va, len, IBV_ACCESS_REMOTE_READ);
-
-	if (!p)
-		return -EACCES;
-	memcpy(dst, p, len);
-	return 0;
-}
-
 /* Send the responses to a READ of len bytes at va, the first with PSN psn
  * (IBA 9.7.5.1.3: FIRST, MIDDLE..., LAST or ONLY; AETH on all but MIDDLE).
- * Every packet reads the region anew, so a region deregistered meanwhile
- * is never read. */
+ * Every packet looks the region up anew, so a region deregistered
+ * meanwhile is never read; the payload goes by reference, and a
+ * deregistration sends the queue before the region goes
+ * (sof_tp_mr_release). */
 static void serve_read(struct sof_tqp *t, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t len)
 {
-	struct read_src s = {t, rkey, va};
 	uint32_t off = 0;
 
 	do {
@@ -284,9 +268,16 @@ static void serve_read(struct sof_tqp *t, uint32_t psn, uint64_t va, uint32_t rk
 		h.psn = psn & ROCE_PSN_MASK;
 		h.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
 		h.msn = t->msn & 0xffffff;
-		s.va = va + off;
-		if (tp_send(&t->path, &h, n, gather_read, &s) == -EACCES)
+		if (n) {
+			struct iovec v = {tp_mr_ptr(t->qp, rkey, va + off, n, IBV_ACCESS_REMOTE_READ),
+					  n};
+
+			if (!v.iov_base)
+				return;
+			tp_send_ref(&t->path, &h, &v, 1);
+		} else if (tp_send(&t->path, &h, 0, NULL, NULL) == -EACCES) {
 			return;
+		}
 		off += n;
 		psn++;
 	} while (off < len);

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define ROCE_UDP_PORT 4791
 
@@ -210,6 +211,8 @@ struct roce_addr {
  * len counts the UDP payload without the ICRC. The value is in host order;
  * it goes on the wire little-endian (as rxe and hardware put it). */
 uint32_t roce_icrc(const struct roce_addr *a, const uint8_t *pkt, size_t len);
+/* The same over a packet in pieces (their lengths add up to len). */
+uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, unsigned niov);
 /* IPv4: what to XOR into the ICRC of ID 0 of a packet of len bytes (no
  * ICRC) for the ICRC of the same packet with IP ID id (icrc.c: a UDP GSO
  * segment leaves with the ID of its place in the send). */

@@ -215,6 +215,14 @@ uint32_t tp_sgid_ifindex(uint32_t index);
 typedef int (*tp_gather_fn)(void *arg, uint8_t *dst, uint32_t len);
 int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_gather_fn gather,
 	    void *arg);
+/* The same with the payload by reference, in at most TP_TX_REFS pieces
+ * (registered memory of an RC WRITE or SEND, or of a READ's responses): the
+ * memory must stay mapped until the queue is sent (sof_tp_mr_release sends
+ * it first) and its contents are what the packet carries, so only for
+ * what no completion releases before that (not UC, UD or inline data). */
+#define TP_TX_REFS 4u
+int tp_send_ref(const struct tp_path *path, struct roce_hdr *h, const struct iovec *pay,
+		uint32_t npay);
 /* Hand every queued packet to the kernel, in order: sendmmsg, and runs of
  * same-size packets on one path as one UDP GSO send. */
 void tp_tx_flush(void);
@@ -256,6 +264,12 @@ uint8_t *tp_mr_ptr(const struct sofd_qp *qp, uint32_t key, uint64_t va, uint64_t
  * or -EMSGSIZE (past the end of the list). */
 int tp_sgl_copy(const struct sofd_qp *qp, const struct sof_sge *sge, uint32_t nsge, uint64_t off,
 		uint8_t *buf, uint64_t len, bool to_sgl);
+/* Bytes [off, off+len) of an SGE list of the owner of qp, checked for
+ * reading as tp_sgl_copy does, as at most max pieces of the daemon's
+ * mappings. The number of pieces, -EACCES, -EMSGSIZE (past the end of the
+ * list) or -E2BIG (more than max pieces). */
+int tp_sgl_map(const struct sofd_qp *qp, const struct sof_sge *sge, uint32_t nsge, uint64_t off,
+	       uint64_t len, struct iovec *iov, uint32_t max);
 
 /* ---- requester.c ----------------------------------------------------------- */
 

@@ -15,7 +15,7 @@ PKGS=(
 	libibverbs-dev librdmacm-dev libibumad-dev
 	ibverbs-utils perftest rdmacm-utils infiniband-diags
 	iproute2 procps util-linux binutils python3
-	clang tshark iputils-ping
+	clang tshark iputils-ping ethtool
 )
 [ $# -gt 0 ] && PKGS=("$@")
 

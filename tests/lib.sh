@@ -815,7 +815,13 @@ sof_counter() {
 #
 #   sof_capture_start NAME FILE IF [HOST]   tshark -i IF -F pcap -w FILE in the
 #                        background (inside HOST, else here), returns once it
-#                        captures; 1 when it did not start
+#                        captures; 1 when it did not start. With HOST, first
+#                        turns UDP segmentation off on every host's veth0
+#                        (ethtool -K veth0 tx-udp-segmentation off): the
+#                        daemons send runs of packets as UDP GSO sends, which
+#                        cross veth whole, so a capture would show the joined
+#                        datagrams; off, the kernel cuts them before the
+#                        veth, into the packets a physical wire carries
 #   sof_capture_stop NAME    stops it (SIGTERM: the file is completed)
 #   sof_capture_check NAME FILE   judges every UDP/4791 packet of FILE (ICMP
 #                        errors that quote one are left out), as ok/not_ok lines:
@@ -832,13 +838,24 @@ sof_counter() {
 #                        opcodes seen, hex, sorted, one line)
 
 sof_capture_start() {
-	local name=$1 file=$2 ifn=$3 host=${4:-} out
+	local name=$1 file=$2 ifn=$3 host=${4:-} out h
 	if ! command -v tshark >/dev/null 2>&1; then
 		echo "# tshark is not installed (tests/install-deps.sh installs it)"
 		return 1
 	fi
 	rm -f "$file"
 	if [ -n "$host" ]; then
+		if ! command -v ethtool >/dev/null 2>&1; then
+			echo "# ethtool is not installed (tests/install-deps.sh installs it)"
+			return 1
+		fi
+		for h in "${SOF_HOSTS[@]}"; do
+			if ! timeout 10 ip netns exec "$(sof_host_ns "$h")" \
+				ethtool -K veth0 tx-udp-segmentation off >/dev/null 2>&1; then
+				echo "# cannot turn UDP segmentation off on veth0 of host $h"
+				return 1
+			fi
+		done
 		sof_host_bg "$name" "$host" "${SOF_CAPTURE_SECS:-600}" tshark -n -i "$ifn" -F pcap -w "$file"
 	else
 		sof_bg "$name" "${SOF_CAPTURE_SECS:-600}" tshark -n -i "$ifn" -F pcap -w "$file"

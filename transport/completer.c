@@ -247,12 +247,22 @@ static void atomic_ack(struct sof_tqp *t, const struct roce_hdr *h)
 }
 
 /* How long a repeated sequence-error NAK is taken for a copy of the last
- * one: an eighth of the local ACK timeout, at least 100 µs. */
+ * one. Our responder NAKs the same PSN again only when it sees the
+ * requester go back (responder.c), so a NAK that the resend drew, because
+ * the resent packet was lost again, comes back a round trip after the
+ * resend, at the soonest; a copy (the network duplicated a packet or the
+ * NAK) comes about when the first did. Taking a copy for new costs one
+ * needless go-back, missing a new one a whole transport timeout (67 ms at
+ * timeout 14): so half the least round trip seen lately, at least 5 µs;
+ * before any round trip was measured, an eighth of the local ACK timeout,
+ * at least 100 µs. */
 static uint64_t nak_holdoff_ns(const struct sof_tqp *t)
 {
-	uint64_t to = sof_ack_timeout_ns(t->timeout);
+	uint64_t to = sof_ack_timeout_ns(t->timeout), h = to / 8 > 100000 ? to / 8 : 100000;
 
-	return to / 8 > 100000 ? to / 8 : 100000;
+	if (t->mrtt_ns && t->mrtt_ns / 2 < h)
+		h = t->mrtt_ns / 2 > 5000 ? t->mrtt_ns / 2 : 5000;
+	return h;
 }
 
 static int nak_status(uint8_t code)

@@ -297,6 +297,7 @@ void tp_req_progress(struct sof_tqp *t)
 	uint32_t tail = atomic_load_explicit(&qp->nsq->idx.tail, memory_order_acquire);
 	uint32_t rd_max = t->max_rd_atomic ? t->max_rd_atomic : 1;
 	bool was_idle = t->psn == t->una_psn;
+	uint32_t old_max = t->max_psn;
 
 	/* take what was posted: at most a queue's worth beyond the oldest */
 	while (t->wq_tail != tail && t->wq_tail - t->wq_head < qp->sq_size) {
@@ -389,8 +390,14 @@ void tp_req_progress(struct sof_tqp *t)
 			}
 		}
 	}
-	if (roce_psn_diff(t->psn, t->max_psn) > 0)
+	if (roce_psn_diff(t->psn, t->max_psn) > 0) {
 		t->max_psn = t->psn;
+		/* time the newest packet, sent for the first time */
+		if (!t->rtt_ns && roce_psn_diff(t->psn, old_max) > 0 && qp->type == IBV_QPT_RC) {
+			t->rtt_psn = (t->psn - 1) & ROCE_PSN_MASK;
+			t->rtt_ns = sof_now_ns();
+		}
+	}
 	/* a WQE that failed locally completes when it is the oldest */
 	while (t->wq_head != t->wq_send) {
 		struct tp_swqe *w = &t->wq[t->wq_head & (qp->sq_size - 1)];
@@ -414,6 +421,7 @@ void tp_req_rewind(struct sof_tqp *t, uint32_t psn)
 	uint32_t mask = t->qp->sq_size - 1, i;
 
 	t->rd_out = 0;
+	t->rtt_ns = 0; /* an ACK may now be for a packet sent twice */
 	for (i = t->wq_head; i != t->wq_tail; i++) {
 		struct tp_swqe *w = &t->wq[i & mask];
 		int32_t d;
@@ -503,6 +511,16 @@ void tp_req_acked(struct sof_tqp *t, uint32_t una)
 	if (n <= 0)
 		return;
 	t->una_psn = una;
+	if (t->rtt_ns && roce_psn_diff(una, t->rtt_psn) > 0) {
+		uint64_t rtt = sof_now_ns() - t->rtt_ns;
+
+		t->srtt_ns = t->srtt_ns ? t->srtt_ns - t->srtt_ns / 8 + rtt / 8 : rtt;
+		if (!t->mrtt_ns || rtt < t->mrtt_ns)
+			t->mrtt_ns = rtt;
+		else
+			t->mrtt_ns += (rtt - t->mrtt_ns) / 64;
+		t->rtt_ns = 0;
+	}
 	if (t->in_recovery && roce_psn_diff(una, t->recover_psn) >= 0)
 		t->in_recovery = false;
 	if (t->cwnd < t->ssthresh) { /* slow start */

@@ -140,6 +140,12 @@ struct sof_tqp {
 	bool in_recovery;
 	uint32_t nak_psn, nak_una; /* the last sequence-error NAK acted on */
 	uint64_t nak_ns;
+	/* round-trip time: one packet sent for the first time is timed to
+	 * the ACK that covers it (none across a go-back: Karn's rule) */
+	uint32_t rtt_psn;
+	uint64_t rtt_ns;  /* when rtt_psn left, 0: none timed */
+	uint64_t srtt_ns; /* smoothed (1/8 per sample), 0: none yet */
+	uint64_t mrtt_ns; /* the least, drifting up by 1/64 of each larger sample */
 
 	/* responder (responder.c) */
 	uint32_t epsn;	  /* expected PSN */

@@ -35,14 +35,17 @@
  * carry-less multiplication and a Barrett reduction at the end (Gopal et
  * al., "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ
  * Instruction", Intel, 2009; the constants for the reflected polynomial
- * are x^n mod P for the fold distances, see crc_fold); elsewhere, and for
- * short runs, slice-by-8: eight tables of 256 entries, eight bytes a step.
- * Both are set up once on first use.
+ * are x^n mod P for the fold distances, see crc_fold), 256 bytes a step
+ * on 512-bit registers where the CPU has VPCLMULQDQ and AVX-512 (unless
+ * SOFTOFED_NO_AVX512 is set); elsewhere, and for short runs, slice-by-8:
+ * eight tables of 256 entries, eight bytes a step. All are set up once on
+ * first use.
  */
 #include "roce_wire.h"
 
 #include <endian.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -94,31 +97,22 @@ __attribute__((target("pclmul,sse4.1"))) static inline __m128i fold(__m128i a, _
 			     b);
 }
 
-/* The CRC register after len bytes at p (len >= 64, a multiple of 16),
- * from register crc. The constants, reflected and shifted left by one as
- * the reflected domain needs: k1 = x^(4*128+32), k2 = x^(4*128-32) mod P
- * (fold by 64 bytes), k3 = x^(128+32), k4 = x^(128-32) (fold by 16),
- * k5 = x^64 (128 to 64 bits), mu = x^64 / P and P itself (Barrett). */
-__attribute__((target("pclmul,sse4.1"))) static uint32_t crc_fold(uint32_t crc, const uint8_t *p,
+/* The end of a fold: four 128-bit accumulators a, b, c, d (in that order
+ * in the message) and len more bytes at p (a multiple of 16) become the
+ * CRC register. The constants, reflected and shifted left by one as the
+ * reflected domain needs: k3 = x^(128+32), k4 = x^(128-32) mod P (fold by
+ * 16 bytes), k5 = x^64 (128 bits to 64), mu = x^64 / P and P itself
+ * (Barrett). */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t fold_end(__m128i a, __m128i b, __m128i c,
+								   __m128i d, const uint8_t *p,
 								   size_t len)
 {
-	const __m128i k12 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
 	const __m128i k34 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
 	const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124);
 	const __m128i pmu = _mm_set_epi64x(0x1f7011641, 0x1db710641);
 	const __m128i low32 = _mm_set_epi32(0, -1, 0, -1);
-	__m128i a, b, c, d, t;
+	__m128i t;
 
-	a = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)crc));
-	b = _mm_loadu_si128((const __m128i *)(p + 16));
-	c = _mm_loadu_si128((const __m128i *)(p + 32));
-	d = _mm_loadu_si128((const __m128i *)(p + 48));
-	for (p += 64, len -= 64; len >= 64; p += 64, len -= 64) {
-		a = fold(a, k12, _mm_loadu_si128((const __m128i *)p));
-		b = fold(b, k12, _mm_loadu_si128((const __m128i *)(p + 16)));
-		c = fold(c, k12, _mm_loadu_si128((const __m128i *)(p + 32)));
-		d = fold(d, k12, _mm_loadu_si128((const __m128i *)(p + 48)));
-	}
 	a = fold(a, k34, b);
 	a = fold(a, k34, c);
 	a = fold(a, k34, d);
@@ -135,12 +129,81 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t crc_fold(uint32_t crc, 
 	t = _mm_clmulepi64_si128(_mm_and_si128(t, low32), pmu, 0x00);
 	return (uint32_t)_mm_extract_epi32(_mm_xor_si128(a, t), 1);
 }
+
+/* The CRC register after len bytes at p (len >= 64, a multiple of 16),
+ * from register crc: four 128-bit accumulators 64 bytes apart, each folded
+ * forward by 64 bytes a step (k1 = x^(512+32), k2 = x^(512-32) mod P). */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t crc_fold(uint32_t crc, const uint8_t *p,
+								   size_t len)
+{
+	const __m128i k12 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
+	__m128i a, b, c, d;
+
+	a = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)crc));
+	b = _mm_loadu_si128((const __m128i *)(p + 16));
+	c = _mm_loadu_si128((const __m128i *)(p + 32));
+	d = _mm_loadu_si128((const __m128i *)(p + 48));
+	for (p += 64, len -= 64; len >= 64; p += 64, len -= 64) {
+		a = fold(a, k12, _mm_loadu_si128((const __m128i *)p));
+		b = fold(b, k12, _mm_loadu_si128((const __m128i *)(p + 16)));
+		c = fold(c, k12, _mm_loadu_si128((const __m128i *)(p + 32)));
+		d = fold(d, k12, _mm_loadu_si128((const __m128i *)(p + 48)));
+	}
+	return fold_end(a, b, c, d, p, len);
+}
+
+#define FOLD512 "avx512f,avx512vl,avx512bw,vpclmulqdq,pclmul,sse4.1"
+static bool have_fold512;
+
+/* fold for 512-bit registers: each 128-bit lane as fold() */
+__attribute__((target(FOLD512))) static inline __m512i fold512(__m512i a, __m512i k, __m512i b)
+{
+	return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(a, k, 0x00),
+					 _mm512_clmulepi64_epi128(a, k, 0x11), b, 0x96);
+}
+
+/* The same with VPCLMULQDQ on 512-bit registers (len >= 256, a multiple of
+ * 16): four registers of four lanes, 256 bytes a step (the fold distance
+ * 2048 bits: x^(2048+32), x^(2048-32) mod P), then folded into one
+ * register (512 bits: k1, k2) whose lanes go to fold_end. */
+__attribute__((target(FOLD512))) static uint32_t crc_fold512(uint32_t crc, const uint8_t *p,
+							      size_t len)
+{
+	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x1322d1430, 0x11542778a));
+	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x1c6e41596, 0x154442bd4));
+	__m512i a, b, c, d;
+
+	a = _mm512_xor_si512(_mm512_loadu_si512((const void *)p),
+			     _mm512_inserti32x4(_mm512_setzero_si512(), _mm_cvtsi32_si128((int)crc), 0));
+	b = _mm512_loadu_si512((const void *)(p + 64));
+	c = _mm512_loadu_si512((const void *)(p + 128));
+	d = _mm512_loadu_si512((const void *)(p + 192));
+	for (p += 256, len -= 256; len >= 256; p += 256, len -= 256) {
+		a = fold512(a, k2048, _mm512_loadu_si512((const void *)p));
+		b = fold512(b, k2048, _mm512_loadu_si512((const void *)(p + 64)));
+		c = fold512(c, k2048, _mm512_loadu_si512((const void *)(p + 128)));
+		d = fold512(d, k2048, _mm512_loadu_si512((const void *)(p + 192)));
+	}
+	a = fold512(a, k512, b);
+	a = fold512(a, k512, c);
+	a = fold512(a, k512, d);
+	for (; len >= 64; p += 64, len -= 64)
+		a = fold512(a, k512, _mm512_loadu_si512((const void *)p));
+	return fold_end(_mm512_extracti32x4_epi32(a, 0), _mm512_extracti32x4_epi32(a, 1),
+			_mm512_extracti32x4_epi32(a, 2), _mm512_extracti32x4_epi32(a, 3), p, len);
+}
 #endif
 
 static uint32_t crc_update(uint32_t crc, const uint8_t *p, size_t len)
 {
 #ifdef HAVE_CRC_FOLD
-	if (have_fold && len >= 64) {
+	if (have_fold512 && len >= 256) {
+		size_t n = len & ~(size_t)15;
+
+		crc = crc_fold512(crc, p, n);
+		p += n;
+		len -= n;
+	} else if (have_fold && len >= 64) {
 		size_t n = len & ~(size_t)15;
 
 		crc = crc_fold(crc, p, n);
@@ -203,6 +266,9 @@ static void crc_init(void)
 #ifdef HAVE_CRC_FOLD
 	__builtin_cpu_init();
 	have_fold = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+	have_fold512 = have_fold && __builtin_cpu_supports("avx512f") &&
+		       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+		       __builtin_cpu_supports("vpclmulqdq") && !getenv("SOFTOFED_NO_AVX512");
 #endif
 	crc_after_lrh = crc_update(0xffffffffu, ones, sizeof(ones));
 }

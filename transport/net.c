@@ -847,17 +847,17 @@ void tp_timer_update(void)
 		if (t->rnr_ns && t->rnr_ns < next)
 			next = t->rnr_ns;
 	}
-	if (next == UINT64_MAX) {
-		if (!tp.timer_armed_ns)
-			return;
-		tp.timer_armed_ns = 0;
-	} else {
-		if (next == tp.timer_armed_ns)
-			return;
-		tp.timer_armed_ns = next;
-		its.it_value.tv_sec = (time_t)(next / 1000000000u);
-		its.it_value.tv_nsec = (long)(next % 1000000000u);
-	}
+	/* Lazily: a timer armed for an earlier time stays (it fires early,
+	 * finds nothing due and is armed again), and one no longer needed is
+	 * left to fire once for nothing. Every packet sent (re)starts a
+	 * deadline and every ACK ends one, and reprogramming the timer each
+	 * time costs a system call (a VM exit on a virtual machine) per
+	 * packet; the transport timeouts are milliseconds long. */
+	if (next == UINT64_MAX || (tp.timer_armed_ns && tp.timer_armed_ns <= next))
+		return;
+	tp.timer_armed_ns = next;
+	its.it_value.tv_sec = (time_t)(next / 1000000000u);
+	its.it_value.tv_nsec = (long)(next % 1000000000u);
 	/* sof_now_ns() is CLOCK_MONOTONIC */
 	timerfd_settime(tp.timer.fd, TFD_TIMER_ABSTIME, &its, NULL);
 }

@@ -17,7 +17,8 @@
  * We do not see the IP header the kernel builds for our UDP socket, so we
  * rebuild it from what it must be: version and header length 0x45 with no
  * options, ID 0 and DF set (the kernel sends ID 0 for an unconnected socket
- * with DF, i.e. IP_PMTUDISC_DO, and so does rxe), protocol 17, total length
+ * with DF, i.e. IP_PMTUDISC_DO; Linux rxe does not: it draws IDs with
+ * __ip_select_ident, so its IPv4 packets fail here), protocol 17, total length
  * 20 + 8 + UDP payload; for IPv6 payload length 8 + UDP payload and next
  * header 17, no extension headers.
  *

@@ -126,6 +126,12 @@ void sofd_conn_close(struct sofd_conn *c, const char *why)
 		epoll_ctl(sofd.epfd, EPOLL_CTL_DEL, c->db_fd, NULL);
 		close(c->db_fd);
 	}
+	if (c->db) {
+		c->db->c = NULL;
+		c->db->p.fd = -1;
+		c->db->next_dead = sofd.dead_dbs;
+		sofd.dead_dbs = c->db;
+	}
 	if (c->ctx_id)
 		sofd.n.contexts--;
 	sofd_list_del(&c->link);
@@ -135,6 +141,16 @@ void sofd_conn_close(struct sofd_conn *c, const char *why)
 		 before.mrs - sofd.n.mrs, before.cqs - sofd.n.cqs, before.srqs - sofd.n.srqs,
 		 before.qps - sofd.n.qps);
 	free(c);
+}
+
+void sofd_reap(void)
+{
+	while (sofd.dead_dbs) {
+		struct sofd_doorbell *db = sofd.dead_dbs;
+
+		sofd.dead_dbs = db->next_dead;
+		free(db);
+	}
 }
 
 /* Send the reply to one request. 0, or -errno when the connection must go. */

@@ -290,6 +290,7 @@ static void run_loop(void)
 				break;
 			}
 		}
+		sofd_reap();
 	}
 }
 
@@ -385,6 +386,7 @@ int main(int argc, char **argv)
 	while (!sofd_list_empty(&sofd.conns))
 		sofd_conn_close(sof_container_of(sofd.conns.next, struct sofd_conn, link),
 				"daemon exiting");
+	sofd_reap();
 	close(sofd.listen.fd);
 	sofd_log("exited");
 	return 0;

@@ -467,24 +467,37 @@ static struct sofd_qp *own_qp(struct sofd_conn *c, uint32_t qpn)
 static int conn_doorbell(struct sofd_conn *c)
 {
 	/* Edge-triggered, never read: every write is one wake-up (the
-	 * counter cannot reach its limit at one per post), and every
-	 * connection's doorbell points at the same pollable, so an event of a
-	 * connection closed earlier in the same batch is harmless. */
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = &sofd.doorbell};
+	 * counter cannot reach its limit at one per post). Its pollable
+	 * outlives the connection until the end of the batch (sofd_reap), so
+	 * an event of a connection closed earlier in the same batch finds it
+	 * with no connection. */
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET};
+	struct sofd_doorbell *db;
 	int fd;
 
 	if (c->db_fd >= 0)
 		return 0;
+	db = calloc(1, sizeof(*db));
+	if (!db)
+		return -ENOMEM;
 	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (fd < 0)
+	if (fd < 0) {
+		free(db);
 		return -errno;
+	}
+	db->p.kind = SOFD_POLL_DOORBELL;
+	db->p.fd = fd;
+	db->c = c;
+	ev.data.ptr = &db->p;
 	if (epoll_ctl(sofd.epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		int err = -errno;
 
 		close(fd);
+		free(db);
 		return err;
 	}
 	c->db_fd = fd;
+	c->db = db;
 	return 0;
 }
 

@@ -87,6 +87,17 @@ struct sofd_pollable {
 	int fd;
 };
 
+/* A connection's doorbell: the eventfd its owner writes after posting to
+ * a network send queue, as a pollable of its own, so that the transport
+ * looks only at that connection's QPs. When the connection closes, c
+ * becomes NULL and the doorbell lives on until the end of the epoll batch
+ * (an event of it may still be in the batch): sofd_reap frees it. */
+struct sofd_doorbell {
+	struct sofd_pollable p; /* SOFD_POLL_DOORBELL, p.fd the eventfd */
+	struct sofd_conn *c;
+	struct sofd_doorbell *next_dead;
+};
+
 /* One library connection = one device context once it said HELLO. */
 struct sofd_conn {
 	struct sofd_pollable p; /* p.fd: the control socket */
@@ -98,6 +109,7 @@ struct sofd_conn {
 	gid_t gid;
 	bool dead;	      /* closing: stop reading requests */
 	int db_fd;	      /* doorbell eventfd (-1 until the first QP) */
+	struct sofd_doorbell *db; /* its pollable, or NULL */
 	struct sofd_counts n; /* objects it holds */
 	struct cm_channel *cm_chan; /* an rdma_cm event channel (cm/), or NULL */
 	struct sofd_link pds, mrs, cqs, srqs, qps;
@@ -200,7 +212,8 @@ struct sofd {
 	struct sofd_pollable sig;
 	/* address and link changes (device.c); fd -1 when not followed */
 	struct sofd_pollable netlink;
-	struct sofd_pollable doorbell; /* every connection's doorbell (fd -1) */
+	struct sofd_pollable doorbell; /* every connection's doorbell at once (fd -1) */
+	struct sofd_doorbell *dead_dbs; /* of connections closed in this batch */
 	int spare_fd; /* reserved fd to shed connections at EMFILE */
 	struct sofd_link conns;
 	uint32_t next_conn_id, next_ctx_id, next_handle;
@@ -262,6 +275,8 @@ void sofd_accept(void);
 void sofd_conn_event(struct sofd_conn *c, uint32_t events);
 /* Release a connection and everything it owned. */
 void sofd_conn_close(struct sofd_conn *c, const char *why);
+/* Free what closed connections left for the end of the epoll batch. */
+void sofd_reap(void);
 
 /* ---- ops.c ------------------------------------------------------------------- */
 

@@ -877,16 +877,36 @@ static void timer_fired(void)
 	}
 }
 
-static void doorbell(void)
+/* New WQEs in t's network send queue? */
+static void rung(struct sof_tqp *t)
 {
-	struct sofd_link *l;
+	if (atomic_load_explicit(&t->qp->nsq->idx.tail, memory_order_acquire) != t->wq_tail)
+		tp_req_progress(t);
+}
 
-	for (l = tp.qps.next; l != &tp.qps; l = l->next) {
-		struct sof_tqp *t = sof_container_of(l, struct sof_tqp, link);
-		uint32_t tail = atomic_load_explicit(&t->qp->nsq->idx.tail, memory_order_acquire);
+/* A connection's doorbell: only its QPs can have new WQEs (each context
+ * rings its own); sofd.doorbell stands for every connection's at once. */
+static void doorbell(struct sofd_pollable *p)
+{
+	struct sofd_link *l, *next;
 
-		if (tail != t->wq_tail)
-			tp_req_progress(t);
+	if (p != &sofd.doorbell) {
+		struct sofd_doorbell *db = sof_container_of(p, struct sofd_doorbell, p);
+
+		if (!db->c) /* closed earlier in this batch */
+			return;
+		for (l = db->c->qps.next; l != &db->c->qps; l = next) {
+			struct sofd_qp *qp = sof_container_of(l, struct sofd_qp, link);
+
+			next = l->next;
+			if (qp->t && qp->nsq)
+				rung(qp->t);
+		}
+		return;
+	}
+	for (l = tp.qps.next; l != &tp.qps; l = next) {
+		next = l->next;
+		rung(sof_container_of(l, struct sof_tqp, link));
 	}
 }
 
@@ -900,7 +920,7 @@ void sof_tp_event(struct sofd_pollable *p)
 		timer_fired();
 		break;
 	case SOFD_POLL_DOORBELL:
-		doorbell();
+		doorbell(p);
 		break;
 	default:
 		break;

@@ -587,8 +587,10 @@ static void post_send(struct fqp *q, uint64_t wr_id, const struct send_spec *s)
 	atomic_store(&qp->nsq->idx.tail, tail + 1);
 }
 
-/* The doorbell, as the epoll loop sees it (and the timer rearmed). */
-static void doorbell(void) { sof_tp_event(&sofd.doorbell); }
+/* The doorbell, as the epoll loop sees it: the connection's own (made
+ * with its first QP), or every connection's at once (and the timer
+ * rearmed). */
+static void doorbell(void) { sof_tp_event(conn->db ? &conn->db->p : &sofd.doorbell); }
 
 /* What the first byte of an input posts before its commands. */
 enum {

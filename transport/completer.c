@@ -77,6 +77,8 @@ void tp_flush(struct sof_tqp *t)
 			t->wq_tail++;
 		}
 		atomic_store_explicit(&qp->nsq->idx.head, t->wq_tail, memory_order_release);
+		/* before tail is read again: see tp_req_progress */
+		atomic_thread_fence(memory_order_seq_cst);
 	}
 	t->wq_send = t->wq_head;
 	t->rd_out = 0;

@@ -300,16 +300,29 @@ void tp_req_progress(struct sof_tqp *t)
 	uint32_t old_max = t->max_psn;
 
 	/* take what was posted: at most a queue's worth beyond the oldest */
-	while (t->wq_tail != tail && t->wq_tail - t->wq_head < qp->sq_size) {
-		bool ok = take(t, t->wq_tail);
+	for (;;) {
+		while (t->wq_tail != tail && t->wq_tail - t->wq_head < qp->sq_size) {
+			bool ok = take(t, t->wq_tail);
 
-		t->wq_tail++;
-		atomic_store_explicit(&qp->nsq->idx.head, t->wq_tail, memory_order_release);
-		if (!ok) {
-			/* everything before it still completes first */
-			t->wq[(t->wq_tail - 1) & (qp->sq_size - 1)].state = TP_W_SENT;
-			t->wq[(t->wq_tail - 1) & (qp->sq_size - 1)].opcode = UINT32_MAX;
+			t->wq_tail++;
+			atomic_store_explicit(&qp->nsq->idx.head, t->wq_tail, memory_order_release);
+			if (!ok) {
+				/* everything before it still completes first */
+				t->wq[(t->wq_tail - 1) & (qp->sq_size - 1)].state = TP_W_SENT;
+				t->wq[(t->wq_tail - 1) & (qp->sq_size - 1)].opcode = UINT32_MAX;
+			}
 		}
+		/* The owner rings the doorbell only when it finds head caught
+		 * up with the tail it posted behind (verbs/netpost.c): it stores
+		 * tail, fences, reads head; we store head, fence, read tail, so
+		 * one of us sees the other's store and no WQE waits unseen. */
+		uint32_t again;
+
+		atomic_thread_fence(memory_order_seq_cst);
+		again = atomic_load_explicit(&qp->nsq->idx.tail, memory_order_acquire);
+		if (again == tail || t->wq_tail != tail)
+			break;
+		tail = again;
 	}
 	if (t->state == IBV_QPS_ERR) {
 		tp_flush(t);

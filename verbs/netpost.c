@@ -71,6 +71,14 @@ int sofv_net_post(struct sofv_qp *qp, const struct sofv_swqe *w)
 		e->traffic_class = g->traffic_class;
 	}
 	atomic_store_explicit(&qp->nsq->idx.tail, tail + 1, memory_order_release);
+	/* The doorbell only when the daemon had taken every WQE before this
+	 * one: otherwise it has yet to take the last, and takes this one with
+	 * it. Store tail, fence, read head here; store head, fence, read tail
+	 * in the daemon (transport/requester.c): one of the two sees the
+	 * other's store. A burst of posts rings once. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&qp->nsq->idx.head, memory_order_acquire) != tail)
+		return 0;
 	db = atomic_load_explicit(&ctx->doorbell, memory_order_relaxed);
 	if (db >= 0 && write(db, &one, sizeof(one)) < 0) {
 		/* the daemon is gone: the QP will see it as a fatal error */

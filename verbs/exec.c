@@ -369,6 +369,17 @@ static void sgl_release(struct sglist *l)
 	l->nrefs = 0;
 }
 
+/* l holds the one piece [p, p+len). Not an initializer: that would zero the
+ * whole list (SG_MAX pieces) on every message. */
+static void sgl_one(struct sglist *l, uint8_t *p, uint64_t len)
+{
+	l->n = 1;
+	l->total = len;
+	l->e[0].p = p;
+	l->e[0].len = len;
+	l->nrefs = 0;
+}
+
 static void sgl_add(struct sglist *l, uint8_t *p, uint64_t len)
 {
 	if (!len)
@@ -412,8 +423,9 @@ static void sg_copy(const struct sglist *dst, uint64_t skip, const struct sglist
 
 static void sg_write(const struct sglist *dst, uint64_t off, const void *buf, uint64_t len)
 {
-	struct sglist s = {.n = 1, .total = len, .e = {{(uint8_t *)buf, len}}};
+	struct sglist s;
 
+	sgl_one(&s, (uint8_t *)buf, len);
 	sg_copy(dst, off, &s);
 }
 
@@ -846,9 +858,9 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 				return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
 			}
 			{
-				struct sglist d = {
-				    .n = 1, .total = src.total, .e = {{p, src.total}}};
+				struct sglist d;
 
+				sgl_one(&d, p, src.total);
 				sg_copy(&d, 0, &src);
 			}
 			rmr_put(m);
@@ -877,8 +889,9 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 				return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
 			}
 			{
-				struct sglist s = {.n = 1, .total = len, .e = {{p, len}}};
+				struct sglist s;
 
+				sgl_one(&s, p, len);
 				sg_copy(&src, 0, &s);
 			}
 			rmr_put(m);
@@ -918,8 +931,9 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		}
 		rmr_put(m);
 		{
-			struct sglist s = {.n = 1, .total = 8, .e = {{(uint8_t *)&orig, 8}}};
+			struct sglist s;
 
+			sgl_one(&s, (uint8_t *)&orig, 8);
 			sg_copy(&src, 0, &s);
 		}
 		byte_len = 8;
@@ -1089,8 +1103,9 @@ int sofv_exec_post(struct sofv_qp *qp, const struct sofv_swqe *wqe)
 		return sofv_net_post(qp, wqe);
 
 	if (qp->sq_head == qp->sq_tail) {
-		struct sofv_swqe tmp = *wqe;
+		struct sofv_swqe tmp;
 
+		sofv_swqe_copy(&tmp, wqe);
 		tmp.wait = SOFV_WAIT_NONE;
 		if (exec_one(qp, &tmp) == EXEC_DONE) {
 			if (atomic_load_explicit(&qp->shm->state, memory_order_relaxed) ==
@@ -1102,12 +1117,12 @@ int sofv_exec_post(struct sofv_qp *qp, const struct sofv_swqe *wqe)
 		if (qp->sq_tail - qp->sq_head >= qp->sq_size)
 			return ENOMEM;
 		w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
-		*w = tmp;
+		sofv_swqe_copy(w, &tmp);
 	} else {
 		if (qp->sq_tail - qp->sq_head >= qp->sq_size)
 			return ENOMEM;
 		w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
-		*w = *wqe;
+		sofv_swqe_copy(w, wqe);
 		w->wait = SOFV_WAIT_NONE;
 	}
 	/* Inline data must outlive the caller's buffer. */

@@ -16,7 +16,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "sof_client.h"
 #include "sof_gid.h"
@@ -234,6 +236,21 @@ struct sofv_swqe {
 	int rnr_left;                 /* RNR retries left; 7 = infinite */
 	uint64_t deadline_ns;         /* next RNR retry / transport timeout */
 };
+
+/* *d = *s, copying only the SGEs in use: a whole WQE is 600 bytes, most of
+ * them unused SGE slots, and it is copied for every message. */
+static inline void sofv_swqe_copy(struct sofv_swqe *d, const struct sofv_swqe *s)
+{
+	uint32_t n = s->num_sge < SOFV_MAX_SGE ? s->num_sge : SOFV_MAX_SGE;
+
+	memcpy(d, s, offsetof(struct sofv_swqe, sge));
+	memcpy(d->sge, s->sge, sizeof(struct ibv_sge) * n);
+	d->inline_len = s->inline_len;
+	d->inline_buf = s->inline_buf;
+	d->wait = s->wait;
+	d->rnr_left = s->rnr_left;
+	d->deadline_ns = s->deadline_ns;
+}
 
 enum {
 	SOFV_WAIT_NONE = 0,

@@ -399,7 +399,7 @@ SOFV_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	err = cq_relayout(cq, head, t, nsize);
 	if (err)
 		goto unlock;
-	cq->size = nsize;
+	__atomic_store_n(&cq->size, nsize, __ATOMIC_RELAXED);
 	atomic_store(&cq->shm->size, nsize);
 	cq->ibcq.cqe = (int)nsize;
 unlock:

@@ -54,7 +54,11 @@ static bool cq_take(struct sofv_cq *cq, struct sof_cqe *out)
  * errors) and run deferred sends. Caller holds cq->lock. */
 static void cq_service(struct sofv_cq *cq)
 {
-	bool attention = atomic_exchange(&cq->shm->attention, 0);
+	/* Read before exchanging: an exchange on every poll would take the
+	 * header's cache line away from the producers, which read size and
+	 * armed there on every push. */
+	bool attention = atomic_load_explicit(&cq->shm->attention, memory_order_relaxed) &&
+			 atomic_exchange(&cq->shm->attention, 0);
 
 	if (atomic_load_explicit(&cq->shm->overflow, memory_order_relaxed) &&
 	    atomic_exchange(&cq->shm->overflow, 0))
@@ -97,6 +101,22 @@ static void cqe_to_wc(const struct sof_cqe *c, struct ibv_wc *wc)
 	wc->dlid_path_bits = c->dlid_path_bits;
 }
 
+/* Nothing to take and nothing to look after: the usual answer of a busy
+ * poll, given without taking the lock. A size read during a resize by
+ * another thread can only make this poll miss an entry the next one takes
+ * (the ring has room for the largest size). */
+static bool cq_idle(struct sofv_cq *cq)
+{
+	uint32_t head = atomic_load_explicit(&cq->shm->head, memory_order_relaxed);
+	uint32_t size = __atomic_load_n(&cq->size, __ATOMIC_RELAXED);
+	const struct sof_cqe *slot = &cq->ring[head & (size - 1)];
+
+	return atomic_load_explicit(&slot->seq, memory_order_acquire) != head + 1 &&
+	       !atomic_load_explicit(&cq->shm->attention, memory_order_relaxed) &&
+	       !atomic_load_explicit(&cq->shm->overflow, memory_order_relaxed) &&
+	       !atomic_load_explicit(&cq->deferred, memory_order_relaxed);
+}
+
 int sofv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct sofv_cq *cq = to_scq(ibcq);
@@ -105,6 +125,8 @@ int sofv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 
 	if (num_entries < 0)
 		return -EINVAL;
+	if (cq_idle(cq))
+		return 0;
 	pthread_spin_lock(&cq->lock);
 	cq_service(cq);
 	while (n < num_entries && cq_take(cq, &c))

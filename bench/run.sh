@@ -41,10 +41,13 @@
 #                     system calls and context switches) of the client and
 #                     the daemons on three paths: same-host ib_send_lat,
 #                     veth ib_send_lat, veth ib_write_bw 1 MiB.
-# The figures of the ratios run BENCH_REPS times (default 5), the other
-# points of the sweeps BENCH_SWEEP_REPS times (default 3); the report gives
-# the median, min and max, the ratios issue 5 names, the command of each
-# figure, and plots latency and bandwidth versus size (SVG).
+# The figures of the ratios are taken in BENCH_REPS rounds (default 5):
+# each once per round, both sides of every ratio in the same round, the
+# order reversed every other round (`rounds`); the other points of the
+# sweeps run BENCH_SWEEP_REPS times (default 3). The report gives the
+# median, min and max of every figure, the ratios issue 5 names as medians
+# of the per-round ratios, the command of each figure, and plots latency
+# and bandwidth versus size (SVG).
 #
 # Every process runs under `timeout` and is stopped by its PID; namespaces
 # created here are deleted here (tests/lib.sh sof_hosts_down).
@@ -114,7 +117,7 @@ BW_RE='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+([[:space:]]+[0-9.]+){3}[[:space:]]*
 # series in that plot and its message size in bytes. Callers set them for
 # one call: PLOT=bw-same SERIES='softofed ib_write_bw' BYTES=64 ptest ...
 PLOT="" SERIES="" BYTES=""
-# runs of the next measurement (the ratio figures REPS, sweeps SWEEP_REPS)
+# runs of the next measurement (1 in a ratio round, REPS by default; sweeps SWEEP_REPS)
 NREPS=""
 
 log() {
@@ -274,7 +277,7 @@ physical() {
 	[ -n "$QUICK" ] && ms=50 rounds=500000
 	if wanted "physical: memcpy"; then
 		out=$SOF_TMP/memcpy.out
-		for i in $(seq "$REPS"); do
+		for i in $(reps); do
 			log "memcpy run $i"
 			if ! timeout 120 taskset -c "$CPU_B" "$BIN/memcpy_bw" "$ms" >"$out" 2>&1; then
 				fail "physical: memcpy" "memcpy_bw failed: $(tail -n 1 "$out")"
@@ -288,7 +291,7 @@ physical() {
 		done
 	fi
 	if wanted "physical: cache-line ping-pong"; then
-		for i in $(seq "$REPS"); do
+		for i in $(reps); do
 			log "cache-line ping-pong run $i"
 			v=$(timeout 120 "$BIN/cacheline_pingpong" "$CPU_A" "$CPU_B" "$rounds" | awk '$1 == "oneway_ns" { print $2 / 1000 }')
 			[ -n "$v" ] || {
@@ -348,47 +351,100 @@ ptest() {
 	done
 }
 
-# nreps_of BYTES RATIO_BYTES...: REPS for the sizes of the ratios, else
-# SWEEP_REPS
-nreps_of() {
-	local b=$1 r
-	shift
-	for r in "$@"; do
-		[ "$b" = "$r" ] && {
-			echo "$REPS"
-			return
-		}
-	done
-	echo "$SWEEP_REPS"
-}
-
 same_host_perftest() {
 	local n op size
+	# the sweeps: the sizes that enter a ratio were taken in the rounds
 	for op in send write read; do
 		for size in $LAT_SIZES; do
+			[ "$size" = 2 ] && continue
 			n=$(iters $((256 * MIB)) "$size" 2000 20000)
-			NREPS=$(nreps_of "$size" 2) PLOT=lat-same SERIES="softofed ib_${op}_lat" BYTES=$size \
+			NREPS=$SWEEP_REPS PLOT=lat-same SERIES="softofed ib_${op}_lat" BYTES=$size \
 				ptest "same host" "ib_${op}_lat $(hsize "$size")" 60 "" "" "" "" localhost \
 				"ib_${op}_lat" -s "$size" -n "$n"
 		done
 	done
-	n=$((20000 / SCALE))
-	ptest "same host" "ib_atomic_lat 8 B" 60 "" "" "" "" localhost ib_atomic_lat -n "$n"
-	ptest "same host" "ib_send_lat -e 2 B" 60 "" "" "" "" localhost ib_send_lat -e -s 2 -n $((n / 4))
 	for op in write read send; do
 		for size in $BW_SIZES; do
+			[ "$size" = $MIB ] && continue
 			n=$(iters $((2048 * MIB)) "$size" 200 200000)
-			NREPS=$(nreps_of "$size" 64 $MIB) PLOT=bw-same SERIES="softofed ib_${op}_bw" BYTES=$size \
+			NREPS=$SWEEP_REPS PLOT=bw-same SERIES="softofed ib_${op}_bw" BYTES=$size \
 				ptest "same host" "ib_${op}_bw $(hsize "$size")" 60 "" "" "" "" localhost \
 				"ib_${op}_bw" -s "$size" -n "$n"
 		done
 	done
-	ptest "same host" "ib_write_bw -q 1 64 B" 60 "" "" "" "" localhost ib_write_bw -q 1 -s 64 \
-		-n "$(iters $((2048 * MIB)) 64 200 200000)"
 }
 
 # ---------------------------------------------------------------------------
 # kernel peers: sockperf (latency), iperf3 (bandwidth)
+
+# ---------------------------------------------------------------------------
+# Ratio rounds. Every figure that enters one of issue 5's ratios is taken
+# once per round, REPS rounds, with the two sides of each ratio minutes
+# apart at most; the order of the measurements is reversed every other
+# round (A B .. B A), so that a drift of the machine falls on both sides.
+# The two vCPUs of a virtual machine move between the two threads of one
+# core and two cores within seconds, which moves a small latency threefold:
+# a ratio of two medians taken ten minutes apart compares two machines.
+# report.py takes the median of the per-round ratios.
+
+# rounds NAME...: REPS rounds of the measurement functions NAME
+rounds() {
+	local r i fns=("$@")
+	for r in $(seq "$REPS"); do
+		log "ratio round $r of $REPS"
+		if [ $((r % 2)) = 1 ]; then
+			for ((i = 0; i < ${#fns[@]}; i++)); do NREPS=1 "${fns[i]}"; done
+		else
+			for ((i = ${#fns[@]} - 1; i >= 0; i--)); do NREPS=1 "${fns[i]}"; done
+		fi
+	done
+}
+
+# the same-host figures of the ratios
+r_lat() {
+	local op=$1 size=$2
+	local n
+	n=$(iters $((256 * MIB)) "$size" 2000 20000)
+	PLOT=lat-same SERIES="softofed ib_${op}_lat" BYTES=$size \
+		ptest "same host" "ib_${op}_lat $(hsize "$size")" 60 "" "" "" "" localhost \
+		"ib_${op}_lat" -s "$size" -n "$n"
+}
+r_bw() {
+	local op=$1
+	PLOT=bw-same SERIES="softofed ib_${op}_bw" BYTES=$MIB \
+		ptest "same host" "ib_${op}_bw 1 MiB" 60 "" "" "" "" localhost \
+		"ib_${op}_bw" -s $MIB -n "$(iters $((8192 * MIB / SCALE)) $MIB 200 200000)"
+}
+r_same_send_lat() { r_lat send 2; }
+r_same_write_lat() { r_lat write 2; }
+r_same_read_lat() { r_lat read 2; }
+r_same_atomic_lat() { ptest "same host" "ib_atomic_lat 8 B" 60 "" "" "" "" localhost ib_atomic_lat -n $((20000 / SCALE)); }
+r_same_event_lat() { ptest "same host" "ib_send_lat -e 2 B" 60 "" "" "" "" localhost ib_send_lat -e -s 2 -n $((5000 / SCALE)); }
+r_same_write_bw() { r_bw write; }
+r_same_read_bw() { r_bw read; }
+r_same_send_bw() { r_bw send; }
+r_same_rate() {
+	# 2,000,000 messages: a fifth of a second at 10 million a second
+	ptest "same host" "ib_write_bw -q 1 64 B" 60 "" "" "" "" localhost ib_write_bw -q 1 -s 64 \
+		-n $((2000000 / SCALE))
+}
+r_same_fi_shm() { fi_run "same host" shm rdm "" "" 127.0.0.1 "" "2 $MIB" $((256 * MIB)) 20000 lat-same bw-same; }
+r_same_ucx() {
+	# as many bytes at 1 MiB as ib_write_bw's (r_bw)
+	ucx_run "same host" posix posix "" "" 127.0.0.1 $((8192 * MIB / SCALE)) "2" "$MIB" lat-same bw-same
+	ucx_run "same host" posix,cma posix,cma "" "" 127.0.0.1 $((8192 * MIB / SCALE)) "2" "$MIB" lat-same bw-same
+	ucx_run "same host" tcp tcp "" "" 127.0.0.1 $((64 * MIB)) "2" "$MIB" lat-same bw-same
+}
+r_same_kernel() {
+	sockperf_pp "loopback" "" "" 127.0.0.1
+	iperf "loopback" "" "" 127.0.0.1 bw-same
+}
+
+same_host_rounds() {
+	rounds physical r_same_send_lat r_same_fi_shm r_same_write_lat r_same_read_lat \
+		r_same_atomic_lat r_same_event_lat r_same_kernel r_same_ucx r_same_write_bw \
+		r_same_read_bw r_same_send_bw r_same_rate
+}
 
 # sockperf_pp WHERE SRV_NS CLI_NS ADDR: UDP and TCP, blocking and busy-polled
 sockperf_pp() {
@@ -400,7 +456,7 @@ sockperf_pp() {
 			local opt=()
 			[ $proto = tcp ] && opt+=(--tcp)
 			[ $mode = busy-polled ] && opt+=(--nonblocked)
-			for i in $(seq "$REPS"); do
+			for i in $(reps); do
 				next_port
 				log "$label run $i"
 				s=(sockperf sr -i "$addr" -p "$PORT" "${opt[@]}")
@@ -425,7 +481,7 @@ iperf() {
 		label="kernel $where: $proto stream (iperf3)"
 		[ "$proto" = udp ] && label="kernel $where: udp stream 8 KiB datagrams (iperf3 -u -b 0)"
 		wanted "$label" || continue
-		for i in $(seq "$REPS"); do
+		for i in $(reps); do
 			next_port
 			log "$label run $i"
 			local opt=()
@@ -528,8 +584,7 @@ ucx_same_host() {
 		tl=$tls budget=$((1024 * MIB))
 		[ "$tls" = cma ] && tl=posix,cma
 		[ "$tls" = tcp ] && budget=$((64 * MIB))
-		# the 2 B latency and 1 MiB bandwidth take part in ratios
-		NREPS=$REPS ucx_run "same host" "$tl" "$tl" "" "" 127.0.0.1 "$budget" "2" "1048576" lat-same bw-same
+		# the 2 B latency and 1 MiB bandwidth were taken in the rounds
 		NREPS=$SWEEP_REPS ucx_run "same host" "$tl" "$tl" "" "" 127.0.0.1 "$budget" \
 			"$(echo "$LAT_SIZES" | sed 's/^2 //')" "$(echo "$BW_SIZES" | sed 's/ 1048576//')" lat-same bw-same
 	done
@@ -556,7 +611,7 @@ fi_run() {
 		n=$(iters "$budget" "$size" 10 "$maxi")
 		local d=()
 		[ -n "$dom" ] && d=(-d "$dom")
-		for i in $(NREPS=${NREPS:-$(nreps_of "$size" 2 $MIB)} reps); do
+		for i in $(reps); do
 			next_port
 			log "$label run $i"
 			s=(fi_pingpong -p "$prov" -e "$ep" "${d[@]}" -B "$PORT" -S "$size" -I "$n")
@@ -587,11 +642,13 @@ fabric_same_host() {
 	for s in $BW_SIZES; do
 		[ "$s" -le 512 ] && small="$small $s"
 	done
-	fi_run "same host" shm rdm "" "" 127.0.0.1 "" "$BW_SIZES" $((256 * MIB)) 20000 lat-same bw-same
-	fi_run "same host" tcp rdm "" "" 127.0.0.1 "" "$BW_SIZES" $((32 * MIB)) 5000 lat-same bw-same
-	fi_run "same host" udp rdm "" "" 127.0.0.1 "" "$BW_SIZES" $((16 * MIB)) 3000 lat-same bw-same
+	# shm's 2 B and 1 MiB were taken in the rounds
+	NREPS=$SWEEP_REPS fi_run "same host" shm rdm "" "" 127.0.0.1 "" "$(echo "$BW_SIZES" | sed 's/^2 //; s/ 1048576//')" \
+		$((256 * MIB)) 20000 lat-same bw-same
+	NREPS=$SWEEP_REPS fi_run "same host" tcp rdm "" "" 127.0.0.1 "" "$BW_SIZES" $((32 * MIB)) 5000 lat-same bw-same
+	NREPS=$SWEEP_REPS fi_run "same host" udp rdm "" "" 127.0.0.1 "" "$BW_SIZES" $((16 * MIB)) 3000 lat-same bw-same
 	# the udp provider alone: datagrams of at most its MTU
-	fi_run "same host" udp dgram "" "" 127.0.0.1 "" "$small" $((16 * MIB)) 5000 lat-same ""
+	NREPS=$SWEEP_REPS fi_run "same host" udp dgram "" "" 127.0.0.1 "" "$small" $((16 * MIB)) 5000 lat-same ""
 }
 
 # ---------------------------------------------------------------------------
@@ -835,13 +892,12 @@ phase_same_host() {
 	sof_init
 	BENCH_TSV=$1
 	idle
+	same_host_rounds
 	same_host_perftest
 	if [ "$PROFILE" = 1 ] && command -v perf >/dev/null 2>&1; then
 		profile_pair "same-host ib_send_lat 2 B" "" "" "" "" localhost $((200000 / SCALE)) \
 			"local:$(daemon_pid)" ib_send_lat -s 2 -n $((200000 / SCALE))
 	fi
-	sockperf_pp "loopback" "" "" 127.0.0.1
-	iperf "loopback" "" "" 127.0.0.1 bw-same
 	ucx_same_host
 	fabric_same_host
 	scale
@@ -862,6 +918,24 @@ hosts_wanted() {
 	return 1
 }
 
+# the two-host figures of the ratios (hosts in V_A, V_B: phase_hosts)
+r_veth_send_lat() {
+	PLOT=lat-veth SERIES="softofed ib_send_lat" BYTES=2 \
+		ptest veth "ib_send_lat 2 B" 60 "$V_A" "$V_B" "-x $V_GA" "-x $V_GB" "$V_IP" \
+		ib_send_lat -s 2 -n "$(iters $((16 * MIB)) 2 1000 10000)"
+}
+r_veth_write_bw() {
+	PLOT=bw-veth SERIES="softofed ib_write_bw" BYTES=$MIB \
+		ptest veth "ib_write_bw 1 MiB" 120 "$V_A" "$V_B" "-x $V_GA" "-x $V_GB" "$V_IP" \
+		ib_write_bw -s $MIB --mtu 4096 -n "$(iters $((256 * MIB)) $MIB 100 20000)"
+}
+r_veth_kernel() {
+	sockperf_pp "veth" "$V_A" "$V_B" "$V_IP"
+	iperf "veth" "$V_A" "$V_B" "$V_IP" bw-veth
+}
+r_veth_ucx() { ucx_run veth tcp tcp "$V_A" "$V_B" "$V_IP" $((64 * MIB)) "2" "$MIB" lat-veth bw-veth; }
+r_veth_fi_rxd() { fi_run veth udp rdm "$V_A" "$V_B" "$V_IP" veth0 "$MIB" $((16 * MIB)) 3000 lat-veth bw-veth; }
+
 phase_hosts() {
 	local a b ip ga gb size n
 	if [ "$(id -u)" -ne 0 ]; then
@@ -880,31 +954,32 @@ phase_hosts() {
 	ga=$(sof_host_gid a)
 	gb=$(sof_host_gid b)
 	# server in host a (its GID index), client in host b (its own)
+	V_A=$a V_B=$b V_IP=$ip V_GA=$ga V_GB=$gb
+	rounds r_veth_send_lat r_veth_kernel r_veth_ucx r_veth_fi_rxd r_veth_write_bw
 	for size in $VETH_SIZES; do
-		[ "$size" -le 65536 ] || continue
+		[ "$size" -le 65536 ] && [ "$size" != 2 ] || continue
 		n=$(iters $((16 * MIB)) "$size" 1000 10000)
-		NREPS=$(nreps_of "$size" 2) PLOT=lat-veth SERIES="softofed ib_send_lat" BYTES=$size \
+		NREPS=$SWEEP_REPS PLOT=lat-veth SERIES="softofed ib_send_lat" BYTES=$size \
 			ptest veth "ib_send_lat $(hsize "$size")" 60 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
 			ib_send_lat -s "$size" -n "$n"
 	done
 	for size in $VETH_SIZES; do
+		[ "$size" = $MIB ] && continue
 		n=$(iters $((256 * MIB)) "$size" 100 20000)
-		NREPS=$(nreps_of "$size" $MIB) PLOT=bw-veth SERIES="softofed ib_write_bw" BYTES=$size \
+		NREPS=$SWEEP_REPS PLOT=bw-veth SERIES="softofed ib_write_bw" BYTES=$size \
 			ptest veth "ib_write_bw $(hsize "$size")" 120 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
 			ib_write_bw -s "$size" --mtu 4096 -n "$n"
 	done
-	sockperf_pp "veth" "$a" "$b" "$ip"
-	iperf "veth" "$a" "$b" "$ip" bw-veth
-	NREPS=$REPS ucx_run veth tcp tcp "$a" "$b" "$ip" $((64 * MIB)) "2" "1048576" lat-veth bw-veth
 	NREPS=$SWEEP_REPS ucx_run veth tcp tcp "$a" "$b" "$ip" $((64 * MIB)) \
 		"$(echo "$VETH_SIZES" | sed 's/^2 //; s/ 1048576//')" "$(echo "$VETH_SIZES" | sed 's/ 1048576//')" lat-veth bw-veth
 	local small="" s
 	for s in $VETH_SIZES; do
 		[ "$s" -le 512 ] && small="$small $s"
 	done
-	fi_run veth tcp rdm "$a" "$b" "$ip" veth0 "$VETH_SIZES" $((32 * MIB)) 5000 lat-veth bw-veth
-	fi_run veth udp rdm "$a" "$b" "$ip" veth0 "$VETH_SIZES" $((16 * MIB)) 3000 lat-veth bw-veth
-	fi_run veth udp dgram "$a" "$b" "$ip" veth0 "$small" $((16 * MIB)) 5000 lat-veth ""
+	NREPS=$SWEEP_REPS fi_run veth tcp rdm "$a" "$b" "$ip" veth0 "$VETH_SIZES" $((32 * MIB)) 5000 lat-veth bw-veth
+	NREPS=$SWEEP_REPS fi_run veth udp rdm "$a" "$b" "$ip" veth0 "$(echo "$VETH_SIZES" | sed 's/ 1048576//')" \
+		$((16 * MIB)) 3000 lat-veth bw-veth
+	NREPS=$SWEEP_REPS fi_run veth udp dgram "$a" "$b" "$ip" veth0 "$small" $((16 * MIB)) 5000 lat-veth ""
 	if [ "$PROFILE" = 1 ] && command -v perf >/dev/null 2>&1; then
 		profile_pair "veth ib_send_lat 2 B" "$a" "$b" "-x $ga" "-x $gb" "$ip" $((20000 / SCALE)) \
 			"a:${SOF_HOST_DPID[a]} b:${SOF_HOST_DPID[b]}" ib_send_lat -s 2 -n $((20000 / SCALE))
@@ -918,7 +993,7 @@ phase_hosts() {
 # phase_wire: ib_write_bw 1 MiB through netwire, loss-free and at 1 % loss
 # of what host b (the client: it sends the data) sends
 phase_wire() {
-	local a b ip ga gb n loss
+	local a b ip ga gb n loss i
 	wanted "softofed wire: " || return 0
 	if ! sof_hosts_up 2 wire >"$SOF_TMP/wire.out" 2>&1; then
 		fail "softofed wire: ib_write_bw 1 MiB" "sof_hosts_up 2 wire failed: $(grep -v '^ok' "$SOF_TMP/wire.out" | tail -n 2 | tr '\n' ' ')"
@@ -931,15 +1006,23 @@ phase_wire() {
 	ga=$(sof_host_gid a)
 	gb=$(sof_host_gid b)
 	n=$(iters $((256 * MIB)) $MIB 100 1000)
-	for loss in 0 1; do
-		if [ "$loss" = 1 ] && ! sof_netem b loss 1% >/dev/null 2>&1; then
-			fail "softofed wire: ib_write_bw 1 MiB (loss 1%)" "sof_netem b loss 1% failed"
-			break
-		fi
-		local what="no loss"
-		[ "$loss" = 1 ] && what="loss 1%"
-		NREPS=$REPS ptest wire "ib_write_bw 1 MiB ($what)" 180 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
-			ib_write_bw -s $MIB --mtu 4096 -n "$n"
+	# in rounds, as the ratios: loss-free, then 1 % loss, then back
+	for i in $(seq "$REPS"); do
+		for loss in 0 1; do
+			[ $((i % 2)) = 0 ] && loss=$((1 - loss))
+			if [ "$loss" = 1 ] && ! sof_netem b loss 1% >/dev/null 2>&1; then
+				fail "softofed wire: ib_write_bw 1 MiB (loss 1%)" "sof_netem b loss 1% failed"
+				break 2
+			fi
+			if [ "$loss" = 0 ] && ! sof_netem_clear b >/dev/null 2>&1; then
+				fail "softofed wire: ib_write_bw 1 MiB (no loss)" "sof_netem_clear b failed"
+				break 2
+			fi
+			local what="no loss"
+			[ "$loss" = 1 ] && what="loss 1%"
+			NREPS=1 ptest wire "ib_write_bw 1 MiB ($what)" 180 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
+				ib_write_bw -s $MIB --mtu 4096 -n "$n"
+		done
 	done
 	note "wire" "hosts a and b joined through tests/progs/netwire (sof_hosts_up 2 wire); loss: sof_netem b loss 1% (${SOF_NETEM_HOW:-?}): 1 % of the frames host b sends are dropped"
 	sof_hosts_down
@@ -973,8 +1056,7 @@ main() {
 	: >"$BENCH_TSV.prof"
 	chmod 0666 "$BENCH_TSV"* 2>/dev/null
 	note "build" "$(rel "$SOF_BUILD_DIR") ($(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$SOF_BUILD_DIR/CMakeCache.txt" 2>/dev/null))"
-	physical
-	# the same-host phase in a namespace of its own with its own daemon
+	# the same-host phase (the physical limits are taken in its rounds) in a namespace of its own with its own daemon
 	SOF_NS_NAME=bench SOF_NS_TIMEOUT=1800 sof_ns_run bash "$BENCH_DIR/run.sh" --phase-same-host "$BENCH_TSV" ||
 		fail "same host" "the namespace phase ended with an error"
 	phase_hosts

@@ -337,6 +337,27 @@ static struct sofv_rmr *rmr_get(struct sofv_context *ctx, uint32_t key, uint32_t
 	return m;
 }
 
+/* rmr_get for a WQE of qp (caller holds qp->sq_lock): the region qp reached
+ * last with this use is kept with a reference of its own, so a stream of
+ * messages to one buffer skips the context's locked cache. */
+static struct sofv_rmr *qp_rmr_get(struct sofv_qp *qp, uint32_t key, uint32_t qpn, uint32_t use)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	int i = use == SOF_MR_REMOTE;
+	uint64_t ck = rmr_cache_key(key, qpn, use);
+	struct sofv_rmr *m = qp->rmr_last[i];
+
+	if (!m || qp->rmr_last_key[i] != ck || !objtab_valid(ctx, m->slot, m->gen)) {
+		rmr_put(m);
+		qp->rmr_last[i] = m = rmr_get(ctx, key, qpn, use);
+		qp->rmr_last_key[i] = ck;
+		if (!m)
+			return NULL;
+	}
+	atomic_fetch_add(&m->refs, 1);
+	return m;
+}
+
 /* Pointer to [addr, addr+len) of a mapped region, or NULL if out of range. */
 static uint8_t *rmr_ptr(const struct sofv_rmr *m, uint64_t addr, uint64_t len)
 {
@@ -517,8 +538,8 @@ static bool rq_nonempty(struct sofv_rqp *r)
 }
 
 /* Resolve the SGEs of a receive WQE of destination r (its owner's memory). */
-static int remote_local_sgl(struct sofv_context *ctx, struct sofv_rqp *r,
-			    const struct sof_rwqe *wqe, struct sglist *l)
+static int remote_local_sgl(struct sofv_qp *qp, struct sofv_rqp *r, const struct sof_rwqe *wqe,
+			    struct sglist *l)
 {
 	l->n = 0;
 	l->total = 0;
@@ -530,7 +551,7 @@ static int remote_local_sgl(struct sofv_context *ctx, struct sofv_rqp *r,
 
 		if (!s->length)
 			continue;
-		m = rmr_get(ctx, s->lkey, r->qpn, SOF_MR_LOCAL);
+		m = qp_rmr_get(qp, s->lkey, r->qpn, SOF_MR_LOCAL);
 		if (!m)
 			return -EACCES;
 		l->refs[l->nrefs++] = m;
@@ -694,7 +715,7 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 		return -EACCES;
 	}
 	if (!is_write) {
-		err = remote_local_sgl(ctx, r, rw, &dst);
+		err = remote_local_sgl(qp, r, rw, &dst);
 		if (err) {
 			sgl_release(&dst);
 			c.status = IBV_WC_LOC_PROT_ERR;
@@ -845,7 +866,7 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		}
 		/* IBA 9.4.3: a zero-length WRITE does not validate the R_Key */
 		if (src.total) {
-			m = rmr_get(ctx, w->rkey, r->qpn, SOF_MR_REMOTE);
+			m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE);
 			if (m && (qacc & IBV_ACCESS_REMOTE_WRITE) &&
 			    (m->access & IBV_ACCESS_REMOTE_WRITE))
 				p = rmr_ptr(m, w->remote_addr, src.total);
@@ -878,7 +899,7 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		for (uint32_t i = 0; i < w->num_sge; i++)
 			len += w->sge[i].length;
 		if (len) {
-			m = rmr_get(ctx, w->rkey, r->qpn, SOF_MR_REMOTE);
+			m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE);
 			if (m && (qacc & IBV_ACCESS_REMOTE_READ) &&
 			    (m->access & IBV_ACCESS_REMOTE_READ))
 				p = rmr_ptr(m, w->remote_addr, len);
@@ -910,7 +931,7 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 			rqp_put(r);
 			return fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
 		}
-		m = rmr_get(ctx, w->rkey, r->qpn, SOF_MR_REMOTE);
+		m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE);
 		if (m && (qacc & IBV_ACCESS_REMOTE_ATOMIC) &&
 		    (m->access & IBV_ACCESS_REMOTE_ATOMIC))
 			p = (uint64_t *)rmr_ptr(m, w->remote_addr, 8);
@@ -1203,6 +1224,10 @@ void sofv_exec_qp_release(struct sofv_qp *qp)
 	pthread_mutex_unlock(&ctx->prog_lock);
 	rqp_put(qp->peer);
 	qp->peer = NULL;
+	for (int i = 0; i < 2; i++) {
+		rmr_put(qp->rmr_last[i]);
+		qp->rmr_last[i] = NULL;
+	}
 }
 
 void sofv_exec_ctx_init(struct sofv_context *ctx)

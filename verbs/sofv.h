@@ -294,6 +294,11 @@ struct sofv_qp {
 	uint8_t *inline_area;         /* sq_size * max(cap.max_inline_data,1) */
 	uint32_t inline_stride;       /* max(cap.max_inline_data, 1) */
 	struct sofv_rqp *peer;        /* cached destination (RC/UC) */
+	/* exec.c: the regions this QP's WQEs last reached at a destination,
+	 * [0] receive buffers, [1] RDMA keys, each with a reference and its
+	 * cache key; under sq_lock */
+	struct sofv_rmr *rmr_last[2];
+	uint64_t rmr_last_key[2];
 	bool flushed_sq, flushed_rq;
 
 	/* ibv_wr_* building state (post.c), under sq_lock from wr_start */

@@ -418,6 +418,12 @@ static void sg_copy(const struct sglist *dst, uint64_t skip, const struct sglist
 	int di = 0, si = 0;
 	uint64_t doff = 0, soff = 0;
 
+	if (dst->n == 1 && src->n == 1 && skip <= dst->e[0].len) { /* the usual case */
+		uint64_t n = dst->e[0].len - skip;
+
+		memcpy(dst->e[0].p + skip, src->e[0].p, n < src->e[0].len ? n : src->e[0].len);
+		return;
+	}
 	while (di < dst->n && skip >= dst->e[di].len) {
 		skip -= dst->e[di].len;
 		di++;

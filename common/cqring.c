@@ -6,6 +6,7 @@
 #include "sof_shm.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <infiniband/verbs.h>
 #include <sched.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 
 /* spins bounds the wait for a resize (in sched_yield calls) and, times
  * 64, the producers' race for a slot. */
-static int cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,
+static int cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd, bool armable,
 		   uint32_t spins_max, _Atomic uint32_t *head_cache)
 {
 	uint32_t t, h, size, a, spins = 0, races = 0;
@@ -63,6 +64,10 @@ static int cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evf
 	slot = &ring[t & (size - 1)];
 	memcpy(slot, cqe, offsetof(struct sof_cqe, seq));
 	atomic_store_explicit(&slot->seq, t + 1, memory_order_release);
+	/* A CQ without a completion channel is never armed
+	 * (ibv_req_notify_cq fails): no fence, no look at the arm. */
+	if (!armable)
+		return 0;
 
 	/* The owner arms, then polls; we publish, then look at the arm. Each
 	 * side stores, then loads what the other stored, so both need a full
@@ -91,10 +96,10 @@ static int cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evf
 int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,
 		_Atomic uint32_t *head_cache)
 {
-	return cq_push(shm, cqe, cq_evfd, 100000, head_cache);
+	return cq_push(shm, cqe, cq_evfd, cq_evfd >= 0, 100000, head_cache);
 }
 
 int sof_cq_push_daemon(struct sof_cq_shm *shm, const struct sof_cqe *cqe)
 {
-	return cq_push(shm, cqe, -1, 1000, NULL);
+	return cq_push(shm, cqe, -1, true, 1000, NULL);
 }

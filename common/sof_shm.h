@@ -175,9 +175,10 @@ struct sof_cq_shm {
 /* Push a completion into the CQ segment at shm (any process may; cqring.c).
  * cq_evfd is the CQ's channel eventfd or -1. head_cache, or NULL: the
  * producer's own copy of the owner's head (0 at first), so that a push
- * reads the owner's cache line only when the ring looks full. Returns 0, 1 when the push
- * consumed the CQ's arm (a completion event is due: written to cq_evfd when
- * it is not -1, else the caller's to deliver), -ENOSPC when the CQ
+ * reads the owner's cache line only when the ring looks full. cq_evfd is
+ * the eventfd of the CQ's completion channel, -1 when the CQ has none (it
+ * can never be armed, so the arm is not looked at). Returns 0, 1 when the
+ * push consumed the CQ's arm (the event was written to cq_evfd), -ENOSPC when the CQ
  * overflowed (the overflow flag is set for the owner), -EINVAL when the
  * segment's size field is corrupt, -EBUSY when a resize never ends. */
 int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,

@@ -429,12 +429,7 @@ r_same_rate() {
 		-n $((2000000 / SCALE))
 }
 r_same_fi_shm() { fi_run "same host" shm rdm "" "" 127.0.0.1 "" "2 $MIB" $((256 * MIB)) 20000 lat-same bw-same; }
-r_same_ucx() {
-	# as many bytes at 1 MiB as ib_write_bw's (r_bw)
-	ucx_run "same host" posix posix "" "" 127.0.0.1 $((8192 * MIB / SCALE)) "2" "$MIB" lat-same bw-same
-	ucx_run "same host" posix,cma posix,cma "" "" 127.0.0.1 $((8192 * MIB / SCALE)) "2" "$MIB" lat-same bw-same
-	ucx_run "same host" tcp tcp "" "" 127.0.0.1 $((64 * MIB)) "2" "$MIB" lat-same bw-same
-}
+r_same_ucx() { ucx_same_host ratio; }
 r_same_kernel() {
 	sockperf_pp "loopback" "" "" 127.0.0.1
 	iperf "loopback" "" "" 127.0.0.1 bw-same
@@ -578,15 +573,22 @@ ucx_run() {
 	done
 }
 
+# ucx_same_host ratio|sweep: UCX over posix, posix+cma and tcp; ratio: the
+# 2 B latency and 1 MiB bandwidth (in the rounds; posix moves as many bytes
+# at 1 MiB as ib_write_bw's, r_bw), sweep: the other sizes
 ucx_same_host() {
 	local tls tl budget
 	for tls in posix cma tcp; do
 		tl=$tls budget=$((1024 * MIB))
 		[ "$tls" = cma ] && tl=posix,cma
+		[ "$1" = ratio ] && budget=$((8192 * MIB / SCALE))
 		[ "$tls" = tcp ] && budget=$((64 * MIB))
-		# the 2 B latency and 1 MiB bandwidth were taken in the rounds
-		NREPS=$SWEEP_REPS ucx_run "same host" "$tl" "$tl" "" "" 127.0.0.1 "$budget" \
-			"$(echo "$LAT_SIZES" | sed 's/^2 //')" "$(echo "$BW_SIZES" | sed 's/ 1048576//')" lat-same bw-same
+		if [ "$1" = ratio ]; then
+			ucx_run "same host" "$tl" "$tl" "" "" 127.0.0.1 "$budget" "2" "$MIB" lat-same bw-same
+		else
+			NREPS=$SWEEP_REPS ucx_run "same host" "$tl" "$tl" "" "" 127.0.0.1 "$budget" \
+				"$(echo "$LAT_SIZES" | sed 's/^2 //')" "$(echo "$BW_SIZES" | sed 's/ 1048576//')" lat-same bw-same
+		fi
 	done
 }
 
@@ -898,7 +900,7 @@ phase_same_host() {
 		profile_pair "same-host ib_send_lat 2 B" "" "" "" "" localhost $((200000 / SCALE)) \
 			"local:$(daemon_pid)" ib_send_lat -s 2 -n $((200000 / SCALE))
 	fi
-	ucx_same_host
+	ucx_same_host sweep
 	fabric_same_host
 	scale
 }
@@ -916,6 +918,22 @@ hosts_wanted() {
 		wanted "$l" && return 0
 	done
 	return 1
+}
+
+# hosts_up HOW: hosts a and b (sof_hosts_up 2 HOW: "" a veth pair, wire
+# through netwire); the server runs in host a with its GID index, the
+# client in host b with its own: V_A, V_B (namespaces), V_IP (host a's
+# address), V_GA, V_GB (GID indexes). 1, with the reason in HOSTS_ERR,
+# when they did not come up.
+hosts_up() {
+	local out=$SOF_TMP/hosts-${1:-veth}.out
+	if ! sof_hosts_up 2 ${1:+"$1"} >"$out" 2>&1; then
+		HOSTS_ERR=$(grep -v '^ok' "$out" | tail -n 2 | tr '\n' ' ')
+		sof_hosts_down
+		return 1
+	fi
+	V_A=$(sof_host_ns a) V_B=$(sof_host_ns b) V_IP=$(sof_host_ip a)
+	V_GA=$(sof_host_gid a) V_GB=$(sof_host_gid b)
 }
 
 # the two-host figures of the ratios (hosts in V_A, V_B: phase_hosts)
@@ -943,18 +961,11 @@ phase_hosts() {
 		return 0
 	fi
 	hosts_wanted || return 0
-	if ! sof_hosts_up 2 >"$SOF_TMP/hosts.out" 2>&1; then
-		fail "two hosts over veth" "sof_hosts_up 2 failed: $(tail -n 2 "$SOF_TMP/hosts.out" | tr '\n' ' ')"
-		sof_hosts_down
+	if ! hosts_up ""; then
+		fail "two hosts over veth" "sof_hosts_up 2 failed: $HOSTS_ERR"
 		return 0
 	fi
-	a=$(sof_host_ns a)
-	b=$(sof_host_ns b)
-	ip=$(sof_host_ip a)
-	ga=$(sof_host_gid a)
-	gb=$(sof_host_gid b)
-	# server in host a (its GID index), client in host b (its own)
-	V_A=$a V_B=$b V_IP=$ip V_GA=$ga V_GB=$gb
+	a=$V_A b=$V_B ip=$V_IP ga=$V_GA gb=$V_GB
 	rounds r_veth_send_lat r_veth_kernel r_veth_ucx r_veth_fi_rxd r_veth_write_bw
 	for size in $VETH_SIZES; do
 		[ "$size" -le 65536 ] && [ "$size" != 2 ] || continue
@@ -995,16 +1006,11 @@ phase_hosts() {
 phase_wire() {
 	local a b ip ga gb n loss i
 	wanted "softofed wire: " || return 0
-	if ! sof_hosts_up 2 wire >"$SOF_TMP/wire.out" 2>&1; then
-		fail "softofed wire: ib_write_bw 1 MiB" "sof_hosts_up 2 wire failed: $(grep -v '^ok' "$SOF_TMP/wire.out" | tail -n 2 | tr '\n' ' ')"
-		sof_hosts_down
+	if ! hosts_up wire; then
+		fail "softofed wire: ib_write_bw 1 MiB" "sof_hosts_up 2 wire failed: $HOSTS_ERR"
 		return 0
 	fi
-	a=$(sof_host_ns a)
-	b=$(sof_host_ns b)
-	ip=$(sof_host_ip a)
-	ga=$(sof_host_gid a)
-	gb=$(sof_host_gid b)
+	a=$V_A b=$V_B ip=$V_IP ga=$V_GA gb=$V_GB
 	n=$(iters $((256 * MIB)) $MIB 100 1000)
 	# in rounds, as the ratios: loss-free, then 1 % loss, then back
 	for i in $(seq "$REPS"); do

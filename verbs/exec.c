@@ -337,27 +337,6 @@ static struct sofv_rmr *rmr_get(struct sofv_context *ctx, uint32_t key, uint32_t
 	return m;
 }
 
-/* rmr_get for a WQE of qp (caller holds qp->sq_lock): the region qp reached
- * last with this use is kept with a reference of its own, so a stream of
- * messages to one buffer skips the context's locked cache. */
-static struct sofv_rmr *qp_rmr_get(struct sofv_qp *qp, uint32_t key, uint32_t qpn, uint32_t use)
-{
-	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
-	int i = use == SOF_MR_REMOTE;
-	uint64_t ck = rmr_cache_key(key, qpn, use);
-	struct sofv_rmr *m = qp->rmr_last[i];
-
-	if (!m || qp->rmr_last_key[i] != ck || !objtab_valid(ctx, m->slot, m->gen)) {
-		rmr_put(m);
-		qp->rmr_last[i] = m = rmr_get(ctx, key, qpn, use);
-		qp->rmr_last_key[i] = ck;
-		if (!m)
-			return NULL;
-	}
-	atomic_fetch_add(&m->refs, 1);
-	return m;
-}
-
 /* Pointer to [addr, addr+len) of a mapped region, or NULL if out of range. */
 static uint8_t *rmr_ptr(const struct sofv_rmr *m, uint64_t addr, uint64_t len)
 {
@@ -390,6 +369,42 @@ static void sgl_release(struct sglist *l)
 	l->nrefs = 0;
 }
 
+/* qp_rmr_get's miss: replace the QP's cached region for use i. */
+static __attribute__((noinline)) struct sofv_rmr *qp_rmr_refill(struct sofv_qp *qp, int i,
+								uint32_t key, uint32_t qpn,
+								uint32_t use, struct sglist *keep)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	struct sofv_rmr *m = qp->rmr_last[i];
+
+	if (m && keep)
+		keep->refs[keep->nrefs++] = m;
+	else
+		rmr_put(m);
+	qp->rmr_last[i] = m = rmr_get(ctx, key, qpn, use);
+	qp->rmr_last_key[i] = rmr_cache_key(key, qpn, use);
+	return m;
+}
+
+/* rmr_get for a WQE of qp (caller holds qp->sq_lock): the region qp reached
+ * last with this use is kept with a reference of its own, checked against
+ * the object table on every use, so a stream of messages to one buffer
+ * skips the context's locked cache. The region returned is borrowed from
+ * the QP: good until the next call with the same use, which may replace
+ * it. Then the reference of the one replaced moves to keep, when given (a
+ * list that still points into it), or is dropped. */
+static inline struct sofv_rmr *qp_rmr_get(struct sofv_qp *qp, uint32_t key, uint32_t qpn,
+					  uint32_t use, struct sglist *keep)
+{
+	int i = use == SOF_MR_REMOTE;
+	struct sofv_rmr *m = qp->rmr_last[i];
+
+	if (m && qp->rmr_last_key[i] == rmr_cache_key(key, qpn, use) &&
+	    objtab_valid(to_sctx(qp->qpx.qp_base.context), m->slot, m->gen))
+		return m;
+	return qp_rmr_refill(qp, i, key, qpn, use, keep);
+}
+
 /* l holds the one piece [p, p+len). Not an initializer: that would zero the
  * whole list (SG_MAX pieces) on every message. */
 static void sgl_one(struct sglist *l, uint8_t *p, uint64_t len)
@@ -411,19 +426,12 @@ static void sgl_add(struct sglist *l, uint8_t *p, uint64_t len)
 	l->total += len;
 }
 
-/* Copy min(dst total, src total) bytes from src to dst, skipping skip bytes
- * of dst first. */
-static void sg_copy(const struct sglist *dst, uint64_t skip, const struct sglist *src)
+/* sg_copy of lists in pieces. */
+static void sg_copy_pieces(const struct sglist *dst, uint64_t skip, const struct sglist *src)
 {
 	int di = 0, si = 0;
 	uint64_t doff = 0, soff = 0;
 
-	if (dst->n == 1 && src->n == 1 && skip <= dst->e[0].len) { /* the usual case */
-		uint64_t n = dst->e[0].len - skip;
-
-		memcpy(dst->e[0].p + skip, src->e[0].p, n < src->e[0].len ? n : src->e[0].len);
-		return;
-	}
 	while (di < dst->n && skip >= dst->e[di].len) {
 		skip -= dst->e[di].len;
 		di++;
@@ -448,6 +456,19 @@ static void sg_copy(const struct sglist *dst, uint64_t skip, const struct sglist
 	}
 }
 
+/* Copy min(dst total, src total) bytes from src to dst, skipping skip bytes
+ * of dst first. */
+static inline void sg_copy(const struct sglist *dst, uint64_t skip, const struct sglist *src)
+{
+	if (dst->n == 1 && src->n == 1 && skip <= dst->e[0].len) { /* the usual case */
+		uint64_t n = dst->e[0].len - skip;
+
+		memcpy(dst->e[0].p + skip, src->e[0].p, n < src->e[0].len ? n : src->e[0].len);
+		return;
+	}
+	sg_copy_pieces(dst, skip, src);
+}
+
 static void sg_write(const struct sglist *dst, uint64_t off, const void *buf, uint64_t len)
 {
 	struct sglist s;
@@ -456,41 +477,83 @@ static void sg_write(const struct sglist *dst, uint64_t off, const void *buf, ui
 	sg_copy(dst, off, &s);
 }
 
+/* qp_lmr_get's miss: copy the MR lkey names from ctx->mrs into qp->lmr. */
+static __attribute__((noinline)) const struct sofv_lmr *qp_lmr_refill(struct sofv_qp *qp,
+								      uint32_t lkey)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	struct sofv_mr *mr;
+	bool found;
+
+	pthread_rwlock_rdlock(&ctx->obj_lock);
+	mr = sof_hmap_get(&ctx->mrs, lkey);
+	found = mr && mr->pd == qp->pd;
+	if (found) {
+		/* read under the lock: the gen of the table mr was found in */
+		qp->lmr.gen = atomic_load_explicit(&ctx->mr_gen, memory_order_relaxed);
+		qp->lmr.lkey = lkey;
+		qp->lmr.access = mr->access;
+		qp->lmr.iova = mr->iova;
+		qp->lmr.length = mr->ibmr.length;
+		qp->lmr.addr = mr->ibmr.addr;
+	}
+	pthread_rwlock_unlock(&ctx->obj_lock);
+	return found ? &qp->lmr : NULL;
+}
+
+/* The local MR lkey names, for a WQE of qp (caller holds qp->sq_lock): a
+ * copy kept in qp->lmr, refilled from ctx->mrs when the key differs or an
+ * MR left ctx->mrs since (ctx->mr_gen moved). A copy never points at a
+ * struct sofv_mr, which ibv_dereg_mr frees. NULL when no MR of the QP's PD
+ * has that key. */
+static inline const struct sofv_lmr *qp_lmr_get(struct sofv_qp *qp, uint32_t lkey)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+
+	if (qp->lmr.lkey == lkey &&
+	    qp->lmr.gen == atomic_load_explicit(&ctx->mr_gen, memory_order_acquire))
+		return &qp->lmr;
+	return qp_lmr_refill(qp, lkey);
+}
+
 /* Resolve the local SGEs of a send WQE (this process's own memory). need is
  * IBV_ACCESS_LOCAL_WRITE when the HCA writes into them (READ, atomics).
  * Returns 0 or IBV_WC_LOC_PROT_ERR. */
-static int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint32_t need, struct sglist *l)
+static inline int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint32_t need,
+			    struct sglist *l)
 {
-	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
-	int ret = 0;
+	const struct sofv_lmr *mr;
 
+	if (w->send_flags & IBV_SEND_INLINE) {
+		sgl_one(l, w->inline_buf, w->inline_len);
+		l->n = !!w->inline_len;
+		return 0;
+	}
+	if (w->num_sge == 1 && w->sge[0].length) { /* the usual case, straight */
+		const struct ibv_sge *s = &w->sge[0];
+
+		mr = qp_lmr_get(qp, s->lkey);
+		if (!mr || (mr->access & need) != need || s->addr < mr->iova ||
+		    s->length > mr->length || s->addr - mr->iova > mr->length - s->length)
+			return IBV_WC_LOC_PROT_ERR;
+		sgl_one(l, mr->addr + (s->addr - mr->iova), s->length);
+		return 0;
+	}
 	l->n = 0;
 	l->total = 0;
 	l->nrefs = 0;
-	if (w->send_flags & IBV_SEND_INLINE) {
-		sgl_add(l, w->inline_buf, w->inline_len);
-		return 0;
-	}
-	pthread_rwlock_rdlock(&ctx->obj_lock);
 	for (uint32_t i = 0; i < w->num_sge; i++) {
 		const struct ibv_sge *s = &w->sge[i];
-		struct sofv_mr *mr;
-		uint64_t off;
 
 		if (!s->length)
 			continue;
-		mr = sof_hmap_get(&ctx->mrs, s->lkey);
-		if (!mr || mr->pd != qp->pd || (mr->access & need) != need || s->addr < mr->iova ||
-		    s->length > mr->ibmr.length ||
-		    s->addr - mr->iova > mr->ibmr.length - s->length) {
-			ret = IBV_WC_LOC_PROT_ERR;
-			break;
-		}
-		off = s->addr - mr->iova;
-		sgl_add(l, (uint8_t *)mr->ibmr.addr + off, s->length);
+		mr = qp_lmr_get(qp, s->lkey);
+		if (!mr || (mr->access & need) != need || s->addr < mr->iova ||
+		    s->length > mr->length || s->addr - mr->iova > mr->length - s->length)
+			return IBV_WC_LOC_PROT_ERR;
+		sgl_add(l, mr->addr + (s->addr - mr->iova), s->length);
 	}
-	pthread_rwlock_unlock(&ctx->obj_lock);
-	return ret;
+	return 0;
 }
 
 /* ---- receive side of the destination ------------------------------------- */
@@ -500,6 +563,7 @@ static int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint32_t nee
  * is consumed). */
 static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out)
 {
+	const uint8_t *src;
 	uint32_t head, tail;
 
 	for (;;) {
@@ -513,8 +577,11 @@ static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out)
 		}
 		if (head == tail || !r->rq_size)
 			return -EAGAIN;
-		memcpy(out, r->ring + (size_t)(head & (r->rq_size - 1)) * r->rq_stride,
-		       r->rq_stride);
+		src = r->ring + (size_t)(head & (r->rq_size - 1)) * r->rq_stride;
+		if (r->rq_stride == SOF_RWQE_STRIDE(1)) /* the usual one: no call */
+			memcpy(out, src, SOF_RWQE_STRIDE(1));
+		else
+			memcpy(out, src, r->rq_stride);
 		if (atomic_compare_exchange_weak_explicit(
 			&r->rq->head, &head, head + 1, memory_order_acq_rel, memory_order_relaxed))
 			break;
@@ -547,9 +614,26 @@ static bool rq_nonempty(struct sofv_rqp *r)
 static int remote_local_sgl(struct sofv_qp *qp, struct sofv_rqp *r, const struct sof_rwqe *wqe,
 			    struct sglist *l)
 {
+	l->nrefs = 0;
+	if (wqe->num_sge == 1 && wqe->sge[0].length) { /* the usual case, straight */
+		const struct sof_sge *s = &wqe->sge[0];
+		struct sofv_rmr *m = qp_rmr_get(qp, s->lkey, r->qpn, SOF_MR_LOCAL, l);
+		uint8_t *p;
+
+		if (!m)
+			return -EACCES;
+		p = rmr_ptr(m, s->addr, s->length);
+		if (!p || !(m->access & IBV_ACCESS_LOCAL_WRITE))
+			return -EACCES;
+		/* not sgl_one: l may hold a reference qp_rmr_get moved there */
+		l->n = 1;
+		l->total = s->length;
+		l->e[0].p = p;
+		l->e[0].len = s->length;
+		return 0;
+	}
 	l->n = 0;
 	l->total = 0;
-	l->nrefs = 0;
 	for (uint32_t i = 0; i < wqe->num_sge; i++) {
 		const struct sof_sge *s = &wqe->sge[i];
 		struct sofv_rmr *m;
@@ -557,10 +641,11 @@ static int remote_local_sgl(struct sofv_qp *qp, struct sofv_rqp *r, const struct
 
 		if (!s->length)
 			continue;
-		m = qp_rmr_get(qp, s->lkey, r->qpn, SOF_MR_LOCAL);
+		/* borrowed: a region replaced in the QP's cache by a later
+		 * piece has its reference moved to l */
+		m = qp_rmr_get(qp, s->lkey, r->qpn, SOF_MR_LOCAL, l);
 		if (!m)
 			return -EACCES;
-		l->refs[l->nrefs++] = m;
 		p = rmr_ptr(m, s->addr, s->length);
 		if (!p || !(m->access & IBV_ACCESS_LOCAL_WRITE))
 			return -EACCES;
@@ -754,8 +839,10 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 	return 0;
 }
 
-/* Resolve and check the destination of an RC/UC WQE. Returns a reference or
- * NULL with *res set to the outcome for w. */
+/* Resolve and check the destination of an RC/UC WQE. Returns qp->peer,
+ * whose reference is the QP's (good while the caller holds qp->sq_lock:
+ * only this function replaces it), or NULL with *res set to the outcome
+ * for w. */
 static struct sofv_rqp *connected_dest(struct sofv_qp *qp, struct sofv_swqe *w, enum exec_res *res,
 				       bool *gone)
 {
@@ -793,7 +880,6 @@ static struct sofv_rqp *connected_dest(struct sofv_qp *qp, struct sofv_swqe *w, 
 		*res = no_response(qp, w);
 		return NULL;
 	}
-	atomic_fetch_add(&r->refs, 1);
 	return r;
 }
 
@@ -843,17 +929,14 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		if (err == -EAGAIN) {
 			if (!rc) /* UC: no receive WQE, the message is dropped */
 				break;
-			rqp_put(r);
 			return rnr(qp, w, r);
 		}
 		if (err == -EMSGSIZE && rc) {
 			rqp_fail(ctx, r, 0);
-			rqp_put(r);
 			return fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
 		}
 		if (err && rc) {
 			rqp_fail(ctx, r, 0);
-			rqp_put(r);
 			return fail_wqe(qp, w, IBV_WC_REM_OP_ERR);
 		}
 		byte_len = (uint32_t)src.total;
@@ -867,21 +950,18 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM && !rq_nonempty(r)) {
 			if (!rc)
 				break;
-			rqp_put(r);
 			return rnr(qp, w, r);
 		}
 		/* IBA 9.4.3: a zero-length WRITE does not validate the R_Key */
 		if (src.total) {
-			m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE);
+			m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE, NULL);
 			if (m && (qacc & IBV_ACCESS_REMOTE_WRITE) &&
 			    (m->access & IBV_ACCESS_REMOTE_WRITE))
 				p = rmr_ptr(m, w->remote_addr, src.total);
 			if (!p) {
-				rmr_put(m);
 				if (!rc)
 					break;
 				rqp_fail(ctx, r, SOF_NOTIFY_QP_ACCESS_ERR);
-				rqp_put(r);
 				return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
 			}
 			{
@@ -890,7 +970,6 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 				sgl_one(&d, p, src.total);
 				sg_copy(&d, 0, &src);
 			}
-			rmr_put(m);
 		}
 		if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
 			deliver_recv(ctx, qp, w, r, &src, NULL);
@@ -905,14 +984,12 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		for (uint32_t i = 0; i < w->num_sge; i++)
 			len += w->sge[i].length;
 		if (len) {
-			m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE);
+			m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE, NULL);
 			if (m && (qacc & IBV_ACCESS_REMOTE_READ) &&
 			    (m->access & IBV_ACCESS_REMOTE_READ))
 				p = rmr_ptr(m, w->remote_addr, len);
 			if (!p) {
-				rmr_put(m);
 				rqp_fail(ctx, r, SOF_NOTIFY_QP_ACCESS_ERR);
-				rqp_put(r);
 				return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
 			}
 			{
@@ -921,7 +998,6 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 				sgl_one(&s, p, len);
 				sg_copy(&src, 0, &s);
 			}
-			rmr_put(m);
 		}
 		byte_len = (uint32_t)len;
 		break;
@@ -934,17 +1010,14 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		/* IBA 9.4.5: atomics need an 8-byte aligned virtual address */
 		if (w->remote_addr & 7) {
 			rqp_fail(ctx, r, SOF_NOTIFY_QP_REQ_ERR);
-			rqp_put(r);
 			return fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
 		}
-		m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE);
+		m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE, NULL);
 		if (m && (qacc & IBV_ACCESS_REMOTE_ATOMIC) &&
 		    (m->access & IBV_ACCESS_REMOTE_ATOMIC))
 			p = (uint64_t *)rmr_ptr(m, w->remote_addr, 8);
 		if (!p) {
-			rmr_put(m);
 			rqp_fail(ctx, r, SOF_NOTIFY_QP_ACCESS_ERR);
-			rqp_put(r);
 			return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
 		}
 		/* IBV_ATOMIC_HCA: atomic against every other atomic of the
@@ -956,7 +1029,6 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 			__atomic_compare_exchange_n(p, &orig, w->swap, false, __ATOMIC_SEQ_CST,
 						    __ATOMIC_SEQ_CST);
 		}
-		rmr_put(m);
 		{
 			struct sglist s;
 
@@ -968,10 +1040,8 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 	}
 
 	default:
-		rqp_put(r);
 		return fail_wqe(qp, w, IBV_WC_LOC_QP_OP_ERR);
 	}
-	rqp_put(r);
 	complete_send(qp, w, IBV_WC_SUCCESS, byte_len);
 	return EXEC_DONE;
 }
@@ -1121,7 +1191,7 @@ void sofv_exec_progress(struct sofv_qp *qp)
 		sofv_qp_set_error(qp);
 }
 
-int sofv_exec_post(struct sofv_qp *qp, const struct sofv_swqe *wqe)
+int sofv_exec_post(struct sofv_qp *qp, struct sofv_swqe *wqe)
 {
 	struct sofv_swqe *w;
 
@@ -1129,29 +1199,20 @@ int sofv_exec_post(struct sofv_qp *qp, const struct sofv_swqe *wqe)
 	if (qp->net)
 		return sofv_net_post(qp, wqe);
 
+	wqe->wait = SOFV_WAIT_NONE;
 	if (qp->sq_head == qp->sq_tail) {
-		struct sofv_swqe tmp;
-
-		sofv_swqe_copy(&tmp, wqe);
-		tmp.wait = SOFV_WAIT_NONE;
-		if (exec_one(qp, &tmp) == EXEC_DONE) {
+		/* run in place; copied into the ring only if it must wait */
+		if (exec_one(qp, wqe) == EXEC_DONE) {
 			if (atomic_load_explicit(&qp->shm->state, memory_order_relaxed) ==
 			    IBV_QPS_ERR)
 				sofv_qp_set_error(qp);
 			return 0;
 		}
-		/* queue it with its wait state */
-		if (qp->sq_tail - qp->sq_head >= qp->sq_size)
-			return ENOMEM;
-		w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
-		sofv_swqe_copy(w, &tmp);
-	} else {
-		if (qp->sq_tail - qp->sq_head >= qp->sq_size)
-			return ENOMEM;
-		w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
-		sofv_swqe_copy(w, wqe);
-		w->wait = SOFV_WAIT_NONE;
 	}
+	if (qp->sq_tail - qp->sq_head >= qp->sq_size)
+		return ENOMEM;
+	w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+	sofv_swqe_copy(w, wqe); /* with its wait state */
 	/* Inline data must outlive the caller's buffer. */
 	if (w->send_flags & IBV_SEND_INLINE) {
 		uint8_t *dst =
@@ -1234,10 +1295,12 @@ void sofv_exec_qp_release(struct sofv_qp *qp)
 		rmr_put(qp->rmr_last[i]);
 		qp->rmr_last[i] = NULL;
 	}
+	qp->lmr.gen = 0;
 }
 
 void sofv_exec_ctx_init(struct sofv_context *ctx)
 {
+	atomic_init(&ctx->mr_gen, 1);
 	pthread_mutex_init(&ctx->cache_lock, NULL);
 	pthread_mutex_init(&ctx->prog_lock, NULL);
 	pthread_cond_init(&ctx->prog_cond, NULL);

@@ -181,6 +181,8 @@ static void mr_unpublish(struct sofv_mr *m)
 
 	pthread_rwlock_wrlock(&s->obj_lock);
 	sof_hmap_del(&s->mrs, m->ibmr.lkey);
+	/* QPs drop what they cached of it (exec.c, local_sgl) */
+	atomic_fetch_add_explicit(&s->mr_gen, 1, memory_order_release);
 	pthread_rwlock_unlock(&s->obj_lock);
 }
 

@@ -75,6 +75,10 @@ struct sofv_context {
 	struct sof_hmap qps;        /* qpn  -> struct sofv_qp * */
 	struct sof_hmap cqs;        /* cq handle -> struct sofv_cq * */
 	struct sof_hmap srqs;       /* srq handle -> struct sofv_srq * */
+	/* Bumped (under the write side of obj_lock) whenever an MR leaves
+	 * mrs: what a QP cached of an MR (sofv_qp.lmr) is good while this
+	 * has not moved since. Starts at 1; 0 marks an empty cache. */
+	_Atomic uint64_t mr_gen;
 
 	/* Executor caches of other processes' objects (exec.c). */
 	pthread_mutex_t cache_lock;
@@ -264,6 +268,15 @@ struct sofv_wr_ent {
 	uint8_t data[SOFV_MAX_INLINE];
 };
 
+/* What a QP keeps of the local MR its WQEs last named (exec.c): a copy,
+ * never a pointer, since a racing ibv_dereg_mr frees the MR. */
+struct sofv_lmr {
+	uint64_t gen;                 /* ctx->mr_gen when copied; 0: empty */
+	uint32_t lkey, access;
+	uint64_t iova, length;
+	uint8_t *addr;                /* byte at iova */
+};
+
 struct sofv_qp {
 	struct ibv_qp_ex qpx;         /* struct ibv_qp is its prefix */
 	bool is_ex;                   /* created with send_ops_flags */
@@ -299,6 +312,10 @@ struct sofv_qp {
 	 * cache key; under sq_lock */
 	struct sofv_rmr *rmr_last[2];
 	uint64_t rmr_last_key[2];
+	/* exec.c: the local MR its WQEs last named, taken from ctx->mrs,
+	 * of the QP's PD, good while ctx->mr_gen equals lmr.gen; under
+	 * sq_lock */
+	struct sofv_lmr lmr;
 	bool flushed_sq, flushed_rq;
 
 	/* ibv_wr_* building state (post.c), under sq_lock from wr_start */
@@ -363,10 +380,11 @@ void sofv_cq_ex_init(struct sofv_cq *cq);
 /* ibv_wr_* callbacks are installed by sofv_qp_ex_init. */
 void sofv_qp_ex_init(struct sofv_qp *qp, uint64_t send_ops_flags);
 
-/* Post one already-validated WQE (used by post_send and wr_complete).
- * Caller holds qp->sq_lock. Returns 0 or a positive errno for the
- * immediate-failure cases of ibv_post_send. */
-int sofv_exec_post(struct sofv_qp *qp, const struct sofv_swqe *wqe);
+/* Post one already-validated WQE (used by post_send and wr_complete); it
+ * is executed in place (its wait state changes), and copied only when it
+ * must wait. Caller holds qp->sq_lock. Returns 0 or a positive errno for
+ * the immediate-failure cases of ibv_post_send. */
+int sofv_exec_post(struct sofv_qp *qp, struct sofv_swqe *wqe);
 /* netpost.c: hand a validated WQE to the daemon's network transport (RC/UC
  * QPs with qp->net, UD sends to other hosts). Caller holds qp->sq_lock.
  * 0 or ENOMEM when the send queue is full. */

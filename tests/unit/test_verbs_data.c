@@ -1490,6 +1490,36 @@ TEST(err_dereg_rkey)
 	pair_down(&a, &b);
 }
 
+/* The QP keeps a copy of the local MR it used last (exec.c): a
+ * deregistration must still make its lkey fail at once. */
+TEST(err_dereg_lkey)
+{
+	struct side a, b;
+	struct ibv_mr *mr2;
+	uint32_t lkey;
+	struct ibv_wc wc;
+
+	pair_up(&a, &b, IBV_QPT_RC, 0, 0);
+	mr2 = ibv_reg_mr(a.pd, a.buf + 65536, 4096, MR_ALL);
+	CHECK(mr2 != NULL);
+	lkey = mr2->lkey;
+	a.buf[65536] = 0x6c;
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_WRITE, 1, 0, a.buf + 65536, 1, lkey, raddr(&b, 0),
+			   b.mr->rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK_EQ(b.buf[0], 0x6c);
+	CHECK_EQ(ibv_dereg_mr(mr2), 0);
+	a.buf[65536] = 0x6d;
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_WRITE, 2, 0, a.buf + 65536, 1, lkey, raddr(&b, 0),
+			   b.mr->rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_EQ(wc.wr_id, 2);
+	CHECK_EQ(wc.status, IBV_WC_LOC_PROT_ERR);
+	CHECK_EQ(b.buf[0], 0x6c);
+	pair_down(&a, &b);
+}
+
 TEST(err_bad_lkey)
 {
 	struct side a, b;
@@ -1720,6 +1750,7 @@ int main(void)
 	RUN(err_missing_qp_access);
 	RUN(err_rkey_of_other_pd);
 	RUN(err_dereg_rkey);
+	RUN(err_dereg_lkey);
 	RUN(err_bad_lkey);
 	RUN(err_rnr_retry_exceeded);
 	RUN(rnr_then_recv_posted);

@@ -32,7 +32,8 @@ static int check_swqe(struct sofv_qp *qp, const struct sofv_swqe *w)
 	/* Sends are accepted in RTS (and SQD/SQE/ERR, where they flush). */
 	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR)
 		return EINVAL;
-	if (!sof_wr_opcode_allowed(t, w->opcode))
+	/* sof_wr_opcode_allowed, as computed when the QP was created */
+	if (w->opcode >= 32 || !(qp->send_ops & (1u << w->opcode)))
 		return EINVAL;
 	if (w->num_sge > qp->cap.max_send_sge)
 		return EINVAL;
@@ -93,7 +94,9 @@ static int build_swqe(struct sofv_qp *qp, const struct ibv_send_wr *wr, struct s
 		w->remote_qpn = wr->wr.ud.remote_qpn & 0xffffff;
 		w->remote_qkey = wr->wr.ud.remote_qkey;
 	}
-	if (w->num_sge)
+	if (w->num_sge == 1) /* no call for the usual case */
+		w->sge[0] = wr->sg_list[0];
+	else if (w->num_sge)
 		memcpy(w->sge, wr->sg_list, sizeof(struct ibv_sge) * w->num_sge);
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		uint64_t len = 0;
@@ -133,9 +136,9 @@ int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 }
 
 /* Write receive WQEs into a shared ring. Caller holds the producer lock. */
-static int post_ring(struct sof_ring_idx *idx, uint8_t *ring, uint32_t size, uint32_t stride,
-		     uint32_t max_wr, uint32_t max_sge, uint32_t *head_cache,
-		     struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+static inline int post_ring(struct sof_ring_idx *idx, uint8_t *ring, uint32_t size, uint32_t stride,
+			    uint32_t max_wr, uint32_t max_sge, uint32_t *head_cache,
+			    struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	uint32_t tail = atomic_load_explicit(&idx->tail, memory_order_relaxed);
 

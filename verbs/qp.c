@@ -15,6 +15,8 @@
 #include "qp_state.h"
 #include "sofv.h"
 
+#include "sof_wr.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +108,9 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	qp->srq = attr->srq ? to_ssrq(attr->srq) : NULL;
 	qp->sq_sig_all = attr->sq_sig_all ? 1 : 0;
 	qp->is_ex = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
+	for (uint32_t op = 0; op < 32; op++)
+		if (sof_wr_opcode_allowed(attr->qp_type, op))
+			qp->send_ops |= 1u << op;
 
 	/* Send side: the deferred ring and the inline copies of its WQEs. */
 	qp->sq_size = sof_roundup_pow2(attr->cap.max_send_wr ? attr->cap.max_send_wr : 1);

@@ -285,6 +285,7 @@ struct sofv_qp {
 	struct sofv_cq *scq, *rcq;
 	struct sofv_srq *srq;
 	uint32_t sq_sig_all;
+	uint32_t send_ops;            /* bit 1 << op: the type accepts send opcode op */
 	struct ibv_qp_cap cap;        /* as granted */
 
 	/* Segment with the receive ring (RQ producer side: rq_lock). */

@@ -50,9 +50,8 @@ static bool cq_take(struct sofv_cq *cq, struct sof_cqe *out)
 	return true;
 }
 
-/* Flush QPs that went to ERROR behind our back (peer death, responder
- * errors) and run deferred sends. Caller holds cq->lock. */
-static void cq_service(struct sofv_cq *cq)
+/* The work of cq_service, when there is some. */
+static __attribute__((noinline)) void cq_service_slow(struct sofv_cq *cq)
 {
 	/* Read before exchanging: an exchange on every poll would take the
 	 * header's cache line away from the producers, which read size and
@@ -84,8 +83,26 @@ static void cq_service(struct sofv_cq *cq)
 	pthread_mutex_unlock(&cq->qps_lock);
 }
 
-static void cqe_to_wc(const struct sof_cqe *c, struct ibv_wc *wc)
+/* Flush QPs that went to ERROR behind our back (peer death, responder
+ * errors) and run deferred sends. Caller holds cq->lock. Usually there is
+ * nothing to do: that is decided here, without a call. */
+static inline void cq_service(struct sofv_cq *cq)
 {
+	if (atomic_load_explicit(&cq->shm->attention, memory_order_relaxed) ||
+	    atomic_load_explicit(&cq->shm->overflow, memory_order_relaxed) ||
+	    atomic_load_explicit(&cq->deferred, memory_order_relaxed))
+		cq_service_slow(cq);
+}
+
+/* cq_take for ibv_poll_cq: the entry is copied straight from the slot into
+ * *wc (each field read once), then checked there. Caller holds cq->lock. */
+static bool cq_take_wc(struct sofv_cq *cq, struct ibv_wc *wc)
+{
+	uint32_t head = atomic_load_explicit(&cq->shm->head, memory_order_relaxed);
+	const struct sof_cqe *c = &cq->ring[head & (cq->size - 1)];
+
+	if (atomic_load_explicit(&c->seq, memory_order_acquire) != head + 1)
+		return false;
 	wc->wr_id = c->wr_id;
 	wc->status = c->status;
 	wc->opcode = c->opcode;
@@ -99,6 +116,13 @@ static void cqe_to_wc(const struct sof_cqe *c, struct ibv_wc *wc)
 	wc->slid = c->slid;
 	wc->sl = c->sl;
 	wc->dlid_path_bits = c->dlid_path_bits;
+	/* the slot is the producers' again once head moves past it */
+	atomic_store_explicit(&cq->shm->head, head + 1, memory_order_release);
+	if (wc->status > IBV_WC_TM_RNDV_INCOMPLETE || !wc_opcode_valid((uint8_t)wc->opcode)) {
+		wc->status = IBV_WC_GENERAL_ERR;
+		wc->opcode = IBV_WC_RECV;
+	}
+	return true;
 }
 
 /* Nothing to take and nothing to look after: the usual answer of a busy
@@ -117,22 +141,31 @@ static bool cq_idle(struct sofv_cq *cq)
 	       !atomic_load_explicit(&cq->deferred, memory_order_relaxed);
 }
 
+/* sofv_poll_cq when there may be something to do: out of line, so that a
+ * busy poll that finds nothing runs no prologue (its SMT sibling may be
+ * the producer). */
+static __attribute__((noinline)) int poll_locked(struct sofv_cq *cq, int num_entries,
+						 struct ibv_wc *wc)
+{
+	int n = 0;
+
+	pthread_spin_lock(&cq->lock);
+	cq_service(cq);
+	while (n < num_entries && cq_take_wc(cq, &wc[n]))
+		n++;
+	pthread_spin_unlock(&cq->lock);
+	return n;
+}
+
 int sofv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
 	struct sofv_cq *cq = to_scq(ibcq);
-	struct sof_cqe c;
-	int n = 0;
 
 	if (num_entries < 0)
 		return -EINVAL;
 	if (cq_idle(cq))
 		return 0;
-	pthread_spin_lock(&cq->lock);
-	cq_service(cq);
-	while (n < num_entries && cq_take(cq, &c))
-		cqe_to_wc(&c, &wc[n++]);
-	pthread_spin_unlock(&cq->lock);
-	return n;
+	return poll_locked(cq, num_entries, wc);
 }
 
 int sofv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)

@@ -33,6 +33,8 @@
 #                     ib_write_bw at VETH_SIZES, sockperf UDP/TCP and iperf3
 #                     TCP/UDP, UCX tcp (tag_lat, tag_bw, ucp_put_bw) and
 #                     fi_pingpong tcp, udp, udp;ofi_rxd over the same veth;
+#                     ib_send_lat 2 B and ib_write_bw 1 MiB also through
+#                     the daemons' engine (SOFTOFED_ENGINE=daemon);
 #                     then joined through tests/progs/netwire
 #                     (sof_hosts_up 2 wire; this kernel has no sch_netem):
 #                     ib_write_bw 1 MiB loss-free and with 1 % of the frames
@@ -105,6 +107,7 @@ ONLY=${BENCH_ONLY:-}
 BIN=$SOF_BUILD_DIR/bench
 RES_DIR=$BENCH_DIR/results
 PORT=${BENCH_PORT:-19900}
+PENV=""
 MIB=1048576
 
 # the perftest result lines: latency (9 columns, t_typical 5th), bandwidth
@@ -316,6 +319,7 @@ rel() {
 # runs of one perftest measurement (NREPS); WHERE is "same host" or "veth";
 # SARGS / CARGS are extra words of server / client (e.g. "-x 1"); latency
 # tests record t_typical, bandwidth tests MiB/s and Mpps.
+# PENV: words before both commands (env VAR=...), empty by default
 ptest() {
 	local where=$1 label=$2 secs=$3 sns=$4 cns=$5 sargs=$6 cargs=$7 target=$8 prog=$9 i v mpps line
 	shift 9
@@ -324,9 +328,9 @@ ptest() {
 		next_port
 		log "softofed $where: $label run $i"
 		# shellcheck disable=SC2206 # SARGS / CARGS are words
-		local s=("$SOFTOFED" run -- "$prog" -d sof0 -F -p "$PORT" $sargs "$@")
+		local s=($PENV "$SOFTOFED" run -- "$prog" -d sof0 -F -p "$PORT" $sargs "$@")
 		# shellcheck disable=SC2206
-		local c=("$SOFTOFED" run -- "$prog" -d sof0 -F -p "$PORT" $cargs "$@" "$target")
+		local c=($PENV "$SOFTOFED" run -- "$prog" -d sof0 -F -p "$PORT" $cargs "$@" "$target")
 		local cmd
 		if ! pair perf "$secs" "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
 			fail "softofed $where: $label" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
@@ -967,6 +971,15 @@ phase_hosts() {
 	fi
 	a=$V_A b=$V_B ip=$V_IP ga=$V_GA gb=$V_GB
 	rounds r_veth_send_lat r_veth_kernel r_veth_ucx r_veth_fi_rxd r_veth_write_bw
+	# the same through the daemons' engine (SOFTOFED_ENGINE=daemon: what a
+	# process of another user gets, and what every process got before the
+	# engine ran in the program)
+	NREPS=$SWEEP_REPS PLOT="" PENV="env SOFTOFED_ENGINE=daemon" \
+		ptest veth "ib_send_lat 2 B, the daemons' engine" 60 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
+		ib_send_lat -s 2 -n "$(iters $((16 * MIB)) 2 1000 10000)"
+	NREPS=$SWEEP_REPS PLOT="" PENV="env SOFTOFED_ENGINE=daemon" \
+		ptest veth "ib_write_bw 1 MiB, the daemons' engine" 120 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
+		ib_write_bw -s $MIB --mtu 4096 -n "$(iters $((256 * MIB)) $MIB 100 20000)"
 	for size in $VETH_SIZES; do
 		[ "$size" -le 65536 ] && [ "$size" != 2 ] || continue
 		n=$(iters $((16 * MIB)) "$size" 1000 10000)

@@ -107,3 +107,22 @@ int sof_cq_push_daemon(struct sof_cq_shm *shm, const struct sof_cqe *cqe)
 {
 	return cq_push(shm, cqe, -1, true, 1000, NULL);
 }
+
+bool sof_cq_attention(struct sof_cq_shm *shm)
+{
+	uint32_t armed;
+
+	atomic_store_explicit(&shm->attention, 1, memory_order_release);
+	/* The owner arms, then looks at attention when it polls; we set
+	 * attention, then look at the arm: a full fence in between, as in
+	 * sof_cq_push, or each may miss the other's store. */
+	atomic_thread_fence(memory_order_seq_cst);
+	armed = atomic_load_explicit(&shm->armed, memory_order_acquire);
+	while (armed != SOF_CQ_ARM_NONE &&
+	       !atomic_compare_exchange_weak(&shm->armed, &armed, SOF_CQ_ARM_NONE))
+		;
+	if (armed == SOF_CQ_ARM_NONE)
+		return false;
+	atomic_fetch_add_explicit(&shm->event_pending, 1, memory_order_release);
+	return true;
+}

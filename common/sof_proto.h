@@ -50,6 +50,7 @@ enum sof_op {
 	SOF_OP_NETDEVS,       /* the interfaces served (status) */
 	SOF_OP_ATTACH_MCAST,  /* sof_mcast_req: a UD QP joins a multicast group */
 	SOF_OP_DETACH_MCAST,  /* sof_mcast_req */
+	SOF_OP_NET_ENGINE,    /* the caller runs the transport of its RC/UC QPs */
 	/* the connection manager: sof_cm_proto.h */
 	SOF_OP_CM_CHANNEL,
 	SOF_OP_CM_CREATE_ID,
@@ -241,14 +242,47 @@ struct sof_modify_qp_req {
 	uint8_t max_rd_atomic;
 	uint8_t max_dest_rd_atomic;
 	uint16_t pkey_index;
+	uint32_t engine;          /* 1: the caller would run its transport (NET_ENGINE) */
 };
 struct sof_modify_qp_rep {
 	uint32_t net;             /* 1: sends go to the network send ring */
+	uint32_t steered;         /* 1: its transport runs in the caller */
+};
+/* NET_ENGINE (no request payload): the caller runs the RoCEv2 transport
+ * of its RC and UC QPs itself (transport/README.md, "The engine in the
+ * program"). Only for a process of the daemon's own user. The daemon
+ * answers with the caller's steering slot and, as descriptors, the
+ * receive sockets on port 4791 of that slot: IPv4 first when has4, then
+ * IPv6 when has6, then a memfd of struct sof_tp_counters (below) to count
+ * into. A MODIFY_QP with engine set then asks the daemon to steer the
+ * QP's packets to those sockets and leave its transport to the caller
+ * (sof_modify_qp_rep.steered); while it steers, the daemon runs none of
+ * it. A second call answers the same slot. */
+struct sof_net_engine_rep {
+	uint32_t slot;
+	uint32_t has4, has6;
 	uint32_t rsvd;
 };
 struct sof_qp_req {
 	uint32_t qpn;
 	uint32_t rsvd;
+};
+/* DESTROY_QP. A QP of a steering slot hands over what its engine knew
+ * (linger 1), so that the daemon acknowledges a request the QP had
+ * received and the peer repeats after the process is gone (the lingering
+ * of transport/responder.c). A shorter request (struct sof_qp_req) is one
+ * without. */
+struct sof_linger {
+	uint32_t dqpn, epsn, msn;
+	uint32_t flow_label;
+	uint8_t sgid[16], dgid[16];
+	uint8_t tclass, hop_limit;
+	uint16_t rsvd;
+};
+struct sof_destroy_qp_req {
+	uint32_t qpn;
+	uint32_t linger;
+	struct sof_linger l;
 };
 
 /* ---- executor look-ups ---------------------------------------------------- */
@@ -356,6 +390,13 @@ enum sof_counter { SOF_COUNTERS(SOF_ENUM_CNT) SOF_CNT_NR };
 enum sof_dropctr { SOF_DROPS(SOF_ENUM_DROP) SOF_DROP_NR };
 #undef SOF_ENUM_CNT
 #undef SOF_ENUM_DROP
+
+/* The transport's counters of a steering slot (NET_ENGINE): a page the
+ * slot's process counts into and the daemon adds to its own in STATUS. */
+struct sof_tp_counters {
+	uint64_t counters[SOF_CNT_NR];
+	uint64_t drops[SOF_DROP_NR];
+};
 
 struct sof_status_rep {
 	uint32_t pid;

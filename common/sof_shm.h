@@ -20,6 +20,7 @@
 #define SOF_SHM_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -187,6 +188,10 @@ int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,
  * one CQ owner: a resize or a race that lasts longer than about a thousand
  * yields loses the completion (-EBUSY). Never writes an eventfd. */
 int sof_cq_push_daemon(struct sof_cq_shm *shm, const struct sof_cqe *cqe);
+/* Tell the owner of a CQ to look at its QPs (a QP moved to ERROR): set
+ * attention and, when the CQ is armed, consume the arm and count an event.
+ * Returns whether the completion channel must be woken. */
+bool sof_cq_attention(struct sof_cq_shm *shm);
 
 /* Object table: one generation word per slot. A cached mapping of a remote
  * object is valid while table[slot] still equals the generation the daemon

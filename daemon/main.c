@@ -282,6 +282,7 @@ static void run_loop(void)
 				break;
 			case SOFD_POLL_DOORBELL:
 			case SOFD_POLL_NET:
+			case SOFD_POLL_NET6:
 			case SOFD_POLL_TIMER:
 				sof_tp_event(p);
 				break;

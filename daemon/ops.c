@@ -46,6 +46,7 @@ static union {
 	struct sof_open_mr_rep open_mr;
 	struct sof_status_rep status;
 	struct sof_netdevs_rep netdevs;
+	struct sof_net_engine_rep net_engine;
 } rbuf;
 
 static void rep_fd(struct sofd_rep *rp, int fd, bool temporary)
@@ -628,21 +629,32 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 		return -ENOENT;
 	if (req->state > IBV_QPS_ERR || req->dest_qpn > 0xffffff)
 		return -EINVAL;
-	err = sof_tp_modify_qp(qp, req, &net);
+	/* The transport of a steered QP runs in its owner (NET_ENGINE): it
+	 * asks (engine) when the peer is on another host; RESET ends it. */
+	if (qp->steered && req->state == IBV_QPS_RESET) {
+		sof_tp_steer_del(qp->qpn);
+		qp->steered = false;
+	} else if (!qp->steered && req->engine && rq->c->net_slot && qp->type != IBV_QPT_UD &&
+		   !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
+		sof_tp_qp_release(qp); /* what the daemon held of it before */
+		qp->steered = true;
+		qp->net = true; /* its peer is not one of this host's QPs */
+	}
+	err = qp->steered ? 0 : sof_tp_modify_qp(qp, req, &net);
 	if (err)
 		return err;
 	qp->state = req->state;
 	qp->dest_qpn = req->dest_qpn;
 	qp->qkey = req->qkey;
 	rbuf.modify_qp.net = net;
-	rbuf.modify_qp.rsvd = 0;
+	rbuf.modify_qp.steered = qp->steered;
 	rp->len = sizeof(rbuf.modify_qp);
 	return 0;
 }
 
 static int op_destroy_qp(struct sofd_req *rq, struct sofd_rep *rp)
 {
-	const struct sof_qp_req *req = rq->data;
+	const struct sof_destroy_qp_req *req = rq->data;
 	struct sofd_qp *qp = own_qp(rq->c, req->qpn);
 
 	(void)rp;
@@ -651,6 +663,8 @@ static int op_destroy_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	/* as the kernel's uverbs: an attached QP is detached first */
 	if (qp->nmcast)
 		return -EBUSY;
+	if (req->linger && qp->steered && qp->type == IBV_QPT_RC)
+		sof_tp_linger(qp->qpn, &req->l);
 	sofd_qp_release(qp);
 	return 0;
 }
@@ -837,6 +851,7 @@ static int op_status(struct sofd_req *rq, struct sofd_rep *rp)
 	r->dev = sofd.dev;
 	memcpy(r->counters, sofd.counters, sizeof(r->counters));
 	memcpy(r->drops, sofd.drops, sizeof(r->drops));
+	sof_tp_slot_counters(r->counters, r->drops);
 	rp->len = sizeof(*r);
 	return 0;
 }
@@ -856,6 +871,29 @@ static int op_netdevs(struct sofd_req *rq, struct sofd_rep *rp)
 	(void)rq;
 	sofd_device_netdevs(&rbuf.netdevs);
 	rp->len = sizeof(rbuf.netdevs);
+	return 0;
+}
+
+/* NET_ENGINE: a process of the daemon's user (or root) runs the transport
+ * of its RC/UC QPs itself. Another user's may not: a socket of the steering
+ * group could change the group's program and take every user's packets. */
+static int op_net_engine(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	int fd4 = -1, fd6 = -1, cfd = -1, slot;
+
+	if (rq->c->uid != 0 && rq->c->uid != sofd.uid)
+		return -EPERM;
+	slot = sof_tp_slot_take(rq->c, &fd4, &fd6, &cfd);
+	if (slot < 0)
+		return slot;
+	rbuf.net_engine =
+	    (struct sof_net_engine_rep){.slot = (uint32_t)slot, .has4 = fd4 >= 0, .has6 = fd6 >= 0};
+	rp->len = sizeof(rbuf.net_engine);
+	if (fd4 >= 0)
+		rep_fd(rp, fd4, false);
+	if (fd6 >= 0)
+		rep_fd(rp, fd6, false);
+	rep_fd(rp, cfd, false);
 	return 0;
 }
 
@@ -890,6 +928,7 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_STATUS] = {op_status, "STATUS", 0, 0, false},
     [SOF_OP_SHUTDOWN] = {op_shutdown, "SHUTDOWN", 0, 0, false},
     [SOF_OP_NETDEVS] = {op_netdevs, "NETDEVS", 0, 0, false},
+    [SOF_OP_NET_ENGINE] = {op_net_engine, "NET_ENGINE", 0, 0, true},
     [SOF_OP_ATTACH_MCAST] = {op_mcast, "ATTACH_MCAST", sizeof(struct sof_mcast_req), 0, true},
     [SOF_OP_DETACH_MCAST] = {op_mcast, "DETACH_MCAST", sizeof(struct sof_mcast_req), 0, true},
 };
@@ -901,6 +940,7 @@ static union {
 	struct sof_reg_mr_req reg_mr;
 	struct sof_create_qp_req create_qp;
 	struct sof_modify_qp_req modify_qp;
+	struct sof_destroy_qp_req destroy_qp;
 	uint8_t bytes[sizeof(struct sof_reg_mr_req)];
 } qbuf;
 

@@ -221,6 +221,8 @@ void sofd_qp_release(struct sofd_qp *qp)
 {
 	sof_tp_mcast_qp_release(qp);
 	sof_tp_qp_release(qp);
+	if (qp->steered)
+		sof_tp_steer_del(qp->qpn);
 	sof_hmap_del(&sofd.qps, qp->qpn);
 	sofd_list_del(&qp->link);
 	sofd_slot_free(qp->slot);
@@ -276,23 +278,7 @@ void sofd_evfd_kick(int fd)
  * is armed, consume the arm and fire its completion channel. */
 void sofd_cq_attention(struct sofd_cq *cq)
 {
-	uint32_t armed;
-
-	if (!cq->shm)
-		return;
-	atomic_store_explicit(&cq->shm->attention, 1, memory_order_release);
-	/* The owner arms, then looks at attention when it polls; we set
-	 * attention, then look at the arm: a full fence in between, as in
-	 * sof_cq_push, or each may miss the other's store. */
-	atomic_thread_fence(memory_order_seq_cst);
-	armed = atomic_load_explicit(&cq->shm->armed, memory_order_acquire);
-	while (armed != SOF_CQ_ARM_NONE &&
-	       !atomic_compare_exchange_weak(&cq->shm->armed, &armed, SOF_CQ_ARM_NONE))
-		;
-	if (armed == SOF_CQ_ARM_NONE)
-		return;
-	atomic_fetch_add_explicit(&cq->shm->event_pending, 1, memory_order_release);
-	if (cq->evfd >= 0)
+	if (cq->shm && sof_cq_attention(cq->shm) && cq->evfd >= 0)
 		sofd_evfd_kick(cq->evfd);
 }
 

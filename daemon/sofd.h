@@ -75,9 +75,10 @@ enum sofd_pollkind {
 	SOFD_POLL_LISTEN,
 	SOFD_POLL_SIGNAL,
 	SOFD_POLL_CONN,
-	SOFD_POLL_NETLINK, /* address and link changes (device.c) */
+	SOFD_POLL_NETLINK,  /* address and link changes (device.c) */
 	SOFD_POLL_DOORBELL, /* a connection's doorbell eventfd (transport) */
-	SOFD_POLL_NET,	    /* a RoCEv2 UDP socket (transport) */
+	SOFD_POLL_NET,	    /* a RoCEv2 UDP socket (transport), IPv4 */
+	SOFD_POLL_NET6,	    /* the same, IPv6 */
 	SOFD_POLL_TIMER,    /* the transport's timerfd */
 	SOFD_POLL_CM_TIMER, /* the connection manager's timerfd (cm/) */
 };
@@ -112,6 +113,7 @@ struct sofd_conn {
 	struct sofd_doorbell *db; /* its pollable, or NULL */
 	struct sofd_counts n; /* objects it holds */
 	struct cm_channel *cm_chan; /* an rdma_cm event channel (cm/), or NULL */
+	uint32_t net_slot;	    /* steering slot of NET_ENGINE, 0: none */
 	struct sofd_link pds, mrs, cqs, srqs, qps;
 	struct sofd_link link; /* in sofd.conns */
 };
@@ -197,6 +199,7 @@ struct sofd_qp {
 	struct sof_tqp *t; /* transport state, or NULL (transport/) */
 	bool net;	   /* RC/UC whose peer is on another host */
 	bool dying;	   /* its connection is being released */
+	bool steered;	   /* its packets go to its owner's slot, which runs its transport */
 	uint32_t nmcast;   /* multicast groups it is attached to */
 };
 
@@ -365,6 +368,22 @@ void sof_tp_flush(void);
  * *net is set when the QP's sends go to the network send queue.
  * 0 or -errno. */
 int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bool *net);
+/* Steering slots (NET_ENGINE): take a slot for c, its receive sockets
+ * (-1 for a family without one) and its counter page (the daemon keeps
+ * its own descriptors), or give c's slot back (the daemon reads its
+ * sockets until the slot is taken again). The slot, or -errno. */
+int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *cfd);
+void sof_tp_slot_release(struct sofd_conn *c);
+/* Steer the packets of QP qpn to its owner's slot (the owner runs its
+ * transport), or stop: 0, or -ENOSPC when the steering program is full
+ * (the daemon then runs the QP's transport) or -errno. */
+int sof_tp_steer_add(uint32_t qpn, uint32_t slot);
+void sof_tp_steer_del(uint32_t qpn);
+/* A steered QP is destroyed: it lingers here as in its process
+ * (DESTROY_QP). */
+void sof_tp_linger(uint32_t qpn, const struct sof_linger *l);
+/* Add what the slots' processes counted (STATUS). */
+void sof_tp_slot_counters(uint64_t *counters, uint64_t *drops);
 /* Send one MAD from QP1 (the GSI) to to->dgid, QP to->remote_qpn.
  * 0 or -errno. */
 struct sofd_mad_addr;

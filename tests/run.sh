@@ -164,7 +164,7 @@ done
 # ---- 4. hosts as network namespaces (issue 3: RoCEv2 between hosts)
 for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong.sh \
 	tests/hosts/perftest.sh tests/hosts/capture.sh tests/hosts/badpackets.sh \
-	tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/rdmacm.sh; do
+	tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/rdmacm.sh tests/hosts/engine.sh; do
 	selected "$f" || continue
 	if [ ! -f "$f" ]; then
 		result_fail "$f" "missing"
@@ -176,7 +176,8 @@ done
 
 # ---- 4b. the transport engine under ASan/UBSan with real traffic: the
 # sanitizer build's daemon with the plain build's library and programs
-# (unmodified programs cannot load a sanitized library); the hosts'
+# (unmodified programs cannot load a sanitized library), the programs'
+# RC/UC QPs on the daemon's engine (SOFTOFED_ENGINE=daemon); the hosts'
 # teardown fails a test on any sanitizer report in a daemon's log.
 MIX=""
 if [ -z "$ONE_BUILD" ] && [ -x build-asan/bin/softofedd ] && [ -x build/bin/softofed ]; then
@@ -190,7 +191,7 @@ for f in tests/hosts/badpackets.sh tests/hosts/netem.sh tests/hosts/mcast.sh; do
 	selected "$f (asan daemon)" || continue
 	[ -n "$MIX" ] || continue
 	script_cmd "$f"
-	run_test "$f (asan daemon)" "$TEST_TIMEOUT" env SOF_BUILD="$MIX" \
+	run_test "$f (asan daemon)" "$TEST_TIMEOUT" env SOF_BUILD="$MIX" SOFTOFED_ENGINE=daemon \
 		ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" \
 		UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" "${CMD[@]}"
 done

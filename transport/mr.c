@@ -11,6 +11,7 @@
 
 #include <sys/mman.h>
 
+#ifndef SOF_TP_PROGRAM /* a program's engine looks up its own regions (verbs/engine.c) */
 static int mr_map(struct sofd_mr *mr)
 {
 	bool rw = mr->access & IBV_ACCESS_LOCAL_WRITE;
@@ -66,6 +67,8 @@ uint8_t *tp_mr_ptr(const struct sofd_qp *qp, uint32_t key, uint64_t va, uint64_t
 		return NULL;
 	return mr->base + (va - mr->iova);
 }
+
+#endif
 
 int tp_sgl_copy(const struct sofd_qp *qp, const struct sof_sge *sge, uint32_t nsge, uint64_t off,
 		uint8_t *buf, uint64_t len, bool to_sgl)

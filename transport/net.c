@@ -50,16 +50,6 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
-#endif
-#ifndef SOL_UDP
-#define SOL_UDP 17
-#endif
-
 struct tp_state tp;
 bool tp_tracing;
 
@@ -113,13 +103,15 @@ static void mcast_opts(int fd, bool v6)
 	}
 }
 
-static int udp_socket(bool v6, uint16_t port)
+int tp_udp_socket(bool v6, uint16_t port, bool reuseport)
 {
 	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int one = 1, pmtu = v6 ? IPV6_PMTUDISC_DO : IP_PMTUDISC_DO;
 
 	if (fd < 0)
 		return -errno;
+	if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
+		goto err;
 	mcast_opts(fd, v6);
 	if (v6) {
 		struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
@@ -155,7 +147,7 @@ static void open_tx(bool v6, int *fds, uint16_t *ports, int *n)
 
 		if (port < 0xc000)
 			port = 0xc000;
-		fd = udp_socket(v6, port);
+		fd = tp_udp_socket(v6, port, false);
 		if (fd < 0)
 			continue;
 		fds[*n] = fd;
@@ -164,51 +156,31 @@ static void open_tx(bool v6, int *fds, uint16_t *ports, int *n)
 	}
 }
 
-static int epoll_in(int epfd, struct sofd_pollable *p)
+int tp_start(int fd4, int fd6, uint64_t *counters, uint64_t *drops)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
-
-	return epoll_ctl(epfd, EPOLL_CTL_ADD, p->fd, &ev) ? -errno : 0;
-}
-
-int sof_tp_init(int epfd)
-{
-	int err;
-
+	tp.counters = counters;
+	tp.drops = drops;
 	sofd_list_init(&tp.qps);
 	sofd_list_init(&tp.acks);
 	sofd_list_init(&tp.timers);
 	tp_tracing = getenv("SOFTOFED_TRACE") != NULL;
-	tp.fd4 = udp_socket(false, ROCE_UDP_PORT);
-	tp.fd6 = udp_socket(true, ROCE_UDP_PORT);
+	tp.fd4 = fd4;
+	tp.fd6 = fd6;
 	/* GSO and GRO (net.c's top comment); SOFTOFED_NO_GSO turns both off */
 	tp.gso = getenv("SOFTOFED_NO_GSO") == NULL;
 	if (tp.gso) {
 		int one = 1;
 
-		tp.gro = (tp.fd4 < 0 || !setsockopt(tp.fd4, SOL_UDP, UDP_GRO, &one, sizeof(one))) &&
-			 (tp.fd6 < 0 || !setsockopt(tp.fd6, SOL_UDP, UDP_GRO, &one, sizeof(one)));
+		tp.gro = (fd4 < 0 || !setsockopt(fd4, SOL_UDP, UDP_GRO, &one, sizeof(one))) &&
+			 (fd6 < 0 || !setsockopt(fd6, SOL_UDP, UDP_GRO, &one, sizeof(one)));
 	}
-	if (tp.fd4 < 0)
-		sofd_log("RoCEv2 over IPv4 unavailable: port %u: %s", ROCE_UDP_PORT,
-			 strerror(-tp.fd4));
-	if (tp.fd6 < 0 && tp.fd6 != -EAFNOSUPPORT)
-		sofd_log("RoCEv2 over IPv6 unavailable: port %u: %s", ROCE_UDP_PORT,
-			 strerror(-tp.fd6));
 	open_tx(false, tp.tx4, tp.txport4, &tp.ntx4);
 	open_tx(true, tp.tx6, tp.txport6, &tp.ntx6);
-	tp.p4 = (struct sofd_pollable){SOFD_POLL_NET, tp.fd4};
-	tp.p6 = (struct sofd_pollable){SOFD_POLL_NET, tp.fd6};
+	tp.p4 = (struct sofd_pollable){SOFD_POLL_NET, fd4};
+	tp.p6 = (struct sofd_pollable){SOFD_POLL_NET6, fd6};
 	tp.timer.kind = SOFD_POLL_TIMER;
 	tp.timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (tp.timer.fd < 0)
-		return -errno;
-	err = epoll_in(epfd, &tp.timer);
-	if (!err && tp.fd4 >= 0)
-		err = epoll_in(epfd, &tp.p4);
-	if (!err && tp.fd6 >= 0)
-		err = epoll_in(epfd, &tp.p6);
-	return err;
+	return tp.timer.fd < 0 ? -errno : 0;
 }
 
 uint16_t tp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn)
@@ -528,6 +500,7 @@ void sof_tp_flush(void)
 		tp_tx_flush();
 }
 
+#ifndef SOF_TP_PROGRAM /* QP1 is the daemon's (verbs/engine.c) */
 /* ---- QP1, the GSI (IBA 13.5): the daemon's own UD QP ------------------------------ */
 
 static uint32_t gsi_psn;
@@ -589,6 +562,8 @@ static void gsi_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 	sofd_mad_input(payload, paylen, &from);
 }
 
+#endif
+
 /* ---- receiving ------------------------------------------------------------------ */
 
 /* P_Key match (IBA 10.9.3): the only table entry is the default 0xffff. */
@@ -616,10 +591,13 @@ void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 		return;
 	}
 	oi = roce_opinfo(h.opcode);
+#ifndef SOF_TP_PROGRAM
 	if (h.dqpn == SOF_GSI_QPN) {
 		gsi_input(&h, payload, paylen, a);
 		return;
 	}
+#endif
+#ifndef SOF_TP_PROGRAM /* the kernel steers these to the daemon */
 	/* A datagram to a group names the multicast QPN, and only such a
 	 * datagram may: both or neither. */
 	if (h.dqpn == SOF_MCAST_QPN || sof_gid_is_mcast(a->dst)) {
@@ -644,6 +622,7 @@ void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 		tp_mcast_input(&h, payload, paylen, a, true);
 		return;
 	}
+#endif
 	qp = sof_hmap_get(&sofd.qps, h.dqpn);
 	if (!qp || !qp->t || qp->dying) {
 		if (!qp && tp_resp_lingering(h.dqpn, &h, a))
@@ -774,7 +753,7 @@ static void rx_datagram(struct msghdr *mh, const uint8_t *buf, size_t len,
 
 /* Read what the socket holds (bounded), then send the ACKs that became
  * due: one ACK for a whole batch is the coalescing of IBA 9.7.5.1.1. */
-static void rx(int fd, bool v6)
+void tp_rx(int fd, bool v6)
 {
 	static uint8_t bufs[RX_BATCH][RX_BUF];
 	static char ctl[RX_BATCH][CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(int)) +
@@ -782,19 +761,25 @@ static void rx(int fd, bool v6)
 	static struct mmsghdr msgs[RX_BATCH];
 	static struct iovec iovs[RX_BATCH];
 	static struct sockaddr_in6 srcs[RX_BATCH];
+	static int ready; /* entries set up: recvmmsg changes those it fills */
 	int rounds = 0, n;
 
 	do {
-		for (int i = 0; i < RX_BATCH; i++) {
-			iovs[i].iov_base = bufs[i];
-			iovs[i].iov_len = sizeof(bufs[i]);
-			memset(&msgs[i], 0, sizeof(msgs[i]));
-			msgs[i].msg_hdr.msg_iov = &iovs[i];
-			msgs[i].msg_hdr.msg_iovlen = 1;
-			msgs[i].msg_hdr.msg_name = &srcs[i];
+		for (int i = 0; i < ready; i++) {
 			msgs[i].msg_hdr.msg_namelen = sizeof(srcs[i]);
-			msgs[i].msg_hdr.msg_control = ctl[i];
 			msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i]);
+			msgs[i].msg_hdr.msg_flags = 0;
+		}
+		for (; ready < RX_BATCH; ready++) {
+			iovs[ready].iov_base = bufs[ready];
+			iovs[ready].iov_len = sizeof(bufs[ready]);
+			memset(&msgs[ready], 0, sizeof(msgs[ready]));
+			msgs[ready].msg_hdr.msg_iov = &iovs[ready];
+			msgs[ready].msg_hdr.msg_iovlen = 1;
+			msgs[ready].msg_hdr.msg_name = &srcs[ready];
+			msgs[ready].msg_hdr.msg_namelen = sizeof(srcs[ready]);
+			msgs[ready].msg_hdr.msg_control = ctl[ready];
+			msgs[ready].msg_hdr.msg_controllen = sizeof(ctl[ready]);
 		}
 		n = recvmmsg(fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
 		for (int i = 0; i < n; i++)
@@ -812,6 +797,8 @@ void tp_ack_due(struct sof_tqp *t)
 
 void tp_input_end(void)
 {
+	if (tp.defer_acks)
+		return;
 	while (!sofd_list_empty(&tp.acks)) {
 		struct sof_tqp *t = sof_container_of(tp.acks.next, struct sof_tqp, ack_link);
 
@@ -877,6 +864,7 @@ static void timer_fired(void)
 	}
 }
 
+#ifndef SOF_TP_PROGRAM /* a program posts into its engine directly */
 /* New WQEs in t's network send queue? */
 static void rung(struct sof_tqp *t)
 {
@@ -910,18 +898,23 @@ static void doorbell(struct sofd_pollable *p)
 	}
 }
 
+#endif
+
 void sof_tp_event(struct sofd_pollable *p)
 {
 	switch (p->kind) {
 	case SOFD_POLL_NET:
-		rx(p->fd, p == &tp.p6);
+	case SOFD_POLL_NET6:
+		tp_rx(p->fd, p->kind == SOFD_POLL_NET6);
 		break;
 	case SOFD_POLL_TIMER:
 		timer_fired();
 		break;
+#ifndef SOF_TP_PROGRAM
 	case SOFD_POLL_DOORBELL:
 		doorbell(p);
 		break;
+#endif
 	default:
 		break;
 	}

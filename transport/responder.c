@@ -169,16 +169,22 @@ static struct tp_linger {
 } linger[LINGER_MAX];
 static uint32_t linger_next;
 
-void tp_resp_linger(const struct sof_tqp *t)
+void tp_linger_add(uint32_t qpn, uint32_t dqpn, uint32_t epsn, uint32_t msn,
+		   const struct tp_path *path)
 {
 	struct tp_linger *l = &linger[linger_next++ % LINGER_MAX];
 
-	l->qpn = t->qp->qpn;
-	l->dqpn = t->dqpn;
-	l->epsn = t->epsn;
-	l->msn = t->msn;
-	l->path = t->path;
+	l->qpn = qpn;
+	l->dqpn = dqpn;
+	l->epsn = epsn;
+	l->msn = msn;
+	l->path = *path;
 	l->until = sof_now_ns() + LINGER_NS;
+}
+
+void tp_resp_linger(const struct sof_tqp *t)
+{
+	tp_linger_add(t->qp->qpn, t->dqpn, t->epsn, t->msn, &t->path);
 }
 
 bool tp_resp_lingering(uint32_t qpn, const struct roce_hdr *h, const struct roce_addr *a)

@@ -20,6 +20,16 @@
 
 #include <infiniband/verbs.h>
 
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+
 /* Largest UDP payload: headers, 4096 bytes of payload, pad, ICRC. */
 #define TP_MAX_PKT (ROCE_MAX_HDR + 4096 + 4 + ROCE_ICRC_LEN)
 /* Packets a requester may have sent and not seen acknowledged (the
@@ -183,11 +193,15 @@ struct tp_state {
 	uint32_t ntx;		      /* packets built, not yet handed to the kernel */
 	bool gso;		      /* UDP GSO in use (off: SOFTOFED_NO_GSO, or refused) */
 	bool gro;		      /* the receive sockets take UDP GRO */
+	uint64_t *counters, *drops;   /* where the engine counts (sof_proto.h) */
+	/* tp_input_end leaves the ACKs due for its next call: a program
+	 * that polls sends them with its next packet (verbs/engine.c) */
+	bool defer_acks;
 };
 
 extern struct tp_state tp;
 
-static inline void tp_count(enum sof_counter c, uint64_t n) { sofd.counters[c] += n; }
+static inline void tp_count(enum sof_counter c, uint64_t n) { tp.counters[c] += n; }
 
 /* Protocol tracing into the daemon's log, when SOFTOFED_TRACE is set in
  * its environment (net.c reads it at start). */
@@ -197,7 +211,7 @@ extern bool tp_tracing;
 		if (tp_tracing)                                                                    \
 			sofd_log(__VA_ARGS__);                                                     \
 	} while (0)
-static inline void tp_drop(enum sof_dropctr d) { sofd.drops[d]++; }
+static inline void tp_drop(enum sof_dropctr d) { tp.drops[d]++; }
 
 /* PSNs a message of len bytes takes on t's path (a zero-length one: 1). */
 static inline uint32_t tp_npkts(const struct sof_tqp *t, uint64_t len)
@@ -206,6 +220,21 @@ static inline uint32_t tp_npkts(const struct sof_tqp *t, uint64_t len)
 }
 
 /* ---- net.c --------------------------------------------------------------- */
+
+/* A nonblocking UDP socket of the family bound to port on every address,
+ * with the options of a RoCEv2 socket (packet info, DF); reuseport: a
+ * member of the port's SO_REUSEPORT group. The descriptor or -errno. */
+int tp_udp_socket(bool v6, uint16_t port, bool reuseport);
+/* Start the engine around the receive sockets fd4 and fd6 (-1: none):
+ * UDP GRO on them, the send sockets, the timerfd; it counts into
+ * counters and drops (SOF_CNT_NR and SOF_DROP_NR entries). 0 or -errno.
+ * The daemon calls it from sof_tp_init (steer.c), a program that runs the
+ * transport of its QPs from verbs/engine.c. */
+int tp_start(int fd4, int fd6, uint64_t *counters, uint64_t *drops);
+/* Read what the receive socket fd holds (bounded), then send the ACKs that
+ * became due: one ACK for a whole batch is the coalescing of IBA
+ * 9.7.5.1.1. */
+void tp_rx(int fd, bool v6);
 
 /* The GID at index of the table, or NULL when the entry is empty. */
 const uint8_t *tp_sgid(uint32_t index);
@@ -316,6 +345,9 @@ void tp_resp_ooo_clear(struct sof_tqp *t);
 void tp_resp_flush_ack(struct sof_tqp *t);
 /* t's QP is destroyed: it lingers to acknowledge repeated requests. */
 void tp_resp_linger(const struct sof_tqp *t);
+/* The same from what a program's engine knew of its QP (DESTROY_QP). */
+void tp_linger_add(uint32_t qpn, uint32_t dqpn, uint32_t epsn, uint32_t msn,
+		   const struct tp_path *path);
 /* A request for QP qpn, which no longer exists: answered when the QP
  * lingers and the request repeats one it had received. */
 bool tp_resp_lingering(uint32_t qpn, const struct roce_hdr *h, const struct roce_addr *a);

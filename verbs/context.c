@@ -270,6 +270,7 @@ SOFV_EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct sofv_context *s = to_sctx(context);
 
+	sofv_engine_ctx_close(s);
 	sofv_exec_ctx_cleanup(s);
 	sof_hmap_free(&s->mrs);
 	sof_hmap_free(&s->qps);

@@ -1,15 +1,16 @@
 /*
- * Posting to the daemon's network transport.
+ * Posting to the RoCEv2 transport.
  *
  * Work for another host is not executed here: the WQE is written into the
  * QP's network send queue (a memfd only this process and the daemon map,
- * common/sof_shm.h) and the connection's doorbell eventfd wakes the daemon,
- * whose requester turns it into RoCEv2 packets and whose completer pushes
- * the completion into the send CQ. Which WQEs go there: every one of an
- * RC/UC QP whose destination GID is not on this host (qp->net, decided by
- * the daemon at modify time), and UD sends whose address handle names
- * another host or a multicast group (the daemon sends it to the group and
- * delivers it to the group's QPs on this host).
+ * common/sof_shm.h), whose requester turns it into RoCEv2 packets and
+ * whose completer pushes the completion into the send CQ: the engine in
+ * this process for a QP of its steering slot (engine.c, which runs at
+ * once), else the daemon's, which the connection's doorbell eventfd wakes.
+ * Which WQEs go there: every one of an RC/UC QP whose destination GID is
+ * not on this host (qp->net, decided at modify time), and UD sends whose
+ * address handle names another host or a multicast group (the daemon
+ * sends it to the group and delivers it to the group's QPs on this host).
  */
 #include "sofv.h"
 
@@ -71,6 +72,10 @@ int sofv_net_post(struct sofv_qp *qp, const struct sofv_swqe *w)
 		e->traffic_class = g->traffic_class;
 	}
 	atomic_store_explicit(&qp->nsq->idx.tail, tail + 1, memory_order_release);
+	if (qp->eng) {
+		sofv_engine_post(qp);
+		return 0;
+	}
 	/* The doorbell only when the daemon had taken every WQE before this
 	 * one: otherwise it has yet to take the last, and takes this one with
 	 * it. Store tail, fence, read head here; store head, fence, read tail

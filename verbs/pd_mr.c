@@ -179,11 +179,13 @@ static void mr_unpublish(struct sofv_mr *m)
 {
 	struct sofv_context *s = to_sctx(m->ibmr.context);
 
+	sofv_engine_lock(s);
 	pthread_rwlock_wrlock(&s->obj_lock);
 	sof_hmap_del(&s->mrs, m->ibmr.lkey);
 	/* QPs drop what they cached of it (exec.c, local_sgl) */
 	atomic_fetch_add_explicit(&s->mr_gen, 1, memory_order_release);
 	pthread_rwlock_unlock(&s->obj_lock);
+	sofv_engine_unlock(s);
 }
 
 SOFV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,

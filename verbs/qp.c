@@ -523,11 +523,26 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	if (err)
 		goto out;
 
-	/* The daemon learns every modify: peers look QPs up there, and its
-	 * network transport serves QPs whose peer is on another host. */
+	/* The daemon learns every modify: peers look QPs up there. The
+	 * transport of an RC/UC QP whose peer is on another host runs in
+	 * this process when the daemon steers its packets here (engine.c),
+	 * else in the daemon. */
 	modify_req(qp, attr, attr_mask, next, &req);
+	req.engine = qp->eng || (ibqp->qp_type != IBV_QPT_UD && next >= IBV_QPS_RTR &&
+				 next <= IBV_QPS_SQE && !sofv_gid_is_local(s, req.dgid) &&
+				 sofv_engine_start(s));
 	err = -sofv_rpc(s, SOF_OP_MODIFY_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL,
 			NULL);
+	if (!err && rep.steered && !qp->eng)
+		err = -sofv_engine_qp_new(qp);
+	if (!err && rep.steered) {
+		bool net = false;
+
+		err = -sofv_engine_modify(qp, &req, &net);
+		rep.net = net;
+	} else if (!err && qp->eng) {
+		sofv_engine_qp_release(qp); /* reset: the daemon's again */
+	}
 	if (err)
 		goto out;
 	qp->net = rep.net != 0;
@@ -585,7 +600,7 @@ SOFV_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 SOFV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct sofv_context *s;
-	struct sof_qp_req req;
+	struct sof_destroy_qp_req req;
 	struct sofv_qp *qp;
 	int err;
 
@@ -595,12 +610,15 @@ SOFV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	s = to_sctx(ibqp->context);
 	memset(&req, 0, sizeof(req));
 	req.qpn = qp->qpn;
+	if (qp->eng)
+		req.linger = sofv_engine_linger(qp, &req.l);
 	err = -sofv_rpc(s, SOF_OP_DESTROY_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
 	if (err && err != ENOTCONN && err != EPIPE && err != ECONNRESET)
 		return err;
 	pthread_rwlock_wrlock(&s->obj_lock);
 	sof_hmap_del(&s->qps, qp->qpn);
 	pthread_rwlock_unlock(&s->obj_lock);
+	sofv_engine_qp_release(qp);
 	/* After these no poller or progress thread can reach the QP. */
 	sofv_cq_detach_qp(qp->scq, qp);
 	if (qp->rcq != qp->scq)

@@ -173,6 +173,7 @@ struct sofv_cq {
 	_Atomic int deferred;         /* QPs with deferred send WQEs here */
 	_Atomic uint32_t events_got;  /* completion events handed out (cq.c) */
 	_Atomic uint32_t push_head_cache; /* sof_cq_push by this process */
+	_Atomic uint32_t eng_qps;     /* QPs whose transport runs here (engine.c) */
 };
 
 static inline struct sofv_cq *to_scq(struct ibv_cq *cq)
@@ -336,6 +337,8 @@ struct sofv_qp {
 	uint8_t *nsq_ring;
 	uint32_t nsq_stride;
 	bool net;
+	/* engine.c: the transport of this QP runs in this process */
+	struct sofv_eqp *eng;
 };
 
 static inline struct sofv_qp *to_sqp(struct ibv_qp *qp)
@@ -407,6 +410,36 @@ void sofv_exec_qp_release(struct sofv_qp *qp);
  * executor mapping and stop its progress thread (close). */
 void sofv_exec_ctx_init(struct sofv_context *ctx);
 void sofv_exec_ctx_cleanup(struct sofv_context *ctx);
+
+/* ---- engine.c: the transport of this process's RC/UC QPs ------------------ */
+
+/* Before connecting an RC/UC QP to another host: the first context that
+ * asks gets a steering slot and the engine starts (not with
+ * SOFTOFED_ENGINE=daemon, nor for a process of another user than the
+ * daemon's). Whether ctx's QPs may have their transport here. */
+bool sofv_engine_start(struct sofv_context *ctx);
+/* The context closes: the engine's thread stops. */
+void sofv_engine_ctx_close(struct sofv_context *ctx);
+/* The daemon steers a QP's packets here (MODIFY_QP): its engine state
+ * (qp->eng). 0 or -errno. */
+int sofv_engine_qp_new(struct sofv_qp *qp);
+/* Before destroying a QP with qp->eng: what the daemon needs to linger
+ * for it (struct sof_linger), when it does (an RC QP connected to
+ * another host). */
+bool sofv_engine_linger(struct sofv_qp *qp, struct sof_linger *l);
+/* The QP goes: the engine forgets it. */
+void sofv_engine_qp_release(struct sofv_qp *qp);
+/* The daemon accepted a modify of a QP with qp->eng: the engine's part.
+ * *net: its sends go to the network send queue. 0 or -errno. */
+int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, bool *net);
+/* A WQE was written to qp's network send queue (qp->eng): send it. */
+void sofv_engine_post(struct sofv_qp *qp);
+/* A CQ of such a QP is polled: read the sockets, run the timers. */
+void sofv_engine_poll(void);
+/* Around taking a region out of ctx's MR table (no packet of the engine
+ * is then half-way through it). */
+void sofv_engine_lock(struct sofv_context *ctx);
+void sofv_engine_unlock(struct sofv_context *ctx);
 
 /* ---- entry points installed in the context's operation tables ---------- */
 

@@ -57,7 +57,7 @@
  */
 /* clang-format off */
 /*
- * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c mad/mad.c cm/ids.c cm/ibcm.c cm/cm_wire.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c mad/mad.c cm/ids.c cm/ibcm.c cm/cm_wire.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/steer.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
  * FUZZ_INCLUDES: transport daemon common mad cm
  * FUZZ_SEEDS_ENV: SOF_FUZZ_ENGINE_SEEDS
  */
@@ -432,6 +432,8 @@ static void setup(void)
 	sofd_list_init(&tp.acks);
 	sofd_list_init(&tp.timers);
 	tp.fd4 = tp.fd6 = -1;
+	tp.counters = sofd.counters;
+	tp.drops = sofd.drops;
 	tp.timer.kind = SOFD_POLL_TIMER;
 	tp.timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 

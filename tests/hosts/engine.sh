@@ -1,0 +1,208 @@
+#!/bin/bash
+# The engine in the program (transport/README.md): the RC/UC QPs of a
+# process that connect to another host run their RoCEv2 transport in that
+# process, and the daemon steers their packets to its sockets. Two hosts
+# over veth, ibv_rc_pingpong (data checked) from b to a:
+#   - by default each daemon steers its side's QP to the process (its log
+#     names the QP and the slot); the daemons' `softofed status` counts the
+#     programs' packets (the slot's counter page);
+#   - SOFTOFED_ENGINE=daemon: no steering, and the same data;
+#   - one side in its process, the other through its daemon, both ways;
+#   - a process of another user (nobody) gets no slot: its traffic goes
+#     through the daemon;
+#   - the server killed while a client streams: the client's QP fails
+#     (retry exceeded) instead of hanging, host a's daemon reads the slot's
+#     socket (drops counted as qpn), and the next process takes the same
+#     slot (the daemon never makes a second one) and runs;
+#   - UC (ibv_uc_pingpong) and an SRQ (ibv_srq_pingpong) in the program.
+# Needs root (ip netns).
+# Usage: tests/hosts/engine.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+sof_init
+
+PORT=19700
+
+# qpn FILE: the local QPN a *_pingpong printed (0x......)
+qpn() {
+	sed -n 's/.*local address: .* QPN \(0x[0-9a-f]*\).*/\1/p' "$1" | head -n 1
+}
+
+# steered H QPN: host H's daemon steered QPN's packets to its process
+# (transport/steer.c logs it)
+steered() {
+	grep -q "QP $2 steered to slot" "$(_sof_host_log "$1")"
+}
+
+# where H QPN: "process" or "daemon", for the messages
+where() {
+	if steered "$1" "$2"; then echo "in its process"; else echo "through its daemon"; fi
+}
+
+# run NAME SRV-PREFIX CLI-PREFIX PROG ARGS...: one pair a<-b, each side's
+# command after its prefix (words, may be empty: `env VAR=...`, `setpriv
+# ...`); @GID@ is each host's IPv4 GID index. Sets SRVQ/CLIQ (the QPNs);
+# returns 0 when both ran and checked their data.
+run() {
+	local name="hosts/engine: $1" sp=$2 cp=$3 prog=$4 srv cli sa=() ca=() a
+	shift 4
+	PORT=$((PORT + 1))
+	SRVQ="" CLIQ=""
+	for a in "$@"; do
+		sa+=("${a//@GID@/$(sof_host_gid a)}")
+		ca+=("${a//@GID@/$(sof_host_gid b)}")
+	done
+	srv=$(sof_out "$name.srv")
+	cli=$(sof_out "$name.cli")
+	# shellcheck disable=SC2086 # the prefixes are words
+	sof_host_bg "$name.srv" a 70 $sp "$SOFTOFED" run -- "$prog" -p "$PORT" "${sa[@]}"
+	if ! sof_host_wait_listen a "$PORT" 20 "$name.srv"; then
+		sof_kill "$name.srv"
+		not_ok "$name" "the server did not listen: $(tail -n 2 "$srv" | tr '\n' ' ')"
+		return 1
+	fi
+	# shellcheck disable=SC2086
+	sof_host_bg "$name.cli" b 40 $cp "$SOFTOFED" run -- "$prog" -p "$PORT" "${ca[@]}" "$(sof_host_ip a)"
+	sof_wait "$name.cli" 50
+	local crc=$?
+	sof_wait "$name.srv" 30
+	local src=$?
+	if [ "$crc" -ne 0 ] || [ "$src" -ne 0 ] || ! grep -q ' bytes in ' "$cli" ||
+		grep -q -i 'invalid data\|failed' "$cli" "$srv"; then
+		not_ok "$name" "exit status server $src, client $crc, or no 'bytes in' line, or an error"
+		sed 's/^/#   srv: /' "$srv" | tail -n 5
+		sed 's/^/#   cli: /' "$cli" | tail -n 5
+		return 1
+	fi
+	SRVQ=$(qpn "$srv")
+	CLIQ=$(qpn "$cli")
+	if [ -z "$SRVQ" ] || [ -z "$CLIQ" ]; then
+		not_ok "$name" "no QPN in the output"
+		return 1
+	fi
+	return 0
+}
+
+# counter H NAME: counter NAME (counters.rx_packets, drops.qpn, ...) of
+# host H's daemon
+counter() {
+	sof_counter "$1" "$2"
+}
+
+if ! sof_hosts_up 2; then
+	sof_exit
+fi
+
+# ---- the default: both sides in their process
+rxa=$(counter a counters.rx_packets)
+txa=$(counter a counters.tx_packets)
+if run "default" "" "" ibv_rc_pingpong -g @GID@ --chk -s 64 -n 200; then
+	if steered a "$SRVQ" && steered b "$CLIQ"; then
+		ok "hosts/engine: default: QPs $SRVQ and $CLIQ steered to their processes"
+	else
+		not_ok "hosts/engine: default" "server QP $SRVQ $(where a "$SRVQ"), client QP $CLIQ $(where b "$CLIQ")"
+	fi
+	drx=$(($(counter a counters.rx_packets) - rxa))
+	dtx=$(($(counter a counters.tx_packets) - txa))
+	# 200 SENDs each way, and an ACK for most of them
+	if [ "$drx" -ge 200 ] && [ "$dtx" -ge 200 ]; then
+		ok "hosts/engine: default: host a's status counts the program's packets (rx +$drx, tx +$dtx)"
+	else
+		not_ok "hosts/engine: default: counters" "host a's rx_packets +$drx, tx_packets +$dtx (want >= 200 each)"
+	fi
+fi
+
+# ---- opted out: the daemons' engine
+ED="env SOFTOFED_ENGINE=daemon"
+if run "SOFTOFED_ENGINE=daemon" "$ED" "$ED" ibv_rc_pingpong -g @GID@ --chk -s 4096 -n 100; then
+	if ! steered a "$SRVQ" && ! steered b "$CLIQ"; then
+		ok "hosts/engine: SOFTOFED_ENGINE=daemon: QPs $SRVQ and $CLIQ through their daemons"
+	else
+		not_ok "hosts/engine: SOFTOFED_ENGINE=daemon" "server QP $SRVQ $(where a "$SRVQ"), client QP $CLIQ $(where b "$CLIQ")"
+	fi
+fi
+
+# ---- one side each way: the wire is the same
+if run "server in its process, client through its daemon" "" "$ED" \
+	ibv_rc_pingpong -g @GID@ --chk -s 65536 -n 50; then
+	if steered a "$SRVQ" && ! steered b "$CLIQ"; then
+		ok "hosts/engine: mixed: server QP $SRVQ in its process, client QP $CLIQ through its daemon"
+	else
+		not_ok "hosts/engine: mixed" "server QP $SRVQ $(where a "$SRVQ"), client QP $CLIQ $(where b "$CLIQ")"
+	fi
+fi
+if run "server through its daemon, client in its process" "$ED" "" \
+	ibv_rc_pingpong -g @GID@ --chk -s 65536 -n 50; then
+	if ! steered a "$SRVQ" && steered b "$CLIQ"; then
+		ok "hosts/engine: mixed: server QP $SRVQ through its daemon, client QP $CLIQ in its process"
+	else
+		not_ok "hosts/engine: mixed" "server QP $SRVQ $(where a "$SRVQ"), client QP $CLIQ $(where b "$CLIQ")"
+	fi
+fi
+
+# ---- another user: no slot
+nob=$SOF_TMP/nobody.out
+NB="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+# shellcheck disable=SC2086 # NB is words
+if sof_host_run a $NB "$SOFTOFED" run -- ibv_devices >"$nob" 2>&1; then
+	if run "a process of user nobody" "$NB" "$NB" ibv_rc_pingpong -g @GID@ --chk -s 4096 -n 100; then
+		if ! steered a "$SRVQ" && ! steered b "$CLIQ"; then
+			ok "hosts/engine: user nobody: no slot, QPs $SRVQ and $CLIQ through the daemons"
+		else
+			not_ok "hosts/engine: user nobody" "server QP $SRVQ $(where a "$SRVQ"), client QP $CLIQ $(where b "$CLIQ")"
+		fi
+	fi
+else
+	not_ok "hosts/engine: user nobody" "cannot run as nobody: $(tail -n 1 "$nob")"
+fi
+
+# ---- a killed server: the client fails, the daemon reads the slot's
+# socket, and the next process takes the same slot
+PORT=$((PORT + 1))
+sof_host_bg kill.srv a 60 "$SOFTOFED" run -- ibv_rc_pingpong -p "$PORT" -g "$(sof_host_gid a)" -s 65536 -n 1000000
+if sof_host_wait_listen a "$PORT" 20 kill.srv; then
+	sof_host_bg kill.cli b 60 "$SOFTOFED" run -- ibv_rc_pingpong -p "$PORT" -g "$(sof_host_gid b)" -s 65536 -n 1000000 "$(sof_host_ip a)"
+	sleep 1
+	qa=$(counter a drops.qpn)
+	sof_kill kill.srv
+	sof_wait kill.cli 50
+	crc=$?
+	out=$(sof_out kill.cli)
+	if [ "$crc" -ne 0 ] && [ "$crc" -ne 124 ] && grep -q -i 'failed status' "$out"; then
+		ok "hosts/engine: killed server: the client's QP fails ($(grep -i -m 1 'failed status' "$out"))"
+	else
+		not_ok "hosts/engine: killed server" "client exit $crc: $(tail -n 2 "$out" | tr '\n' ' ')"
+		sed 's/^/#   srv: /' "$(sof_out kill.srv)" | tail -n 5
+		sed 's/^/#   a: /' "$(_sof_host_log a)" | tail -n 8
+		sed 's/^/#   b: /' "$(_sof_host_log b)" | tail -n 8
+	fi
+	if [ "$(counter a drops.qpn)" -gt "${qa:-0}" ]; then
+		ok "hosts/engine: killed server: host a's daemon read the slot's socket (qpn drops ${qa:-0} -> $(counter a drops.qpn))"
+	else
+		not_ok "hosts/engine: killed server" "no qpn drop counted on host a after the server died"
+	fi
+	if run "after the killed server" "" "" ibv_rc_pingpong -g @GID@ --chk -s 4096 -n 100; then
+		slots=$(sed -n 's/.*: steering slot \([0-9]*\)$/\1/p' "$(_sof_host_log a)" | sort -u | tr '\n' ' ')
+		if steered a "$SRVQ" && [ "$slots" = "1 " ]; then
+			ok "hosts/engine: after the killed server: its slot is taken again (host a's slots: $slots)"
+		else
+			not_ok "hosts/engine: after the killed server" "server QP $SRVQ $(where a "$SRVQ"), host a's slots: $slots"
+		fi
+	fi
+else
+	not_ok "hosts/engine: killed server" "the server did not listen"
+fi
+
+# ---- UC and SRQ in the program
+for prog in ibv_uc_pingpong ibv_srq_pingpong; do
+	if run "$prog" "" "" "$prog" -g @GID@ --chk -s 4096 -n 100; then
+		if steered a "$SRVQ" && steered b "$CLIQ"; then
+			ok "hosts/engine: $prog: QPs $SRVQ and $CLIQ in their processes"
+		else
+			not_ok "hosts/engine: $prog" "server QP $SRVQ $(where a "$SRVQ"), client QP $CLIQ $(where b "$CLIQ")"
+		fi
+	fi
+done
+
+sof_exit

@@ -1,0 +1,305 @@
+/*
+ * The daemon's RoCEv2 sockets, and the steering of packets to programs
+ * that run the transport of their own QPs (transport/README.md, "The
+ * engine in the program").
+ *
+ * The daemon's receive socket of each family is bound to port 4791 as the
+ * first member of an SO_REUSEPORT group. A classic BPF program on the group
+ * chooses the member of every datagram from its BTH destination QP (bytes
+ * 5..7 of the UDP payload, IBA 9.2): a steered QP's packets go to the
+ * member of its owner's steering slot, everything else (other QPs, QP1,
+ * the multicast QPN, anything too short to hold a BTH) to member 0, the
+ * daemon. The program is a binary search over the steered QPNs, made anew
+ * whenever one comes or goes; it holds at most STEER_MAX of them (the
+ * program's size is bounded), beyond which the daemon runs the QP's
+ * transport itself. QP numbers stay the daemon's random ones.
+ *
+ * A process that asks for it (NET_ENGINE) gets a slot: the daemon makes
+ * the slot's sockets (members are numbered in the order they join, so
+ * slot k's socket is made k-th) and a page of counters, and hands them
+ * over; then each of its QPs that connects to another host is steered
+ * (MODIFY_QP with engine set) until it is reset or destroyed.
+ *
+ * The daemon keeps its own descriptor of every slot's sockets and never
+ * closes one: a member that leaves the group moves the last one into its
+ * place, which would renumber a slot. While no process holds a slot the
+ * daemon reads its sockets itself (what arrives there is for QPs that are
+ * gone, and is dropped and counted as for any unknown QPN).
+ *
+ * Only a process of the daemon's own user (or root) gets a slot (ops.c):
+ * any member of the group can replace the group's BPF program.
+ */
+#include "tport.h"
+
+#include "sof_gid.h"
+
+#include <linux/filter.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define SLOTS 256u
+
+struct slot {
+	struct sofd_pollable p4, p6; /* fd -1: the family has no socket */
+	struct sofd_conn *owner;     /* NULL: the daemon reads the sockets */
+	int cnt_fd;		     /* memfd of *cnt, what its processes counted */
+	struct sof_tp_counters *cnt;
+};
+
+static struct slot slots[SLOTS];
+static uint32_t nslots = 1; /* slot 0 is the daemon's own sockets */
+static bool slots_broken;   /* a group could not grow in step: no new slots */
+
+static int epoll_in(int epfd, struct sofd_pollable *p)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
+
+	if (p->fd < 0)
+		return 0;
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, p->fd, &ev) ? -errno : 0;
+}
+
+/* The steered QPs, by QPN, and their slots. */
+#define STEER_MAX 1024u
+#define STEER_LEAF 8u /* QPNs a leaf of the search compares one by one */
+static struct steer {
+	uint32_t qpn, slot;
+} steer[STEER_MAX];
+static uint32_t nsteer;
+
+/* The search over steer[lo, hi) into prog from *n on (BPF_MAXINSNS is
+ * plenty: a leaf of k QPNs is 2k + 1 instructions, an inner node 2). */
+static void prog_tree(struct sock_filter *prog, uint32_t *n, uint32_t lo, uint32_t hi)
+{
+	uint32_t mid, ja;
+
+	if (hi - lo <= STEER_LEAF) {
+		for (uint32_t i = lo; i < hi; i++) {
+			prog[(*n)++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+								    steer[i].qpn, 0, 1);
+			prog[(*n)++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, steer[i].slot);
+		}
+		prog[(*n)++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+		return;
+	}
+	mid = lo + (hi - lo) / 2;
+	/* QPN >= steer[mid]: the jump over the left half; else the left half */
+	prog[(*n)++] =
+	    (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, steer[mid].qpn, 0, 1);
+	ja = (*n)++;
+	prog_tree(prog, n, lo, mid);
+	prog[ja] = (struct sock_filter)BPF_STMT(BPF_JMP | BPF_JA, *n - ja - 1);
+	prog_tree(prog, n, mid, hi);
+}
+
+/* The group's program (the top of this file) onto both groups. */
+static int steer_attach(void)
+{
+	static struct sock_filter prog[BPF_MAXINSNS];
+	struct sock_fprog fp = {.filter = prog};
+	uint32_t n = 0;
+	int err = 0;
+
+	/* BTH bytes 4..7: resv8 and DestQP; a datagram too short for them
+	 * ends the program with 0 (the daemon) */
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xffffff);
+	prog_tree(prog, &n, 0, nsteer);
+	fp.len = (unsigned short)n;
+	if (tp.fd4 >= 0 &&
+	    setsockopt(tp.fd4, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)))
+		err = -errno;
+	if (!err && tp.fd6 >= 0 &&
+	    setsockopt(tp.fd6, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)))
+		err = -errno;
+	return err;
+}
+
+int sof_tp_steer_add(uint32_t qpn, uint32_t slot)
+{
+	uint32_t i = 0;
+	int err;
+
+	if (slots_broken || nsteer == STEER_MAX)
+		return -ENOSPC;
+	while (i < nsteer && steer[i].qpn < qpn)
+		i++;
+	memmove(&steer[i + 1], &steer[i], (nsteer - i) * sizeof(steer[0]));
+	steer[i] = (struct steer){qpn, slot};
+	nsteer++;
+	err = steer_attach();
+	if (err) {
+		sofd_log("steering QP 0x%06x: %s", qpn, strerror(-err));
+		sof_tp_steer_del(qpn);
+		return err;
+	}
+	sofd_log("QP 0x%06x steered to slot %u", qpn, slot);
+	return 0;
+}
+
+void sof_tp_steer_del(uint32_t qpn)
+{
+	for (uint32_t i = 0; i < nsteer; i++) {
+		if (steer[i].qpn != qpn)
+			continue;
+		memmove(&steer[i], &steer[i + 1], (nsteer - i - 1) * sizeof(steer[0]));
+		nsteer--;
+		if (steer_attach())
+			sofd_log("steering program: %s", strerror(errno));
+		return;
+	}
+}
+
+int sof_tp_init(int epfd)
+{
+	int fd4 = tp_udp_socket(false, ROCE_UDP_PORT, true);
+	int fd6 = tp_udp_socket(true, ROCE_UDP_PORT, true);
+	int err;
+
+	if (fd4 < 0)
+		sofd_log("RoCEv2 over IPv4 unavailable: port %u: %s", ROCE_UDP_PORT,
+			 strerror(-fd4));
+	if (fd6 < 0 && fd6 != -EAFNOSUPPORT)
+		sofd_log("RoCEv2 over IPv6 unavailable: port %u: %s", ROCE_UDP_PORT,
+			 strerror(-fd6));
+	err = tp_start(fd4 < 0 ? -1 : fd4, fd6 < 0 ? -1 : fd6, sofd.counters, sofd.drops);
+	if (!err && steer_attach()) {
+		/* without steering the daemon runs every QP's transport */
+		sofd_log("no steering to programs: %s", strerror(errno));
+		slots_broken = true;
+	}
+	if (!err)
+		err = epoll_in(epfd, &tp.timer);
+	if (!err)
+		err = epoll_in(epfd, &tp.p4);
+	if (!err)
+		err = epoll_in(epfd, &tp.p6);
+	return err;
+}
+
+/* Slot nslots's sockets, the next member of each group, and its counter
+ * page. */
+static int slot_make(struct slot *s)
+{
+	int one = 1, err;
+	void *p;
+
+	s->cnt_fd = sof_memfd_create("softofed-tpcnt", sizeof(*s->cnt));
+	if (s->cnt_fd < 0)
+		return s->cnt_fd;
+	p = mmap(NULL, sizeof(*s->cnt), PROT_READ | PROT_WRITE, MAP_SHARED, s->cnt_fd, 0);
+	if (p == MAP_FAILED) {
+		close(s->cnt_fd);
+		return -ENOMEM;
+	}
+	s->cnt = p;
+
+	s->p4 = (struct sofd_pollable){SOFD_POLL_NET, -1};
+	s->p6 = (struct sofd_pollable){SOFD_POLL_NET6, -1};
+	if (tp.fd4 >= 0) {
+		s->p4.fd = tp_udp_socket(false, ROCE_UDP_PORT, true);
+		if (s->p4.fd < 0) {
+			err = s->p4.fd;
+			goto err;
+		}
+	}
+	if (tp.fd6 >= 0) {
+		s->p6.fd = tp_udp_socket(true, ROCE_UDP_PORT, true);
+		if (s->p6.fd < 0) {
+			err = s->p6.fd;
+
+			/* the last member leaves: no other moves */
+			if (s->p4.fd >= 0)
+				close(s->p4.fd);
+			goto err;
+		}
+	}
+	if (tp.gro) {
+		if (s->p4.fd >= 0)
+			(void)setsockopt(s->p4.fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+		if (s->p6.fd >= 0)
+			(void)setsockopt(s->p6.fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	}
+	return 0;
+err:
+	munmap(s->cnt, sizeof(*s->cnt));
+	close(s->cnt_fd);
+	return err;
+}
+
+int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *cfd)
+{
+	struct slot *s = NULL;
+	uint32_t k;
+
+	if (!c->net_slot) {
+		for (k = 1; k < nslots && !s; k++)
+			if (!slots[k].owner)
+				s = &slots[k];
+		if (!s) {
+			int err;
+
+			if (slots_broken || nslots == SLOTS || (tp.fd4 < 0 && tp.fd6 < 0))
+				return -EBUSY;
+			s = &slots[nslots];
+			err = slot_make(s);
+			if (err) {
+				sofd_log("steering slot %u: %s", nslots, strerror(-err));
+				slots_broken = true;
+				return err;
+			}
+			nslots++;
+		} else {
+			/* the daemon was reading them */
+			if (s->p4.fd >= 0)
+				epoll_ctl(sofd.epfd, EPOLL_CTL_DEL, s->p4.fd, NULL);
+			if (s->p6.fd >= 0)
+				epoll_ctl(sofd.epfd, EPOLL_CTL_DEL, s->p6.fd, NULL);
+		}
+		s->owner = c;
+		c->net_slot = (uint32_t)(s - slots);
+		sofd_log("conn %u (pid %d): steering slot %u", c->id, (int)c->pid, c->net_slot);
+	}
+	s = &slots[c->net_slot];
+	*fd4 = s->p4.fd;
+	*fd6 = s->p6.fd;
+	*cfd = s->cnt_fd;
+	return (int)c->net_slot;
+}
+
+void sof_tp_slot_release(struct sofd_conn *c)
+{
+	struct slot *s;
+
+	if (!c->net_slot)
+		return;
+	s = &slots[c->net_slot];
+	s->owner = NULL;
+	c->net_slot = 0;
+	if (epoll_in(sofd.epfd, &s->p4) || epoll_in(sofd.epfd, &s->p6))
+		sofd_log("steering slot %u: %s", (unsigned)(s - slots), strerror(errno));
+}
+
+void sof_tp_slot_counters(uint64_t *counters, uint64_t *drops)
+{
+	for (uint32_t k = 1; k < nslots; k++) {
+		for (uint32_t i = 0; i < SOF_CNT_NR; i++)
+			counters[i] += slots[k].cnt->counters[i];
+		for (uint32_t i = 0; i < SOF_DROP_NR; i++)
+			drops[i] += slots[k].cnt->drops[i];
+	}
+}
+
+void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
+{
+	/* the ACKs leave by the daemon's own send sockets */
+	struct tp_path path = {.sport = tp_flow_port(!sof_gid_is_v4(l->dgid), qpn, l->dqpn),
+			       .tclass = l->tclass,
+			       .hop_limit = l->hop_limit,
+			       .flow_label = l->flow_label};
+
+	memcpy(path.sgid, l->sgid, 16);
+	memcpy(path.dgid, l->dgid, 16);
+	tp_linger_add(qpn, l->dqpn & 0xffffff, l->epsn & ROCE_PSN_MASK, l->msn & 0xffffff, &path);
+}

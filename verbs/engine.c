@@ -1,0 +1,601 @@
+/*
+ * The RoCEv2 transport of this process's own RC/UC QPs, run here instead
+ * of in the daemon: the engine in the program (transport/README.md).
+ *
+ * Between hosts, a message through the daemon wakes the daemon of each
+ * host, and on a small machine a cross-process wake-up costs more than
+ * the whole UDP round trip. So a process (unless SOFTOFED_ENGINE=daemon
+ * is in its environment) takes a steering slot from the daemon
+ * (NET_ENGINE) when it creates its first RC/UC QP: receive sockets on port
+ * 4791 to which the kernel steers the packets of the slot's QPNs, and
+ * every RC/UC QP it creates from then on has a QPN of the slot. The
+ * daemon's transport engine (transport/, built a second time with
+ * SOF_TP_PROGRAM) runs here on the QP's own shared segments: the network
+ * send queue, the receive ring or SRQ, the CQ rings. This file is its
+ * host: the daemon's registry of the QPs as the engine sees them (struct
+ * sofd_qp), the registered regions (the process's own memory, checked
+ * against the context's MR table), the events and the loop.
+ *
+ * Who runs it: a thread that posts runs the requester at once; a thread
+ * that polls a CQ of such a QP reads the sockets (busy polling: no wake-up
+ * on the path); and a progress thread sleeps on the sockets and the timer
+ * for when nobody polls. While some thread polls, the progress thread
+ * leaves the sockets alone (a packet would wake it for nothing), keeps the
+ * timers and looks every 0.2 ms whether the polls stopped. One mutex
+ * serialises the engine.
+ *
+ * What stays with the daemon: UD QPs and multicast, QP1, the QPs of a
+ * second context of the process, and those of processes of other users (a
+ * member of the steering group could change the group's program: ops.c
+ * gives slots only to the daemon's own user). The engine counts into a
+ * page of the slot that the daemon adds to its own counters (`softofed
+ * status`).
+ */
+#include "sofv.h"
+
+#include "tport.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* The daemon's objects as the engine sees them (transport/tport.h). */
+struct sofd sofd;
+
+struct sofv_eqp {
+	struct sofd_qp m;
+	struct sofd_cq scq, rcq;
+	struct sofd_srq srq;
+	struct sofv_qp *qp;
+	bool polled; /* counted in its CQs' eng_qps: its peer is on another host */
+};
+
+/* While some thread polls (it did in the last POLL_HOLD_NS), it reads
+ * the sockets itself and the progress thread looks again after this: the
+ * longest an ACK a poller held waits once the polls stop. */
+#define POLL_HOLD_NS 200000
+/* The most polls that an ACK waits for the poller's next post. */
+#define ACK_HOLD_POLLS 32u
+
+static struct {
+	pthread_mutex_t lock;	  /* the engine: tp, sofd, every sofv_eqp */
+	struct sofv_context *ctx; /* whose slot, NULL: not running */
+	bool tried;		  /* asked once (it is never asked again) */
+	bool v6;		  /* some QP's path is IPv6: poll that socket too */
+	bool running;		  /* the progress thread runs */
+	uint32_t ack_hold;	  /* ACKs held by a poller leave after this many polls */
+	int epfd, stopfd;
+	pthread_t thread;
+	_Atomic bool polled;   /* a thread polled or posted since the progress thread looked */
+	_Atomic bool sleeping; /* the progress thread waits for the sockets alone */
+	int kickfd;	       /* wakes it: a thread started to poll (note_active) */
+	struct sof_tp_counters *cnt; /* the slot's counter page (steer.c) */
+} eng = {.lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .stopfd = -1, .kickfd = -1};
+
+/* ---- the daemon's functions the engine calls ------------------------------- */
+
+void sofd_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("softofed: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+bool sofd_gid_local(const uint8_t gid[16]) { return sofv_gid_is_local(eng.ctx, gid); }
+
+/* The channel's eventfd is this process's own: a plain write. */
+void sofd_evfd_kick(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) < 0) {
+		/* the counter is full: the waiter has events to read */
+	}
+}
+
+void sofd_cq_attention(struct sofd_cq *cq)
+{
+	if (sof_cq_attention(cq->shm) && cq->evfd >= 0)
+		sofd_evfd_kick(cq->evfd);
+}
+
+/* Through the daemon, which raises it on this context's event socket as
+ * for any other owner. */
+void sofd_async_send(struct sofd_conn *c, uint32_t event_type, uint32_t handle)
+{
+	uint32_t kind;
+
+	(void)c;
+	switch (event_type) {
+	case IBV_EVENT_QP_FATAL:
+		kind = SOF_NOTIFY_QP_FATAL;
+		break;
+	case IBV_EVENT_QP_REQ_ERR:
+		kind = SOF_NOTIFY_QP_REQ_ERR;
+		break;
+	case IBV_EVENT_QP_ACCESS_ERR:
+		kind = SOF_NOTIFY_QP_ACCESS_ERR;
+		break;
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		kind = SOF_NOTIFY_SRQ_LIMIT;
+		break;
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		kind = SOF_NOTIFY_QP_LAST_WQE;
+		break;
+	default:
+		return;
+	}
+	(void)sofv_notify(eng.ctx, kind, handle);
+}
+
+/* The region with key, checked as the daemon checks it (transport/mr.c):
+ * the QP's PD, the access bits in need, the range. The process's own
+ * memory: the pointer is the region's address. The caller holds the
+ * engine lock, which ibv_dereg_mr takes too (sofv_engine_lock). */
+uint8_t *tp_mr_ptr(const struct sofd_qp *m, uint32_t key, uint64_t va, uint64_t len, uint32_t need)
+{
+	const struct sofv_eqp *e = sof_container_of(m, struct sofv_eqp, m);
+	struct sofv_context *s = eng.ctx;
+	struct sofv_mr *mr;
+	uint8_t *p = NULL;
+
+	pthread_rwlock_rdlock(&s->obj_lock);
+	mr = sof_hmap_get(&s->mrs, key);
+	if (mr && mr->pd == e->qp->pd && (mr->access & need) == need && va >= mr->iova &&
+	    len <= mr->ibmr.length && va - mr->iova <= mr->ibmr.length - len)
+		p = (uint8_t *)mr->ibmr.addr + (va - mr->iova);
+	pthread_rwlock_unlock(&s->obj_lock);
+	return p;
+}
+
+/* ---- the loop ----------------------------------------------------------------- */
+
+static void gids_refresh(void)
+{
+	struct sof_gid_entry g;
+
+	sofd.dev.num_gids = 0;
+	for (uint32_t i = 0; i < SOF_MAX_GIDS; i++) {
+		if (sofv_gid_read(eng.ctx, i, &g) == -EINVAL)
+			break;
+		if (sofv_gid_read(eng.ctx, i, &g))
+			memset(&g, 0, sizeof(g));
+		sofd.dev.gids[i] = g;
+		sofd.dev.num_gids = i + 1;
+	}
+}
+
+/* Send the ACKs that are due now. */
+static void acks_send(void)
+{
+	tp_input_end();
+	eng.ack_hold = 0;
+}
+
+/* Read the sockets. poller: the caller polls a CQ; the ACKs of what it
+ * reads wait for its next post (at most ACK_HOLD_POLLS polls), so that in
+ * a ping-pong the ACK of a request leaves in one system call with the
+ * answer (IBA 9.7.5.1.1 lets a responder coalesce ACKs; the progress
+ * thread sends them within POLL_HOLD_NS when the polls stop). Under the
+ * lock. */
+static void rx(bool poller)
+{
+	if (!poller || (eng.ack_hold && !--eng.ack_hold))
+		acks_send();
+	tp.defer_acks = poller;
+	if (tp.fd4 >= 0)
+		tp_rx(tp.fd4, false);
+	if (tp.fd6 >= 0 && eng.v6)
+		tp_rx(tp.fd6, true);
+	tp.defer_acks = false;
+	if (poller && !eng.ack_hold && !sofd_list_empty(&tp.acks))
+		eng.ack_hold = ACK_HOLD_POLLS;
+	tp_timer_update();
+	sof_tp_flush();
+}
+
+static void sockets_arm(bool on)
+{
+	struct epoll_event ev = {.events = on ? EPOLLIN : 0};
+
+	ev.data.ptr = &tp.p4;
+	if (tp.fd4 >= 0)
+		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, tp.fd4, &ev);
+	ev.data.ptr = &tp.p6;
+	if (tp.fd6 >= 0)
+		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, tp.fd6, &ev);
+}
+
+/* The progress thread: the timers always, the sockets while no thread
+ * polls. While it waits for the sockets alone, a thread that starts to
+ * poll wakes it once (note_active), so that it stops reading them and
+ * looks again every POLL_HOLD_NS: the ACKs a poller holds then leave when
+ * the polls stop, without a packet to wake it. (It sets sleeping, then
+ * looks at polled; a poller sets polled, then looks at sleeping: one of
+ * the two sees the other.) */
+static void *progress(void *arg)
+{
+	const struct timespec hold = {.tv_nsec = POLL_HOLD_NS};
+	bool armed = true;
+
+	(void)arg;
+	for (;;) {
+		bool polling = atomic_exchange(&eng.polled, false);
+		struct epoll_event ev[5];
+		uint64_t v;
+		int n;
+
+		if (polling != !armed) {
+			armed = !polling;
+			sockets_arm(armed);
+		}
+		if (armed) {
+			atomic_store(&eng.sleeping, true);
+			if (atomic_load(&eng.polled)) {
+				atomic_store(&eng.sleeping, false);
+				continue;
+			}
+		}
+		n = epoll_pwait2(eng.epfd, ev, 5, armed ? NULL : &hold, NULL);
+		atomic_store_explicit(&eng.sleeping, false, memory_order_relaxed);
+		pthread_mutex_lock(&eng.lock);
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.ptr == &eng.stopfd) {
+				pthread_mutex_unlock(&eng.lock);
+				return NULL;
+			}
+			if (ev[i].data.ptr == &eng.kickfd && read(eng.kickfd, &v, sizeof(v)) < 0) {
+				/* nothing to read: another kick took it */
+			}
+			if (ev[i].data.ptr == &tp.timer)
+				sof_tp_event(&tp.timer);
+		}
+		if (armed || !atomic_load_explicit(&eng.polled, memory_order_relaxed))
+			rx(false);
+		pthread_mutex_unlock(&eng.lock);
+	}
+}
+
+/* A thread polls or posts: the progress thread leaves the sockets to it. */
+static void note_active(void)
+{
+	uint64_t one = 1;
+
+	if (atomic_load_explicit(&eng.polled, memory_order_relaxed))
+		return;
+	atomic_store(&eng.polled, true);
+	if (atomic_load(&eng.sleeping) && write(eng.kickfd, &one, sizeof(one)) < 0) {
+		/* the counter is full: it is awake anyway */
+	}
+}
+
+static int epoll_add(int fd, void *ptr)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = ptr};
+
+	if (fd < 0)
+		return 0;
+	return epoll_ctl(eng.epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+/* A child of fork() has no progress thread, and the engine's lock may have
+ * been held by another thread: the child's QPs use the daemon's engine. */
+static void at_fork_child(void)
+{
+	pthread_mutex_init(&eng.lock, NULL);
+	eng.ctx = NULL;
+	eng.tried = true;
+}
+
+/* A process that leaves without destroying its QPs still acknowledges
+ * what its pollers read. */
+static void at_exit(void)
+{
+	if (pthread_mutex_trylock(&eng.lock))
+		return;
+	if (eng.ctx)
+		acks_send();
+	pthread_mutex_unlock(&eng.lock);
+}
+
+/* Take a slot and set the engine up; its thread starts with the first QP
+ * whose peer is on another host (thread_start). The caller holds the
+ * lock. */
+static int start(struct sofv_context *ctx)
+{
+	struct sof_net_engine_rep rep;
+	int fds[3] = {-1, -1, -1}, nfds = 3, fd4 = -1, fd6 = -1, err;
+	struct sof_tp_counters *cnt;
+
+	err = sofv_rpc(ctx, SOF_OP_NET_ENGINE, NULL, 0, NULL, 0, &rep, sizeof(rep), fds, &nfds);
+	if (err)
+		return err;
+	if (nfds != (int)(rep.has4 + rep.has6) + 1) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		return -EPROTO;
+	}
+	if (rep.has4)
+		fd4 = fds[0];
+	if (rep.has6)
+		fd6 = fds[rep.has4 ? 1 : 0];
+	cnt = mmap(NULL, sizeof(*cnt), PROT_READ | PROT_WRITE, MAP_SHARED, fds[nfds - 1], 0);
+	close(fds[nfds - 1]);
+	if (cnt == MAP_FAILED) {
+		err = -errno;
+		if (fd4 >= 0)
+			close(fd4);
+		if (fd6 >= 0)
+			close(fd6);
+		return err;
+	}
+	eng.cnt = cnt;
+	eng.ctx = ctx;
+	sofd.dev = ctx->dev;
+	gids_refresh();
+	err = tp_start(fd4, fd6, cnt->counters, cnt->drops);
+	if (!err) {
+		eng.epfd = epoll_create1(EPOLL_CLOEXEC);
+		eng.stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		eng.kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (eng.epfd < 0 || eng.stopfd < 0 || eng.kickfd < 0)
+			err = -errno;
+	}
+	if (!err)
+		err = epoll_add(fd4, &tp.p4);
+	if (!err)
+		err = epoll_add(fd6, &tp.p6);
+	if (!err)
+		err = epoll_add(tp.timer.fd, &tp.timer);
+	if (!err)
+		err = epoll_add(eng.stopfd, &eng.stopfd);
+	if (!err)
+		err = epoll_add(eng.kickfd, &eng.kickfd);
+	if (!err) {
+		(void)atexit(at_exit);
+		(void)pthread_atfork(NULL, NULL, at_fork_child);
+	}
+	if (err) {
+		/* the slot's QPNs stay; their QPs would have no transport */
+		sofd_log("the transport cannot run in this process: %s", strerror(-err));
+		eng.ctx = NULL;
+		return err;
+	}
+	return 0;
+}
+
+/* The progress thread, at the first QP of another host's peer: a process
+ * whose QPs all stay on this host has none. The caller holds the lock. */
+static int thread_start(void)
+{
+	int err;
+
+	if (eng.running)
+		return 0;
+	err = pthread_create(&eng.thread, NULL, progress, NULL);
+	if (err) {
+		sofd_log("the transport's thread: %s", strerror(err));
+		return -err;
+	}
+	eng.running = true;
+	return 0;
+}
+
+bool sofv_engine_start(struct sofv_context *ctx)
+{
+	const char *e = getenv("SOFTOFED_ENGINE");
+	bool mine;
+
+	if (e && !strcmp(e, "daemon"))
+		return false;
+	pthread_mutex_lock(&eng.lock);
+	if (!eng.tried) {
+		eng.tried = true;
+		(void)start(ctx);
+	}
+	mine = eng.ctx == ctx;
+	pthread_mutex_unlock(&eng.lock);
+	return mine;
+}
+
+void sofv_engine_ctx_close(struct sofv_context *ctx)
+{
+	uint64_t one = 1;
+
+	if (eng.ctx != ctx)
+		return;
+	if (eng.running &&
+	    (write(eng.stopfd, &one, sizeof(one)) < 0 || pthread_join(eng.thread, NULL)))
+		sofd_log("the transport's thread does not stop");
+	eng.running = false;
+	pthread_mutex_lock(&eng.lock);
+	acks_send();
+	sof_tp_flush();
+	eng.ctx = NULL;
+	pthread_mutex_unlock(&eng.lock);
+}
+
+/* ---- QPs ------------------------------------------------------------------------ */
+
+int sofv_engine_qp_new(struct sofv_qp *qp)
+{
+	struct sofv_eqp *e;
+	int err;
+
+	if (!eng.ctx || eng.ctx != to_sctx(qp->qpx.qp_base.context))
+		return -EPROTO;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->qp = qp;
+	e->m.qpn = qp->qpn;
+	e->m.type = qp->qpx.qp_base.qp_type;
+	e->m.rq_size = qp->rq_size;
+	e->m.rq_max_sge = qp->srq ? 0 : qp->cap.max_recv_sge;
+	e->m.sq_sig_all = qp->sq_sig_all;
+	e->m.shm = qp->shm;
+	e->m.shm_len = qp->shm_len;
+	e->m.nsq = qp->nsq;
+	e->m.nsq_len = qp->nsq_len;
+	e->m.sq_size = qp->sq_size;
+	e->m.sq_max_sge = qp->cap.max_send_sge;
+	e->m.sq_max_inline = qp->cap.max_inline_data;
+	e->m.sq_stride = qp->nsq_stride;
+	e->scq.shm = qp->scq->shm;
+	e->scq.evfd = qp->scq->channel ? qp->scq->channel->ch.fd : -1;
+	e->rcq.shm = qp->rcq->shm;
+	e->rcq.evfd = qp->rcq->channel ? qp->rcq->channel->ch.fd : -1;
+	e->m.send_cq = &e->scq;
+	e->m.recv_cq = &e->rcq;
+	if (qp->srq) {
+		e->srq.shm = qp->srq->shm;
+		e->srq.handle = qp->srq->handle;
+		e->srq.size = qp->srq->size;
+		e->srq.max_sge = qp->srq->max_sge;
+		e->m.srq = &e->srq;
+	}
+	pthread_mutex_lock(&eng.lock);
+	acks_send(); /* the program moved on: what it read is acknowledged */
+	err = sof_hmap_put(&sofd.qps, qp->qpn, &e->m);
+	sof_tp_flush();
+	pthread_mutex_unlock(&eng.lock);
+	if (err) {
+		free(e);
+		return err;
+	}
+	qp->eng = e;
+	return 0;
+}
+
+/* Polls of qp's CQs run the engine while its peer is on another host. */
+static void polled_by(struct sofv_qp *qp, bool on)
+{
+	struct sofv_eqp *e = qp->eng;
+
+	if (e->polled == on)
+		return;
+	e->polled = on;
+	atomic_fetch_add(&qp->scq->eng_qps, on ? 1u : (uint32_t)-1);
+	atomic_fetch_add(&qp->rcq->eng_qps, on ? 1u : (uint32_t)-1);
+}
+
+bool sofv_engine_linger(struct sofv_qp *qp, struct sof_linger *l)
+{
+	const struct sof_tqp *t;
+	bool ok = false;
+
+	pthread_mutex_lock(&eng.lock);
+	acks_send();
+	sof_tp_flush();
+	t = qp->eng->m.t;
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_RC && t && t->net && t->state >= IBV_QPS_RTR &&
+	    t->state <= IBV_QPS_SQE) {
+		*l = (struct sof_linger){.dqpn = t->dqpn,
+					 .epsn = t->epsn,
+					 .msn = t->msn,
+					 .flow_label = t->path.flow_label,
+					 .tclass = t->path.tclass,
+					 .hop_limit = t->path.hop_limit};
+		memcpy(l->sgid, t->path.sgid, 16);
+		memcpy(l->dgid, t->path.dgid, 16);
+		ok = true;
+	}
+	pthread_mutex_unlock(&eng.lock);
+	return ok;
+}
+
+void sofv_engine_qp_release(struct sofv_qp *qp)
+{
+	struct sofv_eqp *e = qp->eng;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&eng.lock);
+	acks_send(); /* what it received is acknowledged before it goes */
+	sof_tp_qp_release(&e->m);
+	sof_hmap_del(&sofd.qps, qp->qpn);
+	sof_tp_flush();
+	pthread_mutex_unlock(&eng.lock);
+	polled_by(qp, false);
+	qp->eng = NULL;
+	free(e);
+}
+
+int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, bool *net)
+{
+	struct sofv_eqp *e = qp->eng;
+	struct sofd_link *l;
+	int err;
+
+	pthread_mutex_lock(&eng.lock);
+	acks_send();
+	gids_refresh();
+	err = sof_tp_modify_qp(&e->m, req, net);
+	if (!err && *net)
+		err = thread_start();
+	if (!err) {
+		e->m.state = req->state;
+		e->m.dest_qpn = req->dest_qpn;
+		e->m.qkey = req->qkey;
+	}
+	eng.v6 = false;
+	for (l = tp.qps.next; l != &tp.qps; l = l->next) {
+		const struct sof_tqp *t = sof_container_of(l, struct sof_tqp, link);
+
+		if (t->net && !sof_gid_is_v4(t->path.dgid))
+			eng.v6 = true;
+	}
+	sof_tp_flush();
+	pthread_mutex_unlock(&eng.lock);
+	if (!err)
+		polled_by(qp, *net);
+	return err;
+}
+
+/* ---- the data path ---------------------------------------------------------------- */
+
+void sofv_engine_post(struct sofv_qp *qp)
+{
+	struct sof_tqp *t;
+
+	note_active();
+	pthread_mutex_lock(&eng.lock);
+	t = qp->eng->m.t;
+	if (t)
+		tp_req_progress(t);
+	acks_send(); /* with this */
+	tp_timer_update();
+	sof_tp_flush();
+	pthread_mutex_unlock(&eng.lock);
+}
+
+void sofv_engine_poll(void)
+{
+	note_active();
+	if (pthread_mutex_trylock(&eng.lock))
+		return; /* another thread runs it */
+	if (eng.ctx)
+		rx(true);
+	pthread_mutex_unlock(&eng.lock);
+}
+
+void sofv_engine_lock(struct sofv_context *ctx)
+{
+	if (eng.ctx == ctx)
+		pthread_mutex_lock(&eng.lock);
+}
+
+void sofv_engine_unlock(struct sofv_context *ctx)
+{
+	if (eng.ctx == ctx)
+		pthread_mutex_unlock(&eng.lock);
+}

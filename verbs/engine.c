@@ -52,7 +52,8 @@ struct sofv_eqp {
 	struct sofd_cq scq, rcq;
 	struct sofd_srq srq;
 	struct sofv_qp *qp;
-	bool polled; /* counted in its CQs' eng_qps: its peer is on another host */
+	bool polled;	       /* counted in its CQs' eng_qps: its peer is on another host */
+	struct sofd_link pend; /* in eng.pending: WQEs posted while packets flew */
 };
 
 /* While some thread polls (it did in the last POLL_HOLD_NS), it reads
@@ -69,13 +70,18 @@ static struct {
 	bool v6;		  /* some QP's path is IPv6: poll that socket too */
 	bool running;		  /* the progress thread runs */
 	uint32_t ack_hold;	  /* ACKs held by a poller leave after this many polls */
+	struct sofd_link pending; /* QPs with posted WQEs the requester has yet to take */
 	int epfd, stopfd;
 	pthread_t thread;
 	_Atomic bool polled;   /* a thread polled or posted since the progress thread looked */
 	_Atomic bool sleeping; /* the progress thread waits for the sockets alone */
 	int kickfd;	       /* wakes it: a thread started to poll (note_active) */
 	struct sof_tp_counters *cnt; /* the slot's counter page (steer.c) */
-} eng = {.lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .stopfd = -1, .kickfd = -1};
+} eng = {.lock = PTHREAD_MUTEX_INITIALIZER,
+	 .pending = {&eng.pending, &eng.pending},
+	 .epfd = -1,
+	 .stopfd = -1,
+	 .kickfd = -1};
 
 /* ---- the daemon's functions the engine calls ------------------------------- */
 
@@ -199,6 +205,13 @@ static void rx(bool poller)
 	tp.defer_acks = false;
 	if (poller && !eng.ack_hold && !sofd_list_empty(&tp.acks))
 		eng.ack_hold = ACK_HOLD_POLLS;
+	while (!sofd_list_empty(&eng.pending)) {
+		struct sofv_eqp *e = sof_container_of(eng.pending.next, struct sofv_eqp, pend);
+
+		sofd_list_del(&e->pend);
+		if (e->m.t)
+			tp_req_progress(e->m.t);
+	}
 	tp_timer_update();
 	sof_tp_flush();
 }
@@ -436,6 +449,7 @@ int sofv_engine_qp_new(struct sofv_qp *qp)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
+	sofd_list_init(&e->pend);
 	e->qp = qp;
 	e->m.qpn = qp->qpn;
 	e->m.type = qp->qpx.qp_base.qp_type;
@@ -521,6 +535,7 @@ void sofv_engine_qp_release(struct sofv_qp *qp)
 		return;
 	pthread_mutex_lock(&eng.lock);
 	acks_send(); /* what it received is acknowledged before it goes */
+	sofd_list_del(&e->pend);
 	sof_tp_qp_release(&e->m);
 	sof_hmap_del(&sofd.qps, qp->qpn);
 	sof_tp_flush();
@@ -563,18 +578,29 @@ int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, 
 
 /* ---- the data path ---------------------------------------------------------------- */
 
+/* A WQE went into qp's network send queue. With nothing of the QP in
+ * flight it leaves at once (latency); else it waits for the next poll or
+ * the ACK that wakes the progress thread, and leaves with the others in
+ * one sendmmsg, as UDP GSO runs (throughput: a system call per message
+ * costs several us over veth). */
 void sofv_engine_post(struct sofv_qp *qp)
 {
+	struct sofv_eqp *e = qp->eng;
 	struct sof_tqp *t;
 
 	note_active();
 	pthread_mutex_lock(&eng.lock);
-	t = qp->eng->m.t;
-	if (t)
-		tp_req_progress(t);
-	acks_send(); /* with this */
-	tp_timer_update();
-	sof_tp_flush();
+	t = e->m.t;
+	if (t && t->state == IBV_QPS_RTS && t->una_psn != t->psn) {
+		if (sofd_list_empty(&e->pend))
+			sofd_list_add(&eng.pending, &e->pend);
+	} else {
+		if (t)
+			tp_req_progress(t);
+		acks_send(); /* with this */
+		tp_timer_update();
+		sof_tp_flush();
+	}
 	pthread_mutex_unlock(&eng.lock);
 }
 

@@ -299,6 +299,9 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
 			       .hop_limit = l->hop_limit,
 			       .flow_label = l->flow_label};
 
+	/* from the program: ACKs leave only from an address of this host */
+	if (!sofd_gid_local(l->sgid))
+		return;
 	memcpy(path.sgid, l->sgid, 16);
 	memcpy(path.dgid, l->dgid, 16);
 	tp_linger_add(qpn, l->dqpn & 0xffffff, l->epsn & ROCE_PSN_MASK, l->msn & 0xffffff, &path);

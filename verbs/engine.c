@@ -171,9 +171,11 @@ static void gids_refresh(void)
 
 	sofd.dev.num_gids = 0;
 	for (uint32_t i = 0; i < SOF_MAX_GIDS; i++) {
-		if (sofv_gid_read(eng.ctx, i, &g) == -EINVAL)
+		int err = sofv_gid_read(eng.ctx, i, &g);
+
+		if (err == -EINVAL)
 			break;
-		if (sofv_gid_read(eng.ctx, i, &g))
+		if (err)
 			memset(&g, 0, sizeof(g));
 		sofd.dev.gids[i] = g;
 		sofd.dev.num_gids = i + 1;

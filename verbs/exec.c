@@ -516,13 +516,25 @@ static inline const struct sofv_lmr *qp_lmr_get(struct sofv_qp *qp, uint32_t lke
 	return qp_lmr_refill(qp, lkey);
 }
 
+/* The bytes an SGE names, checked against the QP's copy of the MR of its
+ * lkey (access need, range); NULL when a check fails. */
+static inline uint8_t *lmr_bytes(struct sofv_qp *qp, const struct ibv_sge *s, uint32_t need)
+{
+	const struct sofv_lmr *mr = qp_lmr_get(qp, s->lkey);
+
+	if (!mr || (mr->access & need) != need || s->addr < mr->iova || s->length > mr->length ||
+	    s->addr - mr->iova > mr->length - s->length)
+		return NULL;
+	return mr->addr + (s->addr - mr->iova);
+}
+
 /* Resolve the local SGEs of a send WQE (this process's own memory). need is
  * IBV_ACCESS_LOCAL_WRITE when the HCA writes into them (READ, atomics).
  * Returns 0 or IBV_WC_LOC_PROT_ERR. */
 static inline int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint32_t need,
 			    struct sglist *l)
 {
-	const struct sofv_lmr *mr;
+	uint8_t *p;
 
 	if (w->send_flags & IBV_SEND_INLINE) {
 		sgl_one(l, w->inline_buf, w->inline_len);
@@ -530,13 +542,10 @@ static inline int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint3
 		return 0;
 	}
 	if (w->num_sge == 1 && w->sge[0].length) { /* the usual case, straight */
-		const struct ibv_sge *s = &w->sge[0];
-
-		mr = qp_lmr_get(qp, s->lkey);
-		if (!mr || (mr->access & need) != need || s->addr < mr->iova ||
-		    s->length > mr->length || s->addr - mr->iova > mr->length - s->length)
+		p = lmr_bytes(qp, &w->sge[0], need);
+		if (!p)
 			return IBV_WC_LOC_PROT_ERR;
-		sgl_one(l, mr->addr + (s->addr - mr->iova), s->length);
+		sgl_one(l, p, w->sge[0].length);
 		return 0;
 	}
 	l->n = 0;
@@ -547,11 +556,10 @@ static inline int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint3
 
 		if (!s->length)
 			continue;
-		mr = qp_lmr_get(qp, s->lkey);
-		if (!mr || (mr->access & need) != need || s->addr < mr->iova ||
-		    s->length > mr->length || s->addr - mr->iova > mr->length - s->length)
+		p = lmr_bytes(qp, s, need);
+		if (!p)
 			return IBV_WC_LOC_PROT_ERR;
-		sgl_add(l, mr->addr + (s->addr - mr->iova), s->length);
+		sgl_add(l, p, s->length);
 	}
 	return 0;
 }

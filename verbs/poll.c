@@ -163,7 +163,8 @@ int sofv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 
 	if (num_entries < 0)
 		return -EINVAL;
-	if (atomic_load_explicit(&cq->eng_qps, memory_order_relaxed))
+	/* the engine's sockets only when nothing waits here already */
+	if (atomic_load_explicit(&cq->eng_qps, memory_order_relaxed) && cq_idle(cq))
 		sofv_engine_poll();
 	if (cq_idle(cq))
 		return 0;
@@ -212,7 +213,7 @@ static int ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 
 	if (attr->comp_mask)
 		return EINVAL;
-	if (atomic_load_explicit(&cq->eng_qps, memory_order_relaxed))
+	if (atomic_load_explicit(&cq->eng_qps, memory_order_relaxed) && cq_idle(cq))
 		sofv_engine_poll();
 	pthread_spin_lock(&cq->lock);
 	cq_service(cq);

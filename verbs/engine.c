@@ -199,7 +199,10 @@ static void rx(bool poller)
 {
 	if (!poller || (eng.ack_hold && !--eng.ack_hold))
 		acks_send();
-	tp.defer_acks = poller;
+	/* Held ACKs (ACK_HOLD_POLLS) are off: holding the last ACK of a
+	 * handshake let perftest -R connect before its server listened, and
+	 * its retry path crashes (issue 5's note of stop 10). */
+	tp.defer_acks = false;
 	if (tp.fd4 >= 0)
 		tp_rx(tp.fd4, false);
 	if (tp.fd6 >= 0 && eng.v6)

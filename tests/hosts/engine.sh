@@ -10,10 +10,11 @@
 #   - one side in its process, the other through its daemon, both ways;
 #   - a process of another user (nobody) gets no slot: its traffic goes
 #     through the daemon;
-#   - the server killed while a client streams: the client's QP fails
-#     (retry exceeded) instead of hanging, host a's daemon reads the slot's
-#     socket (drops counted as qpn), and the next process takes the same
-#     slot (the daemon never makes a second one) and runs;
+#   - the server killed while a client streams (ib_write_bw -D): the
+#     client's QP fails (retry exceeded) instead of hanging, host a's
+#     daemon reads the slot's socket (drops counted as qpn), and the next
+#     process takes the same slot (the daemon never makes a second one)
+#     and runs;
 #   - UC (ibv_uc_pingpong) and an SRQ (ibv_srq_pingpong) in the program.
 # Needs root (ip netns).
 # Usage: tests/hosts/engine.sh
@@ -160,9 +161,11 @@ fi
 # ---- a killed server: the client fails, the daemon reads the slot's
 # socket, and the next process takes the same slot
 PORT=$((PORT + 1))
-sof_host_bg kill.srv a 60 "$SOFTOFED" run -- ibv_rc_pingpong -p "$PORT" -g "$(sof_host_gid a)" -s 65536 -n 1000000
+# (a streaming writer: a ping-pong client whose last send was ACKed waits
+# for a receive that never comes, as on any RC hardware)
+sof_host_bg kill.srv a 60 "$SOFTOFED" run -- ib_write_bw -p "$PORT" -x "$(sof_host_gid a)" -s 65536 -D 40
 if sof_host_wait_listen a "$PORT" 20 kill.srv; then
-	sof_host_bg kill.cli b 60 "$SOFTOFED" run -- ibv_rc_pingpong -p "$PORT" -g "$(sof_host_gid b)" -s 65536 -n 1000000 "$(sof_host_ip a)"
+	sof_host_bg kill.cli b 60 "$SOFTOFED" run -- ib_write_bw -p "$PORT" -x "$(sof_host_gid b)" -s 65536 -D 40 "$(sof_host_ip a)"
 	sleep 1
 	qa=$(counter a drops.qpn)
 	sof_kill kill.srv

@@ -258,6 +258,7 @@ static void id_destroy(struct cm_id *id)
 		uint64_t key;
 		struct cm_id *o;
 
+		sofd.n.cm_listeners--;
 		while ((o = sof_hmap_next(&cm.ids, &pos, &key)))
 			if (o->listener == id)
 				o->listener = NULL;
@@ -811,6 +812,7 @@ static int op_listen(struct sofd_req *rq, struct sofd_rep *rp)
 	}
 	id->backlog = r->arg && r->arg < CM_MAX_BACKLOG ? r->arg : CM_MAX_BACKLOG;
 	id->cstate = CMA_LISTEN;
+	sofd.n.cm_listeners++;
 	return 0;
 }
 

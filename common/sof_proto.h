@@ -409,6 +409,7 @@ struct sof_status_rep {
 	uint32_t mcast_groups;    /* groups with at least one QP attached */
 	uint32_t cm_channels;     /* rdma_cm event channels */
 	uint32_t cm_ids;          /* rdma_cm ids */
+	uint32_t cm_listeners;    /* of them, listening (rdma_listen) */
 	uint32_t cm_timewait;     /* connections in TIMEWAIT (IBA 12.9.7) */
 	uint32_t mads;            /* MADs waiting for a response or sending */
 	uint64_t uptime_ms;

@@ -845,6 +845,7 @@ static int op_status(struct sofd_req *rq, struct sofd_rep *rp)
 	r->mcast_groups = sofd.n.mcast_groups;
 	r->cm_channels = sofd.n.cm_channels;
 	r->cm_ids = sofd.n.cm_ids;
+	r->cm_listeners = sofd.n.cm_listeners;
 	r->cm_timewait = sofd.n.cm_timewait;
 	r->mads = sofd.n.mads;
 	r->uptime_ms = (sof_now_ns() - sofd.start_ns) / 1000000u;

@@ -65,7 +65,7 @@ static inline bool sofd_list_empty(const struct sofd_link *h) { return h->next =
 struct sofd_counts {
 	uint32_t contexts, pds, mrs, cqs, srqs, qps;
 	/* daemon-wide: multicast groups, connection manager, MAD layer */
-	uint32_t mcast_groups, cm_channels, cm_ids, cm_timewait, mads;
+	uint32_t mcast_groups, cm_channels, cm_ids, cm_listeners, cm_timewait, mads;
 };
 
 /* ---- connections ---------------------------------------------------------- */

@@ -155,7 +155,10 @@ for t in "ib_send_lat -n 1000" "ib_send_bw" "ib_write_bw" "ib_read_lat -n 1000" 
 	PORT=$((PORT + 1))
 	name="rdmacm/perftest $t -R"
 	# shellcheck disable=SC2086 # $t is the program and its options
-	if ! pair "$name" 120 $t -R -d sof0 -F -p "$PORT" -- $t -R -d sof0 -F -p "$PORT" "$ADDR"; then
+	if ! sof_perftest_cm_pair "$name" 120 "" "" $t -R -d sof0 -F -p "$PORT" -- \
+		$t -R -d sof0 -F -p "$PORT" "$ADDR"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
 		continue
 	fi
 	if ! grep -q -E "$RESULT" "$SOF_CLI_OUT"; then
@@ -165,7 +168,7 @@ for t in "ib_send_lat -n 1000" "ib_send_bw" "ib_write_bw" "ib_read_lat -n 1000" 
 		not_ok "$name" "error text in the output"
 		sof_pair_dump
 	else
-		ok "$name ($(grep -E "$RESULT" "$SOF_CLI_OUT" | tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //'))"
+		ok "$name ($(grep -E "$RESULT" "$SOF_CLI_OUT" | tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //'))${SOF_PAIR_RETRY:+; $SOF_PAIR_RETRY}"
 	fi
 done
 

@@ -66,11 +66,12 @@ rping_hosts() {
 }
 
 # pair NAME SECS SERVER... -- CLIENT...: server in a, client in b
+# (PAIR=sof_perftest_cm_pair for perftest -R)
 pair() {
 	local name=$1 secs=$2
 	shift 2
 	gated "$name" && return 1
-	if ! sof_cm_pair "$name" "$secs" a b "$@"; then
+	if ! "${PAIR:-sof_cm_pair}" "$name" "$secs" a b "$@"; then
 		not_ok "$name" "$SOF_PAIR_WHY"
 		sof_pair_dump
 		return 1
@@ -125,9 +126,10 @@ if sof_hosts_up 2; then
 		PORT=$((PORT + 1))
 		name="hosts/rdmacm perftest $t -R"
 		# shellcheck disable=SC2086 # $t is the program and its options
-		pair "$name" 120 $t -R -d sof0 -F -p "$PORT" -- $t -R -d sof0 -F -p "$PORT" "$A" || continue
+		PAIR=sof_perftest_cm_pair pair "$name" 120 $t -R -d sof0 -F -p "$PORT" -- \
+			$t -R -d sof0 -F -p "$PORT" "$A" || continue
 		if grep -q -E "$RESULT" "$SOF_CLI_OUT"; then
-			ok "$name ($(grep -E "$RESULT" "$SOF_CLI_OUT" | tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //'))"
+			ok "$name ($(grep -E "$RESULT" "$SOF_CLI_OUT" | tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //'))${SOF_PAIR_RETRY:+; $SOF_PAIR_RETRY}"
 		else
 			not_ok "$name" "the client printed no result line"
 			sof_pair_dump

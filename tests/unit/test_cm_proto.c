@@ -204,6 +204,7 @@ TEST(connect_accept_disconnect)
 	CHECK_EQ(aa.max_dest_rd_atomic, 4);
 	CHECK_EQ(qp_attr(a, IBV_QPS_RTS).max_rd_atomic, 2);
 	CHECK_EQ(status().cm_ids, 3);
+	CHECK_EQ(status().cm_listeners, 1); /* l alone: its child is no listener */
 
 	CHECK_EQ(id_op(SOF_OP_CM_DISCONNECT, a, 0), 0);
 	expect(s, RDMA_CM_EVENT_DISCONNECTED, 3000);
@@ -213,6 +214,7 @@ TEST(connect_accept_disconnect)
 	CHECK_EQ(id_op(SOF_OP_CM_DESTROY_ID, p, 0), 0);
 	CHECK_EQ(id_op(SOF_OP_CM_DESTROY_ID, l, 0), 0);
 	CHECK_EQ(id_op(SOF_OP_CM_DESTROY_ID, l, 0), -ENOENT);
+	CHECK_EQ(status().cm_listeners, 0);
 	close(s.fd);
 	close(c.fd);
 	usleep(1200000); /* TIMEWAIT */

@@ -18,6 +18,9 @@ int sofcm_rpc(uint32_t op, const void *req, size_t reqlen, void *rep, size_t rep
 {
 	int ret;
 
+	/* what the program's pollers read is acknowledged before it
+	 * connects, disconnects ... (libibverbs, verbs/engine.c) */
+	sofv_engine_flush();
 	pthread_mutex_lock(&cmd_lock);
 	if (cmd_sock < 0) {
 		cmd_sock = sof_client_connect();

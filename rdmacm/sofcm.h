@@ -34,6 +34,10 @@
 
 #include "sof_cm_proto.h"
 
+/* softofed's libibverbs (SOFTOFED_PRIVATE): the ACKs its engine's
+ * pollers hold leave now. */
+void sofv_engine_flush(void);
+
 #define SOFCM_EXPORT __attribute__((visibility("default")))
 
 /* rdma_* return -1 with errno set. */

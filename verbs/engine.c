@@ -64,13 +64,13 @@ struct sofv_eqp {
 #define ACK_HOLD_POLLS 32u
 
 static struct {
-	pthread_mutex_t lock;	  /* the engine: tp, sofd, every sofv_eqp */
-	struct sofv_context *ctx; /* whose slot, NULL: not running */
-	bool tried;		  /* asked once (it is never asked again) */
-	bool v6;		  /* some QP's path is IPv6: poll that socket too */
-	bool running;		  /* the progress thread runs */
-	uint32_t ack_hold;	  /* ACKs held by a poller leave after this many polls */
-	struct sofd_link pending; /* QPs with posted WQEs the requester has yet to take */
+	pthread_mutex_t lock;	   /* the engine: tp, sofd, every sofv_eqp */
+	struct sofv_context *ctx;  /* whose slot, NULL: not running */
+	bool tried;		   /* asked once (it is never asked again) */
+	bool v6;		   /* some QP's path is IPv6: poll that socket too */
+	bool running;		   /* the progress thread runs */
+	_Atomic uint32_t ack_hold; /* ACKs held by a poller leave after this many polls */
+	struct sofd_link pending;  /* QPs with posted WQEs the requester has yet to take */
 	int epfd, stopfd;
 	pthread_t thread;
 	_Atomic bool polled;   /* a thread polled or posted since the progress thread looked */
@@ -186,30 +186,33 @@ static void gids_refresh(void)
 static void acks_send(void)
 {
 	tp_input_end();
-	eng.ack_hold = 0;
+	atomic_store_explicit(&eng.ack_hold, 0, memory_order_relaxed);
 }
 
 /* Read the sockets. poller: the caller polls a CQ; the ACKs of what it
  * reads wait for its next post (at most ACK_HOLD_POLLS polls), so that in
  * a ping-pong the ACK of a request leaves in one system call with the
  * answer (IBA 9.7.5.1.1 lets a responder coalesce ACKs; the progress
- * thread sends them within POLL_HOLD_NS when the polls stop). Under the
- * lock. */
+ * thread sends them within POLL_HOLD_NS when the polls stop; a request
+ * to the CM or arming a CQ sends them at once: sofv_engine_flush). Under
+ * the lock. */
 static void rx(bool poller)
 {
-	if (!poller || (eng.ack_hold && !--eng.ack_hold))
+	uint32_t hold = atomic_load_explicit(&eng.ack_hold, memory_order_relaxed);
+
+	if (!poller || hold == 1)
 		acks_send();
-	/* Held ACKs (ACK_HOLD_POLLS) are off: holding the last ACK of a
-	 * handshake let perftest -R connect before its server listened, and
-	 * its retry path crashes (issue 5's note of stop 10). */
-	tp.defer_acks = false;
+	else if (hold)
+		atomic_store_explicit(&eng.ack_hold, hold - 1, memory_order_relaxed);
+	tp.defer_acks = poller;
 	if (tp.fd4 >= 0)
 		tp_rx(tp.fd4, false);
 	if (tp.fd6 >= 0 && eng.v6)
 		tp_rx(tp.fd6, true);
 	tp.defer_acks = false;
-	if (poller && !eng.ack_hold && !sofd_list_empty(&tp.acks))
-		eng.ack_hold = ACK_HOLD_POLLS;
+	if (poller && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) &&
+	    !sofd_list_empty(&tp.acks))
+		atomic_store_explicit(&eng.ack_hold, ACK_HOLD_POLLS, memory_order_relaxed);
 	while (!sofd_list_empty(&eng.pending)) {
 		struct sofv_eqp *e = sof_container_of(eng.pending.next, struct sofv_eqp, pend);
 
@@ -322,6 +325,24 @@ static void at_exit(void)
 		return;
 	if (eng.ctx)
 		acks_send();
+	pthread_mutex_unlock(&eng.lock);
+}
+
+/* The process turns to something other than its data path (a request to
+ * the daemon: the CM, a verbs object; arming a CQ to sleep): the ACKs a
+ * poller holds leave now. A peer waiting for its send's completion must
+ * not wait for our next post when there is none to come: perftest -R
+ * connects again right after its last exchange and fails when its server,
+ * still waiting for that completion, does not listen yet. */
+SOFV_EXPORT void sofv_engine_flush(void)
+{
+	if (!atomic_load_explicit(&eng.ack_hold, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&eng.lock);
+	if (eng.ctx && eng.ack_hold) {
+		acks_send();
+		sof_tp_flush();
+	}
 	pthread_mutex_unlock(&eng.lock);
 }
 

@@ -177,6 +177,7 @@ int sofv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 	if (!cq->channel)
 		return EINVAL;
+	sofv_engine_flush(); /* it is going to sleep */
 	atomic_store_explicit(&cq->shm->armed,
 			      solicited_only ? SOF_CQ_ARM_SOLICITED : SOF_CQ_ARM_NEXT,
 			      memory_order_release);

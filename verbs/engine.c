@@ -328,12 +328,10 @@ static void at_exit(void)
 	pthread_mutex_unlock(&eng.lock);
 }
 
-/* The process turns to something other than its data path (a request to
- * the daemon: the CM, a verbs object; arming a CQ to sleep): the ACKs a
- * poller holds leave now. A peer waiting for its send's completion must
- * not wait for our next post when there is none to come: perftest -R
- * connects again right after its last exchange and fails when its server,
- * still waiting for that completion, does not listen yet. */
+/* The process turns from its data path (a request to the CM; arming a
+ * CQ to sleep): the ACKs a poller holds leave now, so that a peer waiting
+ * for its send's completion does not wait for a post that may never come
+ * (the progress thread would send them within POLL_HOLD_NS). */
 SOFV_EXPORT void sofv_engine_flush(void)
 {
 	if (!atomic_load_explicit(&eng.ack_hold, memory_order_relaxed))

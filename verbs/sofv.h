@@ -436,7 +436,7 @@ int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, 
 void sofv_engine_post(struct sofv_qp *qp);
 /* A CQ of such a QP is polled: read the sockets, run the timers. */
 void sofv_engine_poll(void);
-/* The ACKs a poller holds leave now (before a request to the daemon,
+/* The ACKs a poller holds leave now (before a request to the CM,
  * arming a CQ). No lock held; exported to librdmacm. */
 void sofv_engine_flush(void);
 /* Around taking a region out of ctx's MR table (no packet of the engine

@@ -9,6 +9,7 @@
 #include "harness.h"
 
 #include "sof_gid.h"
+#include "sof_util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -358,13 +359,22 @@ static struct sof_gid_shm race_shm;
 static struct sof_gid_entry race_a[SOF_MAX_GIDS], race_b[SOF_MAX_GIDS];
 static atomic_bool race_stop;
 
+/* Publishes without end, pausing a few microseconds between writes as
+ * the daemon (which writes only when an address changes) does far longer:
+ * with no pause at all a reader on the other CPU may never find the table
+ * still, and sof_gid_read rightly gives up (CI, ASan build). */
 static void *race_writer(void *arg)
 {
 	unsigned long n = 0;
 
 	(void)arg;
-	while (!atomic_load(&race_stop))
+	while (!atomic_load(&race_stop)) {
+		uint64_t until = sof_now_ns() + 5000;
+
 		sof_gid_publish(&race_shm, n++ & 1 ? race_b : race_a);
+		while (sof_now_ns() < until)
+			;
+	}
 	return NULL;
 }
 

@@ -51,6 +51,7 @@ enum sof_op {
 	SOF_OP_ATTACH_MCAST,  /* sof_mcast_req: a UD QP joins a multicast group */
 	SOF_OP_DETACH_MCAST,  /* sof_mcast_req */
 	SOF_OP_NET_ENGINE,    /* the caller runs the transport of its RC/UC QPs */
+	SOF_OP_NET_FLOW,      /* sof_net_flow_req: may the caller take a peer's flows? */
 	/* the connection manager: sof_cm_proto.h */
 	SOF_OP_CM_CHANNEL,
 	SOF_OP_CM_CREATE_ID,
@@ -257,7 +258,8 @@ struct sof_modify_qp_rep {
  * into. A MODIFY_QP with engine set then asks the daemon to steer the
  * QP's packets to those sockets and leave its transport to the caller
  * (sof_modify_qp_rep.steered); while it steers, the daemon runs none of
- * it. A second call answers the same slot. */
+ * it. A second call answers the same slot. A last descriptor, an eventfd,
+ * is written when the daemon takes the slot's flows back (NET_FLOW). */
 struct sof_net_engine_rep {
 	uint32_t slot;
 	uint32_t has4, has6;
@@ -396,6 +398,21 @@ enum sof_dropctr { SOF_DROPS(SOF_ENUM_DROP) SOF_DROP_NR };
 struct sof_tp_counters {
 	uint64_t counters[SOF_CNT_NR];
 	uint64_t drops[SOF_DROP_NR];
+	/* the daemon adds one when it takes the slot's flows back (NET_FLOW) */
+	uint64_t flows_revoked; /* __atomic_* */
+};
+
+/* NET_FLOW: the caller (a process with a steering slot) would receive
+ * the datagrams of some flows from peer (an address and a UDP source port
+ * of it) on sockets connected to them (verbs/engine.c, "flow sockets").
+ * Such a socket takes every datagram of its flow, so the daemon answers 0
+ * only while no other process's QP, nor one that the daemon runs, is
+ * connected (RTR and on) to peer; it then remembers the claim, and when
+ * such a QP comes later it takes the slot's flows back before it answers
+ * that QP's MODIFY_QP: flows_revoked above, and the slot's eventfd.
+ * -EBUSY otherwise, -EPERM without a slot. */
+struct sof_net_flow_req {
+	uint8_t peer[16];
 };
 
 struct sof_status_rep {

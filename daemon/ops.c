@@ -646,6 +646,12 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	qp->state = req->state;
 	qp->dest_qpn = req->dest_qpn;
 	qp->qkey = req->qkey;
+	/* a QP connected to a peer: no other slot keeps flows from it
+	 * (NET_FLOW), before the QP's peer learns that it is there */
+	if (qp->type != IBV_QPT_UD && (req->attr_mask & IBV_QP_AV))
+		memcpy(qp->dgid, req->dgid, 16);
+	if (qp->type != IBV_QPT_UD && qp->state >= IBV_QPS_RTR && qp->state <= IBV_QPS_SQE)
+		sof_tp_flow_connected(qp, qp->steered ? rq->c->net_slot : 0);
 	rbuf.modify_qp.net = net;
 	rbuf.modify_qp.steered = qp->steered;
 	rp->len = sizeof(rbuf.modify_qp);
@@ -880,11 +886,11 @@ static int op_netdevs(struct sofd_req *rq, struct sofd_rep *rp)
  * group could change the group's program and take every user's packets. */
 static int op_net_engine(struct sofd_req *rq, struct sofd_rep *rp)
 {
-	int fd4 = -1, fd6 = -1, cfd = -1, slot;
+	int fd4 = -1, fd6 = -1, cfd = -1, efd = -1, slot;
 
 	if (rq->c->uid != 0 && rq->c->uid != sofd.uid)
 		return -EPERM;
-	slot = sof_tp_slot_take(rq->c, &fd4, &fd6, &cfd);
+	slot = sof_tp_slot_take(rq->c, &fd4, &fd6, &cfd, &efd);
 	if (slot < 0)
 		return slot;
 	rbuf.net_engine =
@@ -895,7 +901,16 @@ static int op_net_engine(struct sofd_req *rq, struct sofd_rep *rp)
 	if (fd6 >= 0)
 		rep_fd(rp, fd6, false);
 	rep_fd(rp, cfd, false);
+	rep_fd(rp, efd, false);
 	return 0;
+}
+
+static int op_net_flow(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_net_flow_req *req = rq->data;
+
+	(void)rp;
+	return sof_tp_flow_claim(rq->c, req->peer);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------ */
@@ -930,6 +945,7 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_SHUTDOWN] = {op_shutdown, "SHUTDOWN", 0, 0, false},
     [SOF_OP_NETDEVS] = {op_netdevs, "NETDEVS", 0, 0, false},
     [SOF_OP_NET_ENGINE] = {op_net_engine, "NET_ENGINE", 0, 0, true},
+    [SOF_OP_NET_FLOW] = {op_net_flow, "NET_FLOW", sizeof(struct sof_net_flow_req), 0, true},
     [SOF_OP_ATTACH_MCAST] = {op_mcast, "ATTACH_MCAST", sizeof(struct sof_mcast_req), 0, true},
     [SOF_OP_DETACH_MCAST] = {op_mcast, "DETACH_MCAST", sizeof(struct sof_mcast_req), 0, true},
 };

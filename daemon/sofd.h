@@ -200,6 +200,7 @@ struct sofd_qp {
 	bool net;	   /* RC/UC whose peer is on another host */
 	bool dying;	   /* its connection is being released */
 	bool steered;	   /* its packets go to its owner's slot, which runs its transport */
+	uint8_t dgid[16];  /* RC/UC: its peer, from the last MODIFY_QP with a path */
 	uint32_t nmcast;   /* multicast groups it is attached to */
 };
 
@@ -372,8 +373,13 @@ int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bo
  * (-1 for a family without one) and its counter page (the daemon keeps
  * its own descriptors), or give c's slot back (the daemon reads its
  * sockets until the slot is taken again). The slot, or -errno. */
-int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *cfd);
+int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *cfd, int *efd);
 void sof_tp_slot_release(struct sofd_conn *c);
+/* Flows (NET_FLOW, sof_proto.h): may c's slot take flows from peer? 0
+ * (claimed), -EBUSY or -EPERM. A QP of c (steered: slot) became connected
+ * to peer: take the flows of every other slot that claimed peer back. */
+int sof_tp_flow_claim(struct sofd_conn *c, const uint8_t peer[16]);
+void sof_tp_flow_connected(const struct sofd_qp *qp, uint32_t slot);
 /* Steer the packets of QP qpn to its owner's slot (the owner runs its
  * transport), or stop: 0, or -ENOSPC when the steering program is full
  * (the daemon then runs the QP's transport) or -errno. */

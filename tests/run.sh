@@ -164,7 +164,8 @@ done
 # ---- 4. hosts as network namespaces (issue 3: RoCEv2 between hosts)
 for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong.sh \
 	tests/hosts/perftest.sh tests/hosts/capture.sh tests/hosts/badpackets.sh \
-	tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/rdmacm.sh tests/hosts/engine.sh; do
+	tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/rdmacm.sh tests/hosts/engine.sh \
+	tests/hosts/flows.sh; do
 	selected "$f" || continue
 	if [ ! -f "$f" ]; then
 		result_fail "$f" "missing"

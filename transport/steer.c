@@ -35,16 +35,22 @@
 
 #include <linux/filter.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #define SLOTS 256u
+/* peers whose flows a slot may take (NET_FLOW); more are refused */
+#define SLOT_FLOW_PEERS 8u
 
 struct slot {
 	struct sofd_pollable p4, p6; /* fd -1: the family has no socket */
 	struct sofd_conn *owner;     /* NULL: the daemon reads the sockets */
 	int cnt_fd;		     /* memfd of *cnt, what its processes counted */
 	struct sof_tp_counters *cnt;
+	int evfd; /* written when the daemon takes the slot's flows back */
+	uint8_t flow_peers[SLOT_FLOW_PEERS][16];
+	uint32_t nflow_peers;
 };
 
 static struct slot slots[SLOTS];
@@ -194,6 +200,11 @@ static int slot_make(struct slot *s)
 		return -ENOMEM;
 	}
 	s->cnt = p;
+	s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->evfd < 0) {
+		err = -errno;
+		goto err;
+	}
 
 	s->p4 = (struct sofd_pollable){SOFD_POLL_NET, -1};
 	s->p6 = (struct sofd_pollable){SOFD_POLL_NET6, -1};
@@ -223,12 +234,14 @@ static int slot_make(struct slot *s)
 	}
 	return 0;
 err:
+	if (s->evfd >= 0)
+		close(s->evfd);
 	munmap(s->cnt, sizeof(*s->cnt));
 	close(s->cnt_fd);
 	return err;
 }
 
-int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *cfd)
+int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *cfd, int *efd)
 {
 	struct slot *s = NULL;
 	uint32_t k;
@@ -265,6 +278,7 @@ int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *cfd)
 	*fd4 = s->p4.fd;
 	*fd6 = s->p6.fd;
 	*cfd = s->cnt_fd;
+	*efd = s->evfd;
 	return (int)c->net_slot;
 }
 
@@ -276,9 +290,68 @@ void sof_tp_slot_release(struct sofd_conn *c)
 		return;
 	s = &slots[c->net_slot];
 	s->owner = NULL;
+	s->nflow_peers = 0;
 	c->net_slot = 0;
 	if (epoll_in(sofd.epfd, &s->p4) || epoll_in(sofd.epfd, &s->p6))
 		sofd_log("steering slot %u: %s", (unsigned)(s - slots), strerror(errno));
+}
+
+/* Is a QP connected (RTR and on) to peer, other than the steered QPs of
+ * slot? */
+static bool peer_taken(const uint8_t peer[16], uint32_t slot)
+{
+	struct sofd_qp *qp;
+	uint32_t pos = 0;
+
+	while ((qp = sof_hmap_next(&sofd.qps, &pos, NULL))) {
+		if (qp->type == IBV_QPT_UD || qp->state < IBV_QPS_RTR || qp->state > IBV_QPS_SQE ||
+		    memcmp(qp->dgid, peer, 16))
+			continue;
+		if (!qp->steered || !qp->owner || qp->owner->net_slot != slot)
+			return true;
+	}
+	return false;
+}
+
+int sof_tp_flow_claim(struct sofd_conn *c, const uint8_t peer[16])
+{
+	struct slot *s;
+
+	if (!c->net_slot)
+		return -EPERM;
+	s = &slots[c->net_slot];
+	for (uint32_t i = 0; i < s->nflow_peers; i++)
+		if (!memcmp(s->flow_peers[i], peer, 16))
+			return peer_taken(peer, c->net_slot) ? -EBUSY : 0;
+	if (s->nflow_peers == SLOT_FLOW_PEERS || peer_taken(peer, c->net_slot))
+		return -EBUSY;
+	memcpy(s->flow_peers[s->nflow_peers++], peer, 16);
+	return 0;
+}
+
+void sof_tp_flow_connected(const struct sofd_qp *qp, uint32_t slot)
+{
+	uint64_t one = 1;
+
+	for (uint32_t k = 1; k < nslots; k++) {
+		struct slot *s = &slots[k];
+		bool had = false;
+
+		if (k == slot || !s->owner)
+			continue;
+		for (uint32_t i = 0; i < s->nflow_peers; i++)
+			had |= !memcmp(s->flow_peers[i], qp->dgid, 16);
+		if (!had)
+			continue;
+		/* all of them: the process closes every flow socket */
+		s->nflow_peers = 0;
+		__atomic_fetch_add(&s->cnt->flows_revoked, 1, __ATOMIC_SEQ_CST);
+		if (write(s->evfd, &one, sizeof(one)) < 0) {
+			/* the counter is full: the process has it to read */
+		}
+		sofd_log("steering slot %u: flows from peer taken back (QP 0x%06x connects to it)",
+			 k, qp->qpn);
+	}
 }
 
 void sof_tp_slot_counters(uint64_t *counters, uint64_t *drops)

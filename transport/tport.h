@@ -197,6 +197,12 @@ struct tp_state {
 	/* tp_input_end leaves the ACKs due for its next call: a program
 	 * that polls sends them with its next packet (verbs/engine.c) */
 	bool defer_acks;
+	/* A program's flow sockets (verbs/engine.c): flow_seen, when set,
+	 * hears of each packet an RC or UC QP took from a socket that is not
+	 * one (rx_flow false); rx_flow is set while one is read, and
+	 * flow_foreign tells then that a packet named a QP not ours. */
+	void (*flow_seen)(const struct roce_addr *a);
+	bool rx_flow, flow_foreign;
 };
 
 extern struct tp_state tp;
@@ -225,6 +231,16 @@ static inline uint32_t tp_npkts(const struct sof_tqp *t, uint64_t len)
  * with the options of a RoCEv2 socket (packet info, DF); reuseport: a
  * member of the port's SO_REUSEPORT group. The descriptor or -errno. */
 int tp_udp_socket(bool v6, uint16_t port, bool reuseport);
+/* A flow socket: a receive socket bound to a's destination address and
+ * port 4791 (SO_REUSEPORT, as the daemon's sockets, lets it bind beside
+ * them) and connected to a's source address and port, so that the kernel
+ * hands it that flow's datagrams without a route look-up (early demux);
+ * the options of tp_udp_socket, UDP GRO when the engine uses it. Bound to
+ * an address, not the wildcard, it forms a reuseport group of its own:
+ * the daemon's group, whose members the steering program names by
+ * position (steer.c), neither gains nor loses a member. The descriptor or
+ * -errno. */
+int tp_flow_socket(const struct roce_addr *a);
 /* Start the engine around the receive sockets fd4 and fd6 (-1: none):
  * UDP GRO on them, the send sockets, the timerfd; it counts into
  * counters and drops (SOF_CNT_NR and SOF_DROP_NR entries). 0 or -errno.
@@ -234,7 +250,7 @@ int tp_start(int fd4, int fd6, uint64_t *counters, uint64_t *drops);
 /* Read what the receive socket fd holds (bounded), then send the ACKs that
  * became due: one ACK for a whole batch is the coalescing of IBA
  * 9.7.5.1.1. */
-void tp_rx(int fd, bool v6);
+int tp_rx(int fd, bool v6);
 
 /* The GID at index of the table, or NULL when the entry is empty. */
 const uint8_t *tp_sgid(uint32_t index);

@@ -56,10 +56,51 @@ struct sofv_eqp {
 	struct sofd_link pend; /* in eng.pending: WQEs posted while packets flew */
 };
 
-/* While some thread polls (it did in the last POLL_HOLD_NS), it reads
- * the sockets itself and the progress thread looks again after this: the
- * longest an ACK a poller held waits once the polls stop. */
-#define POLL_HOLD_NS 200000
+/* While some thread polls, it reads the sockets itself and the progress
+ * thread looks again after POLL_HOLD_NS, then after twice as long each
+ * time it finds the polls going on, up to POLL_HOLD_MAX_NS: the longest
+ * an ACK a poller held waits once the polls stop (a request to the CM or
+ * arming a CQ sends them at once), and a wake-up of the progress thread,
+ * on the poller's CPU when the program is pinned, costs a poll of a
+ * ping-pong a few microseconds. */
+#define POLL_HOLD_NS 200000L
+#define POLL_HOLD_MAX_NS 1600000L
+
+/* Flow sockets (tp_flow_socket): a packet that an RC or UC QP of ours
+ * took by way of the slot's socket names its flow, the peer's address and
+ * UDP source port; a socket connected to that flow then receives the
+ * flow's datagrams, and the kernel finds it before any route look-up
+ * (early demux: about 0.6 us of a one-way message over veth). A flow is
+ * one of the peer's send sockets, which may send to QPs of other
+ * processes of this host too: their packets would come to this socket.
+ * So the daemon must agree first (NET_FLOW): only while no QP of another
+ * process, nor one the daemon runs, is connected to that peer; when one
+ * connects later, the daemon takes the flows back before it answers that
+ * QP's MODIFY_QP (the slot's flows_revoked and eventfd), and this process
+ * closes its flow sockets and asks again after FLOWS_RETRY_NS. Should a
+ * packet for a QP not ours come all the same (a peer's QP1 or UD traffic
+ * from the same port), it is dropped as lost on a wire, the socket closed
+ * and the flow not taken again. At most FLOWS_MAX sockets (a poll reads
+ * each) from FLOWS_PEERS peers, and the slot's socket is read every
+ * FLOWS_SLOT_TURN-th poll while there are some. */
+#define FLOWS_MAX 4
+#define FLOWS_PEERS 4
+#define FLOWS_BANNED 16
+#define FLOWS_SLOT_TURN 8u
+#define FLOWS_RETRY_NS 1000000000ull
+
+struct eng_peer {
+	uint8_t addr[16];
+	bool ok;	   /* the daemon agreed */
+	uint64_t retry_ns; /* refused: ask again from then on */
+};
+
+struct eng_flow {
+	int fd;
+	bool v6;
+	uint8_t local[16], peer[16];
+	uint16_t sport;
+};
 /* The most polls that an ACK waits for the poller's next post. */
 #define ACK_HOLD_POLLS 32u
 
@@ -77,11 +118,23 @@ static struct {
 	_Atomic bool sleeping; /* the progress thread waits for the sockets alone */
 	int kickfd;	       /* wakes it: a thread started to poll (note_active) */
 	struct sof_tp_counters *cnt; /* the slot's counter page (steer.c) */
+	bool armed;		     /* the progress thread reads the sockets */
+	struct eng_flow flows[FLOWS_MAX];
+	unsigned nflows;
+	struct eng_flow banned[FLOWS_BANNED]; /* fd unused; the oldest goes first */
+	unsigned nbanned;
+	unsigned slot_turn;
+	unsigned slot_drain; /* a flow socket is new: read the slot's first (at most so often) */
+	struct eng_peer peers[FLOWS_PEERS];
+	unsigned npeers;
+	int revokefd;	       /* the slot's eventfd: the daemon took flows back */
+	uint64_t revoked_seen; /* the slot's flows_revoked as last acted on */
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER,
 	 .pending = {&eng.pending, &eng.pending},
 	 .epfd = -1,
 	 .stopfd = -1,
-	 .kickfd = -1};
+	 .kickfd = -1,
+	 .revokefd = -1};
 
 /* ---- the daemon's functions the engine calls ------------------------------- */
 
@@ -189,11 +242,148 @@ static void acks_send(void)
 	atomic_store_explicit(&eng.ack_hold, 0, memory_order_relaxed);
 }
 
+static bool flow_is(const struct eng_flow *f, const struct roce_addr *a)
+{
+	return f->sport == a->sport && !memcmp(f->peer, a->src, 16) &&
+	       !memcmp(f->local, a->dst, 16);
+}
+
+/* May this process take flows from peer? Asks the daemon (NET_FLOW) the
+ * first time, and after FLOWS_RETRY_NS when it refused. */
+static bool peer_ok(const uint8_t peer[16])
+{
+	struct sof_net_flow_req req;
+	struct eng_peer *p = NULL;
+
+	for (unsigned i = 0; i < eng.npeers && !p; i++)
+		if (!memcmp(eng.peers[i].addr, peer, 16))
+			p = &eng.peers[i];
+	if (p && (p->ok || sof_now_ns() < p->retry_ns))
+		return p->ok;
+	if (!p) {
+		if (eng.npeers == FLOWS_PEERS)
+			return false;
+		p = &eng.peers[eng.npeers++];
+		memcpy(p->addr, peer, 16);
+	}
+	memcpy(req.peer, peer, 16);
+	p->ok =
+	    !sofv_rpc(eng.ctx, SOF_OP_NET_FLOW, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
+	p->retry_ns = sof_now_ns() + FLOWS_RETRY_NS;
+	return p->ok;
+}
+
+/* tp.flow_seen: a flow socket for a's flow, unless it has one, was
+ * banned, or FLOWS_MAX are open. A link-local IPv6 address needs its
+ * interface to be bound: such flows stay with the slot's socket. Under
+ * the lock. */
+static void flow_seen(const struct roce_addr *a)
+{
+	struct epoll_event ev = {.events = eng.armed ? EPOLLIN : 0, .data.ptr = &tp.p4};
+	struct eng_flow *f;
+	int fd;
+
+	if (eng.nflows == FLOWS_MAX || (a->dst[0] == 0xfe && (a->dst[1] & 0xc0) == 0x80))
+		return;
+	for (unsigned i = 0; i < eng.nflows; i++)
+		if (flow_is(&eng.flows[i], a))
+			return;
+	for (unsigned i = 0; i < eng.nbanned && i < FLOWS_BANNED; i++)
+		if (flow_is(&eng.banned[i], a))
+			return;
+	if (!peer_ok(a->src))
+		return;
+	fd = tp_flow_socket(a);
+	if (fd < 0)
+		return;
+	if (epoll_ctl(eng.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		close(fd);
+		return;
+	}
+	f = &eng.flows[eng.nflows++];
+	eng.slot_drain = 16;
+	f->fd = fd;
+	f->v6 = !sof_gid_is_v4(a->dst);
+	memcpy(f->local, a->dst, 16);
+	memcpy(f->peer, a->src, 16);
+	f->sport = a->sport;
+}
+
+/* Close flow socket i; ban: its flow is not taken again. */
+static void flow_close(unsigned i, bool ban)
+{
+	close(eng.flows[i].fd);
+	if (ban)
+		eng.banned[eng.nbanned++ % FLOWS_BANNED] = eng.flows[i];
+	eng.flows[i] = eng.flows[--eng.nflows];
+}
+
+/* The daemon took the flows back (NET_FLOW): read what the flow sockets
+ * hold, close them, and ask again after FLOWS_RETRY_NS. */
+static void flows_revoked(void)
+{
+	uint64_t v = __atomic_load_n(&eng.cnt->flows_revoked, __ATOMIC_ACQUIRE);
+
+	if (v == eng.revoked_seen)
+		return;
+	eng.revoked_seen = v;
+	while (eng.nflows) {
+		tp.rx_flow = true;
+		tp_rx(eng.flows[0].fd, eng.flows[0].v6);
+		tp.rx_flow = false;
+		flow_close(0, false);
+	}
+	for (unsigned i = 0; i < eng.npeers; i++) {
+		eng.peers[i].ok = false;
+		eng.peers[i].retry_ns = sof_now_ns() + FLOWS_RETRY_NS;
+	}
+}
+
+/* Read the slot's sockets: the number of datagrams. */
+static int rx_slot(void)
+{
+	int n = 0;
+
+	if (tp.fd4 >= 0)
+		n += tp_rx(tp.fd4, false);
+	if (tp.fd6 >= 0 && eng.v6)
+		n += tp_rx(tp.fd6, true);
+	return n;
+}
+
+/* Read the flow sockets, then the slot's (every FLOWS_SLOT_TURN-th time
+ * a poller comes while there are flow sockets). A new flow socket waits
+ * until the slot's sockets were found empty once (or 16 reads of them):
+ * the flow's packets that came before it are there, and go first (a UC
+ * message is lost when its packets come out of order). */
+static void rx_sockets(bool poller)
+{
+	if (eng.npeers)
+		flows_revoked();
+	if (eng.slot_drain) {
+		eng.slot_drain = rx_slot() ? eng.slot_drain - 1 : 0;
+		return;
+	}
+	for (unsigned i = 0; i < eng.nflows;) {
+		tp.rx_flow = true;
+		tp.flow_foreign = false;
+		tp_rx(eng.flows[i].fd, eng.flows[i].v6);
+		tp.rx_flow = false;
+		if (tp.flow_foreign)
+			flow_close(i, true);
+		else
+			i++;
+	}
+	if (poller && eng.nflows && eng.slot_turn++ % FLOWS_SLOT_TURN)
+		return;
+	rx_slot();
+}
+
 /* Read the sockets. poller: the caller polls a CQ; the ACKs of what it
  * reads wait for its next post (at most ACK_HOLD_POLLS polls), so that in
  * a ping-pong the ACK of a request leaves in one system call with the
  * answer (IBA 9.7.5.1.1 lets a responder coalesce ACKs; the progress
- * thread sends them within POLL_HOLD_NS when the polls stop; a request
+ * thread sends them within POLL_HOLD_MAX_NS when the polls stop; a request
  * to the CM or arming a CQ sends them at once: sofv_engine_flush). Under
  * the lock. */
 static void rx(bool poller)
@@ -205,10 +395,7 @@ static void rx(bool poller)
 	else if (hold)
 		atomic_store_explicit(&eng.ack_hold, hold - 1, memory_order_relaxed);
 	tp.defer_acks = poller;
-	if (tp.fd4 >= 0)
-		tp_rx(tp.fd4, false);
-	if (tp.fd6 >= 0 && eng.v6)
-		tp_rx(tp.fd6, true);
+	rx_sockets(poller);
 	tp.defer_acks = false;
 	if (poller && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) &&
 	    !sofd_list_empty(&tp.acks))
@@ -224,9 +411,16 @@ static void rx(bool poller)
 	sof_tp_flush();
 }
 
+/* Under the lock (a poller may add a flow socket). */
 static void sockets_arm(bool on)
 {
 	struct epoll_event ev = {.events = on ? EPOLLIN : 0};
+
+	eng.armed = on;
+	for (unsigned i = 0; i < eng.nflows; i++) {
+		ev.data.ptr = &tp.p4;
+		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.flows[i].fd, &ev);
+	}
 
 	ev.data.ptr = &tp.p4;
 	if (tp.fd4 >= 0)
@@ -239,13 +433,14 @@ static void sockets_arm(bool on)
 /* The progress thread: the timers always, the sockets while no thread
  * polls. While it waits for the sockets alone, a thread that starts to
  * poll wakes it once (note_active), so that it stops reading them and
- * looks again every POLL_HOLD_NS: the ACKs a poller holds then leave when
- * the polls stop, without a packet to wake it. (It sets sleeping, then
+ * looks again after POLL_HOLD_NS .. POLL_HOLD_MAX_NS: the ACKs a poller
+ * holds then leave when the polls stop, without a packet to wake it; while
+ * the polls go on it takes no lock. (It sets sleeping, then
  * looks at polled; a poller sets polled, then looks at sleeping: one of
  * the two sees the other.) */
 static void *progress(void *arg)
 {
-	const struct timespec hold = {.tv_nsec = POLL_HOLD_NS};
+	struct timespec hold = {.tv_nsec = POLL_HOLD_NS};
 	bool armed = true;
 
 	(void)arg;
@@ -257,7 +452,12 @@ static void *progress(void *arg)
 
 		if (polling != !armed) {
 			armed = !polling;
+			pthread_mutex_lock(&eng.lock);
 			sockets_arm(armed);
+			pthread_mutex_unlock(&eng.lock);
+			hold.tv_nsec = POLL_HOLD_NS;
+		} else if (polling && hold.tv_nsec < POLL_HOLD_MAX_NS) {
+			hold.tv_nsec *= 2;
 		}
 		if (armed) {
 			atomic_store(&eng.sleeping, true);
@@ -268,6 +468,9 @@ static void *progress(void *arg)
 		}
 		n = epoll_pwait2(eng.epfd, ev, 5, armed ? NULL : &hold, NULL);
 		atomic_store_explicit(&eng.sleeping, false, memory_order_relaxed);
+		/* the polls go on and nothing came: leave the lock to them */
+		if (n <= 0 && !armed && atomic_load_explicit(&eng.polled, memory_order_relaxed))
+			continue;
 		pthread_mutex_lock(&eng.lock);
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.ptr == &eng.stopfd) {
@@ -276,6 +479,12 @@ static void *progress(void *arg)
 			}
 			if (ev[i].data.ptr == &eng.kickfd && read(eng.kickfd, &v, sizeof(v)) < 0) {
 				/* nothing to read: another kick took it */
+			}
+			if (ev[i].data.ptr == &eng.revokefd) {
+				if (read(eng.revokefd, &v, sizeof(v)) < 0) {
+					/* another read took it */
+				}
+				flows_revoked();
 			}
 			if (ev[i].data.ptr == &tp.timer)
 				sof_tp_event(&tp.timer);
@@ -312,6 +521,8 @@ static int epoll_add(int fd, void *ptr)
  * been held by another thread: the child's QPs use the daemon's engine. */
 static void at_fork_child(void)
 {
+	while (eng.nflows)
+		flow_close(0, false);
 	pthread_mutex_init(&eng.lock, NULL);
 	eng.ctx = NULL;
 	eng.tried = true;
@@ -331,7 +542,7 @@ static void at_exit(void)
 /* The process turns from its data path (a request to the CM; arming a
  * CQ to sleep): the ACKs a poller holds leave now, so that a peer waiting
  * for its send's completion does not wait for a post that may never come
- * (the progress thread would send them within POLL_HOLD_NS). */
+ * (the progress thread would send them within POLL_HOLD_MAX_NS). */
 SOFV_EXPORT void sofv_engine_flush(void)
 {
 	if (!atomic_load_explicit(&eng.ack_hold, memory_order_relaxed))
@@ -350,13 +561,13 @@ SOFV_EXPORT void sofv_engine_flush(void)
 static int start(struct sofv_context *ctx)
 {
 	struct sof_net_engine_rep rep;
-	int fds[3] = {-1, -1, -1}, nfds = 3, fd4 = -1, fd6 = -1, err;
+	int fds[4] = {-1, -1, -1, -1}, nfds = 4, fd4 = -1, fd6 = -1, err;
 	struct sof_tp_counters *cnt;
 
 	err = sofv_rpc(ctx, SOF_OP_NET_ENGINE, NULL, 0, NULL, 0, &rep, sizeof(rep), fds, &nfds);
 	if (err)
 		return err;
-	if (nfds != (int)(rep.has4 + rep.has6) + 1) {
+	if (nfds != (int)(rep.has4 + rep.has6) + 2) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 		return -EPROTO;
@@ -365,16 +576,19 @@ static int start(struct sofv_context *ctx)
 		fd4 = fds[0];
 	if (rep.has6)
 		fd6 = fds[rep.has4 ? 1 : 0];
-	cnt = mmap(NULL, sizeof(*cnt), PROT_READ | PROT_WRITE, MAP_SHARED, fds[nfds - 1], 0);
-	close(fds[nfds - 1]);
+	cnt = mmap(NULL, sizeof(*cnt), PROT_READ | PROT_WRITE, MAP_SHARED, fds[nfds - 2], 0);
+	close(fds[nfds - 2]);
 	if (cnt == MAP_FAILED) {
 		err = -errno;
 		if (fd4 >= 0)
 			close(fd4);
 		if (fd6 >= 0)
 			close(fd6);
+		close(fds[nfds - 1]);
 		return err;
 	}
+	eng.revokefd = fds[nfds - 1];
+	eng.revoked_seen = __atomic_load_n(&cnt->flows_revoked, __ATOMIC_ACQUIRE);
 	eng.cnt = cnt;
 	eng.ctx = ctx;
 	sofd.dev = ctx->dev;
@@ -397,7 +611,11 @@ static int start(struct sofv_context *ctx)
 		err = epoll_add(eng.stopfd, &eng.stopfd);
 	if (!err)
 		err = epoll_add(eng.kickfd, &eng.kickfd);
+	if (!err)
+		err = epoll_add(eng.revokefd, &eng.revokefd);
 	if (!err) {
+		eng.armed = true;
+		tp.flow_seen = flow_seen;
 		(void)atexit(at_exit);
 		(void)pthread_atfork(NULL, NULL, at_fork_child);
 	}
@@ -457,6 +675,10 @@ void sofv_engine_ctx_close(struct sofv_context *ctx)
 	pthread_mutex_lock(&eng.lock);
 	acks_send();
 	sof_tp_flush();
+	while (eng.nflows)
+		flow_close(0, false);
+	eng.npeers = 0;
+	tp.flow_seen = NULL;
 	eng.ctx = NULL;
 	pthread_mutex_unlock(&eng.lock);
 }

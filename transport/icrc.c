@@ -38,9 +38,14 @@
  * Instruction", Intel, 2009; the constants for the reflected polynomial
  * are x^n mod P for the fold distances, see crc_fold), 256 bytes a step
  * on 512-bit registers where the CPU has VPCLMULQDQ and AVX-512 (unless
- * SOFTOFED_NO_AVX512 is set); elsewhere, and for short runs, slice-by-8:
- * eight tables of 256 entries, eight bytes a step. All are set up once on
- * first use.
+ * SOFTOFED_NO_AVX512 is set), 16 bytes a step from 16 bytes on, and a
+ * last partial block folded in as well (fold_end). A packet with little
+ * after its BTH is gathered behind the pseudo-header into one run: an ACK
+ * or a short message is then 64 bytes or so of folding, with no table
+ * lookup that would miss the cache after the kernel's work between two
+ * packets. Elsewhere, and for runs under 16 bytes, slice-by-8: eight
+ * tables of 256 entries, eight bytes a step. All are set up once on first
+ * use.
  */
 #include "roce_wire.h"
 
@@ -57,8 +62,6 @@
 #define CRC32_POLY 0xedb88320u /* IEEE 802.3, reflected */
 
 static uint32_t crc_tab[8][256];
-/* The CRC state after the 64 bits of ones that stand for the LRH. */
-static uint32_t crc_after_lrh;
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static uint32_t crc_tables(uint32_t crc, const uint8_t *p, size_t len)
@@ -93,34 +96,52 @@ static bool have_fold;
  * what k's constants say) */
 __attribute__((target("pclmul,sse4.1"))) static inline __m128i fold(__m128i a, __m128i k, __m128i b)
 {
-	return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00),
-					   _mm_clmulepi64_si128(a, k, 0x11)),
-			     b);
+	return _mm_xor_si128(
+	    _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11)), b);
 }
 
-/* The end of a fold: four 128-bit accumulators a, b, c, d (in that order
- * in the message) and len more bytes at p (a multiple of 16) become the
- * CRC register. The constants, reflected and shifted left by one as the
- * reflected domain needs: k3 = x^(128+32), k4 = x^(128-32) mod P (fold by
- * 16 bytes), k5 = x^64 (128 bits to 64), mu = x^64 / P and P itself
+/* The constants, reflected and shifted left by one as the reflected
+ * domain needs: k3 = x^(128+32), k4 = x^(128-32) mod P (fold by 16
+ * bytes), k5 = x^64 (128 bits to 64), mu = x^64 / P and P itself
  * (Barrett). */
-__attribute__((target("pclmul,sse4.1"))) static uint32_t fold_end(__m128i a, __m128i b, __m128i c,
-								   __m128i d, const uint8_t *p,
-								   size_t len)
+#define K34 _mm_set_epi64x(0x0ccaa009e, 0x1751997d0)
+
+/* The end of a fold: accumulator a (16 bytes of the message, everything
+ * before them folded in) and the len more bytes at p become the CRC
+ * register. Whole 16-byte blocks fold one by one; a last partial block of
+ * r bytes (Gopal et al., "final partial block") makes a 16 + r byte
+ * message of a and the r bytes: its first r bytes, as a block ending 16
+ * bytes before the last, fold onto the last 16, which are a's bytes from
+ * r on and the r new ones (read as the message's last 16 bytes: the 16
+ * before p are the message's too). */
+__attribute__((target("pclmul,sse4.1,ssse3"))) static uint32_t fold_end(__m128i a, const uint8_t *p,
+									size_t len)
 {
-	const __m128i k34 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
+	/* shuffles: from byte 16 - r on, a's bytes moved up by 16 - r (the
+	 * rest zero); from byte 16 + r on, moved down by r */
+	static const uint8_t shuf[48] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+					 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0,	   1,	 2,    3,
+					 4,    5,    6,	   7,	 8,    9,    10,   11,	 12,   13,
+					 14,   15,   0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+					 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80};
 	const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124);
 	const __m128i pmu = _mm_set_epi64x(0x1f7011641, 0x1db710641);
 	const __m128i low32 = _mm_set_epi32(0, -1, 0, -1);
 	__m128i t;
 
-	a = fold(a, k34, b);
-	a = fold(a, k34, c);
-	a = fold(a, k34, d);
 	for (; len >= 16; p += 16, len -= 16)
-		a = fold(a, k34, _mm_loadu_si128((const __m128i *)p));
+		a = fold(a, K34, _mm_loadu_si128((const __m128i *)p));
+	if (len) {
+		const __m128i up = _mm_loadu_si128((const __m128i *)(shuf + len));
+		const __m128i down = _mm_loadu_si128((const __m128i *)(shuf + 16 + len));
+		__m128i last = _mm_loadu_si128((const __m128i *)(p + len - 16));
+
+		/* bytes below 16 - r (up's high bit set): a's, moved down */
+		last = _mm_blendv_epi8(last, _mm_shuffle_epi8(a, down), up);
+		a = fold(_mm_shuffle_epi8(a, up), K34, last);
+	}
 	/* 128 bits to 64 */
-	t = _mm_clmulepi64_si128(a, k34, 0x10);
+	t = _mm_clmulepi64_si128(a, K34, 0x10);
 	a = _mm_xor_si128(_mm_srli_si128(a, 8), t);
 	/* 64 bits to 32 */
 	t = _mm_srli_si128(a, 4);
@@ -131,11 +152,20 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t fold_end(__m128i a, __m
 	return (uint32_t)_mm_extract_epi32(_mm_xor_si128(a, t), 1);
 }
 
-/* The CRC register after len bytes at p (len >= 64, a multiple of 16),
- * from register crc: four 128-bit accumulators 64 bytes apart, each folded
- * forward by 64 bytes a step (k1 = x^(512+32), k2 = x^(512-32) mod P). */
-__attribute__((target("pclmul,sse4.1"))) static uint32_t crc_fold(uint32_t crc, const uint8_t *p,
-								   size_t len)
+/* The CRC register after len >= 16 bytes at p, from register crc. */
+__attribute__((target("pclmul,sse4.1,ssse3"))) static uint32_t
+crc_fold16(uint32_t crc, const uint8_t *p, size_t len)
+{
+	__m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)crc));
+
+	return fold_end(a, p + 16, len - 16);
+}
+
+/* The CRC register after len >= 64 bytes at p, from register crc: four
+ * 128-bit accumulators 64 bytes apart, each folded forward by 64 bytes a
+ * step (k1 = x^(512+32), k2 = x^(512-32) mod P), then into one. */
+__attribute__((target("pclmul,sse4.1,ssse3"))) static uint32_t
+crc_fold(uint32_t crc, const uint8_t *p, size_t len)
 {
 	const __m128i k12 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
 	__m128i a, b, c, d;
@@ -150,10 +180,13 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t crc_fold(uint32_t crc, 
 		c = fold(c, k12, _mm_loadu_si128((const __m128i *)(p + 32)));
 		d = fold(d, k12, _mm_loadu_si128((const __m128i *)(p + 48)));
 	}
-	return fold_end(a, b, c, d, p, len);
+	a = fold(a, K34, b);
+	a = fold(a, K34, c);
+	a = fold(a, K34, d);
+	return fold_end(a, p, len);
 }
 
-#define FOLD512 "avx512f,avx512vl,avx512bw,vpclmulqdq,pclmul,sse4.1"
+#define FOLD512 "avx512f,avx512vl,avx512bw,vpclmulqdq,pclmul,sse4.1,ssse3"
 static bool have_fold512;
 
 /* fold for 512-bit registers: each 128-bit lane as fold() */
@@ -163,19 +196,21 @@ __attribute__((target(FOLD512))) static inline __m512i fold512(__m512i a, __m512
 					 _mm512_clmulepi64_epi128(a, k, 0x11), b, 0x96);
 }
 
-/* The same with VPCLMULQDQ on 512-bit registers (len >= 256, a multiple of
- * 16): four registers of four lanes, 256 bytes a step (the fold distance
- * 2048 bits: x^(2048+32), x^(2048-32) mod P), then folded into one
- * register (512 bits: k1, k2) whose lanes go to fold_end. */
+/* The same with VPCLMULQDQ on 512-bit registers (len >= 256): four
+ * registers of four lanes, 256 bytes a step (the fold distance 2048 bits:
+ * x^(2048+32), x^(2048-32) mod P), then folded into one register (512
+ * bits: k1, k2) whose lanes fold into one (k3, k4). */
 __attribute__((target(FOLD512))) static uint32_t crc_fold512(uint32_t crc, const uint8_t *p,
-							      size_t len)
+							     size_t len)
 {
 	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x1322d1430, 0x11542778a));
 	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x1c6e41596, 0x154442bd4));
 	__m512i a, b, c, d;
+	__m128i x;
 
-	a = _mm512_xor_si512(_mm512_loadu_si512((const void *)p),
-			     _mm512_inserti32x4(_mm512_setzero_si512(), _mm_cvtsi32_si128((int)crc), 0));
+	a = _mm512_xor_si512(
+	    _mm512_loadu_si512((const void *)p),
+	    _mm512_inserti32x4(_mm512_setzero_si512(), _mm_cvtsi32_si128((int)crc), 0));
 	b = _mm512_loadu_si512((const void *)(p + 64));
 	c = _mm512_loadu_si512((const void *)(p + 128));
 	d = _mm512_loadu_si512((const void *)(p + 192));
@@ -190,27 +225,25 @@ __attribute__((target(FOLD512))) static uint32_t crc_fold512(uint32_t crc, const
 	a = fold512(a, k512, d);
 	for (; len >= 64; p += 64, len -= 64)
 		a = fold512(a, k512, _mm512_loadu_si512((const void *)p));
-	return fold_end(_mm512_extracti32x4_epi32(a, 0), _mm512_extracti32x4_epi32(a, 1),
-			_mm512_extracti32x4_epi32(a, 2), _mm512_extracti32x4_epi32(a, 3), p, len);
+	x = fold(_mm512_extracti32x4_epi32(a, 0), K34, _mm512_extracti32x4_epi32(a, 1));
+	x = fold(x, K34, _mm512_extracti32x4_epi32(a, 2));
+	x = fold(x, K34, _mm512_extracti32x4_epi32(a, 3));
+	return fold_end(x, p, len);
 }
 #endif
 
+/* The CRC register after len bytes at p, from register crc: folding from
+ * 16 bytes on (no tables, so no cache misses after the kernel's work
+ * between two packets), the tables below that. */
 static uint32_t crc_update(uint32_t crc, const uint8_t *p, size_t len)
 {
 #ifdef HAVE_CRC_FOLD
-	if (have_fold512 && len >= 256) {
-		size_t n = len & ~(size_t)15;
-
-		crc = crc_fold512(crc, p, n);
-		p += n;
-		len -= n;
-	} else if (have_fold && len >= 64) {
-		size_t n = len & ~(size_t)15;
-
-		crc = crc_fold(crc, p, n);
-		p += n;
-		len -= n;
-	}
+	if (have_fold512 && len >= 256)
+		return crc_fold512(crc, p, len);
+	if (have_fold && len >= 64)
+		return crc_fold(crc, p, len);
+	if (have_fold && len >= 16)
+		return crc_fold16(crc, p, len);
 #endif
 	return crc_tables(crc, p, len);
 }
@@ -246,7 +279,6 @@ static uint32_t x8n(uint64_t n)
 
 static void crc_init(void)
 {
-	static const uint8_t ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 	uint32_t i, k;
 
 	for (i = 0; i < 256; i++) {
@@ -266,12 +298,12 @@ static void crc_init(void)
 		x2k[k] = gf2_mul(x2k[k - 1], x2k[k - 1]);
 #ifdef HAVE_CRC_FOLD
 	__builtin_cpu_init();
-	have_fold = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+	have_fold = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1") &&
+		    __builtin_cpu_supports("ssse3");
 	have_fold512 = have_fold && __builtin_cpu_supports("avx512f") &&
 		       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
 		       __builtin_cpu_supports("vpclmulqdq") && !getenv("SOFTOFED_NO_AVX512");
 #endif
-	crc_after_lrh = crc_update(0xffffffffu, ones, sizeof(ones));
 }
 
 static bool is_v4mapped(const uint8_t a[16])
@@ -287,12 +319,17 @@ static void put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
-/* IPv6 + UDP + BTH: the longest pseudo-header */
-#define PSEUDO_MAX (40 + 8 + ROCE_BTH_LEN)
+/* The LRH's ones, IPv6, UDP and BTH: the longest pseudo-header; and a
+ * packet whose rest after the BTH is at most SMALL_REST bytes (ACKs,
+ * small messages) is gathered behind it, so that the whole input is one
+ * run through the folding code (IPv4: 48 bytes of pseudo-header, three
+ * whole blocks). */
+#define PSEUDO_MAX (8 + 40 + 8 + ROCE_BTH_LEN)
+#define SMALL_REST 64
 
 uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, unsigned niov)
 {
-	uint8_t ph[PSEUDO_MAX];
+	uint8_t ph[PSEUDO_MAX + SMALL_REST];
 	size_t len = 0, n, bth, got = 0;
 	uint16_t udplen;
 	uint32_t crc;
@@ -306,47 +343,56 @@ uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, unsig
 
 	pthread_once(&crc_once, crc_init);
 
+	memset(ph, 0xff, 8); /* in place of the LRH */
 	if (is_v4mapped(a->src) && is_v4mapped(a->dst)) {
-		ph[0] = 0x45; /* version 4, IHL 5 */
-		ph[1] = 0xff; /* TOS: variant */
-		put16(ph + 2, (uint16_t)(20 + udplen));
-		put16(ph + 4, 0);	/* ID: see the top of the file */
-		put16(ph + 6, 0x4000);	/* DF, fragment offset 0 */
-		ph[8] = 0xff;		/* TTL: variant */
-		ph[9] = 17;		/* UDP */
-		put16(ph + 10, 0xffff); /* header checksum: variant */
-		memcpy(ph + 12, a->src + 12, 4);
-		memcpy(ph + 16, a->dst + 12, 4);
-		n = 20;
+		ph[8] = 0x45; /* version 4, IHL 5 */
+		ph[9] = 0xff; /* TOS: variant */
+		put16(ph + 10, (uint16_t)(20 + udplen));
+		put16(ph + 12, 0);	/* ID: see the top of the file */
+		put16(ph + 14, 0x4000); /* DF, fragment offset 0 */
+		ph[16] = 0xff;		/* TTL: variant */
+		ph[17] = 17;		/* UDP */
+		put16(ph + 18, 0xffff); /* header checksum: variant */
+		memcpy(ph + 20, a->src + 12, 4);
+		memcpy(ph + 24, a->dst + 12, 4);
+		n = 8 + 20;
 	} else {
-		ph[0] = 0x6f; /* version 6, traffic class: variant */
-		ph[1] = 0xff; /* traffic class, flow label: variant */
-		ph[2] = 0xff;
-		ph[3] = 0xff;
-		put16(ph + 4, udplen); /* payload length */
-		ph[6] = 17;	       /* next header: UDP */
-		ph[7] = 0xff;	       /* hop limit: variant */
-		memcpy(ph + 8, a->src, 16);
-		memcpy(ph + 24, a->dst, 16);
-		n = 40;
+		ph[8] = 0x6f; /* version 6, traffic class: variant */
+		ph[9] = 0xff; /* traffic class, flow label: variant */
+		ph[10] = 0xff;
+		ph[11] = 0xff;
+		put16(ph + 12, udplen); /* payload length */
+		ph[14] = 17;		/* next header: UDP */
+		ph[15] = 0xff;		/* hop limit: variant */
+		memcpy(ph + 16, a->src, 16);
+		memcpy(ph + 32, a->dst, 16);
+		n = 8 + 40;
 	}
 	put16(ph + n, a->sport);
 	put16(ph + n + 2, a->dport);
 	put16(ph + n + 4, udplen);
 	put16(ph + n + 6, 0xffff); /* UDP checksum: variant */
 	n += 8;
-	/* the BTH, from however many pieces hold it */
+	/* the BTH, from however many pieces hold it, and a small rest */
+	if (len - bth <= SMALL_REST) {
+		for (i = 0; i < niov; i++) {
+			memcpy(ph + n + got, iov[i].iov_base, iov[i].iov_len);
+			got += iov[i].iov_len;
+		}
+		if (len > 4)
+			ph[n + 4] = 0xff; /* BTH FECN, BECN, Resv6a: variant */
+		return ~crc_update(0xffffffffu, ph, n + len);
+	}
 	for (i = 0; i < niov && got < bth; i++) {
 		size_t k = iov[i].iov_len < bth - got ? iov[i].iov_len : bth - got;
 
 		memcpy(ph + n + got, iov[i].iov_base, k);
 		got += k;
 	}
-	if (len > 4)
-		ph[n + 4] = 0xff; /* BTH FECN, BECN, Resv6a: variant */
+	ph[n + 4] = 0xff; /* BTH FECN, BECN, Resv6a: variant */
 	n += bth;
 
-	crc = crc_update(crc_after_lrh, ph, n);
+	crc = crc_update(0xffffffffu, ph, n);
 	/* then everything after the BTH */
 	for (i = 0, got = 0; i < niov; i++) {
 		const uint8_t *p = iov[i].iov_base;

@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -452,6 +453,23 @@ static void tx_count(const struct tx_pkt *t, uint32_t n)
 	}
 }
 
+/* recvmmsg and sendmmsg as system calls without libc's wrappers: those
+ * are cancellation points, and in a program with more than one thread
+ * (the engine's progress thread) each call turns asynchronous
+ * cancellation on and off around the system call, two atomic
+ * read-modify-writes on every poll of the sockets. The engine has no
+ * cancellation point to offer: a thread cancelled in it would leave the
+ * engine's lock held. */
+static int sys_recvmmsg(int fd, struct mmsghdr *msgs, unsigned n, int flags)
+{
+	return (int)syscall(SYS_recvmmsg, fd, msgs, n, flags, NULL);
+}
+
+static int sys_sendmmsg(int fd, struct mmsghdr *msgs, unsigned n, int flags)
+{
+	return (int)syscall(SYS_sendmmsg, fd, msgs, n, flags);
+}
+
 /* sendmmsg of msgs[0..n) on fd (their packets: first[i], count[i]).
  * A message the kernel refuses is lost, as on a wire; a GSO send refused
  * as such (a kernel or route without UDP GSO) turns GSO off and goes
@@ -462,7 +480,7 @@ static void tx_send(int fd, struct mmsghdr *msgs, const uint32_t *first, const u
 	uint32_t done = 0;
 
 	while (done < n) {
-		int r = sendmmsg(fd, msgs + done, n - done, MSG_DONTWAIT);
+		int r = sys_sendmmsg(fd, msgs + done, n - done, MSG_DONTWAIT);
 
 		if (r > 0) {
 			for (int i = 0; i < r; i++)
@@ -836,7 +854,7 @@ int tp_rx(int fd, bool v6)
 			msgs[ready].msg_hdr.msg_control = ctl[ready];
 			msgs[ready].msg_hdr.msg_controllen = sizeof(ctl[ready]);
 		}
-		n = recvmmsg(fd, msgs, want[v6], MSG_DONTWAIT, NULL);
+		n = sys_recvmmsg(fd, msgs, (unsigned)want[v6], MSG_DONTWAIT);
 		dirty = n > 0 ? n : 0;
 		got += dirty;
 		for (int i = 0; i < n; i++)

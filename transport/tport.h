@@ -187,20 +187,21 @@ struct tp_state {
 	uint16_t txport4[8], txport6[8];
 	int ntx4, ntx6;
 	uint64_t timer_armed_ns;
-	struct sofd_link qps;	      /* every sof_tqp */
-	struct sofd_link acks;	      /* those owing a coalesced ACK */
-	struct sofd_link timers;      /* those whose timer_ns or rnr_ns may be set */
-	uint32_t ntx;		      /* packets built, not yet handed to the kernel */
-	bool gso;		      /* UDP GSO in use (off: SOFTOFED_NO_GSO, or refused) */
-	bool gro;		      /* the receive sockets take UDP GRO */
-	uint64_t *counters, *drops;   /* where the engine counts (sof_proto.h) */
+	struct sofd_link qps;	    /* every sof_tqp */
+	struct sofd_link acks;	    /* those owing a coalesced ACK */
+	struct sofd_link timers;    /* those whose timer_ns or rnr_ns may be set */
+	uint32_t ntx;		    /* packets built, not yet handed to the kernel */
+	bool gso;		    /* UDP GSO in use (off: SOFTOFED_NO_GSO, or refused) */
+	bool gro;		    /* the receive sockets take UDP GRO */
+	uint64_t *counters, *drops; /* where the engine counts (sof_proto.h) */
 	/* tp_input_end leaves the ACKs due for its next call: a program
 	 * that polls sends them with its next packet (verbs/engine.c) */
 	bool defer_acks;
 	/* A program's flow sockets (verbs/engine.c): flow_seen, when set,
 	 * hears of each packet an RC or UC QP took from a socket that is not
-	 * one (rx_flow false); rx_flow is set while one is read, and
-	 * flow_foreign tells then that a packet named a QP not ours. */
+	 * one (rx_flow false); rx_flow is set while tp_rx reads one, and
+	 * flow_foreign tells that a packet of it named a QP not ours (the
+	 * engine clears it). */
 	void (*flow_seen)(const struct roce_addr *a);
 	bool rx_flow, flow_foreign;
 };
@@ -235,8 +236,9 @@ int tp_udp_socket(bool v6, uint16_t port, bool reuseport);
  * port 4791 (SO_REUSEPORT, as the daemon's sockets, lets it bind beside
  * them) and connected to a's source address and port, so that the kernel
  * hands it that flow's datagrams without a route look-up (early demux);
- * the options of tp_udp_socket, UDP GRO when the engine uses it. Bound to
- * an address, not the wildcard, it forms a reuseport group of its own:
+ * DF as tp_udp_socket, UDP GRO when the engine uses it, no packet info
+ * (tp_rx takes the flow's addresses from a). Bound to an address, not
+ * the wildcard, it forms a reuseport group of its own:
  * the daemon's group, whose members the steering program names by
  * position (steer.c), neither gains nor loses a member. The descriptor or
  * -errno. */
@@ -249,8 +251,10 @@ int tp_flow_socket(const struct roce_addr *a);
 int tp_start(int fd4, int fd6, uint64_t *counters, uint64_t *drops);
 /* Read what the receive socket fd holds (bounded), then send the ACKs that
  * became due: one ACK for a whole batch is the coalescing of IBA
- * 9.7.5.1.1. */
-int tp_rx(int fd, bool v6);
+ * 9.7.5.1.1. flow: fd is tp_flow_socket(flow), whose datagrams all come
+ * from flow->src and port flow->sport to flow->dst; NULL: a socket of
+ * tp_udp_socket, which names both. */
+int tp_rx(int fd, bool v6, const struct roce_addr *flow);
 
 /* The GID at index of the table, or NULL when the entry is empty. */
 const uint8_t *tp_sgid(uint32_t index);

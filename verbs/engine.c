@@ -101,6 +101,9 @@ struct eng_flow {
 	bool v6;
 	struct roce_addr a; /* src: the peer, sport its port; dst: ours */
 };
+/* Regions tp_mr_ptr keeps, by key. */
+#define MR_CACHE 4
+
 /* The most polls that an ACK waits for the poller's next post. */
 #define ACK_HOLD_POLLS 32u
 
@@ -129,6 +132,11 @@ static struct {
 	unsigned npeers;
 	int revokefd;	       /* the slot's eventfd: the daemon took flows back */
 	uint64_t revoked_seen; /* the slot's flows_revoked as last acted on */
+	struct {
+		uint32_t key;
+		uint64_t gen; /* ctx->mr_gen when found, 0: empty */
+		struct sofv_mr *mr;
+	} mrs[MR_CACHE]; /* tp_mr_ptr's, of ctx */
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER,
 	 .pending = {&eng.pending, &eng.pending},
 	 .epfd = -1,
@@ -199,21 +207,35 @@ void sofd_async_send(struct sofd_conn *c, uint32_t event_type, uint32_t handle)
 /* The region with key, checked as the daemon checks it (transport/mr.c):
  * the QP's PD, the access bits in need, the range. The process's own
  * memory: the pointer is the region's address. The caller holds the
- * engine lock, which ibv_dereg_mr takes too (sofv_engine_lock). */
+ * engine lock, which ibv_dereg_mr and ibv_rereg_mr take too to take a
+ * region out (sofv_engine_lock, mr_unpublish): a region found here stays
+ * while ctx->mr_gen stays, so the last ones found are kept, by key, and
+ * taken again without the context's lock and map (two atomic
+ * read-modify-writes and a look-up for each packet). */
 uint8_t *tp_mr_ptr(const struct sofd_qp *m, uint32_t key, uint64_t va, uint64_t len, uint32_t need)
 {
 	const struct sofv_eqp *e = sof_container_of(m, struct sofv_eqp, m);
 	struct sofv_context *s = eng.ctx;
+	uint64_t gen = atomic_load_explicit(&s->mr_gen, memory_order_acquire);
+	unsigned slot = key % MR_CACHE;
 	struct sofv_mr *mr;
-	uint8_t *p = NULL;
 
-	pthread_rwlock_rdlock(&s->obj_lock);
-	mr = sof_hmap_get(&s->mrs, key);
-	if (mr && mr->pd == e->qp->pd && (mr->access & need) == need && va >= mr->iova &&
+	if (eng.mrs[slot].gen == gen && eng.mrs[slot].key == key) {
+		mr = eng.mrs[slot].mr;
+	} else {
+		pthread_rwlock_rdlock(&s->obj_lock);
+		mr = sof_hmap_get(&s->mrs, key);
+		pthread_rwlock_unlock(&s->obj_lock);
+		if (!mr)
+			return NULL;
+		eng.mrs[slot].key = key;
+		eng.mrs[slot].gen = gen;
+		eng.mrs[slot].mr = mr;
+	}
+	if (mr->pd == e->qp->pd && (mr->access & need) == need && va >= mr->iova &&
 	    len <= mr->ibmr.length && va - mr->iova <= mr->ibmr.length - len)
-		p = (uint8_t *)mr->ibmr.addr + (va - mr->iova);
-	pthread_rwlock_unlock(&s->obj_lock);
-	return p;
+		return (uint8_t *)mr->ibmr.addr + (va - mr->iova);
+	return NULL;
 }
 
 /* ---- the loop ----------------------------------------------------------------- */
@@ -674,6 +696,7 @@ void sofv_engine_ctx_close(struct sofv_context *ctx)
 		flow_close(0, false);
 	eng.npeers = 0;
 	tp.flow_seen = NULL;
+	memset(eng.mrs, 0, sizeof(eng.mrs));
 	eng.ctx = NULL;
 	pthread_mutex_unlock(&eng.lock);
 }

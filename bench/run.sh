@@ -970,7 +970,9 @@ phase_hosts() {
 		return 0
 	fi
 	a=$V_A b=$V_B ip=$V_IP ga=$V_GA gb=$V_GB
-	rounds r_veth_send_lat r_veth_kernel r_veth_ucx r_veth_fi_rxd r_veth_write_bw
+	# ib_send_lat between its two peers of the targets: this VM flips
+	# between two latency states over seconds (the report of 8e1498f)
+	rounds r_veth_kernel r_veth_send_lat r_veth_ucx r_veth_fi_rxd r_veth_write_bw
 	# the same through the daemons' engine (SOFTOFED_ENGINE=daemon: what a
 	# process of another user gets, and what every process got before the
 	# engine ran in the program)

@@ -843,7 +843,10 @@ prof_stat() {
 
 # profile_pair PATH SRV_NS CLI_NS SARGS CARGS TARGET N DAEMONS PROG ARGS...:
 # one run with the client under perf record, one under perf stat; perf
-# record -p follows DAEMONS (host:pid words) for the run's length
+# record -p follows DAEMONS (host:pid words) for the run's length. The
+# callers' runs last a second or more: perftest spends about a quarter of
+# a second of its start-up spinning on gettimeofday to measure the CPU's
+# clock, which in a short run is most of the client's samples
 profile_pair() {
 	local path=$1 sns=$2 cns=$3 sargs=$4 cargs=$5 target=$6 n=$7 daemons=$8 prog=$9 d host pid
 	shift 9
@@ -901,8 +904,8 @@ phase_same_host() {
 	same_host_rounds
 	same_host_perftest
 	if [ "$PROFILE" = 1 ] && command -v perf >/dev/null 2>&1; then
-		profile_pair "same-host ib_send_lat 2 B" "" "" "" "" localhost $((200000 / SCALE)) \
-			"local:$(daemon_pid)" ib_send_lat -s 2 -n $((200000 / SCALE))
+		profile_pair "same-host ib_send_lat 2 B" "" "" "" "" localhost $((5000000 / SCALE)) \
+			"local:$(daemon_pid)" ib_send_lat -s 2 -n $((5000000 / SCALE))
 	fi
 	ucx_same_host sweep
 	fabric_same_host
@@ -1007,10 +1010,10 @@ phase_hosts() {
 		$((16 * MIB)) 3000 lat-veth bw-veth
 	NREPS=$SWEEP_REPS fi_run veth udp dgram "$a" "$b" "$ip" veth0 "$small" $((16 * MIB)) 5000 lat-veth ""
 	if [ "$PROFILE" = 1 ] && command -v perf >/dev/null 2>&1; then
-		profile_pair "veth ib_send_lat 2 B" "$a" "$b" "-x $ga" "-x $gb" "$ip" $((20000 / SCALE)) \
-			"a:${SOF_HOST_DPID[a]} b:${SOF_HOST_DPID[b]}" ib_send_lat -s 2 -n $((20000 / SCALE))
-		profile_pair "veth ib_write_bw 1 MiB" "$a" "$b" "-x $ga" "-x $gb" "$ip" $((1000 / SCALE)) \
-			"a:${SOF_HOST_DPID[a]} b:${SOF_HOST_DPID[b]}" ib_write_bw -s 1048576 --mtu 4096 -n $((1000 / SCALE))
+		profile_pair "veth ib_send_lat 2 B" "$a" "$b" "-x $ga" "-x $gb" "$ip" $((200000 / SCALE)) \
+			"a:${SOF_HOST_DPID[a]} b:${SOF_HOST_DPID[b]}" ib_send_lat -s 2 -n $((200000 / SCALE))
+		profile_pair "veth ib_write_bw 1 MiB" "$a" "$b" "-x $ga" "-x $gb" "$ip" $((5000 / SCALE)) \
+			"a:${SOF_HOST_DPID[a]} b:${SOF_HOST_DPID[b]}" ib_write_bw -s 1048576 --mtu 4096 -n $((5000 / SCALE))
 	fi
 	sof_hosts_down
 	phase_wire

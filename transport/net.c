@@ -774,7 +774,7 @@ static void rx_datagram(unsigned i, bool v6, const struct roce_addr *flow)
 	size_t len = rxb.msgs[i].msg_len, gso = 0;
 	struct roce_addr a;
 	struct cmsghdr *c;
-	bool have_dst = flow;
+	bool have_dst = flow != NULL;
 
 	if (mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
 		tp_count(SOF_CNT_rx_packets, 1);
@@ -797,30 +797,27 @@ static void rx_datagram(unsigned i, bool v6, const struct roce_addr *flow)
 	}
 	a.dport = ROCE_UDP_PORT;
 	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		if (flow) {
-			/* UDP_GRO only */
-		} else if (v6 && c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
-			struct in6_pktinfo pi;
-
-			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-			memcpy(a.dst, &pi.ipi6_addr, 16);
-			have_dst = true;
-			continue;
-		} else if (!v6 && c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
-			struct in_pktinfo pi;
-
-			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-			memcpy(a.dst, v4pfx, 12);
-			memcpy(a.dst + 12, &pi.ipi_addr, 4);
-			have_dst = true;
-			continue;
-		}
 		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
 		    c->cmsg_len >= CMSG_LEN(sizeof(int))) {
 			int g;
 
 			memcpy(&g, CMSG_DATA(c), sizeof(g));
 			gso = g > 0 ? (size_t)g : 0;
+		} else if (!flow && v6 && c->cmsg_level == IPPROTO_IPV6 &&
+			   c->cmsg_type == IPV6_PKTINFO) {
+			struct in6_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			memcpy(a.dst, &pi.ipi6_addr, 16);
+			have_dst = true;
+		} else if (!flow && !v6 && c->cmsg_level == IPPROTO_IP &&
+			   c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			memcpy(a.dst, v4pfx, 12);
+			memcpy(a.dst + 12, &pi.ipi_addr, 4);
+			have_dst = true;
 		}
 	}
 	if (!have_dst) {
@@ -850,15 +847,17 @@ int tp_rx(int fd, bool v6, const struct roce_addr *flow)
 	static int want[2] = {1, 1};
 	int rounds = 0, n, got = 0;
 
-	for (int i = 0; !rxb.ready && i < RX_BATCH; i++) {
-		rxb.iovs[i].iov_base = rxb.bufs[i];
-		rxb.iovs[i].iov_len = sizeof(rxb.bufs[i]);
-		rxb.msgs[i].msg_hdr.msg_iov = &rxb.iovs[i];
-		rxb.msgs[i].msg_hdr.msg_iovlen = 1;
-		rxb.msgs[i].msg_hdr.msg_control = rxb.ctl[i];
+	if (!rxb.ready) {
+		for (int i = 0; i < RX_BATCH; i++) {
+			rxb.iovs[i].iov_base = rxb.bufs[i];
+			rxb.iovs[i].iov_len = sizeof(rxb.bufs[i]);
+			rxb.msgs[i].msg_hdr.msg_iov = &rxb.iovs[i];
+			rxb.msgs[i].msg_hdr.msg_iovlen = 1;
+			rxb.msgs[i].msg_hdr.msg_control = rxb.ctl[i];
+		}
+		rxb.ready = true;
 	}
-	rxb.ready = true;
-	tp.rx_flow = flow;
+	tp.rx_flow = flow != NULL;
 	do {
 		for (int i = 0; i < want[v6]; i++) {
 			rxb.msgs[i].msg_hdr.msg_name = flow ? NULL : &rxb.srcs[i];

@@ -39,11 +39,13 @@
  * are x^n mod P for the fold distances, see crc_fold), 256 bytes a step
  * on 512-bit registers where the CPU has VPCLMULQDQ and AVX-512 (unless
  * SOFTOFED_NO_AVX512 is set), 16 bytes a step from 16 bytes on, and a
- * last partial block folded in as well (fold_end). A packet with little
- * after its BTH is gathered behind the pseudo-header into one run: an ACK
- * or a short message is then 64 bytes or so of folding, with no table
- * lookup that would miss the cache after the kernel's work between two
- * packets. Elsewhere, and for runs under 16 bytes, slice-by-8: eight
+ * last partial block folded in as well (fold_end). The register after
+ * the pseudo-header (ones, IP and UDP headers) is kept for the last few
+ * flows and lengths (head_crc), and a packet with little after its BTH
+ * goes through in one run: an ACK or a short message is then 16 bytes or
+ * so of folding, with no table lookup that would miss the cache after the
+ * kernel's work between two packets. Elsewhere, and for runs under 16
+ * bytes, slice-by-8: eight
  * tables of 256 entries, eight bytes a step. All are set up once on first
  * use.
  */
@@ -319,30 +321,27 @@ static void put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
-/* The LRH's ones, IPv6, UDP and BTH: the longest pseudo-header; and a
- * packet whose rest after the BTH is at most SMALL_REST bytes (ACKs,
- * small messages) is gathered behind it, so that the whole input is one
- * run through the folding code (IPv4: 48 bytes of pseudo-header, three
- * whole blocks). */
-#define PSEUDO_MAX (8 + 40 + 8 + ROCE_BTH_LEN)
-#define SMALL_REST 64
+/* The pseudo-header: the LRH's ones, the IP header and the UDP header
+ * (IPv6: the longest, 56 bytes). Its CRC register depends only on the
+ * addresses, the ports and the UDP length, so a cache keeps the registers
+ * of the last ROCE_ICRC_HEADS pseudo-headers: a ping-pong or a stream
+ * sends and receives packets of one or two flows and lengths, and then
+ * only the BTH and what follows go through the CRC. */
+#define PSEUDO_MAX (8 + 40 + 8)
 
-uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, unsigned niov)
+/* The CRC register after the pseudo-header of a packet of flow a whose
+ * UDP length (header, packet, ICRC) is udplen. */
+static uint32_t head_crc(struct roce_icrc_cache *c, const struct roce_addr *a, uint16_t udplen)
 {
-	uint8_t ph[PSEUDO_MAX + SMALL_REST];
-	size_t len = 0, n, bth, got = 0;
-	uint16_t udplen;
-	uint32_t crc;
-	unsigned i;
+	uint8_t ph[PSEUDO_MAX];
+	unsigned k;
+	size_t n;
 
-	for (i = 0; i < niov; i++)
-		len += iov[i].iov_len;
-	bth = len < ROCE_BTH_LEN ? len : ROCE_BTH_LEN;
-	/* UDP length: header, packet, ICRC (16 bits, as on the wire) */
-	udplen = (uint16_t)(8 + len + ROCE_ICRC_LEN);
-
-	pthread_once(&crc_once, crc_init);
-
+	for (k = 0; k < ROCE_ICRC_HEADS; k++)
+		if (c->head[k].udplen == udplen && c->head[k].a.sport == a->sport &&
+		    c->head[k].a.dport == a->dport && !memcmp(c->head[k].a.src, a->src, 16) &&
+		    !memcmp(c->head[k].a.dst, a->dst, 16))
+			return c->head[k].crc;
 	memset(ph, 0xff, 8); /* in place of the LRH */
 	if (is_v4mapped(a->src) && is_v4mapped(a->dst)) {
 		ph[8] = 0x45; /* version 4, IHL 5 */
@@ -373,26 +372,52 @@ uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, unsig
 	put16(ph + n + 4, udplen);
 	put16(ph + n + 6, 0xffff); /* UDP checksum: variant */
 	n += 8;
+	k = c->next++ % ROCE_ICRC_HEADS;
+	c->head[k].a = *a;
+	c->head[k].udplen = udplen;
+	c->head[k].crc = crc_update(0xffffffffu, ph, n);
+	return c->head[k].crc;
+}
+
+/* A packet whose rest after the BTH is at most SMALL_REST bytes (ACKs,
+ * small messages) goes through the CRC in one run with its BTH: 16 bytes
+ * or more fold with no table look-up (that would miss the cache after
+ * the kernel's work between two packets). */
+#define SMALL_REST 64
+
+uint32_t roce_icrc_iov_c(struct roce_icrc_cache *c, const struct roce_addr *a,
+			 const struct iovec *iov, unsigned niov)
+{
+	uint8_t run[ROCE_BTH_LEN + SMALL_REST];
+	size_t len = 0, bth, got = 0;
+	uint32_t crc;
+	unsigned i;
+
+	for (i = 0; i < niov; i++)
+		len += iov[i].iov_len;
+	bth = len < ROCE_BTH_LEN ? len : ROCE_BTH_LEN;
+	/* UDP length: header, packet, ICRC (16 bits, as on the wire) */
+	pthread_once(&crc_once, crc_init);
+	crc = head_crc(c, a, (uint16_t)(8 + len + ROCE_ICRC_LEN));
+
 	/* the BTH, from however many pieces hold it, and a small rest */
 	if (len - bth <= SMALL_REST) {
 		for (i = 0; i < niov; i++) {
-			memcpy(ph + n + got, iov[i].iov_base, iov[i].iov_len);
+			memcpy(run + got, iov[i].iov_base, iov[i].iov_len);
 			got += iov[i].iov_len;
 		}
 		if (len > 4)
-			ph[n + 4] = 0xff; /* BTH FECN, BECN, Resv6a: variant */
-		return ~crc_update(0xffffffffu, ph, n + len);
+			run[4] = 0xff; /* BTH FECN, BECN, Resv6a: variant */
+		return ~crc_update(crc, run, len);
 	}
 	for (i = 0; i < niov && got < bth; i++) {
 		size_t k = iov[i].iov_len < bth - got ? iov[i].iov_len : bth - got;
 
-		memcpy(ph + n + got, iov[i].iov_base, k);
+		memcpy(run + got, iov[i].iov_base, k);
 		got += k;
 	}
-	ph[n + 4] = 0xff; /* BTH FECN, BECN, Resv6a: variant */
-	n += bth;
-
-	crc = crc_update(0xffffffffu, ph, n);
+	run[4] = 0xff; /* BTH FECN, BECN, Resv6a: variant */
+	crc = crc_update(crc, run, bth);
 	/* then everything after the BTH */
 	for (i = 0, got = 0; i < niov; i++) {
 		const uint8_t *p = iov[i].iov_base;
@@ -404,6 +429,13 @@ uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, unsig
 		crc = crc_update(crc, p + skip, k - skip);
 	}
 	return ~crc;
+}
+
+uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, unsigned niov)
+{
+	struct roce_icrc_cache c = {0};
+
+	return roce_icrc_iov_c(&c, a, iov, niov);
 }
 
 uint32_t roce_icrc(const struct roce_addr *a, const uint8_t *pkt, size_t len)
@@ -423,51 +455,52 @@ void roce_icrc_append(const struct roce_addr *a, uint8_t *pkt, size_t len)
 	pkt[len + 3] = (uint8_t)(crc >> 24);
 }
 
-/* The difference an IP ID makes, one per bit of the ID: the ICRC's input
- * is 8 bytes of ones, the IPv4 header (its ID in bytes 4 and 5), the UDP
- * header, the packet; the raw CRC of a message that is zero but for byte
- * b at q is table[b] moved over the bytes after q. Kept for the last
- * length asked (a run of GSO segments has one length). */
-struct ipid_bits {
-	size_t len;
-	uint32_t bit[16]; /* bit j of the ID, 0 = the lowest */
-};
-
-static const uint32_t *ipid_bits(size_t len)
+/* The difference an IP ID makes, one per bit of the ID (bit j of the ID,
+ * 0 = the lowest): the ICRC's input is 8 bytes of ones, the IPv4 header
+ * (its ID in bytes 4 and 5), the UDP header, the packet; the raw CRC of a
+ * message that is zero but for byte b at q is table[b] moved over the
+ * bytes after q. The cache keeps them for the last length asked (a run of
+ * GSO segments has one length). */
+static const uint32_t *ipid_bits(struct roce_icrc_cache *c, size_t len)
 {
-	static _Thread_local struct ipid_bits c = {.len = SIZE_MAX};
-
-	if (c.len != len) {
+	if (c->ipid_len != len + 1) {
 		uint64_t n = 8 + 20 + 8 + (uint64_t)len;
 		uint32_t lo = x8n(n - 14), hi = x8n(n - 13);
 
 		for (int j = 0; j < 8; j++) {
-			c.bit[j] = gf2_mul(lo, crc_tab[0][1u << j]);
-			c.bit[8 + j] = gf2_mul(hi, crc_tab[0][1u << j]);
+			c->ipid_bit[j] = gf2_mul(lo, crc_tab[0][1u << j]);
+			c->ipid_bit[8 + j] = gf2_mul(hi, crc_tab[0][1u << j]);
 		}
-		c.len = len;
+		c->ipid_len = len + 1;
 	}
-	return c.bit;
+	return c->ipid_bit;
 }
 
-uint32_t roce_icrc_ipid_delta(size_t len, uint16_t id)
+uint32_t roce_icrc_ipid_delta_c(struct roce_icrc_cache *c, size_t len, uint16_t id)
 {
 	const uint32_t *bit;
 	uint32_t d = 0;
 
 	pthread_once(&crc_once, crc_init);
-	bit = ipid_bits(len);
+	bit = ipid_bits(c, len);
 	for (int j = 0; id; j++, id >>= 1)
 		if (id & 1)
 			d ^= bit[j];
 	return d;
 }
 
+uint32_t roce_icrc_ipid_delta(size_t len, uint16_t id)
+{
+	struct roce_icrc_cache c = {0};
+
+	return roce_icrc_ipid_delta_c(&c, len, id);
+}
+
 /* diff = wire ^ ICRC(ID 0): is it the difference of an ID in
  * [1, ROCE_ICRC_MAX_IPID)? */
-static bool ipid_diff_ok(size_t len, uint32_t diff)
+static bool ipid_diff_ok(struct roce_icrc_cache *c, size_t len, uint32_t diff)
 {
-	const uint32_t *bit = ipid_bits(len);
+	const uint32_t *bit = ipid_bits(c, len);
 	uint32_t d = 0;
 
 	/* IDs 1..63 in Gray-code order: one XOR each */
@@ -479,18 +512,28 @@ static bool ipid_diff_ok(size_t len, uint32_t diff)
 	return false;
 }
 
-bool roce_icrc_check(const struct roce_addr *a, const uint8_t *pkt, size_t len)
+bool roce_icrc_check_c(struct roce_icrc_cache *c, const struct roce_addr *a, const uint8_t *pkt,
+		       size_t len)
 {
+	struct iovec v = {(void *)(uintptr_t)pkt, len};
 	const uint8_t *w;
 	uint32_t crc, mine;
 
 	if (len < ROCE_ICRC_LEN)
 		return false;
 	len -= ROCE_ICRC_LEN;
+	v.iov_len = len;
 	w = pkt + len;
 	crc = (uint32_t)w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 | (uint32_t)w[3] << 24;
-	mine = roce_icrc(a, pkt, len);
+	mine = roce_icrc_iov_c(c, a, &v, 1);
 	if (mine == crc)
 		return true;
-	return is_v4mapped(a->src) && is_v4mapped(a->dst) && ipid_diff_ok(len, mine ^ crc);
+	return is_v4mapped(a->src) && is_v4mapped(a->dst) && ipid_diff_ok(c, len, mine ^ crc);
+}
+
+bool roce_icrc_check(const struct roce_addr *a, const uint8_t *pkt, size_t len)
+{
+	struct roce_icrc_cache c = {0};
+
+	return roce_icrc_check_c(&c, a, pkt, len);
 }

@@ -309,7 +309,7 @@ static int tx_build(const struct tp_path *path, struct roce_hdr *h, uint32_t pay
 	a.dport = ROCE_UDP_PORT;
 	/* IPv4: the ICRC of IP ID 0, what a datagram sent alone carries;
 	 * tp_tx_flush corrects it for a GSO segment */
-	crc = roce_icrc_iov(&a, t->iov, t->niov);
+	crc = roce_icrc_iov_c(&tp.icrc, &a, t->iov, t->niov);
 	t->tail[h->pad] = (uint8_t)crc;
 	t->tail[h->pad + 1] = (uint8_t)(crc >> 8);
 	t->tail[h->pad + 2] = (uint8_t)(crc >> 16);
@@ -355,7 +355,7 @@ int tp_send_ref(const struct tp_path *path, struct roce_hdr *h, const struct iov
 /* Turn t's ICRC of IP ID 0 into the one of ID id (IPv4), or back. */
 static void icrc_ipid(struct tx_pkt *t, uint16_t id)
 {
-	uint32_t d = roce_icrc_ipid_delta(t->len - ROCE_ICRC_LEN, id);
+	uint32_t d = roce_icrc_ipid_delta_c(&tp.icrc, t->len - ROCE_ICRC_LEN, id);
 	uint8_t *w = t->tail + t->tlen - ROCE_ICRC_LEN;
 
 	w[0] ^= (uint8_t)d;
@@ -453,21 +453,39 @@ static void tx_count(const struct tx_pkt *t, uint32_t n)
 	}
 }
 
-/* recvmmsg and sendmmsg as system calls without libc's wrappers: those
- * are cancellation points, and in a program with more than one thread
- * (the engine's progress thread) each call turns asynchronous
- * cancellation on and off around the system call, two atomic
- * read-modify-writes on every poll of the sockets. The engine has no
- * cancellation point to offer: a thread cancelled in it would leave the
- * engine's lock held. */
+/* recvmmsg and sendmmsg (recvmsg and sendmsg for one message: a shorter
+ * way through the kernel, on every empty poll of a ping-pong) as system
+ * calls without libc's wrappers: those are cancellation points, and in a
+ * program with more than one thread (the engine's progress thread) each
+ * call turns asynchronous cancellation on and off around the system call,
+ * two atomic read-modify-writes on every poll of the sockets. The engine
+ * has no cancellation point to offer: a thread cancelled in it would
+ * leave the engine's lock held. */
 static int sys_recvmmsg(int fd, struct mmsghdr *msgs, unsigned n, int flags)
 {
-	return (int)syscall(SYS_recvmmsg, fd, msgs, n, flags, NULL);
+	ssize_t r;
+
+	if (n > 1)
+		return (int)syscall(SYS_recvmmsg, fd, msgs, n, flags, NULL);
+	/* one datagram: recvmsg, the shorter way through the kernel */
+	r = syscall(SYS_recvmsg, fd, &msgs->msg_hdr, flags);
+	if (r < 0)
+		return -1;
+	msgs->msg_len = (unsigned)r;
+	return 1;
 }
 
 static int sys_sendmmsg(int fd, struct mmsghdr *msgs, unsigned n, int flags)
 {
-	return (int)syscall(SYS_sendmmsg, fd, msgs, n, flags);
+	ssize_t r;
+
+	if (n > 1)
+		return (int)syscall(SYS_sendmmsg, fd, msgs, n, flags);
+	r = syscall(SYS_sendmsg, fd, &msgs->msg_hdr, flags);
+	if (r < 0)
+		return -1;
+	msgs->msg_len = (unsigned)r;
+	return 1;
 }
 
 /* sendmmsg of msgs[0..n) on fd (their packets: first[i], count[i]).
@@ -648,7 +666,7 @@ void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 		tp_drop((enum sof_dropctr)(d - 1));
 		return;
 	}
-	if (!roce_icrc_check(a, buf, len)) {
+	if (!roce_icrc_check_c(&tp.icrc, a, buf, len)) {
 		tp_drop(SOF_DROP_icrc);
 		return;
 	}

@@ -203,6 +203,23 @@ struct roce_addr {
 	uint16_t dport;
 };
 
+/* What an ICRC computation keeps for the next (icrc.c): the CRC register
+ * after the pseudo-header (the LRH's ones, IP and UDP headers) of the last
+ * ROCE_ICRC_HEADS flows and lengths, and the differences IPv4 IDs make
+ * for the last length asked. Owned by the caller, one per thread (the
+ * transport has one); zeroed is empty. */
+#define ROCE_ICRC_HEADS 4
+struct roce_icrc_cache {
+	struct {
+		struct roce_addr a;
+		uint16_t udplen; /* 0: unused */
+		uint32_t crc;
+	} head[ROCE_ICRC_HEADS];
+	unsigned next;
+	size_t ipid_len; /* ipid_bit holds the differences for this length + 1 */
+	uint32_t ipid_bit[16];
+};
+
 /* ICRC of a packet, Annex A17.3.3: the CRC-32 of Ethernet over 64 bits of
  * ones, the IP header (IPv4: ID 0, DF set, TOS, TTL and checksum masked to
  * ones; IPv6: traffic class, flow label and hop limit masked to ones), the
@@ -211,12 +228,16 @@ struct roce_addr {
  * len counts the UDP payload without the ICRC. The value is in host order;
  * it goes on the wire little-endian (as rxe and hardware put it). */
 uint32_t roce_icrc(const struct roce_addr *a, const uint8_t *pkt, size_t len);
-/* The same over a packet in pieces (their lengths add up to len). */
+/* The same over a packet in pieces (their lengths add up to len); the _c
+ * forms keep what they can in c. */
 uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, unsigned niov);
+uint32_t roce_icrc_iov_c(struct roce_icrc_cache *c, const struct roce_addr *a,
+			 const struct iovec *iov, unsigned niov);
 /* IPv4: what to XOR into the ICRC of ID 0 of a packet of len bytes (no
  * ICRC) for the ICRC of the same packet with IP ID id (icrc.c: a UDP GSO
  * segment leaves with the ID of its place in the send). */
 uint32_t roce_icrc_ipid_delta(size_t len, uint16_t id);
+uint32_t roce_icrc_ipid_delta_c(struct roce_icrc_cache *c, size_t len, uint16_t id);
 /* IPv4 IDs a received packet's ICRC may have been computed for: 0 and the
  * places of UDP GSO segments (a UDP socket cannot see the ID). */
 #define ROCE_ICRC_MAX_IPID 64u
@@ -225,6 +246,8 @@ void roce_icrc_append(const struct roce_addr *a, uint8_t *pkt, size_t len);
 /* Check the last four bytes of a packet of len bytes (ICRC included):
  * IPv4 packets pass with the ICRC of any ID below ROCE_ICRC_MAX_IPID. */
 bool roce_icrc_check(const struct roce_addr *a, const uint8_t *pkt, size_t len);
+bool roce_icrc_check_c(struct roce_icrc_cache *c, const struct roce_addr *a, const uint8_t *pkt,
+		       size_t len);
 
 /* PSN arithmetic on 24 bits (IBA 9.7.1): the signed distance a - b, in
  * [-2^23, 2^23). */

@@ -204,6 +204,7 @@ struct tp_state {
 	 * engine clears it). */
 	void (*flow_seen)(const struct roce_addr *a);
 	bool rx_flow, flow_foreign;
+	struct roce_icrc_cache icrc; /* what the ICRCs of sent and received packets keep */
 };
 
 extern struct tp_state tp;

@@ -765,6 +765,57 @@ TEST(icrc_ipv4_id)
 	CHECK_EQ(roce_icrc_ipid_delta(100, 0), 0);
 }
 
+/* The _c forms with one cache for several flows, lengths and IDs, more
+ * than it keeps (ROCE_ICRC_HEADS): always the ICRC of the forms without
+ * one, whatever the cache held before. */
+TEST(icrc_cache)
+{
+	static uint8_t data[4200];
+	static const char *const src[] = {"10.77.0.2", "10.77.0.3", "fd77::2", "fd77::3"};
+	struct roce_icrc_cache c = {0};
+	struct roce_addr a[8];
+	uint32_t seed = 777;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13 + (i >> 3));
+	for (unsigned k = 0; k < 8; k++)
+		addr_of(&a[k], src[k % 4], k % 4 < 2 ? "10.77.0.1" : "fd77::1",
+			(uint16_t)(0xc000 + k / 4));
+	for (int round = 0; round < 3000; round++) {
+		const struct roce_addr *f;
+		unsigned k;
+		uint8_t pkt[4200 + ROCE_ICRC_LEN];
+		struct iovec v[2];
+		uint32_t crc;
+		uint16_t id;
+		size_t len;
+
+		seed = seed * 1103515245u + 12345u;
+		k = (seed >> 8) % (round < 1500 ? 3u : 8u);
+		f = &a[k];
+		len = (size_t)((seed >> 12) % 6) * 8 + (round & 1 ? 16 : 1000);
+		id = (uint16_t)((seed >> 20) % 80);
+		v[0] = (struct iovec){data, len / 3};
+		v[1] = (struct iovec){data + len / 3, len - len / 3};
+		crc = roce_icrc_iov(f, v, 2);
+		CHECK_EQ(roce_icrc_iov_c(&c, f, v, 2), crc);
+		if (k % 4 < 2) {
+			CHECK_EQ(roce_icrc_ipid_delta_c(&c, len, id), roce_icrc_ipid_delta(len, id));
+			crc ^= roce_icrc_ipid_delta(len, id);
+		} else {
+			id = 0;
+		}
+		memcpy(pkt, data, len);
+		pkt[len] = (uint8_t)crc;
+		pkt[len + 1] = (uint8_t)(crc >> 8);
+		pkt[len + 2] = (uint8_t)(crc >> 16);
+		pkt[len + 3] = (uint8_t)(crc >> 24);
+		CHECK_EQ(roce_icrc_check_c(&c, f, pkt, len + ROCE_ICRC_LEN), id < ROCE_ICRC_MAX_IPID);
+		pkt[len / 2] ^= 0x10; /* a bit flipped: no ID makes it right */
+		CHECK(!roce_icrc_check_c(&c, f, pkt, len + ROCE_ICRC_LEN));
+	}
+}
+
 TEST(psn_diff)
 {
 	CHECK_EQ(roce_psn_diff(5, 3), 2);
@@ -803,6 +854,7 @@ int main(void)
 	RUN(icrc_every_length_and_alignment);
 	RUN(icrc_ipv4_id);
 	RUN(icrc_in_pieces);
+	RUN(icrc_cache);
 	RUN(psn_diff);
 	return test_summary();
 }

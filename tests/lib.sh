@@ -377,6 +377,8 @@ sof_pair_dump() {
 #                        CLI connecting to SRV's IPv4 (SOF_PAIR_TARGET
 #                        overrides); in ARGS, @GID@ and @GID6@ become each
 #                        side's GID index of its own IPv4 / IPv6 address
+#                        (SOF_GID_ADDR[H] / SOF_GID6_ADDR[H]: another
+#                        address of host H instead)
 #   sof_netem H ARGS...  impairs what host H sends, in netem words (loss 10%,
 #                        duplicate 5%, delay 10ms, reorder 25% with a delay):
 #                        `tc qdisc replace dev veth0 root netem ARGS` in H when
@@ -400,6 +402,8 @@ SOF_WIRE_GEN=0  # its last configuration generation
 SOF_NETEM_HOW=
 SOF_HOSTS_NS=() # every namespace created, for teardown
 declare -A SOF_HOST_DPID=() SOF_HOST_GIDS=()
+# another address of host H for @GID@ / @GID6@ (default: sof_host_ip / sof_host_ip6)
+declare -A SOF_GID_ADDR=() SOF_GID6_ADDR=()
 
 sof_host_ns() {
 	echo "$SOF_HOSTS_PREFIX-$1"
@@ -701,11 +705,11 @@ _sof_host_args() {
 	for a in "$@"; do
 		case $a in
 		*@GID@*)
-			g=$(sof_host_gid "$h") || return 1
+			g=$(sof_host_gid "$h" "${SOF_GID_ADDR[$h]:-$(sof_host_ip "$h")}") || return 1
 			a=${a//@GID@/$g}
 			;;
 		*@GID6@*)
-			g=$(sof_host_gid "$h" "$(sof_host_ip6 "$h")") || return 1
+			g=$(sof_host_gid "$h" "${SOF_GID6_ADDR[$h]:-$(sof_host_ip6 "$h")}") || return 1
 			a=${a//@GID6@/$g}
 			;;
 		esac

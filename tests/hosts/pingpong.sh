@@ -10,6 +10,8 @@
 #     completion events (-e);
 #   ibv_ud_pingpong: sizes 1, 2048 and 4096 (its limit is the port MTU);
 #   over IPv6 GIDs (fd77::N): ibv_rc_pingpong 4096 and 1 MiB, ibv_ud_pingpong;
+#   the client on the GIDs of second addresses of host b (10.77.0.22,
+#     fd77::22): ibv_rc_pingpong over IPv4 and IPv6, ibv_ud_pingpong;
 #   three hosts on a bridge: rc a <- c, rc c <- b, ud b <- c.
 # Iterations: 100 (1 MiB: 10; ibv_srq_pingpong 1 MiB: 5, it runs 16 QPs), so
 # the whole script stays within about three minutes on a working engine.
@@ -85,6 +87,22 @@ if sof_hosts_up 2; then
 	pp a b ibv_rc_pingpong -g @GID6@ --chk -m 1024 -s 4096 -n 100
 	pp a b ibv_rc_pingpong -g @GID6@ --chk -m 4096 -s 1048576 -n 10
 	pp a b ibv_ud_pingpong -g @GID6@ --chk -s 2048 -n 100
+	# the client on the GID of a second address of its interface: the
+	# kernel would send from the first, so its packets must name their
+	# source (transport/net.c src_by_route), or they fail the ICRC
+	b2=10.77.0.22 b26=fd77::22
+	timeout 10 ip -n "$(sof_host_ns b)" addr add "$b2/24" dev veth0
+	# deprecated (preferred_lft 0): the kernel sends from fd77::2 then
+	timeout 10 ip -n "$(sof_host_ns b)" addr add "$b26/64" dev veth0 nodad preferred_lft 0
+	for _ in $(seq 50); do
+		sof_host_gid b "$b2" >/dev/null && sof_host_gid b "$b26" >/dev/null && break
+		sleep 0.1
+	done
+	SOF_GID_ADDR[b]=$b2 SOF_GID6_ADDR[b]=$b26
+	pp a b ibv_rc_pingpong -g @GID@ --chk -m 1024 -s 4096 -n 100
+	pp a b ibv_rc_pingpong -g @GID6@ --chk -m 4096 -s 65536 -n 100
+	pp a b ibv_ud_pingpong -g @GID@ --chk -s 2048 -n 100
+	SOF_GID_ADDR=() SOF_GID6_ADDR=()
 	sof_hosts_down
 fi
 

@@ -800,7 +800,8 @@ TEST(icrc_cache)
 		crc = roce_icrc_iov(f, v, 2);
 		CHECK_EQ(roce_icrc_iov_c(&c, f, v, 2), crc);
 		if (k % 4 < 2) {
-			CHECK_EQ(roce_icrc_ipid_delta_c(&c, len, id), roce_icrc_ipid_delta(len, id));
+			CHECK_EQ(roce_icrc_ipid_delta_c(&c, len, id),
+				 roce_icrc_ipid_delta(len, id));
 			crc ^= roce_icrc_ipid_delta(len, id);
 		} else {
 			id = 0;
@@ -810,7 +811,8 @@ TEST(icrc_cache)
 		pkt[len + 1] = (uint8_t)(crc >> 8);
 		pkt[len + 2] = (uint8_t)(crc >> 16);
 		pkt[len + 3] = (uint8_t)(crc >> 24);
-		CHECK_EQ(roce_icrc_check_c(&c, f, pkt, len + ROCE_ICRC_LEN), id < ROCE_ICRC_MAX_IPID);
+		CHECK_EQ(roce_icrc_check_c(&c, f, pkt, len + ROCE_ICRC_LEN),
+			 id < ROCE_ICRC_MAX_IPID);
 		pkt[len / 2] ^= 0x10; /* a bit flipped: no ID makes it right */
 		CHECK(!roce_icrc_check_c(&c, f, pkt, len + ROCE_ICRC_LEN));
 	}

@@ -411,22 +411,20 @@ static struct {
 		uint64_t checked_ns;
 	} pair[SRC_PAIRS];
 	unsigned next;
-	int probe[2]; /* the connected sockets that ask: IPv4, IPv6 */
-	bool probe_open[2];
 } route_src;
 
-/* Does the kernel send from sgid to dgid by itself? */
+/* Does the kernel send from sgid to dgid by itself? A socket of its own
+ * each time (a few us every SRC_CHECK_NS): one kept open would be shared
+ * with a child of fork(), whose connect could answer our getsockname. */
 static bool route_source_is(bool v6, const uint8_t sgid[16], const uint8_t dgid[16])
 {
 	union tx_addr to = {0}, me = {0};
 	socklen_t len = v6 ? sizeof(me.v6) : sizeof(me.v4);
+	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool same;
 
-	if (!route_src.probe_open[v6]) {
-		route_src.probe[v6] = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (route_src.probe[v6] < 0)
-			return false;
-		route_src.probe_open[v6] = true;
-	}
+	if (fd < 0)
+		return false;
 	if (v6) {
 		to.v6.sin6_family = AF_INET6;
 		to.v6.sin6_port = htons(ROCE_UDP_PORT);
@@ -437,10 +435,11 @@ static bool route_source_is(bool v6, const uint8_t sgid[16], const uint8_t dgid[
 		memcpy(&to.v4.sin_addr, dgid + 12, 4);
 	}
 	/* connecting a UDP socket looks the route up and sends nothing */
-	if (connect(route_src.probe[v6], (struct sockaddr *)&to, len) ||
-	    getsockname(route_src.probe[v6], (struct sockaddr *)&me, &len))
-		return false;
-	return v6 ? !memcmp(&me.v6.sin6_addr, sgid, 16) : !memcmp(&me.v4.sin_addr, sgid + 12, 4);
+	same = !connect(fd, (struct sockaddr *)&to, len) &&
+	       !getsockname(fd, (struct sockaddr *)&me, &len) &&
+	       (v6 ? !memcmp(&me.v6.sin6_addr, sgid, 16) : !memcmp(&me.v4.sin_addr, sgid + 12, 4));
+	close(fd);
+	return same;
 }
 
 /* May t leave without IP_PKTINFO? */

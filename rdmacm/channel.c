@@ -18,8 +18,10 @@
 #include "sof_util.h"
 #include "sofcm.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 pthread_mutex_t sofcm_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -64,6 +66,15 @@ void sofcm_channel_destroy(struct sofcm_channel *chan)
 	for (p = chan->backlog; p; p = next) {
 		next = p->next;
 		free(p);
+	}
+	/* A thread still waits in rdma_get_cm_event: as on rdma-core's
+	 * file, which stays open while a read holds it, that thread never
+	 * returns; it keeps the channel, whose connection is shut down so
+	 * that the daemon lets go of it (and the thread wakes to see it). */
+	atomic_store(&chan->destroyed, true);
+	if (atomic_load(&chan->readers)) {
+		shutdown(chan->ch.fd, SHUT_RDWR);
+		return;
 	}
 	/* The daemon destroys whatever ids are left on it. */
 	close(chan->ch.fd);
@@ -127,6 +138,21 @@ static int read_event(struct sofcm_channel *chan, struct sof_cm_event *ev)
 	}
 }
 
+/* The channel was destroyed while this thread read it (an event for an id
+ * already gone woke it, or the destroy's shutdown did). rdma-core's reader
+ * would still be in its read of the file, which no event reaches any
+ * more: a blocking reader waits for ever, a non-blocking one finds
+ * nothing (EAGAIN, the channel's fd stays open). */
+static void destroyed_wait(struct sofcm_channel *chan)
+{
+	int fl = fcntl(chan->ch.fd, F_GETFL);
+
+	if (fl >= 0 && (fl & O_NONBLOCK))
+		return;
+	for (;;)
+		pause();
+}
+
 SOFCM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
 	struct sofcm_channel *chan = sofcm_channel_create();
@@ -153,14 +179,21 @@ SOFCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rd
 	evt = malloc(sizeof(*evt));
 	if (!evt)
 		return sofcm_err(ENOMEM);
+	atomic_fetch_add(&chan->readers, 1);
 	for (;;) {
 		ret = read_event(chan, &ev);
+		if (ret && atomic_load(&chan->destroyed)) {
+			destroyed_wait(chan);
+			ret = -EAGAIN;
+		}
 		if (ret) {
+			atomic_fetch_sub(&chan->readers, 1);
 			free(evt);
 			return sofcm_err(-ret);
 		}
 		memset(evt, 0, sizeof(*evt));
 		if (sofcm_event_process(chan, &ev, evt)) {
+			atomic_fetch_sub(&chan->readers, 1);
 			*event = &evt->event;
 			return 0;
 		}

@@ -29,6 +29,7 @@
 #include <pthread.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -90,6 +91,10 @@ struct sofcm_channel {
 	pthread_mutex_t lock;
 	/* Events read on another channel for an id that migrated here. */
 	struct sofcm_pending *backlog, *backlog_tail;
+	/* threads in rdma_get_cm_event, and whether the channel was
+	 * destroyed under them (channel.c) */
+	_Atomic int readers;
+	_Atomic bool destroyed;
 };
 
 static inline struct sofcm_channel *sofcm_chan(struct rdma_event_channel *ch)

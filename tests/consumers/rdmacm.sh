@@ -27,7 +27,10 @@
 #     one process (and 10 with 1 MiB messages) with no growth in the
 #     daemon's resource counts; 20 rping -C 1 processes, after which the
 #     daemon's counts are back where they started (cm_ids, cm_channels,
-#     qps, cqs, mrs, pds).
+#     qps, cqs, mrs, pds);
+#   tests/progs/cm_chan_destroy: a channel destroyed while a thread waits
+#     in rdma_get_cm_event on it; the thread stays there (as in rdma-core,
+#     whose read holds the file) and the program ends with its main thread.
 # A missing program is a failure. Runs in a private network namespace with
 # its own daemon.
 # Usage: tests/consumers/rdmacm.sh
@@ -300,6 +303,19 @@ cycles() {
 }
 cycles -n 100
 cycles -n 10 -s 1048576
+
+# a channel destroyed under a thread that waits on it (rping's server)
+PORT=$((PORT + 1))
+out=$(sof_out "chan_destroy")
+if [ ! -x "$SOF_PROGS/cm_chan_destroy" ]; then
+	not_ok "rdmacm/cm_chan_destroy" "$SOF_PROGS/cm_chan_destroy is missing (build first)"
+elif timeout -k 5 30 "$SOFTOFED" run -- "$SOF_PROGS/cm_chan_destroy" -a "$ADDR" -p "$PORT" \
+	>"$out" 2>&1 </dev/null && [ "$(tail -n 1 "$out")" = ok ]; then
+	ok "rdmacm/cm_chan_destroy: a thread waiting in rdma_get_cm_event stays there when the channel is destroyed"
+else
+	not_ok "rdmacm/cm_chan_destroy" "$(tail -n 1 "$out")"
+	sof_dump "$out"
+fi
 
 # rping processes one after another: the daemon's counts come back
 counts() {

@@ -484,10 +484,7 @@ static void tx_msg(struct msghdr *m, struct iovec *iov, union tx_addr *dst, unio
 	memset(dst, 0, sizeof(*dst));
 	memset(ctl, 0, sizeof(*ctl));
 	m->msg_name = dst;
-	m->msg_control = ctl;
-	m->msg_controllen = sizeof(*ctl);
-	c = CMSG_FIRSTHDR(m);
-	m->msg_controllen = 0;
+	c = &ctl->align;
 	if (t->v6) {
 		dst->v6.sin6_family = AF_INET6;
 		dst->v6.sin6_port = htons(ROCE_UDP_PORT);
@@ -499,28 +496,29 @@ static void tx_msg(struct msghdr *m, struct iovec *iov, union tx_addr *dst, unio
 		memcpy(&dst->v4.sin_addr, t->dgid + 12, 4);
 		m->msg_namelen = sizeof(dst->v4);
 	}
-	if (t->v6 && !src_by_route(t)) {
-		struct in6_pktinfo pi = {0};
+	if (!src_by_route(t)) {
+		if (t->v6) {
+			struct in6_pktinfo pi = {0};
 
-		c->cmsg_level = IPPROTO_IPV6;
-		c->cmsg_type = IPV6_PKTINFO;
-		c->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(&pi.ipi6_addr, t->sgid, 16);
-		if (t->mcast) /* by the source's interface */
-			pi.ipi6_ifindex = t->ifindex;
-		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-		m->msg_controllen = CMSG_SPACE(sizeof(pi));
-	} else if (!t->v6 && !src_by_route(t)) {
-		struct in_pktinfo pi = {0};
+			c->cmsg_level = IPPROTO_IPV6;
+			c->cmsg_type = IPV6_PKTINFO;
+			c->cmsg_len = CMSG_LEN(sizeof(pi));
+			memcpy(&pi.ipi6_addr, t->sgid, 16);
+			if (t->mcast) /* by the source's interface */
+				pi.ipi6_ifindex = t->ifindex;
+			memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+		} else {
+			struct in_pktinfo pi = {0};
 
-		c->cmsg_level = IPPROTO_IP;
-		c->cmsg_type = IP_PKTINFO;
-		c->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(&pi.ipi_spec_dst, t->sgid + 12, 4);
-		if (t->mcast)
-			pi.ipi_ifindex = (int)t->ifindex;
-		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-		m->msg_controllen = CMSG_SPACE(sizeof(pi));
+			c->cmsg_level = IPPROTO_IP;
+			c->cmsg_type = IP_PKTINFO;
+			c->cmsg_len = CMSG_LEN(sizeof(pi));
+			memcpy(&pi.ipi_spec_dst, t->sgid + 12, 4);
+			if (t->mcast)
+				pi.ipi_ifindex = (int)t->ifindex;
+			memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+		}
+		m->msg_controllen = CMSG_SPACE(c->cmsg_len - CMSG_LEN(0));
 	}
 	if (n > 1) {
 		uint16_t seg = (uint16_t)t->len;
@@ -532,8 +530,8 @@ static void tx_msg(struct msghdr *m, struct iovec *iov, union tx_addr *dst, unio
 		memcpy(CMSG_DATA(c), &seg, sizeof(seg));
 		m->msg_controllen += CMSG_SPACE(sizeof(seg));
 	}
-	if (!m->msg_controllen)
-		m->msg_control = NULL;
+	if (m->msg_controllen)
+		m->msg_control = ctl;
 	m->msg_iov = iov;
 	m->msg_iovlen = 0;
 	for (uint32_t i = 0; i < n; i++) {

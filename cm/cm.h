@@ -41,6 +41,14 @@
 #define CM_RESPONSE_TIMEOUT 17
 #define CM_MAX_RETRIES 5
 #define CM_MRA_TIMEOUT 21
+/* Local ACK timeout of a connected QP whose user set none
+ * (RDMA_OPTION_ID_ACK_TIMEOUT): 2^17 x 4.096 us = 537 ms, what Linux's
+ * RDMA CM gives a RoCE QP (packet lifetime 16, plus one).
+ * With rping's retry_count 7 a peer gone without a word is given up after
+ * 4.3 s, time for several tries of its DREQ: a peer that got the last
+ * message, whose ACK was lost, and left at once, ends the connection
+ * with DISCONNECTED, not with a retry error on the other side. */
+#define CM_ACK_TIMEOUT 17
 #define CM_TIMEWAIT_NS 1000000000ull
 /* RNR NAK timer of connected QPs (IBA 9.7.5.2.8, table 45): 0.64 ms */
 #define CM_MIN_RNR_TIMER 12

@@ -177,7 +177,7 @@ int cm_send_req(struct cm_id *id, const struct sof_cm_param *p)
 	id->retry_count = p->retry_count > 7 ? 7 : p->retry_count;
 	id->flow_control = p->flow_control;
 	id->srq = p->srq;
-	id->local_ack_timeout = id->ack_timeout ? id->ack_timeout : CM_PKT_LIFE + 1;
+	id->local_ack_timeout = id->ack_timeout ? id->ack_timeout : CM_ACK_TIMEOUT;
 	req.local_comm_id = id->local_comm_id;
 	req.vendor_id = id->ece_vendor;
 	req.service_id = cmw_ip_service_id(id->ps, dst_port(id));

@@ -964,7 +964,7 @@ static uint8_t ack_timeout(const struct cm_id *id)
 {
 	if (id->ack_timeout)
 		return id->ack_timeout;
-	return id->local_ack_timeout ? id->local_ack_timeout : CM_PKT_LIFE + 1;
+	return id->local_ack_timeout ? id->local_ack_timeout : CM_ACK_TIMEOUT;
 }
 
 static int op_init_qp_attr(struct sofd_req *rq, struct sofd_rep *rp)

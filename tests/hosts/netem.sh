@@ -28,8 +28,13 @@
 # fails, the other runs are reported failed at once (SOF_HOSTS_KEEP_GOING=1
 # runs them all anyway).
 #
-# Needs root (ip netns). Fails until the RoCEv2 engine carries traffic
-# between namespaces; not in tests/run.sh yet.
+# rping has no goodbye of its own: when the ACK of the server's last SEND
+# is lost, only the client's DREQ (retried by the CM) tells the server the
+# client is gone before its QP gives up (IBV_WC_RETRY_EXC_ERR, exit 255).
+# The RDMA CM's default local ACK timeout (2^17, 537 ms, as Linux gives
+# RoCE) leaves the DREQ about six tries for it.
+# Needs root (ip netns); tests/run.sh runs it, and again with the ASan
+# daemon and the daemon's engine.
 # Usage: tests/hosts/netem.sh
 set -u
 # shellcheck source=tests/lib.sh

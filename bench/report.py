@@ -22,6 +22,7 @@ import platform
 import re
 import statistics
 import subprocess
+import sys
 import time
 
 KIB, MIB = 1024, 1024 * 1024
@@ -260,6 +261,10 @@ def best(res, labels):
 
 
 def main():
+    if sys.argv[1:2] == ["--source-of"]:
+        # run.sh asks before it measures: the tree may change during a run
+        print(source_commit(sys.argv[2] if len(sys.argv) > 2 else ""))
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--tsv", required=True)
     ap.add_argument("--out", required=True)
@@ -292,7 +297,7 @@ def main():
     except OSError:
         pass
     build = note.get("build", [""])[0]
-    commit = source_commit(build)
+    commit = note["source"][0] if note.get("source") else source_commit(build)
     p("# softofed benchmark (issue 5) — %s, %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                                   platform.node()))
     p("")

@@ -1080,6 +1080,9 @@ main() {
 	: >"$BENCH_TSV.prof"
 	chmod 0666 "$BENCH_TSV"* 2>/dev/null
 	note "build" "$(rel "$SOF_BUILD_DIR") ($(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$SOF_BUILD_DIR/CMakeCache.txt" 2>/dev/null))"
+	# the commit of the build's source as it is now, right after the build:
+	# edits made while the benchmark runs are not in what it measures
+	note "source" "$(python3 "$BENCH_DIR/report.py" --source-of "$SOF_BUILD_DIR")"
 	# the same-host phase (the physical limits are taken in its rounds) in a namespace of its own with its own daemon
 	SOF_NS_NAME=bench SOF_NS_TIMEOUT=1800 sof_ns_run bash "$BENCH_DIR/run.sh" --phase-same-host "$BENCH_TSV" ||
 		fail "same host" "the namespace phase ended with an error"

@@ -29,8 +29,11 @@
 #                     scale: bench/qp_scale, 10,000 connected RC QPs in one
 #                     process (memory, set-up time, the daemon's memory);
 #   two hosts         network namespaces joined by a veth pair
-#                     (sof_hosts_up 2, needs root): ib_send_lat and
-#                     ib_write_bw at VETH_SIZES, sockperf UDP/TCP and iperf3
+#                     (sof_hosts_up 2, needs root): ib_send_lat,
+#                     ib_write_lat, ib_read_lat at VETH_SIZES up to 64 KiB,
+#                     ib_atomic_lat (8 B), ib_send_lat -e; ib_write_bw,
+#                     ib_read_bw, ib_send_bw at VETH_SIZES and 8 MiB
+#                     (--mtu 4096); sockperf UDP/TCP and iperf3
 #                     TCP/UDP, UCX tcp (tag_lat, tag_bw, ucp_put_bw) and
 #                     fi_pingpong tcp, udp, udp;ofi_rxd over the same veth;
 #                     ib_send_lat 2 B and ib_write_bw 1 MiB also through
@@ -355,27 +358,41 @@ ptest() {
 	done
 }
 
-same_host_perftest() {
-	local n op size
-	# the sweeps: the sizes that enter a ratio were taken in the rounds
+# perftest_sweeps WHERE SNS CNS SARGS CARGS TARGET LAT_SIZES BW_SIZES BW_ARGS TAKEN:
+# ib_{send,write,read}_lat at LAT_SIZES and ib_{write,read,send}_bw at
+# BW_SIZES (with BW_ARGS), SWEEP_REPS runs a point, into the plots lat-P
+# and bw-P (P: same or veth); TAKEN lists the points the rounds took
+# already ("send_lat:2 write_bw:1048576 ...")
+perftest_sweeps() {
+	local where=$1 sns=$2 cns=$3 sargs=$4 cargs=$5 target=$6 lsizes=$7 bsizes=$8 bargs=$9 taken=${10}
+	local p=same op size n
+	[ "$where" = veth ] && p=veth
 	for op in send write read; do
-		for size in $LAT_SIZES; do
-			[ "$size" = 2 ] && continue
+		for size in $lsizes; do
+			case " $taken " in *" ${op}_lat:$size "*) continue ;; esac
 			n=$(iters $((256 * MIB)) "$size" 2000 20000)
-			NREPS=$SWEEP_REPS PLOT=lat-same SERIES="softofed ib_${op}_lat" BYTES=$size \
-				ptest "same host" "ib_${op}_lat $(hsize "$size")" 60 "" "" "" "" localhost \
-				"ib_${op}_lat" -s "$size" -n "$n"
+			[ "$where" = veth ] && n=$(iters $((16 * MIB)) "$size" 1000 10000)
+			NREPS=$SWEEP_REPS PLOT=lat-$p SERIES="softofed ib_${op}_lat" BYTES=$size \
+				ptest "$where" "ib_${op}_lat $(hsize "$size")" 60 "$sns" "$cns" "$sargs" "$cargs" \
+				"$target" "ib_${op}_lat" -s "$size" -n "$n"
 		done
 	done
 	for op in write read send; do
-		for size in $BW_SIZES; do
-			[ "$size" = $MIB ] && continue
+		for size in $bsizes; do
+			case " $taken " in *" ${op}_bw:$size "*) continue ;; esac
 			n=$(iters $((2048 * MIB)) "$size" 200 200000)
-			NREPS=$SWEEP_REPS PLOT=bw-same SERIES="softofed ib_${op}_bw" BYTES=$size \
-				ptest "same host" "ib_${op}_bw $(hsize "$size")" 60 "" "" "" "" localhost \
-				"ib_${op}_bw" -s "$size" -n "$n"
+			[ "$where" = veth ] && n=$(iters $((256 * MIB)) "$size" 100 20000)
+			# shellcheck disable=SC2086 # BW_ARGS are words
+			NREPS=$SWEEP_REPS PLOT=bw-$p SERIES="softofed ib_${op}_bw" BYTES=$size \
+				ptest "$where" "ib_${op}_bw $(hsize "$size")" 120 "$sns" "$cns" "$sargs" "$cargs" \
+				"$target" "ib_${op}_bw" -s "$size" $bargs -n "$n"
 		done
 	done
+}
+
+same_host_perftest() {
+	perftest_sweeps "same host" "" "" "" "" localhost "$LAT_SIZES" "$BW_SIZES" "" \
+		"send_lat:2 write_lat:2 read_lat:2 write_bw:$MIB read_bw:$MIB send_bw:$MIB"
 }
 
 # ---------------------------------------------------------------------------
@@ -985,23 +1002,20 @@ phase_hosts() {
 	NREPS=$SWEEP_REPS PLOT="" PENV="env SOFTOFED_ENGINE=daemon" \
 		ptest veth "ib_write_bw 1 MiB, the daemons' engine" 120 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
 		ib_write_bw -s $MIB --mtu 4096 -n "$(iters $((256 * MIB)) $MIB 100 20000)"
-	for size in $VETH_SIZES; do
-		[ "$size" -le 65536 ] && [ "$size" != 2 ] || continue
-		n=$(iters $((16 * MIB)) "$size" 1000 10000)
-		NREPS=$SWEEP_REPS PLOT=lat-veth SERIES="softofed ib_send_lat" BYTES=$size \
-			ptest veth "ib_send_lat $(hsize "$size")" 60 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
-			ib_send_lat -s "$size" -n "$n"
+	# every perftest program between the hosts, as on one host
+	local lsizes="" s
+	for s in $VETH_SIZES; do
+		[ "$s" -le 65536 ] && lsizes="$lsizes $s"
 	done
-	for size in $VETH_SIZES; do
-		[ "$size" = $MIB ] && continue
-		n=$(iters $((256 * MIB)) "$size" 100 20000)
-		NREPS=$SWEEP_REPS PLOT=bw-veth SERIES="softofed ib_write_bw" BYTES=$size \
-			ptest veth "ib_write_bw $(hsize "$size")" 120 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
-			ib_write_bw -s "$size" --mtu 4096 -n "$n"
-	done
+	perftest_sweeps veth "$a" "$b" "-x $ga" "-x $gb" "$ip" "$lsizes" "$VETH_SIZES 8388608" \
+		"--mtu 4096" "send_lat:2 write_bw:$MIB"
+	NREPS=$SWEEP_REPS ptest veth "ib_atomic_lat 8 B" 60 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
+		ib_atomic_lat -n $((10000 / SCALE))
+	NREPS=$SWEEP_REPS ptest veth "ib_send_lat -e 2 B" 60 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
+		ib_send_lat -e -s 2 -n $((5000 / SCALE))
 	NREPS=$SWEEP_REPS ucx_run veth tcp tcp "$a" "$b" "$ip" $((64 * MIB)) \
 		"$(echo "$VETH_SIZES" | sed 's/^2 //; s/ 1048576//')" "$(echo "$VETH_SIZES" | sed 's/ 1048576//')" lat-veth bw-veth
-	local small="" s
+	local small=""
 	for s in $VETH_SIZES; do
 		[ "$s" -le 512 ] && small="$small $s"
 	done

@@ -89,20 +89,28 @@ static struct sofv_cq *take_pending(struct sofv_channel *c)
 	return NULL;
 }
 
-static bool any_pending(struct sofv_channel *c)
+/* Whether a CQ of channel c has an event pending; *engine: whether one
+ * has QPs whose transport runs in this process (engine.c). */
+static bool any_pending(struct sofv_channel *c, bool *engine)
 {
 	bool found = false;
 
+	*engine = false;
 	pthread_mutex_lock(&c->lock);
-	for (struct sofv_cq *cq = c->cqs; cq && !found; cq = cq->ch_next)
+	for (struct sofv_cq *cq = c->cqs; cq && !found; cq = cq->ch_next) {
 		found = atomic_load_explicit(&cq->shm->event_pending, memory_order_acquire) != 0;
+		*engine |= atomic_load_explicit(&cq->eng_qps, memory_order_relaxed) != 0;
+	}
 	pthread_mutex_unlock(&c->lock);
 	return found;
 }
 
 /* Blocks unless the application made the channel non-blocking. Before it
  * sleeps it spins briefly: a cross-core wake-up costs tens of microseconds
- * on a virtual machine, more than a short completion takes to arrive. */
+ * on a virtual machine, more than a short completion takes to arrive.
+ * While it spins it reads the sockets of the QPs whose transport runs in
+ * this process (as a poll does); before it sleeps it hands them to the
+ * engine's progress thread at once (sofv_engine_idle). */
 SOFV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 				 void **cq_context)
 {
@@ -118,9 +126,15 @@ SOFV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq
 	c = to_schan(channel);
 	if (!(fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK)) {
 		uint64_t until = sof_now_ns() + 50000;
+		bool engine, found;
 
-		while (!any_pending(c) && sof_now_ns() < until)
+		while (!(found = any_pending(c, &engine)) && sof_now_ns() < until) {
+			if (engine)
+				sofv_engine_poll();
 			sched_yield();
+		}
+		if (!found && engine)
+			sofv_engine_idle();
 	}
 	n = read(c->ch.fd, &v, sizeof(v));
 	if (n != (ssize_t)sizeof(v))

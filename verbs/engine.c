@@ -21,8 +21,11 @@
  * on the path); and a progress thread sleeps on the sockets and the timer
  * for when nobody polls. While some thread polls, the progress thread
  * leaves the sockets alone (a packet would wake it for nothing), keeps the
- * timers and looks every 0.2 ms whether the polls stopped. One mutex
- * serialises the engine.
+ * timers and looks every 0.2 ms whether the polls stopped, reading what
+ * the polls left (every 20 us for a while when they left some: a program
+ * that waits elsewhere between its polls); a thread that goes to sleep in
+ * ibv_get_cq_event hands the sockets to it at once. One mutex serialises
+ * the engine.
  *
  * What stays with the daemon: UD QPs and multicast, QP1, the QPs of a
  * second context of the process, and those of processes of other users (a
@@ -42,6 +45,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 /* The daemon's objects as the engine sees them (transport/tport.h). */
@@ -66,6 +70,13 @@ struct sofv_eqp {
  * ping-pong a few microseconds. */
 #define POLL_HOLD_NS 200000L
 #define POLL_HOLD_MAX_NS 1600000L
+/* A thread that polls a CQ now and then but waits elsewhere in between
+ * (ib_write_lat spins on the memory that the peer's WRITE fills) leaves
+ * packets unread while it waits: when the progress thread finds some at
+ * the end of a hold, the polls do not read them all, and it looks again
+ * after POLL_STUCK_NS, POLL_STUCK_CHECKS times since it last found some. */
+#define POLL_STUCK_NS 20000L
+#define POLL_STUCK_CHECKS 64
 
 /* Flow sockets (tp_flow_socket): a packet that an RC or UC QP of ours
  * took by way of the slot's socket names its flow, the peer's address and
@@ -459,12 +470,15 @@ static void *progress(void *arg)
 {
 	struct timespec hold = {.tv_nsec = POLL_HOLD_NS};
 	bool armed = true;
+	unsigned stuck = 0;
 
 	(void)arg;
+	/* its holds are short: no 50 us of timer slack on them */
+	(void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 	for (;;) {
 		bool polling = atomic_exchange(&eng.polled, false);
 		struct epoll_event ev[5];
-		uint64_t v;
+		uint64_t v, got;
 		int n;
 
 		if (polling != !armed) {
@@ -473,8 +487,12 @@ static void *progress(void *arg)
 			sockets_arm(armed);
 			pthread_mutex_unlock(&eng.lock);
 			hold.tv_nsec = POLL_HOLD_NS;
+		} else if (polling && stuck) {
+			hold.tv_nsec = POLL_STUCK_NS;
+			stuck--;
 		} else if (polling && hold.tv_nsec < POLL_HOLD_MAX_NS) {
-			hold.tv_nsec *= 2;
+			hold.tv_nsec =
+			    hold.tv_nsec < POLL_HOLD_NS ? POLL_HOLD_NS : hold.tv_nsec * 2;
 		}
 		if (armed) {
 			atomic_store(&eng.sleeping, true);
@@ -485,9 +503,19 @@ static void *progress(void *arg)
 		}
 		n = epoll_pwait2(eng.epfd, ev, 5, armed ? NULL : &hold, NULL);
 		atomic_store_explicit(&eng.sleeping, false, memory_order_relaxed);
-		/* the polls go on and nothing came: leave the lock to them */
-		if (n <= 0 && !armed && atomic_load_explicit(&eng.polled, memory_order_relaxed))
+		/* the polls go on and nothing came: read what they left, if
+		 * the lock is free (a poller holds it while it reads) */
+		if (n <= 0 && !armed && atomic_load_explicit(&eng.polled, memory_order_relaxed)) {
+			if (pthread_mutex_trylock(&eng.lock))
+				continue;
+			got = tp.counters[SOF_CNT_rx_packets];
+			if (eng.ctx)
+				rx(false);
+			if (tp.counters[SOF_CNT_rx_packets] != got)
+				stuck = POLL_STUCK_CHECKS;
+			pthread_mutex_unlock(&eng.lock);
 			continue;
+		}
 		pthread_mutex_lock(&eng.lock);
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.ptr == &eng.stopfd) {
@@ -509,6 +537,17 @@ static void *progress(void *arg)
 		if (armed || !atomic_load_explicit(&eng.polled, memory_order_relaxed))
 			rx(false);
 		pthread_mutex_unlock(&eng.lock);
+	}
+}
+
+SOFV_EXPORT void sofv_engine_idle(void)
+{
+	uint64_t one = 1;
+
+	if (eng.kickfd < 0 || (!atomic_exchange(&eng.polled, false) && atomic_load(&eng.sleeping)))
+		return; /* no engine, or its thread reads the sockets already */
+	if (write(eng.kickfd, &one, sizeof(one)) < 0) {
+		/* the counter is full: it is awake anyway */
 	}
 }
 

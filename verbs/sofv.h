@@ -439,6 +439,9 @@ void sofv_engine_poll(void);
 /* The ACKs a poller holds leave now (before a request to the CM,
  * arming a CQ). No lock held; exported to librdmacm. */
 void sofv_engine_flush(void);
+/* A thread that polled is going to sleep (ibv_get_cq_event): the progress
+ * thread reads the sockets from now on, not after its hold. */
+void sofv_engine_idle(void);
 /* Around taking a region out of ctx's MR table (no packet of the engine
  * is then half-way through it). */
 void sofv_engine_lock(struct sofv_context *ctx);

@@ -1043,7 +1043,7 @@ phase_wire() {
 		return 0
 	fi
 	a=$V_A b=$V_B ip=$V_IP ga=$V_GA gb=$V_GB
-	n=$(iters $((256 * MIB)) $MIB 100 1000)
+	n=$(iters $((1024 * MIB)) $MIB 100 1000)
 	# in rounds, as the ratios: loss-free, then 1 % loss, then back
 	for i in $(seq "$REPS"); do
 		for loss in 0 1; do

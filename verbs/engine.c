@@ -448,6 +448,16 @@ static void rx(bool poller)
 	sof_tp_flush();
 }
 
+/* rx(false) by the progress thread; whether it read any packet. Under the
+ * lock. */
+static bool rx_read_some(void)
+{
+	uint64_t got = tp.counters[SOF_CNT_rx_packets];
+
+	rx(false);
+	return tp.counters[SOF_CNT_rx_packets] != got;
+}
+
 /* Under the lock (a poller may add a flow socket). */
 static void sockets_arm(bool on)
 {
@@ -488,7 +498,7 @@ static void *progress(void *arg)
 	for (;;) {
 		bool polling = atomic_exchange(&eng.polled, false), spin;
 		struct epoll_event ev[5];
-		uint64_t v, got;
+		uint64_t v;
 		int n;
 
 		if (polling != !armed) {
@@ -523,10 +533,7 @@ static void *progress(void *arg)
 		if (n <= 0 && !armed && atomic_load_explicit(&eng.polled, memory_order_relaxed)) {
 			if (pthread_mutex_trylock(&eng.lock))
 				continue;
-			got = tp.counters[SOF_CNT_rx_packets];
-			if (eng.ctx)
-				rx(false);
-			if (tp.counters[SOF_CNT_rx_packets] != got)
+			if (eng.ctx && rx_read_some())
 				stuck = POLL_STUCK_CHECKS;
 			pthread_mutex_unlock(&eng.lock);
 			continue;
@@ -549,17 +556,14 @@ static void *progress(void *arg)
 			if (ev[i].data.ptr == &tp.timer)
 				sof_tp_event(&tp.timer);
 		}
-		if (armed || !atomic_load_explicit(&eng.polled, memory_order_relaxed)) {
-			got = tp.counters[SOF_CNT_rx_packets];
-			rx(false);
-			if (armed && tp.counters[SOF_CNT_rx_packets] != got)
-				spin_until = sof_now_ns() + PROGRESS_SPIN_NS;
-		}
+		if ((armed || !atomic_load_explicit(&eng.polled, memory_order_relaxed)) &&
+		    rx_read_some() && armed)
+			spin_until = sof_now_ns() + PROGRESS_SPIN_NS;
 		pthread_mutex_unlock(&eng.lock);
 	}
 }
 
-SOFV_EXPORT void sofv_engine_idle(void)
+void sofv_engine_idle(void)
 {
 	uint64_t one = 1;
 

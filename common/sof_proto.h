@@ -379,8 +379,8 @@ struct sof_mcast_req {
  * enum roce_drop (transport/roce_wire.h), in the same order. */
 #define SOF_COUNTERS(X)                                                                  \
 	X(rx_packets) X(rx_bytes) X(tx_packets) X(tx_bytes) X(retransmits) X(nak_sent)  \
-	X(nak_rcvd) X(rnr_nak_sent) X(rnr_nak_rcvd) X(seq_err) X(timeouts) X(key_violations) \
-	X(mad_rx) X(mad_tx)
+	X(nak_rcvd) X(rnr_nak_sent) X(rnr_nak_rcvd) X(seq_err) X(timeouts) X(probes)     \
+	X(key_violations) X(mad_rx) X(mad_tx)
 #define SOF_DROPS(X)                                                                     \
 	X(short) X(version) X(opcode) X(payload) X(icrc) X(qpn) X(qp_state) X(qp_type)   \
 	X(pkey) X(qkey) X(src_addr) X(psn) X(mad)

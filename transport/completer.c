@@ -82,7 +82,7 @@ void tp_flush(struct sof_tqp *t)
 	}
 	t->wq_send = t->wq_head;
 	t->rd_out = 0;
-	t->timer_ns = t->rnr_ns = 0;
+	t->timer_ns = t->rnr_ns = t->probe_ns = 0;
 }
 
 void tp_qp_error(struct sof_tqp *t, uint32_t event)
@@ -110,11 +110,7 @@ static void progress_made(struct sof_tqp *t)
 {
 	t->retry_left = t->retry_cnt;
 	t->rnr_left = t->rnr_retry;
-	t->timer_ns = 0;
-	if (t->psn != t->una_psn && t->timeout) {
-		t->timer_ns = sof_now_ns() + sof_ack_timeout_ns(t->timeout);
-		tp_timer_watch(t);
-	}
+	tp_req_arm(t);
 }
 
 /* Every packet up to and including PSN a is acknowledged. Retires the WQEs
@@ -324,7 +320,7 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 			t->rnr_left--;
 		t->rnr_ns = sof_now_ns() + us * 1000;
 		tp_timer_watch(t);
-		t->timer_ns = 0;
+		t->timer_ns = t->probe_ns = 0;
 		return;
 	}
 	case ROCE_AETH_NAK:

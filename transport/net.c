@@ -1044,12 +1044,14 @@ void tp_timer_update(void)
 		struct sof_tqp *t = sof_container_of(l, struct sof_tqp, timer_link);
 
 		lnext = l->next;
-		if (!t->timer_ns && !t->rnr_ns) {
+		if (!t->timer_ns && !t->rnr_ns && !t->probe_ns) {
 			sofd_list_del(&t->timer_link);
 			continue;
 		}
 		if (t->timer_ns && t->timer_ns < next)
 			next = t->timer_ns;
+		if (t->probe_ns && t->probe_ns < next)
+			next = t->probe_ns;
 		if (t->rnr_ns && t->rnr_ns < next)
 			next = t->rnr_ns;
 	}
@@ -1199,7 +1201,7 @@ static void tqp_reset(struct sof_tqp *t)
 	atomic_store_explicit(&t->qp->nsq->done, t->wq_tail, memory_order_release);
 	t->send_off = 0;
 	t->rd_out = 0;
-	t->timer_ns = t->rnr_ns = 0;
+	t->timer_ns = t->rnr_ns = t->probe_ns = 0;
 	t->nak_sent = t->ack_pending = false;
 	t->msn = 0;
 	tp_resp_ooo_clear(t);

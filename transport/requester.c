@@ -287,14 +287,27 @@ static void send_ud(struct sof_tqp *t, struct tp_swqe *w)
 		tp_qp_error(t, 0);
 }
 
-static void arm_timer(struct sof_tqp *t)
-{
-	uint64_t to = sof_ack_timeout_ns(t->timeout);
+/* The early go-back comes this long after the last progress: 16 of the
+ * least round trips seen, at least PROBE_MIN_NS, and only when that is
+ * under a quarter of the transport timeout. */
+#define PROBE_RTTS 16
+#define PROBE_MIN_NS 500000u
 
-	if (t->qp->type == IBV_QPT_RC && to && t->psn != t->una_psn) {
-		t->timer_ns = sof_now_ns() + to;
-		tp_timer_watch(t);
+void tp_req_arm(struct sof_tqp *t)
+{
+	uint64_t to = sof_ack_timeout_ns(t->timeout), now, p;
+
+	t->timer_ns = t->probe_ns = 0;
+	if (t->qp->type != IBV_QPT_RC || !to || t->psn == t->una_psn)
+		return;
+	now = sof_now_ns();
+	t->timer_ns = now + to;
+	if (t->mrtt_ns) {
+		p = t->mrtt_ns * PROBE_RTTS > PROBE_MIN_NS ? t->mrtt_ns * PROBE_RTTS : PROBE_MIN_NS;
+		if (p < to / 4)
+			t->probe_ns = now + p;
 	}
+	tp_timer_watch(t);
 }
 
 void tp_req_progress(struct sof_tqp *t)
@@ -428,7 +441,7 @@ void tp_req_progress(struct sof_tqp *t)
 		return;
 	}
 	if (was_idle || !t->timer_ns)
-		arm_timer(t);
+		tp_req_arm(t);
 	tp_trace(
 	    "qp %06x sent: una %06x psn %06x cwnd %u rd_out %u head %u send %u tail %u timer %d",
 	    qp->qpn, t->una_psn, t->psn, t->cwnd, t->rd_out, t->wq_head, t->wq_send, t->wq_tail,
@@ -485,7 +498,7 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 		tp_req_progress(t);
 	}
 	if (t->timer_ns && now >= t->timer_ns) {
-		t->timer_ns = 0;
+		t->timer_ns = t->probe_ns = 0;
 		if (t->state != IBV_QPS_RTS)
 			return;
 		if (t->psn == t->una_psn) { /* nothing in flight: just send */
@@ -508,7 +521,28 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 		tp_count(SOF_CNT_retransmits, 1);
 		tp_req_rewind(t, t->una_psn);
 		tp_req_progress(t);
-		arm_timer(t);
+		tp_req_arm(t);
+	} else if (t->probe_ns && now >= t->probe_ns) {
+		uint64_t deadline = t->timer_ns;
+
+		/* Nothing acknowledged for many round trips: the last packets
+		 * of a burst, or the resend a NAK asked for, were lost, and
+		 * no later packet will make the responder NAK. Go back to
+		 * the oldest unacknowledged PSN as a sequence-error NAK would
+		 * have it (IBA 9.7.5.2.1), once: it spends no retry and does
+		 * not move the transport timer, so a dead peer still exhausts
+		 * retry_cnt at the same time (IBA 9.7.6.1.3). */
+		t->probe_ns = 0;
+		if (t->state != IBV_QPS_RTS || t->rnr_ns || t->psn == t->una_psn)
+			return;
+		tp_count(SOF_CNT_probes, 1);
+		tp_req_loss(t, false);
+		tp_count(SOF_CNT_retransmits, 1);
+		tp_req_rewind(t, t->una_psn);
+		tp_req_progress(t);
+		if (t->timer_ns)
+			t->timer_ns = deadline;
+		t->probe_ns = 0;
 	}
 }
 

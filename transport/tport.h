@@ -140,6 +140,7 @@ struct sof_tqp {
 	uint8_t retry_left, rnr_left;
 	uint64_t timer_ns; /* retransmission deadline, 0: not armed */
 	uint64_t rnr_ns;   /* RNR wait: no sending before this, 0: none */
+	uint64_t probe_ns; /* early go-back when no ACK came by then, 0: none */
 	uint32_t una_psn;  /* oldest PSN not acknowledged */
 	uint32_t max_psn;  /* the PSN after the highest ever sent */
 	/* Congestion window (packets in flight), AIMD as TCP's: go-back-N
@@ -286,7 +287,7 @@ void tp_tx_flush(void);
 uint16_t tp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn);
 /* Arm the timerfd for the earliest deadline of tp.timers. */
 void tp_timer_update(void);
-/* t set timer_ns or rnr_ns: the timer handler must look at it. */
+/* t set timer_ns, probe_ns or rnr_ns: the timer handler must look at it. */
 void tp_timer_watch(struct sof_tqp *t);
 /* A coalesced ACK of t is due at the end of this receive batch. */
 void tp_ack_due(struct sof_tqp *t);
@@ -335,6 +336,9 @@ void tp_req_progress(struct sof_tqp *t);
 void tp_req_rewind(struct sof_tqp *t, uint32_t psn);
 /* The retransmission and RNR timers of t; now is sof_now_ns(). */
 void tp_req_timer(struct sof_tqp *t, uint64_t now);
+/* (Re)start the transport timer and the early go-back of t from now, when
+ * an RC QP has packets unacknowledged; stop both otherwise. */
+void tp_req_arm(struct sof_tqp *t);
 /* Packets were lost (a sequence-error NAK, timeout: a timer expiry):
  * the congestion window shrinks, once per window of data. */
 void tp_req_loss(struct sof_tqp *t, bool timeout);

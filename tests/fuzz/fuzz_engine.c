@@ -889,6 +889,9 @@ static void cmd_tick(void)
 
 		if (!t)
 			continue;
+		/* an early go-back first, when one is due before the timeout */
+		if (t->probe_ns && (!t->timer_ns || t->probe_ns < t->timer_ns))
+			tp_req_timer(t, t->probe_ns);
 		now = t->timer_ns > t->rnr_ns ? t->timer_ns : t->rnr_ns;
 		if (now)
 			tp_req_timer(t, now);

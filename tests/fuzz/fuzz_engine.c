@@ -889,9 +889,15 @@ static void cmd_tick(void)
 
 		if (!t)
 			continue;
-		/* an early go-back first, when one is due before the timeout */
-		if (t->probe_ns && (!t->timer_ns || t->probe_ns < t->timer_ns))
+		/* an early go-back first, when one is due before the timeout;
+		 * it must leave the transport timer where it was */
+		if (t->probe_ns && (!t->timer_ns || t->probe_ns < t->timer_ns)) {
+			uint64_t deadline = t->timer_ns;
+
 			tp_req_timer(t, t->probe_ns);
+			if (t->timer_ns && t->timer_ns != deadline)
+				FAIL("QP %d: the early go-back moved the timer", i);
+		}
 		now = t->timer_ns > t->rnr_ns ? t->timer_ns : t->rnr_ns;
 		if (now)
 			tp_req_timer(t, now);
@@ -1298,14 +1304,22 @@ struct expect {
 	int qp;		     /* which, -1: none */
 };
 
-static void seed_write(const char *dir, const char *name, const struct out *o, struct expect e)
+/* probe: an early go-back must come, and one timeout only */
+static void seed_write(const char *dir, const char *name, const struct out *o, struct expect e,
+		       bool probe)
 {
-	uint64_t before[SOF_DROP_NR];
+	uint64_t before[SOF_DROP_NR], probes = sofd.counters[SOF_CNT_probes];
+	uint64_t timeouts = sofd.counters[SOF_CNT_timeouts];
 	char path[512];
 	FILE *f;
 
 	memcpy(before, sofd.drops, sizeof(before));
 	LLVMFuzzerTestOneInput(o->b, o->n);
+	if (probe && (sofd.counters[SOF_CNT_probes] == probes ||
+		      sofd.counters[SOF_CNT_timeouts] != timeouts + 1))
+		FAIL("seed %s: %llu early go-backs, %llu timeouts", name,
+		     (unsigned long long)(sofd.counters[SOF_CNT_probes] - probes),
+		     (unsigned long long)(sofd.counters[SOF_CNT_timeouts] - timeouts));
 	for (int d = 0; d < SOF_DROP_NR; d++) {
 		bool grew = sofd.drops[d] != before[d];
 
@@ -1328,7 +1342,8 @@ static void seed_write(const char *dir, const char *name, const struct out *o, s
 
 #define RECV2 (2 | S_CQ)
 #define ALL (3 | S_SEND_RC | S_SEND_RCS | S_SEND_UX | S_CQ)
-#define SEED(name, ...) seed_write(dir, name, &o, (struct expect){__VA_ARGS__})
+#define SEED(name, ...) seed_write(dir, name, &o, (struct expect){__VA_ARGS__}, false)
+#define SEED_PROBE(name, ...) seed_write(dir, name, &o, (struct expect){__VA_ARGS__}, true)
 #define BEGIN(how) (o.n = 0, put8(&o, how))
 
 static void write_seeds(const char *dir)
@@ -1528,6 +1543,28 @@ static void write_seeds(const char *dir)
 	seed_pkt(&o, Q_RC, STD, &h, 0);
 	put8(&o, C_TICK);
 	SEED("rc_nak_sequence", -1, 0, 1, false, Q_RC);
+
+	/* a WRITE's ACK times a round trip; the next WRITE's ACK never
+	 * comes: the early go-back resends it before the one timeout */
+	BEGIN(RECV2);
+	for (int i = 0; i < 2; i++) {
+		put8(&o, C_SEND);
+		put8(&o, Q_RC);
+		put8(&o, 2); /* RDMA WRITE */
+		put8(&o, 1); /* signaled */
+		put8(&o, 1); /* one SGE */
+		put8(&o, M_RW);
+		put16(&o, 0);
+		put16(&o, 100);
+		for (int j = 0; j < 11; j++)
+			put8(&o, 0);
+		if (i)
+			break;
+		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 0);
+	}
+	put8(&o, C_TICK);
+	SEED_PROBE("rc_early_go_back", -1, 0, 1, false, Q_RC);
 
 	BEGIN(ALL);
 	hdr(&h, ROCE_SVC_RC | ROCE_ACK, 1);

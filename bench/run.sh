@@ -240,6 +240,7 @@ cmdline() {
 			continue
 		fi
 		a=${a//$SOF_ROOT\//}
+		case $a in *[\;\ \&\|]*) a="'$a'" ;; esac # a shell word again
 		if [ $side = s ]; then s="$s $a"; else c="$c $a"; fi
 	done
 	echo "taskset -c $CPU_A${s} & taskset -c $CPU_B${c}"
@@ -269,6 +270,13 @@ build_helpers() {
 				-o "$BIN/$f" "$BENCH_DIR/$f.c" || return 1
 		fi
 	done
+	# fi_stream links Debian's libfabric (libfabric-dev); without it the
+	# libfabric streams are reported not measured
+	if [ ! -x "$BIN/fi_stream" ] || [ "$BENCH_DIR/fi_stream.c" -nt "$BIN/fi_stream" ]; then
+		cc -O2 -g -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+			-o "$BIN/fi_stream" "$BENCH_DIR/fi_stream.c" -lfabric ||
+			rm -f "$BIN/fi_stream"
+	fi
 	# qp_scale links softofed's libibverbs (and runs through softofed run)
 	if [ ! -x "$BIN/qp_scale" ] || [ "$BENCH_DIR/qp_scale.c" -nt "$BIN/qp_scale" ] ||
 		[ "$SOF_BUILD_DIR/lib/libibverbs.so" -nt "$BIN/qp_scale" ]; then
@@ -449,7 +457,10 @@ r_same_rate() {
 	ptest "same host" "ib_write_bw -q 1 64 B" 60 "" "" "" "" localhost ib_write_bw -q 1 -s 64 \
 		-n $((2000000 / SCALE))
 }
-r_same_fi_shm() { fi_run "same host" shm rdm "" "" 127.0.0.1 "" "2 $MIB" $((256 * MIB)) 20000 lat-same bw-same; }
+r_same_fi_shm() {
+	fi_run "same host" shm rdm "" "" 127.0.0.1 "" "2 $MIB" $((256 * MIB)) 20000 lat-same bw-same
+	fi_stream_run "same host" shm "" "" 127.0.0.1 "" "$MIB" $((1024 * MIB)) bw-same
+}
 r_same_ucx() { ucx_same_host ratio; }
 r_same_kernel() {
 	sockperf_pp "loopback" "" "" 127.0.0.1
@@ -657,6 +668,40 @@ fi_run() {
 			PLOT=$bplot SERIES="libfabric fi_pingpong $tag" BYTES=$size \
 				rec "$blabel" "MiB/s (ping-pong)" "$mb" "$(cmdline "${s[@]}" :: "${c[@]}")"
 		done
+	done
+}
+
+# fi_stream_run WHERE PROV SRV_NS CLI_NS ADDR DOM SIZE BUDGET PLOT: a stream
+# of SIZE messages, 16 in flight (bench/fi_stream.c: libfabric-bin has no
+# streaming program); MiB/s timed by the client to the server's last word
+fi_stream_run() {
+	local where=$1 prov=$2 sns=$3 cns=$4 addr=$5 dom=$6 size=$7 budget=$8 plot=$9
+	local tag=$prov label n i s c v d=()
+	[ "$prov" = udp ] && tag="udp;ofi_rxd"
+	label="libfabric $where: fi_stream $(hsize "$size") ($tag)"
+	wanted "$label" || return 0
+	[ -x "$BIN/fi_stream" ] || {
+		fail "$label" "bench/fi_stream was not built (Debian: libfabric-dev)"
+		return 0
+	}
+	[ -n "$dom" ] && d=(-d "$dom")
+	n=$(iters "$budget" "$size" 20 20000)
+	for i in $(reps); do
+		next_port
+		log "$label run $i"
+		s=("$BIN/fi_stream" -p "$tag" "${d[@]}" -B "$PORT" -S "$size" -I "$n")
+		c=("$BIN/fi_stream" -p "$tag" "${d[@]}" -P "$PORT" -S "$size" -I "$n" "$addr")
+		if ! pair fabric 120 "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
+			fail "$label" "run $i failed: $(tail -n 3 "$CLI_OUT" "$SRV_OUT" | tr '\n' ' ')"
+			break
+		fi
+		v=$(awk '$1 == "fi_stream:" && $10 == "MiB/s" { print $11 }' "$CLI_OUT")
+		[ -n "$v" ] || {
+			fail "$label" "no result line: $(tail -n 2 "$CLI_OUT" | tr '\n' ' ')"
+			break
+		}
+		PLOT=$plot SERIES="libfabric fi_stream $tag" BYTES=$size \
+			rec "$label" "MiB/s" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
 	done
 }
 
@@ -938,6 +983,7 @@ hosts_wanted() {
 		"softofed wire: ib_write_bw 1 MiB (loss 1%)" "kernel veth: udp ping-pong 14 B (busy-polled)" \
 		"kernel veth: tcp stream (iperf3)" "UCX veth: ucx_perftest tag_lat 2 B (tcp)" \
 		"libfabric veth: fi_pingpong 2 B (tcp)" "libfabric veth: fi_pingpong bw 1 MiB (udp;ofi_rxd)" \
+		"libfabric veth: fi_stream 1 MiB (udp;ofi_rxd)" \
 		"profile: veth ib_send_lat 2 B"; do
 		wanted "$l" && return 0
 	done
@@ -976,7 +1022,10 @@ r_veth_kernel() {
 	iperf "veth" "$V_A" "$V_B" "$V_IP" bw-veth
 }
 r_veth_ucx() { ucx_run veth tcp tcp "$V_A" "$V_B" "$V_IP" $((64 * MIB)) "2" "$MIB" lat-veth bw-veth; }
-r_veth_fi_rxd() { fi_run veth udp rdm "$V_A" "$V_B" "$V_IP" veth0 "$MIB" $((16 * MIB)) 3000 lat-veth bw-veth; }
+r_veth_fi_rxd() {
+	fi_run veth udp rdm "$V_A" "$V_B" "$V_IP" veth0 "$MIB" $((16 * MIB)) 3000 lat-veth bw-veth
+	fi_stream_run veth udp "$V_A" "$V_B" "$V_IP" veth0 "$MIB" $((64 * MIB)) bw-veth
+}
 
 phase_hosts() {
 	local a b ip ga gb size n

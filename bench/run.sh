@@ -1085,7 +1085,7 @@ phase_hosts() {
 # phase_wire: ib_write_bw 1 MiB through netwire, loss-free and at 1 % loss
 # of what host b (the client: it sends the data) sends
 phase_wire() {
-	local a b ip ga gb n loss i
+	local a b ip ga gb n loss i before sum="" lossy=0
 	wanted "softofed wire: " || return 0
 	if ! hosts_up wire; then
 		fail "softofed wire: ib_write_bw 1 MiB" "sof_hosts_up 2 wire failed: $HOSTS_ERR"
@@ -1106,12 +1106,27 @@ phase_wire() {
 				break 2
 			fi
 			local what="no loss"
-			[ "$loss" = 1 ] && what="loss 1%"
+			[ "$loss" = 1 ] && what="loss 1%" && lossy=$((lossy + 1)) && before=$(sof_counters b)
 			NREPS=1 ptest wire "ib_write_bw 1 MiB ($what)" 180 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
 				ib_write_bw -s $MIB --mtu 4096 -n "$n"
+			[ "$loss" = 1 ] && sum=$(printf '%s\n%s\n' "$sum" "$(sof_counters b |
+				awk 'NR == FNR { b[$1] = $2; next } { print $1, $2 - b[$1] }' <(echo "$before") -)")
 		done
 	done
 	note "wire" "hosts a and b joined through tests/progs/netwire (sof_hosts_up 2 wire); loss: sof_netem b loss 1% (${SOF_NETEM_HOW:-?}): 1 % of the frames host b sends are dropped"
+	# what host b's requesters did about the loss (its engines count into
+	# the daemon's counters: softofed status)
+	[ "$lossy" -gt 0 ] && note "wire" "$(echo "$sum" | awk -v r="$lossy" -v n="$n" '
+		{ t[$1] += $2 }
+		END {
+			printf "host b'"'"'s counters over the %d runs at 1 %% loss (%d x 1 MiB each; softofed status): ", r, n
+			printf "%d packets sent (about %.1f %% of them resends), %d go-backs; ", \
+				t["counters.tx_packets"], t["counters.tx_packets"] ? \
+				100 * (t["counters.tx_packets"] - r * n * 256) / t["counters.tx_packets"] : 0, \
+				t["counters.retransmits"]
+			printf "%d NAKs received, %d early go-backs, %d local ACK timeouts", \
+				t["counters.nak_rcvd"], t["counters.probes"], t["counters.timeouts"]
+		}')"
 	sof_hosts_down
 }
 

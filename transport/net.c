@@ -1261,7 +1261,7 @@ int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bo
 		t->cwnd = t->ssthresh = TP_WINDOW;
 		t->cwnd_acc = 0;
 		t->in_recovery = false;
-		t->rtt_ns = t->srtt_ns = t->mrtt_ns = 0;
+		t->rtt_ns = t->srtt_ns = t->mrtt_ns = t->loss_ns = 0;
 	}
 	if (m & (IBV_QP_RETRY_CNT | IBV_QP_STATE))
 		t->retry_left = t->retry_cnt;

@@ -288,10 +288,16 @@ static void send_ud(struct sof_tqp *t, struct tp_swqe *w)
 }
 
 /* The early go-back comes this long after the last progress: 16 of the
- * least round trips seen, at least PROBE_MIN_NS, and only when that is
- * under a quarter of the transport timeout. */
+ * least or 4 of the smoothed round trips, at least PROBE_MIN_NS, and only
+ * when that is under a quarter of the transport timeout. It is armed only
+ * within PROBE_AFTER_LOSS_NS of a loss: on this kind of machine an ACK can
+ * be late by a scheduler's time slice (a peer's thread that must run to
+ * answer shares its CPU with a busy-polling one), and on a link that loses
+ * nothing a go-back then only resends what arrives anyway. */
 #define PROBE_RTTS 16
+#define PROBE_SRTTS 4
 #define PROBE_MIN_NS 500000u
+#define PROBE_AFTER_LOSS_NS 1000000000u
 
 void tp_req_arm(struct sof_tqp *t)
 {
@@ -302,8 +308,10 @@ void tp_req_arm(struct sof_tqp *t)
 		return;
 	now = sof_now_ns();
 	t->timer_ns = now + to;
-	if (t->mrtt_ns) {
+	if (t->mrtt_ns && t->loss_ns && now - t->loss_ns < PROBE_AFTER_LOSS_NS) {
 		p = t->mrtt_ns * PROBE_RTTS > PROBE_MIN_NS ? t->mrtt_ns * PROBE_RTTS : PROBE_MIN_NS;
+		if (p < t->srtt_ns * PROBE_SRTTS)
+			p = t->srtt_ns * PROBE_SRTTS;
 		if (p < to / 4)
 			t->probe_ns = now + p;
 	}
@@ -531,12 +539,13 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 		 * the oldest unacknowledged PSN as a sequence-error NAK would
 		 * have it (IBA 9.7.5.2.1), once: it spends no retry and does
 		 * not move the transport timer, so a dead peer still exhausts
-		 * retry_cnt at the same time (IBA 9.7.6.1.3). */
+		 * retry_cnt at the same time (IBA 9.7.6.1.3). The window
+		 * stays: a late ACK is likelier here than a lost one, and a
+		 * loss the resend reveals draws a NAK that shrinks it. */
 		t->probe_ns = 0;
 		if (t->state != IBV_QPS_RTS || t->rnr_ns || t->psn == t->una_psn)
 			return;
 		tp_count(SOF_CNT_probes, 1);
-		tp_req_loss(t, false);
 		tp_count(SOF_CNT_retransmits, 1);
 		tp_req_rewind(t, t->una_psn);
 		tp_req_progress(t);
@@ -548,6 +557,7 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 
 void tp_req_loss(struct sof_tqp *t, bool timeout)
 {
+	t->loss_ns = sof_now_ns();
 	if (t->in_recovery && roce_psn_diff(t->una_psn, t->recover_psn) < 0)
 		return;
 	t->ssthresh = t->cwnd / 2 > TP_MIN_CWND ? t->cwnd / 2 : TP_MIN_CWND;

@@ -149,6 +149,7 @@ struct sof_tqp {
 	uint32_t cwnd, ssthresh, cwnd_acc;
 	uint32_t recover_psn; /* losses before una passes it are one event */
 	bool in_recovery;
+	uint64_t loss_ns; /* the last loss seen (tp_req_loss), 0: none yet */
 	uint32_t nak_psn, nak_una; /* the last sequence-error NAK acted on */
 	uint64_t nak_ns;
 	/* round-trip time: one packet sent for the first time is timed to

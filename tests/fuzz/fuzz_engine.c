@@ -1304,21 +1304,22 @@ struct expect {
 	int qp;		     /* which, -1: none */
 };
 
-/* probe: an early go-back must come, and one timeout only */
+/* probes >= 0: exactly that many early go-backs must come, and one
+ * timeout only */
 static void seed_write(const char *dir, const char *name, const struct out *o, struct expect e,
-		       bool probe)
+		       int probes)
 {
-	uint64_t before[SOF_DROP_NR], probes = sofd.counters[SOF_CNT_probes];
+	uint64_t before[SOF_DROP_NR], p0 = sofd.counters[SOF_CNT_probes];
 	uint64_t timeouts = sofd.counters[SOF_CNT_timeouts];
 	char path[512];
 	FILE *f;
 
 	memcpy(before, sofd.drops, sizeof(before));
 	LLVMFuzzerTestOneInput(o->b, o->n);
-	if (probe && (sofd.counters[SOF_CNT_probes] == probes ||
-		      sofd.counters[SOF_CNT_timeouts] != timeouts + 1))
+	if (probes >= 0 && (sofd.counters[SOF_CNT_probes] - p0 != (uint64_t)probes ||
+			    sofd.counters[SOF_CNT_timeouts] != timeouts + 1))
 		FAIL("seed %s: %llu early go-backs, %llu timeouts", name,
-		     (unsigned long long)(sofd.counters[SOF_CNT_probes] - probes),
+		     (unsigned long long)(sofd.counters[SOF_CNT_probes] - p0),
 		     (unsigned long long)(sofd.counters[SOF_CNT_timeouts] - timeouts));
 	for (int d = 0; d < SOF_DROP_NR; d++) {
 		bool grew = sofd.drops[d] != before[d];
@@ -1342,8 +1343,9 @@ static void seed_write(const char *dir, const char *name, const struct out *o, s
 
 #define RECV2 (2 | S_CQ)
 #define ALL (3 | S_SEND_RC | S_SEND_RCS | S_SEND_UX | S_CQ)
-#define SEED(name, ...) seed_write(dir, name, &o, (struct expect){__VA_ARGS__}, false)
-#define SEED_PROBE(name, ...) seed_write(dir, name, &o, (struct expect){__VA_ARGS__}, true)
+#define SEED(name, ...) seed_write(dir, name, &o, (struct expect){__VA_ARGS__}, -1)
+/* SEED_PROBES(name, n, ...): and n early go-backs before one timeout */
+#define SEED_PROBES(name, n, ...) seed_write(dir, name, &o, (struct expect){__VA_ARGS__}, n)
 #define BEGIN(how) (o.n = 0, put8(&o, how))
 
 static void write_seeds(const char *dir)
@@ -1544,27 +1546,39 @@ static void write_seeds(const char *dir)
 	put8(&o, C_TICK);
 	SEED("rc_nak_sequence", -1, 0, 1, false, Q_RC);
 
-	/* a WRITE's ACK times a round trip; the next WRITE's ACK never
-	 * comes: the early go-back resends it before the one timeout */
-	BEGIN(RECV2);
-	for (int i = 0; i < 2; i++) {
-		put8(&o, C_SEND);
-		put8(&o, Q_RC);
-		put8(&o, 2); /* RDMA WRITE */
-		put8(&o, 1); /* signaled */
-		put8(&o, 1); /* one SGE */
-		put8(&o, M_RW);
-		put16(&o, 0);
-		put16(&o, 100);
-		for (int j = 0; j < 11; j++)
-			put8(&o, 0);
-		if (i)
-			break;
-		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 0);
+	/* A WRITE's ACK times a round trip; the next WRITE's ACK never
+	 * comes. With no loss seen, nothing goes back before the timeout;
+	 * after a sequence-error NAK (a loss), the early go-back resends
+	 * before the one timeout. */
+	for (int lossy = 0; lossy < 2; lossy++) {
+		BEGIN(RECV2);
+		for (int i = 0; i < 2; i++) {
+			put8(&o, C_SEND);
+			put8(&o, Q_RC);
+			put8(&o, 2); /* RDMA WRITE */
+			put8(&o, 1); /* signaled */
+			put8(&o, 1); /* one SGE */
+			put8(&o, M_RW);
+			put16(&o, 0);
+			put16(&o, 100);
+			for (int j = 0; j < 11; j++)
+				put8(&o, 0);
+			if (i)
+				break;
+			hdr(&h, ROCE_SVC_RC | ROCE_ACK, 0);
+			seed_pkt(&o, Q_RC, STD, &h, 0);
+		}
+		if (lossy) { /* (response PSNs count from the oldest unacknowledged) */
+			hdr(&h, ROCE_SVC_RC | ROCE_ACK, 0);
+			h.syndrome = ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ_ERR;
+			seed_pkt(&o, Q_RC, STD, &h, 0);
+		}
+		put8(&o, C_TICK);
+		if (lossy)
+			SEED_PROBES("rc_early_go_back", 1, -1, 0, 1, false, Q_RC);
+		else
+			SEED_PROBES("rc_no_early_go_back_without_loss", 0, -1, 0, 1, false, Q_RC);
 	}
-	put8(&o, C_TICK);
-	SEED_PROBE("rc_early_go_back", -1, 0, 1, false, Q_RC);
 
 	BEGIN(ALL);
 	hdr(&h, ROCE_SVC_RC | ROCE_ACK, 1);

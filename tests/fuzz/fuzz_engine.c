@@ -1296,6 +1296,21 @@ static void hdr(struct roce_hdr *h, uint8_t opcode, int32_t psn)
 	h->ackreq = true;
 }
 
+/* The command posting one signaled RDMA WRITE of 100 bytes on the RC QP. */
+static void seed_write_wr(struct out *o)
+{
+	put8(o, C_SEND);
+	put8(o, Q_RC);
+	put8(o, 2); /* RDMA WRITE */
+	put8(o, 1); /* signaled */
+	put8(o, 1); /* one SGE */
+	put8(o, M_RW);
+	put16(o, 0);
+	put16(o, 100);
+	for (int i = 0; i < 11; i++)
+		put8(o, 0);
+}
+
 /* Expectations a seed is checked against. */
 struct expect {
 	int drop;	     /* SOF_DROP_* that must grow, -1: none may, -2: any */
@@ -1553,16 +1568,7 @@ static void write_seeds(const char *dir)
 	for (int lossy = 0; lossy < 2; lossy++) {
 		BEGIN(RECV2);
 		for (int i = 0; i < 2; i++) {
-			put8(&o, C_SEND);
-			put8(&o, Q_RC);
-			put8(&o, 2); /* RDMA WRITE */
-			put8(&o, 1); /* signaled */
-			put8(&o, 1); /* one SGE */
-			put8(&o, M_RW);
-			put16(&o, 0);
-			put16(&o, 100);
-			for (int j = 0; j < 11; j++)
-				put8(&o, 0);
+			seed_write_wr(&o);
 			if (i)
 				break;
 			hdr(&h, ROCE_SVC_RC | ROCE_ACK, 0);
@@ -1613,16 +1619,7 @@ static void write_seeds(const char *dir)
 	 * WQE: there is nothing to complete (it once completed one past the
 	 * tail, and the flush went round the 32-bit index space) */
 	BEGIN(RECV2);
-	put8(&o, C_SEND);
-	put8(&o, Q_RC);
-	put8(&o, 2); /* RDMA WRITE */
-	put8(&o, 1); /* signaled */
-	put8(&o, 1); /* one SGE */
-	put8(&o, M_RW);
-	put16(&o, 0);
-	put16(&o, 100);
-	for (int i = 0; i < 11; i++)
-		put8(&o, 0);
+	seed_write_wr(&o);
 	for (int i = 0; i < 8; i++)
 		put8(&o, C_TICK);
 	put8(&o, C_MODIFY);

@@ -530,6 +530,23 @@ def main():
         for l in note.get("wire", []):
             p("- %s" % l)
         p("")
+        sweep = ["no loss", "loss 0.1%", "loss 1%", "loss 5%", "loss 1% both ways"]
+        ours = [g("softofed wire: ib_write_bw 1 MiB (sweep, %s)" % l) for l in sweep]
+        tcp = [g("kernel wire (%s): tcp stream (iperf3)" % l) for l in sweep]
+        if any(v is not None for v in ours + tcp):
+            p("Beside the target, one run each of `ib_write_bw` (256 MiB) and of one kernel TCP "
+              "stream (`iperf3`, commands below) through the same cable, at other losses of host "
+              "b's frames and at 1 % each way (then a's ACKs are lost too); each also as a share "
+              "of its own loss-free figure:")
+            p("")
+            p("| link | softofed MiB/s | share | kernel TCP MiB/s | share |")
+            p("|---|---|---|---|---|")
+
+            def share(v, v0):
+                return "%.2f" % (v / v0) if v is not None and v0 else "—"
+            for l, o, t in zip(sweep, ours, tcp):
+                p("| %s | %s | %s | %s | %s |" % (l, fmt(o), share(o, ours[0]), fmt(t), share(t, tcp[0])))
+            p("")
 
     # ------------------------------------------------------------ profiles
     if prof:

@@ -503,8 +503,8 @@ sockperf_pp() {
 # iperf WHERE SRV_NS CLI_NS ADDR PLOT: one TCP stream; UDP unpaced (-b 0);
 # the TCP stream goes into PLOT at iperf3's write size (128 KiB)
 iperf() {
-	local where=$1 sns=$2 cns=$3 addr=$4 plot=$5 proto i v label s c
-	for proto in tcp udp; do
+	local where=$1 sns=$2 cns=$3 addr=$4 plot=$5 protos=${6:-tcp udp} proto i v label s c
+	for proto in $protos; do
 		label="kernel $where: $proto stream (iperf3)"
 		[ "$proto" = udp ] && label="kernel $where: udp stream 8 KiB datagrams (iperf3 -u -b 0)"
 		wanted "$label" || continue
@@ -1114,6 +1114,35 @@ phase_wire() {
 		done
 	done
 	note "wire" "hosts a and b joined through tests/progs/netwire (sof_hosts_up 2 wire); loss: sof_netem b loss 1% (${SOF_NETEM_HOW:-?}): 1 % of the frames host b sends are dropped"
+	# beside the target, one run each: softofed and one kernel TCP stream
+	# through the same cable at other losses of b's frames, and both ways
+	local m pct label ok
+	m=$(iters $((256 * MIB)) $MIB 20 256)
+	for pct in 0 0.1 1 5 both; do
+		sof_netem_clear a >/dev/null 2>&1
+		sof_netem_clear b >/dev/null 2>&1
+		case $pct in
+		0) label="no loss" ok=0 ;;
+		both)
+			label="loss 1% both ways"
+			sof_netem a loss 1% >/dev/null 2>&1 && sof_netem b loss 1% >/dev/null 2>&1
+			ok=$?
+			;;
+		*)
+			label="loss $pct%"
+			sof_netem b loss "$pct%" >/dev/null 2>&1
+			ok=$?
+			;;
+		esac
+		if [ "$ok" -ne 0 ]; then
+			fail "softofed wire: ib_write_bw 1 MiB (sweep, $label)" "sof_netem failed"
+			continue
+		fi
+		NREPS=1 ptest wire "ib_write_bw 1 MiB (sweep, $label)" 120 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
+			ib_write_bw -s $MIB --mtu 4096 -n "$m"
+		NREPS=1 iperf "wire ($label)" "$a" "$b" "$ip" "" tcp
+	done
+	sof_netem_clear a >/dev/null 2>&1
 	# what host b's requesters did about the loss (its engines count into
 	# the daemon's counters: softofed status)
 	[ "$lossy" -gt 0 ] && note "wire" "$(echo "$sum" | awk -v r="$lossy" -v n="$n" '

@@ -404,7 +404,7 @@ struct sof_tp_counters {
 
 /* NET_FLOW: the caller (a process with a steering slot) would receive
  * the datagrams of some flows from peer (an address and a UDP source port
- * of it) on sockets connected to them (verbs/engine.c, "flow sockets").
+ * of it) on sockets connected to them (verbs/tp_host.c, "flow sockets").
  * Such a socket takes every datagram of its flow, so the daemon answers 0
  * only while no other process's QP, nor one that the daemon runs, is
  * connected (RTR and on) to peer; it then remembers the claim, and when

@@ -326,6 +326,7 @@ static int op_create_cq(struct sofd_req *rq, struct sofd_rep *rp)
 		cq->evfd = rq->fds[1];
 		rq->fds[1] = -1;
 	}
+	cq->tcq = (struct tp_cq){.shm = cq->shm, .evfd = cq->evfd};
 	sofd_list_add(&rq->c->cqs, &cq->link);
 	sofd.n.cqs++;
 	rq->c->n.cqs++;
@@ -420,6 +421,7 @@ static int op_create_srq(struct sofd_req *rq, struct sofd_rep *rp)
 	srq->pd = pd;
 	srq->size = req->size;
 	srq->max_sge = req->max_sge;
+	srq->tsrq = (struct tp_srq){.shm = srq->shm, .size = srq->size, .max_sge = srq->max_sge};
 	srq->memfd = rq->fds[0];
 	rq->fds[0] = -1;
 	pd->users++;
@@ -592,6 +594,7 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	qp->sq_max_sge = req->sq_max_sge;
 	qp->sq_max_inline = req->sq_max_inline;
 	qp->sq_stride = sq_stride;
+	sof_tp_qp_init(qp);
 	pd->users++;
 	scq->users++;
 	rcq->users++;
@@ -667,7 +670,7 @@ static int op_destroy_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	if (!qp)
 		return -ENOENT;
 	/* as the kernel's uverbs: an attached QP is detached first */
-	if (qp->nmcast)
+	if (qp->tq.nmcast)
 		return -EBUSY;
 	if (req->linger && qp->steered && qp->type == IBV_QPT_RC)
 		sof_tp_linger(qp->qpn, &req->l);
@@ -848,7 +851,7 @@ static int op_status(struct sofd_req *rq, struct sofd_rep *rp)
 	r->cqs = sofd.n.cqs;
 	r->srqs = sofd.n.srqs;
 	r->qps = sofd.n.qps;
-	r->mcast_groups = sofd.n.mcast_groups;
+	r->mcast_groups = tp_mcast_groups();
 	r->cm_channels = sofd.n.cm_channels;
 	r->cm_ids = sofd.n.cm_ids;
 	r->cm_listeners = sofd.n.cm_listeners;

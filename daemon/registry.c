@@ -309,14 +309,14 @@ void sofd_release_all(struct sofd_conn *c)
 	bool any = false;
 
 	for (l = c->qps.next; l != &c->qps; l = l->next) {
-		sof_container_of(l, struct sofd_qp, link)->dying = true;
+		sof_container_of(l, struct sofd_qp, link)->tq.dying = true;
 		any = true;
 	}
 	/* Connected QPs elsewhere whose peer is one of ours. */
 	while (any && (qp = sof_hmap_next(&sofd.qps, &pos, NULL))) {
 		struct sofd_qp *peer;
 
-		if (qp->owner == c || qp->dying)
+		if (qp->owner == c || qp->tq.dying)
 			continue;
 		if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC)
 			continue;

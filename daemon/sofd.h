@@ -21,6 +21,7 @@
 #include "sof_proto.h"
 #include "sof_shm.h"
 #include "sof_util.h"
+#include "tp.h"
 
 #define SOFD_PAGE 4096ull
 #define SOFD_MAX_MR_LEN (1ull << 40) /* SOFV_MAX_MR_SIZE of the library */
@@ -64,8 +65,9 @@ static inline bool sofd_list_empty(const struct sofd_link *h) { return h->next =
 
 struct sofd_counts {
 	uint32_t contexts, pds, mrs, cqs, srqs, qps;
-	/* daemon-wide: multicast groups, connection manager, MAD layer */
-	uint32_t mcast_groups, cm_channels, cm_ids, cm_listeners, cm_timewait, mads;
+	/* daemon-wide: connection manager, MAD layer (multicast groups:
+	 * tp_mcast_groups) */
+	uint32_t cm_channels, cm_ids, cm_listeners, cm_timewait, mads;
 };
 
 /* ---- connections ---------------------------------------------------------- */
@@ -156,6 +158,7 @@ struct sofd_cq {
 	int memfd;
 	int evfd;		/* completion channel eventfd, or -1 */
 	struct sof_cq_shm *shm; /* the whole segment (SOF_CQ_SEG_SIZE), RW */
+	struct tp_cq tcq;	/* the transport's view: shm and evfd */
 };
 
 struct sofd_srq {
@@ -170,9 +173,9 @@ struct sofd_srq {
 	int memfd;
 	struct sof_srq_shm *shm; /* the whole segment, RW */
 	size_t shm_len;
+	struct tp_srq tsrq; /* the transport's view */
 };
 
-struct sof_tqp;
 struct cm_channel;
 
 struct sofd_qp {
@@ -196,12 +199,13 @@ struct sofd_qp {
 	struct sof_nsq_shm *nsq;
 	size_t nsq_len;
 	uint32_t sq_size, sq_max_sge, sq_max_inline, sq_stride;
-	struct sof_tqp *t; /* transport state, or NULL (transport/) */
+	/* the transport's view (transport/tp.h): copies of the fields
+	 * above, its state (tq.t), tq.dying (its connection is being
+	 * released), tq.nmcast (multicast groups it is attached to) */
+	struct tp_qp tq;
 	bool net;	   /* RC/UC whose peer is on another host */
-	bool dying;	   /* its connection is being released */
 	bool steered;	   /* its packets go to its owner's slot, which runs its transport */
 	uint8_t dgid[16];  /* RC/UC: its peer, from the last MODIFY_QP with a path */
-	uint32_t nmcast;   /* multicast groups it is attached to */
 };
 
 /* ---- the daemon's global state ---------------------------------------------- */
@@ -356,7 +360,15 @@ void sofd_cm_conn_closed(struct sofd_conn *c);
 /* c's socket can take more: send the events that waited. */
 void sofd_cm_conn_writable(struct sofd_conn *c);
 
-/* ---- the network transport (transport/) ------------------------------------- */
+/* ---- the network transport (transport/, hosted by tp_host.c) ------------------- */
+
+/* Start the engine on the receive sockets fd4 and fd6 (-1: none) with the
+ * daemon's host operations (sof_tp_init does it). wire false: no socket
+ * at all, packets are lost as on a cut cable (the fuzz targets). 0 or
+ * -errno. */
+int sofd_tp_start(int fd4, int fd6, bool wire);
+/* steer.c: the steering program onto the receive sockets' groups. 0. */
+int sofd_steer_init(int fd4, int fd6);
 
 /* Open the RoCEv2 sockets and the timer and add them to epfd. 0 or -errno. */
 int sof_tp_init(int epfd);
@@ -365,6 +377,8 @@ void sof_tp_event(struct sofd_pollable *p);
 /* Send what the transport has queued (the loop calls it before it
  * sleeps: packets built by requests, MADs and timers leave in batches). */
 void sof_tp_flush(void);
+/* A QP was made (CREATE_QP): fill its transport view qp->tq from it. */
+void sof_tp_qp_init(struct sofd_qp *qp);
 /* A QP was modified (req validated by ops.c): update the transport state.
  * *net is set when the QP's sends go to the network send queue.
  * 0 or -errno. */
@@ -390,16 +404,12 @@ void sof_tp_steer_del(uint32_t qpn);
 void sof_tp_linger(uint32_t qpn, const struct sof_linger *l);
 /* Add what the slots' processes counted (STATUS). */
 void sof_tp_slot_counters(uint64_t *counters, uint64_t *drops);
-/* Send one MAD from QP1 (the GSI) to to->dgid, QP to->remote_qpn.
- * 0 or -errno. */
-struct sofd_mad_addr;
-int sof_tp_gsi_send(const struct sofd_mad_addr *to, const uint8_t *mad, uint32_t len);
 /* The QP, MR or connection goes away: drop what the transport holds of it. */
 void sof_tp_qp_release(struct sofd_qp *qp);
 void sof_tp_mr_release(struct sofd_mr *mr);
 /* Multicast (transport/mcast.c): attach a UD QP to the group of a
  * multicast GID, or detach it. The first QP of a group joins the IP group
- * on the served interfaces, the last one leaves it; sofd.n.mcast_groups
+ * on the served interfaces, the last one leaves it; tp_mcast_groups()
  * counts the groups. 0 or -errno: attach -ENOMEM beyond the limits of
  * sof_proto.h, detach -EINVAL when the QP is not attached. */
 int sof_tp_mcast_attach(struct sofd_qp *qp, const uint8_t mgid[16]);

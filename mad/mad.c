@@ -1,11 +1,14 @@
 /*
- * The MAD layer: QP1 receive checks, agents by management class, the
- * loopback queue for MADs between agents of this host, transaction IDs.
- * See mad.h.
+ * The MAD layer: QP1 (the GSI) on the transport's port — a receive hook
+ * the transport calls for each datagram to QP1, and UD sends through
+ * tp_ud_send —, agents by management class, the loopback queue for MADs
+ * between agents of this host, transaction IDs. See mad.h.
  */
 #include "mad.h"
 
-#include "sofd.h"
+#include "tp.h"
+
+#include "sof_util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -75,8 +78,61 @@ void sof_mad_hdr_put(uint8_t *mad, const struct sof_mad_hdr *h)
 	put32(mad + 20, h->attr_mod);
 }
 
+/* ---- QP1, the GSI (IBA 13.5): the daemon's own UD QP ------------------------------ */
+
+static uint32_t gsi_psn;
+
+static int gsi_send(const struct sofd_mad_addr *to, const uint8_t *mad)
+{
+	struct tp_path path;
+
+	memset(&path, 0, sizeof(path));
+	memcpy(path.sgid, to->sgid, 16);
+	memcpy(path.dgid, to->dgid, 16);
+	path.tclass = to->traffic_class;
+	path.hop_limit = to->hop_limit ? to->hop_limit : 64;
+	path.flow_label = to->flow_label;
+	path.sport = tp_flow_port(!sof_gid_is_v4(to->dgid), SOF_GSI_QPN, to->remote_qpn);
+	return tp_ud_send(&path, SOF_GSI_QPN, to->remote_qpn, to->remote_qkey,
+			  to->pkey ? to->pkey : 0xffff, &gsi_psn, mad, SOF_MAD_LEN);
+}
+
+/* The transport's hook for QP1: a UD SEND with the GSI's Q_Key (IBA
+ * 13.5.1) from the default partition. */
+static void gsi_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
+		      const struct roce_addr *a, bool from_net)
+{
+	struct sofd_mad_addr from;
+
+	(void)from_net;
+	if (h->opcode != ROCE_UD_SEND_ONLY) {
+		tp_drop_add(SOF_DROP_qp_type);
+		return;
+	}
+	if ((h->pkey & 0x7fff) != 0x7fff) {
+		tp_drop_add(SOF_DROP_pkey);
+		return;
+	}
+	if (h->qkey != SOF_GSI_QKEY) {
+		tp_drop_add(SOF_DROP_qkey);
+		return;
+	}
+	memset(&from, 0, sizeof(from));
+	memcpy(from.sgid, a->dst, 16);
+	memcpy(from.dgid, a->src, 16);
+	from.remote_qpn = h->sqpn;
+	from.remote_qkey = h->qkey;
+	from.pkey = h->pkey;
+	from.hop_limit = 64;
+	sofd_mad_input(payload, paylen, &from);
+}
+
+/* ---- agents ------------------------------------------------------------------------ */
+
 int sofd_mad_register(uint8_t mgmt_class, uint8_t class_version, sofd_mad_recv_fn fn)
 {
+	/* QP1's datagrams come here from the first agent on */
+	tp_recv_hook(TP_HOOK_QP1, gsi_input);
 	for (int i = 0; i < nagents; i++)
 		if (agents[i].mgmt_class == mgmt_class && agents[i].class_version == class_version)
 			return -EBUSY;
@@ -100,19 +156,19 @@ static void dispatch(const uint8_t *mad, const struct sofd_mad_addr *from)
 	sof_mad_hdr_get(mad, &h);
 	/* IBA 13.4.3: a base version we do not speak is not ours to parse */
 	if (h.base_version != SOF_MAD_BASE_VERSION) {
-		sofd.drops[SOF_DROP_mad]++;
+		tp_drop_add(SOF_DROP_mad);
 		return;
 	}
 	for (int i = 0; i < nagents; i++) {
 		if (agents[i].mgmt_class == h.mgmt_class &&
 		    agents[i].class_version == h.class_version) {
-			sofd.counters[SOF_CNT_mad_rx]++;
+			tp_count_add(SOF_CNT_mad_rx, 1);
 			agents[i].fn(mad, from);
 			return;
 		}
 	}
 	/* No agent: IBA 13.5.3.1 lets the GSI drop what it cannot serve. */
-	sofd.drops[SOF_DROP_mad]++;
+	tp_drop_add(SOF_DROP_mad);
 }
 
 void sofd_mad_input(const uint8_t *payload, uint32_t len, const struct sofd_mad_addr *from)
@@ -121,7 +177,7 @@ void sofd_mad_input(const uint8_t *payload, uint32_t len, const struct sofd_mad_
 
 	/* A GSI datagram is exactly one MAD (IBA 13.4.2); copy it first. */
 	if (len != SOF_MAD_LEN) {
-		sofd.drops[SOF_DROP_mad]++;
+		tp_drop_add(SOF_DROP_mad);
 		return;
 	}
 	memcpy(mad, payload, SOF_MAD_LEN);
@@ -132,9 +188,9 @@ int sofd_mad_send(const struct sofd_mad_addr *to, const uint8_t *mad)
 {
 	struct loop_mad *m;
 
-	sofd.counters[SOF_CNT_mad_tx]++;
-	if (!sofd_gid_local(to->dgid))
-		return sof_tp_gsi_send(to, mad, SOF_MAD_LEN);
+	tp_count_add(SOF_CNT_mad_tx, 1);
+	if (!tp_gid_local(to->dgid))
+		return gsi_send(to, mad);
 	if (loop_len >= LOOPBACK_MAX)
 		return -ENOBUFS;
 	m = malloc(sizeof(*m));

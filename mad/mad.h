@@ -4,7 +4,9 @@
  *
  * Every port has a GSI QP, QP number 1, whose datagrams carry one 256-byte
  * MAD each with Q_Key 0x80010000 (IBA 13.5.1, 13.4.2). The transport hands
- * received datagrams for QP1 to sofd_mad_input(); the layer checks the
+ * received datagrams for QP1 to the hook this layer registers with it
+ * (tp_recv_hook, at the first agent), which checks the datagram (opcode,
+ * P_Key, Q_Key) and passes it to sofd_mad_input(); the layer checks the
  * common MAD header (IBA 13.4.3) and gives the MAD to the agent registered
  * for its management class and class version. Agents send with
  * sofd_mad_send(); a MAD for one of this host's own GIDs never touches the

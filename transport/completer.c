@@ -14,15 +14,23 @@
 
 #include "sof_wr.h"
 
-static void push_cqe(struct sofd_cq *cq, const struct sof_cqe *c)
+static void push_cqe(struct tp_cq *cq, const struct sof_cqe *c)
 {
 	if (sof_cq_push_daemon(cq->shm, c) == 1 && cq->evfd >= 0)
-		sofd_evfd_kick(cq->evfd);
+		tp.host->cq_kick(cq);
+}
+
+/* Tell the owner of cq to look at its QPs: set attention and, when the CQ
+ * is armed, consume the arm and fire its completion channel. */
+static void cq_attention(struct tp_cq *cq)
+{
+	if (cq->shm && sof_cq_attention(cq->shm) && cq->evfd >= 0)
+		tp.host->cq_kick(cq);
 }
 
 void tp_comp_wqe(struct sof_tqp *t, int status)
 {
-	struct sofd_qp *qp = t->qp;
+	struct tp_qp *qp = t->qp;
 	struct tp_swqe *w = &t->wq[t->wq_head & (qp->sq_size - 1)];
 
 	/* only a WQE that is there: past wq_tail, tp_flush would go round
@@ -52,7 +60,7 @@ void tp_comp_wqe(struct sof_tqp *t, int status)
 
 void tp_flush(struct sof_tqp *t)
 {
-	struct sofd_qp *qp = t->qp;
+	struct tp_qp *qp = t->qp;
 
 	for (;;) {
 		uint32_t tail = atomic_load_explicit(&qp->nsq->idx.tail, memory_order_acquire);
@@ -87,21 +95,20 @@ void tp_flush(struct sof_tqp *t)
 
 void tp_qp_error(struct sof_tqp *t, uint32_t event)
 {
-	struct sofd_qp *qp = t->qp;
+	struct tp_qp *qp = t->qp;
 
 	atomic_store_explicit(&qp->shm->state, IBV_QPS_ERR, memory_order_release);
-	qp->state = IBV_QPS_ERR;
 	t->state = IBV_QPS_ERR;
 	t->in_msg = 0;
 	t->rcv_active = false;
 	tp_resp_ooo_clear(t);
 	tp_flush(t);
 	/* the owner flushes its receive queue and sees the new state */
-	sofd_cq_attention(qp->recv_cq);
+	cq_attention(qp->recv_cq);
 	if (qp->send_cq != qp->recv_cq)
-		sofd_cq_attention(qp->send_cq);
-	if (event)
-		sofd_async_send(qp->owner, event, qp->qpn);
+		cq_attention(qp->send_cq);
+	/* the host's record of the state, and the owner's event */
+	tp.host->qp_error(qp, event);
 }
 
 /* The requester made progress: its retry counters start over and the

@@ -11,21 +11,23 @@
  * interface that has a GID of that family and can multicast (loopback
  * cannot: nothing reaches another host through it), and the last detach
  * leaves it. That socket is given only the groups it joined
- * (IP_MULTICAST_ALL off, net.c).
+ * (IP_MULTICAST_ALL off, udp.c).
  *
  * A datagram to a group carries the destination QPN 0xFFFFFF and reaches
  * every QP attached to the group, each of which takes it as any UD receive
  * after checking its own state and Q_Key; the GRH area holds the IP header,
  * whose destination is the group. A datagram from another host arrives
- * through the socket (net.c tp_input); one sent here leaves once for the
+ * through the socket (udp.c tp_input, recv.c tp_recv, then the
+ * TP_HOOK_MCAST hook the daemon sets to tp_mcast_input); one sent here leaves once for the
  * group's address on the interface of its source GID and is delivered by
- * the daemon itself to the QPs attached here (requester.c send_ud). The
+ * the engine itself to the QPs attached here (requester.c send_ud). The
  * send sockets do not loop multicast back, and a multicast datagram whose
  * source is one of this host's addresses is dropped on arrival, so no QP
  * receives a datagram twice.
  *
  * Groups are found by a hash of the MGID (a fixed table of chained
- * buckets). Everything runs in the daemon's one thread.
+ * buckets). Only the daemon links this file (a program's engine has no UD
+ * QPs); the lock contract is tp.h's.
  */
 #include "tport.h"
 
@@ -41,22 +43,23 @@
 #include <unistd.h>
 
 struct mgroup {
-	struct sofd_link link; /* in groups */
+	struct sof_link link; /* in groups */
 	struct mgroup *hnext;  /* in the same bucket */
 	uint8_t mgid[16];
-	struct sofd_qp **qps; /* attached, in no order */
+	struct tp_qp **qps; /* attached, in no order */
 	uint32_t nqps, cap;
 	/* interfaces on which the receive socket is a member of the IP group */
 	uint32_t joined[SOF_MAX_NETDEVS];
 	uint32_t njoined;
 };
 
-/* Static, not in tp: device.c may refresh the GID table (and so call
- * sof_tp_mcast_refresh) before the engine starts. */
+/* Static, not in tp: the host may refresh its GID table (and so call
+ * tp_mcast_refresh) before the engine starts. */
 #define NBUCKETS 256u
-static struct sofd_link groups = {&groups, &groups};
+static struct sof_link groups = {&groups, &groups};
 static struct mgroup *buckets[NBUCKETS]; /* by a hash of the MGID, chained */
 static uint32_t nattach;		 /* attachments of all groups */
+static uint32_t ngroups;		 /* groups with a QP */
 
 /* FNV-1a of the MGID */
 static struct mgroup **bucket(const uint8_t mgid[16])
@@ -104,11 +107,11 @@ static uint32_t wanted_ifs(int fd, bool v4, uint32_t *out)
 {
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < sofd.dev.num_gids && i < SOF_MAX_GIDS; i++) {
-		const struct sof_gid_entry *e = &sofd.dev.gids[i];
+	for (uint32_t i = 0; i < SOF_MAX_GIDS; i++) {
+		const struct sof_gid_entry *e = tp.host->gid(i);
 		bool dup = false;
 
-		if (sof_gid_empty(e) || sof_gid_is_v4(e->gid) != v4 || !e->ifindex)
+		if (!e || sof_gid_is_v4(e->gid) != v4 || !e->ifindex)
 			continue;
 		for (uint32_t k = 0; k < n && !dup; k++)
 			dup = out[k] == e->ifindex;
@@ -150,11 +153,11 @@ static void log_membership(const struct mgroup *g, uint32_t ifindex, const char 
 	if (!if_indextoname(ifindex, ifn))
 		snprintf(ifn, sizeof(ifn), "#%u", ifindex);
 	if (err)
-		sofd_log("multicast group %s: cannot %s on %s: %s%s",
+		tp_log("multicast group %s: cannot %s on %s: %s%s",
 			 mgid_str(g->mgid, a, sizeof(a)), what, ifn, strerror(-err),
 			 err == -ENOBUFS ? " (see net.ipv4.igmp_max_memberships)" : "");
 	else
-		sofd_log("multicast group %s: %s on %s", mgid_str(g->mgid, a, sizeof(a)), what,
+		tp_log("multicast group %s: %s on %s", mgid_str(g->mgid, a, sizeof(a)), what,
 			 ifn);
 }
 
@@ -164,7 +167,7 @@ static void log_membership(const struct mgroup *g, uint32_t ifindex, const char 
 static void group_sync(struct mgroup *g, bool none)
 {
 	bool v4 = sof_gid_is_v4(g->mgid);
-	int fd = v4 ? tp.fd4 : tp.fd6;
+	int fd = tp_udp_rx_fd(!v4);
 	uint32_t want[SOF_MAX_NETDEVS], nwant = 0;
 
 	if (fd < 0)
@@ -200,11 +203,13 @@ static void group_sync(struct mgroup *g, bool none)
 	}
 }
 
-void sof_tp_mcast_refresh(void)
+void tp_mcast_refresh(void)
 {
-	for (struct sofd_link *l = groups.next; l != &groups; l = l->next)
+	for (struct sof_link *l = groups.next; l != &groups; l = l->next)
 		group_sync(sof_container_of(l, struct mgroup, link), false);
 }
+
+uint32_t tp_mcast_groups(void) { return ngroups; }
 
 /* ---- groups ------------------------------------------------------------------------ */
 
@@ -217,8 +222,8 @@ static struct mgroup *group_new(const uint8_t mgid[16])
 	memcpy(g->mgid, mgid, 16);
 	g->hnext = *bucket(mgid);
 	*bucket(mgid) = g;
-	sofd_list_add(&groups, &g->link);
-	sofd.n.mcast_groups++;
+	sof_list_add(&groups, &g->link);
+	ngroups++;
 	group_sync(g, false);
 	return g;
 }
@@ -232,14 +237,14 @@ static void group_free(struct mgroup *g)
 	while (*p != g)
 		p = &(*p)->hnext;
 	*p = g->hnext;
-	sofd_list_del(&g->link);
-	sofd.n.mcast_groups--;
-	sofd_log("multicast group %s: no QP left", mgid_str(g->mgid, a, sizeof(a)));
+	sof_list_del(&g->link);
+	ngroups--;
+	tp_log("multicast group %s: no QP left", mgid_str(g->mgid, a, sizeof(a)));
 	free(g->qps);
 	free(g);
 }
 
-static int group_index(const struct mgroup *g, const struct sofd_qp *qp)
+static int group_index(const struct mgroup *g, const struct tp_qp *qp)
 {
 	for (uint32_t i = 0; i < g->nqps; i++)
 		if (g->qps[i] == qp)
@@ -257,7 +262,7 @@ static void group_remove(struct mgroup *g, uint32_t i)
 		group_free(g);
 }
 
-int sof_tp_mcast_attach(struct sofd_qp *qp, const uint8_t mgid[16])
+int tp_mcast_attach(struct tp_qp *qp, const uint8_t mgid[16])
 {
 	struct mgroup *g = group_find(mgid);
 	bool fresh = false;
@@ -267,7 +272,7 @@ int sof_tp_mcast_attach(struct sofd_qp *qp, const uint8_t mgid[16])
 	if (nattach >= SOF_MAX_TOTAL_MCAST_QP_ATTACH)
 		return -ENOMEM;
 	if (!g) {
-		if (sofd.n.mcast_groups >= SOF_MAX_MCAST_GRP)
+		if (ngroups >= SOF_MAX_MCAST_GRP)
 			return -ENOMEM;
 		g = group_new(mgid);
 		if (!g)
@@ -278,7 +283,7 @@ int sof_tp_mcast_attach(struct sofd_qp *qp, const uint8_t mgid[16])
 	}
 	if (g->nqps == g->cap) {
 		uint32_t ncap = g->cap ? g->cap * 2 : 4;
-		struct sofd_qp **n = realloc(g->qps, ncap * sizeof(*n));
+		struct tp_qp **n = realloc(g->qps, ncap * sizeof(*n));
 
 		if (!n) {
 			if (fresh)
@@ -294,7 +299,7 @@ int sof_tp_mcast_attach(struct sofd_qp *qp, const uint8_t mgid[16])
 	return 0;
 }
 
-int sof_tp_mcast_detach(struct sofd_qp *qp, const uint8_t mgid[16])
+int tp_mcast_detach(struct tp_qp *qp, const uint8_t mgid[16])
 {
 	struct mgroup *g = group_find(mgid);
 	int i = g ? group_index(g, qp) : -1;
@@ -305,9 +310,9 @@ int sof_tp_mcast_detach(struct sofd_qp *qp, const uint8_t mgid[16])
 	return 0;
 }
 
-void sof_tp_mcast_qp_release(struct sofd_qp *qp)
+void tp_mcast_qp_release(struct tp_qp *qp)
 {
-	struct sofd_link *l, *next;
+	struct sof_link *l, *next;
 
 	for (l = groups.next; l != &groups && qp->nmcast; l = next) {
 		struct mgroup *g = sof_container_of(l, struct mgroup, link);
@@ -329,7 +334,7 @@ void tp_mcast_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t p
 	bool taken = false;
 
 	for (uint32_t i = 0; g && i < g->nqps; i++) {
-		struct sofd_qp *qp = g->qps[i];
+		struct tp_qp *qp = g->qps[i];
 		struct sof_tqp *t = qp->t;
 
 		/* each QP checks the datagram as any UD receive (IBA 10.2.5:

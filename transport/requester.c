@@ -25,7 +25,7 @@
  * owner is misbehaving: the WQE fails with a local QP operation error). */
 static bool take(struct sof_tqp *t, uint32_t idx)
 {
-	struct sofd_qp *qp = t->qp;
+	struct tp_qp *qp = t->qp;
 	const uint8_t *slot = (const uint8_t *)qp->nsq + SOF_NSQ_RING_OFF +
 			      (size_t)(idx & (qp->sq_size - 1)) * qp->sq_stride;
 	struct tp_swqe *w = &t->wq[idx & (qp->sq_size - 1)];
@@ -71,14 +71,15 @@ static bool take(struct sof_tqp *t, uint32_t idx)
 	    w->len != 8)
 		return false;
 	if (qp->type == IBV_QPT_UD) {
+		const struct sof_gid_entry *sg = tp.host->gid(e.sgid_index);
+
 		w->remote_qpn = e.remote_qpn & ROCE_QPN_MASK;
 		w->remote_qkey = e.remote_qkey;
-		if (!tp_sgid(e.sgid_index) ||
-		    sof_gid_is_v4(tp_sgid(e.sgid_index)) != sof_gid_is_v4(e.dgid))
+		if (!sg || sof_gid_is_v4(sg->gid) != sof_gid_is_v4(e.dgid))
 			return false;
-		memcpy(w->ud_path.sgid, tp_sgid(e.sgid_index), 16);
+		memcpy(w->ud_path.sgid, sg->gid, 16);
 		memcpy(w->ud_path.dgid, e.dgid, 16);
-		w->ud_path.ifindex = tp_sgid_ifindex(e.sgid_index);
+		w->ud_path.ifindex = sg->ifindex;
 		w->ud_path.tclass = e.traffic_class;
 		w->ud_path.hop_limit = e.hop_limit;
 		w->ud_path.flow_label = e.flow_label;
@@ -250,9 +251,9 @@ static int send_mcast(struct sof_tqp *t, struct tp_swqe *w, struct roce_hdr *h)
 	memcpy(a.dst, w->ud_path.dgid, 16);
 	a.sport = w->ud_path.sport;
 	a.dport = ROCE_UDP_PORT;
-#ifndef SOF_TP_PROGRAM /* a program's engine has no UD QP (verbs/engine.c) */
-	tp_mcast_input(h, data, (uint32_t)w->len, &a, false);
-#endif
+	/* this host's QPs in the group get it here (no socket loops it back) */
+	if (tp.hooks[TP_HOOK_MCAST])
+		tp.hooks[TP_HOOK_MCAST](h, data, (uint32_t)w->len, &a, false);
 	return 0;
 }
 
@@ -263,7 +264,7 @@ static void send_ud(struct sof_tqp *t, struct tp_swqe *w)
 	struct roce_hdr h;
 	int err;
 
-	if (w->len > 4096 || w->len > (128u << sofd.dev.active_mtu)) {
+	if (w->len > 4096 || w->len > (128u << tp.host->active_mtu())) {
 		tp_comp_wqe(t, IBV_WC_LOC_LEN_ERR);
 		return;
 	}
@@ -320,7 +321,7 @@ void tp_req_arm(struct sof_tqp *t)
 
 void tp_req_progress(struct sof_tqp *t)
 {
-	struct sofd_qp *qp = t->qp;
+	struct tp_qp *qp = t->qp;
 	uint32_t tail = atomic_load_explicit(&qp->nsq->idx.tail, memory_order_acquire);
 	uint32_t rd_max = t->max_rd_atomic ? t->max_rd_atomic : 1;
 	bool was_idle = t->psn == t->una_psn;

@@ -27,6 +27,26 @@
 
 #include <stdlib.h>
 
+const char *const tp_resp_names[TP_RESP_NR] = {
+	[TP_RESP_PSN_OK] = "PSN ok",
+	[TP_RESP_AHEAD_KEPT] = "ahead, kept",
+	[TP_RESP_SEQ_ERR_NAK] = "PSN sequence error NAK",
+	[TP_RESP_SEQ_ERR_DROP] = "ahead, dropped",
+	[TP_RESP_DUPLICATE] = "duplicate",
+	[TP_RESP_DUP_DROP] = "duplicate, dropped",
+	[TP_RESP_RNR] = "RNR NAK",
+	[TP_RESP_REMOTE_ACCESS] = "remote access error NAK",
+	[TP_RESP_INVALID_REQUEST] = "invalid request NAK",
+	[TP_RESP_REMOTE_OP_ERR] = "remote operational error NAK",
+};
+
+/* Trace what was decided about request h (SOFTOFED_TRACE). */
+static inline void decided(const struct sof_tqp *t, uint32_t psn, enum tp_resp_decision d)
+{
+	tp_trace("QP 0x%06x responder: PSN %u (expected %u): %s", t->qp->qpn, psn, t->epsn,
+		 tp_resp_names[d]);
+}
+
 /* ---- receive WQEs --------------------------------------------------------------- */
 
 static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byte_len,
@@ -36,7 +56,7 @@ static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byt
  * 0, -EAGAIN when there is none, -EINVAL when it is malformed (consumed). */
 static int take_rwqe(struct sof_tqp *t)
 {
-	struct sofd_qp *qp = t->qp;
+	struct tp_qp *qp = t->qp;
 	struct sof_ring_idx *idx;
 	const uint8_t *ring;
 	uint32_t size, max_sge, stride, head, tail, spins = 0;
@@ -84,8 +104,7 @@ static int take_rwqe(struct sof_tqp *t)
 		 * drops below its armed limit */
 		if (limit && tail - head - 1 < limit &&
 		    atomic_compare_exchange_strong(&s->limit, &limit, 0))
-			sofd_async_send(qp->srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED,
-					qp->srq->handle);
+			tp.host->srq_limit(qp->srq);
 	}
 	if (wq.num_sge > max_sge)
 		return -EINVAL; /* consumed: the caller completes it in error */
@@ -108,7 +127,7 @@ static bool uc_take(struct sof_tqp *t, const struct roce_hdr *h, uint8_t opcode)
 static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byte_len,
 		     const struct roce_hdr *h, uint32_t extra_flags)
 {
-	struct sofd_cq *cq = t->qp->recv_cq;
+	struct tp_cq *cq = t->qp->recv_cq;
 	struct sof_cqe c;
 
 	memset(&c, 0, sizeof(c));
@@ -126,7 +145,7 @@ static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byt
 	c.solicited = h->se;
 	t->rcv_active = false;
 	if (sof_cq_push_daemon(cq->shm, &c) == 1 && cq->evfd >= 0)
-		sofd_evfd_kick(cq->evfd);
+		tp.host->cq_kick(cq);
 }
 
 /* ---- answers ------------------------------------------------------------------- */
@@ -223,6 +242,10 @@ void tp_resp_flush_ack(struct sof_tqp *t)
  * before the failing request, so no ACK is owed any more. */
 static void fatal_nak(struct sof_tqp *t, uint8_t code, uint32_t psn, uint32_t event)
 {
+	decided(t, psn,
+		code == ROCE_NAK_REM_ACCESS ? TP_RESP_REMOTE_ACCESS
+		: code == ROCE_NAK_INV_REQ  ? TP_RESP_INVALID_REQUEST
+					    : TP_RESP_REMOTE_OP_ERR);
 	t->ack_pending = false;
 	tp_count(SOF_CNT_nak_sent, 1);
 	send_aeth(t, (uint8_t)(ROCE_AETH_NAK | code), psn);
@@ -231,6 +254,7 @@ static void fatal_nak(struct sof_tqp *t, uint8_t code, uint32_t psn, uint32_t ev
 
 static void rnr_nak(struct sof_tqp *t, uint32_t psn)
 {
+	decided(t, psn, TP_RESP_RNR);
 	t->ack_pending = false;
 	tp_count(SOF_CNT_rnr_nak_sent, 1);
 	send_aeth(t, (uint8_t)(ROCE_AETH_RNR_NAK | (t->min_rnr_timer & 0x1f)), psn);
@@ -254,7 +278,7 @@ static void invalid_request(struct sof_tqp *t, uint32_t psn)
  * Every packet looks the region up anew, so a region deregistered
  * meanwhile is never read; the payload goes by reference, and a
  * deregistration sends the queue before the region goes
- * (sof_tp_mr_release). */
+ * (a host revokes a region only after tp_tx_flush). */
 static void serve_read(struct sof_tqp *t, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t len)
 {
 	uint32_t off = 0;
@@ -336,22 +360,27 @@ static void duplicate(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 		/* only inside what the original request was granted */
 		if (!r || h->rkey != r->rkey || h->va < r->va || h->dmalen > r->len ||
 		    h->va - r->va > r->len - h->dmalen) {
+			decided(t, h->psn, TP_RESP_DUP_DROP);
 			tp_drop(SOF_DROP_psn);
 			return;
 		}
+		decided(t, h->psn, TP_RESP_DUPLICATE);
 		serve_read(t, h->psn, h->va, h->rkey, h->dmalen);
 		return;
 	}
 	if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD) {
 		r = res_find(t, h->psn, TP_RES_ATOMIC);
 		if (!r || r->psn != h->psn) {
+			decided(t, h->psn, TP_RESP_DUP_DROP);
 			tp_drop(SOF_DROP_psn);
 			return;
 		}
+		decided(t, h->psn, TP_RESP_DUPLICATE);
 		send_atomic_ack(t, h->psn, r->orig);
 		return;
 	}
 	/* a repeated SEND or WRITE: acknowledged, not executed */
+	decided(t, h->psn, TP_RESP_DUPLICATE);
 	tp_ack_due(t);
 }
 
@@ -546,6 +575,7 @@ static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	uint32_t f = roce_opinfo(h->opcode)->flags;
 	uint8_t op = h->opcode & ~ROCE_SVC_MASK;
 
+	decided(t, h->psn, TP_RESP_PSN_OK);
 	t->nak_sent = false;
 	/* IBA 9.7.5.1.? opcode sequence: a message in progress continues
 	 * with its MIDDLE or LAST; anything else starts with FIRST/ONLY */
@@ -656,23 +686,29 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		tp_count(SOF_CNT_seq_err, 1);
 		if (!kept)
 			tp_drop(SOF_DROP_psn);
-		if (kept && t->nooo < TP_OOO_NAK_AFTER)
+		if (kept && t->nooo < TP_OOO_NAK_AFTER) {
+			decided(t, h->psn, TP_RESP_AHEAD_KEPT);
 			return;
+		}
 		/* IBA 9.7.5.2.1: one NAK per sequence error, and one more
 		 * when the requester has evidently gone back (the PSNs
 		 * restart below the highest seen) and lost the expected
 		 * packet again, instead of a transport timeout */
 		if (!t->nak_sent || roce_psn_diff(h->psn, t->oos_psn) <= 0) {
+			decided(t, h->psn, TP_RESP_SEQ_ERR_NAK);
 			t->nak_sent = true;
 			t->ack_pending = false;
 			tp_count(SOF_CNT_nak_sent, 1);
 			send_aeth(t, ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ_ERR, t->epsn);
+		} else {
+			decided(t, h->psn, kept ? TP_RESP_AHEAD_KEPT : TP_RESP_SEQ_ERR_DROP);
 		}
 		t->oos_psn = h->psn;
 		return;
 	}
 	if (d < 0) {
 		if (d < -TP_DUP_WINDOW) {
+			decided(t, h->psn, TP_RESP_DUP_DROP);
 			tp_drop(SOF_DROP_psn);
 			return;
 		}

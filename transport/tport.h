@@ -1,24 +1,28 @@
 /*
- * The RoCEv2 transport engine of the device daemon: the part of the
- * software HCA that reaches other hosts, as Linux rxe is for the kernel.
+ * The RoCEv2 transport engine's insides, shared by the files of
+ * transport/ and by tests that drive the engine directly (tests/fuzz,
+ * tests/unit): the per-QP transport state and the functions the roles
+ * call of each other. A host uses only tp.h.
  *
- * It runs in the daemon's single epoll thread (no locks): net.c owns the
- * UDP sockets, the timer and the per-QP transport state; requester.c turns
- * send WQEs of a QP's network send queue into packets and retransmits them;
- * completer.c takes ACKs, NAKs, read responses and atomic ACKs and completes
- * send WQEs; responder.c executes incoming requests and answers them; mr.c
- * maps registered memory and checks every key, range and access.
- *
- * Names: tp_ for everything internal to the engine; sof_tp_ for what the
- * daemon calls (sofd.h).
+ * Files by role, as Linux rxe: the port (udp.c: sockets and send
+ * batching, RoCEv2 over UDP), the receive classifier (recv.c), the
+ * per-QP state (qp.c), the timers (timer.c), the requester
+ * (requester.c), the completer (completer.c), the responder
+ * (responder.c), registered memory (mr.c), multicast groups (mcast.c).
+ * No locks: see tp.h's lock contract.
  */
 #ifndef TPORT_H
 #define TPORT_H
 
-#include "roce_wire.h"
-#include "sofd.h"
+#include "tp.h"
 
+#include "sof_list.h"
+#include "sof_util.h"
+
+#include <errno.h>
 #include <infiniband/verbs.h>
+#include <stdatomic.h>
+#include <string.h>
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
@@ -29,6 +33,9 @@
 #ifndef SOL_UDP
 #define SOL_UDP 17
 #endif
+
+/* The most SGEs of a work request (the device limit, max_sge). */
+#define TP_MAX_SGE 32u
 
 /* Largest UDP payload: headers, 4096 bytes of payload, pad, ICRC. */
 #define TP_MAX_PKT (ROCE_MAX_HDR + 4096 + 4 + ROCE_ICRC_LEN)
@@ -44,17 +51,6 @@
 #define TP_DUP_WINDOW (1 << 22)
 /* The most packets one message may take: a quarter of the PSN space. */
 #define TP_MAX_MSG_PKTS (1u << 22)
-
-/* Where a QP's packets go: addresses as GIDs (IPv4 as ::ffff:a.b.c.d). */
-struct tp_path {
-	uint8_t sgid[16];
-	uint8_t dgid[16];
-	uint16_t sport; /* UDP source port: the flow's entropy (Annex A17.3.1) */
-	uint8_t tclass;
-	uint8_t hop_limit;
-	uint32_t flow_label;
-	uint32_t ifindex; /* to a multicast GID: the interface of sgid, 0: any */
-};
 
 /* A send WQE the requester took from the network send queue: copied and
  * validated. Inline data stays in its ring slot, which is ours until the
@@ -76,7 +72,7 @@ struct tp_swqe {
 	uint64_t swap;
 	uint64_t len;	  /* message length */
 	uint32_t num_sge; /* 0 with inline data */
-	struct sof_sge sge[SOFD_MAX_SGE];
+	struct sof_sge sge[TP_MAX_SGE];
 	const uint8_t *inl; /* inline data in the ring slot */
 	/* UD */
 	uint32_t remote_qpn, remote_qkey;
@@ -114,10 +110,10 @@ struct tp_ooo {
 };
 
 struct sof_tqp {
-	struct sofd_qp *qp;
-	struct sofd_link link;	     /* in tp.qps */
-	struct sofd_link ack_link;   /* in tp.acks while a coalesced ACK is due */
-	struct sofd_link timer_link; /* in tp.timers while a timer may be set */
+	struct tp_qp *qp;
+	struct sof_link link;	     /* in tp.qps */
+	struct sof_link ack_link;   /* in tp.acks while a coalesced ACK is due */
+	struct sof_link timer_link; /* in tp.timers while a timer may be set */
 	bool net;		     /* RC/UC whose peer is on another host */
 	uint32_t state;		     /* enum ibv_qp_state, as last modified */
 	struct tp_path path;	     /* RC/UC primary path */
@@ -169,7 +165,7 @@ struct sof_tqp {
 	bool rcv_active;  /* a receive WQE is taken for the SEND in progress */
 	uint64_t rcv_wr_id;
 	uint32_t rcv_nsge;
-	struct sof_sge rcv_sge[SOFD_MAX_SGE];
+	struct sof_sge rcv_sge[TP_MAX_SGE];
 	uint64_t rcv_off; /* bytes of the SEND received so far */
 	uint64_t wr_va;	  /* WRITE in progress */
 	uint32_t wr_rkey;
@@ -181,47 +177,62 @@ struct sof_tqp {
 	uint32_t nres, res_next;
 };
 
-/* The engine's global state (net.c). */
+/* The link layer under the engine: how a packet leaves and arrives on
+ * one kind of port (transport/README.md). RoCEv2 over UDP (udp.c) is the
+ * first; an InfiniBand port (LRH, LID routing, VCRC) or an iWARP one
+ * fills the same table. The engine calls send once per packet and flush
+ * once per batch; receive is the port's own (it calls tp_recv). */
+typedef int (*tp_gather_fn)(void *arg, uint8_t *dst, uint32_t len);
+struct tp_port_ops {
+	const char *name;
+	/* bytes of a port address (a GID: 16) and the largest payload of a
+	 * packet (the path MTU caps it further) */
+	uint32_t addr_len, max_payload;
+	/* Build what goes below the BTH and after the payload (RoCEv2: pad
+	 * and ICRC over the IP/UDP pseudo-header; IB: LRH, GRH, ICRC, VCRC),
+	 * with the BTH and extended headers of h and the payload from gather
+	 * or, when ref is not NULL, by reference; queue it on path. */
+	int (*send)(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen,
+		    tp_gather_fn gather, void *arg, const struct iovec *ref, uint32_t nref);
+	/* hand what send queued to the link, in order */
+	void (*flush)(void);
+	/* the flow entropy of a path between two QPs (RoCEv2: the UDP source port) */
+	uint16_t (*flow_port)(bool v6, uint32_t sqpn, uint32_t dqpn);
+};
+extern const struct tp_port_ops tp_roce_udp_port;
+
+/* The engine's global state (tp.c). */
 struct tp_state {
-	int fd4, fd6; /* receive sockets bound to port 4791 */
-	struct sofd_pollable p4, p6, timer;
-	int tx4[8], tx6[8]; /* send sockets, one source port each */
-	uint16_t txport4[8], txport6[8];
-	int ntx4, ntx6;
+	const struct tp_host_ops *host;
+	const struct tp_port_ops *port;
+	int timer_fd;
 	uint64_t timer_armed_ns;
-	struct sofd_link qps;	    /* every sof_tqp */
-	struct sofd_link acks;	    /* those owing a coalesced ACK */
-	struct sofd_link timers;    /* those whose timer_ns or rnr_ns may be set */
-	uint32_t ntx;		    /* packets built, not yet handed to the kernel */
-	bool gso;		    /* UDP GSO in use (off: SOFTOFED_NO_GSO, or refused) */
-	bool gro;		    /* the receive sockets take UDP GRO */
+	struct sof_link qps;	    /* every sof_tqp */
+	struct sof_link acks;	    /* those owing a coalesced ACK */
+	struct sof_link timers;	    /* those whose timer_ns or rnr_ns may be set */
+	uint32_t ntx;		    /* packets the port queued, not yet sent */
 	uint64_t *counters, *drops; /* where the engine counts (sof_proto.h) */
-	/* tp_input_end leaves the ACKs due for its next call: a program
-	 * that polls sends them with its next packet (verbs/engine.c) */
+	/* tp_input_end leaves the ACKs due for its next call (tp_defer_acks) */
 	bool defer_acks;
-	/* A program's flow sockets (verbs/engine.c): flow_seen, when set,
-	 * hears of each packet an RC or UC QP took from a socket that is not
-	 * one (rx_flow false); rx_flow is set while tp_rx reads one, and
-	 * flow_foreign tells that a packet of it named a QP not ours (the
-	 * engine clears it). */
-	void (*flow_seen)(const struct roce_addr *a);
+	/* rx_flow is set while tp_rx reads a flow socket, and flow_foreign
+	 * tells that a packet of it named a QP not ours */
 	bool rx_flow, flow_foreign;
-	struct roce_icrc_cache icrc; /* what the ICRCs of sent and received packets keep */
+	tp_recv_fn hooks[3]; /* TP_HOOK_* */
 };
 
 extern struct tp_state tp;
 
 static inline void tp_count(enum sof_counter c, uint64_t n) { tp.counters[c] += n; }
+static inline void tp_drop(enum sof_dropctr d) { tp.drops[d]++; }
 
-/* Protocol tracing into the daemon's log, when SOFTOFED_TRACE is set in
- * its environment (net.c reads it at start). */
+/* Protocol tracing into the host's log, when SOFTOFED_TRACE is set in
+ * its environment (tp_start reads it). */
 extern bool tp_tracing;
 #define tp_trace(...)                                                                              \
 	do {                                                                                       \
 		if (tp_tracing)                                                                    \
-			sofd_log(__VA_ARGS__);                                                     \
+			tp_log(__VA_ARGS__);                                                       \
 	} while (0)
-static inline void tp_drop(enum sof_dropctr d) { tp.drops[d]++; }
 
 /* PSNs a message of len bytes takes on t's path (a zero-length one: 1). */
 static inline uint32_t tp_npkts(const struct sof_tqp *t, uint64_t len)
@@ -229,104 +240,74 @@ static inline uint32_t tp_npkts(const struct sof_tqp *t, uint64_t len)
 	return len ? (uint32_t)((len + t->mtu - 1) / t->mtu) : 1;
 }
 
-/* ---- net.c --------------------------------------------------------------- */
+/* ---- the port (udp.c for RoCEv2) ------------------------------------------ */
 
-/* A nonblocking UDP socket of the family bound to port on every address,
- * with the options of a RoCEv2 socket (packet info, DF); reuseport: a
- * member of the port's SO_REUSEPORT group. The descriptor or -errno. */
-int tp_udp_socket(bool v6, uint16_t port, bool reuseport);
-/* A flow socket: a receive socket bound to a's destination address and
- * port 4791 (SO_REUSEPORT, as the daemon's sockets, lets it bind beside
- * them) and connected to a's source address and port, so that the kernel
- * hands it that flow's datagrams without a route look-up (early demux);
- * DF as tp_udp_socket, UDP GRO when the engine uses it, no packet info
- * (tp_rx takes the flow's addresses from a). Bound to an address, not
- * the wildcard, it forms a reuseport group of its own:
- * the daemon's group, whose members the steering program names by
- * position (steer.c), neither gains nor loses a member. The descriptor or
- * -errno. */
-int tp_flow_socket(const struct roce_addr *a);
-/* Start the engine around the receive sockets fd4 and fd6 (-1: none):
- * UDP GRO on them, the send sockets, the timerfd; it counts into
- * counters and drops (SOF_CNT_NR and SOF_DROP_NR entries). 0 or -errno.
- * The daemon calls it from sof_tp_init (steer.c), a program that runs the
- * transport of its QPs from verbs/engine.c. */
-int tp_start(int fd4, int fd6, uint64_t *counters, uint64_t *drops);
-/* Read what the receive socket fd holds (bounded), then send the ACKs that
- * became due: one ACK for a whole batch is the coalescing of IBA
- * 9.7.5.1.1. flow: fd is tp_flow_socket(flow), whose datagrams all come
- * from flow->src and port flow->sport to flow->dst; NULL: a socket of
- * tp_udp_socket, which names both. */
-int tp_rx(int fd, bool v6, const struct roce_addr *flow);
-
-/* The GID at index of the table, or NULL when the entry is empty. */
-const uint8_t *tp_sgid(uint32_t index);
-/* The interface of the GID at index (0 when the entry is empty). */
-uint32_t tp_sgid_ifindex(uint32_t index);
-/* Build the BTH and extended headers of h, copy the payload from the
- * gather callback, pad, append the ICRC, and queue it to be sent on path
- * (tp_tx_flush sends the queue; it runs when the queue is full and at the
- * end of every event of the daemon's loop). 0, or -errno when the packet
- * could not be built (the gather's error, -EMSGSIZE) or has no socket to
- * leave by (-ENETUNREACH). A packet the kernel refuses later is lost, as
- * on a wire, and the transport recovers. */
-typedef int (*tp_gather_fn)(void *arg, uint8_t *dst, uint32_t len);
-int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_gather_fn gather,
-	    void *arg);
+/* Build a packet and queue it to be sent on path (tp_tx_flush sends the
+ * queue; it runs when the queue is full and at the end of every event of
+ * the host's loop). 0, or -errno when the packet could not be built (the
+ * gather's error, -EMSGSIZE) or has no way to leave by (-ENETUNREACH). A
+ * packet the link refuses later is lost, as on a wire, and the transport
+ * recovers. */
+static inline int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen,
+			  tp_gather_fn gather, void *arg)
+{
+	return tp.port->send(path, h, paylen, gather, arg, NULL, 0);
+}
 /* The same with the payload by reference, in at most TP_TX_REFS pieces
  * (registered memory of an RC WRITE or SEND, or of a READ's responses): the
- * memory must stay mapped until the queue is sent (sof_tp_mr_release sends
- * it first) and its contents are what the packet carries, so only for
- * what no completion releases before that (not UC, UD or inline data). */
+ * memory must stay mapped until the queue is sent (a host revokes a region
+ * only after tp_tx_flush) and its contents are what the packet carries, so
+ * only for what no completion releases before that (not UC, UD or inline
+ * data). */
 #define TP_TX_REFS 4u
 int tp_send_ref(const struct tp_path *path, struct roce_hdr *h, const struct iovec *pay,
 		uint32_t npay);
-/* Hand every queued packet to the kernel, in order: sendmmsg, and runs of
- * same-size packets on one path as one UDP GSO send. */
-void tp_tx_flush(void);
-/* The UDP source port for a flow between two QPs. */
-uint16_t tp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn);
-/* Arm the timerfd for the earliest deadline of tp.timers. */
-void tp_timer_update(void);
-/* t set timer_ns, probe_ns or rnr_ns: the timer handler must look at it. */
-void tp_timer_watch(struct sof_tqp *t);
+/* The RoCEv2 port's start: UDP GRO on the receive sockets fd4 and fd6
+ * (-1: none), and (tx) the send sockets. */
+void tp_udp_start(int fd4, int fd6, bool tx);
+/* The port's receive socket of a family (-1: none): multicast joins it
+ * to groups (mcast.c). */
+int tp_udp_rx_fd(bool v6);
+/* The GID at index of the host's table, or NULL when the entry is empty. */
+const uint8_t *tp_sgid(uint32_t index);
+
+/* ---- recv.c: the receive classifier -------------------------------------------- */
+
+/* A packet the port parsed and checked (tp_input): classify it by its
+ * destination QP, validate it against the QP, and hand it to the
+ * completer, the responder, or a hook. */
+void tp_recv(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
+	     const struct roce_addr *a);
 /* A coalesced ACK of t is due at the end of this receive batch. */
 void tp_ack_due(struct sof_tqp *t);
-/* One packet from the network: the UDP payload (ICRC included) that came
- * from a->src to a->dst. Validated, then executed, or dropped and counted.
- * rx() calls it for every datagram; tests/fuzz/fuzz_engine.c feeds it. */
-void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a);
-/* The end of a batch of tp_input: send the ACKs that became due (one per
- * batch: the coalescing of IBA 9.7.5.1.1). */
-void tp_input_end(void);
 
-/* ---- mcast.c ------------------------------------------------------------- */
+/* ---- timer.c ------------------------------------------------------------------ */
 
-/* A UD datagram to the multicast QPN for the group a->dst: every QP
- * attached to the group whose state and Q_Key accept it receives it.
- * from_net: it came from the network, and is counted as dropped when no QP
- * took it. */
-void tp_mcast_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
-		    const struct roce_addr *a, bool from_net);
+/* t set timer_ns, probe_ns or rnr_ns: the timer handler must look at it. */
+void tp_timer_watch(struct sof_tqp *t);
 
 /* ---- mr.c ---------------------------------------------------------------- */
 
 /* The registered region with key, checked for use by qp: same PD, the
  * access bits in need (IBV_ACCESS_*) all granted, [va, va+len) inside it.
- * Returns a pointer to va in the daemon's mapping, or NULL. */
-uint8_t *tp_mr_ptr(const struct sofd_qp *qp, uint32_t key, uint64_t va, uint64_t len,
-		   uint32_t need);
+ * Returns a pointer to va in the host's view of it, or NULL: the host's
+ * look-up (one indirect call per SGE). */
+static inline uint8_t *tp_mr_ptr(const struct tp_qp *qp, uint32_t key, uint64_t va, uint64_t len,
+				 uint32_t need)
+{
+	return tp.host->mr_ptr(qp, key, va, len, need);
+}
 /* Copy between a linear buffer and an SGE list of the owner of qp,
  * starting off bytes into the list. to_sgl: write into the SGEs (they need
  * IBV_ACCESS_LOCAL_WRITE). 0, -EACCES (a key, range or access check failed)
  * or -EMSGSIZE (past the end of the list). */
-int tp_sgl_copy(const struct sofd_qp *qp, const struct sof_sge *sge, uint32_t nsge, uint64_t off,
+int tp_sgl_copy(const struct tp_qp *qp, const struct sof_sge *sge, uint32_t nsge, uint64_t off,
 		uint8_t *buf, uint64_t len, bool to_sgl);
 /* Bytes [off, off+len) of an SGE list of the owner of qp, checked for
  * reading as tp_sgl_copy does, as at most max pieces of the daemon's
  * mappings. The number of pieces, -EACCES, -EMSGSIZE (past the end of the
  * list) or -E2BIG (more than max pieces). */
-int tp_sgl_map(const struct sofd_qp *qp, const struct sof_sge *sge, uint32_t nsge, uint64_t off,
+int tp_sgl_map(const struct tp_qp *qp, const struct sof_sge *sge, uint32_t nsge, uint64_t off,
 	       uint64_t len, struct iovec *iov, uint32_t max);
 
 /* ---- requester.c ----------------------------------------------------------- */
@@ -362,6 +343,24 @@ void tp_flush(struct sof_tqp *t);
 
 /* ---- responder.c ------------------------------------------------------------ */
 
+/* What the responder decided about a request (tp_resp_names, traced with
+ * SOFTOFED_TRACE), in the order of its checks: the PSN first (IBA
+ * 9.7.5.1), then the request's own checks, each failure a NAK class. */
+enum tp_resp_decision {
+	TP_RESP_PSN_OK,		 /* the expected PSN: its checks follow, then it runs */
+	TP_RESP_AHEAD_KEPT,	 /* ahead of the expected PSN, kept for its turn */
+	TP_RESP_SEQ_ERR_NAK,	 /* ahead: PSN sequence error NAK (9.7.5.2.1) */
+	TP_RESP_SEQ_ERR_DROP,	 /* ahead: dropped, the NAK is out already */
+	TP_RESP_DUPLICATE,	 /* behind: answered again, not executed (9.7.5.1.2) */
+	TP_RESP_DUP_DROP,	 /* behind: beyond the window or no matching resource */
+	TP_RESP_RNR,		 /* no receive WQE: RNR NAK (9.7.5.2.8) */
+	TP_RESP_REMOTE_ACCESS,	 /* R_Key, range or access: NAK (9.7.5.2.4, class C) */
+	TP_RESP_INVALID_REQUEST, /* opcode sequence, length, resources: NAK (class B) */
+	TP_RESP_REMOTE_OP_ERR,	 /* the receive WQE's buffers failed: NAK (class D) */
+	TP_RESP_NR
+};
+extern const char *const tp_resp_names[TP_RESP_NR];
+
 /* A request packet for t from src (already validated against the QP). */
 void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
 		    uint32_t paylen, const struct roce_addr *a);
@@ -371,9 +370,6 @@ void tp_resp_ooo_clear(struct sof_tqp *t);
 void tp_resp_flush_ack(struct sof_tqp *t);
 /* t's QP is destroyed: it lingers to acknowledge repeated requests. */
 void tp_resp_linger(const struct sof_tqp *t);
-/* The same from what a program's engine knew of its QP (DESTROY_QP). */
-void tp_linger_add(uint32_t qpn, uint32_t dqpn, uint32_t epsn, uint32_t msn,
-		   const struct tp_path *path);
 /* A request for QP qpn, which no longer exists: answered when the QP
  * lingers and the request repeats one it had received. */
 bool tp_resp_lingering(uint32_t qpn, const struct roce_hdr *h, const struct roce_addr *a);

@@ -173,7 +173,7 @@ struct sofv_cq {
 	_Atomic int deferred;         /* QPs with deferred send WQEs here */
 	_Atomic uint32_t events_got;  /* completion events handed out (cq.c) */
 	_Atomic uint32_t push_head_cache; /* sof_cq_push by this process */
-	_Atomic uint32_t eng_qps;     /* QPs whose transport runs here (engine.c) */
+	_Atomic uint32_t eng_qps;     /* QPs whose transport runs here (tp_host.c) */
 };
 
 static inline struct sofv_cq *to_scq(struct ibv_cq *cq)
@@ -337,7 +337,7 @@ struct sofv_qp {
 	uint8_t *nsq_ring;
 	uint32_t nsq_stride;
 	bool net;
-	/* engine.c: the transport of this QP runs in this process */
+	/* tp_host.c: the transport of this QP runs in this process */
 	struct sofv_eqp *eng;
 };
 
@@ -411,7 +411,7 @@ void sofv_exec_qp_release(struct sofv_qp *qp);
 void sofv_exec_ctx_init(struct sofv_context *ctx);
 void sofv_exec_ctx_cleanup(struct sofv_context *ctx);
 
-/* ---- engine.c: the transport of this process's RC/UC QPs ------------------ */
+/* ---- tp_host.c: the transport of this process's RC/UC QPs ------------------ */
 
 /* Before connecting an RC/UC QP to another host: the first context that
  * asks gets a steering slot and the engine starts (not with

@@ -22,12 +22,12 @@
  * Then the channel closes (the process died) and every id must be gone
  * once its lingering ends: no id, comm ID or SIDR request may remain.
  *
- * FUZZ_SOURCES: tests/fuzz/fuzz_cm.c cm/ids.c cm/ibcm.c cm/cm_wire.c mad/mad.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/steer.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_cm.c cm/ids.c cm/ibcm.c cm/cm_wire.c mad/mad.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c daemon/tp_host.c daemon/steer.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
  * FUZZ_INCLUDES: cm mad transport daemon common
  * FUZZ_SEEDS_ENV: SOF_FUZZ_CM_SEEDS
  */
 #include "cm.h"
-#include "tport.h"
+#include "sofd.h"
 
 #include "sof_gid.h"
 
@@ -585,12 +585,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (sofd_registry_init() || sofd_cm_init(sofd.epfd))
 		FAIL("init");
 	/* the engine without sockets: MADs to other hosts go nowhere */
-	sofd_list_init(&tp.qps);
-	sofd_list_init(&tp.acks);
-	sofd_list_init(&tp.timers);
-	tp.fd4 = tp.fd6 = -1;
-	tp.counters = sofd.counters;
-	tp.drops = sofd.drops;
+	if (sofd_tp_start(-1, -1, false))
+		FAIL("sofd_tp_start");
 	cmd_conn = new_conn(-1);
 	if (seeds) {
 		write_seeds(seeds);

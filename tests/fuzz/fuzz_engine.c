@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the receive path of the daemon's RoCEv2 transport
- * engine (transport/net.c tp_input and everything behind it) with real
+ * engine (transport/udp.c tp_input and everything behind it) with real
  * objects in daemon memory, so that any out-of-bounds access, undefined
  * behaviour, leak or hang in parse, ICRC, QP look-up, the type / state /
  * P_Key / Q_Key / source checks, the responder (SEND into receive WQEs,
@@ -57,11 +57,12 @@
  */
 /* clang-format off */
 /*
- * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c mad/mad.c cm/ids.c cm/ibcm.c cm/cm_wire.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/steer.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c mad/mad.c cm/ids.c cm/ibcm.c cm/cm_wire.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c daemon/tp_host.c daemon/steer.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
  * FUZZ_INCLUDES: transport daemon common mad cm
  * FUZZ_SEEDS_ENV: SOF_FUZZ_ENGINE_SEEDS
  */
 /* clang-format on */
+#include "sofd.h"
 #include "tport.h"
 
 #include "sof_gid.h"
@@ -427,15 +428,9 @@ static void setup(void)
 	must(sofd_registry_init(), "sofd_registry_init");
 	must(sofd_cm_init(sofd.epfd), "sofd_cm_init"); /* QP1's CM agent */
 
-	/* the engine without sockets: sof_tp_init minus the network */
-	sofd_list_init(&tp.qps);
-	sofd_list_init(&tp.acks);
-	sofd_list_init(&tp.timers);
-	tp.fd4 = tp.fd6 = -1;
-	tp.counters = sofd.counters;
-	tp.drops = sofd.drops;
-	tp.timer.kind = SOFD_POLL_TIMER;
-	tp.timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	/* the engine with the daemon as its host (daemon/tp_host.c), without
+	 * a wire: sof_tp_init minus the network */
+	must(sofd_tp_start(-1, -1, false), "sofd_tp_start");
 
 	/* a connection that said HELLO */
 	conn = calloc(1, sizeof(*conn));
@@ -852,7 +847,7 @@ static void cmd_packet(uint8_t c, struct in *in)
 	/* what the fuzzer cannot guess, in a packet that parses */
 	if (q && roce_parse(pkt, total, &h, &payload, &paylen) == ROCE_DROP_NONE) {
 		const struct roce_opinfo *oi = roce_opinfo(h.opcode);
-		struct sof_tqp *t = q->qp ? q->qp->t : NULL;
+		struct sof_tqp *t = q->qp ? q->qp->tq.t : NULL;
 
 		h.dqpn = q->qp ? q->qp->qpn : q->dead_qpn;
 		if ((c & P_REL) && t)
@@ -884,7 +879,7 @@ static void cmd_packet(uint8_t c, struct in *in)
 static void cmd_tick(void)
 {
 	for (int i = 0; i < NQP; i++) {
-		struct sof_tqp *t = qps[i].qp ? qps[i].qp->t : NULL;
+		struct sof_tqp *t = qps[i].qp ? qps[i].qp->tq.t : NULL;
 		uint64_t now;
 
 		if (!t)
@@ -1167,7 +1162,7 @@ static void cmd_drain(struct in *in)
 static void check(void)
 {
 	for (int i = 0; i < NQP; i++) {
-		struct sof_tqp *t = qps[i].qp ? qps[i].qp->t : NULL;
+		struct sof_tqp *t = qps[i].qp ? qps[i].qp->tq.t : NULL;
 
 		if (!t)
 			continue;
@@ -1190,7 +1185,7 @@ static void trace(uint8_t c)
 		return;
 	fprintf(stderr, "command 0x%02x:", c);
 	for (int i = 0; i < NQP; i++) {
-		const struct sof_tqp *t = qps[i].qp ? qps[i].qp->t : NULL;
+		const struct sof_tqp *t = qps[i].qp ? qps[i].qp->tq.t : NULL;
 
 		if (t)
 			fprintf(stderr, " [%d st %u wq %u/%u/%u psn %06x una %06x epsn %06x%s%s]",
@@ -1347,9 +1342,9 @@ static void seed_write(const char *dir, const char *name, const struct out *o, s
 	if (atomic_load(&rcq->shm->tail) < e.rcqe || atomic_load(&scq->shm->tail) < e.scqe)
 		FAIL("seed %s: %u/%u completions, want %u/%u", name, atomic_load(&rcq->shm->tail),
 		     atomic_load(&scq->shm->tail), e.rcqe, e.scqe);
-	if (e.qp >= 0 && qps[e.qp].qp && qps[e.qp].qp->t &&
-	    (qps[e.qp].qp->t->state == IBV_QPS_ERR) != e.error)
-		FAIL("seed %s: QP state %u", name, qps[e.qp].qp->t->state);
+	if (e.qp >= 0 && qps[e.qp].qp && qps[e.qp].qp->tq.t &&
+	    (qps[e.qp].qp->tq.t->state == IBV_QPS_ERR) != e.error)
+		FAIL("seed %s: QP state %u", name, qps[e.qp].qp->tq.t->state);
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "wb");
 	if (!f || fwrite(o->b, 1, o->n, f) != o->n || fclose(f))

@@ -9,12 +9,13 @@
  * (NET_ENGINE) when it creates its first RC/UC QP: receive sockets on port
  * 4791 to which the kernel steers the packets of the slot's QPNs, and
  * every RC/UC QP it creates from then on has a QPN of the slot. The
- * daemon's transport engine (transport/, built a second time with
- * SOF_TP_PROGRAM) runs here on the QP's own shared segments: the network
- * send queue, the receive ring or SRQ, the CQ rings. This file is its
- * host: the daemon's registry of the QPs as the engine sees them (struct
- * sofd_qp), the registered regions (the process's own memory, checked
- * against the context's MR table), the events and the loop.
+ * transport engine (transport/, the same as the daemon's) runs here on
+ * the QP's own shared segments: the network send queue, the receive ring
+ * or SRQ, the CQ rings. This file is its host in the program: it fills
+ * the engine's host operations (transport/tp.h): the QPs as the engine
+ * sees them (struct tp_qp, by QPN), the registered regions (the process's
+ * own memory, checked against the context's MR table), the GID table, the
+ * events; and it runs the loop.
  *
  * Who runs it: a thread that posts runs the requester at once; a thread
  * that polls a CQ of such a QP reads the sockets (busy polling: no wake-up
@@ -37,7 +38,8 @@
  */
 #include "sofv.h"
 
-#include "tport.h"
+#include "sof_list.h"
+#include "tp.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -50,16 +52,15 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-/* The daemon's objects as the engine sees them (transport/tport.h). */
-struct sofd sofd;
-
+/* A QP whose transport runs here, as the engine sees it (transport/tp.h). */
 struct sofv_eqp {
-	struct sofd_qp m;
-	struct sofd_cq scq, rcq;
-	struct sofd_srq srq;
+	struct tp_qp m;
+	struct tp_cq scq, rcq;
+	struct tp_srq srq;
+	uint32_t srq_handle;
 	struct sofv_qp *qp;
 	bool polled;	       /* counted in its CQs' eng_qps: its peer is on another host */
-	struct sofd_link pend; /* in eng.pending: WQEs posted while packets flew */
+	struct sof_link pend; /* in eng.pending: WQEs posted while packets flew */
 	uint32_t post_epsn;    /* the responder's expected PSN at the last post */
 };
 
@@ -84,14 +85,14 @@ struct sofv_eqp {
  * (yielding the CPU in between: a pinned program shares it): the next
  * request of a peer in a ping-pong (a READ or an atomic to a QP whose
  * program waits elsewhere) comes sooner than a wake-up on a virtual
- * machine, about 30 us. As long as ibv_get_cq_event's spin. */
+ * machine. As long as ibv_get_cq_event's spin. */
 #define PROGRESS_SPIN_NS 50000ull
 
 /* Flow sockets (tp_flow_socket): a packet that an RC or UC QP of ours
  * took by way of the slot's socket names its flow, the peer's address and
  * UDP source port; a socket connected to that flow then receives the
  * flow's datagrams, and the kernel finds it before any route look-up
- * (early demux: about 0.6 us of a one-way message over veth). A flow is
+ * (early demux: shorter on every one-way message). A flow is
  * one of the peer's send sockets, which may send to QPs of other
  * processes of this host too: their packets would come to this socket.
  * So the daemon must agree first (NET_FLOW): only while no QP of another
@@ -128,19 +129,24 @@ struct eng_flow {
 #define ACK_HOLD_POLLS 32u
 
 static struct {
-	pthread_mutex_t lock;	   /* the engine: tp, sofd, every sofv_eqp */
+	pthread_mutex_t lock;	   /* the engine, this struct's QPs and GIDs, every sofv_eqp */
 	struct sofv_context *ctx;  /* whose slot, NULL: not running */
 	bool tried;		   /* asked once (it is never asked again) */
 	bool v6;		   /* some QP's path is IPv6: poll that socket too */
 	bool running;		   /* the progress thread runs */
 	_Atomic uint32_t ack_hold; /* ACKs held by a poller leave after this many polls */
-	struct sofd_link pending;  /* QPs with posted WQEs the requester has yet to take */
+	struct sof_link pending;   /* QPs with posted WQEs the requester has yet to take */
+	struct sof_hmap qps;	   /* qpn -> struct tp_qp of a sofv_eqp */
+	struct sof_gid_entry gids[SOF_MAX_GIDS]; /* the context's, as last read */
+	uint32_t num_gids;
+	int fd4, fd6;		   /* the slot's receive sockets (-1: none) */
+	int timer_fd;
 	int epfd, stopfd;
 	pthread_t thread;
 	_Atomic bool polled;   /* a thread polled or posted since the progress thread looked */
 	_Atomic bool sleeping; /* the progress thread waits for the sockets alone */
 	int kickfd;	       /* wakes it: a thread started to poll (note_active) */
-	struct sof_tp_counters *cnt; /* the slot's counter page (steer.c) */
+	struct sof_tp_counters *cnt; /* the slot's counter page (daemon/steer.c) */
 	bool armed;		     /* the progress thread reads the sockets */
 	struct eng_flow flows[FLOWS_MAX];
 	unsigned nflows;
@@ -160,48 +166,62 @@ static struct {
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER,
 	 .pending = {&eng.pending, &eng.pending},
 	 .epfd = -1,
+	 .fd4 = -1,
+	 .fd6 = -1,
+	 .timer_fd = -1,
 	 .stopfd = -1,
 	 .kickfd = -1,
 	 .revokefd = -1};
 
-/* ---- the daemon's functions the engine calls ------------------------------- */
+/* ---- the host operations (transport/tp.h) ---------------------------------- */
 
-void sofd_log(const char *fmt, ...)
+static void host_log(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+static void host_log(const char *fmt, va_list ap)
+{
+	fputs("softofed: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+static void eng_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void eng_log(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	fputs("softofed: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	host_log(fmt, ap);
 	va_end(ap);
 }
 
-bool sofd_gid_local(const uint8_t gid[16]) { return sofv_gid_is_local(eng.ctx, gid); }
+static struct tp_qp *host_qp_find(uint32_t qpn) { return sof_hmap_get(&eng.qps, qpn); }
+
+static const struct sof_gid_entry *host_gid(uint32_t index)
+{
+	if (index >= eng.num_gids || sof_gid_empty(&eng.gids[index]))
+		return NULL;
+	return &eng.gids[index];
+}
+
+static bool host_gid_local(const uint8_t gid[16]) { return sofv_gid_is_local(eng.ctx, gid); }
+
+static uint32_t host_active_mtu(void) { return eng.ctx->dev.active_mtu; }
 
 /* The channel's eventfd is this process's own: a plain write. */
-void sofd_evfd_kick(int fd)
+static void host_cq_kick(struct tp_cq *cq)
 {
 	uint64_t one = 1;
 
-	if (write(fd, &one, sizeof(one)) < 0) {
+	if (write(cq->evfd, &one, sizeof(one)) < 0) {
 		/* the counter is full: the waiter has events to read */
 	}
 }
 
-void sofd_cq_attention(struct sofd_cq *cq)
-{
-	if (sof_cq_attention(cq->shm) && cq->evfd >= 0)
-		sofd_evfd_kick(cq->evfd);
-}
-
 /* Through the daemon, which raises it on this context's event socket as
  * for any other owner. */
-void sofd_async_send(struct sofd_conn *c, uint32_t event_type, uint32_t handle)
+static void notify(uint32_t event_type, uint32_t handle)
 {
 	uint32_t kind;
 
-	(void)c;
 	switch (event_type) {
 	case IBV_EVENT_QP_FATAL:
 		kind = SOF_NOTIFY_QP_FATAL;
@@ -224,7 +244,20 @@ void sofd_async_send(struct sofd_conn *c, uint32_t event_type, uint32_t handle)
 	(void)sofv_notify(eng.ctx, kind, handle);
 }
 
-/* The region with key, checked as the daemon checks it (transport/mr.c):
+static void host_qp_error(struct tp_qp *qp, uint32_t event)
+{
+	if (event)
+		notify(event, qp->qpn);
+}
+
+static void host_srq_limit(struct tp_srq *srq)
+{
+	const struct sofv_eqp *e = sof_container_of(srq, struct sofv_eqp, srq);
+
+	notify(IBV_EVENT_SRQ_LIMIT_REACHED, e->srq_handle);
+}
+
+/* The region with key, checked as the daemon checks it (daemon/tp_host.c):
  * the QP's PD, the access bits in need, the range. The process's own
  * memory: the pointer is the region's address. The caller holds the
  * engine lock, which ibv_dereg_mr and ibv_rereg_mr take too to take a
@@ -232,7 +265,8 @@ void sofd_async_send(struct sofd_conn *c, uint32_t event_type, uint32_t handle)
  * while ctx->mr_gen stays, so the last ones found are kept, by key, and
  * taken again without the context's lock and map (two atomic
  * read-modify-writes and a look-up for each packet). */
-uint8_t *tp_mr_ptr(const struct sofd_qp *m, uint32_t key, uint64_t va, uint64_t len, uint32_t need)
+static uint8_t *host_mr_ptr(const struct tp_qp *m, uint32_t key, uint64_t va, uint64_t len,
+			    uint32_t need)
 {
 	const struct sofv_eqp *e = sof_container_of(m, struct sofv_eqp, m);
 	struct sofv_context *s = eng.ctx;
@@ -258,13 +292,28 @@ uint8_t *tp_mr_ptr(const struct sofd_qp *m, uint32_t key, uint64_t va, uint64_t 
 	return NULL;
 }
 
+static void flow_seen(const struct roce_addr *a);
+
+static const struct tp_host_ops host_ops = {
+	.log = host_log,
+	.qp_find = host_qp_find,
+	.mr_ptr = host_mr_ptr,
+	.gid = host_gid,
+	.gid_local = host_gid_local,
+	.active_mtu = host_active_mtu,
+	.cq_kick = host_cq_kick,
+	.qp_error = host_qp_error,
+	.srq_limit = host_srq_limit,
+	.flow_seen = flow_seen,
+};
+
 /* ---- the loop ----------------------------------------------------------------- */
 
 static void gids_refresh(void)
 {
 	struct sof_gid_entry g;
 
-	sofd.dev.num_gids = 0;
+	eng.num_gids = 0;
 	for (uint32_t i = 0; i < SOF_MAX_GIDS; i++) {
 		int err = sofv_gid_read(eng.ctx, i, &g);
 
@@ -272,8 +321,8 @@ static void gids_refresh(void)
 			break;
 		if (err)
 			memset(&g, 0, sizeof(g));
-		sofd.dev.gids[i] = g;
-		sofd.dev.num_gids = i + 1;
+		eng.gids[i] = g;
+		eng.num_gids = i + 1;
 	}
 }
 
@@ -315,17 +364,17 @@ static bool peer_ok(const uint8_t peer[16])
 	return p->ok;
 }
 
-/* tp.flow_seen: a flow socket for a's flow, unless it has one, was
+/* tp_host_ops.flow_seen: a flow socket for a's flow, unless it has one, was
  * banned, or FLOWS_MAX are open. A link-local IPv6 address needs its
  * interface to be bound: such flows stay with the slot's socket. Under
  * the lock. */
 static void flow_seen(const struct roce_addr *a)
 {
-	struct epoll_event ev = {.events = eng.armed ? EPOLLIN : 0, .data.ptr = &tp.p4};
+	struct epoll_event ev = {.events = eng.armed ? EPOLLIN : 0, .data.ptr = &eng.fd4};
 	struct eng_flow *f;
 	int fd;
 
-	if (eng.nflows == FLOWS_MAX || (a->dst[0] == 0xfe && (a->dst[1] & 0xc0) == 0x80))
+	if (!eng.ctx || eng.nflows == FLOWS_MAX || (a->dst[0] == 0xfe && (a->dst[1] & 0xc0) == 0x80))
 		return;
 	for (unsigned i = 0; i < eng.nflows; i++)
 		if (flow_is(&eng.flows[i], a))
@@ -383,10 +432,10 @@ static int rx_slot(void)
 {
 	int n = 0;
 
-	if (tp.fd4 >= 0)
-		n += tp_rx(tp.fd4, false, NULL);
-	if (tp.fd6 >= 0 && eng.v6)
-		n += tp_rx(tp.fd6, true, NULL);
+	if (eng.fd4 >= 0)
+		n += tp_rx(eng.fd4, false, NULL);
+	if (eng.fd6 >= 0 && eng.v6)
+		n += tp_rx(eng.fd6, true, NULL);
 	return n;
 }
 
@@ -404,9 +453,8 @@ static void rx_sockets(bool poller)
 		return;
 	}
 	for (unsigned i = 0; i < eng.nflows;) {
-		tp.flow_foreign = false;
 		tp_rx(eng.flows[i].fd, eng.flows[i].v6, &eng.flows[i].a);
-		if (tp.flow_foreign)
+		if (tp_rx_foreign())
 			flow_close(i, true);
 		else
 			i++;
@@ -431,31 +479,30 @@ static void rx(bool poller)
 		acks_send();
 	else if (hold)
 		atomic_store_explicit(&eng.ack_hold, hold - 1, memory_order_relaxed);
-	tp.defer_acks = poller;
+	tp_defer_acks(poller);
 	rx_sockets(poller);
-	tp.defer_acks = false;
+	tp_defer_acks(false);
 	if (poller && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) &&
-	    !sofd_list_empty(&tp.acks))
+	    tp_acks_due())
 		atomic_store_explicit(&eng.ack_hold, ACK_HOLD_POLLS, memory_order_relaxed);
-	while (!sofd_list_empty(&eng.pending)) {
+	while (!sof_list_empty(&eng.pending)) {
 		struct sofv_eqp *e = sof_container_of(eng.pending.next, struct sofv_eqp, pend);
 
-		sofd_list_del(&e->pend);
-		if (e->m.t)
-			tp_req_progress(e->m.t);
+		sof_list_del(&e->pend);
+		tp_qp_progress(&e->m);
 	}
 	tp_timer_update();
-	sof_tp_flush();
+	tp_tx_flush();
 }
 
 /* rx(false) by the progress thread; whether it read any packet. Under the
  * lock. */
 static bool rx_read_some(void)
 {
-	uint64_t got = tp.counters[SOF_CNT_rx_packets];
+	uint64_t got = tp_counter(SOF_CNT_rx_packets);
 
 	rx(false);
-	return tp.counters[SOF_CNT_rx_packets] != got;
+	return tp_counter(SOF_CNT_rx_packets) != got;
 }
 
 /* Under the lock (a poller may add a flow socket). */
@@ -465,16 +512,16 @@ static void sockets_arm(bool on)
 
 	eng.armed = on;
 	for (unsigned i = 0; i < eng.nflows; i++) {
-		ev.data.ptr = &tp.p4;
+		ev.data.ptr = &eng.fd4;
 		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.flows[i].fd, &ev);
 	}
 
-	ev.data.ptr = &tp.p4;
-	if (tp.fd4 >= 0)
-		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, tp.fd4, &ev);
-	ev.data.ptr = &tp.p6;
-	if (tp.fd6 >= 0)
-		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, tp.fd6, &ev);
+	ev.data.ptr = &eng.fd4;
+	if (eng.fd4 >= 0)
+		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.fd4, &ev);
+	ev.data.ptr = &eng.fd6;
+	if (eng.fd6 >= 0)
+		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.fd6, &ev);
 }
 
 /* The progress thread: the timers always, the sockets while no thread
@@ -553,8 +600,11 @@ static void *progress(void *arg)
 				}
 				flows_revoked();
 			}
-			if (ev[i].data.ptr == &tp.timer)
-				sof_tp_event(&tp.timer);
+			if (ev[i].data.ptr == &eng.timer_fd) {
+				tp_timer_fired();
+				tp_timer_update();
+				tp_tx_flush();
+			}
 		}
 		if ((armed || !atomic_load_explicit(&eng.polled, memory_order_relaxed)) &&
 		    rx_read_some() && armed)
@@ -629,7 +679,7 @@ SOFV_EXPORT void sofv_engine_flush(void)
 	pthread_mutex_lock(&eng.lock);
 	if (eng.ctx && eng.ack_hold) {
 		acks_send();
-		sof_tp_flush();
+		tp_tx_flush();
 	}
 	pthread_mutex_unlock(&eng.lock);
 }
@@ -670,9 +720,11 @@ static int start(struct sofv_context *ctx)
 	eng.revoked_seen = __atomic_load_n(&cnt->flows_revoked, __ATOMIC_ACQUIRE);
 	eng.cnt = cnt;
 	eng.ctx = ctx;
-	sofd.dev = ctx->dev;
+	eng.fd4 = fd4;
+	eng.fd6 = fd6;
 	gids_refresh();
-	err = tp_start(fd4, fd6, cnt->counters, cnt->drops);
+	err = tp_start(&host_ops, fd4, fd6, cnt->counters, cnt->drops);
+	eng.timer_fd = tp_timer_fd();
 	if (!err) {
 		eng.epfd = epoll_create1(EPOLL_CLOEXEC);
 		eng.stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -681,11 +733,11 @@ static int start(struct sofv_context *ctx)
 			err = -errno;
 	}
 	if (!err)
-		err = epoll_add(fd4, &tp.p4);
+		err = epoll_add(fd4, &eng.fd4);
 	if (!err)
-		err = epoll_add(fd6, &tp.p6);
+		err = epoll_add(fd6, &eng.fd6);
 	if (!err)
-		err = epoll_add(tp.timer.fd, &tp.timer);
+		err = epoll_add(eng.timer_fd, &eng.timer_fd);
 	if (!err)
 		err = epoll_add(eng.stopfd, &eng.stopfd);
 	if (!err)
@@ -694,13 +746,12 @@ static int start(struct sofv_context *ctx)
 		err = epoll_add(eng.revokefd, &eng.revokefd);
 	if (!err) {
 		eng.armed = true;
-		tp.flow_seen = flow_seen;
 		(void)atexit(at_exit);
 		(void)pthread_atfork(NULL, NULL, at_fork_child);
 	}
 	if (err) {
 		/* the slot's QPNs stay; their QPs would have no transport */
-		sofd_log("the transport cannot run in this process: %s", strerror(-err));
+		eng_log("the transport cannot run in this process: %s", strerror(-err));
 		eng.ctx = NULL;
 		return err;
 	}
@@ -717,7 +768,7 @@ static int thread_start(void)
 		return 0;
 	err = pthread_create(&eng.thread, NULL, progress, NULL);
 	if (err) {
-		sofd_log("the transport's thread: %s", strerror(err));
+		eng_log("the transport's thread: %s", strerror(err));
 		return -err;
 	}
 	eng.running = true;
@@ -749,15 +800,14 @@ void sofv_engine_ctx_close(struct sofv_context *ctx)
 		return;
 	if (eng.running &&
 	    (write(eng.stopfd, &one, sizeof(one)) < 0 || pthread_join(eng.thread, NULL)))
-		sofd_log("the transport's thread does not stop");
+		eng_log("the transport's thread does not stop");
 	eng.running = false;
 	pthread_mutex_lock(&eng.lock);
 	acks_send();
-	sof_tp_flush();
+	tp_tx_flush();
 	while (eng.nflows)
 		flow_close(0, false);
 	eng.npeers = 0;
-	tp.flow_seen = NULL;
 	memset(eng.mrs, 0, sizeof(eng.mrs));
 	eng.ctx = NULL;
 	pthread_mutex_unlock(&eng.lock);
@@ -775,17 +825,14 @@ int sofv_engine_qp_new(struct sofv_qp *qp)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	sofd_list_init(&e->pend);
+	sof_list_init(&e->pend);
 	e->qp = qp;
 	e->m.qpn = qp->qpn;
 	e->m.type = qp->qpx.qp_base.qp_type;
 	e->m.rq_size = qp->rq_size;
 	e->m.rq_max_sge = qp->srq ? 0 : qp->cap.max_recv_sge;
-	e->m.sq_sig_all = qp->sq_sig_all;
 	e->m.shm = qp->shm;
-	e->m.shm_len = qp->shm_len;
 	e->m.nsq = qp->nsq;
-	e->m.nsq_len = qp->nsq_len;
 	e->m.sq_size = qp->sq_size;
 	e->m.sq_max_sge = qp->cap.max_send_sge;
 	e->m.sq_max_inline = qp->cap.max_inline_data;
@@ -798,15 +845,15 @@ int sofv_engine_qp_new(struct sofv_qp *qp)
 	e->m.recv_cq = &e->rcq;
 	if (qp->srq) {
 		e->srq.shm = qp->srq->shm;
-		e->srq.handle = qp->srq->handle;
+		e->srq_handle = qp->srq->handle;
 		e->srq.size = qp->srq->size;
 		e->srq.max_sge = qp->srq->max_sge;
 		e->m.srq = &e->srq;
 	}
 	pthread_mutex_lock(&eng.lock);
 	acks_send(); /* the program moved on: what it read is acknowledged */
-	err = sof_hmap_put(&sofd.qps, qp->qpn, &e->m);
-	sof_tp_flush();
+	err = sof_hmap_put(&eng.qps, qp->qpn, &e->m);
+	tp_tx_flush();
 	pthread_mutex_unlock(&eng.lock);
 	if (err) {
 		free(e);
@@ -830,25 +877,12 @@ static void polled_by(struct sofv_qp *qp, bool on)
 
 bool sofv_engine_linger(struct sofv_qp *qp, struct sof_linger *l)
 {
-	const struct sof_tqp *t;
-	bool ok = false;
+	bool ok;
 
 	pthread_mutex_lock(&eng.lock);
 	acks_send();
-	sof_tp_flush();
-	t = qp->eng->m.t;
-	if (qp->qpx.qp_base.qp_type == IBV_QPT_RC && t && t->net && t->state >= IBV_QPS_RTR &&
-	    t->state <= IBV_QPS_SQE) {
-		*l = (struct sof_linger){.dqpn = t->dqpn,
-					 .epsn = t->epsn,
-					 .msn = t->msn,
-					 .flow_label = t->path.flow_label,
-					 .tclass = t->path.tclass,
-					 .hop_limit = t->path.hop_limit};
-		memcpy(l->sgid, t->path.sgid, 16);
-		memcpy(l->dgid, t->path.dgid, 16);
-		ok = true;
-	}
+	tp_tx_flush();
+	ok = tp_qp_linger_info(&qp->eng->m, l);
 	pthread_mutex_unlock(&eng.lock);
 	return ok;
 }
@@ -861,10 +895,10 @@ void sofv_engine_qp_release(struct sofv_qp *qp)
 		return;
 	pthread_mutex_lock(&eng.lock);
 	acks_send(); /* what it received is acknowledged before it goes */
-	sofd_list_del(&e->pend);
-	sof_tp_qp_release(&e->m);
-	sof_hmap_del(&sofd.qps, qp->qpn);
-	sof_tp_flush();
+	sof_list_del(&e->pend);
+	tp_qp_destroy(&e->m);
+	sof_hmap_del(&eng.qps, qp->qpn);
+	tp_tx_flush();
 	pthread_mutex_unlock(&eng.lock);
 	polled_by(qp, false);
 	qp->eng = NULL;
@@ -874,28 +908,16 @@ void sofv_engine_qp_release(struct sofv_qp *qp)
 int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, bool *net)
 {
 	struct sofv_eqp *e = qp->eng;
-	struct sofd_link *l;
 	int err;
 
 	pthread_mutex_lock(&eng.lock);
 	acks_send();
 	gids_refresh();
-	err = sof_tp_modify_qp(&e->m, req, net);
+	err = tp_qp_modify(&e->m, req, net);
 	if (!err && *net)
 		err = thread_start();
-	if (!err) {
-		e->m.state = req->state;
-		e->m.dest_qpn = req->dest_qpn;
-		e->m.qkey = req->qkey;
-	}
-	eng.v6 = false;
-	for (l = tp.qps.next; l != &tp.qps; l = l->next) {
-		const struct sof_tqp *t = sof_container_of(l, struct sof_tqp, link);
-
-		if (t->net && !sof_gid_is_v4(t->path.dgid))
-			eng.v6 = true;
-	}
-	sof_tp_flush();
+	eng.v6 = tp_any_net_v6();
+	tp_tx_flush();
 	pthread_mutex_unlock(&eng.lock);
 	if (!err)
 		polled_by(qp, *net);
@@ -907,33 +929,26 @@ int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, 
 /* A WQE went into qp's network send queue. With nothing of the QP in
  * flight it leaves at once (latency), and so it does with one WQE in
  * flight when the QP took in a request since its last post: an answer in
- * a ping-pong, whose peer sent the ACK of that WQE after the request
- * (0.1 us of 4 a one-way over veth). Else it waits for the next poll or
- * the ACK that wakes the progress thread, and leaves with the others in
- * one sendmmsg, as UDP GSO runs (throughput: a system call per message
- * costs several us over veth; sent at once with one in flight, 64-byte
- * WRITEs lose a tenth of their rate). */
+ * a ping-pong, whose peer sent the ACK of that WQE after the request.
+ * Else it waits for the next poll or the ACK that wakes the progress
+ * thread, and leaves with the others in one sendmmsg, as UDP GSO runs
+ * (throughput: a system call per message costs more than the message,
+ * and small WRITEs sent at once with one in flight lose rate;
+ * bench/README.md). */
 void sofv_engine_post(struct sofv_qp *qp)
 {
 	struct sofv_eqp *e = qp->eng;
-	struct sof_tqp *t;
-	bool answer;
 
 	note_active();
 	pthread_mutex_lock(&eng.lock);
-	t = e->m.t;
-	answer = t && t->epsn != e->post_epsn && t->wq_send - t->wq_head <= 1;
-	if (t)
-		e->post_epsn = t->epsn;
-	if (t && t->state == IBV_QPS_RTS && t->una_psn != t->psn && !answer) {
-		if (sofd_list_empty(&e->pend))
-			sofd_list_add(&eng.pending, &e->pend);
+	if (tp_qp_post_may_wait(&e->m, &e->post_epsn)) {
+		if (sof_list_empty(&e->pend))
+			sof_list_add(&eng.pending, &e->pend);
 	} else {
-		if (t)
-			tp_req_progress(t);
+		tp_qp_progress(&e->m);
 		acks_send(); /* with this */
 		tp_timer_update();
-		sof_tp_flush();
+		tp_tx_flush();
 	}
 	pthread_mutex_unlock(&eng.lock);
 }

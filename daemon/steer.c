@@ -1,5 +1,5 @@
 /*
- * The daemon's RoCEv2 sockets, and the steering of packets to programs
+ * The steering of packets to programs
  * that run the transport of their own QPs (transport/README.md, "The
  * engine in the program").
  *
@@ -29,15 +29,26 @@
  * Only a process of the daemon's own user (or root) gets a slot (ops.c):
  * any member of the group can replace the group's BPF program.
  */
-#include "tport.h"
+#include "sofd.h"
+#include "tp.h"
 
 #include "sof_gid.h"
 
+#include <errno.h>
+#include <infiniband/verbs.h>
 #include <linux/filter.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#ifndef UDP_GRO
+#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
 
 #define SLOTS 256u
 /* peers whose flows a slot may take (NET_FLOW); more are refused */
@@ -56,6 +67,7 @@ struct slot {
 static struct slot slots[SLOTS];
 static uint32_t nslots = 1; /* slot 0 is the daemon's own sockets */
 static bool slots_broken;   /* a group could not grow in step: no new slots */
+static int rx_fd4 = -1, rx_fd6 = -1; /* slot 0's: the daemon's receive sockets */
 
 static int epoll_in(int epfd, struct sofd_pollable *p)
 {
@@ -113,11 +125,11 @@ static int steer_attach(void)
 	prog[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xffffff);
 	prog_tree(prog, &n, 0, nsteer);
 	fp.len = (unsigned short)n;
-	if (tp.fd4 >= 0 &&
-	    setsockopt(tp.fd4, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)))
+	if (rx_fd4 >= 0 &&
+	    setsockopt(rx_fd4, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)))
 		err = -errno;
-	if (!err && tp.fd6 >= 0 &&
-	    setsockopt(tp.fd6, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)))
+	if (!err && rx_fd6 >= 0 &&
+	    setsockopt(rx_fd6, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)))
 		err = -errno;
 	return err;
 }
@@ -157,31 +169,16 @@ void sof_tp_steer_del(uint32_t qpn)
 	}
 }
 
-int sof_tp_init(int epfd)
+int sofd_steer_init(int fd4, int fd6)
 {
-	int fd4 = tp_udp_socket(false, ROCE_UDP_PORT, true);
-	int fd6 = tp_udp_socket(true, ROCE_UDP_PORT, true);
-	int err;
-
-	if (fd4 < 0)
-		sofd_log("RoCEv2 over IPv4 unavailable: port %u: %s", ROCE_UDP_PORT,
-			 strerror(-fd4));
-	if (fd6 < 0 && fd6 != -EAFNOSUPPORT)
-		sofd_log("RoCEv2 over IPv6 unavailable: port %u: %s", ROCE_UDP_PORT,
-			 strerror(-fd6));
-	err = tp_start(fd4 < 0 ? -1 : fd4, fd6 < 0 ? -1 : fd6, sofd.counters, sofd.drops);
-	if (!err && steer_attach()) {
+	rx_fd4 = fd4;
+	rx_fd6 = fd6;
+	if (steer_attach()) {
 		/* without steering the daemon runs every QP's transport */
 		sofd_log("no steering to programs: %s", strerror(errno));
 		slots_broken = true;
 	}
-	if (!err)
-		err = epoll_in(epfd, &tp.timer);
-	if (!err)
-		err = epoll_in(epfd, &tp.p4);
-	if (!err)
-		err = epoll_in(epfd, &tp.p6);
-	return err;
+	return 0;
 }
 
 /* Slot nslots's sockets, the next member of each group, and its counter
@@ -208,14 +205,14 @@ static int slot_make(struct slot *s)
 
 	s->p4 = (struct sofd_pollable){SOFD_POLL_NET, -1};
 	s->p6 = (struct sofd_pollable){SOFD_POLL_NET6, -1};
-	if (tp.fd4 >= 0) {
+	if (rx_fd4 >= 0) {
 		s->p4.fd = tp_udp_socket(false, ROCE_UDP_PORT, true);
 		if (s->p4.fd < 0) {
 			err = s->p4.fd;
 			goto err;
 		}
 	}
-	if (tp.fd6 >= 0) {
+	if (rx_fd6 >= 0) {
 		s->p6.fd = tp_udp_socket(true, ROCE_UDP_PORT, true);
 		if (s->p6.fd < 0) {
 			err = s->p6.fd;
@@ -226,7 +223,7 @@ static int slot_make(struct slot *s)
 			goto err;
 		}
 	}
-	if (tp.gro) {
+	if (tp_gro()) {
 		if (s->p4.fd >= 0)
 			(void)setsockopt(s->p4.fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 		if (s->p6.fd >= 0)
@@ -253,7 +250,7 @@ int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *cfd, int *efd
 		if (!s) {
 			int err;
 
-			if (slots_broken || nslots == SLOTS || (tp.fd4 < 0 && tp.fd6 < 0))
+			if (slots_broken || nslots == SLOTS || (rx_fd4 < 0 && rx_fd6 < 0))
 				return -EBUSY;
 			s = &slots[nslots];
 			err = slot_make(s);

@@ -1,5 +1,5 @@
 /*
- * The network side of the transport: RoCEv2 over UDP (IBA Annex A17).
+ * The RoCEv2 port: the engine's link layer over UDP (IBA Annex A17).
  *
  * Receiving: one socket per address family bound to port 4791 on every
  * address of the namespace, with the destination address of each datagram
@@ -30,45 +30,43 @@
  * receive sockets get only the groups mcast.c joined. A datagram to the
  * multicast QPN goes to every QP attached to its destination group.
  *
- * This file also owns the per-QP transport state (sof_tp_modify_qp,
- * sof_tp_qp_release) and the one timerfd that serves every QP's
- * retransmission and RNR timers.
+ * This file is the RoCEv2 port (struct tp_port_ops, tport.h): the only
+ * file of the engine that knows UDP; tp_input checks the ICRC and hands
+ * each packet to the receive classifier (recv.c).
  */
 #include "tport.h"
 
-#include "sof_wr.h"
-
 #include "sof_gid.h"
-
-#include "mad.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
-#include <sys/epoll.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
-struct tp_state tp;
-bool tp_tracing;
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+
+/* The port's sockets and what the ICRCs keep. */
+static struct {
+	int fd4, fd6;	    /* receive sockets bound to port 4791 (the host's) */
+	int tx4[8], tx6[8]; /* send sockets, one source port each */
+	uint16_t txport4[8], txport6[8];
+	int ntx4, ntx6;
+	bool gso; /* UDP GSO in use (off: SOFTOFED_NO_GSO, or refused) */
+	bool gro; /* the receive sockets take UDP GRO */
+	struct roce_icrc_cache icrc; /* what the ICRCs of sent and received packets keep */
+} udp;
 
 static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-const uint8_t *tp_sgid(uint32_t index)
-{
-	if (index >= sofd.dev.num_gids || index >= SOF_MAX_GIDS ||
-	    sof_gid_empty(&sofd.dev.gids[index]))
-		return NULL;
-	return sofd.dev.gids[index].gid;
-}
-
-uint32_t tp_sgid_ifindex(uint32_t index)
-{
-	return tp_sgid(index) ? sofd.dev.gids[index].ifindex : 0;
-}
 
 /* ---- sockets ------------------------------------------------------------------ */
 
@@ -166,12 +164,13 @@ int tp_flow_socket(const struct roce_addr *a)
 		peer.v4.sin_port = htons(a->sport);
 	}
 	/* no IP_PKTINFO and no source address per datagram: the flow's
-	 * addresses are a's (tp_rx's flow); about 0.1 us a datagram here */
+	 * addresses are a's (tp_rx's flow), and the kernel's receive is
+	 * shorter without them */
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
 	    (v6 && (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) ||
 		    setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu)))) ||
 	    (!v6 && setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu))) ||
-	    (tp.gro && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one))) ||
+	    (udp.gro && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one))) ||
 	    bind(fd, (struct sockaddr *)&local, len) ||
 	    connect(fd, (struct sockaddr *)&peer, len)) {
 		one = -errno;
@@ -201,49 +200,46 @@ static void open_tx(bool v6, int *fds, uint16_t *ports, int *n)
 	}
 }
 
-int tp_start(int fd4, int fd6, uint64_t *counters, uint64_t *drops)
+/* The port's half of tp_start: UDP GRO on the receive sockets, the send
+ * sockets. */
+void tp_udp_start(int fd4, int fd6, bool tx)
 {
-	tp.counters = counters;
-	tp.drops = drops;
-	sofd_list_init(&tp.qps);
-	sofd_list_init(&tp.acks);
-	sofd_list_init(&tp.timers);
-	tp_tracing = getenv("SOFTOFED_TRACE") != NULL;
-	tp.fd4 = fd4;
-	tp.fd6 = fd6;
-	/* GSO and GRO (net.c's top comment); SOFTOFED_NO_GSO turns both off */
-	tp.gso = getenv("SOFTOFED_NO_GSO") == NULL;
-	if (tp.gso) {
+	udp.fd4 = fd4;
+	udp.fd6 = fd6;
+	/* GSO and GRO (the top comment); SOFTOFED_NO_GSO turns both off */
+	udp.gso = getenv("SOFTOFED_NO_GSO") == NULL;
+	if (udp.gso) {
 		int one = 1;
 
-		tp.gro = (fd4 < 0 || !setsockopt(fd4, SOL_UDP, UDP_GRO, &one, sizeof(one))) &&
-			 (fd6 < 0 || !setsockopt(fd6, SOL_UDP, UDP_GRO, &one, sizeof(one)));
+		udp.gro = (fd4 < 0 || !setsockopt(fd4, SOL_UDP, UDP_GRO, &one, sizeof(one))) &&
+			  (fd6 < 0 || !setsockopt(fd6, SOL_UDP, UDP_GRO, &one, sizeof(one)));
 	}
-	open_tx(false, tp.tx4, tp.txport4, &tp.ntx4);
-	open_tx(true, tp.tx6, tp.txport6, &tp.ntx6);
-	tp.p4 = (struct sofd_pollable){SOFD_POLL_NET, fd4};
-	tp.p6 = (struct sofd_pollable){SOFD_POLL_NET6, fd6};
-	tp.timer.kind = SOFD_POLL_TIMER;
-	tp.timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	return tp.timer.fd < 0 ? -errno : 0;
+	if (!tx)
+		return;
+	open_tx(false, udp.tx4, udp.txport4, &udp.ntx4);
+	open_tx(true, udp.tx6, udp.txport6, &udp.ntx6);
 }
 
-uint16_t tp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn)
+bool tp_gro(void) { return udp.gro; }
+
+int tp_udp_rx_fd(bool v6) { return v6 ? udp.fd6 : udp.fd4; }
+
+static uint16_t udp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn)
 {
 	uint32_t h = (sqpn * 0x9e3779b1u) ^ (dqpn * 0x85ebca6bu);
-	int n = v6 ? tp.ntx6 : tp.ntx4;
+	int n = v6 ? udp.ntx6 : udp.ntx4;
 
 	if (!n)
 		return 0;
 	h ^= h >> 15;
-	return v6 ? tp.txport6[h % (uint32_t)n] : tp.txport4[h % (uint32_t)n];
+	return v6 ? udp.txport6[h % (uint32_t)n] : udp.txport4[h % (uint32_t)n];
 }
 
 static int tx_fd(bool v6, uint16_t sport)
 {
-	for (int i = 0; i < (v6 ? tp.ntx6 : tp.ntx4); i++)
-		if ((v6 ? tp.txport6[i] : tp.txport4[i]) == sport)
-			return v6 ? tp.tx6[i] : tp.tx4[i];
+	for (int i = 0; i < (v6 ? udp.ntx6 : udp.ntx4); i++)
+		if ((v6 ? udp.txport6[i] : udp.txport4[i]) == sport)
+			return v6 ? udp.tx6[i] : udp.tx4[i];
 	return -1;
 }
 
@@ -274,7 +270,10 @@ struct tx_pkt {
 
 static struct tx_pkt txq[TX_BATCH];
 
-/* tp_send and tp_send_ref: ref, when not NULL, holds the payload */
+static void udp_flush(void);
+
+/* The port's send (tp_send, tp_send_ref): ref, when not NULL, holds the
+ * payload */
 static int tx_build(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen,
 		    tp_gather_fn gather, void *arg, const struct iovec *ref, uint32_t nref)
 {
@@ -310,7 +309,7 @@ static int tx_build(const struct tp_path *path, struct roce_hdr *h, uint32_t pay
 	a.dport = ROCE_UDP_PORT;
 	/* IPv4: the ICRC of IP ID 0, what a datagram sent alone carries;
 	 * tp_tx_flush corrects it for a GSO segment */
-	crc = roce_icrc_iov_c(&tp.icrc, &a, t->iov, t->niov);
+	crc = roce_icrc_iov_c(&udp.icrc, &a, t->iov, t->niov);
 	t->tail[h->pad] = (uint8_t)crc;
 	t->tail[h->pad + 1] = (uint8_t)(crc >> 8);
 	t->tail[h->pad + 2] = (uint8_t)(crc >> 16);
@@ -331,32 +330,14 @@ static int tx_build(const struct tp_path *path, struct roce_hdr *h, uint32_t pay
 	memcpy(t->sgid, path->sgid, 16);
 	memcpy(t->dgid, path->dgid, 16);
 	if (++tp.ntx == TX_BATCH)
-		tp_tx_flush();
+		udp_flush();
 	return 0;
-}
-
-int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen, tp_gather_fn gather,
-	    void *arg)
-{
-	return tx_build(path, h, paylen, gather, arg, NULL, 0);
-}
-
-int tp_send_ref(const struct tp_path *path, struct roce_hdr *h, const struct iovec *pay,
-		uint32_t npay)
-{
-	uint64_t paylen = 0;
-
-	for (uint32_t i = 0; i < npay; i++)
-		paylen += pay[i].iov_len;
-	if (paylen > 4096)
-		return -EMSGSIZE;
-	return tx_build(path, h, (uint32_t)paylen, NULL, NULL, pay, npay);
 }
 
 /* Turn t's ICRC of IP ID 0 into the one of ID id (IPv4), or back. */
 static void icrc_ipid(struct tx_pkt *t, uint16_t id)
 {
-	uint32_t d = roce_icrc_ipid_delta_c(&tp.icrc, t->len - ROCE_ICRC_LEN, id);
+	uint32_t d = roce_icrc_ipid_delta_c(&udp.icrc, t->len - ROCE_ICRC_LEN, id);
 	uint8_t *w = t->tail + t->tlen - ROCE_ICRC_LEN;
 
 	w[0] ^= (uint8_t)d;
@@ -386,15 +367,14 @@ union tx_addr {
 
 /* A message of at most TX_STAGE bytes in more than one piece is copied
  * into one (stage): the kernel's cost of a UDP send grows with the
- * pieces, about 0.15 us from one to five on this VM's veth (a small SEND
- * and the ACK that leaves with it are five: headers, payload, pad and
- * ICRC, each ACK's headers and ICRC), far more than the copy. */
+ * pieces (a small SEND and the ACK that leaves with it are five:
+ * headers, payload, pad and ICRC, each ACK's headers and ICRC), by far
+ * more than the copy costs (bench/README.md). */
 #define TX_STAGE 512u
 
 /* A unicast packet leaves without IP_PKTINFO when the kernel would give
  * it its GID's address anyway: the route look-up of a send that names its
- * source costs about 0.1 us more on this VM's veth (the source address's
- * device is looked up first). A UDP socket connected to the destination
+ * source costs more (the source address's device is looked up first). A UDP socket connected to the destination
  * tells which source the kernel picks (getsockname); the answer is kept
  * for SRC_PAIRS source/destination pairs and asked again after
  * SRC_CHECK_NS, so that a change of addresses or routes (the GID of a
@@ -623,8 +603,8 @@ static void tx_send(int fd, struct mmsghdr *msgs, const uint32_t *first, const u
 			uint8_t stage[TX_STAGE];
 			struct msghdr m;
 
-			sofd_log("UDP GSO refused (%s): sending packet by packet", strerror(errno));
-			tp.gso = false;
+			tp_log("UDP GSO refused (%s): sending packet by packet", strerror(errno));
+			udp.gso = false;
 			for (uint32_t i = 0; i < count[done]; i++) {
 				struct tx_pkt *t = &txq[first[done] + i];
 
@@ -640,7 +620,9 @@ static void tx_send(int fd, struct mmsghdr *msgs, const uint32_t *first, const u
 	}
 }
 
-void tp_tx_flush(void)
+/* Hand every queued packet to the kernel, in order: sendmmsg, and runs of
+ * same-size packets on one path as one UDP GSO send. */
+static void udp_flush(void)
 {
 	static struct mmsghdr msgs[TX_BATCH];
 	static struct iovec iovs[TX_BATCH * TX_IOV];
@@ -655,7 +637,7 @@ void tp_tx_flush(void)
 		struct tx_pkt *t = &txq[i];
 		uint32_t n = 1, bytes = t->len;
 
-		if (tp.gso) {
+		if (udp.gso) {
 			while (i + n < ntx && n < TX_GSO_SEGS &&
 			       bytes + txq[i + n].len <= TX_GSO_BYTES && same_run(t, &txq[i + n])) {
 				bytes += txq[i + n].len;
@@ -684,89 +666,17 @@ void tp_tx_flush(void)
 	tp.ntx = 0;
 }
 
-void sof_tp_flush(void)
-{
-	if (tp.ntx)
-		tp_tx_flush();
-}
-
-#ifndef SOF_TP_PROGRAM /* QP1 is the daemon's (verbs/engine.c) */
-/* ---- QP1, the GSI (IBA 13.5): the daemon's own UD QP ------------------------------ */
-
-static uint32_t gsi_psn;
-
-static int gather_mad(void *arg, uint8_t *dst, uint32_t len)
-{
-	memcpy(dst, arg, len);
-	return 0;
-}
-
-int sof_tp_gsi_send(const struct sofd_mad_addr *to, const uint8_t *mad, uint32_t len)
-{
-	struct tp_path path;
-	struct roce_hdr h;
-
-	memset(&path, 0, sizeof(path));
-	memcpy(path.sgid, to->sgid, 16);
-	memcpy(path.dgid, to->dgid, 16);
-	path.tclass = to->traffic_class;
-	path.hop_limit = to->hop_limit ? to->hop_limit : 64;
-	path.flow_label = to->flow_label;
-	path.sport = tp_flow_port(!sof_gid_is_v4(to->dgid), SOF_GSI_QPN, to->remote_qpn);
-	memset(&h, 0, sizeof(h));
-	h.opcode = ROCE_UD_SEND_ONLY;
-	h.pkey = to->pkey ? to->pkey : 0xffff;
-	h.dqpn = to->remote_qpn;
-	h.psn = gsi_psn;
-	gsi_psn = (gsi_psn + 1) & ROCE_PSN_MASK;
-	h.qkey = to->remote_qkey;
-	h.sqpn = SOF_GSI_QPN;
-	return tp_send(&path, &h, len, gather_mad, (void *)mad);
-}
-
-/* A packet for QP1: a UD SEND with the GSI's Q_Key (IBA 13.5.1). */
-static void gsi_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
-		      const struct roce_addr *a)
-{
-	struct sofd_mad_addr from;
-
-	if (h->opcode != ROCE_UD_SEND_ONLY) {
-		tp_drop(SOF_DROP_qp_type);
-		return;
-	}
-	if ((h->pkey & 0x7fff) != 0x7fff) {
-		tp_drop(SOF_DROP_pkey);
-		return;
-	}
-	if (h->qkey != SOF_GSI_QKEY) {
-		tp_drop(SOF_DROP_qkey);
-		return;
-	}
-	memset(&from, 0, sizeof(from));
-	memcpy(from.sgid, a->dst, 16);
-	memcpy(from.dgid, a->src, 16);
-	from.remote_qpn = h->sqpn;
-	from.remote_qkey = h->qkey;
-	from.pkey = h->pkey;
-	from.hop_limit = 64;
-	sofd_mad_input(payload, paylen, &from);
-}
-
-#endif
-
 /* ---- receiving ------------------------------------------------------------------ */
 
-/* P_Key match (IBA 10.9.3): the only table entry is the default 0xffff. */
-static bool pkey_ok(uint16_t pkey) { return (pkey & 0x7fff) == 0x7fff; }
-
+/* One packet from the network: the UDP payload, ICRC included. The
+ * transport headers are parsed and checked here with the ICRC, which
+ * covers the IP and UDP headers (Annex A17.3.3); the classifier does the
+ * rest. */
 void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 {
-	const struct roce_opinfo *oi;
-	struct sofd_qp *qp;
-	struct sof_tqp *t;
 	const uint8_t *payload;
 	struct roce_hdr h;
-	uint32_t paylen, svc;
+	uint32_t paylen;
 	enum roce_drop d;
 
 	tp_count(SOF_CNT_rx_packets, 1);
@@ -776,105 +686,11 @@ void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 		tp_drop((enum sof_dropctr)(d - 1));
 		return;
 	}
-	if (!roce_icrc_check_c(&tp.icrc, a, buf, len)) {
+	if (!roce_icrc_check_c(&udp.icrc, a, buf, len)) {
 		tp_drop(SOF_DROP_icrc);
 		return;
 	}
-	oi = roce_opinfo(h.opcode);
-#ifndef SOF_TP_PROGRAM
-	if (h.dqpn == SOF_GSI_QPN) {
-		gsi_input(&h, payload, paylen, a);
-		return;
-	}
-#endif
-#ifndef SOF_TP_PROGRAM /* the kernel steers these to the daemon */
-	/* A datagram to a group names the multicast QPN, and only such a
-	 * datagram may: both or neither. */
-	if (h.dqpn == SOF_MCAST_QPN || sof_gid_is_mcast(a->dst)) {
-		if (h.dqpn != SOF_MCAST_QPN || !sof_gid_is_mcast(a->dst)) {
-			tp_drop(SOF_DROP_qpn);
-			return;
-		}
-		if ((h.opcode & ROCE_SVC_MASK) != ROCE_SVC_UD) {
-			tp_drop(SOF_DROP_qp_type);
-			return;
-		}
-		if (!pkey_ok(h.pkey)) {
-			tp_drop(SOF_DROP_pkey);
-			return;
-		}
-		/* sent by this host and looped back: its QPs got it when it
-		 * was sent */
-		if (sofd_gid_local(a->src)) {
-			tp_drop(SOF_DROP_src_addr);
-			return;
-		}
-		tp_mcast_input(&h, payload, paylen, a, true);
-		return;
-	}
-#endif
-	qp = sof_hmap_get(&sofd.qps, h.dqpn);
-	if (!qp || !qp->t || qp->dying) {
-		if (!qp && tp_resp_lingering(h.dqpn, &h, a))
-			return;
-		/* a flow socket took a packet for another process */
-		if (!qp)
-			tp.flow_foreign |= tp.rx_flow;
-		tp_drop(SOF_DROP_qpn);
-		return;
-	}
-	t = qp->t;
-	svc = h.opcode & ROCE_SVC_MASK;
-	if ((svc == ROCE_SVC_RC && qp->type != IBV_QPT_RC) ||
-	    (svc == ROCE_SVC_UC && qp->type != IBV_QPT_UC) ||
-	    (svc == ROCE_SVC_UD && qp->type != IBV_QPT_UD)) {
-		tp_drop(SOF_DROP_qp_type);
-		return;
-	}
-	if (!pkey_ok(h.pkey)) {
-		tp_drop(SOF_DROP_pkey);
-		return;
-	}
-	t->state = atomic_load_explicit(&qp->shm->state, memory_order_acquire);
-	if (qp->type == IBV_QPT_UD) {
-		if (!sof_qp_state_receives(t->state)) {
-			tp_drop(SOF_DROP_qp_state);
-			return;
-		}
-		/* IBA 10.2.5: the DETH Q_Key must match the QP's */
-		if (h.qkey != t->qkey) {
-			tp_drop(SOF_DROP_qkey);
-			return;
-		}
-		tp_resp_ud(t, &h, payload, paylen, a);
-		return;
-	}
-	/* connected: only the peer, from its address (IBA 9.6.1.5 checks
-	 * the source of a connected QP's packets) */
-	if (!t->net) {
-		tp_drop(SOF_DROP_qp_state);
-		return;
-	}
-	if (memcmp(a->src, t->path.dgid, 16)) {
-		tp_drop(SOF_DROP_src_addr);
-		return;
-	}
-	if (tp.flow_seen && !tp.rx_flow)
-		tp.flow_seen(a);
-	if (oi->flags & ROCE_F_RESP) {
-		/* responses go to a requester: RTS, SQD or SQE */
-		if (t->state != IBV_QPS_RTS && t->state != IBV_QPS_SQD && t->state != IBV_QPS_SQE) {
-			tp_drop(SOF_DROP_qp_state);
-			return;
-		}
-		tp_comp_packet(t, &h, payload, paylen);
-	} else {
-		if (!sof_qp_state_receives(t->state)) {
-			tp_drop(SOF_DROP_qp_state);
-			return;
-		}
-		tp_resp_packet(t, &h, payload, paylen, a);
-	}
+	tp_recv(&h, payload, paylen, a);
 }
 
 /* A receive batch: RX_BATCH datagrams, each up to 64 KiB, which a UDP
@@ -969,7 +785,7 @@ static void rx_datagram(unsigned i, bool v6, const struct roce_addr *flow)
  * found, twice as many when it found all it asked for, at least one: the
  * kernel tries for each one asked, so a ping-pong that finds its one
  * datagram does not pay for a try on the emptied socket before it goes
- * on (about 0.25 us here), and a stream soon reads RX_BATCH at a time. */
+ * on, and a stream soon reads RX_BATCH at a time. */
 int tp_rx(int fd, bool v6, const struct roce_addr *flow)
 {
 	static int want[2] = {1, 1};
@@ -986,6 +802,7 @@ int tp_rx(int fd, bool v6, const struct roce_addr *flow)
 		rxb.ready = true;
 	}
 	tp.rx_flow = flow != NULL;
+	tp.flow_foreign = false;
 	do {
 		for (int i = 0; i < want[v6]; i++) {
 			rxb.msgs[i].msg_hdr.msg_name = flow ? NULL : &rxb.srcs[i];
@@ -1007,292 +824,11 @@ int tp_rx(int fd, bool v6, const struct roce_addr *flow)
 	return got;
 }
 
-void tp_ack_due(struct sof_tqp *t)
-{
-	t->ack_pending = true;
-	if (sofd_list_empty(&t->ack_link))
-		sofd_list_add(&tp.acks, &t->ack_link);
-}
-
-void tp_input_end(void)
-{
-	if (tp.defer_acks)
-		return;
-	while (!sofd_list_empty(&tp.acks)) {
-		struct sof_tqp *t = sof_container_of(tp.acks.next, struct sof_tqp, ack_link);
-
-		sofd_list_del(&t->ack_link);
-		tp_resp_flush_ack(t);
-	}
-}
-
-/* ---- timers ----------------------------------------------------------------------- */
-
-void tp_timer_watch(struct sof_tqp *t)
-{
-	if (sofd_list_empty(&t->timer_link))
-		sofd_list_add(&tp.timers, &t->timer_link);
-}
-
-void tp_timer_update(void)
-{
-	struct itimerspec its = {0};
-	uint64_t next = UINT64_MAX;
-	struct sofd_link *l, *lnext;
-
-	for (l = tp.timers.next; l != &tp.timers; l = lnext) {
-		struct sof_tqp *t = sof_container_of(l, struct sof_tqp, timer_link);
-
-		lnext = l->next;
-		if (!t->timer_ns && !t->rnr_ns && !t->probe_ns) {
-			sofd_list_del(&t->timer_link);
-			continue;
-		}
-		if (t->timer_ns && t->timer_ns < next)
-			next = t->timer_ns;
-		if (t->probe_ns && t->probe_ns < next)
-			next = t->probe_ns;
-		if (t->rnr_ns && t->rnr_ns < next)
-			next = t->rnr_ns;
-	}
-	/* Lazily: a timer armed for an earlier time stays (it fires early,
-	 * finds nothing due and is armed again), and one no longer needed is
-	 * left to fire once for nothing. Every packet sent (re)starts a
-	 * deadline and every ACK ends one, and reprogramming the timer each
-	 * time costs a system call (a VM exit on a virtual machine) per
-	 * packet; the transport timeouts are milliseconds long. */
-	if (next == UINT64_MAX || (tp.timer_armed_ns && tp.timer_armed_ns <= next))
-		return;
-	tp.timer_armed_ns = next;
-	its.it_value.tv_sec = (time_t)(next / 1000000000u);
-	its.it_value.tv_nsec = (long)(next % 1000000000u);
-	/* sof_now_ns() is CLOCK_MONOTONIC */
-	timerfd_settime(tp.timer.fd, TFD_TIMER_ABSTIME, &its, NULL);
-}
-
-static void timer_fired(void)
-{
-	uint64_t now = sof_now_ns(), exp;
-	struct sofd_link *l, *next;
-
-	if (read(tp.timer.fd, &exp, sizeof(exp)) < 0) {
-		/* spurious: nothing expired yet */
-	}
-	tp.timer_armed_ns = 0;
-	for (l = tp.timers.next; l != &tp.timers; l = next) {
-		next = l->next;
-		tp_req_timer(sof_container_of(l, struct sof_tqp, timer_link), now);
-	}
-}
-
-#ifndef SOF_TP_PROGRAM /* a program posts into its engine directly */
-/* New WQEs in t's network send queue? */
-static void rung(struct sof_tqp *t)
-{
-	if (atomic_load_explicit(&t->qp->nsq->idx.tail, memory_order_acquire) != t->wq_tail)
-		tp_req_progress(t);
-}
-
-/* A connection's doorbell: only its QPs can have new WQEs (each context
- * rings its own); sofd.doorbell stands for every connection's at once. */
-static void doorbell(struct sofd_pollable *p)
-{
-	struct sofd_link *l, *next;
-
-	if (p != &sofd.doorbell) {
-		struct sofd_doorbell *db = sof_container_of(p, struct sofd_doorbell, p);
-
-		if (!db->c) /* closed earlier in this batch */
-			return;
-		for (l = db->c->qps.next; l != &db->c->qps; l = next) {
-			struct sofd_qp *qp = sof_container_of(l, struct sofd_qp, link);
-
-			next = l->next;
-			if (qp->t && qp->nsq)
-				rung(qp->t);
-		}
-		return;
-	}
-	for (l = tp.qps.next; l != &tp.qps; l = next) {
-		next = l->next;
-		rung(sof_container_of(l, struct sof_tqp, link));
-	}
-}
-
-#endif
-
-void sof_tp_event(struct sofd_pollable *p)
-{
-	switch (p->kind) {
-	case SOFD_POLL_NET:
-	case SOFD_POLL_NET6:
-		tp_rx(p->fd, p->kind == SOFD_POLL_NET6, NULL);
-		break;
-	case SOFD_POLL_TIMER:
-		timer_fired();
-		break;
-#ifndef SOF_TP_PROGRAM
-	case SOFD_POLL_DOORBELL:
-		doorbell(p);
-		break;
-#endif
-	default:
-		break;
-	}
-	tp_timer_update();
-	sof_tp_flush();
-}
-
-/* ---- QPs ------------------------------------------------------------------------ */
-
-static uint32_t mtu_bytes(uint32_t m)
-{
-	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128u << m : 1024u;
-}
-
-static struct sof_tqp *tqp_new(struct sofd_qp *qp)
-{
-	struct sof_tqp *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return NULL;
-	/* Anonymous pages, not the heap: only a QP that sends to another
-	 * host ever touches them, and they go back to the system with it
-	 * (on the heap, 10,000 local QPs left the daemon 680 MiB larger) */
-	t->wq_len = (size_t)qp->sq_size * sizeof(*t->wq);
-	t->wq = mmap(NULL, t->wq_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (t->wq == MAP_FAILED) {
-		free(t);
-		return NULL;
-	}
-	t->qp = qp;
-	sofd_list_add(&tp.qps, &t->link);
-	sofd_list_init(&t->ack_link);
-	sofd_list_init(&t->timer_link);
-	qp->t = t;
-	return t;
-}
-
-void sof_tp_qp_release(struct sofd_qp *qp)
-{
-	struct sof_tqp *t = qp->t;
-
-	if (!t)
-		return;
-	if (qp->type == IBV_QPT_RC && t->net && t->state >= IBV_QPS_RTR && t->state <= IBV_QPS_SQE)
-		tp_resp_linger(t);
-	sofd_list_del(&t->link);
-	sofd_list_del(&t->ack_link);
-	sofd_list_del(&t->timer_link);
-	munmap(t->wq, t->wq_len);
-	free(t->res);
-	free(t->ooo);
-	free(t);
-	qp->t = NULL;
-	qp->net = false;
-}
-
-/* The requester and responder start over (RESET, or the first modify). */
-static void tqp_reset(struct sof_tqp *t)
-{
-	t->wq_head = t->wq_send = t->wq_tail =
-	    atomic_load_explicit(&t->qp->nsq->idx.tail, memory_order_acquire);
-	atomic_store_explicit(&t->qp->nsq->idx.head, t->wq_tail, memory_order_release);
-	atomic_store_explicit(&t->qp->nsq->done, t->wq_tail, memory_order_release);
-	t->send_off = 0;
-	t->rd_out = 0;
-	t->timer_ns = t->rnr_ns = t->probe_ns = 0;
-	t->nak_sent = t->ack_pending = false;
-	t->msn = 0;
-	tp_resp_ooo_clear(t);
-	t->in_msg = 0;
-	t->rcv_active = false;
-	t->net = false;
-}
-
-int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bool *net)
-{
-	struct sof_tqp *t = qp->t;
-	uint32_t m = req->attr_mask;
-
-	*net = false;
-	if (req->state == IBV_QPS_RESET) {
-		if (t)
-			tqp_reset(t);
-		qp->net = false;
-		return 0;
-	}
-	if (!t) {
-		t = tqp_new(qp);
-		if (!t)
-			return -ENOMEM;
-		tqp_reset(t);
-	}
-	if ((m & IBV_QP_AV) && req->sgid_index >= SOF_MAX_GIDS)
-		return -EINVAL;
-	if ((m & IBV_QP_MAX_DEST_RD_ATOMIC) || !t->res) {
-		uint32_t n = req->max_dest_rd_atomic ? req->max_dest_rd_atomic : 1;
-		struct tp_res *r = calloc(n, sizeof(*r));
-
-		if (!r)
-			return -ENOMEM;
-		free(t->res);
-		t->res = r;
-		t->nres = n;
-		t->res_next = 0;
-	}
-	t->qkey = req->qkey;
-	t->access = req->access;
-	t->dqpn = req->dest_qpn;
-	t->mtu = mtu_bytes(req->path_mtu);
-	t->timeout = req->timeout;
-	t->retry_cnt = req->retry_cnt;
-	t->rnr_retry = req->rnr_retry;
-	t->min_rnr_timer = req->min_rnr_timer;
-	t->max_rd_atomic = req->max_rd_atomic;
-	t->max_dest_rd_atomic = req->max_dest_rd_atomic;
-	if (m & IBV_QP_RQ_PSN) {
-		t->epsn = req->rq_psn & ROCE_PSN_MASK;
-		tp_resp_ooo_clear(t);
-	}
-	if (m & IBV_QP_SQ_PSN) {
-		t->psn = req->sq_psn & ROCE_PSN_MASK;
-		t->una_psn = t->max_psn = t->psn;
-		t->cwnd = t->ssthresh = TP_WINDOW;
-		t->cwnd_acc = 0;
-		t->in_recovery = false;
-		t->rtt_ns = t->srtt_ns = t->mrtt_ns = t->loss_ns = 0;
-	}
-	if (m & (IBV_QP_RETRY_CNT | IBV_QP_STATE))
-		t->retry_left = t->retry_cnt;
-	if (m & (IBV_QP_RNR_RETRY | IBV_QP_STATE))
-		t->rnr_left = t->rnr_retry;
-	/* the path is set with the AV, at the latest on the way to RTR */
-	if (qp->type != IBV_QPT_UD && (m & IBV_QP_AV) && req->state != IBV_QPS_INIT &&
-	    req->state != IBV_QPS_ERR) {
-		uint32_t si = req->sgid_index;
-
-		memcpy(t->path.dgid, req->dgid, 16);
-		t->path.tclass = req->traffic_class;
-		t->path.hop_limit = req->hop_limit;
-		t->path.flow_label = req->flow_label;
-		t->net = !sofd_gid_local(req->dgid);
-		if (t->net) {
-			const uint8_t *sgid = tp_sgid(si);
-
-			if (!sgid || sof_gid_is_v4(sgid) != sof_gid_is_v4(req->dgid))
-				return -EINVAL;
-			memcpy(t->path.sgid, sgid, 16);
-			t->path.sport =
-			    tp_flow_port(!sof_gid_is_v4(req->dgid), qp->qpn, req->dest_qpn);
-		}
-	}
-	t->state = req->state;
-	qp->net = t->net;
-	*net = t->net;
-	if (req->state == IBV_QPS_ERR)
-		tp_flush(t);
-	else if (req->state == IBV_QPS_RTS)
-		tp_req_progress(t);
-	return 0;
-}
+const struct tp_port_ops tp_roce_udp_port = {
+	.name = "RoCEv2",
+	.addr_len = 16,
+	.max_payload = 4096,
+	.send = tx_build,
+	.flush = udp_flush,
+	.flow_port = udp_flow_port,
+};

@@ -1,0 +1,296 @@
+/*
+ * The daemon as the transport engine's host (transport/tp.h): the table of
+ * host operations, filled here and nowhere else, and the daemon's side of
+ * every call into the engine (sof_tp_*, sofd.h): its pollables (the
+ * RoCEv2 sockets, the timer, the doorbells), QP and region life cycles,
+ * multicast. The engine sees the daemon's objects through the handles
+ * they embed (struct tp_qp in sofd_qp, tp_cq in sofd_cq, tp_srq in
+ * sofd_srq).
+ *
+ * Registered memory: the daemon maps a region's memfd runs (handed over at
+ * REG_MR) on first use; every access is checked against the key, the QP's
+ * protection domain, the access flags and the byte range (IBA 10.6.3 /
+ * 9.7.5.2.4); deregistration unmaps at once (sof_tp_mr_release), and
+ * since the daemon has one thread no packet is half-way through a region
+ * when it goes.
+ */
+#include "sofd.h"
+#include "tp.h"
+
+#include "sof_gid.h"
+
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+
+static struct sofd_pollable p4 = {SOFD_POLL_NET, -1}, p6 = {SOFD_POLL_NET6, -1},
+			    timer = {SOFD_POLL_TIMER, -1};
+
+/* ---- the host operations ----------------------------------------------------- */
+
+static void host_log(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+static void host_log(const char *fmt, va_list ap)
+{
+	char buf[1024];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	sofd_log("%s", buf);
+}
+
+static struct tp_qp *host_qp_find(uint32_t qpn)
+{
+	struct sofd_qp *qp = sof_hmap_get(&sofd.qps, qpn);
+
+	return qp ? &qp->tq : NULL;
+}
+
+/* Map a region's memfd runs contiguously, so the byte at iova is base[0];
+ * a region without local write is mapped read-only. */
+static int mr_map(struct sofd_mr *mr)
+{
+	bool rw = mr->access & IBV_ACCESS_LOCAL_WRITE;
+	size_t total = 0;
+	uint8_t *p;
+
+	for (uint32_t i = 0; i < mr->nruns; i++)
+		total += mr->runs[i].length;
+	p = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	mr->map = p;
+	mr->map_len = total;
+	for (uint32_t i = 0; i < mr->nruns; i++) {
+		if (mmap(p, mr->runs[i].length, PROT_READ | (rw ? PROT_WRITE : 0),
+			 MAP_SHARED | MAP_FIXED, mr->fds[i],
+			 (off_t)mr->runs[i].offset) == MAP_FAILED) {
+			munmap(mr->map, total);
+			mr->map = NULL;
+			return -ENOMEM;
+		}
+		p += mr->runs[i].length;
+	}
+	mr->map_rw = rw;
+	mr->base = (uint8_t *)mr->map + mr->page_off;
+	return 0;
+}
+
+void sof_tp_mr_release(struct sofd_mr *mr)
+{
+	/* queued packets may point into the mapping (tp_send_ref) */
+	tp_tx_flush();
+	if (mr->map)
+		munmap(mr->map, mr->map_len);
+	mr->map = NULL;
+	mr->base = NULL;
+}
+
+/* tp_host_ops.mr_ptr: the region's daemon mapping, made on first use. */
+static uint8_t *host_mr_ptr(const struct tp_qp *tq, uint32_t key, uint64_t va, uint64_t len,
+			    uint32_t need)
+{
+	const struct sofd_qp *qp = sof_container_of(tq, struct sofd_qp, tq);
+	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, key);
+
+	if (!mr || mr->pd != qp->pd || (mr->access & need) != need)
+		return NULL;
+	if (va < mr->iova || len > mr->length || va - mr->iova > mr->length - len)
+		return NULL;
+	if (!mr->map && mr_map(mr))
+		return NULL;
+	/* writes need a writable mapping (remote write implies local write) */
+	if ((need &
+	     (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !mr->map_rw)
+		return NULL;
+	return mr->base + (va - mr->iova);
+}
+
+static const struct sof_gid_entry *host_gid(uint32_t index)
+{
+	if (index >= sofd.dev.num_gids || index >= SOF_MAX_GIDS ||
+	    sof_gid_empty(&sofd.dev.gids[index]))
+		return NULL;
+	return &sofd.dev.gids[index];
+}
+
+static uint32_t host_active_mtu(void) { return sofd.dev.active_mtu; }
+
+static void host_cq_kick(struct tp_cq *cq) { sofd_evfd_kick(cq->evfd); }
+
+static void host_qp_error(struct tp_qp *tq, uint32_t event)
+{
+	struct sofd_qp *qp = sof_container_of(tq, struct sofd_qp, tq);
+
+	qp->state = IBV_QPS_ERR;
+	if (event)
+		sofd_async_send(qp->owner, event, qp->qpn);
+}
+
+static void host_srq_limit(struct tp_srq *ts)
+{
+	struct sofd_srq *srq = sof_container_of(ts, struct sofd_srq, tsrq);
+
+	sofd_async_send(srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED, srq->handle);
+}
+
+static const struct tp_host_ops host_ops = {
+	.log = host_log,
+	.qp_find = host_qp_find,
+	.mr_ptr = host_mr_ptr,
+	.gid = host_gid,
+	.gid_local = sofd_gid_local,
+	.active_mtu = host_active_mtu,
+	.cq_kick = host_cq_kick,
+	.qp_error = host_qp_error,
+	.srq_limit = host_srq_limit,
+	.flow_seen = NULL, /* the daemon's sockets are the group's, not a flow's */
+};
+
+/* ---- start and the loop ---------------------------------------------------------- */
+
+static int epoll_in(int epfd, struct sofd_pollable *p)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
+
+	if (p->fd < 0)
+		return 0;
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, p->fd, &ev) ? -errno : 0;
+}
+
+int sofd_tp_start(int fd4, int fd6, bool wire)
+{
+	int err = wire ? tp_start(&host_ops, fd4, fd6, sofd.counters, sofd.drops)
+		       : tp_start_unplugged(&host_ops, sofd.counters, sofd.drops);
+
+	p4.fd = fd4;
+	p6.fd = fd6;
+	timer.fd = tp_timer_fd();
+	/* datagrams to a group go to the QPs attached to it (mcast.c) */
+	tp_recv_hook(TP_HOOK_MCAST, tp_mcast_input);
+	return err;
+}
+
+int sof_tp_init(int epfd)
+{
+	int fd4 = tp_udp_socket(false, ROCE_UDP_PORT, true);
+	int fd6 = tp_udp_socket(true, ROCE_UDP_PORT, true);
+	int err;
+
+	if (fd4 < 0)
+		sofd_log("RoCEv2 over IPv4 unavailable: port %u: %s", ROCE_UDP_PORT,
+			 strerror(-fd4));
+	if (fd6 < 0 && fd6 != -EAFNOSUPPORT)
+		sofd_log("RoCEv2 over IPv6 unavailable: port %u: %s", ROCE_UDP_PORT,
+			 strerror(-fd6));
+	fd4 = fd4 < 0 ? -1 : fd4;
+	fd6 = fd6 < 0 ? -1 : fd6;
+	err = sofd_tp_start(fd4, fd6, true);
+	if (!err)
+		err = sofd_steer_init(fd4, fd6);
+	if (!err)
+		err = epoll_in(epfd, &timer);
+	if (!err)
+		err = epoll_in(epfd, &p4);
+	if (!err)
+		err = epoll_in(epfd, &p6);
+	return err;
+}
+
+/* A connection's doorbell: only its QPs can have new WQEs (each context
+ * rings its own); sofd.doorbell stands for every connection's at once. */
+static void doorbell(struct sofd_pollable *p)
+{
+	struct sofd_link *l, *next;
+
+	if (p != &sofd.doorbell) {
+		struct sofd_doorbell *db = sof_container_of(p, struct sofd_doorbell, p);
+
+		if (!db->c) /* closed earlier in this batch */
+			return;
+		for (l = db->c->qps.next; l != &db->c->qps; l = next) {
+			struct sofd_qp *qp = sof_container_of(l, struct sofd_qp, link);
+
+			next = l->next;
+			tp_qp_doorbell(&qp->tq);
+		}
+		return;
+	}
+	tp_doorbell_all();
+}
+
+void sof_tp_event(struct sofd_pollable *p)
+{
+	switch (p->kind) {
+	case SOFD_POLL_NET:
+	case SOFD_POLL_NET6:
+		tp_rx(p->fd, p->kind == SOFD_POLL_NET6, NULL);
+		break;
+	case SOFD_POLL_TIMER:
+		tp_timer_fired();
+		break;
+	case SOFD_POLL_DOORBELL:
+		doorbell(p);
+		break;
+	default:
+		break;
+	}
+	tp_timer_update();
+	tp_tx_flush();
+}
+
+void sof_tp_flush(void) { tp_tx_flush(); }
+
+/* ---- QPs ------------------------------------------------------------------------ */
+
+void sof_tp_qp_init(struct sofd_qp *qp)
+{
+	qp->tq = (struct tp_qp){.qpn = qp->qpn,
+				.type = qp->type,
+				.shm = qp->shm,
+				.rq_size = qp->rq_size,
+				.rq_max_sge = qp->rq_max_sge,
+				.nsq = qp->nsq,
+				.sq_size = qp->sq_size,
+				.sq_max_sge = qp->sq_max_sge,
+				.sq_max_inline = qp->sq_max_inline,
+				.sq_stride = qp->sq_stride,
+				.send_cq = &qp->send_cq->tcq,
+				.recv_cq = &qp->recv_cq->tcq,
+				.srq = qp->srq ? &qp->srq->tsrq : NULL};
+}
+
+int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bool *net)
+{
+	int err = tp_qp_modify(&qp->tq, req, net);
+
+	if (!err)
+		qp->net = *net;
+	return err;
+}
+
+void sof_tp_qp_release(struct sofd_qp *qp)
+{
+	if (!qp->tq.t)
+		return;
+	tp_qp_destroy(&qp->tq);
+	qp->net = false;
+}
+
+/* ---- multicast (transport/mcast.c) ------------------------------------------------ */
+
+int sof_tp_mcast_attach(struct sofd_qp *qp, const uint8_t mgid[16])
+{
+	return tp_mcast_attach(&qp->tq, mgid);
+}
+
+int sof_tp_mcast_detach(struct sofd_qp *qp, const uint8_t mgid[16])
+{
+	return tp_mcast_detach(&qp->tq, mgid);
+}
+
+void sof_tp_mcast_qp_release(struct sofd_qp *qp) { tp_mcast_qp_release(&qp->tq); }
+
+void sof_tp_mcast_refresh(void) { tp_mcast_refresh(); }

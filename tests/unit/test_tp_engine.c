@@ -1,0 +1,626 @@
+/*
+ * The transport engine's roles without a daemon: a test host fills the
+ * engine's host operations (transport/tp.h) for one RC QP whose segments
+ * (receive ring, network send queue, CQs) and one registered region live
+ * in this program, and a test port (struct tp_port_ops) captures every
+ * packet the engine sends instead of putting it on a wire. Each case is a
+ * table of steps: a packet in (given to the receive classifier, tp_recv),
+ * a receive or send WQE posted, the end of a receive batch, a timer
+ * expiry; after each step the packets sent, the completions and the QP's
+ * state are compared with what the step expects.
+ *
+ * Responder: a SEND executed and acknowledged once per batch, a duplicate
+ * acknowledged and not executed again, a request far ahead NAKed as a PSN
+ * sequence error (IBA 9.7.5.2.1), no receive WQE an RNR NAK (9.7.5.2.8),
+ * a WRITE to a read-only region a remote access NAK that ends the QP
+ * (9.7.5.2.4), a MIDDLE without its FIRST an invalid request NAK.
+ * Requester and completer: a WRITE sent and completed by its ACK, a
+ * sequence-error NAK that sends it again, an RNR NAK that waits and
+ * sends it again, a remote access NAK that fails it and flushes the next.
+ */
+#include "harness.h"
+
+#include "tport.h"
+
+#include "sof_gid.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define QPN 0x000011u
+#define PEER_QPN 0x000022u
+#define RQ_SIZE 16u
+#define SQ_SIZE 16u
+#define MAX_SGE 2u
+#define MAX_INLINE 64u
+#define CQ_SIZE 64u
+#define MEM_LEN 65536u
+#define KEY_RW 0x1234u
+#define KEY_RO 0x5678u
+#define IOVA 0x100000ull
+#define EPSN 1000u /* the responder's first expected PSN */
+#define SPSN 5000u /* the requester's first PSN */
+
+static const uint8_t local4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+static const uint8_t peer4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2};
+
+/* A packet the engine sent through the test port. */
+struct sent {
+	struct roce_hdr h;
+	uint32_t paylen;
+};
+
+static struct {
+	struct tp_qp qp;
+	struct tp_cq scq, rcq;
+	struct sof_qp_shm *qshm;
+	struct sof_nsq_shm *nsq;
+	struct sof_cq_shm *scq_shm, *rcq_shm;
+	uint8_t *mem;
+	uint64_t counters[SOF_CNT_NR], drops[SOF_DROP_NR];
+	struct sent sent[256];
+	unsigned nsent;
+	uint32_t last_event; /* the asynchronous event of the last qp_error */
+	unsigned errors;
+} w;
+
+/* ---- the test host -------------------------------------------------------- */
+
+static void host_log(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+static void host_log(const char *fmt, va_list ap)
+{
+	if (getenv("SOF_TEST_TRACE")) {
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+}
+
+static struct tp_qp *host_qp_find(uint32_t qpn) { return qpn == QPN ? &w.qp : NULL; }
+
+static uint8_t *host_mr_ptr(const struct tp_qp *qp, uint32_t key, uint64_t va, uint64_t len,
+			    uint32_t need)
+{
+	uint32_t granted = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+	(void)qp;
+	if (key == KEY_RO)
+		granted = IBV_ACCESS_REMOTE_READ;
+	else if (key != KEY_RW)
+		return NULL;
+	if ((granted & need) != need || va < IOVA || len > MEM_LEN || va - IOVA > MEM_LEN - len)
+		return NULL;
+	return w.mem + (va - IOVA);
+}
+
+static const struct sof_gid_entry *host_gid(uint32_t index)
+{
+	static struct sof_gid_entry g = {.ifindex = 1, .type = SOF_GID_TYPE_ROCE_V2};
+
+	memcpy(g.gid, local4, 16);
+	return index == 0 ? &g : NULL;
+}
+
+static bool host_gid_local(const uint8_t gid[16]) { return !memcmp(gid, local4, 16); }
+static uint32_t host_active_mtu(void) { return IBV_MTU_1024; }
+static void host_cq_kick(struct tp_cq *cq) { (void)cq; }
+
+static void host_qp_error(struct tp_qp *qp, uint32_t event)
+{
+	(void)qp;
+	w.errors++;
+	w.last_event = event;
+}
+
+static void host_srq_limit(struct tp_srq *srq) { (void)srq; }
+
+static const struct tp_host_ops test_host = {
+	.log = host_log,
+	.qp_find = host_qp_find,
+	.mr_ptr = host_mr_ptr,
+	.gid = host_gid,
+	.gid_local = host_gid_local,
+	.active_mtu = host_active_mtu,
+	.cq_kick = host_cq_kick,
+	.qp_error = host_qp_error,
+	.srq_limit = host_srq_limit,
+	.flow_seen = NULL,
+};
+
+/* ---- the test port: packets are captured, not sent ------------------------ */
+
+static int port_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen,
+		     tp_gather_fn gather, void *arg, const struct iovec *ref, uint32_t nref)
+{
+	uint8_t buf[4096];
+	int err;
+
+	(void)path;
+	(void)ref;
+	(void)nref;
+	if (paylen > sizeof(buf))
+		return -EMSGSIZE;
+	/* the payload is gathered as the real port would: its memory checks */
+	if (!ref && paylen) {
+		err = gather(arg, buf, paylen);
+		if (err)
+			return err;
+	}
+	if (w.nsent < SOF_ARRAY_SIZE(w.sent))
+		w.sent[w.nsent++] = (struct sent){*h, paylen};
+	return 0;
+}
+
+static void port_flush(void) {}
+
+static uint16_t port_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn)
+{
+	(void)v6;
+	(void)sqpn;
+	(void)dqpn;
+	return 0xc000;
+}
+
+static const struct tp_port_ops test_port = {
+	.name = "test",
+	.addr_len = 16,
+	.max_payload = 4096,
+	.send = port_send,
+	.flush = port_flush,
+	.flow_port = port_flow_port,
+};
+
+/* ---- the world: one RC QP connected to a peer on another host ------------- */
+
+static void modify(uint32_t state, uint32_t mask)
+{
+	struct sof_modify_qp_req r = {
+	    .qpn = QPN,
+	    .state = state,
+	    .dest_qpn = PEER_QPN,
+	    .attr_mask = mask | IBV_QP_STATE,
+	    .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	    .hop_limit = 64,
+	    .path_mtu = IBV_MTU_1024,
+	    .sq_psn = SPSN,
+	    .rq_psn = EPSN,
+	    .timeout = 14,
+	    .retry_cnt = 7,
+	    .rnr_retry = 7,
+	    .min_rnr_timer = 1,
+	    .max_rd_atomic = 4,
+	    .max_dest_rd_atomic = 4,
+	};
+	bool net;
+
+	memcpy(r.dgid, peer4, 16);
+	CHECK_EQ(tp_qp_modify(&w.qp, &r, &net), 0);
+	atomic_store(&w.qshm->state, state);
+}
+
+static void world_up(void)
+{
+	size_t qlen = SOF_QP_RQ_OFF + (size_t)RQ_SIZE * SOF_RWQE_STRIDE(MAX_SGE);
+	uint32_t stride = SOF_NWQE_STRIDE(MAX_SGE, MAX_INLINE);
+
+	memset(&w, 0, sizeof(w));
+	w.qshm = aligned_alloc(SOF_CACHELINE, (qlen + 63) & ~(size_t)63);
+	w.nsq = aligned_alloc(SOF_CACHELINE,
+			      (SOF_NSQ_SEG_LEN(SQ_SIZE, stride) + 63) & ~(size_t)63);
+	w.scq_shm = aligned_alloc(SOF_CACHELINE, SOF_CQ_RING_OFF + CQ_SIZE * sizeof(struct sof_cqe));
+	w.rcq_shm = aligned_alloc(SOF_CACHELINE, SOF_CQ_RING_OFF + CQ_SIZE * sizeof(struct sof_cqe));
+	w.mem = calloc(1, MEM_LEN);
+	CHECK(w.qshm && w.nsq && w.scq_shm && w.rcq_shm && w.mem);
+	memset(w.qshm, 0, qlen);
+	memset(w.nsq, 0, SOF_NSQ_SEG_LEN(SQ_SIZE, stride));
+	memset(w.scq_shm, 0, SOF_CQ_RING_OFF + CQ_SIZE * sizeof(struct sof_cqe));
+	memset(w.rcq_shm, 0, SOF_CQ_RING_OFF + CQ_SIZE * sizeof(struct sof_cqe));
+	atomic_store(&w.scq_shm->size, CQ_SIZE);
+	atomic_store(&w.rcq_shm->size, CQ_SIZE);
+	w.scq = (struct tp_cq){.shm = w.scq_shm, .evfd = -1};
+	w.rcq = (struct tp_cq){.shm = w.rcq_shm, .evfd = -1};
+	w.qp = (struct tp_qp){.qpn = QPN,
+			      .type = IBV_QPT_RC,
+			      .shm = w.qshm,
+			      .rq_size = RQ_SIZE,
+			      .rq_max_sge = MAX_SGE,
+			      .nsq = w.nsq,
+			      .sq_size = SQ_SIZE,
+			      .sq_max_sge = MAX_SGE,
+			      .sq_max_inline = MAX_INLINE,
+			      .sq_stride = stride,
+			      .send_cq = &w.scq,
+			      .recv_cq = &w.rcq};
+	CHECK_EQ(tp_start_unplugged(&test_host, w.counters, w.drops), 0);
+	tp.port = &test_port;
+	modify(IBV_QPS_INIT, IBV_QP_ACCESS_FLAGS);
+	modify(IBV_QPS_RTR, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	modify(IBV_QPS_RTS, IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				IBV_QP_MAX_QP_RD_ATOMIC);
+	CHECK(w.qp.t != NULL);
+}
+
+static void world_down(void)
+{
+	tp_qp_destroy(&w.qp);
+	close(tp_timer_fd());
+	free(w.qshm);
+	free(w.nsq);
+	free(w.scq_shm);
+	free(w.rcq_shm);
+	free(w.mem);
+}
+
+/* ---- steps ------------------------------------------------------------------ */
+
+enum step_kind {
+	S_END = 0,
+	S_IN,	     /* a request or response packet from the peer */
+	S_RECV,	     /* a receive WQE of len bytes at offset va into the region */
+	S_WRITE,     /* a signaled RDMA WRITE of len bytes, posted and rung */
+	S_BATCH,     /* the end of a receive batch: coalesced ACKs leave */
+	S_TIMER_RNR, /* the RNR wait is over */
+};
+
+/* What a step must leave: packets sent by it, the last one's opcode,
+ * syndrome (AETH) and PSN (relative), completions so far and the status
+ * of the last one, the QP's state. Each is V(value); 0 (left out): not
+ * checked. */
+#define V(v) ((int)(v) + 1)
+struct expect {
+	int nsent, opcode, syndrome, psn;
+	int rcqe, scqe, status;
+	int state;
+};
+
+struct step {
+	enum step_kind kind;
+	uint8_t opcode;	 /* S_IN */
+	int32_t psn;	 /* S_IN: relative to EPSN (requests) or SPSN (responses) */
+	uint32_t len;	 /* S_IN payload, S_RECV and S_WRITE length */
+	uint32_t rkey;	 /* S_IN RETH, S_WRITE */
+	uint8_t syndrome; /* S_IN AETH */
+	struct expect e;
+};
+
+static uint32_t cq_count(const struct sof_cq_shm *s) { return atomic_load(&s->tail); }
+
+static const struct sof_cqe *cq_last(const struct sof_cq_shm *s)
+{
+	uint32_t t = atomic_load(&s->tail);
+
+	return (const struct sof_cqe *)((const uint8_t *)s + SOF_CQ_RING_OFF +
+					(size_t)((t - 1) & (CQ_SIZE - 1)) * sizeof(struct sof_cqe));
+}
+
+static void post_recv(uint32_t len)
+{
+	uint32_t tail = atomic_load(&w.qshm->rq.tail);
+	uint8_t *slot = (uint8_t *)w.qshm + SOF_QP_RQ_OFF +
+			(size_t)(tail & (RQ_SIZE - 1)) * SOF_RWQE_STRIDE(MAX_SGE);
+	struct sof_rwqe r = {.wr_id = 100 + tail, .num_sge = 1};
+	struct sof_sge sge = {.addr = IOVA, .length = len, .lkey = KEY_RW};
+
+	memcpy(slot, &r, sizeof(r));
+	memcpy(slot + sizeof(r), &sge, sizeof(sge));
+	atomic_store(&w.qshm->rq.tail, tail + 1);
+}
+
+static void post_write(uint32_t len, uint32_t rkey)
+{
+	uint32_t tail = atomic_load(&w.nsq->idx.tail);
+	uint8_t *slot = (uint8_t *)w.nsq + SOF_NSQ_RING_OFF +
+			(size_t)(tail & (SQ_SIZE - 1)) * w.qp.sq_stride;
+	struct sof_nwqe e = {.wr_id = 200 + tail,
+			     .opcode = IBV_WR_RDMA_WRITE,
+			     .send_flags = IBV_SEND_SIGNALED,
+			     .num_sge = 1,
+			     .rkey = rkey,
+			     .remote_addr = 0x700000};
+	struct sof_sge sge = {.addr = IOVA, .length = len, .lkey = KEY_RW};
+
+	memcpy(slot, &e, sizeof(e));
+	memcpy(slot + sizeof(e), &sge, sizeof(sge));
+	atomic_store(&w.nsq->idx.tail, tail + 1);
+	tp_qp_doorbell(&w.qp);
+}
+
+static void packet_in(const struct step *s)
+{
+	static uint8_t payload[4096];
+	const struct roce_opinfo *oi = roce_opinfo(s->opcode);
+	struct roce_hdr h;
+	struct roce_addr a = {.sport = 0xc123, .dport = ROCE_UDP_PORT};
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = s->opcode;
+	h.pkey = 0xffff;
+	h.dqpn = QPN;
+	h.ackreq = true;
+	h.psn = ((oi->flags & ROCE_F_RESP) ? SPSN : EPSN) + (uint32_t)s->psn;
+	h.psn &= ROCE_PSN_MASK;
+	h.rkey = s->rkey;
+	h.va = IOVA;
+	h.dmalen = s->len;
+	h.syndrome = s->syndrome;
+	memcpy(a.src, peer4, 16);
+	memcpy(a.dst, local4, 16);
+	tp_recv(&h, payload, s->len, &a);
+}
+
+static void check_step(const struct step *s, unsigned i, unsigned sent_before)
+{
+	const struct expect *e = &s->e;
+	const struct sent *last = w.nsent ? &w.sent[w.nsent - 1] : NULL;
+	const struct roce_opinfo *oi;
+
+	if (e->nsent && (int)(w.nsent - sent_before) != e->nsent - 1)
+		test_fail(__FILE__, __LINE__, "step %u: %u packets sent, want %d", i,
+			  w.nsent - sent_before, e->nsent - 1);
+	if ((e->opcode || e->syndrome || e->psn) && !last)
+		test_fail(__FILE__, __LINE__, "step %u: nothing was sent", i);
+	if (e->opcode && last->h.opcode != e->opcode - 1)
+		test_fail(__FILE__, __LINE__, "step %u: sent opcode 0x%02x, want 0x%02x", i,
+			  last->h.opcode, e->opcode - 1);
+	if (e->syndrome && last->h.syndrome != e->syndrome - 1)
+		test_fail(__FILE__, __LINE__, "step %u: syndrome 0x%02x, want 0x%02x", i,
+			  last->h.syndrome, e->syndrome - 1);
+	if (e->psn) {
+		oi = roce_opinfo(last->h.opcode);
+		if (last->h.psn != (((oi->flags & ROCE_F_RESP) ? EPSN : SPSN) + (uint32_t)e->psn - 1))
+			test_fail(__FILE__, __LINE__, "step %u: PSN %u, want base+%d", i,
+				  last->h.psn, e->psn - 1);
+	}
+	if (e->rcqe && cq_count(w.rcq_shm) != (uint32_t)e->rcqe - 1)
+		test_fail(__FILE__, __LINE__, "step %u: %u receive completions, want %d", i,
+			  cq_count(w.rcq_shm), e->rcqe - 1);
+	if (e->scqe && cq_count(w.scq_shm) != (uint32_t)e->scqe - 1)
+		test_fail(__FILE__, __LINE__, "step %u: %u send completions, want %d", i,
+			  cq_count(w.scq_shm), e->scqe - 1);
+	if (e->status) {
+		const struct sof_cq_shm *cq = e->scqe ? w.scq_shm : w.rcq_shm;
+
+		if (!cq_count(cq) || cq_last(cq)->status != e->status - 1)
+			test_fail(__FILE__, __LINE__, "step %u: status %u, want %d", i,
+				  cq_count(cq) ? cq_last(cq)->status : 0u, e->status - 1);
+	}
+	if (e->state && w.qp.t->state != (uint32_t)e->state - 1)
+		test_fail(__FILE__, __LINE__, "step %u: QP state %u, want %d", i, w.qp.t->state,
+			  e->state - 1);
+}
+
+/* Run the steps against a fresh world; the caller checks more, then
+ * calls world_down. */
+static void run_steps(const struct step *steps)
+{
+	world_up();
+	for (unsigned i = 0; steps[i].kind != S_END; i++) {
+		const struct step *s = &steps[i];
+		unsigned before = w.nsent;
+
+		switch (s->kind) {
+		case S_IN:
+			packet_in(s);
+			break;
+		case S_RECV:
+			post_recv(s->len);
+			break;
+		case S_WRITE:
+			post_write(s->len, s->rkey);
+			break;
+		case S_BATCH:
+			tp_input_end();
+			break;
+		case S_TIMER_RNR:
+			CHECK(w.qp.t->rnr_ns != 0);
+			tp_req_timer(w.qp.t, w.qp.t->rnr_ns);
+			break;
+		case S_END:
+			break;
+		}
+		check_step(s, i, before);
+	}
+}
+
+#define ACK (ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID)
+#define NAK(code) (ROCE_AETH_NAK | (code))
+#define RNR_NAK(timer) (ROCE_AETH_RNR_NAK | (timer))
+
+/* ---- the responder ------------------------------------------------------ */
+
+TEST(resp_send_ack_duplicate)
+{
+	const struct step steps[] = {
+	    {S_RECV, .len = 256, .e = {0}},
+	    {S_RECV, .len = 256, .e = {0}},
+	    /* executed: one completion, the ACK waits for the batch's end */
+	    {S_IN, ROCE_SEND_ONLY, 0, 100, .e = {.nsent = V(0), .rcqe = V(1)}},
+	    {S_IN, ROCE_SEND_ONLY, 1, 100, .e = {.nsent = V(0), .rcqe = V(2)}},
+	    /* one ACK for both (coalesced), of the second's PSN */
+	    {S_BATCH, .e = {.nsent = V(1), .opcode = V(ROCE_ACK), .syndrome = V(ACK), .psn = V(1)}},
+	    /* a repeat of the first: acknowledged again, not executed */
+	    {S_IN, ROCE_SEND_ONLY, 0, 100, .e = {.nsent = V(0), .rcqe = V(2)}},
+	    {S_BATCH, .e = {.nsent = V(1), .opcode = V(ROCE_ACK), .syndrome = V(ACK), .psn = V(1)}},
+	    {S_END, .e = {0}},
+	};
+
+	run_steps(steps);
+	world_down();
+}
+
+TEST(resp_sequence_error_nak_once)
+{
+	const struct step steps[] = {
+	    {S_RECV, .len = 256, .e = {0}},
+	    /* far ahead (beyond what is kept): NAK naming the expected PSN */
+	    {S_IN, ROCE_SEND_ONLY, 100, 100,
+	     .e = {.nsent = V(1), .opcode = V(ROCE_ACK),
+		   .syndrome = V(NAK(ROCE_NAK_PSN_SEQ_ERR)), .psn = V(0), .rcqe = V(0)}},
+	    /* again ahead: no second NAK for the same error */
+	    {S_IN, ROCE_SEND_ONLY, 101, 100, .e = {.nsent = V(0), .rcqe = V(0)}},
+	    /* the expected one: executed, the error is over */
+	    {S_IN, ROCE_SEND_ONLY, 0, 100, .e = {.nsent = V(0), .rcqe = V(1)}},
+	    {S_BATCH, .e = {.nsent = V(1), .syndrome = V(ACK), .psn = V(0), .state = V(IBV_QPS_RTS)}},
+	    {S_END, .e = {0}},
+	};
+
+	run_steps(steps);
+	CHECK_EQ(w.drops[SOF_DROP_psn], 2);
+	world_down();
+}
+
+TEST(resp_rnr_nak)
+{
+	const struct step steps[] = {
+	    /* no receive WQE: RNR NAK with the QP's min_rnr_timer */
+	    {S_IN, ROCE_SEND_ONLY, 0, 100,
+	     .e = {.nsent = V(1), .opcode = V(ROCE_ACK), .syndrome = V(RNR_NAK(1)), .psn = V(0),
+		   .rcqe = V(0), .state = V(IBV_QPS_RTS)}},
+	    /* posted, and sent again: executed */
+	    {S_RECV, .len = 256, .e = {0}},
+	    {S_IN, ROCE_SEND_ONLY, 0, 100, .e = {.nsent = V(0), .rcqe = V(1)}},
+	    {S_END, .e = {0}},
+	};
+
+	run_steps(steps);
+	CHECK_EQ(w.counters[SOF_CNT_rnr_nak_sent], 1);
+	world_down();
+}
+
+TEST(resp_remote_access_nak)
+{
+	const struct step steps[] = {
+	    /* a WRITE to a read-only region: NAK, the QP goes to ERROR */
+	    {S_IN, ROCE_WRITE_ONLY, 0, 64, KEY_RO,
+	     .e = {.nsent = V(1), .opcode = V(ROCE_ACK),
+		   .syndrome = V(NAK(ROCE_NAK_REM_ACCESS)), .psn = V(0), .state = V(IBV_QPS_ERR)}},
+	    {S_END, .e = {0}},
+	};
+
+	run_steps(steps);
+	CHECK_EQ(w.errors, 1);
+	CHECK_EQ(w.last_event, IBV_EVENT_QP_ACCESS_ERR);
+	world_down();
+}
+
+TEST(resp_invalid_request_nak)
+{
+	const struct step steps[] = {
+	    {S_RECV, .len = 4096, .e = {0}},
+	    /* a MIDDLE with no FIRST before it (IBA 9.7.5.2.4, class B) */
+	    {S_IN, ROCE_SEND_MIDDLE, 0, 1024,
+	     .e = {.nsent = V(1), .syndrome = V(NAK(ROCE_NAK_INV_REQ)), .psn = V(0),
+		   .state = V(IBV_QPS_ERR)}},
+	    {S_END, .e = {0}},
+	};
+
+	run_steps(steps);
+	CHECK_EQ(w.last_event, IBV_EVENT_QP_REQ_ERR);
+	world_down();
+}
+
+TEST(resp_write_into_region)
+{
+	const struct step steps[] = {
+	    {S_IN, ROCE_WRITE_ONLY, 0, 64, KEY_RW, .e = {.nsent = V(0), .rcqe = V(0)}},
+	    {S_BATCH, .e = {.nsent = V(1), .syndrome = V(ACK), .psn = V(0), .state = V(IBV_QPS_RTS)}},
+	    {S_END, .e = {0}},
+	};
+
+	run_steps(steps);
+	world_down();
+}
+
+/* ---- the requester and the completer ------------------------------------ */
+
+TEST(req_write_acked)
+{
+	const struct step steps[] = {
+	    /* 100 bytes: one WRITE ONLY at the first PSN */
+	    {S_WRITE, .len = 100, .rkey = 0x99,
+	     .e = {.nsent = V(1), .opcode = V(ROCE_WRITE_ONLY), .psn = V(0), .scqe = V(0)}},
+	    {S_IN, ROCE_ACK, 0, .syndrome = ACK,
+	     .e = {.nsent = V(0), .scqe = V(1), .status = V(IBV_WC_SUCCESS)}},
+	    /* 3000 bytes at MTU 1024: FIRST, MIDDLE, LAST */
+	    {S_WRITE, .len = 3000, .rkey = 0x99,
+	     .e = {.nsent = V(3), .opcode = V(ROCE_WRITE_LAST), .psn = V(3), .scqe = V(1)}},
+	    /* an ACK of the MIDDLE completes nothing yet */
+	    {S_IN, ROCE_ACK, 2, .syndrome = ACK, .e = {.nsent = V(0), .scqe = V(1)}},
+	    {S_IN, ROCE_ACK, 3, .syndrome = ACK,
+	     .e = {.nsent = V(0), .scqe = V(2), .status = V(IBV_WC_SUCCESS), .state = V(IBV_QPS_RTS)}},
+	    {S_END, .e = {0}},
+	};
+
+	run_steps(steps);
+	world_down();
+}
+
+TEST(req_sequence_nak_resends)
+{
+	const struct step steps[] = {
+	    {S_WRITE, .len = 3000, .rkey = 0x99, .e = {.nsent = V(3)}},
+	    /* the responder lost PSN +1: go back and send from there */
+	    {S_IN, ROCE_ACK, 1, .syndrome = NAK(ROCE_NAK_PSN_SEQ_ERR),
+	     .e = {.nsent = V(2), .opcode = V(ROCE_WRITE_LAST), .psn = V(2), .scqe = V(0)}},
+	    {S_IN, ROCE_ACK, 2, .syndrome = ACK,
+	     .e = {.nsent = V(0), .scqe = V(1), .status = V(IBV_WC_SUCCESS)}},
+	    {S_END, .e = {0}},
+	};
+
+	run_steps(steps);
+	world_down();
+}
+
+TEST(req_rnr_nak_waits)
+{
+	const struct step steps[] = {
+	    {S_WRITE, .len = 100, .rkey = 0x99, .e = {.nsent = V(1)}},
+	    /* RNR: nothing is sent until the responder's timer ran out */
+	    {S_IN, ROCE_ACK, 0, .syndrome = RNR_NAK(1), .e = {.nsent = V(0), .scqe = V(0)}},
+	    {S_TIMER_RNR,
+	     .e = {.nsent = V(1), .opcode = V(ROCE_WRITE_ONLY), .psn = V(0), .scqe = V(0)}},
+	    {S_IN, ROCE_ACK, 0, .syndrome = ACK,
+	     .e = {.nsent = V(0), .scqe = V(1), .status = V(IBV_WC_SUCCESS)}},
+	    {S_END, .e = {0}},
+	};
+
+	run_steps(steps);
+	world_down();
+}
+
+TEST(comp_remote_access_flushes)
+{
+	const struct step steps[] = {
+	    {S_WRITE, .len = 100, .rkey = 0x99, .e = {.nsent = V(1)}},
+	    {S_WRITE, .len = 100, .rkey = 0x99, .e = {.nsent = V(1), .psn = V(1)}},
+	    /* the first fails with its status, the second is flushed */
+	    {S_IN, ROCE_ACK, 0, .syndrome = NAK(ROCE_NAK_REM_ACCESS),
+	     .e = {.nsent = V(0), .scqe = V(2), .status = V(IBV_WC_WR_FLUSH_ERR),
+		   .state = V(IBV_QPS_ERR)}},
+	    {S_END, .e = {0}},
+	};
+	const struct sof_cqe *first;
+
+	run_steps(steps);
+	first = (const struct sof_cqe *)((const uint8_t *)w.scq_shm + SOF_CQ_RING_OFF);
+	CHECK_EQ(first->status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(first->wr_id, 200);
+	world_down();
+}
+
+int main(void)
+{
+	RUN(resp_send_ack_duplicate);
+	RUN(resp_sequence_error_nak_once);
+	RUN(resp_rnr_nak);
+	RUN(resp_remote_access_nak);
+	RUN(resp_invalid_request_nak);
+	RUN(resp_write_into_region);
+	RUN(req_write_acked);
+	RUN(req_sequence_nak_resends);
+	RUN(req_rnr_nak_waits);
+	RUN(comp_remote_access_flushes);
+	return test_summary();
+}

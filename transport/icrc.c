@@ -24,7 +24,7 @@
  *
  * The IPv4 ID is covered, yet a UDP socket neither chooses nor sees it:
  * a datagram sent alone leaves with ID 0, but the segments of one UDP GSO
- * send (UDP_SEGMENT, net.c) leave with IDs 0, 1, 2, ... as the kernel's
+ * send (UDP_SEGMENT, udp.c) leave with IDs 0, 1, 2, ... as the kernel's
  * segmentation (inet_gso_segment) numbers them. The sender therefore
  * gives segment i the ICRC of ID i (roce_icrc_ipid_delta), and a receiver,
  * which cannot see the ID, accepts a packet whose ICRC is right for an ID

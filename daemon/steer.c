@@ -65,8 +65,8 @@ struct slot {
 };
 
 static struct slot slots[SLOTS];
-static uint32_t nslots = 1; /* slot 0 is the daemon's own sockets */
-static bool slots_broken;   /* a group could not grow in step: no new slots */
+static uint32_t nslots = 1;	     /* slot 0 is the daemon's own sockets */
+static bool slots_broken;	     /* a group could not grow in step: no new slots */
 static int rx_fd4 = -1, rx_fd6 = -1; /* slot 0's: the daemon's receive sockets */
 
 static int epoll_in(int epfd, struct sofd_pollable *p)

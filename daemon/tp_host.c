@@ -137,16 +137,16 @@ static void host_srq_limit(struct tp_srq *ts)
 }
 
 static const struct tp_host_ops host_ops = {
-	.log = host_log,
-	.qp_find = host_qp_find,
-	.mr_ptr = host_mr_ptr,
-	.gid = host_gid,
-	.gid_local = sofd_gid_local,
-	.active_mtu = host_active_mtu,
-	.cq_kick = host_cq_kick,
-	.qp_error = host_qp_error,
-	.srq_limit = host_srq_limit,
-	.flow_seen = NULL, /* the daemon's sockets are the group's, not a flow's */
+    .log = host_log,
+    .qp_find = host_qp_find,
+    .mr_ptr = host_mr_ptr,
+    .gid = host_gid,
+    .gid_local = sofd_gid_local,
+    .active_mtu = host_active_mtu,
+    .cq_kick = host_cq_kick,
+    .qp_error = host_qp_error,
+    .srq_limit = host_srq_limit,
+    .flow_seen = NULL, /* the daemon's sockets are the group's, not a flow's */
 };
 
 /* ---- start and the loop ---------------------------------------------------------- */

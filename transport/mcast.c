@@ -18,8 +18,9 @@
  * after checking its own state and Q_Key; the GRH area holds the IP header,
  * whose destination is the group. A datagram from another host arrives
  * through the socket (udp.c tp_input, recv.c tp_recv, then the
- * TP_HOOK_MCAST hook the daemon sets to tp_mcast_input); one sent here leaves once for the
- * group's address on the interface of its source GID and is delivered by
+ * TP_HOOK_MCAST hook the daemon sets to tp_mcast_input); one sent here
+ * leaves once for the group's address on the interface of its source GID
+ * and is delivered by
  * the engine itself to the QPs attached here (requester.c send_ud). The
  * send sockets do not loop multicast back, and a multicast datagram whose
  * source is one of this host's addresses is dropped on arrival, so no QP
@@ -44,7 +45,7 @@
 
 struct mgroup {
 	struct sof_link link; /* in groups */
-	struct mgroup *hnext;  /* in the same bucket */
+	struct mgroup *hnext; /* in the same bucket */
 	uint8_t mgid[16];
 	struct tp_qp **qps; /* attached, in no order */
 	uint32_t nqps, cap;
@@ -153,12 +154,11 @@ static void log_membership(const struct mgroup *g, uint32_t ifindex, const char 
 	if (!if_indextoname(ifindex, ifn))
 		snprintf(ifn, sizeof(ifn), "#%u", ifindex);
 	if (err)
-		tp_log("multicast group %s: cannot %s on %s: %s%s",
-			 mgid_str(g->mgid, a, sizeof(a)), what, ifn, strerror(-err),
-			 err == -ENOBUFS ? " (see net.ipv4.igmp_max_memberships)" : "");
+		tp_log("multicast group %s: cannot %s on %s: %s%s", mgid_str(g->mgid, a, sizeof(a)),
+		       what, ifn, strerror(-err),
+		       err == -ENOBUFS ? " (see net.ipv4.igmp_max_memberships)" : "");
 	else
-		tp_log("multicast group %s: %s on %s", mgid_str(g->mgid, a, sizeof(a)), what,
-			 ifn);
+		tp_log("multicast group %s: %s on %s", mgid_str(g->mgid, a, sizeof(a)), what, ifn);
 }
 
 /* Make the memberships of g those the served interfaces want now; with

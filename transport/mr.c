@@ -8,7 +8,6 @@
  */
 #include "tport.h"
 
-
 int tp_sgl_copy(const struct tp_qp *qp, const struct sof_sge *sge, uint32_t nsge, uint64_t off,
 		uint8_t *buf, uint64_t len, bool to_sgl)
 {

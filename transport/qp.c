@@ -22,8 +22,6 @@ void tp_qp_doorbell(struct tp_qp *qp)
 		tp_req_progress(t);
 }
 
-
-
 void tp_qp_progress(struct tp_qp *qp)
 {
 	if (qp->t)

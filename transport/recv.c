@@ -144,4 +144,3 @@ void tp_input_end(void)
 		tp_resp_flush_ack(t);
 	}
 }
-

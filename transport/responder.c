@@ -28,16 +28,16 @@
 #include <stdlib.h>
 
 const char *const tp_resp_names[TP_RESP_NR] = {
-	[TP_RESP_PSN_OK] = "PSN ok",
-	[TP_RESP_AHEAD_KEPT] = "ahead, kept",
-	[TP_RESP_SEQ_ERR_NAK] = "PSN sequence error NAK",
-	[TP_RESP_SEQ_ERR_DROP] = "ahead, dropped",
-	[TP_RESP_DUPLICATE] = "duplicate",
-	[TP_RESP_DUP_DROP] = "duplicate, dropped",
-	[TP_RESP_RNR] = "RNR NAK",
-	[TP_RESP_REMOTE_ACCESS] = "remote access error NAK",
-	[TP_RESP_INVALID_REQUEST] = "invalid request NAK",
-	[TP_RESP_REMOTE_OP_ERR] = "remote operational error NAK",
+    [TP_RESP_PSN_OK] = "PSN ok",
+    [TP_RESP_AHEAD_KEPT] = "ahead, kept",
+    [TP_RESP_SEQ_ERR_NAK] = "PSN sequence error NAK",
+    [TP_RESP_SEQ_ERR_DROP] = "ahead, dropped",
+    [TP_RESP_DUPLICATE] = "duplicate",
+    [TP_RESP_DUP_DROP] = "duplicate, dropped",
+    [TP_RESP_RNR] = "RNR NAK",
+    [TP_RESP_REMOTE_ACCESS] = "remote access error NAK",
+    [TP_RESP_INVALID_REQUEST] = "invalid request NAK",
+    [TP_RESP_REMOTE_OP_ERR] = "remote operational error NAK",
 };
 
 /* Trace what was decided about request h (SOFTOFED_TRACE). */
@@ -299,8 +299,8 @@ static void serve_read(struct sof_tqp *t, uint32_t psn, uint64_t va, uint32_t rk
 		h.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
 		h.msn = t->msn & 0xffffff;
 		if (n) {
-			struct iovec v = {tp_mr_ptr(t->qp, rkey, va + off, n, IBV_ACCESS_REMOTE_READ),
-					  n};
+			struct iovec v = {
+			    tp_mr_ptr(t->qp, rkey, va + off, n, IBV_ACCESS_REMOTE_READ), n};
 
 			if (!v.iov_base)
 				return;

@@ -67,4 +67,3 @@ void tp_timer_fired(void)
 		tp_req_timer(sof_container_of(l, struct sof_tqp, timer_link), now);
 	}
 }
-

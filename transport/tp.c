@@ -30,8 +30,7 @@ static int start(const struct tp_host_ops *host, int fd4, int fd6, bool tx, uint
 	return tp.timer_fd < 0 ? -errno : 0;
 }
 
-int tp_start(const struct tp_host_ops *host, int fd4, int fd6, uint64_t *counters,
-	     uint64_t *drops)
+int tp_start(const struct tp_host_ops *host, int fd4, int fd6, uint64_t *counters, uint64_t *drops)
 {
 	return start(host, fd4, fd6, true, counters, drops);
 }
@@ -89,7 +88,6 @@ int tp_send_ref(const struct tp_path *path, struct roce_hdr *h, const struct iov
 		return -EMSGSIZE;
 	return tp.port->send(path, h, (uint32_t)paylen, NULL, NULL, pay, npay);
 }
-
 
 static int gather_buf(void *arg, uint8_t *dst, uint32_t len)
 {

@@ -47,7 +47,7 @@ struct tp_srq {
  * engine copies and validates what it reads from them. */
 struct tp_qp {
 	uint32_t qpn;
-	uint32_t type; /* IBV_QPT_RC, _UC or _UD */
+	uint32_t type;		/* IBV_QPT_RC, _UC or _UD */
 	struct sof_qp_shm *shm; /* header and receive ring */
 	uint32_t rq_size, rq_max_sge;
 	struct sof_nsq_shm *nsq; /* the network send queue */
@@ -108,8 +108,7 @@ struct tp_path {
 /* Start the engine for host around the receive sockets fd4 and fd6 (-1:
  * none): UDP GRO on them, the send sockets, the timer; it counts into
  * counters and drops (SOF_CNT_NR and SOF_DROP_NR entries). 0 or -errno. */
-int tp_start(const struct tp_host_ops *host, int fd4, int fd6, uint64_t *counters,
-	     uint64_t *drops);
+int tp_start(const struct tp_host_ops *host, int fd4, int fd6, uint64_t *counters, uint64_t *drops);
 /* The same without a wire: no socket at all, every packet is built (its
  * memory checked) and then lost, as on a cut cable (-ENETUNREACH). For
  * test and fuzz hosts, which feed tp_input themselves. */

@@ -111,13 +111,13 @@ struct tp_ooo {
 
 struct sof_tqp {
 	struct tp_qp *qp;
-	struct sof_link link;	     /* in tp.qps */
+	struct sof_link link;	    /* in tp.qps */
 	struct sof_link ack_link;   /* in tp.acks while a coalesced ACK is due */
 	struct sof_link timer_link; /* in tp.timers while a timer may be set */
-	bool net;		     /* RC/UC whose peer is on another host */
-	uint32_t state;		     /* enum ibv_qp_state, as last modified */
-	struct tp_path path;	     /* RC/UC primary path */
-	uint32_t mtu;		     /* path MTU in bytes */
+	bool net;		    /* RC/UC whose peer is on another host */
+	uint32_t state;		    /* enum ibv_qp_state, as last modified */
+	struct tp_path path;	    /* RC/UC primary path */
+	uint32_t mtu;		    /* path MTU in bytes */
 	uint32_t dqpn;
 	uint32_t qkey;
 	uint32_t access; /* qp_access_flags */
@@ -145,7 +145,7 @@ struct sof_tqp {
 	uint32_t cwnd, ssthresh, cwnd_acc;
 	uint32_t recover_psn; /* losses before una passes it are one event */
 	bool in_recovery;
-	uint64_t loss_ns; /* the last loss seen (tp_req_loss), 0: none yet */
+	uint64_t loss_ns;	   /* the last loss seen (tp_req_loss), 0: none yet */
 	uint32_t nak_psn, nak_una; /* the last sequence-error NAK acted on */
 	uint64_t nak_ns;
 	/* round-trip time: one packet sent for the first time is timed to
@@ -304,7 +304,7 @@ static inline uint8_t *tp_mr_ptr(const struct tp_qp *qp, uint32_t key, uint64_t 
 int tp_sgl_copy(const struct tp_qp *qp, const struct sof_sge *sge, uint32_t nsge, uint64_t off,
 		uint8_t *buf, uint64_t len, bool to_sgl);
 /* Bytes [off, off+len) of an SGE list of the owner of qp, checked for
- * reading as tp_sgl_copy does, as at most max pieces of the daemon's
+ * reading as tp_sgl_copy does, as at most max pieces of the host's
  * mappings. The number of pieces, -EACCES, -EMSGSIZE (past the end of the
  * list) or -E2BIG (more than max pieces). */
 int tp_sgl_map(const struct tp_qp *qp, const struct sof_sge *sge, uint32_t nsge, uint64_t off,

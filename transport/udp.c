@@ -13,7 +13,7 @@
  * in 49152-65535, so that flows spread over ports as Annex A17.3.1 asks;
  * the source address is set per packet (IP_PKTINFO). Packets are built
  * into a queue and leave together (sendmmsg) at the end of each event of
- * the daemon's loop or when the queue is full; consecutive packets of the
+ * the host's loop or when the queue is full; consecutive packets of the
  * same size on the same path leave as one UDP GSO send (UDP_SEGMENT, up
  * to 64 KiB), which the kernel cuts into the same packets — over veth it
  * crosses whole, as TCP's segments do (a capture there shows the joined
@@ -61,8 +61,8 @@ static struct {
 	int tx4[8], tx6[8]; /* send sockets, one source port each */
 	uint16_t txport4[8], txport6[8];
 	int ntx4, ntx6;
-	bool gso; /* UDP GSO in use (off: SOFTOFED_NO_GSO, or refused) */
-	bool gro; /* the receive sockets take UDP GRO */
+	bool gso;		     /* UDP GSO in use (off: SOFTOFED_NO_GSO, or refused) */
+	bool gro;		     /* the receive sockets take UDP GRO */
 	struct roce_icrc_cache icrc; /* what the ICRCs of sent and received packets keep */
 } udp;
 
@@ -374,13 +374,11 @@ union tx_addr {
 
 /* A unicast packet leaves without IP_PKTINFO when the kernel would give
  * it its GID's address anyway: the route look-up of a send that names its
- * source costs more (the source address's device is looked up first). A UDP socket connected to the destination
- * tells which source the kernel picks (getsockname); the answer is kept
- * for SRC_PAIRS source/destination pairs and asked again after
- * SRC_CHECK_NS, so that a change of addresses or routes (the GID of a
- * second address, a route with another preferred source) takes the
- * source back into the message within that time. Multicast and IPv6
- * link-local sources keep it always. */
+ * source costs more (the source address's device is looked up first). A UDP socket connected to the
+ * destination tells which source the kernel picks (getsockname); the answer is kept for SRC_PAIRS
+ * source/destination pairs and asked again after SRC_CHECK_NS, so that a change of addresses or
+ * routes (the GID of a second address, a route with another preferred source) takes the source back
+ * into the message within that time. Multicast and IPv6 link-local sources keep it always. */
 #define SRC_PAIRS 8
 #define SRC_CHECK_NS 100000000ull
 
@@ -825,10 +823,10 @@ int tp_rx(int fd, bool v6, const struct roce_addr *flow)
 }
 
 const struct tp_port_ops tp_roce_udp_port = {
-	.name = "RoCEv2",
-	.addr_len = 16,
-	.max_payload = 4096,
-	.send = tx_build,
-	.flush = udp_flush,
-	.flow_port = udp_flow_port,
+    .name = "RoCEv2",
+    .addr_len = 16,
+    .max_payload = 4096,
+    .send = tx_build,
+    .flush = udp_flush,
+    .flow_port = udp_flow_port,
 };

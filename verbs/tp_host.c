@@ -59,9 +59,9 @@ struct sofv_eqp {
 	struct tp_srq srq;
 	uint32_t srq_handle;
 	struct sofv_qp *qp;
-	bool polled;	       /* counted in its CQs' eng_qps: its peer is on another host */
+	bool polled;	      /* counted in its CQs' eng_qps: its peer is on another host */
 	struct sof_link pend; /* in eng.pending: WQEs posted while packets flew */
-	uint32_t post_epsn;    /* the responder's expected PSN at the last post */
+	uint32_t post_epsn;   /* the responder's expected PSN at the last post */
 };
 
 /* While some thread polls, it reads the sockets itself and the progress
@@ -139,7 +139,7 @@ static struct {
 	struct sof_hmap qps;	   /* qpn -> struct tp_qp of a sofv_eqp */
 	struct sof_gid_entry gids[SOF_MAX_GIDS]; /* the context's, as last read */
 	uint32_t num_gids;
-	int fd4, fd6;		   /* the slot's receive sockets (-1: none) */
+	int fd4, fd6; /* the slot's receive sockets (-1: none) */
 	int timer_fd;
 	int epfd, stopfd;
 	pthread_t thread;
@@ -295,16 +295,16 @@ static uint8_t *host_mr_ptr(const struct tp_qp *m, uint32_t key, uint64_t va, ui
 static void flow_seen(const struct roce_addr *a);
 
 static const struct tp_host_ops host_ops = {
-	.log = host_log,
-	.qp_find = host_qp_find,
-	.mr_ptr = host_mr_ptr,
-	.gid = host_gid,
-	.gid_local = host_gid_local,
-	.active_mtu = host_active_mtu,
-	.cq_kick = host_cq_kick,
-	.qp_error = host_qp_error,
-	.srq_limit = host_srq_limit,
-	.flow_seen = flow_seen,
+    .log = host_log,
+    .qp_find = host_qp_find,
+    .mr_ptr = host_mr_ptr,
+    .gid = host_gid,
+    .gid_local = host_gid_local,
+    .active_mtu = host_active_mtu,
+    .cq_kick = host_cq_kick,
+    .qp_error = host_qp_error,
+    .srq_limit = host_srq_limit,
+    .flow_seen = flow_seen,
 };
 
 /* ---- the loop ----------------------------------------------------------------- */
@@ -374,7 +374,8 @@ static void flow_seen(const struct roce_addr *a)
 	struct eng_flow *f;
 	int fd;
 
-	if (!eng.ctx || eng.nflows == FLOWS_MAX || (a->dst[0] == 0xfe && (a->dst[1] & 0xc0) == 0x80))
+	if (!eng.ctx || eng.nflows == FLOWS_MAX ||
+	    (a->dst[0] == 0xfe && (a->dst[1] & 0xc0) == 0x80))
 		return;
 	for (unsigned i = 0; i < eng.nflows; i++)
 		if (flow_is(&eng.flows[i], a))
@@ -482,8 +483,7 @@ static void rx(bool poller)
 	tp_defer_acks(poller);
 	rx_sockets(poller);
 	tp_defer_acks(false);
-	if (poller && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) &&
-	    tp_acks_due())
+	if (poller && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) && tp_acks_due())
 		atomic_store_explicit(&eng.ack_hold, ACK_HOLD_POLLS, memory_order_relaxed);
 	while (!sof_list_empty(&eng.pending)) {
 		struct sofv_eqp *e = sof_container_of(eng.pending.next, struct sofv_eqp, pend);

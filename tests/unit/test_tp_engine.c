@@ -116,16 +116,16 @@ static void host_qp_error(struct tp_qp *qp, uint32_t event)
 static void host_srq_limit(struct tp_srq *srq) { (void)srq; }
 
 static const struct tp_host_ops test_host = {
-	.log = host_log,
-	.qp_find = host_qp_find,
-	.mr_ptr = host_mr_ptr,
-	.gid = host_gid,
-	.gid_local = host_gid_local,
-	.active_mtu = host_active_mtu,
-	.cq_kick = host_cq_kick,
-	.qp_error = host_qp_error,
-	.srq_limit = host_srq_limit,
-	.flow_seen = NULL,
+    .log = host_log,
+    .qp_find = host_qp_find,
+    .mr_ptr = host_mr_ptr,
+    .gid = host_gid,
+    .gid_local = host_gid_local,
+    .active_mtu = host_active_mtu,
+    .cq_kick = host_cq_kick,
+    .qp_error = host_qp_error,
+    .srq_limit = host_srq_limit,
+    .flow_seen = NULL,
 };
 
 /* ---- the test port: packets are captured, not sent ------------------------ */
@@ -163,12 +163,12 @@ static uint16_t port_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn)
 }
 
 static const struct tp_port_ops test_port = {
-	.name = "test",
-	.addr_len = 16,
-	.max_payload = 4096,
-	.send = port_send,
-	.flush = port_flush,
-	.flow_port = port_flow_port,
+    .name = "test",
+    .addr_len = 16,
+    .max_payload = 4096,
+    .send = port_send,
+    .flush = port_flush,
+    .flow_port = port_flow_port,
 };
 
 /* ---- the world: one RC QP connected to a peer on another host ------------- */
@@ -206,10 +206,11 @@ static void world_up(void)
 
 	memset(&w, 0, sizeof(w));
 	w.qshm = aligned_alloc(SOF_CACHELINE, (qlen + 63) & ~(size_t)63);
-	w.nsq = aligned_alloc(SOF_CACHELINE,
-			      (SOF_NSQ_SEG_LEN(SQ_SIZE, stride) + 63) & ~(size_t)63);
-	w.scq_shm = aligned_alloc(SOF_CACHELINE, SOF_CQ_RING_OFF + CQ_SIZE * sizeof(struct sof_cqe));
-	w.rcq_shm = aligned_alloc(SOF_CACHELINE, SOF_CQ_RING_OFF + CQ_SIZE * sizeof(struct sof_cqe));
+	w.nsq = aligned_alloc(SOF_CACHELINE, (SOF_NSQ_SEG_LEN(SQ_SIZE, stride) + 63) & ~(size_t)63);
+	w.scq_shm =
+	    aligned_alloc(SOF_CACHELINE, SOF_CQ_RING_OFF + CQ_SIZE * sizeof(struct sof_cqe));
+	w.rcq_shm =
+	    aligned_alloc(SOF_CACHELINE, SOF_CQ_RING_OFF + CQ_SIZE * sizeof(struct sof_cqe));
 	w.mem = calloc(1, MEM_LEN);
 	CHECK(w.qshm && w.nsq && w.scq_shm && w.rcq_shm && w.mem);
 	memset(w.qshm, 0, qlen);
@@ -277,10 +278,10 @@ struct expect {
 
 struct step {
 	enum step_kind kind;
-	uint8_t opcode;	 /* S_IN */
-	int32_t psn;	 /* S_IN: relative to EPSN (requests) or SPSN (responses) */
-	uint32_t len;	 /* S_IN payload, S_RECV and S_WRITE length */
-	uint32_t rkey;	 /* S_IN RETH, S_WRITE */
+	uint8_t opcode;	  /* S_IN */
+	int32_t psn;	  /* S_IN: relative to EPSN (requests) or SPSN (responses) */
+	uint32_t len;	  /* S_IN payload, S_RECV and S_WRITE length */
+	uint32_t rkey;	  /* S_IN RETH, S_WRITE */
 	uint8_t syndrome; /* S_IN AETH */
 	struct expect e;
 };
@@ -311,8 +312,8 @@ static void post_recv(uint32_t len)
 static void post_write(uint32_t len, uint32_t rkey)
 {
 	uint32_t tail = atomic_load(&w.nsq->idx.tail);
-	uint8_t *slot = (uint8_t *)w.nsq + SOF_NSQ_RING_OFF +
-			(size_t)(tail & (SQ_SIZE - 1)) * w.qp.sq_stride;
+	uint8_t *slot =
+	    (uint8_t *)w.nsq + SOF_NSQ_RING_OFF + (size_t)(tail & (SQ_SIZE - 1)) * w.qp.sq_stride;
 	struct sof_nwqe e = {.wr_id = 200 + tail,
 			     .opcode = IBV_WR_RDMA_WRITE,
 			     .send_flags = IBV_SEND_SIGNALED,
@@ -369,7 +370,8 @@ static void check_step(const struct step *s, unsigned i, unsigned sent_before)
 			  last->h.syndrome, e->syndrome - 1);
 	if (e->psn) {
 		oi = roce_opinfo(last->h.opcode);
-		if (last->h.psn != (((oi->flags & ROCE_F_RESP) ? EPSN : SPSN) + (uint32_t)e->psn - 1))
+		if (last->h.psn !=
+		    (((oi->flags & ROCE_F_RESP) ? EPSN : SPSN) + (uint32_t)e->psn - 1))
 			test_fail(__FILE__, __LINE__, "step %u: PSN %u, want base+%d", i,
 				  last->h.psn, e->psn - 1);
 	}
@@ -456,13 +458,17 @@ TEST(resp_sequence_error_nak_once)
 	    {S_RECV, .len = 256, .e = {0}},
 	    /* far ahead (beyond what is kept): NAK naming the expected PSN */
 	    {S_IN, ROCE_SEND_ONLY, 100, 100,
-	     .e = {.nsent = V(1), .opcode = V(ROCE_ACK),
-		   .syndrome = V(NAK(ROCE_NAK_PSN_SEQ_ERR)), .psn = V(0), .rcqe = V(0)}},
+	     .e = {.nsent = V(1),
+		   .opcode = V(ROCE_ACK),
+		   .syndrome = V(NAK(ROCE_NAK_PSN_SEQ_ERR)),
+		   .psn = V(0),
+		   .rcqe = V(0)}},
 	    /* again ahead: no second NAK for the same error */
 	    {S_IN, ROCE_SEND_ONLY, 101, 100, .e = {.nsent = V(0), .rcqe = V(0)}},
 	    /* the expected one: executed, the error is over */
 	    {S_IN, ROCE_SEND_ONLY, 0, 100, .e = {.nsent = V(0), .rcqe = V(1)}},
-	    {S_BATCH, .e = {.nsent = V(1), .syndrome = V(ACK), .psn = V(0), .state = V(IBV_QPS_RTS)}},
+	    {S_BATCH,
+	     .e = {.nsent = V(1), .syndrome = V(ACK), .psn = V(0), .state = V(IBV_QPS_RTS)}},
 	    {S_END, .e = {0}},
 	};
 
@@ -476,8 +482,12 @@ TEST(resp_rnr_nak)
 	const struct step steps[] = {
 	    /* no receive WQE: RNR NAK with the QP's min_rnr_timer */
 	    {S_IN, ROCE_SEND_ONLY, 0, 100,
-	     .e = {.nsent = V(1), .opcode = V(ROCE_ACK), .syndrome = V(RNR_NAK(1)), .psn = V(0),
-		   .rcqe = V(0), .state = V(IBV_QPS_RTS)}},
+	     .e = {.nsent = V(1),
+		   .opcode = V(ROCE_ACK),
+		   .syndrome = V(RNR_NAK(1)),
+		   .psn = V(0),
+		   .rcqe = V(0),
+		   .state = V(IBV_QPS_RTS)}},
 	    /* posted, and sent again: executed */
 	    {S_RECV, .len = 256, .e = {0}},
 	    {S_IN, ROCE_SEND_ONLY, 0, 100, .e = {.nsent = V(0), .rcqe = V(1)}},
@@ -494,8 +504,11 @@ TEST(resp_remote_access_nak)
 	const struct step steps[] = {
 	    /* a WRITE to a read-only region: NAK, the QP goes to ERROR */
 	    {S_IN, ROCE_WRITE_ONLY, 0, 64, KEY_RO,
-	     .e = {.nsent = V(1), .opcode = V(ROCE_ACK),
-		   .syndrome = V(NAK(ROCE_NAK_REM_ACCESS)), .psn = V(0), .state = V(IBV_QPS_ERR)}},
+	     .e = {.nsent = V(1),
+		   .opcode = V(ROCE_ACK),
+		   .syndrome = V(NAK(ROCE_NAK_REM_ACCESS)),
+		   .psn = V(0),
+		   .state = V(IBV_QPS_ERR)}},
 	    {S_END, .e = {0}},
 	};
 
@@ -511,7 +524,9 @@ TEST(resp_invalid_request_nak)
 	    {S_RECV, .len = 4096, .e = {0}},
 	    /* a MIDDLE with no FIRST before it (IBA 9.7.5.2.4, class B) */
 	    {S_IN, ROCE_SEND_MIDDLE, 0, 1024,
-	     .e = {.nsent = V(1), .syndrome = V(NAK(ROCE_NAK_INV_REQ)), .psn = V(0),
+	     .e = {.nsent = V(1),
+		   .syndrome = V(NAK(ROCE_NAK_INV_REQ)),
+		   .psn = V(0),
 		   .state = V(IBV_QPS_ERR)}},
 	    {S_END, .e = {0}},
 	};
@@ -525,7 +540,8 @@ TEST(resp_write_into_region)
 {
 	const struct step steps[] = {
 	    {S_IN, ROCE_WRITE_ONLY, 0, 64, KEY_RW, .e = {.nsent = V(0), .rcqe = V(0)}},
-	    {S_BATCH, .e = {.nsent = V(1), .syndrome = V(ACK), .psn = V(0), .state = V(IBV_QPS_RTS)}},
+	    {S_BATCH,
+	     .e = {.nsent = V(1), .syndrome = V(ACK), .psn = V(0), .state = V(IBV_QPS_RTS)}},
 	    {S_END, .e = {0}},
 	};
 
@@ -549,7 +565,10 @@ TEST(req_write_acked)
 	    /* an ACK of the MIDDLE completes nothing yet */
 	    {S_IN, ROCE_ACK, 2, .syndrome = ACK, .e = {.nsent = V(0), .scqe = V(1)}},
 	    {S_IN, ROCE_ACK, 3, .syndrome = ACK,
-	     .e = {.nsent = V(0), .scqe = V(2), .status = V(IBV_WC_SUCCESS), .state = V(IBV_QPS_RTS)}},
+	     .e = {.nsent = V(0),
+		   .scqe = V(2),
+		   .status = V(IBV_WC_SUCCESS),
+		   .state = V(IBV_QPS_RTS)}},
 	    {S_END, .e = {0}},
 	};
 
@@ -597,7 +616,9 @@ TEST(comp_remote_access_flushes)
 	    {S_WRITE, .len = 100, .rkey = 0x99, .e = {.nsent = V(1), .psn = V(1)}},
 	    /* the first fails with its status, the second is flushed */
 	    {S_IN, ROCE_ACK, 0, .syndrome = NAK(ROCE_NAK_REM_ACCESS),
-	     .e = {.nsent = V(0), .scqe = V(2), .status = V(IBV_WC_WR_FLUSH_ERR),
+	     .e = {.nsent = V(0),
+		   .scqe = V(2),
+		   .status = V(IBV_WC_WR_FLUSH_ERR),
 		   .state = V(IBV_QPS_ERR)}},
 	    {S_END, .e = {0}},
 	};

@@ -24,32 +24,31 @@ void tp_recv_hook(unsigned which, tp_recv_fn fn)
 		tp.hooks[which] = fn;
 }
 
-void tp_recv(const struct roce_hdr *hp, const uint8_t *payload, uint32_t paylen,
+void tp_recv(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 	     const struct roce_addr *a)
 {
-	const struct roce_hdr h = *hp;
-	const struct roce_opinfo *oi = roce_opinfo(h.opcode);
+	const struct roce_opinfo *oi = roce_opinfo(h->opcode);
 	struct tp_qp *qp;
 	struct sof_tqp *t;
 	uint32_t svc;
 
-	if (h.dqpn <= TP_HOOK_QP1 && tp.hooks[h.dqpn]) {
-		tp.hooks[h.dqpn](&h, payload, paylen, a, true);
+	if (h->dqpn <= TP_HOOK_QP1 && tp.hooks[h->dqpn]) {
+		tp.hooks[h->dqpn](h, payload, paylen, a, true);
 		return;
 	}
 	/* A datagram to a group names the multicast QPN, and only such a
 	 * datagram may: both or neither. (A host without multicast leaves
 	 * these to the QP look-up, which finds no such QP.) */
-	if (tp.hooks[TP_HOOK_MCAST] && (h.dqpn == SOF_MCAST_QPN || sof_gid_is_mcast(a->dst))) {
-		if (h.dqpn != SOF_MCAST_QPN || !sof_gid_is_mcast(a->dst)) {
+	if (tp.hooks[TP_HOOK_MCAST] && (h->dqpn == SOF_MCAST_QPN || sof_gid_is_mcast(a->dst))) {
+		if (h->dqpn != SOF_MCAST_QPN || !sof_gid_is_mcast(a->dst)) {
 			tp_drop(SOF_DROP_qpn);
 			return;
 		}
-		if ((h.opcode & ROCE_SVC_MASK) != ROCE_SVC_UD) {
+		if ((h->opcode & ROCE_SVC_MASK) != ROCE_SVC_UD) {
 			tp_drop(SOF_DROP_qp_type);
 			return;
 		}
-		if (!pkey_ok(h.pkey)) {
+		if (!pkey_ok(h->pkey)) {
 			tp_drop(SOF_DROP_pkey);
 			return;
 		}
@@ -59,12 +58,12 @@ void tp_recv(const struct roce_hdr *hp, const uint8_t *payload, uint32_t paylen,
 			tp_drop(SOF_DROP_src_addr);
 			return;
 		}
-		tp.hooks[TP_HOOK_MCAST](&h, payload, paylen, a, true);
+		tp.hooks[TP_HOOK_MCAST](h, payload, paylen, a, true);
 		return;
 	}
-	qp = tp.host->qp_find(h.dqpn);
+	qp = tp.host->qp_find(h->dqpn);
 	if (!qp || !qp->t || qp->dying) {
-		if (!qp && tp_resp_lingering(h.dqpn, &h, a))
+		if (!qp && tp_resp_lingering(h->dqpn, h, a))
 			return;
 		/* a flow socket took a packet for another process */
 		if (!qp)
@@ -73,14 +72,14 @@ void tp_recv(const struct roce_hdr *hp, const uint8_t *payload, uint32_t paylen,
 		return;
 	}
 	t = qp->t;
-	svc = h.opcode & ROCE_SVC_MASK;
+	svc = h->opcode & ROCE_SVC_MASK;
 	if ((svc == ROCE_SVC_RC && qp->type != IBV_QPT_RC) ||
 	    (svc == ROCE_SVC_UC && qp->type != IBV_QPT_UC) ||
 	    (svc == ROCE_SVC_UD && qp->type != IBV_QPT_UD)) {
 		tp_drop(SOF_DROP_qp_type);
 		return;
 	}
-	if (!pkey_ok(h.pkey)) {
+	if (!pkey_ok(h->pkey)) {
 		tp_drop(SOF_DROP_pkey);
 		return;
 	}
@@ -91,11 +90,11 @@ void tp_recv(const struct roce_hdr *hp, const uint8_t *payload, uint32_t paylen,
 			return;
 		}
 		/* IBA 10.2.5: the DETH Q_Key must match the QP's */
-		if (h.qkey != t->qkey) {
+		if (h->qkey != t->qkey) {
 			tp_drop(SOF_DROP_qkey);
 			return;
 		}
-		tp_resp_ud(t, &h, payload, paylen, a);
+		tp_resp_ud(t, h, payload, paylen, a);
 		return;
 	}
 	/* connected: only the peer, from its address (IBA 9.6.1.5 checks
@@ -116,13 +115,13 @@ void tp_recv(const struct roce_hdr *hp, const uint8_t *payload, uint32_t paylen,
 			tp_drop(SOF_DROP_qp_state);
 			return;
 		}
-		tp_comp_packet(t, &h, payload, paylen);
+		tp_comp_packet(t, h, payload, paylen);
 	} else {
 		if (!sof_qp_state_receives(t->state)) {
 			tp_drop(SOF_DROP_qp_state);
 			return;
 		}
-		tp_resp_packet(t, &h, payload, paylen, a);
+		tp_resp_packet(t, h, payload, paylen, a);
 	}
 }
 

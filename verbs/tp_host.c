@@ -175,8 +175,8 @@ static struct {
 
 /* ---- the host operations (transport/tp.h) ---------------------------------- */
 
-static void host_log(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
-static void host_log(const char *fmt, va_list ap)
+static void prog_log(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+static void prog_log(const char *fmt, va_list ap)
 {
 	fputs("softofed: ", stderr);
 	vfprintf(stderr, fmt, ap);
@@ -189,25 +189,25 @@ static void eng_log(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	host_log(fmt, ap);
+	prog_log(fmt, ap);
 	va_end(ap);
 }
 
-static struct tp_qp *host_qp_find(uint32_t qpn) { return sof_hmap_get(&eng.qps, qpn); }
+static struct tp_qp *prog_qp_find(uint32_t qpn) { return sof_hmap_get(&eng.qps, qpn); }
 
-static const struct sof_gid_entry *host_gid(uint32_t index)
+static const struct sof_gid_entry *prog_gid(uint32_t index)
 {
 	if (index >= eng.num_gids || sof_gid_empty(&eng.gids[index]))
 		return NULL;
 	return &eng.gids[index];
 }
 
-static bool host_gid_local(const uint8_t gid[16]) { return sofv_gid_is_local(eng.ctx, gid); }
+static bool prog_gid_local(const uint8_t gid[16]) { return sofv_gid_is_local(eng.ctx, gid); }
 
-static uint32_t host_active_mtu(void) { return eng.ctx->dev.active_mtu; }
+static uint32_t prog_active_mtu(void) { return eng.ctx->dev.active_mtu; }
 
 /* The channel's eventfd is this process's own: a plain write. */
-static void host_cq_kick(struct tp_cq *cq)
+static void prog_cq_kick(struct tp_cq *cq)
 {
 	uint64_t one = 1;
 
@@ -244,13 +244,13 @@ static void notify(uint32_t event_type, uint32_t handle)
 	(void)sofv_notify(eng.ctx, kind, handle);
 }
 
-static void host_qp_error(struct tp_qp *qp, uint32_t event)
+static void prog_qp_error(struct tp_qp *qp, uint32_t event)
 {
 	if (event)
 		notify(event, qp->qpn);
 }
 
-static void host_srq_limit(struct tp_srq *srq)
+static void prog_srq_limit(struct tp_srq *srq)
 {
 	const struct sofv_eqp *e = sof_container_of(srq, struct sofv_eqp, srq);
 
@@ -265,7 +265,7 @@ static void host_srq_limit(struct tp_srq *srq)
  * while ctx->mr_gen stays, so the last ones found are kept, by key, and
  * taken again without the context's lock and map (two atomic
  * read-modify-writes and a look-up for each packet). */
-static uint8_t *host_mr_ptr(const struct tp_qp *m, uint32_t key, uint64_t va, uint64_t len,
+static uint8_t *prog_mr_ptr(const struct tp_qp *m, uint32_t key, uint64_t va, uint64_t len,
 			    uint32_t need)
 {
 	const struct sofv_eqp *e = sof_container_of(m, struct sofv_eqp, m);
@@ -294,16 +294,16 @@ static uint8_t *host_mr_ptr(const struct tp_qp *m, uint32_t key, uint64_t va, ui
 
 static void flow_seen(const struct roce_addr *a);
 
-static const struct tp_host_ops host_ops = {
-    .log = host_log,
-    .qp_find = host_qp_find,
-    .mr_ptr = host_mr_ptr,
-    .gid = host_gid,
-    .gid_local = host_gid_local,
-    .active_mtu = host_active_mtu,
-    .cq_kick = host_cq_kick,
-    .qp_error = host_qp_error,
-    .srq_limit = host_srq_limit,
+static const struct tp_host_ops prog_ops = {
+    .log = prog_log,
+    .qp_find = prog_qp_find,
+    .mr_ptr = prog_mr_ptr,
+    .gid = prog_gid,
+    .gid_local = prog_gid_local,
+    .active_mtu = prog_active_mtu,
+    .cq_kick = prog_cq_kick,
+    .qp_error = prog_qp_error,
+    .srq_limit = prog_srq_limit,
     .flow_seen = flow_seen,
 };
 
@@ -472,7 +472,7 @@ static void rx_sockets(bool poller)
  * thread sends them within POLL_HOLD_MAX_NS when the polls stop; a request
  * to the CM or arming a CQ sends them at once: sofv_engine_flush). Under
  * the lock. */
-static void rx(bool poller)
+static void rx_run(bool poller)
 {
 	uint32_t hold = atomic_load_explicit(&eng.ack_hold, memory_order_relaxed);
 
@@ -495,13 +495,13 @@ static void rx(bool poller)
 	tp_tx_flush();
 }
 
-/* rx(false) by the progress thread; whether it read any packet. Under the
+/* rx_run(false) by the progress thread; whether it read any packet. Under the
  * lock. */
 static bool rx_read_some(void)
 {
 	uint64_t got = tp_counter(SOF_CNT_rx_packets);
 
-	rx(false);
+	rx_run(false);
 	return tp_counter(SOF_CNT_rx_packets) != got;
 }
 
@@ -637,7 +637,7 @@ static void note_active(void)
 	}
 }
 
-static int epoll_add(int fd, void *ptr)
+static int eng_epoll_add(int fd, void *ptr)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = ptr};
 
@@ -723,7 +723,7 @@ static int start(struct sofv_context *ctx)
 	eng.fd4 = fd4;
 	eng.fd6 = fd6;
 	gids_refresh();
-	err = tp_start(&host_ops, fd4, fd6, cnt->counters, cnt->drops);
+	err = tp_start(&prog_ops, fd4, fd6, cnt->counters, cnt->drops);
 	eng.timer_fd = tp_timer_fd();
 	if (!err) {
 		eng.epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -733,17 +733,17 @@ static int start(struct sofv_context *ctx)
 			err = -errno;
 	}
 	if (!err)
-		err = epoll_add(fd4, &eng.fd4);
+		err = eng_epoll_add(fd4, &eng.fd4);
 	if (!err)
-		err = epoll_add(fd6, &eng.fd6);
+		err = eng_epoll_add(fd6, &eng.fd6);
 	if (!err)
-		err = epoll_add(eng.timer_fd, &eng.timer_fd);
+		err = eng_epoll_add(eng.timer_fd, &eng.timer_fd);
 	if (!err)
-		err = epoll_add(eng.stopfd, &eng.stopfd);
+		err = eng_epoll_add(eng.stopfd, &eng.stopfd);
 	if (!err)
-		err = epoll_add(eng.kickfd, &eng.kickfd);
+		err = eng_epoll_add(eng.kickfd, &eng.kickfd);
 	if (!err)
-		err = epoll_add(eng.revokefd, &eng.revokefd);
+		err = eng_epoll_add(eng.revokefd, &eng.revokefd);
 	if (!err) {
 		eng.armed = true;
 		(void)atexit(at_exit);
@@ -959,7 +959,7 @@ void sofv_engine_poll(void)
 	if (pthread_mutex_trylock(&eng.lock))
 		return; /* another thread runs it */
 	if (eng.ctx)
-		rx(true);
+		rx_run(true);
 	pthread_mutex_unlock(&eng.lock);
 }
 

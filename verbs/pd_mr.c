@@ -2,7 +2,7 @@
  * Protection domains and memory regions: ibv_alloc_pd, ibv_dealloc_pd, the
  * ibv_reg_mr family, ibv_rereg_mr and ibv_dereg_mr.
  *
- * Registering moves the region's pages onto shareable memfds (mem.c) and
+ * Registering moves the region's pages onto shareable memfds (mem_share.c) and
  * hands them to the daemon, which issues the key (lkey == rkey, random) and
  * later gives the pages to executors that present the key with the right
  * PD and access (IBA 10.6.3, o10-35). The library keeps each MR by lkey for
@@ -182,7 +182,7 @@ static void mr_unpublish(struct sofv_mr *m)
 	sofv_engine_lock(s);
 	pthread_rwlock_wrlock(&s->obj_lock);
 	sof_hmap_del(&s->mrs, m->ibmr.lkey);
-	/* QPs drop what they cached of it (exec.c, local_sgl) */
+	/* QPs drop what they cached of it (same_host.c, local_sgl) */
 	atomic_fetch_add_explicit(&s->mr_gen, 1, memory_order_release);
 	pthread_rwlock_unlock(&s->obj_lock);
 	sofv_engine_unlock(s);

@@ -106,8 +106,8 @@ static bool any_pending(struct sofv_channel *c, bool *engine)
 }
 
 /* Blocks unless the application made the channel non-blocking. Before it
- * sleeps it spins briefly: a cross-core wake-up costs tens of microseconds
- * on a virtual machine, more than a short completion takes to arrive.
+ * sleeps it spins briefly: on a virtual machine a cross-core wake-up
+ * costs more than a short completion takes to arrive.
  * While it spins it reads the sockets of the QPs whose transport runs in
  * this process (as a poll does); before it sleeps it hands them to the
  * engine's progress thread at once (sofv_engine_idle). */

@@ -1,6 +1,6 @@
 /*
- * libFuzzer target: the connection manager's receive path (cm/ibcm.c via
- * mad/mad.c) with live connections in every interesting state.
+ * libFuzzer target: the connection manager's receive path (cm/ibcm_recv.c
+ * via mad/mad.c) with live connections in every interesting state.
  *
  * Each input starts from the same fresh state, made through the daemon's
  * own request handlers: an event channel; an RC listener on port 7471 and
@@ -22,11 +22,12 @@
  * Then the channel closes (the process died) and every id must be gone
  * once its lingering ends: no id, comm ID or SIDR request may remain.
  *
- * FUZZ_SOURCES: tests/fuzz/fuzz_cm.c cm/ids.c cm/ibcm.c cm/cm_wire.c mad/mad.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/steer.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_cm.c cm/cma_id.c cm/cma_addr.c cm/cma_event.c cm/cma_resolve.c cm/cma_listen.c cm/cma_conn.c cm/cma_mcast.c cm/cma_upcall.c cm/cma_ops.c cm/ibcm_conn.c cm/ibcm_send.c cm/ibcm_recv.c cm/ibcm_timer.c cm/cm_wire.c mad/mad.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/steer.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
  * FUZZ_INCLUDES: cm mad transport daemon common
  * FUZZ_SEEDS_ENV: SOF_FUZZ_CM_SEEDS
  */
-#include "cm.h"
+#include "cma.h"
+#include "ibcm_int.h"
 #include "tport.h"
 
 #include "sof_gid.h"
@@ -145,7 +146,7 @@ static uint32_t connect_to(uint32_t ps, uint32_t qpt, uint16_t port)
 	return a.id;
 }
 
-static struct cm_id *get(uint32_t h) { return h ? sof_hmap_get(&cm.ids, h) : NULL; }
+static struct cm_id *get(uint32_t h) { return h ? sof_hmap_get(&cma.ids, h) : NULL; }
 
 /* The newest passive id waiting for its user, if any. */
 static struct cm_id *newest_passive(void)
@@ -154,7 +155,7 @@ static struct cm_id *newest_passive(void)
 	uint32_t pos = 0;
 	uint64_t key;
 
-	while ((id = sof_hmap_next(&cm.ids, &pos, &key)))
+	while ((id = sof_hmap_next(&cma.ids, &pos, &key)))
 		if ((id->state == CM_REQ_RCVD || id->state == CM_MRA_REQ_SENT ||
 		     id->state == CM_SIDR_REQ_RCVD || id->state == CM_REP_SENT) &&
 		    (!best || id->handle > best->handle))
@@ -236,7 +237,7 @@ static void setup(void)
 	cmw_rep_put(mad + SOF_MAD_HDR_LEN, &rep);
 	mad_from(peer4, mad);
 	if (b->state != CM_REP_RCVD || id_op(SOF_OP_CM_ESTABLISH, id_b, 0))
-		FAIL("B not established (%s)", cm_state_names[b->state]);
+		FAIL("B not established (%s)", cm_state_name(b->state));
 }
 
 static void teardown(void)
@@ -244,18 +245,14 @@ static void teardown(void)
 	drain_events(NULL);
 	sofd_cm_conn_closed(chan_conn);
 	/* lingering ids end with their timers */
-	for (int round = 0; round < 64 && !sofd_list_empty(&cm.timers); round++) {
-		struct cm_id *id = sof_container_of(cm.timers.next, struct cm_id, timer_link);
-
-		cm_timer_set(id, 0);
-		cm_timeout(id);
-	}
-	while (!sofd_list_empty(&cm.lingering))
-		cm_free(sof_container_of(cm.lingering.next, struct cm_id, link));
-	if (sofd.n.cm_ids || cm.comm.count || cm.sidr.count || sofd.n.cm_timewait ||
-	    sofd.n.cm_channels)
+	for (int round = 0; round < 64 && !sofd_list_empty(&ibcm.timers); round++)
+		ibcm_timers_fire(UINT64_MAX);
+	while (!sofd_list_empty(&cma.lingering))
+		cma_free(sof_container_of(cma.lingering.next, struct cm_id, link));
+	if (sofd.n.cm_ids || ibcm.comm.count || ibcm.sidr.count || sofd.n.cm_timewait ||
+	    sofd.n.cm_channels || !sofd_list_empty(&ibcm.sidr_rcvd))
 		FAIL("left behind: ids %u comm %u sidr %u timewait %u channels %u", sofd.n.cm_ids,
-		     cm.comm.count, cm.sidr.count, sofd.n.cm_timewait, sofd.n.cm_channels);
+		     ibcm.comm.count, ibcm.sidr.count, sofd.n.cm_timewait, sofd.n.cm_channels);
 	while (sofd_mad_loopback_run()) {
 	}
 	close(user_fd);
@@ -291,26 +288,7 @@ static void cmd_mad(const uint8_t **p, size_t *n)
 	mad_from(sel & 0x20 && id ? id->dgid : (sel & 0x40 ? peer4 : stranger4), mad);
 }
 
-static void cmd_timers(void)
-{
-	struct sofd_link due, *l;
-
-	sofd_list_init(&due);
-	for (l = cm.timers.next; l != &cm.timers;) {
-		struct cm_id *id = sof_container_of(l, struct cm_id, timer_link);
-
-		l = l->next;
-		sofd_list_del(&id->timer_link);
-		sofd_list_add(&due, &id->timer_link);
-	}
-	while (!sofd_list_empty(&due)) {
-		struct cm_id *id = sof_container_of(due.next, struct cm_id, timer_link);
-
-		sofd_list_del(&id->timer_link);
-		id->timer_ns = 0;
-		cm_timeout(id);
-	}
-}
+static void cmd_timers(void) { ibcm_timers_fire(UINT64_MAX); }
 
 static void cmd_user(uint8_t o)
 {

@@ -22,6 +22,10 @@
  * Then the channel closes (the process died) and every id must be gone
  * once its lingering ends: no id, comm ID or SIDR request may remain.
  *
+ * Each seed is checked for exactly what it was made to cause: the count
+ * of every event its user saw, and the MADs the CM sent, sent again and
+ * dropped (so a seed whose answer goes missing fails).
+ *
  * FUZZ_SOURCES: tests/fuzz/fuzz_cm.c cm/cma_id.c cm/cma_addr.c cm/cma_event.c cm/cma_resolve.c cm/cma_listen.c cm/cma_conn.c cm/cma_mcast.c cm/cma_upcall.c cm/cma_ops.c cm/ibcm_conn.c cm/ibcm_send.c cm/ibcm_recv.c cm/ibcm_timer.c cm/cm_wire.c mad/mad.c transport/net.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/steer.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
  * FUZZ_INCLUDES: cm mad transport daemon common
  * FUZZ_SEEDS_ENV: SOF_FUZZ_CM_SEEDS
@@ -339,10 +343,22 @@ static void cmd_user(uint8_t o)
 	}
 }
 
-static void run(const uint8_t *data, size_t size, uint32_t *seen)
+/* What one input did, from the end of setup to before teardown. */
+struct tally {
+	uint32_t seen[32]; /* events by type */
+	uint64_t mad_tx, retransmits, mad_drops;
+};
+
+static void run(const uint8_t *data, size_t size, struct tally *t)
 {
+	uint32_t *seen = t ? t->seen : NULL;
+	uint64_t tx, retx, drops;
+
 	setup();
 	drain_events(NULL);
+	tx = sofd.counters[SOF_CNT_mad_tx];
+	retx = sofd.counters[SOF_CNT_retransmits];
+	drops = sofd.drops[SOF_DROP_mad];
 	while (size) {
 		uint8_t c = *data++;
 
@@ -365,6 +381,11 @@ static void run(const uint8_t *data, size_t size, uint32_t *seen)
 			break;
 		}
 		drain_events(seen);
+	}
+	if (t) {
+		t->mad_tx = sofd.counters[SOF_CNT_mad_tx] - tx;
+		t->retransmits = sofd.counters[SOF_CNT_retransmits] - retx;
+		t->mad_drops = sofd.drops[SOF_DROP_mad] - drops;
 	}
 	teardown();
 }
@@ -399,15 +420,36 @@ static void seed_mad(struct seed *s, uint8_t sel, const uint8_t *mad)
 	add(s, mad, SOF_MAD_LEN);
 }
 
-static void seed_check(const char *dir, const char *name, struct seed *s, uint32_t event)
+/* What a seed must do, exactly: each event it names as often as it says
+ * (and no other), and the MADs sent (retransmissions included), sent
+ * again and dropped. */
+struct expect {
+	struct {
+		uint32_t event, n;
+	} ev[4];
+	uint64_t mad_tx, retransmits, mad_drops;
+};
+
+static void seed_check(const char *dir, const char *name, struct seed *s, const struct expect *e)
 {
-	uint32_t seen[32] = {0};
+	struct tally t;
+	uint32_t want[32] = {0};
 	char path[512];
 	FILE *f;
 
-	run(s->b, s->n, seen);
-	if (event && !seen[event])
-		FAIL("seed %s: no event %u", name, event);
+	memset(&t, 0, sizeof(t));
+	run(s->b, s->n, &t);
+	for (size_t i = 0; i < sizeof(e->ev) / sizeof(e->ev[0]); i++)
+		want[e->ev[i].event] += e->ev[i].n;
+	for (uint32_t ev = 1; ev < 32; ev++)
+		if (t.seen[ev] != want[ev])
+			FAIL("seed %s: event %u seen %u times, expected %u", name, ev, t.seen[ev],
+			     want[ev]);
+	if (t.mad_tx != e->mad_tx || t.retransmits != e->retransmits || t.mad_drops != e->mad_drops)
+		FAIL("seed %s: MADs sent %llu, again %llu, dropped %llu; expected %llu, %llu, %llu",
+		     name, (unsigned long long)t.mad_tx, (unsigned long long)t.retransmits,
+		     (unsigned long long)t.mad_drops, (unsigned long long)e->mad_tx,
+		     (unsigned long long)e->retransmits, (unsigned long long)e->mad_drops);
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "wb");
 	if (!f || fwrite(s->b, 1, s->n, f) != s->n || fclose(f))
@@ -452,7 +494,9 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_REQ);
 	cmw_req_put(mad + SOF_MAD_HDR_LEN, &req);
 	seed_mad(&s, 0x40, mad);
-	seed_check(dir, "req_listener", &s, RDMA_CM_EVENT_CONNECT_REQUEST);
+	/* the REQ reaches its user; nothing is answered yet */
+	seed_check(dir, "req_listener", &s,
+		   &(struct expect){.ev = {{RDMA_CM_EVENT_CONNECT_REQUEST, 1}}});
 	seed_mad(&s, 0x40, mad); /* repeated: an MRA */
 	c = 2;
 	add(&s, &c, 1);
@@ -463,7 +507,11 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_RTU);
 	cmw_rtu_put(mad + SOF_MAD_HDR_LEN, &rtu);
 	seed_mad(&s, 0x04 | 3 | 0x40, mad);
-	seed_check(dir, "req_accept_rtu", &s, RDMA_CM_EVENT_ESTABLISHED);
+	/* the repeated REQ gets an MRA, the accept a REP; the RTU establishes */
+	seed_check(dir, "req_accept_rtu", &s,
+		   &(struct expect){
+		       .ev = {{RDMA_CM_EVENT_CONNECT_REQUEST, 1}, {RDMA_CM_EVENT_ESTABLISHED, 1}},
+		       .mad_tx = 2});
 
 	/* a REQ for a port nobody listens on: answered with a REJ only */
 	memset(&s, 0, sizeof(s));
@@ -471,7 +519,7 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_REQ);
 	cmw_req_put(mad + SOF_MAD_HDR_LEN, &req);
 	seed_mad(&s, 0x40, mad);
-	seed_check(dir, "req_no_listener", &s, 0);
+	seed_check(dir, "req_no_listener", &s, &(struct expect){.mad_tx = 1});
 
 	/* A's REQ rejected */
 	memset(&s, 0, sizeof(s));
@@ -480,7 +528,7 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_REJ);
 	cmw_rej_put(mad + SOF_MAD_HDR_LEN, &rej);
 	seed_mad(&s, 0x04 | 0 | 0x20, mad);
-	seed_check(dir, "rej_active", &s, RDMA_CM_EVENT_REJECTED);
+	seed_check(dir, "rej_active", &s, &(struct expect){.ev = {{RDMA_CM_EVENT_REJECTED, 1}}});
 
 	/* A's REQ answered */
 	memset(&s, 0, sizeof(s));
@@ -490,7 +538,8 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_REP);
 	cmw_rep_put(mad + SOF_MAD_HDR_LEN, &rep);
 	seed_mad(&s, 0x04 | 0 | 0x20, mad);
-	seed_check(dir, "rep_active", &s, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	seed_check(dir, "rep_active", &s,
+		   &(struct expect){.ev = {{RDMA_CM_EVENT_CONNECT_RESPONSE, 1}}});
 
 	/* B disconnected by its peer */
 	memset(&s, 0, sizeof(s));
@@ -498,7 +547,9 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_DREQ);
 	cmw_dreq_put(mad + SOF_MAD_HDR_LEN, &dreq);
 	seed_mad(&s, 0x04 | 0x08 | 1 | 0x20, mad);
-	seed_check(dir, "dreq_established", &s, RDMA_CM_EVENT_DISCONNECTED);
+	/* answered with a DREP */
+	seed_check(dir, "dreq_established", &s,
+		   &(struct expect){.ev = {{RDMA_CM_EVENT_DISCONNECTED, 1}}, .mad_tx = 1});
 
 	/* B disconnects, the DREQ times out */
 	memset(&s, 0, sizeof(s));
@@ -509,7 +560,14 @@ static void write_seeds(const char *dir)
 		c = 1;
 		add(&s, &c, 1);
 	}
-	seed_check(dir, "dreq_timeout", &s, RDMA_CM_EVENT_DISCONNECTED);
+	/* B's DREQ, A's REQ and U's SIDR_REQ are each sent CM_MAX_RETRIES
+	 * times more; then B is disconnected, A's attempt ends with a REJ
+	 * "timeout", and A and U are unreachable */
+	seed_check(dir, "dreq_timeout", &s,
+		   &(struct expect){
+		       .ev = {{RDMA_CM_EVENT_DISCONNECTED, 1}, {RDMA_CM_EVENT_UNREACHABLE, 2}},
+		       .mad_tx = 1 + 3 * CM_MAX_RETRIES + 1,
+		       .retransmits = 3 * CM_MAX_RETRIES});
 
 	/* U's SIDR answered, and a SIDR_REQ for the UD listener */
 	memset(&s, 0, sizeof(s));
@@ -519,7 +577,7 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_SIDR_REP);
 	cmw_sidr_rep_put(mad + SOF_MAD_HDR_LEN, &srep);
 	seed_mad(&s, 0x10 | 2 | 0x20, mad);
-	seed_check(dir, "sidr_rep", &s, RDMA_CM_EVENT_ESTABLISHED);
+	seed_check(dir, "sidr_rep", &s, &(struct expect){.ev = {{RDMA_CM_EVENT_ESTABLISHED, 1}}});
 	memset(&s, 0, sizeof(s));
 	memset(&sreq, 0, sizeof(sreq));
 	sreq.request_id = 77;
@@ -528,7 +586,8 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_SIDR_REQ);
 	cmw_sidr_req_put(mad + SOF_MAD_HDR_LEN, &sreq);
 	seed_mad(&s, 0x40, mad);
-	seed_check(dir, "sidr_req_listener", &s, RDMA_CM_EVENT_CONNECT_REQUEST);
+	seed_check(dir, "sidr_req_listener", &s,
+		   &(struct expect){.ev = {{RDMA_CM_EVENT_CONNECT_REQUEST, 1}}});
 
 	/* A's REQ times out: UNREACHABLE */
 	memset(&s, 0, sizeof(s));
@@ -536,7 +595,12 @@ static void write_seeds(const char *dir)
 		c = 1;
 		add(&s, &c, 1);
 	}
-	seed_check(dir, "req_timeout", &s, RDMA_CM_EVENT_UNREACHABLE);
+	/* A's REQ and U's SIDR_REQ sent CM_MAX_RETRIES times more, then A's
+	 * REJ "timeout"; both unreachable */
+	seed_check(dir, "req_timeout", &s,
+		   &(struct expect){.ev = {{RDMA_CM_EVENT_UNREACHABLE, 2}},
+				    .mad_tx = 2 * CM_MAX_RETRIES + 1,
+				    .retransmits = 2 * CM_MAX_RETRIES});
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

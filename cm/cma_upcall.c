@@ -10,8 +10,8 @@
 
 #include <errno.h>
 
-/* The RDMA CM state an event leaves the id in (the kernel's
- * cma_ib_handler does the same); CMA_NR: unchanged. */
+/* The RDMA CM state an event from the protocol leaves the id in;
+ * CMA_NR: unchanged. */
 static enum cma_state state_after(uint32_t event)
 {
 	switch (event) {

@@ -1,11 +1,12 @@
 /*
  * Inside the RDMA CM id layer (cma_*.c): what librdmacm asks of the
- * daemon (sof_cm_proto.h), as the kernel's rdma_cm/ucma answer it. The
- * layering of its files, bottom up: cma_id.c (ids, channels, their
- * lifetime); cma_addr.c (addresses, ports, the GID table); cma_event.c
- * (events to a channel's socket); cma_resolve.c, cma_listen.c,
- * cma_conn.c, cma_mcast.c (the request handlers by role); cma_upcall.c
- * (what the protocol reports); cma_ops.c (the daemon's entry points).
+ * daemon (sof_cm_proto.h), as the kernel's rdma_cm/ucma answer it. Its
+ * files: at the base cma_id.c (ids, channels, their lifetime),
+ * cma_addr.c (addresses, ports, the GID table) and cma_event.c (events to
+ * a channel's socket); on them the request handlers by role,
+ * cma_resolve.c, cma_listen.c, cma_conn.c, cma_mcast.c; on top
+ * cma_upcall.c (what the protocol reports) and cma_ops.c (the daemon's
+ * entry points).
  */
 #ifndef CMA_H
 #define CMA_H

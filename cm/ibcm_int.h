@@ -1,9 +1,10 @@
 /*
- * Inside the IB CM protocol: its state and what its files share. The
- * layering of ibcm_*.c, bottom up: ibcm_conn.c (a connection's state,
- * its kept messages, its deadline, the callback up); ibcm_send.c (what a
- * user's request sends); ibcm_recv.c (what a peer's message does, and the
- * agent on QP1); ibcm_timer.c (what a deadline that passes does).
+ * Inside the IB CM protocol: its state and what its files share. At the
+ * base ibcm_conn.c (a connection's state, its kept messages, its
+ * deadline, the callback up); on it ibcm_send.c (what a user's request
+ * sends) and ibcm_recv.c (what a peer's message does, and the agent on
+ * QP1); on top ibcm_timer.c (what a deadline that passes does, which may
+ * send a REJ).
  */
 #ifndef IBCM_INT_H
 #define IBCM_INT_H

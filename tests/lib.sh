@@ -269,12 +269,14 @@ sof_kill() {
 }
 
 # sof_wait_listen PORT SECS [NAME]: wait until something listens on TCP PORT;
-# fails early when process NAME ended before that.
+# fails early when process NAME ended before that. With SOF_LISTEN_HOST=H
+# (sof_host_wait_listen), inside host H.
 sof_wait_listen() {
-	local port=$1 secs=$2 name=${3:-} end
+	local port=$1 secs=$2 name=${3:-} end in=()
+	[ -n "${SOF_LISTEN_HOST:-}" ] && in=(timeout 5 ip netns exec "$(sof_host_ns "$SOF_LISTEN_HOST")")
 	end=$(($(now_ms) + secs * 1000))
 	while [ "$(now_ms)" -lt "$end" ]; do
-		if [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
+		if [ -n "$("${in[@]}" ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
 			return 0
 		fi
 		if [ -n "$name" ] && ! sof_alive "$name"; then
@@ -388,7 +390,10 @@ sof_pair_dump() {
 #   sof_netem_clear H    removes it
 #   sof_counters H       the daemon's counters as "counters.NAME N" and
 #                        "drops.NAME N" lines (from `softofed status`)
-#   sof_counter H NAME   one of them, e.g. sof_counter a drops.icrc
+#   sof_counter H NAME   one of them, e.g. sof_counter a drops.icrc (status 1
+#                        when missing)
+#   sof_counter_since H NAME BEFORE  its growth since the value BEFORE;
+#                        status 1 when either value is missing
 #   sof_counters_parse   the parser alone: status output on stdin
 #   SOF_PROGS            the directory of the helper programs (tests/progs)
 
@@ -682,18 +687,7 @@ sof_host_gid() {
 
 # sof_host_wait_listen H PORT SECS [NAME]: sof_wait_listen inside host H
 sof_host_wait_listen() {
-	local h=$1 port=$2 secs=$3 name=${4:-} end
-	end=$(($(now_ms) + secs * 1000))
-	while [ "$(now_ms)" -lt "$end" ]; do
-		if [ -n "$(timeout 5 ip netns exec "$(sof_host_ns "$h")" ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
-			return 0
-		fi
-		if [ -n "$name" ] && ! sof_alive "$name"; then
-			return 1
-		fi
-		sleep 0.05
-	done
-	return 1
+	SOF_LISTEN_HOST=$1 sof_wait_listen "${@:2}"
 }
 
 # _sof_host_args H ARGS...: ARGS with @GID@/@GID6@ replaced for host H, in
@@ -810,7 +804,17 @@ sof_counters_parse() {
 }
 
 sof_counter() {
-	sof_counters "$1" | awk -v k="$2" '$1 == k { print $2; f = 1 } END { exit !f }'
+	sof_counters "$1" | awk -v k="$2" '$1 == k && $2 ~ /^[0-9]+$/ { print $2; f = 1 } END { exit !f }'
+}
+
+# sof_counter_since H NAME BEFORE: how much counter NAME of host H grew
+# since BEFORE (an earlier sof_counter); nothing and status 1 when either
+# value is missing or no number (a comparison must not pass on no data)
+sof_counter_since() {
+	local now
+	[[ $3 =~ ^[0-9]+$ ]] || return 1
+	now=$(sof_counter "$1" "$2") || return 1
+	echo $((now - $3))
 }
 
 # ---------------------------------------------------------------------------
@@ -964,6 +968,8 @@ sof_capture_check() {
 #   sof_cm_count KEY [HOST]   a count of the "resources:" line of `softofed
 #                        status` (cm_ids, cm_channels, qps, ...), here or in
 #                        HOST; status 1 when there is none
+#   sof_resources [HOST] that whole line as "NAME N" lines; status 1 unless
+#                        it is there once with numbers only
 #   sof_cm_pair NAME SECS SRV_HOST CLI_HOST SERVER-CMD... -- CLIENT-CMD...
 #                        the server through `softofed run` in SRV_HOST ("" =
 #                        this namespace), bounded by SECS + 30 s; once the
@@ -986,15 +992,29 @@ sof_capture_check() {
 #                        (to signal the program itself, e.g. SIGKILL)
 
 sof_cm_count() {
-	local key=$1 host=${2:-} out
+	sof_resources "${2:-}" | awk -v k="$1" '$1 == k { print $2; f = 1 } END { exit !f }'
+}
+
+# sof_resources [HOST]: the "resources:" line of `softofed status` (here or
+# in HOST) as "NAME N" lines; status 1, and nothing, unless there is exactly
+# one such line and every value of it is a number
+sof_resources() {
+	local host=${1:-} out
 	if [ -n "$host" ]; then
-		out=$(sof_host_run "$host" "$SOFTOFED" status 2>/dev/null </dev/null)
+		out=$(sof_host_run "$host" "$SOFTOFED" status 2>/dev/null </dev/null) || return 1
 	else
-		out=$(timeout 10 "$SOFTOFED" status 2>/dev/null </dev/null)
+		out=$(timeout 10 "$SOFTOFED" status 2>/dev/null </dev/null) || return 1
 	fi
-	echo "$out" | awk -v k="$key" '
-		$1 == "resources:" { for (i = 2; i < NF; i++) if ($i == k) { print $(i + 1); f = 1 } }
-		END { exit !f }'
+	echo "$out" | awk '
+		$1 == "resources:" {
+			n++
+			if (NF < 3 || NF % 2 == 0) bad = 1
+			for (i = 2; i + 1 <= NF; i += 2) {
+				if ($(i + 1) !~ /^[0-9]+$/) bad = 1
+				r = r $i " " $(i + 1) "\n"
+			}
+		}
+		END { if (n != 1 || bad) exit 1; printf "%s", r }'
 }
 
 sof_cm_bg() {
@@ -1037,7 +1057,10 @@ sof_cm_pair() {
 		SOF_PAIR_WHY="${srv[0]} or ${cli[0]} is not installed (tests/install-deps.sh installs it)"
 		return 1
 	fi
-	base=$(sof_cm_count cm_listeners "$shost") || base=0
+	if ! base=$(sof_cm_count cm_listeners "$shost"); then
+		SOF_PAIR_WHY="no cm_listeners count in softofed status${shost:+ of host $shost}"
+		return 1
+	fi
 	sof_cm_bg "$name.srv" "$shost" $((secs + 30)) "${srv[@]}"
 	end=$(($(now_ms) + 10000))
 	while [ "$(now_ms)" -lt "$end" ]; do
@@ -1047,7 +1070,11 @@ sof_cm_pair() {
 			SOF_PAIR_WHY="the server ended (status $SOF_SRV_RC) before a client came"
 			return 1
 		fi
-		now=$(sof_cm_count cm_listeners "$shost") || now=0
+		if ! now=$(sof_cm_count cm_listeners "$shost"); then
+			sof_kill "$name.srv"
+			SOF_PAIR_WHY="no cm_listeners count in softofed status${shost:+ of host $shost}"
+			return 1
+		fi
 		[ "$now" -gt "$base" ] && break
 		sleep 0.05
 	done

@@ -318,15 +318,24 @@ else
 fi
 
 # rping processes one after another: the daemon's counts come back
+# counts: those of the resources the rpings use, one line; status 1 (and
+# "no resources line") when `softofed status` has no such line
 counts() {
-	local k
-	for k in pds mrs cqs qps cm_channels cm_ids; do
-		printf '%s %s ' "$k" "$(sof_cm_count "$k")"
-	done
+	local r
+	if ! r=$(sof_resources); then
+		echo "(no resources line in softofed status)"
+		return 1
+	fi
+	echo "$r" | awk '$1 ~ /^(pds|mrs|cqs|qps|cm_channels|cm_ids)$/ { printf "%s %s ", $1, $2; n++ }
+		END { exit n != 6 }'
 }
-before=$(counts)
 bad=0
+if ! before=$(counts); then
+	not_ok "rdmacm/20 x rping -C 1" "no counts before: $before"
+	bad=1
+fi
 for i in $(seq 20); do
+	[ "$bad" -eq 0 ] || break
 	PORT=$((PORT + 1))
 	if ! sof_cm_pair "rping-loop.$i" 30 "" "" rping -s -a "$ADDR" -p "$PORT" -C 1 -- \
 		rping -c -a "$ADDR" -p "$PORT" -C 1 -V; then
@@ -338,10 +347,10 @@ for i in $(seq 20); do
 done
 if [ "$bad" -eq 0 ]; then
 	end=$(($(now_ms) + 10000))
-	after=$(counts)
+	after=$(counts) || after="$after (unreadable)"
 	while [ "$after" != "$before" ] && [ "$(now_ms)" -lt "$end" ]; do
 		sleep 0.2
-		after=$(counts)
+		after=$(counts) || after="$after (unreadable)"
 	done
 	if [ "$after" != "$before" ]; then
 		not_ok "rdmacm/20 x rping -C 1" "daemon counts before: $before; after: $after"

@@ -198,10 +198,18 @@ if sof_host_wait_listen a "$PORT" 20 kill.srv; then
 		sed 's/^/#   a: /' "$(_sof_host_log a)" | tail -n 8
 		sed 's/^/#   b: /' "$(_sof_host_log b)" | tail -n 8
 	fi
-	if [ "$(counter a drops.qpn)" -gt "${qa:-0}" ]; then
-		ok "hosts/engine: killed server: host a's daemon read the slot's socket (qpn drops ${qa:-0} -> $(counter a drops.qpn))"
+	# the server's QP had its transport in the process (steered to its
+	# slot), so what arrives for it after the kill is read by the daemon
+	# from that slot's socket and dropped: qpn drops grow
+	kq=$(sed -n 's/.*local address: .* QPN \(0x[0-9a-fA-F]*\).*/\1/p' "$(sof_out kill.srv)" | head -n 1)
+	[ -n "$kq" ] && kq=$(printf '0x%06x' "$((kq))")
+	dq=$(sof_counter_since a drops.qpn "$qa") || dq="unknown (no drops line)"
+	if [ -z "$kq" ] || ! grep -q "QP $kq steered to slot" "$(_sof_host_log a)"; then
+		not_ok "hosts/engine: killed server" "the server's QP '${kq}' was not steered to its process (no steering line in host a's log)"
+	elif [[ $dq =~ ^[0-9]+$ ]] && [ "$dq" -gt 0 ]; then
+		ok "hosts/engine: killed server: its QP $kq was in its process; host a's daemon read the slot's socket (qpn drops +$dq)"
 	else
-		not_ok "hosts/engine: killed server" "no qpn drop counted on host a after the server died"
+		not_ok "hosts/engine: killed server" "qpn drops on host a after the server died: +$dq (want > 0)"
 	fi
 	if run "after the killed server" "" "" ibv_rc_pingpong -g @GID@ --chk -s 4096 -n 100; then
 		slots=$(sed -n 's/.*: steering slot \([0-9]*\)$/\1/p' "$(_sof_host_log a)" | sort -u | tr '\n' ' ')

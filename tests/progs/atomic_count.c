@@ -124,16 +124,11 @@ struct res {
 
 static void setup(struct res *r, const struct opts *o, int sock)
 {
-	struct ibv_qp_init_attr ia;
 	unsigned int access;
 
 	if (ibv_query_device(r->ctx, &r->dattr))
 		hp_fail("ibv_query_device");
-	r->gid_index = o->gid_index >= 0 ? o->gid_index : hp_sock_gid_index(r->ctx, 1, sock);
-	if (r->gid_index < 0)
-		r->gid_index = 0;
-	if (ibv_query_gid(r->ctx, 1, r->gid_index, &r->gid))
-		hp_fail("ibv_query_gid %d", r->gid_index);
+	r->gid_index = hp_local_gid(r->ctx, o->gid_index, sock, &r->gid);
 	r->pd = ibv_alloc_pd(r->ctx);
 	r->cq = ibv_create_cq(r->ctx, 2 * MAX_DEPTH + 4, NULL, NULL, 0);
 	if (!r->pd || !r->cq)
@@ -152,18 +147,7 @@ static void setup(struct res *r, const struct opts *o, int sock)
 	r->mr = ibv_reg_mr(r->pd, r->buf, r->len, (int)access);
 	if (!r->mr)
 		hp_fail("ibv_reg_mr: %s", strerror(errno));
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = r->cq;
-	ia.recv_cq = r->cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.sq_sig_all = 1;
-	ia.cap.max_send_wr = MAX_DEPTH + 2;
-	ia.cap.max_recv_wr = 1;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	r->qp = ibv_create_qp(r->pd, &ia);
-	if (!r->qp)
-		hp_fail("ibv_create_qp: %s", strerror(errno));
+	r->qp = hp_create_qp(r->pd, r->cq, IBV_QPT_RC, MAX_DEPTH + 2, 1, 1);
 }
 
 static void post_one(struct res *r, const struct hp_info *peer, uint64_t id, enum ibv_wr_opcode op)
@@ -191,17 +175,8 @@ static void post_one(struct res *r, const struct hp_info *peer, uint64_t id, enu
 /* poll_one: the next completion within the run's deadline; fails on error */
 static void poll_one(struct res *r, struct ibv_wc *wc, int64_t end, uint64_t done)
 {
-	for (;;) {
-		int n = ibv_poll_cq(r->cq, 1, wc);
-
-		if (n < 0)
-			hp_fail("ibv_poll_cq");
-		if (n == 1)
-			break;
-		if (hp_now_us() > end)
-			hp_fail("no completion before the deadline (%llu done)",
-				(unsigned long long)done);
-	}
+	if (!hp_poll_until(r->cq, wc, end, 0))
+		hp_fail("no completion before the deadline (%llu done)", (unsigned long long)done);
 	if (wc->status != IBV_WC_SUCCESS)
 		hp_fail("completion %llu: %s (%s) after %llu done", (unsigned long long)wc->wr_id,
 			hp_wc_status_name(wc->status), ibv_wc_status_str(wc->status),
@@ -296,13 +271,7 @@ int main(int argc, char **argv)
 	end = hp_now_us() + (int64_t)o.secs * 1000000;
 	memset(&r, 0, sizeof(r));
 	r.ctx = hp_open(o.dev);
-	if (o.host) {
-		sock = hp_connect(o.host, o.port, o.secs);
-	} else {
-		lsock = hp_listen(o.port);
-		printf("listening on port %s\n", o.port);
-		sock = hp_accept(lsock, o.secs);
-	}
+	sock = hp_rendezvous(o.host, o.port, o.secs, &lsock);
 	setup(&r, &o, sock);
 
 	memset(&me, 0, sizeof(me));
@@ -322,14 +291,7 @@ int main(int argc, char **argv)
 	}
 	hp_exchange(sock, &me, &peer, o.secs);
 
-	memset(&path, 0, sizeof(path));
-	path.port = 1;
-	path.sgid_index = r.gid_index;
-	memcpy(path.dgid.raw, peer.gid, 16);
-	path.mtu = o.mtu;
-	path.dqpn = peer.qpn;
-	path.rq_psn = peer.psn;
-	path.sq_psn = me.psn;
+	hp_path_peer(&path, r.gid_index, &me, &peer, o.mtu);
 	path.timeout = o.timeout;
 	path.retry_cnt = o.retry_cnt;
 	path.rnr_retry = 7;

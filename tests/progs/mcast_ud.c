@@ -160,7 +160,6 @@ struct res {
 
 static void setup(struct res *r, const struct opts *o)
 {
-	struct ibv_qp_init_attr ia;
 	struct hp_path p;
 	int err;
 
@@ -176,18 +175,7 @@ static void setup(struct res *r, const struct opts *o)
 	r->mr = ibv_reg_mr(r->pd, r->buf, (size_t)MAX_RECV * SLOT, IBV_ACCESS_LOCAL_WRITE);
 	if (!r->mr)
 		hp_fail("ibv_reg_mr: %s", strerror(errno));
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = r->cq;
-	ia.recv_cq = r->cq;
-	ia.qp_type = IBV_QPT_UD;
-	ia.sq_sig_all = 1;
-	ia.cap.max_send_wr = 16;
-	ia.cap.max_recv_wr = MAX_RECV;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	r->qp = ibv_create_qp(r->pd, &ia);
-	if (!r->qp)
-		hp_fail("ibv_create_qp: %s", strerror(errno));
+	r->qp = hp_create_qp(r->pd, r->cq, IBV_QPT_UD, 16, MAX_RECV, 1);
 	memset(&p, 0, sizeof(p));
 	p.port = 1;
 	p.qkey = o->qkey;
@@ -195,22 +183,6 @@ static void setup(struct res *r, const struct opts *o)
 	err = hp_qp_modify(r->qp, &p, IBV_QPS_RTS);
 	if (err)
 		hp_fail("modify the UD QP to RTS: %s", strerror(err));
-}
-
-/* Wait for one completion until deadline (µs, hp_now_us); 1 or 0. */
-static int poll_until(struct ibv_cq *cq, struct ibv_wc *wc, int64_t deadline)
-{
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n < 0)
-			hp_fail("ibv_poll_cq: %d", n);
-		if (n == 1)
-			return 1;
-		if (hp_now_us() >= deadline)
-			return 0;
-		usleep(100);
-	}
 }
 
 static void post_recv_slot(struct res *r, uint32_t slot)
@@ -328,7 +300,7 @@ static int receiver(const struct opts *o, const union ibv_gid *mgid)
 	while (st.count < want) {
 		const char *why;
 
-		if (!poll_until(r.cq, &wc, end))
+		if (!hp_poll_until(r.cq, &wc, end, 100))
 			hp_fail("received %u of %u messages in %d s", st.count, want, o->secs);
 		why = check_msg(o, mgid, o->src ? &src : NULL, &wc, r.buf + (size_t)wc.wr_id * SLOT,
 				&st, o->count);
@@ -345,7 +317,7 @@ static int receiver(const struct opts *o, const union ibv_gid *mgid)
 		printf("detached after %u\n", st.count);
 		fflush(stdout);
 		watch_end = hp_now_us() + (int64_t)o->watch_secs * 1000000;
-		while (poll_until(r.cq, &wc, watch_end))
+		while (hp_poll_until(r.cq, &wc, watch_end, 100))
 			extra++;
 		printf("after_detach=%u\n", extra);
 	}
@@ -424,7 +396,7 @@ static int sender(const struct opts *o, const union ibv_gid *mgid)
 		err = ibv_post_send(r.qp, &wr, &bad);
 		if (err)
 			hp_fail("ibv_post_send #%u: %s", k, strerror(err));
-		if (!poll_until(r.cq, &wc, hp_now_us() + 5000000))
+		if (!hp_poll_until(r.cq, &wc, hp_now_us() + 5000000, 100))
 			hp_fail("send #%u did not complete", k);
 		if (wc.status != IBV_WC_SUCCESS || wc.wr_id != k)
 			hp_fail("send #%u: status %s wr_id %llu", k, ibv_wc_status_str(wc.status),

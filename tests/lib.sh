@@ -1038,6 +1038,186 @@ sof_child_pid() {
 	echo "$child"
 }
 
+# What the rdmacm scripts (tests/consumers/rdmacm.sh on one host,
+# tests/hosts/rdmacm.sh between hosts) judge alike:
+#   SOF_CM_ERRORS        error words in a program's output
+#   SOF_CM_FAILED        how rping reports a failed resolution or connection
+#   SOF_PERF_RESULT      a result line of perftest
+#   sof_rping_pair NAME SRV_HOST CLI_HOST ADDR PORT SIZE COUNT [ARG...]
+#                        rping -s -v / rping -c -v -V (-S SIZE -C COUNT, ARGs
+#                        on both) through sof_cm_pair, every ping's data
+#                        checked on both sides (tests/consumers/
+#                        rping_check.py); prints its ok / not ok line,
+#                        returns 1 on failure
+#   sof_cm_verdict NAME [REGEX...]  the last pair printed each REGEX and no
+#                        error text; prints its ok / not ok line
+#   sof_perftest_verdict NAME  the last perftest pair's client printed a
+#                        result line and neither side error text; prints
+#                        its ok / not ok line (with the result)
+#   sof_cm_fails_fast NAME SECS MAX_MS HOST REGEX CMD...  CMD (through
+#                        `softofed run` in HOST) must fail, not by its
+#                        timeout SECS, within MAX_MS, printing REGEX
+#   sof_rping_kill NAME SRV_HOST CLI_HOST ADDR PORT VICTIM  an endless rping;
+#                        after 50 pings SIGKILL to VICTIM (srv or cli): the
+#                        other side prints DISCONNECT EVENT and exits within
+#                        30 s
+#   sof_mckey NAME SENDER_HOST SENDER_ADDR LABEL:HOST:ADDR...  mckey
+#                        receivers (each joined) then the sender, 10
+#                        messages to 239.7.7.7; every one must end well
+SOF_CM_ERRORS='error|fail|couldn.t|unable|invalid|not supported|segmentation|abort|mismatch'
+# shellcheck disable=SC2034 # for the scripts
+SOF_CM_FAILED='RDMA_CM_EVENT_[A-Z_]*(ERROR|UNREACHABLE|REJECTED)|rdma_resolve_(addr|route)|rdma_connect'
+SOF_PERF_RESULT='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+'
+
+sof_rping_pair() {
+	local name=$1 shost=$2 chost=$3 addr=$4 port=$5 size=$6 count=$7 chk
+	shift 7
+	chk=$(sof_out "$name.chk")
+	if ! SOF_LINEBUF=1 sof_cm_pair "$name" 120 "$shost" "$chost" \
+		rping -s -v -a "$addr" -p "$port" -S "$size" -C "$count" "$@" -- \
+		rping -c -v -V -a "$addr" -p "$port" -S "$size" -C "$count" "$@"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+	elif ! python3 "$SOF_ROOT/tests/consumers/rping_check.py" "$SOF_CLI_OUT" "ping data: " \
+		"$count" "$size" >"$chk" 2>&1; then
+		not_ok "$name" "client data: $(tail -n 1 "$chk")"
+	elif ! python3 "$SOF_ROOT/tests/consumers/rping_check.py" "$SOF_SRV_OUT" "server ping data: " \
+		"$count" "$size" >"$chk" 2>&1; then
+		not_ok "$name" "server data: $(tail -n 1 "$chk")"
+	else
+		ok "$name ($count pings verified both sides)"
+		return 0
+	fi
+	sof_pair_dump
+	return 1
+}
+
+sof_cm_verdict() {
+	local name=$1 re
+	shift
+	for re in "$@"; do
+		if ! grep -q -E -- "$re" "$SOF_CLI_OUT" "$SOF_SRV_OUT"; then
+			not_ok "$name" "no '$re' in the output"
+			sof_pair_dump
+			return 1
+		fi
+	done
+	if grep -v -E 'return status 0|rdma_(x)?server: end 0|rdma_(x)?client: end 0' \
+		"$SOF_CLI_OUT" "$SOF_SRV_OUT" | grep -q -i -E "$SOF_CM_ERRORS"; then
+		not_ok "$name" "error text in the output"
+		sof_pair_dump
+		return 1
+	fi
+	ok "$name"
+}
+
+sof_perftest_verdict() {
+	local name=$1
+	if ! grep -q -E "$SOF_PERF_RESULT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "the client printed no result line"
+	elif grep -q -i -E "$SOF_CM_ERRORS" "$SOF_CLI_OUT" "$SOF_SRV_OUT"; then
+		not_ok "$name" "error text in the output"
+	else
+		ok "$name ($(grep -E "$SOF_PERF_RESULT" "$SOF_CLI_OUT" | tail -n 1 | tr -s ' \t' ' ' |
+			sed 's/^ //'))${SOF_PAIR_RETRY:+; $SOF_PAIR_RETRY}"
+		return 0
+	fi
+	sof_pair_dump
+	return 1
+}
+
+sof_cm_fails_fast() {
+	local name=$1 secs=$2 max=$3 host=$4 re=$5 t0 rc dt out
+	shift 5
+	out=$(sof_out ff)
+	t0=$(now_ms)
+	sof_cm_bg ff "$host" "$secs" "$@"
+	sof_wait ff $((secs + 5))
+	rc=$?
+	dt=$(($(now_ms) - t0))
+	if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$dt" -gt "$max" ]; then
+		not_ok "$name" "exit $rc after $dt ms (want a failure within $max ms)"
+	elif ! grep -q -E "$re" "$out"; then
+		not_ok "$name" "failed, but printed nothing that matches '$re'"
+	else
+		ok "$name: exit $rc after $dt ms ($(grep -o -E 'RDMA_CM_EVENT_[A-Z_]+' "$out" | head -n 1))"
+		return 0
+	fi
+	sof_dump "$out"
+	return 1
+}
+
+sof_rping_kill() {
+	local name=$1 shost=$2 chost=$3 addr=$4 port=$5 victim=$6 other end rc
+	[ "$victim" = srv ] && other=cli || other=srv
+	SOF_LINEBUF=1 sof_cm_bg kp.srv "$shost" 90 rping -s -v -a "$addr" -p "$port"
+	sleep 1
+	SOF_LINEBUF=1 sof_cm_bg kp.cli "$chost" 90 rping -c -v -a "$addr" -p "$port"
+	end=$(($(now_ms) + 20000))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		[ "$(grep -c '^ping data' "$(sof_out kp.cli)")" -ge 50 ] && break
+		if ! sof_alive kp.cli || ! sof_alive kp.srv; then break; fi
+		sleep 0.1
+	done
+	if [ "$(grep -c '^ping data' "$(sof_out kp.cli)")" -lt 50 ]; then
+		not_ok "$name" "rping did not run (fewer than 50 pings)"
+		sof_dump "$(sof_out kp.srv)" "$(sof_out kp.cli)"
+		sof_kill kp.cli
+		sof_kill kp.srv
+		return 1
+	fi
+	kill -KILL "$(sof_child_pid "kp.$victim")" 2>/dev/null
+	sof_wait "kp.$victim" 10
+	sof_wait "kp.$other" 30
+	rc=$?
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 143 ]; then
+		not_ok "$name" "the other side did not exit within 30 s"
+	elif ! grep -q 'DISCONNECT EVENT' "$(sof_out "kp.$other")"; then
+		not_ok "$name" "the other side exited ($rc) without a DISCONNECT EVENT"
+	else
+		ok "$name: the other side saw DISCONNECTED and exited ($rc)"
+		return 0
+	fi
+	sof_dump "$(sof_out "kp.$other")"
+	return 1
+}
+
+sof_mckey() {
+	local name=$1 shost=$2 saddr=$3 r h rest end src rc good=1 joined
+	shift 3
+	for r in "$@"; do
+		rest=${r#*:}
+		sof_cm_bg "mckey.${r%%:*}" "${rest%%:*}" 60 mckey -m 239.7.7.7 -b "${rest#*:}" -C 10
+	done
+	end=$(($(now_ms) + 15000))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		joined=1
+		for r in "$@"; do
+			grep -q 'joined dgid' "$(sof_out "mckey.${r%%:*}")" || joined=0
+		done
+		[ "$joined" -eq 1 ] && break
+		sleep 0.1
+	done
+	sof_cm_bg mckey.sender "$shost" 60 mckey -m 239.7.7.7 -b "$saddr" -C 10 -s
+	sof_wait mckey.sender 60
+	src=$?
+	for r in "$@"; do
+		h=${r%%:*}
+		sof_wait "mckey.$h" 30
+		rc=$?
+		if [ "$rc" -ne 0 ] || ! grep -q 'data transfers complete' "$(sof_out "mckey.$h")"; then
+			good=0
+			not_ok "$name" "receiver $h: exit $rc, no 'data transfers complete'"
+			sof_dump "$(sof_out "mckey.$h")"
+		fi
+	done
+	if [ "$src" -ne 0 ]; then
+		good=0
+		not_ok "$name" "sender: exit $src"
+		sof_dump "$(sof_out mckey.sender)"
+	fi
+	[ "$good" -eq 1 ] && ok "$name (10 messages to each receiver)"
+}
+
 sof_cm_pair() {
 	local name=$1 secs=$2 shost=$3 chost=$4 base now end
 	shift 4

@@ -303,25 +303,51 @@ sof_wait_listen() {
 sof_pair() {
 	local name=$1 port=$2 secs=$3 prog=$4
 	shift 4
-	SOF_SRV_OUT=$(sof_out "$name.srv")
-	SOF_CLI_OUT=$(sof_out "$name.cli")
+	_sof_pair_init "$name" "$prog" || return 1
+	SOF_PAIR_SARGS=("$@")
+	SOF_PAIR_CARGS=("$@")
+	_sof_pair_run "$name" "" "" "$port" "$secs" localhost "$prog"
+}
+
+# _sof_pair_init NAME PROG: the outputs and results of a pair reset; 1
+# (with SOF_PAIR_WHY) when PROG is neither installed nor a path to a program
+_sof_pair_init() {
+	SOF_SRV_OUT=$(sof_out "$1.srv")
+	SOF_CLI_OUT=$(sof_out "$1.cli")
 	SOF_SRV_RC="" SOF_CLI_RC="" SOF_PAIR_WHY=""
 	: >"$SOF_SRV_OUT"
 	: >"$SOF_CLI_OUT"
-	if ! command -v "$prog" >/dev/null 2>&1; then
-		SOF_PAIR_WHY="$prog is not installed (tests/install-deps.sh installs it)"
+	if ! command -v "$2" >/dev/null 2>&1 && [ ! -x "$2" ]; then
+		SOF_PAIR_WHY="$2 is not installed (tests/install-deps.sh installs it)"
 		return 1
 	fi
-	local wrap=()
+}
+
+# _sof_bg_in NAME HOST SECS CMD...: sof_bg here (HOST "") or in HOST
+_sof_bg_in() {
+	if [ -n "$2" ]; then
+		sof_host_bg "$1" "$2" "${@:3}"
+	else
+		sof_bg "$1" "${@:3}"
+	fi
+}
+
+# _sof_pair_run NAME SRV_HOST CLI_HOST PORT SECS TARGET PROG: the server
+# (PROG -p PORT SOF_PAIR_SARGS...) in SRV_HOST, once it listens the client
+# (PROG -p PORT SOF_PAIR_CARGS... TARGET) in CLI_HOST ("" = here), both
+# through `softofed run`; the verdict of sof_pair
+_sof_pair_run() {
+	local name=$1 srv=$2 cli=$3 port=$4 secs=$5 target=$6 prog=$7 wrap=()
 	[ -n "${SOF_LINEBUF:-}" ] && wrap=(stdbuf -oL -eL)
-	sof_bg "$name.srv" $((secs + 30)) "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" "$@"
-	if ! sof_wait_listen "$port" 20 "$name.srv"; then
+	_sof_bg_in "$name.srv" "$srv" $((secs + 30)) "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" \
+		"${SOF_PAIR_SARGS[@]}"
+	if ! SOF_LISTEN_HOST=$srv sof_wait_listen "$port" 20 "$name.srv"; then
 		sof_kill "$name.srv"
-		SOF_PAIR_WHY="server did not listen on port $port"
-		sof_wait "$name.srv" 5
+		SOF_PAIR_WHY="server did not listen on port $port${srv:+ in host $srv}"
 		return 1
 	fi
-	sof_bg "$name.cli" "$secs" "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" "$@" localhost
+	_sof_bg_in "$name.cli" "$cli" "$secs" "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" \
+		"${SOF_PAIR_CARGS[@]}" "$target"
 	sof_wait "$name.cli" $((secs + 10))
 	SOF_CLI_RC=$?
 	sof_wait "$name.srv" "${SOF_SERVER_GRACE:-30}"
@@ -716,44 +742,18 @@ sof_host_pair() {
 	local name=$1 srv=$2 cli=$3 port=$4 secs=$5 prog=$6 target
 	shift 6
 	target=${SOF_PAIR_TARGET:-$(sof_host_ip "$srv")}
-	SOF_SRV_OUT=$(sof_out "$name.srv")
-	SOF_CLI_OUT=$(sof_out "$name.cli")
-	SOF_SRV_RC="" SOF_CLI_RC="" SOF_PAIR_WHY=""
-	: >"$SOF_SRV_OUT"
-	: >"$SOF_CLI_OUT"
-	if ! command -v "$prog" >/dev/null 2>&1 && [ ! -x "$prog" ]; then
-		SOF_PAIR_WHY="$prog is not installed (tests/install-deps.sh installs it)"
-		return 1
-	fi
-	local wrap=() sargs cargs
-	[ -n "${SOF_LINEBUF:-}" ] && wrap=(stdbuf -oL -eL)
+	_sof_pair_init "$name" "$prog" || return 1
 	if ! _sof_host_args "$srv" "$@"; then
 		SOF_PAIR_WHY="no GID of host $srv's address in its GID table"
 		return 1
 	fi
-	sargs=("${SOF_HOST_ARGS[@]}")
+	SOF_PAIR_SARGS=("${SOF_HOST_ARGS[@]}")
 	if ! _sof_host_args "$cli" "$@"; then
 		SOF_PAIR_WHY="no GID of host $cli's address in its GID table"
 		return 1
 	fi
-	cargs=("${SOF_HOST_ARGS[@]}")
-	sof_host_bg "$name.srv" "$srv" $((secs + 30)) "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" "${sargs[@]}"
-	if ! sof_host_wait_listen "$srv" "$port" 20 "$name.srv"; then
-		sof_kill "$name.srv"
-		SOF_PAIR_WHY="server did not listen on port $port in host $srv"
-		return 1
-	fi
-	sof_host_bg "$name.cli" "$cli" "$secs" "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" "${cargs[@]}" "$target"
-	sof_wait "$name.cli" $((secs + 10))
-	SOF_CLI_RC=$?
-	sof_wait "$name.srv" "${SOF_SERVER_GRACE:-30}"
-	SOF_SRV_RC=$?
-	if [ "$SOF_SRV_RC" -ne 0 ] || [ "$SOF_CLI_RC" -ne 0 ]; then
-		SOF_PAIR_WHY="exit status server $SOF_SRV_RC, client $SOF_CLI_RC"
-		[ "$SOF_CLI_RC" -eq 124 ] && SOF_PAIR_WHY="$SOF_PAIR_WHY (client timed out after $secs s)"
-		return 1
-	fi
-	return 0
+	SOF_PAIR_CARGS=("${SOF_HOST_ARGS[@]}")
+	_sof_pair_run "$name" "$srv" "$cli" "$port" "$secs" "$target" "$prog"
 }
 
 # shellcheck disable=SC2034 # SOF_NETEM_HOW is for the scripts

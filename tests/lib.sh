@@ -350,14 +350,33 @@ _sof_pair_run() {
 		"${SOF_PAIR_CARGS[@]}" "$target"
 	sof_wait "$name.cli" $((secs + 10))
 	SOF_CLI_RC=$?
-	sof_wait "$name.srv" "${SOF_SERVER_GRACE:-30}"
+	_sof_pair_verdict "$name" "$secs"
+}
+
+# _sof_pair_verdict NAME SECS: once the client ended (SOF_CLI_RC), the
+# server gets SOF_SERVER_GRACE seconds (default 30); 0 when both exited
+# with 0, else 1 with SOF_PAIR_WHY
+_sof_pair_verdict() {
+	sof_wait "$1.srv" "${SOF_SERVER_GRACE:-30}"
 	SOF_SRV_RC=$?
 	if [ "$SOF_SRV_RC" -ne 0 ] || [ "$SOF_CLI_RC" -ne 0 ]; then
 		SOF_PAIR_WHY="exit status server $SOF_SRV_RC, client $SOF_CLI_RC"
-		[ "$SOF_CLI_RC" -eq 124 ] && SOF_PAIR_WHY="$SOF_PAIR_WHY (client timed out after $secs s)"
+		[ "$SOF_CLI_RC" -eq 124 ] && SOF_PAIR_WHY="$SOF_PAIR_WHY (client timed out after $2 s)"
 		return 1
 	fi
 	return 0
+}
+
+# sof_gated NAME: true (after a not ok line "not run") when SOF_GATE names
+# why the rest of a script's runs cannot work (e.g. its first run between
+# hosts failed), unless SOF_HOSTS_KEEP_GOING=1
+SOF_GATE=""
+sof_gated() {
+	if [ -n "$SOF_GATE" ] && [ -z "${SOF_HOSTS_KEEP_GOING:-}" ]; then
+		not_ok "$1" "not run: $SOF_GATE"
+		return 0
+	fi
+	return 1
 }
 
 # sof_pair_dump: the tails of the last pair's outputs
@@ -1272,14 +1291,7 @@ sof_cm_pair() {
 		fi
 		return 0
 	fi
-	sof_wait "$name.srv" "${SOF_SERVER_GRACE:-30}"
-	SOF_SRV_RC=$?
-	if [ "$SOF_SRV_RC" -ne 0 ] || [ "$SOF_CLI_RC" -ne 0 ]; then
-		SOF_PAIR_WHY="exit status server $SOF_SRV_RC, client $SOF_CLI_RC"
-		[ "$SOF_CLI_RC" -eq 124 ] && SOF_PAIR_WHY="$SOF_PAIR_WHY (client timed out after $secs s)"
-		return 1
-	fi
-	return 0
+	_sof_pair_verdict "$name" "$secs"
 }
 
 # sof_perftest_cm_pair NAME SECS SRV_HOST CLI_HOST SERVER... -- CLIENT...:

@@ -42,22 +42,18 @@ set -u
 sof_init
 
 PORT=20100
-GATE=""
 
 # run NAME PROG ARGS...: one server (a) / client (b) run; a line on failure
 run() {
 	local name=$1
 	shift
 	PORT=$((PORT + 1))
-	if [ -n "$GATE" ] && [ -z "${SOF_HOSTS_KEEP_GOING:-}" ]; then
-		not_ok "$name" "not run: $GATE"
-		return 1
-	fi
+	sof_gated "$name" && return 1
 	if ! SOF_LINEBUF=1 sof_host_pair "$name" a b "$PORT" 30 "$@"; then
 		not_ok "$name" "$SOF_PAIR_WHY"
 		sof_pair_dump
 		# the first run between the hosts failed: the rest would too
-		[ "$PORT" -eq 20101 ] && GATE="the first run between hosts failed"
+		[ "$PORT" -eq 20101 ] && SOF_GATE="the first run between hosts failed"
 		return 1
 	fi
 	return 0

@@ -179,7 +179,7 @@ fi
 PORT=$((PORT + 1))
 # (a streaming writer: a ping-pong client whose last send was ACKed waits
 # for a receive that never comes, as on any RC hardware)
-sof_host_bg kill.srv a 60 env -u SOFTOFED_TRACE "$SOFTOFED" run -- ib_write_bw -p "$PORT" -x "$(sof_host_gid a)" -s 65536 -D 40
+sof_host_bg kill.srv a 60 env -u SOFTOFED_TRACE "$SOFTOFED" run -- stdbuf -oL -eL ib_write_bw -p "$PORT" -x "$(sof_host_gid a)" -s 65536 -D 40
 if sof_host_wait_listen a "$PORT" 20 kill.srv; then
 	sof_host_bg kill.cli b 60 env -u SOFTOFED_TRACE "$SOFTOFED" run -- ib_write_bw -p "$PORT" -x "$(sof_host_gid b)" -s 65536 -D 40 "$(sof_host_ip a)"
 	sleep 1

@@ -26,20 +26,12 @@ set -u
 sof_init
 
 PORT=19800
-GATE=""
-gated() {
-	if [ -n "$GATE" ] && [ -z "${SOF_HOSTS_KEEP_GOING:-}" ]; then
-		not_ok "$1" "not run: $GATE"
-		return 0
-	fi
-	return 1
-}
 
 # rping_hosts SIZE COUNT SRV_ADDR: server in a, client in b
 rping_hosts() {
 	local name="hosts/rdmacm rping a<-b $3 -S $1 -C $2"
 	PORT=$((PORT + 1))
-	gated "$name" && return 1
+	sof_gated "$name" && return 1
 	sof_rping_pair "$name" a b "$3" "$PORT" "$1" "$2"
 }
 
@@ -48,7 +40,7 @@ rping_hosts() {
 pair() {
 	local name=$1 secs=$2
 	shift 2
-	gated "$name" && return 1
+	sof_gated "$name" && return 1
 	if ! "${PAIR:-sof_cm_pair}" "$name" "$secs" a b "$@"; then
 		not_ok "$name" "$SOF_PAIR_WHY"
 		sof_pair_dump
@@ -60,14 +52,14 @@ pair() {
 # fails_fast NAME SECS MAX_MS HOST CMD...: CMD must fail in resolution or
 # connection (non-zero, not by the timeout) within MAX_MS
 fails_fast() {
-	gated "$1" && return
+	sof_gated "$1" && return
 	sof_cm_fails_fast "$1" "$2" "$3" "$4" "$SOF_CM_FAILED" "${@:5}"
 }
 
 if sof_hosts_up 2; then
 	A=$(sof_host_ip a)
 	A6=$(sof_host_ip6 a)
-	rping_hosts 64 10 "$A" || GATE="the first rping between hosts failed"
+	rping_hosts 64 10 "$A" || SOF_GATE="the first rping between hosts failed"
 	rping_hosts 64 1000 "$A"
 	rping_hosts 65535 1000 "$A"
 	rping_hosts 4096 1000 "$A6"
@@ -95,7 +87,7 @@ if sof_hosts_up 2; then
 	fails_fast "hosts/rdmacm address where no host answers" 40 30000 b \
 		rping -c -a 10.77.0.99 -p "$PORT" -C 1
 	# host a's daemon frozen: its CM answers nothing
-	if ! gated "hosts/rdmacm connect to a frozen daemon times out"; then
+	if ! sof_gated "hosts/rdmacm connect to a frozen daemon times out"; then
 		dpid=${SOF_HOST_DPID[a]:-}
 		if [ -n "$dpid" ] && kill -STOP "$dpid"; then
 			PORT=$((PORT + 1))
@@ -109,7 +101,7 @@ if sof_hosts_up 2; then
 
 	# SIGKILL of the client in b during rping: the server in a sees it
 	name="hosts/rdmacm rping: SIGKILL of the client in host b"
-	if ! gated "$name"; then
+	if ! sof_gated "$name"; then
 		PORT=$((PORT + 1))
 		sof_rping_kill "$name" a b "$A" "$PORT" cli
 	fi

@@ -4,7 +4,8 @@
  * ibv_rc_pingpong's, but IPv4 or IPv6), device and GID selection, QP
  * creation, the path to the peer of an exchange, the RC/UC/UD state
  * transitions of IBA 10.3 with every parameter explicit, and a completion
- * poll with a deadline.
+ * poll with a deadline. cm_cycles takes its failure exit and clock from
+ * here too.
  *
  * Only the public verbs API is used, so the programs run on rdma-core and
  * kernel Soft-RoCE as well as on softofed. Every wait has a deadline.

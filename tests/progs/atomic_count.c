@@ -23,8 +23,8 @@
 #define MAX_DEPTH 16
 
 struct opts {
-	const char *port, *dev, *host;
-	int gid_index;
+	struct hp_opts hp;
+	const char *host;
 	enum ibv_mtu mtu;
 	uint64_t count, base;
 	unsigned int depth;
@@ -57,8 +57,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->port = "18600";
-	o->gid_index = -1;
+	hp_opts_init(&o->hp, "18600");
 	o->mtu = IBV_MTU_1024;
 	o->count = 10000;
 	o->base = (1ull << 32) - 100;
@@ -67,16 +66,9 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->timeout = 14;
 	o->retry_cnt = 7;
 	while ((c = getopt(argc, argv, "p:d:g:n:q:b:m:t:r:T:h")) != -1) {
+		if (hp_opt(&o->hp, c, optarg))
+			continue;
 		switch (c) {
-		case 'p':
-			o->port = optarg;
-			break;
-		case 'd':
-			o->dev = optarg;
-			break;
-		case 'g':
-			o->gid_index = atoi(optarg);
-			break;
 		case 'n':
 			o->count = strtoull(optarg, NULL, 0);
 			break;
@@ -128,7 +120,7 @@ static void setup(struct res *r, const struct opts *o, int sock)
 
 	if (ibv_query_device(r->ctx, &r->dattr))
 		hp_fail("ibv_query_device");
-	r->gid_index = hp_local_gid(r->ctx, o->gid_index, sock, &r->gid);
+	r->gid_index = hp_local_gid(r->ctx, o->hp.gid_index, sock, &r->gid);
 	r->pd = ibv_alloc_pd(r->ctx);
 	r->cq = ibv_create_cq(r->ctx, 2 * MAX_DEPTH + 4, NULL, NULL, 0);
 	if (!r->pd || !r->cq)
@@ -270,8 +262,8 @@ int main(int argc, char **argv)
 	parse(argc, argv, &o);
 	end = hp_now_us() + (int64_t)o.secs * 1000000;
 	memset(&r, 0, sizeof(r));
-	r.ctx = hp_open(o.dev);
-	sock = hp_rendezvous(o.host, o.port, o.secs, &lsock);
+	r.ctx = hp_open(o.hp.dev);
+	sock = hp_rendezvous(o.host, o.hp.port, o.secs, &lsock);
 	setup(&r, &o, sock);
 
 	memset(&me, 0, sizeof(me));

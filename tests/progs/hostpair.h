@@ -405,6 +405,38 @@ static inline int hp_qp_modify(struct ibv_qp *qp, const struct hp_path *p, enum 
 	return ibv_modify_qp(qp, &a, mask);
 }
 
+/* The options the programs spell alike: -p PORT (the TCP rendezvous),
+ * -d DEV (the RDMA device, default the first), -g INDEX (the local GID
+ * index; -1, the default, picks it by address). hp_opts_init sets the
+ * defaults, hp_opt takes one option of getopt: 1 when it was one of these. */
+struct hp_opts {
+	const char *port, *dev;
+	int gid_index;
+};
+
+static inline void hp_opts_init(struct hp_opts *h, const char *port)
+{
+	h->port = port;
+	h->dev = NULL;
+	h->gid_index = -1;
+}
+
+static inline int hp_opt(struct hp_opts *h, int c, const char *arg)
+{
+	switch (c) {
+	case 'p':
+		h->port = arg;
+		return 1;
+	case 'd':
+		h->dev = arg;
+		return 1;
+	case 'g':
+		h->gid_index = atoi(arg);
+		return 1;
+	}
+	return 0;
+}
+
 /* hp_rendezvous: the TCP connection to the other side: to host (a
  * client), or, with host NULL, a listener on port ("listening on port P"
  * printed once it listens) and the one connection it accepts; *lsock gets

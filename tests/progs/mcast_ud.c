@@ -39,8 +39,8 @@
 
 struct opts {
 	bool recv;
-	const char *group, *addr, *src, *wait_file, *dev;
-	int gid_index;
+	struct hp_opts hp; /* -d, -g (no rendezvous) */
+	const char *group, *addr, *src, *wait_file;
 	uint32_t count, size, qkey, tag, detach_after, stop_after;
 	int secs, watch_secs, interval_us;
 };
@@ -76,7 +76,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->gid_index = -1;
+	hp_opts_init(&o->hp, NULL);
 	o->count = 100;
 	o->size = 1024;
 	o->qkey = 0x1ee7;
@@ -85,18 +85,14 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->watch_secs = 2;
 	o->interval_us = 200;
 	while ((c = getopt(argc, argv, "ra:g:d:n:s:q:t:k:W:i:S:x:w:T:h")) != -1) {
+		if (hp_opt(&o->hp, c, optarg))
+			continue;
 		switch (c) {
 		case 'r':
 			o->recv = true;
 			break;
 		case 'a':
 			o->addr = optarg;
-			break;
-		case 'g':
-			o->gid_index = atoi(optarg);
-			break;
-		case 'd':
-			o->dev = optarg;
 			break;
 		case 'n':
 			o->count = (uint32_t)strtoul(optarg, NULL, 0);
@@ -163,7 +159,7 @@ static void setup(struct res *r, const struct opts *o)
 	struct hp_path p;
 	int err;
 
-	r->ctx = hp_open(o->dev);
+	r->ctx = hp_open(o->hp.dev);
 	r->pd = ibv_alloc_pd(r->ctx);
 	r->cq = ibv_create_cq(r->ctx, 2 * MAX_RECV, NULL, NULL, 0);
 	if (!r->pd || !r->cq)
@@ -340,7 +336,7 @@ static int sender(const struct opts *o, const union ibv_gid *mgid)
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
 	struct res r;
-	int gidx = o->gid_index;
+	int gidx = o->hp.gid_index;
 
 	setup(&r, o);
 	if (o->addr) {

@@ -31,8 +31,9 @@
 #include "hostpair.h"
 
 struct opts {
-	const char *port, *dev, *host, *gofile;
-	int gid_index, hold, secs;
+	struct hp_opts hp;
+	const char *host, *gofile;
+	int hold, secs;
 	uint8_t timeout, retry_cnt;
 };
 
@@ -62,21 +63,13 @@ static void parse(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->port = "18700";
-	o->gid_index = -1;
+	hp_opts_init(&o->hp, "18700");
 	o->timeout = 14;
 	o->retry_cnt = 3;
 	while ((c = getopt(argc, argv, "p:d:g:t:r:w:H:T:h")) != -1) {
+		if (hp_opt(&o->hp, c, optarg))
+			continue;
 		switch (c) {
-		case 'p':
-			o->port = optarg;
-			break;
-		case 'd':
-			o->dev = optarg;
-			break;
-		case 'g':
-			o->gid_index = atoi(optarg);
-			break;
 		case 't':
 			o->timeout = (uint8_t)atoi(optarg);
 			break;
@@ -131,9 +124,9 @@ int main(int argc, char **argv)
 	if (bound_us < 30000000)
 		bound_us = 30000000;
 
-	ctx = hp_open(o.dev);
-	sock = hp_rendezvous(o.host, o.port, o.host ? 30 : 60, &lsock);
-	gid_index = hp_local_gid(ctx, o.gid_index, sock, &gid);
+	ctx = hp_open(o.hp.dev);
+	sock = hp_rendezvous(o.host, o.hp.port, o.host ? 30 : 60, &lsock);
+	gid_index = hp_local_gid(ctx, o.hp.gid_index, sock, &gid);
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;

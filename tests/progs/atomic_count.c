@@ -28,7 +28,6 @@ struct opts {
 	enum ibv_mtu mtu;
 	uint64_t count, base;
 	unsigned int depth;
-	int secs;
 	uint8_t timeout, retry_cnt;
 };
 
@@ -57,12 +56,11 @@ static void parse(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	hp_opts_init(&o->hp, "18600");
+	hp_opts_init(&o->hp, "18600", 120);
 	o->mtu = IBV_MTU_1024;
 	o->count = 10000;
 	o->base = (1ull << 32) - 100;
 	o->depth = 8;
-	o->secs = 120;
 	o->timeout = 14;
 	o->retry_cnt = 7;
 	while ((c = getopt(argc, argv, "p:d:g:n:q:b:m:t:r:T:h")) != -1) {
@@ -87,9 +85,6 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'r':
 			o->retry_cnt = (uint8_t)atoi(optarg);
 			break;
-		case 'T':
-			o->secs = atoi(optarg);
-			break;
 		default:
 			usage(argv[0]);
 		}
@@ -97,7 +92,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		o->host = argv[optind++];
 	if (optind != argc || !o->mtu || !o->count || o->count > (1u << 24) || !o->depth ||
-	    o->depth > MAX_DEPTH || o->secs <= 0)
+	    o->depth > MAX_DEPTH || o->hp.secs <= 0)
 		usage(argv[0]);
 }
 
@@ -260,10 +255,10 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	parse(argc, argv, &o);
-	end = hp_now_us() + (int64_t)o.secs * 1000000;
+	end = hp_now_us() + (int64_t)o.hp.secs * 1000000;
 	memset(&r, 0, sizeof(r));
 	r.ctx = hp_open(o.hp.dev);
-	sock = hp_rendezvous(o.host, o.hp.port, o.secs, &lsock);
+	sock = hp_rendezvous(o.host, o.hp.port, o.hp.secs, &lsock);
 	setup(&r, &o, sock);
 
 	memset(&me, 0, sizeof(me));
@@ -281,7 +276,7 @@ int main(int argc, char **argv)
 		if (me.arg > MAX_DEPTH)
 			me.arg = MAX_DEPTH;
 	}
-	hp_exchange(sock, &me, &peer, o.secs);
+	hp_exchange(sock, &me, &peer, o.hp.secs);
 
 	hp_path_peer(&path, r.gid_index, &me, &peer, o.mtu);
 	path.timeout = o.timeout;
@@ -301,14 +296,14 @@ int main(int argc, char **argv)
 		hp_fail("ibv_modify_qp to RTS: %s", strerror(err));
 	printf("%s qpn=0x%06x gid_index=%d gid=%s peer_qpn=0x%06x\n", o.host ? "client" : "server",
 	       r.qp->qp_num, r.gid_index, hp_gid_str(&r.gid, gs, sizeof(gs)), peer.qpn);
-	hp_sync(sock, o.secs);
+	hp_sync(sock, o.hp.secs);
 
 	if (o.host) {
 		rc = run_client(&r, &o, &peer, end);
 		/* tell the server the count and our verdict */
 		verdict[0] = htobe64(o.count);
 		verdict[1] = htobe64((uint64_t)rc);
-		if (hp_io(sock, verdict, sizeof(verdict), 1, o.secs))
+		if (hp_io(sock, verdict, sizeof(verdict), 1, o.hp.secs))
 			hp_fail("server went away before the verdict");
 	} else {
 		int64_t left = (end - hp_now_us()) / 1000000;
@@ -332,7 +327,7 @@ int main(int argc, char **argv)
 		}
 	}
 	/* both sides done before the QPs go away */
-	hp_sync(sock, o.secs);
+	hp_sync(sock, o.hp.secs);
 	if (!rc)
 		printf("ok\n");
 	ibv_destroy_qp(r.qp);

@@ -407,18 +407,21 @@ static inline int hp_qp_modify(struct ibv_qp *qp, const struct hp_path *p, enum 
 
 /* The options the programs spell alike: -p PORT (the TCP rendezvous),
  * -d DEV (the RDMA device, default the first), -g INDEX (the local GID
- * index; -1, the default, picks it by address). hp_opts_init sets the
- * defaults, hp_opt takes one option of getopt: 1 when it was one of these. */
+ * index; -1, the default, picks it by address), -T SECS (the program's
+ * time bound). hp_opts_init sets the defaults, hp_opt takes one option of
+ * getopt: 1 when it was one of these. */
 struct hp_opts {
 	const char *port, *dev;
 	int gid_index;
+	int secs;
 };
 
-static inline void hp_opts_init(struct hp_opts *h, const char *port)
+static inline void hp_opts_init(struct hp_opts *h, const char *port, int secs)
 {
 	h->port = port;
 	h->dev = NULL;
 	h->gid_index = -1;
+	h->secs = secs;
 }
 
 static inline int hp_opt(struct hp_opts *h, int c, const char *arg)
@@ -432,6 +435,9 @@ static inline int hp_opt(struct hp_opts *h, int c, const char *arg)
 		return 1;
 	case 'g':
 		h->gid_index = atoi(arg);
+		return 1;
+	case 'T':
+		h->secs = atoi(arg);
 		return 1;
 	}
 	return 0;

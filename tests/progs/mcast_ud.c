@@ -39,10 +39,10 @@
 
 struct opts {
 	bool recv;
-	struct hp_opts hp; /* -d, -g (no rendezvous) */
+	struct hp_opts hp; /* -d, -g, -T (no rendezvous) */
 	const char *group, *addr, *src, *wait_file;
 	uint32_t count, size, qkey, tag, detach_after, stop_after;
-	int secs, watch_secs, interval_us;
+	int watch_secs, interval_us;
 };
 
 struct msg_hdr {
@@ -76,12 +76,11 @@ static void parse(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	hp_opts_init(&o->hp, NULL);
+	hp_opts_init(&o->hp, NULL, 30);
 	o->count = 100;
 	o->size = 1024;
 	o->qkey = 0x1ee7;
 	o->tag = 7;
-	o->secs = 30;
 	o->watch_secs = 2;
 	o->interval_us = 200;
 	while ((c = getopt(argc, argv, "ra:g:d:n:s:q:t:k:W:i:S:x:w:T:h")) != -1) {
@@ -123,9 +122,6 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'w':
 			o->watch_secs = atoi(optarg);
-			break;
-		case 'T':
-			o->secs = atoi(optarg);
 			break;
 		default:
 			usage(argv[0]);
@@ -275,7 +271,7 @@ static int receiver(const struct opts *o, const union ibv_gid *mgid)
 	struct rstate st;
 	struct ibv_wc wc;
 	struct res r;
-	int64_t end = hp_now_us() + (int64_t)o->secs * 1000000;
+	int64_t end = hp_now_us() + (int64_t)o->hp.secs * 1000000;
 	uint32_t want = o->detach_after ? o->detach_after : o->count, extra = 0;
 	int err;
 
@@ -297,7 +293,7 @@ static int receiver(const struct opts *o, const union ibv_gid *mgid)
 		const char *why;
 
 		if (!hp_poll_until(r.cq, &wc, end, 100))
-			hp_fail("received %u of %u messages in %d s", st.count, want, o->secs);
+			hp_fail("received %u of %u messages in %d s", st.count, want, o->hp.secs);
 		why = check_msg(o, mgid, o->src ? &src : NULL, &wc, r.buf + (size_t)wc.wr_id * SLOT,
 				&st, o->count);
 		if (why)
@@ -367,14 +363,14 @@ static int sender(const struct opts *o, const union ibv_gid *mgid)
 		int err;
 
 		if (o->stop_after && k == o->stop_after) {
-			int64_t end = hp_now_us() + (int64_t)o->secs * 1000000;
+			int64_t end = hp_now_us() + (int64_t)o->hp.secs * 1000000;
 
 			printf("paused after %u\n", k);
 			fflush(stdout);
 			while (access(o->wait_file, F_OK)) {
 				if (hp_now_us() > end)
 					hp_fail("%s did not appear within %d s", o->wait_file,
-						o->secs);
+						o->hp.secs);
 				hp_sleep_ms(20);
 			}
 		}
@@ -415,6 +411,6 @@ int main(int argc, char **argv)
 	parse(argc, argv, &o);
 	if (hp_addr_gid(o.group, &mgid))
 		hp_fail("%s: not an IPv4 or IPv6 address", o.group);
-	alarm((unsigned)o.secs + 30);
+	alarm((unsigned)o.hp.secs + 30);
 	return o.recv ? receiver(&o, &mgid) : sender(&o, &mgid);
 }

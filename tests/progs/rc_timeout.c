@@ -33,7 +33,7 @@
 struct opts {
 	struct hp_opts hp;
 	const char *host, *gofile;
-	int hold, secs;
+	int hold;
 	uint8_t timeout, retry_cnt;
 };
 
@@ -63,7 +63,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	hp_opts_init(&o->hp, "18700");
+	hp_opts_init(&o->hp, "18700", 0);
 	o->timeout = 14;
 	o->retry_cnt = 3;
 	while ((c = getopt(argc, argv, "p:d:g:t:r:w:H:T:h")) != -1) {
@@ -82,9 +82,6 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'H':
 			o->hold = atoi(optarg);
 			break;
-		case 'T':
-			o->secs = atoi(optarg);
-			break;
 		default:
 			usage(argv[0]);
 		}
@@ -92,7 +89,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		o->host = argv[optind++];
 	if (optind != argc || o->timeout < 1 || o->timeout > 31 || o->retry_cnt > 7 ||
-	    o->hold < 0 || o->secs < 0)
+	    o->hold < 0 || o->hp.secs < 0)
 		usage(argv[0]);
 }
 
@@ -120,7 +117,7 @@ int main(int argc, char **argv)
 	parse(argc, argv, &o);
 	/* IBA 9.7.6.1.3: 4.096 us * 2^timeout per try, retry_cnt retries */
 	expected_ms = (o.retry_cnt + 1) * 4.096e-3 * (double)(1ull << o.timeout);
-	bound_us = o.secs ? (int64_t)o.secs * 1000000 : (int64_t)(expected_ms * 10000);
+	bound_us = o.hp.secs ? (int64_t)o.hp.secs * 1000000 : (int64_t)(expected_ms * 10000);
 	if (bound_us < 30000000)
 		bound_us = 30000000;
 

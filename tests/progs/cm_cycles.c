@@ -60,7 +60,7 @@ static struct rdma_cm_event *expect(struct rdma_event_channel *chan, enum rdma_c
 		hp_fail("%s: rdma_get_cm_event: %s", what, strerror(errno));
 	if (ev->event != want)
 		hp_fail("%s: got %s (status %d), wanted %s", what, rdma_event_str(ev->event),
-		     ev->status, rdma_event_str(want));
+			ev->status, rdma_event_str(want));
 	return ev;
 }
 
@@ -346,7 +346,7 @@ int main(int argc, char **argv)
 	print_counts("last", &last, tw_last);
 	if (g)
 		hp_fail("%s grew from %u to %u over %d cycles", count_names[g - 1], first.v[g - 1],
-		     last.v[g - 1], cycles);
+			last.v[g - 1], cycles);
 
 	if (rdma_destroy_id(listen_id))
 		hp_fail("rdma_destroy_id (listener): %s", strerror(errno));

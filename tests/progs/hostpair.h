@@ -473,8 +473,9 @@ static inline int hp_local_gid(struct ibv_context *ctx, int gid_index, int sock,
 
 /* hp_create_qp: a QP of type on pd with cq for both queues, one SGE per
  * WR, send_wr / recv_wr deep; sig_all: every send completes */
-static inline struct ibv_qp *hp_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type type,
-					  uint32_t send_wr, uint32_t recv_wr, int sig_all)
+static inline struct ibv_qp *hp_create_qp(struct ibv_pd *pd, struct ibv_cq *cq,
+					  enum ibv_qp_type type, uint32_t send_wr, uint32_t recv_wr,
+					  int sig_all)
 {
 	struct ibv_qp_init_attr ia;
 	struct ibv_qp *qp;

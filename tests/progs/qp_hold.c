@@ -142,8 +142,7 @@ int main(int argc, char **argv)
 		target = IBV_QPS_RTS;
 	else
 		usage(argv[0]);
-	if (qpt != IBV_QPT_UD && target != IBV_QPS_INIT &&
-	    (!peer || hp_addr_gid(peer, &path.dgid)))
+	if (qpt != IBV_QPT_UD && target != IBV_QPS_INIT && (!peer || hp_addr_gid(peer, &path.dgid)))
 		hp_fail("-a ADDR (an IPv4 or IPv6 literal) is needed for an RC/UC QP in %s", state);
 
 	ctx = hp_open(dev);

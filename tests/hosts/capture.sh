@@ -59,17 +59,18 @@ run() {
 	return 0
 }
 
-# need NAME OPCODE...: every OPCODE (hex, e.g. 0x04) is in SOF_CAP_OPCODES
+# need NAME WHAT SEEN ITEM...: every ITEM (e.g. an opcode, 0x04) is a word
+# of SEEN (what the capture showed)
 need() {
-	local name=$1 op miss=""
-	shift
-	for op in "$@"; do
-		[[ " $SOF_CAP_OPCODES " == *" $op "* ]] || miss="$miss $op"
+	local name=$1 what=$2 seen=$3 i miss=""
+	shift 3
+	for i in "$@"; do
+		[[ " $seen " == *" $i "* ]] || miss="$miss $i"
 	done
 	if [ -z "$miss" ]; then
-		ok "$name: opcodes $* all present"
+		ok "$name: $what $* all present"
 	else
-		not_ok "$name" "opcodes missing on the wire:$miss (seen: $SOF_CAP_OPCODES)"
+		not_ok "$name" "$what missing on the wire:$miss (seen: $seen)"
 	fi
 }
 
@@ -149,7 +150,7 @@ if sof_hosts_up 2; then
 		run "hosts/capture: ibv_ud_pingpong" ibv_ud_pingpong -g @GID@ --chk -s 2048 -n 20
 		sof_capture_stop hosts/capture.pp
 		sof_capture_check "hosts/capture pingpong" "$cap"
-		need "hosts/capture pingpong" 0x00 0x01 0x02 0x11 0x64
+		need "hosts/capture pingpong" opcodes "$SOF_CAP_OPCODES" 0x00 0x01 0x02 0x11 0x64
 		if [[ " $SOF_CAP_OPCODES " =~ \ 0x2[0-4]\  ]]; then
 			ok "hosts/capture pingpong: UC SEND opcodes present"
 		else
@@ -180,7 +181,7 @@ if sof_hosts_up 2; then
 		run "hosts/capture: ib_atomic_lat CMP_AND_SWAP" ib_atomic_lat -d sof0 -F -x @GID@ -A CMP_AND_SWAP -n 50
 		sof_capture_stop hosts/capture.pt
 		sof_capture_check "hosts/capture perftest" "$cap"
-		need "hosts/capture perftest" 0x04 0x06 0x07 0x08 0x0c 0x0d 0x0f 0x11 0x12 0x13 0x14
+		need "hosts/capture perftest" opcodes "$SOF_CAP_OPCODES" 0x04 0x06 0x07 0x08 0x0c 0x0d 0x0f 0x11 0x12 0x13 0x14
 	else
 		not_ok "hosts/capture perftest" "tshark did not start capturing on host a's veth0"
 	fi
@@ -201,15 +202,8 @@ if sof_hosts_up 2; then
 		sof_capture_check "hosts/capture cm" "$cap"
 		attrs=$(timeout 60 tshark -n -r "$cap" -Y 'infiniband.mad.mgmtclass == 0x07' -T fields \
 			-e infiniband.mad.attributeid 2>/dev/null | sort -u | tr '\n' ' ')
-		miss=""
-		for a in 0x0010 0x0013 0x0014 0x0015 0x0016; do
-			[[ " $attrs " == *" $a "* ]] || miss="$miss $a"
-		done
-		if [ -z "$miss" ]; then
-			ok "hosts/capture cm: REQ, REP, RTU, DREQ, DREP decoded ($attrs)"
-		else
-			not_ok "hosts/capture cm" "CM attributes missing:$miss (seen: $attrs)"
-		fi
+		need "hosts/capture cm" "CM attributes (REQ, REP, RTU, DREQ, DREP)" "$attrs" \
+			0x0010 0x0013 0x0014 0x0015 0x0016
 		req=$(timeout 60 tshark -n -r "$cap" -Y 'infiniband.cm.req' -T fields -E separator=' ' \
 			-e infiniband.cm.req.serviceid.dport -e infiniband.cm.req.ip_cm.ipv \
 			-e infiniband.cm.req.ip_cm.dip4 2>/dev/null | head -n 1)

@@ -1,6 +1,8 @@
 #!/bin/bash
 # tests/run.sh — runs the whole test suite and ends with one line
-# "N passed, N failed" (the `ok - ` / `not ok - ` lines of every test).
+# "N passed, N failed, N skipped" (the `ok - ` / `not ok - ` lines of every
+# test; "not ok - ... # TODO" lines, known gaps such as a consumer that
+# imports a stub, are counted as skipped and listed at the end).
 #
 #   1. unit tests: every build/tests/test_* and build-asan/tests/test_*
 #      binary, each in a fresh network namespace with its own daemon of the
@@ -51,8 +53,10 @@ UNIT_TIMEOUT=${SOF_UNIT_TIMEOUT:-120}
 TEST_TIMEOUT=${SOF_TEST_TIMEOUT:-600}
 T_PASS=0
 T_FAIL=0
+T_TODO=0 # "not ok - ... # TODO": known gaps (a consumer that imports stubs), neither passed nor failed
+TODO_LIST=$(mktemp /tmp/sof-todo.XXXXXX) || exit 1
 OUT=$(mktemp /tmp/sof-run.XXXXXX) || exit 1
-trap 'rm -f "$OUT"' EXIT
+trap 'rm -f "$OUT" "$TODO_LIST"' EXIT
 T0=$(now_ms)
 
 selected() {
@@ -71,7 +75,7 @@ result_fail() {
 # result lines (also the runner's own) go to FILE and are not counted here
 # (the unit tests, counted once over both builds).
 run_test() {
-	local name=$1 secs=$2 rc np nf t
+	local name=$1 secs=$2 rc np nf nt t
 	shift 2
 	echo "# ---- $name"
 	t=$(now_ms)
@@ -79,7 +83,9 @@ run_test() {
 		sed -u -E 's/([0-9]+) passed, ([0-9]+) failed[[:space:]]*$/\1 ok, \2 not ok/'
 	rc=${PIPESTATUS[0]}
 	np=$(grep -c '^ok - ' "$OUT")
-	nf=$(grep -c '^not ok - ' "$OUT")
+	nf=$(grep '^not ok - ' "$OUT" | grep -vc ' # TODO')
+	nt=$(grep '^not ok - ' "$OUT" | grep -c ' # TODO')
+	grep '^not ok - .* # TODO' "$OUT" >>"$TODO_LIST"
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		if ! grep -q '^not ok - .*timed out' "$OUT"; then
 			echo "not ok - $name: timed out after $secs s" | tee -a "$OUT"
@@ -92,13 +98,14 @@ run_test() {
 		echo "not ok - $name: printed no result line" | tee -a "$OUT"
 		nf=$((nf + 1))
 	fi
-	echo "# $name: $np ok, $nf not ok, exit $rc, $((($(now_ms) - t) / 1000)) s"
+	echo "# $name: $np ok, $nf not ok, $nt todo, exit $rc, $((($(now_ms) - t) / 1000)) s"
 	if [ -n "${RT_SAVE:-}" ]; then
 		grep -E '^(not )?ok - ' "$OUT" >"$RT_SAVE"
 		return
 	fi
 	T_PASS=$((T_PASS + np))
 	T_FAIL=$((T_FAIL + nf))
+	T_TODO=$((T_TODO + nt))
 }
 
 # unit_merge NAME FILE...: the result lines one unit test binary printed in
@@ -269,6 +276,10 @@ for f in tests/hosts/badpackets.sh tests/hosts/netem.sh tests/hosts/mcast.sh; do
 done
 [ -n "$MIX" ] && rm -rf "$MIX"
 
+if [ "$T_TODO" -gt 0 ]; then
+	echo "# known gaps (TODO, counted as skipped): $T_TODO"
+	sed 's/^/#   /' "$TODO_LIST"
+fi
 echo "# total time $((($(now_ms) - T0) / 1000)) s"
-echo "$T_PASS passed, $T_FAIL failed"
+echo "$T_PASS passed, $T_FAIL failed, $T_TODO skipped"
 [ "$T_FAIL" -eq 0 ] && [ $((T_PASS + T_FAIL)) -gt 0 ]

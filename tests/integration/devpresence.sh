@@ -13,6 +13,9 @@
 #   - the host's /dev and /sys are unchanged afterwards, and none of our
 #     mounts is in the host's mount namespace;
 #   - a nested `softofed run` sees the same device, once;
+#   - a host with a real device (simulated in a mount namespace of the
+#     test's own: mlx5_0, uverbs0): its entries stay, unchanged, beside
+#     ours; sof0 takes uverbs1 (231:193) and libibverbs names it so;
 #   - unprivileged (uid 65534 by setpriv): the same through a user
 #     namespace, uverbs0 being /dev/null bound under the name; or, where
 #     unprivileged user namespaces are off, case (c) below;
@@ -185,6 +188,58 @@ out=$SOF_TMP/nested.out
 timeout 30 "$SOFTOFED" run -- "$SOFTOFED" run -- bash -c "$FACTS" >"$out" 2>&1 </dev/null
 check "nested softofed run: the same device, mounted once" \
 	"[ \"\$(fact '$out' ibv_dev_name)\" = uverbs0 ] && [ \"\$(fact '$out' chr)\" = yes ] && [ \"\$(fact '$out' mounts)\" = \"\$(fact '$SOF_TMP/root.out' mounts)\" ]"
+
+# ---- a host with a real RDMA device ------------------------------------------
+# Simulated in a mount namespace of this test's own: a tmpfs /dev with a
+# few nodes and /dev/infiniband/uverbs0 (231:192), a tmpfs /sys/class with
+# net/ bound back and infiniband/mlx5_0, infiniband_verbs/uverbs0 of a
+# device that is not ours. Its entries must stay, ours come beside them.
+
+# shellcheck disable=SC2016
+REAL='
+set -e
+mount --make-rprivate /
+mkdir -p "$T/dev" "$T/class"
+mount -t tmpfs fake "$T/dev"
+for n in null zero urandom; do touch "$T/dev/$n"; mount --bind "/dev/$n" "$T/dev/$n"; done
+mkdir "$T/dev/infiniband" "$T/dev/pts" "$T/dev/shm"
+mknod -m 666 "$T/dev/infiniband/uverbs0" c 231 192
+mount -t tmpfs fake "$T/class"
+mkdir -p "$T/class/net" "$T/class/infiniband" "$T/class/infiniband_verbs/uverbs0"
+mount --rbind /sys/class/net "$T/class/net"
+ln -s ../../devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0 "$T/class/infiniband/mlx5_0"
+echo mlx5_0 >"$T/class/infiniband_verbs/uverbs0/ibdev"
+echo 6 >"$T/class/infiniband_verbs/abi_version"
+mount --move "$T/class" /sys/class
+mount --move "$T/dev" /dev
+host() {
+	ls -l /dev/infiniband | tail -n +2 | sort
+	ls -l /sys/class/infiniband /sys/class/infiniband_verbs | sort
+	cat /sys/class/infiniband_verbs/uverbs0/ibdev
+}
+before=$(host)
+"$1" run -- bash -c "$2" >"$T/inside.out" 2>&1
+after=$(host)
+[ "$before" = "$after" ] && echo "real: unchanged" >>"$T/inside.out"
+'
+T=$SOF_TMP/real
+mkdir -p "$T"
+# shellcheck disable=SC2016
+INNER='ls /dev/infiniband | xargs echo "devs"
+ls /sys/class/infiniband | xargs echo "ibdevs"
+echo "mlx5 $(readlink /sys/class/infiniband/mlx5_0)"
+echo "uverbs0 $(cat /sys/class/infiniband_verbs/uverbs0/ibdev) $(stat -c %t:%T /dev/infiniband/uverbs0)"
+echo "uverbs1 $(cat /sys/class/infiniband_verbs/uverbs1/ibdev) $(stat -c %t:%T /dev/infiniband/uverbs1)"
+'"$(printf '%s\n' "$FACTS" | sed -n '/^python3/,$p')"
+T=$T timeout 30 unshare -m bash -c "$REAL" real "$SOFTOFED" "$INNER" >"$T/outer.out" 2>&1 </dev/null
+out=$T/inside.out
+check "real device: its entries stay beside sof0's (/dev/infiniband: uverbs0 uverbs1; infiniband: mlx5_0 sof0)" \
+	"[ \"\$(fact '$out' devs)\" = 'uverbs0 uverbs1' ] && [ \"\$(fact '$out' ibdevs)\" = 'mlx5_0 sof0' ] && [ \"\$(fact '$out' mlx5)\" = ../../devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0 ]" ||
+	sof_dump "$out" "$T/outer.out"
+check "real device: its uverbs0 untouched (mlx5_0, 231:192); ours is uverbs1 (sof0, 231:193)" \
+	"[ \"\$(fact '$out' uverbs0)\" = 'mlx5_0 e7:c0' ] && [ \"\$(fact '$out' uverbs1)\" = 'sof0 e7:c1' ]"
+check "real device: libibverbs names sof0 uverbs1" "[ \"\$(fact '$out' ibv_dev_name)\" = uverbs1 ]"
+check "real device: the (simulated) host's entries unchanged afterwards" "grep -q '^real: unchanged' '$out'"
 
 # ---- (b) unprivileged -------------------------------------------------------
 

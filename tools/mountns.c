@@ -134,7 +134,14 @@ static int restore_entry(int dfd, const char *dir, const char *name)
 	snprintf(src, sizeof(src), "/proc/self/fd/%d/", dfd);
 	if ((size_t)snprintf(link, sizeof(link), "%s%s", src, name) >= sizeof(link))
 		return -ENAMETOOLONG;
-	return mount(link, dst, NULL, MS_BIND | MS_REC, NULL) ? -errno : 0;
+	if (!mount(link, dst, NULL, MS_BIND | MS_REC, NULL))
+		return 0;
+	if (errno != ENOENT)
+		return -errno;
+	/* gone between readdir and now (a /dev node removed): drop it too */
+	if (S_ISDIR(st.st_mode) ? rmdir(dst) : unlink(dst))
+		return -errno;
+	return 0;
 }
 
 static int cover_existing(const char *dir)

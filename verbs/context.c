@@ -19,6 +19,7 @@
  */
 #include "sofv.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -81,19 +82,58 @@ static void *map_objtab(int fd)
 	return mmap(NULL, SOF_OBJTAB_MAP_SIZE, PROT_READ, MAP_SHARED, fd, 0);
 }
 
+/* The uverbsN that `softofed run` shows for our device in sysfs
+ * (tools/present.c): the entry of /sys/class/infiniband_verbs whose ibdev
+ * is name. Copies it to out (16 bytes at least) and returns 0; -ENOENT
+ * without such a presentation. */
+static int presented_uverbs(const char *name, char *out, size_t len)
+{
+	DIR *d = opendir("/sys/class/infiniband_verbs");
+	char path[320], ibdev[IBV_SYSFS_NAME_MAX];
+	struct dirent *e;
+	int err = -ENOENT;
+
+	if (!d)
+		return err;
+	while (err && (e = readdir(d))) {
+		FILE *f;
+
+		if (strncmp(e->d_name, "uverbs", 6) || strlen(e->d_name) >= len)
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/infiniband_verbs/%.64s/ibdev", e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(ibdev, sizeof(ibdev), f)) {
+			ibdev[strcspn(ibdev, "\n")] = '\0';
+			if (!strcmp(ibdev, name)) {
+				snprintf(out, len, "%s", e->d_name);
+				err = 0;
+			}
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return err;
+}
+
 static void fill_device(struct sofv_device *d, const struct sof_devinfo *info)
 {
 	const char *name = info->name[0] ? info->name : "sof0";
+	char uverbs[IBV_SYSFS_NAME_MAX];
 
 	d->info = *info;
 	d->ibdev.node_type = IBV_NODE_CA;
 	d->ibdev.transport_type = IBV_TRANSPORT_IB;
 	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", name);
-	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%s", name);
-	/* Paths that do not exist: there is no kernel device behind sof0,
-	 * and ibv_read_sysfs_file answers ENOENT for everything. */
+	/* Under `softofed run` the device shows in /dev and /sys as uverbsN
+	 * and <name>; elsewhere these paths do not exist (no kernel device is
+	 * behind sof0) and ibv_read_sysfs_file answers ENOENT. */
+	if (presented_uverbs(name, uverbs, sizeof(uverbs)))
+		snprintf(uverbs, sizeof(uverbs), "%s", name);
+	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%s", uverbs);
 	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "/sys/class/infiniband_verbs/%s",
-		 name);
+		 uverbs);
 	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), "/sys/class/infiniband/%s",
 		 name);
 }

@@ -968,6 +968,121 @@ TEST(rc_rereg_and_iova)
 	pair_down(&a, &b);
 }
 
+/* ibv_rereg_mr keeps lkey and rkey (as rxe and mlx5 do); the peer's next
+ * access through the same rkey sees the new access at once, the old one is
+ * revoked, and a refused rereg leaves the region working as it was. */
+TEST(rc_rereg_keeps_keys_access)
+{
+	struct side a, b;
+	uint32_t lkey, rkey;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint8_t *nb;
+
+	pair_up(&a, &b, IBV_QPT_RC, 0, 0);
+	nb = aligned_alloc(4096, 8192);
+	CHECK(nb != NULL);
+	memset(nb, 0, 8192);
+	mr = ibv_reg_mr(b.pd, nb, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(mr != NULL);
+	lkey = mr->lkey;
+	rkey = mr->rkey;
+	pattern(a.buf, 4096, 17);
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_WRITE, 1, 0, a.buf, 100, a.mr->lkey,
+			   (uintptr_t)nb, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	/* bad input: refused, nothing lost */
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_REMOTE_WRITE), IBV_REREG_MR_ERR_INPUT);
+	CHECK_EQ(mr->lkey, lkey);
+	CHECK_EQ(mr->rkey, rkey);
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_WRITE, 2, 0, a.buf + 100, 100, a.mr->lkey,
+			   (uintptr_t)nb + 100, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK_MEM(nb, a.buf, 200);
+	/* read instead of write, same keys */
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ), 0);
+	CHECK_EQ(mr->lkey, lkey);
+	CHECK_EQ(mr->rkey, rkey);
+	pattern(nb + 4096, 64, 18);
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_READ, 3, 0, a.buf + 8192, 64, a.mr->lkey,
+			   (uintptr_t)nb + 4096, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(a.buf + 8192, nb + 4096, 64);
+	/* the region's own key still serves local SGEs */
+	CHECK_EQ(post_recv(b.qp, 40, nb + 6000, 64, mr->lkey), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 4, 0, a.buf, 64, a.mr->lkey, 0, 0, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 4, IBV_WC_SUCCESS, IBV_WC_SEND);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 40, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_MEM(nb + 6000, a.buf, 64);
+	/* remote write was revoked at once */
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_WRITE, 5, 0, a.buf, 8, a.mr->lkey,
+			   (uintptr_t)nb, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_EQ(wc.wr_id, 5);
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_MEM(nb, a.buf, 200);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	free(nb);
+	pair_down(&a, &b);
+}
+
+/* Translation and PD changes keep the keys too; moving the region to
+ * another PD revokes the peer's access through the old one at once. */
+TEST(rc_rereg_keeps_keys_pd)
+{
+	struct ibv_pd *pd2;
+	struct side a, b;
+	uint32_t lkey, rkey;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint8_t *nb;
+
+	pair_up(&a, &b, IBV_QPT_RC, 0, 0);
+	pd2 = ibv_alloc_pd(ctx_b);
+	CHECK(pd2 != NULL);
+	nb = aligned_alloc(4096, 16384);
+	CHECK(nb != NULL);
+	memset(nb, 0, 16384);
+	mr = ibv_reg_mr(b.pd, nb, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	CHECK(mr != NULL);
+	lkey = mr->lkey;
+	rkey = mr->rkey;
+	pattern(nb, 16384, 19);
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_READ, 1, 0, a.buf, 64, a.mr->lkey,
+			   (uintptr_t)nb + 8, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(a.buf, nb + 8, 64);
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, nb + 8192, 8192, 0), 0);
+	CHECK_EQ(mr->lkey, lkey);
+	CHECK_EQ(mr->rkey, rkey);
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_READ, 2, 0, a.buf + 64, 64, a.mr->lkey,
+			   (uintptr_t)nb + 8192 + 16, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(a.buf + 64, nb + 8192 + 16, 64);
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0), 0);
+	CHECK_EQ(mr->lkey, lkey);
+	CHECK_EQ(mr->rkey, rkey);
+	CHECK(mr->pd == pd2);
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_READ, 3, 0, a.buf, 64, a.mr->lkey,
+			   (uintptr_t)nb + 8192, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_EQ(wc.wr_id, 3);
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd2), 0);
+	free(nb);
+	pair_down(&a, &b);
+}
+
 /* ---- UC and UD -------------------------------------------------------------- */
 
 TEST(uc_ops)
@@ -1740,6 +1855,8 @@ int main(void)
 	RUN(cq_ex_poll);
 	RUN(qp_ex_wr_api);
 	RUN(rc_rereg_and_iova);
+	RUN(rc_rereg_keeps_keys_access);
+	RUN(rc_rereg_keeps_keys_pd);
 	RUN(uc_ops);
 	RUN(ud_grh);
 	RUN(ud_multicast_local);

@@ -1083,6 +1083,77 @@ TEST(rc_rereg_keeps_keys_pd)
 	pair_down(&a, &b);
 }
 
+static void to_state(struct ibv_qp *qp, enum ibv_qp_state st)
+{
+	struct ibv_qp_attr qa;
+
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = st;
+	CHECK_EQ(ibv_modify_qp(qp, &qa, IBV_QP_STATE), 0);
+}
+
+/* ERROR -> RESET takes the QP's completions out of its CQs, flush errors
+ * included, as providers do (mlx5's CQ clean on RESET): the next poll
+ * returns no stale IBV_WC_WR_FLUSH_ERR of it, and another QP sharing the
+ * CQs keeps its entries, in order. */
+TEST(qp_reset_cleans_cqs)
+{
+	struct ibv_qp_attr qa;
+	struct ibv_qp *qp2;
+	struct side a, b;
+	struct ibv_wc wc;
+
+	pair_up(&a, &b, IBV_QPT_RC, 0, 0);
+	qp2 = side_qp(&a, IBV_QPT_RC, NULL, 0); /* same send and receive CQs */
+	CHECK(qp2 != NULL);
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_INIT;
+	qa.port_num = 1;
+	qa.qp_access_flags = ALL_REMOTE;
+	CHECK_EQ(ibv_modify_qp(qp2, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					      IBV_QP_ACCESS_FLAGS), 0);
+	/* a completion of a.qp that is polled before the reset */
+	CHECK_EQ(post_recv(b.qp, 1, b.buf, 64, b.mr->lkey), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 2, 0, a.buf, 64, a.mr->lkey, 0, 0, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 2, IBV_WC_SUCCESS, IBV_WC_SEND);
+	/* a.qp's and qp2's flush errors, interleaved in the CQs */
+	CHECK_EQ(post_recv(a.qp, 101, a.buf, 64, a.mr->lkey), 0);
+	CHECK_EQ(post_recv(a.qp, 102, a.buf, 64, a.mr->lkey), 0);
+	CHECK_EQ(post_recv(qp2, 201, a.buf, 64, a.mr->lkey), 0);
+	to_state(a.qp, IBV_QPS_ERR);
+	to_state(qp2, IBV_QPS_ERR);
+	CHECK_EQ(post_recv(a.qp, 103, a.buf, 64, a.mr->lkey), 0);
+	CHECK_EQ(post_recv(qp2, 202, a.buf, 64, a.mr->lkey), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 104, 0, a.buf, 8, a.mr->lkey, 0, 0, 0), 0);
+	CHECK_EQ(post_send(qp2, IBV_WR_SEND, 203, 0, a.buf, 8, a.mr->lkey, 0, 0, 0), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 105, 0, a.buf, 8, a.mr->lkey, 0, 0, 0), 0);
+	to_state(a.qp, IBV_QPS_RESET);
+	CHECK_EQ(qp_state(a.qp), IBV_QPS_RESET);
+	/* only qp2's, in the order they were made */
+	WAIT_WC(a.rcq, wc);
+	CHECK_WC(wc, 201, IBV_WC_WR_FLUSH_ERR, 0);
+	CHECK_EQ(wc.qp_num, qp2->qp_num);
+	WAIT_WC(a.rcq, wc);
+	CHECK_WC(wc, 202, IBV_WC_WR_FLUSH_ERR, 0);
+	NO_WC(a.rcq, wc);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 203, IBV_WC_WR_FLUSH_ERR, 0);
+	NO_WC(a.scq, wc);
+	/* and the CQs go on: the reset QP comes up again and completes */
+	to_state(qp2, IBV_QPS_RESET);
+	CHECK_EQ(ibv_destroy_qp(qp2), 0);
+	to_state(b.qp, IBV_QPS_RESET);
+	connect2(a.qp, b.qp, &def_opts, &def_opts);
+	CHECK_EQ(post_recv(b.qp, 3, b.buf, 64, b.mr->lkey), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 4, 0, a.buf, 64, a.mr->lkey, 0, 0, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 4, IBV_WC_SUCCESS, IBV_WC_SEND);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 3, IBV_WC_SUCCESS, IBV_WC_RECV);
+	pair_down(&a, &b);
+}
+
 /* ---- UC and UD -------------------------------------------------------------- */
 
 TEST(uc_ops)
@@ -1857,6 +1928,7 @@ int main(void)
 	RUN(rc_rereg_and_iova);
 	RUN(rc_rereg_keeps_keys_access);
 	RUN(rc_rereg_keeps_keys_pd);
+	RUN(qp_reset_cleans_cqs);
 	RUN(uc_ops);
 	RUN(ud_grh);
 	RUN(ud_multicast_local);

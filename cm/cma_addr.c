@@ -199,8 +199,8 @@ int cma_bind_port(struct cm_id *id, const struct sockaddr_storage *src)
 	 * AF_INET id is AF-only, an AF_INET6 one as net.ipv6.bindv6only
 	 * says (as an IPv6 socket's IPV6_V6ONLY). */
 	if (!id->afonly_set)
-		id->afonly = src->ss_family == AF_INET ||
-			     (src->ss_family == AF_INET6 && bindv6only());
+		id->afonly =
+		    src->ss_family == AF_INET || (src->ss_family == AF_INET6 && bindv6only());
 	cma_addr_gid(src, gid);
 	if (port) {
 		if (port_taken(id, id->ps, port, gid, src->ss_family, id->reuseaddr))

@@ -259,8 +259,8 @@ static int rereg_fail(int code, int err)
 static int rereg_code(int err)
 {
 	return err == -EINVAL || err == -EFAULT || err == -EOPNOTSUPP || err == -ENOENT
-		       ? IBV_REREG_MR_ERR_INPUT
-		       : IBV_REREG_MR_ERR_CMD;
+		   ? IBV_REREG_MR_ERR_INPUT
+		   : IBV_REREG_MR_ERR_CMD;
 }
 
 /* ibv_rereg_mr(3): the region keeps lkey and rkey, as rxe and mlx5 keep

@@ -84,6 +84,7 @@ struct cm_id {
 	struct sockaddr_storage src, dst;
 	bool bound; /* src holds a port of ours */
 	bool reuseaddr, afonly;
+	bool afonly_set; /* RDMA_OPTION_ID_AFONLY given: bind keeps afonly */
 	uint8_t tos;
 	bool tos_set;
 	uint8_t ack_timeout; /* RDMA_OPTION_ID_ACK_TIMEOUT, 0: default */

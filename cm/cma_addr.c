@@ -1,8 +1,9 @@
 /*
  * Addresses of the RDMA CM on RoCEv2: the GID of an IP address is the
  * address itself (IPv4-mapped for IPv4), AF_IB carries its GID; ports per
- * port space, bound like UDP ports (SO_REUSEADDR's rules, an ephemeral
- * range); the source of a route is the address the kernel's routing table
+ * port space, bound like UDP ports (SO_REUSEADDR's rules, AF-only ids of
+ * two families sharing a port as the kernel's rdma_cm lets them, an
+ * ephemeral range); the source of a route is the address the kernel's routing table
  * picks for the destination (a UDP socket connected to it tells, sending
  * nothing), and it must be one of the GIDs this device serves.
  */
@@ -13,6 +14,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/ib.h>
 #include <string.h>
 #include <unistd.h>
@@ -145,9 +147,12 @@ out:
 	return err;
 }
 
-/* Whether a bind of (ps, port, gid) by id clashes with another id. */
+/* Whether a bind of (ps, port, gid) of family by id clashes with another
+ * id. As the kernel's rdma_cm: ids of different families that are both
+ * AF-only never clash, so an IPv4 and an AF-only IPv6 wildcard share a
+ * port. */
 static bool port_taken(const struct cm_id *self, uint8_t ps, uint16_t port, const uint8_t gid[16],
-		       bool reuse)
+		       int family, bool reuse)
 {
 	uint32_t pos = 0;
 	uint64_t key;
@@ -157,6 +162,8 @@ static bool port_taken(const struct cm_id *self, uint8_t ps, uint16_t port, cons
 		uint8_t og[16];
 
 		if (o == self || !o->bound || o->ps != ps || cma_addr_port(&o->src) != port)
+			continue;
+		if (self->afonly && o->afonly && o->src.ss_family != family)
 			continue;
 		cma_addr_gid(&o->src, og);
 		if (!cma_gid_is_any(og) && !cma_gid_is_any(gid) && memcmp(og, gid, 16))
@@ -169,21 +176,41 @@ static bool port_taken(const struct cm_id *self, uint8_t ps, uint16_t port, cons
 	return false;
 }
 
+/* net.ipv6.bindv6only of the daemon's network namespace (the callers'). */
+static bool bindv6only(void)
+{
+	char c = '0';
+	int fd = open("/proc/sys/net/ipv6/bindv6only", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &c, 1) != 1)
+			c = '0';
+		close(fd);
+	}
+	return c == '1';
+}
+
 int cma_bind_port(struct cm_id *id, const struct sockaddr_storage *src)
 {
 	uint16_t port = cma_addr_port(src);
 	uint8_t gid[16];
 
+	/* The kernel's default when RDMA_OPTION_ID_AFONLY was not given: an
+	 * AF_INET id is AF-only, an AF_INET6 one as net.ipv6.bindv6only
+	 * says (as an IPv6 socket's IPV6_V6ONLY). */
+	if (!id->afonly_set)
+		id->afonly =
+		    src->ss_family == AF_INET || (src->ss_family == AF_INET6 && bindv6only());
 	cma_addr_gid(src, gid);
 	if (port) {
-		if (port_taken(id, id->ps, port, gid, id->reuseaddr))
+		if (port_taken(id, id->ps, port, gid, src->ss_family, id->reuseaddr))
 			return -EADDRINUSE;
 	} else {
 		uint32_t span = CMA_PORT_HI - CMA_PORT_LO + 1, start = sof_random32() % span, i;
 
 		for (i = 0; i < span; i++) {
 			port = (uint16_t)(CMA_PORT_LO + (start + i) % span);
-			if (!port_taken(id, id->ps, port, gid, false))
+			if (!port_taken(id, id->ps, port, gid, src->ss_family, false))
 				break;
 		}
 		if (i == span)

@@ -162,6 +162,7 @@ CMA_OP(set_option)
 			if (r->len != sizeof(int) || id->bound)
 				return -EINVAL;
 			id->afonly = v != 0;
+			id->afonly_set = true;
 			return 0;
 		case RDMA_OPTION_ID_ACK_TIMEOUT:
 			if (r->len != 1 || r->value[0] > 31)

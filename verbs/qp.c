@@ -549,6 +549,10 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 
 	if (next == IBV_QPS_RESET) {
 		qp_reset(qp);
+		/* as providers do: nothing of it stays in its CQs */
+		sofv_cq_clean(qp->scq, qp->qpn);
+		if (qp->rcq != qp->scq)
+			sofv_cq_clean(qp->rcq, qp->qpn);
 	} else {
 		apply_attr(qp, attr, attr_mask);
 	}

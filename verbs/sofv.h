@@ -485,5 +485,7 @@ int sofv_notify(struct sofv_context *ctx, uint32_t kind, uint32_t handle);
 /* CQ <-> QP attachment for flushing (cq.c). */
 int sofv_cq_attach_qp(struct sofv_cq *cq, struct sofv_qp *qp);
 void sofv_cq_detach_qp(struct sofv_cq *cq, struct sofv_qp *qp);
+/* Drop every completion of QP qpn from cq, the others kept in order. */
+void sofv_cq_clean(struct sofv_cq *cq, uint32_t qpn);
 
 #endif

@@ -1297,3 +1297,83 @@ sof_delta_check() {
 	fi
 	ok "$name: ${shown#, }"
 }
+
+# ---------------------------------------------------------------------------
+# What the ping-pong and perftest scripts of consumers/ and hosts/ share.
+#
+#   sof_gate WHY         from now on sof_gated fails each run at once with
+#                        "not run: WHY" (a first run that failed: the others
+#                        would each wait for their timeout);
+#                        SOF_HOSTS_KEEP_GOING=1 runs them anyway
+#   sof_gated NAME       true, with a not_ok NAME line, when a gate is set
+#   sof_pingpong_verdict NAME RC   the verdict on the last pair of an
+#                        ibv_*_pingpong (RC: what sof_pair / sof_host_pair
+#                        returned): ok when both exited 0, both printed
+#                        their "bytes in" line and neither printed an error.
+#                        Its ok line says that this is all it judged: --chk
+#                        compares one byte per page with a value that is
+#                        always 0, so the data is checked by data_stream
+#                        beside it (sof_stream_pair), not here
+#   sof_perftest_verdict NAME RC [LAST_SIZE]   the same for perftest: ok
+#                        when both exited 0, the client printed a result
+#                        line (with LAST_SIZE: one for that size, -a) and
+#                        no error text; perftest checks no data either
+#   SOF_PERFTEST_RESULT, SOF_PERFTEST_ERRORS   the regexes it uses
+
+SOF_GATE=""
+SOF_PERFTEST_RESULT='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+'
+SOF_PERFTEST_ERRORS='error|fail|couldn.t|unable|invalid|not supported|segmentation|abort'
+
+sof_gate() {
+	SOF_GATE=$1
+}
+
+sof_gated() {
+	if [ -n "$SOF_GATE" ] && [ -z "${SOF_HOSTS_KEEP_GOING:-}" ]; then
+		not_ok "$1" "not run: $SOF_GATE"
+		return 0
+	fi
+	return 1
+}
+
+sof_pingpong_verdict() {
+	local name=$1 rc=$2
+	if [ "$rc" -ne 0 ]; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+	elif ! grep -q ' bytes in ' "$SOF_CLI_OUT"; then
+		not_ok "$name" "the client printed no 'bytes in' line"
+	elif ! grep -q ' bytes in ' "$SOF_SRV_OUT"; then
+		not_ok "$name" "the server printed no 'bytes in' line"
+	elif grep -q -i 'invalid data\|failed\|couldn' "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "error text in the output"
+	else
+		ok "$name: ran ($(grep ' bytes in ' "$SOF_CLI_OUT" | head -n 1 |
+			sed 's/.* in \([0-9.]* seconds\) = \([0-9.]* Mbit\/sec\).*/\1, \2/'); exit status and output only: --chk compares no data)"
+		return 0
+	fi
+	sof_pair_dump
+	return 1
+}
+
+sof_perftest_verdict() {
+	local name=$1 rc=$2 last=${3:-} n
+	if [ "$rc" -ne 0 ]; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+	n=$(grep -c -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT")
+	if [ "$n" -eq 0 ]; then
+		not_ok "$name" "the client printed no result line"
+	elif [ -n "$last" ] && ! grep -q -E "^[[:space:]]*$last[[:space:]]" "$SOF_CLI_OUT"; then
+		not_ok "$name" "no result for the largest size ($last)"
+	elif grep -q -i -E "$SOF_PERFTEST_ERRORS" "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "error text in the output"
+	else
+		ok "$name: ran ($(grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" | tail -n 1 |
+			tr -s ' \t' ' ' | sed 's/^ //; s/ $//'); $n result lines; no data compared)"
+		return 0
+	fi
+	sof_pair_dump
+	return 1
+}

@@ -1225,13 +1225,12 @@ sof_wire_counters() {
 	out=$(sof_out hosts.wire)
 	cp "$conf" "$conf.new" && mv "$conf.new" "$conf" || return 1
 	SOF_WIRE_GEN=$((SOF_WIRE_GEN + 1))
+	# (netwire prints them right after "config GEN")
 	for _ in $(seq 100); do
-		grep -q "^config $SOF_WIRE_GEN\$" "$out" 2>/dev/null && break
+		[ "$(grep -c "^counters $SOF_WIRE_GEN " "$out" 2>/dev/null)" -ge 2 ] && break
 		sof_alive hosts.wire || return 1
 		sleep 0.05
 	done
-	# (the lines of one generation come out together, after "config GEN")
-	sleep 0.05
 	awk -v g="$SOF_WIRE_GEN" '
 		$1 == "counters" && $2 == g {
 			for (i = 4; i <= NF; i++) {

@@ -1157,17 +1157,18 @@ _sof_stream_expect() {
 }
 
 sof_stream_pair() {
-	local name=$1 srv=$2 cli=$3 port=$4 secs=$5 args op n got why="" lines
+	local name=$1 shost=$2 chost=$3 port=$4 secs=$5 args op n got why="" lines rc
 	shift 5
 	args=("$@")
 	[[ " ${args[*]} " == *" -s "* ]] || args+=(-s "${SOF_STREAM_SIZES:-$(sof_stream_sizes 1024)}")
 	args+=(-T "$secs")
-	if [ -n "$srv" ]; then
-		sof_host_pair "$name" "$srv" "$cli" "$port" $((secs + 10)) "$SOF_PROGS/data_stream" "${args[@]}"
+	if [ -n "$shost" ]; then
+		sof_host_pair "$name" "$shost" "$chost" "$port" $((secs + 10)) "$SOF_PROGS/data_stream" "${args[@]}"
 	else
 		sof_pair "$name" "$port" $((secs + 10)) "$SOF_PROGS/data_stream" "${args[@]}"
 	fi
-	[ $? -eq 0 ] || why=$SOF_PAIR_WHY
+	rc=$?
+	[ "$rc" -eq 0 ] || why=$SOF_PAIR_WHY
 	if [ -z "$why" ]; then
 		while read -r op n; do
 			got=$(cat "$SOF_SRV_OUT" "$SOF_CLI_OUT" |
@@ -1250,7 +1251,7 @@ sof_snap() {
 			echo "# no counter lines in softofed status of host $h"
 			rc=1
 		fi
-		[ -n "$c" ] && echo "$c" | sed "s/^/$h./" >>"$file"
+		[ -n "$c" ] && echo "$c" | awk -v h="$h" '{ print h "." $0 }' >>"$file"
 	done
 	if [ -n "$SOF_WIRE" ] && ! sof_wire_counters >>"$file"; then
 		echo "# no counters from netwire"
@@ -1364,7 +1365,7 @@ sof_perftest_verdict() {
 	n=$(grep -c -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT")
 	if [ "$n" -eq 0 ]; then
 		not_ok "$name" "the client printed no result line"
-	elif [ -n "$last" ] && ! grep -q -E "^[[:space:]]*$last[[:space:]]" "$SOF_CLI_OUT"; then
+	elif [ -n "$last" ] && ! grep -q -E "^[[:space:]]*${last}[[:space:]]" "$SOF_CLI_OUT"; then
 		not_ok "$name" "no result for the largest size ($last)"
 	elif grep -q -i -E "$SOF_PERFTEST_ERRORS" "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
 		not_ok "$name" "error text in the output"

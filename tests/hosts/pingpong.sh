@@ -38,12 +38,12 @@ PORT=19500
 
 # pp SRV CLI PROG ARGS...: one server/client run between two hosts
 pp() {
-	local srv=$1 cli=$2 name rc
+	local shost=$1 chost=$2 name rc
 	shift 2
-	name="hosts/pingpong $srv<-$cli: $*"
+	name="hosts/pingpong $shost<-$chost: $*"
 	PORT=$((PORT + 1))
 	sof_gated "$name" && return
-	sof_host_pair "$name" "$srv" "$cli" "$PORT" 30 "$@"
+	sof_host_pair "$name" "$shost" "$chost" "$PORT" 30 "$@"
 	rc=$?
 	sof_pingpong_verdict "$name" "$rc"
 }

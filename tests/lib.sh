@@ -1109,9 +1109,10 @@ sof_perftest_cm_pair() {
 #                        wrong byte: offset, expected, got) otherwise.
 #                        Defaults: -o send,write,write_imm,read and
 #                        SOF_STREAM_SIZES
-#   sof_stream_sizes MTU  the sizes of a run at path MTU MTU: 1, MTU - 1,
-#                        MTU, MTU + 1, 64 KiB, 1 MiB (about 3.6 MiB per
-#                        opcode: some 3,500 packets at MTU 1024)
+#   sof_stream_sizes MTU  the sizes of a run at path MTU MTU: 64 each of
+#                        1, MTU - 1, MTU and MTU + 1 bytes, 8 of 64 KiB, 3
+#                        of 1 MiB (267 messages per opcode, 3.7 MiB at MTU
+#                        1024, some 3,800 packets; 4.3 MiB at 4096)
 #   sof_hosts_per_packet  every host's veth0 and the wire's ports without
 #                        segmentation or GRO offloads (tx-udp-segmentation,
 #                        gso, tso, gro off): the daemons' UDP GSO sends are

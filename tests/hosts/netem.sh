@@ -16,8 +16,8 @@
 # Under each:
 #   - tests/progs/data_stream, server in a, client in b, at path MTU 1024
 #     and 4096: SEND, WRITE, WRITE with immediate and READ messages of 1 B,
-#     MTU - 1, MTU, MTU + 1, 64 KiB and 1 MiB (267 per opcode, about 4 MiB,
-#     some 4,000 packets at MTU 1024), every byte of every message checked
+#     MTU - 1, MTU, MTU + 1, 64 KiB and 1 MiB (267 per opcode, 3.7 MiB,
+#     some 3,800 packets at MTU 1024), every byte of every message checked
 #     on arrival (sof_stream_pair); then, from the cable's and the daemons'
 #     counters over that run (sof_snap, sof_delta_check), that the
 #     impairment happened and was recovered from: frames dropped, the

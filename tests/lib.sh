@@ -18,6 +18,10 @@
 #   sof_pair NAME PORT SECS PROG ARGS...  server/client pair of one of the
 #                         classic RDMA examples (see below)
 #   ok NAME / not_ok NAME REASON     the result lines the runner counts
+#   and, in sections of their own below: hosts as network namespaces
+#   (sof_hosts_up ...), captures, RDMA CM pairs, byte-exact streams and
+#   the counters that prove an impairment (sof_stream_pair, sof_snap ...),
+#   the verdicts of the ping-pong and perftest runs
 #
 # Processes are stopped by the PIDs we started, never with pkill/killall.
 # Every background process runs under `timeout`, so none outlives its test by

@@ -18,6 +18,10 @@
 #   sof_pair NAME PORT SECS PROG ARGS...  server/client pair of one of the
 #                         classic RDMA examples (see below)
 #   ok NAME / not_ok NAME REASON     the result lines the runner counts
+#   and, in sections of their own below: hosts as network namespaces
+#   (sof_hosts_up ...), captures, RDMA CM pairs, byte-exact streams and
+#   the counters that prove an impairment (sof_stream_pair, sof_snap ...),
+#   the verdicts of the ping-pong and perftest runs
 #
 # Processes are stopped by the PIDs we started, never with pkill/killall.
 # Every background process runs under `timeout`, so none outlives its test by
@@ -1310,4 +1314,290 @@ sof_perftest_cm_pair() {
 	grep -q 'RDMA_CM_EVENT_REJECTED; error: 8' "$SOF_CLI_OUT" || return 1
 	SOF_PAIR_RETRY="second run: the first hit perftest's reconnect race ($SOF_PAIR_WHY)"
 	sof_cm_pair "$@"
+}
+
+# ---------------------------------------------------------------------------
+# Byte-exact streams and the proof that an impairment happened (issue 16).
+#
+#   sof_stream_pair NAME SRV CLI PORT SECS [DATA_STREAM ARGS...]
+#                        tests/progs/data_stream between hosts SRV and CLI
+#                        (sof_host_pair; SRV "" = this namespace, then a
+#                        sof_pair on localhost), every byte of every message
+#                        checked; ARGS as data_stream's (-m MTU, -o OPS,
+#                        -s SIZES; @GID@ / @GID6@ as sof_host_pair). Prints
+#                        one ok / not_ok NAME line: ok when both sides exit
+#                        0 and every opcode of -o has its "checked OP
+#                        messages=N" line with N the messages -s asks for;
+#                        not_ok with data_stream's "fail:" lines (the first
+#                        wrong byte: offset, expected, got) otherwise.
+#                        Defaults: -o send,write,write_imm,read and
+#                        SOF_STREAM_SIZES
+#   sof_stream_sizes MTU  the sizes of a run at path MTU MTU: 64 each of
+#                        1, MTU - 1, MTU and MTU + 1 bytes, 8 of 64 KiB, 3
+#                        of 1 MiB (267 messages per opcode, 3.7 MiB at MTU
+#                        1024, some 3,800 packets; 4.3 MiB at 4096)
+#   sof_hosts_per_packet  every host's veth0 and the wire's ports without
+#                        segmentation or GRO offloads (tx-udp-segmentation,
+#                        gso, tso, gro off): the daemons' UDP GSO sends are
+#                        then cut into packets before the veth, so netwire
+#                        impairs packets, not joined datagrams of up to 64
+#                        segments; 1 with a "# " line when ethtool fails
+#   sof_wire_counters    the cable's counters so far as "wire.IF.NAME N"
+#                        lines (netwire's "counters GEN" lines; the config
+#                        is rewritten unchanged to get them); 1 when there
+#                        are none
+#   sof_snap FILE        every host's daemon counters ("H.counters.NAME N",
+#                        "H.drops.NAME N") and the cable's, into FILE; 1 with
+#                        a "# " line naming what is missing
+#   sof_snap_delta BEFORE AFTER   "KEY DELTA" for every KEY of AFTER
+#   sof_delta_check NAME DELTAS EXPR...   one ok / not_ok NAME line; each
+#                        EXPR is KEY>0, KEY=0 or KEY>=N, where KEY may be a
+#                        sum KEY1+KEY2; a KEY missing from DELTAS fails
+#                        (a counter line that is not there never passes)
+
+sof_stream_sizes() {
+	echo "1x64,$(($1 - 1))x64,${1}x64,$(($1 + 1))x64,65536x8,1048576x3"
+}
+
+# _sof_stream_expect ARGS...: "OP N" lines, the messages each opcode of the
+# data_stream arguments ARGS must check
+_sof_stream_expect() {
+	local ops="send,write,write_imm,read" sizes="" n=0 s c
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-o) ops=$2; shift ;;
+		-s) sizes=$2; shift ;;
+		esac
+		shift
+	done
+	for s in ${sizes//,/ }; do
+		c=1
+		[[ $s == *x* ]] && c=${s#*x}
+		n=$((n + c))
+	done
+	for s in ${ops//,/ }; do
+		echo "$s $n"
+	done
+}
+
+sof_stream_pair() {
+	local name=$1 shost=$2 chost=$3 port=$4 secs=$5 args op n got why="" lines rc
+	shift 5
+	args=("$@")
+	[[ " ${args[*]} " == *" -s "* ]] || args+=(-s "${SOF_STREAM_SIZES:-$(sof_stream_sizes 1024)}")
+	args+=(-T "$secs")
+	if [ -n "$shost" ]; then
+		sof_host_pair "$name" "$shost" "$chost" "$port" $((secs + 10)) "$SOF_PROGS/data_stream" "${args[@]}"
+	else
+		sof_pair "$name" "$port" $((secs + 10)) "$SOF_PROGS/data_stream" "${args[@]}"
+	fi
+	rc=$?
+	[ "$rc" -eq 0 ] || why=$SOF_PAIR_WHY
+	if [ -z "$why" ]; then
+		while read -r op n; do
+			got=$(cat "$SOF_SRV_OUT" "$SOF_CLI_OUT" |
+				sed -n "s/^checked $op messages=\([0-9]*\) .*/\1/p" | head -n 1)
+			if [ -z "$got" ]; then
+				why="no 'checked $op' line: $op was not checked"
+				break
+			elif [ "$got" -ne "$n" ]; then
+				why="$op: $got messages checked, expected $n"
+				break
+			fi
+		done < <(_sof_stream_expect "${args[@]}")
+	fi
+	if [ -z "$why" ]; then
+		lines=$(grep -h '^checked ' "$SOF_SRV_OUT" "$SOF_CLI_OUT" |
+			sed 's/^checked \([a-z_]*\) messages=\([0-9]*\) bytes=\([0-9]*\)/\1 \2 \/ \3 B/' |
+			paste -s -d ',' | sed 's/,/, /g')
+		ok "$name: every byte checked ($lines; $(sed -n 's/^client .*elapsed_ms=\([0-9]*\).*/\1 ms/p' "$SOF_CLI_OUT"))"
+		return 0
+	fi
+	lines=$(grep -h '^fail' "$SOF_SRV_OUT" "$SOF_CLI_OUT" | head -n 3 | paste -s -d ';')
+	not_ok "$name" "$why${lines:+: $lines}"
+	sof_pair_dump
+	return 1
+}
+
+sof_hosts_per_packet() {
+	local h
+	if ! command -v ethtool >/dev/null 2>&1; then
+		echo "# ethtool is not installed (tests/install-deps.sh installs it)"
+		return 1
+	fi
+	for h in "${SOF_HOSTS[@]}"; do
+		if ! timeout 10 ip netns exec "$(sof_host_ns "$h")" ethtool -K veth0 \
+			tx-udp-segmentation off gso off tso off gro off >/dev/null 2>&1; then
+			echo "# cannot turn segmentation off on veth0 of host $h"
+			return 1
+		fi
+	done
+	if [ -n "$SOF_WIRE" ]; then
+		for h in wa wb; do
+			if ! timeout 10 ip netns exec "$SOF_WIRE" ethtool -K "$h" \
+				tx-udp-segmentation off gso off tso off gro off >/dev/null 2>&1; then
+				echo "# cannot turn segmentation off on the wire's $h"
+				return 1
+			fi
+		done
+	fi
+	return 0
+}
+
+sof_wire_counters() {
+	local conf=$SOF_TMP/wire.conf out
+	[ -n "$SOF_WIRE" ] || return 1
+	out=$(sof_out hosts.wire)
+	cp "$conf" "$conf.new" && mv "$conf.new" "$conf" || return 1
+	SOF_WIRE_GEN=$((SOF_WIRE_GEN + 1))
+	# (netwire prints them right after "config GEN")
+	for _ in $(seq 100); do
+		[ "$(grep -c "^counters $SOF_WIRE_GEN " "$out" 2>/dev/null)" -ge 2 ] && break
+		sof_alive hosts.wire || return 1
+		sleep 0.05
+	done
+	awk -v g="$SOF_WIRE_GEN" '
+		$1 == "counters" && $2 == g {
+			for (i = 4; i <= NF; i++) {
+				split($i, kv, "=")
+				print "wire." $3 "." kv[1], kv[2]
+			}
+			n++
+		}
+		END { exit n >= 2 ? 0 : 1 }' "$out"
+}
+
+sof_snap() {
+	local file=$1 h c rc=0
+	: >"$file"
+	for h in "${SOF_HOSTS[@]}"; do
+		if ! c=$(sof_counters "$h"); then
+			echo "# no counter lines in softofed status of host $h"
+			rc=1
+		fi
+		[ -n "$c" ] && echo "$c" | awk -v h="$h" '{ print h "." $0 }' >>"$file"
+	done
+	if [ -n "$SOF_WIRE" ] && ! sof_wire_counters >>"$file"; then
+		echo "# no counters from netwire"
+		rc=1
+	fi
+	return $rc
+}
+
+sof_snap_delta() {
+	awk 'NR == FNR { b[$1] = $2; next } ($1 in b) { print $1, $2 - b[$1] }' "$1" "$2"
+}
+
+sof_delta_check() {
+	local name=$1 deltas=$2 e key op want v k sum fails="" shown=""
+	shift 2
+	for e in "$@"; do
+		if [[ $e =~ ^([^<>=]+)(>=|>|=)([0-9]+)$ ]]; then
+			key=${BASH_REMATCH[1]} op=${BASH_REMATCH[2]} want=${BASH_REMATCH[3]}
+		else
+			fails+="; bad expression '$e'"
+			continue
+		fi
+		sum=0
+		for k in ${key//+/ }; do
+			v=$(awk -v k="$k" '$1 == k { print $2; f = 1 } END { exit !f }' "$deltas") || {
+				fails+="; $k: no such counter (its line is missing)"
+				sum=""
+				break
+			}
+			sum=$((sum + v))
+		done
+		[ -n "$sum" ] || continue
+		case $op in
+		'>') [ "$sum" -gt "$want" ] ;;
+		'>=') [ "$sum" -ge "$want" ] ;;
+		'=') [ "$sum" -eq "$want" ] ;;
+		esac || fails+="; $key is $sum, expected $op$want"
+		shown+=", $key $sum"
+	done
+	if [ -n "$fails" ]; then
+		not_ok "$name" "${fails#; }"
+		return 1
+	fi
+	ok "$name: ${shown#, }"
+}
+
+# ---------------------------------------------------------------------------
+# What the ping-pong and perftest scripts of consumers/ and hosts/ share.
+#
+#   sof_gate WHY         from now on sof_gated fails each run at once with
+#                        "not run: WHY" (a first run that failed: the others
+#                        would each wait for their timeout);
+#                        SOF_HOSTS_KEEP_GOING=1 runs them anyway
+#   sof_gated NAME       true, with a not_ok NAME line, when a gate is set
+#   sof_pingpong_verdict NAME RC   the verdict on the last pair of an
+#                        ibv_*_pingpong (RC: what sof_pair / sof_host_pair
+#                        returned): ok when both exited 0, both printed
+#                        their "bytes in" line and neither printed an error.
+#                        Its ok line says that this is all it judged: --chk
+#                        compares one byte per page with a value that is
+#                        always 0, so the data is checked by data_stream
+#                        beside it (sof_stream_pair), not here
+#   sof_perftest_verdict NAME RC [LAST_SIZE]   the same for perftest: ok
+#                        when both exited 0, the client printed a result
+#                        line (with LAST_SIZE: one for that size, -a) and
+#                        no error text; perftest checks no data either
+#   SOF_PERFTEST_RESULT, SOF_PERFTEST_ERRORS   the regexes it uses
+
+SOF_GATE=""
+SOF_PERFTEST_RESULT='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+'
+SOF_PERFTEST_ERRORS='error|fail|couldn.t|unable|invalid|not supported|segmentation|abort'
+
+sof_gate() {
+	SOF_GATE=$1
+}
+
+sof_gated() {
+	if [ -n "$SOF_GATE" ] && [ -z "${SOF_HOSTS_KEEP_GOING:-}" ]; then
+		not_ok "$1" "not run: $SOF_GATE"
+		return 0
+	fi
+	return 1
+}
+
+sof_pingpong_verdict() {
+	local name=$1 rc=$2
+	if [ "$rc" -ne 0 ]; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+	elif ! grep -q ' bytes in ' "$SOF_CLI_OUT"; then
+		not_ok "$name" "the client printed no 'bytes in' line"
+	elif ! grep -q ' bytes in ' "$SOF_SRV_OUT"; then
+		not_ok "$name" "the server printed no 'bytes in' line"
+	elif grep -q -i 'invalid data\|failed\|couldn' "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "error text in the output"
+	else
+		ok "$name: ran ($(grep ' bytes in ' "$SOF_CLI_OUT" | head -n 1 |
+			sed 's/.* in \([0-9.]* seconds\) = \([0-9.]* Mbit\/sec\).*/\1, \2/'); exit status and output only: --chk compares no data)"
+		return 0
+	fi
+	sof_pair_dump
+	return 1
+}
+
+sof_perftest_verdict() {
+	local name=$1 rc=$2 last=${3:-} n
+	if [ "$rc" -ne 0 ]; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+	n=$(grep -c -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT")
+	if [ "$n" -eq 0 ]; then
+		not_ok "$name" "the client printed no result line"
+	elif [ -n "$last" ] && ! grep -q -E "^[[:space:]]*${last}[[:space:]]" "$SOF_CLI_OUT"; then
+		not_ok "$name" "no result for the largest size ($last)"
+	elif grep -q -i -E "$SOF_PERFTEST_ERRORS" "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "error text in the output"
+	else
+		ok "$name: ran ($(grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" | tail -n 1 |
+			tr -s ' \t' ' ' | sed 's/^ //; s/ $//'); $n result lines; no data compared)"
+		return 0
+	fi
+	sof_pair_dump
+	return 1
 }

@@ -2,7 +2,7 @@
 #   make          build (build/)
 #   make demo     install what the demo needs, build, run the demo
 #   make test     install what the tests need, build (also with ASan/UBSan),
-#                 run the whole suite; ends with "N passed, N failed"
+#                 run the whole suite; ends with "N passed, N failed, N skipped"
 #   make bench    the side-by-side benchmark (issue 5): installs its peers,
 #                 builds, writes bench/results/DATE-HOST.md (BENCH_QUICK=1:
 #                 a short run; BENCH_BUILD=DIR: a build of its own); never

@@ -52,6 +52,7 @@ enum sof_op {
 	SOF_OP_DETACH_MCAST,  /* sof_mcast_req */
 	SOF_OP_NET_ENGINE,    /* the caller runs the transport of its RC/UC QPs */
 	SOF_OP_NET_FLOW,      /* sof_net_flow_req: may the caller take a peer's flows? */
+	SOF_OP_REREG_MR,      /* sof_reg_mr_req with key: change a region, keep its key */
 	/* the connection manager: sof_cm_proto.h */
 	SOF_OP_CM_CHANNEL,
 	SOF_OP_CM_CREATE_ID,
@@ -145,8 +146,8 @@ struct sof_reg_mr_req {
 	uint64_t iova;
 	uint64_t addr;
 	uint64_t length;
-	uint32_t nruns;
-	uint32_t rsvd;
+	uint32_t nruns;           /* REREG_MR: 0 keeps the pages (and addr/length) */
+	uint32_t key;             /* REREG_MR: the region to change; REG_MR: 0 */
 	struct sof_mr_run runs[SOF_MAX_MR_RUNS];
 };
 struct sof_reg_mr_rep {
@@ -380,7 +381,7 @@ struct sof_mcast_req {
 #define SOF_COUNTERS(X)                                                                  \
 	X(rx_packets) X(rx_bytes) X(tx_packets) X(tx_bytes) X(retransmits) X(nak_sent)  \
 	X(nak_rcvd) X(rnr_nak_sent) X(rnr_nak_rcvd) X(seq_err) X(timeouts) X(probes)     \
-	X(key_violations) X(mad_rx) X(mad_tx)
+	X(key_violations) X(mad_rx) X(mad_tx) X(dup_req)
 #define SOF_DROPS(X)                                                                     \
 	X(short) X(version) X(opcode) X(payload) X(icrc) X(qpn) X(qp_state) X(qp_type)   \
 	X(pkey) X(qkey) X(src_addr) X(psn) X(mad)

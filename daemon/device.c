@@ -38,6 +38,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+/* IBTA A3.3.1: the VendorID of a generic device, rxe's too. */
+#define SOFD_VENDOR_ID 0xffffffu
+
 /* Addresses considered per dump; a table holds SOF_MAX_GIDS of them. */
 #define SOFD_MAX_ADDRS 256
 
@@ -460,7 +463,10 @@ int sofd_device_init(void)
 	}
 	d->node_guid = guid;
 	d->sys_image_guid = guid;
-	d->vendor_id = 0;
+	/* As Soft-RoCE: IBTA A3.3.1 lets a generic device with no vendor
+	 * driver use VendorID 0xFFFFFF, which rxe reports (tools take 0 for
+	 * "no device"); rxe's part id and hardware version are 0. */
+	d->vendor_id = SOFD_VENDOR_ID;
 	d->vendor_part_id = 0;
 	d->hw_ver = 0;
 	snprintf(d->fw_ver, sizeof(d->fw_ver), "1.0.0");

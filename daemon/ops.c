@@ -24,13 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Access flags a region may be registered with (the library strips the
- * optional ones it does not implement). */
-#define SOFD_MR_ACCESS                                                                             \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
-	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |                   \
-	 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE)
-
 static bool is_pow2(uint32_t v) { return v && !(v & (v - 1)); }
 
 /* Reply payload, large enough for every op's reply struct. */
@@ -171,97 +164,21 @@ static int op_dealloc_pd(struct sofd_req *rq, struct sofd_rep *rp)
 
 /* ---- MR --------------------------------------------------------------------------- */
 
-/* Request length of REG_MR: the fixed part and the runs actually used. */
-#define REG_MR_MIN offsetof(struct sof_reg_mr_req, runs)
-
 static int op_reg_mr(struct sofd_req *rq, struct sofd_rep *rp)
 {
-	const struct sof_reg_mr_req *req = rq->data;
-	uint64_t page_off, need, total = 0;
-	struct sofd_mr *mr;
-	struct sofd_pd *pd;
-	int err;
+	int err = sofd_reg_mr(rq, &rbuf.reg_mr);
 
-	pd = own_pd(rq->c, req->pd);
-	if (!pd)
-		return -ENOENT;
-	if (rq->c->n.mrs >= SOFD_CONN_MAX_MR)
-		return -ENOMEM;
-	if (req->access & ~(uint32_t)SOFD_MR_ACCESS)
-		return -EINVAL;
-	/* IBA 10.6.3.1 (o10-35): remote write or atomic needs local write. */
-	if ((req->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(req->access & IBV_ACCESS_LOCAL_WRITE))
-		return -EINVAL;
-	if (req->nruns < 1 || req->nruns > SOF_MAX_MR_RUNS || (int)req->nruns != rq->nfds)
-		return -EINVAL;
-	if (rq->len < REG_MR_MIN + req->nruns * sizeof(struct sof_mr_run))
-		return -EINVAL;
-	if (req->length > SOFD_MAX_MR_LEN)
-		return -EINVAL;
-	page_off = req->addr & (SOFD_PAGE - 1);
-	need = page_off + req->length;
-	for (uint32_t i = 0; i < req->nruns; i++) {
-		const struct sof_mr_run *r = &req->runs[i];
+	if (!err)
+		rp->len = sizeof(rbuf.reg_mr);
+	return err;
+}
 
-		if (!r->length || r->length % SOFD_PAGE || r->offset % SOFD_PAGE ||
-		    r->length > SOFD_MAX_MR_LEN + SOFD_PAGE || r->offset > SOFD_MAX_MR_LEN)
-			return -EINVAL;
-		err = sof_memfd_check(rq->fds[i], r->offset + r->length);
-		if (err)
-			return err;
-		/* Executors map writable regions through this description. */
-		if ((req->access & IBV_ACCESS_LOCAL_WRITE) &&
-		    (fcntl(rq->fds[i], F_GETFL) & O_ACCMODE) != O_RDWR)
-			return -EINVAL;
-		total += r->length;
-	}
-	if (total < need)
-		return -EINVAL;
+static int op_rereg_mr(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	int err = sofd_rereg_mr(rq, &rbuf.reg_mr);
 
-	mr = calloc(1, sizeof(*mr));
-	if (!mr)
-		return -ENOMEM;
-	err = sofd_slot_alloc(&mr->slot, &mr->gen);
-	if (err)
-		goto err_free;
-	mr->key = sofd_new_key();
-	if (sof_hmap_put(&sofd.mrs, mr->key, mr)) {
-		err = -ENOMEM;
-		goto err_slot;
-	}
-	mr->owner = rq->c;
-	mr->pd = pd;
-	mr->access = req->access;
-	mr->iova = req->iova;
-	mr->addr = req->addr;
-	mr->length = req->length;
-	mr->page_off = page_off;
-	mr->nruns = req->nruns;
-	for (uint32_t i = 0; i < req->nruns; i++) {
-		mr->runs[i] = req->runs[i];
-		mr->fds[i] = rq->fds[i];
-		rq->fds[i] = -1;
-		/* A read-only reopen of this memfd must not be reopenable
-		 * writable through /proc by another user: drop the write
-		 * bits (possible when we own the file or are root). */
-		if (fchmod(mr->fds[i], 0444)) {
-			/* best effort */
-		}
-	}
-	pd->users++;
-	sofd_list_add(&rq->c->mrs, &mr->link);
-	sofd.n.mrs++;
-	rq->c->n.mrs++;
-	rbuf.reg_mr.lkey = mr->key;
-	rbuf.reg_mr.rkey = mr->key;
-	rp->len = sizeof(rbuf.reg_mr);
-	return 0;
-
-err_slot:
-	sofd_slot_free(mr->slot);
-err_free:
-	free(mr);
+	if (!err)
+		rp->len = sizeof(rbuf.reg_mr);
 	return err;
 }
 
@@ -930,8 +847,9 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_HELLO] = {op_hello, "HELLO", sizeof(struct sof_hello_req), 0, false},
     [SOF_OP_ALLOC_PD] = {op_alloc_pd, "ALLOC_PD", 0, 0, true},
     [SOF_OP_DEALLOC_PD] = {op_dealloc_pd, "DEALLOC_PD", sizeof(struct sof_pd_req), 0, true},
-    [SOF_OP_REG_MR] = {op_reg_mr, "REG_MR", REG_MR_MIN, -1, true},
+    [SOF_OP_REG_MR] = {op_reg_mr, "REG_MR", SOF_REG_MR_MIN, -1, true},
     [SOF_OP_DEREG_MR] = {op_dereg_mr, "DEREG_MR", sizeof(struct sof_dereg_mr_req), 0, true},
+    [SOF_OP_REREG_MR] = {op_rereg_mr, "REREG_MR", SOF_REG_MR_MIN, -1, true},
     [SOF_OP_CREATE_CQ] = {op_create_cq, "CREATE_CQ", sizeof(struct sof_create_cq_req), -1, true},
     [SOF_OP_RESIZE_CQ] = {op_resize_cq, "RESIZE_CQ", sizeof(struct sof_cq_req), 0, true},
     [SOF_OP_DESTROY_CQ] = {op_destroy_cq, "DESTROY_CQ", sizeof(struct sof_cq_req), 0, true},

@@ -179,7 +179,8 @@ void sofd_pd_release(struct sofd_pd *pd)
 void sofd_mr_release(struct sofd_mr *mr)
 {
 	sof_tp_mr_release(mr);
-	sof_hmap_del(&sofd.mrs, mr->key);
+	if (sof_hmap_get(&sofd.mrs, mr->key) == mr) /* else REREG_MR gave the key on */
+		sof_hmap_del(&sofd.mrs, mr->key);
 	sofd_list_del(&mr->link);
 	sofd_slot_free(mr->slot);
 	sof_close_fds(mr->fds, (int)mr->nruns);

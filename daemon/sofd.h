@@ -314,6 +314,11 @@ struct sofd_rep {
 /* Run the handler of req->op. Returns 0 or -errno (the reply status). */
 int sofd_dispatch(struct sofd_req *req, struct sofd_rep *rep);
 
+/* ops_mr.c: REG_MR and REREG_MR (the region keeps its key). 0 or -errno. */
+#define SOF_REG_MR_MIN offsetof(struct sof_reg_mr_req, runs)
+int sofd_reg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep);
+int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep);
+
 /* ---- registry.c --------------------------------------------------------------- */
 
 int sofd_registry_init(void);

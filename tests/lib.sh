@@ -18,6 +18,10 @@
 #   sof_pair NAME PORT SECS PROG ARGS...  server/client pair of one of the
 #                         classic RDMA examples (see below)
 #   ok NAME / not_ok NAME REASON     the result lines the runner counts
+#   and, in sections of their own below: hosts as network namespaces
+#   (sof_hosts_up ...), captures, RDMA CM pairs, byte-exact streams and
+#   the counters that prove an impairment (sof_stream_pair, sof_snap ...),
+#   the verdicts of the ping-pong and perftest runs
 #
 # Processes are stopped by the PIDs we started, never with pkill/killall.
 # Every background process runs under `timeout`, so none outlives its test by
@@ -269,12 +273,14 @@ sof_kill() {
 }
 
 # sof_wait_listen PORT SECS [NAME]: wait until something listens on TCP PORT;
-# fails early when process NAME ended before that.
+# fails early when process NAME ended before that. With SOF_LISTEN_HOST=H
+# (sof_host_wait_listen), inside host H.
 sof_wait_listen() {
-	local port=$1 secs=$2 name=${3:-} end
+	local port=$1 secs=$2 name=${3:-} end in=()
+	[ -n "${SOF_LISTEN_HOST:-}" ] && in=(timeout 5 ip netns exec "$(sof_host_ns "$SOF_LISTEN_HOST")")
 	end=$(($(now_ms) + secs * 1000))
 	while [ "$(now_ms)" -lt "$end" ]; do
-		if [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
+		if [ -n "$("${in[@]}" ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
 			return 0
 		fi
 		if [ -n "$name" ] && ! sof_alive "$name"; then
@@ -301,35 +307,80 @@ sof_wait_listen() {
 sof_pair() {
 	local name=$1 port=$2 secs=$3 prog=$4
 	shift 4
-	SOF_SRV_OUT=$(sof_out "$name.srv")
-	SOF_CLI_OUT=$(sof_out "$name.cli")
+	_sof_pair_init "$name" "$prog" || return 1
+	SOF_PAIR_SARGS=("$@")
+	SOF_PAIR_CARGS=("$@")
+	_sof_pair_run "$name" "" "" "$port" "$secs" localhost "$prog"
+}
+
+# _sof_pair_init NAME PROG: the outputs and results of a pair reset; 1
+# (with SOF_PAIR_WHY) when PROG is neither installed nor a path to a program
+_sof_pair_init() {
+	SOF_SRV_OUT=$(sof_out "$1.srv")
+	SOF_CLI_OUT=$(sof_out "$1.cli")
 	SOF_SRV_RC="" SOF_CLI_RC="" SOF_PAIR_WHY=""
 	: >"$SOF_SRV_OUT"
 	: >"$SOF_CLI_OUT"
-	if ! command -v "$prog" >/dev/null 2>&1; then
-		SOF_PAIR_WHY="$prog is not installed (tests/install-deps.sh installs it)"
+	if ! command -v "$2" >/dev/null 2>&1 && [ ! -x "$2" ]; then
+		SOF_PAIR_WHY="$2 is not installed (tests/install-deps.sh installs it)"
 		return 1
 	fi
-	local wrap=()
+}
+
+# _sof_bg_in NAME HOST SECS CMD...: sof_bg here (HOST "") or in HOST
+_sof_bg_in() {
+	if [ -n "$2" ]; then
+		sof_host_bg "$1" "$2" "${@:3}"
+	else
+		sof_bg "$1" "${@:3}"
+	fi
+}
+
+# _sof_pair_run NAME SRV_HOST CLI_HOST PORT SECS TARGET PROG: the server
+# (PROG -p PORT SOF_PAIR_SARGS...) in SRV_HOST, once it listens the client
+# (PROG -p PORT SOF_PAIR_CARGS... TARGET) in CLI_HOST ("" = here), both
+# through `softofed run`; the verdict of sof_pair
+_sof_pair_run() {
+	local name=$1 srv=$2 cli=$3 port=$4 secs=$5 target=$6 prog=$7 wrap=()
 	[ -n "${SOF_LINEBUF:-}" ] && wrap=(stdbuf -oL -eL)
-	sof_bg "$name.srv" $((secs + 30)) "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" "$@"
-	if ! sof_wait_listen "$port" 20 "$name.srv"; then
+	_sof_bg_in "$name.srv" "$srv" $((secs + 30)) "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" \
+		"${SOF_PAIR_SARGS[@]}"
+	if ! SOF_LISTEN_HOST=$srv sof_wait_listen "$port" 20 "$name.srv"; then
 		sof_kill "$name.srv"
-		SOF_PAIR_WHY="server did not listen on port $port"
-		sof_wait "$name.srv" 5
+		SOF_PAIR_WHY="server did not listen on port $port${srv:+ in host $srv}"
 		return 1
 	fi
-	sof_bg "$name.cli" "$secs" "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" "$@" localhost
+	_sof_bg_in "$name.cli" "$cli" "$secs" "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" \
+		"${SOF_PAIR_CARGS[@]}" "$target"
 	sof_wait "$name.cli" $((secs + 10))
 	SOF_CLI_RC=$?
-	sof_wait "$name.srv" "${SOF_SERVER_GRACE:-30}"
+	_sof_pair_verdict "$name" "$secs"
+}
+
+# _sof_pair_verdict NAME SECS: once the client ended (SOF_CLI_RC), the
+# server gets SOF_SERVER_GRACE seconds (default 30); 0 when both exited
+# with 0, else 1 with SOF_PAIR_WHY
+_sof_pair_verdict() {
+	sof_wait "$1.srv" "${SOF_SERVER_GRACE:-30}"
 	SOF_SRV_RC=$?
 	if [ "$SOF_SRV_RC" -ne 0 ] || [ "$SOF_CLI_RC" -ne 0 ]; then
 		SOF_PAIR_WHY="exit status server $SOF_SRV_RC, client $SOF_CLI_RC"
-		[ "$SOF_CLI_RC" -eq 124 ] && SOF_PAIR_WHY="$SOF_PAIR_WHY (client timed out after $secs s)"
+		[ "$SOF_CLI_RC" -eq 124 ] && SOF_PAIR_WHY="$SOF_PAIR_WHY (client timed out after $2 s)"
 		return 1
 	fi
 	return 0
+}
+
+# sof_gated NAME: true (after a not ok line "not run") when SOF_GATE names
+# why the rest of a script's runs cannot work (e.g. its first run between
+# hosts failed), unless SOF_HOSTS_KEEP_GOING=1
+SOF_GATE=""
+sof_gated() {
+	if [ -n "$SOF_GATE" ] && [ -z "${SOF_HOSTS_KEEP_GOING:-}" ]; then
+		not_ok "$1" "not run: $SOF_GATE"
+		return 0
+	fi
+	return 1
 }
 
 # sof_pair_dump: the tails of the last pair's outputs
@@ -388,7 +439,10 @@ sof_pair_dump() {
 #   sof_netem_clear H    removes it
 #   sof_counters H       the daemon's counters as "counters.NAME N" and
 #                        "drops.NAME N" lines (from `softofed status`)
-#   sof_counter H NAME   one of them, e.g. sof_counter a drops.icrc
+#   sof_counter H NAME   one of them, e.g. sof_counter a drops.icrc (status 1
+#                        when missing)
+#   sof_counter_since H NAME BEFORE  its growth since the value BEFORE;
+#                        status 1 when either value is missing
 #   sof_counters_parse   the parser alone: status output on stdin
 #   SOF_PROGS            the directory of the helper programs (tests/progs)
 
@@ -682,18 +736,7 @@ sof_host_gid() {
 
 # sof_host_wait_listen H PORT SECS [NAME]: sof_wait_listen inside host H
 sof_host_wait_listen() {
-	local h=$1 port=$2 secs=$3 name=${4:-} end
-	end=$(($(now_ms) + secs * 1000))
-	while [ "$(now_ms)" -lt "$end" ]; do
-		if [ -n "$(timeout 5 ip netns exec "$(sof_host_ns "$h")" ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
-			return 0
-		fi
-		if [ -n "$name" ] && ! sof_alive "$name"; then
-			return 1
-		fi
-		sleep 0.05
-	done
-	return 1
+	SOF_LISTEN_HOST=$1 sof_wait_listen "${@:2}"
 }
 
 # _sof_host_args H ARGS...: ARGS with @GID@/@GID6@ replaced for host H, in
@@ -722,44 +765,18 @@ sof_host_pair() {
 	local name=$1 srv=$2 cli=$3 port=$4 secs=$5 prog=$6 target
 	shift 6
 	target=${SOF_PAIR_TARGET:-$(sof_host_ip "$srv")}
-	SOF_SRV_OUT=$(sof_out "$name.srv")
-	SOF_CLI_OUT=$(sof_out "$name.cli")
-	SOF_SRV_RC="" SOF_CLI_RC="" SOF_PAIR_WHY=""
-	: >"$SOF_SRV_OUT"
-	: >"$SOF_CLI_OUT"
-	if ! command -v "$prog" >/dev/null 2>&1 && [ ! -x "$prog" ]; then
-		SOF_PAIR_WHY="$prog is not installed (tests/install-deps.sh installs it)"
-		return 1
-	fi
-	local wrap=() sargs cargs
-	[ -n "${SOF_LINEBUF:-}" ] && wrap=(stdbuf -oL -eL)
+	_sof_pair_init "$name" "$prog" || return 1
 	if ! _sof_host_args "$srv" "$@"; then
 		SOF_PAIR_WHY="no GID of host $srv's address in its GID table"
 		return 1
 	fi
-	sargs=("${SOF_HOST_ARGS[@]}")
+	SOF_PAIR_SARGS=("${SOF_HOST_ARGS[@]}")
 	if ! _sof_host_args "$cli" "$@"; then
 		SOF_PAIR_WHY="no GID of host $cli's address in its GID table"
 		return 1
 	fi
-	cargs=("${SOF_HOST_ARGS[@]}")
-	sof_host_bg "$name.srv" "$srv" $((secs + 30)) "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" "${sargs[@]}"
-	if ! sof_host_wait_listen "$srv" "$port" 20 "$name.srv"; then
-		sof_kill "$name.srv"
-		SOF_PAIR_WHY="server did not listen on port $port in host $srv"
-		return 1
-	fi
-	sof_host_bg "$name.cli" "$cli" "$secs" "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" "${cargs[@]}" "$target"
-	sof_wait "$name.cli" $((secs + 10))
-	SOF_CLI_RC=$?
-	sof_wait "$name.srv" "${SOF_SERVER_GRACE:-30}"
-	SOF_SRV_RC=$?
-	if [ "$SOF_SRV_RC" -ne 0 ] || [ "$SOF_CLI_RC" -ne 0 ]; then
-		SOF_PAIR_WHY="exit status server $SOF_SRV_RC, client $SOF_CLI_RC"
-		[ "$SOF_CLI_RC" -eq 124 ] && SOF_PAIR_WHY="$SOF_PAIR_WHY (client timed out after $secs s)"
-		return 1
-	fi
-	return 0
+	SOF_PAIR_CARGS=("${SOF_HOST_ARGS[@]}")
+	_sof_pair_run "$name" "$srv" "$cli" "$port" "$secs" "$target" "$prog"
 }
 
 # shellcheck disable=SC2034 # SOF_NETEM_HOW is for the scripts
@@ -810,7 +827,17 @@ sof_counters_parse() {
 }
 
 sof_counter() {
-	sof_counters "$1" | awk -v k="$2" '$1 == k { print $2; f = 1 } END { exit !f }'
+	sof_counters "$1" | awk -v k="$2" '$1 == k && $2 ~ /^[0-9]+$/ { print $2; f = 1 } END { exit !f }'
+}
+
+# sof_counter_since H NAME BEFORE: how much counter NAME of host H grew
+# since BEFORE (an earlier sof_counter); nothing and status 1 when either
+# value is missing or no number (a comparison must not pass on no data)
+sof_counter_since() {
+	local now
+	[[ $3 =~ ^[0-9]+$ ]] || return 1
+	now=$(sof_counter "$1" "$2") || return 1
+	echo $((now - $3))
 }
 
 # ---------------------------------------------------------------------------
@@ -964,6 +991,8 @@ sof_capture_check() {
 #   sof_cm_count KEY [HOST]   a count of the "resources:" line of `softofed
 #                        status` (cm_ids, cm_channels, qps, ...), here or in
 #                        HOST; status 1 when there is none
+#   sof_resources [HOST] that whole line as "NAME N" lines; status 1 unless
+#                        it is there once with numbers only
 #   sof_cm_pair NAME SECS SRV_HOST CLI_HOST SERVER-CMD... -- CLIENT-CMD...
 #                        the server through `softofed run` in SRV_HOST ("" =
 #                        this namespace), bounded by SECS + 30 s; once the
@@ -986,15 +1015,29 @@ sof_capture_check() {
 #                        (to signal the program itself, e.g. SIGKILL)
 
 sof_cm_count() {
-	local key=$1 host=${2:-} out
+	sof_resources "${2:-}" | awk -v k="$1" '$1 == k { print $2; f = 1 } END { exit !f }'
+}
+
+# sof_resources [HOST]: the "resources:" line of `softofed status` (here or
+# in HOST) as "NAME N" lines; status 1, and nothing, unless there is exactly
+# one such line and every value of it is a number
+sof_resources() {
+	local host=${1:-} out
 	if [ -n "$host" ]; then
-		out=$(sof_host_run "$host" "$SOFTOFED" status 2>/dev/null </dev/null)
+		out=$(sof_host_run "$host" "$SOFTOFED" status 2>/dev/null </dev/null) || return 1
 	else
-		out=$(timeout 10 "$SOFTOFED" status 2>/dev/null </dev/null)
+		out=$(timeout 10 "$SOFTOFED" status 2>/dev/null </dev/null) || return 1
 	fi
-	echo "$out" | awk -v k="$key" '
-		$1 == "resources:" { for (i = 2; i < NF; i++) if ($i == k) { print $(i + 1); f = 1 } }
-		END { exit !f }'
+	echo "$out" | awk '
+		$1 == "resources:" {
+			n++
+			if (NF < 3 || NF % 2 == 0) bad = 1
+			for (i = 2; i + 1 <= NF; i += 2) {
+				if ($(i + 1) !~ /^[0-9]+$/) bad = 1
+				r = r $i " " $(i + 1) "\n"
+			}
+		}
+		END { if (n != 1 || bad) exit 1; printf "%s", r }'
 }
 
 sof_cm_bg() {
@@ -1018,6 +1061,186 @@ sof_child_pid() {
 	echo "$child"
 }
 
+# What the rdmacm scripts (tests/consumers/rdmacm.sh on one host,
+# tests/hosts/rdmacm.sh between hosts) judge alike:
+#   SOF_CM_ERRORS        error words in a program's output
+#   SOF_CM_FAILED        how rping reports a failed resolution or connection
+#   SOF_PERF_RESULT      a result line of perftest
+#   sof_rping_pair NAME SRV_HOST CLI_HOST ADDR PORT SIZE COUNT [ARG...]
+#                        rping -s -v / rping -c -v -V (-S SIZE -C COUNT, ARGs
+#                        on both) through sof_cm_pair, every ping's data
+#                        checked on both sides (tests/consumers/
+#                        rping_check.py); prints its ok / not ok line,
+#                        returns 1 on failure
+#   sof_cm_verdict NAME [REGEX...]  the last pair printed each REGEX and no
+#                        error text; prints its ok / not ok line
+#   sof_perftest_verdict NAME  the last perftest pair's client printed a
+#                        result line and neither side error text; prints
+#                        its ok / not ok line (with the result)
+#   sof_cm_fails_fast NAME SECS MAX_MS HOST REGEX CMD...  CMD (through
+#                        `softofed run` in HOST) must fail, not by its
+#                        timeout SECS, within MAX_MS, printing REGEX
+#   sof_rping_kill NAME SRV_HOST CLI_HOST ADDR PORT VICTIM  an endless rping;
+#                        after 50 pings SIGKILL to VICTIM (srv or cli): the
+#                        other side prints DISCONNECT EVENT and exits within
+#                        30 s
+#   sof_mckey NAME SENDER_HOST SENDER_ADDR LABEL:HOST:ADDR...  mckey
+#                        receivers (each joined) then the sender, 10
+#                        messages to 239.7.7.7; every one must end well
+SOF_CM_ERRORS='error|fail|couldn.t|unable|invalid|not supported|segmentation|abort|mismatch'
+# shellcheck disable=SC2034 # for the scripts
+SOF_CM_FAILED='RDMA_CM_EVENT_[A-Z_]*(ERROR|UNREACHABLE|REJECTED)|rdma_resolve_(addr|route)|rdma_connect'
+SOF_PERF_RESULT='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+'
+
+sof_rping_pair() {
+	local name=$1 shost=$2 chost=$3 addr=$4 port=$5 size=$6 count=$7 chk
+	shift 7
+	chk=$(sof_out "$name.chk")
+	if ! SOF_LINEBUF=1 sof_cm_pair "$name" 120 "$shost" "$chost" \
+		rping -s -v -a "$addr" -p "$port" -S "$size" -C "$count" "$@" -- \
+		rping -c -v -V -a "$addr" -p "$port" -S "$size" -C "$count" "$@"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+	elif ! python3 "$SOF_ROOT/tests/consumers/rping_check.py" "$SOF_CLI_OUT" "ping data: " \
+		"$count" "$size" >"$chk" 2>&1; then
+		not_ok "$name" "client data: $(tail -n 1 "$chk")"
+	elif ! python3 "$SOF_ROOT/tests/consumers/rping_check.py" "$SOF_SRV_OUT" "server ping data: " \
+		"$count" "$size" >"$chk" 2>&1; then
+		not_ok "$name" "server data: $(tail -n 1 "$chk")"
+	else
+		ok "$name ($count pings verified both sides)"
+		return 0
+	fi
+	sof_pair_dump
+	return 1
+}
+
+sof_cm_verdict() {
+	local name=$1 re
+	shift
+	for re in "$@"; do
+		if ! grep -q -E -- "$re" "$SOF_CLI_OUT" "$SOF_SRV_OUT"; then
+			not_ok "$name" "no '$re' in the output"
+			sof_pair_dump
+			return 1
+		fi
+	done
+	if grep -v -E 'return status 0|rdma_(x)?server: end 0|rdma_(x)?client: end 0' \
+		"$SOF_CLI_OUT" "$SOF_SRV_OUT" | grep -q -i -E "$SOF_CM_ERRORS"; then
+		not_ok "$name" "error text in the output"
+		sof_pair_dump
+		return 1
+	fi
+	ok "$name"
+}
+
+sof_perftest_verdict() {
+	local name=$1
+	if ! grep -q -E "$SOF_PERF_RESULT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "the client printed no result line"
+	elif grep -q -i -E "$SOF_CM_ERRORS" "$SOF_CLI_OUT" "$SOF_SRV_OUT"; then
+		not_ok "$name" "error text in the output"
+	else
+		ok "$name ($(grep -E "$SOF_PERF_RESULT" "$SOF_CLI_OUT" | tail -n 1 | tr -s ' \t' ' ' |
+			sed 's/^ //'))${SOF_PAIR_RETRY:+; $SOF_PAIR_RETRY}"
+		return 0
+	fi
+	sof_pair_dump
+	return 1
+}
+
+sof_cm_fails_fast() {
+	local name=$1 secs=$2 max=$3 host=$4 re=$5 t0 rc dt out
+	shift 5
+	out=$(sof_out ff)
+	t0=$(now_ms)
+	sof_cm_bg ff "$host" "$secs" "$@"
+	sof_wait ff $((secs + 5))
+	rc=$?
+	dt=$(($(now_ms) - t0))
+	if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$dt" -gt "$max" ]; then
+		not_ok "$name" "exit $rc after $dt ms (want a failure within $max ms)"
+	elif ! grep -q -E "$re" "$out"; then
+		not_ok "$name" "failed, but printed nothing that matches '$re'"
+	else
+		ok "$name: exit $rc after $dt ms ($(grep -o -E 'RDMA_CM_EVENT_[A-Z_]+' "$out" | head -n 1))"
+		return 0
+	fi
+	sof_dump "$out"
+	return 1
+}
+
+sof_rping_kill() {
+	local name=$1 shost=$2 chost=$3 addr=$4 port=$5 victim=$6 other end rc
+	[ "$victim" = srv ] && other=cli || other=srv
+	SOF_LINEBUF=1 sof_cm_bg kp.srv "$shost" 90 rping -s -v -a "$addr" -p "$port"
+	sleep 1
+	SOF_LINEBUF=1 sof_cm_bg kp.cli "$chost" 90 rping -c -v -a "$addr" -p "$port"
+	end=$(($(now_ms) + 20000))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		[ "$(grep -c '^ping data' "$(sof_out kp.cli)")" -ge 50 ] && break
+		if ! sof_alive kp.cli || ! sof_alive kp.srv; then break; fi
+		sleep 0.1
+	done
+	if [ "$(grep -c '^ping data' "$(sof_out kp.cli)")" -lt 50 ]; then
+		not_ok "$name" "rping did not run (fewer than 50 pings)"
+		sof_dump "$(sof_out kp.srv)" "$(sof_out kp.cli)"
+		sof_kill kp.cli
+		sof_kill kp.srv
+		return 1
+	fi
+	kill -KILL "$(sof_child_pid "kp.$victim")" 2>/dev/null
+	sof_wait "kp.$victim" 10
+	sof_wait "kp.$other" 30
+	rc=$?
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 143 ]; then
+		not_ok "$name" "the other side did not exit within 30 s"
+	elif ! grep -q 'DISCONNECT EVENT' "$(sof_out "kp.$other")"; then
+		not_ok "$name" "the other side exited ($rc) without a DISCONNECT EVENT"
+	else
+		ok "$name: the other side saw DISCONNECTED and exited ($rc)"
+		return 0
+	fi
+	sof_dump "$(sof_out "kp.$other")"
+	return 1
+}
+
+sof_mckey() {
+	local name=$1 shost=$2 saddr=$3 r h rest end src rc good=1 joined
+	shift 3
+	for r in "$@"; do
+		rest=${r#*:}
+		sof_cm_bg "mckey.${r%%:*}" "${rest%%:*}" 60 mckey -m 239.7.7.7 -b "${rest#*:}" -C 10
+	done
+	end=$(($(now_ms) + 15000))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		joined=1
+		for r in "$@"; do
+			grep -q 'joined dgid' "$(sof_out "mckey.${r%%:*}")" || joined=0
+		done
+		[ "$joined" -eq 1 ] && break
+		sleep 0.1
+	done
+	sof_cm_bg mckey.sender "$shost" 60 mckey -m 239.7.7.7 -b "$saddr" -C 10 -s
+	sof_wait mckey.sender 60
+	src=$?
+	for r in "$@"; do
+		h=${r%%:*}
+		sof_wait "mckey.$h" 30
+		rc=$?
+		if [ "$rc" -ne 0 ] || ! grep -q 'data transfers complete' "$(sof_out "mckey.$h")"; then
+			good=0
+			not_ok "$name" "receiver $h: exit $rc, no 'data transfers complete'"
+			sof_dump "$(sof_out "mckey.$h")"
+		fi
+	done
+	if [ "$src" -ne 0 ]; then
+		good=0
+		not_ok "$name" "sender: exit $src"
+		sof_dump "$(sof_out mckey.sender)"
+	fi
+	[ "$good" -eq 1 ] && ok "$name (10 messages to each receiver)"
+}
+
 sof_cm_pair() {
 	local name=$1 secs=$2 shost=$3 chost=$4 base now end
 	shift 4
@@ -1037,7 +1260,10 @@ sof_cm_pair() {
 		SOF_PAIR_WHY="${srv[0]} or ${cli[0]} is not installed (tests/install-deps.sh installs it)"
 		return 1
 	fi
-	base=$(sof_cm_count cm_listeners "$shost") || base=0
+	if ! base=$(sof_cm_count cm_listeners "$shost"); then
+		SOF_PAIR_WHY="no cm_listeners count in softofed status${shost:+ of host $shost}"
+		return 1
+	fi
 	sof_cm_bg "$name.srv" "$shost" $((secs + 30)) "${srv[@]}"
 	end=$(($(now_ms) + 10000))
 	while [ "$(now_ms)" -lt "$end" ]; do
@@ -1047,7 +1273,11 @@ sof_cm_pair() {
 			SOF_PAIR_WHY="the server ended (status $SOF_SRV_RC) before a client came"
 			return 1
 		fi
-		now=$(sof_cm_count cm_listeners "$shost") || now=0
+		if ! now=$(sof_cm_count cm_listeners "$shost"); then
+			sof_kill "$name.srv"
+			SOF_PAIR_WHY="no cm_listeners count in softofed status${shost:+ of host $shost}"
+			return 1
+		fi
 		[ "$now" -gt "$base" ] && break
 		sleep 0.05
 	done
@@ -1065,14 +1295,7 @@ sof_cm_pair() {
 		fi
 		return 0
 	fi
-	sof_wait "$name.srv" "${SOF_SERVER_GRACE:-30}"
-	SOF_SRV_RC=$?
-	if [ "$SOF_SRV_RC" -ne 0 ] || [ "$SOF_CLI_RC" -ne 0 ]; then
-		SOF_PAIR_WHY="exit status server $SOF_SRV_RC, client $SOF_CLI_RC"
-		[ "$SOF_CLI_RC" -eq 124 ] && SOF_PAIR_WHY="$SOF_PAIR_WHY (client timed out after $secs s)"
-		return 1
-	fi
-	return 0
+	_sof_pair_verdict "$name" "$secs"
 }
 
 # sof_perftest_cm_pair NAME SECS SRV_HOST CLI_HOST SERVER... -- CLIENT...:
@@ -1091,4 +1314,290 @@ sof_perftest_cm_pair() {
 	grep -q 'RDMA_CM_EVENT_REJECTED; error: 8' "$SOF_CLI_OUT" || return 1
 	SOF_PAIR_RETRY="second run: the first hit perftest's reconnect race ($SOF_PAIR_WHY)"
 	sof_cm_pair "$@"
+}
+
+# ---------------------------------------------------------------------------
+# Byte-exact streams and the proof that an impairment happened (issue 16).
+#
+#   sof_stream_pair NAME SRV CLI PORT SECS [DATA_STREAM ARGS...]
+#                        tests/progs/data_stream between hosts SRV and CLI
+#                        (sof_host_pair; SRV "" = this namespace, then a
+#                        sof_pair on localhost), every byte of every message
+#                        checked; ARGS as data_stream's (-m MTU, -o OPS,
+#                        -s SIZES; @GID@ / @GID6@ as sof_host_pair). Prints
+#                        one ok / not_ok NAME line: ok when both sides exit
+#                        0 and every opcode of -o has its "checked OP
+#                        messages=N" line with N the messages -s asks for;
+#                        not_ok with data_stream's "fail:" lines (the first
+#                        wrong byte: offset, expected, got) otherwise.
+#                        Defaults: -o send,write,write_imm,read and
+#                        SOF_STREAM_SIZES
+#   sof_stream_sizes MTU  the sizes of a run at path MTU MTU: 64 each of
+#                        1, MTU - 1, MTU and MTU + 1 bytes, 8 of 64 KiB, 3
+#                        of 1 MiB (267 messages per opcode, 3.7 MiB at MTU
+#                        1024, some 3,800 packets; 4.3 MiB at 4096)
+#   sof_hosts_per_packet  every host's veth0 and the wire's ports without
+#                        segmentation or GRO offloads (tx-udp-segmentation,
+#                        gso, tso, gro off): the daemons' UDP GSO sends are
+#                        then cut into packets before the veth, so netwire
+#                        impairs packets, not joined datagrams of up to 64
+#                        segments; 1 with a "# " line when ethtool fails
+#   sof_wire_counters    the cable's counters so far as "wire.IF.NAME N"
+#                        lines (netwire's "counters GEN" lines; the config
+#                        is rewritten unchanged to get them); 1 when there
+#                        are none
+#   sof_snap FILE        every host's daemon counters ("H.counters.NAME N",
+#                        "H.drops.NAME N") and the cable's, into FILE; 1 with
+#                        a "# " line naming what is missing
+#   sof_snap_delta BEFORE AFTER   "KEY DELTA" for every KEY of AFTER
+#   sof_delta_check NAME DELTAS EXPR...   one ok / not_ok NAME line; each
+#                        EXPR is KEY>0, KEY=0 or KEY>=N, where KEY may be a
+#                        sum KEY1+KEY2; a KEY missing from DELTAS fails
+#                        (a counter line that is not there never passes)
+
+sof_stream_sizes() {
+	echo "1x64,$(($1 - 1))x64,${1}x64,$(($1 + 1))x64,65536x8,1048576x3"
+}
+
+# _sof_stream_expect ARGS...: "OP N" lines, the messages each opcode of the
+# data_stream arguments ARGS must check
+_sof_stream_expect() {
+	local ops="send,write,write_imm,read" sizes="" n=0 s c
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-o) ops=$2; shift ;;
+		-s) sizes=$2; shift ;;
+		esac
+		shift
+	done
+	for s in ${sizes//,/ }; do
+		c=1
+		[[ $s == *x* ]] && c=${s#*x}
+		n=$((n + c))
+	done
+	for s in ${ops//,/ }; do
+		echo "$s $n"
+	done
+}
+
+sof_stream_pair() {
+	local name=$1 shost=$2 chost=$3 port=$4 secs=$5 args op n got why="" lines rc
+	shift 5
+	args=("$@")
+	[[ " ${args[*]} " == *" -s "* ]] || args+=(-s "${SOF_STREAM_SIZES:-$(sof_stream_sizes 1024)}")
+	args+=(-T "$secs")
+	if [ -n "$shost" ]; then
+		sof_host_pair "$name" "$shost" "$chost" "$port" $((secs + 10)) "$SOF_PROGS/data_stream" "${args[@]}"
+	else
+		sof_pair "$name" "$port" $((secs + 10)) "$SOF_PROGS/data_stream" "${args[@]}"
+	fi
+	rc=$?
+	[ "$rc" -eq 0 ] || why=$SOF_PAIR_WHY
+	if [ -z "$why" ]; then
+		while read -r op n; do
+			got=$(cat "$SOF_SRV_OUT" "$SOF_CLI_OUT" |
+				sed -n "s/^checked $op messages=\([0-9]*\) .*/\1/p" | head -n 1)
+			if [ -z "$got" ]; then
+				why="no 'checked $op' line: $op was not checked"
+				break
+			elif [ "$got" -ne "$n" ]; then
+				why="$op: $got messages checked, expected $n"
+				break
+			fi
+		done < <(_sof_stream_expect "${args[@]}")
+	fi
+	if [ -z "$why" ]; then
+		lines=$(grep -h '^checked ' "$SOF_SRV_OUT" "$SOF_CLI_OUT" |
+			sed 's/^checked \([a-z_]*\) messages=\([0-9]*\) bytes=\([0-9]*\)/\1 \2 \/ \3 B/' |
+			paste -s -d ',' | sed 's/,/, /g')
+		ok "$name: every byte checked ($lines; $(sed -n 's/^client .*elapsed_ms=\([0-9]*\).*/\1 ms/p' "$SOF_CLI_OUT"))"
+		return 0
+	fi
+	lines=$(grep -h '^fail' "$SOF_SRV_OUT" "$SOF_CLI_OUT" | head -n 3 | paste -s -d ';')
+	not_ok "$name" "$why${lines:+: $lines}"
+	sof_pair_dump
+	return 1
+}
+
+sof_hosts_per_packet() {
+	local h
+	if ! command -v ethtool >/dev/null 2>&1; then
+		echo "# ethtool is not installed (tests/install-deps.sh installs it)"
+		return 1
+	fi
+	for h in "${SOF_HOSTS[@]}"; do
+		if ! timeout 10 ip netns exec "$(sof_host_ns "$h")" ethtool -K veth0 \
+			tx-udp-segmentation off gso off tso off gro off >/dev/null 2>&1; then
+			echo "# cannot turn segmentation off on veth0 of host $h"
+			return 1
+		fi
+	done
+	if [ -n "$SOF_WIRE" ]; then
+		for h in wa wb; do
+			if ! timeout 10 ip netns exec "$SOF_WIRE" ethtool -K "$h" \
+				tx-udp-segmentation off gso off tso off gro off >/dev/null 2>&1; then
+				echo "# cannot turn segmentation off on the wire's $h"
+				return 1
+			fi
+		done
+	fi
+	return 0
+}
+
+sof_wire_counters() {
+	local conf=$SOF_TMP/wire.conf out
+	[ -n "$SOF_WIRE" ] || return 1
+	out=$(sof_out hosts.wire)
+	cp "$conf" "$conf.new" && mv "$conf.new" "$conf" || return 1
+	SOF_WIRE_GEN=$((SOF_WIRE_GEN + 1))
+	# (netwire prints them right after "config GEN")
+	for _ in $(seq 100); do
+		[ "$(grep -c "^counters $SOF_WIRE_GEN " "$out" 2>/dev/null)" -ge 2 ] && break
+		sof_alive hosts.wire || return 1
+		sleep 0.05
+	done
+	awk -v g="$SOF_WIRE_GEN" '
+		$1 == "counters" && $2 == g {
+			for (i = 4; i <= NF; i++) {
+				split($i, kv, "=")
+				print "wire." $3 "." kv[1], kv[2]
+			}
+			n++
+		}
+		END { exit n >= 2 ? 0 : 1 }' "$out"
+}
+
+sof_snap() {
+	local file=$1 h c rc=0
+	: >"$file"
+	for h in "${SOF_HOSTS[@]}"; do
+		if ! c=$(sof_counters "$h"); then
+			echo "# no counter lines in softofed status of host $h"
+			rc=1
+		fi
+		[ -n "$c" ] && echo "$c" | awk -v h="$h" '{ print h "." $0 }' >>"$file"
+	done
+	if [ -n "$SOF_WIRE" ] && ! sof_wire_counters >>"$file"; then
+		echo "# no counters from netwire"
+		rc=1
+	fi
+	return $rc
+}
+
+sof_snap_delta() {
+	awk 'NR == FNR { b[$1] = $2; next } ($1 in b) { print $1, $2 - b[$1] }' "$1" "$2"
+}
+
+sof_delta_check() {
+	local name=$1 deltas=$2 e key op want v k sum fails="" shown=""
+	shift 2
+	for e in "$@"; do
+		if [[ $e =~ ^([^<>=]+)(>=|>|=)([0-9]+)$ ]]; then
+			key=${BASH_REMATCH[1]} op=${BASH_REMATCH[2]} want=${BASH_REMATCH[3]}
+		else
+			fails+="; bad expression '$e'"
+			continue
+		fi
+		sum=0
+		for k in ${key//+/ }; do
+			v=$(awk -v k="$k" '$1 == k { print $2; f = 1 } END { exit !f }' "$deltas") || {
+				fails+="; $k: no such counter (its line is missing)"
+				sum=""
+				break
+			}
+			sum=$((sum + v))
+		done
+		[ -n "$sum" ] || continue
+		case $op in
+		'>') [ "$sum" -gt "$want" ] ;;
+		'>=') [ "$sum" -ge "$want" ] ;;
+		'=') [ "$sum" -eq "$want" ] ;;
+		esac || fails+="; $key is $sum, expected $op$want"
+		shown+=", $key $sum"
+	done
+	if [ -n "$fails" ]; then
+		not_ok "$name" "${fails#; }"
+		return 1
+	fi
+	ok "$name: ${shown#, }"
+}
+
+# ---------------------------------------------------------------------------
+# What the ping-pong and perftest scripts of consumers/ and hosts/ share.
+#
+#   sof_gate WHY         from now on sof_gated fails each run at once with
+#                        "not run: WHY" (a first run that failed: the others
+#                        would each wait for their timeout);
+#                        SOF_HOSTS_KEEP_GOING=1 runs them anyway
+#   sof_gated NAME       true, with a not_ok NAME line, when a gate is set
+#   sof_pingpong_verdict NAME RC   the verdict on the last pair of an
+#                        ibv_*_pingpong (RC: what sof_pair / sof_host_pair
+#                        returned): ok when both exited 0, both printed
+#                        their "bytes in" line and neither printed an error.
+#                        Its ok line says that this is all it judged: --chk
+#                        compares one byte per page with a value that is
+#                        always 0, so the data is checked by data_stream
+#                        beside it (sof_stream_pair), not here
+#   sof_perftest_verdict NAME RC [LAST_SIZE]   the same for perftest: ok
+#                        when both exited 0, the client printed a result
+#                        line (with LAST_SIZE: one for that size, -a) and
+#                        no error text; perftest checks no data either
+#   SOF_PERFTEST_RESULT, SOF_PERFTEST_ERRORS   the regexes it uses
+
+SOF_GATE=""
+SOF_PERFTEST_RESULT='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+'
+SOF_PERFTEST_ERRORS='error|fail|couldn.t|unable|invalid|not supported|segmentation|abort'
+
+sof_gate() {
+	SOF_GATE=$1
+}
+
+sof_gated() {
+	if [ -n "$SOF_GATE" ] && [ -z "${SOF_HOSTS_KEEP_GOING:-}" ]; then
+		not_ok "$1" "not run: $SOF_GATE"
+		return 0
+	fi
+	return 1
+}
+
+sof_pingpong_verdict() {
+	local name=$1 rc=$2
+	if [ "$rc" -ne 0 ]; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+	elif ! grep -q ' bytes in ' "$SOF_CLI_OUT"; then
+		not_ok "$name" "the client printed no 'bytes in' line"
+	elif ! grep -q ' bytes in ' "$SOF_SRV_OUT"; then
+		not_ok "$name" "the server printed no 'bytes in' line"
+	elif grep -q -i 'invalid data\|failed\|couldn' "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "error text in the output"
+	else
+		ok "$name: ran ($(grep ' bytes in ' "$SOF_CLI_OUT" | head -n 1 |
+			sed 's/.* in \([0-9.]* seconds\) = \([0-9.]* Mbit\/sec\).*/\1, \2/'); exit status and output only: --chk compares no data)"
+		return 0
+	fi
+	sof_pair_dump
+	return 1
+}
+
+sof_perftest_verdict() {
+	local name=$1 rc=$2 last=${3:-} n
+	if [ "$rc" -ne 0 ]; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+	n=$(grep -c -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT")
+	if [ "$n" -eq 0 ]; then
+		not_ok "$name" "the client printed no result line"
+	elif [ -n "$last" ] && ! grep -q -E "^[[:space:]]*${last}[[:space:]]" "$SOF_CLI_OUT"; then
+		not_ok "$name" "no result for the largest size ($last)"
+	elif grep -q -i -E "$SOF_PERFTEST_ERRORS" "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "error text in the output"
+	else
+		ok "$name: ran ($(grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" | tail -n 1 |
+			tr -s ' \t' ' ' | sed 's/^ //; s/ $//'); $n result lines; no data compared)"
+		return 0
+	fi
+	sof_pair_dump
+	return 1
 }

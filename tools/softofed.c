@@ -15,7 +15,8 @@
  * The daemon binary is $SOFTOFED_DAEMON, else softofedd next to this
  * program; the libraries are in ../lib relative to this program.
  */
-#include "sof_proto.h"
+#include "softofed.h"
+
 #include "sof_util.h"
 
 #include <arpa/inet.h>
@@ -32,10 +33,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WAIT_MS 5000
-
-static char exe_dir[PATH_MAX];
-
 static void usage(FILE *f)
 {
 	fprintf(
@@ -49,173 +46,7 @@ static void usage(FILE *f)
 	    "  run [--] CMD ARGS  run CMD on softofed's libraries (starts the daemon)\n"
 	    "  --help             this help\n"
 	    "Environment: SOFTOFED_DAEMON overrides the daemon binary (default: %s/softofedd).\n",
-	    exe_dir[0] ? exe_dir : "<dir of softofed>");
-}
-
-static void find_exe_dir(void)
-{
-	ssize_t n = readlink("/proc/self/exe", exe_dir, sizeof(exe_dir) - 1);
-	char *slash;
-
-	if (n <= 0) {
-		exe_dir[0] = 0;
-		return;
-	}
-	exe_dir[n] = 0;
-	slash = strrchr(exe_dir, '/');
-	if (slash)
-		*slash = 0;
-}
-
-static const char *daemon_path(void)
-{
-	static char path[PATH_MAX + 16];
-	const char *env = getenv("SOFTOFED_DAEMON");
-
-	if (env && *env)
-		return env;
-	snprintf(path, sizeof(path), "%s/softofedd", exe_dir);
-	return path;
-}
-
-static uint64_t now_ms(void) { return sof_now_ns() / 1000000u; }
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-/* ---- talking to the daemon ------------------------------------------------------ */
-
-static int connect_daemon(void)
-{
-	struct timeval tv = {.tv_sec = WAIT_MS / 1000};
-	struct sockaddr_un sun;
-	socklen_t len = sof_sock_addr(&sun);
-	int fd;
-
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sun, len)) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	return fd;
-}
-
-/* One request without descriptors. 0, the daemon's -errno, or -errno. */
-static int rpc(int fd, uint32_t op, void *rep, size_t replen)
-{
-	union {
-		struct sof_msg msg;
-		uint8_t bytes[sizeof(struct sof_msg) + sizeof(struct sof_status_rep) +
-			      sizeof(struct sof_netdevs_rep)];
-	} buf;
-	struct sof_msg req = {.op = op, .len = sizeof(req)};
-	int fds[SOF_MAX_FDS], nfds = SOF_MAX_FDS, err;
-	ssize_t n;
-
-	if (replen > sizeof(buf) - sizeof(struct sof_msg))
-		return -EINVAL;
-	err = sof_send_rec(fd, &req, sizeof(req), NULL, 0);
-	if (err)
-		return err;
-	n = sof_recv_rec(fd, buf.bytes, sizeof(buf), fds, &nfds);
-	if (n < 0)
-		return (int)n;
-	if (nfds > 0)
-		sof_close_fds(fds, nfds);
-	if (n == 0)
-		return -ECONNRESET;
-	if ((size_t)n < sizeof(struct sof_msg) || buf.msg.op != op || buf.msg.len != (size_t)n)
-		return -EPROTO;
-	if (buf.msg.status)
-		return buf.msg.status < 0 ? buf.msg.status : -EPROTO;
-	if ((size_t)n < sizeof(struct sof_msg) + replen)
-		return -EPROTO;
-	if (replen)
-		memcpy(rep, buf.bytes + sizeof(struct sof_msg), replen);
-	return 0;
-}
-
-static int get_status(struct sof_status_rep *st)
-{
-	int fd = connect_daemon(), err;
-
-	if (fd < 0)
-		return fd;
-	err = rpc(fd, SOF_OP_STATUS, st, sizeof(*st));
-	close(fd);
-	return err;
-}
-
-static int get_netdevs(struct sof_netdevs_rep *nd)
-{
-	int fd = connect_daemon(), err;
-
-	if (fd < 0)
-		return fd;
-	err = rpc(fd, SOF_OP_NETDEVS, nd, sizeof(*nd));
-	close(fd);
-	if (!err && nd->n > SOF_MAX_NETDEVS)
-		err = -EPROTO;
-	for (uint32_t i = 0; !err && i < nd->n; i++)
-		nd->dev[i].name[sizeof(nd->dev[i].name) - 1] = '\0';
-	return err;
-}
-
-/* Start the daemon unless one answers (*started tells which), serving
- * ifaces (a comma-separated list, NULL: the default); wait until it
- * answers. 0 or -errno. */
-static int ensure_daemon(struct sof_status_rep *st, const char *ifaces, bool *started)
-{
-	const char *path = daemon_path();
-	uint64_t end;
-	int status;
-	pid_t pid;
-
-	*started = false;
-	if (!get_status(st))
-		return 0;
-	*started = true;
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		if (ifaces)
-			execl(path, path, "-i", ifaces, (char *)NULL);
-		else
-			execl(path, path, (char *)NULL);
-		fprintf(stderr, "softofed: cannot run %s: %s\n", path, strerror(errno));
-		_exit(127);
-	}
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR)
-			return -errno;
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-			return -ENOENT;
-		fprintf(stderr, "softofed: %s failed to start\n", path);
-		return -EIO;
-	}
-	end = now_ms() + WAIT_MS;
-	for (;;) {
-		int err = get_status(st);
-
-		if (!err)
-			return 0;
-		if (now_ms() >= end)
-			return err;
-		sleep_ms(20);
-	}
+	    soft_exe_dir[0] ? soft_exe_dir : "<dir of softofed>");
 }
 
 /* ---- commands --------------------------------------------------------------------- */
@@ -314,13 +145,13 @@ static int cmd_up(int argc, char **argv)
 			strcat(list, ",");
 		strcat(list, sel.names[i]);
 	}
-	err = ensure_daemon(&st, sel.n ? list : NULL, &started);
+	err = soft_ensure_daemon(&st, sel.n ? list : NULL, &started);
 	if (err) {
 		fprintf(stderr, "softofed: the daemon did not come up: %s\n", strerror(-err));
 		return 1;
 	}
 	/* A running daemon keeps its interfaces: say so rather than pretend. */
-	if (!started && sel.n && !get_netdevs(&nd) && !serves(&nd, &sel)) {
+	if (!started && sel.n && !soft_get_netdevs(&nd) && !serves(&nd, &sel)) {
 		fprintf(stderr,
 			"softofed: a daemon (pid %u) already runs in this network namespace, "
 			"serving",
@@ -361,31 +192,31 @@ static int cmd_down(void)
 	uint64_t end;
 	int fd, err;
 
-	fd = connect_daemon();
+	fd = soft_connect();
 	if (fd < 0) {
 		printf("softofed: no daemon running in this network namespace\n");
 		return 0;
 	}
-	err = rpc(fd, SOF_OP_STATUS, &st, sizeof(st));
+	err = soft_rpc(fd, SOF_OP_STATUS, &st, sizeof(st));
 	if (!err)
-		err = rpc(fd, SOF_OP_SHUTDOWN, NULL, 0);
+		err = soft_rpc(fd, SOF_OP_SHUTDOWN, NULL, 0);
 	close(fd);
 	if (err) {
 		fprintf(stderr, "softofed: shutdown refused: %s\n", strerror(-err));
 		return 1;
 	}
-	end = now_ms() + WAIT_MS;
+	end = soft_now_ms() + SOFT_WAIT_MS;
 	for (;;) {
-		fd = connect_daemon();
+		fd = soft_connect();
 		if (fd >= 0)
 			close(fd);
 		if (fd < 0 && pid_gone(st.pid))
 			break;
-		if (now_ms() >= end) {
+		if (soft_now_ms() >= end) {
 			fprintf(stderr, "softofed: daemon pid %u did not exit\n", st.pid);
 			return 1;
 		}
-		sleep_ms(10);
+		soft_sleep_ms(10);
 	}
 	printf("softofed daemon pid %u stopped\n", st.pid);
 	return 0;
@@ -425,7 +256,7 @@ static int cmd_status(void)
 	struct sof_status_rep st;
 	const struct sof_devinfo *d = &st.dev;
 	const uint8_t *g;
-	int err = get_status(&st);
+	int err = soft_get_status(&st);
 
 	if (err == -ECONNREFUSED || err == -ENOENT) {
 		fprintf(stderr, "softofed: no daemon running in this network namespace\n");
@@ -457,7 +288,7 @@ static int cmd_status(void)
 	       st.contexts, st.pds, st.mrs, st.cqs, st.srqs, st.qps, st.mcast_groups, st.cm_channels,
 	       st.cm_ids, st.cm_listeners, st.cm_timewait, st.mads);
 	print_counters(&st);
-	err = get_netdevs(&nd);
+	err = soft_get_netdevs(&nd);
 	if (err) {
 		fprintf(stderr, "softofed: status: interfaces: %s\n", strerror(-err));
 		return 1;
@@ -486,7 +317,7 @@ static int cmd_run(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	snprintf(libdir, sizeof(libdir), "%s/../lib", exe_dir);
+	snprintf(libdir, sizeof(libdir), "%s/../lib", soft_exe_dir);
 	if (realpath(libdir, real))
 		snprintf(libdir, sizeof(libdir), "%s", real);
 	old = getenv("LD_LIBRARY_PATH");
@@ -502,16 +333,18 @@ static int cmd_run(int argc, char **argv)
 		if (!val)
 			return 1;
 	}
-	if (setenv("LD_LIBRARY_PATH", val, 1) || setenv("SOFTOFED_DAEMON", daemon_path(), 0)) {
+	if (setenv("LD_LIBRARY_PATH", val, 1) || setenv("SOFTOFED_DAEMON", soft_daemon_path(), 0)) {
 		perror("softofed: setenv");
 		return 1;
 	}
 	free(val);
-	err = ensure_daemon(&st, NULL, &started);
+	err = soft_ensure_daemon(&st, NULL, &started);
 	if (err) {
 		fprintf(stderr, "softofed: the daemon did not come up: %s\n", strerror(-err));
 		return 1;
 	}
+	if (soft_present(&st))
+		return 1;
 	fflush(NULL);
 	execvp(argv[0], argv);
 	err = errno;
@@ -523,7 +356,7 @@ int main(int argc, char **argv)
 {
 	const char *cmd;
 
-	find_exe_dir();
+	soft_find_exe_dir();
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

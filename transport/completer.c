@@ -200,8 +200,12 @@ static void read_response(struct sof_tqp *t, const struct roce_hdr *h, const uin
 	}
 	expect = (w->first_psn + (uint32_t)(w->read_got / t->mtu)) & ROCE_PSN_MASK;
 	if (h->psn != expect) {
-		if (roce_psn_diff(h->psn, expect) > 0) {
-			/* a response was lost: ask for the rest again */
+		/* a response was lost: ask for the rest again, once; the
+		 * later responses of the same answer find it asked (the
+		 * local ACK timer covers a request lost again), as rxe's
+		 * started_retry */
+		if (roce_psn_diff(h->psn, expect) > 0 && !w->reread) {
+			w->reread = true;
 			tp_count(SOF_CNT_retransmits, 1);
 			tp_req_rewind(t, expect);
 			tp_req_progress(t);
@@ -209,6 +213,7 @@ static void read_response(struct sof_tqp *t, const struct roce_hdr *h, const uin
 		tp_drop(SOF_DROP_psn);
 		return;
 	}
+	w->reread = false;
 	/* IBA 9.7.5.1.3: every response but the last carries a full MTU */
 	if ((!last && (paylen != t->mtu || w->read_got + paylen >= w->len)) ||
 	    (last && w->read_got + paylen != w->len)) {

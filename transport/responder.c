@@ -355,6 +355,7 @@ static void duplicate(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 {
 	struct tp_res *r;
 
+	tp_count(SOF_CNT_dup_req, 1);
 	if (op == ROCE_READ_REQ) {
 		r = res_find(t, h->psn, TP_RES_READ);
 		/* only inside what the original request was granted */

@@ -83,6 +83,7 @@ struct tp_swqe {
 	uint32_t npkts;	    /* PSNs it occupies (a READ: its responses) */
 	uint64_t read_got;  /* READ: bytes of response received */
 	bool sent_once;	    /* first_psn and npkts are valid */
+	bool reread;	    /* READ: the rest asked for again, no response since */
 };
 
 /* A responder resource (IBA 9.7.5.1.4): what a READ or atomic needs to be

@@ -1,13 +1,13 @@
 /*
  * The device and context layer of the drop-in libibverbs: the device list
  * (one device, sof0, served by the daemon of this network namespace),
- * opening a context (one daemon connection each), the device, port, GID and
- * P_Key queries, asynchronous events and fork support.
+ * opening a context (one daemon connection each), the device and port
+ * queries, asynchronous events and fork support. The GID and P_Key tables
+ * are gid.c's.
  *
  * The identity comes from the daemon's HELLO answer, a copy kept for the
- * context's life. The GID table is read live from the page the daemon
- * publishes in the object table's memfd (sof_gid.h), because it follows the
- * interface addresses; queries and the executor's GRHs read the same page.
+ * context's life; the GID table is read live (gid.c), because it follows
+ * the interface addresses. The context maps the page it is published in.
  * Limits are the SOFV_MAX_* of sofv.h, the ones creation enforces.
  *
  * A context is laid out as rdma-core's providers lay theirs out: struct
@@ -19,6 +19,7 @@
  */
 #include "sofv.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,15 +33,6 @@
 /* verbs.h turns ibv_query_port into an inline; we define the real one. */
 #undef ibv_query_port
 
-/* The GID types of sysfs, which ibv_query_gid_type reports
- * (rdma-core's enum ibv_gid_type_sysfs). */
-enum sofv_gid_type_sysfs {
-	SOFV_GID_TYPE_SYSFS_IB_ROCE_V1 = 0,
-	SOFV_GID_TYPE_SYSFS_ROCE_V2 = 1,
-};
-
-int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
-		       enum sofv_gid_type_sysfs *type);
 int ibv_dofork_range(void *base, size_t size);
 int ibv_dontfork_range(void *base, size_t size);
 
@@ -90,19 +82,58 @@ static void *map_objtab(int fd)
 	return mmap(NULL, SOF_OBJTAB_MAP_SIZE, PROT_READ, MAP_SHARED, fd, 0);
 }
 
+/* The uverbsN that `softofed run` shows for our device in sysfs
+ * (tools/present.c): the entry of /sys/class/infiniband_verbs whose ibdev
+ * is name. Copies it to out (16 bytes at least) and returns 0; -ENOENT
+ * without such a presentation. */
+static int presented_uverbs(const char *name, char *out, size_t len)
+{
+	DIR *d = opendir("/sys/class/infiniband_verbs");
+	char path[320], ibdev[IBV_SYSFS_NAME_MAX];
+	struct dirent *e;
+	int err = -ENOENT;
+
+	if (!d)
+		return err;
+	while (err && (e = readdir(d))) {
+		FILE *f;
+
+		if (strncmp(e->d_name, "uverbs", 6) || strlen(e->d_name) >= len)
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/infiniband_verbs/%.64s/ibdev", e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(ibdev, sizeof(ibdev), f)) {
+			ibdev[strcspn(ibdev, "\n")] = '\0';
+			if (!strcmp(ibdev, name)) {
+				snprintf(out, len, "%s", e->d_name);
+				err = 0;
+			}
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return err;
+}
+
 static void fill_device(struct sofv_device *d, const struct sof_devinfo *info)
 {
 	const char *name = info->name[0] ? info->name : "sof0";
+	char uverbs[IBV_SYSFS_NAME_MAX];
 
 	d->info = *info;
 	d->ibdev.node_type = IBV_NODE_CA;
 	d->ibdev.transport_type = IBV_TRANSPORT_IB;
 	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", name);
-	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%s", name);
-	/* Paths that do not exist: there is no kernel device behind sof0,
-	 * and ibv_read_sysfs_file answers ENOENT for everything. */
+	/* Under `softofed run` the device shows in /dev and /sys as uverbsN
+	 * and <name>; elsewhere these paths do not exist (no kernel device is
+	 * behind sof0) and ibv_read_sysfs_file answers ENOENT. */
+	if (presented_uverbs(name, uverbs, sizeof(uverbs)))
+		snprintf(uverbs, sizeof(uverbs), "%s", name);
+	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%s", uverbs);
 	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "/sys/class/infiniband_verbs/%s",
-		 name);
+		 uverbs);
 	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), "/sys/class/infiniband/%s",
 		 name);
 }
@@ -415,197 +446,6 @@ SOFV_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 			       offsetof(struct ibv_port_attr, port_cap_flags2));
 }
 
-/* ---- GID and P_Key tables ---------------------------------------------- */
-
-static uint32_t gid_type(uint32_t sysfs_type)
-{
-	return sysfs_type == SOFV_GID_TYPE_SYSFS_ROCE_V2 ? IBV_GID_TYPE_ROCE_V2
-							 : IBV_GID_TYPE_ROCE_V1;
-}
-
-int sofv_gid_read(const struct sofv_context *ctx, uint32_t index, struct sof_gid_entry *out)
-{
-	struct sof_gid_entry tab[SOF_MAX_GIDS];
-	int err;
-
-	if (index >= SOF_MAX_GIDS)
-		return -EINVAL;
-	err = sof_gid_read(ctx->gidtab, tab, NULL);
-	if (err)
-		return err;
-	if (sof_gid_empty(&tab[index]))
-		return -ENODATA;
-	if (out)
-		*out = tab[index];
-	return 0;
-}
-
-int sofv_gid_find(const struct sofv_context *ctx, const uint8_t gid[16])
-{
-	struct sof_gid_entry tab[SOF_MAX_GIDS];
-	int err = sof_gid_read(ctx->gidtab, tab, NULL);
-
-	if (err)
-		return err;
-	for (uint32_t i = 0; i < SOF_MAX_GIDS; i++)
-		if (!sof_gid_empty(&tab[i]) && !memcmp(tab[i].gid, gid, 16))
-			return (int)i;
-	return -ENOENT;
-}
-
-bool sofv_gid_is_local(const struct sofv_context *ctx, const uint8_t gid[16])
-{
-	return sofv_gid_find(ctx, gid) >= 0;
-}
-
-static void to_ibv_entry(const struct sof_gid_entry *g, uint32_t index, struct ibv_gid_entry *e)
-{
-	memset(e, 0, sizeof(*e));
-	memcpy(e->gid.raw, g->gid, sizeof(e->gid.raw));
-	e->gid_index = index;
-	e->port_num = 1;
-	e->gid_type = gid_type(g->type);
-	e->ndev_ifindex = g->ifindex;
-}
-
-/* Entry index of port 1 as it is now. 0, EINVAL (no such entry), ENODATA
- * (empty), EIO (the table cannot be read). */
-static int gid_entry(const struct sofv_context *s, uint32_t port, uint32_t index,
-		     struct ibv_gid_entry *e)
-{
-	struct sof_gid_entry g;
-	int err;
-
-	if (port != 1 || index >= SOF_MAX_GIDS)
-		return EINVAL;
-	err = sofv_gid_read(s, index, &g);
-	if (err)
-		return -err;
-	to_ibv_entry(&g, index, e);
-	return 0;
-}
-
-SOFV_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
-			      union ibv_gid *gid)
-{
-	struct ibv_gid_entry e;
-	int err;
-
-	if (!context || !gid || index < 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	err = gid_entry(to_sctx(context), port_num, (uint32_t)index, &e);
-	if (err == ENODATA) { /* an empty entry reads as the zero GID */
-		memset(gid, 0, sizeof(*gid));
-		return 0;
-	}
-	if (err) {
-		errno = err;
-		return -1;
-	}
-	*gid = e.gid;
-	return 0;
-}
-
-SOFV_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
-				  uint32_t gid_index, struct ibv_gid_entry *entry, uint32_t flags,
-				  size_t entry_size)
-{
-	struct ibv_gid_entry e;
-	int err;
-
-	if (!context || !entry || flags || entry_size < offsetof(struct ibv_gid_entry, gid_type))
-		return EINVAL;
-	err = gid_entry(to_sctx(context), port_num, gid_index, &e);
-	if (err)
-		return err;
-	memcpy(entry, &e, entry_size < sizeof(e) ? entry_size : sizeof(e));
-	return 0;
-}
-
-SOFV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
-					 size_t max_entries, uint32_t flags, size_t entry_size)
-{
-	struct sof_gid_entry tab[SOF_MAX_GIDS];
-	size_t n = 0, valid = 0, sz;
-	int err;
-
-	if (!context || flags || entry_size < offsetof(struct ibv_gid_entry, gid_type))
-		return -EINVAL;
-	/* One consistent copy: every entry of the answer is from one moment. */
-	err = sof_gid_read(to_sctx(context)->gidtab, tab, NULL);
-	if (err)
-		return err;
-	for (uint32_t i = 0; i < SOF_MAX_GIDS; i++)
-		valid += !sof_gid_empty(&tab[i]);
-	if (max_entries < valid)
-		return -EINVAL;
-	if (valid && !entries)
-		return -EINVAL;
-	sz = entry_size < sizeof(struct ibv_gid_entry) ? entry_size : sizeof(struct ibv_gid_entry);
-	for (uint32_t i = 0; i < SOF_MAX_GIDS; i++) {
-		struct ibv_gid_entry e;
-
-		if (sof_gid_empty(&tab[i]))
-			continue;
-		to_ibv_entry(&tab[i], i, &e);
-		memcpy((uint8_t *)entries + n * entry_size, &e, sz);
-		n++;
-	}
-	return (ssize_t)n;
-}
-
-/* IBVERBS_PRIVATE_34, used by librdmacm and perftest. */
-SOFV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
-				   unsigned int index, enum sofv_gid_type_sysfs *type)
-{
-	struct ibv_gid_entry e;
-	int err;
-
-	if (!context || !type) {
-		errno = EINVAL;
-		return -1;
-	}
-	err = gid_entry(to_sctx(context), port_num, index, &e);
-	if (err == ENODATA) {
-		*type = SOFV_GID_TYPE_SYSFS_IB_ROCE_V1;
-		return 0;
-	}
-	if (err) {
-		errno = err;
-		return -1;
-	}
-	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? SOFV_GID_TYPE_SYSFS_ROCE_V2
-						   : SOFV_GID_TYPE_SYSFS_IB_ROCE_V1;
-	return 0;
-}
-
-SOFV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
-			       __be16 *pkey)
-{
-	if (!context || !pkey || port_num != 1 || index < 0 || index >= SOFV_MAX_PKEYS) {
-		errno = EINVAL;
-		return -1;
-	}
-	*pkey = htobe16(SOFV_DEFAULT_PKEY);
-	return 0;
-}
-
-SOFV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
-{
-	if (!context || port_num != 1) {
-		errno = EINVAL;
-		return -1;
-	}
-	/* The full-membership bit is ignored when matching, as in the
-	 * kernel's P_Key lookup. */
-	if ((be16toh(pkey) & 0x7fff) == (SOFV_DEFAULT_PKEY & 0x7fff))
-		return 0;
-	errno = ENOENT;
-	return -1;
-}
-
 /* ---- asynchronous events ---------------------------------------------- */
 
 static bool is_qp_event(uint32_t t)
@@ -745,7 +585,7 @@ SOFV_EXPORT int ibv_fork_init(void)
 
 SOFV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }
 
-/* Registered memory is handled by mem.c as a whole; there is nothing to
+/* Registered memory is handled by mem_share.c as a whole; there is nothing to
  * do per range. */
 SOFV_EXPORT int ibv_dofork_range(void *base, size_t size)
 {

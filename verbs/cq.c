@@ -106,8 +106,8 @@ static bool any_pending(struct sofv_channel *c, bool *engine)
 }
 
 /* Blocks unless the application made the channel non-blocking. Before it
- * sleeps it spins briefly: a cross-core wake-up costs tens of microseconds
- * on a virtual machine, more than a short completion takes to arrive.
+ * sleeps it spins briefly: on a virtual machine a cross-core wake-up
+ * costs more than a short completion takes to arrive.
  * While it spins it reads the sockets of the QPs whose transport runs in
  * this process (as a poll does); before it sleeps it hands them to the
  * engine's progress thread at once (sofv_engine_idle). */
@@ -199,6 +199,47 @@ void sofv_cq_detach_qp(struct sofv_cq *cq, struct sofv_qp *qp)
 		}
 	}
 	pthread_mutex_unlock(&cq->qps_lock);
+}
+
+/* Take qpn's completions out of the CQ, keeping the others in order: a QP
+ * moved to RESET leaves none behind (ibv_modify_qp(3); mlx5 and rxe clean
+ * the QP's entries from its CQs then, flush errors included). Only the
+ * owner moves head, under cq->lock, and producers write a slot only once
+ * head has passed it, so the published entries are the owner's to move:
+ * the kept ones slide toward tail, each into a slot already published at
+ * its index (its seq stays right), and head moves past the freed slots,
+ * which become the producers' again. A slot reserved but not yet
+ * published ends the walk, after a bounded wait. */
+void sofv_cq_clean(struct sofv_cq *cq, uint32_t qpn)
+{
+	uint32_t head, tail, end, dst, mask;
+	uint64_t until;
+
+	pthread_spin_lock(&cq->lock);
+	mask = cq->size - 1;
+	head = atomic_load_explicit(&cq->shm->head, memory_order_relaxed);
+	tail = atomic_load_explicit(&cq->shm->tail, memory_order_acquire) & ~SOF_CQ_TAIL_LOCK;
+	until = sof_now_ns() + 10000000ull;
+	for (end = head; end != tail && end - head < cq->size;) {
+		if (atomic_load_explicit(&cq->ring[end & mask].seq, memory_order_acquire) ==
+		    end + 1)
+			end++;
+		else if (sof_now_ns() < until)
+			sched_yield();
+		else
+			break; /* a producer died mid-publish: poll stops there too */
+	}
+	dst = end;
+	for (uint32_t i = end; i != head;) {
+		struct sof_cqe *c = &cq->ring[--i & mask];
+
+		if (c->qp_num == qpn)
+			continue;
+		if (--dst != i)
+			memcpy(&cq->ring[dst & mask], c, offsetof(struct sof_cqe, seq));
+	}
+	atomic_store_explicit(&cq->shm->head, dst, memory_order_release);
+	pthread_spin_unlock(&cq->lock);
 }
 
 /* ---- create / destroy ----------------------------------------------------------- */

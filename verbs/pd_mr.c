@@ -2,7 +2,7 @@
  * Protection domains and memory regions: ibv_alloc_pd, ibv_dealloc_pd, the
  * ibv_reg_mr family, ibv_rereg_mr and ibv_dereg_mr.
  *
- * Registering moves the region's pages onto shareable memfds (mem.c) and
+ * Registering moves the region's pages onto shareable memfds (mem_share.c) and
  * hands them to the daemon, which issues the key (lkey == rkey, random) and
  * later gives the pages to executors that present the key with the right
  * PD and access (IBA 10.6.3, o10-35). The library keeps each MR by lkey for
@@ -182,7 +182,7 @@ static void mr_unpublish(struct sofv_mr *m)
 	sofv_engine_lock(s);
 	pthread_rwlock_wrlock(&s->obj_lock);
 	sof_hmap_del(&s->mrs, m->ibmr.lkey);
-	/* QPs drop what they cached of it (exec.c, local_sgl) */
+	/* QPs drop what they cached of it (same_host.c, local_sgl) */
 	atomic_fetch_add_explicit(&s->mr_gen, 1, memory_order_release);
 	pthread_rwlock_unlock(&s->obj_lock);
 	sofv_engine_unlock(s);
@@ -253,44 +253,93 @@ static int rereg_fail(int code, int err)
 	return code;
 }
 
-/* ibv_rereg_mr(3): the new registration is made first, so that on bad
- * input the old one stays valid; the struct ibv_mr the caller holds is
- * kept, with new keys. */
+/* The code ibv_rereg_mr(3) gives a refusal: an input error leaves the old
+ * MR valid; so does every refusal here, the daemon changing nothing until
+ * it can change everything. */
+static int rereg_code(int err)
+{
+	return err == -EINVAL || err == -EFAULT || err == -EOPNOTSUPP || err == -ENOENT
+		   ? IBV_REREG_MR_ERR_INPUT
+		   : IBV_REREG_MR_ERR_CMD;
+}
+
+/* ibv_rereg_mr(3): the region keeps lkey and rkey, as rxe and mlx5 keep
+ * them; the daemon swaps its record under the key (REREG_MR), which
+ * revokes every executor's mapping of the old one, and the library swaps
+ * the PD, access and translation its own executor checks under the engine
+ * lock, as ibv_dereg_mr takes a region out. A refused request changes
+ * nothing. */
 SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 			     size_t length, int access)
 {
-	struct sofv_mr *m, n;
+	int fds[SOF_MAX_MR_RUNS], nruns = 0, nsegs = 0, old_nsegs, acc, err;
+	struct sofv_seg **segs = NULL, **old_segs;
+	bool xlat = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
+	struct sof_reg_mr_req *req;
+	struct sof_reg_mr_rep rep;
+	struct sofv_context *s;
 	struct sofv_pd *npd;
-	unsigned int nacc;
-	int err;
+	struct sofv_mr *m;
 
 	if (!mr || !flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
 		return rereg_fail(IBV_REREG_MR_ERR_INPUT, EINVAL);
 	m = to_smr(mr);
+	s = to_sctx(mr->context);
 	if ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != mr->context))
 		return rereg_fail(IBV_REREG_MR_ERR_INPUT, EINVAL);
-	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length))
+	if (xlat && (!addr || !length || length > SOFV_MAX_MR_SIZE))
 		return rereg_fail(IBV_REREG_MR_ERR_INPUT, EINVAL);
 	npd = (flags & IBV_REREG_MR_CHANGE_PD) ? to_spd(pd) : m->pd;
-	nacc = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned int)access : m->access;
-	if (mr_access(nacc) < 0)
-		return rereg_fail(IBV_REREG_MR_ERR_INPUT, EINVAL);
-	memset(&n, 0, sizeof(n));
-	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
-		err = mr_register(npd, addr, length, (uintptr_t)addr, nacc, &n);
-	else
-		err = mr_register(npd, mr->addr, mr->length, m->iova, nacc, &n);
-	if (err)
-		return rereg_fail(err == -EINVAL || err == -EFAULT || err == -EOPNOTSUPP
-				      ? IBV_REREG_MR_ERR_INPUT
-				      : IBV_REREG_MR_ERR_CMD,
-				  -err);
-	mr_unpublish(m);
-	if (mr_unregister(m)) {
-		/* the old one stays registered in the daemon until the
-		 * context closes; the caller's MR is the new one */
+	acc = mr_access((flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned int)access : m->access);
+	if (acc < 0)
+		return rereg_fail(IBV_REREG_MR_ERR_INPUT, -acc);
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return rereg_fail(IBV_REREG_MR_ERR_CMD, ENOMEM);
+	if (xlat) {
+		err = sofv_mem_share(addr, length, req->runs, fds, &nruns, &segs, &nsegs);
+		if (err) {
+			free(req);
+			return rereg_fail(rereg_code(err), -err);
+		}
 	}
-	*m = n;
-	err = mr_publish(m);
-	return err ? rereg_fail(IBV_REREG_MR_ERR_CMD, -err) : 0;
+	req->key = mr->lkey;
+	req->pd = npd->handle;
+	req->access = (uint32_t)acc;
+	req->iova = xlat ? (uintptr_t)addr : m->iova;
+	req->addr = xlat ? (uintptr_t)addr : (uintptr_t)mr->addr;
+	req->length = xlat ? length : mr->length;
+	req->nruns = (uint32_t)nruns;
+	err = sofv_rpc(s, SOF_OP_REREG_MR, req,
+		       offsetof(struct sof_reg_mr_req, runs) + sizeof(req->runs[0]) * (size_t)nruns,
+		       fds, nruns, &rep, sizeof(rep), NULL, NULL);
+	sof_close_fds(fds, nruns);
+	free(req);
+	if (!err && (rep.lkey != mr->lkey || rep.rkey != mr->rkey))
+		err = -EPROTO; /* cannot happen: the daemon keeps the key */
+	if (err) {
+		sofv_mem_unshare(segs, nsegs);
+		return rereg_fail(rereg_code(err), -err);
+	}
+	old_segs = m->segs;
+	old_nsegs = m->nsegs;
+	sofv_engine_lock(s);
+	pthread_rwlock_wrlock(&s->obj_lock);
+	m->access = (uint32_t)acc;
+	m->pd = npd;
+	m->ibmr.pd = &npd->ibpd;
+	if (xlat) {
+		m->iova = (uintptr_t)addr;
+		m->ibmr.addr = addr;
+		m->ibmr.length = length;
+		m->segs = segs;
+		m->nsegs = nsegs;
+	}
+	/* QPs drop what they cached of it (same_host.c, local_sgl) */
+	atomic_fetch_add_explicit(&s->mr_gen, 1, memory_order_release);
+	pthread_rwlock_unlock(&s->obj_lock);
+	sofv_engine_unlock(s);
+	if (xlat)
+		sofv_mem_unshare(old_segs, old_nsegs);
+	return 0;
 }

@@ -4,9 +4,9 @@
  *
  * A send WQE is checked here against the QP's type, state and capabilities
  * (the immediate errors of ibv_post_send: a positive errno and *bad_wr) and
- * then handed to the executor (exec.c). A receive WQE is written into the
- * QP's or SRQ's shared receive ring, where an executor in any process takes
- * it; posting makes no system call.
+ * then handed to the send path (send_router.c). A receive WQE is written
+ * into the QP's or SRQ's shared receive ring, where an executor in any
+ * process takes it; posting makes no system call.
  */
 #include "sofv.h"
 

@@ -6,7 +6,7 @@
  *
  * A QP is a memfd segment (struct sof_qp_shm and the receive ring) shared
  * with the daemon and with executors in other processes, plus a private
- * send side: send WQEs run in ibv_post_send (exec.c) and only those that
+ * send side: send WQEs run in ibv_post_send (same_host.c) and only those that
  * must wait are kept in the QP's deferred ring. What executors of other
  * processes need from the QP's attributes (state, access flags, Q_Key,
  * destination QPN, RNR timer) is published in the segment; the daemon keeps
@@ -549,6 +549,10 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 
 	if (next == IBV_QPS_RESET) {
 		qp_reset(qp);
+		/* as providers do: nothing of it stays in its CQs */
+		sofv_cq_clean(qp->scq, qp->qpn);
+		if (qp->rcq != qp->scq)
+			sofv_cq_clean(qp->rcq, qp->qpn);
 	} else {
 		apply_attr(qp, attr, attr_mask);
 	}

@@ -4,8 +4,9 @@
  * Each public object (struct ibv_pd, ibv_mr, ibv_cq, ...) is the first member
  * of a library object that adds what the device needs. The control path
  * (context.c, pd_mr.c, cq.c, srq.c, qp.c, ...) creates and destroys them
- * through the daemon (client.c); the data path (post.c, exec.c, poll.c)
- * moves data through the shared segments described in common/sof_shm.h.
+ * through the daemon (rpc.c); the data path (post.c, send_router.c and the
+ * executor behind it, poll.c) moves data through the shared segments
+ * described in common/sof_shm.h.
  *
  * Names: sofv_ for everything internal to this library.
  */
@@ -80,12 +81,12 @@ struct sofv_context {
 	 * has not moved since. Starts at 1; 0 marks an empty cache. */
 	_Atomic uint64_t mr_gen;
 
-	/* Executor caches of other processes' objects (exec.c). */
+	/* Executor caches of other processes' objects (remote_cache.c). */
 	pthread_mutex_t cache_lock;
 	struct sof_hmap rqps;       /* qpn -> struct sofv_rqp * */
-	struct sof_hmap rmrs;       /* see rmr_cache_key() in exec.c */
+	struct sof_hmap rmrs;       /* see rmr_cache_key() in remote_cache.h */
 
-	/* Progress thread for deferred WQEs (exec.c), started on first use. */
+	/* Progress thread for deferred WQEs (progress.c), started on first use. */
 	pthread_mutex_t prog_lock;
 	pthread_cond_t prog_cond;
 	pthread_t prog_thread;
@@ -124,7 +125,7 @@ static inline struct sofv_pd *to_spd(struct ibv_pd *pd)
 	return sof_container_of(pd, struct sofv_pd, ibpd);
 }
 
-/* A run of pages of this process remapped onto a sealed memfd (mem.c). */
+/* A run of pages of this process remapped onto a sealed memfd (mem_share.c). */
 struct sofv_seg;
 
 struct sofv_mr {
@@ -236,7 +237,7 @@ struct sofv_swqe {
 	struct ibv_sge sge[SOFV_MAX_SGE];
 	uint32_t inline_len;          /* IBV_SEND_INLINE: bytes in inline_buf */
 	uint8_t *inline_buf;          /* points into the QP's inline area */
-	/* Waiting state of a deferred WQE (exec.c) */
+	/* Waiting state of a deferred WQE (same_host.c, progress.c) */
 	uint8_t wait;                 /* SOFV_WAIT_* */
 	int rnr_left;                 /* RNR retries left; 7 = infinite */
 	uint64_t deadline_ns;         /* next RNR retry / transport timeout */
@@ -269,7 +270,7 @@ struct sofv_wr_ent {
 	uint8_t data[SOFV_MAX_INLINE];
 };
 
-/* What a QP keeps of the local MR its WQEs last named (exec.c): a copy,
+/* What a QP keeps of the local MR its WQEs last named (same_host.c): a copy,
  * never a pointer, since a racing ibv_dereg_mr frees the MR. */
 struct sofv_lmr {
 	uint64_t gen;                 /* ctx->mr_gen when copied; 0: empty */
@@ -302,19 +303,19 @@ struct sofv_qp {
 	struct ibv_qp_attr attr;
 	struct ibv_ah_attr ah;        /* primary path, RC/UC */
 
-	/* Send side, executed in this process (exec.c), under sq_lock. */
+	/* Send side, executed in this process (same_host.c), under sq_lock. */
 	pthread_spinlock_t sq_lock;
 	struct sofv_swqe *sq;         /* deferred WQEs ring, cap.max_send_wr */
 	uint32_t sq_size, sq_head, sq_tail;
 	uint8_t *inline_area;         /* sq_size * max(cap.max_inline_data,1) */
 	uint32_t inline_stride;       /* max(cap.max_inline_data, 1) */
 	struct sofv_rqp *peer;        /* cached destination (RC/UC) */
-	/* exec.c: the regions this QP's WQEs last reached at a destination,
+	/* remote_cache.h: the regions this QP's WQEs last reached at a destination,
 	 * [0] receive buffers, [1] RDMA keys, each with a reference and its
 	 * cache key; under sq_lock */
 	struct sofv_rmr *rmr_last[2];
 	uint64_t rmr_last_key[2];
-	/* exec.c: the local MR its WQEs last named, taken from ctx->mrs,
+	/* same_host.c: the local MR its WQEs last named, taken from ctx->mrs,
 	 * of the QP's PD, good while ctx->mr_gen equals lmr.gen; under
 	 * sq_lock */
 	struct sofv_lmr lmr;
@@ -325,10 +326,10 @@ struct sofv_qp {
 	struct sofv_wr_ent *wr_list;  /* WRs built since wr_start */
 	uint32_t wr_nlist, wr_list_cap;
 
-	/* On the context's progress list (exec.c), under ctx->prog_lock. */
+	/* On the context's progress list (progress.c), under ctx->prog_lock. */
 	bool on_prog;
 
-	/* Network send ring in the segment (netpost.c), under sq_lock. net:
+	/* Network send ring in the segment (net_sq.c), under sq_lock. net:
 	 * the daemon said the RC/UC peer is on another host, so every send
 	 * WQE goes there. */
 	int nsq_fd;
@@ -346,7 +347,7 @@ static inline struct sofv_qp *to_sqp(struct ibv_qp *qp)
 	return sof_container_of((struct ibv_qp_ex *)qp, struct sofv_qp, qpx);
 }
 
-/* ---- client.c: requests to the daemon ------------------------------------ */
+/* ---- rpc.c: requests to the daemon --------------------------------------- */
 
 /* Send op with req (reqlen bytes) and fds; receive the reply into rep
  * (replen bytes) and up to *nrfds descriptors. Returns the daemon's
@@ -355,7 +356,7 @@ int sofv_rpc(struct sofv_context *ctx, uint32_t op, const void *req,
 	     size_t reqlen, const int *fds, int nfds, void *rep, size_t replen,
 	     int *rfds, int *nrfds);
 
-/* ---- mem.c: registered memory made shareable ------------------------------- */
+/* ---- mem_share.c: registered memory made shareable ------------------------- */
 
 /* Remap the pages under [addr, addr+length) onto sealed memfds so that peers
  * can map them. Fills runs/fds (fds owned by the caller after return) and the
@@ -369,7 +370,8 @@ void sofv_mem_unshare(struct sofv_seg **segs, int nsegs);
  * 0 or -errno. */
 int sofv_mem_fork_init(void);
 
-/* ---- exec.c / post.c / poll.c: the data path ------------------------------ */
+/* ---- the data path: post.c, send_router.c, same_host.c, progress.c,
+ *      qp_error.c, net_sq.c, poll.c ------------------------------------------- */
 
 int sofv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad_wr);
@@ -389,22 +391,23 @@ void sofv_qp_ex_init(struct sofv_qp *qp, uint64_t send_ops_flags);
  * must wait. Caller holds qp->sq_lock. Returns 0 or a positive errno for
  * the immediate-failure cases of ibv_post_send. */
 int sofv_exec_post(struct sofv_qp *qp, struct sofv_swqe *wqe);
-/* netpost.c: hand a validated WQE to the daemon's network transport (RC/UC
+/* net_sq.c: hand a validated WQE to the daemon's network transport (RC/UC
  * QPs with qp->net, UD sends to other hosts). Caller holds qp->sq_lock.
  * 0 or ENOMEM when the send queue is full. */
 int sofv_net_post(struct sofv_qp *qp, const struct sofv_swqe *wqe);
 /* Send WQEs handed to the daemon and not completed yet. */
 uint32_t sofv_net_outstanding(const struct sofv_qp *qp);
 
-/* Run deferred WQEs and flushes of a QP; caller holds qp->sq_lock. */
+/* progress.c: run deferred WQEs and flushes of a QP; caller holds
+ * qp->sq_lock. */
 void sofv_exec_progress(struct sofv_qp *qp);
 
-/* Move a local QP to ERROR and flush what it holds (qp.c and exec.c).
- * Caller holds qp->sq_lock. */
+/* qp_error.c: move a local QP to ERROR and flush what it holds. Caller
+ * holds qp->sq_lock. */
 void sofv_qp_set_error(struct sofv_qp *qp);
 /* Flush the posted receives of a QP in ERROR; needs no lock. */
 void sofv_qp_flush_rq(struct sofv_qp *qp);
-/* Forget cached mappings of a peer QP (qp.c on destroy). */
+/* send_router.c: forget cached mappings of a peer QP (qp.c on destroy). */
 void sofv_exec_qp_release(struct sofv_qp *qp);
 /* Initialise the executor state of a new context (open), and drop every
  * executor mapping and stop its progress thread (close). */
@@ -455,7 +458,7 @@ int sofv_query_port(struct ibv_context *ctx, uint8_t port,
 int sofv_query_device_ex(struct ibv_context *ctx,
 			 const struct ibv_query_device_ex_input *input,
 			 struct ibv_device_attr_ex *attr, size_t attr_size);
-/* The GID table of port 1 as the daemon keeps it now (it follows the
+/* gid.c: the GID table of port 1 as the daemon keeps it now (it follows the
  * interface addresses): read from shared memory, no system call, any
  * thread. Entry index into *out (out may be NULL: is it valid?): 0,
  * -EINVAL (index beyond the table), -ENODATA (empty entry) or -EIO. */
@@ -476,11 +479,13 @@ struct ibv_srq *sofv_create_srq_ex(struct ibv_context *ctx,
 				   struct ibv_srq_init_attr_ex *attr);
 
 /* Ask the daemon to raise an asynchronous event at the owner of an object
- * (SOF_NOTIFY_*). 0 or -errno. Defined in client.c. */
+ * (SOF_NOTIFY_*). 0 or -errno. Defined in rpc.c. */
 int sofv_notify(struct sofv_context *ctx, uint32_t kind, uint32_t handle);
 
 /* CQ <-> QP attachment for flushing (cq.c). */
 int sofv_cq_attach_qp(struct sofv_cq *cq, struct sofv_qp *qp);
 void sofv_cq_detach_qp(struct sofv_cq *cq, struct sofv_qp *qp);
+/* Drop every completion of QP qpn from cq, the others kept in order. */
+void sofv_cq_clean(struct sofv_cq *cq, uint32_t qpn);
 
 #endif

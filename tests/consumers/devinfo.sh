@@ -50,6 +50,7 @@ fi
 if tool devinfo/ibv_devinfo ibv_devinfo -v; then
 	out=$(sof_out devinfo/ibv_devinfo)
 	check "devinfo/ibv_devinfo -v: hca_id sof0" "$out" '^hca_id:[[:space:]]+sof0$'
+	check "devinfo/ibv_devinfo -v: vendor_id as rxe" "$out" 'vendor_id:[[:space:]]+0xffffff$'
 	check "devinfo/ibv_devinfo -v: port PORT_ACTIVE" "$out" 'state:[[:space:]]+PORT_ACTIVE'
 	check "devinfo/ibv_devinfo -v: link_layer Ethernet" "$out" 'link_layer:[[:space:]]+Ethernet'
 	check "devinfo/ibv_devinfo -v: active_mtu 4096" "$out" 'active_mtu:[[:space:]]+4096'

@@ -1,13 +1,18 @@
 #!/bin/bash
 # Consumer ladder, step 2 (issue 2): the unmodified ibverbs-utils
 # ping-pong examples, server and client as two processes on one host, both
-# through `softofed run`, data checked (--chk), GID index 0 (-g 0):
+# through `softofed run`, GID index 0 (-g 0):
 #   ibv_rc_pingpong, ibv_uc_pingpong, ibv_srq_pingpong: sizes 1, 4096, 65536
 #     and 1 MiB, 1000 iterations, polling and with -e (completion events);
 #   ibv_ud_pingpong: sizes 1, 2048 and 4096 (its limit is the port MTU, 4096),
 #     polling and with -e.
 # Each passes when both processes exit with 0, both print their "bytes in"
-# line and neither reports invalid data. A missing program is a failure.
+# line and neither reports an error (sof_pingpong_verdict): that proves the
+# unmodified programs run, not that their data arrived intact, since their
+# --chk compares one byte per page with a value that is always 0. The data
+# is checked beside them by tests/progs/data_stream (sof_stream_pair): SEND,
+# WRITE, WRITE with immediate and READ, 1 B .. 1 MiB, every byte of every
+# message, at path MTU 1024 and 4096. A missing program is a failure.
 #
 # Runs in a private network namespace with its own daemon.
 # Usage: tests/consumers/pingpong.sh
@@ -21,27 +26,19 @@ PORT=19100
 
 # pp SECS PROG ARGS...: one server/client run, its verdict as one line
 pp() {
-	local secs=$1 name
+	local secs=$1 rc
 	shift
-	name="pingpong/$*"
 	PORT=$((PORT + 1))
-	if ! sof_pair "$name" "$PORT" "$secs" "$@"; then
-		not_ok "$name" "$SOF_PAIR_WHY"
-		sof_pair_dump
-	elif ! grep -q ' bytes in ' "$SOF_CLI_OUT"; then
-		not_ok "$name" "the client printed no 'bytes in' line"
-		sof_pair_dump
-	elif ! grep -q ' bytes in ' "$SOF_SRV_OUT"; then
-		not_ok "$name" "the server printed no 'bytes in' line"
-		sof_pair_dump
-	elif grep -q -i 'invalid data\|failed\|couldn' "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
-		not_ok "$name" "error text in the output"
-		sof_pair_dump
-	else
-		ok "$name ($(grep ' bytes in ' "$SOF_CLI_OUT" | head -n 1 |
-			sed 's/.* = \([0-9.]* Mbit\/sec\).*/\1/'))"
-	fi
+	sof_pair "pingpong/$*" "$PORT" "$secs" "$@"
+	rc=$?
+	sof_pingpong_verdict "pingpong/$*" "$rc"
 }
+
+for mtu in 1024 4096; do
+	PORT=$((PORT + 1))
+	sof_stream_pair "pingpong/data_stream -m $mtu" "" "" "$PORT" 60 -g 0 -m "$mtu" \
+		-s "$(sof_stream_sizes "$mtu")"
+done
 
 for prog in ibv_rc_pingpong ibv_uc_pingpong ibv_srq_pingpong; do
 	for size in 1 4096 65536 1048576; do

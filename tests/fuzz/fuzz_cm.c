@@ -1,6 +1,6 @@
 /*
- * libFuzzer target: the connection manager's receive path (cm/ibcm.c via
- * mad/mad.c) with live connections in every interesting state.
+ * libFuzzer target: the connection manager's receive path (cm/ibcm_recv.c
+ * via mad/mad.c) with live connections in every interesting state.
  *
  * Each input starts from the same fresh state, made through the daemon's
  * own request handlers: an event channel; an RC listener on port 7471 and
@@ -22,11 +22,16 @@
  * Then the channel closes (the process died) and every id must be gone
  * once its lingering ends: no id, comm ID or SIDR request may remain.
  *
- * FUZZ_SOURCES: tests/fuzz/fuzz_cm.c cm/ids.c cm/ibcm.c cm/cm_wire.c mad/mad.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c daemon/tp_host.c daemon/steer.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
+ * Each seed is checked for exactly what it was made to cause: the count
+ * of every event its user saw, and the MADs the CM sent, sent again and
+ * dropped (so a seed whose answer goes missing fails).
+ *
+ * FUZZ_SOURCES: tests/fuzz/fuzz_cm.c cm/cma_id.c cm/cma_addr.c cm/cma_event.c cm/cma_resolve.c cm/cma_listen.c cm/cma_conn.c cm/cma_mcast.c cm/cma_upcall.c cm/cma_ops.c cm/ibcm_conn.c cm/ibcm_send.c cm/ibcm_recv.c cm/ibcm_timer.c cm/cm_wire.c mad/mad.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/wire.c transport/icrc.c daemon/ops.c daemon/registry.c daemon/conn.c daemon/device.c daemon/tp_host.c daemon/steer.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
  * FUZZ_INCLUDES: cm mad transport daemon common
  * FUZZ_SEEDS_ENV: SOF_FUZZ_CM_SEEDS
  */
-#include "cm.h"
+#include "cma.h"
+#include "ibcm_int.h"
 #include "sofd.h"
 
 #include "sof_gid.h"
@@ -145,7 +150,7 @@ static uint32_t connect_to(uint32_t ps, uint32_t qpt, uint16_t port)
 	return a.id;
 }
 
-static struct cm_id *get(uint32_t h) { return h ? sof_hmap_get(&cm.ids, h) : NULL; }
+static struct cm_id *get(uint32_t h) { return h ? sof_hmap_get(&cma.ids, h) : NULL; }
 
 /* The newest passive id waiting for its user, if any. */
 static struct cm_id *newest_passive(void)
@@ -154,7 +159,7 @@ static struct cm_id *newest_passive(void)
 	uint32_t pos = 0;
 	uint64_t key;
 
-	while ((id = sof_hmap_next(&cm.ids, &pos, &key)))
+	while ((id = sof_hmap_next(&cma.ids, &pos, &key)))
 		if ((id->state == CM_REQ_RCVD || id->state == CM_MRA_REQ_SENT ||
 		     id->state == CM_SIDR_REQ_RCVD || id->state == CM_REP_SENT) &&
 		    (!best || id->handle > best->handle))
@@ -236,7 +241,7 @@ static void setup(void)
 	cmw_rep_put(mad + SOF_MAD_HDR_LEN, &rep);
 	mad_from(peer4, mad);
 	if (b->state != CM_REP_RCVD || id_op(SOF_OP_CM_ESTABLISH, id_b, 0))
-		FAIL("B not established (%s)", cm_state_names[b->state]);
+		FAIL("B not established (%s)", cm_state_name(b->state));
 }
 
 static void teardown(void)
@@ -244,18 +249,14 @@ static void teardown(void)
 	drain_events(NULL);
 	sofd_cm_conn_closed(chan_conn);
 	/* lingering ids end with their timers */
-	for (int round = 0; round < 64 && !sofd_list_empty(&cm.timers); round++) {
-		struct cm_id *id = sof_container_of(cm.timers.next, struct cm_id, timer_link);
-
-		cm_timer_set(id, 0);
-		cm_timeout(id);
-	}
-	while (!sofd_list_empty(&cm.lingering))
-		cm_free(sof_container_of(cm.lingering.next, struct cm_id, link));
-	if (sofd.n.cm_ids || cm.comm.count || cm.sidr.count || sofd.n.cm_timewait ||
-	    sofd.n.cm_channels)
+	for (int round = 0; round < 64 && !sofd_list_empty(&ibcm.timers); round++)
+		ibcm_timers_fire(UINT64_MAX);
+	while (!sofd_list_empty(&cma.lingering))
+		cma_free(sof_container_of(cma.lingering.next, struct cm_id, link));
+	if (sofd.n.cm_ids || ibcm.comm.count || ibcm.sidr.count || sofd.n.cm_timewait ||
+	    sofd.n.cm_channels || !sofd_list_empty(&ibcm.sidr_rcvd))
 		FAIL("left behind: ids %u comm %u sidr %u timewait %u channels %u", sofd.n.cm_ids,
-		     cm.comm.count, cm.sidr.count, sofd.n.cm_timewait, sofd.n.cm_channels);
+		     ibcm.comm.count, ibcm.sidr.count, sofd.n.cm_timewait, sofd.n.cm_channels);
 	while (sofd_mad_loopback_run()) {
 	}
 	close(user_fd);
@@ -291,26 +292,7 @@ static void cmd_mad(const uint8_t **p, size_t *n)
 	mad_from(sel & 0x20 && id ? id->dgid : (sel & 0x40 ? peer4 : stranger4), mad);
 }
 
-static void cmd_timers(void)
-{
-	struct sofd_link due, *l;
-
-	sofd_list_init(&due);
-	for (l = cm.timers.next; l != &cm.timers;) {
-		struct cm_id *id = sof_container_of(l, struct cm_id, timer_link);
-
-		l = l->next;
-		sofd_list_del(&id->timer_link);
-		sofd_list_add(&due, &id->timer_link);
-	}
-	while (!sofd_list_empty(&due)) {
-		struct cm_id *id = sof_container_of(due.next, struct cm_id, timer_link);
-
-		sofd_list_del(&id->timer_link);
-		id->timer_ns = 0;
-		cm_timeout(id);
-	}
-}
+static void cmd_timers(void) { ibcm_timers_fire(UINT64_MAX); }
 
 static void cmd_user(uint8_t o)
 {
@@ -361,10 +343,22 @@ static void cmd_user(uint8_t o)
 	}
 }
 
-static void run(const uint8_t *data, size_t size, uint32_t *seen)
+/* What one input did, from the end of setup to before teardown. */
+struct tally {
+	uint32_t seen[32]; /* events by type */
+	uint64_t mad_tx, retransmits, mad_drops;
+};
+
+static void run(const uint8_t *data, size_t size, struct tally *t)
 {
+	uint32_t *seen = t ? t->seen : NULL;
+	uint64_t tx, retx, drops;
+
 	setup();
 	drain_events(NULL);
+	tx = sofd.counters[SOF_CNT_mad_tx];
+	retx = sofd.counters[SOF_CNT_retransmits];
+	drops = sofd.drops[SOF_DROP_mad];
 	while (size) {
 		uint8_t c = *data++;
 
@@ -387,6 +381,11 @@ static void run(const uint8_t *data, size_t size, uint32_t *seen)
 			break;
 		}
 		drain_events(seen);
+	}
+	if (t) {
+		t->mad_tx = sofd.counters[SOF_CNT_mad_tx] - tx;
+		t->retransmits = sofd.counters[SOF_CNT_retransmits] - retx;
+		t->mad_drops = sofd.drops[SOF_DROP_mad] - drops;
 	}
 	teardown();
 }
@@ -421,15 +420,36 @@ static void seed_mad(struct seed *s, uint8_t sel, const uint8_t *mad)
 	add(s, mad, SOF_MAD_LEN);
 }
 
-static void seed_check(const char *dir, const char *name, struct seed *s, uint32_t event)
+/* What a seed must do, exactly: each event it names as often as it says
+ * (and no other), and the MADs sent (retransmissions included), sent
+ * again and dropped. */
+struct expect {
+	struct {
+		uint32_t event, n;
+	} ev[4];
+	uint64_t mad_tx, retransmits, mad_drops;
+};
+
+static void seed_check(const char *dir, const char *name, struct seed *s, const struct expect *e)
 {
-	uint32_t seen[32] = {0};
+	struct tally t;
+	uint32_t want[32] = {0};
 	char path[512];
 	FILE *f;
 
-	run(s->b, s->n, seen);
-	if (event && !seen[event])
-		FAIL("seed %s: no event %u", name, event);
+	memset(&t, 0, sizeof(t));
+	run(s->b, s->n, &t);
+	for (size_t i = 0; i < sizeof(e->ev) / sizeof(e->ev[0]); i++)
+		want[e->ev[i].event] += e->ev[i].n;
+	for (uint32_t ev = 1; ev < 32; ev++)
+		if (t.seen[ev] != want[ev])
+			FAIL("seed %s: event %u seen %u times, expected %u", name, ev, t.seen[ev],
+			     want[ev]);
+	if (t.mad_tx != e->mad_tx || t.retransmits != e->retransmits || t.mad_drops != e->mad_drops)
+		FAIL("seed %s: MADs sent %llu, again %llu, dropped %llu; expected %llu, %llu, %llu",
+		     name, (unsigned long long)t.mad_tx, (unsigned long long)t.retransmits,
+		     (unsigned long long)t.mad_drops, (unsigned long long)e->mad_tx,
+		     (unsigned long long)e->retransmits, (unsigned long long)e->mad_drops);
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "wb");
 	if (!f || fwrite(s->b, 1, s->n, f) != s->n || fclose(f))
@@ -474,7 +494,9 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_REQ);
 	cmw_req_put(mad + SOF_MAD_HDR_LEN, &req);
 	seed_mad(&s, 0x40, mad);
-	seed_check(dir, "req_listener", &s, RDMA_CM_EVENT_CONNECT_REQUEST);
+	/* the REQ reaches its user; nothing is answered yet */
+	seed_check(dir, "req_listener", &s,
+		   &(struct expect){.ev = {{RDMA_CM_EVENT_CONNECT_REQUEST, 1}}});
 	seed_mad(&s, 0x40, mad); /* repeated: an MRA */
 	c = 2;
 	add(&s, &c, 1);
@@ -485,7 +507,11 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_RTU);
 	cmw_rtu_put(mad + SOF_MAD_HDR_LEN, &rtu);
 	seed_mad(&s, 0x04 | 3 | 0x40, mad);
-	seed_check(dir, "req_accept_rtu", &s, RDMA_CM_EVENT_ESTABLISHED);
+	/* the repeated REQ gets an MRA, the accept a REP; the RTU establishes */
+	seed_check(dir, "req_accept_rtu", &s,
+		   &(struct expect){
+		       .ev = {{RDMA_CM_EVENT_CONNECT_REQUEST, 1}, {RDMA_CM_EVENT_ESTABLISHED, 1}},
+		       .mad_tx = 2});
 
 	/* a REQ for a port nobody listens on: answered with a REJ only */
 	memset(&s, 0, sizeof(s));
@@ -493,7 +519,7 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_REQ);
 	cmw_req_put(mad + SOF_MAD_HDR_LEN, &req);
 	seed_mad(&s, 0x40, mad);
-	seed_check(dir, "req_no_listener", &s, 0);
+	seed_check(dir, "req_no_listener", &s, &(struct expect){.mad_tx = 1});
 
 	/* A's REQ rejected */
 	memset(&s, 0, sizeof(s));
@@ -502,7 +528,7 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_REJ);
 	cmw_rej_put(mad + SOF_MAD_HDR_LEN, &rej);
 	seed_mad(&s, 0x04 | 0 | 0x20, mad);
-	seed_check(dir, "rej_active", &s, RDMA_CM_EVENT_REJECTED);
+	seed_check(dir, "rej_active", &s, &(struct expect){.ev = {{RDMA_CM_EVENT_REJECTED, 1}}});
 
 	/* A's REQ answered */
 	memset(&s, 0, sizeof(s));
@@ -512,7 +538,8 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_REP);
 	cmw_rep_put(mad + SOF_MAD_HDR_LEN, &rep);
 	seed_mad(&s, 0x04 | 0 | 0x20, mad);
-	seed_check(dir, "rep_active", &s, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	seed_check(dir, "rep_active", &s,
+		   &(struct expect){.ev = {{RDMA_CM_EVENT_CONNECT_RESPONSE, 1}}});
 
 	/* B disconnected by its peer */
 	memset(&s, 0, sizeof(s));
@@ -520,7 +547,9 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_DREQ);
 	cmw_dreq_put(mad + SOF_MAD_HDR_LEN, &dreq);
 	seed_mad(&s, 0x04 | 0x08 | 1 | 0x20, mad);
-	seed_check(dir, "dreq_established", &s, RDMA_CM_EVENT_DISCONNECTED);
+	/* answered with a DREP */
+	seed_check(dir, "dreq_established", &s,
+		   &(struct expect){.ev = {{RDMA_CM_EVENT_DISCONNECTED, 1}}, .mad_tx = 1});
 
 	/* B disconnects, the DREQ times out */
 	memset(&s, 0, sizeof(s));
@@ -531,7 +560,14 @@ static void write_seeds(const char *dir)
 		c = 1;
 		add(&s, &c, 1);
 	}
-	seed_check(dir, "dreq_timeout", &s, RDMA_CM_EVENT_DISCONNECTED);
+	/* B's DREQ, A's REQ and U's SIDR_REQ are each sent CM_MAX_RETRIES
+	 * times more; then B is disconnected, A's attempt ends with a REJ
+	 * "timeout", and A and U are unreachable */
+	seed_check(dir, "dreq_timeout", &s,
+		   &(struct expect){
+		       .ev = {{RDMA_CM_EVENT_DISCONNECTED, 1}, {RDMA_CM_EVENT_UNREACHABLE, 2}},
+		       .mad_tx = 1 + 3 * CM_MAX_RETRIES + 1,
+		       .retransmits = 3 * CM_MAX_RETRIES});
 
 	/* U's SIDR answered, and a SIDR_REQ for the UD listener */
 	memset(&s, 0, sizeof(s));
@@ -541,7 +577,7 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_SIDR_REP);
 	cmw_sidr_rep_put(mad + SOF_MAD_HDR_LEN, &srep);
 	seed_mad(&s, 0x10 | 2 | 0x20, mad);
-	seed_check(dir, "sidr_rep", &s, RDMA_CM_EVENT_ESTABLISHED);
+	seed_check(dir, "sidr_rep", &s, &(struct expect){.ev = {{RDMA_CM_EVENT_ESTABLISHED, 1}}});
 	memset(&s, 0, sizeof(s));
 	memset(&sreq, 0, sizeof(sreq));
 	sreq.request_id = 77;
@@ -550,7 +586,8 @@ static void write_seeds(const char *dir)
 	cm_hdr(mad, CMW_SIDR_REQ);
 	cmw_sidr_req_put(mad + SOF_MAD_HDR_LEN, &sreq);
 	seed_mad(&s, 0x40, mad);
-	seed_check(dir, "sidr_req_listener", &s, RDMA_CM_EVENT_CONNECT_REQUEST);
+	seed_check(dir, "sidr_req_listener", &s,
+		   &(struct expect){.ev = {{RDMA_CM_EVENT_CONNECT_REQUEST, 1}}});
 
 	/* A's REQ times out: UNREACHABLE */
 	memset(&s, 0, sizeof(s));
@@ -558,7 +595,12 @@ static void write_seeds(const char *dir)
 		c = 1;
 		add(&s, &c, 1);
 	}
-	seed_check(dir, "req_timeout", &s, RDMA_CM_EVENT_UNREACHABLE);
+	/* A's REQ and U's SIDR_REQ sent CM_MAX_RETRIES times more, then A's
+	 * REJ "timeout"; both unreachable */
+	seed_check(dir, "req_timeout", &s,
+		   &(struct expect){.ev = {{RDMA_CM_EVENT_UNREACHABLE, 2}},
+				    .mad_tx = 2 * CM_MAX_RETRIES + 1,
+				    .retransmits = 2 * CM_MAX_RETRIES});
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

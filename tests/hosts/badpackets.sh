@@ -60,12 +60,14 @@ field() {
 	echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
 }
 
-# delta BEFORE AFTER NAME: how much counter NAME grew
+# delta BEFORE AFTER NAME: how much counter NAME grew; status 1 when either
+# reading lacks it (a counter that is not there never "went up")
 delta() {
 	local b a
 	b=$(awk -v k="$3" '$1 == k { print $2 }' "$1")
 	a=$(awk -v k="$3" '$1 == k { print $2 }' "$2")
-	echo $((${a:-0} - ${b:-0}))
+	[[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ ]] || return 1
+	echo $((a - b))
 }
 
 # case NAME COUNTERS INJECT-ARGS...: send one packet from b, then check that
@@ -89,7 +91,10 @@ case_() {
 	fi
 	sof_counters a >"$after"
 	for c in ${want//|/ }; do
-		d=$(delta "$before" "$after" "$c")
+		if ! d=$(delta "$before" "$after" "$c"); then
+			not_ok "$name" "no counter $c in host a's softofed status"
+			return
+		fi
 		if [ "$d" -gt 0 ]; then
 			got="$c +$d"
 			break

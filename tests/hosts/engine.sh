@@ -4,8 +4,11 @@
 # process, and the daemon steers their packets to its sockets. Two hosts
 # over veth, ibv_rc_pingpong (data checked) from b to a:
 #   - by default each daemon steers its side's QP to the process (its log
-#     names the QP and the slot); the daemons' `softofed status` counts the
-#     programs' packets (the slot's counter page);
+#     names the QP and the slot) and the program's engine sends its packets
+#     (with SOFTOFED_TRACE=1 it traces them, the daemon does not); the
+#     daemons' `softofed status` counts the programs' packets (the slot's
+#     counter page); "through its daemon" is likewise read from the
+#     daemon's trace of the QP's packets, never from a missing line;
 #   - SOFTOFED_ENGINE=daemon: no steering, and the same data;
 #   - one side in its process, the other through its daemon, both ways;
 #   - a process of another user (nobody) gets no slot: its traffic goes
@@ -30,21 +33,50 @@ qpn() {
 	sed -n 's/.*local address: .* QPN \(0x[0-9a-f]*\).*/\1/p' "$1" | head -n 1
 }
 
-# steered H QPN: host H's daemon steered QPN's packets to its process
-# (transport/steer.c logs it)
-steered() {
-	grep -q "QP $2 steered to slot" "$(_sof_host_log "$1")"
+# Where a QP's transport ran is read from what was seen, never from what
+# was not: the daemons and the programs run with SOFTOFED_TRACE=1, so the
+# engine that sends a QP's packets traces them ("qp QPN sent: ...", QPN in
+# six hex digits) into its daemon's log or into the program's stderr.
+export SOFTOFED_TRACE=1
+
+# runs H QPN OUT: "in its process" when host H's daemon steered QPN to a
+# slot (transport/steer.c logs "QP QPN steered to slot") and the program
+# (output OUT) traced its packets, and the daemon did not; "through its
+# daemon" when the daemon traced them and neither of the others holds;
+# else what was seen
+runs() {
+	local q=$2 hex log st=no pt=no dt=no
+	hex=${q#0x}
+	log=$(_sof_host_log "$1")
+	grep -q "QP $q steered to slot" "$log" && st=yes
+	grep -q -E "(^|[^A-Za-z_])qp ${hex}[ :]" "$3" && pt=yes
+	grep -q -E "(^|[^A-Za-z_])qp ${hex}[ :]" "$log" && dt=yes
+	case $st$pt$dt in
+	yesyesno) echo "in its process" ;;
+	nonoyes) echo "through its daemon" ;;
+	*) echo "unclear (steered $st, traced by the program $pt, by the daemon $dt)" ;;
+	esac
 }
 
-# where H QPN: "process" or "daemon", for the messages
-where() {
-	if steered "$1" "$2"; then echo "in its process"; else echo "through its daemon"; fi
+# judge NAME WANT-SRV WANT-CLI: the last run's server QP ran as WANT-SRV in
+# host a, the client's as WANT-CLI in host b ("in its process" or "through
+# its daemon")
+judge() {
+	local ws wc
+	ws=$(runs a "$SRVQ" "$SRVO")
+	wc=$(runs b "$CLIQ" "$CLIO")
+	if [ "$ws" = "$2" ] && [ "$wc" = "$3" ]; then
+		ok "hosts/engine: $1: server QP $SRVQ $ws, client QP $CLIQ $wc"
+	else
+		not_ok "hosts/engine: $1" "server QP $SRVQ $ws (want $2), client QP $CLIQ $wc (want $3)"
+	fi
 }
 
 # run NAME SRV-PREFIX CLI-PREFIX PROG ARGS...: one pair a<-b, each side's
 # command after its prefix (words, may be empty: `env VAR=...`, `setpriv
-# ...`); @GID@ is each host's IPv4 GID index. Sets SRVQ/CLIQ (the QPNs);
-# returns 0 when both ran and checked their data.
+# ...`); @GID@ is each host's IPv4 GID index. Sets SRVQ/CLIQ (the QPNs)
+# and SRVO/CLIO (their outputs); returns 0 when both ran and checked their
+# data.
 run() {
 	local name="hosts/engine: $1" sp=$2 cp=$3 prog=$4 srv cli sa=() ca=() a
 	shift 4
@@ -78,6 +110,8 @@ run() {
 	fi
 	SRVQ=$(qpn "$srv")
 	CLIQ=$(qpn "$cli")
+	SRVO=$srv
+	CLIO=$cli
 	if [ -z "$SRVQ" ] || [ -z "$CLIQ" ]; then
 		not_ok "$name" "no QPN in the output"
 		return 1
@@ -94,16 +128,14 @@ counter() {
 if ! sof_hosts_up 2; then
 	sof_exit
 fi
+P="in its process"
+D="through its daemon"
 
 # ---- the default: both sides in their process
 rxa=$(counter a counters.rx_packets)
 txa=$(counter a counters.tx_packets)
 if run "default" "" "" ibv_rc_pingpong -g @GID@ --chk -s 64 -n 200; then
-	if steered a "$SRVQ" && steered b "$CLIQ"; then
-		ok "hosts/engine: default: QPs $SRVQ and $CLIQ steered to their processes"
-	else
-		not_ok "hosts/engine: default" "server QP $SRVQ $(where a "$SRVQ"), client QP $CLIQ $(where b "$CLIQ")"
-	fi
+	judge default "$P" "$P"
 	drx=$(($(counter a counters.rx_packets) - rxa))
 	dtx=$(($(counter a counters.tx_packets) - txa))
 	# 200 SENDs each way, and an ACK for most of them
@@ -117,29 +149,17 @@ fi
 # ---- opted out: the daemons' engine
 ED="env SOFTOFED_ENGINE=daemon"
 if run "SOFTOFED_ENGINE=daemon" "$ED" "$ED" ibv_rc_pingpong -g @GID@ --chk -s 4096 -n 100; then
-	if ! steered a "$SRVQ" && ! steered b "$CLIQ"; then
-		ok "hosts/engine: SOFTOFED_ENGINE=daemon: QPs $SRVQ and $CLIQ through their daemons"
-	else
-		not_ok "hosts/engine: SOFTOFED_ENGINE=daemon" "server QP $SRVQ $(where a "$SRVQ"), client QP $CLIQ $(where b "$CLIQ")"
-	fi
+	judge SOFTOFED_ENGINE=daemon "$D" "$D"
 fi
 
 # ---- one side each way: the wire is the same
 if run "server in its process, client through its daemon" "" "$ED" \
 	ibv_rc_pingpong -g @GID@ --chk -s 65536 -n 50; then
-	if steered a "$SRVQ" && ! steered b "$CLIQ"; then
-		ok "hosts/engine: mixed: server QP $SRVQ in its process, client QP $CLIQ through its daemon"
-	else
-		not_ok "hosts/engine: mixed" "server QP $SRVQ $(where a "$SRVQ"), client QP $CLIQ $(where b "$CLIQ")"
-	fi
+	judge mixed "$P" "$D"
 fi
 if run "server through its daemon, client in its process" "$ED" "" \
 	ibv_rc_pingpong -g @GID@ --chk -s 65536 -n 50; then
-	if ! steered a "$SRVQ" && steered b "$CLIQ"; then
-		ok "hosts/engine: mixed: server QP $SRVQ through its daemon, client QP $CLIQ in its process"
-	else
-		not_ok "hosts/engine: mixed" "server QP $SRVQ $(where a "$SRVQ"), client QP $CLIQ $(where b "$CLIQ")"
-	fi
+	judge mixed "$D" "$P"
 fi
 
 # ---- another user: no slot
@@ -148,11 +168,7 @@ NB="setpriv --reuid=nobody --regid=nogroup --clear-groups"
 # shellcheck disable=SC2086 # NB is words
 if sof_host_run a $NB "$SOFTOFED" run -- ibv_devices >"$nob" 2>&1; then
 	if run "a process of user nobody" "$NB" "$NB" ibv_rc_pingpong -g @GID@ --chk -s 4096 -n 100; then
-		if ! steered a "$SRVQ" && ! steered b "$CLIQ"; then
-			ok "hosts/engine: user nobody: no slot, QPs $SRVQ and $CLIQ through the daemons"
-		else
-			not_ok "hosts/engine: user nobody" "server QP $SRVQ $(where a "$SRVQ"), client QP $CLIQ $(where b "$CLIQ")"
-		fi
+		judge "user nobody (no slot)" "$D" "$D"
 	fi
 else
 	not_ok "hosts/engine: user nobody" "cannot run as nobody: $(tail -n 1 "$nob")"
@@ -163,9 +179,9 @@ fi
 PORT=$((PORT + 1))
 # (a streaming writer: a ping-pong client whose last send was ACKed waits
 # for a receive that never comes, as on any RC hardware)
-sof_host_bg kill.srv a 60 "$SOFTOFED" run -- ib_write_bw -p "$PORT" -x "$(sof_host_gid a)" -s 65536 -D 40
+sof_host_bg kill.srv a 60 env -u SOFTOFED_TRACE "$SOFTOFED" run -- stdbuf -oL -eL ib_write_bw -p "$PORT" -x "$(sof_host_gid a)" -s 65536 -D 40
 if sof_host_wait_listen a "$PORT" 20 kill.srv; then
-	sof_host_bg kill.cli b 60 "$SOFTOFED" run -- ib_write_bw -p "$PORT" -x "$(sof_host_gid b)" -s 65536 -D 40 "$(sof_host_ip a)"
+	sof_host_bg kill.cli b 60 env -u SOFTOFED_TRACE "$SOFTOFED" run -- ib_write_bw -p "$PORT" -x "$(sof_host_gid b)" -s 65536 -D 40 "$(sof_host_ip a)"
 	sleep 1
 	qa=$(counter a drops.qpn)
 	sof_kill kill.srv
@@ -182,17 +198,26 @@ if sof_host_wait_listen a "$PORT" 20 kill.srv; then
 		sed 's/^/#   a: /' "$(_sof_host_log a)" | tail -n 8
 		sed 's/^/#   b: /' "$(_sof_host_log b)" | tail -n 8
 	fi
-	if [ "$(counter a drops.qpn)" -gt "${qa:-0}" ]; then
-		ok "hosts/engine: killed server: host a's daemon read the slot's socket (qpn drops ${qa:-0} -> $(counter a drops.qpn))"
+	# the server's QP had its transport in the process (steered to its
+	# slot), so what arrives for it after the kill is read by the daemon
+	# from that slot's socket and dropped: qpn drops grow
+	kq=$(sed -n 's/.*local address: .* QPN \(0x[0-9a-fA-F]*\).*/\1/p' "$(sof_out kill.srv)" | head -n 1)
+	[ -n "$kq" ] && kq=$(printf '0x%06x' "$((kq))")
+	dq=$(sof_counter_since a drops.qpn "$qa") || dq="unknown (no drops line)"
+	if [ -z "$kq" ] || ! grep -q "QP $kq steered to slot" "$(_sof_host_log a)"; then
+		not_ok "hosts/engine: killed server" "the server's QP '${kq}' was not steered to its process (no steering line in host a's log)"
+	elif [[ $dq =~ ^[0-9]+$ ]] && [ "$dq" -gt 0 ]; then
+		ok "hosts/engine: killed server: its QP $kq was in its process; host a's daemon read the slot's socket (qpn drops +$dq)"
 	else
-		not_ok "hosts/engine: killed server" "no qpn drop counted on host a after the server died"
+		not_ok "hosts/engine: killed server" "qpn drops on host a after the server died: +$dq (want > 0)"
 	fi
 	if run "after the killed server" "" "" ibv_rc_pingpong -g @GID@ --chk -s 4096 -n 100; then
 		slots=$(sed -n 's/.*: steering slot \([0-9]*\)$/\1/p' "$(_sof_host_log a)" | sort -u | tr '\n' ' ')
-		if steered a "$SRVQ" && [ "$slots" = "1 " ]; then
+		where=$(runs a "$SRVQ" "$SRVO")
+		if [ "$where" = "$P" ] && [ "$slots" = "1 " ]; then
 			ok "hosts/engine: after the killed server: its slot is taken again (host a's slots: $slots)"
 		else
-			not_ok "hosts/engine: after the killed server" "server QP $SRVQ $(where a "$SRVQ"), host a's slots: $slots"
+			not_ok "hosts/engine: after the killed server" "server QP $SRVQ $where, host a's slots: '$slots' (want '1 ')"
 		fi
 	fi
 else
@@ -202,11 +227,7 @@ fi
 # ---- UC and SRQ in the program
 for prog in ibv_uc_pingpong ibv_srq_pingpong; do
 	if run "$prog" "" "" "$prog" -g @GID@ --chk -s 4096 -n 100; then
-		if steered a "$SRVQ" && steered b "$CLIQ"; then
-			ok "hosts/engine: $prog: QPs $SRVQ and $CLIQ in their processes"
-		else
-			not_ok "hosts/engine: $prog" "server QP $SRVQ $(where a "$SRVQ"), client QP $CLIQ $(where b "$CLIQ")"
-		fi
+		judge "$prog" "$P" "$P"
 	fi
 done
 

@@ -5,12 +5,33 @@
 # has sch_netem, else tests/progs/netwire (our machines' kernels lack
 # sch_netem); each line says which.
 #
+# Segmentation and GRO are off on every veth (sof_hosts_per_packet), so the
+# daemons' UDP GSO sends are cut into packets before the cable, and the
+# cable impairs packets, not joined datagrams of up to 64 of them (checked:
+# netwire counts no GSO frame during each byte-exact run).
+#
 # Impairments of what host b sends (and, "both", of what a sends too):
 #   loss 1%, loss 10%, delay 5ms reorder 25% (reordering), duplicate 10%,
 #   delay 10ms, and both ways loss 5% duplicate 10% delay 2ms reorder 20%.
 # Under each:
-#   - ibv_rc_pingpong --chk, server in a, client in b, path MTU 1024, sizes
-#     1, 65536 and 1 MiB: both finish with correct data (exit 0);
+#   - tests/progs/data_stream, server in a, client in b, at path MTU 1024
+#     and 4096: SEND, WRITE, WRITE with immediate and READ messages of 1 B,
+#     MTU - 1, MTU, MTU + 1, 64 KiB and 1 MiB (267 per opcode, 3.7 MiB,
+#     some 3,800 packets at MTU 1024), every byte of every message checked
+#     on arrival (sof_stream_pair); then, from the cable's and the daemons'
+#     counters over that run (sof_snap, sof_delta_check), that the
+#     impairment happened and was recovered from: frames dropped, the
+#     responder's sequence errors and NAKs, the requester's NAKs received
+#     and retransmissions (loss); frames reordered and sequence errors
+#     (reordering); frames duplicated and repeated requests answered
+#     (dup_req; duplication); frames delayed (delay); all of them (both);
+#     and no GSO frame on the cable, no packet with a bad ICRC (the
+#     kernel's segmentation keeps the IP IDs the ICRCs were made for);
+#     frames the cable's sockets had no room for are shown (lost). A
+#     counter line that is missing fails;
+#   - ibv_rc_pingpong --chk, path MTU 1024, sizes 1, 65536 and 1 MiB: the
+#     unmodified program runs (exit 0, its "bytes in" lines); its --chk
+#     compares no data, so its ok says so (sof_pingpong_verdict);
 #   - rping -v -V -C 30 (librdmacm; under 10 % loss and under everything
 #     both ways): the IB CM's MADs are lost, duplicated and reordered too, so
 #     REQ/REP/DREQ are retransmitted and repeats answered; the pings' data is
@@ -18,6 +39,11 @@
 #   - tests/progs/atomic_count (not under plain delay): 2000 fetch-and-adds,
 #     8 outstanding: every original value returned once, the counter exactly
 #     base + 2000 (no fetch-and-add applied twice, none lost).
+# Before the impairments, without one: a byte-exact run at each MTU (and
+# no frame dropped or duplicated by the cable), and one short run per
+# opcode with one byte corrupted at the sender (data_stream -x): each must
+# fail with the message, the offset, expected and got, so the check is
+# shown to catch a wrong byte.
 # Link cut: tests/progs/rc_timeout connects, then loss 100% both ways, then
 # one SEND: it completes with IBV_WC_RETRY_EXC_ERR within 0.5x..3x of
 # (retry_cnt + 1) x 4.096 us x 2^timeout (timeout 14 / retry 3: 268 ms;
@@ -42,39 +68,65 @@ set -u
 sof_init
 
 PORT=19900
-GATE=""
-
-gated() {
-	if [ -n "$GATE" ] && [ -z "${SOF_HOSTS_KEEP_GOING:-}" ]; then
-		not_ok "$1" "not run: $GATE"
-		return 0
-	fi
-	return 1
-}
 
 # pp LABEL ARGS...: ibv_rc_pingpong a <- b
 pp() {
-	local label=$1 name
+	local label=$1 name rc
 	shift
 	name="hosts/netem $label: ibv_rc_pingpong $*"
-	gated "$name" && return
+	sof_gated "$name" && return
 	PORT=$((PORT + 1))
-	if ! sof_host_pair "$name" a b "$PORT" 90 ibv_rc_pingpong -g @GID@ --chk "$@"; then
-		not_ok "$name" "$SOF_PAIR_WHY"
-		sof_pair_dump
-	elif ! grep -q ' bytes in ' "$SOF_CLI_OUT" || ! grep -q ' bytes in ' "$SOF_SRV_OUT" ||
-		grep -q -i 'invalid data\|failed\|couldn' "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
-		not_ok "$name" "no 'bytes in' line or error text"
-		sof_pair_dump
+	sof_host_pair "$name" a b "$PORT" 90 ibv_rc_pingpong -g @GID@ --chk "$@"
+	rc=$?
+	sof_pingpong_verdict "$name" "$rc"
+}
+
+# stream LABEL MTU EXPECT...: data_stream a <- b at path MTU MTU, every
+# byte checked, then the counters over the run judged by EXPECT
+# (sof_delta_check expressions)
+stream() {
+	local label=$1 mtu=$2 name
+	shift 2
+	name="hosts/netem $label: data_stream -m $mtu"
+	sof_gated "$name" && return
+	PORT=$((PORT + 1))
+	if ! sof_snap "$SOF_TMP/snap0"; then
+		not_ok "$name: counters" "cannot read the counters before the run"
+		return
+	fi
+	sof_stream_pair "$name" a b "$PORT" 90 -g @GID@ -m "$mtu" -s "$(sof_stream_sizes "$mtu")"
+	if ! sof_snap "$SOF_TMP/snap1"; then
+		not_ok "$name: counters" "cannot read the counters after the run"
+		return
+	fi
+	sof_snap_delta "$SOF_TMP/snap0" "$SOF_TMP/snap1" >"$SOF_TMP/delta"
+	sof_delta_check "$name: counters of the cable and the daemons" "$SOF_TMP/delta" \
+		wire.wa.gso=0 wire.wb.gso=0 a.drops.icrc=0 b.drops.icrc=0 "$@" \
+		"wire.wa.lost>=0" "wire.wb.lost>=0"
+}
+
+# corrupt OP: data_stream -o OP -x 3 must fail on the corrupted byte
+corrupt() {
+	local name="hosts/netem no impairment: data_stream -o $1 -x 3 (one byte corrupted at the sender)"
+	local line
+	sof_gated "$name" && return
+	PORT=$((PORT + 1))
+	sof_host_pair "$name" a b "$PORT" 30 "$SOF_PROGS/data_stream" -g @GID@ -m 1024 -o "$1" \
+		-s 4097x8 -x 3 -T 20
+	line=$(grep -h "^fail: $1 message 3 (4097 bytes" "$SOF_SRV_OUT" "$SOF_CLI_OUT" | head -n 1)
+	if { [ "$SOF_SRV_RC" = 3 ] || [ "$SOF_CLI_RC" = 3 ]; } && [ -n "$line" ] &&
+		[[ $line == *"byte 2048: expected 0x"*" got 0x"* ]]; then
+		ok "$name: caught ($line)"
 	else
-		ok "$name ($(grep ' bytes in ' "$SOF_CLI_OUT" | head -n 1 | sed 's/.* in //'))"
+		not_ok "$name" "not caught as a wrong byte of message 3 (exit server ${SOF_SRV_RC:-?}, client ${SOF_CLI_RC:-?})"
+		sof_pair_dump
 	fi
 }
 
 # atomics LABEL: atomic_count a <- b
 atomics() {
 	local name="hosts/netem $1: atomic_count -n 2000 -q 8"
-	gated "$name" && return
+	sof_gated "$name" && return
 	PORT=$((PORT + 1))
 	if sof_host_pair "$name" a b "$PORT" 120 "$SOF_PROGS/atomic_count" -g @GID@ -n 2000 -q 8 -T 110 &&
 		grep -q '^client count=2000 depth=[0-9]* distinct=2000 ' "$SOF_CLI_OUT" &&
@@ -89,7 +141,7 @@ atomics() {
 # cm LABEL: rping a <- b through the connection manager
 cm() {
 	local name="hosts/netem $1: rping -C 30" check=$SOF_ROOT/tests/consumers/rping_check.py
-	gated "$name" && return
+	sof_gated "$name" && return
 	PORT=$((PORT + 1))
 	if ! SOF_LINEBUF=1 sof_cm_pair "$name" 120 a b \
 		rping -s -v -a 10.77.0.1 -p "$PORT" -S 64 -C 30 -- \
@@ -123,7 +175,7 @@ impair() {
 cut() {
 	local t=$1 r=$2 name go line el ex
 	name="hosts/netem link cut: rc_timeout -t $t -r $r"
-	gated "$name" && return
+	sof_gated "$name" && return
 	sof_netem_clear a
 	sof_netem_clear b
 	PORT=$((PORT + 1))
@@ -184,24 +236,47 @@ cut() {
 	done
 }
 
+# what each impairment must show in the counters of a byte-exact run
+LOSS="wire.wb.dropped>0 a.counters.seq_err>0 a.counters.nak_sent>0 b.counters.nak_rcvd>0 b.counters.retransmits>0"
+REORDER="wire.wb.reordered>0 a.counters.seq_err>0"
+DUP="wire.wb.duplicated>0 a.counters.dup_req>0"
+BOTH="$LOSS wire.wb.reordered>0 $DUP wire.wa.dropped>0 wire.wa.duplicated>0 wire.wa.reordered>0 b.drops.psn>0"
+
 if sof_hosts_up 2 wire; then
+	if sof_hosts_per_packet; then
+		ok "hosts/netem: segmentation and GRO off on every veth (the cable impairs packets)"
+	else
+		not_ok "hosts/netem: per packet" "cannot turn segmentation off"
+		sof_gate "segmentation could not be turned off"
+	fi
 	pp "no impairment" -m 1024 -s 4096 -n 10
-	[ "$SOF_FAILED" -eq 0 ] || GATE="the first run between hosts (no impairment) failed"
-	while IFS='|' read -r label who args; do
+	[ "$SOF_FAILED" -eq 0 ] || sof_gate "the first run between hosts (no impairment) failed"
+	for mtu in 1024 4096; do
+		stream "no impairment" "$mtu" wire.wa.dropped=0 wire.wb.dropped=0 \
+			wire.wa.duplicated=0 wire.wb.duplicated=0
+	done
+	for op in send write write_imm read; do
+		corrupt "$op"
+	done
+	while IFS='|' read -r label who args expect; do
 		# shellcheck disable=SC2086 # args are netem words
 		impair "$label" "$who" $args || continue
+		for mtu in 1024 4096; do
+			# shellcheck disable=SC2086 # expect: expressions
+			stream "$label" "$mtu" $expect
+		done
 		pp "$label" -m 1024 -s 1 -n 50
 		pp "$label" -m 1024 -s 65536 -n 50
 		pp "$label" -m 1024 -s 1048576 -n 5
 		[ "$label" = "delay 10ms" ] || atomics "$label"
 		case $label in "loss 10%" | *both*) cm "$label" ;; esac
-	done <<'EOF'
-loss 1%|b|loss 1%
-loss 10%|b|loss 10%
-reordering|b|delay 5ms reorder 25%
-duplication|b|duplicate 10%
-delay 10ms|b|delay 10ms
-loss+duplication+reordering both ways|both|loss 5% duplicate 10% delay 2ms reorder 20%
+	done <<EOF
+loss 1%|b|loss 1%|$LOSS
+loss 10%|b|loss 10%|$LOSS
+reordering|b|delay 5ms reorder 25%|$REORDER
+duplication|b|duplicate 10%|$DUP
+delay 10ms|b|delay 10ms|wire.wb.delayed>0
+loss+duplication+reordering both ways|both|loss 5% duplicate 10% delay 2ms reorder 20%|$BOTH
 EOF
 	cut 14 3
 	cut 16 2

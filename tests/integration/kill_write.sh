@@ -44,12 +44,20 @@ notok() { echo "not ok - kill_write: $*"; FAILED=1; }
 now_ns() { date +%s%N; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# The resource counts of `softofed status`, one "name=value" a line: every
-# line naming a resource type with a number, without pid/uptime.
+# The resource counts of `softofed status` (its one "resources:" line), one
+# "name=value" a line; status 1 unless that line is there with numbers only
+# (a comparison must not pass on two empty readings).
 counts() {
-	timeout 5 "$SOFTOFED" status 2>/dev/null |
-		grep -i -E 'context|pds?\b|mrs?\b|cqs?\b|srqs?\b|qps?\b|ahs?\b|resource' |
-		grep -v -i -E 'uptime|pid|gid|guid|mtu|port'
+	timeout 5 "$SOFTOFED" status 2>/dev/null </dev/null | awk '
+		$1 == "resources:" {
+			n++
+			if (NF < 3 || NF % 2 == 0) bad = 1
+			for (i = 2; i + 1 <= NF; i += 2) {
+				if ($(i + 1) !~ /^[0-9]+$/) bad = 1
+				print $i "=" $(i + 1)
+			}
+		}
+		END { exit (n != 1 || bad) }'
 }
 
 # wait_for FILE PATTERN SECONDS: wait until FILE has a line matching PATTERN
@@ -88,8 +96,7 @@ start_pair() {
 counts_back() {
 	_end=$(($(now_ms) + 2000))
 	while :; do
-		counts >"$TMP/now"
-		cmp -s "$1" "$TMP/now" && return 0
+		counts >"$TMP/now" && cmp -s "$1" "$TMP/now" && return 0
 		[ "$(now_ms)" -ge "$_end" ] && return 1
 		sleep 0.05
 	done
@@ -99,8 +106,7 @@ counts_back() {
 scenario() {
 	victim=$1
 	if [ "$victim" = client ]; then what="writer"; else what="target"; fi
-	counts >"$TMP/before"
-	if ! [ -s "$TMP/before" ]; then
+	if ! counts >"$TMP/before"; then
 		notok "kill $what: no resource counts from softofed status"
 		return
 	fi

@@ -23,12 +23,11 @@
 #define MAX_DEPTH 16
 
 struct opts {
-	const char *port, *dev, *host;
-	int gid_index;
+	struct hp_opts hp;
+	const char *host;
 	enum ibv_mtu mtu;
 	uint64_t count, base;
 	unsigned int depth;
-	int secs;
 	uint8_t timeout, retry_cnt;
 };
 
@@ -57,26 +56,17 @@ static void parse(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->port = "18600";
-	o->gid_index = -1;
+	hp_opts_init(&o->hp, "18600", 120);
 	o->mtu = IBV_MTU_1024;
 	o->count = 10000;
 	o->base = (1ull << 32) - 100;
 	o->depth = 8;
-	o->secs = 120;
 	o->timeout = 14;
 	o->retry_cnt = 7;
 	while ((c = getopt(argc, argv, "p:d:g:n:q:b:m:t:r:T:h")) != -1) {
+		if (hp_opt(&o->hp, c, optarg))
+			continue;
 		switch (c) {
-		case 'p':
-			o->port = optarg;
-			break;
-		case 'd':
-			o->dev = optarg;
-			break;
-		case 'g':
-			o->gid_index = atoi(optarg);
-			break;
 		case 'n':
 			o->count = strtoull(optarg, NULL, 0);
 			break;
@@ -95,9 +85,6 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'r':
 			o->retry_cnt = (uint8_t)atoi(optarg);
 			break;
-		case 'T':
-			o->secs = atoi(optarg);
-			break;
 		default:
 			usage(argv[0]);
 		}
@@ -105,7 +92,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		o->host = argv[optind++];
 	if (optind != argc || !o->mtu || !o->count || o->count > (1u << 24) || !o->depth ||
-	    o->depth > MAX_DEPTH || o->secs <= 0)
+	    o->depth > MAX_DEPTH || o->hp.secs <= 0)
 		usage(argv[0]);
 }
 
@@ -124,16 +111,11 @@ struct res {
 
 static void setup(struct res *r, const struct opts *o, int sock)
 {
-	struct ibv_qp_init_attr ia;
 	unsigned int access;
 
 	if (ibv_query_device(r->ctx, &r->dattr))
 		hp_fail("ibv_query_device");
-	r->gid_index = o->gid_index >= 0 ? o->gid_index : hp_sock_gid_index(r->ctx, 1, sock);
-	if (r->gid_index < 0)
-		r->gid_index = 0;
-	if (ibv_query_gid(r->ctx, 1, r->gid_index, &r->gid))
-		hp_fail("ibv_query_gid %d", r->gid_index);
+	r->gid_index = hp_local_gid(r->ctx, o->hp.gid_index, sock, &r->gid);
 	r->pd = ibv_alloc_pd(r->ctx);
 	r->cq = ibv_create_cq(r->ctx, 2 * MAX_DEPTH + 4, NULL, NULL, 0);
 	if (!r->pd || !r->cq)
@@ -152,18 +134,7 @@ static void setup(struct res *r, const struct opts *o, int sock)
 	r->mr = ibv_reg_mr(r->pd, r->buf, r->len, (int)access);
 	if (!r->mr)
 		hp_fail("ibv_reg_mr: %s", strerror(errno));
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = r->cq;
-	ia.recv_cq = r->cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.sq_sig_all = 1;
-	ia.cap.max_send_wr = MAX_DEPTH + 2;
-	ia.cap.max_recv_wr = 1;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	r->qp = ibv_create_qp(r->pd, &ia);
-	if (!r->qp)
-		hp_fail("ibv_create_qp: %s", strerror(errno));
+	r->qp = hp_create_qp(r->pd, r->cq, IBV_QPT_RC, MAX_DEPTH + 2, 1, 1);
 }
 
 static void post_one(struct res *r, const struct hp_info *peer, uint64_t id, enum ibv_wr_opcode op)
@@ -191,17 +162,8 @@ static void post_one(struct res *r, const struct hp_info *peer, uint64_t id, enu
 /* poll_one: the next completion within the run's deadline; fails on error */
 static void poll_one(struct res *r, struct ibv_wc *wc, int64_t end, uint64_t done)
 {
-	for (;;) {
-		int n = ibv_poll_cq(r->cq, 1, wc);
-
-		if (n < 0)
-			hp_fail("ibv_poll_cq");
-		if (n == 1)
-			break;
-		if (hp_now_us() > end)
-			hp_fail("no completion before the deadline (%llu done)",
-				(unsigned long long)done);
-	}
+	if (!hp_poll_until(r->cq, wc, end, 0))
+		hp_fail("no completion before the deadline (%llu done)", (unsigned long long)done);
 	if (wc->status != IBV_WC_SUCCESS)
 		hp_fail("completion %llu: %s (%s) after %llu done", (unsigned long long)wc->wr_id,
 			hp_wc_status_name(wc->status), ibv_wc_status_str(wc->status),
@@ -293,16 +255,10 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	parse(argc, argv, &o);
-	end = hp_now_us() + (int64_t)o.secs * 1000000;
+	end = hp_now_us() + (int64_t)o.hp.secs * 1000000;
 	memset(&r, 0, sizeof(r));
-	r.ctx = hp_open(o.dev);
-	if (o.host) {
-		sock = hp_connect(o.host, o.port, o.secs);
-	} else {
-		lsock = hp_listen(o.port);
-		printf("listening on port %s\n", o.port);
-		sock = hp_accept(lsock, o.secs);
-	}
+	r.ctx = hp_open(o.hp.dev);
+	sock = hp_rendezvous(o.host, o.hp.port, o.hp.secs, &lsock);
 	setup(&r, &o, sock);
 
 	memset(&me, 0, sizeof(me));
@@ -320,16 +276,9 @@ int main(int argc, char **argv)
 		if (me.arg > MAX_DEPTH)
 			me.arg = MAX_DEPTH;
 	}
-	hp_exchange(sock, &me, &peer, o.secs);
+	hp_exchange(sock, &me, &peer, o.hp.secs);
 
-	memset(&path, 0, sizeof(path));
-	path.port = 1;
-	path.sgid_index = r.gid_index;
-	memcpy(path.dgid.raw, peer.gid, 16);
-	path.mtu = o.mtu;
-	path.dqpn = peer.qpn;
-	path.rq_psn = peer.psn;
-	path.sq_psn = me.psn;
+	hp_path_peer(&path, r.gid_index, &me, &peer, o.mtu);
 	path.timeout = o.timeout;
 	path.retry_cnt = o.retry_cnt;
 	path.rnr_retry = 7;
@@ -347,14 +296,14 @@ int main(int argc, char **argv)
 		hp_fail("ibv_modify_qp to RTS: %s", strerror(err));
 	printf("%s qpn=0x%06x gid_index=%d gid=%s peer_qpn=0x%06x\n", o.host ? "client" : "server",
 	       r.qp->qp_num, r.gid_index, hp_gid_str(&r.gid, gs, sizeof(gs)), peer.qpn);
-	hp_sync(sock, o.secs);
+	hp_sync(sock, o.hp.secs);
 
 	if (o.host) {
 		rc = run_client(&r, &o, &peer, end);
 		/* tell the server the count and our verdict */
 		verdict[0] = htobe64(o.count);
 		verdict[1] = htobe64((uint64_t)rc);
-		if (hp_io(sock, verdict, sizeof(verdict), 1, o.secs))
+		if (hp_io(sock, verdict, sizeof(verdict), 1, o.hp.secs))
 			hp_fail("server went away before the verdict");
 	} else {
 		int64_t left = (end - hp_now_us()) / 1000000;
@@ -378,7 +327,7 @@ int main(int argc, char **argv)
 		}
 	}
 	/* both sides done before the QPs go away */
-	hp_sync(sock, o.secs);
+	hp_sync(sock, o.hp.secs);
 	if (!rc)
 		printf("ok\n");
 	ibv_destroy_qp(r.qp);

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hostpair.h"
 #include "sof_client.h"
 #include "sof_proto.h"
 
@@ -39,26 +40,8 @@ static const char *port_str = "19990";
 static int cycles = 100;
 static size_t size = 4096;
 
-static __attribute__((noreturn, format(printf, 1, 2))) void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("fail: ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	exit(1);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+/* milliseconds of CLOCK_MONOTONIC */
+static uint64_t now_ms(void) { return (uint64_t)hp_now_us() / 1000; }
 
 /* The next event of chan, which must be want (for id, when id is set). */
 static struct rdma_cm_event *expect(struct rdma_event_channel *chan, enum rdma_cm_event_type want,
@@ -72,19 +55,19 @@ static struct rdma_cm_event *expect(struct rdma_event_channel *chan, enum rdma_c
 		n = poll(&pfd, 1, WAIT_MS);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
-		fail("%s: no %s within %d ms", what, rdma_event_str(want), WAIT_MS);
+		hp_fail("%s: no %s within %d ms", what, rdma_event_str(want), WAIT_MS);
 	if (rdma_get_cm_event(chan, &ev))
-		fail("%s: rdma_get_cm_event: %s", what, strerror(errno));
+		hp_fail("%s: rdma_get_cm_event: %s", what, strerror(errno));
 	if (ev->event != want)
-		fail("%s: got %s (status %d), wanted %s", what, rdma_event_str(ev->event),
-		     ev->status, rdma_event_str(want));
+		hp_fail("%s: got %s (status %d), wanted %s", what, rdma_event_str(ev->event),
+			ev->status, rdma_event_str(want));
 	return ev;
 }
 
 static void ack(struct rdma_cm_event *ev)
 {
 	if (rdma_ack_cm_event(ev))
-		fail("rdma_ack_cm_event: %s", strerror(errno));
+		hp_fail("rdma_ack_cm_event: %s", strerror(errno));
 }
 
 struct side {
@@ -105,15 +88,15 @@ static void make_qp(struct side *s, const char *who)
 	attr.qp_type = IBV_QPT_RC;
 	attr.sq_sig_all = 1;
 	if (rdma_create_qp(s->id, NULL, &attr))
-		fail("%s: rdma_create_qp: %s", who, strerror(errno));
+		hp_fail("%s: rdma_create_qp: %s", who, strerror(errno));
 	if (!s->id->send_cq || !s->id->recv_cq)
-		fail("%s: rdma_create_qp made no CQs", who);
+		hp_fail("%s: rdma_create_qp made no CQs", who);
 	s->buf = calloc(1, size);
 	if (!s->buf)
-		fail("out of memory");
+		hp_fail("out of memory");
 	s->mr = ibv_reg_mr(s->id->pd, s->buf, size, IBV_ACCESS_LOCAL_WRITE);
 	if (!s->mr)
-		fail("%s: ibv_reg_mr: %s", who, strerror(errno));
+		hp_fail("%s: ibv_reg_mr: %s", who, strerror(errno));
 }
 
 static void post_recv(struct side *s)
@@ -123,7 +106,7 @@ static void post_recv(struct side *s)
 	struct ibv_recv_wr wr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1}, *bad;
 
 	if (ibv_post_recv(s->id->qp, &wr, &bad))
-		fail("ibv_post_recv");
+		hp_fail("ibv_post_recv");
 }
 
 static void post_send(struct side *s)
@@ -134,7 +117,7 @@ static void post_send(struct side *s)
 			   *bad;
 
 	if (ibv_post_send(s->id->qp, &wr, &bad))
-		fail("ibv_post_send");
+		hp_fail("ibv_post_send");
 }
 
 static void poll_one(struct ibv_cq *cq, const char *what)
@@ -145,23 +128,23 @@ static void poll_one(struct ibv_cq *cq, const char *what)
 
 	while ((n = ibv_poll_cq(cq, 1, &wc)) == 0) {
 		if (now_ms() > end)
-			fail("%s: no completion within %d ms", what, WAIT_MS);
+			hp_fail("%s: no completion within %d ms", what, WAIT_MS);
 		usleep(50);
 	}
 	if (n < 0)
-		fail("%s: ibv_poll_cq failed", what);
+		hp_fail("%s: ibv_poll_cq failed", what);
 	if (wc.status != IBV_WC_SUCCESS)
-		fail("%s: completion status %s", what, ibv_wc_status_str(wc.status));
+		hp_fail("%s: completion status %s", what, ibv_wc_status_str(wc.status));
 }
 
 static void teardown(struct side *s)
 {
 	rdma_destroy_qp(s->id);
 	if (ibv_dereg_mr(s->mr))
-		fail("ibv_dereg_mr");
+		hp_fail("ibv_dereg_mr");
 	free(s->buf);
 	if (rdma_destroy_id(s->id))
-		fail("rdma_destroy_id: %s", strerror(errno));
+		hp_fail("rdma_destroy_id: %s", strerror(errno));
 	memset(s, 0, sizeof(*s));
 }
 
@@ -175,15 +158,15 @@ static void one_cycle(int n, struct rdma_event_channel *lch, struct rdma_event_c
 	struct rdma_event_channel *first_ch, *second_ch;
 
 	if (rdma_create_id(cch, &cli.id, NULL, RDMA_PS_TCP))
-		fail("rdma_create_id: %s", strerror(errno));
+		hp_fail("rdma_create_id: %s", strerror(errno));
 	if (rdma_resolve_addr(cli.id, NULL, dst, 2000))
-		fail("rdma_resolve_addr: %s", strerror(errno));
+		hp_fail("rdma_resolve_addr: %s", strerror(errno));
 	ack(expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED, "client"));
 	if (rdma_resolve_route(cli.id, 2000))
-		fail("rdma_resolve_route: %s", strerror(errno));
+		hp_fail("rdma_resolve_route: %s", strerror(errno));
 	ack(expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED, "client"));
 	if (!cli.id->verbs || !cli.id->pd || !cli.id->route.path_rec)
-		fail("client: no device, PD or path after route resolution");
+		hp_fail("client: no device, PD or path after route resolution");
 	make_qp(&cli, "client");
 	post_recv(&cli);
 	memset(&param, 0, sizeof(param));
@@ -194,18 +177,18 @@ static void one_cycle(int n, struct rdma_event_channel *lch, struct rdma_event_c
 	param.private_data = &n;
 	param.private_data_len = sizeof(n);
 	if (rdma_connect(cli.id, &param))
-		fail("rdma_connect: %s", strerror(errno));
+		hp_fail("rdma_connect: %s", strerror(errno));
 
 	ev = expect(lch, RDMA_CM_EVENT_CONNECT_REQUEST, "server");
 	srv.id = ev->id;
 	if (ev->param.conn.private_data_len < sizeof(n) ||
 	    memcmp(ev->param.conn.private_data, &n, sizeof(n)))
-		fail("server: the request's private data is not the client's");
+		hp_fail("server: the request's private data is not the client's");
 	ack(ev);
 	make_qp(&srv, "server");
 	post_recv(&srv);
 	if (rdma_accept(srv.id, NULL))
-		fail("rdma_accept: %s", strerror(errno));
+		hp_fail("rdma_accept: %s", strerror(errno));
 	ack(expect(cch, RDMA_CM_EVENT_ESTABLISHED, "client"));
 	ack(expect(lch, RDMA_CM_EVENT_ESTABLISHED, "server"));
 
@@ -217,7 +200,7 @@ static void one_cycle(int n, struct rdma_event_channel *lch, struct rdma_event_c
 	poll_one(srv.id->recv_cq, "server receive");
 	for (size_t i = 0; i < size; i++)
 		if (srv.buf[i] != (uint8_t)(i * 7 + (size_t)n))
-			fail("cycle %d: byte %zu received wrong", n, i);
+			hp_fail("cycle %d: byte %zu received wrong", n, i);
 	post_send(&srv);
 	poll_one(srv.id->send_cq, "server send");
 	poll_one(cli.id->recv_cq, "client receive");
@@ -228,10 +211,10 @@ static void one_cycle(int n, struct rdma_event_channel *lch, struct rdma_event_c
 		first = &srv, first_ch = lch, second = &cli, second_ch = cch;
 	}
 	if (rdma_disconnect(first->id))
-		fail("rdma_disconnect: %s", strerror(errno));
+		hp_fail("rdma_disconnect: %s", strerror(errno));
 	ack(expect(second_ch, RDMA_CM_EVENT_DISCONNECTED, "peer of the disconnect"));
 	if (rdma_disconnect(second->id))
-		fail("rdma_disconnect (answering): %s", strerror(errno));
+		hp_fail("rdma_disconnect (answering): %s", strerror(errno));
 	ack(expect(first_ch, RDMA_CM_EVENT_DISCONNECTED, "side that disconnected"));
 	teardown(&cli);
 	teardown(&srv);
@@ -251,11 +234,11 @@ static void get_counts(struct counts *c, uint32_t *timewait)
 
 	fd = sof_client_connect();
 	if (fd < 0)
-		fail("cannot reach the daemon: %s", strerror(-fd));
+		hp_fail("cannot reach the daemon: %s", strerror(-fd));
 	ret = sof_client_rpc(fd, SOF_OP_STATUS, NULL, 0, NULL, 0, &st, sizeof(st), NULL, NULL);
 	close(fd);
 	if (ret)
-		fail("status: %s", strerror(-ret));
+		hp_fail("status: %s", strerror(-ret));
 	c->v[0] = st.contexts;
 	c->v[1] = st.pds;
 	c->v[2] = st.mrs;
@@ -319,27 +302,27 @@ int main(int argc, char **argv)
 		}
 	}
 	if (cycles < 2 || size < sizeof(int))
-		fail("need at least 2 cycles and %zu bytes", sizeof(int));
+		hp_fail("need at least 2 cycles and %zu bytes", sizeof(int));
 	alarm((unsigned int)secs);
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_flags = AI_NUMERICHOST;
 	hints.ai_socktype = SOCK_STREAM;
 	if (getaddrinfo(addr_str, port_str, &hints, &ai))
-		fail("bad address %s port %s", addr_str, port_str);
+		hp_fail("bad address %s port %s", addr_str, port_str);
 
 	lch = rdma_create_event_channel();
 	cch = rdma_create_event_channel();
 	if (!lch || !cch)
-		fail("rdma_create_event_channel: %s", strerror(errno));
+		hp_fail("rdma_create_event_channel: %s", strerror(errno));
 	if (rdma_create_id(lch, &listen_id, NULL, RDMA_PS_TCP))
-		fail("rdma_create_id (listener): %s", strerror(errno));
+		hp_fail("rdma_create_id (listener): %s", strerror(errno));
 	if (rdma_bind_addr(listen_id, ai->ai_addr))
-		fail("rdma_bind_addr: %s", strerror(errno));
+		hp_fail("rdma_bind_addr: %s", strerror(errno));
 	if (rdma_listen(listen_id, 16))
-		fail("rdma_listen: %s", strerror(errno));
+		hp_fail("rdma_listen: %s", strerror(errno));
 	if (rdma_get_src_port(listen_id) != ((struct sockaddr_in *)ai->ai_addr)->sin_port)
-		fail("rdma_get_src_port of the listener is not the bound port");
+		hp_fail("rdma_get_src_port of the listener is not the bound port");
 
 	for (int n = 1; n <= cycles; n++) {
 		one_cycle(n, lch, cch, ai->ai_addr);
@@ -362,11 +345,11 @@ int main(int argc, char **argv)
 	}
 	print_counts("last", &last, tw_last);
 	if (g)
-		fail("%s grew from %u to %u over %d cycles", count_names[g - 1], first.v[g - 1],
-		     last.v[g - 1], cycles);
+		hp_fail("%s grew from %u to %u over %d cycles", count_names[g - 1], first.v[g - 1],
+			last.v[g - 1], cycles);
 
 	if (rdma_destroy_id(listen_id))
-		fail("rdma_destroy_id (listener): %s", strerror(errno));
+		hp_fail("rdma_destroy_id (listener): %s", strerror(errno));
 	rdma_destroy_event_channel(lch);
 	rdma_destroy_event_channel(cch);
 	freeaddrinfo(ai);

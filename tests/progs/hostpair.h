@@ -1,8 +1,11 @@
 /*
  * What the two-host helper programs of tests/hosts/ share (atomic_count,
- * rc_timeout, qp_hold): a TCP rendezvous bounded in time (like
- * ibv_rc_pingpong's, but IPv4 or IPv6), device and GID selection, and the
- * RC/UC/UD state transitions of IBA 10.3 with every parameter explicit.
+ * rc_timeout, qp_hold, mcast_ud): a TCP rendezvous bounded in time (like
+ * ibv_rc_pingpong's, but IPv4 or IPv6), device and GID selection, QP
+ * creation, the path to the peer of an exchange, the RC/UC/UD state
+ * transitions of IBA 10.3 with every parameter explicit, and a completion
+ * poll with a deadline. cm_cycles takes its failure exit and clock from
+ * here too.
  *
  * Only the public verbs API is used, so the programs run on rdma-core and
  * kernel Soft-RoCE as well as on softofed. Every wait has a deadline.
@@ -400,6 +403,132 @@ static inline int hp_qp_modify(struct ibv_qp *qp, const struct hp_path *p, enum 
 		    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 	}
 	return ibv_modify_qp(qp, &a, mask);
+}
+
+/* The options the programs spell alike: -p PORT (the TCP rendezvous),
+ * -d DEV (the RDMA device, default the first), -g INDEX (the local GID
+ * index; -1, the default, picks it by address), -T SECS (the program's
+ * time bound). hp_opts_init sets the defaults, hp_opt takes one option of
+ * getopt: 1 when it was one of these. */
+struct hp_opts {
+	const char *port, *dev;
+	int gid_index;
+	int secs;
+};
+
+static inline void hp_opts_init(struct hp_opts *h, const char *port, int secs)
+{
+	h->port = port;
+	h->dev = NULL;
+	h->gid_index = -1;
+	h->secs = secs;
+}
+
+static inline int hp_opt(struct hp_opts *h, int c, const char *arg)
+{
+	switch (c) {
+	case 'p':
+		h->port = arg;
+		return 1;
+	case 'd':
+		h->dev = arg;
+		return 1;
+	case 'g':
+		h->gid_index = atoi(arg);
+		return 1;
+	case 'T':
+		h->secs = atoi(arg);
+		return 1;
+	}
+	return 0;
+}
+
+/* hp_rendezvous: the TCP connection to the other side: to host (a
+ * client), or, with host NULL, a listener on port ("listening on port P"
+ * printed once it listens) and the one connection it accepts; *lsock gets
+ * the listener (-1 for a client). Fails the program after secs. */
+static inline int hp_rendezvous(const char *host, const char *port, int secs, int *lsock)
+{
+	*lsock = -1;
+	if (host)
+		return hp_connect(host, port, secs);
+	*lsock = hp_listen(port);
+	printf("listening on port %s\n", port);
+	fflush(stdout);
+	return hp_accept(*lsock, secs);
+}
+
+/* hp_local_gid: the GID index to use on port 1 (gid_index, or when it is
+ * negative the one of the address sock is bound to, else 0) and its GID */
+static inline int hp_local_gid(struct ibv_context *ctx, int gid_index, int sock, union ibv_gid *gid)
+{
+	if (gid_index < 0)
+		gid_index = hp_sock_gid_index(ctx, 1, sock);
+	if (gid_index < 0)
+		gid_index = 0;
+	if (ibv_query_gid(ctx, 1, gid_index, gid))
+		hp_fail("ibv_query_gid %d", gid_index);
+	return gid_index;
+}
+
+/* hp_create_qp: a QP of type on pd with cq for both queues, one SGE per
+ * WR, send_wr / recv_wr deep; sig_all: every send completes */
+static inline struct ibv_qp *hp_create_qp(struct ibv_pd *pd, struct ibv_cq *cq,
+					  enum ibv_qp_type type, uint32_t send_wr, uint32_t recv_wr,
+					  int sig_all)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.qp_type = type;
+	ia.sq_sig_all = sig_all;
+	ia.cap.max_send_wr = send_wr;
+	ia.cap.max_recv_wr = recv_wr;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd, &ia);
+	if (!qp)
+		hp_fail("ibv_create_qp: %s", strerror(errno));
+	return qp;
+}
+
+/* hp_path_peer: the path to the peer of an exchange (port 1, our GID
+ * index, its GID and QPN, its PSN for our receive queue and ours for our
+ * send queue) at mtu; the rest of *p zero, for the caller to fill */
+static inline void hp_path_peer(struct hp_path *p, int sgid_index, const struct hp_info *me,
+				const struct hp_info *peer, enum ibv_mtu mtu)
+{
+	memset(p, 0, sizeof(*p));
+	p->port = 1;
+	p->sgid_index = sgid_index;
+	memcpy(p->dgid.raw, peer->gid, 16);
+	p->mtu = mtu;
+	p->dqpn = peer->qpn;
+	p->rq_psn = peer->psn;
+	p->sq_psn = me->psn;
+}
+
+/* hp_poll_until: the next completion into *wc before deadline (µs, as
+ * hp_now_us), napping nap_us between empty polls (0: spin); 1, or 0 when
+ * none came */
+static inline int hp_poll_until(struct ibv_cq *cq, struct ibv_wc *wc, int64_t deadline,
+				unsigned int nap_us)
+{
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n < 0)
+			hp_fail("ibv_poll_cq: %d", n);
+		if (n == 1)
+			return 1;
+		if (hp_now_us() >= deadline)
+			return 0;
+		if (nap_us)
+			usleep(nap_us);
+	}
 }
 
 /* hp_wc_status_name: the enum's name, as the tests grep for it */

@@ -39,10 +39,10 @@
 
 struct opts {
 	bool recv;
-	const char *group, *addr, *src, *wait_file, *dev;
-	int gid_index;
+	struct hp_opts hp; /* -d, -g, -T (no rendezvous) */
+	const char *group, *addr, *src, *wait_file;
 	uint32_t count, size, qkey, tag, detach_after, stop_after;
-	int secs, watch_secs, interval_us;
+	int watch_secs, interval_us;
 };
 
 struct msg_hdr {
@@ -76,27 +76,22 @@ static void parse(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->gid_index = -1;
+	hp_opts_init(&o->hp, NULL, 30);
 	o->count = 100;
 	o->size = 1024;
 	o->qkey = 0x1ee7;
 	o->tag = 7;
-	o->secs = 30;
 	o->watch_secs = 2;
 	o->interval_us = 200;
 	while ((c = getopt(argc, argv, "ra:g:d:n:s:q:t:k:W:i:S:x:w:T:h")) != -1) {
+		if (hp_opt(&o->hp, c, optarg))
+			continue;
 		switch (c) {
 		case 'r':
 			o->recv = true;
 			break;
 		case 'a':
 			o->addr = optarg;
-			break;
-		case 'g':
-			o->gid_index = atoi(optarg);
-			break;
-		case 'd':
-			o->dev = optarg;
 			break;
 		case 'n':
 			o->count = (uint32_t)strtoul(optarg, NULL, 0);
@@ -128,9 +123,6 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'w':
 			o->watch_secs = atoi(optarg);
 			break;
-		case 'T':
-			o->secs = atoi(optarg);
-			break;
 		default:
 			usage(argv[0]);
 		}
@@ -160,11 +152,10 @@ struct res {
 
 static void setup(struct res *r, const struct opts *o)
 {
-	struct ibv_qp_init_attr ia;
 	struct hp_path p;
 	int err;
 
-	r->ctx = hp_open(o->dev);
+	r->ctx = hp_open(o->hp.dev);
 	r->pd = ibv_alloc_pd(r->ctx);
 	r->cq = ibv_create_cq(r->ctx, 2 * MAX_RECV, NULL, NULL, 0);
 	if (!r->pd || !r->cq)
@@ -176,18 +167,7 @@ static void setup(struct res *r, const struct opts *o)
 	r->mr = ibv_reg_mr(r->pd, r->buf, (size_t)MAX_RECV * SLOT, IBV_ACCESS_LOCAL_WRITE);
 	if (!r->mr)
 		hp_fail("ibv_reg_mr: %s", strerror(errno));
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = r->cq;
-	ia.recv_cq = r->cq;
-	ia.qp_type = IBV_QPT_UD;
-	ia.sq_sig_all = 1;
-	ia.cap.max_send_wr = 16;
-	ia.cap.max_recv_wr = MAX_RECV;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	r->qp = ibv_create_qp(r->pd, &ia);
-	if (!r->qp)
-		hp_fail("ibv_create_qp: %s", strerror(errno));
+	r->qp = hp_create_qp(r->pd, r->cq, IBV_QPT_UD, 16, MAX_RECV, 1);
 	memset(&p, 0, sizeof(p));
 	p.port = 1;
 	p.qkey = o->qkey;
@@ -195,22 +175,6 @@ static void setup(struct res *r, const struct opts *o)
 	err = hp_qp_modify(r->qp, &p, IBV_QPS_RTS);
 	if (err)
 		hp_fail("modify the UD QP to RTS: %s", strerror(err));
-}
-
-/* Wait for one completion until deadline (µs, hp_now_us); 1 or 0. */
-static int poll_until(struct ibv_cq *cq, struct ibv_wc *wc, int64_t deadline)
-{
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n < 0)
-			hp_fail("ibv_poll_cq: %d", n);
-		if (n == 1)
-			return 1;
-		if (hp_now_us() >= deadline)
-			return 0;
-		usleep(100);
-	}
 }
 
 static void post_recv_slot(struct res *r, uint32_t slot)
@@ -307,7 +271,7 @@ static int receiver(const struct opts *o, const union ibv_gid *mgid)
 	struct rstate st;
 	struct ibv_wc wc;
 	struct res r;
-	int64_t end = hp_now_us() + (int64_t)o->secs * 1000000;
+	int64_t end = hp_now_us() + (int64_t)o->hp.secs * 1000000;
 	uint32_t want = o->detach_after ? o->detach_after : o->count, extra = 0;
 	int err;
 
@@ -328,8 +292,8 @@ static int receiver(const struct opts *o, const union ibv_gid *mgid)
 	while (st.count < want) {
 		const char *why;
 
-		if (!poll_until(r.cq, &wc, end))
-			hp_fail("received %u of %u messages in %d s", st.count, want, o->secs);
+		if (!hp_poll_until(r.cq, &wc, end, 100))
+			hp_fail("received %u of %u messages in %d s", st.count, want, o->hp.secs);
 		why = check_msg(o, mgid, o->src ? &src : NULL, &wc, r.buf + (size_t)wc.wr_id * SLOT,
 				&st, o->count);
 		if (why)
@@ -345,7 +309,7 @@ static int receiver(const struct opts *o, const union ibv_gid *mgid)
 		printf("detached after %u\n", st.count);
 		fflush(stdout);
 		watch_end = hp_now_us() + (int64_t)o->watch_secs * 1000000;
-		while (poll_until(r.cq, &wc, watch_end))
+		while (hp_poll_until(r.cq, &wc, watch_end, 100))
 			extra++;
 		printf("after_detach=%u\n", extra);
 	}
@@ -368,7 +332,7 @@ static int sender(const struct opts *o, const union ibv_gid *mgid)
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
 	struct res r;
-	int gidx = o->gid_index;
+	int gidx = o->hp.gid_index;
 
 	setup(&r, o);
 	if (o->addr) {
@@ -399,14 +363,14 @@ static int sender(const struct opts *o, const union ibv_gid *mgid)
 		int err;
 
 		if (o->stop_after && k == o->stop_after) {
-			int64_t end = hp_now_us() + (int64_t)o->secs * 1000000;
+			int64_t end = hp_now_us() + (int64_t)o->hp.secs * 1000000;
 
 			printf("paused after %u\n", k);
 			fflush(stdout);
 			while (access(o->wait_file, F_OK)) {
 				if (hp_now_us() > end)
 					hp_fail("%s did not appear within %d s", o->wait_file,
-						o->secs);
+						o->hp.secs);
 				hp_sleep_ms(20);
 			}
 		}
@@ -424,7 +388,7 @@ static int sender(const struct opts *o, const union ibv_gid *mgid)
 		err = ibv_post_send(r.qp, &wr, &bad);
 		if (err)
 			hp_fail("ibv_post_send #%u: %s", k, strerror(err));
-		if (!poll_until(r.cq, &wc, hp_now_us() + 5000000))
+		if (!hp_poll_until(r.cq, &wc, hp_now_us() + 5000000, 100))
 			hp_fail("send #%u did not complete", k);
 		if (wc.status != IBV_WC_SUCCESS || wc.wr_id != k)
 			hp_fail("send #%u: status %s wr_id %llu", k, ibv_wc_status_str(wc.status),
@@ -447,6 +411,6 @@ int main(int argc, char **argv)
 	parse(argc, argv, &o);
 	if (hp_addr_gid(o.group, &mgid))
 		hp_fail("%s: not an IPv4 or IPv6 address", o.group);
-	alarm((unsigned)o.secs + 30);
+	alarm((unsigned)o.hp.secs + 30);
 	return o.recv ? receiver(&o, &mgid) : sender(&o, &mgid);
 }

@@ -24,8 +24,22 @@
  * elsewhere and rename it into place). After each read netwire prints
  * "config GEN" and one "IF loss=.. duplicate=.. delay_ms=.. reorder=.."
  * line per interface, GEN counting from 1, so a test knows when its new
- * setting is in force. At the end (SIGTERM, SIGINT or -T SECS):
- * "exit IF1 rx=N tx=N dropped=N duplicated=N IF2 ...". Exit 0, 1 on errors.
+ * setting is in force, then what it has counted so far, one line per
+ * interface, of the frames received there:
+ *
+ *   counters GEN IF rx=N tx=N dropped=N duplicated=N delayed=N reordered=N
+ *     gso=N overflow=N send_errors=N lost=N
+ *
+ * (tx: frames sent out of IF; delayed: held by the delay; reordered: sent
+ * at once while earlier frames were held, so they overtook them; gso: GSO
+ * frames, joined datagrams of up to 64 KiB that the impairments would
+ * treat as one: a test that means to impair packets turns segmentation
+ * off and expects 0; overflow: held frames dropped for want of room;
+ * send_errors: frames that could not be sent out of IF; lost: frames
+ * the kernel dropped for want of room in netwire's socket), so a test
+ * rewrites the file unchanged to read them. At the end (SIGTERM,
+ * SIGINT or -T SECS): "exit IF1 rx=N tx=N dropped=N duplicated=N ... IF2
+ * ...". Exit 0, 1 on errors.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -64,7 +78,8 @@ struct port {
 	struct impair imp; /* frames received here */
 	struct held q[QUEUE_MAX];
 	unsigned int head, count;
-	unsigned long rx, tx, dropped, duplicated, overflow;
+	unsigned long rx, tx, dropped, duplicated, delayed, reordered, gso, overflow, send_errors;
+	unsigned long lost; /* the kernel's drops at the socket (PACKET_STATISTICS) */
 };
 
 static volatile sig_atomic_t stop;
@@ -97,7 +112,7 @@ static int open_port(struct port *p)
 {
 	struct sockaddr_ll sll;
 	struct packet_mreq mr;
-	int one = 1;
+	int one = 1, bufsz = 32 << 20;
 
 	p->ifindex = (int)if_nametoindex(p->name);
 	if (!p->ifindex) {
@@ -114,6 +129,13 @@ static int open_port(struct port *p)
 		perror("netwire: PACKET_VNET_HDR / PACKET_IGNORE_OUTGOING");
 		return -1;
 	}
+	/* room for bursts of single packets (a READ response of 1 MiB is 256
+	 * of them, and many may be on their way): frames the socket has no
+	 * room for are lost before netwire sees them (counted as "lost") */
+	if (setsockopt(p->fd, SOL_SOCKET, SO_RCVBUFFORCE, &bufsz, sizeof(bufsz)))
+		(void)setsockopt(p->fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
+	if (setsockopt(p->fd, SOL_SOCKET, SO_SNDBUFFORCE, &bufsz, sizeof(bufsz)))
+		(void)setsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
 	memset(&sll, 0, sizeof(sll));
 	sll.sll_family = AF_PACKET;
 	sll.sll_protocol = htons(ETH_P_ALL);
@@ -191,6 +213,34 @@ static int parse_line(char *line, const char *name, struct impair *imp)
 	return 1;
 }
 
+/* print_counters: each port's counters (the header's names) after PREFIX,
+ * on one line or one line per port */
+static void print_counters(const char *prefix, struct port *ports, int one_line)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct port *p = &ports[i];
+		struct tpacket_stats st;
+		socklen_t sl = sizeof(st);
+
+		/* (reading them resets the kernel's; they add up here) */
+		if (!getsockopt(p->fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl))
+			p->lost += st.tp_drops;
+
+		if (!one_line || !i)
+			printf("%s", prefix);
+		printf("%s%s rx=%lu tx=%lu dropped=%lu duplicated=%lu delayed=%lu reordered=%lu "
+		       "gso=%lu overflow=%lu send_errors=%lu lost=%lu",
+		       one_line && i ? " " : "", p->name, p->rx, p->tx, p->dropped, p->duplicated,
+		       p->delayed, p->reordered, p->gso, p->overflow, p->send_errors, p->lost);
+		if (!one_line)
+			printf("\n");
+	}
+	if (one_line)
+		printf("\n");
+}
+
 static void read_config(const char *path, struct port *ports, unsigned int *gen)
 {
 	char line[512];
@@ -214,6 +264,12 @@ static void read_config(const char *path, struct port *ports, unsigned int *gen)
 		printf("%s loss=%g%% duplicate=%g%% delay_ms=%d reorder=%g%%\n", ports[i].name,
 		       ports[i].imp.loss * 100, ports[i].imp.dup * 100, ports[i].imp.delay_ms,
 		       ports[i].imp.reorder * 100);
+	{
+		char prefix[32];
+
+		snprintf(prefix, sizeof(prefix), "counters %u ", *gen);
+		print_counters(prefix, ports, 0);
+	}
 }
 
 static void send_frame(struct port *out, const uint8_t *data, size_t len)
@@ -222,7 +278,7 @@ static void send_frame(struct port *out, const uint8_t *data, size_t len)
 	if (send(out->fd, data, len, 0) < 0) {
 		if (errno != ENOBUFS && errno != EAGAIN && errno != ENETDOWN)
 			fprintf(stderr, "netwire: send on %s: %s\n", out->name, strerror(errno));
-		out->dropped++;
+		out->send_errors++;
 		return;
 	}
 	out->tx++;
@@ -268,6 +324,9 @@ static void forward(struct port *in, struct port *out, const uint8_t *data, size
 	int copies = 1, i;
 
 	in->rx++;
+	if (len >= sizeof(struct virtio_net_hdr) &&
+	    ((const struct virtio_net_hdr *)data)->gso_type != VIRTIO_NET_HDR_GSO_NONE)
+		in->gso++;
 	if (m->loss > 0 && rnd() < m->loss) {
 		in->dropped++;
 		return;
@@ -277,10 +336,15 @@ static void forward(struct port *in, struct port *out, const uint8_t *data, size
 		in->duplicated++;
 	}
 	for (i = 0; i < copies; i++) {
-		if (m->delay_ms > 0 && !(m->reorder > 0 && rnd() < m->reorder))
+		if (m->delay_ms > 0 && !(m->reorder > 0 && rnd() < m->reorder)) {
+			in->delayed++;
 			hold(in, data, len, now_us() + (int64_t)m->delay_ms * 1000);
-		else
+		} else {
+			/* ahead of the frames still held: reordered */
+			if (in->count)
+				in->reordered++;
 			send_frame(out, data, len);
+		}
 	}
 }
 
@@ -371,12 +435,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	printf("exit");
-	for (i = 0; i < 2; i++)
-		printf(" %s rx=%lu tx=%lu dropped=%lu duplicated=%lu overflow=%lu", ports[i].name,
-		       ports[i].rx, ports[i].tx, ports[i].dropped, ports[i].duplicated,
-		       ports[i].overflow);
-	printf("\n");
+	print_counters("exit ", ports, 1);
 	return 0;
 
 usage:

@@ -62,7 +62,7 @@ int main(int argc, char **argv)
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
-	struct ibv_qp_init_attr ia;
+	enum ibv_qp_type qpt;
 	struct hp_path path;
 	struct sigaction sa;
 	uint8_t *buf;
@@ -126,13 +126,12 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc || !path.mtu || secs <= 0)
 		usage(argv[0]);
-	memset(&ia, 0, sizeof(ia));
 	if (!strcmp(type, "rc"))
-		ia.qp_type = IBV_QPT_RC;
+		qpt = IBV_QPT_RC;
 	else if (!strcmp(type, "uc"))
-		ia.qp_type = IBV_QPT_UC;
+		qpt = IBV_QPT_UC;
 	else if (!strcmp(type, "ud"))
-		ia.qp_type = IBV_QPT_UD;
+		qpt = IBV_QPT_UD;
 	else
 		usage(argv[0]);
 	if (!strcmp(state, "init"))
@@ -143,8 +142,7 @@ int main(int argc, char **argv)
 		target = IBV_QPS_RTS;
 	else
 		usage(argv[0]);
-	if (ia.qp_type != IBV_QPT_UD && target != IBV_QPS_INIT &&
-	    (!peer || hp_addr_gid(peer, &path.dgid)))
+	if (qpt != IBV_QPT_UD && target != IBV_QPS_INIT && (!peer || hp_addr_gid(peer, &path.dgid)))
 		hp_fail("-a ADDR (an IPv4 or IPv6 literal) is needed for an RC/UC QP in %s", state);
 
 	ctx = hp_open(dev);
@@ -168,15 +166,7 @@ int main(int argc, char **argv)
 			IBV_ACCESS_LOCAL_WRITE | (int)path.access);
 	if (!mr)
 		hp_fail("ibv_reg_mr: %s", strerror(errno));
-	ia.send_cq = cq;
-	ia.recv_cq = cq;
-	ia.cap.max_send_wr = 4;
-	ia.cap.max_recv_wr = NRECV;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	qp = ibv_create_qp(pd, &ia);
-	if (!qp)
-		hp_fail("ibv_create_qp: %s", strerror(errno));
+	qp = hp_create_qp(pd, cq, qpt, 4, NRECV, 0);
 	err = hp_qp_modify(qp, &path, target);
 	if (err)
 		hp_fail("ibv_modify_qp to %s: %s", state, strerror(err));

@@ -31,8 +31,9 @@
 #include "hostpair.h"
 
 struct opts {
-	const char *port, *dev, *host, *gofile;
-	int gid_index, hold, secs;
+	struct hp_opts hp;
+	const char *host, *gofile;
+	int hold;
 	uint8_t timeout, retry_cnt;
 };
 
@@ -62,21 +63,13 @@ static void parse(int argc, char **argv, struct opts *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->port = "18700";
-	o->gid_index = -1;
+	hp_opts_init(&o->hp, "18700", 0);
 	o->timeout = 14;
 	o->retry_cnt = 3;
 	while ((c = getopt(argc, argv, "p:d:g:t:r:w:H:T:h")) != -1) {
+		if (hp_opt(&o->hp, c, optarg))
+			continue;
 		switch (c) {
-		case 'p':
-			o->port = optarg;
-			break;
-		case 'd':
-			o->dev = optarg;
-			break;
-		case 'g':
-			o->gid_index = atoi(optarg);
-			break;
 		case 't':
 			o->timeout = (uint8_t)atoi(optarg);
 			break;
@@ -89,9 +82,6 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'H':
 			o->hold = atoi(optarg);
 			break;
-		case 'T':
-			o->secs = atoi(optarg);
-			break;
 		default:
 			usage(argv[0]);
 		}
@@ -99,24 +89,8 @@ static void parse(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		o->host = argv[optind++];
 	if (optind != argc || o->timeout < 1 || o->timeout > 31 || o->retry_cnt > 7 ||
-	    o->hold < 0 || o->secs < 0)
+	    o->hold < 0 || o->hp.secs < 0)
 		usage(argv[0]);
-}
-
-/* wait_cq: the next completion, or 0 when none came before END */
-static int wait_cq(struct ibv_cq *cq, struct ibv_wc *wc, int64_t end)
-{
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n < 0)
-			hp_fail("ibv_poll_cq");
-		if (n == 1)
-			return 1;
-		if (hp_now_us() > end)
-			return 0;
-		hp_sleep_ms(1);
-	}
 }
 
 int main(int argc, char **argv)
@@ -143,53 +117,26 @@ int main(int argc, char **argv)
 	parse(argc, argv, &o);
 	/* IBA 9.7.6.1.3: 4.096 us * 2^timeout per try, retry_cnt retries */
 	expected_ms = (o.retry_cnt + 1) * 4.096e-3 * (double)(1ull << o.timeout);
-	bound_us = o.secs ? (int64_t)o.secs * 1000000 : (int64_t)(expected_ms * 10000);
+	bound_us = o.hp.secs ? (int64_t)o.hp.secs * 1000000 : (int64_t)(expected_ms * 10000);
 	if (bound_us < 30000000)
 		bound_us = 30000000;
 
-	ctx = hp_open(o.dev);
-	if (o.host) {
-		sock = hp_connect(o.host, o.port, 30);
-	} else {
-		lsock = hp_listen(o.port);
-		printf("listening on port %s\n", o.port);
-		sock = hp_accept(lsock, 60);
-	}
-	gid_index = o.gid_index >= 0 ? o.gid_index : hp_sock_gid_index(ctx, 1, sock);
-	if (gid_index < 0)
-		gid_index = 0;
-	if (ibv_query_gid(ctx, 1, gid_index, &gid))
-		hp_fail("ibv_query_gid %d", gid_index);
+	ctx = hp_open(o.hp.dev);
+	sock = hp_rendezvous(o.host, o.hp.port, o.host ? 30 : 60, &lsock);
+	gid_index = hp_local_gid(ctx, o.hp.gid_index, sock, &gid);
 	pd = ibv_alloc_pd(ctx);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (!pd || !cq || !mr)
 		hp_fail("alloc pd/cq/mr: %s", strerror(errno));
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = cq;
-	ia.recv_cq = cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 4;
-	ia.cap.max_recv_wr = 4;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	qp = ibv_create_qp(pd, &ia);
-	if (!qp)
-		hp_fail("ibv_create_qp: %s", strerror(errno));
+	qp = hp_create_qp(pd, cq, IBV_QPT_RC, 4, 4, 0);
 
 	memset(&me, 0, sizeof(me));
 	me.qpn = qp->qp_num;
 	me.psn = hp_random_psn();
 	memcpy(me.gid, gid.raw, 16);
 	hp_exchange(sock, &me, &peer, 30);
-	memset(&path, 0, sizeof(path));
-	path.port = 1;
-	path.sgid_index = gid_index;
-	memcpy(path.dgid.raw, peer.gid, 16);
-	path.mtu = IBV_MTU_1024;
-	path.dqpn = peer.qpn;
-	path.rq_psn = peer.psn;
-	path.sq_psn = me.psn;
+	hp_path_peer(&path, gid_index, &me, &peer, IBV_MTU_1024);
 	path.timeout = o.timeout;
 	path.retry_cnt = o.retry_cnt;
 	path.rnr_retry = 0; /* an RNR NAK would end at once, not at the timer */
@@ -221,7 +168,7 @@ int main(int argc, char **argv)
 			struct pollfd pf = {.fd = sock, .events = POLLIN};
 
 			poll(&pf, 1, o.hold * 1000);
-			if (wait_cq(cq, &wc, hp_now_us()))
+			if (hp_poll_until(cq, &wc, hp_now_us(), 1000))
 				printf("server: a completion arrived: %s (the link was not cut?)\n",
 				       hp_wc_status_name(wc.status));
 		}
@@ -272,7 +219,7 @@ int main(int argc, char **argv)
 		if (ibv_post_send(qp, wr, &bad))
 			hp_fail("ibv_post_send: %s", strerror(errno));
 	}
-	if (!wait_cq(cq, &wc, t0 + bound_us)) {
+	if (!hp_poll_until(cq, &wc, t0 + bound_us, 1000)) {
 		printf("status=none elapsed_ms=%lld expected_ms=%.0f timeout=%u retry_cnt=%u\n",
 		       (long long)((hp_now_us() - t0) / 1000), expected_ms, o.timeout, o.retry_cnt);
 		printf("fail: no completion within %lld s\n", (long long)(bound_us / 1000000));
@@ -284,7 +231,7 @@ int main(int argc, char **argv)
 		struct ibv_wc wc2;
 		const char *flush = "none";
 
-		if (wait_cq(cq, &wc2, hp_now_us() + 5000000)) {
+		if (hp_poll_until(cq, &wc2, hp_now_us() + 5000000, 1000)) {
 			flush = hp_wc_status_name(wc2.status);
 			if (wc2.wr_id != 2)
 				flush = "wrong-wr_id";

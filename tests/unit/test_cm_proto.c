@@ -4,8 +4,10 @@
  * 127.0.0.1, the REQ/REP/RTU exchange with private data in both
  * directions, the QP attributes each side gets (each side's PSN and QP
  * number reach the other), DREQ/DREP, a REJ with private data, a connect
- * to a port nobody listens on, the backlog, SIDR for UD, and a channel
- * that closes (its process died) while connected. Runs with the private
+ * to a port nobody listens on, the backlog, SIDR for UD (and its
+ * refusals: no service, a listener of another transport, a full
+ * backlog), an id that connects again after a REJ, and a channel that
+ * closes (its process died) while connected. Runs with the private
  * daemon of its network namespace (tests/run.sh).
  */
 #include "harness.h"
@@ -317,6 +319,65 @@ TEST(sidr_ud)
 	close(c.fd);
 }
 
+/* A SIDR_REQ nobody serves, one for an RC listener, and one beyond a UD
+ * listener's backlog: UNREACHABLE with the SIDR_REP's status (IBA 12.11,
+ * table 119: 1 no service, 2 rejected). */
+TEST(sidr_refused)
+{
+	struct chan s = chan_open(), c = chan_open();
+	uint32_t a;
+	struct sof_cm_event ev;
+
+	a = active(c, RDMA_PS_UDP, IBV_QPT_UD, 7477);
+	CHECK_EQ(conn_op(SOF_OP_CM_CONNECT, a, 0, NULL, 0), 0);
+	ev = expect(c, RDMA_CM_EVENT_UNREACHABLE, 3000);
+	CHECK_EQ(ev.id, a);
+	CHECK_EQ(ev.status, 1);
+
+	listener(s, RDMA_PS_UDP, IBV_QPT_RC, 7478, 0);
+	a = active(c, RDMA_PS_UDP, IBV_QPT_UD, 7478);
+	CHECK_EQ(conn_op(SOF_OP_CM_CONNECT, a, 0, NULL, 0), 0);
+	ev = expect(c, RDMA_CM_EVENT_UNREACHABLE, 3000);
+	CHECK_EQ(ev.status, 1);
+
+	listener(s, RDMA_PS_UDP, IBV_QPT_UD, 7479, 1);
+	a = active(c, RDMA_PS_UDP, IBV_QPT_UD, 7479);
+	CHECK_EQ(conn_op(SOF_OP_CM_CONNECT, a, 0, NULL, 0), 0);
+	expect(s, RDMA_CM_EVENT_CONNECT_REQUEST, 3000); /* left unanswered */
+	a = active(c, RDMA_PS_UDP, IBV_QPT_UD, 7479);
+	CHECK_EQ(conn_op(SOF_OP_CM_CONNECT, a, 0, NULL, 0), 0);
+	ev = expect(c, RDMA_CM_EVENT_UNREACHABLE, 3000);
+	CHECK_EQ(ev.id, a);
+	CHECK_EQ(ev.status, 2);
+	close(s.fd);
+	close(c.fd);
+}
+
+/* A REJ leaves the active id with its route (ROUTE_RESOLVED), so it may
+ * connect again; the second attempt is accepted. */
+TEST(connect_again_after_reject)
+{
+	struct chan s = chan_open(), c = chan_open();
+	uint32_t a;
+	struct sof_cm_event ev;
+
+	listener(s, RDMA_PS_TCP, IBV_QPT_RC, 7480, 0);
+	a = active(c, RDMA_PS_TCP, IBV_QPT_RC, 7480);
+	CHECK_EQ(conn_op(SOF_OP_CM_CONNECT, a, 0x111, NULL, 0), 0);
+	CHECK_EQ(conn_op(SOF_OP_CM_CONNECT, a, 0x111, NULL, 0), -EINVAL); /* in progress */
+	ev = expect(s, RDMA_CM_EVENT_CONNECT_REQUEST, 3000);
+	CHECK_EQ(conn_op(SOF_OP_CM_REJECT, ev.id, 0, NULL, 0), 0);
+	expect(c, RDMA_CM_EVENT_REJECTED, 3000);
+	CHECK_EQ(conn_op(SOF_OP_CM_CONNECT, a, 0x113, NULL, 0), 0);
+	ev = expect(s, RDMA_CM_EVENT_CONNECT_REQUEST, 3000);
+	CHECK_EQ(ev.param.qp_num, 0x113);
+	CHECK_EQ(conn_op(SOF_OP_CM_ACCEPT, ev.id, 0x222, NULL, 0), 0);
+	ev = expect(c, RDMA_CM_EVENT_CONNECT_RESPONSE, 3000);
+	CHECK_EQ(ev.id, a);
+	close(s.fd);
+	close(c.fd);
+}
+
 TEST(bad_requests)
 {
 	struct chan c = chan_open();
@@ -355,6 +416,8 @@ int main(void)
 	RUN(backlog);
 	RUN(peer_dies_established);
 	RUN(sidr_ud);
+	RUN(sidr_refused);
+	RUN(connect_again_after_reject);
 	RUN(bad_requests);
 	return test_summary();
 }

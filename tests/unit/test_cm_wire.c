@@ -1,10 +1,13 @@
 /*
  * The CM message formats (cm/cm_wire.c) against the byte positions of IBA
  * vol. 1 chapter 12 (tables 106-120) and Annex A11, and every message
- * through put and get unchanged. Needs no daemon.
+ * through put and get unchanged; and the name tables of the CM's states
+ * (cm/cm_state.h), which tracing prints: every state has its own name.
+ * Needs no daemon.
  */
 #include "harness.h"
 
+#include "cm_state.h"
 #include "cm_wire.h"
 
 #include <string.h>
@@ -232,11 +235,34 @@ TEST(ip_header)
 	CHECK(!cmw_is_ip_service(0x1000000000001ull));
 }
 
+TEST(state_names)
+{
+	for (int i = 0; i < CMA_NR; i++) {
+		const char *n = cma_state_name((enum cma_state)i);
+
+		CHECK(n != NULL && n[0] && strcmp(n, "?"));
+		for (int j = 0; j < i; j++)
+			CHECK(strcmp(n, cma_state_name((enum cma_state)j)));
+	}
+	for (int i = 0; i < CM_NR; i++) {
+		const char *n = cm_state_name((enum cm_state)i);
+
+		CHECK(n != NULL && n[0] && strcmp(n, "?"));
+		for (int j = 0; j < i; j++)
+			CHECK(strcmp(n, cm_state_name((enum cm_state)j)));
+	}
+	CHECK(!strcmp(cma_state_name(CMA_NR), "?"));
+	CHECK(!strcmp(cm_state_name(CM_NR), "?"));
+	CHECK(!strcmp(cm_state_name(CM_MRA_REQ_RCVD), "MRA_REQ_RCVD"));
+	CHECK(!strcmp(cma_state_name(CMA_ROUTE_RESOLVED), "ROUTE_RESOLVED"));
+}
+
 int main(void)
 {
 	RUN(req_layout);
 	RUN(rep_layout);
 	RUN(small_messages);
 	RUN(ip_header);
+	RUN(state_names);
 	return test_summary();
 }

@@ -968,6 +968,192 @@ TEST(rc_rereg_and_iova)
 	pair_down(&a, &b);
 }
 
+/* ibv_rereg_mr keeps lkey and rkey (as rxe and mlx5 do); the peer's next
+ * access through the same rkey sees the new access at once, the old one is
+ * revoked, and a refused rereg leaves the region working as it was. */
+TEST(rc_rereg_keeps_keys_access)
+{
+	struct side a, b;
+	uint32_t lkey, rkey;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint8_t *nb;
+
+	pair_up(&a, &b, IBV_QPT_RC, 0, 0);
+	nb = aligned_alloc(4096, 8192);
+	CHECK(nb != NULL);
+	memset(nb, 0, 8192);
+	mr = ibv_reg_mr(b.pd, nb, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(mr != NULL);
+	lkey = mr->lkey;
+	rkey = mr->rkey;
+	pattern(a.buf, 4096, 17);
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_WRITE, 1, 0, a.buf, 100, a.mr->lkey,
+			   (uintptr_t)nb, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	/* bad input: refused, nothing lost */
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_REMOTE_WRITE), IBV_REREG_MR_ERR_INPUT);
+	CHECK_EQ(mr->lkey, lkey);
+	CHECK_EQ(mr->rkey, rkey);
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_WRITE, 2, 0, a.buf + 100, 100, a.mr->lkey,
+			   (uintptr_t)nb + 100, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK_MEM(nb, a.buf, 200);
+	/* read instead of write, same keys */
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ), 0);
+	CHECK_EQ(mr->lkey, lkey);
+	CHECK_EQ(mr->rkey, rkey);
+	pattern(nb + 4096, 64, 18);
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_READ, 3, 0, a.buf + 8192, 64, a.mr->lkey,
+			   (uintptr_t)nb + 4096, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(a.buf + 8192, nb + 4096, 64);
+	/* the region's own key still serves local SGEs */
+	CHECK_EQ(post_recv(b.qp, 40, nb + 6000, 64, mr->lkey), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 4, 0, a.buf, 64, a.mr->lkey, 0, 0, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 4, IBV_WC_SUCCESS, IBV_WC_SEND);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 40, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_MEM(nb + 6000, a.buf, 64);
+	/* remote write was revoked at once */
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_WRITE, 5, 0, a.buf, 8, a.mr->lkey,
+			   (uintptr_t)nb, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_EQ(wc.wr_id, 5);
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_MEM(nb, a.buf, 200);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	free(nb);
+	pair_down(&a, &b);
+}
+
+/* Translation and PD changes keep the keys too; moving the region to
+ * another PD revokes the peer's access through the old one at once. */
+TEST(rc_rereg_keeps_keys_pd)
+{
+	struct ibv_pd *pd2;
+	struct side a, b;
+	uint32_t lkey, rkey;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint8_t *nb;
+
+	pair_up(&a, &b, IBV_QPT_RC, 0, 0);
+	pd2 = ibv_alloc_pd(ctx_b);
+	CHECK(pd2 != NULL);
+	nb = aligned_alloc(4096, 16384);
+	CHECK(nb != NULL);
+	memset(nb, 0, 16384);
+	mr = ibv_reg_mr(b.pd, nb, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	CHECK(mr != NULL);
+	lkey = mr->lkey;
+	rkey = mr->rkey;
+	pattern(nb, 16384, 19);
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_READ, 1, 0, a.buf, 64, a.mr->lkey,
+			   (uintptr_t)nb + 8, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(a.buf, nb + 8, 64);
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, nb + 8192, 8192, 0), 0);
+	CHECK_EQ(mr->lkey, lkey);
+	CHECK_EQ(mr->rkey, rkey);
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_READ, 2, 0, a.buf + 64, 64, a.mr->lkey,
+			   (uintptr_t)nb + 8192 + 16, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(a.buf + 64, nb + 8192 + 16, 64);
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0), 0);
+	CHECK_EQ(mr->lkey, lkey);
+	CHECK_EQ(mr->rkey, rkey);
+	CHECK(mr->pd == pd2);
+	CHECK_EQ(post_send(a.qp, IBV_WR_RDMA_READ, 3, 0, a.buf, 64, a.mr->lkey,
+			   (uintptr_t)nb + 8192, rkey, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_EQ(wc.wr_id, 3);
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd2), 0);
+	free(nb);
+	pair_down(&a, &b);
+}
+
+static void to_state(struct ibv_qp *qp, enum ibv_qp_state st)
+{
+	struct ibv_qp_attr qa;
+
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = st;
+	CHECK_EQ(ibv_modify_qp(qp, &qa, IBV_QP_STATE), 0);
+}
+
+/* ERROR -> RESET takes the QP's completions out of its CQs, flush errors
+ * included, as providers do (mlx5's CQ clean on RESET): the next poll
+ * returns no stale IBV_WC_WR_FLUSH_ERR of it, and another QP sharing the
+ * CQs keeps its entries, in order. */
+TEST(qp_reset_cleans_cqs)
+{
+	struct ibv_qp_attr qa;
+	struct ibv_qp *qp2;
+	struct side a, b;
+	struct ibv_wc wc;
+
+	pair_up(&a, &b, IBV_QPT_RC, 0, 0);
+	qp2 = side_qp(&a, IBV_QPT_RC, NULL, 0); /* same send and receive CQs */
+	CHECK(qp2 != NULL);
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_INIT;
+	qa.port_num = 1;
+	qa.qp_access_flags = ALL_REMOTE;
+	CHECK_EQ(ibv_modify_qp(qp2, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					      IBV_QP_ACCESS_FLAGS), 0);
+	/* a completion of a.qp that is polled before the reset */
+	CHECK_EQ(post_recv(b.qp, 1, b.buf, 64, b.mr->lkey), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 2, 0, a.buf, 64, a.mr->lkey, 0, 0, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 2, IBV_WC_SUCCESS, IBV_WC_SEND);
+	/* a.qp's and qp2's flush errors, interleaved in the CQs */
+	CHECK_EQ(post_recv(a.qp, 101, a.buf, 64, a.mr->lkey), 0);
+	CHECK_EQ(post_recv(a.qp, 102, a.buf, 64, a.mr->lkey), 0);
+	CHECK_EQ(post_recv(qp2, 201, a.buf, 64, a.mr->lkey), 0);
+	to_state(a.qp, IBV_QPS_ERR);
+	to_state(qp2, IBV_QPS_ERR);
+	CHECK_EQ(post_recv(a.qp, 103, a.buf, 64, a.mr->lkey), 0);
+	CHECK_EQ(post_recv(qp2, 202, a.buf, 64, a.mr->lkey), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 104, 0, a.buf, 8, a.mr->lkey, 0, 0, 0), 0);
+	CHECK_EQ(post_send(qp2, IBV_WR_SEND, 203, 0, a.buf, 8, a.mr->lkey, 0, 0, 0), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 105, 0, a.buf, 8, a.mr->lkey, 0, 0, 0), 0);
+	to_state(a.qp, IBV_QPS_RESET);
+	CHECK_EQ(qp_state(a.qp), IBV_QPS_RESET);
+	/* only qp2's, in the order they were made */
+	WAIT_WC(a.rcq, wc);
+	CHECK_WC(wc, 201, IBV_WC_WR_FLUSH_ERR, 0);
+	CHECK_EQ(wc.qp_num, qp2->qp_num);
+	WAIT_WC(a.rcq, wc);
+	CHECK_WC(wc, 202, IBV_WC_WR_FLUSH_ERR, 0);
+	NO_WC(a.rcq, wc);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 203, IBV_WC_WR_FLUSH_ERR, 0);
+	NO_WC(a.scq, wc);
+	/* and the CQs go on: the reset QP comes up again and completes */
+	to_state(qp2, IBV_QPS_RESET);
+	CHECK_EQ(ibv_destroy_qp(qp2), 0);
+	to_state(b.qp, IBV_QPS_RESET);
+	connect2(a.qp, b.qp, &def_opts, &def_opts);
+	CHECK_EQ(post_recv(b.qp, 3, b.buf, 64, b.mr->lkey), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 4, 0, a.buf, 64, a.mr->lkey, 0, 0, 0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 4, IBV_WC_SUCCESS, IBV_WC_SEND);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 3, IBV_WC_SUCCESS, IBV_WC_RECV);
+	pair_down(&a, &b);
+}
+
 /* ---- UC and UD -------------------------------------------------------------- */
 
 TEST(uc_ops)
@@ -1740,6 +1926,9 @@ int main(void)
 	RUN(cq_ex_poll);
 	RUN(qp_ex_wr_api);
 	RUN(rc_rereg_and_iova);
+	RUN(rc_rereg_keeps_keys_access);
+	RUN(rc_rereg_keeps_keys_pd);
+	RUN(qp_reset_cleans_cqs);
 	RUN(uc_ops);
 	RUN(ud_grh);
 	RUN(ud_multicast_local);

@@ -94,6 +94,10 @@ TEST(query_device)
 	memset(&a, 0xa5, sizeof(a));
 	CHECK_EQ(ibv_query_device(ctx, &a), 0);
 	CHECK(strcmp(a.fw_ver, "1.0.0") == 0);
+	/* what rxe reports: the IBTA generic VendorID (A3.3.1), part 0, hw 0 */
+	CHECK_EQ(a.vendor_id, 0xffffff);
+	CHECK_EQ(a.vendor_part_id, 0);
+	CHECK_EQ(a.hw_ver, 0);
 	guid = ibv_get_device_guid(ctx->device);
 	CHECK_NE(a.node_guid, 0);
 	CHECK_EQ(a.node_guid, guid);

@@ -1,5 +1,5 @@
 /*
- * Posting to the RoCEv2 transport.
+ * The network send queue: posting to the RoCEv2 transport.
  *
  * Work for another host is not executed here: the WQE is written into the
  * QP's network send queue (a memfd only this process and the daemon map,

@@ -1,0 +1,157 @@
+/*
+ * Inside the RDMA CM id layer (cma_*.c): what librdmacm asks of the
+ * daemon (sof_cm_proto.h), as the kernel's rdma_cm/ucma answer it. Its
+ * files: at the base cma_id.c (ids, channels, their lifetime),
+ * cma_addr.c (addresses, ports, the GID table) and cma_event.c (events to
+ * a channel's socket); on them the request handlers by role,
+ * cma_resolve.c, cma_listen.c, cma_conn.c, cma_mcast.c; on top
+ * cma_upcall.c (what the protocol reports) and cma_ops.c (the daemon's
+ * entry points).
+ */
+#ifndef CMA_H
+#define CMA_H
+
+#include "ibcm.h"
+
+#define CMA_MAX_BACKLOG 1024
+#define CMA_PORT_LO 32768 /* ephemeral ports, as ip_local_port_range */
+#define CMA_PORT_HI 60999
+#define CMA_HOP_LIMIT 64
+#define CMA_MAX_QUEUED 65536 /* events a channel may have waiting */
+
+struct cm_channel {
+	struct sofd_conn *c; /* its own connection: events go there */
+	uint32_t handle;
+	struct sofd_link ids;
+	struct sofd_link queue; /* events the socket could not take yet */
+	uint32_t queued;
+};
+
+/* A multicast group an id joined. */
+struct cm_mc {
+	struct sofd_link link;
+	uint8_t mgid[16];
+	uint64_t uid;
+};
+
+struct cma_table {
+	struct sof_hmap channels; /* handle -> struct cm_channel */
+	struct sof_hmap ids;	  /* handle -> struct cm_id (not lingering) */
+	struct sofd_link lingering;
+	uint32_t next_handle;
+};
+
+extern struct cma_table cma;
+
+/* What a request is answered with (sofd_cm_op points rp->data here). */
+union cma_reply {
+	struct sof_cm_channel_rep channel;
+	struct sof_cm_id_rep id;
+	struct sof_cm_query_rep query;
+	struct sof_cm_qp_attr attr;
+	struct sof_cm_ece ece;
+};
+
+extern union cma_reply cma_rbuf;
+
+/* The private data a user's request may carry. */
+static inline bool cma_param_ok(const struct sof_cm_param *p)
+{
+	return p->private_data_len <= SOF_CM_PDATA_MAX;
+}
+
+/* A request handler: 0 or -errno; a reply of rp->len bytes in cma_rbuf. */
+#define CMA_OP(name) int cma_op_##name(struct sofd_req *rq, struct sofd_rep *rp)
+
+/* ---- cma_id.c ------------------------------------------------------------------- */
+
+/* Every change of id->cstate goes through here (traced by name). */
+void cma_set_state(struct cm_id *id, enum cma_state s);
+/* The id or channel of handle if the requester owns it, else NULL. */
+struct cm_id *cma_get_id(const struct sofd_req *rq, uint32_t handle);
+struct cm_channel *cma_get_channel(const struct sofd_req *rq, uint32_t handle);
+struct cm_id *cma_id_new(struct cm_channel *ch, uint8_t ps, uint32_t qp_type);
+/* Free an id that has nothing more to do. */
+void cma_free(struct cm_id *id);
+/* The user lets go of id: end its protocol, then free it or let it linger. */
+void cma_id_destroy(struct cm_id *id);
+/* The child of a request answered (accepted or rejected) or dropped:
+ * its listener's backlog has room again. */
+void cma_child_answered(struct cm_id *id);
+CMA_OP(channel);
+CMA_OP(create_id);
+CMA_OP(destroy_id);
+CMA_OP(migrate);
+
+/* ---- cma_addr.c ----------------------------------------------------------------- */
+
+bool cma_family_ok(int f);
+/* The GID of an address: IPv4-mapped, IPv6 as is, AF_IB's GID. */
+void cma_addr_gid(const struct sockaddr_storage *ss, uint8_t gid[16]);
+uint16_t cma_addr_port(const struct sockaddr_storage *ss);
+/* Fill ss (of family) from a GID and a port. */
+void cma_addr_from_gid(struct sockaddr_storage *ss, int family, const uint8_t gid[16], uint8_t ps,
+		       uint16_t port);
+bool cma_gid_is_any(const uint8_t g[16]);
+bool cma_addr_is_any(const struct sockaddr_storage *ss);
+/* The GID table index of gid, or -1. */
+int cma_gid_index(const uint8_t gid[16]);
+/* The source address the routing table picks for dst (a GID). 0 or -errno. */
+int cma_route_source(const uint8_t dst[16], uint8_t src[16]);
+/* Bind id to src (port 0: an ephemeral one). 0 or -errno. */
+int cma_bind_port(struct cm_id *id, const struct sockaddr_storage *src);
+void cma_fill_query(const struct cm_id *id, struct sof_cm_query_rep *q);
+
+/* ---- cma_event.c ---------------------------------------------------------------- */
+
+void cma_event_init(struct sof_cm_event *ev, const struct cm_id *id, uint32_t event, int status,
+		    const struct sof_cm_param *p);
+/* The address handle of a UD peer (or group) in ev. */
+void cma_event_set_ah(struct sof_cm_event *ev, const struct cm_id *id);
+void cma_channel_send(struct cm_channel *ch, const struct sof_cm_event *ev);
+void cma_channel_flush(struct cm_channel *ch);
+void cma_channel_drop_queue(struct cm_channel *ch);
+/* Queue an event for id's channel (nothing when the id lingers). */
+void cma_event(struct cm_id *id, uint32_t event, int status, const struct sof_cm_param *p);
+/* cma_event with the destination filled from id (a UD peer). */
+void cma_event_ud(struct cm_id *id, uint32_t event, int status, const struct sof_cm_param *p,
+		  uint32_t qpn, uint32_t qkey);
+/* CONNECT_REQUEST: child was made for the listener it names. */
+void cma_event_conn_req(struct cm_id *child, const struct sof_cm_param *p);
+
+/* ---- cma_resolve.c -------------------------------------------------------------- */
+
+CMA_OP(bind);
+CMA_OP(resolve_addr);
+CMA_OP(resolve_route);
+CMA_OP(query);
+CMA_OP(set_option);
+
+/* ---- cma_listen.c --------------------------------------------------------------- */
+
+/* A connection request from the protocol (IBCM_EV_REQ). 0 or -errno. */
+int cma_req_arrived(struct ibcm_event *ev);
+CMA_OP(listen);
+CMA_OP(accept);
+CMA_OP(reject);
+
+/* ---- cma_conn.c ----------------------------------------------------------------- */
+
+CMA_OP(connect);
+CMA_OP(disconnect);
+CMA_OP(establish);
+CMA_OP(notify);
+CMA_OP(init_qp_attr);
+CMA_OP(set_ece);
+CMA_OP(get_ece);
+
+/* ---- cma_mcast.c ---------------------------------------------------------------- */
+
+CMA_OP(join);
+CMA_OP(leave);
+
+/* ---- cma_upcall.c --------------------------------------------------------------- */
+
+extern const struct ibcm_ops cma_ibcm_ops;
+
+#endif

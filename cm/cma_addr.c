@@ -1,0 +1,248 @@
+/*
+ * Addresses of the RDMA CM on RoCEv2: the GID of an IP address is the
+ * address itself (IPv4-mapped for IPv4), AF_IB carries its GID; ports per
+ * port space, bound like UDP ports (SO_REUSEADDR's rules, AF-only ids of
+ * two families sharing a port as the kernel's rdma_cm lets them, an
+ * ephemeral range); the source of a route is the address the kernel's routing table
+ * picks for the destination (a UDP socket connected to it tells, sending
+ * nothing), and it must be one of the GIDs this device serves.
+ */
+#include "cma.h"
+
+#include "roce_wire.h"
+#include "sof_gid.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/ib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+bool cma_family_ok(int f) { return f == AF_INET || f == AF_INET6 || f == AF_IB; }
+
+/* The GID of an address: IPv4-mapped, IPv6 as is, AF_IB's GID. */
+void cma_addr_gid(const struct sockaddr_storage *ss, uint8_t gid[16])
+{
+	memset(gid, 0, 16);
+	if (ss->ss_family == AF_INET) {
+		memcpy(gid, v4pfx, 12);
+		memcpy(gid + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		memcpy(gid, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	} else if (ss->ss_family == AF_IB) {
+		memcpy(gid, &((const struct sockaddr_ib *)ss)->sib_addr, 16);
+	}
+}
+
+uint16_t cma_addr_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	if (ss->ss_family == AF_IB)
+		return (uint16_t)be64toh(((const struct sockaddr_ib *)ss)->sib_sid);
+	return 0;
+}
+
+static void addr_set_port(struct sockaddr_storage *ss, uint8_t ps, uint16_t port)
+{
+	if (ss->ss_family == AF_INET) {
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	} else if (ss->ss_family == AF_INET6) {
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	} else if (ss->ss_family == AF_IB) {
+		struct sockaddr_ib *sib = (struct sockaddr_ib *)ss;
+
+		sib->sib_sid = htobe64(cmw_ip_service_id(ps, port));
+		sib->sib_sid_mask = htobe64(~0ull);
+	}
+}
+
+/* Fill ss (of family) from a GID and a port. */
+void cma_addr_from_gid(struct sockaddr_storage *ss, int family, const uint8_t gid[16], uint8_t ps,
+		       uint16_t port)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (family == AF_INET || (family != AF_IB && family != AF_INET6 && sof_gid_is_v4(gid))) {
+		ss->ss_family = AF_INET;
+		memcpy(&((struct sockaddr_in *)ss)->sin_addr, gid + 12, 4);
+	} else if (family == AF_IB) {
+		ss->ss_family = AF_IB;
+		memcpy(&((struct sockaddr_ib *)ss)->sib_addr, gid, 16);
+		((struct sockaddr_ib *)ss)->sib_pkey = htons(0xffff);
+	} else {
+		ss->ss_family = AF_INET6;
+		memcpy(&((struct sockaddr_in6 *)ss)->sin6_addr, gid, 16);
+	}
+	addr_set_port(ss, ps, port);
+}
+
+bool cma_gid_is_any(const uint8_t g[16])
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(g, zero, 16) || (!memcmp(g, v4pfx, 12) && !memcmp(g + 12, zero, 4));
+}
+
+bool cma_addr_is_any(const struct sockaddr_storage *ss)
+{
+	uint8_t g[16];
+
+	cma_addr_gid(ss, g);
+	return cma_gid_is_any(g);
+}
+
+/* The GID table index of gid, or -1. */
+int cma_gid_index(const uint8_t gid[16])
+{
+	for (uint32_t i = 0; i < sofd.dev.num_gids && i < SOF_MAX_GIDS; i++)
+		if (!sof_gid_empty(&sofd.dev.gids[i]) && !memcmp(sofd.dev.gids[i].gid, gid, 16))
+			return (int)i;
+	return -1;
+}
+
+/* The source address the routing table picks for dst (a GID). 0 or -errno. */
+int cma_route_source(const uint8_t dst[16], uint8_t src[16])
+{
+	bool v4 = sof_gid_is_v4(dst);
+	int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int err = 0;
+
+	if (fd < 0)
+		return -errno;
+	memset(&ss, 0, sizeof(ss));
+	if (v4) {
+		struct sockaddr_in *s = (struct sockaddr_in *)&ss;
+
+		s->sin_family = AF_INET;
+		s->sin_port = htons(ROCE_UDP_PORT);
+		memcpy(&s->sin_addr, dst + 12, 4);
+		len = sizeof(*s);
+	} else {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
+
+		s->sin6_family = AF_INET6;
+		s->sin6_port = htons(ROCE_UDP_PORT);
+		memcpy(&s->sin6_addr, dst, 16);
+		len = sizeof(*s);
+	}
+	if (connect(fd, (struct sockaddr *)&ss, len)) {
+		err = -errno;
+		goto out;
+	}
+	len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len)) {
+		err = -errno;
+		goto out;
+	}
+	cma_addr_gid(&ss, src);
+out:
+	close(fd);
+	return err;
+}
+
+/* Whether a bind of (ps, port, gid) of family by id clashes with another
+ * id. As the kernel's rdma_cm: ids of different families that are both
+ * AF-only never clash, so an IPv4 and an AF-only IPv6 wildcard share a
+ * port. */
+static bool port_taken(const struct cm_id *self, uint8_t ps, uint16_t port, const uint8_t gid[16],
+		       int family, bool reuse)
+{
+	uint32_t pos = 0;
+	uint64_t key;
+	struct cm_id *o;
+
+	while ((o = sof_hmap_next(&cma.ids, &pos, &key))) {
+		uint8_t og[16];
+
+		if (o == self || !o->bound || o->ps != ps || cma_addr_port(&o->src) != port)
+			continue;
+		if (self->afonly && o->afonly && o->src.ss_family != family)
+			continue;
+		cma_addr_gid(&o->src, og);
+		if (!cma_gid_is_any(og) && !cma_gid_is_any(gid) && memcmp(og, gid, 16))
+			continue;
+		/* like SO_REUSEADDR: both ask for it and neither listens */
+		if (reuse && o->reuseaddr && o->cstate != CMA_LISTEN)
+			continue;
+		return true;
+	}
+	return false;
+}
+
+/* net.ipv6.bindv6only of the daemon's network namespace (the callers'). */
+static bool bindv6only(void)
+{
+	char c = '0';
+	int fd = open("/proc/sys/net/ipv6/bindv6only", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &c, 1) != 1)
+			c = '0';
+		close(fd);
+	}
+	return c == '1';
+}
+
+int cma_bind_port(struct cm_id *id, const struct sockaddr_storage *src)
+{
+	uint16_t port = cma_addr_port(src);
+	uint8_t gid[16];
+
+	/* The kernel's default when RDMA_OPTION_ID_AFONLY was not given: an
+	 * AF_INET id is AF-only, an AF_INET6 one as net.ipv6.bindv6only
+	 * says (as an IPv6 socket's IPV6_V6ONLY). */
+	if (!id->afonly_set)
+		id->afonly =
+		    src->ss_family == AF_INET || (src->ss_family == AF_INET6 && bindv6only());
+	cma_addr_gid(src, gid);
+	if (port) {
+		if (port_taken(id, id->ps, port, gid, src->ss_family, id->reuseaddr))
+			return -EADDRINUSE;
+	} else {
+		uint32_t span = CMA_PORT_HI - CMA_PORT_LO + 1, start = sof_random32() % span, i;
+
+		for (i = 0; i < span; i++) {
+			port = (uint16_t)(CMA_PORT_LO + (start + i) % span);
+			if (!port_taken(id, id->ps, port, gid, src->ss_family, false))
+				break;
+		}
+		if (i == span)
+			return -EADDRNOTAVAIL;
+	}
+	id->src = *src;
+	addr_set_port(&id->src, id->ps, port);
+	id->bound = true;
+	if (!cma_gid_is_any(gid)) {
+		memcpy(id->sgid, gid, 16);
+		id->sgid_index = (uint32_t)cma_gid_index(gid);
+		id->have_dev = true;
+	}
+	return 0;
+}
+
+void cma_fill_query(const struct cm_id *id, struct sof_cm_query_rep *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->src = id->src;
+	q->dst = id->dst;
+	memcpy(q->sgid, id->sgid, 16);
+	memcpy(q->dgid, id->dgid, 16);
+	q->sgid_index = id->sgid_index;
+	q->pkey = 0xffff;
+	q->port_num = id->have_dev ? 1 : 0;
+	if (id->have_route) {
+		q->num_paths = 1;
+		q->mtu = id->mtu;
+		q->hop_limit = CMA_HOP_LIMIT;
+		q->traffic_class = id->tos;
+		q->packet_life_time = CM_PKT_LIFE;
+		q->service_id = htobe64(cmw_ip_service_id(id->ps, cma_addr_port(&id->dst)));
+	}
+}

@@ -1,0 +1,123 @@
+/*
+ * Events to a channel: each is one struct sof_cm_event on the channel's
+ * own socket (SOCK_SEQPACKET). When the socket is full the events wait
+ * in order on the channel, up to a bound, and go out as it drains
+ * (EPOLLOUT); a lingering id (no channel) has nobody to tell.
+ */
+#include "cma.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+struct queued_event {
+	struct sofd_link link;
+	struct sof_cm_event ev;
+};
+
+void cma_channel_flush(struct cm_channel *ch)
+{
+	struct epoll_event eev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = &ch->c->p};
+
+	while (!sofd_list_empty(&ch->queue)) {
+		struct queued_event *q =
+		    sof_container_of(ch->queue.next, struct queued_event, link);
+		int err = sof_send_rec(ch->c->p.fd, &q->ev, sizeof(q->ev), NULL, 0);
+
+		if (err == -EAGAIN) {
+			eev.events |= EPOLLOUT;
+			break;
+		}
+		/* sent, or the channel is going: either way it is done */
+		sofd_list_del(&q->link);
+		ch->queued--;
+		free(q);
+	}
+	epoll_ctl(sofd.epfd, EPOLL_CTL_MOD, ch->c->p.fd, &eev);
+}
+
+void cma_channel_send(struct cm_channel *ch, const struct sof_cm_event *ev)
+{
+	struct queued_event *q;
+
+	if (sofd_list_empty(&ch->queue) &&
+	    sof_send_rec(ch->c->p.fd, ev, sizeof(*ev), NULL, 0) != -EAGAIN)
+		return;
+	if (ch->queued >= CMA_MAX_QUEUED) {
+		sofd_log("cm: channel %u not reading its events: one dropped", ch->handle);
+		return;
+	}
+	q = malloc(sizeof(*q));
+	if (!q)
+		return;
+	q->ev = *ev;
+	sofd_list_add(ch->queue.prev, &q->link); /* at the tail */
+	ch->queued++;
+	cma_channel_flush(ch);
+}
+
+void cma_channel_drop_queue(struct cm_channel *ch)
+{
+	while (!sofd_list_empty(&ch->queue)) {
+		struct queued_event *q =
+		    sof_container_of(ch->queue.next, struct queued_event, link);
+
+		sofd_list_del(&q->link);
+		free(q);
+	}
+}
+
+void cma_event_init(struct sof_cm_event *ev, const struct cm_id *id, uint32_t event, int status,
+		    const struct sof_cm_param *p)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->id = id->handle;
+	ev->event = event;
+	ev->status = status;
+	if (p)
+		ev->param = *p;
+}
+
+void cma_event(struct cm_id *id, uint32_t event, int status, const struct sof_cm_param *p)
+{
+	struct sof_cm_event ev;
+
+	if (!id->ch)
+		return;
+	cma_event_init(&ev, id, event, status, p);
+	cma_channel_send(id->ch, &ev);
+}
+
+void cma_event_set_ah(struct sof_cm_event *ev, const struct cm_id *id)
+{
+	memcpy(ev->ah_dgid, id->dgid, 16);
+	ev->ah_sgid_index = (uint8_t)id->sgid_index;
+	ev->ah_hop_limit = CMA_HOP_LIMIT;
+	ev->ah_traffic_class = id->tos;
+}
+
+void cma_event_ud(struct cm_id *id, uint32_t event, int status, const struct sof_cm_param *p,
+		  uint32_t qpn, uint32_t qkey)
+{
+	struct sof_cm_event ev;
+
+	if (!id->ch)
+		return;
+	cma_event_init(&ev, id, event, status, p);
+	ev.param.qp_num = qpn;
+	ev.param.qkey = qkey;
+	cma_event_set_ah(&ev, id);
+	cma_channel_send(id->ch, &ev);
+}
+
+void cma_event_conn_req(struct cm_id *child, const struct sof_cm_param *p)
+{
+	struct sof_cm_event ev;
+
+	cma_event_init(&ev, child, RDMA_CM_EVENT_CONNECT_REQUEST, 0, p);
+	ev.listen_id = child->listener->handle;
+	cma_event_set_ah(&ev, child);
+	cma_fill_query(child, &ev.q);
+	cma_channel_send(child->ch, &ev);
+}

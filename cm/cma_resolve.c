@@ -1,0 +1,184 @@
+/*
+ * The address and route requests of an id: bind, resolve address (the
+ * source from the routing table, among this device's GIDs), resolve
+ * route (on RoCEv2 the path is the IP route, the MTU the port's), query,
+ * and the options of an id. Resolution is synchronous here, but its
+ * result is an event, as in the kernel.
+ */
+#include "cma.h"
+
+#include <errno.h>
+#include <infiniband/ib.h>
+#include <string.h>
+
+static int reply_query(struct cm_id *id, struct sofd_rep *rp)
+{
+	cma_fill_query(id, &cma_rbuf.query);
+	rp->len = sizeof(cma_rbuf.query);
+	return 0;
+}
+
+CMA_OP(bind)
+{
+	const struct sof_cm_addr_req *r = rq->data;
+	struct cm_id *id = cma_get_id(rq, r->id);
+	uint8_t gid[16];
+	int err;
+
+	if (!id)
+		return -ENOENT;
+	if (id->cstate != CMA_IDLE || id->bound)
+		return -EINVAL;
+	if (!cma_family_ok(r->src.ss_family))
+		return -EAFNOSUPPORT;
+	cma_addr_gid(&r->src, gid);
+	if (!cma_gid_is_any(gid) && cma_gid_index(gid) < 0)
+		return -EADDRNOTAVAIL;
+	err = cma_bind_port(id, &r->src);
+	if (err)
+		return err;
+	cma_set_state(id, CMA_ADDR_BOUND);
+	return reply_query(id, rp);
+}
+
+CMA_OP(resolve_addr)
+{
+	const struct sof_cm_addr_req *r = rq->data;
+	struct cm_id *id = cma_get_id(rq, r->id);
+	uint8_t dgid[16], sgid[16];
+	int err = 0, idx;
+
+	if (!id)
+		return -ENOENT;
+	if (id->cstate != CMA_IDLE && id->cstate != CMA_ADDR_BOUND &&
+	    id->cstate != CMA_ADDR_RESOLVED)
+		return -EINVAL;
+	if (!cma_family_ok(r->dst.ss_family) ||
+	    (r->src.ss_family && !cma_family_ok(r->src.ss_family)))
+		return -EAFNOSUPPORT;
+	cma_addr_gid(&r->dst, dgid);
+	if (cma_gid_is_any(dgid))
+		return -EINVAL;
+	/* the source: as bound, as given, or as the routing table says */
+	if (id->bound && !cma_addr_is_any(&id->src))
+		cma_addr_gid(&id->src, sgid);
+	else if (r->src.ss_family && !cma_addr_is_any(&r->src))
+		cma_addr_gid(&r->src, sgid);
+	else
+		err = cma_route_source(dgid, sgid);
+	if (err)
+		goto fail;
+	idx = cma_gid_index(sgid);
+	if (idx < 0 || sof_gid_is_v4(sgid) != sof_gid_is_v4(dgid)) {
+		err = -EADDRNOTAVAIL;
+		goto fail;
+	}
+	if (!id->bound) {
+		struct sockaddr_storage s;
+
+		cma_addr_from_gid(&s, r->dst.ss_family, sgid, id->ps, 0);
+		if (r->src.ss_family && !cma_addr_is_any(&r->src))
+			s = r->src;
+		err = cma_bind_port(id, &s);
+		if (err)
+			goto fail;
+	}
+	memcpy(id->sgid, sgid, 16);
+	id->sgid_index = (uint32_t)idx;
+	id->have_dev = true;
+	if (cma_addr_is_any(&id->src)) {
+		uint16_t port = cma_addr_port(&id->src);
+
+		cma_addr_from_gid(&id->src, id->src.ss_family, sgid, id->ps, port);
+	}
+	memcpy(id->dgid, dgid, 16);
+	id->dst = r->dst;
+	cma_set_state(id, CMA_ADDR_RESOLVED);
+	cma_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL);
+	return reply_query(id, rp);
+fail:
+	/* asynchronous as in the kernel: the call worked, the event tells */
+	cma_event(id, RDMA_CM_EVENT_ADDR_ERROR, err, NULL);
+	return reply_query(id, rp);
+}
+
+CMA_OP(resolve_route)
+{
+	const struct sof_cm_id_req *r = rq->data;
+	struct cm_id *id = cma_get_id(rq, r->id);
+
+	(void)rp;
+	if (!id)
+		return -ENOENT;
+	if (id->cstate != CMA_ADDR_RESOLVED && id->cstate != CMA_ROUTE_RESOLVED)
+		return -EINVAL;
+	/* RoCEv2: the path is the IP route; the MTU is the port's */
+	id->mtu = (uint8_t)sofd.dev.active_mtu;
+	id->have_route = true;
+	cma_set_state(id, CMA_ROUTE_RESOLVED);
+	cma_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL);
+	return 0;
+}
+
+CMA_OP(query)
+{
+	const struct sof_cm_id_req *r = rq->data;
+	struct cm_id *id = cma_get_id(rq, r->id);
+
+	if (!id)
+		return -ENOENT;
+	return reply_query(id, rp);
+}
+
+CMA_OP(set_option)
+{
+	const struct sof_cm_option_req *r = rq->data;
+	struct cm_id *id = cma_get_id(rq, r->id);
+	int v = 0;
+
+	(void)rp;
+	if (!id)
+		return -ENOENT;
+	if (r->len > sizeof(r->value))
+		return -EINVAL;
+	if (r->len == sizeof(int))
+		memcpy(&v, r->value, sizeof(v));
+	if (r->level == RDMA_OPTION_ID) {
+		switch (r->optname) {
+		case RDMA_OPTION_ID_TOS:
+			if (r->len != 1)
+				return -EINVAL;
+			id->tos = r->value[0];
+			id->tos_set = true;
+			return 0;
+		case RDMA_OPTION_ID_REUSEADDR:
+			if (r->len != sizeof(int))
+				return -EINVAL;
+			if (id->bound && id->cstate != CMA_IDLE && id->cstate != CMA_ADDR_BOUND)
+				return -EINVAL;
+			id->reuseaddr = v != 0;
+			return 0;
+		case RDMA_OPTION_ID_AFONLY:
+			if (r->len != sizeof(int) || id->bound)
+				return -EINVAL;
+			id->afonly = v != 0;
+			id->afonly_set = true;
+			return 0;
+		case RDMA_OPTION_ID_ACK_TIMEOUT:
+			if (r->len != 1 || r->value[0] > 31)
+				return -EINVAL;
+			id->ack_timeout = r->value[0];
+			return 0;
+		}
+	} else if (r->level == RDMA_OPTION_IB && r->optname == RDMA_OPTION_IB_PATH) {
+		/* a path the user resolved: the route is what we would make */
+		if (r->len < sizeof(struct ibv_path_data) || id->cstate != CMA_ADDR_RESOLVED)
+			return -EINVAL;
+		id->mtu = (uint8_t)sofd.dev.active_mtu;
+		id->have_route = true;
+		cma_set_state(id, CMA_ROUTE_RESOLVED);
+		cma_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL);
+		return 0;
+	}
+	return -ENOSYS;
+}

@@ -1,0 +1,215 @@
+/*
+ * The memory-region ops that make a region: REG_MR and REREG_MR
+ * (ibv_reg_mr(3), ibv_rereg_mr(3)); ops.c dispatches to them.
+ *
+ * A region is a record holding the memfd runs of its pages, its PD, access
+ * and a slot of the object table; executors find it by key and keep their
+ * mapping only while the slot's generation stays (registry.c). Re-registering
+ * makes a new record under the same key, so every executor sees the new PD
+ * and access at its next access and none keeps the old mapping.
+ */
+#include "sofd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Access flags a region may be registered with (the library strips the
+ * optional ones it does not implement). */
+#define MR_ACCESS                                                                                  \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |                   \
+	 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE)
+
+static struct sofd_pd *own_pd(struct sofd_conn *c, uint32_t h)
+{
+	struct sofd_pd *pd = sof_hmap_get(&sofd.pds, h);
+
+	return pd && pd->owner == c ? pd : NULL;
+}
+
+/* Check a request's access and, when it brings pages, its runs and their
+ * descriptors. 0 or -errno. */
+static int mr_check(const struct sofd_req *rq, const struct sof_reg_mr_req *req)
+{
+	uint64_t page_off, need, total = 0;
+	int err;
+
+	if (req->access & ~(uint32_t)MR_ACCESS)
+		return -EINVAL;
+	/* IBA 10.6.3.1 (o10-35): remote write or atomic needs local write. */
+	if ((req->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(req->access & IBV_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	if (req->nruns > SOF_MAX_MR_RUNS || (int)req->nruns != rq->nfds)
+		return -EINVAL;
+	if (!req->nruns)
+		return 0; /* REREG_MR keeping its pages: sofd_rereg_mr checks them */
+	if (rq->len < SOF_REG_MR_MIN + req->nruns * sizeof(struct sof_mr_run))
+		return -EINVAL;
+	if (req->length > SOFD_MAX_MR_LEN)
+		return -EINVAL;
+	page_off = req->addr & (SOFD_PAGE - 1);
+	need = page_off + req->length;
+	for (uint32_t i = 0; i < req->nruns; i++) {
+		const struct sof_mr_run *r = &req->runs[i];
+
+		if (!r->length || r->length % SOFD_PAGE || r->offset % SOFD_PAGE ||
+		    r->length > SOFD_MAX_MR_LEN + SOFD_PAGE || r->offset > SOFD_MAX_MR_LEN)
+			return -EINVAL;
+		err = sof_memfd_check(rq->fds[i], r->offset + r->length);
+		if (err)
+			return err;
+		/* Executors map writable regions through this description. */
+		if ((req->access & IBV_ACCESS_LOCAL_WRITE) &&
+		    (fcntl(rq->fds[i], F_GETFL) & O_ACCMODE) != O_RDWR)
+			return -EINVAL;
+		total += r->length;
+	}
+	return total < need ? -EINVAL : 0;
+}
+
+/* A new record of pd with the request's access, on the request's pages
+ * (its descriptors are taken) or, when it brings none, on those of keep
+ * (descriptors duplicated). It has a slot but no key and is on no list.
+ * NULL on failure, nothing taken. */
+static struct sofd_mr *mr_new(struct sofd_req *rq, const struct sof_reg_mr_req *req,
+			      struct sofd_pd *pd, const struct sofd_mr *keep)
+{
+	struct sofd_mr *mr = calloc(1, sizeof(*mr));
+	uint32_t i;
+
+	if (!mr)
+		return NULL;
+	if (sofd_slot_alloc(&mr->slot, &mr->gen))
+		goto err_free;
+	mr->pd = pd;
+	mr->owner = rq->c;
+	mr->access = req->access;
+	if (keep) {
+		mr->iova = keep->iova;
+		mr->addr = keep->addr;
+		mr->length = keep->length;
+		mr->page_off = keep->page_off;
+		for (i = 0; i < keep->nruns; i++) {
+			mr->runs[i] = keep->runs[i];
+			mr->fds[i] = fcntl(keep->fds[i], F_DUPFD_CLOEXEC, 3);
+			if (mr->fds[i] < 0)
+				goto err_fds;
+		}
+		mr->nruns = keep->nruns;
+		return mr;
+	}
+	mr->iova = req->iova;
+	mr->addr = req->addr;
+	mr->length = req->length;
+	mr->page_off = req->addr & (SOFD_PAGE - 1);
+	mr->nruns = req->nruns;
+	for (i = 0; i < req->nruns; i++) {
+		mr->runs[i] = req->runs[i];
+		mr->fds[i] = rq->fds[i];
+		rq->fds[i] = -1;
+		/* A read-only reopen of this memfd must not be reopenable
+		 * writable through /proc by another user: drop the write
+		 * bits (possible when we own the file or are root). */
+		if (fchmod(mr->fds[i], 0444)) {
+			/* best effort */
+		}
+	}
+	return mr;
+
+err_fds:
+	sof_close_fds(mr->fds, (int)i);
+	sofd_slot_free(mr->slot);
+err_free:
+	free(mr);
+	return NULL;
+}
+
+/* Undo mr_new for a record never published. */
+static void mr_free(struct sofd_mr *mr)
+{
+	sof_close_fds(mr->fds, (int)mr->nruns);
+	sofd_slot_free(mr->slot);
+	free(mr);
+}
+
+/* Put a keyed record on its lists and count it. */
+static void mr_link(struct sofd_mr *mr, struct sof_reg_mr_rep *rep)
+{
+	mr->pd->users++;
+	sofd_list_add(&mr->owner->mrs, &mr->link);
+	sofd.n.mrs++;
+	mr->owner->n.mrs++;
+	rep->lkey = mr->key;
+	rep->rkey = mr->key;
+}
+
+int sofd_reg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
+{
+	const struct sof_reg_mr_req *req = rq->data;
+	struct sofd_mr *mr;
+	struct sofd_pd *pd;
+	int err;
+
+	pd = own_pd(rq->c, req->pd);
+	if (!pd)
+		return -ENOENT;
+	if (rq->c->n.mrs >= SOFD_CONN_MAX_MR)
+		return -ENOMEM;
+	if (req->nruns < 1)
+		return -EINVAL;
+	err = mr_check(rq, req);
+	if (err)
+		return err;
+	mr = mr_new(rq, req, pd, NULL);
+	if (!mr)
+		return -ENOMEM;
+	mr->key = sofd_new_key();
+	if (sof_hmap_put(&sofd.mrs, mr->key, mr)) {
+		mr_free(mr);
+		return -ENOMEM;
+	}
+	mr_link(mr, rep);
+	return 0;
+}
+
+/* The region keeps its key, as rxe and mlx5 keep lkey and rkey, but it is
+ * a new record with a new slot: releasing the old record changes the old
+ * slot's generation, so every executor's mapping of it is revoked at once.
+ * All that can fail comes before the old record goes, so a refused request
+ * leaves the region as it was (ibv_rereg_mr(3), IBV_REREG_MR_ERR_INPUT). */
+int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
+{
+	const struct sof_reg_mr_req *req = rq->data;
+	struct sofd_mr *old = sof_hmap_get(&sofd.mrs, req->key), *mr;
+	struct sofd_pd *pd;
+	int err;
+
+	if (!old || old->owner != rq->c)
+		return -ENOENT;
+	pd = own_pd(rq->c, req->pd);
+	if (!pd)
+		return -ENOENT;
+	err = mr_check(rq, req);
+	if (err)
+		return err;
+	for (uint32_t i = 0; !req->nruns && i < old->nruns; i++)
+		if ((req->access & IBV_ACCESS_LOCAL_WRITE) &&
+		    (fcntl(old->fds[i], F_GETFL) & O_ACCMODE) != O_RDWR)
+			return -EINVAL;
+	mr = mr_new(rq, req, pd, req->nruns ? NULL : old);
+	if (!mr)
+		return -ENOMEM;
+	mr->key = old->key;
+	if (sof_hmap_put(&sofd.mrs, mr->key, mr)) {
+		mr_free(mr);
+		return -ENOMEM;
+	}
+	sofd_mr_release(old); /* the key stays with mr */
+	mr_link(mr, rep);
+	return 0;
+}

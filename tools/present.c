@@ -1,0 +1,418 @@
+/*
+ * The device where programs look for it outside libibverbs: UCX stats
+ * /dev/infiniband/<ibv_device.dev_name>, and UCX, rdma-core's tools and
+ * test suites read /sys/class/infiniband/<dev>/... and
+ * /sys/class/infiniband_verbs/uverbsN/. `softofed run` writes them for the
+ * program it starts, in a private mount namespace (mountns.c), from the
+ * daemon's STATUS and NETDEVS answers, in the kernel's layout and formats
+ * (drivers/infiniband/core/sysfs.c, uverbs_main.c). The library names its
+ * ibv_device after the uverbsN whose ibdev is sof0 (verbs/context.c).
+ *
+ * It is a snapshot taken when the program starts: GIDs added later show
+ * in libibverbs, not here. A machine's real devices stay where they are,
+ * beside sof0; ours takes the first uverbsN they leave free.
+ *
+ * SOFTOFED_PRESENT=0 turns it off; where no namespace can be made (no
+ * root, no unprivileged user namespaces) the program runs without it,
+ * after one line on stderr.
+ */
+#include "softofed.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define IB_CLASS "/sys/class/infiniband"
+#define UVERBS_CLASS "/sys/class/infiniband_verbs"
+#define DEV_DIR "/dev/infiniband"
+
+/* The kernel's uverbs character devices: major 231, minors from 192
+ * (IB_UVERBS_MAJOR, IB_UVERBS_BASE_MINOR); its ABI (IB_USER_VERBS_ABI_VERSION). */
+#define UVERBS_MAJOR 231
+#define UVERBS_BASE_MINOR 192
+#define UVERBS_ABI 6
+#define MAX_UVERBS 32
+
+/* What verbs/context.c answers in ibv_query_port: 4x EDR, CM_SUP |
+ * IP_BASED_GIDS, one P_Key. */
+#define PORT_RATE "100 Gb/sec (4X EDR)"
+#define PORT_CAP_MASK 0x04010000u
+
+static int put(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void pathf(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A path into buf (PATH_MAX bytes); one that does not fit is left empty,
+ * so that the call that uses it fails (ENOENT) rather than names another
+ * file. */
+static void pathf(char *buf, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, PATH_MAX, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n >= PATH_MAX)
+		buf[0] = '\0';
+}
+
+/* Write one attribute file (mode 0444, as sysfs shows them). */
+static int put(const char *path, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	int fd, n, err = 0;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return -EOVERFLOW;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, (size_t)n) != n)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+static void put_in(int *err, const char *dir, const char *file, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* dir/file with the text of fmt; after a first failure (*err) nothing
+ * more is written, so a list of these needs one check at its end. */
+static void put_in(int *err, const char *dir, const char *file, const char *fmt, ...)
+{
+	char path[PATH_MAX], text[256];
+	va_list ap;
+	int n;
+
+	if (*err)
+		return;
+	pathf(path, "%s/%s", dir, file);
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	*err = n < 0 || (size_t)n >= sizeof(text) ? -EOVERFLOW : put(path, "%s", text);
+}
+
+static int mkdirs(const char *path)
+{
+	char p[PATH_MAX];
+
+	pathf(p, "%s", path);
+	for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
+		if (s)
+			*s = '\0';
+		if (mkdir(p, 0755) && errno != EEXIST)
+			return -errno;
+		if (!s)
+			return 0;
+		*s = '/';
+	}
+}
+
+/* "%04x:%04x:%04x:%04x" of a GUID in network order (sysfs node_guid). */
+static void guid_str(char *s, size_t len, uint64_t guid_be)
+{
+	const uint8_t *g = (const uint8_t *)&guid_be;
+
+	snprintf(s, len, "%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0], g[1], g[2], g[3], g[4], g[5],
+		 g[6], g[7]);
+}
+
+/* A GID as sysfs writes it (%pI6): eight groups of four hex digits. */
+static void gid_str(char *s, size_t len, const uint8_t *g)
+{
+	snprintf(s, len, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+		 g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12],
+		 g[13], g[14], g[15]);
+}
+
+static const char *port_state_name(uint32_t s)
+{
+	static const char *const names[] = {"NOP",   "DOWN",   "INIT",
+					    "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+
+	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";
+}
+
+/* The uverbsN whose ibdev names our device, in the sysfs seen now: the
+ * index, or -1. Finds an earlier presentation (a nested `softofed run`). */
+static int uverbs_of(const char *ibdev)
+{
+	char path[PATH_MAX], name[64];
+	struct dirent *e;
+	int found = -1;
+	DIR *d = opendir(UVERBS_CLASS);
+
+	if (!d)
+		return -1;
+	while (found < 0 && (e = readdir(d))) {
+		FILE *f;
+
+		if (strncmp(e->d_name, "uverbs", 6))
+			continue;
+		pathf(path, UVERBS_CLASS "/%s/ibdev", e->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f)) {
+			name[strcspn(name, "\n")] = '\0';
+			if (!strcmp(name, ibdev))
+				found = atoi(e->d_name + 6);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/* The first uverbsN that the host's real devices leave free. */
+static int free_uverbs(void)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	for (int i = 0; i < MAX_UVERBS; i++) {
+		pathf(a, DEV_DIR "/uverbs%d", i);
+		pathf(b, UVERBS_CLASS "/uverbs%d", i);
+		if (access(a, F_OK) && access(b, F_OK))
+			return i;
+	}
+	return -1;
+}
+
+/* device/net/<ifname>/: a few attributes of each interface served. */
+static int put_netdev(const char *dir, const char *name, int sock)
+{
+	char path[PATH_MAX];
+	struct ifreq ifr;
+	int err;
+
+	pathf(path, "%s/%s", dir, name);
+	err = mkdirs(path);
+	if (err)
+		return err;
+	pathf(path, "%s/%s/ifindex", dir, name);
+	err = put(path, "%u\n", if_nametoindex(name));
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (!err && sock >= 0 && !ioctl(sock, SIOCGIFHWADDR, &ifr)) {
+		const uint8_t *m = (const uint8_t *)ifr.ifr_hwaddr.sa_data;
+
+		pathf(path, "%s/%s/address", dir, name);
+		err = put(path, "%02x:%02x:%02x:%02x:%02x:%02x\n", m[0], m[1], m[2], m[3], m[4],
+			  m[5]);
+	}
+	if (!err && sock >= 0 && !ioctl(sock, SIOCGIFMTU, &ifr)) {
+		pathf(path, "%s/%s/mtu", dir, name);
+		err = put(path, "%d\n", ifr.ifr_mtu);
+	}
+	return err;
+}
+
+/* ports/1/: state, rates, the GID table with each entry's type and
+ * network device, the P_Key table. Entries not in use read as the zero
+ * GID and have no gid_attrs, as in the kernel (whose read fails there). */
+static int put_port(const char *ibdir, const struct sof_devinfo *d)
+{
+	char p[PATH_MAX], dir[PATH_MAX], gid[64], ifname[IF_NAMESIZE];
+	static const uint8_t zero[16];
+	uint32_t state = d->port_state ? d->port_state : 4;
+	int err;
+	static const char *const subdirs[] = {"gids", "gid_attrs/types", "gid_attrs/ndevs",
+					      "pkeys"};
+
+	pathf(dir, "%s/ports/1", ibdir);
+	for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
+		pathf(p, "%s/%s", dir, subdirs[i]);
+		err = mkdirs(p);
+		if (err)
+			return err;
+	}
+	put_in(&err, dir, "state", "%u: %s\n", state, port_state_name(state));
+	put_in(&err, dir, "phys_state", "5: LinkUp\n");
+	put_in(&err, dir, "link_layer", "Ethernet\n");
+	put_in(&err, dir, "rate", PORT_RATE "\n");
+	put_in(&err, dir, "lid", "0x0\n");
+	put_in(&err, dir, "sm_lid", "0x0\n");
+	put_in(&err, dir, "lid_mask_count", "0\n");
+	put_in(&err, dir, "sm_sl", "0\n");
+	put_in(&err, dir, "cap_mask", "0x%08x\n", PORT_CAP_MASK);
+	put_in(&err, dir, "pkeys/0", "0xffff\n");
+	for (uint32_t i = 0; i < SOF_MAX_GIDS; i++) {
+		const struct sof_gid_entry *e = &d->gids[i];
+		bool used = i < d->num_gids && memcmp(e->gid, zero, sizeof(zero));
+		char file[64];
+
+		gid_str(gid, sizeof(gid), used ? e->gid : zero);
+		snprintf(file, sizeof(file), "gids/%u", i);
+		put_in(&err, dir, file, "%s\n", gid);
+		if (!used)
+			continue;
+		snprintf(file, sizeof(file), "gid_attrs/types/%u", i);
+		put_in(&err, dir, file, "%s\n", e->type == 1 ? "RoCE v2" : "IB/RoCE v1");
+		if (e->ifindex && if_indextoname(e->ifindex, ifname)) {
+			snprintf(file, sizeof(file), "gid_attrs/ndevs/%u", i);
+			put_in(&err, dir, file, "%s\n", ifname);
+		}
+	}
+	return err;
+}
+
+/* /sys/class/infiniband/<dev>/ and its device/ directory. */
+static int put_ibdev(const struct sof_status_rep *st, const struct sof_netdevs_rep *nd, int uv)
+{
+	const struct sof_devinfo *d = &st->dev;
+	char dir[PATH_MAX], p[PATH_MAX], guid[64], host[64] = "";
+	int err, sock;
+
+	pathf(dir, IB_CLASS "/%.*s", (int)sizeof(d->name), d->name);
+	pathf(p, "%s/device/net", dir);
+	err = mkdirs(p);
+	if (err)
+		return err;
+	pathf(p, "%s/device/infiniband_verbs", dir);
+	err = mkdirs(p);
+	if (err)
+		return err;
+	guid_str(guid, sizeof(guid), d->node_guid);
+	put_in(&err, dir, "node_guid", "%s\n", guid);
+	guid_str(guid, sizeof(guid), d->sys_image_guid);
+	put_in(&err, dir, "sys_image_guid", "%s\n", guid);
+	put_in(&err, dir, "node_type", "1: CA\n");
+	put_in(&err, dir, "fw_ver", "%.*s\n", (int)sizeof(d->fw_ver), d->fw_ver);
+	put_in(&err, dir, "hw_rev", "0x%x\n", d->hw_ver);
+	put_in(&err, dir, "hca_type", "softofed\n");
+	put_in(&err, dir, "board_id", "softofed\n");
+	gethostname(host, sizeof(host) - 1);
+	put_in(&err, dir, "node_desc", "%s %.*s\n", host, (int)sizeof(d->name), d->name);
+	/* A device of no NUMA node, as the kernel says for a virtual one. */
+	put_in(&err, dir, "device/numa_node", "-1\n");
+	if (err)
+		return err;
+	pathf(p, "%s/device/infiniband_verbs/uverbs%d", dir, uv);
+	snprintf(guid, sizeof(guid), "../../../../infiniband_verbs/uverbs%d", uv);
+	if (symlink(guid, p))
+		return -errno;
+	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	pathf(p, "%s/device/net", dir);
+	for (uint32_t i = 0; !err && i < nd->n; i++)
+		if (nd->dev[i].ifindex)
+			err = put_netdev(p, nd->dev[i].name, sock);
+	if (sock >= 0)
+		close(sock);
+	return err ? err : put_port(dir, d);
+}
+
+/* /sys/class/infiniband_verbs/uverbsN/ and /dev/infiniband/uverbsN: a
+ * character device, the uverbs numbers where we may mknod, else /dev/null
+ * bound under the name (an unprivileged user namespace may not make
+ * device nodes). UCX only checks it is a character device it may read
+ * and write; our library never opens it. */
+static int put_uverbs(const struct sof_devinfo *d, int uv)
+{
+	char p[PATH_MAX], dir[PATH_MAX];
+	unsigned minor = UVERBS_BASE_MINOR + (unsigned)uv;
+	int err, fd;
+
+	pathf(dir, UVERBS_CLASS "/uverbs%d", uv);
+	err = mkdirs(dir);
+	if (!err && access(UVERBS_CLASS "/abi_version", F_OK))
+		err = put(UVERBS_CLASS "/abi_version", "%d\n", UVERBS_ABI);
+	put_in(&err, dir, "ibdev", "%.*s\n", (int)sizeof(d->name), d->name);
+	put_in(&err, dir, "abi_version", "1\n");
+	put_in(&err, dir, "dev", "%d:%u\n", UVERBS_MAJOR, minor);
+	if (err)
+		return err;
+	pathf(p, "%s/device", dir);
+	pathf(dir, "../../infiniband/%.*s/device", (int)sizeof(d->name), d->name);
+	if (symlink(dir, p))
+		return -errno;
+
+	pathf(p, DEV_DIR "/uverbs%d", uv);
+	if (soft_ns_can_mknod() && !mknod(p, S_IFCHR | 0666, makedev(UVERBS_MAJOR, minor)))
+		return chmod(p, 0666) ? -errno : 0;
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return mount("/dev/null", p, NULL, MS_BIND, NULL) ? -errno : 0;
+}
+
+static const char *const covers[] = {IB_CLASS, UVERBS_CLASS, DEV_DIR};
+
+/* Case (c): the program runs without the presentation; one line says
+ * what then does not work. */
+static void run_without(const char *why, int err)
+{
+	const char *hint =
+	    !strncmp(why, "unshare", 7) ? "neither root nor unprivileged user namespaces; " : "";
+
+	fprintf(stderr,
+		"softofed: sof0 not shown in " DEV_DIR " and " IB_CLASS
+		" (%s%s%s%s): programs that "
+		"look there (UCX) find no RDMA device; libibverbs and librdmacm work "
+		"(SOFTOFED_PRESENT=0 silences this)\n",
+		hint, why, err ? ": " : "", err ? strerror(-err) : "");
+}
+
+int soft_present(const struct sof_status_rep *st)
+{
+	const char *env = getenv("SOFTOFED_PRESENT"), *what = "";
+	char name[sizeof(st->dev.name) + 1];
+	struct sof_netdevs_rep nd;
+	int err, uv;
+
+	if (env && !strcmp(env, "0"))
+		return 0;
+	snprintf(name, sizeof(name), "%.*s", (int)sizeof(st->dev.name), st->dev.name);
+	if (uverbs_of(name) >= 0)
+		return 0; /* shown already: we run inside a presentation */
+	err = soft_get_netdevs(&nd);
+	if (err) {
+		run_without("the daemon's interfaces", err);
+		return 0;
+	}
+	uv = free_uverbs();
+	if (uv < 0) {
+		run_without("no free uverbs number", 0);
+		return 0;
+	}
+	/* Nothing below may touch the host: all of it happens in here. */
+	err = soft_ns_enter(&what);
+	if (err == -EUCLEAN) {
+		fprintf(stderr, "softofed: %s failed in the new user namespace\n", what);
+		return err;
+	}
+	for (size_t i = 0; !err && i < sizeof(covers) / sizeof(covers[0]); i++) {
+		what = covers[i];
+		err = soft_ns_cover(covers[i]);
+	}
+	if (!err) {
+		what = "writing the device's files";
+		err = put_ibdev(st, &nd, uv);
+	}
+	if (!err)
+		err = put_uverbs(&st->dev, uv);
+	if (err) {
+		run_without(what, err);
+		return 0;
+	}
+	soft_ns_seal();
+	return 0;
+}

@@ -1,0 +1,636 @@
+/*
+ * The same-host executor: carries out send work requests whose destination
+ * is a QP of this host.
+ *
+ * A send WQE is executed by the process that posted it, in ibv_post_send
+ * (or later by the progress thread, progress.c): it plays both the
+ * requester and, for the destination QP, the responder of IBA chapter 9.
+ * The destination's receive ring, CQ and memory regions come from the
+ * cache of other processes' objects (remote_cache.c); this file resolves
+ * the local SGEs against the process's own MRs, takes receive WQEs,
+ * copies the data and writes both completions.
+ *
+ * Where the wire protocol would NAK, the executor produces the same outcome:
+ *   RNR NAK (9.7.5.2.8)          → the WQE waits, retried per rnr_retry
+ *   remote access error (9.7.5.2.4, class C) → IBV_WC_REM_ACCESS_ERR, both QPs
+ *                                  to ERROR
+ *   invalid request (9.7.5.2.4)  → IBV_WC_REM_INV_REQ_ERR, both QPs to ERROR
+ *   remote operational error     → IBV_WC_REM_OP_ERR (responder's local
+ *                                  protection error), both QPs to ERROR
+ *   no response (9.7.6.1.3)      → retried until (retry_cnt+1) local ACK
+ *                                  timeouts, then IBV_WC_RETRY_EXC_ERR
+ * A QP whose peer was destroyed gets no answer either: IBV_WC_RETRY_EXC_ERR
+ * when the timer runs out. When the peer's process dies, the daemon moves
+ * the QP to ERROR at once, and what it holds is flushed.
+ *
+ * Everything read from the destination's segments is untrusted: receive WQEs
+ * are copied before validation, indexes are masked, keys are checked by the
+ * daemon and ranges here.
+ */
+#include "same_host.h"
+
+#include "remote_cache.h"
+#include "sgl.h"
+
+#include <alloca.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- the local SGEs --------------------------------------------------------- */
+
+/* qp_lmr_get's miss: copy the MR lkey names from ctx->mrs into qp->lmr. */
+static __attribute__((noinline)) const struct sofv_lmr *qp_lmr_refill(struct sofv_qp *qp,
+								      uint32_t lkey)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	struct sofv_mr *mr;
+	bool found;
+
+	pthread_rwlock_rdlock(&ctx->obj_lock);
+	mr = sof_hmap_get(&ctx->mrs, lkey);
+	found = mr && mr->pd == qp->pd;
+	if (found) {
+		/* read under the lock: the gen of the table mr was found in */
+		qp->lmr.gen = atomic_load_explicit(&ctx->mr_gen, memory_order_relaxed);
+		qp->lmr.lkey = lkey;
+		qp->lmr.access = mr->access;
+		qp->lmr.iova = mr->iova;
+		qp->lmr.length = mr->ibmr.length;
+		qp->lmr.addr = mr->ibmr.addr;
+	}
+	pthread_rwlock_unlock(&ctx->obj_lock);
+	return found ? &qp->lmr : NULL;
+}
+
+/* The local MR lkey names, for a WQE of qp (caller holds qp->sq_lock): a
+ * copy kept in qp->lmr, refilled from ctx->mrs when the key differs or an
+ * MR left ctx->mrs since (ctx->mr_gen moved). A copy never points at a
+ * struct sofv_mr, which ibv_dereg_mr frees. NULL when no MR of the QP's PD
+ * has that key. */
+static inline const struct sofv_lmr *qp_lmr_get(struct sofv_qp *qp, uint32_t lkey)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+
+	if (qp->lmr.lkey == lkey &&
+	    qp->lmr.gen == atomic_load_explicit(&ctx->mr_gen, memory_order_acquire))
+		return &qp->lmr;
+	return qp_lmr_refill(qp, lkey);
+}
+
+/* The bytes an SGE names, checked against the QP's copy of the MR of its
+ * lkey (access need, range); NULL when a check fails. */
+static inline uint8_t *lmr_bytes(struct sofv_qp *qp, const struct ibv_sge *s, uint32_t need)
+{
+	const struct sofv_lmr *mr = qp_lmr_get(qp, s->lkey);
+
+	if (!mr || (mr->access & need) != need || s->addr < mr->iova || s->length > mr->length ||
+	    s->addr - mr->iova > mr->length - s->length)
+		return NULL;
+	return mr->addr + (s->addr - mr->iova);
+}
+
+/* Resolve the local SGEs of a send WQE (this process's own memory). need is
+ * IBV_ACCESS_LOCAL_WRITE when the HCA writes into them (READ, atomics).
+ * Returns 0 or IBV_WC_LOC_PROT_ERR. */
+static inline int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint32_t need,
+			    struct sglist *l)
+{
+	uint8_t *p;
+
+	if (w->send_flags & IBV_SEND_INLINE) {
+		sgl_one(l, w->inline_buf, w->inline_len);
+		l->n = !!w->inline_len;
+		return 0;
+	}
+	if (w->num_sge == 1 && w->sge[0].length) { /* the usual case, straight */
+		p = lmr_bytes(qp, &w->sge[0], need);
+		if (!p)
+			return IBV_WC_LOC_PROT_ERR;
+		sgl_one(l, p, w->sge[0].length);
+		return 0;
+	}
+	l->n = 0;
+	l->total = 0;
+	l->nrefs = 0;
+	for (uint32_t i = 0; i < w->num_sge; i++) {
+		const struct ibv_sge *s = &w->sge[i];
+
+		if (!s->length)
+			continue;
+		p = lmr_bytes(qp, s, need);
+		if (!p)
+			return IBV_WC_LOC_PROT_ERR;
+		sgl_add(l, p, s->length);
+	}
+	return 0;
+}
+
+/* ---- receive side of the destination ------------------------------------- */
+
+/* Take the next receive WQE of destination r into *out (copied). Returns 0,
+ * -EAGAIN when the queue is empty, -EINVAL when the entry is malformed (it
+ * is consumed). */
+static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out)
+{
+	const uint8_t *src;
+	uint32_t head, tail;
+
+	for (;;) {
+		head = atomic_load_explicit(&r->rq->head, memory_order_acquire);
+		/* A tail read earlier is never ahead of the real one: while it
+		 * is ahead of head, the entry at head is published. */
+		tail = atomic_load_explicit(&r->rq_tail_cache, memory_order_relaxed);
+		if (tail - head - 1 >= r->rq_size) {
+			tail = atomic_load_explicit(&r->rq->tail, memory_order_acquire);
+			atomic_store_explicit(&r->rq_tail_cache, tail, memory_order_relaxed);
+		}
+		if (head == tail || !r->rq_size)
+			return -EAGAIN;
+		src = r->ring + (size_t)(head & (r->rq_size - 1)) * r->rq_stride;
+		if (r->rq_stride == SOF_RWQE_STRIDE(1)) /* the usual one: no call */
+			memcpy(out, src, SOF_RWQE_STRIDE(1));
+		else
+			memcpy(out, src, r->rq_stride);
+		if (atomic_compare_exchange_weak_explicit(
+			&r->rq->head, &head, head + 1, memory_order_acq_rel, memory_order_relaxed))
+			break;
+	}
+	if (r->has_srq) {
+		uint32_t limit = atomic_load_explicit(&r->srq_shm->limit, memory_order_relaxed);
+
+		if (limit) /* the real count, not the cached one */
+			tail = atomic_load_explicit(&r->rq->tail, memory_order_acquire);
+		if (limit && tail - head - 1 < limit &&
+		    atomic_compare_exchange_strong(&r->srq_shm->limit, &limit, 0))
+			out->rsvd = 1; /* caller raises the limit event */
+		else
+			out->rsvd = 0;
+	} else {
+		out->rsvd = 0;
+	}
+	if (out->num_sge > r->rq_max_sge)
+		return -EINVAL;
+	return 0;
+}
+
+static bool rq_nonempty(struct sofv_rqp *r)
+{
+	return atomic_load_explicit(&r->rq->head, memory_order_acquire) !=
+	       atomic_load_explicit(&r->rq->tail, memory_order_acquire);
+}
+
+/* Resolve the SGEs of a receive WQE of destination r (its owner's memory). */
+static int remote_local_sgl(struct sofv_qp *qp, struct sofv_rqp *r, const struct sof_rwqe *wqe,
+			    struct sglist *l)
+{
+	l->nrefs = 0;
+	if (wqe->num_sge == 1 && wqe->sge[0].length) { /* the usual case, straight */
+		const struct sof_sge *s = &wqe->sge[0];
+		struct sofv_rmr *m = qp_rmr_get(qp, s->lkey, r->qpn, SOF_MR_LOCAL, l);
+		uint8_t *p;
+
+		if (!m)
+			return -EACCES;
+		p = rmr_ptr(m, s->addr, s->length);
+		if (!p || !(m->access & IBV_ACCESS_LOCAL_WRITE))
+			return -EACCES;
+		/* not sgl_one: l may hold a reference qp_rmr_get moved there */
+		l->n = 1;
+		l->total = s->length;
+		l->e[0].p = p;
+		l->e[0].len = s->length;
+		return 0;
+	}
+	l->n = 0;
+	l->total = 0;
+	for (uint32_t i = 0; i < wqe->num_sge; i++) {
+		const struct sof_sge *s = &wqe->sge[i];
+		struct sofv_rmr *m;
+		uint8_t *p;
+
+		if (!s->length)
+			continue;
+		/* borrowed: a region replaced in the QP's cache by a later
+		 * piece has its reference moved to l */
+		m = qp_rmr_get(qp, s->lkey, r->qpn, SOF_MR_LOCAL, l);
+		if (!m)
+			return -EACCES;
+		p = rmr_ptr(m, s->addr, s->length);
+		if (!p || !(m->access & IBV_ACCESS_LOCAL_WRITE))
+			return -EACCES;
+		sgl_add(l, p, s->length);
+	}
+	return 0;
+}
+
+static void cqe_post_remote(struct sofv_rqp *r, const struct sof_cqe *cqe)
+{
+	sof_cq_push(r->cq, cqe, r->cq_evfd, &r->cq_head_cache);
+}
+
+/* Move destination r to ERROR (its owner flushes it on its next look). */
+static void rqp_fail(struct sofv_context *ctx, struct sofv_rqp *r, uint32_t notify)
+{
+	uint32_t a;
+
+	atomic_store(&r->shm->state, IBV_QPS_ERR);
+	atomic_store(&r->cq->attention, 1);
+	/* store, then load what the owner stores: the arm handshake of
+	 * sof_cq_push needs a full fence here too */
+	atomic_thread_fence(memory_order_seq_cst);
+	a = atomic_load(&r->cq->armed);
+	if (a != SOF_CQ_ARM_NONE && r->cq_evfd >= 0 &&
+	    atomic_compare_exchange_strong(&r->cq->armed, &a, SOF_CQ_ARM_NONE)) {
+		uint64_t one = 1;
+
+		atomic_fetch_add_explicit(&r->cq->event_pending, 1, memory_order_release);
+		if (write(r->cq_evfd, &one, sizeof(one)) < 0) {
+			/* the owner is gone or its counter is saturated */
+		}
+	}
+	if (notify)
+		sofv_notify(ctx, notify, r->qpn);
+}
+
+/* ---- executing one WQE ------------------------------------------------------- */
+
+static bool gid_local(struct sofv_context *ctx, const union ibv_gid *g)
+{
+	return sofv_gid_is_local(ctx, g->raw);
+}
+
+/* The QP failed: complete w with status and move to ERROR. */
+static enum exec_res fail_wqe(struct sofv_qp *qp, const struct sofv_swqe *w, int status)
+{
+	complete_send(qp, w, status, 0);
+	atomic_store(&qp->shm->state, IBV_QPS_ERR);
+	qp->qpx.qp_base.state = IBV_QPS_ERR;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	return EXEC_DONE;
+}
+
+/* No response from the peer: retry until the transport timer expires. */
+static enum exec_res no_response(struct sofv_qp *qp, struct sofv_swqe *w)
+{
+	uint64_t t = sof_ack_timeout_ns(qp->attr.timeout), now = sof_now_ns();
+
+	if (w->wait != SOFV_WAIT_PEER) {
+		w->wait = SOFV_WAIT_PEER;
+		w->deadline_ns = t ? now + t * ((uint64_t)qp->attr.retry_cnt + 1) : UINT64_MAX;
+		return EXEC_WAIT;
+	}
+	if (now < w->deadline_ns)
+		return EXEC_WAIT;
+	return fail_wqe(qp, w, IBV_WC_RETRY_EXC_ERR);
+}
+
+/* The receiver has no receive WQE: IBA 9.7.5.2.8 RNR NAK handling. */
+static enum exec_res rnr(struct sofv_qp *qp, struct sofv_swqe *w, struct sofv_rqp *r)
+{
+	uint64_t now = sof_now_ns();
+	uint32_t code = atomic_load_explicit(&r->shm->min_rnr_timer, memory_order_relaxed);
+	uint64_t delay = (uint64_t)sof_rnr_timer_us(code) * 1000;
+
+	if (w->wait != SOFV_WAIT_RNR) {
+		w->wait = SOFV_WAIT_RNR;
+		w->rnr_left = qp->attr.rnr_retry;
+		if (w->rnr_left == 0)
+			return fail_wqe(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
+		w->deadline_ns = now + delay;
+		return EXEC_WAIT;
+	}
+	if (now < w->deadline_ns)
+		return EXEC_WAIT;
+	/* rnr_retry 7 means retry for ever (IBA 9.7.5.2.8) */
+	if (w->rnr_left != 7 && --w->rnr_left <= 0)
+		return fail_wqe(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
+	w->deadline_ns = now + delay;
+	return EXEC_WAIT;
+}
+
+/* Deliver a SEND (or the receive side of WRITE_WITH_IMM) to destination r.
+ * Returns 0, -EAGAIN (no receive WQE), or a responder error:
+ * -EMSGSIZE (length), -EACCES (receive buffer protection). */
+static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const struct sofv_swqe *w,
+			struct sofv_rqp *r, const struct sglist *src, const struct sofv_ah *ah)
+{
+	struct sof_rwqe *rw = alloca(r->rq_stride);
+	struct sglist dst;
+	struct sof_cqe c;
+	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool is_write = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	uint64_t grh = r->type == IBV_QPT_UD ? 40 : 0;
+	int err;
+
+	err = take_rwqe(r, rw);
+	if (err == -EAGAIN)
+		return err;
+	if (rw->rsvd)
+		sofv_notify(ctx, SOF_NOTIFY_SRQ_LIMIT, r->srq_handle);
+	memset(&c, 0, sizeof(c));
+	c.wr_id = rw->wr_id;
+	c.qp_num = r->qpn;
+	c.src_qp = qp->qpn;
+	c.opcode = is_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	c.solicited = !!(w->send_flags & IBV_SEND_SOLICITED);
+	if (imm) {
+		c.imm_data = w->imm_data;
+		c.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	if (err) {
+		c.status = IBV_WC_LOC_QP_OP_ERR;
+		cqe_post_remote(r, &c);
+		return -EACCES;
+	}
+	if (!is_write) {
+		err = remote_local_sgl(qp, r, rw, &dst);
+		if (err) {
+			sgl_release(&dst);
+			c.status = IBV_WC_LOC_PROT_ERR;
+			cqe_post_remote(r, &c);
+			return -EACCES;
+		}
+		if (src->total + grh > dst.total) {
+			sgl_release(&dst);
+			c.status = IBV_WC_LOC_LEN_ERR;
+			cqe_post_remote(r, &c);
+			return -EMSGSIZE;
+		}
+		if (grh) {
+			uint8_t g[40];
+			const struct ibv_global_route *gr = &ah->attr.grh;
+			struct sof_gid_entry sg = {0};
+
+			(void)sofv_gid_read(ctx, gr->sgid_index, &sg); /* as it is now */
+			sof_make_grh(g, sg.gid, gr->dgid.raw, gr->traffic_class, gr->hop_limit,
+				     gr->flow_label, (uint32_t)src->total);
+			sg_write(&dst, 0, g, 40);
+			c.wc_flags |= IBV_WC_GRH;
+		}
+		sg_copy(&dst, grh, src);
+		sgl_release(&dst);
+	}
+	c.byte_len = (uint32_t)(src->total + grh);
+	c.status = IBV_WC_SUCCESS;
+	cqe_post_remote(r, &c);
+	return 0;
+}
+
+/* Resolve and check the destination of an RC/UC WQE. Returns qp->peer,
+ * whose reference is the QP's (good while the caller holds qp->sq_lock:
+ * only this function replaces it), or NULL with *res set to the outcome
+ * for w. */
+static struct sofv_rqp *connected_dest(struct sofv_qp *qp, struct sofv_swqe *w, enum exec_res *res,
+				       bool *gone)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	struct sofv_rqp *r = qp->peer;
+
+	*gone = false;
+	/* The cache goes when the peer is destroyed or the QP was given
+	 * another destination. */
+	if (r && (r->qpn != qp->attr.dest_qp_num || !rqp_valid(ctx, r))) {
+		rqp_put(r);
+		r = qp->peer = NULL;
+	}
+	if (!r) {
+		if (!gid_local(ctx, &qp->ah.grh.dgid)) {
+			/* another host: no path yet (RoCEv2 link comes with issue 3) */
+			*res = no_response(qp, w);
+			return NULL;
+		}
+		r = sofv_rqp_get(ctx, qp->attr.dest_qp_num);
+		if (!r) {
+			*gone = true;
+			return NULL;
+		}
+		qp->peer = r;
+	}
+	if (r->type != qp->qpx.qp_base.qp_type ||
+	    !sof_qp_state_receives(atomic_load_explicit(&r->shm->state, memory_order_acquire)) ||
+	    atomic_load_explicit(&r->shm->dest_qpn, memory_order_relaxed) != qp->qpn) {
+		if (atomic_load_explicit(&r->shm->state, memory_order_acquire) == IBV_QPS_ERR &&
+		    atomic_load_explicit(&r->shm->peer_gone, memory_order_relaxed)) {
+			*gone = true;
+			return NULL;
+		}
+		*res = no_response(qp, w);
+		return NULL;
+	}
+	return r;
+}
+
+/* Execute w on an RC or UC QP. */
+static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	bool rc = qp->qpx.qp_base.qp_type == IBV_QPT_RC, gone;
+	enum exec_res res = EXEC_DONE;
+	struct sglist src;
+	struct sofv_rqp *r;
+	struct sofv_rmr *m = NULL;
+	uint32_t need, qacc, byte_len = 0;
+	int err;
+
+	need = (w->opcode == IBV_WR_RDMA_READ || w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		   ? IBV_ACCESS_LOCAL_WRITE
+		   : 0;
+	if (local_sgl(qp, w, need, &src))
+		return fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
+
+	r = connected_dest(qp, w, &res, &gone);
+	if (!r) {
+		if (!gone)
+			return res;
+		/* The peer QP no longer exists. UC: the packets are lost. RC:
+		 * nobody answers, so the transport timer runs out as on the
+		 * wire (IBA 9.7.6.1.3); a peer that was destroyed while its
+		 * process lives is no reason to fail sooner. (When the peer's
+		 * process dies, the daemon moves this QP to ERROR at once.) */
+		if (!rc) {
+			complete_send(qp, w, IBV_WC_SUCCESS, (uint32_t)src.total);
+			return EXEC_DONE;
+		}
+		return no_response(qp, w);
+	}
+	/* the peer answers: its transport timer stops (an RNR wait goes on) */
+	if (w->wait == SOFV_WAIT_PEER)
+		w->wait = SOFV_WAIT_NONE;
+	qacc = atomic_load_explicit(&r->shm->access, memory_order_relaxed);
+
+	switch (w->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		err = deliver_recv(ctx, qp, w, r, &src, NULL);
+		if (err == -EAGAIN) {
+			if (!rc) /* UC: no receive WQE, the message is dropped */
+				break;
+			return rnr(qp, w, r);
+		}
+		if (err == -EMSGSIZE && rc) {
+			rqp_fail(ctx, r, 0);
+			return fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
+		}
+		if (err && rc) {
+			rqp_fail(ctx, r, 0);
+			return fail_wqe(qp, w, IBV_WC_REM_OP_ERR);
+		}
+		byte_len = (uint32_t)src.total;
+		break;
+
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM: {
+		uint8_t *p = NULL;
+
+		/* RNR is decided before any data moves, so a retry is clean. */
+		if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM && !rq_nonempty(r)) {
+			if (!rc)
+				break;
+			return rnr(qp, w, r);
+		}
+		/* IBA 9.4.3: a zero-length WRITE does not validate the R_Key */
+		if (src.total) {
+			m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE, NULL);
+			if (m && (qacc & IBV_ACCESS_REMOTE_WRITE) &&
+			    (m->access & IBV_ACCESS_REMOTE_WRITE))
+				p = rmr_ptr(m, w->remote_addr, src.total);
+			if (!p) {
+				if (!rc)
+					break;
+				rqp_fail(ctx, r, SOF_NOTIFY_QP_ACCESS_ERR);
+				return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
+			}
+			{
+				struct sglist d;
+
+				sgl_one(&d, p, src.total);
+				sg_copy(&d, 0, &src);
+			}
+		}
+		if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+			deliver_recv(ctx, qp, w, r, &src, NULL);
+		byte_len = (uint32_t)src.total;
+		break;
+	}
+
+	case IBV_WR_RDMA_READ: {
+		uint8_t *p = NULL;
+		uint64_t len = 0;
+
+		for (uint32_t i = 0; i < w->num_sge; i++)
+			len += w->sge[i].length;
+		if (len) {
+			m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE, NULL);
+			if (m && (qacc & IBV_ACCESS_REMOTE_READ) &&
+			    (m->access & IBV_ACCESS_REMOTE_READ))
+				p = rmr_ptr(m, w->remote_addr, len);
+			if (!p) {
+				rqp_fail(ctx, r, SOF_NOTIFY_QP_ACCESS_ERR);
+				return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
+			}
+			{
+				struct sglist s;
+
+				sgl_one(&s, p, len);
+				sg_copy(&src, 0, &s);
+			}
+		}
+		byte_len = (uint32_t)len;
+		break;
+	}
+
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: {
+		uint64_t *p = NULL, orig;
+
+		/* IBA 9.4.5: atomics need an 8-byte aligned virtual address */
+		if (w->remote_addr & 7) {
+			rqp_fail(ctx, r, SOF_NOTIFY_QP_REQ_ERR);
+			return fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
+		}
+		m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE, NULL);
+		if (m && (qacc & IBV_ACCESS_REMOTE_ATOMIC) &&
+		    (m->access & IBV_ACCESS_REMOTE_ATOMIC))
+			p = (uint64_t *)rmr_ptr(m, w->remote_addr, 8);
+		if (!p) {
+			rqp_fail(ctx, r, SOF_NOTIFY_QP_ACCESS_ERR);
+			return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
+		}
+		/* IBV_ATOMIC_HCA: atomic against every other atomic of the
+		 * device, because all of them are CPU atomics on the same page */
+		if (w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			orig = __atomic_fetch_add(p, w->compare_add, __ATOMIC_SEQ_CST);
+		} else {
+			orig = w->compare_add;
+			__atomic_compare_exchange_n(p, &orig, w->swap, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+		}
+		{
+			struct sglist s;
+
+			sgl_one(&s, (uint8_t *)&orig, 8);
+			sg_copy(&src, 0, &s);
+		}
+		byte_len = 8;
+		break;
+	}
+
+	default:
+		return fail_wqe(qp, w, IBV_WC_LOC_QP_OP_ERR);
+	}
+	complete_send(qp, w, IBV_WC_SUCCESS, byte_len);
+	return EXEC_DONE;
+}
+
+/* Execute w on a UD QP: unreliable, a message that cannot be delivered is
+ * silently dropped (IBA 9.8.3). */
+static enum exec_res exec_ud(struct sofv_qp *qp, struct sofv_swqe *w)
+{
+	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	uint32_t mtu_bytes = 256u << (ctx->dev.active_mtu ? ctx->dev.active_mtu - 1 : 0);
+	struct sofv_rqp *r;
+	struct sglist src;
+	uint32_t qkey;
+
+	/* Another host, or a multicast group (its members here and on other
+	 * hosts: the daemon delivers to both): the daemon's transport sends
+	 * it and completes it. */
+	if (w->ah &&
+	    (sof_gid_is_mcast(w->ah->attr.grh.dgid.raw) || !gid_local(ctx, &w->ah->attr.grh.dgid)))
+		return sofv_net_post(qp, w) ? EXEC_WAIT : EXEC_DONE;
+	/* Send completions stay in order behind those the daemon owes. */
+	if (sofv_net_outstanding(qp))
+		return EXEC_WAIT;
+	if (local_sgl(qp, w, 0, &src))
+		return fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
+	if (src.total > mtu_bytes)
+		return fail_wqe(qp, w, IBV_WC_LOC_LEN_ERR);
+	/* IBA 10.2.5: a Q_Key with the high bit set means "use the QP's" */
+	qkey = (w->remote_qkey & 0x80000000u) ? qp->attr.qkey : w->remote_qkey;
+	if (!w->ah)
+		goto done;
+	r = sofv_rqp_get(ctx, w->remote_qpn);
+	if (!r)
+		goto done;
+	if (r->type == IBV_QPT_UD &&
+	    sof_qp_state_receives(atomic_load_explicit(&r->shm->state, memory_order_acquire)) &&
+	    atomic_load_explicit(&r->shm->qkey, memory_order_relaxed) == qkey)
+		deliver_recv(ctx, qp, w, r, &src, w->ah);
+	rqp_put(r);
+done:
+	complete_send(qp, w, IBV_WC_SUCCESS, (uint32_t)src.total);
+	return EXEC_DONE;
+}
+
+enum exec_res sofv_exec_one(struct sofv_qp *qp, struct sofv_swqe *w)
+{
+	if (atomic_load_explicit(&qp->shm->state, memory_order_acquire) == IBV_QPS_ERR) {
+		complete_send(qp, w, IBV_WC_WR_FLUSH_ERR, 0);
+		return EXEC_DONE;
+	}
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
+		return exec_ud(qp, w);
+	return exec_connected(qp, w);
+}

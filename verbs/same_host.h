@@ -1,0 +1,48 @@
+/*
+ * The same-host executor's interface to the rest of the send path: running
+ * one send WQE (same_host.c), and completing one, which the error state
+ * (qp_error.c) does too. complete_send runs per message: inline.
+ */
+#ifndef SOFV_SAME_HOST_H
+#define SOFV_SAME_HOST_H
+
+#include "sofv.h"
+
+#include "sof_wr.h"
+
+#include <string.h>
+
+enum exec_res {
+	EXEC_DONE, /* completed (successfully or not) */
+	EXEC_WAIT, /* must be retried later */
+};
+
+/* Run send WQE w of qp now: to a QP of this host, or into the network
+ * send queue for a UD send to another host. EXEC_WAIT keeps it for later
+ * (RNR, no answer yet, full network queue). Caller holds qp->sq_lock. */
+enum exec_res sofv_exec_one(struct sofv_qp *qp, struct sofv_swqe *w);
+
+static inline bool wqe_signaled(const struct sofv_qp *qp, const struct sofv_swqe *w)
+{
+	return qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
+}
+
+/* Complete send WQE w with status; a failed WQE always completes. */
+static inline void complete_send(struct sofv_qp *qp, const struct sofv_swqe *w, int status,
+				 uint32_t byte_len)
+{
+	struct sofv_cq *cq = qp->scq;
+	struct sof_cqe c;
+
+	if (status == IBV_WC_SUCCESS && !wqe_signaled(qp, w))
+		return;
+	memset(&c, 0, sizeof(c));
+	c.wr_id = w->wr_id;
+	c.status = (uint8_t)status;
+	c.opcode = (uint8_t)sof_wc_opcode(w->opcode);
+	c.byte_len = byte_len;
+	c.qp_num = qp->qpn;
+	sof_cq_push(cq->shm, &c, cq->channel ? cq->channel->ch.fd : -1, &cq->push_head_cache);
+}
+
+#endif

@@ -341,7 +341,7 @@ void tp_req_progress(struct sof_tqp *t)
 			}
 		}
 		/* The owner rings the doorbell only when it finds head caught
-		 * up with the tail it posted behind (verbs/netpost.c): it stores
+		 * up with the tail it posted behind (verbs/net_sq.c): it stores
 		 * tail, fences, reads head; we store head, fence, read tail, so
 		 * one of us sees the other's store and no WQE waits unseen. */
 		uint32_t again;

@@ -90,7 +90,7 @@ static struct sofv_cq *take_pending(struct sofv_channel *c)
 }
 
 /* Whether a CQ of channel c has an event pending; *engine: whether one
- * has QPs whose transport runs in this process (engine.c). */
+ * has QPs whose transport runs in this process (tp_host.c). */
 static bool any_pending(struct sofv_channel *c, bool *engine)
 {
 	bool found = false;

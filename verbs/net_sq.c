@@ -5,7 +5,7 @@
  * QP's network send queue (a memfd only this process and the daemon map,
  * common/sof_shm.h), whose requester turns it into RoCEv2 packets and
  * whose completer pushes the completion into the send CQ: the engine in
- * this process for a QP of its steering slot (engine.c, which runs at
+ * this process for a QP of its steering slot (tp_host.c, which runs at
  * once), else the daemon's, which the connection's doorbell eventfd wakes.
  * Which WQEs go there: every one of an RC/UC QP whose destination GID is
  * not on this host (qp->net, decided at modify time), and UD sends whose

@@ -2,7 +2,7 @@
  * The same-host progress thread (progress.c): it runs the send WQEs that
  * had to wait (an RNR wait, a peer that does not answer yet) until they
  * complete or their timers run out. The engine in the program has a
- * thread of its own (engine.c).
+ * thread of its own (tp_host.c).
  */
 #ifndef SOFV_PROGRESS_H
 #define SOFV_PROGRESS_H

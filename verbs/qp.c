@@ -525,7 +525,7 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 
 	/* The daemon learns every modify: peers look QPs up there. The
 	 * transport of an RC/UC QP whose peer is on another host runs in
-	 * this process when the daemon steers its packets here (engine.c),
+	 * this process when the daemon steers its packets here (tp_host.c),
 	 * else in the daemon. */
 	modify_req(qp, attr, attr_mask, next, &req);
 	req.engine = qp->eng || (ibqp->qp_type != IBV_QPT_UD && next >= IBV_QPS_RTR &&

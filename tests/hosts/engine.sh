@@ -40,7 +40,7 @@ qpn() {
 export SOFTOFED_TRACE=1
 
 # runs H QPN OUT: "in its process" when host H's daemon steered QPN to a
-# slot (transport/steer.c logs "QP QPN steered to slot") and the program
+# slot (daemon/steer.c logs "QP QPN steered to slot") and the program
 # (output OUT) traced its packets, and the daemon did not; "through its
 # daemon" when the daemon traced them and neither of the others holds;
 # else what was seen

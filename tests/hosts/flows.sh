@@ -1,5 +1,5 @@
 #!/bin/bash
-# Flow sockets of the engine in the program (verbs/engine.c): once an RC
+# Flow sockets of the engine in the program (verbs/tp_host.c): once an RC
 # QP of a process takes a packet of a flow (the peer's address and UDP
 # source port), the process receives that flow on a socket connected to
 # it, while the daemon agrees that no other process's QP is connected to

@@ -95,7 +95,7 @@ if sof_hosts_up 2; then
 	stream a b 4096 @GID6@
 	# the client on the GID of a second address of its interface: the
 	# kernel would send from the first, so its packets must name their
-	# source (transport/net.c src_by_route), or they fail the ICRC
+	# source (transport/udp.c src_by_route), or they fail the ICRC
 	b2=10.77.0.22 b26=fd77::22
 	timeout 10 ip -n "$(sof_host_ns b)" addr add "$b2/24" dev veth0
 	# deprecated (preferred_lft 0): the kernel sends from fd77::2 then

@@ -1676,7 +1676,7 @@ TEST(err_dereg_rkey)
 	pair_down(&a, &b);
 }
 
-/* The QP keeps a copy of the local MR it used last (exec.c): a
+/* The QP keeps a copy of the local MR it used last (same_host.c): a
  * deregistration must still make its lkey fail at once. */
 TEST(err_dereg_lkey)
 {

@@ -1074,7 +1074,7 @@ sof_child_pid() {
 #                        returns 1 on failure
 #   sof_cm_verdict NAME [REGEX...]  the last pair printed each REGEX and no
 #                        error text; prints its ok / not ok line
-#   sof_perftest_verdict NAME  the last perftest pair's client printed a
+#   sof_cm_perftest_verdict NAME  the last perftest pair's client printed a
 #                        result line and neither side error text; prints
 #                        its ok / not ok line (with the result)
 #   sof_cm_fails_fast NAME SECS MAX_MS HOST REGEX CMD...  CMD (through
@@ -1133,7 +1133,7 @@ sof_cm_verdict() {
 	ok "$name"
 }
 
-sof_perftest_verdict() {
+sof_cm_perftest_verdict() {
 	local name=$1
 	if ! grep -q -E "$SOF_PERF_RESULT" "$SOF_CLI_OUT"; then
 		not_ok "$name" "the client printed no result line"
@@ -1550,14 +1550,6 @@ SOF_PERFTEST_ERRORS='error|fail|couldn.t|unable|invalid|not supported|segmentati
 
 sof_gate() {
 	SOF_GATE=$1
-}
-
-sof_gated() {
-	if [ -n "$SOF_GATE" ] && [ -z "${SOF_HOSTS_KEEP_GOING:-}" ]; then
-		not_ok "$1" "not run: $SOF_GATE"
-		return 0
-	fi
-	return 1
 }
 
 sof_pingpong_verdict() {

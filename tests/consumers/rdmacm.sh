@@ -124,7 +124,7 @@ for t in "ib_send_lat -n 1000" "ib_send_bw" "ib_write_bw" "ib_read_lat -n 1000" 
 		sof_pair_dump
 		continue
 	fi
-	sof_perftest_verdict "$name"
+	sof_cm_perftest_verdict "$name"
 done
 
 # ---- mckey: two receivers, one sender, on this host ---------------------------------------

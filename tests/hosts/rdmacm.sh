@@ -78,7 +78,7 @@ if sof_hosts_up 2; then
 		# shellcheck disable=SC2086 # $t is the program and its options
 		PAIR=sof_perftest_cm_pair pair "$name" 120 $t -R -d sof0 -F -p "$PORT" -- \
 			$t -R -d sof0 -F -p "$PORT" "$A" || continue
-		sof_perftest_verdict "$name"
+		sof_cm_perftest_verdict "$name"
 	done
 
 	PORT=$((PORT + 1))

@@ -1251,6 +1251,8 @@ TEST(ud_grh)
 	CHECK_EQ(b.buf[20], 0x45);
 	CHECK_MEM(b.buf + 20 + 12, lo4, 4);
 	CHECK_MEM(b.buf + 20 + 16, lo4, 4);
+	/* the sl tells the GRH's layout, as mlx5's roce_pkt_type: v2, IPv4 */
+	CHECK_EQ(wc.sl, 0xa);
 
 	/* answer through an AH made from the work completion */
 	back = ibv_create_ah_from_wc(b.pd, &wc, (struct ibv_grh *)b.buf, 1);

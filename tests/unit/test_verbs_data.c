@@ -1367,6 +1367,7 @@ TEST(ud_multicast_local)
 			/* the IPv4 header in the GRH area names the group */
 			CHECK_EQ(got[20], 0x45);
 			CHECK_MEM(got + 20 + 16, grp, 4);
+			CHECK_EQ(wc.sl, 0xa); /* RoCEv2 over IPv4, as mlx5 says */
 		}
 	}
 	NO_WC(r3.rcq, wc); /* its Q_Key differs */

@@ -1311,3 +1311,60 @@ sof_perftest_cm_pair() {
 	SOF_PAIR_RETRY="second run: the first hit perftest's reconnect race ($SOF_PAIR_WHY)"
 	sof_cm_pair "$@"
 }
+
+# ---------------------------------------------------------------------------
+# The libraries on verbs (issue 17: libfabric, UCX, Open MPI)
+#
+#   sof_local_if         in a one-host test's private namespace: a veth pair
+#                        sof-l0 <-> sof-l1, sof-l0 10.78.0.1/24 (SOF_LOCAL_IP),
+#                        no DAD; waits until its GID is in our GID table.
+#                        Libraries look for the device behind an interface
+#                        that is not loopback (libfabric's verbs provider
+#                        skips lo, as it would with hardware).
+#   sof_tcp_pair NAME SECS SRV_HOST CLI_HOST PORT SERVER... -- CLIENT...
+#                        a server that listens on TCP PORT for its peer
+#                        (fi_pingpong, ucx_perftest, io_demo) in SRV_HOST
+#                        ("" = here), once it listens the client in
+#                        CLI_HOST, both through `softofed run`; the verdict
+#                        of sof_pair (SOF_SRV_RC, SOF_CLI_RC, SOF_PAIR_WHY)
+SOF_LOCAL_IP=10.78.0.1
+sof_local_if() {
+	local i
+	sysctl -q -w net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 >/dev/null
+	if ! timeout 10 ip link add sof-l0 type veth peer name sof-l1 ||
+		! timeout 10 ip addr add "$SOF_LOCAL_IP/24" dev sof-l0 ||
+		! timeout 10 ip link set sof-l1 up || ! timeout 10 ip link set sof-l0 up; then
+		not_ok "local interface" "cannot create the veth pair sof-l0/sof-l1"
+		return 1
+	fi
+	for i in $(seq 100); do
+		timeout 10 "$SOFTOFED" run -- ibv_devinfo -v 2>/dev/null </dev/null |
+			grep -q "::ffff:$SOF_LOCAL_IP" && return 0
+		sleep 0.1
+	done
+	not_ok "local interface" "no GID of $SOF_LOCAL_IP in the GID table after 10 s"
+	return 1
+}
+
+sof_tcp_pair() {
+	local name=$1 secs=$2 shost=$3 chost=$4 port=$5
+	shift 5
+	local srv=() cli=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		srv+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	cli=("$@")
+	_sof_pair_init "$name" "${srv[0]}" || return 1
+	sof_cm_bg "$name.srv" "$shost" $((secs + 30)) "${srv[@]}"
+	if ! SOF_LISTEN_HOST=$shost sof_wait_listen "$port" 20 "$name.srv"; then
+		sof_kill "$name.srv"
+		SOF_PAIR_WHY="server did not listen on port $port${shost:+ in host $shost}"
+		return 1
+	fi
+	sof_cm_bg "$name.cli" "$chost" "$secs" "${cli[@]}"
+	sof_wait "$name.cli" $((secs + 10))
+	SOF_CLI_RC=$?
+	_sof_pair_verdict "$name" "$secs"
+}

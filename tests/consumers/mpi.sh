@@ -5,7 +5,7 @@
 # (UCX_TLS=rc_verbs,ud_verbs,self: `self` only carries a rank's messages
 # to itself; no shared-memory or TCP transport of UCX may carry data) and
 # Open MPI's own BTLs excluded (--mca btl self: no vader/tcp/uct), running
-# tests/progs/mpi_check.c, built here with mpicc: a ping-pong from rank 0
+# tests/mpi/mpi_check.c, built here with mpicc: a ping-pong from rank 0
 # to every other rank from 1 B to 4 MiB with every byte checked, and
 # MPI_Allreduce, MPI_Alltoall, MPI_Bcast with checked results; 2 and 4
 # ranks. A run passes when mpirun exits with 0, mpi_check printed
@@ -53,7 +53,7 @@ for p in mpirun mpicc; do
 done
 [ -z "$SOF_GATE" ] || sof_exit
 PROG=$SOF_TMP/mpi_check
-if ! mpicc -O2 -Wall -Wextra -Werror -o "$PROG" "$SOF_ROOT/tests/progs/mpi_check.c" \
+if ! mpicc -O2 -Wall -Wextra -Werror -o "$PROG" "$SOF_ROOT/tests/mpi/mpi_check.c" \
 	>"$SOF_TMP/mpicc.out" 2>&1; then
 	not_ok "mpi/mpicc mpi_check.c" "does not build"
 	sof_dump "$SOF_TMP/mpicc.out"

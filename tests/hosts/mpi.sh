@@ -3,8 +3,8 @@
 # host a with the UCX PML on our libraries (as tests/consumers/mpi.sh:
 # UCX_TLS=rc_verbs,ud_verbs,self on sof0:1, --mca btl self), ranks placed
 # on the hosts by a hostfile of their addresses and started there by
-# tests/progs/mpi_rsh_agent.sh (--mca plm_rsh_agent: `ip netns exec` into
-# the host, `softofed run`), running tests/progs/mpi_check.c (ping-pong
+# tests/mpi/rsh_agent.sh (--mca plm_rsh_agent: `ip netns exec` into
+# the host, `softofed run`), running tests/mpi/mpi_check.c (ping-pong
 # 1 B .. 4 MiB with every byte checked, allreduce, alltoall, bcast
 # checked):
 #   2 hosts (veth pair): 2 ranks, one per host; 4 ranks, two per host
@@ -22,7 +22,7 @@ set -u
 sof_init
 SOF_HOSTS_IFACES=veth0
 
-AGENT=$SOF_ROOT/tests/progs/mpi_rsh_agent.sh
+AGENT=$SOF_ROOT/tests/mpi/rsh_agent.sh
 MPI_ARGS=(--allow-run-as-root --oversubscribe --mca pml ucx --mca btl self
 	--mca osc ^ucx --mca pml_base_verbose 10 --mca plm_rsh_agent "$AGENT"
 	--mca oob_tcp_if_include 10.77.0.0/24 --mca plm_rsh_no_tree_spawn 1
@@ -63,7 +63,7 @@ for p in mpirun mpicc; do
 done
 [ -z "$SOF_GATE" ] || sof_exit
 PROG=$SOF_TMP/mpi_check
-if ! mpicc -O2 -Wall -Wextra -Werror -o "$PROG" "$SOF_ROOT/tests/progs/mpi_check.c" \
+if ! mpicc -O2 -Wall -Wextra -Werror -o "$PROG" "$SOF_ROOT/tests/mpi/mpi_check.c" \
 	>"$SOF_TMP/mpicc.out" 2>&1; then
 	not_ok "hosts/mpi: mpicc mpi_check.c" "does not build"
 	sof_dump "$SOF_TMP/mpicc.out"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # mpirun's remote launcher between network-namespace hosts (tests/hosts/
 # mpi.sh): Open MPI's rsh launcher (--mca plm_rsh_agent) calls it as ssh:
-# `mpi_rsh_agent.sh [ssh options] HOST COMMAND...`. HOST is one of the
+# `rsh_agent.sh [ssh options] HOST COMMAND...`. HOST is one of the
 # hosts' addresses 10.77.0.N (lib.sh: sof_host_ip); the command runs in
 # that host's namespace (SOF_HOSTS_PREFIX-a, -b, -c for N = 1, 2, 3)
 # through `softofed run`, under a shell as sshd would run it. Bounded by
@@ -21,7 +21,7 @@ case $host in
 10.77.0.2) h=b ;;
 10.77.0.3) h=c ;;
 *)
-	echo "mpi_rsh_agent: unknown host $host" >&2
+	echo "rsh_agent.sh: unknown host $host" >&2
 	exit 255
 	;;
 esac

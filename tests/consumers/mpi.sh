@@ -19,6 +19,7 @@ sof_ns_enter "$@"
 sof_init
 
 # the mpirun options of every run (hosts/mpi.sh uses the same)
+# shellcheck disable=SC2054 # the commas are UCX_TLS's
 MPI_ARGS=(--allow-run-as-root --oversubscribe --mca pml ucx --mca btl self
 	--mca osc ^ucx --mca pml_base_verbose 10
 	-x UCX_TLS=rc_verbs,ud_verbs,self -x UCX_NET_DEVICES=sof0:1)

@@ -5,7 +5,9 @@
 # between them:
 #   -p 'verbs;ofi_rxm' -e rdm, message and tagged (-m tagged);
 #   -p verbs -e msg;
-# every size of -S all (1 B .. 1 MiB) with fi_pingpong's data check (-c).
+#   -p verbs -e dgram (UD), -p 'verbs;ofi_rxd' -e rdm (RxD over UD);
+# every size of -S all (up to the MTU for dgram, 1 MiB, 6 MiB for RxD)
+# with fi_pingpong's data check (-c).
 # Judged as tests/consumers/libfabric.sh judges. When the first run fails
 # the others are reported as not run (SOF_HOSTS_KEEP_GOING=1 runs them).
 # Needs root (ip netns). A missing program is a failure.
@@ -20,7 +22,8 @@
 # listener); served like a NIC on veth0 only (as here, SOF_HOSTS_IFACES),
 # the bind fails with EADDRNOTAVAIL and fi_getinfo with ENODATA. Between
 # hosts this needs the RDMA CM (cm/, daemon/) to bind a loopback address
-# without a device. On one host (tests/consumers/libfabric.sh) both sides
+# without a device. The UD endpoints (dgram, RxD) do not bind through the
+# RDMA CM and work. On one host (tests/consumers/libfabric.sh) both sides
 # reach 127.0.0.1 and it works.
 # Usage: tests/hosts/libfabric.sh
 set -u
@@ -34,15 +37,19 @@ SOF_HOSTS_IFACES=veth0
 PORT=47700
 ERRORS='error|fail|unable|invalid|mismatch|abort|segmentation'
 
+# lf LAST ARGS...: one pair; LAST is the label of the largest size
 lf() {
-	local name="hosts/libfabric a<-b: fi_pingpong $*" last
+	local want=$1 last name
+	shift
+	name="hosts/libfabric a<-b: fi_pingpong $*"
 	PORT=$((PORT + 1))
 	sof_gated "$name" && return
 	if ! SOF_LINEBUF=1 sof_tcp_pair "$name" 60 a b "$PORT" \
 		fi_pingpong -B "$PORT" "$@" -- fi_pingpong -P "$PORT" "$@" "$(sof_host_ip a)"; then
 		if grep -q 'fi_getinfo().*ret=-61' "$SOF_SRV_OUT"; then
-			# the known gap (header): a TODO, not a pass
-			not_ok "$name" "the server's fi_getinfo finds no source address: the verbs provider binds \"localhost\" and our RDMA CM refuses it when lo is not served (see the header) # TODO"
+			# the known gap (header): a TODO, neither a pass nor a
+			# failure (the runner counts it apart, as symbols.sh's)
+			echo "not ok - $name: the server's fi_getinfo finds no source address: the verbs provider binds \"localhost\" and our RDMA CM refuses it when lo is not served (see the header) # TODO"
 		else
 			not_ok "$name" "$SOF_PAIR_WHY"
 			SOF_GATE="the first run between hosts failed"
@@ -50,9 +57,9 @@ lf() {
 		sof_pair_dump
 		return
 	fi
-	last=$(grep -E '^1m[[:space:]]' "$SOF_CLI_OUT" | tail -n 1)
+	last=$(grep -E "^${want}[[:space:]]" "$SOF_CLI_OUT" | tail -n 1)
 	if [ -z "$last" ]; then
-		not_ok "$name" "the client printed no result for 1m"
+		not_ok "$name" "the client printed no result for $want"
 		sof_pair_dump
 	elif grep -q -i -E "$ERRORS" "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
 		not_ok "$name" "error text in the output"
@@ -68,8 +75,10 @@ if ! command -v fi_pingpong >/dev/null 2>&1; then
 	sof_exit
 fi
 if sof_hosts_up 2; then
-	lf -p 'verbs;ofi_rxm' -e rdm -c -S all -I 50
-	lf -p 'verbs;ofi_rxm' -e rdm -m tagged -c -S all -I 50
-	lf -p verbs -e msg -c -S all -I 50
+	lf 4k -p verbs -e dgram -c -S all -I 50
+	lf 6m -p 'verbs;ofi_rxd' -e rdm -c -S all -I 20
+	lf 1m -p 'verbs;ofi_rxm' -e rdm -c -S all -I 50
+	lf 1m -p 'verbs;ofi_rxm' -e rdm -m tagged -c -S all -I 50
+	lf 1m -p verbs -e msg -c -S all -I 50
 fi
 sof_exit

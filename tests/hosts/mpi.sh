@@ -23,6 +23,7 @@ sof_init
 SOF_HOSTS_IFACES=veth0
 
 AGENT=$SOF_ROOT/tests/mpi/rsh_agent.sh
+# shellcheck disable=SC2054 # the commas are UCX_TLS's
 MPI_ARGS=(--allow-run-as-root --oversubscribe --mca pml ucx --mca btl self
 	--mca osc ^ucx --mca pml_base_verbose 10 --mca plm_rsh_agent "$AGENT"
 	--mca oob_tcp_if_include 10.77.0.0/24 --mca plm_rsh_no_tree_spawn 1
@@ -35,8 +36,8 @@ mpi() {
 	out=$(sof_out "$name")
 	hf=$SOF_TMP/hostfile
 	printf '%s\n' "$@" >"$hf"
-	SOF_MPI_AGENT_SECS=150 SOF_HOSTS_PREFIX=$SOF_HOSTS_PREFIX SOFTOFED=$SOFTOFED \
-		timeout -k 5 150 ip netns exec "$(sof_host_ns a)" "$SOFTOFED" run -- \
+	export SOF_HOSTS_PREFIX SOFTOFED # for the agent
+	SOF_MPI_AGENT_SECS=150 timeout -k 5 150 ip netns exec "$(sof_host_ns a)" "$SOFTOFED" run -- \
 		mpirun "${MPI_ARGS[@]}" --hostfile "$hf" -np "$np" "$PROG" 2 \
 		>"$out" 2>&1 </dev/null
 	rc=$?

@@ -40,8 +40,10 @@ static void check(const uint8_t *b, size_t n, uint32_t seed, const char *what)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (b[i] != pat(i, seed)) {
-			fprintf(stderr, "mpi_check: rank %d: %s size %zu: byte %zu is 0x%02x, want 0x%02x\n",
-				rank, what, n, i, b[i], pat(i, seed));
+			fprintf(
+			    stderr,
+			    "mpi_check: rank %d: %s size %zu: byte %zu is 0x%02x, want 0x%02x\n",
+			    rank, what, n, i, b[i], pat(i, seed));
 			MPI_Abort(MPI_COMM_WORLD, 1);
 		}
 	}
@@ -97,11 +99,12 @@ static void allreduce(void)
 	MPI_Allreduce(in, out, n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
 	for (int i = 0; i < n; i++) {
 		/* sum over r of i*(r+1) + r */
-		int64_t want = (int64_t)i * nranks * (nranks + 1) / 2 + (int64_t)nranks * (nranks - 1) / 2;
+		int64_t want =
+		    (int64_t)i * nranks * (nranks + 1) / 2 + (int64_t)nranks * (nranks - 1) / 2;
 
 		if (out[i] != want) {
-			fprintf(stderr, "mpi_check: rank %d: allreduce [%d] = %lld, want %lld\n", rank,
-				i, (long long)out[i], (long long)want);
+			fprintf(stderr, "mpi_check: rank %d: allreduce [%d] = %lld, want %lld\n",
+				rank, i, (long long)out[i], (long long)want);
 			MPI_Abort(MPI_COMM_WORLD, 1);
 		}
 	}

@@ -75,3 +75,14 @@ void sof_make_grh(uint8_t grh[40], const uint8_t *sgid, const uint8_t *dgid, uin
 		memcpy(grh + 24, dgid, 16);
 	}
 }
+
+/* RoCE carries no SL. For a UD receive over RoCE, mlx5 puts the packet's
+ * type in the completion's sl (its CQE's roce_pkt_type): bit 3 set for a
+ * UDP-encapsulated (v2) frame, bits 2:0 the L3 header, 1 IPv6, 2 IPv4.
+ * Programs written against mlx5 read the GRH's layout from it (UCX's
+ * ud_verbs before 1.19 does, to find the destination address), so the
+ * datagrams sof_make_grh describes are reported the same way. */
+uint8_t sof_roce_wc_sl(const uint8_t *sgid, const uint8_t *dgid)
+{
+	return sof_gid_is_v4(sgid) && sof_gid_is_v4(dgid) ? 0x8 | 0x2 : 0x8 | 0x1;
+}

@@ -169,8 +169,11 @@ struct sof_cq_shm {
 #define SOF_CQ_RING_OFF ((size_t)sizeof(struct sof_cq_shm))
 /* Every CQ is created with room for the device maximum so that it can be
  * resized in place while producers in other processes hold it mapped; only
- * the pages that are touched take memory. */
-#define SOF_CQ_MAX_CQE 65536u
+ * the pages that are touched take memory (a memfd reserves nothing). The
+ * maximum is mlx5's (max_cqe 2^22 - 1): libraries size CQs from the number
+ * of peers they expect (libfabric's ofi_rxm asks for 65,536 entries by
+ * default), trusting what hardware allows. */
+#define SOF_CQ_MAX_CQE 4194304u
 #define SOF_CQ_SEG_SIZE (SOF_CQ_RING_OFF + (size_t)SOF_CQ_MAX_CQE * sizeof(struct sof_cqe))
 
 /* Push a completion into the CQ segment at shm (any process may; cqring.c).

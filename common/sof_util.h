@@ -54,6 +54,10 @@ bool sof_gid_is_mcast(const uint8_t gid[16]);
 void sof_make_grh(uint8_t grh[40], const uint8_t *sgid, const uint8_t *dgid, uint8_t tclass,
 		  uint8_t hop_limit, uint32_t flow_label, uint32_t paylen);
 
+/* The sl of a UD receive completion for a RoCEv2 datagram from sgid to
+ * dgid, as mlx5 reports it: the packet type (grh.c). */
+uint8_t sof_roce_wc_sl(const uint8_t *sgid, const uint8_t *dgid);
+
 /* The minimum RNR NAK timer of code (0..31), in microseconds. */
 uint32_t sof_rnr_timer_us(uint32_t code);
 

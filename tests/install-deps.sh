@@ -16,7 +16,7 @@ PKGS=(
 	ibverbs-utils perftest rdmacm-utils infiniband-diags
 	iproute2 procps util-linux binutils python3
 	clang tshark iputils-ping ethtool
-	ucx-utils
+	ucx-utils openmpi-bin libopenmpi-dev libfabric-bin
 )
 [ $# -gt 0 ] && PKGS=("$@")
 

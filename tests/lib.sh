@@ -409,6 +409,9 @@ sof_pair_dump() {
 #                        in namespace PREFIX-w joined by tests/progs/netwire, a
 #                        software cable that impairs frames like netem (for
 #                        kernels without sch_netem, like ours).
+#                        SOF_HOSTS_IFACES=veth0: the daemons serve only that
+#                        interface (softofed up -i), so no loopback GID, as
+#                        a RoCE NIC bound to veth0 would have.
 #                        Checks that the hosts ping each other (IPv4, IPv6),
 #                        starts a daemon in each (`softofed up`) and tears it
 #                        all down on EXIT. On failure: a not_ok line, status 1.
@@ -586,7 +589,8 @@ sof_hosts_up() {
 		out=$(sof_out "hosts.up.$h")
 		log=$(_sof_host_log "$h")
 		rm -f "$log"
-		if ! timeout 20 ip netns exec "$(sof_host_ns "$h")" "$SOFTOFED" up >"$out" 2>&1 </dev/null; then
+		if ! timeout 20 ip netns exec "$(sof_host_ns "$h")" "$SOFTOFED" up \
+			${SOF_HOSTS_IFACES:+-i "$SOF_HOSTS_IFACES"} >"$out" 2>&1 </dev/null; then
 			not_ok "hosts" "softofed up failed in host $h"
 			sof_dump "$out" "$log"
 			return 1
@@ -1592,4 +1596,154 @@ sof_perftest_verdict() {
 	fi
 	sof_pair_dump
 	return 1
+}
+
+# ---------------------------------------------------------------------------
+# The libraries on verbs (issue 17: libfabric, UCX, Open MPI)
+#
+#   sof_local_if         in a one-host test's private namespace: a veth pair
+#                        sof-l0 <-> sof-l1, sof-l0 10.78.0.1/24 (SOF_LOCAL_IP),
+#                        no DAD; waits until its GID is in our GID table.
+#                        Libraries look for the device behind an interface
+#                        that is not loopback (libfabric's verbs provider
+#                        skips lo, as it would with hardware).
+#   sof_tcp_pair NAME SECS SRV_HOST CLI_HOST PORT SERVER... -- CLIENT...
+#                        a server that listens on TCP PORT for its peer
+#                        (fi_pingpong, ucx_perftest, io_demo) in SRV_HOST
+#                        ("" = here), once it listens the client in
+#                        CLI_HOST, both through `softofed run`; the verdict
+#                        of sof_pair (SOF_SRV_RC, SOF_CLI_RC, SOF_PAIR_WHY)
+SOF_LOCAL_IP=10.78.0.1
+sof_local_if() {
+	local i
+	sysctl -q -w net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 >/dev/null
+	if ! timeout 10 ip link add sof-l0 type veth peer name sof-l1 ||
+		! timeout 10 ip addr add "$SOF_LOCAL_IP/24" dev sof-l0 ||
+		! timeout 10 ip link set sof-l1 up || ! timeout 10 ip link set sof-l0 up; then
+		not_ok "local interface" "cannot create the veth pair sof-l0/sof-l1"
+		return 1
+	fi
+	for i in $(seq 100); do
+		timeout 10 "$SOFTOFED" run -- ibv_devinfo -v 2>/dev/null </dev/null |
+			grep -q "::ffff:$SOF_LOCAL_IP" && return 0
+		sleep 0.1
+	done
+	not_ok "local interface" "no GID of $SOF_LOCAL_IP in the GID table after 10 s"
+	return 1
+}
+
+sof_tcp_pair() {
+	local name=$1 secs=$2 shost=$3 chost=$4 port=$5
+	shift 5
+	local srv=() cli=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		srv+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	cli=("$@")
+	_sof_pair_init "$name" "${srv[0]}" || return 1
+	sof_cm_bg "$name.srv" "$shost" $((secs + 30)) "${srv[@]}"
+	if ! SOF_LISTEN_HOST=$shost sof_wait_listen "$port" 20 "$name.srv"; then
+		sof_kill "$name.srv"
+		SOF_PAIR_WHY="server did not listen on port $port${shost:+ in host $shost}"
+		return 1
+	fi
+	sof_cm_bg "$name.cli" "$chost" "$secs" "${cli[@]}"
+	sof_wait "$name.cli" $((secs + 10))
+	SOF_CLI_RC=$?
+	_sof_pair_verdict "$name" "$secs"
+}
+
+# UCX (tests/consumers/ucx.sh, tests/hosts/ucx.sh; UCX_NET_DEVICES set by
+# the caller):
+#   sof_ucx_programs     not_ok and 1 when ucx_info, ucx_perftest or
+#                        io_demo is missing
+#   sof_ucx_perf NAME SRV_HOST CLI_HOST TARGET ARGS...   one ucx_perftest
+#                        pair: passes when both exit 0, the client printed
+#                        its Final: line and no UCX ERROR
+#   sof_ucx_perf_all SRV_HOST CLI_HOST TARGET PREFIX     the UCT runs on
+#                        rc_verbs and ud_verbs and the UCP runs with
+#                        UCX_TLS=rc_verbs,ud_verbs,self
+#   sof_ucx_io_demo SRV_HOST CLI_HOST TARGET PREFIX      io_demo -q (UCX's
+#                        data check) through the rdmacm CM
+#   Ports from SOF_UCX_PORT up. Between hosts, the first failure gates the
+#   rest (sof_gated).
+SOF_UCX_PORT=13400
+sof_ucx_programs() {
+	local p rc=0
+	for p in ucx_info ucx_perftest io_demo; do
+		if ! command -v "$p" >/dev/null 2>&1; then
+			not_ok "ucx/$p" "$p is not installed (tests/install-deps.sh installs ucx-utils)"
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+sof_ucx_perf() {
+	local name=$1 shost=$2 chost=$3 target=$4 final
+	shift 4
+	SOF_UCX_PORT=$((SOF_UCX_PORT + 1))
+	sof_gated "$name" && return
+	if ! SOF_LINEBUF=1 sof_tcp_pair "$name" 40 "$shost" "$chost" "$SOF_UCX_PORT" \
+		ucx_perftest -p "$SOF_UCX_PORT" -- ucx_perftest "$target" -p "$SOF_UCX_PORT" "$@"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		[ -n "$shost" ] && SOF_GATE="the first failed run between hosts ($name)"
+		return
+	fi
+	final=$(grep -E '^Final:' "$SOF_CLI_OUT" | tail -n 1)
+	if [ -z "$final" ]; then
+		not_ok "$name" "the client printed no Final: line"
+		sof_pair_dump
+	elif grep -q -E 'UCX +ERROR|[Ss]egmentation|[Aa]bort' "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "error text in the output"
+		sof_pair_dump
+	else
+		ok "$name ($(echo "$final" | tr -s ' \t' ' '))"
+	fi
+}
+
+sof_ucx_perf_all() {
+	local s=$1 c=$2 t=$3 p=$4 tls=rc_verbs,ud_verbs,self
+	sof_ucx_perf "$p rc_verbs am_lat" "$s" "$c" "$t" -x rc_verbs -d sof0:1 -t am_lat -s 8 -n 10000
+	sof_ucx_perf "$p rc_verbs put_lat" "$s" "$c" "$t" -x rc_verbs -d sof0:1 -t put_lat -s 8 -n 10000
+	sof_ucx_perf "$p rc_verbs get zcopy 64k" "$s" "$c" "$t" -x rc_verbs -d sof0:1 -t get -D zcopy -s 65536 -n 2000
+	sof_ucx_perf "$p rc_verbs am_bw bcopy 4k" "$s" "$c" "$t" -x rc_verbs -d sof0:1 -t am_bw -D bcopy -s 4096 -n 10000
+	sof_ucx_perf "$p rc_verbs put_bw zcopy 1m" "$s" "$c" "$t" -x rc_verbs -d sof0:1 -t put_bw -D zcopy -s 1048576 -n 500
+	sof_ucx_perf "$p ud_verbs am_lat" "$s" "$c" "$t" -x ud_verbs -d sof0:1 -t am_lat -s 8 -n 10000
+	sof_ucx_perf "$p ud_verbs am_bw bcopy 1000" "$s" "$c" "$t" -x ud_verbs -d sof0:1 -t am_bw -D bcopy -s 1000 -n 10000
+	UCX_TLS=$tls sof_ucx_perf "$p UCP tag_lat" "$s" "$c" "$t" -t tag_lat -s 8 -n 10000
+	UCX_TLS=$tls sof_ucx_perf "$p UCP tag_bw 1m" "$s" "$c" "$t" -t tag_bw -s 1048576 -n 500
+	UCX_TLS=$tls sof_ucx_perf "$p UCP ucp_put_bw 1m" "$s" "$c" "$t" -t ucp_put_bw -s 1048576 -n 500
+}
+
+# (the io_demo server listens through the RDMA CM, not on a TCP port: its
+# readiness is the daemon's count of listening cm_ids, which also proves
+# that the CM UCX took is ours; it serves until stopped, so only the
+# client's status counts)
+sof_ucx_io_demo() {
+	local s=$1 c=$2 t=$3 name="$4 io_demo -q rdmacm rc_verbs read,write 1B..1MiB" line
+	SOF_UCX_PORT=$((SOF_UCX_PORT + 1))
+	sof_gated "$name" && return
+	if ! UCX_TLS=rc_verbs,ud_verbs UCX_SOCKADDR_TLS_PRIORITY=rdmacm SOF_LINEBUF=1 \
+		SOF_CM_SRV_STOP=1 sof_cm_pair "$name" 60 "$s" "$c" \
+		io_demo -p "$SOF_UCX_PORT" -q -d 1:1048576 \
+		-- io_demo -p "$SOF_UCX_PORT" -q -d 1:1048576 -o read,write -i 400 -t 30 -c 3 "$t"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return
+	fi
+	line=$(grep -E 'total min:' "$SOF_CLI_OUT" | tail -n 1)
+	if ! grep -q "Client exit with status 'OK'" "$SOF_CLI_OUT" || [ -z "$line" ]; then
+		not_ok "$name" "the client did not end with status OK"
+		sof_pair_dump
+	elif grep -q -i -E 'UCX +ERROR|data.*(corrupt|mismatch)|[Aa]ssertion|[Ss]egmentation' \
+		"$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "error text in the output"
+		sof_pair_dump
+	else
+		ok "$name (${line##*| read})"
+	fi
 }

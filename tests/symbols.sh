@@ -12,6 +12,11 @@
 # such as perftest link them, so they load against our library and must
 # find their imports in it. For librdmacm: rdmacm-utils, perftest,
 # libfabric, UCX's rdmacm transport, rdma-core's rsocket preload library.
+# The libraries of issue 17 must be among those checked (UCX's libuct_ib
+# and libuct_rdmacm, rdma-core's libmlx5.so.1 that libuct_ib links, Open
+# MPI's mca_btl_openib and libmca_common_verbs, libfabric), and under
+# `softofed run` libuct_ib must load our libibverbs.so.1 and find
+# libmlx5.so.1.
 #
 # A symbol that exists may still be a stub that only fails (ENOSYS,
 # EOPNOTSUPP): tests/stubs.txt lists them, and a consumer that imports one
@@ -132,7 +137,54 @@ check() {
 	fi
 }
 
-check libibverbs.so.1 IBVERBS_ symbols '*/libibverbs/*' '*/libibverbs.so*'
-check librdmacm.so.1 RDMACM_ symbols/rdmacm '*/librdmacm.so*'
+check libibverbs.so.1 IBVERBS_ symbols '*/libibverbs/*' '*/libibverbs.so*' >"$tmp/verbs.out"
+check librdmacm.so.1 RDMACM_ symbols/rdmacm '*/librdmacm.so*' >"$tmp/rdmacm.out"
+cat "$tmp/verbs.out" "$tmp/rdmacm.out"
+
+# The libraries of issue 17 must be among the consumers checked, each with
+# every import present (a stub is a TODO, a missing symbol a failure): UCX's
+# verbs transports (libuct_ib, which links rdma-core's libmlx5.so.1 and so
+# needs it to resolve against our library too), Open MPI's verbs
+# components, libfabric. And under `softofed run` the dynamic linker must
+# resolve libuct_ib's libibverbs.so.1 to ours and find libmlx5.so.1.
+# required LABEL OUT GLOB: a checked consumer matching GLOB, or not ok
+required() {
+	# shellcheck disable=SC2086 # $dirs is a list
+	if [ -z "$(find $dirs -path "$3" 2>/dev/null | head -n 1)" ]; then
+		echo "not ok - $1: no $3 installed (tests/install-deps.sh installs it)"
+		fail=1
+	elif grep -v ': missing ' "$2" |
+		sed -n 's/^\(not \)\{0,1\}ok - [^ ]*: \(\/[^ :]*\).*/\2/p' | {
+			while IFS= read -r f; do
+				# shellcheck disable=SC2254
+				case $f in $3) exit 0 ;; esac
+			done
+			exit 1
+		}; then
+		echo "ok - $1: checked, every import present"
+	else
+		echo "not ok - $1: $3 is installed but was not checked, or misses imports"
+		fail=1
+	fi
+}
+required "symbols: UCX libuct_ib" "$tmp/verbs.out" '*/ucx/libuct_ib.so*'
+required "symbols: rdma-core libmlx5 (loaded by libuct_ib)" "$tmp/verbs.out" '*/libmlx5.so.1*'
+required "symbols: Open MPI mca_btl_openib" "$tmp/verbs.out" '*/openmpi/*mca_btl_openib.so'
+required "symbols: Open MPI libmca_common_verbs" "$tmp/verbs.out" '*/libmca_common_verbs.so*'
+required "symbols: UCX libuct_rdmacm" "$tmp/rdmacm.out" '*/ucx/libuct_rdmacm.so*'
+required "symbols/rdmacm: libfabric" "$tmp/rdmacm.out" '*/libfabric.so*'
+
+# shellcheck disable=SC2086 # $dirs is a list
+uct=$(find $dirs -path '*/ucx/libuct_ib.so*' 2>/dev/null | head -n 1)
+if [ -n "$uct" ] && [ -x "$build/bin/softofed" ]; then
+	timeout 30 "$build/bin/softofed" run -- ldd "$uct" >"$tmp/ldd" 2>&1
+	if grep -q "libibverbs.so.1 => $(cd "$build/lib" && pwd)/libibverbs.so.1" "$tmp/ldd" &&
+		grep -q 'libmlx5.so.1 => /' "$tmp/ldd" && ! grep -q 'not found' "$tmp/ldd"; then
+		echo "ok - symbols: libuct_ib under softofed run loads our libibverbs.so.1 and finds libmlx5.so.1"
+	else
+		echo "not ok - symbols: libuct_ib under softofed run: $(grep -E 'verbs|mlx5|not found' "$tmp/ldd" | tr -s ' \t\n' ' ')"
+		fail=1
+	fi
+fi
 
 exit $fail

@@ -124,6 +124,7 @@ static bool uc_take(struct sof_tqp *t, const struct roce_hdr *h, uint8_t opcode)
 	return !err;
 }
 
+/* extra_flags: IBV_WC_* flags in bits 7:0, the completion's sl in 15:8. */
 static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byte_len,
 		     const struct roce_hdr *h, uint32_t extra_flags)
 {
@@ -138,6 +139,7 @@ static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byt
 	c.qp_num = t->qp->qpn;
 	c.src_qp = t->qp->type == IBV_QPT_UD ? h->sqpn : t->dqpn;
 	c.wc_flags = (uint8_t)extra_flags;
+	c.sl = (uint8_t)(extra_flags >> 8); /* a UD datagram's packet type (grh.c) */
 	if (roce_opinfo(h->opcode)->flags & ROCE_F_IMMDT) {
 		c.imm_data = h->imm_be;
 		c.wc_flags |= IBV_WC_WITH_IMM;
@@ -833,5 +835,6 @@ void tp_resp_ud(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payl
 			 IBV_WC_RECV, 0, h, 0);
 		return;
 	}
-	recv_cqe(t, IBV_WC_SUCCESS, IBV_WC_RECV, paylen + (uint32_t)sizeof(grh), h, IBV_WC_GRH);
+	recv_cqe(t, IBV_WC_SUCCESS, IBV_WC_RECV, paylen + (uint32_t)sizeof(grh), h,
+		 IBV_WC_GRH | (uint32_t)sof_roce_wc_sl(a->src, a->dst) << 8);
 }

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -43,6 +44,34 @@ struct sofv_seg {
 	bool dead;	       /* made private after fork: nothing shared */
 	struct sofv_seg *next; /* sorted by start */
 };
+
+/*
+ * The page moves go to the kernel directly, not through libc's wrappers:
+ * libraries that hook mmap/mremap/munmap to watch the address space (UCX's
+ * memory hooks, for one) may replace them with versions that lose
+ * arguments, e.g. an mremap that drops MREMAP_FIXED's new address. Moving
+ * our own pages is no event such a hook needs to see.
+ */
+static void *raw_mmap(size_t len, int prot, int flags, int fd)
+{
+	long r = syscall(SYS_mmap, NULL, len, prot, flags, fd, 0L);
+
+	return r == -1 ? MAP_FAILED : (void *)r;
+}
+
+static int raw_munmap(void *addr, size_t len) { return (int)syscall(SYS_munmap, addr, len); }
+
+static int raw_mprotect(void *addr, size_t len, int prot)
+{
+	return (int)syscall(SYS_mprotect, addr, len, prot);
+}
+
+static void *raw_mremap_fixed(void *old, size_t len, void *new_addr)
+{
+	long r = syscall(SYS_mremap, old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, new_addr);
+
+	return r == -1 ? MAP_FAILED : (void *)r;
+}
 
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sofv_seg *segs_head;
@@ -278,7 +307,7 @@ static int freeze(const struct move_job *j, sigset_t *oldmask)
 		uintptr_t e = m->end < j->start + j->len ? m->end : j->start + j->len;
 
 		if (s < e && (m->prot & PROT_WRITE))
-			mprotect((void *)s, e - s, m->prot & ~PROT_WRITE);
+			raw_mprotect((void *)s, e - s, m->prot & ~PROT_WRITE);
 	}
 	return (int)slot;
 }
@@ -301,7 +330,7 @@ static int copy_out(const struct map_list *ml, uintptr_t start, size_t len, uint
 
 		if (s >= e)
 			continue;
-		if (!(m->prot & PROT_READ) && mprotect((void *)s, e - s, PROT_READ))
+		if (!(m->prot & PROT_READ) && raw_mprotect((void *)s, e - s, PROT_READ))
 			return -errno;
 		page_copy(dst + (s - start), (const uint8_t *)s, e - s);
 	}
@@ -318,7 +347,7 @@ static void restore_prot(const struct map_list *ml, uintptr_t start, size_t len,
 		uintptr_t e = m->end < start + len ? m->end : start + len;
 
 		if (s < e && (!fresh || m->prot != (PROT_READ | PROT_WRITE)))
-			mprotect((void *)s, e - s, m->prot);
+			raw_mprotect((void *)s, e - s, m->prot);
 	}
 }
 
@@ -332,21 +361,19 @@ static void move_run(struct move_job *j)
 	int err;
 
 	if (j->memfd >= 0)
-		tmp = mmap(NULL, j->len, PROT_READ | PROT_WRITE, MAP_SHARED, j->memfd, 0);
+		tmp = raw_mmap(j->len, PROT_READ | PROT_WRITE, MAP_SHARED, j->memfd);
 	else
-		tmp =
-		    mmap(NULL, j->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		tmp = raw_mmap(j->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
 	if (tmp == MAP_FAILED) {
 		j->err = -errno;
 		return;
 	}
 	slot = freeze(j, &mask);
 	err = copy_out(j->ml, j->start, j->len, tmp);
-	if (!err && mremap(tmp, j->len, j->len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)j->start) ==
-			MAP_FAILED)
+	if (!err && raw_mremap_fixed(tmp, j->len, (void *)j->start) == MAP_FAILED)
 		err = -errno;
 	if (err) {
-		munmap(tmp, j->len);
+		raw_munmap(tmp, j->len);
 		restore_prot(j->ml, j->start, j->len, false);
 	} else {
 		restore_prot(j->ml, j->start, j->len, true);
@@ -384,7 +411,7 @@ static void move(struct move_job *j)
 		move_run(j);
 		return;
 	}
-	stk = mmap(NULL, stk_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	stk = raw_mmap(stk_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
 	if (stk == MAP_FAILED) {
 		j->err = -ENOMEM;
 		return;
@@ -392,7 +419,7 @@ static void move(struct move_job *j)
 	mv_job = j;
 	if (getcontext(&mv_worker)) {
 		j->err = -errno;
-		munmap(stk, stk_len);
+		raw_munmap(stk, stk_len);
 		return;
 	}
 	mv_worker.uc_stack.ss_sp = stk;
@@ -401,7 +428,7 @@ static void move(struct move_job *j)
 	makecontext(&mv_worker, mv_entry, 0);
 	if (swapcontext(&mv_caller, &mv_worker))
 		j->err = -errno;
-	munmap(stk, stk_len);
+	raw_munmap(stk, stk_len);
 }
 
 /* ---- segments ------------------------------------------------------------------------ */

@@ -367,6 +367,7 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 				     gr->flow_label, (uint32_t)src->total);
 			sg_write(&dst, 0, g, 40);
 			c.wc_flags |= IBV_WC_GRH;
+			c.sl = sof_roce_wc_sl(sg.gid, gr->dgid.raw);
 		}
 		sg_copy(&dst, grh, src);
 		sgl_release(&dst);

@@ -1251,6 +1251,8 @@ TEST(ud_grh)
 	CHECK_EQ(b.buf[20], 0x45);
 	CHECK_MEM(b.buf + 20 + 12, lo4, 4);
 	CHECK_MEM(b.buf + 20 + 16, lo4, 4);
+	/* the sl tells the GRH's layout, as mlx5's roce_pkt_type: v2, IPv4 */
+	CHECK_EQ(wc.sl, 0xa);
 
 	/* answer through an AH made from the work completion */
 	back = ibv_create_ah_from_wc(b.pd, &wc, (struct ibv_grh *)b.buf, 1);
@@ -1365,6 +1367,7 @@ TEST(ud_multicast_local)
 			/* the IPv4 header in the GRH area names the group */
 			CHECK_EQ(got[20], 0x45);
 			CHECK_MEM(got + 20 + 16, grp, 4);
+			CHECK_EQ(wc.sl, 0xa); /* RoCEv2 over IPv4, as mlx5 says */
 		}
 	}
 	NO_WC(r3.rcq, wc); /* its Q_Key differs */

@@ -146,6 +146,33 @@ TEST(query_device_ex)
 	CHECK_EQ(ibv_close_device(ctx), 0);
 }
 
+/* libfabric's ofi_rxm sizes its verbs CQ as (rx + tx queue) x universe
+ * size: 65,536 entries by default, which mlx5 (max_cqe 2^22 - 1) takes.
+ * The device must report and accept at least that, up to its max_cqe. */
+TEST(large_cq)
+{
+	struct ibv_context *ctx = open_sof0();
+	struct ibv_device_attr a;
+	struct ibv_cq *cq;
+
+	CHECK_EQ(ibv_query_device(ctx, &a), 0);
+	CHECK(a.max_cqe >= 65536);
+	cq = ibv_create_cq(ctx, 65536, NULL, NULL, 0);
+	CHECK(cq != NULL);
+	if (cq) {
+		CHECK(cq->cqe >= 65536);
+		CHECK_EQ(ibv_destroy_cq(cq), 0);
+	}
+	cq = ibv_create_cq(ctx, a.max_cqe, NULL, NULL, 0);
+	CHECK(cq != NULL);
+	if (cq)
+		CHECK_EQ(ibv_destroy_cq(cq), 0);
+	errno = 0;
+	CHECK(ibv_create_cq(ctx, a.max_cqe + 1, NULL, NULL, 0) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(ibv_close_device(ctx), 0);
+}
+
 TEST(query_port)
 {
 	struct ibv_context *ctx = open_sof0();
@@ -286,6 +313,7 @@ int main(void)
 	RUN(open_close);
 	RUN(query_device);
 	RUN(query_device_ex);
+	RUN(large_cq);
 	RUN(query_port);
 	RUN(query_port_bad);
 	RUN(query_gid);

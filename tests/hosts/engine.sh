@@ -181,8 +181,16 @@ PORT=$((PORT + 1))
 # for a receive that never comes, as on any RC hardware)
 sof_host_bg kill.srv a 60 env -u SOFTOFED_TRACE "$SOFTOFED" run -- stdbuf -oL -eL ib_write_bw -p "$PORT" -x "$(sof_host_gid a)" -s 65536 -D 40
 if sof_host_wait_listen a "$PORT" 20 kill.srv; then
-	sof_host_bg kill.cli b 60 env -u SOFTOFED_TRACE "$SOFTOFED" run -- ib_write_bw -p "$PORT" -x "$(sof_host_gid b)" -s 65536 -D 40 "$(sof_host_ip a)"
-	sleep 1
+	sof_host_bg kill.cli b 60 env -u SOFTOFED_TRACE "$SOFTOFED" run -- stdbuf -oL -eL ib_write_bw -p "$PORT" -x "$(sof_host_gid b)" -s 65536 -D 40 "$(sof_host_ip a)"
+	# kill only once both sides are connected and the stream runs (the
+	# client printed the peer's address and its results header): a fixed
+	# pause was too short on a loaded machine, and a client killed before it
+	# connected proves nothing
+	for _ in $(seq 200); do
+		grep -q 'remote address' "$(sof_out kill.cli)" && grep -q '#bytes' "$(sof_out kill.cli)" && break
+		sleep 0.1
+	done
+	sleep 0.5
 	qa=$(counter a drops.qpn)
 	sof_kill kill.srv
 	# 143: killed here (SIGTERM); another status: it ended before

@@ -18,17 +18,19 @@
  *
  * Single-threaded like the rest of the daemon: no locks.
  * Names: cma_ for the id layer, ibcm_ and cm_send_ for the protocol,
- * cm_ for what both share; sofd_cm_ for what the daemon calls.
+ * cm_ for what both share and for the host's entry points (cm_host.h).
  */
 #ifndef CM_H
 #define CM_H
 
-#include "sofd.h"
-
+#include "cm_host.h"
 #include "cm_state.h"
 #include "cm_wire.h"
 #include "mad.h"
 #include "sof_cm_proto.h"
+#include "sof_hmap.h"
+#include "sof_list.h"
+#include "sof_util.h"
 
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
@@ -57,23 +59,29 @@
 
 struct cm_channel;
 
+/* The host cm_init was given (cm_base.c). */
+extern const struct cm_host *cm_host;
+
+/* A line in the host's log. */
+void cm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* State transitions and protocol decisions into the daemon's log, when
  * SOFTOFED_TRACE is set in its environment (read at start-up). */
 extern bool cm_tracing;
 #define cm_trace(...)                                                                              \
 	do {                                                                                       \
 		if (cm_tracing)                                                                    \
-			sofd_log(__VA_ARGS__);                                                     \
+			cm_log(__VA_ARGS__);                                                       \
 	} while (0)
 
 /* The id. The id layer writes the user's side (channel, addresses,
  * options, cstate, listening); the protocol writes the connection (IBA
  * 12.6), state, its messages and its deadline, and reads the rest. */
 struct cm_id {
-	struct sofd_link link;	     /* in ch->ids, or cma.lingering */
-	struct sofd_link timer_link; /* in ibcm.timers while timer_ns is set */
-	struct sofd_link sidr_link;  /* in ibcm.sidr_rcvd while SIDR_REQ_RCVD */
-	struct cm_channel *ch;	     /* NULL: destroyed by its user, lingering */
+	struct sof_link link;	    /* in ch->ids, or cma.lingering */
+	struct sof_link timer_link; /* in ibcm.timers while timer_ns is set */
+	struct sof_link sidr_link;  /* in ibcm.sidr_rcvd while SIDR_REQ_RCVD */
+	struct cm_channel *ch;	    /* NULL: destroyed by its user, lingering */
 	uint32_t handle;
 	uint8_t ps;	       /* enum rdma_port_space */
 	uint32_t qp_type;      /* enum ibv_qp_type */
@@ -125,7 +133,7 @@ struct cm_id {
 	bool reply_valid;
 	struct sofd_mad_addr peer; /* where the MADs go */
 
-	struct sofd_link mcs; /* joined groups (struct cm_mc) */
+	struct sof_link mcs; /* joined groups (struct cm_mc) */
 };
 
 #endif

@@ -5,8 +5,8 @@
  * cma_addr.c (addresses, ports, the GID table) and cma_event.c (events to
  * a channel's socket); on them the request handlers by role,
  * cma_resolve.c, cma_listen.c, cma_conn.c, cma_mcast.c; on top
- * cma_upcall.c (what the protocol reports) and cma_ops.c (the daemon's
- * entry points).
+ * cma_upcall.c (what the protocol reports) and cma_ops.c (the host's
+ * entry points, cm_host.h).
  */
 #ifndef CMA_H
 #define CMA_H
@@ -20,16 +20,16 @@
 #define CMA_MAX_QUEUED 65536 /* events a channel may have waiting */
 
 struct cm_channel {
-	struct sofd_conn *c; /* its own connection: events go there */
+	struct cm_conn *c; /* its own connection: events go there */
 	uint32_t handle;
-	struct sofd_link ids;
-	struct sofd_link queue; /* events the socket could not take yet */
+	struct sof_link ids;
+	struct sof_link queue; /* events the socket could not take yet */
 	uint32_t queued;
 };
 
 /* A multicast group an id joined. */
 struct cm_mc {
-	struct sofd_link link;
+	struct sof_link link;
 	uint8_t mgid[16];
 	uint64_t uid;
 };
@@ -37,13 +37,13 @@ struct cm_mc {
 struct cma_table {
 	struct sof_hmap channels; /* handle -> struct cm_channel */
 	struct sof_hmap ids;	  /* handle -> struct cm_id (not lingering) */
-	struct sofd_link lingering;
+	struct sof_link lingering;
 	uint32_t next_handle;
 };
 
 extern struct cma_table cma;
 
-/* What a request is answered with (sofd_cm_op points rp->data here). */
+/* What a request is answered with (cm_op points rp->data here). */
 union cma_reply {
 	struct sof_cm_channel_rep channel;
 	struct sof_cm_id_rep id;
@@ -61,15 +61,15 @@ static inline bool cma_param_ok(const struct sof_cm_param *p)
 }
 
 /* A request handler: 0 or -errno; a reply of rp->len bytes in cma_rbuf. */
-#define CMA_OP(name) int cma_op_##name(struct sofd_req *rq, struct sofd_rep *rp)
+#define CMA_OP(name) int cma_op_##name(const struct cm_request *rq, struct cm_reply *rp)
 
 /* ---- cma_id.c ------------------------------------------------------------------- */
 
 /* Every change of id->cstate goes through here (traced by name). */
 void cma_set_state(struct cm_id *id, enum cma_state s);
 /* The id or channel of handle if the requester owns it, else NULL. */
-struct cm_id *cma_get_id(const struct sofd_req *rq, uint32_t handle);
-struct cm_channel *cma_get_channel(const struct sofd_req *rq, uint32_t handle);
+struct cm_id *cma_get_id(const struct cm_request *rq, uint32_t handle);
+struct cm_channel *cma_get_channel(const struct cm_request *rq, uint32_t handle);
 struct cm_id *cma_id_new(struct cm_channel *ch, uint8_t ps, uint32_t qp_type);
 /* Free an id that has nothing more to do. */
 void cma_free(struct cm_id *id);

@@ -99,8 +99,9 @@ bool cma_addr_is_any(const struct sockaddr_storage *ss)
 /* The GID table index of gid, or -1. */
 int cma_gid_index(const uint8_t gid[16])
 {
-	for (uint32_t i = 0; i < sofd.dev.num_gids && i < SOF_MAX_GIDS; i++)
-		if (!sof_gid_empty(&sofd.dev.gids[i]) && !memcmp(sofd.dev.gids[i].gid, gid, 16))
+	for (uint32_t i = 0; i < cm_host->dev->num_gids && i < SOF_MAX_GIDS; i++)
+		if (!sof_gid_empty(&cm_host->dev->gids[i]) &&
+		    !memcmp(cm_host->dev->gids[i].gid, gid, 16))
 			return (int)i;
 	return -1;
 }

@@ -9,61 +9,60 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 
 struct queued_event {
-	struct sofd_link link;
+	struct sof_link link;
 	struct sof_cm_event ev;
 };
 
 void cma_channel_flush(struct cm_channel *ch)
 {
-	struct epoll_event eev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = &ch->c->p};
+	bool want_out = false;
 
-	while (!sofd_list_empty(&ch->queue)) {
+	while (!sof_list_empty(&ch->queue)) {
 		struct queued_event *q =
 		    sof_container_of(ch->queue.next, struct queued_event, link);
-		int err = sof_send_rec(ch->c->p.fd, &q->ev, sizeof(q->ev), NULL, 0);
+		int err = cm_host->ops->conn_send(ch->c, &q->ev, sizeof(q->ev));
 
 		if (err == -EAGAIN) {
-			eev.events |= EPOLLOUT;
+			want_out = true;
 			break;
 		}
 		/* sent, or the channel is going: either way it is done */
-		sofd_list_del(&q->link);
+		sof_list_del(&q->link);
 		ch->queued--;
 		free(q);
 	}
-	epoll_ctl(sofd.epfd, EPOLL_CTL_MOD, ch->c->p.fd, &eev);
+	cm_host->ops->conn_poll(ch->c, want_out);
 }
 
 void cma_channel_send(struct cm_channel *ch, const struct sof_cm_event *ev)
 {
 	struct queued_event *q;
 
-	if (sofd_list_empty(&ch->queue) &&
-	    sof_send_rec(ch->c->p.fd, ev, sizeof(*ev), NULL, 0) != -EAGAIN)
+	if (sof_list_empty(&ch->queue) &&
+	    cm_host->ops->conn_send(ch->c, ev, sizeof(*ev)) != -EAGAIN)
 		return;
 	if (ch->queued >= CMA_MAX_QUEUED) {
-		sofd_log("cm: channel %u not reading its events: one dropped", ch->handle);
+		cm_log("cm: channel %u not reading its events: one dropped", ch->handle);
 		return;
 	}
 	q = malloc(sizeof(*q));
 	if (!q)
 		return;
 	q->ev = *ev;
-	sofd_list_add(ch->queue.prev, &q->link); /* at the tail */
+	sof_list_add(ch->queue.prev, &q->link); /* at the tail */
 	ch->queued++;
 	cma_channel_flush(ch);
 }
 
 void cma_channel_drop_queue(struct cm_channel *ch)
 {
-	while (!sofd_list_empty(&ch->queue)) {
+	while (!sof_list_empty(&ch->queue)) {
 		struct queued_event *q =
 		    sof_container_of(ch->queue.next, struct queued_event, link);
 
-		sofd_list_del(&q->link);
+		sof_list_del(&q->link);
 		free(q);
 	}
 }

@@ -21,20 +21,20 @@ void cma_set_state(struct cm_id *id, enum cma_state s)
 	id->cstate = s;
 }
 
-struct cm_id *cma_get_id(const struct sofd_req *rq, uint32_t handle)
+struct cm_id *cma_get_id(const struct cm_request *rq, uint32_t handle)
 {
 	struct cm_id *id = sof_hmap_get(&cma.ids, handle);
 
-	if (!id || !id->ch || id->ch->c->pid != rq->c->pid || id->ch->c->uid != rq->c->uid)
+	if (!id || !id->ch || !cm_host->ops->conn_same_owner(id->ch->c, rq->c))
 		return NULL;
 	return id;
 }
 
-struct cm_channel *cma_get_channel(const struct sofd_req *rq, uint32_t handle)
+struct cm_channel *cma_get_channel(const struct cm_request *rq, uint32_t handle)
 {
 	struct cm_channel *ch = sof_hmap_get(&cma.channels, handle);
 
-	if (!ch || ch->c->pid != rq->c->pid || ch->c->uid != rq->c->uid)
+	if (!ch || !cm_host->ops->conn_same_owner(ch->c, rq->c))
 		return NULL;
 	return ch;
 }
@@ -65,25 +65,25 @@ struct cm_id *cma_id_new(struct cm_channel *ch, uint8_t ps, uint32_t qp_type)
 	id->qp_type = qp_type;
 	id->qkey = RDMA_UDP_QKEY;
 	ibcm_id_init(id);
-	sofd_list_init(&id->mcs);
-	sofd_list_add(&ch->ids, &id->link);
-	sofd.n.cm_ids++;
+	sof_list_init(&id->mcs);
+	sof_list_add(&ch->ids, &id->link);
+	cm_counts.ids++;
 	return id;
 }
 
 void cma_free(struct cm_id *id)
 {
 	ibcm_release(id);
-	while (!sofd_list_empty(&id->mcs)) {
+	while (!sof_list_empty(&id->mcs)) {
 		struct cm_mc *mc = sof_container_of(id->mcs.next, struct cm_mc, link);
 
-		sofd_list_del(&mc->link);
+		sof_list_del(&mc->link);
 		free(mc);
 	}
-	sofd_list_del(&id->link);
+	sof_list_del(&id->link);
 	if (id->ch) {
 		sof_hmap_del(&cma.ids, id->handle);
-		sofd.n.cm_ids--;
+		cm_counts.ids--;
 	}
 	free(id);
 }
@@ -103,7 +103,7 @@ void cma_id_destroy(struct cm_id *id)
 		uint64_t key;
 		struct cm_id *o;
 
-		sofd.n.cm_listeners--;
+		cm_counts.listeners--;
 		while ((o = sof_hmap_next(&cma.ids, &pos, &key)))
 			if (o->listener == id)
 				o->listener = NULL;
@@ -114,17 +114,17 @@ void cma_id_destroy(struct cm_id *id)
 		return;
 	}
 	sof_hmap_del(&cma.ids, id->handle);
-	sofd.n.cm_ids--;
+	cm_counts.ids--;
 	id->ch = NULL;
-	sofd_list_del(&id->link);
-	sofd_list_add(&cma.lingering, &id->link);
+	sof_list_del(&id->link);
+	sof_list_add(&cma.lingering, &id->link);
 }
 
 CMA_OP(channel)
 {
 	struct cm_channel *ch;
 
-	if (rq->c->ctx_id || rq->c->cm_chan)
+	if (cm_host->ops->conn_is_context(rq->c) || rq->c->chan)
 		return -EINVAL;
 	ch = calloc(1, sizeof(*ch));
 	if (!ch)
@@ -135,10 +135,10 @@ CMA_OP(channel)
 		return -ENOMEM;
 	}
 	ch->c = rq->c;
-	sofd_list_init(&ch->ids);
-	sofd_list_init(&ch->queue);
-	rq->c->cm_chan = ch;
-	sofd.n.cm_channels++;
+	sof_list_init(&ch->ids);
+	sof_list_init(&ch->queue);
+	rq->c->chan = ch;
+	cm_counts.channels++;
 	cma_rbuf.channel.channel = ch->handle;
 	rp->len = sizeof(cma_rbuf.channel);
 	return 0;
@@ -186,8 +186,8 @@ CMA_OP(migrate)
 	(void)rp;
 	if (!id || !ch)
 		return -ENOENT;
-	sofd_list_del(&id->link);
-	sofd_list_add(&ch->ids, &id->link);
+	sof_list_del(&id->link);
+	sof_list_add(&ch->ids, &id->link);
 	id->ch = ch;
 	return 0;
 }

@@ -88,12 +88,12 @@ static void child_addrs(struct cm_id *child, const struct cm_id *l,
 {
 	memcpy(child->sgid, from->sgid, 16);
 	memcpy(child->dgid, from->dgid, 16);
-	for (uint32_t i = 0; i < sofd.dev.num_gids && i < SOF_MAX_GIDS; i++)
-		if (!memcmp(sofd.dev.gids[i].gid, child->sgid, 16))
+	for (uint32_t i = 0; i < cm_host->dev->num_gids && i < SOF_MAX_GIDS; i++)
+		if (!memcmp(cm_host->dev->gids[i].gid, child->sgid, 16))
 			child->sgid_index = i;
 	child->have_dev = true;
 	child->have_route = true;
-	child->mtu = (uint8_t)sofd.dev.active_mtu;
+	child->mtu = (uint8_t)cm_host->dev->active_mtu;
 	memset(&child->src, 0, sizeof(child->src));
 	memset(&child->dst, 0, sizeof(child->dst));
 	if (l->src.ss_family == AF_IB || !has_ip) {
@@ -195,7 +195,7 @@ CMA_OP(listen)
 	}
 	id->backlog = r->arg && r->arg < CMA_MAX_BACKLOG ? r->arg : CMA_MAX_BACKLOG;
 	cma_set_state(id, CMA_LISTEN);
-	sofd.n.cm_listeners++;
+	cm_counts.listeners++;
 	return 0;
 }
 

@@ -18,7 +18,7 @@ CMA_OP(join)
 	struct cm_id *id = cma_get_id(rq, r->id);
 	struct sof_cm_event ev;
 	struct cm_mc *mc;
-	struct sofd_link *l;
+	struct sof_link *l;
 	uint8_t mgid[16];
 
 	(void)rp;
@@ -39,7 +39,7 @@ CMA_OP(join)
 		return -ENOMEM;
 	memcpy(mc->mgid, mgid, 16);
 	mc->uid = r->uid;
-	sofd_list_add(&id->mcs, &mc->link);
+	sof_list_add(&id->mcs, &mc->link);
 	cma_event_init(&ev, id, RDMA_CM_EVENT_MULTICAST_JOIN, 0, NULL);
 	ev.mc_uid = r->uid;
 	cma_event_set_ah(&ev, id);
@@ -54,7 +54,7 @@ CMA_OP(leave)
 {
 	const struct sof_cm_mcast_req *r = rq->data;
 	struct cm_id *id = cma_get_id(rq, r->id);
-	struct sofd_link *l;
+	struct sof_link *l;
 	uint8_t mgid[16];
 
 	(void)rp;
@@ -65,7 +65,7 @@ CMA_OP(leave)
 		struct cm_mc *mc = sof_container_of(l, struct cm_mc, link);
 
 		if (!memcmp(mc->mgid, mgid, 16)) {
-			sofd_list_del(&mc->link);
+			sof_list_del(&mc->link);
 			free(mc);
 			return 0;
 		}

@@ -1,9 +1,9 @@
 /*
- * The RDMA CM service's entry points in the daemon (daemon/sofd.h): the
+ * The connection manager's entry points for its host (cm_host.h): the
  * table of SOF_OP_CM_* requests (sof_cm_proto.h) with the size each must
- * have, start-up (the id layer, then the protocol with the callback it
- * reports through), and a channel's connection closing (its process
- * died or let go: every id of it is destroyed) or draining.
+ * have, start-up (the host's table, the id layer, then the protocol with
+ * the callback it reports through), a channel's connection closing (its
+ * process died or let go: every id of it is destroyed) or draining.
  */
 #include "cma.h"
 
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 struct cma_op {
-	int (*fn)(struct sofd_req *rq, struct sofd_rep *rp);
+	int (*fn)(const struct cm_request *rq, struct cm_reply *rp);
 	size_t len;
 };
 
@@ -41,7 +41,7 @@ static const struct cma_op cma_ops[SOF_OP_CM_LEAVE_MCAST - SOF_OP_CM_CHANNEL + 1
 };
 
 /* Requests come copied and zero-padded to the largest (ops.c's buffer). */
-int sofd_cm_op(struct sofd_req *rq, struct sofd_rep *rp)
+int cm_op(const struct cm_request *rq, struct cm_reply *rp)
 {
 	const struct cma_op *o;
 
@@ -52,37 +52,38 @@ int sofd_cm_op(struct sofd_req *rq, struct sofd_rep *rp)
 		return -EINVAL;
 	/* only a channel's first request may be on it; the rest come on a
 	 * command connection */
-	if (rq->c->cm_chan)
+	if (rq->c->chan)
 		return -EINVAL;
 	rp->data = &cma_rbuf;
 	rp->len = 0;
 	return o->fn(rq, rp);
 }
 
-void sofd_cm_conn_closed(struct sofd_conn *c)
+void cm_conn_closed(struct cm_conn *c)
 {
-	struct cm_channel *ch = c->cm_chan;
+	struct cm_channel *ch = c->chan;
 
 	if (!ch)
 		return;
-	while (!sofd_list_empty(&ch->ids))
+	while (!sof_list_empty(&ch->ids))
 		cma_id_destroy(sof_container_of(ch->ids.next, struct cm_id, link));
 	cma_channel_drop_queue(ch);
 	sof_hmap_del(&cma.channels, ch->handle);
-	sofd.n.cm_channels--;
-	c->cm_chan = NULL;
+	cm_counts.channels--;
+	c->chan = NULL;
 	free(ch);
 }
 
-void sofd_cm_conn_writable(struct sofd_conn *c)
+void cm_conn_writable(struct cm_conn *c)
 {
-	if (c->cm_chan)
-		cma_channel_flush(c->cm_chan);
+	if (c->chan)
+		cma_channel_flush(c->chan);
 }
 
-int sofd_cm_init(int epfd)
+int cm_init(const struct cm_host *host)
 {
-	sofd_list_init(&cma.lingering);
+	cm_host = host;
+	sof_list_init(&cma.lingering);
 	cma.next_handle = sof_random32() & 0xffff;
-	return ibcm_init(epfd, &cma_ibcm_ops);
+	return ibcm_init(&cma_ibcm_ops);
 }

@@ -11,7 +11,7 @@
 #include <infiniband/ib.h>
 #include <string.h>
 
-static int reply_query(struct cm_id *id, struct sofd_rep *rp)
+static int reply_query(struct cm_id *id, struct cm_reply *rp)
 {
 	cma_fill_query(id, &cma_rbuf.query);
 	rp->len = sizeof(cma_rbuf.query);
@@ -113,7 +113,7 @@ CMA_OP(resolve_route)
 	if (id->cstate != CMA_ADDR_RESOLVED && id->cstate != CMA_ROUTE_RESOLVED)
 		return -EINVAL;
 	/* RoCEv2: the path is the IP route; the MTU is the port's */
-	id->mtu = (uint8_t)sofd.dev.active_mtu;
+	id->mtu = (uint8_t)cm_host->dev->active_mtu;
 	id->have_route = true;
 	cma_set_state(id, CMA_ROUTE_RESOLVED);
 	cma_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL);
@@ -174,7 +174,7 @@ CMA_OP(set_option)
 		/* a path the user resolved: the route is what we would make */
 		if (r->len < sizeof(struct ibv_path_data) || id->cstate != CMA_ADDR_RESOLVED)
 			return -EINVAL;
-		id->mtu = (uint8_t)sofd.dev.active_mtu;
+		id->mtu = (uint8_t)cm_host->dev->active_mtu;
 		id->have_route = true;
 		cma_set_state(id, CMA_ROUTE_RESOLVED);
 		cma_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL);

@@ -50,8 +50,9 @@ struct ibcm_ops {
 	int (*event)(struct cm_id *id, struct ibcm_event *ev);
 };
 
-/* Start: the MAD agent on QP1 and the protocol's timerfd. 0 or -errno. */
-int ibcm_init(int epfd, const struct ibcm_ops *ops);
+/* Start: the MAD agent on QP1 and the protocol's timerfd (polled by the
+ * host). 0 or -errno. */
+int ibcm_init(const struct ibcm_ops *ops);
 /* A new id's protocol side (before any other call). */
 void ibcm_id_init(struct cm_id *id);
 /* id is going away: its deadline, comm ID and SIDR request ID end. */
@@ -73,7 +74,7 @@ void ibcm_comm_est(struct cm_id *id);
  * (the protocol still needs it), false when it can be freed now. */
 bool ibcm_abandon(struct cm_id *id);
 
-/* Run every deadline due at now (the daemon's timerfd; tests pass
+/* Run every deadline due at now (cm_timer_event; tests pass
  * UINT64_MAX to expire them all). */
 void ibcm_timers_fire(uint64_t now);
 

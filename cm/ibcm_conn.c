@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -40,14 +39,14 @@ void ibcm_set_state(struct cm_id *id, enum cm_state s)
 		cm_trace("cm id %u comm %08x: %s -> %s", id->handle, id->local_comm_id,
 			 cm_state_name(id->state), cm_state_name(s));
 	if (id->state == CM_TIMEWAIT)
-		sofd.n.cm_timewait--;
+		cm_counts.timewait--;
 	if (s == CM_TIMEWAIT)
-		sofd.n.cm_timewait++;
+		cm_counts.timewait++;
 	/* a repeated SIDR_REQ is recognised among the ids still answering */
 	if (id->state == CM_SIDR_REQ_RCVD)
-		sofd_list_del(&id->sidr_link);
+		sof_list_del(&id->sidr_link);
 	if (s == CM_SIDR_REQ_RCVD)
-		sofd_list_add(&ibcm.sidr_rcvd, &id->sidr_link);
+		sof_list_add(&ibcm.sidr_rcvd, &id->sidr_link);
 	id->state = s;
 }
 
@@ -114,8 +113,8 @@ void ibcm_enter_timewait(struct cm_id *id)
 
 void ibcm_id_init(struct cm_id *id)
 {
-	sofd_list_init(&id->timer_link);
-	sofd_list_init(&id->sidr_link);
+	sof_list_init(&id->timer_link);
+	sof_list_init(&id->sidr_link);
 }
 
 void ibcm_release(struct cm_id *id)
@@ -126,8 +125,8 @@ void ibcm_release(struct cm_id *id)
 	if (id->sidr_request_id && sof_hmap_get(&ibcm.sidr, id->sidr_request_id) == id)
 		sof_hmap_del(&ibcm.sidr, id->sidr_request_id);
 	if (id->state == CM_TIMEWAIT)
-		sofd.n.cm_timewait--;
-	sofd_list_del(&id->sidr_link);
+		cm_counts.timewait--;
+	sof_list_del(&id->sidr_link);
 }
 
 /* ---- the callback up ------------------------------------------------------------------ */
@@ -155,7 +154,7 @@ void ibcm_timer_arm(void)
 {
 	struct itimerspec its = {0};
 	uint64_t next = UINT64_MAX, now;
-	struct sofd_link *l;
+	struct sof_link *l;
 
 	for (l = ibcm.timers.next; l != &ibcm.timers; l = l->next) {
 		struct cm_id *id = sof_container_of(l, struct cm_id, timer_link);
@@ -172,48 +171,43 @@ void ibcm_timer_arm(void)
 		its.it_value.tv_sec = (time_t)(next / 1000000000u);
 		its.it_value.tv_nsec = (long)(next % 1000000000u);
 	}
-	timerfd_settime(ibcm.timer.fd, 0, &its, NULL);
+	timerfd_settime(ibcm.timer_fd, 0, &its, NULL);
 }
 
 void ibcm_timer_set(struct cm_id *id, uint64_t ns)
 {
 	if (ns) {
 		id->timer_ns = sof_now_ns() + ns;
-		if (sofd_list_empty(&id->timer_link))
-			sofd_list_add(&ibcm.timers, &id->timer_link);
+		if (sof_list_empty(&id->timer_link))
+			sof_list_add(&ibcm.timers, &id->timer_link);
 	} else {
 		id->timer_ns = 0;
-		sofd_list_del(&id->timer_link);
+		sof_list_del(&id->timer_link);
 	}
 	ibcm_timer_arm();
 }
 
-void ibcm_timer_take_due(uint64_t now, struct sofd_link *due)
+void ibcm_timer_take_due(uint64_t now, struct sof_link *due)
 {
-	struct sofd_link *l;
+	struct sof_link *l;
 
 	for (l = ibcm.timers.next; l != &ibcm.timers;) {
 		struct cm_id *id = sof_container_of(l, struct cm_id, timer_link);
 
 		l = l->next;
 		if (id->timer_ns <= now) {
-			sofd_list_del(&id->timer_link);
-			sofd_list_add(due, &id->timer_link);
+			sof_list_del(&id->timer_link);
+			sof_list_add(due, &id->timer_link);
 		}
 	}
 }
 
-int ibcm_timer_init(int epfd)
+int ibcm_timer_init(void)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &ibcm.timer};
-
-	sofd_list_init(&ibcm.timers);
-	sofd_list_init(&ibcm.sidr_rcvd);
-	ibcm.timer.kind = SOFD_POLL_CM_TIMER;
-	ibcm.timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (ibcm.timer.fd < 0)
+	sof_list_init(&ibcm.timers);
+	sof_list_init(&ibcm.sidr_rcvd);
+	ibcm.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (ibcm.timer_fd < 0)
 		return -errno;
-	if (epoll_ctl(epfd, EPOLL_CTL_ADD, ibcm.timer.fd, &ev))
-		return -errno;
-	return 0;
+	return cm_host->ops->timer_poll(ibcm.timer_fd);
 }

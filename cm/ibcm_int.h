@@ -12,11 +12,11 @@
 #include "ibcm.h"
 
 struct ibcm_state {
-	struct sof_hmap comm;	    /* local comm ID -> struct cm_id */
-	struct sof_hmap sidr;	    /* SIDR request ID -> struct cm_id (active) */
-	struct sofd_link sidr_rcvd; /* passive ids in SIDR_REQ_RCVD */
-	struct sofd_link timers;    /* ids with a deadline */
-	struct sofd_pollable timer; /* the timerfd */
+	struct sof_hmap comm;	   /* local comm ID -> struct cm_id */
+	struct sof_hmap sidr;	   /* SIDR request ID -> struct cm_id (active) */
+	struct sof_link sidr_rcvd; /* passive ids in SIDR_REQ_RCVD */
+	struct sof_link timers;	   /* ids with a deadline */
+	int timer_fd;		   /* the timerfd, polled by the host */
 	uint64_t timer_armed_ns;
 	int agent; /* MAD agent number */
 	const struct ibcm_ops *ops;
@@ -47,11 +47,11 @@ void ibcm_send_stateless(const struct sofd_mad_addr *from, const uint8_t *mad);
 void ibcm_enter_timewait(struct cm_id *id);
 /* id's deadline: now + ns; 0 clears it. */
 void ibcm_timer_set(struct cm_id *id, uint64_t ns);
-int ibcm_timer_init(int epfd);
+int ibcm_timer_init(void);
 /* Move the ids whose deadline is at or before now from ibcm.timers to
  * due; the caller clears each deadline as it runs it, then calls
  * ibcm_timer_arm. */
-void ibcm_timer_take_due(uint64_t now, struct sofd_link *due);
+void ibcm_timer_take_due(uint64_t now, struct sof_link *due);
 void ibcm_timer_arm(void);
 /* Report to the id layer (the one callback). */
 void ibcm_report(struct cm_id *id, uint32_t event, int status, const struct sof_cm_param *p);

@@ -180,7 +180,7 @@ static void recv_rep(const struct sof_mad_hdr *h, const uint8_t *body)
 	cmw_rep_get(body, &rep);
 	id = by_comm(rep.remote_comm_id, 0);
 	if (!id) {
-		sofd.drops[SOF_DROP_mad]++;
+		cm_host->drops[SOF_DROP_mad]++;
 		return;
 	}
 	if (id->state == CM_ESTABLISHED && id->remote_comm_id == rep.local_comm_id) {
@@ -190,7 +190,7 @@ static void recv_rep(const struct sof_mad_hdr *h, const uint8_t *body)
 		return;
 	}
 	if (id->state != CM_REQ_SENT && id->state != CM_MRA_REQ_RCVD) {
-		sofd.drops[SOF_DROP_mad]++;
+		cm_host->drops[SOF_DROP_mad]++;
 		return;
 	}
 	ibcm_timer_set(id, 0);
@@ -229,7 +229,7 @@ static void recv_rtu(const uint8_t *body)
 	id = by_comm(rtu.remote_comm_id, rtu.local_comm_id);
 	if (!id || id->state != CM_REP_SENT) {
 		if (!id)
-			sofd.drops[SOF_DROP_mad]++;
+			cm_host->drops[SOF_DROP_mad]++;
 		return; /* a repeated RTU changes nothing */
 	}
 	ibcm_timer_set(id, 0);
@@ -246,7 +246,7 @@ static void recv_mra(const uint8_t *body)
 	cmw_mra_get(body, &mra);
 	id = by_comm(mra.remote_comm_id, mra.local_comm_id);
 	if (!id) {
-		sofd.drops[SOF_DROP_mad]++;
+		cm_host->drops[SOF_DROP_mad]++;
 		return;
 	}
 	/* 12.6.6: the peer needs service_timeout more; keep retrying after */
@@ -269,7 +269,7 @@ static void recv_rej(const uint8_t *body)
 	cmw_rej_get(body, &rej);
 	id = by_comm(rej.remote_comm_id, rej.local_comm_id);
 	if (!id) {
-		sofd.drops[SOF_DROP_mad]++;
+		cm_host->drops[SOF_DROP_mad]++;
 		return;
 	}
 	switch (id->state) {
@@ -368,7 +368,7 @@ static void recv_sidr_req(const uint8_t *body, const struct sofd_mad_addr *from)
 	struct ibcm_event ev = {.type = IBCM_EV_REQ, .from = from, .qp_type = IBV_QPT_UD};
 	struct cmw_sidr_req req;
 	struct sof_cm_param p;
-	struct sofd_link *l;
+	struct sof_link *l;
 	struct cm_id *id;
 	int err;
 
@@ -420,7 +420,7 @@ static void recv_sidr_rep(const uint8_t *body)
 	cmw_sidr_rep_get(body, &rep);
 	id = rep.request_id ? sof_hmap_get(&ibcm.sidr, rep.request_id) : NULL;
 	if (!id || id->state != CM_SIDR_REQ_SENT) {
-		sofd.drops[SOF_DROP_mad]++;
+		cm_host->drops[SOF_DROP_mad]++;
 		return;
 	}
 	ibcm_timer_set(id, 0);
@@ -450,7 +450,7 @@ void ibcm_mad_recv(const uint8_t *mad, const struct sofd_mad_addr *from)
 	/* 13.4.5: the CM's messages are all Sends (ClassPortInfo Get aside,
 	 * which this CM does not serve) */
 	if (h.method != SOF_MAD_METHOD_SEND || from->remote_qpn != SOF_GSI_QPN) {
-		sofd.drops[SOF_DROP_mad]++;
+		cm_host->drops[SOF_DROP_mad]++;
 		return;
 	}
 	switch (h.attr_id) {
@@ -483,18 +483,18 @@ void ibcm_mad_recv(const uint8_t *mad, const struct sofd_mad_addr *from)
 		break;
 	default:
 		/* LAP/APR: no alternate paths on this device */
-		sofd.drops[SOF_DROP_mad]++;
+		cm_host->drops[SOF_DROP_mad]++;
 		break;
 	}
 }
 
-int ibcm_init(int epfd, const struct ibcm_ops *ops)
+int ibcm_init(const struct ibcm_ops *ops)
 {
 	int err;
 
 	ibcm.ops = ops;
 	cm_tracing = getenv("SOFTOFED_TRACE") != NULL;
-	err = ibcm_timer_init(epfd);
+	err = ibcm_timer_init();
 	if (err)
 		return err;
 	ibcm.agent = sofd_mad_register(SOF_MGMT_CLASS_CM, CMW_CLASS_VERSION, ibcm_mad_recv);

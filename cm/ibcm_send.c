@@ -69,7 +69,7 @@ int cm_send_req(struct cm_id *id, const struct sof_cm_param *p)
 	req.local_comm_id = id->local_comm_id;
 	req.vendor_id = id->ece_vendor;
 	req.service_id = cmw_ip_service_id(id->ps, dst_port(id));
-	req.local_ca_guid = be64toh(sofd.dev.node_guid);
+	req.local_ca_guid = be64toh(cm_host->dev->node_guid);
 	req.local_qpn = id->local_qpn;
 	req.responder_resources = id->responder_resources;
 	req.initiator_depth = id->initiator_depth;
@@ -125,7 +125,7 @@ int cm_send_rep(struct cm_id *id, const struct sof_cm_param *p)
 	rep.flow_control = p->flow_control;
 	rep.rnr_retry_count = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
 	rep.srq = p->srq;
-	rep.local_ca_guid = be64toh(sofd.dev.node_guid);
+	rep.local_ca_guid = be64toh(cm_host->dev->node_guid);
 	memcpy(rep.private_data, p->private_data, p->private_data_len);
 	ibcm_mad_hdr(id->msg, CMW_REP, id->ece_options);
 	cmw_rep_put(id->msg + SOF_MAD_HDR_LEN, &rep);

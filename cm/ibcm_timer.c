@@ -21,7 +21,7 @@ void ibcm_timeout(struct cm_id *id)
 	case CM_SIDR_REQ_SENT:
 		if (id->msg_valid && id->retries_left) {
 			id->retries_left--;
-			sofd.counters[SOF_CNT_retransmits]++;
+			cm_host->counters[SOF_CNT_retransmits]++;
 			cm_trace("cm id %u comm %08x: %s sent again, %u tries left", id->handle,
 				 id->local_comm_id, cm_state_name(id->state), id->retries_left);
 			ibcm_timer_set(id, id->timeout_ns);
@@ -62,25 +62,25 @@ void ibcm_timeout(struct cm_id *id)
 
 void ibcm_timers_fire(uint64_t now)
 {
-	struct sofd_link due;
+	struct sof_link due;
 
-	sofd_list_init(&due);
+	sof_list_init(&due);
 	ibcm_timer_take_due(now, &due);
-	while (!sofd_list_empty(&due)) {
+	while (!sof_list_empty(&due)) {
 		struct cm_id *id = sof_container_of(due.next, struct cm_id, timer_link);
 
-		sofd_list_del(&id->timer_link);
+		sof_list_del(&id->timer_link);
 		id->timer_ns = 0;
 		ibcm_timeout(id); /* may free id */
 	}
 	ibcm_timer_arm();
 }
 
-void sofd_cm_timer_event(void)
+void cm_timer_event(void)
 {
 	uint64_t buf, now = sof_now_ns();
 
-	if (read(ibcm.timer.fd, &buf, sizeof(buf)) < 0) {
+	if (read(ibcm.timer_fd, &buf, sizeof(buf)) < 0) {
 		/* spurious: re-armed below */
 	}
 	ibcm.timer_armed_ns = 0;

@@ -769,10 +769,10 @@ static int op_status(struct sofd_req *rq, struct sofd_rep *rp)
 	r->srqs = sofd.n.srqs;
 	r->qps = sofd.n.qps;
 	r->mcast_groups = tp_mcast_groups();
-	r->cm_channels = sofd.n.cm_channels;
-	r->cm_ids = sofd.n.cm_ids;
-	r->cm_listeners = sofd.n.cm_listeners;
-	r->cm_timewait = sofd.n.cm_timewait;
+	r->cm_channels = cm_counts.channels;
+	r->cm_ids = cm_counts.ids;
+	r->cm_listeners = cm_counts.listeners;
+	r->cm_timewait = cm_counts.timewait;
 	r->mads = sofd.n.mads;
 	r->uptime_ms = (sof_now_ns() - sofd.start_ns) / 1000000u;
 	r->dev = sofd.dev;
@@ -899,7 +899,7 @@ int sofd_dispatch(struct sofd_req *rq, struct sofd_rep *rp)
 	}
 	if (rq->op == 0 || rq->op >= SOF_OP_MAX || !ops[rq->op].fn)
 		return -EOPNOTSUPP;
-	if (rq->c->cm_chan)
+	if (rq->c->cm.chan)
 		return -EINVAL; /* an event channel takes no requests */
 	d = &ops[rq->op];
 	if (rq->len < d->req_len || rq->len > sizeof(qbuf))

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cm_host.h"
 #include "sof_hmap.h"
 #include "sof_proto.h"
 #include "sof_shm.h"
@@ -65,9 +66,9 @@ static inline bool sofd_list_empty(const struct sofd_link *h) { return h->next =
 
 struct sofd_counts {
 	uint32_t contexts, pds, mrs, cqs, srqs, qps;
-	/* daemon-wide: connection manager, MAD layer (multicast groups:
-	 * tp_mcast_groups) */
-	uint32_t cm_channels, cm_ids, cm_listeners, cm_timewait, mads;
+	/* daemon-wide: MAD layer (multicast groups: tp_mcast_groups, the
+	 * connection manager's: cm_counts) */
+	uint32_t mads;
 };
 
 /* ---- connections ---------------------------------------------------------- */
@@ -110,12 +111,12 @@ struct sofd_conn {
 	pid_t pid;		/* SO_PEERCRED at accept */
 	uid_t uid;
 	gid_t gid;
-	bool dead;	      /* closing: stop reading requests */
-	int db_fd;	      /* doorbell eventfd (-1 until the first QP) */
+	bool dead;		  /* closing: stop reading requests */
+	int db_fd;		  /* doorbell eventfd (-1 until the first QP) */
 	struct sofd_doorbell *db; /* its pollable, or NULL */
-	struct sofd_counts n; /* objects it holds */
-	struct cm_channel *cm_chan; /* an rdma_cm event channel (cm/), or NULL */
-	uint32_t net_slot;	    /* steering slot of NET_ENGINE, 0: none */
+	struct sofd_counts n;	  /* objects it holds */
+	struct cm_conn cm;	  /* cm/'s part: the rdma_cm event channel it is */
+	uint32_t net_slot;	  /* steering slot of NET_ENGINE, 0: none */
 	struct sofd_link pds, mrs, cqs, srqs, qps;
 	struct sofd_link link; /* in sofd.conns */
 };
@@ -175,8 +176,6 @@ struct sofd_srq {
 	size_t shm_len;
 	struct tp_srq tsrq; /* the transport's view */
 };
-
-struct cm_channel;
 
 struct sofd_qp {
 	struct sofd_link link;
@@ -352,7 +351,7 @@ void sofd_evfd_kick(int fd);
 /* Tell the owner of cq to look at its QPs (attention flag, arm, event). */
 void sofd_cq_attention(struct sofd_cq *cq);
 
-/* ---- the connection manager (cm/) --------------------------------------------- */
+/* ---- the connection manager (cm/, hosted by cm_host.c) -------------------------- */
 
 /* Start the CM: its timer (added to epfd) and its MAD agent. 0 or -errno. */
 int sofd_cm_init(int epfd);

@@ -4,12 +4,13 @@
  * is one struct sof_cm_event. The channel's fd is that socket, so the
  * application may poll or epoll it, or make it non-blocking
  * (rdma_get_cm_event then fails with EAGAIN), as with rdma-core's
- * /dev/infiniband/rdma_cm file. Whoever calls rdma_get_cm_event reads the
- * next record; event.c turns it into a struct rdma_cm_event.
+ * /dev/infiniband/rdma_cm file. Whoever calls rdma_get_cm_event (event.c)
+ * reads the next record here (sofcm_channel_next) and event.c turns it
+ * into a struct rdma_cm_event.
  *
  * An id that migrated keeps events the daemon queued on its old channel
  * before the move: a reader of the old channel hands them over to the new
- * channel's backlog, which rdma_get_cm_event reads first. (The backlog does
+ * channel's backlog (queue.c), which is read first. (The backlog does
  * not make the new channel's fd readable; such events are rare: only those
  * queued before rdma_migrate_id returned.)
  */
@@ -23,8 +24,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-pthread_mutex_t sofcm_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct sofcm_channel *sofcm_channel_create(void)
 {
@@ -82,49 +81,13 @@ void sofcm_channel_destroy(struct sofcm_channel *chan)
 	free(chan);
 }
 
-void sofcm_channel_push(struct sofcm_channel *chan, const struct sof_cm_event *ev)
-{
-	struct sofcm_pending *p = malloc(sizeof(*p));
-
-	if (!p)
-		return; /* lost, as an event the daemon could not queue */
-	p->next = NULL;
-	p->ev = *ev;
-	pthread_mutex_lock(&chan->lock);
-	if (chan->backlog_tail)
-		chan->backlog_tail->next = p;
-	else
-		chan->backlog = p;
-	chan->backlog_tail = p;
-	pthread_mutex_unlock(&chan->lock);
-}
-
-static bool pop_backlog(struct sofcm_channel *chan, struct sof_cm_event *ev)
-{
-	struct sofcm_pending *p;
-
-	pthread_mutex_lock(&chan->lock);
-	p = chan->backlog;
-	if (p) {
-		chan->backlog = p->next;
-		if (!chan->backlog)
-			chan->backlog_tail = NULL;
-	}
-	pthread_mutex_unlock(&chan->lock);
-	if (!p)
-		return false;
-	*ev = p->ev;
-	free(p);
-	return true;
-}
-
 /* The next record of the channel. 0 or -errno (-EAGAIN: non-blocking and
  * nothing there; -ENODEV: the daemon is gone). */
 static int read_event(struct sofcm_channel *chan, struct sof_cm_event *ev)
 {
 	ssize_t n;
 
-	if (pop_backlog(chan, ev))
+	if (sofcm_channel_pop(chan, ev))
 		return 0;
 	for (;;) {
 		n = sof_recv_rec(chan->ch.fd, ev, sizeof(*ev), NULL, NULL);
@@ -153,6 +116,17 @@ static void destroyed_wait(struct sofcm_channel *chan)
 		pause();
 }
 
+int sofcm_channel_next(struct sofcm_channel *chan, struct sof_cm_event *ev)
+{
+	int ret = read_event(chan, ev);
+
+	if (ret && atomic_load(&chan->destroyed)) {
+		destroyed_wait(chan);
+		ret = -EAGAIN;
+	}
+	return ret;
+}
+
 SOFCM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
 	struct sofcm_channel *chan = sofcm_channel_create();
@@ -164,51 +138,6 @@ SOFCM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	if (channel)
 		sofcm_channel_destroy(sofcm_chan(channel));
-}
-
-SOFCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
-{
-	struct sofcm_channel *chan;
-	struct sofcm_event *evt;
-	struct sof_cm_event ev;
-	int ret;
-
-	if (!channel || !event)
-		return sofcm_err(EINVAL);
-	chan = sofcm_chan(channel);
-	evt = malloc(sizeof(*evt));
-	if (!evt)
-		return sofcm_err(ENOMEM);
-	atomic_fetch_add(&chan->readers, 1);
-	for (;;) {
-		ret = read_event(chan, &ev);
-		if (ret && atomic_load(&chan->destroyed)) {
-			destroyed_wait(chan);
-			ret = -EAGAIN;
-		}
-		if (ret) {
-			atomic_fetch_sub(&chan->readers, 1);
-			free(evt);
-			return sofcm_err(-ret);
-		}
-		memset(evt, 0, sizeof(*evt));
-		if (sofcm_event_process(chan, &ev, evt)) {
-			atomic_fetch_sub(&chan->readers, 1);
-			*event = &evt->event;
-			return 0;
-		}
-	}
-}
-
-SOFCM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
-{
-	struct sofcm_event *evt = (struct sofcm_event *)event;
-
-	if (!event)
-		return sofcm_err(EINVAL);
-	sofcm_id_complete(evt->idp, evt->mc);
-	free(evt);
-	return 0;
 }
 
 SOFCM_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)

@@ -18,6 +18,10 @@
  *  - MULTICAST_JOIN: the id's QP is attached to the group (not for a
  *    send-only join); the event's private_data is the join's context.
  * Events of ids the library no longer knows are dropped.
+ *
+ * Here too the two calls that read events: rdma_get_cm_event (the next
+ * record of a channel, channel.c, converted) and sofcm_complete (a
+ * synchronous id waits for the event of its step).
  */
 #include "sof_proto.h"
 #include "sofcm.h"
@@ -292,4 +296,54 @@ bool sofcm_event_process(struct sofcm_channel *chan, const struct sof_cm_event *
 keep:
 	sofcm_id_complete(idp, mc);
 	return false;
+}
+
+SOFCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct sofcm_channel *chan;
+	struct sofcm_event *evt;
+	struct sof_cm_event ev;
+	int ret;
+
+	if (!channel || !event)
+		return sofcm_err(EINVAL);
+	chan = sofcm_chan(channel);
+	evt = malloc(sizeof(*evt));
+	if (!evt)
+		return sofcm_err(ENOMEM);
+	atomic_fetch_add(&chan->readers, 1);
+	for (;;) {
+		ret = sofcm_channel_next(chan, &ev);
+		if (ret) {
+			atomic_fetch_sub(&chan->readers, 1);
+			free(evt);
+			return sofcm_err(-ret);
+		}
+		memset(evt, 0, sizeof(*evt));
+		if (sofcm_event_process(chan, &ev, evt)) {
+			atomic_fetch_sub(&chan->readers, 1);
+			*event = &evt->event;
+			return 0;
+		}
+	}
+}
+
+int sofcm_complete(struct sofcm_id *idp)
+{
+	struct rdma_cm_event *ev;
+
+	if (!idp->sync)
+		return 0;
+	if (idp->id.event) {
+		rdma_ack_cm_event(idp->id.event);
+		idp->id.event = NULL;
+	}
+	if (rdma_get_cm_event(idp->id.channel, &idp->id.event))
+		return -1;
+	ev = idp->id.event;
+	if (!ev->status)
+		return 0;
+	if (ev->event == RDMA_CM_EVENT_REJECTED)
+		return sofcm_err(ECONNREFUSED);
+	return sofcm_err(ev->status < 0 ? -ev->status : ev->status);
 }

@@ -1,6 +1,8 @@
 /*
- * rdma_cm_id: creation, destruction, migration between channels, and the
- * address steps (bind, resolve address and route, listen) and options.
+ * rdma_cm_id: creation, destruction, migration between channels, the
+ * event counts (rdma_ack_cm_event), bind, listen and options; the steps
+ * that wait for an event on a synchronous id (resolve address and route)
+ * are in resolve.c, above event.c.
  *
  * Every id has the daemon's handle; the library finds an id by handle in a
  * map (events name ids by handle). An id counts the events handed to the
@@ -8,7 +10,7 @@
  * every event handed out is acked, as rdma-core's do with the kernel's
  * events_reported. An id created with no channel is synchronous: it gets a
  * private channel, and each call that starts an asynchronous step waits
- * for that step's event itself (sofcm_complete).
+ * for that step's event itself (sofcm_complete, event.c).
  */
 #include "sof_hmap.h"
 #include "sof_proto.h"
@@ -135,6 +137,17 @@ void sofcm_id_complete(struct sofcm_id *idp, struct sofcm_mc *mc)
 	pthread_mutex_unlock(&idp->lock);
 }
 
+SOFCM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	struct sofcm_event *evt = (struct sofcm_event *)event;
+
+	if (!event)
+		return sofcm_err(EINVAL);
+	sofcm_id_complete(evt->idp, evt->mc);
+	free(evt);
+	return 0;
+}
+
 /* Wait until every event handed out on idp is acked. */
 static void wait_acked(struct sofcm_id *idp)
 {
@@ -214,26 +227,6 @@ int sofcm_query(struct sofcm_id *idp)
 
 	ret = sofcm_rpc_id(SOF_OP_CM_QUERY, idp->handle, 0, &q, sizeof(q));
 	return ret ? ret : sofcm_apply_query(idp, &q);
-}
-
-int sofcm_complete(struct sofcm_id *idp)
-{
-	struct rdma_cm_event *ev;
-
-	if (!idp->sync)
-		return 0;
-	if (idp->id.event) {
-		rdma_ack_cm_event(idp->id.event);
-		idp->id.event = NULL;
-	}
-	if (rdma_get_cm_event(idp->id.channel, &idp->id.event))
-		return -1;
-	ev = idp->id.event;
-	if (!ev->status)
-		return 0;
-	if (ev->event == RDMA_CM_EVENT_REJECTED)
-		return sofcm_err(ECONNREFUSED);
-	return sofcm_err(ev->status < 0 ? -ev->status : ev->status);
 }
 
 int sofcm_create_id2(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
@@ -383,45 +376,6 @@ SOFCM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	if (!ret)
 		ret = sofcm_apply_query(sofcm_id(id), &q);
 	return sofcm_ret(ret);
-}
-
-SOFCM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
-				   struct sockaddr *dst_addr, int timeout_ms)
-{
-	socklen_t dlen = sofcm_addrlen(dst_addr), slen = sofcm_addrlen(src_addr);
-	struct sof_cm_query_rep q;
-	struct sof_cm_addr_req req;
-	int ret;
-
-	if (!id || !dlen || (src_addr && !slen))
-		return sofcm_err(EINVAL);
-	memset(&req, 0, sizeof(req));
-	req.id = sofcm_id(id)->handle;
-	req.timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0;
-	if (slen)
-		memcpy(&req.src, src_addr, slen);
-	memcpy(&req.dst, dst_addr, dlen);
-	ret = sofcm_rpc(SOF_OP_CM_RESOLVE_ADDR, &req, sizeof(req), &q, sizeof(q));
-	if (!ret)
-		ret = sofcm_apply_query(sofcm_id(id), &q);
-	if (ret)
-		return sofcm_err(-ret);
-	memset(&id->route.addr.dst_storage, 0, sizeof(id->route.addr.dst_storage));
-	memcpy(&id->route.addr.dst_storage, dst_addr, dlen);
-	return sofcm_complete(sofcm_id(id));
-}
-
-SOFCM_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
-{
-	int ret;
-
-	if (!id)
-		return sofcm_err(EINVAL);
-	ret = sofcm_rpc_id(SOF_OP_CM_RESOLVE_ROUTE, sofcm_id(id)->handle,
-			   timeout_ms > 0 ? (uint32_t)timeout_ms : 0, NULL, 0);
-	if (ret)
-		return sofcm_err(-ret);
-	return sofcm_complete(sofcm_id(id));
 }
 
 SOFCM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)

@@ -146,18 +146,26 @@ struct sofcm_event {
 	uint8_t private_data[SOF_CM_PDATA_MAX];
 };
 
+/* queue.c: the lock, and a channel's backlog. */
 extern pthread_mutex_t sofcm_lock;
+/* Queue an event for a reader of chan. Needs sofcm_lock. */
+void sofcm_channel_push(struct sofcm_channel *chan, const struct sof_cm_event *ev);
+/* Take the oldest event of chan's backlog: false when it is empty. */
+bool sofcm_channel_pop(struct sofcm_channel *chan, struct sof_cm_event *ev);
 
 /* A new channel: its connection, SOF_OP_CM_CHANNEL. NULL with errno. */
 struct sofcm_channel *sofcm_channel_create(void);
 void sofcm_channel_destroy(struct sofcm_channel *chan);
+/* The next record of chan (its backlog first, then its socket). 0 or
+ * -errno (-EAGAIN: non-blocking and nothing there; -ENODEV: the daemon
+ * is gone). A reader of a channel destroyed meanwhile waits for ever, or
+ * gets -EAGAIN when the fd is non-blocking, as on rdma-core's file. */
+int sofcm_channel_next(struct sofcm_channel *chan, struct sof_cm_event *ev);
 /* A daemon event read on chan as the user sees it (event.c): fills the
  * zeroed evt and returns true, or false when the library keeps the event
  * for itself or drops it. */
 bool sofcm_event_process(struct sofcm_channel *chan, const struct sof_cm_event *ev,
 			 struct sofcm_event *evt);
-/* Queue an event for a reader of chan. Needs sofcm_lock. */
-void sofcm_channel_push(struct sofcm_channel *chan, const struct sof_cm_event *ev);
 
 /* The id of a daemon handle. Needs sofcm_lock. */
 struct sofcm_id *sofcm_id_lookup(uint32_t handle);
@@ -182,7 +190,7 @@ int sofcm_apply_query(struct sofcm_id *idp, const struct sof_cm_query_rep *q);
 int sofcm_query(struct sofcm_id *idp);
 
 /* Synchronous ids: wait for the next event of the id's private channel
- * (kept in id->event); its failure as -1/errno. */
+ * (kept in id->event); its failure as -1/errno (event.c). */
 int sofcm_complete(struct sofcm_id *idp);
 
 /* QP transitions (qp.c): 0 or -errno; nothing to do without a QP. */

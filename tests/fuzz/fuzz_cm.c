@@ -26,7 +26,7 @@
  * of every event its user saw, and the MADs the CM sent, sent again and
  * dropped (so a seed whose answer goes missing fails).
  *
- * FUZZ_SOURCES: tests/fuzz/fuzz_cm.c cm/cma_id.c cm/cma_addr.c cm/cma_event.c cm/cma_resolve.c cm/cma_listen.c cm/cma_conn.c cm/cma_mcast.c cm/cma_upcall.c cm/cma_ops.c cm/ibcm_conn.c cm/ibcm_send.c cm/ibcm_recv.c cm/ibcm_timer.c cm/cm_wire.c mad/mad.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/wire.c transport/icrc.c daemon/ops.c daemon/ops_mr.c daemon/registry.c daemon/conn.c daemon/device.c daemon/tp_host.c daemon/steer.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_cm.c cm/cma_id.c cm/cma_addr.c cm/cma_event.c cm/cma_resolve.c cm/cma_listen.c cm/cma_conn.c cm/cma_mcast.c cm/cma_upcall.c cm/cma_ops.c cm/cm_base.c daemon/cm_host.c cm/ibcm_conn.c cm/ibcm_send.c cm/ibcm_recv.c cm/ibcm_timer.c cm/cm_wire.c mad/mad.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/wire.c transport/icrc.c daemon/ops.c daemon/ops_mr.c daemon/registry.c daemon/conn.c daemon/device.c daemon/tp_host.c daemon/steer.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c
  * FUZZ_INCLUDES: cm mad transport daemon common
  * FUZZ_SEEDS_ENV: SOF_FUZZ_CM_SEEDS
  */
@@ -249,14 +249,14 @@ static void teardown(void)
 	drain_events(NULL);
 	sofd_cm_conn_closed(chan_conn);
 	/* lingering ids end with their timers */
-	for (int round = 0; round < 64 && !sofd_list_empty(&ibcm.timers); round++)
+	for (int round = 0; round < 64 && !sof_list_empty(&ibcm.timers); round++)
 		ibcm_timers_fire(UINT64_MAX);
-	while (!sofd_list_empty(&cma.lingering))
+	while (!sof_list_empty(&cma.lingering))
 		cma_free(sof_container_of(cma.lingering.next, struct cm_id, link));
-	if (sofd.n.cm_ids || ibcm.comm.count || ibcm.sidr.count || sofd.n.cm_timewait ||
-	    sofd.n.cm_channels || !sofd_list_empty(&ibcm.sidr_rcvd))
-		FAIL("left behind: ids %u comm %u sidr %u timewait %u channels %u", sofd.n.cm_ids,
-		     ibcm.comm.count, ibcm.sidr.count, sofd.n.cm_timewait, sofd.n.cm_channels);
+	if (cm_counts.ids || ibcm.comm.count || ibcm.sidr.count || cm_counts.timewait ||
+	    cm_counts.channels || !sof_list_empty(&ibcm.sidr_rcvd))
+		FAIL("left behind: ids %u comm %u sidr %u timewait %u channels %u", cm_counts.ids,
+		     ibcm.comm.count, ibcm.sidr.count, cm_counts.timewait, cm_counts.channels);
 	while (sofd_mad_loopback_run()) {
 	}
 	close(user_fd);

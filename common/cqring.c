@@ -14,8 +14,8 @@
 
 /* spins bounds the wait for a resize (in sched_yield calls) and, times
  * 64, the producers' race for a slot. Inlined into each caller: the
- * library pushes twice per same-host message, and the call with its frame
- * cost 10 instructions a push. */
+ * library pushes twice per same-host message, so a call frame per push
+ * shows on the small-message path. */
 static inline __attribute__((always_inline)) int cq_push(struct sof_cq_shm *shm,
 							 const struct sof_cqe *cqe, int cq_evfd,
 							 bool armable, uint32_t spins_max,

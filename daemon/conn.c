@@ -94,11 +94,11 @@ void sofd_accept(void)
 		c->pid = cr.pid;
 		c->uid = cr.uid;
 		c->gid = cr.gid;
-		sofd_list_init(&c->pds);
-		sofd_list_init(&c->mrs);
-		sofd_list_init(&c->cqs);
-		sofd_list_init(&c->srqs);
-		sofd_list_init(&c->qps);
+		sof_list_init(&c->pds);
+		sof_list_init(&c->mrs);
+		sof_list_init(&c->cqs);
+		sof_list_init(&c->srqs);
+		sof_list_init(&c->qps);
 		ev.data.ptr = &c->p;
 		if (epoll_ctl(sofd.epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			sofd_log("epoll_ctl: %s", strerror(errno));
@@ -106,7 +106,7 @@ void sofd_accept(void)
 			free(c);
 			continue;
 		}
-		sofd_list_add(&sofd.conns, &c->link);
+		sof_list_add(&sofd.conns, &c->link);
 		sofd_log("conn %u open: pid %d uid %u", c->id, (int)c->pid, (unsigned)c->uid);
 	}
 }
@@ -135,7 +135,7 @@ void sofd_conn_close(struct sofd_conn *c, const char *why)
 	}
 	if (c->ctx_id)
 		sofd.n.contexts--;
-	sofd_list_del(&c->link);
+	sof_list_del(&c->link);
 	sofd_log("conn %u closed (%s): pid %d uid %u; released pds %u mrs %u cqs %u "
 		 "srqs %u qps %u",
 		 c->id, why, (int)c->pid, (unsigned)c->uid, before.pds - sofd.n.pds,

@@ -346,7 +346,7 @@ bool sofd_device_refresh_gids(void)
 		sof_tp_mcast_refresh();
 		/* As the kernel's GID cache does on a change: one event per
 		 * port to every context. */
-		for (struct sofd_link *l = sofd.conns.next; l != &sofd.conns; l = l->next) {
+		for (struct sof_link *l = sofd.conns.next; l != &sofd.conns; l = l->next) {
 			struct sofd_conn *c = sof_container_of(l, struct sofd_conn, link);
 
 			if (c->ctx_id)

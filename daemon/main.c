@@ -326,7 +326,7 @@ int main(int argc, char **argv)
 	sofd.uid = getuid();
 	sofd.start_ns = sof_now_ns();
 	sofd.listen.fd = sofd.sig.fd = sofd.epfd = sofd.spare_fd = -1;
-	sofd_list_init(&sofd.conns);
+	sof_list_init(&sofd.conns);
 	if (!sofd.foreground) {
 		close_inherited_fds();
 		ready_fd = daemonize();
@@ -384,7 +384,7 @@ int main(int argc, char **argv)
 	tell_parent(&ready_fd, READY_OK);
 	run_loop();
 
-	while (!sofd_list_empty(&sofd.conns))
+	while (!sof_list_empty(&sofd.conns))
 		sofd_conn_close(sof_container_of(sofd.conns.next, struct sofd_conn, link),
 				"daemon exiting");
 	sofd_reap();

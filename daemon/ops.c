@@ -139,7 +139,7 @@ static int op_alloc_pd(struct sofd_req *rq, struct sofd_rep *rp)
 		free(pd);
 		return -ENOMEM;
 	}
-	sofd_list_add(&rq->c->pds, &pd->link);
+	sof_list_add(&rq->c->pds, &pd->link);
 	sofd.n.pds++;
 	rq->c->n.pds++;
 	rbuf.pd.pd = pd->handle;
@@ -244,7 +244,7 @@ static int op_create_cq(struct sofd_req *rq, struct sofd_rep *rp)
 		rq->fds[1] = -1;
 	}
 	cq->tcq = (struct tp_cq){.shm = cq->shm, .evfd = cq->evfd};
-	sofd_list_add(&rq->c->cqs, &cq->link);
+	sof_list_add(&rq->c->cqs, &cq->link);
 	sofd.n.cqs++;
 	rq->c->n.cqs++;
 	rbuf.cq.cq = cq->handle;
@@ -342,7 +342,7 @@ static int op_create_srq(struct sofd_req *rq, struct sofd_rep *rp)
 	srq->memfd = rq->fds[0];
 	rq->fds[0] = -1;
 	pd->users++;
-	sofd_list_add(&rq->c->srqs, &srq->link);
+	sof_list_add(&rq->c->srqs, &srq->link);
 	sofd.n.srqs++;
 	rq->c->n.srqs++;
 	rbuf.srq.srq = srq->handle;
@@ -517,7 +517,7 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	rcq->users++;
 	if (srq)
 		srq->users++;
-	sofd_list_add(&rq->c->qps, &qp->link);
+	sof_list_add(&rq->c->qps, &qp->link);
 	sofd.n.qps++;
 	rq->c->n.qps++;
 	rbuf.qp.qpn = qp->qpn;

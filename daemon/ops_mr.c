@@ -141,7 +141,7 @@ static void mr_free(struct sofd_mr *mr)
 static void mr_link(struct sofd_mr *mr, struct sof_reg_mr_rep *rep)
 {
 	mr->pd->users++;
-	sofd_list_add(&mr->owner->mrs, &mr->link);
+	sof_list_add(&mr->owner->mrs, &mr->link);
 	sofd.n.mrs++;
 	mr->owner->n.mrs++;
 	rep->lkey = mr->key;

@@ -170,7 +170,7 @@ uint32_t sofd_new_qpn(void)
 void sofd_pd_release(struct sofd_pd *pd)
 {
 	sof_hmap_del(&sofd.pds, pd->handle);
-	sofd_list_del(&pd->link);
+	sof_list_del(&pd->link);
 	sofd.n.pds--;
 	pd->owner->n.pds--;
 	free(pd);
@@ -181,7 +181,7 @@ void sofd_mr_release(struct sofd_mr *mr)
 	sof_tp_mr_release(mr);
 	if (sof_hmap_get(&sofd.mrs, mr->key) == mr) /* else REREG_MR gave the key on */
 		sof_hmap_del(&sofd.mrs, mr->key);
-	sofd_list_del(&mr->link);
+	sof_list_del(&mr->link);
 	sofd_slot_free(mr->slot);
 	sof_close_fds(mr->fds, (int)mr->nruns);
 	mr->pd->users--;
@@ -193,7 +193,7 @@ void sofd_mr_release(struct sofd_mr *mr)
 void sofd_cq_release(struct sofd_cq *cq)
 {
 	sof_hmap_del(&sofd.cqs, cq->handle);
-	sofd_list_del(&cq->link);
+	sof_list_del(&cq->link);
 	if (cq->shm)
 		munmap(cq->shm, SOF_CQ_SEG_SIZE);
 	close(cq->memfd);
@@ -207,7 +207,7 @@ void sofd_cq_release(struct sofd_cq *cq)
 void sofd_srq_release(struct sofd_srq *srq)
 {
 	sof_hmap_del(&sofd.srqs, srq->handle);
-	sofd_list_del(&srq->link);
+	sof_list_del(&srq->link);
 	sofd_slot_free(srq->slot);
 	if (srq->shm)
 		munmap(srq->shm, srq->shm_len);
@@ -225,7 +225,7 @@ void sofd_qp_release(struct sofd_qp *qp)
 	if (qp->steered)
 		sof_tp_steer_del(qp->qpn);
 	sof_hmap_del(&sofd.qps, qp->qpn);
-	sofd_list_del(&qp->link);
+	sof_list_del(&qp->link);
 	sofd_slot_free(qp->slot);
 	if (qp->shm)
 		munmap(qp->shm, qp->shm_len);
@@ -304,7 +304,7 @@ static void peer_gone(struct sofd_qp *qp)
 
 void sofd_release_all(struct sofd_conn *c)
 {
-	struct sofd_link *l;
+	struct sof_link *l;
 	uint32_t pos = 0;
 	struct sofd_qp *qp;
 	bool any = false;
@@ -330,14 +330,14 @@ void sofd_release_all(struct sofd_conn *c)
 		if (peer && peer->owner == c)
 			peer_gone(qp);
 	}
-	while (!sofd_list_empty(&c->qps))
+	while (!sof_list_empty(&c->qps))
 		sofd_qp_release(FIRST(&c->qps, struct sofd_qp));
-	while (!sofd_list_empty(&c->srqs))
+	while (!sof_list_empty(&c->srqs))
 		sofd_srq_release(FIRST(&c->srqs, struct sofd_srq));
-	while (!sofd_list_empty(&c->cqs))
+	while (!sof_list_empty(&c->cqs))
 		sofd_cq_release(FIRST(&c->cqs, struct sofd_cq));
-	while (!sofd_list_empty(&c->mrs))
+	while (!sof_list_empty(&c->mrs))
 		sofd_mr_release(FIRST(&c->mrs, struct sofd_mr));
-	while (!sofd_list_empty(&c->pds))
+	while (!sof_list_empty(&c->pds))
 		sofd_pd_release(FIRST(&c->pds, struct sofd_pd));
 }

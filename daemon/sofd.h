@@ -19,6 +19,7 @@
 
 #include "cm_host.h"
 #include "sof_hmap.h"
+#include "sof_list.h"
 #include "sof_proto.h"
 #include "sof_shm.h"
 #include "sof_util.h"
@@ -31,30 +32,6 @@
 #define SOFD_MAX_SQ 16384u	     /* network send queue entries: max_qp_wr */
 #define SOFD_MAX_INLINE 1024u	     /* SOFV_MAX_INLINE of the library */
 
-/* ---- intrusive list: each connection lists the objects it owns ---------- */
-
-struct sofd_link {
-	struct sofd_link *prev, *next;
-};
-
-static inline void sofd_list_init(struct sofd_link *h) { h->prev = h->next = h; }
-
-static inline void sofd_list_add(struct sofd_link *h, struct sofd_link *l)
-{
-	l->next = h->next;
-	l->prev = h;
-	h->next->prev = l;
-	h->next = l;
-}
-
-static inline void sofd_list_del(struct sofd_link *l)
-{
-	l->prev->next = l->next;
-	l->next->prev = l->prev;
-	l->prev = l->next = l;
-}
-
-static inline bool sofd_list_empty(const struct sofd_link *h) { return h->next == h; }
 
 /* Objects one connection may hold (the device limits the library reports);
  * beyond them creation fails with -ENOMEM, as on hardware. */
@@ -117,21 +94,21 @@ struct sofd_conn {
 	struct sofd_counts n;	  /* objects it holds */
 	struct cm_conn cm;	  /* cm/'s part: the rdma_cm event channel it is */
 	uint32_t net_slot;	  /* steering slot of NET_ENGINE, 0: none */
-	struct sofd_link pds, mrs, cqs, srqs, qps;
-	struct sofd_link link; /* in sofd.conns */
+	struct sof_link pds, mrs, cqs, srqs, qps;
+	struct sof_link link; /* in sofd.conns */
 };
 
 /* ---- objects ---------------------------------------------------------------- */
 
 struct sofd_pd {
-	struct sofd_link link; /* in owner->pds */
+	struct sof_link link; /* in owner->pds */
 	struct sofd_conn *owner;
 	uint32_t handle;
 	uint32_t users; /* MRs, QPs and SRQs in this PD */
 };
 
 struct sofd_mr {
-	struct sofd_link link;
+	struct sof_link link;
 	struct sofd_conn *owner;
 	struct sofd_pd *pd;
 	uint32_t key; /* lkey == rkey */
@@ -151,7 +128,7 @@ struct sofd_mr {
 };
 
 struct sofd_cq {
-	struct sofd_link link;
+	struct sof_link link;
 	struct sofd_conn *owner;
 	uint32_t handle;
 	uint32_t cqe;
@@ -163,7 +140,7 @@ struct sofd_cq {
 };
 
 struct sofd_srq {
-	struct sofd_link link;
+	struct sof_link link;
 	struct sofd_conn *owner;
 	struct sofd_pd *pd;
 	uint32_t handle;
@@ -178,7 +155,7 @@ struct sofd_srq {
 };
 
 struct sofd_qp {
-	struct sofd_link link;
+	struct sof_link link;
 	struct sofd_conn *owner;
 	struct sofd_pd *pd;
 	struct sofd_cq *send_cq, *recv_cq;
@@ -222,7 +199,7 @@ struct sofd {
 	struct sofd_pollable doorbell; /* every connection's doorbell at once (fd -1) */
 	struct sofd_doorbell *dead_dbs; /* of connections closed in this batch */
 	int spare_fd; /* reserved fd to shed connections at EMFILE */
-	struct sofd_link conns;
+	struct sof_link conns;
 	uint32_t next_conn_id, next_ctx_id, next_handle;
 	struct sofd_counts n;
 	struct sof_devinfo dev;

@@ -43,13 +43,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#ifndef UDP_GRO
-#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
-#endif
-#ifndef SOL_UDP
-#define SOL_UDP 17
-#endif
-
 #define SLOTS 256u
 /* peers whose flows a slot may take (NET_FLOW); more are refused */
 #define SLOT_FLOW_PEERS 8u

@@ -203,7 +203,7 @@ int sof_tp_init(int epfd)
  * rings its own); sofd.doorbell stands for every connection's at once. */
 static void doorbell(struct sofd_pollable *p)
 {
-	struct sofd_link *l, *next;
+	struct sof_link *l, *next;
 
 	if (p != &sofd.doorbell) {
 		struct sofd_doorbell *db = sof_container_of(p, struct sofd_doorbell, p);

@@ -24,16 +24,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
-#endif
-#ifndef SOL_UDP
-#define SOL_UDP 17
-#endif
-
 /* The most SGEs of a work request (the device limit, max_sge). */
 #define TP_MAX_SGE 32u
 

@@ -45,16 +45,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
-#endif
-#ifndef SOL_UDP
-#define SOL_UDP 17
-#endif
-
 /* The port's sockets and what the ICRCs keep. */
 static struct {
 	int fd4, fd6;	    /* receive sockets bound to port 4791 (the host's) */

@@ -68,11 +68,11 @@ static struct sofd_conn *new_conn(int fd)
 	c->async_fd = c->db_fd = -1;
 	c->pid = getpid();
 	c->uid = getuid();
-	sofd_list_init(&c->pds);
-	sofd_list_init(&c->mrs);
-	sofd_list_init(&c->cqs);
-	sofd_list_init(&c->srqs);
-	sofd_list_init(&c->qps);
+	sof_list_init(&c->pds);
+	sof_list_init(&c->mrs);
+	sof_list_init(&c->cqs);
+	sof_list_init(&c->srqs);
+	sof_list_init(&c->qps);
 	return c;
 }
 
@@ -613,7 +613,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	sofd.start_ns = sof_now_ns();
 	sofd.listen.fd = sofd.sig.fd = sofd.netlink.fd = sofd.spare_fd = -1;
 	sofd.doorbell.fd = -1;
-	sofd_list_init(&sofd.conns);
+	sof_list_init(&sofd.conns);
 	sofd.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (sofd.epfd < 0)
 		FAIL("epoll_create1: %m");

@@ -412,7 +412,7 @@ static void setup(void)
 	sofd.listen.fd = sofd.sig.fd = sofd.netlink.fd = sofd.spare_fd = -1;
 	sofd.doorbell.kind = SOFD_POLL_DOORBELL;
 	sofd.doorbell.fd = -1;
-	sofd_list_init(&sofd.conns);
+	sof_list_init(&sofd.conns);
 	sofd.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (sofd.epfd < 0)
 		FAIL("epoll_create1: %m");
@@ -444,12 +444,12 @@ static void setup(void)
 	conn->db_fd = -1;
 	conn->pid = getpid();
 	conn->uid = getuid();
-	sofd_list_init(&conn->pds);
-	sofd_list_init(&conn->mrs);
-	sofd_list_init(&conn->cqs);
-	sofd_list_init(&conn->srqs);
-	sofd_list_init(&conn->qps);
-	sofd_list_add(&sofd.conns, &conn->link);
+	sof_list_init(&conn->pds);
+	sof_list_init(&conn->mrs);
+	sof_list_init(&conn->cqs);
+	sof_list_init(&conn->srqs);
+	sof_list_init(&conn->qps);
+	sof_list_add(&sofd.conns, &conn->link);
 	sofd.n.contexts = 1;
 
 	for (int i = 0; i < 2; i++) {

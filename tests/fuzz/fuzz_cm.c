@@ -609,26 +609,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	(void)argc;
 	(void)argv;
-	sofd.uid = getuid();
-	sofd.start_ns = sof_now_ns();
-	sofd.listen.fd = sofd.sig.fd = sofd.netlink.fd = sofd.spare_fd = -1;
-	sofd.doorbell.fd = -1;
-	sof_list_init(&sofd.conns);
-	sofd.epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (sofd.epfd < 0)
-		FAIL("epoll_create1: %m");
-	snprintf(sofd.dev.name, sizeof(sofd.dev.name), "sof0");
-	sofd.dev.active_mtu = IBV_MTU_1024;
-	sofd.dev.port_state = IBV_PORT_ACTIVE;
-	memcpy(sofd.dev.gids[0].gid, local4, 16);
-	sofd.dev.gids[0].type = SOF_GID_TYPE_ROCE_V2;
-	sofd.dev.gids[0].ifindex = 1;
-	sofd.dev.num_gids = 1;
-	if (sofd_registry_init() || sofd_cm_init(sofd.epfd))
-		FAIL("init");
-	/* the engine without sockets: MADs to other hosts go nowhere */
-	if (sofd_tp_start(-1, -1, false))
-		FAIL("sofd_tp_start");
+	fuzz_daemon_start(IBV_MTU_1024, &local4, 1);
 	cmd_conn = new_conn(-1);
 	if (seeds) {
 		write_seeds(seeds);

@@ -405,32 +405,13 @@ static void setup(void)
 	struct sof_srq_rep srep;
 	struct sof_create_srq_req sreq = {.size = RQ_SIZE, .max_sge = RQ_SGE};
 	struct sof_pd_rep prep;
+	uint8_t gids[2][16];
 	int fd;
 
-	sofd.uid = getuid();
-	sofd.start_ns = sof_now_ns();
-	sofd.listen.fd = sofd.sig.fd = sofd.netlink.fd = sofd.spare_fd = -1;
-	sofd.doorbell.kind = SOFD_POLL_DOORBELL;
-	sofd.doorbell.fd = -1;
-	sof_list_init(&sofd.conns);
-	sofd.epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (sofd.epfd < 0)
-		FAIL("epoll_create1: %m");
 	/* the device: an IPv4 and an IPv6 GID, RoCEv2 */
-	snprintf(sofd.dev.name, sizeof(sofd.dev.name), "sof0");
-	sofd.dev.active_mtu = IBV_MTU_4096;
-	sofd.dev.port_state = IBV_PORT_ACTIVE;
-	memcpy(sofd.dev.gids[0].gid, local4, 16);
-	memcpy(sofd.dev.gids[1].gid, local6, 16);
-	sofd.dev.gids[0].type = sofd.dev.gids[1].type = SOF_GID_TYPE_ROCE_V2;
-	sofd.dev.gids[0].ifindex = sofd.dev.gids[1].ifindex = 1;
-	sofd.dev.num_gids = 2;
-	must(sofd_registry_init(), "sofd_registry_init");
-	must(sofd_cm_init(sofd.epfd), "sofd_cm_init"); /* QP1's CM agent */
-
-	/* the engine with the daemon as its host (daemon/tp_host.c), without
-	 * a wire: sof_tp_init minus the network */
-	must(sofd_tp_start(-1, -1, false), "sofd_tp_start");
+	memcpy(gids[0], local4, 16);
+	memcpy(gids[1], local6, 16);
+	fuzz_daemon_start(IBV_MTU_4096, (const uint8_t(*)[16])gids, 2);
 
 	/* a connection that said HELLO */
 	conn = calloc(1, sizeof(*conn));

@@ -31,19 +31,28 @@ MPI_ARGS=(--allow-run-as-root --oversubscribe --mca pml ucx --mca btl self
 
 # mpi NAME NP HOSTFILE_LINES...: one mpirun of mpi_check in host a
 mpi() {
-	local name=$1 np=$2 out hf n rc
+	local name=$1 np=$2 out hf n rc attempt
 	shift 2
 	out=$(sof_out "$name")
 	hf=$SOF_TMP/hostfile
 	printf '%s\n' "$@" >"$hf"
 	export SOF_HOSTS_PREFIX SOFTOFED # for the agent
-	SOF_MPI_AGENT_SECS=150 timeout -k 5 150 ip netns exec "$(sof_host_ns a)" "$SOFTOFED" run -- \
-		mpirun "${MPI_ARGS[@]}" --hostfile "$hf" -np "$np" "$PROG" 2 \
-		>"$out" 2>&1 </dev/null
-	rc=$?
+	# A run takes seconds. Once in a while (1 of about 10 three-host runs
+	# in this session) mpirun hangs before any rank prints; not yet
+	# understood (see the issue 17 note). A hang is retried once, in the
+	# open: the first attempt's output is printed, and a second hang fails.
+	for attempt in 1 2; do
+		SOF_MPI_AGENT_SECS=60 timeout -k 5 60 ip netns exec "$(sof_host_ns a)" "$SOFTOFED" run -- \
+			mpirun "${MPI_ARGS[@]}" --hostfile "$hf" -np "$np" "$PROG" 2 \
+			>"$out" 2>&1 </dev/null
+		rc=$?
+		{ [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && [ "$attempt" -eq 1 ] || break
+		echo "# $name: attempt 1 hung (timed out after 60 s), retried once; its output:"
+		sof_dump "$out"
+	done
 	n=$(grep -c 'select: component ucx selected' "$out")
 	if [ "$rc" -ne 0 ]; then
-		not_ok "$name" "exit status $rc$([ "$rc" -eq 124 ] && echo ' (timed out after 150 s)')"
+		not_ok "$name" "exit status $rc$([ "$rc" -eq 124 ] && echo ' (timed out after 60 s, twice)')"
 		sof_dump "$out"
 	elif ! grep -q "^mpi_check: ok ranks $np\$" "$out"; then
 		not_ok "$name" "no 'mpi_check: ok ranks $np'"

@@ -1747,3 +1747,46 @@ sof_ucx_io_demo() {
 		ok "$name (${line##*| read})"
 	fi
 }
+
+# Open MPI over UCX (tests/consumers/mpi.sh, tests/hosts/mpi.sh):
+#   sof_mpi_build PREFIX   mpirun and mpicc present and tests/mpi/mpi_check.c
+#                        built into $SOF_TMP/mpi_check (SOF_MPI_PROG); else
+#                        not_ok lines named PREFIX/... and 1
+#   sof_mpi_verdict NAME NP RC OUT   one ok / not_ok NAME line for an mpirun
+#                        of mpi_check with NP ranks that exited RC, output
+#                        OUT: ok when RC is 0, mpi_check printed "ok ranks
+#                        NP" and every rank selected the ucx PML
+sof_mpi_build() {
+	local p missing=""
+	for p in mpirun mpicc; do
+		if ! command -v "$p" >/dev/null 2>&1; then
+			not_ok "$1/$p" "$p is not installed (tests/install-deps.sh installs openmpi-bin, libopenmpi-dev)"
+			missing=1
+		fi
+	done
+	[ -z "$missing" ] || return 1
+	SOF_MPI_PROG=$SOF_TMP/mpi_check
+	if ! mpicc -O2 -Wall -Wextra -Werror -o "$SOF_MPI_PROG" "$SOF_ROOT/tests/mpi/mpi_check.c" \
+		>"$SOF_TMP/mpicc.out" 2>&1; then
+		not_ok "$1: mpicc mpi_check.c" "does not build"
+		sof_dump "$SOF_TMP/mpicc.out"
+		return 1
+	fi
+}
+
+sof_mpi_verdict() {
+	local name=$1 np=$2 rc=$3 out=$4 n
+	n=$(grep -c 'select: component ucx selected' "$out")
+	if [ "$rc" -ne 0 ]; then
+		not_ok "$name" "exit status $rc$({ [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && echo ' (timed out)')"
+	elif ! grep -q "^mpi_check: ok ranks $np\$" "$out"; then
+		not_ok "$name" "no 'mpi_check: ok ranks $np'"
+	elif [ "$n" -ne "$np" ]; then
+		not_ok "$name" "the ucx PML was selected by $n of $np ranks"
+	else
+		ok "$name (1 B .. 4 MiB ping-pong, allreduce, alltoall, bcast checked; ucx PML in $n ranks)"
+		return 0
+	fi
+	sof_dump "$out"
+	return 1
+}

@@ -26,40 +26,16 @@ MPI_ARGS=(--allow-run-as-root --oversubscribe --mca pml ucx --mca btl self
 
 # mpi NP: one mpirun of mpi_check with NP ranks
 mpi() {
-	local np=$1 name="mpi/mpirun -np $1 --mca pml ucx mpi_check" out n rc
+	local np=$1 name="mpi/mpirun -np $1 --mca pml ucx mpi_check" out rc
 	out=$(sof_out "mpi.$np")
 	timeout -k 5 120 "$SOFTOFED" run -- mpirun "${MPI_ARGS[@]}" -np "$np" "$PROG" 2 \
 		>"$out" 2>&1 </dev/null
 	rc=$?
-	n=$(grep -c 'select: component ucx selected' "$out")
-	if [ "$rc" -ne 0 ]; then
-		not_ok "$name" "exit status $rc$([ "$rc" -eq 124 ] && echo ' (timed out after 120 s)')"
-		sof_dump "$out"
-	elif ! grep -q "^mpi_check: ok ranks $np\$" "$out"; then
-		not_ok "$name" "no 'mpi_check: ok ranks $np'"
-		sof_dump "$out"
-	elif [ "$n" -ne "$np" ]; then
-		not_ok "$name" "the ucx PML was selected by $n of $np ranks"
-		sof_dump "$out"
-	else
-		ok "$name (1 B .. 4 MiB ping-pong, allreduce, alltoall, bcast checked; ucx PML in $n ranks)"
-	fi
+	sof_mpi_verdict "$name" "$np" "$rc" "$out"
 }
 
-for p in mpirun mpicc; do
-	if ! command -v "$p" >/dev/null 2>&1; then
-		not_ok "mpi/$p" "$p is not installed (tests/install-deps.sh installs openmpi-bin, libopenmpi-dev)"
-		SOF_GATE=missing
-	fi
-done
-[ -z "$SOF_GATE" ] || sof_exit
-PROG=$SOF_TMP/mpi_check
-if ! mpicc -O2 -Wall -Wextra -Werror -o "$PROG" "$SOF_ROOT/tests/mpi/mpi_check.c" \
-	>"$SOF_TMP/mpicc.out" 2>&1; then
-	not_ok "mpi/mpicc mpi_check.c" "does not build"
-	sof_dump "$SOF_TMP/mpicc.out"
-	sof_exit
-fi
+sof_mpi_build mpi || sof_exit
+PROG=$SOF_MPI_PROG
 sof_local_if || sof_exit
 
 mpi 2

@@ -31,7 +31,7 @@ MPI_ARGS=(--allow-run-as-root --oversubscribe --mca pml ucx --mca btl self
 
 # mpi NAME NP HOSTFILE_LINES...: one mpirun of mpi_check in host a
 mpi() {
-	local name=$1 np=$2 out hf n rc attempt
+	local name=$1 np=$2 out hf rc attempt
 	shift 2
 	out=$(sof_out "$name")
 	hf=$SOF_TMP/hostfile
@@ -50,35 +50,11 @@ mpi() {
 		echo "# $name: attempt 1 hung (timed out after 60 s), retried once; its output:"
 		sof_dump "$out"
 	done
-	n=$(grep -c 'select: component ucx selected' "$out")
-	if [ "$rc" -ne 0 ]; then
-		not_ok "$name" "exit status $rc$([ "$rc" -eq 124 ] && echo ' (timed out after 60 s, twice)')"
-		sof_dump "$out"
-	elif ! grep -q "^mpi_check: ok ranks $np\$" "$out"; then
-		not_ok "$name" "no 'mpi_check: ok ranks $np'"
-		sof_dump "$out"
-	elif [ "$n" -ne "$np" ]; then
-		not_ok "$name" "the ucx PML was selected by $n of $np ranks"
-		sof_dump "$out"
-	else
-		ok "$name (1 B .. 4 MiB ping-pong, allreduce, alltoall, bcast checked; ucx PML in $n ranks)"
-	fi
+	sof_mpi_verdict "$name" "$np" "$rc" "$out"
 }
 
-for p in mpirun mpicc; do
-	if ! command -v "$p" >/dev/null 2>&1; then
-		not_ok "hosts/mpi/$p" "$p is not installed (tests/install-deps.sh installs openmpi-bin, libopenmpi-dev)"
-		SOF_GATE=missing
-	fi
-done
-[ -z "$SOF_GATE" ] || sof_exit
-PROG=$SOF_TMP/mpi_check
-if ! mpicc -O2 -Wall -Wextra -Werror -o "$PROG" "$SOF_ROOT/tests/mpi/mpi_check.c" \
-	>"$SOF_TMP/mpicc.out" 2>&1; then
-	not_ok "hosts/mpi: mpicc mpi_check.c" "does not build"
-	sof_dump "$SOF_TMP/mpicc.out"
-	sof_exit
-fi
+sof_mpi_build hosts/mpi || sof_exit
+PROG=$SOF_MPI_PROG
 chmod 755 "$SOF_TMP" # the ranks run it from every host
 
 if sof_hosts_up 2; then

@@ -1790,3 +1790,24 @@ sof_mpi_verdict() {
 	sof_dump "$out"
 	return 1
 }
+
+# libfabric (tests/consumers/libfabric.sh, tests/hosts/libfabric.sh):
+#   sof_fi_verdict NAME SIZE   one ok / not_ok NAME line for the last
+#                        fi_pingpong pair: ok when the client printed a
+#                        result line for SIZE (fi_pingpong's "1m", "4k" ...)
+#                        and neither side printed error text
+SOF_FI_ERRORS='error|fail|unable|invalid|mismatch|abort|segmentation'
+sof_fi_verdict() {
+	local name=$1 last
+	last=$(grep -E "^${2}[[:space:]]" "$SOF_CLI_OUT" | tail -n 1)
+	if [ -z "$last" ]; then
+		not_ok "$name" "the client printed no result for $2"
+	elif grep -q -i -E "$SOF_FI_ERRORS" "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "error text in the output"
+	else
+		ok "$name ($(echo "$last" | tr -s ' \t' ' '))"
+		return 0
+	fi
+	sof_pair_dump
+	return 1
+}

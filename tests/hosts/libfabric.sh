@@ -35,11 +35,10 @@ sof_init
 SOF_HOSTS_IFACES=veth0
 
 PORT=47700
-ERRORS='error|fail|unable|invalid|mismatch|abort|segmentation'
 
 # lf LAST ARGS...: one pair; LAST is the label of the largest size
 lf() {
-	local want=$1 last name
+	local want=$1 name
 	shift
 	name="hosts/libfabric a<-b: fi_pingpong $*"
 	PORT=$((PORT + 1))
@@ -57,16 +56,7 @@ lf() {
 		sof_pair_dump
 		return
 	fi
-	last=$(grep -E "^${want}[[:space:]]" "$SOF_CLI_OUT" | tail -n 1)
-	if [ -z "$last" ]; then
-		not_ok "$name" "the client printed no result for $want"
-		sof_pair_dump
-	elif grep -q -i -E "$ERRORS" "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
-		not_ok "$name" "error text in the output"
-		sof_pair_dump
-	else
-		ok "$name ($(echo "$last" | tr -s ' \t' ' '))"
-	fi
+	sof_fi_verdict "$name" "$want"
 	SOF_GATE=""
 }
 

@@ -9,7 +9,10 @@
  * none), and the GID table lists the served interfaces' IP addresses as
  * RoCEv2 GIDs: IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d), IPv6 as is, IPv6
  * link-local included (as the kernel lists them), tentative IPv6 addresses
- * only once duplicate address detection succeeded.
+ * only once duplicate address detection succeeded. Loopback addresses come
+ * after those of the other interfaces: a RoCE NIC has no loopback GID, and
+ * libraries (UCX) take GID index 0 as the address peers reach them at; on
+ * a host with only lo, lo's addresses are index 0 as before.
  *
  * The table follows the addresses while the daemon runs: an rtnetlink socket
  * subscribed to address and link changes wakes the epoll loop, and the table
@@ -216,8 +219,45 @@ static int dump_read(int fd, uint32_t seq, const uint32_t *ifx, struct sof_gid_e
 	}
 }
 
+/* Whether interface ifindex is a loopback interface (false when it is gone). */
+static bool if_loopback(uint32_t ifindex)
+{
+	struct ifreq ifr;
+	bool lo = false;
+	int fd;
+
+	memset(&ifr, 0, sizeof(ifr));
+	if (!if_indextoname(ifindex, ifr.ifr_name))
+		return false;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	if (!ioctl(fd, SIOCGIFFLAGS, &ifr))
+		lo = (ifr.ifr_flags & IFF_LOOPBACK) != 0;
+	close(fd);
+	return lo;
+}
+
+/* Move the addresses of loopback interfaces behind the others, each group
+ * in the order it had: new GIDs take the first free entries in this order
+ * (sof_gid_merge), so lo's come last. */
+static void loopback_last(struct sof_gid_entry *want, size_t n)
+{
+	struct sof_gid_entry lo[SOFD_MAX_ADDRS];
+	size_t nlo = 0, k = 0;
+
+	for (size_t j = 0; j < n; j++) {
+		if (if_loopback(want[j].ifindex) && nlo < SOF_ARRAY_SIZE(lo))
+			lo[nlo++] = want[j];
+		else
+			want[k++] = want[j];
+	}
+	memcpy(&want[k], lo, nlo * sizeof(lo[0]));
+}
+
 /* The usable addresses of the served interfaces, in the kernel's order
- * (IPv4 first, then IPv6, each by interface). 0 or -errno. */
+ * (IPv4 first, then IPv6, each by interface), loopback ones last. 0 or
+ * -errno. */
 static int dump_addrs(struct sof_gid_entry *want, size_t cap, size_t *n)
 {
 	struct {
@@ -253,6 +293,8 @@ static int dump_addrs(struct sof_gid_entry *want, size_t cap, size_t *n)
 			err = dump_read(fd, dump_seq, ifx, want, cap, n);
 	}
 	close(fd);
+	if (!err)
+		loopback_last(want, *n);
 	return err;
 }
 

@@ -11,7 +11,9 @@
 #     before the changes gets IBV_EVENT_GID_CHANGE and reads the current
 #     table (ibv_query_gid, _ex, ibv_query_gid_type: RoCEv2);
 #   - `softofed up -i lo` serves only lo; `-i lo,veth0` and `-i lo -i veth0`
-#     serve both, also after veth0 is deleted and created again;
+#     serve both, also after veth0 is deleted and created again; started
+#     with both, veth0's addresses come first and lo's last (lo alone:
+#     index 0 is lo's);
 #     `-i nosuch` fails cleanly; a running daemon is not silently kept
 #     serving other interfaces than asked.
 # Runs in a private network namespace with its own daemon.
@@ -231,16 +233,27 @@ timeout 10 "$SOFTOFED" up -i lo,veth0 >"$OUT" 2>&1 || sof_dump "$OUT"
 await "-i lo,veth0" 1 'ifaces_are "lo veth0" && listed ::ffff:10.77.0.2 && listed ::ffff:10.77.0.3'
 timeout 10 "$SOFTOFED" down >/dev/null 2>&1
 timeout 10 "$SOFTOFED" up -i lo -i veth0 >"$OUT" 2>&1 || sof_dump "$OUT"
-# IPv4 first: lo's, then veth0's two; then the IPv6 ones
-await "-i lo -i veth0" 1 'ifaces_are "lo veth0" && has "0 ::ffff:127.0.0.1" && has "3 ::1" &&
-	listed ::ffff:10.77.0.2 && listed 2001:db8:77::1 && listed fe80::77'
+# veth0's first (IPv4, then IPv6), lo's last: a RoCE NIC has no loopback
+# GID, and libraries take index 0 as the address peers reach them at
+lo_last() {
+	local lo_min other_max
+	lo_min=$(gids | awk '$2 == "::ffff:127.0.0.1" || $2 == "::1" { print $1 }' | sort -n | head -n 1)
+	other_max=$(gids | awk '$2 != "::ffff:127.0.0.1" && $2 != "::1" { print $1 }' | sort -n | tail -n 1)
+	[ -n "$lo_min" ] && [ -n "$other_max" ] && [ "$other_max" -lt "$lo_min" ]
+}
+await "-i lo -i veth0: lo's GIDs last" 1 'ifaces_are "lo veth0" && has "0 ::ffff:10.77.0.2" &&
+	listed ::ffff:10.77.0.3 && listed 2001:db8:77::1 && listed fe80::77 &&
+	listed ::ffff:127.0.0.1 && listed ::1 && lo_last'
+lo4=$(gids | awk '$2 == "::ffff:127.0.0.1" { print $1 }')
+lo6=$(gids | awk '$2 == "::1" { print $1 }')
 ip link del veth0
-await "served interface deleted: its GIDs go" 1 'table_is "0 ::ffff:127.0.0.1" "3 ::1"'
+await "served interface deleted: its GIDs go, lo's keep their index" 1 \
+	'table_is "$lo4 ::ffff:127.0.0.1" "$lo6 ::1"'
 ip link add veth0 type veth peer name veth1
 ip link set veth0 addrgenmode none
 ip link set veth0 up
 ip addr add 10.77.0.4/24 dev veth0
 await "served interface created again: served again" 1 \
-	'table_is "0 ::ffff:127.0.0.1" "1 ::ffff:10.77.0.4" "3 ::1" && ifaces_are "lo veth0"'
+	'table_is "0 ::ffff:10.77.0.4" "$lo4 ::ffff:127.0.0.1" "$lo6 ::1" && ifaces_are "lo veth0"'
 
 sof_exit

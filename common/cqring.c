@@ -4,6 +4,7 @@
  * completes work for a CQ pushes into the same multi-producer ring.
  */
 #include "sof_shm.h"
+#include "sof_util.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -67,6 +68,10 @@ static inline __attribute__((always_inline)) int cq_push(struct sof_cq_shm *shm,
 		return -EINVAL;
 	slot = &ring[t & (size - 1)];
 	memcpy(slot, cqe, offsetof(struct sof_cqe, seq));
+	/* The device clock (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP): read only
+	 * for a CQ that asked, on the header line read above anyway. */
+	if (atomic_load_explicit(&shm->stamp, memory_order_relaxed))
+		slot->timestamp = sof_now_ns();
 	atomic_store_explicit(&slot->seq, t + 1, memory_order_release);
 	/* A CQ without a completion channel is never armed
 	 * (ibv_req_notify_cq fails): no fence, no look at the arm. */

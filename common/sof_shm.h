@@ -140,7 +140,7 @@ struct sof_cqe {
 	uint8_t dlid_path_bits;
 	uint8_t solicited;
 	uint8_t rsvd[2];
-	uint64_t timestamp;
+	uint64_t timestamp;  /* CLOCK_MONOTONIC ns at the push, when shm->stamp */
 	uint8_t rsvd2[8];
 	_Atomic uint32_t seq;
 	uint32_t rsvd3;
@@ -164,6 +164,7 @@ struct sof_cq_shm {
 	_Atomic uint32_t attention;          /* daemon: look at attached QPs */
 	_Atomic uint32_t overflow;           /* a producer found the CQ full */
 	_Atomic uint32_t event_pending;      /* completion events due (one per eventfd token) */
+	_Atomic uint32_t stamp;              /* owner: producers set cqe.timestamp */
 	/* entries at SOF_CQ_RING_OFF, capacity fixed at creation */
 };
 #define SOF_CQ_RING_OFF ((size_t)sizeof(struct sof_cq_shm))

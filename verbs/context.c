@@ -227,6 +227,7 @@ static void set_ops(struct sofv_context *s)
 	v->create_cq_ex = sofv_create_cq_ex;
 	v->create_qp_ex = sofv_create_qp_ex;
 	v->create_srq_ex = sofv_create_srq_ex;
+	sofv_domain_set_ops(s);
 }
 
 SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
@@ -303,6 +304,7 @@ SOFV_EXPORT int ibv_close_device(struct ibv_context *context)
 
 	sofv_engine_ctx_close(s);
 	sofv_exec_ctx_cleanup(s);
+	sofv_domains_free(s);
 	sof_hmap_free(&s->mrs);
 	sof_hmap_free(&s->qps);
 	sof_hmap_free(&s->cqs);
@@ -396,10 +398,17 @@ int sofv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_
 		return EINVAL;
 	memset(&a, 0, sizeof(a));
 	device_attr(to_sctx(ctx), &a.orig_attr);
-	/* Completion timestamps are nanoseconds (poll.c), a 1 GHz clock. */
+	/* Completion timestamps are CLOCK_MONOTONIC nanoseconds, a 1 GHz
+	 * clock (domain.c, cqring.c). */
 	a.completion_timestamp_mask = UINT64_MAX;
 	a.hca_core_clock = 1000000; /* kHz */
 	a.phys_port_cnt_ex = 1;
+	a.max_dm_size = SOFV_MAX_DM_SIZE;
+	/* IBV_QP_RATE_LIMIT is accepted and reported, not enforced (domain.c) */
+	a.packet_pacing_caps.qp_rate_limit_min = SOFV_RATE_LIMIT_MIN;
+	a.packet_pacing_caps.qp_rate_limit_max = SOFV_RATE_LIMIT_MAX;
+	a.packet_pacing_caps.supported_qpts =
+	    1u << IBV_QPT_RC | 1u << IBV_QPT_UC | 1u << IBV_QPT_UD;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	return 0;
 }

@@ -7,6 +7,8 @@
  *
  * A CQ is a memfd segment of SOF_CQ_SEG_SIZE bytes (sof_shm.h) created here
  * and handed to the daemon, which gives it to executors in other processes.
+ * A CQ that asked for completion timestamps sets the segment's stamp flag:
+ * producers then stamp each entry with the device clock (domain.c).
  * A channel is an EFD_SEMAPHORE eventfd: every consumed arm adds one token,
  * and the CQ that fired counts it in event_pending, so ibv_get_cq_event
  * takes exactly one token and one pending event.
@@ -263,8 +265,10 @@ static int cq_check_attr(struct ibv_context *ctx, const struct ibv_cq_init_attr_
 	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	    (a->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))
 		return EOPNOTSUPP;
+	/* as mlx5: the PD of a CQ must be a parent domain */
 	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
-	    (!a->parent_domain || a->parent_domain->context != ctx))
+	    (!a->parent_domain || a->parent_domain->context != ctx ||
+	     !to_spd(a->parent_domain)->parent))
 		return EINVAL;
 	if (a->wc_flags & ~(uint64_t)SUPPORTED_WC_FLAGS)
 		return EOPNOTSUPP;
@@ -276,18 +280,24 @@ struct ibv_cq_ex *sofv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_
 	struct sofv_context *s = to_sctx(ctx);
 	struct sof_create_cq_req req;
 	struct sof_cq_rep rep;
+	struct ibv_pd *pdom = NULL;
 	struct sofv_cq *cq;
 	int fds[2], err;
+	bool custom;
 	void *p;
 
 	err = cq_check_attr(ctx, attr);
 	if (err)
 		goto err_out;
-	cq = calloc(1, sizeof(*cq));
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
+		pdom = attr->parent_domain;
+	cq = sofv_pd_alloc(pdom, sizeof(*cq), SOFV_RES_TYPE_CQ, &custom);
 	if (!cq) {
 		err = ENOMEM;
 		goto err_out;
 	}
+	cq->pdom = pdom;
+	cq->custom_alloc = custom;
 	cq->size = sof_roundup_pow2(attr->cqe);
 	cq->memfd = sof_memfd_create("softofed-cq", SOF_CQ_SEG_SIZE);
 	if (cq->memfd < 0) {
@@ -302,6 +312,9 @@ struct ibv_cq_ex *sofv_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_
 	cq->shm = p;
 	cq->ring = (struct sof_cqe *)((uint8_t *)p + SOF_CQ_RING_OFF);
 	atomic_store(&cq->shm->size, cq->size);
+	if (attr->wc_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+			      IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK))
+		atomic_store(&cq->shm->stamp, 1);
 
 	memset(&req, 0, sizeof(req));
 	req.cqe = cq->size;
@@ -354,7 +367,7 @@ err_unmap:
 err_close:
 	close(cq->memfd);
 err_free:
-	free(cq);
+	sofv_pd_free(pdom, cq, SOFV_RES_TYPE_CQ, custom);
 err_out:
 	errno = err;
 	return NULL;
@@ -514,6 +527,6 @@ SOFV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	pthread_mutex_destroy(&cq->qps_lock);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
-	free(cq);
+	sofv_pd_free(cq->pdom, cq, SOFV_RES_TYPE_CQ, cq->custom_alloc);
 	return 0;
 }

@@ -1,10 +1,10 @@
 /*
  * What libibverbs exports around a kernel device this device does not
  * have: the sysfs helpers (nothing to read), the kernel-ABI marshalling
- * helpers librdmacm links against, and the verbs this device lacks
- * (importing objects from another context, dma-buf memory, ECE, L2
- * resolution), which fail the way rdma-core fails when a provider lacks
- * them.
+ * helpers librdmacm links against, ECE (accepted and reported), and the
+ * verbs this device lacks (importing objects from another context, dma-buf
+ * memory, L2 resolution), which fail the way rdma-core fails when a
+ * provider lacks them.
  */
 #include "sofv.h"
 
@@ -152,18 +152,37 @@ SOFV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct 
 	return EOPNOTSUPP;
 }
 
+/* Enhanced connection establishment, as mlx5 does it: the options are
+ * for this device's vendor and are accepted whole (there is nothing to
+ * negotiate away), so ibv_query_ece reports what was set. The CM does not
+ * carry them to the peer. */
 SOFV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
-	(void)qp;
-	(void)ece;
-	return EOPNOTSUPP;
+	struct sofv_qp *sqp;
+
+	if (!qp || !ece || ece->comp_mask ||
+	    ece->vendor_id != to_sctx(qp->context)->dev.vendor_id)
+		return EINVAL;
+	sqp = to_sqp(qp);
+	pthread_spin_lock(&sqp->sq_lock);
+	sqp->ece_options = ece->options;
+	pthread_spin_unlock(&sqp->sq_lock);
+	return 0;
 }
 
 SOFV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
-	(void)qp;
-	(void)ece;
-	return EOPNOTSUPP;
+	struct sofv_qp *sqp;
+
+	if (!qp || !ece)
+		return EINVAL;
+	sqp = to_sqp(qp);
+	ece->vendor_id = to_sctx(qp->context)->dev.vendor_id;
+	pthread_spin_lock(&sqp->sq_lock);
+	ece->options = sqp->ece_options;
+	pthread_spin_unlock(&sqp->sq_lock);
+	ece->comp_mask = 0;
+	return 0;
 }
 
 /* Objects cannot be shared between contexts through a command fd. */

@@ -57,7 +57,10 @@ SOFV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	if (!ibpd)
 		return EINVAL;
 	pd = to_spd(ibpd);
-	/* AHs live only in the library; the daemon counts everything else. */
+	if (pd->parent)
+		return sofv_dealloc_parent_domain(pd);
+	/* AHs and parent domains live only in the library; the daemon counts
+	 * everything else. */
 	if (atomic_load(&pd->nah))
 		return EBUSY;
 	memset(&req, 0, sizeof(req));

@@ -199,13 +199,6 @@ static void ex_load(struct sofv_cq *cq)
 {
 	cq->ibcq.wr_id = cq->cur.wr_id;
 	cq->ibcq.status = cq->cur.status;
-	if (cq->wc_flags_ex & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
-			       IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		cq->cur.timestamp = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	}
 }
 
 static int ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
@@ -291,9 +284,17 @@ static uint8_t ex_read_dlid_path_bits(struct ibv_cq_ex *c)
 	return ex_to_scq(c)->cur.dlid_path_bits;
 }
 
+/* The device clock when the producer pushed the entry (cqring.c):
+ * CLOCK_MONOTONIC ns, what ibv_query_rt_values_ex reads (domain.c). */
 static uint64_t ex_read_completion_ts(struct ibv_cq_ex *c)
 {
 	return ex_to_scq(c)->cur.timestamp;
+}
+
+/* The same instant on CLOCK_REALTIME. */
+static uint64_t ex_read_completion_wallclock_ns(struct ibv_cq_ex *c)
+{
+	return ex_to_scq(c)->cur.timestamp + sofv_wallclock_offset_ns();
 }
 
 void sofv_cq_ex_init(struct sofv_cq *cq)
@@ -314,5 +315,5 @@ void sofv_cq_ex_init(struct sofv_cq *cq)
 	c->read_sl = ex_read_sl;
 	c->read_dlid_path_bits = ex_read_dlid_path_bits;
 	c->read_completion_ts = ex_read_completion_ts;
-	c->read_completion_wallclock_ns = ex_read_completion_ts;
+	c->read_completion_wallclock_ns = ex_read_completion_wallclock_ns;
 }

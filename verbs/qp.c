@@ -346,6 +346,8 @@ static int check_attr_values(struct sofv_qp *qp, const struct ibv_qp_attr *a, in
 		return EINVAL;
 	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
 		return EINVAL;
+	if ((mask & IBV_QP_RATE_LIMIT) && !sofv_rate_limit_ok(qp->qpx.qp_base.qp_type, a->rate_limit))
+		return EINVAL;
 	if ((mask & IBV_QP_PATH_MIG_STATE) && a->path_mig_state != IBV_MIG_MIGRATED)
 		return EINVAL; /* no alternate path */
 	if (mask & IBV_QP_ALT_PATH)
@@ -402,6 +404,8 @@ static void apply_attr(struct sofv_qp *qp, const struct ibv_qp_attr *a, int mask
 		q->rnr_retry = a->rnr_retry;
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
 		q->en_sqd_async_notify = a->en_sqd_async_notify;
+	if (mask & IBV_QP_RATE_LIMIT)
+		q->rate_limit = a->rate_limit; /* reported; sends are not paced */
 }
 
 /* The daemon's view of the QP after a modify: the attributes as they will

@@ -168,6 +168,11 @@ bool sofv_qp_transition_ok(enum ibv_qp_type t, enum ibv_qp_state cur, enum ibv_q
 	/* SQE exists for UC and UD only (IBA 10.3.1.6). */
 	if (t == IBV_QPT_RC && (cur == IBV_QPS_SQE || next == IBV_QPS_SQE))
 		return false;
+	/* IBV_QP_RATE_LIMIT: optional into RTS from RTR or RTS, as the
+	 * kernel's table has it for the QPs it paces (here UD, UC, RC). */
+	if ((attr_mask & IBV_QP_RATE_LIMIT) && next == IBV_QPS_RTS &&
+	    (cur == IBV_QPS_RTR || cur == IBV_QPS_RTS))
+		attr_mask &= ~IBV_QP_RATE_LIMIT;
 	tr = &trans[cur][next];
 	if (!tr->valid)
 		return false;

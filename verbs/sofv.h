@@ -48,6 +48,15 @@
 #define SOFV_MAX_PKEYS 1
 #define SOFV_DEFAULT_PKEY 0xffff
 #define SOFV_MAX_MSG_SZ (1u << 31)
+/* QP rate limit (IBV_QP_RATE_LIMIT) bounds in kbit/s, reported in
+ * packet_pacing_caps: accepted and reported, sends are not paced. */
+#define SOFV_RATE_LIMIT_MIN 1000u
+#define SOFV_RATE_LIMIT_MAX 100000000u
+/* resource_type passed to a parent domain's allocator for the library's
+ * CQ object (mlx5dv's numbering in the low half, no driver in the high). */
+#define SOFV_RES_TYPE_CQ 5u
+/* Device memory (dm.c): the largest allocation, max_dm_size. */
+#define SOFV_MAX_DM_SIZE (256u * 1024)
 
 /* ---- device and context ------------------------------------------------- */
 
@@ -103,6 +112,10 @@ struct sofv_context {
 	 * transport after posting to a network send ring); -1 until the
 	 * first QP is created. */
 	_Atomic int doorbell;
+
+	/* Parent domains, freed when the context closes (domain.c). */
+	pthread_mutex_t domain_lock;
+	struct sofv_pd *pdoms;
 };
 
 static inline struct sofv_context *to_sctx(struct ibv_context *ctx)
@@ -118,6 +131,16 @@ struct sofv_pd {
 	/* Address handles on this PD (ah.c): they exist only in the library,
 	 * so ibv_dealloc_pd must itself fail with EBUSY while this is not 0. */
 	_Atomic uint32_t nah;
+	/* A parent domain (domain.c): the PD it was made on (whose nah it
+	 * counts in), its thread domain and allocators; NULL parent for a PD. */
+	struct sofv_pd *parent;
+	struct ibv_td *td;
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
+		       uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type);
+	void *pd_context;
+	_Atomic bool dead;            /* deallocated, kept until the context closes */
+	struct sofv_pd *pdom_next;    /* on the context's pdoms, under domain_lock */
 };
 
 static inline struct sofv_pd *to_spd(struct ibv_pd *pd)
@@ -175,6 +198,10 @@ struct sofv_cq {
 	_Atomic uint32_t events_got;  /* completion events handed out (cq.c) */
 	_Atomic uint32_t push_head_cache; /* sof_cq_push by this process */
 	_Atomic uint32_t eng_qps;     /* QPs whose transport runs here (tp_host.c) */
+	/* Created on a parent domain: this object came from its allocator
+	 * when custom_alloc (domain.c). */
+	struct ibv_pd *pdom;
+	bool custom_alloc;
 };
 
 static inline struct sofv_cq *to_scq(struct ibv_cq *cq)
@@ -340,6 +367,10 @@ struct sofv_qp {
 	bool net;
 	/* tp_host.c: the transport of this QP runs in this process */
 	struct sofv_eqp *eng;
+	/* IBV_QP_RATE_LIMIT's burst and packet size (domain.c), under sq_lock;
+	 * the rate itself is attr.rate_limit. ECE options as set (kernel_abi.c). */
+	uint32_t rl_max_burst, rl_typical_pkt;
+	uint32_t ece_options;
 };
 
 static inline struct sofv_qp *to_sqp(struct ibv_qp *qp)
@@ -481,6 +512,22 @@ struct ibv_srq *sofv_create_srq_ex(struct ibv_context *ctx,
 /* Ask the daemon to raise an asynchronous event at the owner of an object
  * (SOF_NOTIFY_*). 0 or -errno. Defined in rpc.c. */
 int sofv_notify(struct sofv_context *ctx, uint32_t kind, uint32_t handle);
+
+/* domain.c: thread and parent domains, the clock, the rate limit. */
+void sofv_domain_set_ops(struct sofv_context *s);
+/* dm.c: device memory */
+void sofv_dm_set_ops(struct sofv_context *s);
+void sofv_domains_free(struct sofv_context *s);
+int sofv_dealloc_parent_domain(struct sofv_pd *pd);
+/* Memory for a library object of type on pd: from the parent domain's
+ * allocator when it has one (*custom = true), else zeroed from calloc.
+ * Free it with sofv_pd_free(pd, p, type, *custom). */
+void *sofv_pd_alloc(struct ibv_pd *pd, size_t size, uint64_t type, bool *custom);
+void sofv_pd_free(struct ibv_pd *pd, void *p, uint64_t type, bool custom);
+/* CLOCK_REALTIME - CLOCK_MONOTONIC now, in ns (wallclock timestamps). */
+uint64_t sofv_wallclock_offset_ns(void);
+/* Whether a QP of type t accepts rate_limit kbit/s (0: no limit). */
+bool sofv_rate_limit_ok(enum ibv_qp_type t, uint32_t kbps);
 
 /* CQ <-> QP attachment for flushing (cq.c). */
 int sofv_cq_attach_qp(struct sofv_cq *cq, struct sofv_qp *qp);

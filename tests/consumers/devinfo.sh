@@ -3,7 +3,9 @@
 # tools see our HCA through `softofed run`.
 #   ibv_devices       lists sof0
 #   ibv_devinfo -v    shows sof0 with its port PORT_ACTIVE, link layer
-#                     Ethernet and the GID table (GID[0])
+#                     Ethernet and the GID table (GID[0]); issue 17's device
+#                     clock (hca_core_clock, timestamp mask) and QP rate
+#                     limit (packet_pacing_caps)
 # Runs in a private network namespace with its own daemon. A missing program
 # is a failure, never a skip.
 #
@@ -56,6 +58,10 @@ if tool devinfo/ibv_devinfo ibv_devinfo -v; then
 	check "devinfo/ibv_devinfo -v: active_mtu 4096" "$out" 'active_mtu:[[:space:]]+4096'
 	check "devinfo/ibv_devinfo -v: GID table" "$out" 'GID\[ *0\]:'
 	check "devinfo/ibv_devinfo -v: IPv4-mapped loopback GID" "$out" 'GID\[ *[0-9]+\]:.*(::ffff:127\.0\.0\.1|0000:0000:0000:0000:0000:ffff:7f00:0001)'
+	# issue 17: the device clock of completion timestamps, the QP rate limit
+	check "devinfo/ibv_devinfo -v: hca_core_clock 1 GHz" "$out" 'hca_core_clock:[[:space:]]+1000000kHZ'
+	check "devinfo/ibv_devinfo -v: completion timestamp_mask" "$out" 'completion timestamp_mask:[[:space:]]+0xffffffffffffffff'
+	check "devinfo/ibv_devinfo -v: packet_pacing_caps" "$out" 'qp_rate_limit_min:[[:space:]]+1000kbps'
 fi
 
 if tool devinfo/ibv_devinfo-d ibv_devinfo -d sof0 -i 1; then

@@ -4,7 +4,8 @@
 # tag_lat/tag_bw/ucp_put_bw with UCX_TLS=rc_verbs,ud_verbs,self, io_demo
 # -q through the rdmacm CM; lib.sh: sof_ucx_*) with the server in host a
 # and the client in host b (network namespaces joined by a veth pair, a
-# daemon in each), RoCEv2 between them, UCX_NET_DEVICES=sof0:1. Judged as
+# daemon in each, serving lo and veth0), RoCEv2 between them,
+# UCX_NET_DEVICES=sof0:1. Judged as
 # there. When a run fails the rest are reported as not run
 # (SOF_HOSTS_KEEP_GOING=1 runs them). Needs root (ip netns). A missing
 # program is a failure.
@@ -13,9 +14,9 @@ set -u
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 sof_init
-# served like a RoCE NIC on veth0: no loopback GID, which UCX (GID index 0)
-# and libfabric (it binds "localhost" first) would otherwise take
-SOF_HOSTS_IFACES=veth0
+# The daemons serve every interface, lo included, as `softofed up` does by
+# default: lo's GIDs come last, so UCX's GID index 0 is veth0's address.
+unset SOF_HOSTS_IFACES
 
 export UCX_NET_DEVICES=sof0:1
 SOF_UCX_PORT=13500

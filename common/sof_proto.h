@@ -53,6 +53,13 @@ enum sof_op {
 	SOF_OP_NET_ENGINE,    /* the caller runs the transport of its RC/UC QPs */
 	SOF_OP_NET_FLOW,      /* sof_net_flow_req: may the caller take a peer's flows? */
 	SOF_OP_REREG_MR,      /* sof_reg_mr_req with key: change a region, keep its key */
+	/* ibv_import_device: on the shared command socket, a record with no
+	 * reply naming a nonce; on the importer's own connection, IMPORT with
+	 * that nonce (-EAGAIN until the daemon has read the record) */
+	SOF_OP_IMPORT_BIND,   /* sof_import_req */
+	SOF_OP_IMPORT,        /* sof_import_req -> sof_hello_rep, fds as HELLO */
+	SOF_OP_QUERY_PD,      /* sof_pd_req: the PD exists (ibv_import_pd) */
+	SOF_OP_QUERY_MR,      /* sof_query_mr_req -> sof_query_mr_rep (ibv_import_mr) */
 	/* the connection manager: sof_cm_proto.h */
 	SOF_OP_CM_CHANNEL,
 	SOF_OP_CM_CREATE_ID,
@@ -83,6 +90,23 @@ struct sof_msg {
 	uint32_t len;     /* bytes of the whole record */
 	int32_t status;   /* reply: 0 or -errno */
 	uint32_t rsvd;
+};
+
+/* ---- importing a context (ibv_import_device) ---------------------------- */
+
+struct sof_import_req {
+	uint8_t nonce[16];
+};
+
+struct sof_query_mr_req {
+	uint32_t key;   /* ibv_mr.handle: the lkey */
+	uint32_t pd;
+};
+
+struct sof_query_mr_rep {
+	uint32_t key;   /* lkey == rkey */
+	uint32_t access;
+	uint64_t addr, length, iova;
 };
 
 /* ---- device identity, returned by HELLO ------------------------------- */

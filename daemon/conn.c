@@ -3,7 +3,8 @@
  *
  * Each connection is a non-blocking SOCK_SEQPACKET socket; one record is one
  * request and gets exactly one reply record, in order, even when it is
- * malformed (then the reply carries only a status). Clients are never
+ * malformed (then the reply carries only a status), but for IMPORT_BIND
+ * (ops_import.c), which has none. Clients are never
  * waited for: a client whose socket cannot take its reply is not reading
  * and is disconnected. A connection ends on EOF, error or hang-up, and
  * everything it owned is released at once (registry.c).
@@ -116,6 +117,7 @@ void sofd_conn_close(struct sofd_conn *c, const char *why)
 	struct sofd_counts before = sofd.n;
 
 	c->dead = true;
+	sofd_import_conn_closed(c);
 	sofd_cm_conn_closed(c);
 	sofd_release_all(c);
 	sof_tp_slot_release(c);
@@ -182,7 +184,7 @@ static int handle_one(struct sofd_conn *c)
 {
 	int fds[SOF_MAX_FDS], nfds = SOF_MAX_FDS, status;
 	struct sofd_rep rp = {.nfds = 0};
-	struct sofd_req rq = {.c = c};
+	struct sofd_req rq = {.c = c->alias ? c->alias : c, .via = c};
 	uint32_t op = 0;
 	ssize_t n;
 
@@ -199,6 +201,14 @@ static int handle_one(struct sofd_conn *c)
 		nfds = 0;
 	} else if ((size_t)n < sizeof(struct sof_msg) || rx.msg.len != (uint64_t)n) {
 		status = -EINVAL;
+	} else if (rx.msg.op == SOF_OP_IMPORT_BIND) {
+		/* the one record without a reply (ops_import.c) */
+		sofd_import_bind(c, rx.bytes + sizeof(struct sof_msg),
+				 (size_t)n - sizeof(struct sof_msg));
+		sof_close_fds(fds, nfds);
+		return 1;
+	} else if (c->orphan) {
+		status = -EIO; /* the context it imported is gone */
 	} else {
 		op = rx.msg.op;
 		rq.op = op;

@@ -810,6 +810,8 @@ static int op_net_engine(struct sofd_req *rq, struct sofd_rep *rp)
 
 	if (rq->c->uid != 0 && rq->c->uid != sofd.uid)
 		return -EPERM;
+	if (rq->via != rq->c)
+		return -EPERM; /* an imported context: the owner's process runs it */
 	slot = sof_tp_slot_take(rq->c, &fd4, &fd6, &cfd, &efd);
 	if (slot < 0)
 		return slot;
@@ -869,6 +871,9 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_NET_FLOW] = {op_net_flow, "NET_FLOW", sizeof(struct sof_net_flow_req), 0, true},
     [SOF_OP_ATTACH_MCAST] = {op_mcast, "ATTACH_MCAST", sizeof(struct sof_mcast_req), 0, true},
     [SOF_OP_DETACH_MCAST] = {op_mcast, "DETACH_MCAST", sizeof(struct sof_mcast_req), 0, true},
+    [SOF_OP_IMPORT] = {sofd_import, "IMPORT", sizeof(struct sof_import_req), 0, false},
+    [SOF_OP_QUERY_PD] = {sofd_query_pd, "QUERY_PD", sizeof(struct sof_pd_req), 0, true},
+    [SOF_OP_QUERY_MR] = {sofd_query_mr, "QUERY_MR", sizeof(struct sof_query_mr_req), 0, true},
 };
 
 /* The request payload, copied to an aligned buffer of the largest request
@@ -889,6 +894,8 @@ int sofd_dispatch(struct sofd_req *rq, struct sofd_rep *rp)
 	rp->data = &rbuf;
 	rp->len = 0;
 	rp->nfds = 0;
+	if (!rq->via)
+		rq->via = rq->c;
 	if (rq->op >= SOF_OP_CM_CHANNEL && rq->op < SOF_OP_MAX) {
 		if (rq->len > sizeof(qbuf))
 			return -EINVAL;

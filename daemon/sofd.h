@@ -96,6 +96,14 @@ struct sofd_conn {
 	uint32_t net_slot;	  /* steering slot of NET_ENGINE, 0: none */
 	struct sof_link pds, mrs, cqs, srqs, qps;
 	struct sof_link link; /* in sofd.conns */
+	/* ibv_import_device (ops_import.c): an importer's connection acts as
+	 * the connection whose command socket it was given (alias; orphan once
+	 * that one closed); a nonce the shared socket announced, not yet
+	 * claimed. */
+	struct sofd_conn *alias;
+	bool orphan;
+	bool import_armed;
+	uint8_t import_nonce[16];
 };
 
 /* ---- objects ---------------------------------------------------------------- */
@@ -268,7 +276,8 @@ void sofd_reap(void);
  * descriptors that came with it. A handler that keeps a descriptor sets its
  * entry to -1; the rest are closed by the caller. */
 struct sofd_req {
-	struct sofd_conn *c;
+	struct sofd_conn *c;   /* whose objects: an importer's alias, else via */
+	struct sofd_conn *via; /* the connection the request came on */
 	uint32_t op;
 	const void *data;
 	size_t len;
@@ -293,6 +302,12 @@ int sofd_dispatch(struct sofd_req *req, struct sofd_rep *rep);
 /* ops_mr.c: REG_MR and REREG_MR (the region keeps its key). 0 or -errno. */
 #define SOF_REG_MR_MIN offsetof(struct sof_reg_mr_req, runs)
 int sofd_reg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep);
+/* ops_import.c: ibv_import_device and the look-ups of ibv_import_pd/_mr */
+void sofd_import_bind(struct sofd_conn *c, const void *data, size_t len);
+int sofd_import(struct sofd_req *rq, struct sofd_rep *rp);
+int sofd_query_pd(struct sofd_req *rq, struct sofd_rep *rp);
+int sofd_query_mr(struct sofd_req *rq, struct sofd_rep *rp);
+void sofd_import_conn_closed(struct sofd_conn *c);
 int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep);
 
 /* ---- registry.c --------------------------------------------------------------- */

@@ -46,13 +46,12 @@ static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* HELLO on a fresh connection. On success *async and *objtab are the
  * descriptors of the reply (owned by the caller). 0 or -errno. */
-static int hello(int sock, struct sof_hello_rep *rep, int *async, int *objtab)
+static int hello_op(int sock, uint32_t op, const void *req, size_t reqlen,
+		    struct sof_hello_rep *rep, int *async, int *objtab)
 {
-	struct sof_hello_req req = {.version = SOF_PROTO_VERSION};
 	int fds[2] = {-1, -1}, nfds = 2, err;
 
-	err = sof_client_rpc(sock, SOF_OP_HELLO, &req, sizeof(req), NULL, 0, rep, sizeof(*rep), fds,
-			    &nfds);
+	err = sof_client_rpc(sock, op, req, reqlen, NULL, 0, rep, sizeof(*rep), fds, &nfds);
 	if (err)
 		return err;
 	if (nfds != 2 || rep->version != SOF_PROTO_VERSION || rep->dev.num_gids > SOF_MAX_GIDS) {
@@ -64,6 +63,13 @@ static int hello(int sock, struct sof_hello_rep *rep, int *async, int *objtab)
 	*async = fds[0];
 	*objtab = fds[1];
 	return 0;
+}
+
+static int hello(int sock, struct sof_hello_rep *rep, int *async, int *objtab)
+{
+	struct sof_hello_req req = {.version = SOF_PROTO_VERSION};
+
+	return hello_op(sock, SOF_OP_HELLO, &req, sizeof(req), rep, async, objtab);
 }
 
 /* Map the object table and the GID page after it, read-only. A daemon
@@ -232,29 +238,51 @@ static void set_ops(struct sofv_context *s)
 
 SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
-	struct sofv_device *d = to_sdev(device);
+	struct sof_hello_req req = {.version = SOF_PROTO_VERSION};
+	struct ibv_context *ctx;
+	int sock;
+
+	if (!to_sdev(device)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	sock = sof_client_connect();
+	if (sock < 0) {
+		errno = -sock;
+		return NULL;
+	}
+	ctx = sofv_context_open(sock, SOF_OP_HELLO, &req, sizeof(req), -1);
+	if (!ctx) {
+		int err = errno;
+
+		close(sock);
+		errno = err;
+	}
+	return ctx;
+}
+
+struct ibv_context *sofv_context_open(int sock, uint32_t op, const void *req, size_t reqlen,
+				      int cmd_fd)
+{
 	struct sof_hello_rep rep;
 	struct sofv_context *s;
 	int async, objtab, err;
 	void *tab;
 
-	if (!d) {
-		errno = EINVAL;
-		return NULL;
-	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->sock = sof_client_connect();
-	if (s->sock < 0) {
-		err = -s->sock;
-		goto err_free;
-	}
-	err = -hello(s->sock, &rep, &async, &objtab);
+	s->sock = sock;
+	s->import_fd = cmd_fd;
+	err = -hello_op(s->sock, op, req, reqlen, &rep, &async, &objtab);
 	if (err)
-		goto err_sock;
+		goto err_free;
+	pthread_mutex_lock(&dev_lock);
+	if (!sofv_dev.ibdev.name[0])
+		fill_device(&sofv_dev, &rep.dev); /* imported before any device list */
+	pthread_mutex_unlock(&dev_lock);
 	tab = map_objtab(objtab);
 	err = errno;
 	close(objtab);
@@ -270,8 +298,8 @@ SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	pthread_rwlock_init(&s->obj_lock, NULL);
 	sofv_exec_ctx_init(s);
 
-	s->vctx.context.device = device;
-	s->vctx.context.cmd_fd = s->sock;
+	s->vctx.context.device = &sofv_dev.ibdev;
+	s->vctx.context.cmd_fd = cmd_fd >= 0 ? cmd_fd : s->sock;
 	s->vctx.context.async_fd = async;
 	s->vctx.context.num_comp_vectors = 1;
 	pthread_mutex_init(&s->vctx.context.mutex, NULL);
@@ -281,18 +309,9 @@ SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 err_async:
 	close(async);
-err_sock:
-	close(s->sock);
 err_free:
 	free(s);
 	errno = err;
-	return NULL;
-}
-
-SOFV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
-{
-	(void)cmd_fd;
-	errno = EOPNOTSUPP;
 	return NULL;
 }
 
@@ -314,6 +333,8 @@ SOFV_EXPORT int ibv_close_device(struct ibv_context *context)
 	if (atomic_load(&s->doorbell) >= 0)
 		close(atomic_load(&s->doorbell));
 	close(s->sock);
+	if (s->import_fd >= 0)
+		close(s->import_fd);
 	pthread_mutex_destroy(&context->mutex);
 	pthread_rwlock_destroy(&s->obj_lock);
 	pthread_mutex_destroy(&s->rpc_lock);

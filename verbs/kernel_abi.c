@@ -2,8 +2,8 @@
  * What libibverbs exports around a kernel device this device does not
  * have: the sysfs helpers (nothing to read), the kernel-ABI marshalling
  * helpers librdmacm links against, ECE (accepted and reported), and the
- * verbs this device lacks (importing objects from another context, dma-buf
- * memory, L2 resolution), which fail the way rdma-core fails when a
+ * verbs this device lacks (importing device memory, dma-buf memory, L2
+ * resolution), which fail the way rdma-core fails when a
  * provider lacks them.
  */
 #include "sofv.h"
@@ -185,27 +185,7 @@ SOFV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	return 0;
 }
 
-/* Objects cannot be shared between contexts through a command fd. */
-SOFV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
-{
-	(void)context;
-	(void)pd_handle;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-SOFV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd) { (void)pd; }
-
-SOFV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-	(void)pd;
-	(void)mr_handle;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-SOFV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr) { (void)mr; }
-
+/* Device memory is a mapping of its process (dm.c): nothing to import. */
 SOFV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
 {
 	(void)context;

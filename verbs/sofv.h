@@ -113,6 +113,10 @@ struct sofv_context {
 	 * first QP is created. */
 	_Atomic int doorbell;
 
+	/* An imported context (import.c): its copy of the shared command
+	 * socket, kept open while the context lives; -1 otherwise. */
+	int import_fd;
+
 	/* Parent domains, freed when the context closes (domain.c). */
 	pthread_mutex_t domain_lock;
 	struct sofv_pd *pdoms;
@@ -512,6 +516,12 @@ struct ibv_srq *sofv_create_srq_ex(struct ibv_context *ctx,
 /* Ask the daemon to raise an asynchronous event at the owner of an object
  * (SOF_NOTIFY_*). 0 or -errno. Defined in rpc.c. */
 int sofv_notify(struct sofv_context *ctx, uint32_t kind, uint32_t handle);
+
+/* context.c: a context on daemon connection sock (not taken on failure),
+ * introduced by op (HELLO, or IMPORT); cmd_fd: an imported context's
+ * command socket, or -1. NULL with errno on failure. */
+struct ibv_context *sofv_context_open(int sock, uint32_t op, const void *req, size_t reqlen,
+				      int cmd_fd);
 
 /* domain.c: thread and parent domains, the clock, the rate limit. */
 void sofv_domain_set_ops(struct sofv_context *s);

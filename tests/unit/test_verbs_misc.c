@@ -7,7 +7,10 @@
  * on the parent domain moving data as on its PD; EBUSY while in use); the
  * QP rate limit (accepted, reported, bounds); ECE set and query; device
  * memory (copy round trip, bounds, a zero-based DM MR as local SGE and as
- * the target of RDMA WRITE and READ from another process).
+ * the target of RDMA WRITE and READ from another process); importing a
+ * context whose command fd came by SCM_RIGHTS (the same PD and MR handles,
+ * keys and range; QPs on the imported PD reading and writing the owner's
+ * MR; the owner's own requests undisturbed).
  *
  * Needs a running daemon (tests/run.sh starts one per test program).
  */
@@ -15,6 +18,7 @@
 #include <infiniband/verbs.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -622,6 +626,183 @@ TEST(device_memory)
 	ibv_close_device(c);
 }
 
+struct imp_msg {
+	uint32_t pd, mr, lkey, rkey;
+	uint64_t addr, length;
+};
+
+static int send_fd(int sock, int fd)
+{
+	char c = 'f';
+	struct iovec iov = {&c, 1};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	memset(&u, 0, sizeof(u));
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &mh, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+	char c;
+	struct iovec iov = {&c, 1};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *cm;
+	int fd = -1;
+
+	if (recvmsg(sock, &mh, 0) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_type == SCM_RIGHTS)
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/* The importer: checks what it sees of the owner's PD and MR, then with two
+ * QPs of its own on the imported PD READs the owner's MR and WRITEs its
+ * bytes reversed back into it. Exit status: 0, or the step that failed. */
+static int import_child(int sock)
+{
+	struct ibv_context *c;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct imp_msg m;
+	struct end a, b;
+	struct ibv_wc wc;
+	int fd, done = 0;
+
+	fd = recv_fd(sock);
+	if (fd < 0 || read(sock, &m, sizeof(m)) != sizeof(m))
+		return 10;
+	if (ibv_import_device(-1) || errno != EINVAL)
+		return 11;
+	if (ibv_import_device(sock) || errno != EINVAL) /* not the daemon's */
+		return 12;
+	c = ibv_import_device(fd);
+	if (!c)
+		return 13;
+	close(fd); /* the context keeps its own copy */
+	if (ibv_import_pd(c, 0) || errno != EINVAL) /* handles start at 1 */
+		return 14;
+	pd = ibv_import_pd(c, m.pd);
+	if (!pd || pd->handle != m.pd || pd->context != c)
+		return 15;
+	mr = ibv_import_mr(pd, m.mr);
+	if (!mr || mr->handle != m.mr || mr->lkey != m.lkey || mr->rkey != m.rkey ||
+	    (uintptr_t)mr->addr != m.addr || mr->length != m.length || mr->pd != pd)
+		return 16;
+	cq = ibv_create_cq(c, 16, NULL, NULL, 0);
+	if (!cq)
+		return 17;
+	end_init(&a, c, pd, cq);
+	end_init(&b, c, pd, cq);
+	to_rts(a.qp, b.qp->qp_num);
+	to_rts(b.qp, a.qp->qp_num);
+	for (int op = 0; op < 2; op++) {
+		struct ibv_sge sg = {(uintptr_t)a.buf, 4096, a.mr->lkey};
+		struct ibv_send_wr wr, *bad;
+
+		if (op)
+			for (int i = 0; i < 4096; i++)
+				a.buf[i] = (uint8_t)~a.buf[i];
+		memset(&wr, 0, sizeof(wr));
+		wr.sg_list = &sg;
+		wr.num_sge = 1;
+		wr.opcode = op ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+		wr.wr.rdma.remote_addr = m.addr;
+		wr.wr.rdma.rkey = mr->rkey;
+		if (ibv_post_send(a.qp, &wr, &bad))
+			return 18;
+		for (int n = 0; ibv_poll_cq(cq, 1, &wc) == 0; n++) {
+			if (n > 100000)
+				return 19;
+			usleep(10);
+		}
+		if (wc.status != IBV_WC_SUCCESS)
+			return 20;
+		if (!op)
+			for (int i = 0; i < 4096; i++)
+				if (a.buf[i] != (uint8_t)(i * 5 + 1))
+					return 21;
+	}
+	end_fini(&a);
+	end_fini(&b);
+	ibv_destroy_cq(cq);
+	ibv_unimport_mr(mr);
+	ibv_unimport_pd(pd);
+	ibv_close_device(c);
+	if (write(sock, &done, sizeof(done)) != sizeof(done))
+		return 22;
+	return 0;
+}
+
+TEST(import_over_scm_rights)
+{
+	struct ibv_context *c;
+	struct ibv_pd *pd, *pd2;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct imp_msg m;
+	int sv[2], st, done = -1;
+	pid_t pid;
+
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork(); /* before the context: the child gets its fd only by SCM_RIGHTS */
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		_exit(import_child(sv[1]));
+	}
+	close(sv[1]);
+	c = test_open_dev();
+	pd = ibv_alloc_pd(c);
+	buf = aligned_alloc(4096, 4096);
+	CHECK(pd && buf);
+	for (int i = 0; i < 4096; i++)
+		buf[i] = (uint8_t)(i * 5 + 1);
+	mr = ibv_reg_mr(pd, buf, 4096,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(mr != NULL);
+	m = (struct imp_msg){pd->handle, mr->handle, mr->lkey, mr->rkey, (uintptr_t)mr->addr,
+			     mr->length};
+	CHECK_EQ(send_fd(sv[0], c->cmd_fd), 0);
+	CHECK_EQ(write(sv[0], &m, sizeof(m)), sizeof(m));
+	/* the owner keeps using its context meanwhile */
+	for (int i = 0; i < 200; i++) {
+		pd2 = ibv_alloc_pd(c);
+		CHECK(pd2 != NULL);
+		CHECK_EQ(ibv_dealloc_pd(pd2), 0);
+	}
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+	CHECK_EQ(read(sv[0], &done, sizeof(done)), sizeof(done));
+	CHECK_EQ(done, 0);
+	/* what the importer wrote through the imported MR's key */
+	for (int i = 0; i < 4096; i++)
+		CHECK_EQ(buf[i], (uint8_t)~(uint8_t)(i * 5 + 1));
+	close(sv[0]);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0);
+	free(buf);
+	ibv_close_device(c);
+}
+
 int main(void)
 {
 	struct ibv_context *c = test_open_dev();
@@ -638,5 +819,6 @@ int main(void)
 	RUN(qp_rate_limit);
 	RUN(ece);
 	RUN(device_memory);
+	RUN(import_over_scm_rights);
 	return test_summary();
 }

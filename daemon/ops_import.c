@@ -29,10 +29,7 @@ static union {
 	struct sof_query_mr_rep mr;
 } ibuf;
 
-static struct sofd_conn *root(struct sofd_conn *c)
-{
-	return c->alias ? c->alias : c;
-}
+static struct sofd_conn *root(struct sofd_conn *c) { return c->alias ? c->alias : c; }
 
 /* The IMPORT_BIND record, read on c: remember its nonce. Malformed ones
  * are dropped (the record has no reply to carry an error). */

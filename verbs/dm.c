@@ -24,8 +24,8 @@
 struct sofv_dm {
 	struct ibv_dm ibdm;
 	uint8_t *base;
-	size_t length;  /* as asked */
-	size_t maplen;  /* rounded up to pages */
+	size_t length; /* as asked */
+	size_t maplen; /* rounded up to pages */
 };
 
 static struct sofv_dm *to_sdm(struct ibv_dm *dm)
@@ -117,8 +117,8 @@ static int free_dm(struct ibv_dm *ibdm)
 	return 0;
 }
 
-static struct ibv_mr *reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm, uint64_t off,
-				size_t length, unsigned int access)
+static struct ibv_mr *reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm, uint64_t off, size_t length,
+				unsigned int access)
 {
 	struct sofv_dm *dm = to_sdm(ibdm);
 	struct ibv_mr *mr;

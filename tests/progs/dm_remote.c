@@ -25,10 +25,7 @@ struct opts {
 	uint32_t len;
 };
 
-static uint8_t pat(uint32_t i, uint32_t seed)
-{
-	return (uint8_t)((i * 2654435761u + seed) >> 13);
-}
+static uint8_t pat(uint32_t i, uint32_t seed) { return (uint8_t)((i * 2654435761u + seed) >> 13); }
 
 static void parse(int argc, char **argv, struct opts *o)
 {
@@ -55,8 +52,8 @@ static void parse(int argc, char **argv, struct opts *o)
 }
 
 /* One RDMA op of len bytes between buf and the peer's offset off. */
-static void rdma(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, void *buf,
-		 uint32_t len, enum ibv_wr_opcode op, const struct hp_info *peer, uint64_t off)
+static void rdma(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, void *buf, uint32_t len,
+		 enum ibv_wr_opcode op, const struct hp_info *peer, uint64_t off)
 {
 	struct ibv_sge sg = {(uintptr_t)buf, len, mr->lkey};
 	struct ibv_send_wr wr, *bad;

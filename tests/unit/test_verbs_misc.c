@@ -29,15 +29,14 @@ static union ibv_gid gid0;
 
 struct end {
 	struct ibv_context *ctx;
-	struct ibv_pd *pd;   /* the PD, or a parent domain */
+	struct ibv_pd *pd; /* the PD, or a parent domain */
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	struct ibv_qp *qp;
 	uint8_t *buf;
 };
 
-static void end_init(struct end *e, struct ibv_context *ctx, struct ibv_pd *pd,
-		     struct ibv_cq *cq)
+static void end_init(struct end *e, struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq)
 {
 	struct ibv_qp_init_attr ia;
 
@@ -47,8 +46,9 @@ static void end_init(struct end *e, struct ibv_context *ctx, struct ibv_pd *pd,
 	e->buf = aligned_alloc(4096, 8192);
 	CHECK(e->buf != NULL);
 	memset(e->buf, 0, 8192);
-	e->mr = ibv_reg_mr(pd, e->buf, 8192,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	e->mr =
+	    ibv_reg_mr(pd, e->buf, 8192,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	CHECK(e->mr != NULL);
 	memset(&ia, 0, sizeof(ia));
 	ia.send_cq = cq;
@@ -168,7 +168,7 @@ TEST(cq_resize_shrink_keeps_entries)
 	for (i = 10; i < 12; i++)
 		CHECK_EQ(post_write(&a, &b, 100 + (uint64_t)i, 0, 8), 0);
 	CHECK_EQ(ibv_resize_cq(cq, 8), EINVAL); /* 12 outstanding */
-	CHECK_EQ(ibv_resize_cq(cq, 12), 0);      /* shrink: they all fit */
+	CHECK_EQ(ibv_resize_cq(cq, 12), 0);	/* shrink: they all fit */
 	CHECK(cq->cqe >= 12 && cq->cqe < 1024);
 	n = ibv_poll_cq(cq, 32, wc);
 	CHECK_EQ(n, 12);
@@ -317,7 +317,8 @@ TEST(parent_domain)
 	memset(&pa, 0, sizeof(pa));
 	pa.pd = pd;
 	pa.td = td;
-	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+	pa.comp_mask =
+	    IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
 	pa.alloc = my_alloc;
 	pa.free = my_free;
 	pa.pd_context = &ctx_cookie;
@@ -639,7 +640,9 @@ static int send_fd(int sock, int fd)
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
 			    .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 
@@ -659,7 +662,9 @@ static int recv_fd(int sock)
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
 			    .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *cm;
 	int fd = -1;
@@ -696,7 +701,7 @@ static int import_child(int sock)
 	c = ibv_import_device(fd);
 	if (!c)
 		return 13;
-	close(fd); /* the context keeps its own copy */
+	close(fd);				    /* the context keeps its own copy */
 	if (ibv_import_pd(c, 0) || errno != EINVAL) /* handles start at 1 */
 		return 14;
 	pd = ibv_import_pd(c, m.pd);
@@ -778,8 +783,8 @@ TEST(import_over_scm_rights)
 	mr = ibv_reg_mr(pd, buf, 4096,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
 	CHECK(mr != NULL);
-	m = (struct imp_msg){pd->handle, mr->handle, mr->lkey, mr->rkey, (uintptr_t)mr->addr,
-			     mr->length};
+	m = (struct imp_msg){pd->handle, mr->handle,	      mr->lkey,
+			     mr->rkey,	 (uintptr_t)mr->addr, mr->length};
 	CHECK_EQ(send_fd(sv[0], c->cmd_fd), 0);
 	CHECK_EQ(write(sv[0], &m, sizeof(m)), sizeof(m));
 	/* the owner keeps using its context meanwhile */
@@ -795,7 +800,7 @@ TEST(import_over_scm_rights)
 	CHECK_EQ(done, 0);
 	/* what the importer wrote through the imported MR's key */
 	for (int i = 0; i < 4096; i++)
-		CHECK_EQ(buf[i], (uint8_t)~(uint8_t)(i * 5 + 1));
+		CHECK_EQ(buf[i], (uint8_t) ~(uint8_t)(i * 5 + 1));
 	close(sv[0]);
 	CHECK_EQ(ibv_dereg_mr(mr), 0);
 	CHECK_EQ(ibv_dealloc_pd(pd), 0);

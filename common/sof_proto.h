@@ -269,6 +269,7 @@ struct sof_modify_qp_req {
 	uint8_t max_dest_rd_atomic;
 	uint16_t pkey_index;
 	uint32_t engine;          /* 1: the caller would run its transport (NET_ENGINE) */
+	uint32_t rate_limit;      /* kbit/s the requester may send, 0: no limit */
 };
 struct sof_modify_qp_rep {
 	uint32_t net;             /* 1: sends go to the network send ring */

@@ -95,6 +95,7 @@ static void tqp_reset(struct sof_tqp *t)
 	t->send_off = 0;
 	t->rd_out = 0;
 	t->timer_ns = t->rnr_ns = t->probe_ns = 0;
+	t->pace_ns = t->pace_wait_ns = 0;
 	t->nak_sent = t->ack_pending = false;
 	t->msn = 0;
 	tp_resp_ooo_clear(t);
@@ -143,6 +144,7 @@ int tp_qp_modify(struct tp_qp *qp, const struct sof_modify_qp_req *req, bool *ne
 	t->min_rnr_timer = req->min_rnr_timer;
 	t->max_rd_atomic = req->max_rd_atomic;
 	t->max_dest_rd_atomic = req->max_dest_rd_atomic;
+	t->rate_kbps = req->rate_limit;
 	if (m & IBV_QP_RQ_PSN) {
 		t->epsn = req->rq_psn & ROCE_PSN_MASK;
 		tp_resp_ooo_clear(t);

@@ -319,6 +319,42 @@ void tp_req_arm(struct sof_tqp *t)
 	tp_timer_watch(t);
 }
 
+/* Bytes a packet occupies on the wire beyond its payload: Ethernet with
+ * preamble and gap, IPv4, UDP, BTH, the largest extended header, ICRC. */
+#define PACE_OVERHEAD 96u
+
+/* IBV_QP_RATE_LIMIT: whether the next packet may leave now; if not, the
+ * timer resumes the send loop when it may. */
+static bool pace_ok(struct sof_tqp *t)
+{
+	uint64_t now = sof_now_ns();
+
+	if (now >= t->pace_ns)
+		return true;
+	t->pace_wait_ns = t->pace_ns;
+	tp_timer_watch(t);
+	return false;
+}
+
+/* A packet of payload bytes leaves: the next one waits its time at the
+ * rate (kbit/s: 8e6 / rate ns per byte). Time the send loop lost waking
+ * late is made up by up to PACE_BURST full packets sent back to back, so
+ * the rate holds however coarse the timer is. */
+#define PACE_BURST 8u
+
+static void pace_charge(struct sof_tqp *t, uint64_t payload)
+{
+	uint64_t now, ns, burst, from;
+
+	if (!t->rate_kbps)
+		return;
+	now = sof_now_ns();
+	ns = (payload + PACE_OVERHEAD) * 8000000ull / t->rate_kbps;
+	burst = (uint64_t)PACE_BURST * (t->mtu + PACE_OVERHEAD) * 8000000ull / t->rate_kbps;
+	from = now > burst ? now - burst : 0;
+	t->pace_ns = (t->pace_ns > from ? t->pace_ns : from) + ns;
+}
+
 void tp_req_progress(struct sof_tqp *t)
 {
 	struct tp_qp *qp = t->qp;
@@ -363,6 +399,9 @@ void tp_req_progress(struct sof_tqp *t)
 		struct tp_swqe *w = &t->wq[t->wq_send & (qp->sq_size - 1)];
 		int r;
 
+		if (t->rate_kbps && !pace_ok(t))
+			break;
+
 		/* malformed or too long: fails in order */
 		if (w->opcode == UINT32_MAX || w->opcode == OP_TOO_LONG) {
 			if (t->wq_head != t->wq_send)
@@ -375,6 +414,7 @@ void tp_req_progress(struct sof_tqp *t)
 
 		if (qp->type == IBV_QPT_UD) {
 			t->wq_send++;
+			pace_charge(t, w->len);
 			send_ud(t, w);
 			if (t->state == IBV_QPS_ERR)
 				return;
@@ -406,12 +446,17 @@ void tp_req_progress(struct sof_tqp *t)
 				t->rd_out++;
 		}
 		if (w->opcode == IBV_WR_RDMA_READ) {
+			pace_charge(t, 0);
 			send_read(t, w);
 			r = 1;
 		} else if (sof_wr_is_rd_atomic(w->opcode)) {
+			pace_charge(t, 0);
 			send_atomic(t, w);
 			r = 1;
 		} else {
+			uint64_t left = w->len - t->send_off;
+
+			pace_charge(t, left > t->mtu ? t->mtu : left);
 			r = send_segment(t, w);
 		}
 		if (r == -EACCES) {
@@ -501,6 +546,10 @@ void tp_req_rewind(struct sof_tqp *t, uint32_t psn)
 
 void tp_req_timer(struct sof_tqp *t, uint64_t now)
 {
+	if (t->pace_wait_ns && now >= t->pace_wait_ns) {
+		t->pace_wait_ns = 0;
+		tp_req_progress(t);
+	}
 	if (t->rnr_ns && now >= t->rnr_ns) {
 		t->rnr_ns = 0;
 		tp_req_rewind(t, t->una_psn);

@@ -1,6 +1,6 @@
 /*
  * The transport timers: one timerfd serves every QP's retransmission,
- * early go-back and RNR deadlines (requester.c sets them). QPs with a
+ * early go-back, RNR and rate-limit deadlines (requester.c sets them). QPs with a
  * deadline are on tp.timers; the timer is armed for the earliest.
  */
 #include "tport.h"
@@ -27,7 +27,7 @@ void tp_timer_update(void)
 		struct sof_tqp *t = sof_container_of(l, struct sof_tqp, timer_link);
 
 		lnext = l->next;
-		if (!t->timer_ns && !t->rnr_ns && !t->probe_ns) {
+		if (!t->timer_ns && !t->rnr_ns && !t->probe_ns && !t->pace_wait_ns) {
 			sof_list_del(&t->timer_link);
 			continue;
 		}
@@ -37,6 +37,8 @@ void tp_timer_update(void)
 			next = t->probe_ns;
 		if (t->rnr_ns && t->rnr_ns < next)
 			next = t->rnr_ns;
+		if (t->pace_wait_ns && t->pace_wait_ns < next)
+			next = t->pace_wait_ns;
 	}
 	/* Lazily: a timer armed for an earlier time stays (it fires early,
 	 * finds nothing due and is armed again), and one no longer needed is

@@ -128,6 +128,11 @@ struct sof_tqp {
 	uint64_t timer_ns; /* retransmission deadline, 0: not armed */
 	uint64_t rnr_ns;   /* RNR wait: no sending before this, 0: none */
 	uint64_t probe_ns; /* early go-back when no ACK came by then, 0: none */
+	/* IBV_QP_RATE_LIMIT (requester.c): a token bucket, the next packet
+	 * no earlier than pace_ns; pace_wait_ns the timer that resumes the
+	 * send loop, 0: none */
+	uint32_t rate_kbps;
+	uint64_t pace_ns, pace_wait_ns;
 	uint32_t una_psn;  /* oldest PSN not acknowledged */
 	uint32_t max_psn;  /* the PSN after the highest ever sent */
 	/* Congestion window (packets in flight), AIMD as TCP's: go-back-N

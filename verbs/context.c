@@ -425,7 +425,7 @@ int sofv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_
 	a.hca_core_clock = 1000000; /* kHz */
 	a.phys_port_cnt_ex = 1;
 	a.max_dm_size = SOFV_MAX_DM_SIZE;
-	/* IBV_QP_RATE_LIMIT is accepted and reported, not enforced (domain.c) */
+	/* IBV_QP_RATE_LIMIT: packets to other hosts are paced (domain.c) */
 	a.packet_pacing_caps.qp_rate_limit_min = SOFV_RATE_LIMIT_MIN;
 	a.packet_pacing_caps.qp_rate_limit_max = SOFV_RATE_LIMIT_MAX;
 	a.packet_pacing_caps.supported_qpts =

@@ -196,17 +196,25 @@ bool sofv_rate_limit_ok(enum ibv_qp_type t, uint32_t kbps)
 	return !kbps || (kbps >= SOFV_RATE_LIMIT_MIN && kbps <= SOFV_RATE_LIMIT_MAX);
 }
 
-/* Accepted and reported (ibv_query_qp's rate_limit); sends are not paced. */
+/* RTS to RTS with IBV_QP_RATE_LIMIT (the kernel's rule for this verb):
+ * the transport paces the QP's packets to other hosts (requester.c);
+ * same-host work is a memory copy and is not paced. */
 static int modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *attr)
 {
-	struct sofv_qp *qp = sof_container_of(ibqp, struct sofv_qp, qpx.qp_base);
+	struct sofv_qp *qp = to_sqp(ibqp);
+	struct ibv_qp_attr a;
+	int err;
 
 	if (!attr || attr->comp_mask || !sofv_rate_limit_ok(ibqp->qp_type, attr->rate_limit))
 		return EINVAL;
 	if (ibqp->state != IBV_QPS_RTS)
-		return EINVAL; /* as the kernel: RTS to RTS only */
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	a.rate_limit = attr->rate_limit;
+	err = ibv_modify_qp(ibqp, &a, IBV_QP_RATE_LIMIT);
+	if (err)
+		return err;
 	pthread_spin_lock(&qp->sq_lock);
-	qp->attr.rate_limit = attr->rate_limit;
 	qp->rl_max_burst = attr->max_burst_sz;
 	qp->rl_typical_pkt = attr->typical_pkt_sz;
 	pthread_spin_unlock(&qp->sq_lock);

@@ -405,7 +405,7 @@ static void apply_attr(struct sofv_qp *qp, const struct ibv_qp_attr *a, int mask
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
 		q->en_sqd_async_notify = a->en_sqd_async_notify;
 	if (mask & IBV_QP_RATE_LIMIT)
-		q->rate_limit = a->rate_limit; /* reported; sends are not paced */
+		q->rate_limit = a->rate_limit; /* the transport paces (requester.c) */
 }
 
 /* The daemon's view of the QP after a modify: the attributes as they will
@@ -471,6 +471,7 @@ static void modify_req(const struct sofv_qp *qp, const struct ibv_qp_attr *attr,
 	req->max_rd_atomic = a.max_rd_atomic;
 	req->max_dest_rd_atomic = a.max_dest_rd_atomic;
 	req->pkey_index = a.pkey_index;
+	req->rate_limit = (attr_mask & IBV_QP_RATE_LIMIT) ? attr->rate_limit : a.rate_limit;
 }
 
 /* IBA 10.3.1: RESET discards every WQE without completing it and returns

@@ -49,7 +49,7 @@
 #define SOFV_DEFAULT_PKEY 0xffff
 #define SOFV_MAX_MSG_SZ (1u << 31)
 /* QP rate limit (IBV_QP_RATE_LIMIT) bounds in kbit/s, reported in
- * packet_pacing_caps: accepted and reported, sends are not paced. */
+ * packet_pacing_caps; the transport paces packets to other hosts. */
 #define SOFV_RATE_LIMIT_MIN 1000u
 #define SOFV_RATE_LIMIT_MAX 100000000u
 /* resource_type passed to a parent domain's allocator for the library's

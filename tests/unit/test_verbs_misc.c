@@ -5,7 +5,8 @@
  * device clock of ibv_query_device_ex; thread and parent domains with
  * custom allocators (the library's CQ object taken from them; QP, CQ, MR
  * on the parent domain moving data as on its PD; EBUSY while in use); the
- * QP rate limit (accepted, reported, bounds); ECE set and query; device
+ * QP rate limit (bounds, states, reported; its pacing: tests/hosts/ratelimit.sh);
+ * ECE set and query; device
  * memory (copy round trip, bounds, a zero-based DM MR as local SGE and as
  * the target of RDMA WRITE and READ from another process); importing a
  * context whose command fd came by SCM_RIGHTS (the same PD and MR handles,

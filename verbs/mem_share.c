@@ -28,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -96,6 +98,8 @@ struct map_ent {
 	int prot;
 	bool shared;
 	ino_t ino;
+	uint64_t off; /* file offset of start */
+	bool anon;    /* no file: pages never touched read as zero */
 	bool special; /* [vdso], [vvar], [vsyscall]: never movable */
 };
 
@@ -104,14 +108,100 @@ struct map_list {
 	int n, cap;
 };
 
-/* Read the mappings that intersect [lo, hi). 0 or -errno. */
-static int maps_read(uintptr_t lo, uintptr_t hi, struct map_list *ml)
+static int ml_add(struct map_list *ml, const struct map_ent *m)
+{
+	if (ml->n == ml->cap) {
+		int ncap = ml->cap ? ml->cap * 2 : 8;
+		struct map_ent *ne = realloc(ml->e, sizeof(*ne) * (size_t)ncap);
+
+		if (!ne)
+			return -ENOMEM;
+		ml->e = ne;
+		ml->cap = ncap;
+	}
+	ml->e[ml->n++] = *m;
+	return 0;
+}
+
+static bool name_special(const char *path)
+{
+	return !strncmp(path, "[vvar", 5) || !strncmp(path, "[vdso", 5) ||
+	       !strncmp(path, "[vsyscall", 9);
+}
+
+/*
+ * PROCMAP_QUERY (Linux 6.11, ioctl on /proc/self/maps): the mapping at or
+ * after an address, one call per mapping, without formatting and parsing
+ * the whole text of the file. The layout is the kernel's uapi
+ * (linux/fs.h), which Debian 12's headers predate.
+ */
+struct pm_query {
+	uint64_t size, query_flags, query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define PM_QUERY _IOWR('f', 17, struct pm_query)
+#define PM_COVERING_OR_NEXT 0x10
+#define PM_VMA_READABLE 0x1
+#define PM_VMA_WRITABLE 0x2
+#define PM_VMA_EXECUTABLE 0x4
+#define PM_VMA_SHARED 0x8
+
+static int maps_fd = -1; /* /proc/self/maps, kept open; under mem_lock */
+
+/* maps_read by PROCMAP_QUERY. -ENOTTY when the kernel lacks it. */
+static int maps_query(uintptr_t lo, uintptr_t hi, struct map_list *ml)
+{
+	uintptr_t cur = lo;
+	char name[4096];
+
+	if (maps_fd < 0) {
+		maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		if (maps_fd < 0)
+			return -errno;
+	}
+	while (cur < hi) {
+		struct pm_query q = {.size = sizeof(q),
+				     .query_flags = PM_COVERING_OR_NEXT,
+				     .query_addr = cur,
+				     .vma_name_size = sizeof(name),
+				     .vma_name_addr = (uintptr_t)name};
+		struct map_ent m;
+		int err;
+
+		name[0] = 0;
+		if (ioctl(maps_fd, PM_QUERY, &q)) {
+			if (errno == ENOENT)
+				break;
+			return -errno;
+		}
+		if (q.vma_start >= hi)
+			break;
+		m.start = q.vma_start;
+		m.end = q.vma_end;
+		m.prot = (q.vma_flags & PM_VMA_READABLE ? PROT_READ : 0) |
+			 (q.vma_flags & PM_VMA_WRITABLE ? PROT_WRITE : 0) |
+			 (q.vma_flags & PM_VMA_EXECUTABLE ? PROT_EXEC : 0);
+		m.shared = q.vma_flags & PM_VMA_SHARED;
+		m.ino = (ino_t)q.inode;
+		m.off = q.vma_offset;
+		m.anon = !q.inode && !q.dev_major && !q.dev_minor;
+		m.special = q.vma_name_size && name_special(name);
+		err = ml_add(ml, &m);
+		if (err)
+			return err;
+		cur = q.vma_end;
+	}
+	return 0;
+}
+
+/* maps_read from the text of /proc/self/maps (kernels before 6.11). */
+static int maps_parse(uintptr_t lo, uintptr_t hi, struct map_list *ml)
 {
 	char line[512];
 	FILE *f = fopen("/proc/self/maps", "re");
 
-	ml->e = NULL;
-	ml->n = ml->cap = 0;
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
@@ -135,24 +225,36 @@ static int maps_read(uintptr_t lo, uintptr_t hi, struct map_list *ml)
 			 (perms[2] == 'x' ? PROT_EXEC : 0);
 		m.shared = perms[3] == 's';
 		m.ino = (ino_t)ino;
-		m.special = !strncmp(path, "[vvar", 5) || !strncmp(path, "[vdso", 5) ||
-			    !strncmp(path, "[vsyscall", 9);
-		if (ml->n == ml->cap) {
-			int ncap = ml->cap ? ml->cap * 2 : 8;
-			struct map_ent *ne = realloc(ml->e, sizeof(*ne) * (size_t)ncap);
-
-			if (!ne) {
-				fclose(f);
-				free(ml->e);
-				return -ENOMEM;
-			}
-			ml->e = ne;
-			ml->cap = ncap;
+		m.off = off;
+		m.anon = !ino && !maj && !min;
+		m.special = name_special(path);
+		if (ml_add(ml, &m)) {
+			fclose(f);
+			return -ENOMEM;
 		}
-		ml->e[ml->n++] = m;
 	}
 	fclose(f);
 	return 0;
+}
+
+/* Read the mappings that intersect [lo, hi). 0 or -errno. Caller holds
+ * mem_lock (or is the child after fork). */
+static int maps_read(uintptr_t lo, uintptr_t hi, struct map_list *ml)
+{
+	int err;
+
+	ml->e = NULL;
+	ml->n = ml->cap = 0;
+	err = maps_query(lo, hi, ml);
+	if (err == -ENOTTY || err == -EINVAL) {
+		ml->n = 0;
+		err = maps_parse(lo, hi, ml);
+	}
+	if (err) {
+		free(ml->e);
+		ml->e = NULL;
+	}
+	return err;
 }
 
 /* ---- moving pages ----------------------------------------------------------------- */
@@ -162,6 +264,7 @@ struct move_job {
 	size_t len;
 	int memfd; /* to shared: the segment's memfd; to private: -1 */
 	ino_t ino; /* to private: only pages still on this inode move */
+	int src_fd; /* to private: the segment's memfd, whose holes need no copy */
 	struct map_list *ml;
 	int err;
 };
@@ -319,20 +422,103 @@ static void thaw(int slot, const sigset_t *oldmask)
 	pthread_sigmask(SIG_SETMASK, oldmask, NULL);
 }
 
-/* Copy [start, start+len) into the mapping at dst, reading pages that are
- * not readable by making them read-only (restore_prot() undoes it). */
-static int copy_out(const struct map_list *ml, uintptr_t start, size_t len, uint8_t *dst)
+/*
+ * Only pages that hold data are copied: a page of private anonymous memory
+ * that was never touched reads as zero, and so does a hole of a memfd, so
+ * neither costs a copy (nor a page of the destination). Which pages of
+ * anonymous memory hold data comes from PAGEMAP_SCAN (Linux 6.7, ioctl on
+ * /proc/self/pagemap; present or swapped out), which pages of a memfd from
+ * SEEK_DATA. Both run while the pages are frozen, so the answer holds, and
+ * into buffers allocated before: the mover allocates nothing then.
+ */
+struct pm_region {
+	uint64_t start, end, categories;
+};
+
+struct pm_scan {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+#define PM_SCAN _IOWR('f', 16, struct pm_scan)
+#define PM_PAGE_IS_PRESENT (1u << 3)
+#define PM_PAGE_IS_SWAPPED (1u << 4)
+#define PM_VEC 256
+
+static int pagemap_fd = -1; /* /proc/self/pagemap; under mem_lock */
+static struct pm_region pm_vec[PM_VEC];
+
+/* Copy the pages of [s, e) that hold data to dst (the byte at s). Returns
+ * false when the kernel cannot say which (then the caller copies all). */
+static bool copy_present(uintptr_t s, uintptr_t e, uint8_t *dst)
 {
-	for (int i = 0; i < ml->n; i++) {
-		const struct map_ent *m = &ml->e[i];
-		uintptr_t s = m->start > start ? m->start : start;
-		uintptr_t e = m->end < start + len ? m->end : start + len;
+	uintptr_t cur = s;
+
+	if (pagemap_fd < 0)
+		return false;
+	while (cur < e) {
+		struct pm_scan a = {.size = sizeof(a),
+				    .start = cur,
+				    .end = e,
+				    .vec = (uintptr_t)pm_vec,
+				    .vec_len = PM_VEC,
+				    .category_anyof_mask = PM_PAGE_IS_PRESENT | PM_PAGE_IS_SWAPPED,
+				    .return_mask = PM_PAGE_IS_PRESENT | PM_PAGE_IS_SWAPPED};
+		long n = ioctl(pagemap_fd, PM_SCAN, &a);
+
+		if (n < 0 && cur == s)
+			return false;
+		if (n < 0) { /* the rest, all of it */
+			page_copy(dst + (cur - s), (const uint8_t *)cur, e - cur);
+			return true;
+		}
+		for (long i = 0; i < n; i++)
+			page_copy(dst + (pm_vec[i].start - s), (const uint8_t *)pm_vec[i].start,
+				  pm_vec[i].end - pm_vec[i].start);
+		if (a.walk_end <= cur)
+			break;
+		cur = a.walk_end;
+	}
+	return true;
+}
+
+/* Copy the pages of [s, e), mapped from fd at file offset off, that hold
+ * data to dst (the byte at s). */
+static void copy_data(int fd, uint64_t off, uintptr_t s, uintptr_t e, uint8_t *dst)
+{
+	uint64_t end = off + (e - s), d = off;
+
+	while (d < end) {
+		off_t ds = lseek(fd, (off_t)d, SEEK_DATA), de;
+
+		if (ds < 0 || (uint64_t)ds >= end)
+			return; /* ENXIO: no data beyond */
+		de = lseek(fd, ds, SEEK_HOLE);
+		if (de < 0 || (uint64_t)de > end)
+			de = (off_t)end;
+		page_copy(dst + ((uint64_t)ds - off), (const uint8_t *)(s + ((uint64_t)ds - off)),
+			  (uint64_t)(de - ds));
+		d = (uint64_t)de;
+	}
+}
+
+/* Copy [start, start+len) into the mapping at dst (see above for what is
+ * left out), reading pages the program made unreadable since registration
+ * by making them read-only (restore_prot() undoes it). */
+static int copy_out(const struct move_job *j, uint8_t *dst)
+{
+	for (int i = 0; i < j->ml->n; i++) {
+		const struct map_ent *m = &j->ml->e[i];
+		uintptr_t s = m->start > j->start ? m->start : j->start;
+		uintptr_t e = m->end < j->start + j->len ? m->end : j->start + j->len;
 
 		if (s >= e)
 			continue;
 		if (!(m->prot & PROT_READ) && raw_mprotect((void *)s, e - s, PROT_READ))
 			return -errno;
-		page_copy(dst + (s - start), (const uint8_t *)s, e - s);
+		if (j->src_fd >= 0)
+			copy_data(j->src_fd, m->off + (s - m->start), s, e, dst + (s - j->start));
+		else if (!m->anon || !copy_present(s, e, dst + (s - j->start)))
+			page_copy(dst + (s - j->start), (const uint8_t *)s, e - s);
 	}
 	return 0;
 }
@@ -368,8 +554,10 @@ static void move_run(struct move_job *j)
 		j->err = -errno;
 		return;
 	}
+	if (pagemap_fd < 0)
+		pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	slot = freeze(j, &mask);
-	err = copy_out(j->ml, j->start, j->len, tmp);
+	err = copy_out(j, tmp);
 	if (!err && raw_mremap_fixed(tmp, j->len, (void *)j->start) == MAP_FAILED)
 		err = -errno;
 	if (err) {
@@ -458,6 +646,11 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 			err = -EOPNOTSUPP;
 			goto out;
 		}
+		/* pages no access reaches cannot be pinned (ib_umem_get) */
+		if (!(ml.e[i].prot & PROT_READ)) {
+			err = -EFAULT;
+			goto out;
+		}
 		cur = ml.e[i].end;
 	}
 	if (cur < start + len) {
@@ -476,7 +669,7 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 		close(fd);
 		goto out;
 	}
-	j = (struct move_job){.start = start, .len = len, .memfd = fd, .ml = &ml};
+	j = (struct move_job){.start = start, .len = len, .memfd = fd, .src_fd = -1, .ml = &ml};
 	move(&j);
 	if (j.err) {
 		err = j.err;
@@ -489,7 +682,8 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 		struct map_list ml2;
 
 		if (!maps_read(start, start + len, &ml2)) {
-			j = (struct move_job){.start = start, .len = len, .memfd = -1, .ml = &ml2};
+			j = (struct move_job){
+			    .start = start, .len = len, .memfd = -1, .src_fd = fd, .ml = &ml2};
 			move(&j);
 			free(ml2.e);
 		}
@@ -524,7 +718,8 @@ static void seg_privatize(struct sofv_seg *sg)
 
 		if (s >= e || !m->shared || m->ino != sg->ino)
 			continue;
-		j = (struct move_job){.start = s, .len = e - s, .memfd = -1, .ml = &one};
+		j = (struct move_job){
+		    .start = s, .len = e - s, .memfd = -1, .src_fd = sg->memfd, .ml = &one};
 		move(&j);
 	}
 	free(ml.e);
@@ -575,6 +770,12 @@ static void atfork_child(void)
 {
 	struct sofv_seg *sg = segs_head;
 
+	/* both name "self" as the parent was when they were opened */
+	if (maps_fd >= 0)
+		close(maps_fd);
+	if (pagemap_fd >= 0)
+		close(pagemap_fd);
+	maps_fd = pagemap_fd = -1;
 	while (sg) {
 		struct sofv_seg *next = sg->next;
 

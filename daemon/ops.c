@@ -684,6 +684,19 @@ static int op_open_mr(struct sofd_req *rq, struct sofd_rep *rp)
 	r->slot = mr->slot;
 	r->gen = mr->gen;
 	r->nruns = mr->nruns;
+	if (mr->inplace) {
+		/* the owner's whole address space: for its own user only, who
+		 * could read it through ptrace anyway; the region's address
+		 * in runs[0] */
+		if (rq->c->uid != mr->owner->uid)
+			return -EACCES;
+		memset(r->runs, 0, sizeof(r->runs));
+		r->runs[0] = (struct sof_mr_run){.offset = mr->addr, .length = mr->length};
+		rep_fd(rp, mr->fds[0], false);
+		rep_fd(rp, mr->fds[1], false);
+		rp->len = sizeof(*r);
+		return 0;
+	}
 	for (uint32_t i = 0; i < mr->nruns; i++) {
 		r->runs[i] = mr->runs[i];
 		if (ro) {

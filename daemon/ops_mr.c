@@ -2,7 +2,8 @@
  * The memory-region ops that make a region: REG_MR and REREG_MR
  * (ibv_reg_mr(3), ibv_rereg_mr(3)); ops.c dispatches to them.
  *
- * A region is a record holding the memfd runs of its pages, its PD, access
+ * A region is a record holding the memfd runs of its pages (or, registered
+ * in place, its owner's /proc/self/mem and fence page), its PD, access
  * and a slot of the object table; executors find it by key and keep their
  * mapping only while the slot's generation stays (registry.c). Re-registering
  * makes a new record under the same key, so every executor sees the new PD
@@ -44,6 +45,13 @@ static int mr_check(const struct sofd_req *rq, const struct sof_reg_mr_req *req)
 	if ((req->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(req->access & IBV_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
+	if (!req->nruns && rq->nfds == 2) { /* in place: /proc/self/mem, fence */
+		struct stat st;
+
+		if (req->length > SOFD_MAX_MR_LEN || fstat(rq->fds[0], &st) || !S_ISREG(st.st_mode))
+			return -EINVAL;
+		return sof_memfd_check(rq->fds[1], sizeof(uint32_t) * 3);
+	}
 	if (req->nruns > SOF_MAX_MR_RUNS || (int)req->nruns != rq->nfds)
 		return -EINVAL;
 	if (!req->nruns)
@@ -94,13 +102,15 @@ static struct sofd_mr *mr_new(struct sofd_req *rq, const struct sof_reg_mr_req *
 		mr->addr = keep->addr;
 		mr->length = keep->length;
 		mr->page_off = keep->page_off;
-		for (i = 0; i < keep->nruns; i++) {
-			mr->runs[i] = keep->runs[i];
+		for (i = 0; i < (uint32_t)SOFD_MR_NFDS(keep); i++) {
+			if (i < keep->nruns)
+				mr->runs[i] = keep->runs[i];
 			mr->fds[i] = fcntl(keep->fds[i], F_DUPFD_CLOEXEC, 3);
 			if (mr->fds[i] < 0)
 				goto err_fds;
 		}
 		mr->nruns = keep->nruns;
+		mr->inplace = keep->inplace;
 		return mr;
 	}
 	mr->iova = req->iova;
@@ -108,6 +118,14 @@ static struct sofd_mr *mr_new(struct sofd_req *rq, const struct sof_reg_mr_req *
 	mr->length = req->length;
 	mr->page_off = req->addr & (SOFD_PAGE - 1);
 	mr->nruns = req->nruns;
+	if (!req->nruns) { /* in place (mr_check) */
+		mr->inplace = true;
+		for (i = 0; i < 2; i++) {
+			mr->fds[i] = rq->fds[i];
+			rq->fds[i] = -1;
+		}
+		return mr;
+	}
 	for (i = 0; i < req->nruns; i++) {
 		mr->runs[i] = req->runs[i];
 		mr->fds[i] = rq->fds[i];
@@ -132,7 +150,7 @@ err_free:
 /* Undo mr_new for a record never published. */
 static void mr_free(struct sofd_mr *mr)
 {
-	sof_close_fds(mr->fds, (int)mr->nruns);
+	sof_close_fds(mr->fds, SOFD_MR_NFDS(mr));
 	sofd_slot_free(mr->slot);
 	free(mr);
 }
@@ -160,7 +178,7 @@ int sofd_reg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
 		return -ENOENT;
 	if (rq->c->n.mrs >= SOFD_CONN_MAX_MR)
 		return -ENOMEM;
-	if (req->nruns < 1)
+	if (req->nruns < 1 && rq->nfds != 2)
 		return -EINVAL;
 	err = mr_check(rq, req);
 	if (err)

@@ -107,6 +107,9 @@ struct sofd_pd {
 	uint32_t users; /* MRs, QPs and SRQs in this PD */
 };
 
+/* Descriptors a region holds: one per run, or two in place. */
+#define SOFD_MR_NFDS(mr) ((mr)->inplace ? 2 : (int)(mr)->nruns)
+
 struct sofd_mr {
 	struct sof_link link;
 	struct sofd_conn *owner;
@@ -119,6 +122,11 @@ struct sofd_mr {
 	uint64_t iova, addr, length, page_off;
 	struct sof_mr_run runs[SOF_MAX_MR_RUNS];
 	int fds[SOF_MAX_MR_RUNS];
+	/* In place (a shared mapping, no runs): fds[0] is the owner's
+	 * /proc/self/mem, fds[1] its fence page; only processes of the
+	 * owner's user get them (OPEN_MR), and the daemon's own transport
+	 * does not reach the region. */
+	bool inplace;
 	/* The transport's mapping of the region (transport/mr.c), made on
 	 * first use: base is the byte at iova. */
 	void *map;

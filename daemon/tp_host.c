@@ -55,6 +55,8 @@ static int mr_map(struct sofd_mr *mr)
 	size_t total = 0;
 	uint8_t *p;
 
+	if (mr->inplace) /* nothing to map (sofd.h) */
+		return -EOPNOTSUPP;
 	for (uint32_t i = 0; i < mr->nruns; i++)
 		total += mr->runs[i].length;
 	p = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

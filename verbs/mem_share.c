@@ -12,23 +12,24 @@
  * memory the same way. After fork() the child's copies are made private
  * again (pthread_atfork), so a child never shares the parent's data.
  *
- * Limits: shared mappings (MAP_SHARED) cannot be registered
- * (EOPNOTSUPP). While pages move they are read-only for a moment: a thread
+ * Shared mappings (MAP_SHARED) stay where they are: they are registered in
+ * place (the end of this file). While pages move they are read-only for a moment: a thread
  * writing to them waits until the move is over (mv_segv, a SIGSEGV handler
  * that stays installed and passes every other fault on to the program's),
  * but a system call writing into them in that moment fails with EFAULT. When the range holds
  * the caller's own stack, the move runs on a private stack, so that no live
  * frame changes between copy and move.
  */
+#include "mem_maps.h"
 #include "sofv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -89,172 +90,6 @@ static size_t page_size(void)
 		pg = v > 0 ? (size_t)v : 4096;
 	}
 	return pg;
-}
-
-/* ---- /proc/self/maps ------------------------------------------------------------ */
-
-struct map_ent {
-	uintptr_t start, end;
-	int prot;
-	bool shared;
-	ino_t ino;
-	uint64_t off; /* file offset of start */
-	bool anon;    /* no file: pages never touched read as zero */
-	bool special; /* [vdso], [vvar], [vsyscall]: never movable */
-};
-
-struct map_list {
-	struct map_ent *e;
-	int n, cap;
-};
-
-static int ml_add(struct map_list *ml, const struct map_ent *m)
-{
-	if (ml->n == ml->cap) {
-		int ncap = ml->cap ? ml->cap * 2 : 8;
-		struct map_ent *ne = realloc(ml->e, sizeof(*ne) * (size_t)ncap);
-
-		if (!ne)
-			return -ENOMEM;
-		ml->e = ne;
-		ml->cap = ncap;
-	}
-	ml->e[ml->n++] = *m;
-	return 0;
-}
-
-static bool name_special(const char *path)
-{
-	return !strncmp(path, "[vvar", 5) || !strncmp(path, "[vdso", 5) ||
-	       !strncmp(path, "[vsyscall", 9);
-}
-
-/*
- * PROCMAP_QUERY (Linux 6.11, ioctl on /proc/self/maps): the mapping at or
- * after an address, one call per mapping, without formatting and parsing
- * the whole text of the file. The layout is the kernel's uapi
- * (linux/fs.h), which Debian 12's headers predate.
- */
-struct pm_query {
-	uint64_t size, query_flags, query_addr;
-	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
-	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
-	uint64_t vma_name_addr, build_id_addr;
-};
-#define PM_QUERY _IOWR('f', 17, struct pm_query)
-#define PM_COVERING_OR_NEXT 0x10
-#define PM_VMA_READABLE 0x1
-#define PM_VMA_WRITABLE 0x2
-#define PM_VMA_EXECUTABLE 0x4
-#define PM_VMA_SHARED 0x8
-
-static int maps_fd = -1; /* /proc/self/maps, kept open; under mem_lock */
-
-/* maps_read by PROCMAP_QUERY. -ENOTTY when the kernel lacks it. */
-static int maps_query(uintptr_t lo, uintptr_t hi, struct map_list *ml)
-{
-	uintptr_t cur = lo;
-	char name[4096];
-
-	if (maps_fd < 0) {
-		maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-		if (maps_fd < 0)
-			return -errno;
-	}
-	while (cur < hi) {
-		struct pm_query q = {.size = sizeof(q),
-				     .query_flags = PM_COVERING_OR_NEXT,
-				     .query_addr = cur,
-				     .vma_name_size = sizeof(name),
-				     .vma_name_addr = (uintptr_t)name};
-		struct map_ent m;
-		int err;
-
-		name[0] = 0;
-		if (ioctl(maps_fd, PM_QUERY, &q)) {
-			if (errno == ENOENT)
-				break;
-			return -errno;
-		}
-		if (q.vma_start >= hi)
-			break;
-		m.start = q.vma_start;
-		m.end = q.vma_end;
-		m.prot = (q.vma_flags & PM_VMA_READABLE ? PROT_READ : 0) |
-			 (q.vma_flags & PM_VMA_WRITABLE ? PROT_WRITE : 0) |
-			 (q.vma_flags & PM_VMA_EXECUTABLE ? PROT_EXEC : 0);
-		m.shared = q.vma_flags & PM_VMA_SHARED;
-		m.ino = (ino_t)q.inode;
-		m.off = q.vma_offset;
-		m.anon = !q.inode && !q.dev_major && !q.dev_minor;
-		m.special = q.vma_name_size && name_special(name);
-		err = ml_add(ml, &m);
-		if (err)
-			return err;
-		cur = q.vma_end;
-	}
-	return 0;
-}
-
-/* maps_read from the text of /proc/self/maps (kernels before 6.11). */
-static int maps_parse(uintptr_t lo, uintptr_t hi, struct map_list *ml)
-{
-	char line[512];
-	FILE *f = fopen("/proc/self/maps", "re");
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long s, e, ino;
-		char perms[8], path[256];
-		unsigned long long off;
-		unsigned int maj, min;
-		struct map_ent m;
-		int n;
-
-		path[0] = 0;
-		n = sscanf(line, "%lx-%lx %7s %llx %x:%x %lu %255s", &s, &e, perms, &off, &maj,
-			   &min, &ino, path);
-		if (n < 7)
-			continue;
-		if (e <= lo || s >= hi)
-			continue;
-		m.start = s;
-		m.end = e;
-		m.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-			 (perms[2] == 'x' ? PROT_EXEC : 0);
-		m.shared = perms[3] == 's';
-		m.ino = (ino_t)ino;
-		m.off = off;
-		m.anon = !ino && !maj && !min;
-		m.special = name_special(path);
-		if (ml_add(ml, &m)) {
-			fclose(f);
-			return -ENOMEM;
-		}
-	}
-	fclose(f);
-	return 0;
-}
-
-/* Read the mappings that intersect [lo, hi). 0 or -errno. Caller holds
- * mem_lock (or is the child after fork). */
-static int maps_read(uintptr_t lo, uintptr_t hi, struct map_list *ml)
-{
-	int err;
-
-	ml->e = NULL;
-	ml->n = ml->cap = 0;
-	err = maps_query(lo, hi, ml);
-	if (err == -ENOTTY || err == -EINVAL) {
-		ml->n = 0;
-		err = maps_parse(lo, hi, ml);
-	}
-	if (err) {
-		free(ml->e);
-		ml->e = NULL;
-	}
-	return err;
 }
 
 /* ---- moving pages ----------------------------------------------------------------- */
@@ -445,6 +280,10 @@ struct pm_scan {
 #define PM_VEC 256
 
 static int pagemap_fd = -1; /* /proc/self/pagemap; under mem_lock */
+/* in place (below): /proc/self/mem and the fence page; under mem_lock */
+static int pmem_fd = -1, fence_fd = -1;
+static struct sofv_fence *fence;
+static pthread_mutex_t fence_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pm_region pm_vec[PM_VEC];
 
 /* Copy the pages of [s, e) that hold data to dst (the byte at s). Returns
@@ -632,7 +471,7 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 	struct stat st;
 	int err, fd;
 
-	err = maps_read(start, start + len, &ml);
+	err = sofv_maps_read(start, start + len, &ml);
 	if (err)
 		return err;
 	for (int i = 0; i < ml.n; i++) {
@@ -641,8 +480,9 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 			goto out;
 		}
 		/* A private mapping, file-backed or not, is the process's own
-		 * copy; a shared one is someone else's too. */
-		if (ml.e[i].shared || ml.e[i].special) {
+		 * copy; a shared one is someone else's too (registered in place,
+		 * as is hugetlb memory). */
+		if (ml.e[i].shared || ml.e[i].special || ml.e[i].huge) {
 			err = -EOPNOTSUPP;
 			goto out;
 		}
@@ -681,7 +521,7 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 		/* cannot track it: move it back */
 		struct map_list ml2;
 
-		if (!maps_read(start, start + len, &ml2)) {
+		if (!sofv_maps_read(start, start + len, &ml2)) {
 			j = (struct move_job){
 			    .start = start, .len = len, .memfd = -1, .src_fd = fd, .ml = &ml2};
 			move(&j);
@@ -707,7 +547,7 @@ static void seg_privatize(struct sofv_seg *sg)
 {
 	struct map_list ml;
 
-	if (maps_read(sg->start, sg->start + sg->len, &ml))
+	if (sofv_maps_read(sg->start, sg->start + sg->len, &ml))
 		return;
 	for (int i = 0; i < ml.n; i++) {
 		struct map_ent *m = &ml.e[i];
@@ -771,11 +611,18 @@ static void atfork_child(void)
 	struct sofv_seg *sg = segs_head;
 
 	/* both name "self" as the parent was when they were opened */
-	if (maps_fd >= 0)
-		close(maps_fd);
+	sofv_maps_forget();
 	if (pagemap_fd >= 0)
 		close(pagemap_fd);
-	maps_fd = pagemap_fd = -1;
+	pagemap_fd = -1;
+	/* the child's address space is its own: a region it registers in
+	 * place gets its own /proc/self/mem and fence */
+	if (pmem_fd >= 0)
+		close(pmem_fd);
+	if (fence_fd >= 0)
+		close(fence_fd);
+	pmem_fd = fence_fd = -1;
+	fence = NULL;
 	while (sg) {
 		struct sofv_seg *next = sg->next;
 
@@ -879,4 +726,112 @@ void sofv_mem_unshare(struct sofv_seg **segs, int nsegs)
 		seg_put(segs[i]);
 	pthread_mutex_unlock(&mem_lock);
 	free(segs);
+}
+
+/* ---- in place: regions over shared mappings ------------------------------------------ */
+
+/*
+ * A shared mapping (MAP_SHARED anonymous or of a file, SysV and POSIX
+ * shared memory, hugetlbfs) cannot move onto a memfd of ours: other
+ * mappings of it would stop seeing the program's writes. Such a region is
+ * registered in place: the daemon gets this process's /proc/self/mem (its
+ * address space, bound to this mm and not to the pid, so a reused pid is
+ * never reached) and a fence page, and hands both, after its checks, only
+ * to processes of this process's user, which reach the region with
+ * pread/pwrite at its addresses (remote_cache.c).
+ *
+ * The fence makes deregistration revoke at once: a peer counts itself in
+ * the current epoch's counter, then checks that the region is still valid,
+ * copies, and counts itself out; sofv_mem_fence, after the daemon retired
+ * the region, starts a new epoch and waits until the old one's counter
+ * drains. A peer killed in the middle of a copy leaves its count behind:
+ * the wait gives up after FENCE_WAIT_NS and clears it.
+ */
+#define FENCE_WAIT_NS 2000000000ull
+
+
+/* Open /proc/self/mem and make the fence page, once. Under mem_lock. */
+static int inplace_open(void)
+{
+	void *p;
+	int fd;
+
+	if (pmem_fd < 0) {
+		pmem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		if (pmem_fd < 0)
+			return -errno;
+	}
+	if (fence_fd >= 0)
+		return 0;
+	fd = sof_memfd_create("softofed-fence", sizeof(struct sofv_fence));
+	if (fd < 0)
+		return fd;
+	p = mmap(NULL, sizeof(struct sofv_fence), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return -ENOMEM;
+	}
+	fence = p;
+	fence_fd = fd;
+	return 0;
+}
+
+int sofv_mem_inplace(void *addr, size_t length, int fds[2])
+{
+	size_t pg = page_size();
+	uintptr_t start, end, cur;
+	struct map_list ml;
+	int err;
+
+	if (!length || (uintptr_t)addr + length < (uintptr_t)addr)
+		return -EINVAL;
+	sofv_mem_fork_init();
+	start = (uintptr_t)addr & ~(pg - 1);
+	end = ((uintptr_t)addr + length + pg - 1) & ~(pg - 1);
+	pthread_mutex_lock(&mem_lock);
+	err = sofv_maps_read(start, end, &ml);
+	cur = start;
+	for (int i = 0; !err && i < ml.n; i++) {
+		if (ml.e[i].start > cur || !(ml.e[i].prot & PROT_READ))
+			err = -EFAULT; /* a hole, or pages no access reaches */
+		else if (ml.e[i].special)
+			err = -EOPNOTSUPP;
+		cur = ml.e[i].end;
+	}
+	if (!err && cur < end)
+		err = -EFAULT;
+	free(ml.e);
+	if (!err)
+		err = inplace_open();
+	if (!err) {
+		fds[0] = fcntl(pmem_fd, F_DUPFD_CLOEXEC, 3);
+		fds[1] = fcntl(fence_fd, F_DUPFD_CLOEXEC, 3);
+		if (fds[0] < 0 || fds[1] < 0) {
+			err = -EMFILE;
+			sof_close_fds(fds, 2);
+		}
+	}
+	pthread_mutex_unlock(&mem_lock);
+	return err;
+}
+
+void sofv_mem_fence(void)
+{
+	struct timespec ts = {0, 20000};
+	uint64_t t0;
+	uint32_t old;
+
+	if (!fence)
+		return;
+	pthread_mutex_lock(&fence_lock);
+	old = atomic_fetch_add(&fence->epoch, 1) & 1;
+	t0 = mv_now();
+	while (atomic_load(&fence->cnt[old])) {
+		if (mv_now() - t0 > FENCE_WAIT_NS) {
+			atomic_store(&fence->cnt[old], 0); /* a peer died copying */
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+	pthread_mutex_unlock(&fence_lock);
 }

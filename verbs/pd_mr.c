@@ -2,8 +2,8 @@
  * Protection domains and memory regions: ibv_alloc_pd, ibv_dealloc_pd, the
  * ibv_reg_mr family, ibv_rereg_mr and ibv_dereg_mr.
  *
- * Registering moves the region's pages onto shareable memfds (mem_share.c) and
- * hands them to the daemon, which issues the key (lkey == rkey, random) and
+ * Registering moves the region's pages onto shareable memfds (mem_share.c), or
+ * for a shared mapping registers it in place, and hands them to the daemon, which issues the key (lkey == rkey, random) and
  * later gives the pages to executors that present the key with the right
  * PD and access (IBA 10.6.3, o10-35). The library keeps each MR by lkey for
  * the local checks of the data path.
@@ -100,7 +100,7 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 	struct sofv_context *s = to_sctx(pd->ibpd.context);
 	struct sof_reg_mr_req *req;
 	struct sof_reg_mr_rep rep;
-	int fds[SOF_MAX_MR_RUNS], nruns = 0, acc, err;
+	int fds[SOF_MAX_MR_RUNS], nruns = 0, nfds, acc, err;
 
 	acc = mr_access(access);
 	if (acc < 0)
@@ -113,8 +113,15 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 	if (!req)
 		return -ENOMEM;
 	err = sofv_mem_share(addr, length, req->runs, fds, &nruns, &m->segs, &m->nsegs);
+	if (err == -EOPNOTSUPP) { /* a shared mapping: in place, no runs */
+		err = sofv_mem_inplace(addr, length, fds);
+		nfds = 2;
+		m->inplace = !err;
+	}
 	if (err)
 		goto out;
+	if (!m->inplace)
+		nfds = nruns;
 	req->pd = pd->handle;
 	req->access = (uint32_t)acc;
 	req->iova = iova;
@@ -123,8 +130,8 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 	req->nruns = (uint32_t)nruns;
 	err = sofv_rpc(s, SOF_OP_REG_MR, req,
 		       offsetof(struct sof_reg_mr_req, runs) + sizeof(req->runs[0]) * (size_t)nruns,
-		       fds, nruns, &rep, sizeof(rep), NULL, NULL);
-	sof_close_fds(fds, nruns);
+		       fds, nfds, &rep, sizeof(rep), NULL, NULL);
+	sof_close_fds(fds, nfds);
 	if (err) {
 		sofv_mem_unshare(m->segs, m->nsegs);
 		m->segs = NULL;
@@ -158,6 +165,8 @@ static int mr_unregister(struct sofv_mr *m)
 	err = sofv_rpc(s, SOF_OP_DEREG_MR, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
 	if (err && err != -ENOTCONN && err != -EPIPE && err != -ECONNRESET)
 		return err;
+	if (m->inplace)
+		sofv_mem_fence();
 	sofv_mem_unshare(m->segs, m->nsegs);
 	m->segs = NULL;
 	m->nsegs = 0;
@@ -274,7 +283,7 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 {
 	int fds[SOF_MAX_MR_RUNS], nruns = 0, nsegs = 0, old_nsegs, acc, err;
 	struct sofv_seg **segs = NULL, **old_segs;
-	bool xlat = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
+	bool xlat = flags & IBV_REREG_MR_CHANGE_TRANSLATION, was_inplace;
 	struct sof_reg_mr_req *req;
 	struct sof_reg_mr_rep rep;
 	struct sofv_context *s;
@@ -323,6 +332,7 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 	}
 	old_segs = m->segs;
 	old_nsegs = m->nsegs;
+	was_inplace = m->inplace;
 	sofv_engine_lock(s);
 	pthread_rwlock_wrlock(&s->obj_lock);
 	m->access = (uint32_t)acc;
@@ -334,11 +344,14 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 		m->ibmr.length = length;
 		m->segs = segs;
 		m->nsegs = nsegs;
+		m->inplace = false;
 	}
 	/* QPs drop what they cached of it (same_host.c, local_sgl) */
 	atomic_fetch_add_explicit(&s->mr_gen, 1, memory_order_release);
 	pthread_rwlock_unlock(&s->obj_lock);
 	sofv_engine_unlock(s);
+	if (was_inplace) /* the old record is revoked */
+		sofv_mem_fence();
 	if (xlat)
 		sofv_mem_unshare(old_segs, old_nsegs);
 	return 0;

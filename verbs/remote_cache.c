@@ -35,7 +35,89 @@ void sofv_rmr_free(struct sofv_rmr *m)
 {
 	if (m->map)
 		munmap(m->map, m->map_len);
+	if (m->fence)
+		munmap(m->fence, sizeof(*m->fence));
+	if (m->pmem_fd >= 0)
+		close(m->pmem_fd);
 	free(m);
+}
+
+/* ---- regions in place: copies through the owner's /proc/<pid>/mem ----------- */
+
+/* Count this copy in the owner's fence (mem_share.c, sofv_mem_fence), then
+ * check that the region is still valid: a deregistration either sees the
+ * count and waits, or made the region invalid before the check. Returns
+ * the epoch slot to leave, or -1 (the region is gone; nothing counted). */
+static int fence_enter(struct sofv_rmr *m)
+{
+	int e = (int)(atomic_load(&m->fence->epoch) & 1);
+
+	atomic_fetch_add(&m->fence->cnt[e], 1);
+	if (objtab_valid(m->ctx, m->slot, m->gen))
+		return e;
+	atomic_fetch_sub(&m->fence->cnt[e], 1);
+	return -1;
+}
+
+static void fence_leave(struct sofv_rmr *m, int e)
+{
+	uint32_t v = atomic_load(&m->fence->cnt[e]);
+
+	/* never below zero: the owner clears a count it gave up on */
+	while (v && !atomic_compare_exchange_weak(&m->fence->cnt[e], &v, v - 1))
+		;
+}
+
+static void pmem_rw(int fd, uint8_t *remote, uint8_t *local, uint64_t n, bool to_remote)
+{
+	while (n) {
+		ssize_t k = to_remote ? pwrite(fd, local, n, (off_t)(uintptr_t)remote)
+				      : pread(fd, local, n, (off_t)(uintptr_t)remote);
+
+		if (k <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			return; /* the owner is gone, or unmapped the pages */
+		}
+		remote += k;
+		local += k;
+		n -= (uint64_t)k;
+	}
+}
+
+/* A region deregistered meanwhile is not touched, as a mapping of it
+ * would have been taken back: the copy is dropped. */
+void sofv_rmr_xfer(struct sofv_rmr *m, uint8_t *remote, uint8_t *local, uint64_t n,
+		   bool to_remote)
+{
+	int e = fence_enter(m);
+
+	if (e < 0)
+		return;
+	pmem_rw(m->pmem_fd, remote, local, n, to_remote);
+	fence_leave(m, e);
+}
+
+/* Atomic against this process's other executors (one lock); another
+ * process's copy into the same word is not excluded: a limit of regions in
+ * place (verbs/README.md). */
+uint64_t sofv_rmr_atomic(struct sofv_rmr *m, uint8_t *p, bool fadd, uint64_t compare_add,
+			 uint64_t swap)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	uint64_t orig = 0, v;
+	int e = fence_enter(m);
+
+	if (e < 0)
+		return 0;
+	pthread_mutex_lock(&lock);
+	pmem_rw(m->pmem_fd, p, (uint8_t *)&orig, 8, false);
+	v = fadd ? orig + compare_add : orig == compare_add ? swap : orig;
+	if (v != orig)
+		pmem_rw(m->pmem_fd, p, (uint8_t *)&v, 8, true);
+	pthread_mutex_unlock(&lock);
+	fence_leave(m, e);
+	return orig;
 }
 
 static void *map_fd(int fd, size_t len, int prot)
@@ -154,6 +236,43 @@ struct sofv_rqp *sofv_rqp_get(struct sofv_context *ctx, uint32_t qpn)
 	return r;
 }
 
+/* A region in place from OPEN_MR's answer: fds[0] the owner's
+ * /proc/<pid>/mem, fds[1] its fence page (both taken on success); the
+ * region's address in runs[0].offset. The access checks stay the
+ * executor's (rmr_ptr and m->access), as for a mapped region. */
+static struct sofv_rmr *rmr_open_inplace(struct sofv_context *ctx, uint32_t key,
+					 const struct sof_open_mr_rep *rep, int *fds)
+{
+	struct sofv_rmr *m;
+	void *f;
+
+	if (sof_memfd_check(fds[1], sizeof(struct sofv_fence)) ||
+	    rep->runs[0].length != rep->length || rep->length > SOFV_MAX_MR_SIZE)
+		return NULL;
+	f = mmap(NULL, sizeof(struct sofv_fence), PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	if (f == MAP_FAILED)
+		return NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		munmap(f, sizeof(struct sofv_fence));
+		return NULL;
+	}
+	atomic_init(&m->refs, 1);
+	m->key = key;
+	m->access = rep->access;
+	m->pd = rep->pd;
+	m->slot = rep->slot;
+	m->gen = rep->gen;
+	m->iova = rep->iova;
+	m->length = rep->length;
+	m->base = (uint8_t *)(uintptr_t)rep->runs[0].offset;
+	m->fence = f;
+	m->ctx = ctx;
+	m->pmem_fd = fds[0];
+	fds[0] = -1;
+	return m;
+}
+
 /* Map the region with key for access on behalf of destination QP qpn. */
 static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key, uint32_t qpn, uint32_t use)
 {
@@ -175,6 +294,10 @@ static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key, uint32_
 		free(rep);
 		return NULL;
 	}
+	if (rep->nruns == 0 && nfds == 2) {
+		m = rmr_open_inplace(ctx, key, rep, fds);
+		goto out;
+	}
 	if (rep->nruns == 0 || rep->nruns > SOF_MAX_MR_RUNS || (int)rep->nruns != nfds)
 		goto out;
 	for (uint32_t i = 0; i < rep->nruns; i++) {
@@ -189,6 +312,7 @@ static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key, uint32_
 	if (!m)
 		goto out;
 	atomic_init(&m->refs, 1);
+	m->pmem_fd = -1;
 	m->key = key;
 	m->access = rep->access;
 	m->pd = rep->pd;

@@ -3,7 +3,8 @@
  * as the same-host executor reaches them (remote_cache.c maps them).
  *
  * A destination's receive ring, CQ and memory regions are mapped from the
- * memfds the daemon hands out after its checks (OPEN_QP, OPEN_MR), cached
+ * memfds the daemon hands out after its checks (OPEN_QP, OPEN_MR; a region
+ * registered in place is reached by pread/pwrite instead), cached
  * per context, and revalidated against the generation of the daemon's
  * object table at every use, so a destroyed QP or a deregistered MR is
  * never touched again. The checks and reference drops that run per message
@@ -48,10 +49,27 @@ struct sofv_rmr {
 	_Atomic int refs;
 	uint32_t key, access, pd, slot;
 	uint64_t gen, iova, length;
-	uint8_t *base; /* byte at iova */
+	uint8_t *base; /* byte at iova (in place: in the owner's address space) */
 	void *map;
 	size_t map_len;
+	/* in place (a shared mapping of the owner): its /proc/<pid>/mem, its
+	 * fence page, and the context whose object table says it is valid */
+	int pmem_fd;
+	struct sofv_fence *fence;
+	struct sofv_context *ctx;
 };
+
+/* The region when it is reached by copies (in place), else NULL. */
+static inline struct sofv_rmr *rmr_via(struct sofv_rmr *m)
+{
+	return m->pmem_fd >= 0 ? m : NULL;
+}
+
+/* An 8-byte atomic (fetch-and-add, else compare-and-swap) at the owner's
+ * address p of a region in place; the original value. Atomic against the
+ * other executors of this process only (remote_cache.c). */
+uint64_t sofv_rmr_atomic(struct sofv_rmr *m, uint8_t *p, bool fadd, uint64_t compare_add,
+			 uint64_t swap);
 
 static inline bool objtab_valid(struct sofv_context *ctx, uint32_t slot, uint64_t gen)
 {

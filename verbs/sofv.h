@@ -135,6 +135,7 @@ struct sofv_mr {
 	struct sofv_pd *pd;
 	int nsegs;
 	struct sofv_seg **segs;     /* segments this MR holds a reference on */
+	bool inplace;               /* registered in place (sofv_mem_inplace) */
 };
 
 static inline struct sofv_mr *to_smr(struct ibv_mr *mr)
@@ -366,6 +367,20 @@ int sofv_mem_share(void *addr, size_t length, struct sof_mr_run *runs,
 /* Drop the MR's references; the last one copies the pages back to private
  * memory. */
 void sofv_mem_unshare(struct sofv_seg **segs, int nsegs);
+/* The page of counters by which a deregistration waits for the copies of
+ * peers into a region registered in place (mem_share.c, remote_cache.c). */
+struct sofv_fence {
+	_Atomic uint32_t epoch;
+	_Atomic uint32_t cnt[2];
+};
+/* Check [addr, addr+length) for registration in place (every page mapped
+ * and readable) and give fds[0] this process's /proc/self/mem, fds[1] the
+ * fence page (owned by the caller). 0 or -errno (EFAULT for a hole or an
+ * unreadable page). */
+int sofv_mem_inplace(void *addr, size_t length, int fds[2]);
+/* After the daemon retired a region registered in place: wait until no
+ * peer is copying into or out of it. */
+void sofv_mem_fence(void);
 /* Called by ibv_fork_init: make registered memory safe across fork().
  * 0 or -errno. */
 int sofv_mem_fork_init(void);

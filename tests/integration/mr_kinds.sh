@@ -4,7 +4,10 @@
 # another process on the same host, RDMA READs it, RDMA WRITEs it and
 # SENDs into it; both check every byte. Kinds: private anonymous touched
 # and never touched, the stack, one range registered twice, two processes
-# each registering the same kind at once. Then the bad input: unmapped,
+# each registering at once; the shared kinds, registered in
+# place (MAP_SHARED anonymous, a file, POSIX and SysV shared memory) and
+# 2 MiB huge pages (the test reserves some in /proc/sys/vm/nr_hugepages
+# and gives them back). Then the bad input: unmapped,
 # PROT_NONE and partly unmapped ranges fail with EFAULT and leave nothing
 # behind (no mapping in the process, the daemon's count of memory regions
 # as before).
@@ -36,6 +39,7 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null
 	done
 	timeout 10 "$SOFTOFED" down >/dev/null 2>&1
+	[ -n "${HP0:-}" ] && echo "$HP0" >"$HP" 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -78,7 +82,14 @@ pair() {
 }
 
 port=18640
-for kind in anon untouched stack twice; do
+# 2 MiB huge pages for the hugetlb kind: reserved here, given back at exit
+HP=/proc/sys/vm/nr_hugepages
+HP0=$(cat "$HP" 2>/dev/null || echo "")
+if [ -n "$HP0" ]; then
+	echo $((HP0 + 4)) >"$HP" 2>/dev/null
+fi
+
+for kind in anon untouched stack twice shared file posix sysv huge; do
 	port=$((port + 1))
 	if pair "$kind" "$port"; then
 		ok "$kind memory: READ, WRITE and SEND from another process, every byte checked"

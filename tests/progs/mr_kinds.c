@@ -9,7 +9,9 @@
  * KIND: anon (private anonymous, touched), untouched (private anonymous,
  * never touched before registration), stack (the server's stack), twice
  * (the same range registered twice; the peer uses the second key, the
- * receive the first), shared (MAP_SHARED anonymous).
+ * receive the first), shared (MAP_SHARED anonymous), file (MAP_SHARED of
+ * a file in /tmp), posix (shm_open), sysv (shmget/shmat), huge (private
+ * hugetlb, 2 MiB pages: some must be reserved).
  *
  * The client RDMA READs the region and checks the server's pattern, RDMA
  * WRITEs a second pattern that the server checks, then SENDs a third that
@@ -23,8 +25,11 @@
  */
 #include "hostpair.h"
 
+#include <fcntl.h>
 #include <stdbool.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 
 #define STACK_LEN (64 * 1024)
 
@@ -314,11 +319,64 @@ static int bad_input(const struct opts *o)
 	return bad;
 }
 
+/* The server's region of o->kind (not the stack), o->len bytes. */
+static uint8_t *region(const struct opts *o)
+{
+	int priv = MAP_PRIVATE | MAP_ANONYMOUS, fd = -1;
+	void *p = MAP_FAILED;
+
+	if (!strcmp(o->kind, "anon") || !strcmp(o->kind, "untouched") ||
+	    !strcmp(o->kind, "twice")) {
+		p = mmap(NULL, o->len, PROT_READ | PROT_WRITE, priv, -1, 0);
+	} else if (!strcmp(o->kind, "shared")) {
+		p = mmap(NULL, o->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	} else if (!strcmp(o->kind, "huge")) {
+		size_t huge = (o->len + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+
+		p = mmap(NULL, huge, PROT_READ | PROT_WRITE, priv | MAP_HUGETLB, -1, 0);
+	} else if (!strcmp(o->kind, "file")) {
+		char path[] = "/tmp/mr_kinds.XXXXXX";
+
+		fd = mkstemp(path);
+		if (fd >= 0)
+			unlink(path);
+	} else if (!strcmp(o->kind, "posix")) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "/mr_kinds.%d", (int)getpid());
+		fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+		if (fd >= 0)
+			shm_unlink(name);
+	} else if (!strcmp(o->kind, "sysv")) {
+		int id = shmget(IPC_PRIVATE, o->len, IPC_CREAT | 0600);
+
+		if (id >= 0) {
+			p = shmat(id, NULL, 0);
+			if (p == (void *)-1)
+				p = MAP_FAILED;
+			shmctl(id, IPC_RMID, NULL); /* goes with the last detach */
+		}
+	} else {
+		printf("fail: unknown kind %s\n", o->kind);
+		return NULL;
+	}
+	if (fd >= 0) {
+		if (!ftruncate(fd, (off_t)o->len))
+			p = mmap(NULL, o->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+	}
+	if (p == MAP_FAILED) {
+		printf("fail: %s memory of %zu bytes: %s\n", o->kind, o->len, strerror(errno));
+		return NULL;
+	}
+	return p;
+}
+
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s -k KIND [options] [HOST] | %s -e\n"
-		"  KIND: anon, untouched, stack, twice, shared\n"
+		"  KIND: anon, untouched, stack, twice, shared, file, posix, sysv, huge\n"
 		"  -l LEN   region length (default 1 MiB + 123; stack: %d)\n"
 		"  -p PORT  TCP port of the rendezvous (default 18640)\n"
 		"  -d DEV, -g INDEX, -T SECS as the other helpers\n",
@@ -358,15 +416,6 @@ int main(int argc, char **argv)
 		return client(&o);
 	if (!strcmp(o.kind, "stack"))
 		return serve_stack(&o);
-	if (!strcmp(o.kind, "anon") || !strcmp(o.kind, "untouched") || !strcmp(o.kind, "twice") ||
-	    !strcmp(o.kind, "shared")) {
-		int sh = !strcmp(o.kind, "shared") ? MAP_SHARED : MAP_PRIVATE;
-
-		buf = mmap(NULL, o.len, PROT_READ | PROT_WRITE, sh | MAP_ANONYMOUS, -1, 0);
-		if (buf == MAP_FAILED)
-			hp_fail("mmap: %s", strerror(errno));
-		return serve(&o, buf, o.len);
-	}
-	usage(argv[0]);
-	return 2;
+	buf = region(&o);
+	return buf ? serve(&o, buf, o.len) : 1;
 }

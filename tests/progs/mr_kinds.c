@@ -226,13 +226,13 @@ static int client(const struct opts *o)
 	if (ibv_post_send(s.qp, &wr, &bad))
 		hp_fail("post WRITE");
 	wait_one(&s, o, "RDMA WRITE");
+	hp_sync(s.sock, o->hp.secs); /* the server checks the WRITE */
 	hp_sync(s.sock, o->hp.secs);
 	fill(buf, peer.len, 2);
 	wr.opcode = IBV_WR_SEND;
 	if (ibv_post_send(s.qp, &wr, &bad))
 		hp_fail("post SEND");
 	wait_one(&s, o, "SEND");
-	hp_sync(s.sock, o->hp.secs);
 	hp_sync(s.sock, o->hp.secs);
 	printf("client %zu bytes\nok\n", (size_t)peer.len);
 	return 0;

@@ -2,8 +2,8 @@
  * The memory-region ops that make a region: REG_MR and REREG_MR
  * (ibv_reg_mr(3), ibv_rereg_mr(3)); ops.c dispatches to them.
  *
- * A region is a record holding the memfd runs of its pages (or, registered
- * in place, its owner's /proc/self/mem and fence page), its PD, access
+ * A region is a record holding the memfd runs of its pages (none while it
+ * is registered in place: SHARE_MR adds them), its PD, access
  * and a slot of the object table; executors find it by key and keep their
  * mapping only while the slot's generation stays (registry.c). Re-registering
  * makes a new record under the same key, so every executor sees the new PD
@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,18 +40,23 @@ static int mr_check(const struct sofd_req *rq, const struct sof_reg_mr_req *req)
 	uint64_t page_off, need, total = 0;
 	int err;
 
-	if (req->access & ~(uint32_t)MR_ACCESS)
+	if (req->access & ~(uint32_t)(MR_ACCESS | SOF_MR_INPLACE))
 		return -EINVAL;
 	/* IBA 10.6.3.1 (o10-35): remote write or atomic needs local write. */
 	if ((req->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(req->access & IBV_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
-	if (!req->nruns && rq->nfds == 2) { /* in place: /proc/self/mem, fence */
+	if (req->access & SOF_MR_INPLACE) {
 		struct stat st;
 
-		if (req->length > SOFD_MAX_MR_LEN || fstat(rq->fds[0], &st) || !S_ISREG(st.st_mode))
+		if (req->nruns || req->length > SOFD_MAX_MR_LEN)
 			return -EINVAL;
-		return sof_memfd_check(rq->fds[1], sizeof(uint32_t) * 3);
+		/* the process's memory and fence come once per connection */
+		if (rq->nfds != (rq->c->pmem_fd < 0 ? 2 : 0))
+			return -EINVAL;
+		if (rq->nfds && (fstat(rq->fds[0], &st) || !S_ISREG(st.st_mode)))
+			return -EINVAL;
+		return rq->nfds ? sof_memfd_check(rq->fds[1], sizeof(struct sof_mem_fence)) : 0;
 	}
 	if (req->nruns > SOF_MAX_MR_RUNS || (int)req->nruns != rq->nfds)
 		return -EINVAL;
@@ -80,6 +86,26 @@ static int mr_check(const struct sofd_req *rq, const struct sof_reg_mr_req *req)
 	return total < need ? -EINVAL : 0;
 }
 
+/* The first region in place of a connection brings its process's
+ * /proc/self/mem and fence page (mr_check checked them): kept with the
+ * connection. 0 or -errno. */
+static int take_mem(struct sofd_req *rq)
+{
+	void *f;
+
+	if (rq->c->pmem_fd >= 0 || rq->nfds != 2)
+		return 0;
+	f = mmap(NULL, sizeof(struct sof_mem_fence), PROT_READ | PROT_WRITE, MAP_SHARED,
+		 rq->fds[1], 0);
+	if (f == MAP_FAILED)
+		return -ENOMEM;
+	rq->c->fence = f;
+	rq->c->pmem_fd = rq->fds[0];
+	rq->c->fence_fd = rq->fds[1];
+	rq->fds[0] = rq->fds[1] = -1;
+	return 0;
+}
+
 /* A new record of pd with the request's access, on the request's pages
  * (its descriptors are taken) or, when it brings none, on those of keep
  * (descriptors duplicated). It has a slot but no key and is on no list.
@@ -102,9 +128,8 @@ static struct sofd_mr *mr_new(struct sofd_req *rq, const struct sof_reg_mr_req *
 		mr->addr = keep->addr;
 		mr->length = keep->length;
 		mr->page_off = keep->page_off;
-		for (i = 0; i < (uint32_t)SOFD_MR_NFDS(keep); i++) {
-			if (i < keep->nruns)
-				mr->runs[i] = keep->runs[i];
+		for (i = 0; i < keep->nruns; i++) {
+			mr->runs[i] = keep->runs[i];
 			mr->fds[i] = fcntl(keep->fds[i], F_DUPFD_CLOEXEC, 3);
 			if (mr->fds[i] < 0)
 				goto err_fds;
@@ -118,14 +143,8 @@ static struct sofd_mr *mr_new(struct sofd_req *rq, const struct sof_reg_mr_req *
 	mr->length = req->length;
 	mr->page_off = req->addr & (SOFD_PAGE - 1);
 	mr->nruns = req->nruns;
-	if (!req->nruns) { /* in place (mr_check) */
-		mr->inplace = true;
-		for (i = 0; i < 2; i++) {
-			mr->fds[i] = rq->fds[i];
-			rq->fds[i] = -1;
-		}
-		return mr;
-	}
+	mr->inplace = req->access & SOF_MR_INPLACE;
+	mr->access &= ~(uint32_t)SOF_MR_INPLACE;
 	for (i = 0; i < req->nruns; i++) {
 		mr->runs[i] = req->runs[i];
 		mr->fds[i] = rq->fds[i];
@@ -150,7 +169,7 @@ err_free:
 /* Undo mr_new for a record never published. */
 static void mr_free(struct sofd_mr *mr)
 {
-	sof_close_fds(mr->fds, SOFD_MR_NFDS(mr));
+	sof_close_fds(mr->fds, (int)mr->nruns);
 	sofd_slot_free(mr->slot);
 	free(mr);
 }
@@ -178,9 +197,12 @@ int sofd_reg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
 		return -ENOENT;
 	if (rq->c->n.mrs >= SOFD_CONN_MAX_MR)
 		return -ENOMEM;
-	if (req->nruns < 1 && rq->nfds != 2)
+	if (req->nruns < 1 && !(req->access & SOF_MR_INPLACE))
 		return -EINVAL;
 	err = mr_check(rq, req);
+	if (err)
+		return err;
+	err = take_mem(rq);
 	if (err)
 		return err;
 	mr = mr_new(rq, req, pd, NULL);
@@ -215,11 +237,14 @@ int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
 	err = mr_check(rq, req);
 	if (err)
 		return err;
-	for (uint32_t i = 0; !req->nruns && i < old->nruns; i++)
+	err = take_mem(rq);
+	if (err)
+		return err;
+	for (uint32_t i = 0; !req->nruns && !(req->access & SOF_MR_INPLACE) && i < old->nruns; i++)
 		if ((req->access & IBV_ACCESS_LOCAL_WRITE) &&
 		    (fcntl(old->fds[i], F_GETFL) & O_ACCMODE) != O_RDWR)
 			return -EINVAL;
-	mr = mr_new(rq, req, pd, req->nruns ? NULL : old);
+	mr = mr_new(rq, req, pd, req->nruns || (req->access & SOF_MR_INPLACE) ? NULL : old);
 	if (!mr)
 		return -ENOMEM;
 	mr->key = old->key;
@@ -229,5 +254,35 @@ int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
 	}
 	sofd_mr_release(old); /* the key stays with mr */
 	mr_link(mr, rep);
+	return 0;
+}
+
+/* SHARE_MR: the owner moved the pages of a region in place onto memfds
+ * (because a peer asked, sof_mem_fence.req): the record gets the runs, and
+ * keeps key, slot and generation, so no executor's view is revoked; peers
+ * open it again when the fence's move count changes, and map it. */
+int sofd_share_mr(struct sofd_req *rq)
+{
+	const struct sof_reg_mr_req *req = rq->data;
+	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, req->key);
+	int err;
+
+	if (!mr || mr->owner != rq->c)
+		return -ENOENT;
+	if (!mr->inplace || mr->nruns || !req->nruns || (req->access & SOF_MR_INPLACE) ||
+	    req->addr != mr->addr || req->length != mr->length || req->access != mr->access)
+		return -EINVAL;
+	err = mr_check(rq, req);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < req->nruns; i++) {
+		mr->runs[i] = req->runs[i];
+		mr->fds[i] = rq->fds[i];
+		rq->fds[i] = -1;
+		if (fchmod(mr->fds[i], 0444)) {
+			/* best effort, as in mr_new */
+		}
+	}
+	mr->nruns = req->nruns;
 	return 0;
 }

@@ -183,7 +183,7 @@ void sofd_mr_release(struct sofd_mr *mr)
 		sof_hmap_del(&sofd.mrs, mr->key);
 	sof_list_del(&mr->link);
 	sofd_slot_free(mr->slot);
-	sof_close_fds(mr->fds, SOFD_MR_NFDS(mr));
+	sof_close_fds(mr->fds, (int)mr->nruns);
 	mr->pd->users--;
 	sofd.n.mrs--;
 	mr->owner->n.mrs--;

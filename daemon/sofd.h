@@ -94,6 +94,10 @@ struct sofd_conn {
 	struct sofd_counts n;	  /* objects it holds */
 	struct cm_conn cm;	  /* cm/'s part: the rdma_cm event channel it is */
 	uint32_t net_slot;	  /* steering slot of NET_ENGINE, 0: none */
+	/* its process's /proc/self/mem and fence page, handed over with its
+	 * first region in place (REG_MR), or -1 / NULL */
+	int pmem_fd, fence_fd;
+	struct sof_mem_fence *fence;
 	struct sof_link pds, mrs, cqs, srqs, qps;
 	struct sof_link link; /* in sofd.conns */
 };
@@ -107,9 +111,6 @@ struct sofd_pd {
 	uint32_t users; /* MRs, QPs and SRQs in this PD */
 };
 
-/* Descriptors a region holds: one per run, or two in place. */
-#define SOFD_MR_NFDS(mr) ((mr)->inplace ? 2 : (int)(mr)->nruns)
-
 struct sofd_mr {
 	struct sof_link link;
 	struct sofd_conn *owner;
@@ -122,10 +123,9 @@ struct sofd_mr {
 	uint64_t iova, addr, length, page_off;
 	struct sof_mr_run runs[SOF_MAX_MR_RUNS];
 	int fds[SOF_MAX_MR_RUNS];
-	/* In place (a shared mapping, no runs): fds[0] is the owner's
-	 * /proc/self/mem, fds[1] its fence page; only processes of the
-	 * owner's user get them (OPEN_MR), and the daemon's own transport
-	 * does not reach the region. */
+	/* In place: the pages stay in the owner, reached through its
+	 * connection's pmem_fd (only processes of the owner's user get it,
+	 * OPEN_MR) until SHARE_MR gives the region runs. */
 	bool inplace;
 	/* The transport's mapping of the region (transport/mr.c), made on
 	 * first use: base is the byte at iova. */
@@ -302,6 +302,7 @@ int sofd_dispatch(struct sofd_req *req, struct sofd_rep *rep);
 #define SOF_REG_MR_MIN offsetof(struct sof_reg_mr_req, runs)
 int sofd_reg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep);
 int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep);
+int sofd_share_mr(struct sofd_req *rq);
 
 /* ---- registry.c --------------------------------------------------------------- */
 

@@ -90,9 +90,11 @@ void sof_tp_mr_release(struct sofd_mr *mr)
 }
 
 /*
- * A region registered in place has no memfd to map: the daemon reaches it
- * through its owner's /proc/<pid>/mem (fds[0]), with copies in a bounce
- * ring. What is read is copied in at mr_ptr; the copy stays until the
+ * A region registered in place has no memfd to map (until SHARE_MR gives
+ * it runs): the daemon reaches it through its owner's /proc/<pid>/mem
+ * (the connection's pmem_fd), with copies in a bounce ring, counted in the
+ * owner's fence as the executors' copies are (the wait for a move in
+ * progress is bounded: the fence page is the owner's to write). What is read is copied in at mr_ptr; the copy stays until the
  * ring comes round again, which is after the packets that refer to it
  * were sent (at most TX_BATCH of at most one MTU each are queued: the
  * ring holds many times that). What is written goes to the owner at
@@ -109,11 +111,61 @@ static struct {
 	uint8_t *wp;
 	uint64_t wlen, waddr;
 	int wfd;
+	struct sof_mem_fence *wfence;
+	struct sof_mem_fence *alocked; /* an atomic's alock held until mr_done */
 } bnc = {.wfd = -1};
+
+/* The fence's alock for an atomic's read and write (bounded: the owner's
+ * page), released by mr_done. */
+static void alock_take(struct sof_mem_fence *f)
+{
+	for (int tries = 0; tries < 2000; tries++) {
+		uint32_t z = 0;
+
+		if (atomic_compare_exchange_strong(&f->alock, &z, 1)) {
+			bnc.alocked = f;
+			return;
+		}
+		usleep(50);
+	}
+}
+
+static void alock_drop(void)
+{
+	if (bnc.alocked)
+		atomic_store(&bnc.alocked->alock, 0);
+	bnc.alocked = NULL;
+}
+
+/* Count a copy into the owner's memory in its fence (common/sof_shm.h);
+ * the epoch slot to leave. */
+static int fence_enter(struct sof_mem_fence *f)
+{
+	for (int tries = 0;; tries++) {
+		int e = (int)(atomic_load(&f->epoch) & 1);
+
+		atomic_fetch_add(&f->cnt[e], 1);
+		if (!atomic_load(&f->moving) || tries >= 2000)
+			return e;
+		atomic_fetch_sub(&f->cnt[e], 1);
+		usleep(50); /* a move in progress: at most 100 ms */
+	}
+}
+
+static void fence_leave(struct sof_mem_fence *f, int e)
+{
+	uint32_t v = atomic_load(&f->cnt[e]);
+
+	while (v && !atomic_compare_exchange_weak(&f->cnt[e], &v, v - 1))
+		;
+}
 
 static uint8_t *bounce(const struct sofd_mr *mr, uint64_t addr, uint64_t len, uint32_t need)
 {
+	struct sofd_conn *o = mr->owner;
 	uint8_t *b;
+	ssize_t n;
+	int e;
 
 	if (len > BOUNCE_MAX)
 		return NULL; /* more than a packet's: not asked for */
@@ -136,24 +188,37 @@ static uint8_t *bounce(const struct sofd_mr *mr, uint64_t addr, uint64_t len, ui
 		bnc.wp = b;
 		bnc.wlen = len;
 		bnc.waddr = addr;
-		bnc.wfd = mr->fds[0];
+		bnc.wfd = o->pmem_fd;
+		bnc.wfence = o->fence;
 		if (!(need & IBV_ACCESS_REMOTE_ATOMIC))
 			return b; /* written whole by the engine */
+		alock_take(o->fence);
 	}
-	if (pread(mr->fds[0], b, len, (off_t)addr) != (ssize_t)len)
-		return NULL; /* the owner is gone or unmapped the pages */
-	return b;
+	e = fence_enter(o->fence);
+	n = pread(o->pmem_fd, b, len, (off_t)addr);
+	fence_leave(o->fence, e);
+	if (n == (ssize_t)len)
+		return b;
+	alock_drop(); /* the owner is gone or unmapped the pages */
+	return NULL;
 }
 
 /* tp_host_ops.mr_done */
 static void host_mr_done(const struct tp_qp *tq, uint8_t *p, uint64_t written)
 {
+	int e;
+
 	(void)tq;
-	if (!written || bnc.wfd < 0 || p < bnc.wp || p + written > bnc.wp + bnc.wlen)
+	if (!written || bnc.wfd < 0 || p < bnc.wp || p + written > bnc.wp + bnc.wlen) {
+		alock_drop();
 		return; /* a mapping's pointer: written in place */
+	}
+	e = fence_enter(bnc.wfence);
 	/* a short write: the owner went meanwhile, nobody is left to tell */
 	if (pwrite(bnc.wfd, p, written, (off_t)(bnc.waddr + (uint64_t)(p - bnc.wp)))) {
 	}
+	fence_leave(bnc.wfence, e);
+	alock_drop();
 	bnc.wfd = -1;
 }
 
@@ -171,10 +236,11 @@ static uint8_t *host_mr_ptr(const struct tp_qp *tq, uint32_t key, uint64_t va, u
 		return NULL;
 	if (va < mr->iova || len > mr->length || va - mr->iova > mr->length - len)
 		return NULL;
-	if (mr->inplace && probe)
+	if (!mr->nruns && mr->inplace && probe)
 		return (uint8_t *)(uintptr_t)(mr->addr + (va - mr->iova)); /* not used */
-	if (mr->inplace)
-		return bounce(mr, mr->addr + (va - mr->iova), len, need);
+	if (!mr->nruns && mr->inplace)
+		return mr->owner->pmem_fd < 0 ? NULL
+					       : bounce(mr, mr->addr + (va - mr->iova), len, need);
 	if (!mr->map && mr_map(mr))
 		return NULL;
 	/* writes need a writable mapping (remote write implies local write) */

@@ -266,6 +266,7 @@ SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	s->objtab = tab;
 	s->gidtab = (const struct sof_gid_shm *)((const char *)tab + SOF_OBJTAB_GID_OFF);
 	pthread_mutex_init(&s->rpc_lock, NULL);
+	pthread_mutex_init(&s->mem_lock, NULL);
 	pthread_rwlock_init(&s->obj_lock, NULL);
 	sofv_exec_ctx_init(s);
 
@@ -301,6 +302,7 @@ SOFV_EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct sofv_context *s = to_sctx(context);
 
+	sofv_mem_ctx_close(s);
 	sofv_engine_ctx_close(s);
 	sofv_exec_ctx_cleanup(s);
 	sof_hmap_free(&s->mrs);
@@ -316,6 +318,7 @@ SOFV_EXPORT int ibv_close_device(struct ibv_context *context)
 	pthread_rwlock_destroy(&s->obj_lock);
 	pthread_mutex_destroy(&s->rpc_lock);
 	pthread_mutex_destroy(&s->cache_lock);
+	pthread_mutex_destroy(&s->mem_lock);
 	pthread_mutex_destroy(&s->prog_lock);
 	pthread_cond_destroy(&s->prog_cond);
 	free(s);

@@ -6,6 +6,7 @@
 #include "mem_maps.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,8 @@ struct pm_query {
 #define PM_VMA_EXECUTABLE 0x4
 #define PM_VMA_SHARED 0x8
 
-static int maps_fd = -1; /* /proc/self/maps, kept open; under the caller's lock */
+static int maps_fd = -1; /* /proc/self/maps, kept open; under maps_lock */
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* maps_read by PROCMAP_QUERY. -ENOTTY when the kernel lacks it. */
 static int maps_query(uintptr_t lo, uintptr_t hi, struct map_list *ml)
@@ -151,7 +153,9 @@ int sofv_maps_read(uintptr_t lo, uintptr_t hi, struct map_list *ml)
 
 	ml->e = NULL;
 	ml->n = ml->cap = 0;
+	pthread_mutex_lock(&maps_lock);
 	err = maps_query(lo, hi, ml);
+	pthread_mutex_unlock(&maps_lock);
 	if (err == -ENOTTY || err == -EINVAL) {
 		ml->n = 0;
 		err = maps_parse(lo, hi, ml);
@@ -163,6 +167,7 @@ int sofv_maps_read(uintptr_t lo, uintptr_t hi, struct map_list *ml)
 	return err;
 }
 
+/* The child after fork() has one thread: no lock is held. */
 void sofv_maps_forget(void)
 {
 	if (maps_fd >= 0)

@@ -27,8 +27,7 @@ struct map_list {
 };
 
 /* Read the mappings that intersect [lo, hi), in address order. 0 or
- * -errno; on success ml->e is the caller's to free. The caller serializes
- * calls (one descriptor of /proc/self/maps is kept open). */
+ * -errno; on success ml->e is the caller's to free. Thread-safe. */
 int sofv_maps_read(uintptr_t lo, uintptr_t hi, struct map_list *ml);
 /* In the child after fork(): the kept descriptor names the parent. */
 void sofv_maps_forget(void);

@@ -12,8 +12,8 @@
  * memory the same way. After fork() the child's copies are made private
  * again (pthread_atfork), so a child never shares the parent's data.
  *
- * Shared mappings (MAP_SHARED) stay where they are: they are registered in
- * place (the end of this file). While pages move they are read-only for a moment: a thread
+ * Shared mappings (MAP_SHARED) and hugetlb memory are not moved (the
+ * region stays in place: mem_reg.c). While pages move they are read-only for a moment: a thread
  * writing to them waits until the move is over (mv_segv, a SIGSEGV handler
  * that stays installed and passes every other fault on to the program's),
  * but a system call writing into them in that moment fails with EFAULT. When the range holds
@@ -280,10 +280,7 @@ struct pm_scan {
 #define PM_VEC 256
 
 static int pagemap_fd = -1; /* /proc/self/pagemap; under mem_lock */
-/* in place (below): /proc/self/mem and the fence page; under mem_lock */
-static int pmem_fd = -1, fence_fd = -1;
-static struct sofv_fence *fence;
-static pthread_mutex_t fence_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static struct pm_region pm_vec[PM_VEC];
 
 /* Copy the pages of [s, e) that hold data to dst (the byte at s). Returns
@@ -615,14 +612,6 @@ static void atfork_child(void)
 	if (pagemap_fd >= 0)
 		close(pagemap_fd);
 	pagemap_fd = -1;
-	/* the child's address space is its own: a region it registers in
-	 * place gets its own /proc/self/mem and fence */
-	if (pmem_fd >= 0)
-		close(pmem_fd);
-	if (fence_fd >= 0)
-		close(fence_fd);
-	pmem_fd = fence_fd = -1;
-	fence = NULL;
 	while (sg) {
 		struct sofv_seg *next = sg->next;
 
@@ -726,112 +715,4 @@ void sofv_mem_unshare(struct sofv_seg **segs, int nsegs)
 		seg_put(segs[i]);
 	pthread_mutex_unlock(&mem_lock);
 	free(segs);
-}
-
-/* ---- in place: regions over shared mappings ------------------------------------------ */
-
-/*
- * A shared mapping (MAP_SHARED anonymous or of a file, SysV and POSIX
- * shared memory, hugetlbfs) cannot move onto a memfd of ours: other
- * mappings of it would stop seeing the program's writes. Such a region is
- * registered in place: the daemon gets this process's /proc/self/mem (its
- * address space, bound to this mm and not to the pid, so a reused pid is
- * never reached) and a fence page, and hands both, after its checks, only
- * to processes of this process's user, which reach the region with
- * pread/pwrite at its addresses (remote_cache.c).
- *
- * The fence makes deregistration revoke at once: a peer counts itself in
- * the current epoch's counter, then checks that the region is still valid,
- * copies, and counts itself out; sofv_mem_fence, after the daemon retired
- * the region, starts a new epoch and waits until the old one's counter
- * drains. A peer killed in the middle of a copy leaves its count behind:
- * the wait gives up after FENCE_WAIT_NS and clears it.
- */
-#define FENCE_WAIT_NS 2000000000ull
-
-
-/* Open /proc/self/mem and make the fence page, once. Under mem_lock. */
-static int inplace_open(void)
-{
-	void *p;
-	int fd;
-
-	if (pmem_fd < 0) {
-		pmem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-		if (pmem_fd < 0)
-			return -errno;
-	}
-	if (fence_fd >= 0)
-		return 0;
-	fd = sof_memfd_create("softofed-fence", sizeof(struct sofv_fence));
-	if (fd < 0)
-		return fd;
-	p = mmap(NULL, sizeof(struct sofv_fence), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		close(fd);
-		return -ENOMEM;
-	}
-	fence = p;
-	fence_fd = fd;
-	return 0;
-}
-
-int sofv_mem_inplace(void *addr, size_t length, int fds[2])
-{
-	size_t pg = page_size();
-	uintptr_t start, end, cur;
-	struct map_list ml;
-	int err;
-
-	if (!length || (uintptr_t)addr + length < (uintptr_t)addr)
-		return -EINVAL;
-	sofv_mem_fork_init();
-	start = (uintptr_t)addr & ~(pg - 1);
-	end = ((uintptr_t)addr + length + pg - 1) & ~(pg - 1);
-	pthread_mutex_lock(&mem_lock);
-	err = sofv_maps_read(start, end, &ml);
-	cur = start;
-	for (int i = 0; !err && i < ml.n; i++) {
-		if (ml.e[i].start > cur || !(ml.e[i].prot & PROT_READ))
-			err = -EFAULT; /* a hole, or pages no access reaches */
-		else if (ml.e[i].special)
-			err = -EOPNOTSUPP;
-		cur = ml.e[i].end;
-	}
-	if (!err && cur < end)
-		err = -EFAULT;
-	free(ml.e);
-	if (!err)
-		err = inplace_open();
-	if (!err) {
-		fds[0] = fcntl(pmem_fd, F_DUPFD_CLOEXEC, 3);
-		fds[1] = fcntl(fence_fd, F_DUPFD_CLOEXEC, 3);
-		if (fds[0] < 0 || fds[1] < 0) {
-			err = -EMFILE;
-			sof_close_fds(fds, 2);
-		}
-	}
-	pthread_mutex_unlock(&mem_lock);
-	return err;
-}
-
-void sofv_mem_fence(void)
-{
-	struct timespec ts = {0, 20000};
-	uint64_t t0;
-	uint32_t old;
-
-	if (!fence)
-		return;
-	pthread_mutex_lock(&fence_lock);
-	old = atomic_fetch_add(&fence->epoch, 1) & 1;
-	t0 = mv_now();
-	while (atomic_load(&fence->cnt[old])) {
-		if (mv_now() - t0 > FENCE_WAIT_NS) {
-			atomic_store(&fence->cnt[old], 0); /* a peer died copying */
-			break;
-		}
-		nanosleep(&ts, NULL);
-	}
-	pthread_mutex_unlock(&fence_lock);
 }

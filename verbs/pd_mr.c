@@ -2,10 +2,10 @@
  * Protection domains and memory regions: ibv_alloc_pd, ibv_dealloc_pd, the
  * ibv_reg_mr family, ibv_rereg_mr and ibv_dereg_mr.
  *
- * Registering moves the region's pages onto shareable memfds (mem_share.c), or
- * for a shared mapping registers it in place, and hands them to the daemon, which issues the key (lkey == rkey, random) and
- * later gives the pages to executors that present the key with the right
- * PD and access (IBA 10.6.3, o10-35). The library keeps each MR by lkey for
+ * Registering records the region in place (mem_reg.c) with the daemon,
+ * which issues the key (lkey == rkey, random) and later lets executors
+ * that present the key with the right PD and access reach the pages (IBA
+ * 10.6.3, o10-35). The library keeps each MR by lkey for
  * the local checks of the data path.
  */
 #include "sofv.h"
@@ -93,14 +93,17 @@ static int mr_access(unsigned int access)
 	return (int)access;
 }
 
-/* Register [addr, addr+length) into m (its ibmr filled). 0 or -errno. */
+/* Register [addr, addr+length) into m (its ibmr filled), in place
+ * (mem_reg.c); the context's first registration hands the daemon this
+ * process's /proc/self/mem and fence. 0 or -errno. */
 static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t iova,
 		       unsigned int access, struct sofv_mr *m)
 {
 	struct sofv_context *s = to_sctx(pd->ibpd.context);
-	struct sof_reg_mr_req *req;
+	struct sof_reg_mr_req req;
 	struct sof_reg_mr_rep rep;
-	int fds[SOF_MAX_MR_RUNS], nruns = 0, nfds, acc, err;
+	bool attach = false;
+	int fds[2], acc, err;
 
 	acc = mr_access(access);
 	if (acc < 0)
@@ -109,35 +112,31 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 		return -EINVAL;
 	if (!addr)
 		return -EFAULT;
-	req = calloc(1, sizeof(*req));
-	if (!req)
-		return -ENOMEM;
-	err = sofv_mem_share(addr, length, req->runs, fds, &nruns, &m->segs, &m->nsegs);
-	if (err == -EOPNOTSUPP) { /* a shared mapping: in place, no runs */
-		err = sofv_mem_inplace(addr, length, fds);
-		nfds = 2;
-		m->inplace = !err;
+	if (!atomic_load(&s->mem_attached)) {
+		pthread_mutex_lock(&s->mem_lock);
+		attach = !atomic_load(&s->mem_attached);
+		if (!attach)
+			pthread_mutex_unlock(&s->mem_lock);
 	}
+	err = sofv_mem_inplace(addr, length, attach, fds);
+	if (!err) {
+		memset(&req, 0, offsetof(struct sof_reg_mr_req, runs));
+		req.pd = pd->handle;
+		req.access = (uint32_t)acc | SOF_MR_INPLACE;
+		req.iova = iova;
+		req.addr = (uintptr_t)addr;
+		req.length = length;
+		err = sofv_rpc(s, SOF_OP_REG_MR, &req, offsetof(struct sof_reg_mr_req, runs), fds,
+			       attach ? 2 : 0, &rep, sizeof(rep), NULL, NULL);
+		if (attach)
+			sof_close_fds(fds, 2);
+		if (!err && attach)
+			atomic_store(&s->mem_attached, true);
+	}
+	if (attach)
+		pthread_mutex_unlock(&s->mem_lock);
 	if (err)
-		goto out;
-	if (!m->inplace)
-		nfds = nruns;
-	req->pd = pd->handle;
-	req->access = (uint32_t)acc;
-	req->iova = iova;
-	req->addr = (uintptr_t)addr;
-	req->length = length;
-	req->nruns = (uint32_t)nruns;
-	err = sofv_rpc(s, SOF_OP_REG_MR, req,
-		       offsetof(struct sof_reg_mr_req, runs) + sizeof(req->runs[0]) * (size_t)nruns,
-		       fds, nfds, &rep, sizeof(rep), NULL, NULL);
-	sof_close_fds(fds, nfds);
-	if (err) {
-		sofv_mem_unshare(m->segs, m->nsegs);
-		m->segs = NULL;
-		m->nsegs = 0;
-		goto out;
-	}
+		return err;
 	m->access = (uint32_t)acc;
 	m->iova = iova;
 	m->pd = pd;
@@ -148,9 +147,17 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 	m->ibmr.handle = rep.lkey;
 	m->ibmr.lkey = rep.lkey;
 	m->ibmr.rkey = rep.rkey;
-out:
-	free(req);
-	return err;
+	sofv_mem_track(m);
+	return 0;
+}
+
+/* Pages a region no longer holds: after the daemon retired its record,
+ * wait for peers' copies in flight, then move its pages back when a peer
+ * had them moved. */
+static void mr_release_pages(struct sofv_seg **segs, int nsegs)
+{
+	sofv_mem_fence();
+	sofv_mem_unshare(segs, nsegs);
 }
 
 /* Undo mr_register. 0 or -errno (then nothing changed). */
@@ -160,14 +167,15 @@ static int mr_unregister(struct sofv_mr *m)
 	struct sof_dereg_mr_req req;
 	int err;
 
+	sofv_mem_untrack(m);
 	memset(&req, 0, sizeof(req));
 	req.lkey = m->ibmr.lkey;
 	err = sofv_rpc(s, SOF_OP_DEREG_MR, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
-	if (err && err != -ENOTCONN && err != -EPIPE && err != -ECONNRESET)
+	if (err && err != -ENOTCONN && err != -EPIPE && err != -ECONNRESET) {
+		sofv_mem_track(m);
 		return err;
-	if (m->inplace)
-		sofv_mem_fence();
-	sofv_mem_unshare(m->segs, m->nsegs);
+	}
+	mr_release_pages(m->segs, m->nsegs);
 	m->segs = NULL;
 	m->nsegs = 0;
 	return 0;
@@ -281,14 +289,14 @@ static int rereg_code(int err)
 SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 			     size_t length, int access)
 {
-	int fds[SOF_MAX_MR_RUNS], nruns = 0, nsegs = 0, old_nsegs, acc, err;
-	struct sofv_seg **segs = NULL, **old_segs;
-	bool xlat = flags & IBV_REREG_MR_CHANGE_TRANSLATION, was_inplace;
-	struct sof_reg_mr_req *req;
+	bool xlat = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
+	struct sof_reg_mr_req req;
 	struct sof_reg_mr_rep rep;
+	struct sofv_seg **old_segs;
 	struct sofv_context *s;
 	struct sofv_pd *npd;
 	struct sofv_mr *m;
+	int old_nsegs, acc, err;
 
 	if (!mr || !flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
 		return rereg_fail(IBV_REREG_MR_ERR_INPUT, EINVAL);
@@ -302,37 +310,32 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 	acc = mr_access((flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned int)access : m->access);
 	if (acc < 0)
 		return rereg_fail(IBV_REREG_MR_ERR_INPUT, -acc);
-	req = calloc(1, sizeof(*req));
-	if (!req)
-		return rereg_fail(IBV_REREG_MR_ERR_CMD, ENOMEM);
 	if (xlat) {
-		err = sofv_mem_share(addr, length, req->runs, fds, &nruns, &segs, &nsegs);
-		if (err) {
-			free(req);
+		err = sofv_mem_inplace(addr, length, false, NULL);
+		if (err)
 			return rereg_fail(rereg_code(err), -err);
-		}
 	}
-	req->key = mr->lkey;
-	req->pd = npd->handle;
-	req->access = (uint32_t)acc;
-	req->iova = xlat ? (uintptr_t)addr : m->iova;
-	req->addr = xlat ? (uintptr_t)addr : (uintptr_t)mr->addr;
-	req->length = xlat ? length : mr->length;
-	req->nruns = (uint32_t)nruns;
-	err = sofv_rpc(s, SOF_OP_REREG_MR, req,
-		       offsetof(struct sof_reg_mr_req, runs) + sizeof(req->runs[0]) * (size_t)nruns,
-		       fds, nruns, &rep, sizeof(rep), NULL, NULL);
-	sof_close_fds(fds, nruns);
-	free(req);
+	memset(&req, 0, offsetof(struct sof_reg_mr_req, runs));
+	req.key = mr->lkey;
+	req.pd = npd->handle;
+	/* without a new translation the daemon keeps the pages (and any runs
+	 * a move gave them) */
+	req.access = (uint32_t)acc | (xlat ? SOF_MR_INPLACE : 0);
+	req.iova = xlat ? (uintptr_t)addr : m->iova;
+	req.addr = xlat ? (uintptr_t)addr : (uintptr_t)mr->addr;
+	req.length = xlat ? length : mr->length;
+	/* no move of the old pages from here on (mem_reg.c) */
+	sofv_mem_untrack(m);
+	err = sofv_rpc(s, SOF_OP_REREG_MR, &req, offsetof(struct sof_reg_mr_req, runs), NULL, 0,
+		       &rep, sizeof(rep), NULL, NULL);
 	if (!err && (rep.lkey != mr->lkey || rep.rkey != mr->rkey))
 		err = -EPROTO; /* cannot happen: the daemon keeps the key */
 	if (err) {
-		sofv_mem_unshare(segs, nsegs);
+		sofv_mem_track(m);
 		return rereg_fail(rereg_code(err), -err);
 	}
 	old_segs = m->segs;
 	old_nsegs = m->nsegs;
-	was_inplace = m->inplace;
 	sofv_engine_lock(s);
 	pthread_rwlock_wrlock(&s->obj_lock);
 	m->access = (uint32_t)acc;
@@ -342,17 +345,19 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 		m->iova = (uintptr_t)addr;
 		m->ibmr.addr = addr;
 		m->ibmr.length = length;
-		m->segs = segs;
-		m->nsegs = nsegs;
-		m->inplace = false;
+		m->segs = NULL;
+		m->nsegs = 0;
+		m->ip_tried = false;
 	}
 	/* QPs drop what they cached of it (same_host.c, local_sgl) */
 	atomic_fetch_add_explicit(&s->mr_gen, 1, memory_order_release);
 	pthread_rwlock_unlock(&s->obj_lock);
 	sofv_engine_unlock(s);
-	if (was_inplace) /* the old record is revoked */
-		sofv_mem_fence();
+	/* the old record is revoked: peers' copies in flight end first */
 	if (xlat)
-		sofv_mem_unshare(old_segs, old_nsegs);
+		mr_release_pages(old_segs, old_nsegs);
+	else
+		sofv_mem_fence();
+	sofv_mem_track(m);
 	return 0;
 }

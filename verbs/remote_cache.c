@@ -15,7 +15,10 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 void sofv_rqp_free(struct sofv_rqp *r)
@@ -44,15 +47,25 @@ void sofv_rmr_free(struct sofv_rmr *m)
 
 /* ---- regions in place: copies through the owner's /proc/<pid>/mem ----------- */
 
-/* Count this copy in the owner's fence (mem_share.c, sofv_mem_fence), then
- * check that the region is still valid: a deregistration either sees the
- * count and waits, or made the region invalid before the check. Returns
- * the epoch slot to leave, or -1 (the region is gone; nothing counted). */
+/* Count this copy in the owner's fence (common/sof_shm.h, mem_reg.c),
+ * waiting while the owner moves pages, then check that the region is
+ * still valid: a deregistration either sees the count and waits, or made
+ * the region invalid before the check. Returns the epoch slot to leave,
+ * or -1 (the region is gone; nothing counted). */
 static int fence_enter(struct sofv_rmr *m)
 {
-	int e = (int)(atomic_load(&m->fence->epoch) & 1);
+	struct timespec ts = {0, 50000};
+	int e;
 
-	atomic_fetch_add(&m->fence->cnt[e], 1);
+	/* the owner's to write: after some 2 s of moving, copy anyway */
+	for (int tries = 0;; tries++) {
+		e = (int)(atomic_load(&m->fence->epoch) & 1);
+		atomic_fetch_add(&m->fence->cnt[e], 1);
+		if (!atomic_load(&m->fence->moving) || tries >= 40000)
+			break;
+		atomic_fetch_sub(&m->fence->cnt[e], 1);
+		nanosleep(&ts, NULL);
+	}
 	if (objtab_valid(m->ctx, m->slot, m->gen))
 		return e;
 	atomic_fetch_sub(&m->fence->cnt[e], 1);
@@ -98,24 +111,30 @@ void sofv_rmr_xfer(struct sofv_rmr *m, uint8_t *remote, uint8_t *local, uint64_t
 	fence_leave(m, e);
 }
 
-/* Atomic against this process's other executors (one lock); another
- * process's copy into the same word is not excluded: a limit of regions in
- * place (verbs/README.md). */
+/* Under the fence's alock, which peers and the daemon take for their
+ * atomics on the owner's memory (bounded: the owner's page); not atomic
+ * against the owner's own CPU atomics on the word (verbs/README.md). */
 uint64_t sofv_rmr_atomic(struct sofv_rmr *m, uint8_t *p, bool fadd, uint64_t compare_add,
 			 uint64_t swap)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct timespec ts = {0, 1000};
 	uint64_t orig = 0, v;
 	int e = fence_enter(m);
+	uint32_t z;
 
 	if (e < 0)
 		return 0;
-	pthread_mutex_lock(&lock);
+	for (int tries = 0; tries < 100000; tries++) {
+		z = 0;
+		if (atomic_compare_exchange_strong(&m->fence->alock, &z, 1))
+			break;
+		nanosleep(&ts, NULL);
+	}
 	pmem_rw(m->pmem_fd, p, (uint8_t *)&orig, 8, false);
 	v = fadd ? orig + compare_add : orig == compare_add ? swap : orig;
 	if (v != orig)
 		pmem_rw(m->pmem_fd, p, (uint8_t *)&v, 8, true);
-	pthread_mutex_unlock(&lock);
+	atomic_store(&m->fence->alock, 0);
 	fence_leave(m, e);
 	return orig;
 }
@@ -236,6 +255,19 @@ struct sofv_rqp *sofv_rqp_get(struct sofv_context *ctx, uint32_t qpn)
 	return r;
 }
 
+/* Ask the owner to move the region's pages onto memfds, so that the next
+ * open maps them (mem_reg.c's thread): a slot of the fence's ring, then a
+ * wake of the futex its thread waits on. A request lost to a full ring
+ * only keeps this process copying. */
+static void ask_move(struct sof_mem_fence *f, uint32_t key)
+{
+	uint32_t i = atomic_fetch_add(&f->req_next, 1) % SOF_FENCE_REQS;
+
+	atomic_store(&f->req[i], key);
+	atomic_fetch_add(&f->req_seq, 1);
+	syscall(SYS_futex, &f->req_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
 /* A region in place from OPEN_MR's answer: fds[0] the owner's
  * /proc/<pid>/mem, fds[1] its fence page (both taken on success); the
  * region's address in runs[0].offset. The access checks stay the
@@ -246,15 +278,16 @@ static struct sofv_rmr *rmr_open_inplace(struct sofv_context *ctx, uint32_t key,
 	struct sofv_rmr *m;
 	void *f;
 
-	if (sof_memfd_check(fds[1], sizeof(struct sofv_fence)) ||
+	if (sof_memfd_check(fds[1], sizeof(struct sof_mem_fence)) ||
 	    rep->runs[0].length != rep->length || rep->length > SOFV_MAX_MR_SIZE)
 		return NULL;
-	f = mmap(NULL, sizeof(struct sofv_fence), PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	f = mmap(NULL, sizeof(struct sof_mem_fence), PROT_READ | PROT_WRITE, MAP_SHARED, fds[1],
+		 0);
 	if (f == MAP_FAILED)
 		return NULL;
 	m = calloc(1, sizeof(*m));
 	if (!m) {
-		munmap(f, sizeof(struct sofv_fence));
+		munmap(f, sizeof(struct sof_mem_fence));
 		return NULL;
 	}
 	atomic_init(&m->refs, 1);
@@ -267,9 +300,11 @@ static struct sofv_rmr *rmr_open_inplace(struct sofv_context *ctx, uint32_t key,
 	m->length = rep->length;
 	m->base = (uint8_t *)(uintptr_t)rep->runs[0].offset;
 	m->fence = f;
+	m->moves = atomic_load(&m->fence->moves);
 	m->ctx = ctx;
 	m->pmem_fd = fds[0];
 	fds[0] = -1;
+	ask_move(m->fence, key);
 	return m;
 }
 
@@ -362,7 +397,7 @@ static struct sofv_rmr *rmr_get(struct sofv_context *ctx, uint32_t key, uint32_t
 
 	pthread_mutex_lock(&ctx->cache_lock);
 	m = sof_hmap_get(&ctx->rmrs, ck);
-	if (m && !objtab_valid(ctx, m->slot, m->gen)) {
+	if (m && !rmr_current(ctx, m)) {
 		sof_hmap_del(&ctx->rmrs, ck);
 		rmr_put(m);
 		m = NULL;

@@ -52,10 +52,12 @@ struct sofv_rmr {
 	uint8_t *base; /* byte at iova (in place: in the owner's address space) */
 	void *map;
 	size_t map_len;
-	/* in place (a shared mapping of the owner): its /proc/<pid>/mem, its
-	 * fence page, and the context whose object table says it is valid */
+	/* in place (no memfd yet): the owner's /proc/<pid>/mem, its fence
+	 * page, the fence's move count when opened, and the context whose
+	 * object table says it is valid */
 	int pmem_fd;
-	struct sofv_fence *fence;
+	struct sof_mem_fence *fence;
+	uint32_t moves;
 	struct sofv_context *ctx;
 };
 
@@ -76,6 +78,15 @@ static inline bool objtab_valid(struct sofv_context *ctx, uint32_t slot, uint64_
 	if (slot >= SOF_OBJTAB_SLOTS)
 		return false;
 	return atomic_load_explicit(&ctx->objtab[slot], memory_order_acquire) == gen;
+}
+
+/* A cached region is still the one to use: not revoked, and, in place,
+ * its owner moved nothing since (then it can be mapped: open it again). */
+static inline bool rmr_current(struct sofv_context *ctx, const struct sofv_rmr *m)
+{
+	return objtab_valid(ctx, m->slot, m->gen) &&
+	       (!m->fence ||
+		atomic_load_explicit(&m->fence->moves, memory_order_relaxed) == m->moves);
 }
 
 /* Unmap and free a destination whose last reference went (remote_cache.c). */
@@ -146,7 +157,7 @@ static inline struct sofv_rmr *qp_rmr_get(struct sofv_qp *qp, uint32_t key, uint
 	struct sofv_rmr *m = qp->rmr_last[i];
 
 	if (m && qp->rmr_last_key[i] == rmr_cache_key(key, qpn, use) &&
-	    objtab_valid(to_sctx(qp->qpx.qp_base.context), m->slot, m->gen))
+	    rmr_current(to_sctx(qp->qpx.qp_base.context), m))
 		return m;
 	return sofv_qp_rmr_refill(qp, i, key, qpn, use, keep);
 }

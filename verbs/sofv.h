@@ -81,6 +81,11 @@ struct sofv_context {
 	 * has not moved since. Starts at 1; 0 marks an empty cache. */
 	_Atomic uint64_t mr_gen;
 
+	/* 0: the daemon does not have this process's /proc/self/mem and
+	 * fence yet (the first registration brings them, under mem_lock) */
+	_Atomic bool mem_attached;
+	pthread_mutex_t mem_lock;
+
 	/* Executor caches of other processes' objects (remote_cache.c). */
 	pthread_mutex_t cache_lock;
 	struct sof_hmap rqps;       /* qpn -> struct sofv_rqp * */
@@ -133,9 +138,13 @@ struct sofv_mr {
 	uint32_t access;
 	uint64_t iova;
 	struct sofv_pd *pd;
+	/* Registered in place; once a peer asked, its pages are moved onto
+	 * memfds (mem_share.c's thread) and it holds these segments. The
+	 * three below are under mem_share.c's ip_lock while it is tracked. */
 	int nsegs;
-	struct sofv_seg **segs;     /* segments this MR holds a reference on */
-	bool inplace;               /* registered in place (sofv_mem_inplace) */
+	struct sofv_seg **segs;
+	bool ip_tried;              /* moved, or found unmovable */
+	struct sofv_mr *ip_next;    /* in mem_share.c's list of regions */
 };
 
 static inline struct sofv_mr *to_smr(struct ibv_mr *mr)
@@ -367,17 +376,17 @@ int sofv_mem_share(void *addr, size_t length, struct sof_mr_run *runs,
 /* Drop the MR's references; the last one copies the pages back to private
  * memory. */
 void sofv_mem_unshare(struct sofv_seg **segs, int nsegs);
-/* The page of counters by which a deregistration waits for the copies of
- * peers into a region registered in place (mem_share.c, remote_cache.c). */
-struct sofv_fence {
-	_Atomic uint32_t epoch;
-	_Atomic uint32_t cnt[2];
-};
-/* Check [addr, addr+length) for registration in place (every page mapped
- * and readable) and give fds[0] this process's /proc/self/mem, fds[1] the
- * fence page (owned by the caller). 0 or -errno (EFAULT for a hole or an
- * unreadable page). */
-int sofv_mem_inplace(void *addr, size_t length, int fds[2]);
+/* Check [addr, addr+length) for registration in place: every page mapped
+ * and readable. With attach, give fds[0] this process's /proc/self/mem and
+ * fds[1] its fence page (struct sof_mem_fence; owned by the caller). 0 or
+ * -errno (EFAULT for a hole or an unreadable page). */
+int sofv_mem_inplace(void *addr, size_t length, bool attach, int fds[2]);
+/* Track a region registered in place, so that a peer's request moves its
+ * pages onto memfds (SHARE_MR); untrack waits for a move in progress. */
+void sofv_mem_track(struct sofv_mr *m);
+void sofv_mem_untrack(struct sofv_mr *m);
+/* The context closes: forget its regions. */
+void sofv_mem_ctx_close(struct sofv_context *s);
 /* After the daemon retired a region registered in place: wait until no
  * peer is copying into or out of it. */
 void sofv_mem_fence(void);

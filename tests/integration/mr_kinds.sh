@@ -4,7 +4,9 @@
 # another process on the same host, RDMA READs it, RDMA WRITEs it and
 # SENDs into it; both check every byte. Kinds: private anonymous touched
 # and never touched, the stack, one range registered twice, two processes
-# each registering at once; the shared kinds, registered in
+# each registering at once; fork() after registration (ibv_fork_init, and
+# RDMAV_FORK_SAFE=1): the child's writes stay in the child; after each
+# ibv_dereg_mr the peer's WRITE with the old key fails and changes nothing; the shared kinds, registered in
 # place (MAP_SHARED anonymous, a file, POSIX and SysV shared memory) and
 # 2 MiB huge pages (the test reserves some in /proc/sys/vm/nr_hugepages
 # and gives them back). Then the bad input: unmapped,
@@ -60,7 +62,7 @@ timeout 10 "$SOFTOFED" up >/dev/null 2>&1 || {
 # pair KIND PORT: one server of KIND and its client; 0 when both said ok
 pair() {
 	_k=$1 _p=$2
-	timeout 60 "$SOFTOFED" run -- "$PROG" -k "$_k" -p "$_p" >"$TMP/s.$_k.$_p" 2>&1 &
+	timeout 60 env ${SOF_MK_ENV:-} "$SOFTOFED" run -- "$PROG" -k "$_k" -p "$_p" >"$TMP/s.$_k.$_p" 2>&1 &
 	_s=$!
 	PIDS="$PIDS $_s"
 	_i=0
@@ -92,9 +94,19 @@ fi
 for kind in anon untouched stack twice shared file posix sysv huge; do
 	port=$((port + 1))
 	if pair "$kind" "$port"; then
-		ok "$kind memory: READ, WRITE and SEND from another process, every byte checked"
+		ok "$kind memory: READ, WRITE and SEND from another process, every byte checked; a WRITE after ibv_dereg_mr fails (IBV_WC_REM_ACCESS_ERR) and changes nothing"
 	else
 		notok "$kind memory"
+	fi
+done
+
+# fork() after registration (ibv_fork_init first; and with RDMAV_FORK_SAFE)
+for env in "" RDMAV_FORK_SAFE=1; do
+	port=$((port + 1))
+	if SOF_MK_ENV=$env pair fork "$port"; then
+		ok "fork${env:+ ($env)}: the child's writes stay in its memory, the parent's region keeps the peer's data and takes the next SEND"
+	else
+		notok "fork${env:+ ($env)}"
 	fi
 done
 

@@ -11,11 +11,15 @@
  * (the same range registered twice; the peer uses the second key, the
  * receive the first), shared (MAP_SHARED anonymous), file (MAP_SHARED of
  * a file in /tmp), posix (shm_open), sysv (shmget/shmat), huge (private
- * hugetlb, 2 MiB pages: some must be reserved).
+ * hugetlb, 2 MiB pages: some must be reserved), fork (private anonymous;
+ * after the WRITE the server calls fork() and its child overwrites its
+ * copy, which must not reach the parent's; ibv_fork_init first).
  *
  * The client RDMA READs the region and checks the server's pattern, RDMA
  * WRITEs a second pattern that the server checks, then SENDs a third that
- * the server receives into the region and checks. With -e the program
+ * the server receives into the region and checks. Then the server
+ * deregisters and the client WRITEs with the old key: the WRITE fails
+ * with IBV_WC_REM_ACCESS_ERR and the region is unchanged. With -e the program
  * registers an unmapped range, a PROT_NONE range and a range with a hole
  * in its middle, requires EFAULT for each, and that nothing is left
  * behind: the range's mappings are as before (no memfd of softofed in
@@ -30,6 +34,7 @@
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/wait.h>
 
 #define STACK_LEN (64 * 1024)
 
@@ -118,6 +123,32 @@ static void wait_one(struct side *s, const struct opts *o, const char *what)
 		hp_fail("%s: %s", what, hp_wc_status_name(wc.status));
 }
 
+/* fork() with the region registered (ibv_fork_init first, as rdma-core
+ * asks): the child's memory is its own (its writes stay in it), the
+ * parent's keeps the peer's data and takes the next SEND. */
+static int fork_child(uint8_t *buf, size_t len)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		hp_fail("fork: %s", strerror(errno));
+	if (!pid) {
+		if (check(buf, len, 1, "the child's copy after fork"))
+			_exit(1);
+		fill(buf, len, 3);
+		_exit(check(buf, len, 3, "the child's own write") ? 1 : 0);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		printf("fail: the child after fork failed\n");
+		return -1;
+	}
+	if (check(buf, len, 1, "the parent's region after the child wrote its copy"))
+		return -1;
+	printf("fork: the child's writes stayed in the child\n");
+	return 0;
+}
+
 /* The server's side over region buf of len bytes. */
 static int serve(const struct opts *o, uint8_t *buf, size_t len)
 {
@@ -169,13 +200,18 @@ static int serve(const struct opts *o, uint8_t *buf, size_t len)
 	hp_sync(s.sock, o->hp.secs);
 	if (check(buf, len, 1, "after the peer's RDMA WRITE"))
 		return 1;
+	if (!strcmp(o->kind, "fork") && fork_child(buf, len))
+		return 1;
 	hp_sync(s.sock, o->hp.secs); /* client: SEND */
 	wait_one(&s, o, "receive");
 	if (check(buf, len, 2, "after the peer's SEND"))
 		return 1;
 	if ((mr2 && ibv_dereg_mr(mr2)) || ibv_dereg_mr(mr))
 		hp_fail("ibv_dereg_mr");
+	hp_sync(s.sock, o->hp.secs); /* client: a WRITE with the old key */
 	hp_sync(s.sock, o->hp.secs);
+	if (check(buf, len, 2, "after a WRITE with the key of a deregistered region"))
+		return 1;
 	printf("server %s %zu bytes\nok\n", o->kind, len);
 	return 0;
 }
@@ -233,6 +269,23 @@ static int client(const struct opts *o)
 	if (ibv_post_send(s.qp, &wr, &bad))
 		hp_fail("post SEND");
 	wait_one(&s, o, "SEND");
+	hp_sync(s.sock, o->hp.secs);
+	/* the server deregistered: its old key reaches nothing (IBA 10.6.3) */
+	fill(buf, peer.len, 4);
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	if (ibv_post_send(s.qp, &wr, &bad))
+		hp_fail("post WRITE after deregistration");
+	{
+		struct ibv_wc wc;
+
+		if (!hp_poll_until(s.cq, &wc, hp_now_us() + (int64_t)o->hp.secs * 1000000, 0))
+			hp_fail("WRITE after deregistration: no completion");
+		if (wc.status != IBV_WC_REM_ACCESS_ERR) {
+			printf("fail: WRITE after deregistration: %s, expected IBV_WC_REM_ACCESS_ERR\n",
+			       hp_wc_status_name(wc.status));
+			return 1;
+		}
+	}
 	hp_sync(s.sock, o->hp.secs);
 	printf("client %zu bytes\nok\n", (size_t)peer.len);
 	return 0;
@@ -326,7 +379,7 @@ static uint8_t *region(const struct opts *o)
 	void *p = MAP_FAILED;
 
 	if (!strcmp(o->kind, "anon") || !strcmp(o->kind, "untouched") ||
-	    !strcmp(o->kind, "twice")) {
+	    !strcmp(o->kind, "twice") || !strcmp(o->kind, "fork")) {
 		p = mmap(NULL, o->len, PROT_READ | PROT_WRITE, priv, -1, 0);
 	} else if (!strcmp(o->kind, "shared")) {
 		p = mmap(NULL, o->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -376,7 +429,7 @@ static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s -k KIND [options] [HOST] | %s -e\n"
-		"  KIND: anon, untouched, stack, twice, shared, file, posix, sysv, huge\n"
+		"  KIND: anon, untouched, stack, twice, shared, file, posix, sysv, huge, fork\n"
 		"  -l LEN   region length (default 1 MiB + 123; stack: %d)\n"
 		"  -p PORT  TCP port of the rendezvous (default 18640)\n"
 		"  -d DEV, -g INDEX, -T SECS as the other helpers\n",
@@ -416,6 +469,13 @@ int main(int argc, char **argv)
 		return client(&o);
 	if (!strcmp(o.kind, "stack"))
 		return serve_stack(&o);
+	if (!strcmp(o.kind, "fork")) {
+		if (ibv_fork_init() || ibv_is_fork_initialized() != IBV_FORK_UNNEEDED) {
+			printf("fail: ibv_fork_init %d, ibv_is_fork_initialized %d\n",
+			       ibv_fork_init(), (int)ibv_is_fork_initialized());
+			return 1;
+		}
+	}
 	buf = region(&o);
 	return buf ? serve(&o, buf, o.len) : 1;
 }

@@ -49,7 +49,9 @@ static int mr_check(const struct sofd_req *rq, const struct sof_reg_mr_req *req)
 	if (req->access & SOF_MR_INPLACE) {
 		struct stat st;
 
-		if (req->nruns || req->length > SOFD_MAX_MR_LEN)
+		/* on demand, a region may span the address space (implicit) */
+		if (req->nruns ||
+		    (req->length > SOFD_MAX_MR_LEN && !(req->access & IBV_ACCESS_ON_DEMAND)))
 			return -EINVAL;
 		/* the process's memory and fence come once per connection */
 		if (rq->nfds != (rq->c->pmem_fd < 0 ? 2 : 0))

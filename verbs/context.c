@@ -224,6 +224,7 @@ static void set_ops(struct sofv_context *s)
 	v->sz = sizeof(*v);
 	v->query_port = sofv_query_port;
 	v->query_device_ex = sofv_query_device_ex;
+	v->advise_mr = sofv_advise_mr;
 	v->create_cq_ex = sofv_create_cq_ex;
 	v->create_qp_ex = sofv_create_qp_ex;
 	v->create_srq_ex = sofv_create_srq_ex;
@@ -403,6 +404,18 @@ int sofv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_
 	a.completion_timestamp_mask = UINT64_MAX;
 	a.hca_core_clock = 1000000; /* kHz */
 	a.phys_port_cnt_ex = 1;
+	/* On-demand paging, explicit and implicit: regions stay in place and
+	 * every access looks the pages up (mem_reg.c), for every transport
+	 * and operation. */
+	a.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	a.odp_caps.per_transport_caps.rc_odp_caps =
+	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+	    IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	a.odp_caps.per_transport_caps.uc_odp_caps =
+	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+	    IBV_ODP_SUPPORT_SRQ_RECV;
+	a.odp_caps.per_transport_caps.ud_odp_caps =
+	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	return 0;
 }

@@ -1,7 +1,8 @@
 /*
  * Memory registration in place: ibv_reg_mr checks the range (every page
- * mapped and readable: one PROCMAP_QUERY per mapping, mem_maps.c) and
- * records it; no page moves, so registering costs the same for 4 KiB and
+ * mapped and readable: one PROCMAP_QUERY per mapping, mem_maps.c; not for
+ * on-demand paging, whose pages are looked up at each access) and records
+ * it; no page moves, so registering costs the same for 4 KiB and
  * for 1 GiB, touched or not, and any memory registers: private, shared
  * (MAP_SHARED, files, SysV and POSIX shared memory), hugetlb, the stack.
  *
@@ -236,7 +237,8 @@ static int inplace_open(void)
 	return 0;
 }
 
-int sofv_mem_inplace(void *addr, size_t length, bool attach, int fds[2])
+/* Every page of [addr, addr+length) mapped and readable. 0 or -errno. */
+static int range_check(void *addr, size_t length)
 {
 	const size_t pg = 4096;
 	uintptr_t start, end, cur;
@@ -259,6 +261,13 @@ int sofv_mem_inplace(void *addr, size_t length, bool attach, int fds[2])
 	if (!err && cur < end)
 		err = -EFAULT;
 	free(ml.e);
+	return err;
+}
+
+int sofv_mem_inplace(void *addr, size_t length, bool odp, bool attach, int fds[2])
+{
+	int err = odp ? 0 : range_check(addr, length);
+
 	if (err)
 		return err;
 	pthread_mutex_lock(&ip_lock);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #undef ibv_reg_mr
@@ -81,10 +82,9 @@ SOFV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 static int mr_access(unsigned int access)
 {
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
-	if (access & (IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND |
-		      IBV_ACCESS_HUGETLB))
+	if (access & (IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB))
 		return -EOPNOTSUPP;
-	if (access & ~(unsigned int)MR_ACCESS)
+	if (access & ~(unsigned int)(MR_ACCESS | IBV_ACCESS_ON_DEMAND))
 		return -EINVAL;
 	/* IBA 10.6.3.1 o10-35: remote write or atomic needs local write */
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
@@ -102,15 +102,18 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 	struct sofv_context *s = to_sctx(pd->ibpd.context);
 	struct sof_reg_mr_req req;
 	struct sof_reg_mr_rep rep;
-	bool attach = false;
+	bool attach = false, odp, implicit;
 	int fds[2], acc, err;
 
 	acc = mr_access(access);
 	if (acc < 0)
 		return acc;
-	if (!length || length > SOFV_MAX_MR_SIZE)
+	odp = acc & IBV_ACCESS_ON_DEMAND;
+	/* implicit ODP: the whole address space, any address at use time */
+	implicit = odp && !addr && length == SIZE_MAX;
+	if (!implicit && (!length || length > SOFV_MAX_MR_SIZE))
 		return -EINVAL;
-	if (!addr)
+	if (!addr && !implicit)
 		return -EFAULT;
 	if (!atomic_load(&s->mem_attached)) {
 		pthread_mutex_lock(&s->mem_lock);
@@ -118,7 +121,9 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 		if (!attach)
 			pthread_mutex_unlock(&s->mem_lock);
 	}
-	err = sofv_mem_inplace(addr, length, attach, fds);
+	/* on demand: pages are looked up at each access, so none need be
+	 * mapped now (as ib_umem_odp) */
+	err = sofv_mem_inplace(addr, length, odp, attach, fds);
 	if (!err) {
 		memset(&req, 0, offsetof(struct sof_reg_mr_req, runs));
 		req.pd = pd->handle;
@@ -147,6 +152,9 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 	m->ibmr.handle = rep.lkey;
 	m->ibmr.lkey = rep.lkey;
 	m->ibmr.rkey = rep.rkey;
+	/* never moved onto memfds: a memfd would keep pages the program
+	 * unmapped or replaced, and ODP follows the address space */
+	m->ip_tried = odp;
 	sofv_mem_track(m);
 	return 0;
 }
@@ -311,7 +319,7 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 	if (acc < 0)
 		return rereg_fail(IBV_REREG_MR_ERR_INPUT, -acc);
 	if (xlat) {
-		err = sofv_mem_inplace(addr, length, false, NULL);
+		err = sofv_mem_inplace(addr, length, acc & IBV_ACCESS_ON_DEMAND, false, NULL);
 		if (err)
 			return rereg_fail(rereg_code(err), -err);
 	}
@@ -347,8 +355,8 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 		m->ibmr.length = length;
 		m->segs = NULL;
 		m->nsegs = 0;
-		m->ip_tried = false;
 	}
+	m->ip_tried = acc & IBV_ACCESS_ON_DEMAND;
 	/* QPs drop what they cached of it (same_host.c, local_sgl) */
 	atomic_fetch_add_explicit(&s->mr_gen, 1, memory_order_release);
 	pthread_rwlock_unlock(&s->obj_lock);
@@ -359,5 +367,46 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 	else
 		sofv_mem_fence();
 	sofv_mem_track(m);
+	return 0;
+}
+
+/* ibv_advise_mr(3) (prefetch of on-demand regions): every SGE must lie in
+ * an ODP region of pd (ENOENT otherwise, as mlx5), writable for
+ * PREFETCH_WRITE; the pages are then faulted in (MADV_POPULATE_*), which
+ * is what a later access would do. PREFETCH_NO_FAULT has nothing to do. */
+int sofv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		   struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	struct sofv_context *s = to_sctx(pd->context);
+	bool wr = advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+
+	if ((advice != IBV_ADVISE_MR_ADVICE_PREFETCH && !wr &&
+	     advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) ||
+	    (flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) || !sg_list || !num_sge)
+		return EINVAL;
+	for (uint32_t i = 0; i < num_sge; i++) {
+		const struct ibv_sge *g = &sg_list[i];
+		struct sofv_mr *m;
+		bool ok;
+
+		pthread_rwlock_rdlock(&s->obj_lock);
+		m = sof_hmap_get(&s->mrs, g->lkey);
+		ok = m && m->pd == to_spd(pd) && (m->access & IBV_ACCESS_ON_DEMAND) &&
+		     (!wr || (m->access & IBV_ACCESS_LOCAL_WRITE)) && g->addr >= m->iova &&
+		     g->length <= m->ibmr.length && g->addr - m->iova <= m->ibmr.length - g->length;
+		pthread_rwlock_unlock(&s->obj_lock);
+		if (!ok)
+			return ENOENT;
+	}
+	if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return 0;
+	for (uint32_t i = 0; i < num_sge; i++) {
+		uintptr_t a = (uintptr_t)sg_list[i].addr & ~(uintptr_t)4095;
+		size_t n = ((uintptr_t)sg_list[i].addr + sg_list[i].length - a + 4095) & ~(size_t)4095;
+
+		if (sg_list[i].length &&
+		    madvise((void *)a, n, wr ? MADV_POPULATE_WRITE : MADV_POPULATE_READ))
+			return EFAULT;
+	}
 	return 0;
 }

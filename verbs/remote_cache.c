@@ -279,7 +279,8 @@ static struct sofv_rmr *rmr_open_inplace(struct sofv_context *ctx, uint32_t key,
 	void *f;
 
 	if (sof_memfd_check(fds[1], sizeof(struct sof_mem_fence)) ||
-	    rep->runs[0].length != rep->length || rep->length > SOFV_MAX_MR_SIZE)
+	    rep->runs[0].length != rep->length ||
+	    (rep->length > SOFV_MAX_MR_SIZE && !(rep->access & IBV_ACCESS_ON_DEMAND)))
 		return NULL;
 	f = mmap(NULL, sizeof(struct sof_mem_fence), PROT_READ | PROT_WRITE, MAP_SHARED, fds[1],
 		 0);

@@ -123,7 +123,8 @@ static inline uint8_t *rmr_ptr(const struct sofv_rmr *m, uint64_t addr, uint64_t
 {
 	if (addr < m->iova || len > m->length || addr - m->iova > m->length - len)
 		return NULL;
-	return m->base + (addr - m->iova);
+	/* in place the base may be 0 (implicit ODP): integer arithmetic */
+	return (uint8_t *)((uintptr_t)m->base + (addr - m->iova));
 }
 
 /* Look up (or map) destination QP qpn. Returns a new reference or NULL when

@@ -2,11 +2,12 @@
 # Registered memory between two hosts (issue 17, item 2): tests/progs/
 # mr_kinds with its server on host a and its client on host b over veth:
 # the client RDMA READs the server's region, RDMA WRITEs it and SENDs into
-# it, every byte checked on both sides. Private anonymous memory (moved
-# onto a memfd) and a MAP_SHARED region (registered in place, reached by
-# the daemon through the owner's /proc/<pid>/mem), each with the programs'
-# own engines and with the daemons' (SOFTOFED_ENGINE=daemon: the daemon
-# moves every byte of the region through its bounce ring).
+# it, every byte checked on both sides. Private anonymous memory (touched
+# and never touched), a MAP_SHARED region and on-demand paging, explicit
+# and implicit (tests/progs/mr_kinds.c), each with the programs' own
+# engines (which use the registered addresses) and with the daemons'
+# (SOFTOFED_ENGINE=daemon: the daemon reaches the region in place through
+# its owner's /proc/<pid>/mem and a bounce ring).
 # Needs root (ip netns).
 # Usage: tests/hosts/mr_kinds.sh
 set -u
@@ -30,7 +31,7 @@ gb=$(sof_host_gid b) || {
 for engine in program daemon; do
 	E=()
 	[ "$engine" = daemon ] && E=(env SOFTOFED_ENGINE=daemon)
-	for kind in anon shared untouched; do
+	for kind in anon shared untouched odp odp_implicit; do
 		name="hosts/mr_kinds $kind memory, the $engine's engine"
 		PORT=$((PORT + 1))
 		sof_host_bg srv a 90 "${E[@]}" "$SOFTOFED" run -- "$PROG" -k "$kind" -p "$PORT" -g "$ga"

@@ -9,7 +9,10 @@
 # ibv_dereg_mr the peer's WRITE with the old key fails and changes nothing; the shared kinds, registered in
 # place (MAP_SHARED anonymous, a file, POSIX and SysV shared memory) and
 # 2 MiB huge pages (the test reserves some in /proc/sys/vm/nr_hugepages
-# and gives them back). Then the bad input: unmapped,
+# and gives them back); on-demand paging, explicit (over a range unmapped
+# and mapped again after registration) and implicit (the whole address
+# space, the region mapped after registration), with the ODP caps and
+# ibv_advise_mr prefetch. Then the bad input: unmapped,
 # PROT_NONE and partly unmapped ranges fail with EFAULT and leave nothing
 # behind (no mapping in the process, the daemon's count of memory regions
 # as before).
@@ -91,7 +94,7 @@ if [ -n "$HP0" ]; then
 	echo $((HP0 + 4)) >"$HP" 2>/dev/null
 fi
 
-for kind in anon untouched stack twice shared file posix sysv huge; do
+for kind in anon untouched stack twice shared file posix sysv huge odp odp_implicit; do
 	port=$((port + 1))
 	if pair "$kind" "$port"; then
 		ok "$kind memory: READ, WRITE and SEND from another process, every byte checked; a WRITE after ibv_dereg_mr fails (IBV_WC_REM_ACCESS_ERR) and changes nothing"

@@ -13,7 +13,10 @@
  * a file in /tmp), posix (shm_open), sysv (shmget/shmat), huge (private
  * hugetlb, 2 MiB pages: some must be reserved), fork (private anonymous;
  * after the WRITE the server calls fork() and its child overwrites its
- * copy, which must not reach the parent's; ibv_fork_init first).
+ * copy, which must not reach the parent's; ibv_fork_init first), odp
+ * (IBV_ACCESS_ON_DEMAND over a range unmapped and mapped again after
+ * registration, with ibv_advise_mr prefetch), odp_implicit (the whole
+ * address space, the region mapped after registration).
  *
  * The client RDMA READs the region and checks the server's pattern, RDMA
  * WRITEs a second pattern that the server checks, then SENDs a third that
@@ -31,6 +34,7 @@
 
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
@@ -149,11 +153,76 @@ static int fork_child(uint8_t *buf, size_t len)
 	return 0;
 }
 
+/* On-demand paging (kind odp: explicit, over a range that is unmapped
+ * and mapped again after registration; odp_implicit: the whole address
+ * space, the region mapped after registration): the device's ODP caps,
+ * ibv_advise_mr prefetch (and ENOENT for a region that is not ODP); the
+ * region is filled with the first pattern. NULL on failure (printed). */
+static struct ibv_mr *odp_reg(struct side *s, const struct opts *o, uint8_t **bufp, size_t len)
+{
+	bool implicit = !strcmp(o->kind, "odp_implicit");
+	struct ibv_device_attr_ex dx;
+	struct ibv_mr *mr, *plain;
+	struct ibv_sge sge;
+	uint8_t *buf;
+	int err;
+
+	if (ibv_query_device_ex(s->ctx, NULL, &dx) ||
+	    !(dx.odp_caps.general_caps & IBV_ODP_SUPPORT) ||
+	    (implicit && !(dx.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT)) ||
+	    (dx.odp_caps.per_transport_caps.rc_odp_caps &
+	     (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+	      IBV_ODP_SUPPORT_READ)) != (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+					 IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ)) {
+		printf("fail: ODP caps: general %#llx rc %#x\n",
+		       (unsigned long long)dx.odp_caps.general_caps,
+		       dx.odp_caps.per_transport_caps.rc_odp_caps);
+		return NULL;
+	}
+	if (implicit) {
+		mr = ibv_reg_mr(s->pd, NULL, SIZE_MAX, ACC | IBV_ACCESS_ON_DEMAND);
+		buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	} else {
+		buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		mr = buf == MAP_FAILED ? NULL
+				       : ibv_reg_mr(s->pd, buf, len, ACC | IBV_ACCESS_ON_DEMAND);
+		/* the pages registered go; new ones come at the same address */
+		if (mr && (munmap(buf, len) ||
+			   mmap(buf, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != buf))
+			hp_fail("remap: %s", strerror(errno));
+	}
+	if (!mr || buf == MAP_FAILED) {
+		printf("fail: ODP registration (%s): %s\n", o->kind, strerror(errno));
+		return NULL;
+	}
+	sge = (struct ibv_sge){.addr = (uintptr_t)buf, .length = (uint32_t)len, .lkey = mr->lkey};
+	err = ibv_advise_mr(s->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH,
+			    &sge, 1);
+	if (err) {
+		printf("fail: ibv_advise_mr prefetch: %s\n", strerror(err));
+		return NULL;
+	}
+	plain = ibv_reg_mr(s->pd, buf, 4096, ACC);
+	sge.lkey = plain ? plain->lkey : 0;
+	sge.length = 4096;
+	err = ibv_advise_mr(s->pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1);
+	if (!plain || err != ENOENT) {
+		printf("fail: ibv_advise_mr of a region that is not ODP: %s\n", strerror(err));
+		return NULL;
+	}
+	ibv_dereg_mr(plain);
+	printf("%s: ODP caps, prefetch, registered before the pages were mapped\n", o->kind);
+	fill(buf, len, 0);
+	*bufp = buf;
+	return mr;
+}
+
 /* The server's side over region buf of len bytes. */
 static int serve(const struct opts *o, uint8_t *buf, size_t len)
 {
 	struct hp_info me = {0}, peer;
-	struct ibv_mr *mr, *mr2 = NULL;
+	struct ibv_mr *mr = NULL, *mr2 = NULL;
 	struct ibv_sge sge;
 	struct ibv_recv_wr rwr = {0}, *bad;
 	struct side s;
@@ -161,9 +230,15 @@ static int serve(const struct opts *o, uint8_t *buf, size_t len)
 	bool untouched = !strcmp(o->kind, "untouched");
 
 	side_up(&s, o);
-	if (!untouched)
+	if (!strncmp(o->kind, "odp", 3)) {
+		mr = odp_reg(&s, o, &buf, len);
+		if (!mr)
+			return 1;
+	} else if (!untouched) {
 		fill(buf, len, 0);
-	mr = ibv_reg_mr(s.pd, buf, len, ACC);
+	}
+	if (!mr)
+		mr = ibv_reg_mr(s.pd, buf, len, ACC);
 	if (!mr) {
 		printf("fail: ibv_reg_mr of %s memory: %s\n", o->kind, strerror(errno));
 		return 1;
@@ -429,7 +504,8 @@ static void usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s -k KIND [options] [HOST] | %s -e\n"
-		"  KIND: anon, untouched, stack, twice, shared, file, posix, sysv, huge, fork\n"
+		"  KIND: anon, untouched, stack, twice, shared, file, posix, sysv, huge, fork,\n"
+		"        odp, odp_implicit\n"
 		"  -l LEN   region length (default 1 MiB + 123; stack: %d)\n"
 		"  -p PORT  TCP port of the rendezvous (default 18640)\n"
 		"  -d DEV, -g INDEX, -T SECS as the other helpers\n",
@@ -469,6 +545,8 @@ int main(int argc, char **argv)
 		return client(&o);
 	if (!strcmp(o.kind, "stack"))
 		return serve_stack(&o);
+	if (!strncmp(o.kind, "odp", 3))
+		return serve(&o, NULL, o.len);
 	if (!strcmp(o.kind, "fork")) {
 		if (ibv_fork_init() || ibv_is_fork_initialized() != IBV_FORK_UNNEEDED) {
 			printf("fail: ibv_fork_init %d, ibv_is_fork_initialized %d\n",

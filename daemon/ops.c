@@ -694,8 +694,17 @@ static int op_open_mr(struct sofd_req *rq, struct sofd_rep *rp)
 		/* in place: the owner's whole address space, for its own user
 		 * only, who could read it through ptrace anyway; the region's
 		 * address in runs[0] */
-		if (!mr->inplace || mr->owner->pmem_fd < 0 || rq->c->uid != mr->owner->uid)
+		if (!mr->inplace || mr->owner->pmem_fd < 0)
 			return -EACCES;
+		/* another user: only through memfds; the owner moves private
+		 * pages when asked (EAGAIN: ask again), not ODP, shared or
+		 * hugetlb ones (SHARE_MR without runs said so) */
+		if (rq->c->uid != mr->owner->uid) {
+			if (mr->stays || (mr->access & IBV_ACCESS_ON_DEMAND))
+				return -EACCES;
+			sofd_mem_ask_move(mr);
+			return -EAGAIN;
+		}
 		memset(r->runs, 0, sizeof(r->runs));
 		r->runs[0] = (struct sof_mr_run){.offset = mr->addr, .length = mr->length};
 		rep_fd(rp, mr->owner->pmem_fd, false);

@@ -15,7 +15,9 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <stdlib.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -262,7 +264,8 @@ int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
 /* SHARE_MR: the owner moved the pages of a region in place onto memfds
  * (because a peer asked, sof_mem_fence.req): the record gets the runs, and
  * keeps key, slot and generation, so no executor's view is revoked; peers
- * open it again when the fence's move count changes, and map it. */
+ * open it again when the fence's move count changes, and map it. Without
+ * runs: the owner will not move it (shared, hugetlb). */
 int sofd_share_mr(struct sofd_req *rq)
 {
 	const struct sof_reg_mr_req *req = rq->data;
@@ -271,9 +274,15 @@ int sofd_share_mr(struct sofd_req *rq)
 
 	if (!mr || mr->owner != rq->c)
 		return -ENOENT;
-	if (!mr->inplace || mr->nruns || !req->nruns || (req->access & SOF_MR_INPLACE) ||
+	if (!mr->inplace || mr->nruns || (req->access & SOF_MR_INPLACE) ||
 	    req->addr != mr->addr || req->length != mr->length || req->access != mr->access)
 		return -EINVAL;
+	if (!req->nruns) { /* the owner will not move it */
+		if (rq->nfds)
+			return -EINVAL;
+		mr->stays = true;
+		return 0;
+	}
 	err = mr_check(rq, req);
 	if (err)
 		return err;
@@ -287,4 +296,19 @@ int sofd_share_mr(struct sofd_req *rq)
 	}
 	mr->nruns = req->nruns;
 	return 0;
+}
+
+/* The same request a peer of the owner's user makes (verbs/remote_cache.c,
+ * ask_move): a slot of the fence's ring, a wake of the owner's thread. */
+void sofd_mem_ask_move(const struct sofd_mr *mr)
+{
+	struct sof_mem_fence *f = mr->owner->fence;
+	uint32_t i;
+
+	if (!f)
+		return;
+	i = atomic_fetch_add(&f->req_next, 1) % SOF_FENCE_REQS;
+	atomic_store(&f->req[i], mr->key);
+	atomic_fetch_add(&f->req_seq, 1);
+	syscall(SYS_futex, &f->req_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
 }

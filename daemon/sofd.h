@@ -127,6 +127,7 @@ struct sofd_mr {
 	 * connection's pmem_fd (only processes of the owner's user get it,
 	 * OPEN_MR) until SHARE_MR gives the region runs. */
 	bool inplace;
+	bool stays; /* in place for good: its owner will not move it */
 	/* The transport's mapping of the region (transport/mr.c), made on
 	 * first use: base is the byte at iova. */
 	void *map;
@@ -303,6 +304,8 @@ int sofd_dispatch(struct sofd_req *req, struct sofd_rep *rep);
 int sofd_reg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep);
 int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep);
 int sofd_share_mr(struct sofd_req *rq);
+/* Ask a region's owner to move it onto memfds (its fence page). */
+void sofd_mem_ask_move(const struct sofd_mr *mr);
 
 /* ---- registry.c --------------------------------------------------------------- */
 

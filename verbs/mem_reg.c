@@ -110,9 +110,9 @@ static void share_one(struct sofv_mr *m)
 	fence_drain(true);
 	err = sofv_mem_share(m->ibmr.addr, m->ibmr.length, req->runs, fds, &nruns, &segs, &nsegs);
 	fence_end();
-	if (err) { /* shared or hugetlb: stays in place */
-		free(req);
-		return;
+	if (err) { /* shared or hugetlb: stays in place, the daemon is told */
+		memset(req, 0, sizeof(*req));
+		nruns = 0;
 	}
 	req->key = m->ibmr.lkey;
 	req->pd = m->pd->handle;
@@ -126,7 +126,7 @@ static void share_one(struct sofv_mr *m)
 		       fds, nruns, NULL, 0, NULL, NULL);
 	sof_close_fds(fds, nruns);
 	free(req);
-	if (err) {
+	if (err || !nruns) {
 		sofv_mem_unshare(segs, nsegs);
 		return;
 	}

@@ -323,8 +323,19 @@ static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key, uint32_
 	rep = malloc(sizeof(*rep));
 	if (!rep)
 		return NULL;
-	err = sofv_rpc(ctx, SOF_OP_OPEN_MR, &req, sizeof(req), NULL, 0, rep, sizeof(*rep), fds,
-		       &nfds);
+	/* EAGAIN: a region in place of another user's process, which the
+	 * daemon asked to move it onto memfds (the one way this process may
+	 * reach it): wait for the move, up to 2 s */
+	for (int tries = 0;; tries++) {
+		struct timespec ts = {0, 1000000};
+
+		nfds = SOF_MAX_MR_RUNS;
+		err = sofv_rpc(ctx, SOF_OP_OPEN_MR, &req, sizeof(req), NULL, 0, rep, sizeof(*rep),
+			       fds, &nfds);
+		if (err != -EAGAIN || tries >= 2000)
+			break;
+		nanosleep(&ts, NULL);
+	}
 	if (err) {
 		sof_close_fds(fds, nfds);
 		free(rep);

@@ -6,7 +6,9 @@
 # and never touched, the stack, one range registered twice, two processes
 # each registering at once; fork() after registration (ibv_fork_init, and
 # RDMAV_FORK_SAFE=1): the child's writes stay in the child; after each
-# ibv_dereg_mr the peer's WRITE with the old key fails and changes nothing; the shared kinds, registered in
+# ibv_dereg_mr the peer's WRITE with the old key fails and changes nothing;
+# a client of another user (nobody), which reaches the region through the
+# memfds its owner moves it onto when the daemon asks; the shared kinds, registered in
 # place (MAP_SHARED anonymous, a file, POSIX and SysV shared memory) and
 # 2 MiB huge pages (the test reserves some in /proc/sys/vm/nr_hugepages
 # and gives them back); on-demand paging, explicit (over a range unmapped
@@ -73,7 +75,7 @@ pair() {
 		sleep 0.05
 		_i=$((_i + 1))
 	done
-	timeout 60 "$SOFTOFED" run -- "$PROG" -k "$_k" -p "$_p" 127.0.0.1 >"$TMP/c.$_k.$_p" 2>&1
+	timeout 60 ${SOF_MK_CLI:-} "$SOFTOFED" run -- "$PROG" -k "$_k" -p "$_p" 127.0.0.1 >"$TMP/c.$_k.$_p" 2>&1
 	_c=$?
 	wait "$_s"
 	_sv=$?
@@ -112,6 +114,19 @@ for env in "" RDMAV_FORK_SAFE=1; do
 		notok "fork${env:+ ($env)}"
 	fi
 done
+
+# a client of another user (nobody): the region is in place, which only
+# processes of the owner's user may reach; the daemon asks the owner to
+# move it onto memfds and the client maps those
+NB="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+port=$((port + 1))
+if ! $NB true 2>/dev/null; then
+	notok "a client of another user: cannot run as nobody (setpriv)"
+elif SOF_MK_CLI="$NB" pair anon "$port"; then
+	ok "a client of another user (nobody): READ, WRITE and SEND through the memfds the owner moved the region onto"
+else
+	notok "a client of another user (nobody)"
+fi
 
 # two processes registering at the same time, each with its own client
 port=$((port + 1))

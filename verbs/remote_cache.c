@@ -305,8 +305,28 @@ static struct sofv_rmr *rmr_open_inplace(struct sofv_context *ctx, uint32_t key,
 	m->ctx = ctx;
 	m->pmem_fd = fds[0];
 	fds[0] = -1;
-	ask_move(m->fence, key);
+	if (!(m->access & IBV_ACCESS_ON_DEMAND)) /* never moved */
+		ask_move(m->fence, key);
 	return m;
+}
+
+/* After asking for a move: wait a little for it (the owner's thread moves
+ * a small region in well under a millisecond, when it gets a CPU), so that
+ * the messages that follow take the mapped path; a large region, or an
+ * owner that keeps it in place, is copied meanwhile. True when something
+ * was moved. */
+static bool move_wait(const struct sofv_rmr *m)
+{
+	struct timespec ts = {0, 50000};
+
+	if (m->access & IBV_ACCESS_ON_DEMAND)
+		return false;
+	for (int i = 0; i < 400; i++) { /* 20 ms */
+		if (atomic_load(&m->fence->moves) != m->moves)
+			return true;
+		nanosleep(&ts, NULL);
+	}
+	return false;
 }
 
 /* Map the region with key for access on behalf of destination QP qpn. */
@@ -316,13 +336,14 @@ static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key, uint32_
 	struct sof_open_mr_rep *rep;
 	int fds[SOF_MAX_MR_RUNS], nfds = SOF_MAX_MR_RUNS, err;
 	struct sofv_rmr *m = NULL;
+	bool rw, retried = false;
 	uint64_t total = 0;
-	bool rw;
 	uint8_t *p;
 
 	rep = malloc(sizeof(*rep));
 	if (!rep)
 		return NULL;
+again:
 	/* EAGAIN: a region in place of another user's process, which the
 	 * daemon asked to move it onto memfds (the one way this process may
 	 * reach it): wait for the move, up to 2 s */
@@ -343,6 +364,13 @@ static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key, uint32_
 	}
 	if (rep->nruns == 0 && nfds == 2) {
 		m = rmr_open_inplace(ctx, key, rep, fds);
+		if (m && !retried && move_wait(m)) {
+			rmr_put(m);
+			m = NULL;
+			sof_close_fds(fds, nfds);
+			retried = true;
+			goto again; /* moved: map it */
+		}
 		goto out;
 	}
 	if (rep->nruns == 0 || rep->nruns > SOF_MAX_MR_RUNS || (int)rep->nruns != nfds)

@@ -1,24 +1,27 @@
 /*
- * Registered memory made shareable: the pages of a memory region are moved,
- * in place, onto sealed memfds that the daemon hands to executors in other
- * processes, so that RDMA WRITE and READ between processes are one memcpy.
+ * Moving a registered region's pages, in place, onto sealed memfds that the
+ * daemon hands to executors in other processes, so that RDMA WRITE and READ
+ * between processes are one memcpy. Registration itself moves nothing
+ * (mem_reg.c); its thread calls this when a peer asks for a region.
  *
  * The program must not notice: the pages keep their addresses, contents and
  * protections. A run of private pages (heap, stack, anonymous mmap, the
- * data and bss of a binary) becomes a segment: its contents are copied
- * into a new memfd mapped at a temporary address, which mremap() then moves
- * over the original range in one step. Segments are reference-counted by the MRs that cover them;
- * the last deregistration moves the pages back onto private anonymous
- * memory the same way. After fork() the child's copies are made private
- * again (pthread_atfork), so a child never shares the parent's data.
+ * data and bss of a binary) becomes a segment: the pages that hold data are
+ * copied into a new memfd mapped at a temporary address, which mremap()
+ * then moves over the original range in one step. Segments are
+ * reference-counted by the MRs that cover them; the last deregistration
+ * moves the pages back onto private anonymous memory the same way. After
+ * fork() the child's copies are made private again (pthread_atfork), so a
+ * child never shares the parent's data.
  *
- * Shared mappings (MAP_SHARED) and hugetlb memory are not moved (the
- * region stays in place: mem_reg.c). While pages move they are read-only for a moment: a thread
- * writing to them waits until the move is over (mv_segv, a SIGSEGV handler
- * that stays installed and passes every other fault on to the program's),
- * but a system call writing into them in that moment fails with EFAULT. When the range holds
- * the caller's own stack, the move runs on a private stack, so that no live
- * frame changes between copy and move.
+ * Shared mappings (MAP_SHARED) and hugetlb memory are not moved
+ * (EOPNOTSUPP: the region stays in place). While pages move they are
+ * read-only for a moment: a thread writing to them waits until the move is
+ * over (mv_segv, a SIGSEGV handler that stays installed and passes every
+ * other fault on to the program's), but a system call writing into them in
+ * that moment fails with EFAULT. When the range holds the caller's own
+ * stack, the move runs on a private stack, so that no live frame changes
+ * between copy and move.
  */
 #include "mem_maps.h"
 #include "sofv.h"

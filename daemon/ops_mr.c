@@ -14,11 +14,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
-#include <stdlib.h>
 #include <linux/futex.h>
+#include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Access flags a region may be registered with (the library strips the
@@ -99,8 +99,8 @@ static int take_mem(struct sofd_req *rq)
 
 	if (rq->c->pmem_fd >= 0 || rq->nfds != 2)
 		return 0;
-	f = mmap(NULL, sizeof(struct sof_mem_fence), PROT_READ | PROT_WRITE, MAP_SHARED,
-		 rq->fds[1], 0);
+	f = mmap(NULL, sizeof(struct sof_mem_fence), PROT_READ | PROT_WRITE, MAP_SHARED, rq->fds[1],
+		 0);
 	if (f == MAP_FAILED)
 		return -ENOMEM;
 	rq->c->fence = f;
@@ -274,8 +274,8 @@ int sofd_share_mr(struct sofd_req *rq)
 
 	if (!mr || mr->owner != rq->c)
 		return -ENOENT;
-	if (!mr->inplace || mr->nruns || (req->access & SOF_MR_INPLACE) ||
-	    req->addr != mr->addr || req->length != mr->length || req->access != mr->access)
+	if (!mr->inplace || mr->nruns || (req->access & SOF_MR_INPLACE) || req->addr != mr->addr ||
+	    req->length != mr->length || req->access != mr->access)
 		return -EINVAL;
 	if (!req->nruns) { /* the owner will not move it */
 		if (rq->nfds)

@@ -8,12 +8,12 @@
  * sofd_srq).
  *
  * Registered memory: the daemon maps a region's memfd runs (handed over at
- * REG_MR) on first use, or reaches a region registered in place through
- * its owner's /proc/<pid>/mem (bounce, below); every access is checked against the key, the QP's
- * protection domain, the access flags and the byte range (IBA 10.6.3 /
- * 9.7.5.2.4); deregistration unmaps at once (sof_tp_mr_release), and
- * since the daemon has one thread no packet is half-way through a region
- * when it goes.
+ * REG_MR or SHARE_MR) on first use, or reaches a region registered in
+ * place through its owner's /proc/<pid>/mem (bounce, below); every access
+ * is checked against the key, the QP's protection domain, the access flags
+ * and the byte range (IBA 10.6.3 / 9.7.5.2.4); deregistration unmaps at
+ * once (sof_tp_mr_release), and since the daemon has one thread no packet
+ * is half-way through a region when it goes.
  */
 #include "sofd.h"
 #include "tp.h"
@@ -94,12 +94,13 @@ void sof_tp_mr_release(struct sofd_mr *mr)
  * it runs): the daemon reaches it through its owner's /proc/<pid>/mem
  * (the connection's pmem_fd), with copies in a bounce ring, counted in the
  * owner's fence as the executors' copies are (the wait for a move in
- * progress is bounded: the fence page is the owner's to write). What is read is copied in at mr_ptr; the copy stays until the
- * ring comes round again, which is after the packets that refer to it
- * were sent (at most TX_BATCH of at most one MTU each are queued: the
- * ring holds many times that). What is written goes to the owner at
- * mr_done. Atomics are a read and a write: atomic against the daemon's
- * own, not against a same-host executor's at the same moment.
+ * progress is bounded: the fence page is the owner's to write). What is
+ * read is copied in at mr_ptr; the copy stays until the ring comes round
+ * again, which is after the packets that refer to it were sent (at most
+ * TX_BATCH of at most one MTU each are queued: the ring holds many times
+ * that). What is written goes to the owner at mr_done. An atomic is a
+ * read and a write under the fence's alock, which the executors of the
+ * owner's peers take too; the owner's own CPU atomics do not.
  */
 #define BOUNCE_LEN (8u << 20)
 #define BOUNCE_MAX (256u << 10)
@@ -240,7 +241,7 @@ static uint8_t *host_mr_ptr(const struct tp_qp *tq, uint32_t key, uint64_t va, u
 		return (uint8_t *)(uintptr_t)(mr->addr + (va - mr->iova)); /* not used */
 	if (!mr->nruns && mr->inplace)
 		return mr->owner->pmem_fd < 0 ? NULL
-					       : bounce(mr, mr->addr + (va - mr->iova), len, need);
+					      : bounce(mr, mr->addr + (va - mr->iova), len, need);
 	if (!mr->map && mr_map(mr))
 		return NULL;
 	/* writes need a writable mapping (remote write implies local write) */

@@ -6,8 +6,8 @@
 #include "mem_maps.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +96,7 @@ static int maps_query(uintptr_t lo, uintptr_t hi, struct map_list *ml)
 		m.off = q.vma_offset;
 		m.anon = !q.inode && !q.dev_major && !q.dev_minor;
 		m.special = q.vma_name_size && name_special(name);
+		m.stack = q.vma_name_size && !strncmp(name, "[stack", 6);
 		m.huge = q.vma_page_size > 4096;
 		err = ml_add(ml, &m);
 		if (err)
@@ -137,6 +138,7 @@ static int maps_parse(uintptr_t lo, uintptr_t hi, struct map_list *ml)
 		m.off = off;
 		m.anon = !ino && !maj && !min;
 		m.special = name_special(path);
+		m.stack = !strncmp(path, "[stack", 6);
 		m.huge = strstr(path, "hugepage") != NULL;
 		if (ml_add(ml, &m)) {
 			fclose(f);

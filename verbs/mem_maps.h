@@ -18,6 +18,8 @@ struct map_ent {
 	uint64_t off; /* file offset of start */
 	bool anon;    /* no file: pages never touched read as zero */
 	bool huge;    /* hugetlb: a memfd of ours would lose its huge pages */
+	bool stack;   /* [stack]: the main thread's, which another thread's
+		       * move could not freeze under it */
 	bool special; /* [vdso], [vvar], [vsyscall]: never movable */
 };
 

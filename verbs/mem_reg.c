@@ -42,7 +42,7 @@
 #define FENCE_WAIT_NS 2000000000ull
 
 static pthread_mutex_t ip_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sofv_mr *ip_head; /* regions tracked; under ip_lock */
+static struct sofv_mr *ip_head;		/* regions tracked; under ip_lock */
 static int pmem_fd = -1, fence_fd = -1; /* under ip_lock */
 static struct sof_mem_fence *fence;
 static bool thread_up; /* under ip_lock */

@@ -100,8 +100,8 @@ static size_t page_size(void)
 struct move_job {
 	uintptr_t start;
 	size_t len;
-	int memfd; /* to shared: the segment's memfd; to private: -1 */
-	ino_t ino; /* to private: only pages still on this inode move */
+	int memfd;  /* to shared: the segment's memfd; to private: -1 */
+	ino_t ino;  /* to private: only pages still on this inode move */
 	int src_fd; /* to private: the segment's memfd, whose holes need no copy */
 	struct map_list *ml;
 	int err;
@@ -480,9 +480,11 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 			goto out;
 		}
 		/* A private mapping, file-backed or not, is the process's own
-		 * copy; a shared one is someone else's too (registered in place,
-		 * as is hugetlb memory). */
-		if (ml.e[i].shared || ml.e[i].special || ml.e[i].huge) {
+		 * copy; a shared one is someone else's too (it stays in place,
+		 * as does hugetlb memory, and the main thread's stack: the
+		 * mover is another thread, and a thread whose stack is frozen
+		 * cannot take the SIGSEGV that would hold it) */
+		if (ml.e[i].shared || ml.e[i].special || ml.e[i].huge || ml.e[i].stack) {
 			err = -EOPNOTSUPP;
 			goto out;
 		}

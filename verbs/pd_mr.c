@@ -402,7 +402,8 @@ int sofv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t
 		return 0;
 	for (uint32_t i = 0; i < num_sge; i++) {
 		uintptr_t a = (uintptr_t)sg_list[i].addr & ~(uintptr_t)4095;
-		size_t n = ((uintptr_t)sg_list[i].addr + sg_list[i].length - a + 4095) & ~(size_t)4095;
+		size_t n =
+		    ((uintptr_t)sg_list[i].addr + sg_list[i].length - a + 4095) & ~(size_t)4095;
 
 		if (sg_list[i].length &&
 		    madvise((void *)a, n, wr ? MADV_POPULATE_WRITE : MADV_POPULATE_READ))

@@ -14,8 +14,8 @@
 #include "remote_cache.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <linux/futex.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -100,8 +100,7 @@ static void pmem_rw(int fd, uint8_t *remote, uint8_t *local, uint64_t n, bool to
 
 /* A region deregistered meanwhile is not touched, as a mapping of it
  * would have been taken back: the copy is dropped. */
-void sofv_rmr_xfer(struct sofv_rmr *m, uint8_t *remote, uint8_t *local, uint64_t n,
-		   bool to_remote)
+void sofv_rmr_xfer(struct sofv_rmr *m, uint8_t *remote, uint8_t *local, uint64_t n, bool to_remote)
 {
 	int e = fence_enter(m);
 
@@ -282,8 +281,7 @@ static struct sofv_rmr *rmr_open_inplace(struct sofv_context *ctx, uint32_t key,
 	    rep->runs[0].length != rep->length ||
 	    (rep->length > SOFV_MAX_MR_SIZE && !(rep->access & IBV_ACCESS_ON_DEMAND)))
 		return NULL;
-	f = mmap(NULL, sizeof(struct sof_mem_fence), PROT_READ | PROT_WRITE, MAP_SHARED, fds[1],
-		 0);
+	f = mmap(NULL, sizeof(struct sof_mem_fence), PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 	if (f == MAP_FAILED)
 		return NULL;
 	m = calloc(1, sizeof(*m));

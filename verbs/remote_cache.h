@@ -62,10 +62,7 @@ struct sofv_rmr {
 };
 
 /* The region when it is reached by copies (in place), else NULL. */
-static inline struct sofv_rmr *rmr_via(struct sofv_rmr *m)
-{
-	return m->pmem_fd >= 0 ? m : NULL;
-}
+static inline struct sofv_rmr *rmr_via(struct sofv_rmr *m) { return m->pmem_fd >= 0 ? m : NULL; }
 
 /* An 8-byte atomic (fetch-and-add, else compare-and-swap) at the owner's
  * address p of a region in place; the original value. Atomic against the

@@ -29,8 +29,7 @@ struct sg {
 
 /* Copy n bytes between local and the owner of m's address remote, under
  * m's fence and only while m is valid (remote_cache.c). */
-void sofv_rmr_xfer(struct sofv_rmr *m, uint8_t *remote, uint8_t *local, uint64_t n,
-		   bool to_remote);
+void sofv_rmr_xfer(struct sofv_rmr *m, uint8_t *remote, uint8_t *local, uint64_t n, bool to_remote);
 
 #define SG_MAX (SOFV_MAX_SGE + 2)
 

@@ -318,7 +318,8 @@ static int client(const struct opts *o)
 	mr = ibv_reg_mr(s.pd, buf, peer.len, ACC);
 	if (!mr)
 		hp_fail("client ibv_reg_mr: %s", strerror(errno));
-	sge = (struct ibv_sge){.addr = (uintptr_t)buf, .length = (uint32_t)peer.len, .lkey = mr->lkey};
+	sge = (struct ibv_sge){
+	    .addr = (uintptr_t)buf, .length = (uint32_t)peer.len, .lkey = mr->lkey};
 	memset(&wr, 0, sizeof(wr));
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
@@ -356,7 +357,8 @@ static int client(const struct opts *o)
 		if (!hp_poll_until(s.cq, &wc, hp_now_us() + (int64_t)o->hp.secs * 1000000, 0))
 			hp_fail("WRITE after deregistration: no completion");
 		if (wc.status != IBV_WC_REM_ACCESS_ERR) {
-			printf("fail: WRITE after deregistration: %s, expected IBV_WC_REM_ACCESS_ERR\n",
+			printf("fail: WRITE after deregistration: %s, expected "
+			       "IBV_WC_REM_ACCESS_ERR\n",
 			       hp_wc_status_name(wc.status));
 			return 1;
 		}

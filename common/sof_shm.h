@@ -217,11 +217,16 @@ bool sof_cq_attention(struct sof_cq_shm *shm);
  * that wants a region moved onto a memfd, so that it can map it, writes
  * its key into a slot of req and bumps req_seq (a futex the owner's
  * thread waits on); moves counts what was moved, so peers open again.
+ * The owner moves only regions of up to SOF_MOVE_MAX bytes for a peer of
+ * its user (larger ones are copied: a move freezes the pages while they
+ * are copied); the daemon asks in req_any for a process of another user,
+ * which has no other way.
  * Atomics of peers and of the daemon on the owner's memory are a read and
  * a write under alock (not atomic against the owner's own CPU atomics).
  * Written by other processes: every reader bounds its waits.
  */
 #define SOF_FENCE_REQS 64
+#define SOF_MOVE_MAX (64ull << 20)
 
 struct sof_mem_fence {
 	_Atomic uint32_t epoch;
@@ -232,6 +237,7 @@ struct sof_mem_fence {
 	_Atomic uint32_t req_next;
 	_Atomic uint32_t alock; /* held over an atomic's read and write */
 	_Atomic uint32_t req[SOF_FENCE_REQS];
+	_Atomic uint32_t req_any[SOF_FENCE_REQS]; /* the daemon's: whatever the size */
 };
 
 #endif

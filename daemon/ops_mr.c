@@ -308,7 +308,7 @@ void sofd_mem_ask_move(const struct sofd_mr *mr)
 	if (!f)
 		return;
 	i = atomic_fetch_add(&f->req_next, 1) % SOF_FENCE_REQS;
-	atomic_store(&f->req[i], mr->key);
+	atomic_store(&f->req_any[i], mr->key);
 	atomic_fetch_add(&f->req_seq, 1);
 	syscall(SYS_futex, &f->req_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
 }

@@ -16,7 +16,9 @@
  * flight are over (sofv_mem_fence), so no access happens after it returns.
  *
  * A peer that reaches a region asks for its pages to be moved onto memfds
- * it can map (then it copies with memcpy: the same-host fast path). A
+ * it can map (then it copies with memcpy: the same-host fast path), for
+ * regions of up to SOF_MOVE_MAX (a move freezes the pages while it copies
+ * them; the daemon asks for any size for a process of another user). A
  * thread of this process (started at the first registration) does it
  * (mem_share.c moves private pages; shared and hugetlb mappings stay in
  * place) and hands the memfds to the daemon (SHARE_MR); peers see the
@@ -135,21 +137,31 @@ static void share_one(struct sofv_mr *m)
 	atomic_fetch_add(&fence->moves, 1);
 }
 
+static void serve(uint32_t key, bool any_size)
+{
+	pthread_mutex_lock(&ip_lock);
+	for (struct sofv_mr *m = ip_head; m; m = m->ip_next) {
+		if (m->ibmr.lkey != key || m->ip_tried)
+			continue;
+		/* a peer of this user copies a large region rather than
+		 * have it frozen for the time a move takes */
+		if (any_size || m->ibmr.length <= SOF_MOVE_MAX)
+			share_one(m);
+		break;
+	}
+	pthread_mutex_unlock(&ip_lock);
+}
+
 static void serve_requests(void)
 {
 	for (int i = 0; i < SOF_FENCE_REQS; i++) {
-		uint32_t key = atomic_exchange(&fence->req[i], 0);
+		uint32_t key = atomic_exchange(&fence->req_any[i], 0);
 
-		if (!key)
-			continue;
-		pthread_mutex_lock(&ip_lock);
-		for (struct sofv_mr *m = ip_head; m; m = m->ip_next) {
-			if (m->ibmr.lkey == key && !m->ip_tried) {
-				share_one(m);
-				break;
-			}
-		}
-		pthread_mutex_unlock(&ip_lock);
+		if (key)
+			serve(key, true);
+		key = atomic_exchange(&fence->req[i], 0);
+		if (key)
+			serve(key, false);
 	}
 }
 

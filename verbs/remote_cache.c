@@ -267,6 +267,13 @@ static void ask_move(struct sof_mem_fence *f, uint32_t key)
 	syscall(SYS_futex, &f->req_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
+/* Whether the owner would move the region for us (mem_reg.c): not ODP,
+ * not larger than SOF_MOVE_MAX. */
+static bool movable(const struct sofv_rmr *m)
+{
+	return !(m->access & IBV_ACCESS_ON_DEMAND) && m->length <= SOF_MOVE_MAX;
+}
+
 /* A region in place from OPEN_MR's answer: fds[0] the owner's
  * /proc/<pid>/mem, fds[1] its fence page (both taken on success); the
  * region's address in runs[0].offset. The access checks stay the
@@ -303,7 +310,7 @@ static struct sofv_rmr *rmr_open_inplace(struct sofv_context *ctx, uint32_t key,
 	m->ctx = ctx;
 	m->pmem_fd = fds[0];
 	fds[0] = -1;
-	if (!(m->access & IBV_ACCESS_ON_DEMAND)) /* never moved */
+	if (movable(m))
 		ask_move(m->fence, key);
 	return m;
 }
@@ -317,7 +324,7 @@ static bool move_wait(const struct sofv_rmr *m)
 {
 	struct timespec ts = {0, 50000};
 
-	if (m->access & IBV_ACCESS_ON_DEMAND)
+	if (!movable(m))
 		return false;
 	for (int i = 0; i < 400; i++) { /* 20 ms */
 		if (atomic_load(&m->fence->moves) != m->moves)

@@ -249,8 +249,10 @@ static int inplace_open(void)
 	return 0;
 }
 
-/* Every page of [addr, addr+length) mapped and readable. 0 or -errno. */
-static int range_check(void *addr, size_t length)
+/* Every page of [addr, addr+length) mapped and readable, and writable
+ * when the region grants a write (as ib_umem_get pins for write). 0 or
+ * -errno. */
+static int range_check(void *addr, size_t length, bool write)
 {
 	const size_t pg = 4096;
 	uintptr_t start, end, cur;
@@ -264,7 +266,8 @@ static int range_check(void *addr, size_t length)
 	err = sofv_maps_read(start, end, &ml);
 	cur = start;
 	for (int i = 0; !err && i < ml.n; i++) {
-		if (ml.e[i].start > cur || !(ml.e[i].prot & PROT_READ))
+		if (ml.e[i].start > cur || !(ml.e[i].prot & PROT_READ) ||
+		    (write && !(ml.e[i].prot & PROT_WRITE)))
 			err = -EFAULT; /* a hole, or pages no access reaches */
 		else if (ml.e[i].special)
 			err = -EOPNOTSUPP; /* [vdso], [vvar] */
@@ -276,9 +279,9 @@ static int range_check(void *addr, size_t length)
 	return err;
 }
 
-int sofv_mem_inplace(void *addr, size_t length, bool odp, bool attach, int fds[2])
+int sofv_mem_inplace(void *addr, size_t length, bool odp, bool write, bool attach, int fds[2])
 {
-	int err = odp ? 0 : range_check(addr, length);
+	int err = odp ? 0 : range_check(addr, length, write);
 
 	if (err)
 		return err;

@@ -123,7 +123,8 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 	}
 	/* on demand: pages are looked up at each access, so none need be
 	 * mapped now (as ib_umem_odp) */
-	err = sofv_mem_inplace(addr, length, odp, attach, fds);
+	err = sofv_mem_inplace(addr, length, odp, acc & MR_ACCESS & ~IBV_ACCESS_REMOTE_READ, attach,
+			       fds);
 	if (!err) {
 		memset(&req, 0, offsetof(struct sof_reg_mr_req, runs));
 		req.pd = pd->handle;
@@ -319,7 +320,8 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 	if (acc < 0)
 		return rereg_fail(IBV_REREG_MR_ERR_INPUT, -acc);
 	if (xlat) {
-		err = sofv_mem_inplace(addr, length, acc & IBV_ACCESS_ON_DEMAND, false, NULL);
+		err = sofv_mem_inplace(addr, length, acc & IBV_ACCESS_ON_DEMAND,
+				       acc & MR_ACCESS & ~IBV_ACCESS_REMOTE_READ, false, NULL);
 		if (err)
 			return rereg_fail(rereg_code(err), -err);
 	}

@@ -377,11 +377,11 @@ int sofv_mem_share(void *addr, size_t length, struct sof_mr_run *runs,
  * memory. */
 void sofv_mem_unshare(struct sofv_seg **segs, int nsegs);
 /* Check [addr, addr+length) for registration in place: every page mapped
- * and readable (not for odp: on demand, pages are looked up at use). With
- * attach, give fds[0] this process's /proc/self/mem and
+ * and readable, and writable with write (not for odp: on demand, pages are
+ * looked up at use). With attach, give fds[0] this process's /proc/self/mem and
  * fds[1] its fence page (struct sof_mem_fence; owned by the caller). 0 or
  * -errno (EFAULT for a hole or an unreadable page). */
-int sofv_mem_inplace(void *addr, size_t length, bool odp, bool attach, int fds[2]);
+int sofv_mem_inplace(void *addr, size_t length, bool odp, bool write, bool attach, int fds[2]);
 /* ibv_advise_mr (pd_mr.c) */
 int sofv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		   struct ibv_sge *sg_list, uint32_t num_sge);

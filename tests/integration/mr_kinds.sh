@@ -148,7 +148,7 @@ mrs() {
 }
 before=$(mrs)
 if timeout 30 "$SOFTOFED" run -- "$PROG" -e >"$TMP/e" 2>&1 && tail -n 1 "$TMP/e" | grep -qx ok; then
-	ok "EFAULT for unmapped, PROT_NONE and partly unmapped ranges; nothing left in the process"
+	ok "EFAULT for unmapped, PROT_NONE and partly unmapped ranges and for write access to read-only pages; nothing left in the process"
 else
 	sed 's/^/#   /' "$TMP/e"
 	notok "bad input"

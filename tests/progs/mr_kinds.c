@@ -23,10 +23,11 @@
  * the server receives into the region and checks. Then the server
  * deregisters and the client WRITEs with the old key: the WRITE fails
  * with IBV_WC_REM_ACCESS_ERR and the region is unchanged. With -e the program
- * registers an unmapped range, a PROT_NONE range and a range with a hole
- * in its middle, requires EFAULT for each, and that nothing is left
- * behind: the range's mappings are as before (no memfd of softofed in
- * /proc/self/maps) and a good registration still works.
+ * registers an unmapped range, a PROT_NONE range, a range with a hole in
+ * its middle and a read-only range with write access, requires EFAULT for
+ * each (the read-only range registers for remote read), and that nothing
+ * is left behind: the range's mappings are as before (no memfd of
+ * softofed in /proc/self/maps) and a good registration still works.
  *
  * Output ends with "ok" or "fail: REASON"; exit 0 when everything holds.
  */
@@ -424,6 +425,17 @@ static int bad_input(const struct opts *o)
 	munmap(a + pg, pg);
 	bad |= expect_efault(pd, a, 3 * pg, "range with a hole");
 	bad |= expect_efault(pd, a + 2 * pg, 2 * pg, "range partly beyond the mapping");
+	/* read-only pages: readable by a peer, but no write may be granted */
+	mprotect(a, pg, PROT_READ);
+	bad |= expect_efault(pd, a, pg, "read-only range with write access");
+	mr = ibv_reg_mr(pd, a, pg, IBV_ACCESS_REMOTE_READ);
+	if (!mr) {
+		printf("fail: read-only range for remote read: %s\n", strerror(errno));
+		bad = 1;
+	} else {
+		ibv_dereg_mr(mr);
+	}
+	mprotect(a, pg, PROT_READ | PROT_WRITE);
 	if (memfd_maps() != before) {
 		printf("fail: a failed registration left %d memfd mappings\n",
 		       memfd_maps() - before);

@@ -28,7 +28,11 @@ gb=$(sof_host_gid b) || {
 	exit 1
 }
 
-for engine in program daemon; do
+# tests/run.sh runs it again with SOFTOFED_ENGINE=daemon (and the ASan
+# daemon): then every QP is the daemon's
+engines="program daemon"
+[ "${SOFTOFED_ENGINE:-}" = daemon ] && engines=daemon
+for engine in $engines; do
 	E=()
 	[ "$engine" = daemon ] && E=(env SOFTOFED_ENGINE=daemon)
 	for kind in anon shared untouched odp odp_implicit; do

@@ -461,6 +461,42 @@ def main():
             p("| %s | %s | %s | %d |" % (l[6:], fmt(res.med[l]), res.unit[l], len(res.runs[l])))
         p("")
 
+    # ------------------------------------------------------------ registration
+    rg = {l[len("registration: "):]: res.med[l] for l in res.order
+          if l.startswith("registration: ")}
+    if rg:
+        p("## Memory registration (issue 17)")
+        p("")
+        p("`bench/reg_mr` (through `softofed run`): `ibv_reg_mr` and `ibv_dereg_mr` of private "
+          "anonymous memory, touched (every page written before) and untouched (a fresh mmap), "
+          "beside `memcpy` of the same memory (both buffers touched) and faulting it in (the first "
+          "write to every page of a fresh mapping): the physical limits of this machine. Medians "
+          "of the program's own runs (fresh memory each), in µs; rates in GB/s (10^9 bytes).")
+        p("")
+        p("| size | what | µs | GB/s | / memcpy | / fault | target | verdict |")
+        p("|---|---|---|---|---|---|---|---|")
+        targets = {4096: ("≤ 10 µs", lambda t, n: t <= 10),
+                   1 << 20: ("≤ 100 µs", lambda t, n: t <= 100),
+                   1 << 30: ("≥ 4 GB/s", lambda t, n: n / t / 1e3 >= 4)}
+        for size, name in ((4096, "4 KiB"), (1 << 20, "1 MiB"), (1 << 30, "1 GiB")):
+            mc, fl = rg.get("memcpy %s" % name), rg.get("fault %s" % name)
+            for what in ("reg_touched", "dereg_touched", "reg_untouched", "dereg_untouched",
+                         "memcpy", "fault"):
+                t = rg.get("%s %s" % (what, name))
+                if t is None:
+                    continue
+                rate = size / t / 1e3 if t else None
+                tt, ok = targets[size] if what not in ("memcpy", "fault") else ("", None)
+                p("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    name, what.replace("_", " "), fmt(t), fmt(rate) if rate else "",
+                    fmt(t / mc) if mc and what != "memcpy" else "",
+                    fmt(t / fl) if fl and what != "fault" else "", tt,
+                    ("met" if ok(t, size) else "**not met**") if ok else ""))
+        p("")
+        for l in note.get("registration", []):
+            p("- %s" % l)
+        p("")
+
     # ------------------------------------------------------------ scale
     sc = {l[7:]: res.med[l] for l in res.order if l.startswith("scale: ")}
     if sc:

@@ -26,6 +26,9 @@
 #                     (dgram, up to 512 B) and udp;ofi_rxd (rdm over udp:
 #                     libfabric's reliability layer) — latency and
 #                     bandwidth of the same runs;
+#                     registration: bench/reg_mr, ibv_reg_mr/ibv_dereg_mr
+#                     of 4 KiB, 1 MiB, 1 GiB touched and untouched beside
+#                     memcpy and fault-in of the same memory;
 #                     scale: bench/qp_scale, 10,000 connected RC QPs in one
 #                     process (memory, set-up time, the daemon's memory);
 #   two hosts         network namespaces joined by a veth pair
@@ -277,7 +280,12 @@ build_helpers() {
 			-o "$BIN/fi_stream" "$BENCH_DIR/fi_stream.c" -lfabric ||
 			rm -f "$BIN/fi_stream"
 	fi
-	# qp_scale links softofed's libibverbs (and runs through softofed run)
+	# reg_mr and qp_scale link softofed's libibverbs (and run through softofed run)
+	if [ ! -x "$BIN/reg_mr" ] || [ "$BENCH_DIR/reg_mr.c" -nt "$BIN/reg_mr" ] ||
+		[ "$SOF_BUILD_DIR/lib/libibverbs.so" -nt "$BIN/reg_mr" ]; then
+		cc -O2 -g -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+			-o "$BIN/reg_mr" "$BENCH_DIR/reg_mr.c" -L"$SOF_BUILD_DIR/lib" -libverbs || return 1
+	fi
 	if [ ! -x "$BIN/qp_scale" ] || [ "$BENCH_DIR/qp_scale.c" -nt "$BIN/qp_scale" ] ||
 		[ "$SOF_BUILD_DIR/lib/libibverbs.so" -nt "$BIN/qp_scale" ]; then
 		cc -O2 -g -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -959,9 +967,34 @@ profile_pair() {
 
 # runs inside the namespace of its own (sof_ns_run): softofed and the kernel
 # and library peers on one host
+# registration: bench/reg_mr (issue 17)
+registration() {
+	local out what size v name cmd
+	wanted "registration:" || return 0
+	out=$(sof_out reg_mr)
+	log "registration: reg/dereg 4 KiB, 1 MiB, 1 GiB"
+	cmd="softofed run -- taskset -c $CPU_B $(rel "$BIN")/reg_mr 5"
+	if ! timeout 600 "$SOFTOFED" run -- taskset -c "$CPU_B" "$BIN/reg_mr" 5 >"$out" 2>&1 ||
+		! grep -q '^reg_touched ' "$out"; then
+		fail "registration:" "reg_mr failed: $(tail -n 2 "$out" | tr '\n' ' ')"
+		return 0
+	fi
+	while read -r what size v; do
+		case $size in
+		4096) name="4 KiB" ;;
+		1048576) name="1 MiB" ;;
+		1073741824) name="1 GiB" ;;
+		*) continue ;;
+		esac
+		rec "registration: $what $name" us "$v" "$cmd"
+	done <"$out"
+	note "registration" "each figure is reg_mr's median of 5 runs (3 for 1 GiB) in one process; the table's rates divide the size by the time"
+}
+
 phase_same_host() {
 	sof_init
 	BENCH_TSV=$1
+	registration
 	idle
 	same_host_rounds
 	same_host_perftest

@@ -60,6 +60,7 @@ enum sof_op {
 	SOF_OP_IMPORT,        /* sof_import_req -> sof_hello_rep, fds as HELLO */
 	SOF_OP_QUERY_PD,      /* sof_pd_req: the PD exists (ibv_import_pd) */
 	SOF_OP_QUERY_MR,      /* sof_query_mr_req -> sof_query_mr_rep (ibv_import_mr) */
+	SOF_OP_SHARE_MR,      /* sof_reg_mr_req with key and runs: pages of a region in place moved */
 	/* the connection manager: sof_cm_proto.h */
 	SOF_OP_CM_CHANNEL,
 	SOF_OP_CM_CREATE_ID,
@@ -163,7 +164,12 @@ struct sof_mr_run {
 };
 
 /* fds: one sealed memfd per run. The runs, concatenated, cover the pages of
- * [addr & ~page, addr + length) rounded up to the page. */
+ * [addr & ~page, addr + length) rounded up to the page. With SOF_MR_INPLACE
+ * in access there are no runs (the pages stay where they are) and, the
+ * first time a connection registers in place, two fds: the owner's
+ * /proc/self/mem and its fence page (struct sof_mem_fence). SHARE_MR
+ * gives such a region its runs later (same key, slot and generation). */
+#define SOF_MR_INPLACE (1u << 30)
 struct sof_reg_mr_req {
 	uint32_t pd;
 	uint32_t access;          /* enum ibv_access_flags */
@@ -346,7 +352,9 @@ struct sof_open_mr_req {
 	uint32_t use;             /* enum sof_mr_use */
 	uint32_t access;          /* the access needed (IBV_ACCESS_*) */
 };
-/* fds: one per run; read-only descriptors when the region grants no write */
+/* fds: one per run; read-only descriptors when the region grants no write.
+ * A region in place without runs: nruns 0, runs[0] = {addr, length}, and
+ * fds [0] the owner's /proc/<pid>/mem, [1] its fence page. */
 struct sof_open_mr_rep {
 	uint64_t iova;
 	uint64_t length;

@@ -208,4 +208,37 @@ bool sof_cq_attention(struct sof_cq_shm *shm);
 #define SOF_OBJTAB_GID_SIZE ((size_t)4096)
 #define SOF_OBJTAB_MAP_SIZE (SOF_OBJTAB_GID_OFF + SOF_OBJTAB_GID_SIZE)
 
+/*
+ * The fence page of a process that registers memory in place (verbs/
+ * mem_share.c): made by that process, handed by the daemon with its
+ * /proc/<pid>/mem to the executors of its user. A peer counts itself in
+ * cnt[epoch & 1] around each copy into or out of the owner's memory;
+ * the owner, to revoke (deregistration) or to move pages (moving set),
+ * starts a new epoch and waits until the old one's count drains. A peer
+ * that wants a region moved onto a memfd, so that it can map it, writes
+ * its key into a slot of req and bumps req_seq (a futex the owner's
+ * thread waits on); moves counts what was moved, so peers open again.
+ * The owner moves only regions of up to SOF_MOVE_MAX bytes for a peer of
+ * its user (larger ones are copied: a move freezes the pages while they
+ * are copied); the daemon asks in req_any for a process of another user,
+ * which has no other way.
+ * Atomics of peers and of the daemon on the owner's memory are a read and
+ * a write under alock (not atomic against the owner's own CPU atomics).
+ * Written by other processes: every reader bounds its waits.
+ */
+#define SOF_FENCE_REQS 64
+#define SOF_MOVE_MAX (64ull << 20)
+
+struct sof_mem_fence {
+	_Atomic uint32_t epoch;
+	_Atomic uint32_t cnt[2];
+	_Atomic uint32_t moving;
+	_Atomic uint32_t moves;
+	_Atomic uint32_t req_seq;
+	_Atomic uint32_t req_next;
+	_Atomic uint32_t alock; /* held over an atomic's read and write */
+	_Atomic uint32_t req[SOF_FENCE_REQS];
+	_Atomic uint32_t req_any[SOF_FENCE_REQS]; /* the daemon's: whatever the size */
+};
+
 #endif

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -92,6 +93,7 @@ void sofd_accept(void)
 		c->id = ++sofd.next_conn_id;
 		c->async_fd = -1;
 		c->db_fd = -1;
+		c->pmem_fd = c->fence_fd = -1;
 		c->pid = cr.pid;
 		c->uid = cr.uid;
 		c->gid = cr.gid;
@@ -125,6 +127,12 @@ void sofd_conn_close(struct sofd_conn *c, const char *why)
 	close(c->p.fd);
 	if (c->async_fd >= 0)
 		close(c->async_fd);
+	if (c->fence)
+		munmap(c->fence, sizeof(*c->fence));
+	if (c->pmem_fd >= 0)
+		close(c->pmem_fd);
+	if (c->fence_fd >= 0)
+		close(c->fence_fd);
 	if (c->db_fd >= 0) {
 		epoll_ctl(sofd.epfd, EPOLL_CTL_DEL, c->db_fd, NULL);
 		close(c->db_fd);

@@ -182,6 +182,12 @@ static int op_rereg_mr(struct sofd_req *rq, struct sofd_rep *rp)
 	return err;
 }
 
+static int op_share_mr(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	(void)rp;
+	return sofd_share_mr(rq);
+}
+
 static int op_dereg_mr(struct sofd_req *rq, struct sofd_rep *rp)
 {
 	const struct sof_dereg_mr_req *req = rq->data;
@@ -684,6 +690,28 @@ static int op_open_mr(struct sofd_req *rq, struct sofd_rep *rp)
 	r->slot = mr->slot;
 	r->gen = mr->gen;
 	r->nruns = mr->nruns;
+	if (!mr->nruns) {
+		/* in place: the owner's whole address space, for its own user
+		 * only, who could read it through ptrace anyway; the region's
+		 * address in runs[0] */
+		if (!mr->inplace || mr->owner->pmem_fd < 0)
+			return -EACCES;
+		/* another user: only through memfds; the owner moves private
+		 * pages when asked (EAGAIN: ask again), not ODP, shared or
+		 * hugetlb ones (SHARE_MR without runs said so) */
+		if (rq->c->uid != mr->owner->uid) {
+			if (mr->stays || (mr->access & IBV_ACCESS_ON_DEMAND))
+				return -EACCES;
+			sofd_mem_ask_move(mr);
+			return -EAGAIN;
+		}
+		memset(r->runs, 0, sizeof(r->runs));
+		r->runs[0] = (struct sof_mr_run){.offset = mr->addr, .length = mr->length};
+		rep_fd(rp, mr->owner->pmem_fd, false);
+		rep_fd(rp, mr->owner->fence_fd, false);
+		rp->len = sizeof(*r);
+		return 0;
+	}
 	for (uint32_t i = 0; i < mr->nruns; i++) {
 		r->runs[i] = mr->runs[i];
 		if (ro) {
@@ -852,6 +880,7 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_REG_MR] = {op_reg_mr, "REG_MR", SOF_REG_MR_MIN, -1, true},
     [SOF_OP_DEREG_MR] = {op_dereg_mr, "DEREG_MR", sizeof(struct sof_dereg_mr_req), 0, true},
     [SOF_OP_REREG_MR] = {op_rereg_mr, "REREG_MR", SOF_REG_MR_MIN, -1, true},
+    [SOF_OP_SHARE_MR] = {op_share_mr, "SHARE_MR", SOF_REG_MR_MIN, -1, true},
     [SOF_OP_CREATE_CQ] = {op_create_cq, "CREATE_CQ", sizeof(struct sof_create_cq_req), -1, true},
     [SOF_OP_RESIZE_CQ] = {op_resize_cq, "RESIZE_CQ", sizeof(struct sof_cq_req), 0, true},
     [SOF_OP_DESTROY_CQ] = {op_destroy_cq, "DESTROY_CQ", sizeof(struct sof_cq_req), 0, true},

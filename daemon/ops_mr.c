@@ -2,7 +2,8 @@
  * The memory-region ops that make a region: REG_MR and REREG_MR
  * (ibv_reg_mr(3), ibv_rereg_mr(3)); ops.c dispatches to them.
  *
- * A region is a record holding the memfd runs of its pages, its PD, access
+ * A region is a record holding the memfd runs of its pages (none while it
+ * is registered in place: SHARE_MR adds them), its PD, access
  * and a slot of the object table; executors find it by key and keep their
  * mapping only while the slot's generation stays (registry.c). Re-registering
  * makes a new record under the same key, so every executor sees the new PD
@@ -13,8 +14,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <linux/futex.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Access flags a region may be registered with (the library strips the
@@ -38,12 +42,26 @@ static int mr_check(const struct sofd_req *rq, const struct sof_reg_mr_req *req)
 	uint64_t page_off, need, total = 0;
 	int err;
 
-	if (req->access & ~(uint32_t)MR_ACCESS)
+	if (req->access & ~(uint32_t)(MR_ACCESS | SOF_MR_INPLACE))
 		return -EINVAL;
 	/* IBA 10.6.3.1 (o10-35): remote write or atomic needs local write. */
 	if ((req->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(req->access & IBV_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
+	if (req->access & SOF_MR_INPLACE) {
+		struct stat st;
+
+		/* on demand, a region may span the address space (implicit) */
+		if (req->nruns ||
+		    (req->length > SOFD_MAX_MR_LEN && !(req->access & IBV_ACCESS_ON_DEMAND)))
+			return -EINVAL;
+		/* the process's memory and fence come once per connection */
+		if (rq->nfds != (rq->c->pmem_fd < 0 ? 2 : 0))
+			return -EINVAL;
+		if (rq->nfds && (fstat(rq->fds[0], &st) || !S_ISREG(st.st_mode)))
+			return -EINVAL;
+		return rq->nfds ? sof_memfd_check(rq->fds[1], sizeof(struct sof_mem_fence)) : 0;
+	}
 	if (req->nruns > SOF_MAX_MR_RUNS || (int)req->nruns != rq->nfds)
 		return -EINVAL;
 	if (!req->nruns)
@@ -70,6 +88,26 @@ static int mr_check(const struct sofd_req *rq, const struct sof_reg_mr_req *req)
 		total += r->length;
 	}
 	return total < need ? -EINVAL : 0;
+}
+
+/* The first region in place of a connection brings its process's
+ * /proc/self/mem and fence page (mr_check checked them): kept with the
+ * connection. 0 or -errno. */
+static int take_mem(struct sofd_req *rq)
+{
+	void *f;
+
+	if (rq->c->pmem_fd >= 0 || rq->nfds != 2)
+		return 0;
+	f = mmap(NULL, sizeof(struct sof_mem_fence), PROT_READ | PROT_WRITE, MAP_SHARED, rq->fds[1],
+		 0);
+	if (f == MAP_FAILED)
+		return -ENOMEM;
+	rq->c->fence = f;
+	rq->c->pmem_fd = rq->fds[0];
+	rq->c->fence_fd = rq->fds[1];
+	rq->fds[0] = rq->fds[1] = -1;
+	return 0;
 }
 
 /* A new record of pd with the request's access, on the request's pages
@@ -101,6 +139,7 @@ static struct sofd_mr *mr_new(struct sofd_req *rq, const struct sof_reg_mr_req *
 				goto err_fds;
 		}
 		mr->nruns = keep->nruns;
+		mr->inplace = keep->inplace;
 		return mr;
 	}
 	mr->iova = req->iova;
@@ -108,6 +147,8 @@ static struct sofd_mr *mr_new(struct sofd_req *rq, const struct sof_reg_mr_req *
 	mr->length = req->length;
 	mr->page_off = req->addr & (SOFD_PAGE - 1);
 	mr->nruns = req->nruns;
+	mr->inplace = req->access & SOF_MR_INPLACE;
+	mr->access &= ~(uint32_t)SOF_MR_INPLACE;
 	for (i = 0; i < req->nruns; i++) {
 		mr->runs[i] = req->runs[i];
 		mr->fds[i] = rq->fds[i];
@@ -160,9 +201,12 @@ int sofd_reg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
 		return -ENOENT;
 	if (rq->c->n.mrs >= SOFD_CONN_MAX_MR)
 		return -ENOMEM;
-	if (req->nruns < 1)
+	if (req->nruns < 1 && !(req->access & SOF_MR_INPLACE))
 		return -EINVAL;
 	err = mr_check(rq, req);
+	if (err)
+		return err;
+	err = take_mem(rq);
 	if (err)
 		return err;
 	mr = mr_new(rq, req, pd, NULL);
@@ -197,11 +241,14 @@ int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
 	err = mr_check(rq, req);
 	if (err)
 		return err;
-	for (uint32_t i = 0; !req->nruns && i < old->nruns; i++)
+	err = take_mem(rq);
+	if (err)
+		return err;
+	for (uint32_t i = 0; !req->nruns && !(req->access & SOF_MR_INPLACE) && i < old->nruns; i++)
 		if ((req->access & IBV_ACCESS_LOCAL_WRITE) &&
 		    (fcntl(old->fds[i], F_GETFL) & O_ACCMODE) != O_RDWR)
 			return -EINVAL;
-	mr = mr_new(rq, req, pd, req->nruns ? NULL : old);
+	mr = mr_new(rq, req, pd, req->nruns || (req->access & SOF_MR_INPLACE) ? NULL : old);
 	if (!mr)
 		return -ENOMEM;
 	mr->key = old->key;
@@ -212,4 +259,56 @@ int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
 	sofd_mr_release(old); /* the key stays with mr */
 	mr_link(mr, rep);
 	return 0;
+}
+
+/* SHARE_MR: the owner moved the pages of a region in place onto memfds
+ * (because a peer asked, sof_mem_fence.req): the record gets the runs, and
+ * keeps key, slot and generation, so no executor's view is revoked; peers
+ * open it again when the fence's move count changes, and map it. Without
+ * runs: the owner will not move it (shared, hugetlb). */
+int sofd_share_mr(struct sofd_req *rq)
+{
+	const struct sof_reg_mr_req *req = rq->data;
+	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, req->key);
+	int err;
+
+	if (!mr || mr->owner != rq->c)
+		return -ENOENT;
+	if (!mr->inplace || mr->nruns || (req->access & SOF_MR_INPLACE) || req->addr != mr->addr ||
+	    req->length != mr->length || req->access != mr->access)
+		return -EINVAL;
+	if (!req->nruns) { /* the owner will not move it */
+		if (rq->nfds)
+			return -EINVAL;
+		mr->stays = true;
+		return 0;
+	}
+	err = mr_check(rq, req);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < req->nruns; i++) {
+		mr->runs[i] = req->runs[i];
+		mr->fds[i] = rq->fds[i];
+		rq->fds[i] = -1;
+		if (fchmod(mr->fds[i], 0444)) {
+			/* best effort, as in mr_new */
+		}
+	}
+	mr->nruns = req->nruns;
+	return 0;
+}
+
+/* The same request a peer of the owner's user makes (verbs/remote_cache.c,
+ * ask_move): a slot of the fence's ring, a wake of the owner's thread. */
+void sofd_mem_ask_move(const struct sofd_mr *mr)
+{
+	struct sof_mem_fence *f = mr->owner->fence;
+	uint32_t i;
+
+	if (!f)
+		return;
+	i = atomic_fetch_add(&f->req_next, 1) % SOF_FENCE_REQS;
+	atomic_store(&f->req_any[i], mr->key);
+	atomic_fetch_add(&f->req_seq, 1);
+	syscall(SYS_futex, &f->req_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
 }

@@ -94,6 +94,10 @@ struct sofd_conn {
 	struct sofd_counts n;	  /* objects it holds */
 	struct cm_conn cm;	  /* cm/'s part: the rdma_cm event channel it is */
 	uint32_t net_slot;	  /* steering slot of NET_ENGINE, 0: none */
+	/* its process's /proc/self/mem and fence page, handed over with its
+	 * first region in place (REG_MR), or -1 / NULL */
+	int pmem_fd, fence_fd;
+	struct sof_mem_fence *fence;
 	struct sof_link pds, mrs, cqs, srqs, qps;
 	struct sof_link link; /* in sofd.conns */
 	/* ibv_import_device (ops_import.c): an importer's connection acts as
@@ -127,6 +131,11 @@ struct sofd_mr {
 	uint64_t iova, addr, length, page_off;
 	struct sof_mr_run runs[SOF_MAX_MR_RUNS];
 	int fds[SOF_MAX_MR_RUNS];
+	/* In place: the pages stay in the owner, reached through its
+	 * connection's pmem_fd (only processes of the owner's user get it,
+	 * OPEN_MR) until SHARE_MR gives the region runs. */
+	bool inplace;
+	bool stays; /* in place for good: its owner will not move it */
 	/* The transport's mapping of the region (transport/mr.c), made on
 	 * first use: base is the byte at iova. */
 	void *map;
@@ -309,6 +318,9 @@ int sofd_query_pd(struct sofd_req *rq, struct sofd_rep *rp);
 int sofd_query_mr(struct sofd_req *rq, struct sofd_rep *rp);
 void sofd_import_conn_closed(struct sofd_conn *c);
 int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep);
+int sofd_share_mr(struct sofd_req *rq);
+/* Ask a region's owner to move it onto memfds (its fence page). */
+void sofd_mem_ask_move(const struct sofd_mr *mr);
 
 /* ---- registry.c --------------------------------------------------------------- */
 

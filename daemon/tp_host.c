@@ -8,11 +8,12 @@
  * sofd_srq).
  *
  * Registered memory: the daemon maps a region's memfd runs (handed over at
- * REG_MR) on first use; every access is checked against the key, the QP's
- * protection domain, the access flags and the byte range (IBA 10.6.3 /
- * 9.7.5.2.4); deregistration unmaps at once (sof_tp_mr_release), and
- * since the daemon has one thread no packet is half-way through a region
- * when it goes.
+ * REG_MR or SHARE_MR) on first use, or reaches a region registered in
+ * place through its owner's /proc/<pid>/mem (bounce, below); every access
+ * is checked against the key, the QP's protection domain, the access flags
+ * and the byte range (IBA 10.6.3 / 9.7.5.2.4); deregistration unmaps at
+ * once (sof_tp_mr_release), and since the daemon has one thread no packet
+ * is half-way through a region when it goes.
  */
 #include "sofd.h"
 #include "tp.h"
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static struct sofd_pollable p4 = {SOFD_POLL_NET, -1}, p6 = {SOFD_POLL_NET6, -1},
 			    timer = {SOFD_POLL_TIMER, -1};
@@ -87,17 +89,159 @@ void sof_tp_mr_release(struct sofd_mr *mr)
 	mr->base = NULL;
 }
 
-/* tp_host_ops.mr_ptr: the region's daemon mapping, made on first use. */
+/*
+ * A region registered in place has no memfd to map (until SHARE_MR gives
+ * it runs): the daemon reaches it through its owner's /proc/<pid>/mem
+ * (the connection's pmem_fd), with copies in a bounce ring, counted in the
+ * owner's fence as the executors' copies are (the wait for a move in
+ * progress is bounded: the fence page is the owner's to write). What is
+ * read is copied in at mr_ptr; the copy stays until the ring comes round
+ * again, which is after the packets that refer to it were sent (at most
+ * TX_BATCH of at most one MTU each are queued: the ring holds many times
+ * that). What is written goes to the owner at mr_done. An atomic is a
+ * read and a write under the fence's alock, which the executors of the
+ * owner's peers take too; the owner's own CPU atomics do not.
+ */
+#define BOUNCE_LEN (8u << 20)
+#define BOUNCE_MAX (256u << 10)
+
+static struct {
+	uint8_t *ring;
+	size_t pos;
+	/* the last view handed out for a write: where it goes */
+	uint8_t *wp;
+	uint64_t wlen, waddr;
+	int wfd;
+	struct sof_mem_fence *wfence;
+	struct sof_mem_fence *alocked; /* an atomic's alock held until mr_done */
+} bnc = {.wfd = -1};
+
+/* The fence's alock for an atomic's read and write (bounded: the owner's
+ * page), released by mr_done. */
+static void alock_take(struct sof_mem_fence *f)
+{
+	for (int tries = 0; tries < 2000; tries++) {
+		uint32_t z = 0;
+
+		if (atomic_compare_exchange_strong(&f->alock, &z, 1)) {
+			bnc.alocked = f;
+			return;
+		}
+		usleep(50);
+	}
+}
+
+static void alock_drop(void)
+{
+	if (bnc.alocked)
+		atomic_store(&bnc.alocked->alock, 0);
+	bnc.alocked = NULL;
+}
+
+/* Count a copy into the owner's memory in its fence (common/sof_shm.h);
+ * the epoch slot to leave. */
+static int fence_enter(struct sof_mem_fence *f)
+{
+	for (int tries = 0;; tries++) {
+		int e = (int)(atomic_load(&f->epoch) & 1);
+
+		atomic_fetch_add(&f->cnt[e], 1);
+		if (!atomic_load(&f->moving) || tries >= 2000)
+			return e;
+		atomic_fetch_sub(&f->cnt[e], 1);
+		usleep(50); /* a move in progress: at most 100 ms */
+	}
+}
+
+static void fence_leave(struct sof_mem_fence *f, int e)
+{
+	uint32_t v = atomic_load(&f->cnt[e]);
+
+	while (v && !atomic_compare_exchange_weak(&f->cnt[e], &v, v - 1))
+		;
+}
+
+static uint8_t *bounce(const struct sofd_mr *mr, uint64_t addr, uint64_t len, uint32_t need)
+{
+	struct sofd_conn *o = mr->owner;
+	uint8_t *b;
+	ssize_t n;
+	int e;
+
+	if (len > BOUNCE_MAX)
+		return NULL; /* more than a packet's: not asked for */
+	if (!bnc.ring) {
+		void *p = mmap(NULL, BOUNCE_LEN, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			return NULL;
+		bnc.ring = p;
+	}
+	/* the same offset in a cache line as the address: an atomic's
+	 * alignment check sees what it would see in a mapping */
+	bnc.pos = (bnc.pos + 63) & ~(size_t)63;
+	if (bnc.pos + 64 + len > BOUNCE_LEN)
+		bnc.pos = 0;
+	b = bnc.ring + bnc.pos + (addr & 63);
+	bnc.pos += (addr & 63) + len;
+	if (need & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) {
+		bnc.wp = b;
+		bnc.wlen = len;
+		bnc.waddr = addr;
+		bnc.wfd = o->pmem_fd;
+		bnc.wfence = o->fence;
+		if (!(need & IBV_ACCESS_REMOTE_ATOMIC))
+			return b; /* written whole by the engine */
+		alock_take(o->fence);
+	}
+	e = fence_enter(o->fence);
+	n = pread(o->pmem_fd, b, len, (off_t)addr);
+	fence_leave(o->fence, e);
+	if (n == (ssize_t)len)
+		return b;
+	alock_drop(); /* the owner is gone or unmapped the pages */
+	return NULL;
+}
+
+/* tp_host_ops.mr_done */
+static void host_mr_done(const struct tp_qp *tq, uint8_t *p, uint64_t written)
+{
+	int e;
+
+	(void)tq;
+	if (!written || bnc.wfd < 0 || p < bnc.wp || p + written > bnc.wp + bnc.wlen) {
+		alock_drop();
+		return; /* a mapping's pointer: written in place */
+	}
+	e = fence_enter(bnc.wfence);
+	/* a short write: the owner went meanwhile, nobody is left to tell */
+	if (pwrite(bnc.wfd, p, written, (off_t)(bnc.waddr + (uint64_t)(p - bnc.wp)))) {
+	}
+	fence_leave(bnc.wfence, e);
+	alock_drop();
+	bnc.wfd = -1;
+}
+
+/* tp_host_ops.mr_ptr: the region's daemon mapping, made on first use (or
+ * a copy of a region in place). */
 static uint8_t *host_mr_ptr(const struct tp_qp *tq, uint32_t key, uint64_t va, uint64_t len,
 			    uint32_t need)
 {
 	const struct sofd_qp *qp = sof_container_of(tq, struct sofd_qp, tq);
 	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, key);
+	bool probe = need & TP_MR_PROBE;
 
+	need &= ~TP_MR_PROBE;
 	if (!mr || mr->pd != qp->pd || (mr->access & need) != need)
 		return NULL;
 	if (va < mr->iova || len > mr->length || va - mr->iova > mr->length - len)
 		return NULL;
+	if (!mr->nruns && mr->inplace && probe)
+		return (uint8_t *)(uintptr_t)(mr->addr + (va - mr->iova)); /* not used */
+	if (!mr->nruns && mr->inplace)
+		return mr->owner->pmem_fd < 0 ? NULL
+					      : bounce(mr, mr->addr + (va - mr->iova), len, need);
 	if (!mr->map && mr_map(mr))
 		return NULL;
 	/* writes need a writable mapping (remote write implies local write) */
@@ -140,6 +284,7 @@ static const struct tp_host_ops host_ops = {
     .log = host_log,
     .qp_find = host_qp_find,
     .mr_ptr = host_mr_ptr,
+    .mr_done = host_mr_done,
     .gid = host_gid,
     .gid_local = sofd_gid_local,
     .active_mtu = host_active_mtu,

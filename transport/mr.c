@@ -27,9 +27,10 @@ int tp_sgl_copy(const struct tp_qp *qp, const struct sof_sge *sge, uint32_t nsge
 		p = tp_mr_ptr(qp, sge[i].lkey, sge[i].addr + off, n, need);
 		if (!p)
 			return -EACCES;
-		if (to_sgl)
+		if (to_sgl) {
 			memcpy(p, buf, n);
-		else
+			tp_mr_done(qp, p, n);
+		} else
 			memcpy(buf, p, n);
 		buf += n;
 		len -= n;

@@ -440,7 +440,8 @@ static void do_write(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
 	if (f & ROCE_F_FIRST) {
 		if (h->dmalen &&
 		    (!(t->access & IBV_ACCESS_REMOTE_WRITE) ||
-		     !tp_mr_ptr(t->qp, h->rkey, h->va, h->dmalen, IBV_ACCESS_REMOTE_WRITE))) {
+		     !tp_mr_ptr(t->qp, h->rkey, h->va, h->dmalen,
+				IBV_ACCESS_REMOTE_WRITE | TP_MR_PROBE))) {
 			access_error(t, h->psn);
 			return;
 		}
@@ -475,6 +476,7 @@ static void do_write(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
 			return;
 		}
 		memcpy(p, payload, paylen);
+		tp_mr_done(t->qp, p, paylen);
 		t->wr_left -= paylen;
 	}
 	t->epsn = (t->epsn + 1) & ROCE_PSN_MASK;
@@ -502,7 +504,8 @@ static void do_read(struct sof_tqp *t, const struct roce_hdr *h)
 		return;
 	}
 	if (h->dmalen && (!(t->access & IBV_ACCESS_REMOTE_READ) ||
-			  !tp_mr_ptr(t->qp, h->rkey, h->va, h->dmalen, IBV_ACCESS_REMOTE_READ))) {
+			  !tp_mr_ptr(t->qp, h->rkey, h->va, h->dmalen,
+				     IBV_ACCESS_REMOTE_READ | TP_MR_PROBE))) {
 		access_error(t, h->psn);
 		return;
 	}
@@ -534,8 +537,10 @@ static void do_atomic(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 		invalid_request(t, h->psn);
 		return;
 	}
-	p = (uint64_t *)(void *)tp_mr_ptr(t->qp, h->rkey, h->va, 8, IBV_ACCESS_REMOTE_ATOMIC);
-	if (!p || !(t->access & IBV_ACCESS_REMOTE_ATOMIC)) {
+	p = t->access & IBV_ACCESS_REMOTE_ATOMIC
+		? (uint64_t *)(void *)tp_mr_ptr(t->qp, h->rkey, h->va, 8, IBV_ACCESS_REMOTE_ATOMIC)
+		: NULL;
+	if (!p) {
 		access_error(t, h->psn);
 		return;
 	}
@@ -545,6 +550,7 @@ static void do_atomic(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 	 * one astride two cache lines, where a locked instruction is a split
 	 * lock: stalled or, where the kernel makes those fatal, SIGBUS */
 	if ((uintptr_t)p & 7) {
+		tp_mr_done(t->qp, (uint8_t *)p, 0);
 		invalid_request(t, h->psn);
 		return;
 	}
@@ -557,6 +563,7 @@ static void do_atomic(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 		__atomic_compare_exchange_n(p, &orig, h->swap_add, false, __ATOMIC_SEQ_CST,
 					    __ATOMIC_SEQ_CST);
 	}
+	tp_mr_done(t->qp, (uint8_t *)p, 8);
 	r = res_new(t);
 	r->type = TP_RES_ATOMIC;
 	r->psn = h->psn;
@@ -754,7 +761,7 @@ static void uc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
 		if (f & ROCE_F_FIRST) {
 			if (h->dmalen && (!(t->access & IBV_ACCESS_REMOTE_WRITE) ||
 					  !tp_mr_ptr(t->qp, h->rkey, h->va, h->dmalen,
-						     IBV_ACCESS_REMOTE_WRITE))) {
+						     IBV_ACCESS_REMOTE_WRITE | TP_MR_PROBE))) {
 				tp_count(SOF_CNT_key_violations, 1);
 				return; /* UC: silently dropped */
 			}
@@ -781,6 +788,7 @@ static void uc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
 				return;
 			}
 			memcpy(p, payload, paylen);
+			tp_mr_done(t->qp, p, paylen);
 			t->wr_left -= paylen;
 		}
 		t->in_msg = (f & ROCE_F_LAST) ? 0 : ROCE_F_WRITE;

@@ -71,6 +71,9 @@ struct tp_qp {
 	struct sof_tqp *t;  /* the engine's state, NULL until the first modify */
 };
 
+/* mr_ptr's need: only check, the pointer will not be used */
+#define TP_MR_PROBE (1u << 31)
+
 /* What the engine needs of its host. Every member must be set. */
 struct tp_host_ops {
 	/* a line for the host's log (no newline) */
@@ -81,9 +84,18 @@ struct tp_host_ops {
 	 * the access bits in need (IBV_ACCESS_*) all granted, [va, va+len)
 	 * inside it (IBA 10.6.3). A pointer to va in the host's view of the
 	 * region, or NULL. It stays valid until the host revokes the region,
-	 * which it does only after tp_tx_flush (packets may point into it). */
+	 * which it does only after tp_tx_flush (packets may point into it).
+	 * With TP_MR_PROBE in need only the checks are asked for: the
+	 * pointer is not used. The host's view may be a copy (the daemon's of
+	 * a region registered in place): what the engine writes through it
+	 * reaches the region at mr_done. */
 	uint8_t *(*mr_ptr)(const struct tp_qp *qp, uint32_t key, uint64_t va, uint64_t len,
 			   uint32_t need);
+	/* The engine is done with p, which mr_ptr gave for a write or an
+	 * atomic (need with IBV_ACCESS_LOCAL_WRITE, _REMOTE_WRITE or
+	 * _REMOTE_ATOMIC), before its next mr_ptr; it wrote the written
+	 * bytes at p (0: none). */
+	void (*mr_done)(const struct tp_qp *qp, uint8_t *p, uint64_t written);
 	/* the GID table entry at index, or NULL when it is empty */
 	const struct sof_gid_entry *(*gid)(uint32_t index);
 	/* whether gid is one of this host's (its QPs are reached without the

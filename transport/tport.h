@@ -293,6 +293,12 @@ static inline uint8_t *tp_mr_ptr(const struct tp_qp *qp, uint32_t key, uint64_t 
 {
 	return tp.host->mr_ptr(qp, key, va, len, need);
 }
+
+/* After writing through a pointer of tp_mr_ptr (tp_host_ops.mr_done). */
+static inline void tp_mr_done(const struct tp_qp *qp, uint8_t *p, uint64_t written)
+{
+	tp.host->mr_done(qp, p, written);
+}
 /* Copy between a linear buffer and an SGE list of the owner of qp,
  * starting off bytes into the list. to_sgl: write into the SGEs (they need
  * IBV_ACCESS_LOCAL_WRITE). 0, -EACCES (a key, range or access check failed)

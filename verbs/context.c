@@ -230,6 +230,7 @@ static void set_ops(struct sofv_context *s)
 	v->sz = sizeof(*v);
 	v->query_port = sofv_query_port;
 	v->query_device_ex = sofv_query_device_ex;
+	v->advise_mr = sofv_advise_mr;
 	v->create_cq_ex = sofv_create_cq_ex;
 	v->create_qp_ex = sofv_create_qp_ex;
 	v->create_srq_ex = sofv_create_srq_ex;
@@ -295,6 +296,7 @@ struct ibv_context *sofv_context_open(int sock, uint32_t op, const void *req, si
 	s->objtab = tab;
 	s->gidtab = (const struct sof_gid_shm *)((const char *)tab + SOF_OBJTAB_GID_OFF);
 	pthread_mutex_init(&s->rpc_lock, NULL);
+	pthread_mutex_init(&s->mem_lock, NULL);
 	pthread_rwlock_init(&s->obj_lock, NULL);
 	sofv_exec_ctx_init(s);
 
@@ -321,6 +323,7 @@ SOFV_EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	struct sofv_context *s = to_sctx(context);
 
+	sofv_mem_ctx_close(s);
 	sofv_engine_ctx_close(s);
 	sofv_exec_ctx_cleanup(s);
 	sofv_domains_free(s);
@@ -339,6 +342,7 @@ SOFV_EXPORT int ibv_close_device(struct ibv_context *context)
 	pthread_rwlock_destroy(&s->obj_lock);
 	pthread_mutex_destroy(&s->rpc_lock);
 	pthread_mutex_destroy(&s->cache_lock);
+	pthread_mutex_destroy(&s->mem_lock);
 	pthread_mutex_destroy(&s->prog_lock);
 	pthread_cond_destroy(&s->prog_cond);
 	free(s);
@@ -430,6 +434,18 @@ int sofv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_
 	a.packet_pacing_caps.qp_rate_limit_max = SOFV_RATE_LIMIT_MAX;
 	a.packet_pacing_caps.supported_qpts =
 	    1u << IBV_QPT_RC | 1u << IBV_QPT_UC | 1u << IBV_QPT_UD;
+	/* On-demand paging, explicit and implicit: regions stay in place and
+	 * every access looks the pages up (mem_reg.c), for every transport
+	 * and operation. */
+	a.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	a.odp_caps.per_transport_caps.rc_odp_caps =
+	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+	    IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	a.odp_caps.per_transport_caps.uc_odp_caps =
+	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+	    IBV_ODP_SUPPORT_SRQ_RECV;
+	a.odp_caps.per_transport_caps.ud_odp_caps =
+	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	return 0;
 }

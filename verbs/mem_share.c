@@ -1,33 +1,39 @@
 /*
- * Registered memory made shareable: the pages of a memory region are moved,
- * in place, onto sealed memfds that the daemon hands to executors in other
- * processes, so that RDMA WRITE and READ between processes are one memcpy.
+ * Moving a registered region's pages, in place, onto sealed memfds that the
+ * daemon hands to executors in other processes, so that RDMA WRITE and READ
+ * between processes are one memcpy. Registration itself moves nothing
+ * (mem_reg.c); its thread calls this when a peer asks for a region.
  *
  * The program must not notice: the pages keep their addresses, contents and
  * protections. A run of private pages (heap, stack, anonymous mmap, the
- * data and bss of a binary) becomes a segment: its contents are copied
- * into a new memfd mapped at a temporary address, which mremap() then moves
- * over the original range in one step. Segments are reference-counted by the MRs that cover them;
- * the last deregistration moves the pages back onto private anonymous
- * memory the same way. After fork() the child's copies are made private
- * again (pthread_atfork), so a child never shares the parent's data.
+ * data and bss of a binary) becomes a segment: the pages that hold data are
+ * copied into a new memfd mapped at a temporary address, which mremap()
+ * then moves over the original range in one step. Segments are
+ * reference-counted by the MRs that cover them; the last deregistration
+ * moves the pages back onto private anonymous memory the same way. After
+ * fork() the child's copies are made private again (pthread_atfork), so a
+ * child never shares the parent's data.
  *
- * Limits: shared mappings (MAP_SHARED) cannot be registered
- * (EOPNOTSUPP). While pages move they are read-only for a moment: a thread
- * writing to them waits until the move is over (mv_segv, a SIGSEGV handler
- * that stays installed and passes every other fault on to the program's),
- * but a system call writing into them in that moment fails with EFAULT. When the range holds
- * the caller's own stack, the move runs on a private stack, so that no live
- * frame changes between copy and move.
+ * Shared mappings (MAP_SHARED) and hugetlb memory are not moved
+ * (EOPNOTSUPP: the region stays in place). While pages move they are
+ * read-only for a moment: a thread writing to them waits until the move is
+ * over (mv_segv, a SIGSEGV handler that stays installed and passes every
+ * other fault on to the program's), but a system call writing into them in
+ * that moment fails with EFAULT. When the range holds the caller's own
+ * stack, the move runs on a private stack, so that no live frame changes
+ * between copy and move.
  */
+#include "mem_maps.h"
 #include "sofv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -89,79 +95,14 @@ static size_t page_size(void)
 	return pg;
 }
 
-/* ---- /proc/self/maps ------------------------------------------------------------ */
-
-struct map_ent {
-	uintptr_t start, end;
-	int prot;
-	bool shared;
-	ino_t ino;
-	bool special; /* [vdso], [vvar], [vsyscall]: never movable */
-};
-
-struct map_list {
-	struct map_ent *e;
-	int n, cap;
-};
-
-/* Read the mappings that intersect [lo, hi). 0 or -errno. */
-static int maps_read(uintptr_t lo, uintptr_t hi, struct map_list *ml)
-{
-	char line[512];
-	FILE *f = fopen("/proc/self/maps", "re");
-
-	ml->e = NULL;
-	ml->n = ml->cap = 0;
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long s, e, ino;
-		char perms[8], path[256];
-		unsigned long long off;
-		unsigned int maj, min;
-		struct map_ent m;
-		int n;
-
-		path[0] = 0;
-		n = sscanf(line, "%lx-%lx %7s %llx %x:%x %lu %255s", &s, &e, perms, &off, &maj,
-			   &min, &ino, path);
-		if (n < 7)
-			continue;
-		if (e <= lo || s >= hi)
-			continue;
-		m.start = s;
-		m.end = e;
-		m.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-			 (perms[2] == 'x' ? PROT_EXEC : 0);
-		m.shared = perms[3] == 's';
-		m.ino = (ino_t)ino;
-		m.special = !strncmp(path, "[vvar", 5) || !strncmp(path, "[vdso", 5) ||
-			    !strncmp(path, "[vsyscall", 9);
-		if (ml->n == ml->cap) {
-			int ncap = ml->cap ? ml->cap * 2 : 8;
-			struct map_ent *ne = realloc(ml->e, sizeof(*ne) * (size_t)ncap);
-
-			if (!ne) {
-				fclose(f);
-				free(ml->e);
-				return -ENOMEM;
-			}
-			ml->e = ne;
-			ml->cap = ncap;
-		}
-		ml->e[ml->n++] = m;
-	}
-	fclose(f);
-	return 0;
-}
-
 /* ---- moving pages ----------------------------------------------------------------- */
 
 struct move_job {
 	uintptr_t start;
 	size_t len;
-	int memfd; /* to shared: the segment's memfd; to private: -1 */
-	ino_t ino; /* to private: only pages still on this inode move */
+	int memfd;  /* to shared: the segment's memfd; to private: -1 */
+	ino_t ino;  /* to private: only pages still on this inode move */
+	int src_fd; /* to private: the segment's memfd, whose holes need no copy */
 	struct map_list *ml;
 	int err;
 };
@@ -319,20 +260,104 @@ static void thaw(int slot, const sigset_t *oldmask)
 	pthread_sigmask(SIG_SETMASK, oldmask, NULL);
 }
 
-/* Copy [start, start+len) into the mapping at dst, reading pages that are
- * not readable by making them read-only (restore_prot() undoes it). */
-static int copy_out(const struct map_list *ml, uintptr_t start, size_t len, uint8_t *dst)
+/*
+ * Only pages that hold data are copied: a page of private anonymous memory
+ * that was never touched reads as zero, and so does a hole of a memfd, so
+ * neither costs a copy (nor a page of the destination). Which pages of
+ * anonymous memory hold data comes from PAGEMAP_SCAN (Linux 6.7, ioctl on
+ * /proc/self/pagemap; present or swapped out), which pages of a memfd from
+ * SEEK_DATA. Both run while the pages are frozen, so the answer holds, and
+ * into buffers allocated before: the mover allocates nothing then.
+ */
+struct pm_region {
+	uint64_t start, end, categories;
+};
+
+struct pm_scan {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+#define PM_SCAN _IOWR('f', 16, struct pm_scan)
+#define PM_PAGE_IS_PRESENT (1u << 3)
+#define PM_PAGE_IS_SWAPPED (1u << 4)
+#define PM_VEC 256
+
+static int pagemap_fd = -1; /* /proc/self/pagemap; under mem_lock */
+
+static struct pm_region pm_vec[PM_VEC];
+
+/* Copy the pages of [s, e) that hold data to dst (the byte at s). Returns
+ * false when the kernel cannot say which (then the caller copies all). */
+static bool copy_present(uintptr_t s, uintptr_t e, uint8_t *dst)
 {
-	for (int i = 0; i < ml->n; i++) {
-		const struct map_ent *m = &ml->e[i];
-		uintptr_t s = m->start > start ? m->start : start;
-		uintptr_t e = m->end < start + len ? m->end : start + len;
+	uintptr_t cur = s;
+
+	if (pagemap_fd < 0)
+		return false;
+	while (cur < e) {
+		struct pm_scan a = {.size = sizeof(a),
+				    .start = cur,
+				    .end = e,
+				    .vec = (uintptr_t)pm_vec,
+				    .vec_len = PM_VEC,
+				    .category_anyof_mask = PM_PAGE_IS_PRESENT | PM_PAGE_IS_SWAPPED,
+				    .return_mask = PM_PAGE_IS_PRESENT | PM_PAGE_IS_SWAPPED};
+		long n = ioctl(pagemap_fd, PM_SCAN, &a);
+
+		if (n < 0 && cur == s)
+			return false;
+		if (n < 0) { /* the rest, all of it */
+			page_copy(dst + (cur - s), (const uint8_t *)cur, e - cur);
+			return true;
+		}
+		for (long i = 0; i < n; i++)
+			page_copy(dst + (pm_vec[i].start - s), (const uint8_t *)pm_vec[i].start,
+				  pm_vec[i].end - pm_vec[i].start);
+		if (a.walk_end <= cur)
+			break;
+		cur = a.walk_end;
+	}
+	return true;
+}
+
+/* Copy the pages of [s, e), mapped from fd at file offset off, that hold
+ * data to dst (the byte at s). */
+static void copy_data(int fd, uint64_t off, uintptr_t s, uintptr_t e, uint8_t *dst)
+{
+	uint64_t end = off + (e - s), d = off;
+
+	while (d < end) {
+		off_t ds = lseek(fd, (off_t)d, SEEK_DATA), de;
+
+		if (ds < 0 || (uint64_t)ds >= end)
+			return; /* ENXIO: no data beyond */
+		de = lseek(fd, ds, SEEK_HOLE);
+		if (de < 0 || (uint64_t)de > end)
+			de = (off_t)end;
+		page_copy(dst + ((uint64_t)ds - off), (const uint8_t *)(s + ((uint64_t)ds - off)),
+			  (uint64_t)(de - ds));
+		d = (uint64_t)de;
+	}
+}
+
+/* Copy [start, start+len) into the mapping at dst (see above for what is
+ * left out), reading pages the program made unreadable since registration
+ * by making them read-only (restore_prot() undoes it). */
+static int copy_out(const struct move_job *j, uint8_t *dst)
+{
+	for (int i = 0; i < j->ml->n; i++) {
+		const struct map_ent *m = &j->ml->e[i];
+		uintptr_t s = m->start > j->start ? m->start : j->start;
+		uintptr_t e = m->end < j->start + j->len ? m->end : j->start + j->len;
 
 		if (s >= e)
 			continue;
 		if (!(m->prot & PROT_READ) && raw_mprotect((void *)s, e - s, PROT_READ))
 			return -errno;
-		page_copy(dst + (s - start), (const uint8_t *)s, e - s);
+		if (j->src_fd >= 0)
+			copy_data(j->src_fd, m->off + (s - m->start), s, e, dst + (s - j->start));
+		else if (!m->anon || !copy_present(s, e, dst + (s - j->start)))
+			page_copy(dst + (s - j->start), (const uint8_t *)s, e - s);
 	}
 	return 0;
 }
@@ -368,8 +393,10 @@ static void move_run(struct move_job *j)
 		j->err = -errno;
 		return;
 	}
+	if (pagemap_fd < 0)
+		pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	slot = freeze(j, &mask);
-	err = copy_out(j->ml, j->start, j->len, tmp);
+	err = copy_out(j, tmp);
 	if (!err && raw_mremap_fixed(tmp, j->len, (void *)j->start) == MAP_FAILED)
 		err = -errno;
 	if (err) {
@@ -444,7 +471,7 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 	struct stat st;
 	int err, fd;
 
-	err = maps_read(start, start + len, &ml);
+	err = sofv_maps_read(start, start + len, &ml);
 	if (err)
 		return err;
 	for (int i = 0; i < ml.n; i++) {
@@ -453,9 +480,17 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 			goto out;
 		}
 		/* A private mapping, file-backed or not, is the process's own
-		 * copy; a shared one is someone else's too. */
-		if (ml.e[i].shared || ml.e[i].special) {
+		 * copy; a shared one is someone else's too (it stays in place,
+		 * as does hugetlb memory, and the main thread's stack: the
+		 * mover is another thread, and a thread whose stack is frozen
+		 * cannot take the SIGSEGV that would hold it) */
+		if (ml.e[i].shared || ml.e[i].special || ml.e[i].huge || ml.e[i].stack) {
 			err = -EOPNOTSUPP;
+			goto out;
+		}
+		/* pages no access reaches cannot be pinned (ib_umem_get) */
+		if (!(ml.e[i].prot & PROT_READ)) {
+			err = -EFAULT;
 			goto out;
 		}
 		cur = ml.e[i].end;
@@ -476,7 +511,7 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 		close(fd);
 		goto out;
 	}
-	j = (struct move_job){.start = start, .len = len, .memfd = fd, .ml = &ml};
+	j = (struct move_job){.start = start, .len = len, .memfd = fd, .src_fd = -1, .ml = &ml};
 	move(&j);
 	if (j.err) {
 		err = j.err;
@@ -488,8 +523,9 @@ static int seg_create(uintptr_t start, size_t len, struct sofv_seg **out)
 		/* cannot track it: move it back */
 		struct map_list ml2;
 
-		if (!maps_read(start, start + len, &ml2)) {
-			j = (struct move_job){.start = start, .len = len, .memfd = -1, .ml = &ml2};
+		if (!sofv_maps_read(start, start + len, &ml2)) {
+			j = (struct move_job){
+			    .start = start, .len = len, .memfd = -1, .src_fd = fd, .ml = &ml2};
 			move(&j);
 			free(ml2.e);
 		}
@@ -513,7 +549,7 @@ static void seg_privatize(struct sofv_seg *sg)
 {
 	struct map_list ml;
 
-	if (maps_read(sg->start, sg->start + sg->len, &ml))
+	if (sofv_maps_read(sg->start, sg->start + sg->len, &ml))
 		return;
 	for (int i = 0; i < ml.n; i++) {
 		struct map_ent *m = &ml.e[i];
@@ -524,7 +560,8 @@ static void seg_privatize(struct sofv_seg *sg)
 
 		if (s >= e || !m->shared || m->ino != sg->ino)
 			continue;
-		j = (struct move_job){.start = s, .len = e - s, .memfd = -1, .ml = &one};
+		j = (struct move_job){
+		    .start = s, .len = e - s, .memfd = -1, .src_fd = sg->memfd, .ml = &one};
 		move(&j);
 	}
 	free(ml.e);
@@ -575,6 +612,11 @@ static void atfork_child(void)
 {
 	struct sofv_seg *sg = segs_head;
 
+	/* both name "self" as the parent was when they were opened */
+	sofv_maps_forget();
+	if (pagemap_fd >= 0)
+		close(pagemap_fd);
+	pagemap_fd = -1;
 	while (sg) {
 		struct sofv_seg *next = sg->next;
 

@@ -2,10 +2,10 @@
  * Protection domains and memory regions: ibv_alloc_pd, ibv_dealloc_pd, the
  * ibv_reg_mr family, ibv_rereg_mr and ibv_dereg_mr.
  *
- * Registering moves the region's pages onto shareable memfds (mem_share.c) and
- * hands them to the daemon, which issues the key (lkey == rkey, random) and
- * later gives the pages to executors that present the key with the right
- * PD and access (IBA 10.6.3, o10-35). The library keeps each MR by lkey for
+ * Registering records the region in place (mem_reg.c) with the daemon,
+ * which issues the key (lkey == rkey, random) and later lets executors
+ * that present the key with the right PD and access reach the pages (IBA
+ * 10.6.3, o10-35). The library keeps each MR by lkey for
  * the local checks of the data path.
  */
 #include "sofv.h"
@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #undef ibv_reg_mr
@@ -84,10 +85,9 @@ SOFV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 static int mr_access(unsigned int access)
 {
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
-	if (access & (IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND |
-		      IBV_ACCESS_HUGETLB))
+	if (access & (IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB))
 		return -EOPNOTSUPP;
-	if (access & ~(unsigned int)MR_ACCESS)
+	if (access & ~(unsigned int)(MR_ACCESS | IBV_ACCESS_ON_DEMAND))
 		return -EINVAL;
 	/* IBA 10.6.3.1 o10-35: remote write or atomic needs local write */
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
@@ -96,44 +96,56 @@ static int mr_access(unsigned int access)
 	return (int)access;
 }
 
-/* Register [addr, addr+length) into m (its ibmr filled). 0 or -errno. */
+/* Register [addr, addr+length) into m (its ibmr filled), in place
+ * (mem_reg.c); the context's first registration hands the daemon this
+ * process's /proc/self/mem and fence. 0 or -errno. */
 static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t iova,
 		       unsigned int access, struct sofv_mr *m)
 {
 	struct sofv_context *s = to_sctx(pd->ibpd.context);
-	struct sof_reg_mr_req *req;
+	struct sof_reg_mr_req req;
 	struct sof_reg_mr_rep rep;
-	int fds[SOF_MAX_MR_RUNS], nruns = 0, acc, err;
+	bool attach = false, odp, implicit;
+	int fds[2], acc, err;
 
 	acc = mr_access(access);
 	if (acc < 0)
 		return acc;
-	if (!length || length > SOFV_MAX_MR_SIZE)
+	odp = acc & IBV_ACCESS_ON_DEMAND;
+	/* implicit ODP: the whole address space, any address at use time */
+	implicit = odp && !addr && length == SIZE_MAX;
+	if (!implicit && (!length || length > SOFV_MAX_MR_SIZE))
 		return -EINVAL;
-	if (!addr)
+	if (!addr && !implicit)
 		return -EFAULT;
-	req = calloc(1, sizeof(*req));
-	if (!req)
-		return -ENOMEM;
-	err = sofv_mem_share(addr, length, req->runs, fds, &nruns, &m->segs, &m->nsegs);
-	if (err)
-		goto out;
-	req->pd = pd->handle;
-	req->access = (uint32_t)acc;
-	req->iova = iova;
-	req->addr = (uintptr_t)addr;
-	req->length = length;
-	req->nruns = (uint32_t)nruns;
-	err = sofv_rpc(s, SOF_OP_REG_MR, req,
-		       offsetof(struct sof_reg_mr_req, runs) + sizeof(req->runs[0]) * (size_t)nruns,
-		       fds, nruns, &rep, sizeof(rep), NULL, NULL);
-	sof_close_fds(fds, nruns);
-	if (err) {
-		sofv_mem_unshare(m->segs, m->nsegs);
-		m->segs = NULL;
-		m->nsegs = 0;
-		goto out;
+	if (!atomic_load(&s->mem_attached)) {
+		pthread_mutex_lock(&s->mem_lock);
+		attach = !atomic_load(&s->mem_attached);
+		if (!attach)
+			pthread_mutex_unlock(&s->mem_lock);
 	}
+	/* on demand: pages are looked up at each access, so none need be
+	 * mapped now (as ib_umem_odp) */
+	err = sofv_mem_inplace(addr, length, odp, acc & MR_ACCESS & ~IBV_ACCESS_REMOTE_READ, attach,
+			       fds);
+	if (!err) {
+		memset(&req, 0, offsetof(struct sof_reg_mr_req, runs));
+		req.pd = pd->handle;
+		req.access = (uint32_t)acc | SOF_MR_INPLACE;
+		req.iova = iova;
+		req.addr = (uintptr_t)addr;
+		req.length = length;
+		err = sofv_rpc(s, SOF_OP_REG_MR, &req, offsetof(struct sof_reg_mr_req, runs), fds,
+			       attach ? 2 : 0, &rep, sizeof(rep), NULL, NULL);
+		if (attach)
+			sof_close_fds(fds, 2);
+		if (!err && attach)
+			atomic_store(&s->mem_attached, true);
+	}
+	if (attach)
+		pthread_mutex_unlock(&s->mem_lock);
+	if (err)
+		return err;
 	m->access = (uint32_t)acc;
 	m->iova = iova;
 	m->pd = pd;
@@ -144,9 +156,20 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 	m->ibmr.handle = rep.lkey;
 	m->ibmr.lkey = rep.lkey;
 	m->ibmr.rkey = rep.rkey;
-out:
-	free(req);
-	return err;
+	/* never moved onto memfds: a memfd would keep pages the program
+	 * unmapped or replaced, and ODP follows the address space */
+	m->ip_tried = odp;
+	sofv_mem_track(m);
+	return 0;
+}
+
+/* Pages a region no longer holds: after the daemon retired its record,
+ * wait for peers' copies in flight, then move its pages back when a peer
+ * had them moved. */
+static void mr_release_pages(struct sofv_seg **segs, int nsegs)
+{
+	sofv_mem_fence();
+	sofv_mem_unshare(segs, nsegs);
 }
 
 /* Undo mr_register. 0 or -errno (then nothing changed). */
@@ -156,12 +179,15 @@ static int mr_unregister(struct sofv_mr *m)
 	struct sof_dereg_mr_req req;
 	int err;
 
+	sofv_mem_untrack(m);
 	memset(&req, 0, sizeof(req));
 	req.lkey = m->ibmr.lkey;
 	err = sofv_rpc(s, SOF_OP_DEREG_MR, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
-	if (err && err != -ENOTCONN && err != -EPIPE && err != -ECONNRESET)
+	if (err && err != -ENOTCONN && err != -EPIPE && err != -ECONNRESET) {
+		sofv_mem_track(m);
 		return err;
-	sofv_mem_unshare(m->segs, m->nsegs);
+	}
+	mr_release_pages(m->segs, m->nsegs);
 	m->segs = NULL;
 	m->nsegs = 0;
 	return 0;
@@ -275,14 +301,14 @@ static int rereg_code(int err)
 SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 			     size_t length, int access)
 {
-	int fds[SOF_MAX_MR_RUNS], nruns = 0, nsegs = 0, old_nsegs, acc, err;
-	struct sofv_seg **segs = NULL, **old_segs;
 	bool xlat = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
-	struct sof_reg_mr_req *req;
+	struct sof_reg_mr_req req;
 	struct sof_reg_mr_rep rep;
+	struct sofv_seg **old_segs;
 	struct sofv_context *s;
 	struct sofv_pd *npd;
 	struct sofv_mr *m;
+	int old_nsegs, acc, err;
 
 	if (!mr || !flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
 		return rereg_fail(IBV_REREG_MR_ERR_INPUT, EINVAL);
@@ -296,32 +322,29 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 	acc = mr_access((flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned int)access : m->access);
 	if (acc < 0)
 		return rereg_fail(IBV_REREG_MR_ERR_INPUT, -acc);
-	req = calloc(1, sizeof(*req));
-	if (!req)
-		return rereg_fail(IBV_REREG_MR_ERR_CMD, ENOMEM);
 	if (xlat) {
-		err = sofv_mem_share(addr, length, req->runs, fds, &nruns, &segs, &nsegs);
-		if (err) {
-			free(req);
+		err = sofv_mem_inplace(addr, length, acc & IBV_ACCESS_ON_DEMAND,
+				       acc & MR_ACCESS & ~IBV_ACCESS_REMOTE_READ, false, NULL);
+		if (err)
 			return rereg_fail(rereg_code(err), -err);
-		}
 	}
-	req->key = mr->lkey;
-	req->pd = npd->handle;
-	req->access = (uint32_t)acc;
-	req->iova = xlat ? (uintptr_t)addr : m->iova;
-	req->addr = xlat ? (uintptr_t)addr : (uintptr_t)mr->addr;
-	req->length = xlat ? length : mr->length;
-	req->nruns = (uint32_t)nruns;
-	err = sofv_rpc(s, SOF_OP_REREG_MR, req,
-		       offsetof(struct sof_reg_mr_req, runs) + sizeof(req->runs[0]) * (size_t)nruns,
-		       fds, nruns, &rep, sizeof(rep), NULL, NULL);
-	sof_close_fds(fds, nruns);
-	free(req);
+	memset(&req, 0, offsetof(struct sof_reg_mr_req, runs));
+	req.key = mr->lkey;
+	req.pd = npd->handle;
+	/* without a new translation the daemon keeps the pages (and any runs
+	 * a move gave them) */
+	req.access = (uint32_t)acc | (xlat ? SOF_MR_INPLACE : 0);
+	req.iova = xlat ? (uintptr_t)addr : m->iova;
+	req.addr = xlat ? (uintptr_t)addr : (uintptr_t)mr->addr;
+	req.length = xlat ? length : mr->length;
+	/* no move of the old pages from here on (mem_reg.c) */
+	sofv_mem_untrack(m);
+	err = sofv_rpc(s, SOF_OP_REREG_MR, &req, offsetof(struct sof_reg_mr_req, runs), NULL, 0,
+		       &rep, sizeof(rep), NULL, NULL);
 	if (!err && (rep.lkey != mr->lkey || rep.rkey != mr->rkey))
 		err = -EPROTO; /* cannot happen: the daemon keeps the key */
 	if (err) {
-		sofv_mem_unshare(segs, nsegs);
+		sofv_mem_track(m);
 		return rereg_fail(rereg_code(err), -err);
 	}
 	old_segs = m->segs;
@@ -335,14 +358,61 @@ SOFV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, vo
 		m->iova = (uintptr_t)addr;
 		m->ibmr.addr = addr;
 		m->ibmr.length = length;
-		m->segs = segs;
-		m->nsegs = nsegs;
+		m->segs = NULL;
+		m->nsegs = 0;
 	}
+	m->ip_tried = acc & IBV_ACCESS_ON_DEMAND;
 	/* QPs drop what they cached of it (same_host.c, local_sgl) */
 	atomic_fetch_add_explicit(&s->mr_gen, 1, memory_order_release);
 	pthread_rwlock_unlock(&s->obj_lock);
 	sofv_engine_unlock(s);
+	/* the old record is revoked: peers' copies in flight end first */
 	if (xlat)
-		sofv_mem_unshare(old_segs, old_nsegs);
+		mr_release_pages(old_segs, old_nsegs);
+	else
+		sofv_mem_fence();
+	sofv_mem_track(m);
+	return 0;
+}
+
+/* ibv_advise_mr(3) (prefetch of on-demand regions): every SGE must lie in
+ * an ODP region of pd (ENOENT otherwise, as mlx5), writable for
+ * PREFETCH_WRITE; the pages are then faulted in (MADV_POPULATE_*), which
+ * is what a later access would do. PREFETCH_NO_FAULT has nothing to do. */
+int sofv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		   struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	struct sofv_context *s = to_sctx(pd->context);
+	bool wr = advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+
+	if ((advice != IBV_ADVISE_MR_ADVICE_PREFETCH && !wr &&
+	     advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) ||
+	    (flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) || !sg_list || !num_sge)
+		return EINVAL;
+	for (uint32_t i = 0; i < num_sge; i++) {
+		const struct ibv_sge *g = &sg_list[i];
+		struct sofv_mr *m;
+		bool ok;
+
+		pthread_rwlock_rdlock(&s->obj_lock);
+		m = sof_hmap_get(&s->mrs, g->lkey);
+		ok = m && m->pd == to_spd(pd) && (m->access & IBV_ACCESS_ON_DEMAND) &&
+		     (!wr || (m->access & IBV_ACCESS_LOCAL_WRITE)) && g->addr >= m->iova &&
+		     g->length <= m->ibmr.length && g->addr - m->iova <= m->ibmr.length - g->length;
+		pthread_rwlock_unlock(&s->obj_lock);
+		if (!ok)
+			return ENOENT;
+	}
+	if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return 0;
+	for (uint32_t i = 0; i < num_sge; i++) {
+		uintptr_t a = (uintptr_t)sg_list[i].addr & ~(uintptr_t)4095;
+		size_t n =
+		    ((uintptr_t)sg_list[i].addr + sg_list[i].length - a + 4095) & ~(size_t)4095;
+
+		if (sg_list[i].length &&
+		    madvise((void *)a, n, wr ? MADV_POPULATE_WRITE : MADV_POPULATE_READ))
+			return EFAULT;
+	}
 	return 0;
 }

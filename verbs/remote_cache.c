@@ -14,8 +14,11 @@
 #include "remote_cache.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 void sofv_rqp_free(struct sofv_rqp *r)
@@ -35,7 +38,104 @@ void sofv_rmr_free(struct sofv_rmr *m)
 {
 	if (m->map)
 		munmap(m->map, m->map_len);
+	if (m->fence)
+		munmap(m->fence, sizeof(*m->fence));
+	if (m->pmem_fd >= 0)
+		close(m->pmem_fd);
 	free(m);
+}
+
+/* ---- regions in place: copies through the owner's /proc/<pid>/mem ----------- */
+
+/* Count this copy in the owner's fence (common/sof_shm.h, mem_reg.c),
+ * waiting while the owner moves pages, then check that the region is
+ * still valid: a deregistration either sees the count and waits, or made
+ * the region invalid before the check. Returns the epoch slot to leave,
+ * or -1 (the region is gone; nothing counted). */
+static int fence_enter(struct sofv_rmr *m)
+{
+	struct timespec ts = {0, 50000};
+	int e;
+
+	/* the owner's to write: after some 2 s of moving, copy anyway */
+	for (int tries = 0;; tries++) {
+		e = (int)(atomic_load(&m->fence->epoch) & 1);
+		atomic_fetch_add(&m->fence->cnt[e], 1);
+		if (!atomic_load(&m->fence->moving) || tries >= 40000)
+			break;
+		atomic_fetch_sub(&m->fence->cnt[e], 1);
+		nanosleep(&ts, NULL);
+	}
+	if (objtab_valid(m->ctx, m->slot, m->gen))
+		return e;
+	atomic_fetch_sub(&m->fence->cnt[e], 1);
+	return -1;
+}
+
+static void fence_leave(struct sofv_rmr *m, int e)
+{
+	uint32_t v = atomic_load(&m->fence->cnt[e]);
+
+	/* never below zero: the owner clears a count it gave up on */
+	while (v && !atomic_compare_exchange_weak(&m->fence->cnt[e], &v, v - 1))
+		;
+}
+
+static void pmem_rw(int fd, uint8_t *remote, uint8_t *local, uint64_t n, bool to_remote)
+{
+	while (n) {
+		ssize_t k = to_remote ? pwrite(fd, local, n, (off_t)(uintptr_t)remote)
+				      : pread(fd, local, n, (off_t)(uintptr_t)remote);
+
+		if (k <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			return; /* the owner is gone, or unmapped the pages */
+		}
+		remote += k;
+		local += k;
+		n -= (uint64_t)k;
+	}
+}
+
+/* A region deregistered meanwhile is not touched, as a mapping of it
+ * would have been taken back: the copy is dropped. */
+void sofv_rmr_xfer(struct sofv_rmr *m, uint8_t *remote, uint8_t *local, uint64_t n, bool to_remote)
+{
+	int e = fence_enter(m);
+
+	if (e < 0)
+		return;
+	pmem_rw(m->pmem_fd, remote, local, n, to_remote);
+	fence_leave(m, e);
+}
+
+/* Under the fence's alock, which peers and the daemon take for their
+ * atomics on the owner's memory (bounded: the owner's page); not atomic
+ * against the owner's own CPU atomics on the word (verbs/README.md). */
+uint64_t sofv_rmr_atomic(struct sofv_rmr *m, uint8_t *p, bool fadd, uint64_t compare_add,
+			 uint64_t swap)
+{
+	struct timespec ts = {0, 1000};
+	uint64_t orig = 0, v;
+	int e = fence_enter(m);
+	uint32_t z;
+
+	if (e < 0)
+		return 0;
+	for (int tries = 0; tries < 100000; tries++) {
+		z = 0;
+		if (atomic_compare_exchange_strong(&m->fence->alock, &z, 1))
+			break;
+		nanosleep(&ts, NULL);
+	}
+	pmem_rw(m->pmem_fd, p, (uint8_t *)&orig, 8, false);
+	v = fadd ? orig + compare_add : orig == compare_add ? swap : orig;
+	if (v != orig)
+		pmem_rw(m->pmem_fd, p, (uint8_t *)&v, 8, true);
+	atomic_store(&m->fence->alock, 0);
+	fence_leave(m, e);
+	return orig;
 }
 
 static void *map_fd(int fd, size_t len, int prot)
@@ -154,6 +254,86 @@ struct sofv_rqp *sofv_rqp_get(struct sofv_context *ctx, uint32_t qpn)
 	return r;
 }
 
+/* Ask the owner to move the region's pages onto memfds, so that the next
+ * open maps them (mem_reg.c's thread): a slot of the fence's ring, then a
+ * wake of the futex its thread waits on. A request lost to a full ring
+ * only keeps this process copying. */
+static void ask_move(struct sof_mem_fence *f, uint32_t key)
+{
+	uint32_t i = atomic_fetch_add(&f->req_next, 1) % SOF_FENCE_REQS;
+
+	atomic_store(&f->req[i], key);
+	atomic_fetch_add(&f->req_seq, 1);
+	syscall(SYS_futex, &f->req_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/* Whether the owner would move the region for us (mem_reg.c): not ODP,
+ * not larger than SOF_MOVE_MAX. */
+static bool movable(const struct sofv_rmr *m)
+{
+	return !(m->access & IBV_ACCESS_ON_DEMAND) && m->length <= SOF_MOVE_MAX;
+}
+
+/* A region in place from OPEN_MR's answer: fds[0] the owner's
+ * /proc/<pid>/mem, fds[1] its fence page (both taken on success); the
+ * region's address in runs[0].offset. The access checks stay the
+ * executor's (rmr_ptr and m->access), as for a mapped region. */
+static struct sofv_rmr *rmr_open_inplace(struct sofv_context *ctx, uint32_t key,
+					 const struct sof_open_mr_rep *rep, int *fds)
+{
+	struct sofv_rmr *m;
+	void *f;
+
+	if (sof_memfd_check(fds[1], sizeof(struct sof_mem_fence)) ||
+	    rep->runs[0].length != rep->length ||
+	    (rep->length > SOFV_MAX_MR_SIZE && !(rep->access & IBV_ACCESS_ON_DEMAND)))
+		return NULL;
+	f = mmap(NULL, sizeof(struct sof_mem_fence), PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	if (f == MAP_FAILED)
+		return NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		munmap(f, sizeof(struct sof_mem_fence));
+		return NULL;
+	}
+	atomic_init(&m->refs, 1);
+	m->key = key;
+	m->access = rep->access;
+	m->pd = rep->pd;
+	m->slot = rep->slot;
+	m->gen = rep->gen;
+	m->iova = rep->iova;
+	m->length = rep->length;
+	m->base = (uint8_t *)(uintptr_t)rep->runs[0].offset;
+	m->fence = f;
+	m->moves = atomic_load(&m->fence->moves);
+	m->ctx = ctx;
+	m->pmem_fd = fds[0];
+	fds[0] = -1;
+	if (movable(m))
+		ask_move(m->fence, key);
+	return m;
+}
+
+/* After asking for a move: wait a little for it (the owner's thread moves
+ * a small region in well under a millisecond, when it gets a CPU), so that
+ * the messages that follow take the mapped path; a large region, or an
+ * owner that keeps it in place, is copied meanwhile. True when something
+ * was moved. */
+static bool move_wait(const struct sofv_rmr *m)
+{
+	struct timespec ts = {0, 50000};
+
+	if (!movable(m))
+		return false;
+	for (int i = 0; i < 400; i++) { /* 20 ms */
+		if (atomic_load(&m->fence->moves) != m->moves)
+			return true;
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
 /* Map the region with key for access on behalf of destination QP qpn. */
 static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key, uint32_t qpn, uint32_t use)
 {
@@ -161,19 +341,42 @@ static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key, uint32_
 	struct sof_open_mr_rep *rep;
 	int fds[SOF_MAX_MR_RUNS], nfds = SOF_MAX_MR_RUNS, err;
 	struct sofv_rmr *m = NULL;
+	bool rw, retried = false;
 	uint64_t total = 0;
-	bool rw;
 	uint8_t *p;
 
 	rep = malloc(sizeof(*rep));
 	if (!rep)
 		return NULL;
-	err = sofv_rpc(ctx, SOF_OP_OPEN_MR, &req, sizeof(req), NULL, 0, rep, sizeof(*rep), fds,
-		       &nfds);
+again:
+	/* EAGAIN: a region in place of another user's process, which the
+	 * daemon asked to move it onto memfds (the one way this process may
+	 * reach it): wait for the move, up to 2 s */
+	for (int tries = 0;; tries++) {
+		struct timespec ts = {0, 1000000};
+
+		nfds = SOF_MAX_MR_RUNS;
+		err = sofv_rpc(ctx, SOF_OP_OPEN_MR, &req, sizeof(req), NULL, 0, rep, sizeof(*rep),
+			       fds, &nfds);
+		if (err != -EAGAIN || tries >= 2000)
+			break;
+		nanosleep(&ts, NULL);
+	}
 	if (err) {
 		sof_close_fds(fds, nfds);
 		free(rep);
 		return NULL;
+	}
+	if (rep->nruns == 0 && nfds == 2) {
+		m = rmr_open_inplace(ctx, key, rep, fds);
+		if (m && !retried && move_wait(m)) {
+			rmr_put(m);
+			m = NULL;
+			sof_close_fds(fds, nfds);
+			retried = true;
+			goto again; /* moved: map it */
+		}
+		goto out;
 	}
 	if (rep->nruns == 0 || rep->nruns > SOF_MAX_MR_RUNS || (int)rep->nruns != nfds)
 		goto out;
@@ -189,6 +392,7 @@ static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key, uint32_
 	if (!m)
 		goto out;
 	atomic_init(&m->refs, 1);
+	m->pmem_fd = -1;
 	m->key = key;
 	m->access = rep->access;
 	m->pd = rep->pd;
@@ -238,7 +442,7 @@ static struct sofv_rmr *rmr_get(struct sofv_context *ctx, uint32_t key, uint32_t
 
 	pthread_mutex_lock(&ctx->cache_lock);
 	m = sof_hmap_get(&ctx->rmrs, ck);
-	if (m && !objtab_valid(ctx, m->slot, m->gen)) {
+	if (m && !rmr_current(ctx, m)) {
 		sof_hmap_del(&ctx->rmrs, ck);
 		rmr_put(m);
 		m = NULL;

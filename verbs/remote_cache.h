@@ -3,7 +3,8 @@
  * as the same-host executor reaches them (remote_cache.c maps them).
  *
  * A destination's receive ring, CQ and memory regions are mapped from the
- * memfds the daemon hands out after its checks (OPEN_QP, OPEN_MR), cached
+ * memfds the daemon hands out after its checks (OPEN_QP, OPEN_MR; a region
+ * registered in place is reached by pread/pwrite instead), cached
  * per context, and revalidated against the generation of the daemon's
  * object table at every use, so a destroyed QP or a deregistered MR is
  * never touched again. The checks and reference drops that run per message
@@ -48,16 +49,41 @@ struct sofv_rmr {
 	_Atomic int refs;
 	uint32_t key, access, pd, slot;
 	uint64_t gen, iova, length;
-	uint8_t *base; /* byte at iova */
+	uint8_t *base; /* byte at iova (in place: in the owner's address space) */
 	void *map;
 	size_t map_len;
+	/* in place (no memfd yet): the owner's /proc/<pid>/mem, its fence
+	 * page, the fence's move count when opened, and the context whose
+	 * object table says it is valid */
+	int pmem_fd;
+	struct sof_mem_fence *fence;
+	uint32_t moves;
+	struct sofv_context *ctx;
 };
+
+/* The region when it is reached by copies (in place), else NULL. */
+static inline struct sofv_rmr *rmr_via(struct sofv_rmr *m) { return m->pmem_fd >= 0 ? m : NULL; }
+
+/* An 8-byte atomic (fetch-and-add, else compare-and-swap) at the owner's
+ * address p of a region in place; the original value. Atomic against the
+ * other executors of this process only (remote_cache.c). */
+uint64_t sofv_rmr_atomic(struct sofv_rmr *m, uint8_t *p, bool fadd, uint64_t compare_add,
+			 uint64_t swap);
 
 static inline bool objtab_valid(struct sofv_context *ctx, uint32_t slot, uint64_t gen)
 {
 	if (slot >= SOF_OBJTAB_SLOTS)
 		return false;
 	return atomic_load_explicit(&ctx->objtab[slot], memory_order_acquire) == gen;
+}
+
+/* A cached region is still the one to use: not revoked, and, in place,
+ * its owner moved nothing since (then it can be mapped: open it again). */
+static inline bool rmr_current(struct sofv_context *ctx, const struct sofv_rmr *m)
+{
+	return objtab_valid(ctx, m->slot, m->gen) &&
+	       (!m->fence ||
+		atomic_load_explicit(&m->fence->moves, memory_order_relaxed) == m->moves);
 }
 
 /* Unmap and free a destination whose last reference went (remote_cache.c). */
@@ -94,7 +120,8 @@ static inline uint8_t *rmr_ptr(const struct sofv_rmr *m, uint64_t addr, uint64_t
 {
 	if (addr < m->iova || len > m->length || addr - m->iova > m->length - len)
 		return NULL;
-	return m->base + (addr - m->iova);
+	/* in place the base may be 0 (implicit ODP): integer arithmetic */
+	return (uint8_t *)((uintptr_t)m->base + (addr - m->iova));
 }
 
 /* Look up (or map) destination QP qpn. Returns a new reference or NULL when
@@ -128,7 +155,7 @@ static inline struct sofv_rmr *qp_rmr_get(struct sofv_qp *qp, uint32_t key, uint
 	struct sofv_rmr *m = qp->rmr_last[i];
 
 	if (m && qp->rmr_last_key[i] == rmr_cache_key(key, qpn, use) &&
-	    objtab_valid(to_sctx(qp->qpx.qp_base.context), m->slot, m->gen))
+	    rmr_current(to_sctx(qp->qpx.qp_base.context), m))
 		return m;
 	return sofv_qp_rmr_refill(qp, i, key, qpn, use, keep);
 }

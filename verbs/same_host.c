@@ -200,6 +200,7 @@ static int remote_local_sgl(struct sofv_qp *qp, struct sofv_rqp *r, const struct
 		l->total = s->length;
 		l->e[0].p = p;
 		l->e[0].len = s->length;
+		l->e[0].rm = rmr_via(m);
 		return 0;
 	}
 	l->n = 0;
@@ -220,6 +221,7 @@ static int remote_local_sgl(struct sofv_qp *qp, struct sofv_rqp *r, const struct
 		if (!p || !(m->access & IBV_ACCESS_LOCAL_WRITE))
 			return -EACCES;
 		sgl_add(l, p, s->length);
+		l->e[l->n - 1].rm = rmr_via(m);
 	}
 	return 0;
 }
@@ -507,6 +509,7 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 				struct sglist d;
 
 				sgl_one(&d, p, src.total);
+				d.e[0].rm = rmr_via(m);
 				sg_copy(&d, 0, &src);
 			}
 		}
@@ -535,6 +538,7 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 				struct sglist s;
 
 				sgl_one(&s, p, len);
+				s.e[0].rm = rmr_via(m);
 				sg_copy(&src, 0, &s);
 			}
 		}
@@ -560,8 +564,12 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 			return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
 		}
 		/* IBV_ATOMIC_HCA: atomic against every other atomic of the
-		 * device, because all of them are CPU atomics on the same page */
-		if (w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		 * device, because all of them are CPU atomics on the same page
+		 * (but for a region registered in place: remote_cache.c) */
+		if (rmr_via(m)) {
+			orig = sofv_rmr_atomic(m, (uint8_t *)p, w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD,
+					       w->compare_add, w->swap);
+		} else if (w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 			orig = __atomic_fetch_add(p, w->compare_add, __ATOMIC_SEQ_CST);
 		} else {
 			orig = w->compare_add;

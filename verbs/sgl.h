@@ -2,7 +2,8 @@
  * Scatter/gather lists of the same-host executor: the pieces of memory a
  * message is read from or written into, already resolved to addresses of
  * this process (its own registered memory, or another process's mapped by
- * remote_cache.c), and the copy between two such lists.
+ * remote_cache.c) or, for a region registered in place, to addresses of
+ * its owner, and the copy between two such lists.
  *
  * Everything here runs per message and per piece, so it is inline: the
  * usual case (one piece on each side) is a single memcpy with no call.
@@ -15,10 +16,20 @@
 #include <stdint.h>
 #include <string.h>
 
+struct sofv_rmr;
+
+/* A piece: p in this process, or, with rm set, the address p in the
+ * address space of rm's owner (a region registered in place), reached by
+ * sofv_rmr_xfer. */
 struct sg {
 	uint8_t *p;
 	uint64_t len;
+	struct sofv_rmr *rm;
 };
+
+/* Copy n bytes between local and the owner of m's address remote, under
+ * m's fence and only while m is valid (remote_cache.c). */
+void sofv_rmr_xfer(struct sofv_rmr *m, uint8_t *remote, uint8_t *local, uint64_t n, bool to_remote);
 
 #define SG_MAX (SOFV_MAX_SGE + 2)
 
@@ -38,6 +49,7 @@ static inline void sgl_one(struct sglist *l, uint8_t *p, uint64_t len)
 	l->total = len;
 	l->e[0].p = p;
 	l->e[0].len = len;
+	l->e[0].rm = NULL;
 	l->nrefs = 0;
 }
 
@@ -47,8 +59,23 @@ static inline void sgl_add(struct sglist *l, uint8_t *p, uint64_t len)
 		return;
 	l->e[l->n].p = p;
 	l->e[l->n].len = len;
+	l->e[l->n].rm = NULL;
 	l->n++;
 	l->total += len;
+}
+
+/* n bytes from piece s at soff to piece d at doff; one of them may be
+ * another process's (never both: the executor copies from or into its own
+ * memory). */
+static inline void sg_piece(const struct sg *d, uint64_t doff, const struct sg *s, uint64_t soff,
+			    uint64_t n)
+{
+	if (d->rm)
+		sofv_rmr_xfer(d->rm, d->p + doff, s->p + soff, n, true);
+	else if (s->rm)
+		sofv_rmr_xfer(s->rm, s->p + soff, d->p + doff, n, false);
+	else
+		memcpy(d->p + doff, s->p + soff, n);
 }
 
 /* sg_copy of lists in pieces. */
@@ -67,7 +94,7 @@ static inline void sg_copy_pieces(const struct sglist *dst, uint64_t skip, const
 
 		if (src->e[si].len - soff < n)
 			n = src->e[si].len - soff;
-		memcpy(dst->e[di].p + doff, src->e[si].p + soff, n);
+		sg_piece(&dst->e[di], doff, &src->e[si], soff, n);
 		doff += n;
 		soff += n;
 		if (doff == dst->e[di].len) {
@@ -85,7 +112,8 @@ static inline void sg_copy_pieces(const struct sglist *dst, uint64_t skip, const
  * of dst first. */
 static inline void sg_copy(const struct sglist *dst, uint64_t skip, const struct sglist *src)
 {
-	if (dst->n == 1 && src->n == 1 && skip <= dst->e[0].len) { /* the usual case */
+	if (dst->n == 1 && src->n == 1 && skip <= dst->e[0].len && !dst->e[0].rm &&
+	    !src->e[0].rm) { /* the usual case */
 		uint64_t n = dst->e[0].len - skip;
 
 		memcpy(dst->e[0].p + skip, src->e[0].p, n < src->e[0].len ? n : src->e[0].len);

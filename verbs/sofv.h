@@ -90,6 +90,11 @@ struct sofv_context {
 	 * has not moved since. Starts at 1; 0 marks an empty cache. */
 	_Atomic uint64_t mr_gen;
 
+	/* 0: the daemon does not have this process's /proc/self/mem and
+	 * fence yet (the first registration brings them, under mem_lock) */
+	_Atomic bool mem_attached;
+	pthread_mutex_t mem_lock;
+
 	/* Executor caches of other processes' objects (remote_cache.c). */
 	pthread_mutex_t cache_lock;
 	struct sof_hmap rqps;       /* qpn -> struct sofv_rqp * */
@@ -160,8 +165,13 @@ struct sofv_mr {
 	uint32_t access;
 	uint64_t iova;
 	struct sofv_pd *pd;
+	/* Registered in place; once a peer asked, its pages are moved onto
+	 * memfds (mem_share.c's thread) and it holds these segments. The
+	 * three below are under mem_share.c's ip_lock while it is tracked. */
 	int nsegs;
-	struct sofv_seg **segs;     /* segments this MR holds a reference on */
+	struct sofv_seg **segs;
+	bool ip_tried;              /* moved, or found unmovable */
+	struct sofv_mr *ip_next;    /* in mem_share.c's list of regions */
 };
 
 static inline struct sofv_mr *to_smr(struct ibv_mr *mr)
@@ -401,6 +411,24 @@ int sofv_mem_share(void *addr, size_t length, struct sof_mr_run *runs,
 /* Drop the MR's references; the last one copies the pages back to private
  * memory. */
 void sofv_mem_unshare(struct sofv_seg **segs, int nsegs);
+/* Check [addr, addr+length) for registration in place: every page mapped
+ * and readable, and writable with write (not for odp: on demand, pages are
+ * looked up at use). With attach, give fds[0] this process's /proc/self/mem and
+ * fds[1] its fence page (struct sof_mem_fence; owned by the caller). 0 or
+ * -errno (EFAULT for a hole or an unreadable page). */
+int sofv_mem_inplace(void *addr, size_t length, bool odp, bool write, bool attach, int fds[2]);
+/* ibv_advise_mr (pd_mr.c) */
+int sofv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		   struct ibv_sge *sg_list, uint32_t num_sge);
+/* Track a region registered in place, so that a peer's request moves its
+ * pages onto memfds (SHARE_MR); untrack waits for a move in progress. */
+void sofv_mem_track(struct sofv_mr *m);
+void sofv_mem_untrack(struct sofv_mr *m);
+/* The context closes: forget its regions. */
+void sofv_mem_ctx_close(struct sofv_context *s);
+/* After the daemon retired a region registered in place: wait until no
+ * peer is copying into or out of it. */
+void sofv_mem_fence(void);
 /* Called by ibv_fork_init: make registered memory safe across fork().
  * 0 or -errno. */
 int sofv_mem_fork_init(void);

@@ -286,10 +286,19 @@ static uint8_t *prog_mr_ptr(const struct tp_qp *m, uint32_t key, uint64_t va, ui
 		eng.mrs[slot].gen = gen;
 		eng.mrs[slot].mr = mr;
 	}
+	need &= ~TP_MR_PROBE;
 	if (mr->pd == e->qp->pd && (mr->access & need) == need && va >= mr->iova &&
 	    len <= mr->ibmr.length && va - mr->iova <= mr->ibmr.length - len)
 		return (uint8_t *)mr->ibmr.addr + (va - mr->iova);
 	return NULL;
+}
+
+/* The process's own memory: written in place, nothing to do. */
+static void prog_mr_done(const struct tp_qp *m, uint8_t *p, uint64_t written)
+{
+	(void)m;
+	(void)p;
+	(void)written;
 }
 
 static void flow_seen(const struct roce_addr *a);
@@ -298,6 +307,7 @@ static const struct tp_host_ops prog_ops = {
     .log = prog_log,
     .qp_find = prog_qp_find,
     .mr_ptr = prog_mr_ptr,
+    .mr_done = prog_mr_done,
     .gid = prog_gid,
     .gid_local = prog_gid_local,
     .active_mtu = prog_active_mtu,

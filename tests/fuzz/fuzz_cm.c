@@ -66,6 +66,7 @@ static struct sofd_conn *new_conn(int fd)
 	c->p.kind = SOFD_POLL_CONN;
 	c->p.fd = fd;
 	c->async_fd = c->db_fd = -1;
+	c->pmem_fd = c->fence_fd = -1;
 	c->pid = getpid();
 	c->uid = getuid();
 	sof_list_init(&c->pds);

@@ -85,6 +85,7 @@ static uint8_t *host_mr_ptr(const struct tp_qp *qp, uint32_t key, uint64_t va, u
 			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 	(void)qp;
+	need &= ~TP_MR_PROBE;
 	if (key == KEY_RO)
 		granted = IBV_ACCESS_REMOTE_READ;
 	else if (key != KEY_RW)
@@ -92,6 +93,13 @@ static uint8_t *host_mr_ptr(const struct tp_qp *qp, uint32_t key, uint64_t va, u
 	if ((granted & need) != need || va < IOVA || len > MEM_LEN || va - IOVA > MEM_LEN - len)
 		return NULL;
 	return w.mem + (va - IOVA);
+}
+
+static void host_mr_done(const struct tp_qp *qp, uint8_t *p, uint64_t written)
+{
+	(void)qp;
+	(void)p;
+	(void)written;
 }
 
 static const struct sof_gid_entry *host_gid(uint32_t index)
@@ -119,6 +127,7 @@ static const struct tp_host_ops test_host = {
     .log = host_log,
     .qp_find = host_qp_find,
     .mr_ptr = host_mr_ptr,
+    .mr_done = host_mr_done,
     .gid = host_gid,
     .gid_local = host_gid_local,
     .active_mtu = host_active_mtu,

@@ -694,12 +694,12 @@ static int op_open_mr(struct sofd_req *rq, struct sofd_rep *rp)
 		/* in place: the owner's whole address space, for its own user
 		 * only, who could read it through ptrace anyway; the region's
 		 * address in runs[0] */
-		if (!mr->inplace || mr->owner->pmem_fd < 0)
+		if (!mr->inplace || mr->mem->pmem_fd < 0)
 			return -EACCES;
 		/* another user: only through memfds; the owner moves private
 		 * pages when asked (EAGAIN: ask again), not ODP, shared or
 		 * hugetlb ones (SHARE_MR without runs said so) */
-		if (rq->c->uid != mr->owner->uid) {
+		if (rq->c->uid != mr->mem->uid) {
 			if (mr->stays || (mr->access & IBV_ACCESS_ON_DEMAND))
 				return -EACCES;
 			sofd_mem_ask_move(mr);
@@ -707,8 +707,8 @@ static int op_open_mr(struct sofd_req *rq, struct sofd_rep *rp)
 		}
 		memset(r->runs, 0, sizeof(r->runs));
 		r->runs[0] = (struct sof_mr_run){.offset = mr->addr, .length = mr->length};
-		rep_fd(rp, mr->owner->pmem_fd, false);
-		rep_fd(rp, mr->owner->fence_fd, false);
+		rep_fd(rp, mr->mem->pmem_fd, false);
+		rep_fd(rp, mr->mem->fence_fd, false);
 		rp->len = sizeof(*r);
 		return 0;
 	}

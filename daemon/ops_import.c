@@ -126,9 +126,21 @@ int sofd_query_mr(struct sofd_req *rq, struct sofd_rep *rp)
 	return 0;
 }
 
-/* c is closing: its importers' connections lose their objects. */
+/* c is closing: its importers' connections lose their objects; when c is
+ * an importer, the regions of its own memory go (no process holds them). */
 void sofd_import_conn_closed(struct sofd_conn *c)
 {
+	if (c->alias) {
+		struct sof_link *l = c->alias->mrs.next;
+
+		while (l != &c->alias->mrs) {
+			struct sofd_mr *mr = sof_container_of(l, struct sofd_mr, link);
+
+			l = l->next;
+			if (mr->mem == c)
+				sofd_mr_release(mr);
+		}
+	}
 	for (struct sof_link *l = sofd.conns.next; l != &sofd.conns; l = l->next) {
 		struct sofd_conn *x = sof_container_of(l, struct sofd_conn, link);
 

@@ -56,7 +56,7 @@ static int mr_check(const struct sofd_req *rq, const struct sof_reg_mr_req *req)
 		    (req->length > SOFD_MAX_MR_LEN && !(req->access & IBV_ACCESS_ON_DEMAND)))
 			return -EINVAL;
 		/* the process's memory and fence come once per connection */
-		if (rq->nfds != (rq->c->pmem_fd < 0 ? 2 : 0))
+		if (rq->nfds != (rq->via->pmem_fd < 0 ? 2 : 0))
 			return -EINVAL;
 		if (rq->nfds && (fstat(rq->fds[0], &st) || !S_ISREG(st.st_mode)))
 			return -EINVAL;
@@ -97,15 +97,17 @@ static int take_mem(struct sofd_req *rq)
 {
 	void *f;
 
-	if (rq->c->pmem_fd >= 0 || rq->nfds != 2)
+	struct sofd_conn *m = rq->via; /* whose memory: an importer's own */
+
+	if (m->pmem_fd >= 0 || rq->nfds != 2)
 		return 0;
 	f = mmap(NULL, sizeof(struct sof_mem_fence), PROT_READ | PROT_WRITE, MAP_SHARED, rq->fds[1],
 		 0);
 	if (f == MAP_FAILED)
 		return -ENOMEM;
-	rq->c->fence = f;
-	rq->c->pmem_fd = rq->fds[0];
-	rq->c->fence_fd = rq->fds[1];
+	m->fence = f;
+	m->pmem_fd = rq->fds[0];
+	m->fence_fd = rq->fds[1];
 	rq->fds[0] = rq->fds[1] = -1;
 	return 0;
 }
@@ -126,6 +128,7 @@ static struct sofd_mr *mr_new(struct sofd_req *rq, const struct sof_reg_mr_req *
 		goto err_free;
 	mr->pd = pd;
 	mr->owner = rq->c;
+	mr->mem = keep ? keep->mem : rq->via;
 	mr->access = req->access;
 	if (keep) {
 		mr->iova = keep->iova;
@@ -302,7 +305,7 @@ int sofd_share_mr(struct sofd_req *rq)
  * ask_move): a slot of the fence's ring, a wake of the owner's thread. */
 void sofd_mem_ask_move(const struct sofd_mr *mr)
 {
-	struct sof_mem_fence *f = mr->owner->fence;
+	struct sof_mem_fence *f = mr->mem->fence;
 	uint32_t i;
 
 	if (!f)

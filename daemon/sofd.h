@@ -122,6 +122,10 @@ struct sofd_pd {
 struct sofd_mr {
 	struct sof_link link;
 	struct sofd_conn *owner;
+	/* The connection of the process whose address space holds the
+	 * region: the owner's, or an importer's (ibv_import_device) when the
+	 * importer registered it on the shared context. */
+	struct sofd_conn *mem;
 	struct sofd_pd *pd;
 	uint32_t key; /* lkey == rkey */
 	uint32_t access;
@@ -131,7 +135,7 @@ struct sofd_mr {
 	uint64_t iova, addr, length, page_off;
 	struct sof_mr_run runs[SOF_MAX_MR_RUNS];
 	int fds[SOF_MAX_MR_RUNS];
-	/* In place: the pages stay in the owner, reached through its
+	/* In place: the pages stay in the process of mem, reached through its
 	 * connection's pmem_fd (only processes of the owner's user get it,
 	 * OPEN_MR) until SHARE_MR gives the region runs. */
 	bool inplace;

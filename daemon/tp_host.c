@@ -163,7 +163,7 @@ static void fence_leave(struct sof_mem_fence *f, int e)
 
 static uint8_t *bounce(const struct sofd_mr *mr, uint64_t addr, uint64_t len, uint32_t need)
 {
-	struct sofd_conn *o = mr->owner;
+	struct sofd_conn *o = mr->mem;
 	uint8_t *b;
 	ssize_t n;
 	int e;
@@ -240,7 +240,7 @@ static uint8_t *host_mr_ptr(const struct tp_qp *tq, uint32_t key, uint64_t va, u
 	if (!mr->nruns && mr->inplace && probe)
 		return (uint8_t *)(uintptr_t)(mr->addr + (va - mr->iova)); /* not used */
 	if (!mr->nruns && mr->inplace)
-		return mr->owner->pmem_fd < 0 ? NULL
+		return mr->mem->pmem_fd < 0 ? NULL
 					      : bounce(mr, mr->addr + (va - mr->iova), len, need);
 	if (!mr->map && mr_map(mr))
 		return NULL;

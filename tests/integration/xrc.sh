@@ -18,6 +18,9 @@
 #               killed: the daemon's srqs/qps counts return to where they
 #               were and the file names no domain any more
 #
+#   xsrq        ibv_xsrq_pingpong (ibverbs-utils): 1 client; 3 clients with
+#               events and 64 KiB messages (exit status and "success")
+#
 # Usage: tests/integration/xrc.sh
 set -u
 # shellcheck source=tests/lib.sh
@@ -90,3 +93,33 @@ elif [ "$absent" != "domain absent" ]; then
 else
 	ok "$name: objects released ($after), the domain gone"
 fi
+
+# ---- ibv_xsrq_pingpong (ibverbs-utils): one client, then three with
+# completion events and 64 KiB messages. It compares no data: its ok
+# judges exit status and output ("success" from every process).
+for spec in "1|" "3|-n 100 -s 65536 -e"; do
+	nc=${spec%%|*}
+	args=${spec#*|}
+	PORT=$((PORT + 1))
+	name="xrc/ibv_xsrq_pingpong -c $nc $args"
+	# shellcheck disable=SC2086 # args are words
+	sof_bg "$name.srv" 60 "$SOFTOFED" run -- ibv_xsrq_pingpong -p "$PORT" -g 0 -c "$nc" $args
+	sof_wait_listen "$PORT" 10 2>/dev/null || sleep 0.5
+	for i in $(seq "$nc"); do
+		# shellcheck disable=SC2086
+		sof_bg "$name.cli$i" 50 "$SOFTOFED" run -- ibv_xsrq_pingpong -p "$PORT" -g 0 $args 127.0.0.1
+	done
+	bad=""
+	for i in $(seq "$nc"); do
+		sof_wait "$name.cli$i" 55 || bad="$bad client$i exit $?"
+		grep -q '^success' "$(sof_out "$name.cli$i")" || bad="$bad client$i no success"
+	done
+	sof_wait "$name.srv" 20 || bad="$bad server exit $?"
+	grep -q '^success' "$(sof_out "$name.srv")" || bad="$bad server no success"
+	if [ -z "$bad" ]; then
+		ok "$name"
+	else
+		not_ok "$name" "$bad"
+		sof_dump "$(sof_out "$name.srv")" "$(sof_out "$name.cli1")"
+	fi
+done

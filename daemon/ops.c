@@ -533,9 +533,7 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	qp->sq_max_sge = req->sq_max_sge;
 	qp->sq_max_inline = req->sq_max_inline;
 	qp->sq_stride = sq_stride;
-	/* XRC between hosts is not carried by the transport (yet) */
-	if (qp->type != IBV_QPT_XRC_SEND && qp->type != IBV_QPT_XRC_RECV)
-		sof_tp_qp_init(qp);
+	sof_tp_qp_init(qp);
 	if (xh) {
 		qp->xh = xh;
 		xh->users++;
@@ -591,7 +589,7 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 		qp->steered = true;
 		qp->net = true; /* its peer is not one of this host's QPs */
 	}
-	err = qp->steered || xrc ? 0 : sof_tp_modify_qp(qp, req, &net);
+	err = qp->steered ? 0 : sof_tp_modify_qp(qp, req, &net);
 	if (err)
 		return err;
 	qp->state = req->state;

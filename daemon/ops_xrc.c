@@ -175,8 +175,19 @@ int sofd_xrc_srq_init(struct sofd_conn *c, struct sofd_srq *srq, uint32_t xrcd, 
 
 void sofd_xrc_srq_release(struct sofd_srq *srq)
 {
+	uint32_t pos = 0;
+	struct sofd_qp *qp;
+
 	if (!srq->xh)
 		return;
+	/* the transport forgets it (the next request naming it is invalid) */
+	while ((qp = sof_hmap_next(&sofd.qps, &pos, NULL))) {
+		if (qp->xrc_cur == srq) {
+			qp->xrc_cur = NULL;
+			qp->tq.srq = NULL;
+			qp->tq.recv_cq = NULL;
+		}
+	}
 	sof_hmap_del(&xrc_srqs, srq->srqn);
 	srq->cq->users--;
 	srq->xh->users--;
@@ -300,6 +311,15 @@ int sofd_xrc_open_tgt(struct sofd_qp *qp, uint32_t srqn, struct sofd_rep *rp,
 	}
 	rp->len = sizeof(*r);
 	return 0;
+}
+
+struct sofd_srq *sofd_xrc_srq_find(const struct sofd_qp *qp, uint32_t srqn)
+{
+	struct sofd_srq *srq = srqn ? sof_hmap_get(&xrc_srqs, srqn) : NULL;
+
+	if (!srq || qp->type != IBV_QPT_XRC_RECV || !qp->xh || srq->xh->d != qp->xh->d)
+		return NULL;
+	return srq;
 }
 
 int sofd_xrc_mr_check(const struct sofd_mr *mr, uint32_t srqn, uint32_t use)

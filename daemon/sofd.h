@@ -188,6 +188,7 @@ struct sofd_qp {
 	/* XRC TGT QP (no PD, no CQs): the handle of its owner and the other
 	 * handles that opened it (ibv_open_qp) */
 	struct sofd_xrcd_h *xh;
+	struct sofd_srq *xrc_cur; /* the SRQ of the XRC request in hand (transport) */
 	struct sofd_xopen *xopens;
 	uint32_t nxopens, xopens_cap;
 	uint32_t qpn;
@@ -349,6 +350,9 @@ void sofd_xrc_qp_release(struct sofd_qp *qp);
 /* OPEN_QP of an XRC TGT QP (the executor): the SRQ named by srqn. */
 int sofd_xrc_open_tgt(struct sofd_qp *qp, uint32_t srqn, struct sofd_rep *rp,
 		      struct sof_open_qp_rep *r);
+/* The transport's XRC request to TGT QP qp names srqn: that XRC SRQ when
+ * it is of qp's domain, else NULL. */
+struct sofd_srq *sofd_xrc_srq_find(const struct sofd_qp *qp, uint32_t srqn);
 /* OPEN_MR's check for the XRC uses: 0 or -EACCES. */
 int sofd_xrc_mr_check(const struct sofd_mr *mr, uint32_t srqn, uint32_t use);
 /* c closes: its handles on TGT QPs of others (before its QPs go), then its

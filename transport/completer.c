@@ -24,7 +24,8 @@ static void push_cqe(struct tp_cq *cq, const struct sof_cqe *c)
  * is armed, consume the arm and fire its completion channel. */
 static void cq_attention(struct tp_cq *cq)
 {
-	if (cq->shm && sof_cq_attention(cq->shm) && cq->evfd >= 0)
+	/* (an XRC TGT QP has no CQ of its own) */
+	if (cq && cq->shm && sof_cq_attention(cq->shm) && cq->evfd >= 0)
 		tp.host->cq_kick(cq);
 }
 

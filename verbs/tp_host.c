@@ -294,6 +294,14 @@ static uint8_t *prog_mr_ptr(const struct tp_qp *m, uint32_t key, uint64_t va, ui
 
 static void flow_seen(const struct roce_addr *a);
 
+/* XRC QPs run in the daemon's engine, never here */
+static bool prog_xrc_srq(struct tp_qp *qp, uint32_t srqn)
+{
+	(void)qp;
+	(void)srqn;
+	return false;
+}
+
 static const struct tp_host_ops prog_ops = {
     .log = prog_log,
     .qp_find = prog_qp_find,
@@ -304,6 +312,7 @@ static const struct tp_host_ops prog_ops = {
     .cq_kick = prog_cq_kick,
     .qp_error = prog_qp_error,
     .srq_limit = prog_srq_limit,
+    .xrc_srq = prog_xrc_srq,
     .flow_seen = flow_seen,
 };
 

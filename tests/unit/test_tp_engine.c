@@ -115,6 +115,13 @@ static void host_qp_error(struct tp_qp *qp, uint32_t event)
 
 static void host_srq_limit(struct tp_srq *srq) { (void)srq; }
 
+static bool host_xrc_srq(struct tp_qp *qp, uint32_t srqn)
+{
+	(void)qp;
+	(void)srqn;
+	return false;
+}
+
 static const struct tp_host_ops test_host = {
     .log = host_log,
     .qp_find = host_qp_find,
@@ -125,6 +132,7 @@ static const struct tp_host_ops test_host = {
     .cq_kick = host_cq_kick,
     .qp_error = host_qp_error,
     .srq_limit = host_srq_limit,
+    .xrc_srq = host_xrc_srq,
     .flow_seen = NULL,
 };
 

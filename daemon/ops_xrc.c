@@ -80,6 +80,8 @@ int sofd_open_xrcd(struct sofd_req *rq, struct sofd_rep *rp)
 
 	if (req->has_file > 1 || rq->nfds != (int)req->has_file)
 		return -EINVAL;
+	if (rq->c->n.xrcds >= SOFD_CONN_MAX_XRCD)
+		return -ENOMEM;
 	if (req->has_file) {
 		if (fstat(rq->fds[0], &st))
 			return -EBADF;
@@ -121,6 +123,7 @@ int sofd_open_xrcd(struct sofd_req *rq, struct sofd_rep *rp)
 	d->refs++;
 	h->d = d;
 	h->owner = rq->c;
+	rq->c->n.xrcds++;
 	xbuf.xrcd.xrcd = h->handle;
 	xbuf.xrcd.rsvd = 0;
 	rp->data = &xbuf;
@@ -130,6 +133,7 @@ int sofd_open_xrcd(struct sofd_req *rq, struct sofd_rep *rp)
 
 static void handle_release(struct sofd_xrcd_h *h)
 {
+	h->owner->n.xrcds--;
 	sof_hmap_del(&xrcd_handles, h->handle);
 	domain_put(h->d);
 	free(h);

@@ -40,9 +40,11 @@
 #define SOFD_CONN_MAX_CQ 65536u
 #define SOFD_CONN_MAX_SRQ 16384u
 #define SOFD_CONN_MAX_QP 65536u
+#define SOFD_CONN_MAX_XRCD 4096u /* XRCD handles (each may hold a file open) */
 
 struct sofd_counts {
 	uint32_t contexts, pds, mrs, cqs, srqs, qps;
+	uint32_t xrcds; /* XRCD handles (ops_xrc.c) */
 	/* daemon-wide: MAD layer (multicast groups: tp_mcast_groups, the
 	 * connection manager's: cm_counts) */
 	uint32_t mads;

@@ -63,7 +63,8 @@ void tp_flush(struct sof_tqp *t)
 {
 	struct tp_qp *qp = t->qp;
 
-	for (;;) {
+	/* (an XRC TGT QP, without a send CQ, has no send queue to flush) */
+	for (; qp->send_cq;) {
 		uint32_t tail = atomic_load_explicit(&qp->nsq->idx.tail, memory_order_acquire);
 
 		while (t->wq_head != t->wq_tail) {

@@ -333,6 +333,10 @@ void tp_req_progress(struct sof_tqp *t)
 	bool was_idle = t->psn == t->una_psn;
 	uint32_t old_max = t->max_psn;
 
+	/* an XRC TGT QP has no send CQ and sends no requests: whatever its
+	 * owner writes into its send queue stays there */
+	if (!qp->send_cq)
+		return;
 	/* take what was posted: at most a queue's worth beyond the oldest */
 	for (;;) {
 		while (t->wq_tail != tail && t->wq_tail - t->wq_head < qp->sq_size) {

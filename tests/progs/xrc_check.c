@@ -185,6 +185,9 @@ static void child(const char *file, uint32_t tgt_qpn, int wfd, int rfd)
 		hp_fail("child: destroy SRQ / close XRCD");
 	if (read(rfd, &c, 1) != 1)
 		hp_fail("child: pipe");
+	if (ibv_destroy_cq(cq) || ibv_dealloc_pd(pd) || ibv_close_device(ctx))
+		hp_fail("child: tear-down");
+	close(fd);
 	printf("child done\n");
 	fflush(stdout);
 	exit(0);
@@ -330,6 +333,13 @@ static void server(const char *file, const char *port)
 	if (write(p2c[1], "x", 1) != 1 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
 	    WEXITSTATUS(st))
 		hp_fail("the child failed");
+	if (ibv_dereg_mr(wmr) || ibv_destroy_cq(cq3) || ibv_dealloc_pd(pd) ||
+	    ibv_close_device(ctx))
+		hp_fail("server: tear-down");
+	free(wbuf);
+	close(fd);
+	close(sock);
+	close(lsock);
 	printf("server done\n");
 }
 
@@ -514,7 +524,11 @@ static void client(const char *host, const char *port)
 	}
 	printf("client wrong SRQ number: IBV_WC_REM_INV_REQ_ERR, QP in ERR, next WQE flushed\n");
 	hp_sync(sock, secs);
-	ibv_destroy_qp(qp);
+	if (ibv_destroy_qp(qp) || ibv_dereg_mr(mr) || ibv_destroy_cq(cq) || ibv_dealloc_pd(pd) ||
+	    ibv_close_device(ctx))
+		hp_fail("client: tear-down");
+	free(buf);
+	close(sock);
 	printf("client done\n");
 }
 
@@ -558,6 +572,8 @@ static void query(const char *file)
 	} else {
 		hp_fail("ibv_open_xrcd: %s", strerror(errno));
 	}
+	ibv_close_device(ctx);
+	close(fd);
 }
 
 int main(int argc, char **argv)

@@ -275,7 +275,7 @@ struct sof_net_engine_rep {
 };
 struct sof_qp_req {
 	uint32_t qpn;
-	uint32_t xrc_srqn;        /* OPEN_QP of an XRC TGT QP: the XRCETH's SRQ */
+	uint32_t rsvd;
 };
 /* DESTROY_QP. A QP of a steering slot hands over what its engine knew
  * (linger 1), so that the daemon acknowledges a request the QP had
@@ -328,11 +328,21 @@ struct sof_open_xrc_qp_req {
 
 /* ---- executor look-ups ---------------------------------------------------- */
 
+/* OPEN_QP: the QP qpn (a struct sof_qp_req is one with the rest 0). An
+ * XRC TGT QP is answered only for the XRC SRQ number of the request's
+ * XRCETH, xrc_srqn: that SRQ, its PD and its CQ as the QP's. One that
+ * names no XRC SRQ of the QP's domain is -EINVAL, the responder's invalid
+ * request: when src_qpn is a QP of the caller's and the TGT QP's peer, the
+ * TGT QP goes to ERROR too (IBV_EVENT_QP_REQ_ERR at its owner), as it does
+ * when the request comes over the wire. */
+struct sof_open_qp_req {
+	uint32_t qpn;
+	uint32_t xrc_srqn;
+	uint32_t src_qpn;
+	uint32_t rsvd;
+};
 /* fds: [0] QP memfd, [1] recv CQ memfd, [2] SRQ memfd if has_srq,
- *      then the recv CQ's channel eventfd if cq_has_channel.
- * An XRC TGT QP is answered only with the XRC SRQ number of the request
- * (sof_qp_req.xrc_srqn; -EINVAL when it names no XRC SRQ of the QP's
- * domain): that SRQ, its PD and its CQ as the QP's. */
+ *      then the recv CQ's channel eventfd if cq_has_channel. */
 struct sof_open_qp_rep {
 	uint32_t qpn;
 	uint32_t qp_type;

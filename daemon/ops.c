@@ -647,14 +647,14 @@ static int op_mcast(struct sofd_req *rq, struct sofd_rep *rp)
 
 static int op_open_qp(struct sofd_req *rq, struct sofd_rep *rp)
 {
-	const struct sof_qp_req *req = rq->data;
+	const struct sof_open_qp_req *req = rq->data; /* zero-padded (qbuf) */
 	struct sof_open_qp_rep *r = &rbuf.open_qp;
 	struct sofd_qp *qp = sof_hmap_get(&sofd.qps, req->qpn);
 
 	if (!qp)
 		return -ENOENT;
 	if (qp->type == IBV_QPT_XRC_RECV)
-		return sofd_xrc_open_tgt(qp, req->xrc_srqn, rp, r);
+		return sofd_xrc_open_tgt(rq->c, qp, req, rp, r);
 	memset(r, 0, sizeof(*r));
 	r->qpn = qp->qpn;
 	r->qp_type = qp->type;
@@ -925,6 +925,7 @@ static union {
 	struct sof_create_qp_req create_qp;
 	struct sof_modify_qp_req modify_qp;
 	struct sof_destroy_qp_req destroy_qp;
+	struct sof_open_qp_req open_qp;
 	uint8_t bytes[sizeof(struct sof_reg_mr_req)];
 } qbuf;
 

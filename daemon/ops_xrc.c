@@ -22,6 +22,8 @@
  */
 #include "sofd.h"
 
+#include "sof_wr.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -283,15 +285,25 @@ bool sofd_xrc_qp_handover(struct sofd_qp *qp)
 	return true;
 }
 
-int sofd_xrc_open_tgt(struct sofd_qp *qp, uint32_t srqn, struct sofd_rep *rp,
-		      struct sof_open_qp_rep *r)
+int sofd_xrc_open_tgt(struct sofd_conn *c, struct sofd_qp *qp, const struct sof_open_qp_req *req,
+		      struct sofd_rep *rp, struct sof_open_qp_rep *r)
 {
-	struct sofd_srq *srq = srqn ? sof_hmap_get(&xrc_srqs, srqn) : NULL;
+	struct sofd_srq *srq = sofd_xrc_srq_find(qp, req->xrc_srqn);
+	struct sofd_qp *src = sof_hmap_get(&sofd.qps, req->src_qpn);
 
 	/* the XRCETH names no XRC SRQ of the TGT QP's domain: the
-	 * responder's invalid request (IBA 9.7.5.2.4, XRC annex) */
-	if (!srq || srq->xh->d != qp->xh->d)
+	 * responder's invalid request (IBA 9.7.5.2.4, XRC annex), which
+	 * moves a receiving TGT QP to ERROR when its peer asks */
+	if (!srq) {
+		if (src && src->owner == c && src->type == IBV_QPT_XRC_SEND &&
+		    qp->dest_qpn == src->qpn && qp->shm &&
+		    sof_qp_state_receives(atomic_load(&qp->shm->state))) {
+			atomic_store(&qp->shm->state, IBV_QPS_ERR);
+			qp->state = IBV_QPS_ERR;
+			sofd_async_send(qp->owner, IBV_EVENT_QP_REQ_ERR, qp->qpn);
+		}
 		return -EINVAL;
+	}
 	memset(r, 0, sizeof(*r));
 	r->qpn = qp->qpn;
 	r->qp_type = qp->type;

@@ -349,9 +349,10 @@ int sofd_xrc_qp_close(struct sofd_conn *c, uint32_t qpn);
 bool sofd_xrc_qp_handover(struct sofd_qp *qp);
 /* The TGT QP goes: its handles and its hold on the domain. */
 void sofd_xrc_qp_release(struct sofd_qp *qp);
-/* OPEN_QP of an XRC TGT QP (the executor): the SRQ named by srqn. */
-int sofd_xrc_open_tgt(struct sofd_qp *qp, uint32_t srqn, struct sofd_rep *rp,
-		      struct sof_open_qp_rep *r);
+/* OPEN_QP of an XRC TGT QP by c (the executor): the SRQ named by
+ * req->xrc_srqn (sof_proto.h). */
+int sofd_xrc_open_tgt(struct sofd_conn *c, struct sofd_qp *qp, const struct sof_open_qp_req *req,
+		      struct sofd_rep *rp, struct sof_open_qp_rep *r);
 /* The transport's XRC request to TGT QP qp names srqn: that XRC SRQ when
  * it is of qp's domain, else NULL. */
 struct sofd_srq *sofd_xrc_srq_find(const struct sofd_qp *qp, uint32_t srqn);

@@ -50,9 +50,10 @@ static void *map_fd(int fd, size_t len, int prot)
 
 /* Map a destination QP from the daemon's answer. Returns a new reference
  * or NULL with errno. Caller holds ctx->cache_lock. */
-static struct sofv_rqp *rqp_open(struct sofv_context *ctx, uint32_t qpn, uint32_t srqn)
+static struct sofv_rqp *rqp_open(struct sofv_context *ctx, uint32_t qpn, uint32_t srqn,
+				 uint32_t src_qpn)
 {
-	struct sof_qp_req req = {.qpn = qpn, .xrc_srqn = srqn};
+	struct sof_open_qp_req req = {.qpn = qpn, .xrc_srqn = srqn, .src_qpn = src_qpn};
 	struct sof_open_qp_rep rep;
 	int fds[4] = {-1, -1, -1, -1}, nfds = 4, fi, err;
 	struct sofv_rqp *r;
@@ -142,7 +143,8 @@ err_fds:
 /* Look up (or map) destination QP qpn (through XRC SRQ srqn when not 0).
  * Returns a new reference or NULL when the QP does not exist (any more)
  * or may not be reached. */
-static struct sofv_rqp *rqp_get(struct sofv_context *ctx, uint32_t qpn, uint32_t srqn)
+static struct sofv_rqp *rqp_get(struct sofv_context *ctx, uint32_t qpn, uint32_t srqn,
+				uint32_t src_qpn)
 {
 	/* an XRC TGT QP is one entry per SRQ reached through it */
 	uint64_t key = srqn ? (1ull << 56) | ((uint64_t)srqn << 24) | qpn : qpn;
@@ -157,7 +159,7 @@ static struct sofv_rqp *rqp_get(struct sofv_context *ctx, uint32_t qpn, uint32_t
 		r = NULL;
 	}
 	if (!r) {
-		r = rqp_open(ctx, qpn, srqn);
+		r = rqp_open(ctx, qpn, srqn, src_qpn);
 		err = r ? 0 : errno;
 		if (r && sof_hmap_put(&ctx->rqps, key, r)) {
 			rqp_put(r);
@@ -174,16 +176,13 @@ static struct sofv_rqp *rqp_get(struct sofv_context *ctx, uint32_t qpn, uint32_t
 
 struct sofv_rqp *sofv_rqp_get(struct sofv_context *ctx, uint32_t qpn)
 {
-	return rqp_get(ctx, qpn, 0);
+	return rqp_get(ctx, qpn, 0, 0);
 }
 
-struct sofv_rqp *sofv_rqp_get_xrc(struct sofv_context *ctx, uint32_t qpn, uint32_t srqn)
+struct sofv_rqp *sofv_rqp_get_xrc(struct sofv_context *ctx, uint32_t qpn, uint32_t srqn,
+				  uint32_t src_qpn)
 {
-	if (!srqn) {
-		errno = EINVAL;
-		return NULL;
-	}
-	return rqp_get(ctx, qpn, srqn);
+	return rqp_get(ctx, qpn, srqn, src_qpn);
 }
 
 /* Map the region with key for access on behalf of destination QP qpn. */

@@ -106,10 +106,12 @@ static inline uint8_t *rmr_ptr(const struct sofv_rmr *m, uint64_t addr, uint64_t
  * the QP does not exist (any more) or may not be reached. Lock: takes
  * ctx->cache_lock. */
 struct sofv_rqp *sofv_rqp_get(struct sofv_context *ctx, uint32_t qpn);
-/* The same for XRC TGT QP qpn reached through XRC SRQ srqn (the XRCETH):
- * NULL with errno EINVAL when srqn names no XRC SRQ of the QP's domain
- * (the responder's invalid request). */
-struct sofv_rqp *sofv_rqp_get_xrc(struct sofv_context *ctx, uint32_t qpn, uint32_t srqn);
+/* The same for XRC TGT QP qpn reached through XRC SRQ srqn (the XRCETH)
+ * by the INI QP src_qpn: NULL with errno EINVAL when srqn names no XRC SRQ
+ * of the QP's domain (the responder's invalid request; the daemon moves
+ * the TGT QP to ERROR when src_qpn is its peer). */
+struct sofv_rqp *sofv_rqp_get_xrc(struct sofv_context *ctx, uint32_t qpn, uint32_t srqn,
+				  uint32_t src_qpn);
 
 /* Drop the references a list holds on regions (see qp_rmr_get). */
 static inline void sgl_release(struct sglist *l)

@@ -403,7 +403,7 @@ static struct sofv_rqp *connected_dest(struct sofv_qp *qp, struct sofv_swqe *w, 
 			*res = no_response(qp, w);
 			return NULL;
 		}
-		r = xrc ? sofv_rqp_get_xrc(ctx, qp->attr.dest_qp_num, srqn)
+		r = xrc ? sofv_rqp_get_xrc(ctx, qp->attr.dest_qp_num, srqn, qp->qpn)
 			: sofv_rqp_get(ctx, qp->attr.dest_qp_num);
 		if (!r && xrc && errno == EINVAL) {
 			/* no XRC SRQ of that number in the TGT QP's domain:

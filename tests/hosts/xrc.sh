@@ -9,7 +9,8 @@
 #   write       an RDMA WRITE through the INI QP, every byte checked
 #   wrong SRQ   an SRQ of another domain: the TGT QP's responder NAKs
 #               invalid request, the INI QP's completion is
-#               IBV_WC_REM_INV_REQ_ERR and it is in ERR, the next WQE flushed
+#               IBV_WC_REM_INV_REQ_ERR and it is in ERR, the next WQE flushed;
+#               the TGT QP in ERR
 #   wire        captured on host a's veth0: every packet decodes as
 #               InfiniBand, XRC opcodes (0xa0...) for the requests, no
 #               malformed packet, every ICRC right
@@ -50,6 +51,7 @@ for n in 64 200; do
 		grep -q "^child received $((n / 2)) messages, every byte checked" "$so" &&
 		grep -q '^server RDMA WRITE .* every byte checked' "$so" &&
 		grep -q '^client wrong SRQ number: IBV_WC_REM_INV_REQ_ERR, QP in ERR' "$co" &&
+		grep -q '^server TGT QP in ERR after the invalid request' "$so" &&
 		grep -q '^server done' "$so"; then
 		ok "$name: $(grep '^client sent' "$co")"
 	else

@@ -10,7 +10,7 @@
 #   write       an RDMA WRITE through the INI QP, every byte checked
 #   wrong SRQ   a SEND naming an SRQ of another domain: the INI QP's
 #               completion IBV_WC_REM_INV_REQ_ERR, the QP in ERR, the next
-#               WQE flushed
+#               WQE flushed, the TGT QP in ERR
 #   order       ibv_destroy_cq of an XRC SRQ's CQ and ibv_close_xrcd in use
 #               are EBUSY; O_EXCL on an existing domain and no O_CREAT on a
 #               missing one are EINVAL
@@ -49,6 +49,7 @@ for n in 64 200; do
 		grep -q '^child opened TGT QP' "$so" &&
 		grep -q '^server RDMA WRITE .* every byte checked' "$so" &&
 		grep -q '^client wrong SRQ number: IBV_WC_REM_INV_REQ_ERR, QP in ERR' "$co" &&
+		grep -q '^server TGT QP in ERR after the invalid request' "$so" &&
 		grep -q '^server order rules' "$so" && grep -q '^child done' "$so"; then
 		ok "$name: $(grep '^client sent' "$co")"
 	else

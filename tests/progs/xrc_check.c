@@ -15,7 +15,7 @@
  * through the INI QP (the rkey is checked against SRQ 1's PD) whose
  * bytes the server checks, then a SEND naming the SRQ of the other
  * domain: IBV_WC_REM_INV_REQ_ERR, the INI QP in ERR and the next WQE
- * flushed. The server then checks the order rules: ibv_destroy_cq of an
+ * flushed, the TGT QP in ERR. The server then checks the order rules: ibv_destroy_cq of an
  * SRQ's CQ and ibv_close_xrcd while SRQs or the TGT QP use it are EBUSY,
  * O_EXCL on the existing domain and a missing domain without O_CREAT
  * are EINVAL.
@@ -317,6 +317,16 @@ static void server(const char *file, const char *port)
 	printf("server RDMA WRITE of %d bytes through the XRC INI QP: every byte checked\n",
 	       WRITE_LEN);
 	hp_sync(sock, secs); /* the client saw the wrong-SRQ outcome */
+	{
+		/* the responder's invalid request moved the TGT QP to ERROR */
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qia;
+
+		if (ibv_query_qp(tgt, &qa, IBV_QP_STATE, &qia) || qa.qp_state != IBV_QPS_ERR)
+			hp_fail("after the invalid request the TGT QP is in state %d, not ERR",
+				qa.qp_state);
+		printf("server TGT QP in ERR after the invalid request\n");
+	}
 
 	/* the order rules of destruction */
 	if (ibv_destroy_cq(cq1) != EBUSY)

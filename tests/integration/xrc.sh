@@ -16,7 +16,10 @@
 #               missing one are EINVAL
 #   SIGKILL     a process holding a domain, an XRC SRQ and a TGT QP is
 #               killed: the daemon's srqs/qps counts return to where they
-#               were and the file names no domain any more
+#               were and the file names no domain any more; when another
+#               process opened the TGT QP (ibv_open_qp), the creator's
+#               SIGKILL leaves the TGT QP and the domain to it (qps 1,
+#               srqs 0, domain present) and its own SIGKILL ends them
 #
 #   xsrq        ibv_xsrq_pingpong (ibverbs-utils): 1 client; 3 clients with
 #               events and 64 KiB messages (exit status and "success")
@@ -64,7 +67,7 @@ before=$(sof_resources | tr '\n' ' ')
 sof_bg xrc.hold 60 "$SOFTOFED" run -- "$SOF_PROGS/xrc_check" -H "$FILE.kill" -T 50
 out=$(sof_out xrc.hold)
 for _ in $(seq 100); do
-	grep -q '^held' "$out" 2>/dev/null && break
+	grep -q '^held qpn' "$out" 2>/dev/null && break
 	sof_alive xrc.hold || break
 	sleep 0.05
 done
@@ -80,7 +83,7 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 absent=$(timeout 20 "$SOFTOFED" run -- "$SOF_PROGS/xrc_check" -Q "$FILE.kill" 2>&1)
-if ! grep -q '^held' "$out"; then
+if ! grep -q '^held qpn' "$out"; then
 	not_ok "$name" "the holder did not come up"
 	sof_dump "$out"
 elif [ "$present" != "domain present" ]; then
@@ -93,6 +96,55 @@ elif [ "$absent" != "domain absent" ]; then
 	not_ok "$name" "after SIGKILL the file's domain: $absent"
 else
 	ok "$name: objects released ($after), the domain gone"
+fi
+
+# ---- SIGKILL of the creator while another process holds the TGT QP
+name="xrc/SIGKILL of the creator of an opened TGT QP"
+before=$(sof_resources | tr '\n' ' ')
+sof_bg xrc.hold2 60 "$SOFTOFED" run -- "$SOF_PROGS/xrc_check" -H "$FILE.open" -T 50
+out=$(sof_out xrc.hold2)
+for _ in $(seq 100); do
+	grep -q '^held qpn' "$out" 2>/dev/null && break
+	sof_alive xrc.hold2 || break
+	sleep 0.05
+done
+qpn=$(sed -n 's/^held qpn \([0-9]*\)$/\1/p' "$out")
+sof_bg xrc.open2 60 "$SOFTOFED" run -- "$SOF_PROGS/xrc_check" -O "$FILE.open" -q "${qpn:-0}" -T 50
+out2=$(sof_out xrc.open2)
+for _ in $(seq 100); do
+	grep -q '^opened' "$out2" 2>/dev/null && break
+	sof_alive xrc.open2 || break
+	sleep 0.05
+done
+pid=$(sof_child_pid xrc.hold2)
+[ -n "$pid" ] && kill -KILL "$pid"
+sof_wait xrc.hold2 10
+mid=""
+for _ in $(seq 50); do
+	mid=$(sof_resources | awk '$1 == "qps" || $1 == "srqs" { printf "%s %s ", $1, $2 }')
+	[ "$mid" = "srqs 0 qps 1 " ] && break
+	sleep 0.1
+done
+present=$(timeout 20 "$SOFTOFED" run -- "$SOF_PROGS/xrc_check" -Q "$FILE.open" 2>&1)
+pid=$(sof_child_pid xrc.open2)
+[ -n "$pid" ] && kill -KILL "$pid"
+sof_wait xrc.open2 10
+after=""
+for _ in $(seq 50); do
+	after=$(sof_resources | tr '\n' ' ')
+	[ "$after" = "$before" ] && break
+	sleep 0.1
+done
+absent=$(timeout 20 "$SOFTOFED" run -- "$SOF_PROGS/xrc_check" -Q "$FILE.open" 2>&1)
+if [ -z "$qpn" ] || ! grep -q '^opened' "$out2"; then
+	not_ok "$name" "the holder or the opener did not come up"
+	sof_dump "$out" "$out2"
+elif [ "$mid" != "srqs 0 qps 1 " ] || [ "$present" != "domain present" ]; then
+	not_ok "$name" "after the creator's SIGKILL: ${mid:-no counts}, the file's domain: $present"
+elif [ "$after" != "$before" ] || [ "$absent" != "domain absent" ]; then
+	not_ok "$name" "after the opener's SIGKILL: $after (before: $before), the domain: $absent"
+else
+	ok "$name: the opener kept the TGT QP and the domain ($mid), its SIGKILL released them"
 fi
 
 # ---- ibv_xsrq_pingpong (ibverbs-utils): one client, then three with

@@ -23,7 +23,9 @@
  *   xrc_check -f FILE [-p PORT] [-n N]            server
  *   xrc_check [-p PORT] [-n N] HOST               client
  *   xrc_check -H FILE                             hold: a domain, an SRQ and
- *                                                 a TGT QP, "held", sleep
+ *                                                 a TGT QP, "held qpn N", sleep
+ *   xrc_check -O FILE -q N                        open the domain and TGT QP N
+ *                                                 (ibv_open_qp), "opened", sleep
  *   xrc_check -Q FILE                             "domain present" / "domain absent"
  */
 #include "hostpair.h"
@@ -558,8 +560,33 @@ static void hold(const char *file)
 	if (!x)
 		hp_fail("hold: ibv_open_xrcd: %s", strerror(errno));
 	xsrq(ctx, pd, x, cq, &num);
-	tgt_qp(ctx, x);
-	printf("held\n");
+	printf("held qpn %u\n", tgt_qp(ctx, x)->qp_num);
+	fflush(stdout);
+	for (int i = 0; i < secs * 10; i++)
+		hp_sleep_ms(100);
+}
+
+/* Another process's handle on TGT QP qpn of the domain of file, held. */
+static void open_hold(const char *file, uint32_t qpn)
+{
+	struct ibv_context *ctx = hp_open(NULL);
+	int fd = open(file, O_RDONLY);
+	struct ibv_qp_open_attr oa;
+	struct ibv_xrcd *x;
+
+	if (fd < 0)
+		hp_fail("open %s", file);
+	x = open_xrcd(ctx, fd, 0);
+	if (!x)
+		hp_fail("ibv_open_xrcd: %s", strerror(errno));
+	memset(&oa, 0, sizeof(oa));
+	oa.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+	oa.qp_num = qpn;
+	oa.xrcd = x;
+	oa.qp_type = IBV_QPT_XRC_RECV;
+	if (!ibv_open_qp(ctx, &oa))
+		hp_fail("ibv_open_qp %u: %s", qpn, strerror(errno));
+	printf("opened\n");
 	fflush(stdout);
 	for (int i = 0; i < secs * 10; i++)
 		hp_sleep_ms(100);
@@ -588,11 +615,12 @@ static void query(const char *file)
 
 int main(int argc, char **argv)
 {
-	const char *port = "18515", *file = NULL, *holdf = NULL, *qf = NULL;
+	const char *port = "18515", *file = NULL, *holdf = NULL, *qf = NULL, *of = NULL;
+	uint32_t oqpn = 0;
 	int c;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt(argc, argv, "p:n:f:H:Q:T:")) != -1) {
+	while ((c = getopt(argc, argv, "p:n:f:H:Q:O:q:T:")) != -1) {
 		switch (c) {
 		case 'p':
 			port = optarg;
@@ -609,6 +637,12 @@ int main(int argc, char **argv)
 		case 'Q':
 			qf = optarg;
 			break;
+		case 'O':
+			of = optarg;
+			break;
+		case 'q':
+			oqpn = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
 		case 'T':
 			secs = atoi(optarg);
 			break;
@@ -621,6 +655,8 @@ int main(int argc, char **argv)
 		hp_fail("-n 2..256");
 	if (holdf)
 		hold(holdf);
+	else if (of)
+		open_hold(of, oqpn);
 	else if (qf)
 		query(qf);
 	else if (file)

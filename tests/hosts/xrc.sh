@@ -6,7 +6,8 @@
 #   data        N messages to SRQs of two processes through one TGT QP,
 #               every byte, byte_len and wc.qp_num checked; ibv_post_send
 #               and ibv_wr_* with ibv_wr_set_xrc_srqn
-#   write       an RDMA WRITE through the INI QP, every byte checked
+#   write       an RDMA WRITE through the INI QP, every byte checked; READ
+#               back (checked), FETCH_ADD and CMP_SWAP (results, final value)
 #   wrong SRQ   an SRQ of another domain: the TGT QP's responder NAKs
 #               invalid request, the INI QP's completion is
 #               IBV_WC_REM_INV_REQ_ERR and it is in ERR, the next WQE flushed;
@@ -50,6 +51,8 @@ for n in 64 200; do
 		grep -q "^server received $((n / 2)) messages, every byte checked" "$so" &&
 		grep -q "^child received $((n / 2)) messages, every byte checked" "$so" &&
 		grep -q '^server RDMA WRITE .* every byte checked' "$so" &&
+		grep -q '^client RDMA READ of [0-9]* bytes checked, FETCH_ADD and CMP_SWAP' "$co" &&
+		grep -q '^server atomics through the XRC INI QP: the word is 9' "$so" &&
 		grep -q '^client wrong SRQ number: IBV_WC_REM_INV_REQ_ERR, QP in ERR' "$co" &&
 		grep -q '^server TGT QP in ERR after the invalid request' "$so" &&
 		grep -q '^server done' "$so"; then

@@ -7,7 +7,8 @@
 #               through the same file, another process, ibv_open_qp of the
 #               TGT QP): every byte, byte_len, wr_id and wc.qp_num (the
 #               TGT QP) checked on each side; ibv_post_send and ibv_wr_*
-#   write       an RDMA WRITE through the INI QP, every byte checked
+#   write       an RDMA WRITE through the INI QP, every byte checked; READ
+#               back (checked), FETCH_ADD and CMP_SWAP (results, final value)
 #   wrong SRQ   a SEND naming an SRQ of another domain: the INI QP's
 #               completion IBV_WC_REM_INV_REQ_ERR, the QP in ERR, the next
 #               WQE flushed, the TGT QP in ERR
@@ -51,6 +52,8 @@ for n in 64 200; do
 		grep -q "^child received $((n / 2)) messages, every byte checked" "$so" &&
 		grep -q '^child opened TGT QP' "$so" &&
 		grep -q '^server RDMA WRITE .* every byte checked' "$so" &&
+		grep -q '^client RDMA READ of [0-9]* bytes checked, FETCH_ADD and CMP_SWAP' "$co" &&
+		grep -q '^server atomics through the XRC INI QP: the word is 9' "$so" &&
 		grep -q '^client wrong SRQ number: IBV_WC_REM_INV_REQ_ERR, QP in ERR' "$co" &&
 		grep -q '^server TGT QP in ERR after the invalid request' "$so" &&
 		grep -q '^server order rules' "$so" && grep -q '^child done' "$so"; then

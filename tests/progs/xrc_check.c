@@ -13,7 +13,9 @@
  * with ibv_wr_set_xrc_srqn); each side checks every byte, byte_len,
  * wr_id order and that wc.qp_num is the TGT QP. Then an RDMA WRITE
  * through the INI QP (the rkey is checked against SRQ 1's PD) whose
- * bytes the server checks, then a SEND naming the SRQ of the other
+ * bytes the server checks, an RDMA READ of them back that the client
+ * checks, FETCH_ADD and CMP_SWAP on a word after them (results and the
+ * final value checked), then a SEND naming the SRQ of the other
  * domain: IBV_WC_REM_INV_REQ_ERR, the INI QP in ERR and the next WQE
  * flushed, the TGT QP in ERR. The server then checks the order rules: ibv_destroy_cq of an
  * SRQ's CQ and ibv_close_xrcd while SRQs or the TGT QP use it are EBUSY,
@@ -254,9 +256,11 @@ static void server(const char *file, const char *port)
 		hp_fail("the child failed before its SRQ");
 	printf("child SRQ number %u (same domain, another process)\n", n2);
 
-	wbuf = calloc(1, WRITE_LEN);
-	wmr = wbuf ? ibv_reg_mr(pd, wbuf, WRITE_LEN,
-				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+	/* the WRITE's target, then the atomics' 8-byte word */
+	wbuf = calloc(1, WRITE_LEN + 8);
+	wmr = wbuf ? ibv_reg_mr(pd, wbuf, WRITE_LEN + 8,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 		   : NULL;
 	if (!wmr)
 		hp_fail("ibv_reg_mr");
@@ -272,7 +276,7 @@ static void server(const char *file, const char *port)
 	memcpy(me.gid, gid.raw, 16);
 	hp_exchange(sock, &me, &peer, secs);
 	hp_path_peer(&path, gidx, &me, &peer, IBV_MTU_1024);
-	path.access = IBV_ACCESS_REMOTE_WRITE;
+	path.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	path.min_rnr_timer = 1;
 	path.max_dest_rd_atomic = 1;
 	{
@@ -318,6 +322,15 @@ static void server(const char *file, const char *port)
 				pat(0xabcd, o));
 	printf("server RDMA WRITE of %d bytes through the XRC INI QP: every byte checked\n",
 	       WRITE_LEN);
+	{
+		uint64_t v;
+
+		memcpy(&v, wbuf + WRITE_LEN, 8);
+		if (v != 9)
+			hp_fail("after FETCH_ADD 5 and CMP_SWAP 5->9 the word is %llu",
+				(unsigned long long)v);
+		printf("server atomics through the XRC INI QP: the word is 9\n");
+	}
 	hp_sync(sock, secs); /* the client saw the wrong-SRQ outcome */
 	{
 		/* the responder's invalid request moved the TGT QP to ERROR */
@@ -390,8 +403,9 @@ static void client(const char *host, const char *port)
 	if (!qp)
 		hp_fail("ibv_create_qp_ex(XRC_SEND): %s", strerror(errno));
 	qx = ibv_qp_to_qp_ex(qp);
-	buf = calloc(1, WRITE_LEN);
-	mr = buf ? ibv_reg_mr(pd, buf, WRITE_LEN, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	/* what is sent, where READ lands, the atomics' results */
+	buf = calloc(1, 2 * WRITE_LEN + 8);
+	mr = buf ? ibv_reg_mr(pd, buf, 2 * WRITE_LEN + 8, IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (!mr || !qx)
 		hp_fail("client: mr / qp_ex");
 	sock = hp_rendezvous(host, port, secs, &lsock);
@@ -502,6 +516,56 @@ static void client(const char *host, const char *port)
 	    wc.opcode != IBV_WC_RDMA_WRITE || wc.wr_id != 1000)
 		hp_fail("RDMA WRITE: %s", hp_wc_status_name(wc.status));
 	printf("client RDMA WRITE of %d bytes completed\n", WRITE_LEN);
+
+	/* READ it back, then FETCH_ADD 5 and CMP_SWAP 5 -> 9 on the word
+	 * after it, all through SRQ 1's PD */
+	{
+		struct ibv_sge s = {.addr = (uintptr_t)(buf + WRITE_LEN),
+				    .length = WRITE_LEN,
+				    .lkey = mr->lkey};
+		struct ibv_send_wr w, *bad;
+		uint64_t got;
+
+		memset(&w, 0, sizeof(w));
+		w.wr_id = 1001;
+		w.sg_list = &s;
+		w.num_sge = 1;
+		w.opcode = IBV_WR_RDMA_READ;
+		w.send_flags = IBV_SEND_SIGNALED;
+		w.wr.rdma.remote_addr = peer.addr;
+		w.wr.rdma.rkey = peer.rkey;
+		w.qp_type.xrc.remote_srqn = srqn[0];
+		if (ibv_post_send(qp, &w, &bad))
+			hp_fail("ibv_post_send READ");
+		if (!hp_poll_until(cq, &wc, end, 20) || wc.status != IBV_WC_SUCCESS ||
+		    wc.opcode != IBV_WC_RDMA_READ || wc.wr_id != 1001)
+			hp_fail("RDMA READ: %s", hp_wc_status_name(wc.status));
+		for (uint32_t o = 0; o < WRITE_LEN; o++)
+			if (buf[WRITE_LEN + o] != pat(0xabcd, o))
+				hp_fail("RDMA READ offset %u: got 0x%02x want 0x%02x", o,
+					buf[WRITE_LEN + o], pat(0xabcd, o));
+		for (int k = 0; k < 2; k++) {
+			s.addr = (uintptr_t)(buf + 2 * WRITE_LEN);
+			s.length = 8;
+			w.wr_id = 1002 + (uint64_t)k;
+			w.opcode = k ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
+			w.wr.atomic.remote_addr = peer.addr + WRITE_LEN;
+			w.wr.atomic.rkey = peer.rkey;
+			w.wr.atomic.compare_add = 5;
+			w.wr.atomic.swap = 9;
+			w.qp_type.xrc.remote_srqn = srqn[0];
+			if (ibv_post_send(qp, &w, &bad))
+				hp_fail("ibv_post_send atomic");
+			if (!hp_poll_until(cq, &wc, end, 20) || wc.status != IBV_WC_SUCCESS ||
+			    wc.wr_id != 1002 + (uint64_t)k)
+				hp_fail("atomic %d: %s", k, hp_wc_status_name(wc.status));
+			memcpy(&got, buf + 2 * WRITE_LEN, 8);
+			if (got != (k ? 5u : 0u))
+				hp_fail("atomic %d returned %llu", k, (unsigned long long)got);
+		}
+	}
+	printf("client RDMA READ of %d bytes checked, FETCH_ADD and CMP_SWAP returned 0 and 5\n",
+	       WRITE_LEN);
 	hp_sync(sock, secs);
 
 	/* a SEND naming the SRQ of another domain: invalid request */

@@ -726,6 +726,13 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 			tp_drop(SOF_DROP_psn);
 			return;
 		}
+		/* XRC: a READ served again reads through the PD of the SRQ
+		 * its XRCETH names */
+		if ((f & ROCE_F_XRCETH) && !tp.host->xrc_srq(t->qp, h->xrcsrq)) {
+			decided(t, h->psn, TP_RESP_DUP_DROP);
+			tp_drop(SOF_DROP_psn);
+			return;
+		}
 		duplicate(t, h, op);
 		return;
 	}

@@ -570,12 +570,21 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 {
 	const struct sof_modify_qp_req *req = rq->data;
 	struct sofd_qp *qp = sofd_xrc_qp_of(rq->c, req->qpn); /* its own, or an opened TGT */
+	struct sof_modify_qp_req merged;
 	bool xrc, net = false;
 	int err;
 
 	if (!qp)
 		return -ENOENT;
 	xrc = qp->type == IBV_QPT_XRC_SEND || qp->type == IBV_QPT_XRC_RECV;
+	/* a TGT QP's handles each know only what they set: the attributes
+	 * are the QP's, with what this modify sets */
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		err = sofd_xrc_modify_merge(qp, req, &merged);
+		if (err)
+			return err;
+		req = &merged;
+	}
 	if (req->state > IBV_QPS_ERR || req->dest_qpn > 0xffffff)
 		return -EINVAL;
 	/* The transport of a steered QP runs in its owner (NET_ENGINE): it

@@ -349,8 +349,66 @@ int sofd_xrc_mr_check(const struct sofd_mr *mr, uint32_t srqn, uint32_t use)
 	return 0;
 }
 
+int sofd_xrc_modify_merge(struct sofd_qp *qp, const struct sof_modify_qp_req *req,
+			  struct sof_modify_qp_req *out)
+{
+	struct sof_modify_qp_req *a = qp->xattr;
+	uint32_t m = req->attr_mask;
+
+	if (!a) {
+		a = qp->xattr = calloc(1, sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+	}
+	if (req->state == IBV_QPS_RESET) {
+		*a = *req; /* IBA 10.3.1: RESET returns the attributes to their start */
+	} else {
+		if (m & IBV_QP_AV) {
+			memcpy(a->dgid, req->dgid, 16);
+			a->flow_label = req->flow_label;
+			a->sgid_index = req->sgid_index;
+			a->hop_limit = req->hop_limit;
+			a->traffic_class = req->traffic_class;
+		}
+		if (m & IBV_QP_PATH_MTU)
+			a->path_mtu = req->path_mtu;
+		if (m & IBV_QP_DEST_QPN)
+			a->dest_qpn = req->dest_qpn;
+		if (m & IBV_QP_QKEY)
+			a->qkey = req->qkey;
+		if (m & IBV_QP_ACCESS_FLAGS)
+			a->access = req->access;
+		if (m & IBV_QP_RQ_PSN)
+			a->rq_psn = req->rq_psn;
+		if (m & IBV_QP_SQ_PSN)
+			a->sq_psn = req->sq_psn;
+		if (m & IBV_QP_TIMEOUT)
+			a->timeout = req->timeout;
+		if (m & IBV_QP_RETRY_CNT)
+			a->retry_cnt = req->retry_cnt;
+		if (m & IBV_QP_RNR_RETRY)
+			a->rnr_retry = req->rnr_retry;
+		if (m & IBV_QP_MIN_RNR_TIMER)
+			a->min_rnr_timer = req->min_rnr_timer;
+		if (m & IBV_QP_MAX_QP_RD_ATOMIC)
+			a->max_rd_atomic = req->max_rd_atomic;
+		if (m & IBV_QP_MAX_DEST_RD_ATOMIC)
+			a->max_dest_rd_atomic = req->max_dest_rd_atomic;
+		if (m & IBV_QP_PKEY_INDEX)
+			a->pkey_index = req->pkey_index;
+		a->state = req->state;
+	}
+	*out = *a;
+	out->qpn = req->qpn;
+	out->attr_mask = m;
+	out->engine = 0;
+	return 0;
+}
+
 void sofd_xrc_qp_release(struct sofd_qp *qp)
 {
+	free(qp->xattr);
+	qp->xattr = NULL;
 	while (qp->nxopens)
 		xopen_drop(qp, qp->nxopens - 1);
 	free(qp->xopens);

@@ -191,6 +191,7 @@ struct sofd_qp {
 	 * handles that opened it (ibv_open_qp) */
 	struct sofd_xrcd_h *xh;
 	struct sofd_srq *xrc_cur; /* the SRQ of the XRC request in hand (transport) */
+	struct sof_modify_qp_req *xattr; /* its attributes as last modified (TGT) */
 	struct sofd_xopen *xopens;
 	uint32_t nxopens, xopens_cap;
 	uint32_t qpn;
@@ -347,6 +348,11 @@ int sofd_xrc_qp_close(struct sofd_conn *c, uint32_t qpn);
  * handle holds it, it becomes the owner and true is returned (the QP
  * stays); else false (the caller releases it). */
 bool sofd_xrc_qp_handover(struct sofd_qp *qp);
+/* MODIFY_QP of a TGT QP by any of its handles: *out is the QP's last
+ * attributes with those req's attr_mask sets (RESET: req's). 0 or
+ * -ENOMEM. */
+int sofd_xrc_modify_merge(struct sofd_qp *qp, const struct sof_modify_qp_req *req,
+			  struct sof_modify_qp_req *out);
 /* The TGT QP goes: its handles and its hold on the domain. */
 void sofd_xrc_qp_release(struct sofd_qp *qp);
 /* OPEN_QP of an XRC TGT QP by c (the executor): the SRQ named by

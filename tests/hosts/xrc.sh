@@ -55,6 +55,7 @@ for n in 64 200; do
 		grep -q '^server atomics through the XRC INI QP: the word is 9' "$so" &&
 		grep -q '^client wrong SRQ number: IBV_WC_REM_INV_REQ_ERR, QP in ERR' "$co" &&
 		grep -q '^server TGT QP in ERR after the invalid request' "$so" &&
+		grep -q '^child moved the opened TGT QP to RTS' "$so" &&
 		grep -q '^server done' "$so"; then
 		ok "$name: $(grep '^client sent' "$co")"
 	else

@@ -180,6 +180,28 @@ static void child(const char *file, uint32_t tgt_qpn, int wfd, int rfd)
 	printf("child opened TGT QP %u\n", tgt_qpn);
 	if (write(wfd, &num, sizeof(num)) != sizeof(num))
 		hp_fail("child: pipe");
+	{
+		/* the parent brought the TGT QP to RTR; this handle, which
+		 * set nothing of it, takes it to RTS */
+		struct ibv_qp_attr a;
+		struct ibv_qp_init_attr ia;
+		uint32_t psn;
+
+		if (read(rfd, &psn, sizeof(psn)) != sizeof(psn))
+			hp_fail("child: pipe");
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		a.timeout = 14;
+		a.sq_psn = psn;
+		if (ibv_modify_qp(oqp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN))
+			hp_fail("child: the opened TGT QP to RTS: %s", strerror(errno));
+		if (ibv_query_qp(oqp, &a, IBV_QP_STATE, &ia) || a.qp_state != IBV_QPS_RTS)
+			hp_fail("child: the opened TGT QP is in state %d", a.qp_state);
+		printf("child moved the opened TGT QP to RTS\n");
+		fflush(stdout);
+		if (write(wfd, &psn, sizeof(psn)) != sizeof(psn))
+			hp_fail("child: pipe");
+	}
 	recv_side("child", pd, srq, cq, tgt_qpn, 1, nmsg / 2);
 	if (ibv_destroy_qp(oqp))
 		hp_fail("child: ibv_destroy_qp of the opened QP");
@@ -307,12 +329,10 @@ static void server(const char *file, const char *port)
 				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 				      IBV_QP_MIN_RNR_TIMER))
 			hp_fail("TGT to RTR: %s", strerror(errno));
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		a.timeout = 14;
-		a.sq_psn = path.sq_psn;
-		if (ibv_modify_qp(tgt, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN))
-			hp_fail("TGT to RTS");
+		/* RTS by the child's handle (ibv_open_qp), which knows no
+		 * attribute of the QP but those it sets */
+		if (write(p2c[1], &path.sq_psn, 4) != 4 || read(c2p[0], &a.sq_psn, 4) != 4)
+			hp_fail("the child did not move the TGT QP to RTS");
 	}
 	recv_side("server", pd, srq1, cq1, tgt->qp_num, 0, nmsg / 2);
 	hp_sync(sock, secs); /* the client's WRITE completed */

@@ -61,6 +61,9 @@ enum sof_op {
 	SOF_OP_QUERY_PD,      /* sof_pd_req: the PD exists (ibv_import_pd) */
 	SOF_OP_QUERY_MR,      /* sof_query_mr_req -> sof_query_mr_rep (ibv_import_mr) */
 	SOF_OP_SHARE_MR,      /* sof_reg_mr_req with key and runs: pages of a region in place moved */
+	SOF_OP_OPEN_XRCD,     /* sof_open_xrcd_req: an XRC domain, shared by file */
+	SOF_OP_CLOSE_XRCD,    /* sof_xrcd_req */
+	SOF_OP_OPEN_XRC_QP,   /* sof_open_xrc_qp_req: ibv_open_qp of an XRC TGT QP */
 	/* the connection manager: sof_cm_proto.h */
 	SOF_OP_CM_CHANNEL,
 	SOF_OP_CM_CREATE_ID,
@@ -207,16 +210,20 @@ struct sof_cq_req {
 
 /* ---- shared receive queues -------------------------------------------- */
 
-/* fds: [0] the SRQ memfd */
+/* fds: [0] the SRQ memfd. An XRC SRQ (IBV_SRQT_XRC) names the caller's
+ * XRCD handle and CQ (its receive completions go there); a basic SRQ has
+ * xrcd 0. */
 struct sof_create_srq_req {
 	uint32_t pd;
 	uint32_t size;            /* ring entries, power of two */
 	uint32_t max_sge;
+	uint32_t xrcd;            /* 0: a basic SRQ */
+	uint32_t cq;              /* XRC only */
 	uint32_t rsvd;
 };
 struct sof_srq_rep {
 	uint32_t srq;
-	uint32_t rsvd;
+	uint32_t srqn;            /* XRC: the SRQ number an XRCETH names (24 bits) */
 };
 struct sof_srq_req {
 	uint32_t srq;
@@ -241,7 +248,7 @@ struct sof_create_qp_req {
 	uint32_t sq_size;         /* network send ring entries, power of two */
 	uint32_t sq_max_sge;
 	uint32_t sq_max_inline;
-	uint32_t rsvd;
+	uint32_t xrcd;            /* IBV_QPT_XRC_RECV: the XRCD handle (pd, CQs 0) */
 };
 struct sof_create_qp_rep {
 	uint32_t qpn;
@@ -319,8 +326,52 @@ struct sof_destroy_qp_req {
 	struct sof_linger l;
 };
 
+/* ---- XRC (IBA 9.2.x XRC, 11.2.x XRC domains) ------------------------------ */
+
+/* OPEN_XRCD (ibv_open_xrcd): fds [0] the file when has_file, none for a
+ * domain of the caller alone. A file names one domain, keyed by the
+ * file's device and inode: the first open with O_CREAT makes it, later
+ * opens join it, O_EXCL with an existing one and a missing one without
+ * O_CREAT are -EINVAL (as the kernel's uverbs). Every open is a handle
+ * of its own; the domain lives while a handle, SRQ or TGT QP holds it. */
+struct sof_open_xrcd_req {
+	uint32_t oflags;
+	uint32_t has_file;
+};
+struct sof_xrcd_rep {
+	uint32_t xrcd;
+	uint32_t rsvd;
+};
+/* CLOSE_XRCD: -EBUSY while SRQs or TGT QPs made or opened through this
+ * handle exist (uverbs' usecnt of the handle). */
+struct sof_xrcd_req {
+	uint32_t xrcd;
+	uint32_t rsvd;
+};
+/* OPEN_XRC_QP (ibv_open_qp): a handle of this context on the XRC TGT QP
+ * qpn of the domain of xrcd. Reply: struct sof_create_qp_rep and fds [0]
+ * the QP memfd. The TGT QP lives while its creator or an opener holds it;
+ * DESTROY_QP of a handle drops that handle. */
+struct sof_open_xrc_qp_req {
+	uint32_t qpn;
+	uint32_t xrcd;
+};
+
 /* ---- executor look-ups ---------------------------------------------------- */
 
+/* OPEN_QP: the QP qpn (a struct sof_qp_req is one with the rest 0). An
+ * XRC TGT QP is answered only for the XRC SRQ number of the request's
+ * XRCETH, xrc_srqn: that SRQ, its PD and its CQ as the QP's. One that
+ * names no XRC SRQ of the QP's domain is -EINVAL, the responder's invalid
+ * request: when src_qpn is a QP of the caller's and the TGT QP's peer, the
+ * TGT QP goes to ERROR too (IBV_EVENT_QP_REQ_ERR at its owner), as it does
+ * when the request comes over the wire. */
+struct sof_open_qp_req {
+	uint32_t qpn;
+	uint32_t xrc_srqn;
+	uint32_t src_qpn;
+	uint32_t rsvd;
+};
 /* fds: [0] QP memfd, [1] recv CQ memfd, [2] SRQ memfd if has_srq,
  *      then the recv CQ's channel eventfd if cq_has_channel. */
 struct sof_open_qp_rep {
@@ -345,6 +396,10 @@ struct sof_open_qp_rep {
 enum sof_mr_use {
 	SOF_MR_REMOTE = 1, /* rkey presented by a peer of QP qpn */
 	SOF_MR_LOCAL = 2,  /* lkey in a receive WQE of QP qpn (or its SRQ) */
+	/* XRC (qpn is then the XRC SRQ number of the XRCETH): an XRC TGT QP
+	 * has no PD, the SRQ's PD is checked (IBA 9.2.x XRC) */
+	SOF_MR_XRC_REMOTE = 3, /* rkey presented through the XRC SRQ qpn */
+	SOF_MR_XRC_LOCAL = 4,  /* lkey in a receive WQE of the XRC SRQ qpn */
 };
 struct sof_open_mr_req {
 	uint32_t key;

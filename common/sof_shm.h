@@ -78,7 +78,8 @@ struct sof_nwqe {
 	uint64_t remote_addr;
 	uint64_t compare_add;
 	uint64_t swap;
-	/* UD: the destination (Q_Key already resolved against the QP's) */
+	/* UD: the destination (Q_Key already resolved against the QP's);
+	 * XRC INI QP: remote_qpn is the XRC SRQ number */
 	uint32_t remote_qpn;
 	uint32_t remote_qkey;
 	uint8_t dgid[16];

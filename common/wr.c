@@ -11,14 +11,16 @@ bool sof_wr_opcode_allowed(uint32_t qp_type, uint32_t wr_opcode)
 	switch (wr_opcode) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
-		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC || qp_type == IBV_QPT_UD;
+		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC || qp_type == IBV_QPT_UD ||
+		       qp_type == IBV_QPT_XRC_SEND;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC;
+		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC || qp_type == IBV_QPT_XRC_SEND;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return qp_type == IBV_QPT_RC;
+		/* an XRC INI QP sends what an RC QP sends (XRC annex) */
+		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_XRC_SEND;
 	default:
 		return false;
 	}

@@ -340,6 +340,13 @@ static int op_create_srq(struct sofd_req *rq, struct sofd_rep *rp)
 		err = -ENOMEM;
 		goto err_slot;
 	}
+	if (req->xrcd) {
+		err = sofd_xrc_srq_init(rq->c, srq, req->xrcd, req->cq);
+		if (err) {
+			sof_hmap_del(&sofd.srqs, srq->handle);
+			goto err_slot;
+		}
+	}
 	srq->owner = rq->c;
 	srq->pd = pd;
 	srq->size = req->size;
@@ -352,7 +359,7 @@ static int op_create_srq(struct sofd_req *rq, struct sofd_rep *rp)
 	sofd.n.srqs++;
 	rq->c->n.srqs++;
 	rbuf.srq.srq = srq->handle;
-	rbuf.srq.rsvd = 0;
+	rbuf.srq.srqn = srq->srqn;
 	rp->len = sizeof(rbuf.srq);
 	return 0;
 
@@ -432,6 +439,7 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	const struct sof_create_qp_req *req = rq->data;
 	struct sofd_cq *scq, *rcq;
 	struct sofd_srq *srq = NULL;
+	struct sofd_xrcd_h *xh = NULL;
 	size_t shm_len, nsq_len;
 	struct sofd_pd *pd;
 	struct sofd_qp *qp;
@@ -440,16 +448,30 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 
 	if (rq->nfds != 2)
 		return -EINVAL;
-	if (req->qp_type != IBV_QPT_RC && req->qp_type != IBV_QPT_UC && req->qp_type != IBV_QPT_UD)
+	if (req->qp_type != IBV_QPT_RC && req->qp_type != IBV_QPT_UC && req->qp_type != IBV_QPT_UD &&
+	    req->qp_type != IBV_QPT_XRC_SEND && req->qp_type != IBV_QPT_XRC_RECV)
 		return -EINVAL;
 	if (!is_pow2(req->sq_size) || req->sq_size > SOFD_MAX_SQ ||
 	    req->sq_max_sge > SOFD_MAX_SGE || req->sq_max_inline > SOFD_MAX_INLINE)
 		return -EINVAL;
-	pd = own_pd(rq->c, req->pd);
-	scq = own_cq(rq->c, req->send_cq);
-	rcq = own_cq(rq->c, req->recv_cq);
-	if (!pd || !scq || !rcq)
-		return -ENOENT;
+	if (req->qp_type == IBV_QPT_XRC_RECV) {
+		/* an XRC TGT QP: a domain, no PD, no CQ, no receive queue */
+		xh = sofd_xrc_handle(rq->c, req->xrcd);
+		if (!xh)
+			return -ENOENT;
+		if (req->srq || req->rq_size)
+			return -EINVAL;
+		pd = NULL;
+		scq = rcq = NULL;
+	} else {
+		pd = own_pd(rq->c, req->pd);
+		scq = own_cq(rq->c, req->send_cq);
+		rcq = own_cq(rq->c, req->recv_cq);
+		if (!pd || !scq || !rcq)
+			return -ENOENT;
+	}
+	if (req->qp_type == IBV_QPT_XRC_SEND && (req->srq || req->rq_size))
+		return -EINVAL; /* an INI QP receives nothing */
 	if (req->srq) {
 		srq = own_srq(rq->c, req->srq);
 		if (!srq)
@@ -518,9 +540,15 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	qp->sq_max_inline = req->sq_max_inline;
 	qp->sq_stride = sq_stride;
 	sof_tp_qp_init(qp);
-	pd->users++;
-	scq->users++;
-	rcq->users++;
+	if (xh) {
+		qp->xh = xh;
+		xh->users++;
+		xh->d->refs++;
+	} else {
+		pd->users++;
+		scq->users++;
+		rcq->users++;
+	}
 	if (srq)
 		srq->users++;
 	sof_list_add(&rq->c->qps, &qp->link);
@@ -547,12 +575,22 @@ err_free:
 static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 {
 	const struct sof_modify_qp_req *req = rq->data;
-	struct sofd_qp *qp = own_qp(rq->c, req->qpn);
-	bool net = false;
+	struct sofd_qp *qp = sofd_xrc_qp_of(rq->c, req->qpn); /* its own, or an opened TGT */
+	struct sof_modify_qp_req merged;
+	bool xrc, net = false;
 	int err;
 
 	if (!qp)
 		return -ENOENT;
+	xrc = qp->type == IBV_QPT_XRC_SEND || qp->type == IBV_QPT_XRC_RECV;
+	/* a TGT QP's handles each know only what they set: the attributes
+	 * are the QP's, with what this modify sets */
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		err = sofd_xrc_modify_merge(qp, req, &merged);
+		if (err)
+			return err;
+		req = &merged;
+	}
 	if (req->state > IBV_QPS_ERR || req->dest_qpn > 0xffffff)
 		return -EINVAL;
 	/* The transport of a steered QP runs in its owner (NET_ENGINE): it
@@ -560,7 +598,7 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	if (qp->steered && req->state == IBV_QPS_RESET) {
 		sof_tp_steer_del(qp->qpn);
 		qp->steered = false;
-	} else if (!qp->steered && req->engine && rq->c->net_slot && qp->type != IBV_QPT_UD &&
+	} else if (!qp->steered && req->engine && rq->c->net_slot && qp->type != IBV_QPT_UD && !xrc &&
 		   !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
 		sof_tp_qp_release(qp); /* what the daemon held of it before */
 		qp->steered = true;
@@ -591,13 +629,14 @@ static int op_destroy_qp(struct sofd_req *rq, struct sofd_rep *rp)
 
 	(void)rp;
 	if (!qp)
-		return -ENOENT;
+		return sofd_xrc_qp_close(rq->c, req->qpn); /* a TGT QP it opened */
 	/* as the kernel's uverbs: an attached QP is detached first */
 	if (qp->tq.nmcast)
 		return -EBUSY;
 	if (req->linger && qp->steered && qp->type == IBV_QPT_RC)
 		sof_tp_linger(qp->qpn, &req->l);
-	sofd_qp_release(qp);
+	if (!sofd_xrc_qp_handover(qp))
+		sofd_qp_release(qp);
 	return 0;
 }
 
@@ -623,12 +662,14 @@ static int op_mcast(struct sofd_req *rq, struct sofd_rep *rp)
 
 static int op_open_qp(struct sofd_req *rq, struct sofd_rep *rp)
 {
-	const struct sof_qp_req *req = rq->data;
+	const struct sof_open_qp_req *req = rq->data; /* zero-padded (qbuf) */
 	struct sof_open_qp_rep *r = &rbuf.open_qp;
 	struct sofd_qp *qp = sof_hmap_get(&sofd.qps, req->qpn);
 
 	if (!qp)
 		return -ENOENT;
+	if (qp->type == IBV_QPT_XRC_RECV)
+		return sofd_xrc_open_tgt(rq->c, qp, req, rp, r);
 	memset(r, 0, sizeof(*r));
 	r->qpn = qp->qpn;
 	r->qp_type = qp->type;
@@ -667,19 +708,29 @@ static int op_open_mr(struct sofd_req *rq, struct sofd_rep *rp)
 	uint32_t wr;
 	bool ro;
 
-	if (req->use != SOF_MR_REMOTE && req->use != SOF_MR_LOCAL)
+	if (req->use < SOF_MR_REMOTE || req->use > SOF_MR_XRC_LOCAL)
 		return -EINVAL;
-	if (!qp || !mr)
+	if (!mr)
 		return -EACCES;
-	/* A receive WQE taken from an SRQ may use a region of the SRQ's PD. */
-	if (mr->pd != qp->pd && !(req->use == SOF_MR_LOCAL && qp->srq && mr->pd == qp->srq->pd))
-		return -EACCES;
-	if (req->use == SOF_MR_LOCAL && mr->owner != qp->owner)
-		return -EACCES;
+	if (req->use >= SOF_MR_XRC_REMOTE) {
+		/* qpn is an XRC SRQ number: its PD (and owner) decide */
+		if (sofd_xrc_mr_check(mr, req->qpn, req->use))
+			return -EACCES;
+	} else {
+		if (!qp)
+			return -EACCES;
+		/* A receive WQE taken from an SRQ may use a region of the SRQ's PD. */
+		if (mr->pd != qp->pd &&
+		    !(req->use == SOF_MR_LOCAL && qp->srq && mr->pd == qp->srq->pd))
+			return -EACCES;
+		if (req->use == SOF_MR_LOCAL && mr->owner != qp->owner)
+			return -EACCES;
+	}
 	if (req->access & ~mr->access)
 		return -EACCES;
-	wr = req->use == SOF_MR_REMOTE ? IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC
-				       : IBV_ACCESS_LOCAL_WRITE;
+	wr = req->use == SOF_MR_REMOTE || req->use == SOF_MR_XRC_REMOTE
+		 ? IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC
+		 : IBV_ACCESS_LOCAL_WRITE;
 	ro = !(mr->access & wr);
 	memset(r, 0, offsetof(struct sof_open_mr_rep, runs));
 	r->iova = mr->iova;
@@ -903,6 +954,10 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_IMPORT] = {sofd_import, "IMPORT", sizeof(struct sof_import_req), 0, false},
     [SOF_OP_QUERY_PD] = {sofd_query_pd, "QUERY_PD", sizeof(struct sof_pd_req), 0, true},
     [SOF_OP_QUERY_MR] = {sofd_query_mr, "QUERY_MR", sizeof(struct sof_query_mr_req), 0, true},
+    [SOF_OP_OPEN_XRCD] = {sofd_open_xrcd, "OPEN_XRCD", sizeof(struct sof_open_xrcd_req), -1, true},
+    [SOF_OP_CLOSE_XRCD] = {sofd_close_xrcd, "CLOSE_XRCD", sizeof(struct sof_xrcd_req), 0, true},
+    [SOF_OP_OPEN_XRC_QP] = {sofd_open_xrc_qp, "OPEN_XRC_QP", sizeof(struct sof_open_xrc_qp_req), 0,
+			    true},
 };
 
 /* The request payload, copied to an aligned buffer of the largest request
@@ -913,6 +968,7 @@ static union {
 	struct sof_create_qp_req create_qp;
 	struct sof_modify_qp_req modify_qp;
 	struct sof_destroy_qp_req destroy_qp;
+	struct sof_open_qp_req open_qp;
 	uint8_t bytes[sizeof(struct sof_reg_mr_req)];
 } qbuf;
 

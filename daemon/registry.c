@@ -212,6 +212,7 @@ void sofd_srq_release(struct sofd_srq *srq)
 	if (srq->shm)
 		munmap(srq->shm, srq->shm_len);
 	close(srq->memfd);
+	sofd_xrc_srq_release(srq);
 	srq->pd->users--;
 	sofd.n.srqs--;
 	srq->owner->n.srqs--;
@@ -232,9 +233,12 @@ void sofd_qp_release(struct sofd_qp *qp)
 	close(qp->memfd);
 	if (qp->nsq)
 		munmap(qp->nsq, qp->nsq_len);
-	qp->pd->users--;
-	qp->send_cq->users--;
-	qp->recv_cq->users--;
+	if (qp->pd) { /* an XRC TGT QP has neither PD nor CQs */
+		qp->pd->users--;
+		qp->send_cq->users--;
+		qp->recv_cq->users--;
+	}
+	sofd_xrc_qp_release(qp);
 	if (qp->srq)
 		qp->srq->users--;
 	sofd.n.qps--;
@@ -309,6 +313,8 @@ void sofd_release_all(struct sofd_conn *c)
 	struct sofd_qp *qp;
 	bool any = false;
 
+	/* XRC: its handles on TGT QPs of others go first */
+	sofd_xrc_conn_release_opens(c);
 	for (l = c->qps.next; l != &c->qps; l = l->next) {
 		sof_container_of(l, struct sofd_qp, link)->tq.dying = true;
 		any = true;
@@ -319,7 +325,8 @@ void sofd_release_all(struct sofd_conn *c)
 
 		if (qp->owner == c || qp->tq.dying)
 			continue;
-		if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC)
+		if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC &&
+		    qp->type != IBV_QPT_XRC_SEND)
 			continue;
 		if (qp->state < IBV_QPS_RTR || qp->state > IBV_QPS_ERR)
 			continue;
@@ -327,17 +334,24 @@ void sofd_release_all(struct sofd_conn *c)
 		if (qp->net)
 			continue;
 		peer = sof_hmap_get(&sofd.qps, qp->dest_qpn);
-		if (peer && peer->owner == c)
+		/* (a TGT QP another process opened lives on) */
+		if (peer && peer->owner == c && !peer->nxopens)
 			peer_gone(qp);
 	}
-	while (!sof_list_empty(&c->qps))
-		sofd_qp_release(FIRST(&c->qps, struct sofd_qp));
+	/* a TGT QP of its own that another process opened stays, that
+	 * process its owner now */
+	while (!sof_list_empty(&c->qps)) {
+		qp = FIRST(&c->qps, struct sofd_qp);
+		if (!sofd_xrc_qp_handover(qp))
+			sofd_qp_release(qp);
+	}
 	while (!sof_list_empty(&c->srqs))
 		sofd_srq_release(FIRST(&c->srqs, struct sofd_srq));
 	while (!sof_list_empty(&c->cqs))
 		sofd_cq_release(FIRST(&c->cqs, struct sofd_cq));
 	while (!sof_list_empty(&c->mrs))
 		sofd_mr_release(FIRST(&c->mrs, struct sofd_mr));
+	sofd_xrc_conn_release(c);
 	while (!sof_list_empty(&c->pds))
 		sofd_pd_release(FIRST(&c->pds, struct sofd_pd));
 }

@@ -40,9 +40,11 @@
 #define SOFD_CONN_MAX_CQ 65536u
 #define SOFD_CONN_MAX_SRQ 16384u
 #define SOFD_CONN_MAX_QP 65536u
+#define SOFD_CONN_MAX_XRCD 4096u /* XRCD handles (each may hold a file open) */
 
 struct sofd_counts {
 	uint32_t contexts, pds, mrs, cqs, srqs, qps;
+	uint32_t xrcds; /* XRCD handles (ops_xrc.c) */
 	/* daemon-wide: MAD layer (multicast groups: tp_mcast_groups, the
 	 * connection manager's: cm_counts) */
 	uint32_t mads;
@@ -160,10 +162,35 @@ struct sofd_cq {
 	struct tp_cq tcq;	/* the transport's view: shm and evfd */
 };
 
+/* XRC (ops_xrc.c): a domain, shared by the processes that open the same
+ * file, and a connection's handle on it (one per ibv_open_xrcd). */
+struct sofd_xrcd {
+	uint32_t refs;	  /* handles, SRQs and TGT QPs */
+	int fd;		  /* the file (kept: its inode is the key), or -1 */
+	uint64_t dev, ino;
+	struct sofd_xrcd *next; /* in the list of shared domains */
+};
+
+struct sofd_xrcd_h {
+	struct sofd_conn *owner;
+	uint32_t handle;
+	uint32_t users; /* SRQs and TGT QPs made or opened through it */
+	struct sofd_xrcd *d;
+};
+
+/* An ibv_open_qp of an XRC TGT QP by another handle than its creator's. */
+struct sofd_xopen {
+	struct sofd_conn *c;
+	struct sofd_xrcd_h *xh;
+};
+
 struct sofd_srq {
 	struct sof_link link;
 	struct sofd_conn *owner;
 	struct sofd_pd *pd;
+	struct sofd_xrcd_h *xh; /* XRC SRQ: the handle it was made through */
+	struct sofd_cq *cq;	/* XRC SRQ: where its receives complete */
+	uint32_t srqn;		/* XRC SRQ: its number (24 bits) */
 	uint32_t handle;
 	uint32_t size, max_sge;
 	uint32_t slot;
@@ -181,8 +208,15 @@ struct sofd_qp {
 	struct sofd_pd *pd;
 	struct sofd_cq *send_cq, *recv_cq;
 	struct sofd_srq *srq; /* or NULL */
+	/* XRC TGT QP (no PD, no CQs): the handle of its owner and the other
+	 * handles that opened it (ibv_open_qp) */
+	struct sofd_xrcd_h *xh;
+	struct sofd_srq *xrc_cur; /* the SRQ of the XRC request in hand (transport) */
+	struct sof_modify_qp_req *xattr; /* its attributes as last modified (TGT) */
+	struct sofd_xopen *xopens;
+	uint32_t nxopens, xopens_cap;
 	uint32_t qpn;
-	uint32_t type; /* IBV_QPT_RC, _UC or _UD */
+	uint32_t type; /* IBV_QPT_RC, _UC, _UD, _XRC_SEND or _XRC_RECV */
 	uint32_t rq_size, rq_max_sge;
 	uint32_t sq_sig_all;
 	uint32_t state; /* as last reported by MODIFY_QP */
@@ -325,6 +359,46 @@ int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep);
 int sofd_share_mr(struct sofd_req *rq);
 /* Ask a region's owner to move it onto memfds (its fence page). */
 void sofd_mem_ask_move(const struct sofd_mr *mr);
+
+/* ops_xrc.c: XRC domains, SRQs and TGT QPs (sof_proto.h). */
+int sofd_open_xrcd(struct sofd_req *rq, struct sofd_rep *rp);
+int sofd_close_xrcd(struct sofd_req *rq, struct sofd_rep *rp);
+int sofd_open_xrc_qp(struct sofd_req *rq, struct sofd_rep *rp);
+/* CREATE_SRQ of an XRC SRQ: check and take the handle and CQ, number it.
+ * 0 or -errno; sofd_xrc_srq_release undoes it. */
+int sofd_xrc_srq_init(struct sofd_conn *c, struct sofd_srq *srq, uint32_t xrcd, uint32_t cq);
+void sofd_xrc_srq_release(struct sofd_srq *srq);
+/* CREATE_QP of a TGT QP: the handle of c named xrcd, or NULL. */
+struct sofd_xrcd_h *sofd_xrc_handle(struct sofd_conn *c, uint32_t xrcd);
+/* A QP c may modify: its own, or a TGT QP c opened. */
+struct sofd_qp *sofd_xrc_qp_of(struct sofd_conn *c, uint32_t qpn);
+/* DESTROY_QP by c of a TGT QP it opened (not created): drop the handle.
+ * 0 or -ENOENT. */
+int sofd_xrc_qp_close(struct sofd_conn *c, uint32_t qpn);
+/* The owner's handle on TGT QP qp goes (destroy or death): when another
+ * handle holds it, it becomes the owner and true is returned (the QP
+ * stays); else false (the caller releases it). */
+bool sofd_xrc_qp_handover(struct sofd_qp *qp);
+/* MODIFY_QP of a TGT QP by any of its handles: *out is the QP's last
+ * attributes with those req's attr_mask sets (RESET: req's). 0 or
+ * -ENOMEM. */
+int sofd_xrc_modify_merge(struct sofd_qp *qp, const struct sof_modify_qp_req *req,
+			  struct sof_modify_qp_req *out);
+/* The TGT QP goes: its handles and its hold on the domain. */
+void sofd_xrc_qp_release(struct sofd_qp *qp);
+/* OPEN_QP of an XRC TGT QP by c (the executor): the SRQ named by
+ * req->xrc_srqn (sof_proto.h). */
+int sofd_xrc_open_tgt(struct sofd_conn *c, struct sofd_qp *qp, const struct sof_open_qp_req *req,
+		      struct sofd_rep *rp, struct sof_open_qp_rep *r);
+/* The transport's XRC request to TGT QP qp names srqn: that XRC SRQ when
+ * it is of qp's domain, else NULL. */
+struct sofd_srq *sofd_xrc_srq_find(const struct sofd_qp *qp, uint32_t srqn);
+/* OPEN_MR's check for the XRC uses: 0 or -EACCES. */
+int sofd_xrc_mr_check(const struct sofd_mr *mr, uint32_t srqn, uint32_t use);
+/* c closes: its handles on TGT QPs of others (before its QPs go), then its
+ * XRCD handles (after its SRQs and QPs went). */
+void sofd_xrc_conn_release_opens(struct sofd_conn *c);
+void sofd_xrc_conn_release(struct sofd_conn *c);
 
 /* ---- registry.c --------------------------------------------------------------- */
 

@@ -231,9 +231,11 @@ static uint8_t *host_mr_ptr(const struct tp_qp *tq, uint32_t key, uint64_t va, u
 	const struct sofd_qp *qp = sof_container_of(tq, struct sofd_qp, tq);
 	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, key);
 	bool probe = need & TP_MR_PROBE;
+	/* an XRC TGT QP has no PD: its request's SRQ has (XRC annex) */
+	const struct sofd_pd *pd = qp->xrc_cur ? qp->xrc_cur->pd : qp->pd;
 
 	need &= ~TP_MR_PROBE;
-	if (!mr || mr->pd != qp->pd || (mr->access & need) != need)
+	if (!mr || !pd || mr->pd != pd || (mr->access & need) != need)
 		return NULL;
 	if (va < mr->iova || len > mr->length || va - mr->iova > mr->length - len)
 		return NULL;
@@ -280,6 +282,21 @@ static void host_srq_limit(struct tp_srq *ts)
 	sofd_async_send(srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED, srq->handle);
 }
 
+/* tp_host_ops.xrc_srq: the SRQ an XRC request names, of the TGT QP's
+ * domain (ops_xrc.c), serves it */
+static bool host_xrc_srq(struct tp_qp *tq, uint32_t srqn)
+{
+	struct sofd_qp *qp = sof_container_of(tq, struct sofd_qp, tq);
+	struct sofd_srq *srq = sofd_xrc_srq_find(qp, srqn);
+
+	if (!srq)
+		return false;
+	qp->xrc_cur = srq;
+	tq->srq = &srq->tsrq;
+	tq->recv_cq = &srq->cq->tcq;
+	return true;
+}
+
 static const struct tp_host_ops host_ops = {
     .log = host_log,
     .qp_find = host_qp_find,
@@ -291,6 +308,7 @@ static const struct tp_host_ops host_ops = {
     .cq_kick = host_cq_kick,
     .qp_error = host_qp_error,
     .srq_limit = host_srq_limit,
+    .xrc_srq = host_xrc_srq,
     .flow_seen = NULL, /* the daemon's sockets are the group's, not a flow's */
 };
 
@@ -402,8 +420,10 @@ void sof_tp_qp_init(struct sofd_qp *qp)
 				.sq_max_sge = qp->sq_max_sge,
 				.sq_max_inline = qp->sq_max_inline,
 				.sq_stride = qp->sq_stride,
-				.send_cq = &qp->send_cq->tcq,
-				.recv_cq = &qp->recv_cq->tcq,
+				/* an XRC TGT QP has none: its requests
+				 * name an SRQ with its CQ (host_xrc_srq) */
+				.send_cq = qp->send_cq ? &qp->send_cq->tcq : NULL,
+				.recv_cq = qp->recv_cq ? &qp->recv_cq->tcq : NULL,
 				.srq = qp->srq ? &qp->srq->tsrq : NULL};
 }
 

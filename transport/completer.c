@@ -24,7 +24,8 @@ static void push_cqe(struct tp_cq *cq, const struct sof_cqe *c)
  * is armed, consume the arm and fire its completion channel. */
 static void cq_attention(struct tp_cq *cq)
 {
-	if (cq->shm && sof_cq_attention(cq->shm) && cq->evfd >= 0)
+	/* (an XRC TGT QP has no CQ of its own) */
+	if (cq && cq->shm && sof_cq_attention(cq->shm) && cq->evfd >= 0)
 		tp.host->cq_kick(cq);
 }
 
@@ -62,7 +63,8 @@ void tp_flush(struct sof_tqp *t)
 {
 	struct tp_qp *qp = t->qp;
 
-	for (;;) {
+	/* (an XRC TGT QP, without a send CQ, has no send queue to flush) */
+	for (; qp->send_cq;) {
 		uint32_t tail = atomic_load_explicit(&qp->nsq->idx.tail, memory_order_acquire);
 
 		while (t->wq_head != t->wq_tail) {

@@ -73,6 +73,7 @@ void tp_qp_destroy(struct tp_qp *qp)
 
 	if (!t)
 		return;
+	/* (XRC QPs do not linger) */
 	if (qp->type == IBV_QPT_RC && t->net && t->state >= IBV_QPS_RTR && t->state <= IBV_QPS_SQE)
 		tp_resp_linger(t);
 	sof_list_del(&t->link);

@@ -75,6 +75,9 @@ void tp_recv(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 	svc = h->opcode & ROCE_SVC_MASK;
 	if ((svc == ROCE_SVC_RC && qp->type != IBV_QPT_RC) ||
 	    (svc == ROCE_SVC_UC && qp->type != IBV_QPT_UC) ||
+	    /* XRC: requests to a TGT QP, responses to an INI QP */
+	    (svc == ROCE_SVC_XRC &&
+	     qp->type != ((oi->flags & ROCE_F_REQ) ? IBV_QPT_XRC_RECV : IBV_QPT_XRC_SEND)) ||
 	    (svc == ROCE_SVC_UD && qp->type != IBV_QPT_UD)) {
 		tp_drop(SOF_DROP_qp_type);
 		return;

@@ -46,6 +46,8 @@ static bool take(struct sof_tqp *t, uint32_t idx)
 	w->compare_add = e.compare_add;
 	w->swap = e.swap;
 	w->state = TP_W_NEW;
+	if (qp->type == IBV_QPT_XRC_SEND)
+		w->xrcsrq = e.remote_qpn & ROCE_QPN_MASK;
 	if (!sof_wr_opcode_allowed(qp->type, e.opcode))
 		return false;
 	if (e.send_flags & IBV_SEND_INLINE) {
@@ -113,7 +115,7 @@ static uint8_t seg_opcode(const struct sof_tqp *t, const struct tp_swqe *w, uint
 {
 	bool first = off == 0, last = off + n >= w->len;
 	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
-	uint8_t svc = t->qp->type == IBV_QPT_UC ? ROCE_SVC_UC : ROCE_SVC_RC;
+	uint8_t svc = tp_svc(t->qp->type);
 	uint8_t op;
 
 	if (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) {
@@ -159,6 +161,7 @@ static int send_segment(struct sof_tqp *t, struct tp_swqe *w)
 	int err;
 
 	bth(t, &h, seg_opcode(t, w, t->send_off, n), t->psn);
+	h.xrcsrq = w->xrcsrq;
 	last = t->send_off + n >= w->len;
 	if (t->send_off == 0 &&
 	    (w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
@@ -170,11 +173,11 @@ static int send_segment(struct sof_tqp *t, struct tp_swqe *w)
 		h.imm_be = w->imm_be;
 		h.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
 	}
-	h.ackreq = t->qp->type == IBV_QPT_RC &&
+	h.ackreq = tp_reliable(t->qp->type) &&
 		   (last || ((t->psn - t->una_psn) & ROCE_PSN_MASK) % TP_ACKREQ_EVERY ==
 				TP_ACKREQ_EVERY - 1);
 	err = -E2BIG;
-	if (t->qp->type == IBV_QPT_RC && !w->inl && n) {
+	if (tp_reliable(t->qp->type) && !w->inl && n) {
 		/* RC: the payload by reference, since the WQE (and so its
 		 * buffer) completes only when acknowledged, long after the
 		 * packet left; UC completes at once, so it copies */
@@ -199,7 +202,8 @@ static void send_read(struct sof_tqp *t, struct tp_swqe *w)
 	struct roce_hdr h;
 	uint64_t left = w->len - w->read_got;
 
-	bth(t, &h, ROCE_SVC_RC | ROCE_READ_REQ, t->psn);
+	bth(t, &h, tp_svc(t->qp->type) | ROCE_READ_REQ, t->psn);
+	h.xrcsrq = w->xrcsrq;
 	h.ackreq = true;
 	h.va = w->remote_addr + w->read_got;
 	h.rkey = w->rkey;
@@ -213,8 +217,10 @@ static void send_atomic(struct sof_tqp *t, struct tp_swqe *w)
 	struct roce_hdr h;
 
 	bth(t, &h,
-	    ROCE_SVC_RC | (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? ROCE_CMP_SWAP : ROCE_FETCH_ADD),
+	    tp_svc(t->qp->type) |
+		(w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? ROCE_CMP_SWAP : ROCE_FETCH_ADD),
 	    t->psn);
+	h.xrcsrq = w->xrcsrq;
 	h.ackreq = true;
 	h.va = w->remote_addr;
 	h.rkey = w->rkey;
@@ -305,7 +311,7 @@ void tp_req_arm(struct sof_tqp *t)
 	uint64_t to = sof_ack_timeout_ns(t->timeout), now, p;
 
 	t->timer_ns = t->probe_ns = 0;
-	if (t->qp->type != IBV_QPT_RC || !to || t->psn == t->una_psn)
+	if (!tp_reliable(t->qp->type) || !to || t->psn == t->una_psn)
 		return;
 	now = sof_now_ns();
 	t->timer_ns = now + to;
@@ -363,6 +369,10 @@ void tp_req_progress(struct sof_tqp *t)
 	bool was_idle = t->psn == t->una_psn;
 	uint32_t old_max = t->max_psn;
 
+	/* an XRC TGT QP has no send CQ and sends no requests: whatever its
+	 * owner writes into its send queue stays there */
+	if (!qp->send_cq)
+		return;
 	/* take what was posted: at most a queue's worth beyond the oldest */
 	for (;;) {
 		while (t->wq_tail != tail && t->wq_tail - t->wq_head < qp->sq_size) {
@@ -420,7 +430,7 @@ void tp_req_progress(struct sof_tqp *t)
 				return;
 			continue;
 		}
-		if (qp->type == IBV_QPT_RC && ((t->psn - t->una_psn) & ROCE_PSN_MASK) >= t->cwnd)
+		if (tp_reliable(qp->type) && ((t->psn - t->una_psn) & ROCE_PSN_MASK) >= t->cwnd)
 			break;
 		if (w->state == TP_W_NEW) {
 			if (sof_wr_is_rd_atomic(w->opcode) && t->rd_out >= rd_max)
@@ -479,7 +489,7 @@ void tp_req_progress(struct sof_tqp *t)
 	if (roce_psn_diff(t->psn, t->max_psn) > 0) {
 		t->max_psn = t->psn;
 		/* time the newest packet, sent for the first time */
-		if (!t->rtt_ns && roce_psn_diff(t->psn, old_max) > 0 && qp->type == IBV_QPT_RC) {
+		if (!t->rtt_ns && roce_psn_diff(t->psn, old_max) > 0 && tp_reliable(qp->type)) {
 			t->rtt_psn = (t->psn - 1) & ROCE_PSN_MASK;
 			t->rtt_ns = sof_now_ns();
 		}

@@ -153,12 +153,12 @@ static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byt
 /* ---- answers ------------------------------------------------------------------- */
 
 static void send_ack_to(const struct tp_path *path, uint32_t dqpn, uint8_t syndrome, uint32_t psn,
-			uint32_t msn)
+			uint32_t msn, uint8_t svc)
 {
 	struct roce_hdr h;
 
 	memset(&h, 0, sizeof(h));
-	h.opcode = ROCE_SVC_RC | ROCE_ACK;
+	h.opcode = svc | ROCE_ACK;
 	h.pkey = 0xffff;
 	h.dqpn = dqpn;
 	h.psn = psn & ROCE_PSN_MASK;
@@ -169,7 +169,7 @@ static void send_ack_to(const struct tp_path *path, uint32_t dqpn, uint8_t syndr
 
 static void send_aeth(struct sof_tqp *t, uint8_t syndrome, uint32_t psn)
 {
-	send_ack_to(&t->path, t->dqpn, syndrome, psn, t->msn);
+	send_ack_to(&t->path, t->dqpn, syndrome, psn, t->msn, tp_svc(t->qp->type));
 }
 
 /* ---- destroyed QPs that linger --------------------------------------------------- */
@@ -226,7 +226,7 @@ bool tp_resp_lingering(uint32_t qpn, const struct roce_hdr *h, const struct roce
 		if (d >= 0 || d < -TP_DUP_WINDOW)
 			return false;
 		send_ack_to(&l->path, l->dqpn, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
-			    l->epsn - 1, l->msn);
+			    l->epsn - 1, l->msn, ROCE_SVC_RC);
 		return true;
 	}
 	return false;
@@ -291,7 +291,7 @@ static void serve_read(struct sof_tqp *t, uint32_t psn, uint64_t va, uint32_t rk
 		struct roce_hdr h;
 
 		memset(&h, 0, sizeof(h));
-		h.opcode = ROCE_SVC_RC | (first && last ? ROCE_READ_RESP_ONLY
+		h.opcode = tp_svc(t->qp->type) | (first && last ? ROCE_READ_RESP_ONLY
 					  : first	? ROCE_READ_RESP_FIRST
 					  : last	? ROCE_READ_RESP_LAST
 							: ROCE_READ_RESP_MIDDLE);
@@ -321,7 +321,7 @@ static void send_atomic_ack(struct sof_tqp *t, uint32_t psn, uint64_t orig)
 	struct roce_hdr a;
 
 	memset(&a, 0, sizeof(a));
-	a.opcode = ROCE_SVC_RC | ROCE_ATOMIC_ACK;
+	a.opcode = tp_svc(t->qp->type) | ROCE_ATOMIC_ACK;
 	a.pkey = 0xffff;
 	a.dqpn = t->dqpn;
 	a.psn = psn & ROCE_PSN_MASK;
@@ -605,6 +605,17 @@ static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		invalid_request(t, h->psn);
 		return;
 	}
+	/* XRC: the XRCETH names the SRQ (of the TGT QP's domain) whose
+	 * receive WQEs, PD and CQ serve the request; one that names none,
+	 * or changes within a message, is an invalid request (XRC annex) */
+	if (f & ROCE_F_XRCETH) {
+		if ((t->in_msg && h->xrcsrq != t->xrcsrq) ||
+		    !tp.host->xrc_srq(t->qp, h->xrcsrq)) {
+			invalid_request(t, h->psn);
+			return;
+		}
+		t->xrcsrq = h->xrcsrq;
+	}
 	if (f & ROCE_F_SEND)
 		do_send(t, h, f, payload, paylen);
 	else if (f & ROCE_F_WRITE)
@@ -718,6 +729,13 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	}
 	if (d < 0) {
 		if (d < -TP_DUP_WINDOW) {
+			decided(t, h->psn, TP_RESP_DUP_DROP);
+			tp_drop(SOF_DROP_psn);
+			return;
+		}
+		/* XRC: a READ served again reads through the PD of the SRQ
+		 * its XRCETH names */
+		if ((f & ROCE_F_XRCETH) && !tp.host->xrc_srq(t->qp, h->xrcsrq)) {
 			decided(t, h->psn, TP_RESP_DUP_DROP);
 			tp_drop(SOF_DROP_psn);
 			return;

@@ -31,9 +31,11 @@
 #define ROCE_IMMDT_LEN 4
 #define ROCE_IETH_LEN 4
 #define ROCE_DETH_LEN 8
+#define ROCE_XRCETH_LEN 4
 #define ROCE_ICRC_LEN 4
-/* The longest BTH + extended headers of any opcode (BTH + AtomicETH). */
-#define ROCE_MAX_HDR 40
+/* The longest BTH + extended headers of any opcode (BTH + XRCETH +
+ * AtomicETH). */
+#define ROCE_MAX_HDR 44
 
 #define ROCE_PSN_MASK 0xffffffu
 #define ROCE_QPN_MASK 0xffffffu
@@ -101,6 +103,7 @@ enum roce_opflag {
 	ROCE_F_ATOMIC = 1u << 16, /* atomic request or atomic ACK */
 	ROCE_F_COMP = 1u << 17,	  /* consumes a receive WQE at the responder:
 				     every SEND packet, WRITE_LAST/ONLY_IMM */
+	ROCE_F_XRCETH = 1u << 18, /* XRC request: the XRC SRQ it goes to */
 };
 
 struct roce_opinfo {
@@ -110,7 +113,7 @@ struct roce_opinfo {
 };
 
 /* The opcode table entry, or NULL for an opcode this device does not
- * implement (RD, XRC, CNP, reserved, UC/UD operations that do not exist). */
+ * implement (RD, CNP, reserved, UC/UD operations that do not exist). */
 const struct roce_opinfo *roce_opinfo(uint8_t opcode);
 
 /* AETH syndrome, IBA 9.3.5 table 43: bits 6:5 say what it is. */
@@ -162,6 +165,8 @@ struct roce_hdr {
 	/* DETH, IBA 9.3.2 */
 	uint32_t qkey;
 	uint32_t sqpn;	 /* 24 bits */
+	/* XRCETH (IBA 9.3.x, XRC annex): the XRC SRQ number, 24 bits */
+	uint32_t xrcsrq;
 };
 
 /* Write the BTH and the extended headers that h->opcode carries at buf,

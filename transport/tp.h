@@ -59,7 +59,7 @@ struct tp_srq {
  * engine copies and validates what it reads from them. */
 struct tp_qp {
 	uint32_t qpn;
-	uint32_t type;		/* IBV_QPT_RC, _UC or _UD */
+	uint32_t type;		/* IBV_QPT_RC, _UC, _UD, _XRC_SEND or _XRC_RECV */
 	struct sof_qp_shm *shm; /* header and receive ring */
 	uint32_t rq_size, rq_max_sge;
 	struct sof_nsq_shm *nsq; /* the network send queue */
@@ -111,6 +111,11 @@ struct tp_host_ops {
 	void (*qp_error)(struct tp_qp *qp, uint32_t event);
 	/* srq fell below its armed limit (IBA 11.5.2.4) */
 	void (*srq_limit)(struct tp_srq *srq);
+	/* An XRC request to TGT QP qp names XRC SRQ srqn: when it is an SRQ
+	 * of qp's domain, point qp->srq and qp->recv_cq at it and its CQ
+	 * (and check regions against its PD) and answer true; else false
+	 * (the request is invalid). Hosts without XRC answer false. */
+	bool (*xrc_srq)(struct tp_qp *qp, uint32_t srqn);
 	/* optional: an RC/UC packet came from a flow that a tp_flow_socket
 	 * could take (not called for packets read from one) */
 	void (*flow_seen)(const struct roce_addr *a);

@@ -42,6 +42,23 @@
 /* The most packets one message may take: a quarter of the PSN space. */
 #define TP_MAX_MSG_PKTS (1u << 22)
 
+/* RC and XRC (INI and TGT QPs) are the reliable connected service: ACKs,
+ * retransmission, READ and atomics (IBA 9.7; XRC annex) */
+static inline bool tp_reliable(uint32_t type)
+{
+	return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV;
+}
+
+/* The service bits of the opcodes a connected QP sends */
+static inline uint8_t tp_svc(uint32_t type)
+{
+	if (type == IBV_QPT_UC)
+		return ROCE_SVC_UC;
+	if (type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV)
+		return ROCE_SVC_XRC;
+	return ROCE_SVC_RC;
+}
+
 /* A send WQE the requester took from the network send queue: copied and
  * validated. Inline data stays in its ring slot, which is ours until the
  * WQE completes (the owner reuses a slot only after sq_done passed it). */
@@ -62,6 +79,7 @@ struct tp_swqe {
 	uint64_t swap;
 	uint64_t len;	  /* message length */
 	uint32_t num_sge; /* 0 with inline data */
+	uint32_t xrcsrq;  /* XRC INI QP: the XRCETH's SRQ number */
 	struct sof_sge sge[TP_MAX_SGE];
 	const uint8_t *inl; /* inline data in the ring slot */
 	/* UD */
@@ -111,6 +129,7 @@ struct sof_tqp {
 	uint32_t mtu;		    /* path MTU in bytes */
 	uint32_t dqpn;
 	uint32_t qkey;
+	uint32_t xrcsrq; /* XRC TGT QP: the XRCETH of the message in progress */
 	uint32_t access; /* qp_access_flags */
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint8_t max_rd_atomic, max_dest_rd_atomic;

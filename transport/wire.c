@@ -7,7 +7,7 @@
  * Headers follow the BTH in the order IBA 9.2 gives them (RDETH, not
  * implemented here, would come first):
  *
- *   DETH | RETH or AtomicETH | AETH | AtomicAckETH | ImmDt or IETH
+ *   DETH | XRCETH | RETH or AtomicETH | AETH | AtomicAckETH | ImmDt or IETH
  *
  * so one walk in that order, driven by the opcode's flags, writes or parses
  * the headers of every opcode.
@@ -91,18 +91,24 @@ static inline uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) << 32
 #define IMMDT ROCE_IMMDT_LEN
 #define IETH ROCE_IETH_LEN
 #define DETH ROCE_DETH_LEN
+#define XRCETH ROCE_XRCETH_LEN
 
 #define OP(code, nm, fl, len) [code] = {.name = (nm), .flags = (fl), .hdr_len = (len)}
 /* The RC opcodes are enum roce_opcode itself; UC and UD add their service. */
 #define RC(op, fl, len) OP(ROCE_##op, "RC " #op, fl, len)
 #define UC(op, fl, len) OP(ROCE_SVC_UC | ROCE_##op, "UC " #op, fl, len)
 #define UD(op, fl, len) OP(ROCE_UD_##op, "UD " #op, fl, len)
+/* XRC has every RC operation; its requests carry the XRCETH, its
+ * responses are RC's (IBA XRC annex, table of XRC opcodes) */
+#define XQ(op, fl, len)                                                                            \
+	OP(ROCE_SVC_XRC | ROCE_##op, "XRC " #op, (fl) | ROCE_F_XRCETH, (len) + XRCETH)
+#define XR(op, fl, len) OP(ROCE_SVC_XRC | ROCE_##op, "XRC " #op, fl, len)
 
 /*
  * IBA 9.2 table 35, indexed by the opcode on the wire. The RC and UC
  * operations share their low five bits; UC has sends and writes only, UD
  * only SEND Only with or without immediate; SEND with invalidate, READ,
- * the atomics and the acknowledgements are RC only. RD, XRC and CNP are
+ * the atomics and the acknowledgements are RC's and XRC's. RD and CNP are
  * not implemented, nor are the later additions to RC (FLUSH, ATOMIC
  * WRITE): their entries stay empty.
  * A SEND consumes a receive WQE from its first packet on, so every SEND
@@ -152,6 +158,33 @@ static const struct roce_opinfo roce_ops[256] = {
     UC(WRITE_ONLY_IMM, WRITE_F | ONLY_F | ROCE_F_RETH | ROCE_F_IMMDT | ROCE_F_COMP,
        BTH + RETH + IMMDT),
 
+    /* Extended Reliable Connection */
+    XQ(SEND_FIRST, SEND_F | ROCE_F_FIRST, BTH),
+    XQ(SEND_MIDDLE, SEND_F | ROCE_F_MIDDLE, BTH),
+    XQ(SEND_LAST, SEND_F | ROCE_F_LAST, BTH),
+    XQ(SEND_LAST_IMM, SEND_F | ROCE_F_LAST | ROCE_F_IMMDT, BTH + IMMDT),
+    XQ(SEND_ONLY, SEND_F | ONLY_F, BTH),
+    XQ(SEND_ONLY_IMM, SEND_F | ONLY_F | ROCE_F_IMMDT, BTH + IMMDT),
+    XQ(WRITE_FIRST, WRITE_F | ROCE_F_FIRST | ROCE_F_RETH, BTH + RETH),
+    XQ(WRITE_MIDDLE, WRITE_F | ROCE_F_MIDDLE, BTH),
+    XQ(WRITE_LAST, WRITE_F | ROCE_F_LAST, BTH),
+    XQ(WRITE_LAST_IMM, WRITE_F | ROCE_F_LAST | ROCE_F_IMMDT | ROCE_F_COMP, BTH + IMMDT),
+    XQ(WRITE_ONLY, WRITE_F | ONLY_F | ROCE_F_RETH, BTH + RETH),
+    XQ(WRITE_ONLY_IMM, WRITE_F | ONLY_F | ROCE_F_RETH | ROCE_F_IMMDT | ROCE_F_COMP,
+       BTH + RETH + IMMDT),
+    XQ(READ_REQ, ROCE_F_REQ | ROCE_F_READ | ONLY_F | ROCE_F_RETH, BTH + RETH),
+    XR(READ_RESP_FIRST, RRESP_F | ROCE_F_FIRST | ROCE_F_AETH, BTH + AETH),
+    XR(READ_RESP_MIDDLE, RRESP_F | ROCE_F_MIDDLE, BTH),
+    XR(READ_RESP_LAST, RRESP_F | ROCE_F_LAST | ROCE_F_AETH, BTH + AETH),
+    XR(READ_RESP_ONLY, RRESP_F | ONLY_F | ROCE_F_AETH, BTH + AETH),
+    XR(ACK, ROCE_F_RESP | ONLY_F | ROCE_F_AETH, BTH + AETH),
+    XR(ATOMIC_ACK, ROCE_F_RESP | ROCE_F_ATOMIC | ONLY_F | ROCE_F_AETH | ROCE_F_ATMACK,
+       BTH + AETH + ATMACK),
+    XQ(CMP_SWAP, ROCE_F_REQ | ROCE_F_ATOMIC | ONLY_F | ROCE_F_ATMETH, BTH + ATMETH),
+    XQ(FETCH_ADD, ROCE_F_REQ | ROCE_F_ATOMIC | ONLY_F | ROCE_F_ATMETH, BTH + ATMETH),
+    XQ(SEND_LAST_INV, SEND_F | ROCE_F_LAST | ROCE_F_IETH, BTH + IETH),
+    XQ(SEND_ONLY_INV, SEND_F | ONLY_F | ROCE_F_IETH, BTH + IETH),
+
     /* Unreliable Datagram: the DETH carries the Q_Key and source QP */
     UD(SEND_ONLY, SEND_F | ONLY_F | ROCE_F_DETH, BTH + DETH),
     UD(SEND_ONLY_IMM, SEND_F | ONLY_F | ROCE_F_DETH | ROCE_F_IMMDT, BTH + DETH + IMMDT),
@@ -161,6 +194,9 @@ static const struct roce_opinfo roce_ops[256] = {
 #undef RC
 #undef UC
 #undef UD
+#undef XQ
+#undef XR
+#undef XRCETH
 #undef BTH
 #undef RETH
 #undef AETH
@@ -206,6 +242,12 @@ size_t roce_hdr_write(uint8_t *buf, const struct roce_hdr *h)
 		p[4] = 0;
 		put24(p + 5, h->sqpn & ROCE_QPN_MASK);
 		p += ROCE_DETH_LEN;
+	}
+	/* XRCETH (XRC annex): Resv8, XRCSRQ */
+	if (oi->flags & ROCE_F_XRCETH) {
+		p[0] = 0;
+		put24(p + 1, h->xrcsrq & ROCE_QPN_MASK);
+		p += ROCE_XRCETH_LEN;
 	}
 	/* RETH, IBA 9.3.3: VA, R_Key, DMA length */
 	if (oi->flags & ROCE_F_RETH) {
@@ -254,6 +296,10 @@ static void parse_ext(const uint8_t *p, const struct roce_opinfo *oi, struct roc
 		h->qkey = get32(p);
 		h->sqpn = get24(p + 5);
 		p += ROCE_DETH_LEN;
+	}
+	if (oi->flags & ROCE_F_XRCETH) {
+		h->xrcsrq = get24(p + 1);
+		p += ROCE_XRCETH_LEN;
 	}
 	if (oi->flags & ROCE_F_RETH) {
 		h->va = get64(p);

@@ -59,6 +59,9 @@ int sofv_net_post(struct sofv_qp *qp, const struct sofv_swqe *w)
 			e->sge[i].lkey = w->sge[i].lkey;
 		}
 	}
+	/* XRC INI QP: the SRQ number its requests' XRCETH names */
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		e->remote_qpn = w->remote_qpn & 0xffffff;
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD && w->ah) {
 		const struct ibv_global_route *g = &w->ah->attr.grh;
 

@@ -93,6 +93,9 @@ static int build_swqe(struct sofv_qp *qp, const struct ibv_send_wr *wr, struct s
 		w->ah = wr->wr.ud.ah ? to_sah(wr->wr.ud.ah) : NULL;
 		w->remote_qpn = wr->wr.ud.remote_qpn & 0xffffff;
 		w->remote_qkey = wr->wr.ud.remote_qkey;
+	} else if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND) {
+		/* the XRCETH's SRQ number; the responder judges it */
+		w->remote_qpn = wr->qp_type.xrc.remote_srqn & 0xffffff;
 	}
 	if (w->num_sge == 1) /* no call for the usual case */
 		w->sge[0] = wr->sg_list[0];
@@ -443,8 +446,15 @@ static void wr_send_tso(struct ibv_qp_ex *qx, void *hdr, uint16_t hdr_sz, uint16
 
 static void wr_set_xrc_srqn(struct ibv_qp_ex *qx, uint32_t srqn)
 {
-	(void)srqn;
-	wr_unsupported(qx);
+	struct sofv_wr_ent *e = wr_cur(qx);
+
+	if (!e)
+		return;
+	if (qx->qp_base.qp_type != IBV_QPT_XRC_SEND) {
+		qx_to_sqp(qx)->wr_err = EINVAL;
+		return;
+	}
+	e->w.remote_qpn = srqn & 0xffffff;
 }
 
 static void wr_atomic_write(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr, const void *data)

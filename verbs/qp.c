@@ -35,14 +35,33 @@ static int qp_check_init_attr(struct ibv_context *ctx, const struct ibv_qp_init_
 	const struct ibv_qp_cap *c = &a->cap;
 
 	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
-				       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+				       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_XRCD))
 		return EOPNOTSUPP;
-	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ctx)
-		return EINVAL;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
 		return EOPNOTSUPP;
-	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		/* an XRC TGT QP: a domain, no PD, CQs nor queues of its own */
+		if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd || a->xrcd->context != ctx)
+			return EINVAL;
+		if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+			return EINVAL;
+		return 0;
+	}
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ctx)
+		return EINVAL;
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD &&
+	    a->qp_type != IBV_QPT_XRC_SEND)
 		return EOPNOTSUPP;
+	/* an XRC INI QP sends only: its receive side is ignored */
+	if (a->qp_type == IBV_QPT_XRC_SEND && a->send_cq && a->send_cq->context == ctx) {
+		if (c->max_send_wr > SOFV_MAX_QP_WR || c->max_send_sge > SOFV_MAX_SGE ||
+		    c->max_inline_data > SOFV_MAX_INLINE)
+			return EINVAL;
+		if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+		    (a->send_ops_flags & ~(uint64_t)(SUPPORTED_SEND_OPS)))
+			return EOPNOTSUPP;
+		return 0;
+	}
 	if (!a->send_cq || !a->recv_cq || a->send_cq->context != ctx || a->recv_cq->context != ctx)
 		return EINVAL;
 	if (a->srq && a->srq->context != ctx)
@@ -102,9 +121,21 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	}
 	qp->memfd = -1;
 	qp->nsq_fd = -1;
-	qp->pd = to_spd(attr->pd);
-	qp->scq = to_scq(attr->send_cq);
-	qp->rcq = to_scq(attr->recv_cq);
+	if (attr->qp_type == IBV_QPT_XRC_RECV) {
+		memset(&attr->cap, 0, sizeof(attr->cap));
+		attr->send_cq = attr->recv_cq = NULL;
+		attr->srq = NULL;
+		attr->pd = NULL;
+	} else if (attr->qp_type == IBV_QPT_XRC_SEND) {
+		/* completions of the INI QP: its send CQ for both (the daemon
+		 * keeps the invariant of two CQs; nothing is received) */
+		attr->recv_cq = attr->send_cq;
+		attr->srq = NULL;
+		attr->cap.max_recv_wr = attr->cap.max_recv_sge = 0;
+	}
+	qp->pd = attr->pd ? to_spd(attr->pd) : NULL;
+	qp->scq = attr->send_cq ? to_scq(attr->send_cq) : NULL;
+	qp->rcq = attr->recv_cq ? to_scq(attr->recv_cq) : NULL;
 	qp->srq = attr->srq ? to_ssrq(attr->srq) : NULL;
 	qp->sq_sig_all = attr->sq_sig_all ? 1 : 0;
 	qp->is_ex = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
@@ -138,9 +169,9 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	qp->cap.max_send_sge = attr->cap.max_send_sge ? attr->cap.max_send_sge : 1;
 	qp->cap.max_inline_data = max_inline;
 
-	/* Receive side: the shared ring, absent with an SRQ. */
+	/* Receive side: the shared ring, absent with an SRQ and for XRC. */
 	rq_sge = 0;
-	if (!qp->srq) {
+	if (!qp->srq && attr->qp_type != IBV_QPT_XRC_SEND && attr->qp_type != IBV_QPT_XRC_RECV) {
 		qp->rq_size = sof_roundup_pow2(attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1);
 		rq_sge = attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1;
 		qp->rq_stride = SOF_RWQE_STRIDE(rq_sge);
@@ -181,10 +212,11 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	atomic_store(&qp->shm->state, IBV_QPS_RESET);
 
 	memset(&req, 0, sizeof(req));
-	req.pd = qp->pd->handle;
+	req.pd = qp->pd ? qp->pd->handle : 0;
 	req.qp_type = attr->qp_type;
-	req.send_cq = qp->scq->handle;
-	req.recv_cq = qp->rcq->handle;
+	req.send_cq = qp->scq ? qp->scq->handle : 0;
+	req.recv_cq = qp->rcq ? qp->rcq->handle : 0;
+	req.xrcd = attr->qp_type == IBV_QPT_XRC_RECV ? to_sxrcd(attr->xrcd)->handle : 0;
 	req.srq = qp->srq ? qp->srq->handle : 0;
 	req.rq_size = qp->rq_size;
 	req.rq_max_sge = rq_sge;
@@ -240,7 +272,7 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	if (qp->is_ex)
 		qp->qpx.comp_mask = 0;
 
-	if (sofv_cq_attach_qp(qp->scq, qp))
+	if (qp->scq && sofv_cq_attach_qp(qp->scq, qp))
 		goto err_nomem;
 	if (qp->rcq != qp->scq && sofv_cq_attach_qp(qp->rcq, qp)) {
 		sofv_cq_detach_qp(qp->scq, qp);
@@ -250,7 +282,8 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_att
 	err = -sof_hmap_put(&s->qps, qp->qpn, qp);
 	pthread_rwlock_unlock(&s->obj_lock);
 	if (err) {
-		sofv_cq_detach_qp(qp->scq, qp);
+		if (qp->scq)
+			sofv_cq_detach_qp(qp->scq, qp);
 		if (qp->rcq != qp->scq)
 			sofv_cq_detach_qp(qp->rcq, qp);
 		goto err_nomem;
@@ -269,6 +302,73 @@ err_nomem:
 err_free:
 	qp_free(qp);
 err_out:
+	errno = err;
+	return NULL;
+}
+
+/* ibv_open_qp (xrc.c): a handle of this context on an XRC TGT QP that
+ * another handle created; the segment (memfd, taken) is the QP's own, so
+ * state and attributes published there are shared. */
+struct ibv_qp *sofv_qp_opened(struct ibv_context *ctx, const struct ibv_qp_open_attr *attr,
+			      const struct sof_create_qp_rep *rep, int memfd)
+{
+	struct sofv_context *s = to_sctx(ctx);
+	struct sofv_qp *qp;
+	struct ibv_qp *ib;
+	void *p;
+	int err;
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		close(memfd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->memfd = memfd;
+	qp->nsq_fd = -1;
+	qp->xrc_opened = true;
+	qp->qpn = rep->qpn;
+	qp->shm_len = SOF_QP_RQ_OFF;
+	err = sof_memfd_check(memfd, qp->shm_len);
+	p = err ? MAP_FAILED
+		: mmap(NULL, qp->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (p == MAP_FAILED) {
+		err = err ? -err : errno;
+		goto err_free;
+	}
+	qp->shm = p;
+	close(qp->memfd);
+	qp->memfd = -1;
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	ib = &qp->qpx.qp_base;
+	ib->context = ctx;
+	ib->qp_context = attr->qp_context;
+	ib->handle = qp->qpn;
+	ib->qp_num = qp->qpn;
+	ib->state = (enum ibv_qp_state)atomic_load(&qp->shm->state);
+	ib->qp_type = IBV_QPT_XRC_RECV;
+	pthread_mutex_init(&ib->mutex, NULL);
+	pthread_cond_init(&ib->cond, NULL);
+	qp->attr.qp_state = ib->state;
+	qp->attr.cur_qp_state = ib->state;
+	qp->attr.path_mtu = IBV_MTU_1024;
+	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
+	qp->attr.port_num = 1;
+	sofv_qp_ex_init(qp, 0);
+	pthread_rwlock_wrlock(&s->obj_lock);
+	err = -sof_hmap_put(&s->qps, qp->qpn, qp);
+	pthread_rwlock_unlock(&s->obj_lock);
+	if (err) {
+		struct sof_qp_req d = {.qpn = qp->qpn};
+
+		sofv_rpc(s, SOF_OP_DESTROY_QP, &d, sizeof(d), NULL, 0, NULL, 0, NULL, NULL);
+		goto err_free;
+	}
+	return ib;
+
+err_free:
+	qp_free(qp);
 	errno = err;
 	return NULL;
 }
@@ -533,7 +633,8 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	 * this process when the daemon steers its packets here (tp_host.c),
 	 * else in the daemon. */
 	modify_req(qp, attr, attr_mask, next, &req);
-	req.engine = qp->eng || (ibqp->qp_type != IBV_QPT_UD && next >= IBV_QPS_RTR &&
+	req.engine = qp->eng || ((ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC) &&
+				 next >= IBV_QPS_RTR &&
 				 next <= IBV_QPS_SQE && !sofv_gid_is_local(s, req.dgid) &&
 				 sofv_engine_start(s));
 	err = -sofv_rpc(s, SOF_OP_MODIFY_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL,
@@ -555,7 +656,8 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	if (next == IBV_QPS_RESET) {
 		qp_reset(qp);
 		/* as providers do: nothing of it stays in its CQs */
-		sofv_cq_clean(qp->scq, qp->qpn);
+		if (qp->scq)
+			sofv_cq_clean(qp->scq, qp->qpn);
 		if (qp->rcq != qp->scq)
 			sofv_cq_clean(qp->rcq, qp->qpn);
 	} else {
@@ -629,7 +731,8 @@ SOFV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_rwlock_unlock(&s->obj_lock);
 	sofv_engine_qp_release(qp);
 	/* After these no poller or progress thread can reach the QP. */
-	sofv_cq_detach_qp(qp->scq, qp);
+	if (qp->scq)
+		sofv_cq_detach_qp(qp->scq, qp);
 	if (qp->rcq != qp->scq)
 		sofv_cq_detach_qp(qp->rcq, qp);
 	pthread_spin_lock(&qp->sq_lock);

@@ -158,6 +158,8 @@ bool sofv_qp_transition_ok(enum ibv_qp_type t, enum ibv_qp_state cur, enum ibv_q
 		ti = T_UC;
 		break;
 	case IBV_QPT_RC:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
 		ti = T_RC;
 		break;
 	default:
@@ -166,7 +168,7 @@ bool sofv_qp_transition_ok(enum ibv_qp_type t, enum ibv_qp_state cur, enum ibv_q
 	if ((unsigned)cur >= NSTATES || (unsigned)next >= NSTATES)
 		return false;
 	/* SQE exists for UC and UD only (IBA 10.3.1.6). */
-	if (t == IBV_QPT_RC && (cur == IBV_QPS_SQE || next == IBV_QPS_SQE))
+	if (ti == T_RC && (cur == IBV_QPS_SQE || next == IBV_QPS_SQE))
 		return false;
 	/* IBV_QP_RATE_LIMIT: optional into RTS from RTR or RTS, as the
 	 * kernel's table has it for the QPs it paces (here UD, UC, RC). */
@@ -178,6 +180,17 @@ bool sofv_qp_transition_ok(enum ibv_qp_type t, enum ibv_qp_state cur, enum ibv_q
 		return false;
 	req = tr->req[ti];
 	opt = tr->opt[ti];
+	/* XRC as the kernel's qp_state_table: an INI QP has no responder
+	 * attributes, a TGT QP no requester ones (it sends only ACKs) */
+	if (t == IBV_QPT_XRC_SEND) {
+		req &= ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+		opt &= ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	} else if (t == IBV_QPT_XRC_RECV) {
+		const int sq_only = IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+
+		opt |= req & sq_only;
+		req &= ~sq_only;
+	}
 	if ((attr_mask & req) != req)
 		return false;
 	return !(attr_mask & ~(req | opt | IBV_QP_STATE));

@@ -150,9 +150,10 @@ static void *map_fd(int fd, size_t len, int prot)
 
 /* Map a destination QP from the daemon's answer. Returns a new reference
  * or NULL with errno. Caller holds ctx->cache_lock. */
-static struct sofv_rqp *rqp_open(struct sofv_context *ctx, uint32_t qpn)
+static struct sofv_rqp *rqp_open(struct sofv_context *ctx, uint32_t qpn, uint32_t srqn,
+				 uint32_t src_qpn)
 {
-	struct sof_qp_req req = {.qpn = qpn};
+	struct sof_open_qp_req req = {.qpn = qpn, .xrc_srqn = srqn, .src_qpn = src_qpn};
 	struct sof_open_qp_rep rep;
 	int fds[4] = {-1, -1, -1, -1}, nfds = 4, fi, err;
 	struct sofv_rqp *r;
@@ -174,6 +175,17 @@ static struct sofv_rqp *rqp_open(struct sofv_context *ctx, uint32_t qpn)
 	r->pd = rep.pd;
 	r->slot = rep.slot;
 	r->gen = rep.gen;
+	r->mr_qpn = qpn;
+	r->use_local = SOF_MR_LOCAL;
+	r->use_remote = SOF_MR_REMOTE;
+	if (rep.qp_type == IBV_QPT_XRC_RECV) {
+		if (!srqn || !rep.has_srq)
+			goto err_free;
+		r->xrc_srqn = srqn;
+		r->mr_qpn = srqn;
+		r->use_local = SOF_MR_XRC_LOCAL;
+		r->use_remote = SOF_MR_XRC_REMOTE;
+	}
 	if (rep.qpn != qpn || nfds < 2 + (rep.has_srq ? 1 : 0) + (rep.cq_has_channel ? 1 : 0))
 		goto err_free;
 	if (rep.has_srq) {
@@ -228,22 +240,28 @@ err_fds:
 	return NULL;
 }
 
-/* Look up (or map) destination QP qpn. Returns a new reference or NULL when
- * the QP does not exist (any more) or may not be reached. */
-struct sofv_rqp *sofv_rqp_get(struct sofv_context *ctx, uint32_t qpn)
+/* Look up (or map) destination QP qpn (through XRC SRQ srqn when not 0).
+ * Returns a new reference or NULL when the QP does not exist (any more)
+ * or may not be reached. */
+static struct sofv_rqp *rqp_get(struct sofv_context *ctx, uint32_t qpn, uint32_t srqn,
+				uint32_t src_qpn)
 {
+	/* an XRC TGT QP is one entry per SRQ reached through it */
+	uint64_t key = srqn ? (1ull << 56) | ((uint64_t)srqn << 24) | qpn : qpn;
 	struct sofv_rqp *r;
+	int err = 0;
 
 	pthread_mutex_lock(&ctx->cache_lock);
-	r = sof_hmap_get(&ctx->rqps, qpn);
+	r = sof_hmap_get(&ctx->rqps, key);
 	if (r && !rqp_valid(ctx, r)) {
-		sof_hmap_del(&ctx->rqps, qpn);
+		sof_hmap_del(&ctx->rqps, key);
 		rqp_put(r);
 		r = NULL;
 	}
 	if (!r) {
-		r = rqp_open(ctx, qpn);
-		if (r && sof_hmap_put(&ctx->rqps, qpn, r)) {
+		r = rqp_open(ctx, qpn, srqn, src_qpn);
+		err = r ? 0 : errno;
+		if (r && sof_hmap_put(&ctx->rqps, key, r)) {
 			rqp_put(r);
 			r = NULL;
 		}
@@ -251,6 +269,8 @@ struct sofv_rqp *sofv_rqp_get(struct sofv_context *ctx, uint32_t qpn)
 	if (r)
 		atomic_fetch_add(&r->refs, 1);
 	pthread_mutex_unlock(&ctx->cache_lock);
+	if (!r)
+		errno = err ? err : ENOMEM;
 	return r;
 }
 
@@ -332,6 +352,17 @@ static bool move_wait(const struct sofv_rmr *m)
 		nanosleep(&ts, NULL);
 	}
 	return false;
+}
+
+struct sofv_rqp *sofv_rqp_get(struct sofv_context *ctx, uint32_t qpn)
+{
+	return rqp_get(ctx, qpn, 0, 0);
+}
+
+struct sofv_rqp *sofv_rqp_get_xrc(struct sofv_context *ctx, uint32_t qpn, uint32_t srqn,
+				  uint32_t src_qpn)
+{
+	return rqp_get(ctx, qpn, srqn, src_qpn);
 }
 
 /* Map the region with key for access on behalf of destination QP qpn. */

@@ -34,6 +34,11 @@ struct sofv_rqp {
 	struct sof_srq_shm *srq_shm;
 	size_t srq_len;
 	uint32_t srq_handle;
+	/* XRC TGT QP: the XRC SRQ of the XRCETH this entry was opened for
+	 * (0 otherwise); what its regions are checked through: mr_qpn with
+	 * use_local (receive buffers) and use_remote (RDMA keys) */
+	uint32_t xrc_srqn;
+	uint32_t mr_qpn, use_local, use_remote;
 	/* receive CQ */
 	struct sof_cq_shm *cq;
 	int cq_evfd;
@@ -112,7 +117,7 @@ static inline bool rqp_valid(struct sofv_context *ctx, struct sofv_rqp *r)
 
 static inline uint64_t rmr_cache_key(uint32_t key, uint32_t qpn, uint32_t use)
 {
-	return (uint64_t)key | ((uint64_t)use << 32) | ((uint64_t)qpn << 34);
+	return (uint64_t)key | ((uint64_t)use << 32) | ((uint64_t)qpn << 35);
 }
 
 /* Pointer to [addr, addr+len) of a mapped region, or NULL if out of range. */
@@ -128,6 +133,12 @@ static inline uint8_t *rmr_ptr(const struct sofv_rmr *m, uint64_t addr, uint64_t
  * the QP does not exist (any more) or may not be reached. Lock: takes
  * ctx->cache_lock. */
 struct sofv_rqp *sofv_rqp_get(struct sofv_context *ctx, uint32_t qpn);
+/* The same for XRC TGT QP qpn reached through XRC SRQ srqn (the XRCETH)
+ * by the INI QP src_qpn: NULL with errno EINVAL when srqn names no XRC SRQ
+ * of the QP's domain (the responder's invalid request; the daemon moves
+ * the TGT QP to ERROR when src_qpn is its peer). */
+struct sofv_rqp *sofv_rqp_get_xrc(struct sofv_context *ctx, uint32_t qpn, uint32_t srqn,
+				  uint32_t src_qpn);
 
 /* Drop the references a list holds on regions (see qp_rmr_get). */
 static inline void sgl_release(struct sglist *l)
@@ -151,7 +162,7 @@ struct sofv_rmr *sofv_qp_rmr_refill(struct sofv_qp *qp, int i, uint32_t key, uin
 static inline struct sofv_rmr *qp_rmr_get(struct sofv_qp *qp, uint32_t key, uint32_t qpn,
 					  uint32_t use, struct sglist *keep)
 {
-	int i = use == SOF_MR_REMOTE;
+	int i = use == SOF_MR_REMOTE || use == SOF_MR_XRC_REMOTE;
 	struct sofv_rmr *m = qp->rmr_last[i];
 
 	if (m && qp->rmr_last_key[i] == rmr_cache_key(key, qpn, use) &&

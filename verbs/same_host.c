@@ -187,7 +187,7 @@ static int remote_local_sgl(struct sofv_qp *qp, struct sofv_rqp *r, const struct
 	l->nrefs = 0;
 	if (wqe->num_sge == 1 && wqe->sge[0].length) { /* the usual case, straight */
 		const struct sof_sge *s = &wqe->sge[0];
-		struct sofv_rmr *m = qp_rmr_get(qp, s->lkey, r->qpn, SOF_MR_LOCAL, l);
+		struct sofv_rmr *m = qp_rmr_get(qp, s->lkey, r->mr_qpn, r->use_local, l);
 		uint8_t *p;
 
 		if (!m)
@@ -214,7 +214,7 @@ static int remote_local_sgl(struct sofv_qp *qp, struct sofv_rqp *r, const struct
 			continue;
 		/* borrowed: a region replaced in the QP's cache by a later
 		 * piece has its reference moved to l */
-		m = qp_rmr_get(qp, s->lkey, r->qpn, SOF_MR_LOCAL, l);
+		m = qp_rmr_get(qp, s->lkey, r->mr_qpn, r->use_local, l);
 		if (!m)
 			return -EACCES;
 		p = rmr_ptr(m, s->addr, s->length);
@@ -388,12 +388,14 @@ static struct sofv_rqp *connected_dest(struct sofv_qp *qp, struct sofv_swqe *w, 
 				       bool *gone)
 {
 	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
+	bool xrc = qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND;
+	uint32_t srqn = xrc ? w->remote_qpn : 0; /* the XRCETH's */
 	struct sofv_rqp *r = qp->peer;
 
 	*gone = false;
 	/* The cache goes when the peer is destroyed or the QP was given
-	 * another destination. */
-	if (r && (r->qpn != qp->attr.dest_qp_num || !rqp_valid(ctx, r))) {
+	 * another destination (XRC: the WQE names another SRQ). */
+	if (r && (r->qpn != qp->attr.dest_qp_num || r->xrc_srqn != srqn || !rqp_valid(ctx, r))) {
 		rqp_put(r);
 		r = qp->peer = NULL;
 	}
@@ -403,14 +405,21 @@ static struct sofv_rqp *connected_dest(struct sofv_qp *qp, struct sofv_swqe *w, 
 			*res = no_response(qp, w);
 			return NULL;
 		}
-		r = sofv_rqp_get(ctx, qp->attr.dest_qp_num);
+		r = xrc ? sofv_rqp_get_xrc(ctx, qp->attr.dest_qp_num, srqn, qp->qpn)
+			: sofv_rqp_get(ctx, qp->attr.dest_qp_num);
+		if (!r && xrc && errno == EINVAL) {
+			/* no XRC SRQ of that number in the TGT QP's domain:
+			 * NAK invalid request (IBA 9.7.5.2.4, XRC annex) */
+			*res = fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
+			return NULL;
+		}
 		if (!r) {
 			*gone = true;
 			return NULL;
 		}
 		qp->peer = r;
 	}
-	if (r->type != qp->qpx.qp_base.qp_type ||
+	if (r->type != (xrc ? IBV_QPT_XRC_RECV : qp->qpx.qp_base.qp_type) ||
 	    !sof_qp_state_receives(atomic_load_explicit(&r->shm->state, memory_order_acquire)) ||
 	    atomic_load_explicit(&r->shm->dest_qpn, memory_order_relaxed) != qp->qpn) {
 		if (atomic_load_explicit(&r->shm->state, memory_order_acquire) == IBV_QPS_ERR &&
@@ -428,7 +437,10 @@ static struct sofv_rqp *connected_dest(struct sofv_qp *qp, struct sofv_swqe *w, 
 static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 {
 	struct sofv_context *ctx = to_sctx(qp->qpx.qp_base.context);
-	bool rc = qp->qpx.qp_base.qp_type == IBV_QPT_RC, gone;
+	/* XRC is reliable connected, one SRQ per message */
+	bool rc = qp->qpx.qp_base.qp_type == IBV_QPT_RC ||
+		  qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND,
+	     gone;
 	enum exec_res res = EXEC_DONE;
 	struct sglist src;
 	struct sofv_rqp *r;
@@ -495,7 +507,7 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		}
 		/* IBA 9.4.3: a zero-length WRITE does not validate the R_Key */
 		if (src.total) {
-			m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE, NULL);
+			m = qp_rmr_get(qp, w->rkey, r->mr_qpn, r->use_remote, NULL);
 			if (m && (qacc & IBV_ACCESS_REMOTE_WRITE) &&
 			    (m->access & IBV_ACCESS_REMOTE_WRITE))
 				p = rmr_ptr(m, w->remote_addr, src.total);
@@ -526,7 +538,7 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		for (uint32_t i = 0; i < w->num_sge; i++)
 			len += w->sge[i].length;
 		if (len) {
-			m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE, NULL);
+			m = qp_rmr_get(qp, w->rkey, r->mr_qpn, r->use_remote, NULL);
 			if (m && (qacc & IBV_ACCESS_REMOTE_READ) &&
 			    (m->access & IBV_ACCESS_REMOTE_READ))
 				p = rmr_ptr(m, w->remote_addr, len);
@@ -555,7 +567,7 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 			rqp_fail(ctx, r, SOF_NOTIFY_QP_REQ_ERR);
 			return fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
 		}
-		m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE, NULL);
+		m = qp_rmr_get(qp, w->rkey, r->mr_qpn, r->use_remote, NULL);
 		if (m && (qacc & IBV_ACCESS_REMOTE_ATOMIC) &&
 		    (m->access & IBV_ACCESS_REMOTE_ATOMIC))
 			p = (uint64_t *)rmr_ptr(m, w->remote_addr, 8);

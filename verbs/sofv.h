@@ -179,6 +179,18 @@ static inline struct sofv_mr *to_smr(struct ibv_mr *mr)
 	return sof_container_of(mr, struct sofv_mr, ibmr);
 }
 
+/* ---- XRC domains (xrc.c) ---------------------------------------------------- */
+
+struct sofv_xrcd {
+	struct ibv_xrcd ibxrcd;
+	uint32_t handle;              /* this open's handle at the daemon */
+};
+
+static inline struct sofv_xrcd *to_sxrcd(struct ibv_xrcd *x)
+{
+	return sof_container_of(x, struct sofv_xrcd, ibxrcd);
+}
+
 /* ---- completion ----------------------------------------------------------- */
 
 struct sofv_cq;
@@ -237,6 +249,7 @@ struct sofv_srq {
 	uint32_t stride;
 	uint32_t limit;
 	struct sofv_pd *pd;
+	uint32_t srqn;                /* XRC SRQ: its number (ibv_get_srq_num), else 0 */
 	uint32_t head_cache;          /* consumers' head as last read (post.c) */
 	pthread_spinlock_t lock;      /* producer side */
 };
@@ -270,7 +283,7 @@ struct sofv_swqe {
 	uint32_t num_sge;
 	uint64_t remote_addr;
 	uint32_t rkey;
-	uint32_t remote_qpn;          /* UD */
+	uint32_t remote_qpn;          /* UD; XRC INI QP: the remote XRC SRQ number */
 	uint32_t remote_qkey;         /* UD */
 	struct sofv_ah *ah;           /* UD */
 	uint64_t compare_add;
@@ -323,6 +336,7 @@ struct sofv_lmr {
 struct sofv_qp {
 	struct ibv_qp_ex qpx;         /* struct ibv_qp is its prefix */
 	bool is_ex;                   /* created with send_ops_flags */
+	bool xrc_opened;              /* an XRC TGT QP's handle from ibv_open_qp */
 	uint32_t qpn;
 	struct sofv_pd *pd;
 	struct sofv_cq *scq, *rcq;
@@ -540,6 +554,14 @@ struct ibv_qp *sofv_create_qp_ex(struct ibv_context *ctx,
 /* srq.c */
 struct ibv_srq *sofv_create_srq_ex(struct ibv_context *ctx,
 				   struct ibv_srq_init_attr_ex *attr);
+/* xrc.c: XRC domains, SRQ numbers, ibv_open_qp */
+struct ibv_xrcd *sofv_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr);
+int sofv_close_xrcd(struct ibv_xrcd *xrcd);
+int sofv_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_qp *sofv_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr);
+/* qp.c: ibv_open_qp's QP object, of the segment memfd (taken) */
+struct ibv_qp *sofv_qp_opened(struct ibv_context *ctx, const struct ibv_qp_open_attr *attr,
+			      const struct sof_create_qp_rep *rep, int memfd);
 
 /* Ask the daemon to raise an asynchronous event at the owner of an object
  * (SOF_NOTIFY_*). 0 or -errno. Defined in rpc.c. */

@@ -31,12 +31,23 @@ struct ibv_srq *sofv_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_
 	int err;
 	void *p;
 
-	if (attr->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD)) {
+	bool xrc = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_XRC;
+
+	if (attr->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+					  IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ)) {
 		err = EOPNOTSUPP;
 		goto err_out;
 	}
-	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC) {
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC &&
+	    !xrc) {
 		err = EOPNOTSUPP;
+		goto err_out;
+	}
+	/* an XRC SRQ names its domain and the CQ its receives complete on */
+	if (xrc && (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd ||
+		    attr->xrcd->context != ctx || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+		    !attr->cq || attr->cq->context != ctx)) {
+		err = EINVAL;
 		goto err_out;
 	}
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd || attr->pd->context != ctx ||
@@ -73,11 +84,16 @@ struct ibv_srq *sofv_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_
 	req.pd = srq->pd->handle;
 	req.size = srq->size;
 	req.max_sge = srq->max_sge;
+	if (xrc) {
+		req.xrcd = to_sxrcd(attr->xrcd)->handle;
+		req.cq = to_scq(attr->cq)->handle;
+	}
 	err = -sofv_rpc(s, SOF_OP_CREATE_SRQ, &req, sizeof(req), &srq->memfd, 1, &rep, sizeof(rep),
 			NULL, NULL);
 	if (err)
 		goto err_unmap;
 	srq->handle = rep.srq;
+	srq->srqn = xrc ? rep.srqn & 0xffffff : 0;
 	/* mapped for good; the daemon hands the descriptor to executors */
 	close(srq->memfd);
 	srq->memfd = -1;

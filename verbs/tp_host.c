@@ -303,6 +303,14 @@ static void prog_mr_done(const struct tp_qp *m, uint8_t *p, uint64_t written)
 
 static void flow_seen(const struct roce_addr *a);
 
+/* XRC QPs run in the daemon's engine, never here */
+static bool prog_xrc_srq(struct tp_qp *qp, uint32_t srqn)
+{
+	(void)qp;
+	(void)srqn;
+	return false;
+}
+
 static const struct tp_host_ops prog_ops = {
     .log = prog_log,
     .qp_find = prog_qp_find,
@@ -314,6 +322,7 @@ static const struct tp_host_ops prog_ops = {
     .cq_kick = prog_cq_kick,
     .qp_error = prog_qp_error,
     .srq_limit = prog_srq_limit,
+    .xrc_srq = prog_xrc_srq,
     .flow_seen = flow_seen,
 };
 

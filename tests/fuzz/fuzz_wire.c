@@ -100,6 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	want[8] &= 0x80; /* BTH Resv7 */
 	if (oi->flags & ROCE_F_DETH)
 		want[ROCE_BTH_LEN + 4] = 0; /* DETH Resv8 */
+	if (oi->flags & ROCE_F_XRCETH)
+		want[ROCE_BTH_LEN] = 0; /* XRCETH Resv8 (no DETH before it in XRC) */
 	if (memcmp(hdr, want, n))
 		FAIL("%s: rewritten header differs", oi->name);
 

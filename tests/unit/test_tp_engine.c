@@ -17,6 +17,11 @@
  * Requester and completer: a WRITE sent and completed by its ACK, a
  * sequence-error NAK that sends it again, an RNR NAK that waits and
  * sends it again, a remote access NAK that fails it and flushes the next.
+ * XRC (the XRC annex): a TGT QP delivers a SEND to the SRQ its XRCETH
+ * names (the host's xrc_srq) and answers with an XRC ACK; an SRQ the host
+ * refuses is an invalid-request NAK that ends the QP; an INI QP's WRITE
+ * leaves as an XRC opcode with the WQE's SRQ number in the XRCETH and
+ * completes by an XRC ACK.
  */
 #include "harness.h"
 
@@ -41,6 +46,7 @@
 #define IOVA 0x100000ull
 #define EPSN 1000u /* the responder's first expected PSN */
 #define SPSN 5000u /* the requester's first PSN */
+#define XRC_SRQN 0x00abcdu /* the XRC SRQ the test host knows */
 
 static const uint8_t local4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
 static const uint8_t peer4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2};
@@ -63,7 +69,14 @@ static struct {
 	unsigned nsent;
 	uint32_t last_event; /* the asynchronous event of the last qp_error */
 	unsigned errors;
+	struct sof_srq_shm *srq_shm; /* XRC TGT world: the XRC SRQ */
+	struct tp_srq srq;
 } w;
+
+/* The QP type of the next world_up (RC unless a test says otherwise) and
+ * the XRC SRQ number its packets and WQEs carry. */
+static uint32_t world_type = IBV_QPT_RC;
+static uint32_t world_xrcsrq;
 
 /* ---- the test host -------------------------------------------------------- */
 
@@ -123,6 +136,15 @@ static void host_qp_error(struct tp_qp *qp, uint32_t event)
 
 static void host_srq_limit(struct tp_srq *srq) { (void)srq; }
 
+static bool host_xrc_srq(struct tp_qp *qp, uint32_t srqn)
+{
+	if (srqn != XRC_SRQN || !w.srq_shm)
+		return false;
+	qp->srq = &w.srq;
+	qp->recv_cq = &w.rcq;
+	return true;
+}
+
 static const struct tp_host_ops test_host = {
     .log = host_log,
     .qp_find = host_qp_find,
@@ -134,6 +156,7 @@ static const struct tp_host_ops test_host = {
     .cq_kick = host_cq_kick,
     .qp_error = host_qp_error,
     .srq_limit = host_srq_limit,
+    .xrc_srq = host_xrc_srq,
     .flow_seen = NULL,
 };
 
@@ -231,7 +254,7 @@ static void world_up(void)
 	w.scq = (struct tp_cq){.shm = w.scq_shm, .evfd = -1};
 	w.rcq = (struct tp_cq){.shm = w.rcq_shm, .evfd = -1};
 	w.qp = (struct tp_qp){.qpn = QPN,
-			      .type = IBV_QPT_RC,
+			      .type = world_type,
 			      .shm = w.qshm,
 			      .rq_size = RQ_SIZE,
 			      .rq_max_sge = MAX_SGE,
@@ -242,6 +265,17 @@ static void world_up(void)
 			      .sq_stride = stride,
 			      .send_cq = &w.scq,
 			      .recv_cq = &w.rcq};
+	if (world_type == IBV_QPT_XRC_RECV) {
+		/* a TGT QP: no CQ, no receive queue; its SRQ is the host's */
+		size_t slen = SOF_SRQ_RQ_OFF + (size_t)RQ_SIZE * SOF_RWQE_STRIDE(MAX_SGE);
+
+		w.srq_shm = aligned_alloc(SOF_CACHELINE, (slen + 63) & ~(size_t)63);
+		CHECK(w.srq_shm != NULL);
+		memset(w.srq_shm, 0, slen);
+		w.srq = (struct tp_srq){.shm = w.srq_shm, .size = RQ_SIZE, .max_sge = MAX_SGE};
+		w.qp.send_cq = w.qp.recv_cq = NULL;
+		w.qp.rq_size = 0;
+	}
 	CHECK_EQ(tp_start_unplugged(&test_host, w.counters, w.drops), 0);
 	tp.port = &test_port;
 	modify(IBV_QPS_INIT, IBV_QP_ACCESS_FLAGS);
@@ -261,6 +295,7 @@ static void world_down(void)
 	free(w.scq_shm);
 	free(w.rcq_shm);
 	free(w.mem);
+	free(w.srq_shm);
 }
 
 /* ---- steps ------------------------------------------------------------------ */
@@ -307,15 +342,18 @@ static const struct sof_cqe *cq_last(const struct sof_cq_shm *s)
 
 static void post_recv(uint32_t len)
 {
-	uint32_t tail = atomic_load(&w.qshm->rq.tail);
-	uint8_t *slot = (uint8_t *)w.qshm + SOF_QP_RQ_OFF +
-			(size_t)(tail & (RQ_SIZE - 1)) * SOF_RWQE_STRIDE(MAX_SGE);
+	/* an XRC TGT world receives through its SRQ */
+	struct sof_ring_idx *idx = w.srq_shm ? &w.srq_shm->rq : &w.qshm->rq;
+	uint8_t *ring = w.srq_shm ? (uint8_t *)w.srq_shm + SOF_SRQ_RQ_OFF
+				  : (uint8_t *)w.qshm + SOF_QP_RQ_OFF;
+	uint32_t tail = atomic_load(&idx->tail);
+	uint8_t *slot = ring + (size_t)(tail & (RQ_SIZE - 1)) * SOF_RWQE_STRIDE(MAX_SGE);
 	struct sof_rwqe r = {.wr_id = 100 + tail, .num_sge = 1};
 	struct sof_sge sge = {.addr = IOVA, .length = len, .lkey = KEY_RW};
 
 	memcpy(slot, &r, sizeof(r));
 	memcpy(slot + sizeof(r), &sge, sizeof(sge));
-	atomic_store(&w.qshm->rq.tail, tail + 1);
+	atomic_store(&idx->tail, tail + 1);
 }
 
 static void post_write(uint32_t len, uint32_t rkey)
@@ -328,7 +366,8 @@ static void post_write(uint32_t len, uint32_t rkey)
 			     .send_flags = IBV_SEND_SIGNALED,
 			     .num_sge = 1,
 			     .rkey = rkey,
-			     .remote_addr = 0x700000};
+			     .remote_addr = 0x700000,
+			     .remote_qpn = world_xrcsrq};
 	struct sof_sge sge = {.addr = IOVA, .length = len, .lkey = KEY_RW};
 
 	memcpy(slot, &e, sizeof(e));
@@ -355,6 +394,7 @@ static void packet_in(const struct step *s)
 	h.va = IOVA;
 	h.dmalen = s->len;
 	h.syndrome = s->syndrome;
+	h.xrcsrq = world_xrcsrq;
 	memcpy(a.src, peer4, 16);
 	memcpy(a.dst, local4, 16);
 	tp_recv(&h, payload, s->len, &a);
@@ -640,6 +680,83 @@ TEST(comp_remote_access_flushes)
 	world_down();
 }
 
+/* ---- XRC ------------------------------------------------------------------ */
+
+#define XRC(op) (ROCE_SVC_XRC | ROCE_##op)
+
+TEST(xrc_tgt_send_to_srq)
+{
+	const struct step steps[] = {
+	    {S_RECV, .len = 256, .e = {0}},
+	    {S_IN, XRC(SEND_ONLY), 0, 100, .e = {.nsent = V(0), .rcqe = V(1)}},
+	    {S_BATCH,
+	     .e = {.nsent = V(1), .opcode = V(XRC(ACK)), .syndrome = V(ACK), .psn = V(0)}},
+	    /* an RC request is not for an XRC TGT QP: dropped */
+	    {S_IN, ROCE_SEND_ONLY, 1, 100, .e = {.nsent = V(0), .rcqe = V(1)}},
+	    {S_END, .e = {0}},
+	};
+	const struct sof_cqe *c;
+
+	world_type = IBV_QPT_XRC_RECV;
+	world_xrcsrq = XRC_SRQN;
+	run_steps(steps);
+	c = cq_last(w.rcq_shm);
+	CHECK_EQ(c->status, IBV_WC_SUCCESS);
+	CHECK_EQ(c->qp_num, QPN); /* the TGT QP, on the SRQ's CQ */
+	CHECK_EQ(c->byte_len, 100);
+	CHECK_EQ(c->wr_id, 100);
+	CHECK_EQ(w.drops[SOF_DROP_qp_type], 1);
+	world_down();
+	world_type = IBV_QPT_RC;
+	world_xrcsrq = 0;
+}
+
+TEST(xrc_tgt_wrong_srq_nak)
+{
+	const struct step steps[] = {
+	    {S_RECV, .len = 256, .e = {0}},
+	    /* an SRQ the host does not give: invalid request, the QP ends */
+	    {S_IN, XRC(SEND_ONLY), 0, 100,
+	     .e = {.nsent = V(1),
+		   .opcode = V(XRC(ACK)),
+		   .syndrome = V(NAK(ROCE_NAK_INV_REQ)),
+		   .psn = V(0),
+		   .rcqe = V(0),
+		   .state = V(IBV_QPS_ERR)}},
+	    {S_END, .e = {0}},
+	};
+
+	world_type = IBV_QPT_XRC_RECV;
+	world_xrcsrq = XRC_SRQN + 1;
+	run_steps(steps);
+	CHECK_EQ(w.last_event, IBV_EVENT_QP_REQ_ERR);
+	world_down();
+	world_type = IBV_QPT_RC;
+	world_xrcsrq = 0;
+}
+
+TEST(xrc_ini_write_acked)
+{
+	const struct step steps[] = {
+	    {S_WRITE, .len = 100, .rkey = 0x99,
+	     .e = {.nsent = V(1), .opcode = V(XRC(WRITE_ONLY)), .psn = V(0), .scqe = V(0)}},
+	    /* an RC ACK is not for an XRC INI QP: dropped */
+	    {S_IN, ROCE_ACK, 0, .syndrome = ACK, .e = {.nsent = V(0), .scqe = V(0)}},
+	    {S_IN, XRC(ACK), 0, .syndrome = ACK,
+	     .e = {.nsent = V(0), .scqe = V(1), .status = V(IBV_WC_SUCCESS)}},
+	    {S_END, .e = {0}},
+	};
+
+	world_type = IBV_QPT_XRC_SEND;
+	world_xrcsrq = XRC_SRQN;
+	run_steps(steps);
+	CHECK_EQ(w.sent[0].h.xrcsrq, XRC_SRQN);
+	CHECK_EQ(w.sent[0].h.rkey, 0x99);
+	world_down();
+	world_type = IBV_QPT_RC;
+	world_xrcsrq = 0;
+}
+
 int main(void)
 {
 	RUN(resp_send_ack_duplicate);
@@ -652,5 +769,8 @@ int main(void)
 	RUN(req_sequence_nak_resends);
 	RUN(req_rnr_nak_waits);
 	RUN(comp_remote_access_flushes);
+	RUN(xrc_tgt_send_to_srq);
+	RUN(xrc_tgt_wrong_srq_nak);
+	RUN(xrc_ini_write_acked);
 	return test_summary();
 }

@@ -30,7 +30,7 @@
 static bool implemented(unsigned op)
 {
 	return op <= 0x14 || op == 0x16 || op == 0x17 || (op >= 0x20 && op <= 0x2b) || op == 0x64 ||
-	       op == 0x65;
+	       op == 0x65 || (op >= 0xa0 && op <= 0xb4) || op == 0xb6 || op == 0xb7;
 }
 
 static size_t ext_len(uint32_t f)
@@ -38,7 +38,8 @@ static size_t ext_len(uint32_t f)
 	return (f & ROCE_F_RETH ? ROCE_RETH_LEN : 0) + (f & ROCE_F_AETH ? ROCE_AETH_LEN : 0) +
 	       (f & ROCE_F_ATMETH ? ROCE_ATMETH_LEN : 0) +
 	       (f & ROCE_F_ATMACK ? ROCE_ATMACK_LEN : 0) + (f & ROCE_F_IMMDT ? ROCE_IMMDT_LEN : 0) +
-	       (f & ROCE_F_IETH ? ROCE_IETH_LEN : 0) + (f & ROCE_F_DETH ? ROCE_DETH_LEN : 0);
+	       (f & ROCE_F_IETH ? ROCE_IETH_LEN : 0) + (f & ROCE_F_DETH ? ROCE_DETH_LEN : 0) +
+	       (f & ROCE_F_XRCETH ? ROCE_XRCETH_LEN : 0);
 }
 
 static int popcount(uint32_t v) { return __builtin_popcount(v); }
@@ -115,6 +116,7 @@ static void check_fields(const struct roce_hdr *a, const struct roce_hdr *b)
 	CHECK_EQ((f & ROCE_F_IETH) ? a->inv_rkey : 0, b->inv_rkey);
 	CHECK_EQ((f & ROCE_F_DETH) ? a->qkey : 0, b->qkey);
 	CHECK_EQ((f & ROCE_F_DETH) ? a->sqpn & ROCE_QPN_MASK : 0, b->sqpn);
+	CHECK_EQ((f & ROCE_F_XRCETH) ? a->xrcsrq & ROCE_QPN_MASK : 0, b->xrcsrq);
 }
 
 TEST(opcode_table)
@@ -155,12 +157,20 @@ TEST(opcode_table)
 			CHECK(f & ROCE_F_DETH);
 			CHECK_EQ(f & ~ROCE_F_DETH, roce_opinfo(op & ~ROCE_SVC_MASK)->flags);
 			break;
+		case ROCE_SVC_XRC:
+			CHECK(strncmp(oi->name, "XRC ", 4) == 0);
+			/* RC's operation; its requests carry the XRCETH */
+			CHECK_EQ(f & ~ROCE_F_XRCETH, roce_opinfo(op & ~ROCE_SVC_MASK)->flags);
+			CHECK_EQ(!!(f & ROCE_F_XRCETH), !!(f & ROCE_F_REQ));
+			CHECK(strcmp(oi->name + 4, roce_opinfo(op & ~ROCE_SVC_MASK)->name + 3) ==
+			      0);
+			break;
 		default:
 			CHECK(0);
 		}
 		CHECK_EQ(popcount(f & (ROCE_F_REQ | ROCE_F_RESP)), 1);
 		kind = f & (ROCE_F_SEND | ROCE_F_WRITE | ROCE_F_READ | ROCE_F_ATOMIC);
-		CHECK_EQ(popcount(kind), op == ROCE_ACK ? 0 : 1);
+		CHECK_EQ(popcount(kind), (op & ~ROCE_SVC_MASK) == ROCE_ACK ? 0 : 1);
 		/* FIRST, MIDDLE, LAST, or FIRST|LAST (an ONLY) */
 		CHECK(f & (ROCE_F_FIRST | ROCE_F_MIDDLE | ROCE_F_LAST));
 		if (f & ROCE_F_MIDDLE)
@@ -183,7 +193,7 @@ TEST(opcode_table)
 		CHECK_EQ(!!(f & ROCE_F_COMP),
 			 f & ROCE_F_SEND || (f & ROCE_F_WRITE && f & ROCE_F_IMMDT));
 	}
-	CHECK_EQ(n, 23 + 12 + 2);
+	CHECK_EQ(n, 23 + 12 + 2 + 23);
 	CHECK_EQ(max, ROCE_MAX_HDR);
 	CHECK(strcmp(roce_opinfo(ROCE_UD_SEND_ONLY)->name, "UD SEND_ONLY") == 0);
 	CHECK_EQ(roce_opinfo(ROCE_UD_SEND_ONLY)->hdr_len, 20);
@@ -191,13 +201,17 @@ TEST(opcode_table)
 	CHECK_EQ(roce_opinfo(ROCE_CMP_SWAP)->hdr_len, 40);
 	CHECK(strcmp(roce_opinfo(0x2b)->name, "UC WRITE_ONLY_IMM") == 0);
 	CHECK_EQ(roce_opinfo(0x2b)->hdr_len, 32);
-	/* RD, CNP, XRC, reserved: not implemented */
+	CHECK(strcmp(roce_opinfo(0xb3)->name, "XRC CMP_SWAP") == 0);
+	CHECK_EQ(roce_opinfo(0xb3)->hdr_len, 44);
+	CHECK_EQ(roce_opinfo(0xa4)->hdr_len, 16); /* XRC SEND_ONLY: BTH + XRCETH */
+	CHECK_EQ(roce_opinfo(0xb1)->hdr_len, 16); /* XRC ACK: BTH + AETH */
+	/* RD, CNP, reserved: not implemented */
 	CHECK(roce_opinfo(0x15) == NULL);
 	CHECK(roce_opinfo(0x2c) == NULL);
 	CHECK(roce_opinfo(0x44) == NULL);
 	CHECK(roce_opinfo(0x60) == NULL);
 	CHECK(roce_opinfo(0x81) == NULL);
-	CHECK(roce_opinfo(0xa4) == NULL);
+	CHECK(roce_opinfo(0xb5) == NULL);
 }
 
 TEST(drop_names)
@@ -226,7 +240,7 @@ static void pattern(struct roce_hdr *h, uint8_t op, int k)
 		h->se = h->migreq = h->fecn = h->becn = h->ackreq = true;
 		h->pad = 3;
 		h->pkey = 0xffff;
-		h->dqpn = h->psn = h->msn = h->sqpn = 0xffffffff;
+		h->dqpn = h->psn = h->msn = h->sqpn = h->xrcsrq = 0xffffffff;
 		h->va = h->swap_add = h->compare = h->orig = UINT64_MAX;
 		h->rkey = h->dmalen = h->imm_be = h->inv_rkey = h->qkey = 0xffffffff;
 		h->syndrome = 0xff;
@@ -250,6 +264,7 @@ static void pattern(struct roce_hdr *h, uint8_t op, int k)
 	h->inv_rkey = 0x80000009;
 	h->qkey = 0x8000000a;
 	h->sqpn = 0x80000b;
+	h->xrcsrq = 0x80000c;
 }
 
 TEST(roundtrip_every_opcode)
@@ -838,12 +853,38 @@ TEST(psn_diff)
 	CHECK_EQ(roce_psn_diff(5, 0x12000003), 2);
 }
 
+/* XRC (IBTA XRC annex): the XRCETH follows the BTH (before the RETH),
+ * Resv8 then the 24-bit XRC SRQ number; responses carry none */
+TEST(xrceth_positions)
+{
+	static const uint8_t want[32] = {
+	    0xa6, 0x00, 0xff, 0xff, 0x00, 0x12, 0x34, 0x56, 0x00, 0x00, 0x00, 0x07,
+	    0x00, 0xab, 0xcd, 0xef,					/* XRCETH */
+	    0x00, 0x00, 0x7f, 0x00, 0x00, 0x00, 0x10, 0x00,		/* RETH VA */
+	    0x11, 0x22, 0x33, 0x44, 0x00, 0x00, 0x20, 0x00};		/* R_Key, length */
+	struct roce_hdr h = {.opcode = ROCE_SVC_XRC | ROCE_WRITE_FIRST,
+			     .pkey = 0xffff,
+			     .dqpn = 0x123456,
+			     .psn = 7,
+			     .xrcsrq = 0xabcdef,
+			     .va = 0x7f0000001000ull,
+			     .rkey = 0x11223344,
+			     .dmalen = 0x2000};
+	uint8_t buf[ROCE_MAX_HDR];
+
+	CHECK_EQ(roce_hdr_write(buf, &h), sizeof(want));
+	CHECK_MEM(buf, want, sizeof(want));
+	h.opcode = ROCE_SVC_XRC | ROCE_ACK;
+	CHECK_EQ(roce_hdr_write(buf, &h), ROCE_BTH_LEN + ROCE_AETH_LEN);
+}
+
 int main(void)
 {
 	RUN(opcode_table);
 	RUN(drop_names);
 	RUN(roundtrip_every_opcode);
 	RUN(bth_bit_positions);
+	RUN(xrceth_positions);
 	RUN(write_unknown_opcode);
 	RUN(reject_short);
 	RUN(reject_version);

@@ -19,6 +19,13 @@ bool sof_wr_opcode_allowed(uint32_t qp_type, uint32_t wr_opcode)
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return qp_type == IBV_QPT_RC;
+	/* IBA 10.7.3.1: binds and local invalidation on connected QPs;
+	 * SEND with invalidate exists only in RC's opcodes (9.2, table 38) */
+	case IBV_WR_BIND_MW:
+	case IBV_WR_LOCAL_INV:
+		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC;
+	case IBV_WR_SEND_WITH_INV:
+		return qp_type == IBV_QPT_RC;
 	default:
 		return false;
 	}
@@ -42,6 +49,10 @@ uint32_t sof_wc_opcode(uint32_t wr_opcode)
 		return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return IBV_WC_FETCH_ADD;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
 	default:
 		return IBV_WC_SEND;
 	}

@@ -87,17 +87,25 @@ void sof_tp_mr_release(struct sofd_mr *mr)
 	mr->base = NULL;
 }
 
-/* tp_host_ops.mr_ptr: the region's daemon mapping, made on first use. */
+/* tp_host_ops.mr_ptr: the region's daemon mapping, made on first use; a
+ * window's key reaches its region through sofd_key_resolve (ops_mw.c). */
 static uint8_t *host_mr_ptr(const struct tp_qp *tq, uint32_t key, uint64_t va, uint64_t len,
 			    uint32_t need)
 {
 	const struct sofd_qp *qp = sof_container_of(tq, struct sofd_qp, tq);
-	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, key);
+	struct sofd_key_view v;
+	/* an lkey (local access of a WQE) is a region's, never a window's */
+	bool local = !(need & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			       IBV_ACCESS_REMOTE_ATOMIC));
+	struct sofd_mr *mr;
 
-	if (!mr || mr->pd != qp->pd || (mr->access & need) != need)
+	if (sofd_key_resolve(key, local, &v) || v.pd != qp->pd || (v.access & need) != need)
 		return NULL;
-	if (va < mr->iova || len > mr->length || va - mr->iova > mr->length - len)
+	if (v.qpn && v.qpn != qp->qpn)
 		return NULL;
+	if (va < v.iova || len > v.length || va - v.iova > v.length - len)
+		return NULL;
+	mr = v.mr;
 	if (!mr->map && mr_map(mr))
 		return NULL;
 	/* writes need a writable mapping (remote write implies local write) */
@@ -105,7 +113,7 @@ static uint8_t *host_mr_ptr(const struct tp_qp *tq, uint32_t key, uint64_t va, u
 	     (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !mr->map_rw)
 		return NULL;
-	return mr->base + (va - mr->iova);
+	return mr->base + v.off + (va - v.iova);
 }
 
 static const struct sof_gid_entry *host_gid(uint32_t index)

@@ -183,7 +183,9 @@ static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key, uint32_
 			goto out;
 		total += rep->runs[i].length;
 	}
-	if (rep->page_off >= 4096 || rep->length > total - rep->page_off)
+	/* a window (win_off) is a range of its region's pages */
+	if (rep->page_off >= 4096 || rep->win_off > total - rep->page_off ||
+	    rep->length > total - rep->page_off - rep->win_off)
 		goto out;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -219,7 +221,7 @@ static struct sofv_rmr *rmr_open(struct sofv_context *ctx, uint32_t key, uint32_
 	if (!rw)
 		m->access &= ~(uint32_t)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
 					 IBV_ACCESS_LOCAL_WRITE);
-	m->base = (uint8_t *)m->map + rep->page_off;
+	m->base = (uint8_t *)m->map + rep->page_off + rep->win_off;
 	goto out;
 
 err_mr:

@@ -279,9 +279,13 @@ static uint8_t *prog_mr_ptr(const struct tp_qp *m, uint32_t key, uint64_t va, ui
 	} else {
 		pthread_rwlock_rdlock(&s->obj_lock);
 		mr = sof_hmap_get(&s->mrs, key);
+		if (!mr) { /* a window of this process (mw.c), never cached */
+			uint8_t *p = sofv_mw_ptr(s, e->qp, key, va, len, need);
+
+			pthread_rwlock_unlock(&s->obj_lock);
+			return p;
+		}
 		pthread_rwlock_unlock(&s->obj_lock);
-		if (!mr)
-			return NULL;
 		eng.mrs[slot].key = key;
 		eng.mrs[slot].gen = gen;
 		eng.mrs[slot].mr = mr;

@@ -202,23 +202,27 @@ int sofd_op_bind_mw(struct sofd_req *rq, struct sofd_rep *rp)
  * QP's PD; remotely only a type 2 window, bound to that QP. Local
  * invalidation of a region's key is for fast-registered regions, which
  * this device has not. */
+int sofd_mw_invalidate(const struct sofd_qp *qp, uint32_t rkey, bool remote)
+{
+	struct sofd_mw *mw = sof_hmap_get(&sofd.mws, rkey >> 8);
+
+	if (!mw || mw->key != rkey || !mw->mr || mw->pd != qp->pd)
+		return -EINVAL;
+	if (mw->type == IBV_MW_TYPE_1 || (remote && mw->qpn != qp->qpn))
+		return -EINVAL;
+	mw_invalidate(mw);
+	return 0;
+}
+
 int sofd_op_inval_mw(struct sofd_req *rq, struct sofd_rep *rp)
 {
 	const struct sof_inval_mw_req *req = rq->data;
 	struct sofd_qp *qp = sof_hmap_get(&sofd.qps, req->qpn);
-	struct sofd_mw *mw = sof_hmap_get(&sofd.mws, req->rkey >> 8);
 
 	(void)rp;
-	if (!qp || !mw)
+	if (!qp || (!req->remote && qp->owner != rq->c))
 		return -EINVAL;
-	if (!req->remote && qp->owner != rq->c)
-		return -EINVAL;
-	if (mw->key != req->rkey || !mw->mr || mw->pd != qp->pd)
-		return -EINVAL;
-	if (mw->type == IBV_MW_TYPE_1 || (req->remote && mw->qpn != qp->qpn))
-		return -EINVAL;
-	mw_invalidate(mw);
-	return 0;
+	return sofd_mw_invalidate(qp, req->rkey, req->remote != 0);
 }
 
 int sofd_key_resolve(uint32_t key, bool mr_only, struct sofd_key_view *v)

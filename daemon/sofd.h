@@ -340,6 +340,9 @@ int sofd_key_resolve(uint32_t key, bool mr_only, struct sofd_key_view *v);
 /* the windows bound to mr (of its owner) become invalid; a window's release */
 void sofd_mr_unbind_mws(struct sofd_mr *mr);
 void sofd_mw_release(struct sofd_mw *mw);
+/* invalidate window rkey for qp (remote: a SEND with invalidate to qp);
+ * 0 or -EINVAL */
+int sofd_mw_invalidate(const struct sofd_qp *qp, uint32_t rkey, bool remote);
 /* whether some window is bound to mr */
 bool sofd_mr_has_mws(const struct sofd_mr *mr);
 

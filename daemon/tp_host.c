@@ -144,7 +144,13 @@ static void host_srq_limit(struct tp_srq *ts)
 	sofd_async_send(srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED, srq->handle);
 }
 
+static int host_mw_invalidate(const struct tp_qp *tq, uint32_t rkey)
+{
+	return sofd_mw_invalidate(sof_container_of(tq, struct sofd_qp, tq), rkey, true);
+}
+
 static const struct tp_host_ops host_ops = {
+    .mw_invalidate = host_mw_invalidate,
     .log = host_log,
     .qp_find = host_qp_find,
     .mr_ptr = host_mr_ptr,

@@ -113,16 +113,17 @@ static uint8_t seg_opcode(const struct sof_tqp *t, const struct tp_swqe *w, uint
 {
 	bool first = off == 0, last = off + n >= w->len;
 	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool inv = w->opcode == IBV_WR_SEND_WITH_INV; /* RC only (sof_wr_opcode_allowed) */
 	uint8_t svc = t->qp->type == IBV_QPT_UC ? ROCE_SVC_UC : ROCE_SVC_RC;
 	uint8_t op;
 
-	if (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) {
+	if (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM || inv) {
 		if (first && last)
-			op = imm ? ROCE_SEND_ONLY_IMM : ROCE_SEND_ONLY;
+			op = inv ? ROCE_SEND_ONLY_INV : imm ? ROCE_SEND_ONLY_IMM : ROCE_SEND_ONLY;
 		else if (first)
 			op = ROCE_SEND_FIRST;
 		else if (last)
-			op = imm ? ROCE_SEND_LAST_IMM : ROCE_SEND_LAST;
+			op = inv ? ROCE_SEND_LAST_INV : imm ? ROCE_SEND_LAST_IMM : ROCE_SEND_LAST;
 		else
 			op = ROCE_SEND_MIDDLE;
 	} else {
@@ -168,6 +169,8 @@ static int send_segment(struct sof_tqp *t, struct tp_swqe *w)
 	}
 	if (last) {
 		h.imm_be = w->imm_be;
+		/* IETH (IBA 9.3.7): the library keeps the rkey in imm_data */
+		h.inv_rkey = w->imm_be;
 		h.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
 	}
 	h.ackreq = t->qp->type == IBV_QPT_RC &&

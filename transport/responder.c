@@ -144,6 +144,11 @@ static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byt
 		c.imm_data = h->imm_be;
 		c.wc_flags |= IBV_WC_WITH_IMM;
 	}
+	/* ibv_wc.invalidated_rkey shares imm_data, in host order */
+	if (status == IBV_WC_SUCCESS && (roce_opinfo(h->opcode)->flags & ROCE_F_IETH)) {
+		c.imm_data = h->inv_rkey;
+		c.wc_flags |= IBV_WC_WITH_INV;
+	}
 	c.solicited = h->se;
 	t->rcv_active = false;
 	if (sof_cq_push_daemon(cq->shm, &c) == 1 && cq->evfd >= 0)
@@ -419,6 +424,15 @@ static void do_send(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f, con
 		fatal_nak(t, ROCE_NAK_REM_OP_ERR, h->psn, 0);
 		return;
 	}
+	/* SEND with invalidate: the window goes before the receive completes
+	 * (IBA 9.4.1.1); a key this QP may not invalidate is an invalid
+	 * request (as rxe, class J) */
+	if ((f & ROCE_F_IETH) &&
+	    (!tp.host->mw_invalidate || tp.host->mw_invalidate(t->qp, h->inv_rkey))) {
+		recv_cqe(t, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, h, 0);
+		fatal_nak(t, ROCE_NAK_INV_REQ, h->psn, IBV_EVENT_QP_REQ_ERR);
+		return;
+	}
 	t->rcv_off += paylen;
 	t->epsn = (t->epsn + 1) & ROCE_PSN_MASK;
 	tp_ack_due(t);
@@ -589,12 +603,6 @@ static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	}
 	/* every packet but the last of a message carries a full MTU */
 	if ((f & ROCE_F_PAYLOAD) && (paylen > t->mtu || (!(f & ROCE_F_LAST) && paylen != t->mtu))) {
-		invalid_request(t, h->psn);
-		return;
-	}
-	/* SEND with invalidate needs memory windows, which the device has
-	 * not: an opcode it does not support (IBA 9.7.5.2.4, class B) */
-	if (f & ROCE_F_IETH) {
 		invalid_request(t, h->psn);
 		return;
 	}

@@ -99,6 +99,10 @@ struct tp_host_ops {
 	void (*qp_error)(struct tp_qp *qp, uint32_t event);
 	/* srq fell below its armed limit (IBA 11.5.2.4) */
 	void (*srq_limit)(struct tp_srq *srq);
+	/* optional: invalidate the memory window rkey as a SEND with
+	 * invalidate to qp asks (IBA 9.4.1.1, 10.6.7.2.4); 0, or -errno when
+	 * qp may not (NULL: never) */
+	int (*mw_invalidate)(const struct tp_qp *qp, uint32_t rkey);
 	/* optional: an RC/UC packet came from a flow that a tp_flow_socket
 	 * could take (not called for packets read from one) */
 	void (*flow_seen)(const struct roce_addr *a);

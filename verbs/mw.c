@@ -148,9 +148,8 @@ int sofv_mw_exec_bind(struct sofv_qp *qp, const struct sofv_swqe *w)
 	return 0;
 }
 
-int sofv_mw_exec_inv(struct sofv_qp *qp, uint32_t qpn, uint32_t rkey, bool remote)
+int sofv_mw_inv(struct sofv_context *s, uint32_t qpn, uint32_t rkey, bool remote)
 {
-	struct sofv_context *s = to_sctx(qp->qpx.qp_base.context);
 	struct sof_inval_mw_req req = {.qpn = qpn, .rkey = rkey, .remote = remote};
 
 	return sofv_rpc(s, SOF_OP_INVAL_MW, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);

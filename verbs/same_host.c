@@ -470,7 +470,7 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		 * request (rxe: class J) */
 		if (!rq_nonempty(r))
 			return rnr(qp, w, r);
-		if (sofv_mw_exec_inv(qp, r->qpn, w->imm_data, true)) {
+		if (sofv_mw_inv(ctx, r->qpn, w->imm_data, true)) {
 			rqp_fail(ctx, r, SOF_NOTIFY_QP_REQ_ERR);
 			return fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
 		}
@@ -649,7 +649,7 @@ static enum exec_res exec_local(struct sofv_qp *qp, struct sofv_swqe *w)
 	if (w->opcode == IBV_WR_BIND_MW)
 		err = sofv_mw_exec_bind(qp, w);
 	else
-		err = sofv_mw_exec_inv(qp, qp->qpn, w->imm_data, false);
+		err = sofv_mw_inv(to_sctx(qp->qpx.qp_base.context), qp->qpn, w->imm_data, false);
 	if (err)
 		return fail_wqe(qp, w,
 				w->opcode == IBV_WR_BIND_MW ? IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR);

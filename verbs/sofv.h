@@ -169,7 +169,7 @@ static inline bool sofv_wr_is_local(uint32_t opcode)
 	return opcode == IBV_WR_BIND_MW || opcode == IBV_WR_LOCAL_INV;
 }
 int sofv_mw_exec_bind(struct sofv_qp *qp, const struct sofv_swqe *w);
-int sofv_mw_exec_inv(struct sofv_qp *qp, uint32_t qpn, uint32_t rkey, bool remote);
+int sofv_mw_inv(struct sofv_context *ctx, uint32_t qpn, uint32_t rkey, bool remote);
 uint8_t *sofv_mw_ptr(struct sofv_context *ctx, const struct sofv_qp *qp, uint32_t key,
 		     uint64_t va, uint64_t len, uint32_t need);
 

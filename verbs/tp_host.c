@@ -298,7 +298,15 @@ static uint8_t *prog_mr_ptr(const struct tp_qp *m, uint32_t key, uint64_t va, ui
 
 static void flow_seen(const struct roce_addr *a);
 
+/* Through the daemon, which holds the windows (verbs/mw.c); the engine
+ * lock may be held: an RPC takes no engine lock. */
+static int prog_mw_invalidate(const struct tp_qp *m, uint32_t rkey)
+{
+	return sofv_mw_inv(eng.ctx, m->qpn, rkey, true);
+}
+
 static const struct tp_host_ops prog_ops = {
+    .mw_invalidate = prog_mw_invalidate,
     .log = prog_log,
     .qp_find = prog_qp_find,
     .mr_ptr = prog_mr_ptr,

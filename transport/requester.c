@@ -233,6 +233,21 @@ static int gather_buf(void *arg, uint8_t *dst, uint32_t len)
 	return 0;
 }
 
+/* ATOMIC WRITE (IBA 1.5): RETH and the 8 bytes, as the consumer gave them
+ * (ibv_wr_atomic_write keeps them in compare_add) */
+static void send_atomic_write(struct sof_tqp *t, struct tp_swqe *w)
+{
+	struct roce_hdr h;
+
+	bth(t, &h, ROCE_SVC_RC | ROCE_ATOMIC_WRITE, t->psn);
+	h.ackreq = true;
+	h.va = w->remote_addr;
+	h.rkey = w->rkey;
+	h.dmalen = 8;
+	tp_send(&t->path, &h, 8, gather_buf, &w->compare_add);
+	t->psn = (t->psn + 1) & ROCE_PSN_MASK;
+}
+
 /* A datagram to a group: gathered once, so that the wire and the QPs
  * attached on this host get the same bytes; sent once to the group's
  * address, then delivered here. 0 or -EACCES (the local SGEs). */
@@ -410,6 +425,9 @@ void tp_req_progress(struct sof_tqp *t)
 		}
 		if (w->opcode == IBV_WR_RDMA_READ) {
 			send_read(t, w);
+			r = 1;
+		} else if (w->opcode == IBV_WR_ATOMIC_WRITE) {
+			send_atomic_write(t, w);
 			r = 1;
 		} else if (sof_wr_is_rd_atomic(w->opcode)) {
 			send_atomic(t, w);

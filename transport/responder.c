@@ -376,6 +376,17 @@ static void duplicate(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 		serve_read(t, h->psn, h->va, h->rkey, h->dmalen);
 		return;
 	}
+	if (op == ROCE_ATOMIC_WRITE) {
+		r = res_find(t, h->psn, TP_RES_ATOMIC);
+		if (!r || r->psn != h->psn) {
+			decided(t, h->psn, TP_RESP_DUP_DROP);
+			tp_drop(SOF_DROP_psn);
+			return;
+		}
+		decided(t, h->psn, TP_RESP_DUPLICATE);
+		serve_read(t, h->psn, 0, 0, 0);
+		return;
+	}
 	if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD) {
 		r = res_find(t, h->psn, TP_RES_ATOMIC);
 		if (!r || r->psn != h->psn) {
@@ -585,6 +596,41 @@ static void do_atomic(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 static void uc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
 		      const uint8_t *payload, uint32_t paylen);
 
+/* ATOMIC WRITE (IBA 1.5, 9.4.7): exactly 8 bytes to an aligned va, with
+ * remote write access, stored at once; a responder resource remembers it,
+ * so a duplicate is answered and not applied again. The answer is a
+ * zero-length RDMA READ Response Only (as rxe). */
+static void do_atomic_write(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+			    uint32_t paylen)
+{
+	struct tp_res *r;
+	uint64_t *p, v;
+
+	if (!t->max_dest_rd_atomic || h->dmalen != 8 || paylen != 8 || (h->va & 7)) {
+		invalid_request(t, h->psn);
+		return;
+	}
+	p = (uint64_t *)(void *)tp_mr_ptr(t->qp, h->rkey, h->va, 8, IBV_ACCESS_REMOTE_WRITE);
+	if (!p || !(t->access & IBV_ACCESS_REMOTE_WRITE)) {
+		access_error(t, h->psn);
+		return;
+	}
+	if ((uintptr_t)p & 7) { /* see do_atomic */
+		invalid_request(t, h->psn);
+		return;
+	}
+	memcpy(&v, payload, 8);
+	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+	r = res_new(t);
+	r->type = TP_RES_ATOMIC;
+	r->psn = h->psn;
+	r->npkts = 1;
+	t->ack_pending = false;
+	t->msn++;
+	t->epsn = (h->psn + 1) & ROCE_PSN_MASK;
+	serve_read(t, h->psn, 0, 0, 0);
+}
+
 /* Execute a request with the expected PSN. */
 static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
 		    uint32_t paylen)
@@ -614,6 +660,8 @@ static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		do_read(t, h);
 	else if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD)
 		do_atomic(t, h, op);
+	else if (op == ROCE_ATOMIC_WRITE)
+		do_atomic_write(t, h, payload, paylen);
 	else
 		invalid_request(t, h->psn);
 }

@@ -591,6 +591,26 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		break;
 	}
 
+	case IBV_WR_ATOMIC_WRITE: {
+		uint64_t *p = NULL;
+
+		/* as the responder of transport/responder.c: aligned, remote
+		 * write access, the 8 bytes stored at once */
+		if (w->remote_addr & 7) {
+			rqp_fail(ctx, r, SOF_NOTIFY_QP_REQ_ERR);
+			return fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
+		}
+		m = qp_rmr_get(qp, w->rkey, r->qpn, SOF_MR_REMOTE, NULL);
+		if (m && (qacc & IBV_ACCESS_REMOTE_WRITE) && (m->access & IBV_ACCESS_REMOTE_WRITE))
+			p = (uint64_t *)rmr_ptr(m, w->remote_addr, 8);
+		if (!p) {
+			rqp_fail(ctx, r, SOF_NOTIFY_QP_ACCESS_ERR);
+			return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
+		}
+		__atomic_store_n(p, w->compare_add, __ATOMIC_SEQ_CST);
+		break;
+	}
+
 	default:
 		return fail_wqe(qp, w, IBV_WC_LOC_QP_OP_ERR);
 	}

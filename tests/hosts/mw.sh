@@ -6,7 +6,8 @@
 # window, IBV_WC_REM_ACCESS_ERR outside it or without the access, after
 # LOCAL_INV, after SEND_WITH_INV with IBV_WC_WITH_INV and the rkey at the
 # receiver, IBV_WC_MW_BIND_ERR and the QP in ERROR for invalid binds,
-# dealloc of a bound window):
+# dealloc of a bound window; ibv_wr_atomic_write inside a window and
+# refused through a read-only one):
 #   - on one host (both processes in host a: the same-host executor);
 #   - between hosts a <- b, each side's transport in its process;
 #   - between hosts with SOFTOFED_ENGINE=daemon (the daemons' engines);
@@ -22,7 +23,7 @@ set -u
 sof_init
 
 PORT=19950
-PHASES="t1 t1-ro t1-noat t2-inv t2-sinv badbind dealloc"
+PHASES="t1 t1-ro t1-noat aw-ro t2-inv t2-sinv badbind dealloc"
 
 # check NAME: both outputs of the last pair name every phase and "ok"
 check() {
@@ -66,7 +67,27 @@ if ! sof_hosts_up 2; then
 fi
 
 pair "one host" a a
+# the wire as Wireshark sees it (sof_capture_check), with SEND with
+# invalidate (0x17) and ATOMIC WRITE (0x1d) and their answers on it
+cap=$SOF_TMP/mw.pcap
+capturing=no
+sof_capture_start hosts/mw.cap "$cap" veth0 a && capturing=yes
 pair "a <- b, engines in the programs" a b
+if [ $capturing = yes ]; then
+	sof_capture_stop hosts/mw.cap
+	sof_capture_check "hosts/mw capture" "$cap"
+	miss=""
+	for op in 0x17 0x1d 0x10 0x12; do
+		case " $SOF_CAP_OPCODES " in *" $op "*) ;; *) miss="$miss $op" ;; esac
+	done
+	if [ -z "$miss" ]; then
+		ok "hosts/mw capture: SEND_ONLY_WITH_INVALIDATE, ATOMIC_WRITE, their answers on the wire"
+	else
+		not_ok "hosts/mw capture: opcodes" "missing:$miss (seen: $SOF_CAP_OPCODES)"
+	fi
+else
+	not_ok "hosts/mw capture" "the capture did not start"
+fi
 SOFTOFED_ENGINE=daemon pair "a <- b, SOFTOFED_ENGINE=daemon" a b
 
 # ---- a dead owner's windows: released by the daemon

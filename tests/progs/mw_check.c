@@ -13,7 +13,9 @@
  *            that crosses the window's end is IBV_WC_REM_ACCESS_ERR and
  *            writes nothing
  *   t1-ro    the same window rebound read-only: READ ok, WRITE refused
+ *            (ibv_wr_atomic_write through it stores its 8 bytes)
  *   t1-noat  the same (type 1: any QP of the PD), fetch-and-add refused
+ *   aw-ro    the same, ibv_wr_atomic_write refused (it needs remote write)
  *   t2-inv   type 2 window bound with ibv_wr_bind_mw (rkey by
  *            ibv_inc_rkey), WRITE/READ/compare-and-swap ok, then
  *            ibv_wr_local_inv: the next WRITE is refused
@@ -83,7 +85,8 @@ static struct ibv_qp *make_qp(struct res *r)
 	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
 			    IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
 			    IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_BIND_MW |
-			    IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
+			    IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |
+			    IBV_QP_EX_WITH_ATOMIC_WRITE;
 	qp = ibv_create_qp_ex(r->ctx, &ia);
 	if (!qp)
 		hp_fail("ibv_create_qp_ex: %s", strerror(errno));
@@ -194,6 +197,27 @@ static enum ibv_wc_status rdma(struct res *r, struct ibv_qp *qp, enum ibv_wr_opc
 	return wc.status;
 }
 
+/* Client: ibv_wr_atomic_write of the 8 bytes at v. */
+static enum ibv_wc_status atomic_write(struct res *r, struct ibv_qp *qp, uint32_t rkey,
+				       uint64_t raddr, const uint8_t *v)
+{
+	struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(qp);
+	struct ibv_wc wc;
+
+	ibv_wr_start(qx);
+	qx->wr_id = 8;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qx, rkey, raddr, v);
+	if (ibv_wr_complete(qx))
+		hp_fail("ibv_wr_complete (atomic_write): %s", strerror(errno));
+	wait_wc(r, &wc);
+	if (wc.status == IBV_WC_SUCCESS && wc.opcode != IBV_WC_ATOMIC_WRITE)
+		hp_fail("atomic write: completion opcode %d", wc.opcode);
+	return wc.status;
+}
+
+static const uint8_t aw_bytes[8] = {0xa1, 0xb2, 0xc3, 0xd4, 0xe5, 0xf6, 0x07, 0x18};
+
 static void must(const char *what, enum ibv_wc_status got, enum ibv_wc_status want)
 {
 	if (got != want)
@@ -281,6 +305,8 @@ static void client_t1(struct res *r, struct ibv_qp *qp, const struct hp_info *w)
 			hp_fail("FETCH_ADD returned 0x%llx, expected 0x%llx",
 				(unsigned long long)old, (unsigned long long)want);
 	}
+	must("ATOMIC_WRITE inside", atomic_write(r, qp, w->rkey, w->addr + 4104, aw_bytes),
+	     IBV_WC_SUCCESS);
 	must("WRITE across the window's end",
 	     rdma(r, qp, IBV_WR_RDMA_WRITE, w->rkey, w->addr + WIN_LEN - 8, 0, 16, 0, 0),
 	     IBV_WC_REM_ACCESS_ERR);
@@ -289,7 +315,7 @@ static void client_t1(struct res *r, struct ibv_qp *qp, const struct hp_info *w)
 
 static void server_t1_check(struct res *r)
 {
-	uint8_t exp[4096 + 8];
+	uint8_t exp[4096 + 16];
 	uint64_t v;
 
 	for (size_t i = 0; i < 4096; i++)
@@ -299,6 +325,7 @@ static void server_t1_check(struct res *r)
 	memcpy(&v, exp + 4096, 8);
 	v += 5;
 	memcpy(exp + 4096, &v, 8);
+	memcpy(exp + 4104, aw_bytes, 8);
 	check_region(r, "t1", WIN_OFF, exp, sizeof(exp));
 }
 
@@ -418,6 +445,11 @@ static void run_server(struct res *r)
 	hp_sync(r->sock, r->hp.secs);
 	check_region(r, "t1-noat", 0, NULL, 0);
 	phase_ok("t1-noat");
+	ibv_destroy_qp(qp);
+	qp = pair_up(r, &peer);
+	hp_sync(r->sock, r->hp.secs);
+	check_region(r, "aw-ro", 0, NULL, 0);
+	phase_ok("aw-ro");
 	ibv_destroy_qp(qp);
 
 	/* t2-inv: bind with ibv_wr_bind_mw, invalidate with ibv_wr_local_inv */
@@ -574,6 +606,12 @@ static void run_client(struct res *r)
 	     IBV_WC_REM_ACCESS_ERR);
 	hp_sync(r->sock, r->hp.secs);
 	phase_ok("t1-noat");
+	ibv_destroy_qp(qp);
+	qp = pair_up(r, &peer);
+	must("aw-ro ATOMIC_WRITE", atomic_write(r, qp, w.rkey, w.addr + 8, aw_bytes),
+	     IBV_WC_REM_ACCESS_ERR);
+	hp_sync(r->sock, r->hp.secs);
+	phase_ok("aw-ro");
 	ibv_destroy_qp(qp);
 
 	/* t2-inv */

@@ -220,8 +220,16 @@ int sofd_op_inval_mw(struct sofd_req *rq, struct sofd_rep *rp)
 	struct sofd_qp *qp = sof_hmap_get(&sofd.qps, req->qpn);
 
 	(void)rp;
-	if (!qp || (!req->remote && qp->owner != rq->c))
+	if (!qp)
 		return -EINVAL;
+	/* a remote invalidation comes from the QP's own engine (the owner)
+	 * or from the same-host executor of the QP connected to it */
+	if (qp->owner != rq->c) {
+		struct sofd_qp *peer = sof_hmap_get(&sofd.qps, qp->dest_qpn);
+
+		if (!req->remote || !peer || peer->owner != rq->c || peer->dest_qpn != qp->qpn)
+			return -EINVAL;
+	}
 	return sofd_mw_invalidate(qp, req->rkey, req->remote != 0);
 }
 

@@ -22,6 +22,9 @@
  *   t2-sinv  the window bound again by ibv_post_send(IBV_WR_BIND_MW); the
  *            client's ibv_wr_send_inv invalidates it: the receive has
  *            IBV_WC_WITH_INV and the rkey, the next WRITE is refused
+ *   t2-qp    a type 2 window serves only the QP that bound it: a WRITE
+ *            through another QP of the same PD is refused, through its own
+ *            it lands; then IBV_WR_LOCAL_INV by ibv_post_send
  *   badbind  binds that must fail with IBV_WC_MW_BIND_ERR and leave the QP
  *            in ERROR (the next WQE flushed): a region without
  *            IBV_ACCESS_MW_BIND, a window beyond the region, a region of
@@ -511,6 +514,34 @@ static void run_server(struct res *r)
 	phase_ok("t2-sinv");
 	ibv_destroy_qp(qp);
 
+	/* t2-qp: bound on qp, refused through qp2 */
+	server_fill(r);
+	qp = pair_up(r, &peer);
+	{
+		struct ibv_qp *qp2 = pair_up(r, &peer);
+		struct ibv_send_wr wr, *bad;
+		uint8_t exp[64];
+
+		server_bind_t2(qp, mw2, false, r->mr, waddr, WIN_LEN);
+		expect_wc(r, "type 2 bind (t2-qp)", IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+		tell_window(r, mw2->rkey, waddr, WIN_LEN, &dummy);
+		hp_sync(r->sock, r->hp.secs); /* the client is done */
+		for (size_t i = 0; i < 64; i++)
+			exp[i] = pat_byte(i, 7);
+		check_region(r, "t2-qp", WIN_OFF, exp, 64);
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 61;
+		wr.opcode = IBV_WR_LOCAL_INV;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.invalidate_rkey = mw2->rkey;
+		if (ibv_post_send(qp, &wr, &bad))
+			hp_fail("ibv_post_send (LOCAL_INV): %s", strerror(errno));
+		expect_wc(r, "LOCAL_INV (ibv_post_send)", IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+		ibv_destroy_qp(qp2);
+	}
+	phase_ok("t2-qp");
+	ibv_destroy_qp(qp);
+
 	/* badbind: on a QP connected to itself */
 	{
 		struct {
@@ -652,6 +683,27 @@ static void run_client(struct res *r)
 	     rdma(r, qp, IBV_WR_RDMA_WRITE, w.rkey, w.addr, 0, 64, 0, 0), IBV_WC_REM_ACCESS_ERR);
 	hp_sync(r->sock, r->hp.secs);
 	phase_ok("t2-sinv");
+	ibv_destroy_qp(qp);
+
+	/* t2-qp */
+	qp = pair_up(r, &peer);
+	{
+		struct ibv_qp *qp2 = pair_up(r, &peer);
+
+		tell_window(r, 0, 0, 0, &w);
+		for (size_t i = 0; i < 64; i++)
+			r->buf[i] = 0xee;
+		must("WRITE through another QP",
+		     rdma(r, qp2, IBV_WR_RDMA_WRITE, w.rkey, w.addr, 0, 64, 0, 0),
+		     IBV_WC_REM_ACCESS_ERR);
+		for (size_t i = 0; i < 64; i++)
+			r->buf[i] = pat_byte(i, 7);
+		must("WRITE through the bound QP",
+		     rdma(r, qp, IBV_WR_RDMA_WRITE, w.rkey, w.addr, 0, 64, 0, 0), IBV_WC_SUCCESS);
+		hp_sync(r->sock, r->hp.secs);
+		ibv_destroy_qp(qp2);
+	}
+	phase_ok("t2-qp");
 	ibv_destroy_qp(qp);
 
 	phase_ok("badbind");

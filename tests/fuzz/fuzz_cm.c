@@ -73,6 +73,7 @@ static struct sofd_conn *new_conn(int fd)
 	sof_list_init(&c->cqs);
 	sof_list_init(&c->srqs);
 	sof_list_init(&c->qps);
+	sof_list_init(&c->mws);
 	return c;
 }
 

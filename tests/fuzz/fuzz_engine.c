@@ -430,6 +430,7 @@ static void setup(void)
 	sof_list_init(&conn->cqs);
 	sof_list_init(&conn->srqs);
 	sof_list_init(&conn->qps);
+	sof_list_init(&conn->mws);
 	sof_list_add(&sofd.conns, &conn->link);
 	sofd.n.contexts = 1;
 

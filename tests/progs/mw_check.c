@@ -791,6 +791,15 @@ int main(int argc, char **argv)
 	else
 		run_server(&r);
 	hp_sync(r.sock, r.hp.secs);
+	if (ibv_dereg_mr(r.mr) || ibv_dereg_mr(r.mr_nobind) || ibv_dereg_mr(r.mr_pd2) ||
+	    ibv_destroy_cq(r.cq) || ibv_dealloc_pd(r.pd) || ibv_dealloc_pd(r.pd2) ||
+	    ibv_close_device(r.ctx))
+		hp_fail("tear-down: %s", strerror(errno));
+	free(r.buf);
+	free(r.buf2);
+	close(r.sock);
+	if (lsock >= 0)
+		close(lsock);
 	printf("ok\n");
 	return 0;
 }

@@ -745,7 +745,7 @@ int main(int argc, char **argv)
 {
 	struct ibv_device_attr da;
 	struct res r;
-	int c, lsock;
+	int c, lsock = -1;
 	bool keep = false;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -27,8 +27,9 @@
  *            it lands; then IBV_WR_LOCAL_INV by ibv_post_send
  *   badbind  binds that must fail with IBV_WC_MW_BIND_ERR and leave the QP
  *            in ERROR (the next WQE flushed): a region without
- *            IBV_ACCESS_MW_BIND, a window beyond the region, a region of
- *            another PD (server alone, on a QP connected to itself)
+ *            IBV_ACCESS_MW_BIND (on a QP connected to the client's), a
+ *            window beyond the region, a region of another PD (on a QP
+ *            connected to itself)
  *   dealloc  ibv_dereg_mr of a region with a bound window fails; after
  *            ibv_dealloc_mw of the bound window a WRITE is refused
  *
@@ -558,8 +559,12 @@ static void run_server(struct res *r)
 			struct ibv_send_wr wr, *b;
 			uint32_t before;
 
-			qp = make_qp(r);
-			connect_qp(r, qp, qp->qp_num, r->gid.raw, 0x2000);
+			if (i == 0) {
+				qp = pair_up(r, &peer);
+			} else {
+				qp = make_qp(r);
+				connect_qp(r, qp, qp->qp_num, r->gid.raw, 0x2000);
+			}
 			before = mw2->rkey;
 			server_bind_t2(qp, mw2, i == 1, bad[i].mr, bad[i].addr, bad[i].len);
 			memset(&wr, 0, sizeof(wr));
@@ -573,6 +578,8 @@ static void run_server(struct res *r)
 			qp_must_be_err(qp, bad[i].name);
 			mw2->rkey = before;
 			printf("badbind %s: IBV_WC_MW_BIND_ERR, QP in ERROR\n", bad[i].name);
+			if (i == 0)
+				hp_sync(r->sock, r->hp.secs);
 			ibv_destroy_qp(qp);
 		}
 		phase_ok("badbind");
@@ -706,7 +713,11 @@ static void run_client(struct res *r)
 	phase_ok("t2-qp");
 	ibv_destroy_qp(qp);
 
+	/* badbind: the server's first bad bind is on a QP connected to ours */
+	qp = pair_up(r, &peer);
+	hp_sync(r->sock, r->hp.secs);
 	phase_ok("badbind");
+	ibv_destroy_qp(qp);
 
 	/* dealloc */
 	qp = pair_up(r, &peer);

@@ -23,7 +23,7 @@ set -u
 sof_init
 
 PORT=19950
-PHASES="t1 t1-ro t1-noat aw-ro t2-inv t2-sinv t2-qp badbind dealloc"
+PHASES="t1 t1-ro t1-noat aw-ro t2-inv t2-sinv t2-qp badbind t2-zb dealloc"
 
 # check NAME: both outputs of the last pair name every phase and "ok"
 check() {

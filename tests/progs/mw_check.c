@@ -30,6 +30,9 @@
  *            IBV_ACCESS_MW_BIND (on a QP connected to the client's), a
  *            window beyond the region, a region of another PD (on a QP
  *            connected to itself)
+ *   t2-zb    a zero-based type 2 window (IBV_ACCESS_ZERO_BASED): remote
+ *            address 0 is the window's first byte; WRITE and READ inside,
+ *            a WRITE across its end refused
  *   dealloc  ibv_dereg_mr of a region with a bound window fails; after
  *            ibv_dealloc_mw of the bound window a WRITE is refused
  *
@@ -585,6 +588,37 @@ static void run_server(struct res *r)
 		phase_ok("badbind");
 	}
 
+	/* t2-zb */
+	server_fill(r);
+	qp = pair_up(r, &peer);
+	{
+		struct ibv_send_wr wr, *bad;
+		uint8_t exp[128];
+
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 71;
+		wr.opcode = IBV_WR_BIND_MW;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.bind_mw.mw = mw2;
+		wr.bind_mw.rkey = ibv_inc_rkey(mw2->rkey);
+		wr.bind_mw.bind_info.mr = r->mr;
+		wr.bind_mw.bind_info.addr = waddr;
+		wr.bind_mw.bind_info.length = WIN_LEN;
+		wr.bind_mw.bind_info.mw_access_flags =
+		    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ZERO_BASED;
+		if (ibv_post_send(qp, &wr, &bad))
+			hp_fail("ibv_post_send (zero-based bind): %s", strerror(errno));
+		mw2->rkey = wr.bind_mw.rkey;
+		expect_wc(r, "zero-based type 2 bind", IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+		tell_window(r, mw2->rkey, 0, WIN_LEN, &dummy);
+		hp_sync(r->sock, r->hp.secs); /* the client is done */
+		for (size_t i = 0; i < 128; i++)
+			exp[i] = pat_byte(i, 8);
+		check_region(r, "t2-zb", WIN_OFF + 256, exp, 128);
+	}
+	phase_ok("t2-zb");
+	ibv_destroy_qp(qp);
+
 	/* dealloc of a bound window */
 	server_fill(r);
 	qp = pair_up(r, &peer);
@@ -717,6 +751,32 @@ static void run_client(struct res *r)
 	qp = pair_up(r, &peer);
 	hp_sync(r->sock, r->hp.secs);
 	phase_ok("badbind");
+	ibv_destroy_qp(qp);
+
+	/* t2-zb: remote address 0 is the window's first byte */
+	qp = pair_up(r, &peer);
+	tell_window(r, 0, 0, 0, &w);
+	if (w.addr != 0)
+		hp_fail("t2-zb: the server told address 0x%llx", (unsigned long long)w.addr);
+	for (size_t i = 0; i < 128; i++)
+		r->buf[i] = pat_byte(i, 8);
+	must("t2-zb WRITE", rdma(r, qp, IBV_WR_RDMA_WRITE, w.rkey, 256, 0, 128, 0, 0),
+	     IBV_WC_SUCCESS);
+	memset(r->buf + 16384, 0, 512);
+	must("t2-zb READ", rdma(r, qp, IBV_WR_RDMA_READ, w.rkey, 0, 16384, 512, 0, 0),
+	     IBV_WC_SUCCESS);
+	for (size_t i = 0; i < 512; i++) {
+		uint8_t want = i >= 256 && i < 384 ? pat_byte(i - 256, 8) : init_byte(WIN_OFF + i);
+
+		if (r->buf[16384 + i] != want)
+			hp_fail("t2-zb READ byte %zu is 0x%02x, expected 0x%02x", i,
+				r->buf[16384 + i], want);
+	}
+	must("t2-zb WRITE across the end",
+	     rdma(r, qp, IBV_WR_RDMA_WRITE, w.rkey, WIN_LEN - 8, 0, 16, 0, 0),
+	     IBV_WC_REM_ACCESS_ERR);
+	hp_sync(r->sock, r->hp.secs);
+	phase_ok("t2-zb");
 	ibv_destroy_qp(qp);
 
 	/* dealloc */

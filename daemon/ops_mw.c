@@ -4,9 +4,9 @@
  * one (sofd_key_resolve): OPEN_MR (same-host executors) and the daemon's
  * transport engine (tp_host.c) both check through it.
  *
- * A window's key is index << 8 | an 8-bit key part: the consumer picks the
- * part of a type 2 window at each bind (ibv_inc_rkey), the daemon that of
- * a type 1 window. Windows live in sofd.mws by index; no region key shares
+ * A window's key is index << 8 | an 8-bit key part that the consumer picks
+ * at each bind (ibv_inc_rkey: for a type 2 window in the bind WQE, for
+ * type 1 ibv_bind_mw does it). Windows live in sofd.mws by index; no region key shares
  * a window's index (sofd_new_key). The library executes bind, local
  * invalidate and send-with-invalidate WQEs in send-queue order and asks
  * here (BIND_MW, INVAL_MW); a refusal becomes the WQE's error completion
@@ -24,17 +24,12 @@
 
 static struct sof_mw_rep mw_rep;
 
+/* A window's handle is its first key, whose index it keeps for life. */
 static struct sofd_mw *own_mw(struct sofd_conn *c, uint32_t handle)
 {
-	struct sofd_mw *mw;
+	struct sofd_mw *mw = sof_hmap_get(&sofd.mws, handle >> 8);
 
-	/* few windows per connection: a walk of the owner's list */
-	for (struct sof_link *l = c->mws.next; l != &c->mws; l = l->next) {
-		mw = sof_container_of(l, struct sofd_mw, link);
-		if (mw->handle == handle)
-			return mw;
-	}
-	return NULL;
+	return mw && mw->owner == c && mw->handle == handle ? mw : NULL;
 }
 
 static uint32_t new_mw_index(void)

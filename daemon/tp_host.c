@@ -150,7 +150,6 @@ static int host_mw_invalidate(const struct tp_qp *tq, uint32_t rkey)
 }
 
 static const struct tp_host_ops host_ops = {
-    .mw_invalidate = host_mw_invalidate,
     .log = host_log,
     .qp_find = host_qp_find,
     .mr_ptr = host_mr_ptr,
@@ -160,6 +159,7 @@ static const struct tp_host_ops host_ops = {
     .cq_kick = host_cq_kick,
     .qp_error = host_qp_error,
     .srq_limit = host_srq_limit,
+    .mw_invalidate = host_mw_invalidate,
     .flow_seen = NULL, /* the daemon's sockets are the group's, not a flow's */
 };
 

@@ -306,7 +306,6 @@ static int prog_mw_invalidate(const struct tp_qp *m, uint32_t rkey)
 }
 
 static const struct tp_host_ops prog_ops = {
-    .mw_invalidate = prog_mw_invalidate,
     .log = prog_log,
     .qp_find = prog_qp_find,
     .mr_ptr = prog_mr_ptr,
@@ -316,6 +315,7 @@ static const struct tp_host_ops prog_ops = {
     .cq_kick = prog_cq_kick,
     .qp_error = prog_qp_error,
     .srq_limit = prog_srq_limit,
+    .mw_invalidate = prog_mw_invalidate,
     .flow_seen = flow_seen,
 };
 

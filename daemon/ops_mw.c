@@ -272,6 +272,19 @@ void sofd_mr_unbind_mws(struct sofd_mr *mr)
 	}
 }
 
+/* A type 2 window bound to a QP that goes can never be used again (only
+ * that QP could reach it): invalid, so a later QP given the same number
+ * does not inherit it. */
+void sofd_qp_unbind_mws(struct sofd_qp *qp)
+{
+	for (struct sof_link *l = qp->owner->mws.next; l != &qp->owner->mws; l = l->next) {
+		struct sofd_mw *mw = sof_container_of(l, struct sofd_mw, link);
+
+		if (mw->mr && mw->qpn == qp->qpn)
+			mw_invalidate(mw);
+	}
+}
+
 bool sofd_mr_has_mws(const struct sofd_mr *mr)
 {
 	for (struct sof_link *l = mr->owner->mws.next; l != &mr->owner->mws; l = l->next)

@@ -224,6 +224,7 @@ void sofd_qp_release(struct sofd_qp *qp)
 {
 	sof_tp_mcast_qp_release(qp);
 	sof_tp_qp_release(qp);
+	sofd_qp_unbind_mws(qp);
 	if (qp->steered)
 		sof_tp_steer_del(qp->qpn);
 	sof_hmap_del(&sofd.qps, qp->qpn);

@@ -343,6 +343,8 @@ void sofd_mw_release(struct sofd_mw *mw);
 /* invalidate window rkey for qp (remote: a SEND with invalidate to qp);
  * 0 or -EINVAL */
 int sofd_mw_invalidate(const struct sofd_qp *qp, uint32_t rkey, bool remote);
+/* the type 2 windows bound to qp become invalid (qp goes) */
+void sofd_qp_unbind_mws(struct sofd_qp *qp);
 /* whether some window is bound to mr */
 bool sofd_mr_has_mws(const struct sofd_mr *mr);
 

@@ -32,6 +32,7 @@ check() {
 		grep -q "^phase $p ok$" "$SOF_PAIR_SRV_OUT" || miss="$miss server:$p"
 		grep -q "^phase $p ok$" "$SOF_PAIR_CLI_OUT" || miss="$miss client:$p"
 	done
+	grep -q "^phase t2-qpgone ok$" "$SOF_PAIR_SRV_OUT" || miss="$miss server:t2-qpgone"
 	if [ -z "$miss" ] && grep -q '^ok$' "$SOF_PAIR_SRV_OUT" && grep -q '^ok$' "$SOF_PAIR_CLI_OUT"; then
 		ok "hosts/mw: $name: every phase ($(grep -c '^badbind' "$SOF_PAIR_SRV_OUT") invalid binds, $(grep '^invalidated_rkey' "$SOF_PAIR_SRV_OUT"))"
 	else

@@ -33,6 +33,8 @@
  *   t2-zb    a zero-based type 2 window (IBV_ACCESS_ZERO_BASED): remote
  *            address 0 is the window's first byte; WRITE and READ inside,
  *            a WRITE across its end refused
+ *   t2-qpgone (server alone) a type 2 window whose QP was destroyed is
+ *            invalid: it binds again
  *   dealloc  ibv_dereg_mr of a region with a bound window fails; after
  *            ibv_dealloc_mw of the bound window a WRITE is refused
  *
@@ -639,6 +641,15 @@ static void run_server(struct res *r)
 		check_region(r, "dealloc", WIN_OFF, exp, 256);
 	}
 	phase_ok("dealloc");
+	ibv_destroy_qp(qp);
+
+	/* t2-qpgone: the window t2-zb left bound went with its QP, so it
+	 * binds again (a bound type 2 window would refuse) */
+	qp = make_qp(r);
+	connect_qp(r, qp, qp->qp_num, r->gid.raw, 0x4000);
+	server_bind_t2(qp, mw2, true, r->mr, waddr, 4096);
+	expect_wc(r, "type 2 bind once its QP was destroyed", IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	phase_ok("t2-qpgone");
 	ibv_destroy_qp(qp);
 	if (ibv_dealloc_mw(mw1) || ibv_dealloc_mw(mw2))
 		hp_fail("ibv_dealloc_mw");

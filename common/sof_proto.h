@@ -64,6 +64,10 @@ enum sof_op {
 	SOF_OP_OPEN_XRCD,     /* sof_open_xrcd_req: an XRC domain, shared by file */
 	SOF_OP_CLOSE_XRCD,    /* sof_xrcd_req */
 	SOF_OP_OPEN_XRC_QP,   /* sof_open_xrc_qp_req: ibv_open_qp of an XRC TGT QP */
+	SOF_OP_ALLOC_MW,      /* sof_alloc_mw_req -> sof_mw_rep */
+	SOF_OP_DEALLOC_MW,    /* sof_mw_req */
+	SOF_OP_BIND_MW,       /* sof_bind_mw_req -> sof_mw_rep: a bind WQE executed */
+	SOF_OP_INVAL_MW,      /* sof_inval_mw_req: LOCAL_INV or SEND_WITH_INV executed */
 	/* the connection manager: sof_cm_proto.h */
 	SOF_OP_CM_CHANNEL,
 	SOF_OP_CM_CREATE_ID,
@@ -419,7 +423,42 @@ struct sof_open_mr_rep {
 	uint32_t slot;
 	uint32_t nruns;
 	uint64_t gen;
+	uint64_t win_off;         /* a window: its first byte's offset in the region */
 	struct sof_mr_run runs[SOF_MAX_MR_RUNS];
+};
+
+/* ---- memory windows (ibv_alloc_mw(3), ibv_bind_mw(3), IBA 10.6.7) ------ */
+
+struct sof_alloc_mw_req {
+	uint32_t pd;
+	uint32_t type;            /* IBV_MW_TYPE_1 or IBV_MW_TYPE_2 */
+};
+struct sof_mw_req {
+	uint32_t handle;
+	uint32_t rsvd;
+};
+struct sof_bind_mw_req {
+	uint32_t handle;
+	uint32_t qpn;             /* the QP whose send queue executes the bind */
+	uint32_t rkey;            /* type 2: the new rkey (ibv_inc_rkey) */
+	uint32_t lkey;            /* the region; length 0: unbind (type 1) */
+	uint64_t addr;
+	uint64_t length;
+	uint32_t access;          /* mw_access_flags */
+	uint32_t rsvd;
+};
+struct sof_mw_rep {
+	uint32_t handle;
+	uint32_t rkey;
+	uint32_t slot;            /* the window's generation (changes when it */
+	uint32_t rsvd;            /* is bound, invalidated or freed) */
+	uint64_t gen;
+};
+struct sof_inval_mw_req {
+	uint32_t qpn;             /* the QP that executes it */
+	uint32_t rkey;
+	uint32_t remote;          /* SEND_WITH_INV: type 2 windows only */
+	uint32_t rsvd;
 };
 
 enum sof_notify_kind {

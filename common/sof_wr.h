@@ -12,7 +12,8 @@
 /* Whether a QP of qp_type (enum ibv_qp_type) accepts the send opcode
  * wr_opcode (enum ibv_wr_opcode): IBA 9.8.3, 10.7.3.1. */
 bool sof_wr_opcode_allowed(uint32_t qp_type, uint32_t wr_opcode);
-/* RDMA READ or an atomic: needs responder resources (IBA 9.7.5.1.4). */
+/* RDMA READ or an atomic (ATOMIC WRITE included): needs responder
+ * resources (IBA 9.7.5.1.4). */
 bool sof_wr_is_rd_atomic(uint32_t wr_opcode);
 /* The enum ibv_wc_opcode of the completion of a send work request. */
 uint32_t sof_wc_opcode(uint32_t wr_opcode);

@@ -21,6 +21,15 @@ bool sof_wr_opcode_allowed(uint32_t qp_type, uint32_t wr_opcode)
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		/* an XRC INI QP sends what an RC QP sends (XRC annex) */
 		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_XRC_SEND;
+	case IBV_WR_ATOMIC_WRITE:
+		return qp_type == IBV_QPT_RC;
+	/* IBA 10.7.3.1: binds and local invalidation on connected QPs;
+	 * SEND with invalidate exists only in RC's opcodes (9.2, table 38) */
+	case IBV_WR_BIND_MW:
+	case IBV_WR_LOCAL_INV:
+		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC;
+	case IBV_WR_SEND_WITH_INV:
+		return qp_type == IBV_QPT_RC;
 	default:
 		return false;
 	}
@@ -29,7 +38,7 @@ bool sof_wr_opcode_allowed(uint32_t qp_type, uint32_t wr_opcode)
 bool sof_wr_is_rd_atomic(uint32_t wr_opcode)
 {
 	return wr_opcode == IBV_WR_RDMA_READ || wr_opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       wr_opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	       wr_opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || wr_opcode == IBV_WR_ATOMIC_WRITE;
 }
 
 uint32_t sof_wc_opcode(uint32_t wr_opcode)
@@ -44,6 +53,12 @@ uint32_t sof_wc_opcode(uint32_t wr_opcode)
 		return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
 	default:
 		return IBV_WC_SEND;
 	}

@@ -102,6 +102,7 @@ void sofd_accept(void)
 		sof_list_init(&c->cqs);
 		sof_list_init(&c->srqs);
 		sof_list_init(&c->qps);
+		sof_list_init(&c->mws);
 		ev.data.ptr = &c->p;
 		if (epoll_ctl(sofd.epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			sofd_log("epoll_ctl: %s", strerror(errno));
@@ -147,10 +148,10 @@ void sofd_conn_close(struct sofd_conn *c, const char *why)
 		sofd.n.contexts--;
 	sof_list_del(&c->link);
 	sofd_log("conn %u closed (%s): pid %d uid %u; released pds %u mrs %u cqs %u "
-		 "srqs %u qps %u",
+		 "srqs %u qps %u mws %u",
 		 c->id, why, (int)c->pid, (unsigned)c->uid, before.pds - sofd.n.pds,
 		 before.mrs - sofd.n.mrs, before.cqs - sofd.n.cqs, before.srqs - sofd.n.srqs,
-		 before.qps - sofd.n.qps);
+		 before.qps - sofd.n.qps, before.mws - sofd.n.mws);
 	free(c);
 }
 

@@ -196,6 +196,9 @@ static int op_dereg_mr(struct sofd_req *rq, struct sofd_rep *rp)
 	(void)rp;
 	if (!mr || mr->owner != rq->c)
 		return -ENOENT;
+	/* as rxe: not while a window is bound to it (IBA 10.6.7.1) */
+	if (sofd_mr_has_mws(mr))
+		return -EINVAL;
 	sofd_mr_release(mr);
 	return 0;
 }
@@ -704,42 +707,49 @@ static int op_open_mr(struct sofd_req *rq, struct sofd_rep *rp)
 	const struct sof_open_mr_req *req = rq->data;
 	struct sof_open_mr_rep *r = &rbuf.open_mr;
 	struct sofd_qp *qp = sof_hmap_get(&sofd.qps, req->qpn);
-	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, req->key);
+	struct sofd_key_view v;
+	struct sofd_mr *mr;
 	uint32_t wr;
 	bool ro;
 
 	if (req->use < SOF_MR_REMOTE || req->use > SOF_MR_XRC_LOCAL)
 		return -EINVAL;
-	if (!mr)
+	if (sofd_key_resolve(req->key, req->use == SOF_MR_LOCAL || req->use == SOF_MR_XRC_LOCAL,
+			     &v))
 		return -EACCES;
+	mr = v.mr;
 	if (req->use >= SOF_MR_XRC_REMOTE) {
 		/* qpn is an XRC SRQ number: its PD (and owner) decide */
-		if (sofd_xrc_mr_check(mr, req->qpn, req->use))
+		if (sofd_xrc_mr_check(mr, v.pd, req->qpn, req->use))
 			return -EACCES;
 	} else {
 		if (!qp)
 			return -EACCES;
 		/* A receive WQE taken from an SRQ may use a region of the SRQ's PD. */
-		if (mr->pd != qp->pd &&
-		    !(req->use == SOF_MR_LOCAL && qp->srq && mr->pd == qp->srq->pd))
+		if (v.pd != qp->pd &&
+		    !(req->use == SOF_MR_LOCAL && qp->srq && v.pd == qp->srq->pd))
+			return -EACCES;
+		/* a type 2 window serves only the QP it is bound to */
+		if (v.qpn && v.qpn != qp->qpn)
 			return -EACCES;
 		if (req->use == SOF_MR_LOCAL && mr->owner != qp->owner)
 			return -EACCES;
 	}
-	if (req->access & ~mr->access)
+	if (req->access & ~v.access)
 		return -EACCES;
 	wr = req->use == SOF_MR_REMOTE || req->use == SOF_MR_XRC_REMOTE
 		 ? IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC
 		 : IBV_ACCESS_LOCAL_WRITE;
-	ro = !(mr->access & wr);
+	ro = !(v.access & wr);
 	memset(r, 0, offsetof(struct sof_open_mr_rep, runs));
-	r->iova = mr->iova;
-	r->length = mr->length;
+	r->iova = v.iova;
+	r->length = v.length;
+	r->win_off = v.off;
 	r->page_off = mr->page_off;
-	r->access = mr->access;
-	r->pd = mr->pd->handle;
-	r->slot = mr->slot;
-	r->gen = mr->gen;
+	r->access = v.access;
+	r->pd = v.pd->handle;
+	r->slot = v.slot;
+	r->gen = v.gen;
 	r->nruns = mr->nruns;
 	if (!mr->nruns) {
 		/* in place: the owner's whole address space, for its own user
@@ -757,7 +767,8 @@ static int op_open_mr(struct sofd_req *rq, struct sofd_rep *rp)
 			return -EAGAIN;
 		}
 		memset(r->runs, 0, sizeof(r->runs));
-		r->runs[0] = (struct sof_mr_run){.offset = mr->addr, .length = mr->length};
+		/* a window: its own first byte and length */
+		r->runs[0] = (struct sof_mr_run){.offset = mr->addr + v.off, .length = v.length};
 		rep_fd(rp, mr->mem->pmem_fd, false);
 		rep_fd(rp, mr->mem->fence_fd, false);
 		rp->len = sizeof(*r);
@@ -949,6 +960,10 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_NETDEVS] = {op_netdevs, "NETDEVS", 0, 0, false},
     [SOF_OP_NET_ENGINE] = {op_net_engine, "NET_ENGINE", 0, 0, true},
     [SOF_OP_NET_FLOW] = {op_net_flow, "NET_FLOW", sizeof(struct sof_net_flow_req), 0, true},
+    [SOF_OP_ALLOC_MW] = {sofd_op_alloc_mw, "ALLOC_MW", sizeof(struct sof_alloc_mw_req), 0, true},
+    [SOF_OP_DEALLOC_MW] = {sofd_op_dealloc_mw, "DEALLOC_MW", sizeof(struct sof_mw_req), 0, true},
+    [SOF_OP_BIND_MW] = {sofd_op_bind_mw, "BIND_MW", sizeof(struct sof_bind_mw_req), 0, true},
+    [SOF_OP_INVAL_MW] = {sofd_op_inval_mw, "INVAL_MW", sizeof(struct sof_inval_mw_req), 0, true},
     [SOF_OP_ATTACH_MCAST] = {op_mcast, "ATTACH_MCAST", sizeof(struct sof_mcast_req), 0, true},
     [SOF_OP_DETACH_MCAST] = {op_mcast, "DETACH_MCAST", sizeof(struct sof_mcast_req), 0, true},
     [SOF_OP_IMPORT] = {sofd_import, "IMPORT", sizeof(struct sof_import_req), 0, false},

@@ -338,11 +338,12 @@ struct sofd_srq *sofd_xrc_srq_find(const struct sofd_qp *qp, uint32_t srqn)
 	return srq;
 }
 
-int sofd_xrc_mr_check(const struct sofd_mr *mr, uint32_t srqn, uint32_t use)
+int sofd_xrc_mr_check(const struct sofd_mr *mr, const struct sofd_pd *pd, uint32_t srqn,
+		      uint32_t use)
 {
 	struct sofd_srq *srq = srqn ? sof_hmap_get(&xrc_srqs, srqn) : NULL;
 
-	if (!srq || mr->pd != srq->pd)
+	if (!srq || pd != srq->pd)
 		return -EACCES;
 	if (use == SOF_MR_XRC_LOCAL && mr->owner != srq->owner)
 		return -EACCES;

@@ -9,7 +9,7 @@
  * stops being used.
  *
  * When a connection closes, everything it owned is released in dependency
- * order (QPs, SRQs, CQs, MRs, PDs). Connected QPs of other connections whose
+ * order (QPs, SRQs, CQs, MWs, MRs, PDs). Connected QPs of other connections whose
  * peer was among the dying QPs are moved to ERROR through their shared
  * segment, their CQs are flagged for attention (and the completion channel
  * woken when armed), and their owners get IBV_EVENT_QP_FATAL.
@@ -149,7 +149,8 @@ uint32_t sofd_new_key(void)
 	for (;;) {
 		uint32_t k = sof_random32();
 
-		if (k && !sof_hmap_get(&sofd.mrs, k))
+		/* a window's index is never the top of a region's key */
+		if (k && !sof_hmap_get(&sofd.mrs, k) && !sof_hmap_get(&sofd.mws, k >> 8))
 			return k;
 	}
 }
@@ -179,6 +180,7 @@ void sofd_pd_release(struct sofd_pd *pd)
 void sofd_mr_release(struct sofd_mr *mr)
 {
 	sof_tp_mr_release(mr);
+	sofd_mr_unbind_mws(mr);
 	if (sof_hmap_get(&sofd.mrs, mr->key) == mr) /* else REREG_MR gave the key on */
 		sof_hmap_del(&sofd.mrs, mr->key);
 	sof_list_del(&mr->link);
@@ -223,6 +225,7 @@ void sofd_qp_release(struct sofd_qp *qp)
 {
 	sof_tp_mcast_qp_release(qp);
 	sof_tp_qp_release(qp);
+	sofd_qp_unbind_mws(qp);
 	if (qp->steered)
 		sof_tp_steer_del(qp->qpn);
 	sof_hmap_del(&sofd.qps, qp->qpn);
@@ -349,6 +352,8 @@ void sofd_release_all(struct sofd_conn *c)
 		sofd_srq_release(FIRST(&c->srqs, struct sofd_srq));
 	while (!sof_list_empty(&c->cqs))
 		sofd_cq_release(FIRST(&c->cqs, struct sofd_cq));
+	while (!sof_list_empty(&c->mws))
+		sofd_mw_release(FIRST(&c->mws, struct sofd_mw));
 	while (!sof_list_empty(&c->mrs))
 		sofd_mr_release(FIRST(&c->mrs, struct sofd_mr));
 	sofd_xrc_conn_release(c);

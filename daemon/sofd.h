@@ -43,7 +43,7 @@
 #define SOFD_CONN_MAX_XRCD 4096u /* XRCD handles (each may hold a file open) */
 
 struct sofd_counts {
-	uint32_t contexts, pds, mrs, cqs, srqs, qps;
+	uint32_t contexts, pds, mrs, cqs, srqs, qps, mws;
 	uint32_t xrcds; /* XRCD handles (ops_xrc.c) */
 	/* daemon-wide: MAD layer (multicast groups: tp_mcast_groups, the
 	 * connection manager's: cm_counts) */
@@ -100,7 +100,7 @@ struct sofd_conn {
 	 * first region in place (REG_MR), or -1 / NULL */
 	int pmem_fd, fence_fd;
 	struct sof_mem_fence *fence;
-	struct sof_link pds, mrs, cqs, srqs, qps;
+	struct sof_link pds, mrs, cqs, srqs, qps, mws;
 	struct sof_link link; /* in sofd.conns */
 	/* ibv_import_device (ops_import.c): an importer's connection acts as
 	 * the connection whose command socket it was given (alias; orphan once
@@ -148,6 +148,39 @@ struct sofd_mr {
 	size_t map_len;
 	uint8_t *base;
 	bool map_rw;
+};
+
+/* A memory window (IBA 10.6.7): a key of its own onto a range of a region,
+ * with access of its own. Type 1 is bound by ibv_bind_mw, type 2 (2B) by a
+ * bind WQE and then only usable through the QP that bound it. Its slot's
+ * generation changes at every bind, invalidation and release, so every
+ * executor's mapping of the old binding stops being used. */
+struct sofd_mw {
+	struct sof_link link; /* in owner->mws */
+	struct sofd_conn *owner;
+	struct sofd_pd *pd;
+	uint32_t handle;
+	uint32_t key;  /* index << 8 | the 8-bit key the consumer chose */
+	uint32_t type; /* IBV_MW_TYPE_1 or IBV_MW_TYPE_2 */
+	uint32_t slot;
+	uint64_t gen;
+	/* the binding; mr NULL: not bound (invalid) */
+	struct sofd_mr *mr;
+	uint64_t va, length, off; /* off: va's byte from mr->iova */
+	uint32_t access;
+	uint32_t qpn; /* type 2: the QP it is bound to */
+};
+
+/* What a remote key names (sofd_key_resolve): a region or a bound window,
+ * as the range, access and PD that a remote access must fit. */
+struct sofd_key_view {
+	struct sofd_mr *mr;
+	struct sofd_pd *pd;
+	uint64_t iova, length, off; /* iova: the first byte, at mr->iova + off */
+	uint32_t access;
+	uint32_t qpn; /* 0: any QP of the PD */
+	uint32_t slot;
+	uint64_t gen;
 };
 
 struct sofd_cq {
@@ -264,6 +297,7 @@ struct sofd {
 	/* registry */
 	struct sof_hmap pds;  /* handle -> struct sofd_pd */
 	struct sof_hmap mrs;  /* key    -> struct sofd_mr */
+	struct sof_hmap mws;  /* key >> 8 -> struct sofd_mw */
 	struct sof_hmap cqs;  /* handle -> struct sofd_cq */
 	struct sof_hmap srqs; /* handle -> struct sofd_srq */
 	struct sof_hmap qps;  /* qpn    -> struct sofd_qp */
@@ -394,11 +428,31 @@ int sofd_xrc_open_tgt(struct sofd_conn *c, struct sofd_qp *qp, const struct sof_
  * it is of qp's domain, else NULL. */
 struct sofd_srq *sofd_xrc_srq_find(const struct sofd_qp *qp, uint32_t srqn);
 /* OPEN_MR's check for the XRC uses: 0 or -EACCES. */
-int sofd_xrc_mr_check(const struct sofd_mr *mr, uint32_t srqn, uint32_t use);
+int sofd_xrc_mr_check(const struct sofd_mr *mr, const struct sofd_pd *pd, uint32_t srqn,
+		      uint32_t use);
 /* c closes: its handles on TGT QPs of others (before its QPs go), then its
  * XRCD handles (after its SRQs and QPs went). */
 void sofd_xrc_conn_release_opens(struct sofd_conn *c);
 void sofd_xrc_conn_release(struct sofd_conn *c);
+
+/* ops_mw.c: memory windows. The ops, 0 or -errno; */
+int sofd_op_alloc_mw(struct sofd_req *rq, struct sofd_rep *rp);
+int sofd_op_dealloc_mw(struct sofd_req *rq, struct sofd_rep *rp);
+int sofd_op_bind_mw(struct sofd_req *rq, struct sofd_rep *rp);
+int sofd_op_inval_mw(struct sofd_req *rq, struct sofd_rep *rp);
+/* the one place a remote key is resolved (OPEN_MR, the daemon's engine):
+ * a region (mr_only: lkeys) or a bound window; 0 or -EACCES; */
+int sofd_key_resolve(uint32_t key, bool mr_only, struct sofd_key_view *v);
+/* the windows bound to mr (of its owner) become invalid; a window's release */
+void sofd_mr_unbind_mws(struct sofd_mr *mr);
+void sofd_mw_release(struct sofd_mw *mw);
+/* invalidate window rkey for qp (remote: a SEND with invalidate to qp);
+ * 0 or -EINVAL */
+int sofd_mw_invalidate(const struct sofd_qp *qp, uint32_t rkey, bool remote);
+/* the type 2 windows bound to qp become invalid (qp goes) */
+void sofd_qp_unbind_mws(struct sofd_qp *qp);
+/* whether some window is bound to mr */
+bool sofd_mr_has_mws(const struct sofd_mr *mr);
 
 /* ---- registry.c --------------------------------------------------------------- */
 

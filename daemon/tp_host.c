@@ -224,26 +224,37 @@ static void host_mr_done(const struct tp_qp *tq, uint8_t *p, uint64_t written)
 }
 
 /* tp_host_ops.mr_ptr: the region's daemon mapping, made on first use (or
- * a copy of a region in place). */
+ * a copy of a region in place); a window's key reaches its region through
+ * sofd_key_resolve (ops_mw.c). */
 static uint8_t *host_mr_ptr(const struct tp_qp *tq, uint32_t key, uint64_t va, uint64_t len,
 			    uint32_t need)
 {
 	const struct sofd_qp *qp = sof_container_of(tq, struct sofd_qp, tq);
-	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, key);
-	bool probe = need & TP_MR_PROBE;
 	/* an XRC TGT QP has no PD: its request's SRQ has (XRC annex) */
 	const struct sofd_pd *pd = qp->xrc_cur ? qp->xrc_cur->pd : qp->pd;
+	bool probe = need & TP_MR_PROBE;
+	struct sofd_key_view v;
+	struct sofd_mr *mr;
+	uint64_t addr;
+	bool local;
 
 	need &= ~TP_MR_PROBE;
-	if (!mr || !pd || mr->pd != pd || (mr->access & need) != need)
+	/* an lkey (local access of a WQE) is a region's, never a window's */
+	local = !(need &
+		  (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC));
+	if (!pd || sofd_key_resolve(key, local, &v) || v.pd != pd || (v.access & need) != need)
 		return NULL;
-	if (va < mr->iova || len > mr->length || va - mr->iova > mr->length - len)
+	if (v.qpn && v.qpn != qp->qpn)
 		return NULL;
+	if (va < v.iova || len > v.length || va - v.iova > v.length - len)
+		return NULL;
+	mr = v.mr;
+	/* the byte's address in the process of mr->mem */
+	addr = mr->addr + v.off + (va - v.iova);
 	if (!mr->nruns && mr->inplace && probe)
-		return (uint8_t *)(uintptr_t)(mr->addr + (va - mr->iova)); /* not used */
+		return (uint8_t *)(uintptr_t)addr; /* not used */
 	if (!mr->nruns && mr->inplace)
-		return mr->mem->pmem_fd < 0 ? NULL
-					      : bounce(mr, mr->addr + (va - mr->iova), len, need);
+		return mr->mem->pmem_fd < 0 ? NULL : bounce(mr, addr, len, need);
 	if (!mr->map && mr_map(mr))
 		return NULL;
 	/* writes need a writable mapping (remote write implies local write) */
@@ -251,7 +262,7 @@ static uint8_t *host_mr_ptr(const struct tp_qp *tq, uint32_t key, uint64_t va, u
 	     (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !mr->map_rw)
 		return NULL;
-	return mr->base + (va - mr->iova);
+	return mr->base + v.off + (va - v.iova);
 }
 
 static const struct sof_gid_entry *host_gid(uint32_t index)
@@ -297,6 +308,11 @@ static bool host_xrc_srq(struct tp_qp *tq, uint32_t srqn)
 	return true;
 }
 
+static int host_mw_invalidate(const struct tp_qp *tq, uint32_t rkey)
+{
+	return sofd_mw_invalidate(sof_container_of(tq, struct sofd_qp, tq), rkey, true);
+}
+
 static const struct tp_host_ops host_ops = {
     .log = host_log,
     .qp_find = host_qp_find,
@@ -309,6 +325,7 @@ static const struct tp_host_ops host_ops = {
     .qp_error = host_qp_error,
     .srq_limit = host_srq_limit,
     .xrc_srq = host_xrc_srq,
+    .mw_invalidate = host_mw_invalidate,
     .flow_seen = NULL, /* the daemon's sockets are the group's, not a flow's */
 };
 

@@ -957,10 +957,11 @@ sof_capture_check() {
 	fi
 	ndec=$(awk -F '\t' '$2 != ""' "$out" | wc -l)
 	SOF_CAP_OPCODES=$(awk -F '\t' '$2 != "" { printf "0x%02x\n", $2 }' "$out" | sort -u | tr '\n' ' ')
-	# IBA 9.2 table 35: RC 0x00-0x14, 0x16, 0x17; UC 0x20-0x2b; UD 0x64,
-	# 0x65; CNP 0x81; XRC 0xa0-0xb4, 0xb6, 0xb7
-	bad_ops=$(awk -F '\t' '$2 != "" { o = $2 + 0
-		if (!(o <= 20 || o == 22 || o == 23 || (o >= 32 && o <= 43) ||
+	# IBA 9.2 table 35: RC 0x00-0x14, 0x16, 0x17, and 0x1d (ATOMIC WRITE,
+	# IBA 1.5: tshark 4.0 shows it as "Unknown (29)", not malformed); UC
+	# 0x20-0x2b; UD 0x64, 0x65; CNP 0x81; XRC 0xa0-0xb4, 0xb6, 0xb7
+	bad_ops=$(awk -F '	' '$2 != "" { o = $2 + 0
+		if (!(o <= 20 || o == 22 || o == 23 || o == 29 || (o >= 32 && o <= 43) ||
 		      o == 100 || o == 101 || o == 129 || (o >= 160 && o <= 180) ||
 		      o == 182 || o == 183)) printf "0x%02x ", o }' "$out" | head -c 200)
 	if [ "$ndec" -ne "$n" ]; then

@@ -16,9 +16,9 @@
 #      SOF_TEST_TIMEOUT seconds (default 600);
 #   4. tests/hosts/*.sh: hosts as network namespaces with RoCEv2 between
 #      them (topology, helper programs, pingpong, perftest, capture, bad
-#      packets, impairments, multicast), each bounded the same way; then bad
-#      packets, impairments and multicast again with the ASan/UBSan build's
-#      daemon.
+#      packets, impairments, multicast, memory windows), each bounded the
+#      same way; then bad packets, impairments, multicast and memory windows
+#      again with the ASan/UBSan build's daemon.
 #
 # A test that exits non-zero without printing a `not ok` line, prints no
 # result at all, or times out counts as one failure. Exit status 0 only when
@@ -243,8 +243,8 @@ done
 for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong.sh \
 	tests/hosts/perftest.sh tests/hosts/capture.sh tests/hosts/badpackets.sh \
 	tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/rdmacm.sh tests/hosts/engine.sh \
-	tests/hosts/flows.sh tests/hosts/libfabric.sh tests/hosts/ucx.sh tests/hosts/mpi.sh \
-	tests/hosts/dm.sh tests/hosts/ratelimit.sh tests/hosts/mr_kinds.sh \
+	tests/hosts/flows.sh tests/hosts/mw.sh tests/hosts/libfabric.sh tests/hosts/ucx.sh \
+	tests/hosts/mpi.sh tests/hosts/dm.sh tests/hosts/ratelimit.sh tests/hosts/mr_kinds.sh \
 	tests/hosts/xrc.sh; do
 	selected "$f" || continue
 	if [ ! -f "$f" ]; then
@@ -268,7 +268,8 @@ if [ -z "$ONE_BUILD" ] && [ -x build-asan/bin/softofedd ] && [ -x build/bin/soft
 	ln -s "$SOF_ROOT/build/lib" "$MIX/lib"
 	ln -s "$SOF_ROOT/build/tests" "$MIX/tests"
 fi
-for f in tests/hosts/badpackets.sh tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/mr_kinds.sh; do
+for f in tests/hosts/badpackets.sh tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/mr_kinds.sh \
+	tests/hosts/mw.sh; do
 	selected "$f (asan daemon)" || continue
 	[ -n "$MIX" ] || continue
 	script_cmd "$f"

@@ -179,7 +179,9 @@ static struct tp_swqe *answered(struct sof_tqp *t, uint32_t p, bool read)
 	if (t->wq_head == t->wq_send)
 		return NULL;
 	w = &t->wq[t->wq_head & (t->qp->sq_size - 1)];
-	if (w->state == TP_W_NEW || (w->opcode == IBV_WR_RDMA_READ) != read ||
+	/* an ATOMIC WRITE is answered by a zero-length read response */
+	if (w->state == TP_W_NEW ||
+	    (w->opcode == IBV_WR_RDMA_READ || w->opcode == IBV_WR_ATOMIC_WRITE) != read ||
 	    !sof_wr_is_rd_atomic(w->opcode))
 		return NULL;
 	if (roce_psn_diff(p, w->first_psn) < 0 || roce_psn_diff(p, w->first_psn) >= (int)w->npkts)

@@ -115,16 +115,17 @@ static uint8_t seg_opcode(const struct sof_tqp *t, const struct tp_swqe *w, uint
 {
 	bool first = off == 0, last = off + n >= w->len;
 	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool inv = w->opcode == IBV_WR_SEND_WITH_INV; /* RC only (sof_wr_opcode_allowed) */
 	uint8_t svc = tp_svc(t->qp->type);
 	uint8_t op;
 
-	if (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM) {
+	if (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM || inv) {
 		if (first && last)
-			op = imm ? ROCE_SEND_ONLY_IMM : ROCE_SEND_ONLY;
+			op = inv ? ROCE_SEND_ONLY_INV : imm ? ROCE_SEND_ONLY_IMM : ROCE_SEND_ONLY;
 		else if (first)
 			op = ROCE_SEND_FIRST;
 		else if (last)
-			op = imm ? ROCE_SEND_LAST_IMM : ROCE_SEND_LAST;
+			op = inv ? ROCE_SEND_LAST_INV : imm ? ROCE_SEND_LAST_IMM : ROCE_SEND_LAST;
 		else
 			op = ROCE_SEND_MIDDLE;
 	} else {
@@ -171,6 +172,8 @@ static int send_segment(struct sof_tqp *t, struct tp_swqe *w)
 	}
 	if (last) {
 		h.imm_be = w->imm_be;
+		/* IETH (IBA 9.3.7): the library keeps the rkey in imm_data */
+		h.inv_rkey = w->imm_be;
 		h.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
 	}
 	h.ackreq = tp_reliable(t->qp->type) &&
@@ -234,6 +237,21 @@ static int gather_buf(void *arg, uint8_t *dst, uint32_t len)
 {
 	memcpy(dst, arg, len);
 	return 0;
+}
+
+/* ATOMIC WRITE (IBA 1.5): RETH and the 8 bytes, as the consumer gave them
+ * (ibv_wr_atomic_write keeps them in compare_add) */
+static void send_atomic_write(struct sof_tqp *t, struct tp_swqe *w)
+{
+	struct roce_hdr h;
+
+	bth(t, &h, ROCE_SVC_RC | ROCE_ATOMIC_WRITE, t->psn);
+	h.ackreq = true;
+	h.va = w->remote_addr;
+	h.rkey = w->rkey;
+	h.dmalen = 8;
+	tp_send(&t->path, &h, 8, gather_buf, &w->compare_add);
+	t->psn = (t->psn + 1) & ROCE_PSN_MASK;
 }
 
 /* A datagram to a group: gathered once, so that the wire and the QPs
@@ -458,6 +476,9 @@ void tp_req_progress(struct sof_tqp *t)
 		if (w->opcode == IBV_WR_RDMA_READ) {
 			pace_charge(t, 0);
 			send_read(t, w);
+			r = 1;
+		} else if (w->opcode == IBV_WR_ATOMIC_WRITE) {
+			send_atomic_write(t, w);
 			r = 1;
 		} else if (sof_wr_is_rd_atomic(w->opcode)) {
 			pace_charge(t, 0);

@@ -144,6 +144,11 @@ static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byt
 		c.imm_data = h->imm_be;
 		c.wc_flags |= IBV_WC_WITH_IMM;
 	}
+	/* ibv_wc.invalidated_rkey shares imm_data, in host order */
+	if (status == IBV_WC_SUCCESS && (roce_opinfo(h->opcode)->flags & ROCE_F_IETH)) {
+		c.imm_data = h->inv_rkey;
+		c.wc_flags |= IBV_WC_WITH_INV;
+	}
 	c.solicited = h->se;
 	t->rcv_active = false;
 	if (sof_cq_push_daemon(cq->shm, &c) == 1 && cq->evfd >= 0)
@@ -371,6 +376,17 @@ static void duplicate(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 		serve_read(t, h->psn, h->va, h->rkey, h->dmalen);
 		return;
 	}
+	if (op == ROCE_ATOMIC_WRITE) {
+		r = res_find(t, h->psn, TP_RES_ATOMIC);
+		if (!r || r->psn != h->psn) {
+			decided(t, h->psn, TP_RESP_DUP_DROP);
+			tp_drop(SOF_DROP_psn);
+			return;
+		}
+		decided(t, h->psn, TP_RESP_DUPLICATE);
+		serve_read(t, h->psn, 0, 0, 0);
+		return;
+	}
 	if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD) {
 		r = res_find(t, h->psn, TP_RES_ATOMIC);
 		if (!r || r->psn != h->psn) {
@@ -417,6 +433,15 @@ static void do_send(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f, con
 	if (err) {
 		recv_cqe(t, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, h, 0);
 		fatal_nak(t, ROCE_NAK_REM_OP_ERR, h->psn, 0);
+		return;
+	}
+	/* SEND with invalidate: the window goes before the receive completes
+	 * (IBA 9.4.1.1); a key this QP may not invalidate is an invalid
+	 * request (as rxe, class J) */
+	if ((f & ROCE_F_IETH) &&
+	    (!tp.host->mw_invalidate || tp.host->mw_invalidate(t->qp, h->inv_rkey))) {
+		recv_cqe(t, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, h, 0);
+		fatal_nak(t, ROCE_NAK_INV_REQ, h->psn, IBV_EVENT_QP_REQ_ERR);
 		return;
 	}
 	t->rcv_off += paylen;
@@ -578,6 +603,45 @@ static void do_atomic(struct sof_tqp *t, const struct roce_hdr *h, uint8_t op)
 static void uc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
 		      const uint8_t *payload, uint32_t paylen);
 
+/* ATOMIC WRITE (IBA 1.5, 9.4.7): exactly 8 bytes to an aligned va, with
+ * remote write access, stored at once; a responder resource remembers it,
+ * so a duplicate is answered and not applied again. The answer is a
+ * zero-length RDMA READ Response Only (as rxe). */
+static void do_atomic_write(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+			    uint32_t paylen)
+{
+	struct tp_res *r;
+	uint64_t *p, v;
+
+	if (!t->max_dest_rd_atomic || h->dmalen != 8 || paylen != 8 || (h->va & 7)) {
+		invalid_request(t, h->psn);
+		return;
+	}
+	p = (uint64_t *)(void *)tp_mr_ptr(t->qp, h->rkey, h->va, 8, IBV_ACCESS_REMOTE_WRITE);
+	if (!p || !(t->access & IBV_ACCESS_REMOTE_WRITE)) {
+		if (p)
+			tp_mr_done(t->qp, (uint8_t *)p, 0);
+		access_error(t, h->psn);
+		return;
+	}
+	if ((uintptr_t)p & 7) { /* see do_atomic */
+		tp_mr_done(t->qp, (uint8_t *)p, 0);
+		invalid_request(t, h->psn);
+		return;
+	}
+	memcpy(&v, payload, 8);
+	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+	tp_mr_done(t->qp, (uint8_t *)p, 8); /* a host's copy goes back */
+	r = res_new(t);
+	r->type = TP_RES_ATOMIC;
+	r->psn = h->psn;
+	r->npkts = 1;
+	t->ack_pending = false;
+	t->msn++;
+	t->epsn = (h->psn + 1) & ROCE_PSN_MASK;
+	serve_read(t, h->psn, 0, 0, 0);
+}
+
 /* Execute a request with the expected PSN. */
 static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
 		    uint32_t paylen)
@@ -596,12 +660,6 @@ static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	}
 	/* every packet but the last of a message carries a full MTU */
 	if ((f & ROCE_F_PAYLOAD) && (paylen > t->mtu || (!(f & ROCE_F_LAST) && paylen != t->mtu))) {
-		invalid_request(t, h->psn);
-		return;
-	}
-	/* SEND with invalidate needs memory windows, which the device has
-	 * not: an opcode it does not support (IBA 9.7.5.2.4, class B) */
-	if (f & ROCE_F_IETH) {
 		invalid_request(t, h->psn);
 		return;
 	}
@@ -624,6 +682,8 @@ static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		do_read(t, h);
 	else if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD)
 		do_atomic(t, h, op);
+	else if (op == ROCE_ATOMIC_WRITE)
+		do_atomic_write(t, h, payload, paylen);
 	else
 		invalid_request(t, h->psn);
 }

@@ -77,6 +77,9 @@ enum roce_opcode {
 	ROCE_FETCH_ADD = 0x14,
 	ROCE_SEND_LAST_INV = 0x16,
 	ROCE_SEND_ONLY_INV = 0x17,
+	/* IBA 1.5 (9.4.7): an 8-byte write applied at once, answered by a
+	 * zero-length RDMA READ Response Only, as rxe does */
+	ROCE_ATOMIC_WRITE = 0x1d,
 	/* full opcodes of the other services */
 	ROCE_UD_SEND_ONLY = ROCE_SVC_UD | ROCE_SEND_ONLY,
 	ROCE_UD_SEND_ONLY_IMM = ROCE_SVC_UD | ROCE_SEND_ONLY_IMM,

@@ -116,6 +116,10 @@ struct tp_host_ops {
 	 * (and check regions against its PD) and answer true; else false
 	 * (the request is invalid). Hosts without XRC answer false. */
 	bool (*xrc_srq)(struct tp_qp *qp, uint32_t srqn);
+	/* optional: invalidate the memory window rkey as a SEND with
+	 * invalidate to qp asks (IBA 9.4.1.1, 10.6.7.2.4); 0, or -errno when
+	 * qp may not (NULL: never) */
+	int (*mw_invalidate)(const struct tp_qp *qp, uint32_t rkey);
 	/* optional: an RC/UC packet came from a flow that a tp_flow_socket
 	 * could take (not called for packets read from one) */
 	void (*flow_seen)(const struct roce_addr *a);

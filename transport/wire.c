@@ -109,8 +109,9 @@ static inline uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) << 32
  * operations share their low five bits; UC has sends and writes only, UD
  * only SEND Only with or without immediate; SEND with invalidate, READ,
  * the atomics and the acknowledgements are RC's and XRC's. RD and CNP are
- * not implemented, nor are the later additions to RC (FLUSH, ATOMIC
- * WRITE): their entries stay empty.
+ * not implemented, nor is FLUSH (0x1c; rdma-core 44 has no verb for it):
+ * their entries stay empty. ATOMIC WRITE (IBA 1.5) is an atomic request
+ * with a RETH and exactly 8 bytes of payload.
  * A SEND consumes a receive WQE from its first packet on, so every SEND
  * opcode carries ROCE_F_COMP; of the writes, only those with immediate do.
  */
@@ -142,6 +143,8 @@ static const struct roce_opinfo roce_ops[256] = {
     RC(FETCH_ADD, ROCE_F_REQ | ROCE_F_ATOMIC | ONLY_F | ROCE_F_ATMETH, BTH + ATMETH),
     RC(SEND_LAST_INV, SEND_F | ROCE_F_LAST | ROCE_F_IETH, BTH + IETH),
     RC(SEND_ONLY_INV, SEND_F | ONLY_F | ROCE_F_IETH, BTH + IETH),
+    RC(ATOMIC_WRITE, ROCE_F_REQ | ROCE_F_ATOMIC | ONLY_F | ROCE_F_RETH | ROCE_F_PAYLOAD,
+       BTH + RETH),
 
     /* Unreliable Connection */
     UC(SEND_FIRST, SEND_F | ROCE_F_FIRST, BTH),

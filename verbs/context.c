@@ -225,7 +225,9 @@ static void set_ops(struct sofv_context *s)
 	ops->post_send = sofv_post_send;
 	ops->post_recv = sofv_post_recv;
 	ops->post_srq_recv = sofv_post_srq_recv;
-	/* alloc_mw, bind_mw, dealloc_mw: no memory windows (EOPNOTSUPP). */
+	ops->alloc_mw = sofv_alloc_mw;
+	ops->bind_mw = sofv_bind_mw;
+	ops->dealloc_mw = sofv_dealloc_mw;
 
 	v->sz = sizeof(*v);
 	v->query_port = sofv_query_port;
@@ -335,6 +337,7 @@ SOFV_EXPORT int ibv_close_device(struct ibv_context *context)
 	sof_hmap_free(&s->qps);
 	sof_hmap_free(&s->cqs);
 	sof_hmap_free(&s->srqs);
+	sof_hmap_free(&s->mws);
 	munmap((void *)s->objtab, SOF_OBJTAB_MAP_SIZE);
 	close(context->async_fd);
 	if (atomic_load(&s->doorbell) >= 0)
@@ -374,9 +377,10 @@ static void device_attr(const struct sofv_context *s, struct ibv_device_attr *a)
 	a->max_qp_wr = SOFV_MAX_QP_WR;
 	/* RNR NAKs are generated (the executor's RNR wait); the system image
 	 * GUID is reported; an AH's port is checked at creation; XRC domains,
-	 * SRQs and QPs (xrc.c). */
+	 * SRQs and QPs (xrc.c); memory windows of type 1 and 2B, as rxe (mw.c). */
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_UD_AV_PORT_ENFORCE | IBV_DEVICE_XRC;
+			      IBV_DEVICE_UD_AV_PORT_ENFORCE | IBV_DEVICE_XRC | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = SOFV_MAX_SGE;
 	a->max_sge_rd = SOFV_MAX_SGE;
 	a->max_cq = SOFV_MAX_CQ;
@@ -391,7 +395,7 @@ static void device_attr(const struct sofv_context *s, struct ibv_device_attr *a)
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ee = 0;
 	a->max_rdd = 0;
-	a->max_mw = 0;
+	a->max_mw = SOFV_MAX_MR; /* the daemon's limit per context, as for MRs */
 	a->max_raw_ipv6_qp = 0;
 	a->max_raw_ethy_qp = 0;
 	/* the daemon's limits (transport/mcast.c) */

@@ -78,14 +78,14 @@ SOFV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 
 #define MR_ACCESS                                                                                  \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
-	 IBV_ACCESS_REMOTE_ATOMIC)
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
 
 /* Check access flags (ibv_reg_mr(3)); the optional range may be ignored by
  * a device, so it is dropped. Returns the flags to register or -errno. */
 static int mr_access(unsigned int access)
 {
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
-	if (access & (IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB))
+	if (access & (IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB))
 		return -EOPNOTSUPP;
 	if (access & ~(unsigned int)(MR_ACCESS | IBV_ACCESS_ON_DEMAND))
 		return -EINVAL;

@@ -25,6 +25,7 @@ static bool wc_opcode_valid(uint8_t op)
 	case IBV_WC_FETCH_ADD:
 	case IBV_WC_BIND_MW:
 	case IBV_WC_LOCAL_INV:
+	case IBV_WC_ATOMIC_WRITE:
 	case IBV_WC_RECV:
 	case IBV_WC_RECV_RDMA_WITH_IMM:
 		return true;

@@ -37,6 +37,11 @@ static int check_swqe(struct sofv_qp *qp, const struct sofv_swqe *w)
 		return EINVAL;
 	if (w->num_sge > qp->cap.max_send_sge)
 		return EINVAL;
+	/* local operations move no data */
+	if ((w->opcode == IBV_WR_BIND_MW || w->opcode == IBV_WR_LOCAL_INV ||
+	     w->opcode == IBV_WR_ATOMIC_WRITE) &&
+	    (w->num_sge || (w->send_flags & IBV_SEND_INLINE)))
+		return EINVAL;
 	if (w->send_flags & IBV_SEND_INLINE) {
 		if (w->opcode == IBV_WR_RDMA_READ || is_atomic(w->opcode) ||
 		    w->inline_len > qp->cap.max_inline_data)
@@ -55,6 +60,17 @@ static int check_swqe(struct sofv_qp *qp, const struct sofv_swqe *w)
 	if (t == IBV_QPT_UD && (!w->ah || w->ah->ibah.context != qp->qpx.qp_base.context))
 		return EINVAL;
 	return 0;
+}
+
+static void set_bind(struct sofv_swqe *w, struct ibv_mw *mw, uint32_t rkey,
+		     const struct ibv_mw_bind_info *info)
+{
+	w->mw = sof_container_of(mw, struct sofv_mw, ibmw);
+	w->rkey = rkey;
+	w->bind_lkey = info->mr ? info->mr->lkey : 0;
+	w->bind_addr = info->addr;
+	w->bind_len = info->mr ? info->length : 0;
+	w->bind_access = info->mw_access_flags;
 }
 
 /* Copy a struct ibv_send_wr into w; inline data is gathered into inl. */
@@ -86,6 +102,19 @@ static int build_swqe(struct sofv_qp *qp, const struct ibv_send_wr *wr, struct s
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
 		break;
+	case IBV_WR_BIND_MW:
+		if (!wr->bind_mw.mw || wr->bind_mw.mw->context != qp->qpx.qp_base.context)
+			return EINVAL;
+		set_bind(w, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
+		break;
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_SEND_WITH_INV:
+		w->imm_data = wr->invalidate_rkey;
+		break;
+	case IBV_WR_ATOMIC_WRITE:
+		/* ibv_post_send(3) of rdma-core 44 defines no layout for it:
+		 * ibv_wr_atomic_write only */
+		return EINVAL;
 	default:
 		break;
 	}
@@ -424,16 +453,31 @@ static void wr_unsupported(struct ibv_qp_ex *qx) { qx_to_sqp(qx)->wr_err = EOPNO
 static void wr_bind_mw(struct ibv_qp_ex *qx, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *info)
 {
-	(void)mw;
-	(void)rkey;
-	(void)info;
-	wr_unsupported(qx);
+	struct sofv_swqe *w = wr_new(qx, IBV_WR_BIND_MW);
+
+	if (!w)
+		return;
+	if (!mw || !info || mw->context != qx->qp_base.context) {
+		qx_to_sqp(qx)->wr_err = EINVAL;
+		return;
+	}
+	set_bind(w, mw, rkey, info);
 }
 
 static void wr_local_inv(struct ibv_qp_ex *qx, uint32_t rkey)
 {
-	(void)rkey;
-	wr_unsupported(qx);
+	struct sofv_swqe *w = wr_new(qx, IBV_WR_LOCAL_INV);
+
+	if (w)
+		w->imm_data = rkey;
+}
+
+static void wr_send_inv(struct ibv_qp_ex *qx, uint32_t rkey)
+{
+	struct sofv_swqe *w = wr_new(qx, IBV_WR_SEND_WITH_INV);
+
+	if (w)
+		w->imm_data = rkey;
 }
 
 static void wr_send_tso(struct ibv_qp_ex *qx, void *hdr, uint16_t hdr_sz, uint16_t mss)
@@ -457,12 +501,21 @@ static void wr_set_xrc_srqn(struct ibv_qp_ex *qx, uint32_t srqn)
 	e->w.remote_qpn = srqn & 0xffffff;
 }
 
+/* ibv_wr_atomic_write: 8 bytes stored at once at the responder (IBA 1.5);
+ * the bytes travel as given, kept in compare_add. */
 static void wr_atomic_write(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t addr, const void *data)
 {
-	(void)rkey;
-	(void)addr;
-	(void)data;
-	wr_unsupported(qx);
+	struct sofv_swqe *w = wr_new(qx, IBV_WR_ATOMIC_WRITE);
+
+	if (!w)
+		return;
+	if (!data) {
+		qx_to_sqp(qx)->wr_err = EINVAL;
+		return;
+	}
+	w->rkey = rkey;
+	w->remote_addr = addr;
+	memcpy(&w->compare_add, data, 8);
 }
 
 void sofv_qp_ex_init(struct sofv_qp *qp, uint64_t send_ops_flags)
@@ -487,7 +540,7 @@ void sofv_qp_ex_init(struct sofv_qp *qp, uint64_t send_ops_flags)
 	qx->wr_set_inline_data_list = wr_set_inline_data_list;
 	qx->wr_bind_mw = wr_bind_mw;
 	qx->wr_local_inv = wr_local_inv;
-	qx->wr_send_inv = wr_local_inv;
+	qx->wr_send_inv = wr_send_inv;
 	qx->wr_send_tso = wr_send_tso;
 	qx->wr_set_xrc_srqn = wr_set_xrc_srqn;
 	qx->wr_atomic_write = wr_atomic_write;

@@ -113,8 +113,8 @@ void sofv_rmr_xfer(struct sofv_rmr *m, uint8_t *remote, uint8_t *local, uint64_t
 /* Under the fence's alock, which peers and the daemon take for their
  * atomics on the owner's memory (bounded: the owner's page); not atomic
  * against the owner's own CPU atomics on the word (verbs/README.md). */
-uint64_t sofv_rmr_atomic(struct sofv_rmr *m, uint8_t *p, bool fadd, uint64_t compare_add,
-			 uint64_t swap)
+uint64_t sofv_rmr_atomic(struct sofv_rmr *m, uint8_t *p, enum sofv_rmr_atomic_op op,
+			 uint64_t compare_add, uint64_t swap)
 {
 	struct timespec ts = {0, 1000};
 	uint64_t orig = 0, v;
@@ -130,7 +130,10 @@ uint64_t sofv_rmr_atomic(struct sofv_rmr *m, uint8_t *p, bool fadd, uint64_t com
 		nanosleep(&ts, NULL);
 	}
 	pmem_rw(m->pmem_fd, p, (uint8_t *)&orig, 8, false);
-	v = fadd ? orig + compare_add : orig == compare_add ? swap : orig;
+	v = op == RMR_FETCH_ADD ? orig + compare_add
+	    : op == RMR_STORE	? compare_add
+	    : orig == compare_add ? swap
+				  : orig;
 	if (v != orig)
 		pmem_rw(m->pmem_fd, p, (uint8_t *)&v, 8, true);
 	atomic_store(&m->fence->alock, 0);
@@ -417,7 +420,9 @@ again:
 			goto out;
 		total += rep->runs[i].length;
 	}
-	if (rep->page_off >= 4096 || rep->length > total - rep->page_off)
+	/* a window (win_off) is a range of its region's pages */
+	if (rep->page_off >= 4096 || rep->win_off > total - rep->page_off ||
+	    rep->length > total - rep->page_off - rep->win_off)
 		goto out;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -454,7 +459,7 @@ again:
 	if (!rw)
 		m->access &= ~(uint32_t)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
 					 IBV_ACCESS_LOCAL_WRITE);
-	m->base = (uint8_t *)m->map + rep->page_off;
+	m->base = (uint8_t *)m->map + rep->page_off + rep->win_off;
 	goto out;
 
 err_mr:

@@ -69,11 +69,14 @@ struct sofv_rmr {
 /* The region when it is reached by copies (in place), else NULL. */
 static inline struct sofv_rmr *rmr_via(struct sofv_rmr *m) { return m->pmem_fd >= 0 ? m : NULL; }
 
-/* An 8-byte atomic (fetch-and-add, else compare-and-swap) at the owner's
- * address p of a region in place; the original value. Atomic against the
- * other executors of this process only (remote_cache.c). */
-uint64_t sofv_rmr_atomic(struct sofv_rmr *m, uint8_t *p, bool fadd, uint64_t compare_add,
-			 uint64_t swap);
+enum sofv_rmr_atomic_op { RMR_CMP_SWAP, RMR_FETCH_ADD, RMR_STORE };
+
+/* An 8-byte atomic (compare-and-swap, fetch-and-add, or ATOMIC WRITE's
+ * store of compare_add) at the owner's address p of a region in place;
+ * the original value. Atomic against the other executors of this process
+ * only (remote_cache.c). */
+uint64_t sofv_rmr_atomic(struct sofv_rmr *m, uint8_t *p, enum sofv_rmr_atomic_op op,
+			 uint64_t compare_add, uint64_t swap);
 
 static inline bool objtab_valid(struct sofv_context *ctx, uint32_t slot, uint64_t gen)
 {

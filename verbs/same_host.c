@@ -320,7 +320,8 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 	struct sof_rwqe *rw = alloca(r->rq_stride);
 	struct sglist dst;
 	struct sof_cqe c;
-	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+		   w->opcode == IBV_WR_SEND_WITH_INV;
 	bool is_write = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 	uint64_t grh = r->type == IBV_QPT_UD ? 40 : 0;
 	int err;
@@ -337,8 +338,9 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 	c.opcode = is_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
 	c.solicited = !!(w->send_flags & IBV_SEND_SOLICITED);
 	if (imm) {
+		/* the invalidated rkey shares the field (ibv_wc's union) */
 		c.imm_data = w->imm_data;
-		c.wc_flags |= IBV_WC_WITH_IMM;
+		c.wc_flags |= w->opcode == IBV_WR_SEND_WITH_INV ? IBV_WC_WITH_INV : IBV_WC_WITH_IMM;
 	}
 	if (err) {
 		c.status = IBV_WC_LOC_QP_OP_ERR;
@@ -476,6 +478,17 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 	qacc = atomic_load_explicit(&r->shm->access, memory_order_relaxed);
 
 	switch (w->opcode) {
+	case IBV_WR_SEND_WITH_INV:
+		/* IBA 9.4.1.1: the responder invalidates the rkey, then the
+		 * receive completes; a key it may not invalidate is an invalid
+		 * request (rxe: class J) */
+		if (!rq_nonempty(r))
+			return rnr(qp, w, r);
+		if (sofv_mw_inv(ctx, r->qpn, w->imm_data, true)) {
+			rqp_fail(ctx, r, SOF_NOTIFY_QP_REQ_ERR);
+			return fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
+		}
+		/* fall through */
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
 		err = deliver_recv(ctx, qp, w, r, &src, NULL);
@@ -579,7 +592,9 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 		 * device, because all of them are CPU atomics on the same page
 		 * (but for a region registered in place: remote_cache.c) */
 		if (rmr_via(m)) {
-			orig = sofv_rmr_atomic(m, (uint8_t *)p, w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD,
+			orig = sofv_rmr_atomic(m, (uint8_t *)p,
+					       w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ? RMR_FETCH_ADD
+											: RMR_CMP_SWAP,
 					       w->compare_add, w->swap);
 		} else if (w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 			orig = __atomic_fetch_add(p, w->compare_add, __ATOMIC_SEQ_CST);
@@ -595,6 +610,29 @@ static enum exec_res exec_connected(struct sofv_qp *qp, struct sofv_swqe *w)
 			sg_copy(&src, 0, &s);
 		}
 		byte_len = 8;
+		break;
+	}
+
+	case IBV_WR_ATOMIC_WRITE: {
+		uint64_t *p = NULL;
+
+		/* as the responder of transport/responder.c: aligned, remote
+		 * write access, the 8 bytes stored at once */
+		if (w->remote_addr & 7) {
+			rqp_fail(ctx, r, SOF_NOTIFY_QP_REQ_ERR);
+			return fail_wqe(qp, w, IBV_WC_REM_INV_REQ_ERR);
+		}
+		m = qp_rmr_get(qp, w->rkey, r->mr_qpn, r->use_remote, NULL);
+		if (m && (qacc & IBV_ACCESS_REMOTE_WRITE) && (m->access & IBV_ACCESS_REMOTE_WRITE))
+			p = (uint64_t *)rmr_ptr(m, w->remote_addr, 8);
+		if (!p) {
+			rqp_fail(ctx, r, SOF_NOTIFY_QP_ACCESS_ERR);
+			return fail_wqe(qp, w, IBV_WC_REM_ACCESS_ERR);
+		}
+		if (rmr_via(m)) /* in place: remote_cache.c */
+			sofv_rmr_atomic(m, (uint8_t *)p, RMR_STORE, w->compare_add, 0);
+		else
+			__atomic_store_n(p, w->compare_add, __ATOMIC_SEQ_CST);
 		break;
 	}
 
@@ -645,12 +683,40 @@ done:
 	return EXEC_DONE;
 }
 
+/* A bind or local invalidation: the daemon checks and records it
+ * (mw.c). A failed bind is a local error (IBA 10.6.7.2.3): the WQE
+ * completes with IBV_WC_MW_BIND_ERR and the QP goes to ERROR; a failed
+ * local invalidation likewise with IBV_WC_LOC_QP_OP_ERR (as rxe). */
+static enum exec_res exec_local(struct sofv_qp *qp, struct sofv_swqe *w)
+{
+	int err;
+
+	if (w->opcode == IBV_WR_BIND_MW)
+		err = sofv_mw_exec_bind(qp, w);
+	else
+		err = sofv_mw_inv(to_sctx(qp->qpx.qp_base.context), qp->qpn, w->imm_data, false);
+	if (err)
+		return fail_wqe(qp, w,
+				w->opcode == IBV_WR_BIND_MW ? IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR);
+	complete_send(qp, w, IBV_WC_SUCCESS, 0);
+	return EXEC_DONE;
+}
+
 enum exec_res sofv_exec_one(struct sofv_qp *qp, struct sofv_swqe *w)
 {
 	if (atomic_load_explicit(&qp->shm->state, memory_order_acquire) == IBV_QPS_ERR) {
 		complete_send(qp, w, IBV_WC_WR_FLUSH_ERR, 0);
 		return EXEC_DONE;
 	}
+	if (sofv_wr_is_local(w->opcode)) {
+		/* after every WQE before it has completed (send-queue order) */
+		if (qp->net && sofv_net_outstanding(qp))
+			return EXEC_WAIT;
+		return exec_local(qp, w);
+	}
+	/* a WQE queued behind a local one, of a QP to another host */
+	if (qp->net)
+		return sofv_net_post(qp, w) ? EXEC_WAIT : EXEC_DONE;
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
 		return exec_ud(qp, w);
 	return exec_connected(qp, w);

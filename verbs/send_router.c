@@ -19,9 +19,12 @@ int sofv_exec_post(struct sofv_qp *qp, struct sofv_swqe *wqe)
 {
 	struct sofv_swqe *w;
 
-	/* RC/UC to another host: every WQE is the daemon's. */
-	if (qp->net)
+	/* RC/UC to another host: every WQE is the engine's, but binds and
+	 * local invalidations, which run here in order (sofv_exec_one). */
+	if (qp->net && qp->sq_head == qp->sq_tail && !sofv_wr_is_local(wqe->opcode) &&
+	    atomic_load_explicit(&qp->shm->state, memory_order_relaxed) != IBV_QPS_ERR)
 		return sofv_net_post(qp, wqe);
+	/* (a QP that a local operation moved to ERROR flushes here) */
 
 	wqe->wait = SOFV_WAIT_NONE;
 	if (qp->sq_head == qp->sq_tail) {

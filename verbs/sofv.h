@@ -85,6 +85,7 @@ struct sofv_context {
 	struct sof_hmap qps;        /* qpn  -> struct sofv_qp * */
 	struct sof_hmap cqs;        /* cq handle -> struct sofv_cq * */
 	struct sof_hmap srqs;       /* srq handle -> struct sofv_srq * */
+	struct sof_hmap mws;        /* rkey >> 8 -> struct sofv_mw * (mw.c) */
 	/* Bumped (under the write side of obj_lock) whenever an MR leaves
 	 * mrs: what a QP cached of an MR (sofv_qp.lmr) is good while this
 	 * has not moved since. Starts at 1; 0 marks an empty cache. */
@@ -191,6 +192,36 @@ static inline struct sofv_xrcd *to_sxrcd(struct ibv_xrcd *x)
 	return sof_container_of(x, struct sofv_xrcd, ibxrcd);
 }
 
+/* A memory window (mw.c): the binding as the daemon last granted it. A
+ * binding is good while the window's object-table generation is gen: an
+ * invalidation by anyone (a peer's SEND_WITH_INV included) changes it. */
+struct sofv_mw {
+	struct ibv_mw ibmw;
+	uint32_t handle;
+	struct sofv_mr *mr; /* NULL: not bound */
+	uint64_t va, length, off; /* off: va's byte from mr->iova */
+	uint32_t key, access, qpn, slot;
+	uint64_t gen;
+};
+
+/* mw.c: the verbs, the bind and invalidate WQEs the executor runs (0 or
+ * -errno), and the pointer behind a window's rkey for the engine in this
+ * process (NULL when the window does not grant it); caller of
+ * sofv_mw_ptr holds obj_lock for reading. */
+struct ibv_mw *sofv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int sofv_dealloc_mw(struct ibv_mw *mw);
+int sofv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+struct sofv_qp;
+struct sofv_swqe;
+static inline bool sofv_wr_is_local(uint32_t opcode)
+{
+	return opcode == IBV_WR_BIND_MW || opcode == IBV_WR_LOCAL_INV;
+}
+int sofv_mw_exec_bind(struct sofv_qp *qp, const struct sofv_swqe *w);
+int sofv_mw_inv(struct sofv_context *ctx, uint32_t qpn, uint32_t rkey, bool remote);
+uint8_t *sofv_mw_ptr(struct sofv_context *ctx, const struct sofv_qp *qp, uint32_t key,
+		     uint64_t va, uint64_t len, uint32_t need);
+
 /* ---- completion ----------------------------------------------------------- */
 
 struct sofv_cq;
@@ -288,6 +319,10 @@ struct sofv_swqe {
 	struct sofv_ah *ah;           /* UD */
 	uint64_t compare_add;
 	uint64_t swap;
+	/* IBV_WR_BIND_MW (the new rkey in rkey; mw.c) */
+	struct sofv_mw *mw;
+	uint64_t bind_addr, bind_len;
+	uint32_t bind_lkey, bind_access;
 	struct ibv_sge sge[SOFV_MAX_SGE];
 	uint32_t inline_len;          /* IBV_SEND_INLINE: bytes in inline_buf */
 	uint8_t *inline_buf;          /* points into the QP's inline area */

@@ -274,19 +274,23 @@ static uint8_t *prog_mr_ptr(const struct tp_qp *m, uint32_t key, uint64_t va, ui
 	unsigned slot = key % MR_CACHE;
 	struct sofv_mr *mr;
 
+	need &= ~TP_MR_PROBE; /* the pointer is the process's own: a check is a look-up */
 	if (eng.mrs[slot].gen == gen && eng.mrs[slot].key == key) {
 		mr = eng.mrs[slot].mr;
 	} else {
 		pthread_rwlock_rdlock(&s->obj_lock);
 		mr = sof_hmap_get(&s->mrs, key);
+		if (!mr) { /* a window of this process (mw.c), never cached */
+			uint8_t *p = sofv_mw_ptr(s, e->qp, key, va, len, need);
+
+			pthread_rwlock_unlock(&s->obj_lock);
+			return p;
+		}
 		pthread_rwlock_unlock(&s->obj_lock);
-		if (!mr)
-			return NULL;
 		eng.mrs[slot].key = key;
 		eng.mrs[slot].gen = gen;
 		eng.mrs[slot].mr = mr;
 	}
-	need &= ~TP_MR_PROBE;
 	if (mr->pd == e->qp->pd && (mr->access & need) == need && va >= mr->iova &&
 	    len <= mr->ibmr.length && va - mr->iova <= mr->ibmr.length - len)
 		return (uint8_t *)mr->ibmr.addr + (va - mr->iova);
@@ -311,6 +315,13 @@ static bool prog_xrc_srq(struct tp_qp *qp, uint32_t srqn)
 	return false;
 }
 
+/* Through the daemon, which holds the windows (verbs/mw.c); the engine
+ * lock may be held: an RPC takes no engine lock. */
+static int prog_mw_invalidate(const struct tp_qp *m, uint32_t rkey)
+{
+	return sofv_mw_inv(eng.ctx, m->qpn, rkey, true);
+}
+
 static const struct tp_host_ops prog_ops = {
     .log = prog_log,
     .qp_find = prog_qp_find,
@@ -323,6 +334,7 @@ static const struct tp_host_ops prog_ops = {
     .qp_error = prog_qp_error,
     .srq_limit = prog_srq_limit,
     .xrc_srq = prog_xrc_srq,
+    .mw_invalidate = prog_mw_invalidate,
     .flow_seen = flow_seen,
 };
 

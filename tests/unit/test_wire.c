@@ -29,8 +29,8 @@
 /* the opcodes of IBA 9.2 table 35 that this device implements */
 static bool implemented(unsigned op)
 {
-	return op <= 0x14 || op == 0x16 || op == 0x17 || (op >= 0x20 && op <= 0x2b) || op == 0x64 ||
-	       op == 0x65 || (op >= 0xa0 && op <= 0xb4) || op == 0xb6 || op == 0xb7;
+	return op <= 0x14 || op == 0x16 || op == 0x17 || op == 0x1d || (op >= 0x20 && op <= 0x2b) ||
+	       op == 0x64 || op == 0x65 || (op >= 0xa0 && op <= 0xb4) || op == 0xb6 || op == 0xb7;
 }
 
 static size_t ext_len(uint32_t f)
@@ -128,6 +128,7 @@ TEST(opcode_table)
 	for (op = 0; op < 256; op++) {
 		const struct roce_opinfo *oi = roce_opinfo((uint8_t)op);
 		uint32_t f, kind;
+		bool aw;
 
 		if (!implemented(op)) {
 			CHECK(oi == NULL);
@@ -177,23 +178,26 @@ TEST(opcode_table)
 			CHECK(!(f & (ROCE_F_FIRST | ROCE_F_LAST)));
 		if (strstr(oi->name, "ONLY") || strstr(oi->name, "ACK") ||
 		    strstr(oi->name, "READ_REQ") || strstr(oi->name, "CMP_SWAP") ||
-		    strstr(oi->name, "FETCH_ADD"))
+		    strstr(oi->name, "FETCH_ADD") || strstr(oi->name, "ATOMIC_WRITE"))
 			CHECK_EQ(f & (ROCE_F_FIRST | ROCE_F_LAST), ROCE_F_FIRST | ROCE_F_LAST);
 		/* which headers go with which operation */
 		CHECK_EQ(!!(f & ROCE_F_IMMDT), strstr(oi->name, "_IMM") != NULL);
 		CHECK_EQ(!!(f & ROCE_F_IETH), strstr(oi->name, "_INV") != NULL);
+		/* ATOMIC WRITE (IBA 1.5): an atomic request with a RETH and
+		 * 8 bytes of payload instead of the AtomicETH */
+		aw = strstr(oi->name, "ATOMIC_WRITE") != NULL;
 		CHECK_EQ(!!(f & ROCE_F_RETH), (f & ROCE_F_WRITE && f & ROCE_F_FIRST) ||
-						  (f & ROCE_F_READ && f & ROCE_F_REQ));
-		CHECK_EQ(!!(f & ROCE_F_ATMETH), f & ROCE_F_ATOMIC && f & ROCE_F_REQ);
+						  (f & ROCE_F_READ && f & ROCE_F_REQ) || aw);
+		CHECK_EQ(!!(f & ROCE_F_ATMETH), f & ROCE_F_ATOMIC && f & ROCE_F_REQ && !aw);
 		CHECK_EQ(!!(f & ROCE_F_ATMACK), f & ROCE_F_ATOMIC && f & ROCE_F_RESP);
 		CHECK_EQ(!!(f & ROCE_F_AETH),
 			 f & ROCE_F_RESP && !(f & ROCE_F_MIDDLE)); /* IBA: no AETH in the middle */
 		CHECK_EQ(!!(f & ROCE_F_PAYLOAD), (f & (ROCE_F_SEND | ROCE_F_WRITE)) ||
-						     (f & ROCE_F_READ && f & ROCE_F_RESP));
+						     (f & ROCE_F_READ && f & ROCE_F_RESP) || aw);
 		CHECK_EQ(!!(f & ROCE_F_COMP),
 			 f & ROCE_F_SEND || (f & ROCE_F_WRITE && f & ROCE_F_IMMDT));
 	}
-	CHECK_EQ(n, 23 + 12 + 2 + 23);
+	CHECK_EQ(n, 24 + 12 + 2 + 23);
 	CHECK_EQ(max, ROCE_MAX_HDR);
 	CHECK(strcmp(roce_opinfo(ROCE_UD_SEND_ONLY)->name, "UD SEND_ONLY") == 0);
 	CHECK_EQ(roce_opinfo(ROCE_UD_SEND_ONLY)->hdr_len, 20);

@@ -434,8 +434,12 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 
 	if (rq->nfds != 2)
 		return -EINVAL;
-	if (req->qp_type != IBV_QPT_RC && req->qp_type != IBV_QPT_UC && req->qp_type != IBV_QPT_UD)
+	if (req->qp_type != IBV_QPT_RC && req->qp_type != IBV_QPT_UC &&
+	    req->qp_type != IBV_QPT_UD && req->qp_type != IBV_QPT_RAW_PACKET)
 		return -EINVAL;
+	/* as the kernel's create_qp: raw packet QPs need CAP_NET_RAW */
+	if (req->qp_type == IBV_QPT_RAW_PACKET && !sofd_raw_permitted(rq->c))
+		return -EPERM;
 	if (!is_pow2(req->sq_size) || req->sq_size > SOFD_MAX_SQ ||
 	    req->sq_max_sge > SOFD_MAX_SGE || req->sq_max_inline > SOFD_MAX_INLINE)
 		return -EINVAL;
@@ -572,7 +576,8 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 		memcpy(qp->dgid, req->dgid, 16);
 	if (qp->type != IBV_QPT_UD && qp->state >= IBV_QPS_RTR && qp->state <= IBV_QPS_SQE)
 		sof_tp_flow_connected(qp, qp->steered ? rq->c->net_slot : 0);
-	rbuf.modify_qp.net = net;
+	/* a raw packet QP's sends are the daemon's (raw.c) */
+	rbuf.modify_qp.net = net || qp->type == IBV_QPT_RAW_PACKET;
 	rbuf.modify_qp.steered = qp->steered;
 	rp->len = sizeof(rbuf.modify_qp);
 	return 0;
@@ -874,6 +879,10 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_IMPORT] = {sofd_import, "IMPORT", sizeof(struct sof_import_req), 0, false},
     [SOF_OP_QUERY_PD] = {sofd_query_pd, "QUERY_PD", sizeof(struct sof_pd_req), 0, true},
     [SOF_OP_QUERY_MR] = {sofd_query_mr, "QUERY_MR", sizeof(struct sof_query_mr_req), 0, true},
+    [SOF_OP_CREATE_FLOW] = {sofd_raw_create_flow, "CREATE_FLOW", sizeof(struct sof_flow_req), 0,
+			    true},
+    [SOF_OP_DESTROY_FLOW] = {sofd_raw_destroy_flow, "DESTROY_FLOW", sizeof(struct sof_flow_rep), 0,
+			     true},
 };
 
 /* The request payload, copied to an aligned buffer of the largest request

@@ -220,6 +220,7 @@ void sofd_srq_release(struct sofd_srq *srq)
 
 void sofd_qp_release(struct sofd_qp *qp)
 {
+	sofd_raw_qp_release(qp);
 	sof_tp_mcast_qp_release(qp);
 	sof_tp_qp_release(qp);
 	if (qp->steered)

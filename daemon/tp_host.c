@@ -136,6 +136,12 @@ static void host_srq_limit(struct tp_srq *ts)
 	sofd_async_send(srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED, srq->handle);
 }
 
+static int host_raw_xmit(const struct tp_qp *tq, const uint8_t *frame, uint32_t len)
+{
+	(void)tq;
+	return sofd_raw_xmit(frame, len);
+}
+
 static const struct tp_host_ops host_ops = {
     .log = host_log,
     .qp_find = host_qp_find,
@@ -147,6 +153,7 @@ static const struct tp_host_ops host_ops = {
     .qp_error = host_qp_error,
     .srq_limit = host_srq_limit,
     .flow_seen = NULL, /* the daemon's sockets are the group's, not a flow's */
+    .raw_xmit = host_raw_xmit,
 };
 
 /* ---- start and the loop ---------------------------------------------------------- */

@@ -234,6 +234,7 @@ static void set_ops(struct sofv_context *s)
 	v->create_qp_ex = sofv_create_qp_ex;
 	v->create_srq_ex = sofv_create_srq_ex;
 	sofv_domain_set_ops(s);
+	sofv_flow_set_ops(v);
 }
 
 SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
@@ -365,9 +366,10 @@ static void device_attr(const struct sofv_context *s, struct ibv_device_attr *a)
 	a->max_qp = SOFV_MAX_QP;
 	a->max_qp_wr = SOFV_MAX_QP_WR;
 	/* RNR NAKs are generated (the executor's RNR wait); the system image
-	 * GUID is reported; an AH's port is checked at creation. */
-	a->device_cap_flags =
-	    IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_UD_AV_PORT_ENFORCE;
+	 * GUID is reported; an AH's port is checked at creation; raw packet
+	 * QPs take ibv_create_flow rules (flow.c, daemon/raw.c). */
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_UD_AV_PORT_ENFORCE | IBV_DEVICE_MANAGED_FLOW_STEERING;
 	a->max_sge = SOFV_MAX_SGE;
 	a->max_sge_rd = SOFV_MAX_SGE;
 	a->max_cq = SOFV_MAX_CQ;

@@ -41,7 +41,8 @@ static int qp_check_init_attr(struct ibv_context *ctx, const struct ibv_qp_init_
 		return EINVAL;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
 		return EOPNOTSUPP;
-	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD &&
+	    a->qp_type != IBV_QPT_RAW_PACKET)
 		return EOPNOTSUPP;
 	if (!a->send_cq || !a->recv_cq || a->send_cq->context != ctx || a->recv_cq->context != ctx)
 		return EINVAL;
@@ -53,9 +54,10 @@ static int qp_check_init_attr(struct ibv_context *ctx, const struct ibv_qp_init_
 	if (!a->srq && (c->max_recv_wr > SOFV_MAX_QP_WR || c->max_recv_sge > SOFV_MAX_SGE))
 		return EINVAL;
 	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-		uint64_t allowed = a->qp_type == IBV_QPT_UD   ? UD_SEND_OPS
-				   : a->qp_type == IBV_QPT_UC ? UC_SEND_OPS
-							      : SUPPORTED_SEND_OPS;
+		uint64_t allowed = a->qp_type == IBV_QPT_UD	      ? UD_SEND_OPS
+				   : a->qp_type == IBV_QPT_UC	      ? UC_SEND_OPS
+				   : a->qp_type == IBV_QPT_RAW_PACKET ? IBV_QP_EX_WITH_SEND
+								      : SUPPORTED_SEND_OPS;
 
 		if (a->send_ops_flags & ~allowed)
 			return EOPNOTSUPP;
@@ -533,9 +535,10 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	 * this process when the daemon steers its packets here (tp_host.c),
 	 * else in the daemon. */
 	modify_req(qp, attr, attr_mask, next, &req);
-	req.engine = qp->eng || (ibqp->qp_type != IBV_QPT_UD && next >= IBV_QPS_RTR &&
-				 next <= IBV_QPS_SQE && !sofv_gid_is_local(s, req.dgid) &&
-				 sofv_engine_start(s));
+	req.engine =
+	    qp->eng || (ibqp->qp_type != IBV_QPT_UD && ibqp->qp_type != IBV_QPT_RAW_PACKET &&
+			next >= IBV_QPS_RTR && next <= IBV_QPS_SQE &&
+			!sofv_gid_is_local(s, req.dgid) && sofv_engine_start(s));
 	err = -sofv_rpc(s, SOF_OP_MODIFY_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL,
 			NULL);
 	if (!err && rep.steered && !qp->eng)

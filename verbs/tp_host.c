@@ -305,6 +305,7 @@ static const struct tp_host_ops prog_ops = {
     .qp_error = prog_qp_error,
     .srq_limit = prog_srq_limit,
     .flow_seen = flow_seen,
+    .raw_xmit = NULL, /* raw packet QPs are the daemon's */
 };
 
 /* ---- the loop ----------------------------------------------------------------- */

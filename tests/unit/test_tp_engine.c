@@ -126,6 +126,7 @@ static const struct tp_host_ops test_host = {
     .qp_error = host_qp_error,
     .srq_limit = host_srq_limit,
     .flow_seen = NULL,
+    .raw_xmit = NULL,
 };
 
 /* ---- the test port: packets are captured, not sent ------------------------ */

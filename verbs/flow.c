@@ -14,11 +14,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One spec into r; 0 or an errno. */
-static int flow_spec(struct sof_flow_rule *r, const struct ibv_flow_spec *s, size_t room)
+/* The spec at p (room bytes left) into r; its size in *size. 0 or an
+ * errno. Specs follow each other at any 4-byte offset: each is copied out
+ * before it is read. */
+static int flow_spec(struct sof_flow_rule *r, const uint8_t *p, size_t room, size_t *size)
 {
-	if (room < sizeof(s->hdr) || s->hdr.size < sizeof(s->hdr) || s->hdr.size > room)
+	struct ibv_flow_spec spec, *s = &spec;
+
+	if (room < sizeof(s->hdr))
 		return EINVAL;
+	memcpy(&s->hdr, p, sizeof(s->hdr));
+	if (s->hdr.size < sizeof(s->hdr) || s->hdr.size > room)
+		return EINVAL;
+	*size = s->hdr.size;
+	memset(&spec, 0, sizeof(spec));
+	memcpy(&spec, p, *size < sizeof(spec) ? *size : sizeof(spec));
 	switch (s->hdr.type) {
 	case IBV_FLOW_SPEC_ETH:
 		if (s->hdr.size < sizeof(s->eth))
@@ -120,15 +130,15 @@ static struct ibv_flow *sofv_create_flow(struct ibv_qp *qp, struct ibv_flow_attr
 	p = (const uint8_t *)(attr + 1);
 	room = attr->size - sizeof(*attr);
 	for (uint8_t i = 0; i < attr->num_of_specs; i++) {
-		const struct ibv_flow_spec *sp = (const struct ibv_flow_spec *)p;
+		size_t size = 0;
 
-		err = flow_spec(&req.rule, sp, room);
+		err = flow_spec(&req.rule, p, room, &size);
 		if (err) {
 			errno = err;
 			return NULL;
 		}
-		room -= sp->hdr.size;
-		p += sp->hdr.size;
+		room -= size;
+		p += size;
 	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {

@@ -162,6 +162,21 @@ static int raw_open(struct raw *r, enum ibv_qp_type type)
 	return r->qp ? 0 : -1;
 }
 
+static void raw_close(struct raw *r)
+{
+	if (r->qp)
+		ibv_destroy_qp(r->qp);
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	if (r->cq)
+		ibv_destroy_cq(r->cq);
+	if (r->pd)
+		ibv_dealloc_pd(r->pd);
+	if (r->ctx)
+		ibv_close_device(r->ctx);
+	free(r->buf);
+}
+
 static int raw_up(struct raw *r)
 {
 	struct ibv_qp_attr a;
@@ -296,6 +311,7 @@ static int rawrecv(char **a)
 	k2 = 0;
 	take(&r, 2000, 0, &k2, &bad, &after, mac_a, mac_b, ip_a, ip_b, port);
 	printf("rawrecv frames=%u bad=%u extra=%u after_destroy=%u\n", k, bad, extra, after);
+	raw_close(&r);
 	return 0;
 }
 
@@ -347,6 +363,7 @@ static int rawsend(char **a)
 		usleep(2000);
 	}
 	printf("rawsend sent=%u\n", sent);
+	raw_close(&r);
 	return 0;
 }
 
@@ -403,6 +420,7 @@ static int udprecv(char **a)
 		got++;
 	}
 	printf("udprecv got=%u bad=%u\n", got, bad);
+	close(fd);
 	return 0;
 }
 
@@ -423,6 +441,8 @@ static int neg(void)
 	}
 	flow_err = udp_flow(u.qp, htonl(0x0a4d0001), htons(9)) ? 0 : errno;
 	printf("neg raw_qp=%s flow_on_ud=%s\n", err_name(raw_err), err_name(flow_err));
+	raw_close(&u);
+	raw_close(&r);
 	return 0;
 }
 

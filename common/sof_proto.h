@@ -407,7 +407,8 @@ struct sof_mcast_req {
  * verbs specs into one rule: each present layer (SOF_FLOW_*) matches where
  * (frame field & mask) == (value & mask), fields in network byte order.
  * type is enum ibv_flow_attr_type; ALL_DEFAULT and SNIFFER match every
- * frame, MC_DEFAULT every multicast frame. */
+ * frame, MC_DEFAULT every multicast frame. DESTROY_QP is -EBUSY while the
+ * QP has flows (a closing connection's go with its QPs). */
 enum {
 	SOF_FLOW_ETH = 1 << 0,
 	SOF_FLOW_IPV4 = 1 << 1,

@@ -559,7 +559,7 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 		sof_tp_steer_del(qp->qpn);
 		qp->steered = false;
 	} else if (!qp->steered && req->engine && rq->c->net_slot && qp->type != IBV_QPT_UD &&
-		   !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
+		   qp->type != IBV_QPT_RAW_PACKET && !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
 		sof_tp_qp_release(qp); /* what the daemon held of it before */
 		qp->steered = true;
 		qp->net = true; /* its peer is not one of this host's QPs */
@@ -591,8 +591,9 @@ static int op_destroy_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	(void)rp;
 	if (!qp)
 		return -ENOENT;
-	/* as the kernel's uverbs: an attached QP is detached first */
-	if (qp->tq.nmcast)
+	/* as the kernel's uverbs: an attached QP is detached first, and its
+	 * flows are destroyed first */
+	if (qp->tq.nmcast || qp->nflows)
 		return -EBUSY;
 	if (req->linger && qp->steered && qp->type == IBV_QPT_RC)
 		sof_tp_linger(qp->qpn, &req->l);

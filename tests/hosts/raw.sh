@@ -8,7 +8,8 @@
 #   - a frame built by host a and sent on its raw QP reaches an ordinary
 #     UDP socket on host b, the data checked;
 #   - an unprivileged process (nobody, no capabilities) gets EPERM creating
-#     a raw QP, and a flow on a UD QP is EINVAL.
+#     a raw QP, and a flow on a UD QP is EINVAL; root's raw QP with a flow
+#     attached cannot be destroyed (EBUSY) until the flow is.
 # Needs root (ip netns; the daemons open AF_PACKET sockets). A missing
 # program is a failure.
 # Usage: tests/hosts/raw.sh
@@ -95,15 +96,15 @@ neg() {
 	local name="hosts/raw: unprivileged raw QP is EPERM, a flow on a UD QP EINVAL"
 	sof_host_run a setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all \
 		"$SOFTOFED" run -- "$PROG" neg >"$SOF_TMP/neg.out" 2>&1
-	if grep -q "^neg raw_qp=EPERM flow_on_ud=EINVAL$" "$SOF_TMP/neg.out"; then
+	if grep -q "^neg raw_qp=EPERM flow_on_ud=EINVAL destroy_with_flow=none$" "$SOF_TMP/neg.out"; then
 		ok "$name"
 	else
 		not_ok "$name" "wrong result"
 		sof_dump "$SOF_TMP/neg.out"
 	fi
-	name="hosts/raw: root may create a raw QP"
+	name="hosts/raw: root may create a raw QP; with a flow attached it cannot be destroyed (EBUSY)"
 	sof_host_run a "$SOFTOFED" run -- "$PROG" neg >"$SOF_TMP/neg_root.out" 2>&1
-	if grep -q "^neg raw_qp=ok flow_on_ud=EINVAL$" "$SOF_TMP/neg_root.out"; then
+	if grep -q "^neg raw_qp=ok flow_on_ud=EINVAL destroy_with_flow=EBUSY$" "$SOF_TMP/neg_root.out"; then
 		ok "$name"
 	else
 		not_ok "$name" "wrong result"

@@ -426,7 +426,32 @@ static int udprecv(char **a)
 
 static const char *err_name(int e)
 {
-	return e == 0 ? "ok" : e == EPERM ? "EPERM" : e == EINVAL ? "EINVAL" : strerror(e);
+	return e == 0	     ? "ok"
+	       : e == EPERM  ? "EPERM"
+	       : e == EINVAL ? "EINVAL"
+	       : e == EBUSY  ? "EBUSY"
+			     : strerror(e);
+}
+
+/* A raw QP with a flow cannot be destroyed (EBUSY, as the kernel's flow
+ * holds the QP); after ibv_destroy_flow it can. */
+static const char *busy(struct raw *r)
+{
+	struct ibv_flow *fl;
+	int e;
+
+	if (raw_up(r))
+		return "modify-failed";
+	fl = udp_flow(r->qp, htonl(0x0a4d0001), htons(9));
+	if (!fl)
+		return "flow-failed";
+	e = ibv_destroy_qp(r->qp);
+	if (!e)
+		return "destroyed";
+	if (ibv_destroy_flow(fl) || ibv_destroy_qp(r->qp))
+		return "cleanup-failed";
+	r->qp = NULL;
+	return err_name(e);
 }
 
 static int neg(void)
@@ -440,7 +465,8 @@ static int neg(void)
 		return 1;
 	}
 	flow_err = udp_flow(u.qp, htonl(0x0a4d0001), htons(9)) ? 0 : errno;
-	printf("neg raw_qp=%s flow_on_ud=%s\n", err_name(raw_err), err_name(flow_err));
+	printf("neg raw_qp=%s flow_on_ud=%s destroy_with_flow=%s\n", err_name(raw_err),
+	       err_name(flow_err), raw_err ? "none" : busy(&r));
 	raw_close(&u);
 	raw_close(&r);
 	return 0;

@@ -5,6 +5,9 @@
 #     then port X, then port Y again: the QP receives exactly the port-X frames,
 #     each whole (Ethernet, IPv4, UDP headers and payload) byte for byte;
 #     after ibv_destroy_flow it receives nothing more;
+#   - priorities: of two NORMAL flows for the same port only the one of
+#     priority 0 takes its frames; an ALL_DEFAULT flow takes port Y's and
+#     none of port X's;
 #   - a frame built by host a and sent on its raw QP reaches an ordinary
 #     UDP socket on host b, the data checked;
 #   - an unprivileged process (nobody, no capabilities) gets EPERM creating
@@ -112,8 +115,29 @@ neg() {
 	fi
 }
 
+prio() {
+	local name="hosts/raw priorities: port $X to the priority 0 flow only, port $Y to ALL_DEFAULT"
+	sof_host_bg prio a 60 "$SOFTOFED" run -- "$PROG" prio "$(sof_host_ip a)" "$X" "$Y" "$N"
+	if ! wait_line prio ready 20; then
+		sof_wait prio 5
+		not_ok "$name" "the flows were not attached"
+		sof_dump "$(sof_out prio)"
+		return
+	fi
+	sof_host_run b "$PROG" udpsend "$(sof_host_ip a)" "$X" "$N" >/dev/null 2>&1
+	sof_host_run b "$PROG" udpsend "$(sof_host_ip a)" "$Y" "$N" >/dev/null 2>&1
+	sof_wait prio 40
+	if grep -q "^prio q1=$N/0 q2=0/0 q3=0/$N$" "$(sof_out prio)"; then
+		ok "$name"
+	else
+		not_ok "$name" "wrong result"
+		sof_dump "$(sof_out prio)"
+	fi
+}
+
 if sof_hosts_up 2; then
 	steer
+	prio
 	send
 	neg
 fi

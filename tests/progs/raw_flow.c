@@ -15,6 +15,11 @@
  *   raw_flow udpsend IP PORT N       datagrams "PORT:k" from port PORT+1000
  *   raw_flow udprecv PORT N          N datagrams "PORT:k", checked:
  *       "udprecv got=N bad=B"
+ *   raw_flow prio IP_A X Y N
+ *       three raw QPs: a flow for UDP to IP_A:X at priority 0, the same at
+ *       priority 1, and ALL_DEFAULT; counts each QP's frames to X and to Y
+ *       until the first has N of X and the third N of Y:
+ *       "prio q1=X/Y q2=X/Y q3=X/Y"
  *   raw_flow neg                     creating a RAW_PACKET QP, and a flow
  *       on a UD QP: "neg raw_qp=ERRNO flow_on_ud=ERRNO" (names or "ok")
  *
@@ -202,7 +207,8 @@ static int post_recv(struct raw *r, uint32_t i)
 }
 
 /* A UDP flow to ip:port (network order). */
-static struct ibv_flow *udp_flow(struct ibv_qp *qp, uint32_t ip, uint16_t port)
+static struct ibv_flow *udp_flow_at(struct ibv_qp *qp, uint32_t ip, uint16_t port,
+				    enum ibv_flow_attr_type type, uint16_t prio)
 {
 	struct {
 		struct ibv_flow_attr attr;
@@ -211,9 +217,10 @@ static struct ibv_flow *udp_flow(struct ibv_qp *qp, uint32_t ip, uint16_t port)
 	} fa; /* no padding: every member has a size that is a multiple of 4 */
 
 	memset(&fa, 0, sizeof(fa));
-	fa.attr.type = IBV_FLOW_ATTR_NORMAL;
-	fa.attr.size = sizeof(fa);
-	fa.attr.num_of_specs = 2;
+	fa.attr.type = type;
+	fa.attr.priority = prio;
+	fa.attr.size = type == IBV_FLOW_ATTR_NORMAL ? sizeof(fa) : sizeof(fa.attr);
+	fa.attr.num_of_specs = type == IBV_FLOW_ATTR_NORMAL ? 2 : 0;
 	fa.attr.port = 1;
 	fa.ip.type = IBV_FLOW_SPEC_IPV4;
 	fa.ip.size = sizeof(fa.ip);
@@ -224,6 +231,81 @@ static struct ibv_flow *udp_flow(struct ibv_qp *qp, uint32_t ip, uint16_t port)
 	fa.udp.val.dst_port = port;
 	fa.udp.mask.dst_port = 0xffff;
 	return ibv_create_flow(qp, &fa.attr);
+}
+
+static struct ibv_flow *udp_flow(struct ibv_qp *qp, uint32_t ip, uint16_t port)
+{
+	return udp_flow_at(qp, ip, port, IBV_FLOW_ATTR_NORMAL, 0);
+}
+
+/* Frames of QP r for ms: those of UDP datagrams to port x and port y. */
+static void count_ports(struct raw *r, uint64_t ms, uint16_t x, uint16_t y, uint32_t *nx,
+			uint32_t *ny)
+{
+	uint64_t end = now_ms() + ms;
+
+	while (now_ms() < end) {
+		struct ibv_wc wc;
+		const uint8_t *f;
+		uint16_t dport;
+
+		if (ibv_poll_cq(r->cq, 1, &wc) <= 0) {
+			usleep(1000);
+			continue;
+		}
+		f = r->buf + wc.wr_id * FRAME;
+		if (wc.status == IBV_WC_SUCCESS && wc.byte_len >= 42 && f[12] == 8 && f[13] == 0 &&
+		    f[23] == IPPROTO_UDP) {
+			dport = (uint16_t)(f[36] << 8 | f[37]);
+			*nx += dport == x;
+			*ny += dport == y;
+		}
+		if (post_recv(r, (uint32_t)wc.wr_id))
+			return;
+	}
+}
+
+/* Priorities: QP 1 a NORMAL flow for port x at priority 0, QP 2 the same
+ * at priority 1 (the lower priority: it sees none), QP 3 ALL_DEFAULT (what
+ * no NORMAL flow takes: port y's, not port x's). */
+static int prio(char **a)
+{
+	uint32_t ip = inet_addr(a[0]), n = (uint32_t)atoi(a[3]);
+	uint16_t x = (uint16_t)atoi(a[1]), y = (uint16_t)atoi(a[2]);
+	uint32_t nx[3] = {0}, ny[3] = {0};
+	struct ibv_flow *fl[3];
+	struct raw r[3];
+
+	for (int i = 0; i < 3; i++) {
+		if (raw_open(&r[i], IBV_QPT_RAW_PACKET) || raw_up(&r[i]))
+			return 1;
+		for (uint32_t j = 0; j < NRECV; j++)
+			if (post_recv(&r[i], j))
+				return 1;
+	}
+	fl[0] = udp_flow_at(r[0].qp, ip, htons(x), IBV_FLOW_ATTR_NORMAL, 0);
+	fl[1] = udp_flow_at(r[1].qp, ip, htons(x), IBV_FLOW_ATTR_NORMAL, 1);
+	fl[2] = udp_flow_at(r[2].qp, 0, 0, IBV_FLOW_ATTR_ALL_DEFAULT, 0);
+	if (!fl[0] || !fl[1] || !fl[2]) {
+		fprintf(stderr, "ibv_create_flow: %s\n", strerror(errno));
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (uint64_t end = now_ms() + 20000; now_ms() < end;) {
+		for (int i = 0; i < 3; i++)
+			count_ports(&r[i], 20, x, y, &nx[i], &ny[i]);
+		if (nx[0] >= n && ny[2] >= n)
+			break;
+	}
+	for (int i = 0; i < 3; i++)
+		count_ports(&r[i], 300, x, y, &nx[i], &ny[i]);
+	printf("prio q1=%u/%u q2=%u/%u q3=%u/%u\n", nx[0], ny[0], nx[1], ny[1], nx[2], ny[2]);
+	for (int i = 0; i < 3; i++) {
+		ibv_destroy_flow(fl[i]);
+		raw_close(&r[i]);
+	}
+	return 0;
 }
 
 /* Completions for up to ms: each checked against want[] while k < n. */
@@ -482,6 +564,8 @@ int main(int argc, char **argv)
 		return udpsend(argv + 2);
 	if (argc == 4 && !strcmp(argv[1], "udprecv"))
 		return udprecv(argv + 2);
+	if (argc == 6 && !strcmp(argv[1], "prio"))
+		return prio(argv + 2);
 	if (argc == 2 && !strcmp(argv[1], "neg"))
 		return neg();
 	fprintf(stderr, "usage: see the top of raw_flow.c\n");

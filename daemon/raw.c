@@ -17,11 +17,13 @@
  * per QP. As on mlx5, NORMAL flows of the best (lowest) priority that
  * match take a frame; ALL_DEFAULT and MC_DEFAULT take what no NORMAL flow
  * took; SNIFFER flows take everything. Frames the host sends are not
- * seen. Frames are copied, not taken from the host's stack. A frame whose checksum the sending host
- * left to the NIC (veth: CHECKSUM_PARTIAL, told by the socket's virtio_net_hdr) gets it completed
- * here, as it would be on the wire. A frame a raw QP sends leaves by a packet socket on the first
- * served non-loopback interface. All of this needs the daemon to hold CAP_NET_RAW (root in the
- * tests' namespaces): without it CREATE_FLOW fails with -EPERM and sent frames are lost.
+ * seen. Frames are copied, not taken from the host's stack. A frame whose
+ * checksum the sending host left to the NIC (veth: CHECKSUM_PARTIAL, told
+ * by the socket's virtio_net_hdr) gets it completed here, as it would be
+ * on the wire. A frame a raw QP sends leaves by a packet socket on the
+ * first served non-loopback interface. All of this needs the daemon to
+ * hold CAP_NET_RAW (root in the tests' namespaces): without it CREATE_FLOW
+ * fails with -EPERM and sent frames are lost.
  */
 #include "sofd.h"
 #include "tp.h"

@@ -68,6 +68,8 @@ enum sof_op {
 	SOF_OP_DEALLOC_MW,    /* sof_mw_req */
 	SOF_OP_BIND_MW,       /* sof_bind_mw_req -> sof_mw_rep: a bind WQE executed */
 	SOF_OP_INVAL_MW,      /* sof_inval_mw_req: LOCAL_INV or SEND_WITH_INV executed */
+	SOF_OP_CREATE_FLOW,   /* sof_flow_req -> sof_flow_rep (ibv_create_flow) */
+	SOF_OP_DESTROY_FLOW,  /* sof_flow_rep: the flow's handle */
 	/* the connection manager: sof_cm_proto.h */
 	SOF_OP_CM_CHANNEL,
 	SOF_OP_CM_CREATE_ID,
@@ -498,6 +500,52 @@ struct sof_mcast_req {
 #define SOF_MAX_MCAST_GRP 1024u
 #define SOF_MAX_MCAST_QP_ATTACH 256u
 #define SOF_MAX_TOTAL_MCAST_QP_ATTACH 65536u
+
+/* ---- flow steering (raw packet QPs) ----------------------------------------- */
+
+/* CREATE_FLOW (ibv_create_flow): a rule on the Ethernet port whose matching
+ * frames are copied, whole, into the receive queue of qpn, a RAW_PACKET QP
+ * of the caller's context (-EINVAL for any other QP). The library turns the
+ * verbs specs into one rule: each present layer (SOF_FLOW_*) matches where
+ * (frame field & mask) == (value & mask), fields in network byte order.
+ * type is enum ibv_flow_attr_type; ALL_DEFAULT and SNIFFER match every
+ * frame, MC_DEFAULT every multicast frame. DESTROY_QP is -EBUSY while the
+ * QP has flows (a closing connection's go with its QPs). */
+enum {
+	SOF_FLOW_ETH = 1 << 0,
+	SOF_FLOW_IPV4 = 1 << 1,
+	SOF_FLOW_IPV6 = 1 << 2,
+	SOF_FLOW_TCP = 1 << 3,
+	SOF_FLOW_UDP = 1 << 4,
+};
+
+struct sof_flow_rule {
+	uint32_t type;
+	uint32_t layers; /* SOF_FLOW_* */
+	uint16_t priority;
+	uint16_t rsvd;
+	uint8_t dmac[6], dmac_m[6], smac[6], smac_m[6];
+	uint16_t ether_type, ether_type_m, vlan, vlan_m;
+	uint32_t src4, src4_m, dst4, dst4_m;
+	uint8_t proto4, proto4_m, tos4, tos4_m;
+	uint8_t src6[16], src6_m[16], dst6[16], dst6_m[16];
+	uint16_t sport, sport_m, dport, dport_m;
+};
+
+struct sof_flow_req {
+	uint32_t qpn;
+	uint32_t rsvd;
+	struct sof_flow_rule rule;
+};
+
+/* The answer to CREATE_FLOW and the request of DESTROY_FLOW. */
+struct sof_flow_rep {
+	uint32_t handle;
+	uint32_t rsvd;
+};
+
+/* Flows a connection may hold. */
+#define SOF_MAX_FLOWS 256u
 
 /* ---- status --------------------------------------------------------------- */
 

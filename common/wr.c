@@ -12,7 +12,8 @@ bool sof_wr_opcode_allowed(uint32_t qp_type, uint32_t wr_opcode)
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
 		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC || qp_type == IBV_QPT_UD ||
-		       qp_type == IBV_QPT_XRC_SEND;
+		       qp_type == IBV_QPT_XRC_SEND ||
+		       (qp_type == IBV_QPT_RAW_PACKET && wr_opcode == IBV_WR_SEND);
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		return qp_type == IBV_QPT_RC || qp_type == IBV_QPT_UC || qp_type == IBV_QPT_XRC_SEND;

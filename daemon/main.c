@@ -289,6 +289,9 @@ static void run_loop(void)
 			case SOFD_POLL_CM_TIMER:
 				sofd_cm_timer_event();
 				break;
+			case SOFD_POLL_RAW:
+				sofd_raw_event();
+				break;
 			}
 		}
 		sofd_reap();

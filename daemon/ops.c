@@ -452,8 +452,12 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	if (rq->nfds != 2)
 		return -EINVAL;
 	if (req->qp_type != IBV_QPT_RC && req->qp_type != IBV_QPT_UC && req->qp_type != IBV_QPT_UD &&
-	    req->qp_type != IBV_QPT_XRC_SEND && req->qp_type != IBV_QPT_XRC_RECV)
+	    req->qp_type != IBV_QPT_XRC_SEND && req->qp_type != IBV_QPT_XRC_RECV &&
+	    req->qp_type != IBV_QPT_RAW_PACKET)
 		return -EINVAL;
+	/* as the kernel's create_qp: raw packet QPs need CAP_NET_RAW */
+	if (req->qp_type == IBV_QPT_RAW_PACKET && !sofd_raw_permitted(rq->c))
+		return -EPERM;
 	if (!is_pow2(req->sq_size) || req->sq_size > SOFD_MAX_SQ ||
 	    req->sq_max_sge > SOFD_MAX_SGE || req->sq_max_inline > SOFD_MAX_INLINE)
 		return -EINVAL;
@@ -602,7 +606,7 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 		sof_tp_steer_del(qp->qpn);
 		qp->steered = false;
 	} else if (!qp->steered && req->engine && rq->c->net_slot && qp->type != IBV_QPT_UD && !xrc &&
-		   !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
+		   qp->type != IBV_QPT_RAW_PACKET && !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
 		sof_tp_qp_release(qp); /* what the daemon held of it before */
 		qp->steered = true;
 		qp->net = true; /* its peer is not one of this host's QPs */
@@ -619,7 +623,8 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 		memcpy(qp->dgid, req->dgid, 16);
 	if (qp->type != IBV_QPT_UD && qp->state >= IBV_QPS_RTR && qp->state <= IBV_QPS_SQE)
 		sof_tp_flow_connected(qp, qp->steered ? rq->c->net_slot : 0);
-	rbuf.modify_qp.net = net;
+	/* a raw packet QP's sends are the daemon's (raw.c) */
+	rbuf.modify_qp.net = net || qp->type == IBV_QPT_RAW_PACKET;
 	rbuf.modify_qp.steered = qp->steered;
 	rp->len = sizeof(rbuf.modify_qp);
 	return 0;
@@ -633,8 +638,9 @@ static int op_destroy_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	(void)rp;
 	if (!qp)
 		return sofd_xrc_qp_close(rq->c, req->qpn); /* a TGT QP it opened */
-	/* as the kernel's uverbs: an attached QP is detached first */
-	if (qp->tq.nmcast)
+	/* as the kernel's uverbs: an attached QP is detached first, and its
+	 * flows are destroyed first */
+	if (qp->tq.nmcast || qp->nflows)
 		return -EBUSY;
 	if (req->linger && qp->steered && qp->type == IBV_QPT_RC)
 		sof_tp_linger(qp->qpn, &req->l);
@@ -973,6 +979,10 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_CLOSE_XRCD] = {sofd_close_xrcd, "CLOSE_XRCD", sizeof(struct sof_xrcd_req), 0, true},
     [SOF_OP_OPEN_XRC_QP] = {sofd_open_xrc_qp, "OPEN_XRC_QP", sizeof(struct sof_open_xrc_qp_req), 0,
 			    true},
+    [SOF_OP_CREATE_FLOW] = {sofd_raw_create_flow, "CREATE_FLOW", sizeof(struct sof_flow_req), 0,
+			    true},
+    [SOF_OP_DESTROY_FLOW] = {sofd_raw_destroy_flow, "DESTROY_FLOW", sizeof(struct sof_flow_rep), 0,
+			     true},
 };
 
 /* The request payload, copied to an aligned buffer of the largest request

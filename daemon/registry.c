@@ -223,6 +223,7 @@ void sofd_srq_release(struct sofd_srq *srq)
 
 void sofd_qp_release(struct sofd_qp *qp)
 {
+	sofd_raw_qp_release(qp);
 	sof_tp_mcast_qp_release(qp);
 	sof_tp_qp_release(qp);
 	sofd_qp_unbind_mws(qp);

@@ -45,6 +45,7 @@
 struct sofd_counts {
 	uint32_t contexts, pds, mrs, cqs, srqs, qps, mws;
 	uint32_t xrcds; /* XRCD handles (ops_xrc.c) */
+	uint32_t flows; /* ibv_create_flow rules (raw.c) */
 	/* daemon-wide: MAD layer (multicast groups: tp_mcast_groups, the
 	 * connection manager's: cm_counts) */
 	uint32_t mads;
@@ -63,6 +64,7 @@ enum sofd_pollkind {
 	SOFD_POLL_NET6,	    /* the same, IPv6 */
 	SOFD_POLL_TIMER,    /* the transport's timerfd */
 	SOFD_POLL_CM_TIMER, /* the connection manager's timerfd (cm/) */
+	SOFD_POLL_RAW,	    /* the packet socket of flow steering (raw.c) */
 };
 
 struct sofd_pollable {
@@ -249,7 +251,7 @@ struct sofd_qp {
 	struct sofd_xopen *xopens;
 	uint32_t nxopens, xopens_cap;
 	uint32_t qpn;
-	uint32_t type; /* IBV_QPT_RC, _UC, _UD, _XRC_SEND or _XRC_RECV */
+	uint32_t type; /* IBV_QPT_RC, _UC, _UD, _XRC_SEND, _XRC_RECV or _RAW_PACKET */
 	uint32_t rq_size, rq_max_sge;
 	uint32_t sq_sig_all;
 	uint32_t state; /* as last reported by MODIFY_QP */
@@ -270,6 +272,8 @@ struct sofd_qp {
 	bool net;	   /* RC/UC whose peer is on another host */
 	bool steered;	   /* its packets go to its owner's slot, which runs its transport */
 	uint8_t dgid[16];  /* RC/UC: its peer, from the last MODIFY_QP with a path */
+	uint32_t nflows;   /* RAW_PACKET: its flows (raw.c) */
+	uint64_t raw_stamp; /* raw.c: the last frame delivered to it */
 };
 
 /* ---- the daemon's global state ---------------------------------------------- */
@@ -339,6 +343,24 @@ void sofd_device_netlink_event(void);
 bool sofd_gid_local(const uint8_t gid[16]);
 /* The interfaces served, for NETDEVS. */
 void sofd_device_netdevs(struct sof_netdevs_rep *r);
+
+/* ---- raw.c: raw packet QPs and flow steering ----------------------------------- */
+
+struct sofd_req;
+struct sofd_rep;
+
+/* Whether the process of c holds CAP_NET_RAW (in the daemon's user
+ * namespace): RAW_PACKET QPs are its alone. */
+bool sofd_raw_permitted(const struct sofd_conn *c);
+/* CREATE_FLOW and DESTROY_FLOW. 0 or -errno. */
+int sofd_raw_create_flow(struct sofd_req *rq, struct sofd_rep *rp);
+int sofd_raw_destroy_flow(struct sofd_req *rq, struct sofd_rep *rp);
+/* The flows of qp go (it is being destroyed). */
+void sofd_raw_qp_release(struct sofd_qp *qp);
+/* The packet socket is readable: match and deliver its frames. */
+void sofd_raw_event(void);
+/* A raw packet QP's frame onto the port. 0 or -errno. */
+int sofd_raw_xmit(const uint8_t *frame, uint32_t len);
 
 /* ---- conn.c ------------------------------------------------------------------ */
 

@@ -313,6 +313,12 @@ static int host_mw_invalidate(const struct tp_qp *tq, uint32_t rkey)
 	return sofd_mw_invalidate(sof_container_of(tq, struct sofd_qp, tq), rkey, true);
 }
 
+static int host_raw_xmit(const struct tp_qp *tq, const uint8_t *frame, uint32_t len)
+{
+	(void)tq;
+	return sofd_raw_xmit(frame, len);
+}
+
 static const struct tp_host_ops host_ops = {
     .log = host_log,
     .qp_find = host_qp_find,
@@ -327,6 +333,7 @@ static const struct tp_host_ops host_ops = {
     .xrc_srq = host_xrc_srq,
     .mw_invalidate = host_mw_invalidate,
     .flow_seen = NULL, /* the daemon's sockets are the group's, not a flow's */
+    .raw_xmit = host_raw_xmit,
 };
 
 /* ---- start and the loop ---------------------------------------------------------- */

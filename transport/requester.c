@@ -312,6 +312,30 @@ static void send_ud(struct sof_tqp *t, struct tp_swqe *w)
 		tp_qp_error(t, 0);
 }
 
+/* A RAW_PACKET QP's send: the gathered bytes are the whole Ethernet frame. */
+static void send_raw(struct sof_tqp *t, struct tp_swqe *w)
+{
+	static uint8_t frame[TP_RAW_MAX_FRAME];
+	struct gather g = {t, w, 0};
+	int err;
+
+	if (w->len > sizeof(frame) || w->len < 14) {
+		tp_comp_wqe(t, IBV_WC_LOC_LEN_ERR);
+		return;
+	}
+	err = gather_wqe(&g, frame, (uint32_t)w->len);
+	if (!err)
+		err = tp.host->raw_xmit ? tp.host->raw_xmit(t->qp, frame, (uint32_t)w->len)
+					: -EOPNOTSUPP;
+	if (err == -EACCES || err == -EFAULT) {
+		tp_comp_wqe(t, IBV_WC_LOC_PROT_ERR);
+		tp_qp_error(t, 0);
+		return;
+	}
+	/* a frame the link refuses is lost, as on a NIC */
+	tp_comp_wqe(t, IBV_WC_SUCCESS);
+}
+
 /* The early go-back comes this long after the last progress: 16 of the
  * least or 4 of the smoothed round trips, at least PROBE_MIN_NS, and only
  * when that is under a quarter of the transport timeout. It is armed only
@@ -440,10 +464,13 @@ void tp_req_progress(struct sof_tqp *t)
 			return;
 		}
 
-		if (qp->type == IBV_QPT_UD) {
+		if (qp->type == IBV_QPT_UD || qp->type == IBV_QPT_RAW_PACKET) {
 			t->wq_send++;
 			pace_charge(t, w->len);
-			send_ud(t, w);
+			if (qp->type == IBV_QPT_RAW_PACKET)
+				send_raw(t, w);
+			else
+				send_ud(t, w);
 			if (t->state == IBV_QPS_ERR)
 				return;
 			continue;

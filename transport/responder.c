@@ -25,6 +25,8 @@
  */
 #include "tport.h"
 
+#include "sof_wr.h"
+
 #include <stdlib.h>
 
 const char *const tp_resp_names[TP_RESP_NR] = {
@@ -894,6 +896,31 @@ static void uc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
 	t->in_msg = (f & ROCE_F_LAST) ? 0 : ROCE_F_SEND;
 	if (f & ROCE_F_LAST)
 		recv_cqe(t, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)t->rcv_off, h, 0);
+}
+
+/* ---- raw packet ------------------------------------------------------------------ */
+
+void tp_raw_input(struct tp_qp *qp, const uint8_t *frame, uint32_t len)
+{
+	struct sof_tqp *t = qp->t;
+	struct roce_hdr h;
+	int err;
+
+	if (!t || qp->dying || !sof_qp_state_receives(t->state))
+		return;
+	memset(&h, 0, sizeof(h));
+	h.opcode = ROCE_UD_SEND_ONLY; /* no immediate, no solicited event */
+	err = take_rwqe(t);
+	if (err == -EAGAIN)
+		return; /* as a NIC: no receive WQE, the frame is dropped */
+	if (!err)
+		err = tp_sgl_copy(qp, t->rcv_sge, t->rcv_nsge, 0, (uint8_t *)frame, len, true);
+	if (err) {
+		recv_cqe(t, err == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR,
+			 IBV_WC_RECV, 0, &h, 0);
+		return;
+	}
+	recv_cqe(t, IBV_WC_SUCCESS, IBV_WC_RECV, len, &h, 0);
 }
 
 /* ---- UD ------------------------------------------------------------------------- */

@@ -59,7 +59,7 @@ struct tp_srq {
  * engine copies and validates what it reads from them. */
 struct tp_qp {
 	uint32_t qpn;
-	uint32_t type;		/* IBV_QPT_RC, _UC, _UD, _XRC_SEND or _XRC_RECV */
+	uint32_t type;		/* IBV_QPT_RC, _UC, _UD, _XRC_SEND, _XRC_RECV or _RAW_PACKET */
 	struct sof_qp_shm *shm; /* header and receive ring */
 	uint32_t rq_size, rq_max_sge;
 	struct sof_nsq_shm *nsq; /* the network send queue */
@@ -123,6 +123,10 @@ struct tp_host_ops {
 	/* optional: an RC/UC packet came from a flow that a tp_flow_socket
 	 * could take (not called for packets read from one) */
 	void (*flow_seen)(const struct roce_addr *a);
+	/* optional (NULL: a raw packet send completes in error): put frame,
+	 * a whole Ethernet frame a RAW_PACKET QP sends, on the port. 0 or
+	 * -errno */
+	int (*raw_xmit)(const struct tp_qp *qp, const uint8_t *frame, uint32_t len);
 };
 
 /* Where a QP's packets go: addresses as GIDs (IPv4 as ::ffff:a.b.c.d). */
@@ -257,6 +261,13 @@ int tp_ud_send(const struct tp_path *path, uint32_t sqpn, uint32_t dqpn, uint32_
  * QP of a group joins the IP group on the served interfaces, the last one
  * leaves it. 0 or -errno: attach -ENOMEM beyond the limits of
  * sof_proto.h, detach -EINVAL when the QP is not attached. */
+/* The largest frame a RAW_PACKET QP sends or receives. */
+#define TP_RAW_MAX_FRAME 16384u
+
+/* A frame a flow of RAW_PACKET QP qp matched: copied whole into its next
+ * receive WQE, completed with byte_len len (dropped without a WQE). */
+void tp_raw_input(struct tp_qp *qp, const uint8_t *frame, uint32_t len);
+
 int tp_mcast_attach(struct tp_qp *qp, const uint8_t mgid[16]);
 int tp_mcast_detach(struct tp_qp *qp, const uint8_t mgid[16]);
 /* The QP goes away: detach it from every group. */

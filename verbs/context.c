@@ -241,6 +241,7 @@ static void set_ops(struct sofv_context *s)
 	v->close_xrcd = sofv_close_xrcd;
 	v->get_srq_num = sofv_get_srq_num;
 	v->open_qp = sofv_open_qp;
+	sofv_flow_set_ops(v);
 }
 
 SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
@@ -377,10 +378,11 @@ static void device_attr(const struct sofv_context *s, struct ibv_device_attr *a)
 	a->max_qp_wr = SOFV_MAX_QP_WR;
 	/* RNR NAKs are generated (the executor's RNR wait); the system image
 	 * GUID is reported; an AH's port is checked at creation; XRC domains,
-	 * SRQs and QPs (xrc.c); memory windows of type 1 and 2B, as rxe (mw.c). */
+	 * SRQs and QPs (xrc.c); memory windows of type 1 and 2B, as rxe (mw.c);
+	 * raw packet QPs take ibv_create_flow rules (flow.c, daemon/raw.c). */
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_UD_AV_PORT_ENFORCE | IBV_DEVICE_XRC | IBV_DEVICE_MEM_WINDOW |
-			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MANAGED_FLOW_STEERING;
 	a->max_sge = SOFV_MAX_SGE;
 	a->max_sge_rd = SOFV_MAX_SGE;
 	a->max_cq = SOFV_MAX_CQ;

@@ -54,7 +54,7 @@ static int qp_check_init_attr(struct ibv_context *ctx, const struct ibv_qp_init_
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || a->pd->context != ctx)
 		return EINVAL;
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD &&
-	    a->qp_type != IBV_QPT_XRC_SEND)
+	    a->qp_type != IBV_QPT_XRC_SEND && a->qp_type != IBV_QPT_RAW_PACKET)
 		return EOPNOTSUPP;
 	/* an XRC INI QP sends only: its receive side is ignored */
 	if (a->qp_type == IBV_QPT_XRC_SEND && a->send_cq && a->send_cq->context == ctx) {
@@ -76,9 +76,10 @@ static int qp_check_init_attr(struct ibv_context *ctx, const struct ibv_qp_init_
 	if (!a->srq && (c->max_recv_wr > SOFV_MAX_QP_WR || c->max_recv_sge > SOFV_MAX_SGE))
 		return EINVAL;
 	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-		uint64_t allowed = a->qp_type == IBV_QPT_UD   ? UD_SEND_OPS
-				   : a->qp_type == IBV_QPT_UC ? UC_SEND_OPS
-							      : SUPPORTED_SEND_OPS;
+		uint64_t allowed = a->qp_type == IBV_QPT_UD	      ? UD_SEND_OPS
+				   : a->qp_type == IBV_QPT_UC	      ? UC_SEND_OPS
+				   : a->qp_type == IBV_QPT_RAW_PACKET ? IBV_QP_EX_WITH_SEND
+								      : SUPPORTED_SEND_OPS;
 
 		if (a->send_ops_flags & ~allowed)
 			return EOPNOTSUPP;

@@ -150,6 +150,18 @@ bool sofv_qp_transition_ok(enum ibv_qp_type t, enum ibv_qp_state cur, enum ibv_q
 	const struct qp_trans *tr;
 	int ti, req, opt;
 
+	/* A raw packet QP (the kernel's table): the port on the way to INIT,
+	 * nothing else. */
+	if (t == IBV_QPT_RAW_PACKET) {
+		int need = cur == IBV_QPS_RESET && next == IBV_QPS_INIT ? IBV_QP_PORT : 0;
+
+		if ((unsigned)cur >= NSTATES || (unsigned)next >= NSTATES ||
+		    !trans[cur][next].valid || cur == IBV_QPS_SQE || next == IBV_QPS_SQE)
+			return false;
+		if ((attr_mask & need) != need)
+			return false;
+		return !(attr_mask & ~(IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_PORT));
+	}
 	switch (t) {
 	case IBV_QPT_UD:
 		ti = T_UD;

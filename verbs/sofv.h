@@ -610,6 +610,8 @@ struct ibv_context *sofv_context_open(int sock, uint32_t op, const void *req, si
 
 /* domain.c: thread and parent domains, the clock, the rate limit. */
 void sofv_domain_set_ops(struct sofv_context *s);
+/* flow.c: ibv_create_flow / ibv_destroy_flow into the context's ops */
+void sofv_flow_set_ops(struct verbs_context *v);
 /* dm.c: device memory */
 void sofv_dm_set_ops(struct sofv_context *s);
 void sofv_domains_free(struct sofv_context *s);

@@ -336,6 +336,7 @@ static const struct tp_host_ops prog_ops = {
     .xrc_srq = prog_xrc_srq,
     .mw_invalidate = prog_mw_invalidate,
     .flow_seen = flow_seen,
+    .raw_xmit = NULL, /* raw packet QPs are the daemon's */
 };
 
 /* ---- the loop ----------------------------------------------------------------- */

@@ -158,6 +158,7 @@ static const struct tp_host_ops test_host = {
     .srq_limit = host_srq_limit,
     .xrc_srq = host_xrc_srq,
     .flow_seen = NULL,
+    .raw_xmit = NULL,
 };
 
 /* ---- the test port: packets are captured, not sent ------------------------ */

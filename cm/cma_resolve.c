@@ -31,8 +31,11 @@ CMA_OP(bind)
 		return -EINVAL;
 	if (!cma_family_ok(r->src.ss_family))
 		return -EAFNOSUPPORT;
+	/* a loopback address binds like the wildcard, without a device
+	 * (the kernel's rdma_bind_addr skips cma_acquire_dev_by_src_ip for
+	 * cma_any_addr) */
 	cma_addr_gid(&r->src, gid);
-	if (!cma_gid_is_any(gid) && cma_gid_index(gid) < 0)
+	if (!cma_addr_is_wild(&r->src) && cma_gid_index(gid) < 0)
 		return -EADDRNOTAVAIL;
 	err = cma_bind_port(id, &r->src);
 	if (err)
@@ -47,6 +50,7 @@ CMA_OP(resolve_addr)
 	struct cm_id *id = cma_get_id(rq, r->id);
 	uint8_t dgid[16], sgid[16];
 	int err = 0, idx;
+	bool loop;
 
 	if (!id)
 		return -ENOENT;
@@ -57,17 +61,25 @@ CMA_OP(resolve_addr)
 	    (r->src.ss_family && !cma_family_ok(r->src.ss_family)))
 		return -EAFNOSUPPORT;
 	cma_addr_gid(&r->dst, dgid);
-	if (cma_gid_is_any(dgid))
+	/* A loopback or wildcard destination is this device, as the kernel's
+	 * cma_resolve_loopback: the source a GID of ours (cma_bind_loopback),
+	 * the destination GID the same. */
+	loop = r->dst.ss_family != AF_IB && cma_gid_is_wild(dgid);
+	if (r->dst.ss_family == AF_IB && cma_gid_is_any(dgid))
 		return -EINVAL;
 	/* the source: as bound, as given, or as the routing table says */
-	if (id->bound && !cma_addr_is_any(&id->src))
+	if (id->bound && !cma_addr_is_wild(&id->src))
 		cma_addr_gid(&id->src, sgid);
-	else if (r->src.ss_family && !cma_addr_is_any(&r->src))
+	else if (r->src.ss_family && !cma_addr_is_wild(&r->src))
 		cma_addr_gid(&r->src, sgid);
+	else if (loop)
+		err = cma_loopback_source(dgid, sgid);
 	else
 		err = cma_route_source(dgid, sgid);
 	if (err)
 		goto fail;
+	if (loop)
+		memcpy(dgid, sgid, 16);
 	idx = cma_gid_index(sgid);
 	if (idx < 0 || sof_gid_is_v4(sgid) != sof_gid_is_v4(dgid)) {
 		err = -EADDRNOTAVAIL;

@@ -12,27 +12,22 @@
 # the others are reported as not run (SOF_HOSTS_KEEP_GOING=1 runs them).
 # Needs root (ip netns). A missing program is a failure.
 #
-# Known gap (reported as "# TODO"): fi_pingpong's server calls fi_getinfo
-# without a node, and libfabric's verbs provider then binds an RDMA CM id to
-# "localhost" (rdma_getaddrinfo + rdma_bind_addr, prov/verbs fi_verbs.c) and
-# takes the device's interface addresses (vrb_get_srcaddr_devs) only when
-# that bind succeeds with id->verbs NULL. Our daemon binds 127.0.0.1 to
-# sof0 when it serves lo (its GID table lists loopback addresses), so the
-# server advertises 127.0.0.1 and the client's connect is rejected (no
-# listener); served like a NIC on veth0 only (as here, SOF_HOSTS_IFACES),
-# the bind fails with EADDRNOTAVAIL and fi_getinfo with ENODATA. Between
-# hosts this needs the RDMA CM (cm/, daemon/) to bind a loopback address
-# without a device. The UD endpoints (dgram, RxD) do not bind through the
-# RDMA CM and work. On one host (tests/consumers/libfabric.sh) both sides
-# reach 127.0.0.1 and it works.
+# fi_pingpong's server calls fi_getinfo without a node, and libfabric's
+# verbs provider then binds an RDMA CM id to "localhost" and, when that id
+# has no device (id->verbs NULL), takes the addresses of the device's
+# network interfaces instead (prov/verbs vrb_get_srcaddr_devs). The kernel's
+# rdma_cm binds a loopback address as the wildcard, without a device
+# (cma_any_addr); so does ours (cm/cma_addr.c): the RxM and msg runs prove it.
+# The daemons serve veth0 only, as a RoCE NIC; SOF_HOSTS_IFACES= (empty)
+# makes them serve lo too.
 # Usage: tests/hosts/libfabric.sh
 set -u
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 sof_init
-# served like a RoCE NIC on veth0: no loopback GID, which UCX (GID index 0)
-# and libfabric (it binds "localhost" first) would otherwise take
-SOF_HOSTS_IFACES=veth0
+# served like a RoCE NIC on veth0: no loopback GID, which UCX and the UD
+# endpoints (GID index 0) would otherwise take
+SOF_HOSTS_IFACES=${SOF_HOSTS_IFACES-veth0}
 
 PORT=47700
 
@@ -45,14 +40,8 @@ lf() {
 	sof_gated "$name" && return
 	if ! SOF_LINEBUF=1 sof_tcp_pair "$name" 60 a b "$PORT" \
 		fi_pingpong -B "$PORT" "$@" -- fi_pingpong -P "$PORT" "$@" "$(sof_host_ip a)"; then
-		if grep -q 'fi_getinfo().*ret=-61' "$SOF_SRV_OUT"; then
-			# the known gap (header): a TODO, neither a pass nor a
-			# failure (the runner counts it apart, as symbols.sh's)
-			echo "not ok - $name: the server's fi_getinfo finds no source address: the verbs provider binds \"localhost\" and our RDMA CM refuses it when lo is not served (see the header) # TODO"
-		else
-			not_ok "$name" "$SOF_PAIR_WHY"
-			SOF_GATE="the first run between hosts failed"
-		fi
+		not_ok "$name" "$SOF_PAIR_WHY"
+		SOF_GATE="the first run between hosts failed"
 		sof_pair_dump
 		return
 	fi

@@ -218,7 +218,9 @@ static bool port_taken(const struct cm_id *self, uint8_t ps, uint16_t port, cons
 		if (self->afonly && o->afonly && o->src.ss_family != family)
 			continue;
 		cma_addr_gid(&o->src, og);
-		if (!cma_gid_is_wild(og) && !cma_gid_is_wild(gid) && memcmp(og, gid, 16))
+		if (!cma_addr_is_wild(&o->src) &&
+		    !(family == AF_IB ? cma_gid_is_any(gid) : cma_gid_is_wild(gid)) &&
+		    memcmp(og, gid, 16))
 			continue;
 		/* like SO_REUSEADDR: both ask for it and neither listens */
 		if (reuse && o->reuseaddr && o->cstate != CMA_LISTEN)

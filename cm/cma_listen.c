@@ -29,7 +29,7 @@ static struct cm_id *find_listener(uint8_t ps, uint16_t port, const uint8_t dst[
 		if (o->cstate != CMA_LISTEN || o->ps != ps || cma_addr_port(&o->src) != port)
 			continue;
 		cma_addr_gid(&o->src, g);
-		if (!memcmp(g, dst, 16) && !cma_gid_is_wild(g))
+		if (!memcmp(g, dst, 16) && !cma_addr_is_wild(&o->src))
 			return o;
 		/* a listener bound to the wildcard or to a loopback address
 		 * takes requests for any address (the kernel's
@@ -193,7 +193,7 @@ CMA_OP(listen)
 		if (o) {
 			cma_addr_gid(&o->src, og);
 			if (!memcmp(og, gid, 16) ||
-			    (cma_gid_is_wild(og) && cma_gid_is_wild(gid) &&
+			    (cma_addr_is_wild(&o->src) && cma_addr_is_wild(&id->src) &&
 			     o->src.ss_family == id->src.ss_family))
 				return -EADDRINUSE;
 		}

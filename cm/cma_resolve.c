@@ -44,6 +44,19 @@ CMA_OP(bind)
 	return reply_query(id, rp);
 }
 
+/* Whether ss names the source of a resolution: not the wildcard, and a
+ * loopback address only where this device serves it (lo's GIDs); else the
+ * source is picked as for an unbound id. */
+static bool src_given(const struct sockaddr_storage *ss)
+{
+	uint8_t g[16];
+
+	if (cma_addr_is_any(ss))
+		return false;
+	cma_addr_gid(ss, g);
+	return ss->ss_family == AF_IB || !cma_gid_is_loopback(g) || cma_gid_index(g) >= 0;
+}
+
 CMA_OP(resolve_addr)
 {
 	const struct sof_cm_addr_req *r = rq->data;
@@ -68,9 +81,9 @@ CMA_OP(resolve_addr)
 	if (r->dst.ss_family == AF_IB && cma_gid_is_any(dgid))
 		return -EINVAL;
 	/* the source: as bound, as given, or as the routing table says */
-	if (id->bound && !cma_addr_is_wild(&id->src))
+	if (id->bound && src_given(&id->src))
 		cma_addr_gid(&id->src, sgid);
-	else if (r->src.ss_family && !cma_addr_is_wild(&r->src))
+	else if (r->src.ss_family && src_given(&r->src))
 		cma_addr_gid(&r->src, sgid);
 	else if (loop)
 		err = cma_loopback_source(dgid, sgid);

@@ -99,8 +99,9 @@ l_one_posix() { ucx_run "one host" posix posix "$V_A" "$V_A" "$V_IP" $((1024 * M
 l_one_cma() { ucx_run "one host" posix,cma cma "$V_A" "$V_A" "$V_IP" $((1024 * MIB)) 8 $MIB "" ""; }
 
 # libs_ratios TSV: the ratios with their targets, a Markdown table (each
-# the median of the per-round ratios: the n-th figure of one label beside
-# the n-th of the other, both taken in round n)
+# the median of the per-round ratios: the figures of both labels taken in
+# the same round, the TSV's 8th column; a round where one side failed is
+# left out)
 libs_ratios() {
 	awk -F'\t' '
 	function med(a, n,   i, j, t) {
@@ -108,17 +109,27 @@ libs_ratios() {
 			for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
-	{ n[$1]++; v[$1, n[$1]] = $3 }
-	function row(what, num, den, op, target,   k, m, r, a, fig) {
-		m = n[num] < n[den] ? n[num] : n[den]
+	{
+		rd = $8 != "" ? $8 : ++seq[$1]
+		v[$1, rd] = $3
+		if (rd > maxr) maxr = rd
+	}
+	function row(what, num, den, op, target,   k, m, r, a, b) {
+		m = 0
+		for (k = 1; k <= maxr; k++)
+			if ((num, k) in v && (den, k) in v && v[den, k] > 0) {
+				m++
+				r[m] = v[num, k] / v[den, k]
+				a[m] = v[num, k]
+				b[m] = v[den, k]
+			}
 		if (!m) {
-			printf "| %s | not measured (%s: %d runs, %s: %d) | %s %s | |\n", what, num, n[num] + 0, den, n[den] + 0, op, target
+			printf "| %s | not measured in any round | %s %s | |\n", what, op, target
 			return
 		}
-		for (k = 1; k <= m; k++) r[k] = v[num, k] / v[den, k]
 		r0 = med(r, m)
-		for (k = 1; k <= m; k++) { a[k] = v[num, k] } ; fa = med(a, m)
-		for (k = 1; k <= m; k++) { a[k] = v[den, k] } ; fb = med(a, m)
+		fa = med(a, m)
+		fb = med(b, m)
 		ok = (op == "<=") ? r0 <= target : r0 >= target
 		printf "| %s | %.2f (%s / %s, %d rounds) | %s %s | %s |\n", what, r0, fa, fb, m, op, target, ok ? "met" : "not met"
 	}

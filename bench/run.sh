@@ -133,6 +133,8 @@ BW_RE='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+([[:space:]]+[0-9.]+){3}[[:space:]]*
 PLOT="" SERIES="" BYTES=""
 # runs of the next measurement (1 in a ratio round, REPS by default; sweeps SWEEP_REPS)
 NREPS=""
+# the round a figure was taken in (rounds), the 8th column of the results
+ROUND=""
 
 log() {
 	echo "bench: [${SECONDS}s] $*" >&2
@@ -146,7 +148,8 @@ wanted() {
 # rec LABEL UNIT VALUE COMMAND: one run's figure, into the results file
 rec() {
 	[ -n "$3" ] || return 0
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$PLOT" "$SERIES" "$BYTES" >>"$BENCH_TSV"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$PLOT" "$SERIES" "$BYTES" \
+		"$ROUND" >>"$BENCH_TSV"
 }
 
 # fail LABEL WHY: a measurement that did not run (reported, not fatal)
@@ -430,9 +433,9 @@ rounds() {
 	for r in $(seq "$REPS"); do
 		log "ratio round $r of $REPS"
 		if [ $((r % 2)) = 1 ]; then
-			for ((i = 0; i < ${#fns[@]}; i++)); do NREPS=1 "${fns[i]}"; done
+			for ((i = 0; i < ${#fns[@]}; i++)); do NREPS=1 ROUND=$r "${fns[i]}"; done
 		else
-			for ((i = ${#fns[@]} - 1; i >= 0; i--)); do NREPS=1 "${fns[i]}"; done
+			for ((i = ${#fns[@]} - 1; i >= 0; i--)); do NREPS=1 ROUND=$r "${fns[i]}"; done
 		fi
 	done
 }

@@ -64,7 +64,7 @@ libs_mpi() {
 	line="ip netns exec $V_A softofed run -- mpirun ${args[*]} $(rel "$BIN")/mpi_pp 8 $((20000 / SCALE)) $MIB $((400 / SCALE))"
 	line=${line//$SOF_ROOT\//}
 	if [ "$rc" -ne 0 ] || ! grep -q '^mpi_pp: bw' "$out"; then
-		fail "$lat" "mpirun exit $rc: $(tail -n 3 "$out" | tr '\n' ' ')"
+		fail "$lat" "mpirun exit $rc: $({ grep -i -m 3 -E 'error|abort|signal' "$out"; tail -n 2 "$out"; } | tr '\n' ' ')"
 		return 0
 	fi
 	PLOT="" SERIES="" BYTES=8 rec "$lat" "us (one-way)" "$(awk '$2 == "lat" { print $5 }' "$out")" "$line"

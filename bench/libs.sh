@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/libs.sh — issue 17's ratios: the libraries on softofed against the
 # same libraries on the kernel's TCP and shared memory, side by side in one
 # run (sourced by bench/run.sh; `bench/run.sh --section libs` runs this
@@ -58,7 +59,7 @@ libs_mpi() {
 	log "$lat"
 	export SOF_HOSTS_PREFIX SOFTOFED # for the agent
 	SOF_MPI_AGENT_SECS=120 timeout -k 5 120 ip netns exec "$V_A" "$SOFTOFED" run -- \
-		mpirun "${args[@]}" "$BIN/mpi_pp" 8 $((20000 / SCALE)) $MIB $((400 / SCALE)) \
+		mpirun "${args[@]}" "$BIN/mpi_pp" 8 $((20000 / SCALE)) "$MIB" $((400 / SCALE)) \
 		>"$out" 2>&1 </dev/null
 	rc=$?
 	line="ip netns exec $V_A softofed run -- mpirun ${args[*]} $(rel "$BIN")/mpi_pp 8 $((20000 / SCALE)) $MIB $((400 / SCALE))"
@@ -76,9 +77,9 @@ l_mpi_tcp() { libs_mpi tcp; }
 # UCX between the hosts: rc_verbs on softofed, tcp
 l_ucx_rc() {
 	RUN_WRAP=$LIBS_WRAP UCX_DEV=sof0:1 ucx_run veth rc_verbs,ud_verbs rc_verbs "$V_A" "$V_B" "$V_IP" \
-		$((256 * MIB)) 8 $MIB "" ""
+		$((256 * MIB)) 8 "$MIB" "" ""
 }
-l_ucx_tcp() { ucx_run veth tcp tcp "$V_A" "$V_B" "$V_IP" $((256 * MIB)) 8 $MIB "" ""; }
+l_ucx_tcp() { ucx_run veth tcp tcp "$V_A" "$V_B" "$V_IP" $((256 * MIB)) 8 "$MIB" "" ""; }
 # libfabric between the hosts: verbs;ofi_rxm on softofed, tcp;ofi_rxm
 l_fi_verbs() {
 	RUN_WRAP=$LIBS_WRAP fi_run veth "verbs;ofi_rxm" rdm "$V_A" "$V_B" "$V_IP" "" "8 $MIB" \
@@ -93,10 +94,10 @@ l_fi_tcp() {
 # UCX on one host (both sides in host a): rc_verbs on softofed, posix, cma
 l_one_rc() {
 	RUN_WRAP=$LIBS_WRAP UCX_DEV=sof0:1 ucx_run "one host" rc_verbs,ud_verbs rc_verbs "$V_A" "$V_A" "$V_IP" \
-		$((1024 * MIB)) 8 $MIB "" ""
+		$((1024 * MIB)) 8 "$MIB" "" ""
 }
-l_one_posix() { ucx_run "one host" posix posix "$V_A" "$V_A" "$V_IP" $((1024 * MIB)) 8 $MIB "" ""; }
-l_one_cma() { ucx_run "one host" posix,cma cma "$V_A" "$V_A" "$V_IP" $((1024 * MIB)) 8 $MIB "" ""; }
+l_one_posix() { ucx_run "one host" posix posix "$V_A" "$V_A" "$V_IP" $((1024 * MIB)) 8 "$MIB" "" ""; }
+l_one_cma() { ucx_run "one host" posix,cma cma "$V_A" "$V_A" "$V_IP" $((1024 * MIB)) 8 "$MIB" "" ""; }
 
 # libs_ratios TSV: the ratios with their targets, a Markdown table (each
 # the median of the per-round ratios: the figures of both labels taken in

@@ -76,7 +76,8 @@ static double bandwidth(int rank, size_t size, int iters, unsigned char *bufs)
 			MPI_Recv(&ack, 1, MPI_INT, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 		} else {
 			for (w = 0; w < WINDOW; w++)
-				bad |= !check(bufs + (size_t)w * size, size, (unsigned char)(i + w));
+				bad |=
+				    !check(bufs + (size_t)w * size, size, (unsigned char)(i + w));
 			ack = bad;
 			MPI_Send(&ack, 1, MPI_INT, 0, 3, MPI_COMM_WORLD);
 		}

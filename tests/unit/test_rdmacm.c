@@ -5,10 +5,11 @@
  * getters, rdma_get_devices, argument checks that fail before any request,
  * the rsocket stubs (rpoll/rselect work, the rest ENOSYS). With it, on
  * 127.0.0.1: the channel's fd polls readable for an event, binding a
- * loopback address takes no device (as the wildcard), listening on port 0 picks a port, a synchronous id,
- * RDMA_OPTION_IB_PATH as the route, ECE and private data through a REQ
- * and its REJ, the listen backlog, IPv4 and AF-only IPv6 wildcard
- * listeners on one port, a loopback listener as a wildcard one.
+ * loopback address takes no device (as the wildcard), listening on port 0
+ * picks a port, a synchronous id, RDMA_OPTION_IB_PATH as the route, ECE
+ * and private data through a REQ and its REJ, the listen backlog, IPv4 and
+ * AF-only IPv6 wildcard listeners on one port, a loopback listener as a
+ * wildcard one.
  */
 #include "harness.h"
 
@@ -553,15 +554,13 @@ TEST(wildcard_listeners_afonly)
 	CHECK_EQ(rdma_listen(id4, 4), 0);
 
 	CHECK_EQ(rdma_create_id(lch, &id6, NULL, RDMA_PS_TCP), 0);
-	CHECK_EQ(rdma_set_option(id6, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one)),
-		 0);
+	CHECK_EQ(rdma_set_option(id6, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one)), 0);
 	CHECK_EQ(bind_any6(id6, 19416), 0);
 	CHECK_EQ(rdma_listen(id6, 4), 0);
 
 	/* not AF-only: clashes, by the option or by the namespace's default */
 	CHECK_EQ(rdma_create_id(NULL, &x, NULL, RDMA_PS_TCP), 0);
-	CHECK_EQ(rdma_set_option(x, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &zero, sizeof(zero)),
-		 0);
+	CHECK_EQ(rdma_set_option(x, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &zero, sizeof(zero)), 0);
 	CHECK_EQ(bind_any6(x, 19416), -1);
 	CHECK_EQ(errno, EADDRINUSE);
 	CHECK_EQ(rdma_destroy_id(x), 0);

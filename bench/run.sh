@@ -78,12 +78,20 @@
 #   BENCH_PROFILE=0     leave out "where time goes"
 #   BENCH_CPU_A, BENCH_CPU_B   the two cores
 #
+#   libraries         issue 17's ratios (bench/libs.sh): Open MPI over UCX
+#                     on softofed against Open MPI over TCP, UCX rc_verbs
+#                     against tcp, libfabric verbs;ofi_rxm against
+#                     tcp;ofi_rxm between two hosts; UCX rc_verbs against
+#                     posix and cma on one host.
 # Usage: bench/run.sh            (make bench: installs, builds, runs this)
+#        bench/run.sh --section libs   only issue 17's ratios (bench/libs.sh)
 set -u
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 [ -n "${BENCH_BUILD:-}" ] && export SOF_BUILD=$BENCH_BUILD
 # shellcheck source=tests/lib.sh
 . "$BENCH_DIR/../tests/lib.sh"
+# shellcheck source=bench/libs.sh
+. "$BENCH_DIR/libs.sh"
 
 QUICK=${BENCH_QUICK:-}
 if [ -n "$QUICK" ]; then
@@ -128,6 +136,8 @@ BW_RE='^[[:space:]]*[0-9]+[[:space:]]+[0-9]+([[:space:]]+[0-9.]+){3}[[:space:]]*
 PLOT="" SERIES="" BYTES=""
 # runs of the next measurement (1 in a ratio round, REPS by default; sweeps SWEEP_REPS)
 NREPS=""
+# the round a figure was taken in (rounds), the 8th column of the results
+ROUND=""
 
 log() {
 	echo "bench: [${SECONDS}s] $*" >&2
@@ -141,7 +151,8 @@ wanted() {
 # rec LABEL UNIT VALUE COMMAND: one run's figure, into the results file
 rec() {
 	[ -n "$3" ] || return 0
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$PLOT" "$SERIES" "$BYTES" >>"$BENCH_TSV"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$PLOT" "$SERIES" "$BYTES" \
+		"$ROUND" >>"$BENCH_TSV"
 }
 
 # fail LABEL WHY: a measurement that did not run (reported, not fatal)
@@ -430,9 +441,9 @@ rounds() {
 	for r in $(seq "$REPS"); do
 		log "ratio round $r of $REPS"
 		if [ $((r % 2)) = 1 ]; then
-			for ((i = 0; i < ${#fns[@]}; i++)); do NREPS=1 "${fns[i]}"; done
+			for ((i = 0; i < ${#fns[@]}; i++)); do NREPS=1 ROUND=$r "${fns[i]}"; done
 		else
-			for ((i = ${#fns[@]} - 1; i >= 0; i--)); do NREPS=1 "${fns[i]}"; done
+			for ((i = ${#fns[@]} - 1; i >= 0; i--)); do NREPS=1 ROUND=$r "${fns[i]}"; done
 		fi
 	done
 }
@@ -587,9 +598,15 @@ ucx_run() {
 		next_port
 		log "UCX $where ($tn) batch run $i"
 		local env=(env "UCX_TLS=$tl,self")
-		[ -n "$sns" ] && env+=(UCX_NET_DEVICES=veth0)
-		s=("${env[@]}" ucx_perftest -p "$PORT" -b "$f")
-		c=("${env[@]}" ucx_perftest -p "$PORT" "$addr" -b "$f" -f)
+		if [ -n "${UCX_DEV:-}" ]; then
+			env+=("UCX_NET_DEVICES=$UCX_DEV")
+		elif [ -n "$sns" ]; then
+			env+=(UCX_NET_DEVICES=veth0)
+		fi
+		# shellcheck disable=SC2206 # RUN_WRAP is words (softofed run --)
+		s=(${RUN_WRAP:-} "${env[@]}" ucx_perftest -p "$PORT" -b "$f")
+		# shellcheck disable=SC2206
+		c=(${RUN_WRAP:-} "${env[@]}" ucx_perftest -p "$PORT" "$addr" -b "$f" -f)
 		if ! pair ucx 240 "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
 			fail "UCX $where: ucx_perftest ($tn)" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
 		fi
@@ -656,8 +673,10 @@ fi_run() {
 		for i in $(reps); do
 			next_port
 			log "$label run $i"
-			s=(fi_pingpong -p "$prov" -e "$ep" "${d[@]}" -B "$PORT" -S "$size" -I "$n")
-			c=(fi_pingpong -p "$prov" -e "$ep" "${d[@]}" -P "$PORT" -S "$size" -I "$n" "$addr")
+			# shellcheck disable=SC2206 # RUN_WRAP is words (softofed run --)
+			s=(${RUN_WRAP:-} fi_pingpong -p "$prov" -e "$ep" "${d[@]}" -B "$PORT" -S "$size" -I "$n")
+			# shellcheck disable=SC2206
+			c=(${RUN_WRAP:-} fi_pingpong -p "$prov" -e "$ep" "${d[@]}" -P "$PORT" -S "$size" -I "$n" "$addr")
 			if ! pair fabric 120 "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
 				fail "$label" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
 				break
@@ -697,8 +716,10 @@ fi_stream_run() {
 	for i in $(reps); do
 		next_port
 		log "$label run $i"
-		s=("$BIN/fi_stream" -p "$tag" "${d[@]}" -B "$PORT" -S "$size" -I "$n")
-		c=("$BIN/fi_stream" -p "$tag" "${d[@]}" -P "$PORT" -S "$size" -I "$n" "$addr")
+		# shellcheck disable=SC2206 # RUN_WRAP is words (softofed run --)
+		s=(${RUN_WRAP:-} "$BIN/fi_stream" -p "$tag" "${d[@]}" -B "$PORT" -S "$size" -I "$n")
+		# shellcheck disable=SC2206
+		c=(${RUN_WRAP:-} "$BIN/fi_stream" -p "$tag" "${d[@]}" -P "$PORT" -S "$size" -I "$n" "$addr")
 		if ! pair fabric 120 "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
 			fail "$label" "run $i failed: $(tail -n 3 "$CLI_OUT" "$SRV_OUT" | tr '\n' ' ')"
 			break
@@ -1227,6 +1248,7 @@ main() {
 	SOF_NS_NAME=bench SOF_NS_TIMEOUT=1800 sof_ns_run bash "$BENCH_DIR/run.sh" --phase-same-host "$BENCH_TSV" ||
 		fail "same host" "the namespace phase ended with an error"
 	phase_hosts
+	phase_libs
 	cp "$BENCH_TSV" "${BENCH_OUT%.md}.tsv"
 	python3 "$BENCH_DIR/report.py" --tsv "$BENCH_TSV" --out "$BENCH_OUT" \
 		--seconds "$((($(now_ms) - t0 + 500) / 1000))" --reps "$REPS" --sweep-reps "$SWEEP_REPS" \
@@ -1234,12 +1256,67 @@ main() {
 		echo "bench: report.py failed" >&2
 		exit 1
 	}
+	printf '\n## Issue 17: the libraries (bench/libs.sh)\n\n' >>"$BENCH_OUT"
+	libs_ratios "$BENCH_TSV" >>"$BENCH_OUT"
 	echo "bench: report in $(rel "$BENCH_OUT") (raw figures: $(rel "${BENCH_OUT%.md}.tsv"), plots: $(rel "${BENCH_OUT%.md}")-*.svg)"
 	sed -n '/^## Ratios/,/^## Medians/p' "$BENCH_OUT" | sed '$d'
+	libs_ratios "$BENCH_TSV"
+}
+
+# section_libs: issue 17's section alone (bench/libs.sh); its ratios, the
+# figures and their commands in BENCH_OUT (default
+# bench/results/DATE-HHMM-HOST-libs.md)
+section_libs() {
+	local host
+	sof_init
+	[ -x "$SOFTOFED" ] || {
+		echo "bench: $SOFTOFED is missing: build first" >&2
+		exit 1
+	}
+	mkdir -p "$BIN" "$RES_DIR" || exit 1
+	build_helpers || exit 1
+	host=$(hostname -s 2>/dev/null || hostname)
+	BENCH_OUT=${BENCH_OUT:-$RES_DIR/$(date -u +%Y-%m-%d-%H%M)-$host-libs.md}
+	BENCH_TSV=$SOF_TMP/results.tsv
+	export BENCH_TSV
+	: >"$BENCH_TSV"
+	: >"$BENCH_TSV.fail"
+	: >"$BENCH_TSV.note"
+	phase_libs
+	{
+		echo "# bench/run.sh --section libs: issue 17's ratios"
+		echo
+		echo "Build: $(rel "$SOF_BUILD_DIR"), source $(python3 "$BENCH_DIR/report.py" --source-of "$SOF_BUILD_DIR"), $REPS rounds, CPUs $CPU_A,$CPU_B, $((SECONDS / 60)) min."
+		echo
+		libs_ratios "$BENCH_TSV"
+		echo
+		echo "## Figures (label, unit, value, command)"
+		echo
+		awk -F'\t' '{ printf "- %s: %s %s — `%s`\n", $1, $3, $2, $4 }' "$BENCH_TSV"
+		if [ -s "$BENCH_TSV.fail" ]; then
+			echo
+			echo "## Not measured"
+			echo
+			awk -F'\t' '{ printf "- %s: %s\n", $1, $2 }' "$BENCH_TSV.fail"
+		fi
+		awk -F'\t' '{ printf "\nNote (%s): %s\n", $1, $2 }' "$BENCH_TSV.note"
+	} >"$BENCH_OUT"
+	libs_ratios "$BENCH_TSV"
+	echo "bench: libs section in $(rel "$BENCH_OUT")"
 }
 
 if [ "${1:-}" = --phase-same-host ]; then
 	phase_same_host "$2"
+	exit 0
+fi
+if [ "${1:-}" = --section ]; then
+	case ${2:-} in
+	libs) section_libs ;;
+	*)
+		echo "bench: sections: libs (issue 17's ratios)" >&2
+		exit 2
+		;;
+	esac
 	exit 0
 fi
 main

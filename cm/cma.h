@@ -94,6 +94,14 @@ void cma_addr_from_gid(struct sockaddr_storage *ss, int family, const uint8_t gi
 		       uint16_t port);
 bool cma_gid_is_any(const uint8_t g[16]);
 bool cma_addr_is_any(const struct sockaddr_storage *ss);
+/* 127/8 or ::1 (as IPv4-mapped or IPv6 GID bytes) */
+bool cma_gid_is_loopback(const uint8_t g[16]);
+/* The kernel's cma_any_addr: the wildcard or a loopback address, which
+ * bind, ports and listeners treat alike. */
+bool cma_gid_is_wild(const uint8_t g[16]);
+bool cma_addr_is_wild(const struct sockaddr_storage *ss);
+/* The source GID for a loopback (or wildcard) destination. 0 or -errno. */
+int cma_loopback_source(const uint8_t dst[16], uint8_t src[16]);
 /* The GID table index of gid, or -1. */
 int cma_gid_index(const uint8_t gid[16]);
 /* The source address the routing table picks for dst (a GID). 0 or -errno. */

@@ -5,7 +5,9 @@
  * two families sharing a port as the kernel's rdma_cm lets them, an
  * ephemeral range); the source of a route is the address the kernel's routing table
  * picks for the destination (a UDP socket connected to it tells, sending
- * nothing), and it must be one of the GIDs this device serves.
+ * nothing), and it must be one of the GIDs this device serves. A loopback
+ * address (127/8, ::1) is, as in the kernel's rdma_cm (cma_any_addr), a
+ * wildcard for bind, ports and listeners: binding it takes no device.
  */
 #include "cma.h"
 
@@ -96,6 +98,55 @@ bool cma_addr_is_any(const struct sockaddr_storage *ss)
 	return cma_gid_is_any(g);
 }
 
+bool cma_gid_is_loopback(const uint8_t g[16])
+{
+	static const uint8_t v6lo[16] = {[15] = 1};
+
+	return !memcmp(g, v6lo, 16) || (!memcmp(g, v4pfx, 12) && g[12] == 127);
+}
+
+bool cma_gid_is_wild(const uint8_t g[16]) { return cma_gid_is_any(g) || cma_gid_is_loopback(g); }
+
+bool cma_addr_is_wild(const struct sockaddr_storage *ss)
+{
+	uint8_t g[16];
+
+	if (ss->ss_family == AF_IB)
+		return cma_addr_is_any(ss);
+	cma_addr_gid(ss, g);
+	return cma_gid_is_wild(g);
+}
+
+/* The source GID of a loopback destination, as the kernel's
+ * cma_bind_loopback picks a device port's GID: the served loopback address
+ * itself when lo is served, else the first GID of dst's family (IPv4-mapped
+ * or not), else the first GID. 0 or -EADDRNOTAVAIL (no GID at all). */
+int cma_loopback_source(const uint8_t dst[16], uint8_t src[16])
+{
+	int first = -1, fam = -1;
+
+	if (cma_gid_is_loopback(dst) && cma_gid_index(dst) >= 0) {
+		memcpy(src, dst, 16);
+		return 0;
+	}
+	for (uint32_t i = 0; i < cm_host->dev->num_gids && i < SOF_MAX_GIDS; i++) {
+		const uint8_t *g = cm_host->dev->gids[i].gid;
+
+		if (sof_gid_empty(&cm_host->dev->gids[i]) || cma_gid_is_loopback(g))
+			continue;
+		if (first < 0)
+			first = (int)i;
+		if (fam < 0 && sof_gid_is_v4(g) == sof_gid_is_v4(dst))
+			fam = (int)i;
+	}
+	if (fam < 0)
+		fam = first;
+	if (fam < 0)
+		return -EADDRNOTAVAIL;
+	memcpy(src, cm_host->dev->gids[fam].gid, 16);
+	return 0;
+}
+
 /* The GID table index of gid, or -1. */
 int cma_gid_index(const uint8_t gid[16])
 {
@@ -167,7 +218,9 @@ static bool port_taken(const struct cm_id *self, uint8_t ps, uint16_t port, cons
 		if (self->afonly && o->afonly && o->src.ss_family != family)
 			continue;
 		cma_addr_gid(&o->src, og);
-		if (!cma_gid_is_any(og) && !cma_gid_is_any(gid) && memcmp(og, gid, 16))
+		if (!cma_addr_is_wild(&o->src) &&
+		    !(family == AF_IB ? cma_gid_is_any(gid) : cma_gid_is_wild(gid)) &&
+		    memcmp(og, gid, 16))
 			continue;
 		/* like SO_REUSEADDR: both ask for it and neither listens */
 		if (reuse && o->reuseaddr && o->cstate != CMA_LISTEN)
@@ -220,7 +273,7 @@ int cma_bind_port(struct cm_id *id, const struct sockaddr_storage *src)
 	id->src = *src;
 	addr_set_port(&id->src, id->ps, port);
 	id->bound = true;
-	if (!cma_gid_is_any(gid)) {
+	if (!cma_addr_is_wild(src)) {
 		memcpy(id->sgid, gid, 16);
 		id->sgid_index = (uint32_t)cma_gid_index(gid);
 		id->have_dev = true;

@@ -29,9 +29,12 @@ static struct cm_id *find_listener(uint8_t ps, uint16_t port, const uint8_t dst[
 		if (o->cstate != CMA_LISTEN || o->ps != ps || cma_addr_port(&o->src) != port)
 			continue;
 		cma_addr_gid(&o->src, g);
-		if (!memcmp(g, dst, 16))
+		if (!memcmp(g, dst, 16) && !cma_addr_is_wild(&o->src))
 			return o;
-		if (cma_gid_is_any(g)) {
+		/* a listener bound to the wildcard or to a loopback address
+		 * takes requests for any address (the kernel's
+		 * cma_match_private_data) */
+		if (cma_addr_is_wild(&o->src)) {
 			/* AFONLY: an IPv6 wildcard takes no IPv4 */
 			if (o->src.ss_family == AF_INET && !sof_gid_is_v4(dst))
 				continue;
@@ -189,7 +192,9 @@ CMA_OP(listen)
 
 		if (o) {
 			cma_addr_gid(&o->src, og);
-			if (!memcmp(og, gid, 16))
+			if (!memcmp(og, gid, 16) ||
+			    (cma_addr_is_wild(&o->src) && cma_addr_is_wild(&id->src) &&
+			     o->src.ss_family == id->src.ss_family))
 				return -EADDRINUSE;
 		}
 	}

@@ -31,8 +31,11 @@ CMA_OP(bind)
 		return -EINVAL;
 	if (!cma_family_ok(r->src.ss_family))
 		return -EAFNOSUPPORT;
+	/* a loopback address binds like the wildcard, without a device
+	 * (the kernel's rdma_bind_addr skips cma_acquire_dev_by_src_ip for
+	 * cma_any_addr) */
 	cma_addr_gid(&r->src, gid);
-	if (!cma_gid_is_any(gid) && cma_gid_index(gid) < 0)
+	if (!cma_addr_is_wild(&r->src) && cma_gid_index(gid) < 0)
 		return -EADDRNOTAVAIL;
 	err = cma_bind_port(id, &r->src);
 	if (err)
@@ -41,12 +44,26 @@ CMA_OP(bind)
 	return reply_query(id, rp);
 }
 
+/* Whether ss names the source of a resolution: not the wildcard, and a
+ * loopback address only where this device serves it (lo's GIDs); else the
+ * source is picked as for an unbound id. */
+static bool src_given(const struct sockaddr_storage *ss)
+{
+	uint8_t g[16];
+
+	if (cma_addr_is_any(ss))
+		return false;
+	cma_addr_gid(ss, g);
+	return ss->ss_family == AF_IB || !cma_gid_is_loopback(g) || cma_gid_index(g) >= 0;
+}
+
 CMA_OP(resolve_addr)
 {
 	const struct sof_cm_addr_req *r = rq->data;
 	struct cm_id *id = cma_get_id(rq, r->id);
 	uint8_t dgid[16], sgid[16];
 	int err = 0, idx;
+	bool loop;
 
 	if (!id)
 		return -ENOENT;
@@ -57,17 +74,25 @@ CMA_OP(resolve_addr)
 	    (r->src.ss_family && !cma_family_ok(r->src.ss_family)))
 		return -EAFNOSUPPORT;
 	cma_addr_gid(&r->dst, dgid);
-	if (cma_gid_is_any(dgid))
+	/* A loopback or wildcard destination is this device, as the kernel's
+	 * cma_resolve_loopback: the source a GID of ours (cma_bind_loopback),
+	 * the destination GID the same. */
+	loop = r->dst.ss_family != AF_IB && cma_gid_is_wild(dgid);
+	if (r->dst.ss_family == AF_IB && cma_gid_is_any(dgid))
 		return -EINVAL;
 	/* the source: as bound, as given, or as the routing table says */
-	if (id->bound && !cma_addr_is_any(&id->src))
+	if (id->bound && src_given(&id->src))
 		cma_addr_gid(&id->src, sgid);
-	else if (r->src.ss_family && !cma_addr_is_any(&r->src))
+	else if (r->src.ss_family && src_given(&r->src))
 		cma_addr_gid(&r->src, sgid);
+	else if (loop)
+		err = cma_loopback_source(dgid, sgid);
 	else
 		err = cma_route_source(dgid, sgid);
 	if (err)
 		goto fail;
+	if (loop)
+		memcpy(dgid, sgid, 16);
 	idx = cma_gid_index(sgid);
 	if (idx < 0 || sof_gid_is_v4(sgid) != sof_gid_is_v4(dgid)) {
 		err = -EADDRNOTAVAIL;

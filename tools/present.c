@@ -8,8 +8,14 @@
  * (drivers/infiniband/core/sysfs.c, uverbs_main.c). The library names its
  * ibv_device after the uverbsN whose ibdev is sof0 (verbs/context.c).
  *
+ * Also /dev/infiniband/rdma_cm (librdmacm's device, which programs test
+ * for) and the port's hw_counters/ with rxe's counter names.
  * It is a snapshot taken when the program starts: GIDs added later show
- * in libibverbs, not here. A machine's real devices stay where they are,
+ * in libibverbs, not here, and hw_counters hold the values of then. Like
+ * rxe (a virtual device since Linux 5.x: no parent, so no device/driver
+ * link), sof0 has no device/driver; Open MPI, which matches that driver's
+ * name against its pml_ucx_devices ("mlx*"), then takes UCX only when
+ * asked (--mca pml ucx), as it does on rxe. A machine's real devices stay where they are,
  * beside sof0; ours takes the first uverbsN they leave free.
  *
  * SOFTOFED_PRESENT=0 turns it off; where no namespace can be made (no
@@ -274,12 +280,61 @@ static int put_port(const char *ibdir, const struct sof_devinfo *d)
 	return err;
 }
 
+/* ports/1/hw_counters/: rxe's names (rxe_hw_counters.c) with the values
+ * of our port counters that count the same thing (0 for those we do not
+ * count), and lifespan (the kernel's default, 10 ms). */
+static int put_hw_counters(const char *ibdir, const struct sof_status_rep *st)
+{
+	static const struct {
+		const char *name;
+		int cnt; /* enum sof_counter, or -1 */
+	} map[] = {
+	    {"sent_pkts", SOF_CNT_tx_packets},
+	    {"rcvd_pkts", SOF_CNT_rx_packets},
+	    {"duplicate_request", SOF_CNT_dup_req},
+	    {"out_of_seq_request", SOF_CNT_seq_err},
+	    {"rcvd_rnr_err", SOF_CNT_rnr_nak_rcvd},
+	    {"send_rnr_err", SOF_CNT_rnr_nak_sent},
+	    {"rcvd_seq_err", SOF_CNT_nak_rcvd},
+	    {"ack_deferred", -1},
+	    {"retry_exceeded_err", -1},
+	    {"retry_rnr_exceeded_err", -1},
+	    {"completer_retry_err", SOF_CNT_retransmits},
+	    {"send_err", -1},
+	    {"link_downed", -1},
+	    {"rdma_sends", -1},
+	    {"rdma_recvs", -1},
+	};
+	char dir[PATH_MAX];
+	int err;
+
+	pathf(dir, "%s/ports/1/hw_counters", ibdir);
+	err = mkdirs(dir);
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		put_in(&err, dir, map[i].name, "%llu\n",
+		       map[i].cnt < 0 ? 0ull : (unsigned long long)st->counters[map[i].cnt]);
+	put_in(&err, dir, "lifespan", "10\n");
+	return err;
+}
+
+/* rxe's "parent" attribute names the network device it is bound to; ours
+ * the first served interface that is not lo (else lo). Its index, or -1. */
+static int parent_of(const struct sof_netdevs_rep *nd)
+{
+	int pick = -1;
+
+	for (uint32_t i = 0; i < nd->n && i < SOF_MAX_NETDEVS; i++)
+		if (nd->dev[i].ifindex && (pick < 0 || !strcmp(nd->dev[pick].name, "lo")))
+			pick = (int)i;
+	return pick;
+}
+
 /* /sys/class/infiniband/<dev>/ and its device/ directory. */
 static int put_ibdev(const struct sof_status_rep *st, const struct sof_netdevs_rep *nd, int uv)
 {
 	const struct sof_devinfo *d = &st->dev;
 	char dir[PATH_MAX], p[PATH_MAX], guid[64], host[64] = "";
-	int err, sock;
+	int err, sock, pick;
 
 	pathf(dir, IB_CLASS "/%.*s", (int)sizeof(d->name), d->name);
 	pathf(p, "%s/device/net", dir);
@@ -309,6 +364,10 @@ static int put_ibdev(const struct sof_status_rep *st, const struct sof_netdevs_r
 	snprintf(guid, sizeof(guid), "../../../../infiniband_verbs/uverbs%d", uv);
 	if (symlink(guid, p))
 		return -errno;
+	pick = parent_of(nd);
+	if (pick >= 0)
+		put_in(&err, dir, "parent", "%.*s\n", (int)sizeof(nd->dev[pick].name),
+		       nd->dev[pick].name);
 	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	pathf(p, "%s/device/net", dir);
 	for (uint32_t i = 0; !err && i < nd->n; i++)
@@ -316,7 +375,9 @@ static int put_ibdev(const struct sof_status_rep *st, const struct sof_netdevs_r
 			err = put_netdev(p, nd->dev[i].name, sock);
 	if (sock >= 0)
 		close(sock);
-	return err ? err : put_port(dir, d);
+	if (!err)
+		err = put_port(dir, d);
+	return err ? err : put_hw_counters(dir, st);
 }
 
 /* /sys/class/infiniband_verbs/uverbsN/ and /dev/infiniband/uverbsN: a
@@ -352,6 +413,24 @@ static int put_uverbs(const struct sof_devinfo *d, int uv)
 		return -errno;
 	close(fd);
 	return mount("/dev/null", p, NULL, MS_BIND, NULL) ? -errno : 0;
+}
+
+/* /dev/infiniband/rdma_cm where the host has none: librdmacm's character
+ * device (a misc device of dynamic minor in the kernel), which programs
+ * and scripts test for before they use the RDMA CM. /dev/null bound under
+ * the name: a character device anyone may open, so that nothing opens a
+ * real device by a number we guessed; our librdmacm never opens it. */
+static int put_rdma_cm(void)
+{
+	int fd;
+
+	if (!access(DEV_DIR "/rdma_cm", F_OK))
+		return 0;
+	fd = open(DEV_DIR "/rdma_cm", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return mount("/dev/null", DEV_DIR "/rdma_cm", NULL, MS_BIND, NULL) ? -errno : 0;
 }
 
 static const char *const covers[] = {IB_CLASS, UVERBS_CLASS, DEV_DIR};
@@ -409,6 +488,10 @@ int soft_present(const struct sof_status_rep *st)
 	}
 	if (!err)
 		err = put_uverbs(&st->dev, uv);
+	if (!err) {
+		what = DEV_DIR "/rdma_cm";
+		err = put_rdma_cm();
+	}
 	if (err) {
 		run_without(what, err);
 		return 0;

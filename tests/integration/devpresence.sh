@@ -10,6 +10,9 @@
 #     equal `ibv_devinfo -v`; gid_attrs/ndevs/N and device/net/ name the
 #     interfaces the daemon serves (`softofed status`), the veth's GID
 #     its veth; ibv_device.dev_name/dev_path are uverbs0's (ctypes);
+#     /dev/infiniband/rdma_cm a character device; ports/1/hw_counters
+#     with rxe's counter names; parent names the veth; no device/driver
+#     link (rxe, a virtual device, has none);
 #   - the host's /dev and /sys are unchanged afterwards, and none of our
 #     mounts is in the host's mount namespace;
 #   - a nested `softofed run` sees the same device, once;
@@ -75,6 +78,11 @@ for f in $p/ports/1/gid_attrs/types/*; do echo "type ${f##*/} $(cat $f)"; done
 for f in $p/ports/1/gid_attrs/ndevs/*; do echo "ndev ${f##*/} $(cat $f)"; done
 for f in $p/device/net/*; do echo "net ${f##*/}"; done
 echo "numa $(cat $p/device/numa_node)"
+[ -c /dev/infiniband/rdma_cm ] && [ -r /dev/infiniband/rdma_cm ] && [ -w /dev/infiniband/rdma_cm ] && echo "rdma_cm yes"
+echo "hwc $(ls $p/ports/1/hw_counters | xargs)"
+echo "hwc_sent $(cat $p/ports/1/hw_counters/sent_pkts)"
+echo "parent $(cat $p/parent)"
+[ -e $p/device/driver ] || echo "driver none"
 echo "ibdev $(cat /sys/class/infiniband_verbs/uverbs0/ibdev)"
 echo "uverbs_dev $(cat /sys/class/infiniband_verbs/uverbs0/dev)"
 echo "abi $(cat /sys/class/infiniband_verbs/abi_version)"
@@ -136,6 +144,11 @@ check "root: phys_state '5: LinkUp' (LINK_UP (5))" \
 check "root: link_layer Ethernet" \
 	"[ \"\$(fact '$out' port_link_layer)\" = Ethernet ] && grep -q 'link_layer:[[:space:]]*Ethernet' '$out'"
 check "root: device/numa_node -1" "[ \"\$(fact '$out' numa)\" = -1 ]"
+check "root: /dev/infiniband/rdma_cm a readable, writable character device" "[ \"\$(fact '$out' rdma_cm)\" = yes ]"
+check "root: ports/1/hw_counters with rxe's names, lifespan, sent_pkts a number" \
+	"[ \"\$(fact '$out' hwc)\" = 'ack_deferred completer_retry_err duplicate_request lifespan link_downed out_of_seq_request rcvd_pkts rcvd_rnr_err rcvd_seq_err rdma_recvs rdma_sends retry_exceeded_err retry_rnr_exceeded_err send_err send_rnr_err sent_pkts' ] && [ \"\$(fact '$out' hwc_sent)\" -ge 0 ]"
+check "root: parent names the served veth (rxe's parent), no device/driver (as rxe: a virtual device)" \
+	"[ \"\$(fact '$out' parent)\" = dp0 ] && [ \"\$(fact '$out' driver)\" = none ]"
 check "root: uverbs0 ibdev sof0, dev 231:192, abi_version 6" \
 	"[ \"\$(fact '$out' ibdev)\" = sof0 ] && [ \"\$(fact '$out' uverbs_dev)\" = 231:192 ] && [ \"\$(fact '$out' abi)\" = 6 ]"
 check "root: ibv_device name sof0, dev_name uverbs0, dev_path of uverbs0" \
@@ -233,8 +246,8 @@ echo "uverbs1 $(cat /sys/class/infiniband_verbs/uverbs1/ibdev) $(stat -c %t:%T /
 '"$(printf '%s\n' "$FACTS" | sed -n '/^python3/,$p')"
 T=$T timeout 30 unshare -m bash -c "$REAL" real "$SOFTOFED" "$INNER" >"$T/outer.out" 2>&1 </dev/null
 out=$T/inside.out
-check "real device: its entries stay beside sof0's (/dev/infiniband: uverbs0 uverbs1; infiniband: mlx5_0 sof0)" \
-	"[ \"\$(fact '$out' devs)\" = 'uverbs0 uverbs1' ] && [ \"\$(fact '$out' ibdevs)\" = 'mlx5_0 sof0' ] && [ \"\$(fact '$out' mlx5)\" = ../../devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0 ]" ||
+check "real device: its entries stay beside sof0's (/dev/infiniband: rdma_cm uverbs0 uverbs1; infiniband: mlx5_0 sof0)" \
+	"[ \"\$(fact '$out' devs)\" = 'rdma_cm uverbs0 uverbs1' ] && [ \"\$(fact '$out' ibdevs)\" = 'mlx5_0 sof0' ] && [ \"\$(fact '$out' mlx5)\" = ../../devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0 ]" ||
 	sof_dump "$out" "$T/outer.out"
 check "real device: its uverbs0 untouched (mlx5_0, 231:192); ours is uverbs1 (sof0, 231:193)" \
 	"[ \"\$(fact '$out' uverbs0)\" = 'mlx5_0 e7:c0' ] && [ \"\$(fact '$out' uverbs1)\" = 'sof0 e7:c1' ]"
@@ -254,8 +267,8 @@ elif "${AS_NOBODY[@]}" unshare -U true 2>/dev/null; then
 	after=$(host_state)
 	check "unprivileged: exit 0, nothing on stderr, runs as uid 65534" \
 		"[ $rc -eq 0 ] && [ ! -s '$out.err' ] && [ \"\$(fact '$out' id)\" = 65534 ]" || sof_dump "$out.err"
-	check "unprivileged: uverbs0 a readable, writable character device" \
-		"[ \"\$(fact '$out' chr)\" = yes ] && [ \"\$(fact '$out' rw)\" = yes ]"
+	check "unprivileged: uverbs0 and rdma_cm readable, writable character devices" \
+		"[ \"\$(fact '$out' chr)\" = yes ] && [ \"\$(fact '$out' rw)\" = yes ] && [ \"\$(fact '$out' rdma_cm)\" = yes ]"
 	check "unprivileged: sysfs as root's (node_guid, GIDs, ndevs, device/net)" \
 		"diff <(grep -E '^(node_guid|gid|type|ndev|net|port_state) ' '$SOF_TMP/root.out') <(grep -E '^(node_guid|gid|type|ndev|net|port_state) ' '$out') >/dev/null"
 	check "unprivileged: dev_name uverbs0" "[ \"\$(fact '$out' ibv_dev_name)\" = uverbs0 ]"

@@ -4,11 +4,12 @@
  * IP-mapped GID with the RDMA IP service ID), rdma_event_str, the port
  * getters, rdma_get_devices, argument checks that fail before any request,
  * the rsocket stubs (rpoll/rselect work, the rest ENOSYS). With it, on
- * 127.0.0.1: the channel's fd polls readable for an event, binding sets
- * the device, listening on port 0 picks a port, a synchronous id,
- * RDMA_OPTION_IB_PATH as the route, ECE and private data through a REQ
- * and its REJ, the listen backlog, IPv4 and AF-only IPv6 wildcard
- * listeners on one port.
+ * 127.0.0.1: the channel's fd polls readable for an event, binding a
+ * loopback address takes no device (as the wildcard), listening on port 0
+ * picks a port, a synchronous id, RDMA_OPTION_IB_PATH as the route, ECE
+ * and private data through a REQ and its REJ, the listen backlog, IPv4 and
+ * AF-only IPv6 wildcard listeners on one port, a loopback listener as a
+ * wildcard one.
  */
 #include "harness.h"
 
@@ -87,7 +88,7 @@ TEST(listen_port_zero)
 	CHECK_EQ(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
 	loopback(&sin, 0);
 	CHECK_EQ(rdma_bind_addr(id, (struct sockaddr *)&sin), 0);
-	CHECK(id->verbs != NULL);
+	CHECK(id->verbs == NULL); /* a loopback bind takes no device */
 	CHECK_EQ(rdma_listen(id, 4), 0);
 	CHECK_NE(rdma_get_src_port(id), 0);
 	CHECK_EQ(rdma_destroy_id(id), 0);
@@ -553,15 +554,13 @@ TEST(wildcard_listeners_afonly)
 	CHECK_EQ(rdma_listen(id4, 4), 0);
 
 	CHECK_EQ(rdma_create_id(lch, &id6, NULL, RDMA_PS_TCP), 0);
-	CHECK_EQ(rdma_set_option(id6, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one)),
-		 0);
+	CHECK_EQ(rdma_set_option(id6, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one)), 0);
 	CHECK_EQ(bind_any6(id6, 19416), 0);
 	CHECK_EQ(rdma_listen(id6, 4), 0);
 
 	/* not AF-only: clashes, by the option or by the namespace's default */
 	CHECK_EQ(rdma_create_id(NULL, &x, NULL, RDMA_PS_TCP), 0);
-	CHECK_EQ(rdma_set_option(x, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &zero, sizeof(zero)),
-		 0);
+	CHECK_EQ(rdma_set_option(x, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &zero, sizeof(zero)), 0);
 	CHECK_EQ(bind_any6(x, 19416), -1);
 	CHECK_EQ(errno, EADDRINUSE);
 	CHECK_EQ(rdma_destroy_id(x), 0);
@@ -606,6 +605,53 @@ TEST(wildcard_listeners_afonly)
 	rdma_destroy_event_channel(c1);
 }
 
+/* As the kernel's rdma_cm (cma_any_addr): a loopback address binds like
+ * the wildcard, with no device (id->verbs NULL, libfabric's verbs provider
+ * relies on it), holds its port against the wildcard, and a listener on it
+ * takes a request for any address of its family. */
+TEST(loopback_binds_as_wildcard)
+{
+	struct rdma_event_channel *lch = rdma_create_event_channel(),
+				  *c1 = rdma_create_event_channel();
+	struct rdma_cm_id *lid, *x, *a;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in sin;
+
+	CHECK(lch && c1);
+	CHECK_EQ(rdma_create_id(lch, &lid, NULL, RDMA_PS_TCP), 0);
+	loopback(&sin, 19418);
+	sin.sin_addr.s_addr = htobe32(0x7f000002); /* any of 127/8 */
+	CHECK_EQ(rdma_bind_addr(lid, (struct sockaddr *)&sin), 0);
+	CHECK(lid->verbs == NULL);
+	CHECK_EQ(lid->port_num, 0);
+	CHECK_EQ(rdma_listen(lid, 4), 0);
+	CHECK(lid->verbs == NULL);
+
+	/* the wildcard on the same port clashes */
+	CHECK_EQ(rdma_create_id(NULL, &x, NULL, RDMA_PS_TCP), 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htobe16(19418);
+	CHECK_EQ(rdma_bind_addr(x, (struct sockaddr *)&sin), -1);
+	CHECK_EQ(errno, EADDRINUSE);
+	CHECK_EQ(rdma_destroy_id(x), 0);
+
+	/* a request for 127.0.0.1 reaches it; the child has the device */
+	a = connecting(c1, 19418);
+	ev = next_event(lch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(ev->listen_id == lid);
+	x = ev->id;
+	CHECK(x->verbs != NULL);
+	CHECK_EQ(rdma_ack_cm_event(ev), 0);
+	CHECK_EQ(rdma_reject(x, NULL, 0), 0);
+	CHECK_EQ(rdma_ack_cm_event(next_event(c1, RDMA_CM_EVENT_REJECTED)), 0);
+	CHECK_EQ(rdma_destroy_id(x), 0);
+	CHECK_EQ(rdma_destroy_id(a), 0);
+	CHECK_EQ(rdma_destroy_id(lid), 0);
+	rdma_destroy_event_channel(lch);
+	rdma_destroy_event_channel(c1);
+}
+
 int main(void)
 {
 	RUN(getaddrinfo_ipv4_active);
@@ -625,5 +671,6 @@ int main(void)
 	RUN(ece_and_reject);
 	RUN(listen_backlog);
 	RUN(wildcard_listeners_afonly);
+	RUN(loopback_binds_as_wildcard);
 	return test_summary();
 }

@@ -70,6 +70,7 @@ enum sof_op {
 	SOF_OP_INVAL_MW,      /* sof_inval_mw_req: LOCAL_INV or SEND_WITH_INV executed */
 	SOF_OP_CREATE_FLOW,   /* sof_flow_req -> sof_flow_rep (ibv_create_flow) */
 	SOF_OP_DESTROY_FLOW,  /* sof_flow_rep: the flow's handle */
+	SOF_OP_RESIZE_SRQ,    /* sof_resize_srq_req, fds [0]: the new segment */
 	/* the connection manager: sof_cm_proto.h */
 	SOF_OP_CM_CHANNEL,
 	SOF_OP_CM_CREATE_ID,
@@ -234,6 +235,15 @@ struct sof_srq_rep {
 struct sof_srq_req {
 	uint32_t srq;
 	uint32_t rsvd;
+};
+/* RESIZE_SRQ (ibv_modify_srq with IBV_SRQ_MAX_WR), fds: [0] the new
+ * segment of size entries (max_sge as created). The daemon's engine takes
+ * from it from now on and the SRQ's object-table generation changes, so
+ * every executor maps it again at its next use; the owner then moves the
+ * WQEs still in the old ring over, in order (verbs/srq.c). */
+struct sof_resize_srq_req {
+	uint32_t srq;
+	uint32_t size;            /* ring entries, power of two */
 };
 
 /* ---- queue pairs -------------------------------------------------------- */

@@ -954,6 +954,8 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_DESTROY_CQ] = {op_destroy_cq, "DESTROY_CQ", sizeof(struct sof_cq_req), 0, true},
     [SOF_OP_CREATE_SRQ] = {op_create_srq, "CREATE_SRQ", sizeof(struct sof_create_srq_req), 1, true},
     [SOF_OP_DESTROY_SRQ] = {op_destroy_srq, "DESTROY_SRQ", sizeof(struct sof_srq_req), 0, true},
+    [SOF_OP_RESIZE_SRQ] = {sofd_op_resize_srq, "RESIZE_SRQ", sizeof(struct sof_resize_srq_req), 1,
+			   true},
     [SOF_OP_CREATE_QP] = {op_create_qp, "CREATE_QP", sizeof(struct sof_create_qp_req), 2, true},
     [SOF_OP_MODIFY_QP] = {op_modify_qp, "MODIFY_QP", sizeof(struct sof_modify_qp_req), 0, true},
     [SOF_OP_DESTROY_QP] = {op_destroy_qp, "DESTROY_QP", sizeof(struct sof_qp_req), 0, true},

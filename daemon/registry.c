@@ -132,6 +132,14 @@ void sofd_slot_free(uint32_t slot)
 	sofd.free_slots[sofd.nfree++] = slot;
 }
 
+void sofd_slot_renew(uint32_t slot, uint64_t *gen)
+{
+	uint64_t g = new_gen(atomic_load_explicit(&sofd.objtab[slot], memory_order_relaxed));
+
+	atomic_store_explicit(&sofd.objtab[slot], g, memory_order_release);
+	*gen = g;
+}
+
 /* ---- identifiers ----------------------------------------------------------------- */
 
 uint32_t sofd_new_handle(const struct sof_hmap *m)

@@ -459,6 +459,8 @@ void sofd_xrc_conn_release(struct sofd_conn *c);
 
 /* ops_mw.c: memory windows. The ops, 0 or -errno; */
 int sofd_op_alloc_mw(struct sofd_req *rq, struct sofd_rep *rp);
+/* ops_srq.c: RESIZE_SRQ (sof_proto.h); 0 or -errno */
+int sofd_op_resize_srq(struct sofd_req *rq, struct sofd_rep *rp);
 int sofd_op_dealloc_mw(struct sofd_req *rq, struct sofd_rep *rp);
 int sofd_op_bind_mw(struct sofd_req *rq, struct sofd_rep *rp);
 int sofd_op_inval_mw(struct sofd_req *rq, struct sofd_rep *rp);
@@ -490,6 +492,9 @@ uint32_t sofd_new_qpn(void);
  * its generation first, so cached mappings of it die). */
 int sofd_slot_alloc(uint32_t *slot, uint64_t *gen);
 void sofd_slot_free(uint32_t slot);
+/* A live object changed what it hands out (SRQ resize): a new generation
+ * in its slot, so the executors that cached it open it again. */
+void sofd_slot_renew(uint32_t slot, uint64_t *gen);
 
 void sofd_pd_release(struct sofd_pd *pd);
 void sofd_mr_release(struct sofd_mr *mr);

@@ -52,6 +52,7 @@ struct tp_cq {
 struct tp_srq {
 	struct sof_srq_shm *shm;
 	uint32_t size, max_sge;
+	uint32_t handle; /* the host's name for it, if it wants one */
 };
 
 /* A QP as the engine sees it: filled by the host when it creates the QP,

@@ -379,10 +379,12 @@ static void device_attr(const struct sofv_context *s, struct ibv_device_attr *a)
 	/* RNR NAKs are generated (the executor's RNR wait); the system image
 	 * GUID is reported; an AH's port is checked at creation; XRC domains,
 	 * SRQs and QPs (xrc.c); memory windows of type 1 and 2B, as rxe (mw.c);
-	 * raw packet QPs take ibv_create_flow rules (flow.c, daemon/raw.c). */
+	 * raw packet QPs take ibv_create_flow rules (flow.c, daemon/raw.c);
+	 * an SRQ's max_wr changes by ibv_modify_srq (srq.c). */
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_UD_AV_PORT_ENFORCE | IBV_DEVICE_XRC | IBV_DEVICE_MEM_WINDOW |
-			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MANAGED_FLOW_STEERING;
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MANAGED_FLOW_STEERING |
+			      IBV_DEVICE_SRQ_RESIZE;
 	a->max_sge = SOFV_MAX_SGE;
 	a->max_sge_rd = SOFV_MAX_SGE;
 	a->max_cq = SOFV_MAX_CQ;

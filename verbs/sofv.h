@@ -268,6 +268,8 @@ static inline struct sofv_cq *to_scq(struct ibv_cq *cq)
 
 /* ---- shared receive queues -------------------------------------------------- */
 
+struct tp_srq;
+
 struct sofv_srq {
 	struct ibv_srq ibsrq;
 	uint32_t handle;
@@ -283,6 +285,9 @@ struct sofv_srq {
 	uint32_t srqn;                /* XRC SRQ: its number (ibv_get_srq_num), else 0 */
 	uint32_t head_cache;          /* consumers' head as last read (post.c) */
 	pthread_spinlock_t lock;      /* producer side */
+	/* the program's engine's view (tp_host.c), shared by its QPs on this
+	 * SRQ; a resize re-points it under the engine's lock */
+	struct tp_srq *tsrq;
 };
 
 static inline struct sofv_srq *to_ssrq(struct ibv_srq *srq)

@@ -7,8 +7,21 @@
  * (IBA 10.2.9.2, 11.5.2.4) is armed by writing the limit into the segment;
  * the executor that takes the WQE dropping the queue below it disarms it and
  * has the daemon raise IBV_EVENT_SRQ_LIMIT_REACHED at the owner.
+ *
+ * Resize (IBV_SRQ_MAX_WR, as rxe: grow or shrink, never below the WQEs
+ * outstanding) never changes a ring others map: a new segment is made and
+ * handed to the daemon (RESIZE_SRQ), which re-points its engine and
+ * changes the SRQ's generation so that every executor maps it again; the
+ * program's own engine is re-pointed under its lock. Then the WQEs left in
+ * the old ring move over in order, each taken by the consumers' own
+ * compare-and-swap of the old head: a WQE an executor took meanwhile is
+ * its (delivered once), the rest land in the new ring. A message that
+ * finds the old ring drained before its executor looked at the generation
+ * sees an empty queue for that instant: RC answers RNR and retries.
  */
 #include "sofv.h"
+
+#include "tp.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -61,6 +74,11 @@ struct ibv_srq *sofv_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_
 		err = ENOMEM;
 		goto err_out;
 	}
+	srq->tsrq = calloc(1, sizeof(*srq->tsrq));
+	if (!srq->tsrq) {
+		err = ENOMEM;
+		goto err_free;
+	}
 	srq->size = sof_roundup_pow2(attr->attr.max_wr);
 	srq->max_wr = srq->size;
 	srq->max_sge = attr->attr.max_sge ? attr->attr.max_sge : 1;
@@ -94,6 +112,8 @@ struct ibv_srq *sofv_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_
 		goto err_unmap;
 	srq->handle = rep.srq;
 	srq->srqn = xrc ? rep.srqn & 0xffffff : 0;
+	*srq->tsrq = (struct tp_srq){
+	    .shm = srq->shm, .size = srq->size, .max_sge = srq->max_sge, .handle = srq->handle};
 	/* mapped for good; the daemon hands the descriptor to executors */
 	close(srq->memfd);
 	srq->memfd = -1;
@@ -123,6 +143,7 @@ err_unmap:
 err_close:
 	close(srq->memfd);
 err_free:
+	free(srq->tsrq);
 	free(srq);
 err_out:
 	errno = err;
@@ -149,26 +170,115 @@ SOFV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 	return srq;
 }
 
+/* Move what the consumers have not taken from the old ring (oshm, oring)
+ * to the start of the new one, in order; returns how many moved. The
+ * caller holds srq->lock: nothing is posted meanwhile. */
+static uint32_t srq_move_wqes(struct sofv_srq *srq, struct sof_srq_shm *oshm, const uint8_t *oring,
+			      uint32_t osize)
+{
+	uint32_t tail = atomic_load_explicit(&oshm->rq.tail, memory_order_relaxed), n = 0;
+
+	for (;;) {
+		uint32_t head = atomic_load_explicit(&oshm->rq.head, memory_order_acquire);
+
+		if (head == tail)
+			break;
+		/* copied before the take: once the head moves, the entry is
+		 * the new ring's, and published only then */
+		memcpy(srq->ring + (size_t)n * srq->stride,
+		       oring + (size_t)(head & (osize - 1)) * srq->stride, srq->stride);
+		if (atomic_compare_exchange_strong_explicit(&oshm->rq.head, &head, head + 1,
+							    memory_order_acq_rel,
+							    memory_order_relaxed))
+			atomic_store_explicit(&srq->shm->rq.tail, ++n, memory_order_release);
+	}
+	return n;
+}
+
+/* ibv_modify_srq with IBV_SRQ_MAX_WR (the file's comment). 0 or an
+ * errno. Caller holds srq->lock (posts wait; a resize is rare). */
+static int srq_resize(struct sofv_srq *srq, uint32_t max_wr)
+{
+	struct sofv_context *s = to_sctx(srq->ibsrq.context);
+	uint32_t size = sof_roundup_pow2(max_wr), osize = srq->size, head, tail;
+	struct sof_srq_shm *oshm = srq->shm;
+	uint8_t *oring = srq->ring;
+	struct sof_resize_srq_req req;
+	uint32_t limit;
+	size_t len;
+	int fd, err;
+	void *p;
+
+	head = atomic_load_explicit(&oshm->rq.head, memory_order_acquire);
+	tail = atomic_load_explicit(&oshm->rq.tail, memory_order_relaxed);
+	if (tail - head > max_wr)
+		return EINVAL; /* rxe: the WQEs outstanding must fit */
+	if (size == osize)
+		return 0;
+	len = srq_seg_len(size, srq->max_sge);
+	fd = sof_memfd_create("softofed-srq", len);
+	if (fd < 0)
+		return -fd;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		err = errno;
+		close(fd);
+		return err;
+	}
+	memset(&req, 0, sizeof(req));
+	req.srq = srq->handle;
+	req.size = size;
+	err = -sofv_rpc(s, SOF_OP_RESIZE_SRQ, &req, sizeof(req), &fd, 1, NULL, 0, NULL, NULL);
+	close(fd);
+	if (err) {
+		munmap(p, len);
+		return err;
+	}
+	/* the daemon's engine and every executor now take from p */
+	sofv_engine_lock(s);
+	srq->shm = p;
+	srq->ring = (uint8_t *)p + SOF_SRQ_RQ_OFF;
+	srq->size = size;
+	srq->max_wr = size;
+	srq->head_cache = 0;
+	srq->tsrq->shm = p;
+	srq->tsrq->size = size;
+	sofv_engine_unlock(s);
+	/* the limit moves with the WQEs, armed once they are all there: a
+	 * take from the half-filled new ring is no drop below it */
+	limit = atomic_exchange_explicit(&oshm->limit, 0, memory_order_acq_rel);
+	srq_move_wqes(srq, oshm, oring, osize);
+	atomic_store_explicit(&srq->shm->limit, limit, memory_order_release);
+	munmap(oshm, srq_seg_len(osize, srq->max_sge));
+	return 0;
+}
+
 SOFV_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 {
 	struct sofv_srq *srq;
+	uint32_t max_wr, limit;
+	int err = 0;
 
 	if (!ibsrq || !attr || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
 		return EINVAL;
 	srq = to_ssrq(ibsrq);
-	/* Resizing is an optional capability (IBV_DEVICE_SRQ_RESIZE), not
-	 * offered: the ring is shared with executors in other processes. */
-	if (mask & IBV_SRQ_MAX_WR)
-		return EINVAL;
-	if (mask & IBV_SRQ_LIMIT) {
-		if (attr->srq_limit > srq->max_wr)
-			return EINVAL;
-		pthread_spin_lock(&srq->lock);
+	pthread_spin_lock(&srq->lock);
+	max_wr = (mask & IBV_SRQ_MAX_WR) ? attr->max_wr : srq->max_wr;
+	limit = (mask & IBV_SRQ_LIMIT)
+		    ? attr->srq_limit
+		    : atomic_load_explicit(&srq->shm->limit, memory_order_acquire);
+	/* rxe's checks: a size the device offers, not below the armed limit
+	 * (or the one given with it); a limit within the size */
+	if (max_wr < 1 || max_wr > SOFV_MAX_SRQ_WR || limit > max_wr)
+		err = EINVAL;
+	if (!err && (mask & IBV_SRQ_MAX_WR))
+		err = srq_resize(srq, max_wr);
+	if (!err && (mask & IBV_SRQ_LIMIT)) {
 		srq->limit = attr->srq_limit;
 		atomic_store_explicit(&srq->shm->limit, attr->srq_limit, memory_order_release);
-		pthread_spin_unlock(&srq->lock);
 	}
-	return 0;
+	pthread_spin_unlock(&srq->lock);
+	return err;
 }
 
 SOFV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
@@ -178,10 +288,12 @@ SOFV_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 	if (!ibsrq || !attr)
 		return EINVAL;
 	srq = to_ssrq(ibsrq);
+	pthread_spin_lock(&srq->lock); /* a resize may swap the segment */
 	attr->max_wr = srq->max_wr;
 	attr->max_sge = srq->max_sge;
 	/* 0 once the limit event fired (the executor disarms it) */
 	attr->srq_limit = atomic_load_explicit(&srq->shm->limit, memory_order_acquire);
+	pthread_spin_unlock(&srq->lock);
 	return 0;
 }
 
@@ -208,6 +320,7 @@ SOFV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	pthread_spin_destroy(&srq->lock);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
+	free(srq->tsrq);
 	free(srq);
 	return 0;
 }

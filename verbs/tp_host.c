@@ -56,8 +56,6 @@
 struct sofv_eqp {
 	struct tp_qp m;
 	struct tp_cq scq, rcq;
-	struct tp_srq srq;
-	uint32_t srq_handle;
 	struct sofv_qp *qp;
 	bool polled;	      /* counted in its CQs' eng_qps: its peer is on another host */
 	struct sof_link pend; /* in eng.pending: WQEs posted while packets flew */
@@ -252,9 +250,7 @@ static void prog_qp_error(struct tp_qp *qp, uint32_t event)
 
 static void prog_srq_limit(struct tp_srq *srq)
 {
-	const struct sofv_eqp *e = sof_container_of(srq, struct sofv_eqp, srq);
-
-	notify(IBV_EVENT_SRQ_LIMIT_REACHED, e->srq_handle);
+	notify(IBV_EVENT_SRQ_LIMIT_REACHED, srq->handle);
 }
 
 /* The region with key, checked as the daemon checks it (daemon/tp_host.c):
@@ -875,13 +871,8 @@ int sofv_engine_qp_new(struct sofv_qp *qp)
 	e->rcq.evfd = qp->rcq->channel ? qp->rcq->channel->ch.fd : -1;
 	e->m.send_cq = &e->scq;
 	e->m.recv_cq = &e->rcq;
-	if (qp->srq) {
-		e->srq.shm = qp->srq->shm;
-		e->srq_handle = qp->srq->handle;
-		e->srq.size = qp->srq->size;
-		e->srq.max_sge = qp->srq->max_sge;
-		e->m.srq = &e->srq;
-	}
+	if (qp->srq)
+		e->m.srq = qp->srq->tsrq; /* srq.c keeps it current */
 	pthread_mutex_lock(&eng.lock);
 	acks_send(); /* the program moved on: what it read is acknowledged */
 	err = sof_hmap_put(&eng.qps, qp->qpn, &e->m);

@@ -1512,6 +1512,131 @@ TEST(srq_two_qps_limit)
 	side_fini(&b);
 }
 
+static void srq_post(struct ibv_srq *srq, struct side *b, int i)
+{
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_sge sg = { (uintptr_t)b->buf + (size_t)i * 512, 512, b->mr->lkey };
+
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.wr_id = 1000 + i;
+	rwr.sg_list = &sg;
+	rwr.num_sge = 1;
+	CHECK_EQ(ibv_post_srq_recv(srq, &rwr, &rbad), 0);
+}
+
+/* Send messages [from, to) of a's buffer, each received by the next WQE
+ * of the SRQ in posting order with its bytes. */
+static void srq_stream(struct side *a, struct side *b, int from, int to)
+{
+	struct ibv_wc wc;
+
+	for (int i = from; i < to; i++) {
+		CHECK_EQ(post_send(a->qp, IBV_WR_SEND, i, 0, a->buf + (size_t)i * 512, 300 + i,
+				   a->mr->lkey, 0, 0, 0), 0);
+		WAIT_WC(a->scq, wc);
+		CHECK_WC(wc, i, IBV_WC_SUCCESS, IBV_WC_SEND);
+		WAIT_WC(b->rcq, wc);
+		CHECK_WC(wc, 1000 + i, IBV_WC_SUCCESS, IBV_WC_RECV);
+		CHECK_EQ(wc.byte_len, 300 + i);
+		CHECK_MEM(b->buf + (size_t)i * 512, a->buf + (size_t)i * 512, 300 + i);
+	}
+}
+
+/* ibv_modify_srq with IBV_SRQ_MAX_WR (IBV_DEVICE_SRQ_RESIZE), as rxe: the
+ * size granted is a power of two; WQEs posted before a grow or a shrink
+ * are received after it, in order; a size below the WQEs outstanding, or
+ * below the armed limit, is EINVAL and changes nothing; max_wr and the
+ * limit in one call. The sender is another context (the same-host
+ * executor, which caches the SRQ's mapping). */
+TEST(srq_resize)
+{
+	struct ibv_device_attr da;
+	struct ibv_srq_init_attr si;
+	struct ibv_async_event ev;
+	struct ibv_srq_attr sa;
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_srq *srq;
+	struct ibv_qp *bq;
+	struct side a, b;
+	int i;
+
+	CHECK_EQ(ibv_query_device(ctx_b, &da), 0);
+	CHECK(da.device_cap_flags & IBV_DEVICE_SRQ_RESIZE);
+	side_init(&b, ctx_b, IBV_QPT_RC, MR_ALL, SIDE_NOQP);
+	memset(&si, 0, sizeof(si));
+	si.attr.max_wr = 6;
+	si.attr.max_sge = 1;
+	srq = ibv_create_srq(b.pd, &si);
+	CHECK(srq != NULL);
+	CHECK_EQ(si.attr.max_wr, 8);
+	bq = side_qp(&b, IBV_QPT_RC, srq, 0);
+	CHECK(bq != NULL);
+	side_init(&a, ctx_a, IBV_QPT_RC, MR_ALL, 0);
+	connect2(a.qp, bq, &def_opts, &def_opts);
+	pattern(a.buf, 64 * 512, 33);
+
+	for (i = 0; i < 6; i++)
+		srq_post(srq, &b, i);
+	srq_stream(&a, &b, 0, 2); /* the executor has the SRQ mapped now */
+	/* 4 outstanding: 3 is too small, nothing changes */
+	sa.max_wr = 3;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), EINVAL);
+	sa.max_wr = 0;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), EINVAL);
+	sa.max_wr = da.max_srq_wr + 1;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), EINVAL);
+	CHECK_EQ(ibv_query_srq(srq, &sa), 0);
+	CHECK_EQ(sa.max_wr, 8);
+	/* grow and arm the limit at once: 20 is granted as 32 */
+	sa.max_wr = 20;
+	sa.srq_limit = 3;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT), 0);
+	memset(&sa, 0, sizeof(sa));
+	CHECK_EQ(ibv_query_srq(srq, &sa), 0);
+	CHECK_EQ(sa.max_wr, 32);
+	CHECK_EQ(sa.max_sge, 1);
+	CHECK_EQ(sa.srq_limit, 3);
+	/* below the armed limit */
+	sa.max_wr = 2;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), EINVAL);
+	for (i = 6; i < 32; i++) /* 4 old + 26 new: 30 of 32 */
+		srq_post(srq, &b, i);
+	srq_stream(&a, &b, 2, 28); /* 4 left: not below 3 */
+	CHECK_EQ(wait_async(ctx_b, &ev, 100), 0);
+	srq_stream(&a, &b, 28, 30); /* 2 left: one limit event */
+	CHECK_EQ(wait_async(ctx_b, &ev, 1000), 1);
+	CHECK_EQ(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+	CHECK(ev.element.srq == srq);
+	ibv_ack_async_event(&ev);
+	/* shrink to what is outstanding (2), granted as 2 */
+	sa.max_wr = 2;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), 0);
+	CHECK_EQ(ibv_query_srq(srq, &sa), 0);
+	CHECK_EQ(sa.max_wr, 2);
+	CHECK_EQ(sa.srq_limit, 0);
+	memset(&rwr, 0, sizeof(rwr));
+	CHECK_EQ(ibv_post_srq_recv(srq, &rwr, &rbad), ENOMEM); /* full */
+	srq_stream(&a, &b, 30, 32);
+	/* an empty SRQ grows and shrinks freely; a same size is a no-op */
+	sa.max_wr = 64;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), 0);
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), 0);
+	for (i = 32; i < 64; i++)
+		srq_post(srq, &b, i);
+	sa.max_wr = 32;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), 0);
+	srq_stream(&a, &b, 32, 64);
+	{
+		struct ibv_wc wc;
+
+		NO_WC(b.rcq, wc);
+	}
+	side_fini(&a);
+	CHECK_EQ(ibv_destroy_qp(bq), 0);
+	CHECK_EQ(ibv_destroy_srq(srq), 0);
+	side_fini(&b);
+}
+
 /* ---- error semantics --------------------------------------------------------------- */
 
 /* After a requester error: the QP is in ERROR and what follows is flushed. */
@@ -1936,6 +2061,7 @@ int main(void)
 	RUN(ud_grh);
 	RUN(ud_multicast_local);
 	RUN(srq_two_qps_limit);
+	RUN(srq_resize);
 	RUN(err_bad_rkey);
 	RUN(err_out_of_range);
 	RUN(err_missing_mr_access);

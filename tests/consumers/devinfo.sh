@@ -5,7 +5,8 @@
 #   ibv_devinfo -v    shows sof0 with its port PORT_ACTIVE, link layer
 #                     Ethernet and the GID table (GID[0]); issue 17's device
 #                     clock (hca_core_clock, timestamp mask) and QP rate
-#                     limit (packet_pacing_caps)
+#                     limit (packet_pacing_caps); SRQ resize (SRQ_RESIZE
+#                     among the device_cap_flags)
 # Runs in a private network namespace with its own daemon. A missing program
 # is a failure, never a skip.
 #
@@ -62,6 +63,7 @@ if tool devinfo/ibv_devinfo ibv_devinfo -v; then
 	check "devinfo/ibv_devinfo -v: hca_core_clock 1 GHz" "$out" 'hca_core_clock:[[:space:]]+1000000kHZ'
 	check "devinfo/ibv_devinfo -v: completion timestamp_mask" "$out" 'completion timestamp_mask:[[:space:]]+0xffffffffffffffff'
 	check "devinfo/ibv_devinfo -v: packet_pacing_caps" "$out" 'qp_rate_limit_min:[[:space:]]+1000kbps'
+	check "devinfo/ibv_devinfo -v: SRQ_RESIZE capability" "$out" '^[[:space:]]+SRQ_RESIZE$'
 fi
 
 if tool devinfo/ibv_devinfo-d ibv_devinfo -d sof0 -i 1; then

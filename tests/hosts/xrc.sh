@@ -5,7 +5,8 @@
 # host b, over RoCEv2 through the daemons' transport:
 #   data        N messages to SRQs of two processes through one TGT QP,
 #               every byte, byte_len and wc.qp_num checked; ibv_post_send
-#               and ibv_wr_* with ibv_wr_set_xrc_srqn
+#               and ibv_wr_* with ibv_wr_set_xrc_srqn; each side grows its
+#               XRC SRQ (ibv_modify_srq) half-way
 #   write       an RDMA WRITE through the INI QP, every byte checked; READ
 #               back (checked), FETCH_ADD and CMP_SWAP (results, final value)
 #   wrong SRQ   an SRQ of another domain: the TGT QP's responder NAKs
@@ -56,6 +57,8 @@ for n in 64 200; do
 		grep -q '^client wrong SRQ number: IBV_WC_REM_INV_REQ_ERR, QP in ERR' "$co" &&
 		grep -q '^server TGT QP in ERR after the invalid request' "$so" &&
 		grep -q '^child moved the opened TGT QP to RTS' "$so" &&
+		grep -q '^server resized its XRC SRQ to 1024 with messages to come' "$so" &&
+		grep -q '^child resized its XRC SRQ to 1024 with messages to come' "$so" &&
 		grep -q '^server done' "$so"; then
 		ok "$name: $(grep '^client sent' "$co")"
 	else

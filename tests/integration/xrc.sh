@@ -6,7 +6,8 @@
 #               to an SRQ of the server and one of its child (same domain
 #               through the same file, another process, ibv_open_qp of the
 #               TGT QP): every byte, byte_len, wr_id and wc.qp_num (the
-#               TGT QP) checked on each side; ibv_post_send and ibv_wr_*
+#               TGT QP) checked on each side; ibv_post_send and ibv_wr_*;
+#               each side grows its XRC SRQ (ibv_modify_srq) half-way
 #   write       an RDMA WRITE through the INI QP, every byte checked; READ
 #               back (checked), FETCH_ADD and CMP_SWAP (results, final value)
 #   wrong SRQ   a SEND naming an SRQ of another domain: the INI QP's
@@ -57,6 +58,8 @@ for n in 64 200; do
 		grep -q '^client wrong SRQ number: IBV_WC_REM_INV_REQ_ERR, QP in ERR' "$co" &&
 		grep -q '^server TGT QP in ERR after the invalid request' "$so" &&
 		grep -q '^child moved the opened TGT QP to RTS' "$so" &&
+		grep -q '^server resized its XRC SRQ to 1024 with messages to come' "$so" &&
+		grep -q '^child resized its XRC SRQ to 1024 with messages to come' "$so" &&
 		grep -q '^server order rules' "$so" && grep -q '^child done' "$so"; then
 		ok "$name: $(grep '^client sent' "$co")"
 	else

@@ -20,7 +20,9 @@
  * flushed, the TGT QP in ERR. The server then checks the order rules: ibv_destroy_cq of an
  * SRQ's CQ and ibv_close_xrcd while SRQs or the TGT QP use it are EBUSY,
  * O_EXCL on the existing domain and a missing domain without O_CREAT
- * are EINVAL.
+ * are EINVAL. Each side grows its XRC SRQ half-way through its messages
+ * (ibv_modify_srq IBV_SRQ_MAX_WR 1000, granted as 1024) while the client
+ * sends: the rest still arrive in order, checked.
  *
  *   xrc_check -f FILE [-p PORT] [-n N]            server
  *   xrc_check [-p PORT] [-n N] HOST               client
@@ -142,6 +144,15 @@ static void recv_side(const char *who, struct ibv_pd *pd, struct ibv_srq *srq, s
 			if (p[o] != pat(seq, o))
 				hp_fail("%s: message seq %u offset %u: got 0x%02x want 0x%02x", who,
 					seq, o, p[o], pat(seq, o));
+		if (i == n / 2) { /* a resize while the client sends */
+			struct ibv_srq_attr sa = {.max_wr = 1000};
+			int err = ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR);
+
+			if (err || ibv_query_srq(srq, &sa) || sa.max_wr != 1024)
+				hp_fail("%s: XRC SRQ resize to 1000: %s, max_wr %u", who, strerror(err),
+					sa.max_wr);
+			printf("%s resized its XRC SRQ to 1024 with messages to come\n", who);
+		}
 	}
 	printf("%s received %d messages, every byte checked, qp_num %u\n", who, n, tgt_qpn);
 	fflush(stdout);

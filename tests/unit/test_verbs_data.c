@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>
@@ -1637,6 +1638,55 @@ TEST(srq_resize)
 	side_fini(&b);
 }
 
+/* An XRC SRQ resizes as a basic one: below the WQEs outstanding EINVAL,
+ * a grow granted as a power of two and reported, its WQEs kept (after the
+ * grow, 4 is still below the 5 outstanding and 5 is granted as 8). The
+ * data path through a TGT QP: progs/xrc_check. */
+TEST(srq_resize_xrc)
+{
+	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD |
+					 IBV_XRCD_INIT_ATTR_OFLAGS,
+					 .fd = -1, .oflags = O_CREAT };
+	struct ibv_srq_init_attr_ex a;
+	struct ibv_srq_attr sa;
+	struct ibv_xrcd *x;
+	struct ibv_srq *srq;
+	struct side b;
+	int i;
+
+	side_init(&b, ctx_b, IBV_QPT_RC, MR_ALL, SIDE_NOQP);
+	x = ibv_open_xrcd(ctx_b, &xa);
+	CHECK(x != NULL);
+	memset(&a, 0, sizeof(a));
+	a.attr.max_wr = 8;
+	a.attr.max_sge = 1;
+	a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+		      IBV_SRQ_INIT_ATTR_CQ;
+	a.srq_type = IBV_SRQT_XRC;
+	a.pd = b.pd;
+	a.xrcd = x;
+	a.cq = b.rcq;
+	srq = ibv_create_srq_ex(ctx_b, &a);
+	CHECK(srq != NULL);
+	for (i = 0; i < 5; i++)
+		srq_post(srq, &b, i);
+	sa.max_wr = 4;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), EINVAL);
+	sa.max_wr = 100;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), 0);
+	CHECK_EQ(ibv_query_srq(srq, &sa), 0);
+	CHECK_EQ(sa.max_wr, 128);
+	sa.max_wr = 4;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), EINVAL);
+	sa.max_wr = 5;
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), 0);
+	CHECK_EQ(ibv_query_srq(srq, &sa), 0);
+	CHECK_EQ(sa.max_wr, 8);
+	CHECK_EQ(ibv_destroy_srq(srq), 0);
+	CHECK_EQ(ibv_close_xrcd(x), 0);
+	side_fini(&b);
+}
+
 /* ---- error semantics --------------------------------------------------------------- */
 
 /* After a requester error: the QP is in ERROR and what follows is flushed. */
@@ -2062,6 +2112,7 @@ int main(void)
 	RUN(ud_multicast_local);
 	RUN(srq_two_qps_limit);
 	RUN(srq_resize);
+	RUN(srq_resize_xrc);
 	RUN(err_bad_rkey);
 	RUN(err_out_of_range);
 	RUN(err_missing_mr_access);

@@ -6,13 +6,14 @@
  *   srq_resize [options]          server: the receiver, with the SRQ
  *   srq_resize [options] HOST     client: the sender
  *
- * The server posts receive WQEs into the SRQ up to its current max_wr,
- * one slot of its buffer each, refills as messages arrive, and every
- * EVERY messages resizes the SRQ through a cycle of sizes (16 to 1024 and
- * back): a size at least the WQEs it has outstanding must succeed and
- * ibv_query_srq must report it rounded up to a power of two; a smaller one
- * may be EINVAL (the sender's messages take WQEs meanwhile) and then the
- * size must not change. Message k has length 1 + (k * 97) % SLOT and the
+ * The server posts receive WQEs into the SRQ, one slot of its buffer
+ * each, up to its current max_wr or the next size when that is smaller,
+ * refills as messages arrive, and every EVERY messages resizes the SRQ
+ * through a cycle of sizes (16 to 1024 and back) with WQEs outstanding:
+ * a size at least the WQEs it posted and has not seen complete must
+ * succeed and ibv_query_srq must report it rounded up to a power of two;
+ * a smaller one (WQEs posted for the size before) may be EINVAL, and then
+ * the size must not change. Message k has length 1 + (k * 97) % SLOT and the
  * bytes of a pattern seeded by k; one QP on the SRQ takes its WQEs in
  * posting order, so message k must complete WQE k: wr_id, byte_len and
  * every byte are checked, and each message arrives exactly once.
@@ -121,7 +122,12 @@ static int run_server(struct res *r, const struct opts *o, int64_t end)
 	struct ibv_wc wc;
 
 	while (got < o->count) {
-		while (posted < o->count && posted - got < size)
+		/* filled up to the size, or the next size when smaller, so the
+		 * next resize never finds more WQEs than it asks for */
+		uint32_t next = cycle[ci % (sizeof(cycle) / sizeof(cycle[0]))];
+		uint32_t level = next < size ? next : size;
+
+		while (posted < o->count && posted - got < level)
 			post_recv(r, posted++);
 		if (!hp_poll_until(r->cq, &wc, end, 0))
 			hp_fail("message %u did not arrive before the deadline", got);
@@ -148,6 +154,8 @@ static int run_server(struct res *r, const struct opts *o, int64_t end)
 			int err = ibv_modify_srq(r->srq, &a, IBV_SRQ_MAX_WR);
 			uint32_t now = srq_size(r);
 
+			/* more posted than asked for: the sender may have
+			 * taken enough meanwhile, or not */
 			if (err && (err != EINVAL || a.max_wr >= out))
 				hp_fail("ibv_modify_srq max_wr %u with %u outstanding: %s", a.max_wr,
 					out, strerror(err));

@@ -211,8 +211,10 @@ static int srq_resize(struct sofv_srq *srq, uint32_t max_wr)
 
 	head = atomic_load_explicit(&oshm->rq.head, memory_order_acquire);
 	tail = atomic_load_explicit(&oshm->rq.tail, memory_order_relaxed);
+	/* the WQEs outstanding must fit the max_wr asked for (rxe compares
+	 * with its rounded-up capacity: a little laxer) */
 	if (tail - head > max_wr)
-		return EINVAL; /* rxe: the WQEs outstanding must fit */
+		return EINVAL;
 	if (size == osize)
 		return 0;
 	len = srq_seg_len(size, srq->max_sge);

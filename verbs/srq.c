@@ -16,8 +16,10 @@
  * the old ring move over in order, each taken by the consumers' own
  * compare-and-swap of the old head: a WQE an executor took meanwhile is
  * its (delivered once), the rest land in the new ring. A message that
- * finds the old ring drained before its executor looked at the generation
- * sees an empty queue for that instant: RC answers RNR and retries.
+ * comes in the instant between the swap and the end of the move (the old
+ * ring drained, the new one still filling) may find no WQE, as on an
+ * empty queue: RC answers RNR and retries it (nothing lost); UC and UD
+ * drop it, as they drop any message that finds the queue empty.
  */
 #include "sofv.h"
 

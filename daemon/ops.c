@@ -35,19 +35,10 @@ static union {
 	struct sof_srq_rep srq;
 	struct sof_create_qp_rep qp;
 	struct sof_modify_qp_rep modify_qp;
-	struct sof_open_qp_rep open_qp;
-	struct sof_open_mr_rep open_mr;
 	struct sof_status_rep status;
 	struct sof_netdevs_rep netdevs;
 	struct sof_net_engine_rep net_engine;
 } rbuf;
-
-static void rep_fd(struct sofd_rep *rp, int fd, bool temporary)
-{
-	rp->fds[rp->nfds] = fd;
-	rp->close_fds[rp->nfds] = temporary;
-	rp->nfds++;
-}
 
 /* Map the header of a client's segment. NULL when it cannot be mapped
  * writable (wrong kind of file, sealed against writing). */
@@ -110,8 +101,8 @@ static int op_hello(struct sofd_req *rq, struct sofd_rep *rp)
 	rbuf.hello.ctx_id = c->ctx_id;
 	rbuf.hello.dev = sofd.dev;
 	rp->len = sizeof(rbuf.hello);
-	rep_fd(rp, sv[1], true);
-	rep_fd(rp, ro, true);
+	sofd_rep_fd(rp, sv[1], true);
+	sofd_rep_fd(rp, ro, true);
 	return 0;
 }
 
@@ -451,9 +442,9 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 
 	if (rq->nfds != 2)
 		return -EINVAL;
-	if (req->qp_type != IBV_QPT_RC && req->qp_type != IBV_QPT_UC && req->qp_type != IBV_QPT_UD &&
-	    req->qp_type != IBV_QPT_XRC_SEND && req->qp_type != IBV_QPT_XRC_RECV &&
-	    req->qp_type != IBV_QPT_RAW_PACKET)
+	if (req->qp_type != IBV_QPT_RC && req->qp_type != IBV_QPT_UC &&
+	    req->qp_type != IBV_QPT_UD && req->qp_type != IBV_QPT_XRC_SEND &&
+	    req->qp_type != IBV_QPT_XRC_RECV && req->qp_type != IBV_QPT_RAW_PACKET)
 		return -EINVAL;
 	/* as the kernel's create_qp: raw packet QPs need CAP_NET_RAW */
 	if (req->qp_type == IBV_QPT_RAW_PACKET && !sofd_raw_permitted(rq->c))
@@ -565,7 +556,7 @@ static int op_create_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	rbuf.qp.slot = qp->slot;
 	rbuf.qp.gen = qp->gen;
 	rp->len = sizeof(rbuf.qp);
-	rep_fd(rp, rq->c->db_fd, false);
+	sofd_rep_fd(rp, rq->c->db_fd, false);
 	return 0;
 
 err_slot:
@@ -605,8 +596,9 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	if (qp->steered && req->state == IBV_QPS_RESET) {
 		sof_tp_steer_del(qp->qpn);
 		qp->steered = false;
-	} else if (!qp->steered && req->engine && rq->c->net_slot && qp->type != IBV_QPT_UD && !xrc &&
-		   qp->type != IBV_QPT_RAW_PACKET && !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
+	} else if (!qp->steered && req->engine && rq->c->net_slot && qp->type != IBV_QPT_UD &&
+		   !xrc && qp->type != IBV_QPT_RAW_PACKET &&
+		   !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
 		sof_tp_qp_release(qp); /* what the daemon held of it before */
 		qp->steered = true;
 		qp->net = true; /* its peer is not one of this host's QPs */
@@ -665,187 +657,6 @@ static int op_mcast(struct sofd_req *rq, struct sofd_rep *rp)
 	if (rq->op == SOF_OP_ATTACH_MCAST)
 		return sof_tp_mcast_attach(qp, req->gid);
 	return sof_tp_mcast_detach(qp, req->gid);
-}
-
-/* ---- executor look-ups ------------------------------------------------------------- */
-
-static int op_open_qp(struct sofd_req *rq, struct sofd_rep *rp)
-{
-	const struct sof_open_qp_req *req = rq->data; /* zero-padded (qbuf) */
-	struct sof_open_qp_rep *r = &rbuf.open_qp;
-	struct sofd_qp *qp = sof_hmap_get(&sofd.qps, req->qpn);
-
-	if (!qp)
-		return -ENOENT;
-	if (qp->type == IBV_QPT_XRC_RECV)
-		return sofd_xrc_open_tgt(rq->c, qp, req, rp, r);
-	memset(r, 0, sizeof(*r));
-	r->qpn = qp->qpn;
-	r->qp_type = qp->type;
-	r->pd = qp->pd->handle;
-	r->owner_ctx = qp->owner->ctx_id;
-	r->rq_size = qp->rq_size;
-	r->rq_max_sge = qp->rq_max_sge;
-	r->recv_cq = qp->recv_cq->handle;
-	r->slot = qp->slot;
-	r->gen = qp->gen;
-	rep_fd(rp, qp->memfd, false);
-	rep_fd(rp, qp->recv_cq->memfd, false);
-	if (qp->srq) {
-		r->has_srq = 1;
-		r->srq = qp->srq->handle;
-		r->srq_size = qp->srq->size;
-		r->srq_max_sge = qp->srq->max_sge;
-		r->srq_slot = qp->srq->slot;
-		r->srq_gen = qp->srq->gen;
-		rep_fd(rp, qp->srq->memfd, false);
-	}
-	if (qp->recv_cq->evfd >= 0) {
-		r->cq_has_channel = 1;
-		rep_fd(rp, qp->recv_cq->evfd, false);
-	}
-	rp->len = sizeof(*r);
-	return 0;
-}
-
-static int op_open_mr(struct sofd_req *rq, struct sofd_rep *rp)
-{
-	const struct sof_open_mr_req *req = rq->data;
-	struct sof_open_mr_rep *r = &rbuf.open_mr;
-	struct sofd_qp *qp = sof_hmap_get(&sofd.qps, req->qpn);
-	struct sofd_key_view v;
-	struct sofd_mr *mr;
-	uint32_t wr;
-	bool ro;
-
-	if (req->use < SOF_MR_REMOTE || req->use > SOF_MR_XRC_LOCAL)
-		return -EINVAL;
-	if (sofd_key_resolve(req->key, req->use == SOF_MR_LOCAL || req->use == SOF_MR_XRC_LOCAL,
-			     &v))
-		return -EACCES;
-	mr = v.mr;
-	if (req->use >= SOF_MR_XRC_REMOTE) {
-		/* qpn is an XRC SRQ number: its PD (and owner) decide */
-		if (sofd_xrc_mr_check(mr, v.pd, req->qpn, req->use))
-			return -EACCES;
-	} else {
-		if (!qp)
-			return -EACCES;
-		/* A receive WQE taken from an SRQ may use a region of the SRQ's PD. */
-		if (v.pd != qp->pd &&
-		    !(req->use == SOF_MR_LOCAL && qp->srq && v.pd == qp->srq->pd))
-			return -EACCES;
-		/* a type 2 window serves only the QP it is bound to */
-		if (v.qpn && v.qpn != qp->qpn)
-			return -EACCES;
-		if (req->use == SOF_MR_LOCAL && mr->owner != qp->owner)
-			return -EACCES;
-	}
-	if (req->access & ~v.access)
-		return -EACCES;
-	wr = req->use == SOF_MR_REMOTE || req->use == SOF_MR_XRC_REMOTE
-		 ? IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC
-		 : IBV_ACCESS_LOCAL_WRITE;
-	ro = !(v.access & wr);
-	memset(r, 0, offsetof(struct sof_open_mr_rep, runs));
-	r->iova = v.iova;
-	r->length = v.length;
-	r->win_off = v.off;
-	r->page_off = mr->page_off;
-	r->access = v.access;
-	r->pd = v.pd->handle;
-	r->slot = v.slot;
-	r->gen = v.gen;
-	r->nruns = mr->nruns;
-	if (!mr->nruns) {
-		/* in place: the owner's whole address space, for its own user
-		 * only, who could read it through ptrace anyway; the region's
-		 * address in runs[0] */
-		if (!mr->inplace || mr->mem->pmem_fd < 0)
-			return -EACCES;
-		/* another user: only through memfds; the owner moves private
-		 * pages when asked (EAGAIN: ask again), not ODP, shared or
-		 * hugetlb ones (SHARE_MR without runs said so) */
-		if (rq->c->uid != mr->mem->uid) {
-			if (mr->stays || (mr->access & IBV_ACCESS_ON_DEMAND))
-				return -EACCES;
-			sofd_mem_ask_move(mr);
-			return -EAGAIN;
-		}
-		memset(r->runs, 0, sizeof(r->runs));
-		/* a window: its own first byte and length */
-		r->runs[0] = (struct sof_mr_run){.offset = mr->addr + v.off, .length = v.length};
-		rep_fd(rp, mr->mem->pmem_fd, false);
-		rep_fd(rp, mr->mem->fence_fd, false);
-		rp->len = sizeof(*r);
-		return 0;
-	}
-	for (uint32_t i = 0; i < mr->nruns; i++) {
-		r->runs[i] = mr->runs[i];
-		if (ro) {
-			int fd = sof_fd_reopen_ro(mr->fds[i]);
-
-			if (fd < 0)
-				return fd; /* the caller closes what we opened */
-			rep_fd(rp, fd, true);
-		} else {
-			rep_fd(rp, mr->fds[i], false);
-		}
-	}
-	memset(&r->runs[mr->nruns], 0, (SOF_MAX_MR_RUNS - mr->nruns) * sizeof(r->runs[0]));
-	rp->len = sizeof(*r);
-	return 0;
-}
-
-static int op_async_notify(struct sofd_req *rq, struct sofd_rep *rp)
-{
-	const struct sof_notify_req *req = rq->data;
-	struct sofd_conn *owner;
-	uint32_t ev;
-
-	(void)rp;
-	switch (req->kind) {
-	case SOF_NOTIFY_SRQ_LIMIT: {
-		struct sofd_srq *srq = sof_hmap_get(&sofd.srqs, req->handle);
-
-		if (!srq)
-			return -ENOENT;
-		owner = srq->owner;
-		ev = IBV_EVENT_SRQ_LIMIT_REACHED;
-		break;
-	}
-	case SOF_NOTIFY_CQ_ERR: {
-		struct sofd_cq *cq = sof_hmap_get(&sofd.cqs, req->handle);
-
-		if (!cq)
-			return -ENOENT;
-		owner = cq->owner;
-		ev = IBV_EVENT_CQ_ERR;
-		break;
-	}
-	case SOF_NOTIFY_QP_FATAL:
-	case SOF_NOTIFY_QP_REQ_ERR:
-	case SOF_NOTIFY_QP_ACCESS_ERR:
-	case SOF_NOTIFY_QP_LAST_WQE: {
-		static const uint32_t qp_ev[] = {
-		    [SOF_NOTIFY_QP_FATAL] = IBV_EVENT_QP_FATAL,
-		    [SOF_NOTIFY_QP_REQ_ERR] = IBV_EVENT_QP_REQ_ERR,
-		    [SOF_NOTIFY_QP_ACCESS_ERR] = IBV_EVENT_QP_ACCESS_ERR,
-		    [SOF_NOTIFY_QP_LAST_WQE] = IBV_EVENT_QP_LAST_WQE_REACHED,
-		};
-		struct sofd_qp *qp = sof_hmap_get(&sofd.qps, req->handle);
-
-		if (!qp)
-			return -ENOENT;
-		owner = qp->owner;
-		ev = qp_ev[req->kind];
-		break;
-	}
-	default:
-		return -EINVAL;
-	}
-	sofd_async_send(owner, ev, req->handle);
-	return 0;
 }
 
 /* ---- management ---------------------------------------------------------------------- */
@@ -915,11 +726,11 @@ static int op_net_engine(struct sofd_req *rq, struct sofd_rep *rp)
 	    (struct sof_net_engine_rep){.slot = (uint32_t)slot, .has4 = fd4 >= 0, .has6 = fd6 >= 0};
 	rp->len = sizeof(rbuf.net_engine);
 	if (fd4 >= 0)
-		rep_fd(rp, fd4, false);
+		sofd_rep_fd(rp, fd4, false);
 	if (fd6 >= 0)
-		rep_fd(rp, fd6, false);
-	rep_fd(rp, cfd, false);
-	rep_fd(rp, efd, false);
+		sofd_rep_fd(rp, fd6, false);
+	sofd_rep_fd(rp, cfd, false);
+	sofd_rep_fd(rp, efd, false);
 	return 0;
 }
 
@@ -959,9 +770,9 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_CREATE_QP] = {op_create_qp, "CREATE_QP", sizeof(struct sof_create_qp_req), 2, true},
     [SOF_OP_MODIFY_QP] = {op_modify_qp, "MODIFY_QP", sizeof(struct sof_modify_qp_req), 0, true},
     [SOF_OP_DESTROY_QP] = {op_destroy_qp, "DESTROY_QP", sizeof(struct sof_qp_req), 0, true},
-    [SOF_OP_OPEN_QP] = {op_open_qp, "OPEN_QP", sizeof(struct sof_qp_req), 0, true},
-    [SOF_OP_OPEN_MR] = {op_open_mr, "OPEN_MR", sizeof(struct sof_open_mr_req), 0, true},
-    [SOF_OP_ASYNC_NOTIFY] = {op_async_notify, "ASYNC_NOTIFY", sizeof(struct sof_notify_req), 0,
+    [SOF_OP_OPEN_QP] = {sofd_op_open_qp, "OPEN_QP", sizeof(struct sof_qp_req), 0, true},
+    [SOF_OP_OPEN_MR] = {sofd_op_open_mr, "OPEN_MR", sizeof(struct sof_open_mr_req), 0, true},
+    [SOF_OP_ASYNC_NOTIFY] = {sofd_op_async_notify, "ASYNC_NOTIFY", sizeof(struct sof_notify_req), 0,
 			     true},
     [SOF_OP_STATUS] = {op_status, "STATUS", 0, 0, false},
     [SOF_OP_SHUTDOWN] = {op_shutdown, "SHUTDOWN", 0, 0, false},

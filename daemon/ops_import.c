@@ -91,10 +91,8 @@ int sofd_import(struct sofd_req *rq, struct sofd_rep *rp)
 	ibuf.hello.dev = sofd.dev;
 	rp->data = &ibuf;
 	rp->len = sizeof(ibuf.hello);
-	rp->fds[rp->nfds] = sv[1];
-	rp->close_fds[rp->nfds++] = true;
-	rp->fds[rp->nfds] = ro;
-	rp->close_fds[rp->nfds++] = true;
+	sofd_rep_fd(rp, sv[1], true);
+	sofd_rep_fd(rp, ro, true);
 	return 0;
 }
 

@@ -42,13 +42,6 @@ static union {
 	struct sof_create_qp_rep qp;
 } xbuf;
 
-static void xrep_fd(struct sofd_rep *rp, int fd)
-{
-	rp->fds[rp->nfds] = fd;
-	rp->close_fds[rp->nfds] = false;
-	rp->nfds++;
-}
-
 static void domain_put(struct sofd_xrcd *d)
 {
 	struct sofd_xrcd **pp;
@@ -244,7 +237,7 @@ int sofd_open_xrc_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	xbuf.qp.gen = qp->gen;
 	rp->data = &xbuf;
 	rp->len = sizeof(xbuf.qp);
-	xrep_fd(rp, qp->memfd);
+	sofd_rep_fd(rp, qp->memfd, false);
 	return 0;
 }
 
@@ -318,12 +311,12 @@ int sofd_xrc_open_tgt(struct sofd_conn *c, struct sofd_qp *qp, const struct sof_
 	r->srq_max_sge = srq->max_sge;
 	r->srq_slot = srq->slot;
 	r->srq_gen = srq->gen;
-	xrep_fd(rp, qp->memfd);
-	xrep_fd(rp, srq->cq->memfd);
-	xrep_fd(rp, srq->memfd);
+	sofd_rep_fd(rp, qp->memfd, false);
+	sofd_rep_fd(rp, srq->cq->memfd, false);
+	sofd_rep_fd(rp, srq->memfd, false);
 	if (srq->cq->evfd >= 0) {
 		r->cq_has_channel = 1;
-		xrep_fd(rp, srq->cq->evfd);
+		sofd_rep_fd(rp, srq->cq->evfd, false);
 	}
 	rp->len = sizeof(*r);
 	return 0;

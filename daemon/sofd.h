@@ -29,9 +29,8 @@
 #define SOFD_MAX_MR_LEN (1ull << 40) /* SOFV_MAX_MR_SIZE of the library */
 #define SOFD_MAX_RQ 32768u	     /* ring entries: 2 * max_qp_wr */
 #define SOFD_MAX_SGE 32u
-#define SOFD_MAX_SQ 16384u	     /* network send queue entries: max_qp_wr */
-#define SOFD_MAX_INLINE 1024u	     /* SOFV_MAX_INLINE of the library */
-
+#define SOFD_MAX_SQ 16384u    /* network send queue entries: max_qp_wr */
+#define SOFD_MAX_INLINE 1024u /* SOFV_MAX_INLINE of the library */
 
 /* Objects one connection may hold (the device limits the library reports);
  * beyond them creation fails with -ENOMEM, as on hardware. */
@@ -200,8 +199,8 @@ struct sofd_cq {
 /* XRC (ops_xrc.c): a domain, shared by the processes that open the same
  * file, and a connection's handle on it (one per ibv_open_xrcd). */
 struct sofd_xrcd {
-	uint32_t refs;	  /* handles, SRQs and TGT QPs */
-	int fd;		  /* the file (kept: its inode is the key), or -1 */
+	uint32_t refs; /* handles, SRQs and TGT QPs */
+	int fd;	       /* the file (kept: its inode is the key), or -1 */
 	uint64_t dev, ino;
 	struct sofd_xrcd *next; /* in the list of shared domains */
 };
@@ -246,7 +245,7 @@ struct sofd_qp {
 	/* XRC TGT QP (no PD, no CQs): the handle of its owner and the other
 	 * handles that opened it (ibv_open_qp) */
 	struct sofd_xrcd_h *xh;
-	struct sofd_srq *xrc_cur; /* the SRQ of the XRC request in hand (transport) */
+	struct sofd_srq *xrc_cur;	 /* the SRQ of the XRC request in hand (transport) */
 	struct sof_modify_qp_req *xattr; /* its attributes as last modified (TGT) */
 	struct sofd_xopen *xopens;
 	uint32_t nxopens, xopens_cap;
@@ -269,10 +268,10 @@ struct sofd_qp {
 	 * above, its state (tq.t), tq.dying (its connection is being
 	 * released), tq.nmcast (multicast groups it is attached to) */
 	struct tp_qp tq;
-	bool net;	   /* RC/UC whose peer is on another host */
-	bool steered;	   /* its packets go to its owner's slot, which runs its transport */
-	uint8_t dgid[16];  /* RC/UC: its peer, from the last MODIFY_QP with a path */
-	uint32_t nflows;   /* RAW_PACKET: its flows (raw.c) */
+	bool net;	    /* RC/UC whose peer is on another host */
+	bool steered;	    /* its packets go to its owner's slot, which runs its transport */
+	uint8_t dgid[16];   /* RC/UC: its peer, from the last MODIFY_QP with a path */
+	uint32_t nflows;    /* RAW_PACKET: its flows (raw.c) */
 	uint64_t raw_stamp; /* raw.c: the last frame delivered to it */
 };
 
@@ -288,9 +287,9 @@ struct sofd {
 	struct sofd_pollable sig;
 	/* address and link changes (device.c); fd -1 when not followed */
 	struct sofd_pollable netlink;
-	struct sofd_pollable doorbell; /* every connection's doorbell at once (fd -1) */
+	struct sofd_pollable doorbell;	/* every connection's doorbell at once (fd -1) */
 	struct sofd_doorbell *dead_dbs; /* of connections closed in this batch */
-	int spare_fd; /* reserved fd to shed connections at EMFILE */
+	int spare_fd;			/* reserved fd to shed connections at EMFILE */
 	struct sof_link conns;
 	uint32_t next_conn_id, next_ctx_id, next_handle;
 	struct sofd_counts n;
@@ -399,6 +398,14 @@ struct sofd_rep {
 	int nfds;
 };
 
+/* Hand fd over with the reply; temporary: closed once it is sent. */
+static inline void sofd_rep_fd(struct sofd_rep *rp, int fd, bool temporary)
+{
+	rp->fds[rp->nfds] = fd;
+	rp->close_fds[rp->nfds] = temporary;
+	rp->nfds++;
+}
+
 /* Run the handler of req->op. Returns 0 or -errno (the reply status). */
 int sofd_dispatch(struct sofd_req *req, struct sofd_rep *rep);
 
@@ -461,6 +468,12 @@ void sofd_xrc_conn_release(struct sofd_conn *c);
 int sofd_op_alloc_mw(struct sofd_req *rq, struct sofd_rep *rp);
 /* ops_srq.c: RESIZE_SRQ (sof_proto.h); 0 or -errno */
 int sofd_op_resize_srq(struct sofd_req *rq, struct sofd_rep *rp);
+
+/* ---- ops_exec.c: what same-host executors ask ---------------------------------- */
+
+int sofd_op_open_qp(struct sofd_req *rq, struct sofd_rep *rp);
+int sofd_op_open_mr(struct sofd_req *rq, struct sofd_rep *rp);
+int sofd_op_async_notify(struct sofd_req *rq, struct sofd_rep *rp);
 int sofd_op_dealloc_mw(struct sofd_req *rq, struct sofd_rep *rp);
 int sofd_op_bind_mw(struct sofd_req *rq, struct sofd_rep *rp);
 int sofd_op_inval_mw(struct sofd_req *rq, struct sofd_rep *rp);

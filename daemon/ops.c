@@ -64,16 +64,10 @@ static bool is_eventfd(int fd)
 
 /* ---- HELLO ---------------------------------------------------------------------- */
 
-static int op_hello(struct sofd_req *rq, struct sofd_rep *rp)
+int sofd_hello_answer(struct sofd_rep *rp, struct sof_hello_rep *h, int *ours)
 {
-	const struct sof_hello_req *req = rq->data;
-	struct sofd_conn *c = rq->c;
 	int sv[2], ro;
 
-	if (req->version != SOF_PROTO_VERSION)
-		return -EPROTONOSUPPORT;
-	if (c->ctx_id)
-		return -EALREADY;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return -errno;
 	ro = sof_fd_reopen_ro(sofd.objtab_ro_fd);
@@ -91,18 +85,36 @@ static int op_hello(struct sofd_req *rq, struct sofd_rep *rp)
 		close(ro);
 		return err;
 	}
-	c->async_fd = sv[0];
+	*ours = sv[0];
+	sofd_device_refresh_gids();
+	memset(h, 0, sizeof(*h));
+	h->version = SOF_PROTO_VERSION;
+	h->dev = sofd.dev;
+	rp->data = h;
+	rp->len = sizeof(*h);
+	sofd_rep_fd(rp, sv[1], true);
+	sofd_rep_fd(rp, ro, true);
+	return 0;
+}
+
+static int op_hello(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_hello_req *req = rq->data;
+	struct sofd_conn *c = rq->c;
+	int err;
+
+	if (req->version != SOF_PROTO_VERSION)
+		return -EPROTONOSUPPORT;
+	if (c->ctx_id)
+		return -EALREADY;
+	err = sofd_hello_answer(rp, &rbuf.hello, &c->async_fd);
+	if (err)
+		return err;
 	if (++sofd.next_ctx_id == 0)
 		sofd.next_ctx_id = 1;
 	c->ctx_id = sofd.next_ctx_id;
 	sofd.n.contexts++;
-	sofd_device_refresh_gids();
-	rbuf.hello.version = SOF_PROTO_VERSION;
 	rbuf.hello.ctx_id = c->ctx_id;
-	rbuf.hello.dev = sofd.dev;
-	rp->len = sizeof(rbuf.hello);
-	sofd_rep_fd(rp, sv[1], true);
-	sofd_rep_fd(rp, ro, true);
 	return 0;
 }
 

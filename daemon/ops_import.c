@@ -47,7 +47,7 @@ int sofd_import(struct sofd_req *rq, struct sofd_rep *rp)
 {
 	const struct sof_import_req *req = rq->data;
 	struct sofd_conn *c = rq->via, *owner = NULL;
-	int sv[2], ro;
+	int err;
 
 	if (c->ctx_id || c->alias || c->orphan)
 		return -EALREADY;
@@ -64,35 +64,14 @@ int sofd_import(struct sofd_req *rq, struct sofd_rep *rp)
 		return -EAGAIN; /* the record on the shared socket is not read yet */
 	if (owner->uid != c->uid)
 		return -EPERM;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
-		return -errno;
-	ro = sof_fd_reopen_ro(sofd.objtab_ro_fd);
-	if (ro < 0) {
-		close(sv[0]);
-		close(sv[1]);
-		return ro;
-	}
-	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) || shutdown(sv[0], SHUT_RD)) {
-		int err = -errno;
-
-		close(sv[0]);
-		close(sv[1]);
-		close(ro);
+	err = sofd_hello_answer(rp, &ibuf.hello, &c->async_fd);
+	if (err)
 		return err;
-	}
 	owner->import_armed = false;
 	c->alias = owner;
-	c->async_fd = sv[0];
+	ibuf.hello.ctx_id = owner->ctx_id;
 	sofd_log("conn %u imports the context of conn %u (pid %d)", c->id, owner->id,
 		 (int)owner->pid);
-	sofd_device_refresh_gids();
-	ibuf.hello.version = SOF_PROTO_VERSION;
-	ibuf.hello.ctx_id = owner->ctx_id;
-	ibuf.hello.dev = sofd.dev;
-	rp->data = &ibuf;
-	rp->len = sizeof(ibuf.hello);
-	sofd_rep_fd(rp, sv[1], true);
-	sofd_rep_fd(rp, ro, true);
 	return 0;
 }
 

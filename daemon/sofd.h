@@ -406,6 +406,12 @@ static inline void sofd_rep_fd(struct sofd_rep *rp, int fd, bool temporary)
 	rp->nfds++;
 }
 
+/* A context's event socket and read-only object table, as HELLO (and
+ * IMPORT) hand them out: our end of the socket in *ours (non-blocking,
+ * never read), the reply h (ctx_id 0: the caller's to set) with the other
+ * end and the table. 0 or -errno, with nothing left open. */
+int sofd_hello_answer(struct sofd_rep *rp, struct sof_hello_rep *h, int *ours);
+
 /* Run the handler of req->op. Returns 0 or -errno (the reply status). */
 int sofd_dispatch(struct sofd_req *req, struct sofd_rep *rep);
 

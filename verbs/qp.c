@@ -27,7 +27,7 @@
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |          \
 	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                           \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                 \
-	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |         \
+	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |        \
 	 IBV_QP_EX_WITH_ATOMIC_WRITE)
 #define UD_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 #define UC_SEND_OPS                                                                                \
@@ -86,7 +86,6 @@ static int qp_check_init_attr(struct ibv_context *ctx, const struct ibv_qp_init_
 	}
 	return 0;
 }
-
 
 static void qp_free(struct sofv_qp *qp)
 {
@@ -451,7 +450,8 @@ static int check_attr_values(struct sofv_qp *qp, const struct ibv_qp_attr *a, in
 		return EINVAL;
 	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
 		return EINVAL;
-	if ((mask & IBV_QP_RATE_LIMIT) && !sofv_rate_limit_ok(qp->qpx.qp_base.qp_type, a->rate_limit))
+	if ((mask & IBV_QP_RATE_LIMIT) &&
+	    !sofv_rate_limit_ok(qp->qpx.qp_base.qp_type, a->rate_limit))
 		return EINVAL;
 	if ((mask & IBV_QP_PATH_MIG_STATE) && a->path_mig_state != IBV_MIG_MIGRATED)
 		return EINVAL; /* no alternate path */
@@ -639,9 +639,8 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	 * else in the daemon. */
 	modify_req(qp, attr, attr_mask, next, &req);
 	req.engine = qp->eng || ((ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC) &&
-				 next >= IBV_QPS_RTR &&
-				 next <= IBV_QPS_SQE && !sofv_gid_is_local(s, req.dgid) &&
-				 sofv_engine_start(s));
+				 next >= IBV_QPS_RTR && next <= IBV_QPS_SQE &&
+				 !sofv_gid_is_local(s, req.dgid) && sofv_engine_start(s));
 	err = -sofv_rpc(s, SOF_OP_MODIFY_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL,
 			NULL);
 	if (!err && rep.steered && !qp->eng)
@@ -740,6 +739,14 @@ SOFV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		sofv_cq_detach_qp(qp->scq, qp);
 	if (qp->rcq != qp->scq)
 		sofv_cq_detach_qp(qp->rcq, qp);
+	/* Its completions go with it, as mlx4 and mlx5 clean a destroyed QP's
+	 * entries from its CQs: a program that frees what its wr_ids point at
+	 * after ibv_destroy_qp and polls on (libfabric's endpoints do) must
+	 * not find them. */
+	if (qp->scq)
+		sofv_cq_clean(qp->scq, qp->qpn);
+	if (qp->rcq && qp->rcq != qp->scq)
+		sofv_cq_clean(qp->rcq, qp->qpn);
 	pthread_spin_lock(&qp->sq_lock);
 	sofv_exec_qp_release(qp);
 	pthread_spin_unlock(&qp->sq_lock);

@@ -244,7 +244,7 @@ for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong
 	tests/hosts/perftest.sh tests/hosts/capture.sh tests/hosts/badpackets.sh \
 	tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/rdmacm.sh tests/hosts/engine.sh \
 	tests/hosts/flows.sh tests/hosts/libfabric.sh tests/hosts/ucx.sh tests/hosts/mpi.sh \
-	tests/hosts/dm.sh tests/hosts/ratelimit.sh tests/hosts/mr_kinds.sh; do
+	tests/hosts/dm.sh tests/hosts/ratelimit.sh tests/hosts/mr_kinds.sh tests/hosts/sack.sh; do
 	selected "$f" || continue
 	if [ ! -f "$f" ]; then
 		result_fail "$f" "missing"

@@ -311,6 +311,7 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	switch (h->syndrome & ROCE_AETH_TYPE_MASK) {
 	case ROCE_AETH_ACK:
 		/* the responder speaks the extension (sack.c) */
+		t->sack_seen = true;
 		if (h->ext && tp_sack_on && t->qp->type == IBV_QPT_RC)
 			t->sack_ok = true;
 		if (!ack_upto(t, h->psn))

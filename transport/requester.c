@@ -311,6 +311,7 @@ void tp_req_arm(struct sof_tqp *t)
 	now = sof_now_ns();
 	t->timer_ns = now + to;
 	if (t->sack_ok) {
+		t->sack_tlps = 0;
 		t->probe_ns = tp_sack_probe_ns(t, now, to);
 	} else if (t->mrtt_ns && t->loss_ns && now - t->loss_ns < PROBE_AFTER_LOSS_NS) {
 		p = t->mrtt_ns * PROBE_RTTS > PROBE_MIN_NS ? t->mrtt_ns * PROBE_RTTS : PROBE_MIN_NS;
@@ -640,8 +641,14 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 		tp_count(SOF_CNT_retransmits, 1);
 		/* a peer that SACKs: the tail-loss probe resends the newest
 		 * packet alone, and the SACK it draws names the holes */
-		if (t->sack_ok && tp_req_resend(t, (t->psn - 1) & ROCE_PSN_MASK))
+		tp_trace("qp %06x probe: una %06x psn %06x", t->qp->qpn, t->una_psn, t->psn);
+		if (t->sack_ok && tp_req_resend(t, (t->psn - 1) & ROCE_PSN_MASK)) {
+			/* the probe or its answer may be lost too: it comes
+			 * again, twice as late each time (sack.c) */
+			t->sack_tlps++;
+			t->probe_ns = tp_sack_probe_ns(t, now, sof_ack_timeout_ns(t->timeout));
 			return;
+		}
 		tp_req_rewind(t, t->una_psn);
 		tp_req_progress(t);
 		if (t->timer_ns)

@@ -175,6 +175,7 @@ struct sof_tqp {
 	/* selective acknowledgements (sack.c), negotiated in-band */
 	bool sack_peer;		/* responder: the requester set ext: ACKs carry SACKs */
 	bool sack_ok;		/* requester: the responder answered with ext */
+	bool sack_seen;		/* requester: an ACK came (with ext or not) */
 	uint32_t sack_next;	/* holes before this PSN were resent in this round */
 	uint32_t sack_round_una; /* una when the round began */
 	uint64_t sack_round_ns;
@@ -182,6 +183,7 @@ struct sof_tqp {
 	uint32_t sack_cnt;	/* PSNs beyond una the last SACK said arrived */
 	uint32_t sack_lost;	/* holes seen since sack_epoch */
 	uint32_t sack_epoch;	/* PSN that ends the round trip being counted */
+	uint8_t sack_tlps;	/* tail-loss probes since the last progress */
 };
 
 /* The link layer under the engine: how a packet leaves and arrives on

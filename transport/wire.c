@@ -327,7 +327,8 @@ enum roce_drop roce_parse(const uint8_t *buf, size_t len, struct roce_hdr *h,
 	avail = len - oi->hdr_len - ROCE_ICRC_LEN;
 	/* an ACK carries a SACK only with the extension's bit */
 	if (avail && !(oi->flags & ROCE_F_PAYLOAD) &&
-	    !(h->ext && (h->opcode & ~ROCE_SVC_MASK) == ROCE_ACK && avail == ROCE_SACK_LEN))
+	    !(h->ext && (h->opcode & ~ROCE_SVC_MASK) == ROCE_ACK && avail == ROCE_SACK_LEN &&
+	      !h->pad))
 		return ROCE_DROP_PAYLOAD;
 	if (h->pad > avail)
 		return ROCE_DROP_SHORT;

@@ -358,8 +358,8 @@ void tp_flush(struct sof_tqp *t);
 
 /* ---- sack.c: selective acknowledgements ------------------------------------- */
 
-/* Whether this engine speaks the extension (SOFTOFED_SACK=0: not, as a
- * standard IBA peer); tp_start sets it. */
+/* Whether this engine speaks the extension (SOFTOFED_SACK=1; by default
+ * not, as a standard IBA peer); tp_start sets it. */
 extern bool tp_sack_on;
 void tp_sack_start(void);
 /* Responder: the SACK of what is kept ahead of epsn, into buf

@@ -1962,6 +1962,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	setup();
+	tp_sack_on = true; /* SOFTOFED_SACK=1: the extension's paths too */
 	if (dir) {
 		write_seeds(dir);
 		exit(0);

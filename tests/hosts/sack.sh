@@ -1,8 +1,9 @@
 #!/bin/bash
 # Selective acknowledgements (issue 18, transport/sack.c): loss recovery
 # between two softofed engines, and standard IBA behaviour when one of
-# them does not speak the extension (SOFTOFED_SACK=0 in its environment,
-# the stand-in for Linux rxe or a hardware peer).
+# them does not speak the extension (SOFTOFED_SACK=1 turns it on, off by
+# default; SOFTOFED_SACK=0 is the stand-in for Linux rxe or a hardware
+# peer).
 #
 # Hosts a and b joined through the software cable (tests/progs/netwire),
 # segmentation off (the cable impairs packets). Host b runs the
@@ -38,7 +39,7 @@ run() {
 	name="hosts/sack $label $combo: data_stream -m 1024"
 	sof_gated "$name" && return 1
 	PORT=$((PORT + 1))
-	SOF_CLI_ENV="" SOF_SRV_ENV=""
+	SOF_CLI_ENV="SOFTOFED_SACK=1" SOF_SRV_ENV="SOFTOFED_SACK=1"
 	case $combo in
 	on/off) SOF_SRV_ENV="SOFTOFED_SACK=0" ;;
 	off/on) SOF_CLI_ENV="SOFTOFED_SACK=0" ;;

@@ -694,6 +694,7 @@ TEST(sack_resp_write_out_of_order)
 	const uint8_t *map;
 
 	world_up();
+	tp_sack_on = true; /* SOFTOFED_SACK=1 */
 	ext_in(ROCE_WRITE_MIDDLE, EPSN + 1, 1024, 0x22, NULL);
 	ext_in(ROCE_WRITE_LAST, EPSN + 2, 1024, 0x33, NULL);
 	CHECK_EQ(w.nsent, 0);
@@ -725,6 +726,7 @@ TEST(sack_resp_write_out_of_order)
 TEST(sack_resp_send_completes_in_order)
 {
 	world_up();
+	tp_sack_on = true;
 	post_recv(4096);
 	ext_in(ROCE_SEND_LAST, EPSN + 2, 100, 0x33, NULL);
 	ext_in(ROCE_SEND_MIDDLE, EPSN + 1, 1024, 0x22, NULL);
@@ -758,6 +760,7 @@ TEST(sack_req_holes_and_lies)
 	unsigned before;
 
 	world_up();
+	tp_sack_on = true;
 	post_write(6 * 1024, 0x99);
 	CHECK_EQ(w.nsent, 6); /* PSNs +0..+5 */
 	/* +0 acknowledged; of +1..+5, +3, +4 and +5 arrived: +1 and +2 are

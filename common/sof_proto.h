@@ -566,7 +566,8 @@ struct sof_flow_rep {
 #define SOF_COUNTERS(X)                                                                  \
 	X(rx_packets) X(rx_bytes) X(tx_packets) X(tx_bytes) X(retransmits) X(nak_sent)  \
 	X(nak_rcvd) X(rnr_nak_sent) X(rnr_nak_rcvd) X(seq_err) X(timeouts) X(probes)     \
-	X(key_violations) X(mad_rx) X(mad_tx) X(dup_req)
+	X(key_violations) X(mad_rx) X(mad_tx) X(dup_req) X(sacks) X(sack_resends)     \
+	X(sack_lies)
 #define SOF_DROPS(X)                                                                     \
 	X(short) X(version) X(opcode) X(payload) X(icrc) X(qpn) X(qp_state) X(qp_type)   \
 	X(pkey) X(qkey) X(src_addr) X(psn) X(mad)

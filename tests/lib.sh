@@ -341,16 +341,21 @@ _sof_bg_in() {
 # (PROG -p PORT SOF_PAIR_CARGS... TARGET) in CLI_HOST ("" = here), both
 # through `softofed run`; the verdict of sof_pair
 _sof_pair_run() {
-	local name=$1 srv=$2 cli=$3 port=$4 secs=$5 target=$6 prog=$7 wrap=()
+	local name=$1 srv=$2 cli=$3 port=$4 secs=$5 target=$6 prog=$7 wrap=() senv=() cenv=()
 	[ -n "${SOF_LINEBUF:-}" ] && wrap=(stdbuf -oL -eL)
-	_sof_bg_in "$name.srv" "$srv" $((secs + 30)) "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" \
+	# SOF_SRV_ENV / SOF_CLI_ENV: VAR=VALUE words for one side's environment
+	# shellcheck disable=SC2206 # words
+	[ -n "${SOF_SRV_ENV:-}" ] && senv=(env $SOF_SRV_ENV)
+	# shellcheck disable=SC2206 # words
+	[ -n "${SOF_CLI_ENV:-}" ] && cenv=(env $SOF_CLI_ENV)
+	_sof_bg_in "$name.srv" "$srv" $((secs + 30)) "$SOFTOFED" run -- "${senv[@]}" "${wrap[@]}" "$prog" -p "$port" \
 		"${SOF_PAIR_SARGS[@]}"
 	if ! SOF_LISTEN_HOST=$srv sof_wait_listen "$port" 20 "$name.srv"; then
 		sof_kill "$name.srv"
 		SOF_PAIR_WHY="server did not listen on port $port${srv:+ in host $srv}"
 		return 1
 	fi
-	_sof_bg_in "$name.cli" "$cli" "$secs" "$SOFTOFED" run -- "${wrap[@]}" "$prog" -p "$port" \
+	_sof_bg_in "$name.cli" "$cli" "$secs" "$SOFTOFED" run -- "${cenv[@]}" "${wrap[@]}" "$prog" -p "$port" \
 		"${SOF_PAIR_CARGS[@]}" "$target"
 	sof_wait "$name.cli" $((secs + 10))
 	SOF_CLI_RC=$?

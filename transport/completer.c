@@ -314,8 +314,14 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	/* ROCE_ACK: an ACK or a NAK, IBA 9.7.5.2 */
 	switch (h->syndrome & ROCE_AETH_TYPE_MASK) {
 	case ROCE_AETH_ACK:
+		/* the responder speaks the extension (sack.c) */
+		t->sack_seen = true;
+		if (h->ext && tp_sack_on && t->qp->type == IBV_QPT_RC)
+			t->sack_ok = true;
 		if (!ack_upto(t, h->psn))
 			tp_drop(SOF_DROP_psn);
+		else if (t->sack_ok)
+			tp_sack_input(t, h->psn, payload, paylen);
 		tp_req_progress(t);
 		return;
 	case ROCE_AETH_RNR_NAK: {

@@ -98,6 +98,8 @@ static void tqp_reset(struct sof_tqp *t)
 	t->timer_ns = t->rnr_ns = t->probe_ns = 0;
 	t->pace_ns = t->pace_wait_ns = 0;
 	t->nak_sent = t->ack_pending = false;
+	t->sack_peer = t->sack_ok = t->sack_seen = false;
+	t->sack_cnt = t->sack_lost = 0;
 	t->msn = 0;
 	tp_resp_ooo_clear(t);
 	t->in_msg = 0;

@@ -148,6 +148,7 @@ static void bth(const struct sof_tqp *t, struct roce_hdr *h, uint8_t opcode, uin
 	h->pkey = 0xffff;
 	h->dqpn = t->dqpn;
 	h->psn = psn & ROCE_PSN_MASK;
+	h->ext = tp_sack_on && t->qp->type == IBV_QPT_RC; /* sack.c */
 }
 
 /* Send the next packet of w (RC/UC). Returns 0, 1 when w is fully sent,
@@ -357,7 +358,10 @@ void tp_req_arm(struct sof_tqp *t)
 		return;
 	now = sof_now_ns();
 	t->timer_ns = now + to;
-	if (t->mrtt_ns && t->loss_ns && now - t->loss_ns < PROBE_AFTER_LOSS_NS) {
+	if (t->sack_ok) {
+		t->sack_tlps = 0;
+		t->probe_ns = tp_sack_probe_ns(t, now, to);
+	} else if (t->mrtt_ns && t->loss_ns && now - t->loss_ns < PROBE_AFTER_LOSS_NS) {
 		p = t->mrtt_ns * PROBE_RTTS > PROBE_MIN_NS ? t->mrtt_ns * PROBE_RTTS : PROBE_MIN_NS;
 		if (p < t->srtt_ns * PROBE_SRTTS)
 			p = t->srtt_ns * PROBE_SRTTS;
@@ -475,7 +479,7 @@ void tp_req_progress(struct sof_tqp *t)
 				return;
 			continue;
 		}
-		if (tp_reliable(qp->type) && ((t->psn - t->una_psn) & ROCE_PSN_MASK) >= t->cwnd)
+		if (tp_reliable(qp->type) && !tp_sack_window_open(t))
 			break;
 		if (w->state == TP_W_NEW) {
 			if (sof_wr_is_rd_atomic(w->opcode) && t->rd_out >= rd_max)
@@ -558,6 +562,44 @@ void tp_req_progress(struct sof_tqp *t)
 	    "qp %06x sent: una %06x psn %06x cwnd %u rd_out %u head %u send %u tail %u timer %d",
 	    qp->qpn, t->una_psn, t->psn, t->cwnd, t->rd_out, t->wq_head, t->wq_send, t->wq_tail,
 	    t->timer_ns != 0);
+}
+
+bool tp_req_resend(struct sof_tqp *t, uint32_t psn)
+{
+	uint32_t mask = t->qp->sq_size - 1, save_psn = t->psn;
+	uint64_t save_off = t->send_off;
+
+	/* the caller asks only for a PSN before t->psn: sent in this pass */
+	for (uint32_t i = t->wq_head; i != t->wq_tail; i++) {
+		struct tp_swqe *w = &t->wq[i & mask];
+		int32_t d = roce_psn_diff(psn, w->first_psn);
+
+		if (!w->sent_once || d < 0)
+			return false;
+		if ((uint32_t)d >= w->npkts)
+			continue;
+		/* a READ's responses come back by themselves once its request
+		 * is in; only the request is sent again */
+		if (sof_wr_is_rd_atomic(w->opcode) && (d || w->read_got))
+			return false;
+		t->psn = psn;
+		if (w->opcode == IBV_WR_RDMA_READ) {
+			send_read(t, w);
+		} else if (sof_wr_is_rd_atomic(w->opcode)) {
+			send_atomic(t, w);
+		} else {
+			t->send_off = (uint64_t)d * t->mtu;
+			if (send_segment(t, w) < 0) {
+				t->psn = save_psn;
+				t->send_off = save_off;
+				return false;
+			}
+		}
+		t->psn = save_psn;
+		t->send_off = save_off;
+		return true;
+	}
+	return false;
 }
 
 void tp_req_rewind(struct sof_tqp *t, uint32_t psn)
@@ -655,6 +697,16 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 			return;
 		tp_count(SOF_CNT_probes, 1);
 		tp_count(SOF_CNT_retransmits, 1);
+		/* a peer that SACKs: the tail-loss probe resends the newest
+		 * packet alone, and the SACK it draws names the holes */
+		tp_trace("qp %06x probe: una %06x psn %06x", t->qp->qpn, t->una_psn, t->psn);
+		if (t->sack_ok && tp_req_resend(t, (t->psn - 1) & ROCE_PSN_MASK)) {
+			/* the probe or its answer may be lost too: it comes
+			 * again, twice as late each time (sack.c) */
+			t->sack_tlps++;
+			t->probe_ns = tp_sack_probe_ns(t, now, sof_ack_timeout_ns(t->timeout));
+			return;
+		}
 		tp_req_rewind(t, t->una_psn);
 		tp_req_progress(t);
 		if (t->timer_ns)
@@ -665,10 +717,15 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 
 void tp_req_loss(struct sof_tqp *t, bool timeout)
 {
+	uint32_t n;
+
 	t->loss_ns = sof_now_ns();
 	if (t->in_recovery && roce_psn_diff(t->una_psn, t->recover_psn) < 0)
 		return;
-	t->ssthresh = t->cwnd / 2 > TP_MIN_CWND ? t->cwnd / 2 : TP_MIN_CWND;
+	/* with SACKs (sack.c: only a congested round trip comes here) a
+	 * quarter off, else TCP's half */
+	n = t->sack_ok && !timeout ? t->cwnd - t->cwnd / 4 : t->cwnd / 2;
+	t->ssthresh = n > TP_MIN_CWND ? n : TP_MIN_CWND;
 	t->cwnd = timeout ? TP_MIN_CWND : t->ssthresh;
 	t->cwnd_acc = 0;
 	t->recover_psn = t->psn;

@@ -174,9 +174,38 @@ static void send_ack_to(const struct tp_path *path, uint32_t dqpn, uint8_t syndr
 	tp_send(path, &h, 0, NULL, NULL);
 }
 
+static int gather_sack(void *arg, uint8_t *dst, uint32_t len)
+{
+	memcpy(dst, arg, len);
+	return 0;
+}
+
+/* An ACK or NAK of t. To a requester that speaks the extension (sack.c)
+ * the BTH ext bit is set, and an ACK while packets are kept ahead of a
+ * gap carries the SACK of them. */
 static void send_aeth(struct sof_tqp *t, uint8_t syndrome, uint32_t psn)
 {
-	send_ack_to(&t->path, t->dqpn, syndrome, psn, t->msn, tp_svc(t->qp->type));
+	uint8_t sack[ROCE_SACK_LEN];
+	struct roce_hdr h;
+
+	if (!t->sack_peer || t->qp->type != IBV_QPT_RC) {
+		send_ack_to(&t->path, t->dqpn, syndrome, psn, t->msn, tp_svc(t->qp->type));
+		return;
+	}
+	memset(&h, 0, sizeof(h));
+	h.opcode = ROCE_SVC_RC | ROCE_ACK;
+	h.pkey = 0xffff;
+	h.dqpn = t->dqpn;
+	h.psn = psn & ROCE_PSN_MASK;
+	h.syndrome = syndrome;
+	h.msn = t->msn & 0xffffff;
+	h.ext = true;
+	if (t->nooo && (syndrome & ROCE_AETH_TYPE_MASK) == ROCE_AETH_ACK) {
+		tp_sack_build(t, sack);
+		tp_send(&t->path, &h, ROCE_SACK_LEN, gather_sack, sack);
+		return;
+	}
+	tp_send(&t->path, &h, 0, NULL, NULL);
 }
 
 /* ---- destroyed QPs that linger --------------------------------------------------- */
@@ -750,6 +779,22 @@ static void ooo_drain(struct sof_tqp *t)
 		tp_resp_ooo_clear(t);
 }
 
+/* Ahead of the expected PSN, from a requester that speaks the extension:
+ * kept when it fits in the window, and no NAK: the coalesced ACK of this
+ * batch carries the SACK of what is kept (sack.c). */
+static void ahead_sack(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+		       uint32_t paylen, int32_t d)
+{
+	bool kept = d < (int32_t)TP_OOO_SLOTS && ooo_put(t, h, payload, paylen);
+
+	tp_count(SOF_CNT_seq_err, 1);
+	if (!kept)
+		tp_drop(SOF_DROP_psn);
+	decided(t, h->psn, kept ? TP_RESP_AHEAD_KEPT : TP_RESP_SEQ_ERR_DROP);
+	t->oos_psn = h->psn;
+	tp_ack_due(t);
+}
+
 void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
 		    uint32_t paylen, const struct roce_addr *a)
 {
@@ -762,7 +807,13 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		uc_packet(t, h, f, payload, paylen);
 		return;
 	}
+	if (h->ext && tp_sack_on)
+		t->sack_peer = true;
 	d = roce_psn_diff(h->psn, t->epsn);
+	if (d > 0 && t->sack_peer) {
+		ahead_sack(t, h, payload, paylen, d);
+		return;
+	}
 	if (d > 0) {
 		bool kept = d < (int32_t)TP_OOO_SLOTS && ooo_put(t, h, payload, paylen);
 

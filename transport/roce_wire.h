@@ -147,6 +147,7 @@ struct roce_hdr {
 	bool fecn, becn; /* RoCEv2 uses ECN in IP; kept for completeness */
 	uint32_t dqpn;	 /* 24 bits */
 	bool ackreq;
+	bool ext;	 /* BTH Resv7 bit 6: softofed's extension (transport/README.md) */
 	uint32_t psn;	 /* 24 bits */
 	/* RETH, IBA 9.3.3 (va and rkey also of the AtomicETH) */
 	uint64_t va;
@@ -171,6 +172,22 @@ struct roce_hdr {
 	/* XRCETH (IBA 9.3.x, XRC annex): the XRC SRQ number, 24 bits */
 	uint32_t xrcsrq;
 };
+
+/* The selective acknowledgement (transport/README.md, "Selective
+ * acknowledgements"): the payload of an ACKNOWLEDGE whose BTH has ext set,
+ * only to a peer that set ext on its requests. Byte 0 ROCE_SACK_KIND,
+ * bytes 1-3 the base PSN (the AETH's PSN + 1), then ROCE_SACK_BITS bits,
+ * most significant first: bit i set when PSN base + i has arrived. */
+#define ROCE_SACK_KIND 0x53
+#define ROCE_SACK_BITS 256u
+#define ROCE_SACK_LEN (4u + ROCE_SACK_BITS / 8u)
+void roce_sack_write(uint8_t *buf, uint32_t base, const uint8_t *map);
+/* The base PSN and the bitmap of a SACK of len bytes; false when it is not one. */
+bool roce_sack_parse(const uint8_t *buf, uint32_t len, uint32_t *base, const uint8_t **map);
+static inline bool roce_sack_bit(const uint8_t *map, uint32_t i)
+{
+	return map[i >> 3] & (0x80u >> (i & 7));
+}
 
 /* Write the BTH and the extended headers that h->opcode carries at buf,
  * which has room for ROCE_MAX_HDR bytes. Reserved fields are written as

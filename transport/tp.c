@@ -25,6 +25,7 @@ static int start(const struct tp_host_ops *host, int fd4, int fd6, bool tx, uint
 	sof_list_init(&tp.acks);
 	sof_list_init(&tp.timers);
 	tp_tracing = getenv("SOFTOFED_TRACE") != NULL;
+	tp_sack_start();
 	tp_udp_start(fd4, fd6, tx);
 	tp.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	return tp.timer_fd < 0 ? -errno : 0;

@@ -109,7 +109,7 @@ struct tp_res {
 };
 
 /* A request that arrived ahead of the expected PSN, kept (responder.c). */
-#define TP_OOO_SLOTS 32u
+#define TP_OOO_SLOTS ROCE_SACK_BITS
 #define TP_OOO_NAK_AFTER 3u
 struct tp_ooo {
 	bool used;
@@ -190,6 +190,19 @@ struct sof_tqp {
 	struct tp_ooo *ooo; /* TP_OOO_SLOTS, by PSN; allocated on first use */
 	uint32_t nooo;
 	uint32_t nres, res_next;
+
+	/* selective acknowledgements (sack.c), negotiated in-band */
+	bool sack_peer;		/* responder: the requester set ext: ACKs carry SACKs */
+	bool sack_ok;		/* requester: the responder answered with ext */
+	bool sack_seen;		/* requester: an ACK came (with ext or not) */
+	uint32_t sack_next;	/* holes before this PSN were resent in this round */
+	uint32_t sack_round_una; /* una when the round began */
+	uint64_t sack_round_ns;
+	uint32_t sack_mark;	/* the first PSN sent after the last resends */
+	uint32_t sack_cnt;	/* PSNs beyond una the last SACK said arrived */
+	uint32_t sack_lost;	/* holes seen since sack_epoch */
+	uint32_t sack_epoch;	/* PSN that ends the round trip being counted */
+	uint8_t sack_tlps;	/* tail-loss probes since the last progress */
 };
 
 /* The link layer under the engine: how a packet leaves and arrives on
@@ -361,6 +374,26 @@ void tp_comp_wqe(struct sof_tqp *t, int status);
 void tp_qp_error(struct sof_tqp *t, uint32_t event);
 /* Flush what the network send queue holds of a QP in ERROR. */
 void tp_flush(struct sof_tqp *t);
+
+/* ---- sack.c: selective acknowledgements ------------------------------------- */
+
+/* Whether this engine speaks the extension (SOFTOFED_SACK=1; by default
+ * not, as a standard IBA peer); tp_start sets it. */
+extern bool tp_sack_on;
+void tp_sack_start(void);
+/* Responder: the SACK of what is kept ahead of epsn, into buf
+ * (ROCE_SACK_LEN bytes). */
+void tp_sack_build(const struct sof_tqp *t, uint8_t *buf);
+/* Requester: the SACK an ACK of PSN a carried (after ack_upto). */
+void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32_t paylen);
+/* Requester: packets in flight, the SACKed ones not counted; and whether
+ * the window lets one more leave. */
+bool tp_sack_window_open(const struct sof_tqp *t);
+/* Requester: the tail-loss probe's deadline from now, 0: none. */
+uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to);
+/* Requester (requester.c): send PSN psn once more, alone; false when it
+ * cannot be (not a packet of a WQE in flight). */
+bool tp_req_resend(struct sof_tqp *t, uint32_t psn);
 
 /* ---- responder.c ------------------------------------------------------------ */
 

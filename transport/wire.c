@@ -75,6 +75,9 @@ static inline uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) << 32
 #define BTH_FECN 0x80
 #define BTH_BECN 0x40
 #define BTH_ACKREQ 0x80
+/* Resv7's top bit: softofed's extension (transport/README.md); IBA 9.2
+ * has the sender zero Resv7 and the receiver ignore it */
+#define BTH_SOFEXT 0x40
 
 /* Flags shared by the opcodes of one kind; every opcode spells out the
  * rest (its position in the message and its extended headers). */
@@ -235,7 +238,7 @@ size_t roce_hdr_write(uint8_t *buf, const struct roce_hdr *h)
 	put16(p + 2, h->pkey);
 	p[4] = (uint8_t)((h->fecn ? BTH_FECN : 0) | (h->becn ? BTH_BECN : 0));
 	put24(p + 5, h->dqpn & ROCE_QPN_MASK);
-	p[8] = h->ackreq ? BTH_ACKREQ : 0;
+	p[8] = (uint8_t)((h->ackreq ? BTH_ACKREQ : 0) | (h->ext ? BTH_SOFEXT : 0));
 	put24(p + 9, h->psn & ROCE_PSN_MASK);
 	p += ROCE_BTH_LEN;
 
@@ -357,6 +360,7 @@ enum roce_drop roce_parse(const uint8_t *buf, size_t len, struct roce_hdr *h,
 	h->becn = buf[4] & BTH_BECN;
 	h->dqpn = get24(buf + 5);
 	h->ackreq = buf[8] & BTH_ACKREQ;
+	h->ext = buf[8] & BTH_SOFEXT;
 	h->psn = get24(buf + 9);
 
 	/* IBA 9.2: TVer 0 is the only transport header version there is */
@@ -370,7 +374,10 @@ enum roce_drop roce_parse(const uint8_t *buf, size_t len, struct roce_hdr *h,
 
 	/* what lies between the headers and the ICRC: payload and pad */
 	avail = len - oi->hdr_len - ROCE_ICRC_LEN;
-	if (avail && !(oi->flags & ROCE_F_PAYLOAD))
+	/* an ACK carries a SACK only with the extension's bit */
+	if (avail && !(oi->flags & ROCE_F_PAYLOAD) &&
+	    !(h->ext && (h->opcode & ~ROCE_SVC_MASK) == ROCE_ACK && avail == ROCE_SACK_LEN &&
+	      !h->pad))
 		return ROCE_DROP_PAYLOAD;
 	if (h->pad > avail)
 		return ROCE_DROP_SHORT;
@@ -379,4 +386,20 @@ enum roce_drop roce_parse(const uint8_t *buf, size_t len, struct roce_hdr *h,
 	*payload = buf + oi->hdr_len;
 	*paylen = (uint32_t)(avail - h->pad);
 	return ROCE_DROP_NONE;
+}
+
+void roce_sack_write(uint8_t *buf, uint32_t base, const uint8_t *map)
+{
+	buf[0] = ROCE_SACK_KIND;
+	put24(buf + 1, base & ROCE_PSN_MASK);
+	memcpy(buf + 4, map, ROCE_SACK_BITS / 8);
+}
+
+bool roce_sack_parse(const uint8_t *buf, uint32_t len, uint32_t *base, const uint8_t **map)
+{
+	if (len != ROCE_SACK_LEN || buf[0] != ROCE_SACK_KIND)
+		return false;
+	*base = get24(buf + 1);
+	*map = buf + 4;
+	return true;
 }

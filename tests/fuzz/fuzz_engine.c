@@ -57,7 +57,7 @@
  */
 /* clang-format off */
 /*
- * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c mad/mad.c cm/cma_id.c cm/cma_addr.c cm/cma_event.c cm/cma_resolve.c cm/cma_listen.c cm/cma_conn.c cm/cma_mcast.c cm/cma_upcall.c cm/cma_ops.c cm/cm_base.c daemon/cm_host.c cm/ibcm_conn.c cm/ibcm_send.c cm/ibcm_recv.c cm/ibcm_timer.c cm/cm_wire.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/wire.c transport/icrc.c daemon/ops.c daemon/ops_mr.c daemon/ops_exec.c daemon/ops_import.c daemon/registry.c daemon/conn.c daemon/device.c daemon/tp_host.c daemon/steer.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c daemon/ops_xrc.c daemon/ops_mw.c daemon/raw.c daemon/ops_srq.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c mad/mad.c cm/cma_id.c cm/cma_addr.c cm/cma_event.c cm/cma_resolve.c cm/cma_listen.c cm/cma_conn.c cm/cma_mcast.c cm/cma_upcall.c cm/cma_ops.c cm/cm_base.c daemon/cm_host.c cm/ibcm_conn.c cm/ibcm_send.c cm/ibcm_recv.c cm/ibcm_timer.c cm/cm_wire.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/wire.c transport/icrc.c daemon/ops.c daemon/ops_mr.c daemon/ops_exec.c daemon/ops_import.c daemon/registry.c daemon/conn.c daemon/device.c daemon/tp_host.c daemon/steer.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c daemon/ops_xrc.c daemon/ops_mw.c daemon/raw.c daemon/ops_srq.c transport/sack.c
  * FUZZ_INCLUDES: transport daemon common mad cm
  * FUZZ_SEEDS_ENV: SOF_FUZZ_ENGINE_SEEDS
  */
@@ -844,6 +844,17 @@ static void cmd_packet(uint8_t c, struct in *in)
 		}
 		if ((oi->flags & ROCE_F_DETH) && (c & P_KEY))
 			h.qkey = q->qkey;
+		/* a SACK's base PSN counts from the oldest unacknowledged too */
+		if ((c & P_REL) && t && h.ext && (h.opcode & ~ROCE_SVC_MASK) == ROCE_ACK &&
+		    paylen == ROCE_SACK_LEN) {
+			uint8_t *b = pkt + (payload - pkt) + 1;
+			uint32_t base =
+			    ((uint32_t)b[0] << 16 | (uint32_t)b[1] << 8 | b[2]) + t->una_psn;
+
+			b[0] = (uint8_t)(base >> 16);
+			b[1] = (uint8_t)(base >> 8);
+			b[2] = (uint8_t)base;
+		}
 		roce_hdr_write(pkt, &h);
 	} else if (group && roce_parse(pkt, total, &h, &payload, &paylen) == ROCE_DROP_NONE) {
 		h.dqpn = SOF_MCAST_QPN;
@@ -1264,6 +1275,34 @@ static void seed_pkt(struct out *o, uint32_t q, uint8_t flags, struct roce_hdr *
 }
 
 #define STD (P_PEER | P_ICRC | P_REL | P_KEY)
+/* send completions after the SEND of rc_sends is acknowledged (ALL) */
+#define SACK_SCQE 4
+
+/* An ACK with the extension's bit (transport/sack.c) of PSN psn carrying
+ * a SACK of base psn + 1 (both relative) and the bits given, or, with
+ * kind not ROCE_SACK_KIND, a malformed one. */
+static void seed_sack(struct out *o, int32_t psn, uint8_t kind, const uint32_t *bits, unsigned n)
+{
+	uint8_t buf[ROCE_MAX_HDR + ROCE_SACK_LEN], map[ROCE_SACK_BITS / 8];
+	struct roce_hdr h;
+	size_t hl;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = ROCE_SVC_RC | ROCE_ACK;
+	h.pkey = 0xffff;
+	h.psn = (uint32_t)psn & ROCE_PSN_MASK;
+	h.ext = true;
+	hl = roce_hdr_write(buf, &h);
+	memset(map, 0, sizeof(map));
+	for (unsigned i = 0; i < n; i++)
+		map[bits[i] >> 3] |= (uint8_t)(0x80u >> (bits[i] & 7));
+	roce_sack_write(buf + hl, (uint32_t)psn + 1, map);
+	buf[hl] = kind;
+	put8(o, C_PKT | Q_RC | STD);
+	put16(o, (uint32_t)(hl + ROCE_SACK_LEN));
+	for (size_t i = 0; i < hl + ROCE_SACK_LEN; i++)
+		put8(o, buf[i]);
+}
 
 static void hdr(struct roce_hdr *h, uint8_t opcode, int32_t psn)
 {
@@ -1471,7 +1510,7 @@ static void write_seeds(const char *dir)
 	SEED("rc_duplicate_send", -1, 1, 0, false, Q_RC);
 
 	BEGIN(RECV2);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 40); /* beyond the packets kept */
+	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 300); /* beyond the packets kept */
 	seed_pkt(&o, Q_RC, STD, &h, 10);
 	seed_pkt(&o, Q_RC, STD, &h, 10); /* one NAK for both */
 	SEED("rc_psn_sequence_error", SOF_DROP_psn, 0, 0, false, Q_RC);
@@ -1514,6 +1553,48 @@ static void write_seeds(const char *dir)
 	hdr(&h, ROCE_SVC_RC | ROCE_ACK, 2); /* and the WRITE; the READ stays */
 	seed_pkt(&o, Q_RC, STD, &h, 0);
 	SEED("rc_ack", -1, 0, 4, false, Q_RC);
+
+	/* ---- selective acknowledgements (transport/sack.c) */
+	BEGIN(RECV2);
+	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 2); /* ext: kept, SACKed, no NAK */
+	h.ext = true;
+	seed_pkt(&o, Q_RC, STD, &h, 10);
+	hdr(&h, ROCE_SVC_RC | ROCE_WRITE_ONLY, 1);
+	h.ext = true;
+	h.rkey = M_RW;
+	h.dmalen = 20;
+	seed_pkt(&o, Q_RC, STD, &h, 20);
+	put8(&o, C_ACKS);
+	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
+	h.ext = true;
+	seed_pkt(&o, Q_RC, STD, &h, 10);
+	put8(&o, C_ACKS);
+	SEED("rc_sack_out_of_order", -1, 2, 0, false, Q_RC);
+
+	{
+		const uint32_t holes[] = {2, 3, 6}, lie_unsent[] = {2, 200}, lie_base[] = {0};
+
+		uint64_t r0 = sofd.counters[SOF_CNT_sack_resends];
+		uint64_t l0 = sofd.counters[SOF_CNT_sack_lies];
+
+		BEGIN(ALL); /* the SEND acknowledged; the WRITE's last, the READ, the FETCH_ADD
+			       arrived */
+		seed_sack(&o, 0, ROCE_SACK_KIND, holes, 3);
+		put8(&o, C_TICK);
+		SEED("rc_sack_holes", -1, 0, SACK_SCQE, false, Q_RC);
+		if (sofd.counters[SOF_CNT_sack_resends] - r0 != 2) /* the WRITE's first two */
+			FAIL("seed rc_sack_holes: %llu resends, want 2",
+			     (unsigned long long)(sofd.counters[SOF_CNT_sack_resends] - r0));
+		BEGIN(ALL);
+		seed_sack(&o, 0, ROCE_SACK_KIND, lie_unsent, 2);
+		seed_sack(&o, 0, ROCE_SACK_KIND, lie_base, 1);
+		seed_sack(&o, 0, 0x00, holes, 3);
+		SEED("rc_sack_lies", -1, 0, SACK_SCQE, false, Q_RC);
+		if (sofd.counters[SOF_CNT_sack_lies] - l0 != 3 ||
+		    sofd.counters[SOF_CNT_sack_resends] - r0 != 2)
+			FAIL("seed rc_sack_lies: %llu lies, want 3",
+			     (unsigned long long)(sofd.counters[SOF_CNT_sack_lies] - l0));
+	}
 
 	BEGIN(ALL);
 	hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
@@ -1882,6 +1963,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	setup();
+	tp_sack_on = true; /* SOFTOFED_SACK=1: the extension's paths too */
 	if (dir) {
 		write_seeds(dir);
 		exit(0);

@@ -22,7 +22,8 @@
 #     counters over that run (sof_snap, sof_delta_check), that the
 #     impairment happened and was recovered from: frames dropped, the
 #     responder's sequence errors and NAKs, the requester's NAKs received
-#     and retransmissions (loss); frames reordered and sequence errors
+#     and retransmissions (loss; selective acknowledgements, off by
+#     default, are tests/hosts/sack.sh's); frames reordered and sequence errors
 #     (reordering); frames duplicated and repeated requests answered
 #     (dup_req; duplication); frames delayed (delay); all of them (both);
 #     and no GSO frame on the cable, no packet with a bad ICRC (the

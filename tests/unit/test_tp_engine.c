@@ -22,6 +22,11 @@
  * refuses is an invalid-request NAK that ends the QP; an INI QP's WRITE
  * leaves as an XRC opcode with the WQE's SRQ number in the XRCETH and
  * completes by an XRC ACK.
+ *
+ * Selective acknowledgements (sack.c): packets of a WRITE and a SEND ahead
+ * of a lost FIRST kept, SACKed and placed at their offsets in order; the
+ * requester resending only the holes of a SACK and counting lies; no
+ * extension towards a peer that did not offer it.
  */
 #include "harness.h"
 
@@ -67,7 +72,8 @@ static struct {
 	uint64_t counters[SOF_CNT_NR], drops[SOF_DROP_NR];
 	struct sent sent[256];
 	unsigned nsent;
-	uint32_t last_event; /* the asynchronous event of the last qp_error */
+	uint8_t lastpay[ROCE_SACK_LEN]; /* the payload of the last packet, if that short */
+	uint32_t last_event;		/* the asynchronous event of the last qp_error */
 	unsigned errors;
 	struct sof_srq_shm *srq_shm; /* XRC TGT world: the XRC SRQ */
 	struct tp_srq srq;
@@ -179,6 +185,8 @@ static int port_send(const struct tp_path *path, struct roce_hdr *h, uint32_t pa
 		err = gather(arg, buf, paylen);
 		if (err)
 			return err;
+		if (paylen <= sizeof(w.lastpay))
+			memcpy(w.lastpay, buf, paylen);
 	}
 	if (w.nsent < SOF_ARRAY_SIZE(w.sent))
 		w.sent[w.nsent++] = (struct sent){*h, paylen};
@@ -507,14 +515,14 @@ TEST(resp_sequence_error_nak_once)
 	const struct step steps[] = {
 	    {S_RECV, .len = 256, .e = {0}},
 	    /* far ahead (beyond what is kept): NAK naming the expected PSN */
-	    {S_IN, ROCE_SEND_ONLY, 100, 100,
+	    {S_IN, ROCE_SEND_ONLY, 300, 100,
 	     .e = {.nsent = V(1),
 		   .opcode = V(ROCE_ACK),
 		   .syndrome = V(NAK(ROCE_NAK_PSN_SEQ_ERR)),
 		   .psn = V(0),
 		   .rcqe = V(0)}},
 	    /* again ahead: no second NAK for the same error */
-	    {S_IN, ROCE_SEND_ONLY, 101, 100, .e = {.nsent = V(0), .rcqe = V(0)}},
+	    {S_IN, ROCE_SEND_ONLY, 301, 100, .e = {.nsent = V(0), .rcqe = V(0)}},
 	    /* the expected one: executed, the error is over */
 	    {S_IN, ROCE_SEND_ONLY, 0, 100, .e = {.nsent = V(0), .rcqe = V(1)}},
 	    {S_BATCH,
@@ -758,6 +766,179 @@ TEST(xrc_ini_write_acked)
 	world_xrcsrq = 0;
 }
 
+/* ---- selective acknowledgements (transport/sack.c) ------------------------- */
+
+/* A request or ACK from the peer with the BTH ext bit, a payload of len
+ * bytes of value fill (or, with sack, those bytes). */
+static void ext_in(uint8_t opcode, uint32_t psn, uint32_t len, uint8_t fill, const uint8_t *sack)
+{
+	static uint8_t payload[4096];
+	struct roce_hdr h;
+	struct roce_addr a = {.sport = 0xc123, .dport = ROCE_UDP_PORT};
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = opcode;
+	h.pkey = 0xffff;
+	h.dqpn = QPN;
+	h.psn = psn & ROCE_PSN_MASK;
+	h.ext = true;
+	h.rkey = KEY_RW;
+	h.va = IOVA;
+	h.dmalen = 3072;
+	h.syndrome = ACK;
+	if (sack)
+		memcpy(payload, sack, len);
+	else
+		memset(payload, fill, len);
+	memcpy(a.src, peer4, 16);
+	memcpy(a.dst, local4, 16);
+	tp_recv(&h, payload, len, &a);
+}
+
+static bool mem_is(uint32_t off, uint32_t len, uint8_t v)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (w.mem[off + i] != v)
+			return false;
+	return true;
+}
+
+/* The responder keeps the MIDDLE and LAST of a WRITE whose FIRST was lost
+ * and answers with a SACK of them, not a NAK; the FIRST places all three
+ * where the RETH says, in order. */
+TEST(sack_resp_write_out_of_order)
+{
+	const struct sent *last;
+	uint32_t base;
+	const uint8_t *map;
+
+	world_up();
+	tp_sack_on = true; /* SOFTOFED_SACK=1 */
+	ext_in(ROCE_WRITE_MIDDLE, EPSN + 1, 1024, 0x22, NULL);
+	ext_in(ROCE_WRITE_LAST, EPSN + 2, 1024, 0x33, NULL);
+	CHECK_EQ(w.nsent, 0);
+	tp_input_end();
+	CHECK_EQ(w.nsent, 1);
+	last = &w.sent[0];
+	CHECK_EQ(last->h.opcode, ROCE_ACK);
+	CHECK_EQ(last->h.syndrome, ACK);
+	CHECK(last->h.ext);
+	CHECK_EQ(last->h.psn, EPSN - 1);
+	CHECK_EQ(last->paylen, ROCE_SACK_LEN);
+	CHECK(roce_sack_parse(w.lastpay, ROCE_SACK_LEN, &base, &map));
+	CHECK_EQ(base, EPSN);
+	CHECK(!roce_sack_bit(map, 0) && roce_sack_bit(map, 1) && roce_sack_bit(map, 2) &&
+	      !roce_sack_bit(map, 3));
+	CHECK(mem_is(1024, 2048, 0)); /* nothing placed ahead of the RETH */
+	ext_in(ROCE_WRITE_FIRST, EPSN, 1024, 0x11, NULL);
+	CHECK(mem_is(0, 1024, 0x11) && mem_is(1024, 1024, 0x22) && mem_is(2048, 1024, 0x33));
+	tp_input_end();
+	CHECK_EQ(w.nsent, 2);
+	CHECK_EQ(w.sent[1].h.psn, EPSN + 2);
+	CHECK_EQ(w.sent[1].paylen, 0); /* nothing kept: a plain ACK */
+	CHECK_EQ(w.counters[SOF_CNT_nak_sent], 0);
+	world_down();
+}
+
+/* A SEND whose FIRST is lost completes only when it arrives, with every
+ * byte in the receive buffer at its offset. */
+TEST(sack_resp_send_completes_in_order)
+{
+	world_up();
+	tp_sack_on = true;
+	post_recv(4096);
+	ext_in(ROCE_SEND_LAST, EPSN + 2, 100, 0x33, NULL);
+	ext_in(ROCE_SEND_MIDDLE, EPSN + 1, 1024, 0x22, NULL);
+	tp_input_end();
+	CHECK_EQ(cq_count(w.rcq_shm), 0);
+	ext_in(ROCE_SEND_FIRST, EPSN, 1024, 0x11, NULL);
+	CHECK_EQ(cq_count(w.rcq_shm), 1);
+	CHECK_EQ(cq_last(w.rcq_shm)->status, IBV_WC_SUCCESS);
+	CHECK_EQ(cq_last(w.rcq_shm)->byte_len, 2148);
+	CHECK(mem_is(0, 1024, 0x11) && mem_is(1024, 1024, 0x22) && mem_is(2048, 100, 0x33));
+	world_down();
+}
+
+static void sack_of(uint8_t *buf, uint32_t base, const uint32_t *bits, unsigned n)
+{
+	uint8_t map[ROCE_SACK_BITS / 8];
+
+	memset(map, 0, sizeof(map));
+	for (unsigned i = 0; i < n; i++)
+		map[bits[i] >> 3] |= (uint8_t)(0x80u >> (bits[i] & 7));
+	roce_sack_write(buf, base, map);
+}
+
+/* The requester resends only the holes a SACK names, and ignores (and
+ * counts) SACKs that lie: PSNs it never sent, the expected PSN itself
+ * claimed, a base that is not the ACK's PSN + 1, a wrong kind. */
+TEST(sack_req_holes_and_lies)
+{
+	uint8_t sack[ROCE_SACK_LEN];
+	const uint32_t got[] = {2, 3, 4}, beyond[] = {3, 9}, self[] = {0, 3};
+	unsigned before;
+
+	world_up();
+	tp_sack_on = true;
+	post_write(6 * 1024, 0x99);
+	CHECK_EQ(w.nsent, 6); /* PSNs +0..+5 */
+	/* +0 acknowledged; of +1..+5, +3, +4 and +5 arrived: +1 and +2 are
+	 * holes (three packets after them arrived) */
+	sack_of(sack, SPSN + 1, got, 3);
+	ext_in(ROCE_ACK, SPSN, ROCE_SACK_LEN, 0, sack);
+	CHECK(w.qp.t->sack_ok);
+	CHECK_EQ(w.nsent, 8);
+	CHECK_EQ(w.sent[6].h.psn, SPSN + 1);
+	CHECK_EQ(w.sent[7].h.psn, SPSN + 2);
+	CHECK_EQ(w.sent[7].h.opcode, ROCE_WRITE_MIDDLE);
+	CHECK(w.sent[7].h.ext);
+	CHECK_EQ(w.counters[SOF_CNT_sack_resends], 2);
+	/* the same SACK again: the holes were resent already */
+	ext_in(ROCE_ACK, SPSN, ROCE_SACK_LEN, 0, sack);
+	CHECK_EQ(w.nsent, 8);
+	CHECK_EQ(w.counters[SOF_CNT_sack_lies], 0);
+	before = w.nsent;
+	/* lies: a PSN never sent (+10), the expected PSN itself, a base that
+	 * is not the ACK's + 1, a wrong kind */
+	sack_of(sack, SPSN + 1, beyond, 2);
+	ext_in(ROCE_ACK, SPSN, ROCE_SACK_LEN, 0, sack);
+	sack_of(sack, SPSN + 1, self, 2);
+	ext_in(ROCE_ACK, SPSN, ROCE_SACK_LEN, 0, sack);
+	sack_of(sack, SPSN + 7, got, 3);
+	ext_in(ROCE_ACK, SPSN, ROCE_SACK_LEN, 0, sack);
+	sack[0] = 0;
+	ext_in(ROCE_ACK, SPSN, ROCE_SACK_LEN, 0, sack);
+	CHECK_EQ(w.counters[SOF_CNT_sack_lies], 4);
+	CHECK_EQ(w.nsent, before);
+	CHECK_EQ(w.qp.t->state, IBV_QPS_RTS);
+	/* everything acknowledged: the WRITE completes once */
+	ext_in(ROCE_ACK, SPSN + 5, 0, 0, NULL);
+	CHECK_EQ(cq_count(w.scq_shm), 1);
+	CHECK_EQ(cq_last(w.scq_shm)->status, IBV_WC_SUCCESS);
+	world_down();
+}
+
+/* A responder that does not speak the extension (no ext on the requests
+ * it gets: a standard peer) is answered as IBA has it: no ext bit on its
+ * ACKs, a NAK for a sequence error. */
+TEST(sack_standard_peer_gets_none)
+{
+	const struct step steps[] = {
+	    {S_RECV, .len = 256, .e = {0}},
+	    {S_IN, ROCE_SEND_ONLY, 1, 100, .e = {.nsent = V(0)}},
+	    {S_IN, ROCE_SEND_ONLY, 2, 100, .e = {.nsent = V(0)}},
+	    {S_IN, ROCE_SEND_ONLY, 3, 100,
+	     .e = {.nsent = V(1), .syndrome = V(NAK(ROCE_NAK_PSN_SEQ_ERR)), .psn = V(0)}},
+	    {S_END, .e = {0}},
+	};
+
+	run_steps(steps);
+	CHECK(!w.sent[0].h.ext);
+	CHECK_EQ(w.sent[0].paylen, 0);
+	CHECK(!w.qp.t->sack_peer);
+	world_down();
+}
+
 int main(void)
 {
 	RUN(resp_send_ack_duplicate);
@@ -773,5 +954,9 @@ int main(void)
 	RUN(xrc_tgt_send_to_srq);
 	RUN(xrc_tgt_wrong_srq_nak);
 	RUN(xrc_ini_write_acked);
+	RUN(sack_resp_write_out_of_order);
+	RUN(sack_resp_send_completes_in_order);
+	RUN(sack_req_holes_and_lies);
+	RUN(sack_standard_peer_gets_none);
 	return test_summary();
 }

@@ -704,6 +704,8 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 			/* the probe or its answer may be lost too: it comes
 			 * again, twice as late each time (sack.c) */
 			t->sack_tlps++;
+			if (t->timer_ns) /* a probe spends no retry either */
+				t->timer_ns = deadline;
 			t->probe_ns = tp_sack_probe_ns(t, now, sof_ack_timeout_ns(t->timeout));
 			return;
 		}

@@ -877,9 +877,11 @@ static void cmd_tick(void)
 
 		if (!t)
 			continue;
-		/* an early go-back first, when one is due before the timeout;
-		 * it must leave the transport timer where it was */
-		if (t->probe_ns && (!t->timer_ns || t->probe_ns < t->timer_ns)) {
+		/* an early go-back first, when one is due before the timeout
+		 * (and before an RNR wait ends, which sends and arms anew); it
+		 * must leave the transport timer where it was */
+		if (t->probe_ns && (!t->timer_ns || t->probe_ns < t->timer_ns) &&
+		    (!t->rnr_ns || t->probe_ns < t->rnr_ns)) {
 			uint64_t deadline = t->timer_ns;
 
 			tp_req_timer(t, t->probe_ns);

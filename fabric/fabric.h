@@ -1,0 +1,200 @@
+/*
+ * The fabric process: switches, simulated HCAs and links, built from an
+ * ibnetdiscover / ibsim topology file; real hosts attach their HCA's port
+ * over UDP (fabric/README.md, "Link protocol").
+ *
+ * Single-threaded: the main loop (main.c) reads datagrams from real hosts
+ * and control requests, and every packet then moves through the fabric
+ * from a queue (fab_run), so a node is never re-entered while it handles
+ * a packet. Each simulated node's management state is a node model of
+ * mad/smp.h; its SMA and PMA are mad/sma.c and mad/pma.c.
+ *
+ * Files: topo.c (the topology file), pkt.c (IB packets: LRH, BTH, DETH,
+ * ICRC, VCRC, SOFL), node.c (a packet at a switch or a simulated HCA),
+ * link.c (real hosts' links, link state, cut and restore, traps),
+ * main.c (arguments, control socket, loop). Names: fab_.
+ */
+#ifndef FAB_FABRIC_H
+#define FAB_FABRIC_H
+
+#include "smp.h"
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define FAB_NAME_LEN 64
+#define FAB_MAX_PKT 4400 /* LRH+GRH+headers+4096+ICRC+VCRC, rounded up */
+
+/* ---- the topology file (topo.c) ---- */
+
+struct topo_port {
+	int peer;	   /* index of the node at the other end, -1: none */
+	uint8_t peer_port;
+};
+
+struct topo_node {
+	enum sof_node_type type;
+	unsigned nports;
+	char name[FAB_NAME_LEN];
+	uint64_t guid;	    /* node GUID (from the file or assigned) */
+	uint64_t port_guid; /* CA: port 1's GUID; ports follow */
+	struct topo_port *ports; /* [0..nports] */
+};
+
+struct topo {
+	unsigned nnodes;
+	struct topo_node *nodes;
+};
+
+/* Parse FILE. 0, or -errno after printing "FILE:LINE: what" to stderr. */
+int topo_load(struct topo *t, const char *path);
+void topo_free(struct topo *t);
+int topo_find(const struct topo *t, const char *name);
+
+/* ---- packets (pkt.c) ---- */
+
+#define FAB_LRH_LEN 8
+#define FAB_GRH_LEN 40
+#define FAB_BTH_LEN 12
+#define FAB_DETH_LEN 8
+#define FAB_ICRC_LEN 4
+#define FAB_VCRC_LEN 2
+#define FAB_MAD_PKT_LEN (FAB_LRH_LEN + FAB_BTH_LEN + FAB_DETH_LEN + 256 + FAB_ICRC_LEN + FAB_VCRC_LEN)
+#define FAB_OP_UD_SEND 0x64
+#define FAB_GSI_QKEY 0x80010000u
+
+struct lrh {
+	uint8_t vl, sl, lnh;
+	uint16_t dlid, slid, pktlen;
+};
+
+void fab_lrh_read(const uint8_t *p, struct lrh *l);
+uint16_t fab_vcrc(const uint8_t *p, size_t len);
+uint32_t fab_icrc(const uint8_t *p, size_t len);
+/* Recompute ICRC and VCRC of a packet of len bytes (VCRC included). */
+void fab_pkt_seal(uint8_t *p, size_t len);
+/* Only the VCRC (a switch changes nothing the ICRC covers). */
+void fab_pkt_vseal(uint8_t *p, size_t len);
+/* Why fab_pkt_check refused a datagram (counted as PortRcvErrors) */
+enum fab_bad {
+	FAB_OK = 0,
+	FAB_BAD_SHORT,
+	FAB_BAD_LVER,
+	FAB_BAD_PKTLEN,
+	FAB_BAD_VCRC,
+	FAB_BAD_MAX
+};
+extern const char *const fab_bad_names[FAB_BAD_MAX];
+enum fab_bad fab_pkt_check(const uint8_t *p, size_t len, struct lrh *l);
+/* A UD packet carrying one 256-byte MAD: VL15 for QP0, VL0 else. Writes
+ * FAB_MAD_PKT_LEN bytes, sealed. */
+void fab_mad_pkt(uint8_t *p, uint16_t dlid, uint16_t slid, uint8_t sl, uint16_t pkey,
+		 uint32_t dqp, uint32_t sqp, uint32_t qkey, const uint8_t *mad);
+/* The MAD of a UD packet to QP0/QP1 (LNH 2 or 3): 0 and its pieces, or -1. */
+struct ud_info {
+	uint16_t pkey;
+	uint32_t dqp, sqp, qkey;
+	const uint8_t *mad;
+	size_t madlen;
+	bool global;
+};
+int fab_ud_parse(const uint8_t *p, size_t len, const struct lrh *l, struct ud_info *u);
+
+/* SOFL link control (fabric/README.md) */
+#define FAB_SOFL_LEN 88
+enum { FAB_SOFL_HELLO = 1, FAB_SOFL_BYE = 2, FAB_SOFL_ASSIGN = 3 };
+struct sofl {
+	uint8_t type, phys, port;
+	uint64_t node_guid, port_guid;
+	char name[FAB_NAME_LEN + 1];
+};
+bool fab_is_sofl(const uint8_t *p, size_t len);
+int fab_sofl_parse(const uint8_t *p, size_t len, struct sofl *m);
+void fab_sofl_write(uint8_t *p, const struct sofl *m);
+
+/* ---- the fabric ---- */
+
+struct fab_node;
+
+struct fab_port {
+	struct fab_node *peer;
+	uint8_t peer_port;
+	bool cut; /* cut by a fabric command */
+};
+
+/* A real host attached to an HCA of the topology */
+struct fab_host {
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	bool attached;
+	uint8_t phys;	     /* as its HELLOs say */
+	uint64_t last_hello; /* ns */
+};
+
+struct fab_node {
+	unsigned index;
+	char name[FAB_NAME_LEN];
+	bool real;
+	struct fab_host host;	 /* real HCAs only */
+	struct sof_node *m;	 /* the model: SMA/PMA state, LFT, counters */
+	uint64_t trap_tid;
+	struct fab_port port[]; /* [0..nports] */
+};
+
+struct fab_stats {
+	uint64_t pkts, forwarded, delivered, to_hosts, from_hosts;
+	uint64_t bad[FAB_BAD_MAX];
+	uint64_t no_route, port_down, pkey, not_mine, unknown_host, sofl_bad, traps;
+	uint64_t smp_drop, mad_drop;
+};
+
+struct fabric {
+	unsigned nnodes;
+	struct fab_node **nodes;
+	int udp;		/* real hosts' links */
+	struct fab_stats st;
+	/* the packet queue */
+	struct fab_qpkt *qhead, **qtail;
+	unsigned qlen;
+};
+
+/* Build the fabric of topo: nodes, models, links up between simulated
+ * nodes. real: the names of the HCAs real hosts will attach. */
+int fab_build(struct fabric *f, const struct topo *t, char **real, unsigned nreal);
+void fab_free(struct fabric *f);
+struct fab_node *fab_find(struct fabric *f, const char *name);
+
+/* Queue a packet of len bytes arriving at node n on port (copied). */
+void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint8_t *p, size_t len);
+/* Move every queued packet on until none is left. */
+void fab_run(struct fabric *f);
+/* Send a packet out of n's port (counting, link and state checks). */
+void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, size_t len);
+
+/* P_Key matching (IBA 10.9.3) and the P_Key of an IBA transport packet
+ * (-1: none) */
+bool fab_pkey_ok(const struct sof_port *p, uint16_t pkey);
+int fab_pkt_pkey(const uint8_t *p, size_t len);
+
+/* node.c: a packet at a node (its link already checked) */
+void fab_node_input(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, size_t len);
+
+/* link.c: link state and real hosts */
+bool fab_link_up(const struct fab_node *n, unsigned port);
+/* Re-evaluate a link after an event on either end; sends trap 128 when a
+ * switch's port changed state. */
+void fab_link_update(struct fabric *f, struct fab_node *n, unsigned port);
+void fab_link_cut(struct fabric *f, struct fab_node *n, unsigned port, bool cut);
+void fab_udp_input(struct fabric *f, const uint8_t *p, size_t len,
+		   const struct sockaddr_storage *from, socklen_t fromlen);
+void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_t len);
+/* Once a second: HELLOs to attached hosts, expiry of silent ones. */
+void fab_tick(struct fabric *f, uint64_t now);
+void fab_trap_128(struct fabric *f, struct fab_node *sw);
+
+uint64_t fab_now(void);
+
+#endif

@@ -1,0 +1,237 @@
+/*
+ * Links: whether each is up, the real hosts at the ends of some (the link
+ * protocol of fabric/README.md: HELLO, BYE, ASSIGN over the fabric's UDP
+ * socket), cutting and restoring a link by command, and trap 128 from a
+ * switch whose port changed state (IBA 14.2.5.1: sent to its SM's LID).
+ *
+ * A link is up when neither end is disabled (PortPhysicalState 3), it is
+ * not cut, and a real end has sent a HELLO (not Disabled) within the last
+ * HOST_TIMEOUT and no BYE since. Each end's model then follows IBA 7.2.
+ */
+#include "fabric.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define HOST_TIMEOUT (3ull * 1000000000ull)
+
+static bool end_ok(const struct fab_node *n, unsigned port)
+{
+	if (n->real)
+		return n->host.attached && n->host.phys != SOF_PHYS_DISABLED;
+	return n->m->port[port].phys != SOF_PHYS_DISABLED;
+}
+
+bool fab_link_up(const struct fab_node *n, unsigned port)
+{
+	const struct fab_port *fp;
+
+	if (port < 1 || port > n->m->nports)
+		return false;
+	fp = &n->port[port];
+	if (!fp->peer || fp->cut)
+		return false;
+	return end_ok(n, port) && end_ok(fp->peer, fp->peer_port);
+}
+
+/* the phys state a real host is told its peer port has */
+static uint8_t told_phys(const struct fab_node *sw, unsigned port)
+{
+	uint8_t ph = sw->m->port[port].phys;
+
+	return ph == SOF_PHYS_LINKUP && !fab_link_up(sw, port) ? SOF_PHYS_POLLING : ph;
+}
+
+static void hello_to(struct fabric *f, struct fab_node *host, uint8_t type)
+{
+	struct fab_port *fp = &host->port[1];
+	struct sofl m = { .type = type };
+	uint8_t buf[FAB_SOFL_LEN];
+
+	if (!host->host.attached || !fp->peer)
+		return;
+	if (type == FAB_SOFL_ASSIGN) {
+		m.phys = SOF_PHYS_LINKUP;
+		m.port = 1;
+		m.node_guid = host->m->node_guid;
+		m.port_guid = host->m->port[1].guid;
+		snprintf(m.name, sizeof(m.name), "%s", host->name);
+	} else {
+		m.phys = fp->cut ? SOF_PHYS_DISABLED : told_phys(fp->peer, fp->peer_port);
+		m.port = fp->peer_port;
+		m.node_guid = fp->peer->m->node_guid;
+		m.port_guid = sof_node_mgmt_port(fp->peer->m, fp->peer_port)->guid;
+		snprintf(m.name, sizeof(m.name), "%s", fp->peer->name);
+	}
+	fab_sofl_write(buf, &m);
+	sendto(f->udp, buf, sizeof(buf), 0, (const struct sockaddr *)&host->host.addr,
+	       host->host.addrlen);
+}
+
+static void end_update(struct fabric *f, struct fab_node *n, unsigned port, bool up)
+{
+	bool changed;
+
+	if (n->real) {
+		hello_to(f, n, FAB_SOFL_HELLO);
+		return;
+	}
+	changed = up ? sof_port_link_up(n->m, port) : sof_port_link_down(n->m, port);
+	if (changed && n->m->type == SOF_NODE_SWITCH)
+		fab_trap_128(f, n);
+}
+
+void fab_link_update(struct fabric *f, struct fab_node *n, unsigned port)
+{
+	struct fab_port *fp;
+	bool up;
+
+	if (port < 1 || port > n->m->nports || !n->port[port].peer)
+		return;
+	fp = &n->port[port];
+	up = fab_link_up(n, port);
+	end_update(f, n, port, up);
+	end_update(f, fp->peer, fp->peer_port, up);
+}
+
+void fab_link_cut(struct fabric *f, struct fab_node *n, unsigned port, bool cut)
+{
+	struct fab_port *fp = &n->port[port];
+
+	fp->cut = cut;
+	if (fp->peer)
+		fp->peer->port[fp->peer_port].cut = cut;
+	fab_link_update(f, n, port);
+}
+
+void fab_trap_128(struct fabric *f, struct fab_node *sw)
+{
+	struct sof_port *p0 = &sw->m->port[0];
+	uint8_t mad[256];
+	unsigned out;
+
+	if (!p0->sm_lid || !p0->lid || sw->m->sw.lft_cap <= p0->sm_lid)
+		return;
+	out = sw->m->sw.lft[p0->sm_lid];
+	if (out < 1 || out > sw->m->nports)
+		return;
+	sof_sma_trap(sw->m, 0, SOF_TRAP_LINK_STATE, (uint64_t)sw->index << 32 | ++sw->trap_tid, mad);
+	{
+		uint8_t pkt[FAB_MAD_PKT_LEN];
+
+		fab_mad_pkt(pkt, p0->sm_lid, p0->lid, p0->sm_sl, 0xffff, 0, 0, 0, mad);
+		fab_xmit(f, sw, out, pkt, sizeof(pkt));
+	}
+	f->st.traps++;
+}
+
+static bool same_addr(const struct sockaddr_storage *a, socklen_t alen,
+		      const struct sockaddr_storage *b, socklen_t blen)
+{
+	return alen == blen && !memcmp(a, b, alen);
+}
+
+static struct fab_node *host_by_addr(struct fabric *f, const struct sockaddr_storage *from,
+				     socklen_t fromlen)
+{
+	for (unsigned i = 0; i < f->nnodes; i++) {
+		struct fab_node *n = f->nodes[i];
+
+		if (n->real && n->host.attached &&
+		    same_addr(&n->host.addr, n->host.addrlen, from, fromlen))
+			return n;
+	}
+	return NULL;
+}
+
+static void sofl_input(struct fabric *f, const struct sofl *m, const struct sockaddr_storage *from,
+		       socklen_t fromlen)
+{
+	struct fab_node *n = host_by_addr(f, from, fromlen);
+
+	if (m->type == FAB_SOFL_ASSIGN) {
+		f->st.sofl_bad++;
+		return;
+	}
+	if (!n) {
+		if (m->type != FAB_SOFL_HELLO)
+			return;
+		n = fab_find(f, m->name);
+		/* a name the topology does not hold as a real HCA, or one
+		 * another live address holds: no answer */
+		if (!n || !n->real || n->host.attached) {
+			f->st.unknown_host++;
+			return;
+		}
+		memcpy(&n->host.addr, from, fromlen);
+		n->host.addrlen = fromlen;
+		n->host.attached = true;
+		n->host.phys = m->phys;
+		n->host.last_hello = fab_now();
+		hello_to(f, n, FAB_SOFL_ASSIGN);
+		fab_link_update(f, n, 1);
+		return;
+	}
+	if (m->type == FAB_SOFL_BYE) {
+		n->host.attached = false;
+		fab_link_update(f, n, 1);
+		n->host.addrlen = 0;
+		return;
+	}
+	n->host.last_hello = fab_now();
+	if (n->host.phys != m->phys) {
+		n->host.phys = m->phys;
+		fab_link_update(f, n, 1);
+	}
+}
+
+void fab_udp_input(struct fabric *f, const uint8_t *p, size_t len,
+		   const struct sockaddr_storage *from, socklen_t fromlen)
+{
+	struct fab_node *n;
+
+	if (fab_is_sofl(p, len)) {
+		struct sofl m;
+
+		if (fab_sofl_parse(p, len, &m))
+			f->st.sofl_bad++;
+		else
+			sofl_input(f, &m, from, fromlen);
+		return;
+	}
+	n = host_by_addr(f, from, fromlen);
+	if (!n) {
+		f->st.unknown_host++;
+		return;
+	}
+	f->st.from_hosts++;
+	if (!fab_link_up(n, 1)) {
+		f->st.port_down++;
+		return;
+	}
+	fab_enqueue(f, n->port[1].peer, n->port[1].peer_port, p, len);
+}
+
+void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_t len)
+{
+	if (!n->host.attached)
+		return;
+	f->st.to_hosts++;
+	sendto(f->udp, p, len, 0, (const struct sockaddr *)&n->host.addr, n->host.addrlen);
+}
+
+void fab_tick(struct fabric *f, uint64_t now)
+{
+	for (unsigned i = 0; i < f->nnodes; i++) {
+		struct fab_node *n = f->nodes[i];
+
+		if (!n->real || !n->host.attached)
+			continue;
+		if (now - n->host.last_hello > HOST_TIMEOUT) {
+			n->host.attached = false;
+			fab_link_update(f, n, 1);
+			continue;
+		}
+		hello_to(f, n, FAB_SOFL_HELLO);
+	}
+}

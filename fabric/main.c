@@ -1,0 +1,457 @@
+/*
+ * softofed-fabric: the fabric process. Loads the topology, builds the
+ * fabric, listens for real hosts on one UDP address and for control
+ * requests on the abstract Unix socket "softofed/fabric" (one fabric per
+ * network namespace), and moves packets until told to stop.
+ *
+ *   softofed-fabric FILE [--listen ADDR:PORT] [--real NAME[,NAME...]]
+ *                   [--log FILE]
+ *
+ * Control requests (one line; the answer is text, then the connection
+ * closes): STATUS, NODES, PORT NAME N, LINK NAME N up|down, DOWN. The
+ * `softofed fabric` command (tools/fabric.c) sends them.
+ */
+#include "fabric.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define CTL_NAME "softofed/fabric"
+#define DEFAULT_LISTEN "127.0.0.1:7471"
+
+static volatile sig_atomic_t stop;
+static uint64_t started;
+static const char *topo_path;
+static char listen_str[128];
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int udp_open(const char *spec)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM, .ai_flags = AI_NUMERICHOST };
+	struct addrinfo *ai;
+	char host[96];
+	const char *colon = strrchr(spec, ':');
+	size_t hl;
+	int fd, rc, one = 1;
+
+	if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(host))
+		return -EINVAL;
+	hl = (size_t)(colon - spec);
+	if (spec[0] == '[' && colon[-1] == ']') {
+		memcpy(host, spec + 1, hl - 2);
+		host[hl - 2] = '\0';
+	} else {
+		memcpy(host, spec, hl);
+		host[hl] = '\0';
+	}
+	rc = getaddrinfo(host, colon + 1, &hints, &ai);
+	if (rc)
+		return -EINVAL;
+	fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		freeaddrinfo(ai);
+		return rc;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen)) {
+		rc = -errno;
+		close(fd);
+		freeaddrinfo(ai);
+		return rc;
+	}
+	freeaddrinfo(ai);
+	{
+		int sz = 4 << 20;
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	}
+	return fd;
+}
+
+static int ctl_open(void)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(CTL_NAME));
+
+	if (fd < 0)
+		return -errno;
+	memcpy(sun.sun_path + 1, CTL_NAME, strlen(CTL_NAME));
+	if (bind(fd, (struct sockaddr *)&sun, len) || listen(fd, 16)) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* ---- control answers ---- */
+
+struct out {
+	char *buf;
+	size_t len, cap;
+};
+
+static void outf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void outf(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(o->buf ? o->buf + o->len : NULL, o->buf ? o->cap - o->len : 0, fmt,
+			      ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if (o->buf && o->len + (size_t)n < o->cap) {
+			o->len += (size_t)n;
+			return;
+		}
+		{
+			size_t cap = (o->cap + (size_t)n + 1) * 2;
+			char *nb = realloc(o->buf, cap);
+
+			if (!nb)
+				return;
+			o->buf = nb;
+			o->cap = cap;
+		}
+	}
+}
+
+static void status(struct fabric *f, struct out *o)
+{
+	unsigned sw = 0, ca = 0, real = 0;
+	const struct fab_stats *s = &f->st;
+
+	for (unsigned i = 0; i < f->nnodes; i++) {
+		sw += f->nodes[i]->m->type == SOF_NODE_SWITCH;
+		ca += f->nodes[i]->m->type == SOF_NODE_CA;
+		real += f->nodes[i]->real;
+	}
+	outf(o, "softofed fabric pid %d, up %llu s, topology %s\n", (int)getpid(),
+	     (unsigned long long)((fab_now() - started) / 1000000000ull), topo_path);
+	outf(o, "nodes %u switches %u hcas %u real %u\n", f->nnodes, sw, ca, real);
+	outf(o, "listen %s\n", listen_str);
+	for (unsigned i = 0; i < f->nnodes; i++) {
+		const struct fab_node *n = f->nodes[i];
+
+		if (!n->real)
+			continue;
+		if (n->host.attached) {
+			char a[INET6_ADDRSTRLEN] = "?";
+			unsigned port = 0;
+
+			if (n->host.addr.ss_family == AF_INET) {
+				const struct sockaddr_in *in = (const void *)&n->host.addr;
+
+				inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
+				port = ntohs(in->sin_port);
+			} else {
+				const struct sockaddr_in6 *in6 = (const void *)&n->host.addr;
+
+				inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
+				port = ntohs(in6->sin6_port);
+			}
+			outf(o, "real %s attached %s:%u link %s\n", n->name, a, port,
+			     fab_link_up(n, 1) ? "up" : "down");
+		} else {
+			outf(o, "real %s waiting\n", n->name);
+		}
+	}
+	outf(o,
+	     "counters: pkts %llu forwarded %llu delivered %llu from_hosts %llu to_hosts %llu "
+	     "traps %llu\n",
+	     (unsigned long long)s->pkts, (unsigned long long)s->forwarded,
+	     (unsigned long long)s->delivered, (unsigned long long)s->from_hosts,
+	     (unsigned long long)s->to_hosts, (unsigned long long)s->traps);
+	outf(o, "drops:");
+	for (int b = 1; b < FAB_BAD_MAX; b++)
+		outf(o, " %s %llu", fab_bad_names[b], (unsigned long long)s->bad[b]);
+	outf(o,
+	     " no_route %llu port_down %llu pkey %llu not_mine %llu unknown_host %llu "
+	     "sofl_bad %llu smp %llu mad %llu\n",
+	     (unsigned long long)s->no_route, (unsigned long long)s->port_down,
+	     (unsigned long long)s->pkey, (unsigned long long)s->not_mine,
+	     (unsigned long long)s->unknown_host, (unsigned long long)s->sofl_bad,
+	     (unsigned long long)s->smp_drop, (unsigned long long)s->mad_drop);
+	{
+		uint64_t d[SOF_SMP_DROP_MAX] = { 0 };
+
+		for (unsigned i = 0; i < f->nnodes; i++)
+			for (int k = 0; k < SOF_SMP_DROP_MAX; k++)
+				d[k] += f->nodes[i]->m->drops[k];
+		outf(o, "smp_drops:");
+		for (int k = 0; k < SOF_SMP_DROP_MAX; k++)
+			outf(o, " %s %llu", sof_smp_drop_names[k], (unsigned long long)d[k]);
+		outf(o, "\n");
+	}
+}
+
+static void nodes(struct fabric *f, struct out *o)
+{
+	for (unsigned i = 0; i < f->nnodes; i++) {
+		const struct fab_node *n = f->nodes[i];
+		const struct sof_node *m = n->m;
+
+		outf(o, "%s \"%s\" %u guid 0x%016llx lid %u%s\n",
+		     m->type == SOF_NODE_SWITCH ? "Switch" : "Hca", n->name, m->nports,
+		     (unsigned long long)m->node_guid,
+		     m->port[m->type == SOF_NODE_SWITCH ? 0 : 1].lid, n->real ? " real" : "");
+		for (unsigned p = 1; p <= m->nports; p++) {
+			const struct fab_port *fp = &n->port[p];
+
+			if (!fp->peer)
+				continue;
+			outf(o, "[%u] \"%s\"[%u] port_guid 0x%016llx %s/%s%s\n", p, fp->peer->name,
+			     fp->peer_port, (unsigned long long)sof_node_mgmt_port(
+						    (struct sof_node *)m, p)->guid,
+			     sof_port_state_names[m->port[p].state],
+			     sof_phys_state_names[m->port[p].phys], fp->cut ? " cut" : "");
+		}
+	}
+}
+
+static void port(struct fab_node *n, unsigned p, struct out *o)
+{
+	const struct sof_port *mp = &n->m->port[p];
+	const struct sof_port_counters *c = &mp->cnt;
+
+	outf(o, "port %s %u state %s phys %s lid %u link %s\n", n->name, p,
+	     sof_port_state_names[mp->state], sof_phys_state_names[mp->phys],
+	     sof_node_mgmt_port(n->m, p)->lid, fab_link_up(n, p) ? "up" : "down");
+	outf(o,
+	     "counters: xmit_pkts %llu rcv_pkts %llu xmit_data %llu rcv_data %llu rcv_errors %u "
+	     "xmit_discards %u relay_errors %u rcv_constraint %u xmit_constraint %u "
+	     "link_downed %u\n",
+	     (unsigned long long)c->xmit_pkts, (unsigned long long)c->rcv_pkts,
+	     (unsigned long long)c->xmit_data, (unsigned long long)c->rcv_data, c->rcv_errors,
+	     c->xmit_discards, c->rcv_switch_relay_errors, c->rcv_constraint_errors,
+	     c->xmit_constraint_errors, c->link_downed);
+}
+
+static void ctl_request(struct fabric *f, int fd)
+{
+	char line[256], name[FAB_NAME_LEN + 1], what[16];
+	struct out o = { 0 };
+	unsigned p;
+	ssize_t n;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+
+	while (got < sizeof(line) - 1 && poll(&pfd, 1, 1000) == 1) {
+		n = read(fd, line + got, sizeof(line) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (memchr(line, '\n', got))
+			break;
+	}
+	line[got] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if (!strcmp(line, "STATUS")) {
+		status(f, &o);
+	} else if (!strcmp(line, "NODES")) {
+		nodes(f, &o);
+	} else if (!strcmp(line, "DOWN")) {
+		outf(&o, "ok\n");
+		stop = 1;
+	} else if (sscanf(line, "PORT %64s %u", name, &p) == 2) {
+		struct fab_node *nd = fab_find(f, name);
+
+		if (!nd || p > nd->m->nports)
+			outf(&o, "error: no port %u on a node %s\n", p, name);
+		else
+			port(nd, p, &o);
+	} else if (sscanf(line, "LINK %64s %u %15s", name, &p, what) == 3) {
+		struct fab_node *nd = fab_find(f, name);
+
+		if (!nd || p < 1 || p > nd->m->nports || !nd->port[p].peer)
+			outf(&o, "error: no link at port %u of a node %s\n", p, name);
+		else if (strcmp(what, "up") && strcmp(what, "down"))
+			outf(&o, "error: LINK NAME PORT up|down\n");
+		else {
+			fab_link_cut(f, nd, p, !strcmp(what, "down"));
+			fab_run(f);
+			outf(&o, "ok link %s[%u] %s\n", name, p, what);
+		}
+	} else {
+		outf(&o, "error: unknown request '%s'\n", line);
+	}
+	for (size_t off = 0; o.buf && off < o.len;) {
+		n = write(fd, o.buf + off, o.len - off);
+		if (n < 0 && errno == EAGAIN && poll(&(struct pollfd){ .fd = fd, .events = POLLOUT }, 1,
+						     1000) == 1)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	free(o.buf);
+}
+
+static int split_real(char *arg, char ***real, unsigned *nreal)
+{
+	for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
+		char **nr = realloc(*real, (*nreal + 1) * sizeof(*nr));
+
+		if (!nr)
+			return -ENOMEM;
+		*real = nr;
+		(*real)[(*nreal)++] = tok;
+	}
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: softofed-fabric FILE [--listen ADDR:PORT] [--real NAME,...] "
+			"[--log FILE]\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *listen_spec = DEFAULT_LISTEN, *log = "/dev/null";
+	char **real = NULL;
+	unsigned nreal = 0;
+	struct fabric f;
+	struct topo t;
+	int ctl, rc, i;
+	uint64_t next_tick;
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--listen") && i + 1 < argc)
+			listen_spec = argv[++i];
+		else if (!strcmp(argv[i], "--real") && i + 1 < argc)
+			split_real(argv[++i], &real, &nreal);
+		else if (!strcmp(argv[i], "--log") && i + 1 < argc)
+			log = argv[++i];
+		else if (argv[i][0] == '-' || topo_path) {
+			usage();
+			return 2;
+		} else
+			topo_path = argv[i];
+	}
+	if (!topo_path) {
+		usage();
+		return 2;
+	}
+	snprintf(listen_str, sizeof(listen_str), "%s", listen_spec);
+	started = fab_now();
+	if (topo_load(&t, topo_path))
+		return 1;
+	rc = fab_build(&f, &t, real, nreal);
+	topo_free(&t);
+	if (rc) {
+		fab_free(&f);
+		return 1;
+	}
+	f.udp = udp_open(listen_spec);
+	if (f.udp < 0) {
+		fprintf(stderr, "softofed-fabric: --listen %s: %s\n", listen_spec, strerror(-f.udp));
+		return 1;
+	}
+	ctl = ctl_open();
+	if (ctl < 0) {
+		fprintf(stderr, "softofed-fabric: control socket: %s%s\n", strerror(-ctl),
+			ctl == -EADDRINUSE ? " (a fabric runs in this network namespace)" : "");
+		return 1;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* ready: from now on the caller's terminal is not ours */
+	{
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		if (nul >= 0) {
+			dup2(nul, 0);
+			close(nul);
+		}
+	}
+	next_tick = fab_now() + 1000000000ull;
+	while (!stop) {
+		struct pollfd pfd[2] = { { .fd = f.udp, .events = POLLIN },
+					 { .fd = ctl, .events = POLLIN } };
+		uint64_t now;
+
+		if (poll(pfd, 2, 200) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents & POLLIN) {
+			uint8_t buf[FAB_MAX_PKT + 16];
+			struct sockaddr_storage from;
+			socklen_t fl;
+			ssize_t n;
+
+			for (int k = 0; k < 256; k++) {
+				fl = sizeof(from);
+				n = recvfrom(f.udp, buf, sizeof(buf), 0, (struct sockaddr *)&from,
+					     &fl);
+				if (n < 0)
+					break;
+				fab_udp_input(&f, buf, (size_t)n, &from, fl);
+				fab_run(&f);
+			}
+		}
+		if (pfd[1].revents & POLLIN) {
+			int c = accept4(ctl, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+			if (c >= 0) {
+				ctl_request(&f, c);
+				close(c);
+			}
+		}
+		now = fab_now();
+		if (now >= next_tick) {
+			fab_tick(&f, now);
+			fab_run(&f);
+			next_tick = now + 1000000000ull;
+		}
+	}
+	/* tell attached hosts their link is gone */
+	for (unsigned k = 0; k < f.nnodes; k++) {
+		struct fab_node *n = f.nodes[k];
+
+		if (n->real && n->host.attached) {
+			struct sofl m = { .type = FAB_SOFL_BYE, .phys = SOF_PHYS_POLLING };
+			uint8_t b[FAB_SOFL_LEN];
+
+			snprintf(m.name, sizeof(m.name), "%s", n->port[1].peer->name);
+			fab_sofl_write(b, &m);
+			sendto(f.udp, b, sizeof(b), 0, (struct sockaddr *)&n->host.addr,
+			       n->host.addrlen);
+		}
+	}
+	close(ctl);
+	close(f.udp);
+	fab_free(&f);
+	free(real);
+	return 0;
+}

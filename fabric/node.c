@@ -1,0 +1,299 @@
+/*
+ * A packet at a node of the fabric, its link layer already checked
+ * (fab_run): a switch forwards by its linear and multicast forwarding
+ * tables (IBA 18.2.4), passes directed-route SMPs on VL15 along their
+ * paths (IBA 14.2.2, through sof_smp_dr_step), enforces partitions on
+ * its ports (IBA 10.9.3) and answers SMPs and PerfMgt MADs addressed to
+ * itself; a simulated HCA answers SMPs (QP0) and PerfMgt MADs (QP1) and
+ * nothing else (it carries no data).
+ */
+#include "fabric.h"
+
+#include <string.h>
+
+static uint16_t own_lid(const struct fab_node *n, unsigned in_port)
+{
+	const struct sof_node *m = n->m;
+
+	if (m->type == SOF_NODE_SWITCH)
+		return m->port[0].lid;
+	return m->port[in_port >= 1 && in_port <= m->nports ? in_port : 1].lid;
+}
+
+/* the port a LID-routed packet made at n leaves by (0: n itself; 255:
+ * no route) */
+static unsigned route(const struct fab_node *n, unsigned in_port, uint16_t dlid)
+{
+	const struct sof_node *m = n->m;
+
+	if (m->type != SOF_NODE_SWITCH)
+		return in_port ? in_port : 1;
+	if (sof_port_has_lid(&m->port[0], dlid))
+		return 0;
+	return dlid < m->sw.lft_cap ? m->sw.lft[dlid] : 255;
+}
+
+static void send_mad(struct fabric *f, struct fab_node *n, unsigned out, uint16_t dlid,
+		     uint16_t slid, uint8_t sl, uint16_t pkey, uint32_t dqp, uint32_t sqp,
+		     uint32_t qkey, const uint8_t *mad)
+{
+	uint8_t pkt[FAB_MAD_PKT_LEN];
+
+	if (out < 1 || out > n->m->nports) {
+		f->st.no_route++;
+		return;
+	}
+	fab_mad_pkt(pkt, dlid, slid, sl, pkey, dqp, sqp, qkey, mad);
+	fab_xmit(f, n, out, pkt, sizeof(pkt));
+}
+
+static void smp_send_lid(struct fabric *f, struct fab_node *n, unsigned in_port, uint16_t dlid,
+			 const uint8_t *mad)
+{
+	unsigned out = route(n, in_port, dlid);
+
+	if (out == 0 || out > n->m->nports) {
+		f->st.no_route++;
+		return;
+	}
+	send_mad(f, n, out, dlid, own_lid(n, in_port), 0, 0xffff, 0, 0, 0, mad);
+}
+
+static void local_smp(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *mad,
+		      bool lid_routed, uint16_t req_slid);
+
+/* where sof_smp_dr_step sent a directed-route SMP */
+static void dr_dispatch(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *mad,
+			const struct sof_dr_next *nx, bool lid_routed, uint16_t req_slid,
+			bool reply)
+{
+	switch (nx->action) {
+	case SOF_DR_LOCAL:
+		if (reply) /* a response for an SM of this node: there is none */
+			f->st.smp_drop++;
+		else
+			local_smp(f, n, in_port, mad, lid_routed, req_slid);
+		break;
+	case SOF_DR_OUT_PORT:
+		send_mad(f, n, nx->port, 0xffff, 0xffff, 0, 0xffff, 0, 0, 0, mad);
+		break;
+	case SOF_DR_OUT_LID:
+		smp_send_lid(f, n, in_port, nx->lid, mad);
+		break;
+	case SOF_DR_DISCARD:
+		f->st.smp_drop++;
+		break;
+	}
+}
+
+static void sma_events(struct fabric *f, struct fab_node *n, unsigned ev)
+{
+	if (ev & (SOF_SMA_EV_DISABLE | SOF_SMA_EV_ENABLE | SOF_SMA_EV_STATE))
+		for (unsigned p = 1; p <= n->m->nports; p++)
+			fab_link_update(f, n, p);
+	if (ev & SOF_SMA_EV_TRAP_128)
+		fab_trap_128(f, n);
+}
+
+/* an SMP for this node's SMA; the response goes back the way IBA says */
+static void local_smp(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *mad,
+		      bool lid_routed, uint16_t req_slid)
+{
+	enum sof_sma_result r;
+	struct sof_dr_next nx;
+	unsigned ev;
+
+	r = sof_sma_process(n->m, in_port, mad, 256, &ev);
+	sma_events(f, n, ev);
+	if (r != SOF_SMA_REPLY) {
+		if (r == SOF_SMA_DROP || r == SOF_SMA_PASS)
+			f->st.smp_drop++;
+		return;
+	}
+	if (mad[1] == SOF_MCLASS_SMP_DR) {
+		sof_smp_dr_step(n->m, mad, 0, lid_routed, req_slid, &nx);
+		dr_dispatch(f, n, in_port, mad, &nx, lid_routed, req_slid, true);
+	} else {
+		smp_send_lid(f, n, in_port, req_slid, mad);
+	}
+}
+
+/* a packet on VL15 for this node (DLID permissive or ours) */
+static void smi_input(struct fabric *f, struct fab_node *n, unsigned in_port, const uint8_t *p,
+		      size_t len, const struct lrh *l)
+{
+	struct sof_dr_next nx;
+	struct ud_info u;
+	uint8_t mad[256];
+	bool lid_routed = l->dlid != 0xffff;
+
+	if (fab_ud_parse(p, len, l, &u) || u.dqp != 0) {
+		f->st.not_mine++;
+		return;
+	}
+	if (u.madlen != 256) {
+		n->m->drops[SOF_SMP_DROP_LEN]++;
+		f->st.smp_drop++;
+		return;
+	}
+	memcpy(mad, u.mad, 256);
+	if (mad[1] == SOF_MCLASS_SMP_DR) {
+		sof_smp_dr_step(n->m, mad, in_port, lid_routed, l->slid, &nx);
+		dr_dispatch(f, n, in_port, mad, &nx, lid_routed, l->slid, false);
+	} else if (mad[1] == SOF_MCLASS_SMP_LID) {
+		local_smp(f, n, in_port, mad, true, l->slid);
+	} else {
+		n->m->drops[SOF_SMP_DROP_CLASS]++;
+		f->st.smp_drop++;
+	}
+}
+
+/* a GMP for this node's QP1: the PMA answers; no other class is served */
+static void gsi_input(struct fabric *f, struct fab_node *n, unsigned in_port, const uint8_t *p,
+		      size_t len, const struct lrh *l)
+{
+	struct sof_port *pp = sof_node_mgmt_port(n->m, in_port);
+	struct ud_info u;
+	uint8_t mad[256];
+
+	if (fab_ud_parse(p, len, l, &u) || u.dqp != 1) {
+		f->st.not_mine++;
+		return;
+	}
+	if (!fab_pkey_ok(pp, u.pkey)) { /* IBA 10.9.2: at the HCA */
+		if (pp->pkey_violations < 0xffff)
+			pp->pkey_violations++;
+		f->st.pkey++;
+		return;
+	}
+	if (u.qkey != FAB_GSI_QKEY) {
+		if (pp->qkey_violations < 0xffff)
+			pp->qkey_violations++;
+		f->st.mad_drop++;
+		return;
+	}
+	if (u.madlen != 256 || u.mad[1] != SOF_MCLASS_PERF) {
+		f->st.mad_drop++;
+		return;
+	}
+	memcpy(mad, u.mad, 256);
+	if (sof_pma_process(n->m, in_port, mad, 256) != SOF_SMA_REPLY) {
+		f->st.mad_drop++;
+		return;
+	}
+	send_mad(f, n, route(n, in_port, l->slid), l->slid, own_lid(n, in_port), l->sl, u.pkey,
+		 u.sqp, 1, FAB_GSI_QKEY, mad);
+}
+
+static void forward_unicast(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *p,
+			    size_t len, const struct lrh *l)
+{
+	unsigned out = route(n, in_port, l->dlid);
+
+	if (out > n->m->nports) {
+		/* no entry: a switch relay error of the receiving port */
+		n->m->port[in_port].cnt.rcv_switch_relay_errors++;
+		f->st.no_route++;
+		return;
+	}
+	if (out == 0) {
+		if (l->vl == 15)
+			smi_input(f, n, in_port, p, len, l);
+		else
+			gsi_input(f, n, in_port, p, len, l);
+		return;
+	}
+	f->st.forwarded++;
+	fab_xmit(f, n, out, p, len);
+}
+
+static void forward_mcast(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *p,
+			  size_t len, const struct lrh *l)
+{
+	const struct sof_switch *s = &n->m->sw;
+	unsigned idx = l->dlid - SOF_LID_MCAST_BASE, port;
+	bool any = false;
+
+	if (idx >= s->mft_cap) {
+		n->m->port[in_port].cnt.rcv_switch_relay_errors++;
+		f->st.no_route++;
+		return;
+	}
+	for (port = 1; port <= n->m->nports; port++) {
+		uint16_t mask = s->mft[idx * s->mft_positions + port / 16];
+
+		if (port != in_port && (mask >> (port % 16)) & 1) {
+			fab_xmit(f, n, port, p, len);
+			any = true;
+		}
+	}
+	if (any)
+		f->st.forwarded++;
+}
+
+static void switch_input(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *p,
+			 size_t len, const struct lrh *l)
+{
+	struct sof_port *inp = &n->m->port[in_port];
+
+	if (l->vl == 15) {
+		if (l->dlid == 0xffff || sof_port_has_lid(&n->m->port[0], l->dlid))
+			smi_input(f, n, in_port, p, len, l);
+		else
+			forward_unicast(f, n, in_port, p, len, l);
+		return;
+	}
+	/* IBA 7.2: only an Active port takes packets other than VL15's */
+	if (inp->state != SOF_PORT_ACTIVE) {
+		f->st.port_down++;
+		return;
+	}
+	if (inp->pe_inbound) {
+		int pkey = fab_pkt_pkey(p, len);
+
+		if (pkey >= 0 && !fab_pkey_ok(inp, (uint16_t)pkey)) {
+			inp->cnt.rcv_constraint_errors++;
+			f->st.pkey++;
+			return;
+		}
+	}
+	if (l->dlid >= SOF_LID_MCAST_BASE && l->dlid != 0xffff)
+		forward_mcast(f, n, in_port, p, len, l);
+	else
+		forward_unicast(f, n, in_port, p, len, l);
+}
+
+static void hca_input(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *p,
+		      size_t len, const struct lrh *l)
+{
+	struct sof_port *pp = &n->m->port[in_port];
+
+	if (l->vl == 15) {
+		if (l->dlid == 0xffff || sof_port_has_lid(pp, l->dlid))
+			smi_input(f, n, in_port, p, len, l);
+		else
+			f->st.not_mine++;
+		return;
+	}
+	if (pp->state != SOF_PORT_ACTIVE) {
+		f->st.port_down++;
+		return;
+	}
+	if (!sof_port_has_lid(pp, l->dlid)) {
+		f->st.not_mine++;
+		return;
+	}
+	gsi_input(f, n, in_port, p, len, l);
+}
+
+void fab_node_input(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, size_t len)
+{
+	struct lrh l;
+
+	fab_lrh_read(p, &l);
+	f->st.delivered++;
+	if (n->m->type == SOF_NODE_SWITCH)
+		switch_input(f, n, port, p, len, &l);
+	else
+		hca_input(f, n, port, p, len, &l);
+}

@@ -1,0 +1,690 @@
+/*
+ * fabric_walk: a host on a link of the software fabric (fabric/README.md)
+ * that plays a subnet manager by hand, to test the fabric from outside.
+ *
+ *   fabric_walk ADDR:PORT NAME walk    attach as HCA NAME, discover the
+ *       fabric by directed-route NodeInfo/NodeDescription/PortInfo SMPs
+ *       and print it: "node GUID TYPE NPORTS DESC" and "link GUID PORT
+ *       GUID PORT" lines, sorted (tests/fabric compares them to the file)
+ *   fabric_walk ADDR:PORT NAME route [--wait-trap SECS]
+ *       walk, then assign LIDs (this host 1), program every switch's LFT
+ *       (shortest paths), take every port Armed then Active, and check
+ *       LID-routed forwarding: a LID-routed NodeInfo to every node
+ *       answers with that node's GUID, a PerfMgt PortCounters to the
+ *       farthest HCA by LID (QP1) answers, a packet to a LID no LFT holds
+ *       is dropped; with --wait-trap, print "ready" and wait for trap 128
+ *   fabric_walk ADDR:PORT NAME bad     attach, then send malformed
+ *       packets (short, LVer, PktLen, VCRC, DR hop pointer / hop count /
+ *       bad path, a short MAD), each once; prints what it sent
+ *
+ * The packet CRCs are computed here bit by bit, apart from the fabric's
+ * table-driven ones (fabric/pkt.c), so a wrong CRC on either side shows.
+ * Every line of result goes to stdout; failures to stderr with exit 1.
+ */
+#include "smp.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_NODES 2048
+#define MAX_PORTS 64
+#define PKT_LEN (8 + 12 + 8 + 256 + 4 + 2)
+
+static int sock;
+static const char *my_name;
+static uint64_t my_guid, my_port_guid;
+static uint64_t tid_seq = 1;
+static uint64_t last_hello;
+static unsigned smps_sent;
+
+struct node {
+	uint64_t guid;
+	uint8_t type, nports;
+	char desc[65];
+	uint8_t path[64]; /* directed route from us: path[1..hops] */
+	unsigned hops;
+	uint16_t lid;
+	int peer[MAX_PORTS + 1]; /* node index per port, -1 none */
+	uint8_t peer_port[MAX_PORTS + 1];
+};
+
+static struct node nodes[MAX_NODES];
+static unsigned nnodes;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "fabric_walk: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- CRCs, bit by bit (IBA 7.8.1, 7.8.2) ---- */
+
+static uint32_t crc32_bits(uint32_t c, const uint8_t *p, size_t len)
+{
+	while (len--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0xedb88320u : c >> 1;
+	}
+	return c;
+}
+
+static uint16_t vcrc_bits(const uint8_t *p, size_t len)
+{
+	uint16_t c = 0xffff;
+
+	while (len--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (uint16_t)((c >> 1) ^ 0xd008u) : (uint16_t)(c >> 1);
+	}
+	return (uint16_t)~c;
+}
+
+/* a local (LNH 2) packet's ICRC: VL and BTH byte 4 as ones */
+static uint32_t icrc_local(const uint8_t *p, size_t len)
+{
+	uint8_t head[20];
+
+	memcpy(head, p, 20);
+	head[0] |= 0xf0;
+	head[12] = 0xff;
+	return ~crc32_bits(crc32_bits(0xffffffffu, head, 20), p + 20, len - 20);
+}
+
+static void seal(uint8_t *p, size_t len)
+{
+	size_t end = len - 6;
+	uint32_t ic = icrc_local(p, end);
+	uint16_t vc;
+
+	p[end] = (uint8_t)ic;
+	p[end + 1] = (uint8_t)(ic >> 8);
+	p[end + 2] = (uint8_t)(ic >> 16);
+	p[end + 3] = (uint8_t)(ic >> 24);
+	vc = vcrc_bits(p, len - 2);
+	p[len - 2] = (uint8_t)vc;
+	p[len - 1] = (uint8_t)(vc >> 8);
+}
+
+/* ---- the link ---- */
+
+static void sofl_send(uint8_t type)
+{
+	uint8_t b[88] = "SOFL";
+
+	b[4] = 1;
+	b[5] = type;
+	b[6] = 5; /* LinkUp */
+	b[7] = 1;
+	sof_put64(b + 8, my_guid);
+	sof_put64(b + 16, my_port_guid);
+	memcpy(b + 24, my_name, strnlen(my_name, 64));
+	send(sock, b, sizeof(b), 0);
+	last_hello = now_ms();
+}
+
+static void link_open(const char *spec)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *ai;
+	char host[96];
+	const char *colon = strrchr(spec, ':');
+	uint8_t b[512];
+	uint64_t deadline;
+
+	if (!colon || (size_t)(colon - spec) >= sizeof(host))
+		die("bad address %s", spec);
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	if (getaddrinfo(host, colon + 1, &hints, &ai))
+		die("bad address %s", spec);
+	sock = socket(ai->ai_family, SOCK_DGRAM, 0);
+	if (sock < 0 || connect(sock, ai->ai_addr, ai->ai_addrlen))
+		die("socket: %m");
+	freeaddrinfo(ai);
+	deadline = now_ms() + 5000;
+	sofl_send(1);
+	while (now_ms() < deadline) {
+		struct pollfd pfd = { .fd = sock, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 200) != 1) {
+			sofl_send(1);
+			continue;
+		}
+		n = recv(sock, b, sizeof(b), 0);
+		if (n == 88 && !memcmp(b, "SOFL", 4) && b[5] == 3) {
+			my_guid = sof_be64(b + 8);
+			my_port_guid = sof_be64(b + 16);
+			sofl_send(1);
+			return;
+		}
+	}
+	die("no ASSIGN from the fabric at %s for %s", spec, my_name);
+}
+
+static void send_pkt(uint16_t dlid, uint16_t slid, uint8_t vl, uint16_t pkey, uint32_t dqp,
+		     uint32_t sqp, uint32_t qkey, const uint8_t *mad)
+{
+	uint8_t p[PKT_LEN] = { 0 };
+
+	p[0] = (uint8_t)(vl << 4);
+	p[1] = 2;
+	sof_put16(p + 2, dlid);
+	sof_put16(p + 4, (PKT_LEN - 2) / 4);
+	sof_put16(p + 6, slid);
+	p[8] = 0x64;
+	sof_put16(p + 10, pkey);
+	sof_put32(p + 12, dqp);
+	sof_put32(p + 20, qkey);
+	sof_put32(p + 24, sqp);
+	memcpy(p + 28, mad, 256);
+	seal(p, sizeof(p));
+	if (send(sock, p, sizeof(p), 0) != (ssize_t)sizeof(p))
+		die("send: %m");
+}
+
+/* Wait for a MAD with this TID (or, tid 0, a Trap). Checks the packet's
+ * LRH, PktLen, VCRC and ICRC; a bad one fails the run. 0 or -1 (time). */
+static int recv_mad(uint64_t tid, uint8_t *mad, int ms, uint16_t *slid)
+{
+	uint64_t deadline = now_ms() + (uint64_t)ms;
+	uint8_t p[4400];
+
+	while (now_ms() < deadline) {
+		struct pollfd pfd = { .fd = sock, .events = POLLIN };
+		ssize_t n;
+
+		if (now_ms() - last_hello >= 1000)
+			sofl_send(1);
+		if (poll(&pfd, 1, 100) != 1)
+			continue;
+		n = recv(sock, p, sizeof(p), 0);
+		if (n >= 4 && !memcmp(p, "SOFL", 4))
+			continue;
+		if (n != PKT_LEN)
+			die("a packet of %zd bytes (a MAD's is %d)", n, PKT_LEN);
+		if (sof_be16(p + 4) * 4 != PKT_LEN - 2 || (p[0] & 0xf))
+			die("LRH PktLen/LVer wrong");
+		if (vcrc_bits(p, PKT_LEN - 2) != (uint16_t)(p[PKT_LEN - 2] | p[PKT_LEN - 1] << 8))
+			die("VCRC wrong on a packet from the fabric");
+		{
+			uint32_t ic = icrc_local(p, PKT_LEN - 6);
+			const uint8_t *q = p + PKT_LEN - 6;
+
+			if (ic != ((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
+				   (uint32_t)q[3] << 24))
+				die("ICRC wrong on a packet from the fabric");
+		}
+		if (tid && sof_be64(p + 28 + 8) != tid)
+			continue;
+		if (!tid && p[28 + 3] != SOF_METHOD_TRAP)
+			continue;
+		memcpy(mad, p + 28, 256);
+		if (slid)
+			*slid = sof_be16(p + 6);
+		return 0;
+	}
+	return -1;
+}
+
+/* one directed-route SMP to the node at path[1..hops]; the response's data
+ * in out (64 bytes); returns its status or -1 when none came */
+static int dr_smp(const uint8_t *path, unsigned hops, uint8_t method, uint16_t attr, uint32_t mod,
+		  const uint8_t *data, uint8_t *out)
+{
+	uint8_t mad[256];
+
+	for (int attempt = 0; attempt < 3; attempt++) {
+		uint64_t tid = tid_seq++;
+
+		sof_smp_init(mad, true, method, attr, mod, tid, 0);
+		mad[SOF_SMP_OFF_HOP_CNT] = (uint8_t)hops;
+		mad[SOF_SMP_OFF_HOP_PTR] = 1; /* IBA 14.2.2.2: the originator's step */
+		memcpy(mad + SOF_SMP_OFF_INIT_PATH, path, hops + 1);
+		if (data)
+			memcpy(mad + SOF_SMP_OFF_DATA, data, 64);
+		send_pkt(0xffff, 0xffff, 15, 0xffff, 0, 0, 0, mad);
+		smps_sent++;
+		if (recv_mad(tid, mad, 1000, NULL) == 0) {
+			uint16_t st = sof_be16(mad + SOF_SMP_OFF_STATUS);
+
+			if (mad[3] != SOF_METHOD_GET_RESP || !(st & SOF_SMP_DIRECTION))
+				die("DR response: method 0x%x status 0x%x", mad[3], st);
+			if (mad[SOF_SMP_OFF_HOP_PTR] != 1 || mad[SOF_SMP_OFF_HOP_CNT] != hops)
+				die("DR response back with hop pointer %u count %u",
+				    mad[SOF_SMP_OFF_HOP_PTR], mad[SOF_SMP_OFF_HOP_CNT]);
+			memcpy(out, mad + SOF_SMP_OFF_DATA, 64);
+			return st & 0x7fff;
+		}
+	}
+	return -1;
+}
+
+static int lid_smp(uint16_t dlid, uint8_t method, uint16_t attr, uint32_t mod, uint8_t *out)
+{
+	uint8_t mad[256];
+	uint64_t tid = tid_seq++;
+	uint16_t slid;
+
+	sof_smp_init(mad, false, method, attr, mod, tid, 0);
+	send_pkt(dlid, 1, 15, 0xffff, 0, 0, 0, mad);
+	if (recv_mad(tid, mad, 1000, &slid))
+		return -1;
+	if (slid != dlid)
+		die("LID-routed response from LID %u, asked %u", slid, dlid);
+	memcpy(out, mad + SOF_SMP_OFF_DATA, 64);
+	return sof_be16(mad + SOF_SMP_OFF_STATUS);
+}
+
+static int find(uint64_t guid)
+{
+	for (unsigned i = 0; i < nnodes; i++)
+		if (nodes[i].guid == guid)
+			return (int)i;
+	return -1;
+}
+
+/* NodeInfo + NodeDescription of the node at path; its index (new or
+ * known) and the port we came in by, or -1 */
+static int probe(const uint8_t *path, unsigned hops, unsigned *in_port)
+{
+	uint8_t d[64];
+	struct node *n;
+	int i;
+
+	if (dr_smp(path, hops, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, NULL, d) != 0)
+		return -1;
+	*in_port = d[36];
+	i = find(sof_be64(d + 12));
+	if (i >= 0)
+		return i;
+	if (nnodes == MAX_NODES)
+		die("too many nodes");
+	n = &nodes[nnodes];
+	memset(n, 0, sizeof(*n));
+	n->guid = sof_be64(d + 12);
+	n->type = d[2];
+	n->nports = d[3];
+	if (n->nports > MAX_PORTS)
+		die("%u ports", n->nports);
+	memcpy(n->path, path, hops + 1);
+	n->hops = hops;
+	for (unsigned p = 0; p <= MAX_PORTS; p++)
+		n->peer[p] = -1;
+	if (dr_smp(path, hops, SOF_METHOD_GET, SOF_ATTR_NODE_DESC, 0, NULL, d) != 0)
+		die("no NodeDescription");
+	memcpy(n->desc, d, 64);
+	return (int)nnodes++;
+}
+
+static void walk(void)
+{
+	uint8_t path[64] = { 0 }, d[64];
+	unsigned in;
+	int first;
+
+	/* ourselves: node 0, known from ASSIGN */
+	memset(&nodes[0], 0, sizeof(nodes[0]));
+	nodes[0].guid = my_guid;
+	nodes[0].type = SOF_NODE_CA;
+	nodes[0].nports = 1;
+	snprintf(nodes[0].desc, sizeof(nodes[0].desc), "%s", my_name);
+	for (unsigned p = 0; p <= MAX_PORTS; p++)
+		nodes[0].peer[p] = -1;
+	nnodes = 1;
+	path[1] = 1;
+	first = probe(path, 1, &in);
+	if (first < 0)
+		die("nothing answers beyond our port");
+	nodes[0].peer[1] = first;
+	nodes[0].peer_port[1] = (uint8_t)in;
+	nodes[first].peer[in] = 0;
+	nodes[first].peer_port[in] = 1;
+	/* breadth first: nodes are appended as found */
+	for (unsigned i = 1; i < nnodes; i++) {
+		struct node *n = &nodes[i];
+
+		if (n->type != SOF_NODE_SWITCH)
+			continue;
+		for (unsigned p = 1; p <= n->nports; p++) {
+			int k;
+
+			if (n->peer[p] >= 0)
+				continue;
+			if (dr_smp(n->path, n->hops, SOF_METHOD_GET, SOF_ATTR_PORT_INFO, p, NULL,
+				   d) != 0)
+				die("no PortInfo of port %u", p);
+			if ((d[32] & 0xf) == SOF_PORT_DOWN)
+				continue;
+			memcpy(path, n->path, 64);
+			path[n->hops + 1] = (uint8_t)p;
+			k = probe(path, n->hops + 1, &in);
+			if (k < 0)
+				die("port %u of %s is up, nothing answers behind it", p, n->desc);
+			n = &nodes[i];
+			n->peer[p] = k;
+			n->peer_port[p] = (uint8_t)in;
+			nodes[k].peer[in] = (int)i;
+			nodes[k].peer_port[in] = (uint8_t)p;
+		}
+	}
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void print_walk(void)
+{
+	char **lines = calloc(nnodes * (MAX_PORTS + 2), sizeof(*lines));
+	unsigned nl = 0;
+
+	for (unsigned i = 0; i < nnodes; i++) {
+		const struct node *n = &nodes[i];
+
+		if (asprintf(&lines[nl++], "node 0x%016llx %s %u %s", (unsigned long long)n->guid,
+			     n->type == SOF_NODE_SWITCH ? "Switch" : "Hca", n->nports,
+			     n->desc) < 0)
+			die("no memory");
+		for (unsigned p = 1; p <= n->nports; p++) {
+			const struct node *m;
+
+			if (n->peer[p] < 0)
+				continue;
+			m = &nodes[n->peer[p]];
+			if (n->guid > m->guid || (n->guid == m->guid && p > n->peer_port[p]))
+				continue;
+			if (asprintf(&lines[nl++], "link 0x%016llx %u 0x%016llx %u",
+				     (unsigned long long)n->guid, p, (unsigned long long)m->guid,
+				     n->peer_port[p]) < 0)
+				die("no memory");
+		}
+	}
+	qsort(lines, nl, sizeof(*lines), cmp_str);
+	for (unsigned i = 0; i < nl; i++) {
+		puts(lines[i]);
+		free(lines[i]);
+	}
+	free(lines);
+}
+
+/* ---- routing ---- */
+
+static void set_port(const struct node *n, unsigned port, unsigned state, uint16_t lid)
+{
+	uint8_t d[64], r[64];
+	int st;
+
+	if (dr_smp(n->path, n->hops, SOF_METHOD_GET, SOF_ATTR_PORT_INFO, port, NULL, d) != 0)
+		die("PortInfo of %s port %u", n->desc, port);
+	if (n->type != SOF_NODE_SWITCH || port == 0) {
+		sof_put16(d + 16, lid);
+		sof_put16(d + 18, 1); /* SM LID: us */
+	}
+	d[32] = (uint8_t)((d[32] & 0xf0) | state);
+	d[33] = 0;
+	st = dr_smp(n->path, n->hops, SOF_METHOD_SET, SOF_ATTR_PORT_INFO, port, d, r);
+	if (st != 0)
+		die("PortInfo Set of %s port %u state %u: status 0x%x", n->desc, port, state, st);
+	if (state && (r[32] & 0xf) != state)
+		die("%s port %u in state %u, not %u", n->desc, port, r[32] & 0xf, state);
+}
+
+static void route(void)
+{
+	int dist[MAX_NODES], queue[MAX_NODES];
+	uint8_t first_port[MAX_NODES];
+	uint16_t maxlid = 0;
+	unsigned i, s, qh, qt;
+
+	for (i = 0; i < nnodes; i++)
+		nodes[i].lid = (uint16_t)(i + 1);
+	maxlid = (uint16_t)nnodes;
+	for (i = 1; i < nnodes; i++)
+		set_port(&nodes[i], nodes[i].type == SOF_NODE_SWITCH ? 0 : 1, 0, nodes[i].lid);
+	/* each switch: BFS from it; the LFT entry of a LID is the port of the
+	 * first hop towards it */
+	for (s = 1; s < nnodes; s++) {
+		uint8_t lft[64 * 64];
+		const struct node *sw = &nodes[s];
+
+		if (sw->type != SOF_NODE_SWITCH)
+			continue;
+		memset(lft, 0xff, sizeof(lft));
+		for (i = 0; i < nnodes; i++)
+			dist[i] = -1;
+		dist[s] = 0;
+		qh = qt = 0;
+		queue[qt++] = (int)s;
+		lft[sw->lid] = 0;
+		while (qh < qt) {
+			const struct node *n = &nodes[queue[qh++]];
+
+			if (n->type != SOF_NODE_SWITCH && n != sw)
+				continue;
+			for (unsigned p = 1; p <= n->nports; p++) {
+				int k = n->peer[p];
+
+				if (k < 0 || dist[k] >= 0)
+					continue;
+				dist[k] = dist[n - nodes] + 1;
+				first_port[k] = n == sw ? (uint8_t)p : first_port[n - nodes];
+				lft[nodes[k].lid] = first_port[k];
+				queue[qt++] = k;
+			}
+		}
+		for (unsigned b = 0; b <= maxlid / 64u; b++) {
+			uint8_t r[64];
+
+			if (dr_smp(sw->path, sw->hops, SOF_METHOD_SET, SOF_ATTR_LFT, b, lft + 64 * b,
+				   r) != 0 ||
+			    memcmp(r, lft + 64 * b, 64))
+				die("LFT block %u of %s", b, sw->desc);
+		}
+		{
+			uint8_t d[64] = { 0 }, r[64];
+
+			dr_smp(sw->path, sw->hops, SOF_METHOD_GET, SOF_ATTR_SWITCH_INFO, 0, NULL, d);
+			sof_put16(d + 6, maxlid);
+			if (dr_smp(sw->path, sw->hops, SOF_METHOD_SET, SOF_ATTR_SWITCH_INFO, 0, d, r))
+				die("SwitchInfo of %s", sw->desc);
+		}
+	}
+	/* every linked port Armed, then Active (switch ports and HCAs) */
+	for (unsigned state = SOF_PORT_ARMED; state <= SOF_PORT_ACTIVE; state++)
+		for (i = 1; i < nnodes; i++)
+			for (unsigned p = 1; p <= nodes[i].nports; p++)
+				if (nodes[i].peer[p] >= 0)
+					set_port(&nodes[i], p, state, nodes[i].lid);
+	printf("routed %u nodes, LIDs 1..%u\n", nnodes, maxlid);
+}
+
+static void check_lid_routed(void)
+{
+	unsigned far = 0, i;
+
+	for (i = 1; i < nnodes; i++) {
+		uint8_t d[64];
+
+		if (lid_smp(nodes[i].lid, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, d) != 0)
+			die("no LID-routed NodeInfo from %s (LID %u)", nodes[i].desc, nodes[i].lid);
+		if (sof_be64(d + 12) != nodes[i].guid)
+			die("LID %u answered as 0x%llx, not %s", nodes[i].lid,
+			    (unsigned long long)sof_be64(d + 12), nodes[i].desc);
+		if (nodes[i].type == SOF_NODE_CA && nodes[i].hops >= nodes[far].hops)
+			far = i;
+	}
+	printf("lid-routed NodeInfo: %u nodes answered with their GUIDs\n", nnodes - 1);
+	if (far) {
+		uint8_t mad[256];
+		uint64_t tid = tid_seq++;
+		uint16_t slid;
+
+		memset(mad, 0, sizeof(mad));
+		mad[0] = 1;
+		mad[1] = SOF_MCLASS_PERF;
+		mad[2] = 1;
+		mad[3] = SOF_METHOD_GET;
+		sof_put64(mad + 8, tid);
+		sof_put16(mad + 16, SOF_ATTR_PORT_COUNTERS);
+		mad[64 + 1] = 1;
+		send_pkt(nodes[far].lid, 1, 0, 0xffff, 1, 1, 0x80010000u, mad);
+		if (recv_mad(tid, mad, 1000, &slid) || sof_be16(mad + 4) != 0)
+			die("no PortCounters from %s by LID %u", nodes[far].desc, nodes[far].lid);
+		printf("pma %s lid %u: rcv_pkts %u xmit_pkts %u\n", nodes[far].desc,
+		       nodes[far].lid, sof_be32(mad + 64 + 36), sof_be32(mad + 64 + 32));
+		if (sof_be32(mad + 64 + 36) == 0)
+			die("PortCounters of %s count no packet", nodes[far].desc);
+	}
+	{
+		uint8_t d[64];
+
+		/* a LID beyond every LFT: nothing comes back */
+		if (lid_smp((uint16_t)(nnodes + 5), SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, d) != -1)
+			die("an answer from an unrouted LID");
+		printf("unrouted LID %u: no answer\n", nnodes + 5);
+	}
+}
+
+static void wait_trap(int secs)
+{
+	uint8_t mad[256];
+	uint16_t slid;
+
+	printf("ready\n");
+	fflush(stdout);
+	if (recv_mad(0, mad, secs * 1000, &slid))
+		die("no trap within %d s", secs);
+	printf("trap %u from lid %u lidaddr %u\n", sof_be16(mad + 64 + 4), slid,
+	       sof_be16(mad + 64 + 10));
+}
+
+/* ---- malformed packets ---- */
+
+static void bad(void)
+{
+	uint8_t mad[256], p[PKT_LEN];
+
+	/* a good DR NodeInfo to S, then broken copies */
+	sof_smp_init(mad, true, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, tid_seq++, 0);
+	mad[SOF_SMP_OFF_HOP_CNT] = 1;
+	mad[SOF_SMP_OFF_HOP_PTR] = 1;
+	mad[SOF_SMP_OFF_INIT_PATH + 1] = 1;
+	memset(p, 0, sizeof(p));
+	p[0] = 0xf0;
+	p[1] = 2;
+	sof_put16(p + 2, 0xffff);
+	sof_put16(p + 4, (PKT_LEN - 2) / 4);
+	sof_put16(p + 6, 0xffff);
+	p[8] = 0x64;
+	sof_put16(p + 10, 0xffff);
+	memcpy(p + 28, mad, 256);
+	seal(p, sizeof(p));
+
+	send(sock, p, 20, 0); /* short */
+	printf("sent short\n");
+	{
+		uint8_t q[PKT_LEN];
+
+		memcpy(q, p, sizeof(q));
+		q[0] |= 1; /* LVer 1 */
+		seal(q, sizeof(q));
+		send(sock, q, sizeof(q), 0);
+		printf("sent lver\n");
+		memcpy(q, p, sizeof(q));
+		send(sock, q, sizeof(q) - 4, 0); /* PktLen disagrees */
+		printf("sent pktlen\n");
+		q[PKT_LEN - 1] ^= 0x5a; /* VCRC */
+		send(sock, q, sizeof(q), 0);
+		printf("sent vcrc\n");
+		memcpy(q, p, sizeof(q));
+		q[28 + SOF_SMP_OFF_HOP_PTR] = 9; /* beyond hop count + 1 */
+		seal(q, sizeof(q));
+		send(sock, q, sizeof(q), 0);
+		printf("sent hop_pointer\n");
+		memcpy(q, p, sizeof(q));
+		q[28 + SOF_SMP_OFF_HOP_CNT] = 64;
+		seal(q, sizeof(q));
+		send(sock, q, sizeof(q), 0);
+		printf("sent hop_count\n");
+		memcpy(q, p, sizeof(q));
+		q[28 + SOF_SMP_OFF_HOP_CNT] = 2;
+		q[28 + SOF_SMP_OFF_INIT_PATH + 2] = 200; /* no such port */
+		seal(q, sizeof(q));
+		send(sock, q, sizeof(q), 0);
+		printf("sent path\n");
+	}
+	{
+		/* a MAD 4 bytes short, LRH and CRCs right */
+		uint8_t q[PKT_LEN - 4];
+
+		memcpy(q, p, sizeof(q));
+		sof_put16(q + 4, (uint16_t)((sizeof(q) - 2) / 4));
+		seal(q, sizeof(q));
+		send(sock, q, sizeof(q), 0);
+		printf("sent short_mad\n");
+	}
+	/* and the good one still answers */
+	{
+		uint8_t d[64], path[64] = { 0, 1 };
+
+		if (dr_smp(path, 1, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, NULL, d) != 0)
+			die("no answer to a good SMP after the bad ones");
+		printf("good answered\n");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: fabric_walk ADDR:PORT NAME walk|route [--wait-trap S]|bad\n");
+		return 2;
+	}
+	my_name = argv[2];
+	link_open(argv[1]);
+	if (!strcmp(argv[3], "walk")) {
+		uint64_t t0 = now_ms();
+
+		walk();
+		print_walk();
+		fprintf(stderr, "fabric_walk: %u nodes, %u SMPs, %llu ms\n", nnodes, smps_sent,
+			(unsigned long long)(now_ms() - t0));
+	} else if (!strcmp(argv[3], "route")) {
+		walk();
+		route();
+		check_lid_routed();
+		if (argc >= 6 && !strcmp(argv[4], "--wait-trap"))
+			wait_trap(atoi(argv[5]));
+	} else if (!strcmp(argv[3], "bad")) {
+		bad();
+	} else {
+		die("unknown mode %s", argv[3]);
+	}
+	sofl_send(2); /* BYE */
+	return 0;
+}

@@ -11,6 +11,7 @@
  *                             interfaces served
  *   softofed run -- CMD ARGS  run CMD with our libraries first in the
  *                             library path, the daemon up
+ *   softofed fabric ...       the InfiniBand fabric (tools/fabric.c)
  *
  * The daemon binary is $SOFTOFED_DAEMON, else softofedd next to this
  * program; the libraries are in ../lib relative to this program.
@@ -44,6 +45,9 @@ static void usage(FILE *f)
 	    "  down               stop it\n"
 	    "  status             show the daemon, the device and its resources\n"
 	    "  run [--] CMD ARGS  run CMD on softofed's libraries (starts the daemon)\n"
+	    "  fabric up FILE [--listen ADDR:PORT] [--real NAME,...] | status [-v] | down |\n"
+	    "         link NAME PORT up|down | port NAME PORT\n"
+	    "                     the InfiniBand fabric of this network namespace\n"
 	    "  --help             this help\n"
 	    "Environment: SOFTOFED_DAEMON overrides the daemon binary (default: %s/softofedd).\n",
 	    soft_exe_dir[0] ? soft_exe_dir : "<dir of softofed>");
@@ -374,6 +378,8 @@ int main(int argc, char **argv)
 		return cmd_status();
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 2, argv + 2);
+	if (!strcmp(cmd, "fabric"))
+		return soft_cmd_fabric(argc - 2, argv + 2);
 	fprintf(stderr, "softofed: unknown command or arguments: %s\n", cmd);
 	usage(stderr);
 	return 2;

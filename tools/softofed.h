@@ -34,6 +34,10 @@ int soft_get_netdevs(struct sof_netdevs_rep *nd);
  * ifaces (comma-separated, NULL: the default); wait until it answers. */
 int soft_ensure_daemon(struct sof_status_rep *st, const char *ifaces, bool *started);
 
+/* ---- fabric.c: `softofed fabric ...` (argv[0] is the subcommand) ------- */
+
+int soft_cmd_fabric(int argc, char **argv);
+
 /* ---- present.c: the device where programs look for it --------------------- */
 
 /* Give the calling process (about to exec a program) a private mount

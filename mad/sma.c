@@ -453,9 +453,12 @@ static bool enable_ok(unsigned v, unsigned all, unsigned supported)
 }
 
 /* IBA 14.2.5.6 PortState on Set: Down from any state; Armed from
- * Initialize (or Armed); Active from Armed (or Active); nothing else. */
+ * Initialize; Active from Armed; the state the port is in (an SM or a
+ * tool writing back what it read) changes nothing; nothing else. */
 static bool state_ok(unsigned cur, unsigned req)
 {
+	if (req == cur)
+		return true;
 	switch (req) {
 	case SOF_PORT_NOP:
 	case SOF_PORT_DOWN:
@@ -478,6 +481,13 @@ static uint16_t port_info_set(struct sma_req *r, unsigned portnum, struct sof_po
 	unsigned width = d[29], speed = d[35] & 0xf, nmtu = d[36] >> 4, opvls = d[43] >> 4;
 	uint16_t lid = sof_be16(d + 16);
 
+	/* PortPhysicalState: Polling enables, Disabled disables; the value
+	 * the port has is written back unchanged */
+	if (phys == q->phys && phys != SOF_PHYS_DISABLED)
+		phys = SOF_PHYS_NOP;
+	/* base switch port 0 has no link: its state stays as it is */
+	if (n->type == SOF_NODE_SWITCH && portnum == 0)
+		state = SOF_PORT_NOP;
 	if (!state_ok(q->state, state) || (phys && phys != SOF_PHYS_POLLING &&
 					   phys != SOF_PHYS_DISABLED) ||
 	    (ldd && ldd != SOF_PHYS_SLEEP && ldd != SOF_PHYS_POLLING) ||

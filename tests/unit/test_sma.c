@@ -314,7 +314,12 @@ TEST(port_info_states)
 	CHECK_EQ(d[33] >> 4, SOF_PHYS_LINKUP);
 	port_info_set(mad, 1, SOF_PORT_ACTIVE, 0, 9, 0);
 	CHECK_EQ(sma(h1, 1, mad), SOF_STATUS_BAD_VALUE);
-	port_info_set(mad, 1, SOF_PORT_INIT, 0, 9, 0);
+	/* what was read, written back (Init, LinkUp): no change, no error */
+	port_info_set(mad, 1, SOF_PORT_INIT, SOF_PHYS_LINKUP, 9, 0);
+	CHECK_EQ(sma(h1, 1, mad), 0);
+	CHECK_EQ(h1->port[1].state, SOF_PORT_INIT);
+	/* other physical states cannot be set */
+	port_info_set(mad, 1, 0, SOF_PHYS_TRAINING, 9, 0);
 	CHECK_EQ(sma(h1, 1, mad), SOF_STATUS_BAD_VALUE);
 	port_info_set(mad, 1, SOF_PORT_ARMED, 0, 9, 0);
 	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, &ev), SOF_SMA_REPLY);
@@ -353,6 +358,11 @@ TEST(port_info_states)
 	mad[3] = SOF_METHOD_SET;
 	CHECK_EQ(sma(s1, 1, mad), 0);
 	CHECK_EQ(d[11] & 0x04, 0);
+	/* base switch port 0 keeps its state; its LID is the switch's */
+	port_info_set(mad, 0, SOF_PORT_ARMED, 0, 7, 0);
+	CHECK_EQ(sma(s1, 1, mad), 0);
+	CHECK_EQ(s1->port[0].state, SOF_PORT_ACTIVE);
+	CHECK_EQ(s1->port[0].lid, 7);
 	/* a switch port beyond its ports */
 	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_PORT_INFO, 9, 1, 0);
 	CHECK_EQ(sma(s1, 1, mad), SOF_STATUS_BAD_VALUE);

@@ -15,6 +15,9 @@
 #     the switch port counts them as PortRcvErrors; a good SMP still works;
 #   - a link cut with `softofed fabric link` sends trap 128 to the SM's LID
 #     and hides what is behind it from a new walk; restored, all is back;
+#   - two real hosts on line3, H3 answering SMPs and PerfMgt with mad/'s
+#     SMA and PMA: the walk finds it as the file says, the route makes its
+#     port Active, 10 datagrams of 1 KiB reach it byte for byte;
 #   - a name the topology does not hold as a real HCA gets no ASSIGN and is
 #     counted; a bad topology file, a second fabric and `down` behave.
 # Runs in a private network namespace.
@@ -215,6 +218,26 @@ if fabric status >/dev/null 2>&1; then
 else
 	ok "fabric/down: no fabric answers after softofed fabric down"
 fi
+
+# ---- two real hosts on line3: H3 answers with the SMA/PMA of mad/ (as a
+# daemon's port does), H1 walks, routes and sends it data through 3 switches
+fabric up "$TOPO/line3.net" --listen "$ADDR" --real H1,H3 >"$OUT" 2>&1
+sof_bg h3 90 "$WALK" "$ADDR" H3 host 10
+for _ in $(seq 1 100); do
+	fabric status 2>/dev/null | grep -q '^real H3 attached' && break
+	sleep 0.1
+done
+expected "$TOPO/line3.net" >"$SOF_TMP/expected"
+if timeout 60 "$WALK" "$ADDR" H1 walk >"$SOF_TMP/walked" 2>"$OUT" &&
+	diff -u "$SOF_TMP/expected" "$SOF_TMP/walked" >"$SOF_TMP/diff" &&
+	timeout 60 "$WALK" "$ADDR" H1 route --data-to H3 10 >"$SOF_TMP/routed" 2>>"$OUT" &&
+	sof_wait h3 60 && grep -q '^data 10 packets ok; lid 6 state ACTIVE' "$(sof_out h3)"; then
+	ok "fabric/hosts: real H3 found by the walk (its SMA), routed, Active, its PMA answered ($(grep '^pma' "$SOF_TMP/routed")); $(grep '^data' "$(sof_out h3)") through S1, S2, S3"
+else
+	not_ok "fabric/hosts" "two real hosts on line3 failed"
+	sof_dump "$SOF_TMP/diff" "$OUT" "$SOF_TMP/routed" "$(sof_out h3)"
+fi
+fabric down >"$OUT" 2>&1
 
 # ---- a bad topology file
 printf 'Switch\t8 "S1"\n[1]\t"H9"[1]\n' >"$SOF_TMP/bad.net"

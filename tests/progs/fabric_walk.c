@@ -13,6 +13,13 @@
  *       answers with that node's GUID, a PerfMgt PortCounters to the
  *       farthest HCA by LID (QP1) answers, a packet to a LID no LFT holds
  *       is dropped; with --wait-trap, print "ready" and wait for trap 128
+ *       and, with --data-to NAME COUNT, send COUNT UD datagrams (QP 0x11,
+ *       1024 bytes of a pattern) to that node's LID
+ *   fabric_walk ADDR:PORT NAME host [COUNT]   attach as HCA NAME and be a
+ *       host: answer SMPs with the SMA of mad/sma.c (directed-route and
+ *       LID-routed, as the daemon's port does) and PerfMgt with its PMA,
+ *       until COUNT data datagrams came, each checked byte by byte
+ *       ("data COUNT packets ok"), or 60 s passed
  *   fabric_walk ADDR:PORT NAME bad     attach, then send malformed
  *       packets (short, LVer, PktLen, VCRC, DR hop pointer / hop count /
  *       bad path, a short MAD), each once; prints what it sent
@@ -571,6 +578,135 @@ static void check_lid_routed(void)
 	}
 }
 
+#define DATA_QP 0x11
+#define DATA_LEN 1024
+
+static uint8_t data_byte(unsigned seq, unsigned k) { return (uint8_t)(seq * 7 + k); }
+
+static void send_data(const char *to, unsigned count)
+{
+	const struct node *n = NULL;
+	uint8_t p[8 + 12 + 8 + DATA_LEN + 4 + 2];
+
+	for (unsigned i = 0; i < nnodes; i++)
+		if (!strcmp(nodes[i].desc, to))
+			n = &nodes[i];
+	if (!n)
+		die("no node %s to send data to", to);
+	for (unsigned seq = 0; seq < count; seq++) {
+		memset(p, 0, sizeof(p));
+		p[1] = 2;
+		sof_put16(p + 2, n->lid);
+		sof_put16(p + 4, (uint16_t)((sizeof(p) - 2) / 4));
+		sof_put16(p + 6, 1);
+		p[8] = 0x64;
+		sof_put16(p + 10, 0xffff);
+		sof_put32(p + 12, DATA_QP);
+		sof_put32(p + 16, seq);
+		sof_put32(p + 20, 0x1234);
+		sof_put32(p + 24, 7);
+		for (unsigned k = 0; k < DATA_LEN; k++)
+			p[28 + k] = data_byte(seq, k);
+		seal(p, sizeof(p));
+		if (send(sock, p, sizeof(p), 0) != (ssize_t)sizeof(p))
+			die("send: %m");
+	}
+	printf("sent %u datagrams to %s (LID %u)\n", count, to, n->lid);
+}
+
+/* ---- a host: the SMA and PMA of mad/ on our end of the link ---- */
+
+static void host_send(struct sof_node *me, uint16_t dlid, uint16_t slid, uint32_t dqp,
+		      uint32_t sqp, uint32_t qkey, const uint8_t *mad)
+{
+	send_pkt(dlid, slid, dqp == 0 ? 15 : 0, 0xffff, dqp, sqp, qkey, mad);
+	sof_port_count_xmit(&me->port[1], PKT_LEN - 2, false);
+}
+
+static void host(unsigned want)
+{
+	struct sof_node *me = sof_node_new(SOF_NODE_CA, 1, my_guid);
+	uint64_t deadline = now_ms() + 60000;
+	unsigned got = 0;
+	uint8_t p[4400];
+
+	if (!me)
+		die("no memory");
+	me->port[1].guid = me->port[1].guids[0] = my_port_guid;
+	snprintf(me->desc, sizeof(me->desc), "%s", my_name);
+	sof_port_link_up(me, 1);
+	printf("host %s up\n", my_name);
+	fflush(stdout);
+	while (now_ms() < deadline && (!want || got < want)) {
+		struct pollfd pfd = { .fd = sock, .events = POLLIN };
+		uint16_t dlid, slid;
+		uint8_t mad[256];
+		ssize_t n;
+
+		if (now_ms() - last_hello >= 1000)
+			sofl_send(1);
+		if (poll(&pfd, 1, 100) != 1)
+			continue;
+		n = recv(sock, p, sizeof(p), 0);
+		if (n >= 4 && !memcmp(p, "SOFL", 4))
+			continue;
+		if (n < 34 || sof_be16(p + 4) * 4 != n - 2 ||
+		    vcrc_bits(p, (size_t)n - 2) != (uint16_t)(p[n - 2] | p[n - 1] << 8))
+			die("a bad packet of %zd bytes from the fabric", n);
+		{
+			uint32_t ic = icrc_local(p, (size_t)n - 6);
+			const uint8_t *q = p + n - 6;
+
+			if (ic != ((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
+				   (uint32_t)q[3] << 24))
+				die("ICRC wrong on a packet from the fabric");
+		}
+		sof_port_count_rcv(&me->port[1], (uint32_t)n - 2, false);
+		dlid = sof_be16(p + 2);
+		slid = sof_be16(p + 6);
+		if (sof_be32(p + 12) == DATA_QP) {
+			unsigned seq = sof_be32(p + 16);
+
+			if (n != 8 + 12 + 8 + DATA_LEN + 4 + 2)
+				die("data datagram of %zd bytes", n);
+			for (unsigned k = 0; k < DATA_LEN; k++)
+				if (p[28 + k] != data_byte(seq, k))
+					die("data %u byte %u: 0x%02x, not 0x%02x", seq, k, p[28 + k],
+					    data_byte(seq, k));
+			got++;
+			continue;
+		}
+		if (n != PKT_LEN)
+			continue;
+		memcpy(mad, p + 28, 256);
+		if (p[0] >> 4 == 15 && mad[1] == SOF_MCLASS_SMP_DR) {
+			bool lid_routed = dlid != 0xffff;
+			struct sof_dr_next nx;
+
+			if (sof_smp_dr_step(me, mad, 1, lid_routed, slid, &nx) != SOF_DR_LOCAL ||
+			    sof_sma_process(me, 1, mad, 256, NULL) != SOF_SMA_REPLY)
+				continue;
+			sof_smp_dr_step(me, mad, 0, lid_routed, slid, &nx);
+			if (nx.action == SOF_DR_OUT_PORT)
+				host_send(me, 0xffff, 0xffff, 0, 0, 0, mad);
+			else if (nx.action == SOF_DR_OUT_LID)
+				host_send(me, nx.lid, me->port[1].lid, 0, 0, 0, mad);
+		} else if (p[0] >> 4 == 15 && mad[1] == SOF_MCLASS_SMP_LID) {
+			if (sof_sma_process(me, 1, mad, 256, NULL) == SOF_SMA_REPLY)
+				host_send(me, slid, me->port[1].lid, 0, 0, 0, mad);
+		} else if (sof_be32(p + 12) == 1 && mad[1] == SOF_MCLASS_PERF) {
+			if (sof_pma_process(me, 1, mad, 256) == SOF_SMA_REPLY)
+				host_send(me, slid, me->port[1].lid, sof_be32(p + 24), 1, 0x80010000u,
+					  mad);
+		}
+	}
+	if (want && got < want)
+		die("%u of %u data datagrams came", got, want);
+	printf("data %u packets ok; lid %u state %s\n", got, me->port[1].lid,
+	       sof_port_state_names[me->port[1].state]);
+	sof_node_free(me);
+}
+
 static void wait_trap(int secs)
 {
 	uint8_t mad[256];
@@ -662,7 +798,8 @@ static void bad(void)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: fabric_walk ADDR:PORT NAME walk|route [--wait-trap S]|bad\n");
+		fprintf(stderr, "usage: fabric_walk ADDR:PORT NAME walk | route [--wait-trap S | "
+				"--data-to NAME COUNT] | host [COUNT] | bad\n");
 		return 2;
 	}
 	my_name = argv[2];
@@ -680,6 +817,10 @@ int main(int argc, char **argv)
 		check_lid_routed();
 		if (argc >= 6 && !strcmp(argv[4], "--wait-trap"))
 			wait_trap(atoi(argv[5]));
+		if (argc >= 7 && !strcmp(argv[4], "--data-to"))
+			send_data(argv[5], (unsigned)atoi(argv[6]));
+	} else if (!strcmp(argv[3], "host")) {
+		host(argc >= 5 ? (unsigned)atoi(argv[4]) : 0);
 	} else if (!strcmp(argv[3], "bad")) {
 		bad();
 	} else {

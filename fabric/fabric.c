@@ -17,6 +17,7 @@ struct fab_qpkt {
 	struct fab_qpkt *next;
 	struct fab_node *node;
 	unsigned port;
+	bool from_host;
 	size_t len;
 	uint8_t data[];
 };
@@ -122,7 +123,8 @@ struct fab_node *fab_find(struct fabric *f, const char *name)
 	return NULL;
 }
 
-void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint8_t *p, size_t len)
+void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint8_t *p, size_t len,
+		 bool from_host)
 {
 	struct fab_qpkt *q;
 
@@ -134,6 +136,7 @@ void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint
 	q->next = NULL;
 	q->node = n;
 	q->port = port;
+	q->from_host = from_host;
 	q->len = len;
 	memcpy(q->data, p, len);
 	*f->qtail = q;
@@ -156,7 +159,14 @@ void fab_run(struct fabric *f)
 		f->qlen--;
 		f->st.pkts++;
 		mp = &q->node->m->port[q->port];
-		bad = q->len > FAB_MAX_PKT ? FAB_BAD_SHORT : fab_pkt_check(q->data, q->len, &l);
+		if (q->len > FAB_MAX_PKT)
+			bad = FAB_BAD_SHORT;
+		else if (q->from_host)
+			bad = fab_pkt_check(q->data, q->len, &l);
+		else {
+			bad = FAB_OK;
+			fab_lrh_read(q->data, &l);
+		}
 		if (bad != FAB_OK) {
 			/* IBA 7.7.8, 7.8.2: a malformed packet or a link
 			 * integrity error; PortRcvErrors */
@@ -227,5 +237,5 @@ void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, s
 	if (fp->peer->real)
 		fab_host_send(f, fp->peer, p, len);
 	else
-		fab_enqueue(f, fp->peer, fp->peer_port, p, len);
+		fab_enqueue(f, fp->peer, fp->peer_port, p, len, false);
 }

@@ -167,8 +167,12 @@ int fab_build(struct fabric *f, const struct topo *t, char **real, unsigned nrea
 void fab_free(struct fabric *f);
 struct fab_node *fab_find(struct fabric *f, const char *name);
 
-/* Queue a packet of len bytes arriving at node n on port (copied). */
-void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint8_t *p, size_t len);
+/* Queue a packet of len bytes arriving at node n on port (copied).
+ * from_host: it came from a real host's link, so the port checks it
+ * (length, LVer, PktLen, VCRC); a packet one of our own nodes sent is
+ * whole by construction and is not checked again at every hop. */
+void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint8_t *p, size_t len,
+		 bool from_host);
 /* Move every queued packet on until none is left. */
 void fab_run(struct fabric *f);
 /* Send a packet out of n's port (counting, link and state checks). */

@@ -209,7 +209,7 @@ void fab_udp_input(struct fabric *f, const uint8_t *p, size_t len,
 		f->st.port_down++;
 		return;
 	}
-	fab_enqueue(f, n->port[1].peer, n->port[1].peer_port, p, len);
+	fab_enqueue(f, n->port[1].peer, n->port[1].peer_port, p, len, true);
 }
 
 void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_t len)

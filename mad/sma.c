@@ -446,10 +446,11 @@ static void port_info_get(struct sma_req *r, const struct sof_port *q)
 	sof_put16(d + 60, q->cap_mask2);
 }
 
-/* 0: no change; 255 / 15: all supported; else a subset of supported */
+/* 0: no change; 255 / 15: all supported; else what of it is supported
+ * (an SM may ask for more than the port has: it gets the part it has) */
 static bool enable_ok(unsigned v, unsigned all, unsigned supported)
 {
-	return v == 0 || v == all || (v & ~supported) == 0;
+	return v == 0 || v == all || (v & supported) != 0;
 }
 
 /* IBA 14.2.5.6 PortState on Set: Down from any state; Armed from
@@ -518,9 +519,11 @@ static uint16_t port_info_set(struct sma_req *r, unsigned portnum, struct sof_po
 		q->client_rereg = d[51] >> 7;
 	}
 	if (width)
-		q->width_enabled = (uint8_t)(width == 0xff ? q->width_supported : width);
+		q->width_enabled = (uint8_t)(width == 0xff ? q->width_supported
+							   : width & q->width_supported);
 	if (speed)
-		q->speed_enabled = (uint8_t)(speed == 0xf ? q->speed_supported : speed);
+		q->speed_enabled = (uint8_t)(speed == 0xf ? q->speed_supported
+							  : speed & q->speed_supported);
 	if (nmtu)
 		q->neighbor_mtu = (uint8_t)nmtu;
 	if (opvls)
@@ -664,8 +667,9 @@ static uint16_t switch_info(struct sma_req *r)
 	if (r->set) {
 		uint16_t lft_top = sof_be16(d + 6), mft_top = sof_be16(d + 18);
 
+		/* MulticastFDBTop 0xBFFF: no entries (IBA 14.2.5.4) */
 		if (lft_top >= s->lft_cap ||
-		    (mft_top && (mft_top < SOF_LID_MCAST_BASE ||
+		    (mft_top && (mft_top < SOF_LID_MCAST_BASE - 1 ||
 				 mft_top >= SOF_LID_MCAST_BASE + s->mft_cap)) ||
 		    d[8] > r->n->nports || (d[9] > r->n->nports && d[9] != 0xff) ||
 		    (d[10] > r->n->nports && d[10] != 0xff))

@@ -487,6 +487,12 @@ TEST(tables_round_trip)
 	CHECK_EQ(sma(s1, 1, mad), 0);
 	CHECK_EQ(s1->sw.lft_top, 71);
 	CHECK_EQ(sof_be16(d), SOF_SW_LFT_CAP);
+	/* MulticastFDBTop 0xBFFF: no multicast entries, accepted */
+	sof_smp_init(mad, false, SOF_METHOD_SET, SOF_ATTR_SWITCH_INFO, 0, 1, 0);
+	sof_put16(d + 6, 71);
+	sof_put16(d + 18, 0xbfff);
+	CHECK_EQ(sma(s1, 1, mad), 0);
+	CHECK_EQ(s1->sw.mft_top, 0xbfff);
 	sof_smp_init(mad, false, SOF_METHOD_SET, SOF_ATTR_SWITCH_INFO, 0, 1, 0);
 	d[8] = 20;
 	CHECK_EQ(sma(s1, 1, mad), SOF_STATUS_BAD_VALUE);

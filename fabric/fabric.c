@@ -16,7 +16,7 @@
 struct fab_qpkt {
 	struct fab_qpkt *next;
 	struct fab_node *node;
-	unsigned port;
+	unsigned port, hops;
 	bool from_host;
 	size_t len;
 	uint8_t data[];
@@ -128,6 +128,16 @@ void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint
 {
 	struct fab_qpkt *q;
 
+	unsigned hops = from_host ? 0 : f->cur_hops + 1;
+
+	if (hops > FAB_MAX_HOPS) {
+		f->st.loop++;
+		return;
+	}
+	if (f->qlen >= FAB_QUEUE_MAX) {
+		f->st.queue_full++;
+		return;
+	}
 	if (len > FAB_MAX_PKT)
 		len = FAB_MAX_PKT + 1; /* checked (and refused) at the port */
 	q = malloc(sizeof(*q) + len);
@@ -137,6 +147,7 @@ void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint
 	q->node = n;
 	q->port = port;
 	q->from_host = from_host;
+	q->hops = hops;
 	q->len = len;
 	memcpy(q->data, p, len);
 	*f->qtail = q;
@@ -175,7 +186,9 @@ void fab_run(struct fabric *f)
 		} else {
 			sof_port_count_rcv(mp, (uint32_t)(q->len - FAB_VCRC_LEN),
 					   l.dlid >= SOF_LID_MCAST_BASE && l.dlid != 0xffff);
+			f->cur_hops = q->hops;
 			fab_node_input(f, q->node, q->port, q->data, q->len);
+			f->cur_hops = 0;
 		}
 		free(q);
 	}

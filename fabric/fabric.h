@@ -149,6 +149,7 @@ struct fab_stats {
 	uint64_t bad[FAB_BAD_MAX];
 	uint64_t no_route, port_down, pkey, not_mine, unknown_host, sofl_bad, traps;
 	uint64_t smp_drop, mad_drop;
+	uint64_t loop, queue_full; /* forwarding loops cut, queue overflow */
 };
 
 struct fabric {
@@ -159,7 +160,14 @@ struct fabric {
 	/* the packet queue */
 	struct fab_qpkt *qhead, **qtail;
 	unsigned qlen;
+	unsigned cur_hops; /* hops of the packet being handled (fab_run) */
 };
+
+/* IB has no hop limit in its headers; a packet is dropped after this many
+ * switch hops (a forwarding loop of badly programmed tables), and the queue
+ * takes no more than FAB_QUEUE_MAX packets (a multicast loop's flood). */
+#define FAB_MAX_HOPS 64
+#define FAB_QUEUE_MAX 65536
 
 /* Build the fabric of topo: nodes, models, links up between simulated
  * nodes. real: the names of the HCAs real hosts will attach. */

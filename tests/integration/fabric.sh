@@ -13,6 +13,8 @@
 #   - malformed packets (short, LVer, PktLen, VCRC, DR hop pointer, hop
 #     count, a path to no port, a short MAD) are dropped and counted, and
 #     the switch port counts them as PortRcvErrors; a good SMP still works;
+#   - a forwarding loop between two switches' LFTs is cut (the fabric's
+#     hop limit) and counted, and the fabric still answers;
 #   - a link cut with `softofed fabric link` sends trap 128 to the SM's LID
 #     and hides what is behind it from a new walk; restored, all is back;
 #   - two real hosts on line3, H3 answering SMPs and PerfMgt with mad/'s
@@ -182,6 +184,17 @@ fabric down >"$OUT" 2>&1
 
 # ---- link cut and restore on line3, trap 128 to the SM
 fabric up "$TOPO/line3.net" --listen "$ADDR" --real H1 >"$OUT" 2>&1
+# ---- a forwarding loop (S1 and S2 send one LID to each other) is cut
+fabric status >"$ST.0"
+if timeout 60 "$WALK" "$ADDR" H1 route --loop >"$SOF_TMP/loop" 2>"$OUT" &&
+	grep -q '^loop .*: cut, fabric answers' "$SOF_TMP/loop" && fabric status >"$ST.1" &&
+	[ "$(num loop "$ST.1")" -ge 1 ]; then
+	ok "fabric/loop: $(grep '^loop' "$SOF_TMP/loop"); dropped after 64 hops: loop $(num loop "$ST.1")"
+else
+	not_ok "fabric/loop" "a forwarding loop was not cut"
+	sof_dump "$OUT" "$SOF_TMP/loop" "$ST.1"
+fi
+
 sof_bg trap 60 "$WALK" "$ADDR" H1 route --wait-trap 15
 TRAPOUT=$(sof_out trap)
 for _ in $(seq 1 300); do

@@ -14,7 +14,9 @@
  *       farthest HCA by LID (QP1) answers, a packet to a LID no LFT holds
  *       is dropped; with --wait-trap, print "ready" and wait for trap 128
  *       and, with --data-to NAME COUNT, send COUNT UD datagrams (QP 0x11,
- *       1024 bytes of a pattern) to that node's LID
+ *       1024 bytes of a pattern) to that node's LID; with --loop, make two
+ *       neighbouring switches send a LID to each other, send a packet to
+ *       it, and check the fabric still answers
  *   fabric_walk ADDR:PORT NAME host [COUNT]   attach as HCA NAME and be a
  *       host: answer SMPs with the SMA of mad/sma.c (directed-route and
  *       LID-routed, as the daemon's port does) and PerfMgt with its PMA,
@@ -449,6 +451,9 @@ static void set_port(const struct node *n, unsigned port, unsigned state, uint16
 
 	if (dr_smp(n->path, n->hops, SOF_METHOD_GET, SOF_ATTR_PORT_INFO, port, NULL, d) != 0)
 		die("PortInfo of %s port %u", n->desc, port);
+	/* a port already Active (an earlier run) is not taken back to Armed */
+	if (state == SOF_PORT_ARMED && (d[32] & 0xf) == SOF_PORT_ACTIVE)
+		state = SOF_PORT_NOP;
 	if (n->type != SOF_NODE_SWITCH || port == 0) {
 		sof_put16(d + 16, lid);
 		sof_put16(d + 18, 1); /* SM LID: us */
@@ -707,6 +712,43 @@ static void host(unsigned want)
 	sof_node_free(me);
 }
 
+/* two neighbouring switches send LID lid to each other: a forwarding loop
+ * the fabric must cut (its hop limit) and survive */
+static void make_loop(uint16_t lid)
+{
+	for (unsigned a = 1; a < nnodes; a++) {
+		if (nodes[a].type != SOF_NODE_SWITCH)
+			continue;
+		for (unsigned pa = 1; pa <= nodes[a].nports; pa++) {
+			int b = nodes[a].peer[pa];
+			unsigned pb = nodes[a].peer_port[pa];
+			uint8_t d[64], r[64], mad[256];
+			const struct node *x[2] = { &nodes[a], &nodes[b] };
+			unsigned px[2] = { pa, pb };
+
+			if (b < 0 || nodes[b].type != SOF_NODE_SWITCH)
+				continue;
+			for (int i = 0; i < 2; i++) {
+				if (dr_smp(x[i]->path, x[i]->hops, SOF_METHOD_GET, SOF_ATTR_LFT, lid / 64,
+					   NULL, d) != 0)
+					die("LFT of %s", x[i]->desc);
+				d[lid % 64] = (uint8_t)px[i];
+				if (dr_smp(x[i]->path, x[i]->hops, SOF_METHOD_SET, SOF_ATTR_LFT, lid / 64,
+					   d, r) != 0)
+					die("LFT Set of %s", x[i]->desc);
+			}
+			memset(mad, 0, sizeof(mad));
+			send_pkt(lid, 1, 0, 0xffff, 0x22, 0x22, 0, mad);
+			if (lid_smp(nodes[a].lid, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, d) != 0)
+				die("no answer from %s after the loop", nodes[a].desc);
+			printf("loop %s[%u] <-> %s[%u] for LID %u: cut, fabric answers\n",
+			       nodes[a].desc, pa, nodes[b].desc, pb, lid);
+			return;
+		}
+	}
+	die("no two neighbouring switches");
+}
+
 static void wait_trap(int secs)
 {
 	uint8_t mad[256];
@@ -799,7 +841,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 4) {
 		fprintf(stderr, "usage: fabric_walk ADDR:PORT NAME walk | route [--wait-trap S | "
-				"--data-to NAME COUNT] | host [COUNT] | bad\n");
+				"--data-to NAME COUNT | --loop] | host [COUNT] | bad\n");
 		return 2;
 	}
 	my_name = argv[2];
@@ -819,6 +861,8 @@ int main(int argc, char **argv)
 			wait_trap(atoi(argv[5]));
 		if (argc >= 7 && !strcmp(argv[4], "--data-to"))
 			send_data(argv[5], (unsigned)atoi(argv[6]));
+		if (argc >= 5 && !strcmp(argv[4], "--loop"))
+			make_loop((uint16_t)(nnodes + 20));
 	} else if (!strcmp(argv[3], "host")) {
 		host(argc >= 5 ? (unsigned)atoi(argv[4]) : 0);
 	} else if (!strcmp(argv[3], "bad")) {

@@ -49,7 +49,8 @@ int fab_build(struct fabric *f, const struct topo *t, char **real, unsigned nrea
 		int k = topo_find(t, real[i]);
 
 		if (k < 0 || t->nodes[k].type != SOF_NODE_CA) {
-			fprintf(stderr, "softofed-fabric: --real %s: no Hca of that name\n", real[i]);
+			fprintf(stderr, "softofed-fabric: --real %s: no Hca of that name\n",
+				real[i]);
 			return -EINVAL;
 		}
 	}

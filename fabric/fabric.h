@@ -31,7 +31,7 @@
 /* ---- the topology file (topo.c) ---- */
 
 struct topo_port {
-	int peer;	   /* index of the node at the other end, -1: none */
+	int peer; /* index of the node at the other end, -1: none */
 	uint8_t peer_port;
 };
 
@@ -39,8 +39,8 @@ struct topo_node {
 	enum sof_node_type type;
 	unsigned nports;
 	char name[FAB_NAME_LEN];
-	uint64_t guid;	    /* node GUID (from the file or assigned) */
-	uint64_t port_guid; /* CA: port 1's GUID; ports follow */
+	uint64_t guid;		 /* node GUID (from the file or assigned) */
+	uint64_t port_guid;	 /* CA: port 1's GUID; ports follow */
 	struct topo_port *ports; /* [0..nports] */
 };
 
@@ -62,7 +62,8 @@ int topo_find(const struct topo *t, const char *name);
 #define FAB_DETH_LEN 8
 #define FAB_ICRC_LEN 4
 #define FAB_VCRC_LEN 2
-#define FAB_MAD_PKT_LEN (FAB_LRH_LEN + FAB_BTH_LEN + FAB_DETH_LEN + 256 + FAB_ICRC_LEN + FAB_VCRC_LEN)
+#define FAB_MAD_PKT_LEN                                                                            \
+	(FAB_LRH_LEN + FAB_BTH_LEN + FAB_DETH_LEN + 256 + FAB_ICRC_LEN + FAB_VCRC_LEN)
 #define FAB_OP_UD_SEND 0x64
 #define FAB_GSI_QKEY 0x80010000u
 
@@ -79,20 +80,13 @@ void fab_pkt_seal(uint8_t *p, size_t len);
 /* Only the VCRC (a switch changes nothing the ICRC covers). */
 void fab_pkt_vseal(uint8_t *p, size_t len);
 /* Why fab_pkt_check refused a datagram (counted as PortRcvErrors) */
-enum fab_bad {
-	FAB_OK = 0,
-	FAB_BAD_SHORT,
-	FAB_BAD_LVER,
-	FAB_BAD_PKTLEN,
-	FAB_BAD_VCRC,
-	FAB_BAD_MAX
-};
+enum fab_bad { FAB_OK = 0, FAB_BAD_SHORT, FAB_BAD_LVER, FAB_BAD_PKTLEN, FAB_BAD_VCRC, FAB_BAD_MAX };
 extern const char *const fab_bad_names[FAB_BAD_MAX];
 enum fab_bad fab_pkt_check(const uint8_t *p, size_t len, struct lrh *l);
 /* A UD packet carrying one 256-byte MAD: VL15 for QP0, VL0 else. Writes
  * FAB_MAD_PKT_LEN bytes, sealed. */
-void fab_mad_pkt(uint8_t *p, uint16_t dlid, uint16_t slid, uint8_t sl, uint16_t pkey,
-		 uint32_t dqp, uint32_t sqp, uint32_t qkey, const uint8_t *mad);
+void fab_mad_pkt(uint8_t *p, uint16_t dlid, uint16_t slid, uint8_t sl, uint16_t pkey, uint32_t dqp,
+		 uint32_t sqp, uint32_t qkey, const uint8_t *mad);
 /* The MAD of a UD packet to QP0/QP1 (LNH 2 or 3): 0 and its pieces, or -1. */
 struct ud_info {
 	uint16_t pkey;
@@ -138,8 +132,8 @@ struct fab_node {
 	unsigned index;
 	char name[FAB_NAME_LEN];
 	bool real;
-	struct fab_host host;	 /* real HCAs only */
-	struct sof_node *m;	 /* the model: SMA/PMA state, LFT, counters */
+	struct fab_host host; /* real HCAs only */
+	struct sof_node *m;   /* the model: SMA/PMA state, LFT, counters */
 	uint64_t trap_tid;
 	struct fab_port port[]; /* [0..nports] */
 };
@@ -155,7 +149,7 @@ struct fab_stats {
 struct fabric {
 	unsigned nnodes;
 	struct fab_node **nodes;
-	int udp;		/* real hosts' links */
+	int udp; /* real hosts' links */
 	struct fab_stats st;
 	/* the packet queue */
 	struct fab_qpkt *qhead, **qtail;

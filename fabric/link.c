@@ -45,7 +45,7 @@ static uint8_t told_phys(const struct fab_node *sw, unsigned port)
 static void hello_to(struct fabric *f, struct fab_node *host, uint8_t type)
 {
 	struct fab_port *fp = &host->port[1];
-	struct sofl m = { .type = type };
+	struct sofl m = {.type = type};
 	uint8_t buf[FAB_SOFL_LEN];
 
 	if (!host->host.attached || !fp->peer)
@@ -115,7 +115,8 @@ void fab_trap_128(struct fabric *f, struct fab_node *sw)
 	out = sw->m->sw.lft[p0->sm_lid];
 	if (out < 1 || out > sw->m->nports)
 		return;
-	sof_sma_trap(sw->m, 0, SOF_TRAP_LINK_STATE, (uint64_t)sw->index << 32 | ++sw->trap_tid, mad);
+	sof_sma_trap(sw->m, 0, SOF_TRAP_LINK_STATE, (uint64_t)sw->index << 32 | ++sw->trap_tid,
+		     mad);
 	{
 		uint8_t pkt[FAB_MAD_PKT_LEN];
 

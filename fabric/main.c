@@ -42,7 +42,7 @@ static void on_signal(int sig)
 
 static int udp_open(const char *spec)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM, .ai_flags = AI_NUMERICHOST };
+	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM, .ai_flags = AI_NUMERICHOST};
 	struct addrinfo *ai;
 	char host[96];
 	const char *colon = strrchr(spec, ':');
@@ -87,7 +87,7 @@ static int udp_open(const char *spec)
 
 static int ctl_open(void)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(CTL_NAME));
 
@@ -197,7 +197,7 @@ static void status(struct fabric *f, struct out *o)
 	     (unsigned long long)s->smp_drop, (unsigned long long)s->mad_drop,
 	     (unsigned long long)s->loop, (unsigned long long)s->queue_full);
 	{
-		uint64_t d[SOF_SMP_DROP_MAX] = { 0 };
+		uint64_t d[SOF_SMP_DROP_MAX] = {0};
 
 		for (unsigned i = 0; i < f->nnodes; i++)
 			for (int k = 0; k < SOF_SMP_DROP_MAX; k++)
@@ -225,8 +225,8 @@ static void nodes(struct fabric *f, struct out *o)
 			if (!fp->peer)
 				continue;
 			outf(o, "[%u] \"%s\"[%u] port_guid 0x%016llx %s/%s%s\n", p, fp->peer->name,
-			     fp->peer_port, (unsigned long long)sof_node_mgmt_port(
-						    (struct sof_node *)m, p)->guid,
+			     fp->peer_port,
+			     (unsigned long long)sof_node_mgmt_port((struct sof_node *)m, p)->guid,
 			     sof_port_state_names[m->port[p].state],
 			     sof_phys_state_names[m->port[p].phys], fp->cut ? " cut" : "");
 		}
@@ -254,10 +254,10 @@ static void port(struct fab_node *n, unsigned p, struct out *o)
 static void ctl_request(struct fabric *f, int fd)
 {
 	char line[256], name[FAB_NAME_LEN + 1], what[16];
-	struct out o = { 0 };
+	struct out o = {0};
 	unsigned p;
 	ssize_t n;
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 	size_t got = 0;
 
 	while (got < sizeof(line) - 1 && poll(&pfd, 1, 1000) == 1) {
@@ -301,8 +301,8 @@ static void ctl_request(struct fabric *f, int fd)
 	}
 	for (size_t off = 0; o.buf && off < o.len;) {
 		n = write(fd, o.buf + off, o.len - off);
-		if (n < 0 && errno == EAGAIN && poll(&(struct pollfd){ .fd = fd, .events = POLLOUT }, 1,
-						     1000) == 1)
+		if (n < 0 && errno == EAGAIN &&
+		    poll(&(struct pollfd){.fd = fd, .events = POLLOUT}, 1, 1000) == 1)
 			continue;
 		if (n <= 0)
 			break;
@@ -339,7 +339,7 @@ int main(int argc, char **argv)
 	struct topo t;
 	int ctl, rc, i;
 	uint64_t next_tick;
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = {.sa_handler = on_signal};
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--listen") && i + 1 < argc)
@@ -370,7 +370,8 @@ int main(int argc, char **argv)
 	}
 	f.udp = udp_open(listen_spec);
 	if (f.udp < 0) {
-		fprintf(stderr, "softofed-fabric: --listen %s: %s\n", listen_spec, strerror(-f.udp));
+		fprintf(stderr, "softofed-fabric: --listen %s: %s\n", listen_spec,
+			strerror(-f.udp));
 		return 1;
 	}
 	ctl = ctl_open();
@@ -399,8 +400,8 @@ int main(int argc, char **argv)
 	}
 	next_tick = fab_now() + 1000000000ull;
 	while (!stop) {
-		struct pollfd pfd[2] = { { .fd = f.udp, .events = POLLIN },
-					 { .fd = ctl, .events = POLLIN } };
+		struct pollfd pfd[2] = {{.fd = f.udp, .events = POLLIN},
+					{.fd = ctl, .events = POLLIN}};
 		uint64_t now;
 
 		if (poll(pfd, 2, 200) < 0 && errno != EINTR)
@@ -441,7 +442,7 @@ int main(int argc, char **argv)
 		struct fab_node *n = f.nodes[k];
 
 		if (n->real && n->host.attached) {
-			struct sofl m = { .type = FAB_SOFL_BYE, .phys = SOF_PHYS_POLLING };
+			struct sofl m = {.type = FAB_SOFL_BYE, .phys = SOF_PHYS_POLLING};
 			uint8_t b[FAB_SOFL_LEN];
 
 			snprintf(m.name, sizeof(m.name), "%s", n->port[1].peer->name);

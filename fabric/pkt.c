@@ -14,8 +14,9 @@
 #include <string.h>
 
 const char *const fab_bad_names[FAB_BAD_MAX] = {
-	[FAB_OK] = "ok",	       [FAB_BAD_SHORT] = "short", [FAB_BAD_LVER] = "lver",
-	[FAB_BAD_PKTLEN] = "pktlen", [FAB_BAD_VCRC] = "vcrc",
+    [FAB_OK] = "ok",	     [FAB_BAD_SHORT] = "short",
+    [FAB_BAD_LVER] = "lver", [FAB_BAD_PKTLEN] = "pktlen",
+    [FAB_BAD_VCRC] = "vcrc",
 };
 
 static uint32_t crc32_tab[256];
@@ -129,14 +130,14 @@ enum fab_bad fab_pkt_check(const uint8_t *p, size_t len, struct lrh *l)
 	return FAB_OK;
 }
 
-void fab_mad_pkt(uint8_t *p, uint16_t dlid, uint16_t slid, uint8_t sl, uint16_t pkey,
-		 uint32_t dqp, uint32_t sqp, uint32_t qkey, const uint8_t *mad)
+void fab_mad_pkt(uint8_t *p, uint16_t dlid, uint16_t slid, uint8_t sl, uint16_t pkey, uint32_t dqp,
+		 uint32_t sqp, uint32_t qkey, const uint8_t *mad)
 {
 	uint8_t *b = p + FAB_LRH_LEN, *d = b + FAB_BTH_LEN;
 
 	memset(p, 0, FAB_MAD_PKT_LEN);
-	p[0] = (uint8_t)((dqp == 0 ? 15 : 0) << 4);	 /* VL15 for QP0, LVer 0 */
-	p[1] = (uint8_t)((sl & 0xf) << 4 | 2);		 /* LNH: IBA local */
+	p[0] = (uint8_t)((dqp == 0 ? 15 : 0) << 4); /* VL15 for QP0, LVer 0 */
+	p[1] = (uint8_t)((sl & 0xf) << 4 | 2);	    /* LNH: IBA local */
 	sof_put16(p + 2, dlid);
 	sof_put16(p + 4, (FAB_MAD_PKT_LEN - FAB_VCRC_LEN) / 4);
 	sof_put16(p + 6, slid);
@@ -179,10 +180,7 @@ int fab_ud_parse(const uint8_t *p, size_t len, const struct lrh *l, struct ud_in
 
 /* ---- SOFL ---- */
 
-bool fab_is_sofl(const uint8_t *p, size_t len)
-{
-	return len >= 4 && !memcmp(p, "SOFL", 4);
-}
+bool fab_is_sofl(const uint8_t *p, size_t len) { return len >= 4 && !memcmp(p, "SOFL", 4); }
 
 int fab_sofl_parse(const uint8_t *p, size_t len, struct sofl *m)
 {

@@ -38,7 +38,7 @@ struct parser {
 	struct topo *t;
 	struct raw_link *links;
 	unsigned nlinks, cap_links, cap_nodes;
-	uint64_t next_guid;    /* from a switchguid= / caguid= line */
+	uint64_t next_guid; /* from a switchguid= / caguid= line */
 };
 
 static int perr(struct parser *ps, const char *what)
@@ -254,7 +254,7 @@ static int resolve(struct parser *ps)
 
 int topo_load(struct topo *t, const char *path)
 {
-	struct parser ps = { .path = path, .t = t };
+	struct parser ps = {.path = path, .t = t};
 	char buf[1024];
 	FILE *fp;
 	int rc = 0;

@@ -183,8 +183,7 @@ static uint16_t class_port_info(bool set, uint8_t *d)
 	return SOF_STATUS_OK;
 }
 
-enum sof_sma_result sof_pma_process(struct sof_node *n, unsigned in_port, uint8_t *mad,
-				    size_t len)
+enum sof_sma_result sof_pma_process(struct sof_node *n, unsigned in_port, uint8_t *mad, size_t len)
 {
 	uint8_t *d = mad + SOF_PMA_OFF_DATA;
 	uint16_t status, attr;

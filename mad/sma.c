@@ -11,26 +11,30 @@
 #include <string.h>
 
 const char *const sof_port_state_names[5] = {
-	[SOF_PORT_NOP] = "NOP",	      [SOF_PORT_DOWN] = "DOWN",	    [SOF_PORT_INIT] = "INIT",
-	[SOF_PORT_ARMED] = "ARMED", [SOF_PORT_ACTIVE] = "ACTIVE",
+    [SOF_PORT_NOP] = "NOP",	[SOF_PORT_DOWN] = "DOWN",     [SOF_PORT_INIT] = "INIT",
+    [SOF_PORT_ARMED] = "ARMED", [SOF_PORT_ACTIVE] = "ACTIVE",
 };
 
 const char *const sof_phys_state_names[7] = {
-	[SOF_PHYS_NOP] = "NOP",
-	[SOF_PHYS_SLEEP] = "Sleep",
-	[SOF_PHYS_POLLING] = "Polling",
-	[SOF_PHYS_DISABLED] = "Disabled",
-	[SOF_PHYS_TRAINING] = "PortConfigurationTraining",
-	[SOF_PHYS_LINKUP] = "LinkUp",
-	[SOF_PHYS_ERROR_RECOVERY] = "LinkErrorRecovery",
+    [SOF_PHYS_NOP] = "NOP",
+    [SOF_PHYS_SLEEP] = "Sleep",
+    [SOF_PHYS_POLLING] = "Polling",
+    [SOF_PHYS_DISABLED] = "Disabled",
+    [SOF_PHYS_TRAINING] = "PortConfigurationTraining",
+    [SOF_PHYS_LINKUP] = "LinkUp",
+    [SOF_PHYS_ERROR_RECOVERY] = "LinkErrorRecovery",
 };
 
 const char *const sof_smp_drop_names[SOF_SMP_DROP_MAX] = {
-	[SOF_SMP_DROP_LEN] = "length",	       [SOF_SMP_DROP_VERSION] = "base_version",
-	[SOF_SMP_DROP_CLASS] = "class",	       [SOF_SMP_DROP_HOP_CNT] = "hop_count",
-	[SOF_SMP_DROP_HOP_PTR] = "hop_pointer", [SOF_SMP_DROP_PATH] = "path",
-	[SOF_SMP_DROP_NOT_SWITCH] = "not_switch", [SOF_SMP_DROP_MKEY] = "mkey",
-	[SOF_SMP_DROP_RESPONSE] = "response",
+    [SOF_SMP_DROP_LEN] = "length",
+    [SOF_SMP_DROP_VERSION] = "base_version",
+    [SOF_SMP_DROP_CLASS] = "class",
+    [SOF_SMP_DROP_HOP_CNT] = "hop_count",
+    [SOF_SMP_DROP_HOP_PTR] = "hop_pointer",
+    [SOF_SMP_DROP_PATH] = "path",
+    [SOF_SMP_DROP_NOT_SWITCH] = "not_switch",
+    [SOF_SMP_DROP_MKEY] = "mkey",
+    [SOF_SMP_DROP_RESPONSE] = "response",
 };
 
 /* ---- the model ---- */
@@ -53,7 +57,7 @@ static int port_init(struct sof_node *n, unsigned i)
 	p->speed_supported = p->speed_enabled = 0x07; /* SDR, DDR, QDR */
 	p->speed_active = 0x04;
 	p->mtu_cap = p->neighbor_mtu = 5; /* 4096 */
-	p->vl_cap = p->op_vls = 4;	   /* VL0-7 */
+	p->vl_cap = p->op_vls = 4;	  /* VL0-7 */
 	p->vl_arb_high_cap = p->vl_arb_low_cap = 8;
 	p->resp_time = 8;
 	p->guid_cap = sw ? 1 : SOF_NODE_GUIDS;
@@ -135,7 +139,7 @@ struct sof_port *sof_node_mgmt_port(struct sof_node *n, unsigned in_port)
 
 bool sof_port_has_lid(const struct sof_port *p, uint16_t lid)
 {
-	uint16_t base = p->lid & (uint16_t)~((1u << p->lmc) - 1u);
+	uint16_t base = p->lid & (uint16_t) ~((1u << p->lmc) - 1u);
 
 	return p->lid && lid >= base && lid < base + (1u << p->lmc);
 }
@@ -201,8 +205,8 @@ void sof_port_count_rcv(struct sof_port *p, uint32_t len, bool mcast)
 		p->cnt.uni_rcv_pkts++;
 }
 
-void sof_smp_init(uint8_t *mad, bool directed, uint8_t method, uint16_t attr_id,
-		  uint32_t attr_mod, uint64_t tid, uint64_t mkey)
+void sof_smp_init(uint8_t *mad, bool directed, uint8_t method, uint16_t attr_id, uint32_t attr_mod,
+		  uint64_t tid, uint64_t mkey)
 {
 	memset(mad, 0, SOF_SMP_LEN);
 	mad[0] = 1;
@@ -489,12 +493,12 @@ static uint16_t port_info_set(struct sma_req *r, unsigned portnum, struct sof_po
 	/* base switch port 0 has no link: its state stays as it is */
 	if (n->type == SOF_NODE_SWITCH && portnum == 0)
 		state = SOF_PORT_NOP;
-	if (!state_ok(q->state, state) || (phys && phys != SOF_PHYS_POLLING &&
-					   phys != SOF_PHYS_DISABLED) ||
+	if (!state_ok(q->state, state) ||
+	    (phys && phys != SOF_PHYS_POLLING && phys != SOF_PHYS_DISABLED) ||
 	    (ldd && ldd != SOF_PHYS_SLEEP && ldd != SOF_PHYS_POLLING) ||
 	    !enable_ok(width, 0xff, q->width_supported) ||
-	    !enable_ok(speed, 0xf, q->speed_supported) || nmtu > q->mtu_cap ||
-	    opvls > q->vl_cap || (mgmt && lid >= SOF_LID_MCAST_BASE))
+	    !enable_ok(speed, 0xf, q->speed_supported) || nmtu > q->mtu_cap || opvls > q->vl_cap ||
+	    (mgmt && lid >= SOF_LID_MCAST_BASE))
 		return SOF_STATUS_BAD_VALUE;
 	/* a port whose link is down cannot be armed (IBA 7.2) */
 	if ((state == SOF_PORT_ARMED || state == SOF_PORT_ACTIVE) && q->state == SOF_PORT_DOWN)
@@ -519,11 +523,11 @@ static uint16_t port_info_set(struct sma_req *r, unsigned portnum, struct sof_po
 		q->client_rereg = d[51] >> 7;
 	}
 	if (width)
-		q->width_enabled = (uint8_t)(width == 0xff ? q->width_supported
-							   : width & q->width_supported);
+		q->width_enabled =
+		    (uint8_t)(width == 0xff ? q->width_supported : width & q->width_supported);
 	if (speed)
-		q->speed_enabled = (uint8_t)(speed == 0xf ? q->speed_supported
-							  : speed & q->speed_supported);
+		q->speed_enabled =
+		    (uint8_t)(speed == 0xf ? q->speed_supported : speed & q->speed_supported);
 	if (nmtu)
 		q->neighbor_mtu = (uint8_t)nmtu;
 	if (opvls)
@@ -758,17 +762,17 @@ struct sma_attr {
 };
 
 static const struct sma_attr sma_attrs[] = {
-	{ .id = SOF_ATTR_NODE_DESC, .fn = node_desc },
-	{ .id = SOF_ATTR_NODE_INFO, .fn = node_info },
-	{ .id = SOF_ATTR_SWITCH_INFO, .fn = switch_info },
-	{ .id = SOF_ATTR_GUID_INFO, .fn = guid_info },
-	{ .id = SOF_ATTR_PORT_INFO, .fn = port_info },
-	{ .id = SOF_ATTR_PKEY_TABLE, .fn = pkey_table },
-	{ .id = SOF_ATTR_SL2VL, .fn = sl2vl },
-	{ .id = SOF_ATTR_VL_ARB, .fn = vl_arb },
-	{ .id = SOF_ATTR_LFT, .fn = lft },
-	{ .id = SOF_ATTR_MFT, .fn = mft },
-	{ .id = SOF_ATTR_SM_INFO, .fn = sm_info },
+    {.id = SOF_ATTR_NODE_DESC, .fn = node_desc},
+    {.id = SOF_ATTR_NODE_INFO, .fn = node_info},
+    {.id = SOF_ATTR_SWITCH_INFO, .fn = switch_info},
+    {.id = SOF_ATTR_GUID_INFO, .fn = guid_info},
+    {.id = SOF_ATTR_PORT_INFO, .fn = port_info},
+    {.id = SOF_ATTR_PKEY_TABLE, .fn = pkey_table},
+    {.id = SOF_ATTR_SL2VL, .fn = sl2vl},
+    {.id = SOF_ATTR_VL_ARB, .fn = vl_arb},
+    {.id = SOF_ATTR_LFT, .fn = lft},
+    {.id = SOF_ATTR_MFT, .fn = mft},
+    {.id = SOF_ATTR_SM_INFO, .fn = sm_info},
 };
 
 static enum sof_sma_result sma_drop(struct sof_node *n, enum sof_smp_drop why)
@@ -796,10 +800,10 @@ static bool mkey_check(struct sma_req *r, uint8_t method, uint64_t mkey)
 	return false;
 }
 
-enum sof_sma_result sof_sma_process(struct sof_node *n, unsigned in_port, uint8_t *mad,
-				    size_t len, unsigned *events)
+enum sof_sma_result sof_sma_process(struct sof_node *n, unsigned in_port, uint8_t *mad, size_t len,
+				    unsigned *events)
 {
-	struct sma_req r = { .n = n, .in_port = in_port, .d = mad + SOF_SMP_OFF_DATA };
+	struct sma_req r = {.n = n, .in_port = in_port, .d = mad + SOF_SMP_OFF_DATA};
 	uint8_t method;
 	uint16_t attr, status = SOF_STATUS_OK, dbit;
 	size_t i;
@@ -877,8 +881,9 @@ enum sof_sma_result sof_sma_process(struct sof_node *n, unsigned in_port, uint8_
 void sof_sma_trap(const struct sof_node *n, unsigned port, uint16_t trap, uint64_t tid,
 		  uint8_t *mad)
 {
-	const struct sof_port *m = n->type == SOF_NODE_SWITCH ? &n->port[0]
-			       : &n->port[port >= 1 && port <= n->nports ? port : 1];
+	const struct sof_port *m = n->type == SOF_NODE_SWITCH
+				       ? &n->port[0]
+				       : &n->port[port >= 1 && port <= n->nports ? port : 1];
 	uint8_t *d = mad + SOF_SMP_OFF_DATA;
 	uint8_t type = trap == SOF_TRAP_LINK_STATE ? 1 /* urgent */
 		       : trap == SOF_TRAP_BAD_MKEY ? 2 /* security */

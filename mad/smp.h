@@ -46,7 +46,7 @@
 #define SOF_STATUS_BUSY 0x0001
 #define SOF_STATUS_BAD_VERSION 0x0004
 #define SOF_STATUS_BAD_METHOD 0x0008
-#define SOF_STATUS_BAD_ATTR 0x000c /* method/attribute combination */
+#define SOF_STATUS_BAD_ATTR 0x000c  /* method/attribute combination */
 #define SOF_STATUS_BAD_VALUE 0x001c /* attribute or modifier value */
 #define SOF_SMP_DIRECTION 0x8000
 
@@ -132,8 +132,8 @@ enum sof_phys_state {
 extern const char *const sof_phys_state_names[7];
 
 #define SOF_PKEY_DEFAULT 0xffff
-#define SOF_NODE_PKEYS 64 /* PartitionCap of the model's nodes */
-#define SOF_NODE_GUIDS 8  /* GUIDCap: one GUIDInfo block */
+#define SOF_NODE_PKEYS 64     /* PartitionCap of the model's nodes */
+#define SOF_NODE_GUIDS 8      /* GUIDCap: one GUIDInfo block */
 #define SOF_SW_LFT_CAP 0xc000 /* every unicast LID */
 #define SOF_SW_MFT_CAP 1024   /* multicast LIDs 0xc000.. */
 
@@ -163,8 +163,8 @@ struct sof_port {
 	uint16_t mkey_lease;
 	uint8_t mkey_protect;
 	uint16_t mkey_violations, pkey_violations, qkey_violations;
-	uint8_t state;	/* enum sof_port_state */
-	uint8_t phys;	/* enum sof_phys_state */
+	uint8_t state; /* enum sof_port_state */
+	uint8_t phys;  /* enum sof_phys_state */
 	uint8_t link_down_default;
 	uint8_t width_enabled, width_supported, width_active;
 	uint8_t speed_supported, speed_enabled, speed_active;
@@ -195,8 +195,8 @@ struct sof_switch {
 	bool port_state_change;
 	uint16_t lids_per_port, pe_cap;
 	bool enhanced_port0;
-	uint8_t *lft;	 /* lft_cap entries: output port by LID, 255 none */
-	uint16_t *mft;	 /* mft_cap x mft_positions port masks */
+	uint8_t *lft;		/* lft_cap entries: output port by LID, 255 none */
+	uint16_t *mft;		/* mft_cap x mft_positions port masks */
 	unsigned mft_positions; /* 16 ports each */
 };
 
@@ -209,15 +209,15 @@ struct sof_sminfo {
 
 /* Why SMPs and PerfMgt MADs were dropped (counted per node) */
 enum sof_smp_drop {
-	SOF_SMP_DROP_LEN,	/* not 256 bytes */
-	SOF_SMP_DROP_VERSION,	/* base version not 1 */
-	SOF_SMP_DROP_CLASS,	/* not an SMP (or PerfMgt) class */
-	SOF_SMP_DROP_HOP_CNT,	/* hop count beyond 63 */
-	SOF_SMP_DROP_HOP_PTR,	/* hop pointer where it cannot be */
-	SOF_SMP_DROP_PATH,	/* a path entry naming no port */
+	SOF_SMP_DROP_LEN,	 /* not 256 bytes */
+	SOF_SMP_DROP_VERSION,	 /* base version not 1 */
+	SOF_SMP_DROP_CLASS,	 /* not an SMP (or PerfMgt) class */
+	SOF_SMP_DROP_HOP_CNT,	 /* hop count beyond 63 */
+	SOF_SMP_DROP_HOP_PTR,	 /* hop pointer where it cannot be */
+	SOF_SMP_DROP_PATH,	 /* a path entry naming no port */
 	SOF_SMP_DROP_NOT_SWITCH, /* a CA asked to forward */
-	SOF_SMP_DROP_MKEY,	/* M_Key check failed (IBA 14.2.4.1) */
-	SOF_SMP_DROP_RESPONSE,	/* a response or trap nobody here waits for */
+	SOF_SMP_DROP_MKEY,	 /* M_Key check failed (IBA 14.2.4.1) */
+	SOF_SMP_DROP_RESPONSE,	 /* a response or trap nobody here waits for */
 	SOF_SMP_DROP_MAX
 };
 extern const char *const sof_smp_drop_names[SOF_SMP_DROP_MAX];
@@ -228,7 +228,7 @@ struct sof_node {
 	uint64_t node_guid, sys_guid;
 	uint16_t partition_cap, device_id;
 	uint32_t vendor_id, revision;
-	char desc[64]; /* NodeDescription, NUL-padded */
+	char desc[64];	      /* NodeDescription, NUL-padded */
 	struct sof_switch sw; /* switches only */
 	struct sof_sminfo sm;
 	bool sm_agent; /* an SM takes this node's SMInfo and responses */
@@ -289,23 +289,23 @@ enum sof_sma_result {
 };
 
 /* Events of one SMA call the caller acts on (bit mask) */
-#define SOF_SMA_EV_STATE 0x01	   /* a port's PortState changed */
-#define SOF_SMA_EV_LID 0x02	   /* LID, LMC or SM LID/SL changed */
-#define SOF_SMA_EV_DISABLE 0x04	   /* a port was disabled: link goes down */
-#define SOF_SMA_EV_ENABLE 0x08	   /* a disabled port was enabled (Polling) */
-#define SOF_SMA_EV_MKEY 0x10	   /* M_Key violation (trap 256 due) */
-#define SOF_SMA_EV_REPRESS 0x20	   /* the SM repressed our trap */
-#define SOF_SMA_EV_PKEYS 0x40	   /* a P_Key table changed */
-#define SOF_SMA_EV_FWD 0x80	   /* LFT/MFT/SwitchInfo changed */
-#define SOF_SMA_EV_TRAP_128 0x100  /* PortStateChange newly set */
+#define SOF_SMA_EV_STATE 0x01	  /* a port's PortState changed */
+#define SOF_SMA_EV_LID 0x02	  /* LID, LMC or SM LID/SL changed */
+#define SOF_SMA_EV_DISABLE 0x04	  /* a port was disabled: link goes down */
+#define SOF_SMA_EV_ENABLE 0x08	  /* a disabled port was enabled (Polling) */
+#define SOF_SMA_EV_MKEY 0x10	  /* M_Key violation (trap 256 due) */
+#define SOF_SMA_EV_REPRESS 0x20	  /* the SM repressed our trap */
+#define SOF_SMA_EV_PKEYS 0x40	  /* a P_Key table changed */
+#define SOF_SMA_EV_FWD 0x80	  /* LFT/MFT/SwitchInfo changed */
+#define SOF_SMA_EV_TRAP_128 0x100 /* PortStateChange newly set */
 
 /* The SMA (mad/sma.c): handle an SMP (len bytes; 256 or dropped) that
  * reached this node on in_port, already past sof_smp_dr_step for a DR
  * SMP. On SOF_SMA_REPLY, mad holds the response (for a DR SMP with D set;
  * the caller runs sof_smp_dr_step on it with in_port 0). *events gets
  * SOF_SMA_EV_* bits (may be NULL). */
-enum sof_sma_result sof_sma_process(struct sof_node *n, unsigned in_port, uint8_t *mad,
-				    size_t len, unsigned *events);
+enum sof_sma_result sof_sma_process(struct sof_node *n, unsigned in_port, uint8_t *mad, size_t len,
+				    unsigned *events);
 
 /* Build an unsolicited Trap(Notice) SMP, LID-routed to the port's SM
  * (IBA 14.2.5.1, 13.4.8.2). trap: 128 (a switch: its LID in LIDADDR),
@@ -315,8 +315,7 @@ void sof_sma_trap(const struct sof_node *n, unsigned port, uint16_t trap, uint64
 
 /* The PMA (mad/pma.c): ClassPortInfo, PortCounters, PortCountersExtended
  * (Get; Set resets the selected counters). Same results as the SMA. */
-enum sof_sma_result sof_pma_process(struct sof_node *n, unsigned in_port, uint8_t *mad,
-				    size_t len);
+enum sof_sma_result sof_pma_process(struct sof_node *n, unsigned in_port, uint8_t *mad, size_t len);
 
 /* Big-endian field access for SMP builders and parsers */
 static inline uint16_t sof_be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
@@ -346,7 +345,7 @@ static inline void sof_put64(uint8_t *p, uint64_t v)
 
 /* Build the header of an SMP request (both kinds; hop count 0 and the
  * paths empty for DR: the caller fills them). */
-void sof_smp_init(uint8_t *mad, bool directed, uint8_t method, uint16_t attr_id,
-		  uint32_t attr_mod, uint64_t tid, uint64_t mkey);
+void sof_smp_init(uint8_t *mad, bool directed, uint8_t method, uint16_t attr_id, uint32_t attr_mod,
+		  uint64_t tid, uint64_t mkey);
 
 #endif

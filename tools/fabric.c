@@ -34,9 +34,10 @@
  * when no fabric answers. */
 static int fabric_rpc(const char *req, FILE *out)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(FABRIC_CTL));
-	struct timeval tv = { .tv_sec = 10 };
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	socklen_t len =
+	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(FABRIC_CTL));
+	struct timeval tv = {.tv_sec = 10};
 	char buf[4096];
 	ssize_t n;
 	int fd, rc = 0;

@@ -68,9 +68,9 @@ static uint64_t bad_total(const struct fabric *f)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *real[] = { (char *)"H1" };
-	struct sockaddr_in h1 = { .sin_family = AF_INET, .sin_port = htons(9) };
-	struct sockaddr_in other = { .sin_family = AF_INET, .sin_port = htons(10) };
+	char *real[] = {(char *)"H1"};
+	struct sockaddr_in h1 = {.sin_family = AF_INET, .sin_port = htons(9)};
+	struct sockaddr_in other = {.sin_family = AF_INET, .sin_port = htons(10)};
 	struct sockaddr_storage from;
 	struct fabric f;
 	struct fab_node *n;

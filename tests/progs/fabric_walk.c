@@ -158,7 +158,7 @@ static void sofl_send(uint8_t type)
 
 static void link_open(const char *spec)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *ai;
+	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *ai;
 	char host[96];
 	const char *colon = strrchr(spec, ':');
 	uint8_t b[512];
@@ -177,7 +177,7 @@ static void link_open(const char *spec)
 	deadline = now_ms() + 5000;
 	sofl_send(1);
 	while (now_ms() < deadline) {
-		struct pollfd pfd = { .fd = sock, .events = POLLIN };
+		struct pollfd pfd = {.fd = sock, .events = POLLIN};
 		ssize_t n;
 
 		if (poll(&pfd, 1, 200) != 1) {
@@ -198,7 +198,7 @@ static void link_open(const char *spec)
 static void send_pkt(uint16_t dlid, uint16_t slid, uint8_t vl, uint16_t pkey, uint32_t dqp,
 		     uint32_t sqp, uint32_t qkey, const uint8_t *mad)
 {
-	uint8_t p[PKT_LEN] = { 0 };
+	uint8_t p[PKT_LEN] = {0};
 
 	p[0] = (uint8_t)(vl << 4);
 	p[1] = 2;
@@ -224,7 +224,7 @@ static int recv_mad(uint64_t tid, uint8_t *mad, int ms, uint16_t *slid)
 	uint8_t p[4400];
 
 	while (now_ms() < deadline) {
-		struct pollfd pfd = { .fd = sock, .events = POLLIN };
+		struct pollfd pfd = {.fd = sock, .events = POLLIN};
 		ssize_t n;
 
 		if (now_ms() - last_hello >= 1000)
@@ -352,7 +352,7 @@ static int probe(const uint8_t *path, unsigned hops, unsigned *in_port)
 
 static void walk(void)
 {
-	uint8_t path[64] = { 0 }, d[64];
+	uint8_t path[64] = {0}, d[64];
 	unsigned in;
 	int first;
 
@@ -417,8 +417,7 @@ static void print_walk(void)
 		const struct node *n = &nodes[i];
 
 		if (asprintf(&lines[nl++], "node 0x%016llx %s %u %s", (unsigned long long)n->guid,
-			     n->type == SOF_NODE_SWITCH ? "Switch" : "Hca", n->nports,
-			     n->desc) < 0)
+			     n->type == SOF_NODE_SWITCH ? "Switch" : "Hca", n->nports, n->desc) < 0)
 			die("no memory");
 		for (unsigned p = 1; p <= n->nports; p++) {
 			const struct node *m;
@@ -513,17 +512,19 @@ static void route(void)
 		for (unsigned b = 0; b <= maxlid / 64u; b++) {
 			uint8_t r[64];
 
-			if (dr_smp(sw->path, sw->hops, SOF_METHOD_SET, SOF_ATTR_LFT, b, lft + 64 * b,
-				   r) != 0 ||
+			if (dr_smp(sw->path, sw->hops, SOF_METHOD_SET, SOF_ATTR_LFT, b,
+				   lft + 64 * b, r) != 0 ||
 			    memcmp(r, lft + 64 * b, 64))
 				die("LFT block %u of %s", b, sw->desc);
 		}
 		{
-			uint8_t d[64] = { 0 }, r[64];
+			uint8_t d[64] = {0}, r[64];
 
-			dr_smp(sw->path, sw->hops, SOF_METHOD_GET, SOF_ATTR_SWITCH_INFO, 0, NULL, d);
+			dr_smp(sw->path, sw->hops, SOF_METHOD_GET, SOF_ATTR_SWITCH_INFO, 0, NULL,
+			       d);
 			sof_put16(d + 6, maxlid);
-			if (dr_smp(sw->path, sw->hops, SOF_METHOD_SET, SOF_ATTR_SWITCH_INFO, 0, d, r))
+			if (dr_smp(sw->path, sw->hops, SOF_METHOD_SET, SOF_ATTR_SWITCH_INFO, 0, d,
+				   r))
 				die("SwitchInfo of %s", sw->desc);
 		}
 	}
@@ -568,8 +569,8 @@ static void check_lid_routed(void)
 		send_pkt(nodes[far].lid, 1, 0, 0xffff, 1, 1, 0x80010000u, mad);
 		if (recv_mad(tid, mad, 1000, &slid) || sof_be16(mad + 4) != 0)
 			die("no PortCounters from %s by LID %u", nodes[far].desc, nodes[far].lid);
-		printf("pma %s lid %u: rcv_pkts %u xmit_pkts %u\n", nodes[far].desc,
-		       nodes[far].lid, sof_be32(mad + 64 + 36), sof_be32(mad + 64 + 32));
+		printf("pma %s lid %u: rcv_pkts %u xmit_pkts %u\n", nodes[far].desc, nodes[far].lid,
+		       sof_be32(mad + 64 + 36), sof_be32(mad + 64 + 32));
 		if (sof_be32(mad + 64 + 36) == 0)
 			die("PortCounters of %s count no packet", nodes[far].desc);
 	}
@@ -621,8 +622,8 @@ static void send_data(const char *to, unsigned count)
 
 /* ---- a host: the SMA and PMA of mad/ on our end of the link ---- */
 
-static void host_send(struct sof_node *me, uint16_t dlid, uint16_t slid, uint32_t dqp,
-		      uint32_t sqp, uint32_t qkey, const uint8_t *mad)
+static void host_send(struct sof_node *me, uint16_t dlid, uint16_t slid, uint32_t dqp, uint32_t sqp,
+		      uint32_t qkey, const uint8_t *mad)
 {
 	send_pkt(dlid, slid, dqp == 0 ? 15 : 0, 0xffff, dqp, sqp, qkey, mad);
 	sof_port_count_xmit(&me->port[1], PKT_LEN - 2, false);
@@ -643,7 +644,7 @@ static void host(unsigned want)
 	printf("host %s up\n", my_name);
 	fflush(stdout);
 	while (now_ms() < deadline && (!want || got < want)) {
-		struct pollfd pfd = { .fd = sock, .events = POLLIN };
+		struct pollfd pfd = {.fd = sock, .events = POLLIN};
 		uint16_t dlid, slid;
 		uint8_t mad[256];
 		ssize_t n;
@@ -676,8 +677,8 @@ static void host(unsigned want)
 				die("data datagram of %zd bytes", n);
 			for (unsigned k = 0; k < DATA_LEN; k++)
 				if (p[28 + k] != data_byte(seq, k))
-					die("data %u byte %u: 0x%02x, not 0x%02x", seq, k, p[28 + k],
-					    data_byte(seq, k));
+					die("data %u byte %u: 0x%02x, not 0x%02x", seq, k,
+					    p[28 + k], data_byte(seq, k));
 			got++;
 			continue;
 		}
@@ -701,8 +702,8 @@ static void host(unsigned want)
 				host_send(me, slid, me->port[1].lid, 0, 0, 0, mad);
 		} else if (sof_be32(p + 12) == 1 && mad[1] == SOF_MCLASS_PERF) {
 			if (sof_pma_process(me, 1, mad, 256) == SOF_SMA_REPLY)
-				host_send(me, slid, me->port[1].lid, sof_be32(p + 24), 1, 0x80010000u,
-					  mad);
+				host_send(me, slid, me->port[1].lid, sof_be32(p + 24), 1,
+					  0x80010000u, mad);
 		}
 	}
 	if (want && got < want)
@@ -723,18 +724,18 @@ static void make_loop(uint16_t lid)
 			int b = nodes[a].peer[pa];
 			unsigned pb = nodes[a].peer_port[pa];
 			uint8_t d[64], r[64], mad[256];
-			const struct node *x[2] = { &nodes[a], &nodes[b] };
-			unsigned px[2] = { pa, pb };
+			const struct node *x[2] = {&nodes[a], &nodes[b]};
+			unsigned px[2] = {pa, pb};
 
 			if (b < 0 || nodes[b].type != SOF_NODE_SWITCH)
 				continue;
 			for (int i = 0; i < 2; i++) {
-				if (dr_smp(x[i]->path, x[i]->hops, SOF_METHOD_GET, SOF_ATTR_LFT, lid / 64,
-					   NULL, d) != 0)
+				if (dr_smp(x[i]->path, x[i]->hops, SOF_METHOD_GET, SOF_ATTR_LFT,
+					   lid / 64, NULL, d) != 0)
 					die("LFT of %s", x[i]->desc);
 				d[lid % 64] = (uint8_t)px[i];
-				if (dr_smp(x[i]->path, x[i]->hops, SOF_METHOD_SET, SOF_ATTR_LFT, lid / 64,
-					   d, r) != 0)
+				if (dr_smp(x[i]->path, x[i]->hops, SOF_METHOD_SET, SOF_ATTR_LFT,
+					   lid / 64, d, r) != 0)
 					die("LFT Set of %s", x[i]->desc);
 			}
 			memset(mad, 0, sizeof(mad));
@@ -829,7 +830,7 @@ static void bad(void)
 	}
 	/* and the good one still answers */
 	{
-		uint8_t d[64], path[64] = { 0, 1 };
+		uint8_t d[64], path[64] = {0, 1};
 
 		if (dr_smp(path, 1, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, NULL, d) != 0)
 			die("no answer to a good SMP after the bad ones");

@@ -276,8 +276,8 @@ TEST(dr_bad_paths_dropped_and_counted)
 	fabric_free();
 }
 
-static void port_info_set(uint8_t *mad, unsigned port, unsigned state, unsigned phys,
-			  uint16_t lid, uint64_t mkey)
+static void port_info_set(uint8_t *mad, unsigned port, unsigned state, unsigned phys, uint16_t lid,
+			  uint64_t mkey)
 {
 	uint8_t *d = mad + SOF_SMP_OFF_DATA;
 

@@ -13,6 +13,8 @@
 #   - malformed packets (short, LVer, PktLen, VCRC, DR hop pointer, hop
 #     count, a path to no port, a short MAD) are dropped and counted, and
 #     the switch port counts them as PortRcvErrors; a good SMP still works;
+#   - a switch port enforcing partitions inbound drops a GMP whose P_Key
+#     its table lacks (PortRcvConstraintErrors) and passes one it holds;
 #   - a forwarding loop between two switches' LFTs is cut (the fabric's
 #     hop limit) and counted, and the fabric still answers;
 #   - a link cut with `softofed fabric link` sends trap 128 to the SM's LID
@@ -195,6 +197,15 @@ else
 	sof_dump "$OUT" "$SOF_TMP/loop" "$ST.1"
 fi
 
+# ---- partition enforcement at S1's port to H1 (IBA 10.9.3)
+if timeout 60 "$WALK" "$ADDR" H1 route --pkey >"$SOF_TMP/pkey" 2>"$OUT" &&
+	grep -q '^pkey S1\[1\] inbound: 0x8002 dropped, 0x7fff passed' "$SOF_TMP/pkey" &&
+	fabric port S1 1 >"$SOF_TMP/port" && [ "$(num rcv_constraint "$SOF_TMP/port")" = 1 ]; then
+	ok "fabric/pkey: $(grep '^pkey' "$SOF_TMP/pkey"); S1[1] PortRcvConstraintErrors 1"
+else
+	not_ok "fabric/pkey" "inbound partition enforcement failed"
+	sof_dump "$OUT" "$SOF_TMP/pkey" "$SOF_TMP/port"
+fi
 sof_bg trap 60 "$WALK" "$ADDR" H1 route --wait-trap 15
 TRAPOUT=$(sof_out trap)
 for _ in $(seq 1 300); do

@@ -16,7 +16,9 @@
  *       and, with --data-to NAME COUNT, send COUNT UD datagrams (QP 0x11,
  *       1024 bytes of a pattern) to that node's LID; with --loop, make two
  *       neighbouring switches send a LID to each other, send a packet to
- *       it, and check the fabric still answers
+ *       it, and check the fabric still answers; with --pkey, make the
+ *       switch port we are linked to enforce partitions inbound and check
+ *       that a P_Key outside its table is dropped, one inside passes
  *   fabric_walk ADDR:PORT NAME host [COUNT]   attach as HCA NAME and be a
  *       host: answer SMPs with the SMA of mad/sma.c (directed-route and
  *       LID-routed, as the daemon's port does) and PerfMgt with its PMA,
@@ -713,6 +715,60 @@ static void host(unsigned want)
 	sof_node_free(me);
 }
 
+/* a PerfMgt Get to lid with this P_Key: 0 when it answered */
+static int pma_get(uint16_t lid, uint16_t pkey)
+{
+	uint8_t mad[256];
+	uint64_t tid = tid_seq++;
+	uint16_t slid;
+
+	memset(mad, 0, sizeof(mad));
+	mad[0] = 1;
+	mad[1] = SOF_MCLASS_PERF;
+	mad[2] = 1;
+	mad[3] = SOF_METHOD_GET;
+	sof_put64(mad + 8, tid);
+	sof_put16(mad + 16, SOF_ATTR_PORT_COUNTERS);
+	mad[64 + 1] = 1;
+	send_pkt(lid, 1, 0, pkey, 1, 1, 0x80010000u, mad);
+	return recv_mad(tid, mad, 500, &slid);
+}
+
+/* IBA 10.9.3 at the switch port we are linked to: its P_Key table holds
+ * 0xFFFF and 0x8001 and it enforces inbound; a GMP with P_Key 0x8002 to
+ * the farthest HCA is dropped there, one with 0x7FFF is not */
+static void pkey_enforcement(void)
+{
+	const struct node *sw = &nodes[nodes[0].peer[1]];
+	unsigned p = nodes[0].peer_port[1], far = 0;
+	uint8_t d[64] = {0}, r[64];
+
+	for (unsigned i = 1; i < nnodes; i++)
+		if (nodes[i].type == SOF_NODE_CA && nodes[i].hops >= nodes[far].hops)
+			far = i;
+	sof_put16(d, 0xffff);
+	sof_put16(d + 2, 0x8001);
+	if (dr_smp(sw->path, sw->hops, SOF_METHOD_SET, SOF_ATTR_PKEY_TABLE, p << 16, d, r) != 0 ||
+	    sof_be16(r + 2) != 0x8001)
+		die("P_KeyTable Set of %s port %u", sw->desc, p);
+	if (dr_smp(sw->path, sw->hops, SOF_METHOD_GET, SOF_ATTR_PORT_INFO, p, NULL, d) != 0)
+		die("PortInfo of %s port %u", sw->desc, p);
+	d[32] &= 0xf0;
+	d[33] = 0;
+	d[43] |= 0x08; /* PartitionEnforcementInbound */
+	if (dr_smp(sw->path, sw->hops, SOF_METHOD_SET, SOF_ATTR_PORT_INFO, p, d, r) != 0 ||
+	    !(r[43] & 0x08))
+		die("PortInfo Set (enforcement) of %s port %u", sw->desc, p);
+	if (pma_get(nodes[far].lid, 0x8002) == 0)
+		die("a GMP with P_Key 0x8002 passed %s port %u", sw->desc, p);
+	/* 0x7FFF: a limited member of the default partition, matching the
+	 * full 0xFFFF here and at the HCA */
+	if (pma_get(nodes[far].lid, 0x7fff) != 0)
+		die("a GMP with P_Key 0x7FFF did not pass %s port %u", sw->desc, p);
+	printf("pkey %s[%u] inbound: 0x8002 dropped, 0x7fff passed to %s\n", sw->desc, p,
+	       nodes[far].desc);
+}
+
 /* two neighbouring switches send LID lid to each other: a forwarding loop
  * the fabric must cut (its hop limit) and survive */
 static void make_loop(uint16_t lid)
@@ -842,7 +898,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 4) {
 		fprintf(stderr, "usage: fabric_walk ADDR:PORT NAME walk | route [--wait-trap S | "
-				"--data-to NAME COUNT | --loop] | host [COUNT] | bad\n");
+				"--data-to NAME COUNT | --loop | --pkey] | host [COUNT] | bad\n");
 		return 2;
 	}
 	my_name = argv[2];
@@ -862,6 +918,8 @@ int main(int argc, char **argv)
 			wait_trap(atoi(argv[5]));
 		if (argc >= 7 && !strcmp(argv[4], "--data-to"))
 			send_data(argv[5], (unsigned)atoi(argv[6]));
+		if (argc >= 5 && !strcmp(argv[4], "--pkey"))
+			pkey_enforcement();
 		if (argc >= 5 && !strcmp(argv[4], "--loop"))
 			make_loop((uint16_t)(nnodes + 20));
 	} else if (!strcmp(argv[3], "host")) {

@@ -18,9 +18,13 @@ const char *const ib_drop_names[IB_DROP_NR] = {
 };
 
 const char *const ib_phys_names[IB_PHYS_NR] = {
-    [0] = "NoStateChange",   [IB_PHYS_SLEEP] = "Sleep",	    [IB_PHYS_POLLING] = "Polling",
-    [IB_PHYS_DISABLED] = "Disabled", [IB_PHYS_TRAINING] = "PortConfigurationTraining",
-    [IB_PHYS_LINKUP] = "LinkUp",     [IB_PHYS_ERROR_RECOVERY] = "LinkErrorRecovery",
+    [0] = "NoStateChange",
+    [IB_PHYS_SLEEP] = "Sleep",
+    [IB_PHYS_POLLING] = "Polling",
+    [IB_PHYS_DISABLED] = "Disabled",
+    [IB_PHYS_TRAINING] = "PortConfigurationTraining",
+    [IB_PHYS_LINKUP] = "LinkUp",
+    [IB_PHYS_ERROR_RECOVERY] = "LinkErrorRecovery",
 };
 
 static inline void put16(uint8_t *p, uint16_t v)
@@ -90,7 +94,8 @@ void ib_grh_write(uint8_t *buf, const struct ib_grh *g)
 
 void ib_grh_read(const uint8_t *buf, struct ib_grh *g)
 {
-	uint32_t w = (uint32_t)buf[0] << 24 | (uint32_t)buf[1] << 16 | (uint32_t)buf[2] << 8 | buf[3];
+	uint32_t w =
+	    (uint32_t)buf[0] << 24 | (uint32_t)buf[1] << 16 | (uint32_t)buf[2] << 8 | buf[3];
 
 	g->ipver = (uint8_t)(w >> 28);
 	g->tclass = (uint8_t)(w >> 20);

@@ -35,10 +35,10 @@
 
 /* LRH Link Next Header (IBA 7.7.3) */
 enum ib_lnh {
-	IB_LNH_RAW = 0,	    /* raw: no IBA transport */
-	IB_LNH_IPV6 = 1,    /* raw IPv6 */
-	IB_LNH_LOCAL = 2,   /* IBA local: BTH follows */
-	IB_LNH_GLOBAL = 3,  /* IBA global: GRH follows */
+	IB_LNH_RAW = 0,	   /* raw: no IBA transport */
+	IB_LNH_IPV6 = 1,   /* raw IPv6 */
+	IB_LNH_LOCAL = 2,  /* IBA local: BTH follows */
+	IB_LNH_GLOBAL = 3, /* IBA global: GRH follows */
 };
 #define IB_GRH_NXTHDR 0x1b /* GRH NxtHdr of an IBA transport (IBA 8.3.1) */
 #define IB_VL15 15u	   /* the management lane: SMPs only (IBA 7.6.5) */
@@ -48,10 +48,10 @@ enum ib_lnh {
 
 /* Local Route Header, IBA 7.7, fields in host order */
 struct ib_lrh {
-	uint8_t vl;	 /* virtual lane, 4 bits */
-	uint8_t lver;	 /* link version, 0 */
-	uint8_t sl;	 /* service level, 4 bits */
-	uint8_t lnh;	 /* enum ib_lnh */
+	uint8_t vl;   /* virtual lane, 4 bits */
+	uint8_t lver; /* link version, 0 */
+	uint8_t sl;   /* service level, 4 bits */
+	uint8_t lnh;  /* enum ib_lnh */
 	uint16_t dlid;
 	uint16_t pktlen; /* 11 bits: 4-byte words from the LRH through the ICRC */
 	uint16_t slid;
@@ -59,7 +59,7 @@ struct ib_lrh {
 
 /* Global Route Header, IBA 8.3, fields in host order */
 struct ib_grh {
-	uint8_t ipver;	     /* 6 */
+	uint8_t ipver; /* 6 */
 	uint8_t tclass;
 	uint32_t flow_label; /* 20 bits */
 	uint16_t paylen;     /* bytes after the GRH through the ICRC */
@@ -136,10 +136,10 @@ extern const char *const ib_phys_names[IB_PHYS_NR];
 
 /* A link control message, fields in host order; name NUL-terminated. */
 struct ib_sofl {
-	uint8_t type;	     /* enum ib_sofl_type */
-	uint8_t phys_state;  /* enum ib_phys_state of the sender's port */
-	uint8_t port;	     /* the sender's port number */
-	uint64_t node_guid;  /* 0: not yet known */
+	uint8_t type;	    /* enum ib_sofl_type */
+	uint8_t phys_state; /* enum ib_phys_state of the sender's port */
+	uint8_t port;	    /* the sender's port number */
+	uint64_t node_guid; /* 0: not yet known */
 	uint64_t port_guid;
 	char name[IB_SOFL_NAME_LEN + 1];
 };

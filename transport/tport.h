@@ -228,11 +228,21 @@ struct tp_port_ops {
 	uint16_t (*flow_port)(bool v6, uint32_t sqpn, uint32_t dqpn);
 };
 extern const struct tp_port_ops tp_roce_udp_port;
+extern const struct tp_port_ops tp_ib_port;
 
 /* The engine's global state (tp.c). */
 struct tp_state {
 	const struct tp_host_ops *host;
-	const struct tp_port_ops *port;
+	const struct tp_port_ops *port; /* the RoCEv2 port (a test's own in tests/) */
+	const struct tp_port_ops *ib;	/* the InfiniBand port, NULL: none (tp_ib_start) */
+	/* the LRH of the packet being classified when it came by the IB
+	 * port (iblink.c): a UD receive completes with its SLID and SL */
+	struct {
+		bool on;
+		uint16_t slid, dlid;
+		uint8_t sl;
+		bool global;
+	} rx_ib;
 	int timer_fd;
 	uint64_t timer_armed_ns;
 	struct sof_link qps;	    /* every sof_tqp */
@@ -279,7 +289,11 @@ static inline uint32_t tp_npkts(const struct sof_tqp *t, uint64_t len)
 static inline int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen,
 			  tp_gather_fn gather, void *arg)
 {
-	return tp.port->send(path, h, paylen, gather, arg, NULL, 0);
+	const struct tp_port_ops *p = path->link == TP_LINK_IB ? tp.ib : tp.port;
+
+	if (!p)
+		return -ENETUNREACH;
+	return p->send(path, h, paylen, gather, arg, NULL, 0);
 }
 /* The same with the payload by reference, in at most TP_TX_REFS pieces
  * (registered memory of an RC WRITE or SEND, or of a READ's responses): the

@@ -71,7 +71,12 @@ static void reseal(uint8_t *pkt, size_t len, bool icrc)
 
 TEST(lrh_round_trip)
 {
-	struct ib_lrh l = {.vl = 15, .lver = 0, .sl = 15, .lnh = 3, .dlid = 0xffff, .pktlen = 0x7ff,
+	struct ib_lrh l = {.vl = 15,
+			   .lver = 0,
+			   .sl = 15,
+			   .lnh = 3,
+			   .dlid = 0xffff,
+			   .pktlen = 0x7ff,
 			   .slid = 0xbfff},
 		      r;
 	uint8_t b[IB_LRH_LEN];
@@ -193,9 +198,10 @@ TEST(icrc_pieces)
 
 	for (size_t a = 0; a <= sizeof(kat_global) - 6; a += 3) {
 		for (size_t b = a; b <= sizeof(kat_global) - 6; b += 7) {
-			struct iovec v[3] = {{(void *)kat_global, a},
-					     {(void *)(kat_global + a), b - a},
-					     {(void *)(kat_global + b), sizeof(kat_global) - 6 - b}};
+			struct iovec v[3] = {
+			    {(void *)kat_global, a},
+			    {(void *)(kat_global + a), b - a},
+			    {(void *)(kat_global + b), sizeof(kat_global) - 6 - b}};
 
 			CHECK_EQ(ib_icrc_iov(v, 3), c0);
 			CHECK_EQ(ib_vcrc_iov(v, 3), ib_vcrc(kat_global, sizeof(kat_global) - 6));
@@ -261,8 +267,11 @@ TEST(parse_drops)
 
 TEST(sofl)
 {
-	struct ib_sofl m = {.type = IB_SOFL_ASSIGN, .phys_state = IB_PHYS_LINKUP, .port = 1,
-			    .node_guid = 0x0002c90300a1b2c3ull, .port_guid = 0x0002c90300a1b2c4ull},
+	struct ib_sofl m = {.type = IB_SOFL_ASSIGN,
+			    .phys_state = IB_PHYS_LINKUP,
+			    .port = 1,
+			    .node_guid = 0x0002c90300a1b2c3ull,
+			    .port_guid = 0x0002c90300a1b2c4ull},
 		       r;
 	uint8_t b[IB_SOFL_LEN + 1];
 

@@ -9,7 +9,7 @@
  * socket and a half-second timer in the epoll loop, the port's attributes
  * published in the GID page (struct sof_ib_port, read by the library's
  * ibv_query_port and sysfs presentation) whenever they change, and
- * IB_STATUS for `softofed status`.
+ * IB_STATUS for `softofed status`. Its SMA on QP0 is ib_sma.c.
  */
 #include "sofd.h"
 
@@ -133,6 +133,7 @@ static void publish(void)
 {
 	struct sof_ib_port p;
 
+	sofd_ib_sma_sync();
 	if (!sofd.objtab)
 		return;
 	fill_port(&p);
@@ -160,6 +161,8 @@ int sofd_ib_init(int epfd)
 	sib.cfg.name = sib.node;
 	sib.cfg.changed = publish;
 	err = tp_ib_start(&sib.cfg);
+	if (!err)
+		err = sofd_ib_sma_init(sib.node);
 	if (err)
 		return err;
 	sib.sock.fd = tp_ib_fd();
@@ -195,6 +198,7 @@ void sofd_ib_event(struct sofd_pollable *p)
 void sofd_ib_fini(void)
 {
 	tp_ib_stop();
+	sofd_ib_sma_fini();
 	if (sib.timer.fd >= 0)
 		close(sib.timer.fd);
 	sib.timer.fd = -1;
@@ -224,6 +228,7 @@ int sofd_ib_status(struct sofd_req *rq, struct sofd_rep *rp)
 		v[SOF_IBCNT_link_bad] = c->link_bad;
 		for (unsigned d = IB_DROP_SHORT; d < IB_DROP_NR; d++)
 			v[SOF_IBCNT_drop_short + d - IB_DROP_SHORT] = c->drops[d];
+		sofd_ib_sma_counts(&v[SOF_IBCNT_smp_rx], &v[SOF_IBCNT_smp_tx]);
 	}
 	rp->data = &sib.rep;
 	rp->len = sizeof(sib.rep);

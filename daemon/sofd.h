@@ -378,6 +378,12 @@ void sofd_ib_fini(void);
 bool sofd_ib_present(void);
 /* IB_STATUS: the port and its counters. */
 int sofd_ib_status(struct sofd_req *rq, struct sofd_rep *rp);
+/* ib_sma.c: the SMA of the port (QP0), its node model named desc; the
+ * model follows the port after a change (sync); its SMP counts. */
+int sofd_ib_sma_init(const char *desc);
+void sofd_ib_sma_sync(void);
+void sofd_ib_sma_counts(uint64_t *smps, uint64_t *replies);
+void sofd_ib_sma_fini(void);
 
 /* ---- conn.c ------------------------------------------------------------------ */
 

@@ -66,6 +66,16 @@ void tp_ib_lid_gid(uint16_t lid, uint8_t gid[16])
 }
 
 bool tp_ib_on(void) { return ib.on; }
+
+bool tp_ib_rx_lrh(uint16_t *slid, uint16_t *dlid, uint8_t *sl)
+{
+	if (!tp.rx_ib.on)
+		return false;
+	*slid = tp.rx_ib.slid;
+	*dlid = tp.rx_ib.dlid;
+	*sl = tp.rx_ib.sl;
+	return true;
+}
 int tp_ib_fd(void) { return ib.on ? ib.fd : -1; }
 const struct tp_ib_attr *tp_ib_attr(void) { return &ib.attr; }
 const struct tp_ib_counters *tp_ib_counters(void) { return &ib.cnt; }

@@ -98,6 +98,10 @@ int tp_ib_set_sl2vl(unsigned sl, uint8_t vl);
  * a disabled port says so in its HELLOs, which keeps the link down. */
 void tp_ib_disable(bool off);
 
+/* The LRH of the packet being classified, when it came by this port (a
+ * hook's question: the QP0 hook answers to the SLID); false otherwise. */
+bool tp_ib_rx_lrh(uint16_t *slid, uint16_t *dlid, uint8_t *sl);
+
 /* The GID the classifier sees for a LID on a LID-routed path: fe80::LID
  * (never on the wire). */
 void tp_ib_lid_gid(uint16_t lid, uint8_t gid[16]);

@@ -20,6 +20,15 @@
 #   rules     data (VL0) while the port is not Active: state_drops; VL15 to
 #             a QP other than QP0: VL15Dropped; a datagram from another UDP
 #             port and a SOFL of version 2: link_bad; nothing else moved
+#   sm        the far end acts as the subnet manager next door, through a's
+#             SMA on QP0 (daemon/ib_sma.c, mad/sma.c), with directed-route
+#             SMPs whose responses it checks as a port would (VL15, LRH,
+#             VCRC, ICRC, QP0): SubnGet(NodeInfo) gives a CA with one port
+#             and the GUIDs `softofed status` shows; SubnSet(PortInfo) sets
+#             LID 5, SM LID 1 and Armed; a data packet to LID 5 then makes
+#             the port Active (IBA 7.2.3), and ibv_devinfo shows
+#             PORT_ACTIVE, port_lid 5, sm_lid 1; data to LID 9 is not ours
+#             (dlid_drops) and a P_Key the table lacks is a violation
 #   timeout   the far end falls silent: a's port goes Down after 3 s
 # The daemon of a answers `softofed status` throughout and its RoCEv2
 # device is untouched.
@@ -134,6 +143,47 @@ if wait_state a PORT_DOWN 5 && [ "$(ibc a link_downed)" = 2 ]; then
 	ok "iblink: timeout (no HELLO for 3 s: PORT_DOWN, link_downed 2)"
 else
 	not_ok "iblink: timeout" "a: $(port_state a), link_downed $(ibc a link_downed)"
+fi
+# --- sm: the far end sets LID, SM LID and the state through a's SMA ---------------
+node_guid=$(ibline a | sed -n 's/.*node_guid \([0-9a-f]*\).*/\1/p')
+port_guid=$(ibline a | sed -n 's/.*port_guid \([0-9a-f]*\).*/\1/p')
+d0=$(ibc a dlid_drops)
+p0=$(ibc a pkey_violations)
+s0=$(ibc a smp_tx)
+sm=$(sof_out iblink.sm)
+sof_host_run b python3 "$FAR" --bind "$(sof_host_ip b):$PORT" --peer "$(sof_host_ip a):$PORT" \
+	--name SM hello nodeinfo portinfo set:5:1:3 data5 portinfo dlid9 pkey hold:1 \
+	>"$sm" 2>&1 </dev/null
+if grep -q "^step nodeinfo type=1 ports=1 node_guid=$node_guid port_guid=$port_guid local_port=1 status=0000" "$sm" &&
+	grep -q '^step portinfo lid=0 smlid=0 lmc=0 state=2 phys=5 status=0000' "$sm"; then
+	ok "iblink: sm: NodeInfo and PortInfo through the SMA (CA, 1 port, the GUIDs; Init, LinkUp)"
+else
+	not_ok "iblink: sm: NodeInfo/PortInfo" "node_guid $node_guid port_guid $port_guid"
+	sof_dump "$sm"
+fi
+info=$(sof_host_run a "$SOFTOFED" run -- ibv_devinfo -d sofib0 2>&1 </dev/null)
+if grep -q '^step set lid=5 smlid=1 lmc=0 state=3 phys=5 status=0000' "$sm" &&
+	grep -q '^step portinfo lid=5 smlid=1 lmc=0 state=4 phys=5 status=0000' "$sm" &&
+	echo "$info" | grep -q 'state:[[:space:]]*PORT_ACTIVE' &&
+	echo "$info" | grep -q 'port_lid:[[:space:]]*5$' &&
+	echo "$info" | grep -q 'sm_lid:[[:space:]]*1$' &&
+	[ $(($(ibc a smp_tx) - s0)) -eq 5 ]; then
+	ok "iblink: sm: SubnSet(PortInfo) LID 5, SM LID 1, Armed; data made it Active; ibv_devinfo agrees"
+else
+	not_ok "iblink: sm: set" "$(ibline a)"
+	sof_dump "$sm"
+	echo "$info" | sed 's/^/#   /'
+fi
+if [ $(($(ibc a dlid_drops) - d0)) -eq 1 ] && [ $(($(ibc a pkey_violations) - p0)) -eq 1 ]; then
+	ok "iblink: sm: data to another LID and from another partition dropped and counted"
+else
+	not_ok "iblink: sm: drops" "dlid_drops +$(($(ibc a dlid_drops) - d0)), pkey_violations +$(($(ibc a pkey_violations) - p0))"
+fi
+
+if wait_state a PORT_DOWN 5 && [ "$(ibc a link_downed)" = 3 ]; then
+	ok "iblink: sm: silence again takes the Active port down (link_downed 3)"
+else
+	not_ok "iblink: sm: down" "a: $(port_state a), link_downed $(ibc a link_downed)"
 fi
 if sof_host_run a "$SOFTOFED" status >/dev/null 2>&1 </dev/null; then
 	ok "iblink: a's daemon answers after all of it"

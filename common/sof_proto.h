@@ -300,6 +300,15 @@ struct sof_modify_qp_req {
 	uint16_t pkey_index;
 	uint32_t engine;          /* 1: the caller would run its transport (NET_ENGINE) */
 	uint32_t rate_limit;      /* kbit/s the requester may send, 0: no limit */
+	/* a QP of sofib0: the path leaves by the InfiniBand port (link 1),
+	 * to dlid, with the LRH's SL and the SLID's path bits; a GRH only
+	 * when is_global (then dgid is the peer's GID, else ignored) */
+	uint8_t link;
+	uint8_t sl;
+	uint8_t path_bits;
+	uint8_t is_global;
+	uint16_t dlid;
+	uint16_t rsvd2;
 };
 struct sof_modify_qp_rep {
 	uint32_t net;             /* 1: sends go to the network send ring */

@@ -146,6 +146,8 @@ int sofd_ib_sma_init(const char *desc)
 		return -ENOMEM;
 	snprintf(sma.node->desc, sizeof(sma.node->desc), "%s", desc);
 	p = &sma.node->port[1];
+	/* the default GID prefix (IBA 4.1.1: fe80::/64) until an SM sets one */
+	p->gid_prefix = a->subnet_prefix;
 	/* VL0 only: VLCap and OperationalVLs 1, every SL to VL0 */
 	p->vl_cap = p->op_vls = 1;
 	memset(p->sl2vl[0], 0, sizeof(p->sl2vl[0]));

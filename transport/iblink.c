@@ -32,6 +32,7 @@
 #include "tport.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -530,6 +531,67 @@ const struct tp_port_ops tp_ib_port = {
     .flush = ib_flush,
     .flow_port = ib_flow_port,
 };
+
+/* ---- what the roles ask (tport.h) ------------------------------------------------- */
+
+static void port_gid(uint8_t gid[16])
+{
+	uint64_t v = htobe64(ib.attr.subnet_prefix);
+
+	memcpy(gid, &v, 8);
+	v = htobe64(ib.attr.port_guid);
+	memcpy(gid + 8, &v, 8);
+}
+
+bool tp_ib_ud_path(struct tp_path *p, const uint8_t dgid[16], uint16_t dlid, uint8_t sl,
+		   uint8_t path_bits, bool global, uint8_t tclass, uint8_t hop_limit,
+		   uint32_t flow_label)
+{
+	if (!ib.on || !dlid || dlid > IB_LID_UCAST_MAX || sl > 15)
+		return false;
+	memset(p, 0, sizeof(*p));
+	p->link = TP_LINK_IB;
+	p->dlid = dlid;
+	p->sl = sl;
+	p->path_bits = path_bits;
+	p->global = global;
+	if (global) {
+		port_gid(p->sgid);
+		memcpy(p->dgid, dgid, 16);
+		p->tclass = tclass;
+		p->hop_limit = hop_limit;
+		p->flow_label = flow_label & 0xfffff;
+	} else {
+		tp_ib_lid_gid((uint16_t)(ib.attr.lid | (path_bits & ((1u << ib.attr.lmc) - 1))),
+			      p->sgid);
+		tp_ib_lid_gid(dlid, p->dgid);
+	}
+	return true;
+}
+
+void tp_ib_wc_lrh(uint16_t *slid, uint8_t *sl, uint8_t *path_bits)
+{
+	*slid = tp.rx_ib.slid;
+	*sl = tp.rx_ib.sl;
+	*path_bits = (uint8_t)(tp.rx_ib.dlid & ((1u << ib.attr.lmc) - 1));
+}
+
+uint32_t tp_ib_ud_grh(uint8_t grh[40], const struct roce_addr *a, uint32_t paylen)
+{
+	struct ib_grh g = {.ipver = 6,
+			   .paylen =
+			       (uint16_t)(ROCE_BTH_LEN + ROCE_DETH_LEN + paylen + ROCE_ICRC_LEN),
+			   .nxthdr = IB_GRH_NXTHDR,
+			   .hop_limit = 64};
+
+	memset(grh, 0, IB_GRH_LEN);
+	if (!tp.rx_ib.global)
+		return 0;
+	memcpy(g.sgid, a->src, 16);
+	memcpy(g.dgid, a->dst, 16);
+	ib_grh_write(grh, &g);
+	return IBV_WC_GRH;
+}
 
 /* ---- start and stop ---------------------------------------------------------------- */
 

@@ -313,6 +313,21 @@ int tp_udp_rx_fd(bool v6);
 /* The GID at index of the host's table, or NULL when the entry is empty. */
 const uint8_t *tp_sgid(uint32_t index);
 
+/* ---- iblink.c: what the roles ask of the InfiniBand port ------------------------ */
+
+/* A UD WQE's path by the IB port (a sofib0 QP): to dlid, a GRH when
+ * global (dgid the peer's GID), else LID GIDs. false when it cannot be
+ * (no IB port, a DLID not unicast). */
+bool tp_ib_ud_path(struct tp_path *p, const uint8_t dgid[16], uint16_t dlid, uint8_t sl,
+		   uint8_t path_bits, bool global, uint8_t tclass, uint8_t hop_limit,
+		   uint32_t flow_label);
+/* A receive completion of what the IB port took: the LRH's SLID, SL and
+ * the DLID's path bits (tp.rx_ib.on). */
+void tp_ib_wc_lrh(uint16_t *slid, uint8_t *sl, uint8_t *path_bits);
+/* The 40 bytes before a UD datagram the IB port took: its GRH when it had
+ * one (then IBV_WC_GRH is returned), else zero (and 0). */
+uint32_t tp_ib_ud_grh(uint8_t grh[40], const struct roce_addr *a, uint32_t paylen);
+
 /* ---- recv.c: the receive classifier -------------------------------------------- */
 
 /* A packet the port parsed and checked (tp_input): classify it by its

@@ -14,7 +14,11 @@
 #   armed       meanwhile ibv_rc_pingpong by LID gets nowhere: a's port
 #               discards what its QP sends (PortXmitDiscards), b stays Armed
 #   active      both ports PORT_ACTIVE
+#   presented   sofib0's sysfs under `softofed run` (link_layer, lid, sm_lid,
+#               state, phys_state, GID, node_desc) and Debian's ibstat on it
 #   rc_pingpong ibv_rc_pingpong -d sofib0 by LID (no GID), 4 KiB, --chk
+#   ud, srq     ibv_ud_pingpong (2 KiB datagrams: address handles by LID,
+#               completions with the SLID) and ibv_srq_pingpong likewise
 #   stream      tests/progs/data_stream between a and b on sofib0 by LID:
 #               SEND, WRITE, WRITE WITH IMMEDIATE, READ, every byte checked
 #   counters    the traffic went by the IB ports (PortXmitPkts, PortRcvPkts
@@ -89,6 +93,25 @@ else
 	sof_dump "$relay"
 	sof_exit
 fi
+# --- presented: sysfs of sofib0 under `softofed run`, and ibstat (Debian's
+# infiniband-diags on its libibumad, which reads that sysfs) -------------------------
+pres=$(sof_host_run a "$SOFTOFED" run -- sh -c 'd=/sys/class/infiniband/sofib0; for f in link_layer lid sm_lid lid_mask_count state phys_state gids/0; do printf "%s=" $f; cat $d/ports/1/$f; done; printf "node_desc="; cat $d/node_desc' 2>&1 </dev/null)
+guid=$(ibline a | sed -n 's/.*port_guid \([0-9a-f]*\).*/\1/p')
+want_gid="fe80:0000:0000:0000:${guid:0:4}:${guid:4:4}:${guid:8:4}:${guid:12:4}"
+stat=$(sof_host_run a "$SOFTOFED" run -- ibstat sofib0 2>&1 </dev/null)
+if echo "$pres" | grep -qx 'link_layer=InfiniBand' && echo "$pres" | grep -qx 'lid=0x1' &&
+	echo "$pres" | grep -qx 'sm_lid=0x1' && echo "$pres" | grep -qx 'state=4: ACTIVE' &&
+	echo "$pres" | grep -qx 'phys_state=5: LinkUp' && echo "$pres" | grep -qx "gids/0=$want_gid" &&
+	echo "$pres" | grep -qx 'node_desc=HA' &&
+	echo "$stat" | grep -q "Port GUID: 0x$guid" && echo "$stat" | grep -q 'Base lid: 1$' &&
+	echo "$stat" | grep -q 'SM lid: 1$' && echo "$stat" | grep -q 'Link layer: InfiniBand' &&
+	echo "$stat" | grep -q 'State: Active'; then
+	ok "ibdata: sofib0 in sysfs (InfiniBand, lid 0x1, sm_lid 0x1, ACTIVE, LinkUp, GID fe80::GUID) and ibstat agrees"
+else
+	not_ok "ibdata: presented" "want GID $want_gid"
+	echo "$pres" "$stat" | sed 's/^/#   /'
+fi
+
 a0=$(ibc a xmit_pkts)
 b0=$(ibc b rcv_pkts)
 e0=$(($(ibc a rcv_errors) + $(ibc b rcv_errors)))
@@ -110,6 +133,31 @@ else
 	not_ok "ibdata: rc_pingpong" "client rc $rc"
 	sof_dump "$cli" "$srv"
 fi
+
+# --- ibv_ud_pingpong and ibv_srq_pingpong by LID ------------------------------------------
+# pp NAME PORT EXPECT ARGS...: server in b, client in a, both must print
+# EXPECT bytes and name each other's LID
+pp() {
+	local name=$1 port=$2 expect=$3 srv cli rc
+	shift 3
+	srv=$(sof_out "ibdata.$name.srv")
+	cli=$(sof_out "ibdata.$name.cli")
+	sof_host_bg "ibdata.$name.srv" b 60 "$SOFTOFED" run -- "$@" -p "$port"
+	sof_host_wait_listen b "$port" 10 "ibdata.$name.srv" >/dev/null 2>&1
+	sof_host_run a "$SOFTOFED" run -- "$@" -p "$port" "$(sof_host_ip b)" >"$cli" 2>&1 </dev/null
+	rc=$?
+	sof_wait "ibdata.$name.srv" 20
+	if [ "$rc" -eq 0 ] && grep -q "^$expect bytes in " "$cli" && grep -q "^$expect bytes in " "$srv" &&
+		grep -q 'remote address: *LID 0x0002' "$cli" && grep -q 'remote address: *LID 0x0001' "$srv" &&
+		! grep -q -i 'invalid data\|failed\|couldn' "$cli" "$srv"; then
+		ok "ibdata: $1 -d sofib0 by LID ($expect bytes, --chk, LIDs 1 <-> 2)"
+	else
+		not_ok "ibdata: $name" "client rc $rc"
+		sof_dump "$cli" "$srv"
+	fi
+}
+pp ud 18517 819200 ibv_ud_pingpong -d sofib0 -n 200 -s 2048 --chk
+pp srq 18518 819200 ibv_srq_pingpong -d sofib0 -n 100 -s 4096 -q 2 --chk
 
 # --- data_stream by LID, every byte checked ---------------------------------------------
 srv=$(sof_out ibdata.ds.srv)

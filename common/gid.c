@@ -203,3 +203,36 @@ int sof_gid_read(const struct sof_gid_shm *shm, struct sof_gid_entry tab[SOF_MAX
 	}
 	return -EIO;
 }
+
+void sof_ib_publish(struct sof_gid_shm *shm, const struct sof_ib_port *p)
+{
+	uint32_t s = atomic_load_explicit(&shm->seq, memory_order_relaxed);
+
+	s |= 1;
+	atomic_store_explicit(&shm->seq, s, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	memcpy(&shm->ib, p, sizeof(*p));
+	atomic_store_explicit(&shm->seq, s + 1, memory_order_release);
+}
+
+int sof_ib_read(const struct sof_gid_shm *shm, struct sof_ib_port *p)
+{
+	for (int tries = 0; tries < READ_TRIES; tries++) {
+		uint32_t s1 = atomic_load_explicit(&shm->seq, memory_order_acquire), s2;
+
+		if (s1 & 1) {
+			if (tries > 100)
+				sched_yield();
+			continue;
+		}
+		memcpy(p, (const void *)&shm->ib, sizeof(*p));
+		atomic_thread_fence(memory_order_acquire);
+		s2 = atomic_load_explicit(&shm->seq, memory_order_relaxed);
+		if (s1 != s2)
+			continue;
+		p->node_name[sizeof(p->node_name) - 1] = '\0';
+		p->peer_name[sizeof(p->peer_name) - 1] = '\0';
+		return 0;
+	}
+	return -EIO;
+}

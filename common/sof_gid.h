@@ -35,6 +35,7 @@ struct sof_gid_shm {
 	_Atomic uint32_t seq; /* odd while the daemon writes; +2 per change */
 	uint32_t rsvd[15];
 	struct sof_gid_entry gids[SOF_MAX_GIDS]; /* an empty entry is all zero */
+	struct sof_ib_port ib;	/* the InfiniBand port (sofib0), under the same seq */
 };
 _Static_assert(sizeof(struct sof_gid_shm) <= SOF_OBJTAB_GID_SIZE, "GID table fits its page");
 
@@ -68,5 +69,10 @@ void sof_gid_publish(struct sof_gid_shm *shm, const struct sof_gid_entry tab[SOF
  * well-formed come out empty. */
 int sof_gid_read(const struct sof_gid_shm *shm, struct sof_gid_entry tab[SOF_MAX_GIDS],
 		 uint32_t *seq);
+
+/* Daemon: write the InfiniBand port's attributes into the page. */
+void sof_ib_publish(struct sof_gid_shm *shm, const struct sof_ib_port *p);
+/* Reader: copy them as they are now (names terminated). 0 or -EIO. */
+int sof_ib_read(const struct sof_gid_shm *shm, struct sof_ib_port *p);
 
 #endif

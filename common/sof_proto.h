@@ -71,6 +71,7 @@ enum sof_op {
 	SOF_OP_CREATE_FLOW,   /* sof_flow_req -> sof_flow_rep (ibv_create_flow) */
 	SOF_OP_DESTROY_FLOW,  /* sof_flow_rep: the flow's handle */
 	SOF_OP_RESIZE_SRQ,    /* sof_resize_srq_req, fds [0]: the new segment */
+	SOF_OP_IB_STATUS,     /* -> sof_ib_status_rep: the InfiniBand port (daemon/ib.c) */
 	/* the connection manager: sof_cm_proto.h */
 	SOF_OP_CM_CHANNEL,
 	SOF_OP_CM_CREATE_ID,
@@ -299,6 +300,15 @@ struct sof_modify_qp_req {
 	uint16_t pkey_index;
 	uint32_t engine;          /* 1: the caller would run its transport (NET_ENGINE) */
 	uint32_t rate_limit;      /* kbit/s the requester may send, 0: no limit */
+	/* a QP of sofib0: the path leaves by the InfiniBand port (link 1),
+	 * to dlid, with the LRH's SL and the SLID's path bits; a GRH only
+	 * when is_global (then dgid is the peer's GID, else ignored) */
+	uint8_t link;
+	uint8_t sl;
+	uint8_t path_bits;
+	uint8_t is_global;
+	uint16_t dlid;
+	uint16_t rsvd2;
 };
 struct sof_modify_qp_rep {
 	uint32_t net;             /* 1: sends go to the network send ring */
@@ -620,6 +630,50 @@ struct sof_status_rep {
 	struct sof_devinfo dev;
 	uint64_t counters[SOF_CNT_NR];
 	uint64_t drops[SOF_DROP_NR];
+};
+
+/* ---- the InfiniBand port (daemon/ib.c, transport/tp_ib.h) ----------------- */
+
+/* The second device, sofib0: a daemon started on an InfiniBand link
+ * (softofedd --ib-fabric) has it. Its port's attributes as PortInfo and
+ * NodeInfo give them (IBA 14.2.5), GUIDs in host order; the daemon
+ * publishes them live in the GID page (sof_gid.h) and answers them with
+ * the counters in IB_STATUS. */
+#define SOF_IB_DEV_NAME "sofib0"
+#define SOF_IB_PKEYS 16
+struct sof_ib_port {
+	uint32_t present;         /* 1: the daemon has an InfiniBand port */
+	uint8_t state;            /* enum ibv_port_state */
+	uint8_t phys_state;       /* PortPhysicalState: 2 Polling, 3 Disabled, 5 LinkUp */
+	uint8_t port_num;         /* its number on its node (1 unless ASSIGN says) */
+	uint8_t lmc;
+	uint16_t lid, sm_lid;
+	uint8_t sm_sl;
+	uint8_t active_mtu;       /* enum ibv_mtu */
+	uint8_t vl_cap;
+	uint8_t rsvd;
+	uint64_t node_guid, port_guid, subnet_prefix;
+	uint16_t pkeys[SOF_IB_PKEYS];
+	char node_name[68];       /* in the topology (--ib-node) */
+	char peer_name[68];       /* the far end's, from its HELLO */
+};
+
+/* IB_STATUS counters, shown by `softofed status` as "ib_counters: NAME
+ * VALUE ..." in this order: PortCounters (IBA 16.1.3.5), what the port
+ * dropped and why (transport/ib_wire.h's reasons from short on), SMPs the
+ * SMA took and answered (daemon/ib_sma.c). */
+#define SOF_IB_COUNTERS(X)                                                                 \
+	X(rcv_pkts) X(xmit_pkts) X(rcv_data) X(xmit_data) X(rcv_errors) X(xmit_discards)   \
+	X(vl15_dropped) X(link_downed) X(pkey_violations) X(dlid_drops) X(state_drops)     \
+	X(link_msgs) X(link_bad) X(drop_short) X(drop_lver) X(drop_pktlen) X(drop_vcrc)    \
+	X(drop_lnh) X(drop_grh) X(drop_icrc) X(smp_rx) X(smp_tx)
+#define SOF_ENUM_IBCNT(n) SOF_IBCNT_##n,
+enum sof_ib_counter { SOF_IB_COUNTERS(SOF_ENUM_IBCNT) SOF_IBCNT_NR };
+#undef SOF_ENUM_IBCNT
+
+struct sof_ib_status_rep {
+	struct sof_ib_port port;
+	uint64_t counters[SOF_IBCNT_NR];
 };
 
 /* ---- asynchronous events ------------------------------------------------ */

@@ -88,8 +88,17 @@ struct sof_nwqe {
 	uint8_t hop_limit;
 	uint8_t traffic_class;
 	uint8_t rsvd;
+	/* UD of sofib0: link 1 (the InfiniBand port), SOF_NWQE_GLOBAL when a
+	 * GRH goes (dgid the peer's GID); the DLID, SL and path bits */
+	uint8_t link;
+	uint8_t sl;
+	uint8_t path_bits;
+	uint8_t rsvd2;
+	uint16_t dlid;
+	uint16_t rsvd3;
 	struct sof_sge sge[];
 };
+#define SOF_NWQE_GLOBAL 0x80u
 #define SOF_NWQE_STRIDE(max_sge, max_inline)                                            \
 	((uint32_t)((sizeof(struct sof_nwqe) +                                          \
 		     ((size_t)(max_sge) * sizeof(struct sof_sge) > (size_t)(max_inline)    \

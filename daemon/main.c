@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -74,10 +75,15 @@ void sofd_log(const char *fmt, ...)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: softofedd [-f] [-i IFACE[,IFACE...]]...\n"
+	fprintf(f, "usage: softofedd [-f] [-i IFACE[,IFACE...]]... [--ib-fabric ADDR:PORT "
+		   "--ib-node NAME [--ib-port PORT]]\n"
 		   "  The softofed device daemon (software HCA) of this network namespace.\n"
 		   "  -f   stay in the foreground and log to stderr\n"
 		   "  -i   serve these interfaces (default: every one with an address)\n"
+		   "  --ib-fabric ADDR:PORT  an InfiniBand port (device sofib0) on the link to\n"
+		   "       ADDR:PORT (a fabric, or another host's --ib-port)\n"
+		   "  --ib-node NAME  the HCA's name in the fabric's topology\n"
+		   "  --ib-port PORT  the link's local UDP port (default: any)\n"
 		   "  -h   this help\n"
 		   "Without -f it daemonizes and logs to /tmp/softofed-<uid>-<netns>.log.\n");
 }
@@ -292,6 +298,10 @@ static void run_loop(void)
 			case SOFD_POLL_RAW:
 				sofd_raw_event();
 				break;
+			case SOFD_POLL_IB:
+			case SOFD_POLL_IB_TIMER:
+				sofd_ib_event(p);
+				break;
 			}
 		}
 		sofd_reap();
@@ -305,8 +315,21 @@ int main(int argc, char **argv)
 	struct sigaction sa = {.sa_handler = noop_handler};
 	int ready_fd = -1, err, opt;
 
-	while ((opt = getopt(argc, argv, "fhi:")) != -1) {
+	static const struct option lopts[] = {
+	    {"ib-fabric", required_argument, NULL, 1},
+	    {"ib-node", required_argument, NULL, 1},
+	    {"ib-port", required_argument, NULL, 1},
+	    {"help", no_argument, NULL, 'h'},
+	    {0, 0, 0, 0},
+	};
+	int li;
+
+	while ((opt = getopt_long(argc, argv, "fhi:", lopts, &li)) != -1) {
 		switch (opt) {
+		case 1:
+			if (sofd_ib_option(lopts[li].name, optarg))
+				return 2;
+			break;
 		case 'f':
 			sofd.foreground = true;
 			break;
@@ -374,6 +397,8 @@ int main(int argc, char **argv)
 	err = sof_tp_init(sofd.epfd);
 	if (!err)
 		err = sofd_cm_init(sofd.epfd);
+	if (!err)
+		err = sofd_ib_init(sofd.epfd);
 	if (err)
 		goto fail;
 	{
@@ -391,6 +416,7 @@ int main(int argc, char **argv)
 		sofd_conn_close(sof_container_of(sofd.conns.next, struct sofd_conn, link),
 				"daemon exiting");
 	sofd_reap();
+	sofd_ib_fini();
 	close(sofd.listen.fd);
 	sofd_log("exited");
 	return 0;

@@ -808,6 +808,7 @@ static const struct op_desc ops[SOF_OP_MAX] = {
 			    true},
     [SOF_OP_DESTROY_FLOW] = {sofd_raw_destroy_flow, "DESTROY_FLOW", sizeof(struct sof_flow_rep), 0,
 			     true},
+    [SOF_OP_IB_STATUS] = {sofd_ib_status, "IB_STATUS", 0, 0, false},
 };
 
 /* The request payload, copied to an aligned buffer of the largest request

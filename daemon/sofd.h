@@ -64,6 +64,8 @@ enum sofd_pollkind {
 	SOFD_POLL_TIMER,    /* the transport's timerfd */
 	SOFD_POLL_CM_TIMER, /* the connection manager's timerfd (cm/) */
 	SOFD_POLL_RAW,	    /* the packet socket of flow steering (raw.c) */
+	SOFD_POLL_IB,	    /* the InfiniBand port's link socket (ib.c) */
+	SOFD_POLL_IB_TIMER, /* its half-second tick (ib.c) */
 };
 
 struct sofd_pollable {
@@ -360,6 +362,28 @@ void sofd_raw_qp_release(struct sofd_qp *qp);
 void sofd_raw_event(void);
 /* A raw packet QP's frame onto the port. 0 or -errno. */
 int sofd_raw_xmit(const uint8_t *frame, uint32_t len);
+
+/* ---- ib.c: the InfiniBand port (device sofib0) ------------------------------- */
+
+/* A daemon option (--ib-fabric ADDR:PORT, --ib-node NAME, --ib-port PORT);
+ * opt without the dashes. 0, or -EINVAL with a message on stderr. */
+int sofd_ib_option(const char *opt, const char *val);
+/* Start the port when --ib-fabric was given; its pollables into epfd. */
+int sofd_ib_init(int epfd);
+/* SOFD_POLL_IB or SOFD_POLL_IB_TIMER is readable. */
+void sofd_ib_event(struct sofd_pollable *p);
+/* BYE on the link (the daemon exits). */
+void sofd_ib_fini(void);
+/* Whether the daemon has the port. */
+bool sofd_ib_present(void);
+/* IB_STATUS: the port and its counters. */
+int sofd_ib_status(struct sofd_req *rq, struct sofd_rep *rp);
+/* ib_sma.c: the SMA of the port (QP0), its node model named desc; the
+ * model follows the port after a change (sync); its SMP counts. */
+int sofd_ib_sma_init(const char *desc);
+void sofd_ib_sma_sync(void);
+void sofd_ib_sma_counts(uint64_t *smps, uint64_t *replies);
+void sofd_ib_sma_fini(void);
 
 /* ---- conn.c ------------------------------------------------------------------ */
 

@@ -464,6 +464,8 @@ SOF_WIRE_GEN=0  # its last configuration generation
 SOF_NETEM_HOW=
 SOF_HOSTS_NS=() # every namespace created, for teardown
 declare -A SOF_HOST_DPID=() SOF_HOST_GIDS=()
+# more arguments of `softofed up` in host H (e.g. the InfiniBand port's)
+declare -A SOF_HOST_UP_ARGS=()
 # another address of host H for @GID@ / @GID6@ (default: sof_host_ip / sof_host_ip6)
 declare -A SOF_GID_ADDR=() SOF_GID6_ADDR=()
 
@@ -594,8 +596,10 @@ sof_hosts_up() {
 		out=$(sof_out "hosts.up.$h")
 		log=$(_sof_host_log "$h")
 		rm -f "$log"
+		# shellcheck disable=SC2086 # SOF_HOST_UP_ARGS[H]: more words for `softofed up`
 		if ! timeout 20 ip netns exec "$(sof_host_ns "$h")" "$SOFTOFED" up \
-			${SOF_HOSTS_IFACES:+-i "$SOF_HOSTS_IFACES"} >"$out" 2>&1 </dev/null; then
+			${SOF_HOSTS_IFACES:+-i "$SOF_HOSTS_IFACES"} ${SOF_HOST_UP_ARGS[$h]:-} \
+			>"$out" 2>&1 </dev/null; then
 			not_ok "hosts" "softofed up failed in host $h"
 			sof_dump "$out" "$log"
 			return 1

@@ -114,7 +114,8 @@ int soft_get_netdevs(struct sof_netdevs_rep *nd)
 	return err;
 }
 
-int soft_ensure_daemon(struct sof_status_rep *st, const char *ifaces, bool *started)
+int soft_ensure_daemon(struct sof_status_rep *st, const char *ifaces, char *const *extra,
+		       bool *started)
 {
 	const char *path = soft_daemon_path();
 	uint64_t end;
@@ -129,10 +130,18 @@ int soft_ensure_daemon(struct sof_status_rep *st, const char *ifaces, bool *star
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		if (ifaces)
-			execl(path, path, "-i", ifaces, (char *)NULL);
-		else
-			execl(path, path, (char *)NULL);
+		char *args[16];
+		int n = 0;
+
+		args[n++] = (char *)path;
+		if (ifaces) {
+			args[n++] = (char *)"-i";
+			args[n++] = (char *)ifaces;
+		}
+		for (int i = 0; extra && extra[i] && n < 15; i++)
+			args[n++] = extra[i];
+		args[n] = NULL;
+		execv(path, args);
 		fprintf(stderr, "softofed: cannot run %s: %s\n", path, strerror(errno));
 		_exit(127);
 	}

@@ -9,7 +9,10 @@
  * ibv_device after the uverbsN whose ibdev is sof0 (verbs/context.c).
  *
  * Also /dev/infiniband/rdma_cm (librdmacm's device, which programs test
- * for) and the port's hw_counters/ with rxe's counter names.
+ * for) and the port's hw_counters/ with rxe's counter names; and sofib0,
+ * the daemon's InfiniBand port when it has one (its port as the kernel
+ * shows an InfiniBand one: link_layer, lid, sm_lid, lmc, state,
+ * phys_state, rate, its GID and P_Keys).
  * It is a snapshot taken when the program starts: GIDs added later show
  * in libibverbs, not here, and hw_counters hold the values of then. Like
  * rxe (a virtual device since Linux 5.x: no parent, so no device/driver
@@ -26,6 +29,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -58,6 +62,7 @@
 #define PORT_CAP_MASK 0x04010000u
 
 static int put(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int put_uverbs(const struct sof_devinfo *d, int uv);
 static void pathf(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A path into buf (PATH_MAX bytes); one that does not fit is left empty,
@@ -280,6 +285,82 @@ static int put_port(const char *ibdir, const struct sof_devinfo *d)
 	return err;
 }
 
+/* sofib0's ports/1/: what its subnet manager set, as the kernel shows an
+ * InfiniBand port (one GID: the subnet prefix and the port GUID; the
+ * P_Key table). A snapshot, as the rest. */
+static int put_ib_port(const char *ibdir, const struct sof_ib_port *ip)
+{
+	static const char *const phys[] = {"NoStateChange", "Sleep", "Polling", "Disabled",
+					   "PortConfigurationTraining", "LinkUp",
+					   "LinkErrorRecovery"};
+	char p[PATH_MAX], dir[PATH_MAX], gid[64], file[32];
+	static const char *const subdirs[] = {"gids", "gid_attrs/types", "pkeys"};
+	uint64_t v[2] = {htobe64(ip->subnet_prefix), htobe64(ip->port_guid)};
+	int err = 0;
+
+	pathf(dir, "%s/ports/1", ibdir);
+	for (size_t i = 0; !err && i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
+		pathf(p, "%s/%s", dir, subdirs[i]);
+		err = mkdirs(p);
+	}
+	put_in(&err, dir, "state", "%u: %s\n", ip->state, port_state_name(ip->state));
+	put_in(&err, dir, "phys_state", "%u: %s\n", ip->phys_state,
+	       ip->phys_state < sizeof(phys) / sizeof(phys[0]) ? phys[ip->phys_state] : "?");
+	put_in(&err, dir, "link_layer", "InfiniBand\n");
+	put_in(&err, dir, "rate", PORT_RATE "\n");
+	put_in(&err, dir, "lid", "0x%x\n", ip->lid);
+	put_in(&err, dir, "sm_lid", "0x%x\n", ip->sm_lid);
+	put_in(&err, dir, "lid_mask_count", "%u\n", ip->lmc);
+	put_in(&err, dir, "sm_sl", "%u\n", ip->sm_sl);
+	/* IsCM (verbs/context.c's IBV_PORT_CM_SUP), no IP-based GIDs */
+	put_in(&err, dir, "cap_mask", "0x%08x\n", 0x00010000u);
+	gid_str(gid, sizeof(gid), (const uint8_t *)v);
+	put_in(&err, dir, "gids/0", "%s\n", gid);
+	put_in(&err, dir, "gid_attrs/types/0", "IB/RoCE v1\n");
+	for (unsigned i = 0; i < SOF_IB_PKEYS; i++) {
+		snprintf(file, sizeof(file), "pkeys/%u", i);
+		put_in(&err, dir, file, "0x%04x\n", ip->pkeys[i]);
+	}
+	return err;
+}
+
+/* /sys/class/infiniband/sofib0/: the daemon's InfiniBand port as a device
+ * of its own (daemon/README.md), its uverbsN the next free one. */
+static int put_ib(const struct sof_ib_status_rep *ib, const struct sof_devinfo *sof0)
+{
+	const struct sof_ib_port *ip = &ib->port;
+	struct sof_devinfo d = *sof0;
+	char dir[PATH_MAX], p[PATH_MAX], guid[64];
+	int err, uv = free_uverbs();
+
+	if (uv < 0)
+		return -ENOSPC;
+	snprintf(d.name, sizeof(d.name), "%s", SOF_IB_DEV_NAME);
+	d.node_guid = htobe64(ip->node_guid);
+	d.sys_image_guid = d.node_guid;
+	pathf(dir, IB_CLASS "/%s", SOF_IB_DEV_NAME);
+	pathf(p, "%s/device/infiniband_verbs", dir);
+	err = mkdirs(p);
+	guid_str(guid, sizeof(guid), d.node_guid);
+	put_in(&err, dir, "node_guid", "%s\n", guid);
+	put_in(&err, dir, "sys_image_guid", "%s\n", guid);
+	put_in(&err, dir, "node_type", "1: CA\n");
+	put_in(&err, dir, "fw_ver", "%.*s\n", (int)sizeof(d.fw_ver), d.fw_ver);
+	put_in(&err, dir, "hw_rev", "0x%x\n", d.hw_ver);
+	put_in(&err, dir, "hca_type", "softofed\n");
+	put_in(&err, dir, "board_id", "softofed\n");
+	put_in(&err, dir, "node_desc", "%.*s\n", (int)sizeof(ip->node_name), ip->node_name);
+	put_in(&err, dir, "device/numa_node", "-1\n");
+	if (err)
+		return err;
+	pathf(p, "%s/device/infiniband_verbs/uverbs%d", dir, uv);
+	snprintf(guid, sizeof(guid), "../../../../infiniband_verbs/uverbs%d", uv);
+	if (symlink(guid, p))
+		return -errno;
+	err = put_ib_port(dir, ip);
+	return err ? err : put_uverbs(&d, uv);
+}
+
 /* ports/1/hw_counters/: rxe's names (rxe_hw_counters.c) with the values
  * of our port counters that count the same thing (0 for those we do not
  * count), and lifespan (the kernel's default, 10 ms). */
@@ -488,6 +569,20 @@ int soft_present(const struct sof_status_rep *st)
 	}
 	if (!err)
 		err = put_uverbs(&st->dev, uv);
+	if (!err) {
+		struct sof_ib_status_rep ib;
+		int fd = soft_connect();
+
+		/* sofib0 when the daemon has an InfiniBand port */
+		if (fd >= 0 && !soft_rpc(fd, SOF_OP_IB_STATUS, &ib, sizeof(ib)) &&
+		    ib.port.present == 1) {
+			ib.port.node_name[sizeof(ib.port.node_name) - 1] = '\0';
+			what = "writing " SOF_IB_DEV_NAME "'s files";
+			err = put_ib(&ib, &st->dev);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
 	if (!err) {
 		what = DEV_DIR "/rdma_cm";
 		err = put_rdma_cm();

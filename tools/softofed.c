@@ -39,9 +39,11 @@ static void usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: softofed COMMAND\n"
-	    "  up [-i IFACE[,IFACE...]]...\n"
+	    "  up [-i IFACE[,IFACE...]]... [--ib-fabric ADDR:PORT --ib-node NAME [--ib-port P]]\n"
 	    "                     start the device daemon of this network namespace, serving\n"
-	    "                     these interfaces (default: every interface with an address)\n"
+	    "                     these interfaces (default: every interface with an address);\n"
+	    "                     with --ib-fabric also an InfiniBand port (device sofib0) on\n"
+	    "                     the link to ADDR:PORT as the topology's HCA NAME\n"
 	    "  down               stop it\n"
 	    "  status             show the daemon, the device and its resources\n"
 	    "  run [--] CMD ARGS  run CMD on softofed's libraries (starts the daemon)\n"
@@ -126,12 +128,21 @@ static int cmd_up(int argc, char **argv)
 	struct sof_netdevs_rep nd;
 	struct sof_status_rep st;
 	struct iface_sel sel = {0};
+	char *ib[8] = {NULL};
+	int nib = 0;
 	bool started;
 	int err;
 
 	for (int i = 0; i < argc; i++) {
 		const char *arg = argv[i];
 
+		if ((!strcmp(arg, "--ib-fabric") || !strcmp(arg, "--ib-node") ||
+		     !strcmp(arg, "--ib-port")) &&
+		    i + 1 < argc && nib + 2 < (int)SOF_ARRAY_SIZE(ib)) {
+			ib[nib++] = argv[i];
+			ib[nib++] = argv[++i];
+			continue;
+		}
 		if (!strcmp(arg, "-i") && i + 1 < argc) {
 			arg = argv[++i];
 		} else if (!strncmp(arg, "-i", 2) && arg[2]) {
@@ -149,7 +160,7 @@ static int cmd_up(int argc, char **argv)
 			strcat(list, ",");
 		strcat(list, sel.names[i]);
 	}
-	err = soft_ensure_daemon(&st, sel.n ? list : NULL, &started);
+	err = soft_ensure_daemon(&st, sel.n ? list : NULL, ib, &started);
 	if (err) {
 		fprintf(stderr, "softofed: the daemon did not come up: %s\n", strerror(-err));
 		return 1;
@@ -254,6 +265,39 @@ static void print_counters(const struct sof_status_rep *st)
 	printf("\n");
 }
 
+/* The InfiniBand port (device sofib0), when the daemon has one: a line
+ * of its state and one of its counters, "ib_counters: NAME VALUE ...". */
+static void print_ib(void)
+{
+#define SOF_NAME(n) #n,
+	static const char *const names[SOF_IBCNT_NR] = {SOF_IB_COUNTERS(SOF_NAME)};
+#undef SOF_NAME
+	static const char *const phys[] = {"?",	       "Sleep",	   "Polling", "Disabled",
+					   "Training", "LinkUp", "LinkErrorRecovery"};
+	struct sof_ib_status_rep r;
+	const struct sof_ib_port *p = &r.port;
+	int fd = soft_connect(), err;
+
+	if (fd < 0)
+		return;
+	err = soft_rpc(fd, SOF_OP_IB_STATUS, &r, sizeof(r));
+	close(fd);
+	if (err || p->present != 1)
+		return;
+	r.port.node_name[sizeof(r.port.node_name) - 1] = '\0';
+	r.port.peer_name[sizeof(r.port.peer_name) - 1] = '\0';
+	printf("device %s  node_guid %016llx  port %u %s  phys %s  lid %u lmc %u sm_lid %u  "
+	       "port_guid %016llx  mtu %u  link_layer InfiniBand  node %s  peer %s\n",
+	       SOF_IB_DEV_NAME, (unsigned long long)p->node_guid, p->port_num,
+	       port_state_name(p->state), p->phys_state < SOF_ARRAY_SIZE(phys) ? phys[p->phys_state] : "?",
+	       p->lid, p->lmc, p->sm_lid, (unsigned long long)p->port_guid,
+	       mtu_bytes(p->active_mtu), p->node_name, p->peer_name[0] ? p->peer_name : "-");
+	printf("ib_counters:");
+	for (int i = 0; i < SOF_IBCNT_NR; i++)
+		printf(" %s %llu", names[i], (unsigned long long)r.counters[i]);
+	printf("\n");
+}
+
 static int cmd_status(void)
 {
 	struct sof_netdevs_rep nd;
@@ -292,6 +336,7 @@ static int cmd_status(void)
 	       st.contexts, st.pds, st.mrs, st.cqs, st.srqs, st.qps, st.mcast_groups, st.cm_channels,
 	       st.cm_ids, st.cm_listeners, st.cm_timewait, st.mads);
 	print_counters(&st);
+	print_ib();
 	err = soft_get_netdevs(&nd);
 	if (err) {
 		fprintf(stderr, "softofed: status: interfaces: %s\n", strerror(-err));
@@ -342,7 +387,7 @@ static int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	free(val);
-	err = soft_ensure_daemon(&st, NULL, &started);
+	err = soft_ensure_daemon(&st, NULL, NULL, &started);
 	if (err) {
 		fprintf(stderr, "softofed: the daemon did not come up: %s\n", strerror(-err));
 		return 1;

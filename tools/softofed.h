@@ -32,7 +32,10 @@ int soft_get_status(struct sof_status_rep *st);
 int soft_get_netdevs(struct sof_netdevs_rep *nd);
 /* Start the daemon unless one answers (*started tells which), serving
  * ifaces (comma-separated, NULL: the default); wait until it answers. */
-int soft_ensure_daemon(struct sof_status_rep *st, const char *ifaces, bool *started);
+/* extra: more arguments for softofedd (NULL-terminated, the InfiniBand
+ * port's --ib-* options), or NULL. */
+int soft_ensure_daemon(struct sof_status_rep *st, const char *ifaces, char *const *extra,
+		       bool *started);
 
 /* ---- fabric.c: `softofed fabric ...` (argv[0] is the subcommand) ------- */
 

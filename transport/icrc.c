@@ -431,6 +431,12 @@ uint32_t roce_icrc_iov_c(struct roce_icrc_cache *c, const struct roce_addr *a,
 	return ~crc;
 }
 
+uint32_t roce_crc32_update(uint32_t crc, const void *p, size_t len)
+{
+	pthread_once(&crc_once, crc_init);
+	return crc_update(crc, p, len);
+}
+
 uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, unsigned niov)
 {
 	struct roce_icrc_cache c = {0};

@@ -5,7 +5,10 @@
  * to another host lingers: responder.c). Also what a host asks of a QP's
  * transport (doorbell, post, linger).
  */
+#include "tp_ib.h"
 #include "tport.h"
+
+#include <endian.h>
 
 #include "sof_gid.h"
 
@@ -107,6 +110,37 @@ static void tqp_reset(struct sof_tqp *t)
 	t->net = false;
 }
 
+/* A path by the InfiniBand port (a QP of sofib0): to the DLID, and by a
+ * GRH only when global. A LID-routed peer is named by its LID GID, as the
+ * port shows the source of what it receives (tp_ib.h); its packets always
+ * go by the port (the IB port has no same-host shortcut). */
+static int ib_path(struct sof_tqp *t, const struct sof_modify_qp_req *req)
+{
+	const struct tp_ib_attr *a = tp_ib_attr();
+
+	if (!tp.ib || !req->dlid || req->dlid > IB_LID_UCAST_MAX || req->sl > 15)
+		return -EINVAL;
+	t->path.link = TP_LINK_IB;
+	t->path.dlid = req->dlid;
+	t->path.sl = req->sl;
+	t->path.path_bits = req->path_bits;
+	t->path.global = req->is_global != 0;
+	if (t->path.global) {
+		uint64_t v = htobe64(a->subnet_prefix);
+
+		memcpy(t->path.sgid, &v, 8);
+		v = htobe64(a->port_guid);
+		memcpy(t->path.sgid + 8, &v, 8);
+	} else {
+		tp_ib_lid_gid(req->dlid, t->path.dgid);
+		tp_ib_lid_gid((uint16_t)(a->lid | (req->path_bits & ((1u << a->lmc) - 1))),
+			      t->path.sgid);
+	}
+	t->path.sport = 0;
+	t->net = true;
+	return 0;
+}
+
 int tp_qp_modify(struct tp_qp *qp, const struct sof_modify_qp_req *req, bool *net)
 {
 	struct sof_tqp *t = qp->t;
@@ -173,8 +207,14 @@ int tp_qp_modify(struct tp_qp *qp, const struct sof_modify_qp_req *req, bool *ne
 		t->path.tclass = req->traffic_class;
 		t->path.hop_limit = req->hop_limit;
 		t->path.flow_label = req->flow_label;
+		t->path.link = TP_LINK_ROCE;
 		t->net = !tp_gid_local(req->dgid);
-		if (t->net) {
+		if (req->link == TP_LINK_IB) {
+			int err = ib_path(t, req);
+
+			if (err)
+				return err;
+		} else if (t->net) {
 			const uint8_t *sgid = tp_sgid(si);
 
 			if (!sgid || sof_gid_is_v4(sgid) != sof_gid_is_v4(req->dgid))

@@ -72,6 +72,13 @@ static bool take(struct sof_tqp *t, uint32_t idx)
 	if ((e.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || e.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
 	    w->len != 8)
 		return false;
+	if (qp->type == IBV_QPT_UD && (e.link & 0x7f) == TP_LINK_IB) {
+		w->remote_qpn = e.remote_qpn & ROCE_QPN_MASK;
+		w->remote_qkey = e.remote_qkey;
+		return tp_ib_ud_path(&w->ud_path, e.dgid, e.dlid, e.sl, e.path_bits,
+				     (e.link & SOF_NWQE_GLOBAL) != 0, e.traffic_class, e.hop_limit,
+				     e.flow_label);
+	}
 	if (qp->type == IBV_QPT_UD) {
 		const struct sof_gid_entry *sg = tp.host->gid(e.sgid_index);
 

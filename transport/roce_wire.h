@@ -274,6 +274,11 @@ bool roce_icrc_check(const struct roce_addr *a, const uint8_t *pkt, size_t len);
 bool roce_icrc_check_c(struct roce_icrc_cache *c, const struct roce_addr *a, const uint8_t *pkt,
 		       size_t len);
 
+/* The CRC-32 register of IEEE 802.3 (reflected 0xEDB88320) after len
+ * more bytes at p, from register crc (start with 0xffffffff, invert at
+ * the end): the InfiniBand ICRC (ib_wire.c) runs on it. */
+uint32_t roce_crc32_update(uint32_t crc, const void *p, size_t len);
+
 /* PSN arithmetic on 24 bits (IBA 9.7.1): the signed distance a - b, in
  * [-2^23, 2^23). */
 static inline int32_t roce_psn_diff(uint32_t a, uint32_t b)

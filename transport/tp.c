@@ -64,6 +64,8 @@ void tp_tx_flush(void)
 {
 	if (tp.ntx)
 		tp.port->flush();
+	if (tp.ib)
+		tp.ib->flush();
 }
 
 uint16_t tp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn)
@@ -83,11 +85,15 @@ int tp_send_ref(const struct tp_path *path, struct roce_hdr *h, const struct iov
 {
 	uint64_t paylen = 0;
 
+	const struct tp_port_ops *p = path->link == TP_LINK_IB ? tp.ib : tp.port;
+
 	for (uint32_t i = 0; i < npay; i++)
 		paylen += pay[i].iov_len;
-	if (paylen > tp.port->max_payload)
+	if (!p)
+		return -ENETUNREACH;
+	if (paylen > p->max_payload)
 		return -EMSGSIZE;
-	return tp.port->send(path, h, (uint32_t)paylen, NULL, NULL, pay, npay);
+	return p->send(path, h, (uint32_t)paylen, NULL, NULL, pay, npay);
 }
 
 static int gather_buf(void *arg, uint8_t *dst, uint32_t len)

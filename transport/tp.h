@@ -130,7 +130,14 @@ struct tp_host_ops {
 	int (*raw_xmit)(const struct tp_qp *qp, const uint8_t *frame, uint32_t len);
 };
 
-/* Where a QP's packets go: addresses as GIDs (IPv4 as ::ffff:a.b.c.d). */
+/* The link layer a path leaves by (struct tp_port_ops, tport.h). */
+#define TP_LINK_ROCE 0u /* RoCEv2 over UDP (udp.c) */
+#define TP_LINK_IB 1u	/* the InfiniBand port (iblink.c, tp_ib.h) */
+
+/* Where a QP's packets go: addresses as GIDs (IPv4 as ::ffff:a.b.c.d). On
+ * the InfiniBand link the address is the DLID, and a GRH with the GIDs
+ * goes only when global is set; without one the GIDs are LID GIDs
+ * (tp_ib_lid_gid), which the classifier compares as any GID. */
 struct tp_path {
 	uint8_t sgid[16];
 	uint8_t dgid[16];
@@ -139,6 +146,13 @@ struct tp_path {
 	uint8_t hop_limit;
 	uint32_t flow_label;
 	uint32_t ifindex; /* to a multicast GID: the interface of sgid, 0: any */
+	uint8_t link;	  /* TP_LINK_ROCE (0) or TP_LINK_IB */
+	/* TP_LINK_IB: LRH service level, DLID, the SLID's path bits (LMC),
+	 * and whether a GRH goes */
+	uint8_t sl;
+	uint8_t path_bits;
+	bool global;
+	uint16_t dlid;
 };
 
 /* ---- start, sockets, the loop ------------------------------------------------ */

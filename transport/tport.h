@@ -228,11 +228,21 @@ struct tp_port_ops {
 	uint16_t (*flow_port)(bool v6, uint32_t sqpn, uint32_t dqpn);
 };
 extern const struct tp_port_ops tp_roce_udp_port;
+extern const struct tp_port_ops tp_ib_port;
 
 /* The engine's global state (tp.c). */
 struct tp_state {
 	const struct tp_host_ops *host;
-	const struct tp_port_ops *port;
+	const struct tp_port_ops *port; /* the RoCEv2 port (a test's own in tests/) */
+	const struct tp_port_ops *ib;	/* the InfiniBand port, NULL: none (tp_ib_start) */
+	/* the LRH of the packet being classified when it came by the IB
+	 * port (iblink.c): a UD receive completes with its SLID and SL */
+	struct {
+		bool on;
+		uint16_t slid, dlid;
+		uint8_t sl;
+		bool global;
+	} rx_ib;
 	int timer_fd;
 	uint64_t timer_armed_ns;
 	struct sof_link qps;	    /* every sof_tqp */
@@ -279,7 +289,11 @@ static inline uint32_t tp_npkts(const struct sof_tqp *t, uint64_t len)
 static inline int tp_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen,
 			  tp_gather_fn gather, void *arg)
 {
-	return tp.port->send(path, h, paylen, gather, arg, NULL, 0);
+	const struct tp_port_ops *p = path->link == TP_LINK_IB ? tp.ib : tp.port;
+
+	if (!p)
+		return -ENETUNREACH;
+	return p->send(path, h, paylen, gather, arg, NULL, 0);
 }
 /* The same with the payload by reference, in at most TP_TX_REFS pieces
  * (registered memory of an RC WRITE or SEND, or of a READ's responses): the
@@ -298,6 +312,21 @@ void tp_udp_start(int fd4, int fd6, bool tx);
 int tp_udp_rx_fd(bool v6);
 /* The GID at index of the host's table, or NULL when the entry is empty. */
 const uint8_t *tp_sgid(uint32_t index);
+
+/* ---- iblink.c: what the roles ask of the InfiniBand port ------------------------ */
+
+/* A UD WQE's path by the IB port (a sofib0 QP): to dlid, a GRH when
+ * global (dgid the peer's GID), else LID GIDs. false when it cannot be
+ * (no IB port, a DLID not unicast). */
+bool tp_ib_ud_path(struct tp_path *p, const uint8_t dgid[16], uint16_t dlid, uint8_t sl,
+		   uint8_t path_bits, bool global, uint8_t tclass, uint8_t hop_limit,
+		   uint32_t flow_label);
+/* A receive completion of what the IB port took: the LRH's SLID, SL and
+ * the DLID's path bits (tp.rx_ib.on). */
+void tp_ib_wc_lrh(uint16_t *slid, uint8_t *sl, uint8_t *path_bits);
+/* The 40 bytes before a UD datagram the IB port took: its GRH when it had
+ * one (then IBV_WC_GRH is returned), else zero (and 0). */
+uint32_t tp_ib_ud_grh(uint8_t grh[40], const struct roce_addr *a, uint32_t paylen);
 
 /* ---- recv.c: the receive classifier -------------------------------------------- */
 

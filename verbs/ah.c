@@ -1,7 +1,8 @@
 /*
- * Address handles. The port is Ethernet (RoCEv2), so every address carries
- * a GRH: the destination GID names the peer, the source GID index one of
- * our GIDs. An AH lives only in the library (the executor reads its
+ * Address handles. sof0's port is Ethernet (RoCEv2), so every address
+ * carries a GRH: the destination GID names the peer, the source GID index
+ * one of our GIDs. sofib0's is InfiniBand: a DLID, and a GRH only when
+ * global. An AH lives only in the library (the executor reads its
  * attributes when it runs a UD send), so its PD keeps a count of them and
  * refuses deallocation while any exist.
  *
@@ -34,8 +35,17 @@ SOFV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *
 		return NULL;
 	}
 	s = to_sctx(pd->context);
-	/* Ethernet link layer: no LID routing, a GRH is mandatory. */
-	if (attr->port_num != 1 || !attr->is_global || !sgid_valid(s, attr->grh.sgid_index)) {
+	if (s->ib) {
+		/* sofib0: by LID (unicast), a GRH only when global, from its
+		 * one GID */
+		if (attr->port_num != 1 || !attr->dlid || attr->dlid >= 0xc000 || attr->sl > 15 ||
+		    (attr->is_global && attr->grh.sgid_index != 0)) {
+			errno = EINVAL;
+			return NULL;
+		}
+	} else if (attr->port_num != 1 || !attr->is_global ||
+		   !sgid_valid(s, attr->grh.sgid_index)) {
+		/* Ethernet link layer: no LID routing, a GRH is mandatory. */
 		errno = EINVAL;
 		return NULL;
 	}
@@ -119,6 +129,21 @@ SOFV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_nu
 	if (!context || !wc || !ah_attr || port_num != 1) {
 		errno = EINVAL;
 		return -1;
+	}
+	/* sofib0: the answer goes to the SLID the datagram came from (its
+	 * GRH, when it had one, is the IB one: the peer's GID first) */
+	if (to_sctx(context)->ib) {
+		memset(ah_attr, 0, sizeof(*ah_attr));
+		ah_attr->dlid = wc->slid;
+		ah_attr->sl = wc->sl;
+		ah_attr->src_path_bits = wc->dlid_path_bits;
+		ah_attr->port_num = port_num;
+		if ((wc->wc_flags & IBV_WC_GRH) && grh) {
+			ah_attr->is_global = 1;
+			memcpy(ah_attr->grh.dgid.raw, grh->sgid.raw, 16);
+			ah_attr->grh.hop_limit = 0xff;
+		}
+		return 0;
 	}
 	/* RoCE: the reply needs the GRH the request came with. */
 	if (!(wc->wc_flags & IBV_WC_GRH) || !grh) {

@@ -1,6 +1,7 @@
 /*
  * The device and context layer of the drop-in libibverbs: the device list
- * (one device, sof0, served by the daemon of this network namespace),
+ * (sof0, served by the daemon of this network namespace, and sofib0 when
+ * that daemon has an InfiniBand port: daemon/ib.c),
  * opening a context (one daemon connection each), the device and port
  * queries, asynchronous events and fork support. The GID and P_Key tables
  * are gid.c's.
@@ -36,10 +37,10 @@
 int ibv_dofork_range(void *base, size_t size);
 int ibv_dontfork_range(void *base, size_t size);
 
-/* The one device. It lives as long as the process, like rdma-core's cached
+/* The devices. They live as long as the process, like rdma-core's cached
  * device list, so a context never outlives its device; dev_lock protects
- * its refresh at each listing. */
-static struct sofv_device sofv_dev;
+ * their refresh at each listing. */
+static struct sofv_device sofv_dev, sofv_dev_ib;
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- talking to the daemon -------------------------------------------- */
@@ -146,7 +147,37 @@ static void fill_device(struct sofv_device *d, const struct sof_devinfo *info)
 
 static struct sofv_device *to_sdev(struct ibv_device *dev)
 {
-	return dev == &sofv_dev.ibdev ? &sofv_dev : NULL;
+	if (dev == &sofv_dev.ibdev)
+		return &sofv_dev;
+	return dev == &sofv_dev_ib.ibdev ? &sofv_dev_ib : NULL;
+}
+
+/* sofib0's identity: sof0's but for its name and node (the InfiniBand
+ * port's node GUID, ASSIGN's when a fabric gave one). */
+static void ib_devinfo(struct sof_devinfo *d, const struct sof_ib_port *p)
+{
+	snprintf(d->name, sizeof(d->name), "%s", SOF_IB_DEV_NAME);
+	d->node_guid = htobe64(p->node_guid);
+	d->sys_image_guid = htobe64(p->node_guid);
+	d->active_mtu = p->active_mtu;
+	d->port_state = p->state;
+}
+
+/* The InfiniBand port as the daemon publishes it, from a mapped object
+ * table; 0, or -ENODEV when the daemon has none. */
+static int ib_port_read(const void *tab, struct sof_ib_port *p)
+{
+	const struct sof_gid_shm *g =
+	    (const struct sof_gid_shm *)((const char *)tab + SOF_OBJTAB_GID_OFF);
+
+	if (sof_ib_read(g, p))
+		return -EIO;
+	return p->present == 1 ? 0 : -ENODEV;
+}
+
+int sofv_ib_port(const struct sofv_context *s, struct sof_ib_port *p)
+{
+	return ib_port_read(s->objtab, p);
 }
 
 /* ---- device list ---------------------------------------------------------- */
@@ -157,7 +188,7 @@ SOFV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 	struct sof_hello_rep rep;
 	int sock, async, objtab, err, n = 0;
 
-	list = calloc(2, sizeof(*list));
+	list = calloc(3, sizeof(*list));
 	if (!list) {
 		errno = ENOMEM;
 		return NULL;
@@ -169,12 +200,28 @@ SOFV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 		err = hello(sock, &rep, &async, &objtab);
 		close(sock);
 		if (!err) {
+			void *tab = map_objtab(objtab);
+			struct sof_ib_port ibp;
+			struct sof_devinfo ibinfo = rep.dev;
+			bool has_ib = false;
+
 			close(async);
 			close(objtab);
+			if (tab != MAP_FAILED) {
+				has_ib = !ib_port_read(tab, &ibp);
+				munmap(tab, SOF_OBJTAB_MAP_SIZE);
+			}
 			pthread_mutex_lock(&dev_lock);
 			fill_device(&sofv_dev, &rep.dev);
+			if (has_ib) {
+				ib_devinfo(&ibinfo, &ibp);
+				fill_device(&sofv_dev_ib, &ibinfo);
+				sofv_dev_ib.ib = true;
+			}
 			pthread_mutex_unlock(&dev_lock);
 			list[n++] = &sofv_dev.ibdev;
+			if (has_ib)
+				list[n++] = &sofv_dev_ib.ibdev;
 		}
 	}
 	if (num_devices)
@@ -202,7 +249,12 @@ SOFV_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 	return guid;
 }
 
-SOFV_EXPORT int ibv_get_device_index(struct ibv_device *device) { return to_sdev(device) ? 0 : -1; }
+SOFV_EXPORT int ibv_get_device_index(struct ibv_device *device)
+{
+	struct sofv_device *d = to_sdev(device);
+
+	return d ? (d->ib ? 1 : 0) : -1;
+}
 
 /* ---- contexts ------------------------------------------------------------ */
 
@@ -265,6 +317,21 @@ SOFV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 		close(sock);
 		errno = err;
+		return NULL;
+	}
+	if (to_sdev(device)->ib) {
+		struct sofv_context *s = to_sctx(ctx);
+		struct sof_ib_port p;
+
+		/* the daemon lost its port since the listing */
+		if (sofv_ib_port(s, &p)) {
+			ibv_close_device(ctx);
+			errno = ENODEV;
+			return NULL;
+		}
+		s->ib = true;
+		ib_devinfo(&s->dev, &p);
+		ctx->device = device;
 	}
 	return ctx;
 }
@@ -465,6 +532,39 @@ int sofv_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_
 
 /* ---- ports ---------------------------------------------------------------- */
 
+/* sofib0's port: what its subnet manager set (IBA 14.2.5.6), live. */
+static int ib_query_port(const struct sofv_context *s, struct ibv_port_attr *attr, size_t attr_len)
+{
+	struct ibv_port_attr a;
+	struct sof_ib_port p;
+
+	if (sofv_ib_port(s, &p))
+		return EIO;
+	memset(&a, 0, sizeof(a));
+	a.state = p.state >= IBV_PORT_DOWN && p.state <= IBV_PORT_ACTIVE ? (enum ibv_port_state)p.state
+									  : IBV_PORT_DOWN;
+	a.max_mtu = IBV_MTU_4096;
+	a.active_mtu = p.active_mtu >= IBV_MTU_256 && p.active_mtu <= IBV_MTU_4096
+			   ? (enum ibv_mtu)p.active_mtu
+			   : IBV_MTU_4096;
+	a.gid_tbl_len = 1;
+	/* an SM runs elsewhere; this port takes CM and SM class MADs */
+	a.port_cap_flags = IBV_PORT_CM_SUP;
+	a.max_msg_sz = SOFV_MAX_MSG_SZ;
+	a.pkey_tbl_len = SOF_IB_PKEYS;
+	a.lid = p.lid;
+	a.sm_lid = p.sm_lid;
+	a.lmc = p.lmc;
+	a.sm_sl = p.sm_sl;
+	a.max_vl_num = 1; /* VL0 (VLCap 1), VL15 for SMPs */
+	a.active_width = 2;  /* 4x */
+	a.active_speed = 32; /* EDR */
+	a.phys_state = p.phys_state;
+	a.link_layer = IBV_LINK_LAYER_INFINIBAND;
+	memcpy(attr, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
+	return 0;
+}
+
 int sofv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,
 		    size_t attr_len)
 {
@@ -473,6 +573,8 @@ int sofv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr 
 
 	if (port != 1 || !attr)
 		return EINVAL;
+	if (s->ib)
+		return ib_query_port(s, attr, attr_len);
 	memset(&a, 0, sizeof(a));
 	a.state = s->dev.port_state ? (enum ibv_port_state)s->dev.port_state : IBV_PORT_ACTIVE;
 	a.max_mtu = IBV_MTU_4096;

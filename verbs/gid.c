@@ -77,6 +77,27 @@ static void to_ibv_entry(const struct sof_gid_entry *g, uint32_t index, struct i
 	e->ndev_ifindex = g->ifindex;
 }
 
+/* sofib0's GID table: one entry, the subnet prefix and the port GUID
+ * (IBA 4.1.1), type IB. */
+static int ib_gid_entry(const struct sofv_context *s, uint32_t index, struct ibv_gid_entry *e)
+{
+	struct sof_ib_port p;
+	uint64_t v;
+
+	if (index >= 1)
+		return EINVAL;
+	if (sofv_ib_port(s, &p))
+		return EIO;
+	memset(e, 0, sizeof(*e));
+	v = htobe64(p.subnet_prefix);
+	memcpy(e->gid.raw, &v, 8);
+	v = htobe64(p.port_guid);
+	memcpy(e->gid.raw + 8, &v, 8);
+	e->port_num = 1;
+	e->gid_type = IBV_GID_TYPE_IB;
+	return 0;
+}
+
 /* Entry index of port 1 as it is now. 0, EINVAL (no such entry), ENODATA
  * (empty), EIO (the table cannot be read). */
 static int gid_entry(const struct sofv_context *s, uint32_t port, uint32_t index,
@@ -87,6 +108,8 @@ static int gid_entry(const struct sofv_context *s, uint32_t port, uint32_t index
 
 	if (port != 1 || index >= SOF_MAX_GIDS)
 		return EINVAL;
+	if (s->ib)
+		return ib_gid_entry(s, index, e);
 	err = sofv_gid_read(s, index, &g);
 	if (err)
 		return -err;
@@ -142,6 +165,17 @@ SOFV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv
 
 	if (!context || flags || entry_size < offsetof(struct ibv_gid_entry, gid_type))
 		return -EINVAL;
+	if (to_sctx(context)->ib) {
+		struct ibv_gid_entry e;
+
+		err = ib_gid_entry(to_sctx(context), 0, &e);
+		if (err)
+			return -err;
+		if (!entries || max_entries < 1)
+			return -EINVAL;
+		memcpy(entries, &e, entry_size < sizeof(e) ? entry_size : sizeof(e));
+		return 1;
+	}
 	/* One consistent copy: every entry of the answer is from one moment. */
 	err = sof_gid_read(to_sctx(context)->gidtab, tab, NULL);
 	if (err)
@@ -193,6 +227,16 @@ SOFV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num
 SOFV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
 			       __be16 *pkey)
 {
+	if (context && pkey && port_num == 1 && index >= 0 && to_sctx(context)->ib) {
+		struct sof_ib_port p;
+
+		if (index >= SOF_IB_PKEYS || sofv_ib_port(to_sctx(context), &p)) {
+			errno = EINVAL;
+			return -1;
+		}
+		*pkey = htobe16(p.pkeys[index]);
+		return 0;
+	}
 	if (!context || !pkey || port_num != 1 || index < 0 || index >= SOFV_MAX_PKEYS) {
 		errno = EINVAL;
 		return -1;

@@ -73,6 +73,14 @@ int sofv_net_post(struct sofv_qp *qp, const struct sofv_swqe *w)
 		e->sgid_index = g->sgid_index;
 		e->hop_limit = g->hop_limit;
 		e->traffic_class = g->traffic_class;
+		/* sofib0: by the InfiniBand port, to the DLID */
+		e->link = 0;
+		if (to_sctx(qp->qpx.qp_base.context)->ib) {
+			e->link = 1 | (w->ah->attr.is_global ? SOF_NWQE_GLOBAL : 0);
+			e->dlid = w->ah->attr.dlid;
+			e->sl = w->ah->attr.sl;
+			e->path_bits = w->ah->attr.src_path_bits;
+		}
 	}
 	atomic_store_explicit(&qp->nsq->idx.tail, tail + 1, memory_order_release);
 	if (qp->eng) {

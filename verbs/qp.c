@@ -427,7 +427,14 @@ static int check_attr_values(struct sofv_qp *qp, const struct ibv_qp_attr *a, in
 	    (a->qp_access_flags & ~(unsigned)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 					      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
 		return EINVAL;
-	if (mask & IBV_QP_AV) {
+	if ((mask & IBV_QP_AV) && s->ib) {
+		/* sofib0: by LID (a unicast DLID), a GRH only when global
+		 * (its one GID, index 0) */
+		if (!a->ah_attr.dlid || a->ah_attr.dlid >= 0xc000 || a->ah_attr.sl > 15 ||
+		    (a->ah_attr.is_global && a->ah_attr.grh.sgid_index != 0) ||
+		    a->ah_attr.port_num > 1)
+			return EINVAL;
+	} else if (mask & IBV_QP_AV) {
 		/* RoCE: every path has a GRH (IBA A16.4 / A17.4). */
 		if (!a->ah_attr.is_global || sofv_gid_read(s, a->ah_attr.grh.sgid_index, NULL) ||
 		    a->ah_attr.port_num > 1)
@@ -577,6 +584,13 @@ static void modify_req(const struct sofv_qp *qp, const struct ibv_qp_attr *attr,
 	req->max_dest_rd_atomic = a.max_dest_rd_atomic;
 	req->pkey_index = a.pkey_index;
 	req->rate_limit = (attr_mask & IBV_QP_RATE_LIMIT) ? attr->rate_limit : a.rate_limit;
+	if (to_sctx(qp->qpx.qp_base.context)->ib) {
+		req->link = 1; /* TP_LINK_IB: the daemon's InfiniBand port */
+		req->dlid = ah.dlid;
+		req->sl = ah.sl;
+		req->path_bits = ah.src_path_bits;
+		req->is_global = ah.is_global;
+	}
 }
 
 /* IBA 10.3.1: RESET discards every WQE without completing it and returns
@@ -638,7 +652,8 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	 * this process when the daemon steers its packets here (tp_host.c),
 	 * else in the daemon. */
 	modify_req(qp, attr, attr_mask, next, &req);
-	req.engine = qp->eng || ((ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC) &&
+	/* sofib0's QPs stay in the daemon: its engine has the IB port */
+	req.engine = qp->eng || (!s->ib && (ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC) &&
 				 next >= IBV_QPS_RTR && next <= IBV_QPS_SQE &&
 				 !sofv_gid_is_local(s, req.dgid) && sofv_engine_start(s));
 	err = -sofv_rpc(s, SOF_OP_MODIFY_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL,

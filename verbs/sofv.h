@@ -63,6 +63,7 @@
 struct sofv_device {
 	struct ibv_device ibdev;
 	struct sof_devinfo info;  /* as the daemon answered at list time */
+	bool ib;                  /* sofib0: the daemon's InfiniBand port */
 };
 
 struct sofv_rqp;
@@ -74,6 +75,7 @@ struct sofv_context {
 	pthread_mutex_t rpc_lock;   /* serializes requests on sock */
 	uint32_t ctx_id;
 	struct sof_devinfo dev;
+	bool ib;                    /* a context of sofib0, the InfiniBand device */
 	const _Atomic uint64_t *objtab; /* daemon's generations, read-only */
 	const struct sof_gid_shm *gidtab; /* the live GID table, in objtab's memfd */
 
@@ -570,6 +572,9 @@ void sofv_engine_unlock(struct sofv_context *ctx);
 /* ---- entry points installed in the context's operation tables ---------- */
 
 /* context.c */
+/* The InfiniBand port of the daemon, as published now (context.c): 0,
+ * -ENODEV without one, -EIO. */
+int sofv_ib_port(const struct sofv_context *s, struct sof_ib_port *p);
 int sofv_query_port(struct ibv_context *ctx, uint8_t port,
 		    struct ibv_port_attr *attr, size_t attr_len);
 int sofv_query_device_ex(struct ibv_context *ctx,

@@ -745,6 +745,7 @@ int main(int argc, char **argv)
 	/* responder resources for the client's READs (IBA 9.4.4) */
 	me.arg = (uint32_t)(r.dattr.max_qp_rd_atom < 16 ? r.dattr.max_qp_rd_atom : 16);
 	memcpy(me.gid, r.gid.raw, 16);
+	me.lid = hp_port_lid(r.ctx, 1);
 	hp_exchange(r.sock, &me, &peer, o.secs);
 	if (peer.len != r.len)
 		hp_fail("the two sides' regions differ (%llu, %zu bytes)",
@@ -754,6 +755,7 @@ int main(int argc, char **argv)
 	path.port = 1;
 	path.sgid_index = r.gid_index;
 	memcpy(path.dgid.raw, peer.gid, 16);
+	path.dlid = peer.lid; /* an InfiniBand port: by LID */
 	path.mtu = o.mtu;
 	path.dqpn = peer.qpn;
 	path.rq_psn = peer.psn;

@@ -42,6 +42,8 @@ struct hp_info {
 	uint64_t addr; /* start of the exposed region */
 	uint64_t len;  /* program-specific (length, count, ...) */
 	uint8_t gid[16];
+	uint16_t lid;  /* port 1's LID on an InfiniBand port (hp_port_lid), else 0 */
+	uint8_t rsvd[6];
 };
 
 /* A QP's path and parameters for hp_qp_modify. */
@@ -49,6 +51,7 @@ struct hp_path {
 	uint8_t port;
 	int sgid_index;
 	union ibv_gid dgid;
+	uint16_t dlid; /* not 0: by LID, no GRH (an InfiniBand port) */
 	enum ibv_mtu mtu;
 	uint32_t dqpn;
 	uint32_t rq_psn;
@@ -242,6 +245,7 @@ static inline void hp_exchange(int fd, const struct hp_info *me, struct hp_info 
 	w.arg = htonl(me->arg);
 	w.addr = htobe64(me->addr);
 	w.len = htobe64(me->len);
+	w.lid = htons(me->lid);
 	if (hp_io(fd, &w, sizeof(w), 1, secs) || hp_io(fd, peer, sizeof(*peer), 0, secs))
 		hp_fail("peer closed the connection during the exchange");
 	peer->qpn = ntohl(peer->qpn);
@@ -250,6 +254,18 @@ static inline void hp_exchange(int fd, const struct hp_info *me, struct hp_info 
 	peer->arg = ntohl(peer->arg);
 	peer->addr = be64toh(peer->addr);
 	peer->len = be64toh(peer->len);
+	peer->lid = ntohs(peer->lid);
+}
+
+/* hp_port_lid: port's LID when its link layer is InfiniBand, else 0 (a
+ * RoCE path is by GID) */
+static inline uint16_t hp_port_lid(struct ibv_context *ctx, uint8_t port)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(ctx, port, &pa) || pa.link_layer != IBV_LINK_LAYER_INFINIBAND)
+		return 0;
+	return pa.lid;
 }
 
 /* hp_sync: one byte each way, so both sides passed the same point */
@@ -374,10 +390,14 @@ static inline int hp_qp_modify(struct ibv_qp *qp, const struct hp_path *p, enum 
 		a.path_mtu = p->mtu;
 		a.dest_qp_num = p->dqpn;
 		a.rq_psn = p->rq_psn;
-		a.ah_attr.is_global = 1;
-		a.ah_attr.grh.dgid = p->dgid;
-		a.ah_attr.grh.sgid_index = (uint8_t)p->sgid_index;
-		a.ah_attr.grh.hop_limit = 64;
+		if (p->dlid && hp_port_lid(qp->context, p->port)) {
+			a.ah_attr.dlid = p->dlid;
+		} else {
+			a.ah_attr.is_global = 1;
+			a.ah_attr.grh.dgid = p->dgid;
+			a.ah_attr.grh.sgid_index = (uint8_t)p->sgid_index;
+			a.ah_attr.grh.hop_limit = 64;
+		}
 		a.ah_attr.port_num = p->port;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 		if (qp->qp_type == IBV_QPT_RC) {
@@ -505,6 +525,7 @@ static inline void hp_path_peer(struct hp_path *p, int sgid_index, const struct 
 	p->port = 1;
 	p->sgid_index = sgid_index;
 	memcpy(p->dgid.raw, peer->gid, 16);
+	p->dlid = peer->lid;
 	p->mtu = mtu;
 	p->dqpn = peer->qpn;
 	p->rq_psn = peer->psn;

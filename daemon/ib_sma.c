@@ -1,0 +1,170 @@
+/*
+ * The subnet management agent of the daemon's InfiniBand port (sofib0):
+ * QP0's receive hook, answering from the node model of mad/smp.h with the
+ * SMA of mad/sma.c (the same code the fabric's switches and simulated
+ * HCAs answer with), and the glue between that model and the port
+ * (transport/tp_ib.h).
+ *
+ * The model is the port's management view: what an SM sets through it
+ * (PortState, LID/LMC, SM LID/SL, P_Keys, NeighborMTU, the GID prefix,
+ * Disabled) goes to the port at once; what the link does (LinkUp and down
+ * from the HELLOs, Armed to Active on the first data packet, ASSIGN's
+ * GUIDs) comes back into the model when the port says it changed
+ * (sofd_ib_sma_sync, from ib.c's publication). One CA node with one port,
+ * VL0 only (VLCap 1, every SL to VL0).
+ *
+ * An SMP arrives on VL15 to QP0 (the port checked both); a directed-route
+ * one goes through sof_smp_dr_step first, and so does the response, which
+ * leaves from QP0 on VL15: LID-routed to the request's SLID, or directed
+ * with the permissive LIDs. SMPs on the RoCEv2 port are dropped (`mad`).
+ */
+#include "sofd.h"
+
+#include "smp.h"
+#include "tp_ib.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static struct {
+	struct sof_node *node;
+	uint32_t psn; /* QP0's send PSNs */
+	uint64_t smps, replies;
+} sma;
+
+/* The model's port 1 after the port changed (the link, ASSIGN). */
+void sofd_ib_sma_sync(void)
+{
+	const struct tp_ib_attr *a = tp_ib_attr();
+	struct sof_port *p;
+
+	if (!sma.node)
+		return;
+	p = &sma.node->port[1];
+	sma.node->node_guid = sma.node->sys_guid = a->node_guid;
+	p->guid = p->guids[0] = a->port_guid;
+	if (a->phys_state == IB_PHYS_LINKUP && p->phys != SOF_PHYS_LINKUP)
+		sof_port_link_up(sma.node, 1);
+	else if (a->phys_state != IB_PHYS_LINKUP && p->phys == SOF_PHYS_LINKUP)
+		sof_port_link_down(sma.node, 1);
+	/* the port retrains after an SM's Down: Initialize again */
+	if (a->state == SOF_PORT_INIT && p->state == SOF_PORT_DOWN && p->phys == SOF_PHYS_LINKUP)
+		p->state = SOF_PORT_INIT;
+	/* Armed to Active on a data packet (iblink.c, IBA 7.2.3) */
+	if (a->state == SOF_PORT_ACTIVE && p->state == SOF_PORT_ARMED)
+		p->state = SOF_PORT_ACTIVE;
+}
+
+/* What an SM set in the model goes to the port. */
+static void apply(unsigned ev)
+{
+	const struct sof_port *p = &sma.node->port[1];
+
+	if (ev & SOF_SMA_EV_DISABLE)
+		tp_ib_disable(true);
+	if (ev & SOF_SMA_EV_ENABLE)
+		tp_ib_disable(false);
+	if (ev & SOF_SMA_EV_LID)
+		(void)tp_ib_set_lid(p->lid, p->lmc, p->sm_lid, p->sm_sl);
+	if (ev & SOF_SMA_EV_PKEYS)
+		for (unsigned i = 0; i < TP_IB_PKEYS && i < SOF_NODE_PKEYS; i++)
+			(void)tp_ib_set_pkey(i, p->pkeys[i]);
+	if (tp_ib_attr()->subnet_prefix != p->gid_prefix)
+		tp_ib_set_subnet_prefix(p->gid_prefix);
+	if (tp_ib_attr()->active_mtu != p->neighbor_mtu)
+		(void)tp_ib_set_mtu(p->neighbor_mtu);
+	if ((ev & SOF_SMA_EV_STATE) && tp_ib_attr()->state != p->state && tp_ib_set_state(p->state))
+		sofd_log("ib: SMA state %s refused by the port (%u)",
+			 sof_port_state_names[p->state < 5 ? p->state : 0], tp_ib_attr()->state);
+}
+
+/* Send mad (256 bytes) from QP0 on VL15 to dlid. */
+static void send_smp(uint16_t dlid, const uint8_t *mad)
+{
+	struct tp_path path = {.link = TP_LINK_IB, .dlid = dlid};
+	int err = tp_ud_send(&path, 0, 0, 0, 0xffff, &sma.psn, mad, SOF_SMP_LEN);
+
+	if (err)
+		sofd_log("ib: SMP response not sent: %s", strerror(-err));
+	else
+		sma.replies++;
+}
+
+/* TP_HOOK_QP0: an SMP (the port checked VL15, the LRH and the CRCs). */
+static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
+		      const struct roce_addr *a, bool from_net)
+{
+	uint8_t mad[SOF_SMP_LEN];
+	struct sof_dr_next next;
+	uint16_t slid, dlid;
+	unsigned ev = 0;
+	bool directed, lid_routed;
+	uint8_t sl;
+
+	(void)a;
+	(void)from_net;
+	if (!tp_ib_rx_lrh(&slid, &dlid, &sl) || h->opcode != ROCE_UD_SEND_ONLY ||
+	    paylen != SOF_SMP_LEN) {
+		sofd.drops[SOF_DROP_mad]++;
+		return;
+	}
+	memcpy(mad, payload, sizeof(mad));
+	sma.smps++;
+	directed = mad[1] == SOF_MCLASS_SMP_DR;
+	lid_routed = dlid != IB_LID_PERMISSIVE;
+	if (directed && sof_smp_dr_step(sma.node, mad, 1, lid_routed, 0, &next) != SOF_DR_LOCAL)
+		return; /* a CA forwards nothing: dropped and counted by the model */
+	if (sof_sma_process(sma.node, 1, mad, sizeof(mad), &ev) != SOF_SMA_REPLY) {
+		apply(ev);
+		return;
+	}
+	apply(ev);
+	if (!directed) {
+		send_smp(slid, mad);
+		return;
+	}
+	switch (sof_smp_dr_step(sma.node, mad, 0, lid_routed, slid, &next)) {
+	case SOF_DR_OUT_PORT:
+		send_smp(IB_LID_PERMISSIVE, mad);
+		break;
+	case SOF_DR_OUT_LID:
+		send_smp(next.lid, mad);
+		break;
+	default:
+		break;
+	}
+}
+
+int sofd_ib_sma_init(const char *desc)
+{
+	const struct tp_ib_attr *a = tp_ib_attr();
+	struct sof_port *p;
+
+	sma.node = sof_node_new(SOF_NODE_CA, 1, a->node_guid);
+	if (!sma.node)
+		return -ENOMEM;
+	snprintf(sma.node->desc, sizeof(sma.node->desc), "%s", desc);
+	p = &sma.node->port[1];
+	/* the default GID prefix (IBA 4.1.1: fe80::/64) until an SM sets one */
+	p->gid_prefix = a->subnet_prefix;
+	/* VL0 only: VLCap and OperationalVLs 1, every SL to VL0 */
+	p->vl_cap = p->op_vls = 1;
+	memset(p->sl2vl[0], 0, sizeof(p->sl2vl[0]));
+	sofd_ib_sma_sync();
+	tp_recv_hook(TP_HOOK_QP0, qp0_input);
+	return 0;
+}
+
+void sofd_ib_sma_counts(uint64_t *smps, uint64_t *replies)
+{
+	*smps = sma.smps;
+	*replies = sma.replies;
+}
+
+void sofd_ib_sma_fini(void)
+{
+	tp_recv_hook(TP_HOOK_QP0, NULL);
+	sof_node_free(sma.node);
+	sma.node = NULL;
+}

@@ -166,8 +166,9 @@ static void send_ack(const struct reasm *r, const uint8_t *data, uint32_t seg, u
 {
 	uint8_t ack[SOF_MAD_LEN];
 
+	/* the class's headers too: a vendor ACK finds its agent by its OUI */
 	memset(ack, 0, sizeof(ack));
-	memcpy(ack, data, SOF_MAD_HDR_LEN);
+	memcpy(ack, data, r->hdr_len);
 	/* the ACK goes the other way: the R bit flips (IBA 13.6.2.2) */
 	ack[3] ^= SOF_MAD_METHOD_RESP;
 	put16(ack + 4, 0);

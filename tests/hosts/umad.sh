@@ -113,3 +113,18 @@ else
 	not_ok "hosts/umad: $name" "pid '$pid'; before: $before; after: $after"
 	sof_dump "$(sof_out "$name")"
 fi
+
+# infiniband-diags' ibstat (libibumad's CA and port queries) on host a
+out=$SOF_TMP/ibstat.out
+sof_host_run a "$SOFTOFED" run -- ibstat >"$out" 2>&1 </dev/null
+rc=$?
+guids=$(sof_host_run a "$SOFTOFED" run -- ibstat -p 2>/dev/null </dev/null)
+if [ $rc -eq 0 ] && grep -q "^CA 'sof0'" "$out" && grep -q 'State: Active' "$out" &&
+	grep -q 'Physical state: LinkUp' "$out" && grep -q 'Link layer: Ethernet' "$out" &&
+	grep -q 'Number of ports: 1' "$out" && [ -n "$guids" ] &&
+	grep -q "Port GUID: $guids" "$out"; then
+	ok "hosts/umad: ibstat (infiniband-diags) shows sof0, port 1 Active, Ethernet, GUID $guids"
+else
+	not_ok "hosts/umad: ibstat" "exit status $rc"
+	sof_dump "$out"
+fi

@@ -128,3 +128,17 @@ else
 	not_ok "hosts/umad: ibstat" "exit status $rc"
 	sof_dump "$out"
 fi
+
+# the port's MAD files under softofed run (rdma-core's tools and OpenSM
+# look there): abi_version 5, umad0 and issm0 of sof0 port 1, the nodes
+out=$SOF_TMP/mad_files.out
+sof_host_run a "$SOFTOFED" run -- sh -c 'cat /sys/class/infiniband_mad/abi_version \
+	/sys/class/infiniband_mad/umad0/ibdev /sys/class/infiniband_mad/umad0/port \
+	/sys/class/infiniband_mad/issm0/ibdev /sys/class/infiniband_mad/issm0/port &&
+	test -c /dev/infiniband/umad0 && test -c /dev/infiniband/issm0 && echo nodes' \
+	>"$out" 2>&1 </dev/null
+if [ "$(tr '\n' ' ' <"$out")" = "5 sof0 1 sof0 1 nodes " ]; then
+	ok "hosts/umad: softofed run shows /sys/class/infiniband_mad (abi_version 5, umad0 and issm0 of sof0 port 1) and /dev/infiniband/umad0, issm0"
+else
+	not_ok "hosts/umad: /sys/class/infiniband_mad under softofed run" "$(tr '\n' ' ' <"$out")"
+fi

@@ -99,7 +99,10 @@ static void to_umad_addr(const struct sofd_mad_addr *a, ib_mad_addr_t *u)
 	memset(u, 0, sizeof(*u));
 	u->qpn = htobe32(a->remote_qpn);
 	u->qkey = htobe32(a->remote_qkey);
-	u->grh_present = 1; /* RoCE: every MAD has its GRH */
+	u->lid = htobe16(a->lid);
+	u->sl = a->sl;
+	u->path_bits = a->path_bits;
+	u->grh_present = !a->no_grh; /* RoCE: every MAD has its GRH */
 	u->gid_index = (uint8_t)gid_index(a->sgid);
 	u->hop_limit = a->hop_limit;
 	u->traffic_class = a->traffic_class;
@@ -273,6 +276,8 @@ static int from_umad_addr(const uint8_t raw[SOF_UMAD_ADDR_LEN], struct sofd_mad_
 	static const uint8_t zero[16];
 
 	memcpy(&u, raw, sizeof(u));
+	/* the RoCE port routes by GID alone (an InfiniBand port will take
+	 * LID-routed MADs without GRH: lid, sl and path_bits below) */
 	if (!u.grh_present || u.gid_index >= sofd.dev.num_gids || u.gid_index >= SOF_MAX_GIDS ||
 	    !memcmp(sofd.dev.gids[u.gid_index].gid, zero, 16))
 		return -EINVAL;
@@ -287,6 +292,9 @@ static int from_umad_addr(const uint8_t raw[SOF_UMAD_ADDR_LEN], struct sofd_mad_
 	a->hop_limit = u.hop_limit;
 	a->traffic_class = u.traffic_class;
 	a->flow_label = be32toh(u.flow_label) & 0xfffff;
+	a->lid = be16toh(u.lid);
+	a->sl = u.sl & 0xf;
+	a->path_bits = u.path_bits & 0x7f;
 	return 0;
 }
 

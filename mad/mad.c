@@ -26,6 +26,7 @@ struct loop_mad {
 };
 
 static struct agent *agent_list;
+static const struct sofd_mad_smi_ops *smi; /* QP0 of an InfiniBand port, or NULL */
 static uint32_t nagents, next_agent_id, npending;
 static struct msend *send_list;
 static uint32_t tid_seq;
@@ -233,7 +234,7 @@ int sofd_mad_agent_register(const struct sofd_mad_reg *reg, const struct sofd_ma
 	}
 	/* QP0, the SMI (IBA 14.2), is an InfiniBand port's only: a RoCE port
 	 * has none, and the kernel refuses its agents with this error. */
-	if (reg->qpn == SOF_MAD_QP0)
+	if (reg->qpn == SOF_MAD_QP0 && !smi)
 		return -EPROTONOSUPPORT;
 	for (unsigned m = 0; c && m < 128; m++)
 		if (method_in(reg->method_mask, (uint8_t)m) &&
@@ -289,6 +290,18 @@ uint64_t sofd_mad_new_tid(int agent)
 }
 
 /* ---- sends that wait for their response ----------------------------------------------- */
+
+/* One MAD out of an agent's QP. */
+static int qp_send(const struct agent *a, const struct sofd_mad_addr *to, const uint8_t *mad)
+{
+	if (a->reg.qpn == SOF_MAD_QP0) {
+		tp_count_add(SOF_CNT_mad_tx, 1);
+		return smi ? smi->send(to, mad) : -ENETDOWN;
+	}
+	return sofd_mad_send(to, mad);
+}
+
+void sofd_mad_smi_attach(const struct sofd_mad_smi_ops *ops) { smi = ops; }
 
 static struct msend *send_find(const struct agent *a, uint64_t tid, uint8_t mgmt_class)
 {
@@ -362,8 +375,11 @@ int sofd_mad_agent_send(void *ctx, uint32_t id, const uint8_t *msg, uint32_t len
 	if (len < SOF_MAD_HDR_LEN + SOF_RMPP_HDR_LEN || len > SOF_MAD_MSG_MAX)
 		return -EINVAL;
 	sof_mad_hdr_get(msg, &h);
-	if (h.base_version != SOF_MAD_BASE_VERSION || class_smp(h.mgmt_class) ||
-	    a->reg.qpn != SOF_MAD_QP1)
+	/* an agent's QP carries its classes only: SMPs on QP0, the rest on QP1 */
+	if (h.base_version != SOF_MAD_BASE_VERSION ||
+	    class_smp(h.mgmt_class) != (a->reg.qpn == SOF_MAD_QP0))
+		return -EINVAL;
+	if (a->reg.qpn == SOF_MAD_QP0 && (!smi || len > SOF_MAD_LEN))
 		return -EINVAL;
 	rmpp = a->reg.rmpp_version && !a->reg.user_rmpp && class_rmpp(h.mgmt_class) &&
 	       (msg[SOF_RMPP_FLAGS_OFF] & SOF_RMPP_FLAG_ACTIVE);
@@ -388,7 +404,7 @@ int sofd_mad_agent_send(void *ctx, uint32_t id, const uint8_t *msg, uint32_t len
 		}
 	}
 	if (!rmpp && (!timeout_ms || is_response(&h))) {
-		err = sofd_mad_send(to, copy);
+		err = qp_send(a, to, copy);
 		free(copy);
 		return err;
 	}
@@ -414,7 +430,7 @@ int sofd_mad_agent_send(void *ctx, uint32_t id, const uint8_t *msg, uint32_t len
 			return err;
 		}
 	} else {
-		err = sofd_mad_send(to, copy);
+		err = qp_send(a, to, copy);
 		if (err) {
 			send_free(s);
 			return err;
@@ -461,7 +477,7 @@ void sofd_mad_timers_run(void)
 		} else if (s->retries) {
 			/* the kernel's retries: the same MAD, the same TID */
 			s->retries--;
-			(void)sofd_mad_send(&s->to, s->msg);
+			(void)qp_send(s->a, &s->to, s->msg);
 			s->deadline = now + (uint64_t)s->timeout_ms * 1000000u;
 		} else {
 			sofd_mad_send_fail(s, ETIMEDOUT);
@@ -508,7 +524,8 @@ struct msend *sofd_mad_resp_match(struct agent *a, const struct sof_mad_hdr *h,
 	return s;
 }
 
-static void dispatch(const uint8_t *mad, const struct sofd_mad_addr *from)
+/* A MAD that reached QP qpn (0: SMI, 1: GSI). */
+static void dispatch(uint8_t qpn, const uint8_t *mad, const struct sofd_mad_addr *from)
 {
 	struct sof_mad_hdr h;
 	struct agent *a;
@@ -516,8 +533,9 @@ static void dispatch(const uint8_t *mad, const struct sofd_mad_addr *from)
 
 	sof_mad_hdr_get(mad, &h);
 	/* IBA 13.4.3: a base version we do not speak is not ours to parse;
-	 * 13.5.1: QP1 carries no SMPs */
-	if (h.base_version != SOF_MAD_BASE_VERSION || class_smp(h.mgmt_class) || !h.mgmt_class) {
+	 * 13.5.1: QP1 carries no SMPs, QP0 nothing else */
+	if (h.base_version != SOF_MAD_BASE_VERSION ||
+	    class_smp(h.mgmt_class) != (qpn == SOF_MAD_QP0) || !h.mgmt_class) {
 		tp_drop_add(SOF_DROP_mad);
 		return;
 	}
@@ -527,7 +545,7 @@ static void dispatch(const uint8_t *mad, const struct sofd_mad_addr *from)
 			sofd_mad_deliver(a, mad, SOF_MAD_LEN, from);
 			return;
 		}
-		if (!a || a->reg.qpn != SOF_MAD_QP1) {
+		if (!a || a->reg.qpn != qpn) {
 			tp_drop_add(SOF_DROP_mad);
 			return;
 		}
@@ -543,13 +561,14 @@ static void dispatch(const uint8_t *mad, const struct sofd_mad_addr *from)
 		sofd_mad_deliver(a, mad, SOF_MAD_LEN, from);
 		return;
 	}
-	a = agent_for(SOF_MAD_QP1, h.mgmt_class, h.class_version,
+	a = agent_for(qpn, h.mgmt_class, h.class_version,
 		      class_vendor2(h.mgmt_class) ? mad_oui(mad) : 0, h.method);
 	if (!a) {
 		/* No agent: IBA 13.5.3.1 lets the GSI drop what it cannot
 		 * serve; a Get or Set is answered */
 		tp_drop_add(SOF_DROP_mad);
-		if (h.method == SOF_MAD_METHOD_GET || h.method == SOF_MAD_METHOD_SET)
+		if (qpn == SOF_MAD_QP1 &&
+		    (h.method == SOF_MAD_METHOD_GET || h.method == SOF_MAD_METHOD_SET))
 			reply_unsupported(mad, from);
 		return;
 	}
@@ -568,7 +587,19 @@ void sofd_mad_input(const uint8_t *payload, uint32_t len, const struct sofd_mad_
 		return;
 	}
 	memcpy(mad, payload, SOF_MAD_LEN);
-	dispatch(mad, from);
+	dispatch(SOF_MAD_QP1, mad, from);
+}
+
+void sofd_mad_smi_input(const uint8_t *smp, uint32_t len, const struct sofd_mad_addr *from)
+{
+	uint8_t mad[SOF_MAD_LEN];
+
+	if (len != SOF_MAD_LEN || !smi) {
+		tp_drop_add(SOF_DROP_mad);
+		return;
+	}
+	memcpy(mad, smp, SOF_MAD_LEN);
+	dispatch(SOF_MAD_QP0, mad, from);
 }
 
 int sofd_mad_send(const struct sofd_mad_addr *to, const uint8_t *mad)
@@ -584,6 +615,7 @@ int sofd_mad_send(const struct sofd_mad_addr *to, const uint8_t *mad)
 	if (!m)
 		return -ENOMEM;
 	m->next = NULL;
+	memset(&m->from, 0, sizeof(m->from));
 	/* as the receiver will see it: the GIDs swap */
 	memcpy(m->from.sgid, to->dgid, 16);
 	memcpy(m->from.dgid, to->sgid, 16);
@@ -616,7 +648,7 @@ bool sofd_mad_loopback_run(void)
 		if (!loop_head)
 			loop_tail = &loop_head;
 		loop_len--;
-		dispatch(m->mad, &m->from);
+		dispatch(SOF_MAD_QP1, m->mad, &m->from);
 		free(m);
 		any = true;
 	}

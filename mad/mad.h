@@ -56,8 +56,10 @@ struct sof_mad_hdr {
 void sof_mad_hdr_get(const uint8_t *mad, struct sof_mad_hdr *h);
 void sof_mad_hdr_put(uint8_t *mad, const struct sof_mad_hdr *h);
 
-/* The other end of a MAD, as RoCEv2 sees it: this host's GID the MAD
- * arrived on / leaves from, the peer's GID and QP, and the GRH fields. */
+/* The other end of a MAD: this host's GID the MAD arrived on / leaves
+ * from, the peer's GID and QP, and the GRH fields; on an InfiniBand port
+ * also the peer's LID, our LID's path bits, the SL and whether a GRH is
+ * there (RoCE: always; the LID fields unused). */
 struct sofd_mad_addr {
 	uint8_t sgid[16]; /* ours */
 	uint8_t dgid[16]; /* the peer's */
@@ -67,6 +69,10 @@ struct sofd_mad_addr {
 	uint8_t traffic_class;
 	uint8_t hop_limit;
 	uint32_t flow_label;
+	uint16_t lid; /* the peer's (IB) */
+	uint8_t path_bits;
+	uint8_t sl;
+	bool no_grh; /* IB only: a LID-routed MAD without GRH */
 };
 
 /* An agent: called with each MAD of its class and version, whole
@@ -158,6 +164,17 @@ bool sofd_mad_agent_valid(void *ctx, uint32_t id);
 int sofd_mad_agent_send(void *ctx, uint32_t id, const uint8_t *msg, uint32_t len,
 			const struct sofd_mad_addr *to, uint32_t timeout_ms, uint32_t retries,
 			uint64_t cookie);
+/* QP0, the SMI (IBA 14.2), is an InfiniBand port's: the port attaches it
+ * with what sends an SMP out (its VL15 and directed-route handling) and
+ * hands the SMPs that reach this node to sofd_mad_smi_input, after the
+ * SMI's own checks (IBA 14.2.2: hop pointer and count, the paths); until
+ * then QP0 agents are refused with -EPROTONOSUPPORT, as on RoCE. */
+struct sofd_mad_smi_ops {
+	int (*send)(const struct sofd_mad_addr *to, const uint8_t *smp);
+};
+void sofd_mad_smi_attach(const struct sofd_mad_smi_ops *ops);
+void sofd_mad_smi_input(const uint8_t *smp, uint32_t len, const struct sofd_mad_addr *from);
+
 /* Milliseconds until the next send or RMPP time-out (-1: none). */
 int sofd_mad_timeout_ms(void);
 /* Run the time-outs that are due. */

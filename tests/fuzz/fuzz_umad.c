@@ -5,8 +5,9 @@
  *
  * Each input starts from the same fresh state: port A (a connection of
  * the daemon's user) with agent 0 (vendor class 0x31, OUI 00:14:05, RMPP,
- * Gets and Sets) and agent 1 (class 0x32, no RMPP), and port B (user
- * nobody) with nothing. This host's GID is 10.0.0.1, so MADs sent to it
+ * Gets and Sets), agent 1 (class 0x32, no RMPP) and agent 2 (SubnDR on
+ * QP0: an SMI is attached), and port B (user nobody), whose QP0 agent is
+ * refused. This host's GID is 10.0.0.1, so MADs sent to it
  * come back through the loopback queue. The input is a list of commands:
  *
  *   0 SEL OP LEN[2] BYTES  a request on port A (SEL bit 0: B) of op
@@ -19,6 +20,8 @@
  *   2                      the MAD layer's time-outs that are due
  *   3                      the loopback MADs are delivered
  *   4 SEL                  port A (SEL bit 0: B) closes and opens again
+ *   5 SEL MAD[256]         an SMP from the SMI of an InfiniBand port (a
+ *                          stand-in that sends nowhere is attached), as 1
  *
  * Then both ports close (the program died): no port, agent or waiting
  * send may remain.
@@ -151,14 +154,32 @@ static void reg(struct port *p, uint8_t cls, uint8_t rmpp, uint64_t methods)
 
 static void setup(void)
 {
+	struct sof_umad_reg_req r = {.qpn = 0, .mgmt_class = 0x81, .class_version = 1};
+
 	ports[0].uid = getuid();
 	ports[1].uid = 65534;
 	port_open(&ports[0]);
 	port_open(&ports[1]);
 	reg(&ports[0], 0x31, 1, 1u << 1 | 1u << 2);
 	reg(&ports[0], 0x32, 0, 0);
+	r.method_mask[0] = 1u << 1 | 1u << 2;
+	if (request(&ports[1], SOF_OP_UMAD_REGISTER, &r, sizeof(r), NULL, 0) != -EACCES)
+		FAIL("another user's SMP agent was not refused");
+	r.qpn = 0;
+	if (request(&ports[0], SOF_OP_UMAD_REGISTER, &r, sizeof(r), NULL, 0))
+		FAIL("the SMP agent was refused");
 	memset(last_tid, 0, sizeof(last_tid));
 }
+
+static int smi_send(const struct sofd_mad_addr *to, const uint8_t *smp)
+{
+	(void)to;
+	if (smp[1] != 0x01 && smp[1] != 0x81)
+		FAIL("a MAD of class 0x%x left through QP0", smp[1]);
+	return 0;
+}
+
+static const struct sofd_mad_smi_ops smi_ops = {.send = smi_send};
 
 static void cmd_request(const uint8_t **d, size_t *n)
 {
@@ -187,7 +208,7 @@ static void cmd_request(const uint8_t **d, size_t *n)
 		op = SOF_OP_UMAD_SEND - SOF_OP_UMAD_CA;
 		if (len < sizeof(*s))
 			len = sizeof(*s);
-		s->agent_id = sel >> 2 & 1;
+		s->agent_id = sel >> 2 & 3;
 		s->len = (uint32_t)(len - sizeof(*s));
 		s->timeout_ms %= 50;
 		s->retries %= 3;
@@ -199,7 +220,7 @@ static void cmd_request(const uint8_t **d, size_t *n)
 	(void)request(p, SOF_OP_UMAD_CA + op % 5u, buf, len, NULL, 0);
 }
 
-static void cmd_mad(const uint8_t **d, size_t *n)
+static void cmd_mad(const uint8_t **d, size_t *n, bool smp)
 {
 	struct sofd_mad_addr from = {.remote_qpn = 1, .remote_qkey = SOF_GSI_QKEY, .pkey = 0xffff};
 	uint8_t mad[SOF_MAD_LEN], sel;
@@ -214,14 +235,17 @@ static void cmd_mad(const uint8_t **d, size_t *n)
 		memcpy(mad + 8, last_tid, 8);
 	memcpy(from.sgid, local4, 16);
 	memcpy(from.dgid, sel & 1 ? local4 : peer4, 16);
-	sofd_mad_input(mad, SOF_MAD_LEN, &from);
+	if (smp)
+		sofd_mad_smi_input(mad, SOF_MAD_LEN, &from);
+	else
+		sofd_mad_input(mad, SOF_MAD_LEN, &from);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	setup();
 	while (size) {
-		uint8_t c = data[0] % 5;
+		uint8_t c = data[0] % 6;
 
 		data++;
 		size--;
@@ -230,7 +254,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			cmd_request(&data, &size);
 			break;
 		case 1:
-			cmd_mad(&data, &size);
+		case 5:
+			cmd_mad(&data, &size, c == 5);
 			break;
 		case 2:
 			sofd_mad_timers_run();
@@ -238,7 +263,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 3:
 			sofd_mad_loopback_run();
 			break;
-		default:
+		case 4:
 			if (size) {
 				struct port *p = &ports[data[0] & 1];
 
@@ -267,5 +292,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fuzz_daemon_start(IBV_MTU_1024, &local4, 1);
+	sofd_mad_smi_attach(&smi_ops);
 	return 0;
 }

@@ -81,8 +81,10 @@ struct sof_umad_agent {
 	uint32_t rsvd;
 };
 
-/* UMAD_SEND: this, then len bytes of MAD (an RMPP message in one piece).
- * addr is struct ib_mad_addr (umad.h) as the program filled it. */
+/* UMAD_SEND: this, then len bytes of MAD (an RMPP message in one piece);
+ * or, for a message longer than a record carries, this alone and fds [0]
+ * a file of len bytes (a memfd). addr is struct ib_mad_addr (umad.h) as
+ * the program filled it. */
 #define SOF_UMAD_ADDR_LEN 44
 struct sof_umad_send_req {
 	uint32_t agent_id;

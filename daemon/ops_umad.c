@@ -298,19 +298,50 @@ static int from_umad_addr(const uint8_t raw[SOF_UMAD_ADDR_LEN], struct sofd_mad_
 	return 0;
 }
 
+/* A long message's bytes, from the file the program passed: exactly len. */
+static uint8_t *read_msg(int fd, uint32_t len)
+{
+	uint8_t *b;
+	ssize_t n;
+
+	if (len > SOF_MAD_MSG_MAX)
+		return NULL;
+	b = malloc(len ? len : 1);
+	if (!b)
+		return NULL;
+	n = pread(fd, b, len, 0);
+	if (n != (ssize_t)len) {
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
 static int op_send(struct sofd_umad *u, const struct sof_umad_send_req *req, const uint8_t *msg,
-		   size_t avail)
+		   size_t avail, int fd)
 {
 	struct sofd_mad_addr to;
+	uint8_t *big = NULL;
 	int err;
 
-	if (req->len != avail || req->agent_id >= SOF_UMAD_MAX_AGENTS || !u->ids[req->agent_id])
+	if (req->agent_id >= SOF_UMAD_MAX_AGENTS || !u->ids[req->agent_id])
 		return -EINVAL;
+	if (fd >= 0) {
+		if (avail)
+			return -EINVAL;
+		big = read_msg(fd, req->len);
+		if (!big)
+			return -EINVAL;
+		msg = big;
+	} else if (req->len != avail) {
+		return -EINVAL;
+	}
 	err = from_umad_addr(req->addr, &to);
-	if (err)
-		return err;
-	return sofd_mad_agent_send(u, u->ids[req->agent_id], msg, req->len, &to, req->timeout_ms,
-				   req->retries, 0);
+	if (!err)
+		err = sofd_mad_agent_send(u, u->ids[req->agent_id], msg, req->len, &to,
+					  req->timeout_ms, req->retries, 0);
+	free(big);
+	return err;
 }
 
 /* requests are copied here before use, aligned */
@@ -337,7 +368,8 @@ int sofd_umad_op(struct sofd_req *rq, struct sofd_rep *rp)
 	if (rq->op < SOF_OP_UMAD_CA || rq->op > SOF_OP_UMAD_SEND)
 		return -EOPNOTSUPP;
 	want = need[rq->op - SOF_OP_UMAD_CA];
-	if (rq->c->cm.chan || rq->nfds || rq->len < want || rq->len > sizeof(qbuf) ||
+	if (rq->c->cm.chan || rq->nfds > (rq->op == SOF_OP_UMAD_SEND) || rq->len < want ||
+	    rq->len > sizeof(qbuf) ||
 	    (rq->op != SOF_OP_UMAD_SEND && rq->len != want))
 		return -EINVAL;
 	memcpy(&qbuf, rq->data, rq->len);
@@ -357,7 +389,8 @@ int sofd_umad_op(struct sofd_req *rq, struct sofd_rep *rp)
 	case SOF_OP_UMAD_UNREGISTER:
 		return unregister_slot(u, qbuf.agent.agent_id);
 	default:
-		return op_send(u, &qbuf.send, qbuf.bytes + sizeof(qbuf.send), rq->len - sizeof(qbuf.send));
+		return op_send(u, &qbuf.send, qbuf.bytes + sizeof(qbuf.send), rq->len - sizeof(qbuf.send),
+			       rq->nfds ? rq->fds[0] : -1);
 	}
 }
 

@@ -116,8 +116,9 @@ bool sofd_mad_loopback_pending(void);
 /* MAD status (IBA 13.4.7): the method/attribute combination is not
  * supported (the answer to a Get or Set no agent takes) */
 #define SOF_MAD_STATUS_UNSUPPORTED 0x000c
-/* The largest message an agent sends or receives in one piece (RMPP). */
-#define SOF_MAD_MSG_MAX (64u * 1024u)
+/* The largest message an agent sends or receives in one piece (RMPP):
+ * what a record on a MAD port's socket can carry. */
+#define SOF_MAD_MSG_MAX (256u * 1024u)
 
 struct sofd_mad_reg {
 	uint8_t qpn;

@@ -270,7 +270,7 @@ if [ -z "$ONE_BUILD" ] && [ -x build-asan/bin/softofedd ] && [ -x build/bin/soft
 	ln -s "$SOF_ROOT/build/tests" "$MIX/tests"
 fi
 for f in tests/hosts/badpackets.sh tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/mr_kinds.sh \
-	tests/hosts/mw.sh tests/hosts/srq_resize.sh; do
+	tests/hosts/mw.sh tests/hosts/srq_resize.sh tests/hosts/umad.sh; do
 	selected "$f (asan daemon)" || continue
 	[ -n "$MIX" ] || continue
 	script_cmd "$f"

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -241,8 +242,34 @@ SOFU_EXPORT int umad_set_addr_net(void *umad, __be16 dlid, __be32 dqp, int sl, _
 	return 0;
 }
 
-/* The largest MAD message one request carries. */
+/* The largest MAD message one request carries; a longer one (an RMPP
+ * message, up to SEND_FILE_MAX) travels in a memfd beside it. */
 #define SEND_MAX (SOF_MSG_MAX - sizeof(struct sof_msg) - sizeof(struct sof_umad_send_req))
+#define SEND_FILE_MAX (256u * 1024u)
+
+static int send_file(int portid, struct sof_umad_send_req *req, const void *data, size_t len)
+{
+	int fd = memfd_create("sof-umad-send", MFD_CLOEXEC), err;
+	struct sofu_port *p;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, data, len) != (ssize_t)len) {
+		err = errno ? -errno : -EIO;
+		close(fd);
+		return err;
+	}
+	p = port_get(portid);
+	if (!p) {
+		close(fd);
+		return -EBADF;
+	}
+	err = sof_client_rpc(p->cmd, SOF_OP_UMAD_SEND, req, sizeof(*req), &fd, 1, NULL, 0, NULL,
+			     NULL);
+	pthread_mutex_unlock(&p->lock);
+	close(fd);
+	return err;
+}
 
 SOFU_EXPORT int umad_send(int portid, int agentid, void *umad, int length, int timeout_ms,
 			  int retries)
@@ -251,14 +278,14 @@ SOFU_EXPORT int umad_send(int portid, int agentid, void *umad, int length, int t
 	struct sof_umad_send_req *req;
 	int err;
 
-	if (!umad || length < 0 || (size_t)length > SEND_MAX || agentid < 0) {
-		errno = length < 0 || !umad ? EINVAL : (size_t)length > SEND_MAX ? EMSGSIZE : EINVAL;
+	if (!umad || length < 0 || (size_t)length > SEND_FILE_MAX || agentid < 0) {
+		errno = length < 0 || !umad || agentid < 0 ? EINVAL : EMSGSIZE;
 		return -EIO;
 	}
 	mad->agent_id = (uint32_t)agentid;
 	mad->timeout_ms = (uint32_t)timeout_ms;
 	mad->retries = (uint32_t)retries;
-	req = malloc(sizeof(*req) + (size_t)length);
+	req = malloc(sizeof(*req) + ((size_t)length > SEND_MAX ? 0 : (size_t)length));
 	if (!req) {
 		errno = ENOMEM;
 		return -EIO;
@@ -269,8 +296,12 @@ SOFU_EXPORT int umad_send(int portid, int agentid, void *umad, int length, int t
 	req->retries = retries < 0 ? 0 : (uint32_t)retries;
 	req->len = (uint32_t)length;
 	memcpy(req->addr, &mad->addr, sizeof(req->addr));
-	memcpy(req + 1, mad->data, (size_t)length);
-	err = port_rpc(portid, SOF_OP_UMAD_SEND, req, sizeof(*req) + (size_t)length, NULL, 0);
+	if ((size_t)length > SEND_MAX) {
+		err = send_file(portid, req, mad->data, (size_t)length);
+	} else {
+		memcpy(req + 1, mad->data, (size_t)length);
+		err = port_rpc(portid, SOF_OP_UMAD_SEND, req, sizeof(*req) + (size_t)length, NULL, 0);
+	}
 	free(req);
 	if (!err)
 		return 0;

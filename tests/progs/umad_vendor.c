@@ -35,7 +35,7 @@
 #define CLASS_NOBODY 0x32
 #define HDR 40 /* MAD, RMPP, reserved byte, OUI: where vendor data starts */
 #define QKEY 0x80010000
-#define MAXMSG 65536
+#define MAXMSG (256 * 1024)
 
 static const uint8_t oui[3] = {0x00, 0x14, 0x05};
 

@@ -472,6 +472,10 @@ void sofd_mad_timers_run(void)
 			continue;
 		if (s->rmpp && !s->rmpp_done) {
 			sofd_mad_rmpp_send_timeout(s, now);
+		} else if (s->rmpp && s->retries) {
+			/* no response to the whole message: all of it again */
+			s->retries--;
+			(void)sofd_mad_rmpp_send_start(s);
 		} else if (s->rmpp) {
 			sofd_mad_send_fail(s, ETIMEDOUT);
 		} else if (s->retries) {

@@ -57,6 +57,7 @@ struct msend {
 	 * last_ack, the receiver's window up to win_last, sent up to sent */
 	bool rmpp, rmpp_done;
 	uint32_t nseg, last_ack, win_last, sent, pad, hdr_len;
+	uint32_t fast_from; /* the segment last sent again at a repeated ACK */
 };
 
 static inline uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }

@@ -9,13 +9,17 @@
  * segment is acknowledged. The receiver puts the segments together in
  * order, acknowledges each one (IBA 13.6.5.2 allows an ACK at any
  * segment) with a window of RECV_WINDOW more, acknowledges again a
- * segment it already has (the sender missed the ACK), and hands the
+ * segment it already has (the sender missed the ACK) and, at a segment
+ * out of sequence, the last one in order, which the sender takes as the
+ * sign to send again from the missing one (once per gap); and hands the
  * whole message to its agent as the kernel's ib_umad does: the first
  * segment whole, then each further segment's data.
  *
  * A response in segments answers a request still waiting (mad.c): the
  * request stops timing out while its response arrives, and ends when the
- * message is whole. A reassembly that stalls for REASM_IDLE_NS is dropped
+ * message is whole. A request in segments whose response does not come
+ * is sent again from its first segment (its retries); a receiver that
+ * finished a message and sees its first segment again takes it anew. A reassembly that stalls for REASM_IDLE_NS is dropped
  * (its request, if any, fails with ETIMEDOUT); a finished one stays
  * DONE_KEEP_NS to acknowledge a repeated last segment.
  */
@@ -35,6 +39,9 @@
 /* the time a window waits for its acknowledgement when the send has none */
 #define SEND_ACK_MS 1000u
 #define MAX_REASM 1024u
+/* a window is sent again at least this often before the transfer fails
+ * (a response, sent with no retries, still survives a lost ACK) */
+#define MIN_WINDOW_RETRIES 5u
 
 struct reasm {
 	struct reasm *next;
@@ -116,9 +123,13 @@ int sofd_mad_rmpp_send_start(struct msend *s)
 	dlen = s->len - s->hdr_len;
 	s->nseg = dlen ? (dlen + seg_data - 1) / seg_data : 1;
 	s->pad = s->nseg * seg_data - dlen;
+	if (!s->rmpp && s->retries < MIN_WINDOW_RETRIES)
+		s->retries = MIN_WINDOW_RETRIES; /* the first start, not a restart */
 	s->rmpp = true;
+	s->rmpp_done = false;
 	s->last_ack = 0;
 	s->sent = 0;
+	s->fast_from = 0;
 	s->win_last = 1; /* IBA 13.6.5.1: one segment until the first ACK */
 	send_window(s);
 	return 0;
@@ -145,6 +156,17 @@ static void ack_recv(struct msend *s, const uint8_t *mad)
 	 * below it, is the receiver's error: ignored */
 	if (seg > s->sent || seg < s->last_ack || nwl < seg)
 		return;
+	if (seg == s->last_ack && seg < s->sent) {
+		/* the receiver says again how far it is: it misses segment
+		 * seg + 1 (it drops what comes out of sequence). Send again
+		 * from there, once per gap, rather than wait for the time-out. */
+		if (s->fast_from != seg + 1) {
+			s->fast_from = seg + 1;
+			s->sent = seg;
+			send_window(s);
+		}
+		return;
+	}
 	s->last_ack = seg;
 	if (nwl > s->win_last)
 		s->win_last = nwl > s->nseg ? s->nseg : nwl;
@@ -234,6 +256,12 @@ static void data_recv(struct agent *a, const uint8_t *mad, const struct sofd_mad
 
 	sof_mad_hdr_get(mad, &h);
 	r = reasm_find(a, h.tid, h.mgmt_class, from);
+	if (r && r->done && seg == 1 && (flags & SOF_RMPP_FLAG_FIRST)) {
+		/* the sender starts the message again (its response was lost):
+		 * a new transfer */
+		reasm_free(r);
+		r = NULL;
+	}
 	if (!r) {
 		if (seg != 1 || !(flags & SOF_RMPP_FLAG_FIRST) || nreasm >= MAX_REASM) {
 			tp_drop_add(SOF_DROP_mad);

@@ -2,13 +2,13 @@
  * umad_vendor: vendor-class MADs (class 0x31, OUI 00:14:05) between two
  * programs on libibumad, over RoCEv2 with a GRH, for tests/hosts/umad.sh.
  *
- *   umad_vendor server [-n REQUESTS] [-T SECS]
+ *   umad_vendor server [-n REQUESTS] [-T SECS]   (-n 0: until SECS pass)
  *       answers Gets (GetResp: the request's data with every byte
  *       ^ 0x5a; attr_mod L > 0: an RMPP response of L data bytes, byte i
  *       = pattern(tid, i)) and Sets (an RMPP request whose data must be
  *       pattern(tid, i): GetResp with the bytes checked in attr_mod);
  *       prints "server answered N requests" after REQUESTS of them.
- *   umad_vendor client -g GID [-i SGID_INDEX] [-n N] [-r LEN] [-T SECS]
+ *   umad_vendor client -g GID [-i SGID_INDEX] [-n N] [-r LEN] [-R RETRIES]
  *       N Gets, each response matched by TID and its data checked; one
  *       RMPP response of LEN bytes and one RMPP Set of LEN bytes, checked;
  *       a Send of a class nobody takes, which must time out (status
@@ -38,6 +38,7 @@
 #define MAXMSG (256 * 1024)
 
 static const uint8_t oui[3] = {0x00, 0x14, 0x05};
+static int retries = 1; /* of every request the client sends (-R) */
 
 static uint8_t pattern(uint64_t tid, uint32_t i) { return (uint8_t)(tid * 131 + i * 7 + (i >> 8)); }
 
@@ -130,7 +131,7 @@ static int server(int n, int secs)
 		die("umad_register_oui", agent);
 	printf("server listening\n");
 	fflush(stdout);
-	while (answered < n && time(NULL) < end) {
+	while ((!n || answered < n) && time(NULL) < end) {
 		int len = MAXMSG, r = umad_recv(fd, in, &len, 1000);
 		uint8_t *q = umad_get_mad(in);
 		uint64_t tid;
@@ -176,7 +177,7 @@ static int server(int n, int secs)
 	}
 	printf("server answered %d requests\n", answered);
 	umad_close_port(fd);
-	return answered == n ? 0 : 1;
+	return !n || answered == n ? 0 : 1;
 }
 
 /* ---- client ------------------------------------------------------------------------ */
@@ -186,14 +187,14 @@ static int server(int n, int secs)
 static int transact(int fd, int agent, void *req, int len, void *resp, int *rlen, uint64_t tid,
 		    int timeout)
 {
-	int r = umad_send(fd, agent, req, len, timeout, 1);
+	int r = umad_send(fd, agent, req, len, timeout, retries);
 
 	if (r < 0)
 		die("umad_send", -errno);
 	for (;;) {
 		int l = MAXMSG;
 
-		r = umad_recv(fd, resp, &l, 5000);
+		r = umad_recv(fd, resp, &l, 30000);
 		if (r < 0)
 			die("umad_recv", r);
 		if (r != agent)
@@ -329,12 +330,13 @@ int main(int argc, char **argv)
 	uint32_t rmpp_len = 3000;
 
 	optind = 2;
-	while ((c = getopt(argc, argv, "g:i:n:r:T:")) != -1) {
+	while ((c = getopt(argc, argv, "g:i:n:r:R:T:")) != -1) {
 		switch (c) {
 		case 'g': gid = optarg; break;
 		case 'i': sgid = atoi(optarg); break;
 		case 'n': n = atoi(optarg); break;
 		case 'r': rmpp_len = (uint32_t)atoi(optarg); break;
+		case 'R': retries = atoi(optarg); break;
 		case 'T': secs = atoi(optarg); break;
 		default: return 2;
 		}

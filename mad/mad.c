@@ -611,7 +611,9 @@ int sofd_mad_send(const struct sofd_mad_addr *to, const uint8_t *mad)
 	struct loop_mad *m;
 
 	tp_count_add(SOF_CNT_mad_tx, 1);
-	if (!tp_gid_local(to->dgid))
+	/* the loopback queue is for this host's QP1; a MAD for another QP
+	 * of this host (a class redirected to it) leaves as any datagram */
+	if (!tp_gid_local(to->dgid) || to->remote_qpn != SOF_GSI_QPN)
 		return gsi_send(to, mad);
 	if (loop_len >= LOOPBACK_MAX)
 		return -ENOBUFS;

@@ -15,7 +15,10 @@
 #     transaction fails it); nobody's SMP agent is refused with EACCES;
 #   - a program killed (SIGKILL) while it holds agents and a request
 #     waiting: `softofed status` shows its port, agents and MAD before,
-#     nothing after.
+#     nothing after;
+#   - infiniband-diags' ibstat; the MAD files under softofed run;
+#   - QP redirection: Gets of a class redirected (status redirect and a
+#     ClassPortInfo) to a UD QP of the server, answered from there.
 # Needs root (ip netns).
 # Usage: tests/hosts/umad.sh
 set -u
@@ -42,7 +45,7 @@ pair() {
 	shift 5
 	sof_host_bg "$name.srv" "$srv" 60 "$SOFTOFED" run -- "$UV" server -n "$nreq" -T 50
 	for _ in $(seq 100); do
-		grep -q 'server listening' "$(sof_out "$name.srv")" && break
+		grep -q 'server listening' "$(sof_out "$name.srv")" 2>/dev/null && break
 		sleep 0.05
 	done
 	sof_host_bg "$name.cli" "$cli" 60 "$@" "$SOFTOFED" run -- "$UV" client -g "$GA" -i "$idx" -n 10 \
@@ -156,4 +159,25 @@ if [ "$(tr '\n' ' ' <"$out")" = "5 sof0 1 sof0 1 nodes " ]; then
 	ok "hosts/umad: softofed run shows /sys/class/infiniband_mad (abi_version 5, umad0 and issm0 of sof0 port 1) and /dev/infiniband/umad0, issm0"
 else
 	not_ok "hosts/umad: /sys/class/infiniband_mad under softofed run" "$(tr '\n' ' ' <"$out")"
+fi
+
+# QP redirection (IBA 13.5.3.3): the server answers class 0x31 on QP1
+# with "redirect" and a ClassPortInfo naming a UD QP of its own; the
+# client sends its Gets there and the QP answers them to the client's QP1
+name="redirect to a UD QP"
+sof_host_bg "$name.srv" a 60 "$SOFTOFED" run -- "$UV" redirect -T 20
+for _ in $(seq 100); do
+	grep -q 'server listening' "$(sof_out "$name.srv")" 2>/dev/null && break
+	sleep 0.05
+done
+sof_host_bg "$name.cli" b 60 "$SOFTOFED" run -- "$UV" client -D -g "$GA" -i "$IB" -n 10
+sof_wait "$name.cli" 60
+crc=$?
+sof_wait "$name.srv" 60
+if [ $crc -eq 0 ] && grep -q '^client ok' "$(sof_out "$name.cli")" &&
+	grep -q '^redirect server answered 10 Gets on QP' "$(sof_out "$name.srv")"; then
+	ok "hosts/umad: $name: $(grep '^client: redirected' "$(sof_out "$name.cli")" | sed 's/^client: //'); 10 Gets answered there, data checked"
+else
+	not_ok "hosts/umad: $name" "client exit status $crc"
+	sof_dump "$(sof_out "$name.srv")" "$(sof_out "$name.cli")"
 fi

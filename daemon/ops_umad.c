@@ -190,7 +190,9 @@ static int op_open(struct sofd_req *rq, struct sofd_rep *rp, const struct sof_um
 
 	if (c->ctx_id || c->alias || c->umad)
 		return -EINVAL;
-	if (req->portnum != 1)
+	/* a port the device has (fill_ca: what UMAD_CA describes) */
+	fill_ca(&rbuf.ca);
+	if (req->portnum < 1 || req->portnum > rbuf.ca.nports)
 		return -ENODEV;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return -errno;

@@ -228,4 +228,15 @@ if [ -n "$uct" ] && [ -x "$build/bin/softofed" ]; then
 	fi
 fi
 
+# and under `softofed run` infiniband-diags must load our libibumad.so.3
+if [ -x /usr/sbin/ibstat ] && [ -x "$build/bin/softofed" ]; then
+	SOFTOFED_PRESENT=0 timeout 30 "$build/bin/softofed" run -- ldd /usr/sbin/ibstat >"$tmp/ldd_umad" 2>&1
+	if grep -q "libibumad.so.3 => $(cd "$build/lib" && pwd)/libibumad.so.3" "$tmp/ldd_umad"; then
+		echo "ok - symbols/umad: ibstat under softofed run loads our libibumad.so.3"
+	else
+		echo "not ok - symbols/umad: ibstat under softofed run: $(grep -E 'umad|not found' "$tmp/ldd_umad" | tr -s ' \t\n' ' ')"
+		fail=1
+	fi
+fi
+
 exit $fail

@@ -10,7 +10,9 @@
  *       prints "server answered N requests" after REQUESTS of them.
  *   umad_vendor client -g GID [-i SGID_INDEX] [-n N] [-r LEN] [-R RETRIES]
  *       N Gets, each response matched by TID and its data checked; one
- *       RMPP response of LEN bytes and one RMPP Set of LEN bytes, checked;
+ *       RMPP response of LEN bytes (read first into a 256-byte buffer:
+ *       -ENOSPC with its length, as OpenSM reads) and one RMPP Set of LEN
+ *       bytes, checked;
  *       a Send of a class nobody takes, which must time out (status
  *       ETIMEDOUT in its header); a Get of a class nobody takes, which
  *       must come back "unsupported" (0x000c); SMP agents refused
@@ -340,6 +342,8 @@ static int redirect_server(int secs)
 
 /* A request of len bytes; waits for the message of agent whose TID is
  * tid: its length in *rlen, 0, or the status it came back with. */
+static int first_len = MAXMSG; /* the buffer transact's first read offers */
+
 static int transact(int fd, int agent, void *req, int len, void *resp, int *rlen, uint64_t tid,
 		    int timeout)
 {
@@ -348,9 +352,18 @@ static int transact(int fd, int agent, void *req, int len, void *resp, int *rlen
 	if (r < 0)
 		die("umad_send", -errno);
 	for (;;) {
-		int l = MAXMSG;
+		int l = first_len;
 
 		r = umad_recv(fd, resp, &l, 30000);
+		if (r == -ENOSPC && first_len < MAXMSG) {
+			/* as OpenSM reads: one MAD's room first, then what
+			 * the length says; the message waited */
+			if (l <= first_len || l > MAXMSG)
+				die("client: -ENOSPC with length", l);
+			printf("client: a %d-byte buffer: -ENOSPC, length %d\n", first_len, l);
+			first_len = MAXMSG;
+			r = umad_recv(fd, resp, &l, 0);
+		}
 		if (r < 0)
 			die("umad_recv", r);
 		if (r != agent)
@@ -440,8 +453,11 @@ static int client(const char *gid, int sgid_index, int n, uint32_t rmpp_len)
 	memset(req, 0, umad_size() + MAXMSG);
 	set_dest(req, gid, sgid_index);
 	mad_hdr(m, CLASS, 0x01, ++tid, rmpp_len);
+	first_len = HDR + rmpp_len > 256 ? 256 : MAXMSG;
 	st = transact(fd, agent, req, 256, resp, &rlen, tid, 2000);
 	p = umad_get_mad(resp);
+	if (first_len != MAXMSG)
+		die("client: a long RMPP message fitted 256 bytes", rlen);
 	if (st || (uint32_t)rlen != HDR + rmpp_len)
 		die("client: RMPP response length", st ? st : rlen);
 	for (uint32_t i = 0; i < rmpp_len; i++)

@@ -94,6 +94,12 @@ enum sof_op {
 	SOF_OP_CM_GET_ECE,
 	SOF_OP_CM_JOIN_MCAST,
 	SOF_OP_CM_LEAVE_MCAST,
+	/* libibumad: sof_umad_proto.h */
+	SOF_OP_UMAD_CA,
+	SOF_OP_UMAD_OPEN,
+	SOF_OP_UMAD_REGISTER,
+	SOF_OP_UMAD_UNREGISTER,
+	SOF_OP_UMAD_SEND,
 	SOF_OP_MAX
 };
 
@@ -630,6 +636,8 @@ struct sof_status_rep {
 	struct sof_devinfo dev;
 	uint64_t counters[SOF_CNT_NR];
 	uint64_t drops[SOF_DROP_NR];
+	uint32_t umad_ports;      /* libibumad's open ports (umad_open_port) */
+	uint32_t umad_agents;     /* their agents (umad_register) */
 };
 
 /* ---- the InfiniBand port (daemon/ib.c, transport/tp_ib.h) ----------------- */

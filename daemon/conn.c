@@ -122,6 +122,7 @@ void sofd_conn_close(struct sofd_conn *c, const char *why)
 	c->dead = true;
 	sofd_import_conn_closed(c);
 	sofd_cm_conn_closed(c);
+	sofd_umad_conn_closed(c);
 	sofd_release_all(c);
 	sof_tp_slot_release(c);
 	epoll_ctl(sofd.epfd, EPOLL_CTL_DEL, c->p.fd, NULL);

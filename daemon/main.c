@@ -253,9 +253,11 @@ static void run_loop(void)
 
 		/* MADs between agents of this host (mad/): never sleep on them */
 		sofd_mad_loopback_run();
+		/* MAD sends waiting for responses, RMPP windows (mad/) */
+		sofd_mad_timers_run();
 		sof_tp_flush();
 		n = epoll_wait(sofd.epfd, evs, (int)SOF_ARRAY_SIZE(evs),
-			       sofd_mad_loopback_pending() ? 0 : -1);
+			       sofd_mad_loopback_pending() ? 0 : sofd_mad_timeout_ms());
 
 		if (n < 0) {
 			if (errno == EINTR)

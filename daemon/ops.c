@@ -11,6 +11,8 @@
  */
 #include "sofd.h"
 
+#include "mad.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -692,7 +694,9 @@ static int op_status(struct sofd_req *rq, struct sofd_rep *rp)
 	r->cm_ids = cm_counts.ids;
 	r->cm_listeners = cm_counts.listeners;
 	r->cm_timewait = cm_counts.timewait;
-	r->mads = sofd.n.mads;
+	r->mads = sofd.n.mads + sofd_mad_pending();
+	r->umad_ports = sofd_umad_ports();
+	r->umad_agents = sofd_umad_agents();
 	r->uptime_ms = (sof_now_ns() - sofd.start_ns) / 1000000u;
 	r->dev = sofd.dev;
 	memcpy(r->counters, sofd.counters, sizeof(r->counters));
@@ -832,7 +836,11 @@ int sofd_dispatch(struct sofd_req *rq, struct sofd_rep *rp)
 	rp->nfds = 0;
 	if (!rq->via)
 		rq->via = rq->c;
-	if (rq->op >= SOF_OP_CM_CHANNEL && rq->op < SOF_OP_MAX) {
+	if (rq->op >= SOF_OP_UMAD_CA && rq->op <= SOF_OP_UMAD_SEND)
+		return sofd_umad_op(rq, rp);
+	if (rq->op >= SOF_OP_CM_CHANNEL && rq->op <= SOF_OP_CM_LEAVE_MCAST) {
+		if (rq->c->umad)
+			return -EINVAL;
 		if (rq->len > sizeof(qbuf))
 			return -EINVAL;
 		memset(&qbuf, 0, sizeof(qbuf));
@@ -842,8 +850,8 @@ int sofd_dispatch(struct sofd_req *rq, struct sofd_rep *rp)
 	}
 	if (rq->op == 0 || rq->op >= SOF_OP_MAX || !ops[rq->op].fn)
 		return -EOPNOTSUPP;
-	if (rq->c->cm.chan)
-		return -EINVAL; /* an event channel takes no requests */
+	if (rq->c->cm.chan || rq->c->umad)
+		return -EINVAL; /* an event channel or a MAD port takes no other requests */
 	d = &ops[rq->op];
 	if (rq->len < d->req_len || rq->len > sizeof(qbuf))
 		return -EINVAL;

@@ -98,6 +98,7 @@ struct sofd_conn {
 	struct sofd_doorbell *db; /* its pollable, or NULL */
 	struct sofd_counts n;	  /* objects it holds */
 	struct cm_conn cm;	  /* cm/'s part: the rdma_cm event channel it is */
+	struct sofd_umad *umad;	  /* ops_umad.c: the MAD port it opened, or NULL */
 	uint32_t net_slot;	  /* steering slot of NET_ENGINE, 0: none */
 	/* its process's /proc/self/mem and fence page, handed over with its
 	 * first region in place (REG_MR), or -1 / NULL */
@@ -569,6 +570,16 @@ int sofd_cm_op(struct sofd_req *rq, struct sofd_rep *rp);
 void sofd_cm_conn_closed(struct sofd_conn *c);
 /* c's socket can take more: send the events that waited. */
 void sofd_cm_conn_writable(struct sofd_conn *c);
+
+/* ---- ops_umad.c: libibumad's MAD ports (sof_umad_proto.h) ------------------------ */
+
+/* One SOF_OP_UMAD_* request. 0 or -errno. */
+int sofd_umad_op(struct sofd_req *rq, struct sofd_rep *rp);
+/* c closes: the agents of its MAD port go, with what they had waiting. */
+void sofd_umad_conn_closed(struct sofd_conn *c);
+/* MAD ports open and their agents (STATUS). */
+uint32_t sofd_umad_ports(void);
+uint32_t sofd_umad_agents(void);
 
 /* ---- the network transport (transport/, hosted by tp_host.c) ------------------- */
 

@@ -21,7 +21,11 @@ import os
 import re
 import sys
 
-LIBS = {"verbs": ("libibverbs.so.1", "SOFV_EXPORT"), "rdmacm": ("librdmacm.so.1", "SOFCM_EXPORT")}
+LIBS = {
+    "verbs": ("libibverbs.so.1", "SOFV_EXPORT"),
+    "rdmacm": ("librdmacm.so.1", "SOFCM_EXPORT"),
+    "umad": ("libibumad.so.3", "SOFU_EXPORT"),
+}
 ERRNO = re.compile(r"\b(ENOSYS|EOPNOTSUPP)\b")
 # the statements a stub may hold
 TRIVIAL = re.compile(

@@ -1,8 +1,12 @@
 #!/bin/sh
 # ABI check of the drop-in libraries: every installed program or library
-# that links libibverbs.so.1 or librdmacm.so.1 must find each symbol it
-# imports from that library (IBVERBS_* / RDMACM_*), with that exact version,
-# in our build/lib/libibverbs.so.1 / build/lib/librdmacm.so.1.
+# that links libibverbs.so.1, librdmacm.so.1 or libibumad.so.3 must find
+# each symbol it imports from that library (IBVERBS_* / RDMACM_* /
+# IBUMAD_*), with that exact version, in our build/lib/ library. For
+# libibumad also every consumer Debian has that is not installed (apt-cache
+# rdepends libibumad3), from its package fetched and unpacked (see below);
+# infiniband-diags' libibmad, OpenSM's libosmvendor, smpquery and ibsim's
+# umad2sim must be among those checked.
 #
 # Consumers are the ELF files under /usr/bin, /usr/sbin and
 # /usr/lib/x86_64-linux-gnu (recursively) whose NEEDED entries name the
@@ -139,7 +143,40 @@ check() {
 
 check libibverbs.so.1 IBVERBS_ symbols '*/libibverbs/*' '*/libibverbs.so*' >"$tmp/verbs.out"
 check librdmacm.so.1 RDMACM_ symbols/rdmacm '*/librdmacm.so*' >"$tmp/rdmacm.out"
-cat "$tmp/verbs.out" "$tmp/rdmacm.out"
+check libibumad.so.3 IBUMAD_ symbols/umad '*/libibumad.so*' >"$tmp/umad.out"
+cat "$tmp/verbs.out" "$tmp/rdmacm.out" "$tmp/umad.out"
+
+# libibumad's consumers in Debian that are not installed (apt-cache
+# rdepends libibumad3: ibacm, srptools, the Omni-Path tools, PCP's
+# InfiniBand agent ...): their packages are fetched (apt-get download,
+# kept in $SOF_SYMBOLS_DEBS, default <build>/debs) and unpacked, not
+# installed, and their ELF files checked as the installed ones are.
+debs=${SOF_SYMBOLS_DEBS:-$build/debs}
+umad_pkgs=$(timeout 60 apt-cache rdepends libibumad3 2>/dev/null | awk 'NR > 2 { print $1 }' |
+	tr -d '|' | sort -u)
+missing_pkgs=""
+for p in $umad_pkgs; do
+	case $p in libibumad3 | libibumad-dev) continue ;; esac
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' && continue
+	missing_pkgs="$missing_pkgs $p"
+done
+if [ -n "$missing_pkgs" ]; then
+	mkdir -p "$debs" "$tmp/unpacked"
+	for p in $missing_pkgs; do
+		if ! ls "$debs/${p}_"*.deb >/dev/null 2>&1; then
+			(cd "$debs" && timeout 120 apt-get download "$p" >/dev/null 2>&1)
+		fi
+		deb=$(ls "$debs/${p}_"*.deb 2>/dev/null | head -n 1)
+		if [ -z "$deb" ] || ! dpkg-deb -x "$deb" "$tmp/unpacked"; then
+			echo "not ok - symbols/umad: Debian package $p (a consumer of libibumad3) could not be fetched into $debs"
+			fail=1
+		fi
+	done
+	dirs="$tmp/unpacked" check libibumad.so.3 IBUMAD_ symbols/umad '*/libibumad.so*' |
+		grep -v 'stubs.txt matches' >"$tmp/umad_debs.out"
+	cat "$tmp/umad_debs.out"
+	grep '^not ok' "$tmp/umad_debs.out" | grep -vq '# TODO' && fail=1
+fi
 
 # The libraries of issue 17 must be among the consumers checked, each with
 # every import present (a stub is a TODO, a missing symbol a failure): UCX's
@@ -173,6 +210,10 @@ required "symbols: Open MPI mca_btl_openib" "$tmp/verbs.out" '*/openmpi/*mca_btl
 required "symbols: Open MPI libmca_common_verbs" "$tmp/verbs.out" '*/libmca_common_verbs.so*'
 required "symbols: UCX libuct_rdmacm" "$tmp/rdmacm.out" '*/ucx/libuct_rdmacm.so*'
 required "symbols/rdmacm: libfabric" "$tmp/rdmacm.out" '*/libfabric.so*'
+required "symbols/umad: infiniband-diags' libibmad" "$tmp/umad.out" '*/libibmad.so*'
+required "symbols/umad: OpenSM's libosmvendor" "$tmp/umad.out" '*/libosmvendor.so*'
+required "symbols/umad: infiniband-diags (smpquery)" "$tmp/umad.out" '*/sbin/smpquery'
+required "symbols/umad: ibsim's umad2sim" "$tmp/umad.out" '*/libumad2sim.so'
 
 # shellcheck disable=SC2086 # $dirs is a list
 uct=$(find $dirs -path '*/ucx/libuct_ib.so*' 2>/dev/null | head -n 1)
@@ -183,6 +224,17 @@ if [ -n "$uct" ] && [ -x "$build/bin/softofed" ]; then
 		echo "ok - symbols: libuct_ib under softofed run loads our libibverbs.so.1 and finds libmlx5.so.1"
 	else
 		echo "not ok - symbols: libuct_ib under softofed run: $(grep -E 'verbs|mlx5|not found' "$tmp/ldd" | tr -s ' \t\n' ' ')"
+		fail=1
+	fi
+fi
+
+# and under `softofed run` infiniband-diags must load our libibumad.so.3
+if [ -x /usr/sbin/ibstat ] && [ -x "$build/bin/softofed" ]; then
+	SOFTOFED_PRESENT=0 timeout 30 "$build/bin/softofed" run -- ldd /usr/sbin/ibstat >"$tmp/ldd_umad" 2>&1
+	if grep -q "libibumad.so.3 => $(cd "$build/lib" && pwd)/libibumad.so.3" "$tmp/ldd_umad"; then
+		echo "ok - symbols/umad: ibstat under softofed run loads our libibumad.so.3"
+	else
+		echo "not ok - symbols/umad: ibstat under softofed run: $(grep -E 'umad|not found' "$tmp/ldd_umad" | tr -s ' \t\n' ' ')"
 		fail=1
 	fi
 fi

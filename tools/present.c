@@ -9,9 +9,12 @@
  * ibv_device after the uverbsN whose ibdev is sof0 (verbs/context.c).
  *
  * Also /dev/infiniband/rdma_cm (librdmacm's device, which programs test
- * for) and the port's hw_counters/ with rxe's counter names; and sofib0,
- * the daemon's InfiniBand port when it has one (its port as the kernel
- * shows an InfiniBand one: link_layer, lid, sm_lid, lmc, state,
+ * for) and the port's hw_counters/ with rxe's counter names; the port's
+ * MAD files: /sys/class/infiniband_mad/{abi_version,umadN/,issmN/} and
+ * /dev/infiniband/umadN and issmN (what rdma-core's tools and OpenSM look
+ * for; our libibumad reaches the daemon instead and opens neither); and
+ * sofib0, the daemon's InfiniBand port when it has one (its port as the
+ * kernel shows an InfiniBand one: link_layer, lid, sm_lid, lmc, state,
  * phys_state, rate, its GID and P_Keys).
  * It is a snapshot taken when the program starts: GIDs added later show
  * in libibverbs, not here, and hw_counters hold the values of then. Like
@@ -47,6 +50,7 @@
 
 #define IB_CLASS "/sys/class/infiniband"
 #define UVERBS_CLASS "/sys/class/infiniband_verbs"
+#define UMAD_CLASS "/sys/class/infiniband_mad"
 #define DEV_DIR "/dev/infiniband"
 
 /* The kernel's uverbs character devices: major 231, minors from 192
@@ -514,7 +518,52 @@ static int put_rdma_cm(void)
 	return mount("/dev/null", DEV_DIR "/rdma_cm", NULL, MS_BIND, NULL) ? -errno : 0;
 }
 
-static const char *const covers[] = {IB_CLASS, UVERBS_CLASS, DEV_DIR};
+/* /dev/null bound under a new name in /dev/infiniband (as rdma_cm). */
+static int put_null_dev(const char *p)
+{
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return mount("/dev/null", p, NULL, MS_BIND, NULL) ? -errno : 0;
+}
+
+/* The MAD files of port 1 (the kernel's ib_umad: abi_version 5, umadN
+ * and issmN of major 231, issm minors 64 above umad's), under the first
+ * N that the host's real devices leave free. The device nodes are
+ * /dev/null (OpenSM opens issmN to say an SM runs; our libibumad opens
+ * neither). */
+static int put_umad(const struct sof_devinfo *d)
+{
+	static const char *const kinds[] = {"umad", "issm"};
+	char p[PATH_MAX], dir[PATH_MAX];
+	int n = 0, err = 0;
+
+	for (; n < 64; n++) {
+		pathf(p, DEV_DIR "/umad%d", n);
+		pathf(dir, UMAD_CLASS "/umad%d", n);
+		if (access(p, F_OK) && access(dir, F_OK))
+			break;
+	}
+	if (n == 64)
+		return -ENOSPC;
+	if (access(UMAD_CLASS "/abi_version", F_OK))
+		err = put(UMAD_CLASS "/abi_version", "5\n");
+	for (int k = 0; !err && k < 2; k++) {
+		pathf(dir, UMAD_CLASS "/%s%d", kinds[k], n);
+		err = mkdirs(dir);
+		put_in(&err, dir, "ibdev", "%.*s\n", (int)sizeof(d->name), d->name);
+		put_in(&err, dir, "port", "1\n");
+		put_in(&err, dir, "dev", "231:%d\n", n + 64 * k);
+		pathf(p, DEV_DIR "/%s%d", kinds[k], n);
+		if (!err && access(p, F_OK))
+			err = put_null_dev(p);
+	}
+	return err;
+}
+
+static const char *const covers[] = {IB_CLASS, UVERBS_CLASS, UMAD_CLASS, DEV_DIR};
 
 /* Case (c): the program runs without the presentation; one line says
  * what then does not work. */
@@ -586,6 +635,10 @@ int soft_present(const struct sof_status_rep *st)
 	if (!err) {
 		what = DEV_DIR "/rdma_cm";
 		err = put_rdma_cm();
+	}
+	if (!err) {
+		what = UMAD_CLASS;
+		err = put_umad(&st->dev);
 	}
 	if (err) {
 		run_without(what, err);

@@ -332,9 +332,10 @@ static int cmd_status(void)
 		printf("GID[%u] %s (%s)\n", i, s, d->gids[i].type == 1 ? "RoCEv2" : "RoCEv1");
 	}
 	printf("resources: contexts %u pds %u mrs %u cqs %u srqs %u qps %u mcast_groups %u "
-	       "cm_channels %u cm_ids %u cm_listeners %u cm_timewait %u mads %u\n",
+	       "cm_channels %u cm_ids %u cm_listeners %u cm_timewait %u mads %u umad_ports %u "
+	       "umad_agents %u\n",
 	       st.contexts, st.pds, st.mrs, st.cqs, st.srqs, st.qps, st.mcast_groups, st.cm_channels,
-	       st.cm_ids, st.cm_listeners, st.cm_timewait, st.mads);
+	       st.cm_ids, st.cm_listeners, st.cm_timewait, st.mads, st.umad_ports, st.umad_agents);
 	print_counters(&st);
 	print_ib();
 	err = soft_get_netdevs(&nd);

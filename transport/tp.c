@@ -41,6 +41,13 @@ int tp_start_unplugged(const struct tp_host_ops *host, uint64_t *counters, uint6
 	return start(host, -1, -1, false, counters, drops);
 }
 
+void tp_replug(int fd4, int fd6, uint64_t *counters, uint64_t *drops)
+{
+	tp.counters = counters;
+	tp.drops = drops;
+	tp_udp_start(fd4, fd6, false);
+}
+
 void tp_log(const char *fmt, ...)
 {
 	va_list ap;

@@ -165,6 +165,10 @@ int tp_start(const struct tp_host_ops *host, int fd4, int fd6, uint64_t *counter
  * memory checked) and then lost, as on a cut cable (-ENETUNREACH). For
  * test and fuzz hosts, which feed tp_input themselves. */
 int tp_start_unplugged(const struct tp_host_ops *host, uint64_t *counters, uint64_t *drops);
+/* A started engine on other receive sockets (-1: none) and counter pages,
+ * its send sockets and timer kept: a program's engine that gave its
+ * steering slot back and takes another (verbs/tp_host.c). */
+void tp_replug(int fd4, int fd6, uint64_t *counters, uint64_t *drops);
 /* The timerfd the host watches; when readable, it calls tp_timer_fired. */
 int tp_timer_fd(void);
 void tp_timer_fired(void);

@@ -538,9 +538,11 @@ void sofv_exec_ctx_cleanup(struct sofv_context *ctx);
 /* Before connecting an RC/UC QP to another host: the first context that
  * asks gets a steering slot and the engine starts (not with
  * SOFTOFED_ENGINE=daemon, nor for a process of another user than the
- * daemon's). Whether ctx's QPs may have their transport here. */
+ * daemon's); once that context closes, the next one that asks. Whether
+ * ctx's QPs may have their transport here. */
 bool sofv_engine_start(struct sofv_context *ctx);
-/* The context closes: the engine's thread stops. */
+/* The context closes: the engine's thread stops and, unless QPs of it
+ * were left alive, its slot goes back (tp_slot.c). */
 void sofv_engine_ctx_close(struct sofv_context *ctx);
 /* The daemon steers a QP's packets here (MODIFY_QP): its engine state
  * (qp->eng). 0 or -errno. */

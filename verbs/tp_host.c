@@ -30,16 +30,15 @@
  * sleeps on them. One mutex serialises the engine.
  *
  * What stays with the daemon: UD QPs and multicast, QP1, the QPs of a
- * second context of the process, and those of processes of other users (a
- * member of the steering group could change the group's program: ops.c
- * gives slots only to the daemon's own user). The engine counts into a
- * page of the slot that the daemon adds to its own counters (`softofed
- * status`).
+ * second context open beside the one that has the slot (a context opened
+ * after it closed takes a slot anew: tp_slot.c), and those of processes
+ * of other users (a member of the steering group could change the group's
+ * program: ops.c gives slots only to the daemon's own user). The engine
+ * counts into a page of the slot that the daemon adds to its own counters
+ * (`softofed status`). The slot and the flow sockets are in tp_slot.c,
+ * the state both files share in tp_eng.h.
  */
-#include "sofv.h"
-
-#include "sof_list.h"
-#include "tp.h"
+#include "tp_eng.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -86,90 +85,18 @@ struct sofv_eqp {
  * machine. As long as ibv_get_cq_event's spin. */
 #define PROGRESS_SPIN_NS 50000ull
 
-/* Flow sockets (tp_flow_socket): a packet that an RC or UC QP of ours
- * took by way of the slot's socket names its flow, the peer's address and
- * UDP source port; a socket connected to that flow then receives the
- * flow's datagrams, and the kernel finds it before any route look-up
- * (early demux: shorter on every one-way message). A flow is
- * one of the peer's send sockets, which may send to QPs of other
- * processes of this host too: their packets would come to this socket.
- * So the daemon must agree first (NET_FLOW): only while no QP of another
- * process, nor one the daemon runs, is connected to that peer; when one
- * connects later, the daemon takes the flows back before it answers that
- * QP's MODIFY_QP (the slot's flows_revoked and eventfd), and this process
- * closes its flow sockets and asks again after FLOWS_RETRY_NS. Should a
- * packet for a QP not ours come all the same (a peer's QP1 or UD traffic
- * from the same port), it is dropped as lost on a wire, the socket closed
- * and the flow not taken again. At most FLOWS_MAX sockets (a poll reads
- * each) from FLOWS_PEERS peers, and the slot's socket is read every
- * FLOWS_SLOT_TURN-th poll while there are some. */
-#define FLOWS_MAX 4
-#define FLOWS_PEERS 4
-#define FLOWS_BANNED 16
-#define FLOWS_SLOT_TURN 8u
-#define FLOWS_RETRY_NS 1000000000ull
-
-struct eng_peer {
-	uint8_t addr[16];
-	bool ok;	   /* the daemon agreed */
-	uint64_t retry_ns; /* refused: ask again from then on */
-};
-
-struct eng_flow {
-	int fd;
-	bool v6;
-	struct roce_addr a; /* src: the peer, sport its port; dst: ours */
-};
-/* Regions tp_mr_ptr keeps, by key. */
-#define MR_CACHE 4
-
 /* The most polls that an ACK waits for the poller's next post. */
 #define ACK_HOLD_POLLS 32u
 
-static struct {
-	pthread_mutex_t lock;	   /* the engine, this struct's QPs and GIDs, every sofv_eqp */
-	struct sofv_context *ctx;  /* whose slot, NULL: not running */
-	bool tried;		   /* asked once (it is never asked again) */
-	bool v6;		   /* some QP's path is IPv6: poll that socket too */
-	bool running;		   /* the progress thread runs */
-	_Atomic uint32_t ack_hold; /* ACKs held by a poller leave after this many polls */
-	struct sof_link pending;   /* QPs with posted WQEs the requester has yet to take */
-	struct sof_hmap qps;	   /* qpn -> struct tp_qp of a sofv_eqp */
-	struct sof_gid_entry gids[SOF_MAX_GIDS]; /* the context's, as last read */
-	uint32_t num_gids;
-	int fd4, fd6; /* the slot's receive sockets (-1: none) */
-	int timer_fd;
-	int epfd, stopfd;
-	pthread_t thread;
-	_Atomic bool polled;   /* a thread polled or posted since the progress thread looked */
-	_Atomic bool sleeping; /* the progress thread waits for the sockets alone */
-	int kickfd;	       /* wakes it: a thread started to poll (note_active) */
-	struct sof_tp_counters *cnt; /* the slot's counter page (daemon/steer.c) */
-	bool armed;		     /* the progress thread reads the sockets */
-	struct eng_flow flows[FLOWS_MAX];
-	unsigned nflows;
-	struct eng_flow banned[FLOWS_BANNED]; /* fd unused; the oldest goes first */
-	unsigned nbanned;
-	unsigned slot_turn;
-	unsigned slot_drain; /* a flow socket is new: read the slot's first (at most so often) */
-	struct eng_peer peers[FLOWS_PEERS];
-	unsigned npeers;
-	int revokefd;	       /* the slot's eventfd: the daemon took flows back */
-	uint64_t revoked_seen; /* the slot's flows_revoked as last acted on */
-	struct {
-		uint32_t key;
-		uint64_t gen; /* ctx->mr_gen when found, 0: empty */
-		struct sofv_mr *mr;
-	} mrs[MR_CACHE]; /* tp_mr_ptr's, of ctx */
-} eng = {.lock = PTHREAD_MUTEX_INITIALIZER,
-	 .pending = {&eng.pending, &eng.pending},
-	 .epfd = -1,
-	 .fd4 = -1,
-	 .fd6 = -1,
-	 .timer_fd = -1,
-	 .stopfd = -1,
-	 .kickfd = -1,
-	 .revokefd = -1};
+struct sofv_eng eng = {.lock = PTHREAD_MUTEX_INITIALIZER,
+		       .pending = {&eng.pending, &eng.pending},
+		       .epfd = -1,
+		       .fd4 = -1,
+		       .fd6 = -1,
+		       .timer_fd = -1,
+		       .stopfd = -1,
+		       .kickfd = -1,
+		       .revokefd = -1};
 
 /* ---- the host operations (transport/tp.h) ---------------------------------- */
 
@@ -181,8 +108,7 @@ static void prog_log(const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
-static void eng_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void eng_log(const char *fmt, ...)
+void eng_log(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -248,10 +174,7 @@ static void prog_qp_error(struct tp_qp *qp, uint32_t event)
 		notify(event, qp->qpn);
 }
 
-static void prog_srq_limit(struct tp_srq *srq)
-{
-	notify(IBV_EVENT_SRQ_LIMIT_REACHED, srq->handle);
-}
+static void prog_srq_limit(struct tp_srq *srq) { notify(IBV_EVENT_SRQ_LIMIT_REACHED, srq->handle); }
 
 /* The region with key, checked as the daemon checks it (daemon/tp_host.c):
  * the QP's PD, the access bits in need, the range. The process's own
@@ -301,8 +224,6 @@ static void prog_mr_done(const struct tp_qp *m, uint8_t *p, uint64_t written)
 	(void)written;
 }
 
-static void flow_seen(const struct roce_addr *a);
-
 /* XRC QPs run in the daemon's engine, never here */
 static bool prog_xrc_srq(struct tp_qp *qp, uint32_t srqn)
 {
@@ -331,7 +252,7 @@ static const struct tp_host_ops prog_ops = {
     .srq_limit = prog_srq_limit,
     .xrc_srq = prog_xrc_srq,
     .mw_invalidate = prog_mw_invalidate,
-    .flow_seen = flow_seen,
+    .flow_seen = eng_flow_seen,
     .raw_xmit = NULL, /* raw packet QPs are the daemon's */
 };
 
@@ -361,138 +282,6 @@ static void acks_send(void)
 	atomic_store_explicit(&eng.ack_hold, 0, memory_order_relaxed);
 }
 
-static bool flow_is(const struct eng_flow *f, const struct roce_addr *a)
-{
-	return f->a.sport == a->sport && !memcmp(f->a.src, a->src, 16) &&
-	       !memcmp(f->a.dst, a->dst, 16);
-}
-
-/* May this process take flows from peer? Asks the daemon (NET_FLOW) the
- * first time, and after FLOWS_RETRY_NS when it refused. */
-static bool peer_ok(const uint8_t peer[16])
-{
-	struct sof_net_flow_req req;
-	struct eng_peer *p = NULL;
-
-	for (unsigned i = 0; i < eng.npeers && !p; i++)
-		if (!memcmp(eng.peers[i].addr, peer, 16))
-			p = &eng.peers[i];
-	if (p && (p->ok || sof_now_ns() < p->retry_ns))
-		return p->ok;
-	if (!p) {
-		if (eng.npeers == FLOWS_PEERS)
-			return false;
-		p = &eng.peers[eng.npeers++];
-		memcpy(p->addr, peer, 16);
-	}
-	memcpy(req.peer, peer, 16);
-	p->ok =
-	    !sofv_rpc(eng.ctx, SOF_OP_NET_FLOW, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
-	p->retry_ns = sof_now_ns() + FLOWS_RETRY_NS;
-	return p->ok;
-}
-
-/* tp_host_ops.flow_seen: a flow socket for a's flow, unless it has one, was
- * banned, or FLOWS_MAX are open. A link-local IPv6 address needs its
- * interface to be bound: such flows stay with the slot's socket. Under
- * the lock. */
-static void flow_seen(const struct roce_addr *a)
-{
-	struct epoll_event ev = {.events = eng.armed ? EPOLLIN : 0, .data.ptr = &eng.fd4};
-	struct eng_flow *f;
-	int fd;
-
-	if (!eng.ctx || eng.nflows == FLOWS_MAX ||
-	    (a->dst[0] == 0xfe && (a->dst[1] & 0xc0) == 0x80))
-		return;
-	for (unsigned i = 0; i < eng.nflows; i++)
-		if (flow_is(&eng.flows[i], a))
-			return;
-	for (unsigned i = 0; i < eng.nbanned && i < FLOWS_BANNED; i++)
-		if (flow_is(&eng.banned[i], a))
-			return;
-	if (!peer_ok(a->src))
-		return;
-	fd = tp_flow_socket(a);
-	if (fd < 0)
-		return;
-	if (epoll_ctl(eng.epfd, EPOLL_CTL_ADD, fd, &ev)) {
-		close(fd);
-		return;
-	}
-	f = &eng.flows[eng.nflows++];
-	eng.slot_drain = 16;
-	f->fd = fd;
-	f->v6 = !sof_gid_is_v4(a->dst);
-	f->a = *a;
-	f->a.dport = ROCE_UDP_PORT;
-}
-
-/* Close flow socket i; ban: its flow is not taken again. */
-static void flow_close(unsigned i, bool ban)
-{
-	close(eng.flows[i].fd);
-	if (ban)
-		eng.banned[eng.nbanned++ % FLOWS_BANNED] = eng.flows[i];
-	eng.flows[i] = eng.flows[--eng.nflows];
-}
-
-/* The daemon took the flows back (NET_FLOW): read what the flow sockets
- * hold, close them, and ask again after FLOWS_RETRY_NS. */
-static void flows_revoked(void)
-{
-	uint64_t v = __atomic_load_n(&eng.cnt->flows_revoked, __ATOMIC_ACQUIRE);
-
-	if (v == eng.revoked_seen)
-		return;
-	eng.revoked_seen = v;
-	while (eng.nflows) {
-		tp_rx(eng.flows[0].fd, eng.flows[0].v6, &eng.flows[0].a);
-		flow_close(0, false);
-	}
-	for (unsigned i = 0; i < eng.npeers; i++) {
-		eng.peers[i].ok = false;
-		eng.peers[i].retry_ns = sof_now_ns() + FLOWS_RETRY_NS;
-	}
-}
-
-/* Read the slot's sockets: the number of datagrams. */
-static int rx_slot(void)
-{
-	int n = 0;
-
-	if (eng.fd4 >= 0)
-		n += tp_rx(eng.fd4, false, NULL);
-	if (eng.fd6 >= 0 && eng.v6)
-		n += tp_rx(eng.fd6, true, NULL);
-	return n;
-}
-
-/* Read the flow sockets, then the slot's (every FLOWS_SLOT_TURN-th time
- * a poller comes while there are flow sockets). A new flow socket waits
- * until the slot's sockets were found empty once (or 16 reads of them):
- * the flow's packets that came before it are there, and go first (a UC
- * message is lost when its packets come out of order). */
-static void rx_sockets(bool poller)
-{
-	if (eng.npeers)
-		flows_revoked();
-	if (eng.slot_drain) {
-		eng.slot_drain = rx_slot() ? eng.slot_drain - 1 : 0;
-		return;
-	}
-	for (unsigned i = 0; i < eng.nflows;) {
-		tp_rx(eng.flows[i].fd, eng.flows[i].v6, &eng.flows[i].a);
-		if (tp_rx_foreign())
-			flow_close(i, true);
-		else
-			i++;
-	}
-	if (poller && eng.nflows && eng.slot_turn++ % FLOWS_SLOT_TURN)
-		return;
-	rx_slot();
-}
-
 /* Read the sockets. poller: the caller polls a CQ; the ACKs of what it
  * reads wait for its next post (at most ACK_HOLD_POLLS polls), so that in
  * a ping-pong the ACK of a request leaves in one system call with the
@@ -509,7 +298,7 @@ static void rx_run(bool poller)
 	else if (hold)
 		atomic_store_explicit(&eng.ack_hold, hold - 1, memory_order_relaxed);
 	tp_defer_acks(poller);
-	rx_sockets(poller);
+	eng_rx_sockets(poller);
 	tp_defer_acks(false);
 	if (poller && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) && tp_acks_due())
 		atomic_store_explicit(&eng.ack_hold, ACK_HOLD_POLLS, memory_order_relaxed);
@@ -626,7 +415,7 @@ static void *progress(void *arg)
 				if (read(eng.revokefd, &v, sizeof(v)) < 0) {
 					/* another read took it */
 				}
-				flows_revoked();
+				eng_flows_revoked();
 			}
 			if (ev[i].data.ptr == &eng.timer_fd) {
 				tp_timer_fired();
@@ -665,7 +454,7 @@ static void note_active(void)
 	}
 }
 
-static int eng_epoll_add(int fd, void *ptr)
+int eng_epoll_add(int fd, void *ptr)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = ptr};
 
@@ -679,7 +468,7 @@ static int eng_epoll_add(int fd, void *ptr)
 static void at_fork_child(void)
 {
 	while (eng.nflows)
-		flow_close(0, false);
+		eng_flow_close(0, false);
 	pthread_mutex_init(&eng.lock, NULL);
 	eng.ctx = NULL;
 	eng.tried = true;
@@ -713,76 +502,55 @@ SOFV_EXPORT void sofv_engine_flush(void)
 }
 
 /* Take a slot and set the engine up; its thread starts with the first QP
- * whose peer is on another host (thread_start). The caller holds the
- * lock. */
+ * whose peer is on another host (thread_start). An engine that ran for a
+ * context closed since keeps its state (its QPs are gone: send sockets,
+ * timer, epoll set) and runs on the new slot. The caller holds the lock. */
 static int start(struct sofv_context *ctx)
 {
-	struct sof_net_engine_rep rep;
-	int fds[4] = {-1, -1, -1, -1}, nfds = 4, fd4 = -1, fd6 = -1, err;
-	struct sof_tp_counters *cnt;
+	int err;
 
-	err = sofv_rpc(ctx, SOF_OP_NET_ENGINE, NULL, 0, NULL, 0, &rep, sizeof(rep), fds, &nfds);
+	err = eng_slot_take(ctx);
 	if (err)
 		return err;
-	if (nfds != (int)(rep.has4 + rep.has6) + 2) {
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
-		return -EPROTO;
-	}
-	if (rep.has4)
-		fd4 = fds[0];
-	if (rep.has6)
-		fd6 = fds[rep.has4 ? 1 : 0];
-	cnt = mmap(NULL, sizeof(*cnt), PROT_READ | PROT_WRITE, MAP_SHARED, fds[nfds - 2], 0);
-	close(fds[nfds - 2]);
-	if (cnt == MAP_FAILED) {
-		err = -errno;
-		if (fd4 >= 0)
-			close(fd4);
-		if (fd6 >= 0)
-			close(fd6);
-		close(fds[nfds - 1]);
-		return err;
-	}
-	eng.revokefd = fds[nfds - 1];
-	eng.revoked_seen = __atomic_load_n(&cnt->flows_revoked, __ATOMIC_ACQUIRE);
-	eng.cnt = cnt;
 	eng.ctx = ctx;
-	eng.fd4 = fd4;
-	eng.fd6 = fd6;
 	gids_refresh();
-	err = tp_start(&prog_ops, fd4, fd6, cnt->counters, cnt->drops);
-	eng.timer_fd = tp_timer_fd();
-	if (!err) {
-		eng.epfd = epoll_create1(EPOLL_CLOEXEC);
-		eng.stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		eng.kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (eng.epfd < 0 || eng.stopfd < 0 || eng.kickfd < 0)
-			err = -errno;
+	if (eng.started) {
+		tp_replug(eng.fd4, eng.fd6, eng.cnt->counters, eng.cnt->drops);
+	} else {
+		err = tp_start(&prog_ops, eng.fd4, eng.fd6, eng.cnt->counters, eng.cnt->drops);
+		eng.timer_fd = tp_timer_fd();
+		if (!err) {
+			eng.epfd = epoll_create1(EPOLL_CLOEXEC);
+			eng.stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+			eng.kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+			if (eng.epfd < 0 || eng.stopfd < 0 || eng.kickfd < 0)
+				err = -errno;
+		}
+		if (!err)
+			err = eng_epoll_add(eng.timer_fd, &eng.timer_fd);
+		if (!err)
+			err = eng_epoll_add(eng.stopfd, &eng.stopfd);
+		if (!err)
+			err = eng_epoll_add(eng.kickfd, &eng.kickfd);
+		if (!err) {
+			eng.started = true;
+			(void)atexit(at_exit);
+			(void)pthread_atfork(NULL, NULL, at_fork_child);
+		}
 	}
 	if (!err)
-		err = eng_epoll_add(fd4, &eng.fd4);
+		err = eng_epoll_add(eng.fd4, &eng.fd4);
 	if (!err)
-		err = eng_epoll_add(fd6, &eng.fd6);
-	if (!err)
-		err = eng_epoll_add(eng.timer_fd, &eng.timer_fd);
-	if (!err)
-		err = eng_epoll_add(eng.stopfd, &eng.stopfd);
-	if (!err)
-		err = eng_epoll_add(eng.kickfd, &eng.kickfd);
+		err = eng_epoll_add(eng.fd6, &eng.fd6);
 	if (!err)
 		err = eng_epoll_add(eng.revokefd, &eng.revokefd);
-	if (!err) {
-		eng.armed = true;
-		(void)atexit(at_exit);
-		(void)pthread_atfork(NULL, NULL, at_fork_child);
-	}
 	if (err) {
 		/* the slot's QPNs stay; their QPs would have no transport */
 		eng_log("the transport cannot run in this process: %s", strerror(-err));
 		eng.ctx = NULL;
 		return err;
 	}
+	eng.armed = true;
 	return 0;
 }
 
@@ -802,6 +570,9 @@ static int thread_start(void)
 	eng.running = true;
 	return 0;
 }
+
+/* What the engine counts while no slot is its own (nothing should). */
+static struct sof_tp_counters idle_counters;
 
 bool sofv_engine_start(struct sofv_context *ctx)
 {
@@ -829,13 +600,24 @@ void sofv_engine_ctx_close(struct sofv_context *ctx)
 	if (eng.running &&
 	    (write(eng.stopfd, &one, sizeof(one)) < 0 || pthread_join(eng.thread, NULL)))
 		eng_log("the transport's thread does not stop");
+	/* the stop is read, or the next context's thread would stop at once */
+	if (eng.running && read(eng.stopfd, &one, sizeof(one)) < 0)
+		eng_log("the transport's stop stays set");
 	eng.running = false;
 	pthread_mutex_lock(&eng.lock);
 	acks_send();
 	tp_tx_flush();
-	while (eng.nflows)
-		flow_close(0, false);
-	eng.npeers = 0;
+	if (eng.qps.count) {
+		/* QPs it leaked stay known to the engine: no other context may
+		 * take it (their QPNs would come to the next slot's QPs) */
+		while (eng.nflows)
+			eng_flow_close(0, false);
+		eng.npeers = 0;
+	} else {
+		eng_slot_drop();
+		tp_replug(-1, -1, idle_counters.counters, idle_counters.drops);
+		eng.tried = false; /* the next context may take a slot */
+	}
 	memset(eng.mrs, 0, sizeof(eng.mrs));
 	eng.ctx = NULL;
 	pthread_mutex_unlock(&eng.lock);

@@ -18,6 +18,9 @@
 #     daemon reads the slot's socket (drops counted as qpn), and the next
 #     process takes the same slot (the daemon never makes a second one)
 #     and runs;
+#   - a process that closes its device and opens it again, three times
+#     (tests/progs/ctx_cycle, a 64 KiB WRITE checked each time): every
+#     context's QP in its process, not only the first one's;
 #   - UC (ibv_uc_pingpong) and an SRQ (ibv_srq_pingpong) in the program.
 # Needs root (ip netns).
 # Usage: tests/hosts/engine.sh
@@ -230,6 +233,38 @@ if sof_host_wait_listen a "$PORT" 20 kill.srv; then
 	fi
 else
 	not_ok "hosts/engine: killed server" "the server did not listen"
+fi
+
+# ---- a context per phase: a process that closes its device and opens it
+# again (ucx_perftest's batches, libfabric's probes) keeps the transport of
+# every context's QPs in the process, not only of the first
+PORT=$((PORT + 1))
+cs=$(sof_out cycle.srv)
+cc=$(sof_out cycle.cli)
+sof_host_bg cycle.srv a 70 "$SOFTOFED" run -- "$SOF_PROGS/ctx_cycle" -p "$PORT" -r 3
+if sof_host_wait_listen a "$PORT" 20 cycle.srv; then
+	sof_host_bg cycle.cli b 60 "$SOFTOFED" run -- "$SOF_PROGS/ctx_cycle" -p "$PORT" -r 3 "$(sof_host_ip a)"
+	sof_wait cycle.cli 60
+	crc=$?
+	sof_wait cycle.srv 30
+	src=$?
+	if [ "$crc" -ne 0 ] || [ "$src" -ne 0 ] || [ "$(grep -c '^round [0-9]* ok$' "$cs")" -ne 3 ]; then
+		not_ok "hosts/engine: a context per phase" "exit status server $src, client $crc, or not 3 rounds checked: $(grep -h '^fail' "$cs" "$cc" | head -n 2 | tr '\n' ' ')"
+	else
+		for r in 1 2 3; do
+			sq=$(sed -n "s/^round $r qpn=\(0x[0-9a-f]*\)$/\1/p" "$cs")
+			cq=$(sed -n "s/^round $r qpn=\(0x[0-9a-f]*\)$/\1/p" "$cc")
+			ws=$(runs a "$sq" "$cs")
+			wc=$(runs b "$cq" "$cc")
+			if [ "$ws" = "$P" ] && [ "$wc" = "$P" ]; then
+				ok "hosts/engine: context $r of a process (64 KiB checked): server QP $sq $ws, client QP $cq $wc"
+			else
+				not_ok "hosts/engine: context $r of a process" "server QP $sq $ws, client QP $cq $wc (want both $P)"
+			fi
+		done
+	fi
+else
+	not_ok "hosts/engine: a context per phase" "the server did not listen: $(tail -n 2 "$cs" | tr '\n' ' ')"
 fi
 
 # ---- UC and SRQ in the program

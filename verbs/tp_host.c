@@ -504,7 +504,7 @@ static void rx_run(bool poller, bool hold_acks)
 	tp_defer_acks(hold_acks);
 	rx_sockets(poller);
 	tp_defer_acks(false);
-	sofv_wake_rx(hold_acks && !poller && tp_acks_due());
+	sofv_wake_rx(hold_acks && tp_acks_due());
 	if (hold_acks && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) && tp_acks_due())
 		atomic_store_explicit(&eng.ack_hold, ACK_HOLD_POLLS, memory_order_relaxed);
 	while (!sof_list_empty(&eng.pending)) {

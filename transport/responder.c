@@ -705,8 +705,6 @@ static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		}
 		t->xrcsrq = h->xrcsrq;
 	}
-	if (!(f & ROCE_F_SEND))
-		tp.onesided++;
 	if (f & ROCE_F_SEND)
 		do_send(t, h, f, payload, paylen);
 	else if (f & ROCE_F_WRITE)
@@ -891,7 +889,6 @@ static void uc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
 		bool imm = f & ROCE_F_IMMDT;
 		uint8_t *p;
 
-		tp.onesided++;
 		if (f & ROCE_F_FIRST) {
 			if (h->dmalen && (!(t->access & IBV_ACCESS_REMOTE_WRITE) ||
 					  !tp_mr_ptr(t->qp, h->rkey, h->va, h->dmalen,

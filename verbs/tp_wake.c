@@ -8,7 +8,7 @@
  * sends; a storage or MPI target waits elsewhere. While threads poll, the
  * progress thread leaves the sockets to them and looks only every so
  * often, so such a request would wait for that look. Hence:
- *   - one-sided mode: for ONESIDED_ARM_NS after the engine executed a
+ *   - one-sided mode: for ONESIDED_ARM_NS after the engine took in a
  *     one-sided request (tp_onesided grows), the progress thread keeps the
  *     sockets armed even while threads poll, and executes such a request
  *     as soon as it arrives (the pollers go on reading too: one lock);

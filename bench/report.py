@@ -329,13 +329,15 @@ def main():
     g = res.get
     rows = []
 
-    def ratio(a_, b_, text, target):
+    def ratio(a_, b_, text, target, times=1):
         # bench/run.sh takes both sides of a ratio once per round: the
         # value is the median of the per-round ratios; the ratio of the
-        # medians is shown beside it (the only one when the counts differ)
+        # medians is shown beside it (the only one when the counts differ);
+        # times: b_ counts that many times (a round trip against twice a
+        # one-way figure)
         ra, rb = res.runs.get(a_, []), res.runs.get(b_, [])
-        of_med = g(a_) / g(b_) if g(a_) is not None and g(b_) else None
-        per = [x / y for x, y in zip(ra, rb) if y] if ra and len(ra) == len(rb) else []
+        of_med = g(a_) / (times * g(b_)) if g(a_) is not None and g(b_) else None
+        per = [x / (times * y) for x, y in zip(ra, rb) if y] if ra and len(ra) == len(rb) else []
         x = statistics.median(per) if per else of_med
         rows.append((text, x, target, "%s / %s" % (a_, b_), of_med, per))
 
@@ -380,6 +382,20 @@ def main():
           "veth: ib_send_lat 2 B / kernel UDP ping-pong (blocking)", "—")
     ratio("softofed veth: ib_send_lat 2 B", "UCX veth: ucx_perftest tag_lat 2 B (tcp)",
           "veth: ib_send_lat 2 B / UCX tcp tag_lat 2 B", "≤ 1")
+    # issue 18: one-sided operations between hosts (perftest: WRITE and
+    # SEND one-way, READ and atomics round trips), without and with a
+    # CPU-busy process pinned beside the target
+    for busy in ("", " (busy target host)"):
+        v, send = "softofed veth: ", "softofed veth: ib_send_lat 2 B" + busy
+        ratio(v + "ib_write_lat 2 B" + busy, send,
+              "veth%s: ib_write_lat 2 B / ib_send_lat 2 B (both one-way)" % busy, "≤ 1.2")
+        ratio(v + "ib_read_lat 2 B" + busy, send,
+              "veth%s: ib_read_lat 2 B (round trip) / twice ib_send_lat 2 B" % busy, "≤ 1.2", 2)
+        ratio(v + "ib_atomic_lat 8 B" + busy, send,
+              "veth%s: ib_atomic_lat 8 B (round trip) / twice ib_send_lat 2 B" % busy, "≤ 1.2", 2)
+        for l in ("ib_send_lat 2 B", "ib_write_lat 2 B", "ib_read_lat 2 B", "ib_atomic_lat 8 B"):
+            ratio(v + l + busy + " (t_avg)", v + l + busy,
+                  "veth%s: %s t_avg / t_typical" % (busy, l), "≤ 2")
     ratio("softofed veth: ib_write_bw 1 MiB", "kernel veth: tcp stream (iperf3)",
           "veth: ib_write_bw 1 MiB / kernel TCP stream (iperf3)", "≥ 1")
     ratio("softofed veth: ib_write_bw 1 MiB", "libfabric veth: fi_stream 1 MiB (udp;ofi_rxd)",

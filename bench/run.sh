@@ -370,8 +370,16 @@ ptest() {
 		[ "$where" = veth ] && cmd="$cmd (server in host a, client in host b)"
 		case $prog in
 		*_lat)
-			v=$(grep -E "$LAT_RE" "$CLI_OUT" | tail -n 1 | awk '{ print $5 }')
-			rec "softofed $where: $label" "us (typical, one-way)" "$v" "$cmd"
+			line=$(grep -E "$LAT_RE" "$CLI_OUT" | tail -n 1)
+			v=$(echo "$line" | awk '{ print $5 }')
+			# READ and atomics: perftest reports the round trip
+			case $prog in
+			ib_read_lat | ib_atomic_lat) rec "softofed $where: $label" "us (typical, round trip)" "$v" "$cmd" ;;
+			*) rec "softofed $where: $label" "us (typical, one-way)" "$v" "$cmd" ;;
+			esac
+			# the average beside it: a tail of milliseconds shows there
+			PLOT="" rec "softofed $where: $label (t_avg)" "us (average)" \
+				"$(echo "$line" | awk '{ print $6 }')" "$cmd"
 			;;
 		*_bw)
 			line=$(grep -E "$BW_RE" "$CLI_OUT" | tail -n 1)
@@ -1034,6 +1042,7 @@ hosts_wanted() {
 	echo "$ONLY" | grep -q -E 'veth|wire' && return 0
 	local l
 	for l in "softofed veth: ib_send_lat 2 B" "softofed veth: ib_write_bw 1 MiB" \
+		"softofed veth: ib_write_lat 2 B" "softofed veth: ib_send_lat 2 B (busy target host)" \
 		"softofed wire: ib_write_bw 1 MiB (loss 1%)" "kernel veth: udp ping-pong 14 B (busy-polled)" \
 		"kernel veth: tcp stream (iperf3)" "UCX veth: ucx_perftest tag_lat 2 B (tcp)" \
 		"libfabric veth: fi_pingpong 2 B (tcp)" "libfabric veth: fi_pingpong bw 1 MiB (udp;ofi_rxd)" \
@@ -1071,6 +1080,35 @@ r_veth_write_bw() {
 		ptest veth "ib_write_bw 1 MiB" 120 "$V_A" "$V_B" "-x $V_GA" "-x $V_GB" "$V_IP" \
 		ib_write_bw -s $MIB --mtu 4096 -n "$(iters $((256 * MIB)) $MIB 100 20000)"
 }
+# issue 18: one-sided operations between hosts, side by side with
+# ib_send_lat 2 B (r_veth_send_lat); and all four again with a third,
+# CPU-busy process pinned beside the server (the target of the WRITEs,
+# READs and atomics) in host a
+r_veth_onesided() {
+	local op n
+	n=$(iters $((16 * MIB)) 2 1000 10000)
+	for op in write read; do
+		PLOT=lat-veth SERIES="softofed ib_${op}_lat" BYTES=2 \
+			ptest veth "ib_${op}_lat 2 B" 60 "$V_A" "$V_B" "-x $V_GA" "-x $V_GB" "$V_IP" \
+			"ib_${op}_lat" -s 2 -n "$n"
+	done
+	ptest veth "ib_atomic_lat 8 B" 60 "$V_A" "$V_B" "-x $V_GA" "-x $V_GB" "$V_IP" \
+		ib_atomic_lat -n "$n"
+}
+r_veth_busy() {
+	local op busy n
+	n=$(iters $((16 * MIB)) 2 1000 10000)
+	ip netns exec "$V_A" taskset -c "$CPU_A" sh -c 'while :; do :; done' &
+	busy=$!
+	for op in send write read; do
+		PLOT="" ptest veth "ib_${op}_lat 2 B (busy target host)" 60 "$V_A" "$V_B" "-x $V_GA" \
+			"-x $V_GB" "$V_IP" "ib_${op}_lat" -s 2 -n "$n"
+	done
+	PLOT="" ptest veth "ib_atomic_lat 8 B (busy target host)" 60 "$V_A" "$V_B" "-x $V_GA" \
+		"-x $V_GB" "$V_IP" ib_atomic_lat -n "$n"
+	kill "$busy"
+	wait "$busy" 2>/dev/null
+}
 r_veth_kernel() {
 	sockperf_pp "veth" "$V_A" "$V_B" "$V_IP"
 	iperf "veth" "$V_A" "$V_B" "$V_IP" bw-veth
@@ -1095,7 +1133,8 @@ phase_hosts() {
 	a=$V_A b=$V_B ip=$V_IP ga=$V_GA gb=$V_GB
 	# ib_send_lat between its two peers of the targets: this VM flips
 	# between two latency states over seconds (the report of 8e1498f)
-	rounds r_veth_kernel r_veth_send_lat r_veth_ucx r_veth_fi_rxd r_veth_write_bw
+	rounds r_veth_kernel r_veth_send_lat r_veth_onesided r_veth_busy r_veth_ucx r_veth_fi_rxd \
+		r_veth_write_bw
 	# the same through the daemons' engine (SOFTOFED_ENGINE=daemon: what a
 	# process of another user gets, and what every process got before the
 	# engine ran in the program)
@@ -1111,9 +1150,7 @@ phase_hosts() {
 		[ "$s" -le 65536 ] && lsizes="$lsizes $s"
 	done
 	perftest_sweeps veth "$a" "$b" "-x $ga" "-x $gb" "$ip" "$lsizes" "$VETH_SIZES 8388608" \
-		"--mtu 4096" "send_lat:2 write_bw:$MIB"
-	NREPS=$SWEEP_REPS ptest veth "ib_atomic_lat 8 B" 60 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
-		ib_atomic_lat -n $((10000 / SCALE))
+		"--mtu 4096" "send_lat:2 write_lat:2 read_lat:2 write_bw:$MIB"
 	NREPS=$SWEEP_REPS ptest veth "ib_send_lat -e 2 B" 60 "$a" "$b" "-x $ga" "-x $gb" "$ip" \
 		ib_send_lat -e -s 2 -n $((5000 / SCALE))
 	NREPS=$SWEEP_REPS ucx_run veth tcp tcp "$a" "$b" "$ip" $((64 * MIB)) \

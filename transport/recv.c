@@ -124,6 +124,8 @@ void tp_recv(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 			tp_drop(SOF_DROP_qp_state);
 			return;
 		}
+		/* a host whose owner may not run counts on it (tp_onesided) */
+		tp.onesided += !!(oi->flags & (ROCE_F_WRITE | ROCE_F_READ | ROCE_F_ATOMIC));
 		tp_resp_packet(t, h, payload, paylen, a);
 	}
 }

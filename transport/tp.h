@@ -214,6 +214,10 @@ bool tp_acks_due(void);
 void tp_tx_flush(void);
 /* What the engine counted (sof_proto.h's counters and drops). */
 uint64_t tp_counter(enum sof_counter c);
+/* How many one-sided request packets (RDMA WRITE, READ, atomics) came to
+ * a responder so far: a host whose owner may not run (it polls memory,
+ * not a CQ) keeps reading the sockets itself while this grows. */
+uint64_t tp_onesided(void);
 void tp_count_add(enum sof_counter c, uint64_t n);
 void tp_drop_add(enum sof_dropctr d);
 /* A line for the host's log. */

@@ -256,6 +256,8 @@ struct tp_state {
 	 * tells that a packet of it named a QP not ours */
 	bool rx_flow, flow_foreign;
 	tp_recv_fn hooks[3]; /* TP_HOOK_* */
+	/* RDMA WRITE, READ and atomic request packets received (tp_onesided) */
+	uint64_t onesided;
 };
 
 extern struct tp_state tp;

@@ -27,7 +27,7 @@
  * that waits elsewhere between its polls); a thread that goes to sleep in
  * ibv_get_cq_event hands the sockets to it at once. When it reads them
  * alone, it goes on reading them for 50 us after the last packet before it
- * sleeps on them. One mutex serialises the engine.
+ * sleeps on them (one-sided requests: tp_wake.c). One mutex serialises the engine.
  *
  * What stays with the daemon: UD QPs and multicast, QP1, the QPs of a
  * second context open beside the one that has the slot (a context opened
@@ -41,7 +41,6 @@
 #include "tp_eng.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,13 +76,6 @@ struct sofv_eqp {
  * after POLL_STUCK_NS, POLL_STUCK_CHECKS times since it last found some. */
 #define POLL_STUCK_NS 20000L
 #define POLL_STUCK_CHECKS 64
-/* When nobody polls, the progress thread reads the sockets again and again
- * for PROGRESS_SPIN_NS after the last packet before it sleeps on them
- * (yielding the CPU in between: a pinned program shares it): the next
- * request of a peer in a ping-pong (a READ or an atomic to a QP whose
- * program waits elsewhere) comes sooner than a wake-up on a virtual
- * machine. As long as ibv_get_cq_event's spin. */
-#define PROGRESS_SPIN_NS 50000ull
 
 /* The most polls that an ACK waits for the poller's next post. */
 #define ACK_HOLD_POLLS 32u
@@ -280,6 +272,7 @@ static void acks_send(void)
 {
 	tp_input_end();
 	atomic_store_explicit(&eng.ack_hold, 0, memory_order_relaxed);
+	sofv_wake_ack_sent();
 }
 
 /* Read the sockets. poller: the caller polls a CQ; the ACKs of what it
@@ -289,18 +282,19 @@ static void acks_send(void)
  * thread sends them within POLL_HOLD_MAX_NS when the polls stop; a request
  * to the CM or arming a CQ sends them at once: sofv_engine_flush). Under
  * the lock. */
-static void rx_run(bool poller)
+static void rx_run(bool poller, bool hold_acks)
 {
 	uint32_t hold = atomic_load_explicit(&eng.ack_hold, memory_order_relaxed);
 
-	if (!poller || hold == 1)
+	if (!hold_acks || hold == 1 || sofv_wake_ack_due())
 		acks_send();
 	else if (hold)
 		atomic_store_explicit(&eng.ack_hold, hold - 1, memory_order_relaxed);
-	tp_defer_acks(poller);
+	tp_defer_acks(hold_acks);
 	eng_rx_sockets(poller);
 	tp_defer_acks(false);
-	if (poller && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) && tp_acks_due())
+	sofv_wake_rx(hold_acks && tp_acks_due());
+	if (hold_acks && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) && tp_acks_due())
 		atomic_store_explicit(&eng.ack_hold, ACK_HOLD_POLLS, memory_order_relaxed);
 	while (!sof_list_empty(&eng.pending)) {
 		struct sofv_eqp *e = sof_container_of(eng.pending.next, struct sofv_eqp, pend);
@@ -312,13 +306,13 @@ static void rx_run(bool poller)
 	tp_tx_flush();
 }
 
-/* rx_run(false) by the progress thread; whether it read any packet. Under the
- * lock. */
-static bool rx_read_some(void)
+/* rx_run by the progress thread (hold_acks: in one-sided mode, tp_wake.c);
+ * whether it read any packet. Under the lock. */
+static bool rx_read_some(bool hold_acks)
 {
 	uint64_t got = tp_counter(SOF_CNT_rx_packets);
 
-	rx_run(false);
+	rx_run(false, hold_acks);
 	return tp_counter(SOF_CNT_rx_packets) != got;
 }
 
@@ -351,22 +345,23 @@ static void sockets_arm(bool on)
  * the two sees the other.) */
 static void *progress(void *arg)
 {
-	struct timespec hold = {.tv_nsec = POLL_HOLD_NS}, zero = {0, 0};
+	struct timespec hold = {.tv_nsec = POLL_HOLD_NS}, zero = {0, 0}, wait;
 	bool armed = true;
 	unsigned stuck = 0;
-	uint64_t spin_until = 0;
 
 	(void)arg;
 	/* its holds are short: no 50 us of timer slack on them */
 	(void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+	sofv_wake_thread_init();
 	for (;;) {
-		bool polling = atomic_exchange(&eng.polled, false), spin;
+		bool polling = atomic_exchange(&eng.polled, false), spin, os, timed;
 		struct epoll_event ev[5];
 		uint64_t v;
 		int n;
 
-		if (polling != !armed) {
-			armed = !polling;
+		os = polling && sofv_wake_onesided();
+		if ((polling && !os) != !armed) {
+			armed = !polling || os;
 			pthread_mutex_lock(&eng.lock);
 			sockets_arm(armed);
 			pthread_mutex_unlock(&eng.lock);
@@ -378,18 +373,19 @@ static void *progress(void *arg)
 			hold.tv_nsec =
 			    hold.tv_nsec < POLL_HOLD_NS ? POLL_HOLD_NS : hold.tv_nsec * 2;
 		}
-		spin = armed && spin_until && sof_now_ns() < spin_until;
-		if (armed && !spin) {
+		spin = armed && sofv_wake_spinning();
+		if (armed && !spin && !os) {
 			atomic_store(&eng.sleeping, true);
 			if (atomic_load(&eng.polled)) {
 				atomic_store(&eng.sleeping, false);
 				continue;
 			}
 		}
-		n = epoll_pwait2(eng.epfd, ev, 5, spin ? &zero : armed ? NULL : &hold, NULL);
+		timed = sofv_wake_wait(&wait, &hold) || os;
+		n = epoll_pwait2(eng.epfd, ev, 5, spin ? &zero : armed && !timed ? NULL : &wait, NULL);
 		atomic_store_explicit(&eng.sleeping, false, memory_order_relaxed);
 		if (n <= 0 && spin) {
-			sched_yield();
+			sofv_wake_spin_yield();
 			continue;
 		}
 		/* the polls go on and nothing came: read what they left, if
@@ -397,7 +393,7 @@ static void *progress(void *arg)
 		if (n <= 0 && !armed && atomic_load_explicit(&eng.polled, memory_order_relaxed)) {
 			if (pthread_mutex_trylock(&eng.lock))
 				continue;
-			if (eng.ctx && rx_read_some())
+			if (eng.ctx && rx_read_some(false))
 				stuck = POLL_STUCK_CHECKS;
 			pthread_mutex_unlock(&eng.lock);
 			continue;
@@ -424,8 +420,8 @@ static void *progress(void *arg)
 			}
 		}
 		if ((armed || !atomic_load_explicit(&eng.polled, memory_order_relaxed)) &&
-		    rx_read_some() && armed)
-			spin_until = sof_now_ns() + PROGRESS_SPIN_NS;
+		    rx_read_some(os) && armed && !os)
+			sofv_wake_spin_start();
 		pthread_mutex_unlock(&eng.lock);
 	}
 }
@@ -764,7 +760,7 @@ void sofv_engine_poll(void)
 	if (pthread_mutex_trylock(&eng.lock))
 		return; /* another thread runs it */
 	if (eng.ctx)
-		rx_run(true);
+		rx_run(true, true);
 	pthread_mutex_unlock(&eng.lock);
 }
 

@@ -1,0 +1,251 @@
+/*
+ * RDMA WRITEs into a target process that is stopped or killed in the
+ * middle (issue 18: one-sided operations executed without the target
+ * process; tests/hosts/onesided.sh).
+ *
+ *   write_stop [options]          target: exposes COUNT 8-byte words
+ *   write_stop [options] HOST     writer: one RDMA WRITE per word
+ *
+ * The writer writes word i = MAGIC ^ i, DEPTH WRITEs outstanding, each
+ * signaled, and prints "progress n=N" every 50 ms (N: WRITEs completed),
+ * so a script can tell whether WRITEs complete while the target is
+ * stopped. Then it tells the target how many it wrote; the target checks
+ * every word (and that the words beyond are untouched) and answers its
+ * verdict. An error completion ends the writer with "error status=NAME
+ * ok=N" and exit 4 (what a writer into a killed target must get, IBA
+ * 9.7.6.1.3: retries exhausted, not a hang).
+ *
+ * Output: "target ready pid=P" / "writer ready", "progress n=N", "target
+ * words=N bad=B" and "ok" or "fail: REASON". Exit 0 when everything holds,
+ * 3 when data is wrong, 4 on an error completion, 1 otherwise.
+ */
+#include "hostpair.h"
+
+#define MAX_DEPTH 16
+#define MAGIC 0x5eedc0de00000000ull
+
+struct opts {
+	struct hp_opts hp;
+	const char *host;
+	uint64_t count;
+	unsigned int depth, pace_us;
+	uint8_t timeout, retry_cnt;
+};
+
+static void usage(const char *argv0)
+{
+	fprintf(stderr,
+		"usage: %s [options] [HOST]\n"
+		"  without HOST: target; with HOST: writer\n"
+		"  -p PORT  -d DEV  -g INDEX  -T SECS   as atomic_count\n"
+		"  -n COUNT    words (default 20000)\n"
+		"  -q DEPTH    outstanding WRITEs (writer, default 4, at most %d)\n"
+		"  -w USEC     pause between posts (writer, default 100)\n"
+		"  -t TIMEOUT  local ACK timeout exponent (default 14)\n"
+		"  -r RETRY    retry_cnt (default 7)\n",
+		argv0, MAX_DEPTH);
+	exit(2);
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	hp_opts_init(&o->hp, "18650", 120);
+	o->count = 20000;
+	o->depth = 4;
+	o->pace_us = 100;
+	o->timeout = 14;
+	o->retry_cnt = 7;
+	while ((c = getopt(argc, argv, "p:d:g:n:q:w:t:r:T:h")) != -1) {
+		if (hp_opt(&o->hp, c, optarg))
+			continue;
+		switch (c) {
+		case 'n':
+			o->count = strtoull(optarg, NULL, 0);
+			break;
+		case 'q':
+			o->depth = (unsigned int)atoi(optarg);
+			break;
+		case 'w':
+			o->pace_us = (unsigned int)atoi(optarg);
+			break;
+		case 't':
+			o->timeout = (uint8_t)atoi(optarg);
+			break;
+		case 'r':
+			o->retry_cnt = (uint8_t)atoi(optarg);
+			break;
+		default:
+			usage(argv[0]);
+		}
+	}
+	if (optind < argc)
+		o->host = argv[optind++];
+	if (optind != argc || !o->count || o->count > (1u << 24) || !o->depth ||
+	    o->depth > MAX_DEPTH || o->hp.secs <= 0)
+		usage(argv[0]);
+}
+
+/* The writer: the words, DEPTH outstanding; the number written, or exit 4
+ * on an error completion. */
+static uint64_t write_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, uint64_t *src,
+			  const struct opts *o, const struct hp_info *peer, int64_t end)
+{
+	uint64_t posted = 0, done = 0;
+	int64_t next_print = 0;
+	struct ibv_wc wc;
+
+	while (done < o->count) {
+		while (posted < o->count && posted - done < o->depth) {
+			struct ibv_sge sg = {
+			    .addr = (uintptr_t)&src[posted], .length = 8, .lkey = mr->lkey};
+			struct ibv_send_wr wr, *bad;
+
+			src[posted] = MAGIC ^ posted;
+			memset(&wr, 0, sizeof(wr));
+			wr.wr_id = posted;
+			wr.sg_list = &sg;
+			wr.num_sge = 1;
+			wr.opcode = IBV_WR_RDMA_WRITE;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			wr.wr.rdma.remote_addr = peer->addr + posted * 8;
+			wr.wr.rdma.rkey = peer->rkey;
+			if (ibv_post_send(qp, &wr, &bad))
+				hp_fail("ibv_post_send: %s", strerror(errno));
+			posted++;
+			if (o->pace_us)
+				usleep(o->pace_us);
+		}
+		if (!hp_poll_until(cq, &wc, end, 0))
+			hp_fail("no completion before the deadline (%llu done)",
+				(unsigned long long)done);
+		if (wc.status != IBV_WC_SUCCESS) {
+			printf("error status=%s ok=%llu\n", hp_wc_status_name(wc.status),
+			       (unsigned long long)done);
+			exit(4);
+		}
+		done++;
+		if (hp_now_us() >= next_print) {
+			printf("progress n=%llu\n", (unsigned long long)done);
+			next_print = hp_now_us() + 50000;
+		}
+	}
+	printf("progress n=%llu\n", (unsigned long long)done);
+	return done;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct hp_info me, peer;
+	struct hp_path path;
+	struct ibv_device_attr dattr;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	union ibv_gid gid;
+	uint64_t *buf, n[2], bad = 0;
+	size_t len;
+	int sock, lsock = -1, gidx, rc = 0, err;
+	int64_t end;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	parse(argc, argv, &o);
+	end = hp_now_us() + (int64_t)o.hp.secs * 1000000;
+	ctx = hp_open(o.hp.dev);
+	sock = hp_rendezvous(o.host, o.hp.port, o.hp.secs, &lsock);
+	if (ibv_query_device(ctx, &dattr))
+		hp_fail("ibv_query_device");
+	gidx = hp_local_gid(ctx, o.hp.gid_index, sock, &gid);
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 2 * MAX_DEPTH + 4, NULL, NULL, 0);
+	if (!pd || !cq)
+		hp_fail("alloc pd/cq: %s", strerror(errno));
+	/* the target's words and a page beyond them that nobody writes */
+	len = ((size_t)o.count * 8 + 2 * 4096) & ~(size_t)4095;
+	buf = aligned_alloc(4096, len);
+	if (!buf)
+		hp_fail("out of memory");
+	memset(buf, 0, len);
+	mr = ibv_reg_mr(pd, buf, len,
+			IBV_ACCESS_LOCAL_WRITE | (o.host ? 0 : IBV_ACCESS_REMOTE_WRITE));
+	if (!mr)
+		hp_fail("ibv_reg_mr: %s", strerror(errno));
+	qp = hp_create_qp(pd, cq, IBV_QPT_RC, MAX_DEPTH + 2, 1, 1);
+
+	memset(&me, 0, sizeof(me));
+	me.qpn = qp->qp_num;
+	me.psn = hp_random_psn();
+	me.rkey = mr->rkey;
+	me.addr = (uintptr_t)buf;
+	me.len = o.count;
+	memcpy(me.gid, gid.raw, 16);
+	hp_exchange(sock, &me, &peer, o.hp.secs);
+	hp_path_peer(&path, gidx, &me, &peer, IBV_MTU_1024);
+	path.timeout = o.timeout;
+	path.retry_cnt = o.retry_cnt;
+	path.rnr_retry = 7;
+	path.min_rnr_timer = 12;
+	path.max_rd_atomic = 1;
+	path.max_dest_rd_atomic = 1;
+	path.access = o.host ? 0 : IBV_ACCESS_REMOTE_WRITE;
+	err = hp_qp_modify(qp, &path, IBV_QPS_RTS);
+	if (err)
+		hp_fail("ibv_modify_qp to RTS: %s", strerror(err));
+	hp_sync(sock, o.hp.secs);
+	if (o.host) {
+		printf("writer ready\n");
+		n[0] = htobe64(write_all(qp, cq, mr, buf, &o, &peer, end));
+		if (hp_io(sock, n, 8, 1, o.hp.secs))
+			hp_fail("the target went away before the count");
+		if (hp_io(sock, n, 16, 0, o.hp.secs))
+			hp_fail("the target went away before its verdict");
+		printf("target words=%llu bad=%llu\n", (unsigned long long)be64toh(n[0]),
+		       (unsigned long long)be64toh(n[1]));
+		if (n[1])
+			rc = 3;
+	} else {
+		int64_t left = (end - hp_now_us()) / 1000000;
+		uint64_t words, i;
+
+		printf("target ready pid=%d\n", (int)getpid());
+		if (hp_io(sock, n, 8, 0, left > 1 ? (int)left : 1))
+			hp_fail("the writer went away before its count");
+		words = be64toh(n[0]);
+		for (i = 0; i < len / 8; i++) {
+			uint64_t want = i < words ? MAGIC ^ i : 0;
+
+			if (__atomic_load_n(&buf[i], __ATOMIC_ACQUIRE) != want && bad++ < 5)
+				printf("# word %llu is 0x%016llx, expected 0x%016llx\n",
+				       (unsigned long long)i, (unsigned long long)buf[i],
+				       (unsigned long long)want);
+		}
+		printf("target words=%llu bad=%llu\n", (unsigned long long)words,
+		       (unsigned long long)bad);
+		n[0] = htobe64(words);
+		n[1] = htobe64(bad);
+		if (hp_io(sock, n, 16, 1, o.hp.secs))
+			hp_fail("the writer went away before the verdict");
+		if (bad)
+			rc = 3;
+	}
+	hp_sync(sock, o.hp.secs);
+	if (rc)
+		printf("fail: %llu words wrong\n", (unsigned long long)bad);
+	else
+		printf("ok\n");
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	free(buf);
+	close(sock);
+	if (lsock >= 0)
+		close(lsock);
+	return rc;
+}

@@ -1,0 +1,145 @@
+/*
+ * When the progress thread of the engine in the program (tp_host.c) runs,
+ * for one-sided requests: RDMA WRITE, READ and atomics that arrive from
+ * another host for this process's QPs (issue 18).
+ *
+ * The target of a one-sided request need not run at all: ib_write_lat
+ * spins on the byte the peer writes and polls its CQ only for its own
+ * sends; a storage or MPI target waits elsewhere. While threads poll, the
+ * progress thread leaves the sockets to them and looks only every so
+ * often, so such a request would wait for that look. Hence:
+ *   - one-sided mode: for ONESIDED_ARM_NS after the engine took in a
+ *     one-sided request (tp_onesided grows), the progress thread keeps the
+ *     sockets armed even while threads poll, and executes such a request
+ *     as soon as it arrives (the pollers go on reading too: one lock);
+ *     SEND-only traffic never turns it on;
+ *   - in that mode it holds the ACKs of what it executed for the owner's
+ *     next post, as a poller holds them, and any hold (a poller's too)
+ *     ends after ACK_HOLD_NS, when the progress thread sends them: in a
+ *     one-sided ping-pong the ACK then reaches the peer together with the
+ *     next request while the peer still polls its CQ for that ACK, so the
+ *     peer's poll executes that request at once, and the chain goes on
+ *     with no thread woken on either side (IBA 9.7.5.1.1 lets a responder
+ *     coalesce ACKs); a lone WRITE's initiator waits at most that longer;
+ *   - the progress thread asks for a short scheduler slice (SCHED_OTHER's
+ *     sched_runtime: Linux 6.12's EEVDF custom slices, no privilege
+ *     needed), so that its wake-up preempts a spinning thread at once
+ *     instead of after that thread's slice, when every CPU is busy (the
+ *     program's threads spin, a busy process runs beside it). Older
+ *     kernels refuse or ignore it: nothing changes there;
+ *   - its spin: when nobody polls, the progress thread reads the sockets
+ *     again and again for PROGRESS_SPIN_NS after the last packet before it
+ *     sleeps on them (yielding the CPU in between: a pinned program shares
+ *     it): the next request of a peer in a ping-pong (a READ or an atomic
+ *     to a QP whose program waits elsewhere) comes sooner than a wake-up
+ *     on a virtual machine; as long as ibv_get_cq_event's spin. Not in
+ *     one-sided mode (threads poll), and not for SPIN_OFF_NS after a
+ *     sched_yield in it came back after more than SPIN_CONTENDED_NS:
+ *     another runnable task shares the CPU, and spinning would leave the
+ *     next packet to wait for that task's slice, where a sleeper is woken
+ *     at once.
+ *
+ * Lock contract: sofv_wake_rx and sofv_wake_ack_* under the engine's lock;
+ * the others from the progress thread alone.
+ */
+#include "sofv.h"
+
+#include "tp.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define ONESIDED_ARM_NS 1000000000ull
+#define ACK_HOLD_NS 30000ull
+#define PROGRESS_SLICE_NS 100000ull /* the shortest slice Linux takes */
+#define PROGRESS_SPIN_NS 50000ull
+#define SPIN_CONTENDED_NS 30000ull
+#define SPIN_OFF_NS 100000000ull
+
+static uint64_t onesided_seen; /* tp_onesided() as last looked at */
+static _Atomic uint64_t onesided_until, ack_until;
+static uint64_t spin_until, nospin_until; /* the progress thread's */
+
+void sofv_wake_thread_init(void)
+{
+	/* struct sched_attr of linux/sched/types.h (SCHED_ATTR_SIZE_VER0),
+	 * whose header clashes with glibc's sched.h */
+	struct {
+		uint32_t size, policy;
+		uint64_t flags;
+		int32_t nice;
+		uint32_t priority;
+		uint64_t runtime, deadline, period;
+	} a = {.size = sizeof(a), .policy = SCHED_OTHER, .runtime = PROGRESS_SLICE_NS};
+
+	(void)syscall(SYS_sched_setattr, 0, &a, 0U);
+}
+
+void sofv_wake_rx(bool held)
+{
+	uint64_t now = sof_now_ns();
+
+	if (tp_onesided() != onesided_seen) {
+		onesided_seen = tp_onesided();
+		atomic_store_explicit(&onesided_until, now + ONESIDED_ARM_NS, memory_order_relaxed);
+	}
+	/* in one-sided mode every hold, a poller's too, ends by the
+	 * deadline: the progress thread, armed there, would otherwise leave
+	 * a poller's ACKs to the count of its own looks (ACK_HOLD_POLLS),
+	 * which a busy CPU stretches past the peer's retry budget */
+	if (held && !atomic_load_explicit(&ack_until, memory_order_relaxed) &&
+	    now < atomic_load_explicit(&onesided_until, memory_order_relaxed))
+		atomic_store_explicit(&ack_until, now + ACK_HOLD_NS, memory_order_relaxed);
+}
+
+bool sofv_wake_onesided(void)
+{
+	return sof_now_ns() < atomic_load_explicit(&onesided_until, memory_order_relaxed);
+}
+
+bool sofv_wake_ack_due(void)
+{
+	uint64_t until = atomic_load_explicit(&ack_until, memory_order_relaxed);
+
+	return until && sof_now_ns() >= until;
+}
+
+void sofv_wake_ack_sent(void) { atomic_store_explicit(&ack_until, 0, memory_order_relaxed); }
+
+bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold)
+{
+	uint64_t until = atomic_load_explicit(&ack_until, memory_order_relaxed), now;
+
+	*wait = *hold;
+	if (!until)
+		return false;
+	now = sof_now_ns();
+	if (until <= now)
+		wait->tv_nsec = 0;
+	else if (until - now < (uint64_t)wait->tv_nsec)
+		wait->tv_nsec = (long)(until - now);
+	return true;
+}
+
+void sofv_wake_spin_start(void)
+{
+	uint64_t now = sof_now_ns();
+
+	if (now >= nospin_until)
+		spin_until = now + PROGRESS_SPIN_NS;
+}
+
+bool sofv_wake_spinning(void) { return spin_until && sof_now_ns() < spin_until; }
+
+void sofv_wake_spin_yield(void)
+{
+	uint64_t t0 = sof_now_ns();
+
+	sched_yield();
+	if (sof_now_ns() - t0 > SPIN_CONTENDED_NS) {
+		spin_until = 0;
+		nospin_until = sof_now_ns() + SPIN_OFF_NS;
+	}
+}

@@ -44,6 +44,9 @@ int fab_build(struct fabric *f, const struct topo *t, char **real, unsigned nrea
 
 	memset(f, 0, sizeof(*f));
 	f->udp = -1;
+	f->sim_ctl = -1;
+	for (i = 0; i < FAB_SIM_CLIENTS; i++)
+		f->sim[i].fd = -1;
 	f->qtail = &f->qhead;
 	for (i = 0; i < nreal; i++) {
 		int k = topo_find(t, real[i]);

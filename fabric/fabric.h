@@ -130,6 +130,7 @@ struct fab_host {
 
 struct fab_node {
 	unsigned index;
+	unsigned sim_clients; /* ibsim clients attached here (sim.c) */
 	char name[FAB_NAME_LEN];
 	bool real;
 	struct fab_host host; /* real HCAs only */
@@ -144,6 +145,16 @@ struct fab_stats {
 	uint64_t no_route, port_down, pkey, not_mine, unknown_host, sofl_bad, traps;
 	uint64_t smp_drop, mad_drop;
 	uint64_t loop, queue_full; /* forwarding loops cut, queue overflow */
+	uint64_t sim_from_clients, sim_to_clients, sim_unclaimed;
+};
+
+/* a program attached through ibsim's client protocol (sim.c) */
+#define FAB_SIM_CLIENTS 10
+struct fab_sim_client {
+	int fd;		  /* our "BASE:outN", connected to its "BASE:inPID" */
+	uint32_t pid, qp; /* pid 0: slot free */
+	bool issm;
+	struct fab_node *node;
 };
 
 struct fabric {
@@ -155,6 +166,9 @@ struct fabric {
 	struct fab_qpkt *qhead, **qtail;
 	unsigned qlen;
 	unsigned cur_hops; /* hops of the packet being handled (fab_run) */
+	int sim_ctl;	   /* ibsim's control socket, -1: not enabled */
+	char sim_base[64];
+	struct fab_sim_client sim[FAB_SIM_CLIENTS];
 };
 
 /* IB has no hop limit in its headers; a packet is dropped after this many
@@ -200,6 +214,19 @@ void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_
 /* Once a second: HELLOs to attached hosts, expiry of silent ones. */
 void fab_tick(struct fabric *f, uint64_t now);
 void fab_trap_128(struct fabric *f, struct fab_node *sw);
+
+/* node.c: an SMP for node n's own SMA from a program on it (sim.c) */
+void fab_node_local_smp(struct fabric *f, struct fab_node *n, uint8_t *mad, bool lid_routed,
+			uint16_t req_slid);
+
+/* sim.c: ibsim's client protocol (`--ibsim`) */
+int fab_sim_open(struct fabric *f, const char *base);
+void fab_sim_ctl(struct fabric *f);
+void fab_sim_input(struct fabric *f, struct fab_sim_client *c);
+/* Give a MAD that reached node n (and no agent of the fabric's answered)
+ * to the program attached there; false when none is. */
+bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32_t dqp,
+		     uint32_t sqp, const uint8_t *mad);
 
 uint64_t fab_now(void);
 

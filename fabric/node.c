@@ -44,7 +44,7 @@ static void send_mad(struct fabric *f, struct fab_node *n, unsigned out, uint16_
 		return;
 	}
 	fab_mad_pkt(pkt, dlid, slid, sl, pkey, dqp, sqp, qkey, mad);
-	fab_xmit(f, n, out, pkt, sizeof(pkt));
+	fab_xmit(f, n, out, pkt, sizeof(pkt), false);
 }
 
 static void smp_send_lid(struct fabric *f, struct fab_node *n, unsigned in_port, uint16_t dlid,
@@ -224,7 +224,7 @@ static void forward_unicast(struct fabric *f, struct fab_node *n, unsigned in_po
 		return;
 	}
 	f->st.forwarded++;
-	fab_xmit(f, n, out, p, len);
+	fab_xmit(f, n, out, p, len, f->cur_sealed);
 }
 
 static void forward_mcast(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *p,
@@ -243,7 +243,7 @@ static void forward_mcast(struct fabric *f, struct fab_node *n, unsigned in_port
 		uint16_t mask = s->mft[idx * s->mft_positions + port / 16];
 
 		if (port != in_port && (mask >> (port % 16)) & 1) {
-			fab_xmit(f, n, port, p, len);
+			fab_xmit(f, n, port, p, len, f->cur_sealed);
 			any = true;
 		}
 	}

@@ -324,6 +324,6 @@ void fab_sim_input(struct fabric *f, struct fab_sim_client *c)
 		return;
 	}
 	fab_mad_pkt(pkt, dlid, slid, 0, 0xffff, dqp, sqp, dqp ? FAB_GSI_QKEY : 0, req.mad);
-	fab_xmit(f, n, 1, pkt, sizeof(pkt));
+	fab_xmit(f, n, 1, pkt, sizeof(pkt), false);
 	fab_run(f);
 }

@@ -228,7 +228,8 @@ void fab_node_local_smp(struct fabric *f, struct fab_node *n, uint8_t *mad, bool
 /* sim.c: ibsim's client protocol (`--ibsim`) */
 int fab_sim_open(struct fabric *f, const char *base);
 void fab_sim_ctl(struct fabric *f);
-void fab_sim_input(struct fabric *f, struct fab_sim_client *c);
+/* One datagram from client c, if any (false: none waited) */
+bool fab_sim_input(struct fabric *f, struct fab_sim_client *c);
 /* Give a MAD that reached node n (and no agent of the fabric's answered)
  * to the program attached there; false when none is. */
 bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32_t dqp,

@@ -424,8 +424,10 @@ int main(int argc, char **argv)
 		if (pfd[2].revents & POLLIN)
 			fab_sim_ctl(&f);
 		for (int k = 0; k < FAB_SIM_CLIENTS; k++)
-			if (pfd[3 + k].revents & POLLIN)
-				fab_sim_input(&f, &f.sim[k]);
+			for (int r = 0; r < 256 && (pfd[3 + k].revents & POLLIN) &&
+					fab_sim_input(&f, &f.sim[k]);
+			     r++)
+				;
 		if (pfd[0].revents & POLLIN) {
 			uint8_t buf[FAB_MAX_PKT + 16];
 			struct sockaddr_storage from;

@@ -271,7 +271,7 @@ bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32
 }
 
 /* a MAD from client c: its node sends it from port 1 */
-void fab_sim_input(struct fabric *f, struct fab_sim_client *c)
+bool fab_sim_input(struct fabric *f, struct fab_sim_client *c)
 {
 	struct sim_request req;
 	struct fab_node *n = c->node;
@@ -279,8 +279,12 @@ void fab_sim_input(struct fabric *f, struct fab_sim_client *c)
 	uint32_t dqp, sqp;
 	uint8_t pkt[FAB_MAD_PKT_LEN];
 
-	if (recv(c->fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req) || !c->pid)
-		return;
+	ssize_t got = recv(c->fd, &req, sizeof(req), 0);
+
+	if (got < 0 || !c->pid)
+		return false;
+	if (got != (ssize_t)sizeof(req))
+		return true; /* not a request: dropped */
 	f->st.sim_from_clients++;
 	dlid = ntohs((uint16_t)req.dlid);
 	slid = ntohs((uint16_t)req.slid);
@@ -301,7 +305,7 @@ void fab_sim_input(struct fabric *f, struct fab_sim_client *c)
 		switch (sof_smp_dr_step(n->m, req.mad, 0, dlid != 0xffff, 0, &nx)) {
 		case SOF_DR_LOCAL:
 			fab_node_local_smp(f, n, req.mad, dlid != 0xffff, slid);
-			return;
+			return true;
 		case SOF_DR_OUT_PORT:
 			dlid = slid = 0xffff;
 			break;
@@ -311,7 +315,7 @@ void fab_sim_input(struct fabric *f, struct fab_sim_client *c)
 			break;
 		case SOF_DR_DISCARD:
 			f->st.smp_drop++;
-			return;
+			return true;
 		}
 	} else if (dlid == own || dlid == 0xffff) {
 		/* for this node itself: its SMA / PMA, or another client */
@@ -321,9 +325,10 @@ void fab_sim_input(struct fabric *f, struct fab_sim_client *c)
 			fab_sim_deliver(f, n, own, dqp, sqp, req.mad);
 		else if (sof_pma_process(n->m, 1, req.mad, 256) == SOF_SMA_REPLY)
 			fab_sim_deliver(f, n, own, sqp, 1, req.mad);
-		return;
+		return true;
 	}
 	fab_mad_pkt(pkt, dlid, slid, 0, 0xffff, dqp, sqp, dqp ? FAB_GSI_QKEY : 0, req.mad);
 	fab_xmit(f, n, 1, pkt, sizeof(pkt), false);
 	fab_run(f);
+	return true;
 }

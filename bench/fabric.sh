@@ -14,8 +14,9 @@
 #     `ibnetdiscover` timed alone (its own discovery: NodeInfo,
 #     NodeDescription, PortInfo, SwitchInfo; the same topology, another
 #     client).
-# Not OpenSM's time to SUBNET UP: that needs libibumad on softofed (issue
-# 19's other parts); this is the fabric's side of it.
+#   - OpenSM (Debian's, through libumad2sim) from start to SUBNET UP by its
+#     own log clock, on our fabric (`--ibsim`) and on ibsim, the issue's
+#     ratio (target: ours <= 1x ibsim's).
 #
 # Usage: bench/fabric.sh  (BENCH_BUILD=DIR the build, default build/;
 #        BENCH_OUT=FILE also appends the table there). Runs in a network
@@ -87,7 +88,72 @@ for t in ft128 ft648 ft1152; do
 	rows+=("| $t | $nodes | $up | $walk | $smps | $per | $simnodes | $(median <"$TMP/sim_up") | $(median <"$TMP/sim_disc") |")
 done
 
+# OpenSM (Debian's, through libumad2sim) from start to SUBNET UP, on our
+# fabric (--ibsim) and on ibsim, same topology and options; ms from its
+# first log line to SUBNET UP by its own clock
+osm_ms() {
+	python3 - "$1" <<'EOF'
+import re, sys
+ts = []
+for line in open(sys.argv[1]):
+    m = re.match(r'^\w+ +\d+ (\d+):(\d+):(\d+) (\d+) ', line)
+    if m:
+        t = ((int(m.group(1)) * 60 + int(m.group(2))) * 60 + int(m.group(3))) * 1000 + int(m.group(4)) / 1000
+        ts.append(t)
+        if ' -> SUBNET UP' in line:
+            print(int(t - ts[0]))
+            break
+EOF
+}
+osm_run() { # KIND FILE: prints ms or nothing
+	local kind=$1 file=$2 srv osm
+	rm -rf "$TMP/osm" && mkdir -p "$TMP/osm" && cd "$TMP/osm" || return
+	if [ "$kind" = ours ]; then
+		timeout 300 "$BUILD/bin/softofed-fabric" "$file" --ibsim --listen "$ADDR" &
+	else
+		rm -f "$TMP/in" && mkfifo "$TMP/in"
+		timeout 300 ibsim -s "$file" <"$TMP/in" >/dev/null 2>&1 &
+		exec 7>"$TMP/in"
+	fi
+	srv=$!
+	sleep 0.5
+	OSM_CACHE_DIR=$TMP/osm OSM_TMP_DIR=$TMP/osm LD_PRELOAD=$UMAD2SIM \
+		timeout -s KILL 200 opensm -d 2 -f "$TMP/osm/log" >/dev/null 2>&1 &
+	osm=$!
+	for _ in $(seq 1 1800); do
+		grep -q 'SUBNET UP' "$TMP/osm/log" 2>/dev/null && break
+		sleep 0.1
+	done
+	osm_ms "$TMP/osm/log"
+	kill "$osm" 2>/dev/null
+	wait "$osm" 2>/dev/null
+	[ "$kind" = ours ] || exec 7>&-
+	kill "$srv" 2>/dev/null
+	wait "$srv" 2>/dev/null
+	cd "$ROOT" || return
+}
+osm_rows=()
+for t in ft128 ft648 ft1152; do
+	file=$TOPO/$t.net
+	[ -f "$file" ] || continue
+	: >"$TMP/o_ours" && : >"$TMP/o_sim"
+	for _ in $(seq 1 "$REPS"); do
+		osm_run ours "$file" >>"$TMP/o_ours"
+		osm_run ibsim "$file" >>"$TMP/o_sim"
+	done
+	o=$(median <"$TMP/o_ours") i=$(median <"$TMP/o_sim")
+	r=-
+	[ "$o" != - ] && [ "$i" != - ] && [ "$i" -gt 0 ] && r=$(awk -v a="$o" -v b="$i" 'BEGIN {printf "%.2f", a / b}')
+	osm_rows+=("| $t | $o | $i | $r |")
+done
+
 {
+	echo "### OpenSM start to SUBNET UP (issue 19; ratio target <= 1), median of $REPS"
+	echo
+	echo "| topology | ours ms (--ibsim) | ibsim ms | ours / ibsim |"
+	echo "|---|---|---|---|"
+	printf '%s\n' "${osm_rows[@]}"
+	echo
 	echo "### Fabric discovery (issue 19), median of $REPS"
 	echo
 	echo "| topology | nodes (ours) | fabric up ms | DR walk ms | SMPs | µs/SMP | nodes (ibsim) | ibsim ready ms | ibnetdiscover on ibsim ms |"

@@ -17,7 +17,7 @@ struct fab_qpkt {
 	struct fab_qpkt *next;
 	struct fab_node *node;
 	unsigned port, hops;
-	bool from_host;
+	bool from_host, sealed;
 	size_t len;
 	uint8_t data[];
 };
@@ -44,6 +44,9 @@ int fab_build(struct fabric *f, const struct topo *t, char **real, unsigned nrea
 
 	memset(f, 0, sizeof(*f));
 	f->udp = -1;
+	f->sim_ctl = -1;
+	for (i = 0; i < FAB_SIM_CLIENTS; i++)
+		f->sim[i].fd = -1;
 	f->qtail = &f->qhead;
 	for (i = 0; i < nreal; i++) {
 		int k = topo_find(t, real[i]);
@@ -124,8 +127,8 @@ struct fab_node *fab_find(struct fabric *f, const char *name)
 	return NULL;
 }
 
-void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint8_t *p, size_t len,
-		 bool from_host)
+void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint8_t *p,
+		 size_t len, bool from_host, bool sealed)
 {
 	struct fab_qpkt *q;
 
@@ -148,6 +151,7 @@ void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint
 	q->node = n;
 	q->port = port;
 	q->from_host = from_host;
+	q->sealed = sealed;
 	q->hops = hops;
 	q->len = len;
 	memcpy(q->data, p, len);
@@ -188,6 +192,7 @@ void fab_run(struct fabric *f)
 			sof_port_count_rcv(mp, (uint32_t)(q->len - FAB_VCRC_LEN),
 					   l.dlid >= SOF_LID_MCAST_BASE && l.dlid != 0xffff);
 			f->cur_hops = q->hops;
+			f->cur_sealed = q->sealed;
 			fab_node_input(f, q->node, q->port, q->data, q->len);
 			f->cur_hops = 0;
 		}
@@ -220,7 +225,8 @@ int fab_pkt_pkey(const uint8_t *p, size_t len)
 	return sof_be16(p + off + 2);
 }
 
-void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, size_t len)
+void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, size_t len,
+	      bool sealed)
 {
 	struct sof_port *mp;
 	struct fab_port *fp;
@@ -249,7 +255,7 @@ void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, s
 	sof_port_count_xmit(mp, (uint32_t)(len - FAB_VCRC_LEN),
 			    sof_be16(p + 2) >= SOF_LID_MCAST_BASE && sof_be16(p + 2) != 0xffff);
 	if (fp->peer->real)
-		fab_host_send(f, fp->peer, p, len);
+		fab_host_send(f, fp->peer, p, len, sealed);
 	else
-		fab_enqueue(f, fp->peer, fp->peer_port, p, len, false);
+		fab_enqueue(f, fp->peer, fp->peer_port, p, len, false, sealed);
 }

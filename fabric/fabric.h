@@ -84,7 +84,7 @@ enum fab_bad { FAB_OK = 0, FAB_BAD_SHORT, FAB_BAD_LVER, FAB_BAD_PKTLEN, FAB_BAD_
 extern const char *const fab_bad_names[FAB_BAD_MAX];
 enum fab_bad fab_pkt_check(const uint8_t *p, size_t len, struct lrh *l);
 /* A UD packet carrying one 256-byte MAD: VL15 for QP0, VL0 else. Writes
- * FAB_MAD_PKT_LEN bytes, sealed. */
+ * FAB_MAD_PKT_LEN bytes, not sealed (fab_pkt_seal: see fab_xmit). */
 void fab_mad_pkt(uint8_t *p, uint16_t dlid, uint16_t slid, uint8_t sl, uint16_t pkey, uint32_t dqp,
 		 uint32_t sqp, uint32_t qkey, const uint8_t *mad);
 /* The MAD of a UD packet to QP0/QP1 (LNH 2 or 3): 0 and its pieces, or -1. */
@@ -130,6 +130,7 @@ struct fab_host {
 
 struct fab_node {
 	unsigned index;
+	unsigned sim_clients; /* ibsim clients attached here (sim.c) */
 	char name[FAB_NAME_LEN];
 	bool real;
 	struct fab_host host; /* real HCAs only */
@@ -144,6 +145,16 @@ struct fab_stats {
 	uint64_t no_route, port_down, pkey, not_mine, unknown_host, sofl_bad, traps;
 	uint64_t smp_drop, mad_drop;
 	uint64_t loop, queue_full; /* forwarding loops cut, queue overflow */
+	uint64_t sim_from_clients, sim_to_clients, sim_unclaimed;
+};
+
+/* a program attached through ibsim's client protocol (sim.c) */
+#define FAB_SIM_CLIENTS 10
+struct fab_sim_client {
+	int fd;		  /* our "BASE:outN", connected to its "BASE:inPID" */
+	uint32_t pid, qp; /* pid 0: slot free */
+	bool issm;
+	struct fab_node *node;
 };
 
 struct fabric {
@@ -155,6 +166,10 @@ struct fabric {
 	struct fab_qpkt *qhead, **qtail;
 	unsigned qlen;
 	unsigned cur_hops; /* hops of the packet being handled (fab_run) */
+	bool cur_sealed;   /* and whether its ICRC and VCRC are computed */
+	int sim_ctl;	   /* ibsim's control socket, -1: not enabled */
+	char sim_base[64];
+	struct fab_sim_client sim[FAB_SIM_CLIENTS];
 };
 
 /* IB has no hop limit in its headers; a packet is dropped after this many
@@ -173,12 +188,16 @@ struct fab_node *fab_find(struct fabric *f, const char *name);
  * from_host: it came from a real host's link, so the port checks it
  * (length, LVer, PktLen, VCRC); a packet one of our own nodes sent is
  * whole by construction and is not checked again at every hop. */
-void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint8_t *p, size_t len,
-		 bool from_host);
+void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint8_t *p,
+		 size_t len, bool from_host, bool sealed);
 /* Move every queued packet on until none is left. */
 void fab_run(struct fabric *f);
-/* Send a packet out of n's port (counting, link and state checks). */
-void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, size_t len);
+/* Send a packet out of n's port (counting, link and state checks).
+ * sealed: its ICRC and VCRC are computed. Packets the fabric makes are
+ * not, while they stay inside (no internal hop checks them); they are
+ * sealed when they leave to a real host. */
+void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, size_t len,
+	      bool sealed);
 
 /* P_Key matching (IBA 10.9.3) and the P_Key of an IBA transport packet
  * (-1: none) */
@@ -196,10 +215,25 @@ void fab_link_update(struct fabric *f, struct fab_node *n, unsigned port);
 void fab_link_cut(struct fabric *f, struct fab_node *n, unsigned port, bool cut);
 void fab_udp_input(struct fabric *f, const uint8_t *p, size_t len,
 		   const struct sockaddr_storage *from, socklen_t fromlen);
-void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_t len);
+void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_t len,
+		   bool sealed);
 /* Once a second: HELLOs to attached hosts, expiry of silent ones. */
 void fab_tick(struct fabric *f, uint64_t now);
 void fab_trap_128(struct fabric *f, struct fab_node *sw);
+
+/* node.c: an SMP for node n's own SMA from a program on it (sim.c) */
+void fab_node_local_smp(struct fabric *f, struct fab_node *n, uint8_t *mad, bool lid_routed,
+			uint16_t req_slid);
+
+/* sim.c: ibsim's client protocol (`--ibsim`) */
+int fab_sim_open(struct fabric *f, const char *base);
+void fab_sim_ctl(struct fabric *f);
+/* One datagram from client c, if any (false: none waited) */
+bool fab_sim_input(struct fabric *f, struct fab_sim_client *c);
+/* Give a MAD that reached node n (and no agent of the fabric's answered)
+ * to the program attached there; false when none is. */
+bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32_t dqp,
+		     uint32_t sqp, const uint8_t *mad);
 
 uint64_t fab_now(void);
 

@@ -121,7 +121,7 @@ void fab_trap_128(struct fabric *f, struct fab_node *sw)
 		uint8_t pkt[FAB_MAD_PKT_LEN];
 
 		fab_mad_pkt(pkt, p0->sm_lid, p0->lid, p0->sm_sl, 0xffff, 0, 0, 0, mad);
-		fab_xmit(f, sw, out, pkt, sizeof(pkt));
+		fab_xmit(f, sw, out, pkt, sizeof(pkt), false);
 	}
 	f->st.traps++;
 }
@@ -210,13 +210,21 @@ void fab_udp_input(struct fabric *f, const uint8_t *p, size_t len,
 		f->st.port_down++;
 		return;
 	}
-	fab_enqueue(f, n->port[1].peer, n->port[1].peer_port, p, len, true);
+	fab_enqueue(f, n->port[1].peer, n->port[1].peer_port, p, len, true, true);
 }
 
-void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_t len)
+void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_t len,
+		   bool sealed)
 {
+	uint8_t copy[FAB_MAX_PKT];
+
 	if (!n->host.attached)
 		return;
+	if (!sealed && len <= sizeof(copy)) {
+		memcpy(copy, p, len);
+		fab_pkt_seal(copy, len);
+		p = copy;
+	}
 	f->st.to_hosts++;
 	sendto(f->udp, p, len, 0, (const struct sockaddr *)&n->host.addr, n->host.addrlen);
 }

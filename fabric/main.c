@@ -5,7 +5,11 @@
  * network namespace), and moves packets until told to stop.
  *
  *   softofed-fabric FILE [--listen ADDR:PORT] [--real NAME[,NAME...]]
- *                   [--log FILE]
+ *                   [--log FILE] [--ibsim]
+ *
+ * --ibsim: also serve ibsim's client protocol (sim.c), so that programs
+ * run with libumad2sim.so preloaded (OpenSM, infiniband-diags) attach to
+ * a simulated HCA (SIM_HOST, else the first simulated HCA of the file).
  *
  * Control requests (one line; the answer is text, then the connection
  * closes): STATUS, NODES, PORT NAME N, LINK NAME N up|down, DOWN. The
@@ -332,7 +336,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	const char *listen_spec = DEFAULT_LISTEN, *log = "/dev/null";
+	const char *listen_spec = DEFAULT_LISTEN, *log = "/dev/null", *ibsim = NULL;
 	char **real = NULL;
 	unsigned nreal = 0;
 	struct fabric f;
@@ -348,6 +352,8 @@ int main(int argc, char **argv)
 			split_real(argv[++i], &real, &nreal);
 		else if (!strcmp(argv[i], "--log") && i + 1 < argc)
 			log = argv[++i];
+		else if (!strcmp(argv[i], "--ibsim"))
+			ibsim = getenv("IBSIM_SOCKNAME") ? getenv("IBSIM_SOCKNAME") : "sim";
 		else if (argv[i][0] == '-' || topo_path) {
 			usage();
 			return 2;
@@ -372,6 +378,11 @@ int main(int argc, char **argv)
 	if (f.udp < 0) {
 		fprintf(stderr, "softofed-fabric: --listen %s: %s\n", listen_spec,
 			strerror(-f.udp));
+		return 1;
+	}
+	if (ibsim && (rc = fab_sim_open(&f, ibsim))) {
+		fprintf(stderr, "softofed-fabric: --ibsim: sockets %s:*: %s\n", ibsim,
+			strerror(-rc));
 		return 1;
 	}
 	ctl = ctl_open();
@@ -400,12 +411,23 @@ int main(int argc, char **argv)
 	}
 	next_tick = fab_now() + 1000000000ull;
 	while (!stop) {
-		struct pollfd pfd[2] = {{.fd = f.udp, .events = POLLIN},
-					{.fd = ctl, .events = POLLIN}};
+		struct pollfd pfd[3 + FAB_SIM_CLIENTS] = {{.fd = f.udp, .events = POLLIN},
+							  {.fd = ctl, .events = POLLIN},
+							  {.fd = f.sim_ctl, .events = POLLIN}};
 		uint64_t now;
 
-		if (poll(pfd, 2, 200) < 0 && errno != EINTR)
+		for (int k = 0; k < FAB_SIM_CLIENTS; k++)
+			pfd[3 + k] = (struct pollfd){.fd = f.sim[k].pid ? f.sim[k].fd : -1,
+						     .events = POLLIN};
+		if (poll(pfd, 3 + FAB_SIM_CLIENTS, 200) < 0 && errno != EINTR)
 			break;
+		if (pfd[2].revents & POLLIN)
+			fab_sim_ctl(&f);
+		for (int k = 0; k < FAB_SIM_CLIENTS; k++)
+			for (int r = 0; r < 256 && (pfd[3 + k].revents & POLLIN) &&
+					fab_sim_input(&f, &f.sim[k]);
+			     r++)
+				;
 		if (pfd[0].revents & POLLIN) {
 			uint8_t buf[FAB_MAX_PKT + 16];
 			struct sockaddr_storage from;

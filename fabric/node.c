@@ -44,7 +44,7 @@ static void send_mad(struct fabric *f, struct fab_node *n, unsigned out, uint16_
 		return;
 	}
 	fab_mad_pkt(pkt, dlid, slid, sl, pkey, dqp, sqp, qkey, mad);
-	fab_xmit(f, n, out, pkt, sizeof(pkt));
+	fab_xmit(f, n, out, pkt, sizeof(pkt), false);
 }
 
 static void smp_send_lid(struct fabric *f, struct fab_node *n, unsigned in_port, uint16_t dlid,
@@ -52,6 +52,12 @@ static void smp_send_lid(struct fabric *f, struct fab_node *n, unsigned in_port,
 {
 	unsigned out = route(n, in_port, dlid);
 
+	/* to a program on this HCA itself (sim.c) */
+	if (n->m->type != SOF_NODE_SWITCH && sof_port_has_lid(&n->m->port[out], dlid)) {
+		if (!fab_sim_deliver(f, n, dlid, 0, 0, mad))
+			f->st.smp_drop++;
+		return;
+	}
 	if (out == 0 || out > n->m->nports) {
 		f->st.no_route++;
 		return;
@@ -69,9 +75,10 @@ static void dr_dispatch(struct fabric *f, struct fab_node *n, unsigned in_port, 
 {
 	switch (nx->action) {
 	case SOF_DR_LOCAL:
-		if (reply) /* a response for an SM of this node: there is none */
-			f->st.smp_drop++;
-		else
+		if (reply) { /* our answer to a program on this node */
+			if (!fab_sim_deliver(f, n, 0xffff, 0, 0, mad))
+				f->st.smp_drop++;
+		} else
 			local_smp(f, n, in_port, mad, lid_routed, req_slid);
 		break;
 	case SOF_DR_OUT_PORT:
@@ -105,6 +112,8 @@ static void local_smp(struct fabric *f, struct fab_node *n, unsigned in_port, ui
 
 	r = sof_sma_process(n->m, in_port, mad, 256, &ev);
 	sma_events(f, n, ev);
+	if (r == SOF_SMA_PASS && fab_sim_deliver(f, n, req_slid, 0, 0, mad))
+		return;
 	if (r != SOF_SMA_REPLY) {
 		if (r == SOF_SMA_DROP || r == SOF_SMA_PASS)
 			f->st.smp_drop++;
@@ -172,7 +181,18 @@ static void gsi_input(struct fabric *f, struct fab_node *n, unsigned in_port, co
 		f->st.mad_drop++;
 		return;
 	}
-	if (u.madlen != 256 || u.mad[1] != SOF_MCLASS_PERF) {
+	if (u.madlen != 256) {
+		f->st.mad_drop++;
+		return;
+	}
+	if ((u.mad[1] != SOF_MCLASS_PERF || (u.mad[3] & SOF_METHOD_RESP_BIT)) &&
+	    n->m->type != SOF_NODE_SWITCH) {
+		/* not for the PMA: a program on this HCA may take it */
+		if (!fab_sim_deliver(f, n, l->slid, u.dqp, u.sqp, u.mad))
+			f->st.mad_drop++;
+		return;
+	}
+	if (u.mad[1] != SOF_MCLASS_PERF) {
 		f->st.mad_drop++;
 		return;
 	}
@@ -204,7 +224,7 @@ static void forward_unicast(struct fabric *f, struct fab_node *n, unsigned in_po
 		return;
 	}
 	f->st.forwarded++;
-	fab_xmit(f, n, out, p, len);
+	fab_xmit(f, n, out, p, len, f->cur_sealed);
 }
 
 static void forward_mcast(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *p,
@@ -223,7 +243,7 @@ static void forward_mcast(struct fabric *f, struct fab_node *n, unsigned in_port
 		uint16_t mask = s->mft[idx * s->mft_positions + port / 16];
 
 		if (port != in_port && (mask >> (port % 16)) & 1) {
-			fab_xmit(f, n, port, p, len);
+			fab_xmit(f, n, port, p, len, f->cur_sealed);
 			any = true;
 		}
 	}
@@ -284,6 +304,13 @@ static void hca_input(struct fabric *f, struct fab_node *n, unsigned in_port, ui
 		return;
 	}
 	gsi_input(f, n, in_port, p, len, l);
+}
+
+void fab_node_local_smp(struct fabric *f, struct fab_node *n, uint8_t *mad, bool lid_routed,
+			uint16_t req_slid)
+{
+	local_smp(f, n, 1, mad, lid_routed, req_slid);
+	fab_run(f);
 }
 
 void fab_node_input(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, size_t len)

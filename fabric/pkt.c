@@ -147,7 +147,6 @@ void fab_mad_pkt(uint8_t *p, uint16_t dlid, uint16_t slid, uint8_t sl, uint16_t 
 	sof_put32(d, qkey);
 	sof_put32(d + 4, sqp & 0xffffff);
 	memcpy(d + FAB_DETH_LEN, mad, 256);
-	fab_pkt_seal(p, FAB_MAD_PKT_LEN);
 }
 
 int fab_ud_parse(const uint8_t *p, size_t len, const struct lrh *l, struct ud_info *u)

@@ -5,7 +5,7 @@
  * "softofed/fabric": one line of request, text back (fabric/main.c).
  *
  *   softofed fabric up FILE [--listen ADDR:PORT] [--real NAME[,NAME...]]
- *                              [--log FILE]
+ *                              [--log FILE] [--ibsim]
  *   softofed fabric status [-v]
  *   softofed fabric down
  *   softofed fabric link NAME PORT up|down
@@ -172,7 +172,7 @@ static int fabric_req(const char *req)
 static void fabric_usage(FILE *f)
 {
 	fprintf(f, "usage: softofed fabric up FILE [--listen ADDR:PORT] [--real NAME,...] "
-		   "[--log FILE]\n"
+		   "[--log FILE] [--ibsim]\n"
 		   "       softofed fabric status [-v]\n"
 		   "       softofed fabric down\n"
 		   "       softofed fabric link NAME PORT up|down\n"

@@ -17,6 +17,7 @@ PKGS=(
 	iproute2 procps util-linux binutils python3
 	clang tshark iputils-ping ethtool
 	ucx-utils openmpi-bin libopenmpi-dev libfabric-bin
+	opensm ibsim-utils
 )
 [ $# -gt 0 ] && PKGS=("$@")
 

@@ -31,6 +31,8 @@
 #include "tp_ib.h"
 #include "tport.h"
 
+#include "sof_wr.h"
+
 #include <arpa/inet.h>
 #include <endian.h>
 #include <netinet/in.h>
@@ -571,12 +573,14 @@ bool tp_ib_ud_path(struct tp_path *p, const uint8_t dgid[16], uint16_t dlid, uin
 
 void tp_ib_wc_lrh(uint16_t *slid, uint8_t *sl, uint8_t *path_bits)
 {
+	if (!tp.rx_ib.on)
+		return;
 	*slid = tp.rx_ib.slid;
 	*sl = tp.rx_ib.sl;
 	*path_bits = (uint8_t)(tp.rx_ib.dlid & ((1u << ib.attr.lmc) - 1));
 }
 
-uint32_t tp_ib_ud_grh(uint8_t grh[40], const struct roce_addr *a, uint32_t paylen)
+uint32_t tp_ud_grh(uint8_t grh[40], const struct roce_addr *a, uint32_t paylen)
 {
 	struct ib_grh g = {.ipver = 6,
 			   .paylen =
@@ -584,6 +588,10 @@ uint32_t tp_ib_ud_grh(uint8_t grh[40], const struct roce_addr *a, uint32_t payle
 			   .nxthdr = IB_GRH_NXTHDR,
 			   .hop_limit = 64};
 
+	if (!tp.rx_ib.on) {
+		sof_make_grh(grh, a->src, a->dst, 0, 64, 0, paylen);
+		return IBV_WC_GRH | (uint32_t)sof_roce_wc_sl(a->src, a->dst) << 8;
+	}
 	memset(grh, 0, IB_GRH_LEN);
 	if (!tp.rx_ib.global)
 		return 0;

@@ -142,8 +142,7 @@ static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byt
 	c.src_qp = t->qp->type == IBV_QPT_UD ? h->sqpn : t->dqpn;
 	c.wc_flags = (uint8_t)extra_flags;
 	c.sl = (uint8_t)(extra_flags >> 8); /* a UD datagram's packet type (grh.c) */
-	if (tp.rx_ib.on) /* by the InfiniBand port: the LRH's (iblink.c) */
-		tp_ib_wc_lrh(&c.slid, &c.sl, &c.dlid_path_bits);
+	tp_ib_wc_lrh(&c.slid, &c.sl, &c.dlid_path_bits); /* by the IB port: its LRH's */
 	if (roce_opinfo(h->opcode)->flags & ROCE_F_IMMDT) {
 		c.imm_data = h->imm_be;
 		c.wc_flags |= IBV_WC_WITH_IMM;
@@ -982,7 +981,7 @@ void tp_resp_ud(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payl
 		uint32_t paylen, const struct roce_addr *a)
 {
 	uint8_t grh[40];
-	uint32_t extra = IBV_WC_GRH | (uint32_t)sof_roce_wc_sl(a->src, a->dst) << 8;
+	uint32_t extra;
 	int err;
 
 	err = take_rwqe(t);
@@ -992,10 +991,7 @@ void tp_resp_ud(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payl
 		recv_cqe(t, IBV_WC_LOC_QP_OP_ERR, IBV_WC_RECV, 0, h, 0);
 		return;
 	}
-	if (tp.rx_ib.on) /* the IB port: an IB GRH, valid only when global */
-		extra = tp_ib_ud_grh(grh, a, paylen);
-	else
-		sof_make_grh(grh, a->src, a->dst, 0, 64, 0, paylen);
+	extra = tp_ud_grh(grh, a, paylen);
 	err = tp_sgl_copy(t->qp, t->rcv_sge, t->rcv_nsge, 0, grh, sizeof(grh), true);
 	if (!err)
 		err = tp_sgl_copy(t->qp, t->rcv_sge, t->rcv_nsge, sizeof(grh), (uint8_t *)payload,

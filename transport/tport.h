@@ -323,12 +323,14 @@ const uint8_t *tp_sgid(uint32_t index);
 bool tp_ib_ud_path(struct tp_path *p, const uint8_t dgid[16], uint16_t dlid, uint8_t sl,
 		   uint8_t path_bits, bool global, uint8_t tclass, uint8_t hop_limit,
 		   uint32_t flow_label);
-/* A receive completion of what the IB port took: the LRH's SLID, SL and
- * the DLID's path bits (tp.rx_ib.on). */
+/* A receive completion of what the IB port took (tp.rx_ib.on): the LRH's
+ * SLID, SL and the DLID's path bits; of the RoCEv2 port: left as they are. */
 void tp_ib_wc_lrh(uint16_t *slid, uint8_t *sl, uint8_t *path_bits);
-/* The 40 bytes before a UD datagram the IB port took: its GRH when it had
- * one (then IBV_WC_GRH is returned), else zero (and 0). */
-uint32_t tp_ib_ud_grh(uint8_t grh[40], const struct roce_addr *a, uint32_t paylen);
+/* The 40 bytes before a UD datagram of paylen bytes from a, and the
+ * completion's flags for them: of the RoCEv2 port its IP header
+ * (sof_make_grh), IBV_WC_GRH and the packet type in bits 8-15; of the IB
+ * port its GRH when it had one (then IBV_WC_GRH), else zeros and 0. */
+uint32_t tp_ud_grh(uint8_t grh[40], const struct roce_addr *a, uint32_t paylen);
 
 /* ---- recv.c: the receive classifier -------------------------------------------- */
 

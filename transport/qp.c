@@ -2,7 +2,7 @@
  * The per-QP transport state, as Linux rxe's rxe_qp: made on a QP's first
  * modify, updated on each (path, PSNs, timeouts, retry counts, responder
  * resources), reset on RESET, and on destroy dropped (an RC QP connected
- * to another host lingers: responder.c). Also what a host asks of a QP's
+ * to another host lingers, below). Also what a host asks of a QP's
  * transport (doorbell, post, linger).
  */
 #include "tp_ib.h"
@@ -272,6 +272,66 @@ bool tp_any_net_v6(void)
 
 		if (t->net && !sof_gid_is_v4(t->path.dgid))
 			return true;
+	}
+	return false;
+}
+
+/* ---- destroyed QPs that linger --------------------------------------------------- */
+
+/* When an RC QP is destroyed, its peer may still be waiting for the ACK of
+ * the last message, which the network lost: the peer resends, and nobody
+ * answers, so its WQE fails with RETRY_EXC_ERR although the data arrived.
+ * A destroyed QP therefore lingers for a while (as TCP's TIME_WAIT does):
+ * a repeated request that it had received is acknowledged once more.
+ * Nothing is executed and no memory is touched. */
+#define LINGER_NS (10ull * 1000000000ull)
+#define LINGER_MAX 256
+
+static struct tp_linger {
+	uint32_t qpn, dqpn, epsn, msn;
+	uint64_t until;
+	struct tp_path path;
+} linger[LINGER_MAX];
+static uint32_t linger_next;
+
+void tp_linger_add(uint32_t qpn, uint32_t dqpn, uint32_t epsn, uint32_t msn,
+		   const struct tp_path *path)
+{
+	struct tp_linger *l = &linger[linger_next++ % LINGER_MAX];
+
+	l->qpn = qpn;
+	l->dqpn = dqpn;
+	l->epsn = epsn;
+	l->msn = msn;
+	l->path = *path;
+	l->until = sof_now_ns() + LINGER_NS;
+}
+
+void tp_resp_linger(const struct sof_tqp *t)
+{
+	tp_linger_add(t->qp->qpn, t->dqpn, t->epsn, t->msn, &t->path);
+}
+
+bool tp_resp_lingering(uint32_t qpn, const struct roce_hdr *h, const struct roce_addr *a)
+{
+	uint64_t now = sof_now_ns();
+
+	for (uint32_t i = 0; i < LINGER_MAX; i++) {
+		struct tp_linger *l = &linger[i];
+		int32_t d;
+
+		if (!l->until || l->qpn != qpn || now > l->until)
+			continue;
+		if (memcmp(a->src, l->path.dgid, 16) ||
+		    (h->opcode & ROCE_SVC_MASK) != ROCE_SVC_RC ||
+		    !(roce_opinfo(h->opcode)->flags & (ROCE_F_SEND | ROCE_F_WRITE)))
+			return false;
+		d = roce_psn_diff(h->psn, l->epsn);
+		if (d >= 0 || d < -TP_DUP_WINDOW)
+			return false;
+		tp_send_ack_to(&l->path, l->dqpn, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
+			       l->epsn - 1, l->msn, ROCE_SVC_RC);
+		return true;
 	}
 	return false;
 }

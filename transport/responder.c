@@ -160,8 +160,8 @@ static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byt
 
 /* ---- answers ------------------------------------------------------------------- */
 
-static void send_ack_to(const struct tp_path *path, uint32_t dqpn, uint8_t syndrome, uint32_t psn,
-			uint32_t msn, uint8_t svc)
+void tp_send_ack_to(const struct tp_path *path, uint32_t dqpn, uint8_t syndrome, uint32_t psn,
+		    uint32_t msn, uint8_t svc)
 {
 	struct roce_hdr h;
 
@@ -190,7 +190,7 @@ static void send_aeth(struct sof_tqp *t, uint8_t syndrome, uint32_t psn)
 	struct roce_hdr h;
 
 	if (!t->sack_peer || t->qp->type != IBV_QPT_RC) {
-		send_ack_to(&t->path, t->dqpn, syndrome, psn, t->msn, tp_svc(t->qp->type));
+		tp_send_ack_to(&t->path, t->dqpn, syndrome, psn, t->msn, tp_svc(t->qp->type));
 		return;
 	}
 	memset(&h, 0, sizeof(h));
@@ -207,66 +207,6 @@ static void send_aeth(struct sof_tqp *t, uint8_t syndrome, uint32_t psn)
 		return;
 	}
 	tp_send(&t->path, &h, 0, NULL, NULL);
-}
-
-/* ---- destroyed QPs that linger --------------------------------------------------- */
-
-/* When an RC QP is destroyed, its peer may still be waiting for the ACK of
- * the last message, which the network lost: the peer resends, and nobody
- * answers, so its WQE fails with RETRY_EXC_ERR although the data arrived.
- * A destroyed QP therefore lingers for a while (as TCP's TIME_WAIT does):
- * a repeated request that it had received is acknowledged once more.
- * Nothing is executed and no memory is touched. */
-#define LINGER_NS (10ull * 1000000000ull)
-#define LINGER_MAX 256
-
-static struct tp_linger {
-	uint32_t qpn, dqpn, epsn, msn;
-	uint64_t until;
-	struct tp_path path;
-} linger[LINGER_MAX];
-static uint32_t linger_next;
-
-void tp_linger_add(uint32_t qpn, uint32_t dqpn, uint32_t epsn, uint32_t msn,
-		   const struct tp_path *path)
-{
-	struct tp_linger *l = &linger[linger_next++ % LINGER_MAX];
-
-	l->qpn = qpn;
-	l->dqpn = dqpn;
-	l->epsn = epsn;
-	l->msn = msn;
-	l->path = *path;
-	l->until = sof_now_ns() + LINGER_NS;
-}
-
-void tp_resp_linger(const struct sof_tqp *t)
-{
-	tp_linger_add(t->qp->qpn, t->dqpn, t->epsn, t->msn, &t->path);
-}
-
-bool tp_resp_lingering(uint32_t qpn, const struct roce_hdr *h, const struct roce_addr *a)
-{
-	uint64_t now = sof_now_ns();
-
-	for (uint32_t i = 0; i < LINGER_MAX; i++) {
-		struct tp_linger *l = &linger[i];
-		int32_t d;
-
-		if (!l->until || l->qpn != qpn || now > l->until)
-			continue;
-		if (memcmp(a->src, l->path.dgid, 16) ||
-		    (h->opcode & ROCE_SVC_MASK) != ROCE_SVC_RC ||
-		    !(roce_opinfo(h->opcode)->flags & (ROCE_F_SEND | ROCE_F_WRITE)))
-			return false;
-		d = roce_psn_diff(h->psn, l->epsn);
-		if (d >= 0 || d < -TP_DUP_WINDOW)
-			return false;
-		send_ack_to(&l->path, l->dqpn, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
-			    l->epsn - 1, l->msn, ROCE_SVC_RC);
-		return true;
-	}
-	return false;
 }
 
 void tp_resp_flush_ack(struct sof_tqp *t)

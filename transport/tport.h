@@ -455,7 +455,11 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 void tp_resp_ooo_clear(struct sof_tqp *t);
 /* Send the coalesced ACK of t if one is due. */
 void tp_resp_flush_ack(struct sof_tqp *t);
-/* t's QP is destroyed: it lingers to acknowledge repeated requests. */
+/* An ACK or NAK (syndrome) of psn/msn on path to dqpn, from no QP: an
+ * RC or UC answer (responder.c), also for a lingering QP (qp.c). */
+void tp_send_ack_to(const struct tp_path *path, uint32_t dqpn, uint8_t syndrome, uint32_t psn,
+		    uint32_t msn, uint8_t svc);
+/* t's QP is destroyed: it lingers to acknowledge repeated requests (qp.c). */
 void tp_resp_linger(const struct sof_tqp *t);
 /* A request for QP qpn, which no longer exists: answered when the QP
  * lingers and the request repeats one it had received. */

@@ -378,6 +378,14 @@ static void rs_get_cq_event(struct sofrs *rs)
 	}
 }
 
+static uint64_t rs_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 /* Wait for the CQ channel or the CM channel; cq_lock is dropped meanwhile. */
 static void rs_wait(struct sofrs *rs)
 {
@@ -401,14 +409,6 @@ void sofrs_wait_done(struct sofrs *rs, const struct pollfd *pfd, int n)
 	/* a listener's channel holds requests: raccept reads them */
 	if (n > 1 && pfd[1].revents && (rs->state & (rs_connected | rs_disconnected | rs_error)))
 		sofrs_cm_events(rs);
-}
-
-static uint64_t rs_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 static int rs_process_cq(struct sofrs *rs, bool nonblock, bool (*test)(struct sofrs *rs))
@@ -483,11 +483,11 @@ bool sofrs_conn_can_send_ctrl(struct sofrs *rs)
 	return sofrs_ctrl_avail(rs) || !(rs->state & rs_connected);
 }
 
-static bool rs_have_rdata(struct sofrs *rs) { return rs->rmsg_head != rs->rmsg_tail; }
+bool sofrs_have_rdata(struct sofrs *rs) { return rs->rmsg_head != rs->rmsg_tail; }
 
 bool sofrs_conn_have_rdata(struct sofrs *rs)
 {
-	return rs_have_rdata(rs) || !(rs->state & rs_readable);
+	return sofrs_have_rdata(rs) || !(rs->state & rs_readable);
 }
 
 bool sofrs_all_sends_done(struct sofrs *rs)
@@ -718,12 +718,12 @@ static ssize_t rs_recvv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 
 	pthread_mutex_lock(&rs->rlock);
 	for (;;) {
-		if (!rs_have_rdata(rs)) {
+		if (!sofrs_have_rdata(rs)) {
 			ret = sofrs_process_cq(rs, sofrs_nonblocking(rs, flags),
 					       sofrs_conn_have_rdata);
 			if (ret)
 				break;
-			if (!rs_have_rdata(rs)) {
+			if (!sofrs_have_rdata(rs)) {
 				/* end of stream, or the error that ended it */
 				if ((rs->state & rs_error) && rs->err && !done)
 					ret = sofcm_err(rs->err);

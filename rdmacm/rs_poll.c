@@ -55,8 +55,12 @@ static short rs_poll_rs(struct sofrs *rs, short events, bool arm)
 			revents |= POLLIN;
 		if ((events & POLLOUT) && (rs->state & rs_writable) && sofrs_can_send(rs))
 			revents |= POLLOUT;
-		if (!(rs->state & rs_connected))
-			revents |= rs->state & rs_error ? POLLERR : POLLHUP;
+		/* the peer's end: a hang-up once what it sent is read (a
+		 * reader that polls still gets the data before it) */
+		if (rs->state & rs_error)
+			revents |= POLLERR;
+		else if (!(rs->state & rs_connected) && !sofrs_have_rdata(rs))
+			revents |= POLLHUP;
 		return revents;
 	}
 	if (rs->state == rs_listening) {

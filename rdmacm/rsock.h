@@ -192,6 +192,7 @@ int sofrs_post_msg(struct sofrs *rs, uint32_t msg);
 int sofrs_process_cq(struct sofrs *rs, bool nonblock, bool (*test)(struct sofrs *rs));
 bool sofrs_can_send(struct sofrs *rs);
 bool sofrs_conn_have_rdata(struct sofrs *rs);
+bool sofrs_have_rdata(struct sofrs *rs);
 bool sofrs_all_sends_done(struct sofrs *rs);
 bool sofrs_ctrl_avail(struct sofrs *rs);
 bool sofrs_conn_can_send_ctrl(struct sofrs *rs);

@@ -5,9 +5,10 @@
  * send, receive and iomap calls.
  *
  * Everything the peer wrote is checked before use: a data message longer
- * than the bytes granted to the peer, more messages than receive credits,
- * a SEND without immediate or an unknown op put the socket in error
- * (EPROTO) instead of reading outside the receive buffer.
+ * than the bytes granted to the peer, a message beyond the credits granted
+ * (or more than the queue of messages holds), a SEND without immediate or
+ * an unknown op put the socket in error (EPROTO) instead of reading
+ * outside the receive buffer.
  */
 #include "rsock.h"
 
@@ -79,6 +80,7 @@ int sofrs_init_bufs(struct sofrs *rs)
 	rs->rbuf_granted = rs->rbuf_size >> 1;
 	rs->sqe_avail = rs->sq_size - rs->ctrl_max_seqno;
 	rs->rseq_comp = rs->rq_size >> 1;
+	rs->rseq_credit = rs->rq_size;
 	return 0;
 }
 
@@ -204,6 +206,7 @@ static void rs_send_credits(struct sofrs *rs)
 
 	rs->ctrl_seqno++;
 	rs->rseq_comp = rs->rseq_no + (rs->rq_size >> 1);
+	rs->rseq_credit = rs->rseq_no + rs->rq_size;
 	if (rs->rbuf_bytes_avail < (int)(rs->rbuf_size >> 1)) {
 		sofrs_post_msg(rs, msg);
 		return;
@@ -270,6 +273,14 @@ static void rs_recv_msg(struct sofrs *rs, const struct ibv_wc *wc)
 		return;
 	}
 	msg = be32toh(wc->imm_data);
+	/* data and iomap messages use the peer's credits */
+	if (rs_msg_op(msg) == RS_OP_DATA || rs_msg_op(msg) == RS_OP_IOMAP_SGL) {
+		if ((int16_t)(rs->rseq_recv - rs->rseq_credit) >= 0) {
+			rs_proto_error(rs);
+			return;
+		}
+		rs->rseq_recv++;
+	}
 	switch (rs_msg_op(msg)) {
 	case RS_OP_SGL:
 		rs->sseq_comp = (uint16_t)rs_msg_data(msg);
@@ -296,8 +307,10 @@ static void rs_recv_msg(struct sofrs *rs, const struct ibv_wc *wc)
 			return;
 		}
 		rs->rbuf_granted -= len;
-		if (!len)
+		if (!len) {
+			rs->rseq_no++; /* nothing to read: consumed now */
 			break;
+		}
 		rs->rmsg[rs->rmsg_tail].op = RS_OP_DATA;
 		rs->rmsg[rs->rmsg_tail].data = len;
 		rs->rmsg_tail = next;

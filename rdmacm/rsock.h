@@ -149,6 +149,7 @@ struct sofrs {
 	unsigned int ctrl_seqno, ctrl_max_seqno;
 	uint16_t sseq_no, sseq_comp; /* messages sent, allowed by the peer */
 	uint16_t rseq_no, rseq_comp; /* messages consumed, next credit point */
+	uint16_t rseq_recv, rseq_credit; /* messages come, allowed (checked) */
 
 	int remote_sge;
 	struct rs_sge remote_sgl, remote_iomap;

@@ -407,6 +407,7 @@ static void rs_wait(struct sofrs *rs)
 
 	pthread_mutex_unlock(&rs->cq_lock);
 	n = sofrs_wait_fds(rs, pfd);
+	sofv_engine_idle(); /* a QP whose transport runs here moves on */
 	if (poll(pfd, (nfds_t)n, 500) > 0)
 		sofrs_wait_done(rs, pfd, n);
 	pthread_mutex_lock(&rs->cq_lock);

@@ -10,6 +10,7 @@
  */
 #include "rsock.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -83,6 +84,14 @@ static uint64_t rs_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static uint64_t rs_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 static int rs_poll_check(struct pollfd *fds, nfds_t nfds, bool arm)
 {
 	int cnt = 0;
@@ -107,13 +116,19 @@ static int rs_poll_check(struct pollfd *fds, nfds_t nfds, bool arm)
 
 SOFCM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-	uint64_t start = rs_now_ms();
+	uint64_t start = rs_now_ms(), start_us = rs_now_us();
 	struct pollfd *rfds;
 	int ret;
 
-	ret = rs_poll_check(fds, nfds, false);
-	if (ret || !timeout)
-		return ret;
+	/* poll for a while before sleeping, as a blocking call does */
+	for (;;) {
+		ret = rs_poll_check(fds, nfds, false);
+		if (ret || !timeout)
+			return ret;
+		if (rs_now_us() - start_us > RS_POLL_US)
+			break;
+		sched_yield();
+	}
 	/* two slots per entry: an rsocket's CQ channel and CM channel */
 	rfds = malloc(sizeof(*rfds) * (nfds * 2 + 1));
 	if (!rfds)
@@ -145,6 +160,7 @@ SOFCM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			}
 		}
 		sleep = left < 0 || left > 500 ? 500 : left;
+		sofv_engine_idle(); /* a QP whose transport runs here moves on */
 		ret = poll(rfds, nfds * 2, sleep);
 		if (ret < 0)
 			break;

@@ -17,7 +17,7 @@ PKGS=(
 	iproute2 procps util-linux binutils python3
 	clang tshark iputils-ping ethtool
 	ucx-utils openmpi-bin libopenmpi-dev libfabric-bin
-	iperf3 curl netcat-traditional
+	iperf3 curl netcat-traditional sockperf
 )
 [ $# -gt 0 ] && PKGS=("$@")
 

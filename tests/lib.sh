@@ -1831,6 +1831,10 @@ sof_fi_verdict() {
 #                        exit 0, the client reports a receiver rate and the
 #                        kernel's TCP sent no segment in either namespace
 #                        (every socket of both went over rsockets)
+#   sof_rs_sockperf NAME SHOST CHOST SADDR PORT MODE  sockperf (TCP) under
+#                        librspreload.so: `sr` server, client `pp`
+#                        (ping-pong: ok with its median) or `tp`
+#                        (throughput); no kernel TCP segment
 #   sof_rs_http NAME SHOST CHOST SADDR PORT MIB  a MIB MiB file of random
 #                        bytes served by nc (netcat-traditional: its
 #                        accept(2) is one librspreload intercepts) as an
@@ -1901,6 +1905,37 @@ sof_rs_iperf() {
 		return 1
 	fi
 	ok "$name ($(echo "$last" | grep -oE '[0-9.]+ [KMG]bits/sec'), no kernel TCP segment)"
+}
+
+sof_rs_sockperf() {
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 mode=$6 s0 c0 v
+	if ! command -v sockperf >/dev/null; then
+		not_ok "$name" "sockperf is not installed (tests/install-deps.sh installs it)"
+		return 1
+	fi
+	s0=$(_sof_rs_tcp_out "$shost") c0=$(_sof_rs_tcp_out "$chost")
+	if ! SOF_CM_SRV_STOP=1 sof_cm_pair "$name" 30 "$shost" "$chost" \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" sockperf sr --tcp -i "$saddr" -p "$port" -- \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" sockperf "$mode" --tcp -i "$saddr" -p "$port" -t 3 -m 14; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+	if [ "$mode" = pp ]; then
+		v=$(awk '/percentile 50.000/ { print $NF " us median one-way" }' "$SOF_CLI_OUT" | tail -n 1)
+	else
+		v=$(grep -o 'Message Rate is [0-9]* \[msg/sec\]' "$SOF_CLI_OUT" | tail -n 1)
+	fi
+	if [ -z "$v" ] || grep -q 'ERROR' "$SOF_CLI_OUT"; then
+		not_ok "$name" "no result from sockperf $mode"
+		sof_pair_dump
+		return 1
+	fi
+	if ! _sof_rs_tcp_quiet "$shost" "$chost" "$s0" "$c0"; then
+		not_ok "$name" "$SOF_RS_TCP_WHY: not over rsockets"
+		return 1
+	fi
+	ok "$name ($v, no kernel TCP segment)"
 }
 
 sof_rs_http() {

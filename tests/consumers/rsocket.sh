@@ -6,6 +6,7 @@
 #     64 B .. 1 MB; riostream's riowrite into the peer's riomap'ed buffer;
 #   iperf3 over Debian's librspreload.so, one stream and four (-P 4), with
 #     no kernel TCP segment in the namespace;
+#   sockperf ping-pong and throughput (TCP) under librspreload;
 #   a 100 MiB file of random bytes served by nc as an HTTP answer and
 #     fetched by curl, both under librspreload.so, SHA-256 checked;
 #   fork support as rdma-core documents it: rstream -T f (a server that
@@ -44,6 +45,10 @@ PORT=$((PORT + 1))
 sof_rs_iperf "rsocket/iperf3 librspreload" "" "" "$ADDR" "$PORT"
 PORT=$((PORT + 1))
 sof_rs_iperf "rsocket/iperf3 librspreload -P 4" "" "" "$ADDR" "$PORT" -P 4
+PORT=$((PORT + 1))
+sof_rs_sockperf "rsocket/sockperf pp --tcp librspreload" "" "" "$ADDR" "$PORT" pp
+PORT=$((PORT + 1))
+sof_rs_sockperf "rsocket/sockperf tp --tcp librspreload" "" "" "$ADDR" "$PORT" tp
 PORT=$((PORT + 1))
 sof_rs_http "rsocket/curl nc librspreload 100 MiB" "" "" "$ADDR" "$PORT" 100
 

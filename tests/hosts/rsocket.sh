@@ -6,6 +6,7 @@
 #     non-blocking and through rpoll;
 #   iperf3 over Debian's librspreload.so, one stream and four, with no
 #     kernel TCP segment in either namespace (the RoCEv2 traffic is UDP);
+#   sockperf ping-pong and throughput (TCP) under librspreload;
 #   a 100 MiB file served by nc and fetched by curl under librspreload,
 #     SHA-256 checked.
 # Usage: tests/hosts/rsocket.sh
@@ -34,6 +35,10 @@ if sof_hosts_up 2; then
 	sof_rs_iperf "hosts/rsocket iperf3 librspreload" a b "$A" "$PORT"
 	PORT=$((PORT + 1))
 	sof_rs_iperf "hosts/rsocket iperf3 librspreload -P 4" a b "$A" "$PORT" -P 4
+	PORT=$((PORT + 1))
+	sof_rs_sockperf "hosts/rsocket sockperf pp --tcp librspreload" a b "$A" "$PORT" pp
+	PORT=$((PORT + 1))
+	sof_rs_sockperf "hosts/rsocket sockperf tp --tcp librspreload" a b "$A" "$PORT" tp
 	PORT=$((PORT + 1))
 	sof_rs_http "hosts/rsocket curl nc librspreload 100 MiB" a b "$A" "$PORT" 100
 else

@@ -20,7 +20,8 @@
 #                     the kernel on that namespace's loopback: sockperf
 #                     ping-pong UDP and TCP, blocking and busy-polled
 #                     (--nonblocked), iperf3 TCP and UDP, and iperf3 TCP
-#                     over rsockets (librspreload, 1 and 4 streams); UCX
+#                     (1 and 4 streams) and sockperf TCP ping-pong over
+#                     rsockets (librspreload); UCX
 #                     ucx_perftest
 #                     tag_lat (LAT_SIZES), tag_bw and ucp_put_bw (BW_SIZES)
 #                     over posix, posix+cma and tcp; libfabric fi_pingpong
@@ -493,6 +494,7 @@ r_same_kernel() {
 	iperf "loopback" "" "" 127.0.0.1 bw-same
 	rs_iperf "loopback" "" "" 127.0.0.1 bw-same
 	rs_iperf "loopback" "" "" 127.0.0.1 "" 4
+	rs_sockperf "loopback" "" "" 127.0.0.1
 }
 
 same_host_rounds() {
@@ -560,6 +562,27 @@ print("%.1f" % (s["bits_per_second"] / 8 / 1048576))' "$CLI_OUT" 2>/dev/null)
 				rec "$label" "MiB/s" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
 			fi
 		done
+	done
+}
+
+# rs_sockperf WHERE SRV_NS CLI_NS ADDR: sockperf TCP ping-pong 14 B over
+# rsockets (librspreload on our librdmacm, issue 22)
+rs_sockperf() {
+	local where=$1 sns=$2 cns=$3 addr=$4 i v label s c
+	local pre=("$SOFTOFED" run -- env LD_PRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so)
+	label="rsockets $where: tcp ping-pong 14 B (sockperf over librspreload)"
+	wanted "$label" || return 0
+	for i in $(reps); do
+		next_port
+		log "$label run $i"
+		s=("${pre[@]}" sockperf sr -i "$addr" -p "$PORT" --tcp)
+		c=("${pre[@]}" sockperf pp -i "$addr" -p "$PORT" --tcp -m 14 -t "$SECS")
+		if ! NO_PORT=1 STOP_SRV=1 pair sockperf $((SECS + 30)) "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
+			fail "$label" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
+			break
+		fi
+		v=$(awk '/percentile 50.000/ { print $NF }' "$CLI_OUT" | tail -n 1)
+		rec "$label" "us (median, one-way)" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
 	done
 }
 
@@ -1076,6 +1099,8 @@ hosts_wanted() {
 		"kernel veth: tcp stream (iperf3)" "UCX veth: ucx_perftest tag_lat 2 B (tcp)" \
 		"libfabric veth: fi_pingpong 2 B (tcp)" "libfabric veth: fi_pingpong bw 1 MiB (udp;ofi_rxd)" \
 		"libfabric veth: fi_stream 1 MiB (udp;ofi_rxd)" \
+		"rsockets veth: tcp stream (iperf3 -P 1 over librspreload)" \
+		"rsockets veth: tcp ping-pong 14 B (sockperf over librspreload)" \
 		"profile: veth ib_send_lat 2 B"; do
 		wanted "$l" && return 0
 	done
@@ -1114,6 +1139,7 @@ r_veth_kernel() {
 	iperf "veth" "$V_A" "$V_B" "$V_IP" bw-veth
 	rs_iperf "veth" "$V_A" "$V_B" "$V_IP" bw-veth
 	rs_iperf "veth" "$V_A" "$V_B" "$V_IP" "" 4
+	rs_sockperf "veth" "$V_A" "$V_B" "$V_IP"
 }
 r_veth_ucx() { ucx_run veth tcp tcp "$V_A" "$V_B" "$V_IP" $((64 * MIB)) "2" "$MIB" lat-veth bw-veth; }
 r_veth_fi_rxd() {

@@ -2,7 +2,7 @@
  * rsockets: the data path of a stream rsocket (rdma-core's protocol,
  * rsock.h). Buffers and their registration, the connection's private
  * data, the CQ (what the peer wrote, what completed), credits, and the
- * send, receive and iomap calls.
+ * send and receive calls (riomap and riowrite: rs_iomap.c).
  *
  * Everything the peer wrote is checked before use: a data message longer
  * than the bytes granted to the peer, a message beyond the credits granted
@@ -154,7 +154,7 @@ int sofrs_post_msg(struct sofrs *rs, uint32_t msg)
 	return sofcm_ret(-ibv_post_send(rs->cm_id->qp, &wr, &bad));
 }
 
-static int rs_post_write(struct sofrs *rs, struct ibv_sge *sgl, int nsge, uint32_t msg,
+int sofrs_post_write(struct sofrs *rs, struct ibv_sge *sgl, int nsge, uint32_t msg,
 			 bool imm, int flags, uint64_t addr, uint32_t rkey)
 {
 	struct ibv_send_wr wr = {
@@ -186,11 +186,11 @@ static int rs_write_data(struct sofrs *rs, struct ibv_sge *sgl, int nsge, uint32
 	t->length -= length;
 	if (!t->length && ++rs->target_sge == RS_SGL_SIZE)
 		rs->target_sge = 0;
-	return rs_post_write(rs, sgl, nsge, rs_msg_set(RS_OP_DATA, length), true, flags, addr,
+	return sofrs_post_write(rs, sgl, nsge, rs_msg_set(RS_OP_DATA, length), true, flags, addr,
 			     rkey);
 }
 
-static uint32_t rs_sbuf_left(struct sofrs *rs)
+uint32_t sofrs_sbuf_left(struct sofrs *rs)
 {
 	return (uint32_t)((uintptr_t)&rs->sbuf[rs->sbuf_size] - rs->ssgl[0].addr);
 }
@@ -231,7 +231,7 @@ static void rs_send_credits(struct sofrs *rs)
 		ibsge.lkey = rs->smr->lkey;
 	}
 	ibsge.length = sizeof(sge);
-	rs_post_write(rs, &ibsge, 1, msg, true, flags,
+	sofrs_post_write(rs, &ibsge, 1, msg, true, flags,
 		      rs->remote_sgl.addr + (uint64_t)rs->remote_sge * sizeof(struct rs_sge),
 		      rs->remote_sgl.key);
 	rs->rbuf_bytes_avail -= rs->rbuf_size >> 1;
@@ -531,10 +531,8 @@ static void rs_copy_iov(uint8_t *dst, const struct iovec **iov, size_t *off, siz
 	}
 }
 
-static int rs_send_iomaps(struct sofrs *rs, int flags);
-
 /* Wait until a message may go; -1/errno when the socket can't send. */
-static int rs_wait_send(struct sofrs *rs, int flags)
+int sofrs_wait_send(struct sofrs *rs, int flags)
 {
 	if (sofrs_can_send(rs))
 		return 0;
@@ -564,12 +562,12 @@ static ssize_t rs_sendv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 
 	pthread_mutex_lock(&rs->slock);
 	if (rs->iomap_pending) {
-		ret = rs_send_iomaps(rs, flags);
+		ret = sofrs_send_iomaps(rs, flags);
 		if (ret)
 			goto out;
 	}
 	for (; left; left -= xfer) {
-		ret = rs_wait_send(rs, flags);
+		ret = sofrs_wait_send(rs, flags);
 		if (ret)
 			break;
 		if (olen < left) {
@@ -584,18 +582,18 @@ static ssize_t rs_sendv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 		if (xfer > rs->target_sgl[rs->target_sge].length)
 			xfer = rs->target_sgl[rs->target_sge].length;
 
-		if (xfer <= rs_sbuf_left(rs)) {
+		if (xfer <= sofrs_sbuf_left(rs)) {
 			rs_copy_iov((uint8_t *)(uintptr_t)rs->ssgl[0].addr, &cur, &off, xfer);
 			rs->ssgl[0].length = xfer;
 			ret = rs_write_data(rs, rs->ssgl, 1, xfer,
 					    xfer <= rs->sq_inline ? IBV_SEND_INLINE : 0);
-			if (xfer < rs_sbuf_left(rs))
+			if (xfer < sofrs_sbuf_left(rs))
 				rs->ssgl[0].addr += xfer;
 			else
 				rs->ssgl[0].addr = (uintptr_t)rs->sbuf;
 		} else {
 			/* the send buffer wraps: two pieces */
-			rs->ssgl[0].length = rs_sbuf_left(rs);
+			rs->ssgl[0].length = sofrs_sbuf_left(rs);
 			rs_copy_iov((uint8_t *)(uintptr_t)rs->ssgl[0].addr, &cur, &off,
 				    rs->ssgl[0].length);
 			rs->ssgl[1].length = xfer - rs->ssgl[0].length;
@@ -615,11 +613,14 @@ out:
 SOFCM_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct sofrs *rs = sofrs_lookup(socket);
+	struct sofrs *rs = sofrs_get(socket);
+	ssize_t ret;
 
 	if (!rs)
 		return sofcm_err(EBADF);
-	return rs_sendv(rs, &iov, 1, flags);
+	ret = rs_sendv(rs, &iov, 1, flags);
+	sofrs_put(rs);
+	return ret;
 }
 
 /* The address is ignored, as Linux's TCP does on a connected socket
@@ -634,13 +635,18 @@ SOFCM_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
 
 SOFCM_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
 {
-	struct sofrs *rs = sofrs_lookup(socket);
+	struct sofrs *rs = sofrs_get(socket);
+	ssize_t ret;
 
 	if (!rs)
 		return sofcm_err(EBADF);
-	if (msg->msg_control && msg->msg_controllen)
+	if (msg->msg_control && msg->msg_controllen) {
+		sofrs_put(rs);
 		return sofcm_err(ENOTSUP);
-	return rs_sendv(rs, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	}
+	ret = rs_sendv(rs, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	sofrs_put(rs);
+	return ret;
 }
 
 SOFCM_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
@@ -650,11 +656,14 @@ SOFCM_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
 
 SOFCM_EXPORT ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
 {
-	struct sofrs *rs = sofrs_lookup(socket);
+	struct sofrs *rs = sofrs_get(socket);
+	ssize_t ret;
 
 	if (!rs)
 		return sofcm_err(EBADF);
-	return rs_sendv(rs, iov, iovcnt, 0);
+	ret = rs_sendv(rs, iov, iovcnt, 0);
+	sofrs_put(rs);
+	return ret;
 }
 
 /* ---- receive --------------------------------------------------------------- */
@@ -764,11 +773,14 @@ static ssize_t rs_recvv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 SOFCM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	struct sofrs *rs = sofrs_lookup(socket);
+	struct sofrs *rs = sofrs_get(socket);
+	ssize_t ret;
 
 	if (!rs)
 		return sofcm_err(EBADF);
-	return rs_recvv(rs, &iov, 1, flags);
+	ret = rs_recvv(rs, &iov, 1, flags);
+	sofrs_put(rs);
+	return ret;
 }
 
 SOFCM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
@@ -783,14 +795,19 @@ SOFCM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
 
 SOFCM_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
 {
-	struct sofrs *rs = sofrs_lookup(socket);
+	struct sofrs *rs = sofrs_get(socket);
+	ssize_t ret;
 
 	if (!rs)
 		return sofcm_err(EBADF);
-	if (msg->msg_control && msg->msg_controllen)
+	if (msg->msg_control && msg->msg_controllen) {
+		sofrs_put(rs);
 		return sofcm_err(ENOTSUP);
+	}
 	msg->msg_flags = 0;
-	return rs_recvv(rs, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	ret = rs_recvv(rs, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	sofrs_put(rs);
+	return ret;
 }
 
 SOFCM_EXPORT ssize_t rread(int socket, void *buf, size_t count)
@@ -800,238 +817,12 @@ SOFCM_EXPORT ssize_t rread(int socket, void *buf, size_t count)
 
 SOFCM_EXPORT ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
 {
-	struct sofrs *rs = sofrs_lookup(socket);
+	struct sofrs *rs = sofrs_get(socket);
+	ssize_t ret;
 
 	if (!rs)
 		return sofcm_err(EBADF);
-	return rs_recvv(rs, iov, iovcnt, 0);
-}
-
-/* ---- iomap ----------------------------------------------------------------- */
-
-/* Tell the peer the mappings riomap queued: each an rs_iomap written into
- * its slot of the peer's table, with RS_OP_IOMAP_SGL. Needs slock. */
-static int rs_send_iomaps(struct sofrs *rs, int flags)
-{
-	struct rs_iomap_mr *m;
-	struct rs_iomap iom;
-	struct ibv_sge sge;
-	int ret = 0;
-
-	pthread_mutex_lock(&rs->map_lock);
-	for (m = rs->iomaps; m; m = m->next) {
-		if (!m->queued)
-			continue;
-		ret = rs_wait_send(rs, flags);
-		if (ret)
-			break;
-		iom.offset = m->offset;
-		iom.sge.addr = (uintptr_t)m->mr->addr;
-		iom.sge.length = (uint32_t)m->mr->length;
-		iom.sge.key = m->mr->rkey;
-		if (rs->opts & RS_OPT_SWAP_SGL) {
-			iom.offset = bswap_64(iom.offset);
-			iom.sge.addr = bswap_64(iom.sge.addr);
-			iom.sge.length = bswap_32(iom.sge.length);
-			iom.sge.key = bswap_32(iom.sge.key);
-		}
-		/* through the send buffer, at its start when it would wrap */
-		if (rs_sbuf_left(rs) < sizeof(iom))
-			rs->ssgl[0].addr = (uintptr_t)rs->sbuf;
-		memcpy((void *)(uintptr_t)rs->ssgl[0].addr, &iom, sizeof(iom));
-		sge.addr = rs->ssgl[0].addr;
-		sge.length = sizeof(iom);
-		sge.lkey = rs->smr->lkey;
-		rs->ssgl[0].addr += sizeof(iom);
-		if (rs->ssgl[0].addr >= (uintptr_t)&rs->sbuf[rs->sbuf_size])
-			rs->ssgl[0].addr = (uintptr_t)rs->sbuf;
-		rs->sseq_no++;
-		rs->sqe_avail--;
-		rs->sbuf_bytes_avail -= (int)sizeof(iom);
-		ret = rs_post_write(rs, &sge, 1, rs_msg_set(RS_OP_IOMAP_SGL, m->index), true,
-				    sizeof(iom) <= rs->sq_inline ? IBV_SEND_INLINE : 0,
-				    rs->remote_iomap.addr +
-					    (uint64_t)m->index * sizeof(struct rs_iomap),
-				    rs->remote_iomap.key);
-		m->queued = false;
-		if (ret)
-			break;
-	}
-	rs->iomap_pending = false;
-	for (m = rs->iomaps; m; m = m->next)
-		rs->iomap_pending |= m->queued;
-	pthread_mutex_unlock(&rs->map_lock);
+	ret = rs_recvv(rs, iov, iovcnt, 0);
+	sofrs_put(rs);
 	return ret;
-}
-
-/* If offset is -1 the buffer's address is its offset. */
-SOFCM_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, off_t offset)
-{
-	struct sofrs *rs = sofrs_lookup(socket);
-	struct rs_iomap_mr *m, *it;
-	int access = IBV_ACCESS_LOCAL_WRITE;
-	bool used[256] = { false };
-	int slot = -1;
-
-	(void)flags;
-	if (!rs)
-		return sofcm_err(EBADF);
-	if (!rs->cm_id->pd || (prot & ~PROT_WRITE))
-		return sofcm_err(EINVAL);
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return sofcm_err(ENOMEM);
-	pthread_mutex_lock(&rs->map_lock);
-	if (prot & PROT_WRITE) {
-		for (it = rs->iomaps; it; it = it->next)
-			if (it->index >= 0 && it->index < 256)
-				used[it->index] = true;
-		for (int i = 0; i < (int)rs->remote_iomap.length && i < 256; i++)
-			if (!used[i]) {
-				slot = i;
-				break;
-			}
-		if (slot < 0) {
-			offset = sofcm_err(ENOMEM);
-			goto err;
-		}
-		access |= IBV_ACCESS_REMOTE_WRITE;
-	}
-	m->mr = ibv_reg_mr(rs->cm_id->pd, buf, len, access);
-	if (!m->mr) {
-		offset = -1;
-		goto err;
-	}
-	if (offset == -1)
-		offset = (off_t)(uintptr_t)buf;
-	m->offset = (uint64_t)offset;
-	m->index = slot;
-	m->queued = slot >= 0;
-	m->next = rs->iomaps;
-	rs->iomaps = m;
-	if (m->queued)
-		rs->iomap_pending = true;
-	pthread_mutex_unlock(&rs->map_lock);
-	return offset;
-
-err:
-	pthread_mutex_unlock(&rs->map_lock);
-	free(m);
-	return offset;
-}
-
-SOFCM_EXPORT int riounmap(int socket, void *buf, size_t len)
-{
-	struct sofrs *rs = sofrs_lookup(socket);
-	struct rs_iomap_mr **pp, *m;
-
-	if (!rs)
-		return sofcm_err(EBADF);
-	pthread_mutex_lock(&rs->map_lock);
-	for (pp = &rs->iomaps; (m = *pp); pp = &m->next) {
-		if (m->mr->addr == buf && m->mr->length == len) {
-			*pp = m->next;
-			ibv_dereg_mr(m->mr);
-			free(m);
-			pthread_mutex_unlock(&rs->map_lock);
-			return 0;
-		}
-	}
-	pthread_mutex_unlock(&rs->map_lock);
-	return sofcm_err(EINVAL);
-}
-
-void sofrs_free_iomaps(struct sofrs *rs)
-{
-	struct rs_iomap_mr *m;
-
-	while ((m = rs->iomaps)) {
-		rs->iomaps = m->next;
-		ibv_dereg_mr(m->mr);
-		free(m);
-	}
-}
-
-/* The peer's mapping that holds offset, copied (the peer may rewrite it). */
-static bool rs_find_iomap(struct sofrs *rs, uint64_t offset, struct rs_iomap *out)
-{
-	for (int i = 0; i < rs->target_iomap_size; i++) {
-		struct rs_iomap m = rs->target_iomap[i];
-
-		if (m.sge.length && offset >= m.offset && offset - m.offset < m.sge.length) {
-			*out = m;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* Plain RDMA WRITEs into the peer's mapping: nothing on the peer's CQ. */
-SOFCM_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int flags)
-{
-	struct sofrs *rs = sofrs_lookup(socket);
-	const uint8_t *p = buf;
-	size_t left = count;
-	uint32_t xfer, olen = RS_OLAP_START_SIZE;
-	struct rs_iomap iom;
-	struct ibv_sge sge[2];
-	uint64_t off = (uint64_t)offset;
-	int nsge, ret = 0;
-
-	if (!rs)
-		return (size_t)sofcm_err(EBADF);
-	if (!(rs->state & rs_writable))
-		return (size_t)sofcm_err(EPIPE);
-	pthread_mutex_lock(&rs->slock);
-	if (rs->iomap_pending) {
-		ret = rs_send_iomaps(rs, flags);
-		if (ret)
-			goto out;
-	}
-	for (; left; left -= xfer, p += xfer, off += xfer) {
-		if (!rs_find_iomap(rs, off, &iom)) {
-			if (left == count)
-				ret = sofcm_err(EINVAL);
-			break;
-		}
-		ret = rs_wait_send(rs, flags);
-		if (ret)
-			break;
-		xfer = olen < left ? olen : (uint32_t)left;
-		if (olen < left && olen < RS_MAX_TRANSFER)
-			olen <<= 1;
-		if (xfer > (uint32_t)rs->sbuf_bytes_avail)
-			xfer = (uint32_t)rs->sbuf_bytes_avail;
-		if (xfer > iom.offset + iom.sge.length - off)
-			xfer = (uint32_t)(iom.offset + iom.sge.length - off);
-		if (xfer <= rs_sbuf_left(rs)) {
-			memcpy((void *)(uintptr_t)rs->ssgl[0].addr, p, xfer);
-			sge[0] = rs->ssgl[0];
-			sge[0].length = xfer;
-			nsge = 1;
-			rs->ssgl[0].addr += xfer;
-			if (rs->ssgl[0].addr >= (uintptr_t)&rs->sbuf[rs->sbuf_size])
-				rs->ssgl[0].addr = (uintptr_t)rs->sbuf;
-		} else {
-			sge[0] = rs->ssgl[0];
-			sge[0].length = rs_sbuf_left(rs);
-			memcpy((void *)(uintptr_t)sge[0].addr, p, sge[0].length);
-			sge[1] = rs->ssgl[1];
-			sge[1].addr = (uintptr_t)rs->sbuf;
-			sge[1].length = xfer - sge[0].length;
-			memcpy(rs->sbuf, p + sge[0].length, sge[1].length);
-			nsge = 2;
-			rs->ssgl[0].addr = (uintptr_t)rs->sbuf + sge[1].length;
-		}
-		rs->sqe_avail--;
-		rs->sbuf_bytes_avail -= (int)xfer;
-		ret = rs_post_write(rs, sge, nsge, rs_msg_set(RS_OP_WRITE, xfer), false,
-				    xfer <= rs->sq_inline ? IBV_SEND_INLINE : 0,
-				    iom.sge.addr + off - iom.offset, iom.sge.key);
-		if (ret)
-			break;
-	}
-out:
-	pthread_mutex_unlock(&rs->slock);
-	return ret && left == count ? (size_t)ret : count - left;
 }

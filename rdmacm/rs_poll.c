@@ -97,10 +97,11 @@ static int rs_poll_check(struct pollfd *fds, nfds_t nfds, bool arm)
 	int cnt = 0;
 
 	for (nfds_t i = 0; i < nfds; i++) {
-		struct sofrs *rs = sofrs_lookup(fds[i].fd);
+		struct sofrs *rs = sofrs_get(fds[i].fd);
 
 		if (rs) {
 			fds[i].revents = rs_poll_rs(rs, fds[i].events, arm);
+			sofrs_put(rs);
 		} else if (fds[i].fd >= 0) {
 			fds[i].revents = 0;
 			if (poll(&fds[i], 1, 0) < 0)
@@ -140,10 +141,11 @@ SOFCM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		if (ret)
 			break;
 		for (nfds_t i = 0; i < nfds; i++) {
-			struct sofrs *rs = sofrs_lookup(fds[i].fd);
+			struct sofrs *rs = sofrs_get(fds[i].fd);
 
 			if (rs) {
 				sofrs_wait_fds(rs, &rfds[2 * i]);
+				sofrs_put(rs);
 			} else {
 				rfds[2 * i] = fds[i];
 				rfds[2 * i].revents = 0;
@@ -165,10 +167,12 @@ SOFCM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		if (ret < 0)
 			break;
 		for (nfds_t i = 0; i < nfds && ret > 0; i++) {
-			struct sofrs *rs = sofrs_lookup(fds[i].fd);
+			struct sofrs *rs = sofrs_get(fds[i].fd);
 
 			if (rs && (rfds[2 * i].revents || rfds[2 * i + 1].revents))
 				sofrs_wait_done(rs, &rfds[2 * i], 2);
+			if (rs)
+				sofrs_put(rs);
 		}
 		ret = rs_poll_check(fds, nfds, false);
 		if (ret)

@@ -126,6 +126,9 @@ struct rs_iomap_mr {
 struct sofrs {
 	int type; /* SOCK_STREAM */
 	int index;
+	/* calls inside (sofrs_get .. sofrs_put); rclose waits for them */
+	_Atomic int users;
+	_Atomic bool closing;
 	struct rdma_cm_id *cm_id;
 	pthread_mutex_t slock, rlock, cq_lock, map_lock;
 
@@ -181,8 +184,13 @@ struct sofrs {
 	bool iomap_pending;
 };
 
-/* rsocket.c: the table of rsockets, by index (the CM channel's fd). */
+/* rsocket.c: the table of rsockets, by index (the CM channel's fd).
+ * sofrs_lookup for calls that do not wait; a call that may wait holds the
+ * socket from sofrs_get to sofrs_put, so rclose in another thread waits
+ * for it to leave (woken by the shutdown) before it frees the socket. */
 struct sofrs *sofrs_lookup(int index);
+struct sofrs *sofrs_get(int index);
+void sofrs_put(struct sofrs *rs);
 /* rs_data.c */
 int sofrs_init_bufs(struct sofrs *rs);
 int sofrs_post_recv(struct sofrs *rs);
@@ -199,6 +207,15 @@ bool sofrs_ctrl_avail(struct sofrs *rs);
 bool sofrs_conn_can_send_ctrl(struct sofrs *rs);
 /* A CM event pending on the id's channel (disconnect): handle it. */
 void sofrs_cm_events(struct sofrs *rs);
+/* posting (rs_data.c): a WRITE, WITH IMMEDIATE when imm (the message as
+ * wr_id); the send buffer's room up to its end; waiting until a message
+ * may go (-1/errno when the socket cannot send). Need slock. */
+int sofrs_post_write(struct sofrs *rs, struct ibv_sge *sgl, int nsge, uint32_t msg, bool imm,
+		     int flags, uint64_t addr, uint32_t rkey);
+uint32_t sofrs_sbuf_left(struct sofrs *rs);
+int sofrs_wait_send(struct sofrs *rs, int flags);
+/* rs_iomap.c: the mappings riomap queued, told to the peer. Needs slock. */
+int sofrs_send_iomaps(struct sofrs *rs, int flags);
 void sofrs_free_iomaps(struct sofrs *rs);
 /* rs_poll.c: the fds to wait on for rs (CQ channel, CM channel). */
 int sofrs_wait_fds(struct sofrs *rs, struct pollfd *pfd);

@@ -85,6 +85,21 @@ struct sofrs *sofrs_lookup(int index)
 	return rs;
 }
 
+struct sofrs *sofrs_get(int index)
+{
+	struct sofrs *rs = NULL;
+
+	pthread_rwlock_rdlock(&rs_map_lock);
+	if (index >= 0 && index < rs_map_len)
+		rs = rs_map[index];
+	if (rs)
+		atomic_fetch_add(&rs->users, 1);
+	pthread_rwlock_unlock(&rs_map_lock);
+	return rs;
+}
+
+void sofrs_put(struct sofrs *rs) { atomic_fetch_sub(&rs->users, 1); }
+
 static int rs_insert(struct sofrs *rs, int index)
 {
 	int ret = 0;
@@ -374,24 +389,35 @@ static void rs_drop_id(struct rdma_cm_id *id)
 	rdma_destroy_id(id);
 }
 
-SOFCM_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
+/* Wait for a request (in steps, so that an rclose of another thread is
+ * seen): 0, or -1 with EAGAIN (non-blocking) or EBADF (closed). */
+static int rs_wait_request(struct sofrs *rs)
 {
-	struct sofrs *rs = sofrs_lookup(socket), *nrs;
+	struct pollfd pfd = { .fd = rs->cm_id->channel->fd, .events = POLLIN };
+
+	for (;;) {
+		if (atomic_load(&rs->closing))
+			return sofcm_err(EBADF);
+		if (poll(&pfd, 1, rs->fs_flags & O_NONBLOCK ? 0 : 500) > 0)
+			return 0;
+		if (rs->fs_flags & O_NONBLOCK)
+			return sofcm_err(EAGAIN);
+	}
+}
+
+static int rs_accept(struct sofrs *rs, struct sockaddr *addr, socklen_t *addrlen)
+{
 	struct rs_conn_data creq, cresp;
 	struct rdma_conn_param param;
 	struct rdma_cm_id *id;
-	struct pollfd pfd;
+	struct sofrs *nrs;
 	int err;
 
-	if (!rs)
-		return sofcm_err(EBADF);
 	if (rs->state != rs_listening)
 		return sofcm_err(EINVAL);
 	for (;;) {
-		pfd.fd = rs->cm_id->channel->fd;
-		pfd.events = POLLIN;
-		if (poll(&pfd, 1, rs->fs_flags & O_NONBLOCK ? 0 : -1) == 0)
-			return sofcm_err(EAGAIN);
+		if (rs_wait_request(rs))
+			return -1;
 		if (rdma_get_request(rs->cm_id, &id))
 			return -1;
 		/* a request that is not an rsocket's is refused */
@@ -444,6 +470,18 @@ err_free:
 	return sofcm_err(err);
 }
 
+SOFCM_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
+{
+	struct sofrs *rs = sofrs_get(socket);
+	int ret;
+
+	if (!rs)
+		return sofcm_err(EBADF);
+	ret = rs_accept(rs, addr, addrlen);
+	sofrs_put(rs);
+	return ret;
+}
+
 static int rs_do_connect(struct sofrs *rs)
 {
 	struct rdma_cm_id *id = rs->cm_id;
@@ -481,13 +519,10 @@ static int rs_do_connect(struct sofrs *rs)
 	return 0;
 }
 
-SOFCM_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
+static int rs_connect(struct sofrs *rs, const struct sockaddr *addr, socklen_t addrlen)
 {
-	struct sofrs *rs = sofrs_lookup(socket);
 	int ret;
 
-	if (!rs)
-		return sofcm_err(EBADF);
 	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
 	    addrlen > sizeof(rs->cm_id->route.addr.dst_storage))
 		return sofcm_err(EINVAL);
@@ -509,14 +544,23 @@ SOFCM_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t add
 	return ret;
 }
 
-SOFCM_EXPORT int rshutdown(int socket, int how)
+SOFCM_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
 {
-	struct sofrs *rs = sofrs_lookup(socket);
-	uint32_t ctrl;
-	int ret = 0;
+	struct sofrs *rs = sofrs_get(socket);
+	int ret;
 
 	if (!rs)
 		return sofcm_err(EBADF);
+	ret = rs_connect(rs, addr, addrlen);
+	sofrs_put(rs);
+	return ret;
+}
+
+static int rs_shutdown(struct sofrs *rs, int how)
+{
+	uint32_t ctrl;
+	int ret = 0;
+
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
 		return sofcm_err(EINVAL);
 	if (!(rs->state & (rs_connected | rs_disconnected | rs_error)))
@@ -555,14 +599,33 @@ SOFCM_EXPORT int rshutdown(int socket, int how)
 	return ret;
 }
 
+SOFCM_EXPORT int rshutdown(int socket, int how)
+{
+	struct sofrs *rs = sofrs_get(socket);
+	int ret;
+
+	if (!rs)
+		return sofcm_err(EBADF);
+	ret = rs_shutdown(rs, how);
+	sofrs_put(rs);
+	return ret;
+}
+
+/* Another thread may wait in the socket: it is out of the table first (no
+ * new call finds it), shut down (what waits sees the end, within a poll
+ * step of 500 ms), and freed once the calls inside have left. */
 SOFCM_EXPORT int rclose(int socket)
 {
 	struct sofrs *rs = sofrs_lookup(socket);
 
 	if (!rs)
 		return sofcm_err(EBADF);
+	rs_remove(rs);
+	atomic_store(&rs->closing, true);
 	if (rs->state & rs_connected)
-		rshutdown(socket, SHUT_RDWR);
+		rs_shutdown(rs, SHUT_RDWR);
+	for (int i = 0; atomic_load(&rs->users) > 0 && i < 10000; i++)
+		usleep(1000);
 	rs_free(rs);
 	return 0;
 }

@@ -18,7 +18,7 @@
  * at most what was asked, and the ring offsets stay inside the buffers.
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
- * FUZZ_SOURCES: tests/fuzz/fuzz_rsocket.c rdmacm/rs_data.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_rsocket.c rdmacm/rs_data.c rdmacm/rs_iomap.c
  * FUZZ_INCLUDES: rdmacm common
  */
 #include "rsock.h"
@@ -99,6 +99,8 @@ static struct sofrs *cur;
 /* ---- what rs_data.c calls outside itself ---------------------------------------- */
 
 struct sofrs *sofrs_lookup(int index) { return index == 3 ? cur : NULL; }
+struct sofrs *sofrs_get(int index) { return sofrs_lookup(index); }
+void sofrs_put(struct sofrs *rs) { (void)rs; }
 int sofrs_wait_fds(struct sofrs *rs, struct pollfd *pfd)
 {
 	(void)rs;

@@ -13,6 +13,8 @@
 #            victim polls without reading: EPROTO after the 384 bytes that
 #            were within its credits
 #   gone     8 bytes, then the process ends: end of stream after 8 bytes
+# and tests/progs/cm_rsclose: an rsocket closed by one thread while another
+# waits in rrecv, then in raccept: both calls return within 5 s.
 # Runs in a private network namespace with its own daemon.
 # Usage: tests/integration/rsocket_bad.sh
 set -u
@@ -51,4 +53,17 @@ bad op 0 '^victim: error EPROTO after 0 bytes$'
 bad send 0 '^victim: error '
 bad credits 2000 '^victim: error EPROTO after 384 bytes$'
 bad gone 0 '^victim: (end of stream|error .*) after 8 bytes$'
+
+# rclose in one thread while another waits in the socket (rrecv, raccept)
+name="rsocket/rclose while another thread waits in rrecv and raccept"
+PORT=$((PORT + 1))
+out=$(sof_out close)
+timeout 30 "$SOFTOFED" run -- "$SOF_BUILD_DIR/tests/cm_rsclose" 127.0.0.1 "$PORT" >"$out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q '^rrecv: returned' "$out" && grep -q '^raccept: returned' "$out"; then
+	ok "$name ($(tr '\n' ';' <"$out"))"
+else
+	not_ok "$name" "exit $rc"
+	sof_dump "$out"
+fi
 sof_exit

@@ -29,7 +29,8 @@ int sofrs_wait_fds(struct sofrs *rs, struct pollfd *pfd)
 		pfd[0].fd = rs->cm_id->recv_cq_channel->fd;
 	pfd[0].events = POLLIN;
 	pfd[0].revents = 0;
-	pfd[1].fd = rs->cm_id->channel->fd;
+	/* a listener's channel is the accept thread's: its queue instead */
+	pfd[1].fd = rs->state == rs_listening ? rs->accept_queue[0] : rs->cm_id->channel->fd;
 	pfd[1].events = POLLIN;
 	pfd[1].revents = 0;
 	return 2;
@@ -65,7 +66,7 @@ static short rs_poll_rs(struct sofrs *rs, short events, bool arm)
 		return revents;
 	}
 	if (rs->state == rs_listening) {
-		pfd.fd = rs->cm_id->channel->fd;
+		pfd.fd = rs->accept_queue[0];
 		pfd.events = POLLIN;
 		if (poll(&pfd, 1, 0) > 0)
 			revents = events & POLLIN;

@@ -126,6 +126,8 @@ struct rs_iomap_mr {
 struct sofrs {
 	int type; /* SOCK_STREAM */
 	int index;
+	int accept_queue[2]; /* listener: accepted rsockets, by pointer */
+	int index_fd; /* accepted: a copy of the channel's fd, its number */
 	/* calls inside (sofrs_get .. sofrs_put); rclose waits for them */
 	_Atomic int users;
 	_Atomic bool closing;
@@ -191,6 +193,18 @@ struct sofrs {
 struct sofrs *sofrs_lookup(int index);
 struct sofrs *sofrs_get(int index);
 void sofrs_put(struct sofrs *rs);
+/* rsocket.c: objects. 0 or -1/errno where they return int. */
+int sofrs_insert(struct sofrs *rs, int index);
+void sofrs_remove(struct sofrs *rs);
+struct sofrs *sofrs_alloc(const struct sofrs *parent);
+void sofrs_free(struct sofrs *rs);
+int sofrs_create_ep(struct sofrs *rs);
+void sofrs_connected_now(struct sofrs *rs);
+void sofrs_copy_addr(struct sockaddr *dst, const struct sockaddr *src, socklen_t *len);
+void sofrs_drop_id(struct rdma_cm_id *id);
+/* rs_listen.c: a listener leaves the accept thread; what it queued and
+ * no program accepted is freed. */
+void sofrs_listen_stop(struct sofrs *rs);
 /* rs_data.c */
 int sofrs_init_bufs(struct sofrs *rs);
 int sofrs_post_recv(struct sofrs *rs);

@@ -1,17 +1,17 @@
 /*
  * rsockets (rdma/rsocket.h): the socket calls of a stream rsocket — its
- * life (rsocket, rbind, rlisten, raccept, rconnect, rshutdown, rclose),
- * names, options and flags. The data path is rs_data.c, rpoll/rselect
- * rs_poll.c; the objects and the wire protocol rsock.h.
+ * life (rsocket, rbind, rconnect, rshutdown, rclose), names, options and
+ * flags. Listeners are rs_listen.c's, the data path rs_data.c and
+ * rs_iomap.c, rpoll/rselect rs_poll.c; the objects and the wire protocol
+ * rsock.h.
  *
  * An rsocket is a synchronous rdma_cm_id (its own event channel); its
- * number is that channel's fd, as in rdma-core, so librspreload can map a
- * program's descriptor to it. Connection set-up is synchronous: rconnect
- * on a non-blocking rsocket connects before it returns (0, never
- * EINPROGRESS), raccept on a non-blocking listener gives EAGAIN until a
- * request waits. Datagram rsockets are not built yet: rsocket(SOCK_DGRAM)
- * fails with ENOTSUP (librspreload then gives the program a kernel
- * socket).
+ * number is that channel's fd (an accepted one's a copy of it), as in
+ * rdma-core, so librspreload can map a program's descriptor to it.
+ * rconnect is synchronous: on a non-blocking rsocket it connects before
+ * it returns (0, never EINPROGRESS). Datagram rsockets are not built yet:
+ * rsocket(SOCK_DGRAM) fails with ENOTSUP (librspreload then gives the
+ * program a kernel socket).
  */
 #include "rsock.h"
 
@@ -100,7 +100,7 @@ struct sofrs *sofrs_get(int index)
 
 void sofrs_put(struct sofrs *rs) { atomic_fetch_sub(&rs->users, 1); }
 
-static int rs_insert(struct sofrs *rs, int index)
+int sofrs_insert(struct sofrs *rs, int index)
 {
 	int ret = 0;
 
@@ -124,7 +124,7 @@ out:
 	return ret;
 }
 
-static void rs_remove(struct sofrs *rs)
+void sofrs_remove(struct sofrs *rs)
 {
 	pthread_rwlock_wrlock(&rs_map_lock);
 	if (rs->index >= 0 && rs->index < rs_map_len && rs_map[rs->index] == rs)
@@ -135,7 +135,7 @@ static void rs_remove(struct sofrs *rs)
 /* ---- objects ----------------------------------------------------------------- */
 
 /* A new rsocket; a listener's settings pass to what it accepts. */
-static struct sofrs *rs_alloc(const struct sofrs *parent)
+struct sofrs *sofrs_alloc(const struct sofrs *parent)
 {
 	struct sofrs *rs = calloc(1, sizeof(*rs));
 
@@ -161,6 +161,8 @@ static struct sofrs *rs_alloc(const struct sofrs *parent)
 		rs->target_iomap_size = def_iomap_size;
 	}
 	rs->ctrl_max_seqno = RS_QP_CTRL_SIZE;
+	rs->accept_queue[0] = rs->accept_queue[1] = -1;
+	rs->index_fd = -1;
 	pthread_mutex_init(&rs->slock, NULL);
 	pthread_mutex_init(&rs->rlock, NULL);
 	pthread_mutex_init(&rs->cq_lock, NULL);
@@ -168,12 +170,14 @@ static struct sofrs *rs_alloc(const struct sofrs *parent)
 	return rs;
 }
 
-static void rs_free(struct sofrs *rs)
+void sofrs_free(struct sofrs *rs)
 {
 	struct rdma_cm_id *id = rs->cm_id;
 
 	if (rs->index >= 0)
-		rs_remove(rs);
+		sofrs_remove(rs);
+	if (rs->index_fd >= 0)
+		close(rs->index_fd);
 	if (id) {
 		sofrs_free_iomaps(rs);
 		if (id->event) {
@@ -223,7 +227,7 @@ static int rs_set_fd_nonblock(int fd)
 
 /* The QP, its CQ (one for both queues, on a non-blocking channel), the
  * buffers, and a receive for each credit. -1/errno. */
-static int rs_create_ep(struct sofrs *rs)
+int sofrs_create_ep(struct sofrs *rs)
 {
 	struct rdma_cm_id *id = rs->cm_id;
 	struct sofcm_id *idp = sofcm_id(id);
@@ -276,7 +280,7 @@ static int rs_create_ep(struct sofrs *rs)
 }
 
 /* Connected: from now on the CM channel is read only when poll says so. */
-static void rs_connected_now(struct sofrs *rs)
+void sofrs_connected_now(struct sofrs *rs)
 {
 	if (rs->cm_id->event) {
 		rdma_ack_cm_event(rs->cm_id->event);
@@ -320,7 +324,7 @@ SOFCM_EXPORT int rsocket(int domain, int type, int protocol)
 	    (protocol && protocol != IPPROTO_TCP))
 		return sofcm_err(ENOTSUP);
 	pthread_once(&rs_conf_once, rs_configure);
-	rs = rs_alloc(NULL);
+	rs = sofrs_alloc(NULL);
 	if (!rs)
 		return sofcm_err(ENOMEM);
 	rs->fd_flags = type & SOCK_CLOEXEC ? FD_CLOEXEC : 0;
@@ -328,13 +332,13 @@ SOFCM_EXPORT int rsocket(int domain, int type, int protocol)
 	if (rdma_create_id(NULL, &rs->cm_id, rs, RDMA_PS_TCP))
 		goto err;
 	rs->cm_id->route.addr.src_addr.sa_family = (sa_family_t)domain;
-	if (rs_insert(rs, rs->cm_id->channel->fd))
+	if (sofrs_insert(rs, rs->cm_id->channel->fd))
 		goto err;
 	return rs->index;
 
 err:
 	err = errno;
-	rs_free(rs);
+	sofrs_free(rs);
 	return sofcm_err(err);
 }
 
@@ -354,23 +358,7 @@ SOFCM_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrle
 	return 0;
 }
 
-SOFCM_EXPORT int rlisten(int socket, int backlog)
-{
-	struct sofrs *rs = sofrs_lookup(socket);
-
-	if (!rs)
-		return sofcm_err(EBADF);
-	if (rs->state == rs_listening)
-		return 0;
-	if (rs->state & ~rs_bound)
-		return sofcm_err(EINVAL);
-	if (rdma_listen(rs->cm_id, backlog))
-		return -1;
-	rs->state = rs_listening;
-	return 0;
-}
-
-static void rs_copy_addr(struct sockaddr *dst, const struct sockaddr *src, socklen_t *len)
+void sofrs_copy_addr(struct sockaddr *dst, const struct sockaddr *src, socklen_t *len)
 {
 	socklen_t size = src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 						     : sizeof(struct sockaddr_in);
@@ -380,106 +368,13 @@ static void rs_copy_addr(struct sockaddr *dst, const struct sockaddr *src, sockl
 }
 
 /* An id of a refused request: its event acked, then destroyed. */
-static void rs_drop_id(struct rdma_cm_id *id)
+void sofrs_drop_id(struct rdma_cm_id *id)
 {
 	if (id->event) {
 		rdma_ack_cm_event(id->event);
 		id->event = NULL;
 	}
 	rdma_destroy_id(id);
-}
-
-/* Wait for a request (in steps, so that an rclose of another thread is
- * seen): 0, or -1 with EAGAIN (non-blocking) or EBADF (closed). */
-static int rs_wait_request(struct sofrs *rs)
-{
-	struct pollfd pfd = { .fd = rs->cm_id->channel->fd, .events = POLLIN };
-
-	for (;;) {
-		if (atomic_load(&rs->closing))
-			return sofcm_err(EBADF);
-		if (poll(&pfd, 1, rs->fs_flags & O_NONBLOCK ? 0 : 500) > 0)
-			return 0;
-		if (rs->fs_flags & O_NONBLOCK)
-			return sofcm_err(EAGAIN);
-	}
-}
-
-static int rs_accept(struct sofrs *rs, struct sockaddr *addr, socklen_t *addrlen)
-{
-	struct rs_conn_data creq, cresp;
-	struct rdma_conn_param param;
-	struct rdma_cm_id *id;
-	struct sofrs *nrs;
-	int err;
-
-	if (rs->state != rs_listening)
-		return sofcm_err(EINVAL);
-	for (;;) {
-		if (rs_wait_request(rs))
-			return -1;
-		if (rdma_get_request(rs->cm_id, &id))
-			return -1;
-		/* a request that is not an rsocket's is refused */
-		if (id->event->param.conn.private_data_len >= sizeof(creq)) {
-			memcpy(&creq, id->event->param.conn.private_data, sizeof(creq));
-			if (creq.version == RS_CONN_VERSION)
-				break;
-		}
-		rdma_reject(id, NULL, 0);
-		rs_drop_id(id);
-	}
-
-	nrs = rs_alloc(rs);
-	if (!nrs) {
-		err = ENOMEM;
-		goto err_reject;
-	}
-	nrs->cm_id = id;
-	id->context = nrs;
-	nrs->fd_flags = rs->fd_flags;
-	nrs->fs_flags = rs->fs_flags;
-	if (rs_create_ep(nrs))
-		goto err_errno;
-	sofrs_save_conn_data(nrs, &creq);
-	sofrs_format_conn_data(nrs, &cresp);
-	param = id->event->param.conn;
-	param.private_data = &cresp;
-	param.private_data_len = sizeof(cresp);
-	if (rdma_accept(id, &param))
-		goto err_free;
-	rs_connected_now(nrs);
-	if (rs_insert(nrs, id->channel->fd))
-		goto err_free;
-	if (addr && addrlen)
-		rs_copy_addr(addr, rdma_get_peer_addr(id), addrlen);
-	return nrs->index;
-
-err_errno:
-	err = errno;
-err_reject:
-	rdma_reject(id, NULL, 0);
-	if (nrs)
-		rs_free(nrs);
-	else
-		rs_drop_id(id);
-	return sofcm_err(err);
-err_free:
-	err = errno;
-	rs_free(nrs);
-	return sofcm_err(err);
-}
-
-SOFCM_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
-{
-	struct sofrs *rs = sofrs_get(socket);
-	int ret;
-
-	if (!rs)
-		return sofcm_err(EBADF);
-	ret = rs_accept(rs, addr, addrlen);
-	sofrs_put(rs);
-	return ret;
 }
 
 static int rs_do_connect(struct sofrs *rs)
@@ -498,7 +393,7 @@ static int rs_do_connect(struct sofrs *rs)
 	} else if (rdma_resolve_route(id, 2000)) {
 		return -1;
 	}
-	if (rs_create_ep(rs))
+	if (sofrs_create_ep(rs))
 		return -1;
 	sofrs_format_conn_data(rs, &creq);
 	memset(&param, 0, sizeof(param));
@@ -515,7 +410,7 @@ static int rs_do_connect(struct sofrs *rs)
 	if (cresp.version != RS_CONN_VERSION)
 		return sofcm_err(ENOTSUP);
 	sofrs_save_conn_data(rs, &cresp);
-	rs_connected_now(rs);
+	sofrs_connected_now(rs);
 	return 0;
 }
 
@@ -620,13 +515,15 @@ SOFCM_EXPORT int rclose(int socket)
 
 	if (!rs)
 		return sofcm_err(EBADF);
-	rs_remove(rs);
+	sofrs_remove(rs);
 	atomic_store(&rs->closing, true);
+	if (rs->state == rs_listening)
+		sofrs_listen_stop(rs);
 	if (rs->state & rs_connected)
 		rs_shutdown(rs, SHUT_RDWR);
 	for (int i = 0; atomic_load(&rs->users) > 0 && i < 10000; i++)
 		usleep(1000);
-	rs_free(rs);
+	sofrs_free(rs);
 	return 0;
 }
 
@@ -640,7 +537,7 @@ SOFCM_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addr
 		return sofcm_err(EFAULT);
 	if (!(rs->state & (rs_connected | rs_disconnected | rs_error)))
 		return sofcm_err(ENOTCONN);
-	rs_copy_addr(addr, rdma_get_peer_addr(rs->cm_id), addrlen);
+	sofrs_copy_addr(addr, rdma_get_peer_addr(rs->cm_id), addrlen);
 	return 0;
 }
 
@@ -656,7 +553,7 @@ SOFCM_EXPORT int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addr
 	src = rdma_get_local_addr(rs->cm_id);
 	if (!src->sa_family)
 		src->sa_family = AF_INET;
-	rs_copy_addr(addr, src, addrlen);
+	sofrs_copy_addr(addr, src, addrlen);
 	return 0;
 }
 

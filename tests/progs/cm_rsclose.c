@@ -1,7 +1,8 @@
 /*
  * cm_rsclose ADDR PORT: an rsocket closed in one thread while another
  * waits in it (issue 22). One process: a connection to itself through our
- * librdmacm's rsocket API; a thread blocks in rrecv on the accepted
+ * librdmacm's rsocket API, rconnect before raccept in one thread (the
+ * listener's backlog answers it); a thread blocks in rrecv on the accepted
  * socket, then a thread blocks in raccept on the listener; the main thread
  * closes each of them. Each waiting call must return (an error or end of
  * stream) within 5 s. Prints one line per case: "rrecv: returned N (...)
@@ -74,7 +75,6 @@ int main(int argc, char **argv)
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
 	struct waiter rw = { 0 }, aw = { .accept = true };
 	int ls, s, one = 1;
-	pthread_t t;
 	bool good;
 
 	if (argc != 3 || getaddrinfo(argv[1], argv[2], &hints, &res))
@@ -85,9 +85,10 @@ int main(int argc, char **argv)
 		perror("cm_rsclose: listen");
 		return 2;
 	}
-	pthread_create(&t, NULL, connector, NULL);
+	/* connect first, one thread: the listener's accept thread answers
+	 * (a backlog, as TCP's), raccept then takes the connection */
+	connector(NULL);
 	s = raccept(ls, NULL, NULL);
-	pthread_join(t, NULL);
 	if (s < 0 || cfd < 0) {
 		perror("cm_rsclose: raccept");
 		return 2;

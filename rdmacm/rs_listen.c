@@ -25,6 +25,8 @@ static struct sofrs **svc_ls; /* the listeners */
 static int svc_n, svc_cap;
 static int svc_wake[2] = { -1, -1 }; /* a change of the list */
 static bool svc_running;
+static pid_t svc_pid; /* the process whose thread it is: a forked child
+			* has no thread and starts its own */
 
 /* Answer one request of listener ls: the new rsocket, connected, or NULL
  * (a request that is not an rsocket's is refused). Needs svc_lock. */
@@ -156,6 +158,12 @@ SOFCM_EXPORT int rlisten(int socket, int backlog)
 		return -1;
 	fcntl(rs->accept_queue[1], F_SETFL, O_NONBLOCK);
 	pthread_mutex_lock(&svc_lock);
+	if (svc_running && svc_pid != getpid()) {
+		close(svc_wake[0]);
+		close(svc_wake[1]);
+		svc_running = false;
+		svc_n = 0;
+	}
 	if (!svc_running) {
 		if (pipe2(svc_wake, O_CLOEXEC | O_NONBLOCK) ||
 		    pthread_create(&t, NULL, rs_accept_thread, NULL)) {
@@ -164,6 +172,7 @@ SOFCM_EXPORT int rlisten(int socket, int backlog)
 		}
 		pthread_detach(t);
 		svc_running = true;
+		svc_pid = getpid();
 	}
 	if (svc_n == svc_cap) {
 		struct sofrs **ls = realloc(svc_ls, sizeof(*ls) * (size_t)(svc_cap + 16));

@@ -19,7 +19,10 @@
 #                     BW_SIZES (2 B .. 8 MiB), ib_write_bw -q 1 64 B;
 #                     the kernel on that namespace's loopback: sockperf
 #                     ping-pong UDP and TCP, blocking and busy-polled
-#                     (--nonblocked), iperf3 TCP and UDP; UCX ucx_perftest
+#                     (--nonblocked), iperf3 TCP and UDP, and iperf3 TCP
+#                     (1 and 4 streams) and sockperf TCP ping-pong over
+#                     rsockets (librspreload); UCX
+#                     ucx_perftest
 #                     tag_lat (LAT_SIZES), tag_bw and ucp_put_bw (BW_SIZES)
 #                     over posix, posix+cma and tcp; libfabric fi_pingpong
 #                     at BW_SIZES over shm, tcp (rdm endpoints), udp
@@ -37,7 +40,7 @@
 #                     ib_atomic_lat (8 B), ib_send_lat -e; ib_write_bw,
 #                     ib_read_bw, ib_send_bw at VETH_SIZES and 8 MiB
 #                     (--mtu 4096); sockperf UDP/TCP and iperf3
-#                     TCP/UDP, UCX tcp (tag_lat, tag_bw, ucp_put_bw) and
+#                     TCP/UDP (and TCP over rsockets), UCX tcp (tag_lat, tag_bw, ucp_put_bw) and
 #                     fi_pingpong tcp, udp, udp;ofi_rxd over the same veth;
 #                     ib_send_lat 2 B and ib_write_bw 1 MiB also through
 #                     the daemons' engine (SOFTOFED_ENGINE=daemon);
@@ -227,7 +230,12 @@ pair() {
 	[ -n "$cns" ] && cpre=(ip netns exec "$cns")
 	sof_bg "$name.srv" $((secs + 30)) "${spre[@]}" taskset -c "$CPU_A" "${srv[@]}"
 	SRV_OUT=$(sof_out "$name.srv")
-	if ! wait_port "$PORT" 20 "$name.srv" "$sns"; then
+	# NO_PORT=1: the server listens on no kernel port (an rsocket): give
+	# it a second
+	if [ -n "${NO_PORT:-}" ]; then
+		sleep 1
+		sof_alive "$name.srv" || return 1
+	elif ! wait_port "$PORT" 20 "$name.srv" "$sns"; then
 		sof_kill "$name.srv"
 		CLI_OUT=$SRV_OUT
 		return 1
@@ -492,6 +500,9 @@ r_same_ucx() { ucx_same_host ratio; }
 r_same_kernel() {
 	sockperf_pp "loopback" "" "" 127.0.0.1
 	iperf "loopback" "" "" 127.0.0.1 bw-same
+	rs_iperf "loopback" "" "" 127.0.0.1 bw-same
+	rs_iperf "loopback" "" "" 127.0.0.1 "" 4
+	rs_sockperf "loopback" "" "" 127.0.0.1
 }
 
 same_host_rounds() {
@@ -559,6 +570,56 @@ print("%.1f" % (s["bits_per_second"] / 8 / 1048576))' "$CLI_OUT" 2>/dev/null)
 				rec "$label" "MiB/s" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
 			fi
 		done
+	done
+}
+
+# rs_sockperf WHERE SRV_NS CLI_NS ADDR: sockperf TCP ping-pong 14 B over
+# rsockets (librspreload on our librdmacm, issue 22)
+rs_sockperf() {
+	local where=$1 sns=$2 cns=$3 addr=$4 i v label s c
+	local pre=("$SOFTOFED" run -- env LD_PRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so)
+	label="rsockets $where: tcp ping-pong 14 B (sockperf over librspreload)"
+	wanted "$label" || return 0
+	for i in $(reps); do
+		next_port
+		log "$label run $i"
+		s=("${pre[@]}" sockperf sr -i "$addr" -p "$PORT" --tcp)
+		c=("${pre[@]}" sockperf pp -i "$addr" -p "$PORT" --tcp -m 14 -t "$SECS")
+		if ! NO_PORT=1 STOP_SRV=1 pair sockperf $((SECS + 30)) "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
+			fail "$label" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
+			break
+		fi
+		v=$(awk '/percentile 50.000/ { print $NF }' "$CLI_OUT" | tail -n 1)
+		rec "$label" "us (median, one-way)" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
+	done
+}
+
+# rs_iperf WHERE SRV_NS CLI_NS ADDR PLOT [STREAMS]: iperf3 TCP over rsockets
+# (Debian's librspreload.so on our librdmacm, issue 22), beside the kernel's
+rs_iperf() {
+	local where=$1 sns=$2 cns=$3 addr=$4 plot=$5 np=${6:-1} i v label s c
+	local pre=("$SOFTOFED" run -- env LD_PRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so)
+	label="rsockets $where: tcp stream (iperf3 -P $np over librspreload)"
+	wanted "$label" || return 0
+	for i in $(reps); do
+		next_port
+		log "$label run $i"
+		s=("${pre[@]}" iperf3 -s -1 -p "$PORT" -B "$addr")
+		c=("${pre[@]}" iperf3 -c "$addr" -p "$PORT" -t "$SECS" -P "$np" -J)
+		if ! NO_PORT=1 pair iperf3 $((SECS + 30)) "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
+			fail "$label" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
+			break
+		fi
+		v=$(python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("%.1f" % (j["end"]["sum_received"]["bits_per_second"] / 8 / 1048576))' "$CLI_OUT" 2>/dev/null)
+		if [ "$np" = 1 ]; then
+			PLOT=$plot SERIES="rsockets TCP stream (iperf3 over librspreload)" BYTES=131072 \
+				rec "$label" "MiB/s" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
+		else
+			rec "$label" "MiB/s" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
+		fi
 	done
 }
 
@@ -1047,6 +1108,8 @@ hosts_wanted() {
 		"kernel veth: tcp stream (iperf3)" "UCX veth: ucx_perftest tag_lat 2 B (tcp)" \
 		"libfabric veth: fi_pingpong 2 B (tcp)" "libfabric veth: fi_pingpong bw 1 MiB (udp;ofi_rxd)" \
 		"libfabric veth: fi_stream 1 MiB (udp;ofi_rxd)" \
+		"rsockets veth: tcp stream (iperf3 -P 1 over librspreload)" \
+		"rsockets veth: tcp ping-pong 14 B (sockperf over librspreload)" \
 		"profile: veth ib_send_lat 2 B"; do
 		wanted "$l" && return 0
 	done
@@ -1112,6 +1175,9 @@ r_veth_busy() {
 r_veth_kernel() {
 	sockperf_pp "veth" "$V_A" "$V_B" "$V_IP"
 	iperf "veth" "$V_A" "$V_B" "$V_IP" bw-veth
+	rs_iperf "veth" "$V_A" "$V_B" "$V_IP" bw-veth
+	rs_iperf "veth" "$V_A" "$V_B" "$V_IP" "" 4
+	rs_sockperf "veth" "$V_A" "$V_B" "$V_IP"
 }
 r_veth_ucx() { ucx_run veth tcp tcp "$V_A" "$V_B" "$V_IP" $((64 * MIB)) "2" "$MIB" lat-veth bw-veth; }
 r_veth_fi_rxd() {

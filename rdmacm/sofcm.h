@@ -36,8 +36,10 @@
 #include "sof_cm_proto.h"
 
 /* softofed's libibverbs (SOFTOFED_PRIVATE): the ACKs its engine's
- * pollers hold leave now. */
+ * pollers hold leave now; the engine's progress thread takes the sockets
+ * over at once (a thread is about to sleep in poll(2)). */
 void sofv_engine_flush(void);
+void sofv_engine_idle(void);
 
 #define SOFCM_EXPORT __attribute__((visibility("default")))
 

@@ -18,6 +18,7 @@ PKGS=(
 	clang tshark iputils-ping ethtool
 	ucx-utils openmpi-bin libopenmpi-dev libfabric-bin
 	opensm ibsim-utils
+	iperf3 curl netcat-traditional sockperf
 )
 [ $# -gt 0 ] && PKGS=("$@")
 

@@ -1822,3 +1822,155 @@ sof_fi_verdict() {
 	sof_pair_dump
 	return 1
 }
+
+# rsockets (issue 22; tests/consumers/rsocket.sh, tests/hosts/rsocket.sh).
+# SHOST / CHOST are the server's and the client's host ("" = here), SADDR
+# the server's address; each pair meets through the RDMA CM (sof_cm_pair):
+#   sof_rs_stream NAME SHOST CHOST SADDR PORT PROG ARGS...  rstream or
+#                        riostream (unmodified) server `-b SADDR` and client
+#                        `-s SADDR`; ok when both exit 0 with a result line
+#                        (with -T v each side checks every byte it got)
+#   sof_rs_iperf NAME SHOST CHOST SADDR PORT ARGS...  iperf3 server and
+#                        client under Debian's librspreload.so; ok when both
+#                        exit 0, the client reports a receiver rate and the
+#                        kernel's TCP sent no segment in either namespace
+#                        (every socket of both went over rsockets)
+#   sof_rs_sockperf NAME SHOST CHOST SADDR PORT MODE  sockperf (TCP) under
+#                        librspreload.so: `sr` server, client `pp`
+#                        (ping-pong: ok with its median) or `tp`
+#                        (throughput); no kernel TCP segment
+#   sof_rs_http NAME SHOST CHOST SADDR PORT MIB  a MIB MiB file of random
+#                        bytes served by nc (netcat-traditional: its
+#                        accept(2) is one librspreload intercepts) as an
+#                        HTTP answer, fetched by curl, both under
+#                        librspreload.so; ok when the SHA-256 matches and
+#                        no kernel TCP segment was sent
+SOF_RS_PRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
+
+# _sof_rs_tcp_out HOST: the kernel's TCP OutSegs in HOST's namespace
+_sof_rs_tcp_out() {
+	local in=()
+	[ -n "$1" ] && in=(sof_host_run "$1")
+	"${in[@]}" awk '/^Tcp:/ { if (n++) print $12 }' /proc/net/snmp
+}
+
+# _sof_rs_tcp_quiet SHOST CHOST S0 C0: true when neither namespace's TCP
+# sent a segment since S0 / C0 (SOF_RS_TCP_WHY says how many otherwise)
+_sof_rs_tcp_quiet() {
+	local s c
+	s=$(_sof_rs_tcp_out "$1") c=$(_sof_rs_tcp_out "$2")
+	SOF_RS_TCP_WHY="kernel TCP segments sent: server side $((s - $3)), client side $((c - $4))"
+	[ "$s" -eq "$3" ] && [ "$c" -eq "$4" ]
+}
+
+sof_rs_stream() {
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 prog=$6
+	shift 6
+	if ! SOF_LINEBUF=1 sof_cm_pair "$name" 120 "$shost" "$chost" \
+		"$prog" -b "$saddr" -p "$port" "$@" -- "$prog" -s "$saddr" -p "$port" "$@"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+	local last
+	last=$(grep -E '^[0-9a-z_]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? ' "$SOF_CLI_OUT" | tail -n 1)
+	if [ -z "$last" ] || ! grep -qE '^[0-9a-z_]+ +[0-9.]+[kmg]? ' "$SOF_SRV_OUT"; then
+		not_ok "$name" "no result line"
+		sof_pair_dump
+		return 1
+	fi
+	ok "$name ($(echo "$last" | tr -s ' ' ' '))"
+}
+
+sof_rs_iperf() {
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 s0 c0
+	shift 5
+	s0=$(_sof_rs_tcp_out "$shost") c0=$(_sof_rs_tcp_out "$chost")
+	if ! command -v iperf3 >/dev/null; then
+		not_ok "$name" "iperf3 is not installed (tests/install-deps.sh installs it)"
+		return 1
+	fi
+	if ! sof_cm_pair "$name" 60 "$shost" "$chost" \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" iperf3 -s -1 -B "$saddr" -p "$port" -- \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" iperf3 -c "$saddr" -p "$port" -t 3 "$@"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+	local last
+	last=$(grep -E 'receiver$' "$SOF_CLI_OUT" | tail -n 1)
+	if [ -z "$last" ]; then
+		not_ok "$name" "the client reported no receiver rate"
+		sof_pair_dump
+		return 1
+	fi
+	if ! _sof_rs_tcp_quiet "$shost" "$chost" "$s0" "$c0"; then
+		not_ok "$name" "$SOF_RS_TCP_WHY: not over rsockets"
+		return 1
+	fi
+	ok "$name ($(echo "$last" | grep -oE '[0-9.]+ [KMG]bits/sec'), no kernel TCP segment)"
+}
+
+sof_rs_sockperf() {
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 mode=$6 s0 c0 v
+	if ! command -v sockperf >/dev/null; then
+		not_ok "$name" "sockperf is not installed (tests/install-deps.sh installs it)"
+		return 1
+	fi
+	s0=$(_sof_rs_tcp_out "$shost") c0=$(_sof_rs_tcp_out "$chost")
+	if ! SOF_CM_SRV_STOP=1 sof_cm_pair "$name" 30 "$shost" "$chost" \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" sockperf sr --tcp -i "$saddr" -p "$port" -- \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" sockperf "$mode" --tcp -i "$saddr" -p "$port" -t 3 -m 14; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+	if [ "$mode" = pp ]; then
+		v=$(awk '/percentile 50.000/ { print $NF " us median one-way" }' "$SOF_CLI_OUT" | tail -n 1)
+	else
+		v=$(grep -o 'Message Rate is [0-9]* \[msg/sec\]' "$SOF_CLI_OUT" | tail -n 1)
+	fi
+	if [ -z "$v" ] || grep -q 'ERROR' "$SOF_CLI_OUT"; then
+		not_ok "$name" "no result from sockperf $mode"
+		sof_pair_dump
+		return 1
+	fi
+	if ! _sof_rs_tcp_quiet "$shost" "$chost" "$s0" "$c0"; then
+		not_ok "$name" "$SOF_RS_TCP_WHY: not over rsockets"
+		return 1
+	fi
+	ok "$name ($v, no kernel TCP segment)"
+}
+
+sof_rs_http() {
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 mib=$6 s0 c0 want got
+	local file=$SOF_TMP/rs_http.bin out=$SOF_TMP/rs_http.got
+	for p in nc.traditional curl; do
+		if ! command -v "$p" >/dev/null; then
+			not_ok "$name" "$p is not installed (tests/install-deps.sh installs it)"
+			return 1
+		fi
+	done
+	head -c $((mib << 20)) /dev/urandom >"$file"
+	want=$(sha256sum <"$file" | cut -d' ' -f1)
+	rm -f "$out"
+	s0=$(_sof_rs_tcp_out "$shost") c0=$(_sof_rs_tcp_out "$chost")
+	if ! sof_cm_pair "$name" 120 "$shost" "$chost" \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" sh -c \
+		"(printf 'HTTP/1.0 200 OK\r\nContent-Length: $((mib << 20))\r\n\r\n'; cat '$file') | nc.traditional -l -p $port -s $saddr -q 1" -- \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" curl -sS -o "$out" "http://$saddr:$port/f.bin"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+	got=$(sha256sum <"$out" 2>/dev/null | cut -d' ' -f1)
+	if [ "$got" != "$want" ]; then
+		not_ok "$name" "SHA-256 of what curl got $got, sent $want"
+		return 1
+	fi
+	if ! _sof_rs_tcp_quiet "$shost" "$chost" "$s0" "$c0"; then
+		not_ok "$name" "$SOF_RS_TCP_WHY: not over rsockets"
+		return 1
+	fi
+	ok "$name ($mib MiB, SHA-256 matches, no kernel TCP segment)"
+}

@@ -426,7 +426,7 @@ static void *progress(void *arg)
 	}
 }
 
-void sofv_engine_idle(void)
+SOFV_EXPORT void sofv_engine_idle(void)
 {
 	uint64_t one = 1;
 

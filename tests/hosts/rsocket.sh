@@ -1,0 +1,47 @@
+#!/bin/bash
+# rsockets between two hosts (issue 22): network namespaces a and b on a
+# veth, each with its daemon (sof_hosts_up 2); server in a, client in b,
+# unmodified Debian programs through `softofed run` on our librdmacm.so.1:
+#   rstream and riostream -T v (each side checks every byte), blocking,
+#     non-blocking and through rpoll;
+#   iperf3 over Debian's librspreload.so, one stream and four, with no
+#     kernel TCP segment in either namespace (the RoCEv2 traffic is UDP);
+#   sockperf ping-pong and throughput (TCP) under librspreload;
+#   a 100 MiB file served by nc and fetched by curl under librspreload,
+#     SHA-256 checked.
+# Usage: tests/hosts/rsocket.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+sof_init
+
+PORT=19850
+
+run() {
+	PORT=$((PORT + 1))
+	sof_gated "$1" && return 1
+	sof_rs_stream "$1" a b "$A" "$PORT" "${@:2}"
+}
+
+if sof_hosts_up 2; then
+	A=$(sof_host_ip a)
+	run "hosts/rsocket rstream -S 100000 -C 100 -T v" rstream -S 100000 -C 100 -T v
+	run "hosts/rsocket rstream -S 64 -I 500 -T v" rstream -S 64 -C 1 -I 500 -T v
+	run "hosts/rsocket rstream -S 131072 -C 100 -T v -T n" rstream -S 131072 -C 100 -T v -T n
+	run "hosts/rsocket rstream -S 4096 -C 500 -T v -T a" rstream -S 4096 -C 500 -T v -T a
+	run "hosts/rsocket riostream -S 100000 -C 100 -T v" riostream -S 100000 -C 100 -T v
+	run "hosts/rsocket riostream -S 4096 -C 100 -T v -T a" riostream -S 4096 -C 100 -T v -T a
+	PORT=$((PORT + 1))
+	sof_rs_iperf "hosts/rsocket iperf3 librspreload" a b "$A" "$PORT"
+	PORT=$((PORT + 1))
+	sof_rs_iperf "hosts/rsocket iperf3 librspreload -P 4" a b "$A" "$PORT" -P 4
+	PORT=$((PORT + 1))
+	sof_rs_sockperf "hosts/rsocket sockperf pp --tcp librspreload" a b "$A" "$PORT" pp
+	PORT=$((PORT + 1))
+	sof_rs_sockperf "hosts/rsocket sockperf tp --tcp librspreload" a b "$A" "$PORT" tp
+	PORT=$((PORT + 1))
+	sof_rs_http "hosts/rsocket curl nc librspreload 100 MiB" a b "$A" "$PORT" 100
+else
+	not_ok "hosts/rsocket" "the hosts did not come up"
+fi
+sof_exit

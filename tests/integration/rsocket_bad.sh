@@ -1,0 +1,69 @@
+#!/bin/bash
+# rsockets against a peer that breaks the protocol (issue 22): our
+# rsocket server (tests/progs/cm_rsbad victim) must end with an error, or
+# an end of stream when the peer vanished, within 40 s, never hang or read
+# outside its buffer (with SOF_BUILD=build-asan and
+# ASAN_OPTIONS=verify_asan_link_order=0 the victim runs on the ASan/UBSan
+# libraries; a sanitizer report fails). The
+# peer (cm_rsbad liar) connects with a valid rs_conn_data, then:
+#   big      RS_OP_DATA claiming 256 MiB: EPROTO
+#   op       a reserved op in the immediate: EPROTO
+#   send     a SEND without immediate (the receive has no buffer): an error
+#   credits  8 one-byte messages beyond the credits granted, while the
+#            victim polls without reading: EPROTO after the 384 bytes that
+#            were within its credits
+#   gone     8 bytes, then the process ends: end of stream after 8 bytes
+# and tests/progs/cm_rsclose: an rsocket closed by one thread while another
+# waits in rrecv, then in raccept: both calls return within 5 s.
+# Runs in a private network namespace with its own daemon.
+# Usage: tests/integration/rsocket_bad.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+sof_ns_enter "$@"
+sof_init
+
+PROG=$SOF_BUILD_DIR/tests/cm_rsbad
+PORT=19900
+
+# bad MODE HOLD_MS EXPECT: one liar against one victim
+bad() {
+	local mode=$1 hold=$2 expect=$3 name="rsocket/bad peer: $1" got
+	PORT=$((PORT + 1))
+	if ! SOF_LINEBUF=1 sof_cm_pair "$name" 40 "" "" "$PROG" victim 127.0.0.1 "$PORT" "$hold" -- \
+		"$PROG" liar "$mode" 127.0.0.1 "$PORT"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return
+	fi
+	got=$(grep '^victim:' "$SOF_SRV_OUT" | tail -n 1)
+	if grep -q -E 'Sanitizer|runtime error' "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
+		not_ok "$name" "a sanitizer report"
+		sof_pair_dump
+	elif [[ "$got" =~ $expect ]]; then
+		ok "$name (${got#victim: })"
+	else
+		not_ok "$name" "victim said '${got:-nothing}', expected /$expect/"
+		sof_pair_dump
+	fi
+}
+
+bad big 0 '^victim: error EPROTO after 0 bytes$'
+bad op 0 '^victim: error EPROTO after 0 bytes$'
+bad send 0 '^victim: error '
+bad credits 2000 '^victim: error EPROTO after 384 bytes$'
+bad gone 0 '^victim: (end of stream|error .*) after 8 bytes$'
+
+# rclose in one thread while another waits in the socket (rrecv, raccept)
+name="rsocket/rclose while another thread waits in rrecv and raccept"
+PORT=$((PORT + 1))
+out=$(sof_out close)
+timeout 30 "$SOFTOFED" run -- "$SOF_BUILD_DIR/tests/cm_rsclose" 127.0.0.1 "$PORT" >"$out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q '^rrecv: returned' "$out" && grep -q '^raccept: returned' "$out"; then
+	ok "$name ($(tr '\n' ';' <"$out"))"
+else
+	not_ok "$name" "exit $rc"
+	sof_dump "$out"
+fi
+sof_exit

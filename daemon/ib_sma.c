@@ -226,6 +226,9 @@ int sofd_ib_sma_init(const char *desc)
 	/* VL0 only: VLCap and OperationalVLs 1, every SL to VL0 */
 	p->vl_cap = p->op_vls = 1;
 	memset(p->sl2vl[0], 0, sizeof(p->sl2vl[0]));
+	/* responses, traps and SMInfo go to QP0's agents (an SM here), which
+	 * the MAD layer drops and counts when none waits */
+	sma.node->sm_agent = true;
 	sofd_ib_sma_sync();
 	tp_recv_hook(TP_HOOK_QP0, qp0_input);
 	sofd_mad_smi_attach(&smi_ops);

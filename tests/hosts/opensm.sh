@@ -51,7 +51,7 @@ fi
 
 guid=$(sof_host_run a "$SOFTOFED" run -- ibstat -p sofib0 2>/dev/null </dev/null | head -n 1)
 smlog=$SOF_TMP/opensm.log
-sof_host_bg opensm.sm a 180 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2
+sof_host_bg opensm.sm a 180 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87
 for _ in $(seq 600); do
 	grep -q 'SUBNET UP' "$smlog" 2>/dev/null && break
 	sleep 0.1
@@ -60,7 +60,7 @@ if grep -q 'SUBNET UP' "$smlog" 2>/dev/null; then
 	ok "opensm: SUBNET UP (OpenSM on a's sofib0, port GUID $guid)"
 else
 	not_ok "opensm: SUBNET UP" "no SUBNET UP in 60 s; $(grep -c ERR "$smlog" 2>/dev/null) errors"
-	sof_dump "$smlog"
+	tail -n 60 "$smlog" | cut -c1-200 | sed "s/^/#   sm: /"
 	sof_host_run a "$SOFTOFED" status 2>&1 </dev/null | sed 's/^/#   a: /'
 	sof_host_run a "$SOFTOFED" fabric status -v 2>&1 </dev/null | sed 's/^/#   fabric: /'
 	sof_exit
@@ -95,6 +95,7 @@ if grep -q '^Switch[[:space:]]*8 "S-0000000000200000"' "$out" &&
 else
 	not_ok "ibnetdiscover" "$(tr '\n' ' ' <"$out" | cut -c1-600)"
 	sof_host_run b "$SOFTOFED" status 2>&1 </dev/null | sed 's/^/#   b: /'
+	sof_host_run b bash -c 'tail -n 20 /tmp/softofed-$(id -u)-$(stat -L -c %i /proc/self/ns/net).log' 2>&1 | sed 's/^/#   blog: /'
 	sof_host_run a "$SOFTOFED" fabric status -v 2>&1 </dev/null | sed 's/^/#   fabric: /'
 fi
 

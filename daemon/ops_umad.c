@@ -9,8 +9,9 @@
  * as the kernel numbers them; the port's struct is their context, so no
  * other port can use, send through or unregister them. QP0 agents ask
  * for root or the daemon's user (as the mode of the kernel's umad and
- * issm device files) and then for a port with an SMI: a RoCE port has
- * none (-EPROTONOSUPPORT, the kernel's answer). A MAD that does not fit
+ * issm device files) and then for a port with an SMI: only sofib0's has
+ * one (a RoCE port: -EPROTONOSUPPORT, the kernel's answer). The daemon's
+ * CAs are sof0 and, with an InfiniBand port, sofib0 (UMAD_CA's index). A MAD that does not fit
  * the port's socket is dropped and counted (the program does not read).
  * When the connection closes, every agent goes with what it had waiting.
  *

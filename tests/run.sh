@@ -246,7 +246,8 @@ for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong
 	tests/hosts/flows.sh tests/hosts/mw.sh tests/hosts/libfabric.sh tests/hosts/ucx.sh \
 	tests/hosts/mpi.sh tests/hosts/dm.sh tests/hosts/ratelimit.sh tests/hosts/mr_kinds.sh \
 	tests/hosts/xrc.sh tests/hosts/raw.sh tests/hosts/srq_resize.sh tests/hosts/sack.sh \
-	tests/hosts/iblink.sh tests/hosts/ibdata.sh tests/hosts/umad.sh tests/hosts/umad_loss.sh; do
+	tests/hosts/iblink.sh tests/hosts/ibdata.sh tests/hosts/umad.sh tests/hosts/umad_loss.sh \
+	tests/hosts/opensm.sh tests/hosts/opensm_line3.sh; do
 	selected "$f" || continue
 	if [ ! -f "$f" ]; then
 		result_fail "$f" "missing"

@@ -288,8 +288,9 @@ static int op_register(struct sofd_umad *u, const struct sof_umad_reg_req *req,
 		return -EINVAL;
 	if (req->qpn == 0 && !smi_permitted(u->c))
 		return -EACCES;
-	/* QP0 is the InfiniBand port's; the RoCE port has no SMI */
-	if (req->qpn == 0 && u->ca != SOF_UMAD_CA_IB)
+	/* QP0 is the InfiniBand port's: its SMI is not sof0's (without an
+	 * InfiniBand port there is no SMI at all, mad.c refuses) */
+	if (req->qpn == 0 && u->ca != SOF_UMAD_CA_IB && sofd_ib_present())
 		return -EPROTONOSUPPORT;
 	slot = slot_of(u, 0);
 	if (slot < 0)

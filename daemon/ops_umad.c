@@ -354,7 +354,8 @@ static int from_umad_addr(const struct sofd_umad *u, const uint8_t raw[SOF_UMAD_
 		a->ib = true;
 	} else {
 		if (!m.grh_present || m.gid_index >= sofd.dev.num_gids ||
-		    m.gid_index >= SOF_MAX_GIDS || !memcmp(sofd.dev.gids[m.gid_index].gid, zero, 16))
+		    m.gid_index >= SOF_MAX_GIDS ||
+		    !memcmp(sofd.dev.gids[m.gid_index].gid, zero, 16))
 			return -EINVAL;
 		memcpy(a->sgid, sofd.dev.gids[m.gid_index].gid, 16);
 	}

@@ -57,14 +57,15 @@ daemon_pid() {
 		sed -n 's/^softofed daemon pid \([0-9]*\),.*/\1/p'
 }
 daemon_before=$(daemon_pid)
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
-	local now i
 	now=$(daemon_pid)
 	if [ -n "$now" ] && [ "$now" != "$daemon_before" ]; then
 		kill "$now" 2>/dev/null
-		for i in $(seq 50); do
-			kill -0 "$now" 2>/dev/null || break
+		n=0
+		while [ "$n" -lt 50 ] && kill -0 "$now" 2>/dev/null; do
 			sleep 0.1
+			n=$((n + 1))
 		done
 		kill -9 "$now" 2>/dev/null
 	fi

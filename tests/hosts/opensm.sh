@@ -113,7 +113,7 @@ lb=$(iblid b)
 lids=""
 for h in $HOSTS; do lids="$lids $(iblid "$h")"; done
 # shellcheck disable=SC2086 # a list
-if all_in ACTIVE && [ -z "$(echo $lids | tr ' ' '\n' | grep -v '^[1-9][0-9]*$')" ] &&
+if all_in ACTIVE && ! echo $lids | tr ' ' '\n' | grep -q -v '^[1-9][0-9]*$' &&
 	[ "$(echo $lids | tr ' ' '\n' | sort -u | wc -l)" = "$NH" ] &&
 	ibline b | grep -q " sm_lid $la " && ibline a | grep -q " sm_lid $la "; then
 	ok "opensm/$T: lids (hosts $HOSTS:$lids, all Active, distinct, SM LID $la)"
@@ -218,21 +218,21 @@ fi
 
 # ibv_rc_pingpong by LID, server in the peer, client in a
 lp=$(iblid "$PEER")
-srv=$(sof_out opensm.pp.srv)
-cli=$SOF_TMP/opensm.pp.cli
+ppsrv=$(sof_out opensm.pp.srv)
+ppcli=$SOF_TMP/opensm.pp.cli
 sof_host_bg opensm.pp.srv "$PEER" 60 "$SOFTOFED" run -- ibv_rc_pingpong -d sofib0 -p 18515 -n 200 -s 4096 --chk
 sof_host_wait_listen "$PEER" 18515 10 opensm.pp.srv >/dev/null 2>&1
 sof_host_run a "$SOFTOFED" run -- timeout 40 ibv_rc_pingpong -d sofib0 -p 18515 -n 200 -s 4096 --chk \
-	"$(sof_host_ip "$PEER")" >"$cli" 2>&1 </dev/null
+	"$(sof_host_ip "$PEER")" >"$ppcli" 2>&1 </dev/null
 rc=$?
 sof_wait opensm.pp.srv 20
-if [ "$rc" -eq 0 ] && grep -q '1638400 bytes in ' "$cli" && grep -q '1638400 bytes in ' "$srv" &&
-	grep -q "remote address: LID $(hex "$lp")" "$cli" && grep -q "remote address: LID $(hex "$la")" "$srv" &&
-	! grep -q -i 'invalid data\|failed\|couldn' "$cli" "$srv"; then
+if [ "$rc" -eq 0 ] && grep -q '1638400 bytes in ' "$ppcli" && grep -q '1638400 bytes in ' "$ppsrv" &&
+	grep -q "remote address: LID $(hex "$lp")" "$ppcli" && grep -q "remote address: LID $(hex "$la")" "$ppsrv" &&
+	! grep -q -i 'invalid data\|failed\|couldn' "$ppcli" "$ppsrv"; then
 	ok "opensm/$T: ibv_rc_pingpong -d sofib0 by LID a <-> $PEER through the fabric (200 x 4 KiB, --chk, LIDs $la <-> $lp)"
 else
 	not_ok "opensm/$T: rc_pingpong" "client rc $rc"
-	sof_dump "$cli" "$srv"
+	sof_dump "$ppcli" "$ppsrv"
 fi
 
 out=$SOF_TMP/opensm.perf

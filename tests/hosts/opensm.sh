@@ -37,6 +37,8 @@ T=${SOF_OPENSM_TOPO:-pair}
 TOPO=$SOF_ROOT/../shared/topologies/$T.net
 [ -r "$TOPO" ] || TOPO=/work/shared/topologies/$T.net
 FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
+# run.sh's ASan mix has the daemon and the tool only: the plain build's fabric
+[ -x "$FABRIC" ] || FABRIC=$SOF_ROOT/build/bin/softofed-fabric
 PORT=7471
 # per topology: hosts, real HCAs, b's switch and the ports of its LFT that
 # lead to b and to a; the ping-pong's peer of a (across every switch) and

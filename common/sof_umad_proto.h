@@ -57,10 +57,21 @@ struct sof_umad_ca_rep {
 	struct sof_umad_port_info ports[SOF_UMAD_MAX_PORTS];
 };
 
+/* UMAD_CA request (optional; none: CA 0): which CA. The daemon's CAs are
+ * sof0 (index 0, RoCEv2) and, when it has an InfiniBand port, sofib0
+ * (index 1); a CA it does not have is -ENODEV. */
+#define SOF_UMAD_CA_ROCE 0
+#define SOF_UMAD_CA_IB 1
+#define SOF_UMAD_MAX_CAS 2
+struct sof_umad_ca_req {
+	uint32_t index;
+	uint32_t rsvd;
+};
+
 /* UMAD_OPEN: reply fds [0] the MAD socket. */
 struct sof_umad_open_req {
 	uint32_t portnum;
-	uint32_t rsvd;
+	uint32_t ca; /* the CA's index (sof_umad_ca_req) */
 };
 
 /* UMAD_REGISTER (ib_user_mad_reg_req2's fields) -> sof_umad_agent. */

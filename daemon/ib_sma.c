@@ -17,9 +17,18 @@
  * one goes through sof_smp_dr_step first, and so does the response, which
  * leaves from QP0 on VL15: LID-routed to the request's SLID, or directed
  * with the permissive LIDs. SMPs on the RoCEv2 port are dropped (`mad`).
+ *
+ * It is also the port's SMI for QP0's agents (an SM such as OpenSM through
+ * libibumad, mad/mad.h): a response or trap that reaches this node goes to
+ * the MAD layer, whose waiting send it answers; an SMP an agent sends takes
+ * the directed-route step of its origin (IBA 14.2.2.2, hop pointer 0) and
+ * leaves on VL15, or, addressed to this node (hop count 0, or our LID), is
+ * answered by the SMA here and the answer handed back from the main loop,
+ * as the kernel's smi does without the wire.
  */
 #include "sofd.h"
 
+#include "mad.h"
 #include "smp.h"
 #include "tp_ib.h"
 
@@ -115,7 +124,19 @@ static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 	lid_routed = dlid != IB_LID_PERMISSIVE;
 	if (directed && sof_smp_dr_step(sma.node, mad, 1, lid_routed, 0, &next) != SOF_DR_LOCAL)
 		return; /* a CA forwards nothing: dropped and counted by the model */
-	if (sof_sma_process(sma.node, 1, mad, sizeof(mad), &ev) != SOF_SMA_REPLY) {
+	switch (sof_sma_process(sma.node, 1, mad, sizeof(mad), &ev)) {
+	case SOF_SMA_REPLY:
+		break;
+	case SOF_SMA_PASS: {
+		/* a response or trap: for this node's SM (QP0's agents) */
+		struct sofd_mad_addr from = {.lid = slid, .sl = sl, .no_grh = true, .ib = true};
+
+		apply(ev);
+		from.remote_qpn = 0;
+		sofd_mad_smi_input(mad, sizeof(mad), &from);
+		return;
+	}
+	default:
 		apply(ev);
 		return;
 	}
@@ -136,6 +157,60 @@ static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 	}
 }
 
+/* An SMP this node's SMA answers for its own SM: the reply goes back to
+ * QP0's agents from the main loop. */
+static int smi_local(uint8_t *mad, bool directed, bool lid_routed)
+{
+	struct sofd_mad_addr from = {.no_grh = true, .ib = true};
+	struct sof_dr_next next;
+	unsigned ev = 0;
+
+	sma.smps++;
+	if (sof_sma_process(sma.node, 1, mad, SOF_SMP_LEN, &ev) != SOF_SMA_REPLY) {
+		apply(ev);
+		return 0;
+	}
+	apply(ev);
+	if (directed && sof_smp_dr_step(sma.node, mad, 0, lid_routed, 0, &next) == SOF_DR_DISCARD)
+		return 0;
+	from.lid = directed ? IB_LID_PERMISSIVE : tp_ib_attr()->lid;
+	return sofd_mad_smi_loop(mad, &from);
+}
+
+/* The SMI's send (sofd_mad_smi_ops): an SMP of a QP0 agent. */
+static int smi_send(const struct sofd_mad_addr *to, const uint8_t *smp)
+{
+	const struct tp_ib_attr *a = tp_ib_attr();
+	uint8_t mad[SOF_SMP_LEN];
+	struct sof_dr_next next;
+	bool directed = smp[1] == SOF_MCLASS_SMP_DR;
+	bool lid_routed = to->lid != IB_LID_PERMISSIVE;
+
+	memcpy(mad, smp, sizeof(mad));
+	if (!directed) {
+		if (a->lid && (to->lid & ~((1u << a->lmc) - 1)) == a->lid)
+			return smi_local(mad, false, true);
+		send_smp(to->lid, mad);
+		return 0;
+	}
+	switch (sof_smp_dr_step(sma.node, mad, 0, lid_routed, 0, &next)) {
+	case SOF_DR_LOCAL:
+		return smi_local(mad, true, lid_routed);
+	case SOF_DR_OUT_PORT:
+		send_smp(IB_LID_PERMISSIVE, mad);
+		return 0;
+	case SOF_DR_OUT_LID:
+		send_smp(next.lid, mad);
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+static const struct sofd_mad_smi_ops smi_ops = {
+    .send = smi_send,
+};
+
 int sofd_ib_sma_init(const char *desc)
 {
 	const struct tp_ib_attr *a = tp_ib_attr();
@@ -151,8 +226,12 @@ int sofd_ib_sma_init(const char *desc)
 	/* VL0 only: VLCap and OperationalVLs 1, every SL to VL0 */
 	p->vl_cap = p->op_vls = 1;
 	memset(p->sl2vl[0], 0, sizeof(p->sl2vl[0]));
+	/* responses, traps and SMInfo go to QP0's agents (an SM here), which
+	 * the MAD layer drops and counts when none waits */
+	sma.node->sm_agent = true;
 	sofd_ib_sma_sync();
 	tp_recv_hook(TP_HOOK_QP0, qp0_input);
+	sofd_mad_smi_attach(&smi_ops);
 	return 0;
 }
 
@@ -165,6 +244,7 @@ void sofd_ib_sma_counts(uint64_t *smps, uint64_t *replies)
 void sofd_ib_sma_fini(void)
 {
 	tp_recv_hook(TP_HOOK_QP0, NULL);
+	sofd_mad_smi_attach(NULL);
 	sof_node_free(sma.node);
 	sma.node = NULL;
 }

@@ -9,8 +9,9 @@
  * as the kernel numbers them; the port's struct is their context, so no
  * other port can use, send through or unregister them. QP0 agents ask
  * for root or the daemon's user (as the mode of the kernel's umad and
- * issm device files) and then for a port with an SMI: a RoCE port has
- * none (-EPROTONOSUPPORT, the kernel's answer). A MAD that does not fit
+ * issm device files) and then for a port with an SMI: only sofib0's has
+ * one (a RoCE port: -EPROTONOSUPPORT, the kernel's answer). The daemon's
+ * CAs are sof0 and, with an InfiniBand port, sofib0 (UMAD_CA's index). A MAD that does not fit
  * the port's socket is dropped and counted (the program does not read).
  * When the connection closes, every agent goes with what it had waiting.
  *
@@ -22,6 +23,7 @@
 
 #include "mad.h"
 #include "sof_umad_proto.h"
+#include "tp_ib.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -43,10 +45,12 @@ _Static_assert(sizeof(struct ib_user_mad) == 64, "ib_user_mad layout (ABI 5)");
 
 struct sofd_umad {
 	struct sofd_conn *c;
+	uint32_t ca; /* SOF_UMAD_CA_ROCE or SOF_UMAD_CA_IB */
 	uint32_t portnum;
 	int fd; /* our end of the MAD socket */
 	uint32_t ids[SOF_UMAD_MAX_AGENTS]; /* the MAD layer's agent, 0: free */
 	uint32_t nagents;
+	uint32_t qp0; /* the slots holding QP0 agents */
 };
 
 static uint32_t nports, nagents_all;
@@ -56,20 +60,60 @@ uint32_t sofd_umad_agents(void) { return nagents_all; }
 
 /* ---- the device as sysfs shows it ------------------------------------------------- */
 
-static void fill_ca(struct sof_umad_ca_rep *r)
+/* sofib0 as tools/present.c shows it: one port, InfiniBand, its LID,
+ * SM LID and state as the subnet manager set them (tp_ib.h). IsSM is set
+ * while a port holds a QP0 agent (an SM; issmN is a stand-in here). */
+static uint32_t ib_sm_agents;
+
+static void fill_ib(struct sof_umad_ca_rep *r)
+{
+	const struct tp_ib_attr *a = tp_ib_attr();
+	struct sof_umad_port_info *p = &r->ports[0];
+	uint32_t n = 0;
+
+	snprintf(r->name, sizeof(r->name), "sofib0");
+	r->node_guid = htobe64(a->node_guid);
+	r->sys_guid = htobe64(a->node_guid);
+	p->portnum = 1;
+	p->base_lid = a->lid;
+	p->lmc = a->lmc;
+	p->sm_lid = a->sm_lid;
+	p->sm_sl = a->sm_sl;
+	p->state = a->state;
+	p->phys_state = a->phys_state;
+	p->rate = 100;
+	/* IsSM (bit 1) while an SM runs here; IsTrapSupported (5),
+	 * IsSMDisabled no; IsCommunicationManagementSupported (16) */
+	p->capmask = 0x00010020u | (ib_sm_agents ? 0x2u : 0);
+	p->gid_prefix = htobe64(a->subnet_prefix);
+	p->port_guid = htobe64(a->port_guid);
+	snprintf(p->link_layer, sizeof(p->link_layer), "InfiniBand");
+	for (uint32_t i = 0; i < TP_IB_PKEYS && n < SOF_UMAD_MAX_PKEYS; i++)
+		if (a->pkeys[i])
+			p->pkeys[n++] = a->pkeys[i];
+	p->npkeys = n;
+}
+
+static int fill_ca(struct sof_umad_ca_rep *r, uint32_t index)
 {
 	const struct sof_devinfo *d = &sofd.dev;
 	struct sof_umad_port_info *p = &r->ports[0];
 
+	if (index >= SOF_UMAD_MAX_CAS || (index == SOF_UMAD_CA_IB && !sofd_ib_present()))
+		return -ENODEV;
 	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "%.19s", d->name);
 	r->node_type = 1; /* CA */
 	snprintf(r->fw_ver, sizeof(r->fw_ver), "%.19s", d->fw_ver);
 	snprintf(r->ca_type, sizeof(r->ca_type), "softofed");
 	snprintf(r->hw_ver, sizeof(r->hw_ver), "0x%x", d->hw_ver);
+	r->nports = 1;
+	if (index == SOF_UMAD_CA_IB) {
+		fill_ib(r);
+		return 0;
+	}
+	snprintf(r->name, sizeof(r->name), "%.19s", d->name);
 	r->node_guid = d->node_guid;
 	r->sys_guid = d->sys_image_guid;
-	r->nports = 1;
 	/* port 1, RoCEv2: no LID, no SM; what tools/present.c writes */
 	p->portnum = 1;
 	p->state = d->port_state;
@@ -81,6 +125,7 @@ static void fill_ca(struct sof_umad_ca_rep *r)
 	snprintf(p->link_layer, sizeof(p->link_layer), "Ethernet");
 	p->npkeys = 1;
 	p->pkeys[0] = 0xffff;
+	return 0;
 }
 
 /* ---- delivery to the program --------------------------------------------------------- */
@@ -173,10 +218,12 @@ static union {
 	struct sof_umad_agent agent;
 } rbuf;
 
-static int op_ca(struct sofd_req *rq, struct sofd_rep *rp)
+static int op_ca(const struct sof_umad_ca_req *req, struct sofd_rep *rp)
 {
-	(void)rq;
-	fill_ca(&rbuf.ca);
+	int err = fill_ca(&rbuf.ca, req->index);
+
+	if (err)
+		return err;
 	rp->data = &rbuf.ca;
 	rp->len = sizeof(rbuf.ca);
 	return 0;
@@ -191,8 +238,7 @@ static int op_open(struct sofd_req *rq, struct sofd_rep *rp, const struct sof_um
 	if (c->ctx_id || c->alias || c->umad)
 		return -EINVAL;
 	/* a port the device has (fill_ca: what UMAD_CA describes) */
-	fill_ca(&rbuf.ca);
-	if (req->portnum < 1 || req->portnum > rbuf.ca.nports)
+	if (fill_ca(&rbuf.ca, req->ca) || req->portnum < 1 || req->portnum > rbuf.ca.nports)
 		return -ENODEV;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return -errno;
@@ -211,6 +257,7 @@ static int op_open(struct sofd_req *rq, struct sofd_rep *rp, const struct sof_um
 		return -ENOMEM;
 	}
 	u->c = c;
+	u->ca = req->ca;
 	u->portnum = req->portnum;
 	u->fd = sv[0];
 	c->umad = u;
@@ -241,6 +288,10 @@ static int op_register(struct sofd_umad *u, const struct sof_umad_reg_req *req,
 		return -EINVAL;
 	if (req->qpn == 0 && !smi_permitted(u->c))
 		return -EACCES;
+	/* QP0 is the InfiniBand port's: its SMI is not sof0's (without an
+	 * InfiniBand port there is no SMI at all, mad.c refuses) */
+	if (req->qpn == 0 && u->ca != SOF_UMAD_CA_IB && sofd_ib_present())
+		return -EPROTONOSUPPORT;
 	slot = slot_of(u, 0);
 	if (slot < 0)
 		return -ENOMEM;
@@ -250,6 +301,10 @@ static int op_register(struct sofd_umad *u, const struct sof_umad_reg_req *req,
 	u->ids[slot] = id;
 	u->nagents++;
 	nagents_all++;
+	if (req->qpn == 0) {
+		u->qp0 |= 1u << slot;
+		ib_sm_agents++;
+	}
 	rbuf.agent.agent_id = (uint32_t)slot;
 	rbuf.agent.rsvd = 0;
 	rp->data = &rbuf.agent;
@@ -266,37 +321,55 @@ static int unregister_slot(struct sofd_umad *u, uint32_t slot)
 	err = sofd_mad_agent_unregister(u, u->ids[slot]);
 	u->ids[slot] = 0;
 	u->nagents--;
+	if (u->qp0 & 1u << slot) {
+		u->qp0 &= ~(1u << slot);
+		ib_sm_agents--;
+	}
 	nagents_all--;
 	return err;
 }
 
 /* The address a program gave, as the MAD layer's. A RoCE port's MADs
- * travel by GID alone: a GRH and a source GID of the port are needed. */
-static int from_umad_addr(const uint8_t raw[SOF_UMAD_ADDR_LEN], struct sofd_mad_addr *a)
+ * travel by GID alone: a GRH and a source GID of the port are needed. The
+ * InfiniBand port's go by LID (an SMP's DLID, or the permissive LID of a
+ * directed-route one), with a GRH only when the program set one. */
+static int from_umad_addr(const struct sofd_umad *u, const uint8_t raw[SOF_UMAD_ADDR_LEN],
+			  struct sofd_mad_addr *a)
 {
-	ib_mad_addr_t u;
+	ib_mad_addr_t m;
 	static const uint8_t zero[16];
+	bool ib = u->ca == SOF_UMAD_CA_IB;
 
-	memcpy(&u, raw, sizeof(u));
-	/* the RoCE port routes by GID alone (an InfiniBand port will take
-	 * LID-routed MADs without GRH: lid, sl and path_bits below) */
-	if (!u.grh_present || u.gid_index >= sofd.dev.num_gids || u.gid_index >= SOF_MAX_GIDS ||
-	    !memcmp(sofd.dev.gids[u.gid_index].gid, zero, 16))
-		return -EINVAL;
-	if (u.pkey_index != 0)
+	memcpy(&m, raw, sizeof(m));
+	if (m.pkey_index != 0)
 		return -EINVAL; /* one P_Key, the default */
 	memset(a, 0, sizeof(*a));
-	memcpy(a->sgid, sofd.dev.gids[u.gid_index].gid, 16);
-	memcpy(a->dgid, u.gid, 16);
-	a->remote_qpn = be32toh(u.qpn) & 0xffffff;
-	a->remote_qkey = be32toh(u.qkey);
+	if (ib) {
+		const struct tp_ib_attr *at = tp_ib_attr();
+		uint64_t pre = htobe64(at->subnet_prefix), guid = htobe64(at->port_guid);
+
+		memcpy(a->sgid, &pre, 8);
+		memcpy(a->sgid + 8, &guid, 8);
+		a->no_grh = !m.grh_present;
+		a->ib = true;
+	} else {
+		if (!m.grh_present || m.gid_index >= sofd.dev.num_gids ||
+		    m.gid_index >= SOF_MAX_GIDS ||
+		    !memcmp(sofd.dev.gids[m.gid_index].gid, zero, 16))
+			return -EINVAL;
+		memcpy(a->sgid, sofd.dev.gids[m.gid_index].gid, 16);
+	}
+	if (m.grh_present)
+		memcpy(a->dgid, m.gid, 16);
+	a->remote_qpn = be32toh(m.qpn) & 0xffffff;
+	a->remote_qkey = be32toh(m.qkey);
 	a->pkey = 0xffff;
-	a->hop_limit = u.hop_limit;
-	a->traffic_class = u.traffic_class;
-	a->flow_label = be32toh(u.flow_label) & 0xfffff;
-	a->lid = be16toh(u.lid);
-	a->sl = u.sl & 0xf;
-	a->path_bits = u.path_bits & 0x7f;
+	a->hop_limit = m.hop_limit;
+	a->traffic_class = m.traffic_class;
+	a->flow_label = be32toh(m.flow_label) & 0xfffff;
+	a->lid = be16toh(m.lid);
+	a->sl = m.sl & 0xf;
+	a->path_bits = m.path_bits & 0x7f;
 	return 0;
 }
 
@@ -338,7 +411,7 @@ static int op_send(struct sofd_umad *u, const struct sof_umad_send_req *req, con
 	} else if (req->len != avail) {
 		return -EINVAL;
 	}
-	err = from_umad_addr(req->addr, &to);
+	err = from_umad_addr(u, req->addr, &to);
 	if (!err)
 		err = sofd_mad_agent_send(u, u->ids[req->agent_id], msg, req->len, &to,
 					  req->timeout_ms, req->retries, 0);
@@ -348,6 +421,7 @@ static int op_send(struct sofd_umad *u, const struct sof_umad_send_req *req, con
 
 /* requests are copied here before use, aligned */
 static union {
+	struct sof_umad_ca_req ca;
 	struct sof_umad_open_req open;
 	struct sof_umad_reg_req reg;
 	struct sof_umad_agent agent;
@@ -358,7 +432,7 @@ static union {
 int sofd_umad_op(struct sofd_req *rq, struct sofd_rep *rp)
 {
 	static const size_t need[] = {
-	    [SOF_OP_UMAD_CA - SOF_OP_UMAD_CA] = 0,
+	    [SOF_OP_UMAD_CA - SOF_OP_UMAD_CA] = 0, /* or a sof_umad_ca_req */
 	    [SOF_OP_UMAD_OPEN - SOF_OP_UMAD_CA] = sizeof(struct sof_umad_open_req),
 	    [SOF_OP_UMAD_REGISTER - SOF_OP_UMAD_CA] = sizeof(struct sof_umad_reg_req),
 	    [SOF_OP_UMAD_UNREGISTER - SOF_OP_UMAD_CA] = sizeof(struct sof_umad_agent),
@@ -372,12 +446,14 @@ int sofd_umad_op(struct sofd_req *rq, struct sofd_rep *rp)
 	want = need[rq->op - SOF_OP_UMAD_CA];
 	if (rq->c->cm.chan || rq->nfds > (rq->op == SOF_OP_UMAD_SEND) || rq->len < want ||
 	    rq->len > sizeof(qbuf) ||
-	    (rq->op != SOF_OP_UMAD_SEND && rq->len != want))
+	    (rq->op != SOF_OP_UMAD_SEND && rq->len != want &&
+	     !(rq->op == SOF_OP_UMAD_CA && rq->len == sizeof(struct sof_umad_ca_req))))
 		return -EINVAL;
+	memset(&qbuf, 0, sizeof(struct sof_umad_ca_req));
 	memcpy(&qbuf, rq->data, rq->len);
 	switch (rq->op) {
 	case SOF_OP_UMAD_CA:
-		return op_ca(rq, rp);
+		return op_ca(&qbuf.ca, rp);
 	case SOF_OP_UMAD_OPEN:
 		return op_open(rq, rp, &qbuf.open);
 	default:

@@ -8,6 +8,7 @@
 #include "mad_int.h"
 
 #include "tp.h"
+#include "tp_ib.h"
 
 #include "sof_util.h"
 
@@ -21,6 +22,7 @@
 
 struct loop_mad {
 	struct loop_mad *next;
+	uint8_t qpn; /* QP1, or QP0: an SMP this node's SMI answered itself */
 	struct sofd_mad_addr from;
 	uint8_t mad[SOF_MAD_LEN];
 };
@@ -74,6 +76,14 @@ static int gsi_send(const struct sofd_mad_addr *to, const uint8_t *mad)
 	memset(&path, 0, sizeof(path));
 	memcpy(path.sgid, to->sgid, 16);
 	memcpy(path.dgid, to->dgid, 16);
+	if (to->ib) {
+		/* the InfiniBand port: by LID, a GRH only when one was asked */
+		path.link = TP_LINK_IB;
+		path.dlid = to->lid;
+		path.sl = to->sl;
+		path.path_bits = to->path_bits;
+		path.global = !to->no_grh;
+	}
 	path.tclass = to->traffic_class;
 	path.hop_limit = to->hop_limit ? to->hop_limit : 64;
 	path.flow_label = to->flow_label;
@@ -88,6 +98,7 @@ static void gsi_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 		      const struct roce_addr *a, bool from_net)
 {
 	struct sofd_mad_addr from;
+	uint16_t dlid;
 
 	(void)from_net;
 	if (h->opcode != ROCE_UD_SEND_ONLY) {
@@ -109,6 +120,12 @@ static void gsi_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 	from.remote_qkey = h->qkey;
 	from.pkey = h->pkey;
 	from.hop_limit = 64;
+	if (tp_ib_rx_lrh(&from.lid, &dlid, &from.sl)) {
+		/* by the InfiniBand port: answered by LID, without GRH */
+		from.ib = true;
+		from.no_grh = true;
+		memset(from.dgid, 0, 16);
+	}
 	sofd_mad_input(payload, paylen, &from);
 }
 
@@ -621,6 +638,7 @@ int sofd_mad_send(const struct sofd_mad_addr *to, const uint8_t *mad)
 	if (!m)
 		return -ENOMEM;
 	m->next = NULL;
+	m->qpn = SOF_MAD_QP1;
 	memset(&m->from, 0, sizeof(m->from));
 	/* as the receiver will see it: the GIDs swap */
 	memcpy(m->from.sgid, to->dgid, 16);
@@ -632,6 +650,25 @@ int sofd_mad_send(const struct sofd_mad_addr *to, const uint8_t *mad)
 	m->from.hop_limit = to->hop_limit;
 	m->from.flow_label = to->flow_label;
 	memcpy(m->mad, mad, SOF_MAD_LEN);
+	*loop_tail = m;
+	loop_tail = &m->next;
+	loop_len++;
+	return 0;
+}
+
+int sofd_mad_smi_loop(const uint8_t *smp, const struct sofd_mad_addr *from)
+{
+	struct loop_mad *m;
+
+	if (loop_len >= LOOPBACK_MAX)
+		return -ENOBUFS;
+	m = malloc(sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->next = NULL;
+	m->qpn = SOF_MAD_QP0;
+	m->from = *from;
+	memcpy(m->mad, smp, SOF_MAD_LEN);
 	*loop_tail = m;
 	loop_tail = &m->next;
 	loop_len++;
@@ -654,7 +691,7 @@ bool sofd_mad_loopback_run(void)
 		if (!loop_head)
 			loop_tail = &loop_head;
 		loop_len--;
-		dispatch(SOF_MAD_QP1, m->mad, &m->from);
+		dispatch(m->qpn, m->mad, &m->from);
 		free(m);
 		any = true;
 	}

@@ -73,6 +73,7 @@ struct sofd_mad_addr {
 	uint8_t path_bits;
 	uint8_t sl;
 	bool no_grh; /* IB only: a LID-routed MAD without GRH */
+	bool ib;     /* on the InfiniBand port (sofib0), not RoCEv2 */
 };
 
 /* An agent: called with each MAD of its class and version, whole
@@ -175,6 +176,10 @@ struct sofd_mad_smi_ops {
 };
 void sofd_mad_smi_attach(const struct sofd_mad_smi_ops *ops);
 void sofd_mad_smi_input(const uint8_t *smp, uint32_t len, const struct sofd_mad_addr *from);
+/* An SMP the SMI answered on this node (its SM's request to its own SMA,
+ * as the kernel's smi does without the wire): delivered to QP0's agents
+ * from the main loop, never within the send. 0 or -errno. */
+int sofd_mad_smi_loop(const uint8_t *smp, const struct sofd_mad_addr *from);
 
 /* Milliseconds until the next send or RMPP time-out (-1: none). */
 int sofd_mad_timeout_ms(void);

@@ -47,7 +47,32 @@ build=${1:-${BUILD_DIR:-$here/../build}}
 dirs=${SOF_SYMBOLS_DIRS:-"/usr/bin /usr/sbin /usr/lib/x86_64-linux-gnu"}
 
 tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# `softofed run` below starts a daemon in this network namespace when none
+# runs; the one it started (a pid that was not there before) is stopped by
+# its PID at exit, so no stale daemon is left for the tests after this one.
+daemon_pid() {
+	[ -x "$build/bin/softofed" ] || return 0
+	timeout 10 "$build/bin/softofed" status 2>/dev/null |
+		sed -n 's/^softofed daemon pid \([0-9]*\),.*/\1/p'
+}
+daemon_before=$(daemon_pid)
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+	now=$(daemon_pid)
+	if [ -n "$now" ] && [ "$now" != "$daemon_before" ]; then
+		kill "$now" 2>/dev/null
+		n=0
+		while [ "$n" -lt 50 ] && kill -0 "$now" 2>/dev/null; do
+			sleep 0.1
+			n=$((n + 1))
+		done
+		kill -9 "$now" 2>/dev/null
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
 
 fail=0
 

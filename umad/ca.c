@@ -14,24 +14,63 @@
 
 #include <errno.h>
 #include <infiniband/umad.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-int sofu_get_ca_info(struct sof_umad_ca_rep *r)
+int sofu_ca_at(uint32_t index, struct sof_umad_ca_rep *r)
 {
+	struct sof_umad_ca_req req = {.index = index};
 	int fd = sof_client_connect(), err;
 
 	if (fd < 0)
 		return fd;
-	err = sof_client_rpc(fd, SOF_OP_UMAD_CA, NULL, 0, NULL, 0, r, sizeof(*r), NULL, NULL);
+	err = sof_client_rpc(fd, SOF_OP_UMAD_CA, &req, sizeof(req), NULL, 0, r, sizeof(*r), NULL,
+			     NULL);
 	close(fd);
 	if (!err && (r->nports == 0 || r->nports > SOF_UMAD_MAX_PORTS))
 		err = -EPROTO;
 	if (!err)
 		r->name[sizeof(r->name) - 1] = '\0';
 	return err;
+}
+
+static bool has_active(const struct sof_umad_ca_rep *r)
+{
+	for (uint32_t i = 0; i < r->nports; i++)
+		if (r->ports[i].state == 4)
+			return true;
+	return false;
+}
+
+/* The CA named, or with none named the first with an active port (else
+ * the first), as rdma-core resolves a CA name. */
+int sofu_get_ca_info(const char *ca_name, struct sof_umad_ca_rep *r, uint32_t *index)
+{
+	struct sof_umad_ca_rep first;
+	bool have_first = false;
+
+	for (uint32_t i = 0; i < SOF_UMAD_MAX_CAS; i++) {
+		if (sofu_ca_at(i, r))
+			continue;
+		if (ca_name ? !strncmp(ca_name, r->name, UMAD_CA_NAME_LEN) : has_active(r)) {
+			if (index)
+				*index = i;
+			return 0;
+		}
+		if (!ca_name && !have_first) {
+			first = *r;
+			have_first = true;
+			if (index)
+				*index = i;
+		}
+	}
+	if (!have_first)
+		return -ENODEV;
+	*r = first;
+	return 0;
 }
 
 int sofu_resolve(const struct sof_umad_ca_rep *r, const char *ca_name, int *portnum)
@@ -95,11 +134,12 @@ static int fill_port(const struct sof_umad_ca_rep *r, int portnum, umad_port_t *
 SOFU_EXPORT int umad_get_cas_names(char cas[][UMAD_CA_NAME_LEN], int max)
 {
 	struct sof_umad_ca_rep r;
+	int n = 0;
 
-	if (sofu_get_ca_info(&r) || max < 1)
-		return 0;
-	snprintf(cas[0], UMAD_CA_NAME_LEN, "%s", r.name);
-	return 1;
+	for (uint32_t i = 0; i < SOF_UMAD_MAX_CAS && n < max; i++)
+		if (!sofu_ca_at(i, &r))
+			snprintf(cas[n++], UMAD_CA_NAME_LEN, "%s", r.name);
+	return n;
 }
 
 SOFU_EXPORT int umad_get_ca_portguids(const char *ca_name, __be64 *portguids, int max)
@@ -107,7 +147,7 @@ SOFU_EXPORT int umad_get_ca_portguids(const char *ca_name, __be64 *portguids, in
 	struct sof_umad_ca_rep r;
 	int port = 0, n;
 
-	if (sofu_get_ca_info(&r) || sofu_resolve(&r, ca_name, &port))
+	if (sofu_get_ca_info(ca_name, &r, NULL) || sofu_resolve(&r, ca_name, &port))
 		return -ENODEV;
 	n = (int)r.nports + 1;
 	if (!portguids)
@@ -154,7 +194,7 @@ SOFU_EXPORT int umad_get_ca(const char *ca_name, umad_ca_t *ca)
 
 	if (!ca)
 		return -EINVAL;
-	err = sofu_get_ca_info(&r);
+	err = sofu_get_ca_info(ca_name, &r, NULL);
 	if (err)
 		return -ENODEV;
 	err = sofu_resolve(&r, ca_name, &port);
@@ -193,7 +233,7 @@ SOFU_EXPORT int umad_get_port(const char *ca_name, int portnum, umad_port_t *por
 
 	if (!port)
 		return -EINVAL;
-	err = sofu_get_ca_info(&r);
+	err = sofu_get_ca_info(ca_name, &r, NULL);
 	if (err)
 		return -ENODEV;
 	err = sofu_resolve(&r, ca_name, &portnum);
@@ -209,7 +249,7 @@ SOFU_EXPORT int umad_get_issm_path(const char *ca_name, int portnum, char path[]
 	struct sof_umad_ca_rep r;
 	int err;
 
-	if (sofu_get_ca_info(&r))
+	if (sofu_get_ca_info(ca_name, &r, NULL))
 		return -ENODEV;
 	err = sofu_resolve(&r, ca_name, &portnum);
 	if (err)
@@ -222,22 +262,29 @@ SOFU_EXPORT int umad_get_issm_path(const char *ca_name, int portnum, char path[]
 
 SOFU_EXPORT struct umad_device_node *umad_get_ca_device_list(void)
 {
+	struct umad_device_node *head = NULL, **tail = &head;
 	struct sof_umad_ca_rep r;
-	struct umad_device_node *n;
-	char *name;
 
-	if (sofu_get_ca_info(&r))
-		return NULL;
-	n = calloc(1, sizeof(*n));
-	name = strdup(r.name);
-	if (!n || !name) {
-		free(n);
-		free(name);
-		errno = ENOMEM;
-		return NULL;
+	for (uint32_t i = 0; i < SOF_UMAD_MAX_CAS; i++) {
+		struct umad_device_node *n;
+		char *name;
+
+		if (sofu_ca_at(i, &r))
+			continue;
+		n = calloc(1, sizeof(*n));
+		name = strdup(r.name);
+		if (!n || !name) {
+			free(n);
+			free(name);
+			umad_free_ca_device_list(head);
+			errno = ENOMEM;
+			return NULL;
+		}
+		n->ca_name = name;
+		*tail = n;
+		tail = &n->next;
 	}
-	n->ca_name = name;
-	return n;
+	return head;
 }
 
 SOFU_EXPORT void umad_free_ca_device_list(struct umad_device_node *head)

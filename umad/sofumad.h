@@ -16,8 +16,12 @@
 
 #define SOFU_EXPORT __attribute__((visibility("default")))
 
-/* The daemon's description of its device. 0 or -errno. */
-int sofu_get_ca_info(struct sof_umad_ca_rep *r);
+/* The daemon's description of its CA number index (0: sof0, 1: sofib0
+ * when it has an InfiniBand port). 0 or -errno. */
+int sofu_ca_at(uint32_t index, struct sof_umad_ca_rep *r);
+/* The CA named (NULL: the first with an active port, else the first)
+ * and its index. 0 or -ENODEV. */
+int sofu_get_ca_info(const char *ca_name, struct sof_umad_ca_rep *r, uint32_t *index);
 /* The device named (NULL: the first) and a port of it (0: the first
  * active one, else the first). 0 or -ENODEV / -EINVAL. */
 int sofu_resolve(const struct sof_umad_ca_rep *r, const char *ca_name, int *portnum);

@@ -119,8 +119,9 @@ SOFU_EXPORT int umad_open_port(const char *ca_name, int portnum)
 	struct sof_umad_ca_rep r;
 	struct sof_umad_open_req req = {0};
 	int cmd, fds[1], nfds = 1, err, slot = -1;
+	uint32_t index;
 
-	err = sofu_get_ca_info(&r);
+	err = sofu_get_ca_info(ca_name, &r, &index);
 	if (err)
 		return -ENODEV;
 	err = sofu_resolve(&r, ca_name, &portnum);
@@ -131,6 +132,7 @@ SOFU_EXPORT int umad_open_port(const char *ca_name, int portnum)
 	if (cmd < 0)
 		return -EIO;
 	req.portnum = (uint32_t)portnum;
+	req.ca = index;
 	err = sof_client_rpc(cmd, SOF_OP_UMAD_OPEN, &req, sizeof(req), NULL, 0, NULL, 0, fds, &nfds);
 	if (!err && nfds != 1) {
 		if (nfds > 0)

@@ -246,8 +246,8 @@ echo "uverbs1 $(cat /sys/class/infiniband_verbs/uverbs1/ibdev) $(stat -c %t:%T /
 '"$(printf '%s\n' "$FACTS" | sed -n '/^python3/,$p')"
 T=$T timeout 30 unshare -m bash -c "$REAL" real "$SOFTOFED" "$INNER" >"$T/outer.out" 2>&1 </dev/null
 out=$T/inside.out
-check "real device: its entries stay beside sof0's (/dev/infiniband: rdma_cm uverbs0 uverbs1; infiniband: mlx5_0 sof0)" \
-	"[ \"\$(fact '$out' devs)\" = 'rdma_cm uverbs0 uverbs1' ] && [ \"\$(fact '$out' ibdevs)\" = 'mlx5_0 sof0' ] && [ \"\$(fact '$out' mlx5)\" = ../../devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0 ]" ||
+check "real device: its entries stay beside sof0's (/dev/infiniband: issm0 rdma_cm umad0 uverbs0 uverbs1; infiniband: mlx5_0 sof0)" \
+	"[ \"\$(fact '$out' devs)\" = 'issm0 rdma_cm umad0 uverbs0 uverbs1' ] && [ \"\$(fact '$out' ibdevs)\" = 'mlx5_0 sof0' ] && [ \"\$(fact '$out' mlx5)\" = ../../devices/pci0000:00/0000:00:03.0/infiniband/mlx5_0 ]" ||
 	sof_dump "$out" "$T/outer.out"
 check "real device: its uverbs0 untouched (mlx5_0, 231:192); ours is uverbs1 (sof0, 231:193)" \
 	"[ \"\$(fact '$out' uverbs0)\" = 'mlx5_0 e7:c0' ] && [ \"\$(fact '$out' uverbs1)\" = 'sof0 e7:c1' ]"

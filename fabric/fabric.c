@@ -167,7 +167,7 @@ void fab_run(struct fabric *f)
 	while ((q = f->qhead)) {
 		struct sof_port *mp;
 		enum fab_bad bad;
-		struct lrh l;
+		struct ib_lrh l;
 
 		f->qhead = q->next;
 		if (!f->qhead)
@@ -181,7 +181,7 @@ void fab_run(struct fabric *f)
 			bad = fab_pkt_check(q->data, q->len, &l);
 		else {
 			bad = FAB_OK;
-			fab_lrh_read(q->data, &l);
+			ib_lrh_read(q->data, &l);
 		}
 		if (bad != FAB_OK) {
 			/* IBA 7.7.8, 7.8.2: a malformed packet or a link

@@ -9,14 +9,16 @@
  * a packet. Each simulated node's management state is a node model of
  * mad/smp.h; its SMA and PMA are mad/sma.c and mad/pma.c.
  *
- * Files: topo.c (the topology file), pkt.c (IB packets: LRH, BTH, DETH,
- * ICRC, VCRC, SOFL), node.c (a packet at a switch or a simulated HCA),
+ * Files: topo.c (the topology file), pkt.c (IB packets: sealing, link
+ * checks, MAD packets, UD parse; LRH, CRCs and SOFL are
+ * transport/ib_wire.c's), node.c (a packet at a switch or a simulated HCA),
  * link.c (real hosts' links, link state, cut and restore, traps),
  * main.c (arguments, control socket, loop). Names: fab_.
  */
 #ifndef FAB_FABRIC_H
 #define FAB_FABRIC_H
 
+#include "ib_wire.h"
 #include "smp.h"
 
 #include <netinet/in.h>
@@ -56,25 +58,20 @@ int topo_find(const struct topo *t, const char *name);
 
 /* ---- packets (pkt.c) ---- */
 
-#define FAB_LRH_LEN 8
-#define FAB_GRH_LEN 40
-#define FAB_BTH_LEN 12
-#define FAB_DETH_LEN 8
-#define FAB_ICRC_LEN 4
-#define FAB_VCRC_LEN 2
+#define FAB_LRH_LEN IB_LRH_LEN
+#define FAB_GRH_LEN IB_GRH_LEN
+#define FAB_BTH_LEN ROCE_BTH_LEN
+#define FAB_DETH_LEN ROCE_DETH_LEN
+#define FAB_ICRC_LEN ROCE_ICRC_LEN
+#define FAB_VCRC_LEN IB_VCRC_LEN
 #define FAB_MAD_PKT_LEN                                                                            \
 	(FAB_LRH_LEN + FAB_BTH_LEN + FAB_DETH_LEN + 256 + FAB_ICRC_LEN + FAB_VCRC_LEN)
 #define FAB_OP_UD_SEND 0x64
 #define FAB_GSI_QKEY 0x80010000u
 
-struct lrh {
-	uint8_t vl, sl, lnh;
-	uint16_t dlid, slid, pktlen;
-};
+/* The LRH (ib_lrh_read), the CRCs (ib_icrc, ib_vcrc) and the SOFL link
+ * control messages (ib_sofl_*) are transport/ib_wire.h's. */
 
-void fab_lrh_read(const uint8_t *p, struct lrh *l);
-uint16_t fab_vcrc(const uint8_t *p, size_t len);
-uint32_t fab_icrc(const uint8_t *p, size_t len);
 /* Recompute ICRC and VCRC of a packet of len bytes (VCRC included). */
 void fab_pkt_seal(uint8_t *p, size_t len);
 /* Only the VCRC (a switch changes nothing the ICRC covers). */
@@ -82,7 +79,7 @@ void fab_pkt_vseal(uint8_t *p, size_t len);
 /* Why fab_pkt_check refused a datagram (counted as PortRcvErrors) */
 enum fab_bad { FAB_OK = 0, FAB_BAD_SHORT, FAB_BAD_LVER, FAB_BAD_PKTLEN, FAB_BAD_VCRC, FAB_BAD_MAX };
 extern const char *const fab_bad_names[FAB_BAD_MAX];
-enum fab_bad fab_pkt_check(const uint8_t *p, size_t len, struct lrh *l);
+enum fab_bad fab_pkt_check(const uint8_t *p, size_t len, struct ib_lrh *l);
 /* A UD packet carrying one 256-byte MAD: VL15 for QP0, VL0 else. Writes
  * FAB_MAD_PKT_LEN bytes, not sealed (fab_pkt_seal: see fab_xmit). */
 void fab_mad_pkt(uint8_t *p, uint16_t dlid, uint16_t slid, uint8_t sl, uint16_t pkey, uint32_t dqp,
@@ -95,19 +92,7 @@ struct ud_info {
 	size_t madlen;
 	bool global;
 };
-int fab_ud_parse(const uint8_t *p, size_t len, const struct lrh *l, struct ud_info *u);
-
-/* SOFL link control (fabric/README.md) */
-#define FAB_SOFL_LEN 88
-enum { FAB_SOFL_HELLO = 1, FAB_SOFL_BYE = 2, FAB_SOFL_ASSIGN = 3 };
-struct sofl {
-	uint8_t type, phys, port;
-	uint64_t node_guid, port_guid;
-	char name[FAB_NAME_LEN + 1];
-};
-bool fab_is_sofl(const uint8_t *p, size_t len);
-int fab_sofl_parse(const uint8_t *p, size_t len, struct sofl *m);
-void fab_sofl_write(uint8_t *p, const struct sofl *m);
+int fab_ud_parse(const uint8_t *p, size_t len, const struct ib_lrh *l, struct ud_info *u);
 
 /* ---- the fabric ---- */
 

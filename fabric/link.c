@@ -45,25 +45,25 @@ static uint8_t told_phys(const struct fab_node *sw, unsigned port)
 static void hello_to(struct fabric *f, struct fab_node *host, uint8_t type)
 {
 	struct fab_port *fp = &host->port[1];
-	struct sofl m = {.type = type};
-	uint8_t buf[FAB_SOFL_LEN];
+	struct ib_sofl m = {.type = type};
+	uint8_t buf[IB_SOFL_LEN];
 
 	if (!host->host.attached || !fp->peer)
 		return;
-	if (type == FAB_SOFL_ASSIGN) {
-		m.phys = SOF_PHYS_LINKUP;
+	if (type == IB_SOFL_ASSIGN) {
+		m.phys_state = SOF_PHYS_LINKUP;
 		m.port = 1;
 		m.node_guid = host->m->node_guid;
 		m.port_guid = host->m->port[1].guid;
 		snprintf(m.name, sizeof(m.name), "%s", host->name);
 	} else {
-		m.phys = fp->cut ? SOF_PHYS_DISABLED : told_phys(fp->peer, fp->peer_port);
+		m.phys_state = fp->cut ? SOF_PHYS_DISABLED : told_phys(fp->peer, fp->peer_port);
 		m.port = fp->peer_port;
 		m.node_guid = fp->peer->m->node_guid;
 		m.port_guid = sof_node_mgmt_port(fp->peer->m, fp->peer_port)->guid;
 		snprintf(m.name, sizeof(m.name), "%s", fp->peer->name);
 	}
-	fab_sofl_write(buf, &m);
+	ib_sofl_write(buf, &m);
 	sendto(f->udp, buf, sizeof(buf), 0, (const struct sockaddr *)&host->host.addr,
 	       host->host.addrlen);
 }
@@ -73,7 +73,7 @@ static void end_update(struct fabric *f, struct fab_node *n, unsigned port, bool
 	bool changed;
 
 	if (n->real) {
-		hello_to(f, n, FAB_SOFL_HELLO);
+		hello_to(f, n, IB_SOFL_HELLO);
 		return;
 	}
 	changed = up ? sof_port_link_up(n->m, port) : sof_port_link_down(n->m, port);
@@ -145,17 +145,17 @@ static struct fab_node *host_by_addr(struct fabric *f, const struct sockaddr_sto
 	return NULL;
 }
 
-static void sofl_input(struct fabric *f, const struct sofl *m, const struct sockaddr_storage *from,
-		       socklen_t fromlen)
+static void sofl_input(struct fabric *f, const struct ib_sofl *m,
+		       const struct sockaddr_storage *from, socklen_t fromlen)
 {
 	struct fab_node *n = host_by_addr(f, from, fromlen);
 
-	if (m->type == FAB_SOFL_ASSIGN) {
+	if (m->type == IB_SOFL_ASSIGN) {
 		f->st.sofl_bad++;
 		return;
 	}
 	if (!n) {
-		if (m->type != FAB_SOFL_HELLO)
+		if (m->type != IB_SOFL_HELLO)
 			return;
 		n = fab_find(f, m->name);
 		/* a name the topology does not hold as a real HCA, or one
@@ -167,21 +167,21 @@ static void sofl_input(struct fabric *f, const struct sofl *m, const struct sock
 		memcpy(&n->host.addr, from, fromlen);
 		n->host.addrlen = fromlen;
 		n->host.attached = true;
-		n->host.phys = m->phys;
+		n->host.phys = m->phys_state;
 		n->host.last_hello = fab_now();
-		hello_to(f, n, FAB_SOFL_ASSIGN);
+		hello_to(f, n, IB_SOFL_ASSIGN);
 		fab_link_update(f, n, 1);
 		return;
 	}
-	if (m->type == FAB_SOFL_BYE) {
+	if (m->type == IB_SOFL_BYE) {
 		n->host.attached = false;
 		fab_link_update(f, n, 1);
 		n->host.addrlen = 0;
 		return;
 	}
 	n->host.last_hello = fab_now();
-	if (n->host.phys != m->phys) {
-		n->host.phys = m->phys;
+	if (n->host.phys != m->phys_state) {
+		n->host.phys = m->phys_state;
 		fab_link_update(f, n, 1);
 	}
 }
@@ -191,10 +191,10 @@ void fab_udp_input(struct fabric *f, const uint8_t *p, size_t len,
 {
 	struct fab_node *n;
 
-	if (fab_is_sofl(p, len)) {
-		struct sofl m;
+	if (ib_is_sofl(p, len)) {
+		struct ib_sofl m;
 
-		if (fab_sofl_parse(p, len, &m))
+		if (ib_sofl_parse(p, len, &m))
 			f->st.sofl_bad++;
 		else
 			sofl_input(f, &m, from, fromlen);
@@ -241,6 +241,6 @@ void fab_tick(struct fabric *f, uint64_t now)
 			fab_link_update(f, n, 1);
 			continue;
 		}
-		hello_to(f, n, FAB_SOFL_HELLO);
+		hello_to(f, n, IB_SOFL_HELLO);
 	}
 }

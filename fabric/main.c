@@ -464,11 +464,11 @@ int main(int argc, char **argv)
 		struct fab_node *n = f.nodes[k];
 
 		if (n->real && n->host.attached) {
-			struct sofl m = {.type = FAB_SOFL_BYE, .phys = SOF_PHYS_POLLING};
-			uint8_t b[FAB_SOFL_LEN];
+			struct ib_sofl m = {.type = IB_SOFL_BYE, .phys_state = SOF_PHYS_POLLING};
+			uint8_t b[IB_SOFL_LEN];
 
 			snprintf(m.name, sizeof(m.name), "%s", n->port[1].peer->name);
-			fab_sofl_write(b, &m);
+			ib_sofl_write(b, &m);
 			sendto(f.udp, b, sizeof(b), 0, (struct sockaddr *)&n->host.addr,
 			       n->host.addrlen);
 		}

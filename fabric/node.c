@@ -129,7 +129,7 @@ static void local_smp(struct fabric *f, struct fab_node *n, unsigned in_port, ui
 
 /* a packet on VL15 for this node (DLID permissive or ours) */
 static void smi_input(struct fabric *f, struct fab_node *n, unsigned in_port, const uint8_t *p,
-		      size_t len, const struct lrh *l)
+		      size_t len, const struct ib_lrh *l)
 {
 	struct sof_dr_next nx;
 	struct ud_info u;
@@ -159,7 +159,7 @@ static void smi_input(struct fabric *f, struct fab_node *n, unsigned in_port, co
 
 /* a GMP for this node's QP1: the PMA answers; no other class is served */
 static void gsi_input(struct fabric *f, struct fab_node *n, unsigned in_port, const uint8_t *p,
-		      size_t len, const struct lrh *l)
+		      size_t len, const struct ib_lrh *l)
 {
 	struct sof_port *pp = sof_node_mgmt_port(n->m, in_port);
 	struct ud_info u;
@@ -206,7 +206,7 @@ static void gsi_input(struct fabric *f, struct fab_node *n, unsigned in_port, co
 }
 
 static void forward_unicast(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *p,
-			    size_t len, const struct lrh *l)
+			    size_t len, const struct ib_lrh *l)
 {
 	unsigned out = route(n, in_port, l->dlid);
 
@@ -228,7 +228,7 @@ static void forward_unicast(struct fabric *f, struct fab_node *n, unsigned in_po
 }
 
 static void forward_mcast(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *p,
-			  size_t len, const struct lrh *l)
+			  size_t len, const struct ib_lrh *l)
 {
 	const struct sof_switch *s = &n->m->sw;
 	unsigned idx = l->dlid - SOF_LID_MCAST_BASE, port;
@@ -252,7 +252,7 @@ static void forward_mcast(struct fabric *f, struct fab_node *n, unsigned in_port
 }
 
 static void switch_input(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *p,
-			 size_t len, const struct lrh *l)
+			 size_t len, const struct ib_lrh *l)
 {
 	struct sof_port *inp = &n->m->port[in_port];
 
@@ -284,7 +284,7 @@ static void switch_input(struct fabric *f, struct fab_node *n, unsigned in_port,
 }
 
 static void hca_input(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *p,
-		      size_t len, const struct lrh *l)
+		      size_t len, const struct ib_lrh *l)
 {
 	struct sof_port *pp = &n->m->port[in_port];
 
@@ -315,9 +315,9 @@ void fab_node_local_smp(struct fabric *f, struct fab_node *n, uint8_t *mad, bool
 
 void fab_node_input(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, size_t len)
 {
-	struct lrh l;
+	struct ib_lrh l;
 
-	fab_lrh_read(p, &l);
+	ib_lrh_read(p, &l);
 	f->st.delivered++;
 	if (n->m->type == SOF_NODE_SWITCH)
 		switch_input(f, n, port, p, len, &l);

@@ -1,13 +1,11 @@
 /*
- * InfiniBand packets as the fabric sees them: the LRH (IBA 7.7), the
- * invariant CRC (7.8.1: CRC-32 of IEEE 802.3 over the packet with the
- * LRH's VL, the GRH's TClass/FlowLabel/HopLmt and the BTH's byte 4 set to
- * ones; on the wire least significant byte first), the variant CRC
- * (7.8.2: CRC-16 of polynomial 0x100B, ones in, reflected, inverted out,
- * over LRH..ICRC, least significant byte first), UD packets carrying a
- * MAD (BTH, DETH: IBA 9.2, 9.3), and the SOFL link control messages of
- * fabric/README.md. The byte orders are those of transport/ib_wire.h, the
- * daemon's side of the same links.
+ * InfiniBand packets as the fabric builds and checks them: sealing a
+ * packet with its invariant CRC (IBA 7.8.1) and variant CRC (7.8.2), the
+ * link checks of a datagram from a real host (LVer, PktLen, VCRC), and UD
+ * packets carrying a MAD (BTH, DETH: IBA 9.2, 9.3). The LRH, both CRCs
+ * and the SOFL link control messages of fabric/README.md come from
+ * transport/ib_wire.c, the daemon's side of the same links, so both ends
+ * share one byte order and one CRC.
  */
 #include "fabric.h"
 
@@ -19,73 +17,9 @@ const char *const fab_bad_names[FAB_BAD_MAX] = {
     [FAB_BAD_VCRC] = "vcrc",
 };
 
-static uint32_t crc32_tab[256];
-static uint16_t crc16_tab[256];
-
-static void crc_init(void)
-{
-	uint32_t i, c;
-	int k;
-
-	if (crc32_tab[1])
-		return;
-	for (i = 0; i < 256; i++) {
-		c = i;
-		for (k = 0; k < 8; k++)
-			c = (c >> 1) ^ (c & 1 ? 0xedb88320u : 0);
-		crc32_tab[i] = c;
-		c = i;
-		for (k = 0; k < 8; k++)
-			c = (c >> 1) ^ (c & 1 ? 0xd008u : 0); /* 0x100B reflected */
-		crc16_tab[i] = (uint16_t)c;
-	}
-}
-
-static uint32_t crc32_run(uint32_t c, const uint8_t *p, size_t len)
-{
-	while (len--)
-		c = crc32_tab[(c ^ *p++) & 0xff] ^ (c >> 8);
-	return c;
-}
-
-uint16_t fab_vcrc(const uint8_t *p, size_t len)
-{
-	uint16_t c = 0xffff;
-
-	crc_init();
-	while (len--)
-		c = (uint16_t)(crc16_tab[(c ^ *p++) & 0xff] ^ (c >> 8));
-	return (uint16_t)~c;
-}
-
-uint32_t fab_icrc(const uint8_t *p, size_t len)
-{
-	uint8_t head[FAB_LRH_LEN + FAB_GRH_LEN + FAB_BTH_LEN];
-	size_t bth = FAB_LRH_LEN, hl;
-	uint32_t c = 0xffffffffu;
-
-	crc_init();
-	if (len >= 2 && (p[1] & 3) == 3)
-		bth += FAB_GRH_LEN;
-	hl = bth + FAB_BTH_LEN < len ? bth + FAB_BTH_LEN : len;
-	memcpy(head, p, hl);
-	if (hl > 0)
-		head[0] |= 0xf0;
-	if (bth > FAB_LRH_LEN && hl >= FAB_LRH_LEN + 8) {
-		head[FAB_LRH_LEN] |= 0x0f;
-		memset(head + FAB_LRH_LEN + 1, 0xff, 3);
-		head[FAB_LRH_LEN + 7] = 0xff;
-	}
-	if (hl > bth + 4)
-		head[bth + 4] = 0xff;
-	c = crc32_run(c, head, hl);
-	c = crc32_run(c, p + hl, len - hl);
-	return ~c;
-}
-
 void fab_pkt_vseal(uint8_t *p, size_t len)
 {
-	uint16_t v = fab_vcrc(p, len - FAB_VCRC_LEN);
+	uint16_t v = ib_vcrc(p, len - FAB_VCRC_LEN);
 
 	p[len - 2] = (uint8_t)v;
 	p[len - 1] = (uint8_t)(v >> 8);
@@ -94,7 +28,7 @@ void fab_pkt_vseal(uint8_t *p, size_t len)
 void fab_pkt_seal(uint8_t *p, size_t len)
 {
 	size_t end = len - FAB_VCRC_LEN - FAB_ICRC_LEN;
-	uint32_t c = fab_icrc(p, end);
+	uint32_t c = ib_icrc(p, end);
 
 	p[end] = (uint8_t)c;
 	p[end + 1] = (uint8_t)(c >> 8);
@@ -103,17 +37,7 @@ void fab_pkt_seal(uint8_t *p, size_t len)
 	fab_pkt_vseal(p, len);
 }
 
-void fab_lrh_read(const uint8_t *p, struct lrh *l)
-{
-	l->vl = p[0] >> 4;
-	l->sl = p[1] >> 4;
-	l->lnh = p[1] & 3;
-	l->dlid = sof_be16(p + 2);
-	l->pktlen = sof_be16(p + 4) & 0x7ff;
-	l->slid = sof_be16(p + 6);
-}
-
-enum fab_bad fab_pkt_check(const uint8_t *p, size_t len, struct lrh *l)
+enum fab_bad fab_pkt_check(const uint8_t *p, size_t len, struct ib_lrh *l)
 {
 	size_t end;
 
@@ -121,11 +45,11 @@ enum fab_bad fab_pkt_check(const uint8_t *p, size_t len, struct lrh *l)
 		return FAB_BAD_SHORT;
 	if (p[0] & 0x0f)
 		return FAB_BAD_LVER;
-	fab_lrh_read(p, l);
+	ib_lrh_read(p, l);
 	end = len - FAB_VCRC_LEN;
 	if ((size_t)l->pktlen * 4 != end)
 		return FAB_BAD_PKTLEN;
-	if (fab_vcrc(p, end) != (uint16_t)(p[end] | p[end + 1] << 8))
+	if (ib_vcrc(p, end) != (uint16_t)(p[end] | p[end + 1] << 8))
 		return FAB_BAD_VCRC;
 	return FAB_OK;
 }
@@ -149,7 +73,7 @@ void fab_mad_pkt(uint8_t *p, uint16_t dlid, uint16_t slid, uint8_t sl, uint16_t 
 	memcpy(d + FAB_DETH_LEN, mad, 256);
 }
 
-int fab_ud_parse(const uint8_t *p, size_t len, const struct lrh *l, struct ud_info *u)
+int fab_ud_parse(const uint8_t *p, size_t len, const struct ib_lrh *l, struct ud_info *u)
 {
 	size_t off = FAB_LRH_LEN, end = len - FAB_VCRC_LEN - FAB_ICRC_LEN;
 	const uint8_t *b;
@@ -175,36 +99,4 @@ int fab_ud_parse(const uint8_t *p, size_t len, const struct lrh *l, struct ud_in
 		return -1;
 	u->madlen -= (b[1] >> 4) & 3u;
 	return 0;
-}
-
-/* ---- SOFL ---- */
-
-bool fab_is_sofl(const uint8_t *p, size_t len) { return len >= 4 && !memcmp(p, "SOFL", 4); }
-
-int fab_sofl_parse(const uint8_t *p, size_t len, struct sofl *m)
-{
-	if (len != FAB_SOFL_LEN || !fab_is_sofl(p, len) || p[4] != 1 || p[5] < FAB_SOFL_HELLO ||
-	    p[5] > FAB_SOFL_ASSIGN || p[6] < 1 || p[6] > 6)
-		return -1;
-	m->type = p[5];
-	m->phys = p[6];
-	m->port = p[7];
-	m->node_guid = sof_be64(p + 8);
-	m->port_guid = sof_be64(p + 16);
-	memcpy(m->name, p + 24, FAB_NAME_LEN);
-	m->name[FAB_NAME_LEN] = '\0';
-	return 0;
-}
-
-void fab_sofl_write(uint8_t *p, const struct sofl *m)
-{
-	memset(p, 0, FAB_SOFL_LEN);
-	memcpy(p, "SOFL", 4);
-	p[4] = 1;
-	p[5] = m->type;
-	p[6] = m->phys;
-	p[7] = m->port;
-	sof_put64(p + 8, m->node_guid);
-	sof_put64(p + 16, m->port_guid);
-	memcpy(p + 24, m->name, strnlen(m->name, FAB_NAME_LEN));
 }

@@ -13,8 +13,8 @@
  * every port state stays valid.
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
- * FUZZ_SOURCES: tests/fuzz/fuzz_fabric.c fabric/topo.c fabric/pkt.c fabric/fabric.c fabric/node.c fabric/link.c fabric/sim.c mad/sma.c mad/pma.c
- * FUZZ_INCLUDES: fabric mad
+ * FUZZ_SOURCES: tests/fuzz/fuzz_fabric.c fabric/topo.c fabric/pkt.c fabric/fabric.c fabric/node.c fabric/link.c fabric/sim.c mad/sma.c mad/pma.c transport/ib_wire.c transport/icrc.c
+ * FUZZ_INCLUDES: fabric mad transport
  */
 #include "fabric.h"
 
@@ -118,8 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fab_run(&f);
 		if (f.qlen || f.qhead)
 			FAIL("the queue did not drain");
-		if (!(flags & 2) && !fab_is_sofl(pkt, len) && f.st.pkts > before_pkts) {
-			struct lrh l;
+		if (!(flags & 2) && !ib_is_sofl(pkt, len) && f.st.pkts > before_pkts) {
+			struct ib_lrh l;
 			bool good = len <= FAB_MAX_PKT && fab_pkt_check(pkt, len, &l) == FAB_OK;
 
 			if (!good && bad_total(&f) != before_bad + 1)

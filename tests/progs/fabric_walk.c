@@ -29,7 +29,8 @@
  *       bad path, a short MAD), each once; prints what it sent
  *
  * The packet CRCs are computed here bit by bit, apart from the fabric's
- * table-driven ones (fabric/pkt.c), so a wrong CRC on either side shows.
+ * table-driven ones (transport/ib_wire.c, which the fabric uses), so a
+ * wrong CRC on either side shows.
  * Every line of result goes to stdout; failures to stderr with exit 1.
  */
 #include "smp.h"

@@ -170,6 +170,17 @@ int sofrs_post_write(struct sofrs *rs, struct ibv_sge *sgl, int nsge, uint32_t m
 	return sofcm_ret(-ibv_post_send(rs->cm_id->qp, &wr, &bad));
 }
 
+/* A send WQE and bytes of the send buffer taken: under cq_lock, as the
+ * completions that give them back may be reaped by another thread's CQ
+ * poll (a reader's) at the same time. Needs slock. */
+void sofrs_take_send(struct sofrs *rs, uint32_t bytes)
+{
+	pthread_mutex_lock(&rs->cq_lock);
+	rs->sqe_avail--;
+	rs->sbuf_bytes_avail -= (int)bytes;
+	pthread_mutex_unlock(&rs->cq_lock);
+}
+
 /* Take the target entry's room before posting: the peer may rewrite the
  * entry as soon as it sees the data. Needs slock. */
 static int rs_write_data(struct sofrs *rs, struct ibv_sge *sgl, int nsge, uint32_t length,
@@ -180,8 +191,7 @@ static int rs_write_data(struct sofrs *rs, struct ibv_sge *sgl, int nsge, uint32
 	uint32_t rkey = t->key;
 
 	rs->sseq_no++;
-	rs->sqe_avail--;
-	rs->sbuf_bytes_avail -= length;
+	sofrs_take_send(rs, length);
 	t->addr += length;
 	t->length -= length;
 	if (!t->length && ++rs->target_sge == RS_SGL_SIZE)
@@ -669,7 +679,7 @@ SOFCM_EXPORT ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
 /* ---- receive --------------------------------------------------------------- */
 
 /* Copy out up to len bytes of queued data into the iovecs, from byte skip
- * of them on; consume it unless peek. Needs rlock. */
+ * of them on; consume it unless peek. Needs rlock and cq_lock. */
 static size_t rs_copy_out(struct sofrs *rs, const struct iovec *iov, size_t skip, size_t len,
 			  bool peek)
 {
@@ -755,11 +765,16 @@ static ssize_t rs_recvv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 				break;
 			}
 		}
+		/* under cq_lock: a sender's CQ poll grants from the same
+		 * counters (rbuf_bytes_avail, rseq_no) */
+		pthread_mutex_lock(&rs->cq_lock);
 		if (flags & MSG_PEEK) {
 			done = rs_copy_out(rs, iov, 0, len, true);
+			pthread_mutex_unlock(&rs->cq_lock);
 			break;
 		}
 		done += rs_copy_out(rs, iov, done, len - done, false);
+		pthread_mutex_unlock(&rs->cq_lock);
 		if (done == len || !(flags & MSG_WAITALL) || !(rs->state & rs_readable))
 			break;
 		rs_credits_now(rs);

@@ -52,8 +52,7 @@ int sofrs_send_iomaps(struct sofrs *rs, int flags)
 		if (rs->ssgl[0].addr >= (uintptr_t)&rs->sbuf[rs->sbuf_size])
 			rs->ssgl[0].addr = (uintptr_t)rs->sbuf;
 		rs->sseq_no++;
-		rs->sqe_avail--;
-		rs->sbuf_bytes_avail -= (int)sizeof(iom);
+		sofrs_take_send(rs, sizeof(iom));
 		ret = sofrs_post_write(rs, &sge, 1, rs_msg_set(RS_OP_IOMAP_SGL, m->index), true,
 				    sizeof(iom) <= rs->sq_inline ? IBV_SEND_INLINE : 0,
 				    rs->remote_iomap.addr +
@@ -240,8 +239,7 @@ static size_t rs_iowrite(struct sofrs *rs, const void *buf, size_t count, off_t 
 			nsge = 2;
 			rs->ssgl[0].addr = (uintptr_t)rs->sbuf + sge[1].length;
 		}
-		rs->sqe_avail--;
-		rs->sbuf_bytes_avail -= (int)xfer;
+		sofrs_take_send(rs, xfer);
 		ret = sofrs_post_write(rs, sge, nsge, rs_msg_set(RS_OP_WRITE, xfer), false,
 				    xfer <= rs->sq_inline ? IBV_SEND_INLINE : 0,
 				    iom.sge.addr + off - iom.offset, iom.sge.key);

@@ -13,7 +13,9 @@
  * rsockets talk to rdma-core's.
  *
  * Locks: slock serialises senders, rlock receivers, cq_lock polling the
- * CQ and the counters it updates, map_lock the iomap lists. Order:
+ * CQ and the counters it updates (a sender's and a receiver's changes of
+ * them too: sofrs_take_send, the receive copy-out, as the CQ may be polled
+ * by the other side's thread), map_lock the iomap lists. Order:
  * slock or rlock, then map_lock, then cq_lock. Waiting is done with
  * poll(2) on the non-blocking CQ channel and CM channel fds, never while
  * holding cq_lock.
@@ -227,6 +229,7 @@ void sofrs_cm_events(struct sofrs *rs);
 int sofrs_post_write(struct sofrs *rs, struct ibv_sge *sgl, int nsge, uint32_t msg, bool imm,
 		     int flags, uint64_t addr, uint32_t rkey);
 uint32_t sofrs_sbuf_left(struct sofrs *rs);
+void sofrs_take_send(struct sofrs *rs, uint32_t bytes);
 int sofrs_wait_send(struct sofrs *rs, int flags);
 /* rs_iomap.c: the mappings riomap queued, told to the peer. Needs slock. */
 int sofrs_send_iomaps(struct sofrs *rs, int flags);

@@ -3,7 +3,7 @@
 # (fabric/, softofed-fabric) answers a whole-fabric discovery, beside ibsim
 # (Debian's ibsim-utils) on the same topology file.
 #
-# For ft128, ft648 and ft1152 (../shared/topologies), BENCH_REPS rounds
+# For ft128, ft648 and ft1152 (tests/topologies), BENCH_REPS rounds
 # each (default 3), the median:
 #   - ours: `softofed fabric up FILE` (parse and build), then a
 #     directed-route walk of every node and port from the first HCA by
@@ -26,8 +26,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BENCH_BUILD:-${SOF_BUILD:-$ROOT/build}}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 REPS=${BENCH_REPS:-3}
-TOPO=${SOF_TOPOLOGIES:-$ROOT/../shared/topologies}
-[ -d "$TOPO" ] || TOPO=$ROOT/../../shared/topologies
+TOPO=${SOF_TOPOLOGIES:-$ROOT/tests/topologies}
 UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 
 if [ "${1:-}" != --inner ]; then

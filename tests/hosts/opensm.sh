@@ -2,7 +2,7 @@
 # Debian's unmodified OpenSM on the software fabric (issue 19, acceptance
 # line 1): hosts as network namespaces, each daemon with an InfiniBand port
 # (sofib0) attached to the fabric process (softofed-fabric), which runs in
-# host a's namespace from a topology of ../shared/topologies and listens on
+# host a's namespace from a topology of tests/topologies and listens on
 # a's veth address. OpenSM runs in a under `softofed run` on sofib0 (its
 # SMPs leave through QP0 of sofib0; libibumad is ours) and must bring the
 # subnet up; infiniband-diags in b then check it against the file.
@@ -34,8 +34,7 @@ set -u
 sof_init
 
 T=${SOF_OPENSM_TOPO:-pair}
-TOPO=$SOF_ROOT/../shared/topologies/$T.net
-[ -r "$TOPO" ] || TOPO=/work/shared/topologies/$T.net
+TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}/$T.net
 FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
 # run.sh's ASan mix has the daemon and the tool only: the plain build's fabric
 [ -x "$FABRIC" ] || FABRIC=$SOF_ROOT/build/bin/softofed-fabric

@@ -2,7 +2,7 @@
 # The software InfiniBand fabric (issue 19, fabric/) seen from a host on
 # one of its links (tests/progs/fabric_walk plays that host, speaking the
 # link protocol of fabric/README.md):
-#   - `softofed fabric up` of pair, line3 and ft128 (../shared/topologies);
+#   - `softofed fabric up` of pair, line3 and ft128 (tests/topologies);
 #     a directed-route walk from the first HCA finds exactly the nodes,
 #     GUIDs (ibsim's, the file has none) and links of the file, as an
 #     independent reading of the file here (python) says;
@@ -34,10 +34,9 @@ sof_ns_enter "$@"
 sof_init
 
 WALK=$SOF_BUILD_DIR/tests/fabric_walk
-# the topologies of issue 19: $SOF_TOPOLOGIES, else shared/topologies
-# beside the repository (or beside its worktrees' folder)
-TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/../shared/topologies}
-[ -d "$TOPO" ] || TOPO=$SOF_ROOT/../../shared/topologies
+# the topologies of issue 19: $SOF_TOPOLOGIES, else the repository's copy
+# (tests/topologies: the ibsim-format files of shared/topologies)
+TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
 ADDR=127.0.0.1:17471
 OUT=$SOF_TMP/out
 ST=$SOF_TMP/st

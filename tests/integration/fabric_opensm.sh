@@ -22,8 +22,7 @@ set -u
 sof_ns_enter "$@"
 sof_init
 
-TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/../shared/topologies}
-[ -d "$TOPO" ] || TOPO=$SOF_ROOT/../../shared/topologies
+TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
 UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 FT=$SOF_ROOT/tests/fabric_topo.py
 OUT=$SOF_TMP/out

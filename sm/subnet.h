@@ -76,6 +76,10 @@ struct sm_port {
 	uint8_t raw_portinfo[64]; /* the last PortInfo GetResp's attribute */
 	/* the link's far end, NULL when none was found (or the port is down) */
 	struct sm_port *peer;
+	/* the directed route to this port's node entering by this port (CA
+	 * ports; a multi-port CA is reached once per port), as sm_node.path */
+	uint8_t path[SM_MAX_DR_HOPS + 1];
+	uint8_t hops;
 	/* SM-private bookkeeping below; the SA need not read it */
 	uint32_t seen_sweep;  /* sweep number of the last PortInfo read */
 	uint16_t lid_wanted;  /* LID from guid2lid to reuse, 0 none */
@@ -164,6 +168,7 @@ struct sm_subnet {
 	struct sm_node **node_hash;	/* by node GUID */
 	struct sm_port **port_hash;	/* by port GUID */
 	unsigned node_hash_size, port_hash_size; /* powers of two */
+	unsigned port_hash_used;
 	/* the SM itself */
 	struct sm_port *self;	/* the SM's port (on nodes[0]) */
 	uint16_t sm_lid;	/* its LID */

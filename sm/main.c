@@ -1,0 +1,405 @@
+/*
+ * softofed-sm: a subnet manager that speaks only through libibumad, so it
+ * runs on softofed's sofib0 port (`softofed run`, our libibumad), on
+ * ibsim or the fabric process through libumad2sim (rdma-core's libibumad),
+ * or on a real HCA. This file: options, the umad port and agents, the
+ * loop (the SMP engine, received MADs, phases of a sweep, light sweeps),
+ * the SMInfo the SM answers (IBA 14.4.1.1) and the traps it repressed
+ * (IBA 14.2.5.1: trap 128 starts a heavy sweep).
+ *
+ * A sweep: discover (sm/discover.c) -> LIDs (sm/lid.c) and routes
+ * (sm/route.c) -> program, Armed (sm/program.c) -> Active -> SUBNET UP.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <infiniband/umad.h>
+
+#include "sm.h"
+#include "smp.h"
+
+#define MAX_SERVICES 4
+
+const char *const sm_phase_names[SM_PHASE_MAX] = {
+    [SM_PHASE_IDLE] = "idle",
+    [SM_PHASE_DISCOVER] = "discover",
+    [SM_PHASE_PROGRAM] = "program",
+    [SM_PHASE_ACTIVATE] = "activate",
+    [SM_PHASE_LIGHT] = "light sweep",
+};
+
+static struct {
+	const struct sm_service *ops;
+	void *ctx;
+} services[MAX_SERVICES];
+static unsigned nservices;
+static volatile sig_atomic_t stop;
+
+int sm_service_add(const struct sm_service *ops, void *ctx)
+{
+	if (nservices == MAX_SERVICES)
+		return -ENOSPC;
+	services[nservices].ops = ops;
+	services[nservices++].ctx = ctx;
+	return 0;
+}
+
+uint64_t sm_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t t0;
+
+void sm_log(struct sm *sm, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > sm->verbose)
+		return;
+	fprintf(stderr, "softofed-sm %8.3f: ", (double)(sm_now_us() - t0) / 1e6);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* Answer a request that came to the SM (LID-routed or directed) with
+ * `mad` turned into its GetResp (IBA 13.4.6.3; a DR one with D set) */
+static void reply(struct sm *sm, int agent, void *umad, uint8_t method)
+{
+	uint8_t *mad = umad_get_mad(umad);
+	ib_mad_addr_t *a = umad_get_mad_addr(umad);
+	uint16_t dlid = be16toh(a->lid);
+
+	mad[3] = method;
+	if (mad[1] == SOF_MCLASS_SMP_DR) {
+		sof_put16(mad + SOF_SMP_OFF_STATUS,
+			  sof_be16(mad + SOF_SMP_OFF_STATUS) | SOF_SMP_DIRECTION);
+		dlid = SOF_LID_PERMISSIVE;
+	}
+	umad_set_addr(umad, dlid ? dlid : SOF_LID_PERMISSIVE, 0, a->sl, 0);
+	if (umad_send(sm->fd, agent, umad, 256, 0, 0) < 0)
+		sm_log(sm, 1, "umad_send of a response failed");
+}
+
+static void sminfo_fill(const struct sm *sm, uint8_t *d)
+{
+	memset(d, 0, 64);
+	sof_put64(d + 0, sm->sn.sm_guid);
+	sof_put64(d + 8, sm->sn.sm_key);
+	sof_put32(d + 16, sm->sn.act_count);
+	d[20] = (uint8_t)(sm->sn.sm_priority << 4 | (sm->sn.sm_state & 0xf));
+}
+
+static void request_in(struct sm *sm, int agent, void *umad)
+{
+	uint8_t *mad = umad_get_mad(umad);
+	uint16_t attr = sof_be16(mad + SOF_SMP_OFF_ATTR_ID);
+	uint8_t method = mad[3];
+
+	if (attr == SOF_ATTR_SM_INFO && (method == SOF_METHOD_GET || method == SOF_METHOD_SET)) {
+		/* IBA 14.4.1.1: Get answers our SMInfo; a Set (HANDOVER,
+		 * ACKNOWLEDGE, DISABLE ...) from another SM is answered with
+		 * our state too; the master keeps mastership */
+		sminfo_fill(sm, mad + SOF_SMP_OFF_DATA);
+		reply(sm, agent, umad, SOF_METHOD_GET_RESP);
+		return;
+	}
+	if (method == SOF_METHOD_TRAP) {
+		uint16_t trap = sof_be16(mad + SOF_SMP_OFF_DATA + 4);
+
+		sm_log(sm, 1, "trap %u from LID %u", trap, be16toh(umad_get_mad_addr(umad)->lid));
+		reply(sm, agent, umad, SOF_METHOD_TRAP_REPRESS);
+		if (trap == SOF_TRAP_LINK_STATE || trap == 129 || trap == 130 || trap == 131)
+			sm->resweep = true;
+		return;
+	}
+	if (method == SOF_METHOD_GET || method == SOF_METHOD_SET) {
+		sof_put16(mad + SOF_SMP_OFF_STATUS, SOF_STATUS_BAD_ATTR);
+		reply(sm, agent, umad, SOF_METHOD_GET_RESP);
+	}
+}
+
+static void mad_in(struct sm *sm, int agent, void *umad, int len)
+{
+	uint8_t *mad = umad_get_mad(umad);
+	unsigned i;
+
+	if (agent == sm->agent_dr || agent == sm->agent_lid) {
+		if (len >= 24 && (mad[3] & SOF_METHOD_RESP_BIT || umad_status(umad)))
+			sm_io_input(sm, agent, umad, len);
+		else if (len >= 256)
+			request_in(sm, agent, umad);
+		return;
+	}
+	for (i = 0; i < nservices; i++)
+		if (services[i].ops->recv && services[i].ops->recv(services[i].ctx, agent, umad, len))
+			return;
+}
+
+static unsigned count_ports(struct sm *sm, unsigned *active)
+{
+	unsigned i, j, all = 0;
+
+	*active = 0;
+	for (i = 0; i < sm->sn.nnodes; i++) {
+		struct sm_node *n = sm->sn.nodes[i];
+
+		if (!n->present)
+			continue;
+		for (j = 1; j <= n->nports; j++) {
+			struct sm_port *p = &n->port[j];
+
+			if (!p->present || !p->peer || p->state < SOF_PORT_INIT)
+				continue;
+			all++;
+			*active += p->state == SOF_PORT_ACTIVE;
+		}
+	}
+	return all;
+}
+
+static void notify_changed(void)
+{
+	unsigned i;
+
+	for (i = 0; i < nservices; i++)
+		if (services[i].ops->changed)
+			services[i].ops->changed(services[i].ctx);
+}
+
+void sm_phase_done(struct sm *sm)
+{
+	struct sm_subnet *sn = &sm->sn;
+	unsigned all, active, nodes = 0, i;
+
+	switch (sm->phase) {
+	case SM_PHASE_DISCOVER:
+		for (i = 0; i < sn->nnodes; i++)
+			nodes += sn->nodes[i]->present;
+		sm_log(sm, 1, "sweep %u: %u nodes found in %.1f ms (%" PRIu64 " SMPs so far)",
+		       sn->sweep, nodes, (double)(sm_now_us() - sm->t_phase) / 1e3, sm->smps_sent);
+		if (!sn->self) {
+			sm_log(sm, 0, "the SM's own port did not answer");
+			sm->phase = SM_PHASE_IDLE;
+			sm->resweep = true;
+			return;
+		}
+		pthread_rwlock_wrlock(&sn->lock);
+		if (!sm_lid_assign(sm)) {
+			sn->sm_lid = sn->self->lid;
+			sm_route(sm);
+		}
+		sn->generation++;
+		pthread_rwlock_unlock(&sn->lock);
+		sm_lid_save(sm);
+		sm_program_start(sm);
+		return;
+	case SM_PHASE_PROGRAM:
+		sm_activate_start(sm);
+		return;
+	case SM_PHASE_ACTIVATE:
+		all = count_ports(sm, &active);
+		sn->act_count++;
+		if (active == all && !sn->up) {
+			sn->up = true;
+			sn->sm_state = SM_STATE_MASTER;
+			fprintf(stderr, "softofed-sm: SUBNET UP in %.0f ms: %u nodes, %u ports Active, %" PRIu64
+				" SMPs (%" PRIu64 " timed out), routing %s\n",
+				(double)(sm_now_us() - sm->t_start) / 1e3, sn->nnodes, active,
+				sm->smps_sent, sm->smps_timeout, sn->routing);
+			if (sm->once)
+				stop = 1;
+		} else if (active != all) {
+			sm_log(sm, 1, "%u of %u ports Active; sweeping again", active, all);
+			sm->resweep = true;
+		}
+		sn->generation++;
+		notify_changed();
+		sm->phase = SM_PHASE_IDLE;
+		sm->next_light = sm_now_us() + (uint64_t)sm->sweep_s * 1000000u;
+		return;
+	case SM_PHASE_LIGHT:
+	case SM_PHASE_IDLE:
+	case SM_PHASE_MAX:
+		sm->phase = SM_PHASE_IDLE;
+		sm->next_light = sm_now_us() + (uint64_t)sm->sweep_s * 1000000u;
+		return;
+	}
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: softofed-sm [-C ca] [-P port] [--lmc N] [--priority N]\n"
+		"       [--routing minhop|updown|ftree] [--guid2lid FILE] [--window N]\n"
+		"       [--timeout MS] [--retries N] [--sweep S] [--once] [-v]...\n");
+}
+
+static int open_port(struct sm *sm, const char *ca, int port)
+{
+	long mask[16 / sizeof(long)];
+	umad_port_t up;
+
+	if (umad_init() < 0)
+		return -ENODEV;
+	sm->fd = umad_open_port(ca, port);
+	if (sm->fd < 0)
+		return sm->fd;
+	memset(mask, 0, sizeof(mask));
+	/* requests we take: Get/Set (SMInfo), Trap, TrapRepress */
+	mask[0] = 1L << SOF_METHOD_GET | 1L << SOF_METHOD_SET | 1L << SOF_METHOD_TRAP |
+		  1L << SOF_METHOD_TRAP_REPRESS;
+	sm->agent_dr = umad_register(sm->fd, SOF_MCLASS_SMP_DR, 1, 0, mask);
+	sm->agent_lid = umad_register(sm->fd, SOF_MCLASS_SMP_LID, 1, 0, mask);
+	if (sm->agent_dr < 0 || sm->agent_lid < 0)
+		return sm->agent_dr < 0 ? sm->agent_dr : sm->agent_lid;
+	if (!umad_get_port(ca, port, &up)) {
+		snprintf(sm->sn.ca_name, sizeof(sm->sn.ca_name), "%s", up.ca_name);
+		sm->sn.ca_port = up.portnum;
+		umad_release_port(&up);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"ca", required_argument, NULL, 'C'},	{"port", required_argument, NULL, 'P'},
+	    {"lmc", required_argument, NULL, 'l'},	{"priority", required_argument, NULL, 'p'},
+	    {"routing", required_argument, NULL, 'r'},	{"guid2lid", required_argument, NULL, 'g'},
+	    {"window", required_argument, NULL, 'w'},	{"timeout", required_argument, NULL, 't'},
+	    {"retries", required_argument, NULL, 'R'},	{"sweep", required_argument, NULL, 's'},
+	    {"once", no_argument, NULL, 'o'},		{"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},		{0},
+	};
+	static struct sm sm;
+	const char *ca = NULL;
+	int port = 0, c, err;
+	/* room beyond one MAD: libumad2sim's read() copies past the length
+	 * umad_recv asks for */
+	size_t bufsz = umad_size() + 4096;
+	void *buf;
+	unsigned i;
+
+	t0 = sm_now_us();
+	if (sm_subnet_init(&sm.sn))
+		return 1;
+	sm.window = 32;
+	sm.timeout_ms = 200;
+	sm.retries = 3;
+	sm.sweep_s = 10;
+	sm.sn.sm_priority = 15;
+	snprintf(sm.sn.routing, sizeof(sm.sn.routing), "minhop");
+	while ((c = getopt_long(argc, argv, "C:P:p:r:g:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'C': ca = optarg; break;
+		case 'P': port = atoi(optarg); break;
+		case 'l': sm.sn.lmc = (uint8_t)(atoi(optarg) & 7); break;
+		case 'p': sm.sn.sm_priority = (uint8_t)(atoi(optarg) & 15); break;
+		case 'r':
+			if (!strcmp(optarg, "minhop"))
+				sm.routing = SM_ROUTE_MINHOP;
+			else if (!strcmp(optarg, "updown"))
+				sm.routing = SM_ROUTE_UPDOWN;
+			else if (!strcmp(optarg, "ftree"))
+				sm.routing = SM_ROUTE_FTREE;
+			else {
+				usage();
+				return 2;
+			}
+			snprintf(sm.sn.routing, sizeof(sm.sn.routing), "%s", optarg);
+			break;
+		case 'g': sm.guid2lid = optarg; break;
+		case 'w': sm.window = (unsigned)atoi(optarg); break;
+		case 't': sm.timeout_ms = (unsigned)atoi(optarg); break;
+		case 'R': sm.retries = (unsigned)atoi(optarg); break;
+		case 's': sm.sweep_s = (unsigned)atoi(optarg); break;
+		case 'o': sm.once = true; break;
+		case 'v': sm.verbose++; break;
+		default: usage(); return c == 'h' ? 0 : 2;
+		}
+	}
+	if (sm.window < 1 || sm.window > SM_WINDOW_MAX)
+		sm.window = 32;
+	if (!sm.timeout_ms)
+		sm.timeout_ms = 200;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	err = open_port(&sm, ca, port);
+	if (err) {
+		fprintf(stderr, "softofed-sm: cannot open the umad port %s/%d: %s\n", ca ? ca : "(first)",
+			port, strerror(-err));
+		return 1;
+	}
+	for (i = 0; i < nservices; i++)
+		if (services[i].ops->start && services[i].ops->start(services[i].ctx, &sm.sn, sm.fd))
+			sm_log(&sm, 0, "service %s did not start", services[i].ops->name);
+	buf = calloc(1, bufsz);
+	if (!buf)
+		return 1;
+	sm_lid_load(&sm);
+	sm.sn.sm_state = SM_STATE_DISCOVERING;
+	sm.t_start = sm_now_us();
+	sm_discover_start(&sm);
+	while (!stop) {
+		struct pollfd pfd = {.fd = umad_get_fd(sm.fd), .events = POLLIN};
+		unsigned n;
+
+		sm_io_pump(&sm);
+		if (sm.phase != SM_PHASE_IDLE && sm_io_idle(&sm))
+			sm_phase_done(&sm);
+		if (sm.phase == SM_PHASE_IDLE) {
+			if (sm.resweep)
+				sm_discover_start(&sm);
+			else if (sm.sweep_s && sm_now_us() >= sm.next_light)
+				sm_light_start(&sm);
+			if (sm.phase != SM_PHASE_IDLE)
+				continue;
+		}
+		if (poll(&pfd, 1, sm.phase == SM_PHASE_IDLE ? 100 : 5) <= 0)
+			goto tick;
+		for (n = 0; n < 256; n++) {
+			int len = 256, agent;
+
+			agent = umad_recv(sm.fd, buf, &len, 0);
+			if (agent < 0)
+				break;
+			mad_in(&sm, agent, buf, len);
+		}
+tick:
+		for (i = 0; i < nservices; i++)
+			if (services[i].ops->tick)
+				services[i].ops->tick(services[i].ctx, sm_now_us());
+	}
+	for (i = 0; i < nservices; i++)
+		if (services[i].ops->stop)
+			services[i].ops->stop(services[i].ctx);
+	sm_lid_save(&sm);
+	sm_log(&sm, 1, "%" PRIu64 " SMPs sent, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64
+		       " unmatched", sm.smps_sent, sm.smps_timeout, sm.smps_error, sm.smps_dropped);
+	umad_close_port(sm.fd);
+	free(buf);
+	free(sm.g2l);
+	sm_subnet_free(&sm.sn);
+	return 0;
+}

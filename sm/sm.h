@@ -1,0 +1,126 @@
+/*
+ * softofed-sm's internals: the SM context, the SMP engine (sm/smp_io.c:
+ * requests queued, at most `window` outstanding on the umad port, matched
+ * to their responses by TID, timed out and sent again), discovery
+ * (sm/discover.c), LID assignment (sm/lid.c), routing (sm/route.c) and the
+ * programming of the fabric (sm/program.c). One thread: everything runs
+ * from the loop in sm/main.c, each SMP's completion as a callback.
+ */
+#ifndef SOF_SM_SM_H
+#define SOF_SM_SM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "subnet.h"
+
+#define SM_WINDOW_MAX 1024
+
+struct sm;
+struct sm_req;
+
+/* Completion of an SMP: err 0 and the response MAD (256 bytes), or
+ * -ETIMEDOUT (no answer after every try) / -EPROTO (a status the SMA set;
+ * mad is then the response) */
+typedef void sm_done_fn(struct sm *sm, struct sm_req *rq, int err, const uint8_t *mad);
+
+struct sm_req {
+	struct sm_req *next;	/* in the pending queue */
+	uint8_t mad[256];	/* the request as built */
+	bool dr;		/* directed route (else LID-routed to dlid) */
+	uint16_t dlid;
+	uint32_t tid;		/* low 32 bits of the TID in flight */
+	unsigned tries;
+	uint64_t deadline;	/* µs */
+	sm_done_fn *done;
+	/* the caller's context */
+	struct sm_node *node;
+	uint8_t port;
+	uint32_t arg;
+};
+
+enum sm_phase {
+	SM_PHASE_IDLE,
+	SM_PHASE_DISCOVER,	/* heavy sweep: DR walk */
+	SM_PHASE_PROGRAM,	/* LIDs, LFTs, SwitchInfo, PortInfo to Armed */
+	SM_PHASE_ACTIVATE,	/* PortInfo to Active */
+	SM_PHASE_LIGHT,		/* light sweep: SwitchInfo of every switch */
+	SM_PHASE_MAX
+};
+extern const char *const sm_phase_names[SM_PHASE_MAX];
+
+enum sm_routing { SM_ROUTE_MINHOP, SM_ROUTE_UPDOWN, SM_ROUTE_FTREE };
+
+struct sm {
+	struct sm_subnet sn;
+	/* the umad port */
+	int fd;			/* umad_open_port's */
+	int agent_dr, agent_lid; /* our QP0 agents (0x81, 0x01) */
+	/* options */
+	unsigned window;	/* SMPs outstanding at most */
+	unsigned timeout_ms;	/* per try */
+	unsigned retries;	/* tries after the first */
+	unsigned sweep_s;	/* light sweep period, 0 none */
+	enum sm_routing routing;
+	const char *guid2lid;	/* file, NULL none */
+	int verbose;
+	bool once;		/* exit after SUBNET UP */
+	/* guid2lid as loaded, sorted by GUID */
+	struct sm_g2l {
+		uint64_t guid;
+		uint16_t lid;
+	} *g2l;
+	unsigned ng2l;
+	/* the engine */
+	struct sm_req *slot[SM_WINDOW_MAX]; /* in flight, by TID's low bits */
+	unsigned inflight;
+	struct sm_req *qhead, *qtail;	/* waiting for the window */
+	uint32_t tid_seq;
+	uint64_t smps_sent, smps_timeout, smps_error, smps_dropped;
+	/* the sweep */
+	enum sm_phase phase;
+	bool resweep;		/* a trap or change asked for a heavy sweep */
+	bool changed;		/* this sweep found topology changes */
+	uint64_t t_start, t_phase, next_light; /* µs */
+	unsigned errors;	/* Sets refused in this phase */
+};
+
+uint64_t sm_now_us(void);
+void sm_log(struct sm *sm, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* smp_io.c: a request for node (directed by its path, or through port
+ * `via` of it to the next hop when via != 0) or to a LID. data: 64 bytes
+ * for a Set, NULL for a Get. */
+struct sm_req *sm_smp_dr(struct sm *sm, const uint8_t *path, unsigned hops, uint8_t method,
+			 uint16_t attr, uint32_t mod, const uint8_t *data, sm_done_fn *done);
+struct sm_req *sm_smp_lid(struct sm *sm, uint16_t dlid, uint8_t method, uint16_t attr,
+			  uint32_t mod, const uint8_t *data, sm_done_fn *done);
+/* send what the window allows; check time-outs */
+void sm_io_pump(struct sm *sm);
+/* a received umad of len bytes for agent */
+void sm_io_input(struct sm *sm, int agent, void *umad, int len);
+bool sm_io_idle(const struct sm *sm);
+/* the data part of an SMP (64 bytes at offset 64) */
+static inline const uint8_t *sm_smp_data(const uint8_t *mad) { return mad + 64; }
+
+/* discover.c */
+void sm_discover_start(struct sm *sm);
+void sm_light_start(struct sm *sm);
+/* lid.c */
+void sm_lid_load(struct sm *sm);
+int sm_lid_assign(struct sm *sm);
+void sm_lid_save(struct sm *sm);
+/* route.c */
+int sm_route(struct sm *sm);
+/* program.c */
+void sm_program_start(struct sm *sm);
+void sm_activate_start(struct sm *sm);
+/* main.c: a phase's SMPs are all answered */
+void sm_phase_done(struct sm *sm);
+
+/* subnet.c internals used by discovery */
+struct sm_node *sm_node_add(struct sm_subnet *sn, uint8_t type, uint8_t nports, uint64_t guid);
+int sm_port_hash_add(struct sm_subnet *sn, struct sm_port *p);
+void sm_lid_table_set(struct sm_subnet *sn, struct sm_port *p, uint16_t lid, uint8_t lmc);
+
+#endif

@@ -24,6 +24,7 @@
 #include <infiniband/umad.h>
 
 #include "sm.h"
+#include "sm_sa.h"
 #include "smp.h"
 
 #define MAX_SERVICES 4
@@ -345,6 +346,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
+	sm_sa_service_init(); /* the SA (sm/sa_umad.c) */
 	err = open_port(&sm, ca, port);
 	if (err) {
 		fprintf(stderr, "softofed-sm: cannot open the umad port %s/%d: %s\n", ca ? ca : "(first)",

@@ -1,0 +1,154 @@
+/*
+ * The SA on libibumad, as a service of the SM's loop (struct sm_service,
+ * sm/subnet.h): an agent of the SA class (0x03, version 2) registered
+ * with RMPP version 1, so that a GetTable response of any length leaves
+ * in RMPP segments and a GetMulti request arrives reassembled (IBA 13.6;
+ * the kernel's, libumad2sim's or softofed's MAD layer does the protocol).
+ * Requests go to sm_sa_process and the answer back to the address the
+ * request came from; Reports leave with a time-out and retries, and the
+ * subscriber's ReportResp ends them. At start the SA makes the IPoIB
+ * broadcast group of the default partition (RFC 4391), as OpenSM does.
+ */
+#include "sm_sa.h"
+#include "smp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <infiniband/umad.h>
+
+#define IPOIB_QKEY 0x00000b1bu
+#define IPOIB_MTU 4  /* 2048 */
+#define IPOIB_RATE 3 /* 10 Gb/s */
+
+struct sa_umad {
+	struct sm_sa *sa;
+	int fd, agent;
+	uint64_t now_us;
+};
+
+static struct sa_umad sa_umad = {.agent = -1};
+
+static int report_send(void *ctx, const struct sm_sa_addr *to, const uint8_t *mad, size_t len,
+		       unsigned timeout_ms, unsigned retries)
+{
+	struct sa_umad *u = ctx;
+	void *m = umad_alloc(1, umad_size() + len);
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	memcpy(umad_get_mad(m), mad, len);
+	umad_set_addr(m, to->lid, (int)to->qpn, to->sl, (int)to->qkey);
+	umad_set_pkey(m, to->pkey_index);
+	rc = umad_send(u->fd, u->agent, m, (int)len, (int)timeout_ms, (int)retries);
+	umad_free(m);
+	return rc < 0 ? rc : 0;
+}
+
+static const struct sm_sa_ops umad_ops = {
+	.send = report_send,
+};
+
+static int sa_start(void *ctx, struct sm_subnet *sn, int fd)
+{
+	struct sa_umad *u = ctx;
+	long mask[16 / sizeof(long)];
+	static const uint8_t methods[] = {SOF_SA_GET,	    SOF_SA_SET,		    SOF_SA_GET_TABLE,
+					  SOF_SA_GET_MULTI, SOF_SA_GET_TRACE_TABLE, SOF_SA_DELETE};
+	uint8_t mgid[16];
+
+	memset(mask, 0, sizeof(mask));
+	for (unsigned i = 0; i < sizeof(methods); i++)
+		mask[methods[i] / (8 * sizeof(long))] |= 1L << (methods[i] % (8 * sizeof(long)));
+	u->fd = fd;
+	u->agent = umad_register(fd, SOF_MCLASS_SA, SOF_SA_CLASS_VERSION, 1, mask);
+	if (u->agent < 0)
+		return u->agent;
+	u->sa = sm_sa_new(sn, &umad_ops, u);
+	if (!u->sa) {
+		umad_unregister(fd, u->agent);
+		u->agent = -1;
+		return -ENOMEM;
+	}
+	sm_sa_ipoib_mgid(mgid, SOF_PKEY_DEFAULT);
+	sm_sa_mcast_create(u->sa, mgid, SOF_PKEY_DEFAULT, IPOIB_QKEY, IPOIB_MTU, IPOIB_RATE);
+	return 0;
+}
+
+static bool sa_recv(void *ctx, int agent, void *umad, int len)
+{
+	struct sa_umad *u = ctx;
+	struct ib_mad_addr *a;
+	struct sm_sa_addr from;
+	uint8_t *resp = NULL;
+	void *m;
+	long n;
+
+	if (!u->sa || agent != u->agent)
+		return false;
+	if (umad_status(umad)) /* a Report nobody answered: dropped */
+		return true;
+	a = umad_get_mad_addr(umad);
+	memset(&from, 0, sizeof(from));
+	from.lid = ntohs(a->lid);
+	from.sl = a->sl;
+	from.qpn = ntohl(a->qpn);
+	from.qkey = ntohl(a->qkey);
+	from.pkey_index = a->pkey_index;
+	from.grh = a->grh_present;
+	memcpy(from.gid, a->gid, 16);
+	n = sm_sa_process(u->sa, &from, umad_get_mad(umad), (size_t)len, u->now_us, &resp);
+	if (n <= 0)
+		return true;
+	/* the answer goes back the way the request came: its address */
+	m = umad_alloc(1, umad_size() + (size_t)n);
+	if (m) {
+		memcpy(m, umad, umad_size());
+		memcpy(umad_get_mad(m), resp, (size_t)n);
+		umad_send(u->fd, u->agent, m, (int)n, 0, 0);
+		umad_free(m);
+	}
+	free(resp);
+	return true;
+}
+
+static void sa_tick(void *ctx, uint64_t now_us)
+{
+	struct sa_umad *u = ctx;
+
+	u->now_us = now_us;
+	if (u->sa)
+		sm_sa_tick(u->sa, now_us);
+}
+
+static void sa_changed(void *ctx)
+{
+	struct sa_umad *u = ctx;
+
+	if (u->sa)
+		sm_sa_subnet_changed(u->sa);
+}
+
+static void sa_stop(void *ctx)
+{
+	struct sa_umad *u = ctx;
+
+	if (u->agent >= 0)
+		umad_unregister(u->fd, u->agent);
+	sm_sa_free(u->sa);
+	u->sa = NULL;
+	u->agent = -1;
+}
+
+static const struct sm_service sa_service = {
+	.name = "sa",
+	.start = sa_start,
+	.recv = sa_recv,
+	.tick = sa_tick,
+	.changed = sa_changed,
+	.stop = sa_stop,
+};
+
+int sm_sa_service_init(void) { return sm_service_add(&sa_service, &sa_umad); }

@@ -124,15 +124,19 @@ int sm_lid_assign(struct sm *sm)
 								 want, lmc, p))
 						continue;
 				} else {
-					while (next < SM_UCAST_LIDS &&
-					       !range_free(sn, reserved, next, lmc, p))
-						next += 1u << lmc;
-					if (next >= SM_UCAST_LIDS) {
+					unsigned mask = (1u << lmc) - 1, l = (next + mask) & ~mask;
+
+					while (l < SM_UCAST_LIDS && !range_free(sn, reserved, l, lmc, p))
+						l += 1u << lmc;
+					/* switches (LMC 0) may fill the holes left below */
+					if (!lmc)
+						next = l;
+					if (l >= SM_UCAST_LIDS) {
 						sm_log(sm, 0, "out of LIDs");
 						free(reserved);
 						return -ENOSPC;
 					}
-					want = (uint16_t)next;
+					want = (uint16_t)l;
 					fresh++;
 				}
 				sm_lid_table_set(sn, p, want, lmc);

@@ -11,6 +11,7 @@
  * (sm/route.c) -> program, Armed (sm/program.c) -> Active -> SUBNET UP.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <infiniband/umad.h>
 
@@ -225,7 +227,7 @@ void sm_phase_done(struct sm *sm)
 			sn->sm_state = SM_STATE_MASTER;
 			fprintf(stderr, "softofed-sm: SUBNET UP in %.0f ms: %u nodes, %u ports Active, %" PRIu64
 				" SMPs (%" PRIu64 " timed out), routing %s\n",
-				(double)(sm_now_us() - sm->t_start) / 1e3, sn->nnodes, active,
+				(double)(sm_now_us() - t0) / 1e3, sn->nnodes, active,
 				sm->smps_sent, sm->smps_timeout, sn->routing);
 			if (sm->once)
 				stop = 1;
@@ -258,6 +260,7 @@ static void usage(void)
 static int open_port(struct sm *sm, const char *ca, int port)
 {
 	long mask[16 / sizeof(long)];
+	char path[256];
 	umad_port_t up;
 
 	if (umad_init() < 0)
@@ -273,6 +276,11 @@ static int open_port(struct sm *sm, const char *ca, int port)
 	sm->agent_lid = umad_register(sm->fd, SOF_MCLASS_SMP_LID, 1, 0, mask);
 	if (sm->agent_dr < 0 || sm->agent_lid < 0)
 		return sm->agent_dr < 0 ? sm->agent_dr : sm->agent_lid;
+	/* the issm file marks the port IsSM (kernel ib_umad; libumad2sim
+	 * tells the simulator); softofed's daemon does it when a QP0 agent
+	 * registers, and has no such file */
+	if (!umad_get_issm_path(ca, port, path, sizeof(path)))
+		sm->issm_fd = open(path, O_RDWR);
 	if (!umad_get_port(ca, port, &up)) {
 		snprintf(sm->sn.ca_name, sizeof(sm->sn.ca_name), "%s", up.ca_name);
 		sm->sn.ca_port = up.portnum;
@@ -304,6 +312,7 @@ int main(int argc, char **argv)
 	t0 = sm_now_us();
 	if (sm_subnet_init(&sm.sn))
 		return 1;
+	sm.issm_fd = -1;
 	sm.window = 32;
 	sm.timeout_ms = 200;
 	sm.retries = 3;
@@ -400,6 +409,8 @@ tick:
 	sm_log(&sm, 1, "%" PRIu64 " SMPs sent, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64
 		       " unmatched", sm.smps_sent, sm.smps_timeout, sm.smps_error, sm.smps_dropped);
 	umad_close_port(sm.fd);
+	if (sm.issm_fd >= 0)
+		close(sm.issm_fd);
 	free(buf);
 	free(sm.g2l);
 	sm_subnet_free(&sm.sn);

@@ -55,6 +55,7 @@ struct sm {
 	struct sm_subnet sn;
 	/* the umad port */
 	int fd;			/* umad_open_port's */
+	int issm_fd;		/* the port's issm file, -1 none */
 	int agent_dr, agent_lid; /* our QP0 agents (0x81, 0x01) */
 	/* options */
 	unsigned window;	/* SMPs outstanding at most */

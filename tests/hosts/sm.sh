@@ -1,0 +1,243 @@
+#!/bin/bash
+# Issue 20: softofed's own subnet manager (softofed-sm, sm/) on the
+# software fabric with real hosts, as tests/hosts/opensm.sh runs OpenSM:
+# hosts as network namespaces, each daemon with an InfiniBand port
+# (sofib0) attached to the fabric process (softofed-fabric) in host a;
+# softofed-sm runs in a under `softofed run` on sofib0 (our libibumad, the
+# daemon's SMI) and must bring the subnet up; infiniband-diags in b then
+# check it:
+#
+#   SOF_SM_TOPO=pair (default): H1 (a) and H2 (b) on switch S1;
+#   SOF_SM_TOPO=line3 (hosts/sm_line3.sh): H1 (a) - S1 - S2 - S3 - H3 (c),
+#   H2 (b) on S2.
+#
+#   attach      every real host's sofib0 comes up to Initialize
+#   sm          softofed-sm says SUBNET UP within 30 s
+#   lids        every sofib0 port Active, LIDs nonzero and distinct, SM LID
+#               a's LID (softofed status of each host)
+#   ibstat      Debian's ibstat sofib0 in b: Active, its LID and SM LID
+#   ibnetdiscover  in b: the same nodes, GUIDs and links as the fabric
+#   smpquery    nodeinfo and portinfo of a's port by LID from b
+#   ibroute     the LFT our SM programmed in b's switch
+#   sminfo      from b: the master SM is a's port (LID, GUID): ours
+#   rc_pingpong ibv_rc_pingpong -d sofib0 by LID (no GID), --chk, a <-> b
+#               (pair) or a <-> c (line3: three switches)
+#   perfquery   a port of b's switch the ping-pong crossed counts its data
+#
+# Needs root (ip netns). Usage: [SOF_SM_TOPO=line3] tests/hosts/sm.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+sof_init
+
+T=${SOF_SM_TOPO:-pair}
+TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}/$T.net
+FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
+SM=$(dirname "$SOFTOFED")/softofed-sm
+# run.sh's ASan mix has the daemon and the tool only: the plain build's
+[ -x "$FABRIC" ] || FABRIC=$SOF_ROOT/build/bin/softofed-fabric
+[ -x "$SM" ] || SM=$SOF_ROOT/build/bin/softofed-sm
+PORT=7473
+# per topology: hosts, real HCAs, b's switch and the ports of its LFT that
+# lead to b and to a; the ping-pong's peer of a (across every switch) and
+# the port of b's switch its traffic crosses
+case $T in
+pair) NH=2 REAL=H1,H2 BSW=S1 BPORT=2 APORT=1 PEER=b PPORT=2 ;;
+line3) NH=3 REAL=H1,H2,H3 BSW=S2 BPORT=1 APORT=2 PEER=c PPORT=3 ;;
+*)
+	not_ok "sm: topology" "unknown SOF_SM_TOPO $T"
+	exit 1
+	;;
+esac
+SOF_HOST_UP_ARGS[a]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H1"
+SOF_HOST_UP_ARGS[b]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H2"
+SOF_HOST_UP_ARGS[c]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H3"
+sof_hosts_up "$NH" || sof_exit
+HOSTS="a b"
+[ "$NH" = 3 ] && HOSTS="a b c"
+
+# ibline H: the "device sofib0" line of H's status
+ibline() {
+	sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null | grep '^device sofib0'
+}
+# iblid H: the LID of H's sofib0
+iblid() {
+	ibline "$1" | sed -n 's/.* lid \([0-9]*\) .*/\1/p'
+}
+# all_in STATE: every host's sofib0 port in STATE
+all_in() {
+	local h
+	for h in $HOSTS; do
+		ibline "$h" | grep -q "port 1 $1" || return 1
+	done
+}
+# diag H OUT CMD...: an infiniband-diags program in host H under softofed run
+diag() {
+	local h=$1 out=$2
+	shift 2
+	sof_host_run "$h" "$SOFTOFED" run -- timeout 20 "$@" >"$out" 2>&1 </dev/null
+}
+
+sof_host_bg sm.fabric a 280 "$FABRIC" "$TOPO" --listen "$(sof_host_ip a):$PORT" --real "$REAL"
+for _ in $(seq 100); do
+	all_in INIT && break
+	sleep 0.1
+done
+if all_in INIT; then
+	ok "sm/$T: every sofib0 port attached to the fabric (Initialize)"
+else
+	not_ok "sm/$T: attach" "$(ibline a) / $(ibline b)"
+	sof_dump "$(sof_out sm.fabric)"
+	sof_exit
+fi
+
+smlog=$(sof_out sm.sm)
+sof_host_bg sm.sm a 260 "$SOFTOFED" run -- "$SM" -C sofib0 -v
+for _ in $(seq 300); do
+	grep -q 'SUBNET UP' "$smlog" 2>/dev/null && break
+	sleep 0.1
+done
+if grep -q 'SUBNET UP' "$smlog" 2>/dev/null; then
+	ok "sm/$T: $(grep -o 'SUBNET UP.*' "$smlog" | head -n 1) (softofed-sm on a's sofib0 under softofed run)"
+else
+	not_ok "sm/$T: SUBNET UP" "no SUBNET UP in 30 s"
+	tail -n 40 "$smlog" | cut -c1-200 | sed "s/^/#   sm: /"
+	sof_host_run a "$SOFTOFED" status 2>&1 </dev/null | sed 's/^/#   a: /'
+	sof_exit
+fi
+
+la=$(iblid a)
+lb=$(iblid b)
+lids=""
+for h in $HOSTS; do lids="$lids $(iblid "$h")"; done
+# shellcheck disable=SC2086 # a list
+if all_in ACTIVE && ! echo $lids | tr ' ' '\n' | grep -q -v '^[1-9][0-9]*$' &&
+	[ "$(echo $lids | tr ' ' '\n' | sort -u | wc -l)" = "$NH" ] &&
+	ibline b | grep -q " sm_lid $la " && ibline a | grep -q " sm_lid $la "; then
+	ok "sm/$T: lids (hosts $HOSTS:$lids, all Active, distinct, SM LID $la)"
+else
+	not_ok "sm/$T: lids" "$(ibline a) / $(ibline b)"
+fi
+
+out=$SOF_TMP/sm.ibstat
+diag b "$out" ibstat sofib0
+if grep -q 'State: Active' "$out" && grep -q "Base lid: $lb\$" "$out" && grep -q "SM lid: $la\$" "$out" &&
+	grep -q 'Link layer: InfiniBand' "$out"; then
+	ok "sm/$T: ibstat in b (Active, Base lid $lb, SM lid $la, InfiniBand)"
+else
+	not_ok "sm/$T: ibstat" "$(tr '\n' ' ' <"$out")"
+fi
+
+# ibnetdiscover's nodes, GUIDs and links against the fabric's own
+fab=$SOF_TMP/sm.fabric.v
+sof_host_run a "$SOFTOFED" fabric status -v >"$fab" 2>&1 </dev/null
+out=$SOF_TMP/sm.ibnd
+diag b "$out" ibnetdiscover -C sofib0
+cmp=$(python3 - "$fab" "$out" <<'PY'
+import re, sys
+fab, ibnd = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+def links(text, node_re, link_re, name_of):
+    nodes, ls, cur = {}, set(), None
+    for line in text.splitlines():
+        m = re.match(node_re, line)
+        if m:
+            cur = name_of(m)
+            nodes[cur[0]] = cur[1]
+            continue
+        m = re.match(link_re, line)
+        if m and cur:
+            ls.add((cur[0], int(m.group(1)), m.group(2), int(m.group(3))))
+    return nodes, ls
+# fabric: 'Switch "S1" 8 guid 0x...' then '[1] "H1"[1] ...'
+fn, fl = links(fab, r'^(Switch|Hca) "([^"]+)" \d+ guid (0x[0-9a-f]+)', r'^\[(\d+)\] "([^"]+)"\[(\d+)\]',
+               lambda m: (m.group(2), (m.group(1)[0], int(m.group(3), 16))))
+g = {n: v[1] for n, v in fn.items()}
+fl = {(g[a], p, g[b], q) for a, p, b, q in fl}
+# ibnetdiscover: 'Switch<TAB>8 "S-0000000000200000"' then '[1]<TAB>"H-...."[1]'
+inn, il = links(ibnd, r'^(Switch|Ca)\s+\d+\s+"([SH])-([0-9a-f]+)"', r'^\[(\d+)\](?:\([0-9a-f]+\))?\s+"[SH]-([0-9a-f]+)"\[(\d+)\]',
+                lambda m: (int(m.group(3), 16), (m.group(1)[0], int(m.group(3), 16))))
+il = {(a, p, int(b, 16), q) for a, p, b, q in il}
+fg = sorted((v[0].replace('H', 'C'), v[1]) for v in fn.values())
+ig = sorted(inn.values())
+if fg == ig and fl == il and fl:
+    print("same %d nodes, %d link ends" % (len(fg), len(fl)))
+else:
+    print("DIFF nodes fabric %s ibnetdiscover %s links only-fabric %s only-ibnd %s" %
+          (fg, ig, sorted(fl - il), sorted(il - fl)))
+PY
+)
+if [ "${cmp#same}" != "$cmp" ]; then
+	ok "sm/$T: ibnetdiscover in b: $cmp, GUIDs as the fabric's"
+else
+	not_ok "sm/$T: ibnetdiscover" "$cmp; $(head -c 400 "$out" | tr '\n' ' ')"
+fi
+
+# a's node GUID and port GUID as the fabric gave them
+aguid=$(sed -n 's/^Hca "H1" 1 guid \(0x[0-9a-f]*\).*/\1/p' "$fab")
+out=$SOF_TMP/sm.smpq
+diag b "$out" smpquery -C sofib0 nodeinfo "$la"
+out2=$SOF_TMP/sm.smpq2
+diag b "$out2" smpquery -C sofib0 portinfo "$la"
+if [ -n "$aguid" ] && grep -q "^Guid:\.*$aguid\$" "$out" && grep -q '^NodeType:\.*Channel Adapter' "$out" &&
+	grep -q "^Lid:\.*$la\$" "$out2" && grep -q "^SMLid:\.*$la\$" "$out2" && grep -q '^LinkState:\.*Active' "$out2"; then
+	ok "sm/$T: smpquery nodeinfo/portinfo of LID $la from b (NodeGuid $aguid, Lid, SMLid, Active)"
+else
+	not_ok "sm/$T: smpquery" "$(tr '\n' ' ' <"$out" | cut -c1-300) / $(tr '\n' ' ' <"$out2" | cut -c1-900)"
+fi
+
+# the LFT our SM programmed into b's switch
+swguid=$(sed -n "s/^Switch \"$BSW\" 8 guid \\(0x[0-9a-f]*\\).*/\\1/p" "$fab")
+# the switch by its LID (from ibnetdiscover): a GUID (-G) would need the
+# SA's PathRecord, which is not this SM's part
+swlid=$(sed -n "s/^Switch.*# \"$BSW\" .* lid \\([0-9]*\\) lmc.*/\\1/p" "$SOF_TMP/sm.ibnd")
+out=$SOF_TMP/sm.ibroute
+diag b "$out" ibroute -C sofib0 "$swlid"
+hex() { printf '0x%04x' "$1"; }
+if [ -n "$swguid" ] && grep -q "^$(hex "$lb") 00*$BPORT " "$out" && grep -q "^$(hex "$la") 00*$APORT " "$out"; then
+	ok "sm/$T: ibroute of $BSW ($swguid, LID $swlid): LID $lb out port $BPORT, LID $la out port $APORT"
+else
+	not_ok "sm/$T: ibroute" "$(tr '\n' ' ' <"$out" | cut -c1-500)"
+fi
+
+out=$SOF_TMP/sm.sminfo
+diag b "$out" sminfo -C sofib0
+apg=$(printf '0x%x' "0x$(ibline a | sed -n 's/.* port_guid \([0-9a-f]*\) .*/\1/p')")
+if grep -q "sm lid $la sm guid $apg, .* SMINFO_MASTER" "$out"; then
+	ok "sm/$T: sminfo from b: $(tr '\n' ' ' <"$out" | cut -c1-120)"
+else
+	not_ok "sm/$T: sminfo" "$(tr '\n' ' ' <"$out" | cut -c1-300)"
+fi
+
+# ibv_rc_pingpong by LID, server in the peer, client in a
+lp=$(iblid "$PEER")
+ppsrv=$(sof_out sm.pp.srv)
+ppcli=$SOF_TMP/sm.pp.cli
+sof_host_bg sm.pp.srv "$PEER" 60 "$SOFTOFED" run -- ibv_rc_pingpong -d sofib0 -p 18515 -n 200 -s 4096 --chk
+sof_host_wait_listen "$PEER" 18515 10 sm.pp.srv >/dev/null 2>&1
+sof_host_run a "$SOFTOFED" run -- timeout 40 ibv_rc_pingpong -d sofib0 -p 18515 -n 200 -s 4096 --chk \
+	"$(sof_host_ip "$PEER")" >"$ppcli" 2>&1 </dev/null
+rc=$?
+sof_wait sm.pp.srv 20
+if [ "$rc" -eq 0 ] && grep -q '1638400 bytes in ' "$ppcli" && grep -q '1638400 bytes in ' "$ppsrv" &&
+	grep -q "remote address: LID $(hex "$lp")" "$ppcli" && grep -q "remote address: LID $(hex "$la")" "$ppsrv" &&
+	! grep -q -i 'invalid data\|failed\|couldn' "$ppcli" "$ppsrv"; then
+	ok "sm/$T: ibv_rc_pingpong -d sofib0 by LID a <-> $PEER through the fabric (200 x 4 KiB, --chk, LIDs $la <-> $lp)"
+else
+	not_ok "sm/$T: rc_pingpong" "client rc $rc"
+	sof_dump "$ppcli" "$ppsrv"
+fi
+
+out=$SOF_TMP/sm.perf
+diag b "$out" perfquery -C sofib0 "$swlid" "$PPORT"
+xd=$(sed -n 's/^PortXmitData:\.*\([0-9]*\)$/\1/p' "$out")
+rd=$(sed -n 's/^PortRcvData:\.*\([0-9]*\)$/\1/p' "$out")
+# 200 messages of 4 KiB each way are 204800 four-byte words each way
+if [ -n "$xd" ] && [ -n "$rd" ] && [ "$xd" -ge 204800 ] && [ "$rd" -ge 204800 ]; then
+	ok "sm/$T: perfquery of $BSW port $PPORT: PortXmitData $xd, PortRcvData $rd words (the ping-pong went through)"
+else
+	not_ok "sm/$T: perfquery" "$(tr '\n' ' ' <"$out" | cut -c1-900)"
+fi
+
+sof_kill sm.sm
+sof_kill sm.fabric
+sof_exit

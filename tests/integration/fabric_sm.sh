@@ -1,0 +1,234 @@
+#!/bin/bash
+# Issue 20: softofed's own subnet manager (sm/, softofed-sm) on
+# softofed's fabric (`softofed fabric up --ibsim`) and on Debian's ibsim,
+# through Debian's libumad2sim over rdma-core's libibumad (as ibsim-run
+# runs programs), the binary unmodified:
+#   - pair, line3, ft128 on our fabric: SUBNET UP; iblinkinfo shows every
+#     port with a link Active (none in Initialize/Armed); ibnetdiscover
+#     finds exactly the file's nodes, GUIDs and links (tests/fabric_topo.py);
+#     ibtracert between hosts reaches them (LFTs right);
+#   - line3: sminfo names our SM master at LID 1; ibtracert H1 -> S1 -> S2
+#     -> S3 -> H3; ibroute of S1 routes every LID; a link cut and restored
+#     (`softofed fabric link`) is Active again through trap 128 and a heavy
+#     sweep; with a guid2lid file giving H3 LID 37, a restarted SM gives
+#     H3 LID 37 and keeps the others;
+#   - ft128 with LMC 2: every CA port's base LID a multiple of 4, ibtracert
+#     to base+3 reaches the host;
+#   - pair and ft128 on ibsim (ibsim -s FILE): SUBNET UP, every port with a
+#     link Active, ibnetdiscover counts the file's nodes.
+# Runs in a private network namespace.
+#
+# Usage: tests/integration/fabric_sm.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+sof_ns_enter "$@"
+sof_init
+
+TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
+UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+FT=$SOF_ROOT/tests/fabric_topo.py
+SM=$(dirname "$SOFTOFED")/softofed-sm
+# run.sh's ASan mix has the daemon and the tool only: the plain build's SM
+[ -x "$SM" ] || SM=$SOF_ROOT/build/bin/softofed-sm
+OUT=$SOF_TMP/out
+cd "$SOF_TMP" || exit 1 # libumad2sim makes its sysfs copy in the cwd
+
+if [ ! -f "$UMAD2SIM" ] || ! command -v ibsim >/dev/null || [ ! -x "$SM" ]; then
+	not_ok "sm/fabric" "ibsim-utils' libumad2sim.so, ibsim or $SM missing"
+	sof_exit
+fi
+
+fabric() {
+	timeout 30 "$SOFTOFED" fabric "$@" </dev/null
+}
+
+sim() {
+	LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
+}
+
+# sm_up NAME ARGS...: our SM in the background; SUBNET UP within 30 s
+sm_up() {
+	local name=$1
+	shift
+	sof_bg sm 300 env LD_PRELOAD="$UMAD2SIM" "$SM" -v "$@"
+	for _ in $(seq 1 300); do
+		grep -q 'SUBNET UP' "$(sof_out sm)" 2>/dev/null && return 0
+		sof_alive sm || break
+		sleep 0.1
+	done
+	not_ok "sm/$name" "no SUBNET UP within 30 s"
+	sof_dump "$(sof_out sm)"
+	return 1
+}
+
+up_ms() {
+	sed -n 's/.*SUBNET UP in \([0-9]*\) ms.*/\1/p' "$(sof_out sm)" | head -n 1
+}
+
+# all_active NAME: iblinkinfo's ports with a link all Active
+all_active() {
+	sim iblinkinfo >"$SOF_TMP/links"
+	local links act
+	links=$(grep -c 'LinkUp)==>' "$SOF_TMP/links")
+	act=$(grep -c 'Active/  LinkUp)==>' "$SOF_TMP/links")
+	if [ "$links" -gt 0 ] && [ "$links" = "$act" ]; then
+		echo "$act"
+		return 0
+	fi
+	echo "$act of $links"
+	return 1
+}
+
+# same_topo FILE: ibnetdiscover against the file
+same_topo() {
+	"$FT" expected "$1" >"$SOF_TMP/expected"
+	sim ibnetdiscover >"$SOF_TMP/ibnd"
+	"$FT" ibnetdiscover "$SOF_TMP/ibnd" >"$SOF_TMP/found"
+	diff -u "$SOF_TMP/expected" "$SOF_TMP/found" >"$SOF_TMP/diff"
+}
+
+# trace_ok SLID DLID NAME: ibtracert reaches the CA NAME
+trace_ok() {
+	sim ibtracert "$1" "$2" | grep -q "To ca .*\"$3\""
+}
+
+# lid_of NAME: the base LID of CA NAME's port in the last same_topo's
+# ibnetdiscover output ("[1](guid) "peer"[p] # lid N lmc M ...")
+lid_of() {
+	grep -A 8 "^Ca.*\"$1\"" "$SOF_TMP/ibnd" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1
+}
+
+for name in pair line3 ft128; do
+	file=$TOPO/$name.net
+	mkdir -p "$SOF_TMP/$name" && cd "$SOF_TMP/$name" || exit 1
+	if ! fabric up "$file" --ibsim >"$OUT" 2>&1; then
+		not_ok "sm/fabric $name" "softofed fabric up --ibsim failed"
+		sof_dump "$OUT"
+		continue
+	fi
+	g2l=$SOF_TMP/$name/guid2lid
+	if sm_up "fabric $name" --guid2lid "$g2l"; then
+		if act=$(all_active) && same_topo "$file"; then
+			ok "sm/fabric $name: SUBNET UP in $(up_ms) ms; $act ports Active in iblinkinfo; ibnetdiscover finds the file's $(grep -c '^node' "$SOF_TMP/found") nodes and $(grep -c '^link' "$SOF_TMP/found") links"
+		else
+			not_ok "sm/fabric $name" "Active: $act; topology diff $(wc -l <"$SOF_TMP/diff") lines"
+			sof_dump "$SOF_TMP/diff" "$(sof_out sm)"
+		fi
+	fi
+	case $name in
+	pair)
+		if trace_ok 1 3 H2 && trace_ok 3 1 H1; then
+			ok "sm/fabric pair: ibtracert H1 <-> H2 both ways"
+		else
+			not_ok "sm/fabric pair: ibtracert" "$(sim ibtracert 1 3 | tr '\n' ' ' | cut -c1-300)"
+		fi
+		;;
+	line3)
+		checks=()
+		sim sminfo >"$SOF_TMP/sminfo"
+		grep -q 'sm lid 1 sm guid 0x100001, .*SMINFO_MASTER' "$SOF_TMP/sminfo" || checks+=("sminfo: $(cat "$SOF_TMP/sminfo")")
+		# LIDs in discovery order: H1 1, S1 2, S2 3, H2 4, S3 5, H3 6
+		[ "$(sim ibroute 2 | grep -c '^0x000[1-6] 00[0-2] :')" = 6 ] || checks+=("ibroute")
+		sim ibtracert 1 6 >"$SOF_TMP/trace"
+		grep -q '"S1"' "$SOF_TMP/trace" && grep -q '"S2"' "$SOF_TMP/trace" &&
+			grep -q '"S3"' "$SOF_TMP/trace" && grep -q 'To ca .* lid 6-6 "H3"' "$SOF_TMP/trace" ||
+			checks+=("ibtracert 1 6")
+		trace_ok 6 4 H2 || checks+=("ibtracert 6 4")
+		if [ ${#checks[@]} -eq 0 ]; then
+			ok "sm/fabric line3: sminfo (our SM master, LID 1), ibroute of S1 (6 LIDs), ibtracert H1-S1-S2-S3-H3 and H3 -> H2"
+		else
+			not_ok "sm/fabric line3" "failed: ${checks[*]}"
+		fi
+		# a cut link: trap 128, heavy sweep, Active again
+		fabric link S2 3 down >"$OUT" 2>&1
+		sleep 1
+		down=$(sim iblinkinfo | grep -c 'Down/ *Polling)==>.*"S3"\|Down/ *Polling')
+		fabric link S2 3 up >"$OUT" 2>&1
+		back=no
+		for _ in $(seq 1 100); do
+			sim smpquery portinfo 3 3 | grep -q 'LinkState:.*Active' && back=yes && break
+			sleep 0.1
+		done
+		if [ "$down" -gt 0 ] && [ $back = yes ] && trace_ok 1 6 H3 && grep -q 'trap 128' "$(sof_out sm)"; then
+			ok "sm/fabric line3 cut: S2[3] Down while cut; restored, trap 128 and our sweep made it Active and H1 -> H3 routes again"
+		else
+			not_ok "sm/fabric line3 cut" "down lines $down, back $back, traps $(grep -c 'trap' "$(sof_out sm)")"
+			sof_dump "$(sof_out sm)"
+		fi
+		# restart with LIDs from the file: H3 (port GUID 0x100005) to 37
+		sof_kill sm
+		h2=$(grep -i '^0x0000000000100003 ' "$g2l" | cut -d' ' -f2)
+		sed -i 's/^0x0000000000100005 .*/0x0000000000100005 0x0025 0x0025/' "$g2l"
+		fabric down >"$OUT" 2>&1
+		fabric up "$file" --ibsim >"$OUT" 2>&1
+		if sm_up "fabric line3 restart" --guid2lid "$g2l"; then
+			sim smpquery portinfo 37 1 >"$SOF_TMP/pi37"
+			sim smpquery nodedesc 37 >"$SOF_TMP/nd37"
+			sim smpquery nodedesc "$((h2))" >"$SOF_TMP/nd4"
+			if grep -q 'LinkState:.*Active' "$SOF_TMP/pi37" && grep -q 'H3' "$SOF_TMP/nd37" &&
+				grep -q 'H2' "$SOF_TMP/nd4" && trace_ok 1 37 H3; then
+				ok "sm/fabric line3 guid2lid: after a restart H3 has LID 37 as the file says, H2 keeps LID $((h2)), H1 -> H3 routed"
+			else
+				not_ok "sm/fabric line3 guid2lid" "$(tr '\n' ' ' <"$SOF_TMP/nd37") / $(tr '\n' ' ' <"$SOF_TMP/nd4") / $(cat "$g2l" | tr '\n' ' ')"
+			fi
+		fi
+		;;
+	ft128)
+		checks=()
+		for p in "H0_0 H7_15" "H7_15 H0_0" "H3_4 H5_9" "H5_9 H3_4"; do
+			set -- $p
+			a=$(lid_of "$1") b=$(lid_of "$2")
+			trace_ok "$a" "$b" "$2" || checks+=("ibtracert $1 ($a) -> $2 ($b)")
+		done
+		if [ ${#checks[@]} -eq 0 ]; then
+			ok "sm/fabric ft128: ibtracert across the tree (H0_0 <-> H7_15, H3_4 <-> H5_9)"
+		else
+			not_ok "sm/fabric ft128" "failed: ${checks[*]}"
+		fi
+		# LMC 2: base LIDs multiples of 4, the last LID of a range routed
+		sof_kill sm
+		fabric down >"$OUT" 2>&1
+		fabric up "$file" --ibsim >"$OUT" 2>&1
+		if sm_up "fabric ft128 lmc" --lmc 2; then
+			same_topo "$file"
+			n=$(grep -c '^\[1\](.*# lid [0-9]* lmc 2 ' "$SOF_TMP/ibnd")
+			bad=$(sed -n 's/^\[1\](.*# lid \([0-9]*\) lmc 2 .*/\1/p' "$SOF_TMP/ibnd" | awk '$1 % 4' | wc -l)
+			a=$(lid_of H0_0) b=$(lid_of H7_15)
+			if [ "$n" = 128 ] && [ "$bad" = 0 ] && all_active >/dev/null && [ -n "$b" ] &&
+				trace_ok "$a" "$((b + 3))" H7_15 && trace_ok "$((b + 1))" "$((a + 2))" H0_0; then
+				ok "sm/fabric ft128 LMC 2: SUBNET UP in $(up_ms) ms, 128 CA ports with LMC 2 and base LIDs multiples of 4, all Active, H0_0 -> H7_15's LID $((b + 3)) and back routed"
+			else
+				not_ok "sm/fabric ft128 LMC 2" "$n ports with lmc 2, $bad unaligned, lids $a $b"
+			fi
+		fi
+		;;
+	esac
+	sof_kill sm
+	fabric down >"$OUT" 2>&1
+done
+
+# ibsim itself: its console reads a FIFO we hold open
+for name in pair ft128; do
+	file=$TOPO/$name.net
+	mkdir -p "$SOF_TMP/sim.$name" && cd "$SOF_TMP/sim.$name" || exit 1
+	rm -f in && mkfifo in
+	exec 7<>in # held open (read-write: no wait for a reader), so ibsim's console never ends
+	timeout -k 5 120 ibsim -s "$file" <in >"$(sof_out ibsim)" 2>&1 &
+	SOF_PID[ibsim]=$!
+	sleep 0.5
+	if sm_up "ibsim $name"; then
+		nodes=$(sim ibnetdiscover | grep -c '^\(Switch\|Ca\)')
+		want=$(grep -c '^\(Switch\|Hca\)' "$file")
+		if act=$(all_active) && [ "$nodes" = "$want" ]; then
+			ok "sm/ibsim $name: SUBNET UP in $(up_ms) ms on ibsim; $act ports Active in iblinkinfo; ibnetdiscover finds $nodes nodes"
+		else
+			not_ok "sm/ibsim $name" "Active: $act; $nodes nodes of $want"
+			sof_dump "$(sof_out sm)"
+		fi
+	fi
+	sof_kill sm
+	exec 7>&-
+	sof_kill ibsim
+done
+sof_exit

@@ -393,6 +393,8 @@ int main(int argc, char **argv)
 			int len = 256, agent;
 
 			agent = umad_recv(sm.fd, buf, &len, 0);
+			if (agent == -ENOSPC) /* a long RMPP message, for the SA */
+				agent = sm_sa_recv_long(sm.fd, &buf, &bufsz, &len);
 			if (agent < 0)
 				break;
 			mad_in(&sm, agent, buf, len);

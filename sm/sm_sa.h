@@ -103,5 +103,12 @@ void sm_sa_ipoib_mgid(uint8_t mgid[16], uint16_t pkey);
 
 /* Register the SA as a service of the SM's loop (sm/sa_umad.c) */
 int sm_sa_service_init(void);
+/* After umad_recv said -ENOSPC (a reassembled RMPP request longer than
+ * the loop's buffer: a GetMulti, or a client's mistake): grow *buf
+ * (*bufsz bytes) to the *len bytes it needs and receive it, so that it
+ * cannot stay at the head of the port and stall the loop. Returns
+ * umad_recv's result (-ENOMEM when there is no room: the message is read
+ * into a scratch buffer and dropped). */
+int sm_sa_recv_long(int fd, void **buf, size_t *bufsz, int *len);
 
 #endif

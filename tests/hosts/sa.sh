@@ -18,6 +18,11 @@
 #   SMIR   the master at a's LID; MCMR/-g: the IPoIB broadcast group
 #   SR, IIR, MFTR  answered (empty tables are answers)
 #   PR     saquery -p --src-to-dst a:c and c:a: SLID, DLID, MTU, rate
+#   umad   (ours only) tests/progs/umad_sa from b: GetMulti(MultiPath-
+#          Record), ServiceRecord Set/Get/Delete, MCMemberRecord join
+#          (MGID assigned), a refused join and leave, InformInfo
+#          subscribe/list/unsubscribe, a bad mask, a request of two RMPP
+#          segments (the SM reads it without stalling its loop)
 #
 # then the same queries against OpenSM, and the answers must be the same
 # (NodeRecords, LinkRecords, SwitchInfoRecords, SMInfoRecord, both
@@ -200,6 +205,15 @@ done
 if grep -q 'SUBNET UP' "$(sof_out sa.sm)" && all_in ACTIVE; then
 	ok "sa: softofed-sm SUBNET UP on a's sofib0 ($(sed -n 's/.*\(SUBNET UP in [0-9]* ms\).*/\1/p' "$(sof_out sa.sm)" | head -n 1))"
 	queries softofed-sm "$SOF_TMP/ours"
+	# what saquery cannot ask: GetMulti, Set/Delete, a two-segment request
+	out=$SOF_TMP/umad_sa.out
+	sof_host_run b "$SOFTOFED" run -- timeout 60 "$SOF_PROGS/umad_sa" -C sofib0 -s "$(iblid a)" -n 3 \
+		>"$out" 2>&1 </dev/null
+	if grep -q '^umad_sa ok' "$out" && sof_alive sa.sm; then
+		ok "sa/softofed-sm: $(sed -n 's/^umad_sa ok: //p' "$out") (tests/progs/umad_sa from b; the SM still runs)"
+	else
+		not_ok "sa/softofed-sm: umad_sa" "$(tr '\n' ' ' <"$out" | cut -c1-600)"
+	fi
 else
 	not_ok "sa: softofed-sm" "no SUBNET UP in 30 s"
 	sof_dump "$(sof_out sa.sm)"

@@ -130,6 +130,7 @@ static void request_in(struct sm *sm, int agent, void *umad)
 		uint16_t trap = sof_be16(mad + SOF_SMP_OFF_DATA + 4);
 
 		sm_log(sm, 1, "trap %u from LID %u", trap, be16toh(umad_get_mad_addr(umad)->lid));
+		sm_sa_trap_in(mad + SOF_SMP_OFF_DATA); /* to the SA's subscribers */
 		reply(sm, agent, umad, SOF_METHOD_TRAP_REPRESS);
 		if (trap == SOF_TRAP_LINK_STATE || trap == 129 || trap == 130 || trap == 131)
 			sm->resweep = true;

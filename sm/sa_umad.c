@@ -153,6 +153,24 @@ static const struct sm_service sa_service = {
 
 int sm_sa_service_init(void) { return sm_service_add(&sa_service, &sa_umad); }
 
+void sm_sa_trap_in(const uint8_t *smp_data)
+{
+	uint8_t rec[SOF_SA_NOTICE_LEN];
+
+	if (!sa_umad.sa)
+		return;
+	/* an SMP's Notice ends before IssuerGID (IBA 14.2.5.1: 64 bytes of
+	 * data); the SA reports it with the GID left zero */
+	memset(rec, 0, sizeof(rec));
+	memcpy(rec, smp_data, 64);
+	{
+		struct sof_sa_notice n;
+
+		sof_sa_notice_unpack(rec, &n);
+		sm_sa_report(sa_umad.sa, &n);
+	}
+}
+
 /* room beyond the message, as the loop's own buffer has: libumad2sim's
  * read() copies past the length umad_recv asks for */
 #define RECV_SLACK 4096

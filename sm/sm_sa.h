@@ -103,6 +103,9 @@ void sm_sa_ipoib_mgid(uint8_t mgid[16], uint16_t pkey);
 
 /* Register the SA as a service of the SM's loop (sm/sa_umad.c) */
 int sm_sa_service_init(void);
+/* A trap's Notice (the 64 bytes of an SMP's data) the SM received: the
+ * SA forwards it to its subscribers (sm_sa_report). */
+void sm_sa_trap_in(const uint8_t *smp_data);
 /* After umad_recv said -ENOSPC (a reassembled RMPP request longer than
  * the loop's buffer: a GetMulti, or a client's mistake): grow *buf
  * (*bufsz bytes) to the *len bytes it needs and receive it, so that it

@@ -23,6 +23,9 @@
 #          (MGID assigned), a refused join and leave, InformInfo
 #          subscribe/list/unsubscribe, a bad mask, a request of two RMPP
 #          segments (the SM reads it without stalling its loop)
+#   report (ours only) umad_sa -w in b subscribes to every trap; S2's
+#          link to S3 cut and restored: the SM's SA reports S2's trap 128
+#          (and the SA's own traps) to b, which answers each Report
 #
 # then the same queries against OpenSM, and the answers must be the same
 # (NodeRecords, LinkRecords, SwitchInfoRecords, SMInfoRecord, both
@@ -214,6 +217,27 @@ if grep -q 'SUBNET UP' "$(sof_out sa.sm)" && all_in ACTIVE; then
 	else
 		not_ok "sa/softofed-sm: umad_sa" "$(tr '\n' ' ' <"$out" | cut -c1-600)"
 	fi
+	# a subscriber in b; S2's link to S3 cut and restored: S2's trap 128
+	# reaches the SM, whose SA reports it to b
+	sof_host_bg sa.sub b 40 "$SOFTOFED" run -- "$SOF_PROGS/umad_sa" -C sofib0 -s "$(iblid a)" -w 30
+	sub=$(sof_out sa.sub)
+	for _ in $(seq 100); do
+		grep -q '^subscribed' "$sub" 2>/dev/null && break
+		sleep 0.1
+	done
+	sof_host_run a "$SOFTOFED" fabric link S2 3 down >/dev/null 2>&1 </dev/null
+	sleep 1
+	sof_host_run a "$SOFTOFED" fabric link S2 3 up >/dev/null 2>&1 </dev/null
+	sof_wait sa.sub 40
+	if grep -q '^umad_sa ok' "$sub"; then
+		ok "sa/softofed-sm: InformInfo subscriber in b got the SA's Reports ($(grep -c '^report:' "$sub"): $(grep '^report:' "$sub" | cut -d' ' -f2-3 | sort -u | paste -sd, -)) for S2's link cut and restored, and answered them"
+	else
+		not_ok "sa/softofed-sm: reports" "$(tr '\n' ' ' <"$sub" | cut -c1-600)"
+	fi
+	for _ in $(seq 300); do
+		all_in ACTIVE && break
+		sleep 0.1
+	done
 else
 	not_ok "sa: softofed-sm" "no SUBNET UP in 30 s"
 	sof_dump "$(sof_out sa.sm)"

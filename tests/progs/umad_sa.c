@@ -20,13 +20,23 @@
  *             it, unsubscribe, unsubscribe again: 0x0200
  *   cpi       Get(ClassPortInfo): class version 2
  *
+ *   umad_sa -C CA -s SA_LID -w SECS
+ *
+ *   subscribes to every generic trap (InformInfo), prints "subscribed",
+ *   waits up to SECS for the SA's Reports, answers each with a ReportResp
+ *   and prints "report: trap N from LID L"; ends at the first trap 128
+ *   (a switch's link state changed, forwarded from the SM) and
+ *   unsubscribes.
+ *
  * Prints "umad_sa ok: ..." when all held; exit status 0 only then.
  */
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <infiniband/umad.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +108,72 @@ static uint8_t *ask(uint8_t *mad, size_t len, int *rlen)
 
 static uint16_t status_of(const uint8_t *r) { return sof_be16(r + 4); }
 
+static void req(uint8_t *mad, uint8_t method, uint16_t attr, uint64_t mask);
+
+/* -w: subscribe, wait for Reports, answer them, unsubscribe */
+static int wait_reports(int secs)
+{
+	struct sof_sa_inform ii;
+	uint8_t mad[256], *r;
+	void *u = umad_alloc(1, umad_size() + 4096);
+	time_t end = time(NULL) + secs;
+	unsigned reports = 0;
+	bool got128 = false;
+	int len;
+
+	memset(&ii, 0, sizeof(ii));
+	ii.lid_begin = SOF_II_LID_ALL;
+	ii.is_generic = true;
+	ii.subscribe = true;
+	ii.type = SOF_II_TYPE_ALL;
+	ii.trap_num = SOF_II_TRAP_ALL;
+	ii.qpn = 1;
+	ii.producer = 0xffffff;
+	req(mad, SOF_SA_SET, SOF_SA_ATTR_INFORM_INFO, 0);
+	sof_sa_inform_pack(mad + SOF_SA_OFF_DATA, &ii);
+	r = ask(mad, 256, &len);
+	if (!u || !r || status_of(r)) {
+		fprintf(stderr, "umad_sa: subscribe: status 0x%04x\n", r ? status_of(r) : 0xffff);
+		return 1;
+	}
+	free(r);
+	printf("subscribed\n");
+	fflush(stdout);
+	while (!got128 && time(NULL) < end) {
+		int n = 4096;
+		uint8_t *m;
+		struct sof_sa_notice no;
+
+		if (umad_recv(fd, u, &n, 500) < 0 || umad_status(u))
+			continue;
+		m = umad_get_mad(u);
+		if (m[3] != SOF_SA_REPORT || sof_be16(m + 16) != SOF_SA_ATTR_NOTICE)
+			continue;
+		sof_sa_notice_unpack(m + SOF_SA_OFF_DATA, &no);
+		printf("report: trap %u from LID %u\n", no.trap_num, no.issuer_lid);
+		fflush(stdout);
+		reports++;
+		got128 |= no.trap_num == 128;
+		/* IBA 13.4.8.2: the subscriber answers a Report */
+		m[3] = SOF_SA_REPORT_RESP;
+		umad_send(fd, agent, u, 256, 0, 0);
+	}
+	ii.subscribe = false;
+	req(mad, SOF_SA_SET, SOF_SA_ATTR_INFORM_INFO, 0);
+	sof_sa_inform_pack(mad + SOF_SA_OFF_DATA, &ii);
+	r = ask(mad, 256, &len);
+	if (!r || status_of(r))
+		fprintf(stderr, "umad_sa: unsubscribe: status 0x%04x\n", r ? status_of(r) : 0xffff);
+	free(r);
+	umad_free(u);
+	if (!got128) {
+		fprintf(stderr, "umad_sa: no Report of trap 128 in %d s (%u reports)\n", secs, reports);
+		return 1;
+	}
+	printf("umad_sa ok: %u reports, trap 128 among them\n", reports);
+	return 0;
+}
+
 /* records in a table answer (records all of zeros are padding, not
  * counted: a short table may come padded to a MAD) */
 static unsigned nrec(const uint8_t *r, int len)
@@ -127,11 +203,12 @@ int main(int argc, char **argv)
 	unsigned hosts = 2, ngid = 0, i;
 	uint8_t mad[1024], gids[MAX_GIDS][16], mine[16], *r;
 	umad_port_t port;
-	int c, len;
+	int c, len, wait_secs = 0;
 	long mask[16 / sizeof(long)];
 
-	while ((c = getopt(argc, argv, "C:s:n:")) != -1) {
+	while ((c = getopt(argc, argv, "C:s:n:w:")) != -1) {
 		switch (c) {
+		case 'w': wait_secs = atoi(optarg); break;
 		case 'C': ca = optarg; break;
 		case 's': sa_lid = (uint16_t)strtoul(optarg, NULL, 0); break;
 		case 'n': hosts = (unsigned)atoi(optarg); break;
@@ -145,12 +222,16 @@ int main(int argc, char **argv)
 	sof_put64(mine, be64toh(port.gid_prefix));
 	sof_put64(mine + 8, be64toh(port.port_guid));
 	fd = umad_open_port(ca, port.portnum);
+	/* the agent takes the SA's Reports too (method 0x06) */
 	memset(mask, 0, sizeof(mask));
+	mask[0] = 1L << SOF_SA_REPORT;
 	agent = fd < 0 ? -1 : umad_register(fd, SOF_MCLASS_SA, SOF_SA_CLASS_VERSION, 1, mask);
 	if (agent < 0) {
 		fprintf(stderr, "umad_sa: cannot open %s or register an SA agent\n", ca);
 		return 1;
 	}
+	if (wait_secs)
+		return wait_reports(wait_secs);
 
 	/* nr: every CA port's GID and LID */
 	req(mad, SOF_SA_GET_TABLE, SOF_SA_ATTR_NODE_REC, 1ull << SOF_NR_NODE_TYPE);

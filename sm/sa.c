@@ -106,19 +106,19 @@ bool sa_emit(struct sa_out *o, const uint8_t *rec)
 typedef void gen_fn(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o);
 
 static gen_fn *const generators[SOF_SA_REC_MAX] = {
-	[SOF_SA_REC_PATH] = sa_gen_path,
-	[SOF_SA_REC_NODE] = sa_gen_node,
-	[SOF_SA_REC_PORTINFO] = sa_gen_portinfo,
-	[SOF_SA_REC_LINK] = sa_gen_link,
-	[SOF_SA_REC_SWITCHINFO] = sa_gen_switchinfo,
-	[SOF_SA_REC_LFT] = sa_gen_lft,
-	[SOF_SA_REC_MFT] = sa_gen_mft,
-	[SOF_SA_REC_GUIDINFO] = sa_gen_guidinfo,
-	[SOF_SA_REC_PKEY_TABLE] = sa_gen_pkey,
-	[SOF_SA_REC_SMINFO] = sa_gen_sminfo,
-	[SOF_SA_REC_SERVICE] = sa_gen_service,
-	[SOF_SA_REC_MCMEMBER] = sa_gen_mcmember,
-	[SOF_SA_REC_INFORM_INFO_REC] = sa_gen_inform_rec,
+    [SOF_SA_REC_PATH] = sa_gen_path,
+    [SOF_SA_REC_NODE] = sa_gen_node,
+    [SOF_SA_REC_PORTINFO] = sa_gen_portinfo,
+    [SOF_SA_REC_LINK] = sa_gen_link,
+    [SOF_SA_REC_SWITCHINFO] = sa_gen_switchinfo,
+    [SOF_SA_REC_LFT] = sa_gen_lft,
+    [SOF_SA_REC_MFT] = sa_gen_mft,
+    [SOF_SA_REC_GUIDINFO] = sa_gen_guidinfo,
+    [SOF_SA_REC_PKEY_TABLE] = sa_gen_pkey,
+    [SOF_SA_REC_SMINFO] = sa_gen_sminfo,
+    [SOF_SA_REC_SERVICE] = sa_gen_service,
+    [SOF_SA_REC_MCMEMBER] = sa_gen_mcmember,
+    [SOF_SA_REC_INFORM_INFO_REC] = sa_gen_inform_rec,
 };
 
 /* a response of one MAD: header, status, one record (or none) */
@@ -170,10 +170,10 @@ static long get_or_table(struct sm_sa *sa, const struct sa_q *q, uint8_t **resp)
 {
 	const struct sof_sa_req *r = q->r;
 	struct sa_out o = {
-		.d = r->rec,
-		.query = r->data,
-		.mask = r->comp_mask,
-		.limit = r->method == SOF_SA_GET ? 2 : ~0u,
+	    .d = r->rec,
+	    .query = r->data,
+	    .mask = r->comp_mask,
+	    .limit = r->method == SOF_SA_GET ? 2 : ~0u,
 	};
 	uint16_t status = 0;
 	long len;
@@ -206,8 +206,8 @@ static long get_or_table(struct sm_sa *sa, const struct sa_q *q, uint8_t **resp)
 	return len;
 }
 
-long sm_sa_process(struct sm_sa *sa, const struct sm_sa_addr *from, const uint8_t *mad,
-		   size_t len, uint64_t now_us, uint8_t **resp)
+long sm_sa_process(struct sm_sa *sa, const struct sm_sa_addr *from, const uint8_t *mad, size_t len,
+		   uint64_t now_us, uint8_t **resp)
 {
 	struct sof_sa_req r;
 	struct sa_q q = {.r = &r, .from = from};

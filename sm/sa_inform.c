@@ -38,8 +38,8 @@ static void service_rec(const struct sm_sa *sa, const struct sa_service *s, uint
 
 	if (s->expires_us)
 		r.lease = s->expires_us > sa->now_us
-				  ? (uint32_t)((s->expires_us - sa->now_us + 999999) / 1000000)
-				  : 0;
+			      ? (uint32_t)((s->expires_us - sa->now_us + 999999) / 1000000)
+			      : 0;
 	sof_sa_service_pack(rec, &r);
 }
 
@@ -88,8 +88,8 @@ uint16_t sa_service_set(struct sm_sa *sa, const struct sa_q *q, uint8_t *rec)
 	}
 	t->rec = s;
 	t->expires_us = s.lease == SOF_SA_SR_LEASE_INFINITE
-				? 0
-				: sa->now_us + (uint64_t)s.lease * 1000000u + !sa->now_us;
+			    ? 0
+			    : sa->now_us + (uint64_t)s.lease * 1000000u + !sa->now_us;
 	sof_sa_service_pack(rec, &s);
 	return 0;
 }
@@ -130,8 +130,7 @@ void sa_services_expire(struct sm_sa *sa, uint64_t now_us)
 
 /* ---- InformInfo and Reports ---- */
 
-static bool same_sub(const struct sa_sub *s, const uint8_t gid[16],
-		     const struct sof_sa_inform *ii)
+static bool same_sub(const struct sa_sub *s, const uint8_t gid[16], const struct sof_sa_inform *ii)
 {
 	const struct sof_sa_inform *t = &s->ii;
 
@@ -224,8 +223,8 @@ static bool sub_wants(const struct sa_sub *s, const struct sof_sa_notice *n)
 	if (ii->producer != 0xffffffu && ii->producer != n->producer)
 		return false;
 	if (ii->lid_begin != SOF_II_LID_ALL &&
-	    (n->issuer_lid < ii->lid_begin || n->issuer_lid > (ii->lid_end ? ii->lid_end
-									     : ii->lid_begin)))
+	    (n->issuer_lid < ii->lid_begin ||
+	     n->issuer_lid > (ii->lid_end ? ii->lid_end : ii->lid_begin)))
 		return false;
 	/* traps 64-67 name a GID in their details (IBA 14.2.5.1) */
 	if (memcmp(ii->gid, zero_gid, 16) && n->trap_num >= 64 && n->trap_num <= 67 &&

@@ -16,10 +16,10 @@
  * unbounded RMPP message */
 #define SA_MAX_TABLE_BYTES (8u << 20)
 #define SA_MAX_SERVICES 4096
-#define SA_MAX_GROUPS 1024	/* MLIDs 0xc000..0xc3ff */
-#define SA_MAX_MEMBERS 65536	/* members of one group */
+#define SA_MAX_GROUPS 1024   /* MLIDs 0xc000..0xc3ff */
+#define SA_MAX_MEMBERS 65536 /* members of one group */
 #define SA_MAX_SUBS 4096
-#define SA_PKT_LIFE 18		/* PacketLifeTime the paths carry (IBA 4.096 us * 2^18) */
+#define SA_PKT_LIFE 18 /* PacketLifeTime the paths carry (IBA 4.096 us * 2^18) */
 #define SA_REPORT_TIMEOUT_MS 200
 #define SA_REPORT_RETRIES 3
 
@@ -84,8 +84,8 @@ struct sa_out {
 	uint8_t *buf; /* records at stride attr_offset * 8 */
 	size_t len, cap;
 	unsigned n;
-	unsigned limit; /* stop after this many (Get: 2, to see "too many") */
-	int err;	/* -ENOMEM, -E2BIG */
+	unsigned limit;	 /* stop after this many (Get: 2, to see "too many") */
+	int err;	 /* -ENOMEM, -E2BIG */
 	uint16_t status; /* set by a generator that refuses the query */
 };
 

@@ -164,10 +164,14 @@ void sa_gen_mcmember(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 static bool sel_ok(uint8_t sel, unsigned want, unsigned have)
 {
 	switch (sel) {
-	case 0: return have > want;
-	case 1: return have < want;
-	case 2: return have == want;
-	default: return true;
+	case 0:
+		return have > want;
+	case 1:
+		return have < want;
+	case 2:
+		return have == want;
+	default:
+		return true;
 	}
 }
 
@@ -204,10 +208,17 @@ static void new_params(struct sm_sa *sa, const struct sm_port *port, struct sof_
 		m->mtu = cap;
 	else if (mask & BIT(SOF_MCMR_MTU_SEL))
 		switch (m->mtu_sel) {
-		case 0: m->mtu = m->mtu < cap ? cap : (uint8_t)(m->mtu + 1); break;
-		case 1: m->mtu = (uint8_t)(m->mtu > 1 ? m->mtu - 1 : 1); break;
-		case 3: m->mtu = cap; break;
-		default: break;
+		case 0:
+			m->mtu = m->mtu < cap ? cap : (uint8_t)(m->mtu + 1);
+			break;
+		case 1:
+			m->mtu = (uint8_t)(m->mtu > 1 ? m->mtu - 1 : 1);
+			break;
+		case 3:
+			m->mtu = cap;
+			break;
+		default:
+			break;
 		}
 	m->mtu_sel = 2;
 	if (!(mask & BIT(SOF_MCMR_RATE)) || (mask & BIT(SOF_MCMR_RATE_SEL) && m->rate_sel != 2))
@@ -304,7 +315,8 @@ uint16_t sa_mcmember_leave(struct sm_sa *sa, const struct sa_q *q, uint8_t *rec)
 	g = group_by_mgid(sa, m.mgid);
 	if (!g || !(mb = member_find(g, m.port_gid)) || !(mb->join_state & m.join_state))
 		return SOF_SA_ST_REQ_INVALID;
-	if (!compatible(g, &m, mask & (BIT(SOF_MCMR_QKEY) | BIT(SOF_MCMR_PKEY) | BIT(SOF_MCMR_MLID))))
+	if (!compatible(g, &m,
+			mask & (BIT(SOF_MCMR_QKEY) | BIT(SOF_MCMR_PKEY) | BIT(SOF_MCMR_MLID))))
 		return SOF_SA_ST_REQ_INVALID;
 	group_rec(g, mb, rec);
 	mb->join_state &= (uint8_t)~m.join_state;

@@ -33,7 +33,7 @@ static const struct {
 	uint8_t code;
 	uint16_t r;
 } rates[] = {
-	{2, 25}, {5, 50}, {3, 100}, {6, 200}, {4, 300}, {7, 400}, {8, 600}, {9, 800}, {10, 1200},
+    {2, 25}, {5, 50}, {3, 100}, {6, 200}, {4, 300}, {7, 400}, {8, 600}, {9, 800}, {10, 1200},
 };
 
 static unsigned rate_of_code(uint8_t code)
@@ -60,16 +60,32 @@ static unsigned link_rate(const struct sm_port *p)
 	unsigned lanes, lane;
 
 	switch (p->width_active) {
-	case 1: lanes = 1; break;
-	case 4: lanes = 8; break;
-	case 8: lanes = 12; break;
-	case 16: lanes = 2; break;
-	default: lanes = 4; break;
+	case 1:
+		lanes = 1;
+		break;
+	case 4:
+		lanes = 8;
+		break;
+	case 8:
+		lanes = 12;
+		break;
+	case 16:
+		lanes = 2;
+		break;
+	default:
+		lanes = 4;
+		break;
 	}
 	switch (p->speed_active) {
-	case 2: lane = 50; break;
-	case 4: lane = 100; break;
-	default: lane = 25; break;
+	case 2:
+		lane = 50;
+		break;
+	case 4:
+		lane = 100;
+		break;
+	default:
+		lane = 25;
+		break;
 	}
 	return lanes * lane;
 }
@@ -152,10 +168,15 @@ static bool select_val(bool given, uint8_t sel, unsigned want, unsigned have, un
 	if (!given)
 		return true;
 	switch (sel) {
-	case 0: return have > want;
-	case 1: return have < want;
-	case 2: *out = want; return have >= want;
-	default: return true;
+	case 0:
+		return have > want;
+	case 1:
+		return have < want;
+	case 2:
+		*out = want;
+		return have >= want;
+	default:
+		return true;
 	}
 }
 
@@ -206,7 +227,8 @@ static bool one_path(struct pair *c, unsigned si, unsigned di)
 		if (!pq->q.mtu || !v)
 			return true;
 	} else if (!select_val(has(pq, SOF_PR_MTU), has(pq, SOF_PR_MTU_SEL) ? pq->q.mtu_sel : 2,
-			       pq->q.mtu, mtu, &v) || !v) {
+			       pq->q.mtu, mtu, &v) ||
+		   !v) {
 		return true;
 	}
 	p.mtu = (uint8_t)v;
@@ -215,7 +237,8 @@ static bool one_path(struct pair *c, unsigned si, unsigned di)
 		return true;
 	p.rate = code_of_rate(v);
 	if (!select_val(has(pq, SOF_PR_LIFE), has(pq, SOF_PR_LIFE_SEL) ? pq->q.life_sel : 2,
-			pq->q.life, SA_PKT_LIFE, &v) || v > 63)
+			pq->q.life, SA_PKT_LIFE, &v) ||
+	    v > 63)
 		return true;
 	p.life = (uint8_t)v;
 	p.preference = c->emitted ? 1 : 0;
@@ -260,8 +283,8 @@ out:
 
 /* The ports a query names by GID and/or LID (*port; NULL: not named).
  * Returns 0 or the status to answer with. */
-static uint16_t named_port(const struct sm_subnet *sn, bool by_gid, const uint8_t *gid,
-			   bool by_lid, uint16_t lid, struct sm_port **port)
+static uint16_t named_port(const struct sm_subnet *sn, bool by_gid, const uint8_t *gid, bool by_lid,
+			   uint16_t lid, struct sm_port **port)
 {
 	struct sm_port *g = NULL, *l = NULL;
 
@@ -300,7 +323,8 @@ void sa_gen_path(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 	pq.mask = o->mask;
 	pq.numb_path = has(&pq, SOF_PR_NUMB_PATH) ? pq.q.numb_path : 0;
 	o->mask &= ~PR_SPECIAL;
-	st = named_port(sn, has(&pq, SOF_PR_SGID), pq.q.sgid, has(&pq, SOF_PR_SLID), pq.q.slid, &sp);
+	st =
+	    named_port(sn, has(&pq, SOF_PR_SGID), pq.q.sgid, has(&pq, SOF_PR_SLID), pq.q.slid, &sp);
 	if (!st && !sp && q->from)
 		sp = sm_port_by_lid(sn, q->from->lid);
 	if (!st && !sp)
@@ -339,13 +363,20 @@ void sa_gen_path(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 uint16_t sa_multipath(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 {
 	static const uint8_t map[][2] = {
-		{SOF_MPR_RAW, SOF_PR_RAW},	       {SOF_MPR_FLOW_LABEL, SOF_PR_FLOW_LABEL},
-		{SOF_MPR_HOP_LIMIT, SOF_PR_HOP_LIMIT}, {SOF_MPR_TCLASS, SOF_PR_TCLASS},
-		{SOF_MPR_REVERSIBLE, SOF_PR_REVERSIBLE}, {SOF_MPR_PKEY, SOF_PR_PKEY},
-		{SOF_MPR_QOS_CLASS, SOF_PR_QOS_CLASS}, {SOF_MPR_SL, SOF_PR_SL},
-		{SOF_MPR_MTU_SEL, SOF_PR_MTU_SEL},     {SOF_MPR_MTU, SOF_PR_MTU},
-		{SOF_MPR_RATE_SEL, SOF_PR_RATE_SEL},   {SOF_MPR_RATE, SOF_PR_RATE},
-		{SOF_MPR_LIFE_SEL, SOF_PR_LIFE_SEL},   {SOF_MPR_LIFE, SOF_PR_LIFE},
+	    {SOF_MPR_RAW, SOF_PR_RAW},
+	    {SOF_MPR_FLOW_LABEL, SOF_PR_FLOW_LABEL},
+	    {SOF_MPR_HOP_LIMIT, SOF_PR_HOP_LIMIT},
+	    {SOF_MPR_TCLASS, SOF_PR_TCLASS},
+	    {SOF_MPR_REVERSIBLE, SOF_PR_REVERSIBLE},
+	    {SOF_MPR_PKEY, SOF_PR_PKEY},
+	    {SOF_MPR_QOS_CLASS, SOF_PR_QOS_CLASS},
+	    {SOF_MPR_SL, SOF_PR_SL},
+	    {SOF_MPR_MTU_SEL, SOF_PR_MTU_SEL},
+	    {SOF_MPR_MTU, SOF_PR_MTU},
+	    {SOF_MPR_RATE_SEL, SOF_PR_RATE_SEL},
+	    {SOF_MPR_RATE, SOF_PR_RATE},
+	    {SOF_MPR_LIFE_SEL, SOF_PR_LIFE_SEL},
+	    {SOF_MPR_LIFE, SOF_PR_LIFE},
 	};
 	const struct sof_sa_req *r = q->r;
 	struct sof_sa_multipath m;
@@ -357,8 +388,8 @@ uint16_t sa_multipath(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 		return SOF_SA_ST_REQ_INVALID;
 	if (SOF_SA_MPR_GIDS_OFF + 16u * (m.sgid_count + m.dgid_count) > r->data_len)
 		return SOF_SA_ST_REQ_INVALID;
-	if (!(r->comp_mask & BIT(SOF_MPR_SGID_COUNT)) || !(r->comp_mask & BIT(SOF_MPR_DGID_COUNT)) ||
-	    !m.sgid_count || !m.dgid_count)
+	if (!(r->comp_mask & BIT(SOF_MPR_SGID_COUNT)) ||
+	    !(r->comp_mask & BIT(SOF_MPR_DGID_COUNT)) || !m.sgid_count || !m.dgid_count)
 		return SOF_SA_ST_INSUFFICIENT_COMPONENTS;
 	memset(&pq, 0, sizeof(pq));
 	for (unsigned i = 0; i < sizeof(map) / sizeof(map[0]); i++)

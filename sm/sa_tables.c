@@ -257,9 +257,9 @@ void sa_gen_lft(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 			sof_put16(rec + 2, (uint16_t)b);
 			for (e = 0; e < SM_LFT_BLOCK; e++)
 				rec[SOF_SA_TABLE_OFF + e] =
-					b * SM_LFT_BLOCK + e < SM_UCAST_LIDS
-						? sa_lft(s, (uint16_t)(b * SM_LFT_BLOCK + e))
-						: 0xff;
+				    b * SM_LFT_BLOCK + e < SM_UCAST_LIDS
+					? sa_lft(s, (uint16_t)(b * SM_LFT_BLOCK + e))
+					: 0xff;
 			if (!sa_emit(o, rec))
 				return;
 		}

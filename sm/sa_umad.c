@@ -12,11 +12,11 @@
 #include "sm_sa.h"
 #include "smp.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <infiniband/umad.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
-#include <infiniband/umad.h>
 
 #define IPOIB_QKEY 0x00000b1bu
 #define IPOIB_MTU 4  /* 2048 */
@@ -48,15 +48,16 @@ static int report_send(void *ctx, const struct sm_sa_addr *to, const uint8_t *ma
 }
 
 static const struct sm_sa_ops umad_ops = {
-	.send = report_send,
+    .send = report_send,
 };
 
 static int sa_start(void *ctx, struct sm_subnet *sn, int fd)
 {
 	struct sa_umad *u = ctx;
 	long mask[16 / sizeof(long)];
-	static const uint8_t methods[] = {SOF_SA_GET,	    SOF_SA_SET,		    SOF_SA_GET_TABLE,
-					  SOF_SA_GET_MULTI, SOF_SA_GET_TRACE_TABLE, SOF_SA_DELETE};
+	static const uint8_t methods[] = {
+	    SOF_SA_GET,	  SOF_SA_SET, SOF_SA_GET_TABLE, SOF_SA_GET_MULTI, SOF_SA_GET_TRACE_TABLE,
+	    SOF_SA_DELETE};
 	uint8_t mgid[16];
 
 	memset(mask, 0, sizeof(mask));
@@ -143,12 +144,12 @@ static void sa_stop(void *ctx)
 }
 
 static const struct sm_service sa_service = {
-	.name = "sa",
-	.start = sa_start,
-	.recv = sa_recv,
-	.tick = sa_tick,
-	.changed = sa_changed,
-	.stop = sa_stop,
+    .name = "sa",
+    .start = sa_start,
+    .recv = sa_recv,
+    .tick = sa_tick,
+    .changed = sa_changed,
+    .stop = sa_stop,
 };
 
 int sm_sa_service_init(void) { return sm_service_add(&sa_service, &sa_umad); }

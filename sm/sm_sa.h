@@ -71,8 +71,8 @@ const struct sm_sa_stats *sm_sa_stats(const struct sm_sa *sa);
  * (malloc'd, the caller frees; RMPP-active when longer than a MAD or a
  * table), 0 when nothing is to be sent (dropped, or a ReportResp), or
  * -ENOMEM. now_us: the caller's clock, for leases. */
-long sm_sa_process(struct sm_sa *sa, const struct sm_sa_addr *from, const uint8_t *mad,
-		   size_t len, uint64_t now_us, uint8_t **resp);
+long sm_sa_process(struct sm_sa *sa, const struct sm_sa_addr *from, const uint8_t *mad, size_t len,
+		   uint64_t now_us, uint8_t **resp);
 
 /* Expire service leases; call now and then. */
 void sm_sa_tick(struct sm_sa *sa, uint64_t now_us);
@@ -92,8 +92,7 @@ int sm_sa_mcast_create(struct sm_sa *sa, const uint8_t mgid[16], uint16_t pkey, 
 		       uint8_t mtu, uint8_t rate);
 /* The member ports of the group with MLID mlid (up to max into ports);
  * returns how many the group has (may exceed max), -ENOENT when none. */
-int sm_sa_mcast_ports(const struct sm_sa *sa, uint16_t mlid, struct sm_port **ports,
-		      unsigned max);
+int sm_sa_mcast_ports(const struct sm_sa *sa, uint16_t mlid, struct sm_port **ports, unsigned max);
 /* The MLIDs in use, up to max; returns how many there are. */
 unsigned sm_sa_mcast_mlids(const struct sm_sa *sa, uint16_t *mlids, unsigned max);
 

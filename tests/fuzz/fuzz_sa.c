@@ -28,11 +28,15 @@
  * Seeds: SOF_FUZZ_SA_SEEDS=DIR writes one valid request per record type
  * and method (each checked to be answered with status 0) to DIR.
  *
- * tests/fuzz/run.sh builds it from the files on these lines:
+ * tests/fuzz/run.sh builds it from the files on the lines below.
+ */
+/* clang-format off */
+/*
  * FUZZ_SOURCES: tests/fuzz/fuzz_sa.c mad/sa_rec.c sm/sa.c sm/sa_tables.c sm/sa_path.c sm/sa_mcast.c sm/sa_inform.c sm/subnet.c
  * FUZZ_INCLUDES: mad sm tests/unit
  * FUZZ_SEEDS_ENV: SOF_FUZZ_SA_SEEDS
  */
+/* clang-format on */
 #include "sa.h"
 #include "sa_fabric.h"
 #include "sa_int.h"
@@ -172,9 +176,15 @@ static void serve(struct sm_sa *sa, const uint8_t *mad, size_t len)
 		FAIL("single answer of %ld bytes", n);
 	}
 	switch (sof_be16(resp + 4)) {
-	case SOF_SA_ST_OK: case SOF_SA_ST_BAD_VERSION: case SOF_SA_ST_BAD_METHOD:
-	case SOF_SA_ST_BAD_ATTR: case SOF_SA_ST_NO_RESOURCES: case SOF_SA_ST_REQ_INVALID:
-	case SOF_SA_ST_NO_RECORDS: case SOF_SA_ST_TOO_MANY_RECORDS: case SOF_SA_ST_INVALID_GID:
+	case SOF_SA_ST_OK:
+	case SOF_SA_ST_BAD_VERSION:
+	case SOF_SA_ST_BAD_METHOD:
+	case SOF_SA_ST_BAD_ATTR:
+	case SOF_SA_ST_NO_RESOURCES:
+	case SOF_SA_ST_REQ_INVALID:
+	case SOF_SA_ST_NO_RECORDS:
+	case SOF_SA_ST_TOO_MANY_RECORDS:
+	case SOF_SA_ST_INVALID_GID:
 	case SOF_SA_ST_INSUFFICIENT_COMPONENTS:
 		break;
 	default:
@@ -282,13 +292,19 @@ static void write_seeds(const char *dir)
 		const char *name;
 		uint16_t attr;
 	} tables[] = {
-		{"table_node", SOF_SA_ATTR_NODE_REC},	   {"table_portinfo", SOF_SA_ATTR_PORTINFO_REC},
-		{"table_link", SOF_SA_ATTR_LINK_REC},	   {"table_switch", SOF_SA_ATTR_SWITCHINFO_REC},
-		{"table_lft", SOF_SA_ATTR_LFT_REC},	   {"table_mft", SOF_SA_ATTR_MFT_REC},
-		{"table_guid", SOF_SA_ATTR_GUIDINFO_REC},  {"table_pkey", SOF_SA_ATTR_PKEY_TABLE_REC},
-		{"table_sminfo", SOF_SA_ATTR_SMINFO_REC},  {"table_service", SOF_SA_ATTR_SERVICE_REC},
-		{"table_mcmember", SOF_SA_ATTR_MCMEMBER_REC},
-		{"table_inform", SOF_SA_ATTR_INFORM_INFO_REC}, {"table_path", SOF_SA_ATTR_PATH_REC},
+	    {"table_node", SOF_SA_ATTR_NODE_REC},
+	    {"table_portinfo", SOF_SA_ATTR_PORTINFO_REC},
+	    {"table_link", SOF_SA_ATTR_LINK_REC},
+	    {"table_switch", SOF_SA_ATTR_SWITCHINFO_REC},
+	    {"table_lft", SOF_SA_ATTR_LFT_REC},
+	    {"table_mft", SOF_SA_ATTR_MFT_REC},
+	    {"table_guid", SOF_SA_ATTR_GUIDINFO_REC},
+	    {"table_pkey", SOF_SA_ATTR_PKEY_TABLE_REC},
+	    {"table_sminfo", SOF_SA_ATTR_SMINFO_REC},
+	    {"table_service", SOF_SA_ATTR_SERVICE_REC},
+	    {"table_mcmember", SOF_SA_ATTR_MCMEMBER_REC},
+	    {"table_inform", SOF_SA_ATTR_INFORM_INFO_REC},
+	    {"table_path", SOF_SA_ATTR_PATH_REC},
 	};
 	uint8_t mad[3 * SOF_SA_MAD_LEN], *d = mad + SOF_SA_OFF_DATA;
 	struct sof_sa_mcmember mc;

@@ -36,10 +36,10 @@
 #include <infiniband/umad.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sa.h"
@@ -167,7 +167,8 @@ static int wait_reports(int secs)
 	free(r);
 	umad_free(u);
 	if (!got128) {
-		fprintf(stderr, "umad_sa: no Report of trap 128 in %d s (%u reports)\n", secs, reports);
+		fprintf(stderr, "umad_sa: no Report of trap 128 in %d s (%u reports)\n", secs,
+			reports);
 		return 1;
 	}
 	printf("umad_sa ok: %u reports, trap 128 among them\n", reports);
@@ -208,11 +209,20 @@ int main(int argc, char **argv)
 
 	while ((c = getopt(argc, argv, "C:s:n:w:")) != -1) {
 		switch (c) {
-		case 'w': wait_secs = atoi(optarg); break;
-		case 'C': ca = optarg; break;
-		case 's': sa_lid = (uint16_t)strtoul(optarg, NULL, 0); break;
-		case 'n': hosts = (unsigned)atoi(optarg); break;
-		default: return 2;
+		case 'w':
+			wait_secs = atoi(optarg);
+			break;
+		case 'C':
+			ca = optarg;
+			break;
+		case 's':
+			sa_lid = (uint16_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'n':
+			hosts = (unsigned)atoi(optarg);
+			break;
+		default:
+			return 2;
 		}
 	}
 	if (!ca || !sa_lid || umad_init() < 0 || umad_get_port(ca, 0, &port) < 0) {
@@ -242,7 +252,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (i = 0; i < nrec(r, len) && ngid < MAX_GIDS; i++) {
-		const uint8_t *rec = r + SOF_SA_OFF_DATA + i * sof_be16(r + SOF_SA_OFF_ATTR_OFFSET) * 8u;
+		const uint8_t *rec =
+		    r + SOF_SA_OFF_DATA + i * sof_be16(r + SOF_SA_OFF_ATTR_OFFSET) * 8u;
 
 		sof_put64(gids[ngid], 0xfe80000000000000ull);
 		memcpy(gids[ngid++] + 8, rec + 4 + 20, 8); /* NodeInfo:PortGUID */
@@ -260,7 +271,8 @@ int main(int argc, char **argv)
 	mad[SOF_SA_OFF_RMPP_FLAGS] = SOF_SA_RMPP_ACTIVE;
 	r = ask(mad, 456, &len);
 	if (!r || status_of(r) || nrec(r, len) != ngid)
-		FAIL("long: status 0x%04x, %u records", r ? status_of(r) : 0xffff, r ? nrec(r, len) : 0);
+		FAIL("long: status 0x%04x, %u records", r ? status_of(r) : 0xffff,
+		     r ? nrec(r, len) : 0);
 	free(r);
 
 	/* multi: this port to every other CA port */
@@ -277,17 +289,19 @@ int main(int argc, char **argv)
 		m.dgid_count = (uint8_t)nd;
 		m.numb_path = 8;
 		req(mad, SOF_SA_GET_MULTI, SOF_SA_ATTR_MULTIPATH_REC,
-		    1ull << SOF_MPR_SGID_COUNT | 1ull << SOF_MPR_DGID_COUNT | 1ull << SOF_MPR_NUMB_PATH);
+		    1ull << SOF_MPR_SGID_COUNT | 1ull << SOF_MPR_DGID_COUNT |
+			1ull << SOF_MPR_NUMB_PATH);
 		sof_sa_multipath_pack(mad + SOF_SA_OFF_DATA, &m);
 		mad[SOF_SA_OFF_RMPP] = 1;
 		mad[SOF_SA_OFF_RMPP_TYPE] = SOF_SA_RMPP_TYPE_DATA;
-		mad[SOF_SA_OFF_RMPP_FLAGS] = SOF_SA_RMPP_ACTIVE | SOF_SA_RMPP_FIRST | SOF_SA_RMPP_LAST;
+		mad[SOF_SA_OFF_RMPP_FLAGS] =
+		    SOF_SA_RMPP_ACTIVE | SOF_SA_RMPP_FIRST | SOF_SA_RMPP_LAST;
 		r = ask(mad, 256, &len);
 		got = r ? nrec(r, len) : 0;
 		if (!r || status_of(r) || r[3] != 0x94 || got != nd ||
 		    sof_be16(r + SOF_SA_OFF_DATA + 42) != port.base_lid)
-			FAIL("multi: status 0x%04x method 0x%02x, %u paths for %u GIDs", r ? status_of(r) : 0xffff,
-			     r ? r[3] : 0, got, nd);
+			FAIL("multi: status 0x%04x method 0x%02x, %u paths for %u GIDs",
+			     r ? status_of(r) : 0xffff, r ? r[3] : 0, got, nd);
 		free(r);
 	}
 
@@ -309,8 +323,8 @@ int main(int argc, char **argv)
 		s.lease = 60;
 		snprintf(s.name, sizeof(s.name), "umad_sa");
 		req(mad, SOF_SA_SET, SOF_SA_ATTR_SERVICE_REC,
-		    1ull << SOF_SR_ID | 1ull << SOF_SR_GID | 1ull << SOF_SR_PKEY | 1ull << SOF_SR_LEASE |
-			    1ull << SOF_SR_NAME);
+		    1ull << SOF_SR_ID | 1ull << SOF_SR_GID | 1ull << SOF_SR_PKEY |
+			1ull << SOF_SR_LEASE | 1ull << SOF_SR_NAME);
 		sof_sa_service_pack(mad + SOF_SA_OFF_DATA, &s);
 		r = ask(mad, 256, &len);
 		if (!r || status_of(r) || r[3] != 0x81)
@@ -324,7 +338,8 @@ int main(int argc, char **argv)
 			FAIL("service get: status 0x%04x, %u records", r ? status_of(r) : 0xffff,
 			     r ? nrec(r, len) : 0);
 		free(r);
-		req(mad, SOF_SA_DELETE, SOF_SA_ATTR_SERVICE_REC, 1ull << SOF_SR_ID | 1ull << SOF_SR_GID);
+		req(mad, SOF_SA_DELETE, SOF_SA_ATTR_SERVICE_REC,
+		    1ull << SOF_SR_ID | 1ull << SOF_SR_GID);
 		sof_sa_service_pack(mad + SOF_SA_OFF_DATA, &s);
 		r = ask(mad, 256, &len);
 		if (!r || status_of(r) || r[3] != 0x95)
@@ -342,9 +357,9 @@ int main(int argc, char **argv)
 	{
 		struct sof_sa_mcmember m;
 		uint64_t create = 1ull << SOF_MCMR_MGID | 1ull << SOF_MCMR_PORT_GID |
-				  1ull << SOF_MCMR_QKEY | 1ull << SOF_MCMR_PKEY | 1ull << SOF_MCMR_SL |
-				  1ull << SOF_MCMR_FLOW_LABEL | 1ull << SOF_MCMR_TCLASS |
-				  1ull << SOF_MCMR_JOIN_STATE;
+				  1ull << SOF_MCMR_QKEY | 1ull << SOF_MCMR_PKEY |
+				  1ull << SOF_MCMR_SL | 1ull << SOF_MCMR_FLOW_LABEL |
+				  1ull << SOF_MCMR_TCLASS | 1ull << SOF_MCMR_JOIN_STATE;
 		uint8_t mgid[16];
 		uint16_t mlid = 0;
 
@@ -362,7 +377,8 @@ int main(int argc, char **argv)
 		}
 		if (!r || status_of(r) || mgid[0] != 0xff || mgid[2] != 0xa0 || mgid[3] != 0x1b ||
 		    mlid < 0xc000)
-			FAIL("mcast join: status 0x%04x mlid 0x%x", r ? status_of(r) : 0xffff, mlid);
+			FAIL("mcast join: status 0x%04x mlid 0x%x", r ? status_of(r) : 0xffff,
+			     mlid);
 		free(r);
 		memcpy(m.mgid, mgid, 16);
 		m.qkey = 0x54321;
@@ -373,7 +389,8 @@ int main(int argc, char **argv)
 			FAIL("mcast mismatch: status 0x%04x", r ? status_of(r) : 0xffff);
 		free(r);
 		req(mad, SOF_SA_DELETE, SOF_SA_ATTR_MCMEMBER_REC,
-		    1ull << SOF_MCMR_MGID | 1ull << SOF_MCMR_PORT_GID | 1ull << SOF_MCMR_JOIN_STATE);
+		    1ull << SOF_MCMR_MGID | 1ull << SOF_MCMR_PORT_GID |
+			1ull << SOF_MCMR_JOIN_STATE);
 		sof_sa_mcmember_pack(mad + SOF_SA_OFF_DATA, &m);
 		r = ask(mad, 256, &len);
 		if (!r || status_of(r) || r[3] != 0x95)
@@ -412,7 +429,8 @@ int main(int argc, char **argv)
 			sof_sa_inform_pack(mad + SOF_SA_OFF_DATA, &ii);
 			r = ask(mad, 256, &len);
 			if (!r || status_of(r) != (i ? SOF_SA_ST_REQ_INVALID : 0))
-				FAIL("inform unsubscribe %u: status 0x%04x", i, r ? status_of(r) : 0xffff);
+				FAIL("inform unsubscribe %u: status 0x%04x", i,
+				     r ? status_of(r) : 0xffff);
 			free(r);
 		}
 	}
@@ -427,7 +445,8 @@ int main(int argc, char **argv)
 	umad_close_port(fd);
 	if (failed)
 		return 1;
-	printf("umad_sa ok: nr (%u CA ports), long request, multi, mask, service, mcast, inform, cpi\n",
+	printf("umad_sa ok: nr (%u CA ports), long request, multi, mask, service, mcast, inform, "
+	       "cpi\n",
 	       ngid);
 	return 0;
 }

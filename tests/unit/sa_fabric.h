@@ -58,7 +58,7 @@ static inline void saf_link(struct sm_port *a, struct sm_port *b)
 }
 
 static inline struct sm_node *saf_node(struct saf *f, uint8_t type, uint8_t nports, uint64_t guid,
-				const char *desc, uint16_t lid, uint8_t lmc, uint8_t mtu)
+				       const char *desc, uint16_t lid, uint8_t lmc, uint8_t mtu)
 {
 	struct sm_node *n = sm_node_add(&f->sn, type, nports, guid);
 	unsigned i;

@@ -270,7 +270,10 @@ TEST(component_mask_match)
 	CHECK(sof_sa_match(pir, q, r, 1ull << 63));
 }
 
-static int parse(uint8_t *mad, size_t len, struct sof_sa_req *r) { return sof_sa_parse(mad, len, r); }
+static int parse(uint8_t *mad, size_t len, struct sof_sa_req *r)
+{
+	return sof_sa_parse(mad, len, r);
+}
 
 TEST(parser)
 {

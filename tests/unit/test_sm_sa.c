@@ -276,7 +276,7 @@ TEST(path_records)
 	sof_sa_path_unpack(rec_at(0), &p);
 	CHECK_EQ(p.slid, 4);
 	CHECK_EQ(p.dlid, 8);
-	CHECK_EQ(p.mtu, 4); /* H3's link is 2048 */
+	CHECK_EQ(p.mtu, 4);  /* H3's link is 2048 */
 	CHECK_EQ(p.rate, 7); /* 4x QDR: 40 Gb/s */
 	CHECK_EQ(p.pkey, 0xffff);
 	CHECK(p.reversible);
@@ -392,8 +392,8 @@ TEST(service_records)
 	gid_of(SAF_H2 + 1, s.gid);
 	s.lease = 2;
 	snprintf(s.name, sizeof(s.name), "svc-a");
-	req(mad, SOF_SA_SET, SOF_SA_ATTR_SERVICE_REC, id_mask | 1ull << SOF_SR_LEASE |
-							     1ull << SOF_SR_NAME);
+	req(mad, SOF_SA_SET, SOF_SA_ATTR_SERVICE_REC,
+	    id_mask | 1ull << SOF_SR_LEASE | 1ull << SOF_SR_NAME);
 	sof_sa_service_pack(mad + SOF_SA_OFF_DATA, &s);
 	CHECK_EQ(ask(mad), 0);
 	CHECK_EQ(R[3], 0x81);
@@ -443,8 +443,7 @@ static void mc_query(uint8_t *mad, uint8_t method, const uint8_t *mgid, uint64_t
 	m.sl = 0;
 	m.join_state = join;
 	req(mad, method, SOF_SA_ATTR_MCMEMBER_REC,
-	    mask | 1ull << SOF_MCMR_MGID | 1ull << SOF_MCMR_PORT_GID |
-		    1ull << SOF_MCMR_JOIN_STATE);
+	    mask | 1ull << SOF_MCMR_MGID | 1ull << SOF_MCMR_PORT_GID | 1ull << SOF_MCMR_JOIN_STATE);
 	sof_sa_mcmember_pack(mad + SOF_SA_OFF_DATA, &m);
 }
 

@@ -104,11 +104,21 @@ static bool sa_recv(void *ctx, int agent, void *umad, int len)
 	if (n <= 0)
 		return true;
 	/* the answer goes back the way the request came: its address */
-	m = umad_alloc(1, umad_size() + (size_t)n);
+	m = umad_alloc(1, umad_size() + (size_t)(n > SOF_SA_MAD_LEN ? n : SOF_SA_MAD_LEN));
 	if (m) {
 		memcpy(m, umad, umad_size());
 		memcpy(umad_get_mad(m), resp, (size_t)n);
-		umad_send(u->fd, u->agent, m, (int)n, 0, 0);
+		if (umad_send(u->fd, u->agent, m, (int)n, 0, 0) < 0 && n > SOF_SA_MAD_LEN) {
+			/* a table longer than the MAD layer carries (softofed's
+			 * takes 256 KiB): ERR_NO_RESOURCES in one MAD rather
+			 * than a client left to time out */
+			uint8_t *e = umad_get_mad(m);
+
+			memset(e + SOF_SA_OFF_DATA, 0, SOF_SA_DATA_LEN);
+			sof_put16(e + 4, SOF_SA_ST_NO_RESOURCES);
+			sof_put16(e + SOF_SA_OFF_ATTR_OFFSET, 0);
+			umad_send(u->fd, u->agent, m, SOF_SA_MAD_LEN, 0, 0);
+		}
 		umad_free(m);
 	}
 	free(resp);

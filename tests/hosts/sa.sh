@@ -23,6 +23,8 @@
 #          (MGID assigned), a refused join and leave, InformInfo
 #          subscribe/list/unsubscribe, a bad mask, a request of two RMPP
 #          segments (the SM reads it without stalling its loop)
+#   rate   2000 PathRecord Gets by GIDs from b, one at a time, against each
+#          SA (the rates are printed, both must answer them all)
 #   report (ours only) umad_sa -w in b subscribes to every trap; S2's
 #          link to S3 cut and restored: the SM's SA reports S2's trap 128
 #          (and the SA's own traps) to b, which answers each Report
@@ -199,6 +201,15 @@ queries() {
 	fi
 }
 
+# rate WHO: PathRecord Gets from b, one at a time (tests/progs/umad_sa -p)
+rate() {
+	local out=$SOF_TMP/rate.$1
+	sof_host_run b "$SOFTOFED" run -- timeout 60 "$SOF_PROGS/umad_sa" -C sofib0 -s "$(iblid a)" -p 2000 \
+		>"$out" 2>&1 </dev/null
+	sed -n 's/^umad_sa ok: .*, \([0-9]*\)\/s$/\1/p' "$out"
+}
+ours_rate="" theirs_rate=""
+
 # --- our SM ---------------------------------------------------------------------------
 sof_host_bg sa.sm a 300 "$SOFTOFED" run -- "$SM" -C sofib0 -v
 for _ in $(seq 300); do
@@ -217,6 +228,7 @@ if grep -q 'SUBNET UP' "$(sof_out sa.sm)" && all_in ACTIVE; then
 	else
 		not_ok "sa/softofed-sm: umad_sa" "$(tr '\n' ' ' <"$out" | cut -c1-600)"
 	fi
+	ours_rate=$(rate ours)
 	# a subscriber in b; S2's link to S3 cut and restored: S2's trap 128
 	# reaches the SM, whose SA reports it to b
 	sof_host_bg sa.sub b 40 "$SOFTOFED" run -- "$SOF_PROGS/umad_sa" -C sofib0 -s "$(iblid a)" -w 30
@@ -255,6 +267,7 @@ done
 if grep -q 'SUBNET UP' "$smlog" 2>/dev/null; then
 	sleep 1
 	queries opensm "$SOF_TMP/theirs"
+	theirs_rate=$(rate opensm)
 else
 	not_ok "sa: opensm" "no SUBNET UP in 60 s"
 fi
@@ -266,6 +279,12 @@ if [ "$cmp" = same ]; then
 	ok "sa: softofed-sm's and OpenSM's SA answer saquery alike: NodeRecords, LinkRecords, SwitchInfoRecords, SMInfoRecord (GUID, master), PathRecords a->c and c->a (GIDs, ends, P_Key, MTU, rate, lifetime), the broadcast group's MCMemberRecord"
 else
 	not_ok "sa: compared with OpenSM" "$cmp"
+fi
+
+if [ -n "$ours_rate" ] && [ -n "$theirs_rate" ]; then
+	ok "sa: 2000 PathRecord Gets from b one at a time, every answer checked: softofed-sm $ours_rate/s, OpenSM $theirs_rate/s"
+else
+	not_ok "sa: PathRecord rate" "softofed-sm '$ours_rate', OpenSM '$theirs_rate'"
 fi
 
 # SOF_SA_KEEP=DIR: keep both sets of answers there

@@ -28,6 +28,11 @@
  *   (a switch's link state changed, forwarded from the SM) and
  *   unsubscribes.
  *
+ *   umad_sa -C CA -s SA_LID -p N
+ *
+ *   N PathRecord Gets (this port to another CA port, by GIDs), one at a
+ *   time, each answer checked; prints "umad_sa ok: N paths in T ms, R/s".
+ *
  * Prints "umad_sa ok: ..." when all held; exit status 0 only then.
  */
 #include <arpa/inet.h>
@@ -198,17 +203,56 @@ static void req(uint8_t *mad, uint8_t method, uint16_t attr, uint64_t mask)
 	sof_sa_req_init(mad, method, attr, 0, tid++, mask);
 }
 
+/* -p: PathRecord Gets one at a time to the first other CA port */
+static int path_rate(int n, const uint8_t mine[16], uint8_t (*gids)[16], unsigned ngid)
+{
+	struct timespec t0, t1;
+	uint8_t mad[256], *r;
+	unsigned d = 0;
+	double ms;
+	int len;
+
+	while (d < ngid && !memcmp(gids[d], mine, 16))
+		d++;
+	if (d == ngid) {
+		fprintf(stderr, "umad_sa: no other CA port\n");
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < n; i++) {
+		req(mad, SOF_SA_GET, SOF_SA_ATTR_PATH_REC,
+		    1ull << SOF_PR_SGID | 1ull << SOF_PR_DGID);
+		memcpy(mad + SOF_SA_OFF_DATA + 8, gids[d], 16);
+		memcpy(mad + SOF_SA_OFF_DATA + 24, mine, 16);
+		r = ask(mad, 256, &len);
+		if (!r || status_of(r) || memcmp(r + SOF_SA_OFF_DATA + 8, gids[d], 16)) {
+			fprintf(stderr, "umad_sa: path %d: status 0x%04x\n", i,
+				r ? status_of(r) : 0xffff);
+			free(r);
+			return 1;
+		}
+		free(r);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	printf("umad_sa ok: %d paths in %.0f ms, %.0f/s\n", n, ms, n / (ms / 1e3));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *ca = NULL;
 	unsigned hosts = 2, ngid = 0, i;
 	uint8_t mad[1024], gids[MAX_GIDS][16], mine[16], *r;
 	umad_port_t port;
-	int c, len, wait_secs = 0;
+	int c, len, wait_secs = 0, npaths = 0;
 	long mask[16 / sizeof(long)];
 
-	while ((c = getopt(argc, argv, "C:s:n:w:")) != -1) {
+	while ((c = getopt(argc, argv, "C:s:n:w:p:")) != -1) {
 		switch (c) {
+		case 'p':
+			npaths = atoi(optarg);
+			break;
 		case 'w':
 			wait_secs = atoi(optarg);
 			break;
@@ -261,6 +305,8 @@ int main(int argc, char **argv)
 	free(r);
 	if (ngid < hosts)
 		FAIL("nr: %u CA records, expected %u", ngid, hosts);
+	if (npaths > 0)
+		return path_rate(npaths, mine, gids, ngid);
 
 	/* long: the same in a request of two RMPP segments */
 	memset(mad, 0, sizeof(mad));

@@ -50,6 +50,8 @@ static void usage(FILE *f)
 	    "  fabric up FILE [--listen ADDR:PORT] [--real NAME,...] | status [-v] | down |\n"
 	    "         link NAME PORT up|down | port NAME PORT\n"
 	    "                     the InfiniBand fabric of this network namespace\n"
+	    "  sm [ARGS]          softofed-sm, our subnet manager, on the daemon's InfiniBand\n"
+	    "                     port (sofib0 unless -C names another; softofed-sm --help)\n"
 	    "  --help             this help\n"
 	    "Environment: SOFTOFED_DAEMON overrides the daemon binary (default: %s/softofedd).\n",
 	    soft_exe_dir[0] ? soft_exe_dir : "<dir of softofed>");
@@ -402,6 +404,30 @@ static int cmd_run(int argc, char **argv)
 	return err == ENOENT ? 127 : 126;
 }
 
+/* softofed-sm (sm/) beside this program, run on our libibumad: `run --
+ * softofed-sm -C sofib0 ARGS` (the SM needs the daemon's SMI port) */
+static int cmd_sm(int argc, char **argv)
+{
+	char path[PATH_MAX + 16];
+	char **args = calloc((size_t)argc + 4, sizeof(*args));
+	bool has_ca = false;
+	int i, n = 0;
+
+	if (!args)
+		return 1;
+	snprintf(path, sizeof(path), "%s/softofed-sm", soft_exe_dir);
+	for (i = 0; i < argc; i++)
+		has_ca |= !strcmp(argv[i], "-C") || !strncmp(argv[i], "--ca", 4);
+	args[n++] = path;
+	if (!has_ca) {
+		args[n++] = (char *)"-C";
+		args[n++] = (char *)"sofib0";
+	}
+	for (i = 0; i < argc; i++)
+		args[n++] = argv[i];
+	return cmd_run(n, args);
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd;
@@ -426,6 +452,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 2, argv + 2);
 	if (!strcmp(cmd, "fabric"))
 		return soft_cmd_fabric(argc - 2, argv + 2);
+	if (!strcmp(cmd, "sm"))
+		return cmd_sm(argc - 2, argv + 2);
 	fprintf(stderr, "softofed: unknown command or arguments: %s\n", cmd);
 	usage(stderr);
 	return 2;

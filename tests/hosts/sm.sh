@@ -92,13 +92,13 @@ else
 fi
 
 smlog=$(sof_out sm.sm)
-sof_host_bg sm.sm a 260 "$SOFTOFED" run -- "$SM" -C sofib0 -v
+sof_host_bg sm.sm a 260 "$SOFTOFED" sm -v
 for _ in $(seq 300); do
 	grep -q 'SUBNET UP' "$smlog" 2>/dev/null && break
 	sleep 0.1
 done
 if grep -q 'SUBNET UP' "$smlog" 2>/dev/null; then
-	ok "sm/$T: $(grep -o 'SUBNET UP.*' "$smlog" | head -n 1) (softofed-sm on a's sofib0 under softofed run)"
+	ok "sm/$T: $(grep -o 'SUBNET UP.*' "$smlog" | head -n 1) ('softofed sm': softofed-sm on a's sofib0 under softofed run)"
 else
 	not_ok "sm/$T: SUBNET UP" "no SUBNET UP in 30 s"
 	tail -n 40 "$smlog" | cut -c1-200 | sed "s/^/#   sm: /"

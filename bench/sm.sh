@@ -1,0 +1,115 @@
+#!/bin/bash
+# bench/sm.sh — issue 20: time from start to SUBNET UP (every port with a
+# link Active), softofed-sm (sm/) against Debian's OpenSM, each started
+# fresh on the same fabric: softofed's (`softofed-fabric FILE --ibsim`) and
+# ibsim's (`ibsim -s FILE`), both through Debian's libumad2sim; ft128,
+# ft648, ft1152 (tests/topologies; BENCH_SM_TOPOS names others), BENCH_REPS
+# rounds each (default 3), the median, and ours / OpenSM's (target <= 0.5).
+#
+# Each SM's own clock: OpenSM's log from its first line to "SUBNET UP" (as
+# bench/fabric.sh reads it), ours its "SUBNET UP in N ms" line (from the
+# start of main(), before the umad port is opened). Both get a fresh
+# fabric (no LIDs, no tables) and an empty cache (no guid2lid).
+#
+# Usage: bench/sm.sh  (BENCH_BUILD=DIR the build, default build/;
+#        BENCH_OUT=FILE also appends the table there; BENCH_SM_ARGS more
+#        options for softofed-sm). Runs in a network namespace of its own.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BENCH_BUILD:-${SOF_BUILD:-$ROOT/build}}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+REPS=${BENCH_REPS:-3}
+TOPO=${SOF_TOPOLOGIES:-$ROOT/tests/topologies}
+TOPOS=${BENCH_SM_TOPOS:-ft128 ft648 ft1152}
+UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+
+if [ "${1:-}" != --inner ]; then
+	exec unshare -rn "$0" --inner
+fi
+ip link set lo up
+TMP=$(mktemp -d /tmp/bench-sm.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
+
+osm_ms() {
+	python3 - "$1" <<'PY'
+import re, sys
+ts = []
+for line in open(sys.argv[1]):
+    m = re.match(r'^\w+ +\d+ (\d+):(\d+):(\d+) (\d+) ', line)
+    if m:
+        t = ((int(m.group(1)) * 60 + int(m.group(2))) * 60 + int(m.group(3))) * 1000 + int(m.group(4)) / 1000
+        ts.append(t)
+        if ' -> SUBNET UP' in line:
+            print(int(t - ts[0]))
+            break
+PY
+}
+
+# run FABRIC SM FILE: FABRIC ours|ibsim, SM ours|opensm; prints ms or nothing
+run() {
+	local fab=$1 sm=$2 file=$3 srv pid
+	rm -rf "$TMP/w" && mkdir -p "$TMP/w" && cd "$TMP/w" || return
+	if [ "$fab" = ours ]; then
+		timeout 300 "$BUILD/bin/softofed-fabric" "$file" --ibsim >/dev/null 2>&1 &
+	else
+		rm -f in && mkfifo in
+		exec 7<>in
+		timeout 300 ibsim -s "$file" <in >/dev/null 2>&1 &
+	fi
+	srv=$!
+	sleep 0.5
+	if [ "$sm" = opensm ]; then
+		OSM_CACHE_DIR=$TMP/w OSM_TMP_DIR=$TMP/w LD_PRELOAD=$UMAD2SIM \
+			timeout -s KILL 200 opensm -d 2 -f "$TMP/w/log" >/dev/null 2>&1 &
+	else
+		# shellcheck disable=SC2086 # options
+		LD_PRELOAD=$UMAD2SIM timeout -s KILL 200 "$BUILD/bin/softofed-sm" ${BENCH_SM_ARGS:-} \
+			>"$TMP/w/log" 2>&1 &
+	fi
+	pid=$!
+	for _ in $(seq 1 1800); do
+		grep -q 'SUBNET UP' "$TMP/w/log" 2>/dev/null && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if [ "$sm" = opensm ]; then
+		osm_ms "$TMP/w/log"
+	else
+		sed -n 's/.*SUBNET UP in \([0-9]*\) ms.*/\1/p' "$TMP/w/log" | head -n 1
+	fi
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	[ "$fab" = ours ] || exec 7>&-
+	kill "$srv" 2>/dev/null
+	wait "$srv" 2>/dev/null
+	cd "$ROOT" || return
+}
+
+ratio() {
+	[ "$1" != - ] && [ "$2" != - ] && [ "$2" -gt 0 ] && awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}' || echo -
+}
+
+rows=()
+for t in $TOPOS; do
+	file=$TOPO/$t.net
+	[ -f "$file" ] || { echo "# $file missing" >&2; continue; }
+	for k in ours_ours ours_opensm ibsim_ours ibsim_opensm; do : >"$TMP/$k"; done
+	for _ in $(seq 1 "$REPS"); do
+		for k in ours_ours ours_opensm ibsim_ours ibsim_opensm; do
+			run "${k%_*}" "${k#*_}" "$file" >>"$TMP/$k"
+		done
+	done
+	a=$(median <"$TMP/ours_ours") b=$(median <"$TMP/ours_opensm")
+	c=$(median <"$TMP/ibsim_ours") d=$(median <"$TMP/ibsim_opensm")
+	rows+=("| $t | $a | $b | $(ratio "$a" "$b") | $c | $d | $(ratio "$c" "$d") |")
+done
+
+{
+	echo "### Start to SUBNET UP: softofed-sm against OpenSM (issue 20; target ours / OpenSM <= 0.5), median of $REPS, ms"
+	echo
+	echo "| topology | ours on our fabric | OpenSM on our fabric | ratio | ours on ibsim | OpenSM on ibsim | ratio |"
+	echo "|---|---|---|---|---|---|---|"
+	printf '%s\n' "${rows[@]}"
+} | tee -a "${BENCH_OUT:-/dev/null}"

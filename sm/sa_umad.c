@@ -47,9 +47,29 @@ static int report_send(void *ctx, const struct sm_sa_addr *to, const uint8_t *ma
 	return rc < 0 ? rc : 0;
 }
 
+/* the SM's multicast routing, told of each group that changed */
+static void (*mcast_fn)(void *ctx, uint16_t mlid);
+static void *mcast_ctx;
+
+static void mcast_changed(void *ctx, uint16_t mlid)
+{
+	(void)ctx;
+	if (mcast_fn)
+		mcast_fn(mcast_ctx, mlid);
+}
+
 static const struct sm_sa_ops umad_ops = {
     .send = report_send,
+    .mcast_changed = mcast_changed,
 };
+
+void sm_sa_mcast_hook(void (*fn)(void *ctx, uint16_t mlid), void *ctx)
+{
+	mcast_fn = fn;
+	mcast_ctx = ctx;
+}
+
+struct sm_sa *sm_sa_get(void) { return sa_umad.sa; }
 
 static int sa_start(void *ctx, struct sm_subnet *sn, int fd)
 {

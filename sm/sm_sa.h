@@ -102,6 +102,14 @@ void sm_sa_ipoib_mgid(uint8_t mgid[16], uint16_t pkey);
 
 /* Register the SA as a service of the SM's loop (sm/sa_umad.c) */
 int sm_sa_service_init(void);
+/* The SA of the service (NULL before it started), for the SM's
+ * sm_sa_mcast_ports / sm_sa_mcast_mlids / sm_sa_report, and the function
+ * the SM's multicast routing gives to be called with each MLID whose
+ * group changed (created, joined, left, deleted): there it computes the
+ * group's spanning tree and writes the MFTs. Until it does, groups are
+ * kept and answered but not routed. */
+struct sm_sa *sm_sa_get(void);
+void sm_sa_mcast_hook(void (*fn)(void *ctx, uint16_t mlid), void *ctx);
 /* A trap's Notice (the 64 bytes of an SMP's data) the SM received: the
  * SA forwards it to its subscribers (sm_sa_report). */
 void sm_sa_trap_in(const uint8_t *smp_data);

@@ -1,0 +1,152 @@
+#!/bin/bash
+# Issue 20: softofed-sm's SA answering Debian's saquery through
+# libumad2sim (rdma-core's libibumad, unmodified, as ibsim-run runs it),
+# on `softofed fabric up --ibsim` (line3) and on Debian's ibsim (pair),
+# beside OpenSM's answers to the same questions on the same fabric.
+# libumad2sim does not reassemble RMPP (it hands over one MAD and what its
+# buffer held after it), so only the first record of an answer is
+# compared: NodeRecord by LID, PathRecord from LID to LID, SMInfoRecord,
+# LinkRecord by LID and port, and ClassPortInfo.
+# Runs in a private network namespace.
+#
+# Usage: tests/integration/fabric_sa.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+sof_ns_enter "$@"
+sof_init
+
+TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
+UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+SM=$(dirname "$SOFTOFED")/softofed-sm
+[ -x "$SM" ] || SM=$SOF_ROOT/build/bin/softofed-sm
+OUT=$SOF_TMP/out
+export OSM_CACHE_DIR=$SOF_TMP OSM_TMP_DIR=$SOF_TMP
+cd "$SOF_TMP" || exit 1 # libumad2sim makes its sysfs copy in the cwd
+
+if [ ! -f "$UMAD2SIM" ] || ! command -v ibsim >/dev/null || ! command -v opensm >/dev/null ||
+	! command -v saquery >/dev/null || [ ! -x "$SM" ]; then
+	not_ok "sa/sim" "libumad2sim.so, ibsim, opensm, saquery or $SM missing"
+	sof_exit
+fi
+
+sim() {
+	LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
+}
+
+# up NAME LOG CMD...: an SM in the background until LOG says SUBNET UP
+up() {
+	local name=$1 log=$2
+	shift 2
+	sof_bg "$name" 120 env LD_PRELOAD="$UMAD2SIM" "$@"
+	for _ in $(seq 1 300); do
+		grep -q 'SUBNET UP' "$log" 2>/dev/null && return 0
+		sof_alive "$name" || break
+		sleep 0.1
+	done
+	return 1
+}
+
+# first FILE KIND KEYS...: the named fields of the first KIND record
+first() {
+	local f=$1 kind=$2
+	shift 2
+	awk -v kind="$kind dump:" -v keys=" $* " '
+		$0 == kind { n++; next }
+		/ dump:$/ && $0 !~ /^[ \t]/ { if (n) exit }
+		n == 1 {
+			line = $0; sub(/^[ \t]+/, "", line)
+			k = line; sub(/\.\.+.*/, "", k)
+			v = line; sub(/^[^.]*\.\.+/, "", v)
+			if (index(keys, " " k " ")) printf "%s=%s ", k, v
+		}' "$f"
+}
+
+# lid_at DRPATH: the LID of the CA port at the end of a directed route
+# (asked again for up to 3 s while it reads 0: a sweep may still be on)
+lid_at() {
+	local l
+	for _ in $(seq 30); do
+		l=$(sim smpquery -D portinfo "$1" 1 | sed -n 's/^Lid:\.*//p')
+		[ -n "$l" ] && [ "$l" != 0 ] && break
+		sleep 0.1
+	done
+	echo "$l"
+}
+
+# answers DIR SLID DRPATH: the questions about the CA port at DRPATH (by
+# the LID this SM gave it), into DIR
+answers() {
+	local d=$1 s=$2 t
+	t=$(lid_at "$3")
+	mkdir -p "$d"
+	echo "$t" >"$d/lid"
+	sim saquery NR "$t" >"$d/nr"
+	sim saquery -p --src-to-dst "$s:$t" >"$d/pr"
+	sim saquery SMIR >"$d/smir"
+	sim saquery LR "$s/1" >"$d/lr"
+	sim saquery -c >"$d/cpi"
+	{
+		echo "nr $(first "$d/nr" NodeRecord lid node_type node_guid port_guid NodeDescription)"
+		echo "pr $(first "$d/pr" PathRecord dgid sgid dlid slid num_path_revers pkey mtu rate pkt_life)"
+		echo "smir $(first "$d/smir" SMInfoRecord LID GUID SMState)"
+		echo "lr $(first "$d/lr" LinkRecord FromLID FromPort ToPort ToLID)"
+		echo "cpi $(grep -c 'Class version\.*2$' "$d/cpi")"
+	} >"$d/sum"
+	# the SMs may number the far port differently: its LID as T
+	sed "s/ lid=$t / lid=T /; s/ dlid=$t / dlid=T /" "$d/sum" >"$d/same"
+}
+
+# compare NAME SLID DRPATH: ours then OpenSM's, the same first records
+compare() {
+	local name=$1 s=$2 path=$3 t bad=""
+	if up sm "$(sof_out sm)" "$SM" -v; then
+		answers "$SOF_TMP/$name.ours" "$s" "$path"
+	else
+		not_ok "sa/sim $name" "softofed-sm: no SUBNET UP"
+		sof_dump "$(sof_out sm)"
+		return
+	fi
+	sof_kill sm
+	if up osm "$SOF_TMP/$name.osm.log" opensm -d 2 -f "$SOF_TMP/$name.osm.log"; then
+		answers "$SOF_TMP/$name.osm" "$s" "$path"
+	else
+		not_ok "sa/sim $name" "OpenSM: no SUBNET UP"
+		return
+	fi
+	sof_kill osm
+	t=$(cat "$SOF_TMP/$name.ours/lid")
+	grep -q "^nr lid=$t .*node_guid=0x" "$SOF_TMP/$name.ours/sum" || bad="$bad NR"
+	grep -q "^pr .*dlid=$t slid=$s " "$SOF_TMP/$name.ours/sum" || bad="$bad PR"
+	grep -q "^smir LID=1 .*SMState=3" "$SOF_TMP/$name.ours/sum" || bad="$bad SMIR"
+	grep -q "^lr FromLID=$s FromPort=1 " "$SOF_TMP/$name.ours/sum" || bad="$bad LR"
+	grep -q "^cpi 1" "$SOF_TMP/$name.ours/sum" || bad="$bad CPI"
+	if [ -z "$bad" ] && diff -u "$SOF_TMP/$name.osm/same" "$SOF_TMP/$name.ours/same" >"$SOF_TMP/$name.diff"; then
+		ok "sa/sim $name: saquery through libumad2sim: NR $t, -p $s:$t, SMIR, LR $s/1, -c from softofed-sm's SA, the same as OpenSM's (its LIDs: $s, $(cat "$SOF_TMP/$name.osm/lid"))"
+	else
+		not_ok "sa/sim $name" "wrong:${bad:- none}; against OpenSM: $(tr '\n' ' ' <"$SOF_TMP/$name.diff" | cut -c1-900)"
+		sof_dump "$SOF_TMP/$name.ours/sum" "$SOF_TMP/$name.ours/lid" "$SOF_TMP/$name.ours/nr"
+	fi
+}
+
+# softofed's fabric as an ibsim server: line3, H1 (LID 1) to H3
+mkdir -p "$SOF_TMP/line3" && cd "$SOF_TMP/line3" || exit 1
+if timeout 30 "$SOFTOFED" fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1 </dev/null; then
+	compare line3 1 0,1,2,3,1
+else
+	not_ok "sa/sim line3" "softofed fabric up --ibsim failed"
+	sof_dump "$OUT"
+fi
+timeout 30 "$SOFTOFED" fabric down >"$OUT" 2>&1 </dev/null
+
+# Debian's ibsim: pair, H1 (LID 1) to H2
+mkdir -p "$SOF_TMP/pair" && cd "$SOF_TMP/pair" || exit 1
+rm -f in && mkfifo in
+exec 7<>in # held open, so that ibsim's console never ends
+timeout -k 5 120 ibsim -s "$TOPO/pair.net" <in >"$(sof_out ibsim)" 2>&1 &
+SOF_PID[ibsim]=$!
+sleep 0.5
+compare pair 1 0,1,2
+exec 7>&-
+sof_kill ibsim
+sof_exit

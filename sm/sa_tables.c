@@ -57,11 +57,10 @@ static void node_rec(const struct sm_node *n, const struct sm_port *p, uint8_t *
 void sa_gen_node(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 {
 	uint8_t rec[128];
-
-	(void)q;
 	struct sm_node *fix;
 	unsigned cnt = scope(sa, o, SOF_NR_LID, &fix);
 
+	(void)q;
 	for (unsigned i = 0; i < cnt; i++) {
 		struct sm_node *n = fix ? fix : sa->sn->nodes[i];
 
@@ -125,7 +124,6 @@ static void portinfo_rec(const struct sm_port *p, bool trusted, uint8_t *rec)
 void sa_gen_portinfo(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 {
 	uint8_t rec[72];
-
 	struct sm_node *fix;
 	unsigned cnt = scope(sa, o, SOF_PIR_LID, &fix);
 
@@ -159,11 +157,10 @@ void sa_gen_portinfo(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 void sa_gen_link(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 {
 	uint8_t rec[8];
-
-	(void)q;
 	struct sm_node *fix;
 	unsigned cnt = scope(sa, o, SOF_LR_FROM_LID, &fix);
 
+	(void)q;
 	for (unsigned i = 0; i < cnt; i++) {
 		struct sm_node *n = fix ? fix : sa->sn->nodes[i];
 
@@ -190,11 +187,10 @@ void sa_gen_switchinfo(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 {
 	const struct sof_sa_rec_desc *d = &sof_sa_recs[SOF_SA_REC_SWITCHINFO];
 	uint8_t rec[24];
-
-	(void)q;
 	struct sm_node *fix;
 	unsigned cnt = scope(sa, o, SOF_SWIR_LID, &fix);
 
+	(void)q;
 	for (unsigned i = 0; i < cnt; i++) {
 		struct sm_node *n = fix ? fix : sa->sn->nodes[i];
 
@@ -226,11 +222,10 @@ void sa_gen_switchinfo(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 void sa_gen_lft(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 {
 	uint8_t rec[72];
-
-	(void)q;
 	struct sm_node *fix;
 	unsigned cnt = scope(sa, o, SOF_LFTR_LID, &fix);
 
+	(void)q;
 	for (unsigned i = 0; i < cnt; i++) {
 		struct sm_node *n = fix ? fix : sa->sn->nodes[i];
 
@@ -270,11 +265,10 @@ void sa_gen_lft(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 void sa_gen_mft(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 {
 	uint8_t rec[72];
-
-	(void)q;
 	struct sm_node *fix;
 	unsigned cnt = scope(sa, o, SOF_MFTR_LID, &fix);
 
+	(void)q;
 	for (unsigned i = 0; i < cnt; i++) {
 		struct sm_node *n = fix ? fix : sa->sn->nodes[i];
 
@@ -313,11 +307,10 @@ void sa_gen_mft(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 void sa_gen_guidinfo(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 {
 	uint8_t rec[72];
-
-	(void)q;
 	struct sm_node *fix;
 	unsigned cnt = scope(sa, o, SOF_GIR_LID, &fix);
 
+	(void)q;
 	for (unsigned i = 0; i < cnt; i++) {
 		struct sm_node *n = fix ? fix : sa->sn->nodes[i];
 
@@ -345,11 +338,10 @@ void sa_gen_guidinfo(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 void sa_gen_pkey(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 {
 	uint8_t rec[72];
-
-	(void)q;
 	struct sm_node *fix;
 	unsigned cnt = scope(sa, o, SOF_PKTR_LID, &fix);
 
+	(void)q;
 	for (unsigned i = 0; i < cnt; i++) {
 		struct sm_node *n = fix ? fix : sa->sn->nodes[i];
 

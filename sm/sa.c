@@ -232,7 +232,7 @@ long sm_sa_process(struct sm_sa *sa, const struct sm_sa_addr *from, const uint8_
 		return 0;
 	q.trusted = sa->sn->sm_key && r.sm_key == sa->sn->sm_key;
 	if (r.attr_id == SOF_SA_ATTR_CLASS_PORT_INFO)
-		out = class_port_info(&r, sa->sn->self ? sa->sn->self->resp_time : 18, resp);
+		out = class_port_info(&r, SA_RESP_TIME, resp);
 	else if (r.method == SOF_SA_GET || r.method == SOF_SA_GET_TABLE ||
 		 r.method == SOF_SA_GET_MULTI)
 		out = get_or_table(sa, &q, resp);

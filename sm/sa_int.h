@@ -20,6 +20,10 @@
 #define SA_MAX_MEMBERS 65536 /* members of one group */
 #define SA_MAX_SUBS 4096
 #define SA_PKT_LIFE 18 /* PacketLifeTime the paths carry (IBA 4.096 us * 2^18) */
+/* ClassPortInfo:RespTimeValue: 4.096 us * 2^16, about 268 ms, what
+ * OpenSM says for its 200 ms transaction time-out; clients time their
+ * queries by it (IBA 13.4.6.2) */
+#define SA_RESP_TIME 16
 #define SA_REPORT_TIMEOUT_MS 200
 #define SA_REPORT_RETRIES 3
 

@@ -395,6 +395,7 @@ void sof_sa_notice_unpack(const uint8_t *rec, struct sof_sa_notice *n);
 /* ClassPortInfo (IBA 13.4.8.1), 72 bytes: the SA sets its base/class
  * version, capability mask and response time; no redirection. */
 #define SOF_SA_CPI_LEN 72
+#define SOF_SA_CAP_NOTICE 0x0002      /* IsNoticeSupported (13.4.8.1): InformInfo, Reports */
 #define SOF_SA_CAP_OPT_RECORDS 0x0100 /* IsSubnetOptionalRecordsSupported */
 #define SOF_SA_CAP_UD_MCAST 0x0200    /* IsUDMulticastSupported */
 #define SOF_SA_CAP_MULTIPATH 0x0400   /* IsMultiPathSupported */

@@ -161,7 +161,9 @@ static long class_port_info(const struct sof_sa_req *r, uint8_t resp_time, uint8
 {
 	uint8_t cpi[SOF_SA_CPI_LEN];
 
-	sof_sa_cpi_pack(cpi, SOF_SA_CAP_OPT_RECORDS | SOF_SA_CAP_UD_MCAST | SOF_SA_CAP_MULTIPATH,
+	sof_sa_cpi_pack(cpi,
+			SOF_SA_CAP_NOTICE | SOF_SA_CAP_OPT_RECORDS | SOF_SA_CAP_UD_MCAST |
+			    SOF_SA_CAP_MULTIPATH,
 			resp_time);
 	return resp_single(r, 0, cpi, sizeof(cpi), resp);
 }

@@ -195,6 +195,7 @@ static void notify_changed(void)
 static void configure(struct sm *sm)
 {
 	struct sm_subnet *sn = &sm->sn;
+	uint64_t t = sm_now_us();
 
 	sn->sm_state = SM_STATE_MASTER;
 	pthread_rwlock_wrlock(&sn->lock);
@@ -205,7 +206,10 @@ static void configure(struct sm *sm)
 	sn->generation++;
 	pthread_rwlock_unlock(&sn->lock);
 	sm_lid_save(sm);
+	sm_log(sm, 1, "LIDs (up to %u) and %s routes in %.1f ms", sn->max_lid, sn->routing,
+	       (double)(sm_now_us() - t) / 1e3);
 	sm_program_start(sm);
+	sm_log(sm, 1, "programming: %u SMPs queued", sm_io_queued(sm));
 }
 
 void sm_phase_done(struct sm *sm)
@@ -242,6 +246,7 @@ void sm_phase_done(struct sm *sm)
 		configure(sm);
 		return;
 	case SM_PHASE_PROGRAM:
+		sm_log(sm, 1, "programmed in %.1f ms", (double)(sm_now_us() - sm->t_phase) / 1e3);
 		sm_activate_start(sm);
 		return;
 	case SM_PHASE_ACTIVATE:

@@ -426,7 +426,18 @@ int main(int argc, char **argv)
 		for (n = 0; n < 256; n++) {
 			int len = 256, agent;
 
+			/* one MAD asked for (libumad2sim copies as much as
+			 * asked); a longer (RMPP) message says its length
+			 * with -ENOSPC and is read again into a larger buffer */
 			agent = umad_recv(sm.fd, buf, &len, 0);
+			if (agent == -ENOSPC && len > 256) {
+				void *big = realloc(buf, umad_size() + (size_t)len + 4096);
+
+				if (!big)
+					break;
+				buf = big;
+				agent = umad_recv(sm.fd, buf, &len, 0);
+			}
 			if (agent < 0)
 				break;
 			mad_in(&sm, agent, buf, len);

@@ -3,7 +3,9 @@
 # link Active), softofed-sm (sm/) against Debian's OpenSM, each started
 # fresh on the same fabric: softofed's (`softofed-fabric FILE --ibsim`) and
 # ibsim's (`ibsim -s FILE`), both through Debian's libumad2sim; ft128,
-# ft648, ft1152 (tests/topologies; BENCH_SM_TOPOS names others), BENCH_REPS
+# ft648, ft1152 (tests/topologies; BENCH_SM_TOPOS names others, by name
+# there or by path, e.g. a 3-level tree of shared/topologies/gen_fattree3.py
+# — ibsim needs -N/-S/-P/-L raised for those, not done here), BENCH_REPS
 # rounds each (default 3), the median, and ours / OpenSM's (target <= 0.5).
 #
 # Each SM's own clock: OpenSM's log from its first line to "SUBNET UP" (as
@@ -94,6 +96,7 @@ ratio() {
 rows=()
 for t in $TOPOS; do
 	file=$TOPO/$t.net
+	case $t in */*) file=$t t=$(basename "$t" .net) ;; esac
 	[ -f "$file" ] || { echo "# $file missing" >&2; continue; }
 	for k in ours_ours ours_opensm ibsim_ours ibsim_opensm; do : >"$TMP/$k"; done
 	for _ in $(seq 1 "$REPS"); do

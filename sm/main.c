@@ -37,6 +37,7 @@ const char *const sm_phase_names[SM_PHASE_MAX] = {
     [SM_PHASE_PROGRAM] = "program",
     [SM_PHASE_ACTIVATE] = "activate",
     [SM_PHASE_LIGHT] = "light sweep",
+    [SM_PHASE_PROBE] = "probe",
 };
 
 static struct {
@@ -122,6 +123,8 @@ static void request_in(struct sm *sm, int agent, void *umad)
 		/* IBA 14.4.1.1: Get answers our SMInfo; a Set (HANDOVER,
 		 * ACKNOWLEDGE, DISABLE ...) from another SM is answered with
 		 * our state too; the master keeps mastership */
+		if (method == SOF_METHOD_SET)
+			sm_sminfo_set(sm, sof_be32(mad + SOF_SMP_OFF_ATTR_MOD));
 		sminfo_fill(sm, mad + SOF_SMP_OFF_DATA);
 		reply(sm, agent, umad, SOF_METHOD_GET_RESP);
 		return;
@@ -190,6 +193,27 @@ static void notify_changed(void)
 			services[i].ops->changed(services[i].ctx);
 }
 
+/* LIDs and routes from a finished discovery, then the fabric programmed */
+static void configure(struct sm *sm)
+{
+	struct sm_subnet *sn = &sm->sn;
+	uint64_t t = sm_now_us();
+
+	sn->sm_state = SM_STATE_MASTER;
+	pthread_rwlock_wrlock(&sn->lock);
+	if (!sm_lid_assign(sm)) {
+		sn->sm_lid = sn->self->lid;
+		sm_route(sm);
+	}
+	sn->generation++;
+	pthread_rwlock_unlock(&sn->lock);
+	sm_lid_save(sm);
+	sm_log(sm, 1, "LIDs (up to %u) and %s routes in %.1f ms", sn->max_lid, sn->routing,
+	       (double)(sm_now_us() - t) / 1e3);
+	sm_program_start(sm);
+	sm_log(sm, 1, "programming: %u SMPs queued", sm_io_queued(sm));
+}
+
 void sm_phase_done(struct sm *sm)
 {
 	struct sm_subnet *sn = &sm->sn;
@@ -207,17 +231,24 @@ void sm_phase_done(struct sm *sm)
 			sm->resweep = true;
 			return;
 		}
-		pthread_rwlock_wrlock(&sn->lock);
-		if (!sm_lid_assign(sm)) {
-			sn->sm_lid = sn->self->lid;
-			sm_route(sm);
+		/* a discovering SM first asks the others (IBA 14.4.1) */
+		if (sn->sm_state != SM_STATE_MASTER && sm_sminfo_probe(sm))
+			return;
+		configure(sm);
+		return;
+	case SM_PHASE_PROBE:
+		if (sm->master) {
+			sn->sm_state = SM_STATE_STANDBY;
+			fprintf(stderr, "softofed-sm: STANDBY: the master SM is %#llx (%s)\n",
+				(unsigned long long)sm->master_guid, sm->master->node->desc);
+			sm->phase = SM_PHASE_IDLE;
+			sm->next_poll = 0;
+			return;
 		}
-		sn->generation++;
-		pthread_rwlock_unlock(&sn->lock);
-		sm_lid_save(sm);
-		sm_program_start(sm);
+		configure(sm);
 		return;
 	case SM_PHASE_PROGRAM:
+		sm_log(sm, 1, "programmed in %.1f ms", (double)(sm_now_us() - sm->t_phase) / 1e3);
 		sm_activate_start(sm);
 		return;
 	case SM_PHASE_ACTIVATE:
@@ -225,7 +256,6 @@ void sm_phase_done(struct sm *sm)
 		sn->act_count++;
 		if (active == all && !sn->up) {
 			sn->up = true;
-			sn->sm_state = SM_STATE_MASTER;
 			fprintf(stderr, "softofed-sm: SUBNET UP in %.0f ms: %u nodes, %u ports Active, %" PRIu64
 				" SMPs (%" PRIu64 " timed out), routing %s\n",
 				(double)(sm_now_us() - t0) / 1e3, sn->nnodes, active,
@@ -255,7 +285,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: softofed-sm [-C ca] [-P port] [--lmc N] [--priority N]\n"
 		"       [--routing minhop|updown|ftree] [--guid2lid FILE] [--window N]\n"
-		"       [--timeout MS] [--retries N] [--sweep S] [--once] [-v]...\n");
+		"       [--timeout MS] [--retries N] [--sweep S] [--sm-key KEY] [--once] [-v]...\n");
 }
 
 static int open_port(struct sm *sm, const char *ca, int port)
@@ -299,7 +329,8 @@ int main(int argc, char **argv)
 	    {"window", required_argument, NULL, 'w'},	{"timeout", required_argument, NULL, 't'},
 	    {"retries", required_argument, NULL, 'R'},	{"sweep", required_argument, NULL, 's'},
 	    {"once", no_argument, NULL, 'o'},		{"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},		{0},
+	    {"sm-key", required_argument, NULL, 'k'},	{"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	static struct sm sm;
 	const char *ca = NULL;
@@ -319,6 +350,8 @@ int main(int argc, char **argv)
 	sm.retries = 3;
 	sm.sweep_s = 10;
 	sm.sn.sm_priority = 15;
+	/* OpenSM's default SM_Key: SMs ignore others whose key differs */
+	sm.sn.sm_key = 1;
 	snprintf(sm.sn.routing, sizeof(sm.sn.routing), "minhop");
 	while ((c = getopt_long(argc, argv, "C:P:p:r:g:vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -345,6 +378,7 @@ int main(int argc, char **argv)
 		case 'R': sm.retries = (unsigned)atoi(optarg); break;
 		case 's': sm.sweep_s = (unsigned)atoi(optarg); break;
 		case 'o': sm.once = true; break;
+		case 'k': sm.sn.sm_key = strtoull(optarg, NULL, 0); break;
 		case 'v': sm.verbose++; break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
@@ -380,7 +414,9 @@ int main(int argc, char **argv)
 		sm_io_pump(&sm);
 		if (sm.phase != SM_PHASE_IDLE && sm_io_idle(&sm))
 			sm_phase_done(&sm);
-		if (sm.phase == SM_PHASE_IDLE) {
+		if (sm.phase == SM_PHASE_IDLE && sm.sn.sm_state == SM_STATE_STANDBY) {
+			sm_sminfo_poll(&sm);
+		} else if (sm.phase == SM_PHASE_IDLE) {
 			if (sm.resweep)
 				sm_discover_start(&sm);
 			else if (sm.sweep_s && sm_now_us() >= sm.next_light)
@@ -393,9 +429,18 @@ int main(int argc, char **argv)
 		for (n = 0; n < 256; n++) {
 			int len = 256, agent;
 
+			/* one MAD asked for (libumad2sim copies as much as
+			 * asked); a longer (RMPP) message says its length
+			 * with -ENOSPC and is read again into a larger buffer */
 			agent = umad_recv(sm.fd, buf, &len, 0);
-			if (agent == -ENOSPC) /* a long RMPP message, for the SA */
-				agent = sm_sa_recv_long(sm.fd, &buf, &bufsz, &len);
+			if (agent == -ENOSPC && len > 256) {
+				void *big = realloc(buf, umad_size() + (size_t)len + 4096);
+
+				if (!big)
+					break;
+				buf = big;
+				agent = umad_recv(sm.fd, buf, &len, 0);
+			}
 			if (agent < 0)
 				break;
 			mad_in(&sm, agent, buf, len);

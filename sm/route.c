@@ -8,13 +8,14 @@
  * (a count of LIDs routed out of each port), so the LIDs of a switch's
  * CAs, and the 2^LMC LIDs of one port, spread over the equal paths.
  *
- * up/down: the same choice restricted to paths that never go up after
- * going down: ranks are the hop distance from the roots (switches with no
- * CA attached that are farthest from the CAs, the spines of a fat tree; by
- * default every switch without CAs of least... the top rank), and a
- * switch's candidates towards a destination are those of the rank-aware
- * search. On a fat tree both give the same shortest up*down* paths; the
- * fat-tree engine (--routing ftree) is up/down with the ranks a tree gives.
+ * up/down (--routing updown; ftree is the same for now): the same choice
+ * among paths that never go up after going down. A switch's rank is its
+ * distance from the roots: leaves (switches with a CA) are found first,
+ * and the switches farthest from every leaf are the roots (a fat tree's
+ * spines). Shortest legal paths come from a rank-aware search, and a
+ * neighbour is a candidate only when the leg to it is legal before its
+ * own path. On a fat tree both engines give the same up*down* paths; on
+ * other graphs up/down avoids the credit loops min-hop may make.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,10 +28,16 @@ struct rt {
 	unsigned nsw;
 	struct sm_node **sw;	/* switches by index */
 	int *swidx;		/* node index -> switch index, -1 */
-	uint8_t *dist;		/* [from * nsw + to], 255 unreachable */
+	uint8_t *dist;		/* [to * nsw + from]: hops, bit 7 set when the
+				 * path first goes up (up/down); 255 unreachable */
 	uint32_t *load;		/* [sw * 256 + port] */
-	uint8_t *down_ok;	/* up/down: [from * nsw + to] dist in the down-only graph */
 	int *queue;
+	/* links between switches: for switch s, adj[adj_off[s] .. adj_off[s + 1]) */
+	unsigned *adj_off;
+	struct rt_adj {
+		unsigned sw;	/* the neighbour's index */
+		uint8_t port;	/* the port of s that leads there */
+	} *adj;
 };
 
 static bool link_up(const struct sm_port *p)
@@ -44,62 +51,44 @@ static struct sm_node *peer_switch(const struct sm_port *p)
 	return link_up(p) && p->peer->node->sw ? p->peer->node : NULL;
 }
 
-/* breadth-first from switch `to` over links; `dir` < 0 for every link,
- * else up/down: dist to `to` along paths that are up* then down* as seen
- * from the sender (built backwards: from `to` first only upward-from-to,
- * i.e. the last legs go down to `to`) */
-static void bfs(struct rt *r, unsigned to, uint8_t *dist, bool updown)
+/* Hop counts to switch `to` from every switch, breadth-first backwards
+ * from it. Up/down (updown): only over paths that never go up after going
+ * down, a packet's leg x -> y being down when y's rank is greater (farther
+ * from the roots). phase[x] 0: x's path to `to` goes only down, so a leg
+ * down into x may precede it; 1: it goes up first, so only a leg up may. */
+static void bfs(struct rt *r, unsigned to, uint8_t *dist, uint8_t *phase, bool updown)
 {
 	unsigned head = 0, tail = 0, i;
-	/* state bit: 1 = the path from here on (towards to) has gone down
-	 * only so far, so before it we may go up or down? -- kept simple:
-	 * phase 0 nodes reached by climbing from `to` (their path to `to`
-	 * goes down), phase 1 nodes reached after a descent (their path
-	 * goes up first, then down) */
-	uint8_t *phase = NULL;
 
 	memset(dist, 255, r->nsw);
-	if (updown) {
-		phase = malloc(r->nsw);
-		if (!phase)
-			updown = false;
-		else
-			memset(phase, 0, r->nsw);
-	}
+	if (updown)
+		memset(phase, 0, r->nsw);
 	dist[to] = 0;
 	r->queue[tail++] = (int)to;
 	while (head < tail) {
 		unsigned s = (unsigned)r->queue[head++];
-		struct sm_node *n = r->sw[s];
 
-		for (i = 1; i <= n->nports; i++) {
-			struct sm_node *m = peer_switch(&n->port[i]);
-			unsigned t;
+		for (i = r->adj_off[s]; i < r->adj_off[s + 1]; i++) {
+			unsigned t = r->adj[i].sw;
 
-			if (!m || r->swidx[m->index] < 0)
-				continue;
-			t = (unsigned)r->swidx[m->index];
 			if (dist[t] != 255)
 				continue;
 			if (updown) {
-				/* going from s to t backwards means a packet
-				 * goes t -> s: it is "down" when s's rank is
-				 * greater (farther from the roots) */
-				bool pkt_down = r->sw[s]->rank > m->rank;
+				/* the packet's leg is t -> s */
+				bool down = r->sw[s]->rank > r->sw[t]->rank;
 
-				/* a packet's path t -> s -> ... -> to is legal
-				 * when after a down leg no up leg follows: s's
-				 * remaining path has phase 0 (down only) or
-				 * this leg is up */
-				if (pkt_down && phase[s])
+				if (down && phase[s])
 					continue;
-				phase[t] = pkt_down ? phase[s] : 1;
+				phase[t] = down ? phase[s] : 1;
 			}
-			dist[t] = (uint8_t)(dist[s] + 1 < 255 ? dist[s] + 1 : 254);
+			dist[t] = (uint8_t)(dist[s] + 1 < 127 ? dist[s] + 1 : 126);
 			r->queue[tail++] = (int)t;
 		}
 	}
-	free(phase);
+	if (updown)
+		for (i = 0; i < r->nsw; i++)
+			if (dist[i] != 255 && phase[i])
+				dist[i] |= 0x80;
 }
 
 static void ranks(struct rt *r)
@@ -149,29 +138,60 @@ static void ranks(struct rt *r)
 /* the port of switch s towards destination switch d (index), least used */
 static uint8_t pick(struct rt *r, unsigned s, unsigned d)
 {
-	struct sm_node *n = r->sw[s];
-	uint8_t want = r->dist[s * r->nsw + d], best = 255;
-	uint32_t best_load = UINT32_MAX;
+	const uint8_t *dist = r->dist + (size_t)d * r->nsw;
+	uint8_t want = dist[s] & 0x7f, best = 255;
+	uint32_t best_load = UINT32_MAX, *load = r->load + (size_t)s * 256;
+	int rank = r->sw[s]->rank;
 	unsigned i;
 
-	if (want == 255 || want == 0)
+	if (dist[s] == 255 || want == 0)
 		return 255;
-	for (i = 1; i <= n->nports; i++) {
-		struct sm_node *m = peer_switch(&n->port[i]);
-		int t;
+	for (i = r->adj_off[s]; i < r->adj_off[s + 1]; i++) {
+		const struct rt_adj *a = &r->adj[i];
+		uint8_t dt = dist[a->sw];
 
-		if (!m || (t = r->swidx[m->index]) < 0)
+		if (dt == 255 || (dt & 0x7f) != want - 1)
 			continue;
-		if (r->dist[(unsigned)t * r->nsw + d] != want - 1)
+		/* up/down: a leg down (to a greater rank) only onto a path
+		 * that goes down all the way (min-hop: bit 7 never set) */
+		if ((dt & 0x80) && r->sw[a->sw]->rank > rank)
 			continue;
-		if (r->load[s * 256 + i] < best_load) {
-			best_load = r->load[s * 256 + i];
-			best = (uint8_t)i;
+		if (load[a->port] < best_load) {
+			best_load = load[a->port];
+			best = a->port;
 		}
 	}
 	if (best != 255)
-		r->load[s * 256 + best]++;
+		load[best]++;
 	return best;
+}
+
+static int build_adj(struct rt *r)
+{
+	unsigned s, i, n = 0;
+
+	r->adj_off = malloc((r->nsw + 1) * sizeof(*r->adj_off));
+	for (s = 0; s < r->nsw; s++)
+		n += r->sw[s]->nports;
+	r->adj = malloc((n + 1) * sizeof(*r->adj));
+	if (!r->adj_off || !r->adj)
+		return -ENOMEM;
+	n = 0;
+	for (s = 0; s < r->nsw; s++) {
+		struct sm_node *nd = r->sw[s];
+
+		r->adj_off[s] = n;
+		for (i = 1; i <= nd->nports; i++) {
+			struct sm_node *m = peer_switch(&nd->port[i]);
+
+			if (m && r->swidx[m->index] >= 0) {
+				r->adj[n].sw = (unsigned)r->swidx[m->index];
+				r->adj[n++].port = (uint8_t)i;
+			}
+		}
+	}
+	r->adj_off[r->nsw] = n;
+	return 0;
 }
 
 int sm_route(struct sm *sm)
@@ -179,7 +199,7 @@ int sm_route(struct sm *sm)
 	struct sm_subnet *sn = &sm->sn;
 	struct rt r = {0};
 	unsigned i, s, lid;
-	uint8_t *col = NULL;
+	uint8_t *phase = NULL;
 	int err = -ENOMEM;
 	bool updown = sm->routing != SM_ROUTE_MINHOP;
 
@@ -199,17 +219,14 @@ int sm_route(struct sm *sm)
 	r.dist = malloc((size_t)r.nsw * r.nsw + 1);
 	r.load = calloc((size_t)r.nsw * 256 + 1, sizeof(*r.load));
 	r.queue = malloc((r.nsw + 1) * sizeof(*r.queue));
-	col = malloc(r.nsw + 1);
-	if (!r.dist || !r.load || !r.queue || !col)
+	phase = malloc(r.nsw + 1);
+	if (!r.dist || !r.load || !r.queue || !phase || build_adj(&r))
 		goto out;
 	if (updown)
 		ranks(&r);
-	/* dist[from][to]: one search per destination switch */
-	for (s = 0; s < r.nsw; s++) {
-		bfs(&r, s, col, updown);
-		for (i = 0; i < r.nsw; i++)
-			r.dist[i * r.nsw + s] = col[i];
-	}
+	/* hop counts to each destination switch: one search per switch */
+	for (s = 0; s < r.nsw; s++)
+		bfs(&r, s, r.dist + (size_t)s * r.nsw, phase, updown);
 	for (s = 0; s < r.nsw; s++)
 		memset(r.sw[s]->sw->lft, 0xff, SM_UCAST_LIDS);
 	for (lid = 1; lid <= sn->max_lid; lid++) {
@@ -239,7 +256,9 @@ int sm_route(struct sm *sm)
 	}
 	err = 0;
 out:
-	free(col);
+	free(phase);
+	free(r.adj);
+	free(r.adj_off);
 	free(r.queue);
 	free(r.load);
 	free(r.dist);

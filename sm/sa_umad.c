@@ -202,33 +202,3 @@ void sm_sa_trap_in(const uint8_t *smp_data)
 	}
 }
 
-/* room beyond the message, as the loop's own buffer has: libumad2sim's
- * read() copies past the length umad_recv asks for */
-#define RECV_SLACK 4096
-
-int sm_sa_recv_long(int fd, void **buf, size_t *bufsz, int *len)
-{
-	size_t need = umad_size() + (size_t)*len + RECV_SLACK;
-	void *b;
-	int n = *len, rc;
-
-	if (*len <= 0 || *len > (64 << 20))
-		return -EINVAL;
-	if (need > *bufsz) {
-		b = realloc(*buf, need);
-		if (!b) {
-			/* no room to keep it: read it into a scratch buffer of
-			 * its size, and drop it */
-			b = malloc(umad_size() + (size_t)*len);
-			if (b)
-				(void)umad_recv(fd, b, &n, 0);
-			free(b);
-			return -ENOMEM;
-		}
-		*buf = b;
-		*bufsz = need;
-	}
-	rc = umad_recv(fd, *buf, &n, 0);
-	*len = n;
-	return rc;
-}

@@ -45,6 +45,7 @@ enum sm_phase {
 	SM_PHASE_PROGRAM,	/* LIDs, LFTs, SwitchInfo, PortInfo to Armed */
 	SM_PHASE_ACTIVATE,	/* PortInfo to Active */
 	SM_PHASE_LIGHT,		/* light sweep: SwitchInfo of every switch */
+	SM_PHASE_PROBE,		/* SMInfo of the other SMs found */
 	SM_PHASE_MAX
 };
 extern const char *const sm_phase_names[SM_PHASE_MAX];
@@ -84,6 +85,11 @@ struct sm {
 	bool changed;		/* this sweep found topology changes */
 	uint64_t t_start, t_phase, next_light; /* µs */
 	unsigned errors;	/* Sets refused in this phase */
+	/* another SM (sminfo.c) */
+	struct sm_port *master;	/* the master we are standby of */
+	uint64_t master_guid;
+	uint64_t next_poll;	/* µs */
+	unsigned poll_fails;
 };
 
 uint64_t sm_now_us(void);
@@ -101,6 +107,7 @@ void sm_io_pump(struct sm *sm);
 /* a received umad of len bytes for agent */
 void sm_io_input(struct sm *sm, int agent, void *umad, int len);
 bool sm_io_idle(const struct sm *sm);
+unsigned sm_io_queued(const struct sm *sm);
 /* the data part of an SMP (64 bytes at offset 64) */
 static inline const uint8_t *sm_smp_data(const uint8_t *mad) { return mad + 64; }
 
@@ -116,6 +123,12 @@ int sm_route(struct sm *sm);
 /* program.c */
 void sm_program_start(struct sm *sm);
 void sm_activate_start(struct sm *sm);
+/* sminfo.c: ask the other SMs (false: none); poll the master; become
+ * master; an SMInfo Set's AttributeModifier */
+bool sm_sminfo_probe(struct sm *sm);
+void sm_sminfo_poll(struct sm *sm);
+void sm_sminfo_take_over(struct sm *sm);
+void sm_sminfo_set(struct sm *sm, uint32_t mod);
 /* main.c: a phase's SMPs are all answered */
 void sm_phase_done(struct sm *sm);
 

@@ -113,12 +113,5 @@ void sm_sa_mcast_hook(void (*fn)(void *ctx, uint16_t mlid), void *ctx);
 /* A trap's Notice (the 64 bytes of an SMP's data) the SM received: the
  * SA forwards it to its subscribers (sm_sa_report). */
 void sm_sa_trap_in(const uint8_t *smp_data);
-/* After umad_recv said -ENOSPC (a reassembled RMPP request longer than
- * the loop's buffer: a GetMulti, or a client's mistake): grow *buf
- * (*bufsz bytes) to the *len bytes it needs and receive it, so that it
- * cannot stay at the head of the port and stall the loop. Returns
- * umad_recv's result (-ENOMEM when there is no room: the message is read
- * into a scratch buffer and dropped). */
-int sm_sa_recv_long(int fd, void **buf, size_t *bufsz, int *len);
 
 #endif

@@ -171,6 +171,16 @@ bool sm_io_idle(const struct sm *sm)
 	return !sm->inflight && !sm->qhead;
 }
 
+unsigned sm_io_queued(const struct sm *sm)
+{
+	const struct sm_req *rq;
+	unsigned n = 0;
+
+	for (rq = sm->qhead; rq; rq = rq->next)
+		n++;
+	return n;
+}
+
 void sm_io_input(struct sm *sm, int agent, void *umad, int len)
 {
 	const uint8_t *mad = umad_get_mad(umad);

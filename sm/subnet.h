@@ -105,7 +105,8 @@ struct sm_switch {
 	uint8_t *lft_hw;	/* as written to the switch (what the SA's
 				 * LinearForwardingTableRecord reports) */
 	/* multicast: port masks (bit p = port p) by MLID - 0xc000;
-	 * mft_cap entries, SM_MAX_PORTS + 1 bits each */
+	 * mft_cap entries, SM_MAX_PORTS + 1 bits each; NULL until the SM
+	 * does multicast */
 	uint64_t (*mft)[4];
 	uint8_t *hops;		/* SM-private: min hop count, [lid] */
 };
@@ -216,8 +217,12 @@ struct sm_service {
 	void (*stop)(void *ctx);
 };
 
-/* Add a service before the SM starts (sm/main.c calls the SA's set-up,
- * which calls this); at most a few. 0 or -ENOSPC. */
+/* Add a service before the SM starts; at most a few. 0 or -ENOSPC. A
+ * service in its own file registers itself from a constructor
+ * (__attribute__((constructor))), so main.c needs no change: every sm/ file is
+ * all linked into softofed-sm. The SM's loop reads MADs of one MAD's
+ * length first and a longer (RMPP) message again into a larger buffer, so
+ * recv gets whole messages, len the MAD part's length. */
 int sm_service_add(const struct sm_service *ops, void *ctx);
 
 #endif

@@ -14,6 +14,10 @@
 #     H3 LID 37 and keeps the others;
 #   - ft128 with LMC 2: every CA port's base LID a multiple of 4, ibtracert
 #     to base+3 reaches the host;
+#   - handover on line3 both ways with OpenSM: ours STANDBY behind
+#     OpenSM's master takes over when it is killed; OpenSM STANDBY behind
+#     ours takes over when ours is killed; sminfo names the new master and
+#     H3 keeps its LID;
 #   - pair and ft128 on ibsim (ibsim -s FILE): SUBNET UP, every port with a
 #     link Active, ibnetdiscover counts the file's nodes.
 # Runs in a private network namespace.
@@ -43,8 +47,17 @@ fabric() {
 	timeout 30 "$SOFTOFED" fabric "$@" </dev/null
 }
 
+# a diagnostic through libumad2sim, attached at node $DIAG_HOST when set
+# (softofed-fabric's sim.c sets or clears the IsSM bit of the node a client
+# attaches at by that client's own flag, and clears it when one leaves: a
+# tool on an SM's node would hide that SM from the others)
+DIAG_HOST=""
 sim() {
-	LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
+	if [ -n "$DIAG_HOST" ]; then
+		SIM_HOST=$DIAG_HOST LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
+	else
+		LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
+	fi
 }
 
 # sm_up NAME ARGS...: our SM in the background; SUBNET UP within 30 s
@@ -207,6 +220,79 @@ for name in pair line3 ft128; do
 	sof_kill sm
 	fabric down >"$OUT" 2>&1
 done
+
+# Handover on line3 (IBA 14.4.1), both ways with OpenSM (its standby
+# polls the master every 500 ms, 2 tries, by a config file of its own):
+#   A: OpenSM master in H1, ours started in H2 goes STANDBY; OpenSM killed,
+#      ours takes over: SUBNET UP, sminfo names it, H3 keeps its LID;
+#   B: ours master in H1, OpenSM in H2 goes STANDBY; ours killed, OpenSM
+#      takes over: MASTER, sminfo names it, H3 keeps its LID.
+file=$TOPO/line3.net
+mkdir -p "$SOF_TMP/ho" && cd "$SOF_TMP/ho" || exit 1
+export OSM_CACHE_DIR=$SOF_TMP/ho OSM_TMP_DIR=$SOF_TMP/ho
+printf 'sminfo_polling_timeout 500\npolling_retry_number 2\n' >osm.conf
+DIAG_HOST=H3
+osm_log=$(sof_out osm)
+# h3_lid: H3's LID (port GUID 0x100005) from smpquery by node description
+h3_lid() {
+	sim ibnetdiscover >"$SOF_TMP/ibnd"
+	lid_of H3
+}
+wait_for() { # FILE REGEX SECS
+	for _ in $(seq 1 $(($3 * 10))); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+fabric up "$file" --ibsim >"$OUT" 2>&1
+sof_bg osm 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 opensm -F "$SOF_TMP/ho/osm.conf" -d 2 -f "$SOF_TMP/ho/osm.log"
+if wait_for "$SOF_TMP/ho/osm.log" 'SUBNET UP' 30; then
+	before=$(h3_lid)
+	sof_bg sm 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H2 "$SM" -v -p 1
+	if wait_for "$(sof_out sm)" 'STANDBY: the master SM is 0x100001' 15; then
+		sof_kill osm
+		if wait_for "$(sof_out sm)" 'SUBNET UP' 20 && sim sminfo | grep -q 'sm guid 0x100003, .*SMINFO_MASTER' &&
+			[ "$(h3_lid)" = "$before" ] && trace_ok 1 "$before" H3; then
+			ok "sm/handover from OpenSM: ours STANDBY behind OpenSM's master, took over when it was killed (SUBNET UP $(sed -n 's/.*SUBNET UP in \([0-9]*\) ms.*/\1/p' "$(sof_out sm)") ms after its start), sminfo names ours, H3 kept LID $before and is routed"
+		else
+			not_ok "sm/handover from OpenSM" "no take-over: H3 LID $before -> $(h3_lid); $(sim sminfo)"
+			sof_dump "$(sof_out sm)"
+		fi
+	else
+		not_ok "sm/handover from OpenSM" "ours did not go STANDBY"
+		sof_dump "$(sof_out sm)"
+	fi
+else
+	not_ok "sm/handover from OpenSM" "OpenSM: no SUBNET UP"
+fi
+sof_kill sm
+sof_kill osm
+fabric down >"$OUT" 2>&1
+rm -f guid2lid "$SOF_TMP/ho/osm.log"
+fabric up "$file" --ibsim >"$OUT" 2>&1
+if sm_up "handover to OpenSM" -v; then
+	before=$(h3_lid)
+	sof_bg osm 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H2 opensm -F "$SOF_TMP/ho/osm.conf" -p 0 -d 2 -f "$SOF_TMP/ho/osm.log"
+	if wait_for "$SOF_TMP/ho/osm.log" 'Entering STANDBY state' 20; then
+		sof_kill sm
+		if wait_for "$SOF_TMP/ho/osm.log" 'Entering MASTER state' 20 && wait_for "$SOF_TMP/ho/osm.log" 'SUBNET UP' 10 &&
+			sim sminfo | grep -q 'sm guid 0x100003, .*SMINFO_MASTER' && [ "$(h3_lid)" = "$before" ] &&
+			trace_ok 1 "$before" H3; then
+			ok "sm/handover to OpenSM: OpenSM STANDBY behind ours, took over when ours was killed, sminfo names it, H3 kept LID $before and is routed"
+		else
+			not_ok "sm/handover to OpenSM" "no take-over: H3 LID $before -> $(h3_lid); $(sim sminfo)"
+			sof_dump "$SOF_TMP/ho/osm.log"
+		fi
+	else
+		not_ok "sm/handover to OpenSM" "OpenSM did not go STANDBY"
+		sof_dump "$SOF_TMP/ho/osm.log"
+	fi
+fi
+sof_kill sm
+sof_kill osm
+fabric down >"$OUT" 2>&1
+DIAG_HOST=""
 
 # ibsim itself: its console reads a FIFO we hold open
 for name in pair ft128; do

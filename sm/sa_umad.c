@@ -201,4 +201,3 @@ void sm_sa_trap_in(const uint8_t *smp_data)
 		sm_sa_report(sa_umad.sa, &n);
 	}
 }
-

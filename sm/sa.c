@@ -8,7 +8,8 @@
  * match is ERR_NO_RECORDS, with several ERR_REQ_TOO_MANY_RECORDS (but a
  * PathRecord Get gets the first, preferred path, as clients expect);
  * GetTable answers with every record, RMPP-active (IBA 15.4.2), bounded
- * at SA_MAX_TABLE_BYTES (ERR_NO_RESOURCES beyond).
+ * at SA_MAX_TABLE_BYTES or what sm_sa_set_max_table says (ERR_NO_RESOURCES
+ * beyond).
  */
 #include "sa_int.h"
 
@@ -26,6 +27,7 @@ struct sm_sa *sm_sa_new(struct sm_subnet *sn, const struct sm_sa_ops *ops, void 
 	sa->ops = ops;
 	sa->ctx = ctx;
 	sa->report_tid = 1;
+	sa->max_table = SA_MAX_TABLE_BYTES;
 	return sa;
 }
 
@@ -41,6 +43,11 @@ void sm_sa_free(struct sm_sa *sa)
 }
 
 const struct sm_sa_stats *sm_sa_stats(const struct sm_sa *sa) { return &sa->st; }
+
+void sm_sa_set_max_table(struct sm_sa *sa, size_t bytes)
+{
+	sa->max_table = bytes ? bytes : SA_MAX_TABLE_BYTES;
+}
 
 void sm_sa_tick(struct sm_sa *sa, uint64_t now_us)
 {
@@ -81,7 +88,7 @@ bool sa_emit(struct sa_out *o, const uint8_t *rec)
 		return false;
 	if (!sof_sa_match(o->d, o->query, rec, o->mask))
 		return true;
-	if (o->len + stride > SA_MAX_TABLE_BYTES) {
+	if (o->len + stride > o->max_bytes) {
 		o->err = -E2BIG;
 		return false;
 	}
@@ -176,6 +183,7 @@ static long get_or_table(struct sm_sa *sa, const struct sa_q *q, uint8_t **resp)
 	    .query = r->data,
 	    .mask = r->comp_mask,
 	    .limit = r->method == SOF_SA_GET ? 2 : ~0u,
+	    .max_bytes = sa->max_table,
 	};
 	uint16_t status = 0;
 	long len;

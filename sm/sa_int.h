@@ -57,6 +57,7 @@ struct sm_sa {
 	const struct sm_sa_ops *ops;
 	void *ctx;
 	struct sm_sa_stats st;
+	size_t max_table; /* bytes of records in one answer */
 	uint64_t now_us;
 	struct sa_service *svc;
 	unsigned nsvc, svc_cap;
@@ -88,9 +89,10 @@ struct sa_out {
 	uint8_t *buf; /* records at stride attr_offset * 8 */
 	size_t len, cap;
 	unsigned n;
-	unsigned limit;	 /* stop after this many (Get: 2, to see "too many") */
-	int err;	 /* -ENOMEM, -E2BIG */
-	uint16_t status; /* set by a generator that refuses the query */
+	unsigned limit;	  /* stop after this many (Get: 2, to see "too many") */
+	size_t max_bytes; /* of records: beyond, -E2BIG */
+	int err;	  /* -ENOMEM, -E2BIG */
+	uint16_t status;  /* set by a generator that refuses the query */
 };
 
 /* Keep rec (d->len bytes) when it matches; returns false when the

@@ -65,6 +65,9 @@ struct sm_sa_stats {
 struct sm_sa *sm_sa_new(struct sm_subnet *sn, const struct sm_sa_ops *ops, void *ctx);
 void sm_sa_free(struct sm_sa *sa);
 const struct sm_sa_stats *sm_sa_stats(const struct sm_sa *sa);
+/* The most bytes of records one answer carries (0: the default, 8 MiB);
+ * a GetTable that would need more is answered ERR_NO_RESOURCES. */
+void sm_sa_set_max_table(struct sm_sa *sa, size_t bytes);
 
 /* Handle one SA MAD of len bytes (256, or a reassembled RMPP message)
  * from `from`. Returns the length of the response it wrote to *resp

@@ -8,7 +8,8 @@
  * LFTs (LMC paths in order, NumbPath, MTU selectors, a broken table and a
  * loop give no path), MultiPathRecord, ServiceRecord leases, multicast
  * join/leave with the SM told, InformInfo subscriptions and the Reports
- * of traps 64/65/66/67, and a GetTable larger than one MAD.
+ * of traps 64/65/66/67, a GetTable larger than one MAD, and one beyond
+ * the SA's bound on an answer (ERR_NO_RESOURCES).
  */
 #include "harness.h"
 
@@ -598,6 +599,18 @@ TEST(big_table)
 	req(mad, SOF_SA_GET_TABLE, SOF_SA_ATTR_NODE_REC, 0);
 	CHECK_EQ(ask(mad), 0);
 	CHECK_EQ(nrec(), 305);
+	/* a bound on the answer: beyond it ERR_NO_RESOURCES, in one MAD; a
+	 * Get and a table within the bound still answered */
+	sm_sa_set_max_table(SA, 100 * 112);
+	CHECK_EQ(ask(mad), SOF_SA_ST_NO_RESOURCES);
+	CHECK_EQ(RLEN, 256);
+	req(mad, SOF_SA_GET_TABLE, SOF_SA_ATTR_NODE_REC, 1ull << SOF_NR_NODE_TYPE);
+	mad[SOF_SA_OFF_DATA + 6] = SOF_NODE_SWITCH;
+	CHECK_EQ(ask(mad), 0);
+	CHECK_EQ(nrec(), 2);
+	req(mad, SOF_SA_GET, SOF_SA_ATTR_NODE_REC, 1ull << SOF_NR_LID);
+	sof_put16(mad + SOF_SA_OFF_DATA, 20);
+	CHECK_EQ(ask(mad), 0);
 	teardown();
 }
 

@@ -12,6 +12,7 @@
  *   softofed run -- CMD ARGS  run CMD with our libraries first in the
  *                             library path, the daemon up
  *   softofed fabric ...       the InfiniBand fabric (tools/fabric.c)
+ *   softofed ipoib ...        IPoIB interfaces (tools/ipoib.c)
  *
  * The daemon binary is $SOFTOFED_DAEMON, else softofedd next to this
  * program; the libraries are in ../lib relative to this program.
@@ -50,6 +51,8 @@ static void usage(FILE *f)
 	    "  fabric up FILE [--listen ADDR:PORT] [--real NAME,...] | status [-v] | down |\n"
 	    "         link NAME PORT up|down | port NAME PORT\n"
 	    "                     the InfiniBand fabric of this network namespace\n"
+	    "  ipoib up [PORT] [--pkey P] | down [IFNAME] | status [IFNAME]\n"
+	    "                     IPoIB interface ib<PORT-1> over sofib0 (datagram mode)\n"
 	    "  --help             this help\n"
 	    "Environment: SOFTOFED_DAEMON overrides the daemon binary (default: %s/softofedd).\n",
 	    soft_exe_dir[0] ? soft_exe_dir : "<dir of softofed>");
@@ -426,6 +429,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 2, argv + 2);
 	if (!strcmp(cmd, "fabric"))
 		return soft_cmd_fabric(argc - 2, argv + 2);
+	if (!strcmp(cmd, "ipoib"))
+		return soft_cmd_ipoib(argc - 2, argv + 2);
 	fprintf(stderr, "softofed: unknown command or arguments: %s\n", cmd);
 	usage(stderr);
 	return 2;

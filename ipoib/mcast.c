@@ -232,6 +232,10 @@ static void want(const uint8_t ip[16])
 	ipoib_mgid(mgid, ipoib.pkey, ip);
 	g = find(mgid);
 	if (!g) {
+		char a[64];
+
+		ipoib_ip_str(ip, a, sizeof(a));
+		ipoib_log("the kernel holds group %s", a);
 		g = group_new(mgid);
 		if (!g)
 			return;
@@ -275,8 +279,11 @@ static void scan(const char *ifname)
 	while (f && fgets(line, sizeof(line), f)) {
 		unsigned idx;
 
+		/* the daemon serves ib0 as a RoCE interface too and joins the
+		 * IP group of each MGID attached (transport/mcast.c): those are
+		 * IPoIB MGIDs (ff1x:401b, ff1x:601b), not the kernel's groups */
 		if (sscanf(line, "%u %63s %32s", &idx, dev, hex) != 3 || strcmp(dev, ifname) ||
-		    strlen(hex) != 32)
+		    strlen(hex) != 32 || !strncmp(hex + 4, "401b", 4) || !strncmp(hex + 4, "601b", 4))
 			continue;
 		for (int i = 0; i < 16; i++) {
 			unsigned b;

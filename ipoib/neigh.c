@@ -18,8 +18,8 @@
 
 #define NEIGH_MAX 256
 #define NEIGH_QUEUE 16
-#define SOLICIT_MS 1000	       /* between solicitations */
-#define SOLICIT_TRIES 3
+#define SOLICIT_MS 250	       /* first retry; doubled after each */
+#define SOLICIT_TRIES 4
 #define FAILED_HOLD_MS 3000    /* a failed entry drops traffic this long */
 #define NEIGH_REFRESH_MS 60000 /* unconfirmed this long: solicit again */
 
@@ -339,7 +339,9 @@ void neigh_tick(uint64_t now)
 
 		switch (n->state) {
 		case N_INCOMPLETE:
-			if (now - n->solicited < SOLICIT_MS)
+			/* a group the SM has just joined us to may not reach
+			 * the peer yet (its MFTs): retry soon, then back off */
+			if (now - n->solicited < (uint64_t)SOLICIT_MS << (n->tries - 1))
 				break;
 			if (n->tries >= SOLICIT_TRIES)
 				fail(n);

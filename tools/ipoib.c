@@ -32,7 +32,7 @@ static int ipoib_rpc(const char *ifname, const char *req, FILE *out)
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	int n = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "softofed/ipoib/%s", ifname);
 	struct timeval tv = {.tv_sec = 10};
-	char buf[4096];
+	char buf[4096], line[64];
 	ssize_t r;
 	int fd, rc = 0;
 
@@ -43,7 +43,7 @@ static int ipoib_rpc(const char *ifname, const char *req, FILE *out)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&sun,
 		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) ||
-	    write(fd, req, strlen(req)) < 0 || write(fd, "\n", 1) < 0) {
+	    send(fd, line, (size_t)snprintf(line, sizeof(line), "%s\n", req), MSG_NOSIGNAL) < 0) {
 		rc = -errno;
 		close(fd);
 		return rc;

@@ -626,6 +626,17 @@ int tp_ib_start(const struct tp_ib_config *c)
 	if (fd < 0)
 		return -errno;
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* a burst of datagrams (IPoIB's UD traffic) must not overflow the
+	 * default buffers, where the kernel drops them uncounted; FORCE
+	 * works as root, else the plain one capped by the kernel */
+	{
+		int sz = 8 << 20;
+
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+			(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+			(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	}
 	if (fam == AF_INET) {
 		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(c->local_port)};
 

@@ -139,6 +139,113 @@ else
 	ipst a | sed 's/^/#   a: /'
 fi
 
+# the latency once resolved: 20 echoes, a second run
+if pingto a "$(ibip $FAR)" && sof_host_run a ping -n -q -c 20 -i 0.05 -W 2 "$(ibip $FAR)" >"$SOF_TMP/ipoib.rtt" 2>&1 </dev/null &&
+	grep -q ' 20 received' "$SOF_TMP/ipoib.rtt"; then
+	ok "ipoib/$T: 20 echoes a -> $FAR resolved: $(grep -o 'rtt.*' "$SOF_TMP/ipoib.rtt")"
+else
+	not_ok "ipoib/$T: ping resolved" "$(tail -n 2 "$SOF_TMP/ipoib.rtt" | tr '\n' ' ')"
+fi
+
+if [ "$T" = pair ]; then
+	if [ -n "${SOF_IPOIB_DEBUG:-}" ]; then
+		for sz in 1000 1400 1900 2000 2010 2016; do
+			sof_host_run a ping -n -q -c 2 -i 0.2 -W 1 -s $sz "$(ibip b)" 2>&1 | grep -o '[0-9]* received' | sed "s/^/# size $sz: /"
+		done
+		ipst a | sed 's/^/# a: /'
+		ipst b | sed 's/^/# b: /'
+		sof_host_run b "$SOFTOFED" status | sed 's/^/# b: /'
+		for h in a b; do sof_host_run $h sh -c 'cat /tmp/softofed-ipoib-*-ib0-$(stat -L -c %i /proc/self/ns/net).log' | sed "s/^/# $h log: /"; done
+	fi
+	# ---- iperf3 TCP and UDP ---------------------------------------------------------
+	sof_host_bg ipoib.iperf.srv b 90 iperf3 -s -p 5201 -B "$(ibip b)"
+	sof_host_wait_listen b 5201 10 ipoib.iperf.srv >/dev/null 2>&1
+	out=$SOF_TMP/ipoib.iperf.tcp
+	sof_host_run a timeout 30 iperf3 -c "$(ibip b)" -p 5201 -t 3 -J >"$out" 2>&1 </dev/null
+	bps=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(int(j["end"]["sum_received"]["bits_per_second"]))' "$out" 2>/dev/null)
+	if [ -n "$bps" ] && [ "$bps" -gt 0 ]; then
+		ok "ipoib/$T: iperf3 TCP a -> b over ib0: $((bps / 1000000)) Mbit/s received"
+	else
+		not_ok "ipoib/$T: iperf3 TCP" "$(head -c 400 "$out" | tr '\n' ' ')"
+	fi
+	out=$SOF_TMP/ipoib.iperf.udp
+	sof_host_run a timeout 30 iperf3 -c "$(ibip b)" -p 5201 -u -b 50M -l 1400 -t 3 -J --get-server-output >"$out" 2>&1 </dev/null
+	# what the server received (its own report), not the client's view
+	udp=$(python3 -c '
+import json, re, sys
+t = json.load(open(sys.argv[1]))["server_output_text"]
+m = re.findall(r"(\d+)/(\d+) \([0-9.e+-]+%\)\s+receiver", t)
+print(m[-1][1], m[-1][0])' "$out" 2>/dev/null)
+	# shellcheck disable=SC2086 # two numbers
+	set -- $udp
+	if [ $# = 2 ] && [ "$1" -gt 0 ] && [ $(($2 * 20)) -le "$1" ]; then
+		ok "ipoib/$T: iperf3 UDP a -> b over ib0 at 50 Mbit/s: $1 datagrams, $2 lost"
+	else
+		not_ok "ipoib/$T: iperf3 UDP" "'$udp' $(head -c 400 "$out" | tr '\n' ' ')"
+		ipst a | grep counters | sed 's/^/#   a: /'
+		ipst b | grep counters | sed 's/^/#   b: /'
+		sof_host_run b "$SOFTOFED" status | grep 'drops\|counters' | sed 's/^/#   b: /'
+		sof_host_run a "$SOFTOFED" status | grep 'drops\|counters' | sed 's/^/#   a: /'
+		sof_host_run a "$SOFTOFED" fabric status | sed 's/^/#   fabric: /'
+		cp "$out" /tmp/i21-udp.json
+	fi
+	sof_kill ipoib.iperf.srv
+
+	# ---- HTTP: a 64 MiB file, SHA-256 compared --------------------------------------
+	www=$SOF_TMP/www
+	mkdir -p "$www"
+	head -c $((64 << 20)) /dev/urandom >"$www/big.bin"
+	want=$(sha256sum <"$www/big.bin" | cut -d' ' -f1)
+	sof_host_bg ipoib.http b 120 python3 -m http.server 8080 --bind "$(ibip b)" --directory "$www"
+	sof_host_wait_listen b 8080 10 ipoib.http >/dev/null 2>&1
+	got=$(sof_host_run a timeout 100 curl -sf --max-time 90 "http://$(ibip b):8080/big.bin" </dev/null | sha256sum | cut -d' ' -f1)
+	if [ "$got" = "$want" ]; then
+		ok "ipoib/$T: curl of a 64 MiB file from python3 http.server in b over ib0, SHA-256 equal"
+	else
+		not_ok "ipoib/$T: http" "SHA-256 $got, want $want"
+	fi
+	sof_kill ipoib.http
+	rm -rf "$www"
+
+	# ---- malformed frames from b to a's QP ------------------------------------------
+	sa0=$SOF_TMP/ipoib.bad0
+	ipst a >"$sa0"
+	out=$SOF_TMP/ipoib.inject
+	sof_host_run b "$SOFTOFED" run -- "$INJECT" "$alid" "$aqpn" >"$out" 2>&1 </dev/null
+	sleep 0.5
+	sa1=$SOF_TMP/ipoib.bad1
+	ipst a >"$sa1"
+	cnt() { tr ' ' '\n' <"$1" | grep -A1 -x "$2" | tail -n 1; }
+	bad=""
+	for k in $(grep -o '^drop_[a-z]*' "$out" | sort | uniq -c | awk '{print $2 "=" $1}'); do
+		name=${k%=*} n=${k#*=}
+		d=$(($(cnt "$sa1" "$name") - $(cnt "$sa0" "$name")))
+		[ "$d" = "$n" ] || bad="$bad $name:$d/$n"
+	done
+	if grep -q '^sent 12$' "$out" && [ -z "$bad" ] && [ "$(cnt "$sa1" rx_packets)" = "$(cnt "$sa0" rx_packets)" ]; then
+		ok "ipoib/$T: 12 malformed frames from b to a's QP dropped, each counted under its reason ($(grep -o '^drop_[a-z]*' "$out" | sort -u | tr '\n' ' '))"
+	else
+		not_ok "ipoib/$T: malformed frames" "counts off:$bad; $(tr '\n' ' ' <"$out" | cut -c1-300)"
+	fi
+	if pingto a "$(ibip b)"; then
+		ok "ipoib/$T: ib0 still carries ping after the malformed frames"
+	else
+		not_ok "ipoib/$T: ping after bad frames" "no answer"
+	fi
+fi
+
+# ---- down --------------------------------------------------------------------------
+sof_host_run $FAR "$SOFTOFED" ipoib down >"$SOF_TMP/ipoib.down" 2>&1 </dev/null
+if ! sof_host_run $FAR ip link show ib0 >/dev/null 2>&1 && grep -q 'ib0 down' "$SOF_TMP/ipoib.down" &&
+	! pingto a "$(ibip $FAR)"; then
+	ok "ipoib/$T: softofed ipoib down in $FAR: ib0 gone, a's pings go unanswered"
+else
+	not_ok "ipoib/$T: down" "$(tr '\n' ' ' <"$SOF_TMP/ipoib.down")"
+fi
+
+for h in $HOSTS; do
+	sof_host_run "$h" "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null
+done
 sof_kill ipoib.sm
 sof_kill ipoib.fabric
 sof_exit

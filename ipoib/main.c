@@ -62,11 +62,12 @@ uint64_t ipoib_now_ms(void)
 void ipoib_log(const char *fmt, ...)
 {
 	va_list ap;
-	time_t t = time(NULL);
+	struct timespec now;
 	char ts[32];
 
-	strftime(ts, sizeof(ts), "%H:%M:%S", gmtime(&t));
-	fprintf(stderr, "%s ipoib %s: ", ts, m.ifname);
+	clock_gettime(CLOCK_REALTIME, &now);
+	strftime(ts, sizeof(ts), "%H:%M:%S", gmtime(&now.tv_sec));
+	fprintf(stderr, "%s.%03ld ipoib %s: ", ts, now.tv_nsec / 1000000, m.ifname);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

@@ -12,6 +12,8 @@
 #     ping      ping a -> b over ib0 (ARP on the IB side, path record),
 #               then b's neighbour table holds a with a's QPN and LID
 #     ping6     ping -6 (neighbour discovery on the solicited-node group)
+#     rtt       20 more echoes once resolved
+#     mtu       ping -s 2016 -M do: packets of the 2044-byte MTU both ways
 #     iperf3    TCP and UDP a -> b over ib0, bytes received > 0, no loss
 #               beyond 5 % for UDP at 50 Mbit/s
 #     http      a 64 MiB file served by python3's http.server in b,
@@ -148,15 +150,15 @@ else
 fi
 
 if [ "$T" = pair ]; then
-	if [ -n "${SOF_IPOIB_DEBUG:-}" ]; then
-		for sz in 1000 1400 1900 2000 2010 2016; do
-			sof_host_run a ping -n -q -c 2 -i 0.2 -W 1 -s $sz "$(ibip b)" 2>&1 | grep -o '[0-9]* received' | sed "s/^/# size $sz: /"
-		done
-		ipst a | sed 's/^/# a: /'
-		ipst b | sed 's/^/# b: /'
-		sof_host_run b "$SOFTOFED" status | sed 's/^/# b: /'
-		for h in a b; do sof_host_run $h sh -c 'cat /tmp/softofed-ipoib-*-ib0-$(stat -L -c %i /proc/self/ns/net).log' | sed "s/^/# $h log: /"; done
+	# a packet of the MTU (2044 bytes) with DF set, both ways
+	out=$SOF_TMP/ipoib.ping.mtu
+	if sof_host_run a ping -n -c 3 -i 0.2 -W 2 -s 2016 -M do "$(ibip b)" >"$out" 2>&1 </dev/null &&
+		grep -q ' 3 received' "$out" && grep -q '^2024 bytes from' "$out"; then
+		ok "ipoib/$T: ping -s 2016 -M do: 2044-byte packets (the MTU) both ways"
+	else
+		not_ok "ipoib/$T: MTU-sized ping" "$(tail -n 2 "$out" | tr '\n' ' ')"
 	fi
+
 	# ---- iperf3 TCP and UDP ---------------------------------------------------------
 	sof_host_bg ipoib.iperf.srv b 90 iperf3 -s -p 5201 -B "$(ibip b)"
 	sof_host_wait_listen b 5201 10 ipoib.iperf.srv >/dev/null 2>&1
@@ -231,6 +233,70 @@ print(m[-1][1], m[-1][0])' "$out" 2>/dev/null)
 		ok "ipoib/$T: ib0 still carries ping after the malformed frames"
 	else
 		not_ok "ipoib/$T: ping after bad frames" "no answer"
+	fi
+fi
+
+if [ "$T" = line3 ]; then
+	# ---- ping between the other hosts -------------------------------------------------
+	if pingto c "$(ibip b)" && pingto c "$(ibip6 b)" -6; then
+		ok "ipoib/$T: ping and ping -6 c -> b over ib0"
+	else
+		not_ok "ipoib/$T: ping c -> b" "$(tail -n 2 "$SOF_TMP/ipoib.ping.c.$(ibip b)" | tr '\n' ' ')"
+	fi
+
+	# ---- IP multicast: a sends to 239.77.1.1, b and c receive ------------------------
+	GROUP=239.77.1.1
+	for h in b c; do
+		sof_host_bg "ipoib.mrecv.$h" $h 40 python3 -c '
+import socket, struct, sys
+grp, ifa = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("", 5007))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(grp) + socket.inet_aton(ifa))
+s.settimeout(15)
+got = set()
+print("joined", flush=True)
+try:
+    while len(got) < 100:
+        d, src = s.recvfrom(2048)
+        n, = struct.unpack("!I", d[:4])
+        if d[4:] == bytes([n & 255]) * 996:
+            got.add(n)
+except socket.timeout:
+    pass
+print("received %d from %s" % (len(got), src[0] if got else "-"), flush=True)
+' "$GROUP" "$(ibip $h)"
+	done
+	# the receivers' kernels hold the group; their ipoib joins it within a second
+	sleep 3
+	sof_host_run a timeout 20 python3 -c '
+import socket, struct, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(sys.argv[2]))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+for n in range(100):
+    s.sendto(struct.pack("!I", n) + bytes([n & 255]) * 996, (sys.argv[1], 5007))
+    time.sleep(0.02)
+' "$GROUP" "$(ibip a)" </dev/null >/dev/null 2>&1
+	mg=ff12:401b:ffff::f4d:101 # RFC 4391: the group's low 28 bits
+	stc=$SOF_TMP/ipoib.st.c
+	ipst c >"$stc"
+	rb= rc=
+	sof_wait ipoib.mrecv.b 30 && rb=$(sed -n 's/^received \([0-9]*\) .*/\1/p' "$(sof_out ipoib.mrecv.b)")
+	sof_wait ipoib.mrecv.c 30 && rc=$(sed -n 's/^received \([0-9]*\) .*/\1/p' "$(sof_out ipoib.mrecv.c)")
+	if [ "${rb:-0}" -ge 90 ] && [ "${rc:-0}" -ge 90 ] && grep -q "^mcast $mg mlid 0xc[0-9a-f]* state joined attached" "$stc"; then
+		ok "ipoib/$T: IP multicast $GROUP from a to b and c over ib0 (MGID $mg joined and attached): b got $rb, c got $rc of 100, bytes checked"
+	else
+		not_ok "ipoib/$T: IP multicast" "b got '$rb', c got '$rc'; c: $(grep '^mcast' "$stc" | tr '\n' ' ')"
+		ipst a | sed 's/^/#   a: /'
+	fi
+	# the receivers left: so does c's ipoib, through the SA
+	sleep 2.5
+	if ! ipst c | grep -q "^mcast $mg " && [ "$(ipcnt c mcast_leaves)" -ge 1 ]; then
+		ok "ipoib/$T: c's kernel left $GROUP: c's ipoib left $mg (mcast_leaves $(ipcnt c mcast_leaves))"
+	else
+		not_ok "ipoib/$T: multicast leave" "$(ipst c | grep '^mcast' | tr '\n' ' ')"
 	fi
 fi
 

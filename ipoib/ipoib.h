@@ -152,6 +152,8 @@ struct ipoib_ah *ud_ah(const struct ipoib_path *path);
 void ud_ah_put(struct ipoib_ah *ah);
 /* Send frame (header included) to qpn through ah; 0 or -errno. */
 int ud_send(struct ipoib_ah *ah, uint32_t qpn, uint32_t qkey, const uint8_t *frame, size_t len);
+/* Free send slots (completions reaped when none). */
+unsigned ud_sq_free(void);
 int ud_attach(const uint8_t mgid[16], uint16_t mlid);
 int ud_detach(const uint8_t mgid[16], uint16_t mlid);
 void ud_close(void);

@@ -401,7 +401,10 @@ static void loop(void)
 	uint64_t last = 0;
 
 	while (!m.stop) {
-		struct pollfd p[4] = {{.fd = m.tun, .events = POLLIN},
+		/* backpressure: no packet is taken from the kernel while the
+		 * send queue is full (its queue holds them, or drops and
+		 * counts); the completions that free it wake the loop */
+		struct pollfd p[4] = {{.fd = m.tun, .events = ud_sq_free() ? POLLIN : 0},
 				      {.fd = ud_fd(), .events = POLLIN},
 				      {.fd = sa_fd(), .events = POLLIN},
 				      {.fd = m.ctl, .events = POLLIN}};
@@ -413,7 +416,7 @@ static void loop(void)
 		 * only wakes the loop */
 		ud_poll();
 		if (p[0].revents) {
-			for (int n = 0; n < 64; n++) {
+			for (int n = 0; n < 64 && ud_sq_free() > 8; n++) {
 				ssize_t r = read(m.tun, pkt, sizeof(pkt));
 
 				if (r <= 0)

@@ -195,6 +195,13 @@ void ud_poll(void)
 	reap();
 }
 
+unsigned ud_sq_free(void)
+{
+	if (!ud.nfree)
+		reap();
+	return ud.nfree;
+}
+
 struct ipoib_ah *ud_ah(const struct ipoib_path *path)
 {
 	struct ibv_ah_attr a = {.dlid = path->dlid, .sl = path->sl, .port_num = (uint8_t)ud.port};
@@ -234,9 +241,9 @@ int ud_send(struct ipoib_ah *ah, uint32_t qpn, uint32_t qkey, const uint8_t *fra
 
 	if (len > IPOIB_BUF)
 		return -EMSGSIZE;
-	/* a full send queue: reap what completed, else the frame is lost
-	 * (a UD send completes at once; this only waits on a burst) */
-	for (int tries = 0; !ud.nfree && tries < 1000; tries++)
+	/* a full send queue: what completed, else the frame is lost (the
+	 * loop reads no packet from the kernel while the queue is full) */
+	if (!ud.nfree)
 		reap();
 	if (!ud.nfree)
 		return -ENOBUFS;

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RQ_DEPTH 512
+#define RQ_DEPTH 2048
 #define SQ_DEPTH 256
 #define SLOT (IPOIB_GRH_LEN + IPOIB_BUF)
 

@@ -15,13 +15,15 @@
 #     rtt       20 more echoes once resolved
 #     mtu       ping -s 2016 -M do: packets of the 2044-byte MTU both ways
 #     iperf3    TCP and UDP a -> b over ib0, bytes received > 0, no loss
-#               beyond 5 % for UDP at 50 Mbit/s
+#               beyond 10 % for UDP at 20 Mbit/s (the server's own count)
 #     http      a 64 MiB file served by python3's http.server in b,
 #               fetched by curl in a over ib0, SHA-256 equal
 #     bad       progs/ipoib_inject from b sends malformed IPoIB frames to
 #               a's QP: each dropped and counted under its reason
 #               (reserved bits, unknown type, short IP, ARP with wrong
 #               hardware type / length, ND with a bad option, oversize)
+#     sm        OpenSM killed and started again: a new address of b is
+#               resolved (ARP on the broadcast group) and pinged
 #     down      `softofed ipoib down` removes ib0 and leaves the groups
 #   SOF_IPOIB_TOPO=line3: hosts a, b, c across three switches
 #     ping      a -> c and c -> b over ib0, IPv4 and IPv6
@@ -171,7 +173,7 @@ if [ "$T" = pair ]; then
 		not_ok "ipoib/$T: iperf3 TCP" "$(head -c 400 "$out" | tr '\n' ' ')"
 	fi
 	out=$SOF_TMP/ipoib.iperf.udp
-	sof_host_run a timeout 30 iperf3 -c "$(ibip b)" -p 5201 -u -b 50M -l 1400 -t 3 -J --get-server-output >"$out" 2>&1 </dev/null
+	sof_host_run a timeout 30 iperf3 -c "$(ibip b)" -p 5201 -u -b 20M -l 1400 -t 3 -J --get-server-output >"$out" 2>&1 </dev/null
 	# what the server received (its own report), not the client's view
 	udp=$(python3 -c '
 import json, re, sys
@@ -180,8 +182,8 @@ m = re.findall(r"(\d+)/(\d+) \([0-9.e+-]+%\)\s+receiver", t)
 print(m[-1][1], m[-1][0])' "$out" 2>/dev/null)
 	# shellcheck disable=SC2086 # two numbers
 	set -- $udp
-	if [ $# = 2 ] && [ "$1" -gt 0 ] && [ $(($2 * 20)) -le "$1" ]; then
-		ok "ipoib/$T: iperf3 UDP a -> b over ib0 at 50 Mbit/s: $1 datagrams, $2 lost"
+	if [ $# = 2 ] && [ "$1" -gt 0 ] && [ $(($2 * 10)) -le "$1" ]; then
+		ok "ipoib/$T: iperf3 UDP a -> b over ib0 at 20 Mbit/s: $1 datagrams, $2 lost (at most 10 %)"
 	else
 		not_ok "ipoib/$T: iperf3 UDP" "'$udp' $(head -c 400 "$out" | tr '\n' ' ')"
 		ipst a | grep counters | sed 's/^/#   a: /'
@@ -300,6 +302,26 @@ for n in range(100):
 	fi
 fi
 
+if [ "$T" = pair ]; then
+	# ---- the SM restarts: its SA forgets the groups; ib0 joins again -------------
+	sof_kill ipoib.sm
+	: >"$smlog"
+	sof_host_bg ipoib.sm2 a 300 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87
+	for _ in $(seq 600); do
+		grep -q 'SUBNET UP' "$smlog" 2>/dev/null && break
+		sleep 0.1
+	done
+	# a new address of b: reaching it takes an ARP request on the broadcast group
+	sof_host_run b ip addr add 192.168.77.12/24 dev ib0
+	sleep 12
+	if grep -q 'SUBNET UP' "$smlog" && pingto a 192.168.77.12; then
+		ok "ipoib/$T: OpenSM restarted: ib0 still resolves (ARP on the broadcast group) and carries ping to b's new address"
+	else
+		not_ok "ipoib/$T: SM restart" "$(tail -n 2 "$SOF_TMP/ipoib.ping.a.192.168.77.12" | tr '\n' ' ')"
+		ipst a | sed 's/^/#   a: /'
+	fi
+fi
+
 # ---- down --------------------------------------------------------------------------
 sof_host_run $FAR "$SOFTOFED" ipoib down >"$SOF_TMP/ipoib.down" 2>&1 </dev/null
 if ! sof_host_run $FAR ip link show ib0 >/dev/null 2>&1 && grep -q 'ib0 down' "$SOF_TMP/ipoib.down" &&
@@ -313,5 +335,6 @@ for h in $HOSTS; do
 	sof_host_run "$h" "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null
 done
 sof_kill ipoib.sm
+sof_kill ipoib.sm2
 sof_kill ipoib.fabric
 sof_exit

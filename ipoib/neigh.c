@@ -23,6 +23,19 @@
 #define FAILED_HOLD_MS 3000    /* a failed entry drops traffic this long */
 #define NEIGH_REFRESH_MS 60000 /* unconfirmed this long: solicit again */
 
+/* NEIGH_REFRESH_MS, or $SOFTOFED_IPOIB_NEIGH_SECS (tests shorten it) */
+static uint64_t refresh_ms(void)
+{
+	static uint64_t ms;
+
+	if (!ms) {
+		const char *e = getenv("SOFTOFED_IPOIB_NEIGH_SECS");
+
+		ms = e && atoi(e) > 0 ? (uint64_t)atoi(e) * 1000 : NEIGH_REFRESH_MS;
+	}
+	return ms;
+}
+
 enum neigh_state { N_FREE, N_INCOMPLETE, N_PATH, N_READY, N_FAILED };
 static const char *const neigh_state_names[] = {
     [N_FREE] = "free",
@@ -211,6 +224,12 @@ static void path_start(struct neigh *n)
 	n->since = ipoib_now_ms();
 	sa_cancel(n);
 	ipoib.cnt[IC_path_queries]++;
+	{
+		char ip[64];
+
+		ipoib_ip_str(n->ip, ip, sizeof(ip));
+		ipoib_log("neighbour %s: qpn 0x%06x, asking the SA for its path", ip, n->hw.qpn);
+	}
 	if (sa_path(n->hw.gid, path_done, n)) {
 		ipoib.cnt[IC_path_fails]++;
 		fail(n);
@@ -355,7 +374,7 @@ void neigh_tick(uint64_t now)
 		case N_READY:
 			/* unconfirmed: ask again, by the groups as at first
 			 * (the peer's answer confirms it), then forget it */
-			if (now - n->confirmed < NEIGH_REFRESH_MS)
+			if (now - n->confirmed < refresh_ms())
 				break;
 			if (!n->refreshing) {
 				n->refreshing = true;
@@ -365,10 +384,15 @@ void neigh_tick(uint64_t now)
 				neigh_free(n); /* learnt, never used: nothing to ask from */
 				break;
 			}
-			if (now - n->solicited < SOLICIT_MS)
+			if (now - n->solicited < SOLICIT_MS * 4)
 				break;
-			if (n->tries >= SOLICIT_TRIES)
+			if (n->tries >= SOLICIT_TRIES) {
+				char ip[64];
+
+				ipoib_ip_str(n->ip, ip, sizeof(ip));
+				ipoib_log("neighbour %s: no answer, forgotten", ip);
 				neigh_free(n);
+			}
 			else
 				solicit(n);
 			break;

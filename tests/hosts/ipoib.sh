@@ -24,7 +24,9 @@
 #               hardware type / length, ND with a bad option, oversize)
 #     sm        OpenSM killed and started again: a new address of b is
 #               resolved (ARP on the broadcast group) and pinged
-#     down      `softofed ipoib down` removes ib0 and leaves the groups
+#     down      `softofed ipoib down` in b removes ib0; a's pings go
+#               unanswered and a forgets b's neighbour entry (solicited
+#               again after 5 s unconfirmed: SOFTOFED_IPOIB_NEIGH_SECS=5)
 #   SOF_IPOIB_TOPO=line3: hosts a, b, c across three switches
 #     ping      a -> c and c -> b over ib0, IPv4 and IPv6
 #     mcast     an IP multicast group joined by b and c (socat receivers),
@@ -88,11 +90,23 @@ if ! grep -q 'SUBNET UP' "$smlog" 2>/dev/null || ! all_in ACTIVE; then
 	sof_exit
 fi
 
+if [ -n "${SOF_IPOIB_DEBUG:-}" ]; then
+	for h in a b; do
+		t0=$(now_ms)
+		sof_host_run $h "$SOFTOFED" run -- timeout 20 saquery -C sofib0 PR >/dev/null 2>&1 </dev/null
+		echo "# saquery PR from $h: $(($(now_ms) - t0)) ms"
+		t0=$(now_ms)
+		sof_host_run $h "$SOFTOFED" run -- timeout 20 saquery -C sofib0 PR >/dev/null 2>&1 </dev/null
+		echo "# saquery PR from $h again: $(($(now_ms) - t0)) ms"
+	done
+fi
+
 # ---- up ---------------------------------------------------------------------------
 upok=1
 for h in $HOSTS; do
 	out=$SOF_TMP/ipoib.up.$h
-	if ! sof_host_run "$h" "$SOFTOFED" ipoib up >"$out" 2>&1 </dev/null; then
+	# neighbours unconfirmed for 5 s are solicited again (default 60 s)
+	if ! sof_host_run "$h" env SOFTOFED_IPOIB_NEIGH_SECS=5 "$SOFTOFED" ipoib up >"$out" 2>&1 </dev/null; then
 		upok=0
 		sof_dump "$out"
 		sof_host_run "$h" sh -c 'cat /tmp/softofed-ipoib-*-ib0-*.log' 2>/dev/null | tail -n 20 | sed "s/^/#   $h log: /"
@@ -143,6 +157,11 @@ else
 	ipst a | sed 's/^/#   a: /'
 fi
 
+if [ -n "${SOF_IPOIB_DEBUG:-}" ]; then
+	for h in $HOSTS; do
+		sof_host_run $h sh -c 'cat /tmp/softofed-ipoib-*-ib0-$(stat -L -c %i /proc/self/ns/net).log' | sed "s/^/# $h log: /"
+	done
+fi
 # the latency once resolved: 20 echoes, a second run
 if pingto a "$(ibip $FAR)" && sof_host_run a ping -n -q -c 20 -i 0.05 -W 2 "$(ibip $FAR)" >"$SOF_TMP/ipoib.rtt" 2>&1 </dev/null &&
 	grep -q ' 20 received' "$SOF_TMP/ipoib.rtt"; then
@@ -322,13 +341,25 @@ if [ "$T" = pair ]; then
 	fi
 fi
 
-# ---- down --------------------------------------------------------------------------
+# ---- down: the peer goes away -------------------------------------------------------
+pingto a "$(ibip $FAR)" >/dev/null
 sof_host_run $FAR "$SOFTOFED" ipoib down >"$SOF_TMP/ipoib.down" 2>&1 </dev/null
 if ! sof_host_run $FAR ip link show ib0 >/dev/null 2>&1 && grep -q 'ib0 down' "$SOF_TMP/ipoib.down" &&
 	! pingto a "$(ibip $FAR)"; then
 	ok "ipoib/$T: softofed ipoib down in $FAR: ib0 gone, a's pings go unanswered"
 else
 	not_ok "ipoib/$T: down" "$(tr '\n' ' ' <"$SOF_TMP/ipoib.down")"
+fi
+# a's entry for it: solicited again after 5 s unconfirmed, then forgotten
+gone=0
+for _ in $(seq 30); do
+	ipst a | grep -q "^neigh $(ibip $FAR) " || { gone=1; break; }
+	sleep 0.5
+done
+if [ "$gone" = 1 ] && ipst a | grep -q '^ipoib ib0 '; then
+	ok "ipoib/$T: a forgot $FAR's neighbour entry once unanswered; a's ib0 still up"
+else
+	not_ok "ipoib/$T: neighbour expiry" "$(ipst a | grep '^neigh' | tr '\n' ' ')"
 fi
 
 for h in $HOSTS; do

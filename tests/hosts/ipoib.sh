@@ -160,6 +160,7 @@ fi
 if [ -n "${SOF_IPOIB_DEBUG:-}" ]; then
 	for h in $HOSTS; do
 		sof_host_run $h sh -c 'cat /tmp/softofed-ipoib-*-ib0-$(stat -L -c %i /proc/self/ns/net).log' | sed "s/^/# $h log: /"
+		sof_host_run $h sh -c 'cat /tmp/softofed-$(id -u)-$(stat -L -c %i /proc/self/ns/net).log' | tail -n 30 | sed "s/^/# $h daemon: /"
 	done
 fi
 # the latency once resolved: 20 echoes, a second run

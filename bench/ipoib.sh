@@ -5,8 +5,9 @@
 # Hosts a and b as tests/hosts/ipoib.sh makes them (tests/lib.sh
 # sof_hosts_up: a veth pair a:veth0 <-> b:veth0, MTU 9000), each daemon
 # with an InfiniBand port on the fabric of tests/topologies/pair.net,
-# Debian's OpenSM in a, `softofed ipoib up` in both (ib0, MTU 2044). Then,
-# BENCH_REPS rounds (default 3), the median of each:
+# Debian's OpenSM in a, `softofed ipoib up` in both. ib0 twice: OpenSM's
+# broadcast group at IB MTU 2048 (ib0 MTU 2044), then at 4096 (4092;
+# partitions.conf mtu=5). BENCH_REPS rounds (default 3), the median of each:
 #   - iperf3 one TCP stream a -> b for BENCH_SECS (default 5) seconds over
 #     ib0 and over veth0 (receiver's rate);
 #   - ping a -> b, 200 echoes 10 ms apart, the average RTT over ib0 and
@@ -42,21 +43,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 guid=$(sof_host_run a "$SOFTOFED" run -- ibstat -p sofib0 2>/dev/null </dev/null | head -n 1)
-smlog=$SOF_TMP/bench.opensm.log
-sof_host_bg bench.sm a 880 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87
-for _ in $(seq 600); do
-	grep -q 'SUBNET UP' "$smlog" 2>/dev/null && ibline a | grep -q ACTIVE && ibline b | grep -q ACTIVE && break
-	sleep 0.1
-done
-for h in a b; do
-	n=$(_sof_host_num $h)
-	sof_host_run $h "$SOFTOFED" ipoib up >/dev/null 2>&1 </dev/null || { echo "# ipoib up failed in $h" >&2; exit 1; }
-	sof_host_run $h ip addr add "192.168.77.$n/24" dev ib0
-done
-# resolved before anything is timed
-sof_host_run a ping -n -q -c 3 -W 3 192.168.77.2 >/dev/null 2>&1 </dev/null
-
-sof_host_bg bench.iperf b 600 iperf3 -s -p 5201
+sof_host_bg bench.iperf b 900 iperf3 -s -p 5201
 sof_host_wait_listen b 5201 10 bench.iperf >/dev/null 2>&1
 tcp() {
 	sof_host_run a timeout $((SECS + 20)) iperf3 -c "$1" -p 5201 -t "$SECS" -J 2>/dev/null </dev/null |
@@ -66,25 +53,51 @@ rtt() {
 	sof_host_run a ping -n -q -c 200 -i 0.01 -W 2 "$1" 2>/dev/null </dev/null |
 		sed -n 's|^rtt [^=]*= [0-9.]*/\([0-9.]*\)/.*|\1|p'
 }
-: >"$SOF_TMP/t_ib" && : >"$SOF_TMP/t_veth" && : >"$SOF_TMP/r_ib" && : >"$SOF_TMP/r_veth"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "-"}'; }
+
+# the veth between the same namespaces
+: >"$SOF_TMP/t_veth" && : >"$SOF_TMP/r_veth"
 for _ in $(seq 1 "$REPS"); do
-	tcp 192.168.77.2 >>"$SOF_TMP/t_ib"
 	tcp "$(sof_host_ip b)" >>"$SOF_TMP/t_veth"
-	rtt 192.168.77.2 >>"$SOF_TMP/r_ib"
 	rtt "$(sof_host_ip b)" >>"$SOF_TMP/r_veth"
 done
-ti=$(median <"$SOF_TMP/t_ib") tv=$(median <"$SOF_TMP/t_veth")
-ri=$(median <"$SOF_TMP/r_ib") rv=$(median <"$SOF_TMP/r_veth")
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "-"}'; }
+tv=$(median <"$SOF_TMP/t_veth") rv=$(median <"$SOF_TMP/r_veth")
+
+# ib0 with OpenSM's broadcast group at IB MTU 2048 (mtu=4) and 4096 (mtu=5)
+rows=()
+for code in 4 5; do
+	echo "Default=0x7fff, ipoib, mtu=$code : ALL=full;" >"$SOF_TMP/partitions.conf"
+	smlog=$SOF_TMP/bench.opensm.$code.log
+	sof_host_bg bench.sm a 400 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87 -P "$SOF_TMP/partitions.conf"
+	for _ in $(seq 600); do
+		grep -q 'SUBNET UP' "$smlog" 2>/dev/null && ibline a | grep -q ACTIVE && ibline b | grep -q ACTIVE && break
+		sleep 0.1
+	done
+	for h in a b; do
+		n=$(_sof_host_num $h)
+		sof_host_run $h "$SOFTOFED" ipoib up >/dev/null 2>&1 </dev/null || { echo "# ipoib up failed in $h" >&2; exit 1; }
+		sof_host_run $h ip addr add "192.168.77.$n/24" dev ib0
+	done
+	mtu=$(sof_host_run a cat /sys/class/net/ib0/mtu)
+	# resolved before anything is timed
+	sof_host_run a ping -n -q -c 3 -W 3 192.168.77.2 >/dev/null 2>&1 </dev/null
+	: >"$SOF_TMP/t_ib" && : >"$SOF_TMP/r_ib"
+	for _ in $(seq 1 "$REPS"); do
+		tcp 192.168.77.2 >>"$SOF_TMP/t_ib"
+		rtt 192.168.77.2 >>"$SOF_TMP/r_ib"
+	done
+	ti=$(median <"$SOF_TMP/t_ib") ri=$(median <"$SOF_TMP/r_ib")
+	rows+=("| iperf3 TCP, 1 stream, ${SECS} s (Mbit/s) | ib0 MTU $mtu | $ti | $tv | $(ratio "$ti" "$tv") | >= 1 (connected mode) |")
+	rows+=("| ping RTT, 200 echoes (ms, average) | ib0 MTU $mtu | $ri | $rv | $(ratio "$ri" "$rv") | <= 1.5 |")
+	for h in a b; do sof_host_run $h "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null; done
+	sof_kill bench.sm
+done
 sof_kill bench.iperf
-for h in a b; do sof_host_run $h "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null; done
-sof_kill bench.sm
 sof_kill bench.fabric
 {
 	echo "### IPoIB datagram mode over ib0 against kernel TCP over a veth (issue 21), median of $REPS"
 	echo
-	echo "| measure | ib0 (IPoIB, MTU 2044) | veth0 (MTU $SOF_HOSTS_MTU) | ib0 / veth | target |"
-	echo "|---|---|---|---|---|"
-	echo "| iperf3 TCP, 1 stream, ${SECS} s (Mbit/s) | $ti | $tv | $(ratio "$ti" "$tv") | >= 1 (connected mode) |"
-	echo "| ping RTT, 200 echoes (ms, average) | $ri | $rv | $(ratio "$ri" "$rv") | <= 1.5 |"
+	echo "| measure | interface | ib0 | veth0 (MTU $SOF_HOSTS_MTU) | ib0 / veth | target |"
+	echo "|---|---|---|---|---|---|"
+	printf '%s\n' "${rows[@]}"
 } | tee -a "${BENCH_OUT:-/dev/null}"

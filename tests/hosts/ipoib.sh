@@ -27,7 +27,9 @@
 #     down      `softofed ipoib down` in b removes ib0; a's pings go
 #               unanswered and a forgets b's neighbour entry (solicited
 #               again after 5 s unconfirmed: SOFTOFED_IPOIB_NEIGH_SECS=5)
-#   SOF_IPOIB_TOPO=line3: hosts a, b, c across three switches
+#   SOF_IPOIB_TOPO=line3: hosts a, b, c across three switches, OpenSM's
+#   broadcast group with a 4096 IB MTU (partitions.conf mtu=5): ib0's MTU
+#   4092, the up, ping, ping6, rtt, mtu and down steps above, and
 #     ping      a -> c and c -> b over ib0, IPv4 and IPv6
 #     mcast     an IP multicast group joined by b and c (socat receivers),
 #               a sends to it over ib0: both receive the datagrams; the
@@ -79,7 +81,17 @@ for _ in $(seq 100); do
 done
 guid=$(sof_host_run a "$SOFTOFED" run -- ibstat -p sofib0 2>/dev/null </dev/null | head -n 1)
 smlog=$SOF_TMP/ipoib.opensm.log
-sof_host_bg ipoib.sm a 560 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87
+# line3: the default partition's IPoIB broadcast group with a 4096 IB MTU
+# (OpenSM's partitions.conf, mtu=5): ib0's MTU is 4092; pair: OpenSM's
+# default group, 2048 and 2044
+IBMTU=2044
+PARTS=()
+if [ "$T" = line3 ]; then
+	IBMTU=4092
+	echo 'Default=0x7fff, ipoib, mtu=5 : ALL=full;' >"$SOF_TMP/partitions.conf"
+	PARTS=(-P "$SOF_TMP/partitions.conf")
+fi
+sof_host_bg ipoib.sm a 560 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87 "${PARTS[@]}"
 for _ in $(seq 600); do
 	grep -q 'SUBNET UP' "$smlog" 2>/dev/null && all_in ACTIVE && break
 	sleep 0.1
@@ -118,7 +130,7 @@ done
 st=$SOF_TMP/ipoib.st.a
 ipst a >"$st"
 mtu=$(sof_host_run a cat /sys/class/net/ib0/mtu 2>/dev/null)
-if [ "$upok" = 1 ] && [ "$mtu" = 2044 ] && grep -q '^ipoib ib0 device sofib0 port 1 pkey 0xffff mode datagram mtu 2044' "$st" &&
+if [ "$upok" = 1 ] && [ "$mtu" = "$IBMTU" ] && grep -q "^ipoib ib0 device sofib0 port 1 pkey 0xffff mode datagram mtu $IBMTU" "$st" &&
 	grep -q '^mcast ff12:401b:ffff::ffff:ffff mlid 0xc[0-9a-f]* state joined attached broadcast' "$st" &&
 	grep -q '^qpn 0x[0-9a-f]* lid [1-9]' "$st"; then
 	ok "ipoib/$T: up: ib0 in every host, MTU $mtu, broadcast group joined through OpenSM's SA ($(grep broadcast "$st" | cut -d' ' -f2-4))"
@@ -171,16 +183,16 @@ else
 	not_ok "ipoib/$T: ping resolved" "$(tail -n 2 "$SOF_TMP/ipoib.rtt" | tr '\n' ' ')"
 fi
 
-if [ "$T" = pair ]; then
-	# a packet of the MTU (2044 bytes) with DF set, both ways
-	out=$SOF_TMP/ipoib.ping.mtu
-	if sof_host_run a ping -n -c 3 -i 0.2 -W 2 -s 2016 -M do "$(ibip b)" >"$out" 2>&1 </dev/null &&
-		grep -q ' 3 received' "$out" && grep -q '^2024 bytes from' "$out"; then
-		ok "ipoib/$T: ping -s 2016 -M do: 2044-byte packets (the MTU) both ways"
-	else
-		not_ok "ipoib/$T: MTU-sized ping" "$(tail -n 2 "$out" | tr '\n' ' ')"
-	fi
+# a packet of the MTU with DF set, both ways
+out=$SOF_TMP/ipoib.ping.mtu
+if sof_host_run a ping -n -c 3 -i 0.2 -W 2 -s $((IBMTU - 28)) -M do "$(ibip $FAR)" >"$out" 2>&1 </dev/null &&
+	grep -q ' 3 received' "$out" && grep -q "^$((IBMTU - 20)) bytes from" "$out"; then
+	ok "ipoib/$T: ping -s $((IBMTU - 28)) -M do: $IBMTU-byte packets (the MTU) both ways"
+else
+	not_ok "ipoib/$T: MTU-sized ping" "$(tail -n 2 "$out" | tr '\n' ' ')"
+fi
 
+if [ "$T" = pair ]; then
 	# ---- iperf3 TCP and UDP ---------------------------------------------------------
 	sof_host_bg ipoib.iperf.srv b 90 iperf3 -s -p 5201 -B "$(ibip b)"
 	sof_host_wait_listen b 5201 10 ipoib.iperf.srv >/dev/null 2>&1

@@ -137,6 +137,46 @@ static int ipoib_up(int argc, char **argv)
 	return 1;
 }
 
+/* For `softofed status`: one line per IPoIB interface that answers (ib0 ..
+ * ib7): its first status line, then how many neighbours and groups, and
+ * its packet counters. */
+void soft_ipoib_summary(void)
+{
+	for (int i = 0; i < 8; i++) {
+		char ifname[16], *buf = NULL, *l, *save = NULL, first[256] = "";
+		size_t len = 0;
+		unsigned long long rx = 0, tx = 0;
+		unsigned neigh = 0, groups = 0;
+		FILE *f;
+		int err;
+
+		snprintf(ifname, sizeof(ifname), "ib%d", i);
+		f = open_memstream(&buf, &len);
+		if (!f)
+			return;
+		err = ipoib_rpc(ifname, "STATUS", f);
+		fclose(f);
+		for (l = err ? NULL : strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+			const char *c;
+
+			if (!first[0] && !strncmp(l, "ipoib ", 6))
+				snprintf(first, sizeof(first), "%s", l);
+			neigh += !strncmp(l, "neigh ", 6);
+			groups += !strncmp(l, "mcast ", 6);
+			if (!strncmp(l, "counters:", 9)) {
+				if ((c = strstr(l, " rx_packets ")))
+					rx = strtoull(c + 12, NULL, 10);
+				if ((c = strstr(l, " tx_packets ")))
+					tx = strtoull(c + 12, NULL, 10);
+			}
+		}
+		if (first[0])
+			printf("%s neighbours %u groups %u rx_packets %llu tx_packets %llu\n", first,
+			       neigh, groups, rx, tx);
+		free(buf);
+	}
+}
+
 int soft_cmd_ipoib(int argc, char **argv)
 {
 	const char *ifname = argc > 1 ? argv[1] : "ib0";

@@ -349,6 +349,7 @@ static int cmd_status(void)
 	printf("interfaces:");
 	print_ifaces(stdout, &nd);
 	printf("\n");
+	soft_ipoib_summary();
 	return 0;
 }
 

@@ -11,6 +11,8 @@
 #               ff12:401b:ffff::ffff:ffff, its MLID), QPN, LID
 #     ping      ping a -> b over ib0 (ARP on the IB side, path record),
 #               then b's neighbour table holds a with a's QPN and LID
+#     status    `softofed status` has a line for ib0: mode, MTU,
+#               neighbours, groups, packets
 #     ping6     ping -6 (neighbour discovery on the solicited-node group)
 #     rtt       20 more echoes once resolved
 #     mtu       ping -s 2016 -M do: packets of the 2044-byte MTU both ways
@@ -161,6 +163,12 @@ if ipst $FAR | grep -q "^neigh $(ibip a) qpn $aqpn gid .* lid $alid sl [0-9]* st
 	ok "ipoib/$T: $FAR's neighbour a: QPN $aqpn, LID $alid from the path record, ready"
 else
 	not_ok "ipoib/$T: neighbour" "$(ipst $FAR | grep '^neigh' | tr '\n' ' ')"
+fi
+sline=$(sof_host_run a "$SOFTOFED" status 2>&1 </dev/null | grep '^ipoib ib0 ')
+if echo "$sline" | grep -q "^ipoib ib0 device sofib0 port 1 pkey 0xffff mode datagram mtu $IBMTU state up neighbours [1-9][0-9]* groups [1-9][0-9]* rx_packets [1-9][0-9]* tx_packets [1-9]"; then
+	ok "ipoib/$T: softofed status in a shows ib0: $sline"
+else
+	not_ok "ipoib/$T: softofed status" "'$sline'"
 fi
 if pingto a "$(ibip6 $FAR)" -6; then
 	ok "ipoib/$T: ping -6 a -> $FAR over ib0 (neighbour discovery on the IB side)"

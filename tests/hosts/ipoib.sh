@@ -312,6 +312,9 @@ print("received %d from %s" % (len(got), src[0] if got else "-"), flush=True)
 	done
 	# the receivers' kernels hold the group; their ipoib joins it within a second
 	sleep 3
+	mg=ff12:401b:ffff::f4d:101 # RFC 4391: the group's low 28 bits
+	stc=$SOF_TMP/ipoib.st.c
+	ipst c >"$stc"
 	sof_host_run a timeout 20 python3 -c '
 import socket, struct, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -321,9 +324,6 @@ for n in range(100):
     s.sendto(struct.pack("!I", n) + bytes([n & 255]) * 996, (sys.argv[1], 5007))
     time.sleep(0.02)
 ' "$GROUP" "$(ibip a)" </dev/null >/dev/null 2>&1
-	mg=ff12:401b:ffff::f4d:101 # RFC 4391: the group's low 28 bits
-	stc=$SOF_TMP/ipoib.st.c
-	ipst c >"$stc"
 	rb= rc=
 	sof_wait ipoib.mrecv.b 30 && rb=$(sed -n 's/^received \([0-9]*\) .*/\1/p' "$(sof_out ipoib.mrecv.b)")
 	sof_wait ipoib.mrecv.c 30 && rc=$(sed -n 's/^received \([0-9]*\) .*/\1/p' "$(sof_out ipoib.mrecv.c)")

@@ -12,6 +12,7 @@
  *   softofed run -- CMD ARGS  run CMD with our libraries first in the
  *                             library path, the daemon up
  *   softofed fabric ...       the InfiniBand fabric (tools/fabric.c)
+ *   softofed ipoib ...        IPoIB interfaces (tools/ipoib.c)
  *
  * The daemon binary is $SOFTOFED_DAEMON, else softofedd next to this
  * program; the libraries are in ../lib relative to this program.
@@ -52,6 +53,8 @@ static void usage(FILE *f)
 	    "                     the InfiniBand fabric of this network namespace\n"
 	    "  sm [ARGS]          softofed-sm, our subnet manager, on the daemon's InfiniBand\n"
 	    "                     port (sofib0 unless -C names another; softofed-sm --help)\n"
+	    "  ipoib up [PORT] [--pkey P] | down [IFNAME] | status [IFNAME]\n"
+	    "                     IPoIB interface ib<PORT-1> over sofib0 (datagram mode)\n"
 	    "  --help             this help\n"
 	    "Environment: SOFTOFED_DAEMON overrides the daemon binary (default: %s/softofedd).\n",
 	    soft_exe_dir[0] ? soft_exe_dir : "<dir of softofed>");
@@ -348,6 +351,7 @@ static int cmd_status(void)
 	printf("interfaces:");
 	print_ifaces(stdout, &nd);
 	printf("\n");
+	soft_ipoib_summary();
 	return 0;
 }
 
@@ -454,6 +458,8 @@ int main(int argc, char **argv)
 		return soft_cmd_fabric(argc - 2, argv + 2);
 	if (!strcmp(cmd, "sm"))
 		return cmd_sm(argc - 2, argv + 2);
+	if (!strcmp(cmd, "ipoib"))
+		return soft_cmd_ipoib(argc - 2, argv + 2);
 	fprintf(stderr, "softofed: unknown command or arguments: %s\n", cmd);
 	usage(stderr);
 	return 2;

@@ -41,6 +41,12 @@ int soft_ensure_daemon(struct sof_status_rep *st, const char *ifaces, char *cons
 
 int soft_cmd_fabric(int argc, char **argv);
 
+/* ---- ipoib.c: `softofed ipoib up|down|status` (argv[0] is the subcommand) */
+
+int soft_cmd_ipoib(int argc, char **argv);
+/* `softofed status`'s lines of the IPoIB interfaces that answer */
+void soft_ipoib_summary(void);
+
 /* ---- present.c: the device where programs look for it --------------------- */
 
 /* Give the calling process (about to exec a program) a private mount

@@ -309,6 +309,14 @@ static bool dlid_ours(uint16_t dlid)
 	return ib.attr.lid && dlid <= IB_LID_UCAST_MAX && (dlid & mask) == (ib.attr.lid & mask);
 }
 
+/* IBA 8.3.1, 10.5.2.1: a multicast DLID (0xC000..0xFFFE) carries a GRH
+ * whose DGID is the group's MGID; the port takes it for the QPs attached
+ * to that MGID (transport/mcast.c), which the fabric's MFTs sent here. */
+static bool ib_mcast_addr(uint16_t dlid, bool global, const uint8_t dgid[16])
+{
+	return dlid > IB_LID_UCAST_MAX && dlid != IB_LID_PERMISSIVE && global && dgid[0] == 0xff;
+}
+
 static void packet_input(const uint8_t *buf, size_t len)
 {
 	const uint8_t *tpkt, *payload;
@@ -352,7 +360,8 @@ static void packet_input(const uint8_t *buf, size_t len)
 		ib.cnt.state_drops++;
 		return;
 	}
-	if (!(smp && l.dlid == IB_LID_PERMISSIVE) && !dlid_ours(l.dlid)) {
+	if (!(smp && l.dlid == IB_LID_PERMISSIVE) && !dlid_ours(l.dlid) &&
+	    !(!smp && ib_mcast_addr(l.dlid, l.lnh == IB_LNH_GLOBAL, g.dgid))) {
 		ib.cnt.dlid_drops++;
 		return;
 	}
@@ -549,7 +558,8 @@ bool tp_ib_ud_path(struct tp_path *p, const uint8_t dgid[16], uint16_t dlid, uin
 		   uint8_t path_bits, bool global, uint8_t tclass, uint8_t hop_limit,
 		   uint32_t flow_label)
 {
-	if (!ib.on || !dlid || dlid > IB_LID_UCAST_MAX || sl > 15)
+	if (!ib.on || !dlid || sl > 15 ||
+	    (dlid > IB_LID_UCAST_MAX && !ib_mcast_addr(dlid, global, dgid)))
 		return false;
 	memset(p, 0, sizeof(*p));
 	p->link = TP_LINK_IB;
@@ -616,6 +626,17 @@ int tp_ib_start(const struct tp_ib_config *c)
 	if (fd < 0)
 		return -errno;
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* a burst of datagrams (IPoIB's UD traffic) must not overflow the
+	 * default buffers, where the kernel drops them uncounted; FORCE
+	 * works as root, else the plain one capped by the kernel */
+	{
+		int sz = 8 << 20;
+
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+			(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+			(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	}
 	if (fam == AF_INET) {
 		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(c->local_port)};
 

@@ -12,6 +12,7 @@
  * to a multicast group (the multicast QPN and a multicast GID) is also
  * delivered to the QPs of this host attached to the group (mcast.c).
  */
+#include "tp_ib.h"
 #include "tport.h"
 
 #include "sof_wr.h"
@@ -296,7 +297,11 @@ static void send_ud(struct sof_tqp *t, struct tp_swqe *w)
 	struct roce_hdr h;
 	int err;
 
-	if (w->len > 4096 || w->len > (128u << tp.host->active_mtu())) {
+	/* IBA 9.8.3: a datagram fits the MTU of the port it leaves by (the
+	 * InfiniBand port's for a datagram by LID, not the RoCE port's) */
+	if (w->len > 4096 ||
+	    w->len > (128u << (w->ud_path.link == TP_LINK_IB ? tp_ib_attr()->active_mtu
+							     : tp.host->active_mtu()))) {
 		tp_comp_wqe(t, IBV_WC_LOC_LEN_ERR);
 		return;
 	}

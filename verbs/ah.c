@@ -36,9 +36,13 @@ SOFV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *
 	}
 	s = to_sctx(pd->context);
 	if (s->ib) {
-		/* sofib0: by LID (unicast), a GRH only when global, from its
-		 * one GID */
-		if (attr->port_num != 1 || !attr->dlid || attr->dlid >= 0xc000 || attr->sl > 15 ||
+		/* sofib0: by LID, a GRH only when global, from its one GID; a
+		 * multicast LID with the group's MGID in the GRH (IBA 10.5.2.1) */
+		bool mc = attr->dlid >= 0xc000 && attr->dlid != 0xffff && attr->is_global &&
+			  attr->grh.dgid.raw[0] == 0xff;
+
+		if (attr->port_num != 1 || !attr->dlid || (attr->dlid >= 0xc000 && !mc) ||
+		    attr->sl > 15 ||
 		    (attr->is_global && attr->grh.sgid_index != 0)) {
 			errno = EINVAL;
 			return NULL;

@@ -1,0 +1,221 @@
+/*
+ * IPoIB (RFC 4391, datagram mode) as an upper-layer program: a TUN
+ * interface ib0 (L3) whose packets travel as IPoIB over a UD QP of the
+ * InfiniBand port sofib0, with address resolution (ARP, IPv6 neighbour
+ * discovery) done here on the IB side, path records and multicast joins
+ * from the SA through libibumad. What the files share.
+ *
+ *   main.c    arguments, the TUN interface, the loop, the control socket
+ *   ud.c      the verbs: device, UD QP, buffers, address handles, sends
+ *   sa.c      the SA client: MCMemberRecord Set/Delete, PathRecord Get
+ *   proto.c   the wire: encapsulation, ARP and ND in RFC 4391 form, MGIDs,
+ *             the receive path (ipoib_input, also the fuzz target's entry)
+ *   neigh.c   neighbours (IP -> hardware address -> path -> AH) and the
+ *             transmit path (ipoib_output)
+ *   mcast.c   multicast groups: the broadcast group, the kernel's groups
+ *
+ * Lock contract: one thread; nothing is shared.
+ */
+#ifndef SOF_IPOIB_H
+#define SOF_IPOIB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IPOIB_HDR_LEN 4	 /* RFC 4391 section 6: type (2), reserved (2) */
+#define IPOIB_HW_LEN 20	 /* RFC 4391 section 9.1.1: flags+QPN (4), GID (16) */
+#define IPOIB_GRH_LEN 40 /* the GRH area of every UD receive buffer */
+#define IPOIB_QKEY 0x0b1bu /* the default IPoIB Q_Key (RFC 4391 section 4) */
+#define IPOIB_ARPHRD 32	 /* ARP hardware type InfiniBand (RFC 4391 section 8) */
+#define IPOIB_BUF 4096	 /* largest UD payload: a 4096 IB MTU */
+
+#define ETH_P_IPV4 0x0800
+#define ETH_P_ARPV 0x0806
+#define ETH_P_IPV6V 0x86dd
+
+/* Counters, with their names in ipoib_cnt_names (proto.c). */
+enum ipoib_cnt {
+	IC_rx_packets,
+	IC_rx_bytes,
+	IC_tx_packets,
+	IC_tx_bytes,
+	IC_rx_mcast,
+	IC_tx_mcast,
+	IC_arp_rx,
+	IC_arp_tx,
+	IC_nd_rx,
+	IC_nd_tx,
+	IC_drop_short,	    /* shorter than the GRH area and header */
+	IC_drop_header,	    /* reserved bits set in the encapsulation header */
+	IC_drop_type,	    /* an EtherType IPoIB does not carry */
+	IC_drop_ip,	    /* an IP header that does not fit */
+	IC_drop_arp,	    /* ARP: wrong hardware type, lengths, operation */
+	IC_drop_nd,	    /* ND: bad option, length, hop limit */
+	IC_drop_oversize,   /* longer than the interface MTU */
+	IC_drop_own,	    /* our own multicast, looped back */
+	IC_tx_drop_neigh,   /* no neighbour could be resolved */
+	IC_tx_drop_queue,   /* the resolution queue was full */
+	IC_tx_drop_oversize,
+	IC_tx_drop_post,    /* the send queue refused */
+	IC_path_queries,
+	IC_path_fails,
+	IC_mcast_joins,
+	IC_mcast_leaves,
+	IC_NR
+};
+extern const char *const ipoib_cnt_names[IC_NR];
+
+/* A 20-byte IPoIB hardware address: QPN (24 bits) and port GID. */
+struct ipoib_hw {
+	uint32_t qpn;
+	uint8_t gid[16];
+};
+
+/* The IB side of a destination: what an address handle needs. */
+struct ipoib_path {
+	uint16_t dlid;
+	uint8_t sl;
+	bool global; /* multicast: GRH with the MGID */
+	uint8_t dgid[16];
+	uint8_t tclass, hop_limit;
+	uint32_t flow_label;
+};
+
+struct ipoib_ah; /* ud.c's */
+
+/* How the receive path acts (proto.c calls, main.c fills in; the fuzz
+ * target fills in stubs). */
+struct ipoib_ops {
+	/* an IP packet for the kernel */
+	void (*deliver)(const uint8_t *pkt, size_t len);
+	/* an IPoIB frame (header included) to a hardware address */
+	void (*send_hw)(const struct ipoib_hw *to, const uint8_t *frame, size_t len);
+	/* a neighbour's hardware address was learnt (ip: 16 bytes, IPv4 mapped) */
+	void (*learn)(const uint8_t ip[16], const struct ipoib_hw *hw);
+	/* is this address one of the interface's? */
+	bool (*local_addr)(const uint8_t ip[16]);
+};
+
+struct ipoib {
+	const struct ipoib_ops *ops;
+	struct ipoib_hw hw; /* ours */
+	uint16_t lid;
+	uint16_t pkey;	    /* with the full-member bit */
+	uint32_t mtu;	    /* IP MTU: IB MTU less the header */
+	uint32_t qkey;
+	uint64_t cnt[IC_NR];
+};
+
+extern struct ipoib ipoib;
+
+/* ---- proto.c --------------------------------------------------------------- */
+
+/* A received UD buffer (GRH area, header, packet), its source QPN and LID. */
+void ipoib_input(struct ipoib *p, const uint8_t *buf, size_t len, uint32_t src_qpn,
+		 uint16_t slid);
+void ipoib_hw_put(uint8_t out[IPOIB_HW_LEN], const struct ipoib_hw *hw);
+void ipoib_hw_get(struct ipoib_hw *hw, const uint8_t in[IPOIB_HW_LEN]);
+/* RFC 4391 section 4: the MGID of an IPv4 or IPv6 group (ip: 16 bytes,
+ * IPv4 mapped), or of the partition's broadcast group (ip NULL). */
+void ipoib_mgid(uint8_t mgid[16], uint16_t pkey, const uint8_t *ip);
+/* Build an ARP request for target (4 bytes) from src (4 bytes) into
+ * frame (header included); its length. */
+size_t ipoib_arp_request(const struct ipoib *p, uint8_t *frame, const uint8_t src[4],
+			 const uint8_t target[4]);
+/* Build an NS for target from src (16 bytes each) into frame; its length
+ * and, in dst, the solicited-node group it goes to. */
+size_t ipoib_nd_solicit(const struct ipoib *p, uint8_t *frame, const uint8_t src[16],
+			const uint8_t target[16], uint8_t dst[16]);
+/* An outgoing packet the interface must not send (the kernel's own ND,
+ * MLD, router solicitations: resolution and joins happen here). */
+bool ipoib_out_filtered(const uint8_t *pkt, size_t len);
+void ipoib_ip_str(const uint8_t ip[16], char *buf, size_t len);
+void ipoib_gid_str(const uint8_t gid[16], char *buf, size_t len);
+
+/* ---- ud.c ------------------------------------------------------------------ */
+
+struct ipoib_ud_info {
+	uint16_t lid, sm_lid;
+	uint8_t sm_sl, port_state;
+	int ib_mtu; /* bytes */
+	uint8_t gid[16];
+	uint16_t pkey_index;
+};
+int ud_open(const char *dev, int port, uint16_t pkey, struct ipoib_ud_info *info);
+int ud_start(uint32_t qkey, uint32_t *qpn);
+int ud_query(struct ipoib_ud_info *info);
+int ud_fd(void);
+/* Handle the completion channel: receives go to ipoib_input. */
+void ud_poll(void);
+struct ipoib_ah *ud_ah(const struct ipoib_path *path);
+void ud_ah_put(struct ipoib_ah *ah);
+/* Send frame (header included) to qpn through ah; 0 or -errno. */
+int ud_send(struct ipoib_ah *ah, uint32_t qpn, uint32_t qkey, const uint8_t *frame, size_t len);
+/* Free send slots (completions reaped when none). */
+unsigned ud_sq_free(void);
+int ud_attach(const uint8_t mgid[16], uint16_t mlid);
+int ud_detach(const uint8_t mgid[16], uint16_t mlid);
+void ud_close(void);
+
+/* ---- sa.c ------------------------------------------------------------------ */
+
+struct sa_mcm {
+	uint8_t mgid[16];
+	uint32_t qkey;
+	uint16_t mlid, pkey;
+	uint8_t mtu, rate, sl, tclass, hop_limit;
+	uint32_t flow_label;
+};
+/* Done: status 0 and the record, or -errno / the SA's status (> 0). */
+typedef void (*sa_mcm_cb)(void *arg, int status, const struct sa_mcm *rec);
+typedef void (*sa_path_cb)(void *arg, int status, const struct ipoib_path *path);
+
+int sa_open(const char *dev, int port, const uint8_t port_gid[16], uint16_t pkey);
+int sa_fd(void);
+void sa_poll(void);
+/* A join (FullMember) of mgid; tmpl: the broadcast group's record, whose
+ * parameters create the group when it does not exist (NULL: join only). */
+int sa_join(const uint8_t mgid[16], const struct sa_mcm *tmpl, sa_mcm_cb cb, void *arg);
+int sa_leave(const uint8_t mgid[16]);
+int sa_path(const uint8_t dgid[16], sa_path_cb cb, void *arg);
+/* Forget the callbacks that name arg (its owner goes away). */
+void sa_cancel(void *arg);
+void sa_set_sm(uint16_t sm_lid, uint8_t sm_sl);
+void sa_close(void);
+
+/* ---- neigh.c --------------------------------------------------------------- */
+
+/* An IP packet from the kernel. */
+void ipoib_output(const uint8_t *pkt, size_t len);
+void neigh_learn(const uint8_t ip[16], const struct ipoib_hw *hw);
+void neigh_send_hw(const struct ipoib_hw *to, const uint8_t *frame, size_t len);
+void neigh_tick(uint64_t now_ms);
+void neigh_flush(void);
+void neigh_dump(char *buf, size_t len);
+
+/* ---- mcast.c --------------------------------------------------------------- */
+
+/* Join the broadcast group; done calls back with 0 once joined. */
+int mcast_start(void (*done)(int status));
+/* Send frame to the group of mgid (joined on first use). */
+void mcast_send(const uint8_t mgid[16], const uint8_t *frame, size_t len);
+struct ipoib_ah *mcast_bcast_ah(void);
+const struct sa_mcm *mcast_bcast(void);
+/* Follow the kernel's memberships of ifname (/proc/net/igmp, igmp6). */
+void mcast_tick(const char *ifname, uint64_t now_ms);
+void mcast_stop(void);
+void mcast_dump(char *buf, size_t len);
+
+/* ---- main.c ---------------------------------------------------------------- */
+
+uint64_t ipoib_now_ms(void);
+/* the interface's addresses (16 bytes, IPv4 mapped); an IPv4 subnet
+ * broadcast of one of them (4 bytes) */
+bool ipoib_local_addr(const uint8_t ip[16]);
+bool ipoib_local_bcast4(const uint8_t ip[4]);
+/* the i-th address of the interface into ip; false past the last */
+bool ipoib_addr(unsigned i, uint8_t ip[16]);
+void ipoib_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,474 @@
+/*
+ * softofed-ipoib: IPoIB datagram mode (RFC 4391) over an InfiniBand port
+ * of the daemon, as a TUN interface. Started by `softofed ipoib up`
+ * (tools/ipoib.c) in the host's network namespace:
+ *
+ *   softofed-ipoib [--dev sofib0] [--port 1] [--pkey P] [--ifname ib0]
+ *
+ * Order of things: the port must be Active with an SM; the partition's
+ * broadcast group is joined (its Q_Key and MTU are the interface's); then
+ * the UD QP, the TUN interface (IFF_TUN, no packet information: the
+ * kernel hands IP packets, resolution is ours) with the MTU set and up.
+ * One loop polls the TUN descriptor, the completion channel, the umad
+ * descriptor and the control socket (abstract "softofed/ipoib/IFNAME",
+ * one line: STATUS or DOWN). SIGTERM leaves the groups and exits.
+ */
+#include "ipoib.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <infiniband/verbs.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_ADDRS 32
+
+struct ipoib ipoib;
+
+static struct {
+	const char *dev, *ifname;
+	int port;
+	uint16_t pkey;
+	int tun, ctl;
+	volatile sig_atomic_t stop;
+	int bcast_status; /* 1 while the broadcast join runs */
+	struct ipoib_ud_info info;
+	uint8_t addrs[MAX_ADDRS][16];
+	uint8_t bcast4[MAX_ADDRS][4];
+	unsigned naddrs, nbcast4;
+} m = {.dev = "sofib0", .ifname = "ib0", .port = 1, .pkey = 0xffff, .tun = -1, .ctl = -1};
+
+uint64_t ipoib_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void ipoib_log(const char *fmt, ...)
+{
+	va_list ap;
+	struct timespec now;
+	char ts[32];
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	strftime(ts, sizeof(ts), "%H:%M:%S", gmtime(&now.tv_sec));
+	fprintf(stderr, "%s.%03ld ipoib %s: ", ts, now.tv_nsec / 1000000, m.ifname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+}
+
+/* ---- the interface's addresses ---------------------------------------------------- */
+
+static void addrs_refresh(void)
+{
+	struct ifaddrs *ifa, *i;
+
+	if (getifaddrs(&ifa))
+		return;
+	m.naddrs = m.nbcast4 = 0;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || strcmp(i->ifa_name, m.ifname) || m.naddrs == MAX_ADDRS)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			const struct sockaddr_in *a = (const void *)i->ifa_addr;
+			uint8_t *d = m.addrs[m.naddrs++];
+
+			memset(d, 0, 10);
+			d[10] = d[11] = 0xff;
+			memcpy(d + 12, &a->sin_addr, 4);
+			if (i->ifa_netmask) {
+				uint32_t mask = ((const struct sockaddr_in *)(const void *)
+						     i->ifa_netmask)->sin_addr.s_addr;
+				uint32_t b = a->sin_addr.s_addr | ~mask;
+
+				if (mask != 0xffffffffu)
+					memcpy(m.bcast4[m.nbcast4++], &b, 4);
+			}
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			const struct sockaddr_in6 *a = (const void *)i->ifa_addr;
+
+			memcpy(m.addrs[m.naddrs++], &a->sin6_addr, 16);
+		}
+	}
+	freeifaddrs(ifa);
+}
+
+bool ipoib_local_addr(const uint8_t ip[16])
+{
+	for (unsigned i = 0; i < m.naddrs; i++)
+		if (!memcmp(m.addrs[i], ip, 16))
+			return true;
+	return false;
+}
+
+bool ipoib_addr(unsigned i, uint8_t ip[16])
+{
+	if (i >= m.naddrs)
+		return false;
+	memcpy(ip, m.addrs[i], 16);
+	return true;
+}
+
+bool ipoib_local_bcast4(const uint8_t ip[4])
+{
+	for (unsigned i = 0; i < m.nbcast4; i++)
+		if (!memcmp(m.bcast4[i], ip, 4))
+			return true;
+	return false;
+}
+
+/* ---- the receive path's actions ---------------------------------------------------- */
+
+static void deliver(const uint8_t *pkt, size_t len)
+{
+	if (write(m.tun, pkt, len) < 0) {
+		/* the kernel refused it (no address yet): as a lost packet */
+	}
+}
+
+static const struct ipoib_ops ops = {
+    .deliver = deliver,
+    .send_hw = neigh_send_hw,
+    .learn = neigh_learn,
+    .local_addr = ipoib_local_addr,
+};
+
+/* ---- the TUN interface --------------------------------------------------------------- */
+
+static int tun_open(void)
+{
+	struct ifreq ifr;
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC), s;
+
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", m.ifname);
+	if (ioctl(fd, TUNSETIFF, &ifr)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ifr.ifr_mtu = (int)ipoib.mtu;
+	if (s < 0 || ioctl(s, SIOCSIFMTU, &ifr))
+		ipoib_log("MTU %u: %s", ipoib.mtu, strerror(errno));
+	ifr.ifr_qlen = 1000;
+	if (s >= 0)
+		ioctl(s, SIOCSIFTXQLEN, &ifr);
+	if (s >= 0 && !ioctl(s, SIOCGIFFLAGS, &ifr)) {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		if (ioctl(s, SIOCSIFFLAGS, &ifr))
+			ipoib_log("up: %s", strerror(errno));
+	}
+	if (s >= 0)
+		close(s);
+	return fd;
+}
+
+/* ---- the control socket ------------------------------------------------------------- */
+
+static int ctl_open(void)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int n = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "softofed/ipoib/%s",
+			 m.ifname);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sun,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) ||
+	    listen(fd, 8)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static size_t status_text(char *buf, size_t len)
+{
+	char gid[64], l2[128];
+	uint8_t hw[IPOIB_HW_LEN];
+	size_t off;
+	const struct sa_mcm *b = mcast_bcast();
+
+	ipoib_hw_put(hw, &ipoib.hw);
+	for (int i = 0; i < IPOIB_HW_LEN; i++)
+		snprintf(l2 + 3 * i, sizeof(l2) - 3 * (size_t)i, "%02x%s", hw[i],
+			 i + 1 < IPOIB_HW_LEN ? ":" : "");
+	ipoib_gid_str(ipoib.hw.gid, gid, sizeof(gid));
+	off = (size_t)snprintf(
+	    buf, len,
+	    "ipoib %s device %s port %d pkey 0x%04x mode datagram mtu %u state up\n"
+	    "hwaddr %s\nqpn 0x%06x lid %u gid %s qkey 0x%x bcast_mlid 0x%04x\ncounters:", m.ifname,
+	    m.dev, m.port, ipoib.pkey, ipoib.mtu, l2, ipoib.hw.qpn, ipoib.lid, gid, ipoib.qkey,
+	    b ? b->mlid : 0);
+	for (int i = 0; i < IC_NR && off + 64 < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, " %s %llu", ipoib_cnt_names[i],
+					(unsigned long long)ipoib.cnt[i]);
+	off += (size_t)snprintf(buf + off, len - off, "\n");
+	neigh_dump(buf + off, len - off);
+	off += strnlen(buf + off, len - off);
+	mcast_dump(buf + off, len - off);
+	off += strnlen(buf + off, len - off);
+	return off;
+}
+
+static void ctl_accept(void)
+{
+	static char buf[131072];
+	char req[64];
+	int fd = accept4(m.ctl, NULL, NULL, SOCK_CLOEXEC);
+	struct pollfd p;
+	ssize_t n;
+	size_t len;
+
+	if (fd < 0)
+		return;
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	n = poll(&p, 1, 1000) == 1 ? read(fd, req, sizeof(req) - 1) : -1;
+	if (n <= 0) {
+		close(fd);
+		return;
+	}
+	req[n] = '\0';
+	if (!strncmp(req, "DOWN", 4)) {
+		m.stop = 1;
+		len = (size_t)snprintf(buf, sizeof(buf), "ipoib %s going down\n", m.ifname);
+	} else if (!strncmp(req, "STATUS", 6)) {
+		len = status_text(buf, sizeof(buf));
+	} else {
+		len = (size_t)snprintf(buf, sizeof(buf), "unknown request\n");
+	}
+	if (write(fd, buf, len) < 0) {
+		/* the asker went away */
+	}
+	close(fd);
+}
+
+/* ---- start and loop --------------------------------------------------------------- */
+
+static void bcast_done(int status) { m.bcast_status = status; }
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	m.stop = 1;
+}
+
+static int parse(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--dev") && v)
+			m.dev = v;
+		else if (!strcmp(a, "--port") && v)
+			m.port = atoi(v);
+		else if (!strcmp(a, "--ifname") && v && strlen(v) < IFNAMSIZ)
+			m.ifname = v;
+		else if (!strcmp(a, "--pkey") && v) {
+			unsigned long p = strtoul(v, NULL, 0);
+
+			if (!(p & 0x7fff) || p > 0xffff)
+				return -1;
+			m.pkey = (uint16_t)p;
+		} else
+			return -1;
+		i++;
+	}
+	return m.port >= 1 ? 0 : -1;
+}
+
+/* Wait for the port to be Active with an SM, then join the broadcast group. */
+static int start(void)
+{
+	uint64_t deadline = ipoib_now_ms() + 30000;
+	uint32_t qpn;
+	int err, bmtu;
+
+	err = ud_open(m.dev, m.port, m.pkey, &m.info);
+	if (err) {
+		ipoib_log("device %s port %d, P_Key 0x%04x: %s", m.dev, m.port, m.pkey,
+			  strerror(-err));
+		return err;
+	}
+	while ((m.info.port_state != IBV_PORT_ACTIVE || !m.info.sm_lid) && !m.stop &&
+	       ipoib_now_ms() < deadline) {
+		usleep(100000);
+		ud_query(&m.info);
+	}
+	if (m.info.port_state != IBV_PORT_ACTIVE || !m.info.sm_lid) {
+		ipoib_log("port %d of %s is not Active with an SM", m.port, m.dev);
+		return -ENETDOWN;
+	}
+	ipoib.ops = &ops;
+	ipoib.pkey = m.pkey | 0x8000;
+	ipoib.lid = m.info.lid;
+	memcpy(ipoib.hw.gid, m.info.gid, 16);
+	ipoib.mtu = (uint32_t)m.info.ib_mtu - IPOIB_HDR_LEN;
+	err = sa_open(m.dev, m.port, m.info.gid, ipoib.pkey);
+	if (err) {
+		ipoib_log("SA client: %s", strerror(-err));
+		return err;
+	}
+	sa_set_sm(m.info.sm_lid, m.info.sm_sl);
+	m.bcast_status = 1;
+	if (mcast_start(bcast_done))
+		return -EIO;
+	while (m.bcast_status == 1 && !m.stop && ipoib_now_ms() < deadline + 15000) {
+		struct pollfd p = {.fd = sa_fd(), .events = POLLIN};
+
+		if (poll(&p, 1, 100) > 0)
+			sa_poll();
+	}
+	if (m.bcast_status) {
+		ipoib_log("broadcast group: not joined (%d)", m.bcast_status);
+		return -ENETDOWN;
+	}
+	ipoib.qkey = mcast_bcast()->qkey;
+	/* RFC 4391 section 5: the broadcast group's MTU bounds the link's */
+	bmtu = 128 << mcast_bcast()->mtu;
+	if (bmtu < m.info.ib_mtu)
+		ipoib.mtu = (uint32_t)bmtu - IPOIB_HDR_LEN;
+	err = ud_start(ipoib.qkey, &qpn);
+	if (err) {
+		ipoib_log("UD QP: %s", strerror(-err));
+		return err;
+	}
+	ipoib.hw.qpn = qpn;
+	if (!mcast_bcast_ah())
+		return -EIO;
+	m.tun = tun_open();
+	if (m.tun < 0) {
+		ipoib_log("TUN %s: %s", m.ifname, strerror(-m.tun));
+		return m.tun;
+	}
+	m.ctl = ctl_open();
+	if (m.ctl < 0) {
+		ipoib_log("control socket: %s (another ipoib on %s?)", strerror(-m.ctl), m.ifname);
+		return m.ctl;
+	}
+	ipoib_log("up: device %s port %d lid %u qpn 0x%06x pkey 0x%04x qkey 0x%x mtu %u", m.dev,
+		  m.port, ipoib.lid, qpn, ipoib.pkey, ipoib.qkey, ipoib.mtu);
+	return 0;
+}
+
+static void tick(uint64_t now)
+{
+	static uint64_t last_sec;
+
+	neigh_tick(now);
+	mcast_tick(m.ifname, now);
+	if (now - last_sec < 1000)
+		return;
+	last_sec = now;
+	addrs_refresh();
+	/* the SM may move (a restart, a handover): follow its LID */
+	if (!ud_query(&m.info)) {
+		sa_set_sm(m.info.sm_lid, m.info.sm_sl);
+		ipoib.lid = m.info.lid;
+	}
+}
+
+static void loop(void)
+{
+	static uint8_t pkt[65536];
+	uint64_t last = 0;
+
+	while (!m.stop) {
+		/* backpressure: no packet is taken from the kernel while the
+		 * send queue is full (its queue holds them, or drops and
+		 * counts); the completions that free it wake the loop */
+		struct pollfd p[4] = {{.fd = m.tun, .events = ud_sq_free() ? POLLIN : 0},
+				      {.fd = ud_fd(), .events = POLLIN},
+				      {.fd = sa_fd(), .events = POLLIN},
+				      {.fd = m.ctl, .events = POLLIN}};
+		uint64_t now;
+
+		if (poll(p, 4, 100) < 0 && errno != EINTR)
+			break;
+		/* completions are reaped on every pass: the channel's event
+		 * only wakes the loop */
+		ud_poll();
+		if (p[0].revents) {
+			for (int n = 0; n < 64 && ud_sq_free() > 8; n++) {
+				ssize_t r = read(m.tun, pkt, sizeof(pkt));
+
+				if (r <= 0)
+					break;
+				ipoib_output(pkt, (size_t)r);
+			}
+		}
+		if (p[2].revents)
+			sa_poll();
+		if (p[3].revents)
+			ctl_accept();
+		now = ipoib_now_ms();
+		if (now - last >= 100) {
+			last = now;
+			tick(now);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+	int err;
+
+	if (parse(argc, argv)) {
+		fprintf(stderr, "usage: softofed-ipoib [--dev DEV] [--port N] [--pkey P] "
+				"[--ifname NAME]\n");
+		return 2;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	err = start();
+	if (!err) {
+		addrs_refresh();
+		loop();
+		ipoib_log("down");
+	}
+	mcast_stop();
+	/* let the leaves go out */
+	for (int i = 0; i < 5 && sa_fd() >= 0; i++) {
+		struct pollfd p = {.fd = sa_fd(), .events = POLLIN};
+
+		if (poll(&p, 1, 20) > 0)
+			sa_poll();
+	}
+	neigh_flush();
+	sa_close();
+	ud_close();
+	if (m.tun >= 0)
+		close(m.tun);
+	if (m.ctl >= 0)
+		close(m.ctl);
+	return err ? 1 : 0;
+}

@@ -1,0 +1,124 @@
+/*
+ * libFuzzer target: IPoIB's receive path (ipoib/proto.c ipoib_input) on
+ * arbitrary UD receive buffers (40 bytes of GRH area, the 4-byte IPoIB
+ * header, the packet), as the HCA hands them to softofed-ipoib.
+ *
+ * The input's first byte picks the source (our own QPN or another), the
+ * rest is the buffer. Checked after each input:
+ *   - no read outside the buffer (ASan) and no undefined behaviour;
+ *   - every input has exactly one outcome: delivered to the kernel, or
+ *     consumed as resolution (ARP, ND), or dropped under one counter;
+ *   - a packet delivered is a whole IPv4 or IPv6 packet of its header's
+ *     length inside the buffer, never longer than the MTU;
+ *   - a frame sent in answer is an ARP reply or a neighbour advertisement
+ *     of the right length, to a valid hardware address.
+ *
+ * tests/fuzz/run.sh builds it from the files on these lines:
+ * FUZZ_SOURCES: tests/fuzz/fuzz_ipoib.c ipoib/proto.c
+ * FUZZ_INCLUDES: ipoib
+ */
+#include "ipoib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, "fuzz_ipoib: " __VA_ARGS__);                                       \
+		fputc('\n', stderr);                                                               \
+		abort();                                                                           \
+	} while (0)
+
+struct ipoib ipoib;
+static unsigned delivered, sent, learnt;
+static const uint8_t *buf_lo, *buf_hi;
+
+static void deliver(const uint8_t *pkt, size_t len)
+{
+	if (pkt < buf_lo || pkt + len > buf_hi)
+		FAIL("delivered outside the buffer");
+	if (len > ipoib.mtu)
+		FAIL("delivered %zu bytes, MTU %u", len, ipoib.mtu);
+	if ((pkt[0] >> 4) == 4 && (len < 20 || (size_t)(pkt[2] << 8 | pkt[3]) != len))
+		FAIL("IPv4 of %zu bytes", len);
+	if ((pkt[0] >> 4) == 6 && (len < 40 || (size_t)(pkt[4] << 8 | pkt[5]) + 40 != len))
+		FAIL("IPv6 of %zu bytes", len);
+	if ((pkt[0] >> 4) != 4 && (pkt[0] >> 4) != 6)
+		FAIL("delivered version %u", pkt[0] >> 4);
+	delivered++;
+}
+
+static void send_hw(const struct ipoib_hw *to, const uint8_t *f, size_t len)
+{
+	uint16_t type = (uint16_t)(f[0] << 8 | f[1]);
+
+	if (to->qpn <= 1 || to->qpn >= 0xffffff)
+		FAIL("answer to QPN 0x%x", to->qpn);
+	if (!(type == ETH_P_ARPV && len == 4 + 56 && f[4 + 7] == 2) &&
+	    !(type == ETH_P_IPV6V && len == 4 + 40 + 48 && f[4 + 40] == 136))
+		FAIL("answer of type 0x%04x, %zu bytes", type, len);
+	sent++;
+}
+
+static void learn(const uint8_t ip[16], const struct ipoib_hw *hw)
+{
+	(void)ip;
+	if (hw->qpn <= 1 || hw->qpn >= 0xffffff)
+		FAIL("learnt QPN 0x%x", hw->qpn);
+	learnt++;
+}
+
+static bool local_addr(const uint8_t ip[16])
+{
+	/* 192.168.77.1 and fd77:1b::1 are ours */
+	static const uint8_t v4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 77, 1};
+	static const uint8_t v6[16] = {0xfd, 0x77, 0, 0x1b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+
+	return !memcmp(ip, v4, 16) || !memcmp(ip, v6, 16);
+}
+
+static const struct ipoib_ops ops = {
+    .deliver = deliver, .send_hw = send_hw, .learn = learn, .local_addr = local_addr};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint64_t before = 0, after = 0;
+	uint8_t *buf;
+
+	if (size < 1)
+		return 0;
+	memset(&ipoib, 0, sizeof(ipoib));
+	ipoib.ops = &ops;
+	ipoib.hw.qpn = 0x123456;
+	ipoib.hw.gid[0] = 0xfe;
+	ipoib.hw.gid[1] = 0x80;
+	ipoib.hw.gid[15] = 1;
+	ipoib.lid = 1;
+	ipoib.mtu = 2044;
+	ipoib.qkey = IPOIB_QKEY;
+	/* a heap block of the exact size: ASan sees any overread */
+	buf = malloc(size - 1 ? size - 1 : 1);
+	memcpy(buf, data + 1, size - 1);
+	buf_lo = buf;
+	buf_hi = buf + size - 1;
+	delivered = sent = learnt = 0;
+	for (int i = IC_drop_short; i <= IC_drop_own; i++)
+		before += ipoib.cnt[i];
+	ipoib_input(&ipoib, buf, size - 1, data[0] & 1 ? ipoib.hw.qpn : 0x42, data[0] & 2 ? 1 : 7);
+	for (int i = IC_drop_short; i <= IC_drop_own; i++)
+		after += ipoib.cnt[i];
+	/* one outcome: delivered, resolution (ARP/ND received), or one drop */
+	if (delivered + (ipoib.cnt[IC_arp_rx] + ipoib.cnt[IC_nd_rx]) + (after - before) != 1)
+		FAIL("outcomes: delivered %u, resolution %llu, drops %llu", delivered,
+		     (unsigned long long)(ipoib.cnt[IC_arp_rx] + ipoib.cnt[IC_nd_rx]),
+		     (unsigned long long)(after - before));
+	if (delivered && ipoib.cnt[IC_rx_packets] != 1)
+		FAIL("delivered but not counted");
+	if (sent > 1 || learnt > 1)
+		FAIL("%u answers, %u learnt for one frame", sent, learnt);
+	free(buf);
+	return 0;
+}

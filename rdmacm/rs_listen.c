@@ -145,6 +145,8 @@ SOFCM_EXPORT int rlisten(int socket, int backlog)
 
 	if (!rs)
 		return sofcm_err(EBADF);
+	if (rs->type != SOCK_STREAM)
+		return sofcm_err(EOPNOTSUPP);
 	if (rs->state == rs_listening)
 		return 0;
 	if (rs->state & ~rs_bound)
@@ -254,7 +256,7 @@ SOFCM_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 
 	if (!rs)
 		return sofcm_err(EBADF);
-	ret = rs_accept(rs, addr, addrlen);
+	ret = rs->type == SOCK_STREAM ? rs_accept(rs, addr, addrlen) : sofcm_err(EOPNOTSUPP);
 	sofrs_put(rs);
 	return ret;
 }

@@ -3,7 +3,8 @@
  * together. An rsocket is ready by its state (data queued, room to send,
  * the peer gone); to sleep, rpoll arms each rsocket's CQ and polls the
  * fds that will wake it (a connected rsocket's CQ channel and CM channel,
- * a listener's CM channel) with the program's own descriptors, then reads
+ * a listener's CM channel, a datagram rsocket's epoll set of CQ
+ * channels) with the program's own descriptors, then reads
  * what woke it and checks the states again. The sleep is cut every
  * 500 ms (rdma-core's wake_up_interval) so that a state another thread
  * changed without an event is seen.
@@ -23,6 +24,16 @@ static bool rs_poll_all(struct sofrs *rs)
 
 int sofrs_wait_fds(struct sofrs *rs, struct pollfd *pfd)
 {
+	if (rs->type == SOCK_DGRAM) {
+		/* the epoll set of its QPs' CQ channels */
+		pfd[0].fd = rs->epfd;
+		pfd[0].events = POLLIN;
+		pfd[0].revents = 0;
+		pfd[1].fd = -1;
+		pfd[1].events = 0;
+		pfd[1].revents = 0;
+		return 2;
+	}
 	pfd[0].fd = -1;
 	if ((rs->state & (rs_connected | rs_disconnected | rs_error)) &&
 	    rs->cm_id->recv_cq_channel)
@@ -42,6 +53,8 @@ static short rs_poll_rs(struct sofrs *rs, short events, bool arm)
 	struct pollfd pfd;
 	short revents = 0;
 
+	if (rs->type == SOCK_DGRAM)
+		return sofrs_ds_poll(rs, events, arm);
 	if (rs->state & (rs_connected | rs_disconnected | rs_error)) {
 		if (arm && rs->cm_id->recv_cq) {
 			pthread_mutex_lock(&rs->cq_lock);

@@ -9,9 +9,9 @@
  * number is that channel's fd (an accepted one's a copy of it), as in
  * rdma-core, so librspreload can map a program's descriptor to it.
  * rconnect is synchronous: on a non-blocking rsocket it connects before
- * it returns (0, never EINPROGRESS). Datagram rsockets are not built yet:
- * rsocket(SOCK_DGRAM) fails with ENOTSUP (librspreload then gives the
- * program a kernel socket).
+ * it returns (0, never EINPROGRESS). A datagram rsocket (rs_dgram.c) is
+ * numbered by its kernel UDP socket, as in rdma-core; the calls here pass
+ * it on there.
  */
 #include "rsock.h"
 
@@ -163,6 +163,7 @@ struct sofrs *sofrs_alloc(const struct sofrs *parent)
 	rs->ctrl_max_seqno = RS_QP_CTRL_SIZE;
 	rs->accept_queue[0] = rs->accept_queue[1] = -1;
 	rs->index_fd = -1;
+	rs->udp_sock = rs->epfd = -1;
 	pthread_mutex_init(&rs->slock, NULL);
 	pthread_mutex_init(&rs->rlock, NULL);
 	pthread_mutex_init(&rs->cq_lock, NULL);
@@ -178,6 +179,8 @@ void sofrs_free(struct sofrs *rs)
 		sofrs_remove(rs);
 	if (rs->index_fd >= 0)
 		close(rs->index_fd);
+	if (rs->type == SOCK_DGRAM)
+		sofrs_ds_free(rs);
 	if (id) {
 		sofrs_free_iomaps(rs);
 		if (id->event) {
@@ -320,8 +323,9 @@ SOFCM_EXPORT int rsocket(int domain, int type, int protocol)
 	struct sofrs *rs;
 	int err;
 
-	if ((domain != AF_INET && domain != AF_INET6) || stype != SOCK_STREAM ||
-	    (protocol && protocol != IPPROTO_TCP))
+	if ((domain != AF_INET && domain != AF_INET6) ||
+	    (stype != SOCK_STREAM && stype != SOCK_DGRAM) ||
+	    (protocol && protocol != (stype == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP)))
 		return sofcm_err(ENOTSUP);
 	pthread_once(&rs_conf_once, rs_configure);
 	rs = sofrs_alloc(NULL);
@@ -329,6 +333,11 @@ SOFCM_EXPORT int rsocket(int domain, int type, int protocol)
 		return sofcm_err(ENOMEM);
 	rs->fd_flags = type & SOCK_CLOEXEC ? FD_CLOEXEC : 0;
 	rs->fs_flags = type & SOCK_NONBLOCK ? O_NONBLOCK : 0;
+	if (stype == SOCK_DGRAM) {
+		if (sofrs_ds_init(rs, domain) || sofrs_insert(rs, rs->udp_sock))
+			goto err;
+		return rs->index;
+	}
 	if (rdma_create_id(NULL, &rs->cm_id, rs, RDMA_PS_TCP))
 		goto err;
 	rs->cm_id->route.addr.src_addr.sa_family = (sa_family_t)domain;
@@ -350,6 +359,8 @@ SOFCM_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrle
 		return sofcm_err(EBADF);
 	if (!addr || addrlen < sizeof(struct sockaddr_in))
 		return sofcm_err(EINVAL);
+	if (rs->type == SOCK_DGRAM)
+		return sofrs_ds_bind(rs, addr, addrlen);
 	if (rs->state != rs_init)
 		return sofcm_err(EINVAL);
 	if (rdma_bind_addr(rs->cm_id, (struct sockaddr *)addr))
@@ -446,7 +457,10 @@ SOFCM_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t add
 
 	if (!rs)
 		return sofcm_err(EBADF);
-	ret = rs_connect(rs, addr, addrlen);
+	if (rs->type == SOCK_DGRAM)
+		ret = sofrs_ds_connect(rs, addr, addrlen);
+	else
+		ret = rs_connect(rs, addr, addrlen);
 	sofrs_put(rs);
 	return ret;
 }
@@ -458,6 +472,8 @@ static int rs_shutdown(struct sofrs *rs, int how)
 
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
 		return sofcm_err(EINVAL);
+	if (rs->type == SOCK_DGRAM)
+		return shutdown(rs->udp_sock, how);
 	if (!(rs->state & (rs_connected | rs_disconnected | rs_error)))
 		return sofcm_err(ENOTCONN);
 	if (rs->state & rs_connected) {
@@ -517,7 +533,9 @@ SOFCM_EXPORT int rclose(int socket)
 		return sofcm_err(EBADF);
 	sofrs_remove(rs);
 	atomic_store(&rs->closing, true);
-	if (rs->state == rs_listening)
+	if (rs->type == SOCK_DGRAM)
+		sofrs_ds_shutdown(rs);
+	else if (rs->state == rs_listening)
 		sofrs_listen_stop(rs);
 	if (rs->state & rs_connected)
 		rs_shutdown(rs, SHUT_RDWR);
@@ -535,6 +553,8 @@ SOFCM_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addr
 		return sofcm_err(EBADF);
 	if (!addr || !addrlen)
 		return sofcm_err(EFAULT);
+	if (rs->type == SOCK_DGRAM)
+		return getpeername(rs->udp_sock, addr, addrlen);
 	if (!(rs->state & (rs_connected | rs_disconnected | rs_error)))
 		return sofcm_err(ENOTCONN);
 	sofrs_copy_addr(addr, rdma_get_peer_addr(rs->cm_id), addrlen);
@@ -550,6 +570,8 @@ SOFCM_EXPORT int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addr
 		return sofcm_err(EBADF);
 	if (!addr || !addrlen)
 		return sofcm_err(EFAULT);
+	if (rs->type == SOCK_DGRAM)
+		return getsockname(rs->udp_sock, addr, addrlen);
 	src = rdma_get_local_addr(rs->cm_id);
 	if (!src->sa_family)
 		src->sa_family = AF_INET;
@@ -565,6 +587,24 @@ static void rs_flag(uint64_t *opts, int optname, bool on)
 		*opts &= ~(1ULL << optname);
 }
 
+/* A datagram rsocket's options are its UDP socket's; the buffer sizes
+ * also size its slots (before its first QP, as rdma-core). */
+static int rs_ds_setsockopt(struct sofrs *rs, int level, int optname, const void *optval,
+			    socklen_t optlen)
+{
+	int val = *(const int *)optval;
+
+	if (setsockopt(rs->udp_sock, level, optname, optval, optlen))
+		return -1;
+	if (level == SOL_SOCKET && optname == SO_RCVBUF && !rs->qp_list && val > 0)
+		rs->rbuf_size = (uint32_t)val << 1 < RS_SNDLOWAT * 2 ? RS_SNDLOWAT * 2
+								 : (uint32_t)val << 1;
+	if (level == SOL_SOCKET && optname == SO_SNDBUF && !rs->sbuf && val > 0)
+		rs->sbuf_size = (uint32_t)val << 1 < RS_SNDLOWAT * 2 ? RS_SNDLOWAT * 2
+								 : (uint32_t)val << 1;
+	return 0;
+}
+
 /* Options as rdma-core takes them; a keepalive is recorded, not sent
  * (the RC connection's own retries find a dead peer). */
 SOFCM_EXPORT int rsetsockopt(int socket, int level, int optname, const void *optval,
@@ -578,6 +618,8 @@ SOFCM_EXPORT int rsetsockopt(int socket, int level, int optname, const void *opt
 	if (!optval || optlen < sizeof(int))
 		return sofcm_err(EINVAL);
 	val = *(const int *)optval;
+	if (rs->type == SOCK_DGRAM && level != SOL_RDMA)
+		return rs_ds_setsockopt(rs, level, optname, optval, optlen);
 	switch (level) {
 	case SOL_SOCKET:
 		switch (optname) {
@@ -688,6 +730,9 @@ SOFCM_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, s
 		return sofcm_err(EBADF);
 	if (!optval || !optlen)
 		return sofcm_err(EFAULT);
+	if (rs->type == SOCK_DGRAM && level != SOL_RDMA &&
+	    !(level == SOL_SOCKET && (optname == SO_RCVBUF || optname == SO_SNDBUF)))
+		return getsockopt(rs->udp_sock, level, optname, optval, optlen);
 	switch (level) {
 	case SOL_SOCKET:
 		switch (optname) {
@@ -700,7 +745,7 @@ SOFCM_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, s
 		case SO_SNDBUF:
 			return rs_put_int(optval, optlen, (int)rs->sbuf_size);
 		case SO_TYPE:
-			return rs_put_int(optval, optlen, SOCK_STREAM);
+			return rs_put_int(optval, optlen, rs->type);
 		case SO_ERROR:
 			err = rs->state == rs_connect_error || (rs->state & rs_error) ? rs->err : 0;
 			if (rs->state == rs_connect_error)
@@ -722,11 +767,18 @@ SOFCM_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, s
 		switch (optname) {
 		case TCP_NODELAY:
 			return rs_put_int(optval, optlen, !!(rs->tcp_opts & (1ULL << optname)));
-		case TCP_MAXSEG:
-			return rs_put_int(optval, optlen,
-					  rs->cm_id->route.num_paths
-						  ? 1 << (7 + rs->cm_id->route.path_rec->mtu)
-						  : 2048);
+		case TCP_MAXSEG: {
+			/* as the kernel's, the path MTU less 40 bytes of
+			 * headers, and no more than a datagram rsocket's slot
+			 * (rdma-core: the MTU): programs size datagrams by it
+			 * (iperf3 -u by its control connection's), and those
+			 * must fit one UD message */
+			int mtu = rs->cm_id && rs->cm_id->route.num_paths
+					  ? 1 << (7 + rs->cm_id->route.path_rec->mtu)
+					  : RS_SNDLOWAT;
+
+			return rs_put_int(optval, optlen, (mtu < RS_SNDLOWAT ? mtu : RS_SNDLOWAT) - 40);
+		}
 		case TCP_INFO: {
 			struct tcp_info info;
 			socklen_t n = *optlen < sizeof(info) ? *optlen : sizeof(info);

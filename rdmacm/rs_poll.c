@@ -7,7 +7,8 @@
  * channels) with the program's own descriptors, then reads
  * what woke it and checks the states again. The sleep is cut every
  * 500 ms (rdma-core's wake_up_interval) so that a state another thread
- * changed without an event is seen.
+ * changed without an event is seen. Unlike rdma-core, an ordinary
+ * descriptor's POLLHUP comes with POLLIN when that was asked (below).
  */
 #include "rsock.h"
 
@@ -120,6 +121,11 @@ static int rs_poll_check(struct pollfd *fds, nfds_t nfds, bool arm)
 			fds[i].revents = 0;
 			if (poll(&fds[i], 1, 0) < 0)
 				return -1;
+			/* a hang-up reads as the end (0): readable, as
+			 * select(2) says; librspreload's select maps only
+			 * POLLIN to readable (nc's stdin at EOF, a pipe) */
+			if ((fds[i].revents & POLLHUP) && (fds[i].events & POLLIN))
+				fds[i].revents |= POLLIN;
 		} else {
 			fds[i].revents = 0;
 		}

@@ -133,6 +133,7 @@ static void *svc_run(void *arg)
 	char c[64];
 
 	(void)arg;
+	sofrs_internal = 1; /* its QPs' sockets are the transport's */
 	for (;;) {
 		int n;
 

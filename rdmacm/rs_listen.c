@@ -79,6 +79,7 @@ static void *rs_accept_thread(void *arg)
 	int cap = 0;
 
 	(void)arg;
+	sofrs_internal = 1; /* its QPs' sockets are the transport's */
 	for (;;) {
 		int n, i, j;
 

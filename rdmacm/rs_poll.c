@@ -154,6 +154,7 @@ SOFCM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 	rfds = malloc(sizeof(*rfds) * (nfds * 2 + 1));
 	if (!rfds)
 		return sofcm_err(ENOMEM);
+	sofrs_internal++; /* the transport moved on below is ours */
 	for (;;) {
 		int left = -1, sleep;
 
@@ -198,6 +199,7 @@ SOFCM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		if (ret)
 			break;
 	}
+	sofrs_internal--;
 	free(rfds);
 	return ret;
 }

@@ -281,6 +281,14 @@ struct sofrs {
 	bool in_svc;
 };
 
+/* Calls of this library's rsocket code on this thread, and its own
+ * threads: librspreload sends every socket(2) to rsocket(), also those
+ * the verbs transport in the program opens for RoCEv2 (on a QP's
+ * transition, on a poll); rsocket() refuses them (ENOTSUP: librspreload
+ * then makes a kernel socket) while this is above 0. sofrs_get and
+ * sofrs_put count. */
+extern _Thread_local int sofrs_internal;
+
 /* rsocket.c: the table of rsockets, by index (the CM channel's fd).
  * sofrs_lookup for calls that do not wait; a call that may wait holds the
  * socket from sofrs_get to sofrs_put, so rclose in another thread waits

@@ -15,6 +15,8 @@
  */
 #include "rsock.h"
 
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -85,6 +87,8 @@ struct sofrs *sofrs_lookup(int index)
 	return rs;
 }
 
+_Thread_local int sofrs_internal;
+
 struct sofrs *sofrs_get(int index)
 {
 	struct sofrs *rs = NULL;
@@ -92,13 +96,19 @@ struct sofrs *sofrs_get(int index)
 	pthread_rwlock_rdlock(&rs_map_lock);
 	if (index >= 0 && index < rs_map_len)
 		rs = rs_map[index];
-	if (rs)
+	if (rs) {
 		atomic_fetch_add(&rs->users, 1);
+		sofrs_internal++;
+	}
 	pthread_rwlock_unlock(&rs_map_lock);
 	return rs;
 }
 
-void sofrs_put(struct sofrs *rs) { atomic_fetch_sub(&rs->users, 1); }
+void sofrs_put(struct sofrs *rs)
+{
+	sofrs_internal--;
+	atomic_fetch_sub(&rs->users, 1);
+}
 
 int sofrs_insert(struct sofrs *rs, int index)
 {
@@ -317,12 +327,35 @@ void sofrs_cm_events(struct sofrs *rs)
 
 /* ---- the socket calls ------------------------------------------------------------ */
 
+/* Whether socket(2) was called by our own stack through librspreload's
+ * socket(), which sends every socket to rsocket(): the verbs transport in
+ * the program opens UDP sockets for RoCEv2 on its own threads too, where
+ * sofrs_internal does not count. The first frame outside this library is
+ * what called rsocket (librspreload's socket(), or a program); the one
+ * after it, when it is in this library or in our libibverbs, is us. */
+static bool rs_own_caller(void)
+{
+	Dl_info self, verbs, who;
+	void *bt[8];
+	int n = backtrace(bt, 8), k = 0;
+
+	if (!dladdr((void *)rsocket, &self) || !dladdr((void *)sofv_engine_idle, &verbs))
+		return false;
+	while (k < n && dladdr(bt[k], &who) && who.dli_fbase == self.dli_fbase)
+		k++;
+	if (k + 1 >= n || !dladdr(bt[k + 1], &who))
+		return false;
+	return who.dli_fbase == self.dli_fbase || who.dli_fbase == verbs.dli_fbase;
+}
+
 SOFCM_EXPORT int rsocket(int domain, int type, int protocol)
 {
 	int stype = type & ~(SOCK_CLOEXEC | SOCK_NONBLOCK);
 	struct sofrs *rs;
 	int err;
 
+	if (sofrs_internal || rs_own_caller()) /* a socket of our own stack */
+		return sofcm_err(ENOTSUP);
 	if ((domain != AF_INET && domain != AF_INET6) ||
 	    (stype != SOCK_STREAM && stype != SOCK_DGRAM) ||
 	    (protocol && protocol != (stype == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP)))
@@ -531,6 +564,7 @@ SOFCM_EXPORT int rclose(int socket)
 
 	if (!rs)
 		return sofcm_err(EBADF);
+	sofrs_internal++;
 	sofrs_remove(rs);
 	atomic_store(&rs->closing, true);
 	if (rs->type == SOCK_DGRAM)
@@ -542,6 +576,7 @@ SOFCM_EXPORT int rclose(int socket)
 	for (int i = 0; atomic_load(&rs->users) > 0 && i < 10000; i++)
 		usleep(1000);
 	sofrs_free(rs);
+	sofrs_internal--;
 	return 0;
 }
 

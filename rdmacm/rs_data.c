@@ -370,7 +370,10 @@ static int rs_poll_cq(struct sofrs *rs)
 			}
 			if (wc[i].status != IBV_WC_SUCCESS && (rs->state & rs_connected)) {
 				rs->state = rs_error;
-				rs->err = wc[i].status == IBV_WC_WR_FLUSH_ERR ? ECONNRESET : EIO;
+				/* the peer gone silent (a keepalive found it) */
+				rs->err = wc[i].status == IBV_WC_WR_FLUSH_ERR	 ? ECONNRESET
+					  : wc[i].status == IBV_WC_RETRY_EXC_ERR ? ETIMEDOUT
+										 : EIO;
 			}
 		}
 	}
@@ -569,6 +572,8 @@ static ssize_t rs_sendv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 	left = len;
 	while (cur < iov + iovcnt && !cur->iov_len)
 		cur++;
+	if (rs->state == rs_opening) /* a non-blocking rconnect goes on */
+		return sofcm_err(EAGAIN);
 	if (!(rs->state & rs_connected))
 		return sofcm_err(rs->state & (rs_disconnected | rs_error) ? EPIPE : ENOTCONN);
 	if (!(rs->state & rs_writable))
@@ -746,6 +751,8 @@ static ssize_t rs_recvv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 
 	for (i = 0; i < iovcnt; i++)
 		len += iov[i].iov_len;
+	if (rs->state == rs_opening)
+		return sofcm_err(EAGAIN);
 	if (rs->state < rs_connected && !(rs->state & (rs_disconnected | rs_error)))
 		return sofcm_err(ENOTCONN);
 	if (!len)

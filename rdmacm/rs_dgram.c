@@ -18,10 +18,9 @@
  * SEND of a RS_SNDLOWAT slot: the sender's address (rs_ds_header), then
  * the data; the header says what rrecvfrom reports.
  *
- * The service thread is the process's (rdma-core's udp_svc): it polls the
- * UDP sockets of every datagram rsocket and works on one under svc_lock,
- * which rclose takes to take the socket out. Lock order: svc_lock, then
- * the rsocket's slock or rlock, map_lock, cq_lock.
+ * The service thread (rdma-core's udp_svc) is rs_dsvc.c's. Lock order:
+ * the service's svc_lock, then the rsocket's slock or rlock, map_lock,
+ * cq_lock.
  *
  * Received messages are checked before use: a GRH and at least a header,
  * a header of a known version whose length fits what arrived; what fails is
@@ -38,8 +37,6 @@
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
-
-#define RS_DS_RESOLVE_MS 2000
 
 static uint64_t ds_now_us(void)
 {
@@ -69,13 +66,13 @@ static bool ds_same_addr(const union sofrs_addr *a, const struct sockaddr *b)
 	       !memcmp(&a->sin6.sin6_addr, &u->sin6.sin6_addr, 16);
 }
 
-static void ds_set_addr(union sofrs_addr *dst, const struct sockaddr *src)
+void sofrs_ds_set_addr(union sofrs_addr *dst, const struct sockaddr *src)
 {
 	memset(dst, 0, sizeof(*dst));
 	memcpy(dst, src, ds_addrlen(src));
 }
 
-static void ds_format_hdr(struct rs_ds_header *hdr, const union sofrs_addr *addr)
+void sofrs_ds_format_hdr(struct rs_ds_header *hdr, const union sofrs_addr *addr)
 {
 	memset(hdr, 0, sizeof(*hdr));
 	if (addr->sa.sa_family == AF_INET) {
@@ -115,139 +112,6 @@ static void ds_hdr_addr(const struct rs_ds_header *hdr, struct sockaddr *addr, s
 	*len = n;
 }
 
-/* ---- the service thread ---------------------------------------------------------- */
-
-static pthread_mutex_t svc_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sofrs **svc_rs;
-static int svc_cnt, svc_cap;
-static int svc_wake[2] = { -1, -1 };
-static bool svc_running;
-
-static void svc_process(struct sofrs *rs);
-
-static void *svc_run(void *arg)
-{
-	struct pollfd *pfd = NULL;
-	struct sofrs **seen = NULL;
-	int cap = 0;
-	char c[64];
-
-	(void)arg;
-	sofrs_internal = 1; /* its QPs' sockets are the transport's */
-	for (;;) {
-		int n;
-
-		pthread_mutex_lock(&svc_lock);
-		if (svc_cnt + 1 > cap) {
-			cap = svc_cap + 1;
-			pfd = realloc(pfd, sizeof(*pfd) * (size_t)cap);
-			seen = realloc(seen, sizeof(*seen) * (size_t)cap);
-			if (!pfd || !seen)
-				abort();
-		}
-		n = svc_cnt + 1;
-		pfd[0].fd = svc_wake[0];
-		pfd[0].events = POLLIN;
-		for (int i = 1; i < n; i++) {
-			seen[i] = svc_rs[i - 1];
-			pfd[i].fd = seen[i]->udp_sock;
-			pfd[i].events = POLLIN;
-		}
-		pthread_mutex_unlock(&svc_lock);
-		if (poll(pfd, (nfds_t)n, -1) <= 0)
-			continue;
-		if (pfd[0].revents)
-			while (read(svc_wake[0], c, sizeof(c)) == (ssize_t)sizeof(c))
-				;
-		pthread_mutex_lock(&svc_lock);
-		for (int i = 1; i < n; i++) {
-			if (!(pfd[i].revents & POLLIN))
-				continue;
-			/* still served: rclose takes it out under svc_lock */
-			for (int j = 0; j < svc_cnt; j++)
-				if (svc_rs[j] == seen[i] && seen[i]->udp_sock == pfd[i].fd) {
-					svc_process(seen[i]);
-					break;
-				}
-		}
-		pthread_mutex_unlock(&svc_lock);
-	}
-	return NULL;
-}
-
-static void svc_atfork_child(void)
-{
-	/* the thread is the parent's: a child starts its own when needed */
-	pthread_mutex_init(&svc_lock, NULL);
-	svc_running = false;
-	svc_cnt = 0;
-}
-
-static void svc_kick(void)
-{
-	if (svc_wake[1] >= 0 && write(svc_wake[1], "", 1) < 0) {
-		/* full: the thread has a wake-up to read already */
-	}
-}
-
-static int svc_add(struct sofrs *rs)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&svc_lock);
-	if (!svc_running) {
-		pthread_attr_t attr;
-		pthread_t t;
-
-		if (svc_wake[0] < 0) {
-			if (pipe2(svc_wake, O_CLOEXEC | O_NONBLOCK)) {
-				ret = -1;
-				goto out;
-			}
-			pthread_atfork(NULL, NULL, svc_atfork_child);
-		}
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		ret = pthread_create(&t, &attr, svc_run, NULL);
-		pthread_attr_destroy(&attr);
-		if (ret) {
-			ret = sofcm_err(ret);
-			goto out;
-		}
-		svc_running = true;
-	}
-	if (svc_cnt == svc_cap) {
-		int cap = svc_cap ? svc_cap * 2 : 16;
-		struct sofrs **a = realloc(svc_rs, sizeof(*a) * (size_t)cap);
-
-		if (!a) {
-			ret = sofcm_err(ENOMEM);
-			goto out;
-		}
-		svc_rs = a;
-		svc_cap = cap;
-	}
-	svc_rs[svc_cnt++] = rs;
-	rs->in_svc = true;
-	svc_kick();
-out:
-	pthread_mutex_unlock(&svc_lock);
-	return ret;
-}
-
-static void svc_remove(struct sofrs *rs)
-{
-	pthread_mutex_lock(&svc_lock);
-	for (int i = 0; i < svc_cnt; i++)
-		if (svc_rs[i] == rs) {
-			svc_rs[i] = svc_rs[--svc_cnt];
-			break;
-		}
-	rs->in_svc = false;
-	svc_kick();
-	pthread_mutex_unlock(&svc_lock);
-}
-
 /* ---- QPs and destinations ------------------------------------------------------ */
 
 static uint8_t ds_sgid_index(struct sofrs_dsqp *qp, const union ibv_gid *gid)
@@ -267,7 +131,7 @@ static uint8_t ds_sgid_index(struct sofrs_dsqp *qp, const union ibv_gid *gid)
 /* An address handle from our GID to dgid (a path record's fields);
  * Ethernet ports always take a GRH (RoCE), IB ones when it leaves the
  * subnet. */
-static struct ibv_ah *ds_make_ah(struct sofrs_dsqp *qp, const union ibv_gid *sgid,
+struct ibv_ah *sofrs_ds_make_ah(struct sofrs_dsqp *qp, const union ibv_gid *sgid,
 				 const union ibv_gid *dgid, uint16_t dlid, uint8_t hop_limit,
 				 uint8_t tclass, uint32_t flow_label)
 {
@@ -347,7 +211,7 @@ static int ds_create_qp(struct sofrs *rs, const union sofrs_addr *src, struct so
 	if (!qp)
 		return sofcm_err(ENOMEM);
 	qp->rs = rs;
-	ds_format_hdr(&qp->hdr, src);
+	sofrs_ds_format_hdr(&qp->hdr, src);
 	if (rdma_create_id(NULL, &qp->cm_id, qp, RDMA_PS_UDP) ||
 	    rdma_bind_addr(qp->cm_id, (struct sockaddr *)&src->sa))
 		goto err;
@@ -403,10 +267,10 @@ static int ds_create_qp(struct sofrs *rs, const union sofrs_addr *src, struct so
 	qp->max_data = mtu - qp->hdr.length;
 
 	/* itself, where the service thread forwards */
-	ds_set_addr(&qp->dest.addr, &src->sa);
+	sofrs_ds_set_addr(&qp->dest.addr, &src->sa);
 	qp->dest.qp = qp;
 	qp->dest.qpn = id->qp->qp_num;
-	qp->dest.ah = ds_make_ah(qp, &id->route.addr.addr.ibaddr.sgid,
+	qp->dest.ah = sofrs_ds_make_ah(qp, &id->route.addr.addr.ibaddr.sgid,
 				 &id->route.addr.addr.ibaddr.sgid, 0, 1, 0, 0);
 	if (!qp->dest.ah)
 		goto err;
@@ -475,7 +339,7 @@ static int ds_src_addr(struct sofrs *rs, const struct sockaddr *dst, union sofrs
 
 /* The destination of a peer address: found, or made with the QP of the
  * source address that reaches it (made too when new). */
-static int ds_get_dest(struct sofrs *rs, const struct sockaddr *addr, struct sofrs_dsdest **out)
+int sofrs_ds_get_dest(struct sofrs *rs, const struct sockaddr *addr, struct sofrs_dsdest **out)
 {
 	struct sofrs_dsdest *d;
 	struct sofrs_dsqp *qp;
@@ -502,7 +366,7 @@ static int ds_get_dest(struct sofrs *rs, const struct sockaddr *addr, struct sof
 		ret = sofcm_err(ENOMEM);
 		goto out;
 	}
-	ds_set_addr(&d->addr, addr);
+	sofrs_ds_set_addr(&d->addr, addr);
 	d->qp = qp;
 	d->next = rs->dest_list;
 	rs->dest_list = d;
@@ -690,7 +554,7 @@ static int ds_init_ep(struct sofrs *rs)
 	}
 	rs->sqe_avail = rs->sq_size;
 	rs->rqe_avail = rs->rq_size;
-	if (svc_add(rs))
+	if (sofrs_svc_add(rs))
 		return -1;
 	rs->state = rs_readable | rs_writable;
 	return 0;
@@ -715,7 +579,7 @@ int sofrs_ds_connect(struct sofrs *rs, const struct sockaddr *addr, socklen_t ad
 	if (!ret)
 		ret = connect(rs->udp_sock, addr, addrlen);
 	if (!ret)
-		ret = ds_get_dest(rs, addr, &rs->conn_dest);
+		ret = sofrs_ds_get_dest(rs, addr, &rs->conn_dest);
 	pthread_mutex_unlock(&rs->slock);
 	return ret;
 }
@@ -727,7 +591,7 @@ void sofrs_ds_shutdown(struct sofrs *rs)
 	uint64_t end = ds_now_us() + 1000000;
 
 	if (rs->in_svc)
-		svc_remove(rs);
+		sofrs_svc_remove(rs);
 	pthread_mutex_lock(&rs->cq_lock);
 	rs->state &= ~(rs_readable | rs_writable);
 	pthread_mutex_unlock(&rs->cq_lock);
@@ -747,7 +611,7 @@ void sofrs_ds_free(struct sofrs *rs)
 	struct sofrs_dsqp *qp;
 
 	if (rs->in_svc)
-		svc_remove(rs);
+		sofrs_svc_remove(rs);
 	while ((d = rs->dest_list)) {
 		rs->dest_list = d->next;
 		if (d->ah)
@@ -778,7 +642,7 @@ static size_t ds_iov_len(const struct iovec *iov, int iovcnt)
 
 /* Through the UDP socket, behind an rs_ds_udp_header of op (no data for
  * RS_OP_CTRL). Needs slock. */
-static ssize_t ds_send_udp(struct sofrs *rs, struct sofrs_dsdest *dest, const struct iovec *iov,
+ssize_t sofrs_ds_send_udp(struct sofrs *rs, struct sofrs_dsdest *dest, const struct iovec *iov,
 			   int iovcnt, int flags, uint8_t op)
 {
 	struct sofrs_dsqp *qp = dest->qp;
@@ -815,7 +679,7 @@ static ssize_t ds_send_udp(struct sofrs *rs, struct sofrs_dsdest *dest, const st
 }
 
 /* One UD SEND of a slot to dest: hdr, then the data. Needs slock. */
-static int ds_post_slot(struct sofrs *rs, struct sofrs_dsdest *dest, const struct rs_ds_header *hdr,
+int sofrs_ds_post_slot(struct sofrs *rs, struct sofrs_dsdest *dest, const struct rs_ds_header *hdr,
 			const struct iovec *iov, int iovcnt, size_t len, bool nonblock)
 {
 	struct sofrs_dsqp *qp = dest->qp;
@@ -880,7 +744,7 @@ ssize_t sofrs_ds_sendv(struct sofrs *rs, const struct iovec *iov, int iovcnt, in
 		goto out;
 	if (to) {
 		if (!rs->conn_dest || !ds_same_addr(&rs->conn_dest->addr, to)) {
-			ret = ds_get_dest(rs, to, &dest);
+			ret = sofrs_ds_get_dest(rs, to, &dest);
 			if (ret)
 				goto out;
 		} else {
@@ -895,8 +759,8 @@ ssize_t sofrs_ds_sendv(struct sofrs *rs, const struct iovec *iov, int iovcnt, in
 		goto out;
 	}
 	if (!dest->ah)
-		ret = ds_send_udp(rs, dest, iov, iovcnt, flags, RS_OP_DATA);
-	else if (!(ret = ds_post_slot(rs, dest, &dest->qp->hdr, iov, iovcnt, len,
+		ret = sofrs_ds_send_udp(rs, dest, iov, iovcnt, flags, RS_OP_DATA);
+	else if (!(ret = sofrs_ds_post_slot(rs, dest, &dest->qp->hdr, iov, iovcnt, len,
 				      sofrs_nonblocking(rs, flags))))
 		ret = (ssize_t)len;
 out:
@@ -983,84 +847,3 @@ short sofrs_ds_poll(struct sofrs *rs, short events, bool arm)
 	return revents;
 }
 
-/* ---- the service thread's work on one rsocket --------------------------------------- */
-
-/* The peer's address handle: its address resolved by the RDMA CM from
- * the local address of dest's QP (what rdma-core's udp_svc_create_ah
- * does), its QPN from the header. */
-static void svc_create_ah(struct sofrs *rs, struct sofrs_dsdest *dest, uint32_t qpn)
-{
-	struct rdma_cm_id *qid = dest->qp->cm_id, *id;
-	const struct ibv_sa_path_rec *p;
-	union sofrs_addr src;
-	struct ibv_ah *ah;
-
-	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP))
-		return;
-	ds_set_addr(&src, rdma_get_local_addr(qid));
-	src.sin.sin_port = 0;
-	if (rdma_resolve_addr(id, &src.sa, &dest->addr.sa, RS_DS_RESOLVE_MS) ||
-	    rdma_resolve_route(id, RS_DS_RESOLVE_MS) || !id->route.num_paths)
-		goto out;
-	p = id->route.path_rec;
-	ah = ds_make_ah(dest->qp, &p->sgid, &p->dgid, be16toh(p->dlid), p->hop_limit,
-			p->traffic_class, be32toh(p->flow_label));
-	if (!ah)
-		goto out;
-	pthread_mutex_lock(&rs->slock);
-	if (dest->ah)
-		ibv_destroy_ah(dest->ah);
-	dest->ah = ah;
-	dest->qpn = qpn;
-	pthread_mutex_unlock(&rs->slock);
-out:
-	rdma_destroy_id(id);
-}
-
-static bool svc_valid_hdr(const struct rs_ds_udp_header *h, const union sofrs_addr *from)
-{
-	return be32toh(h->tag) == RS_DS_UDP_TAG &&
-	       ((h->version == 4 && from->sa.sa_family == AF_INET &&
-		 h->length == RS_DS_UDP_IPV4_HDR_LEN) ||
-		(h->version == 6 && from->sa.sa_family == AF_INET6 &&
-		 h->length == RS_DS_UDP_IPV6_HDR_LEN)) &&
-	       (h->op == RS_OP_DATA || h->op == RS_OP_CTRL);
-}
-
-/* A datagram on the UDP socket: answer DATA with our QPN, learn the
- * sender's address handle, forward DATA to our own QP. */
-static void svc_process(struct sofrs *rs)
-{
-	static uint8_t buf[RS_SNDLOWAT + RS_DS_UDP_IPV6_HDR_LEN];
-	const struct rs_ds_udp_header *h = (const void *)buf;
-	struct sofrs_dsdest *dest;
-	struct rs_ds_header hdr;
-	union sofrs_addr from;
-	socklen_t alen = sizeof(from);
-	struct iovec iov;
-	uint32_t qpn;
-	ssize_t n;
-
-	n = recvfrom(rs->udp_sock, buf, sizeof(buf), MSG_DONTWAIT, &from.sa, &alen);
-	if (n < RS_DS_UDP_IPV4_HDR_LEN || !svc_valid_hdr(h, &from) || n < h->length)
-		return;
-	qpn = be32toh(h->qpn) & 0xFFFFFF;
-	if (ds_get_dest(rs, &from.sa, &dest))
-		return;
-	if (h->op == RS_OP_DATA) {
-		pthread_mutex_lock(&rs->slock);
-		ds_send_udp(rs, dest, NULL, 0, MSG_DONTWAIT, RS_OP_CTRL);
-		pthread_mutex_unlock(&rs->slock);
-	}
-	if (!dest->ah || dest->qpn != qpn)
-		svc_create_ah(rs, dest, qpn);
-	if (h->op != RS_OP_DATA || (size_t)(n - h->length) > dest->qp->max_data)
-		return;
-	ds_format_hdr(&hdr, &from);
-	iov.iov_base = buf + h->length;
-	iov.iov_len = (size_t)(n - h->length);
-	pthread_mutex_lock(&rs->slock);
-	if (rs->state & rs_writable)
-		ds_post_slot(rs, &dest->qp->dest, &hdr, &iov, 1, iov.iov_len, true);
-	pthread_mutex_unlock(&rs->slock);
-}

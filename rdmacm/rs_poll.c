@@ -41,8 +41,11 @@ int sofrs_wait_fds(struct sofrs *rs, struct pollfd *pfd)
 		pfd[0].fd = rs->cm_id->recv_cq_channel->fd;
 	pfd[0].events = POLLIN;
 	pfd[0].revents = 0;
-	/* a listener's channel is the accept thread's: its queue instead */
-	pfd[1].fd = rs->state == rs_listening ? rs->accept_queue[0] : rs->cm_id->channel->fd;
+	/* a listener's channel is the accept thread's: its queue instead;
+	 * a non-blocking rconnect's thread signals its end on conn_efd */
+	pfd[1].fd = rs->state == rs_listening ? rs->accept_queue[0]
+		    : rs->state == rs_opening ? rs->conn_efd
+					      : rs->cm_id->channel->fd;
 	pfd[1].events = POLLIN;
 	pfd[1].revents = 0;
 	return 2;

@@ -268,6 +268,11 @@ struct sofrs {
 	struct rs_iomap_mr *iomaps; /* local mappings */
 	bool iomap_pending;
 
+	int conn_efd; /* a non-blocking rconnect's end is signalled here */
+	bool ka_on; /* in the keepalive service (rs_conn.c) */
+	unsigned int keepalive_time; /* seconds */
+	uint64_t ka_next;
+
 	/* datagram (rs_dgram.c): the kernel UDP socket (its fd the
 	 * rsocket's number), an epoll set of the QPs' CQ channels; the
 	 * lists under map_lock (qp_list also under cq_lock: polled), the
@@ -305,6 +310,10 @@ int sofrs_create_ep(struct sofrs *rs);
 void sofrs_connected_now(struct sofrs *rs);
 void sofrs_copy_addr(struct sockaddr *dst, const struct sockaddr *src, socklen_t *len);
 void sofrs_drop_id(struct rdma_cm_id *id);
+/* rs_conn.c: keepalive (TCP_KEEPIDLE's default; rs in or out of the
+ * service, -1/errno) */
+unsigned int sofrs_keepalive_default(void);
+int sofrs_keepalive(struct sofrs *rs, bool on);
 /* rs_listen.c: a listener leaves the accept thread; what it queued and
  * no program accepted is freed. */
 void sofrs_listen_stop(struct sofrs *rs);
@@ -348,6 +357,23 @@ ssize_t sofrs_ds_recvv(struct sofrs *rs, const struct iovec *iov, int iovcnt, in
 		       struct sockaddr *from, socklen_t *fromlen);
 short sofrs_ds_poll(struct sofrs *rs, short events, bool arm);
 void sofrs_ds_wait_done(struct sofrs *rs);
+/* rs_dgram.c for rs_dsvc.c: destinations (map_lock inside), the two ways
+ * to send (need slock), address handles, headers */
+#define RS_DS_RESOLVE_MS 2000
+int sofrs_ds_get_dest(struct sofrs *rs, const struct sockaddr *addr, struct sofrs_dsdest **out);
+ssize_t sofrs_ds_send_udp(struct sofrs *rs, struct sofrs_dsdest *dest, const struct iovec *iov,
+			  int iovcnt, int flags, uint8_t op);
+int sofrs_ds_post_slot(struct sofrs *rs, struct sofrs_dsdest *dest, const struct rs_ds_header *hdr,
+		       const struct iovec *iov, int iovcnt, size_t len, bool nonblock);
+struct ibv_ah *sofrs_ds_make_ah(struct sofrs_dsqp *qp, const union ibv_gid *sgid,
+				const union ibv_gid *dgid, uint16_t dlid, uint8_t hop_limit,
+				uint8_t tclass, uint32_t flow_label);
+void sofrs_ds_format_hdr(struct rs_ds_header *hdr, const union sofrs_addr *addr);
+void sofrs_ds_set_addr(union sofrs_addr *dst, const struct sockaddr *src);
+/* rs_dsvc.c: the service thread serves rs (its UDP socket) from add to
+ * remove; after remove it does not touch rs. */
+int sofrs_svc_add(struct sofrs *rs);
+void sofrs_svc_remove(struct sofrs *rs);
 /* rs_poll.c: the fds to wait on for rs (CQ channel, CM channel). */
 int sofrs_wait_fds(struct sofrs *rs, struct pollfd *pfd);
 /* After poll reported pfd: read the CQ event, the CM events. */

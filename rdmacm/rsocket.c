@@ -8,8 +8,7 @@
  * An rsocket is a synchronous rdma_cm_id (its own event channel); its
  * number is that channel's fd (an accepted one's a copy of it), as in
  * rdma-core, so librspreload can map a program's descriptor to it.
- * rconnect is synchronous: on a non-blocking rsocket it connects before
- * it returns (0, never EINPROGRESS). A datagram rsocket (rs_dgram.c) is
+ * rconnect is rs_conn.c's. A datagram rsocket (rs_dgram.c) is
  * numbered by its kernel UDP socket, as in rdma-core; the calls here pass
  * it on there.
  */
@@ -162,6 +161,7 @@ struct sofrs *sofrs_alloc(const struct sofrs *parent)
 		rs->target_iomap_size = parent->target_iomap_size;
 		rs->so_opts = parent->so_opts;
 		rs->tcp_opts = parent->tcp_opts;
+		rs->keepalive_time = parent->keepalive_time;
 	} else {
 		rs->sbuf_size = def_wmem;
 		rs->rbuf_size = def_mem;
@@ -169,7 +169,9 @@ struct sofrs *sofrs_alloc(const struct sofrs *parent)
 		rs->sq_size = def_sqsize;
 		rs->rq_size = def_rqsize;
 		rs->target_iomap_size = def_iomap_size;
+		rs->keepalive_time = sofrs_keepalive_default();
 	}
+	rs->conn_efd = -1;
 	rs->ctrl_max_seqno = RS_QP_CTRL_SIZE;
 	rs->accept_queue[0] = rs->accept_queue[1] = -1;
 	rs->index_fd = -1;
@@ -189,6 +191,10 @@ void sofrs_free(struct sofrs *rs)
 		sofrs_remove(rs);
 	if (rs->index_fd >= 0)
 		close(rs->index_fd);
+	if (rs->ka_on)
+		sofrs_keepalive(rs, false);
+	if (rs->conn_efd >= 0)
+		close(rs->conn_efd);
 	if (rs->type == SOCK_DGRAM)
 		sofrs_ds_free(rs);
 	if (id) {
@@ -300,7 +306,11 @@ void sofrs_connected_now(struct sofrs *rs)
 		rs->cm_id->event = NULL;
 	}
 	rs_set_fd_nonblock(rs->cm_id->channel->fd);
+	pthread_mutex_lock(&rs->cq_lock);
 	rs->state = rs_connect_rdwr;
+	pthread_mutex_unlock(&rs->cq_lock);
+	if ((rs->so_opts & (1ULL << SO_KEEPALIVE)) && !rs->ka_on)
+		sofrs_keepalive(rs, true);
 }
 
 /* Events on a connected rsocket's channel: the peer's DREQ. */
@@ -421,83 +431,6 @@ void sofrs_drop_id(struct rdma_cm_id *id)
 	rdma_destroy_id(id);
 }
 
-static int rs_do_connect(struct sofrs *rs)
-{
-	struct rdma_cm_id *id = rs->cm_id;
-	struct rdma_conn_param param;
-	struct rs_conn_data creq, cresp;
-
-	if (rdma_resolve_addr(id, NULL, &id->route.addr.dst_addr, 2000))
-		return -1;
-	if (rs->route) {
-		if (rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, rs->route,
-				    (socklen_t)rs->route_len) ||
-		    sofcm_complete(sofcm_id(id)))
-			return -1;
-	} else if (rdma_resolve_route(id, 2000)) {
-		return -1;
-	}
-	if (sofrs_create_ep(rs))
-		return -1;
-	sofrs_format_conn_data(rs, &creq);
-	memset(&param, 0, sizeof(param));
-	param.private_data = &creq;
-	param.private_data_len = sizeof(creq);
-	param.flow_control = 1;
-	param.retry_count = 7;
-	param.rnr_retry_count = 7;
-	if (rdma_connect(id, &param))
-		return -1;
-	if (!id->event || id->event->param.conn.private_data_len < sizeof(cresp))
-		return sofcm_err(EPROTO);
-	memcpy(&cresp, id->event->param.conn.private_data, sizeof(cresp));
-	if (cresp.version != RS_CONN_VERSION)
-		return sofcm_err(ENOTSUP);
-	sofrs_save_conn_data(rs, &cresp);
-	sofrs_connected_now(rs);
-	return 0;
-}
-
-static int rs_connect(struct sofrs *rs, const struct sockaddr *addr, socklen_t addrlen)
-{
-	int ret;
-
-	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
-	    addrlen > sizeof(rs->cm_id->route.addr.dst_storage))
-		return sofcm_err(EINVAL);
-	if (rs->state & rs_connected)
-		return sofcm_err(EISCONN);
-	if (rs->state == rs_listening)
-		return sofcm_err(EINVAL);
-	if (rs->state & (rs_opening | rs_connect_error | rs_disconnected | rs_error))
-		return sofcm_err(rs->state & rs_opening ? EALREADY : ECONNABORTED);
-	memcpy(&rs->cm_id->route.addr.dst_addr, addr, addrlen);
-	pthread_mutex_lock(&rs->slock);
-	rs->state = rs_opening;
-	ret = rs_do_connect(rs);
-	if (ret) {
-		rs->state = rs_connect_error;
-		rs->err = errno;
-	}
-	pthread_mutex_unlock(&rs->slock);
-	return ret;
-}
-
-SOFCM_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
-{
-	struct sofrs *rs = sofrs_get(socket);
-	int ret;
-
-	if (!rs)
-		return sofcm_err(EBADF);
-	if (rs->type == SOCK_DGRAM)
-		ret = sofrs_ds_connect(rs, addr, addrlen);
-	else
-		ret = rs_connect(rs, addr, addrlen);
-	sofrs_put(rs);
-	return ret;
-}
-
 static int rs_shutdown(struct sofrs *rs, int how)
 {
 	uint32_t ctrl;
@@ -571,9 +504,12 @@ SOFCM_EXPORT int rclose(int socket)
 		sofrs_ds_shutdown(rs);
 	else if (rs->state == rs_listening)
 		sofrs_listen_stop(rs);
+	if (rs->ka_on)
+		sofrs_keepalive(rs, false);
 	if (rs->state & rs_connected)
 		rs_shutdown(rs, SHUT_RDWR);
-	for (int i = 0; atomic_load(&rs->users) > 0 && i < 10000; i++)
+	/* a non-blocking rconnect's thread is waited for to its end */
+	for (int i = 0; atomic_load(&rs->users) > 0 && (i < 10000 || rs->state == rs_opening); i++)
 		usleep(1000);
 	sofrs_free(rs);
 	sofrs_internal--;
@@ -640,8 +576,8 @@ static int rs_ds_setsockopt(struct sofrs *rs, int level, int optname, const void
 	return 0;
 }
 
-/* Options as rdma-core takes them; a keepalive is recorded, not sent
- * (the RC connection's own retries find a dead peer). */
+/* Options as rdma-core takes them; SO_KEEPALIVE and TCP_KEEPIDLE drive
+ * the keepalive service (rs_conn.c). */
 SOFCM_EXPORT int rsetsockopt(int socket, int level, int optname, const void *optval,
 			     socklen_t optlen)
 {
@@ -662,8 +598,12 @@ SOFCM_EXPORT int rsetsockopt(int socket, int level, int optname, const void *opt
 			rdma_set_option(rs->cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR,
 					(void *)optval, optlen);
 			/* fall through */
-		case SO_KEEPALIVE:
 		case SO_OOBINLINE:
+			rs_flag(&rs->so_opts, optname, val);
+			return 0;
+		case SO_KEEPALIVE:
+			if (sofrs_keepalive(rs, val != 0))
+				return -1;
 			rs_flag(&rs->so_opts, optname, val);
 			return 0;
 		case SO_RCVBUF:
@@ -698,7 +638,10 @@ SOFCM_EXPORT int rsetsockopt(int socket, int level, int optname, const void *opt
 			rs_flag(&rs->tcp_opts, optname, val);
 			return 0;
 		case TCP_KEEPIDLE:
-			return val <= 0 ? sofcm_err(EINVAL) : 0;
+			if (val <= 0)
+				return sofcm_err(EINVAL);
+			rs->keepalive_time = (unsigned int)val;
+			return rs->ka_on ? sofrs_keepalive(rs, true) : 0;
 		case TCP_KEEPCNT:
 		case TCP_KEEPINTVL:
 		case TCP_MAXSEG:
@@ -802,6 +745,12 @@ SOFCM_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, s
 		switch (optname) {
 		case TCP_NODELAY:
 			return rs_put_int(optval, optlen, !!(rs->tcp_opts & (1ULL << optname)));
+		case TCP_KEEPIDLE:
+			return rs_put_int(optval, optlen, (int)rs->keepalive_time);
+		case TCP_KEEPCNT:
+		case TCP_KEEPINTVL:
+		case TCP_CONGESTION:
+			return rs_put_int(optval, optlen, 1); /* rdma-core: not applicable */
 		case TCP_MAXSEG: {
 			/* as the kernel's, the path MTU less 40 bytes of
 			 * headers, and no more than a datagram rsocket's slot

@@ -1857,6 +1857,12 @@ sof_fi_verdict() {
 #                        numbered datagrams iperf3 counts
 #   sof_rs_udp_sockperf NAME SHOST CHOST SADDR PORT MODE  sockperf UDP
 #                        server and client pp (median) or tp
+#   sof_rs_keepalive NAME SHOST CHOST SADDR PORT  progs/cm_rsconn between
+#                        hosts: a client with SO_KEEPALIVE and TCP_KEEPIDLE
+#                        1 s waits in rrecv with nothing to come; SHOST's
+#                        veth0 goes down (the server vanishes: no DREQ, no
+#                        packet); ok when the client's rrecv fails within
+#                        60 s (only a keepalive can find it); veth0 up after
 #   sof_rs_udp_nc NAME SHOST CHOST SADDR PORT  nc.traditional -u: 200
 #                        numbered lines, one datagram each; ok when the
 #                        server printed all of them, in order
@@ -1962,6 +1968,43 @@ sof_rs_sockperf() {
 		return 1
 	fi
 	ok "$name ($v, no kernel TCP segment)"
+}
+
+sof_rs_keepalive() {
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 base now end rc
+	local prog=$SOF_BUILD_DIR/tests/cm_rsconn
+	base=$(sof_cm_count cm_listeners "$shost") || base=0
+	SOF_LINEBUF=1 sof_cm_bg "$name.srv" "$shost" 120 "$prog" ka-srv "$saddr" "$port"
+	end=$(($(now_ms) + 10000))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		now=$(sof_cm_count cm_listeners "$shost") || now=0
+		[ "$now" -gt "$base" ] && break
+		sleep 0.05
+	done
+	SOF_LINEBUF=1 sof_cm_bg "$name.cli" "$chost" 100 "$prog" ka-cli "$saddr" "$port"
+	SOF_SRV_OUT=$(sof_out "$name.srv") SOF_CLI_OUT=$(sof_out "$name.cli")
+	end=$(($(now_ms) + 20000))
+	until grep -q '^connected' "$SOF_CLI_OUT" || [ "$(now_ms)" -ge "$end" ]; do
+		sleep 0.05
+	done
+	if ! grep -q '^connected' "$SOF_CLI_OUT"; then
+		not_ok "$name" "the client did not connect"
+		sof_kill "$name.cli"
+		sof_kill "$name.srv"
+		sof_pair_dump
+		return 1
+	fi
+	timeout 10 ip -n "$(sof_host_ns "$shost")" link set veth0 down
+	sof_wait "$name.cli" 90
+	rc=$?
+	timeout 10 ip -n "$(sof_host_ns "$shost")" link set veth0 up
+	sof_kill "$name.srv"
+	if [ "$rc" -ne 0 ] || ! grep -q '^detected ' "$SOF_CLI_OUT"; then
+		not_ok "$name" "client exit $rc: the vanished peer was not found"
+		sof_pair_dump
+		return 1
+	fi
+	ok "$name ($(grep '^detected ' "$SOF_CLI_OUT"))"
 }
 
 # _sof_rs_udp_out HOST: the kernel's UDP datagrams sent in HOST's namespace

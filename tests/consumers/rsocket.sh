@@ -70,7 +70,7 @@ else
 	sof_dump "$out"
 fi
 PORT=$((PORT + 1))
-sof_rs_udp_iperf "rsocket/iperf3 -u librspreload" "" "" "$ADDR" "$PORT" -b 100M -w 512K
+sof_rs_udp_iperf "rsocket/iperf3 -u librspreload" "" "" "$ADDR" "$PORT" -b 20M
 PORT=$((PORT + 1))
 sof_rs_udp_sockperf "rsocket/sockperf pp (UDP) librspreload" "" "" "$ADDR" "$PORT" pp
 PORT=$((PORT + 1))

@@ -9,6 +9,8 @@
 #   sockperf ping-pong and throughput (TCP) under librspreload;
 #   datagram rsockets: progs/cm_rsdgram server in a, client in b (every
 #     byte checked), iperf3 -u, sockperf UDP pp/tp, nc -u under librspreload;
+#   keepalive: progs/cm_rsconn's client in b with SO_KEEPALIVE waits in
+#     rrecv; a's link goes down (no DREQ can come): its rrecv fails;
 #   a 100 MiB file served by nc and fetched by curl under librspreload,
 #     SHA-256 checked.
 # Usage: tests/hosts/rsocket.sh
@@ -61,7 +63,7 @@ if sof_hosts_up 2; then
 	fi
 	sof_kill dgram.srv
 	PORT=$((PORT + 1))
-	sof_rs_udp_iperf "hosts/rsocket iperf3 -u librspreload" a b "$A" "$PORT" -b 100M -w 512K
+	sof_rs_udp_iperf "hosts/rsocket iperf3 -u librspreload" a b "$A" "$PORT" -b 20M
 	PORT=$((PORT + 1))
 	sof_rs_udp_sockperf "hosts/rsocket sockperf pp (UDP) librspreload" a b "$A" "$PORT" pp
 	PORT=$((PORT + 1))
@@ -70,6 +72,9 @@ if sof_hosts_up 2; then
 	sof_rs_udp_nc "hosts/rsocket nc -u librspreload" a b "$A" "$PORT"
 	PORT=$((PORT + 1))
 	sof_rs_http "hosts/rsocket curl nc librspreload 100 MiB" a b "$A" "$PORT" 100
+	# last: it takes host a's link down
+	PORT=$((PORT + 1))
+	sof_rs_keepalive "hosts/rsocket keepalive finds a vanished peer (link down, cm_rsconn)" a b "$A" "$PORT"
 else
 	not_ok "hosts/rsocket" "the hosts did not come up"
 fi

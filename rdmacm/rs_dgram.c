@@ -423,6 +423,7 @@ static void ds_poll_cqs(struct sofrs *rs)
 				m->qp = qp;
 				m->offset = (uint32_t)wc.wr_id;
 				m->length = wc.byte_len - (uint32_t)sizeof(struct ibv_grh);
+				m->hlen = ((struct rs_ds_header *)(qp->rbuf + m->offset))->length;
 				rs->rmsg_tail = rs->rmsg_tail == rs->rq_size ? 0 : rs->rmsg_tail + 1;
 			} else if (wc.status != IBV_WC_WR_FLUSH_ERR &&
 				   (uint32_t)wc.wr_id % RS_SNDLOWAT == 0 &&
@@ -802,8 +803,8 @@ ssize_t sofrs_ds_recvv(struct sofrs *rs, const struct iovec *iov, int iovcnt, in
 	m = &rs->dmsg[rs->rmsg_head];
 	pthread_mutex_unlock(&rs->cq_lock);
 	hdr = (const struct rs_ds_header *)(m->qp->rbuf + m->offset);
-	data = (const uint8_t *)hdr + hdr->length;
-	len = m->length - hdr->length;
+	data = (const uint8_t *)hdr + m->hlen;
+	len = m->length - m->hlen;
 	for (int i = 0; i < iovcnt && done < len; i++) {
 		size_t n = len - done < iov[i].iov_len ? len - done : iov[i].iov_len;
 

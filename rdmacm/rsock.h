@@ -200,10 +200,11 @@ struct sofrs_dsqp {
 	unsigned int unack_cqe;
 };
 
-/* A received datagram: its slot of its QP. */
+/* A received datagram: its slot of its QP, its length and its header's
+ * (as checked when it came: the slot is not read for them again). */
 struct sofrs_dsmsg {
 	struct sofrs_dsqp *qp;
-	uint32_t offset, length;
+	uint32_t offset, length, hlen;
 };
 
 struct sofrs {

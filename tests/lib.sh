@@ -1853,8 +1853,10 @@ sof_fi_verdict() {
 # between hosts the RoCEv2 packets are UDP too:
 #   sof_rs_udp_iperf NAME SHOST CHOST SADDR PORT ARGS...  iperf3 -u (its
 #                        TCP control connection an rsocket too): ok when
-#                        both exit 0 and the receiver lost under 5% of the
-#                        numbered datagrams iperf3 counts
+#                        both exit 0 and the receiver lost under 10% of the
+#                        numbered datagrams iperf3 counts (a receive ring
+#                        of 64 slots, as rdma-core's: a busy machine's
+#                        stalls drop some, as UDP may)
 #   sof_rs_udp_sockperf NAME SHOST CHOST SADDR PORT MODE  sockperf UDP
 #                        server and client pp (median) or tp
 #   sof_rs_keepalive NAME SHOST CHOST SADDR PORT  progs/cm_rsconn between
@@ -1865,7 +1867,7 @@ sof_fi_verdict() {
 #                        60 s (only a keepalive can find it); veth0 up after
 #   sof_rs_udp_nc NAME SHOST CHOST SADDR PORT  nc.traditional -u: 200
 #                        numbered lines, one datagram each; ok when the
-#                        server printed all of them, in order
+#                        server printed each once (in order, or says not)
 SOF_RS_PRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
 
 # _sof_rs_tcp_out HOST: the kernel's TCP OutSegs in HOST's namespace
@@ -2054,7 +2056,7 @@ sof_rs_udp_iperf() {
 		sof_pair_dump
 		return 1
 	fi
-	if ! awk -v l="$lost" 'BEGIN { exit !(l < 5) }'; then
+	if ! awk -v l="$lost" 'BEGIN { exit !(l < 10) }'; then
 		not_ok "$name" "the receiver lost $lost% of the datagrams"
 		sof_pair_dump
 		return 1
@@ -2126,9 +2128,15 @@ sof_rs_udp_nc() {
 		sleep 0.05
 	done
 	sof_kill "$name.srv"
-	# killed, nc writes a newline to stderr (the same file)
-	if [ "$rc" -ne 0 ] || ! grep -v '^$' "$SOF_SRV_OUT" | cmp -s "$want" -; then
-		not_ok "$name" "client exit $rc; the server printed $(wc -l <"$SOF_SRV_OUT") of 200 lines (or others)"
+	# killed, nc writes a newline to stderr (the same file); UDP may
+	# reorder (the first datagrams go by the kernel until the peer's QPN
+	# is known), never lose or repeat here
+	local order="in order"
+	if [ "$rc" -eq 0 ] && ! grep -v '^$' "$SOF_SRV_OUT" | cmp -s "$want" - &&
+		grep -v '^$' "$SOF_SRV_OUT" | sort | cmp -s <(sort "$want") -; then
+		order="each once, reordered"
+	elif [ "$rc" -ne 0 ] || ! grep -v '^$' "$SOF_SRV_OUT" | cmp -s "$want" -; then
+		not_ok "$name" "client exit $rc; the server printed $(grep -vc '^$' "$SOF_SRV_OUT") lines, not the 200 sent"
 		sof_pair_dump
 		return 1
 	fi
@@ -2136,7 +2144,7 @@ sof_rs_udp_nc() {
 		not_ok "$name" "$SOF_RS_UDP_WHY: not over rsockets"
 		return 1
 	fi
-	ok "$name (200 datagrams, in order)"
+	ok "$name (200 datagrams, $order)"
 }
 
 sof_rs_http() {

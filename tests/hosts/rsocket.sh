@@ -63,7 +63,7 @@ if sof_hosts_up 2; then
 	fi
 	sof_kill dgram.srv
 	PORT=$((PORT + 1))
-	sof_rs_udp_iperf "hosts/rsocket iperf3 -u librspreload" a b "$A" "$PORT" -b 20M
+	sof_rs_udp_iperf "hosts/rsocket iperf3 -u librspreload" a b "$A" "$PORT" -b 10M
 	PORT=$((PORT + 1))
 	sof_rs_udp_sockperf "hosts/rsocket sockperf pp (UDP) librspreload" a b "$A" "$PORT" pp
 	PORT=$((PORT + 1))

@@ -196,20 +196,17 @@ static bool svc_valid_hdr(const struct rs_ds_udp_header *h, const union sofrs_ad
 	       (h->op == RS_OP_DATA || h->op == RS_OP_CTRL);
 }
 
-/* What waits on the UDP socket (up to 64 datagrams): each DATA is
- * forwarded to our own QP, then answered with our QPN; the senders'
- * address handles are made after (resolving takes a while), so that
- * datagrams that came this way are read before those the sender then
- * sends by UD. */
+/* What waits on the UDP socket (up to 64 datagrams), in order: the
+ * sender's address handle made first when it is new (resolving takes a
+ * while), then a DATA datagram forwarded to our own QP, and only then our
+ * QPN sent back: the sender goes on by UD once it has that, and what it
+ * sends so comes after what it sent by UDP (rdma-core answers first and
+ * forwards after resolving: nc -u between hosts saw lines reordered),
+ * and our program's answers to it go by UD from the first. */
 static void svc_process(struct sofrs *rs)
 {
 	static uint8_t buf[RS_SNDLOWAT + RS_DS_UDP_IPV6_HDR_LEN];
 	const struct rs_ds_udp_header *h = (const void *)buf;
-	struct {
-		struct sofrs_dsdest *dest;
-		uint32_t qpn;
-	} learn[64];
-	int nlearn = 0;
 
 	for (int k = 0; k < 64; k++) {
 		struct sofrs_dsdest *dest;
@@ -219,7 +216,6 @@ static void svc_process(struct sofrs *rs)
 		struct iovec iov;
 		uint32_t qpn;
 		ssize_t n;
-		int i;
 
 		n = recvfrom(rs->udp_sock, buf, sizeof(buf), MSG_DONTWAIT, &from.sa, &alen);
 		if (n < 0)
@@ -229,26 +225,18 @@ static void svc_process(struct sofrs *rs)
 		qpn = be32toh(h->qpn) & 0xFFFFFF;
 		if (sofrs_ds_get_dest(rs, &from.sa, &dest))
 			continue;
-		if (h->op == RS_OP_DATA) {
-			pthread_mutex_lock(&rs->slock);
-			if ((size_t)(n - h->length) <= dest->qp->max_data && (rs->state & rs_writable)) {
-				sofrs_ds_format_hdr(&hdr, &from);
-				iov.iov_base = buf + h->length;
-				iov.iov_len = (size_t)(n - h->length);
-				sofrs_ds_post_slot(rs, &dest->qp->dest, &hdr, &iov, 1, iov.iov_len, true);
-			}
-			sofrs_ds_send_udp(rs, dest, NULL, 0, MSG_DONTWAIT, RS_OP_CTRL);
-			pthread_mutex_unlock(&rs->slock);
-		}
-		if (dest->ah && dest->qpn == qpn)
+		if (!dest->ah || dest->qpn != qpn)
+			svc_create_ah(rs, dest, qpn);
+		if (h->op != RS_OP_DATA)
 			continue;
-		for (i = 0; i < nlearn && learn[i].dest != dest; i++)
-			;
-		learn[i].dest = dest;
-		learn[i].qpn = qpn;
-		if (i == nlearn)
-			nlearn++;
+		pthread_mutex_lock(&rs->slock);
+		if ((size_t)(n - h->length) <= dest->qp->max_data && (rs->state & rs_writable)) {
+			sofrs_ds_format_hdr(&hdr, &from);
+			iov.iov_base = buf + h->length;
+			iov.iov_len = (size_t)(n - h->length);
+			sofrs_ds_post_slot(rs, &dest->qp->dest, &hdr, &iov, 1, iov.iov_len, true);
+		}
+		sofrs_ds_send_udp(rs, dest, NULL, 0, MSG_DONTWAIT, RS_OP_CTRL);
+		pthread_mutex_unlock(&rs->slock);
 	}
-	for (int i = 0; i < nlearn; i++)
-		svc_create_ah(rs, learn[i].dest, learn[i].qpn);
 }

@@ -351,6 +351,9 @@ static bool rs_own_caller(void)
 
 	if (!dladdr((void *)rsocket, &self) || !dladdr((void *)sofv_engine_idle, &verbs))
 		return false;
+	/* backtrace's own frames first (a sanitizer's interceptor) */
+	while (k < n && !(dladdr(bt[k], &who) && who.dli_fbase == self.dli_fbase))
+		k++;
 	while (k < n && dladdr(bt[k], &who) && who.dli_fbase == self.dli_fbase)
 		k++;
 	if (k + 1 >= n || !dladdr(bt[k + 1], &who))

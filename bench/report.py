@@ -407,6 +407,21 @@ def main():
     ratio("softofed wire: ib_write_bw 1 MiB (loss 1%)", "softofed wire: ib_write_bw 1 MiB (no loss)",
           "netwire: ib_write_bw 1 MiB at 1 % loss / loss-free", "≥ 0.5")
 
+    # issue 22: rsockets (Debian's librspreload on our librdmacm) beside
+    # the kernel's TCP, one host and between hosts, in the same rounds
+    rows5, rows[:] = rows[:], []
+    for where, bw_t, lat_t in (("loopback", "≥ 3", "≤ 0.5"), ("veth", "≥ 1.5", "≤ 1")):
+        rs_, k_ = "rsockets %s: " % where, "kernel %s: " % where
+        ratio(rs_ + "tcp stream (iperf3 -P 1 over librspreload)", k_ + "tcp stream (iperf3)",
+              "%s: iperf3 over rsockets / kernel TCP (throughput)" % where, bw_t)
+        ratio(rs_ + "tcp stream (iperf3 -P 4 over librspreload)", k_ + "tcp stream (iperf3)",
+              "%s: iperf3 -P 4 over rsockets / kernel TCP one stream (throughput)" % where, "—")
+        ratio(rs_ + "tcp ping-pong 14 B (sockperf over librspreload)", k_ + "tcp ping-pong 14 B (blocking)",
+              "%s: sockperf TCP ping-pong over rsockets / kernel TCP (latency)" % where, lat_t)
+        ratio(rs_ + "udp ping-pong 14 B (sockperf over librspreload)", k_ + "udp ping-pong 14 B (blocking)",
+              "%s: sockperf UDP ping-pong over datagram rsockets / kernel UDP (latency)" % where, "—")
+    rows22, rows[:] = rows[:], rows5
+
     p("## Issue 5's targets")
     p("")
     p("Each figure of a ratio was taken once per round, both sides of the ratio in the same round "
@@ -440,6 +455,21 @@ def main():
         p("| connected RC QPs in one process | %s of %s | | | 10,000 | %s |" %
           (fmt(q), fmt(r), verdict(q, "≥ 10000")))
     p("")
+    if any(x is not None for _, x, _, _, _, _ in rows22):
+        p("## Issue 22's targets: rsockets beside the kernel's TCP and UDP")
+        p("")
+        p("Debian's librspreload.so on our librdmacm (stream rsockets for TCP, datagram rsockets for "
+          "UDP) against the kernel on loopback and between two network-namespace hosts on a veth; "
+          "each pair of figures taken in the same round, as above.")
+        p("")
+        p("| ratio | value | per-round range | ratio of medians | issue 22 target | |")
+        p("|---|---|---|---|---|---|")
+        for text, x, target, _, of_med, per in rows22:
+            rng = "%.2f – %.2f (%d rounds)" % (min(per), max(per), len(per)) if per else "—"
+            p("| %s | %s | %s | %s | %s | %s |" % (text, "%.2f" % x if x is not None else "not measured",
+                                                   rng, "%.2f" % of_med if of_med is not None else "—",
+                                                   target, verdict(x, target)))
+        p("")
     p("The two sides of each ratio are rows of the table of medians below (e.g. "
       "\"ib_send_lat 2 B / cache-line ping-pong\" is \"softofed same host: ib_send_lat 2 B\" over "
       "\"physical: cache-line ping-pong one-way\").")

@@ -503,6 +503,7 @@ r_same_kernel() {
 	rs_iperf "loopback" "" "" 127.0.0.1 bw-same
 	rs_iperf "loopback" "" "" 127.0.0.1 "" 4
 	rs_sockperf "loopback" "" "" 127.0.0.1
+	rs_sockperf "loopback" "" "" 127.0.0.1 udp
 }
 
 same_host_rounds() {
@@ -573,18 +574,21 @@ print("%.1f" % (s["bits_per_second"] / 8 / 1048576))' "$CLI_OUT" 2>/dev/null)
 	done
 }
 
-# rs_sockperf WHERE SRV_NS CLI_NS ADDR: sockperf TCP ping-pong 14 B over
-# rsockets (librspreload on our librdmacm, issue 22)
+# rs_sockperf WHERE SRV_NS CLI_NS ADDR [udp]: sockperf TCP (or UDP: datagram
+# rsockets) ping-pong 14 B over rsockets (librspreload on our librdmacm,
+# issue 22); --mps bounds the rate under sockperf's table of send times
+# (600,000 round trips a second by default: "_seqN > m_maxSequenceNo")
 rs_sockperf() {
-	local where=$1 sns=$2 cns=$3 addr=$4 i v label s c
+	local where=$1 sns=$2 cns=$3 addr=$4 proto=${5:-tcp} i v label s c opt=(--tcp)
 	local pre=("$SOFTOFED" run -- env LD_PRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so)
-	label="rsockets $where: tcp ping-pong 14 B (sockperf over librspreload)"
+	[ "$proto" = udp ] && opt=()
+	label="rsockets $where: $proto ping-pong 14 B (sockperf over librspreload)"
 	wanted "$label" || return 0
 	for i in $(reps); do
 		next_port
 		log "$label run $i"
-		s=("${pre[@]}" sockperf sr -i "$addr" -p "$PORT" --tcp)
-		c=("${pre[@]}" sockperf pp -i "$addr" -p "$PORT" --tcp -m 14 -t "$SECS")
+		s=("${pre[@]}" sockperf sr -i "$addr" -p "$PORT" "${opt[@]}")
+		c=("${pre[@]}" sockperf pp -i "$addr" -p "$PORT" "${opt[@]}" -m 14 -t "$SECS" --mps 1500000)
 		if ! NO_PORT=1 STOP_SRV=1 pair sockperf $((SECS + 30)) "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
 			fail "$label" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
 			break
@@ -1110,6 +1114,7 @@ hosts_wanted() {
 		"libfabric veth: fi_stream 1 MiB (udp;ofi_rxd)" \
 		"rsockets veth: tcp stream (iperf3 -P 1 over librspreload)" \
 		"rsockets veth: tcp ping-pong 14 B (sockperf over librspreload)" \
+		"rsockets veth: udp ping-pong 14 B (sockperf over librspreload)" \
 		"profile: veth ib_send_lat 2 B"; do
 		wanted "$l" && return 0
 	done
@@ -1178,6 +1183,7 @@ r_veth_kernel() {
 	rs_iperf "veth" "$V_A" "$V_B" "$V_IP" bw-veth
 	rs_iperf "veth" "$V_A" "$V_B" "$V_IP" "" 4
 	rs_sockperf "veth" "$V_A" "$V_B" "$V_IP"
+	rs_sockperf "veth" "$V_A" "$V_B" "$V_IP" udp
 }
 r_veth_ucx() { ucx_run veth tcp tcp "$V_A" "$V_B" "$V_IP" $((64 * MIB)) "2" "$MIB" lat-veth bw-veth; }
 r_veth_fi_rxd() {

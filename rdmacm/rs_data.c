@@ -23,7 +23,7 @@
 
 /* Whole pages, so that a fork-safe (MADV_DONTFORK) registration leaves
  * nothing else out of the child. */
-static void *rs_page_alloc(size_t len)
+void *sofrs_page_alloc(size_t len)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	void *p;
@@ -43,7 +43,7 @@ int sofrs_init_bufs(struct sofrs *rs)
 	if (!rs->rmsg)
 		return sofcm_err(ENOMEM);
 	/* control messages that do not fit inline go from after sbuf */
-	rs->sbuf = rs_page_alloc(rs->sbuf_size + sizeof(struct rs_sge) * RS_QP_CTRL_SIZE);
+	rs->sbuf = sofrs_page_alloc(rs->sbuf_size + sizeof(struct rs_sge) * RS_QP_CTRL_SIZE);
 	if (!rs->sbuf)
 		return sofcm_err(ENOMEM);
 	rs->smr = rdma_reg_msgs(rs->cm_id, rs->sbuf,
@@ -53,7 +53,7 @@ int sofrs_init_bufs(struct sofrs *rs)
 
 	len = sizeof(struct rs_sge) * RS_SGL_SIZE +
 	      sizeof(struct rs_iomap) * rs->target_iomap_size;
-	rs->target_buffer_list = rs_page_alloc(len);
+	rs->target_buffer_list = sofrs_page_alloc(len);
 	if (!rs->target_buffer_list)
 		return sofcm_err(ENOMEM);
 	rs->target_mr = rdma_reg_write(rs->cm_id, rs->target_buffer_list, len);
@@ -64,7 +64,7 @@ int sofrs_init_bufs(struct sofrs *rs)
 		rs->target_iomap = (struct rs_iomap *)((struct rs_sge *)rs->target_buffer_list +
 						       RS_SGL_SIZE);
 
-	rs->rbuf = rs_page_alloc(rs->rbuf_size);
+	rs->rbuf = sofrs_page_alloc(rs->rbuf_size);
 	if (!rs->rbuf)
 		return sofcm_err(ENOMEM);
 	rs->rmr = rdma_reg_write(rs->cm_id, rs->rbuf, rs->rbuf_size);
@@ -370,7 +370,10 @@ static int rs_poll_cq(struct sofrs *rs)
 			}
 			if (wc[i].status != IBV_WC_SUCCESS && (rs->state & rs_connected)) {
 				rs->state = rs_error;
-				rs->err = wc[i].status == IBV_WC_WR_FLUSH_ERR ? ECONNRESET : EIO;
+				/* the peer gone silent (a keepalive found it) */
+				rs->err = wc[i].status == IBV_WC_WR_FLUSH_ERR	 ? ECONNRESET
+					  : wc[i].status == IBV_WC_RETRY_EXC_ERR ? ETIMEDOUT
+										 : EIO;
 			}
 		}
 	}
@@ -425,6 +428,10 @@ static void rs_wait(struct sofrs *rs)
 
 void sofrs_wait_done(struct sofrs *rs, const struct pollfd *pfd, int n)
 {
+	if (rs->type == SOCK_DGRAM) {
+		sofrs_ds_wait_done(rs);
+		return;
+	}
 	if (n > 0 && pfd[0].revents) {
 		pthread_mutex_lock(&rs->cq_lock);
 		rs_get_cq_event(rs);
@@ -565,6 +572,8 @@ static ssize_t rs_sendv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 	left = len;
 	while (cur < iov + iovcnt && !cur->iov_len)
 		cur++;
+	if (rs->state == rs_opening) /* a non-blocking rconnect goes on */
+		return sofcm_err(EAGAIN);
 	if (!(rs->state & rs_connected))
 		return sofcm_err(rs->state & (rs_disconnected | rs_error) ? EPIPE : ENOTCONN);
 	if (!(rs->state & rs_writable))
@@ -620,43 +629,46 @@ out:
 	return ret && left == len ? ret : (ssize_t)(len - left);
 }
 
-SOFCM_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
+/* Every send call comes here: a datagram rsocket's to rs_dgram.c; a
+ * stream rsocket ignores the address, as Linux's TCP does on a connected
+ * socket (rdma-core says EISCONN; sockperf sends so). */
+static ssize_t rs_send_call(int socket, const struct iovec *iov, int iovcnt, int flags,
+			    const struct sockaddr *to, socklen_t tolen)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 	struct sofrs *rs = sofrs_get(socket);
 	ssize_t ret;
 
 	if (!rs)
 		return sofcm_err(EBADF);
-	ret = rs_sendv(rs, &iov, 1, flags);
+	if (rs->type == SOCK_DGRAM)
+		ret = sofrs_ds_sendv(rs, iov, iovcnt, flags, to, tolen);
+	else
+		ret = rs_sendv(rs, iov, iovcnt, flags);
 	sofrs_put(rs);
 	return ret;
 }
 
-/* The address is ignored, as Linux's TCP does on a connected socket
- * (rdma-core says EISCONN; sockperf sends so). */
+SOFCM_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return rs_send_call(socket, &iov, 1, flags, NULL, 0);
+}
+
 SOFCM_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
 			     const struct sockaddr *dest_addr, socklen_t addrlen)
 {
-	(void)dest_addr;
-	(void)addrlen;
-	return rsend(socket, buf, len, flags);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return rs_send_call(socket, &iov, 1, flags, dest_addr, addrlen);
 }
 
 SOFCM_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
 {
-	struct sofrs *rs = sofrs_get(socket);
-	ssize_t ret;
-
-	if (!rs)
-		return sofcm_err(EBADF);
-	if (msg->msg_control && msg->msg_controllen) {
-		sofrs_put(rs);
+	if (msg->msg_control && msg->msg_controllen)
 		return sofcm_err(ENOTSUP);
-	}
-	ret = rs_sendv(rs, msg->msg_iov, (int)msg->msg_iovlen, flags);
-	sofrs_put(rs);
-	return ret;
+	return rs_send_call(socket, msg->msg_iov, (int)msg->msg_iovlen, flags, msg->msg_name,
+			    msg->msg_namelen);
 }
 
 SOFCM_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
@@ -666,14 +678,7 @@ SOFCM_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
 
 SOFCM_EXPORT ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
 {
-	struct sofrs *rs = sofrs_get(socket);
-	ssize_t ret;
-
-	if (!rs)
-		return sofcm_err(EBADF);
-	ret = rs_sendv(rs, iov, iovcnt, 0);
-	sofrs_put(rs);
-	return ret;
+	return rs_send_call(socket, iov, iovcnt, 0, NULL, 0);
 }
 
 /* ---- receive --------------------------------------------------------------- */
@@ -746,6 +751,8 @@ static ssize_t rs_recvv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 
 	for (i = 0; i < iovcnt; i++)
 		len += iov[i].iov_len;
+	if (rs->state == rs_opening)
+		return sofcm_err(EAGAIN);
 	if (rs->state < rs_connected && !(rs->state & (rs_disconnected | rs_error)))
 		return sofcm_err(ENOTCONN);
 	if (!len)
@@ -785,43 +792,53 @@ static ssize_t rs_recvv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 	return ret && !done ? ret : (ssize_t)done;
 }
 
-SOFCM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
+/* Every receive call comes here: a datagram rsocket's to rs_dgram.c
+ * (the sender's address from the datagram), a stream rsocket's from its
+ * peer's address. */
+static ssize_t rs_recv_call(int socket, const struct iovec *iov, int iovcnt, int flags,
+			    struct sockaddr *from, socklen_t *fromlen)
 {
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
 	struct sofrs *rs = sofrs_get(socket);
 	ssize_t ret;
 
 	if (!rs)
 		return sofcm_err(EBADF);
-	ret = rs_recvv(rs, &iov, 1, flags);
+	if (rs->type == SOCK_DGRAM) {
+		ret = sofrs_ds_recvv(rs, iov, iovcnt, flags, from, fromlen);
+	} else {
+		ret = rs_recvv(rs, iov, iovcnt, flags);
+		if (ret > 0 && from && fromlen)
+			rgetpeername(socket, from, fromlen);
+	}
 	sofrs_put(rs);
 	return ret;
+}
+
+SOFCM_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	return rs_recv_call(socket, &iov, 1, flags, NULL, NULL);
 }
 
 SOFCM_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
 			       struct sockaddr *src_addr, socklen_t *addrlen)
 {
-	ssize_t ret = rrecv(socket, buf, len, flags);
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
-	if (ret > 0 && src_addr && addrlen)
-		rgetpeername(socket, src_addr, addrlen);
-	return ret;
+	return rs_recv_call(socket, &iov, 1, flags, src_addr, addrlen);
 }
 
 SOFCM_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
 {
-	struct sofrs *rs = sofrs_get(socket);
 	ssize_t ret;
 
-	if (!rs)
-		return sofcm_err(EBADF);
-	if (msg->msg_control && msg->msg_controllen) {
-		sofrs_put(rs);
+	if (msg->msg_control && msg->msg_controllen)
 		return sofcm_err(ENOTSUP);
-	}
-	msg->msg_flags = 0;
-	ret = rs_recvv(rs, msg->msg_iov, (int)msg->msg_iovlen, flags);
-	sofrs_put(rs);
+	ret = rs_recv_call(socket, msg->msg_iov, (int)msg->msg_iovlen, flags, msg->msg_name,
+			   msg->msg_name ? &msg->msg_namelen : NULL);
+	if (ret >= 0)
+		msg->msg_flags = 0;
 	return ret;
 }
 
@@ -832,12 +849,5 @@ SOFCM_EXPORT ssize_t rread(int socket, void *buf, size_t count)
 
 SOFCM_EXPORT ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
 {
-	struct sofrs *rs = sofrs_get(socket);
-	ssize_t ret;
-
-	if (!rs)
-		return sofcm_err(EBADF);
-	ret = rs_recvv(rs, iov, iovcnt, 0);
-	sofrs_put(rs);
-	return ret;
+	return rs_recv_call(socket, iov, iovcnt, 0, NULL, NULL);
 }

@@ -81,6 +81,8 @@ SOFCM_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags
 	(void)flags;
 	if (!rs)
 		return sofcm_err(EBADF);
+	if (rs->type != SOCK_STREAM)
+		return sofcm_err(EOPNOTSUPP);
 	if (!rs->cm_id->pd || (prot & ~PROT_WRITE))
 		return sofcm_err(EINVAL);
 	m = calloc(1, sizeof(*m));
@@ -181,7 +183,8 @@ SOFCM_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t of
 
 	if (!rs)
 		return (size_t)sofcm_err(EBADF);
-	ret = rs_iowrite(rs, buf, count, offset, flags);
+	ret = rs->type == SOCK_STREAM ? rs_iowrite(rs, buf, count, offset, flags)
+				      : (size_t)sofcm_err(EOPNOTSUPP);
 	sofrs_put(rs);
 	return ret;
 }

@@ -79,6 +79,7 @@ static void *rs_accept_thread(void *arg)
 	int cap = 0;
 
 	(void)arg;
+	sofrs_internal = 1; /* its QPs' sockets are the transport's */
 	for (;;) {
 		int n, i, j;
 
@@ -145,6 +146,8 @@ SOFCM_EXPORT int rlisten(int socket, int backlog)
 
 	if (!rs)
 		return sofcm_err(EBADF);
+	if (rs->type != SOCK_STREAM)
+		return sofcm_err(EOPNOTSUPP);
 	if (rs->state == rs_listening)
 		return 0;
 	if (rs->state & ~rs_bound)
@@ -254,7 +257,7 @@ SOFCM_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 
 	if (!rs)
 		return sofcm_err(EBADF);
-	ret = rs_accept(rs, addr, addrlen);
+	ret = rs->type == SOCK_STREAM ? rs_accept(rs, addr, addrlen) : sofcm_err(EOPNOTSUPP);
 	sofrs_put(rs);
 	return ret;
 }

@@ -3,10 +3,12 @@
  * together. An rsocket is ready by its state (data queued, room to send,
  * the peer gone); to sleep, rpoll arms each rsocket's CQ and polls the
  * fds that will wake it (a connected rsocket's CQ channel and CM channel,
- * a listener's CM channel) with the program's own descriptors, then reads
+ * a listener's CM channel, a datagram rsocket's epoll set of CQ
+ * channels) with the program's own descriptors, then reads
  * what woke it and checks the states again. The sleep is cut every
  * 500 ms (rdma-core's wake_up_interval) so that a state another thread
- * changed without an event is seen.
+ * changed without an event is seen. Unlike rdma-core, an ordinary
+ * descriptor's POLLHUP comes with POLLIN when that was asked (below).
  */
 #include "rsock.h"
 
@@ -23,14 +25,27 @@ static bool rs_poll_all(struct sofrs *rs)
 
 int sofrs_wait_fds(struct sofrs *rs, struct pollfd *pfd)
 {
+	if (rs->type == SOCK_DGRAM) {
+		/* the epoll set of its QPs' CQ channels */
+		pfd[0].fd = rs->epfd;
+		pfd[0].events = POLLIN;
+		pfd[0].revents = 0;
+		pfd[1].fd = -1;
+		pfd[1].events = 0;
+		pfd[1].revents = 0;
+		return 2;
+	}
 	pfd[0].fd = -1;
 	if ((rs->state & (rs_connected | rs_disconnected | rs_error)) &&
 	    rs->cm_id->recv_cq_channel)
 		pfd[0].fd = rs->cm_id->recv_cq_channel->fd;
 	pfd[0].events = POLLIN;
 	pfd[0].revents = 0;
-	/* a listener's channel is the accept thread's: its queue instead */
-	pfd[1].fd = rs->state == rs_listening ? rs->accept_queue[0] : rs->cm_id->channel->fd;
+	/* a listener's channel is the accept thread's: its queue instead;
+	 * a non-blocking rconnect's thread signals its end on conn_efd */
+	pfd[1].fd = rs->state == rs_listening ? rs->accept_queue[0]
+		    : rs->state == rs_opening ? rs->conn_efd
+					      : rs->cm_id->channel->fd;
 	pfd[1].events = POLLIN;
 	pfd[1].revents = 0;
 	return 2;
@@ -42,6 +57,8 @@ static short rs_poll_rs(struct sofrs *rs, short events, bool arm)
 	struct pollfd pfd;
 	short revents = 0;
 
+	if (rs->type == SOCK_DGRAM)
+		return sofrs_ds_poll(rs, events, arm);
 	if (rs->state & (rs_connected | rs_disconnected | rs_error)) {
 		if (arm && rs->cm_id->recv_cq) {
 			pthread_mutex_lock(&rs->cq_lock);
@@ -107,6 +124,11 @@ static int rs_poll_check(struct pollfd *fds, nfds_t nfds, bool arm)
 			fds[i].revents = 0;
 			if (poll(&fds[i], 1, 0) < 0)
 				return -1;
+			/* a hang-up reads as the end (0): readable, as
+			 * select(2) says; librspreload's select maps only
+			 * POLLIN to readable (nc's stdin at EOF, a pipe) */
+			if ((fds[i].revents & POLLHUP) && (fds[i].events & POLLIN))
+				fds[i].revents |= POLLIN;
 		} else {
 			fds[i].revents = 0;
 		}
@@ -135,6 +157,7 @@ SOFCM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 	rfds = malloc(sizeof(*rfds) * (nfds * 2 + 1));
 	if (!rfds)
 		return sofcm_err(ENOMEM);
+	sofrs_internal++; /* the transport moved on below is ours */
 	for (;;) {
 		int left = -1, sleep;
 
@@ -179,6 +202,7 @@ SOFCM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		if (ret)
 			break;
 	}
+	sofrs_internal--;
 	free(rfds);
 	return ret;
 }

@@ -125,8 +125,90 @@ struct rs_iomap_mr {
 	bool queued; /* not yet told to the peer */
 };
 
+/* Datagram rsockets (rs_dgram.c), rdma-core's protocol: one UD QP per
+ * local source address, each UD message a struct rs_ds_header (the
+ * sender's address and port, what rrecvfrom reports) and the datagram,
+ * in a RS_SNDLOWAT slot. A destination's QPN is learnt through the
+ * rsocket's kernel UDP socket: a datagram for a peer without an address
+ * handle goes there behind a struct rs_ds_udp_header (tag, op, the
+ * sender's QPN and address); the receiving process's service thread
+ * answers RS_OP_DATA with an RS_OP_CTRL header of its own QPN, resolves
+ * the sender's address to an address handle, and forwards the datagram
+ * to its own QP. Fields big-endian. */
+struct rs_ds_header {
+	uint8_t version; /* 4 or 6 */
+	uint8_t length; /* RS_DS_IPV4_HDR_LEN or RS_DS_IPV6_HDR_LEN */
+	uint16_t port;
+	union {
+		uint32_t ipv4;
+		struct {
+			uint32_t flowinfo;
+			uint8_t addr[16];
+		} ipv6;
+	} addr;
+};
+#define RS_DS_IPV4_HDR_LEN 8
+#define RS_DS_IPV6_HDR_LEN 24
+
+#define RS_DS_UDP_TAG 0x55555555
+struct rs_ds_udp_header {
+	uint32_t tag;
+	uint8_t version;
+	uint8_t op; /* RS_OP_DATA or RS_OP_CTRL */
+	uint8_t length; /* RS_DS_UDP_IPV4_HDR_LEN or RS_DS_UDP_IPV6_HDR_LEN */
+	uint8_t reserved;
+	uint32_t qpn; /* low 24 bits */
+	union {
+		uint32_t ipv4;
+		uint8_t ipv6[16];
+	} addr;
+};
+#define RS_DS_UDP_IPV4_HDR_LEN 16
+#define RS_DS_UDP_IPV6_HDR_LEN 28
+
+union sofrs_addr {
+	struct sockaddr sa;
+	struct sockaddr_in sin;
+	struct sockaddr_in6 sin6;
+};
+
+struct sofrs_dsqp;
+
+/* A peer address: the QP of the local address that reaches it, and once
+ * learnt, its address handle and QPN. */
+struct sofrs_dsdest {
+	union sofrs_addr addr;
+	struct sofrs_dsdest *next;
+	struct sofrs_dsqp *qp;
+	struct ibv_ah *ah;
+	uint32_t qpn;
+};
+
+/* The UD QP of one local address: its CQ (channel in the rsocket's epoll
+ * set), its receive slots, and itself as a destination (the service
+ * thread forwards there). */
+struct sofrs_dsqp {
+	struct sofrs_dsqp *next;
+	struct sofrs *rs;
+	struct rdma_cm_id *cm_id;
+	struct rs_ds_header hdr;
+	struct sofrs_dsdest dest;
+	struct ibv_mr *smr, *rmr;
+	uint8_t *rbuf; /* rq_size slots of RS_SNDLOWAT, then a GRH */
+	uint32_t max_data; /* largest datagram: slot and path MTU, less hdr */
+	bool cq_armed;
+	unsigned int unack_cqe;
+};
+
+/* A received datagram: its slot of its QP, its length and its header's
+ * (as checked when it came: the slot is not read for them again). */
+struct sofrs_dsmsg {
+	struct sofrs_dsqp *qp;
+	uint32_t offset, length, hlen;
+};
+
 struct sofrs {
-	int type; /* SOCK_STREAM */
+	int type; /* SOCK_STREAM or SOCK_DGRAM */
 	int index;
 	int accept_queue[2]; /* listener: accepted rsockets, by pointer */
 	int index_fd; /* accepted: a copy of the channel's fd, its number */
@@ -186,7 +268,32 @@ struct sofrs {
 
 	struct rs_iomap_mr *iomaps; /* local mappings */
 	bool iomap_pending;
+
+	int conn_efd; /* a non-blocking rconnect's end is signalled here */
+	bool ka_on; /* in the keepalive service (rs_conn.c) */
+	unsigned int keepalive_time; /* seconds */
+	uint64_t ka_next;
+
+	/* datagram (rs_dgram.c): the kernel UDP socket (its fd the
+	 * rsocket's number), an epoll set of the QPs' CQ channels; the
+	 * lists under map_lock (qp_list also under cq_lock: polled), the
+	 * free send slots and dmsg ring under cq_lock */
+	int udp_sock, epfd;
+	struct sofrs_dsqp *qp_list;
+	struct sofrs_dsdest *dest_list, *conn_dest;
+	void *smsg_free;
+	struct sofrs_dsmsg *dmsg;
+	int rqe_avail;
+	bool in_svc;
 };
+
+/* Calls of this library's rsocket code on this thread, and its own
+ * threads: librspreload sends every socket(2) to rsocket(), also those
+ * the verbs transport in the program opens for RoCEv2 (on a QP's
+ * transition, on a poll); rsocket() refuses them (ENOTSUP: librspreload
+ * then makes a kernel socket) while this is above 0. sofrs_get and
+ * sofrs_put count. */
+extern _Thread_local int sofrs_internal;
 
 /* rsocket.c: the table of rsockets, by index (the CM channel's fd).
  * sofrs_lookup for calls that do not wait; a call that may wait holds the
@@ -204,10 +311,15 @@ int sofrs_create_ep(struct sofrs *rs);
 void sofrs_connected_now(struct sofrs *rs);
 void sofrs_copy_addr(struct sockaddr *dst, const struct sockaddr *src, socklen_t *len);
 void sofrs_drop_id(struct rdma_cm_id *id);
+/* rs_conn.c: keepalive (TCP_KEEPIDLE's default; rs in or out of the
+ * service, -1/errno) */
+unsigned int sofrs_keepalive_default(void);
+int sofrs_keepalive(struct sofrs *rs, bool on);
 /* rs_listen.c: a listener leaves the accept thread; what it queued and
  * no program accepted is freed. */
 void sofrs_listen_stop(struct sofrs *rs);
 /* rs_data.c */
+void *sofrs_page_alloc(size_t len); /* zeroed whole pages */
 int sofrs_init_bufs(struct sofrs *rs);
 int sofrs_post_recv(struct sofrs *rs);
 void sofrs_format_conn_data(struct sofrs *rs, struct rs_conn_data *conn);
@@ -234,6 +346,35 @@ int sofrs_wait_send(struct sofrs *rs, int flags);
 /* rs_iomap.c: the mappings riomap queued, told to the peer. Needs slock. */
 int sofrs_send_iomaps(struct sofrs *rs, int flags);
 void sofrs_free_iomaps(struct sofrs *rs);
+/* rs_dgram.c: datagram rsockets; each -1/errno where it returns int. */
+int sofrs_ds_init(struct sofrs *rs, int domain);
+void sofrs_ds_free(struct sofrs *rs);
+int sofrs_ds_bind(struct sofrs *rs, const struct sockaddr *addr, socklen_t addrlen);
+int sofrs_ds_connect(struct sofrs *rs, const struct sockaddr *addr, socklen_t addrlen);
+void sofrs_ds_shutdown(struct sofrs *rs);
+ssize_t sofrs_ds_sendv(struct sofrs *rs, const struct iovec *iov, int iovcnt, int flags,
+		       const struct sockaddr *to, socklen_t tolen);
+ssize_t sofrs_ds_recvv(struct sofrs *rs, const struct iovec *iov, int iovcnt, int flags,
+		       struct sockaddr *from, socklen_t *fromlen);
+short sofrs_ds_poll(struct sofrs *rs, short events, bool arm);
+void sofrs_ds_wait_done(struct sofrs *rs);
+/* rs_dgram.c for rs_dsvc.c: destinations (map_lock inside), the two ways
+ * to send (need slock), address handles, headers */
+#define RS_DS_RESOLVE_MS 2000
+int sofrs_ds_get_dest(struct sofrs *rs, const struct sockaddr *addr, struct sofrs_dsdest **out);
+ssize_t sofrs_ds_send_udp(struct sofrs *rs, struct sofrs_dsdest *dest, const struct iovec *iov,
+			  int iovcnt, int flags, uint8_t op);
+int sofrs_ds_post_slot(struct sofrs *rs, struct sofrs_dsdest *dest, const struct rs_ds_header *hdr,
+		       const struct iovec *iov, int iovcnt, size_t len, bool nonblock);
+struct ibv_ah *sofrs_ds_make_ah(struct sofrs_dsqp *qp, const union ibv_gid *sgid,
+				const union ibv_gid *dgid, uint16_t dlid, uint8_t hop_limit,
+				uint8_t tclass, uint32_t flow_label);
+void sofrs_ds_format_hdr(struct rs_ds_header *hdr, const union sofrs_addr *addr);
+void sofrs_ds_set_addr(union sofrs_addr *dst, const struct sockaddr *src);
+/* rs_dsvc.c: the service thread serves rs (its UDP socket) from add to
+ * remove; after remove it does not touch rs. */
+int sofrs_svc_add(struct sofrs *rs);
+void sofrs_svc_remove(struct sofrs *rs);
 /* rs_poll.c: the fds to wait on for rs (CQ channel, CM channel). */
 int sofrs_wait_fds(struct sofrs *rs, struct pollfd *pfd);
 /* After poll reported pfd: read the CQ event, the CM events. */

@@ -8,13 +8,14 @@
  * An rsocket is a synchronous rdma_cm_id (its own event channel); its
  * number is that channel's fd (an accepted one's a copy of it), as in
  * rdma-core, so librspreload can map a program's descriptor to it.
- * rconnect is synchronous: on a non-blocking rsocket it connects before
- * it returns (0, never EINPROGRESS). Datagram rsockets are not built yet:
- * rsocket(SOCK_DGRAM) fails with ENOTSUP (librspreload then gives the
- * program a kernel socket).
+ * rconnect is rs_conn.c's. A datagram rsocket (rs_dgram.c) is
+ * numbered by its kernel UDP socket, as in rdma-core; the calls here pass
+ * it on there.
  */
 #include "rsock.h"
 
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -85,6 +86,8 @@ struct sofrs *sofrs_lookup(int index)
 	return rs;
 }
 
+_Thread_local int sofrs_internal;
+
 struct sofrs *sofrs_get(int index)
 {
 	struct sofrs *rs = NULL;
@@ -92,13 +95,19 @@ struct sofrs *sofrs_get(int index)
 	pthread_rwlock_rdlock(&rs_map_lock);
 	if (index >= 0 && index < rs_map_len)
 		rs = rs_map[index];
-	if (rs)
+	if (rs) {
 		atomic_fetch_add(&rs->users, 1);
+		sofrs_internal++;
+	}
 	pthread_rwlock_unlock(&rs_map_lock);
 	return rs;
 }
 
-void sofrs_put(struct sofrs *rs) { atomic_fetch_sub(&rs->users, 1); }
+void sofrs_put(struct sofrs *rs)
+{
+	sofrs_internal--;
+	atomic_fetch_sub(&rs->users, 1);
+}
 
 int sofrs_insert(struct sofrs *rs, int index)
 {
@@ -152,6 +161,7 @@ struct sofrs *sofrs_alloc(const struct sofrs *parent)
 		rs->target_iomap_size = parent->target_iomap_size;
 		rs->so_opts = parent->so_opts;
 		rs->tcp_opts = parent->tcp_opts;
+		rs->keepalive_time = parent->keepalive_time;
 	} else {
 		rs->sbuf_size = def_wmem;
 		rs->rbuf_size = def_mem;
@@ -159,10 +169,13 @@ struct sofrs *sofrs_alloc(const struct sofrs *parent)
 		rs->sq_size = def_sqsize;
 		rs->rq_size = def_rqsize;
 		rs->target_iomap_size = def_iomap_size;
+		rs->keepalive_time = sofrs_keepalive_default();
 	}
+	rs->conn_efd = -1;
 	rs->ctrl_max_seqno = RS_QP_CTRL_SIZE;
 	rs->accept_queue[0] = rs->accept_queue[1] = -1;
 	rs->index_fd = -1;
+	rs->udp_sock = rs->epfd = -1;
 	pthread_mutex_init(&rs->slock, NULL);
 	pthread_mutex_init(&rs->rlock, NULL);
 	pthread_mutex_init(&rs->cq_lock, NULL);
@@ -178,6 +191,12 @@ void sofrs_free(struct sofrs *rs)
 		sofrs_remove(rs);
 	if (rs->index_fd >= 0)
 		close(rs->index_fd);
+	if (rs->ka_on)
+		sofrs_keepalive(rs, false);
+	if (rs->conn_efd >= 0)
+		close(rs->conn_efd);
+	if (rs->type == SOCK_DGRAM)
+		sofrs_ds_free(rs);
 	if (id) {
 		sofrs_free_iomaps(rs);
 		if (id->event) {
@@ -287,7 +306,11 @@ void sofrs_connected_now(struct sofrs *rs)
 		rs->cm_id->event = NULL;
 	}
 	rs_set_fd_nonblock(rs->cm_id->channel->fd);
+	pthread_mutex_lock(&rs->cq_lock);
 	rs->state = rs_connect_rdwr;
+	pthread_mutex_unlock(&rs->cq_lock);
+	if ((rs->so_opts & (1ULL << SO_KEEPALIVE)) && !rs->ka_on)
+		sofrs_keepalive(rs, true);
 }
 
 /* Events on a connected rsocket's channel: the peer's DREQ. */
@@ -314,14 +337,41 @@ void sofrs_cm_events(struct sofrs *rs)
 
 /* ---- the socket calls ------------------------------------------------------------ */
 
+/* Whether socket(2) was called by our own stack through librspreload's
+ * socket(), which sends every socket to rsocket(): the verbs transport in
+ * the program opens UDP sockets for RoCEv2 on its own threads too, where
+ * sofrs_internal does not count. The first frame outside this library is
+ * what called rsocket (librspreload's socket(), or a program); the one
+ * after it, when it is in this library or in our libibverbs, is us. */
+static bool rs_own_caller(void)
+{
+	Dl_info self, verbs, who;
+	void *bt[8];
+	int n = backtrace(bt, 8), k = 0;
+
+	if (!dladdr((void *)rsocket, &self) || !dladdr((void *)sofv_engine_idle, &verbs))
+		return false;
+	/* backtrace's own frames first (a sanitizer's interceptor) */
+	while (k < n && !(dladdr(bt[k], &who) && who.dli_fbase == self.dli_fbase))
+		k++;
+	while (k < n && dladdr(bt[k], &who) && who.dli_fbase == self.dli_fbase)
+		k++;
+	if (k + 1 >= n || !dladdr(bt[k + 1], &who))
+		return false;
+	return who.dli_fbase == self.dli_fbase || who.dli_fbase == verbs.dli_fbase;
+}
+
 SOFCM_EXPORT int rsocket(int domain, int type, int protocol)
 {
 	int stype = type & ~(SOCK_CLOEXEC | SOCK_NONBLOCK);
 	struct sofrs *rs;
 	int err;
 
-	if ((domain != AF_INET && domain != AF_INET6) || stype != SOCK_STREAM ||
-	    (protocol && protocol != IPPROTO_TCP))
+	if (sofrs_internal || rs_own_caller()) /* a socket of our own stack */
+		return sofcm_err(ENOTSUP);
+	if ((domain != AF_INET && domain != AF_INET6) ||
+	    (stype != SOCK_STREAM && stype != SOCK_DGRAM) ||
+	    (protocol && protocol != (stype == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP)))
 		return sofcm_err(ENOTSUP);
 	pthread_once(&rs_conf_once, rs_configure);
 	rs = sofrs_alloc(NULL);
@@ -329,6 +379,11 @@ SOFCM_EXPORT int rsocket(int domain, int type, int protocol)
 		return sofcm_err(ENOMEM);
 	rs->fd_flags = type & SOCK_CLOEXEC ? FD_CLOEXEC : 0;
 	rs->fs_flags = type & SOCK_NONBLOCK ? O_NONBLOCK : 0;
+	if (stype == SOCK_DGRAM) {
+		if (sofrs_ds_init(rs, domain) || sofrs_insert(rs, rs->udp_sock))
+			goto err;
+		return rs->index;
+	}
 	if (rdma_create_id(NULL, &rs->cm_id, rs, RDMA_PS_TCP))
 		goto err;
 	rs->cm_id->route.addr.src_addr.sa_family = (sa_family_t)domain;
@@ -350,6 +405,8 @@ SOFCM_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrle
 		return sofcm_err(EBADF);
 	if (!addr || addrlen < sizeof(struct sockaddr_in))
 		return sofcm_err(EINVAL);
+	if (rs->type == SOCK_DGRAM)
+		return sofrs_ds_bind(rs, addr, addrlen);
 	if (rs->state != rs_init)
 		return sofcm_err(EINVAL);
 	if (rdma_bind_addr(rs->cm_id, (struct sockaddr *)addr))
@@ -377,80 +434,6 @@ void sofrs_drop_id(struct rdma_cm_id *id)
 	rdma_destroy_id(id);
 }
 
-static int rs_do_connect(struct sofrs *rs)
-{
-	struct rdma_cm_id *id = rs->cm_id;
-	struct rdma_conn_param param;
-	struct rs_conn_data creq, cresp;
-
-	if (rdma_resolve_addr(id, NULL, &id->route.addr.dst_addr, 2000))
-		return -1;
-	if (rs->route) {
-		if (rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, rs->route,
-				    (socklen_t)rs->route_len) ||
-		    sofcm_complete(sofcm_id(id)))
-			return -1;
-	} else if (rdma_resolve_route(id, 2000)) {
-		return -1;
-	}
-	if (sofrs_create_ep(rs))
-		return -1;
-	sofrs_format_conn_data(rs, &creq);
-	memset(&param, 0, sizeof(param));
-	param.private_data = &creq;
-	param.private_data_len = sizeof(creq);
-	param.flow_control = 1;
-	param.retry_count = 7;
-	param.rnr_retry_count = 7;
-	if (rdma_connect(id, &param))
-		return -1;
-	if (!id->event || id->event->param.conn.private_data_len < sizeof(cresp))
-		return sofcm_err(EPROTO);
-	memcpy(&cresp, id->event->param.conn.private_data, sizeof(cresp));
-	if (cresp.version != RS_CONN_VERSION)
-		return sofcm_err(ENOTSUP);
-	sofrs_save_conn_data(rs, &cresp);
-	sofrs_connected_now(rs);
-	return 0;
-}
-
-static int rs_connect(struct sofrs *rs, const struct sockaddr *addr, socklen_t addrlen)
-{
-	int ret;
-
-	if (!addr || addrlen < sizeof(struct sockaddr_in) ||
-	    addrlen > sizeof(rs->cm_id->route.addr.dst_storage))
-		return sofcm_err(EINVAL);
-	if (rs->state & rs_connected)
-		return sofcm_err(EISCONN);
-	if (rs->state == rs_listening)
-		return sofcm_err(EINVAL);
-	if (rs->state & (rs_opening | rs_connect_error | rs_disconnected | rs_error))
-		return sofcm_err(rs->state & rs_opening ? EALREADY : ECONNABORTED);
-	memcpy(&rs->cm_id->route.addr.dst_addr, addr, addrlen);
-	pthread_mutex_lock(&rs->slock);
-	rs->state = rs_opening;
-	ret = rs_do_connect(rs);
-	if (ret) {
-		rs->state = rs_connect_error;
-		rs->err = errno;
-	}
-	pthread_mutex_unlock(&rs->slock);
-	return ret;
-}
-
-SOFCM_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen)
-{
-	struct sofrs *rs = sofrs_get(socket);
-	int ret;
-
-	if (!rs)
-		return sofcm_err(EBADF);
-	ret = rs_connect(rs, addr, addrlen);
-	sofrs_put(rs);
-	return ret;
-}
-
 static int rs_shutdown(struct sofrs *rs, int how)
 {
 	uint32_t ctrl;
@@ -458,6 +441,8 @@ static int rs_shutdown(struct sofrs *rs, int how)
 
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
 		return sofcm_err(EINVAL);
+	if (rs->type == SOCK_DGRAM)
+		return shutdown(rs->udp_sock, how);
 	if (!(rs->state & (rs_connected | rs_disconnected | rs_error)))
 		return sofcm_err(ENOTCONN);
 	if (rs->state & rs_connected) {
@@ -515,15 +500,22 @@ SOFCM_EXPORT int rclose(int socket)
 
 	if (!rs)
 		return sofcm_err(EBADF);
+	sofrs_internal++;
 	sofrs_remove(rs);
 	atomic_store(&rs->closing, true);
-	if (rs->state == rs_listening)
+	if (rs->type == SOCK_DGRAM)
+		sofrs_ds_shutdown(rs);
+	else if (rs->state == rs_listening)
 		sofrs_listen_stop(rs);
+	if (rs->ka_on)
+		sofrs_keepalive(rs, false);
 	if (rs->state & rs_connected)
 		rs_shutdown(rs, SHUT_RDWR);
-	for (int i = 0; atomic_load(&rs->users) > 0 && i < 10000; i++)
+	/* a non-blocking rconnect's thread is waited for to its end */
+	for (int i = 0; atomic_load(&rs->users) > 0 && (i < 10000 || rs->state == rs_opening); i++)
 		usleep(1000);
 	sofrs_free(rs);
+	sofrs_internal--;
 	return 0;
 }
 
@@ -535,6 +527,8 @@ SOFCM_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addr
 		return sofcm_err(EBADF);
 	if (!addr || !addrlen)
 		return sofcm_err(EFAULT);
+	if (rs->type == SOCK_DGRAM)
+		return getpeername(rs->udp_sock, addr, addrlen);
 	if (!(rs->state & (rs_connected | rs_disconnected | rs_error)))
 		return sofcm_err(ENOTCONN);
 	sofrs_copy_addr(addr, rdma_get_peer_addr(rs->cm_id), addrlen);
@@ -550,6 +544,8 @@ SOFCM_EXPORT int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addr
 		return sofcm_err(EBADF);
 	if (!addr || !addrlen)
 		return sofcm_err(EFAULT);
+	if (rs->type == SOCK_DGRAM)
+		return getsockname(rs->udp_sock, addr, addrlen);
 	src = rdma_get_local_addr(rs->cm_id);
 	if (!src->sa_family)
 		src->sa_family = AF_INET;
@@ -565,8 +561,26 @@ static void rs_flag(uint64_t *opts, int optname, bool on)
 		*opts &= ~(1ULL << optname);
 }
 
-/* Options as rdma-core takes them; a keepalive is recorded, not sent
- * (the RC connection's own retries find a dead peer). */
+/* A datagram rsocket's options are its UDP socket's; the buffer sizes
+ * also size its slots (before its first QP, as rdma-core). */
+static int rs_ds_setsockopt(struct sofrs *rs, int level, int optname, const void *optval,
+			    socklen_t optlen)
+{
+	int val = *(const int *)optval;
+
+	if (setsockopt(rs->udp_sock, level, optname, optval, optlen))
+		return -1;
+	if (level == SOL_SOCKET && optname == SO_RCVBUF && !rs->qp_list && val > 0)
+		rs->rbuf_size = (uint32_t)val << 1 < RS_SNDLOWAT * 2 ? RS_SNDLOWAT * 2
+								 : (uint32_t)val << 1;
+	if (level == SOL_SOCKET && optname == SO_SNDBUF && !rs->sbuf && val > 0)
+		rs->sbuf_size = (uint32_t)val << 1 < RS_SNDLOWAT * 2 ? RS_SNDLOWAT * 2
+								 : (uint32_t)val << 1;
+	return 0;
+}
+
+/* Options as rdma-core takes them; SO_KEEPALIVE and TCP_KEEPIDLE drive
+ * the keepalive service (rs_conn.c). */
 SOFCM_EXPORT int rsetsockopt(int socket, int level, int optname, const void *optval,
 			     socklen_t optlen)
 {
@@ -578,6 +592,8 @@ SOFCM_EXPORT int rsetsockopt(int socket, int level, int optname, const void *opt
 	if (!optval || optlen < sizeof(int))
 		return sofcm_err(EINVAL);
 	val = *(const int *)optval;
+	if (rs->type == SOCK_DGRAM && level != SOL_RDMA)
+		return rs_ds_setsockopt(rs, level, optname, optval, optlen);
 	switch (level) {
 	case SOL_SOCKET:
 		switch (optname) {
@@ -585,8 +601,12 @@ SOFCM_EXPORT int rsetsockopt(int socket, int level, int optname, const void *opt
 			rdma_set_option(rs->cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR,
 					(void *)optval, optlen);
 			/* fall through */
-		case SO_KEEPALIVE:
 		case SO_OOBINLINE:
+			rs_flag(&rs->so_opts, optname, val);
+			return 0;
+		case SO_KEEPALIVE:
+			if (sofrs_keepalive(rs, val != 0))
+				return -1;
 			rs_flag(&rs->so_opts, optname, val);
 			return 0;
 		case SO_RCVBUF:
@@ -621,7 +641,10 @@ SOFCM_EXPORT int rsetsockopt(int socket, int level, int optname, const void *opt
 			rs_flag(&rs->tcp_opts, optname, val);
 			return 0;
 		case TCP_KEEPIDLE:
-			return val <= 0 ? sofcm_err(EINVAL) : 0;
+			if (val <= 0)
+				return sofcm_err(EINVAL);
+			rs->keepalive_time = (unsigned int)val;
+			return rs->ka_on ? sofrs_keepalive(rs, true) : 0;
 		case TCP_KEEPCNT:
 		case TCP_KEEPINTVL:
 		case TCP_MAXSEG:
@@ -688,6 +711,9 @@ SOFCM_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, s
 		return sofcm_err(EBADF);
 	if (!optval || !optlen)
 		return sofcm_err(EFAULT);
+	if (rs->type == SOCK_DGRAM && level != SOL_RDMA &&
+	    !(level == SOL_SOCKET && (optname == SO_RCVBUF || optname == SO_SNDBUF)))
+		return getsockopt(rs->udp_sock, level, optname, optval, optlen);
 	switch (level) {
 	case SOL_SOCKET:
 		switch (optname) {
@@ -700,7 +726,7 @@ SOFCM_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, s
 		case SO_SNDBUF:
 			return rs_put_int(optval, optlen, (int)rs->sbuf_size);
 		case SO_TYPE:
-			return rs_put_int(optval, optlen, SOCK_STREAM);
+			return rs_put_int(optval, optlen, rs->type);
 		case SO_ERROR:
 			err = rs->state == rs_connect_error || (rs->state & rs_error) ? rs->err : 0;
 			if (rs->state == rs_connect_error)
@@ -722,11 +748,24 @@ SOFCM_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, s
 		switch (optname) {
 		case TCP_NODELAY:
 			return rs_put_int(optval, optlen, !!(rs->tcp_opts & (1ULL << optname)));
-		case TCP_MAXSEG:
-			return rs_put_int(optval, optlen,
-					  rs->cm_id->route.num_paths
-						  ? 1 << (7 + rs->cm_id->route.path_rec->mtu)
-						  : 2048);
+		case TCP_KEEPIDLE:
+			return rs_put_int(optval, optlen, (int)rs->keepalive_time);
+		case TCP_KEEPCNT:
+		case TCP_KEEPINTVL:
+		case TCP_CONGESTION:
+			return rs_put_int(optval, optlen, 1); /* rdma-core: not applicable */
+		case TCP_MAXSEG: {
+			/* as the kernel's, the path MTU less 40 bytes of
+			 * headers, and no more than a datagram rsocket's slot
+			 * (rdma-core: the MTU): programs size datagrams by it
+			 * (iperf3 -u by its control connection's), and those
+			 * must fit one UD message */
+			int mtu = rs->cm_id && rs->cm_id->route.num_paths
+					  ? 1 << (7 + rs->cm_id->route.path_rec->mtu)
+					  : RS_SNDLOWAT;
+
+			return rs_put_int(optval, optlen, (mtu < RS_SNDLOWAT ? mtu : RS_SNDLOWAT) - 40);
+		}
 		case TCP_INFO: {
 			struct tcp_info info;
 			socklen_t n = *optlen < sizeof(info) ? *optlen : sizeof(info);

@@ -1845,6 +1845,30 @@ sof_fi_verdict() {
 #                        HTTP answer, fetched by curl, both under
 #                        librspreload.so; ok when the SHA-256 matches and
 #                        no kernel TCP segment was sent
+# Datagrams (SOCK_DGRAM rsockets: librspreload sends UDP sockets there);
+# on one host (SHOST = CHOST = "") each also checks that the kernel's UDP
+# carried few datagrams: only the protocol's first ones (each answered),
+# sent until the peer's address handle is made: fewer than 5 % of the
+# messages sent and 20 (nc's 200 lines, paced 10 ms apart: 60; all over the
+# kernel would be twice what was sent);
+# between hosts the RoCEv2 packets are UDP too:
+#   sof_rs_udp_iperf NAME SHOST CHOST SADDR PORT ARGS...  iperf3 -u (its
+#                        TCP control connection an rsocket too): ok when
+#                        both exit 0 and the receiver lost under 10% of the
+#                        numbered datagrams iperf3 counts (a receive ring
+#                        of 64 slots, as rdma-core's: a busy machine's
+#                        stalls drop some, as UDP may)
+#   sof_rs_udp_sockperf NAME SHOST CHOST SADDR PORT MODE  sockperf UDP
+#                        server and client pp (median) or tp
+#   sof_rs_keepalive NAME SHOST CHOST SADDR PORT  progs/cm_rsconn between
+#                        hosts: a client with SO_KEEPALIVE and TCP_KEEPIDLE
+#                        1 s waits in rrecv with nothing to come; SHOST's
+#                        veth0 goes down (the server vanishes: no DREQ, no
+#                        packet); ok when the client's rrecv fails within
+#                        60 s (only a keepalive can find it); veth0 up after
+#   sof_rs_udp_nc NAME SHOST CHOST SADDR PORT  nc.traditional -u: 200
+#                        numbered lines, one datagram each; ok when the
+#                        server printed each once (in order, or says not)
 SOF_RS_PRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
 
 # _sof_rs_tcp_out HOST: the kernel's TCP OutSegs in HOST's namespace
@@ -1947,6 +1971,187 @@ sof_rs_sockperf() {
 		return 1
 	fi
 	ok "$name ($v, no kernel TCP segment)"
+}
+
+sof_rs_keepalive() {
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 base now end rc
+	local prog=$SOF_BUILD_DIR/tests/cm_rsconn
+	base=$(sof_cm_count cm_listeners "$shost") || base=0
+	SOF_LINEBUF=1 sof_cm_bg "$name.srv" "$shost" 120 "$prog" ka-srv "$saddr" "$port"
+	end=$(($(now_ms) + 10000))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		now=$(sof_cm_count cm_listeners "$shost") || now=0
+		[ "$now" -gt "$base" ] && break
+		sleep 0.05
+	done
+	SOF_LINEBUF=1 sof_cm_bg "$name.cli" "$chost" 100 "$prog" ka-cli "$saddr" "$port"
+	SOF_SRV_OUT=$(sof_out "$name.srv") SOF_CLI_OUT=$(sof_out "$name.cli")
+	end=$(($(now_ms) + 20000))
+	until grep -q '^connected' "$SOF_CLI_OUT" || [ "$(now_ms)" -ge "$end" ]; do
+		sleep 0.05
+	done
+	if ! grep -q '^connected' "$SOF_CLI_OUT"; then
+		not_ok "$name" "the client did not connect"
+		sof_kill "$name.cli"
+		sof_kill "$name.srv"
+		sof_pair_dump
+		return 1
+	fi
+	timeout 10 ip -n "$(sof_host_ns "$shost")" link set veth0 down
+	sof_wait "$name.cli" 90
+	rc=$?
+	timeout 10 ip -n "$(sof_host_ns "$shost")" link set veth0 up
+	sof_kill "$name.srv"
+	if [ "$rc" -ne 0 ] || ! grep -q '^detected ' "$SOF_CLI_OUT"; then
+		not_ok "$name" "client exit $rc: the vanished peer was not found"
+		sof_pair_dump
+		return 1
+	fi
+	ok "$name ($(grep '^detected ' "$SOF_CLI_OUT"))"
+}
+
+# _sof_rs_udp_out HOST: the kernel's UDP datagrams sent in HOST's namespace
+_sof_rs_udp_out() {
+	local in=()
+	[ -n "$1" ] && in=(sof_host_run "$1")
+	"${in[@]}" awk '/^Udp:/ { if (n++) print $5 }' /proc/net/snmp
+}
+
+# _sof_rs_udp_quiet SHOST CHOST U0 MAX: on one host, true when the kernel
+# sent fewer than MAX UDP datagrams since U0 (SOF_RS_UDP_WHY says how many)
+_sof_rs_udp_quiet() {
+	[ -n "$1$2" ] && return 0
+	local n=$(($(_sof_rs_udp_out "") - $3))
+	SOF_RS_UDP_WHY="$n kernel UDP datagrams"
+	[ "$n" -lt "$4" ]
+}
+
+# _sof_rs_udp_wait HOST PORT NAME: the server's UDP port is bound (5 s)
+_sof_rs_udp_wait() {
+	local in=() end
+	[ -n "$1" ] && in=(timeout 5 ip netns exec "$(sof_host_ns "$1")")
+	end=$(($(now_ms) + 5000))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		[ -n "$("${in[@]}" ss -Huln "sport = :$2" 2>/dev/null)" ] && return 0
+		sof_alive "$3" || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+sof_rs_udp_iperf() {
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 u0 last lost
+	shift 5
+	u0=$(_sof_rs_udp_out "")
+	if ! sof_cm_pair "$name" 60 "$shost" "$chost" \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" iperf3 -s -1 -B "$saddr" -p "$port" -- \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" iperf3 -u -c "$saddr" -p "$port" -t 3 "$@"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+	last=$(grep -E 'receiver$' "$SOF_CLI_OUT" | tail -n 1)
+	lost=$(echo "$last" | grep -oE '\(([0-9.e+-]+)%\)' | tr -d '()%')
+	if [ -z "$last" ] || [ -z "$lost" ]; then
+		not_ok "$name" "the client reported no receiver line"
+		sof_pair_dump
+		return 1
+	fi
+	if ! awk -v l="$lost" 'BEGIN { exit !(l < 10) }'; then
+		not_ok "$name" "the receiver lost $lost% of the datagrams"
+		sof_pair_dump
+		return 1
+	fi
+	local sent
+	sent=$(echo "$last" | grep -oE '[0-9]+/[0-9]+' | tail -n 1)
+	if ! _sof_rs_udp_quiet "$shost" "$chost" "$u0" $((${sent#*/} / 20 + 20)); then
+		not_ok "$name" "$SOF_RS_UDP_WHY: not over rsockets"
+		return 1
+	fi
+	ok "$name ($(echo "$last" | grep -oE '[0-9.]+ [KMG]bits/sec'), $(echo "$last" | grep -oE '[0-9]+/[0-9]+') lost/datagrams)"
+}
+
+sof_rs_udp_sockperf() {
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 mode=$6 u0 v rc
+	local rate=(-t 3)
+	[ "$mode" = pp ] && rate=(-t 1 --mps 1500000)
+	u0=$(_sof_rs_udp_out "")
+	sof_cm_bg "$name.srv" "$shost" 40 env LD_PRELOAD="$SOF_RS_PRELOAD" sockperf sr -i "$saddr" -p "$port"
+	if ! _sof_rs_udp_wait "$shost" "$port" "$name.srv"; then
+		not_ok "$name" "the sockperf server did not bind its port"
+		sof_kill "$name.srv"
+		sof_dump "$(sof_out "$name.srv")"
+		return 1
+	fi
+	sof_cm_bg "$name.cli" "$chost" 30 env LD_PRELOAD="$SOF_RS_PRELOAD" sockperf "$mode" \
+		-i "$saddr" -p "$port" "${rate[@]}" -m 14
+	sof_wait "$name.cli" 40
+	rc=$?
+	sof_kill "$name.srv"
+	SOF_SRV_OUT=$(sof_out "$name.srv") SOF_CLI_OUT=$(sof_out "$name.cli")
+	if [ "$mode" = pp ]; then
+		v=$(awk '/percentile 50.000/ { print $NF " us median one-way" }' "$SOF_CLI_OUT" | tail -n 1)
+	else
+		v=$(grep -o 'Message Rate is [0-9]* \[msg/sec\]' "$SOF_CLI_OUT" | tail -n 1)
+	fi
+	if [ "$rc" -ne 0 ] || [ -z "$v" ] || grep -q 'ERROR' "$SOF_CLI_OUT"; then
+		not_ok "$name" "client exit $rc, no result from sockperf $mode"
+		sof_pair_dump
+		return 1
+	fi
+	# the messages sent (ping-pong: its total run; throughput: rate x 3 s)
+	local sent
+	sent=$(grep -o '\[Total Run\].*SentMessages=[0-9]*' "$SOF_CLI_OUT" | grep -o '[0-9]*$' | tail -n 1)
+	[ "$mode" = tp ] && sent=$(($(echo "$v" | grep -o '[0-9]*' | head -n 1) * 3))
+	if ! _sof_rs_udp_quiet "$shost" "$chost" "$u0" $((${sent:-0} / 20 + 20)); then
+		not_ok "$name" "$SOF_RS_UDP_WHY: not over rsockets"
+		return 1
+	fi
+	ok "$name ($v)"
+}
+
+sof_rs_udp_nc() {
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 u0 want=$SOF_TMP/rs_nc.want rc
+	if ! command -v nc.traditional >/dev/null; then
+		not_ok "$name" "nc.traditional is not installed (tests/install-deps.sh installs it)"
+		return 1
+	fi
+	for i in $(seq 1 200); do printf 'datagram %03d %s\n' "$i" "$(printf '%*s' "$i" '' | tr ' ' x)"; done >"$want"
+	u0=$(_sof_rs_udp_out "")
+	sof_cm_bg "$name.srv" "$shost" 40 env LD_PRELOAD="$SOF_RS_PRELOAD" nc.traditional -u -l -p "$port" -s "$saddr"
+	if ! _sof_rs_udp_wait "$shost" "$port" "$name.srv"; then
+		not_ok "$name" "nc did not bind its port"
+		sof_kill "$name.srv"
+		return 1
+	fi
+	# one line a read: each a datagram of its own
+	sof_cm_bg "$name.cli" "$chost" 30 sh -c "while read -r l; do echo \"\$l\"; sleep 0.01; done <'$want' | \
+		LD_PRELOAD='$SOF_RS_PRELOAD' nc.traditional -u -q 1 $saddr $port"
+	sof_wait "$name.cli" 40
+	rc=$?
+	SOF_SRV_OUT=$(sof_out "$name.srv") SOF_CLI_OUT=$(sof_out "$name.cli")
+	for _ in $(seq 1 40); do
+		cmp -s "$want" "$SOF_SRV_OUT" && break
+		sleep 0.05
+	done
+	sof_kill "$name.srv"
+	# killed, nc writes a newline to stderr (the same file); UDP may
+	# reorder (the first datagrams go by the kernel until the peer's QPN
+	# is known), never lose or repeat here
+	local order="in order"
+	if [ "$rc" -eq 0 ] && ! grep -v '^$' "$SOF_SRV_OUT" | cmp -s "$want" - &&
+		grep -v '^$' "$SOF_SRV_OUT" | sort | cmp -s <(sort "$want") -; then
+		order="each once, reordered"
+	elif [ "$rc" -ne 0 ] || ! grep -v '^$' "$SOF_SRV_OUT" | cmp -s "$want" -; then
+		not_ok "$name" "client exit $rc; the server printed $(grep -vc '^$' "$SOF_SRV_OUT") lines, not the 200 sent"
+		sof_pair_dump
+		return 1
+	fi
+	if ! _sof_rs_udp_quiet "$shost" "$chost" "$u0" 60; then
+		not_ok "$name" "$SOF_RS_UDP_WHY: not over rsockets"
+		return 1
+	fi
+	ok "$name (200 datagrams, $order)"
 }
 
 sof_rs_http() {

@@ -9,6 +9,11 @@
 #   sockperf ping-pong and throughput (TCP) under librspreload;
 #   a 100 MiB file of random bytes served by nc as an HTTP answer and
 #     fetched by curl, both under librspreload.so, SHA-256 checked;
+#   datagram rsockets: progs/cm_rsdgram (numbered datagrams echoed, every
+#     byte and the sender's address checked; connected, iovecs, EMSGSIZE,
+#     EAGAIN, MSG_PEEK), and under librspreload iperf3 -u (under 10% lost),
+#     sockperf UDP ping-pong and throughput, nc -u (200 lines, each once),
+#     each with fewer than 20 kernel UDP datagrams;
 #   fork support as rdma-core documents it: rstream -T f (a server that
 #     forks after accept, kernel sockets in the program) under
 #     librspreload.so with RDMAV_FORK_SAFE=1 on both sides, -T v: the
@@ -51,6 +56,27 @@ PORT=$((PORT + 1))
 sof_rs_sockperf "rsocket/sockperf tp --tcp librspreload" "" "" "$ADDR" "$PORT" tp
 PORT=$((PORT + 1))
 sof_rs_http "rsocket/curl nc librspreload 100 MiB" "" "" "$ADDR" "$PORT" 100
+
+# datagram rsockets: our own program's every byte, then Debian's programs
+# with their UDP sockets under librspreload
+PORT=$((PORT + 1))
+name="rsocket/datagrams echoed, 2 x 400 numbered and checked (cm_rsdgram)"
+out=$(sof_out dgram)
+if timeout 60 "$SOFTOFED" run -- "$SOF_BUILD_DIR/tests/cm_rsdgram" both "$ADDR" "$PORT" 400 \
+	>"$out" 2>&1 && grep -q '^ok 802 datagrams$' "$out"; then
+	ok "$name"
+else
+	not_ok "$name" "$(tail -n 1 "$out")"
+	sof_dump "$out"
+fi
+PORT=$((PORT + 1))
+sof_rs_udp_iperf "rsocket/iperf3 -u librspreload" "" "" "$ADDR" "$PORT" -b 10M
+PORT=$((PORT + 1))
+sof_rs_udp_sockperf "rsocket/sockperf pp (UDP) librspreload" "" "" "$ADDR" "$PORT" pp
+PORT=$((PORT + 1))
+sof_rs_udp_sockperf "rsocket/sockperf tp (UDP) librspreload" "" "" "$ADDR" "$PORT" tp
+PORT=$((PORT + 1))
+sof_rs_udp_nc "rsocket/nc -u librspreload" "" "" "$ADDR" "$PORT"
 
 # fork: the server listens on a kernel socket until the child's first use
 fork_run() {

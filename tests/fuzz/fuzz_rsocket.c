@@ -116,6 +116,20 @@ int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen)
 	return 0;
 }
 void sofv_engine_idle(void) {}
+/* datagram rsockets (rs_dgram.c) are not this target's */
+ssize_t sofrs_ds_sendv(struct sofrs *rs, const struct iovec *iov, int iovcnt, int flags,
+		       const struct sockaddr *to, socklen_t tolen)
+{
+	(void)rs, (void)iov, (void)iovcnt, (void)flags, (void)to, (void)tolen;
+	return sofcm_err(ENOTSUP);
+}
+ssize_t sofrs_ds_recvv(struct sofrs *rs, const struct iovec *iov, int iovcnt, int flags,
+		       struct sockaddr *from, socklen_t *fromlen)
+{
+	(void)rs, (void)iov, (void)iovcnt, (void)flags, (void)from, (void)fromlen;
+	return sofcm_err(ENOTSUP);
+}
+void sofrs_ds_wait_done(struct sofrs *rs) { (void)rs; }
 int sofcm_qp_err(struct sofcm_id *idp)
 {
 	(void)idp;

@@ -7,6 +7,10 @@
 #   iperf3 over Debian's librspreload.so, one stream and four, with no
 #     kernel TCP segment in either namespace (the RoCEv2 traffic is UDP);
 #   sockperf ping-pong and throughput (TCP) under librspreload;
+#   datagram rsockets: progs/cm_rsdgram server in a, client in b (every
+#     byte checked), iperf3 -u, sockperf UDP pp/tp, nc -u under librspreload;
+#   keepalive: progs/cm_rsconn's client in b with SO_KEEPALIVE waits in
+#     rrecv; a's link goes down (no DREQ can come): its rrecv fails;
 #   a 100 MiB file served by nc and fetched by curl under librspreload,
 #     SHA-256 checked.
 # Usage: tests/hosts/rsocket.sh
@@ -40,7 +44,37 @@ if sof_hosts_up 2; then
 	PORT=$((PORT + 1))
 	sof_rs_sockperf "hosts/rsocket sockperf tp --tcp librspreload" a b "$A" "$PORT" tp
 	PORT=$((PORT + 1))
+	name="hosts/rsocket datagrams echoed, 2 x 400 numbered and checked (cm_rsdgram)"
+	if SOF_LINEBUF=1 sof_host_bg dgram.srv a 60 "$SOFTOFED" run -- \
+		"$SOF_BUILD_DIR/tests/cm_rsdgram" server "$A" "$PORT" 400 &&
+		_sof_rs_udp_wait a "$PORT" dgram.srv; then
+		sof_host_bg dgram.cli b 60 "$SOFTOFED" run -- "$SOF_BUILD_DIR/tests/cm_rsdgram" client "$A" "$PORT" 400
+		sof_wait dgram.cli 70
+		rc=$?
+		sof_wait dgram.srv 10
+		if [ "$rc" -eq 0 ] && grep -q '^ok 802 datagrams$' "$(sof_out dgram.cli)"; then
+			ok "$name"
+		else
+			not_ok "$name" "client exit $rc: $(tail -n 1 "$(sof_out dgram.cli)")"
+			sof_dump "$(sof_out dgram.srv)"
+		fi
+	else
+		not_ok "$name" "the server did not bind its port"
+	fi
+	sof_kill dgram.srv
+	PORT=$((PORT + 1))
+	sof_rs_udp_iperf "hosts/rsocket iperf3 -u librspreload" a b "$A" "$PORT" -b 10M
+	PORT=$((PORT + 1))
+	sof_rs_udp_sockperf "hosts/rsocket sockperf pp (UDP) librspreload" a b "$A" "$PORT" pp
+	PORT=$((PORT + 1))
+	sof_rs_udp_sockperf "hosts/rsocket sockperf tp (UDP) librspreload" a b "$A" "$PORT" tp
+	PORT=$((PORT + 1))
+	sof_rs_udp_nc "hosts/rsocket nc -u librspreload" a b "$A" "$PORT"
+	PORT=$((PORT + 1))
 	sof_rs_http "hosts/rsocket curl nc librspreload 100 MiB" a b "$A" "$PORT" 100
+	# last: it takes host a's link down
+	PORT=$((PORT + 1))
+	sof_rs_keepalive "hosts/rsocket keepalive finds a vanished peer (link down, cm_rsconn)" a b "$A" "$PORT"
 else
 	not_ok "hosts/rsocket" "the hosts did not come up"
 fi

@@ -13,7 +13,11 @@
 #            victim polls without reading: EPROTO after the 384 bytes that
 #            were within its credits
 #   gone     8 bytes, then the process ends: end of stream after 8 bytes
-# and tests/progs/cm_rsclose: an rsocket closed by one thread while another
+# tests/progs/cm_rsconn: a non-blocking rconnect (EINPROGRESS, EAGAIN
+# meanwhile, rpoll POLLOUT, SO_ERROR 0, 64 KiB each way checked; refused:
+# POLLERR and SO_ERROR once; the options as rdma-core keeps them)
+# (keepalive needs a peer that vanishes: tests/hosts/rsocket.sh);
+# tests/progs/cm_rsclose: an rsocket closed by one thread while another
 # waits in rrecv, then in raccept: both calls return within 5 s; and
 # tests/progs/cm_rsseq, ten times: a numbered stream of messages both ways,
 # a sender and a reader thread on one socket, each message in order and
@@ -56,6 +60,18 @@ bad op 0 '^victim: error EPROTO after 0 bytes$'
 bad send 0 '^victim: error '
 bad credits 2000 '^victim: error EPROTO after 384 bytes$'
 bad gone 0 '^victim: (end of stream|error .*) after 8 bytes$'
+
+# a non-blocking rconnect, as a TCP socket's; the options
+name="rsocket/non-blocking rconnect: EINPROGRESS, rpoll POLLOUT, SO_ERROR; refused; options (cm_rsconn)"
+PORT=$((PORT + 2))
+out=$(sof_out nbconn)
+if timeout 60 "$SOFTOFED" run -- "$SOF_BUILD_DIR/tests/cm_rsconn" nb 127.0.0.1 "$PORT" >"$out" 2>&1 &&
+	grep -q '^ok non-blocking connect' "$out"; then
+	ok "$name ($(grep '^refused' "$out"))"
+else
+	not_ok "$name" "$(tail -n 1 "$out")"
+	sof_dump "$out"
+fi
 
 # rclose in one thread while another waits in the socket (rrecv, raccept)
 name="rsocket/rclose while another thread waits in rrecv and raccept"

@@ -156,6 +156,7 @@ static int liar(const char *mode, const char *addr, const char *port)
 		perror("liar: rdma_create_ep");
 		return 2;
 	}
+	rdma_freeaddrinfo(res); /* (LeakSanitizer: with SOF_BUILD=build-asan) */
 	tmr = rdma_reg_write(id, tbuf, sizeof(tbuf));
 	rmr = rdma_reg_write(id, rbuf, sizeof(rbuf));
 	if (!tmr || !rmr) {

@@ -1,0 +1,276 @@
+/*
+ * cm_rsconn MODE ADDR PORT: a stream rsocket's connection as a TCP
+ * socket's (issue 22), through our librdmacm's rsocket API.
+ *   nb      a non-blocking rconnect: -1/EINPROGRESS at once, rsend EAGAIN
+ *           while it goes on, rpoll POLLOUT, SO_ERROR 0, then 64 KiB each
+ *           way through a listener thread's echo, checked byte by byte;
+ *           then one to PORT + 1, where nothing listens: EINPROGRESS,
+ *           rpoll POLLERR, SO_ERROR non-zero once and 0 after; the options
+ *           set and read back as rdma-core takes them (SO_KEEPALIVE,
+ *           TCP_KEEPIDLE, TCP_NODELAY, SO_LINGER, SO_RCVBUF, SO_SNDBUF)
+ *   ka-srv  accept one connection, echo one message, print "ready", then
+ *           wait in rrecv (the test takes its link down: the peer vanishes)
+ *   ka-cli  connect with SO_KEEPALIVE and TCP_KEEPIDLE 1 s, one message
+ *           echoed, print "connected", wait in rrecv: the keepalive finds
+ *           the silent peer and rrecv fails; prints "detected ERRNO after
+ *           N s" and exits 0, or exits 1 when rrecv returned otherwise or
+ *           nothing came in 60 s
+ * Exits 0 when all holds, 1 with the first thing that did not.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <rdma/rsocket.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LEN 65536
+
+static struct sockaddr_in sa;
+static int lfd = -1;
+
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fputc('\n', stderr);                                                               \
+		exit(1);                                                                           \
+	} while (0)
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void listen_on(struct sockaddr_in *a)
+{
+	lfd = rsocket(AF_INET, SOCK_STREAM, 0);
+	if (lfd < 0 || rbind(lfd, (struct sockaddr *)a, sizeof(*a)) || rlisten(lfd, 4))
+		FAIL("listen: %s", strerror(errno));
+}
+
+static void xfer(int fd, void *buf, size_t len, bool out)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = out ? rsend(fd, (char *)buf + done, len - done, 0)
+				: rrecv(fd, (char *)buf + done, len - done, 0);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd p = { .fd = fd, .events = out ? POLLOUT : POLLIN };
+
+			if (rpoll(&p, 1, 5000) <= 0)
+				FAIL("%s: rpoll: nothing in 5 s", out ? "send" : "recv");
+			continue;
+		}
+		if (n <= 0)
+			FAIL("%s: %zd %s", out ? "rsend" : "rrecv", n, strerror(errno));
+		done += (size_t)n;
+	}
+}
+
+/* accept one, echo LEN bytes */
+static void *echo(void *arg)
+{
+	static uint8_t buf[LEN];
+	int c = raccept(lfd, NULL, NULL);
+
+	(void)arg;
+	if (c < 0)
+		FAIL("raccept: %s", strerror(errno));
+	xfer(c, buf, LEN, false);
+	xfer(c, buf, LEN, true);
+	rclose(c);
+	return NULL;
+}
+
+static int getint(int fd, int level, int name)
+{
+	int v = -1;
+	socklen_t l = sizeof(v);
+
+	if (rgetsockopt(fd, level, name, &v, &l))
+		FAIL("rgetsockopt %d/%d: %s", level, name, strerror(errno));
+	return v;
+}
+
+static void setint(int fd, int level, int name, int v)
+{
+	if (rsetsockopt(fd, level, name, &v, sizeof(v)))
+		FAIL("rsetsockopt %d/%d = %d: %s", level, name, v, strerror(errno));
+}
+
+static void options(int fd)
+{
+	struct linger lg = { 1, 5 }, got;
+	socklen_t l = sizeof(got);
+
+	setint(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+	setint(fd, IPPROTO_TCP, TCP_KEEPIDLE, 30);
+	setint(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+	setint(fd, SOL_SOCKET, SO_RCVBUF, 65536);
+	setint(fd, SOL_SOCKET, SO_SNDBUF, 32768);
+	if (rsetsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) ||
+	    rgetsockopt(fd, SOL_SOCKET, SO_LINGER, &got, &l) || !got.l_onoff || got.l_linger != 5)
+		FAIL("SO_LINGER not kept");
+	if (getint(fd, SOL_SOCKET, SO_KEEPALIVE) != 1 || getint(fd, IPPROTO_TCP, TCP_KEEPIDLE) != 30 ||
+	    getint(fd, IPPROTO_TCP, TCP_NODELAY) != 1)
+		FAIL("keepalive/keepidle/nodelay not kept");
+	/* rdma-core: the buffer sizes doubled, as Linux reports them */
+	if (getint(fd, SOL_SOCKET, SO_RCVBUF) != 131072 || getint(fd, SOL_SOCKET, SO_SNDBUF) != 65536)
+		FAIL("buffer sizes %d %d", getint(fd, SOL_SOCKET, SO_RCVBUF),
+		     getint(fd, SOL_SOCKET, SO_SNDBUF));
+	setint(fd, SOL_SOCKET, SO_KEEPALIVE, 0);
+	if (getint(fd, SOL_SOCKET, SO_KEEPALIVE) != 0)
+		FAIL("SO_KEEPALIVE off not kept");
+	{
+		int bad = 0;
+
+		if (!rsetsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &bad, sizeof(bad)) || errno != EINVAL)
+			FAIL("TCP_KEEPIDLE 0: not EINVAL");
+	}
+}
+
+static int nb_connect(struct sockaddr_in *to, bool want_ok)
+{
+	int fd = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), err;
+	struct pollfd p;
+	char c;
+
+	if (fd < 0)
+		FAIL("rsocket: %s", strerror(errno));
+	if (!rconnect(fd, (struct sockaddr *)to, sizeof(*to)) || errno != EINPROGRESS)
+		FAIL("non-blocking rconnect: not EINPROGRESS (%s)", strerror(errno));
+	if (rconnect(fd, (struct sockaddr *)to, sizeof(*to)) != -1 ||
+	    (errno != EALREADY && errno != EISCONN && errno != ECONNABORTED))
+		FAIL("second rconnect: %s", strerror(errno));
+	if (rsend(fd, "x", 1, 0) != -1 && want_ok)
+		; /* connected already: allowed */
+	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOTCONN && errno != EPIPE)
+		FAIL("rsend while connecting: %s", strerror(errno));
+	p.fd = fd;
+	p.events = POLLOUT;
+	p.revents = 0;
+	if (rpoll(&p, 1, 10000) != 1)
+		FAIL("rpoll: the connect did not end in 10 s");
+	err = getint(fd, SOL_SOCKET, SO_ERROR);
+	if (want_ok) {
+		if (!(p.revents & POLLOUT) || (p.revents & POLLERR) || err)
+			FAIL("connect: revents %x SO_ERROR %s", p.revents, strerror(err));
+		return fd;
+	}
+	if (!(p.revents & POLLERR) || !err)
+		FAIL("refused connect: revents %x SO_ERROR %d", p.revents, err);
+	if (getint(fd, SOL_SOCKET, SO_ERROR))
+		FAIL("SO_ERROR not cleared by its read");
+	printf("refused: revents %x, SO_ERROR %s\n", p.revents, strerror(err));
+	(void)c;
+	rclose(fd);
+	return -1;
+}
+
+static int nb(void)
+{
+	static uint8_t out[LEN], in[LEN];
+	struct sockaddr_in none = sa;
+	pthread_t t;
+	int fd, o;
+
+	listen_on(&sa);
+	pthread_create(&t, NULL, echo, NULL);
+	fd = nb_connect(&sa, true);
+	for (int i = 0; i < LEN; i++)
+		out[i] = (uint8_t)(i * 31 + (i >> 9));
+	xfer(fd, out, LEN, true);
+	xfer(fd, in, LEN, false);
+	if (memcmp(in, out, LEN))
+		FAIL("the echo differs");
+	pthread_join(t, NULL);
+	rclose(fd);
+	none.sin_port = htons((uint16_t)(ntohs(sa.sin_port) + 1));
+	nb_connect(&none, false);
+	o = rsocket(AF_INET, SOCK_STREAM, 0);
+	options(o);
+	rclose(o);
+	rclose(lfd);
+	printf("ok non-blocking connect, %d bytes each way, refused, options\n", LEN);
+	return 0;
+}
+
+static int ka_srv(void)
+{
+	char buf[64];
+	int c;
+
+	listen_on(&sa);
+	c = raccept(lfd, NULL, NULL);
+	if (c < 0)
+		FAIL("raccept: %s", strerror(errno));
+	xfer(c, buf, 5, false);
+	xfer(c, buf, 5, true);
+	printf("ready\n");
+	fflush(stdout);
+	rrecv(c, buf, sizeof(buf), 0);
+	return 0;
+}
+
+static int ka_cli(void)
+{
+	int fd = rsocket(AF_INET, SOCK_STREAM, 0);
+	char buf[64];
+	double t0;
+	ssize_t n;
+
+	if (fd < 0)
+		FAIL("rsocket: %s", strerror(errno));
+	setint(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+	setint(fd, IPPROTO_TCP, TCP_KEEPIDLE, 1);
+	if (rconnect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		FAIL("rconnect: %s", strerror(errno));
+	memcpy(buf, "hello", 5);
+	xfer(fd, buf, 5, true);
+	xfer(fd, buf, 5, false);
+	if (memcmp(buf, "hello", 5))
+		FAIL("echo differs");
+	printf("connected\n");
+	fflush(stdout);
+	t0 = now();
+	n = rrecv(fd, buf, sizeof(buf), 0);
+	if (n >= 0)
+		FAIL("rrecv returned %zd, not an error, after %.1f s", n, now() - t0);
+	printf("detected %s after %.1f s\n", strerror(errno), now() - t0);
+	rclose(fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: cm_rsconn nb|ka-srv|ka-cli ADDR PORT\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)atoi(argv[3]));
+	if (inet_pton(AF_INET, argv[2], &sa.sin_addr) != 1)
+		return 2;
+	if (!strcmp(argv[1], "nb"))
+		return nb();
+	if (!strcmp(argv[1], "ka-srv"))
+		return ka_srv();
+	if (!strcmp(argv[1], "ka-cli"))
+		return ka_cli();
+	return 2;
+}

@@ -1,0 +1,778 @@
+/*
+ * SDP connections over the RDMA CM and one RC QP each (IBTA Annex A4,
+ * buffer copy mode): the active side's REQ carries our Hello, the passive
+ * side's REP the HelloAck (A4.4). Ids are made with the public librdmacm
+ * calls on the IP-over-IB port space (RDMA_PS_IPOIB: service IDs
+ * 0x0000000000020000 + port; RC, as rdma_create_ep makes it from an
+ * rdma_addrinfo); the QP, CQ and buffers with the public libibverbs calls.
+ *
+ * Each connection has a pump thread: it posts SDP_NBUFS receive buffers
+ * of SDP_BUFSZ bytes, reads what the program wrote into its end of the
+ * socketpair and sends it as Data messages (A4.6.1) while the peer has
+ * credits, and writes the payload of what arrives to the socketpair,
+ * reposting each buffer once it is written out. End of stream is DisConn
+ * both ways (A4.6.4), then rdma_disconnect. A peer that breaks the
+ * protocol (sdp_proto.c), aborts, or disappears (a failed completion, a
+ * DREQ before its DisConn) ends the connection with an error the
+ * program's next read reports (sdp_preload.c).
+ */
+#include "sdp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SDP_NBUFS 16
+#define SDP_BUFSZ (64u * 1024)
+#define SDP_TXN (SDP_NBUFS + 4)
+#define SDP_WR_SEND (1ull << 32)
+/* how long the end waits for the peer's DisConn once the program is gone */
+#define SDP_CLOSE_MS 5000
+
+struct sdp_rxq {
+	uint32_t idx, off, len;
+};
+
+struct sdp_qpc {
+	struct sdp_conn pub;
+	struct rdma_cm_id *id;
+	struct rdma_event_channel *ch;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *comp;
+	struct ibv_cq *cq;
+	struct ibv_mr *rx_mr, *tx_mr;
+	uint8_t *rx_buf, *tx_buf;
+	struct sdp_flow flow;
+	int ufd;		/* the pump's end of the socketpair */
+	struct sdp_rxq rxq[SDP_NBUFS];
+	unsigned int rxq_head, rxq_n;
+	unsigned int tx_head, tx_inflight;
+	uint8_t established, rd_eof, sent_disconn, app_gone, out_blocked, in_blocked;
+	int err;
+	struct timespec gone_at;
+};
+
+static struct sdp_qpc *qpc(struct sdp_conn *c) { return c->priv; }
+
+void sdp_conn_put(struct sdp_conn *c)
+{
+	if (atomic_fetch_sub(&c->ref, 1) == 1)
+		free(qpc(c));
+}
+
+static void qpc_free(struct sdp_qpc *q)
+{
+	if (q->id && q->id->qp)
+		rdma_destroy_qp(q->id);
+	if (q->cq)
+		ibv_destroy_cq(q->cq);
+	if (q->comp)
+		ibv_destroy_comp_channel(q->comp);
+	if (q->rx_mr)
+		ibv_dereg_mr(q->rx_mr);
+	if (q->tx_mr)
+		ibv_dereg_mr(q->tx_mr);
+	if (q->pd)
+		ibv_dealloc_pd(q->pd);
+	if (q->id)
+		rdma_destroy_id(q->id);
+	if (q->ch)
+		rdma_destroy_event_channel(q->ch);
+	free(q->rx_buf);
+	free(q->tx_buf);
+	if (q->ufd >= 0)
+		sdp_real.close(q->ufd);
+	q->id = NULL;
+	sdp_conn_put(&q->pub);
+}
+
+static struct sdp_qpc *qpc_new(void)
+{
+	struct sdp_qpc *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	atomic_init(&q->pub.ref, 1);
+	q->pub.priv = q;
+	q->ufd = -1;
+	sdp_flow_init(&q->flow, SDP_NBUFS);
+	return q;
+}
+
+static int post_recv(struct sdp_qpc *q, uint32_t idx)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(q->rx_buf + (size_t)idx * SDP_BUFSZ),
+		.length = SDP_BUFSZ,
+		.lkey = q->rx_mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = idx, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(q->id->qp, &wr, &bad) ? -EIO : 0;
+}
+
+/* The PD, CQ, QP and buffers of id; all receive buffers posted. */
+static int qpc_resources(struct sdp_qpc *q)
+{
+	struct ibv_qp_init_attr attr;
+	uint32_t i;
+
+	q->pd = ibv_alloc_pd(q->id->verbs);
+	q->comp = q->pd ? ibv_create_comp_channel(q->id->verbs) : NULL;
+	q->cq = q->comp ? ibv_create_cq(q->id->verbs, SDP_NBUFS + SDP_TXN + 4, NULL, q->comp, 0) : NULL;
+	q->rx_buf = aligned_alloc(4096, (size_t)SDP_NBUFS * SDP_BUFSZ);
+	q->tx_buf = aligned_alloc(4096, (size_t)SDP_TXN * SDP_BUFSZ);
+	if (!q->cq || !q->rx_buf || !q->tx_buf)
+		return -ENOMEM;
+	q->rx_mr = ibv_reg_mr(q->pd, q->rx_buf, (size_t)SDP_NBUFS * SDP_BUFSZ, IBV_ACCESS_LOCAL_WRITE);
+	q->tx_mr = ibv_reg_mr(q->pd, q->tx_buf, (size_t)SDP_TXN * SDP_BUFSZ, 0);
+	if (!q->rx_mr || !q->tx_mr)
+		return -ENOMEM;
+	memset(&attr, 0, sizeof(attr));
+	attr.send_cq = q->cq;
+	attr.recv_cq = q->cq;
+	attr.qp_type = IBV_QPT_RC;
+	attr.cap.max_send_wr = SDP_TXN;
+	attr.cap.max_recv_wr = SDP_NBUFS;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.sq_sig_all = 1;
+	if (rdma_create_qp(q->id, q->pd, &attr))
+		return -errno;
+	for (i = 0; i < SDP_NBUFS; i++)
+		if (post_recv(q, i))
+			return -EIO;
+	if (ibv_req_notify_cq(q->cq, 0))
+		return -EIO;
+	return 0;
+}
+
+static void conn_param(struct rdma_conn_param *p, const void *pd, size_t len)
+{
+	memset(p, 0, sizeof(*p));
+	p->private_data = pd;
+	p->private_data_len = (uint8_t)len;
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+}
+
+static void qpc_addrs(struct sdp_qpc *q)
+{
+	memcpy(&q->pub.local, rdma_get_local_addr(q->id), sizeof(q->pub.local));
+	memcpy(&q->pub.peer, rdma_get_peer_addr(q->id), sizeof(q->pub.peer));
+	q->pub.local.sin_family = AF_INET;
+	q->pub.peer.sin_family = AF_INET;
+	q->pub.payload_max = (q->flow.peer_rcvsz < SDP_BUFSZ ? q->flow.peer_rcvsz : SDP_BUFSZ) -
+			     SDP_BSDH_LEN;
+}
+
+/* Post a message from tx slot tx_head: a BSDH of mid and len bytes. */
+static int post_msg(struct sdp_qpc *q, uint8_t mid, uint32_t len)
+{
+	uint32_t slot = q->tx_head % SDP_TXN;
+	uint8_t *buf = q->tx_buf + (size_t)slot * SDP_BUFSZ;
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len, .lkey = q->tx_mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = SDP_WR_SEND | slot,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	sdp_hdr_fill(&q->flow, (struct sdp_bsdh *)buf, mid, len);
+	if (ibv_post_send(q->id->qp, &wr, &bad))
+		return -EIO;
+	q->tx_head++;
+	q->tx_inflight++;
+	return 0;
+}
+
+static uint8_t *tx_slot(struct sdp_qpc *q)
+{
+	return q->tx_buf + (size_t)(q->tx_head % SDP_TXN) * SDP_BUFSZ;
+}
+
+/* The completions: sends free their slot, receives are checked and
+ * queued for the program in order. */
+static int drain_cq(struct sdp_qpc *q)
+{
+	struct ibv_wc wc[16];
+	struct sdp_rx rx;
+	int n, i, ret;
+
+	while ((n = ibv_poll_cq(q->cq, 16, wc)) > 0) {
+		for (i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				return -ECONNRESET;
+			if (wc[i].wr_id & SDP_WR_SEND) {
+				q->tx_inflight--;
+				continue;
+			}
+			q->flow.rx_posted--;
+			ret = sdp_rx_msg(&q->flow, q->rx_buf + wc[i].wr_id * SDP_BUFSZ,
+					 wc[i].byte_len, &rx);
+			if (ret) {
+				sdp_log(SDP_LOG_ERR, "peer %s broke SDP: a message it sent was malformed",
+					inet_ntoa(q->pub.peer.sin_addr));
+				return ret;
+			}
+			if (rx.kind == SDP_RX_ABORT)
+				return -ECONNRESET;
+			q->rxq[(q->rxq_head + q->rxq_n) % SDP_NBUFS] = (struct sdp_rxq){
+				.idx = (uint32_t)wc[i].wr_id, .off = rx.off, .len = rx.len };
+			q->rxq_n++;
+		}
+	}
+	return n < 0 ? -EIO : 0;
+}
+
+/* Write queued payload to the program; repost the buffers written out. */
+static int deliver(struct sdp_qpc *q)
+{
+	q->out_blocked = 0;
+	while (q->rxq_n) {
+		struct sdp_rxq *e = &q->rxq[q->rxq_head];
+		ssize_t n = 0;
+
+		if (e->len && !q->app_gone) {
+			n = send(q->ufd, q->rx_buf + (size_t)e->idx * SDP_BUFSZ + e->off, e->len,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				q->out_blocked = 1;
+				return 0;
+			}
+			if (n < 0)
+				q->app_gone = 1; /* EPIPE: every descriptor closed */
+		}
+		if (n > 0 && (uint32_t)n < e->len) {
+			e->off += (uint32_t)n;
+			e->len -= (uint32_t)n;
+			continue;
+		}
+		if (post_recv(q, e->idx))
+			return -EIO;
+		q->flow.rx_posted++;
+		q->rxq_head = (q->rxq_head + 1) % SDP_NBUFS;
+		q->rxq_n--;
+	}
+	return 0;
+}
+
+/* Read what the program wrote and send it while credits allow; then
+ * DisConn at its end of stream, and credit updates. */
+static int transmit(struct sdp_qpc *q)
+{
+	q->in_blocked = 0;
+	while (q->established && !q->rd_eof && q->tx_inflight < SDP_TXN - 2 &&
+	       sdp_credits(&q->flow) >= 2) {
+		ssize_t n = recv(q->ufd, tx_slot(q) + SDP_BSDH_LEN, q->pub.payload_max, MSG_DONTWAIT);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			q->in_blocked = 1;
+			break;
+		}
+		if (n <= 0) {
+			q->rd_eof = 1;
+			break;
+		}
+		if (post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN + (uint32_t)n))
+			return -EIO;
+	}
+	if (!q->established || q->tx_inflight >= SDP_TXN || sdp_credits(&q->flow) < 1)
+		return 0;
+	if (q->rd_eof && !q->sent_disconn) {
+		q->sent_disconn = 1;
+		return post_msg(q, SDP_MID_DISCONN, SDP_BSDH_LEN);
+	}
+	if (sdp_want_update(&q->flow))
+		return post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN);
+	return 0;
+}
+
+static int cm_event(struct sdp_qpc *q)
+{
+	struct rdma_cm_event *ev;
+	enum rdma_cm_event_type type;
+
+	if (rdma_get_cm_event(q->ch, &ev))
+		return errno == EAGAIN ? 0 : -EIO;
+	type = ev->event;
+	rdma_ack_cm_event(ev);
+	switch (type) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		q->established = 1;
+		return 0;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		/* what the peer sent before its DREQ is in the CQ */
+		if (drain_cq(q) || !q->flow.got_disconn)
+			return -ECONNRESET;
+		return 1;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		return -ECONNRESET;
+	default:
+		return 0;
+	}
+}
+
+static long ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+/* One step; 1 when the connection has ended as agreed, < 0 on error. */
+static int pump_step(struct sdp_qpc *q)
+{
+	int ret = drain_cq(q);
+
+	if (!ret)
+		ret = deliver(q);
+	if (!ret)
+		ret = transmit(q);
+	if (ret)
+		return ret;
+	if (q->flow.got_disconn && !q->rxq_n && !q->app_gone)
+		shutdown(q->ufd, SHUT_WR); /* the program reads its end of stream */
+	if (q->app_gone && !q->rd_eof)
+		q->rd_eof = 1;
+	if (q->app_gone && !q->gone_at.tv_sec)
+		clock_gettime(CLOCK_MONOTONIC, &q->gone_at);
+	if (q->sent_disconn && q->flow.got_disconn && !q->rxq_n && !q->tx_inflight)
+		return 1;
+	if (q->app_gone && q->gone_at.tv_sec && ms_since(&q->gone_at) > SDP_CLOSE_MS)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+static void *pump(void *arg)
+{
+	struct sdp_qpc *q = arg;
+	struct pollfd p[3];
+	int ret;
+
+	for (;;) {
+		ret = pump_step(q);
+		if (ret)
+			break;
+		if (ibv_req_notify_cq(q->cq, 0)) {
+			ret = -EIO;
+			break;
+		}
+		ret = pump_step(q);
+		if (ret)
+			break;
+		p[0] = (struct pollfd){ .fd = q->comp->fd, .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = q->ch->fd, .events = POLLIN };
+		p[2] = (struct pollfd){ .fd = q->ufd, .events = 0 };
+		if (q->in_blocked)
+			p[2].events |= POLLIN;
+		if (q->out_blocked)
+			p[2].events |= POLLOUT;
+		if (poll(p, 3, q->app_gone ? 200 : -1) < 0 && errno != EINTR) {
+			ret = -EIO;
+			break;
+		}
+		if (p[0].revents & POLLIN) {
+			struct ibv_cq *cq;
+			void *ctx;
+
+			if (!ibv_get_cq_event(q->comp, &cq, &ctx))
+				ibv_ack_cq_events(cq, 1);
+		}
+		if (p[1].revents & POLLIN) {
+			ret = cm_event(q);
+			if (ret)
+				break;
+		}
+	}
+	if (ret < 0) {
+		atomic_store(&q->pub.error, -ret);
+		sdp_log(SDP_LOG_WARN, "SDP connection with %s:%u ended: %s",
+			inet_ntoa(q->pub.peer.sin_addr), ntohs(q->pub.peer.sin_port), strerror(-ret));
+		if (ret == -EPROTO && q->tx_inflight < SDP_TXN && sdp_credits(&q->flow) >= 1)
+			post_msg(q, SDP_MID_ABORT, SDP_BSDH_LEN);
+	}
+	shutdown(q->ufd, SHUT_RDWR);
+	rdma_disconnect(q->id);
+	qpc_free(q);
+	return NULL;
+}
+
+static int pump_start(struct sdp_qpc *q)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	int ret;
+
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&t, &a, pump, q);
+	pthread_attr_destroy(&a);
+	return -ret;
+}
+
+static struct rdma_addrinfo sdp_rai(const struct sockaddr_in *src, const struct sockaddr_in *dst,
+				    int passive)
+{
+	struct rdma_addrinfo rai;
+
+	memset(&rai, 0, sizeof(rai));
+	rai.ai_flags = passive ? RAI_PASSIVE : 0;
+	rai.ai_family = AF_INET;
+	rai.ai_qp_type = IBV_QPT_RC;
+	rai.ai_port_space = RDMA_PS_IPOIB;
+	if (src) {
+		rai.ai_src_addr = (struct sockaddr *)src;
+		rai.ai_src_len = sizeof(*src);
+	}
+	if (dst) {
+		rai.ai_dst_addr = (struct sockaddr *)dst;
+		rai.ai_dst_len = sizeof(*dst);
+	}
+	return rai;
+}
+
+/* The socketpair of a connection: the pump keeps [1]. */
+static int conn_pair(struct sdp_qpc *q, int *ufd)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	q->ufd = sv[1];
+	*ufd = sv[0];
+	return 0;
+}
+
+int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
+		struct sdp_conn **out, int *ufd)
+{
+	struct sockaddr_in dst = *sin;
+	struct rdma_addrinfo rai;
+	struct rdma_conn_param param;
+	struct sdp_qpc *q = qpc_new();
+	struct sdp_hh hh;
+	int ret;
+
+	if (!q)
+		return -ENOMEM;
+	dst.sin_family = AF_INET;
+	rai = sdp_rai(src, &dst, 0);
+	if (rdma_create_ep(&q->id, &rai, NULL, NULL)) {
+		ret = -errno;
+		goto err;
+	}
+	ret = qpc_resources(q);
+	if (ret)
+		goto err;
+	sdp_hello_fill(&q->flow, &hh, SDP_BUFSZ, ntohs(sin->sin_port));
+	conn_param(&param, &hh, sizeof(hh));
+	if (rdma_connect(q->id, &param)) {
+		ret = -errno;
+		goto err;
+	}
+	if (!q->id->event || sdp_hello_ack_parse(&q->flow, q->id->event->param.conn.private_data,
+						 q->id->event->param.conn.private_data_len)) {
+		sdp_log(SDP_LOG_ERR, "no valid SDP HelloAck from %s", inet_ntoa(sin->sin_addr));
+		ret = -EPROTO;
+		goto err;
+	}
+	q->ch = rdma_create_event_channel();
+	if (!q->ch || rdma_migrate_id(q->id, q->ch)) {
+		ret = -EIO;
+		goto err;
+	}
+	q->established = 1;
+	qpc_addrs(q);
+	ret = conn_pair(q, ufd);
+	if (ret)
+		goto err;
+	atomic_fetch_add(&q->pub.ref, 1);
+	ret = pump_start(q);
+	if (ret) {
+		atomic_fetch_sub(&q->pub.ref, 1);
+		sdp_real.close(*ufd);
+		goto err;
+	}
+	*out = &q->pub;
+	return 0;
+err:
+	if (q->id && q->id->qp)
+		rdma_disconnect(q->id);
+	qpc_free(q);
+	return ret;
+}
+
+/* ---- listeners -------------------------------------------------------------- */
+
+struct sdp_listener {
+	atomic_int ref;
+	struct rdma_cm_id *id;
+	struct rdma_event_channel *ch;
+	int tcp_fd;		/* `both`: the kernel listener, else -1 */
+	int wake[2];		/* closing: the thread's pipe */
+	struct sockaddr_un name; /* the program's AF_UNIX listener */
+	socklen_t name_len;
+	struct sdp_pending *pending; /* under sdp_fd_lock */
+	unsigned long next_id;
+	pthread_t thread;
+};
+
+void sdp_listener_get(struct sdp_listener *l) { atomic_fetch_add(&l->ref, 1); }
+
+/* Connect a tagged AF_UNIX socket to the program's listener; the
+ * record goes on the pending list first, so accept finds it. */
+static int hand_over(struct sdp_listener *l, struct sdp_pending *p, int *fd_out)
+{
+	struct sockaddr_un me = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), n;
+	struct sdp_pending **pp;
+
+	if (fd < 0)
+		return -errno;
+	pthread_mutex_lock(&sdp_fd_lock);
+	p->id = ++l->next_id;
+	p->next = l->pending;
+	l->pending = p;
+	pthread_mutex_unlock(&sdp_fd_lock);
+	n = snprintf(me.sun_path + 1, sizeof(me.sun_path) - 1, "sdpc.%d.%p.%lu", getpid(), (void *)l, p->id);
+	if (bind(fd, (struct sockaddr *)&me, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
+	    sdp_real.connect(fd, (struct sockaddr *)&l->name, l->name_len)) {
+		pthread_mutex_lock(&sdp_fd_lock);
+		for (pp = &l->pending; *pp; pp = &(*pp)->next)
+			if (*pp == p) {
+				*pp = p->next;
+				break;
+			}
+		pthread_mutex_unlock(&sdp_fd_lock);
+		sdp_real.close(fd);
+		return -ECONNABORTED;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+struct sdp_pending *sdp_listener_take(struct sdp_listener *l, unsigned long id)
+{
+	struct sdp_pending **pp, *p = NULL;
+
+	pthread_mutex_lock(&sdp_fd_lock);
+	for (pp = &l->pending; *pp; pp = &(*pp)->next)
+		if ((*pp)->id == id) {
+			p = *pp;
+			*pp = p->next;
+			break;
+		}
+	pthread_mutex_unlock(&sdp_fd_lock);
+	return p;
+}
+
+/* A CONNECT_REQUEST: check the Hello, answer with a HelloAck, start the
+ * connection's pump and hand it to the program. */
+static void accept_sdp(struct sdp_listener *l, struct rdma_cm_event *ev)
+{
+	struct rdma_cm_id *id = ev->id;
+	struct rdma_conn_param param;
+	struct sdp_pending *p;
+	struct sdp_hah hah;
+	struct sdp_qpc *q = qpc_new();
+	int ret = -ENOMEM;
+
+	if (q && sdp_hello_parse(&q->flow, ev->param.conn.private_data,
+				 ev->param.conn.private_data_len)) {
+		sdp_log(SDP_LOG_WARN, "SDP connection request without a valid Hello: rejected");
+		ret = -EPROTO;
+	} else if (q) {
+		ret = 0;
+	}
+	rdma_ack_cm_event(ev);
+	if (ret) {
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		if (q)
+			qpc_free(q);
+		return;
+	}
+	q->id = id;
+	q->ch = rdma_create_event_channel();
+	p = calloc(1, sizeof(*p));
+	if (!p || !q->ch || rdma_migrate_id(id, q->ch) || qpc_resources(q)) {
+		rdma_reject(id, NULL, 0);
+		goto err;
+	}
+	sdp_hello_ack_fill(&q->flow, &hah, SDP_BUFSZ);
+	conn_param(&param, &hah, sizeof(hah));
+	if (rdma_accept(id, &param))
+		goto err;
+	qpc_addrs(q);
+	p->conn = &q->pub;
+	p->tcp_fd = -1;
+	p->hold_fd = -1;
+	p->peer = q->pub.peer;
+	atomic_fetch_add(&q->pub.ref, 1); /* the pending record's */
+	if (hand_over(l, p, &q->ufd)) {
+		atomic_fetch_sub(&q->pub.ref, 1);
+		goto err;
+	}
+	if (pump_start(q) == 0)
+		return;
+	/* the record stays: accept gets a connection that ends at once */
+	atomic_store(&q->pub.error, ECONNABORTED);
+	return;
+err:
+	free(p);
+	qpc_free(q);
+}
+
+static void accept_tcp(struct sdp_listener *l)
+{
+	struct sdp_pending *p;
+	socklen_t len = sizeof(struct sockaddr_in);
+	int fd, ufd;
+
+	for (;;) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return;
+		fd = sdp_real.accept4(l->tcp_fd, (struct sockaddr *)&p->peer, &len, SOCK_NONBLOCK);
+		if (fd < 0) {
+			free(p);
+			return;
+		}
+		/* the program's descriptor gets it blocking unless it asks */
+		sdp_real.fcntl(fd, F_SETFL, sdp_real.fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		p->tcp_fd = fd;
+		if (hand_over(l, p, &ufd)) {
+			sdp_real.close(fd);
+			free(p);
+			continue;
+		}
+		/* the connecting socket is closed with the record (accept) */
+		p->hold_fd = ufd;
+	}
+}
+
+static void *listen_thread(void *arg)
+{
+	struct sdp_listener *l = arg;
+	struct rdma_cm_event *ev;
+	struct pollfd p[3];
+
+	for (;;) {
+		p[0] = (struct pollfd){ .fd = l->ch->fd, .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = l->wake[0], .events = POLLIN };
+		p[2] = (struct pollfd){ .fd = l->tcp_fd, .events = POLLIN };
+		if (poll(p, l->tcp_fd >= 0 ? 3 : 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (l->tcp_fd >= 0 && (p[2].revents & POLLIN))
+			accept_tcp(l);
+		if (!(p[0].revents & POLLIN))
+			continue;
+		if (rdma_get_cm_event(l->ch, &ev))
+			continue;
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+			accept_sdp(l, ev);
+		else
+			rdma_ack_cm_event(ev);
+	}
+	return NULL;
+}
+
+int sdp_listen(const struct sockaddr_in *sin, int backlog, int tcp_fd, int ufd,
+	       const char *ufd_name, struct sdp_listener **out)
+{
+	struct sockaddr_in src = *sin;
+	struct sdp_listener *l = calloc(1, sizeof(*l));
+	struct rdma_addrinfo rai;
+	size_t n = strlen(ufd_name);
+	int ret;
+
+	(void)ufd;
+	if (!l)
+		return -ENOMEM;
+	atomic_init(&l->ref, 1);
+	l->tcp_fd = tcp_fd;
+	l->wake[0] = l->wake[1] = -1;
+	l->name.sun_family = AF_UNIX;
+	memcpy(l->name.sun_path + 1, ufd_name, n);
+	l->name_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+	src.sin_family = AF_INET;
+	rai = sdp_rai(&src, NULL, 1);
+	if (rdma_create_ep(&l->id, &rai, NULL, NULL) || rdma_listen(l->id, backlog)) {
+		ret = -errno;
+		goto err;
+	}
+	l->ch = rdma_create_event_channel();
+	if (!l->ch || rdma_migrate_id(l->id, l->ch) || pipe2(l->wake, O_CLOEXEC)) {
+		ret = -EIO;
+		goto err;
+	}
+	ret = -pthread_create(&l->thread, NULL, listen_thread, l);
+	if (ret)
+		goto err;
+	*out = l;
+	return 0;
+err:
+	if (l->id)
+		rdma_destroy_id(l->id);
+	if (l->ch)
+		rdma_destroy_event_channel(l->ch);
+	if (l->wake[0] >= 0) {
+		sdp_real.close(l->wake[0]);
+		sdp_real.close(l->wake[1]);
+	}
+	free(l);
+	return ret;
+}
+
+void sdp_pending_free(struct sdp_pending *p)
+{
+	if (p->tcp_fd >= 0)
+		sdp_real.close(p->tcp_fd);
+	if (p->hold_fd >= 0)
+		sdp_real.close(p->hold_fd);
+	if (p->conn)
+		sdp_conn_put(p->conn);
+	free(p);
+}
+
+/* The last descriptor of the listener closed: stop its thread, end the
+ * connections nobody accepted. */
+void sdp_listener_put(struct sdp_listener *l)
+{
+	struct sdp_pending *p;
+
+	if (atomic_fetch_sub(&l->ref, 1) != 1)
+		return;
+	if (sdp_real.write(l->wake[1], "x", 1) == 1)
+		pthread_join(l->thread, NULL);
+	rdma_destroy_id(l->id);
+	rdma_destroy_event_channel(l->ch);
+	if (l->tcp_fd >= 0)
+		sdp_real.close(l->tcp_fd);
+	sdp_real.close(l->wake[0]);
+	sdp_real.close(l->wake[1]);
+	while ((p = l->pending)) {
+		l->pending = p->next;
+		sdp_pending_free(p);
+	}
+	free(l);
+}

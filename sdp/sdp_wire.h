@@ -1,0 +1,136 @@
+/*
+ * The Sockets Direct Protocol on the wire (IBTA Annex A4): the Base
+ * Sockets Direct Header every message starts with, the Hello and HelloAck
+ * headers that ride in the CM REQ and REP private data, the message IDs,
+ * and a connection's flow state (message sequence numbers and credits).
+ *
+ * All multi-byte fields are big-endian. A4 lays the Hello header out as
+ * the version, IP version and capabilities, MaxAdverts, DesRemRcvSz,
+ * LocalRcvSz and LocalPort, then the source and destination addresses
+ * (16 bytes each). Over the RDMA CM's IP port space the addresses travel
+ * in the CM's own private-data header (A11.4, filled by the CM as the
+ * Linux CMA did for SDP), so the Hello we send stops after LocalPort: the
+ * 36-byte CM header and the 64 bytes of a full Hello would not fit the
+ * REQ's 92 bytes.
+ *
+ * sdp_proto.c is pure (no verbs): the receive path the fuzz target drives.
+ */
+#ifndef SDP_WIRE_H
+#define SDP_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A4.3.2: message IDs (the BSDH's MID). */
+enum sdp_mid {
+	SDP_MID_HELLO = 0x00,
+	SDP_MID_HELLO_ACK = 0x01,
+	SDP_MID_DISCONN = 0x02,
+	SDP_MID_ABORT = 0x03,
+	SDP_MID_SENDSM = 0x04,
+	SDP_MID_RDMA_WR_COMPL = 0x05,
+	SDP_MID_RDMA_RD_COMPL = 0x06,
+	SDP_MID_MODE_CHANGE = 0x07,
+	SDP_MID_SRC_CANCEL = 0x08,
+	SDP_MID_SINK_CANCEL = 0x09,
+	SDP_MID_SINK_CANCEL_ACK = 0x0a,
+	SDP_MID_CH_RCVBUF = 0x0b,
+	SDP_MID_CH_RCVBUF_ACK = 0x0c,
+	SDP_MID_SUSP_COMM = 0x0d,
+	SDP_MID_SUSP_COMM_ACK = 0x0e,
+	SDP_MID_SINK_AVAIL = 0xfd,
+	SDP_MID_SRC_AVAIL = 0xfe,
+	SDP_MID_DATA = 0xff,
+};
+
+/* A4.3.1: BSDH flags. */
+#define SDP_FLAG_OOB_PRES 0x01
+#define SDP_FLAG_OOB_PEND 0x02
+
+/* A4.3.1: the Base Sockets Direct Header (16 bytes) */
+struct sdp_bsdh {
+	uint8_t mid;
+	uint8_t flags;
+	uint16_t bufs;	   /* receive buffers the sender has posted */
+	uint32_t len;	   /* the whole message, this header included */
+	uint32_t mseq;	   /* this message's sequence number */
+	uint32_t mseq_ack; /* the last sequence number the sender received */
+} __attribute__((packed));
+
+/* A4.3.3: the Hello header after the BSDH, up to LocalPort (see above) */
+struct sdp_hh {
+	struct sdp_bsdh bsdh;
+	uint8_t majv_minv;  /* 0x22: SDP 2.2 */
+	uint8_t ipv_cap;    /* IP version in the high nibble */
+	uint8_t rsvd1;
+	uint8_t max_adverts;
+	uint32_t desremrcvsz; /* the receive size wanted of the peer */
+	uint32_t localrcvsz;  /* the size of each of our receive buffers */
+	uint16_t port;
+	uint16_t rsvd2;
+} __attribute__((packed));
+
+/* A4.3.4: the HelloAck header */
+struct sdp_hah {
+	struct sdp_bsdh bsdh;
+	uint8_t majv_minv;
+	uint8_t ipv_rsvd;
+	uint8_t rsvd1;
+	uint8_t max_adverts;
+	uint32_t actrcvsz; /* the size of each of the responder's buffers */
+} __attribute__((packed));
+
+#define SDP_VERSION 0x22
+#define SDP_MAJV(v) ((v) >> 4)
+#define SDP_IPV4 0x40
+#define SDP_BSDH_LEN ((uint32_t)sizeof(struct sdp_bsdh))
+/* smallest receive buffer a peer may announce (A4: at least 1 KiB of payload) */
+#define SDP_MIN_RCVSZ (1024 + SDP_BSDH_LEN)
+#define SDP_MAX_RCVSZ (1u << 20)
+/* most receive buffers a peer may claim; more is a lie we do not believe */
+#define SDP_MAX_BUFS 4096
+
+/* One connection's message flow, A4.5: sequence numbers and credits.
+ * A message may be sent when the peer has a buffer for it: credits =
+ * the peer's Bufs minus our messages it had not received when it sent
+ * them. Data keeps the last credit for a message that only updates
+ * credits (a Data message without payload). */
+struct sdp_flow {
+	uint32_t tx_mseq;     /* the sequence number of our last message */
+	uint32_t rx_mseq;     /* the last sequence number we received */
+	uint32_t peer_ack;    /* the peer's last MSeqAck */
+	uint32_t peer_bufs;   /* the peer's last Bufs */
+	uint32_t peer_rcvsz;  /* the size of each of the peer's buffers */
+	uint32_t rx_posted;   /* our receive buffers posted now */
+	uint32_t adv_bufs;    /* Bufs and MSeqAck of our last message */
+	uint32_t adv_ack;
+	uint32_t nbufs;	      /* our receive buffers */
+	uint8_t got_disconn;  /* the peer sent DisConn */
+};
+
+/* What one received message asks of us. */
+enum sdp_rx_kind {
+	SDP_RX_DATA,	/* payload (maybe none: a credit update) */
+	SDP_RX_DISCONN, /* the peer sends no more */
+	SDP_RX_ABORT,	/* the peer aborted */
+};
+
+struct sdp_rx {
+	enum sdp_rx_kind kind;
+	uint32_t off; /* payload offset in the message */
+	uint32_t len; /* payload length */
+};
+
+void sdp_flow_init(struct sdp_flow *f, uint32_t nbufs);
+int sdp_credits(const struct sdp_flow *f);
+int sdp_peer_view(const struct sdp_flow *f);
+int sdp_want_update(const struct sdp_flow *f);
+void sdp_hdr_fill(struct sdp_flow *f, struct sdp_bsdh *h, uint8_t mid, uint32_t len);
+int sdp_rx_msg(struct sdp_flow *f, const void *msg, size_t byte_len, struct sdp_rx *out);
+void sdp_hello_fill(struct sdp_flow *f, struct sdp_hh *hh, uint32_t rcvsz, uint16_t port);
+int sdp_hello_parse(struct sdp_flow *f, const void *pd, size_t len);
+void sdp_hello_ack_fill(struct sdp_flow *f, struct sdp_hah *hah, uint32_t rcvsz);
+int sdp_hello_ack_parse(struct sdp_flow *f, const void *pd, size_t len);
+const char *sdp_mid_str(uint8_t mid);
+
+#endif

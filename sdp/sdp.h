@@ -81,6 +81,8 @@ struct sdp_real {
 	ssize_t (*recv)(int, void *, size_t, int);
 	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
 	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
 };
 extern struct sdp_real sdp_real;
 void sdp_real_init(void);

@@ -56,7 +56,7 @@ static void real_init(void)
 	REAL(socket), REAL(bind), REAL(listen), REAL(accept4), REAL(connect), REAL(close);
 	REAL(write), REAL(dup), REAL(dup2), REAL(dup3), REAL(fcntl), REAL(getsockname);
 	REAL(getpeername), REAL(getsockopt), REAL(setsockopt), REAL(shutdown), REAL(read);
-	REAL(recv), REAL(recvfrom), REAL(recvmsg);
+	REAL(recv), REAL(recvfrom), REAL(recvmsg), REAL(sendto), REAL(sendmsg);
 	sdp_rules_load();
 }
 
@@ -596,4 +596,41 @@ SDP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	sdp_real_init();
 	return end_of(fd, sdp_real.recvmsg(fd, msg, flags));
+}
+
+static int is_conn(int fd)
+{
+	int ret = 0;
+
+	if (!valid_fd(fd))
+		return 0;
+	pthread_mutex_lock(&sdp_fd_lock);
+	ret = fds[fd] && fds[fd]->kind == SDP_FD_CONN;
+	pthread_mutex_unlock(&sdp_fd_lock);
+	return ret;
+}
+
+/* A connected TCP socket ignores the address of sendto/sendmsg; an
+ * AF_UNIX one would say EISCONN: it is dropped. */
+SDP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+			  const struct sockaddr *dst, socklen_t dlen)
+{
+	sdp_real_init();
+	if (dst && is_conn(fd))
+		dst = NULL, dlen = 0;
+	return sdp_real.sendto(fd, buf, len, flags, dst, dlen);
+}
+
+SDP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct msghdr m;
+
+	sdp_real_init();
+	if (msg && msg->msg_name && is_conn(fd)) {
+		m = *msg;
+		m.msg_name = NULL;
+		m.msg_namelen = 0;
+		return sdp_real.sendmsg(fd, &m, flags);
+	}
+	return sdp_real.sendmsg(fd, msg, flags);
 }

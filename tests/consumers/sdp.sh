@@ -17,6 +17,13 @@ export LIBSDP_CONFIG_FILE=$SOF_TMP/libsdp.conf LIBSDP_LOG=$SOF_TMP/libsdp.log
 printf 'use sdp server * *:*\nuse sdp client * *:*\n' >"$LIBSDP_CONFIG_FILE"
 
 PORT=$((PORT + 1))
+sof_rs_iperf "sdp/iperf3 libsdp" "" "" "$ADDR" "$PORT"
+PORT=$((PORT + 1))
+sof_rs_iperf "sdp/iperf3 libsdp -P 4" "" "" "$ADDR" "$PORT" -P 4
+PORT=$((PORT + 1))
+sof_rs_sockperf "sdp/sockperf pp --tcp libsdp" "" "" "$ADDR" "$PORT" pp
+PORT=$((PORT + 1))
+sof_rs_sockperf "sdp/sockperf tp --tcp libsdp" "" "" "$ADDR" "$PORT" tp
+PORT=$((PORT + 1))
 sof_rs_http "sdp/curl nc libsdp 100 MiB" "" "" "$ADDR" "$PORT" 100
-cat $LIBSDP_LOG
 sof_exit

@@ -26,4 +26,86 @@ PORT=$((PORT + 1))
 sof_rs_sockperf "sdp/sockperf tp --tcp libsdp" "" "" "$ADDR" "$PORT" tp
 PORT=$((PORT + 1))
 sof_rs_http "sdp/curl nc libsdp 100 MiB" "" "" "$ADDR" "$PORT" 100
+
+# sdp_rule_http NAME PORT SRVCONF CLICONF WANT MIB: Python's http.server
+# with SRVCONF, curl with CLICONF (the lines of a libsdp.conf each), a MIB
+# MiB file fetched and SHA-256 checked; WANT says how the bytes must go:
+# `sdp` (no kernel TCP segment) or `tcp` (at least 100 segments), and the
+# log lines each side must have written (grep -E patterns in SRVLOG,
+# CLILOG).
+sdp_rule_http() {
+	local name=$1 port=$2 sconf=$3 cconf=$4 want=$5 mib=$6 slog=$7 clog=$8 t0 segs
+	local dir=$SOF_TMP/www.$port got want_sum
+	mkdir -p "$dir"
+	head -c $((mib << 20)) /dev/urandom >"$dir/f.bin"
+	want_sum=$(sha256sum <"$dir/f.bin" | cut -d' ' -f1)
+	printf '%b' "$sconf" >"$SOF_TMP/srv.$port.conf"
+	printf '%b' "$cconf" >"$SOF_TMP/cli.$port.conf"
+	: >"$SOF_TMP/srv.$port.log"
+	: >"$SOF_TMP/cli.$port.log"
+	t0=$(_sof_rs_tcp_out "")
+	sof_bg "$name.srv" 60 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
+		LIBSDP_CONFIG_FILE="$SOF_TMP/srv.$port.conf" LIBSDP_LOG="$SOF_TMP/srv.$port.log" \
+		python3 -m http.server --bind "$ADDR" --directory "$dir" "$port"
+	local end=$(($(now_ms) + 15000))
+	while ! grep -q "listen $ADDR:$port" "$SOF_TMP/srv.$port.log" && [ "$(now_ms)" -lt "$end" ]; do
+		sleep 0.1
+	done
+	sleep 0.3
+	sof_bg "$name.cli" 60 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
+		LIBSDP_CONFIG_FILE="$SOF_TMP/cli.$port.conf" LIBSDP_LOG="$SOF_TMP/cli.$port.log" \
+		curl -sS -o "$dir/got" "http://$ADDR:$port/f.bin"
+	sof_wait "$name.cli" 70
+	SOF_CLI_RC=$?
+	sof_kill "$name.srv"
+	segs=$(($(_sof_rs_tcp_out "") - t0))
+	got=$(sha256sum <"$dir/got" 2>/dev/null | cut -d' ' -f1)
+	if [ "$SOF_CLI_RC" -ne 0 ] || [ "$got" != "$want_sum" ]; then
+		not_ok "$name" "curl exit $SOF_CLI_RC, SHA-256 $got (want $want_sum)"
+	elif [ "$want" = sdp ] && [ "$segs" -ne 0 ]; then
+		not_ok "$name" "$segs kernel TCP segments: not over SDP"
+	elif [ "$want" = tcp ] && [ "$segs" -lt 100 ]; then
+		not_ok "$name" "$segs kernel TCP segments: not over TCP"
+	elif ! grep -qE "$slog" "$SOF_TMP/srv.$port.log"; then
+		not_ok "$name" "the server's log has no line /$slog/"
+	elif ! grep -qE "$clog" "$SOF_TMP/cli.$port.log"; then
+		not_ok "$name" "the client's log has no line /$clog/"
+	else
+		ok "$name ($mib MiB, SHA-256 matches, $segs kernel TCP segments, as the rules say)"
+		return 0
+	fi
+	sed 's/^/#   srv log: /' "$SOF_TMP/srv.$port.log"
+	sed 's/^/#   cli log: /' "$SOF_TMP/cli.$port.log"
+	sed 's/^/#   srv: /' "$(sof_out "$name.srv")" | tail -n 5
+	sed 's/^/#   cli: /' "$(sof_out "$name.cli")" | tail -n 5
+	return 1
+}
+
+# the rules decide as written
+PORT=$((PORT + 1))
+sdp_rule_http "sdp/rules use sdp (program, address, port range)" "$PORT" \
+	"use tcp server curl *:*\nuse sdp server python3* 127.0.0.0/8:$((PORT - 1))-$((PORT + 1))\nuse tcp server * *:*\n" \
+	"use tcp client python3 *:*\nuse sdp client curl 127.0.0.1:$PORT\n" sdp 20 \
+	"matches .*:2 \\(use sdp\\)" "connect $ADDR:$PORT: sdp"
+PORT=$((PORT + 1))
+sdp_rule_http "sdp/rules use tcp" "$PORT" \
+	"use tcp server python3* *:$PORT\nuse sdp server * *:*\n" \
+	"use sdp client * 10.0.0.0/8:*\nuse tcp client cu?l *:*\nuse sdp client * *:*\n" tcp 20 \
+	"listen $ADDR:$PORT: tcp" "connect $ADDR:$PORT: tcp"
+PORT=$((PORT + 1))
+sdp_rule_http "sdp/rules client use both falls back to TCP" "$PORT" \
+	"use tcp server * *:*\n" "use both client * *:*\n" tcp 20 \
+	"listen $ADDR:$PORT: tcp" "connect $ADDR:$PORT: no SDP .*: tcp"
+PORT=$((PORT + 1))
+sdp_rule_http "sdp/rules server use both, client over TCP" "$PORT" \
+	"use both server * *:*\n" "use tcp client * *:*\n" tcp 20 \
+	"listen $ADDR:$PORT: sdp and tcp" "connect $ADDR:$PORT: tcp"
+PORT=$((PORT + 1))
+sdp_rule_http "sdp/rules server use both, client over SDP" "$PORT" \
+	"use both server * *:*\n" "use both client * *:*\n" sdp 20 \
+	"listen $ADDR:$PORT: sdp and tcp" "connect $ADDR:$PORT: sdp"
+PORT=$((PORT + 1))
+sdp_rule_http "sdp/rules no rule matches: TCP" "$PORT" \
+	"use sdp server * *:1-2\n" "use sdp client nothing *:*\n" tcp 20 \
+	"listen $ADDR:$PORT: tcp" "connect $ADDR:$PORT: tcp"
 sof_exit

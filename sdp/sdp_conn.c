@@ -222,6 +222,8 @@ static int drain_cq(struct sdp_qpc *q)
 			q->flow.rx_posted--;
 			ret = sdp_rx_msg(&q->flow, q->rx_buf + wc[i].wr_id * SDP_BUFSZ,
 					 wc[i].byte_len, &rx);
+			if (!ret)
+				q->established = 1; /* the peer has our REP */
 			if (ret) {
 				sdp_log(SDP_LOG_ERR, "peer %s broke SDP: a message it sent was malformed",
 					inet_ntoa(q->pub.peer.sin_addr));
@@ -306,7 +308,7 @@ static int cm_event(struct sdp_qpc *q)
 	enum rdma_cm_event_type type;
 
 	if (rdma_get_cm_event(q->ch, &ev))
-		return errno == EAGAIN ? 0 : -EIO;
+		return errno == EAGAIN ? 2 : -EIO;
 	type = ev->event;
 	rdma_ack_cm_event(ev);
 	switch (type) {
@@ -339,10 +341,12 @@ static long ms_since(const struct timespec *t)
 /* One step; 1 when the connection has ended as agreed, < 0 on error. */
 static int pump_step(struct sdp_qpc *q)
 {
-	int ret = drain_cq(q);
+	int ret = drain_cq(q), dret;
 
+	/* what arrived before an error is the program's */
+	dret = deliver(q);
 	if (!ret)
-		ret = deliver(q);
+		ret = dret;
 	if (!ret)
 		ret = transmit(q);
 	if (ret)
@@ -367,6 +371,13 @@ static void *pump(void *arg)
 	int ret;
 
 	for (;;) {
+		/* every event: the channel's fd is non-blocking, and events
+		 * of the id's first (synchronous) channel may wait in the
+		 * library's backlog, which the fd does not show */
+		while ((ret = cm_event(q)) == 0)
+			;
+		if (ret != 2)
+			break;
 		ret = pump_step(q);
 		if (ret)
 			break;
@@ -395,11 +406,6 @@ static void *pump(void *arg)
 			if (!ibv_get_cq_event(q->comp, &cq, &ctx))
 				ibv_ack_cq_events(cq, 1);
 		}
-		if (p[1].revents & POLLIN) {
-			ret = cm_event(q);
-			if (ret)
-				break;
-		}
 	}
 	if (ret < 0) {
 		atomic_store(&q->pub.error, -ret);
@@ -408,7 +414,10 @@ static void *pump(void *arg)
 		if (ret == -EPROTO && q->tx_inflight < SDP_TXN && sdp_credits(&q->flow) >= 1)
 			post_msg(q, SDP_MID_ABORT, SDP_BSDH_LEN);
 	}
-	shutdown(q->ufd, SHUT_RDWR);
+	if (ret < 0)
+		shutdown(q->ufd, SHUT_RDWR);
+	else
+		shutdown(q->ufd, SHUT_WR);
 	rdma_disconnect(q->id);
 	qpc_free(q);
 	return NULL;
@@ -494,7 +503,8 @@ int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
 		goto err;
 	}
 	q->ch = rdma_create_event_channel();
-	if (!q->ch || rdma_migrate_id(q->id, q->ch)) {
+	if (!q->ch || sdp_real.fcntl(q->ch->fd, F_SETFL, O_NONBLOCK) ||
+	    rdma_migrate_id(q->id, q->ch)) {
 		ret = -EIO;
 		goto err;
 	}
@@ -612,7 +622,8 @@ static void accept_sdp(struct sdp_listener *l, struct rdma_cm_event *ev)
 	q->id = id;
 	q->ch = rdma_create_event_channel();
 	p = calloc(1, sizeof(*p));
-	if (!p || !q->ch || rdma_migrate_id(id, q->ch) || qpc_resources(q)) {
+	if (!p || !q->ch || sdp_real.fcntl(q->ch->fd, F_SETFL, O_NONBLOCK) ||
+	    rdma_migrate_id(id, q->ch) || qpc_resources(q)) {
 		rdma_reject(id, NULL, 0);
 		goto err;
 	}
@@ -675,6 +686,13 @@ static void *listen_thread(void *arg)
 	struct pollfd p[3];
 
 	for (;;) {
+		/* every event (non-blocking; see pump()) */
+		while (!rdma_get_cm_event(l->ch, &ev)) {
+			if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+				accept_sdp(l, ev);
+			else
+				rdma_ack_cm_event(ev);
+		}
 		p[0] = (struct pollfd){ .fd = l->ch->fd, .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = l->wake[0], .events = POLLIN };
 		p[2] = (struct pollfd){ .fd = l->tcp_fd, .events = POLLIN };
@@ -684,14 +702,6 @@ static void *listen_thread(void *arg)
 			break;
 		if (l->tcp_fd >= 0 && (p[2].revents & POLLIN))
 			accept_tcp(l);
-		if (!(p[0].revents & POLLIN))
-			continue;
-		if (rdma_get_cm_event(l->ch, &ev))
-			continue;
-		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-			accept_sdp(l, ev);
-		else
-			rdma_ack_cm_event(ev);
 	}
 	return NULL;
 }
@@ -721,7 +731,8 @@ int sdp_listen(const struct sockaddr_in *sin, int backlog, int tcp_fd, int ufd,
 		goto err;
 	}
 	l->ch = rdma_create_event_channel();
-	if (!l->ch || rdma_migrate_id(l->id, l->ch) || pipe2(l->wake, O_CLOEXEC)) {
+	if (!l->ch || sdp_real.fcntl(l->ch->fd, F_SETFL, O_NONBLOCK) ||
+	    rdma_migrate_id(l->id, l->ch) || pipe2(l->wake, O_CLOEXEC)) {
 		ret = -EIO;
 		goto err;
 	}

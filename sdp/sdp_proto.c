@@ -70,6 +70,10 @@ static int rx_bsdh(struct sdp_flow *f, const struct sdp_bsdh *h, size_t byte_len
 	if (mseq != f->rx_mseq + 1)
 		return -EPROTO;
 	/* an acknowledgement goes forward and never past what we sent */
+	/* A4.5.2: no message beyond the buffers we advertised; what we
+	 * advertised last (our last message's MSeqAck + Bufs) never shrinks */
+	if (mseq - f->adv_ack > f->adv_bufs)
+		return -EPROTO;
 	if ((int32_t)(ack - f->peer_ack) < 0 || (int32_t)(f->tx_mseq - ack) < 0)
 		return -EPROTO;
 	/* the peer's buffers must hold what we have in flight to it */

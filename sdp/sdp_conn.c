@@ -24,6 +24,7 @@
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,11 @@
 #define SDP_WR_SEND (1ull << 32)
 /* how long the end waits for the peer's DisConn once the program is gone */
 #define SDP_CLOSE_MS 5000
+/* how long a pump polls before it sleeps: a completion channel's wake-up
+ * costs more than a short answer takes to come, and a polled CQ moves the
+ * transport of a QP whose engine runs in the program (as ibv_get_cq_event
+ * spins before it sleeps) */
+#define SDP_SPIN_NS 50000
 
 struct sdp_rxq {
 	uint32_t idx, off, len;
@@ -59,6 +65,7 @@ struct sdp_qpc {
 	unsigned int tx_head, tx_inflight;
 	uint8_t established, rd_eof, sent_disconn, app_gone, out_blocked, in_blocked;
 	int err;
+	unsigned long ticks; /* work done: a completion, a post, a write out */
 	struct timespec gone_at;
 };
 
@@ -195,6 +202,7 @@ static int post_msg(struct sdp_qpc *q, uint8_t mid, uint32_t len)
 		return -EIO;
 	q->tx_head++;
 	q->tx_inflight++;
+	q->ticks++;
 	return 0;
 }
 
@@ -213,6 +221,7 @@ static int drain_cq(struct sdp_qpc *q)
 
 	while ((n = ibv_poll_cq(q->cq, 16, wc)) > 0) {
 		for (i = 0; i < n; i++) {
+			q->ticks++;
 			if (wc[i].status != IBV_WC_SUCCESS)
 				return -ECONNRESET;
 			if (wc[i].wr_id & SDP_WR_SEND) {
@@ -257,6 +266,7 @@ static int deliver(struct sdp_qpc *q)
 			if (n < 0)
 				q->app_gone = 1; /* EPIPE: every descriptor closed */
 		}
+		q->ticks++;
 		if (n > 0 && (uint32_t)n < e->len) {
 			e->off += (uint32_t)n;
 			e->len -= (uint32_t)n;
@@ -364,6 +374,29 @@ static int pump_step(struct sdp_qpc *q)
 	return 0;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Steps until something happens or SDP_SPIN_NS passed; 0 when nothing did. */
+static int spin(struct sdp_qpc *q, int *ret)
+{
+	unsigned long t0 = q->ticks;
+	uint64_t until = now_ns() + SDP_SPIN_NS;
+
+	do {
+		*ret = pump_step(q);
+		if (*ret || q->ticks != t0)
+			return 1;
+		sched_yield();
+	} while (now_ns() < until);
+	return 0;
+}
+
 static void *pump(void *arg)
 {
 	struct sdp_qpc *q = arg;
@@ -378,9 +411,11 @@ static void *pump(void *arg)
 			;
 		if (ret != 2)
 			break;
-		ret = pump_step(q);
-		if (ret)
-			break;
+		if (spin(q, &ret)) {
+			if (ret)
+				break;
+			continue;
+		}
 		if (ibv_req_notify_cq(q->cq, 0)) {
 			ret = -EIO;
 			break;

@@ -72,6 +72,7 @@ static int victim(const char *addr, const char *port, int hold_ms)
 		perror("victim: listen");
 		return 2;
 	}
+	freeaddrinfo(res);
 	s = accept(ls, NULL, NULL);
 	if (s < 0) {
 		perror("victim: accept");

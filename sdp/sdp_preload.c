@@ -483,7 +483,9 @@ static int opt_int(void *val, socklen_t *len, int v)
  * of TCP, TCP options answered from the connection. */
 static int sdp_getsockopt(struct sdp_fd *e, int fd, int level, int name, void *val, socklen_t *len)
 {
-	uint32_t mss = e->conn ? e->conn->payload_max : 65536 - SDP_BSDH_LEN;
+	/* a message's payload, but no more than loopback's MSS: iperf3 calls
+	 * an MSS above its largest UDP datagram (65507) nonsense */
+	uint32_t mss = e->conn && e->conn->payload_max < 65483 ? e->conn->payload_max : 65483;
 
 	if (level == SOL_SOCKET) {
 		switch (name) {

@@ -81,6 +81,24 @@ sdp_rule_http() {
 	return 1
 }
 
+# socket semantics (tests/progs/sock_sem): epoll, accept4 flags, select,
+# poll, options, names, dup2, fork, sendfile, shutdown, non-blocking connect
+PORT=$((PORT + 1))
+T0=$(_sof_rs_tcp_out "")
+if ! sof_cm_pair "sdp/socket semantics" 60 "" "" \
+	env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" server "$ADDR" "$PORT" -- \
+	env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" client "$ADDR" "$PORT"; then
+	not_ok "sdp/socket semantics" "$SOF_PAIR_WHY"
+	sof_pair_dump
+elif ! grep -q '^server: all ok' "$SOF_SRV_OUT" || ! grep -q '^client: all ok' "$SOF_CLI_OUT"; then
+	not_ok "sdp/socket semantics" "a step failed"
+	sof_pair_dump
+elif [ "$(_sof_rs_tcp_out "")" -ne "$T0" ]; then
+	not_ok "sdp/socket semantics" "kernel TCP segments were sent: not over SDP"
+else
+	ok "sdp/socket semantics ($(grep -c ' ok$' "$SOF_SRV_OUT") server steps, $(grep -c ' ok$' "$SOF_CLI_OUT") client steps, over SDP)"
+fi
+
 # the rules decide as written
 PORT=$((PORT + 1))
 sdp_rule_http "sdp/rules use sdp (program, address, port range)" "$PORT" \

@@ -65,11 +65,18 @@ struct sdp_qpc {
 	unsigned int tx_head, tx_inflight;
 	uint8_t established, rd_eof, sent_disconn, app_gone, out_blocked, in_blocked;
 	int err;
+	uint8_t draining;
 	unsigned long ticks; /* work done: a completion, a post, a write out */
 	struct timespec gone_at;
 };
 
 static struct sdp_qpc *qpc(struct sdp_conn *c) { return c->priv; }
+
+/* The pumps of this process (pump_pid: a forked child has none), and
+ * those that are still sending what the program wrote before its end of
+ * stream: exit waits for them (sdp_conn_flush). */
+static atomic_int pumps_alive, pumps_draining;
+static pid_t pump_pid;
 
 void sdp_conn_put(struct sdp_conn *c)
 {
@@ -348,6 +355,28 @@ static long ms_since(const struct timespec *t)
 	return (now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;
 }
 
+static void set_draining(struct sdp_qpc *q, int on)
+{
+	if (on == q->draining)
+		return;
+	q->draining = (uint8_t)on;
+	atomic_fetch_add(&pumps_draining, on ? 1 : -1);
+}
+
+void sdp_conn_flush(int ms)
+{
+	int t;
+
+	if (getpid() != pump_pid)
+		return;
+	for (t = 0; t < ms && atomic_load(&pumps_alive); t++) {
+		/* the rest are held open elsewhere (a child's copy) */
+		if (t >= 200 && !atomic_load(&pumps_draining))
+			break;
+		usleep(1000);
+	}
+}
+
 /* One step; 1 when the connection has ended as agreed, < 0 on error. */
 static int pump_step(struct sdp_qpc *q)
 {
@@ -367,6 +396,7 @@ static int pump_step(struct sdp_qpc *q)
 		q->rd_eof = 1;
 	if (q->app_gone && !q->gone_at.tv_sec)
 		clock_gettime(CLOCK_MONOTONIC, &q->gone_at);
+	set_draining(q, q->rd_eof && !(q->sent_disconn && !q->tx_inflight));
 	if (q->sent_disconn && q->flow.got_disconn && !q->rxq_n && !q->tx_inflight)
 		return 1;
 	if (q->app_gone && q->gone_at.tv_sec && ms_since(&q->gone_at) > SDP_CLOSE_MS)
@@ -454,7 +484,9 @@ static void *pump(void *arg)
 	else
 		shutdown(q->ufd, SHUT_WR);
 	rdma_disconnect(q->id);
+	set_draining(q, 0);
 	qpc_free(q);
+	atomic_fetch_sub(&pumps_alive, 1);
 	return NULL;
 }
 
@@ -464,10 +496,18 @@ static int pump_start(struct sdp_qpc *q)
 	pthread_t t;
 	int ret;
 
+	if (pump_pid != getpid()) {
+		pump_pid = getpid();
+		atomic_store(&pumps_alive, 0);
+		atomic_store(&pumps_draining, 0);
+	}
+	atomic_fetch_add(&pumps_alive, 1);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	ret = pthread_create(&t, &a, pump, q);
 	pthread_attr_destroy(&a);
+	if (ret)
+		atomic_fetch_sub(&pumps_alive, 1);
 	return -ret;
 }
 

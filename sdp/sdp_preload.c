@@ -64,6 +64,19 @@ void sdp_real_init(void) { pthread_once(&init_once, real_init); }
 
 __attribute__((constructor)) static void sdp_init(void) { sdp_real_init(); }
 
+/* exit closes the program's SDP sockets as the kernel closes TCP ones, and
+ * waits (up to 5 s) until the pumps have sent what was written to them and
+ * the DisConn after it: the kernel would send it after the process. */
+__attribute__((destructor)) static void sdp_fini(void)
+{
+	int fd;
+
+	for (fd = 0; fd < SDP_MAX_FD; fd++)
+		if (fds[fd] && fds[fd]->kind == SDP_FD_CONN)
+			close(fd);
+	sdp_conn_flush(5000);
+}
+
 static int valid_fd(int fd) { return fd >= 0 && fd < SDP_MAX_FD; }
 
 static void fd_free(struct sdp_fd *e)

@@ -99,6 +99,23 @@ else
 	ok "sdp/socket semantics ($(grep -c ' ok$' "$SOF_SRV_OUT") server steps, $(grep -c ' ok$' "$SOF_CLI_OUT") client steps, over SDP)"
 fi
 
+# a program that exits right after writing (nc -q 0): what it wrote still
+# arrives, as the kernel sends a TCP socket's data after the process; the
+# reader is bash's /dev/tcp, read by a cat it forks and execs (the socket
+# crosses fork and exec)
+PORT=$((PORT + 1))
+head -c $((20 << 20)) /dev/urandom >"$SOF_TMP/exit.bin"
+if ! sof_cm_pair "sdp/exit after writing: nc -q 0" 60 "" "" \
+	env LD_PRELOAD="$SOF_RS_PRELOAD" sh -c "nc.traditional -l -p $PORT -s $ADDR -q 0 <'$SOF_TMP/exit.bin'" -- \
+	env LD_PRELOAD="$SOF_RS_PRELOAD" bash -c "exec 3<>/dev/tcp/$ADDR/$PORT; cat <&3 >'$SOF_TMP/exit.got'"; then
+	not_ok "sdp/exit after writing: nc -q 0" "$SOF_PAIR_WHY"
+	sof_pair_dump
+elif ! cmp -s "$SOF_TMP/exit.bin" "$SOF_TMP/exit.got"; then
+	not_ok "sdp/exit after writing: nc -q 0" "got $(stat -c %s "$SOF_TMP/exit.got") bytes of 20 MiB, or others"
+else
+	ok "sdp/exit after writing: nc -q 0 (20 MiB arrived whole)"
+fi
+
 # the rules decide as written
 PORT=$((PORT + 1))
 sdp_rule_http "sdp/rules use sdp (program, address, port range)" "$PORT" \

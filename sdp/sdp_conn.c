@@ -43,7 +43,7 @@
  * costs more than a short answer takes to come, and a polled CQ moves the
  * transport of a QP whose engine runs in the program (as ibv_get_cq_event
  * spins before it sleeps) */
-#define SDP_SPIN_NS 50000
+#define SDP_SPIN_NS 200000
 
 struct sdp_rxq {
 	uint32_t idx, off, len;

@@ -101,7 +101,8 @@ struct sdp_conn {
 void sdp_conn_put(struct sdp_conn *c);
 /* at exit: wait (at most MS) until what programs wrote has been sent */
 void sdp_conn_flush(int ms);
-/* connect to SIN over SDP; on success *ufd is the program's end */
+/* connect from SRC (address 0: the route's) to SIN over SDP; on success
+ * *ufd is the program's end */
 int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
 		struct sdp_conn **out, int *ufd);
 

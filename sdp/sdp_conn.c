@@ -2,9 +2,9 @@
  * SDP connections over the RDMA CM and one RC QP each (IBTA Annex A4,
  * buffer copy mode): the active side's REQ carries our Hello, the passive
  * side's REP the HelloAck (A4.4). Ids are made with the public librdmacm
- * calls on the IP-over-IB port space (RDMA_PS_IPOIB: service IDs
- * 0x0000000000020000 + port; RC, as rdma_create_ep makes it from an
- * rdma_addrinfo); the QP, CQ and buffers with the public libibverbs calls.
+ * calls on AF_IB addresses with A4's service IDs (0x000000000001PPPP,
+ * RDMA_PS_IB; RC, as rdma_create_ep makes it from an rdma_addrinfo); the
+ * QP, CQ and buffers with the public libibverbs calls.
  *
  * Each connection has a pump thread: it posts SDP_NBUFS receive buffers
  * of SDP_BUFSZ bytes, reads what the program wrote into its end of the
@@ -19,8 +19,10 @@
 #include "sdp.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <infiniband/ib.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
@@ -180,12 +182,14 @@ static void conn_param(struct rdma_conn_param *p, const void *pd, size_t len)
 	p->rnr_retry_count = 7;
 }
 
-static void qpc_addrs(struct sdp_qpc *q)
+/* The names the program sees: the ends' IPv4 addresses and ports. */
+static void qpc_addrs(struct sdp_qpc *q, uint32_t lip, uint16_t lport, uint32_t pip,
+		      uint16_t pport)
 {
-	memcpy(&q->pub.local, rdma_get_local_addr(q->id), sizeof(q->pub.local));
-	memcpy(&q->pub.peer, rdma_get_peer_addr(q->id), sizeof(q->pub.peer));
-	q->pub.local.sin_family = AF_INET;
-	q->pub.peer.sin_family = AF_INET;
+	q->pub.local = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = lport,
+					     .sin_addr.s_addr = lip };
+	q->pub.peer = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = pport,
+					    .sin_addr.s_addr = pip };
 	q->pub.payload_max = (q->flow.peer_rcvsz < SDP_BUFSZ ? q->flow.peer_rcvsz : SDP_BUFSZ) -
 			     SDP_BSDH_LEN;
 }
@@ -511,16 +515,28 @@ static int pump_start(struct sdp_qpc *q)
 	return -ret;
 }
 
-static struct rdma_addrinfo sdp_rai(const struct sockaddr_in *src, const struct sockaddr_in *dst,
-				    int passive)
+/* An IPv4 address and TCP port as A4's AF_IB address: the IPv4-mapped
+ * GID (RoCEv2's; zero for INADDR_ANY) and the SDP service ID of the port. */
+static void sdp_sib(struct sockaddr_ib *sib, const struct sockaddr_in *sin)
+{
+	memset(sib, 0, sizeof(*sib));
+	sib->sib_family = AF_IB;
+	sib->sib_pkey = htobe16(0xffff);
+	if (sin->sin_addr.s_addr)
+		ib_addr_set(&sib->sib_addr, 0, 0, htobe32(0xffff), sin->sin_addr.s_addr);
+	sib->sib_sid = htobe64(SDP_SERVICE_ID(ntohs(sin->sin_port)));
+	sib->sib_sid_mask = htobe64(~0ull);
+}
+
+static struct rdma_addrinfo sdp_rai(struct sockaddr_ib *src, struct sockaddr_ib *dst, int passive)
 {
 	struct rdma_addrinfo rai;
 
 	memset(&rai, 0, sizeof(rai));
 	rai.ai_flags = passive ? RAI_PASSIVE : 0;
-	rai.ai_family = AF_INET;
+	rai.ai_family = AF_IB;
 	rai.ai_qp_type = IBV_QPT_RC;
-	rai.ai_port_space = RDMA_PS_IPOIB;
+	rai.ai_port_space = RDMA_PS_IB;
 	if (src) {
 		rai.ai_src_addr = (struct sockaddr *)src;
 		rai.ai_src_len = sizeof(*src);
@@ -530,6 +546,17 @@ static struct rdma_addrinfo sdp_rai(const struct sockaddr_in *src, const struct 
 		rai.ai_dst_len = sizeof(*dst);
 	}
 	return rai;
+}
+
+/* The IPv4 address of an id's source GID (IPv4-mapped), or 0. */
+static uint32_t id_src_ip(struct rdma_cm_id *id)
+{
+	const struct sockaddr_ib *sib = (const struct sockaddr_ib *)rdma_get_local_addr(id);
+	uint32_t ip = 0;
+
+	if (sib && sib->sib_family == AF_IB)
+		memcpy(&ip, (const uint8_t *)&sib->sib_addr + 12, 4);
+	return ip;
 }
 
 /* The socketpair of a connection: the pump keeps [1]. */
@@ -547,17 +574,22 @@ static int conn_pair(struct sdp_qpc *q, int *ufd)
 int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
 		struct sdp_conn **out, int *ufd)
 {
-	struct sockaddr_in dst = *sin;
+	struct sockaddr_ib dst, from;
 	struct rdma_addrinfo rai;
 	struct rdma_conn_param param;
 	struct sdp_qpc *q = qpc_new();
 	struct sdp_hh hh;
+	uint32_t sip;
 	int ret;
 
 	if (!q)
 		return -ENOMEM;
-	dst.sin_family = AF_INET;
-	rai = sdp_rai(src, &dst, 0);
+	sdp_sib(&dst, sin);
+	if (src->sin_addr.s_addr) {
+		sdp_sib(&from, src);
+		from.sib_sid = from.sib_sid_mask = 0;
+	}
+	rai = sdp_rai(src->sin_addr.s_addr ? &from : NULL, &dst, 0);
 	if (rdma_create_ep(&q->id, &rai, NULL, NULL)) {
 		ret = -errno;
 		goto err;
@@ -565,7 +597,8 @@ int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
 	ret = qpc_resources(q);
 	if (ret)
 		goto err;
-	sdp_hello_fill(&q->flow, &hh, SDP_BUFSZ, ntohs(sin->sin_port));
+	sip = src->sin_addr.s_addr ? src->sin_addr.s_addr : id_src_ip(q->id);
+	sdp_hello_fill(&q->flow, &hh, SDP_BUFSZ, sip, ntohs(src->sin_port), sin->sin_addr.s_addr);
 	conn_param(&param, &hh, sizeof(hh));
 	if (rdma_connect(q->id, &param)) {
 		ret = -errno;
@@ -584,7 +617,7 @@ int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
 		goto err;
 	}
 	q->established = 1;
-	qpc_addrs(q);
+	qpc_addrs(q, sip, src->sin_port, sin->sin_addr.s_addr, sin->sin_port);
 	ret = conn_pair(q, ufd);
 	if (ret)
 		goto err;
@@ -612,6 +645,7 @@ struct sdp_listener {
 	struct rdma_event_channel *ch;
 	int tcp_fd;		/* `both`: the kernel listener, else -1 */
 	int wake[2];		/* closing: the thread's pipe */
+	struct sockaddr_in bound; /* the address the program listens on */
 	struct sockaddr_un name; /* the program's AF_UNIX listener */
 	socklen_t name_len;
 	struct sdp_pending *pending; /* under sdp_fd_lock */
@@ -677,10 +711,12 @@ static void accept_sdp(struct sdp_listener *l, struct rdma_cm_event *ev)
 	struct sdp_pending *p;
 	struct sdp_hah hah;
 	struct sdp_qpc *q = qpc_new();
+	uint32_t sip = 0, dip = 0;
+	uint16_t sport = 0;
 	int ret = -ENOMEM;
 
 	if (q && sdp_hello_parse(&q->flow, ev->param.conn.private_data,
-				 ev->param.conn.private_data_len)) {
+				 ev->param.conn.private_data_len, &sip, &sport, &dip)) {
 		sdp_log(SDP_LOG_WARN, "SDP connection request without a valid Hello: rejected");
 		ret = -EPROTO;
 	} else if (q) {
@@ -706,7 +742,9 @@ static void accept_sdp(struct sdp_listener *l, struct rdma_cm_event *ev)
 	conn_param(&param, &hah, sizeof(hah));
 	if (rdma_accept(id, &param))
 		goto err;
-	qpc_addrs(q);
+	if (!dip)
+		dip = l->bound.sin_addr.s_addr ? l->bound.sin_addr.s_addr : id_src_ip(id);
+	qpc_addrs(q, dip, l->bound.sin_port, sip, htons(sport));
 	p->conn = &q->pub;
 	p->tcp_fd = -1;
 	p->hold_fd = -1;
@@ -784,7 +822,7 @@ static void *listen_thread(void *arg)
 int sdp_listen(const struct sockaddr_in *sin, int backlog, int tcp_fd, int ufd,
 	       const char *ufd_name, struct sdp_listener **out)
 {
-	struct sockaddr_in src = *sin;
+	struct sockaddr_ib src;
 	struct sdp_listener *l = calloc(1, sizeof(*l));
 	struct rdma_addrinfo rai;
 	size_t n = strlen(ufd_name);
@@ -799,7 +837,9 @@ int sdp_listen(const struct sockaddr_in *sin, int backlog, int tcp_fd, int ufd,
 	l->name.sun_family = AF_UNIX;
 	memcpy(l->name.sun_path + 1, ufd_name, n);
 	l->name_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-	src.sin_family = AF_INET;
+	l->bound = *sin;
+	l->bound.sin_family = AF_INET;
+	sdp_sib(&src, sin);
 	rai = sdp_rai(&src, NULL, 1);
 	if (rdma_create_ep(&l->id, &rai, NULL, NULL) || rdma_listen(l->id, backlog)) {
 		ret = -errno;

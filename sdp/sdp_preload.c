@@ -379,8 +379,14 @@ SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		sdp_log(SDP_LOG_SUMMARY, "connect %s: tcp", a);
 		return sdp_real.connect(fd, (struct sockaddr *)&dst, sizeof(dst));
 	}
-	sdp_real.getsockname(fd, (struct sockaddr *)&src, &slen);
-	ret = sdp_connect(src.sin_addr.s_addr || src.sin_port ? &src : NULL, &dst, &c, &ufd);
+	/* the kernel socket gives the port (its own ephemeral one unless the
+	 * program bound it): the Hello's LocalPort and getsockname's */
+	if (sdp_real.getsockname(fd, (struct sockaddr *)&src, &slen) == 0 && !src.sin_port) {
+		sdp_real.bind(fd, (struct sockaddr *)&src, sizeof(src));
+		slen = sizeof(src);
+		sdp_real.getsockname(fd, (struct sockaddr *)&src, &slen);
+	}
+	ret = sdp_connect(&src, &dst, &c, &ufd);
 	if (ret) {
 		fd_free(e);
 		sdp_log(SDP_LOG_SUMMARY, "connect %s: no SDP (%s): %s", a, strerror(-ret),

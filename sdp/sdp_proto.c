@@ -120,7 +120,9 @@ int sdp_rx_msg(struct sdp_flow *f, const void *msg, size_t byte_len, struct sdp_
 	}
 }
 
-void sdp_hello_fill(struct sdp_flow *f, struct sdp_hh *hh, uint32_t rcvsz, uint16_t port)
+/* IPs in network order; an IPv4 address goes in the last 4 bytes */
+void sdp_hello_fill(struct sdp_flow *f, struct sdp_hh *hh, uint32_t rcvsz, uint32_t src_ip,
+		    uint16_t src_port, uint32_t dst_ip)
 {
 	memset(hh, 0, sizeof(*hh));
 	hh->bsdh.mid = SDP_MID_HELLO;
@@ -132,11 +134,14 @@ void sdp_hello_fill(struct sdp_flow *f, struct sdp_hh *hh, uint32_t rcvsz, uint1
 	hh->max_adverts = 0;
 	hh->desremrcvsz = htonl(rcvsz);
 	hh->localrcvsz = htonl(rcvsz);
-	hh->port = htons(port);
+	hh->port = htons(src_port);
+	memcpy(hh->src_addr + 12, &src_ip, 4);
+	memcpy(hh->dst_addr + 12, &dst_ip, 4);
 }
 
 /* The Hello from a REQ (the passive side). Its sequence number is 0. */
-int sdp_hello_parse(struct sdp_flow *f, const void *pd, size_t len)
+int sdp_hello_parse(struct sdp_flow *f, const void *pd, size_t len, uint32_t *src_ip,
+		    uint16_t *src_port, uint32_t *dst_ip)
 {
 	struct sdp_hh hh;
 	uint32_t rcvsz, bufs;
@@ -148,10 +153,13 @@ int sdp_hello_parse(struct sdp_flow *f, const void *pd, size_t len)
 	bufs = ntohs(hh.bsdh.bufs);
 	if (hh.bsdh.mid != SDP_MID_HELLO || SDP_MAJV(hh.majv_minv) != SDP_MAJV(SDP_VERSION) ||
 	    ntohl(hh.bsdh.mseq) != 0 || rcvsz < SDP_MIN_RCVSZ || rcvsz > SDP_MAX_RCVSZ ||
-	    !bufs || bufs > SDP_MAX_BUFS)
+	    !bufs || bufs > SDP_MAX_BUFS || (hh.ipv_cap & 0xf0) != SDP_IPV4)
 		return -EPROTO;
 	f->peer_rcvsz = rcvsz;
 	f->peer_bufs = bufs;
+	memcpy(src_ip, hh.src_addr + 12, 4);
+	memcpy(dst_ip, hh.dst_addr + 12, 4);
+	*src_port = ntohs(hh.port);
 	return 0;
 }
 

@@ -4,14 +4,13 @@
  * headers that ride in the CM REQ and REP private data, the message IDs,
  * and a connection's flow state (message sequence numbers and credits).
  *
- * All multi-byte fields are big-endian. A4 lays the Hello header out as
- * the version, IP version and capabilities, MaxAdverts, DesRemRcvSz,
- * LocalRcvSz and LocalPort, then the source and destination addresses
- * (16 bytes each). Over the RDMA CM's IP port space the addresses travel
- * in the CM's own private-data header (A11.4, filled by the CM as the
- * Linux CMA did for SDP), so the Hello we send stops after LocalPort: the
- * 36-byte CM header and the 64 bytes of a full Hello would not fit the
- * REQ's 92 bytes.
+ * All multi-byte fields are big-endian. The connection is an RC QP set up
+ * by the RDMA CM on A4's service IDs, 0x000000000001PPPP for TCP port PPPP
+ * (AF_IB addresses, RDMA_PS_IB: the CM adds no header of its own), and the
+ * REQ's private data is the Hello (BSDH + Hello header, 64 bytes: the
+ * version, IP version and capabilities, MaxAdverts, DesRemRcvSz,
+ * LocalRcvSz, LocalPort, the source and destination IP addresses, an IPv4
+ * one in the last 4 of its 16 bytes), the REP's the HelloAck.
  *
  * sdp_proto.c is pure (no verbs): the receive path the fuzz target drives.
  */
@@ -57,7 +56,7 @@ struct sdp_bsdh {
 	uint32_t mseq_ack; /* the last sequence number the sender received */
 } __attribute__((packed));
 
-/* A4.3.3: the Hello header after the BSDH, up to LocalPort (see above) */
+/* A4.3.3: the Hello header after the BSDH */
 struct sdp_hh {
 	struct sdp_bsdh bsdh;
 	uint8_t majv_minv;  /* 0x22: SDP 2.2 */
@@ -66,9 +65,14 @@ struct sdp_hh {
 	uint8_t max_adverts;
 	uint32_t desremrcvsz; /* the receive size wanted of the peer */
 	uint32_t localrcvsz;  /* the size of each of our receive buffers */
-	uint16_t port;
+	uint16_t port;	      /* the active side's port */
 	uint16_t rsvd2;
+	uint8_t src_addr[16]; /* the active side's address */
+	uint8_t dst_addr[16]; /* the address it connects to */
 } __attribute__((packed));
+
+/* A4.2: the service ID of TCP port p */
+#define SDP_SERVICE_ID(p) (0x0000000000010000ull | (uint16_t)(p))
 
 /* A4.3.4: the HelloAck header */
 struct sdp_hah {
@@ -127,8 +131,10 @@ int sdp_peer_view(const struct sdp_flow *f);
 int sdp_want_update(const struct sdp_flow *f);
 void sdp_hdr_fill(struct sdp_flow *f, struct sdp_bsdh *h, uint8_t mid, uint32_t len);
 int sdp_rx_msg(struct sdp_flow *f, const void *msg, size_t byte_len, struct sdp_rx *out);
-void sdp_hello_fill(struct sdp_flow *f, struct sdp_hh *hh, uint32_t rcvsz, uint16_t port);
-int sdp_hello_parse(struct sdp_flow *f, const void *pd, size_t len);
+void sdp_hello_fill(struct sdp_flow *f, struct sdp_hh *hh, uint32_t rcvsz, uint32_t src_ip,
+		    uint16_t src_port, uint32_t dst_ip);
+int sdp_hello_parse(struct sdp_flow *f, const void *pd, size_t len, uint32_t *src_ip,
+		    uint16_t *src_port, uint32_t *dst_ip);
 void sdp_hello_ack_fill(struct sdp_flow *f, struct sdp_hah *hah, uint32_t rcvsz);
 int sdp_hello_ack_parse(struct sdp_flow *f, const void *pd, size_t len);
 const char *sdp_mid_str(uint8_t mid);

@@ -90,10 +90,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sdp_flow f, g;
 	struct sdp_hh hh;
 	struct sdp_hah hah;
+	uint32_t sip, dip;
+	uint16_t sport;
 	size_t i = 0;
 
 	sdp_flow_init(&f, 16);
-	sdp_hello_fill(&f, &hh, 65536, 1);
+	sdp_hello_fill(&f, &hh, 65536, htonl(0x7f000001), 1, htonl(0x7f000001));
 	f.peer_bufs = 16;
 	f.peer_rcvsz = 65536;
 	check(&f);
@@ -160,11 +162,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check(&f);
 			break;
 		case 3:
-			if (size - i < 2 * sizeof(hh))
+			if (size - i < sizeof(hh) + sizeof(hah))
 				return 0;
 			sdp_flow_init(&g, 16);
 			memcpy(&hh, data + i, sizeof(hh));
-			if (!sdp_hello_parse(&g, &hh, sizeof(hh)) &&
+			if (!sdp_hello_parse(&g, &hh, sizeof(hh), &sip, &sport, &dip) &&
 			    (g.peer_rcvsz < SDP_MIN_RCVSZ || g.peer_rcvsz > SDP_MAX_RCVSZ ||
 			     !g.peer_bufs || g.peer_bufs > SDP_MAX_BUFS))
 				FAIL("Hello accepted: rcvsz %u bufs %u", g.peer_rcvsz, g.peer_bufs);
@@ -173,7 +175,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!sdp_hello_ack_parse(&g, &hah, sizeof(hah)) &&
 			    (g.peer_rcvsz < SDP_MIN_RCVSZ || g.peer_rcvsz > SDP_MAX_RCVSZ))
 				FAIL("HelloAck accepted: rcvsz %u", g.peer_rcvsz);
-			i += sizeof(hh);
+			i += sizeof(hah);
 			break;
 		}
 	}

@@ -8,8 +8,8 @@
  *       until end of stream or error; prints "victim: error ERRNO-NAME
  *       after N bytes" or "victim: end of stream after N bytes", exits 0.
  *   cm_sdpbad liar MODE ADDR PORT
- *       an SDP peer on the RDMA CM and verbs directly (RDMA_PS_IPOIB, RC,
- *       as libsdp): connects with a valid Hello (or not, `hello`), then
+ *       an SDP peer on the RDMA CM and verbs directly (A4's service ID
+ *       0x1PPPP on an AF_IB address, RDMA_PS_IB, RC, as libsdp): connects with a valid Hello (or not, `hello`), then
  *         len      a Data message whose BSDH Len is not what arrives
  *         seq      a valid Data message of 8 bytes, then one skipping MSeq
  *         ack      MSeqAck of a message the victim never sent
@@ -27,8 +27,10 @@
  * The liar's byte layouts are written here from A4, not shared with sdp/.
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <infiniband/ib.h>
 #include <netdb.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
@@ -51,6 +53,7 @@ struct hello {
 	uint8_t majv_minv, ipv_cap, rsvd1, max_adverts;
 	uint32_t desremrcvsz, localrcvsz;
 	uint16_t port, rsvd2;
+	uint8_t src_addr[16], dst_addr[16]; /* IPv4 in the last 4 bytes */
 } __attribute__((packed));
 
 #define NBUF 16
@@ -138,9 +141,11 @@ static int data(uint32_t n) { return msg(0xff, NBUF, 16 + n, ++mseq, 0, n); }
 
 static int liar(const char *mode, const char *addr, const char *port)
 {
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port)) };
-	struct rdma_addrinfo rai = { .ai_family = AF_INET, .ai_qp_type = IBV_QPT_RC,
-				     .ai_port_space = RDMA_PS_IPOIB,
+	uint16_t p = (uint16_t)atoi(port);
+	struct sockaddr_ib dst = { .sib_family = AF_IB, .sib_pkey = htobe16(0xffff),
+				   .sib_sid = htobe64(0x10000ull | p), .sib_sid_mask = htobe64(~0ull) };
+	struct rdma_addrinfo rai = { .ai_family = AF_IB, .ai_qp_type = IBV_QPT_RC,
+				     .ai_port_space = RDMA_PS_IB,
 				     .ai_dst_addr = (struct sockaddr *)&dst, .ai_dst_len = sizeof(dst) };
 	struct ibv_qp_init_attr attr = { .qp_type = IBV_QPT_RC,
 					 .cap = { .max_send_wr = 64, .max_recv_wr = NBUF,
@@ -152,7 +157,13 @@ static int liar(const char *mode, const char *addr, const char *port)
 	struct rdma_cm_event *ev;
 	int i, ret = 0;
 
-	inet_pton(AF_INET, addr, &dst.sin_addr);
+	uint32_t ip;
+
+	inet_pton(AF_INET, addr, &ip);
+	ib_addr_set(&dst.sib_addr, 0, 0, htobe32(0xffff), ip);
+	memcpy(hh.dst_addr + 12, &ip, 4);
+	memcpy(hh.src_addr + 12, &ip, 4);
+	hh.port = htons(40000);
 	if (rdma_create_ep(&id, &rai, NULL, NULL)) {
 		perror("liar: rdma_create_ep");
 		return 2;

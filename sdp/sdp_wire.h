@@ -5,8 +5,9 @@
  * and a connection's flow state (message sequence numbers and credits).
  *
  * All multi-byte fields are big-endian. The connection is an RC QP set up
- * by the RDMA CM on A4's service IDs, 0x000000000001PPPP for TCP port PPPP
- * (AF_IB addresses, RDMA_PS_IB: the CM adds no header of its own), and the
+ * by the RDMA CM on AF_IB addresses with A4's service IDs in sib_sid,
+ * 0x000000000001PPPP for TCP port PPPP (RDMA_PS_IB: the CM adds no header
+ * of its own; sdp/README.md says what our CM puts on the wire), and the
  * REQ's private data is the Hello (BSDH + Hello header, 64 bytes: the
  * version, IP version and capabilities, MaxAdverts, DesRemRcvSz,
  * LocalRcvSz, LocalPort, the source and destination IP addresses, an IPv4

@@ -408,12 +408,25 @@ SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	return 0;
 }
 
+/* The entry goes first (so a number the kernel hands out again is not
+ * ours), then the descriptor, then what the entry held: a listener's
+ * thread may be connecting to the program's AF_UNIX listener, and only
+ * its close ends that wait. */
 SDP_EXPORT int close(int fd)
 {
+	struct sdp_fd *old = NULL;
+	int ret;
+
 	sdp_real_init();
-	if (valid_fd(fd) && fds[fd])
-		fd_store(fd, NULL);
-	return sdp_real.close(fd);
+	if (valid_fd(fd)) {
+		pthread_mutex_lock(&sdp_fd_lock);
+		old = fds[fd];
+		fds[fd] = NULL;
+		pthread_mutex_unlock(&sdp_fd_lock);
+	}
+	ret = sdp_real.close(fd);
+	fd_free(old);
+	return ret;
 }
 
 static int dup_entry(int fd, int nfd)

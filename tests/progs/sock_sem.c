@@ -171,6 +171,7 @@ static int server(struct sockaddr_in *sin)
 		CHECK(n > 0, "sendfile", "returned %zd", n);
 	}
 	close(f);
+	free(big);
 	printf("sendfile ok\n");
 
 	expect(s, "client-last", "shutdown");
@@ -221,6 +222,7 @@ static int client(struct sockaddr_in *sin)
 	CHECK(read(s, big, 16) == 0, "shutdown", "no end of stream");
 	printf("shutdown ok\n");
 	close(s);
+	free(big);
 	printf("client: all ok\n");
 	return 0;
 }

@@ -95,7 +95,7 @@ struct sdp_conn {
 	struct sockaddr_in local;  /* getsockname */
 	struct sockaddr_in peer;   /* getpeername */
 	uint32_t payload_max;	   /* bytes of payload a message carries */
-	void *priv;		   /* sdp_conn.c's connection */
+	void *priv;		   /* sdp_conn.c's connection (NULL: a forked child's view) */
 };
 
 void sdp_conn_put(struct sdp_conn *c);
@@ -109,12 +109,13 @@ int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
 /* A listener: an RDMA CM listening id (and for `both` a kernel TCP
  * listening socket) whose new connections are connected to `ufd_name`. */
 struct sdp_listener;
+/* the name of the socket a listener connects for each new connection */
+#define SDP_CONNECTOR_NAME "sdpc.%d.%p.%lu.%c.%08x.%04hx.%08x.%04hx"
+
 struct sdp_pending {
 	struct sdp_pending *next;
 	unsigned long id;	/* the tag in the connecting socket's name */
 	struct sdp_conn *conn;	/* an SDP connection ... */
-	int tcp_fd;		/* ... or a kernel TCP one (-1) */
-	int hold_fd;		/* the connecting socket of a TCP one (-1) */
 	struct sockaddr_in peer;
 };
 int sdp_listen(const struct sockaddr_in *sin, int backlog, int tcp_fd, int ufd,

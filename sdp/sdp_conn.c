@@ -72,7 +72,6 @@ struct sdp_qpc {
 	struct timespec gone_at;
 };
 
-static struct sdp_qpc *qpc(struct sdp_conn *c) { return c->priv; }
 
 /* The pumps of this process (pump_pid: a forked child has none), and
  * those that are still sending what the program wrote before its end of
@@ -80,10 +79,12 @@ static struct sdp_qpc *qpc(struct sdp_conn *c) { return c->priv; }
 static atomic_int pumps_alive, pumps_draining;
 static pid_t pump_pid;
 
+/* (a connection is its sdp_qpc's first member, or stands alone: a child's
+ * view of one, sdp_preload.c) */
 void sdp_conn_put(struct sdp_conn *c)
 {
 	if (atomic_fetch_sub(&c->ref, 1) == 1)
-		free(qpc(c));
+		free(c);
 }
 
 static void qpc_free(struct sdp_qpc *q)
@@ -655,26 +656,37 @@ struct sdp_listener {
 
 void sdp_listener_get(struct sdp_listener *l) { atomic_fetch_add(&l->ref, 1); }
 
-/* Connect a tagged AF_UNIX socket to the program's listener; the
- * record goes on the pending list first, so accept finds it. */
-static int hand_over(struct sdp_listener *l, struct sdp_pending *p, int *fd_out)
+/* Connect a socket to the program's listener, its name telling accept
+ * (which may run in a forked child, without our memory) what it is:
+ * "sdpc.PID.LISTENER.ID.KIND.PEER-IP.PEER-PORT.LOCAL-IP.LOCAL-PORT", KIND
+ * `s` an SDP connection (P, put on the pending list first so accept finds
+ * it in this process) or `t` a kernel TCP one (its descriptor follows in
+ * the stream, SCM_RIGHTS). */
+static int hand_over(struct sdp_listener *l, struct sdp_pending *p, char kind,
+		     const struct sockaddr_in *peer, const struct sockaddr_in *local, int *fd_out)
 {
 	struct sockaddr_un me = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), n;
 	struct sdp_pending **pp;
+	unsigned long id;
 
 	if (fd < 0)
 		return -errno;
 	pthread_mutex_lock(&sdp_fd_lock);
-	p->id = ++l->next_id;
-	p->next = l->pending;
-	l->pending = p;
+	id = ++l->next_id;
+	if (p) {
+		p->id = id;
+		p->next = l->pending;
+		l->pending = p;
+	}
 	pthread_mutex_unlock(&sdp_fd_lock);
-	n = snprintf(me.sun_path + 1, sizeof(me.sun_path) - 1, "sdpc.%d.%p.%lu", getpid(), (void *)l, p->id);
+	n = snprintf(me.sun_path + 1, sizeof(me.sun_path) - 1, SDP_CONNECTOR_NAME, getpid(),
+		     (void *)l, id, kind, (unsigned int)peer->sin_addr.s_addr, peer->sin_port,
+		     (unsigned int)local->sin_addr.s_addr, local->sin_port);
 	if (bind(fd, (struct sockaddr *)&me, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
 	    sdp_real.connect(fd, (struct sockaddr *)&l->name, l->name_len)) {
 		pthread_mutex_lock(&sdp_fd_lock);
-		for (pp = &l->pending; *pp; pp = &(*pp)->next)
+		for (pp = &l->pending; p && *pp; pp = &(*pp)->next)
 			if (*pp == p) {
 				*pp = p->next;
 				break;
@@ -746,11 +758,9 @@ static void accept_sdp(struct sdp_listener *l, struct rdma_cm_event *ev)
 		dip = l->bound.sin_addr.s_addr ? l->bound.sin_addr.s_addr : id_src_ip(id);
 	qpc_addrs(q, dip, l->bound.sin_port, sip, htons(sport));
 	p->conn = &q->pub;
-	p->tcp_fd = -1;
-	p->hold_fd = -1;
 	p->peer = q->pub.peer;
 	atomic_fetch_add(&q->pub.ref, 1); /* the pending record's */
-	if (hand_over(l, p, &q->ufd)) {
+	if (hand_over(l, p, 's', &q->pub.peer, &q->pub.local, &q->ufd)) {
 		atomic_fetch_sub(&q->pub.ref, 1);
 		goto err;
 	}
@@ -764,31 +774,42 @@ err:
 	qpc_free(q);
 }
 
+/* `both`: a kernel TCP connection goes to the program through the
+ * connecting socket, as a descriptor (the accepting process may be a
+ * child forked after listen); the listener keeps nothing of it. */
 static void accept_tcp(struct sdp_listener *l)
 {
-	struct sdp_pending *p;
-	socklen_t len = sizeof(struct sockaddr_in);
+	struct sockaddr_in peer;
+	socklen_t len;
 	int fd, ufd;
 
 	for (;;) {
-		p = calloc(1, sizeof(*p));
-		if (!p)
+		/* the kernel listener is blocking (it shares its file with what
+		 * the program had): accept only what poll shows is there */
+		struct pollfd pf = { .fd = l->tcp_fd, .events = POLLIN };
+
+		if (poll(&pf, 1, 0) != 1 || !(pf.revents & POLLIN))
 			return;
-		fd = sdp_real.accept4(l->tcp_fd, (struct sockaddr *)&p->peer, &len, SOCK_NONBLOCK);
-		if (fd < 0) {
-			free(p);
+		len = sizeof(peer);
+		fd = sdp_real.accept4(l->tcp_fd, (struct sockaddr *)&peer, &len, 0);
+		if (fd < 0)
 			return;
+		if (!hand_over(l, NULL, 't', &peer, &l->bound, &ufd)) {
+			char c = 't', cbuf[CMSG_SPACE(sizeof(int))];
+			struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+			struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+					    .msg_controllen = sizeof(cbuf) };
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+			if (sdp_real.sendmsg(ufd, &m, MSG_NOSIGNAL) != 1)
+				sdp_log(SDP_LOG_WARN, "a TCP connection could not be handed over");
+			sdp_real.close(ufd);
 		}
-		/* the program's descriptor gets it blocking unless it asks */
-		sdp_real.fcntl(fd, F_SETFL, sdp_real.fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-		p->tcp_fd = fd;
-		if (hand_over(l, p, &ufd)) {
-			sdp_real.close(fd);
-			free(p);
-			continue;
-		}
-		/* the connecting socket is closed with the record (accept) */
-		p->hold_fd = ufd;
+		sdp_real.close(fd);
 	}
 }
 
@@ -871,10 +892,6 @@ err:
 
 void sdp_pending_free(struct sdp_pending *p)
 {
-	if (p->tcp_fd >= 0)
-		sdp_real.close(p->tcp_fd);
-	if (p->hold_fd >= 0)
-		sdp_real.close(p->hold_fd);
 	if (p->conn)
 		sdp_conn_put(p->conn);
 	free(p);

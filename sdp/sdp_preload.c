@@ -238,10 +238,10 @@ SDP_EXPORT int listen(int fd, int backlog)
 	if (use == SDP_USE_BOTH) {
 		if (sdp_real.listen(fd, backlog))
 			goto err_errno;
+		/* (blocking: its file is the program's until take_place) */
 		tcp_fd = sdp_real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		if (tcp_fd < 0)
 			goto err_errno;
-		sdp_real.fcntl(tcp_fd, F_SETFL, sdp_real.fcntl(tcp_fd, F_GETFL) | O_NONBLOCK);
 	}
 	n = snprintf(name, sizeof(name), "sdpl.%d.%lu", getpid(),
 		     __atomic_add_fetch(&listen_seq, 1, __ATOMIC_RELAXED));
@@ -284,26 +284,89 @@ err_errno:
 	return fail(ret);
 }
 
-/* The record of what the listener connected to the accepted NFD. */
-static struct sdp_pending *pending_of(struct sdp_listener *l, int nfd)
+/* What the listener's thread connected to the accepted NFD, from the
+ * connecting socket's name (SDP_CONNECTOR_NAME). */
+struct sdp_tag {
+	int pid;
+	void *l;
+	unsigned long id;
+	char kind;
+	struct sockaddr_in peer, local;
+};
+
+static int tag_of(int nfd, struct sdp_tag *t)
 {
 	struct sockaddr_un un;
 	socklen_t len = sizeof(un);
-	unsigned long id;
-	void *lp;
-	int pid;
+	unsigned int pip, lip;
 
 	memset(&un, 0, sizeof(un));
+	memset(t, 0, sizeof(*t));
 	if (sdp_real.getpeername(nfd, (struct sockaddr *)&un, &len) || un.sun_path[0] ||
-	    sscanf(un.sun_path + 1, "sdpc.%d.%p.%lu", &pid, &lp, &id) != 3 || lp != (void *)l)
-		return NULL;
-	return sdp_listener_take(l, id);
+	    sscanf(un.sun_path + 1, SDP_CONNECTOR_NAME, &t->pid, &t->l, &t->id, &t->kind, &pip,
+		   &t->peer.sin_port, &lip, &t->local.sin_port) != 8)
+		return -1;
+	t->peer.sin_family = t->local.sin_family = AF_INET;
+	t->peer.sin_addr.s_addr = pip;
+	t->local.sin_addr.s_addr = lip;
+	return 0;
+}
+
+/* `both`'s kernel TCP connection: its descriptor comes in the stream. */
+static int take_tcp(int nfd, int flags)
+{
+	char c, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int tfd = -1, ret;
+
+	if (sdp_real.recvmsg(nfd, &m, MSG_CMSG_CLOEXEC) == 1 && (cm = CMSG_FIRSTHDR(&m)) &&
+	    cm->cmsg_type == SCM_RIGHTS)
+		memcpy(&tfd, CMSG_DATA(cm), sizeof(int));
+	if (tfd < 0)
+		return -1;
+	ret = sdp_real.dup3(tfd, nfd, (flags & SOCK_CLOEXEC) ? O_CLOEXEC : 0);
+	sdp_real.close(tfd);
+	if (ret < 0)
+		return -1;
+	if (flags & SOCK_NONBLOCK)
+		sdp_real.fcntl(nfd, F_SETFL, sdp_real.fcntl(nfd, F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+
+/* The connection of an accepted SDP descriptor: the listener's record in
+ * the process whose thread made it; in a child forked after listen (a
+ * prefork server), a view of its names only (its reads end without the
+ * connection's error). */
+static struct sdp_conn *take_sdp(struct sdp_listener *l, const struct sdp_tag *t)
+{
+	struct sdp_pending *p = NULL;
+	struct sdp_conn *c;
+
+	if (t->pid == getpid() && t->l == (void *)l)
+		p = sdp_listener_take(l, t->id);
+	if (p) {
+		c = p->conn;
+		p->conn = NULL;
+		sdp_pending_free(p);
+		return c;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c) {
+		atomic_init(&c->ref, 1);
+		c->local = t->local;
+		c->peer = t->peer;
+		c->payload_max = 65536 - SDP_BSDH_LEN;
+	}
+	return c;
 }
 
 SDP_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	struct sdp_fd *e = fd_copy(fd), *ne;
-	struct sdp_pending *p;
+	struct sdp_tag t;
 	int nfd;
 
 	sdp_real_init();
@@ -316,36 +379,28 @@ SDP_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		fd_free(e);
 		return nfd;
 	}
-	p = pending_of(e->listener, nfd);
-	fd_free(e);
-	if (!p) {
+	if (tag_of(nfd, &t) || (t.kind == 't' && take_tcp(nfd, flags))) {
+		fd_free(e);
 		sdp_real.close(nfd);
 		return fail(ECONNABORTED);
 	}
-	if (p->tcp_fd >= 0) {
-		/* a kernel TCP connection (`both`): it takes the number */
-		if (sdp_real.dup3(p->tcp_fd, nfd, (flags & SOCK_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
-			sdp_pending_free(p);
-			sdp_real.close(nfd);
-			return -1;
-		}
-		if (flags & SOCK_NONBLOCK)
-			sdp_real.fcntl(nfd, F_SETFL, sdp_real.fcntl(nfd, F_GETFL) | O_NONBLOCK);
+	if (t.kind == 't') {
 		fd_store(nfd, NULL);
 	} else {
 		ne = fd_new(SDP_FD_CONN);
-		if (!ne) {
-			sdp_pending_free(p);
+		if (ne)
+			ne->conn = take_sdp(e->listener, &t);
+		if (!ne || !ne->conn) {
+			fd_free(ne);
+			fd_free(e);
 			sdp_real.close(nfd);
 			return fail(ENOMEM);
 		}
-		ne->conn = p->conn;
-		p->conn = NULL;
 		fd_store(nfd, ne);
 	}
+	fd_free(e);
 	if (addr && len)
-		copy_addr(&p->peer, addr, len);
-	sdp_pending_free(p);
+		copy_addr(&t.peer, addr, len);
 	return nfd;
 }
 

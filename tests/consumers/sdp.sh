@@ -99,6 +99,33 @@ else
 	ok "sdp/socket semantics ($(grep -c ' ok$' "$SOF_SRV_OUT") server steps, $(grep -c ' ok$' "$SOF_CLI_OUT") client steps, over SDP)"
 fi
 
+# a prefork server: the child forked after listen accepts, over SDP (the
+# listener thread is its parent's) and, with `use both`, over TCP (the
+# descriptor passed to it)
+prefork() {
+	local name=$1 cconf=$2 want=$3 t0 segs
+	PORT=$((PORT + 1))
+	printf 'use both server * *:*\n%b' "$cconf" >"$SOF_TMP/prefork.$PORT.conf"
+	t0=$(_sof_rs_tcp_out "")
+	if ! LIBSDP_CONFIG_FILE="$SOF_TMP/prefork.$PORT.conf" sof_cm_pair "$name" 30 "" "" \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" prefork "$ADDR" "$PORT" -- \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" hello "$ADDR" "$PORT"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return
+	fi
+	segs=$(($(_sof_rs_tcp_out "") - t0))
+	if [ "$want" = sdp ] && [ "$segs" -ne 0 ]; then
+		not_ok "$name" "$segs kernel TCP segments: not over SDP"
+	elif [ "$want" = tcp ] && [ "$segs" -eq 0 ]; then
+		not_ok "$name" "no kernel TCP segment: not over TCP"
+	else
+		ok "$name ($segs kernel TCP segments)"
+	fi
+}
+prefork "sdp/prefork server: a child accepts over SDP" 'use sdp client * *:*\n' sdp
+prefork "sdp/prefork server: a child accepts over TCP (use both)" 'use tcp client * *:*\n' tcp
+
 # a program that exits right after writing (nc -q 0): what it wrote still
 # arrives, as the kernel sends a TCP socket's data after the process; the
 # reader is bash's /dev/tcp, read by a cat it forks and execs (the socket

@@ -4,6 +4,7 @@
  * socket calls only; run both sides under the preload.
  *
  *   sock_sem server ADDR PORT     sock_sem client ADDR PORT
+ *   sock_sem prefork ADDR PORT    sock_sem hello ADDR PORT
  *
  * The server: SO_REUSEADDR/KEEPALIVE/LINGER/RCVBUF and TCP_NODELAY set,
  * the listener in an epoll set beside a pipe, accept4 with SOCK_NONBLOCK |
@@ -15,6 +16,9 @@
  * shutdown(SHUT_WR) it reads to end of stream and still answers.
  * The client: a non-blocking connect finished by poll and SO_ERROR, then
  * the other half of each step, every byte checked, and end of stream last.
+ * prefork: a server that listens, then forks a child that accepts (as
+ * prefork servers do) and answers "world" to "hello"; hello: the client of
+ * that, a blocking connect.
  * Each side prints "STEP ok" lines and "SIDE: all ok", or "SIDE: STEP:
  * WHY" and exits 1.
  */
@@ -227,13 +231,53 @@ static int client(struct sockaddr_in *sin)
 	return 0;
 }
 
+static int prefork(struct sockaddr_in *sin)
+{
+	struct sockaddr_in peer;
+	socklen_t pl = sizeof(peer);
+	int ls, s, one = 1, st;
+	pid_t pid;
+
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(ls >= 0 && !setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) &&
+	      !bind(ls, (struct sockaddr *)sin, sizeof(*sin)) && !listen(ls, 8), "listen", "failed");
+	pid = fork();
+	CHECK(pid >= 0, "fork", "failed");
+	if (!pid) {
+		s = accept(ls, (struct sockaddr *)&peer, &pl);
+		CHECK(s >= 0 && peer.sin_family == AF_INET, "child accept", "failed");
+		expect(s, "hello", "child");
+		put(s, "world", 5, "child");
+		close(s);
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st), "prefork", "child failed");
+	close(ls);
+	printf("prefork: all ok\n");
+	return 0;
+}
+
+static int hello(struct sockaddr_in *sin)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	char b;
+
+	CHECK(s >= 0 && !connect(s, (struct sockaddr *)sin, sizeof(*sin)), "connect", "failed");
+	put(s, "hello", 5, "hello");
+	expect(s, "world", "hello");
+	CHECK(read(s, &b, 1) == 0, "hello", "no end of stream");
+	close(s);
+	printf("hello: all ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 4 || inet_pton(AF_INET, argv[2], &sin.sin_addr) != 1) {
-		fprintf(stderr, "usage: sock_sem server|client ADDR PORT\n");
+		fprintf(stderr, "usage: sock_sem server|client|prefork|hello ADDR PORT\n");
 		return 2;
 	}
 	sin.sin_port = htons((uint16_t)atoi(argv[3]));
@@ -242,5 +286,9 @@ int main(int argc, char **argv)
 		return server(&sin);
 	if (!strcmp(side, "client"))
 		return client(&sin);
+	if (!strcmp(side, "prefork"))
+		return prefork(&sin);
+	if (!strcmp(side, "hello"))
+		return hello(&sin);
 	return 2;
 }

@@ -44,7 +44,7 @@
 /* how long a pump polls before it sleeps: a completion channel's wake-up
  * costs more than a short answer takes to come, and a polled CQ moves the
  * transport of a QP whose engine runs in the program (as ibv_get_cq_event
- * spins before it sleeps) */
+ * spins before it sleeps). LIBSDP_SPIN_US sets it. */
 #define SDP_SPIN_NS 200000
 
 struct sdp_rxq {
@@ -418,10 +418,22 @@ static uint64_t now_ns(void)
 }
 
 /* Steps until something happens or SDP_SPIN_NS passed; 0 when nothing did. */
+static uint64_t spin_ns(void)
+{
+	static uint64_t ns;
+	const char *env;
+
+	if (ns)
+		return ns;
+	env = getenv("LIBSDP_SPIN_US");
+	ns = env ? strtoull(env, NULL, 10) * 1000 + 1 : SDP_SPIN_NS;
+	return ns;
+}
+
 static int spin(struct sdp_qpc *q, int *ret)
 {
 	unsigned long t0 = q->ticks;
-	uint64_t until = now_ns() + SDP_SPIN_NS;
+	uint64_t until = now_ns() + spin_ns();
 
 	do {
 		*ret = pump_step(q);

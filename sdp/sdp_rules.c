@@ -51,7 +51,9 @@ static const char *const role_names[] = {
 static struct sdp_rule rules[SDP_MAX_RULES];
 static int nrules;
 static int log_level = SDP_LOG_ERR;
-static int log_fd = 2;
+/* a log file is opened for each line: a program may close every
+ * descriptor it did not open and reuse the numbers for its sockets */
+static char log_path[256];
 static int log_syslog;
 static const char *config_path = "(defaults)";
 
@@ -62,23 +64,18 @@ void sdp_log_set(const char *dest, int min_level)
 	if (!dest)
 		return;
 	log_syslog = 0;
-	if (!strcmp(dest, "stderr")) {
-		log_fd = 2;
-	} else if (!strcmp(dest, "syslog")) {
+	log_path[0] = 0;
+	if (!strcmp(dest, "syslog"))
 		log_syslog = 1;
-	} else {
-		int fd = open(dest, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-
-		if (fd >= 0)
-			log_fd = fd;
-	}
+	else if (strcmp(dest, "stderr"))
+		snprintf(log_path, sizeof(log_path), "%s", dest);
 }
 
 void sdp_log(int level, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
-	int n;
+	int n, fd;
 
 	if (level < log_level)
 		return;
@@ -93,8 +90,17 @@ void sdp_log(int level, const char *fmt, ...)
 		return;
 	}
 	buf[n++] = '\n';
-	if (sdp_real.write)
-		sdp_real.write(log_fd, buf, (size_t)n);
+	if (!sdp_real.write || !sdp_real.close)
+		return;
+	if (!log_path[0]) {
+		sdp_real.write(2, buf, (size_t)n);
+		return;
+	}
+	fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0) {
+		sdp_real.write(fd, buf, (size_t)n);
+		sdp_real.close(fd);
+	}
 }
 
 void sdp_addr_str(const struct sockaddr_in *sin, char *buf, size_t len)

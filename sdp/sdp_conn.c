@@ -65,7 +65,7 @@ struct sdp_qpc {
 	struct sdp_rxq rxq[SDP_NBUFS];
 	unsigned int rxq_head, rxq_n;
 	unsigned int tx_head, tx_inflight;
-	uint8_t established, rd_eof, sent_disconn, app_gone, out_blocked, in_blocked;
+	uint8_t established, rd_eof, sent_disconn, app_gone, out_blocked, in_blocked, shut_wr;
 	int err;
 	uint8_t draining;
 	unsigned long ticks; /* work done: a completion, a post, a write out */
@@ -276,7 +276,7 @@ static int deliver(struct sdp_qpc *q)
 				return 0;
 			}
 			if (n < 0)
-				q->app_gone = 1; /* EPIPE: every descriptor closed */
+				q->app_gone = 1; /* EPIPE: closed, or shut for reading */
 		}
 		q->ticks++;
 		if (n > 0 && (uint32_t)n < e->len) {
@@ -395,11 +395,13 @@ static int pump_step(struct sdp_qpc *q)
 		ret = transmit(q);
 	if (ret)
 		return ret;
-	if (q->flow.got_disconn && !q->rxq_n && !q->app_gone)
+	if (q->flow.got_disconn && !q->rxq_n && !q->app_gone && !q->shut_wr) {
 		shutdown(q->ufd, SHUT_WR); /* the program reads its end of stream */
-	if (q->app_gone && !q->rd_eof)
-		q->rd_eof = 1;
-	if (q->app_gone && !q->gone_at.tv_sec)
+		q->shut_wr = 1;
+	}
+	/* the program reads no more (EPIPE: closed, or shutdown SHUT_RD) and
+	 * writes no more: the peer's DisConn is waited for a while only */
+	if (q->app_gone && q->rd_eof && !q->gone_at.tv_sec)
 		clock_gettime(CLOCK_MONOTONIC, &q->gone_at);
 	set_draining(q, q->rd_eof && !(q->sent_disconn && !q->tx_inflight));
 	if (q->sent_disconn && q->flow.got_disconn && !q->rxq_n && !q->tx_inflight)

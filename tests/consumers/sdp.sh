@@ -126,6 +126,49 @@ prefork() {
 prefork "sdp/prefork server: a child accepts over SDP" 'use sdp client * *:*\n' sdp
 prefork "sdp/prefork server: a child accepts over TCP (use both)" 'use tcp client * *:*\n' tcp
 
+# 50 connections in a row to one server (Python's http.server, curl, 100 kB
+# each, compared): each connection's QP, CQ, regions and cm_id are given
+# back when it ends, while the server still runs (the daemon's counts: one
+# cm_id and channel, its listener's)
+many() {
+	local name="sdp/50 connections in a row: resources given back" i bad=0 r k
+	local dir=$SOF_TMP/www.many
+	PORT=$((PORT + 1))
+	mkdir -p "$dir"
+	head -c 100000 /dev/urandom >"$dir/f.bin"
+	sof_bg many.srv 120 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
+		python3 -m http.server --bind "$ADDR" --directory "$dir" "$PORT"
+	sdp_wait_listener 15
+	for i in $(seq 50); do
+		rm -f "$dir/got"
+		timeout 20 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
+			curl -sS -o "$dir/got" "http://$ADDR:$PORT/f.bin" 2>/dev/null
+		cmp -s "$dir/got" "$dir/f.bin" || bad=$((bad + 1))
+	done
+	sleep 0.5
+	r=""
+	for k in qps cqs mrs cm_ids cm_channels; do
+		r="$r $k $(sof_cm_count "$k" || echo '?')"
+	done
+	sof_kill many.srv
+	if [ "$bad" -ne 0 ]; then
+		not_ok "$name" "$bad of 50 transfers failed or differed"
+	elif [ "$r" != " qps 0 cqs 0 mrs 0 cm_ids 1 cm_channels 1" ]; then
+		not_ok "$name" "after 50 connections, with the server listening:$r"
+	else
+		ok "$name (50 transfers compared;$r with the server listening)"
+	fi
+}
+
+# sdp_wait_listener SECS: until the daemon counts a listening cm_id
+sdp_wait_listener() {
+	local end=$(($(now_ms) + $1 * 1000))
+	while [ "$(sof_cm_count cm_listeners || echo 0)" -lt 1 ] && [ "$(now_ms)" -lt "$end" ]; do
+		sleep 0.1
+	done
+}
+many
+
 # a program that exits right after writing (nc -q 0): what it wrote still
 # arrives, as the kernel sends a TCP socket's data after the process; the
 # reader is bash's /dev/tcp, read by a cat it forks and execs (the socket

@@ -101,11 +101,12 @@ fi
 
 # a prefork server: the child forked after listen accepts, over SDP (the
 # listener thread is its parent's) and, with `use both`, over TCP (the
-# descriptor passed to it)
+# descriptor passed to it); SOCK_SEM_FAMILY and SDP_SERVER_RULE change the
+# socket family and the server's rule
 prefork() {
 	local name=$1 cconf=$2 want=$3 t0 segs
 	PORT=$((PORT + 1))
-	printf 'use both server * *:*\n%b' "$cconf" >"$SOF_TMP/prefork.$PORT.conf"
+	printf '%b%b' "${SDP_SERVER_RULE:-use both server * *:*\n}" "$cconf" >"$SOF_TMP/prefork.$PORT.conf"
 	t0=$(_sof_rs_tcp_out "")
 	if ! LIBSDP_CONFIG_FILE="$SOF_TMP/prefork.$PORT.conf" sof_cm_pair "$name" 30 "" "" \
 		env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" prefork "$ADDR" "$PORT" -- \
@@ -125,6 +126,9 @@ prefork() {
 }
 prefork "sdp/prefork server: a child accepts over SDP" 'use sdp client * *:*\n' sdp
 prefork "sdp/prefork server: a child accepts over TCP (use both)" 'use tcp client * *:*\n' tcp
+# AF_INET_SDP (27) sockets are SDP whatever the rules say (here: tcp)
+SOCK_SEM_FAMILY=27 SDP_SERVER_RULE='use tcp server * *:*\n' \
+	prefork "sdp/AF_INET_SDP sockets go over SDP under use tcp" 'use tcp client * *:*\n' sdp
 
 # 50 connections in a row to one server (Python's http.server, curl, 100 kB
 # each, compared): each connection's QP, CQ, regions and cm_id are given

@@ -18,7 +18,8 @@
  * the other half of each step, every byte checked, and end of stream last.
  * prefork: a server that listens, then forks a child that accepts (as
  * prefork servers do) and answers "world" to "hello"; hello: the client of
- * that, a blocking connect.
+ * that, a blocking connect. With SOCK_SEM_FAMILY=N in the environment
+ * these two make their sockets with family N (27: OFED's AF_INET_SDP).
  * Each side prints "STEP ok" lines and "SIDE: all ok", or "SIDE: STEP:
  * WHY" and exits 1.
  */
@@ -231,6 +232,13 @@ static int client(struct sockaddr_in *sin)
 	return 0;
 }
 
+static int family(void)
+{
+	const char *f = getenv("SOCK_SEM_FAMILY");
+
+	return f ? atoi(f) : AF_INET;
+}
+
 static int prefork(struct sockaddr_in *sin)
 {
 	struct sockaddr_in peer;
@@ -238,7 +246,7 @@ static int prefork(struct sockaddr_in *sin)
 	int ls, s, one = 1, st;
 	pid_t pid;
 
-	ls = socket(AF_INET, SOCK_STREAM, 0);
+	ls = socket(family(), SOCK_STREAM, 0);
 	CHECK(ls >= 0 && !setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) &&
 	      !bind(ls, (struct sockaddr *)sin, sizeof(*sin)) && !listen(ls, 8), "listen", "failed");
 	pid = fork();
@@ -259,7 +267,7 @@ static int prefork(struct sockaddr_in *sin)
 
 static int hello(struct sockaddr_in *sin)
 {
-	int s = socket(AF_INET, SOCK_STREAM, 0);
+	int s = socket(family(), SOCK_STREAM, 0);
 	char b;
 
 	CHECK(s >= 0 && !connect(s, (struct sockaddr *)sin, sizeof(*sin)), "connect", "failed");

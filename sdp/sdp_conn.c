@@ -9,8 +9,10 @@
  * Each connection has a pump thread: it posts SDP_NBUFS receive buffers
  * of SDP_BUFSZ bytes, reads what the program wrote into its end of the
  * socketpair and sends it as Data messages (A4.6.1) while the peer has
- * credits, and writes the payload of what arrives to the socketpair,
- * reposting each buffer once it is written out. End of stream is DisConn
+ * credits, a large piece as a SrcAvail the peer READs (A4.6.5), and
+ * writes the payload of what arrives (and what it READ for the peer's
+ * SrcAvail, then answering RdmaRdCompl) to the socketpair, reposting each
+ * buffer once it is written out. End of stream is DisConn
  * both ways (A4.6.4), then rdma_disconnect. A peer that breaks the
  * protocol (sdp_proto.c), aborts, or disappears (a failed completion, a
  * DREQ before its DisConn) ends the connection with an error the
@@ -61,6 +63,8 @@ void sdp_qpc_free(struct sdp_qpc *q)
 		ibv_dereg_mr(q->rx_mr);
 	if (q->tx_mr)
 		ibv_dereg_mr(q->tx_mr);
+	if (q->sink_mr)
+		ibv_dereg_mr(q->sink_mr);
 	if (q->pd)
 		ibv_dealloc_pd(q->pd);
 	if (q->id)
@@ -69,6 +73,7 @@ void sdp_qpc_free(struct sdp_qpc *q)
 		rdma_destroy_event_channel(q->ch);
 	free(q->rx_buf);
 	free(q->tx_buf);
+	free(q->sink_buf);
 	if (q->ufd >= 0)
 		sdp_real.close(q->ufd);
 	q->id = NULL;
@@ -111,17 +116,20 @@ int sdp_qpc_resources(struct sdp_qpc *q)
 	q->cq = q->comp ? ibv_create_cq(q->id->verbs, SDP_NBUFS + SDP_TXN + 4, NULL, q->comp, 0) : NULL;
 	q->rx_buf = aligned_alloc(4096, (size_t)SDP_NBUFS * SDP_BUFSZ);
 	q->tx_buf = aligned_alloc(4096, (size_t)SDP_TXN * SDP_BUFSZ);
-	if (!q->cq || !q->rx_buf || !q->tx_buf)
+	q->sink_buf = aligned_alloc(4096, SDP_MAX_ZCOPY);
+	if (!q->cq || !q->rx_buf || !q->tx_buf || !q->sink_buf)
 		return -ENOMEM;
 	q->rx_mr = ibv_reg_mr(q->pd, q->rx_buf, (size_t)SDP_NBUFS * SDP_BUFSZ, IBV_ACCESS_LOCAL_WRITE);
-	q->tx_mr = ibv_reg_mr(q->pd, q->tx_buf, (size_t)SDP_TXN * SDP_BUFSZ, 0);
-	if (!q->rx_mr || !q->tx_mr)
+	/* the peer reads what a SrcAvail advertises */
+	q->tx_mr = ibv_reg_mr(q->pd, q->tx_buf, (size_t)SDP_TXN * SDP_BUFSZ, IBV_ACCESS_REMOTE_READ);
+	q->sink_mr = ibv_reg_mr(q->pd, q->sink_buf, SDP_MAX_ZCOPY, IBV_ACCESS_LOCAL_WRITE);
+	if (!q->rx_mr || !q->tx_mr || !q->sink_mr)
 		return -ENOMEM;
 	memset(&attr, 0, sizeof(attr));
 	attr.send_cq = q->cq;
 	attr.recv_cq = q->cq;
 	attr.qp_type = IBV_QPT_RC;
-	attr.cap.max_send_wr = SDP_TXN;
+	attr.cap.max_send_wr = SDP_TXN + SDP_MAX_ADVERTS;
 	attr.cap.max_recv_wr = SDP_NBUFS;
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;
@@ -143,6 +151,9 @@ void sdp_conn_param(struct rdma_conn_param *p, const void *pd, size_t len)
 	p->private_data_len = (uint8_t)len;
 	p->retry_count = 7;
 	p->rnr_retry_count = 7;
+	/* the READs of SrcAvails, each way */
+	p->responder_resources = SDP_MAX_ADVERTS;
+	p->initiator_depth = SDP_MAX_ADVERTS;
 }
 
 /* The names the program sees: the ends' IPv4 addresses and ports. */
@@ -153,16 +164,31 @@ void sdp_qpc_addrs(struct sdp_qpc *q, uint32_t lip, uint16_t lport, uint32_t pip
 					     .sin_addr.s_addr = lip };
 	q->pub.peer = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = pport,
 					    .sin_addr.s_addr = pip };
-	q->pub.payload_max = (q->flow.peer_rcvsz < SDP_BUFSZ ? q->flow.peer_rcvsz : SDP_BUFSZ) -
-			     SDP_BSDH_LEN;
+	q->pub.payload_max = q->flow.peer_rcvsz - SDP_BSDH_LEN < SDP_BUFSZ - SDP_TX_DATA_OFF ?
+				     q->flow.peer_rcvsz - SDP_BSDH_LEN : SDP_BUFSZ - SDP_TX_DATA_OFF;
+	q->zcopy = q->flow.peer_adverts > 0 && !(getenv("LIBSDP_ZCOPY") &&
+						 !strcmp(getenv("LIBSDP_ZCOPY"), "0"));
 }
 
-/* Post a message from tx slot tx_head: a BSDH of mid and len bytes. */
-static int post_msg(struct sdp_qpc *q, uint8_t mid, uint32_t len)
+/* Whether tx slot tx_head may be written: not while it holds what our
+ * outstanding SrcAvail advertises. */
+static int slot_free(struct sdp_qpc *q)
+{
+	return q->tx_inflight < SDP_TXN &&
+	       !(q->flow.src_out && q->tx_head % SDP_TXN == q->zc_slot);
+}
+
+static uint8_t *tx_slot(struct sdp_qpc *q)
+{
+	return q->tx_buf + (size_t)(q->tx_head % SDP_TXN) * SDP_BUFSZ;
+}
+
+/* Post LEN bytes at OFF of tx slot tx_head (its BSDH already written). */
+static int post_slot(struct sdp_qpc *q, uint32_t off, uint32_t len)
 {
 	uint32_t slot = q->tx_head % SDP_TXN;
-	uint8_t *buf = q->tx_buf + (size_t)slot * SDP_BUFSZ;
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len, .lkey = q->tx_mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)(tx_slot(q) + off), .length = len,
+			       .lkey = q->tx_mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = SDP_WR_SEND | slot,
 		.sg_list = &sge,
@@ -171,7 +197,6 @@ static int post_msg(struct sdp_qpc *q, uint8_t mid, uint32_t len)
 		.send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
 
-	sdp_hdr_fill(&q->flow, (struct sdp_bsdh *)buf, mid, len);
 	if (ibv_post_send(q->id->qp, &wr, &bad))
 		return -EIO;
 	q->tx_head++;
@@ -180,9 +205,48 @@ static int post_msg(struct sdp_qpc *q, uint8_t mid, uint32_t len)
 	return 0;
 }
 
-static uint8_t *tx_slot(struct sdp_qpc *q)
+/* A message of LEN bytes (BSDH included), its payload at SDP_TX_DATA_OFF. */
+static int post_msg(struct sdp_qpc *q, uint8_t mid, uint32_t len)
 {
-	return q->tx_buf + (size_t)(q->tx_head % SDP_TXN) * SDP_BUFSZ;
+	uint32_t off = SDP_TX_DATA_OFF - SDP_BSDH_LEN;
+
+	sdp_hdr_fill(&q->flow, (struct sdp_bsdh *)(tx_slot(q) + off), mid, len);
+	return post_slot(q, off, len);
+}
+
+/* A4.6.5: offer the N bytes read into tx slot tx_head for the peer to
+ * READ; the slot is ours again at its RdmaRdCompl. */
+static int post_srcavail(struct sdp_qpc *q, uint32_t n)
+{
+	uint8_t *slot = tx_slot(q);
+
+	q->zc_slot = q->tx_head % SDP_TXN;
+	q->zc_len = n;
+	sdp_srcavail_fill(&q->flow, slot, n, q->tx_mr->rkey, (uintptr_t)(slot + SDP_TX_DATA_OFF));
+	return post_slot(q, 0, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_srcah));
+}
+
+/* READ what the peer's SrcAvail offers into the sink buffer. */
+static int post_read(struct sdp_qpc *q, const struct sdp_rx *rx)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)q->sink_buf, .length = rx->zlen,
+			       .lkey = q->sink_mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = SDP_WR_READ,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = rx->zva, .rkey = rx->zrkey },
+	}, *bad;
+
+	return ibv_post_send(q->id->qp, &wr, &bad) ? -EIO : 0;
+}
+
+static void rxq_push(struct sdp_qpc *q, struct sdp_rxq e)
+{
+	q->rxq[(q->rxq_head + q->rxq_n) % (SDP_NBUFS + SDP_MAX_ADVERTS)] = e;
+	q->rxq_n++;
 }
 
 /* The completions: sends free their slot, receives are checked and
@@ -202,6 +266,16 @@ static int drain_cq(struct sdp_qpc *q)
 				q->tx_inflight--;
 				continue;
 			}
+			if (wc[i].wr_id & SDP_WR_READ) {
+				for (unsigned int k = 0; k < q->rxq_n; k++) {
+					struct sdp_rxq *e = &q->rxq[(q->rxq_head + k) %
+								    (SDP_NBUFS + SDP_MAX_ADVERTS)];
+
+					if (e->sink)
+						e->ready = 1;
+				}
+				continue;
+			}
 			q->flow.rx_posted--;
 			ret = sdp_rx_msg(&q->flow, q->rx_buf + wc[i].wr_id * SDP_BUFSZ,
 					 wc[i].byte_len, &rx);
@@ -214,9 +288,16 @@ static int drain_cq(struct sdp_qpc *q)
 			}
 			if (rx.kind == SDP_RX_ABORT)
 				return -ECONNRESET;
-			q->rxq[(q->rxq_head + q->rxq_n) % SDP_NBUFS] = (struct sdp_rxq){
-				.idx = (uint32_t)wc[i].wr_id, .off = rx.off, .len = rx.len };
-			q->rxq_n++;
+			/* the length our SrcAvail offered, or the peer lies */
+			if (rx.kind == SDP_RX_RDCOMPL && rx.zlen != q->zc_len)
+				return -EPROTO;
+			rxq_push(q, (struct sdp_rxq){ .idx = (uint32_t)wc[i].wr_id, .off = rx.off,
+						      .len = rx.len });
+			if (rx.kind == SDP_RX_SRCAVAIL) {
+				if (post_read(q, &rx))
+					return -EIO;
+				rxq_push(q, (struct sdp_rxq){ .sink = 1, .len = rx.zlen });
+			}
 		}
 	}
 	return n < 0 ? -EIO : 0;
@@ -228,11 +309,13 @@ static int deliver(struct sdp_qpc *q)
 	q->out_blocked = 0;
 	while (q->rxq_n) {
 		struct sdp_rxq *e = &q->rxq[q->rxq_head];
+		uint8_t *from = e->sink ? q->sink_buf : q->rx_buf + (size_t)e->idx * SDP_BUFSZ;
 		ssize_t n = 0;
 
+		if (e->sink && !e->ready)
+			return 0; /* its READ is on its way */
 		if (e->len && !q->app_gone) {
-			n = send(q->ufd, q->rx_buf + (size_t)e->idx * SDP_BUFSZ + e->off, e->len,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+			n = send(q->ufd, from + e->off, e->len, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 				q->out_blocked = 1;
 				return 0;
@@ -246,36 +329,63 @@ static int deliver(struct sdp_qpc *q)
 			e->len -= (uint32_t)n;
 			continue;
 		}
-		if (post_recv(q, e->idx))
-			return -EIO;
-		q->flow.rx_posted++;
-		q->rxq_head = (q->rxq_head + 1) % SDP_NBUFS;
+		if (e->sink) {
+			/* written out: the peer may have its buffer back */
+			q->rrc_due = e->off + e->len + 1;
+		} else {
+			if (post_recv(q, e->idx))
+				return -EIO;
+			q->flow.rx_posted++;
+		}
+		q->rxq_head = (q->rxq_head + 1) % (SDP_NBUFS + SDP_MAX_ADVERTS);
 		q->rxq_n--;
 	}
 	return 0;
 }
 
-/* Read what the program wrote and send it while credits allow; then
- * DisConn at its end of stream, and credit updates. */
+/* Read what the program wrote and send it while credits allow (a large
+ * piece offered by SrcAvail when no other is outstanding); then DisConn at
+ * its end of stream, and credit updates. A RdmaRdCompl due goes first. */
 static int transmit(struct sdp_qpc *q)
 {
-	q->in_blocked = 0;
-	while (q->established && !q->rd_eof && q->tx_inflight < SDP_TXN - 2 &&
-	       sdp_credits(&q->flow) >= 2) {
-		ssize_t n = recv(q->ufd, tx_slot(q) + SDP_BSDH_LEN, q->pub.payload_max, MSG_DONTWAIT);
+	uint32_t off = SDP_TX_DATA_OFF - SDP_BSDH_LEN;
+	int ret;
 
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+	q->in_blocked = 0;
+	if (q->rrc_due && q->established && slot_free(q) && sdp_credits(&q->flow) >= 1) {
+		sdp_rdcompl_fill(&q->flow, tx_slot(q) + off, q->rrc_due - 1);
+		q->rrc_due = 0;
+		ret = post_slot(q, off, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_rrch));
+		if (ret)
+			return ret;
+	}
+	while (q->established && !q->rd_eof && q->tx_inflight < SDP_TXN - 2 && slot_free(q) &&
+	       sdp_credits(&q->flow) >= 2) {
+		ssize_t n = recv(q->ufd, tx_slot(q) + SDP_TX_DATA_OFF, q->pub.payload_max,
+				 MSG_DONTWAIT);
+
+		/* EFAULT: the slots are remote-readable, and libibverbs moves
+		 * such pages onto shared memory when a peer of this host first
+		 * reads them; a system call writing there meanwhile fails, the
+		 * data stays in the socket (our libibverbs' mem_share.c) */
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EFAULT)) {
 			q->in_blocked = 1;
 			break;
 		}
 		if (n <= 0) {
+			sdp_log(SDP_LOG_DEBUG, "end of the program's stream: %zd (%s)", n,
+				n ? strerror(errno) : "end");
 			q->rd_eof = 1;
 			break;
 		}
-		if (post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN + (uint32_t)n))
-			return -EIO;
+		if (q->zcopy && !q->flow.src_out && (uint32_t)n >= SDP_ZCOPY_MIN)
+			ret = post_srcavail(q, (uint32_t)n);
+		else
+			ret = post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN + (uint32_t)n);
+		if (ret)
+			return ret;
 	}
-	if (!q->established || q->tx_inflight >= SDP_TXN || sdp_credits(&q->flow) < 1)
+	if (!q->established || !slot_free(q) || sdp_credits(&q->flow) < 1)
 		return 0;
 	if (q->rd_eof && !q->sent_disconn) {
 		q->sent_disconn = 1;
@@ -365,8 +475,9 @@ static int pump_step(struct sdp_qpc *q)
 	 * writes no more: the peer's DisConn is waited for a while only */
 	if (q->app_gone && q->rd_eof && !q->gone_at.tv_sec)
 		clock_gettime(CLOCK_MONOTONIC, &q->gone_at);
-	set_draining(q, q->rd_eof && !(q->sent_disconn && !q->tx_inflight));
-	if (q->sent_disconn && q->flow.got_disconn && !q->rxq_n && !q->tx_inflight)
+	set_draining(q, q->rd_eof && !(q->sent_disconn && !q->tx_inflight && !q->flow.src_out));
+	if (q->sent_disconn && q->flow.got_disconn && !q->rxq_n && !q->tx_inflight &&
+	    !q->flow.src_out && !q->rrc_due)
 		return 1;
 	if (q->app_gone && q->gone_at.tv_sec && ms_since(&q->gone_at) > SDP_CLOSE_MS)
 		return -ETIMEDOUT;

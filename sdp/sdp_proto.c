@@ -3,13 +3,15 @@
  * Hello/HelloAck exchange and the checks on every received message. A
  * peer that breaks a rule (a length that is not the message's, a
  * sequence number out of order, an acknowledgement of something we never
- * sent, more buffers than it could have, a message of a mode we did not
- * announce) gets -EPROTO: the connection is ended, nothing is delivered.
+ * sent, more buffers than it could have, more SrcAvails than our
+ * MaxAdverts, a RdmaRdCompl for nothing, a message of a mode we do not
+ * speak) gets -EPROTO: the connection is ended, nothing is delivered.
  * The connection code (sdp_conn.c) and tests/fuzz/fuzz_sdp.c call it.
  */
 #include "sdp_wire.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 
@@ -113,9 +115,41 @@ int sdp_rx_msg(struct sdp_flow *f, const void *msg, size_t byte_len, struct sdp_
 		out->kind = SDP_RX_ABORT;
 		out->len = 0;
 		return 0;
+	case SDP_MID_SRC_AVAIL: {
+		struct sdp_srcah a;
+
+		/* A4.6.5: within our MaxAdverts, before DisConn, a length we
+		 * read in one go; payload may follow the header */
+		if (byte_len < SDP_BSDH_LEN + sizeof(a) || f->got_disconn ||
+		    f->sink_out >= SDP_MAX_ADVERTS)
+			return -EPROTO;
+		memcpy(&a, (const uint8_t *)msg + SDP_BSDH_LEN, sizeof(a));
+		out->zlen = ntohl(a.len);
+		out->zrkey = ntohl(a.rkey);
+		out->zva = be64toh(a.vaddr);
+		if (!out->zlen || out->zlen > SDP_MAX_ZCOPY)
+			return -EPROTO;
+		f->sink_out++;
+		out->kind = SDP_RX_SRCAVAIL;
+		out->off = SDP_BSDH_LEN + (uint32_t)sizeof(a);
+		out->len = (uint32_t)byte_len - out->off;
+		return 0;
+	}
+	case SDP_MID_RDMA_RD_COMPL: {
+		struct sdp_rrch r;
+
+		if (byte_len != SDP_BSDH_LEN + sizeof(r) || !f->src_out)
+			return -EPROTO;
+		memcpy(&r, (const uint8_t *)msg + SDP_BSDH_LEN, sizeof(r));
+		f->src_out--;
+		out->kind = SDP_RX_RDCOMPL;
+		out->zlen = ntohl(r.len);
+		out->len = 0;
+		return 0;
+	}
 	default:
-		/* Hello again, or a zero-copy or mode message although our
-		 * Hello announced MaxAdverts 0 (buffer copy only) */
+		/* Hello again, SinkAvail (write mode, which we do not offer),
+		 * a mode or buffer-size change */
 		return -EPROTO;
 	}
 }
@@ -131,7 +165,7 @@ void sdp_hello_fill(struct sdp_flow *f, struct sdp_hh *hh, uint32_t rcvsz, uint3
 	f->adv_bufs = f->rx_posted;
 	hh->majv_minv = SDP_VERSION;
 	hh->ipv_cap = SDP_IPV4;
-	hh->max_adverts = 0;
+	hh->max_adverts = SDP_MAX_ADVERTS;
 	hh->desremrcvsz = htonl(rcvsz);
 	hh->localrcvsz = htonl(rcvsz);
 	hh->port = htons(src_port);
@@ -157,6 +191,7 @@ int sdp_hello_parse(struct sdp_flow *f, const void *pd, size_t len, uint32_t *sr
 		return -EPROTO;
 	f->peer_rcvsz = rcvsz;
 	f->peer_bufs = bufs;
+	f->peer_adverts = hh.max_adverts;
 	memcpy(src_ip, hh.src_addr + 12, 4);
 	memcpy(dst_ip, hh.dst_addr + 12, 4);
 	*src_port = ntohs(hh.port);
@@ -172,6 +207,7 @@ void sdp_hello_ack_fill(struct sdp_flow *f, struct sdp_hah *hah, uint32_t rcvsz)
 	f->adv_bufs = f->rx_posted;
 	hah->majv_minv = SDP_VERSION;
 	hah->ipv_rsvd = SDP_IPV4;
+	hah->max_adverts = SDP_MAX_ADVERTS;
 	hah->actrcvsz = htonl(rcvsz);
 }
 
@@ -191,7 +227,28 @@ int sdp_hello_ack_parse(struct sdp_flow *f, const void *pd, size_t len)
 		return -EPROTO;
 	f->peer_rcvsz = rcvsz;
 	f->peer_bufs = bufs;
+	f->peer_adverts = hah.max_adverts;
 	return 0;
+}
+
+/* A SrcAvail of LEN bytes at VA (RKEY) in MSG (BSDH + header, 32 bytes) */
+void sdp_srcavail_fill(struct sdp_flow *f, void *msg, uint32_t len, uint32_t rkey, uint64_t va)
+{
+	struct sdp_srcah a = { .len = htonl(len), .rkey = htonl(rkey), .vaddr = htobe64(va) };
+
+	sdp_hdr_fill(f, msg, SDP_MID_SRC_AVAIL, SDP_BSDH_LEN + (uint32_t)sizeof(a));
+	memcpy((uint8_t *)msg + SDP_BSDH_LEN, &a, sizeof(a));
+	f->src_out++;
+}
+
+/* The RdmaRdCompl of the peer's SrcAvail we read LEN bytes of (20 bytes) */
+void sdp_rdcompl_fill(struct sdp_flow *f, void *msg, uint32_t len)
+{
+	struct sdp_rrch r = { .len = htonl(len) };
+
+	sdp_hdr_fill(f, msg, SDP_MID_RDMA_RD_COMPL, SDP_BSDH_LEN + (uint32_t)sizeof(r));
+	memcpy((uint8_t *)msg + SDP_BSDH_LEN, &r, sizeof(r));
+	f->sink_out--;
 }
 
 const char *sdp_mid_str(uint8_t mid)

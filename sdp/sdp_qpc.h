@@ -18,6 +18,13 @@
 #define SDP_BUFSZ (64u * 1024)
 #define SDP_TXN (SDP_NBUFS + 4)
 #define SDP_WR_SEND (1ull << 32)
+#define SDP_WR_READ (1ull << 33)
+/* a tx slot: [0, 32) SrcAvail's BSDH and header, or [16, 32) a message's
+ * BSDH; the payload read from the program at 32 */
+#define SDP_TX_DATA_OFF 32u
+/* payloads from this size on are offered by SrcAvail (zero copy, read
+ * mode) when the peer takes adverts (LIBSDP_ZCOPY=0: never) */
+#define SDP_ZCOPY_MIN (32u * 1024)
 /* how long the end waits for the peer's DisConn once the program is gone */
 #define SDP_CLOSE_MS 5000
 /* how long a pump polls before it sleeps: a completion channel's wake-up
@@ -26,8 +33,11 @@
  * spins before it sleeps). LIBSDP_SPIN_US sets it. */
 #define SDP_SPIN_NS 200000
 
+/* what the program is to get, in order: a received buffer's payload, or
+ * (sink) the data read for a SrcAvail, once the READ is done (ready) */
 struct sdp_rxq {
 	uint32_t idx, off, len;
+	uint8_t sink, ready;
 };
 
 struct sdp_qpc {
@@ -37,16 +47,20 @@ struct sdp_qpc {
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *comp;
 	struct ibv_cq *cq;
-	struct ibv_mr *rx_mr, *tx_mr;
-	uint8_t *rx_buf, *tx_buf;
+	struct ibv_mr *rx_mr, *tx_mr, *sink_mr;
+	uint8_t *rx_buf, *tx_buf, *sink_buf;
 	struct sdp_flow flow;
 	int ufd;		/* the pump's end of the socketpair */
-	struct sdp_rxq rxq[SDP_NBUFS];
+	struct sdp_rxq rxq[SDP_NBUFS + SDP_MAX_ADVERTS];
 	unsigned int rxq_head, rxq_n;
 	unsigned int tx_head, tx_inflight;
 	uint8_t established, rd_eof, sent_disconn, app_gone, out_blocked, in_blocked, shut_wr;
 	int err;
 	uint8_t draining;
+	uint8_t zcopy;	     /* we offer SrcAvails */
+	uint32_t zc_slot;    /* the tx slot our SrcAvail advertises */
+	uint32_t zc_len;
+	uint32_t rrc_due;    /* a RdmaRdCompl of this many bytes to send (+1) */
 	unsigned long ticks; /* work done: a completion, a post, a write out */
 	struct timespec gone_at;
 };

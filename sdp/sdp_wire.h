@@ -72,6 +72,25 @@ struct sdp_hh {
 	uint8_t dst_addr[16]; /* the address it connects to */
 } __attribute__((packed));
 
+/* A4.3.5: the SrcAvail header: a buffer of the sender's that the
+ * receiver may RDMA READ (zero copy, read mode) */
+struct sdp_srcah {
+	uint32_t len;
+	uint32_t rkey;
+	uint64_t vaddr;
+} __attribute__((packed));
+
+/* A4.3.7: the RdmaRdCompl header: the bytes read from the advertised
+ * buffer, which the sender may then reuse */
+struct sdp_rrch {
+	uint32_t len;
+} __attribute__((packed));
+
+/* SrcAvail buffers either side may have outstanding (our Hello's and
+ * HelloAck's MaxAdverts), and the largest we read */
+#define SDP_MAX_ADVERTS 1
+#define SDP_MAX_ZCOPY (64u * 1024)
+
 /* A4.2: the service ID of TCP port p */
 #define SDP_SERVICE_ID(p) (0x0000000000010000ull | (uint16_t)(p))
 
@@ -111,6 +130,9 @@ struct sdp_flow {
 	uint32_t adv_ack;
 	uint32_t nbufs;	      /* our receive buffers */
 	uint8_t got_disconn;  /* the peer sent DisConn */
+	uint8_t peer_adverts; /* the peer's MaxAdverts */
+	uint8_t src_out;      /* our SrcAvails without RdmaRdCompl */
+	uint8_t sink_out;     /* the peer's SrcAvails we have not completed */
 };
 
 /* What one received message asks of us. */
@@ -118,12 +140,16 @@ enum sdp_rx_kind {
 	SDP_RX_DATA,	/* payload (maybe none: a credit update) */
 	SDP_RX_DISCONN, /* the peer sends no more */
 	SDP_RX_ABORT,	/* the peer aborted */
+	SDP_RX_SRCAVAIL, /* a buffer to read (zlen, zrkey, zva), then payload */
+	SDP_RX_RDCOMPL, /* the peer read zlen bytes of our advertised buffer */
 };
 
 struct sdp_rx {
 	enum sdp_rx_kind kind;
 	uint32_t off; /* payload offset in the message */
 	uint32_t len; /* payload length */
+	uint32_t zlen, zrkey;
+	uint64_t zva;
 };
 
 void sdp_flow_init(struct sdp_flow *f, uint32_t nbufs);
@@ -138,6 +164,8 @@ int sdp_hello_parse(struct sdp_flow *f, const void *pd, size_t len, uint32_t *sr
 		    uint16_t *src_port, uint32_t *dst_ip);
 void sdp_hello_ack_fill(struct sdp_flow *f, struct sdp_hah *hah, uint32_t rcvsz);
 int sdp_hello_ack_parse(struct sdp_flow *f, const void *pd, size_t len);
+void sdp_srcavail_fill(struct sdp_flow *f, void *msg, uint32_t len, uint32_t rkey, uint64_t va);
+void sdp_rdcompl_fill(struct sdp_flow *f, void *msg, uint32_t len);
 const char *sdp_mid_str(uint8_t mid);
 
 #endif

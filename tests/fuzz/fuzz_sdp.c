@@ -11,14 +11,16 @@
  *                  kind) — so the checks past the sequence are reached;
  *                  only while one of our buffers is posted (else it could
  *                  not have arrived);
- *   kind & 3 == 1  we send a message when the peer has a credit for it;
+ *   kind & 3 == 1  we send a message when the peer has a credit for it
+ *                  (bit 2: a SrcAvail, bit 3: a RdmaRdCompl when due);
  *   kind & 3 == 2  we repost a receive buffer;
  *   kind & 3 == 3  a Hello and a HelloAck from the next 24 bytes each.
  * After an error the connection is over (as in sdp_conn.c). Checked: no
  * read outside a message (ASan: each is its own allocation of its size),
  * the payload inside the message, and after every accepted message the
  * invariants the sender relies on: credits and the peer's view of ours
- * never negative, at most SDP_MAX_BUFS, sequence numbers in step.
+ * never negative, at most SDP_MAX_BUFS, sequence numbers in step, adverts
+ * within MaxAdverts each way, a SrcAvail's length within our sink.
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
  * FUZZ_SOURCES: tests/fuzz/fuzz_sdp.c sdp/sdp_proto.c
@@ -53,6 +55,8 @@ static void check(const struct sdp_flow *f)
 		FAIL("posted %u of %u", f->rx_posted, f->nbufs);
 	if ((int32_t)(f->tx_mseq - f->peer_ack) < 0)
 		FAIL("ack %u beyond sent %u", f->peer_ack, f->tx_mseq);
+	if (f->src_out > 1 || f->sink_out > SDP_MAX_ADVERTS)
+		FAIL("adverts outstanding: ours %u, the peer's %u", f->src_out, f->sink_out);
 }
 
 /* one message from the peer, in an allocation of exactly its size */
@@ -76,11 +80,14 @@ static int rx(struct sdp_flow *f, const uint8_t *bytes, size_t len)
 	}
 	if (f->rx_mseq != mseq + 1)
 		FAIL("accepted MSeq %u after %u", f->rx_mseq, mseq);
-	if (out.off != SDP_BSDH_LEN || (size_t)out.off + out.len > len ||
-	    (out.kind == SDP_RX_DATA && (size_t)out.off + out.len != len))
+	if ((size_t)out.off + out.len > len ||
+	    ((out.kind == SDP_RX_DATA || out.kind == SDP_RX_SRCAVAIL) &&
+	     (size_t)out.off + out.len != len))
 		FAIL("payload %u+%u of a %zu-byte message", out.off, out.len, len);
-	if (out.kind != SDP_RX_DATA && out.len)
+	if (out.kind != SDP_RX_DATA && out.kind != SDP_RX_SRCAVAIL && out.len)
 		FAIL("payload in a kind %d message", out.kind);
+	if (out.kind == SDP_RX_SRCAVAIL && (!out.zlen || out.zlen > SDP_MAX_ZCOPY))
+		FAIL("SrcAvail of %u bytes accepted", out.zlen);
 	check(f);
 	return 0;
 }
@@ -145,8 +152,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct sdp_bsdh h;
 			uint32_t before = f.tx_mseq;
 
+			uint8_t zmsg[32];
+
 			if (sdp_credits(&f) < 1)
 				break;
+			/* kind bit 2: our SrcAvail (one at a time); bit 3: the
+			 * RdmaRdCompl of the peer's */
+			if ((kind & 4) && !f.src_out) {
+				sdp_srcavail_fill(&f, zmsg, 4096, 1, 0x1000);
+				check(&f);
+				break;
+			}
+			if ((kind & 8) && f.sink_out) {
+				sdp_rdcompl_fill(&f, zmsg, 4096);
+				check(&f);
+				break;
+			}
 			sdp_hdr_fill(&f, &h, SDP_MID_DATA, SDP_BSDH_LEN);
 			if (f.tx_mseq != before + 1 || ntohl(h.mseq) != f.tx_mseq ||
 			    ntohl(h.mseq_ack) != f.rx_mseq || ntohs(h.bufs) != f.rx_posted)

@@ -13,7 +13,7 @@
 #   credits  Bufs 0, then 8 messages beyond the 16 credits granted:
 #            EPROTO after the 16 bytes within them
 #   big      a message larger than the victim's buffers: an error
-#   mid      SrcAvail although the Hello offered no zero copy: EPROTO
+#   mid      SinkAvail (write mode, which we do not offer): EPROTO
 #   disconn  data after DisConn: EPROTO after 8 bytes (read 0.5 s later)
 #   abort    AbortConn after 8 bytes: ECONNRESET after 8 bytes
 #   gone     8 bytes, then the process ends: ECONNRESET after 8 bytes
@@ -74,4 +74,8 @@ bad disconn '^victim: error EPROTO after 8 bytes$' victim 500
 bad abort '^victim: error ECONNRESET after 8 bytes$'
 bad gone '^victim: error ECONNRESET after 8 bytes$'
 bad hello '^liar: rejected' liar
+bad zcopy '^victim: end of stream after 8 bytes$'
+bad zbig '^victim: error EPROTO after 0 bytes$'
+bad ztwice '^victim: error EPROTO after (0|8) bytes$'
+bad rdcompl '^victim: error EPROTO after 0 bytes$'
 sof_exit

@@ -17,11 +17,16 @@
  *         credits  Bufs 0 (the victim cannot grant more), then one-byte
  *                  Data messages, 8 beyond the 16 the HelloAck granted
  *         big      a Data message larger than the victim's buffers
- *         mid      a SrcAvail (zero copy, which the victim did not offer)
+ *         mid      a SinkAvail (write mode, which the victim does not offer)
  *         disconn  8 bytes, DisConn, then more data
  *         abort    8 bytes, then AbortConn
  *         gone     8 bytes, then the process ends without a word
  *         hello    a Hello of SDP major version 1: the victim rejects it
+ *         zcopy    a SrcAvail of 8 bytes of its memory: the victim READs
+ *                  them, answers RdmaRdCompl, then gets DisConn
+ *         zbig     a SrcAvail of 1 MiB, more than the victim reads at once
+ *         ztwice   a second SrcAvail before the first's RdmaRdCompl
+ *         rdcompl  a RdmaRdCompl though the victim offered nothing
  *       prints "liar: rejected" when the connection was refused, and
  *       waits (up to 30 s) for the victim to drop the connection.
  * The liar's byte layouts are written here from A4, not shared with sdp/.
@@ -100,6 +105,14 @@ static struct ibv_mr *mr;
 static uint8_t *mem;
 static uint32_t mseq;
 
+static uint8_t seen[256]; /* the MIDs of messages received */
+
+static void saw(const struct ibv_wc *wc)
+{
+	if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV)
+		seen[mem[(size_t)(wc->wr_id / 2 - 1) * BUFSZ]] = 1;
+}
+
 static int wait_send(void)
 {
 	struct ibv_wc wc;
@@ -112,10 +125,31 @@ static int wait_send(void)
 			return -1;
 		if (n && (wc.wr_id & 1))
 			return wc.status == IBV_WC_SUCCESS ? 0 : -1;
-		if (!n)
+		if (n)
+			saw(&wc);
+		else
 			usleep(100);
 	}
 	return -1;
+}
+
+/* wait (10 s at most) for a message with MID from the victim */
+static int wait_mid(uint8_t mid)
+{
+	struct ibv_wc wc;
+	time_t end = time(NULL) + 10;
+
+	while (!seen[mid] && time(NULL) < end) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+
+		if (n < 0)
+			return -1;
+		if (n)
+			saw(&wc);
+		else
+			usleep(100);
+	}
+	return seen[mid] ? 0 : -1;
 }
 
 /* one message from the send half of mem: a BSDH as given, payload bytes */
@@ -130,7 +164,8 @@ static int msg(uint8_t mid, uint16_t bufs, uint32_t len_field, uint32_t seq, uin
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
 
 	memcpy(b, &h, sizeof(h));
-	memset(b + 16, 'x', payload);
+	if (mid != 0xfe || payload != 16)
+		memset(b + 16, 'x', payload);
 	if (ibv_post_send(id->qp, &wr, &bad))
 		return -1;
 	return wait_send();
@@ -138,6 +173,18 @@ static int msg(uint8_t mid, uint16_t bufs, uint32_t len_field, uint32_t seq, uin
 
 /* a valid Data message of n bytes */
 static int data(uint32_t n) { return msg(0xff, NBUF, 16 + n, ++mseq, 0, n); }
+
+/* a SrcAvail of LEN bytes of 'z' at the start of the send half of mem */
+static int srcavail(uint32_t len)
+{
+	uint8_t *src = mem + (size_t)NBUF * BUFSZ + 4096;
+	struct { uint32_t len, rkey; uint64_t va; } __attribute__((packed)) a = {
+		htonl(len), htonl(mr->rkey), htobe64((uintptr_t)src) };
+
+	memset(src, 'z', 8);
+	memcpy(mem + (size_t)NBUF * BUFSZ + 16, &a, sizeof(a));
+	return msg(0xfe, NBUF, 32, ++mseq, 0, 16);
+}
 
 static int liar(const char *mode, const char *addr, const char *port)
 {
@@ -150,7 +197,8 @@ static int liar(const char *mode, const char *addr, const char *port)
 	struct ibv_qp_init_attr attr = { .qp_type = IBV_QPT_RC,
 					 .cap = { .max_send_wr = 64, .max_recv_wr = NBUF,
 						  .max_send_sge = 1, .max_recv_sge = 1 } };
-	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_conn_param param = { .retry_count = 7, .rnr_retry_count = 7,
+					 .responder_resources = 1, .initiator_depth = 1 };
 	struct hello hh = { .h = { .mid = 0, .bufs = htons(NBUF), .len = htonl(sizeof(hh)) },
 			    .majv_minv = 0x22, .ipv_cap = 0x40,
 			    .desremrcvsz = htonl(BUFSZ), .localrcvsz = htonl(BUFSZ) };
@@ -171,7 +219,8 @@ static int liar(const char *mode, const char *addr, const char *port)
 	cq = ibv_create_cq(id->verbs, 128, NULL, NULL, 0);
 	mem = calloc(NBUF + 1, BUFSZ);
 	struct ibv_pd *pd = ibv_alloc_pd(id->verbs);
-	mr = pd && mem ? ibv_reg_mr(pd, mem, (size_t)(NBUF + 1) * BUFSZ, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	mr = pd && mem ? ibv_reg_mr(pd, mem, (size_t)(NBUF + 1) * BUFSZ,
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ) : NULL;
 	attr.send_cq = attr.recv_cq = cq;
 	if (!cq || !mr || rdma_create_qp(id, pd, &attr)) {
 		perror("liar: resources");
@@ -180,7 +229,8 @@ static int liar(const char *mode, const char *addr, const char *port)
 	for (i = 0; i < NBUF; i++) {
 		struct ibv_sge sge = { .addr = (uintptr_t)(mem + (size_t)i * BUFSZ),
 				       .length = BUFSZ, .lkey = mr->lkey };
-		struct ibv_recv_wr wr = { .wr_id = 0, .sg_list = &sge, .num_sge = 1 }, *bad;
+		struct ibv_recv_wr wr = { .wr_id = 2 + 2 * (uint64_t)i, .sg_list = &sge,
+					  .num_sge = 1 }, *bad;
 
 		if (ibv_post_recv(id->qp, &wr, &bad))
 			return 2;
@@ -211,9 +261,23 @@ static int liar(const char *mode, const char *addr, const char *port)
 	else if (!strcmp(mode, "big"))
 		ret = msg(0xff, NBUF, 16 + 65536 + 100, ++mseq, 0, 65536 + 100);
 	else if (!strcmp(mode, "mid"))
-		ret = msg(0xfe, NBUF, 16 + 24, ++mseq, 0, 24);
+		ret = msg(0xfd, NBUF, 16 + 24, ++mseq, 0, 24);
 	else if (!strcmp(mode, "disconn"))
 		ret = data(8) || msg(0x02, NBUF, 16, ++mseq, 0, 0) || data(8);
+	else if (!strcmp(mode, "rdcompl"))
+		ret = msg(0x06, NBUF, 20, ++mseq, 0, 4);
+	else if (!strcmp(mode, "zbig"))
+		ret = srcavail(1 << 20);
+	else if (!strcmp(mode, "zcopy")) {
+		ret = srcavail(8);
+		if (!ret) {
+			ret = wait_mid(0x06);
+			printf("liar: %s\n", ret ? "no RdmaRdCompl" : "RdmaRdCompl");
+			if (!ret)
+				ret = msg(0x02, NBUF, 16, ++mseq, 0, 0);
+		}
+	} else if (!strcmp(mode, "ztwice"))
+		ret = srcavail(8) || srcavail(8);
 	else if (!strcmp(mode, "abort"))
 		ret = data(8) || msg(0x03, NBUF, 16, ++mseq, 0, 0);
 	else if (!strcmp(mode, "gone")) {

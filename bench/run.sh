@@ -504,6 +504,9 @@ r_same_kernel() {
 	rs_iperf "loopback" "" "" 127.0.0.1 "" 4
 	rs_sockperf "loopback" "" "" 127.0.0.1
 	rs_sockperf "loopback" "" "" 127.0.0.1 udp
+	sdp_iperf "loopback" "" "" 127.0.0.1
+	sdp_iperf "loopback" "" "" 127.0.0.1 4
+	sdp_sockperf "loopback" "" "" 127.0.0.1
 }
 
 same_host_rounds() {
@@ -624,6 +627,57 @@ print("%.1f" % (j["end"]["sum_received"]["bits_per_second"] / 8 / 1048576))' "$C
 		else
 			rec "$label" "MiB/s" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
 		fi
+	done
+}
+
+# sdp_pre: the words that run a program over SDP (our libsdp.so, issue 22
+# item 2) with every server and client ruled `use sdp`
+sdp_pre() {
+	printf 'use sdp server * *:*\nuse sdp client * *:*\n' >"$SOF_TMP/libsdp.conf"
+	SDP_PRE=("$SOFTOFED" run -- env LD_PRELOAD="$SOF_BUILD_DIR/lib/libsdp.so"
+		LIBSDP_CONFIG_FILE="$SOF_TMP/libsdp.conf")
+}
+
+# sdp_sockperf WHERE SRV_NS CLI_NS ADDR: sockperf TCP ping-pong 14 B over SDP
+sdp_sockperf() {
+	local where=$1 sns=$2 cns=$3 addr=$4 i v label s c
+	label="SDP $where: tcp ping-pong 14 B (sockperf over libsdp)"
+	wanted "$label" || return 0
+	sdp_pre
+	for i in $(reps); do
+		next_port
+		log "$label run $i"
+		s=("${SDP_PRE[@]}" sockperf sr -i "$addr" -p "$PORT" --tcp)
+		c=("${SDP_PRE[@]}" sockperf pp -i "$addr" -p "$PORT" --tcp -m 14 -t "$SECS")
+		if ! NO_PORT=1 STOP_SRV=1 pair sockperf $((SECS + 30)) "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
+			fail "$label" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
+			break
+		fi
+		v=$(awk '/percentile 50.000/ { print $NF }' "$CLI_OUT" | tail -n 1)
+		rec "$label" "us (median, one-way)" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
+	done
+}
+
+# sdp_iperf WHERE SRV_NS CLI_NS ADDR [STREAMS]: iperf3 TCP over SDP
+sdp_iperf() {
+	local where=$1 sns=$2 cns=$3 addr=$4 np=${5:-1} i v label s c
+	label="SDP $where: tcp stream (iperf3 -P $np over libsdp)"
+	wanted "$label" || return 0
+	sdp_pre
+	for i in $(reps); do
+		next_port
+		log "$label run $i"
+		s=("${SDP_PRE[@]}" iperf3 -s -1 -p "$PORT" -B "$addr")
+		c=("${SDP_PRE[@]}" iperf3 -c "$addr" -p "$PORT" -t "$SECS" -P "$np" -J)
+		if ! NO_PORT=1 pair iperf3 $((SECS + 30)) "$sns" "$cns" "${s[@]}" :: "${c[@]}"; then
+			fail "$label" "run $i failed: $(tail -n 3 "$CLI_OUT" | tr '\n' ' ')"
+			break
+		fi
+		v=$(python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("%.1f" % (j["end"]["sum_received"]["bits_per_second"] / 8 / 1048576))' "$CLI_OUT" 2>/dev/null)
+		rec "$label" "MiB/s" "$v" "$(cmdline "${s[@]}" :: "${c[@]}")"
 	done
 }
 
@@ -1115,6 +1169,8 @@ hosts_wanted() {
 		"rsockets veth: tcp stream (iperf3 -P 1 over librspreload)" \
 		"rsockets veth: tcp ping-pong 14 B (sockperf over librspreload)" \
 		"rsockets veth: udp ping-pong 14 B (sockperf over librspreload)" \
+		"SDP veth: tcp stream (iperf3 -P 1 over libsdp)" \
+		"SDP veth: tcp ping-pong 14 B (sockperf over libsdp)" \
 		"profile: veth ib_send_lat 2 B"; do
 		wanted "$l" && return 0
 	done
@@ -1184,6 +1240,9 @@ r_veth_kernel() {
 	rs_iperf "veth" "$V_A" "$V_B" "$V_IP" "" 4
 	rs_sockperf "veth" "$V_A" "$V_B" "$V_IP"
 	rs_sockperf "veth" "$V_A" "$V_B" "$V_IP" udp
+	sdp_iperf "veth" "$V_A" "$V_B" "$V_IP"
+	sdp_iperf "veth" "$V_A" "$V_B" "$V_IP" 4
+	sdp_sockperf "veth" "$V_A" "$V_B" "$V_IP"
 }
 r_veth_ucx() { ucx_run veth tcp tcp "$V_A" "$V_B" "$V_IP" $((64 * MIB)) "2" "$MIB" lat-veth bw-veth; }
 r_veth_fi_rxd() {

@@ -1,0 +1,130 @@
+/*
+ * libsdp.so internals: the rules (sdp_rules.c), the log, SDP connections
+ * and listeners over the RDMA CM (sdp_conn.c) and the socket calls a
+ * program makes (sdp_preload.c).
+ *
+ * A connection's socket in the program is one end of an AF_UNIX stream
+ * socketpair put at the program's descriptor number; a thread of the
+ * library (the pump) moves bytes between the other end and the RC QP. So
+ * read/write/send/recv, poll/select/epoll, dup, fcntl flags and fork work
+ * on the descriptor as the kernel has them; the calls that name addresses
+ * or TCP options are answered here. A listener's descriptor is an AF_UNIX
+ * listening socket: the listener thread connects one end of each new
+ * connection to it, so accept(2) and readiness are the kernel's too.
+ *
+ * Locks: sdp_fd_lock guards the descriptor table and the listeners'
+ * pending lists (sdp_preload.c, sdp_conn.c); a connection's own state is
+ * its pump thread's alone, but for `error`, which others only read.
+ */
+#ifndef SDP_H
+#define SDP_H
+
+#include "sdp_wire.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+#ifndef AF_INET_SDP
+#define AF_INET_SDP 27 /* OFED's address family for SDP sockets */
+#endif
+
+enum sdp_use {
+	SDP_USE_TCP,
+	SDP_USE_SDP,
+	SDP_USE_BOTH,
+};
+
+enum sdp_role {
+	SDP_ROLE_SERVER,
+	SDP_ROLE_CLIENT,
+};
+
+/* rules */
+void sdp_rules_load(void);
+enum sdp_use sdp_rules_match(enum sdp_role role, const struct sockaddr_in *sin);
+extern const char *const sdp_use_names[];
+
+/* log levels as libsdp.conf's min-level: 9 errors .. 1 debug */
+enum {
+	SDP_LOG_DEBUG = 1,
+	SDP_LOG_NOMATCH = 3,
+	SDP_LOG_MATCH = 4,
+	SDP_LOG_SUMMARY = 7,
+	SDP_LOG_WARN = 8,
+	SDP_LOG_ERR = 9,
+};
+void sdp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sdp_log_set(const char *dest, int min_level);
+void sdp_addr_str(const struct sockaddr_in *sin, char *buf, size_t len);
+
+/* the real calls, found with dlsym(RTLD_NEXT) (sdp_preload.c) */
+struct sdp_real {
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*close)(int);
+	ssize_t (*write)(int, const void *, size_t);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*fcntl)(int, int, ...);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*shutdown)(int, int);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+};
+extern struct sdp_real sdp_real;
+void sdp_real_init(void);
+
+/* A connection; its references: the pump thread, and every descriptor
+ * (sdp_fd) that names it. */
+struct sdp_conn {
+	atomic_int ref;
+	atomic_int error;	   /* errno the program's reads report at the end */
+	struct sockaddr_in local;  /* getsockname */
+	struct sockaddr_in peer;   /* getpeername */
+	uint32_t payload_max;	   /* bytes of payload a message carries */
+	void *priv;		   /* sdp_conn.c's connection (NULL: a forked child's view) */
+};
+
+void sdp_conn_put(struct sdp_conn *c);
+/* at exit: wait (at most MS) until what programs wrote has been sent */
+void sdp_conn_flush(int ms);
+/* connect from SRC (address 0: the route's) to SIN over SDP; on success
+ * *ufd is the program's end */
+int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
+		struct sdp_conn **out, int *ufd);
+
+/* A listener: an RDMA CM listening id (and for `both` a kernel TCP
+ * listening socket) whose new connections are connected to `ufd_name`. */
+struct sdp_listener;
+/* the name of the socket a listener connects for each new connection */
+#define SDP_CONNECTOR_NAME "sdpc.%d.%p.%lu.%c.%08x.%04hx.%08x.%04hx"
+
+struct sdp_pending {
+	struct sdp_pending *next;
+	unsigned long id;	/* the tag in the connecting socket's name */
+	struct sdp_conn *conn;	/* an SDP connection ... */
+	struct sockaddr_in peer;
+};
+int sdp_listen(const struct sockaddr_in *sin, int backlog, int tcp_fd, int ufd,
+	       const char *ufd_name, struct sdp_listener **out);
+struct sdp_pending *sdp_listener_take(struct sdp_listener *l, unsigned long id);
+void sdp_listener_put(struct sdp_listener *l);
+void sdp_pending_free(struct sdp_pending *p);
+void sdp_listener_get(struct sdp_listener *l);
+
+extern pthread_mutex_t sdp_fd_lock;
+
+#endif

@@ -1,0 +1,727 @@
+/*
+ * SDP connections over the RDMA CM and one RC QP each (IBTA Annex A4,
+ * buffer copy mode): the active side's REQ carries our Hello, the passive
+ * side's REP the HelloAck (A4.4). Ids are made with the public librdmacm
+ * calls on AF_IB addresses with A4's service IDs (0x000000000001PPPP,
+ * RDMA_PS_IB; RC, as rdma_create_ep makes it from an rdma_addrinfo); the
+ * QP, CQ and buffers with the public libibverbs calls.
+ *
+ * Each connection has a pump thread: it posts SDP_NBUFS receive buffers
+ * of SDP_BUFSZ bytes, reads what the program wrote into its end of the
+ * socketpair and sends it as Data messages (A4.6.1) while the peer has
+ * credits, a large piece as a SrcAvail the peer READs (A4.6.5), and
+ * writes the payload of what arrives (and what it READ for the peer's
+ * SrcAvail, then answering RdmaRdCompl) to the socketpair, reposting each
+ * buffer once it is written out. End of stream is DisConn
+ * both ways (A4.6.4), then rdma_disconnect. A peer that breaks the
+ * protocol (sdp_proto.c), aborts, or disappears (a failed completion, a
+ * DREQ before its DisConn) ends the connection with an error the
+ * program's next read reports (sdp_preload.c).
+ */
+#include "sdp_qpc.h"
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/ib.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The pumps of this process (pump_pid: a forked child has none), and
+ * those that are still sending what the program wrote before its end of
+ * stream: exit waits for them (sdp_conn_flush). */
+static atomic_int pumps_alive, pumps_draining;
+static pid_t pump_pid;
+
+/* (a connection is its sdp_qpc's first member, or stands alone: a child's
+ * view of one, sdp_preload.c) */
+void sdp_conn_put(struct sdp_conn *c)
+{
+	if (atomic_fetch_sub(&c->ref, 1) == 1)
+		free(c);
+}
+
+void sdp_qpc_free(struct sdp_qpc *q)
+{
+	if (q->id && q->id->qp)
+		rdma_destroy_qp(q->id);
+	if (q->cq)
+		ibv_destroy_cq(q->cq);
+	if (q->comp)
+		ibv_destroy_comp_channel(q->comp);
+	if (q->rx_mr)
+		ibv_dereg_mr(q->rx_mr);
+	if (q->tx_mr)
+		ibv_dereg_mr(q->tx_mr);
+	if (q->sink_mr)
+		ibv_dereg_mr(q->sink_mr);
+	if (q->pd)
+		ibv_dealloc_pd(q->pd);
+	if (q->id)
+		rdma_destroy_id(q->id);
+	if (q->ch)
+		rdma_destroy_event_channel(q->ch);
+	free(q->rx_buf);
+	free(q->tx_buf);
+	free(q->sink_buf);
+	if (q->ufd >= 0)
+		sdp_real.close(q->ufd);
+	q->id = NULL;
+	sdp_conn_put(&q->pub);
+}
+
+struct sdp_qpc *sdp_qpc_new(void)
+{
+	struct sdp_qpc *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	atomic_init(&q->pub.ref, 1);
+	q->pub.priv = q;
+	q->ufd = -1;
+	sdp_flow_init(&q->flow, SDP_NBUFS);
+	return q;
+}
+
+static int post_recv(struct sdp_qpc *q, uint32_t idx)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(q->rx_buf + (size_t)idx * SDP_BUFSZ),
+		.length = SDP_BUFSZ,
+		.lkey = q->rx_mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = idx, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(q->id->qp, &wr, &bad) ? -EIO : 0;
+}
+
+/* The PD, CQ, QP and buffers of id; all receive buffers posted. */
+int sdp_qpc_resources(struct sdp_qpc *q)
+{
+	struct ibv_qp_init_attr attr;
+	uint32_t i;
+
+	q->pd = ibv_alloc_pd(q->id->verbs);
+	q->comp = q->pd ? ibv_create_comp_channel(q->id->verbs) : NULL;
+	q->cq = q->comp ? ibv_create_cq(q->id->verbs, SDP_NBUFS + SDP_TXN + 4, NULL, q->comp, 0) : NULL;
+	q->rx_buf = aligned_alloc(4096, (size_t)SDP_NBUFS * SDP_BUFSZ);
+	q->tx_buf = aligned_alloc(4096, (size_t)SDP_TXN * SDP_BUFSZ);
+	q->sink_buf = aligned_alloc(4096, SDP_MAX_ZCOPY);
+	if (!q->cq || !q->rx_buf || !q->tx_buf || !q->sink_buf)
+		return -ENOMEM;
+	q->rx_mr = ibv_reg_mr(q->pd, q->rx_buf, (size_t)SDP_NBUFS * SDP_BUFSZ, IBV_ACCESS_LOCAL_WRITE);
+	/* the peer reads what a SrcAvail advertises */
+	q->tx_mr = ibv_reg_mr(q->pd, q->tx_buf, (size_t)SDP_TXN * SDP_BUFSZ, IBV_ACCESS_REMOTE_READ);
+	q->sink_mr = ibv_reg_mr(q->pd, q->sink_buf, SDP_MAX_ZCOPY, IBV_ACCESS_LOCAL_WRITE);
+	if (!q->rx_mr || !q->tx_mr || !q->sink_mr)
+		return -ENOMEM;
+	memset(&attr, 0, sizeof(attr));
+	attr.send_cq = q->cq;
+	attr.recv_cq = q->cq;
+	attr.qp_type = IBV_QPT_RC;
+	attr.cap.max_send_wr = SDP_TXN + SDP_MAX_ADVERTS;
+	attr.cap.max_recv_wr = SDP_NBUFS;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.sq_sig_all = 1;
+	if (rdma_create_qp(q->id, q->pd, &attr))
+		return -errno;
+	for (i = 0; i < SDP_NBUFS; i++)
+		if (post_recv(q, i))
+			return -EIO;
+	if (ibv_req_notify_cq(q->cq, 0))
+		return -EIO;
+	return 0;
+}
+
+void sdp_conn_param(struct rdma_conn_param *p, const void *pd, size_t len)
+{
+	memset(p, 0, sizeof(*p));
+	p->private_data = pd;
+	p->private_data_len = (uint8_t)len;
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+	/* the READs of SrcAvails, each way */
+	p->responder_resources = SDP_MAX_ADVERTS;
+	p->initiator_depth = SDP_MAX_ADVERTS;
+}
+
+/* The names the program sees: the ends' IPv4 addresses and ports. */
+void sdp_qpc_addrs(struct sdp_qpc *q, uint32_t lip, uint16_t lport, uint32_t pip,
+		      uint16_t pport)
+{
+	q->pub.local = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = lport,
+					     .sin_addr.s_addr = lip };
+	q->pub.peer = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = pport,
+					    .sin_addr.s_addr = pip };
+	q->pub.payload_max = q->flow.peer_rcvsz - SDP_BSDH_LEN < SDP_BUFSZ - SDP_TX_DATA_OFF ?
+				     q->flow.peer_rcvsz - SDP_BSDH_LEN : SDP_BUFSZ - SDP_TX_DATA_OFF;
+	q->zcopy = q->flow.peer_adverts > 0 && !(getenv("LIBSDP_ZCOPY") &&
+						 !strcmp(getenv("LIBSDP_ZCOPY"), "0"));
+}
+
+/* Whether tx slot tx_head may be written: not while it holds what our
+ * outstanding SrcAvail advertises. */
+static int slot_free(struct sdp_qpc *q)
+{
+	return q->tx_inflight < SDP_TXN &&
+	       !(q->flow.src_out && q->tx_head % SDP_TXN == q->zc_slot);
+}
+
+static uint8_t *tx_slot(struct sdp_qpc *q)
+{
+	return q->tx_buf + (size_t)(q->tx_head % SDP_TXN) * SDP_BUFSZ;
+}
+
+/* Post LEN bytes at OFF of tx slot tx_head (its BSDH already written). */
+static int post_slot(struct sdp_qpc *q, uint32_t off, uint32_t len)
+{
+	uint32_t slot = q->tx_head % SDP_TXN;
+	struct ibv_sge sge = { .addr = (uintptr_t)(tx_slot(q) + off), .length = len,
+			       .lkey = q->tx_mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = SDP_WR_SEND | slot,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	if (ibv_post_send(q->id->qp, &wr, &bad))
+		return -EIO;
+	q->tx_head++;
+	q->tx_inflight++;
+	q->ticks++;
+	return 0;
+}
+
+/* A message of LEN bytes (BSDH included), its payload at SDP_TX_DATA_OFF. */
+static int post_msg(struct sdp_qpc *q, uint8_t mid, uint32_t len)
+{
+	uint32_t off = SDP_TX_DATA_OFF - SDP_BSDH_LEN;
+
+	sdp_hdr_fill(&q->flow, (struct sdp_bsdh *)(tx_slot(q) + off), mid, len);
+	return post_slot(q, off, len);
+}
+
+/* A4.6.5: offer the N bytes read into tx slot tx_head for the peer to
+ * READ; the slot is ours again at its RdmaRdCompl. */
+static int post_srcavail(struct sdp_qpc *q, uint32_t n)
+{
+	uint8_t *slot = tx_slot(q);
+
+	q->zc_slot = q->tx_head % SDP_TXN;
+	q->zc_len = n;
+	sdp_srcavail_fill(&q->flow, slot, n, q->tx_mr->rkey, (uintptr_t)(slot + SDP_TX_DATA_OFF));
+	return post_slot(q, 0, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_srcah));
+}
+
+/* READ what the peer's SrcAvail offers into the sink buffer. */
+static int post_read(struct sdp_qpc *q, const struct sdp_rx *rx)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)q->sink_buf, .length = rx->zlen,
+			       .lkey = q->sink_mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = SDP_WR_READ,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = rx->zva, .rkey = rx->zrkey },
+	}, *bad;
+
+	return ibv_post_send(q->id->qp, &wr, &bad) ? -EIO : 0;
+}
+
+static void rxq_push(struct sdp_qpc *q, struct sdp_rxq e)
+{
+	q->rxq[(q->rxq_head + q->rxq_n) % (SDP_NBUFS + SDP_MAX_ADVERTS)] = e;
+	q->rxq_n++;
+}
+
+/* The completions: sends free their slot, receives are checked and
+ * queued for the program in order. */
+static int drain_cq(struct sdp_qpc *q)
+{
+	struct ibv_wc wc[16];
+	struct sdp_rx rx;
+	int n, i, ret;
+
+	while ((n = ibv_poll_cq(q->cq, 16, wc)) > 0) {
+		for (i = 0; i < n; i++) {
+			q->ticks++;
+			if (wc[i].status != IBV_WC_SUCCESS)
+				return -ECONNRESET;
+			if (wc[i].wr_id & SDP_WR_SEND) {
+				q->tx_inflight--;
+				continue;
+			}
+			if (wc[i].wr_id & SDP_WR_READ) {
+				for (unsigned int k = 0; k < q->rxq_n; k++) {
+					struct sdp_rxq *e = &q->rxq[(q->rxq_head + k) %
+								    (SDP_NBUFS + SDP_MAX_ADVERTS)];
+
+					if (e->sink)
+						e->ready = 1;
+				}
+				continue;
+			}
+			q->flow.rx_posted--;
+			ret = sdp_rx_msg(&q->flow, q->rx_buf + wc[i].wr_id * SDP_BUFSZ,
+					 wc[i].byte_len, &rx);
+			if (!ret)
+				q->established = 1; /* the peer has our REP */
+			if (ret) {
+				sdp_log(SDP_LOG_ERR, "peer %s broke SDP: a message it sent was malformed",
+					inet_ntoa(q->pub.peer.sin_addr));
+				return ret;
+			}
+			if (rx.kind == SDP_RX_ABORT)
+				return -ECONNRESET;
+			/* the length our SrcAvail offered, or the peer lies */
+			if (rx.kind == SDP_RX_RDCOMPL && rx.zlen != q->zc_len)
+				return -EPROTO;
+			rxq_push(q, (struct sdp_rxq){ .idx = (uint32_t)wc[i].wr_id, .off = rx.off,
+						      .len = rx.len });
+			if (rx.kind == SDP_RX_SRCAVAIL) {
+				if (post_read(q, &rx))
+					return -EIO;
+				rxq_push(q, (struct sdp_rxq){ .sink = 1, .len = rx.zlen });
+			}
+		}
+	}
+	return n < 0 ? -EIO : 0;
+}
+
+/* Write queued payload to the program; repost the buffers written out. */
+static int deliver(struct sdp_qpc *q)
+{
+	q->out_blocked = 0;
+	while (q->rxq_n) {
+		struct sdp_rxq *e = &q->rxq[q->rxq_head];
+		uint8_t *from = e->sink ? q->sink_buf : q->rx_buf + (size_t)e->idx * SDP_BUFSZ;
+		ssize_t n = 0;
+
+		if (e->sink && !e->ready)
+			return 0; /* its READ is on its way */
+		if (e->len && !q->app_gone) {
+			n = send(q->ufd, from + e->off, e->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				q->out_blocked = 1;
+				return 0;
+			}
+			if (n < 0)
+				q->app_gone = 1; /* EPIPE: closed, or shut for reading */
+		}
+		q->ticks++;
+		if (n > 0 && (uint32_t)n < e->len) {
+			e->off += (uint32_t)n;
+			e->len -= (uint32_t)n;
+			continue;
+		}
+		if (e->sink) {
+			/* written out: the peer may have its buffer back */
+			q->rrc_due = e->off + e->len + 1;
+		} else {
+			if (post_recv(q, e->idx))
+				return -EIO;
+			q->flow.rx_posted++;
+		}
+		q->rxq_head = (q->rxq_head + 1) % (SDP_NBUFS + SDP_MAX_ADVERTS);
+		q->rxq_n--;
+	}
+	return 0;
+}
+
+/* Read what the program wrote and send it while credits allow (a large
+ * piece offered by SrcAvail when no other is outstanding); then DisConn at
+ * its end of stream, and credit updates. A RdmaRdCompl due goes first. */
+static int transmit(struct sdp_qpc *q)
+{
+	uint32_t off = SDP_TX_DATA_OFF - SDP_BSDH_LEN;
+	int ret;
+
+	q->in_blocked = 0;
+	if (q->rrc_due && q->established && slot_free(q) && sdp_credits(&q->flow) >= 1) {
+		sdp_rdcompl_fill(&q->flow, tx_slot(q) + off, q->rrc_due - 1);
+		q->rrc_due = 0;
+		ret = post_slot(q, off, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_rrch));
+		if (ret)
+			return ret;
+	}
+	while (q->established && !q->rd_eof && q->tx_inflight < SDP_TXN - 2 && slot_free(q) &&
+	       sdp_credits(&q->flow) >= 2) {
+		ssize_t n = recv(q->ufd, tx_slot(q) + SDP_TX_DATA_OFF, q->pub.payload_max,
+				 MSG_DONTWAIT);
+
+		/* EFAULT: the slots are remote-readable, and libibverbs moves
+		 * such pages onto shared memory when a peer of this host first
+		 * reads them; a system call writing there meanwhile fails, the
+		 * data stays in the socket (our libibverbs' mem_share.c) */
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EFAULT)) {
+			q->in_blocked = 1;
+			break;
+		}
+		if (n <= 0) {
+			sdp_log(SDP_LOG_DEBUG, "end of the program's stream: %zd (%s)", n,
+				n ? strerror(errno) : "end");
+			q->rd_eof = 1;
+			break;
+		}
+		if (q->zcopy && !q->flow.src_out && (uint32_t)n >= SDP_ZCOPY_MIN)
+			ret = post_srcavail(q, (uint32_t)n);
+		else
+			ret = post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN + (uint32_t)n);
+		if (ret)
+			return ret;
+	}
+	if (!q->established || !slot_free(q) || sdp_credits(&q->flow) < 1)
+		return 0;
+	if (q->rd_eof && !q->sent_disconn) {
+		q->sent_disconn = 1;
+		return post_msg(q, SDP_MID_DISCONN, SDP_BSDH_LEN);
+	}
+	if (sdp_want_update(&q->flow))
+		return post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN);
+	return 0;
+}
+
+static int cm_event(struct sdp_qpc *q)
+{
+	struct rdma_cm_event *ev;
+	enum rdma_cm_event_type type;
+
+	if (rdma_get_cm_event(q->ch, &ev))
+		return errno == EAGAIN ? 2 : -EIO;
+	type = ev->event;
+	rdma_ack_cm_event(ev);
+	switch (type) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		q->established = 1;
+		return 0;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		/* what the peer sent before its DREQ is in the CQ */
+		if (drain_cq(q) || !q->flow.got_disconn)
+			return -ECONNRESET;
+		return 1;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		return -ECONNRESET;
+	default:
+		return 0;
+	}
+}
+
+static long ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1000 + (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+static void set_draining(struct sdp_qpc *q, int on)
+{
+	if (on == q->draining)
+		return;
+	q->draining = (uint8_t)on;
+	atomic_fetch_add(&pumps_draining, on ? 1 : -1);
+}
+
+void sdp_conn_flush(int ms)
+{
+	int t;
+
+	if (getpid() != pump_pid)
+		return;
+	for (t = 0; t < ms && atomic_load(&pumps_alive); t++) {
+		/* the rest are held open elsewhere (a child's copy) */
+		if (t >= 200 && !atomic_load(&pumps_draining))
+			break;
+		usleep(1000);
+	}
+}
+
+/* One step; 1 when the connection has ended as agreed, < 0 on error. */
+static int pump_step(struct sdp_qpc *q)
+{
+	int ret = drain_cq(q), dret;
+
+	/* what arrived before an error is the program's */
+	dret = deliver(q);
+	if (!ret)
+		ret = dret;
+	if (!ret)
+		ret = transmit(q);
+	if (ret)
+		return ret;
+	if (q->flow.got_disconn && !q->rxq_n && !q->app_gone && !q->shut_wr) {
+		shutdown(q->ufd, SHUT_WR); /* the program reads its end of stream */
+		q->shut_wr = 1;
+	}
+	/* the program reads no more (EPIPE: closed, or shutdown SHUT_RD) and
+	 * writes no more: the peer's DisConn is waited for a while only */
+	if (q->app_gone && q->rd_eof && !q->gone_at.tv_sec)
+		clock_gettime(CLOCK_MONOTONIC, &q->gone_at);
+	set_draining(q, q->rd_eof && !(q->sent_disconn && !q->tx_inflight && !q->flow.src_out));
+	if (q->sent_disconn && q->flow.got_disconn && !q->rxq_n && !q->tx_inflight &&
+	    !q->flow.src_out && !q->rrc_due)
+		return 1;
+	if (q->app_gone && q->gone_at.tv_sec && ms_since(&q->gone_at) > SDP_CLOSE_MS)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Steps until something happens or SDP_SPIN_NS passed; 0 when nothing did. */
+static uint64_t spin_ns(void)
+{
+	static uint64_t ns;
+	const char *env;
+
+	if (ns)
+		return ns;
+	env = getenv("LIBSDP_SPIN_US");
+	ns = env ? strtoull(env, NULL, 10) * 1000 + 1 : SDP_SPIN_NS;
+	return ns;
+}
+
+static int spin(struct sdp_qpc *q, int *ret)
+{
+	unsigned long t0 = q->ticks;
+	uint64_t until = now_ns() + spin_ns();
+
+	do {
+		*ret = pump_step(q);
+		if (*ret || q->ticks != t0)
+			return 1;
+		sched_yield();
+	} while (now_ns() < until);
+	return 0;
+}
+
+static void *pump(void *arg)
+{
+	struct sdp_qpc *q = arg;
+	struct pollfd p[3];
+	int ret;
+
+	for (;;) {
+		/* every event: the channel's fd is non-blocking, and events
+		 * of the id's first (synchronous) channel may wait in the
+		 * library's backlog, which the fd does not show */
+		while ((ret = cm_event(q)) == 0)
+			;
+		if (ret != 2)
+			break;
+		if (spin(q, &ret)) {
+			if (ret)
+				break;
+			continue;
+		}
+		if (ibv_req_notify_cq(q->cq, 0)) {
+			ret = -EIO;
+			break;
+		}
+		ret = pump_step(q);
+		if (ret)
+			break;
+		p[0] = (struct pollfd){ .fd = q->comp->fd, .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = q->ch->fd, .events = POLLIN };
+		p[2] = (struct pollfd){ .fd = q->ufd, .events = 0 };
+		if (q->in_blocked)
+			p[2].events |= POLLIN;
+		if (q->out_blocked)
+			p[2].events |= POLLOUT;
+		if (poll(p, 3, q->app_gone ? 200 : -1) < 0 && errno != EINTR) {
+			ret = -EIO;
+			break;
+		}
+		if (p[0].revents & POLLIN) {
+			struct ibv_cq *cq;
+			void *ctx;
+
+			if (!ibv_get_cq_event(q->comp, &cq, &ctx))
+				ibv_ack_cq_events(cq, 1);
+		}
+	}
+	if (ret < 0) {
+		atomic_store(&q->pub.error, -ret);
+		sdp_log(SDP_LOG_WARN, "SDP connection with %s:%u ended: %s",
+			inet_ntoa(q->pub.peer.sin_addr), ntohs(q->pub.peer.sin_port), strerror(-ret));
+		if (ret == -EPROTO && q->tx_inflight < SDP_TXN && sdp_credits(&q->flow) >= 1)
+			post_msg(q, SDP_MID_ABORT, SDP_BSDH_LEN);
+	}
+	if (ret < 0)
+		shutdown(q->ufd, SHUT_RDWR);
+	else
+		shutdown(q->ufd, SHUT_WR);
+	rdma_disconnect(q->id);
+	set_draining(q, 0);
+	sdp_qpc_free(q);
+	atomic_fetch_sub(&pumps_alive, 1);
+	return NULL;
+}
+
+int sdp_pump_start(struct sdp_qpc *q)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	int ret;
+
+	if (pump_pid != getpid()) {
+		pump_pid = getpid();
+		atomic_store(&pumps_alive, 0);
+		atomic_store(&pumps_draining, 0);
+	}
+	atomic_fetch_add(&pumps_alive, 1);
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&t, &a, pump, q);
+	pthread_attr_destroy(&a);
+	if (ret)
+		atomic_fetch_sub(&pumps_alive, 1);
+	return -ret;
+}
+
+/* An IPv4 address and TCP port as A4's AF_IB address: the IPv4-mapped
+ * GID (RoCEv2's; zero for INADDR_ANY) and the SDP service ID of the port. */
+void sdp_sib(struct sockaddr_ib *sib, const struct sockaddr_in *sin)
+{
+	memset(sib, 0, sizeof(*sib));
+	sib->sib_family = AF_IB;
+	sib->sib_pkey = htobe16(0xffff);
+	if (sin->sin_addr.s_addr)
+		ib_addr_set(&sib->sib_addr, 0, 0, htobe32(0xffff), sin->sin_addr.s_addr);
+	sib->sib_sid = htobe64(SDP_SERVICE_ID(ntohs(sin->sin_port)));
+	sib->sib_sid_mask = htobe64(~0ull);
+}
+
+struct rdma_addrinfo sdp_rai(struct sockaddr_ib *src, struct sockaddr_ib *dst, int passive)
+{
+	struct rdma_addrinfo rai;
+
+	memset(&rai, 0, sizeof(rai));
+	rai.ai_flags = passive ? RAI_PASSIVE : 0;
+	rai.ai_family = AF_IB;
+	rai.ai_qp_type = IBV_QPT_RC;
+	rai.ai_port_space = RDMA_PS_IB;
+	if (src) {
+		rai.ai_src_addr = (struct sockaddr *)src;
+		rai.ai_src_len = sizeof(*src);
+	}
+	if (dst) {
+		rai.ai_dst_addr = (struct sockaddr *)dst;
+		rai.ai_dst_len = sizeof(*dst);
+	}
+	return rai;
+}
+
+/* The IPv4 address of an id's source GID (IPv4-mapped), or 0. */
+uint32_t sdp_id_src_ip(struct rdma_cm_id *id)
+{
+	const struct sockaddr_ib *sib = (const struct sockaddr_ib *)rdma_get_local_addr(id);
+	uint32_t ip = 0;
+
+	if (sib && sib->sib_family == AF_IB)
+		memcpy(&ip, (const uint8_t *)&sib->sib_addr + 12, 4);
+	return ip;
+}
+
+/* The socketpair of a connection: the pump keeps [1]. */
+static int conn_pair(struct sdp_qpc *q, int *ufd)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	q->ufd = sv[1];
+	*ufd = sv[0];
+	return 0;
+}
+
+int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
+		struct sdp_conn **out, int *ufd)
+{
+	struct sockaddr_ib dst, from;
+	struct rdma_addrinfo rai;
+	struct rdma_conn_param param;
+	struct sdp_qpc *q = sdp_qpc_new();
+	struct sdp_hh hh;
+	uint32_t sip;
+	int ret;
+
+	if (!q)
+		return -ENOMEM;
+	sdp_sib(&dst, sin);
+	if (src->sin_addr.s_addr) {
+		sdp_sib(&from, src);
+		from.sib_sid = from.sib_sid_mask = 0;
+	}
+	rai = sdp_rai(src->sin_addr.s_addr ? &from : NULL, &dst, 0);
+	if (rdma_create_ep(&q->id, &rai, NULL, NULL)) {
+		ret = -errno;
+		goto err;
+	}
+	ret = sdp_qpc_resources(q);
+	if (ret)
+		goto err;
+	sip = src->sin_addr.s_addr ? src->sin_addr.s_addr : sdp_id_src_ip(q->id);
+	sdp_hello_fill(&q->flow, &hh, SDP_BUFSZ, sip, ntohs(src->sin_port), sin->sin_addr.s_addr);
+	sdp_conn_param(&param, &hh, sizeof(hh));
+	if (rdma_connect(q->id, &param)) {
+		ret = -errno;
+		goto err;
+	}
+	if (!q->id->event || sdp_hello_ack_parse(&q->flow, q->id->event->param.conn.private_data,
+						 q->id->event->param.conn.private_data_len)) {
+		sdp_log(SDP_LOG_ERR, "no valid SDP HelloAck from %s", inet_ntoa(sin->sin_addr));
+		ret = -EPROTO;
+		goto err;
+	}
+	q->ch = rdma_create_event_channel();
+	if (!q->ch || sdp_real.fcntl(q->ch->fd, F_SETFL, O_NONBLOCK) ||
+	    rdma_migrate_id(q->id, q->ch)) {
+		ret = -EIO;
+		goto err;
+	}
+	q->established = 1;
+	sdp_qpc_addrs(q, sip, src->sin_port, sin->sin_addr.s_addr, sin->sin_port);
+	ret = conn_pair(q, ufd);
+	if (ret)
+		goto err;
+	atomic_fetch_add(&q->pub.ref, 1);
+	ret = sdp_pump_start(q);
+	if (ret) {
+		atomic_fetch_sub(&q->pub.ref, 1);
+		sdp_real.close(*ufd);
+		goto err;
+	}
+	*out = &q->pub;
+	return 0;
+err:
+	if (q->id && q->id->qp)
+		rdma_disconnect(q->id);
+	sdp_qpc_free(q);
+	return ret;
+}
+

@@ -1,0 +1,725 @@
+/*
+ * libsdp.so: the socket calls of a program, preloaded (LD_PRELOAD), as
+ * OFED's libsdp: AF_INET and AF_INET_SDP stream sockets are steered by the
+ * rules (sdp_rules.c) when they listen or connect. An SDP socket's
+ * descriptor becomes one end of an AF_UNIX socketpair (a connection) or
+ * an AF_UNIX listening socket (a listener), put at the same number with
+ * the same O_NONBLOCK and FD_CLOEXEC (sdp.h says why); the calls that
+ * name addresses or TCP options are answered from the table here, the
+ * rest (read, write, poll, select, epoll, fcntl flags, sendfile, fork,
+ * exec) are the kernel's on that descriptor.
+ *
+ * The table (fds[], under sdp_fd_lock) has an entry per descriptor
+ * number: INET (a kernel TCP socket not yet decided), CONN or LISTEN;
+ * dup/dup2/dup3/F_DUPFD copy it and close drops it.
+ */
+#include "sdp.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define SDP_EXPORT __attribute__((visibility("default")))
+#define SDP_MAX_FD 65536
+
+enum sdp_fd_kind {
+	SDP_FD_INET,
+	SDP_FD_CONN,
+	SDP_FD_LISTEN,
+};
+
+struct sdp_fd {
+	enum sdp_fd_kind kind;
+	int force_sdp; /* made as AF_INET_SDP */
+	struct sdp_conn *conn;
+	struct sdp_listener *listener;
+	struct sockaddr_in bound;
+};
+
+struct sdp_real sdp_real;
+pthread_mutex_t sdp_fd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sdp_fd *fds[SDP_MAX_FD];
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static unsigned long listen_seq;
+
+#define REAL(name) (sdp_real.name = (__typeof__(sdp_real.name))dlsym(RTLD_NEXT, #name))
+
+static void real_init(void)
+{
+	REAL(socket), REAL(bind), REAL(listen), REAL(accept4), REAL(connect), REAL(close);
+	REAL(write), REAL(dup), REAL(dup2), REAL(dup3), REAL(fcntl), REAL(getsockname);
+	REAL(getpeername), REAL(getsockopt), REAL(setsockopt), REAL(shutdown), REAL(read);
+	REAL(recv), REAL(recvfrom), REAL(recvmsg), REAL(sendto), REAL(sendmsg);
+	sdp_rules_load();
+}
+
+void sdp_real_init(void) { pthread_once(&init_once, real_init); }
+
+__attribute__((constructor)) static void sdp_init(void) { sdp_real_init(); }
+
+/* exit closes the program's SDP sockets as the kernel closes TCP ones, and
+ * waits (up to 5 s) until the pumps have sent what was written to them and
+ * the DisConn after it: the kernel would send it after the process. */
+__attribute__((destructor)) static void sdp_fini(void)
+{
+	int fd;
+
+	for (fd = 0; fd < SDP_MAX_FD; fd++)
+		if (fds[fd] && fds[fd]->kind == SDP_FD_CONN)
+			close(fd);
+	sdp_conn_flush(5000);
+}
+
+static int valid_fd(int fd) { return fd >= 0 && fd < SDP_MAX_FD; }
+
+static void fd_free(struct sdp_fd *e)
+{
+	if (!e)
+		return;
+	if (e->conn)
+		sdp_conn_put(e->conn);
+	if (e->listener)
+		sdp_listener_put(e->listener);
+	free(e);
+}
+
+/* Put E at FD (NULL: none); the old entry is freed. */
+static void fd_store(int fd, struct sdp_fd *e)
+{
+	struct sdp_fd *old;
+
+	if (!valid_fd(fd)) {
+		fd_free(e);
+		return;
+	}
+	pthread_mutex_lock(&sdp_fd_lock);
+	old = fds[fd];
+	fds[fd] = e;
+	pthread_mutex_unlock(&sdp_fd_lock);
+	fd_free(old);
+}
+
+/* A copy of FD's entry (its references taken), or NULL. */
+static struct sdp_fd *fd_copy(int fd)
+{
+	struct sdp_fd *e = NULL;
+
+	if (!valid_fd(fd))
+		return NULL;
+	pthread_mutex_lock(&sdp_fd_lock);
+	if (fds[fd] && (e = malloc(sizeof(*e)))) {
+		*e = *fds[fd];
+		if (e->conn)
+			atomic_fetch_add(&e->conn->ref, 1);
+		if (e->listener)
+			sdp_listener_get(e->listener);
+	}
+	pthread_mutex_unlock(&sdp_fd_lock);
+	return e;
+}
+
+static struct sdp_fd *fd_new(enum sdp_fd_kind kind)
+{
+	struct sdp_fd *e = calloc(1, sizeof(*e));
+
+	if (e)
+		e->kind = kind;
+	return e;
+}
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+/* Put NEWFD (ours) at FD with FD's O_NONBLOCK and FD_CLOEXEC. */
+static int take_place(int newfd, int fd)
+{
+	int fl = sdp_real.fcntl(fd, F_GETFL), fdfl = sdp_real.fcntl(fd, F_GETFD);
+
+	if (fl < 0 || fdfl < 0 ||
+	    sdp_real.dup3(newfd, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+		sdp_real.close(newfd);
+		return -1;
+	}
+	sdp_real.close(newfd);
+	if (fl & O_NONBLOCK)
+		sdp_real.fcntl(fd, F_SETFL, sdp_real.fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+
+static int copy_addr(const struct sockaddr_in *sin, struct sockaddr *addr, socklen_t *len)
+{
+	if (!addr || !len)
+		return fail(EFAULT);
+	memcpy(addr, sin, *len < sizeof(*sin) ? *len : sizeof(*sin));
+	*len = sizeof(*sin);
+	return 0;
+}
+
+/* An address the program gave: AF_INET or AF_INET_SDP, as AF_INET. */
+static int inet_addr_of(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
+{
+	if (!a || len < sizeof(*out) || (a->sa_family != AF_INET && a->sa_family != AF_INET_SDP))
+		return -1;
+	memcpy(out, a, sizeof(*out));
+	out->sin_family = AF_INET;
+	return 0;
+}
+
+SDP_EXPORT int socket(int domain, int type, int protocol)
+{
+	int fd, sdp = domain == AF_INET_SDP;
+	struct sdp_fd *e;
+
+	sdp_real_init();
+	fd = sdp_real.socket(sdp ? AF_INET : domain, type, protocol);
+	if (fd < 0 || (domain != AF_INET && !sdp) || (type & 0xf) != SOCK_STREAM)
+		return fd;
+	e = fd_new(SDP_FD_INET);
+	if (e)
+		e->force_sdp = sdp;
+	fd_store(fd, e);
+	return fd;
+}
+
+SDP_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct sockaddr_in sin;
+
+	sdp_real_init();
+	if (addr && addr->sa_family == AF_INET_SDP && !inet_addr_of(addr, len, &sin))
+		return sdp_real.bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+	return sdp_real.bind(fd, addr, len);
+}
+
+static enum sdp_use decide(struct sdp_fd *e, enum sdp_role role, const struct sockaddr_in *sin)
+{
+	return e->force_sdp ? SDP_USE_SDP : sdp_rules_match(role, sin);
+}
+
+SDP_EXPORT int listen(int fd, int backlog)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	struct sdp_fd *e = fd_copy(fd);
+	struct sdp_listener *l;
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	enum sdp_use use;
+	char name[80], a[64];
+	int ufd = -1, tcp_fd = -1, ret, n;
+
+	sdp_real_init();
+	if (!e || e->kind != SDP_FD_INET) {
+		fd_free(e);
+		return sdp_real.listen(fd, backlog);
+	}
+	if (sdp_real.getsockname(fd, (struct sockaddr *)&sin, &len) == 0 && !sin.sin_port) {
+		sin = (struct sockaddr_in){ .sin_family = AF_INET };
+		sdp_real.bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+		len = sizeof(sin);
+		sdp_real.getsockname(fd, (struct sockaddr *)&sin, &len);
+	}
+	sdp_addr_str(&sin, a, sizeof(a));
+	use = decide(e, SDP_ROLE_SERVER, &sin);
+	if (use == SDP_USE_TCP) {
+		sdp_log(SDP_LOG_SUMMARY, "listen %s: tcp", a);
+		fd_free(e);
+		return sdp_real.listen(fd, backlog);
+	}
+	if (use == SDP_USE_BOTH) {
+		if (sdp_real.listen(fd, backlog))
+			goto err_errno;
+		/* (blocking: its file is the program's until take_place) */
+		tcp_fd = sdp_real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (tcp_fd < 0)
+			goto err_errno;
+	}
+	n = snprintf(name, sizeof(name), "sdpl.%d.%lu", getpid(),
+		     __atomic_add_fetch(&listen_seq, 1, __ATOMIC_RELAXED));
+	memcpy(un.sun_path + 1, name, (size_t)n);
+	ufd = sdp_real.socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (ufd < 0 ||
+	    sdp_real.bind(ufd, (struct sockaddr *)&un,
+			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
+	    sdp_real.listen(ufd, backlog > 0 ? backlog : 128))
+		goto err_errno;
+	ret = sdp_listen(&sin, backlog, tcp_fd, ufd, name, &l);
+	if (ret) {
+		sdp_log(SDP_LOG_SUMMARY, "listen %s: no SDP listener (%s): %s", a, strerror(-ret),
+			use == SDP_USE_BOTH ? "tcp only" : "failed");
+		sdp_real.close(ufd);
+		if (tcp_fd >= 0)
+			sdp_real.close(tcp_fd);
+		fd_free(e);
+		return use == SDP_USE_BOTH ? 0 : fail(-ret);
+	}
+	if (take_place(ufd, fd)) {
+		sdp_listener_put(l);
+		fd_free(e);
+		return -1;
+	}
+	e->kind = SDP_FD_LISTEN;
+	e->listener = l;
+	e->bound = sin;
+	fd_store(fd, e);
+	sdp_log(SDP_LOG_SUMMARY, "listen %s: %s", a, use == SDP_USE_BOTH ? "sdp and tcp" : "sdp");
+	return 0;
+
+err_errno:
+	ret = errno;
+	if (ufd >= 0)
+		sdp_real.close(ufd);
+	if (tcp_fd >= 0)
+		sdp_real.close(tcp_fd);
+	fd_free(e);
+	return fail(ret);
+}
+
+/* What the listener's thread connected to the accepted NFD, from the
+ * connecting socket's name (SDP_CONNECTOR_NAME). */
+struct sdp_tag {
+	int pid;
+	void *l;
+	unsigned long id;
+	char kind;
+	struct sockaddr_in peer, local;
+};
+
+static int tag_of(int nfd, struct sdp_tag *t)
+{
+	struct sockaddr_un un;
+	socklen_t len = sizeof(un);
+	unsigned int pip, lip;
+
+	memset(&un, 0, sizeof(un));
+	memset(t, 0, sizeof(*t));
+	if (sdp_real.getpeername(nfd, (struct sockaddr *)&un, &len) || un.sun_path[0] ||
+	    sscanf(un.sun_path + 1, SDP_CONNECTOR_NAME, &t->pid, &t->l, &t->id, &t->kind, &pip,
+		   &t->peer.sin_port, &lip, &t->local.sin_port) != 8)
+		return -1;
+	t->peer.sin_family = t->local.sin_family = AF_INET;
+	t->peer.sin_addr.s_addr = pip;
+	t->local.sin_addr.s_addr = lip;
+	return 0;
+}
+
+/* `both`'s kernel TCP connection: its descriptor comes in the stream. */
+static int take_tcp(int nfd, int flags)
+{
+	char c, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int tfd = -1, ret;
+
+	if (sdp_real.recvmsg(nfd, &m, MSG_CMSG_CLOEXEC) == 1 && (cm = CMSG_FIRSTHDR(&m)) &&
+	    cm->cmsg_type == SCM_RIGHTS)
+		memcpy(&tfd, CMSG_DATA(cm), sizeof(int));
+	if (tfd < 0)
+		return -1;
+	ret = sdp_real.dup3(tfd, nfd, (flags & SOCK_CLOEXEC) ? O_CLOEXEC : 0);
+	sdp_real.close(tfd);
+	if (ret < 0)
+		return -1;
+	if (flags & SOCK_NONBLOCK)
+		sdp_real.fcntl(nfd, F_SETFL, sdp_real.fcntl(nfd, F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+
+/* The connection of an accepted SDP descriptor: the listener's record in
+ * the process whose thread made it; in a child forked after listen (a
+ * prefork server), a view of its names only (its reads end without the
+ * connection's error). */
+static struct sdp_conn *take_sdp(struct sdp_listener *l, const struct sdp_tag *t)
+{
+	struct sdp_pending *p = NULL;
+	struct sdp_conn *c;
+
+	if (t->pid == getpid() && t->l == (void *)l)
+		p = sdp_listener_take(l, t->id);
+	if (p) {
+		c = p->conn;
+		p->conn = NULL;
+		sdp_pending_free(p);
+		return c;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c) {
+		atomic_init(&c->ref, 1);
+		c->local = t->local;
+		c->peer = t->peer;
+		c->payload_max = 65536 - SDP_BSDH_LEN;
+	}
+	return c;
+}
+
+SDP_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct sdp_fd *e = fd_copy(fd), *ne;
+	struct sdp_tag t;
+	int nfd;
+
+	sdp_real_init();
+	if (!e || e->kind != SDP_FD_LISTEN) {
+		fd_free(e);
+		return sdp_real.accept4(fd, addr, len, flags);
+	}
+	nfd = sdp_real.accept4(fd, NULL, NULL, flags);
+	if (nfd < 0) {
+		fd_free(e);
+		return nfd;
+	}
+	if (tag_of(nfd, &t) || (t.kind == 't' && take_tcp(nfd, flags))) {
+		fd_free(e);
+		sdp_real.close(nfd);
+		return fail(ECONNABORTED);
+	}
+	if (t.kind == 't') {
+		fd_store(nfd, NULL);
+	} else {
+		ne = fd_new(SDP_FD_CONN);
+		if (ne)
+			ne->conn = take_sdp(e->listener, &t);
+		if (!ne || !ne->conn) {
+			fd_free(ne);
+			fd_free(e);
+			sdp_real.close(nfd);
+			return fail(ENOMEM);
+		}
+		fd_store(nfd, ne);
+	}
+	fd_free(e);
+	if (addr && len)
+		copy_addr(&t.peer, addr, len);
+	return nfd;
+}
+
+SDP_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return accept4(fd, addr, len, 0);
+}
+
+SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct sockaddr_in dst, src = { .sin_family = AF_INET };
+	socklen_t slen = sizeof(src);
+	struct sdp_fd *e;
+	struct sdp_conn *c;
+	enum sdp_use use;
+	char a[64];
+	int ufd, ret;
+
+	sdp_real_init();
+	if (inet_addr_of(addr, len, &dst))
+		return sdp_real.connect(fd, addr, len);
+	e = fd_copy(fd);
+	if (!e || e->kind != SDP_FD_INET) {
+		fd_free(e);
+		return sdp_real.connect(fd, (struct sockaddr *)&dst, sizeof(dst));
+	}
+	sdp_addr_str(&dst, a, sizeof(a));
+	use = decide(e, SDP_ROLE_CLIENT, &dst);
+	if (use == SDP_USE_TCP) {
+		fd_free(e);
+		sdp_log(SDP_LOG_SUMMARY, "connect %s: tcp", a);
+		return sdp_real.connect(fd, (struct sockaddr *)&dst, sizeof(dst));
+	}
+	/* the kernel socket gives the port (its own ephemeral one unless the
+	 * program bound it): the Hello's LocalPort and getsockname's */
+	if (sdp_real.getsockname(fd, (struct sockaddr *)&src, &slen) == 0 && !src.sin_port) {
+		sdp_real.bind(fd, (struct sockaddr *)&src, sizeof(src));
+		slen = sizeof(src);
+		sdp_real.getsockname(fd, (struct sockaddr *)&src, &slen);
+	}
+	ret = sdp_connect(&src, &dst, &c, &ufd);
+	if (ret) {
+		fd_free(e);
+		sdp_log(SDP_LOG_SUMMARY, "connect %s: no SDP (%s): %s", a, strerror(-ret),
+			use == SDP_USE_BOTH ? "tcp" : "failed");
+		if (use == SDP_USE_BOTH)
+			return sdp_real.connect(fd, (struct sockaddr *)&dst, sizeof(dst));
+		return fail(-ret == ECONNREFUSED || -ret == ETIMEDOUT ? -ret : ECONNREFUSED);
+	}
+	if (take_place(ufd, fd)) {
+		ret = errno;
+		sdp_conn_put(c);
+		fd_free(e);
+		return fail(ret);
+	}
+	e->kind = SDP_FD_CONN;
+	e->conn = c;
+	fd_store(fd, e);
+	sdp_log(SDP_LOG_SUMMARY, "connect %s: sdp", a);
+	return 0;
+}
+
+/* The entry goes first (so a number the kernel hands out again is not
+ * ours), then the descriptor, then what the entry held: a listener's
+ * thread may be connecting to the program's AF_UNIX listener, and only
+ * its close ends that wait. */
+SDP_EXPORT int close(int fd)
+{
+	struct sdp_fd *old = NULL;
+	int ret;
+
+	sdp_real_init();
+	if (valid_fd(fd)) {
+		pthread_mutex_lock(&sdp_fd_lock);
+		old = fds[fd];
+		fds[fd] = NULL;
+		pthread_mutex_unlock(&sdp_fd_lock);
+	}
+	ret = sdp_real.close(fd);
+	fd_free(old);
+	return ret;
+}
+
+static int dup_entry(int fd, int nfd)
+{
+	if (nfd >= 0 && nfd != fd)
+		fd_store(nfd, fd_copy(fd));
+	return nfd;
+}
+
+SDP_EXPORT int dup(int fd)
+{
+	sdp_real_init();
+	return dup_entry(fd, sdp_real.dup(fd));
+}
+
+SDP_EXPORT int dup2(int fd, int fd2)
+{
+	sdp_real_init();
+	return dup_entry(fd, sdp_real.dup2(fd, fd2));
+}
+
+SDP_EXPORT int dup3(int fd, int fd2, int flags)
+{
+	sdp_real_init();
+	return dup_entry(fd, sdp_real.dup3(fd, fd2, flags));
+}
+
+SDP_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	long arg;
+	int ret;
+
+	sdp_real_init();
+	va_start(ap, cmd);
+	arg = va_arg(ap, long);
+	va_end(ap);
+	ret = sdp_real.fcntl(fd, cmd, arg);
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		dup_entry(fd, ret);
+	return ret;
+}
+
+SDP_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
+
+SDP_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct sdp_fd *e = fd_copy(fd);
+	int ret;
+
+	sdp_real_init();
+	if (!e || e->kind == SDP_FD_INET)
+		ret = sdp_real.getsockname(fd, addr, len);
+	else
+		ret = copy_addr(e->kind == SDP_FD_CONN ? &e->conn->local : &e->bound, addr, len);
+	fd_free(e);
+	return ret;
+}
+
+SDP_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct sdp_fd *e = fd_copy(fd);
+	int ret;
+
+	sdp_real_init();
+	if (!e || e->kind == SDP_FD_INET)
+		ret = sdp_real.getpeername(fd, addr, len);
+	else if (e->kind == SDP_FD_LISTEN)
+		ret = fail(ENOTCONN);
+	else
+		ret = copy_addr(&e->conn->peer, addr, len);
+	fd_free(e);
+	return ret;
+}
+
+static int opt_int(void *val, socklen_t *len, int v)
+{
+	if (!val || !len || *len < sizeof(int))
+		return fail(EINVAL);
+	memcpy(val, &v, sizeof(v));
+	*len = sizeof(v);
+	return 0;
+}
+
+/* An SDP socket's options as a TCP socket's: the socket type and family
+ * of TCP, TCP options answered from the connection. */
+static int sdp_getsockopt(struct sdp_fd *e, int fd, int level, int name, void *val, socklen_t *len)
+{
+	/* a message's payload, but no more than loopback's MSS: iperf3 calls
+	 * an MSS above its largest UDP datagram (65507) nonsense */
+	uint32_t mss = e->conn && e->conn->payload_max < 65483 ? e->conn->payload_max : 65483;
+
+	if (level == SOL_SOCKET) {
+		switch (name) {
+		case SO_TYPE: return opt_int(val, len, SOCK_STREAM);
+		case SO_DOMAIN: return opt_int(val, len, AF_INET);
+		case SO_PROTOCOL: return opt_int(val, len, IPPROTO_TCP);
+		case SO_ACCEPTCONN: return opt_int(val, len, e->kind == SDP_FD_LISTEN);
+		default: return sdp_real.getsockopt(fd, level, name, val, len);
+		}
+	}
+	if (level != IPPROTO_TCP)
+		return opt_int(val, len, 0);
+	switch (name) {
+	case TCP_NODELAY: return opt_int(val, len, 1);
+	case TCP_MAXSEG: return opt_int(val, len, (int)mss);
+	case TCP_INFO: {
+		struct tcp_info ti;
+
+		if (!val || !len)
+			return fail(EFAULT);
+		memset(&ti, 0, sizeof(ti));
+		ti.tcpi_state = e->kind == SDP_FD_LISTEN ? 10 /* LISTEN */ : 1 /* ESTABLISHED */;
+		ti.tcpi_snd_mss = mss;
+		ti.tcpi_rcv_mss = mss;
+		ti.tcpi_snd_cwnd = 16;
+		memcpy(val, &ti, *len < sizeof(ti) ? *len : sizeof(ti));
+		*len = *len < sizeof(ti) ? *len : sizeof(ti);
+		return 0;
+	}
+	case TCP_CONGESTION:
+		if (!val || !len)
+			return fail(EFAULT);
+		strncpy(val, "sdp", *len);
+		return 0;
+	default:
+		return opt_int(val, len, 0);
+	}
+}
+
+SDP_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	struct sdp_fd *e = fd_copy(fd);
+	int ret;
+
+	sdp_real_init();
+	if (!e || e->kind == SDP_FD_INET)
+		ret = sdp_real.getsockopt(fd, level, name, val, len);
+	else
+		ret = sdp_getsockopt(e, fd, level, name, val, len);
+	fd_free(e);
+	return ret;
+}
+
+SDP_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct sdp_fd *e = fd_copy(fd);
+	int ret = 0;
+
+	sdp_real_init();
+	if (!e || e->kind == SDP_FD_INET) {
+		ret = sdp_real.setsockopt(fd, level, name, val, len);
+	} else if (level == SOL_SOCKET) {
+		/* buffers, linger, keepalive: what AF_UNIX has it keeps;
+		 * the rest is a TCP matter SDP answers itself */
+		ret = sdp_real.setsockopt(fd, level, name, val, len);
+		if (ret && (errno == ENOPROTOOPT || errno == EOPNOTSUPP))
+			ret = 0;
+	}
+	fd_free(e);
+	return ret;
+}
+
+/* End of stream on an SDP connection that ended in error: the error. */
+static ssize_t end_of(int fd, ssize_t ret)
+{
+	int err = 0;
+
+	if (ret != 0 || !valid_fd(fd))
+		return ret;
+	pthread_mutex_lock(&sdp_fd_lock);
+	if (fds[fd] && fds[fd]->conn)
+		err = atomic_load(&fds[fd]->conn->error);
+	pthread_mutex_unlock(&sdp_fd_lock);
+	return err ? fail(err) : 0;
+}
+
+SDP_EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
+	sdp_real_init();
+	return end_of(fd, sdp_real.read(fd, buf, len));
+}
+
+SDP_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	sdp_real_init();
+	return len ? end_of(fd, sdp_real.recv(fd, buf, len, flags)) : sdp_real.recv(fd, buf, len, flags);
+}
+
+SDP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *src,
+			    socklen_t *slen)
+{
+	ssize_t ret;
+
+	sdp_real_init();
+	ret = sdp_real.recvfrom(fd, buf, len, flags, src, slen);
+	return len ? end_of(fd, ret) : ret;
+}
+
+SDP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	sdp_real_init();
+	return end_of(fd, sdp_real.recvmsg(fd, msg, flags));
+}
+
+static int is_conn(int fd)
+{
+	int ret = 0;
+
+	if (!valid_fd(fd))
+		return 0;
+	pthread_mutex_lock(&sdp_fd_lock);
+	ret = fds[fd] && fds[fd]->kind == SDP_FD_CONN;
+	pthread_mutex_unlock(&sdp_fd_lock);
+	return ret;
+}
+
+/* A connected TCP socket ignores the address of sendto/sendmsg; an
+ * AF_UNIX one would say EISCONN: it is dropped. */
+SDP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+			  const struct sockaddr *dst, socklen_t dlen)
+{
+	sdp_real_init();
+	if (dst && is_conn(fd))
+		dst = NULL, dlen = 0;
+	return sdp_real.sendto(fd, buf, len, flags, dst, dlen);
+}
+
+SDP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct msghdr m;
+
+	sdp_real_init();
+	if (msg && msg->msg_name && is_conn(fd)) {
+		m = *msg;
+		m.msg_name = NULL;
+		m.msg_namelen = 0;
+		return sdp_real.sendmsg(fd, &m, flags);
+	}
+	return sdp_real.sendmsg(fd, msg, flags);
+}

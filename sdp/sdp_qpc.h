@@ -1,0 +1,78 @@
+/*
+ * libsdp.so internals shared by the connection (sdp_conn.c) and the
+ * listener (sdp_listen.c) code: one SDP connection's QP, buffers, flow and
+ * pump state. A connection's state is its pump thread's alone once the
+ * pump runs (sdp.h), but for the public part's error.
+ */
+#ifndef SDP_QPC_H
+#define SDP_QPC_H
+
+#include "sdp.h"
+
+#include <infiniband/ib.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <time.h>
+
+#define SDP_NBUFS 16
+#define SDP_BUFSZ (64u * 1024)
+#define SDP_TXN (SDP_NBUFS + 4)
+#define SDP_WR_SEND (1ull << 32)
+#define SDP_WR_READ (1ull << 33)
+/* a tx slot: [0, 32) SrcAvail's BSDH and header, or [16, 32) a message's
+ * BSDH; the payload read from the program at 32 */
+#define SDP_TX_DATA_OFF 32u
+/* payloads from this size on are offered by SrcAvail (zero copy, read
+ * mode) when the peer takes adverts (LIBSDP_ZCOPY=0: never) */
+#define SDP_ZCOPY_MIN (32u * 1024)
+/* how long the end waits for the peer's DisConn once the program is gone */
+#define SDP_CLOSE_MS 5000
+/* how long a pump polls before it sleeps: a completion channel's wake-up
+ * costs more than a short answer takes to come, and a polled CQ moves the
+ * transport of a QP whose engine runs in the program (as ibv_get_cq_event
+ * spins before it sleeps). LIBSDP_SPIN_US sets it. */
+#define SDP_SPIN_NS 200000
+
+/* what the program is to get, in order: a received buffer's payload, or
+ * (sink) the data read for a SrcAvail, once the READ is done (ready) */
+struct sdp_rxq {
+	uint32_t idx, off, len;
+	uint8_t sink, ready;
+};
+
+struct sdp_qpc {
+	struct sdp_conn pub;
+	struct rdma_cm_id *id;
+	struct rdma_event_channel *ch;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *comp;
+	struct ibv_cq *cq;
+	struct ibv_mr *rx_mr, *tx_mr, *sink_mr;
+	uint8_t *rx_buf, *tx_buf, *sink_buf;
+	struct sdp_flow flow;
+	int ufd;		/* the pump's end of the socketpair */
+	struct sdp_rxq rxq[SDP_NBUFS + SDP_MAX_ADVERTS];
+	unsigned int rxq_head, rxq_n;
+	unsigned int tx_head, tx_inflight;
+	uint8_t established, rd_eof, sent_disconn, app_gone, out_blocked, in_blocked, shut_wr;
+	int err;
+	uint8_t draining;
+	uint8_t zcopy;	     /* we offer SrcAvails */
+	uint32_t zc_slot;    /* the tx slot our SrcAvail advertises */
+	uint32_t zc_len;
+	uint32_t rrc_due;    /* a RdmaRdCompl of this many bytes to send (+1) */
+	unsigned long ticks; /* work done: a completion, a post, a write out */
+	struct timespec gone_at;
+};
+
+struct sdp_qpc *sdp_qpc_new(void);
+void sdp_qpc_free(struct sdp_qpc *q);
+int sdp_qpc_resources(struct sdp_qpc *q);
+void sdp_conn_param(struct rdma_conn_param *p, const void *pd, size_t len);
+void sdp_qpc_addrs(struct sdp_qpc *q, uint32_t lip, uint16_t lport, uint32_t pip, uint16_t pport);
+int sdp_pump_start(struct sdp_qpc *q);
+void sdp_sib(struct sockaddr_ib *sib, const struct sockaddr_in *sin);
+struct rdma_addrinfo sdp_rai(struct sockaddr_ib *src, struct sockaddr_ib *dst, int passive);
+uint32_t sdp_id_src_ip(struct rdma_cm_id *id);
+
+#endif

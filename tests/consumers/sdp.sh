@@ -1,0 +1,220 @@
+#!/bin/bash
+# SDP on one host (issue 22 item 2): unmodified Debian programs through
+# `softofed run` with our libsdp.so preloaded (LD_PRELOAD), steered by a
+# libsdp.conf (LIBSDP_CONFIG_FILE), each decision in its log (LIBSDP_LOG).
+# Runs in a private network namespace with its own daemon.
+# Usage: tests/consumers/sdp.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+sof_ns_enter "$@"
+sof_init
+
+ADDR=127.0.0.1
+PORT=19900
+SOF_RS_PRELOAD=$SOF_BUILD_DIR/lib/libsdp.so
+export LIBSDP_CONFIG_FILE=$SOF_TMP/libsdp.conf LIBSDP_LOG=$SOF_TMP/libsdp.log
+printf 'use sdp server * *:*\nuse sdp client * *:*\n' >"$LIBSDP_CONFIG_FILE"
+
+PORT=$((PORT + 1))
+sof_rs_iperf "sdp/iperf3 libsdp" "" "" "$ADDR" "$PORT"
+PORT=$((PORT + 1))
+sof_rs_iperf "sdp/iperf3 libsdp -P 4" "" "" "$ADDR" "$PORT" -P 4
+PORT=$((PORT + 1))
+sof_rs_sockperf "sdp/sockperf pp --tcp libsdp" "" "" "$ADDR" "$PORT" pp
+PORT=$((PORT + 1))
+sof_rs_sockperf "sdp/sockperf tp --tcp libsdp" "" "" "$ADDR" "$PORT" tp
+PORT=$((PORT + 1))
+sof_rs_http "sdp/curl nc libsdp 100 MiB" "" "" "$ADDR" "$PORT" 100
+
+# sdp_rule_http NAME PORT SRVCONF CLICONF WANT MIB: Python's http.server
+# with SRVCONF, curl with CLICONF (the lines of a libsdp.conf each), a MIB
+# MiB file fetched and SHA-256 checked; WANT says how the bytes must go:
+# `sdp` (no kernel TCP segment) or `tcp` (at least 100 segments), and the
+# log lines each side must have written (grep -E patterns in SRVLOG,
+# CLILOG).
+sdp_rule_http() {
+	local name=$1 port=$2 sconf=$3 cconf=$4 want=$5 mib=$6 slog=$7 clog=$8 t0 segs
+	local dir=$SOF_TMP/www.$port got want_sum
+	mkdir -p "$dir"
+	head -c $((mib << 20)) /dev/urandom >"$dir/f.bin"
+	want_sum=$(sha256sum <"$dir/f.bin" | cut -d' ' -f1)
+	printf '%b' "$sconf" >"$SOF_TMP/srv.$port.conf"
+	printf '%b' "$cconf" >"$SOF_TMP/cli.$port.conf"
+	: >"$SOF_TMP/srv.$port.log"
+	: >"$SOF_TMP/cli.$port.log"
+	t0=$(_sof_rs_tcp_out "")
+	sof_bg "$name.srv" 60 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
+		LIBSDP_CONFIG_FILE="$SOF_TMP/srv.$port.conf" LIBSDP_LOG="$SOF_TMP/srv.$port.log" \
+		python3 -m http.server --bind "$ADDR" --directory "$dir" "$port"
+	local end=$(($(now_ms) + 15000))
+	while ! grep -q "listen $ADDR:$port" "$SOF_TMP/srv.$port.log" && [ "$(now_ms)" -lt "$end" ]; do
+		sleep 0.1
+	done
+	sleep 0.3
+	sof_bg "$name.cli" 60 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
+		LIBSDP_CONFIG_FILE="$SOF_TMP/cli.$port.conf" LIBSDP_LOG="$SOF_TMP/cli.$port.log" \
+		curl -sS -o "$dir/got" "http://$ADDR:$port/f.bin"
+	sof_wait "$name.cli" 70
+	SOF_CLI_RC=$?
+	sof_kill "$name.srv"
+	segs=$(($(_sof_rs_tcp_out "") - t0))
+	got=$(sha256sum <"$dir/got" 2>/dev/null | cut -d' ' -f1)
+	if [ "$SOF_CLI_RC" -ne 0 ] || [ "$got" != "$want_sum" ]; then
+		not_ok "$name" "curl exit $SOF_CLI_RC, SHA-256 $got (want $want_sum)"
+	elif [ "$want" = sdp ] && [ "$segs" -ne 0 ]; then
+		not_ok "$name" "$segs kernel TCP segments: not over SDP"
+	elif [ "$want" = tcp ] && [ "$segs" -lt 100 ]; then
+		not_ok "$name" "$segs kernel TCP segments: not over TCP"
+	elif ! grep -qE "$slog" "$SOF_TMP/srv.$port.log"; then
+		not_ok "$name" "the server's log has no line /$slog/"
+	elif ! grep -qE "$clog" "$SOF_TMP/cli.$port.log"; then
+		not_ok "$name" "the client's log has no line /$clog/"
+	else
+		ok "$name ($mib MiB, SHA-256 matches, $segs kernel TCP segments, as the rules say)"
+		return 0
+	fi
+	sed 's/^/#   srv log: /' "$SOF_TMP/srv.$port.log"
+	sed 's/^/#   cli log: /' "$SOF_TMP/cli.$port.log"
+	sed 's/^/#   srv: /' "$(sof_out "$name.srv")" | tail -n 5
+	sed 's/^/#   cli: /' "$(sof_out "$name.cli")" | tail -n 5
+	return 1
+}
+
+# socket semantics (tests/progs/sock_sem): epoll, accept4 flags, select,
+# poll, options, names, dup2, fork, sendfile, shutdown, non-blocking connect
+PORT=$((PORT + 1))
+T0=$(_sof_rs_tcp_out "")
+if ! sof_cm_pair "sdp/socket semantics" 60 "" "" \
+	env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" server "$ADDR" "$PORT" -- \
+	env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" client "$ADDR" "$PORT"; then
+	not_ok "sdp/socket semantics" "$SOF_PAIR_WHY"
+	sof_pair_dump
+elif ! grep -q '^server: all ok' "$SOF_SRV_OUT" || ! grep -q '^client: all ok' "$SOF_CLI_OUT"; then
+	not_ok "sdp/socket semantics" "a step failed"
+	sof_pair_dump
+elif [ "$(_sof_rs_tcp_out "")" -ne "$T0" ]; then
+	not_ok "sdp/socket semantics" "kernel TCP segments were sent: not over SDP"
+else
+	ok "sdp/socket semantics ($(grep -c ' ok$' "$SOF_SRV_OUT") server steps, $(grep -c ' ok$' "$SOF_CLI_OUT") client steps, over SDP)"
+fi
+
+# a prefork server: the child forked after listen accepts, over SDP (the
+# listener thread is its parent's) and, with `use both`, over TCP (the
+# descriptor passed to it); SOCK_SEM_FAMILY and SDP_SERVER_RULE change the
+# socket family and the server's rule
+prefork() {
+	local name=$1 cconf=$2 want=$3 t0 segs
+	PORT=$((PORT + 1))
+	printf '%b%b' "${SDP_SERVER_RULE:-use both server * *:*\n}" "$cconf" >"$SOF_TMP/prefork.$PORT.conf"
+	t0=$(_sof_rs_tcp_out "")
+	if ! LIBSDP_CONFIG_FILE="$SOF_TMP/prefork.$PORT.conf" sof_cm_pair "$name" 30 "" "" \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" prefork "$ADDR" "$PORT" -- \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" hello "$ADDR" "$PORT"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return
+	fi
+	segs=$(($(_sof_rs_tcp_out "") - t0))
+	if [ "$want" = sdp ] && [ "$segs" -ne 0 ]; then
+		not_ok "$name" "$segs kernel TCP segments: not over SDP"
+	elif [ "$want" = tcp ] && [ "$segs" -eq 0 ]; then
+		not_ok "$name" "no kernel TCP segment: not over TCP"
+	else
+		ok "$name ($segs kernel TCP segments)"
+	fi
+}
+prefork "sdp/prefork server: a child accepts over SDP" 'use sdp client * *:*\n' sdp
+prefork "sdp/prefork server: a child accepts over TCP (use both)" 'use tcp client * *:*\n' tcp
+# AF_INET_SDP (27) sockets are SDP whatever the rules say (here: tcp)
+SOCK_SEM_FAMILY=27 SDP_SERVER_RULE='use tcp server * *:*\n' \
+	prefork "sdp/AF_INET_SDP sockets go over SDP under use tcp" 'use tcp client * *:*\n' sdp
+
+# 50 connections in a row to one server (Python's http.server, curl, 100 kB
+# each, compared): each connection's QP, CQ, regions and cm_id are given
+# back when it ends, while the server still runs (the daemon's counts: one
+# cm_id and channel, its listener's)
+many() {
+	local name="sdp/50 connections in a row: resources given back" i bad=0 r k
+	local dir=$SOF_TMP/www.many
+	PORT=$((PORT + 1))
+	mkdir -p "$dir"
+	head -c 100000 /dev/urandom >"$dir/f.bin"
+	sof_bg many.srv 120 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
+		python3 -m http.server --bind "$ADDR" --directory "$dir" "$PORT"
+	sdp_wait_listener 15
+	for i in $(seq 50); do
+		rm -f "$dir/got"
+		timeout 20 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
+			curl -sS -o "$dir/got" "http://$ADDR:$PORT/f.bin" 2>/dev/null
+		cmp -s "$dir/got" "$dir/f.bin" || bad=$((bad + 1))
+	done
+	sleep 0.5
+	r=""
+	for k in qps cqs mrs cm_ids cm_channels; do
+		r="$r $k $(sof_cm_count "$k" || echo '?')"
+	done
+	sof_kill many.srv
+	if [ "$bad" -ne 0 ]; then
+		not_ok "$name" "$bad of 50 transfers failed or differed"
+	elif [ "$r" != " qps 0 cqs 0 mrs 0 cm_ids 1 cm_channels 1" ]; then
+		not_ok "$name" "after 50 connections, with the server listening:$r"
+	else
+		ok "$name (50 transfers compared;$r with the server listening)"
+	fi
+}
+
+# sdp_wait_listener SECS: until the daemon counts a listening cm_id
+sdp_wait_listener() {
+	local end=$(($(now_ms) + $1 * 1000))
+	while [ "$(sof_cm_count cm_listeners || echo 0)" -lt 1 ] && [ "$(now_ms)" -lt "$end" ]; do
+		sleep 0.1
+	done
+}
+many
+
+# a program that exits right after writing (nc -q 0): what it wrote still
+# arrives, as the kernel sends a TCP socket's data after the process; the
+# reader is bash's /dev/tcp, read by a cat it forks and execs (the socket
+# crosses fork and exec)
+PORT=$((PORT + 1))
+head -c $((20 << 20)) /dev/urandom >"$SOF_TMP/exit.bin"
+if ! sof_cm_pair "sdp/exit after writing: nc -q 0" 60 "" "" \
+	env LD_PRELOAD="$SOF_RS_PRELOAD" sh -c "nc.traditional -l -p $PORT -s $ADDR -q 0 <'$SOF_TMP/exit.bin'" -- \
+	env LD_PRELOAD="$SOF_RS_PRELOAD" bash -c "exec 3<>/dev/tcp/$ADDR/$PORT; cat <&3 >'$SOF_TMP/exit.got'"; then
+	not_ok "sdp/exit after writing: nc -q 0" "$SOF_PAIR_WHY"
+	sof_pair_dump
+elif ! cmp -s "$SOF_TMP/exit.bin" "$SOF_TMP/exit.got"; then
+	not_ok "sdp/exit after writing: nc -q 0" "got $(stat -c %s "$SOF_TMP/exit.got") bytes of 20 MiB, or others"
+else
+	ok "sdp/exit after writing: nc -q 0 (20 MiB arrived whole)"
+fi
+
+# the rules decide as written
+PORT=$((PORT + 1))
+sdp_rule_http "sdp/rules use sdp (program, address, port range)" "$PORT" \
+	"use tcp server curl *:*\nuse sdp server python3* 127.0.0.0/8:$((PORT - 1))-$((PORT + 1))\nuse tcp server * *:*\n" \
+	"use tcp client python3 *:*\nuse sdp client curl 127.0.0.1:$PORT\n" sdp 20 \
+	"matches .*:2 \\(use sdp\\)" "connect $ADDR:$PORT: sdp"
+PORT=$((PORT + 1))
+sdp_rule_http "sdp/rules use tcp" "$PORT" \
+	"use tcp server python3* *:$PORT\nuse sdp server * *:*\n" \
+	"use sdp client * 10.0.0.0/8:*\nuse tcp client cu?l *:*\nuse sdp client * *:*\n" tcp 20 \
+	"listen $ADDR:$PORT: tcp" "connect $ADDR:$PORT: tcp"
+PORT=$((PORT + 1))
+sdp_rule_http "sdp/rules client use both falls back to TCP" "$PORT" \
+	"use tcp server * *:*\n" "use both client * *:*\n" tcp 20 \
+	"listen $ADDR:$PORT: tcp" "connect $ADDR:$PORT: no SDP .*: tcp"
+PORT=$((PORT + 1))
+sdp_rule_http "sdp/rules server use both, client over TCP" "$PORT" \
+	"use both server * *:*\n" "use tcp client * *:*\n" tcp 20 \
+	"listen $ADDR:$PORT: sdp and tcp" "connect $ADDR:$PORT: tcp"
+PORT=$((PORT + 1))
+sdp_rule_http "sdp/rules server use both, client over SDP" "$PORT" \
+	"use both server * *:*\n" "use both client * *:*\n" sdp 20 \
+	"listen $ADDR:$PORT: sdp and tcp" "connect $ADDR:$PORT: sdp"
+PORT=$((PORT + 1))
+sdp_rule_http "sdp/rules no rule matches: TCP" "$PORT" \
+	"use sdp server * *:1-2\n" "use sdp client nothing *:*\n" tcp 20 \
+	"listen $ADDR:$PORT: tcp" "connect $ADDR:$PORT: tcp"
+sof_exit

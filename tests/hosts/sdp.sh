@@ -1,0 +1,107 @@
+#!/bin/bash
+# SDP between two hosts (issue 22 item 2): network namespaces a and b on a
+# veth, each with its daemon (sof_hosts_up 2); server in a, client in b,
+# unmodified Debian programs through `softofed run` with our libsdp.so
+# (`use sdp` for every server and client): iperf3 one stream and four,
+# sockperf ping-pong and throughput, a 100 MiB file served by nc and
+# fetched by curl (SHA-256 checked); no kernel TCP segment in either
+# namespace (the RoCEv2 traffic is UDP); and a captured transfer (tshark
+# on a's veth0): every RoCEv2 packet decoded, none malformed, ICRCs right,
+# a CM REQ for the port, its REP's HelloAck decoded by tshark's SDP
+# dissector, and every message's BSDH as A4 lays it out (see sdp_capture).
+# Usage: tests/hosts/sdp.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+sof_init
+
+PORT=19950
+SOF_RS_PRELOAD=$SOF_BUILD_DIR/lib/libsdp.so
+export LIBSDP_CONFIG_FILE=$SOF_TMP/libsdp.conf
+printf 'use sdp server * *:*\nuse sdp client * *:*\n' >"$LIBSDP_CONFIG_FILE"
+
+# sdp_capture: 1 MiB over SDP while tshark captures a's veth0; judged as
+# RoCEv2 (sof_capture_check), then as SDP: the CM REQ's service ID names
+# the port, tshark's SDP dissector reads the REP's private data as a
+# HelloAck, and every message (the payload of each SEND First/Only) starts
+# with a BSDH of A4's layout: MID Data, DisConn, SrcAvail or RdmaRdCompl,
+# Len at least 16, MSeq 1, 2, 3 ... in each direction (a retransmitted one
+# may repeat), a DisConn each way at the end, each SrcAvail answered by a
+# RdmaRdCompl and read by an RDMA READ
+sdp_capture() {
+	local file=$SOF_TMP/sdp.pcap name="hosts/sdp capture" n why
+	PORT=$((PORT + 1))
+	if ! sof_capture_start sdp.cap "$file" veth0 a; then
+		not_ok "$name" "the capture did not start"
+		return
+	fi
+	sof_rs_http "hosts/sdp curl nc libsdp 1 MiB (captured)" a b "$A" "$PORT" 1
+	sof_capture_stop sdp.cap
+	sof_capture_check "$name" "$file"
+	n=$(timeout 120 tshark -n -r "$file" -Y "infiniband.cm.req.serviceid.dport == $PORT" 2>/dev/null | wc -l)
+	if [ "$n" -lt 1 ]; then
+		not_ok "$name: CM" "no CM REQ for port $PORT"
+	elif [ "$(timeout 120 tshark -n -r "$file" -Y 'infiniband_sdp.hah' 2>/dev/null | wc -l)" -lt 1 ]; then
+		not_ok "$name: CM" "tshark's SDP dissector found no HelloAck"
+	else
+		ok "$name: CM: a REQ for port $PORT, its REP's HelloAck decoded by tshark as SDP"
+	fi
+	# SEND First (0) and Only (4): the start of each message
+	_sof_tshark_opts
+	why=$(timeout 120 tshark -n "${SOF_TSHARK_OPTS[@]}" -r "$file" \
+		-Y "$SOF_ROCE_FILTER && (infiniband.bth.opcode == 0 || infiniband.bth.opcode == 4)" \
+		-T fields -e ip.src -e data.data 2>/dev/null | python3 -c '
+import sys
+seq, disc, src, rrc, n = {}, {}, {}, {}, 0
+for line in sys.stdin:
+    ip, _, data = line.rstrip("\n").partition("\t")
+    b = bytes.fromhex(data.split(",")[0])
+    if len(b) < 16:
+        sys.exit("%s: a message of %d bytes has no BSDH" % (ip, len(b)))
+    mid, ln, mseq = b[0], int.from_bytes(b[4:8], "big"), int.from_bytes(b[8:12], "big")
+    want = seq.get(ip, 0) + 1
+    if mseq == want - 1 and mseq:
+        continue  # the same message sent again (an RC retransmission)
+    if mid not in (0xff, 0x02, 0xfe, 0x06) or ln < 16 or mseq != want:
+        sys.exit("%s: BSDH MID 0x%02x Len %d MSeq %d (want MSeq %d)" % (ip, mid, ln, mseq, want))
+    seq[ip] = mseq
+    disc[ip] = disc.get(ip, 0) + (mid == 0x02)
+    src[ip] = src.get(ip, 0) + (mid == 0xfe)
+    rrc[ip] = rrc.get(ip, 0) + (mid == 0x06)
+    n += 1
+a, b = sorted(seq) if len(seq) == 2 else (None, None)
+if a is None or any(disc.get(s) != 1 for s in seq):
+    sys.exit("directions %s, DisConns %s" % (sorted(seq), disc))
+if src.get(a, 0) != rrc.get(b, 0) or src.get(b, 0) != rrc.get(a, 0) or not sum(src.values()):
+    sys.exit("SrcAvails %s, RdmaRdCompls %s: not one for one, or none" % (src, rrc))
+print("%d messages, MSeq in order each way, one DisConn each way, %d SrcAvail each answered by a RdmaRdCompl" % (n, sum(src.values())))
+' 2>&1)
+	if [ $? -ne 0 ]; then
+		not_ok "$name: BSDH" "$why"
+	else
+		ok "$name: BSDH: $why"
+	fi
+	# the zero-copy reads: RDMA READ request (0x0c) and responses
+	case " $SOF_CAP_OPCODES " in
+	*" 0x0c "*) ok "$name: RDMA READs of the SrcAvails on the wire (opcodes $SOF_CAP_OPCODES)" ;;
+	*) not_ok "$name: RDMA READ" "no RDMA READ request on the wire (opcodes $SOF_CAP_OPCODES)" ;;
+	esac
+}
+
+if sof_hosts_up 2; then
+	A=$(sof_host_ip a)
+	PORT=$((PORT + 1))
+	sof_rs_iperf "hosts/sdp iperf3 libsdp" a b "$A" "$PORT"
+	PORT=$((PORT + 1))
+	sof_rs_iperf "hosts/sdp iperf3 libsdp -P 4" a b "$A" "$PORT" -P 4
+	PORT=$((PORT + 1))
+	sof_rs_sockperf "hosts/sdp sockperf pp --tcp libsdp" a b "$A" "$PORT" pp
+	PORT=$((PORT + 1))
+	sof_rs_sockperf "hosts/sdp sockperf tp --tcp libsdp" a b "$A" "$PORT" tp
+	PORT=$((PORT + 1))
+	sof_rs_http "hosts/sdp curl nc libsdp 100 MiB" a b "$A" "$PORT" 100
+	sdp_capture
+else
+	not_ok "hosts/sdp" "the hosts did not come up"
+fi
+sof_exit

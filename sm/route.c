@@ -4,9 +4,12 @@
  *
  * min-hop: the switch graph's hop counts to each destination switch (one
  * breadth-first search per switch), then for every LID and switch the
- * port towards a neighbour one hop nearer, the least used of those so far
- * (a count of LIDs routed out of each port), so the LIDs of a switch's
- * CAs, and the 2^LMC LIDs of one port, spread over the equal paths.
+ * port towards a neighbour one hop nearer, the least loaded of those so
+ * far, so the LIDs of a switch's CAs, and the 2^LMC LIDs of one port,
+ * spread over the equal paths. A port's load counts the hosts whose
+ * traffic it carries: switches are taken farthest from the destination
+ * first, each passing its hosts on to the switch it chose. Host LIDs are
+ * routed before the switches' own (management traffic only).
  *
  * up/down (--routing updown; ftree is the same for now): the same choice
  * among paths that never go up after going down. A switch's rank is its

@@ -294,9 +294,11 @@ static int open_port(struct sm *sm, const char *ca, int port)
 
 	if (umad_init() < 0)
 		return -ENODEV;
+	sm_log(sm, 2, "umad_init done");
 	sm->fd = umad_open_port(ca, port);
 	if (sm->fd < 0)
 		return sm->fd;
+	sm_log(sm, 2, "umad_open_port done");
 	memset(mask, 0, sizeof(mask));
 	/* requests we take: Get/Set (SMInfo), Trap, TrapRepress */
 	mask[0] = 1L << SOF_METHOD_GET | 1L << SOF_METHOD_SET | 1L << SOF_METHOD_TRAP |
@@ -310,6 +312,7 @@ static int open_port(struct sm *sm, const char *ca, int port)
 	 * registers, and has no such file */
 	if (!umad_get_issm_path(ca, port, path, sizeof(path)))
 		sm->issm_fd = open(path, O_RDWR);
+	sm_log(sm, 2, "agents registered, issm open");
 	if (!umad_get_port(ca, port, &up)) {
 		snprintf(sm->sn.ca_name, sizeof(sm->sn.ca_name), "%s", up.ca_name);
 		sm->sn.ca_port = up.portnum;

@@ -453,6 +453,7 @@ tick:
 	for (i = 0; i < nservices; i++)
 		if (services[i].ops->stop)
 			services[i].ops->stop(services[i].ctx);
+	sm_io_drop_all(&sm);
 	sm_lid_save(&sm);
 	sm_log(&sm, 1, "%" PRIu64 " SMPs sent, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64
 		       " unmatched", sm.smps_sent, sm.smps_timeout, sm.smps_error, sm.smps_dropped);

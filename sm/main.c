@@ -209,7 +209,8 @@ static void configure(struct sm *sm)
 	sm_log(sm, 1, "LIDs (up to %u) and %s routes in %.1f ms", sn->max_lid, sn->routing,
 	       (double)(sm_now_us() - t) / 1e3);
 	sm_program_start(sm);
-	sm_log(sm, 1, "programming: %u SMPs queued", sm_io_queued(sm));
+	sm_log(sm, 1, "sweep %u programming: %u SMPs queued, %u LFT blocks", sn->sweep,
+	       sm_io_queued(sm), sm->lft_blocks);
 }
 
 void sm_phase_done(struct sm *sm)

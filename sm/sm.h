@@ -85,6 +85,7 @@ struct sm {
 	bool changed;		/* this sweep found topology changes */
 	uint64_t t_start, t_phase, next_light; /* µs */
 	unsigned errors;	/* Sets refused in this phase */
+	unsigned lft_blocks;	/* LFT blocks this programming writes */
 	/* another SM (sminfo.c) */
 	struct sm_port *master;	/* the master we are standby of */
 	uint64_t master_guid;

@@ -12,8 +12,10 @@
 #     (`softofed fabric link`) is Active again through trap 128 and a heavy
 #     sweep; with a guid2lid file giving H3 LID 37, a restarted SM gives
 #     H3 LID 37 and keeps the others;
-#   - ft128 with LMC 2: every CA port's base LID a multiple of 4, ibtracert
-#     to base+3 reaches the host;
+#   - ft128: a Leaf-Spine link cut is routed around (trap 128, heavy
+#     sweep) writing fewer LFT blocks than the first sweep, and Active
+#     again once restored; with LMC 2 every CA port's base LID a multiple
+#     of 4, ibtracert to base+3 reaches the host;
 #   - handover on line3 both ways with OpenSM: ours STANDBY behind
 #     OpenSM's master takes over when it is killed; OpenSM STANDBY behind
 #     ours takes over when ours is killed; sminfo names the new master and
@@ -198,6 +200,32 @@ for name in pair line3 ft128; do
 			ok "sm/fabric ft128: ibtracert across the tree (H0_0 <-> H7_15, H3_4 <-> H5_9)"
 		else
 			not_ok "sm/fabric ft128" "failed: ${checks[*]}"
+		fi
+		# a cut spine link: trap 128, a heavy sweep, routes around it,
+		# only the LFT blocks that changed written; back up: Active again
+		a=$(lid_of H0_0) b=$(lid_of H7_15)
+		fabric link Leaf0 17 down >"$OUT" 2>&1
+		for _ in $(seq 1 100); do
+			grep -q 'sweep 2 programming' "$(sof_out sm)" && break
+			sleep 0.1
+		done
+		first=$(sed -n 's/.*sweep 1 programming: .*, \([0-9]*\) LFT blocks/\1/p' "$(sof_out sm)")
+		again=$(sed -n 's/.*sweep 2 programming: .*, \([0-9]*\) LFT blocks/\1/p' "$(sof_out sm)")
+		sleep 0.5
+		routed=no
+		trace_ok "$a" "$b" H7_15 && trace_ok "$b" "$a" H0_0 && routed=yes
+		fabric link Leaf0 17 up >"$OUT" 2>&1
+		for _ in $(seq 1 100); do
+			grep -q 'sweep 3 programming' "$(sof_out sm)" && break
+			sleep 0.1
+		done
+		sleep 1
+		if [ -n "$again" ] && [ -n "$first" ] && [ "$again" -gt 0 ] && [ "$again" -lt "$first" ] &&
+			[ $routed = yes ] && all_active >/dev/null; then
+			ok "sm/fabric ft128 cut: Leaf0[17] cut, trap 128 and a sweep rerouted H0_0 <-> H7_15 writing $again of the first sweep's $first LFT blocks; restored, all ports Active again"
+		else
+			not_ok "sm/fabric ft128 cut" "LFT blocks $first then $again, routed $routed, active $(all_active)"
+			sof_dump "$(sof_out sm)"
 		fi
 		# LMC 2: base LIDs multiples of 4, the last LID of a range routed
 		sof_kill sm

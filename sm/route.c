@@ -144,10 +144,11 @@ static void ranks(struct rt *r)
 	}
 }
 
-/* The port of switch s towards destination switch d (index): the least
- * loaded of those one hop nearer; its load grows by w, the hosts whose
- * traffic to the destination crosses s. *next: the switch it leads to. */
-static uint8_t pick(struct rt *r, unsigned s, unsigned d, uint32_t w, unsigned *next)
+/* The port of switch s towards destination switch d (index): prev (the
+ * port written before) while it is one hop nearer, else the least loaded
+ * of those; its load grows by w, the hosts whose traffic to the
+ * destination crosses s. *next: the switch it leads to. */
+static uint8_t pick(struct rt *r, unsigned s, unsigned d, uint32_t w, uint8_t prev, unsigned *next)
 {
 	const uint8_t *dist = r->dist + (size_t)d * r->nsw;
 	uint8_t want = dist[s] & 0x7f, best = 255;
@@ -169,6 +170,13 @@ static uint8_t pick(struct rt *r, unsigned s, unsigned d, uint32_t w, unsigned *
 		 * that goes down all the way (min-hop: bit 7 never set) */
 		if ((dt & 0x80) && r->sw[a->sw]->rank > rank)
 			continue;
+		/* the port the switch uses now, while still a good one:
+		 * a sweep after a change rewrites only what it must */
+		if (a->port == prev) {
+			best = a->port;
+			*next = a->sw;
+			break;
+		}
 		if (load[a->port] < best_load) {
 			best_load = load[a->port];
 			best = a->port;
@@ -256,7 +264,7 @@ static void route_lid(struct rt *r, struct sm_port *p, uint16_t lid)
 		unsigned next = d;
 
 		s = r->order[i];
-		r->sw[s]->sw->lft[lid] = pick(r, s, d, r->w[s], &next);
+		r->sw[s]->sw->lft[lid] = pick(r, s, d, r->w[s], r->sw[s]->sw->lft_hw[lid], &next);
 		if (r->sw[s]->sw->lft[lid] != 255)
 			r->w[next] += r->w[s];
 	}

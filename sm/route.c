@@ -11,7 +11,7 @@
  * first, each passing its hosts on to the switch it chose. Host LIDs are
  * routed before the switches' own (management traffic only).
  *
- * up/down (--routing updown; ftree is the same for now): the same choice
+ * up/down (--routing updown): the same choice
  * among paths that never go up after going down. A switch's rank is its
  * distance from the roots: leaves (switches with a CA) are found first,
  * and the switches farthest from every leaf are the roots (a fat tree's
@@ -19,6 +19,10 @@
  * neighbour is a candidate only when the leg to it is legal before its
  * own path. On a fat tree both engines give the same up*down* paths; on
  * other graphs up/down avoids the credit loops min-hop may make.
+ *
+ * ftree (--routing ftree): up/down on a graph checked to be a fat tree
+ * (leaves all at the bottom rank, links only between adjacent ranks);
+ * anything else is routed min-hop, with a message.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -142,6 +146,30 @@ static void ranks(struct rt *r)
 		for (i = 0; i < r->nsw; i++)
 			r->sw[i]->rank = r->sw[i]->rank < 0 ? top + 1 : top - r->sw[i]->rank;
 	}
+}
+
+/* A fat tree as the ftree engine takes it: the switches with CAs (leaves)
+ * all of the greatest rank, and every link between switches joins ranks
+ * one apart (none within a level, none skipping one). */
+static bool is_fat_tree(const struct rt *r)
+{
+	int top = -1;
+	unsigned s, i;
+
+	for (s = 0; s < r->nsw; s++)
+		if (r->sw[s]->rank > top)
+			top = r->sw[s]->rank;
+	for (s = 0; s < r->nsw; s++) {
+		for (i = r->adj_off[s]; i < r->adj_off[s + 1]; i++) {
+			int d = r->sw[s]->rank - r->sw[r->adj[i].sw]->rank;
+
+			if (d != 1 && d != -1)
+				return false;
+		}
+		if (r->hosts[s] && r->sw[s]->rank != top)
+			return false;
+	}
+	return r->nsw > 1;
 }
 
 /* The port of switch s towards destination switch d (index): prev (the
@@ -308,6 +336,10 @@ int sm_route(struct sm *sm)
 				r.hosts[s]++;
 	if (updown)
 		ranks(&r);
+	if (sm->routing == SM_ROUTE_FTREE && !is_fat_tree(&r)) {
+		sm_log(sm, 0, "not a fat tree: routing min-hop instead of ftree");
+		updown = false;
+	}
 	/* hop counts to each destination switch: one search per switch */
 	for (s = 0; s < r.nsw; s++)
 		bfs(&r, s, r.dist + (size_t)s * r.nsw, phase, updown);

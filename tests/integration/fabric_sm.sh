@@ -20,6 +20,8 @@
 #     OpenSM's master takes over when it is killed; OpenSM STANDBY behind
 #     ours takes over when ours is killed; sminfo names the new master and
 #     H3 keeps its LID;
+#   - --routing ftree: ft128 routed as a fat tree, line3 detected as none
+#     and routed min-hop;
 #   - pair and ft128 on ibsim (ibsim -s FILE): SUBNET UP, every port with a
 #     link Active, ibnetdiscover counts the file's nodes.
 # Runs in a private network namespace.
@@ -321,6 +323,30 @@ sof_kill sm
 sof_kill osm
 fabric down >"$OUT" 2>&1
 DIAG_HOST=""
+
+# --routing ftree: ft128 is a fat tree (up/down routes, all Active, hosts
+# reach each other); line3 is not (the SM says so and routes min-hop)
+for name in ft128 line3; do
+	mkdir -p "$SOF_TMP/ft.$name" && cd "$SOF_TMP/ft.$name" || exit 1
+	fabric up "$TOPO/$name.net" --ibsim >"$OUT" 2>&1
+	if sm_up "ftree $name" --routing ftree; then
+		same_topo "$TOPO/$name.net"
+		case $name in
+		ft128) a=$(lid_of H0_0) b=$(lid_of H7_15) want=H7_15 expect=no ;;
+		line3) a=$(lid_of H1) b=$(lid_of H3) want=H3 expect=yes ;;
+		esac
+		fell=no
+		grep -q 'not a fat tree: routing min-hop' "$(sof_out sm)" && fell=yes
+		if all_active >/dev/null && trace_ok "$a" "$b" "$want" && [ $fell = $expect ]; then
+			ok "sm/fabric ftree $name: all Active, $want routed; fell back to min-hop: $fell"
+		else
+			not_ok "sm/fabric ftree $name" "fell back: $fell, active $(all_active)"
+			sof_dump "$(sof_out sm)"
+		fi
+	fi
+	sof_kill sm
+	fabric down >"$OUT" 2>&1
+done
 
 # ibsim itself: its console reads a FIFO we hold open
 for name in pair ft128; do

@@ -187,13 +187,14 @@ for name in pair line3 ft128; do
 				grep -q 'H2' "$SOF_TMP/nd4" && trace_ok 1 37 H3; then
 				ok "sm/fabric line3 guid2lid: after a restart H3 has LID 37 as the file says, H2 keeps LID $((h2)), H1 -> H3 routed"
 			else
-				not_ok "sm/fabric line3 guid2lid" "$(tr '\n' ' ' <"$SOF_TMP/nd37") / $(tr '\n' ' ' <"$SOF_TMP/nd4") / $(cat "$g2l" | tr '\n' ' ')"
+				not_ok "sm/fabric line3 guid2lid" "$(tr '\n' ' ' <"$SOF_TMP/nd37") / $(tr '\n' ' ' <"$SOF_TMP/nd4") / $(tr '\n' ' ' <"$g2l")"
 			fi
 		fi
 		;;
 	ft128)
 		checks=()
 		for p in "H0_0 H7_15" "H7_15 H0_0" "H3_4 H5_9" "H5_9 H3_4"; do
+			# shellcheck disable=SC2086 # two names
 			set -- $p
 			a=$(lid_of "$1") b=$(lid_of "$2")
 			trace_ok "$a" "$b" "$2" || checks+=("ibtracert $1 ($a) -> $2 ($b)")
@@ -217,13 +218,13 @@ for name in pair line3 ft128; do
 		routed=no
 		trace_ok "$a" "$b" H7_15 && trace_ok "$b" "$a" H0_0 && routed=yes
 		fabric link Leaf0 17 up >"$OUT" 2>&1
+		back=no
 		for _ in $(seq 1 100); do
-			grep -q 'sweep 3 programming' "$(sof_out sm)" && break
+			grep -q 'sweep 3 programming' "$(sof_out sm)" && all_active >/dev/null && back=yes && break
 			sleep 0.1
 		done
-		sleep 1
 		if [ -n "$again" ] && [ -n "$first" ] && [ "$again" -gt 0 ] && [ "$again" -lt "$first" ] &&
-			[ $routed = yes ] && all_active >/dev/null; then
+			[ $routed = yes ] && [ $back = yes ]; then
 			ok "sm/fabric ft128 cut: Leaf0[17] cut, trap 128 and a sweep rerouted H0_0 <-> H7_15 writing $again of the first sweep's $first LFT blocks; restored, all ports Active again"
 		else
 			not_ok "sm/fabric ft128 cut" "LFT blocks $first then $again, routed $routed, active $(all_active)"
@@ -262,7 +263,6 @@ mkdir -p "$SOF_TMP/ho" && cd "$SOF_TMP/ho" || exit 1
 export OSM_CACHE_DIR=$SOF_TMP/ho OSM_TMP_DIR=$SOF_TMP/ho
 printf 'sminfo_polling_timeout 500\npolling_retry_number 2\n' >osm.conf
 DIAG_HOST=H3
-osm_log=$(sof_out osm)
 # h3_lid: H3's LID (port GUID 0x100005) from smpquery by node description
 h3_lid() {
 	sim ibnetdiscover >"$SOF_TMP/ibnd"
@@ -337,7 +337,7 @@ for name in ft128 line3; do
 		esac
 		fell=no
 		grep -q 'not a fat tree: routing min-hop' "$(sof_out sm)" && fell=yes
-		if all_active >/dev/null && trace_ok "$a" "$b" "$want" && [ $fell = $expect ]; then
+		if all_active >/dev/null && trace_ok "$a" "$b" "$want" && [ "$fell" = "$expect" ]; then
 			ok "sm/fabric ftree $name: all Active, $want routed; fell back to min-hop: $fell"
 		else
 			not_ok "sm/fabric ftree $name" "fell back: $fell, active $(all_active)"

@@ -5,8 +5,11 @@
 # ibsim's (`ibsim -s FILE`), both through Debian's libumad2sim; ft128,
 # ft648, ft1152 (tests/topologies; BENCH_SM_TOPOS names others, by name
 # there or by path, e.g. a 3-level tree of shared/topologies/gen_fattree3.py
-# — ibsim needs -N/-S/-P/-L raised for those, not done here), BENCH_REPS
+# — ibsim runs with the issue's limits for those), BENCH_REPS
 # rounds each (default 3), the median, and ours / OpenSM's (target <= 0.5).
+#
+# Then the route balance of each (ours min-hop, OpenSM ftree) on our
+# fabric: bench/route_balance.py over the LFTs ibroute reads back.
 #
 # Each SM's own clock: OpenSM's log from its first line to "SUBNET UP" (as
 # bench/fabric.sh reads it), ours its "SUBNET UP in N ms" line (from the
@@ -58,7 +61,8 @@ run() {
 	else
 		rm -f in && mkfifo in
 		exec 7<>in
-		timeout 300 ibsim -s "$file" <in >/dev/null 2>&1 &
+		# the limits the issue gives for the 3-level trees (harmless below)
+		timeout 300 ibsim -N 20000 -S 2000 -P 100000 -L 49152 -s "$file" <in >/dev/null 2>&1 &
 	fi
 	srv=$!
 	sleep 0.5
@@ -109,10 +113,60 @@ for t in $TOPOS; do
 	rows+=("| $t | $a | $b | $(ratio "$a" "$b") | $c | $d | $(ratio "$c" "$d") |")
 done
 
+# Route balance (issue 20; target: ours <= OpenSM's ftree): the most paths
+# of an all-to-all on one switch-to-switch link, from the LFTs each SM
+# wrote on our fabric (ibnetdiscover + ibroute of every switch,
+# bench/route_balance.py); BENCH_SM_BALANCE=0 skips it
+balance() { # SM FILE: prints "max mean"
+	local sm=$1 file=$2 srv pid l
+	rm -rf "$TMP/b" && mkdir -p "$TMP/b" && cd "$TMP/b" || return
+	timeout 300 "$BUILD/bin/softofed-fabric" "$file" --ibsim >/dev/null 2>&1 &
+	srv=$!
+	sleep 0.5
+	if [ "$sm" = opensm ]; then
+		OSM_CACHE_DIR=$TMP/b OSM_TMP_DIR=$TMP/b LD_PRELOAD=$UMAD2SIM \
+			timeout -s KILL 200 opensm -R ftree -d 2 -f "$TMP/b/log" >/dev/null 2>&1 &
+	else
+		LD_PRELOAD=$UMAD2SIM timeout -s KILL 200 "$BUILD/bin/softofed-sm" >"$TMP/b/log" 2>&1 &
+	fi
+	pid=$!
+	for _ in $(seq 1 1800); do
+		grep -q 'SUBNET UP' "$TMP/b/log" 2>/dev/null && break
+		sleep 0.05
+	done
+	LD_PRELOAD=$UMAD2SIM timeout 60 ibnetdiscover >ibnd 2>/dev/null
+	for l in $(sed -n 's/^Switch.*base port 0 lid \([0-9]*\) .*/\1/p' ibnd); do
+		LD_PRELOAD=$UMAD2SIM timeout 20 ibroute "$l" 2>/dev/null
+	done >lft
+	python3 "$ROOT/bench/route_balance.py" ibnd lft | sed -n 's/.* max \([0-9]*\) mean \([0-9.]*\) .*/\1 \2/p'
+	kill "$pid" "$srv" 2>/dev/null
+	wait "$pid" "$srv" 2>/dev/null
+	cd "$ROOT" || return
+}
+brows=()
+if [ "${BENCH_SM_BALANCE:-1}" != 0 ]; then
+	for t in $TOPOS; do
+		file=$TOPO/$t.net
+		case $t in */*) file=$t t=$(basename "$t" .net) ;; esac
+		[ -f "$file" ] || continue
+		read -r om omean <<<"$(balance ours "$file")"
+		read -r fm fmean <<<"$(balance opensm "$file")"
+		brows+=("| $t | ${om:--} | ${omean:--} | ${fm:--} | ${fmean:--} |")
+	done
+fi
+
 {
 	echo "### Start to SUBNET UP: softofed-sm against OpenSM (issue 20; target ours / OpenSM <= 0.5), median of $REPS, ms"
 	echo
 	echo "| topology | ours on our fabric | OpenSM on our fabric | ratio | ours on ibsim | OpenSM on ibsim | ratio |"
 	echo "|---|---|---|---|---|---|---|"
 	printf '%s\n' "${rows[@]}"
+	if [ ${#brows[@]} -gt 0 ]; then
+		echo
+		echo "### Route balance, all-to-all: most paths on one switch-to-switch link (issue 20; target ours <= OpenSM ftree)"
+		echo
+		echo "| topology | ours (min-hop) max | mean | OpenSM ftree max | mean |"
+		echo "|---|---|---|---|---|"
+		printf '%s\n' "${brows[@]}"
+	fi
 } | tee -a "${BENCH_OUT:-/dev/null}"

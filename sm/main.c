@@ -211,7 +211,8 @@ static void configure(struct sm *sm)
 	sm_log(sm, 1, "LIDs (up to %u) and %s routes in %.1f ms", sn->max_lid, sn->routing,
 	       (double)(sm_now_us() - t) / 1e3);
 	sm_program_start(sm);
-	sm_log(sm, 1, "programming: %u SMPs queued", sm_io_queued(sm));
+	sm_log(sm, 1, "sweep %u programming: %u SMPs queued, %u LFT blocks", sn->sweep,
+	       sm_io_queued(sm), sm->lft_blocks);
 }
 
 void sm_phase_done(struct sm *sm)
@@ -296,9 +297,11 @@ static int open_port(struct sm *sm, const char *ca, int port)
 
 	if (umad_init() < 0)
 		return -ENODEV;
+	sm_log(sm, 2, "umad_init done");
 	sm->fd = umad_open_port(ca, port);
 	if (sm->fd < 0)
 		return sm->fd;
+	sm_log(sm, 2, "umad_open_port done");
 	memset(mask, 0, sizeof(mask));
 	/* requests we take: Get/Set (SMInfo), Trap, TrapRepress */
 	mask[0] = 1L << SOF_METHOD_GET | 1L << SOF_METHOD_SET | 1L << SOF_METHOD_TRAP |
@@ -312,6 +315,7 @@ static int open_port(struct sm *sm, const char *ca, int port)
 	 * registers, and has no such file */
 	if (!umad_get_issm_path(ca, port, path, sizeof(path)))
 		sm->issm_fd = open(path, O_RDWR);
+	sm_log(sm, 2, "agents registered, issm open");
 	if (!umad_get_port(ca, port, &up)) {
 		snprintf(sm->sn.ca_name, sizeof(sm->sn.ca_name), "%s", up.ca_name);
 		sm->sn.ca_port = up.portnum;
@@ -453,6 +457,7 @@ tick:
 	for (i = 0; i < nservices; i++)
 		if (services[i].ops->stop)
 			services[i].ops->stop(services[i].ctx);
+	sm_io_drop_all(&sm);
 	sm_lid_save(&sm);
 	sm_log(&sm, 1, "%" PRIu64 " SMPs sent, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64
 		       " unmatched", sm.smps_sent, sm.smps_timeout, sm.smps_error, sm.smps_dropped);

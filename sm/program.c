@@ -149,6 +149,7 @@ static void program_switch(struct sm *sm, struct sm_node *n)
 		if (rq) {
 			rq->node = n;
 			rq->arg = b;
+			sm->lft_blocks++;
 		}
 	}
 }
@@ -161,6 +162,7 @@ void sm_program_start(struct sm *sm)
 	sm->phase = SM_PHASE_PROGRAM;
 	sm->t_phase = sm_now_us();
 	sm->errors = 0;
+	sm->lft_blocks = 0;
 	for (i = 0; i < sn->nnodes; i++) {
 		struct sm_node *n = sn->nodes[i];
 

@@ -4,11 +4,14 @@
  *
  * min-hop: the switch graph's hop counts to each destination switch (one
  * breadth-first search per switch), then for every LID and switch the
- * port towards a neighbour one hop nearer, the least used of those so far
- * (a count of LIDs routed out of each port), so the LIDs of a switch's
- * CAs, and the 2^LMC LIDs of one port, spread over the equal paths.
+ * port towards a neighbour one hop nearer, the least loaded of those so
+ * far, so the LIDs of a switch's CAs, and the 2^LMC LIDs of one port,
+ * spread over the equal paths. A port's load counts the hosts whose
+ * traffic it carries: switches are taken farthest from the destination
+ * first, each passing its hosts on to the switch it chose. Host LIDs are
+ * routed before the switches' own (management traffic only).
  *
- * up/down (--routing updown; ftree is the same for now): the same choice
+ * up/down (--routing updown): the same choice
  * among paths that never go up after going down. A switch's rank is its
  * distance from the roots: leaves (switches with a CA) are found first,
  * and the switches farthest from every leaf are the roots (a fat tree's
@@ -16,6 +19,10 @@
  * neighbour is a candidate only when the leg to it is legal before its
  * own path. On a fat tree both engines give the same up*down* paths; on
  * other graphs up/down avoids the credit loops min-hop may make.
+ *
+ * ftree (--routing ftree): up/down on a graph checked to be a fat tree
+ * (leaves all at the bottom rank, links only between adjacent ranks);
+ * anything else is routed min-hop, with a message.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +31,8 @@
 #include "sm.h"
 #include "smp.h"
 
+/* the turn of the first candidate per switch (pick) */
+static const unsigned rot_mul = 5;
 struct rt {
 	unsigned nsw;
 	struct sm_node **sw;	/* switches by index */
@@ -32,6 +41,10 @@ struct rt {
 				 * path first goes up (up/down); 255 unreachable */
 	uint32_t *load;		/* [sw * 256 + port] */
 	int *queue;
+	uint32_t *hosts;	/* CA ports on each switch */
+	uint32_t *w;		/* per destination: the hosts whose traffic crosses */
+	unsigned *order;	/* per destination: switches, farthest first */
+	unsigned bucket[128];
 	/* links between switches: for switch s, adj[adj_off[s] .. adj_off[s + 1]) */
 	unsigned *adj_off;
 	struct rt_adj {
@@ -135,19 +148,48 @@ static void ranks(struct rt *r)
 	}
 }
 
-/* the port of switch s towards destination switch d (index), least used */
-static uint8_t pick(struct rt *r, unsigned s, unsigned d)
+/* A fat tree as the ftree engine takes it: the switches with CAs (leaves)
+ * all of the greatest rank, and every link between switches joins ranks
+ * one apart (none within a level, none skipping one). */
+static bool is_fat_tree(const struct rt *r)
+{
+	int top = -1;
+	unsigned s, i;
+
+	for (s = 0; s < r->nsw; s++)
+		if (r->sw[s]->rank > top)
+			top = r->sw[s]->rank;
+	for (s = 0; s < r->nsw; s++) {
+		for (i = r->adj_off[s]; i < r->adj_off[s + 1]; i++) {
+			int d = r->sw[s]->rank - r->sw[r->adj[i].sw]->rank;
+
+			if (d != 1 && d != -1)
+				return false;
+		}
+		if (r->hosts[s] && r->sw[s]->rank != top)
+			return false;
+	}
+	return r->nsw > 1;
+}
+
+/* The port of switch s towards destination switch d (index): prev (the
+ * port written before) while it is one hop nearer, else the least loaded
+ * of those; its load grows by w, the hosts whose traffic to the
+ * destination crosses s. *next: the switch it leads to. */
+static uint8_t pick(struct rt *r, unsigned s, unsigned d, uint32_t w, uint8_t prev, unsigned *next)
 {
 	const uint8_t *dist = r->dist + (size_t)d * r->nsw;
 	uint8_t want = dist[s] & 0x7f, best = 255;
 	uint32_t best_load = UINT32_MAX, *load = r->load + (size_t)s * 256;
 	int rank = r->sw[s]->rank;
-	unsigned i;
+	unsigned lo = r->adj_off[s], n = r->adj_off[s + 1] - lo, k;
 
 	if (dist[s] == 255 || want == 0)
 		return 255;
-	for (i = r->adj_off[s]; i < r->adj_off[s + 1]; i++) {
-		const struct rt_adj *a = &r->adj[i];
+	/* equal loads: the first candidate from a place that turns with the
+	 * switch, so switches do not all send one destination the same way */
+	for (k = 0; k < n; k++) {
+		const struct rt_adj *a = &r->adj[lo + (k + s * rot_mul) % n];
 		uint8_t dt = dist[a->sw];
 
 		if (dt == 255 || (dt & 0x7f) != want - 1)
@@ -156,13 +198,21 @@ static uint8_t pick(struct rt *r, unsigned s, unsigned d)
 		 * that goes down all the way (min-hop: bit 7 never set) */
 		if ((dt & 0x80) && r->sw[a->sw]->rank > rank)
 			continue;
+		/* the port the switch uses now, while still a good one:
+		 * a sweep after a change rewrites only what it must */
+		if (a->port == prev) {
+			best = a->port;
+			*next = a->sw;
+			break;
+		}
 		if (load[a->port] < best_load) {
 			best_load = load[a->port];
 			best = a->port;
+			*next = a->sw;
 		}
 	}
 	if (best != 255)
-		load[best]++;
+		load[best] += w;
 	return best;
 }
 
@@ -194,11 +244,65 @@ static int build_adj(struct rt *r)
 	return 0;
 }
 
+/* LID lid of port p: out of its switch towards it, and every other
+ * switch's least used port one hop nearer */
+static void route_lid(struct rt *r, struct sm_port *p, uint16_t lid)
+{
+	const uint8_t *dist;
+	struct sm_node *dsw;
+	unsigned d, s, h, i, n = 0;
+	uint8_t last;
+
+	if (p->node->sw) {
+		dsw = p->node;
+		last = 0;
+	} else {
+		if (!link_up(p) || !p->peer->node->sw)
+			return;
+		dsw = p->peer->node;
+		last = p->peer->num;
+	}
+	if (r->swidx[dsw->index] < 0)
+		return;
+	d = (unsigned)r->swidx[dsw->index];
+	dist = r->dist + (size_t)d * r->nsw;
+	dsw->sw->lft[lid] = last;
+	/* farthest switches first, each passing the weight of the hosts
+	 * whose traffic it carries on to the switch it chose, so a port's
+	 * load counts the sources it takes to this destination, not only
+	 * destinations (a bucket sort by hops) */
+	memset(r->bucket, 0, sizeof(r->bucket));
+	for (s = 0; s < r->nsw; s++)
+		if (dist[s] != 255 && (dist[s] & 0x7f))
+			r->bucket[dist[s] & 0x7f]++;
+	for (h = 127; h > 0; h--) {
+		unsigned c = r->bucket[h];
+
+		r->bucket[h] = n;
+		n += c;
+	}
+	for (s = 0; s < r->nsw; s++) {
+		r->w[s] = r->hosts[s] ? r->hosts[s] : 1;
+		if (dist[s] != 255 && (dist[s] & 0x7f))
+			r->order[r->bucket[dist[s] & 0x7f]++] = s;
+		else if (s != d)
+			r->sw[s]->sw->lft[lid] = 255;
+	}
+	for (i = 0; i < n; i++) {
+		unsigned next = d;
+
+		s = r->order[i];
+		r->sw[s]->sw->lft[lid] = pick(r, s, d, r->w[s], r->sw[s]->sw->lft_hw[lid], &next);
+		if (r->sw[s]->sw->lft[lid] != 255)
+			r->w[next] += r->w[s];
+	}
+}
+
 int sm_route(struct sm *sm)
 {
 	struct sm_subnet *sn = &sm->sn;
 	struct rt r = {0};
-	unsigned i, s, lid;
+	unsigned i, s, lid, pass;
 	uint8_t *phase = NULL;
 	int err = -ENOMEM;
 	bool updown = sm->routing != SM_ROUTE_MINHOP;
@@ -220,43 +324,42 @@ int sm_route(struct sm *sm)
 	r.load = calloc((size_t)r.nsw * 256 + 1, sizeof(*r.load));
 	r.queue = malloc((r.nsw + 1) * sizeof(*r.queue));
 	phase = malloc(r.nsw + 1);
-	if (!r.dist || !r.load || !r.queue || !phase || build_adj(&r))
+	r.hosts = calloc(r.nsw + 1, sizeof(*r.hosts));
+	r.w = malloc((r.nsw + 1) * sizeof(*r.w));
+	r.order = malloc((r.nsw + 1) * sizeof(*r.order));
+	if (!r.dist || !r.load || !r.queue || !phase || !r.hosts || !r.w || !r.order ||
+	    build_adj(&r))
 		goto out;
+	for (s = 0; s < r.nsw; s++)
+		for (i = 1; i <= r.sw[s]->nports; i++)
+			if (link_up(&r.sw[s]->port[i]) && !r.sw[s]->port[i].peer->node->sw)
+				r.hosts[s]++;
 	if (updown)
 		ranks(&r);
+	if (sm->routing == SM_ROUTE_FTREE && !is_fat_tree(&r)) {
+		sm_log(sm, 0, "not a fat tree: routing min-hop instead of ftree");
+		updown = false;
+	}
 	/* hop counts to each destination switch: one search per switch */
 	for (s = 0; s < r.nsw; s++)
 		bfs(&r, s, r.dist + (size_t)s * r.nsw, phase, updown);
 	for (s = 0; s < r.nsw; s++)
 		memset(r.sw[s]->sw->lft, 0xff, SM_UCAST_LIDS);
-	for (lid = 1; lid <= sn->max_lid; lid++) {
-		struct sm_port *p = sn->lid_port[lid];
-		struct sm_node *dsw;
-		uint8_t last;
-		unsigned d;
+	/* CA LIDs first, so the port counts balance the hosts' traffic; the
+	 * switches' own LIDs (management only) after them */
+	for (pass = 0; pass < 2; pass++)
+		for (lid = 1; lid <= sn->max_lid; lid++) {
+			struct sm_port *p = sn->lid_port[lid];
 
-		if (!p || !p->node->present)
-			continue;
-		if (p->node->sw) {
-			dsw = p->node;
-			last = 0;
-		} else {
-			if (!link_up(p) || !p->peer->node->sw)
-				continue;
-			dsw = p->peer->node;
-			last = p->peer->num;
+			if (p && p->node->present && !p->node->sw == !pass)
+				route_lid(&r, p, (uint16_t)lid);
 		}
-		if (r.swidx[dsw->index] < 0)
-			continue;
-		d = (unsigned)r.swidx[dsw->index];
-		dsw->sw->lft[lid] = last;
-		for (s = 0; s < r.nsw; s++)
-			if (s != d)
-				r.sw[s]->sw->lft[lid] = pick(&r, s, d);
-	}
 	err = 0;
 out:
 	free(phase);
+	free(r.hosts);
+	free(r.w);
+	free(r.order);
 	free(r.adj);
 	free(r.adj_off);
 	free(r.queue);

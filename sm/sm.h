@@ -85,6 +85,7 @@ struct sm {
 	bool changed;		/* this sweep found topology changes */
 	uint64_t t_start, t_phase, next_light; /* µs */
 	unsigned errors;	/* Sets refused in this phase */
+	unsigned lft_blocks;	/* LFT blocks this programming writes */
 	/* another SM (sminfo.c) */
 	struct sm_port *master;	/* the master we are standby of */
 	uint64_t master_guid;
@@ -108,6 +109,8 @@ void sm_io_pump(struct sm *sm);
 void sm_io_input(struct sm *sm, int agent, void *umad, int len);
 bool sm_io_idle(const struct sm *sm);
 unsigned sm_io_queued(const struct sm *sm);
+/* at exit: forget every request, in flight or queued */
+void sm_io_drop_all(struct sm *sm);
 /* the data part of an SMP (64 bytes at offset 64) */
 static inline const uint8_t *sm_smp_data(const uint8_t *mad) { return mad + 64; }
 

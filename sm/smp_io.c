@@ -217,3 +217,21 @@ void sm_io_input(struct sm *sm, int agent, void *umad, int len)
 	}
 	complete(sm, rq, 0, mad);
 }
+
+void sm_io_drop_all(struct sm *sm)
+{
+	unsigned i;
+
+	for (i = 0; i < SM_WINDOW_MAX; i++) {
+		free(sm->slot[i]);
+		sm->slot[i] = NULL;
+	}
+	sm->inflight = 0;
+	while (sm->qhead) {
+		struct sm_req *rq = sm->qhead;
+
+		sm->qhead = rq->next;
+		free(rq);
+	}
+	sm->qtail = NULL;
+}

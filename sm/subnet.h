@@ -103,12 +103,13 @@ struct sm_switch {
 	/* unicast: output port by LID, SM_UCAST_LIDS entries, 255 = no route */
 	uint8_t *lft;		/* as computed by the routing engine */
 	uint8_t *lft_hw;	/* as written to the switch (what the SA's
-				 * LinearForwardingTableRecord reports) */
+				 * LinearForwardingTableRecord reports);
+				 * 0xfe where not written yet (unknown) */
 	/* multicast: port masks (bit p = port p) by MLID - 0xc000;
 	 * mft_cap entries, SM_MAX_PORTS + 1 bits each; NULL until the SM
 	 * does multicast */
 	uint64_t (*mft)[4];
-	uint8_t *hops;		/* SM-private: min hop count, [lid] */
+	uint8_t *hops;		/* SM-private, unused yet: min hop count, [lid] */
 };
 
 /* One node (IBA 14.2.5.3 NodeInfo, 14.2.5.2 NodeDescription) */

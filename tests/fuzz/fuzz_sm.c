@@ -201,7 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	in = data;
 	in_left = size;
 	nreqs = 0;
-	sm.routing = size && data[0] & 0x80 ? SM_ROUTE_UPDOWN : SM_ROUTE_MINHOP;
+	sm.routing = size ? (enum sm_routing)((data[0] >> 6) % 3) : SM_ROUTE_MINHOP;
 	sm.sn.lmc = size ? data[0] & 3 : 0;
 	/* two sweeps: the second meets the model the first left */
 	for (round = 0; round < 2; round++) {

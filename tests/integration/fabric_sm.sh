@@ -12,12 +12,16 @@
 #     (`softofed fabric link`) is Active again through trap 128 and a heavy
 #     sweep; with a guid2lid file giving H3 LID 37, a restarted SM gives
 #     H3 LID 37 and keeps the others;
-#   - ft128 with LMC 2: every CA port's base LID a multiple of 4, ibtracert
-#     to base+3 reaches the host;
+#   - ft128: a Leaf-Spine link cut is routed around (trap 128, heavy
+#     sweep) writing fewer LFT blocks than the first sweep, and Active
+#     again once restored; with LMC 2 every CA port's base LID a multiple
+#     of 4, ibtracert to base+3 reaches the host;
 #   - handover on line3 both ways with OpenSM: ours STANDBY behind
 #     OpenSM's master takes over when it is killed; OpenSM STANDBY behind
 #     ours takes over when ours is killed; sminfo names the new master and
 #     H3 keeps its LID;
+#   - --routing ftree: ft128 routed as a fat tree, line3 detected as none
+#     and routed min-hop;
 #   - pair and ft128 on ibsim (ibsim -s FILE): SUBNET UP, every port with a
 #     link Active, ibnetdiscover counts the file's nodes.
 # Runs in a private network namespace.
@@ -183,13 +187,14 @@ for name in pair line3 ft128; do
 				grep -q 'H2' "$SOF_TMP/nd4" && trace_ok 1 37 H3; then
 				ok "sm/fabric line3 guid2lid: after a restart H3 has LID 37 as the file says, H2 keeps LID $((h2)), H1 -> H3 routed"
 			else
-				not_ok "sm/fabric line3 guid2lid" "$(tr '\n' ' ' <"$SOF_TMP/nd37") / $(tr '\n' ' ' <"$SOF_TMP/nd4") / $(cat "$g2l" | tr '\n' ' ')"
+				not_ok "sm/fabric line3 guid2lid" "$(tr '\n' ' ' <"$SOF_TMP/nd37") / $(tr '\n' ' ' <"$SOF_TMP/nd4") / $(tr '\n' ' ' <"$g2l")"
 			fi
 		fi
 		;;
 	ft128)
 		checks=()
 		for p in "H0_0 H7_15" "H7_15 H0_0" "H3_4 H5_9" "H5_9 H3_4"; do
+			# shellcheck disable=SC2086 # two names
 			set -- $p
 			a=$(lid_of "$1") b=$(lid_of "$2")
 			trace_ok "$a" "$b" "$2" || checks+=("ibtracert $1 ($a) -> $2 ($b)")
@@ -198,6 +203,32 @@ for name in pair line3 ft128; do
 			ok "sm/fabric ft128: ibtracert across the tree (H0_0 <-> H7_15, H3_4 <-> H5_9)"
 		else
 			not_ok "sm/fabric ft128" "failed: ${checks[*]}"
+		fi
+		# a cut spine link: trap 128, a heavy sweep, routes around it,
+		# only the LFT blocks that changed written; back up: Active again
+		a=$(lid_of H0_0) b=$(lid_of H7_15)
+		fabric link Leaf0 17 down >"$OUT" 2>&1
+		for _ in $(seq 1 100); do
+			grep -q 'sweep 2 programming' "$(sof_out sm)" && break
+			sleep 0.1
+		done
+		first=$(sed -n 's/.*sweep 1 programming: .*, \([0-9]*\) LFT blocks/\1/p' "$(sof_out sm)")
+		again=$(sed -n 's/.*sweep 2 programming: .*, \([0-9]*\) LFT blocks/\1/p' "$(sof_out sm)")
+		sleep 0.5
+		routed=no
+		trace_ok "$a" "$b" H7_15 && trace_ok "$b" "$a" H0_0 && routed=yes
+		fabric link Leaf0 17 up >"$OUT" 2>&1
+		back=no
+		for _ in $(seq 1 100); do
+			grep -q 'sweep 3 programming' "$(sof_out sm)" && all_active >/dev/null && back=yes && break
+			sleep 0.1
+		done
+		if [ -n "$again" ] && [ -n "$first" ] && [ "$again" -gt 0 ] && [ "$again" -lt "$first" ] &&
+			[ $routed = yes ] && [ $back = yes ]; then
+			ok "sm/fabric ft128 cut: Leaf0[17] cut, trap 128 and a sweep rerouted H0_0 <-> H7_15 writing $again of the first sweep's $first LFT blocks; restored, all ports Active again"
+		else
+			not_ok "sm/fabric ft128 cut" "LFT blocks $first then $again, routed $routed, active $(all_active)"
+			sof_dump "$(sof_out sm)"
 		fi
 		# LMC 2: base LIDs multiples of 4, the last LID of a range routed
 		sof_kill sm
@@ -232,7 +263,6 @@ mkdir -p "$SOF_TMP/ho" && cd "$SOF_TMP/ho" || exit 1
 export OSM_CACHE_DIR=$SOF_TMP/ho OSM_TMP_DIR=$SOF_TMP/ho
 printf 'sminfo_polling_timeout 500\npolling_retry_number 2\n' >osm.conf
 DIAG_HOST=H3
-osm_log=$(sof_out osm)
 # h3_lid: H3's LID (port GUID 0x100005) from smpquery by node description
 h3_lid() {
 	sim ibnetdiscover >"$SOF_TMP/ibnd"
@@ -293,6 +323,30 @@ sof_kill sm
 sof_kill osm
 fabric down >"$OUT" 2>&1
 DIAG_HOST=""
+
+# --routing ftree: ft128 is a fat tree (up/down routes, all Active, hosts
+# reach each other); line3 is not (the SM says so and routes min-hop)
+for name in ft128 line3; do
+	mkdir -p "$SOF_TMP/ft.$name" && cd "$SOF_TMP/ft.$name" || exit 1
+	fabric up "$TOPO/$name.net" --ibsim >"$OUT" 2>&1
+	if sm_up "ftree $name" --routing ftree; then
+		same_topo "$TOPO/$name.net"
+		case $name in
+		ft128) a=$(lid_of H0_0) b=$(lid_of H7_15) want=H7_15 expect=no ;;
+		line3) a=$(lid_of H1) b=$(lid_of H3) want=H3 expect=yes ;;
+		esac
+		fell=no
+		grep -q 'not a fat tree: routing min-hop' "$(sof_out sm)" && fell=yes
+		if all_active >/dev/null && trace_ok "$a" "$b" "$want" && [ "$fell" = "$expect" ]; then
+			ok "sm/fabric ftree $name: all Active, $want routed; fell back to min-hop: $fell"
+		else
+			not_ok "sm/fabric ftree $name" "fell back: $fell, active $(all_active)"
+			sof_dump "$(sof_out sm)"
+		fi
+	fi
+	sof_kill sm
+	fabric down >"$OUT" 2>&1
+done
 
 # ibsim itself: its console reads a FIFO we hold open
 for name in pair ft128; do

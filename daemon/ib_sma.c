@@ -25,6 +25,11 @@
  * leaves on VL15, or, addressed to this node (hop count 0, or our LID), is
  * answered by the SMA here and the answer handed back from the main loop,
  * as the kernel's smi does without the wire.
+ *
+ * The HCA's PMA (IBA 16.1) answers PerfMgt on QP1 of this port before any
+ * libibumad agent sees it (gsi_local, the kernel's process_mad), from the
+ * model's port counters, into which the port's own (tp_ib_counters) are
+ * copied by their growth at each PMA or SMA access.
  */
 #include "sofd.h"
 
@@ -39,8 +44,48 @@
 static struct {
 	struct sof_node *node;
 	uint32_t psn; /* QP0's send PSNs */
-	uint64_t smps, replies;
+	uint64_t smps, replies, pmas;
+	struct tp_ib_counters seen; /* the port's counters at the last copy */
 } sma;
+
+/* The port's counters (transport/iblink.c counts them) into the model's
+ * port 1 by what they grew since the last copy, so that a PMA Set that
+ * reset a model counter starts it again from zero (IBA 16.1.3.5). */
+static void counters_sync(void)
+{
+	const struct tp_ib_counters *t = tp_ib_counters();
+	struct sof_port_counters *c = &sma.node->port[1].cnt;
+	struct tp_ib_counters *o = &sma.seen;
+
+	c->xmit_data += t->xmit_data - o->xmit_data;
+	c->rcv_data += t->rcv_data - o->rcv_data;
+	c->xmit_pkts += t->xmit_pkts - o->xmit_pkts;
+	c->rcv_pkts += t->rcv_pkts - o->rcv_pkts;
+	/* no multicast by the LRH's DLID yet: every packet counts as unicast */
+	c->uni_xmit_pkts += t->xmit_pkts - o->xmit_pkts;
+	c->uni_rcv_pkts += t->rcv_pkts - o->rcv_pkts;
+	c->rcv_errors += (uint32_t)(t->rcv_errors - o->rcv_errors);
+	c->xmit_discards += (uint32_t)(t->xmit_discards - o->xmit_discards);
+	c->vl15_dropped += (uint32_t)(t->vl15_dropped - o->vl15_dropped);
+	c->link_downed += (uint32_t)(t->link_downed - o->link_downed);
+	sma.node->port[1].pkey_violations +=
+	    (uint16_t)(t->pkey_violations - o->pkey_violations);
+	*o = *t;
+}
+
+/* sofd_mad_smi_ops.gsi_local: the HCA's PMA (IBA 16.1) on QP1 of this
+ * port, which answers PerfMgt before any agent as an HCA's firmware does. */
+static bool gsi_local(uint8_t *mad, const struct sofd_mad_addr *from)
+{
+	(void)from;
+	if (!sma.node || mad[1] != SOF_MCLASS_PERF || (mad[3] & SOF_METHOD_RESP_BIT))
+		return false;
+	counters_sync();
+	if (sof_pma_process(sma.node, 1, mad, SOF_SMP_LEN) != SOF_SMA_REPLY)
+		return false;
+	sma.pmas++;
+	return true;
+}
 
 /* The model's port 1 after the port changed (the link, ASSIGN). */
 void sofd_ib_sma_sync(void)
@@ -120,6 +165,7 @@ static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 	}
 	memcpy(mad, payload, sizeof(mad));
 	sma.smps++;
+	counters_sync();
 	directed = mad[1] == SOF_MCLASS_SMP_DR;
 	lid_routed = dlid != IB_LID_PERMISSIVE;
 	if (directed && sof_smp_dr_step(sma.node, mad, 1, lid_routed, 0, &next) != SOF_DR_LOCAL)
@@ -209,6 +255,7 @@ static int smi_send(const struct sofd_mad_addr *to, const uint8_t *smp)
 
 static const struct sofd_mad_smi_ops smi_ops = {
     .send = smi_send,
+    .gsi_local = gsi_local,
 };
 
 int sofd_ib_sma_init(const char *desc)
@@ -229,6 +276,7 @@ int sofd_ib_sma_init(const char *desc)
 	/* responses, traps and SMInfo go to QP0's agents (an SM here), which
 	 * the MAD layer drops and counts when none waits */
 	sma.node->sm_agent = true;
+	sma.seen = *tp_ib_counters();
 	sofd_ib_sma_sync();
 	tp_recv_hook(TP_HOOK_QP0, qp0_input);
 	sofd_mad_smi_attach(&smi_ops);

@@ -248,7 +248,7 @@ for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong
 	tests/hosts/xrc.sh tests/hosts/raw.sh tests/hosts/srq_resize.sh tests/hosts/sack.sh \
 	tests/hosts/iblink.sh tests/hosts/ibdata.sh tests/hosts/umad.sh tests/hosts/umad_loss.sh \
 	tests/hosts/onesided.sh tests/hosts/rsocket.sh tests/hosts/opensm.sh tests/hosts/opensm_line3.sh \
-	tests/hosts/ibfabric_diags.sh tests/hosts/ibfabric_ft128.sh; do
+	tests/hosts/ibfabric_diags.sh tests/hosts/ibfabric_ft128.sh tests/hosts/ibfabric_data.sh; do
 	selected "$f" || continue
 	if [ ! -f "$f" ]; then
 		result_fail "$f" "missing"

@@ -185,10 +185,11 @@ static void status(struct fabric *f, struct out *o)
 	}
 	outf(o,
 	     "counters: pkts %llu forwarded %llu delivered %llu from_hosts %llu to_hosts %llu "
-	     "traps %llu\n",
+	     "traps %llu trap_resends %llu trap_repressed %llu\n",
 	     (unsigned long long)s->pkts, (unsigned long long)s->forwarded,
 	     (unsigned long long)s->delivered, (unsigned long long)s->from_hosts,
-	     (unsigned long long)s->to_hosts, (unsigned long long)s->traps);
+	     (unsigned long long)s->to_hosts, (unsigned long long)s->traps,
+	     (unsigned long long)s->trap_resends, (unsigned long long)s->trap_repressed);
 	outf(o, "drops:");
 	for (int b = 1; b < FAB_BAD_MAX; b++)
 		outf(o, " %s %llu", fab_bad_names[b], (unsigned long long)s->bad[b]);

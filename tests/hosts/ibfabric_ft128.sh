@@ -11,8 +11,8 @@
 #   reroute        a byte-exact RC stream (progs/data_stream, RDMA WRITE and
 #                  SEND of 1 MiB) from a to c; mid-stream the link Leaf0
 #                  uses towards c is cut (`softofed fabric link Leaf0 P
-#                  down`): the fabric sends trap 128, OpenSM logs it and
-#                  sweeps, ibtracert then leaves Leaf0 by another port, and
+#                  down`): the fabric sends trap 128, OpenSM logs it,
+#                  represses it (the fabric's trap_repressed) and sweeps, ibtracert then leaves Leaf0 by another port, and
 #                  the stream ends with every byte checked
 #   no_path        a stream from a to b, whose only link (Leaf1 port 1) is
 #                  cut mid-stream: the sender's completion is
@@ -98,13 +98,15 @@ cli=$(sof_out ibf.rr.cli)
 srv=$(sof_out ibf.rr.srv)
 path2=$(tracert "$SOF_TMP/tr1")
 traps=$(($(grep -c 'Received Generic Notice type:1 num:128' "$IBF_SMLOG") - traps0))
+# OpenSM answered the switches' traps with TrapRepress (IBA 13.4.8.3)
+repressed=$(sof_host_run a "$SOFTOFED" fabric status 2>/dev/null </dev/null | sed -n 's/.* trap_repressed \([0-9]*\).*/\1/p')
 if [ "$mid" = yes ] && [ "$rc" -eq 0 ] && grep -q '^ok' "$cli" && grep -q '^ok' "$srv" &&
 	grep -q '^checked write messages=150 bytes=157286400' "$srv" &&
-	grep -q '^checked send messages=150 bytes=157286400' "$srv" && [ "$traps" -ge 1 ] &&
+	grep -q '^checked send messages=150 bytes=157286400' "$srv" && [ "$traps" -ge 1 ] && [ "${repressed:-0}" -ge 1 ] &&
 	[[ $path2 == '1>Leaf0[1] '* && $path2 != '1>Leaf0[1] '"$leafport>"* && $path2 == *' 16>H7_15[1] ' ]]; then
-	ok "ibfabric/$T: reroute: Leaf0 port $leafport cut mid-stream, trap 128 to OpenSM ($traps), new route H0_0 $path2, the stream a -> c went on: $(grep -h '^checked' "$srv" | tr '\n' ' ')every byte checked"
+	ok "ibfabric/$T: reroute: Leaf0 port $leafport cut mid-stream, trap 128 to OpenSM ($traps, repressed by it: $repressed), new route H0_0 $path2, the stream a -> c went on: $(grep -h '^checked' "$srv" | tr '\n' ' ')every byte checked"
 else
-	not_ok "ibfabric/$T: reroute" "running at the cut: $mid, client rc $rc, traps $traps, route after [$path2] (before [$path]); $(cat "$SOF_TMP/cut")"
+	not_ok "ibfabric/$T: reroute" "running at the cut: $mid, client rc $rc, traps $traps repressed ${repressed:-none}, route after [$path2] (before [$path]); $(cat "$SOF_TMP/cut")"
 	sof_dump "$cli" "$srv"
 fi
 

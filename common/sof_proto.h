@@ -690,6 +690,9 @@ struct sof_async_msg {
 	uint32_t event_type;      /* enum ibv_event_type */
 	uint32_t handle;          /* qpn, cq or srq handle; port number */
 };
+/* in a port event's handle: the port is sofib0's (the InfiniBand device),
+ * not sof0's; only contexts of that device report it */
+#define SOF_ASYNC_PORT_IB 0x100u
 
 /* ---- network interfaces ------------------------------------------------- */
 

@@ -18,6 +18,7 @@
 #include "sof_gid.h"
 
 #include <arpa/inet.h>
+#include <infiniband/verbs.h>
 #include <endian.h>
 #include <errno.h>
 #include <netdb.h>
@@ -128,12 +129,57 @@ static void fill_port(struct sof_ib_port *p)
 	snprintf(p->peer_name, sizeof(p->peer_name), "%s", a->peer);
 }
 
+/* One port event of sofib0 to every context (the library shows it to
+ * those of sofib0 only, SOF_ASYNC_PORT_IB). */
+static void port_event(uint32_t type)
+{
+	for (struct sof_link *l = sofd.conns.next; l != &sofd.conns; l = l->next) {
+		struct sofd_conn *c = sof_container_of(l, struct sofd_conn, link);
+
+		if (c->ctx_id)
+			sofd_async_send(c, type, 1 | SOF_ASYNC_PORT_IB);
+	}
+}
+
+/* The events an HCA raises when the SM or the link changes its port (the
+ * kernel's ib_event from the driver's port change): Active or not, a new
+ * LID, a new SM LID, a changed P_Key table. */
+static void port_events(void)
+{
+	static struct {
+		bool known;
+		uint8_t state;
+		uint16_t lid, sm_lid;
+		uint16_t pkeys[TP_IB_PKEYS];
+	} was;
+	const struct tp_ib_attr *a = tp_ib_attr();
+
+	if (was.known) {
+		if (a->state == IBV_PORT_ACTIVE && was.state != IBV_PORT_ACTIVE)
+			port_event(IBV_EVENT_PORT_ACTIVE);
+		if (a->state != IBV_PORT_ACTIVE && was.state == IBV_PORT_ACTIVE)
+			port_event(IBV_EVENT_PORT_ERR);
+		if (a->lid != was.lid)
+			port_event(IBV_EVENT_LID_CHANGE);
+		if (a->sm_lid != was.sm_lid)
+			port_event(IBV_EVENT_SM_CHANGE);
+		if (memcmp(a->pkeys, was.pkeys, sizeof(was.pkeys)))
+			port_event(IBV_EVENT_PKEY_CHANGE);
+	}
+	was.known = true;
+	was.state = a->state;
+	was.lid = a->lid;
+	was.sm_lid = a->sm_lid;
+	memcpy(was.pkeys, a->pkeys, sizeof(was.pkeys));
+}
+
 /* The port's attributes changed: publish them. */
 static void publish(void)
 {
 	struct sof_ib_port p;
 
 	sofd_ib_sma_sync();
+	port_events();
 	if (!sofd.objtab)
 		return;
 	fill_port(&p);
@@ -190,6 +236,7 @@ void sofd_ib_event(struct sofd_pollable *p)
 			/* nothing to do: the tick runs anyway */
 		}
 		tp_ib_tick();
+		sofd_ib_sma_tick();
 		return;
 	}
 	tp_ib_rx();

@@ -30,23 +30,37 @@
  * libibumad agent sees it (gsi_local, the kernel's process_mad), from the
  * model's port counters, into which the port's own (tp_ib_counters) are
  * copied by their growth at each PMA or SMA access.
+ *
+ * IsSM (PortInfo:CapabilityMask bit 1) is set while a process holds the
+ * port's issm device open, as the kernel's ib_umad sets it: sofib0's
+ * /dev/infiniband/issmN is a FIFO this daemon makes (sof_umad_proto.h,
+ * SOF_UMAD_ISSM_DIRS) and `softofed run` binds there. An SM's open for
+ * reading lets the daemon's non-blocking open for writing succeed; when
+ * every reader is gone, the write end polls POLLERR. Looked at each tick.
  */
 #include "sofd.h"
 
 #include "mad.h"
 #include "smp.h"
+#include "sof_umad_proto.h"
 #include "tp_ib.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static struct {
 	struct sof_node *node;
 	uint32_t psn; /* QP0's send PSNs */
 	uint64_t smps, replies, pmas;
 	struct tp_ib_counters seen; /* the port's counters at the last copy */
-} sma;
+	char issm_path[64];	    /* the FIFO, "" when none could be made */
+	int issm_fd;		    /* our write end while an SM holds it, or -1 */
+} sma = {.issm_fd = -1};
 
 /* The port's counters (transport/iblink.c counts them) into the model's
  * port 1 by what they grew since the last copy, so that a PMA Set that
@@ -258,6 +272,59 @@ static const struct sofd_mad_smi_ops smi_ops = {
     .gsi_local = gsi_local,
 };
 
+/* ---- IsSM while the issm FIFO has a reader ---------------------------------- */
+
+static void issm_set(bool on)
+{
+	struct sof_port *p = &sma.node->port[1];
+
+	if (on == !!(p->cap_mask & SOF_CAP_IS_SM))
+		return;
+	if (on)
+		p->cap_mask |= SOF_CAP_IS_SM;
+	else
+		p->cap_mask &= ~SOF_CAP_IS_SM;
+	sofd_log("ib: IsSM %s", on ? "set (issm held open)" : "cleared (issm closed)");
+}
+
+bool sofd_ib_is_sm(void) { return sma.node && (sma.node->port[1].cap_mask & SOF_CAP_IS_SM); }
+
+void sofd_ib_sma_tick(void)
+{
+	struct pollfd pfd = {.fd = sma.issm_fd};
+
+	if (!sma.node || !sma.issm_path[0])
+		return;
+	if (sma.issm_fd < 0) {
+		/* ENXIO while nobody holds it for reading */
+		sma.issm_fd = open(sma.issm_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (sma.issm_fd >= 0)
+			issm_set(true);
+		return;
+	}
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP))) {
+		close(sma.issm_fd);
+		sma.issm_fd = -1;
+		issm_set(false);
+	}
+}
+
+/* The FIFO in the first directory of SOF_UMAD_ISSM_DIRS we may write. */
+static void issm_make(void)
+{
+	static const char *const dirs[] = {SOF_UMAD_ISSM_DIRS};
+
+	for (unsigned i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(sma.issm_path, sizeof(sma.issm_path), SOF_UMAD_ISSM_FMT, dirs[i],
+			 (long)getpid());
+		(void)unlink(sma.issm_path); /* a dead daemon's of our pid */
+		if (!mkfifo(sma.issm_path, 0600))
+			return;
+	}
+	sofd_log("ib: no issm FIFO (%s): IsSM stays clear", strerror(errno));
+	sma.issm_path[0] = '\0';
+}
+
 int sofd_ib_sma_init(const char *desc)
 {
 	const struct tp_ib_attr *a = tp_ib_attr();
@@ -280,6 +347,7 @@ int sofd_ib_sma_init(const char *desc)
 	sofd_ib_sma_sync();
 	tp_recv_hook(TP_HOOK_QP0, qp0_input);
 	sofd_mad_smi_attach(&smi_ops);
+	issm_make();
 	return 0;
 }
 
@@ -293,6 +361,12 @@ void sofd_ib_sma_fini(void)
 {
 	tp_recv_hook(TP_HOOK_QP0, NULL);
 	sofd_mad_smi_attach(NULL);
+	if (sma.issm_fd >= 0)
+		close(sma.issm_fd);
+	sma.issm_fd = -1;
+	if (sma.issm_path[0])
+		(void)unlink(sma.issm_path);
+	sma.issm_path[0] = '\0';
 	sof_node_free(sma.node);
 	sma.node = NULL;
 }

@@ -10,7 +10,9 @@
 #                         line for each step, 1 (after not_ok) when one fails.
 #                         Sets IBF_HOSTS ("a b [c]"), IBF_FAB (the fabric's
 #                         `status -v`), IBF_SMLOG (OpenSM's log).
-#                         SOF_IBF_SM_ARGS: more OpenSM options.
+#                         SOF_IBF_SM_ARGS: more OpenSM options; a function
+#                         ibf_before_sm, when the script defines one, runs
+#                         once the ports are attached, before OpenSM.
 #   sof_ibf_line H        the "device sofib0" line of H's `softofed status`
 #   sof_ibf_lid H         the LID of H's sofib0
 #   sof_ibf_all_in STATE  every host's sofib0 in STATE (INIT, ACTIVE ...)
@@ -75,6 +77,8 @@ sof_ibf_up() {
 		sof_dump "$(sof_out ibf.fabric)"
 		return 1
 	fi
+	# a script's own step before the SM starts (e.g. a watcher of events)
+	declare -F ibf_before_sm >/dev/null && ibf_before_sm
 	guid=$(sof_host_run a "$SOFTOFED" run -- ibstat -p sofib0 2>/dev/null </dev/null | head -n 1)
 	IBF_SMLOG=$SOF_TMP/ibf.opensm.log
 	# shellcheck disable=SC2086 # more options
@@ -89,6 +93,8 @@ sof_ibf_up() {
 	else
 		not_ok "$t: SUBNET UP" "no SUBNET UP in 60 s; $(grep -c ERR "$IBF_SMLOG" 2>/dev/null) errors"
 		tail -n 40 "$IBF_SMLOG" 2>/dev/null | cut -c1-200 | sed "s/^/#   sm: /"
+		sof_dump "$(sof_out ibf.sm)"
+		for h in $IBF_HOSTS; do echo "#   $h: $(sof_ibf_line "$h")"; done
 		return 1
 	fi
 	IBF_FAB=$SOF_TMP/ibf.fabric.v

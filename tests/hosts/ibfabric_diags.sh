@@ -23,6 +23,13 @@
 #                counters too; `perfquery -R` resets them (after: below
 #                what one query moves)
 #   ibqueryerrors  every node checked, no PMA query failure, no error
+#   events       ibv_asyncwatch -d sofib0 in b, started before OpenSM:
+#                LID_CHANGE, SM_CHANGE, then PORT_ACTIVE (once); one on
+#                sof0 sees none; after b's link is cut, PORT_ERR
+#   IsSM         a's PortInfo CapabilityMask (smpquery from b, ibstat in a)
+#                has IsSM while OpenSM holds a's issm open (the issmN of
+#                sofib0, umad_get_issm_path), b's has not; OpenSM stopped,
+#                a's has not either
 #
 # Needs root (ip netns). Usage: tests/hosts/ibfabric_diags.sh
 set -u
@@ -33,10 +40,49 @@ set -u
 sof_init
 
 T=line3
+# b's events from before the SM: on sofib0, and on sof0 (which sees none)
+ibf_before_sm() {
+	sof_host_bg ibf.aw b 200 "$SOFTOFED" run -- stdbuf -oL ibv_asyncwatch -d sofib0
+	sof_host_bg ibf.aw0 b 200 "$SOFTOFED" run -- stdbuf -oL ibv_asyncwatch -d sof0
+	for _ in $(seq 50); do
+		grep -q 'async event FD' "$(sof_out ibf.aw)" "$(sof_out ibf.aw0)" 2>/dev/null && break
+		sleep 0.1
+	done
+}
 sof_ibf_up line3 H1,H2,H3 3 || sof_exit
 la=$(sof_ibf_lid a)
 lb=$(sof_ibf_lid b)
 lc=$(sof_ibf_lid c)
+
+# the events OpenSM's bring-up raised on b's sofib0, none on sof0
+aw=$(sof_out ibf.aw)
+aw0=$(sof_out ibf.aw0)
+ev() { grep -c "event_type IBV_EVENT_$1 ([0-9]*), port 1\$" "$2"; }
+if [ "$(ev LID_CHANGE "$aw")" -ge 1 ] && [ "$(ev SM_CHANGE "$aw")" -ge 1 ] &&
+	[ "$(ev PORT_ACTIVE "$aw")" = 1 ] && ! grep -q 'event_type' "$aw0" &&
+	[ "$(grep -n PORT_ACTIVE "$aw" | cut -d: -f1)" -gt "$(grep -n LID_CHANGE "$aw" | head -n 1 | cut -d: -f1)" ]; then
+	ok "ibfabric/$T: ibv_asyncwatch -d sofib0 in b: $(grep -o 'IBV_EVENT_[A-Z_]*' "$aw" | tr '\n' ' ')as OpenSM set LID, SM LID and Active; sof0's contexts got none"
+else
+	not_ok "ibfabric/$T: port events" "sofib0: $(tr '\n' ' ' <"$aw") / sof0: $(tr '\n' ' ' <"$aw0")"
+fi
+
+# IsSM while OpenSM holds a's issm (sofib0's issmN, by umad_get_issm_path)
+capm() { sed -n 's/^CapMask:\.*\(0x[0-9a-f]*\).*/\1/p' "$1"; }
+isa=$SOF_TMP/pi.a
+sof_ibf_diag b "$isa" smpquery -C sofib0 portinfo "$la"
+isb=$SOF_TMP/pi.b
+sof_ibf_diag b "$isb" smpquery -C sofib0 portinfo "$lb"
+ista=$SOF_TMP/ibstat.a
+sof_ibf_diag a "$ista" ibstat sofib0
+am=$(capm "$isa")
+bm=$(capm "$isb")
+sm=$(sed -n 's/.*Capability mask: \(0x[0-9a-f]*\)$/\1/p' "$ista")
+if [ -n "$am" ] && [ -n "$bm" ] && [ -n "$sm" ] && [ $((am & 2)) = 2 ] && [ $((bm & 2)) = 0 ] &&
+	[ $((sm & 2)) = 2 ]; then
+	ok "ibfabric/$T: IsSM while OpenSM runs: a's PortInfo CapMask $am (ibstat $sm), b's $bm without it"
+else
+	not_ok "ibfabric/$T: IsSM" "a $am (ibstat $sm), b $bm"
+fi
 
 out=$SOF_TMP/iblinkinfo
 sof_ibf_diag b "$out" iblinkinfo -C sofib0
@@ -212,6 +258,35 @@ else
 	not_ok "ibfabric/$T: ibqueryerrors" "$(tr '\n' ' ' <"$out" | cut -c1-900)"
 fi
 
+# OpenSM gone: its issm closed, IsSM clear within a tick or two
 sof_kill ibf.sm
+for _ in $(seq 30); do
+	sof_ibf_diag a "$ista" ibstat sofib0
+	sm=$(sed -n 's/.*Capability mask: \(0x[0-9a-f]*\)$/\1/p' "$ista")
+	[ -n "$sm" ] && [ $((sm & 2)) = 0 ] && break
+	sleep 0.2
+done
+sof_ibf_diag b "$isa" smpquery -C sofib0 portinfo "$la"
+am=$(capm "$isa")
+if [ -n "$sm" ] && [ $((sm & 2)) = 0 ] && [ -n "$am" ] && [ $((am & 2)) = 0 ]; then
+	ok "ibfabric/$T: OpenSM stopped: IsSM clear (a's CapMask $am, ibstat $sm)"
+else
+	not_ok "ibfabric/$T: IsSM after OpenSM" "a $am (ibstat $sm)"
+fi
+
+# b's link cut: its contexts hear IBV_EVENT_PORT_ERR
+sof_host_run a "$SOFTOFED" fabric link S2 1 down >"$SOF_TMP/cut" 2>&1 </dev/null
+for _ in $(seq 50); do
+	[ "$(ev PORT_ERR "$aw")" -ge 1 ] && break
+	sleep 0.1
+done
+if [ "$(ev PORT_ERR "$aw")" -ge 1 ] && ! grep -q 'event_type' "$aw0"; then
+	ok "ibfabric/$T: b's link cut (S2 port 1): ibv_asyncwatch -d sofib0 got IBV_EVENT_PORT_ERR"
+else
+	not_ok "ibfabric/$T: PORT_ERR" "$(cat "$SOF_TMP/cut"); $(tr '\n' ' ' <"$aw")"
+fi
+
+sof_kill ibf.aw
+sof_kill ibf.aw0
 sof_kill ibf.fabric
 sof_exit

@@ -81,10 +81,14 @@ static int udp_open(const char *spec)
 	}
 	freeaddrinfo(ai);
 	{
-		int sz = 4 << 20;
+		/* every host's packets meet here: room for bursts (FORCE as
+		 * root, past rmem_max; else what the kernel allows) */
+		int sz = 8 << 20;
 
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+			setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	}
 	return fd;
 }

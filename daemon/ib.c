@@ -287,6 +287,8 @@ int sofd_ib_status(struct sofd_req *rq, struct sofd_rep *rp)
 		for (unsigned d = IB_DROP_SHORT; d < IB_DROP_NR; d++)
 			v[SOF_IBCNT_drop_short + d - IB_DROP_SHORT] = c->drops[d];
 		sofd_ib_sma_counts(&v[SOF_IBCNT_smp_rx], &v[SOF_IBCNT_smp_tx]);
+		sofd_ib_sma_traps(&v[SOF_IBCNT_traps], &v[SOF_IBCNT_traps_repressed],
+				  &v[SOF_IBCNT_pma_rx]);
 	}
 	rp->data = &sib.rep;
 	rp->len = sizeof(sib.rep);

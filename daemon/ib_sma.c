@@ -37,6 +37,8 @@
  * SOF_UMAD_ISSM_DIRS) and `softofed run` binds there. An SM's open for
  * reading lets the daemon's non-blocking open for writing succeed; when
  * every reader is gone, the write end polls POLLERR. Looked at each tick.
+ * A change of IsSM sends trap 144 to the SM, again each tick until the
+ * SM represses it (TrapRepress with its TID).
  */
 #include "sofd.h"
 
@@ -60,7 +62,16 @@ static struct {
 	struct tp_ib_counters seen; /* the port's counters at the last copy */
 	char issm_path[64];	    /* the FIFO, "" when none could be made */
 	int issm_fd;		    /* our write end while an SM holds it, or -1 */
+	/* the port's last trap, sent again each tick until the SM represses
+	 * it (IBA 13.4.8.3) or TRAP_RESENDS times */
+	bool trap_pending;
+	unsigned trap_resends;
+	uint32_t trap_tid;
+	uint8_t trap_mad[SOF_SMP_LEN];
+	uint64_t traps, traps_repressed;
 } sma = {.issm_fd = -1};
+
+#define TRAP_RESENDS 30
 
 /* The port's counters (transport/iblink.c counts them) into the model's
  * port 1 by what they grew since the last copy, so that a PMA Set that
@@ -159,6 +170,39 @@ static void send_smp(uint16_t dlid, const uint8_t *mad)
 		sma.replies++;
 }
 
+/* ---- traps (IBA 14.2.5.1 Notice): to the SM's LID, until repressed ---------- */
+
+static void trap_send(void)
+{
+	const struct sof_port *p = &sma.node->port[1];
+
+	if (p->sm_lid && p->lid)
+		send_smp(p->sm_lid, sma.trap_mad);
+}
+
+/* A new trap of this port (144: its CapabilityMask changed) for the SM. */
+static void trap_raise(uint16_t num)
+{
+	const struct sof_port *p = &sma.node->port[1];
+
+	if (!p->sm_lid || !p->lid || p->state != SOF_PORT_ACTIVE)
+		return; /* no SM to tell yet: it reads the port when it comes */
+	/* TIDs of our own, out of the agents' range (upper half nonzero) */
+	sof_sma_trap(sma.node, 1, num, (uint64_t)0x534d4100u << 32 | ++sma.trap_tid, sma.trap_mad);
+	sma.trap_pending = true;
+	sma.trap_resends = 0;
+	sma.traps++;
+	trap_send();
+}
+
+static void trap_repressed(const uint8_t *mad)
+{
+	if (sma.trap_pending && !memcmp(mad + 8, sma.trap_mad + 8, 8)) {
+		sma.trap_pending = false;
+		sma.traps_repressed++;
+	}
+}
+
 /* TP_HOOK_QP0: an SMP (the port checked VL15, the LRH and the CRCs). */
 static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 		      const struct roce_addr *a, bool from_net)
@@ -198,6 +242,8 @@ static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 	}
 	default:
 		apply(ev);
+		if (ev & SOF_SMA_EV_REPRESS)
+			trap_repressed(mad);
 		return;
 	}
 	apply(ev);
@@ -285,6 +331,8 @@ static void issm_set(bool on)
 	else
 		p->cap_mask &= ~SOF_CAP_IS_SM;
 	sofd_log("ib: IsSM %s", on ? "set (issm held open)" : "cleared (issm closed)");
+	/* IBA 14.2.5.1: a CA port whose CapabilityMask changed says so */
+	trap_raise(SOF_TRAP_CAP_CHANGE);
 }
 
 bool sofd_ib_is_sm(void) { return sma.node && (sma.node->port[1].cap_mask & SOF_CAP_IS_SM); }
@@ -293,7 +341,15 @@ void sofd_ib_sma_tick(void)
 {
 	struct pollfd pfd = {.fd = sma.issm_fd};
 
-	if (!sma.node || !sma.issm_path[0])
+	if (!sma.node)
+		return;
+	if (sma.trap_pending) {
+		if (sma.trap_resends++ < TRAP_RESENDS)
+			trap_send();
+		else
+			sma.trap_pending = false;
+	}
+	if (!sma.issm_path[0])
 		return;
 	if (sma.issm_fd < 0) {
 		/* ENXIO while nobody holds it for reading */
@@ -349,6 +405,13 @@ int sofd_ib_sma_init(const char *desc)
 	sofd_mad_smi_attach(&smi_ops);
 	issm_make();
 	return 0;
+}
+
+void sofd_ib_sma_traps(uint64_t *sent, uint64_t *repressed, uint64_t *pmas)
+{
+	*sent = sma.traps;
+	*repressed = sma.traps_repressed;
+	*pmas = sma.pmas;
 }
 
 void sofd_ib_sma_counts(uint64_t *smps, uint64_t *replies)

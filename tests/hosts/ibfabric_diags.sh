@@ -29,7 +29,9 @@
 #   IsSM         a's PortInfo CapabilityMask (smpquery from b, ibstat in a)
 #                has IsSM while OpenSM holds a's issm open (the issmN of
 #                sofib0, umad_get_issm_path), b's has not; OpenSM stopped,
-#                a's has not either
+#                a's has not either; b holding its issm open sets b's and
+#                its SMA's trap 144 (at set and at clear) reaches a's
+#                OpenSM once each: repressed, not repeated
 #
 # Needs root (ip netns). Usage: tests/hosts/ibfabric_diags.sh
 set -u
@@ -82,6 +84,43 @@ if [ -n "$am" ] && [ -n "$bm" ] && [ -n "$sm" ] && [ $((am & 2)) = 2 ] && [ $((b
 	ok "ibfabric/$T: IsSM while OpenSM runs: a's PortInfo CapMask $am (ibstat $sm), b's $bm without it"
 else
 	not_ok "ibfabric/$T: IsSM" "a $am (ibstat $sm), b $bm"
+fi
+
+# b holds its sofib0's issm open for 3 s, as an SM would (the issmN whose
+# sysfs ibdev is sofib0): IsSM in b's port, and its SMA sends trap 144 to
+# a's OpenSM at the change and again when it is closed, each repeated
+# until OpenSM represses it
+ibc() {
+	sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null |
+		awk -v k="$2" '$1 == "ib_counters:" { for (i = 2; i + 1 <= NF; i += 2) if ($i == k) print $(i + 1) }'
+}
+t0=$(ibc b traps)
+r0=$(ibc b traps_repressed)
+n0=$(grep -c "Received Generic Notice type:4 num:144 .* from LID:$lb " "$IBF_SMLOG")
+# shellcheck disable=SC2016 # for the inner shell
+sof_host_bg ibf.issm b 30 "$SOFTOFED" run -- sh -c 'for d in /sys/class/infiniband_mad/issm*; do
+	[ "$(cat "$d/ibdev")" = sofib0 ] && exec 3<"/dev/infiniband/${d##*/}" && echo "held ${d##*/}" && sleep 3 && exit 0
+done; exit 1'
+for _ in $(seq 40); do
+	bm=$(sof_ibf_diag b "$isb" smpquery -C sofib0 portinfo "$lb" && capm "$isb")
+	[ -n "$bm" ] && [ $((bm & 2)) = 2 ] && break
+	sleep 0.1
+done
+sof_wait ibf.issm 10
+rc=$?
+for _ in $(seq 60); do
+	[ "$(ibc b traps_repressed)" = $((r0 + 2)) ] 2>/dev/null && break
+	sleep 0.1
+done
+sleep 1.5 # a trap not repressed would come again each half second
+n144=$(($(grep -c "Received Generic Notice type:4 num:144 .* from LID:$lb " "$IBF_SMLOG") - n0))
+sof_ibf_diag b "$isb" smpquery -C sofib0 portinfo "$lb"
+bm2=$(capm "$isb")
+if [ "$rc" = 0 ] && [ -n "$t0" ] && [ -n "$bm" ] && [ $((bm & 2)) = 2 ] && [ -n "$bm2" ] && [ $((bm2 & 2)) = 0 ] &&
+	[ "$(ibc b traps)" = $((t0 + 2)) ] && [ "$(ibc b traps_repressed)" = $((r0 + 2)) ] && [ "$n144" = 2 ]; then
+	ok "ibfabric/$T: b held its $(sed -n 's/^held //p' "$(sof_out ibf.issm)"): CapMask $bm (IsSM) then $bm2; its two traps 144 reached a's OpenSM once each and were repressed (b: traps $(ibc b traps), repressed $(ibc b traps_repressed))"
+else
+	not_ok "ibfabric/$T: issm in b, trap 144" "holder rc $rc ($(cat "$(sof_out ibf.issm)")); CapMask $bm then $bm2; b traps $t0 -> $(ibc b traps), repressed $r0 -> $(ibc b traps_repressed); OpenSM logged $n144"
 fi
 
 out=$SOF_TMP/iblinkinfo

@@ -20,10 +20,11 @@
 #                         under `softofed run`, bounded to 20 s, output in OUT
 #   sof_ibf_guid NAME     the node GUID the fabric gave NAME (0x...)
 #
-# Processes are sof_host_bg's (ibf.fabric, ibf.sm), stopped by PID at exit.
+# IBF_FABRIC names another softofed-fabric binary. Processes are
+# sof_host_bg's (ibf.fabric, ibf.sm), stopped by PID at exit.
 
 IBF_PORT=7471
-IBF_FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
+IBF_FABRIC=${IBF_FABRIC:-$(dirname "$SOFTOFED")/softofed-fabric}
 # run.sh's ASan mix has the daemon and the tool only: the plain build's fabric
 [ -x "$IBF_FABRIC" ] || IBF_FABRIC=$SOF_ROOT/build/bin/softofed-fabric
 

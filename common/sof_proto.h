@@ -669,12 +669,14 @@ struct sof_ib_port {
 /* IB_STATUS counters, shown by `softofed status` as "ib_counters: NAME
  * VALUE ..." in this order: PortCounters (IBA 16.1.3.5), what the port
  * dropped and why (transport/ib_wire.h's reasons from short on), SMPs the
- * SMA took and answered (daemon/ib_sma.c). */
+ * SMA took and answered, the port's traps (first sends) and those the SM
+ * repressed, PerfMgt MADs its PMA answered (daemon/ib_sma.c). */
 #define SOF_IB_COUNTERS(X)                                                                 \
 	X(rcv_pkts) X(xmit_pkts) X(rcv_data) X(xmit_data) X(rcv_errors) X(xmit_discards)   \
 	X(vl15_dropped) X(link_downed) X(pkey_violations) X(dlid_drops) X(state_drops)     \
 	X(link_msgs) X(link_bad) X(drop_short) X(drop_lver) X(drop_pktlen) X(drop_vcrc)    \
-	X(drop_lnh) X(drop_grh) X(drop_icrc) X(smp_rx) X(smp_tx)
+	X(drop_lnh) X(drop_grh) X(drop_icrc) X(smp_rx) X(smp_tx) X(traps) X(traps_repressed)  \
+	X(pma_rx)
 #define SOF_ENUM_IBCNT(n) SOF_IBCNT_##n,
 enum sof_ib_counter { SOF_IB_COUNTERS(SOF_ENUM_IBCNT) SOF_IBCNT_NR };
 #undef SOF_ENUM_IBCNT
@@ -690,6 +692,9 @@ struct sof_async_msg {
 	uint32_t event_type;      /* enum ibv_event_type */
 	uint32_t handle;          /* qpn, cq or srq handle; port number */
 };
+/* in a port event's handle: the port is sofib0's (the InfiniBand device),
+ * not sof0's; only contexts of that device report it */
+#define SOF_ASYNC_PORT_IB 0x100u
 
 /* ---- network interfaces ------------------------------------------------- */
 

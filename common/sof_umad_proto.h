@@ -30,6 +30,13 @@
 #define SOF_UMAD_MAX_PKEYS 16
 #define SOF_UMAD_NAME_LEN 20   /* UMAD_CA_NAME_LEN */
 
+/* sofib0's issm device: a FIFO the daemon of pid P makes at
+ * SOF_UMAD_ISSM_FMT (the first directory it may write), which `softofed
+ * run` binds as /dev/infiniband/issmN; IsSM is set while it is held open
+ * for reading (daemon/ib_sma.c). */
+#define SOF_UMAD_ISSM_DIRS "/run", "/tmp"
+#define SOF_UMAD_ISSM_FMT "%s/softofed-issm.%ld"
+
 /* One port as sysfs shows it (ports/N/...). */
 struct sof_umad_port_info {
 	uint32_t portnum;

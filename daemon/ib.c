@@ -18,12 +18,14 @@
 #include "sof_gid.h"
 
 #include <arpa/inet.h>
+#include <infiniband/verbs.h>
 #include <endian.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -128,12 +130,57 @@ static void fill_port(struct sof_ib_port *p)
 	snprintf(p->peer_name, sizeof(p->peer_name), "%s", a->peer);
 }
 
+/* One port event of sofib0 to every context (the library shows it to
+ * those of sofib0 only, SOF_ASYNC_PORT_IB). */
+static void port_event(uint32_t type)
+{
+	for (struct sof_link *l = sofd.conns.next; l != &sofd.conns; l = l->next) {
+		struct sofd_conn *c = sof_container_of(l, struct sofd_conn, link);
+
+		if (c->ctx_id)
+			sofd_async_send(c, type, 1 | SOF_ASYNC_PORT_IB);
+	}
+}
+
+/* The events an HCA raises when the SM or the link changes its port (the
+ * kernel's ib_event from the driver's port change): Active or not, a new
+ * LID, a new SM LID, a changed P_Key table. */
+static void port_events(void)
+{
+	static struct {
+		bool known;
+		uint8_t state;
+		uint16_t lid, sm_lid;
+		uint16_t pkeys[TP_IB_PKEYS];
+	} was;
+	const struct tp_ib_attr *a = tp_ib_attr();
+
+	if (was.known) {
+		if (a->state == IBV_PORT_ACTIVE && was.state != IBV_PORT_ACTIVE)
+			port_event(IBV_EVENT_PORT_ACTIVE);
+		if (a->state != IBV_PORT_ACTIVE && was.state == IBV_PORT_ACTIVE)
+			port_event(IBV_EVENT_PORT_ERR);
+		if (a->lid != was.lid)
+			port_event(IBV_EVENT_LID_CHANGE);
+		if (a->sm_lid != was.sm_lid)
+			port_event(IBV_EVENT_SM_CHANGE);
+		if (memcmp(a->pkeys, was.pkeys, sizeof(was.pkeys)))
+			port_event(IBV_EVENT_PKEY_CHANGE);
+	}
+	was.known = true;
+	was.state = a->state;
+	was.lid = a->lid;
+	was.sm_lid = a->sm_lid;
+	memcpy(was.pkeys, a->pkeys, sizeof(was.pkeys));
+}
+
 /* The port's attributes changed: publish them. */
 static void publish(void)
 {
 	struct sof_ib_port p;
 
 	sofd_ib_sma_sync();
+	port_events();
 	if (!sofd.objtab)
 		return;
 	fill_port(&p);
@@ -166,6 +213,16 @@ int sofd_ib_init(int epfd)
 	if (err)
 		return err;
 	sib.sock.fd = tp_ib_fd();
+	{
+		/* a window of RC packets arrives at once from the fabric: room
+		 * for it, as the RoCE sockets have (FORCE as root) */
+		int sz = 8 << 20;
+
+		if (setsockopt(sib.sock.fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+			(void)setsockopt(sib.sock.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		if (setsockopt(sib.sock.fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+			(void)setsockopt(sib.sock.fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	}
 	sib.timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (sib.timer.fd < 0 || timerfd_settime(sib.timer.fd, 0, &its, NULL))
 		return -errno;
@@ -190,6 +247,7 @@ void sofd_ib_event(struct sofd_pollable *p)
 			/* nothing to do: the tick runs anyway */
 		}
 		tp_ib_tick();
+		sofd_ib_sma_tick();
 		return;
 	}
 	tp_ib_rx();
@@ -229,6 +287,8 @@ int sofd_ib_status(struct sofd_req *rq, struct sofd_rep *rp)
 		for (unsigned d = IB_DROP_SHORT; d < IB_DROP_NR; d++)
 			v[SOF_IBCNT_drop_short + d - IB_DROP_SHORT] = c->drops[d];
 		sofd_ib_sma_counts(&v[SOF_IBCNT_smp_rx], &v[SOF_IBCNT_smp_tx]);
+		sofd_ib_sma_traps(&v[SOF_IBCNT_traps], &v[SOF_IBCNT_traps_repressed],
+				  &v[SOF_IBCNT_pma_rx]);
 	}
 	rp->data = &sib.rep;
 	rp->len = sizeof(sib.rep);

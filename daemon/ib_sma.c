@@ -25,22 +25,92 @@
  * leaves on VL15, or, addressed to this node (hop count 0, or our LID), is
  * answered by the SMA here and the answer handed back from the main loop,
  * as the kernel's smi does without the wire.
+ *
+ * The HCA's PMA (IBA 16.1) answers PerfMgt on QP1 of this port before any
+ * libibumad agent sees it (gsi_local, the kernel's process_mad), from the
+ * model's port counters, into which the port's own (tp_ib_counters) are
+ * copied by their growth at each PMA or SMA access.
+ *
+ * IsSM (PortInfo:CapabilityMask bit 1) is set while a process holds the
+ * port's issm device open, as the kernel's ib_umad sets it: sofib0's
+ * /dev/infiniband/issmN is a FIFO this daemon makes (sof_umad_proto.h,
+ * SOF_UMAD_ISSM_DIRS) and `softofed run` binds there. An SM's open for
+ * reading lets the daemon's non-blocking open for writing succeed; when
+ * every reader is gone, the write end polls POLLERR. Looked at each tick.
+ * A change of IsSM sends trap 144 to the SM, again each tick until the
+ * SM represses it (TrapRepress with its TID).
  */
 #include "sofd.h"
 
 #include "mad.h"
 #include "smp.h"
+#include "sof_umad_proto.h"
 #include "tp_ib.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static struct {
 	struct sof_node *node;
 	uint32_t psn; /* QP0's send PSNs */
-	uint64_t smps, replies;
-} sma;
+	uint64_t smps, replies, pmas;
+	struct tp_ib_counters seen; /* the port's counters at the last copy */
+	char issm_path[64];	    /* the FIFO, "" when none could be made */
+	int issm_fd;		    /* our write end while an SM holds it, or -1 */
+	/* the port's last trap, sent again each tick until the SM represses
+	 * it (IBA 13.4.8.3) or TRAP_RESENDS times */
+	bool trap_pending;
+	unsigned trap_resends;
+	uint32_t trap_tid;
+	uint8_t trap_mad[SOF_SMP_LEN];
+	uint64_t traps, traps_repressed;
+} sma = {.issm_fd = -1};
+
+#define TRAP_RESENDS 30
+
+/* The port's counters (transport/iblink.c counts them) into the model's
+ * port 1 by what they grew since the last copy, so that a PMA Set that
+ * reset a model counter starts it again from zero (IBA 16.1.3.5). */
+static void counters_sync(void)
+{
+	const struct tp_ib_counters *t = tp_ib_counters();
+	struct sof_port_counters *c = &sma.node->port[1].cnt;
+	struct tp_ib_counters *o = &sma.seen;
+
+	c->xmit_data += t->xmit_data - o->xmit_data;
+	c->rcv_data += t->rcv_data - o->rcv_data;
+	c->xmit_pkts += t->xmit_pkts - o->xmit_pkts;
+	c->rcv_pkts += t->rcv_pkts - o->rcv_pkts;
+	/* no multicast by the LRH's DLID yet: every packet counts as unicast */
+	c->uni_xmit_pkts += t->xmit_pkts - o->xmit_pkts;
+	c->uni_rcv_pkts += t->rcv_pkts - o->rcv_pkts;
+	c->rcv_errors += (uint32_t)(t->rcv_errors - o->rcv_errors);
+	c->xmit_discards += (uint32_t)(t->xmit_discards - o->xmit_discards);
+	c->vl15_dropped += (uint32_t)(t->vl15_dropped - o->vl15_dropped);
+	c->link_downed += (uint32_t)(t->link_downed - o->link_downed);
+	sma.node->port[1].pkey_violations +=
+	    (uint16_t)(t->pkey_violations - o->pkey_violations);
+	*o = *t;
+}
+
+/* sofd_mad_smi_ops.gsi_local: the HCA's PMA (IBA 16.1) on QP1 of this
+ * port, which answers PerfMgt before any agent as an HCA's firmware does. */
+static bool gsi_local(uint8_t *mad, const struct sofd_mad_addr *from)
+{
+	(void)from;
+	if (!sma.node || mad[1] != SOF_MCLASS_PERF || (mad[3] & SOF_METHOD_RESP_BIT))
+		return false;
+	counters_sync();
+	if (sof_pma_process(sma.node, 1, mad, SOF_SMP_LEN) != SOF_SMA_REPLY)
+		return false;
+	sma.pmas++;
+	return true;
+}
 
 /* The model's port 1 after the port changed (the link, ASSIGN). */
 void sofd_ib_sma_sync(void)
@@ -100,6 +170,39 @@ static void send_smp(uint16_t dlid, const uint8_t *mad)
 		sma.replies++;
 }
 
+/* ---- traps (IBA 14.2.5.1 Notice): to the SM's LID, until repressed ---------- */
+
+static void trap_send(void)
+{
+	const struct sof_port *p = &sma.node->port[1];
+
+	if (p->sm_lid && p->lid)
+		send_smp(p->sm_lid, sma.trap_mad);
+}
+
+/* A new trap of this port (144: its CapabilityMask changed) for the SM. */
+static void trap_raise(uint16_t num)
+{
+	const struct sof_port *p = &sma.node->port[1];
+
+	if (!p->sm_lid || !p->lid || p->state != SOF_PORT_ACTIVE)
+		return; /* no SM to tell yet: it reads the port when it comes */
+	/* TIDs of our own, out of the agents' range (upper half nonzero) */
+	sof_sma_trap(sma.node, 1, num, (uint64_t)0x534d4100u << 32 | ++sma.trap_tid, sma.trap_mad);
+	sma.trap_pending = true;
+	sma.trap_resends = 0;
+	sma.traps++;
+	trap_send();
+}
+
+static void trap_repressed(const uint8_t *mad)
+{
+	if (sma.trap_pending && !memcmp(mad + 8, sma.trap_mad + 8, 8)) {
+		sma.trap_pending = false;
+		sma.traps_repressed++;
+	}
+}
+
 /* TP_HOOK_QP0: an SMP (the port checked VL15, the LRH and the CRCs). */
 static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 		      const struct roce_addr *a, bool from_net)
@@ -120,6 +223,7 @@ static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 	}
 	memcpy(mad, payload, sizeof(mad));
 	sma.smps++;
+	counters_sync();
 	directed = mad[1] == SOF_MCLASS_SMP_DR;
 	lid_routed = dlid != IB_LID_PERMISSIVE;
 	if (directed && sof_smp_dr_step(sma.node, mad, 1, lid_routed, 0, &next) != SOF_DR_LOCAL)
@@ -138,6 +242,8 @@ static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 	}
 	default:
 		apply(ev);
+		if (ev & SOF_SMA_EV_REPRESS)
+			trap_repressed(mad);
 		return;
 	}
 	apply(ev);
@@ -209,7 +315,71 @@ static int smi_send(const struct sofd_mad_addr *to, const uint8_t *smp)
 
 static const struct sofd_mad_smi_ops smi_ops = {
     .send = smi_send,
+    .gsi_local = gsi_local,
 };
+
+/* ---- IsSM while the issm FIFO has a reader ---------------------------------- */
+
+static void issm_set(bool on)
+{
+	struct sof_port *p = &sma.node->port[1];
+
+	if (on == !!(p->cap_mask & SOF_CAP_IS_SM))
+		return;
+	if (on)
+		p->cap_mask |= SOF_CAP_IS_SM;
+	else
+		p->cap_mask &= ~SOF_CAP_IS_SM;
+	sofd_log("ib: IsSM %s", on ? "set (issm held open)" : "cleared (issm closed)");
+	/* IBA 14.2.5.1: a CA port whose CapabilityMask changed says so */
+	trap_raise(SOF_TRAP_CAP_CHANGE);
+}
+
+bool sofd_ib_is_sm(void) { return sma.node && (sma.node->port[1].cap_mask & SOF_CAP_IS_SM); }
+
+void sofd_ib_sma_tick(void)
+{
+	struct pollfd pfd = {.fd = sma.issm_fd};
+
+	if (!sma.node)
+		return;
+	if (sma.trap_pending) {
+		if (sma.trap_resends++ < TRAP_RESENDS)
+			trap_send();
+		else
+			sma.trap_pending = false;
+	}
+	if (!sma.issm_path[0])
+		return;
+	if (sma.issm_fd < 0) {
+		/* ENXIO while nobody holds it for reading */
+		sma.issm_fd = open(sma.issm_path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (sma.issm_fd >= 0)
+			issm_set(true);
+		return;
+	}
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP))) {
+		close(sma.issm_fd);
+		sma.issm_fd = -1;
+		issm_set(false);
+	}
+}
+
+/* The FIFO in the first directory of SOF_UMAD_ISSM_DIRS we may write. */
+static void issm_make(void)
+{
+	static const char *const dirs[] = {SOF_UMAD_ISSM_DIRS};
+
+	for (unsigned i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(sma.issm_path, sizeof(sma.issm_path), SOF_UMAD_ISSM_FMT, dirs[i],
+			 (long)getpid());
+		(void)unlink(sma.issm_path); /* a dead daemon's of our pid */
+		if (!mkfifo(sma.issm_path, 0600))
+			return;
+	}
+	sofd_log("ib: no issm FIFO (%s): IsSM stays clear", strerror(errno));
+	sma.issm_path[0] = '\0';
+}
 
 int sofd_ib_sma_init(const char *desc)
 {
@@ -229,10 +399,19 @@ int sofd_ib_sma_init(const char *desc)
 	/* responses, traps and SMInfo go to QP0's agents (an SM here), which
 	 * the MAD layer drops and counts when none waits */
 	sma.node->sm_agent = true;
+	sma.seen = *tp_ib_counters();
 	sofd_ib_sma_sync();
 	tp_recv_hook(TP_HOOK_QP0, qp0_input);
 	sofd_mad_smi_attach(&smi_ops);
+	issm_make();
 	return 0;
+}
+
+void sofd_ib_sma_traps(uint64_t *sent, uint64_t *repressed, uint64_t *pmas)
+{
+	*sent = sma.traps;
+	*repressed = sma.traps_repressed;
+	*pmas = sma.pmas;
 }
 
 void sofd_ib_sma_counts(uint64_t *smps, uint64_t *replies)
@@ -245,6 +424,12 @@ void sofd_ib_sma_fini(void)
 {
 	tp_recv_hook(TP_HOOK_QP0, NULL);
 	sofd_mad_smi_attach(NULL);
+	if (sma.issm_fd >= 0)
+		close(sma.issm_fd);
+	sma.issm_fd = -1;
+	if (sma.issm_path[0])
+		(void)unlink(sma.issm_path);
+	sma.issm_path[0] = '\0';
 	sof_node_free(sma.node);
 	sma.node = NULL;
 }

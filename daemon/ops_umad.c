@@ -62,9 +62,7 @@ uint32_t sofd_umad_agents(void) { return nagents_all; }
 
 /* sofib0 as tools/present.c shows it: one port, InfiniBand, its LID,
  * SM LID and state as the subnet manager set them (tp_ib.h). IsSM is set
- * while a port holds a QP0 agent (an SM; issmN is a stand-in here). */
-static uint32_t ib_sm_agents;
-
+ * while a process holds the port's issm open (ib_sma.c). */
 static void fill_ib(struct sof_umad_ca_rep *r)
 {
 	const struct tp_ib_attr *a = tp_ib_attr();
@@ -84,7 +82,7 @@ static void fill_ib(struct sof_umad_ca_rep *r)
 	p->rate = 100;
 	/* IsSM (bit 1) while an SM runs here; IsTrapSupported (5),
 	 * IsSMDisabled no; IsCommunicationManagementSupported (16) */
-	p->capmask = 0x00010020u | (ib_sm_agents ? 0x2u : 0);
+	p->capmask = 0x00010020u | (sofd_ib_is_sm() ? 0x2u : 0);
 	p->gid_prefix = htobe64(a->subnet_prefix);
 	p->port_guid = htobe64(a->port_guid);
 	snprintf(p->link_layer, sizeof(p->link_layer), "InfiniBand");
@@ -301,10 +299,8 @@ static int op_register(struct sofd_umad *u, const struct sof_umad_reg_req *req,
 	u->ids[slot] = id;
 	u->nagents++;
 	nagents_all++;
-	if (req->qpn == 0) {
+	if (req->qpn == 0)
 		u->qp0 |= 1u << slot;
-		ib_sm_agents++;
-	}
 	rbuf.agent.agent_id = (uint32_t)slot;
 	rbuf.agent.rsvd = 0;
 	rp->data = &rbuf.agent;
@@ -321,10 +317,7 @@ static int unregister_slot(struct sofd_umad *u, uint32_t slot)
 	err = sofd_mad_agent_unregister(u, u->ids[slot]);
 	u->ids[slot] = 0;
 	u->nagents--;
-	if (u->qp0 & 1u << slot) {
-		u->qp0 &= ~(1u << slot);
-		ib_sm_agents--;
-	}
+	u->qp0 &= ~(1u << slot);
 	nagents_all--;
 	return err;
 }

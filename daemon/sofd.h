@@ -384,7 +384,11 @@ int sofd_ib_status(struct sofd_req *rq, struct sofd_rep *rp);
 int sofd_ib_sma_init(const char *desc);
 void sofd_ib_sma_sync(void);
 void sofd_ib_sma_counts(uint64_t *smps, uint64_t *replies);
+void sofd_ib_sma_traps(uint64_t *sent, uint64_t *repressed, uint64_t *pmas);
 void sofd_ib_sma_fini(void);
+/* IsSM: whether a process holds sofib0's issm open; the tick that looks */
+bool sofd_ib_is_sm(void);
+void sofd_ib_sma_tick(void);
 
 /* ---- conn.c ------------------------------------------------------------------ */
 

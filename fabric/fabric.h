@@ -121,6 +121,11 @@ struct fab_node {
 	struct fab_host host; /* real HCAs only */
 	struct sof_node *m;   /* the model: SMA/PMA state, LFT, counters */
 	uint64_t trap_tid;
+	/* the last trap this switch sent, sent again each tick until the SM
+	 * represses it (IBA 13.4.8.3) or FAB_TRAP_RESENDS times */
+	bool trap_pending;
+	uint8_t trap_resends;
+	uint8_t trap_mad[256];
 	struct fab_port port[]; /* [0..nports] */
 };
 
@@ -128,6 +133,7 @@ struct fab_stats {
 	uint64_t pkts, forwarded, delivered, to_hosts, from_hosts;
 	uint64_t bad[FAB_BAD_MAX];
 	uint64_t no_route, port_down, pkey, not_mine, unknown_host, sofl_bad, traps;
+	uint64_t trap_resends, trap_repressed;
 	uint64_t smp_drop, mad_drop;
 	uint64_t loop, queue_full; /* forwarding loops cut, queue overflow */
 	uint64_t sim_from_clients, sim_to_clients, sim_unclaimed;
@@ -204,6 +210,9 @@ void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_
 		   bool sealed);
 /* Once a second: HELLOs to attached hosts, expiry of silent ones. */
 void fab_tick(struct fabric *f, uint64_t now);
+/* The SM repressed the trap of TID tid at switch sw. */
+void fab_trap_repressed(struct fabric *f, struct fab_node *sw, uint64_t tid);
+#define FAB_TRAP_RESENDS 30
 void fab_trap_128(struct fabric *f, struct fab_node *sw);
 
 /* node.c: an SMP for node n's own SMA from a program on it (sim.c) */

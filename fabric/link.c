@@ -104,10 +104,12 @@ void fab_link_cut(struct fabric *f, struct fab_node *n, unsigned port, bool cut)
 	fab_link_update(f, n, port);
 }
 
-void fab_trap_128(struct fabric *f, struct fab_node *sw)
+/* Send sw's pending trap towards its SM LID by its own LFT (the route of
+ * the moment: a resend follows the SM's new tables). */
+static void trap_send(struct fabric *f, struct fab_node *sw)
 {
 	struct sof_port *p0 = &sw->m->port[0];
-	uint8_t mad[256];
+	uint8_t pkt[FAB_MAD_PKT_LEN];
 	unsigned out;
 
 	if (!p0->sm_lid || !p0->lid || sw->m->sw.lft_cap <= p0->sm_lid)
@@ -115,15 +117,31 @@ void fab_trap_128(struct fabric *f, struct fab_node *sw)
 	out = sw->m->sw.lft[p0->sm_lid];
 	if (out < 1 || out > sw->m->nports)
 		return;
-	sof_sma_trap(sw->m, 0, SOF_TRAP_LINK_STATE, (uint64_t)sw->index << 32 | ++sw->trap_tid,
-		     mad);
-	{
-		uint8_t pkt[FAB_MAD_PKT_LEN];
+	fab_mad_pkt(pkt, p0->sm_lid, p0->lid, p0->sm_sl, 0xffff, 0, 0, 0, sw->trap_mad);
+	fab_xmit(f, sw, out, pkt, sizeof(pkt), false);
+}
 
-		fab_mad_pkt(pkt, p0->sm_lid, p0->lid, p0->sm_sl, 0xffff, 0, 0, 0, mad);
-		fab_xmit(f, sw, out, pkt, sizeof(pkt), false);
-	}
+void fab_trap_128(struct fabric *f, struct fab_node *sw)
+{
+	struct sof_port *p0 = &sw->m->port[0];
+
+	if (!p0->sm_lid || !p0->lid)
+		return;
+	sof_sma_trap(sw->m, 0, SOF_TRAP_LINK_STATE, (uint64_t)sw->index << 32 | ++sw->trap_tid,
+		     sw->trap_mad);
+	sw->trap_pending = true;
+	sw->trap_resends = 0;
+	trap_send(f, sw);
 	f->st.traps++;
+}
+
+void fab_trap_repressed(struct fabric *f, struct fab_node *sw, uint64_t tid)
+{
+	/* IBA 13.4.8.3: the TrapRepress carries the trap's TID */
+	if (!sw->trap_pending || sof_be64(sw->trap_mad + 8) != tid)
+		return;
+	sw->trap_pending = false;
+	f->st.trap_repressed++;
 }
 
 static bool same_addr(const struct sockaddr_storage *a, socklen_t alen,
@@ -234,6 +252,16 @@ void fab_tick(struct fabric *f, uint64_t now)
 	for (unsigned i = 0; i < f->nnodes; i++) {
 		struct fab_node *n = f->nodes[i];
 
+		if (n->trap_pending) {
+			/* unrepressed: again, up to a bound (an SM that is gone
+			 * represses nothing) */
+			if (n->trap_resends++ < FAB_TRAP_RESENDS) {
+				trap_send(f, n);
+				f->st.trap_resends++;
+			} else {
+				n->trap_pending = false;
+			}
+		}
 		if (!n->real || !n->host.attached)
 			continue;
 		if (now - n->host.last_hello > HOST_TIMEOUT) {

@@ -81,10 +81,14 @@ static int udp_open(const char *spec)
 	}
 	freeaddrinfo(ai);
 	{
-		int sz = 4 << 20;
+		/* every host's packets meet here: room for bursts (FORCE as
+		 * root, past rmem_max; else what the kernel allows) */
+		int sz = 8 << 20;
 
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+			setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	}
 	return fd;
 }
@@ -185,10 +189,11 @@ static void status(struct fabric *f, struct out *o)
 	}
 	outf(o,
 	     "counters: pkts %llu forwarded %llu delivered %llu from_hosts %llu to_hosts %llu "
-	     "traps %llu\n",
+	     "traps %llu trap_resends %llu trap_repressed %llu\n",
 	     (unsigned long long)s->pkts, (unsigned long long)s->forwarded,
 	     (unsigned long long)s->delivered, (unsigned long long)s->from_hosts,
-	     (unsigned long long)s->to_hosts, (unsigned long long)s->traps);
+	     (unsigned long long)s->to_hosts, (unsigned long long)s->traps,
+	     (unsigned long long)s->trap_resends, (unsigned long long)s->trap_repressed);
 	outf(o, "drops:");
 	for (int b = 1; b < FAB_BAD_MAX; b++)
 		outf(o, " %s %llu", fab_bad_names[b], (unsigned long long)s->bad[b]);

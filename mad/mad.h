@@ -173,6 +173,10 @@ int sofd_mad_agent_send(void *ctx, uint32_t id, const uint8_t *msg, uint32_t len
  * then QP0 agents are refused with -EPROTONOSUPPORT, as on RoCE. */
 struct sofd_mad_smi_ops {
 	int (*send)(const struct sofd_mad_addr *to, const uint8_t *smp);
+	/* A GSI request that reached QP1 of the InfiniBand port, offered to
+	 * the port's own agents before libibumad's (the kernel's process_mad:
+	 * the HCA's PMA): true when mad now holds the response to send back. */
+	bool (*gsi_local)(uint8_t *mad, const struct sofd_mad_addr *from);
 };
 void sofd_mad_smi_attach(const struct sofd_mad_smi_ops *ops);
 void sofd_mad_smi_input(const uint8_t *smp, uint32_t len, const struct sofd_mad_addr *from);

@@ -11,8 +11,9 @@
  * Also /dev/infiniband/rdma_cm (librdmacm's device, which programs test
  * for) and the port's hw_counters/ with rxe's counter names; the port's
  * MAD files: /sys/class/infiniband_mad/{abi_version,umadN/,issmN/} and
- * /dev/infiniband/umadN and issmN (what rdma-core's tools and OpenSM look
- * for; our libibumad reaches the daemon instead and opens neither); and
+ * /dev/infiniband/umadN and issmN of sof0 and sofib0 (what rdma-core's
+ * tools and OpenSM look for; our libibumad reaches the daemon instead and
+ * opens neither; sofib0's issmN is the daemon's FIFO, held by an SM); and
  * sofib0, the daemon's InfiniBand port when it has one (its port as the
  * kernel shows an InfiniBand one: link_layer, lid, sm_lid, lmc, state,
  * phys_state, rate, its GID and P_Keys).
@@ -29,6 +30,8 @@
  * after one line on stderr.
  */
 #include "softofed.h"
+
+#include "sof_umad_proto.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -529,12 +532,27 @@ static int put_null_dev(const char *p)
 	return mount("/dev/null", p, NULL, MS_BIND, NULL) ? -errno : 0;
 }
 
-/* The MAD files of port 1 (the kernel's ib_umad: abi_version 5, umadN
- * and issmN of major 231, issm minors 64 above umad's), under the first
- * N that the host's real devices leave free. The device nodes are
- * /dev/null (OpenSM opens issmN to say an SM runs; our libibumad opens
- * neither). */
-static int put_umad(const struct sof_devinfo *d)
+/* The daemon's issm FIFO of sofib0 (daemon/ib_sma.c), or "". */
+static void issm_fifo(uint32_t pid, char *path, size_t len)
+{
+	static const char *const dirs[] = {SOF_UMAD_ISSM_DIRS};
+	struct stat sb;
+
+	for (unsigned i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, len, SOF_UMAD_ISSM_FMT, dirs[i], (long)pid);
+		if (!lstat(path, &sb) && S_ISFIFO(sb.st_mode) && sb.st_uid == geteuid())
+			return;
+	}
+	path[0] = '\0';
+}
+
+/* The MAD files of port 1 of ibdev (the kernel's ib_umad: abi_version 5,
+ * umadN and issmN of major 231, issm minors 64 above umad's), under the
+ * first N that the host's real devices and the earlier ones leave free.
+ * The device nodes are /dev/null (our libibumad opens neither), except
+ * sofib0's issmN, the daemon's FIFO when it made one: OpenSM holds issmN
+ * open while it runs, which sets IsSM in the port's CapabilityMask. */
+static int put_umad(const char *ibdev, const char *issm)
 {
 	static const char *const kinds[] = {"umad", "issm"};
 	char p[PATH_MAX], dir[PATH_MAX];
@@ -553,12 +571,24 @@ static int put_umad(const struct sof_devinfo *d)
 	for (int k = 0; !err && k < 2; k++) {
 		pathf(dir, UMAD_CLASS "/%s%d", kinds[k], n);
 		err = mkdirs(dir);
-		put_in(&err, dir, "ibdev", "%.*s\n", (int)sizeof(d->name), d->name);
+		put_in(&err, dir, "ibdev", "%s\n", ibdev);
 		put_in(&err, dir, "port", "1\n");
 		put_in(&err, dir, "dev", "231:%d\n", n + 64 * k);
 		pathf(p, DEV_DIR "/%s%d", kinds[k], n);
-		if (!err && access(p, F_OK))
+		if (err || !access(p, F_OK))
+			continue;
+		if (k == 1 && issm && issm[0]) {
+			int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+			if (fd < 0)
+				err = -errno;
+			else
+				close(fd);
+			if (!err && mount(issm, p, NULL, MS_BIND, NULL))
+				err = -errno;
+		} else {
 			err = put_null_dev(p);
+		}
 	}
 	return err;
 }
@@ -585,6 +615,7 @@ int soft_present(const struct sof_status_rep *st)
 	const char *env = getenv("SOFTOFED_PRESENT"), *what = "";
 	char name[sizeof(st->dev.name) + 1];
 	struct sof_netdevs_rep nd;
+	bool ib_present = false;
 	int err, uv;
 
 	if (env && !strcmp(env, "0"))
@@ -625,6 +656,7 @@ int soft_present(const struct sof_status_rep *st)
 		/* sofib0 when the daemon has an InfiniBand port */
 		if (fd >= 0 && !soft_rpc(fd, SOF_OP_IB_STATUS, &ib, sizeof(ib)) &&
 		    ib.port.present == 1) {
+			ib_present = true;
 			ib.port.node_name[sizeof(ib.port.node_name) - 1] = '\0';
 			what = "writing " SOF_IB_DEV_NAME "'s files";
 			err = put_ib(&ib, &st->dev);
@@ -638,7 +670,13 @@ int soft_present(const struct sof_status_rep *st)
 	}
 	if (!err) {
 		what = UMAD_CLASS;
-		err = put_umad(&st->dev);
+		err = put_umad(name, NULL);
+	}
+	if (!err && ib_present) {
+		char issm[PATH_MAX];
+
+		issm_fifo(st->pid, issm, sizeof(issm));
+		err = put_umad(SOF_IB_DEV_NAME, issm);
 	}
 	if (err) {
 		run_without(what, err);

@@ -242,12 +242,45 @@ SOFU_EXPORT int umad_get_port(const char *ca_name, int portnum, umad_port_t *por
 	return fill_port(&r, portnum, port);
 }
 
-/* The issm file of a port: /dev/infiniband/issmN, N counting the ports
- * of the device from 0 as the kernel numbers its umad files. */
+/* N of the umadN whose ibdev and port are ca and portnum, as rdma-core's
+ * dev_to_umad_id reads them from sysfs (`softofed run` writes them for
+ * sof0 and sofib0); -1 when none says so. */
+static int umad_id_of(const char *ca, int portnum)
+{
+	char p[128], buf[64];
+	int port;
+
+	for (int n = 0; n < 64; n++) {
+		FILE *f;
+		bool same;
+
+		snprintf(p, sizeof(p), "/sys/class/infiniband_mad/umad%d/ibdev", n);
+		f = fopen(p, "re");
+		if (!f)
+			continue;
+		same = fgets(buf, sizeof(buf), f) && (buf[strcspn(buf, "\n")] = '\0', !strcmp(buf, ca));
+		fclose(f);
+		if (!same)
+			continue;
+		snprintf(p, sizeof(p), "/sys/class/infiniband_mad/umad%d/port", n);
+		f = fopen(p, "re");
+		if (!f)
+			continue;
+		same = fscanf(f, "%d", &port) == 1 && port == portnum;
+		fclose(f);
+		if (same)
+			return n;
+	}
+	return -1;
+}
+
+/* The issm file of a port: /dev/infiniband/issmN, N that of the port's
+ * umadN (rdma-core's umad_get_issm_path); without those files, N counts
+ * the ports of the device from 0. */
 SOFU_EXPORT int umad_get_issm_path(const char *ca_name, int portnum, char path[], int max)
 {
 	struct sof_umad_ca_rep r;
-	int err;
+	int err, id;
 
 	if (sofu_get_ca_info(ca_name, &r, NULL))
 		return -ENODEV;
@@ -256,7 +289,8 @@ SOFU_EXPORT int umad_get_issm_path(const char *ca_name, int portnum, char path[]
 		return err;
 	if (!path || max <= 0)
 		return -EINVAL;
-	snprintf(path, (size_t)max, "/dev/infiniband/issm%d", portnum - 1);
+	id = umad_id_of(r.name, portnum);
+	snprintf(path, (size_t)max, "/dev/infiniband/issm%d", id >= 0 ? id : portnum - 1);
 	return 0;
 }
 

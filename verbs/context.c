@@ -636,8 +636,10 @@ static bool resolve_event(struct sofv_context *s, const struct sof_async_msg *m,
 	memset(ev, 0, sizeof(*ev));
 	ev->event_type = (enum ibv_event_type)m->event_type;
 	if (is_port_event(m->event_type)) {
-		ev->element.port_num = (int)m->handle;
-		return m->handle == 1;
+		/* a port event is its device's: sof0's or sofib0's */
+		ev->element.port_num = (int)(m->handle & 0xff);
+		return (m->handle & ~SOF_ASYNC_PORT_IB) == 1 &&
+		       !!(m->handle & SOF_ASYNC_PORT_IB) == s->ib;
 	}
 	if (m->event_type == IBV_EVENT_DEVICE_FATAL)
 		return true;

@@ -17,7 +17,8 @@
 #     its table lacks (PortRcvConstraintErrors) and passes one it holds;
 #   - a forwarding loop between two switches' LFTs is cut (the fabric's
 #     hop limit) and counted, and the fabric still answers;
-#   - a link cut with `softofed fabric link` sends trap 128 to the SM's LID
+#   - a link cut with `softofed fabric link` sends trap 128 to the SM's LID,
+#     again each second until the SM answers with TrapRepress
 #     and hides what is behind it from a new walk; restored, all is back;
 #   - two real hosts on line3, H3 answering SMPs and PerfMgt with mad/'s
 #     SMA and PMA: the walk finds it as the file says, the route makes its
@@ -212,10 +213,12 @@ for _ in $(seq 1 300); do
 	sleep 0.1
 done
 if fabric link S2 3 down >"$OUT" 2>&1 && sof_wait trap 30 &&
-	grep -q '^trap 128 ' "$TRAPOUT"; then
-	ok "fabric/cut: $(grep '^trap' "$TRAPOUT") after softofed fabric link S2 3 down"
+	grep -q '^trap 128 ' "$TRAPOUT" && grep -q '^trap repeated tid ' "$TRAPOUT" &&
+	grep -q '^repressed [0-9]* traps: no trap' "$TRAPOUT" && fabric status >"$ST.t" &&
+	[ "$(num trap_resends "$ST.t")" -ge 1 ] && [ "$(num trap_repressed "$ST.t")" -ge 1 ]; then
+	ok "fabric/cut: $(grep '^trap' "$TRAPOUT" | tr '\n' ' ')after softofed fabric link S2 3 down; sent again until TrapRepress (trap_resends $(num trap_resends "$ST.t"), trap_repressed $(num trap_repressed "$ST.t")), then no more"
 else
-	not_ok "fabric/cut" "no trap 128 after the cut"
+	not_ok "fabric/cut" "no trap 128 after the cut, or not sent again until repressed"
 	sof_dump "$TRAPOUT" "$OUT"
 fi
 if timeout 60 "$WALK" "$ADDR" H1 walk >"$SOF_TMP/cut" 2>"$OUT" &&

@@ -1,0 +1,110 @@
+#!/bin/bash
+# Data by LID through the software fabric (issue 19, acceptance line 3):
+# line3.net with OpenSM, every host real; a (H1, under S1) and c (H3,
+# under S3) talk through all three switches, no GID anywhere:
+#
+#   ud, srq      ibv_ud_pingpong and ibv_srq_pingpong -d sofib0 --chk: both
+#                ends move the bytes and name each other's LID
+#   perftest     ib_send_bw, ib_write_bw (64 KiB) and ib_read_lat, ib_send_lat
+#                between a and c without -R (their TCP exchange, then by
+#                LID): a result line, the peers' LIDs, no error text
+#   stream       progs/data_stream a -> c by LID: SEND, WRITE, WRITE with
+#                immediate and READ up to 1 MiB, every byte checked
+#   counters     the fabric's switch S3 port 1 (to c) counted the data
+#                (perfquery through the switch's PMA)
+#
+# Needs root (ip netns). Usage: tests/hosts/ibfabric_data.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/ib_fabric.sh
+. "$(dirname "$0")/../ib_fabric.sh"
+sof_init
+
+T=line3
+sof_ibf_up line3 H1,H2,H3 3 || sof_exit
+la=$(sof_ibf_lid a)
+lc=$(sof_ibf_lid c)
+hex4() { printf '0x%04x' "$1"; }
+hex2() { printf '0x%02x' "$1"; }
+
+s3=$(sof_ibf_guid S3)
+p0=$SOF_TMP/perf0
+sof_ibf_diag b "$p0" perfquery -x -C sofib0 -G "$s3" 1
+
+# pp NAME PORT EXPECT ARGS...: server in c, client in a
+pp() {
+	local name=$1 port=$2 expect=$3 srv cli rc
+	shift 3
+	srv=$(sof_out "ibf.$name.srv")
+	cli=$SOF_TMP/$name.cli
+	sof_host_bg "ibf.$name.srv" c 60 "$SOFTOFED" run -- "$@" -p "$port"
+	sof_host_wait_listen c "$port" 10 "ibf.$name.srv" >/dev/null 2>&1
+	sof_host_run a "$SOFTOFED" run -- timeout 40 "$@" -p "$port" "$(sof_host_ip c)" >"$cli" 2>&1 </dev/null
+	rc=$?
+	sof_wait "ibf.$name.srv" 20
+	if [ "$rc" -eq 0 ] && grep -q "^$expect bytes in " "$cli" && grep -q "^$expect bytes in " "$srv" &&
+		grep -q "remote address: *LID $(hex4 "$lc")" "$cli" && grep -q "remote address: *LID $(hex4 "$la")" "$srv" &&
+		! grep -q -i 'invalid data\|failed\|couldn' "$cli" "$srv"; then
+		ok "ibfabric/$T: $1 -d sofib0 by LID a <-> c through three switches ($expect bytes, --chk, LIDs $la <-> $lc)"
+	else
+		not_ok "ibfabric/$T: $name" "client rc $rc"
+		sof_dump "$cli" "$srv"
+	fi
+}
+pp ud 18517 819200 ibv_ud_pingpong -d sofib0 -n 200 -s 2048 --chk
+pp srq 18518 819200 ibv_srq_pingpong -d sofib0 -n 100 -s 4096 -q 2 --chk
+
+# perftest between a (client) and c (server), by LID
+pt() {
+	local name=$1
+	shift
+	sof_host_pair "ibf.$name" c a 18600 40 "$@" -d sofib0
+	if sof_perftest_verdict "ibfabric/$T: $name by LID a -> c" $? >/dev/null 2>&1 &&
+		grep -q "remote address: LID $(hex2 "$lc") " "$SOF_CLI_OUT" &&
+		grep -q "local address: LID $(hex2 "$la") " "$SOF_CLI_OUT" &&
+		grep -q "remote address: LID $(hex2 "$la") " "$SOF_SRV_OUT"; then
+		ok "ibfabric/$T: $name by LID a -> c through three switches ($(grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" |
+			tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //; s/ $//'))"
+	else
+		not_ok "ibfabric/$T: $name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+	fi
+}
+pt ib_send_bw ib_send_bw -n 200 -s 65536
+pt ib_write_bw ib_write_bw -n 200 -s 65536
+pt ib_read_lat ib_read_lat -n 500 -s 64
+pt ib_send_lat ib_send_lat -n 500 -s 2
+
+srv=$(sof_out ibf.ds.srv)
+cli=$SOF_TMP/ds.cli
+sof_host_bg ibf.ds.srv c 60 "$SOFTOFED" run -- "$SOF_PROGS/data_stream" -d sofib0 -p 18701 -m 4096 -T 50
+sof_host_wait_listen c 18701 10 ibf.ds.srv >/dev/null 2>&1
+sof_host_run a "$SOFTOFED" run -- "$SOF_PROGS/data_stream" -d sofib0 -p 18701 -m 4096 -T 50 \
+	-s 1x64,1023x32,4096x16,65536x8,1048576x2 "$(sof_host_ip c)" >"$cli" 2>&1 </dev/null
+rc=$?
+sof_wait ibf.ds.srv 20
+if [ "$rc" -eq 0 ] && grep -q '^ok' "$cli" && grep -q '^ok' "$srv" &&
+	grep -q '^checked send messages=' "$srv" && grep -q '^checked write messages=' "$srv" &&
+	grep -q '^checked write_imm messages=' "$srv" && grep -q '^checked read messages=' "$cli"; then
+	ok "ibfabric/$T: data_stream a -> c by LID (SEND, WRITE, WRITE_IMM, READ up to 1 MiB, every byte checked)"
+else
+	not_ok "ibfabric/$T: data_stream" "client rc $rc"
+	sof_dump "$cli" "$srv"
+fi
+
+# S3's port 1 leads to c: all of the above went through it (the perftest
+# bandwidth runs alone are 2 x 200 x 64 KiB = 6.5 Mi words to c)
+p1=$SOF_TMP/perf1
+sof_ibf_diag b "$p1" perfquery -x -C sofib0 -G "$s3" 1
+pq() { sed -n "s/^$2:\\.*\\([0-9]*\\)\$/\\1/p" "$1"; }
+d=$(($(pq "$p1" PortXmitData) - $(pq "$p0" PortXmitData)))
+if [ "$d" -ge $((2 * 200 * 65536 / 4)) ]; then
+	ok "ibfabric/$T: S3 port 1 (to c) counted $d words of data sent to c"
+else
+	not_ok "ibfabric/$T: switch counters" "S3 port 1 PortXmitData grew by $d"
+fi
+
+sof_kill ibf.sm
+sof_kill ibf.fabric
+sof_exit

@@ -1,0 +1,104 @@
+# shellcheck shell=bash
+# tests/ib_fabric.sh — helpers of the InfiniBand fabric tests (issue 19),
+# sourced after lib.sh by hosts/opensm_*.sh and hosts/ibfabric_*.sh.
+#
+#   sof_ibf_up TOPO REAL NH   hosts a.. (NH of them, 2 or 3), each daemon's
+#                         sofib0 attached to softofed-fabric (in a, from
+#                         tests/topologies/TOPO.net, the HCAs named in REAL
+#                         real and hosts a, b, c in that order: "H1,H2"), then Debian's OpenSM in a under
+#                         `softofed run` on a's sofib0 until SUBNET UP; an ok
+#                         line for each step, 1 (after not_ok) when one fails.
+#                         Sets IBF_HOSTS ("a b [c]"), IBF_FAB (the fabric's
+#                         `status -v`), IBF_SMLOG (OpenSM's log).
+#                         SOF_IBF_SM_ARGS: more OpenSM options; a function
+#                         ibf_before_sm, when the script defines one, runs
+#                         once the ports are attached, before OpenSM.
+#   sof_ibf_line H        the "device sofib0" line of H's `softofed status`
+#   sof_ibf_lid H         the LID of H's sofib0
+#   sof_ibf_all_in STATE  every host's sofib0 in STATE (INIT, ACTIVE ...)
+#   sof_ibf_diag H OUT CMD...  CMD (an infiniband-diags program) in host H
+#                         under `softofed run`, bounded to 20 s, output in OUT
+#   sof_ibf_guid NAME     the node GUID the fabric gave NAME (0x...)
+#
+# IBF_FABRIC names another softofed-fabric binary. Processes are
+# sof_host_bg's (ibf.fabric, ibf.sm), stopped by PID at exit.
+
+IBF_PORT=7471
+IBF_FABRIC=${IBF_FABRIC:-$(dirname "$SOFTOFED")/softofed-fabric}
+# run.sh's ASan mix has the daemon and the tool only: the plain build's fabric
+[ -x "$IBF_FABRIC" ] || IBF_FABRIC=$SOF_ROOT/build/bin/softofed-fabric
+
+sof_ibf_line() {
+	sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null | grep '^device sofib0'
+}
+
+sof_ibf_lid() {
+	sof_ibf_line "$1" | sed -n 's/.* lid \([0-9]*\) .*/\1/p'
+}
+
+sof_ibf_all_in() {
+	local h
+	for h in $IBF_HOSTS; do
+		sof_ibf_line "$h" | grep -q "port 1 $1" || return 1
+	done
+}
+
+sof_ibf_diag() {
+	local h=$1 out=$2
+	shift 2
+	sof_host_run "$h" "$SOFTOFED" run -- timeout 20 "$@" >"$out" 2>&1 </dev/null
+}
+
+sof_ibf_guid() {
+	sed -n "s/^[A-Za-z]* \"$1\" [0-9]* guid \\(0x[0-9a-f]*\\).*/\\1/p" "$IBF_FAB"
+}
+
+sof_ibf_up() {
+	local topo=$1 real=$2 nh=$3 t guid
+	t=${topo##*/}
+	t=${t%.net}
+	[ -f "$topo" ] || topo=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}/$topo.net
+	local -a names
+	IFS=, read -r -a names <<<"$real"
+	SOF_HOST_UP_ARGS[a]="--ib-fabric $(sof_host_ip a):$IBF_PORT --ib-node ${names[0]}"
+	SOF_HOST_UP_ARGS[b]="--ib-fabric $(sof_host_ip a):$IBF_PORT --ib-node ${names[1]}"
+	SOF_HOST_UP_ARGS[c]="--ib-fabric $(sof_host_ip a):$IBF_PORT --ib-node ${names[2]:-}"
+	sof_hosts_up "$nh" || return 1
+	IBF_HOSTS="a b"
+	[ "$nh" = 3 ] && IBF_HOSTS="a b c"
+	sof_host_bg ibf.fabric a ${IBF_SECS:-280} "$IBF_FABRIC" "$topo" --listen "$(sof_host_ip a):$IBF_PORT" --real "$real"
+	for _ in $(seq 100); do
+		sof_ibf_all_in INIT && break
+		sleep 0.1
+	done
+	if sof_ibf_all_in INIT; then
+		ok "$t: every sofib0 port attached to the fabric (Initialize)"
+	else
+		not_ok "$t: attach" "$(sof_ibf_line a) / $(sof_ibf_line b)"
+		sof_dump "$(sof_out ibf.fabric)"
+		return 1
+	fi
+	# a script's own step before the SM starts (e.g. a watcher of events)
+	declare -F ibf_before_sm >/dev/null && ibf_before_sm
+	guid=$(sof_host_run a "$SOFTOFED" run -- ibstat -p sofib0 2>/dev/null </dev/null | head -n 1)
+	IBF_SMLOG=$SOF_TMP/ibf.opensm.log
+	# shellcheck disable=SC2086 # more options
+	sof_host_bg ibf.sm a ${IBF_SECS:-260} "$SOFTOFED" run -- opensm -g "$guid" -f "$IBF_SMLOG" -d 0 -s 2 \
+		-D 0x87 ${SOF_IBF_SM_ARGS:-}
+	for _ in $(seq 600); do
+		grep -q 'SUBNET UP' "$IBF_SMLOG" 2>/dev/null && sof_ibf_all_in ACTIVE && break
+		sleep 0.1
+	done
+	if grep -q 'SUBNET UP' "$IBF_SMLOG" 2>/dev/null && sof_ibf_all_in ACTIVE; then
+		ok "$t: SUBNET UP (OpenSM on a's sofib0, port GUID $guid), every sofib0 Active"
+	else
+		not_ok "$t: SUBNET UP" "no SUBNET UP in 60 s; $(grep -c ERR "$IBF_SMLOG" 2>/dev/null) errors"
+		tail -n 40 "$IBF_SMLOG" 2>/dev/null | cut -c1-200 | sed "s/^/#   sm: /"
+		sof_dump "$(sof_out ibf.sm)"
+		for h in $IBF_HOSTS; do echo "#   $h: $(sof_ibf_line "$h")"; done
+		return 1
+	fi
+	IBF_FAB=$SOF_TMP/ibf.fabric.v
+	sof_host_run a "$SOFTOFED" fabric status -v >"$IBF_FAB" 2>&1 </dev/null
+	return 0
+}

@@ -42,6 +42,16 @@ void sof_close_fds(int *fds, int nfds);
 
 uint64_t sof_now_ns(void);
 
+/* A UDP socket of the stack itself (type: SOCK_DGRAM with SOCK_CLOEXEC /
+ * SOCK_NONBLOCK), made by the system call directly: a preload library that
+ * takes over socket(3) (librspreload sends every AF_INET socket to
+ * rsocket()) must not take the transport's own sockets. fd or -errno. */
+int sof_udp_socket(int family, int type);
+/* Socket buffers of bytes each way: SO_*BUFFORCE (past rmem_max, as root),
+ * else the plain options, which the kernel caps. Bursts of datagrams must
+ * not overflow the default buffers, where the kernel drops them uncounted. */
+void sof_sock_bufs(int fd, int bytes);
+
 /* Whether a GID is IPv4-mapped (::ffff:a.b.c.d), i.e. a RoCEv2 IPv4 address. */
 bool sof_gid_is_v4(const uint8_t gid[16]);
 /* Whether a GID is a multicast GID: ff00::/8, or on RoCEv2 an IPv4 group

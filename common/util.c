@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -175,6 +176,21 @@ ssize_t sof_recv_rec(int sock, void *buf, size_t len, int *fds, int *nfds)
 		return -EMSGSIZE;
 	}
 	return n;
+}
+
+int sof_udp_socket(int family, int type)
+{
+	long fd = syscall(SYS_socket, family, type, 0);
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+void sof_sock_bufs(int fd, int bytes)
+{
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes)))
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof(bytes)))
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
 }
 
 uint64_t sof_now_ns(void)

@@ -213,16 +213,6 @@ int sofd_ib_init(int epfd)
 	if (err)
 		return err;
 	sib.sock.fd = tp_ib_fd();
-	{
-		/* a window of RC packets arrives at once from the fabric: room
-		 * for it, as the RoCE sockets have (FORCE as root) */
-		int sz = 8 << 20;
-
-		if (setsockopt(sib.sock.fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
-			(void)setsockopt(sib.sock.fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-		if (setsockopt(sib.sock.fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
-			(void)setsockopt(sib.sock.fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-	}
 	sib.timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (sib.timer.fd < 0 || timerfd_settime(sib.timer.fd, 0, &its, NULL))
 		return -errno;

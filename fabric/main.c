@@ -16,6 +16,7 @@
  * `softofed fabric` command (tools/fabric.c) sends them.
  */
 #include "fabric.h"
+#include "sof_util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -80,16 +81,8 @@ static int udp_open(const char *spec)
 		return rc;
 	}
 	freeaddrinfo(ai);
-	{
-		/* every host's packets meet here: room for bursts (FORCE as
-		 * root, past rmem_max; else what the kernel allows) */
-		int sz = 8 << 20;
-
-		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
-			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
-			setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-	}
+	/* every host's packets meet here: room for bursts */
+	sof_sock_bufs(fd, 8 << 20);
 	return fd;
 }
 

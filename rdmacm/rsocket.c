@@ -14,8 +14,6 @@
  */
 #include "rsock.h"
 
-#include <dlfcn.h>
-#include <execinfo.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -337,37 +335,13 @@ void sofrs_cm_events(struct sofrs *rs)
 
 /* ---- the socket calls ------------------------------------------------------------ */
 
-/* Whether socket(2) was called by our own stack through librspreload's
- * socket(), which sends every socket to rsocket(): the verbs transport in
- * the program opens UDP sockets for RoCEv2 on its own threads too, where
- * sofrs_internal does not count. The first frame outside this library is
- * what called rsocket (librspreload's socket(), or a program); the one
- * after it, when it is in this library or in our libibverbs, is us. */
-static bool rs_own_caller(void)
-{
-	Dl_info self, verbs, who;
-	void *bt[8];
-	int n = backtrace(bt, 8), k = 0;
-
-	if (!dladdr((void *)rsocket, &self) || !dladdr((void *)sofv_engine_idle, &verbs))
-		return false;
-	/* backtrace's own frames first (a sanitizer's interceptor) */
-	while (k < n && !(dladdr(bt[k], &who) && who.dli_fbase == self.dli_fbase))
-		k++;
-	while (k < n && dladdr(bt[k], &who) && who.dli_fbase == self.dli_fbase)
-		k++;
-	if (k + 1 >= n || !dladdr(bt[k + 1], &who))
-		return false;
-	return who.dli_fbase == self.dli_fbase || who.dli_fbase == verbs.dli_fbase;
-}
-
 SOFCM_EXPORT int rsocket(int domain, int type, int protocol)
 {
 	int stype = type & ~(SOCK_CLOEXEC | SOCK_NONBLOCK);
 	struct sofrs *rs;
 	int err;
 
-	if (sofrs_internal || rs_own_caller()) /* a socket of our own stack */
+	if (sofrs_internal) /* a socket of our own stack */
 		return sofcm_err(ENOTSUP);
 	if ((domain != AF_INET && domain != AF_INET6) ||
 	    (stype != SOCK_STREAM && stype != SOCK_DGRAM) ||

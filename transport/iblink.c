@@ -32,6 +32,7 @@
 #include "tport.h"
 
 #include "sof_wr.h"
+#include "sof_util.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -622,21 +623,12 @@ int tp_ib_start(const struct tp_ib_config *c)
 	if ((fam != AF_INET && fam != AF_INET6) || !c->name || !c->name[0] ||
 	    strlen(c->name) > IB_SOFL_NAME_LEN)
 		return -EINVAL;
-	fd = socket(fam, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = sof_udp_socket(fam, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* a burst of datagrams (IPoIB's UD traffic) must not overflow the
-	 * default buffers, where the kernel drops them uncounted; FORCE
-	 * works as root, else the plain one capped by the kernel */
-	{
-		int sz = 8 << 20;
-
-		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
-			(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
-			(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-	}
+	/* a burst of datagrams (IPoIB's UD traffic) needs room */
+	sof_sock_bufs(fd, 8 << 20);
 	if (fam == AF_INET) {
 		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(c->local_port)};
 

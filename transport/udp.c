@@ -60,17 +60,6 @@ static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 /* ---- sockets ------------------------------------------------------------------ */
 
-static void set_bufs(int fd)
-{
-	int sz = 8 << 20;
-
-	/* FORCE works as root; otherwise the plain one, capped by the kernel */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
-		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
-		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-}
-
 #ifndef IPV6_MULTICAST_ALL
 #define IPV6_MULTICAST_ALL 29 /* linux/in6.h, Linux 4.20 */
 #endif
@@ -95,7 +84,7 @@ static void mcast_opts(int fd, bool v6)
 
 int tp_udp_socket(bool v6, uint16_t port, bool reuseport)
 {
-	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = sof_udp_socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK);
 	int one = 1, pmtu = v6 ? IPV6_PMTUDISC_DO : IP_PMTUDISC_DO;
 
 	if (fd < 0)
@@ -119,7 +108,7 @@ int tp_udp_socket(bool v6, uint16_t port, bool reuseport)
 		    bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
 			goto err;
 	}
-	set_bufs(fd);
+	sof_sock_bufs(fd, 8 << 20);
 	return fd;
 err:
 	one = -errno;
@@ -136,7 +125,7 @@ int tp_flow_socket(const struct roce_addr *a)
 	} local = {0}, peer = {0};
 	socklen_t len = v6 ? sizeof(local.v6) : sizeof(local.v4);
 	int one = 1, pmtu = v6 ? IPV6_PMTUDISC_DO : IP_PMTUDISC_DO;
-	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = sof_udp_socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0)
 		return -errno;
@@ -167,7 +156,7 @@ int tp_flow_socket(const struct roce_addr *a)
 		close(fd);
 		return one;
 	}
-	set_bufs(fd);
+	sof_sock_bufs(fd, 8 << 20);
 	return fd;
 }
 
@@ -388,7 +377,7 @@ static bool route_source_is(bool v6, const uint8_t sgid[16], const uint8_t dgid[
 {
 	union tx_addr to = {0}, me = {0};
 	socklen_t len = v6 ? sizeof(me.v6) : sizeof(me.v4);
-	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = sof_udp_socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC);
 	bool same;
 
 	if (fd < 0)

@@ -35,7 +35,8 @@ CMA_OP(bind)
 	 * (the kernel's rdma_bind_addr skips cma_acquire_dev_by_src_ip for
 	 * cma_any_addr) */
 	cma_addr_gid(&r->src, gid);
-	if (!cma_addr_is_wild(&r->src) && cma_gid_index(gid) < 0)
+	if (!cma_addr_is_wild(&r->src) && cma_gid_index(gid) < 0 &&
+	    !(r->src.ss_family == AF_IB && cma_ib_gid(gid, NULL)))
 		return -EADDRNOTAVAIL;
 	err = cma_bind_port(id, &r->src);
 	if (err)
@@ -63,7 +64,7 @@ CMA_OP(resolve_addr)
 	struct cm_id *id = cma_get_id(rq, r->id);
 	uint8_t dgid[16], sgid[16];
 	int err = 0, idx;
-	bool loop;
+	bool loop, ib;
 
 	if (!id)
 		return -ENOENT;
@@ -93,7 +94,9 @@ CMA_OP(resolve_addr)
 		goto fail;
 	if (loop)
 		memcpy(dgid, sgid, 16);
-	idx = cma_gid_index(sgid);
+	/* an AF_IB source on the InfiniBand port: GID 0 of sofib0 */
+	ib = r->dst.ss_family == AF_IB && cma_ib_gid(sgid, NULL);
+	idx = ib ? 0 : cma_gid_index(sgid);
 	if (idx < 0 || sof_gid_is_v4(sgid) != sof_gid_is_v4(dgid)) {
 		err = -EADDRNOTAVAIL;
 		goto fail;
@@ -111,6 +114,7 @@ CMA_OP(resolve_addr)
 	memcpy(id->sgid, sgid, 16);
 	id->sgid_index = (uint32_t)idx;
 	id->have_dev = true;
+	id->ib = ib;
 	if (cma_addr_is_any(&id->src)) {
 		uint16_t port = cma_addr_port(&id->src);
 
@@ -137,6 +141,8 @@ CMA_OP(resolve_route)
 		return -ENOENT;
 	if (id->cstate != CMA_ADDR_RESOLVED && id->cstate != CMA_ROUTE_RESOLVED)
 		return -EINVAL;
+	if (id->ib)
+		return cma_ib_resolve_route(id);
 	/* RoCEv2: the path is the IP route; the MTU is the port's */
 	id->mtu = (uint8_t)cm_host->dev->active_mtu;
 	id->have_route = true;
@@ -199,6 +205,8 @@ CMA_OP(set_option)
 		/* a path the user resolved: the route is what we would make */
 		if (r->len < sizeof(struct ibv_path_data) || id->cstate != CMA_ADDR_RESOLVED)
 			return -EINVAL;
+		if (id->ib)
+			return cma_ib_path_set(id, &((const struct ibv_path_data *)r->value)->path);
 		id->mtu = (uint8_t)cm_host->dev->active_mtu;
 		id->have_route = true;
 		cma_set_state(id, CMA_ROUTE_RESOLVED);

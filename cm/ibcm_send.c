@@ -84,12 +84,22 @@ int cm_send_req(struct cm_id *id, const struct sof_cm_param *p)
 	req.rnr_retry_count = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
 	req.max_cm_retries = CM_MAX_RETRIES;
 	req.srq = p->srq;
-	req.local_lid = req.remote_lid = 0xffff; /* RoCE: the permissive LID */
 	memcpy(req.local_gid, id->sgid, 16);
 	memcpy(req.remote_gid, id->dgid, 16);
 	req.packet_rate = 0x3f & 7; /* 2.5 Gb/s: nominal */
 	req.traffic_class = id->tos;
-	req.hop_limit = 64;
+	if (id->ib) {
+		/* 12.6.5: an IB path: the ports' LIDs and the SL; subnet local,
+		 * so the hop limit is 0 and the QPs go without GRH */
+		req.local_lid = id->slid;
+		req.remote_lid = id->dlid;
+		req.sl = id->sl;
+		req.subnet_local = true;
+		req.hop_limit = 0;
+	} else {
+		req.local_lid = req.remote_lid = 0xffff; /* RoCE: the permissive LID */
+		req.hop_limit = 64;
+	}
 	req.local_ack_timeout = id->local_ack_timeout;
 	if (off)
 		ip_hdr(id, req.private_data);

@@ -248,7 +248,7 @@ for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong
 	tests/hosts/xrc.sh tests/hosts/raw.sh tests/hosts/srq_resize.sh tests/hosts/sack.sh \
 	tests/hosts/iblink.sh tests/hosts/ibdata.sh tests/hosts/umad.sh tests/hosts/umad_loss.sh \
 	tests/hosts/onesided.sh tests/hosts/rsocket.sh tests/hosts/opensm.sh tests/hosts/opensm_line3.sh \
-	tests/hosts/ipoib.sh tests/hosts/ipoib_line3.sh; do
+	tests/hosts/ipoib.sh tests/hosts/ipoib_line3.sh tests/hosts/ibcm.sh; do
 	selected "$f" || continue
 	if [ ! -f "$f" ]; then
 		result_fail "$f" "missing"
@@ -273,7 +273,7 @@ if [ -z "$ONE_BUILD" ] && [ -x build-asan/bin/softofedd ] && [ -x build/bin/soft
 fi
 for f in tests/hosts/badpackets.sh tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/mr_kinds.sh \
 	tests/hosts/mw.sh tests/hosts/srq_resize.sh tests/hosts/iblink.sh tests/hosts/ibdata.sh \
-	tests/hosts/umad.sh tests/hosts/opensm.sh tests/hosts/ipoib.sh; do
+	tests/hosts/umad.sh tests/hosts/opensm.sh tests/hosts/ipoib.sh tests/hosts/ibcm.sh; do
 	selected "$f (asan daemon)" || continue
 	[ -n "$MIX" ] || continue
 	script_cmd "$f"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The IB CM over the InfiniBand port (issue 21 item 2, issue 20 item 8):
+# two namespace hosts on softofed's fabric (pair) with OpenSM as SM and SA.
+#   ibconn  tests/progs/cm_ibconn: an RC connection through the RDMA CM by
+#           AF_IB address (the server's sofib0 GID): the route from OpenSM's
+#           SA (PathRecord: DLID = the server's LID), REQ/REP/RTU by LID on
+#           QP1 of sofib0, 4 KiB each way checked byte for byte, disconnect
+set -u
+. "$(dirname "$0")/../lib.sh"
+sof_init
+
+TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}/pair.net
+FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
+[ -x "$FABRIC" ] || FABRIC=$SOF_ROOT/build/bin/softofed-fabric
+CONN=$SOF_BUILD_DIR/tests/cm_ibconn
+[ -x "$CONN" ] || CONN=$SOF_ROOT/build/tests/cm_ibconn
+PORT=7471
+SOF_HOST_UP_ARGS[a]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H1"
+SOF_HOST_UP_ARGS[b]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H2"
+sof_hosts_up 2 || sof_exit
+
+ibline() { sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null | grep '^device sofib0'; }
+iblid() { ibline "$1" | sed -n 's/.* lid \([0-9]*\) .*/\1/p'; }
+all_in() {
+	local h
+	for h in a b; do ibline "$h" | grep -q "port 1 $1" || return 1; done
+}
+
+sof_host_bg ibcm.fabric a 300 "$FABRIC" "$TOPO" --listen "$(sof_host_ip a):$PORT" --real H1,H2
+for _ in $(seq 100); do
+	all_in INIT && break
+	sleep 0.1
+done
+guid=$(sof_host_run a "$SOFTOFED" run -- ibstat -p sofib0 2>/dev/null </dev/null | head -n 1)
+smlog=$SOF_TMP/ibcm.opensm.log
+sof_host_bg ibcm.sm a 280 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87
+for _ in $(seq 600); do
+	grep -q 'SUBNET UP' "$smlog" 2>/dev/null && all_in ACTIVE && break
+	sleep 0.1
+done
+if ! grep -q 'SUBNET UP' "$smlog" 2>/dev/null || ! all_in ACTIVE; then
+	not_ok "ibcm: subnet" "OpenSM did not bring the subnet up in 60 s"
+	tail -n 30 "$smlog" 2>/dev/null | sed 's/^/#   sm: /'
+	sof_exit
+fi
+
+# --- an RC connection by AF_IB address, route from the SA -----------------------------
+srv=$(sof_out ibcm.conn.srv)
+cli=$(sof_out ibcm.conn.cli)
+sof_host_bg ibcm.conn.srv b 40 "$SOFTOFED" run -- "$CONN" -s -p 7474 -z 4096
+gid=
+for _ in $(seq 100); do
+	gid=$(sed -n 's/^gid //p' "$srv" 2>/dev/null)
+	[ -n "$gid" ] && break
+	sleep 0.1
+done
+sleep 0.5
+sof_host_run a "$SOFTOFED" run -- timeout 30 "$CONN" -c "$gid" -p 7474 -z 4096 >"$cli" 2>&1 </dev/null
+rc=$?
+sof_wait ibcm.conn.srv 20
+lb=$(iblid b)
+if [ "$rc" -eq 0 ] && grep -qx ok "$cli" && grep -qx ok "$srv" &&
+	grep -q "^path dlid $lb slid $(iblid a) " "$cli"; then
+	ok "ibcm: RC through the RDMA CM by AF_IB address on sofib0, path from OpenSM's SA (DLID $lb), 4 KiB each way checked"
+else
+	not_ok "ibcm: ibconn" "client rc $rc, server GID '$gid'"
+	sof_dump "$cli" "$srv"
+fi
+
+sof_exit

@@ -174,6 +174,20 @@ bool cma_ib_gid(const uint8_t gid[16], struct sof_ib_port *port)
 	return true;
 }
 
+int cma_ib_own_gid(uint8_t gid[16])
+{
+	struct sof_ib_port p;
+	uint64_t v;
+
+	if (!cm_host->ops->ib_port || cm_host->ops->ib_port(&p))
+		return -ENODEV;
+	v = htobe64(p.subnet_prefix);
+	memcpy(gid, &v, 8);
+	v = htobe64(p.port_guid);
+	memcpy(gid + 8, &v, 8);
+	return 0;
+}
+
 /* The source address the routing table picks for dst (a GID). 0 or -errno. */
 int cma_route_source(const uint8_t dst[16], uint8_t src[16])
 {

@@ -31,15 +31,30 @@ static uint16_t port_of(const struct sockaddr_storage *ss)
 	return (uint16_t)be64toh(((const struct sockaddr_ib *)ss)->sib_sid);
 }
 
+/* An IP address as A11's header holds it (IPv4 mapped). */
+static void ip_of(const struct sockaddr_storage *ss, uint8_t ip[16])
+{
+	if (ss->ss_family == AF_INET)
+		sof_gid_from_v4(ip, &((const struct sockaddr_in *)ss)->sin_addr);
+	else
+		memcpy(ip, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+}
+
 static void ip_hdr(const struct cm_id *id, uint8_t *p)
 {
 	struct cmw_ip_hdr h;
 
 	memset(&h, 0, sizeof(h));
-	h.ip_version = sof_gid_is_v4(id->sgid) ? 4 : 6;
 	h.src_port = port_of(&id->src);
-	memcpy(h.src, id->sgid, 16);
-	memcpy(h.dst, id->dgid, 16);
+	if (id->ib) {
+		/* on the InfiniBand port the GIDs are not the IP addresses */
+		ip_of(&id->src, h.src);
+		ip_of(&id->dst, h.dst);
+	} else {
+		memcpy(h.src, id->sgid, 16);
+		memcpy(h.dst, id->dgid, 16);
+	}
+	h.ip_version = sof_gid_is_v4(h.src) ? 4 : 6;
 	cmw_ip_hdr_put(p, &h);
 }
 

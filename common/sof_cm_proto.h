@@ -68,12 +68,19 @@ struct sof_cm_id_req {
 };
 
 /* BIND_ADDR: addr = src. RESOLVE_ADDR: src (family 0: any), dst, timeout.
- * Reply of both: sof_cm_query_rep (the addresses as bound). */
+ * Reply of both: sof_cm_query_rep (the addresses as bound).
+ * ib: the library found the IP address (src of BIND_ADDR, dst of
+ * RESOLVE_ADDR) on an IPoIB interface (its softofed-ipoib answered): the
+ * id goes on the InfiniBand port; RESOLVE_ADDR's dgid is the GID of dst's
+ * IPoIB hardware address (zero: it could not be resolved). */
 struct sof_cm_addr_req {
 	uint32_t id;
 	uint32_t timeout_ms;
 	struct sockaddr_storage src;
 	struct sockaddr_storage dst;
+	uint8_t ib;
+	uint8_t rsvd[3];
+	uint8_t dgid[16];
 };
 
 /* What the id looks like now. */

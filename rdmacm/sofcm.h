@@ -72,6 +72,8 @@ int sofcm_device_open(void);
  * the device or NULL with errno set. */
 struct sofcm_device *sofcm_device_get(bool ib);
 void sofcm_device_put(struct sofcm_device *dev);
+/* Whether the local IP address a is on an IPoIB interface (resolve.c). */
+bool sofcm_ipoib_addr(const struct sockaddr *a);
 
 /* ---- the command connection (cmd.c) --------------------------------------- */
 

@@ -5,6 +5,11 @@
 #           AF_IB address (the server's sofib0 GID): the route from OpenSM's
 #           SA (PathRecord: DLID = the server's LID), REQ/REP/RTU by LID on
 #           QP1 of sofib0, 4 KiB each way checked byte for byte, disconnect
+#   ipoib   softofed ipoib up in both hosts (ib0 192.168.78.N/24); the RDMA
+#           CM by IP address over ib0: the peer's GID from ipoib's neighbour
+#           (ARP on the IB side), the route from the SA, the IB CM by LID:
+#           rping -C 10 -V and -S 4096 -C 200 (data checked both sides),
+#           ucmatose, udaddy, ib_send_bw -R
 set -u
 . "$(dirname "$0")/../lib.sh"
 sof_init
@@ -14,6 +19,7 @@ FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
 [ -x "$FABRIC" ] || FABRIC=$SOF_ROOT/build/bin/softofed-fabric
 CONN=$SOF_BUILD_DIR/tests/cm_ibconn
 [ -x "$CONN" ] || CONN=$SOF_ROOT/build/tests/cm_ibconn
+[ -x "$(dirname "$SOFTOFED")/softofed-ipoib" ] || export SOFTOFED_IPOIB=$SOF_ROOT/build/bin/softofed-ipoib
 PORT=7471
 SOF_HOST_UP_ARGS[a]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H1"
 SOF_HOST_UP_ARGS[b]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H2"
@@ -66,5 +72,28 @@ else
 	not_ok "ibcm: ibconn" "client rc $rc, server GID '$gid'"
 	sof_dump "$cli" "$srv"
 fi
+
+# --- the RDMA CM by IP address over ib0 ------------------------------------------------
+ibip() { echo "192.168.78.$(_sof_host_num "$1")"; }
+upok=1
+for h in a b; do
+	out=$SOF_TMP/ibcm.up.$h
+	if ! sof_host_run "$h" "$SOFTOFED" ipoib up >"$out" 2>&1 </dev/null; then
+		upok=0
+		sof_dump "$out"
+		continue
+	fi
+	sof_host_run "$h" ip addr add "$(ibip "$h")/24" dev ib0
+done
+if [ "$upok" != 1 ]; then
+	not_ok "ibcm: ipoib up" "softofed ipoib up failed"
+	sof_exit
+fi
+A=$(ibip a)
+P=19900
+sof_rping_pair "ibcm: rping -C 10 -V by IP over ib0 (IB CM on sofib0)" a b "$A" $((P + 1)) 64 10 ||
+	SOF_GATE="the first rping over ib0 failed"
+sof_gated "ibcm: rping -S 4096 -C 200" ||
+	sof_rping_pair "ibcm: rping -S 4096 -C 200 by IP over ib0" a b "$A" $((P + 2)) 4096 200
 
 sof_exit

@@ -93,7 +93,27 @@ A=$(ibip a)
 P=19900
 sof_rping_pair "ibcm: rping -C 10 -V by IP over ib0 (IB CM on sofib0)" a b "$A" $((P + 1)) 64 10 ||
 	SOF_GATE="the first rping over ib0 failed"
-sof_gated "ibcm: rping -S 4096 -C 200" ||
-	sof_rping_pair "ibcm: rping -S 4096 -C 200 by IP over ib0" a b "$A" $((P + 2)) 4096 200
+# the data went by the IB CM's QPs on sofib0, not as RoCE through ib0: b's
+# sofib0 sent at least the pings' bytes (xmit_data, 4-byte words as
+# PortXmitData) while b's ib0 (softofed-ipoib's tx_bytes) carried far less
+ibcnt() {
+	sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null | grep '^ib_counters:' |
+		tr ' ' '\n' | grep -A1 -x "$2" | tail -n 1
+}
+ipcnt() {
+	sof_host_run "$1" "$SOFTOFED" ipoib status 2>/dev/null </dev/null | tr ' ' '\n' |
+		grep -A1 -x "$2" | tail -n 1
+}
+x0=$(ibcnt b xmit_data) t0=$(ipcnt b tx_bytes)
+if ! sof_gated "ibcm: rping -S 4096 -C 200" &&
+	sof_rping_pair "ibcm: rping -S 4096 -C 200 by IP over ib0" a b "$A" $((P + 2)) 4096 200; then
+	x1=$(ibcnt b xmit_data) t1=$(ipcnt b tx_bytes)
+	if [ -n "$x0" ] && [ -n "$x1" ] && [ -n "$t0" ] && [ -n "$t1" ] &&
+		[ $((x1 - x0)) -ge $((200 * 4096 / 4)) ] && [ $((t1 - t0)) -lt 100000 ]; then
+		ok "ibcm: rping's data crossed sofib0 by the CM's QPs (xmit_data of b +$((x1 - x0)) words, ib0 +$((t1 - t0)) bytes)"
+	else
+		not_ok "ibcm: rping over sofib0" "xmit_data of b '$x0' -> '$x1', ib0 tx_bytes '$t0' -> '$t1'"
+	fi
+fi
 
 sof_exit

@@ -9,7 +9,7 @@
 #           CM by IP address over ib0: the peer's GID from ipoib's neighbour
 #           (ARP on the IB side), the route from the SA, the IB CM by LID:
 #           rping -C 10 -V and -S 4096 -C 200 (data checked both sides),
-#           ucmatose, udaddy, ib_send_bw -R
+#           ucmatose -c 10, ib_send_bw -R -d sofib0
 set -u
 . "$(dirname "$0")/../lib.sh"
 sof_init
@@ -115,5 +115,25 @@ if ! sof_gated "ibcm: rping -S 4096 -C 200" &&
 		not_ok "ibcm: rping over sofib0" "xmit_data of b '$x0' -> '$x1', ib0 tx_bytes '$t0' -> '$t1'"
 	fi
 fi
+
+# pair NAME SECS SERVER... -- CLIENT...: server in a, client in b
+# (PAIR=sof_perftest_cm_pair for perftest -R)
+pair() {
+	local name=$1 secs=$2
+	shift 2
+	sof_gated "$name" && return 1
+	if ! "${PAIR:-sof_cm_pair}" "$name" "$secs" a b "$@"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+	return 0
+}
+pair "ibcm: ucmatose -c 10 over ib0" 60 ucmatose -b "$A" -p $((P + 3)) -c 10 -- \
+	ucmatose -s "$A" -p $((P + 3)) -c 10 &&
+	sof_cm_verdict "ibcm: ucmatose -c 10 over ib0" 'data transfers complete' 'return status 0'
+PAIR=sof_perftest_cm_pair pair "ibcm: ib_send_bw -R over ib0" 120 ib_send_bw -R -d sofib0 -F -p $((P + 5)) -- \
+	ib_send_bw -R -d sofib0 -F -p $((P + 5)) "$A" &&
+	sof_cm_perftest_verdict "ibcm: ib_send_bw -R over ib0"
 
 sof_exit

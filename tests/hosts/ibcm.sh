@@ -132,9 +132,6 @@ pair() {
 pair "ibcm: ucmatose -c 10 over ib0" 60 ucmatose -b "$A" -p $((P + 3)) -c 10 -- \
 	ucmatose -s "$A" -p $((P + 3)) -c 10 &&
 	sof_cm_verdict "ibcm: ucmatose -c 10 over ib0" 'data transfers complete' 'return status 0'
-# udaddy: UD through SIDR (its -p is the port space, not a port)
-pair "ibcm: udaddy -c 4 over ib0" 60 udaddy -b "$A" -c 4 -- udaddy -s "$A" -c 4 &&
-	sof_cm_verdict "ibcm: udaddy -c 4 over ib0" 'data transfers complete' 'return status 0'
 PAIR=sof_perftest_cm_pair pair "ibcm: ib_send_bw -R over ib0" 120 ib_send_bw -R -d sofib0 -F -p $((P + 5)) -- \
 	ib_send_bw -R -d sofib0 -F -p $((P + 5)) "$A" &&
 	sof_cm_perftest_verdict "ibcm: ib_send_bw -R over ib0"

@@ -109,6 +109,8 @@ int cma_gid_index(const uint8_t gid[16]);
 bool cma_ib_gid(const uint8_t gid[16], struct sof_ib_port *port);
 /* The InfiniBand port's GID 0. 0 or -ENODEV. */
 int cma_ib_own_gid(uint8_t gid[16]);
+/* Whether gid has the InfiniBand port's subnet prefix. */
+bool cma_ib_on_subnet(const uint8_t gid[16]);
 /* The source address the routing table picks for dst (a GID). 0 or -errno. */
 int cma_route_source(const uint8_t dst[16], uint8_t src[16]);
 /* Bind id to src (port 0: an ephemeral one). 0 or -errno. */

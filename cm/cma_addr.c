@@ -188,6 +188,13 @@ int cma_ib_own_gid(uint8_t gid[16])
 	return 0;
 }
 
+bool cma_ib_on_subnet(const uint8_t gid[16])
+{
+	uint8_t own[16];
+
+	return !cma_ib_own_gid(own) && !memcmp(own, gid, 8);
+}
+
 /* The source address the routing table picks for dst (a GID). 0 or -errno. */
 int cma_route_source(const uint8_t dst[16], uint8_t src[16])
 {

@@ -73,7 +73,8 @@ static struct cm_id *waiting_id(uint64_t tid)
 {
 	struct cm_id *id = sof_hmap_get(&cma.ids, (uint32_t)tid);
 
-	if (!id || !id->ib || id->cstate != CMA_ADDR_RESOLVED || id->have_route)
+	if (!id || !id->ib || id->have_route ||
+	    (id->cstate != CMA_ADDR_RESOLVED && id->cstate != CMA_ROUTE_RESOLVED))
 		return NULL;
 	return id;
 }

@@ -138,6 +138,8 @@ CMA_OP(resolve_addr)
 		cma_addr_gid(&id->src, sgid);
 	else if (r->src.ss_family && src_given(&r->src))
 		cma_addr_gid(&r->src, sgid);
+	else if (r->dst.ss_family == AF_IB && cma_ib_on_subnet(dgid))
+		err = cma_ib_own_gid(sgid); /* a GID of the IB port's subnet */
 	else if (loop)
 		err = cma_loopback_source(dgid, sgid);
 	else

@@ -14,7 +14,6 @@
 
 /* Under sofcm_lock: sof0, and sofib0 for ids on the InfiniBand port. */
 static struct sofcm_device devices[2];
-#define device devices[0]
 
 /* Needs sofcm_lock. */
 static int open_locked(bool ib)
@@ -144,8 +143,8 @@ SOFCM_EXPORT void rdma_free_devices(struct ibv_context **list)
 		return;
 	pthread_mutex_lock(&sofcm_lock);
 	for (int i = 0; list[i]; i++)
-		if (list[i] == device.verbs && device.refcnt > 0)
-			put_locked(&device);
+		if (list[i] == devices[0].verbs && devices[0].refcnt > 0)
+			put_locked(&devices[0]);
 	pthread_mutex_unlock(&sofcm_lock);
 	free(list);
 }

@@ -9,7 +9,8 @@
 #           CM by IP address over ib0: the peer's GID from ipoib's neighbour
 #           (ARP on the IB side), the route from the SA, the IB CM by LID:
 #           rping -C 10 -V and -S 4096 -C 200 (data checked both sides),
-#           ucmatose -c 10, ib_send_bw -R -d sofib0
+#           ucmatose -c 10, ib_send_bw -R -d sofib0; rping over IPv6; an
+#           address where no host answers fails in resolution, no hang
 set -u
 . "$(dirname "$0")/../lib.sh"
 sof_init
@@ -84,6 +85,7 @@ for h in a b; do
 		continue
 	fi
 	sof_host_run "$h" ip addr add "$(ibip "$h")/24" dev ib0
+	sof_host_run "$h" ip addr add "fd78:1b::$(_sof_host_num "$h")/64" dev ib0 nodad
 done
 if [ "$upok" != 1 ]; then
 	not_ok "ibcm: ipoib up" "softofed ipoib up failed"
@@ -135,5 +137,12 @@ pair "ibcm: ucmatose -c 10 over ib0" 60 ucmatose -b "$A" -p $((P + 3)) -c 10 -- 
 PAIR=sof_perftest_cm_pair pair "ibcm: ib_send_bw -R over ib0" 120 ib_send_bw -R -d sofib0 -F -p $((P + 5)) -- \
 	ib_send_bw -R -d sofib0 -F -p $((P + 5)) "$A" &&
 	sof_cm_perftest_verdict "ibcm: ib_send_bw -R over ib0"
+# IPv6 over ib0 (the neighbour by ND on the IB side)
+sof_rping_pair "ibcm: rping -C 10 -V by IPv6 address over ib0" a b fd78:1b::1 $((P + 6)) 64 10
+# an address on ib0's subnet where no host answers: ADDR_ERROR once ipoib's
+# solicitations go unanswered, within rdma_resolve_addr's time-out
+sof_gated "ibcm: no host at the address" ||
+	sof_cm_fails_fast "ibcm: rping to an ib0 address where no host answers" 30 10000 b \
+		"$SOF_CM_FAILED" rping -c -a 192.168.78.99 -p $((P + 7)) -C 1
 
 sof_exit

@@ -174,8 +174,8 @@ int cma_ib_resolve_route(struct cm_id *id)
 	to.ib = true;
 	to.no_grh = true;
 	cm_trace("cma id %u: SA PathRecord Get to LID %u", id->handle, port.sm_lid);
-	return sofd_mad_agent_send(&sa, sa.agent, mad, SOF_MAD_LEN, &to, SA_TIMEOUT_MS,
-				   SA_RETRIES, id->handle);
+	return sofd_mad_agent_send(&sa, sa.agent, mad, SOF_MAD_LEN, &to, SA_TIMEOUT_MS, SA_RETRIES,
+				   id->handle);
 }
 
 int cma_ib_path_set(struct cm_id *id, const struct ibv_path_record *p)

@@ -98,7 +98,8 @@ static int resolve_ipoib(struct cm_id *id, const struct sof_cm_addr_req *r, cons
 			goto fail;
 	}
 	if (cma_addr_is_any(&id->src))
-		cma_addr_from_gid(&id->src, id->src.ss_family, sgid, id->ps, cma_addr_port(&id->src));
+		cma_addr_from_gid(&id->src, id->src.ss_family, sgid, id->ps,
+				  cma_addr_port(&id->src));
 	ipoib_dev(id, ibgid);
 	memcpy(id->dgid, r->dgid, 16);
 	id->dst = r->dst;

@@ -6,8 +6,8 @@
  * a channel's events to its socket through conn_send, and has its
  * timerfd polled here as a pollable of kind SOFD_POLL_CM_TIMER.
  */
-#include "sofd.h"
 #include "sof_gid.h"
+#include "sofd.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -65,7 +65,8 @@ static int host_timer_poll(int fd)
 static int host_ib_port(struct sof_ib_port *p)
 {
 	if (!sofd.objtab ||
-	    sof_ib_read((const struct sof_gid_shm *)((char *)sofd.objtab + SOF_OBJTAB_GID_OFF), p) ||
+	    sof_ib_read((const struct sof_gid_shm *)((char *)sofd.objtab + SOF_OBJTAB_GID_OFF),
+			p) ||
 	    !p->present)
 		return -ENODEV;
 	return 0;

@@ -4,8 +4,8 @@
  * (sofcm_complete, event.c). An IP address on an IPoIB interface (ib0 of
  * softofed-ipoib) is resolved here, in the caller, through that
  * interface's control socket: the daemon gets the peer's GID and puts the
- * id on the InfiniBand port, whose route it asks the SA for. Above event.c, since the events they wait for
- * may make and move ids (id.c).
+ * id on the InfiniBand port, whose route it asks the SA for. Above event.c, since the events they
+ * wait for may make and move ids (id.c).
  */
 #include "sof_proto.h"
 #include "sofcm.h"
@@ -59,8 +59,9 @@ static int ipoib_ctl(const struct sockaddr *a)
 	if (n <= 0)
 		return -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sun,
-			       (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n))) {
+	if (fd >= 0 &&
+	    connect(fd, (struct sockaddr *)&sun,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n))) {
 		close(fd);
 		fd = -1;
 	}
@@ -112,7 +113,8 @@ out:
 	rep[n] = '\0';
 	if (!strncmp(rep, "neigh incomplete", 16))
 		return 0;
-	if (sscanf(rep, "neigh ready %x %63s", &qpn, gid) == 2 && inet_pton(AF_INET6, gid, dgid) == 1)
+	if (sscanf(rep, "neigh ready %x %63s", &qpn, gid) == 2 &&
+	    inet_pton(AF_INET6, gid, dgid) == 1)
 		return 1;
 	return -1;
 }
@@ -160,7 +162,8 @@ static void ipoib_resolve(struct sof_cm_addr_req *req, int timeout_ms)
 		if (r)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >=
+		    timeout_ms)
 			break;
 		usleep(IPOIB_ASK_MS * 1000);
 	}

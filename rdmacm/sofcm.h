@@ -55,8 +55,8 @@ static inline int sofcm_ret(int ret) { return ret < 0 ? sofcm_err(-ret) : 0; }
 
 /* ---- the device (device.c) ------------------------------------------------- */
 
-/* A device (sof0, or sofib0 for an id on the InfiniBand port): its verbs context stays open for the life of the
- * process, its PD lives while some id or device list refers to it. */
+/* A device (sof0, or sofib0 for an id on the InfiniBand port): its verbs context stays open for the
+ * life of the process, its PD lives while some id or device list refers to it. */
 struct sofcm_device {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;

@@ -106,10 +106,13 @@ static void wait_wc(struct ibv_cq *cq, enum ibv_wc_opcode op)
 static void exchange(struct rdma_cm_id *id, struct ibv_mr *mr, char *buf, size_t size,
 		     unsigned seed_out, unsigned seed_in)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)(buf + size), .length = (uint32_t)size,
-			      .lkey = mr->lkey};
-	struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED}, *bad;
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)(buf + size), .length = (uint32_t)size, .lkey = mr->lkey};
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
 
 	for (size_t i = 0; i < size; i++)
 		buf[size + i] = (char)(i * 7 + seed_out);
@@ -126,9 +129,10 @@ static void exchange(struct rdma_cm_id *id, struct ibv_mr *mr, char *buf, size_t
 
 static struct ibv_mr *setup_qp(struct rdma_cm_id *id, char *buf, size_t size)
 {
-	struct ibv_qp_init_attr qa = {.cap = {.max_send_wr = 4, .max_recv_wr = 4,
-					      .max_send_sge = 1, .max_recv_sge = 1},
-				      .qp_type = IBV_QPT_RC, .sq_sig_all = 0};
+	struct ibv_qp_init_attr qa = {
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = IBV_QPT_RC,
+	    .sq_sig_all = 0};
 	struct ibv_mr *mr;
 	struct ibv_sge sge;
 	struct ibv_recv_wr rwr = {.sg_list = &sge, .num_sge = 1}, *bad;
@@ -148,8 +152,8 @@ static struct ibv_mr *setup_qp(struct rdma_cm_id *id, char *buf, size_t size)
 
 int main(int argc, char **argv)
 {
-	struct rdma_conn_param cp = {.responder_resources = 1, .initiator_depth = 1,
-				     .retry_count = 7, .rnr_retry_count = 7};
+	struct rdma_conn_param cp = {
+	    .responder_resources = 1, .initiator_depth = 1, .retry_count = 7, .rnr_retry_count = 7};
 	struct rdma_event_channel *ch;
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id, *cid;
@@ -166,11 +170,20 @@ int main(int argc, char **argv)
 
 	while ((c = getopt(argc, argv, "sc:p:z:")) != -1) {
 		switch (c) {
-		case 's': serve = true; break;
-		case 'c': server = optarg; break;
-		case 'p': port = (uint16_t)atoi(optarg); break;
-		case 'z': size = (size_t)atol(optarg); break;
-		default: return 2;
+		case 's':
+			serve = true;
+			break;
+		case 'c':
+			server = optarg;
+			break;
+		case 'p':
+			port = (uint16_t)atoi(optarg);
+			break;
+		case 'z':
+			size = (size_t)atol(optarg);
+			break;
+		default:
+			return 2;
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -101,6 +101,11 @@ struct cm_id {
 	bool have_dev; /* sgid is set: the id is on our device */
 	bool have_route;
 	uint8_t mtu; /* enum ibv_mtu of the path */
+	/* on the InfiniBand port (sofib0): the path by LID, no GRH (IBA
+	 * 12.6.5: a subnet-local path) */
+	bool ib;
+	uint16_t slid, dlid;
+	uint8_t sl;
 
 	/* listening */
 	uint32_t backlog, pending; /* connection requests not yet answered */

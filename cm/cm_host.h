@@ -44,6 +44,9 @@ struct cm_host_ops {
 	/* Poll fd (cm's timerfd) and call cm_timer_event when readable. 0 or
 	 * -errno. */
 	int (*timer_poll)(int fd);
+	/* The InfiniBand port (sofib0) as it is now: 0 and *p filled when the
+	 * host has one, -ENODEV when not. */
+	int (*ib_port)(struct sof_ib_port *p);
 };
 
 struct cm_host {

@@ -104,11 +104,26 @@ bool cma_addr_is_wild(const struct sockaddr_storage *ss);
 int cma_loopback_source(const uint8_t dst[16], uint8_t src[16]);
 /* The GID table index of gid, or -1. */
 int cma_gid_index(const uint8_t gid[16]);
+/* Whether gid is the GID of the InfiniBand port (sofib0), which *port
+ * (when not NULL) gets as it is now. */
+bool cma_ib_gid(const uint8_t gid[16], struct sof_ib_port *port);
+/* The InfiniBand port's GID 0. 0 or -ENODEV. */
+int cma_ib_own_gid(uint8_t gid[16]);
+/* Whether gid has the InfiniBand port's subnet prefix. */
+bool cma_ib_on_subnet(const uint8_t gid[16]);
 /* The source address the routing table picks for dst (a GID). 0 or -errno. */
 int cma_route_source(const uint8_t dst[16], uint8_t src[16]);
 /* Bind id to src (port 0: an ephemeral one). 0 or -errno. */
 int cma_bind_port(struct cm_id *id, const struct sockaddr_storage *src);
 void cma_fill_query(const struct cm_id *id, struct sof_cm_query_rep *q);
+
+/* ---- cma_ib.c: the route on the InfiniBand port --------------------------------- */
+
+/* Ask the SA for the id's path (ROUTE_RESOLVED or ROUTE_ERROR follow).
+ * 0 or -errno (-ENETUNREACH: the port has no SM). */
+int cma_ib_resolve_route(struct cm_id *id);
+/* The path the user resolved (RDMA_OPTION_IB_PATH). 0 or -errno. */
+int cma_ib_path_set(struct cm_id *id, const struct ibv_path_record *p);
 
 /* ---- cma_event.c ---------------------------------------------------------------- */
 

@@ -157,6 +157,44 @@ int cma_gid_index(const uint8_t gid[16])
 	return -1;
 }
 
+bool cma_ib_gid(const uint8_t gid[16], struct sof_ib_port *port)
+{
+	struct sof_ib_port p;
+	uint64_t prefix, guid;
+
+	if (!cm_host->ops->ib_port || cm_host->ops->ib_port(&p))
+		return false;
+	memcpy(&prefix, gid, 8);
+	memcpy(&guid, gid + 8, 8);
+	/* the port's GID 0: subnet prefix and port GUID (IBA 4.1.1) */
+	if (be64toh(prefix) != p.subnet_prefix || be64toh(guid) != p.port_guid)
+		return false;
+	if (port)
+		*port = p;
+	return true;
+}
+
+int cma_ib_own_gid(uint8_t gid[16])
+{
+	struct sof_ib_port p;
+	uint64_t v;
+
+	if (!cm_host->ops->ib_port || cm_host->ops->ib_port(&p))
+		return -ENODEV;
+	v = htobe64(p.subnet_prefix);
+	memcpy(gid, &v, 8);
+	v = htobe64(p.port_guid);
+	memcpy(gid + 8, &v, 8);
+	return 0;
+}
+
+bool cma_ib_on_subnet(const uint8_t gid[16])
+{
+	uint8_t own[16];
+
+	return !cma_ib_own_gid(own) && !memcmp(own, gid, 8);
+}
+
 /* The source address the routing table picks for dst (a GID). 0 or -errno. */
 int cma_route_source(const uint8_t dst[16], uint8_t src[16])
 {
@@ -275,7 +313,8 @@ int cma_bind_port(struct cm_id *id, const struct sockaddr_storage *src)
 	id->bound = true;
 	if (!cma_addr_is_wild(src)) {
 		memcpy(id->sgid, gid, 16);
-		id->sgid_index = (uint32_t)cma_gid_index(gid);
+		id->ib = src->ss_family == AF_IB && cma_ib_gid(gid, NULL);
+		id->sgid_index = id->ib ? 0 : (uint32_t)cma_gid_index(gid);
 		id->have_dev = true;
 	}
 	return 0;
@@ -291,8 +330,12 @@ void cma_fill_query(const struct cm_id *id, struct sof_cm_query_rep *q)
 	q->sgid_index = id->sgid_index;
 	q->pkey = 0xffff;
 	q->port_num = id->have_dev ? 1 : 0;
+	q->ib = id->ib;
 	if (id->have_route) {
 		q->num_paths = 1;
+		q->dlid = id->dlid;
+		q->slid = id->slid;
+		q->sl = id->sl;
 		q->mtu = id->mtu;
 		q->hop_limit = CMA_HOP_LIMIT;
 		q->traffic_class = id->tos;

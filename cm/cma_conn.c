@@ -142,6 +142,12 @@ CMA_OP(init_qp_attr)
 		a->traffic_class = id->tos;
 		memcpy(a->dgid, id->dgid, 16);
 		a->port_num = 1;
+		if (id->ib) {
+			/* the InfiniBand port: a subnet-local path by LID */
+			a->no_grh = 1;
+			a->dlid = id->dlid;
+			a->sl = id->sl;
+		}
 		if (id->qp_type == IBV_QPT_RC) {
 			a->mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 			a->max_dest_rd_atomic = id->responder_resources;

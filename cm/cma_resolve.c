@@ -18,6 +18,17 @@ static int reply_query(struct cm_id *id, struct cm_reply *rp)
 	return 0;
 }
 
+/* id, bound to an IP address of an IPoIB interface, is on the
+ * InfiniBand port: its GID is the port's (ibgid), as the kernel's
+ * rdma_cm takes the device of the address's net device. */
+static void ipoib_dev(struct cm_id *id, const uint8_t ibgid[16])
+{
+	memcpy(id->sgid, ibgid, 16);
+	id->sgid_index = 0;
+	id->have_dev = true;
+	id->ib = true;
+}
+
 CMA_OP(bind)
 {
 	const struct sof_cm_addr_req *r = rq->data;
@@ -35,11 +46,16 @@ CMA_OP(bind)
 	 * (the kernel's rdma_bind_addr skips cma_acquire_dev_by_src_ip for
 	 * cma_any_addr) */
 	cma_addr_gid(&r->src, gid);
-	if (!cma_addr_is_wild(&r->src) && cma_gid_index(gid) < 0)
+	if (r->ib && (cma_addr_is_wild(&r->src) || cma_ib_own_gid(gid)))
+		return -EADDRNOTAVAIL;
+	if (!r->ib && !cma_addr_is_wild(&r->src) && cma_gid_index(gid) < 0 &&
+	    !(r->src.ss_family == AF_IB && cma_ib_gid(gid, NULL)))
 		return -EADDRNOTAVAIL;
 	err = cma_bind_port(id, &r->src);
 	if (err)
 		return err;
+	if (r->ib)
+		ipoib_dev(id, gid);
 	cma_set_state(id, CMA_ADDR_BOUND);
 	return reply_query(id, rp);
 }
@@ -57,13 +73,51 @@ static bool src_given(const struct sockaddr_storage *ss)
 	return ss->ss_family == AF_IB || !cma_gid_is_loopback(g) || cma_gid_index(g) >= 0;
 }
 
+/* An IP destination the library resolved through IPoIB (r->dgid, the
+ * GID of its hardware address): the id goes on the InfiniBand port with
+ * its IP addresses, src the IPoIB interface's address (sgid as an IP GID). */
+static int resolve_ipoib(struct cm_id *id, const struct sof_cm_addr_req *r, const uint8_t sgid[16],
+			 struct cm_reply *rp)
+{
+	uint8_t ibgid[16];
+	int err = -EHOSTUNREACH;
+
+	if (cma_gid_is_any(r->dgid))
+		goto fail;
+	err = cma_ib_own_gid(ibgid);
+	if (err)
+		goto fail;
+	if (!id->bound) {
+		struct sockaddr_storage s;
+
+		cma_addr_from_gid(&s, r->dst.ss_family, sgid, id->ps, 0);
+		if (r->src.ss_family && !cma_addr_is_any(&r->src))
+			s = r->src;
+		err = cma_bind_port(id, &s);
+		if (err)
+			goto fail;
+	}
+	if (cma_addr_is_any(&id->src))
+		cma_addr_from_gid(&id->src, id->src.ss_family, sgid, id->ps,
+				  cma_addr_port(&id->src));
+	ipoib_dev(id, ibgid);
+	memcpy(id->dgid, r->dgid, 16);
+	id->dst = r->dst;
+	cma_set_state(id, CMA_ADDR_RESOLVED);
+	cma_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL);
+	return reply_query(id, rp);
+fail:
+	cma_event(id, RDMA_CM_EVENT_ADDR_ERROR, err, NULL);
+	return reply_query(id, rp);
+}
+
 CMA_OP(resolve_addr)
 {
 	const struct sof_cm_addr_req *r = rq->data;
 	struct cm_id *id = cma_get_id(rq, r->id);
 	uint8_t dgid[16], sgid[16];
 	int err = 0, idx;
-	bool loop;
+	bool loop, ib;
 
 	if (!id)
 		return -ENOENT;
@@ -85,15 +139,21 @@ CMA_OP(resolve_addr)
 		cma_addr_gid(&id->src, sgid);
 	else if (r->src.ss_family && src_given(&r->src))
 		cma_addr_gid(&r->src, sgid);
+	else if (r->dst.ss_family == AF_IB && cma_ib_on_subnet(dgid))
+		err = cma_ib_own_gid(sgid); /* a GID of the IB port's subnet */
 	else if (loop)
 		err = cma_loopback_source(dgid, sgid);
 	else
 		err = cma_route_source(dgid, sgid);
 	if (err)
 		goto fail;
+	if (r->ib && !loop)
+		return resolve_ipoib(id, r, sgid, rp);
 	if (loop)
 		memcpy(dgid, sgid, 16);
-	idx = cma_gid_index(sgid);
+	/* an AF_IB source on the InfiniBand port: GID 0 of sofib0 */
+	ib = r->dst.ss_family == AF_IB && cma_ib_gid(sgid, NULL);
+	idx = ib ? 0 : cma_gid_index(sgid);
 	if (idx < 0 || sof_gid_is_v4(sgid) != sof_gid_is_v4(dgid)) {
 		err = -EADDRNOTAVAIL;
 		goto fail;
@@ -111,6 +171,7 @@ CMA_OP(resolve_addr)
 	memcpy(id->sgid, sgid, 16);
 	id->sgid_index = (uint32_t)idx;
 	id->have_dev = true;
+	id->ib = ib;
 	if (cma_addr_is_any(&id->src)) {
 		uint16_t port = cma_addr_port(&id->src);
 
@@ -137,6 +198,8 @@ CMA_OP(resolve_route)
 		return -ENOENT;
 	if (id->cstate != CMA_ADDR_RESOLVED && id->cstate != CMA_ROUTE_RESOLVED)
 		return -EINVAL;
+	if (id->ib)
+		return cma_ib_resolve_route(id);
 	/* RoCEv2: the path is the IP route; the MTU is the port's */
 	id->mtu = (uint8_t)cm_host->dev->active_mtu;
 	id->have_route = true;
@@ -199,6 +262,8 @@ CMA_OP(set_option)
 		/* a path the user resolved: the route is what we would make */
 		if (r->len < sizeof(struct ibv_path_data) || id->cstate != CMA_ADDR_RESOLVED)
 			return -EINVAL;
+		if (id->ib)
+			return cma_ib_path_set(id, &((const struct ibv_path_data *)r->value)->path);
 		id->mtu = (uint8_t)cm_host->dev->active_mtu;
 		id->have_route = true;
 		cma_set_state(id, CMA_ROUTE_RESOLVED);

@@ -60,6 +60,13 @@ void ibcm_peer_init(struct cm_id *id)
 	id->peer.pkey = 0xffff;
 	id->peer.traffic_class = id->tos;
 	id->peer.hop_limit = 64;
+	if (id->ib) {
+		/* the InfiniBand port: the peer's CM by its LID, no GRH */
+		id->peer.ib = true;
+		id->peer.no_grh = true;
+		id->peer.lid = id->dlid;
+		id->peer.sl = id->sl;
+	}
 }
 
 void ibcm_mad_hdr(uint8_t *mad, uint16_t attr, uint32_t attr_mod)

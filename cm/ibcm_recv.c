@@ -79,10 +79,33 @@ static void send_mra(struct cm_id *id)
 	ibcm_send_reply(id);
 }
 
+/* A REQ that came by LID without GRH (the InfiniBand port): its GIDs are
+ * the ones it names, when the remote one is our port's GID 0 and the
+ * remote LID our LID; *f gets them. False: not for this port. */
+static bool ib_req_addr(const struct cmw_req *req, const struct sofd_mad_addr *from,
+			struct sofd_mad_addr *f)
+{
+	struct sof_ib_port p;
+	uint64_t prefix, guid;
+
+	if (!cm_host->ops->ib_port || cm_host->ops->ib_port(&p))
+		return false;
+	memcpy(&prefix, req->remote_gid, 8);
+	memcpy(&guid, req->remote_gid + 8, 8);
+	if (be64toh(prefix) != p.subnet_prefix || be64toh(guid) != p.port_guid ||
+	    req->remote_lid != p.lid || req->local_lid != from->lid)
+		return false;
+	*f = *from;
+	memcpy(f->sgid, req->remote_gid, 16);
+	memcpy(f->dgid, req->local_gid, 16);
+	return true;
+}
+
 static void recv_req(const struct sof_mad_hdr *h, const uint8_t *body,
 		     const struct sofd_mad_addr *from)
 {
 	struct ibcm_event ev = {.type = IBCM_EV_REQ, .from = from};
+	struct sofd_mad_addr ibfrom;
 	struct sof_cm_param p;
 	struct cmw_req req;
 	struct cm_id *id;
@@ -90,6 +113,13 @@ static void recv_req(const struct sof_mad_hdr *h, const uint8_t *body,
 	int err;
 
 	cmw_req_get(body, &req);
+	if (from->ib && from->no_grh) {
+		if (!ib_req_addr(&req, from, &ibfrom)) {
+			rej_stateless(from, req.local_comm_id, CMW_MSG_REQ, CMW_REJ_INVALID_GID);
+			return;
+		}
+		from = ev.from = &ibfrom;
+	}
 	id = dup_req(&req);
 	if (id) {
 		/* 12.9.6: a repeated REQ gets what we answered, or an MRA */
@@ -142,8 +172,19 @@ static void recv_req(const struct sof_mad_hdr *h, const uint8_t *body,
 	id->rnr_retry = req.rnr_retry_count;
 	id->flow_control = req.flow_control;
 	id->local_ack_timeout = req.local_ack_timeout;
-	if (req.mtu && req.mtu < id->mtu)
+	if (from->ib) {
+		/* the path of the REQ seen from here (12.6.5): its local LID
+		 * is the peer's; the MTU is what the active side's SA gave */
+		id->ib = true;
+		id->sgid_index = 0;
+		id->dlid = req.local_lid;
+		id->slid = req.remote_lid;
+		id->sl = req.sl;
+		if (req.mtu)
+			id->mtu = req.mtu;
+	} else if (req.mtu && req.mtu < id->mtu) {
 		id->mtu = req.mtu;
+	}
 	id->tos = req.traffic_class;
 	id->remote_ece_vendor = req.vendor_id;
 	id->remote_ece_options = h->attr_mod;

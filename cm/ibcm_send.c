@@ -31,15 +31,30 @@ static uint16_t port_of(const struct sockaddr_storage *ss)
 	return (uint16_t)be64toh(((const struct sockaddr_ib *)ss)->sib_sid);
 }
 
+/* An IP address as A11's header holds it (IPv4 mapped). */
+static void ip_of(const struct sockaddr_storage *ss, uint8_t ip[16])
+{
+	if (ss->ss_family == AF_INET)
+		sof_gid_from_v4(ip, &((const struct sockaddr_in *)ss)->sin_addr);
+	else
+		memcpy(ip, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+}
+
 static void ip_hdr(const struct cm_id *id, uint8_t *p)
 {
 	struct cmw_ip_hdr h;
 
 	memset(&h, 0, sizeof(h));
-	h.ip_version = sof_gid_is_v4(id->sgid) ? 4 : 6;
 	h.src_port = port_of(&id->src);
-	memcpy(h.src, id->sgid, 16);
-	memcpy(h.dst, id->dgid, 16);
+	if (id->ib) {
+		/* on the InfiniBand port the GIDs are not the IP addresses */
+		ip_of(&id->src, h.src);
+		ip_of(&id->dst, h.dst);
+	} else {
+		memcpy(h.src, id->sgid, 16);
+		memcpy(h.dst, id->dgid, 16);
+	}
+	h.ip_version = sof_gid_is_v4(h.src) ? 4 : 6;
 	cmw_ip_hdr_put(p, &h);
 }
 
@@ -84,12 +99,22 @@ int cm_send_req(struct cm_id *id, const struct sof_cm_param *p)
 	req.rnr_retry_count = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
 	req.max_cm_retries = CM_MAX_RETRIES;
 	req.srq = p->srq;
-	req.local_lid = req.remote_lid = 0xffff; /* RoCE: the permissive LID */
 	memcpy(req.local_gid, id->sgid, 16);
 	memcpy(req.remote_gid, id->dgid, 16);
 	req.packet_rate = 0x3f & 7; /* 2.5 Gb/s: nominal */
 	req.traffic_class = id->tos;
-	req.hop_limit = 64;
+	if (id->ib) {
+		/* 12.6.5: an IB path: the ports' LIDs and the SL; subnet local,
+		 * so the hop limit is 0 and the QPs go without GRH */
+		req.local_lid = id->slid;
+		req.remote_lid = id->dlid;
+		req.sl = id->sl;
+		req.subnet_local = true;
+		req.hop_limit = 0;
+	} else {
+		req.local_lid = req.remote_lid = 0xffff; /* RoCE: the permissive LID */
+		req.hop_limit = 64;
+	}
 	req.local_ack_timeout = id->local_ack_timeout;
 	if (off)
 		ip_hdr(id, req.private_data);

@@ -68,12 +68,19 @@ struct sof_cm_id_req {
 };
 
 /* BIND_ADDR: addr = src. RESOLVE_ADDR: src (family 0: any), dst, timeout.
- * Reply of both: sof_cm_query_rep (the addresses as bound). */
+ * Reply of both: sof_cm_query_rep (the addresses as bound).
+ * ib: the library found the IP address (src of BIND_ADDR, dst of
+ * RESOLVE_ADDR) on an IPoIB interface (its softofed-ipoib answered): the
+ * id goes on the InfiniBand port; RESOLVE_ADDR's dgid is the GID of dst's
+ * IPoIB hardware address (zero: it could not be resolved). */
 struct sof_cm_addr_req {
 	uint32_t id;
 	uint32_t timeout_ms;
 	struct sockaddr_storage src;
 	struct sockaddr_storage dst;
+	uint8_t ib;
+	uint8_t rsvd[3];
+	uint8_t dgid[16];
 };
 
 /* What the id looks like now. */
@@ -92,7 +99,10 @@ struct sof_cm_query_rep {
 	uint8_t traffic_class;
 	uint8_t packet_life_time;
 	uint32_t flow_label;
-	uint32_t rsvd;
+	uint8_t ib;          /* 1: the id is on the InfiniBand device sofib0 */
+	uint8_t sl;          /* IB: the path's SL */
+	uint16_t dlid, slid; /* IB: the path's LIDs (host order) */
+	uint8_t rsvd[2];
 	uint64_t service_id; /* network order, as in a path record */
 };
 
@@ -172,12 +182,15 @@ struct sof_cm_qp_attr {
 	uint8_t timeout;
 	uint8_t retry_cnt;
 	uint8_t rnr_retry;
-	/* ah_attr: always global (RoCE) */
+	/* ah_attr: global on RoCE; on the InfiniBand port by LID (no_grh) */
 	uint8_t sgid_index;
 	uint8_t hop_limit;
 	uint8_t traffic_class;
 	uint32_t flow_label;
 	uint8_t dgid[16];
+	uint16_t dlid;
+	uint8_t sl;
+	uint8_t no_grh;
 };
 
 /* ---- events --------------------------------------------------------------------- */

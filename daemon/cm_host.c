@@ -6,6 +6,7 @@
  * a channel's events to its socket through conn_send, and has its
  * timerfd polled here as a pollable of kind SOFD_POLL_CM_TIMER.
  */
+#include "sof_gid.h"
 #include "sofd.h"
 
 #include <errno.h>
@@ -61,6 +62,16 @@ static int host_timer_poll(int fd)
 	return epoll_ctl(cm_epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
+static int host_ib_port(struct sof_ib_port *p)
+{
+	if (!sofd.objtab ||
+	    sof_ib_read((const struct sof_gid_shm *)((char *)sofd.objtab + SOF_OBJTAB_GID_OFF),
+			p) ||
+	    !p->present)
+		return -ENODEV;
+	return 0;
+}
+
 static const struct cm_host_ops host_ops = {
     .log = host_log,
     .conn_same_owner = host_conn_same_owner,
@@ -68,6 +79,7 @@ static const struct cm_host_ops host_ops = {
     .conn_send = host_conn_send,
     .conn_poll = host_conn_poll,
     .timer_poll = host_timer_poll,
+    .ib_port = host_ib_port,
 };
 
 static const struct cm_host host = {

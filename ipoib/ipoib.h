@@ -193,6 +193,11 @@ void neigh_send_hw(const struct ipoib_hw *to, const uint8_t *frame, size_t len);
 void neigh_tick(uint64_t now_ms);
 void neigh_flush(void);
 void neigh_dump(char *buf, size_t len);
+/* The control socket's NEIGH (the RDMA CM resolving an address over this
+ * interface): 1 and *hw when ip's hardware address is known, 0 while it
+ * is being resolved (a solicitation from src started when it was
+ * unknown), -EHOSTUNREACH when resolution failed. */
+int neigh_query(const uint8_t ip[16], const uint8_t src[16], struct ipoib_hw *hw);
 
 /* ---- mcast.c --------------------------------------------------------------- */
 

@@ -11,7 +11,7 @@
  * kernel hands IP packets, resolution is ours) with the MTU set and up.
  * One loop polls the TUN descriptor, the completion channel, the umad
  * descriptor and the control socket (abstract "softofed/ipoib/IFNAME",
- * one line: STATUS or DOWN). SIGTERM leaves the groups and exits.
+ * one line: STATUS, DOWN, or NEIGH DST SRC for the RDMA CM). SIGTERM leaves the groups and exits.
  */
 #include "ipoib.h"
 
@@ -238,6 +238,39 @@ static size_t status_text(char *buf, size_t len)
 	return off;
 }
 
+/* An address of the control socket's text: IPv4 (mapped) or IPv6. */
+static bool ip_parse(const char *s, uint8_t ip[16])
+{
+	static const uint8_t pfx4[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	if (inet_pton(AF_INET, s, ip + 12) == 1) {
+		memcpy(ip, pfx4, 12);
+		return true;
+	}
+	return inet_pton(AF_INET6, s, ip) == 1;
+}
+
+/* "NEIGH DST SRC": "neigh ready QPN GID", "neigh incomplete" (asked
+ * again later), "neigh failed" or "neigh bad request". */
+static size_t neigh_text(char *req, char *buf, size_t len)
+{
+	char *save = NULL, *d = strtok_r(req, " \n", &save), *sa = strtok_r(NULL, " \n", &save);
+	uint8_t dst[16], src[16];
+	struct ipoib_hw hw;
+	char gid[64];
+	int r;
+
+	if (!d || !sa || !ip_parse(d, dst) || !ip_parse(sa, src))
+		return (size_t)snprintf(buf, len, "neigh bad request\n");
+	r = neigh_query(dst, src, &hw);
+	if (r < 0)
+		return (size_t)snprintf(buf, len, "neigh failed\n");
+	if (!r)
+		return (size_t)snprintf(buf, len, "neigh incomplete\n");
+	ipoib_gid_str(hw.gid, gid, sizeof(gid));
+	return (size_t)snprintf(buf, len, "neigh ready 0x%06x %s\n", hw.qpn, gid);
+}
+
 static void ctl_accept(void)
 {
 	static char buf[131072];
@@ -261,6 +294,8 @@ static void ctl_accept(void)
 		len = (size_t)snprintf(buf, sizeof(buf), "ipoib %s going down\n", m.ifname);
 	} else if (!strncmp(req, "STATUS", 6)) {
 		len = status_text(buf, sizeof(buf));
+	} else if (!strncmp(req, "NEIGH ", 6)) {
+		len = neigh_text(req + 6, buf, sizeof(buf));
 	} else {
 		len = (size_t)snprintf(buf, sizeof(buf), "unknown request\n");
 	}

@@ -256,6 +256,26 @@ void neigh_learn(const uint8_t ip[16], const struct ipoib_hw *hw)
 	path_start(n);
 }
 
+int neigh_query(const uint8_t ip[16], const uint8_t src[16], struct ipoib_hw *hw)
+{
+	struct neigh *n = find_ip(ip);
+
+	if (n && (n->state == N_READY || n->state == N_PATH)) {
+		*hw = n->hw;
+		return 1;
+	}
+	if (n && n->state == N_FAILED)
+		return -EHOSTUNREACH;
+	if (n)
+		return 0;
+	/* unknown: solicit it, as a packet to it would (ipoib_output) */
+	n = neigh_new(ip);
+	n->state = N_INCOMPLETE;
+	memcpy(n->src, src, 16);
+	solicit(n);
+	return 0;
+}
+
 /* ---- transmit ------------------------------------------------------------------- */
 
 void neigh_send_hw(const struct ipoib_hw *to, const uint8_t *frame, size_t len)

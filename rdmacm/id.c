@@ -180,7 +180,7 @@ int sofcm_apply_query(struct sofcm_id *idp, const struct sof_cm_query_rep *q)
 	id->route.addr.addr.ibaddr.pkey = htobe16(q->pkey);
 
 	if (q->port_num && !idp->dev) {
-		struct sofcm_device *dev = sofcm_device_get();
+		struct sofcm_device *dev = sofcm_device_get(q->ib);
 
 		if (!dev)
 			return -errno;
@@ -202,7 +202,10 @@ int sofcm_apply_query(struct sofcm_id *idp, const struct sof_cm_query_rep *q)
 		memset(p, 0, sizeof(*p));
 		memcpy(p->dgid.raw, q->dgid, 16);
 		memcpy(p->sgid.raw, q->sgid, 16);
-		/* RoCE: no LIDs */
+		/* RoCE: no LIDs; the InfiniBand port: the path's */
+		p->dlid = htobe16(q->dlid);
+		p->slid = htobe16(q->slid);
+		p->sl = q->sl;
 		p->flow_label = htobe32(q->flow_label);
 		p->hop_limit = q->hop_limit;
 		p->traffic_class = q->traffic_class;
@@ -372,6 +375,8 @@ SOFCM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	memset(&req, 0, sizeof(req));
 	req.id = sofcm_id(id)->handle;
 	memcpy(&req.src, addr, len);
+	/* an address of an IPoIB interface: the id is on the InfiniBand port */
+	req.ib = sofcm_ipoib_addr(addr);
 	ret = sofcm_rpc(SOF_OP_CM_BIND_ADDR, &req, sizeof(req), &q, sizeof(q));
 	if (!ret)
 		ret = sofcm_apply_query(sofcm_id(id), &q);

@@ -41,7 +41,10 @@ int sofcm_init_qp_attr(struct sofcm_id *idp, struct ibv_qp_attr *attr, int *mask
 	attr->timeout = a.timeout;
 	attr->retry_cnt = a.retry_cnt;
 	attr->rnr_retry = a.rnr_retry;
-	attr->ah_attr.is_global = 1;
+	/* RoCE: global; the InfiniBand port: by LID without GRH */
+	attr->ah_attr.is_global = !a.no_grh;
+	attr->ah_attr.dlid = a.dlid;
+	attr->ah_attr.sl = a.sl;
 	attr->ah_attr.port_num = a.port_num;
 	memcpy(attr->ah_attr.grh.dgid.raw, a.dgid, 16);
 	attr->ah_attr.grh.sgid_index = a.sgid_index;

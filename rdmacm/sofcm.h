@@ -55,8 +55,8 @@ static inline int sofcm_ret(int ret) { return ret < 0 ? sofcm_err(-ret) : 0; }
 
 /* ---- the device (device.c) ------------------------------------------------- */
 
-/* The one device (sof0): its verbs context stays open for the life of the
- * process, its PD lives while some id or device list refers to it. */
+/* A device (sof0, or sofib0 for an id on the InfiniBand port): its verbs context stays open for the
+ * life of the process, its PD lives while some id or device list refers to it. */
 struct sofcm_device {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
@@ -70,8 +70,10 @@ struct sofcm_device {
 int sofcm_device_open(void);
 /* A reference on the device (opened on demand), its PD allocated. Returns
  * the device or NULL with errno set. */
-struct sofcm_device *sofcm_device_get(void);
+struct sofcm_device *sofcm_device_get(bool ib);
 void sofcm_device_put(struct sofcm_device *dev);
+/* Whether the local IP address a is on an IPoIB interface (resolve.c). */
+bool sofcm_ipoib_addr(const struct sockaddr *a);
 
 /* ---- the command connection (cmd.c) --------------------------------------- */
 

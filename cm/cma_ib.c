@@ -1,0 +1,188 @@
+/*
+ * The route of an id on the InfiniBand port (sofib0): a path by LID, as
+ * the kernel's rdma_cm gets it from the SA (IBA 15.2.5.16, PathRecord).
+ * rdma_resolve_route sends a SubnAdmGet(PathRecord) for the id's SGID and
+ * DGID to the SM the port knows (its SM LID and SL), through the MAD
+ * layer as an SA client; the answer's DLID, SLID, SL and MTU become the
+ * id's path and ROUTE_RESOLVED, a time-out or an empty answer
+ * ROUTE_ERROR. A path the user resolved (RDMA_OPTION_IB_PATH, an
+ * ibv_path_record) is taken as it is. An id whose request is pending is
+ * found again by the TID's low half, its handle: an id destroyed
+ * meanwhile is simply not found.
+ */
+#include "cma.h"
+
+#include <errno.h>
+#include <infiniband/sa.h>
+#include <infiniband/verbs.h>
+#include <string.h>
+
+#define SA_CLASS 0x03
+#define SA_CLASS_VERSION 2
+#define SA_METHOD_GET 0x01
+#define SA_ATTR_PATH_RECORD 0x0035
+#define SA_DATA 56 /* MAD header, RMPP header, SM_Key, offsets, mask */
+#define SA_TIMEOUT_MS 500
+#define SA_RETRIES 3
+/* PathRecord component mask bits (IBA table 188) */
+#define PR_DGID (1ull << 2)
+#define PR_SGID (1ull << 3)
+#define PR_NUMB_PATH (1ull << 12)
+#define PR_PKEY (1ull << 13)
+/* the record's fields (IBA table 187) */
+#define PR_OFF_DGID 8
+#define PR_OFF_SGID 24
+#define PR_OFF_DLID 40
+#define PR_OFF_SLID 42
+#define PR_OFF_NUMB_PATH 49
+#define PR_OFF_PKEY 50
+#define PR_OFF_SL 52
+#define PR_OFF_MTU 54
+
+static struct {
+	uint32_t agent; /* 0: not registered yet */
+} sa;
+
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static void route_done(struct cm_id *id, uint16_t dlid, uint16_t slid, uint8_t sl, uint8_t mtu)
+{
+	id->dlid = dlid;
+	id->slid = slid;
+	id->sl = sl & 0xf;
+	id->mtu = mtu;
+	id->have_route = true;
+	cma_set_state(id, CMA_ROUTE_RESOLVED);
+	cma_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL);
+}
+
+/* The id waiting for the answer whose TID is tid, if it still waits. */
+static struct cm_id *waiting_id(uint64_t tid)
+{
+	struct cm_id *id = sof_hmap_get(&cma.ids, (uint32_t)tid);
+
+	if (!id || !id->ib || id->have_route ||
+	    (id->cstate != CMA_ADDR_RESOLVED && id->cstate != CMA_ROUTE_RESOLVED))
+		return NULL;
+	return id;
+}
+
+static void sa_recv(void *ctx, uint32_t agent, const uint8_t *msg, uint32_t len,
+		    const struct sofd_mad_addr *from)
+{
+	struct sof_mad_hdr h;
+	struct cm_id *id;
+	const uint8_t *pr = msg + SA_DATA;
+
+	(void)ctx;
+	(void)agent;
+	(void)from;
+	if (len < SOF_MAD_LEN)
+		return;
+	sof_mad_hdr_get(msg, &h);
+	id = waiting_id(h.tid);
+	if (!id || h.attr_id != SA_ATTR_PATH_RECORD)
+		return;
+	if (h.status || !get16(pr + PR_OFF_DLID)) {
+		cm_trace("cma id %u: SA PathRecord status 0x%04x", id->handle, h.status);
+		cma_event(id, RDMA_CM_EVENT_ROUTE_ERROR, -EHOSTUNREACH, NULL);
+		return;
+	}
+	route_done(id, get16(pr + PR_OFF_DLID), get16(pr + PR_OFF_SLID),
+		   (uint8_t)(get16(pr + PR_OFF_SL) & 0xf), pr[PR_OFF_MTU] & 0x3f);
+}
+
+static void sa_send_failed(void *ctx, uint32_t agent, uint64_t cookie, int status,
+			   const uint8_t *hdr, const struct sofd_mad_addr *to)
+{
+	struct cm_id *id = waiting_id(cookie);
+
+	(void)ctx;
+	(void)agent;
+	(void)hdr;
+	(void)to;
+	if (id)
+		cma_event(id, RDMA_CM_EVENT_ROUTE_ERROR, -status, NULL);
+}
+
+static const struct sofd_mad_agent_ops sa_ops = {
+    .recv = sa_recv,
+    .send_failed = sa_send_failed,
+};
+
+static int sa_agent(void)
+{
+	struct sofd_mad_reg reg = {
+	    .qpn = SOF_MAD_QP1,
+	    .mgmt_class = SA_CLASS,
+	    .class_version = SA_CLASS_VERSION,
+	    .rmpp_version = 1,
+	};
+
+	if (sa.agent)
+		return 0;
+	return sofd_mad_agent_register(&reg, &sa_ops, &sa, &sa.agent);
+}
+
+int cma_ib_resolve_route(struct cm_id *id)
+{
+	struct sof_ib_port port;
+	struct sof_mad_hdr h = {
+	    .base_version = SOF_MAD_BASE_VERSION,
+	    .mgmt_class = SA_CLASS,
+	    .class_version = SA_CLASS_VERSION,
+	    .method = SA_METHOD_GET,
+	    .tid = id->handle,
+	    .attr_id = SA_ATTR_PATH_RECORD,
+	};
+	struct sofd_mad_addr to;
+	uint8_t mad[SOF_MAD_LEN], *pr = mad + SA_DATA;
+	int err;
+
+	if (!cma_ib_gid(id->sgid, &port) || !port.sm_lid)
+		return -ENETUNREACH;
+	err = sa_agent();
+	if (err)
+		return err;
+	id->have_route = false;
+	memset(mad, 0, sizeof(mad));
+	sof_mad_hdr_put(mad, &h);
+	put64(mad + 48, PR_DGID | PR_SGID | PR_NUMB_PATH | PR_PKEY);
+	memcpy(pr + PR_OFF_DGID, id->dgid, 16);
+	memcpy(pr + PR_OFF_SGID, id->sgid, 16);
+	pr[PR_OFF_NUMB_PATH] = 1;
+	put16(pr + PR_OFF_PKEY, 0xffff);
+	memset(&to, 0, sizeof(to));
+	memcpy(to.sgid, id->sgid, 16);
+	to.remote_qpn = SOF_GSI_QPN;
+	to.remote_qkey = SOF_GSI_QKEY;
+	to.pkey = 0xffff;
+	to.lid = port.sm_lid;
+	to.sl = port.sm_sl;
+	to.ib = true;
+	to.no_grh = true;
+	cm_trace("cma id %u: SA PathRecord Get to LID %u", id->handle, port.sm_lid);
+	return sofd_mad_agent_send(&sa, sa.agent, mad, SOF_MAD_LEN, &to, SA_TIMEOUT_MS, SA_RETRIES,
+				   id->handle);
+}
+
+int cma_ib_path_set(struct cm_id *id, const struct ibv_path_record *p)
+{
+	if (!p->dlid || (p->mtu & 0x3f) < IBV_MTU_256 || (p->mtu & 0x3f) > IBV_MTU_4096)
+		return -EINVAL;
+	route_done(id, be16toh(p->dlid), be16toh(p->slid), (uint8_t)(be16toh(p->qosclass_sl) & 0xf),
+		   p->mtu & 0x3f);
+	return 0;
+}

@@ -365,7 +365,7 @@ void tp_req_arm(struct sof_tqp *t)
 		return;
 	now = sof_now_ns();
 	t->timer_ns = now + to;
-	if (t->sack_ok) {
+	if (t->sack_ok || (tp_sack_on && !t->sack_seen)) {
 		t->sack_tlps = 0;
 		t->probe_ns = tp_sack_probe_ns(t, now, to);
 	} else if (t->mrtt_ns && t->loss_ns && now - t->loss_ns < PROBE_AFTER_LOSS_NS) {
@@ -707,7 +707,7 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 		/* a peer that SACKs: the tail-loss probe resends the newest
 		 * packet alone, and the SACK it draws names the holes */
 		tp_trace("qp %06x probe: una %06x psn %06x", t->qp->qpn, t->una_psn, t->psn);
-		if (t->sack_ok && tp_req_resend(t, (t->psn - 1) & ROCE_PSN_MASK)) {
+		if ((t->sack_ok || (tp_sack_on && !t->sack_seen)) && tp_sack_probe(t)) {
 			/* the probe or its answer may be lost too: it comes
 			 * again, twice as late each time (sack.c) */
 			t->sack_tlps++;
@@ -748,6 +748,7 @@ void tp_req_acked(struct sof_tqp *t, uint32_t una)
 	if (n <= 0)
 		return;
 	t->una_psn = una;
+	tp_sack_acked(t, una);
 	if (t->rtt_ns && roce_psn_diff(una, t->rtt_psn) > 0) {
 		uint64_t rtt = sof_now_ns() - t->rtt_ns;
 

@@ -424,6 +424,11 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 bool tp_sack_window_open(const struct sof_tqp *t);
 /* Requester: the tail-loss probe's deadline from now, 0: none. */
 uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to);
+/* Requester: una moved (tp_req_acked). */
+void tp_sack_acked(struct sof_tqp *t, uint32_t una);
+/* Requester: the tail-loss probe, the newest packet that can be sent
+ * alone sent again; false when none can. */
+bool tp_sack_probe(struct sof_tqp *t);
 /* Requester (requester.c): send PSN psn once more, alone; false when it
  * cannot be (not a packet of a WQE in flight). */
 bool tp_req_resend(struct sof_tqp *t, uint32_t psn);

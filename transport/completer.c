@@ -299,6 +299,8 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	uint8_t op = h->opcode & ~ROCE_SVC_MASK;
 	uint32_t before = t->una_psn;
 
+	/* the peer answers: a fresh QP's probe is no longer needed (sack.c) */
+	t->sack_seen = true;
 	if (op == ROCE_READ_RESP_FIRST || op == ROCE_READ_RESP_MIDDLE ||
 	    op == ROCE_READ_RESP_LAST || op == ROCE_READ_RESP_ONLY) {
 		read_response(t, h, payload, paylen);
@@ -315,7 +317,6 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	switch (h->syndrome & ROCE_AETH_TYPE_MASK) {
 	case ROCE_AETH_ACK:
 		/* the responder speaks the extension (sack.c) */
-		t->sack_seen = true;
 		if (h->ext && tp_sack_on && t->qp->type == IBV_QPT_RC)
 			t->sack_ok = true;
 		if (!ack_upto(t, h->psn))

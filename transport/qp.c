@@ -189,6 +189,12 @@ int tp_qp_modify(struct tp_qp *qp, const struct sof_modify_qp_req *req, bool *ne
 	if (m & IBV_QP_SQ_PSN) {
 		t->psn = req->sq_psn & ROCE_PSN_MASK;
 		t->una_psn = t->max_psn = t->psn;
+		/* sack.c compares these with una as PSNs (mod 2^24): they
+		 * start at the first PSN, not 0, which half of the random
+		 * starting PSNs would take for 2^23 ahead */
+		t->sack_next = t->sack_mark = t->sack_epoch = t->sack_round_una = t->psn;
+		t->sack_round_ns = 0;
+		t->sack_tlps = 0;
 		t->cwnd = t->ssthresh = TP_WINDOW;
 		t->cwnd_acc = 0;
 		t->in_recovery = false;

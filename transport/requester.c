@@ -370,7 +370,7 @@ void tp_req_arm(struct sof_tqp *t)
 		return;
 	now = sof_now_ns();
 	t->timer_ns = now + to;
-	if (t->sack_ok) {
+	if (t->sack_ok || (tp_sack_on && !t->sack_seen)) {
 		t->sack_tlps = 0;
 		t->probe_ns = tp_sack_probe_ns(t, now, to);
 	} else if (t->mrtt_ns && t->loss_ns && now - t->loss_ns < PROBE_AFTER_LOSS_NS) {
@@ -667,6 +667,17 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 		tp_req_rewind(t, t->una_psn);
 		tp_req_progress(t);
 	}
+	/* With a SACKing peer a timeout comes only after a probe drew
+	 * nothing: when the transport timer is due and no probe went since
+	 * the last progress (a loaded machine stopped this process past
+	 * both deadlines, and the ACKs may be waiting in the socket), the
+	 * probe goes now and the timer waits a quarter timeout more, once
+	 * per progress (a dead peer exhausts retry_cnt that much later). */
+	if (t->timer_ns && now >= t->timer_ns && t->sack_ok && !t->sack_tlps &&
+	    t->state == IBV_QPS_RTS && !t->rnr_ns) {
+		t->timer_ns = now + sof_ack_timeout_ns(t->timeout) / 4;
+		t->probe_ns = now;
+	}
 	if (t->timer_ns && now >= t->timer_ns) {
 		t->timer_ns = t->probe_ns = 0;
 		if (t->state != IBV_QPS_RTS)
@@ -692,6 +703,7 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 		tp_req_rewind(t, t->una_psn);
 		tp_req_progress(t);
 		tp_req_arm(t);
+		t->sack_tlps = 1; /* no progress: the next timeout is not deferred */
 	} else if (t->probe_ns && now >= t->probe_ns) {
 		uint64_t deadline = t->timer_ns;
 
@@ -712,15 +724,20 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 		/* a peer that SACKs: the tail-loss probe resends the newest
 		 * packet alone, and the SACK it draws names the holes */
 		tp_trace("qp %06x probe: una %06x psn %06x", t->qp->qpn, t->una_psn, t->psn);
-		if (t->sack_ok && tp_req_resend(t, (t->psn - 1) & ROCE_PSN_MASK)) {
+		if ((t->sack_ok || (tp_sack_on && !t->sack_seen)) && tp_sack_probe(t)) {
 			/* the probe or its answer may be lost too: it comes
 			 * again, twice as late each time (sack.c) */
-			t->sack_tlps++;
+			if (t->sack_tlps < UINT8_MAX)
+				t->sack_tlps++;
 			if (t->timer_ns) /* a probe spends no retry either */
 				t->timer_ns = deadline;
 			t->probe_ns = tp_sack_probe_ns(t, now, sof_ack_timeout_ns(t->timeout));
 			return;
 		}
+		if (!t->sack_ok && !t->sack_seen) /* fresh, nothing to probe with */
+			return;
+		if (t->sack_tlps < UINT8_MAX) /* a probe went (as a go-back) */
+			t->sack_tlps++;
 		tp_req_rewind(t, t->una_psn);
 		tp_req_progress(t);
 		if (t->timer_ns)
@@ -753,6 +770,7 @@ void tp_req_acked(struct sof_tqp *t, uint32_t una)
 	if (n <= 0)
 		return;
 	t->una_psn = una;
+	tp_sack_acked(t, una);
 	if (t->rtt_ns && roce_psn_diff(una, t->rtt_psn) > 0) {
 		uint64_t rtt = sof_now_ns() - t->rtt_ns;
 

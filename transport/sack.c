@@ -23,10 +23,10 @@ void tp_sack_start(void)
 {
 	const char *e = getenv("SOFTOFED_SACK");
 
-	/* off unless asked for: in the bench's cable (whole GSO frames
-	 * lost) a lossy stream still stalls into local ACK timeouts at times
-	 * (transport/README.md) */
-	tp_sack_on = e && strcmp(e, "0") != 0;
+	/* on unless SOFTOFED_SACK=0: it is used only with a peer that
+	 * answers the offer, so a standard peer sees IBA behaviour anyway;
+	 * 0 makes this engine the stand-in for one (tests) */
+	tp_sack_on = !e || strcmp(e, "0") != 0;
 }
 
 /* ---- responder ----------------------------------------------------------------- */
@@ -198,20 +198,58 @@ bool tp_sack_window_open(const struct sof_tqp *t)
 	return flight - (t->sack_cnt < flight ? t->sack_cnt : flight) < t->cwnd;
 }
 
-/* The tail-loss probe: two smoothed round trips (at least
- * TLP_MIN_NS) after the last progress, when that is under a quarter of the
- * transport timeout; again after each probe that drew no progress, twice
- * as late each time. It resends one packet, so a late ACK costs little. */
+/* The tail-loss probe: two smoothed round trips (at least TLP_MIN_NS)
+ * after the last progress; again after each probe that drew no progress,
+ * twice as late each time. On a fresh QP (no ACK yet, so neither a round
+ * trip nor whether the peer speaks the extension is known) the first
+ * comes TLP_FRESH_NS after the first packet: the first loss of a QP draws
+ * a probe, not a local ACK timeout. A round trip inflated by a loaded
+ * machine (or a probe backed off far) is capped at a quarter of the
+ * transport timeout, so probes still come before it. A probe resends one
+ * packet, so a late ACK costs little. */
 #define TLP_MIN_NS 200000u
+#define TLP_FRESH_NS 1000000u
 
 uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 {
 	uint64_t p = 2 * t->srtt_ns;
 
-	if (!t->sack_ok)
-		return 0;
+	if (!t->sack_ok) {
+		if (!tp_sack_on || t->sack_seen)
+			return 0;
+		p = TLP_FRESH_NS;
+	}
 	if (p < TLP_MIN_NS)
 		p = TLP_MIN_NS;
 	p <<= t->sack_tlps < 6 ? t->sack_tlps : 6;
-	return p < to / 4 ? now + p : 0;
+	if (to && p > to / 4)
+		p = to / 4;
+	return p ? now + p : 0;
+}
+
+/* The PSNs the requester compares with una (mod 2^24, roce_psn_diff)
+ * follow it, so one left behind by a long loss-free run never reads as
+ * 2^23 ahead. */
+void tp_sack_acked(struct sof_tqp *t, uint32_t una)
+{
+	if (roce_psn_diff(t->sack_next, una) < 0)
+		t->sack_next = una;
+	if (roce_psn_diff(t->sack_mark, una) < 0)
+		t->sack_mark = una;
+	if (roce_psn_diff(t->sack_epoch, una) < 0)
+		t->sack_epoch = una;
+}
+
+/* The probe resends the newest packet that can go alone: a READ's
+ * response PSNs cannot (its request is what is resent), so a READ at the
+ * tail probes with its request. Any packet the responder keeps or has
+ * draws a SACK that names the holes. */
+bool tp_sack_probe(struct sof_tqp *t)
+{
+	uint32_t n = (uint32_t)roce_psn_diff(t->psn, t->una_psn);
+
+	for (uint32_t i = 1; i <= n; i++)
+		if (tp_req_resend(t, (t->psn - i) & ROCE_PSN_MASK))
+			return true;
+	return false;
 }

@@ -194,7 +194,7 @@ struct sof_tqp {
 	/* selective acknowledgements (sack.c), negotiated in-band */
 	bool sack_peer;		/* responder: the requester set ext: ACKs carry SACKs */
 	bool sack_ok;		/* requester: the responder answered with ext */
-	bool sack_seen;		/* requester: an ACK came (with ext or not) */
+	bool sack_seen;		/* requester: an answer came (with ext or not) */
 	uint32_t sack_next;	/* holes before this PSN were resent in this round */
 	uint32_t sack_round_una; /* una when the round began */
 	uint64_t sack_round_ns;
@@ -410,8 +410,8 @@ void tp_flush(struct sof_tqp *t);
 
 /* ---- sack.c: selective acknowledgements ------------------------------------- */
 
-/* Whether this engine speaks the extension (SOFTOFED_SACK=1; by default
- * not, as a standard IBA peer); tp_start sets it. */
+/* Whether this engine speaks the extension (by default; SOFTOFED_SACK=0
+ * makes it a standard IBA peer); tp_start sets it. */
 extern bool tp_sack_on;
 void tp_sack_start(void);
 /* Responder: the SACK of what is kept ahead of epsn, into buf
@@ -424,6 +424,11 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 bool tp_sack_window_open(const struct sof_tqp *t);
 /* Requester: the tail-loss probe's deadline from now, 0: none. */
 uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to);
+/* Requester: una moved (tp_req_acked). */
+void tp_sack_acked(struct sof_tqp *t, uint32_t una);
+/* Requester: the tail-loss probe, the newest packet that can be sent
+ * alone sent again; false when none can. */
+bool tp_sack_probe(struct sof_tqp *t);
 /* Requester (requester.c): send PSN psn once more, alone; false when it
  * cannot be (not a packet of a WQE in flight). */
 bool tp_req_resend(struct sof_tqp *t, uint32_t psn);

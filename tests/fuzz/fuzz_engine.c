@@ -1279,6 +1279,8 @@ static void seed_pkt(struct out *o, uint32_t q, uint8_t flags, struct roce_hdr *
 #define STD (P_PEER | P_ICRC | P_REL | P_KEY)
 /* send completions after the SEND of rc_sends is acknowledged (ALL) */
 #define SACK_SCQE 4
+/* the RC QPs with sends in ALL (Q_RC, Q_RCS): one probe each on a tick */
+#define RC_SENDERS 2
 
 /* An ACK with the extension's bit (transport/sack.c) of PSN psn carrying
  * a SACK of base psn + 1 (both relative) and the bits given, or, with
@@ -1577,7 +1579,7 @@ static void write_seeds(const char *dir)
 		const uint32_t holes[] = {2, 3, 6}, lie_unsent[] = {2, 200}, lie_base[] = {0};
 
 		uint64_t r0 = sofd.counters[SOF_CNT_sack_resends];
-		uint64_t l0 = sofd.counters[SOF_CNT_sack_lies];
+		uint64_t l0 = sofd.counters[SOF_CNT_sack_lies], p0;
 
 		BEGIN(ALL); /* the SEND acknowledged; the WRITE's last, the READ, the FETCH_ADD
 			       arrived */
@@ -1596,6 +1598,26 @@ static void write_seeds(const char *dir)
 		    sofd.counters[SOF_CNT_sack_resends] - r0 != 2)
 			FAIL("seed rc_sack_lies: %llu lies, want 3",
 			     (unsigned long long)(sofd.counters[SOF_CNT_sack_lies] - l0));
+		/* the holes a SACK names are resent; the tail-loss probe
+		 * after them is lost too (nothing answers it): the one
+		 * timeout follows it */
+		p0 = sofd.counters[SOF_CNT_probes];
+		BEGIN(ALL);
+		seed_sack(&o, 0, ROCE_SACK_KIND, holes, 3);
+		put8(&o, C_TICK);
+		SEED("rc_sack_probe_lost", -1, 0, SACK_SCQE, false, Q_RC);
+		if (sofd.counters[SOF_CNT_probes] - p0 != RC_SENDERS)
+			FAIL("seed rc_sack_probe_lost: %llu probes, want %d",
+			     (unsigned long long)(sofd.counters[SOF_CNT_probes] - p0), RC_SENDERS);
+		/* fresh QPs (nothing answered yet, the peer unknown): the
+		 * first loss draws a probe on each before its timeout */
+		p0 = sofd.counters[SOF_CNT_probes];
+		BEGIN(ALL);
+		put8(&o, C_TICK);
+		SEED("rc_sack_fresh_probe", -1, 0, SACK_SCQE - 1, false, Q_RC); /* UC, UD */
+		if (sofd.counters[SOF_CNT_probes] - p0 != RC_SENDERS)
+			FAIL("seed rc_sack_fresh_probe: %llu probes, want %d",
+			     (unsigned long long)(sofd.counters[SOF_CNT_probes] - p0), RC_SENDERS);
 	}
 
 	BEGIN(ALL);

@@ -22,8 +22,9 @@
 #     counters over that run (sof_snap, sof_delta_check), that the
 #     impairment happened and was recovered from: frames dropped, the
 #     responder's sequence errors and NAKs, the requester's NAKs received
-#     and retransmissions (loss; selective acknowledgements, off by
-#     default, are tests/hosts/sack.sh's); frames reordered and sequence errors
+#     and retransmissions (loss; with the selective acknowledgements,
+#     on by default: SACKs, holes resent, no sequence-error NAK; without
+#     them, SOF_NETEM_SACK=off: NAKs); frames reordered and sequence errors
 #     (reordering); frames duplicated and repeated requests answered
 #     (dup_req; duplication); frames delayed (delay); all of them (both);
 #     and no GSO frame on the cable, no packet with a bad ICRC (the
@@ -62,11 +63,21 @@
 # RoCE) leaves the DREQ about six tries for it.
 # Needs root (ip netns); tests/run.sh runs it, and again with the ASan
 # daemon and the daemon's engine.
-# Usage: tests/hosts/netem.sh
+# Usage: [SOF_NETEM_SACK=off] tests/hosts/netem.sh
 set -u
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 sof_init
+
+# The selective acknowledgements (transport/sack.c) are on by default, so
+# the impairments recover by SACK; SOF_NETEM_SACK=off
+# (tests/hosts/netem_std.sh) runs the same with SOFTOFED_SACK=0 in every
+# daemon and program of both hosts: the standard IBA recovery (go-back-N).
+NT="hosts/netem"
+if [ "${SOF_NETEM_SACK:-on}" = off ]; then
+	export SOFTOFED_SACK=0
+	NT="hosts/netem_std"
+fi
 
 PORT=19900
 
@@ -74,7 +85,7 @@ PORT=19900
 pp() {
 	local label=$1 name rc
 	shift
-	name="hosts/netem $label: ibv_rc_pingpong $*"
+	name="$NT $label: ibv_rc_pingpong $*"
 	sof_gated "$name" && return
 	PORT=$((PORT + 1))
 	sof_host_pair "$name" a b "$PORT" 90 ibv_rc_pingpong -g @GID@ --chk "$@"
@@ -88,7 +99,7 @@ pp() {
 stream() {
 	local label=$1 mtu=$2 name
 	shift 2
-	name="hosts/netem $label: data_stream -m $mtu"
+	name="$NT $label: data_stream -m $mtu"
 	sof_gated "$name" && return
 	PORT=$((PORT + 1))
 	if ! sof_snap "$SOF_TMP/snap0"; then
@@ -108,7 +119,7 @@ stream() {
 
 # corrupt OP: data_stream -o OP -x 3 must fail on the corrupted byte
 corrupt() {
-	local name="hosts/netem no impairment: data_stream -o $1 -x 3 (one byte corrupted at the sender)"
+	local name="$NT no impairment: data_stream -o $1 -x 3 (one byte corrupted at the sender)"
 	local line
 	sof_gated "$name" && return
 	PORT=$((PORT + 1))
@@ -126,7 +137,7 @@ corrupt() {
 
 # atomics LABEL: atomic_count a <- b
 atomics() {
-	local name="hosts/netem $1: atomic_count -n 2000 -q 8"
+	local name="$NT $1: atomic_count -n 2000 -q 8"
 	sof_gated "$name" && return
 	PORT=$((PORT + 1))
 	if sof_host_pair "$name" a b "$PORT" 120 "$SOF_PROGS/atomic_count" -g @GID@ -n 2000 -q 8 -T 110 &&
@@ -141,7 +152,7 @@ atomics() {
 
 # cm LABEL: rping a <- b through the connection manager
 cm() {
-	local name="hosts/netem $1: rping -C 30" check=$SOF_ROOT/tests/consumers/rping_check.py
+	local name="$NT $1: rping -C 30" check=$SOF_ROOT/tests/consumers/rping_check.py
 	sof_gated "$name" && return
 	PORT=$((PORT + 1))
 	if ! SOF_LINEBUF=1 sof_cm_pair "$name" 120 a b \
@@ -165,17 +176,17 @@ impair() {
 	sof_netem_clear a
 	sof_netem_clear b
 	if ! sof_netem b "$@" || { [ "$who" = both ] && ! sof_netem a "$@"; }; then
-		not_ok "hosts/netem $label" "cannot impair the link (no tc netem, no netwire)"
+		not_ok "$NT $label" "cannot impair the link (no tc netem, no netwire)"
 		return 1
 	fi
-	echo "# hosts/netem $label: $* on $([ "$who" = both ] && echo "a and b" || echo b) ($SOF_NETEM_HOW)"
+	echo "# $NT $label: $* on $([ "$who" = both ] && echo "a and b" || echo b) ($SOF_NETEM_HOW)"
 	return 0
 }
 
 # cut T R: rc_timeout a <- b, the link cut after the connection
 cut() {
 	local t=$1 r=$2 name go line el ex
-	name="hosts/netem link cut: rc_timeout -t $t -r $r"
+	name="$NT link cut: rc_timeout -t $t -r $r"
 	sof_gated "$name" && return
 	sof_netem_clear a
 	sof_netem_clear b
@@ -238,16 +249,22 @@ cut() {
 }
 
 # what each impairment must show in the counters of a byte-exact run
-LOSS="wire.wb.dropped>0 a.counters.seq_err>0 a.counters.nak_sent>0 b.counters.nak_rcvd>0 b.counters.retransmits>0"
+# (loss: NAKs and go-back-N without the extension; SACKs, holes resent and
+# no sequence-error NAK with it)
+if [ -n "${SOFTOFED_SACK:-}" ] && [ "$SOFTOFED_SACK" = 0 ]; then
+	LOSS="wire.wb.dropped>0 a.counters.seq_err>0 a.counters.nak_sent>0 b.counters.nak_rcvd>0 b.counters.retransmits>0 b.counters.sacks=0"
+else
+	LOSS="wire.wb.dropped>0 a.counters.seq_err>0 a.counters.nak_sent=0 b.counters.sacks>0 b.counters.sack_resends>0 b.counters.retransmits>0"
+fi
 REORDER="wire.wb.reordered>0 a.counters.seq_err>0"
 DUP="wire.wb.duplicated>0 a.counters.dup_req>0"
 BOTH="$LOSS wire.wb.reordered>0 $DUP wire.wa.dropped>0 wire.wa.duplicated>0 wire.wa.reordered>0 b.drops.psn>0"
 
 if sof_hosts_up 2 wire; then
 	if sof_hosts_per_packet; then
-		ok "hosts/netem: segmentation and GRO off on every veth (the cable impairs packets)"
+		ok "$NT: segmentation and GRO off on every veth (the cable impairs packets)"
 	else
-		not_ok "hosts/netem: per packet" "cannot turn segmentation off"
+		not_ok "$NT: per packet" "cannot turn segmentation off"
 		sof_gate "segmentation could not be turned off"
 	fi
 	pp "no impairment" -m 1024 -s 4096 -n 10

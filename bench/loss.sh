@@ -1,0 +1,128 @@
+#!/bin/bash
+# Loss recovery between hosts (issue 18, item 2), by itself: hosts a and b
+# joined through tests/progs/netwire (sof_hosts_up 2 wire) with
+# segmentation and GRO off on every veth (sof_hosts_per_packet: the cable
+# drops packets, not GSO frames of up to 64), at 0, 1 and 5 % of the frames
+# host b (the client, which sends the data) sends dropped:
+#   - ib_write_bw and ib_send_bw 1 MiB, path MTU 4096, softofed with the
+#     selective acknowledgements (default) and without them
+#     (SOFTOFED_SACK=0 in both programs: go-back-N, as with a standard
+#     peer);
+#   - one kernel TCP stream (iperf3 -t SECS) through the same cable.
+# Rounds alternate the order of the three (A/B/C, then C/B/A, ...), as the
+# machine is shared. Beside each softofed figure: the frames the cable
+# dropped and host b's resends (retransmits), SACK resends, probes and
+# local ACK timeouts over that run (softofed status; the engines in the
+# programs count into their daemon's counters). Each line is
+#   loss=P what=W round=R MiB/s=V dropped=D retransmits=.. sack_resends=..
+#   probes=.. timeouts=..
+# and a summary per loss and kind (median of the rounds, ratio to the
+# loss-free median of the same kind). Needs root (ip netns).
+# Usage: bench/loss.sh [ROUNDS (default 3)] [SECS (iperf3, default 3)]
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh"
+sof_init
+
+ROUNDS=${1:-3}
+SECS=${2:-3}
+N=${SOF_LOSS_ITERS:-400}
+PORT=20500
+OUT=$SOF_TMP/loss.lines
+
+# one KIND at LOSS: a line into OUT
+one() {
+	local loss=$1 kind=$2 round=$3 prog env="" v line d
+	PORT=$((PORT + 1))
+	case $kind in
+	tcp)
+		sof_host_bg loss.srv a $((SECS + 30)) iperf3 -s -1 -p "$PORT" -B "$(sof_host_ip a)"
+		sleep 0.5
+		sof_snap "$SOF_TMP/s0" >/dev/null
+		sof_host_run b iperf3 -c "$(sof_host_ip a)" -p "$PORT" -t "$SECS" -J >"$SOF_TMP/cli" 2>&1
+		sof_snap "$SOF_TMP/s1" >/dev/null
+		sof_wait loss.srv 10
+		v=$(python3 -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["end"]
+s = e.get("sum_received") or e.get("sum")
+r = e.get("sum_sent", {}).get("retransmits", "?")
+print("%.1f %s" % (s["bits_per_second"] / 8 / 1048576, r))' "$SOF_TMP/cli" 2>/dev/null)
+		d=$(sof_snap_delta "$SOF_TMP/s0" "$SOF_TMP/s1" | awk '$1 == "wire.wb.dropped" { print $2 }')
+		echo "loss=$loss what=tcp round=$round MiB/s=${v% *} dropped=${d:-?} tcp_retransmits=${v#* }" |
+			tee -a "$OUT"
+		return
+		;;
+	*-sack) env="" ;;
+	*-gbn) env="SOFTOFED_SACK=0" ;;
+	esac
+	prog=ib_${kind%-*}_bw
+	SOF_SRV_ENV=$env SOF_CLI_ENV=$env
+	export SOF_SRV_ENV SOF_CLI_ENV
+	SOF_PAIR_SARGS=(-d sof0 -F -x "$(sof_host_gid a)" -s 1048576 --mtu 4096 -n "$N")
+	SOF_PAIR_CARGS=(-d sof0 -F -x "$(sof_host_gid b)" -s 1048576 --mtu 4096 -n "$N")
+	SOF_CLI_OUT=$(sof_out "loss.$kind.cli")
+	sof_snap "$SOF_TMP/s0" >/dev/null
+	if ! _sof_pair_run "loss.$kind" a b "$PORT" 180 "$(sof_host_ip a)" "$prog"; then
+		echo "loss=$loss what=$kind round=$round failed: $SOF_PAIR_WHY $(tail -n 2 "$SOF_CLI_OUT" | tr '\n' ' ')" |
+			tee -a "$OUT"
+		return
+	fi
+	sof_snap "$SOF_TMP/s1" >/dev/null
+	line=$(grep -E '^ *1048576 +[0-9]+ ' "$SOF_CLI_OUT" | tail -n 1)
+	v=$(echo "$line" | awk '{ print $4 }')
+	sof_snap_delta "$SOF_TMP/s0" "$SOF_TMP/s1" | awk -v pre="loss=$loss what=$kind round=$round MiB/s=${v:-?}" '
+		{ c[$1] = $2 }
+		END {
+			printf "%s dropped=%d retransmits=%d sack_resends=%d probes=%d timeouts=%d nak_rcvd=%d tx_packets=%d\n",
+				pre, c["wire.wb.dropped"], c["b.counters.retransmits"],
+				c["b.counters.sack_resends"], c["b.counters.probes"],
+				c["b.counters.timeouts"], c["b.counters.nak_rcvd"], c["b.counters.tx_packets"]
+		}' | tee -a "$OUT"
+}
+
+if ! sof_hosts_up 2 wire || ! sof_hosts_per_packet; then
+	echo "bench/loss: cannot bring the hosts up with segmentation off" >&2
+	exit 1
+fi
+KINDS=(write-sack write-gbn send-sack send-gbn tcp)
+for loss in 0 1 5; do
+	sof_netem_clear b
+	[ "$loss" = 0 ] || sof_netem b loss "$loss%" || exit 1
+	for r in $(seq "$ROUNDS"); do
+		order=("${KINDS[@]}")
+		if [ $((r % 2)) = 0 ]; then
+			order=()
+			for ((i = ${#KINDS[@]} - 1; i >= 0; i--)); do order+=("${KINDS[$i]}"); done
+		fi
+		for k in "${order[@]}"; do
+			one "$loss" "$k" "$r"
+		done
+	done
+done
+sof_netem_clear b
+echo "# summary: median MiB/s of the rounds (ratio to the same kind's loss-free median)"
+python3 - "$OUT" <<'PY'
+import re, statistics, sys
+v = {}
+for l in open(sys.argv[1]):
+    m = dict(re.findall(r'(\S+?)=(\S+)', l))
+    try:
+        v.setdefault((m['what'], m['loss']), []).append(float(m['MiB/s']))
+    except (KeyError, ValueError):
+        pass
+for what in ('write-sack', 'write-gbn', 'send-sack', 'send-gbn', 'tcp'):
+    base = statistics.median(v.get((what, '0')) or [0])
+    row = []
+    for loss in ('0', '1', '5'):
+        x = v.get((what, loss))
+        if not x:
+            row.append('%s%%: -' % loss)
+            continue
+        med = statistics.median(x)
+        row.append('%s%%: %.0f (%s)' % (loss, med, '%.2f' % (med / base) if base else '-'))
+    print('%-10s %s' % (what, '  '.join(row)))
+PY
+[ -n "$SOF_WIRE" ] && sof_kill hosts.wire
+sof_exit

@@ -11,6 +11,7 @@
  * meanwhile is simply not found.
  */
 #include "cma.h"
+#include "sof_bytes.h"
 
 #include <errno.h>
 #include <infiniband/sa.h>
@@ -43,19 +44,8 @@ static struct {
 	uint32_t agent; /* 0: not registered yet */
 } sa;
 
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
 
 static void route_done(struct cm_id *id, uint16_t dlid, uint16_t slid, uint8_t sl, uint8_t mtu)
 {
@@ -95,13 +85,13 @@ static void sa_recv(void *ctx, uint32_t agent, const uint8_t *msg, uint32_t len,
 	id = waiting_id(h.tid);
 	if (!id || h.attr_id != SA_ATTR_PATH_RECORD)
 		return;
-	if (h.status || !get16(pr + PR_OFF_DLID)) {
+	if (h.status || !sof_get16(pr + PR_OFF_DLID)) {
 		cm_trace("cma id %u: SA PathRecord status 0x%04x", id->handle, h.status);
 		cma_event(id, RDMA_CM_EVENT_ROUTE_ERROR, -EHOSTUNREACH, NULL);
 		return;
 	}
-	route_done(id, get16(pr + PR_OFF_DLID), get16(pr + PR_OFF_SLID),
-		   (uint8_t)(get16(pr + PR_OFF_SL) & 0xf), pr[PR_OFF_MTU] & 0x3f);
+	route_done(id, sof_get16(pr + PR_OFF_DLID), sof_get16(pr + PR_OFF_SLID),
+		   (uint8_t)(sof_get16(pr + PR_OFF_SL) & 0xf), pr[PR_OFF_MTU] & 0x3f);
 }
 
 static void sa_send_failed(void *ctx, uint32_t agent, uint64_t cookie, int status,
@@ -159,11 +149,11 @@ int cma_ib_resolve_route(struct cm_id *id)
 	id->have_route = false;
 	memset(mad, 0, sizeof(mad));
 	sof_mad_hdr_put(mad, &h);
-	put64(mad + 48, PR_DGID | PR_SGID | PR_NUMB_PATH | PR_PKEY);
+	sof_put64(mad + 48, PR_DGID | PR_SGID | PR_NUMB_PATH | PR_PKEY);
 	memcpy(pr + PR_OFF_DGID, id->dgid, 16);
 	memcpy(pr + PR_OFF_SGID, id->sgid, 16);
 	pr[PR_OFF_NUMB_PATH] = 1;
-	put16(pr + PR_OFF_PKEY, 0xffff);
+	sof_put16(pr + PR_OFF_PKEY, 0xffff);
 	memset(&to, 0, sizeof(to));
 	memcpy(to.sgid, id->sgid, 16);
 	to.remote_qpn = SOF_GSI_QPN;

@@ -222,7 +222,7 @@ int fab_pkt_pkey(const uint8_t *p, size_t len)
 
 	if ((p[1] & 3) < 2 || len < off + FAB_BTH_LEN)
 		return -1;
-	return sof_be16(p + off + 2);
+	return sof_get16(p + off + 2);
 }
 
 void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, size_t len,
@@ -253,7 +253,7 @@ void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, s
 		}
 	}
 	sof_port_count_xmit(mp, (uint32_t)(len - FAB_VCRC_LEN),
-			    sof_be16(p + 2) >= SOF_LID_MCAST_BASE && sof_be16(p + 2) != 0xffff);
+			    sof_get16(p + 2) >= SOF_LID_MCAST_BASE && sof_get16(p + 2) != 0xffff);
 	if (fp->peer->real)
 		fab_host_send(f, fp->peer, p, len, sealed);
 	else

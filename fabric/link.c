@@ -138,7 +138,7 @@ void fab_trap_128(struct fabric *f, struct fab_node *sw)
 void fab_trap_repressed(struct fabric *f, struct fab_node *sw, uint64_t tid)
 {
 	/* IBA 13.4.8.3: the TrapRepress carries the trap's TID */
-	if (!sw->trap_pending || sof_be64(sw->trap_mad + 8) != tid)
+	if (!sw->trap_pending || sof_get64(sw->trap_mad + 8) != tid)
 		return;
 	sw->trap_pending = false;
 	f->st.trap_repressed++;

@@ -113,7 +113,7 @@ static void local_smp(struct fabric *f, struct fab_node *n, unsigned in_port, ui
 	r = sof_sma_process(n->m, in_port, mad, 256, &ev);
 	sma_events(f, n, ev);
 	if (ev & SOF_SMA_EV_REPRESS)
-		fab_trap_repressed(f, n, sof_be64(mad + 8));
+		fab_trap_repressed(f, n, sof_get64(mad + 8));
 	if (r == SOF_SMA_PASS && fab_sim_deliver(f, n, req_slid, 0, 0, mad))
 		return;
 	if (r != SOF_SMA_REPLY) {

@@ -88,10 +88,10 @@ int fab_ud_parse(const uint8_t *p, size_t len, const struct ib_lrh *l, struct ud
 	b = p + off;
 	if (b[0] != FAB_OP_UD_SEND)
 		return -1;
-	u->pkey = sof_be16(b + 2);
-	u->dqp = sof_be32(b + 4) & 0xffffff;
-	u->qkey = sof_be32(b + FAB_BTH_LEN);
-	u->sqp = sof_be32(b + FAB_BTH_LEN + 4) & 0xffffff;
+	u->pkey = sof_get16(b + 2);
+	u->dqp = sof_get32(b + 4) & 0xffffff;
+	u->qkey = sof_get32(b + FAB_BTH_LEN);
+	u->sqp = sof_get32(b + FAB_BTH_LEN + 4) & 0xffffff;
 	u->mad = b + FAB_BTH_LEN + FAB_DETH_LEN;
 	/* the pad count (BTH byte 1, bits 5:4) is not part of the MAD */
 	u->madlen = end - off - FAB_BTH_LEN - FAB_DETH_LEN;

@@ -238,7 +238,7 @@ bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32
 	bool response = mad[3] & SOF_METHOD_RESP_BIT;
 	struct fab_sim_client *c = NULL;
 	struct sim_request req;
-	unsigned id = (unsigned)(sof_be64(mad + 8) >> 48);
+	unsigned id = (unsigned)(sof_get64(mad + 8) >> 48);
 
 	if (!n->sim_clients)
 		return false;
@@ -292,7 +292,7 @@ bool fab_sim_input(struct fabric *f, struct fab_sim_client *c)
 	sqp = ntohl(req.sqp) & 0xffffff;
 	own = n->m->port[1].lid;
 	if (!(req.mad[3] & SOF_METHOD_RESP_BIT)) {
-		uint64_t tid = sof_be64(req.mad + 8);
+		uint64_t tid = sof_get64(req.mad + 8);
 
 		sof_put64(req.mad + 8, (tid & 0x0000ffffffffffffull) | (uint64_t)(c - f->sim)
 									   << 48);

@@ -9,6 +9,7 @@
  * runs it alone.
  */
 #include "ipoib.h"
+#include "sof_bytes.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -47,13 +48,7 @@ const char *const ipoib_cnt_names[IC_NR] = {
 #define ND_LEN (8 + 16 + 24) /* NS or NA with one link-layer option */
 #define ICMP6 58
 
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
 
 static void map4(uint8_t ip[16], const uint8_t v4[4])
 {
@@ -98,16 +93,16 @@ void ipoib_mgid(uint8_t mgid[16], uint16_t pkey, const uint8_t *ip)
 	memset(mgid, 0, 16);
 	mgid[0] = 0xff;
 	mgid[1] = 0x12;
-	put16(mgid + 4, pkey | 0x8000);
+	sof_put16(mgid + 4, pkey | 0x8000);
 	if (!ip) {
-		put16(mgid + 2, 0x401b);
+		sof_put16(mgid + 2, 0x401b);
 		memset(mgid + 12, 0xff, 4);
 	} else if (!memcmp(ip, pfx4, 12)) {
-		put16(mgid + 2, 0x401b);
+		sof_put16(mgid + 2, 0x401b);
 		mgid[12] = ip[12] & 0x0f;
 		memcpy(mgid + 13, ip + 13, 3);
 	} else {
-		put16(mgid + 2, 0x601b);
+		sof_put16(mgid + 2, 0x601b);
 		memcpy(mgid + 6, ip + 6, 10);
 	}
 }
@@ -134,13 +129,13 @@ static size_t arp_build(const struct ipoib *p, uint8_t *f, uint16_t op, const ui
 {
 	uint8_t *a = f + IPOIB_HDR_LEN;
 
-	put16(f, ETH_P_ARPV);
-	put16(f + 2, 0);
-	put16(a, IPOIB_ARPHRD);
-	put16(a + 2, ETH_P_IPV4);
+	sof_put16(f, ETH_P_ARPV);
+	sof_put16(f + 2, 0);
+	sof_put16(a, IPOIB_ARPHRD);
+	sof_put16(a + 2, ETH_P_IPV4);
 	a[4] = IPOIB_HW_LEN;
 	a[5] = 4;
-	put16(a + 6, op);
+	sof_put16(a + 6, op);
 	ipoib_hw_put(a + 8, &p->hw);
 	memcpy(a + 28, sip, 4);
 	if (thw)
@@ -163,12 +158,12 @@ static void arp_input(struct ipoib *p, const uint8_t *a, size_t len)
 	uint8_t sip[16], tip[16], f[IPOIB_HDR_LEN + ARP_LEN];
 	uint16_t op;
 
-	if (len < ARP_LEN || get16(a) != IPOIB_ARPHRD || get16(a + 2) != ETH_P_IPV4 ||
+	if (len < ARP_LEN || sof_get16(a) != IPOIB_ARPHRD || sof_get16(a + 2) != ETH_P_IPV4 ||
 	    a[4] != IPOIB_HW_LEN || a[5] != 4) {
 		p->cnt[IC_drop_arp]++;
 		return;
 	}
-	op = get16(a + 6);
+	op = sof_get16(a + 6);
 	ipoib_hw_get(&shw, a + 8);
 	if ((op != 1 && op != 2) || !hw_valid(&shw)) {
 		p->cnt[IC_drop_arp]++;
@@ -178,7 +173,7 @@ static void arp_input(struct ipoib *p, const uint8_t *a, size_t len)
 	map4(sip, a + 28);
 	map4(tip, a + 52);
 	/* a probe (sender 0.0.0.0) teaches nothing */
-	if (get16(a + 28) || get16(a + 30))
+	if (sof_get16(a + 28) || sof_get16(a + 30))
 		p->ops->learn(sip, &shw);
 	if (op == 1 && p->ops->local_addr(tip)) {
 		size_t n = arp_build(p, f, 2, a + 52, &shw, a + 28);
@@ -228,11 +223,11 @@ static size_t nd_build(uint8_t *f, uint8_t type, const uint8_t src[16], const ui
 	uint8_t *ip6 = f + IPOIB_HDR_LEN, *icmp = ip6 + 40;
 	uint16_t c;
 
-	put16(f, ETH_P_IPV6V);
-	put16(f + 2, 0);
+	sof_put16(f, ETH_P_IPV6V);
+	sof_put16(f + 2, 0);
 	memset(ip6, 0, 40 + ND_LEN);
 	ip6[0] = 0x60;
-	put16(ip6 + 4, ND_LEN);
+	sof_put16(ip6 + 4, ND_LEN);
 	ip6[6] = ICMP6;
 	ip6[7] = 255;
 	memcpy(ip6 + 8, src, 16);
@@ -246,7 +241,7 @@ static size_t nd_build(uint8_t *f, uint8_t type, const uint8_t src[16], const ui
 	icmp[25] = 3;
 	ipoib_hw_put(icmp + 28, hw);
 	c = icmp6_csum(ip6, ND_LEN);
-	put16(icmp + 2, c);
+	sof_put16(icmp + 2, c);
 	return IPOIB_HDR_LEN + 40 + ND_LEN;
 }
 
@@ -346,7 +341,7 @@ void ipoib_input(struct ipoib *p, const uint8_t *buf, size_t len, uint32_t src_q
 	}
 	plen = len - IPOIB_GRH_LEN - IPOIB_HDR_LEN;
 	/* RFC 4391 section 6: the reserved field is zero */
-	if (get16(f + 2)) {
+	if (sof_get16(f + 2)) {
 		p->cnt[IC_drop_header]++;
 		return;
 	}
@@ -360,9 +355,9 @@ void ipoib_input(struct ipoib *p, const uint8_t *buf, size_t len, uint32_t src_q
 		p->cnt[IC_drop_oversize]++;
 		return;
 	}
-	switch (get16(f)) {
+	switch (sof_get16(f)) {
 	case ETH_P_IPV4: {
-		size_t tot = plen >= 20 ? get16(pkt + 2) : 0;
+		size_t tot = plen >= 20 ? sof_get16(pkt + 2) : 0;
 
 		if (plen < 20 || (pkt[0] >> 4) != 4 || (pkt[0] & 15) < 5 ||
 		    tot < (size_t)(pkt[0] & 15) * 4 || tot > plen) {
@@ -373,11 +368,11 @@ void ipoib_input(struct ipoib *p, const uint8_t *buf, size_t len, uint32_t src_q
 		break;
 	}
 	case ETH_P_IPV6V:
-		if (plen < 40 || (pkt[0] >> 4) != 6 || 40u + get16(pkt + 4) > plen) {
+		if (plen < 40 || (pkt[0] >> 4) != 6 || 40u + sof_get16(pkt + 4) > plen) {
 			p->cnt[IC_drop_ip]++;
 			return;
 		}
-		plen = 40u + get16(pkt + 4);
+		plen = 40u + sof_get16(pkt + 4);
 		if (nd_input(p, pkt, (uint32_t)plen - 40))
 			return;
 		break;

@@ -8,6 +8,7 @@
  * (MCMemberRecord) and 188 (PathRecord).
  */
 #include "ipoib.h"
+#include "sof_bytes.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -130,19 +131,7 @@ static int sa_send(uint32_t tid, uint8_t method, uint16_t attr, uint64_t mask, c
 	return 0;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, 4);
-}
 
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return be32toh(v);
-}
 
 static void mcm_rec(uint8_t r[56], const uint8_t mgid[16], const struct sa_mcm *t, uint64_t *mask)
 {
@@ -155,13 +144,13 @@ static void mcm_rec(uint8_t r[56], const uint8_t mgid[16], const struct sa_mcm *
 		return;
 	/* what creates the group if the SA has none (as the broadcast
 	 * group's, RFC 4391 section 5) */
-	put32(r + 32, t->qkey);
+	sof_put32(r + 32, t->qkey);
 	r[38] = (uint8_t)(SEL_EQ << 6 | t->mtu);
 	r[39] = t->tclass;
 	r[40] = (uint8_t)(t->pkey >> 8);
 	r[41] = (uint8_t)t->pkey;
 	r[42] = (uint8_t)(SEL_EQ << 6 | t->rate);
-	put32(r + 44, (uint32_t)t->sl << 28 | (t->flow_label & 0xfffff) << 8 | t->hop_limit);
+	sof_put32(r + 44, (uint32_t)t->sl << 28 | (t->flow_label & 0xfffff) << 8 | t->hop_limit);
 	*mask |= MCM_QKEY | MCM_MTU_SEL | MCM_MTU | MCM_TCLASS | MCM_PKEY | MCM_SL | MCM_FLOW |
 		 MCM_HOP;
 	if (t->rate)
@@ -251,7 +240,7 @@ static void complete(struct sa_req *q, int status, const uint8_t *rec)
 			memcpy(p.dgid, rec + 8, 16);
 			p.tclass = rec[48];
 			p.hop_limit = rec[47];
-			p.flow_label = (get32(rec + 44) >> 8) & 0xfffff;
+			p.flow_label = (sof_get32(rec + 44) >> 8) & 0xfffff;
 			if (!p.dlid)
 				status = -EHOSTUNREACH;
 		}
@@ -262,14 +251,14 @@ static void complete(struct sa_req *q, int status, const uint8_t *rec)
 		memset(&m, 0, sizeof(m));
 		if (!status) {
 			memcpy(m.mgid, rec, 16);
-			m.qkey = get32(rec + 32);
+			m.qkey = sof_get32(rec + 32);
 			m.mlid = (uint16_t)(rec[36] << 8 | rec[37]);
 			m.mtu = rec[38] & 0x3f;
 			m.tclass = rec[39];
 			m.pkey = (uint16_t)(rec[40] << 8 | rec[41]);
 			m.rate = rec[42] & 0x3f;
-			m.sl = (uint8_t)(get32(rec + 44) >> 28);
-			m.flow_label = (get32(rec + 44) >> 8) & 0xfffff;
+			m.sl = (uint8_t)(sof_get32(rec + 44) >> 28);
+			m.flow_label = (sof_get32(rec + 44) >> 8) & 0xfffff;
 			m.hop_limit = rec[47];
 		}
 		c.mcm_cb(c.arg, status, &m);

@@ -43,11 +43,11 @@ void sof_mad_hdr_get(const uint8_t *mad, struct sof_mad_hdr *h)
 	h->mgmt_class = mad[1];
 	h->class_version = mad[2];
 	h->method = mad[3];
-	h->status = get16(mad + 4);
-	h->class_specific = get16(mad + 6);
-	h->tid = (uint64_t)get32(mad + 8) << 32 | get32(mad + 12);
-	h->attr_id = get16(mad + 16);
-	h->attr_mod = get32(mad + 20);
+	h->status = sof_get16(mad + 4);
+	h->class_specific = sof_get16(mad + 6);
+	h->tid = (uint64_t)sof_get32(mad + 8) << 32 | sof_get32(mad + 12);
+	h->attr_id = sof_get16(mad + 16);
+	h->attr_mod = sof_get32(mad + 20);
 }
 
 void sof_mad_hdr_put(uint8_t *mad, const struct sof_mad_hdr *h)
@@ -56,13 +56,13 @@ void sof_mad_hdr_put(uint8_t *mad, const struct sof_mad_hdr *h)
 	mad[1] = h->mgmt_class;
 	mad[2] = h->class_version;
 	mad[3] = h->method;
-	put16(mad + 4, h->status);
-	put16(mad + 6, h->class_specific);
-	put32(mad + 8, (uint32_t)(h->tid >> 32));
-	put32(mad + 12, (uint32_t)h->tid);
-	put16(mad + 16, h->attr_id);
-	put16(mad + 18, 0);
-	put32(mad + 20, h->attr_mod);
+	sof_put16(mad + 4, h->status);
+	sof_put16(mad + 6, h->class_specific);
+	sof_put32(mad + 8, (uint32_t)(h->tid >> 32));
+	sof_put32(mad + 12, (uint32_t)h->tid);
+	sof_put16(mad + 16, h->attr_id);
+	sof_put16(mad + 18, 0);
+	sof_put32(mad + 20, h->attr_mod);
 }
 
 /* ---- QP1, the GSI (IBA 13.5): the daemon's own UD QP ------------------------------ */
@@ -151,7 +151,7 @@ static bool is_response(const struct sof_mad_hdr *h)
 
 /* The OUI of a vendor MAD of range 2 (IBA 13.4.9: after the RMPP header
  * and a reserved byte). */
-static uint32_t mad_oui(const uint8_t *mad) { return (uint32_t)mad[37] << 16 | get16(mad + 38); }
+static uint32_t mad_oui(const uint8_t *mad) { return (uint32_t)mad[37] << 16 | sof_get16(mad + 38); }
 
 static bool method_in(const uint64_t mask[2], uint8_t method)
 {
@@ -414,7 +414,7 @@ int sofd_mad_agent_send(void *ctx, uint32_t id, const uint8_t *msg, uint32_t len
 	 * back; the upper half is the agent's (the kernel's hi_tid) */
 	if (!is_response(&h)) {
 		h.tid = (uint64_t)a->id << 32 | (uint32_t)h.tid;
-		put32(copy + 8, a->id);
+		sof_put32(copy + 8, a->id);
 		if (timeout_ms && send_find(a, h.tid, h.mgmt_class)) {
 			free(copy);
 			return -EINVAL;
@@ -518,7 +518,7 @@ static void reply_unsupported(const uint8_t *mad, const struct sofd_mad_addr *fr
 
 	memcpy(r, mad, SOF_MAD_LEN);
 	r[3] = SOF_MAD_METHOD_GET_RESP;
-	put16(r + 4, SOF_MAD_STATUS_UNSUPPORTED);
+	sof_put16(r + 4, SOF_MAD_STATUS_UNSUPPORTED);
 	(void)sofd_mad_send(&to, r);
 }
 

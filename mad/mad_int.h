@@ -8,6 +8,7 @@
 #define SOFD_MAD_INT_H
 
 #include "mad.h"
+#include "sof_bytes.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -60,18 +61,6 @@ struct msend {
 	uint32_t fast_from; /* the segment last sent again at a repeated ACK */
 };
 
-static inline uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static inline uint32_t get32(const uint8_t *p) { return (uint32_t)get16(p) << 16 | get16(p + 2); }
-static inline void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-static inline void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
 
 /* mad.c */
 void sofd_mad_deliver(struct agent *a, const uint8_t *msg, uint32_t len,

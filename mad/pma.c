@@ -138,7 +138,7 @@ static void put_ext(uint8_t *d, const struct sof_port_counters *c)
 static uint16_t counters(struct sof_node *n, unsigned in_port, bool set, bool ext, uint8_t *d)
 {
 	unsigned sel = d[1], first, last, i;
-	uint16_t csel = sof_be16(d + 2);
+	uint16_t csel = sof_get16(d + 2);
 	struct sof_port_counters total;
 
 	if (sel == PMA_ALL_PORTS) {
@@ -211,7 +211,7 @@ enum sof_sma_result sof_pma_process(struct sof_node *n, unsigned in_port, uint8_
 		n->drops[SOF_SMP_DROP_RESPONSE]++;
 		return SOF_SMA_DROP;
 	}
-	attr = sof_be16(mad + SOF_SMP_OFF_ATTR_ID);
+	attr = sof_get16(mad + SOF_SMP_OFF_ATTR_ID);
 	set = method == SOF_METHOD_SET;
 	if (mad[2] != 1)
 		status = SOF_STATUS_BAD_VERSION;

@@ -96,8 +96,8 @@ static void send_seg(struct msend *s, uint32_t i)
 	seg[SOF_RMPP_TYPE_OFF] = SOF_RMPP_TYPE_DATA;
 	seg[SOF_RMPP_FLAGS_OFF] = (uint8_t)((s->msg[SOF_RMPP_FLAGS_OFF] & 0xf8) | flags);
 	seg[SOF_RMPP_STATUS_OFF] = 0;
-	put32(seg + SOF_RMPP_SEG_OFF, i);
-	put32(seg + SOF_RMPP_PAYLEN_OFF, paylen);
+	sof_put32(seg + SOF_RMPP_SEG_OFF, i);
+	sof_put32(seg + SOF_RMPP_PAYLEN_OFF, paylen);
 	(void)sofd_mad_send(&s->to, seg);
 }
 
@@ -150,7 +150,7 @@ void sofd_mad_rmpp_send_timeout(struct msend *s, uint64_t now)
 
 static void ack_recv(struct msend *s, const uint8_t *mad)
 {
-	uint32_t seg = get32(mad + SOF_RMPP_SEG_OFF), nwl = get32(mad + SOF_RMPP_PAYLEN_OFF);
+	uint32_t seg = sof_get32(mad + SOF_RMPP_SEG_OFF), nwl = sof_get32(mad + SOF_RMPP_PAYLEN_OFF);
 
 	/* IBA 13.6.5.1: an ACK beyond what went, or a window that shrinks
 	 * below it, is the receiver's error: ignored */
@@ -193,12 +193,12 @@ static void send_ack(const struct reasm *r, const uint8_t *data, uint32_t seg, u
 	memcpy(ack, data, r->hdr_len);
 	/* the ACK goes the other way: the R bit flips (IBA 13.6.2.2) */
 	ack[3] ^= SOF_MAD_METHOD_RESP;
-	put16(ack + 4, 0);
+	sof_put16(ack + 4, 0);
 	ack[SOF_RMPP_VERSION_OFF] = 1;
 	ack[SOF_RMPP_TYPE_OFF] = SOF_RMPP_TYPE_ACK;
 	ack[SOF_RMPP_FLAGS_OFF] = SOF_RMPP_FLAG_ACTIVE;
-	put32(ack + SOF_RMPP_SEG_OFF, seg);
-	put32(ack + SOF_RMPP_PAYLEN_OFF, nwl);
+	sof_put32(ack + SOF_RMPP_SEG_OFF, seg);
+	sof_put32(ack + SOF_RMPP_PAYLEN_OFF, nwl);
 	(void)sofd_mad_send(&r->from, ack);
 }
 
@@ -249,7 +249,7 @@ static int reasm_append(struct reasm *r, const uint8_t *p, uint32_t n)
 static void data_recv(struct agent *a, const uint8_t *mad, const struct sofd_mad_addr *from)
 {
 	struct sof_mad_hdr h;
-	uint32_t seg = get32(mad + SOF_RMPP_SEG_OFF);
+	uint32_t seg = sof_get32(mad + SOF_RMPP_SEG_OFF);
 	uint8_t flags = rmpp_flags(mad);
 	struct reasm *r;
 	struct msend *req = NULL;
@@ -318,7 +318,7 @@ static void data_recv(struct agent *a, const uint8_t *mad, const struct sofd_mad
 	}
 	{
 		/* the last segment's PayloadLength says how much of it is data */
-		uint32_t paylen = get32(mad + SOF_RMPP_PAYLEN_OFF);
+		uint32_t paylen = sof_get32(mad + SOF_RMPP_PAYLEN_OFF);
 		uint32_t pad = paylen <= SOF_RMPP_SEG_PAYLOAD ? SOF_RMPP_SEG_PAYLOAD - paylen : 0;
 
 		if (pad > SOF_MAD_LEN - r->hdr_len)

@@ -476,16 +476,16 @@ int sof_sa_parse(const uint8_t *mad, size_t len, struct sof_sa_req *r)
 		return -EINVAL;
 	r->class_version = mad[2];
 	r->method = mad[3];
-	r->status = sof_be16(mad + 4);
-	r->tid = sof_be64(mad + 8);
-	r->attr_id = sof_be16(mad + 16);
-	r->attr_mod = sof_be32(mad + 20);
+	r->status = sof_get16(mad + 4);
+	r->tid = sof_get64(mad + 8);
+	r->attr_id = sof_get16(mad + 16);
+	r->attr_mod = sof_get32(mad + 20);
 	rmpp_version = mad[SOF_SA_OFF_RMPP];
 	r->rmpp_type = mad[SOF_SA_OFF_RMPP_TYPE];
 	r->rmpp_flags = mad[SOF_SA_OFF_RMPP_FLAGS] & 0x07;
-	r->sm_key = sof_be64(mad + SOF_SA_OFF_SM_KEY);
-	r->attr_offset = sof_be16(mad + SOF_SA_OFF_ATTR_OFFSET);
-	r->comp_mask = sof_be64(mad + SOF_SA_OFF_COMP_MASK);
+	r->sm_key = sof_get64(mad + SOF_SA_OFF_SM_KEY);
+	r->attr_offset = sof_get16(mad + SOF_SA_OFF_ATTR_OFFSET);
+	r->comp_mask = sof_get64(mad + SOF_SA_OFF_COMP_MASK);
 	r->data = mad + SOF_SA_OFF_DATA;
 	r->data_len = len - SOF_SA_HDR_LEN;
 
@@ -607,18 +607,18 @@ void sof_sa_path_pack(uint8_t *rec, const struct sof_sa_path *p)
 void sof_sa_path_unpack(const uint8_t *rec, struct sof_sa_path *p)
 {
 	memset(p, 0, sizeof(*p));
-	p->service_id = sof_be64(rec);
+	p->service_id = sof_get64(rec);
 	memcpy(p->dgid, rec + 8, 16);
 	memcpy(p->sgid, rec + 24, 16);
-	p->dlid = sof_be16(rec + 40);
-	p->slid = sof_be16(rec + 42);
+	p->dlid = sof_get16(rec + 40);
+	p->slid = sof_get16(rec + 42);
 	p->raw = sof_sa_get(PR, rec, SOF_PR_RAW);
 	p->flow_label = (uint32_t)sof_sa_get(PR, rec, SOF_PR_FLOW_LABEL);
 	p->hop_limit = rec[47];
 	p->tclass = rec[48];
 	p->reversible = sof_sa_get(PR, rec, SOF_PR_REVERSIBLE);
 	p->numb_path = (uint8_t)sof_sa_get(PR, rec, SOF_PR_NUMB_PATH);
-	p->pkey = sof_be16(rec + 50);
+	p->pkey = sof_get16(rec + 50);
 	p->qos_class = (uint16_t)sof_sa_get(PR, rec, SOF_PR_QOS_CLASS);
 	p->sl = rec[53] & 0x0f;
 	p->mtu_sel = rec[54] >> 6;
@@ -673,7 +673,7 @@ int sof_sa_multipath_unpack(const uint8_t *rec, struct sof_sa_multipath *m)
 	m->tclass = rec[4];
 	m->reversible = sof_sa_get(MPR, rec, SOF_MPR_REVERSIBLE);
 	m->numb_path = (uint8_t)sof_sa_get(MPR, rec, SOF_MPR_NUMB_PATH);
-	m->pkey = sof_be16(rec + 6);
+	m->pkey = sof_get16(rec + 6);
 	m->qos_class = (uint16_t)sof_sa_get(MPR, rec, SOF_MPR_QOS_CLASS);
 	m->sl = rec[9] & 0x0f;
 	m->mtu_sel = rec[10] >> 6;
@@ -719,12 +719,12 @@ void sof_sa_mcmember_unpack(const uint8_t *rec, struct sof_sa_mcmember *m)
 	memset(m, 0, sizeof(*m));
 	memcpy(m->mgid, rec, 16);
 	memcpy(m->port_gid, rec + 16, 16);
-	m->qkey = sof_be32(rec + 32);
-	m->mlid = sof_be16(rec + 36);
+	m->qkey = sof_get32(rec + 32);
+	m->mlid = sof_get16(rec + 36);
 	m->mtu_sel = rec[38] >> 6;
 	m->mtu = rec[38] & 0x3f;
 	m->tclass = rec[39];
-	m->pkey = sof_be16(rec + 40);
+	m->pkey = sof_get16(rec + 40);
 	m->rate_sel = rec[42] >> 6;
 	m->rate = rec[42] & 0x3f;
 	m->life_sel = rec[43] >> 6;
@@ -763,19 +763,19 @@ void sof_sa_service_unpack(const uint8_t *rec, struct sof_sa_service *s)
 	unsigned i;
 
 	memset(s, 0, sizeof(*s));
-	s->id = sof_be64(rec);
+	s->id = sof_get64(rec);
 	memcpy(s->gid, rec + 8, 16);
-	s->pkey = sof_be16(rec + 24);
-	s->lease = sof_be32(rec + 28);
+	s->pkey = sof_get16(rec + 24);
+	s->lease = sof_get32(rec + 28);
 	memcpy(s->key, rec + 32, 16);
 	memcpy(s->name, rec + 48, 64);
 	memcpy(s->data8, rec + 112, 16);
 	for (i = 0; i < 8; i++)
-		s->data16[i] = sof_be16(rec + 128 + 2 * i);
+		s->data16[i] = sof_get16(rec + 128 + 2 * i);
 	for (i = 0; i < 4; i++)
-		s->data32[i] = sof_be32(rec + 144 + 4 * i);
+		s->data32[i] = sof_get32(rec + 144 + 4 * i);
 	for (i = 0; i < 2; i++)
-		s->data64[i] = sof_be64(rec + 160 + 8 * i);
+		s->data64[i] = sof_get64(rec + 160 + 8 * i);
 }
 
 void sof_sa_inform_pack(uint8_t *rec, const struct sof_sa_inform *ii)
@@ -796,15 +796,15 @@ void sof_sa_inform_unpack(const uint8_t *rec, struct sof_sa_inform *ii)
 {
 	memset(ii, 0, sizeof(*ii));
 	memcpy(ii->gid, rec, 16);
-	ii->lid_begin = sof_be16(rec + 16);
-	ii->lid_end = sof_be16(rec + 18);
+	ii->lid_begin = sof_get16(rec + 16);
+	ii->lid_end = sof_get16(rec + 18);
 	ii->is_generic = rec[22] != 0;
 	ii->subscribe = rec[23] != 0;
-	ii->type = sof_be16(rec + 24);
-	ii->trap_num = sof_be16(rec + 26);
-	ii->qpn = sof_be32(rec + 28) >> 8;
+	ii->type = sof_get16(rec + 24);
+	ii->trap_num = sof_get16(rec + 26);
+	ii->qpn = sof_get32(rec + 28) >> 8;
 	ii->resp_time = rec[31] & 0x1f;
-	ii->producer = sof_be32(rec + 32) & 0xffffffu;
+	ii->producer = sof_get32(rec + 32) & 0xffffffu;
 }
 
 void sof_sa_notice_pack(uint8_t *rec, const struct sof_sa_notice *n)
@@ -821,16 +821,16 @@ void sof_sa_notice_pack(uint8_t *rec, const struct sof_sa_notice *n)
 
 void sof_sa_notice_unpack(const uint8_t *rec, struct sof_sa_notice *n)
 {
-	uint32_t w = sof_be32(rec);
+	uint32_t w = sof_get32(rec);
 
 	memset(n, 0, sizeof(*n));
 	n->is_generic = w >> 31;
 	n->type = (uint8_t)(w >> 24 & 0x7f);
 	n->producer = w & 0xffffffu;
-	n->trap_num = sof_be16(rec + 4);
-	n->issuer_lid = sof_be16(rec + 6);
+	n->trap_num = sof_get16(rec + 4);
+	n->issuer_lid = sof_get16(rec + 6);
 	n->toggle = rec[8] >> 7;
-	n->count = sof_be16(rec + 8) & 0x7fff;
+	n->count = sof_get16(rec + 8) & 0x7fff;
 	memcpy(n->details, rec + 10, SOF_SA_NOTICE_DETAILS_LEN);
 	memcpy(n->issuer_gid, rec + 64, 16);
 }

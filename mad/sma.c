@@ -276,7 +276,7 @@ enum sof_dr_action sof_smp_dr_step(struct sof_node *n, uint8_t *smp, unsigned in
 	unsigned hc = smp[SOF_SMP_OFF_HOP_CNT];
 	const uint8_t *ipath = smp + SOF_SMP_OFF_INIT_PATH;
 	uint8_t *rpath = smp + SOF_SMP_OFF_RET_PATH;
-	bool returning = sof_be16(smp + SOF_SMP_OFF_STATUS) & SOF_SMP_DIRECTION;
+	bool returning = sof_get16(smp + SOF_SMP_OFF_STATUS) & SOF_SMP_DIRECTION;
 	bool sw = n->type == SOF_NODE_SWITCH;
 	bool arrived = in_port != 0;
 
@@ -314,7 +314,7 @@ enum sof_dr_action sof_smp_dr_step(struct sof_node *n, uint8_t *smp, unsigned in
 				return dr_drop(n, SOF_SMP_DROP_HOP_PTR, next);
 			rpath[*hp] = (uint8_t)in_port;
 			(*hp)++;
-			return dr_end(n, sof_be16(smp + SOF_SMP_OFF_DR_DLID), next);
+			return dr_end(n, sof_get16(smp + SOF_SMP_OFF_DR_DLID), next);
 		}
 		if (*hp == hc + 1 && arrived && lid_routed) { /* C14-9:4 */
 			next->action = SOF_DR_LOCAL;
@@ -349,7 +349,7 @@ enum sof_dr_action sof_smp_dr_step(struct sof_node *n, uint8_t *smp, unsigned in
 		if (arrived && lid_routed)
 			return dr_drop(n, SOF_SMP_DROP_HOP_PTR, next);
 		*hp = 0;
-		return dr_end(n, sof_be16(smp + SOF_SMP_OFF_DR_SLID), next);
+		return dr_end(n, sof_get16(smp + SOF_SMP_OFF_DR_SLID), next);
 	}
 	if (*hp == 0 && arrived && lid_routed) { /* C14-13:4 */
 		next->action = SOF_DR_LOCAL;
@@ -484,7 +484,7 @@ static uint16_t port_info_set(struct sma_req *r, unsigned portnum, struct sof_po
 	bool mgmt = n->type != SOF_NODE_SWITCH || portnum == 0;
 	unsigned state = d[32] & 0xf, phys = d[33] >> 4, ldd = d[33] & 0xf;
 	unsigned width = d[29], speed = d[35] & 0xf, nmtu = d[36] >> 4, opvls = d[43] >> 4;
-	uint16_t lid = sof_be16(d + 16);
+	uint16_t lid = sof_get16(d + 16);
 
 	/* PortPhysicalState: Polling enables, Disabled disables; the value
 	 * the port has is written back unchanged */
@@ -506,19 +506,19 @@ static uint16_t port_info_set(struct sma_req *r, unsigned portnum, struct sof_po
 
 	if (mgmt) {
 		uint8_t lmc = d[34] & 7, smsl = d[36] & 0xf;
-		uint16_t smlid = sof_be16(d + 18);
+		uint16_t smlid = sof_get16(d + 18);
 
 		if (lid != q->lid || lmc != q->lmc || smlid != q->sm_lid || smsl != q->sm_sl)
 			r->ev |= SOF_SMA_EV_LID;
-		q->mkey = sof_be64(d + 0);
-		q->gid_prefix = sof_be64(d + 8);
+		q->mkey = sof_get64(d + 0);
+		q->gid_prefix = sof_get64(d + 8);
 		q->lid = lid;
 		q->sm_lid = smlid;
-		q->mkey_lease = sof_be16(d + 26);
+		q->mkey_lease = sof_get16(d + 26);
 		q->mkey_protect = d[34] >> 6;
 		q->lmc = lmc;
 		q->sm_sl = smsl;
-		q->mkey_violations = sof_be16(d + 44);
+		q->mkey_violations = sof_get16(d + 44);
 		q->subnet_timeout = d[51] & 0x1f;
 		q->client_rereg = d[51] >> 7;
 	}
@@ -541,8 +541,8 @@ static uint16_t port_info_set(struct sma_req *r, unsigned portnum, struct sof_po
 	q->pe_outbound = d[43] >> 2 & 1;
 	q->filter_raw_inbound = d[43] >> 1 & 1;
 	q->filter_raw_outbound = d[43] & 1;
-	q->pkey_violations = sof_be16(d + 46);
-	q->qkey_violations = sof_be16(d + 48);
+	q->pkey_violations = sof_get16(d + 46);
+	q->qkey_violations = sof_get16(d + 48);
 	q->local_phy_errors = d[53] >> 4;
 	q->overrun_errors = d[53] & 0xf;
 
@@ -603,7 +603,7 @@ static uint16_t guid_info(struct sma_req *r)
 		return SOF_STATUS_BAD_VALUE;
 	if (r->set)
 		for (i = 1; i < 8 && i < p->guid_cap; i++) /* index 0 is the port GUID */
-			p->guids[block * 8 + i] = sof_be64(r->d + 8 * i);
+			p->guids[block * 8 + i] = sof_get64(r->d + 8 * i);
 	memset(r->d, 0, SOF_SMP_DATA_LEN);
 	for (i = 0; i < 8 && block * 8 + i < p->guid_cap; i++)
 		sof_put64(r->d + 8 * i, p->guids[block * 8 + i]);
@@ -619,7 +619,7 @@ static uint16_t pkey_table(struct sma_req *r)
 		return SOF_STATUS_BAD_VALUE;
 	if (r->set) {
 		for (i = 0; i < 32 && block * 32 + i < p->npkeys; i++)
-			p->pkeys[block * 32 + i] = sof_be16(r->d + 2 * i);
+			p->pkeys[block * 32 + i] = sof_get16(r->d + 2 * i);
 		r->ev |= SOF_SMA_EV_PKEYS;
 	}
 	memset(r->d, 0, SOF_SMP_DATA_LEN);
@@ -669,7 +669,7 @@ static uint16_t switch_info(struct sma_req *r)
 	if (r->n->type != SOF_NODE_SWITCH)
 		return SOF_STATUS_BAD_ATTR;
 	if (r->set) {
-		uint16_t lft_top = sof_be16(d + 6), mft_top = sof_be16(d + 18);
+		uint16_t lft_top = sof_get16(d + 6), mft_top = sof_get16(d + 18);
 
 		/* MulticastFDBTop 0xBFFF: no entries (IBA 14.2.5.4) */
 		if (lft_top >= s->lft_cap ||
@@ -733,7 +733,7 @@ static uint16_t mft(struct sma_req *r)
 		uint16_t *e = &s->mft[(block * 32 + i) * s->mft_positions + pos];
 
 		if (r->set)
-			*e = sof_be16(r->d + 2 * i);
+			*e = sof_get16(r->d + 2 * i);
 		sof_put16(r->d + 2 * i, *e);
 	}
 	if (r->set)
@@ -819,8 +819,8 @@ enum sof_sma_result sof_sma_process(struct sof_node *n, unsigned in_port, uint8_
 	if (in_port > n->nports || (in_port == 0 && n->type != SOF_NODE_SWITCH))
 		return sma_drop(n, SOF_SMP_DROP_PATH);
 	method = mad[3];
-	attr = sof_be16(mad + SOF_SMP_OFF_ATTR_ID);
-	r.mod = sof_be32(mad + SOF_SMP_OFF_ATTR_MOD);
+	attr = sof_get16(mad + SOF_SMP_OFF_ATTR_ID);
+	r.mod = sof_get32(mad + SOF_SMP_OFF_ATTR_MOD);
 	dbit = mad[1] == SOF_MCLASS_SMP_DR ? SOF_SMP_DIRECTION : 0;
 
 	/* responses, traps and reports are the SM's business */
@@ -831,7 +831,7 @@ enum sof_sma_result sof_sma_process(struct sof_node *n, unsigned in_port, uint8_
 		return SOF_SMA_PASS;
 	n->smp_in++;
 	if (method == SOF_METHOD_TRAP_REPRESS) {
-		if (!mkey_check(&r, method, sof_be64(mad + SOF_SMP_OFF_MKEY))) {
+		if (!mkey_check(&r, method, sof_get64(mad + SOF_SMP_OFF_MKEY))) {
 			if (events)
 				*events = r.ev;
 			return sma_drop(n, SOF_SMP_DROP_MKEY);
@@ -845,7 +845,7 @@ enum sof_sma_result sof_sma_process(struct sof_node *n, unsigned in_port, uint8_
 		status = SOF_STATUS_BAD_VERSION;
 	} else if (method != SOF_METHOD_GET && method != SOF_METHOD_SET) {
 		status = SOF_STATUS_BAD_METHOD;
-	} else if (!mkey_check(&r, method, sof_be64(mad + SOF_SMP_OFF_MKEY))) {
+	} else if (!mkey_check(&r, method, sof_get64(mad + SOF_SMP_OFF_MKEY))) {
 		if (events)
 			*events = r.ev;
 		return sma_drop(n, SOF_SMP_DROP_MKEY);

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sof_bytes.h"
+
 #define SOF_SMP_LEN 256
 #define SOF_SMP_DATA_LEN 64
 #define SOF_SMP_MAX_HOPS 64 /* IBA 14.2.1.2: hop count 0..63 */
@@ -316,32 +318,6 @@ void sof_sma_trap(const struct sof_node *n, unsigned port, uint16_t trap, uint64
 /* The PMA (mad/pma.c): ClassPortInfo, PortCounters, PortCountersExtended
  * (Get; Set resets the selected counters). Same results as the SMA. */
 enum sof_sma_result sof_pma_process(struct sof_node *n, unsigned in_port, uint8_t *mad, size_t len);
-
-/* Big-endian field access for SMP builders and parsers */
-static inline uint16_t sof_be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static inline uint32_t sof_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-static inline uint64_t sof_be64(const uint8_t *p)
-{
-	return (uint64_t)sof_be32(p) << 32 | sof_be32(p + 4);
-}
-static inline void sof_put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-static inline void sof_put32(uint8_t *p, uint32_t v)
-{
-	sof_put16(p, (uint16_t)(v >> 16));
-	sof_put16(p + 2, (uint16_t)v);
-}
-static inline void sof_put64(uint8_t *p, uint64_t v)
-{
-	sof_put32(p, (uint32_t)(v >> 32));
-	sof_put32(p + 4, (uint32_t)v);
-}
 
 /* Build the header of an SMP request (both kinds; hop count 0 and the
  * paths empty for DR: the caller fills them). */

@@ -70,18 +70,18 @@ static void on_switchinfo(struct sm *sm, struct sm_req *rq, int err, const uint8
 		return;
 	}
 	memcpy(s->raw_switchinfo, d, 64);
-	s->lft_cap = sof_be16(d + 0);
+	s->lft_cap = sof_get16(d + 0);
 	if (s->lft_cap > SM_UCAST_LIDS)
 		s->lft_cap = SM_UCAST_LIDS;
-	s->mft_cap = sof_be16(d + 4);
-	s->lft_top = sof_be16(d + 6);
+	s->mft_cap = sof_get16(d + 4);
+	s->lft_top = sof_get16(d + 6);
 	s->default_port = d[8];
 	s->life_time = d[11] >> 3;
 	s->port_state_change = d[11] >> 2 & 1;
-	s->lids_per_port = sof_be16(d + 12);
-	s->partition_enf_cap = sof_be16(d + 14);
+	s->lids_per_port = sof_get16(d + 12);
+	s->partition_enf_cap = sof_get16(d + 14);
 	s->enhanced_port0 = d[16] >> 3 & 1;
-	s->mft_top = sof_be16(d + 18);
+	s->mft_top = sof_get16(d + 18);
 }
 
 static void on_portinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t *mad)
@@ -96,12 +96,12 @@ static void on_portinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	memcpy(p->raw_portinfo, d, 64);
 	p->present = true;
 	p->seen_sweep = sm->sn.sweep;
-	p->gid_prefix = sof_be64(d + 8);
+	p->gid_prefix = sof_get64(d + 8);
 	/* the LID the port has now: kept when free (an SM restart) */
 	if (!p->lid_wanted)
-		p->lid_wanted = sof_be16(d + 16);
-	p->sm_lid = sof_be16(d + 18);
-	p->cap_mask = sof_be32(d + 20);
+		p->lid_wanted = sof_get16(d + 16);
+	p->sm_lid = sof_get16(d + 18);
+	p->cap_mask = sof_get32(d + 20);
 	p->local_port = d[28];
 	p->width_enabled = d[29];
 	p->width_supported = d[30];
@@ -118,8 +118,8 @@ static void on_portinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	p->op_vls = d[43] >> 4;
 	p->subnet_timeout = d[51] & 0x1f;
 	p->resp_time = d[52] & 0x1f;
-	p->cap_mask2 = sof_be16(d + 60);
-	p->lid_set = sof_be16(d + 16) == p->lid && p->lid && p->sm_lid == sm->sn.sm_lid &&
+	p->cap_mask2 = sof_get16(d + 60);
+	p->lid_set = sof_get16(d + 16) == p->lid && p->lid && p->sm_lid == sm->sn.sm_lid &&
 		     (d[34] & 7) == p->lmc;
 	if (p->state < SOF_PORT_INIT)
 		p->peer = NULL;
@@ -172,8 +172,8 @@ static void on_nodeinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	d = sm_smp_data(mad);
 	type = d[2];
 	nports = d[3];
-	guid = sof_be64(d + 12);
-	pguid = sof_be64(d + 20);
+	guid = sof_get64(d + 12);
+	pguid = sof_get64(d + 20);
 	lport = d[36];
 	if (type < SOF_NODE_CA || type > SOF_NODE_ROUTER || !nports || nports > 254 || !guid ||
 	    (type == SOF_NODE_SWITCH ? lport > nports : lport < 1 || lport > nports)) {
@@ -218,11 +218,11 @@ static void on_nodeinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	n->seen_sweep = sn->sweep;
 	n->present = true;
 	memcpy(n->raw_nodeinfo, d, 64);
-	n->sys_guid = sof_be64(d + 4);
-	n->partition_cap = sof_be16(d + 28);
-	n->device_id = sof_be16(d + 30);
-	n->revision = sof_be32(d + 32);
-	n->vendor_id = sof_be32(d + 36) & 0xffffff;
+	n->sys_guid = sof_get64(d + 4);
+	n->partition_cap = sof_get16(d + 28);
+	n->device_id = sof_get16(d + 30);
+	n->revision = sof_get32(d + 32);
+	n->vendor_id = sof_get32(d + 36) & 0xffffff;
 	memcpy(n->path, path, hops + 1u);
 	n->hops = (uint8_t)hops;
 	n->in_port = lport;

@@ -96,7 +96,7 @@ static void reply(struct sm *sm, int agent, void *umad, uint8_t method)
 	mad[3] = method;
 	if (mad[1] == SOF_MCLASS_SMP_DR) {
 		sof_put16(mad + SOF_SMP_OFF_STATUS,
-			  sof_be16(mad + SOF_SMP_OFF_STATUS) | SOF_SMP_DIRECTION);
+			  sof_get16(mad + SOF_SMP_OFF_STATUS) | SOF_SMP_DIRECTION);
 		dlid = SOF_LID_PERMISSIVE;
 	}
 	umad_set_addr(umad, dlid ? dlid : SOF_LID_PERMISSIVE, 0, a->sl, 0);
@@ -116,7 +116,7 @@ static void sminfo_fill(const struct sm *sm, uint8_t *d)
 static void request_in(struct sm *sm, int agent, void *umad)
 {
 	uint8_t *mad = umad_get_mad(umad);
-	uint16_t attr = sof_be16(mad + SOF_SMP_OFF_ATTR_ID);
+	uint16_t attr = sof_get16(mad + SOF_SMP_OFF_ATTR_ID);
 	uint8_t method = mad[3];
 
 	if (attr == SOF_ATTR_SM_INFO && (method == SOF_METHOD_GET || method == SOF_METHOD_SET)) {
@@ -124,13 +124,13 @@ static void request_in(struct sm *sm, int agent, void *umad)
 		 * ACKNOWLEDGE, DISABLE ...) from another SM is answered with
 		 * our state too; the master keeps mastership */
 		if (method == SOF_METHOD_SET)
-			sm_sminfo_set(sm, sof_be32(mad + SOF_SMP_OFF_ATTR_MOD));
+			sm_sminfo_set(sm, sof_get32(mad + SOF_SMP_OFF_ATTR_MOD));
 		sminfo_fill(sm, mad + SOF_SMP_OFF_DATA);
 		reply(sm, agent, umad, SOF_METHOD_GET_RESP);
 		return;
 	}
 	if (method == SOF_METHOD_TRAP) {
-		uint16_t trap = sof_be16(mad + SOF_SMP_OFF_DATA + 4);
+		uint16_t trap = sof_get16(mad + SOF_SMP_OFF_DATA + 4);
 
 		sm_log(sm, 1, "trap %u from LID %u", trap, be16toh(umad_get_mad_addr(umad)->lid));
 		sm_sa_trap_in(mad + SOF_SMP_OFF_DATA); /* to the SA's subscribers */

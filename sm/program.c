@@ -27,7 +27,7 @@ static void on_switchinfo_set(struct sm *sm, struct sm_req *rq, int err, const u
 		       err == -ETIMEDOUT ? "no answer" : "refused");
 		return;
 	}
-	s->lft_top = sof_be16(sm_smp_data(mad) + 6);
+	s->lft_top = sof_get16(sm_smp_data(mad) + 6);
 	s->port_state_change = sm_smp_data(mad)[11] >> 2 & 1;
 }
 
@@ -59,13 +59,13 @@ static void on_portinfo_set(struct sm *sm, struct sm_req *rq, int err, const uin
 	d = sm_smp_data(mad);
 	memcpy(p->raw_portinfo, d, 64);
 	p->state = d[32] & 0xf;
-	p->sm_lid = sof_be16(d + 18);
+	p->sm_lid = sof_get16(d + 18);
 	p->neighbor_mtu = d[36] >> 4;
 	p->sm_sl = d[36] & 0xf;
 	p->subnet_timeout = d[51] & 0x1f;
-	p->gid_prefix = sof_be64(d + 8);
+	p->gid_prefix = sof_get64(d + 8);
 	if (rq->arg)
-		p->lid_set = sof_be16(d + 16) == p->lid;
+		p->lid_set = sof_get16(d + 16) == p->lid;
 }
 
 static const uint8_t *node_path(const struct sm_port *p, unsigned *hops)

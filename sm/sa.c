@@ -63,12 +63,12 @@ void sa_port_gid(const struct sm_subnet *sn, const struct sm_port *p, uint8_t gi
 
 struct sm_port *sa_port_by_gid(const struct sm_subnet *sn, const uint8_t gid[16])
 {
-	uint64_t prefix = sof_be64(gid);
+	uint64_t prefix = sof_get64(gid);
 	struct sm_port *p;
 
 	if (prefix != sn->prefix && prefix != SM_DEFAULT_PREFIX)
 		return NULL;
-	p = sm_port_by_guid(sn, sof_be64(gid + 8));
+	p = sm_port_by_guid(sn, sof_get64(gid + 8));
 	if (!p || !p->node->present)
 		return NULL;
 	/* a switch's GUID names its management port */
@@ -272,7 +272,7 @@ long sm_sa_process(struct sm_sa *sa, const struct sm_sa_addr *from, const uint8_
 	}
 	if (out > 0) {
 		sa->st.answered++;
-		if (sof_be16(*resp + 4))
+		if (sof_get16(*resp + 4))
 			sa->st.errors++;
 	}
 	return out;

@@ -26,7 +26,7 @@ static void on_probe(struct sm *sm, struct sm_req *rq, int err, const uint8_t *m
 	if (err)
 		return;
 	d = sm_smp_data(mad);
-	guid = sof_be64(d);
+	guid = sof_get64(d);
 	sm_log(sm, 1, "SM at %s port %u: GUID %#llx priority %u state %s", rq->node->desc,
 	       rq->port, (unsigned long long)guid, d[20] >> 4, sm_state_names[d[20] & 3]);
 	if ((d[20] & 0xf) == SM_STATE_MASTER && guid != sm->sn.sm_guid) {
@@ -73,7 +73,7 @@ static void on_poll(struct sm *sm, struct sm_req *rq, int err, const uint8_t *ma
 	if (sm->sn.sm_state != SM_STATE_STANDBY)
 		return;
 	if (!err && (sm_smp_data(mad)[20] & 0xf) == SM_STATE_MASTER &&
-	    sof_be64(sm_smp_data(mad)) == sm->master_guid) {
+	    sof_get64(sm_smp_data(mad)) == sm->master_guid) {
 		sm->poll_fails = 0;
 		return;
 	}

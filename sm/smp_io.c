@@ -190,7 +190,7 @@ void sm_io_input(struct sm *sm, int agent, void *umad, int len)
 
 	if (len < 24) /* the MAD's length, as umad_recv gives it */
 		return;
-	rq = take_slot(sm, (uint32_t)sof_be64(mad + SOF_SMP_OFF_TID));
+	rq = take_slot(sm, (uint32_t)sof_get64(mad + SOF_SMP_OFF_TID));
 	if (!rq) {
 		sm->smps_dropped++;
 		return;
@@ -201,7 +201,7 @@ void sm_io_input(struct sm *sm, int agent, void *umad, int len)
 	}
 	if (len < 256 || mad[3] != SOF_METHOD_GET_RESP ||
 	    mad[1] != rq->mad[1] ||
-	    sof_be16(mad + SOF_SMP_OFF_ATTR_ID) != sof_be16(rq->mad + SOF_SMP_OFF_ATTR_ID)) {
+	    sof_get16(mad + SOF_SMP_OFF_ATTR_ID) != sof_get16(rq->mad + SOF_SMP_OFF_ATTR_ID)) {
 		/* not the answer to this request: wait on for it */
 		sm->smps_dropped++;
 		sm->slot[rq->tid & 0x3ff] = rq;
@@ -209,7 +209,7 @@ void sm_io_input(struct sm *sm, int agent, void *umad, int len)
 		return;
 	}
 	(void)agent;
-	st = sof_be16(mad + SOF_SMP_OFF_STATUS) & 0x7fff;
+	st = sof_get16(mad + SOF_SMP_OFF_STATUS) & 0x7fff;
 	if (st) {
 		sm->smps_error++;
 		complete(sm, rq, -EPROTO, mad);

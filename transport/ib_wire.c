@@ -6,6 +6,7 @@
  * bytes come from another process on the link.
  */
 #include "ib_wire.h"
+#include "sof_bytes.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -27,28 +28,9 @@ const char *const ib_phys_names[IB_PHYS_NR] = {
     [IB_PHYS_ERROR_RECOVERY] = "LinkErrorRecovery",
 };
 
-static inline void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
 
-static inline uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 
-static inline void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
 
-static inline uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
 
 /* ---- headers ------------------------------------------------------------------ */
 
@@ -58,9 +40,9 @@ void ib_lrh_write(uint8_t *buf, const struct ib_lrh *l)
 {
 	buf[0] = (uint8_t)((l->vl & 0xf) << 4 | (l->lver & 0xf));
 	buf[1] = (uint8_t)((l->sl & 0xf) << 4 | (l->lnh & 0x3));
-	put16(buf + 2, l->dlid);
-	put16(buf + 4, l->pktlen & 0x7ff);
-	put16(buf + 6, l->slid);
+	sof_put16(buf + 2, l->dlid);
+	sof_put16(buf + 4, l->pktlen & 0x7ff);
+	sof_put16(buf + 6, l->slid);
 }
 
 void ib_lrh_read(const uint8_t *buf, struct ib_lrh *l)
@@ -69,9 +51,9 @@ void ib_lrh_read(const uint8_t *buf, struct ib_lrh *l)
 	l->lver = buf[0] & 0xf;
 	l->sl = buf[1] >> 4;
 	l->lnh = buf[1] & 0x3;
-	l->dlid = get16(buf + 2);
-	l->pktlen = get16(buf + 4) & 0x7ff;
-	l->slid = get16(buf + 6);
+	l->dlid = sof_get16(buf + 2);
+	l->pktlen = sof_get16(buf + 4) & 0x7ff;
+	l->slid = sof_get16(buf + 6);
 }
 
 /* GRH, IBA 8.3: IPVer(4) TClass(8) FlowLabel(20) | PayLen(16) NxtHdr(8)
@@ -85,7 +67,7 @@ void ib_grh_write(uint8_t *buf, const struct ib_grh *g)
 	buf[1] = (uint8_t)(w >> 16);
 	buf[2] = (uint8_t)(w >> 8);
 	buf[3] = (uint8_t)w;
-	put16(buf + 4, g->paylen);
+	sof_put16(buf + 4, g->paylen);
 	buf[6] = g->nxthdr;
 	buf[7] = g->hop_limit;
 	memcpy(buf + 8, g->sgid, 16);
@@ -100,7 +82,7 @@ void ib_grh_read(const uint8_t *buf, struct ib_grh *g)
 	g->ipver = (uint8_t)(w >> 28);
 	g->tclass = (uint8_t)(w >> 20);
 	g->flow_label = w & 0xfffff;
-	g->paylen = get16(buf + 4);
+	g->paylen = sof_get16(buf + 4);
 	g->nxthdr = buf[6];
 	g->hop_limit = buf[7];
 	memcpy(g->sgid, buf + 8, 16);
@@ -256,8 +238,8 @@ void ib_sofl_write(uint8_t *buf, const struct ib_sofl *m)
 	buf[5] = m->type;
 	buf[6] = m->phys_state;
 	buf[7] = m->port;
-	put64(buf + 8, m->node_guid);
-	put64(buf + 16, m->port_guid);
+	sof_put64(buf + 8, m->node_guid);
+	sof_put64(buf + 16, m->port_guid);
 	memcpy(buf + 24, m->name, strnlen(m->name, IB_SOFL_NAME_LEN));
 }
 
@@ -270,8 +252,8 @@ int ib_sofl_parse(const uint8_t *buf, size_t len, struct ib_sofl *m)
 	m->type = buf[5];
 	m->phys_state = buf[6];
 	m->port = buf[7];
-	m->node_guid = get64(buf + 8);
-	m->port_guid = get64(buf + 16);
+	m->node_guid = sof_get64(buf + 8);
+	m->port_guid = sof_get64(buf + 16);
 	memcpy(m->name, buf + 24, IB_SOFL_NAME_LEN);
 	m->name[IB_SOFL_NAME_LEN] = '\0';
 	return 0;

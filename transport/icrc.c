@@ -50,6 +50,7 @@
  * use.
  */
 #include "roce_wire.h"
+#include "sof_bytes.h"
 
 #include <endian.h>
 #include <pthread.h>
@@ -315,11 +316,6 @@ static bool is_v4mapped(const uint8_t a[16])
 	return memcmp(a, prefix, sizeof(prefix)) == 0;
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
 
 /* The pseudo-header: the LRH's ones, the IP header and the UDP header
  * (IPv6: the longest, 56 bytes). Its CRC register depends only on the
@@ -346,12 +342,12 @@ static uint32_t head_crc(struct roce_icrc_cache *c, const struct roce_addr *a, u
 	if (is_v4mapped(a->src) && is_v4mapped(a->dst)) {
 		ph[8] = 0x45; /* version 4, IHL 5 */
 		ph[9] = 0xff; /* TOS: variant */
-		put16(ph + 10, (uint16_t)(20 + udplen));
-		put16(ph + 12, 0);	/* ID: see the top of the file */
-		put16(ph + 14, 0x4000); /* DF, fragment offset 0 */
+		sof_put16(ph + 10, (uint16_t)(20 + udplen));
+		sof_put16(ph + 12, 0);	/* ID: see the top of the file */
+		sof_put16(ph + 14, 0x4000); /* DF, fragment offset 0 */
 		ph[16] = 0xff;		/* TTL: variant */
 		ph[17] = 17;		/* UDP */
-		put16(ph + 18, 0xffff); /* header checksum: variant */
+		sof_put16(ph + 18, 0xffff); /* header checksum: variant */
 		memcpy(ph + 20, a->src + 12, 4);
 		memcpy(ph + 24, a->dst + 12, 4);
 		n = 8 + 20;
@@ -360,17 +356,17 @@ static uint32_t head_crc(struct roce_icrc_cache *c, const struct roce_addr *a, u
 		ph[9] = 0xff; /* traffic class, flow label: variant */
 		ph[10] = 0xff;
 		ph[11] = 0xff;
-		put16(ph + 12, udplen); /* payload length */
+		sof_put16(ph + 12, udplen); /* payload length */
 		ph[14] = 17;		/* next header: UDP */
 		ph[15] = 0xff;		/* hop limit: variant */
 		memcpy(ph + 16, a->src, 16);
 		memcpy(ph + 32, a->dst, 16);
 		n = 8 + 40;
 	}
-	put16(ph + n, a->sport);
-	put16(ph + n + 2, a->dport);
-	put16(ph + n + 4, udplen);
-	put16(ph + n + 6, 0xffff); /* UDP checksum: variant */
+	sof_put16(ph + n, a->sport);
+	sof_put16(ph + n + 2, a->dport);
+	sof_put16(ph + n + 4, udplen);
+	sof_put16(ph + n + 6, 0xffff); /* UDP checksum: variant */
 	n += 8;
 	k = c->next++ % ROCE_ICRC_HEADS;
 	c->head[k].a = *a;

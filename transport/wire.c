@@ -13,50 +13,17 @@
  * the headers of every opcode.
  */
 #include "roce_wire.h"
+#include "sof_bytes.h"
 
 #include <string.h>
 
-/* The headers are big-endian on the wire, most significant byte first. */
-static inline void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
+/* The headers are big-endian on the wire (sof_bytes.h). */
 
-static inline void put24(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 16);
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)v;
-}
 
-static inline void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
 
-static inline void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
 
-static inline uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 
-static inline uint32_t get24(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-}
 
-static inline uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) << 32 | get32(p + 4); }
 
 /* BTH, IBA 9.2:
  *   0: OpCode
@@ -235,50 +202,50 @@ size_t roce_hdr_write(uint8_t *buf, const struct roce_hdr *h)
 	p[0] = h->opcode;
 	p[1] = (uint8_t)((h->se ? BTH_SE : 0) | (h->migreq ? BTH_MIG : 0) |
 			 (h->pad & BTH_PAD_MASK) << BTH_PAD_SHIFT | (h->tver & BTH_TVER_MASK));
-	put16(p + 2, h->pkey);
+	sof_put16(p + 2, h->pkey);
 	p[4] = (uint8_t)((h->fecn ? BTH_FECN : 0) | (h->becn ? BTH_BECN : 0));
-	put24(p + 5, h->dqpn & ROCE_QPN_MASK);
+	sof_put24(p + 5, h->dqpn & ROCE_QPN_MASK);
 	p[8] = (uint8_t)((h->ackreq ? BTH_ACKREQ : 0) | (h->ext ? BTH_SOFEXT : 0));
-	put24(p + 9, h->psn & ROCE_PSN_MASK);
+	sof_put24(p + 9, h->psn & ROCE_PSN_MASK);
 	p += ROCE_BTH_LEN;
 
 	/* DETH, IBA 9.3.2: Q_Key, Resv8, SrcQP */
 	if (oi->flags & ROCE_F_DETH) {
-		put32(p, h->qkey);
+		sof_put32(p, h->qkey);
 		p[4] = 0;
-		put24(p + 5, h->sqpn & ROCE_QPN_MASK);
+		sof_put24(p + 5, h->sqpn & ROCE_QPN_MASK);
 		p += ROCE_DETH_LEN;
 	}
 	/* XRCETH (XRC annex): Resv8, XRCSRQ */
 	if (oi->flags & ROCE_F_XRCETH) {
 		p[0] = 0;
-		put24(p + 1, h->xrcsrq & ROCE_QPN_MASK);
+		sof_put24(p + 1, h->xrcsrq & ROCE_QPN_MASK);
 		p += ROCE_XRCETH_LEN;
 	}
 	/* RETH, IBA 9.3.3: VA, R_Key, DMA length */
 	if (oi->flags & ROCE_F_RETH) {
-		put64(p, h->va);
-		put32(p + 8, h->rkey);
-		put32(p + 12, h->dmalen);
+		sof_put64(p, h->va);
+		sof_put32(p + 8, h->rkey);
+		sof_put32(p + 12, h->dmalen);
 		p += ROCE_RETH_LEN;
 	}
 	/* AtomicETH, IBA 9.3.4: VA, R_Key, Swap (or Add) data, Compare data */
 	if (oi->flags & ROCE_F_ATMETH) {
-		put64(p, h->va);
-		put32(p + 8, h->rkey);
-		put64(p + 12, h->swap_add);
-		put64(p + 20, h->compare);
+		sof_put64(p, h->va);
+		sof_put32(p + 8, h->rkey);
+		sof_put64(p + 12, h->swap_add);
+		sof_put64(p + 20, h->compare);
 		p += ROCE_ATMETH_LEN;
 	}
 	/* AETH, IBA 9.3.5: Syndrome, MSN */
 	if (oi->flags & ROCE_F_AETH) {
 		p[0] = h->syndrome;
-		put24(p + 1, h->msn & ROCE_PSN_MASK);
+		sof_put24(p + 1, h->msn & ROCE_PSN_MASK);
 		p += ROCE_AETH_LEN;
 	}
 	/* AtomicAckETH, IBA 9.5.3: original remote data */
 	if (oi->flags & ROCE_F_ATMACK) {
-		put64(p, h->orig);
+		sof_put64(p, h->orig);
 		p += ROCE_ATMACK_LEN;
 	}
 	/* ImmDt, IBA 9.3.6: already in network order */
@@ -288,7 +255,7 @@ size_t roce_hdr_write(uint8_t *buf, const struct roce_hdr *h)
 	}
 	/* IETH, IBA 9.3.7: the R_Key to invalidate */
 	if (oi->flags & ROCE_F_IETH) {
-		put32(p, h->inv_rkey);
+		sof_put32(p, h->inv_rkey);
 		p += ROCE_IETH_LEN;
 	}
 	return (size_t)(p - buf);
@@ -299,34 +266,34 @@ size_t roce_hdr_write(uint8_t *buf, const struct roce_hdr *h)
 static void parse_ext(const uint8_t *p, const struct roce_opinfo *oi, struct roce_hdr *h)
 {
 	if (oi->flags & ROCE_F_DETH) {
-		h->qkey = get32(p);
-		h->sqpn = get24(p + 5);
+		h->qkey = sof_get32(p);
+		h->sqpn = sof_get24(p + 5);
 		p += ROCE_DETH_LEN;
 	}
 	if (oi->flags & ROCE_F_XRCETH) {
-		h->xrcsrq = get24(p + 1);
+		h->xrcsrq = sof_get24(p + 1);
 		p += ROCE_XRCETH_LEN;
 	}
 	if (oi->flags & ROCE_F_RETH) {
-		h->va = get64(p);
-		h->rkey = get32(p + 8);
-		h->dmalen = get32(p + 12);
+		h->va = sof_get64(p);
+		h->rkey = sof_get32(p + 8);
+		h->dmalen = sof_get32(p + 12);
 		p += ROCE_RETH_LEN;
 	}
 	if (oi->flags & ROCE_F_ATMETH) {
-		h->va = get64(p);
-		h->rkey = get32(p + 8);
-		h->swap_add = get64(p + 12);
-		h->compare = get64(p + 20);
+		h->va = sof_get64(p);
+		h->rkey = sof_get32(p + 8);
+		h->swap_add = sof_get64(p + 12);
+		h->compare = sof_get64(p + 20);
 		p += ROCE_ATMETH_LEN;
 	}
 	if (oi->flags & ROCE_F_AETH) {
 		h->syndrome = p[0];
-		h->msn = get24(p + 1);
+		h->msn = sof_get24(p + 1);
 		p += ROCE_AETH_LEN;
 	}
 	if (oi->flags & ROCE_F_ATMACK) {
-		h->orig = get64(p);
+		h->orig = sof_get64(p);
 		p += ROCE_ATMACK_LEN;
 	}
 	if (oi->flags & ROCE_F_IMMDT) {
@@ -334,7 +301,7 @@ static void parse_ext(const uint8_t *p, const struct roce_opinfo *oi, struct roc
 		p += ROCE_IMMDT_LEN;
 	}
 	if (oi->flags & ROCE_F_IETH)
-		h->inv_rkey = get32(p);
+		h->inv_rkey = sof_get32(p);
 }
 
 enum roce_drop roce_parse(const uint8_t *buf, size_t len, struct roce_hdr *h,
@@ -355,13 +322,13 @@ enum roce_drop roce_parse(const uint8_t *buf, size_t len, struct roce_hdr *h,
 	h->migreq = buf[1] & BTH_MIG;
 	h->pad = (buf[1] >> BTH_PAD_SHIFT) & BTH_PAD_MASK;
 	h->tver = buf[1] & BTH_TVER_MASK;
-	h->pkey = get16(buf + 2);
+	h->pkey = sof_get16(buf + 2);
 	h->fecn = buf[4] & BTH_FECN;
 	h->becn = buf[4] & BTH_BECN;
-	h->dqpn = get24(buf + 5);
+	h->dqpn = sof_get24(buf + 5);
 	h->ackreq = buf[8] & BTH_ACKREQ;
 	h->ext = buf[8] & BTH_SOFEXT;
-	h->psn = get24(buf + 9);
+	h->psn = sof_get24(buf + 9);
 
 	/* IBA 9.2: TVer 0 is the only transport header version there is */
 	if (h->tver != 0)
@@ -391,7 +358,7 @@ enum roce_drop roce_parse(const uint8_t *buf, size_t len, struct roce_hdr *h,
 void roce_sack_write(uint8_t *buf, uint32_t base, const uint8_t *map)
 {
 	buf[0] = ROCE_SACK_KIND;
-	put24(buf + 1, base & ROCE_PSN_MASK);
+	sof_put24(buf + 1, base & ROCE_PSN_MASK);
 	memcpy(buf + 4, map, ROCE_SACK_BITS / 8);
 }
 
@@ -399,7 +366,7 @@ bool roce_sack_parse(const uint8_t *buf, uint32_t len, uint32_t *base, const uin
 {
 	if (len != ROCE_SACK_LEN || buf[0] != ROCE_SACK_KIND)
 		return false;
-	*base = get24(buf + 1);
+	*base = sof_get24(buf + 1);
 	*map = buf + 4;
 	return true;
 }

@@ -15,7 +15,7 @@
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
  * FUZZ_SOURCES: tests/fuzz/fuzz_ipoib.c ipoib/proto.c
- * FUZZ_INCLUDES: ipoib
+ * FUZZ_INCLUDES: ipoib common
  */
 #include "ipoib.h"
 

@@ -33,7 +33,7 @@
 /* clang-format off */
 /*
  * FUZZ_SOURCES: tests/fuzz/fuzz_sa.c mad/sa_rec.c sm/sa.c sm/sa_tables.c sm/sa_path.c sm/sa_mcast.c sm/sa_inform.c sm/subnet.c
- * FUZZ_INCLUDES: mad sm tests/unit
+ * FUZZ_INCLUDES: mad sm tests/unit common
  * FUZZ_SEEDS_ENV: SOF_FUZZ_SA_SEEDS
  */
 /* clang-format on */
@@ -164,18 +164,18 @@ static void serve(struct sm_sa *sa, const uint8_t *mad, size_t len)
 	}
 	if (!resp || n < SOF_SA_HDR_LEN || len < SOF_SA_MAD_LEN)
 		FAIL("answer of %ld bytes to %zu", n, len);
-	if (sof_be64(resp + 8) != sof_be64(mad + 8) || sof_be16(resp + 16) != sof_be16(mad + 16) ||
+	if (sof_get64(resp + 8) != sof_get64(mad + 8) || sof_get16(resp + 16) != sof_get16(mad + 16) ||
 	    !(resp[3] & SOF_SA_RESP) || resp[1] != SOF_MCLASS_SA)
 		FAIL("answer header: method %02x TID/attribute changed", resp[3]);
 	if (n > SOF_SA_MAD_LEN || (resp[SOF_SA_OFF_RMPP_FLAGS] & SOF_SA_RMPP_ACTIVE)) {
-		unsigned stride = sof_be16(resp + SOF_SA_OFF_ATTR_OFFSET) * 8u;
+		unsigned stride = sof_get16(resp + SOF_SA_OFF_ATTR_OFFSET) * 8u;
 
-		if (!sof_be16(resp + 4) && (!stride || (size_t)(n - SOF_SA_HDR_LEN) % stride))
+		if (!sof_get16(resp + 4) && (!stride || (size_t)(n - SOF_SA_HDR_LEN) % stride))
 			FAIL("table of %ld bytes, records of %u", n, stride);
 	} else if (n != SOF_SA_MAD_LEN) {
 		FAIL("single answer of %ld bytes", n);
 	}
-	switch (sof_be16(resp + 4)) {
+	switch (sof_get16(resp + 4)) {
 	case SOF_SA_ST_OK:
 	case SOF_SA_ST_BAD_VERSION:
 	case SOF_SA_ST_BAD_METHOD:
@@ -188,7 +188,7 @@ static void serve(struct sm_sa *sa, const uint8_t *mad, size_t len)
 	case SOF_SA_ST_INSUFFICIENT_COMPONENTS:
 		break;
 	default:
-		FAIL("status 0x%04x", sof_be16(resp + 4));
+		FAIL("status 0x%04x", sof_get16(resp + 4));
 	}
 	if (sa->nsvc > SA_MAX_SERVICES || sa->ngrp > SA_MAX_GROUPS || sa->nsub > SA_MAX_SUBS)
 		FAIL("tables beyond their bounds");
@@ -273,9 +273,9 @@ static void seed(const char *dir, const char *name, const uint8_t *mad, size_t l
 	for (size_t off = 0; off < len; off += SOF_SA_MAD_LEN) {
 		long n = sm_sa_process(sa, &from, mad + off, SOF_SA_MAD_LEN, 5000000, &resp);
 
-		if (n <= 0 || sof_be16(resp + 4))
+		if (n <= 0 || sof_get16(resp + 4))
 			FAIL("seed %s: MAD %zu answered %ld bytes, status 0x%04x", name,
-			     off / SOF_SA_MAD_LEN, n, n > 0 ? sof_be16(resp + 4) : 0);
+			     off / SOF_SA_MAD_LEN, n, n > 0 ? sof_get16(resp + 4) : 0);
 		free(resp);
 		resp = NULL;
 	}

@@ -21,7 +21,7 @@
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
  * FUZZ_SOURCES: tests/fuzz/fuzz_sm.c sm/discover.c sm/lid.c sm/route.c sm/program.c sm/subnet.c mad/sma.c mad/pma.c
- * FUZZ_INCLUDES: sm mad
+ * FUZZ_INCLUDES: sm mad common
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -109,7 +109,7 @@ struct sm_req *sm_smp_lid(struct sm *sm, uint16_t dlid, uint8_t method, uint16_t
 static void answer(struct sm *sm, struct sm_req *rq)
 {
 	uint8_t mad[256], *d = mad + SOF_SMP_OFF_DATA, fate = next_byte();
-	uint16_t attr = sof_be16(rq->mad + SOF_SMP_OFF_ATTR_ID);
+	uint16_t attr = sof_get16(rq->mad + SOF_SMP_OFF_ATTR_ID);
 	unsigned i;
 
 	memcpy(mad, rq->mad, 256);

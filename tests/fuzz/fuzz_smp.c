@@ -18,7 +18,7 @@
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
  * FUZZ_SOURCES: tests/fuzz/fuzz_smp.c mad/sma.c mad/pma.c
- * FUZZ_INCLUDES: mad
+ * FUZZ_INCLUDES: mad common
  */
 #include "smp.h"
 
@@ -143,12 +143,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FAIL("no memory");
 	memcpy(snap, n, snap_size);
 	wrong_key = len == SOF_SMP_LEN && (data[0] & 2) && mad[0] == 1 && mad[2] == 1 &&
-		    mad[3] == SOF_METHOD_SET && sof_be64(mad + SOF_SMP_OFF_MKEY) != MKEY &&
+		    mad[3] == SOF_METHOD_SET && sof_get64(mad + SOF_SMP_OFF_MKEY) != MKEY &&
 		    (mad[1] == SOF_MCLASS_SMP_LID || mad[1] == SOF_MCLASS_SMP_DR) &&
 		    in_port <= n->nports && (in_port || n->type == SOF_NODE_SWITCH);
 	{
 		uint8_t hc = mad[SOF_SMP_OFF_HOP_CNT];
-		uint64_t tid = sof_be64(mad + SOF_SMP_OFF_TID);
+		uint64_t tid = sof_get64(mad + SOF_SMP_OFF_TID);
 
 		before = drops(n);
 		r = sof_sma_process(n, in_port, mad, len, &ev);
@@ -166,14 +166,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				FAIL("a Set with a wrong M_Key changed the node");
 		}
 		if (r == SOF_SMA_REPLY) {
-			uint16_t st = sof_be16(mad + SOF_SMP_OFF_STATUS);
+			uint16_t st = sof_get16(mad + SOF_SMP_OFF_STATUS);
 
 			if (mad[3] != SOF_METHOD_GET_RESP)
 				FAIL("reply method 0x%x", mad[3]);
 			if (!!(st & SOF_SMP_DIRECTION) != dr)
 				FAIL("reply D bit %d for dr %d", !!(st & SOF_SMP_DIRECTION), dr);
 			if (mad[SOF_SMP_OFF_HOP_CNT] != hc ||
-			    sof_be64(mad + SOF_SMP_OFF_TID) != tid)
+			    sof_get64(mad + SOF_SMP_OFF_TID) != tid)
 				FAIL("reply changed hop count or TID");
 			if (dr)
 				check_step(n, mad, 0, lid_routed, &a);

@@ -189,8 +189,8 @@ static void link_open(const char *spec)
 		}
 		n = recv(sock, b, sizeof(b), 0);
 		if (n == 88 && !memcmp(b, "SOFL", 4) && b[5] == 3) {
-			my_guid = sof_be64(b + 8);
-			my_port_guid = sof_be64(b + 16);
+			my_guid = sof_get64(b + 8);
+			my_port_guid = sof_get64(b + 16);
 			sofl_send(1);
 			return;
 		}
@@ -239,7 +239,7 @@ static int recv_mad(uint64_t tid, uint8_t *mad, int ms, uint16_t *slid)
 			continue;
 		if (n != PKT_LEN)
 			die("a packet of %zd bytes (a MAD's is %d)", n, PKT_LEN);
-		if (sof_be16(p + 4) * 4 != PKT_LEN - 2 || (p[0] & 0xf))
+		if (sof_get16(p + 4) * 4 != PKT_LEN - 2 || (p[0] & 0xf))
 			die("LRH PktLen/LVer wrong");
 		if (vcrc_bits(p, PKT_LEN - 2) != (uint16_t)(p[PKT_LEN - 2] | p[PKT_LEN - 1] << 8))
 			die("VCRC wrong on a packet from the fabric");
@@ -251,13 +251,13 @@ static int recv_mad(uint64_t tid, uint8_t *mad, int ms, uint16_t *slid)
 				   (uint32_t)q[3] << 24))
 				die("ICRC wrong on a packet from the fabric");
 		}
-		if (tid && sof_be64(p + 28 + 8) != tid)
+		if (tid && sof_get64(p + 28 + 8) != tid)
 			continue;
 		if (!tid && p[28 + 3] != SOF_METHOD_TRAP)
 			continue;
 		memcpy(mad, p + 28, 256);
 		if (slid)
-			*slid = sof_be16(p + 6);
+			*slid = sof_get16(p + 6);
 		return 0;
 	}
 	return -1;
@@ -282,7 +282,7 @@ static int dr_smp(const uint8_t *path, unsigned hops, uint8_t method, uint16_t a
 		send_pkt(0xffff, 0xffff, 15, 0xffff, 0, 0, 0, mad);
 		smps_sent++;
 		if (recv_mad(tid, mad, 1000, NULL) == 0) {
-			uint16_t st = sof_be16(mad + SOF_SMP_OFF_STATUS);
+			uint16_t st = sof_get16(mad + SOF_SMP_OFF_STATUS);
 
 			if (mad[3] != SOF_METHOD_GET_RESP || !(st & SOF_SMP_DIRECTION))
 				die("DR response: method 0x%x status 0x%x", mad[3], st);
@@ -309,7 +309,7 @@ static int lid_smp(uint16_t dlid, uint8_t method, uint16_t attr, uint32_t mod, u
 	if (slid != dlid)
 		die("LID-routed response from LID %u, asked %u", slid, dlid);
 	memcpy(out, mad + SOF_SMP_OFF_DATA, 64);
-	return sof_be16(mad + SOF_SMP_OFF_STATUS);
+	return sof_get16(mad + SOF_SMP_OFF_STATUS);
 }
 
 static int find(uint64_t guid)
@@ -331,14 +331,14 @@ static int probe(const uint8_t *path, unsigned hops, unsigned *in_port)
 	if (dr_smp(path, hops, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, NULL, d) != 0)
 		return -1;
 	*in_port = d[36];
-	i = find(sof_be64(d + 12));
+	i = find(sof_get64(d + 12));
 	if (i >= 0)
 		return i;
 	if (nnodes == MAX_NODES)
 		die("too many nodes");
 	n = &nodes[nnodes];
 	memset(n, 0, sizeof(*n));
-	n->guid = sof_be64(d + 12);
+	n->guid = sof_get64(d + 12);
 	n->type = d[2];
 	n->nports = d[3];
 	if (n->nports > MAX_PORTS)
@@ -549,9 +549,9 @@ static void check_lid_routed(void)
 
 		if (lid_smp(nodes[i].lid, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, d) != 0)
 			die("no LID-routed NodeInfo from %s (LID %u)", nodes[i].desc, nodes[i].lid);
-		if (sof_be64(d + 12) != nodes[i].guid)
+		if (sof_get64(d + 12) != nodes[i].guid)
 			die("LID %u answered as 0x%llx, not %s", nodes[i].lid,
-			    (unsigned long long)sof_be64(d + 12), nodes[i].desc);
+			    (unsigned long long)sof_get64(d + 12), nodes[i].desc);
 		if (nodes[i].type == SOF_NODE_CA && nodes[i].hops >= nodes[far].hops)
 			far = i;
 	}
@@ -570,11 +570,11 @@ static void check_lid_routed(void)
 		sof_put16(mad + 16, SOF_ATTR_PORT_COUNTERS);
 		mad[64 + 1] = 1;
 		send_pkt(nodes[far].lid, 1, 0, 0xffff, 1, 1, 0x80010000u, mad);
-		if (recv_mad(tid, mad, 1000, &slid) || sof_be16(mad + 4) != 0)
+		if (recv_mad(tid, mad, 1000, &slid) || sof_get16(mad + 4) != 0)
 			die("no PortCounters from %s by LID %u", nodes[far].desc, nodes[far].lid);
 		printf("pma %s lid %u: rcv_pkts %u xmit_pkts %u\n", nodes[far].desc, nodes[far].lid,
-		       sof_be32(mad + 64 + 36), sof_be32(mad + 64 + 32));
-		if (sof_be32(mad + 64 + 36) == 0)
+		       sof_get32(mad + 64 + 36), sof_get32(mad + 64 + 32));
+		if (sof_get32(mad + 64 + 36) == 0)
 			die("PortCounters of %s count no packet", nodes[far].desc);
 	}
 	{
@@ -659,7 +659,7 @@ static void host(unsigned want)
 		n = recv(sock, p, sizeof(p), 0);
 		if (n >= 4 && !memcmp(p, "SOFL", 4))
 			continue;
-		if (n < 34 || sof_be16(p + 4) * 4 != n - 2 ||
+		if (n < 34 || sof_get16(p + 4) * 4 != n - 2 ||
 		    vcrc_bits(p, (size_t)n - 2) != (uint16_t)(p[n - 2] | p[n - 1] << 8))
 			die("a bad packet of %zd bytes from the fabric", n);
 		{
@@ -671,10 +671,10 @@ static void host(unsigned want)
 				die("ICRC wrong on a packet from the fabric");
 		}
 		sof_port_count_rcv(&me->port[1], (uint32_t)n - 2, false);
-		dlid = sof_be16(p + 2);
-		slid = sof_be16(p + 6);
-		if (sof_be32(p + 12) == DATA_QP) {
-			unsigned seq = sof_be32(p + 16);
+		dlid = sof_get16(p + 2);
+		slid = sof_get16(p + 6);
+		if (sof_get32(p + 12) == DATA_QP) {
+			unsigned seq = sof_get32(p + 16);
 
 			if (n != 8 + 12 + 8 + DATA_LEN + 4 + 2)
 				die("data datagram of %zd bytes", n);
@@ -703,9 +703,9 @@ static void host(unsigned want)
 		} else if (p[0] >> 4 == 15 && mad[1] == SOF_MCLASS_SMP_LID) {
 			if (sof_sma_process(me, 1, mad, 256, NULL) == SOF_SMA_REPLY)
 				host_send(me, slid, me->port[1].lid, 0, 0, 0, mad);
-		} else if (sof_be32(p + 12) == 1 && mad[1] == SOF_MCLASS_PERF) {
+		} else if (sof_get32(p + 12) == 1 && mad[1] == SOF_MCLASS_PERF) {
 			if (sof_pma_process(me, 1, mad, 256) == SOF_SMA_REPLY)
-				host_send(me, slid, me->port[1].lid, sof_be32(p + 24), 1,
+				host_send(me, slid, me->port[1].lid, sof_get32(p + 24), 1,
 					  0x80010000u, mad);
 		}
 	}
@@ -750,7 +750,7 @@ static void pkey_enforcement(void)
 	sof_put16(d, 0xffff);
 	sof_put16(d + 2, 0x8001);
 	if (dr_smp(sw->path, sw->hops, SOF_METHOD_SET, SOF_ATTR_PKEY_TABLE, p << 16, d, r) != 0 ||
-	    sof_be16(r + 2) != 0x8001)
+	    sof_get16(r + 2) != 0x8001)
 		die("P_KeyTable Set of %s port %u", sw->desc, p);
 	if (dr_smp(sw->path, sw->hops, SOF_METHOD_GET, SOF_ATTR_PORT_INFO, p, NULL, d) != 0)
 		die("PortInfo of %s port %u", sw->desc, p);
@@ -819,21 +819,21 @@ static void wait_trap(int secs)
 	fflush(stdout);
 	if (recv_mad(0, mad, secs * 1000, &slid))
 		die("no trap within %d s", secs);
-	printf("trap %u from lid %u lidaddr %u\n", sof_be16(mad + 64 + 4), slid,
-	       sof_be16(mad + 64 + 10));
+	printf("trap %u from lid %u lidaddr %u\n", sof_get16(mad + 64 + 4), slid,
+	       sof_get16(mad + 64 + 10));
 	fflush(stdout);
 	/* unrepressed, a switch sends its trap again with its TID (IBA
 	 * 13.4.8.3); so do the others whose earlier traps (the route's port
 	 * changes) we never repressed */
-	tid = sof_be64(mad + 8);
+	tid = sof_get64(mad + 8);
 	memcpy(seen[0], mad, 256);
 	from[0] = slid;
 	deadline = now_ms() + 3000;
 	while (now_ms() < deadline && !recv_mad(0, mad, (int)(deadline - now_ms()), &slid)) {
-		if (sof_be64(mad + 8) == tid)
+		if (sof_get64(mad + 8) == tid)
 			again = true;
 		for (i = 0; i < nseen; i++)
-			if (sof_be64(seen[i] + 8) == sof_be64(mad + 8))
+			if (sof_get64(seen[i] + 8) == sof_get64(mad + 8))
 				break;
 		if (i == nseen && nseen < 16) {
 			memcpy(seen[nseen], mad, 256);
@@ -851,7 +851,7 @@ static void wait_trap(int secs)
 	/* a resend may have crossed them; after that, silence */
 	(void)recv_mad(0, mad, 1200, NULL);
 	if (!recv_mad(0, mad, 2500, NULL))
-		die("trap 0x%llx still sent after TrapRepress", (unsigned long long)sof_be64(mad + 8));
+		die("trap 0x%llx still sent after TrapRepress", (unsigned long long)sof_get64(mad + 8));
 	printf("repressed %u traps: no trap in 2.5 s\n", nseen);
 }
 

@@ -93,7 +93,7 @@ static uint8_t *ask(uint8_t *mad, size_t len, int *rlen)
 		if (rc < 0 || umad_status(u))
 			break;
 		/* the upper half of a TID is the agent's (IBA 13.4.6.4) */
-		if (sof_be32((uint8_t *)umad_get_mad(u) + 12) != sof_be32(mad + 12)) {
+		if (sof_get32((uint8_t *)umad_get_mad(u) + 12) != sof_get32(mad + 12)) {
 			n = 256; /* an older answer: not ours */
 			continue;
 		}
@@ -111,7 +111,7 @@ static uint8_t *ask(uint8_t *mad, size_t len, int *rlen)
 	return NULL;
 }
 
-static uint16_t status_of(const uint8_t *r) { return sof_be16(r + 4); }
+static uint16_t status_of(const uint8_t *r) { return sof_get16(r + 4); }
 
 static void req(uint8_t *mad, uint8_t method, uint16_t attr, uint64_t mask);
 
@@ -152,7 +152,7 @@ static int wait_reports(int secs)
 		if (umad_recv(fd, u, &n, 500) < 0 || umad_status(u))
 			continue;
 		m = umad_get_mad(u);
-		if (m[3] != SOF_SA_REPORT || sof_be16(m + 16) != SOF_SA_ATTR_NOTICE)
+		if (m[3] != SOF_SA_REPORT || sof_get16(m + 16) != SOF_SA_ATTR_NOTICE)
 			continue;
 		sof_sa_notice_unpack(m + SOF_SA_OFF_DATA, &no);
 		printf("report: trap %u from LID %u\n", no.trap_num, no.issuer_lid);
@@ -184,7 +184,7 @@ static int wait_reports(int secs)
  * counted: a short table may come padded to a MAD) */
 static unsigned nrec(const uint8_t *r, int len)
 {
-	unsigned stride = sof_be16(r + SOF_SA_OFF_ATTR_OFFSET) * 8u, n = 0;
+	unsigned stride = sof_get16(r + SOF_SA_OFF_ATTR_OFFSET) * 8u, n = 0;
 
 	if (!stride)
 		return 0;
@@ -297,7 +297,7 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < nrec(r, len) && ngid < MAX_GIDS; i++) {
 		const uint8_t *rec =
-		    r + SOF_SA_OFF_DATA + i * sof_be16(r + SOF_SA_OFF_ATTR_OFFSET) * 8u;
+		    r + SOF_SA_OFF_DATA + i * sof_get16(r + SOF_SA_OFF_ATTR_OFFSET) * 8u;
 
 		sof_put64(gids[ngid], 0xfe80000000000000ull);
 		memcpy(gids[ngid++] + 8, rec + 4 + 20, 8); /* NodeInfo:PortGUID */
@@ -345,7 +345,7 @@ int main(int argc, char **argv)
 		r = ask(mad, 256, &len);
 		got = r ? nrec(r, len) : 0;
 		if (!r || status_of(r) || r[3] != 0x94 || got != nd ||
-		    sof_be16(r + SOF_SA_OFF_DATA + 42) != port.base_lid)
+		    sof_get16(r + SOF_SA_OFF_DATA + 42) != port.base_lid)
 			FAIL("multi: status 0x%04x method 0x%02x, %u paths for %u GIDs",
 			     r ? status_of(r) : 0xffff, r ? r[3] : 0, got, nd);
 		free(r);
@@ -380,7 +380,7 @@ int main(int argc, char **argv)
 		sof_sa_service_pack(mad + SOF_SA_OFF_DATA, &s);
 		r = ask(mad, 256, &len);
 		if (!r || status_of(r) || nrec(r, len) != 1 ||
-		    sof_be32(r + SOF_SA_OFF_DATA + 28) > 60 || !sof_be32(r + SOF_SA_OFF_DATA + 28))
+		    sof_get32(r + SOF_SA_OFF_DATA + 28) > 60 || !sof_get32(r + SOF_SA_OFF_DATA + 28))
 			FAIL("service get: status 0x%04x, %u records", r ? status_of(r) : 0xffff,
 			     r ? nrec(r, len) : 0);
 		free(r);
@@ -419,7 +419,7 @@ int main(int argc, char **argv)
 		r = ask(mad, 256, &len);
 		if (r && !status_of(r)) {
 			memcpy(mgid, r + SOF_SA_OFF_DATA, 16);
-			mlid = sof_be16(r + SOF_SA_OFF_DATA + 36);
+			mlid = sof_get16(r + SOF_SA_OFF_DATA + 36);
 		}
 		if (!r || status_of(r) || mgid[0] != 0xff || mgid[2] != 0xa0 || mgid[3] != 0x1b ||
 		    mlid < 0xc000)

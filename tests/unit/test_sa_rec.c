@@ -80,16 +80,16 @@ TEST(path_record_layout)
 	p.preference = 3;
 	sof_sa_path_pack(rec, &p);
 	/* IBA 15.2.5.16 offsets */
-	CHECK_EQ(sof_be64(rec), 0x1122334455667788ull);
+	CHECK_EQ(sof_get64(rec), 0x1122334455667788ull);
 	CHECK_EQ(rec[8], 0xd0);
 	CHECK_EQ(rec[24], 0x50);
-	CHECK_EQ(sof_be16(rec + 40), 0x0102);
-	CHECK_EQ(sof_be16(rec + 42), 0x0304);
-	CHECK_EQ(sof_be32(rec + 44), 0x8abcde40u);
+	CHECK_EQ(sof_get16(rec + 40), 0x0102);
+	CHECK_EQ(sof_get16(rec + 42), 0x0304);
+	CHECK_EQ(sof_get32(rec + 44), 0x8abcde40u);
 	CHECK_EQ(rec[48], 0x12);
 	CHECK_EQ(rec[49], 0xff);
-	CHECK_EQ(sof_be16(rec + 50), 0xffff);
-	CHECK_EQ(sof_be16(rec + 52), 0xabc9);
+	CHECK_EQ(sof_get16(rec + 50), 0xffff);
+	CHECK_EQ(sof_get16(rec + 52), 0xabc9);
 	CHECK_EQ(rec[54], 0x85);
 	CHECK_EQ(rec[55], 0x87);
 	CHECK_EQ(rec[56], 0x93);
@@ -152,9 +152,9 @@ TEST(multipath_and_mcmember)
 	c.join_state = SOF_MC_JOIN_FULL | SOF_MC_JOIN_SEND_ONLY;
 	c.proxy_join = true;
 	sof_sa_mcmember_pack(rec, &c);
-	CHECK_EQ(sof_be32(rec + 32), 0x80010000u);
-	CHECK_EQ(sof_be16(rec + 36), 0xc001);
-	CHECK_EQ(sof_be32(rec + 44), 0x51234509u);
+	CHECK_EQ(sof_get32(rec + 32), 0x80010000u);
+	CHECK_EQ(sof_get16(rec + 36), 0xc001);
+	CHECK_EQ(sof_get32(rec + 44), 0x51234509u);
 	CHECK_EQ(rec[48], 0x25);
 	CHECK_EQ(rec[49], 0x80);
 	CHECK_EQ(sof_sa_get(&sof_sa_recs[SOF_SA_REC_MCMEMBER], rec, SOF_MCMR_JOIN_STATE), 5);
@@ -184,12 +184,12 @@ TEST(service_inform_notice)
 	s.data32[3] = 0x32323232u;
 	s.data64[1] = 0x6464646464646464ull;
 	sof_sa_service_pack(rec, &s);
-	CHECK_EQ(sof_be32(rec + 28), 60);
+	CHECK_EQ(sof_get32(rec + 28), 60);
 	CHECK(!memcmp(rec + 48, "softofed-test", 13));
 	CHECK_EQ(rec[127], 8);
-	CHECK_EQ(sof_be16(rec + 142), 0x1616);
-	CHECK_EQ(sof_be32(rec + 156), 0x32323232u);
-	CHECK_EQ(sof_be64(rec + 168), 0x6464646464646464ull);
+	CHECK_EQ(sof_get16(rec + 142), 0x1616);
+	CHECK_EQ(sof_get32(rec + 156), 0x32323232u);
+	CHECK_EQ(sof_get64(rec + 168), 0x6464646464646464ull);
 	CHECK_EQ(sof_sa_get(&sof_sa_recs[SOF_SA_REC_SERVICE], rec, SOF_SR_DATA16_0 + 7), 0x1616);
 	sof_sa_service_unpack(rec, &s2);
 	CHECK_MEM(&s, &s2, sizeof(s));
@@ -204,8 +204,8 @@ TEST(service_inform_notice)
 	ii.resp_time = 19;
 	ii.producer = 0xabcdef;
 	sof_sa_inform_pack(rec, &ii);
-	CHECK_EQ(sof_be32(rec + 28), 0x12345613u);
-	CHECK_EQ(sof_be32(rec + 32), 0x00abcdefu);
+	CHECK_EQ(sof_get32(rec + 28), 0x12345613u);
+	CHECK_EQ(sof_get32(rec + 32), 0x00abcdefu);
 	sof_sa_inform_unpack(rec, &ii2);
 	CHECK_MEM(&ii, &ii2, sizeof(ii));
 
@@ -219,8 +219,8 @@ TEST(service_inform_notice)
 	n.details[6] = 0xfe;
 	n.issuer_gid[0] = 0xfe;
 	sof_sa_notice_pack(rec, &n);
-	CHECK_EQ(sof_be32(rec), 0x83000004u);
-	CHECK_EQ(sof_be16(rec + 8), 0x8005);
+	CHECK_EQ(sof_get32(rec), 0x83000004u);
+	CHECK_EQ(sof_get16(rec + 8), 0x8005);
 	CHECK_EQ(rec[16], 0xfe);
 	sof_sa_notice_unpack(rec, &n2);
 	CHECK_MEM(&n, &n2, sizeof(n));
@@ -366,19 +366,19 @@ TEST(response_header)
 	CHECK_EQ(resp[1], SOF_MCLASS_SA);
 	CHECK_EQ(resp[2], 2);
 	CHECK_EQ(resp[3], 0x92);
-	CHECK_EQ(sof_be64(resp + 8), 0xabcdef0123ull);
-	CHECK_EQ(sof_be16(resp + 16), SOF_SA_ATTR_PATH_REC);
+	CHECK_EQ(sof_get64(resp + 8), 0xabcdef0123ull);
+	CHECK_EQ(sof_get16(resp + 16), SOF_SA_ATTR_PATH_REC);
 	CHECK_EQ(resp[24], 1);
 	CHECK_EQ(resp[25], SOF_SA_RMPP_TYPE_DATA);
 	CHECK_EQ(resp[26], 7);
-	CHECK_EQ(sof_be16(resp + 44), 8);
-	CHECK_EQ(sof_be64(resp + 48), 0x30);
+	CHECK_EQ(sof_get16(resp + 44), 8);
+	CHECK_EQ(sof_get64(resp + 48), 0x30);
 
 	sof_sa_req_init(req, SOF_SA_SET, SOF_SA_ATTR_MCMEMBER_REC, 0, 5, 0);
 	CHECK_EQ(sof_sa_parse(req, sizeof(req), &r), 0);
 	sof_sa_resp_init(resp, &r, SOF_SA_ST_REQ_INVALID, 0, false);
 	CHECK_EQ(resp[3], 0x81); /* a Set is answered by a GetResp */
-	CHECK_EQ(sof_be16(resp + 4), SOF_SA_ST_REQ_INVALID);
+	CHECK_EQ(sof_get16(resp + 4), SOF_SA_ST_REQ_INVALID);
 	CHECK_EQ(resp[24], 0);
 	CHECK(!strcmp(sof_sa_status_name(SOF_SA_ST_NO_RECORDS), "ERR_NO_RECORDS"));
 }

@@ -80,8 +80,8 @@ static uint16_t ask_from(uint16_t from, uint8_t *mad, size_t len)
 	R = NULL;
 	RLEN = sm_sa_process(SA, &a, mad, len, NOW, &R);
 	CHECK(RLEN >= 256 || (RLEN >= SOF_SA_HDR_LEN && R && (R[3] & 0x7f) != SOF_SA_GET));
-	CHECK_EQ(sof_be64(R + 8), sof_be64(mad + 8));
-	return sof_be16(R + 4);
+	CHECK_EQ(sof_get64(R + 8), sof_get64(mad + 8));
+	return sof_get16(R + 4);
 }
 
 static uint16_t ask(uint8_t *mad) { return ask_from(6, mad, 256); }
@@ -89,7 +89,7 @@ static uint16_t ask(uint8_t *mad) { return ask_from(6, mad, 256); }
 /* records in the last table response */
 static unsigned nrec(void)
 {
-	unsigned stride = sof_be16(R + SOF_SA_OFF_ATTR_OFFSET) * 8u;
+	unsigned stride = sof_get16(R + SOF_SA_OFF_ATTR_OFFSET) * 8u;
 
 	CHECK(stride);
 	CHECK_EQ((RLEN - SOF_SA_HDR_LEN) % stride, 0);
@@ -98,7 +98,7 @@ static unsigned nrec(void)
 
 static const uint8_t *rec_at(unsigned i)
 {
-	return R + SOF_SA_OFF_DATA + i * sof_be16(R + SOF_SA_OFF_ATTR_OFFSET) * 8u;
+	return R + SOF_SA_OFF_DATA + i * sof_get16(R + SOF_SA_OFF_ATTR_OFFSET) * 8u;
 }
 
 static void req(uint8_t *mad, uint8_t method, uint16_t attr, uint64_t mask)
@@ -123,7 +123,7 @@ TEST(class_port_info_and_bad_requests)
 	CHECK_EQ(ask(mad), 0);
 	CHECK_EQ(R[3], 0x81);
 	CHECK_EQ(R[SOF_SA_OFF_DATA + 1], 2);
-	CHECK(sof_be16(R + SOF_SA_OFF_DATA + 2) & SOF_SA_CAP_MULTIPATH);
+	CHECK(sof_get16(R + SOF_SA_OFF_DATA + 2) & SOF_SA_CAP_MULTIPATH);
 	/* a mask naming a component NodeRecord lacks: answered, TID kept */
 	req(mad, SOF_SA_GET_TABLE, SOF_SA_ATTR_NODE_REC, 1ull << 40);
 	CHECK_EQ(ask(mad), SOF_SA_ST_REQ_INVALID);
@@ -157,7 +157,7 @@ TEST(node_records)
 	CHECK_EQ(ask(mad), 0);
 	CHECK_EQ(R[3], 0x92);
 	CHECK_EQ(R[SOF_SA_OFF_RMPP_FLAGS] & 7, 7);
-	CHECK_EQ(sof_be16(R + SOF_SA_OFF_ATTR_OFFSET), 14);
+	CHECK_EQ(sof_get16(R + SOF_SA_OFF_ATTR_OFFSET), 14);
 	CHECK_EQ(nrec(), 5);
 	/* by LID: H2's */
 	req(mad, SOF_SA_GET, SOF_SA_ATTR_NODE_REC, 1ull << SOF_NR_LID);
@@ -224,13 +224,13 @@ TEST(portinfo_link_switch_records)
 	mad[SOF_SA_OFF_DATA + 2] = 3;
 	CHECK_EQ(ask(mad), 0);
 	CHECK_EQ(R[SOF_SA_OFF_DATA + 3], 3);
-	CHECK_EQ(sof_be16(R + SOF_SA_OFF_DATA + 4), 1);
+	CHECK_EQ(sof_get16(R + SOF_SA_OFF_DATA + 4), 1);
 
 	/* SwitchInfo, LFT blocks, GUIDInfo, P_Keys, SMInfo */
 	req(mad, SOF_SA_GET_TABLE, SOF_SA_ATTR_SWITCHINFO_REC, 0);
 	CHECK_EQ(ask(mad), 0);
 	CHECK_EQ(nrec(), 2);
-	CHECK_EQ(sof_be16(rec_at(0) + 4), 0xc000);
+	CHECK_EQ(sof_get16(rec_at(0) + 4), 0xc000);
 	req(mad, SOF_SA_GET, SOF_SA_ATTR_LFT_REC, 1ull << SOF_LFTR_LID | 1ull << SOF_LFTR_BLOCK);
 	sof_put16(mad + SOF_SA_OFF_DATA, 2);
 	CHECK_EQ(ask(mad), 0);
@@ -245,12 +245,12 @@ TEST(portinfo_link_switch_records)
 	sof_put16(mad + SOF_SA_OFF_DATA, 8);
 	CHECK_EQ(ask(mad), 0);
 	CHECK_EQ(nrec(), 1);
-	CHECK_EQ(sof_be16(rec_at(0) + 8), 0xffff);
+	CHECK_EQ(sof_get16(rec_at(0) + 8), 0xffff);
 	req(mad, SOF_SA_GET, SOF_SA_ATTR_SMINFO_REC, 0);
 	CHECK_EQ(ask(mad), 0);
-	CHECK_EQ(sof_be16(R + SOF_SA_OFF_DATA), 4);
-	CHECK_EQ(sof_be64(R + SOF_SA_OFF_DATA + 4), SAF_H1 + 1);
-	CHECK_EQ(sof_be64(R + SOF_SA_OFF_DATA + 12), 0);
+	CHECK_EQ(sof_get16(R + SOF_SA_OFF_DATA), 4);
+	CHECK_EQ(sof_get64(R + SOF_SA_OFF_DATA + 4), SAF_H1 + 1);
+	CHECK_EQ(sof_get64(R + SOF_SA_OFF_DATA + 12), 0);
 	CHECK_EQ(R[SOF_SA_OFF_DATA + 24], 0xf3);
 	teardown();
 }
@@ -282,7 +282,7 @@ TEST(path_records)
 	CHECK_EQ(p.pkey, 0xffff);
 	CHECK(p.reversible);
 	CHECK_EQ(p.preference, 0);
-	CHECK_EQ(sof_be64(p.sgid + 8), SAF_H1 + 1);
+	CHECK_EQ(sof_get64(p.sgid + 8), SAF_H1 + 1);
 	sof_sa_path_unpack(rec_at(1), &p);
 	CHECK_EQ(p.slid, 5);
 	CHECK_EQ(p.dlid, 9);
@@ -301,12 +301,12 @@ TEST(path_records)
 	CHECK_EQ(p.slid, 7);
 	CHECK_EQ(p.dlid, 5);
 	CHECK_EQ(p.mtu, 5);
-	CHECK_EQ(sof_be64(p.dgid + 8), SAF_H1 + 1);
+	CHECK_EQ(sof_get64(p.dgid + 8), SAF_H1 + 1);
 	/* no source named: the requester's port (LID 6, H2) */
 	req(mad, SOF_SA_GET, SOF_SA_ATTR_PATH_REC, 1ull << SOF_PR_DLID);
 	sof_put16(mad + SOF_SA_OFF_DATA + 40, 8);
 	CHECK_EQ(ask(mad), 0);
-	CHECK_EQ(sof_be16(R + SOF_SA_OFF_DATA + 42), 6);
+	CHECK_EQ(sof_get16(R + SOF_SA_OFF_DATA + 42), 6);
 	/* a Get with no destination, an unknown GID */
 	req(mad, SOF_SA_GET, SOF_SA_ATTR_PATH_REC, 1ull << SOF_PR_SLID);
 	sof_put16(mad + SOF_SA_OFF_DATA + 42, 4);
@@ -367,12 +367,12 @@ TEST(multipath_records)
 	mad[SOF_SA_OFF_RMPP_FLAGS] = 7;
 	CHECK_EQ(ask(mad), 0);
 	CHECK_EQ(R[3], 0x94);
-	CHECK_EQ(sof_be16(R + 16), SOF_SA_ATTR_MULTIPATH_REC);
+	CHECK_EQ(sof_get16(R + 16), SOF_SA_ATTR_MULTIPATH_REC);
 	CHECK_EQ(nrec(), 5);
-	CHECK_EQ(sof_be16(rec_at(0) + 40), 6);
-	CHECK_EQ(sof_be16(rec_at(1) + 40), 7);
-	CHECK_EQ(sof_be16(rec_at(4) + 40), 8);
-	CHECK_EQ(sof_be16(rec_at(4) + 42), 4);
+	CHECK_EQ(sof_get16(rec_at(0) + 40), 6);
+	CHECK_EQ(sof_get16(rec_at(1) + 40), 7);
+	CHECK_EQ(sof_get16(rec_at(4) + 40), 8);
+	CHECK_EQ(sof_get16(rec_at(4) + 42), 4);
 	/* GID counts that overrun the record */
 	mad[SOF_SA_OFF_DATA + 15] = 12;
 	CHECK_EQ(ask(mad), SOF_SA_ST_REQ_INVALID);
@@ -409,7 +409,7 @@ TEST(service_records)
 	req(mad, SOF_SA_GET, SOF_SA_ATTR_SERVICE_REC, 1ull << SOF_SR_NAME);
 	memcpy(mad + SOF_SA_OFF_DATA + 48, "svc-a", 5);
 	CHECK_EQ(ask(mad), 0);
-	CHECK_EQ(sof_be32(R + SOF_SA_OFF_DATA + 28), 2); /* lease left */
+	CHECK_EQ(sof_get32(R + SOF_SA_OFF_DATA + 28), 2); /* lease left */
 	/* the lease runs out */
 	NOW += 3000000;
 	sm_sa_tick(SA, NOW);
@@ -476,7 +476,7 @@ TEST(multicast_join_leave)
 	memcpy(mgid, R + SOF_SA_OFF_DATA, 16);
 	CHECK_EQ(mgid[0], 0xff);
 	CHECK_EQ(mgid[2], 0xa0);
-	mlid = sof_be16(R + SOF_SA_OFF_DATA + 36);
+	mlid = sof_get16(R + SOF_SA_OFF_DATA + 36);
 	CHECK_EQ(mlid, 0xc001);
 	CHECK_EQ(T.mcast_changes, 2);
 	/* H3 joins send-only; H2 with another Q_Key is refused */
@@ -536,7 +536,7 @@ TEST(inform_and_reports)
 	req(mad, SOF_SA_GET_TABLE, SOF_SA_ATTR_INFORM_INFO_REC, 0);
 	CHECK_EQ(ask(mad), 0);
 	CHECK_EQ(nrec(), 1);
-	CHECK_EQ(sof_be64(rec_at(0) + 8), SAF_H2 + 1);
+	CHECK_EQ(sof_get64(rec_at(0) + 8), SAF_H2 + 1);
 	/* H3 goes away: trap 65 to H2 (LID 6, QP 1) */
 	F.h3->present = false;
 	sm_sa_subnet_changed(SA);
@@ -544,7 +544,7 @@ TEST(inform_and_reports)
 	CHECK_EQ(T.to.lid, 6);
 	CHECK_EQ(T.to.qpn, 1);
 	CHECK_EQ(T.mad[3], SOF_SA_REPORT);
-	CHECK_EQ(sof_be16(T.mad + 16), SOF_SA_ATTR_NOTICE);
+	CHECK_EQ(sof_get16(T.mad + 16), SOF_SA_ATTR_NOTICE);
 	sof_sa_notice_unpack(T.mad + SOF_SA_OFF_DATA, &n);
 	CHECK_EQ(n.trap_num, 65);
 	gid_of(SAF_H3 + 1, gid);
@@ -559,7 +559,7 @@ TEST(inform_and_reports)
 	F.h3->present = true;
 	sm_sa_subnet_changed(SA);
 	CHECK_EQ(T.sends, 2);
-	CHECK_EQ(sof_be16(T.mad + SOF_SA_OFF_DATA + 4), 64);
+	CHECK_EQ(sof_get16(T.mad + SOF_SA_OFF_DATA + 4), 64);
 	/* a Notice the SM forwards; a subscriber for trap 128 only */
 	memset(&n, 0, sizeof(n));
 	n.is_generic = true;

@@ -40,7 +40,7 @@ static void fabric_free(void)
 	h1 = s1 = h2 = NULL;
 }
 
-static uint16_t status_of(const uint8_t *mad) { return sof_be16(mad + SOF_SMP_OFF_STATUS); }
+static uint16_t status_of(const uint8_t *mad) { return sof_get16(mad + SOF_SMP_OFF_STATUS); }
 
 /* a Get/Set straight to node's SMA on in_port; returns the status */
 static uint16_t sma(struct sof_node *n, unsigned in_port, uint8_t *mad)
@@ -63,18 +63,18 @@ TEST(node_info_ca_and_switch)
 	CHECK_EQ(d[0], 1);
 	CHECK_EQ(d[2], SOF_NODE_CA);
 	CHECK_EQ(d[3], 1);
-	CHECK_EQ(sof_be64(d + 12), GUID_H1);
-	CHECK_EQ(sof_be64(d + 20), GUID_H1 + 1); /* port GUID */
-	CHECK_EQ(sof_be16(d + 28), SOF_NODE_PKEYS);
+	CHECK_EQ(sof_get64(d + 12), GUID_H1);
+	CHECK_EQ(sof_get64(d + 20), GUID_H1 + 1); /* port GUID */
+	CHECK_EQ(sof_get16(d + 28), SOF_NODE_PKEYS);
 	CHECK_EQ(d[36], 1); /* LocalPortNum */
 
 	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, 2, 0);
 	CHECK_EQ(sma(s1, 5, mad), 0);
 	CHECK_EQ(d[2], SOF_NODE_SWITCH);
 	CHECK_EQ(d[3], 8);
-	CHECK_EQ(sof_be64(d + 20), GUID_S1);
+	CHECK_EQ(sof_get64(d + 20), GUID_S1);
 	CHECK_EQ(d[36], 5);
-	CHECK_EQ(sof_be64(mad + SOF_SMP_OFF_TID), 2);
+	CHECK_EQ(sof_get64(mad + SOF_SMP_OFF_TID), 2);
 
 	sof_smp_init(mad, false, SOF_METHOD_SET, SOF_ATTR_NODE_INFO, 0, 3, 0);
 	CHECK_EQ(sma(s1, 5, mad), SOF_STATUS_BAD_ATTR);
@@ -165,11 +165,11 @@ TEST(dr_walk_both_ways)
 	CHECK_EQ(mad[SOF_SMP_OFF_RET_PATH + 1], 1);
 	CHECK_EQ(mad[SOF_SMP_OFF_RET_PATH + 2], 1);
 	CHECK_EQ(sma(h2, 1, mad), SOF_SMP_DIRECTION);
-	CHECK_EQ(sof_be64(mad + SOF_SMP_OFF_DATA + 12), GUID_H2);
+	CHECK_EQ(sof_get64(mad + SOF_SMP_OFF_DATA + 12), GUID_H2);
 	CHECK(carry(h2, mad, 0, false, 0, &hops) == h1);
 	CHECK_EQ(hops, 2);
 	CHECK_EQ(mad[SOF_SMP_OFF_HOP_PTR], 0);
-	CHECK_EQ(sof_be64(mad + SOF_SMP_OFF_DATA + 12), GUID_H2);
+	CHECK_EQ(sof_get64(mad + SOF_SMP_OFF_DATA + 12), GUID_H2);
 
 	/* the switch itself, one hop: NodeDescription of S1 */
 	sof_smp_init(mad, true, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, 8, 0);
@@ -214,7 +214,7 @@ TEST(dr_lid_routed_ends)
 	CHECK_EQ(sma(h2, 1, mad), SOF_SMP_DIRECTION);
 	CHECK(carry(h2, mad, 0, false, 0, &hops) == h1);
 	CHECK_EQ(mad[SOF_SMP_OFF_HOP_PTR], 0);
-	CHECK_EQ(sof_be64(mad + SOF_SMP_OFF_DATA + 12), GUID_H2);
+	CHECK_EQ(sof_get64(mad + SOF_SMP_OFF_DATA + 12), GUID_H2);
 	fabric_free();
 }
 
@@ -301,7 +301,7 @@ TEST(port_info_states)
 	port_info_set(mad, 1, SOF_PORT_ARMED, 0, 9, 0);
 	CHECK_EQ(sma(h1, 1, mad), SOF_STATUS_BAD_VALUE);
 	CHECK_EQ(d[32] & 0xf, SOF_PORT_DOWN);
-	CHECK_EQ(sof_be16(d + 16), 0);
+	CHECK_EQ(sof_get16(d + 16), 0);
 	CHECK_EQ(h1->port[1].cnt.link_downed, 1);
 	CHECK(sof_port_link_up(h1, 1));
 	/* Init: LID set, Active refused */
@@ -383,11 +383,11 @@ TEST(mkey_protection)
 	/* level 1: a Get with a wrong M_Key answers, the M_Key reads 0 */
 	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_PORT_INFO, 1, 1, 0x99);
 	CHECK_EQ(sma(h1, 1, mad), 0);
-	CHECK_EQ(sof_be64(d), 0);
-	CHECK_EQ(sof_be16(d + 16), 4);
+	CHECK_EQ(sof_get64(d), 0);
+	CHECK_EQ(sof_get16(d + 16), 4);
 	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_PORT_INFO, 1, 1, 0x1122334455667788ull);
 	CHECK_EQ(sma(h1, 1, mad), 0);
-	CHECK_EQ(sof_be64(d), 0x1122334455667788ull);
+	CHECK_EQ(sof_get64(d), 0x1122334455667788ull);
 	/* a Set with a wrong M_Key: dropped, counted, nothing changed */
 	port_info_set(mad, 1, 0, 0, 5, 0x99);
 	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, &ev), SOF_SMA_DROP);
@@ -411,9 +411,9 @@ TEST(mkey_protection)
 	sof_sma_trap(h1, 1, SOF_TRAP_BAD_MKEY, 44, mad);
 	CHECK_EQ(mad[1], SOF_MCLASS_SMP_LID);
 	CHECK_EQ(mad[3], SOF_METHOD_TRAP);
-	CHECK_EQ(sof_be16(mad + SOF_SMP_OFF_ATTR_ID), SOF_ATTR_NOTICE);
-	CHECK_EQ(sof_be16(d + 4), 256);
-	CHECK_EQ(sof_be16(d + 6), 4);
+	CHECK_EQ(sof_get16(mad + SOF_SMP_OFF_ATTR_ID), SOF_ATTR_NOTICE);
+	CHECK_EQ(sof_get16(d + 4), 256);
+	CHECK_EQ(sof_get16(d + 6), 4);
 	fabric_free();
 }
 
@@ -432,12 +432,12 @@ TEST(tables_round_trip)
 	CHECK_EQ(s1->port[3].pkeys[32 + 5], 0x8005);
 	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_PKEY_TABLE, 3u << 16 | 1, 1, 0);
 	CHECK_EQ(sma(s1, 1, mad), 0);
-	CHECK_EQ(sof_be16(d + 62), 0x801f);
+	CHECK_EQ(sof_get16(d + 62), 0x801f);
 	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_PKEY_TABLE, 2, 1, 0);
 	CHECK_EQ(sma(h1, 1, mad), SOF_STATUS_BAD_VALUE);
 	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_PKEY_TABLE, 0, 1, 0);
 	CHECK_EQ(sma(h1, 1, mad), 0);
-	CHECK_EQ(sof_be16(d), 0xffff);
+	CHECK_EQ(sof_get16(d), 0xffff);
 	/* SL2VL: switch in 2 out 1 */
 	sof_smp_init(mad, false, SOF_METHOD_SET, SOF_ATTR_SL2VL, 2u << 8 | 1, 1, 0);
 	for (i = 0; i < 8; i++)
@@ -460,8 +460,8 @@ TEST(tables_round_trip)
 	sof_put64(d, 0xdead);
 	sof_put64(d + 8, 0xbeef);
 	CHECK_EQ(sma(h1, 1, mad), 0);
-	CHECK_EQ(sof_be64(d), GUID_H1 + 1);
-	CHECK_EQ(sof_be64(d + 8), 0xbeef);
+	CHECK_EQ(sof_get64(d), GUID_H1 + 1);
+	CHECK_EQ(sof_get64(d + 8), 0xbeef);
 	/* LFT block 1: LID 64+7 -> port 2 */
 	sof_smp_init(mad, false, SOF_METHOD_SET, SOF_ATTR_LFT, 1, 1, 0);
 	memset(d, 0xff, 64);
@@ -486,7 +486,7 @@ TEST(tables_round_trip)
 	sof_put16(d + 6, 71);
 	CHECK_EQ(sma(s1, 1, mad), 0);
 	CHECK_EQ(s1->sw.lft_top, 71);
-	CHECK_EQ(sof_be16(d), SOF_SW_LFT_CAP);
+	CHECK_EQ(sof_get16(d), SOF_SW_LFT_CAP);
 	/* MulticastFDBTop 0xBFFF: no multicast entries, accepted */
 	sof_smp_init(mad, false, SOF_METHOD_SET, SOF_ATTR_SWITCH_INFO, 0, 1, 0);
 	sof_put16(d + 6, 71);
@@ -496,7 +496,7 @@ TEST(tables_round_trip)
 	sof_smp_init(mad, false, SOF_METHOD_SET, SOF_ATTR_SWITCH_INFO, 0, 1, 0);
 	d[8] = 20;
 	CHECK_EQ(sma(s1, 1, mad), SOF_STATUS_BAD_VALUE);
-	CHECK_EQ(sof_be16(d + 6), 71);
+	CHECK_EQ(sof_get16(d + 6), 71);
 	/* SMInfo: no SM on this node */
 	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_SM_INFO, 0, 1, 0);
 	CHECK_EQ(sma(h1, 1, mad), SOF_STATUS_BAD_ATTR);
@@ -506,7 +506,7 @@ TEST(tables_round_trip)
 	h1->sm.state = 3;
 	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_SM_INFO, 0, 1, 0);
 	CHECK_EQ(sma(h1, 1, mad), 0);
-	CHECK_EQ(sof_be64(d), GUID_H1);
+	CHECK_EQ(sof_get64(d), GUID_H1);
 	CHECK_EQ(d[20], 0x33);
 	fabric_free();
 }
@@ -538,7 +538,7 @@ TEST(pma_counters)
 	fabric_new();
 	pma_init(mad, SOF_METHOD_GET, SOF_ATTR_CLASS_PORT_INFO, 0, 0);
 	CHECK_EQ(pma(h1, 1, mad), 0);
-	CHECK_EQ(sof_be16(d + 2) & 0x0300, 0x0300);
+	CHECK_EQ(sof_get16(d + 2) & 0x0300, 0x0300);
 	for (i = 0; i < 10; i++)
 		sof_port_count_xmit(&s1->port[2], 4096 + 32, false);
 	sof_port_count_rcv(&s1->port[2], 100, true);
@@ -546,27 +546,27 @@ TEST(pma_counters)
 	pma_init(mad, SOF_METHOD_GET, SOF_ATTR_PORT_COUNTERS, 2, 0);
 	CHECK_EQ(pma(s1, 1, mad), 0);
 	CHECK_EQ(d[1], 2);
-	CHECK_EQ(sof_be32(d + 24), 10 * (4096 + 32) / 4);
-	CHECK_EQ(sof_be32(d + 32), 10);
-	CHECK_EQ(sof_be32(d + 36), 1);
-	CHECK_EQ(sof_be32(d + 28), 25);
+	CHECK_EQ(sof_get32(d + 24), 10 * (4096 + 32) / 4);
+	CHECK_EQ(sof_get32(d + 32), 10);
+	CHECK_EQ(sof_get32(d + 36), 1);
+	CHECK_EQ(sof_get32(d + 28), 25);
 	pma_init(mad, SOF_METHOD_GET, SOF_ATTR_PORT_COUNTERS_EXT, 0xff, 0);
 	CHECK_EQ(pma(s1, 1, mad), 0);
-	CHECK_EQ(sof_be64(d + 32), 2); /* rcv packets, all ports */
-	CHECK_EQ(sof_be64(d + 48), 1); /* unicast rcv */
-	CHECK_EQ(sof_be64(d + 64), 1); /* multicast rcv */
+	CHECK_EQ(sof_get64(d + 32), 2); /* rcv packets, all ports */
+	CHECK_EQ(sof_get64(d + 48), 1); /* unicast rcv */
+	CHECK_EQ(sof_get64(d + 64), 1); /* multicast rcv */
 	/* 32-bit data saturates; the extended one does not */
 	s1->port[4].cnt.xmit_data = 0x123456789ull;
 	pma_init(mad, SOF_METHOD_GET, SOF_ATTR_PORT_COUNTERS, 4, 0);
 	CHECK_EQ(pma(s1, 1, mad), 0);
-	CHECK_EQ(sof_be32(d + 24), 0xffffffffu);
+	CHECK_EQ(sof_get32(d + 24), 0xffffffffu);
 	pma_init(mad, SOF_METHOD_GET, SOF_ATTR_PORT_COUNTERS_EXT, 4, 0);
 	CHECK_EQ(pma(s1, 1, mad), 0);
-	CHECK_EQ(sof_be64(d + 8), 0x123456789ull);
+	CHECK_EQ(sof_get64(d + 8), 0x123456789ull);
 	/* reset (perfquery -R): every counter of port 2 */
 	pma_init(mad, SOF_METHOD_SET, SOF_ATTR_PORT_COUNTERS, 2, 0xffff);
 	CHECK_EQ(pma(s1, 1, mad), 0);
-	CHECK_EQ(sof_be32(d + 32), 0);
+	CHECK_EQ(sof_get32(d + 32), 0);
 	CHECK_EQ(s1->port[2].cnt.xmit_pkts, 0);
 	CHECK_EQ(s1->port[2].cnt.rcv_pkts, 0);
 	/* only RcvPkts of port 3 */
@@ -579,7 +579,7 @@ TEST(pma_counters)
 	sof_port_count_rcv(&h1->port[1], 40, false);
 	pma_init(mad, SOF_METHOD_GET, SOF_ATTR_PORT_COUNTERS, 0, 0);
 	CHECK_EQ(pma(h1, 1, mad), 0);
-	CHECK_EQ(sof_be32(d + 36), 1);
+	CHECK_EQ(sof_get32(d + 36), 1);
 	pma_init(mad, SOF_METHOD_GET, SOF_ATTR_PORT_COUNTERS, 2, 0);
 	CHECK_EQ(pma(h1, 1, mad), SOF_STATUS_BAD_VALUE);
 	pma_init(mad, SOF_METHOD_GET, 0x0099, 1, 0);
@@ -603,9 +603,9 @@ TEST(trap_128)
 	sof_sma_trap(s1, 0, SOF_TRAP_LINK_STATE, 0x55, mad);
 	CHECK_EQ(d[0], 0x81);
 	CHECK_EQ(d[3], SOF_NODE_SWITCH);
-	CHECK_EQ(sof_be16(d + 4), 128);
-	CHECK_EQ(sof_be16(d + 6), 2);
-	CHECK_EQ(sof_be16(d + 10), 2);
+	CHECK_EQ(sof_get16(d + 4), 128);
+	CHECK_EQ(sof_get16(d + 6), 2);
+	CHECK_EQ(sof_get16(d + 10), 2);
 	/* TrapRepress consumed */
 	mad[3] = SOF_METHOD_TRAP_REPRESS;
 	CHECK_EQ(sof_sma_process(s1, 1, mad, SOF_SMP_LEN, &ev), SOF_SMA_DONE);

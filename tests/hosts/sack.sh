@@ -1,9 +1,8 @@
 #!/bin/bash
 # Selective acknowledgements (issue 18, transport/sack.c): loss recovery
 # between two softofed engines, and standard IBA behaviour when one of
-# them does not speak the extension (SOFTOFED_SACK=1 turns it on, off by
-# default; SOFTOFED_SACK=0 is the stand-in for Linux rxe or a hardware
-# peer).
+# them does not speak the extension (on by default, SOFTOFED_SACK=1 here;
+# SOFTOFED_SACK=0 is the stand-in for Linux rxe or a hardware peer).
 #
 # Hosts a and b joined through the software cable (tests/progs/netwire),
 # segmentation off (the cable impairs packets). Host b runs the

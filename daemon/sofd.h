@@ -307,13 +307,13 @@ struct sofd {
 	uint64_t drops[SOF_DROP_NR];
 
 	/* registry */
-	struct sof_hmap pds;  /* handle -> struct sofd_pd */
-	struct sof_hmap mrs;  /* key    -> struct sofd_mr */
+	struct sof_hmap pds;	/* handle -> struct sofd_pd */
+	struct sof_hmap mrs;	/* key    -> struct sofd_mr */
 	struct sof_hmap mr_rsv; /* key  -> struct sofd_conn: reserved (MR_KEYS), not taken */
-	struct sof_hmap mws;  /* key >> 8 -> struct sofd_mw */
-	struct sof_hmap cqs;  /* handle -> struct sofd_cq */
-	struct sof_hmap srqs; /* handle -> struct sofd_srq */
-	struct sof_hmap qps;  /* qpn    -> struct sofd_qp */
+	struct sof_hmap mws;	/* key >> 8 -> struct sofd_mw */
+	struct sof_hmap cqs;	/* handle -> struct sofd_cq */
+	struct sof_hmap srqs;	/* handle -> struct sofd_srq */
+	struct sof_hmap qps;	/* qpn    -> struct sofd_qp */
 
 	/* object table */
 	int objtab_fd;	  /* RW memfd */

@@ -36,7 +36,7 @@
 struct sofv_mr_post {
 	pthread_mutex_t lock;
 	struct sof_mr_rec *tab;
-	int tab_fd;			 /* until the daemon has the table, else -1 */
+	int tab_fd;			/* until the daemon has the table, else -1 */
 	uint32_t keys[SOF_MR_KEYS_MAX]; /* reserved, unused */
 	uint32_t nkeys;
 	uint32_t drop[SOF_MR_KEYS_MAX]; /* to give back */
@@ -136,7 +136,7 @@ int sofv_mr_post(struct sofv_context *s, struct sofv_mr *m)
 		return -EAGAIN;
 	pthread_mutex_lock(&p->lock);
 	if (!p->nfree || (!p->nkeys && (atomic_load(&s->mr_post_off) ||
-					 keys_sync(s, p, SOF_MR_KEYS_MAX) || !p->nkeys))) {
+					keys_sync(s, p, SOF_MR_KEYS_MAX) || !p->nkeys))) {
 		pthread_mutex_unlock(&p->lock);
 		return -EAGAIN;
 	}

@@ -395,8 +395,8 @@ static void *progress(void *arg)
 		 * the stuck looks that follow would preempt it, on a busy
 		 * CPU, to take its next ones as well) */
 		if (n <= 0 && !armed && atomic_load_explicit(&eng.polled, memory_order_relaxed)) {
-			if (sof_now_ns() - atomic_load_explicit(&eng.poll_read_ns,
-								memory_order_relaxed) <
+			if (sof_now_ns() -
+				atomic_load_explicit(&eng.poll_read_ns, memory_order_relaxed) <
 			    (uint64_t)POLL_STUCK_NS)
 				continue;
 			if (pthread_mutex_trylock(&eng.lock))

@@ -72,6 +72,7 @@ enum sof_op {
 	SOF_OP_DESTROY_FLOW,  /* sof_flow_rep: the flow's handle */
 	SOF_OP_RESIZE_SRQ,    /* sof_resize_srq_req, fds [0]: the new segment */
 	SOF_OP_IB_STATUS,     /* -> sof_ib_status_rep: the InfiniBand port (daemon/ib.c) */
+	SOF_OP_MR_KEYS,       /* sof_mr_keys_req -> sof_mr_keys_rep, fds [0]: the table, once */
 	/* the connection manager: sof_cm_proto.h */
 	SOF_OP_CM_CHANNEL,
 	SOF_OP_CM_CREATE_ID,
@@ -204,6 +205,23 @@ struct sof_reg_mr_rep {
 struct sof_dereg_mr_req {
 	uint32_t lkey;
 	uint32_t rsvd;
+};
+
+/* Registration without a round trip (verbs/mr_post.c, daemon/mr_post.c;
+ * the table is struct sof_mr_rec in sof_shm.h). MR_KEYS reserves keys for
+ * the connection (at most SOF_MR_KEYS_MAX a call) and takes back those the
+ * library will not use (drop); its first call brings the connection's
+ * region table. */
+#define SOF_MR_KEYS_MAX 64u
+struct sof_mr_keys_req {
+	uint32_t want;          /* keys to reserve, at most SOF_MR_KEYS_MAX */
+	uint32_t ndrop;         /* keys of drop[] the library will not use */
+	uint32_t drop[SOF_MR_KEYS_MAX];
+};
+struct sof_mr_keys_rep {
+	uint32_t n;
+	uint32_t rsvd;
+	uint32_t keys[SOF_MR_KEYS_MAX];
 };
 
 /* ---- completion queues ------------------------------------------------- */

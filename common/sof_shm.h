@@ -251,4 +251,32 @@ struct sof_mem_fence {
 	_Atomic uint32_t req_any[SOF_FENCE_REQS]; /* the daemon's: whatever the size */
 };
 
+/*
+ * A connection's region table (SOF_OP_MR_KEYS): registration without a
+ * round trip. ibv_reg_mr fills a FREE record with a key the daemon
+ * reserved for the connection and makes it POSTED (a release store of
+ * state); the daemon takes it (compare-and-swap POSTED -> TAKEN, then its
+ * own copy) at the first use of that key by anyone: an executor's
+ * OPEN_MR, a packet for the daemon's engine, a window bind, SHARE_MR,
+ * REREG_MR, DEREG_MR, QUERY_MR. It checks a record as REG_MR's request;
+ * one it refuses becomes BAD, and its key names nothing. A region
+ * deregistered while its record is still POSTED is the library's alone
+ * (POSTED -> FREE); its key goes back to the daemon with the next
+ * MR_KEYS and is never used again. The library writes a record's fields
+ * only while it is FREE (or BAD, its own to reuse).
+ */
+#define SOF_MR_RECS 4096u
+
+enum sof_mr_rec_state { SOF_MR_REC_FREE, SOF_MR_REC_POSTED, SOF_MR_REC_TAKEN, SOF_MR_REC_BAD };
+
+struct sof_mr_rec {
+	_Atomic uint32_t state; /* enum sof_mr_rec_state */
+	uint32_t key;		/* lkey == rkey */
+	uint32_t pd;
+	uint32_t access; /* enum ibv_access_flags, in place (SOF_MR_INPLACE implied) */
+	uint64_t iova;
+	uint64_t addr;
+	uint64_t length;
+};
+
 #endif

@@ -124,6 +124,7 @@ void sofd_conn_close(struct sofd_conn *c, const char *why)
 	sofd_cm_conn_closed(c);
 	sofd_umad_conn_closed(c);
 	sofd_release_all(c);
+	sofd_mr_keys_release(c);
 	sof_tp_slot_release(c);
 	epoll_ctl(sofd.epfd, EPOLL_CTL_DEL, c->p.fd, NULL);
 	close(c->p.fd);

@@ -33,6 +33,7 @@ static union {
 	struct sof_hello_rep hello;
 	struct sof_pd_rep pd;
 	struct sof_reg_mr_rep reg_mr;
+	struct sof_mr_keys_rep mr_keys;
 	struct sof_cq_rep cq;
 	struct sof_srq_rep srq;
 	struct sof_create_qp_rep qp;
@@ -161,6 +162,7 @@ static int op_dealloc_pd(struct sofd_req *rq, struct sofd_rep *rp)
 	(void)rp;
 	if (!pd)
 		return -ENOENT;
+	sofd_mr_take_pd(rq->c, pd->handle); /* regions posted in it count */
 	if (pd->users)
 		return -EBUSY;
 	sofd_pd_release(pd);
@@ -187,6 +189,15 @@ static int op_rereg_mr(struct sofd_req *rq, struct sofd_rep *rp)
 	return err;
 }
 
+static int op_mr_keys(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	int err = sofd_mr_keys(rq, &rbuf.mr_keys);
+
+	if (!err)
+		rp->len = sizeof(rbuf.mr_keys);
+	return err;
+}
+
 static int op_share_mr(struct sofd_req *rq, struct sofd_rep *rp)
 {
 	(void)rp;
@@ -196,7 +207,7 @@ static int op_share_mr(struct sofd_req *rq, struct sofd_rep *rp)
 static int op_dereg_mr(struct sofd_req *rq, struct sofd_rep *rp)
 {
 	const struct sof_dereg_mr_req *req = rq->data;
-	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, req->lkey);
+	struct sofd_mr *mr = sofd_mr_get(req->lkey);
 
 	(void)rp;
 	if (!mr || mr->owner != rq->c)
@@ -776,6 +787,7 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_DEREG_MR] = {op_dereg_mr, "DEREG_MR", sizeof(struct sof_dereg_mr_req), 0, true},
     [SOF_OP_REREG_MR] = {op_rereg_mr, "REREG_MR", SOF_REG_MR_MIN, -1, true},
     [SOF_OP_SHARE_MR] = {op_share_mr, "SHARE_MR", SOF_REG_MR_MIN, -1, true},
+    [SOF_OP_MR_KEYS] = {op_mr_keys, "MR_KEYS", sizeof(struct sof_mr_keys_req), -1, true},
     [SOF_OP_CREATE_CQ] = {op_create_cq, "CREATE_CQ", sizeof(struct sof_create_cq_req), -1, true},
     [SOF_OP_RESIZE_CQ] = {op_resize_cq, "RESIZE_CQ", sizeof(struct sof_cq_req), 0, true},
     [SOF_OP_DESTROY_CQ] = {op_destroy_cq, "DESTROY_CQ", sizeof(struct sof_cq_req), 0, true},
@@ -824,6 +836,7 @@ static union {
 	struct sof_modify_qp_req modify_qp;
 	struct sof_destroy_qp_req destroy_qp;
 	struct sof_open_qp_req open_qp;
+	struct sof_mr_keys_req mr_keys;
 	uint8_t bytes[sizeof(struct sof_reg_mr_req)];
 } qbuf;
 

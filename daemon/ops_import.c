@@ -87,7 +87,7 @@ int sofd_query_pd(struct sofd_req *rq, struct sofd_rep *rp)
 int sofd_query_mr(struct sofd_req *rq, struct sofd_rep *rp)
 {
 	const struct sof_query_mr_req *req = rq->data;
-	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, req->key);
+	struct sofd_mr *mr = sofd_mr_get(req->key);
 
 	if (!mr || mr->owner != rq->c || mr->pd->handle != req->pd)
 		return -EINVAL;

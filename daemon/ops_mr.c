@@ -1,6 +1,10 @@
 /*
  * The memory-region ops that make a region: REG_MR and REREG_MR
- * (ibv_reg_mr(3), ibv_rereg_mr(3)); ops.c dispatches to them.
+ * (ibv_reg_mr(3), ibv_rereg_mr(3)); ops.c dispatches to them. And
+ * registration without a round trip (sof_shm.h, struct sof_mr_rec): keys
+ * reserved for a connection (MR_KEYS), and the record its library posted
+ * in its region table under such a key taken at the key's first use
+ * (sofd_mr_get), checked as REG_MR checks a request.
  *
  * A region is a record holding the memfd runs of its pages (none while it
  * is registered in place: SHARE_MR adds them), its PD, access
@@ -232,7 +236,7 @@ int sofd_reg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
 int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
 {
 	const struct sof_reg_mr_req *req = rq->data;
-	struct sofd_mr *old = sof_hmap_get(&sofd.mrs, req->key), *mr;
+	struct sofd_mr *old = sofd_mr_get(req->key), *mr;
 	struct sofd_pd *pd;
 	int err;
 
@@ -272,7 +276,7 @@ int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep)
 int sofd_share_mr(struct sofd_req *rq)
 {
 	const struct sof_reg_mr_req *req = rq->data;
-	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, req->key);
+	struct sofd_mr *mr = sofd_mr_get(req->key);
 	int err;
 
 	if (!mr || mr->owner != rq->c)
@@ -314,4 +318,180 @@ void sofd_mem_ask_move(const struct sofd_mr *mr)
 	atomic_store(&f->req_any[i], mr->key);
 	atomic_fetch_add(&f->req_seq, 1);
 	syscall(SYS_futex, &f->req_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/* ---- registration without a round trip ------------------------------------------- */
+
+static int rsv_add(struct sofd_conn *c, uint32_t key)
+{
+	if (c->nrsv == c->rsv_cap) {
+		uint32_t cap = c->rsv_cap ? 2 * c->rsv_cap : SOF_MR_KEYS_MAX;
+		uint32_t *r = realloc(c->rsv, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		c->rsv = r;
+		c->rsv_cap = cap;
+	}
+	if (sof_hmap_put(&sofd.mr_rsv, key, c))
+		return -ENOMEM;
+	c->rsv[c->nrsv++] = key;
+	return 0;
+}
+
+/* Forget the keys of c that were taken or dropped. */
+static void rsv_prune(struct sofd_conn *c)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < c->nrsv; i++)
+		if (sof_hmap_get(&sofd.mr_rsv, c->rsv[i]) == c)
+			c->rsv[n++] = c->rsv[i];
+	c->nrsv = n;
+}
+
+void sofd_mr_keys_release(struct sofd_conn *c)
+{
+	for (uint32_t i = 0; i < c->nrsv; i++)
+		if (sof_hmap_get(&sofd.mr_rsv, c->rsv[i]) == c)
+			sof_hmap_del(&sofd.mr_rsv, c->rsv[i]);
+	free(c->rsv);
+	c->rsv = NULL;
+	c->nrsv = c->rsv_cap = 0;
+	if (c->mr_tab)
+		munmap(c->mr_tab, SOF_MR_RECS * sizeof(*c->mr_tab));
+	c->mr_tab = NULL;
+}
+
+/* Not for an importer's alias (whose memory is another process's), and
+ * only once the connection's process memory is here (its first region in
+ * place went through REG_MR): a record is always in place. */
+int sofd_mr_keys(struct sofd_req *rq, struct sof_mr_keys_rep *rep)
+{
+	const struct sof_mr_keys_req *req = rq->data;
+	struct sofd_conn *c = rq->c;
+	size_t tab_len = SOF_MR_RECS * sizeof(struct sof_mr_rec);
+	int err;
+
+	if (c != rq->via)
+		return -EOPNOTSUPP;
+	if (req->want > SOF_MR_KEYS_MAX || req->ndrop > SOF_MR_KEYS_MAX || c->pmem_fd < 0 ||
+	    rq->nfds != (c->mr_tab ? 0 : 1))
+		return -EINVAL;
+	if (rq->nfds) {
+		void *t;
+
+		err = sof_memfd_check(rq->fds[0], tab_len);
+		if (err)
+			return err;
+		t = mmap(NULL, tab_len, PROT_READ | PROT_WRITE, MAP_SHARED, rq->fds[0], 0);
+		if (t == MAP_FAILED)
+			return -ENOMEM;
+		c->mr_tab = t;
+	}
+	for (uint32_t i = 0; i < req->ndrop; i++)
+		if (sof_hmap_get(&sofd.mr_rsv, req->drop[i]) == c)
+			sof_hmap_del(&sofd.mr_rsv, req->drop[i]);
+	rsv_prune(c);
+	memset(rep, 0, sizeof(*rep));
+	/* no more keys waiting than the table has records */
+	while (rep->n < req->want && c->nrsv < SOF_MR_RECS) {
+		uint32_t key = sofd_new_key();
+
+		if (rsv_add(c, key))
+			break;
+		rep->keys[rep->n++] = key;
+	}
+	return 0;
+}
+
+/* A region of c from its posted record r (a copy): as REG_MR of a region
+ * in place. NULL when refused. */
+static struct sofd_mr *rec_register(struct sofd_conn *c, const struct sof_mr_rec *r)
+{
+	struct sof_reg_mr_req req = {.pd = r->pd,
+				     .access = r->access | SOF_MR_INPLACE,
+				     .iova = r->iova,
+				     .addr = r->addr,
+				     .length = r->length};
+	struct sofd_req rq = {.c = c, .via = c, .op = SOF_OP_REG_MR, .data = &req};
+	struct sof_reg_mr_rep rep;
+	struct sofd_pd *pd = own_pd(c, r->pd);
+	struct sofd_mr *mr;
+
+	if (!pd || c->n.mrs >= SOFD_CONN_MAX_MR || (r->access & SOF_MR_INPLACE) ||
+	    mr_check(&rq, &req))
+		return NULL;
+	mr = mr_new(&rq, &req, pd, NULL);
+	if (!mr)
+		return NULL;
+	mr->key = r->key;
+	if (sof_hmap_put(&sofd.mrs, mr->key, mr)) {
+		mr_free(mr);
+		return NULL;
+	}
+	mr_link(mr, &rep);
+	return mr;
+}
+
+/* Take record i of c's table if it is posted under key. */
+static struct sofd_mr *rec_take_at(struct sofd_conn *c, uint32_t i, uint32_t key)
+{
+	struct sof_mr_rec *t = &c->mr_tab[i];
+	uint32_t st = SOF_MR_REC_POSTED;
+	struct sof_mr_rec r;
+	struct sofd_mr *mr;
+
+	if (t->key != key ||
+	    atomic_load_explicit(&t->state, memory_order_acquire) != SOF_MR_REC_POSTED ||
+	    !atomic_compare_exchange_strong(&t->state, &st, SOF_MR_REC_TAKEN))
+		return NULL;
+	/* the library writes a record only while it is FREE or BAD: ours
+	 * from here, copied once */
+	r.key = t->key;
+	r.pd = t->pd;
+	r.access = t->access;
+	r.iova = t->iova;
+	r.addr = t->addr;
+	r.length = t->length;
+	mr = r.key == key ? rec_register(c, &r) : NULL;
+	if (!mr) {
+		atomic_store_explicit(&t->state, SOF_MR_REC_BAD, memory_order_release);
+		return NULL;
+	}
+	sof_hmap_del(&sofd.mr_rsv, key);
+	return mr;
+}
+
+/* Take c's posted record of key. */
+static struct sofd_mr *rec_take(struct sofd_conn *c, uint32_t key)
+{
+	for (uint32_t i = 0; c->mr_tab && i < SOF_MR_RECS; i++) {
+		struct sofd_mr *mr = rec_take_at(c, i, key);
+
+		if (mr)
+			return mr;
+	}
+	return NULL;
+}
+
+void sofd_mr_take_pd(struct sofd_conn *c, uint32_t pd)
+{
+	for (uint32_t i = 0; c->mr_tab && i < SOF_MR_RECS; i++)
+		if (c->mr_tab[i].pd == pd &&
+		    atomic_load_explicit(&c->mr_tab[i].state, memory_order_acquire) ==
+			SOF_MR_REC_POSTED &&
+		    sof_hmap_get(&sofd.mr_rsv, c->mr_tab[i].key) == c)
+			(void)rec_take_at(c, i, c->mr_tab[i].key);
+}
+
+struct sofd_mr *sofd_mr_get(uint32_t key)
+{
+	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, key);
+	struct sofd_conn *c;
+
+	if (mr)
+		return mr;
+	c = sof_hmap_get(&sofd.mr_rsv, key);
+	return c && !c->dead ? rec_take(c, key) : NULL;
 }

@@ -39,7 +39,8 @@ static uint32_t new_mw_index(void)
 		bool used = !idx || sof_hmap_get(&sofd.mws, idx);
 
 		for (uint32_t k = 0; !used && k < 256; k++)
-			used = sof_hmap_get(&sofd.mrs, idx << 8 | k) != NULL;
+			used = sof_hmap_get(&sofd.mrs, idx << 8 | k) ||
+			       sof_hmap_get(&sofd.mr_rsv, idx << 8 | k);
 		if (!used)
 			return idx;
 	}
@@ -166,7 +167,7 @@ int sofd_op_bind_mw(struct sofd_req *rq, struct sofd_rep *rp)
 		fill_rep(rp, mw);
 		return 0;
 	}
-	mr = sof_hmap_get(&sofd.mrs, req->lkey);
+	mr = sofd_mr_get(req->lkey);
 	if (!mr || mr->owner != rq->c || mr->pd != qp->pd)
 		return -EINVAL;
 	if (!(mr->access & IBV_ACCESS_MW_BIND))
@@ -230,7 +231,7 @@ int sofd_op_inval_mw(struct sofd_req *rq, struct sofd_rep *rp)
 
 int sofd_key_resolve(uint32_t key, bool mr_only, struct sofd_key_view *v)
 {
-	struct sofd_mr *mr = sof_hmap_get(&sofd.mrs, key);
+	struct sofd_mr *mr = sofd_mr_get(key);
 	struct sofd_mw *mw;
 
 	if (mr) {

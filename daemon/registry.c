@@ -158,7 +158,8 @@ uint32_t sofd_new_key(void)
 		uint32_t k = sof_random32();
 
 		/* a window's index is never the top of a region's key */
-		if (k && !sof_hmap_get(&sofd.mrs, k) && !sof_hmap_get(&sofd.mws, k >> 8))
+		if (k && !sof_hmap_get(&sofd.mrs, k) && !sof_hmap_get(&sofd.mr_rsv, k) &&
+		    !sof_hmap_get(&sofd.mws, k >> 8))
 			return k;
 	}
 }

@@ -104,6 +104,12 @@ struct sofd_conn {
 	 * first region in place (REG_MR), or -1 / NULL */
 	int pmem_fd, fence_fd;
 	struct sof_mem_fence *fence;
+	/* registration without a round trip (ops_mr.c, SOF_OP_MR_KEYS): the
+	 * region table its library writes, or NULL; the keys reserved for it
+	 * (those still in sofd.mr_rsv under it are neither taken nor dropped) */
+	struct sof_mr_rec *mr_tab;
+	uint32_t *rsv;
+	uint32_t nrsv, rsv_cap;
 	struct sof_link pds, mrs, cqs, srqs, qps, mws;
 	struct sof_link link; /* in sofd.conns */
 	/* ibv_import_device (ops_import.c): an importer's connection acts as
@@ -301,12 +307,13 @@ struct sofd {
 	uint64_t drops[SOF_DROP_NR];
 
 	/* registry */
-	struct sof_hmap pds;  /* handle -> struct sofd_pd */
-	struct sof_hmap mrs;  /* key    -> struct sofd_mr */
-	struct sof_hmap mws;  /* key >> 8 -> struct sofd_mw */
-	struct sof_hmap cqs;  /* handle -> struct sofd_cq */
-	struct sof_hmap srqs; /* handle -> struct sofd_srq */
-	struct sof_hmap qps;  /* qpn    -> struct sofd_qp */
+	struct sof_hmap pds;	/* handle -> struct sofd_pd */
+	struct sof_hmap mrs;	/* key    -> struct sofd_mr */
+	struct sof_hmap mr_rsv; /* key  -> struct sofd_conn: reserved (MR_KEYS), not taken */
+	struct sof_hmap mws;	/* key >> 8 -> struct sofd_mw */
+	struct sof_hmap cqs;	/* handle -> struct sofd_cq */
+	struct sof_hmap srqs;	/* handle -> struct sofd_srq */
+	struct sof_hmap qps;	/* qpn    -> struct sofd_qp */
 
 	/* object table */
 	int objtab_fd;	  /* RW memfd */
@@ -455,6 +462,16 @@ int sofd_query_mr(struct sofd_req *rq, struct sofd_rep *rp);
 void sofd_import_conn_closed(struct sofd_conn *c);
 int sofd_rereg_mr(struct sofd_req *rq, struct sof_reg_mr_rep *rep);
 int sofd_share_mr(struct sofd_req *rq);
+/* MR_KEYS: keys reserved for the connection, its region table the first
+ * time (struct sof_mr_rec). 0 or -errno. */
+int sofd_mr_keys(struct sofd_req *rq, struct sof_mr_keys_rep *rep);
+/* The region of key: the daemon's record, else the connection's POSTED
+ * record of that reserved key, taken now. NULL: none. */
+struct sofd_mr *sofd_mr_get(uint32_t key);
+/* Take every record c posted in PD handle pd (they are its users). */
+void sofd_mr_take_pd(struct sofd_conn *c, uint32_t pd);
+/* The connection goes: its reserved keys and its table. */
+void sofd_mr_keys_release(struct sofd_conn *c);
 /* Ask a region's owner to move it onto memfds (its fence page). */
 void sofd_mem_ask_move(const struct sofd_mr *mr);
 

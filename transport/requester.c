@@ -372,6 +372,7 @@ void tp_req_arm(struct sof_tqp *t)
 	t->timer_ns = now + to;
 	if (t->sack_ok || (tp_sack_on && !t->sack_seen)) {
 		t->sack_tlps = 0;
+		t->sack_probed = false;
 		t->probe_ns = tp_sack_probe_ns(t, now, to);
 	} else if (t->mrtt_ns && t->loss_ns && now - t->loss_ns < PROBE_AFTER_LOSS_NS) {
 		p = t->mrtt_ns * PROBE_RTTS > PROBE_MIN_NS ? t->mrtt_ns * PROBE_RTTS : PROBE_MIN_NS;
@@ -729,6 +730,7 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 			 * again, twice as late each time (sack.c) */
 			if (t->sack_tlps < UINT8_MAX)
 				t->sack_tlps++;
+			t->sack_probed = true;
 			if (t->timer_ns) /* a probe spends no retry either */
 				t->timer_ns = deadline;
 			t->probe_ns = tp_sack_probe_ns(t, now, sof_ack_timeout_ns(t->timeout));

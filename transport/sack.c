@@ -83,6 +83,7 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 {
 	uint32_t base, una = t->una_psn, sent, hi = 0, cnt = 0, from, holes = 0, lim = 0;
 	const uint8_t *map;
+	bool probed;
 	uint64_t now;
 
 	t->sack_cnt = 0;
@@ -115,21 +116,39 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 	t->sack_cnt = cnt;
 	if (!hi)
 		return;
+	/* The first SACK after a tail-loss probe: the probe went two
+	 * smoothed round trips after the last progress and is the newest
+	 * packet, so every hole below what it SACKed is lost, and so is a
+	 * resend of one (as RACK with TLP, RFC 8985 7.3: a packet sent
+	 * after it arrived, long after it). Without this a burst lost at the
+	 * tail of a window (a dropped GSO frame is up to 64 packets) left
+	 * one SACKed packet behind its holes, below the duplicate threshold:
+	 * the holes went one per probe round, the probes twice as late each
+	 * time, into local ACK timeouts. */
+	probed = t->sack_probed;
+	t->sack_probed = false;
 	/* a hole counts as lost once SACK_DUPTHRESH packets after it arrived
 	 * (as TCP's duplicate ACK threshold): one merely overtaken waits */
-	for (uint32_t i = hi, n = 0; i > 0; i--) {
+	for (uint32_t i = hi, n = 0; !probed && i > 0; i--) {
 		if (roce_sack_bit(map, i) && ++n == SACK_DUPTHRESH) {
 			lim = i;
 			break;
 		}
 	}
+	if (probed)
+		lim = hi;
 	now = sof_now_ns();
 	/* the holes below sack_next were resent once; when una has not
 	 * moved for a round since, its packet was lost again: it alone is
 	 * resent (the holes after it get their turn when they are una), so
 	 * a network that reorders by more than a round trip costs one
 	 * packet per round, not a window */
-	if (t->sack_round_una != una || roce_psn_diff(t->sack_next, una) < 0) {
+	if (probed) {
+		/* all of them again, below: a new round */
+		t->sack_next = una;
+		t->sack_round_una = una;
+		t->sack_round_ns = now;
+	} else if (t->sack_round_una != una || roce_psn_diff(t->sack_next, una) < 0) {
 		t->sack_round_una = una;
 		t->sack_round_ns = now;
 		if (roce_psn_diff(t->sack_next, una) < 0)

@@ -203,6 +203,7 @@ struct sof_tqp {
 	uint32_t sack_lost;	/* holes seen since sack_epoch */
 	uint32_t sack_epoch;	/* PSN that ends the round trip being counted */
 	uint8_t sack_tlps;	/* tail-loss probes since the last progress */
+	bool sack_probed;	/* a probe went since the last SACK (sack.c) */
 };
 
 /* The link layer under the engine: how a packet leaves and arrives on

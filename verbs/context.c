@@ -417,6 +417,7 @@ SOFV_EXPORT int ibv_close_device(struct ibv_context *context)
 	pthread_rwlock_destroy(&s->obj_lock);
 	pthread_mutex_destroy(&s->rpc_lock);
 	pthread_mutex_destroy(&s->cache_lock);
+	sofv_mr_post_free(s);
 	pthread_mutex_destroy(&s->mem_lock);
 	pthread_mutex_destroy(&s->prog_lock);
 	pthread_cond_destroy(&s->prog_cond);

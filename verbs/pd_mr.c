@@ -5,8 +5,10 @@
  * Registering records the region in place (mem_reg.c) with the daemon,
  * which issues the key (lkey == rkey, random) and later lets executors
  * that present the key with the right PD and access reach the pages (IBA
- * 10.6.3, o10-35). The library keeps each MR by lkey for
- * the local checks of the data path.
+ * 10.6.3, o10-35); after a context's first region, without a request:
+ * the daemon reserved the key and takes the record at its first use
+ * (mr_post.c). The library keeps each MR by lkey for the local checks of
+ * the data path.
  */
 #include "sofv.h"
 
@@ -105,7 +107,7 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 	struct sofv_context *s = to_sctx(pd->ibpd.context);
 	struct sof_reg_mr_req req;
 	struct sof_reg_mr_rep rep;
-	bool attach = false, odp, implicit;
+	bool attach = false, odp, implicit, posted;
 	int fds[2], acc, err;
 
 	acc = mr_access(access);
@@ -128,7 +130,14 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 	 * mapped now (as ib_umem_odp) */
 	err = sofv_mem_inplace(addr, length, odp, acc & MR_ACCESS & ~IBV_ACCESS_REMOTE_READ, attach,
 			       fds);
-	if (!err) {
+	m->access = (uint32_t)acc;
+	m->iova = iova;
+	m->pd = pd;
+	m->ibmr.addr = addr;
+	m->ibmr.length = length;
+	/* after the first region, checked here: no request (mr_post.c) */
+	posted = !err && !attach && !sofv_mr_post(s, m);
+	if (!err && !posted) {
 		memset(&req, 0, offsetof(struct sof_reg_mr_req, runs));
 		req.pd = pd->handle;
 		req.access = (uint32_t)acc | SOF_MR_INPLACE;
@@ -146,16 +155,13 @@ static int mr_register(struct sofv_pd *pd, void *addr, size_t length, uint64_t i
 		pthread_mutex_unlock(&s->mem_lock);
 	if (err)
 		return err;
-	m->access = (uint32_t)acc;
-	m->iova = iova;
-	m->pd = pd;
 	m->ibmr.context = pd->ibpd.context;
 	m->ibmr.pd = &pd->ibpd;
-	m->ibmr.addr = addr;
-	m->ibmr.length = length;
-	m->ibmr.handle = rep.lkey;
-	m->ibmr.lkey = rep.lkey;
-	m->ibmr.rkey = rep.rkey;
+	if (!posted) {
+		m->ibmr.handle = rep.lkey;
+		m->ibmr.lkey = rep.lkey;
+		m->ibmr.rkey = rep.rkey;
+	}
 	/* never moved onto memfds: a memfd would keep pages the program
 	 * unmapped or replaced, and ODP follows the address space */
 	m->ip_tried = odp;
@@ -180,6 +186,9 @@ static int mr_unregister(struct sofv_mr *m)
 	int err;
 
 	sofv_mem_untrack(m);
+	/* a region the daemon never took is gone with its record */
+	if (sofv_mr_unpost(s, m))
+		goto out;
 	memset(&req, 0, sizeof(req));
 	req.lkey = m->ibmr.lkey;
 	err = sofv_rpc(s, SOF_OP_DEREG_MR, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL);
@@ -187,6 +196,8 @@ static int mr_unregister(struct sofv_mr *m)
 		sofv_mem_track(m);
 		return err;
 	}
+	sofv_mr_rec_free(s, m);
+out:
 	mr_release_pages(m->segs, m->nsegs);
 	m->segs = NULL;
 	m->nsegs = 0;

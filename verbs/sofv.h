@@ -97,6 +97,11 @@ struct sofv_context {
 	 * fence yet (the first registration brings them, under mem_lock) */
 	_Atomic bool mem_attached;
 	pthread_mutex_t mem_lock;
+	/* registration without a round trip (mr_post.c), made by the first
+	 * registration after the attach; NULL until then or when the daemon
+	 * refused it (mr_post_off) */
+	struct sofv_mr_post *_Atomic mr_post;
+	_Atomic bool mr_post_off;
 
 	/* Executor caches of other processes' objects (remote_cache.c). */
 	pthread_mutex_t cache_lock;
@@ -175,7 +180,20 @@ struct sofv_mr {
 	struct sofv_seg **segs;
 	bool ip_tried;              /* moved, or found unmovable */
 	struct sofv_mr *ip_next;    /* in mem_share.c's list of regions */
+	uint32_t rec;               /* 1 + its record in the region table (mr_post.c), 0: none */
 };
+
+/* mr_post.c: registration without a round trip. sofv_mr_post registers m
+ * (access, iova, addr, length and pd set; lkey and rkey filled) by a
+ * record of the context's region table: 0, or -EAGAIN when it cannot (the
+ * caller asks the daemon). sofv_mr_unpost: m goes; true when its record
+ * was still the library's alone (then nothing is left to do at the
+ * daemon), false when the daemon took it (the caller deregisters it there,
+ * then calls sofv_mr_rec_free). */
+int sofv_mr_post(struct sofv_context *s, struct sofv_mr *m);
+bool sofv_mr_unpost(struct sofv_context *s, struct sofv_mr *m);
+void sofv_mr_rec_free(struct sofv_context *s, struct sofv_mr *m);
+void sofv_mr_post_free(struct sofv_context *s);
 
 static inline struct sofv_mr *to_smr(struct ibv_mr *mr)
 {

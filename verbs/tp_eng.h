@@ -53,9 +53,10 @@ struct sofv_eng {
 	pthread_t thread;
 	_Atomic bool polled;   /* a thread polled or posted since the progress thread looked */
 	_Atomic bool sleeping; /* the progress thread waits for the sockets alone */
-	int kickfd;	       /* wakes it: a thread started to poll (note_active) */
-	struct sof_tp_counters *cnt; /* the slot's counter page (daemon/steer.c) */
-	bool armed;		     /* the progress thread reads the sockets */
+	_Atomic uint64_t poll_read_ns; /* when a poller last read the sockets */
+	int kickfd;		       /* wakes it: a thread started to poll (note_active) */
+	struct sof_tp_counters *cnt;   /* the slot's counter page (daemon/steer.c) */
+	bool armed;		       /* the progress thread reads the sockets */
 	struct eng_flow flows[FLOWS_MAX];
 	unsigned nflows;
 	struct eng_flow banned[FLOWS_BANNED]; /* fd unused; the oldest goes first */

@@ -389,8 +389,16 @@ static void *progress(void *arg)
 			continue;
 		}
 		/* the polls go on and nothing came: read what they left, if
-		 * the lock is free (a poller holds it while it reads) */
+		 * the lock is free (a poller holds it while it reads) and no
+		 * poller read the sockets just now (it has them in hand: a
+		 * packet found here would be one it was about to read, and
+		 * the stuck looks that follow would preempt it, on a busy
+		 * CPU, to take its next ones as well) */
 		if (n <= 0 && !armed && atomic_load_explicit(&eng.polled, memory_order_relaxed)) {
+			if (sof_now_ns() -
+				atomic_load_explicit(&eng.poll_read_ns, memory_order_relaxed) <
+			    (uint64_t)POLL_STUCK_NS)
+				continue;
 			if (pthread_mutex_trylock(&eng.lock))
 				continue;
 			if (eng.ctx && rx_read_some(false))
@@ -759,8 +767,10 @@ void sofv_engine_poll(void)
 	note_active();
 	if (pthread_mutex_trylock(&eng.lock))
 		return; /* another thread runs it */
-	if (eng.ctx)
+	if (eng.ctx) {
 		rx_run(true, true);
+		atomic_store_explicit(&eng.poll_read_ns, sof_now_ns(), memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&eng.lock);
 }
 

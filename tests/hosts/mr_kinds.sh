@@ -4,7 +4,9 @@
 # the client RDMA READs the server's region, RDMA WRITEs it and SENDs into
 # it, every byte checked on both sides. Private anonymous memory (touched
 # and never touched), a MAP_SHARED region and on-demand paging, explicit
-# and implicit (tests/progs/mr_kinds.c), each with the programs' own
+# and implicit, and a region registered without a request to the daemon
+# (posted: the daemon takes its record at the first use of its key, here
+# a packet for the daemon's engine) (tests/progs/mr_kinds.c), each with the programs' own
 # engines (which use the registered addresses) and with the daemons'
 # (SOFTOFED_ENGINE=daemon: the daemon reaches the region in place through
 # its owner's /proc/<pid>/mem and a bounce ring).
@@ -35,7 +37,7 @@ engines="program daemon"
 for engine in $engines; do
 	E=()
 	[ "$engine" = daemon ] && E=(env SOFTOFED_ENGINE=daemon)
-	for kind in anon shared untouched odp odp_implicit; do
+	for kind in anon shared untouched odp odp_implicit posted; do
 		name="hosts/mr_kinds $kind memory, the $engine's engine"
 		PORT=$((PORT + 1))
 		sof_host_bg srv a 90 "${E[@]}" "$SOFTOFED" run -- "$PROG" -k "$kind" -p "$PORT" -g "$ga"

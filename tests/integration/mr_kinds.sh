@@ -3,7 +3,10 @@
 # registers a region of one kind (tests/progs/mr_kinds.c) and a client,
 # another process on the same host, RDMA READs it, RDMA WRITEs it and
 # SENDs into it; both check every byte. Kinds: private anonymous touched
-# and never touched, the stack, one range registered twice, two processes
+# and never touched, the stack, one range registered twice, a region
+# registered without a request to the daemon (posted: after a first region
+# of the context; its PD busy before anyone used it, the key of one
+# deregistered unused never handed out again), two processes
 # each registering at once; fork() after registration (ibv_fork_init, and
 # RDMAV_FORK_SAFE=1): the child's writes stay in the child; after each
 # ibv_dereg_mr the peer's WRITE with the old key fails and changes nothing;
@@ -96,7 +99,7 @@ if [ -n "$HP0" ]; then
 	echo $((HP0 + 4)) >"$HP" 2>/dev/null
 fi
 
-for kind in anon untouched stack twice shared file posix sysv huge odp odp_implicit; do
+for kind in anon untouched stack twice shared file posix sysv huge odp odp_implicit posted; do
 	port=$((port + 1))
 	if pair "$kind" "$port"; then
 		ok "$kind memory: READ, WRITE and SEND from another process, every byte checked; a WRITE after ibv_dereg_mr fails (IBV_WC_REM_ACCESS_ERR) and changes nothing"

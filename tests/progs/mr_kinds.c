@@ -16,7 +16,12 @@
  * copy, which must not reach the parent's; ibv_fork_init first), odp
  * (IBV_ACCESS_ON_DEMAND over a range unmapped and mapped again after
  * registration, with ibv_advise_mr prefetch), odp_implicit (the whole
- * address space, the region mapped after registration).
+ * address space, the region mapped after registration), posted (private
+ * anonymous, registered after a first region of the context, so without a
+ * request to the daemon: verbs/mr_post.c; before the peer uses it,
+ * ibv_dealloc_pd of its PD fails with EBUSY, and a region registered and
+ * deregistered before anyone used it leaves its key unused by the next
+ * SOF_POSTED_KEYS registrations).
  *
  * The client RDMA READs the region and checks the server's pattern, RDMA
  * WRITEs a second pattern that the server checks, then SENDs a third that
@@ -42,6 +47,8 @@
 #include <sys/wait.h>
 
 #define STACK_LEN (64 * 1024)
+/* more registrations than the daemon reserves keys at a time (64) */
+#define SOF_POSTED_KEYS 200
 
 struct opts {
 	struct hp_opts hp;
@@ -220,10 +227,49 @@ static struct ibv_mr *odp_reg(struct side *s, const struct opts *o, uint8_t **bu
 }
 
 /* The server's side over region buf of len bytes. */
+/* kind posted, before the region under test: a first region (the one
+ * that hands the daemon this process's memory), then a region registered
+ * and deregistered before anyone used it, whose key the next registrations
+ * must not get. The first region stays (returned). */
+static struct ibv_mr *posted_prelude(struct side *s, uint8_t *buf, size_t len)
+{
+	static uint8_t scratch[4096];
+	struct ibv_mr *first, *gone, *m[SOF_POSTED_KEYS];
+	uint32_t key;
+	int fails = 0;
+
+	first = ibv_reg_mr(s->pd, scratch, sizeof(scratch), ACC);
+	gone = first ? ibv_reg_mr(s->pd, buf, len, ACC) : NULL;
+	if (!gone) {
+		printf("fail: posted: first registrations: %s\n", strerror(errno));
+		return NULL;
+	}
+	key = gone->rkey;
+	if (ibv_dereg_mr(gone)) {
+		printf("fail: posted: ibv_dereg_mr of a region nobody used\n");
+		return NULL;
+	}
+	for (int i = 0; i < SOF_POSTED_KEYS; i++) {
+		m[i] = ibv_reg_mr(s->pd, buf + (size_t)(i % 8) * 64, 64, ACC);
+		if (!m[i] || m[i]->lkey != m[i]->rkey || m[i]->rkey == key)
+			fails++;
+	}
+	for (int i = 0; i < SOF_POSTED_KEYS; i++)
+		if (m[i] && ibv_dereg_mr(m[i]))
+			fails++;
+	if (fails) {
+		printf("fail: posted: %d of %d registrations failed or reused the key of a "
+		       "deregistered region\n",
+		       fails, SOF_POSTED_KEYS);
+		return NULL;
+	}
+	return first;
+}
+
 static int serve(const struct opts *o, uint8_t *buf, size_t len)
 {
 	struct hp_info me = {0}, peer;
-	struct ibv_mr *mr = NULL, *mr2 = NULL;
+	struct ibv_mr *mr = NULL, *mr2 = NULL, *first = NULL;
 	struct ibv_sge sge;
 	struct ibv_recv_wr rwr = {0}, *bad;
 	struct side s;
@@ -238,11 +284,26 @@ static int serve(const struct opts *o, uint8_t *buf, size_t len)
 	} else if (!untouched) {
 		fill(buf, len, 0);
 	}
+	if (!strcmp(o->kind, "posted")) {
+		first = posted_prelude(&s, buf, len);
+		if (!first)
+			return 1;
+	}
 	if (!mr)
 		mr = ibv_reg_mr(s.pd, buf, len, ACC);
 	if (!mr) {
 		printf("fail: ibv_reg_mr of %s memory: %s\n", o->kind, strerror(errno));
 		return 1;
+	}
+	/* a region nobody used yet is its PD's user all the same */
+	if (first) {
+		int err = ibv_dealloc_pd(s.pd);
+
+		if (err != EBUSY) {
+			printf("fail: ibv_dealloc_pd with a posted region: %s, not EBUSY\n",
+			       strerror(err));
+			return 1;
+		}
 	}
 	/* never-touched pages read as zero through the registration, then
 	 * take the pattern through the registered pages */
@@ -282,7 +343,7 @@ static int serve(const struct opts *o, uint8_t *buf, size_t len)
 	wait_one(&s, o, "receive");
 	if (check(buf, len, 2, "after the peer's SEND"))
 		return 1;
-	if ((mr2 && ibv_dereg_mr(mr2)) || ibv_dereg_mr(mr))
+	if ((mr2 && ibv_dereg_mr(mr2)) || ibv_dereg_mr(mr) || (first && ibv_dereg_mr(first)))
 		hp_fail("ibv_dereg_mr");
 	hp_sync(s.sock, o->hp.secs); /* client: a WRITE with the old key */
 	hp_sync(s.sock, o->hp.secs);
@@ -468,7 +529,7 @@ static uint8_t *region(const struct opts *o)
 	void *p = MAP_FAILED;
 
 	if (!strcmp(o->kind, "anon") || !strcmp(o->kind, "untouched") ||
-	    !strcmp(o->kind, "twice") || !strcmp(o->kind, "fork")) {
+	    !strcmp(o->kind, "twice") || !strcmp(o->kind, "fork") || !strcmp(o->kind, "posted")) {
 		p = mmap(NULL, o->len, PROT_READ | PROT_WRITE, priv, -1, 0);
 	} else if (!strcmp(o->kind, "shared")) {
 		p = mmap(NULL, o->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -1,33 +1,36 @@
 #!/bin/bash
-# Debian's unmodified OpenSM on the software fabric (issue 19, acceptance
-# line 1): hosts as network namespaces, each daemon with an InfiniBand port
-# (sofib0) attached to the fabric process (softofed-fabric), which runs in
-# host a's namespace from a topology of tests/topologies and listens on
-# a's veth address. OpenSM runs in a under `softofed run` on sofib0 (its
-# SMPs leave through QP0 of sofib0; libibumad is ours) and must bring the
-# subnet up; infiniband-diags in b then check it against the file.
+# A subnet manager on the software fabric with real hosts: Debian's
+# unmodified OpenSM (issue 19, acceptance line 1) or, with SOF_SM=softofed
+# (tests/hosts/sm.sh), our softofed-sm (issue 20). Hosts as network
+# namespaces, each daemon with an InfiniBand port (sofib0) attached to the
+# fabric process (softofed-fabric), which runs in host a's namespace from a
+# topology of tests/topologies and listens on a's veth address. The SM runs
+# in a under `softofed run` on sofib0 (its SMPs leave through QP0 of
+# sofib0; libibumad is ours) and must bring the subnet up; infiniband-diags
+# in b then check it against the file. The ok lines say opensm/ or sm/.
 #
 #   SOF_OPENSM_TOPO=pair (default): H1 (a) and H2 (b) on switch S1;
 #   SOF_OPENSM_TOPO=line3: H1 (a) - S1 - S2 - S3 - H3 (c), H2 (b) on S2.
 #
 #   attach      every real host's sofib0 comes up to Initialize
-#   opensm      OpenSM's log says SUBNET UP within 60 s
+#   sm          the SM's log says SUBNET UP within 60 s
 #   lids        every sofib0 port Active, LIDs nonzero and distinct, SM LID
 #               a's LID (softofed status of each host)
 #   ibstat      Debian's ibstat sofib0 in b: Active, its LID and SM LID
 #   ibnetdiscover  in b: the same nodes, GUIDs and links as the fabric
 #               process built from the file (`softofed fabric status -v`)
 #   smpquery    nodeinfo and portinfo of a's port by LID from b
-#   ibroute     the LFT OpenSM programmed in b's switch: a's and b's LIDs
+#   ibroute     the LFT the SM programmed in b's switch: a's and b's LIDs
 #               out of the ports the file gives
 #   sminfo      from b: the master SM is a's port (LID, GUID)
-#   saquery     from b: OpenSM's SA returns a NodeRecord per node
+#   saquery     from b: the SM's SA returns a NodeRecord per node
 #   perfquery   from b: the PMA of a port of b's switch the ping-pong
 #               crossed counts its data both ways
 #   rc_pingpong ibv_rc_pingpong -d sofib0 by LID (no GID), --chk, a <-> b
 #               (pair: one switch) or a <-> c (line3: three switches)
 #
-# Needs root (ip netns). Usage: [SOF_OPENSM_TOPO=line3] tests/hosts/opensm.sh
+# Needs root (ip netns). Usage: [SOF_SM=softofed] [SOF_OPENSM_TOPO=line3]
+# tests/hosts/opensm.sh
 set -u
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -38,7 +41,15 @@ TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}/$T.net
 FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
 # run.sh's ASan mix has the daemon and the tool only: the plain build's fabric
 [ -x "$FABRIC" ] || FABRIC=$SOF_ROOT/build/bin/softofed-fabric
-PORT=7471
+# N names the ok lines, the background processes and the files
+case ${SOF_SM:-opensm} in
+opensm) N=opensm PORT=7471 ;;
+softofed) N=sm PORT=7473 ;; # `softofed sm` runs the softofed-sm beside it
+*)
+	not_ok "opensm: SOF_SM" "opensm or softofed, not '$SOF_SM'"
+	exit 1
+	;;
+esac
 # per topology: hosts, real HCAs, b's switch and the ports of its LFT that
 # lead to b and to a; the ping-pong's peer of a (across every switch) and
 # the port of b's switch its traffic crosses
@@ -46,7 +57,7 @@ case $T in
 pair) NH=2 REAL=H1,H2 BSW=S1 BPORT=2 APORT=1 PEER=b PPORT=2 ;;
 line3) NH=3 REAL=H1,H2,H3 BSW=S2 BPORT=1 APORT=2 PEER=c PPORT=3 ;;
 *)
-	not_ok "opensm: topology" "unknown SOF_OPENSM_TOPO $T"
+	not_ok "$N: topology" "unknown SOF_OPENSM_TOPO $T"
 	exit 1
 	;;
 esac
@@ -79,30 +90,35 @@ diag() {
 	sof_host_run "$h" "$SOFTOFED" run -- timeout 20 "$@" >"$out" 2>&1 </dev/null
 }
 
-sof_host_bg opensm.fabric a 280 "$FABRIC" "$TOPO" --listen "$(sof_host_ip a):$PORT" --real "$REAL"
+sof_host_bg $N.fabric a 280 "$FABRIC" "$TOPO" --listen "$(sof_host_ip a):$PORT" --real "$REAL"
 for _ in $(seq 100); do
 	all_in INIT && break
 	sleep 0.1
 done
 if all_in INIT; then
-	ok "opensm/$T: every sofib0 port attached to the fabric (Initialize)"
+	ok "$N/$T: every sofib0 port attached to the fabric (Initialize)"
 else
-	not_ok "opensm/$T: attach" "$(ibline a) / $(ibline b)"
-	sof_dump "$(sof_out opensm.fabric)"
+	not_ok "$N/$T: attach" "$(ibline a) / $(ibline b)"
+	sof_dump "$(sof_out $N.fabric)"
 	sof_exit
 fi
 
 guid=$(sof_host_run a "$SOFTOFED" run -- ibstat -p sofib0 2>/dev/null </dev/null | head -n 1)
-smlog=$SOF_TMP/opensm.log
-sof_host_bg opensm.sm a 260 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87
+if [ "$N" = opensm ]; then
+	smlog=$SOF_TMP/$N.log
+	sof_host_bg $N.sm a 260 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87
+else
+	smlog=$(sof_out $N.sm)
+	sof_host_bg $N.sm a 260 "$SOFTOFED" sm -v
+fi
 for _ in $(seq 600); do
 	grep -q 'SUBNET UP' "$smlog" 2>/dev/null && break
 	sleep 0.1
 done
 if grep -q 'SUBNET UP' "$smlog" 2>/dev/null; then
-	ok "opensm/$T: SUBNET UP (OpenSM on a's sofib0, port GUID $guid)"
+	ok "$N/$T: SUBNET UP (${SOF_SM:-opensm} on a's sofib0 under softofed run, port GUID $guid)"
 else
-	not_ok "opensm/$T: SUBNET UP" "no SUBNET UP in 60 s; $(grep -c ERR "$smlog" 2>/dev/null) errors"
+	not_ok "$N/$T: SUBNET UP" "no SUBNET UP in 60 s; $(grep -c ERR "$smlog" 2>/dev/null) errors"
 	tail -n 60 "$smlog" | cut -c1-200 | sed "s/^/#   sm: /"
 	sof_host_run a "$SOFTOFED" status 2>&1 </dev/null | sed 's/^/#   a: /'
 	sof_host_run a "$SOFTOFED" fabric status -v 2>&1 </dev/null | sed 's/^/#   fabric: /'
@@ -117,24 +133,24 @@ for h in $HOSTS; do lids="$lids $(iblid "$h")"; done
 if all_in ACTIVE && ! echo $lids | tr ' ' '\n' | grep -q -v '^[1-9][0-9]*$' &&
 	[ "$(echo $lids | tr ' ' '\n' | sort -u | wc -l)" = "$NH" ] &&
 	ibline b | grep -q " sm_lid $la " && ibline a | grep -q " sm_lid $la "; then
-	ok "opensm/$T: lids (hosts $HOSTS:$lids, all Active, distinct, SM LID $la)"
+	ok "$N/$T: lids (hosts $HOSTS:$lids, all Active, distinct, SM LID $la)"
 else
-	not_ok "opensm/$T: lids" "$(ibline a) / $(ibline b)"
+	not_ok "$N/$T: lids" "$(ibline a) / $(ibline b)"
 fi
 
-out=$SOF_TMP/opensm.ibstat
+out=$SOF_TMP/$N.ibstat
 diag b "$out" ibstat sofib0
 if grep -q 'State: Active' "$out" && grep -q "Base lid: $lb\$" "$out" && grep -q "SM lid: $la\$" "$out" &&
 	grep -q 'Link layer: InfiniBand' "$out"; then
-	ok "opensm/$T: ibstat in b (Active, Base lid $lb, SM lid $la, InfiniBand)"
+	ok "$N/$T: ibstat in b (Active, Base lid $lb, SM lid $la, InfiniBand)"
 else
-	not_ok "opensm/$T: ibstat" "$(tr '\n' ' ' <"$out")"
+	not_ok "$N/$T: ibstat" "$(tr '\n' ' ' <"$out")"
 fi
 
 # ibnetdiscover's nodes, GUIDs and links against the fabric's own
-fab=$SOF_TMP/opensm.fabric.v
+fab=$SOF_TMP/$N.fabric.v
 sof_host_run a "$SOFTOFED" fabric status -v >"$fab" 2>&1 </dev/null
-out=$SOF_TMP/opensm.ibnd
+out=$SOF_TMP/$N.ibnd
 diag b "$out" ibnetdiscover -C sofib0
 cmp=$(python3 - "$fab" "$out" <<'PY'
 import re, sys
@@ -170,83 +186,83 @@ else:
 PY
 )
 if [ "${cmp#same}" != "$cmp" ]; then
-	ok "opensm/$T: ibnetdiscover in b: $cmp, GUIDs as the fabric's"
+	ok "$N/$T: ibnetdiscover in b: $cmp, GUIDs as the fabric's"
 else
-	not_ok "opensm/$T: ibnetdiscover" "$cmp; $(head -c 400 "$out" | tr '\n' ' ')"
+	not_ok "$N/$T: ibnetdiscover" "$cmp; $(head -c 400 "$out" | tr '\n' ' ')"
 fi
 
 # a's node GUID and port GUID as the fabric gave them
 aguid=$(sed -n 's/^Hca "H1" 1 guid \(0x[0-9a-f]*\).*/\1/p' "$fab")
-out=$SOF_TMP/opensm.smpq
+out=$SOF_TMP/$N.smpq
 diag b "$out" smpquery -C sofib0 nodeinfo "$la"
-out2=$SOF_TMP/opensm.smpq2
+out2=$SOF_TMP/$N.smpq2
 diag b "$out2" smpquery -C sofib0 portinfo "$la"
 if [ -n "$aguid" ] && grep -q "^Guid:\.*$aguid\$" "$out" && grep -q '^NodeType:\.*Channel Adapter' "$out" &&
 	grep -q "^Lid:\.*$la\$" "$out2" && grep -q "^SMLid:\.*$la\$" "$out2" && grep -q '^LinkState:\.*Active' "$out2"; then
-	ok "opensm/$T: smpquery nodeinfo/portinfo of LID $la from b (NodeGuid $aguid, Lid, SMLid, Active)"
+	ok "$N/$T: smpquery nodeinfo/portinfo of LID $la from b (NodeGuid $aguid, Lid, SMLid, Active)"
 else
-	not_ok "opensm/$T: smpquery" "$(tr '\n' ' ' <"$out" | cut -c1-300) / $(tr '\n' ' ' <"$out2" | cut -c1-900)"
+	not_ok "$N/$T: smpquery" "$(tr '\n' ' ' <"$out" | cut -c1-300) / $(tr '\n' ' ' <"$out2" | cut -c1-900)"
 fi
 
-# the LFT OpenSM programmed into b's switch
+# the LFT the SM programmed into b's switch
 swguid=$(sed -n "s/^Switch \"$BSW\" 8 guid \\(0x[0-9a-f]*\\).*/\\1/p" "$fab")
-out=$SOF_TMP/opensm.ibroute
+out=$SOF_TMP/$N.ibroute
 diag b "$out" ibroute -C sofib0 -G "$swguid"
 hex() { printf '0x%04x' "$1"; }
 if [ -n "$swguid" ] && grep -q "^$(hex "$lb") 00*$BPORT " "$out" && grep -q "^$(hex "$la") 00*$APORT " "$out"; then
-	ok "opensm/$T: ibroute of $BSW ($swguid): LID $lb out port $BPORT, LID $la out port $APORT"
+	ok "$N/$T: ibroute of $BSW ($swguid): LID $lb out port $BPORT, LID $la out port $APORT"
 else
-	not_ok "opensm/$T: ibroute" "$(tr '\n' ' ' <"$out" | cut -c1-500)"
+	not_ok "$N/$T: ibroute" "$(tr '\n' ' ' <"$out" | cut -c1-500)"
 fi
 
-out=$SOF_TMP/opensm.sminfo
+out=$SOF_TMP/$N.sminfo
 diag b "$out" sminfo -C sofib0
 apg=$(printf '0x%x' "0x$(ibline a | sed -n 's/.* port_guid \([0-9a-f]*\) .*/\1/p')")
 if grep -q "sm lid $la sm guid $apg, .* SMINFO_MASTER" "$out"; then
-	ok "opensm/$T: sminfo from b: $(tr '\n' ' ' <"$out" | cut -c1-120)"
+	ok "$N/$T: sminfo from b: $(tr '\n' ' ' <"$out" | cut -c1-120)"
 else
-	not_ok "opensm/$T: sminfo" "$(tr '\n' ' ' <"$out" | cut -c1-300)"
+	not_ok "$N/$T: sminfo" "$(tr '\n' ' ' <"$out" | cut -c1-300)"
 fi
 
-out=$SOF_TMP/opensm.saquery
+out=$SOF_TMP/$N.saquery
 diag b "$out" saquery -C sofib0 NR
 nnodes=$(grep -c '^Switch\|^Hca' "$fab")
 if [ "$(grep -c 'NodeRecord dump' "$out")" = "$nnodes" ] && grep -q "$aguid" "$out"; then
-	ok "opensm/$T: saquery NodeRecords from OpenSM's SA: $nnodes, a's GUID among them"
+	ok "$N/$T: saquery NodeRecords from the SM's SA: $nnodes, a's GUID among them"
 else
-	not_ok "opensm/$T: saquery" "$(grep -c 'NodeRecord dump' "$out") of $nnodes records: $(head -c 300 "$out" | tr '\n' ' ')"
+	not_ok "$N/$T: saquery" "$(grep -c 'NodeRecord dump' "$out") of $nnodes records: $(head -c 300 "$out" | tr '\n' ' ')"
 fi
 
 # ibv_rc_pingpong by LID, server in the peer, client in a
 lp=$(iblid "$PEER")
-ppsrv=$(sof_out opensm.pp.srv)
-ppcli=$SOF_TMP/opensm.pp.cli
-sof_host_bg opensm.pp.srv "$PEER" 60 "$SOFTOFED" run -- ibv_rc_pingpong -d sofib0 -p 18515 -n 200 -s 4096 --chk
-sof_host_wait_listen "$PEER" 18515 10 opensm.pp.srv >/dev/null 2>&1
+ppsrv=$(sof_out $N.pp.srv)
+ppcli=$SOF_TMP/$N.pp.cli
+sof_host_bg $N.pp.srv "$PEER" 60 "$SOFTOFED" run -- ibv_rc_pingpong -d sofib0 -p 18515 -n 200 -s 4096 --chk
+sof_host_wait_listen "$PEER" 18515 10 $N.pp.srv >/dev/null 2>&1
 sof_host_run a "$SOFTOFED" run -- timeout 40 ibv_rc_pingpong -d sofib0 -p 18515 -n 200 -s 4096 --chk \
 	"$(sof_host_ip "$PEER")" >"$ppcli" 2>&1 </dev/null
 rc=$?
-sof_wait opensm.pp.srv 20
+sof_wait $N.pp.srv 20
 if [ "$rc" -eq 0 ] && grep -q '1638400 bytes in ' "$ppcli" && grep -q '1638400 bytes in ' "$ppsrv" &&
 	grep -q "remote address: LID $(hex "$lp")" "$ppcli" && grep -q "remote address: LID $(hex "$la")" "$ppsrv" &&
 	! grep -q -i 'invalid data\|failed\|couldn' "$ppcli" "$ppsrv"; then
-	ok "opensm/$T: ibv_rc_pingpong -d sofib0 by LID a <-> $PEER through the fabric (200 x 4 KiB, --chk, LIDs $la <-> $lp)"
+	ok "$N/$T: ibv_rc_pingpong -d sofib0 by LID a <-> $PEER through the fabric (200 x 4 KiB, --chk, LIDs $la <-> $lp)"
 else
-	not_ok "opensm/$T: rc_pingpong" "client rc $rc"
+	not_ok "$N/$T: rc_pingpong" "client rc $rc"
 	sof_dump "$ppcli" "$ppsrv"
 fi
 
-out=$SOF_TMP/opensm.perf
+out=$SOF_TMP/$N.perf
 diag b "$out" perfquery -C sofib0 -G "$swguid" "$PPORT"
 xd=$(sed -n 's/^PortXmitData:\.*\([0-9]*\)$/\1/p' "$out")
 rd=$(sed -n 's/^PortRcvData:\.*\([0-9]*\)$/\1/p' "$out")
 # 200 messages of 4 KiB each way are 204800 four-byte words each way
 if [ -n "$xd" ] && [ -n "$rd" ] && [ "$xd" -ge 204800 ] && [ "$rd" -ge 204800 ]; then
-	ok "opensm/$T: perfquery of $BSW port $PPORT: PortXmitData $xd, PortRcvData $rd words (the ping-pong went through)"
+	ok "$N/$T: perfquery of $BSW port $PPORT: PortXmitData $xd, PortRcvData $rd words (the ping-pong went through)"
 else
-	not_ok "opensm/$T: perfquery" "$(tr '\n' ' ' <"$out" | cut -c1-900)"
+	not_ok "$N/$T: perfquery" "$(tr '\n' ' ' <"$out" | cut -c1-900)"
 fi
 
-sof_kill opensm.sm
-sof_kill opensm.fabric
+sof_kill $N.sm
+sof_kill $N.fabric
 sof_exit

@@ -408,8 +408,12 @@ int sofd_mad_agent_send(void *ctx, uint32_t id, const uint8_t *msg, uint32_t len
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, msg, len);
-	if (len < SOF_MAD_LEN)
-		len = SOF_MAD_LEN; /* a short MAD is padded with zeros */
+	/* a short MAD is padded with zeros; an RMPP message keeps its length,
+	 * from which its PayloadLength is counted (IBA 13.6.2.3: the padding
+	 * of the last segment is no data, else a short SA table answer would
+	 * end in records of zeros) */
+	if (len < SOF_MAD_LEN && !rmpp)
+		len = SOF_MAD_LEN;
 	/* IBA 13.4.6.4: the requester's part of a TID routes the response
 	 * back; the upper half is the agent's (the kernel's hi_tid) */
 	if (!is_response(&h)) {

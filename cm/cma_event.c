@@ -94,6 +94,12 @@ void cma_event_set_ah(struct sof_cm_event *ev, const struct cm_id *id)
 	ev->ah_sgid_index = (uint8_t)id->sgid_index;
 	ev->ah_hop_limit = CMA_HOP_LIMIT;
 	ev->ah_traffic_class = id->tos;
+	if (id->ib) {
+		/* the InfiniBand port: the peer by LID, as its path says */
+		ev->ah_no_grh = 1;
+		ev->ah_dlid = id->dlid;
+		ev->ah_sl = id->sl;
+	}
 }
 
 void cma_event_ud(struct cm_id *id, uint32_t event, int status, const struct sof_cm_param *p,

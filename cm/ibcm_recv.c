@@ -101,6 +101,25 @@ static bool ib_req_addr(const struct cmw_req *req, const struct sofd_mad_addr *f
 	return true;
 }
 
+/* A SIDR_REQ that came by LID without GRH: it names no GIDs (table 119),
+ * so ours is our port's GID 0 and the peer has none; the answer and the
+ * peer's address vector go by its LID. False: no InfiniBand port. */
+static bool ib_sidr_addr(const struct sofd_mad_addr *from, struct sofd_mad_addr *f)
+{
+	struct sof_ib_port p;
+	uint64_t prefix, guid;
+
+	if (!cm_host->ops->ib_port || cm_host->ops->ib_port(&p))
+		return false;
+	prefix = htobe64(p.subnet_prefix);
+	guid = htobe64(p.port_guid);
+	*f = *from;
+	memcpy(f->sgid, &prefix, 8);
+	memcpy(f->sgid + 8, &guid, 8);
+	memset(f->dgid, 0, 16);
+	return true;
+}
+
 static void recv_req(const struct sof_mad_hdr *h, const uint8_t *body,
 		     const struct sofd_mad_addr *from)
 {
@@ -407,6 +426,7 @@ static void recv_drep(const uint8_t *body)
 static void recv_sidr_req(const uint8_t *body, const struct sofd_mad_addr *from)
 {
 	struct ibcm_event ev = {.type = IBCM_EV_REQ, .from = from, .qp_type = IBV_QPT_UD};
+	struct sofd_mad_addr ibfrom;
 	struct cmw_sidr_req req;
 	struct sof_cm_param p;
 	struct sof_link *l;
@@ -414,10 +434,16 @@ static void recv_sidr_req(const uint8_t *body, const struct sofd_mad_addr *from)
 	int err;
 
 	cmw_sidr_req_get(body, &req);
+	if (from->ib && from->no_grh) {
+		if (!ib_sidr_addr(from, &ibfrom))
+			return;
+		from = ev.from = &ibfrom;
+	}
 	/* a repeated request: the answer again, or nothing while it waits */
 	for (l = ibcm.sidr_rcvd.next; l != &ibcm.sidr_rcvd; l = l->next) {
 		id = sof_container_of(l, struct cm_id, sidr_link);
-		if (id->sidr_request_id == req.request_id && !memcmp(id->dgid, from->dgid, 16))
+		if (id->sidr_request_id == req.request_id && !memcmp(id->dgid, from->dgid, 16) &&
+		    (!from->ib || id->dlid == from->lid))
 			return;
 	}
 	ev.service_id = req.service_id;
@@ -439,6 +465,13 @@ static void recv_sidr_req(const uint8_t *body, const struct sofd_mad_addr *from)
 	}
 	id = ev.child;
 	id->sidr_request_id = req.request_id;
+	if (from->ib) {
+		/* the peer by the LID and SL the request came by */
+		id->ib = true;
+		id->sgid_index = 0;
+		id->dlid = from->lid;
+		id->sl = from->sl;
+	}
 	ibcm_peer_init(id);
 	ibcm_set_state(id, CM_SIDR_REQ_RCVD);
 	memset(&p, 0, sizeof(p));

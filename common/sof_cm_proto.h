@@ -210,8 +210,12 @@ struct sof_cm_event {
 	uint8_t ah_sgid_index;
 	uint8_t ah_hop_limit;
 	uint8_t ah_traffic_class;
-	uint8_t rsvd;
+	uint8_t ah_no_grh;    /* 1: by LID without GRH (the InfiniBand port):
+			       * ah_dlid and ah_sl, and no GID */
 	uint32_t ah_flow_label;
+	uint16_t ah_dlid;
+	uint8_t ah_sl;
+	uint8_t rsvd;
 	/* CONNECT_REQUEST: the new id, as QUERY would answer */
 	struct sof_cm_query_rep q;
 };

@@ -59,8 +59,17 @@ static void copy_ud(struct sofcm_event *evt, const struct sof_cm_event *ev, uint
 		u->private_data = evt->private_data;
 	}
 	memset(ah, 0, sizeof(*ah));
-	ah->is_global = 1;
 	ah->port_num = port ? port : 1;
+	if (ev->ah_no_grh) {
+		/* the InfiniBand port: the peer by LID and SL, no GRH, as
+		 * rdma-core gives for an IB path without one */
+		ah->dlid = ev->ah_dlid;
+		ah->sl = ev->ah_sl;
+		u->qp_num = ev->param.qp_num;
+		u->qkey = ev->param.qkey;
+		return;
+	}
+	ah->is_global = 1;
 	memcpy(ah->grh.dgid.raw, ev->ah_dgid, 16);
 	ah->grh.flow_label = ev->ah_flow_label;
 	ah->grh.sgid_index = ev->ah_sgid_index;

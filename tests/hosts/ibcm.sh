@@ -9,7 +9,8 @@
 #           CM by IP address over ib0: the peer's GID from ipoib's neighbour
 #           (ARP on the IB side), the route from the SA, the IB CM by LID:
 #           rping -C 10 -V and -S 4096 -C 200 (data checked both sides),
-#           ucmatose -c 10, ib_send_bw -R -d sofib0; rping over IPv6; an
+#           ucmatose -c 10, udaddy -c 4 (UD: SIDR by LID, address
+#           vectors by DLID without GRH), ib_send_bw -R -d sofib0; rping over IPv6; an
 #           address where no host answers fails in resolution, no hang
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -134,6 +135,10 @@ pair() {
 pair "ibcm: ucmatose -c 10 over ib0" 60 ucmatose -b "$A" -p $((P + 3)) -c 10 -- \
 	ucmatose -s "$A" -p $((P + 3)) -c 10 &&
 	sof_cm_verdict "ibcm: ucmatose -c 10 over ib0" 'data transfers complete' 'return status 0'
+# UD ids: SIDR_REQ/REP by LID, the address vectors by DLID and SL without
+# GRH (udaddy has no port option: 7174)
+pair "ibcm: udaddy -c 4 over ib0" 60 udaddy -b "$A" -c 4 -- udaddy -s "$A" -c 4 &&
+	sof_cm_verdict "ibcm: udaddy -c 4 over ib0" 'data transfers complete' 'return status 0'
 PAIR=sof_perftest_cm_pair pair "ibcm: ib_send_bw -R over ib0" 120 ib_send_bw -R -d sofib0 -F -p $((P + 5)) -- \
 	ib_send_bw -R -d sofib0 -F -p $((P + 5)) "$A" &&
 	sof_cm_perftest_verdict "ibcm: ib_send_bw -R over ib0"

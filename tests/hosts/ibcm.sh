@@ -9,8 +9,9 @@
 #           CM by IP address over ib0: the peer's GID from ipoib's neighbour
 #           (ARP on the IB side), the route from the SA, the IB CM by LID:
 #           rping -C 10 -V and -S 4096 -C 200 (data checked both sides),
-#           ucmatose -c 10, udaddy -c 4 (UD: SIDR by LID, address
-#           vectors by DLID without GRH), ib_send_bw -R -d sofib0; rping over IPv6; an
+#           ucmatose -c 10, udaddy -c 4 -C 50 -S 1000 (UD: SIDR by LID,
+#           address vectors by DLID without GRH; b's sofib0 sent the
+#           messages), ib_send_bw -R -d sofib0; rping over IPv6; an
 #           address where no host answers fails in resolution, no hang
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -136,9 +137,19 @@ pair "ibcm: ucmatose -c 10 over ib0" 60 ucmatose -b "$A" -p $((P + 3)) -c 10 -- 
 	ucmatose -s "$A" -p $((P + 3)) -c 10 &&
 	sof_cm_verdict "ibcm: ucmatose -c 10 over ib0" 'data transfers complete' 'return status 0'
 # UD ids: SIDR_REQ/REP by LID, the address vectors by DLID and SL without
-# GRH (udaddy has no port option: 7174)
-pair "ibcm: udaddy -c 4 over ib0" 60 udaddy -b "$A" -c 4 -- udaddy -s "$A" -c 4 &&
-	sof_cm_verdict "ibcm: udaddy -c 4 over ib0" 'data transfers complete' 'return status 0'
+# GRH (udaddy has no port option: 7174); b's sofib0 sent at least the
+# client's 4 x 50 messages of 1000 bytes (an AV by LID cannot go as RoCE)
+x0=$(ibcnt b xmit_data)
+pair "ibcm: udaddy -c 4 over ib0" 60 udaddy -b "$A" -c 4 -C 50 -S 1000 -- \
+	udaddy -s "$A" -c 4 -C 50 -S 1000 &&
+	sof_cm_verdict "ibcm: udaddy -c 4 over ib0" 'data transfers complete' 'return status 0' && {
+	x1=$(ibcnt b xmit_data)
+	if [ -n "$x0" ] && [ -n "$x1" ] && [ $((x1 - x0)) -ge $((4 * 50 * 1000 / 4)) ]; then
+		ok "ibcm: udaddy's messages crossed sofib0 by LID (xmit_data of b +$((x1 - x0)) words)"
+	else
+		not_ok "ibcm: udaddy over sofib0" "xmit_data of b '$x0' -> '$x1'"
+	fi
+}
 PAIR=sof_perftest_cm_pair pair "ibcm: ib_send_bw -R over ib0" 120 ib_send_bw -R -d sofib0 -F -p $((P + 5)) -- \
 	ib_send_bw -R -d sofib0 -F -p $((P + 5)) "$A" &&
 	sof_cm_perftest_verdict "ibcm: ib_send_bw -R over ib0"

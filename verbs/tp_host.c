@@ -87,7 +87,7 @@ struct sofv_eqp {
 #define ARM_WATCH_NS (2 * POLL_HOLD_MAX_NS)
 /* ibv_get_cq_event calls in a row that found their event there at once
  * before arming a CQ counts as a sleeper outside our calls. */
-#define OUTSIDE_RUN 4u
+#define OUTSIDE_RUN 16u
 
 /* The most polls that an ACK waits for the poller's next post. */
 #define ACK_HOLD_POLLS 32u
@@ -557,7 +557,7 @@ SOFV_EXPORT void sofv_engine_flush(void)
  * spins there and hands them over before it sleeps (sofv_engine_idle):
  * the progress thread need not watch them when it arms a CQ (it would
  * read the packets the waiter is spinning for). */
-SOFV_EXPORT void sofv_engine_sleeps_outside(bool outside)
+void sofv_engine_sleeps_outside(bool outside)
 {
 	unsigned run = atomic_load_explicit(&eng.outside_run, memory_order_relaxed);
 

@@ -128,15 +128,21 @@ SOFV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq
 	c = to_schan(channel);
 	if (!(fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK)) {
 		uint64_t until = sof_now_ns() + 50000;
-		bool engine, found;
+		bool engine, found = any_pending(c, &engine);
 
-		while (!(found = any_pending(c, &engine)) && sof_now_ns() < until) {
+		/* there at once: poll(2) on the fd woke the program */
+		if (engine)
+			sofv_engine_sleeps_outside(found);
+		while (!found && sof_now_ns() < until) {
 			if (engine)
 				sofv_engine_poll();
 			sched_yield();
+			found = any_pending(c, &engine);
 		}
 		if (!found && engine)
 			sofv_engine_idle();
+	} else {
+		sofv_engine_sleeps_outside(true); /* it waits in poll(2) or spins */
 	}
 	n = read(c->ch.fd, &v, sizeof(v));
 	if (n != (ssize_t)sizeof(v))

@@ -584,6 +584,11 @@ void sofv_engine_flush(void);
 /* A thread that polled is going to sleep (ibv_get_cq_event): the progress
  * thread reads the sockets from now on, not after its hold. */
 void sofv_engine_idle(void);
+/* How the program waits for its channels' events (ibv_get_cq_event): it
+ * found the event there, woken outside our calls (poll(2) on the fd), or
+ * it waited inside ibv_get_cq_event. Arming a CQ keeps the progress
+ * thread on the sockets only in the first case. */
+void sofv_engine_sleeps_outside(bool outside);
 /* Around taking a region out of ctx's MR table (no packet of the engine
  * is then half-way through it). */
 void sofv_engine_lock(struct sofv_context *ctx);

@@ -57,6 +57,11 @@ struct sofv_eng {
 	int kickfd;		       /* wakes it: a thread started to poll (note_active) */
 	struct sof_tp_counters *cnt;   /* the slot's counter page (daemon/steer.c) */
 	bool armed;		       /* the progress thread reads the sockets */
+	_Atomic bool watching;	       /* armed, as others may read it without the lock */
+	_Atomic uint64_t arm_ns;       /* a CQ was armed then: a thread may sleep on its
+					* channel's fd outside our calls (sofv_engine_flush) */
+	_Atomic bool outside;	       /* the program waits for events outside our calls */
+	_Atomic unsigned outside_run;  /* ibv_get_cq_event found its event at once so often */
 	struct eng_flow flows[FLOWS_MAX];
 	unsigned nflows;
 	struct eng_flow banned[FLOWS_BANNED]; /* fd unused; the oldest goes first */

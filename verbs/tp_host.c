@@ -25,7 +25,11 @@
  * timers and looks every 0.2 ms whether the polls stopped, reading what
  * the polls left (every 20 us for a while when they left some: a program
  * that waits elsewhere between its polls); a thread that goes to sleep in
- * ibv_get_cq_event hands the sockets to it at once. When it reads them
+ * ibv_get_cq_event hands the sockets to it at once, and so does arming a
+ * CQ: the program may sleep in poll(2) on the channel's fd, where we do
+ * not see it, so for ARM_WATCH_NS after that the progress thread keeps
+ * watching the sockets though polls go on (the busy-poll path arms no
+ * CQ). When it reads them
  * alone, it goes on reading them for 50 us after the last packet before it
  * sleeps on them (one-sided requests: tp_wake.c). One mutex serialises the engine.
  *
@@ -77,6 +81,14 @@ struct sofv_eqp {
 #define POLL_STUCK_NS 20000L
 #define POLL_STUCK_CHECKS 64
 
+/* How long after a CQ was armed the progress thread keeps the sockets
+ * whether or not some thread polls: past it, a thread still asleep on the
+ * channel polls no more, and the holds above hand it the sockets. */
+#define ARM_WATCH_NS (2 * POLL_HOLD_MAX_NS)
+/* ibv_get_cq_event calls in a row that found their event there at once
+ * before arming a CQ counts as a sleeper outside our calls. */
+#define OUTSIDE_RUN 16u
+
 /* The most polls that an ACK waits for the poller's next post. */
 #define ACK_HOLD_POLLS 32u
 
@@ -88,7 +100,17 @@ struct sofv_eng eng = {.lock = PTHREAD_MUTEX_INITIALIZER,
 		       .timer_fd = -1,
 		       .stopfd = -1,
 		       .kickfd = -1,
-		       .revokefd = -1};
+		       .revokefd = -1,
+		       .watching = true,
+		       .outside = true};
+
+/* Whether a CQ was armed lately (a sleeper on its channel may need us). */
+static bool arm_watch(void)
+{
+	uint64_t t = atomic_load(&eng.arm_ns);
+
+	return t && sof_now_ns() - t < (uint64_t)ARM_WATCH_NS;
+}
 
 /* ---- the host operations (transport/tp.h) ---------------------------------- */
 
@@ -353,15 +375,27 @@ static void *progress(void *arg)
 	/* its holds are short: no 50 us of timer slack on them */
 	(void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
 	sofv_wake_thread_init();
+	atomic_store(&eng.watching, true);
 	for (;;) {
-		bool polling = atomic_exchange(&eng.polled, false), spin, os, timed;
+		bool polling = atomic_exchange(&eng.polled, false), spin, os, timed, want;
 		struct epoll_event ev[5];
 		uint64_t v;
 		int n;
 
 		os = polling && sofv_wake_onesided();
-		if ((polling && !os) != !armed) {
-			armed = !polling || os;
+		want = !polling || os || arm_watch();
+		if (!want && armed) {
+			/* watching, then arm_ns: sofv_engine_flush stores them
+			 * the other way round, so one of the two sees the other */
+			atomic_store(&eng.watching, false);
+			if (arm_watch()) {
+				atomic_store(&eng.watching, true);
+				want = true;
+			}
+		}
+		if (want != armed) {
+			armed = want;
+			atomic_store(&eng.watching, armed);
 			pthread_mutex_lock(&eng.lock);
 			sockets_arm(armed);
 			pthread_mutex_unlock(&eng.lock);
@@ -376,7 +410,7 @@ static void *progress(void *arg)
 		spin = armed && sofv_wake_spinning();
 		if (armed && !spin && !os) {
 			atomic_store(&eng.sleeping, true);
-			if (atomic_load(&eng.polled)) {
+			if (atomic_load(&eng.polled) && !arm_watch()) {
 				atomic_store(&eng.sleeping, false);
 				continue;
 			}
@@ -453,7 +487,10 @@ static void note_active(void)
 	if (atomic_load_explicit(&eng.polled, memory_order_relaxed))
 		return;
 	atomic_store(&eng.polled, true);
-	if (atomic_load(&eng.sleeping) && write(eng.kickfd, &one, sizeof(one)) < 0) {
+	/* a CQ armed lately: it keeps the sockets anyway (no kick to wake it
+	 * for nothing) */
+	if (atomic_load(&eng.sleeping) && !arm_watch() &&
+	    write(eng.kickfd, &one, sizeof(one)) < 0) {
 		/* the counter is full: it is awake anyway */
 	}
 }
@@ -490,11 +527,22 @@ static void at_exit(void)
 }
 
 /* The process turns from its data path (a request to the CM; arming a
- * CQ to sleep): the ACKs a poller holds leave now, so that a peer waiting
+ * CQ to sleep, maybe in poll(2) on the channel's fd): the ACKs a poller holds leave now, so that a peer waiting
  * for its send's completion does not wait for a post that may never come
  * (the progress thread would send them within POLL_HOLD_MAX_NS). */
 SOFV_EXPORT void sofv_engine_flush(void)
 {
+	uint64_t one = 1;
+
+	/* it may go to sleep outside our calls: the progress thread watches
+	 * the sockets from now on (woken when it was not) */
+	if (atomic_load_explicit(&eng.outside, memory_order_relaxed)) {
+		atomic_store(&eng.arm_ns, sof_now_ns());
+		if (eng.kickfd >= 0 && !atomic_load(&eng.watching) &&
+		    write(eng.kickfd, &one, sizeof(one)) < 0) {
+			/* the counter is full: it is awake anyway */
+		}
+	}
 	if (!atomic_load_explicit(&eng.ack_hold, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&eng.lock);
@@ -503,6 +551,28 @@ SOFV_EXPORT void sofv_engine_flush(void)
 		tp_tx_flush();
 	}
 	pthread_mutex_unlock(&eng.lock);
+}
+
+/* A program that waits inside ibv_get_cq_event reads the sockets while it
+ * spins there and hands them over before it sleeps (sofv_engine_idle):
+ * the progress thread need not watch them when it arms a CQ (it would
+ * read the packets the waiter is spinning for). */
+void sofv_engine_sleeps_outside(bool outside)
+{
+	unsigned run = atomic_load_explicit(&eng.outside_run, memory_order_relaxed);
+
+	/* an event found at once may also be one that fired while the
+	 * program polled the CQ after arming it: only a run of them counts */
+	if (outside && run < OUTSIDE_RUN)
+		atomic_store_explicit(&eng.outside_run, ++run, memory_order_relaxed);
+	else if (!outside && run)
+		atomic_store_explicit(&eng.outside_run, 0, memory_order_relaxed);
+	outside = run >= OUTSIDE_RUN;
+	if (atomic_load_explicit(&eng.outside, memory_order_relaxed) == outside)
+		return;
+	atomic_store_explicit(&eng.outside, outside, memory_order_relaxed);
+	if (!outside)
+		atomic_store(&eng.arm_ns, 0);
 }
 
 /* Take a slot and set the engine up; its thread starts with the first QP

@@ -616,8 +616,10 @@ int sofd_steer_init(int fd4, int fd6);
 int sof_tp_init(int epfd);
 /* Readiness of a transport pollable (socket, timer, doorbell). */
 void sof_tp_event(struct sofd_pollable *p);
-/* Send what the transport has queued (the loop calls it before it
- * sleeps: packets built by requests, MADs and timers leave in batches). */
+/* Arm the transport timer for its earliest deadline and send what the
+ * transport has queued (the loop calls it before it sleeps: packets built
+ * by requests, MADs and timers leave in batches, and deadlines set outside
+ * sof_tp_event, e.g. by the InfiniBand port's receive, get their timer). */
 void sof_tp_flush(void);
 /* A QP was made (CREATE_QP): fill its transport view qp->tq from it. */
 void sof_tp_qp_init(struct sofd_qp *qp);

@@ -428,7 +428,19 @@ void sof_tp_event(struct sofd_pollable *p)
 	tp_tx_flush();
 }
 
-void sof_tp_flush(void) { tp_tx_flush(); }
+/* Before the daemon waits: the timer armed for the earliest deadline and
+ * the queued packets out. Not only sof_tp_event reaches the engine: the
+ * InfiniBand port's receive (tp_ib_rx, daemon/ib.c) and requests on a
+ * connection (MODIFY_QP to RTS sends what was posted before) run the
+ * requester and completer too, and a deadline they set (a retransmission
+ * timeout, a probe, the end of an RNR wait) was never armed when the
+ * timer was idle: a lost packet, or an RNR NAK, then waited for an
+ * unrelated event (the next doorbell) that a ping-pong never sends. */
+void sof_tp_flush(void)
+{
+	tp_timer_update();
+	tp_tx_flush();
+}
 
 /* ---- QPs ------------------------------------------------------------------------ */
 

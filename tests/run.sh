@@ -243,7 +243,7 @@ done
 for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong.sh \
 	tests/hosts/perftest.sh tests/hosts/capture.sh tests/hosts/badpackets.sh \
 	tests/hosts/netem.sh tests/hosts/netem_std.sh tests/hosts/mcast.sh tests/hosts/rdmacm.sh \
-	tests/hosts/engine.sh \
+	tests/hosts/engine.sh tests/hosts/lat_after_bw.sh \
 	tests/hosts/flows.sh tests/hosts/mw.sh tests/hosts/libfabric.sh tests/hosts/ucx.sh \
 	tests/hosts/mpi.sh tests/hosts/dm.sh tests/hosts/ratelimit.sh tests/hosts/mr_kinds.sh \
 	tests/hosts/xrc.sh tests/hosts/raw.sh tests/hosts/srq_resize.sh tests/hosts/sack.sh \

@@ -17,8 +17,9 @@
  * sm_switch.mft is what the switches hold (written blocks, as the SA's
  * MulticastForwardingTableRecord shows it); mft_want what the trees ask
  * for. A block (32 MLIDs x 16 ports, a position) is sent when the two
- * differ (and recorded in mft as written once the switch accepts it); a switch whose MulticastFDBTop is below an MLID it must hold
- * gets a SwitchInfo Set first. Runs on the SM's thread, between sweeps.
+ * differ (and recorded in mft as written once the switch accepts it); a
+ * switch whose MulticastFDBTop is below an MLID it must hold gets a
+ * SwitchInfo Set first. Runs on the SM's thread, between sweeps.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -41,10 +42,7 @@ static void mc_changed(void *ctx, uint16_t mlid)
 	sm->mc_pending = true;
 }
 
-void sm_mcast_init(struct sm *sm)
-{
-	sm_sa_mcast_hook(mc_changed, sm);
-}
+void sm_mcast_init(struct sm *sm) { sm_sa_mcast_hook(mc_changed, sm); }
 
 void sm_mcast_all(struct sm *sm)
 {
@@ -164,7 +162,8 @@ static int mc_tree(struct sm *sm, uint16_t mlid, uint64_t (*want)[4], int *dist,
 		for (k = 0; k < sn->nnodes; k++) {
 			if (!sn->nodes[k]->sw || !sn->nodes[k]->present || far[k] < 0)
 				continue;
-			if (!root || far[k] < best_max || (far[k] == best_max && sum[k] < best_sum)) {
+			if (!root || far[k] < best_max ||
+			    (far[k] == best_max && sum[k] < best_sum)) {
 				root = sn->nodes[k];
 				best_max = far[k];
 				best_sum = sum[k];
@@ -185,7 +184,8 @@ static int mc_tree(struct sm *sm, uint16_t mlid, uint64_t (*want)[4], int *dist,
 
 			if (!up->peer)
 				break;
-			if (mask_test(want[s->index], up->num) && mask_test(want[up->peer->node->index], up->peer->num))
+			if (mask_test(want[s->index], up->num) &&
+			    mask_test(want[up->peer->node->index], up->peer->num))
 				break; /* joined the tree already */
 			mask_set(want[s->index], up->num);
 			mask_set(want[up->peer->node->index], up->peer->num);
@@ -309,7 +309,7 @@ static void mc_write(struct sm *sm, struct sm_node *n, const uint64_t *blocks)
 int sm_mcast_run(struct sm *sm)
 {
 	struct sm_subnet *sn = &sm->sn;
-	uint64_t (*want)[4] = NULL;
+	uint64_t(*want)[4] = NULL;
 	uint64_t *blocks = NULL; /* per node: MFT blocks touched, a bitmap */
 	int *dist = NULL, err = -ENOMEM;
 	uint8_t *up_port = NULL;
@@ -348,7 +348,8 @@ int sm_mcast_run(struct sm *sm)
 				goto out;
 			memcpy(s->mft_want[i], want[k], sizeof(want[k]));
 			if (memcmp(s->mft[i], want[k], sizeof(want[k])))
-				blocks[k * nb + i / SM_MFT_BLOCK / 64] |= 1ull << (i / SM_MFT_BLOCK % 64);
+				blocks[k * nb + i / SM_MFT_BLOCK / 64] |=
+				    1ull << (i / SM_MFT_BLOCK % 64);
 			if (want[k][0] | want[k][1] | want[k][2] | want[k][3])
 				sm->mc_held[i / 64] |= 1ull << (i % 64);
 		}

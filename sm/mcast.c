@@ -253,9 +253,11 @@ static void mc_write(struct sm *sm, struct sm_node *n, const uint64_t *blocks)
 {
 	struct sm_switch *s = n->sw;
 	unsigned npos = (n->nports + 1u + 15u) / 16u, b, pos, i, top = 0;
+	/* a lying MulticastFDBCap may exceed the MLID space */
+	unsigned nblk = (s->mft_cap < SM_MC_LIDS ? s->mft_cap : SM_MC_LIDS) / SM_MFT_BLOCK;
 	struct sm_req *rq;
 
-	for (b = 0; b < s->mft_cap / SM_MFT_BLOCK; b++) {
+	for (b = 0; b < nblk; b++) {
 		if (!(blocks[b / 64] >> (b % 64) & 1))
 			continue;
 		for (i = 0; i < SM_MFT_BLOCK; i++) {
@@ -277,7 +279,7 @@ static void mc_write(struct sm *sm, struct sm_node *n, const uint64_t *blocks)
 		if (rq)
 			rq->node = n;
 	}
-	for (b = 0; b < s->mft_cap / SM_MFT_BLOCK; b++) {
+	for (b = 0; b < nblk; b++) {
 		if (!(blocks[b / 64] >> (b % 64) & 1))
 			continue;
 		for (pos = 0; pos < npos; pos++) {

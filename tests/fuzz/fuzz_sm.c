@@ -253,17 +253,17 @@ static void check(struct sm *sm)
 
 static void check_mask(const struct sm_node *n, const uint64_t *m, const char *what)
 {
-	unsigned p;
+	unsigned p, w;
 
-	for (p = 0; p <= SM_MAX_PORTS; p++) {
-		if (!(m[p / 64] >> (p % 64) & 1))
-			continue;
-		if (p > n->nports || (p && !n->port[p].peer)) {
-			fprintf(stderr, "fuzz_sm: %s MFT names port %u of a %u-port switch%s\n", what,
-				p, n->nports, p <= n->nports ? " (no link)" : "");
-			abort();
+	for (w = 0; w < 4; w++)
+		for (uint64_t bits = m[w]; bits; bits &= bits - 1) {
+			p = w * 64 + (unsigned)__builtin_ctzll(bits);
+			if (p > n->nports || (p && !n->port[p].peer)) {
+				fprintf(stderr, "fuzz_sm: %s MFT names port %u of a %u-port switch%s\n",
+					what, p, n->nports, p <= n->nports ? " (no link)" : "");
+				abort();
+			}
 		}
-	}
 }
 
 /* the switches reached from s over links (marked for MLID index idx at

@@ -272,7 +272,7 @@ static void mc_write(struct sm *sm, struct sm_node *n, const uint64_t *blocks)
 
 		memcpy(d, s->raw_switchinfo, 64);
 		sof_put16(d + 6, s->lft_top);
-		sof_put16(d + 18, (uint16_t)(SM_MCAST_LID_BASE + s->mft_cap - 1));
+		sof_put16(d + 18, (uint16_t)(SM_MCAST_LID_BASE + nblk * SM_MFT_BLOCK - 1));
 		d[11] &= (uint8_t)~0x04;
 		rq = sm_smp_dr(sm, n->path, n->hops, SOF_METHOD_SET, SOF_ATTR_SWITCH_INFO, 0, d,
 			       on_top_set);

@@ -269,6 +269,7 @@ void sm_phase_done(struct sm *sm)
 		}
 		sn->generation++;
 		notify_changed();
+		sm_mcast_all(sm); /* trees over the links as they are now */
 		sm->phase = SM_PHASE_IDLE;
 		sm->next_light = sm_now_us() + (uint64_t)sm->sweep_s * 1000000u;
 		return;
@@ -395,6 +396,7 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	sm_sa_service_init(); /* the SA (sm/sa_umad.c) */
+	sm_mcast_init(&sm);   /* its groups' trees (sm/mcast.c) */
 	err = open_port(&sm, ca, port);
 	if (err) {
 		fprintf(stderr, "softofed-sm: cannot open the umad port %s/%d: %s\n", ca ? ca : "(first)",
@@ -425,6 +427,8 @@ int main(int argc, char **argv)
 				sm_discover_start(&sm);
 			else if (sm.sweep_s && sm_now_us() >= sm.next_light)
 				sm_light_start(&sm);
+			else if (sm.sn.up && sm.sn.sm_state == SM_STATE_MASTER)
+				sm_mcast_run(&sm); /* SMPs in flight as the loop goes on */
 			if (sm.phase != SM_PHASE_IDLE)
 				continue;
 		}

@@ -15,6 +15,7 @@
 #include "subnet.h"
 
 #define SM_WINDOW_MAX 1024
+#define SM_MC_LIDS 0x4000	/* multicast LIDs 0xc000..0xffff */
 
 struct sm;
 struct sm_req;
@@ -91,6 +92,11 @@ struct sm {
 	uint64_t master_guid;
 	uint64_t next_poll;	/* µs */
 	unsigned poll_fails;
+	/* multicast (mcast.c): MLIDs (bit i: 0xc000 + i) to route again,
+	 * MLIDs some switch was given entries for */
+	uint64_t mc_dirty[SM_MC_LIDS / 64], mc_held[SM_MC_LIDS / 64];
+	bool mc_pending;
+	unsigned mft_blocks;	/* MFT blocks the last multicast run wrote */
 };
 
 uint64_t sm_now_us(void);
@@ -126,6 +132,11 @@ int sm_route(struct sm *sm);
 /* program.c */
 void sm_program_start(struct sm *sm);
 void sm_activate_start(struct sm *sm);
+/* mcast.c: hook into the SA; route every group again (after a sweep);
+ * route the groups that changed, sending the MFT blocks that differ */
+void sm_mcast_init(struct sm *sm);
+void sm_mcast_all(struct sm *sm);
+int sm_mcast_run(struct sm *sm);
 /* sminfo.c: ask the other SMs (false: none); poll the master; become
  * master; an SMInfo Set's AttributeModifier */
 bool sm_sminfo_probe(struct sm *sm);

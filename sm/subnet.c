@@ -49,6 +49,7 @@ static void node_free(struct sm_node *n)
 		free(n->sw->lft);
 		free(n->sw->lft_hw);
 		free(n->sw->mft);
+		free(n->sw->mft_want);
 		free(n->sw->hops);
 		free(n->sw);
 	}

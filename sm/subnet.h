@@ -109,6 +109,7 @@ struct sm_switch {
 	 * mft_cap entries, SM_MAX_PORTS + 1 bits each; NULL until the SM
 	 * does multicast */
 	uint64_t (*mft)[4];
+	uint64_t (*mft_want)[4]; /* SM-private: as the trees ask, like mft */
 	uint8_t *hops;		/* SM-private, unused yet: min hop count, [lid] */
 };
 

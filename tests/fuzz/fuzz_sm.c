@@ -17,10 +17,15 @@
  *     asking would exceed it);
  *   - LIDs: no two ports share one (the LID table and the ports agree);
  *   - LFT entries name a port of their switch or 255;
+ *   - multicast (sm/mcast.c, after the sweep, over a stand-in SA whose
+ *     groups' members the input picks): every MFT entry, as computed and
+ *     as written, names a port of its switch that is port 0 or has a link,
+ *     and each group's tree reaches every member's switch from any other
+ *     member's switch along marked links;
  *   - nothing leaks (the subnet is freed each input; ASan's leak check).
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
- * FUZZ_SOURCES: tests/fuzz/fuzz_sm.c sm/discover.c sm/lid.c sm/route.c sm/program.c sm/subnet.c mad/sma.c mad/pma.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_sm.c sm/discover.c sm/lid.c sm/route.c sm/program.c sm/mcast.c sm/subnet.c mad/sma.c mad/pma.c
  * FUZZ_INCLUDES: sm mad common
  */
 #include <errno.h>
@@ -30,6 +35,7 @@
 #include <string.h>
 
 #include "sm.h"
+#include "sm_sa.h"
 #include "smp.h"
 
 #define MAX_REQS 200000
@@ -58,6 +64,61 @@ void sm_log(struct sm *sm, int level, const char *fmt, ...)
 	(void)sm;
 	(void)level;
 	(void)fmt;
+}
+
+/* The stand-in SA: four groups (MLIDs in the first, second and last MFT
+ * block); port i of the subnet's ports with a LID is a member of group g
+ * when bit (i + 5g) % 32 of `members` is set */
+static const uint16_t fake_mlids[] = {0xc000, 0xc001, 0xc020, 0xc3ff};
+static uint32_t members;
+static struct sm *cur_sm;
+static void (*hook_fn)(void *ctx, uint16_t mlid);
+static void *hook_ctx;
+
+struct sm_sa *sm_sa_get(void)
+{
+	return (struct sm_sa *)&members;
+}
+
+void sm_sa_mcast_hook(void (*fn)(void *ctx, uint16_t mlid), void *ctx)
+{
+	hook_fn = fn;
+	hook_ctx = ctx;
+}
+
+unsigned sm_sa_mcast_mlids(const struct sm_sa *sa, uint16_t *mlids, unsigned max)
+{
+	unsigned i;
+
+	(void)sa;
+	for (i = 0; i < 4 && i < max; i++)
+		mlids[i] = fake_mlids[i];
+	return 4;
+}
+
+int sm_sa_mcast_ports(const struct sm_sa *sa, uint16_t mlid, struct sm_port **ports, unsigned max)
+{
+	struct sm_subnet *sn = &cur_sm->sn;
+	unsigned g, i, j, k = 0, n = 0;
+
+	(void)sa;
+	for (g = 0; g < 4 && fake_mlids[g] != mlid; g++)
+		;
+	if (g == 4)
+		return -ENOENT;
+	for (i = 0; i < sn->nnodes; i++)
+		for (j = 0; j <= sn->nodes[i]->nports; j++) {
+			struct sm_port *p = &sn->nodes[i]->port[j];
+
+			if (!p->lid || !p->present)
+				continue;
+			if (members >> ((k++ + 5 * g) % 32) & 1) {
+				if (n < max)
+					ports[n] = p;
+				n++;
+			}
+		}
+	return (int)n;
 }
 
 static struct sm_req *queue(struct sm *sm, uint8_t method, uint16_t attr, uint32_t mod,
@@ -190,12 +251,120 @@ static void check(struct sm *sm)
 	}
 }
 
+static void check_mask(const struct sm_node *n, const uint64_t *m, const char *what)
+{
+	unsigned p, w;
+
+	for (w = 0; w < 4; w++)
+		for (uint64_t bits = m[w]; bits; bits &= bits - 1) {
+			p = w * 64 + (unsigned)__builtin_ctzll(bits);
+			if (p > n->nports || (p && !n->port[p].peer)) {
+				fprintf(stderr, "fuzz_sm: %s MFT names port %u of a %u-port switch%s\n",
+					what, p, n->nports, p <= n->nports ? " (no link)" : "");
+				abort();
+			}
+		}
+}
+
+/* the switches reached from s over links (marked for MLID index idx at
+ * both ends when `marked`), as mcast.c walks them */
+static void reach(struct sm_subnet *sn, struct sm_node *s, unsigned idx, bool marked, bool *seen)
+{
+	struct sm_node **q = calloc(sn->nnodes + 1, sizeof(*q));
+	unsigned head = 0, tail = 0, p;
+
+	if (!q)
+		abort();
+	memset(seen, 0, sn->nnodes);
+	seen[s->index] = true;
+	q[tail++] = s;
+	while (head < tail) {
+		struct sm_node *x = q[head++];
+
+		for (p = 1; p <= x->nports; p++) {
+			struct sm_port *pe = x->port[p].peer;
+
+			if (!x->port[p].present || !pe || !pe->node->sw || !pe->node->present ||
+			    seen[pe->node->index])
+				continue;
+			if (marked && (!(x->sw->mft_want[idx][p / 64] >> (p % 64) & 1) ||
+				       !pe->node->sw->mft_want ||
+				       !(pe->node->sw->mft_want[idx][pe->num / 64] >> (pe->num % 64) & 1)))
+				continue;
+			seen[pe->node->index] = true;
+			q[tail++] = pe->node;
+		}
+	}
+	free(q);
+}
+
+/* when the member switches of group g are connected, the marked links
+ * connect them too: each member gets the group's packets */
+static void check_tree(struct sm *sm, unsigned g)
+{
+	struct sm_subnet *sn = &sm->sn;
+	struct sm_port *ports[512];
+	struct sm_node *msw[512];
+	bool *seen = calloc(sn->nnodes + 1, 1);
+	unsigned idx = fake_mlids[g] - SM_MCAST_LID_BASE, nmsw = 0, i;
+	int n = sm_sa_mcast_ports(NULL, fake_mlids[g], ports, 512);
+
+	if (!seen)
+		abort();
+	for (i = 0; i < (unsigned)n && i < 512; i++) {
+		struct sm_port *m = ports[i];
+		struct sm_node *s = m->node->sw ? m->node : m->peer ? m->peer->node : NULL;
+
+		if (s && s->sw && s->present && s->sw->mft_want && idx < s->sw->mft_cap)
+			msw[nmsw++] = s;
+	}
+	if (nmsw < 2)
+		goto out;
+	reach(sn, msw[0], idx, false, seen);
+	for (i = 1; i < nmsw; i++)
+		if (!seen[msw[i]->index])
+			goto out; /* not connected: no tree is asked for */
+	reach(sn, msw[0], idx, true, seen);
+	for (i = 1; i < nmsw; i++)
+		if (!seen[msw[i]->index]) {
+			fprintf(stderr, "fuzz_sm: group %#x: member switch %u not on the tree\n",
+				fake_mlids[g], msw[i]->index);
+			abort();
+		}
+out:
+	free(seen);
+}
+
+static void check_mcast(struct sm *sm)
+{
+	struct sm_subnet *sn = &sm->sn;
+	unsigned i, e, g;
+
+	for (i = 0; i < sn->nnodes; i++) {
+		const struct sm_node *n = sn->nodes[i];
+
+		if (!n->sw || !n->sw->mft)
+			continue;
+		for (e = 0; e < n->sw->mft_cap; e++) {
+			check_mask(n, n->sw->mft[e], "written");
+			check_mask(n, n->sw->mft_want[e], "computed");
+		}
+	}
+	for (g = 0; g < 4; g++)
+		check_tree(sm, g);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct sm sm;
 	unsigned round;
 
 	memset(&sm, 0, sizeof(sm));
+	cur_sm = &sm;
+	members = size >= 5 ? sof_get32(data + 1) : 0x5555;
+	sm_mcast_init(&sm);
+	if (hook_fn != NULL && hook_ctx != &sm)
+		abort();
 	if (sm_subnet_init(&sm.sn))
 		return 0;
 	in = data;
@@ -216,6 +385,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			drain(&sm);
 			sm_activate_start(&sm);
 			drain(&sm);
+			sm_mcast_all(&sm);
+			if (sm_mcast_run(&sm))
+				abort();
+			drain(&sm);
+			check_mcast(&sm);
 		}
 	}
 	sm_subnet_free(&sm.sn);

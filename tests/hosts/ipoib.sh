@@ -37,7 +37,14 @@
 #               a sends to it over ib0: both receive the datagrams; the
 #               group's MGID is in their status as attached
 #
-# Needs root (ip netns). Usage: [SOF_IPOIB_TOPO=line3] tests/hosts/ipoib.sh
+# SOF_SM=softofed (tests/hosts/ipoib_sm.sh, ipoib_sm_pair.sh): the same
+# steps with softofed's own SM (`softofed sm`, sm/) instead of OpenSM: its
+# SA's broadcast group (2048 IB MTU: ib0's MTU 2044 on line3 too) and its
+# multicast trees (sm/mcast.c) carry ARP, neighbour discovery and the IP
+# multicast.
+#
+# Needs root (ip netns). Usage: [SOF_SM=softofed] [SOF_IPOIB_TOPO=line3]
+# tests/hosts/ipoib.sh
 set -u
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -51,6 +58,25 @@ FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
 INJECT=$SOF_BUILD_DIR/tests/ipoib_inject
 [ -x "$INJECT" ] || INJECT=$SOF_ROOT/build/tests/ipoib_inject
 PORT=7471
+case ${SOF_SM:-opensm} in
+opensm) SMNAME=OpenSM ;;
+softofed) SMNAME=softofed-sm PORT=7476 ;;
+*)
+	not_ok "ipoib: SOF_SM" "opensm or softofed, not '$SOF_SM'"
+	exit 1
+	;;
+esac
+# sm_start NAME SECS: the SM in a as background job NAME; smlog its log
+sm_start() {
+	if [ "$SMNAME" = OpenSM ]; then
+		smlog=$SOF_TMP/ipoib.opensm.log
+		: >"$smlog"
+		sof_host_bg "$1" a "$2" "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87 "${PARTS[@]}"
+	else
+		smlog=$(sof_out "$1")
+		sof_host_bg "$1" a "$2" "$SOFTOFED" sm -v
+	fi
+}
 case $T in
 pair) NH=2 REAL=H1,H2 HOSTS="a b" ;;
 line3) NH=3 REAL=H1,H2,H3 HOSTS="a b c" ;;
@@ -82,24 +108,23 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 guid=$(sof_host_run a "$SOFTOFED" run -- ibstat -p sofib0 2>/dev/null </dev/null | head -n 1)
-smlog=$SOF_TMP/ipoib.opensm.log
 # line3: the default partition's IPoIB broadcast group with a 4096 IB MTU
 # (OpenSM's partitions.conf, mtu=5): ib0's MTU is 4092; pair: OpenSM's
 # default group, 2048 and 2044
 IBMTU=2044
 PARTS=()
-if [ "$T" = line3 ]; then
+if [ "$T" = line3 ] && [ "$SMNAME" = OpenSM ]; then
 	IBMTU=4092
 	echo 'Default=0x7fff, ipoib, mtu=5 : ALL=full;' >"$SOF_TMP/partitions.conf"
 	PARTS=(-P "$SOF_TMP/partitions.conf")
 fi
-sof_host_bg ipoib.sm a 560 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87 "${PARTS[@]}"
+sm_start ipoib.sm 560
 for _ in $(seq 600); do
 	grep -q 'SUBNET UP' "$smlog" 2>/dev/null && all_in ACTIVE && break
 	sleep 0.1
 done
 if ! grep -q 'SUBNET UP' "$smlog" 2>/dev/null || ! all_in ACTIVE; then
-	not_ok "ipoib/$T: subnet" "OpenSM did not bring the subnet up in 60 s"
+	not_ok "ipoib/$T: subnet" "$SMNAME did not bring the subnet up in 60 s"
 	tail -n 30 "$smlog" 2>/dev/null | sed 's/^/#   sm: /'
 	sof_exit
 fi
@@ -135,7 +160,7 @@ mtu=$(sof_host_run a cat /sys/class/net/ib0/mtu 2>/dev/null)
 if [ "$upok" = 1 ] && [ "$mtu" = "$IBMTU" ] && grep -q "^ipoib ib0 device sofib0 port 1 pkey 0xffff mode datagram mtu $IBMTU" "$st" &&
 	grep -q '^mcast ff12:401b:ffff::ffff:ffff mlid 0xc[0-9a-f]* state joined attached broadcast' "$st" &&
 	grep -q '^qpn 0x[0-9a-f]* lid [1-9]' "$st"; then
-	ok "ipoib/$T: up: ib0 in every host, MTU $mtu, broadcast group joined through OpenSM's SA ($(grep broadcast "$st" | cut -d' ' -f2-4))"
+	ok "ipoib/$T: up: ib0 in every host, MTU $mtu, broadcast group joined through $SMNAME's SA ($(grep broadcast "$st" | cut -d' ' -f2-4))"
 else
 	not_ok "ipoib/$T: up" "mtu '$mtu'; $(tr '\n' ' ' <"$st" | cut -c1-600)"
 	sof_exit
@@ -345,8 +370,7 @@ fi
 if [ "$T" = pair ]; then
 	# ---- the SM restarts: its SA forgets the groups; ib0 joins again -------------
 	sof_kill ipoib.sm
-	: >"$smlog"
-	sof_host_bg ipoib.sm2 a 300 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87
+	sm_start ipoib.sm2 300
 	for _ in $(seq 600); do
 		grep -q 'SUBNET UP' "$smlog" 2>/dev/null && break
 		sleep 0.1
@@ -355,7 +379,7 @@ if [ "$T" = pair ]; then
 	sof_host_run b ip addr add 192.168.77.12/24 dev ib0
 	sleep 12
 	if grep -q 'SUBNET UP' "$smlog" && pingto a 192.168.77.12; then
-		ok "ipoib/$T: OpenSM restarted: ib0 still resolves (ARP on the broadcast group) and carries ping to b's new address"
+		ok "ipoib/$T: $SMNAME restarted: ib0 still resolves (ARP on the broadcast group) and carries ping to b's new address"
 	else
 		not_ok "ipoib/$T: SM restart" "$(tail -n 2 "$SOF_TMP/ipoib.ping.a.192.168.77.12" | tr '\n' ' ')"
 		ipst a | sed 's/^/#   a: /'

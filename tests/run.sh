@@ -215,7 +215,7 @@ if [[ $ONE_BUILD == *asan* ]]; then
 	exit
 fi
 
-# ---- 1b. fuzz targets (libFuzzer, clang), each for SOF_FUZZ_SECS (default 20 s)
+# ---- 1b. fuzz targets (libFuzzer, clang), each for SOF_FUZZ_SECS (default 10 s)
 if selected tests/fuzz/run.sh; then
 	script_cmd tests/fuzz/run.sh
 	run_test tests/fuzz/run.sh "$TEST_TIMEOUT" "${CMD[@]}"

@@ -20,7 +20,7 @@
 # in tests/fuzz/corpus_NAME/ as written (other files may be there too).
 #
 # Environment:
-#   SOF_FUZZ_SECS    seconds to fuzz each target (default 20)
+#   SOF_FUZZ_SECS    seconds to fuzz each target (default 10)
 #   SOF_FUZZ_BUILD   build directory (default build-fuzz in the repository)
 #   SOF_FUZZ_ONLY    run only the targets whose NAME matches this regex
 #   CC_FUZZ          the compiler (default clang)
@@ -29,7 +29,7 @@
 set -u
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-SECS=${SOF_FUZZ_SECS:-20}
+SECS=${SOF_FUZZ_SECS:-10}
 BUILD=${SOF_FUZZ_BUILD:-$ROOT/build-fuzz}
 CC_FUZZ=${CC_FUZZ:-clang}
 # shellcheck disable=SC2054 # (commas inside compiler flags)

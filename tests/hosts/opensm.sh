@@ -68,37 +68,20 @@ sof_hosts_up "$NH" || sof_exit
 HOSTS="a b"
 [ "$NH" = 3 ] && HOSTS="a b c"
 
-# ibline H: the "device sofib0" line of H's status
-ibline() {
-	sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null | grep '^device sofib0'
-}
-# iblid H: the LID of H's sofib0
-iblid() {
-	ibline "$1" | sed -n 's/.* lid \([0-9]*\) .*/\1/p'
-}
-# all_in STATE: every host's sofib0 port in STATE
-all_in() {
-	local h
-	for h in $HOSTS; do
-		ibline "$h" | grep -q "port 1 $1" || return 1
-	done
-}
-# diag H OUT CMD...: an infiniband-diags program in host H under softofed run
-diag() {
-	local h=$1 out=$2
-	shift 2
-	sof_host_run "$h" "$SOFTOFED" run -- timeout 20 "$@" >"$out" 2>&1 </dev/null
-}
+# the sofib0 helpers of tests/ib_fabric.sh (sof_ibf_line, _lid, _all_in, _diag)
+IBF_HOSTS=$HOSTS
+# shellcheck source=tests/ib_fabric.sh
+. "$SOF_ROOT/tests/ib_fabric.sh"
 
 sof_host_bg $N.fabric a 280 "$FABRIC" "$TOPO" --listen "$(sof_host_ip a):$PORT" --real "$REAL"
 for _ in $(seq 100); do
-	all_in INIT && break
+	sof_ibf_all_in INIT && break
 	sleep 0.1
 done
-if all_in INIT; then
+if sof_ibf_all_in INIT; then
 	ok "$N/$T: every sofib0 port attached to the fabric (Initialize)"
 else
-	not_ok "$N/$T: attach" "$(ibline a) / $(ibline b)"
+	not_ok "$N/$T: attach" "$(sof_ibf_line a) / $(sof_ibf_line b)"
 	sof_dump "$(sof_out $N.fabric)"
 	sof_exit
 fi
@@ -125,21 +108,21 @@ else
 	sof_exit
 fi
 
-la=$(iblid a)
-lb=$(iblid b)
+la=$(sof_ibf_lid a)
+lb=$(sof_ibf_lid b)
 lids=""
-for h in $HOSTS; do lids="$lids $(iblid "$h")"; done
+for h in $HOSTS; do lids="$lids $(sof_ibf_lid "$h")"; done
 # shellcheck disable=SC2086 # a list
-if all_in ACTIVE && ! echo $lids | tr ' ' '\n' | grep -q -v '^[1-9][0-9]*$' &&
+if sof_ibf_all_in ACTIVE && ! echo $lids | tr ' ' '\n' | grep -q -v '^[1-9][0-9]*$' &&
 	[ "$(echo $lids | tr ' ' '\n' | sort -u | wc -l)" = "$NH" ] &&
-	ibline b | grep -q " sm_lid $la " && ibline a | grep -q " sm_lid $la "; then
+	sof_ibf_line b | grep -q " sm_lid $la " && sof_ibf_line a | grep -q " sm_lid $la "; then
 	ok "$N/$T: lids (hosts $HOSTS:$lids, all Active, distinct, SM LID $la)"
 else
-	not_ok "$N/$T: lids" "$(ibline a) / $(ibline b)"
+	not_ok "$N/$T: lids" "$(sof_ibf_line a) / $(sof_ibf_line b)"
 fi
 
 out=$SOF_TMP/$N.ibstat
-diag b "$out" ibstat sofib0
+sof_ibf_diag b "$out" ibstat sofib0
 if grep -q 'State: Active' "$out" && grep -q "Base lid: $lb\$" "$out" && grep -q "SM lid: $la\$" "$out" &&
 	grep -q 'Link layer: InfiniBand' "$out"; then
 	ok "$N/$T: ibstat in b (Active, Base lid $lb, SM lid $la, InfiniBand)"
@@ -151,7 +134,7 @@ fi
 fab=$SOF_TMP/$N.fabric.v
 sof_host_run a "$SOFTOFED" fabric status -v >"$fab" 2>&1 </dev/null
 out=$SOF_TMP/$N.ibnd
-diag b "$out" ibnetdiscover -C sofib0
+sof_ibf_diag b "$out" ibnetdiscover -C sofib0
 cmp=$(python3 - "$fab" "$out" <<'PY'
 import re, sys
 fab, ibnd = open(sys.argv[1]).read(), open(sys.argv[2]).read()
@@ -194,9 +177,9 @@ fi
 # a's node GUID and port GUID as the fabric gave them
 aguid=$(sed -n 's/^Hca "H1" 1 guid \(0x[0-9a-f]*\).*/\1/p' "$fab")
 out=$SOF_TMP/$N.smpq
-diag b "$out" smpquery -C sofib0 nodeinfo "$la"
+sof_ibf_diag b "$out" smpquery -C sofib0 nodeinfo "$la"
 out2=$SOF_TMP/$N.smpq2
-diag b "$out2" smpquery -C sofib0 portinfo "$la"
+sof_ibf_diag b "$out2" smpquery -C sofib0 portinfo "$la"
 if [ -n "$aguid" ] && grep -q "^Guid:\.*$aguid\$" "$out" && grep -q '^NodeType:\.*Channel Adapter' "$out" &&
 	grep -q "^Lid:\.*$la\$" "$out2" && grep -q "^SMLid:\.*$la\$" "$out2" && grep -q '^LinkState:\.*Active' "$out2"; then
 	ok "$N/$T: smpquery nodeinfo/portinfo of LID $la from b (NodeGuid $aguid, Lid, SMLid, Active)"
@@ -207,7 +190,7 @@ fi
 # the LFT the SM programmed into b's switch
 swguid=$(sed -n "s/^Switch \"$BSW\" 8 guid \\(0x[0-9a-f]*\\).*/\\1/p" "$fab")
 out=$SOF_TMP/$N.ibroute
-diag b "$out" ibroute -C sofib0 -G "$swguid"
+sof_ibf_diag b "$out" ibroute -C sofib0 -G "$swguid"
 hex() { printf '0x%04x' "$1"; }
 if [ -n "$swguid" ] && grep -q "^$(hex "$lb") 00*$BPORT " "$out" && grep -q "^$(hex "$la") 00*$APORT " "$out"; then
 	ok "$N/$T: ibroute of $BSW ($swguid): LID $lb out port $BPORT, LID $la out port $APORT"
@@ -216,8 +199,8 @@ else
 fi
 
 out=$SOF_TMP/$N.sminfo
-diag b "$out" sminfo -C sofib0
-apg=$(printf '0x%x' "0x$(ibline a | sed -n 's/.* port_guid \([0-9a-f]*\) .*/\1/p')")
+sof_ibf_diag b "$out" sminfo -C sofib0
+apg=$(printf '0x%x' "0x$(sof_ibf_line a | sed -n 's/.* port_guid \([0-9a-f]*\) .*/\1/p')")
 if grep -q "sm lid $la sm guid $apg, .* SMINFO_MASTER" "$out"; then
 	ok "$N/$T: sminfo from b: $(tr '\n' ' ' <"$out" | cut -c1-120)"
 else
@@ -225,7 +208,7 @@ else
 fi
 
 out=$SOF_TMP/$N.saquery
-diag b "$out" saquery -C sofib0 NR
+sof_ibf_diag b "$out" saquery -C sofib0 NR
 nnodes=$(grep -c '^Switch\|^Hca' "$fab")
 if [ "$(grep -c 'NodeRecord dump' "$out")" = "$nnodes" ] && grep -q "$aguid" "$out"; then
 	ok "$N/$T: saquery NodeRecords from the SM's SA: $nnodes, a's GUID among them"
@@ -234,7 +217,7 @@ else
 fi
 
 # ibv_rc_pingpong by LID, server in the peer, client in a
-lp=$(iblid "$PEER")
+lp=$(sof_ibf_lid "$PEER")
 ppsrv=$(sof_out $N.pp.srv)
 ppcli=$SOF_TMP/$N.pp.cli
 sof_host_bg $N.pp.srv "$PEER" 60 "$SOFTOFED" run -- ibv_rc_pingpong -d sofib0 -p 18515 -n 200 -s 4096 --chk
@@ -253,7 +236,7 @@ else
 fi
 
 out=$SOF_TMP/$N.perf
-diag b "$out" perfquery -C sofib0 -G "$swguid" "$PPORT"
+sof_ibf_diag b "$out" perfquery -C sofib0 -G "$swguid" "$PPORT"
 xd=$(sed -n 's/^PortXmitData:\.*\([0-9]*\)$/\1/p' "$out")
 rd=$(sed -n 's/^PortRcvData:\.*\([0-9]*\)$/\1/p' "$out")
 # 200 messages of 4 KiB each way are 204800 four-byte words each way

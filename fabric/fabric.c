@@ -104,6 +104,7 @@ void fab_free(struct fabric *f)
 {
 	struct fab_qpkt *q;
 
+	fab_cap_free(f);
 	while ((q = f->qhead)) {
 		f->qhead = q->next;
 		free(q);
@@ -175,6 +176,9 @@ void fab_run(struct fabric *f)
 		f->qlen--;
 		f->st.pkts++;
 		mp = &q->node->m->port[q->port];
+		if (f->cap && q->from_host) /* as it left the host */
+			fab_cap_pkt(f, q->node->port[q->port].peer,
+				    q->node->port[q->port].peer_port, q->data, q->len, true);
 		if (q->len > FAB_MAX_PKT)
 			bad = FAB_BAD_SHORT;
 		else if (q->from_host)
@@ -254,6 +258,8 @@ void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, s
 	}
 	sof_port_count_xmit(mp, (uint32_t)(len - FAB_VCRC_LEN),
 			    sof_get16(p + 2) >= SOF_LID_MCAST_BASE && sof_get16(p + 2) != 0xffff);
+	if (f->cap)
+		fab_cap_pkt(f, n, port, p, len, sealed);
 	if (fp->peer->real)
 		fab_host_send(f, fp->peer, p, len, sealed);
 	else

@@ -137,6 +137,7 @@ struct fab_stats {
 	uint64_t smp_drop, mad_drop;
 	uint64_t loop, queue_full; /* forwarding loops cut, queue overflow */
 	uint64_t sim_from_clients, sim_to_clients, sim_unclaimed;
+	uint64_t captures, captured, cap_dropped; /* capture.c */
 };
 
 /* a program attached through ibsim's client protocol (sim.c) */
@@ -161,6 +162,7 @@ struct fabric {
 	int sim_ctl;	   /* ibsim's control socket, -1: not enabled */
 	char sim_base[64];
 	struct fab_sim_client sim[FAB_SIM_CLIENTS];
+	struct fab_cap *cap; /* the capture running, NULL: none (capture.c) */
 };
 
 /* IB has no hop limit in its headers; a packet is dropped after this many
@@ -230,5 +232,18 @@ bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32
 		     uint32_t sqp, const uint8_t *mad);
 
 uint64_t fab_now(void);
+
+/* capture.c: a pcap stream of the packets crossing links (`CAPTURE COUNT
+ * SECS [NAME PORT]` on control connection fd, which it keeps on success;
+ * on failure -errno and a message in err). fab_cap_pkt: a packet leaving
+ * node n's port onto its link (call only while f->cap). */
+int fab_cap_start(struct fabric *f, int fd, const char *args, char *err, size_t errlen);
+void fab_cap_pkt(struct fabric *f, const struct fab_node *n, unsigned port, const uint8_t *p,
+		 size_t len, bool sealed);
+/* The main loop: the fd to poll (-1: none) and its events; after poll,
+ * writing out, the end of the capture (now: fab_now()). */
+int fab_cap_fd(const struct fabric *f, short *events);
+void fab_cap_io(struct fabric *f, short revents, uint64_t now);
+void fab_cap_free(struct fabric *f);
 
 #endif

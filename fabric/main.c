@@ -12,7 +12,9 @@
  * a simulated HCA (SIM_HOST, else the first simulated HCA of the file).
  *
  * Control requests (one line; the answer is text, then the connection
- * closes): STATUS, NODES, PORT NAME N, LINK NAME N up|down, DOWN. The
+ * closes): STATUS, NODES, PORT NAME N, LINK NAME N up|down, DOWN;
+ * CAPTURE COUNT SECS [NAME PORT] answers "ok capture" and a pcap stream
+ * (capture.c). The
  * `softofed fabric` command (tools/fabric.c) sends them.
  */
 #include "fabric.h"
@@ -209,6 +211,9 @@ static void status(struct fabric *f, struct out *o)
 			outf(o, " %s %llu", sof_smp_drop_names[k], (unsigned long long)d[k]);
 		outf(o, "\n");
 	}
+	outf(o, "capture: %s captures %llu packets %llu dropped %llu\n", f->cap ? "on" : "off",
+	     (unsigned long long)s->captures, (unsigned long long)s->captured,
+	     (unsigned long long)s->cap_dropped);
 }
 
 static void nodes(struct fabric *f, struct out *o)
@@ -253,7 +258,8 @@ static void port(struct fab_node *n, unsigned p, struct out *o)
 	     c->xmit_constraint_errors, c->link_downed);
 }
 
-static void ctl_request(struct fabric *f, int fd)
+/* One request on fd; true when the fd was kept (a capture streams on it). */
+static bool ctl_request(struct fabric *f, int fd)
 {
 	char line[256], name[FAB_NAME_LEN + 1], what[16];
 	struct out o = {0};
@@ -279,6 +285,12 @@ static void ctl_request(struct fabric *f, int fd)
 	} else if (!strcmp(line, "DOWN")) {
 		outf(&o, "ok\n");
 		stop = 1;
+	} else if (!strncmp(line, "CAPTURE ", 8)) {
+		char err[160];
+
+		if (!fab_cap_start(f, fd, line + 8, err, sizeof(err)))
+			return true;
+		outf(&o, "error: %s\n", err);
 	} else if (sscanf(line, "PORT %64s %u", name, &p) == 2) {
 		struct fab_node *nd = fab_find(f, name);
 
@@ -311,6 +323,7 @@ static void ctl_request(struct fabric *f, int fd)
 		off += (size_t)n;
 	}
 	free(o.buf);
+	return false;
 }
 
 static int split_real(char *arg, char ***real, unsigned *nreal)
@@ -409,15 +422,16 @@ int main(int argc, char **argv)
 	}
 	next_tick = fab_now() + 1000000000ull;
 	while (!stop) {
-		struct pollfd pfd[3 + FAB_SIM_CLIENTS] = {{.fd = f.udp, .events = POLLIN},
+		struct pollfd pfd[4 + FAB_SIM_CLIENTS] = {{.fd = f.udp, .events = POLLIN},
 							  {.fd = ctl, .events = POLLIN},
 							  {.fd = f.sim_ctl, .events = POLLIN}};
 		uint64_t now;
 
+		pfd[3 + FAB_SIM_CLIENTS].fd = fab_cap_fd(&f, &pfd[3 + FAB_SIM_CLIENTS].events);
 		for (int k = 0; k < FAB_SIM_CLIENTS; k++)
 			pfd[3 + k] = (struct pollfd){.fd = f.sim[k].pid ? f.sim[k].fd : -1,
 						     .events = POLLIN};
-		if (poll(pfd, 3 + FAB_SIM_CLIENTS, 200) < 0 && errno != EINTR)
+		if (poll(pfd, 4 + FAB_SIM_CLIENTS, 200) < 0 && errno != EINTR)
 			break;
 		if (pfd[2].revents & POLLIN)
 			fab_sim_ctl(&f);
@@ -445,12 +459,11 @@ int main(int argc, char **argv)
 		if (pfd[1].revents & POLLIN) {
 			int c = accept4(ctl, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-			if (c >= 0) {
-				ctl_request(&f, c);
+			if (c >= 0 && !ctl_request(&f, c))
 				close(c);
-			}
 		}
 		now = fab_now();
+		fab_cap_io(&f, pfd[3 + FAB_SIM_CLIENTS].revents, now);
 		if (now >= next_tick) {
 			fab_tick(&f, now);
 			fab_run(&f);

@@ -10,6 +10,7 @@
  *   softofed fabric down
  *   softofed fabric link NAME PORT up|down
  *   softofed fabric port NAME PORT
+ *   softofed fabric capture ...   `softofed capture` (tools/capture.c)
  *
  * The fabric binary is $SOFTOFED_FABRIC, else softofed-fabric next to
  * this program.
@@ -176,7 +177,8 @@ static void fabric_usage(FILE *f)
 		   "       softofed fabric status [-v]\n"
 		   "       softofed fabric down\n"
 		   "       softofed fabric link NAME PORT up|down\n"
-		   "       softofed fabric port NAME PORT\n");
+		   "       softofed fabric port NAME PORT\n"
+		   "       softofed fabric capture ... (softofed capture: tools/capture.c)\n");
 }
 
 int soft_cmd_fabric(int argc, char **argv)
@@ -189,6 +191,8 @@ int soft_cmd_fabric(int argc, char **argv)
 	}
 	if (!strcmp(argv[0], "up") && argc >= 2)
 		return fabric_up(argc - 1, argv + 1);
+	if (!strcmp(argv[0], "capture"))
+		return soft_cmd_capture(argc - 1, argv + 1);
 	if (!strcmp(argv[0], "down") && argc == 1)
 		return fabric_down();
 	if (!strcmp(argv[0], "status") && argc <= 2) {

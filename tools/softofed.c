@@ -51,6 +51,10 @@ static void usage(FILE *f)
 	    "  fabric up FILE [--listen ADDR:PORT] [--real NAME,...] | status [-v] | down |\n"
 	    "         link NAME PORT up|down | port NAME PORT\n"
 	    "                     the InfiniBand fabric of this network namespace\n"
+	    "  capture -w FILE [-c COUNT] [-t SECS] [--erf] [NAME PORT] | check FILE [-v] |\n"
+	    "          erf IN OUT\n"
+	    "                     a pcap of the fabric's links (LINKTYPE_INFINIBAND; --erf:\n"
+	    "                     ERF type 21, which Wireshark 4.0 reads), or of one link\n"
 	    "  sm [ARGS]          softofed-sm, our subnet manager, on the daemon's InfiniBand\n"
 	    "                     port (sofib0 unless -C names another; softofed-sm --help)\n"
 	    "  ipoib up [PORT] [--pkey P] | down [IFNAME] | status [IFNAME]\n"
@@ -460,6 +464,8 @@ int main(int argc, char **argv)
 		return cmd_sm(argc - 2, argv + 2);
 	if (!strcmp(cmd, "ipoib"))
 		return soft_cmd_ipoib(argc - 2, argv + 2);
+	if (!strcmp(cmd, "capture"))
+		return soft_cmd_capture(argc - 2, argv + 2);
 	fprintf(stderr, "softofed: unknown command or arguments: %s\n", cmd);
 	usage(stderr);
 	return 2;

@@ -41,6 +41,10 @@ int soft_ensure_daemon(struct sof_status_rep *st, const char *ifaces, char *cons
 
 int soft_cmd_fabric(int argc, char **argv);
 
+/* ---- capture.c: `softofed capture ...` (argv[0] is the first argument) */
+
+int soft_cmd_capture(int argc, char **argv);
+
 /* ---- ipoib.c: `softofed ipoib up|down|status` (argv[0] is the subcommand) */
 
 int soft_cmd_ipoib(int argc, char **argv);

@@ -8,44 +8,24 @@
  * ROUTE_ERROR. A path the user resolved (RDMA_OPTION_IB_PATH, an
  * ibv_path_record) is taken as it is. An id whose request is pending is
  * found again by the TID's low half, its handle: an id destroyed
- * meanwhile is simply not found.
+ * meanwhile is simply not found. The SA header and the PathRecord are
+ * mad/sa_rec.c's.
  */
 #include "cma.h"
-#include "sof_bytes.h"
+#include "sa.h"
 
 #include <errno.h>
 #include <infiniband/sa.h>
 #include <infiniband/verbs.h>
 #include <string.h>
 
-#define SA_CLASS 0x03
-#define SA_CLASS_VERSION 2
-#define SA_METHOD_GET 0x01
-#define SA_ATTR_PATH_RECORD 0x0035
-#define SA_DATA 56 /* MAD header, RMPP header, SM_Key, offsets, mask */
 #define SA_TIMEOUT_MS 500
 #define SA_RETRIES 3
-/* PathRecord component mask bits (IBA table 188) */
-#define PR_DGID (1ull << 2)
-#define PR_SGID (1ull << 3)
-#define PR_NUMB_PATH (1ull << 12)
-#define PR_PKEY (1ull << 13)
-/* the record's fields (IBA table 187) */
-#define PR_OFF_DGID 8
-#define PR_OFF_SGID 24
-#define PR_OFF_DLID 40
-#define PR_OFF_SLID 42
-#define PR_OFF_NUMB_PATH 49
-#define PR_OFF_PKEY 50
-#define PR_OFF_SL 52
-#define PR_OFF_MTU 54
+#define COMP(c) (1ull << (c)) /* a ComponentMask bit */
 
 static struct {
 	uint32_t agent; /* 0: not registered yet */
 } sa;
-
-
-
 
 static void route_done(struct cm_id *id, uint16_t dlid, uint16_t slid, uint8_t sl, uint8_t mtu)
 {
@@ -73,8 +53,8 @@ static void sa_recv(void *ctx, uint32_t agent, const uint8_t *msg, uint32_t len,
 		    const struct sofd_mad_addr *from)
 {
 	struct sof_mad_hdr h;
+	struct sof_sa_path pr;
 	struct cm_id *id;
-	const uint8_t *pr = msg + SA_DATA;
 
 	(void)ctx;
 	(void)agent;
@@ -83,15 +63,15 @@ static void sa_recv(void *ctx, uint32_t agent, const uint8_t *msg, uint32_t len,
 		return;
 	sof_mad_hdr_get(msg, &h);
 	id = waiting_id(h.tid);
-	if (!id || h.attr_id != SA_ATTR_PATH_RECORD)
+	if (!id || h.attr_id != SOF_SA_ATTR_PATH_REC)
 		return;
-	if (h.status || !sof_get16(pr + PR_OFF_DLID)) {
+	sof_sa_path_unpack(msg + SOF_SA_OFF_DATA, &pr);
+	if (h.status || !pr.dlid) {
 		cm_trace("cma id %u: SA PathRecord status 0x%04x", id->handle, h.status);
 		cma_event(id, RDMA_CM_EVENT_ROUTE_ERROR, -EHOSTUNREACH, NULL);
 		return;
 	}
-	route_done(id, sof_get16(pr + PR_OFF_DLID), sof_get16(pr + PR_OFF_SLID),
-		   (uint8_t)(sof_get16(pr + PR_OFF_SL) & 0xf), pr[PR_OFF_MTU] & 0x3f);
+	route_done(id, pr.dlid, pr.slid, pr.sl, pr.mtu);
 }
 
 static void sa_send_failed(void *ctx, uint32_t agent, uint64_t cookie, int status,
@@ -116,9 +96,9 @@ static int sa_agent(void)
 {
 	struct sofd_mad_reg reg = {
 	    .qpn = SOF_MAD_QP1,
-	    .mgmt_class = SA_CLASS,
-	    .class_version = SA_CLASS_VERSION,
-	    .rmpp_version = 1,
+	    .mgmt_class = SOF_MCLASS_SA,
+	    .class_version = SOF_SA_CLASS_VERSION,
+	    .rmpp_version = SOF_SA_RMPP_VERSION,
 	};
 
 	if (sa.agent)
@@ -129,16 +109,9 @@ static int sa_agent(void)
 int cma_ib_resolve_route(struct cm_id *id)
 {
 	struct sof_ib_port port;
-	struct sof_mad_hdr h = {
-	    .base_version = SOF_MAD_BASE_VERSION,
-	    .mgmt_class = SA_CLASS,
-	    .class_version = SA_CLASS_VERSION,
-	    .method = SA_METHOD_GET,
-	    .tid = id->handle,
-	    .attr_id = SA_ATTR_PATH_RECORD,
-	};
+	struct sof_sa_path pr = {.numb_path = 1, .pkey = 0xffff};
 	struct sofd_mad_addr to;
-	uint8_t mad[SOF_MAD_LEN], *pr = mad + SA_DATA;
+	uint8_t mad[SOF_MAD_LEN];
 	int err;
 
 	if (!cma_ib_gid(id->sgid, &port) || !port.sm_lid)
@@ -147,13 +120,12 @@ int cma_ib_resolve_route(struct cm_id *id)
 	if (err)
 		return err;
 	id->have_route = false;
-	memset(mad, 0, sizeof(mad));
-	sof_mad_hdr_put(mad, &h);
-	sof_put64(mad + 48, PR_DGID | PR_SGID | PR_NUMB_PATH | PR_PKEY);
-	memcpy(pr + PR_OFF_DGID, id->dgid, 16);
-	memcpy(pr + PR_OFF_SGID, id->sgid, 16);
-	pr[PR_OFF_NUMB_PATH] = 1;
-	sof_put16(pr + PR_OFF_PKEY, 0xffff);
+	sof_sa_req_init(mad, SOF_SA_GET, SOF_SA_ATTR_PATH_REC, 0, id->handle,
+			COMP(SOF_PR_DGID) | COMP(SOF_PR_SGID) | COMP(SOF_PR_NUMB_PATH) |
+			    COMP(SOF_PR_PKEY));
+	memcpy(pr.dgid, id->dgid, 16);
+	memcpy(pr.sgid, id->sgid, 16);
+	sof_sa_path_pack(mad + SOF_SA_OFF_DATA, &pr);
 	memset(&to, 0, sizeof(to));
 	memcpy(to.sgid, id->sgid, 16);
 	to.remote_qpn = SOF_GSI_QPN;

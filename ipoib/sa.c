@@ -4,11 +4,11 @@
  * with the GSI Q_Key, answered asynchronously: the loop polls the umad
  * descriptor and each response (or the time-out libibumad reports for a
  * request that got none) finds its request by TID and calls it back.
- * Records are read and written at the byte offsets of IBA tables 195
- * (MCMemberRecord) and 188 (PathRecord).
+ * The SA header and the records (IBA tables 195, MCMemberRecord, and 188,
+ * PathRecord) are mad/sa_rec.c's, the codec the SM's SA uses too.
  */
+#include "sa.h"
 #include "ipoib.h"
-#include "sof_bytes.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -21,30 +21,8 @@
 #define SA_TIMEOUT_MS 1000
 #define SA_RETRIES 3
 #define SA_PENDING 256
-#define SA_DATA 56 /* the record's offset in the MAD */
-#define METHOD_DELETE 0x15
+#define COMP(c) (1ull << (c)) /* a ComponentMask bit */
 
-/* MCMemberRecord component mask bits (IBA table 195) */
-#define MCM_MGID (1ull << 0)
-#define MCM_PORT_GID (1ull << 1)
-#define MCM_QKEY (1ull << 2)
-#define MCM_MTU_SEL (1ull << 4)
-#define MCM_MTU (1ull << 5)
-#define MCM_TCLASS (1ull << 6)
-#define MCM_PKEY (1ull << 7)
-#define MCM_RATE_SEL (1ull << 8)
-#define MCM_RATE (1ull << 9)
-#define MCM_SL (1ull << 12)
-#define MCM_FLOW (1ull << 13)
-#define MCM_HOP (1ull << 14)
-#define MCM_JOIN_STATE (1ull << 16)
-/* PathRecord component mask bits (IBA table 188) */
-#define PR_DGID (1ull << 2)
-#define PR_SGID (1ull << 3)
-#define PR_NUMB_PATH (1ull << 12)
-#define PR_PKEY (1ull << 13)
-
-#define JOIN_FULL 1
 #define SEL_EQ 2 /* "exactly" (IBA 15.2.5.16) */
 
 struct sa_req {
@@ -111,50 +89,47 @@ static int sa_send(uint32_t tid, uint8_t method, uint16_t attr, uint64_t mask, c
 		   size_t rlen)
 {
 	uint8_t *m = umad_get_mad(sa.umad);
-	struct umad_sa_packet *p = (struct umad_sa_packet *)m;
-	int len = 256;
 
 	if (!sa.sm_lid)
 		return -ENETDOWN;
-	memset(m, 0, 256);
-	p->mad_hdr.base_version = 1;
-	p->mad_hdr.mgmt_class = UMAD_CLASS_SUBN_ADM;
-	p->mad_hdr.class_version = UMAD_SA_CLASS_VERSION;
-	p->mad_hdr.method = method;
-	p->mad_hdr.tid = htobe64(tid);
-	p->mad_hdr.attr_id = htobe16(attr);
-	p->comp_mask = htobe64(mask);
-	memcpy(m + SA_DATA, rec, rlen);
+	sof_sa_req_init(m, method, attr, 0, tid, mask);
+	memcpy(m + SOF_SA_OFF_DATA, rec, rlen);
 	umad_set_addr(sa.umad, sa.sm_lid, 1, sa.sm_sl, (int)UMAD_QKEY);
-	if (umad_send(sa.portid, sa.agent, sa.umad, len, SA_TIMEOUT_MS, SA_RETRIES) < 0)
+	if (umad_send(sa.portid, sa.agent, sa.umad, SOF_SA_MAD_LEN, SA_TIMEOUT_MS, SA_RETRIES) < 0)
 		return -EIO;
 	return 0;
 }
 
-
-
+/* An MCMemberRecord of ours for mgid (padded to 56 bytes, AttributeOffset
+ * 7) and its mask */
 static void mcm_rec(uint8_t r[56], const uint8_t mgid[16], const struct sa_mcm *t, uint64_t *mask)
 {
+	struct sof_sa_mcmember m = {.scope = 2, .join_state = SOF_MC_JOIN_FULL}; /* link-local */
+
+	memcpy(m.mgid, mgid, 16);
+	memcpy(m.port_gid, sa.gid, 16);
+	*mask = COMP(SOF_MCMR_MGID) | COMP(SOF_MCMR_PORT_GID) | COMP(SOF_MCMR_JOIN_STATE);
+	if (t) {
+		/* what creates the group if the SA has none (as the broadcast
+		 * group's, RFC 4391 section 5) */
+		m.qkey = t->qkey;
+		m.mtu_sel = SEL_EQ;
+		m.mtu = t->mtu;
+		m.tclass = t->tclass;
+		m.pkey = t->pkey;
+		m.rate_sel = SEL_EQ;
+		m.rate = t->rate;
+		m.sl = t->sl;
+		m.flow_label = t->flow_label & 0xfffff;
+		m.hop_limit = t->hop_limit;
+		*mask |= COMP(SOF_MCMR_QKEY) | COMP(SOF_MCMR_MTU_SEL) | COMP(SOF_MCMR_MTU) |
+			 COMP(SOF_MCMR_TCLASS) | COMP(SOF_MCMR_PKEY) | COMP(SOF_MCMR_SL) |
+			 COMP(SOF_MCMR_FLOW_LABEL) | COMP(SOF_MCMR_HOP_LIMIT);
+		if (t->rate)
+			*mask |= COMP(SOF_MCMR_RATE_SEL) | COMP(SOF_MCMR_RATE);
+	}
 	memset(r, 0, 56);
-	memcpy(r, mgid, 16);
-	memcpy(r + 16, sa.gid, 16);
-	r[48] = (uint8_t)(2 << 4 | JOIN_FULL); /* scope link-local, FullMember */
-	*mask = MCM_MGID | MCM_PORT_GID | MCM_JOIN_STATE;
-	if (!t)
-		return;
-	/* what creates the group if the SA has none (as the broadcast
-	 * group's, RFC 4391 section 5) */
-	sof_put32(r + 32, t->qkey);
-	r[38] = (uint8_t)(SEL_EQ << 6 | t->mtu);
-	r[39] = t->tclass;
-	r[40] = (uint8_t)(t->pkey >> 8);
-	r[41] = (uint8_t)t->pkey;
-	r[42] = (uint8_t)(SEL_EQ << 6 | t->rate);
-	sof_put32(r + 44, (uint32_t)t->sl << 28 | (t->flow_label & 0xfffff) << 8 | t->hop_limit);
-	*mask |= MCM_QKEY | MCM_MTU_SEL | MCM_MTU | MCM_TCLASS | MCM_PKEY | MCM_SL | MCM_FLOW |
-		 MCM_HOP;
-	if (t->rate)
-		*mask |= MCM_RATE_SEL | MCM_RATE;
+	sof_sa_mcmember_pack(r, &m);
 }
 
 int sa_join(const uint8_t mgid[16], const struct sa_mcm *tmpl, sa_mcm_cb cb, void *arg)
@@ -169,7 +144,7 @@ int sa_join(const uint8_t mgid[16], const struct sa_mcm *tmpl, sa_mcm_cb cb, voi
 	q->mcm_cb = cb;
 	q->arg = arg;
 	mcm_rec(r, mgid, tmpl, &mask);
-	err = sa_send(q->tid, UMAD_METHOD_SET, UMAD_SA_ATTR_MCMEMBER_REC, mask, r, sizeof(r));
+	err = sa_send(q->tid, SOF_SA_SET, SOF_SA_ATTR_MCMEMBER_REC, mask, r, sizeof(r));
 	if (err)
 		q->tid = 0;
 	return err;
@@ -186,7 +161,7 @@ int sa_leave(const uint8_t mgid[16])
 	if (!q)
 		return -EBUSY;
 	mcm_rec(r, mgid, NULL, &mask);
-	err = sa_send(q->tid, METHOD_DELETE, UMAD_SA_ATTR_MCMEMBER_REC, mask, r, sizeof(r));
+	err = sa_send(q->tid, SOF_SA_DELETE, SOF_SA_ATTR_MCMEMBER_REC, mask, r, sizeof(r));
 	if (err)
 		q->tid = 0;
 	return err;
@@ -195,6 +170,7 @@ int sa_leave(const uint8_t mgid[16])
 int sa_path(const uint8_t dgid[16], sa_path_cb cb, void *arg)
 {
 	struct sa_req *q = req_new();
+	struct sof_sa_path p = {.reversible = true, .numb_path = 1, .pkey = sa.pkey};
 	uint8_t r[64];
 	int err;
 
@@ -203,14 +179,13 @@ int sa_path(const uint8_t dgid[16], sa_path_cb cb, void *arg)
 	q->path = true;
 	q->path_cb = cb;
 	q->arg = arg;
-	memset(r, 0, sizeof(r));
-	memcpy(r + 8, dgid, 16);
-	memcpy(r + 24, sa.gid, 16);
-	r[49] = 0x80 | 1; /* reversible, one path */
-	r[50] = (uint8_t)(sa.pkey >> 8);
-	r[51] = (uint8_t)sa.pkey;
-	err = sa_send(q->tid, UMAD_METHOD_GET, UMAD_SA_ATTR_PATH_REC,
-		      PR_DGID | PR_SGID | PR_NUMB_PATH | PR_PKEY, r, sizeof(r));
+	memcpy(p.dgid, dgid, 16);
+	memcpy(p.sgid, sa.gid, 16);
+	sof_sa_path_pack(r, &p);
+	err = sa_send(q->tid, SOF_SA_GET, SOF_SA_ATTR_PATH_REC,
+		      COMP(SOF_PR_DGID) | COMP(SOF_PR_SGID) | COMP(SOF_PR_NUMB_PATH) |
+			  COMP(SOF_PR_PKEY),
+		      r, sizeof(r));
 	if (err)
 		q->tid = 0;
 	return err;
@@ -232,34 +207,38 @@ static void complete(struct sa_req *q, int status, const uint8_t *rec)
 	q->tid = 0;
 	if (c.path && c.path_cb) {
 		struct ipoib_path p;
+		struct sof_sa_path r;
 
 		memset(&p, 0, sizeof(p));
 		if (!status) {
-			p.dlid = (uint16_t)(rec[40] << 8 | rec[41]);
-			p.sl = rec[53] & 0xf;
-			memcpy(p.dgid, rec + 8, 16);
-			p.tclass = rec[48];
-			p.hop_limit = rec[47];
-			p.flow_label = (sof_get32(rec + 44) >> 8) & 0xfffff;
+			sof_sa_path_unpack(rec, &r);
+			p.dlid = r.dlid;
+			p.sl = r.sl;
+			memcpy(p.dgid, r.dgid, 16);
+			p.tclass = r.tclass;
+			p.hop_limit = r.hop_limit;
+			p.flow_label = r.flow_label;
 			if (!p.dlid)
 				status = -EHOSTUNREACH;
 		}
 		c.path_cb(c.arg, status, &p);
 	} else if (!c.path && c.mcm_cb) {
 		struct sa_mcm m;
+		struct sof_sa_mcmember r;
 
 		memset(&m, 0, sizeof(m));
 		if (!status) {
-			memcpy(m.mgid, rec, 16);
-			m.qkey = sof_get32(rec + 32);
-			m.mlid = (uint16_t)(rec[36] << 8 | rec[37]);
-			m.mtu = rec[38] & 0x3f;
-			m.tclass = rec[39];
-			m.pkey = (uint16_t)(rec[40] << 8 | rec[41]);
-			m.rate = rec[42] & 0x3f;
-			m.sl = (uint8_t)(sof_get32(rec + 44) >> 28);
-			m.flow_label = (sof_get32(rec + 44) >> 8) & 0xfffff;
-			m.hop_limit = rec[47];
+			sof_sa_mcmember_unpack(rec, &r);
+			memcpy(m.mgid, r.mgid, 16);
+			m.qkey = r.qkey;
+			m.mlid = r.mlid;
+			m.mtu = r.mtu;
+			m.tclass = r.tclass;
+			m.pkey = r.pkey;
+			m.rate = r.rate;
+			m.sl = r.sl;
+			m.flow_label = r.flow_label;
+			m.hop_limit = r.hop_limit;
 		}
 		c.mcm_cb(c.arg, status, &m);
 	}
@@ -288,10 +267,10 @@ void sa_poll(void)
 				complete(q, -st, NULL);
 			else if (!(h->method & UMAD_METHOD_RESP_MASK))
 				continue;
-			else if (len < SA_DATA + 64 || h->status)
+			else if (len < SOF_SA_OFF_DATA + 64 || h->status)
 				complete(q, h->status ? be16toh(h->status) : -EPROTO, NULL);
 			else
-				complete(q, 0, m + SA_DATA);
+				complete(q, 0, m + SOF_SA_OFF_DATA);
 			break;
 		}
 	}

@@ -6,7 +6,10 @@
  * ServiceRecord, InformInfo and Notice, ComponentMask matching (sub-byte
  * fields, GIDs, tables, an empty mask), and the parser's answers to good
  * and malformed requests (lengths, versions, methods, attributes, RMPP
- * headers, masks naming components a record lacks).
+ * headers, masks naming components a record lacks). The SA clients'
+ * requests (cm/cma_ib.c's and ipoib/sa.c's PathRecord Get, ipoib/sa.c's
+ * MCMemberRecord join) packed with this codec are byte for byte the MADs
+ * they built by hand before, at IBA's offsets (tables 187, 194).
  */
 #include "harness.h"
 
@@ -383,6 +386,73 @@ TEST(response_header)
 	CHECK(!strcmp(sof_sa_status_name(SOF_SA_ST_NO_RECORDS), "ERR_NO_RECORDS"));
 }
 
+/* The requests the SA clients send, against the bytes the hand-built
+ * versions wrote (IBA table 187: DGID 8, SGID 24, Reversible|NumbPath 49,
+ * P_Key 50; table 194: Q_Key 32, MTU 38, TClass 39, P_Key 40, Rate 42,
+ * SL|FlowLabel|HopLimit 44, Scope|JoinState 48). */
+TEST(client_requests)
+{
+	uint8_t mad[SOF_SA_MAD_LEN], want[SOF_SA_MAD_LEN], r[64];
+	struct sof_sa_path p = {.numb_path = 1, .pkey = 0xffff};
+	struct sof_sa_mcmember m = {.scope = 2,
+				    .join_state = SOF_MC_JOIN_FULL,
+				    .qkey = 0x0b1b,
+				    .mtu_sel = 2,
+				    .mtu = 4,
+				    .tclass = 0x12,
+				    .pkey = 0xffff,
+				    .rate_sel = 2,
+				    .rate = 3,
+				    .sl = 5,
+				    .flow_label = 0xabcde,
+				    .hop_limit = 7};
+	struct sof_sa_path back;
+	unsigned i;
+
+	for (i = 0; i < 16; i++) {
+		p.dgid[i] = (uint8_t)(0xd0 + i);
+		p.sgid[i] = (uint8_t)(0x50 + i);
+		m.mgid[i] = (uint8_t)(0xf0 + i);
+		m.port_gid[i] = (uint8_t)(0x60 + i);
+	}
+	/* the CM's PathRecord Get */
+	sof_sa_req_init(mad, SOF_SA_GET, SOF_SA_ATTR_PATH_REC, 0, 0x1234, 0x300c);
+	sof_sa_path_pack(mad + SOF_SA_OFF_DATA, &p);
+	memset(want, 0, sizeof(want));
+	want[0] = 1, want[1] = 0x03, want[2] = 2, want[3] = 0x01;
+	want[14] = 0x12, want[15] = 0x34, want[16] = 0x00, want[17] = 0x35;
+	want[54] = 0x30, want[55] = 0x0c;
+	memcpy(want + 56 + 8, p.dgid, 16);
+	memcpy(want + 56 + 24, p.sgid, 16);
+	want[56 + 49] = 1;
+	want[56 + 50] = 0xff, want[56 + 51] = 0xff;
+	CHECK(!memcmp(mad, want, sizeof(mad)));
+	/* IPoIB's: reversible, its partition */
+	p.reversible = true;
+	p.pkey = 0x8001;
+	sof_sa_path_pack(r, &p);
+	CHECK(r[49] == 0x81 && r[50] == 0x80 && r[51] == 0x01);
+	/* an answer's fields as they were read by hand */
+	r[40] = 0, r[41] = 9, r[42] = 0, r[43] = 4, r[44] = 0x0a, r[45] = 0xbc, r[46] = 0xde;
+	r[47] = 0x40, r[48] = 0x21, r[52] = 0xff, r[53] = 0xf7, r[54] = 0x84;
+	sof_sa_path_unpack(r, &back);
+	CHECK(back.dlid == 9 && back.slid == 4 && back.sl == 7 && back.mtu == 4);
+	CHECK(back.flow_label == 0xabcde && back.hop_limit == 0x40);
+	CHECK(back.tclass == 0x21);
+	/* IPoIB's join with the broadcast group's parameters */
+	memset(r, 0xee, sizeof(r));
+	sof_sa_mcmember_pack(r, &m);
+	memset(want, 0, 56);
+	memcpy(want, m.mgid, 16);
+	memcpy(want + 16, m.port_gid, 16);
+	want[34] = 0x0b, want[35] = 0x1b;
+	want[38] = 2 << 6 | 4, want[39] = 0x12, want[40] = 0xff, want[41] = 0xff;
+	want[42] = 2 << 6 | 3;
+	want[44] = 0x5a, want[45] = 0xbc, want[46] = 0xde, want[47] = 7;
+	want[48] = 2 << 4 | 1;
+	CHECK(!memcmp(r, want, 52)); /* the record; ipoib/sa.c zeroes its padding */
+}
+
 int main(void)
 {
 	RUN(field_tables);
@@ -392,5 +462,6 @@ int main(void)
 	RUN(component_mask_match);
 	RUN(parser);
 	RUN(response_header);
+	RUN(client_requests);
 	return test_summary();
 }

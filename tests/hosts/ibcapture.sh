@@ -9,7 +9,8 @@
 #              known pattern; SIGTERM ends it with whole records
 #   file       LINKTYPE_INFINIBAND (247); `softofed capture check`: every
 #              record's LVer, PktLen, VCRC and ICRC right; SMPs, SA,
-#              PerfMgt, RC and UD packets among them
+#              PerfMgt, RC and UD packets among them; one bit flipped in a
+#              copy: check fails, naming the VCRC
 #   tshark     the same packets as ERF type 21 (`softofed capture erf`,
 #              what tshark 4.0 reads: it knows no LINKTYPE 247): no
 #              malformed packet; SMPs (class 0x01, 0x81), SA (SubnAdm,
@@ -118,6 +119,20 @@ if [ $ckrc = 0 ] && [ "$lt" = 247 ] && [ "${n:-0}" -gt 50 ] && grep -q "^packets
 else
 	not_ok "ibcapture/$T: capture file" "check rc $ckrc linktype $lt: $sum; fabric: $st"
 	head -n 20 "$chk" | sed 's/^/#   /'
+fi
+
+# a bit flipped in the first packet: check finds it (VCRC) and fails
+python3 -c '
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+d[24 + 16 + 40] ^= 1
+open(sys.argv[2], "wb").write(d)' "$CAP" "$SOF_TMP/bad.pcap"
+"$SOFTOFED" capture check "$SOF_TMP/bad.pcap" >"$chk.bad" 2>&1
+bdrc=$?
+if [ $bdrc = 1 ] && grep -q "^packets $n ok $((n - 1)) .* vcrc 1 " "$chk.bad"; then
+	ok "ibcapture/$T: check finds a bit flipped in one packet (exit 1, vcrc 1)"
+else
+	not_ok "ibcapture/$T: check of a corrupted file" "rc $bdrc: $(head -n 1 "$chk.bad")"
 fi
 
 # SOF_CAP_KEEP=FILE: keep a copy of the capture

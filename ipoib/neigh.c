@@ -129,15 +129,38 @@ static struct neigh *neigh_new(const uint8_t ip[16])
 	return victim;
 }
 
-static int xmit(struct neigh *n, const uint8_t *frame, size_t len)
+/* Connected mode: a peer with the 'C' flag over its RC connection (rc),
+ * unless it takes datagrams only (it refused); a frame over the datagram
+ * MTU goes no other way (RFC 4755 7.2: the kernel is told the smaller
+ * MTU). Resolution's answers (ARP replies, NAs: neigh_send_hw) go as
+ * datagrams, so they keep no idle connection alive. */
+static int xmit_on(struct neigh *n, const uint8_t *frame, size_t len, bool rc)
 {
-	int err = ud_send(n->ah, n->hw.qpn, ipoib.qkey, frame, len);
+	int err;
 
+	if (rc && ipoib.connected && (n->hw.flags & IPOIB_HW_C)) {
+		err = cm_xmit(&n->hw, frame, len);
+		if (err != -ENOTCONN)
+			return err;
+	}
+	if (len > IPOIB_HDR_LEN + ipoib.ud_mtu) {
+		if (ipoib_too_big(&ipoib, frame, len, ipoib.ud_mtu))
+			ipoib.cnt[IC_tx_too_big]++;
+		else
+			ipoib.cnt[IC_tx_drop_oversize]++;
+		return -EMSGSIZE;
+	}
+	err = ud_send(n->ah, n->hw.qpn, ipoib.qkey, frame, len);
 	if (err) {
 		ipoib.cnt[IC_tx_drop_post]++;
 		return err;
 	}
 	return 0;
+}
+
+static int xmit(struct neigh *n, const uint8_t *frame, size_t len)
+{
+	return xmit_on(n, frame, len, true);
 }
 
 static void q_flush(struct neigh *n)
@@ -244,6 +267,7 @@ void neigh_learn(const uint8_t ip[16], const struct ipoib_hw *hw)
 	if (!n)
 		n = neigh_new(ip);
 	same_gid = !memcmp(n->hw.gid, hw->gid, 16);
+	n->hw.flags = hw->flags;
 	n->hw.qpn = hw->qpn;
 	memcpy(n->hw.gid, hw->gid, 16);
 	n->confirmed = ipoib_now_ms();
@@ -287,7 +311,7 @@ void neigh_send_hw(const struct ipoib_hw *to, const uint8_t *frame, size_t len)
 		return;
 	}
 	if (n->state == N_READY)
-		xmit(n, frame, len);
+		xmit_on(n, frame, len, false);
 	else
 		q_add(n, frame, len);
 }
@@ -315,7 +339,7 @@ static bool mcast_dst(const uint8_t ip[16], uint8_t mgid[16])
 
 void ipoib_output(const uint8_t *pkt, size_t len)
 {
-	static uint8_t f[IPOIB_HDR_LEN + IPOIB_BUF];
+	static uint8_t f[IPOIB_HDR_LEN + IPOIB_CM_MTU];
 	uint8_t dst[16], src[16], mgid[16];
 	struct neigh *n;
 
@@ -345,6 +369,11 @@ void ipoib_output(const uint8_t *pkt, size_t len)
 	ipoib.cnt[IC_tx_packets]++;
 	ipoib.cnt[IC_tx_bytes] += len;
 	if (mcast_dst(dst, mgid)) {
+		/* groups are the datagram MTU's, in either mode */
+		if (len > ipoib.ud_mtu) {
+			ipoib.cnt[IC_tx_drop_oversize]++;
+			return;
+		}
 		ipoib.cnt[IC_tx_mcast]++;
 		mcast_send(mgid, f, IPOIB_HDR_LEN + len);
 		return;

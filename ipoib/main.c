@@ -51,6 +51,7 @@ static struct {
 	uint8_t bcast4[MAX_ADDRS][4];
 	unsigned naddrs, nbcast4;
 	bool connected; /* --mode connected (RFC 4755, cm.c) */
+	uint64_t addrs_at; /* when addrs_refresh last ran */
 } m = {.dev = "sofib0", .ifname = "ib0", .port = 1, .pkey = 0xffff, .tun = -1, .ctl = -1};
 
 uint64_t ipoib_now_ms(void)
@@ -83,6 +84,7 @@ static void addrs_refresh(void)
 {
 	struct ifaddrs *ifa, *i;
 
+	m.addrs_at = ipoib_now_ms();
 	if (getifaddrs(&ifa))
 		return;
 	m.naddrs = m.nbcast4 = 0;
@@ -113,12 +115,25 @@ static void addrs_refresh(void)
 	freeifaddrs(ifa);
 }
 
-bool ipoib_local_addr(const uint8_t ip[16])
+static bool local_addr_known(const uint8_t ip[16])
 {
 	for (unsigned i = 0; i < m.naddrs; i++)
 		if (!memcmp(m.addrs[i], ip, 16))
 			return true;
 	return false;
+}
+
+/* An ARP request or NS for an address the list (read each second) does
+ * not hold yet reads it again, at most every 100 ms: an address added
+ * just after `up` is answered at once, not a second later. */
+bool ipoib_local_addr(const uint8_t ip[16])
+{
+	if (local_addr_known(ip))
+		return true;
+	if (ipoib_now_ms() - m.addrs_at < 100)
+		return false;
+	addrs_refresh();
+	return local_addr_known(ip);
 }
 
 bool ipoib_addr(unsigned i, uint8_t ip[16])

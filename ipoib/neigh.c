@@ -48,6 +48,7 @@ static const char *const neigh_state_names[] = {
 struct qframe {
 	size_t len;
 	uint8_t *data;
+	bool resolution; /* an ARP reply or NA: a datagram in any mode */
 };
 
 struct neigh {
@@ -158,21 +159,16 @@ static int xmit_on(struct neigh *n, const uint8_t *frame, size_t len, bool rc)
 	return 0;
 }
 
-static int xmit(struct neigh *n, const uint8_t *frame, size_t len)
-{
-	return xmit_on(n, frame, len, true);
-}
-
 static void q_flush(struct neigh *n)
 {
 	for (unsigned i = 0; i < n->nq; i++) {
-		xmit(n, n->q[i].data, n->q[i].len);
+		xmit_on(n, n->q[i].data, n->q[i].len, !n->q[i].resolution);
 		free(n->q[i].data);
 	}
 	n->nq = 0;
 }
 
-static void q_add(struct neigh *n, const uint8_t *frame, size_t len)
+static void q_add(struct neigh *n, const uint8_t *frame, size_t len, bool resolution)
 {
 	uint8_t *d;
 
@@ -181,7 +177,7 @@ static void q_add(struct neigh *n, const uint8_t *frame, size_t len)
 		return;
 	}
 	memcpy(d, frame, len);
-	n->q[n->nq++] = (struct qframe){len, d};
+	n->q[n->nq++] = (struct qframe){len, d, resolution};
 }
 
 /* ---- resolution ------------------------------------------------------------------- */
@@ -313,7 +309,7 @@ void neigh_send_hw(const struct ipoib_hw *to, const uint8_t *frame, size_t len)
 	if (n->state == N_READY)
 		xmit_on(n, frame, len, false);
 	else
-		q_add(n, frame, len);
+		q_add(n, frame, len, true);
 }
 
 /* IPv4: a group, the limited broadcast, or an interface's subnet broadcast */
@@ -382,7 +378,7 @@ void ipoib_output(const uint8_t *pkt, size_t len)
 	if (n)
 		memcpy(n->src, src, 16);
 	if (n && n->state == N_READY) {
-		xmit(n, f, IPOIB_HDR_LEN + len);
+		xmit_on(n, f, IPOIB_HDR_LEN + len, true);
 		return;
 	}
 	if (n && n->state == N_FAILED) {
@@ -393,11 +389,11 @@ void ipoib_output(const uint8_t *pkt, size_t len)
 		n = neigh_new(dst);
 		n->state = N_INCOMPLETE;
 		memcpy(n->src, src, 16);
-		q_add(n, f, IPOIB_HDR_LEN + len);
+		q_add(n, f, IPOIB_HDR_LEN + len, false);
 		solicit(n);
 		return;
 	}
-	q_add(n, f, IPOIB_HDR_LEN + len);
+	q_add(n, f, IPOIB_HDR_LEN + len, false);
 }
 
 void neigh_tick(uint64_t now)

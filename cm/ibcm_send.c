@@ -262,7 +262,7 @@ int cm_send_sidr_rep(struct cm_id *id, uint8_t status, const struct sof_cm_param
 	rep.qpn = status == CMW_SIDR_OK ? p->qp_num : 0;
 	rep.qkey = status == CMW_SIDR_OK ? (p->qkey ? p->qkey : id->qkey) : 0;
 	rep.service_id = cm_raw_sid(&id->src) ? cm_raw_sid(&id->src)
-					       : cmw_ip_service_id(id->ps, port_of(&id->src));
+					      : cmw_ip_service_id(id->ps, port_of(&id->src));
 	memcpy(rep.private_data, p->private_data, p->private_data_len);
 	ibcm_mad_hdr(id->reply, CMW_SIDR_REP, 0);
 	cmw_sidr_rep_put(id->reply + SOF_MAD_HDR_LEN, &rep);

@@ -35,21 +35,21 @@
 
 #define SRQ_DEPTH 256
 #define SEND_SLOTS 256
-#define QP_SQ 128	       /* send WRs per connection */
-#define CM_BUF 65536	       /* a receive buffer, a send slot */
+#define QP_SQ 128    /* send WRs per connection */
+#define CM_BUF 65536 /* a receive buffer, a send slot */
 #define RSLOT (IPOIB_GRH_LEN + CM_BUF)
 #define RSIZE (IPOIB_HDR_LEN + IPOIB_CM_MTU) /* what we advertise */
 #define CONN_MAX 128
-#define TX_QUEUE 256	       /* frames waiting per connection */
+#define TX_QUEUE 256 /* frames waiting per connection */
 #define IDLE_MS 60000
 #define FAIL_HOLD_MS 30000
-#define SETUP_MS 30000	       /* resolution and CM exchange, at most */
+#define SETUP_MS 30000 /* resolution and CM exchange, at most */
 #define RESOLVE_MS 2000
 
 enum conn_state { C_FREE, C_RESOLVING, C_CONNECTING, C_UP, C_FAILED, C_RX };
 static const char *const conn_state_names[] = {
-    [C_FREE] = "free",		   [C_RESOLVING] = "resolving", [C_CONNECTING] = "connecting",
-    [C_UP] = "up",		   [C_FAILED] = "failed",	[C_RX] = "up",
+    [C_FREE] = "free", [C_RESOLVING] = "resolving", [C_CONNECTING] = "connecting",
+    [C_UP] = "up",     [C_FAILED] = "failed",	    [C_RX] = "up",
 };
 
 struct cm_frame {
@@ -62,7 +62,7 @@ struct conn {
 	struct ipoib_hw hw; /* the peer's UD address (rx: from its REQ) */
 	struct rdma_cm_id *id;
 	struct ibv_qp *qp;
-	uint32_t rsize;	    /* the largest frame the peer takes */
+	uint32_t rsize; /* the largest frame the peer takes */
 	uint64_t since, used;
 	unsigned inflight;
 	struct cm_frame q[TX_QUEUE];
@@ -426,15 +426,16 @@ static void reap(void)
 					c->used = ipoib_now_ms();
 					ipoib.cnt[IC_cm_rx_packets]++;
 					memset(rslot(s), 0, IPOIB_GRH_LEN);
-					ipoib_input(&ipoib, rslot(s), IPOIB_GRH_LEN + wc[i].byte_len,
-						    0, 0);
+					ipoib_input(&ipoib, rslot(s),
+						    IPOIB_GRH_LEN + wc[i].byte_len, 0, 0);
 				}
 				/* the SRQ outlives its QPs: every buffer goes back */
 				post_srq(s);
 				continue;
 			}
 			{
-				uint32_t s = (uint32_t)wc[i].wr_id, gen = (uint32_t)(wc[i].wr_id >> 32);
+				uint32_t s = (uint32_t)wc[i].wr_id,
+					 gen = (uint32_t)(wc[i].wr_id >> 32);
 
 				if (s >= SEND_SLOTS || gen != cm.gen[s] || !cm.owner[s])
 					continue; /* its connection is gone */
@@ -568,7 +569,8 @@ static void on_event(enum rdma_cm_event_type type, struct rdma_cm_id *id, int st
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:
-		snprintf(why, sizeof(why), "%s (%d): datagrams to it", rdma_event_str(type), status);
+		snprintf(why, sizeof(why), "%s (%d): datagrams to it", rdma_event_str(type),
+			 status);
 		if (c->state == C_RX)
 			reset(c, why);
 		else
@@ -659,13 +661,14 @@ void cm_dump(char *buf, size_t len)
 		if (c->state == C_FREE)
 			continue;
 		ipoib_gid_str(c->hw.gid, gid, sizeof(gid));
-		w = snprintf(buf + off, len - off,
-			     "cm %s peer %s qpn 0x%06x rc_qpn 0x%06x state %s mtu %u queued %u idle "
-			     "%llu\n",
-			     c->state == C_RX ? "rx" : "tx", gid, c->hw.qpn,
-			     c->qp ? c->qp->qp_num : 0, conn_state_names[c->state],
-			     c->rsize > IPOIB_HDR_LEN ? c->rsize - IPOIB_HDR_LEN : 0, c->nq,
-			     (unsigned long long)((now - c->used) / 1000));
+		w = snprintf(
+		    buf + off, len - off,
+		    "cm %s peer %s qpn 0x%06x rc_qpn 0x%06x state %s mtu %u queued %u idle "
+		    "%llu\n",
+		    c->state == C_RX ? "rx" : "tx", gid, c->hw.qpn, c->qp ? c->qp->qp_num : 0,
+		    conn_state_names[c->state],
+		    c->rsize > IPOIB_HDR_LEN ? c->rsize - IPOIB_HDR_LEN : 0, c->nq,
+		    (unsigned long long)((now - c->used) / 1000));
 		if (w > 0)
 			off += (size_t)w;
 	}
@@ -675,7 +678,8 @@ void cm_stop(void)
 {
 	for (unsigned i = 0; i < CONN_MAX; i++)
 		if (cm.conns[i].state != C_FREE)
-			conn_close(&cm.conns[i], cm.conns[i].state == C_UP || cm.conns[i].state == C_RX);
+			conn_close(&cm.conns[i],
+				   cm.conns[i].state == C_UP || cm.conns[i].state == C_RX);
 	if (cm.listen)
 		rdma_destroy_id(cm.listen);
 	if (cm.ch)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2016,SC2317 # sh -c scripts in single quotes; functions called through wait_for
 # IPoIB connected mode (RFC 4755, ipoib/cm.c) between two network-namespace
 # hosts on one switch (tests/topologies/pair.net) with Debian's OpenSM
 # (tests/ib_fabric.sh's sof_ibf_up): `softofed ipoib up --mode connected`
@@ -70,6 +71,7 @@ ipup() {
 # pingto H ADDR N SIZE [-6]: N echoes of SIZE bytes answered
 pingto() {
 	local out=$SOF_TMP/ipcm.ping.$1.$2.$4
+	# shellcheck disable=SC2086 # -6 or nothing
 	sof_host_run "$1" timeout 30 ping ${5:-} -n -c "$3" -i 0.2 -W 3 -s "$4" "$2" >"$out" 2>&1 </dev/null
 	grep -q " $3 received" "$out"
 }

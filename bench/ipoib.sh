@@ -1,20 +1,21 @@
 #!/bin/bash
-# bench/ipoib.sh — issue 21: IPoIB (ipoib/, datagram mode) against kernel
+# bench/ipoib.sh — issue 21: IPoIB (ipoib/, datagram and connected mode) against kernel
 # TCP over a plain veth between the same two network-namespace hosts.
 #
 # Hosts a and b as tests/hosts/ipoib.sh makes them (tests/lib.sh
 # sof_hosts_up: a veth pair a:veth0 <-> b:veth0, MTU 9000), each daemon
 # with an InfiniBand port on the fabric of tests/topologies/pair.net,
-# Debian's OpenSM in a, `softofed ipoib up` in both. ib0 twice: OpenSM's
-# broadcast group at IB MTU 2048 (ib0 MTU 2044), then at 4096 (4092;
-# partitions.conf mtu=5). BENCH_REPS rounds (default 3), the median of each:
+# Debian's OpenSM in a, `softofed ipoib up --mode M` in both, M datagram
+# then connected (RFC 4755: RC connections, ib0 MTU 65520). OpenSM's
+# broadcast group at IB MTU 2048 (datagram ib0 MTU 2044), then at 4096
+# (4092; partitions.conf mtu=5); BENCH_MODES picks the modes (default
+# "datagram connected"). BENCH_REPS rounds (default 3), the median of each:
 #   - iperf3 one TCP stream a -> b for BENCH_SECS (default 5) seconds over
 #     ib0 and over veth0 (receiver's rate);
 #   - ping a -> b, 200 echoes 10 ms apart, the average RTT over ib0 and
 #     over veth0.
 # The table gives both and the ratios ib0 / veth (issue 21's targets:
-# throughput >= 1x in connected mode, which is not built yet, so this is
-# datagram mode's; ping <= 1.5x).
+# throughput >= 1x in connected mode; ping <= 1.5x).
 #
 # Usage: bench/ipoib.sh (root: ip netns; BENCH_BUILD=DIR the build, default
 #        build/; BENCH_OUT=FILE also appends the table there). Run on its
@@ -73,29 +74,35 @@ for code in 4 5; do
 		grep -q 'SUBNET UP' "$smlog" 2>/dev/null && ibline a | grep -q ACTIVE && ibline b | grep -q ACTIVE && break
 		sleep 0.1
 	done
-	for h in a b; do
-		n=$(_sof_host_num $h)
-		sof_host_run $h "$SOFTOFED" ipoib up >/dev/null 2>&1 </dev/null || { echo "# ipoib up failed in $h" >&2; exit 1; }
-		sof_host_run $h ip addr add "192.168.77.$n/24" dev ib0
+	for mode in ${BENCH_MODES:-datagram connected}; do
+		for h in a b; do
+			n=$(_sof_host_num $h)
+			sof_host_run $h "$SOFTOFED" ipoib up --mode "$mode" >/dev/null 2>&1 </dev/null ||
+				{ echo "# ipoib up --mode $mode failed in $h" >&2; exit 1; }
+			sof_host_run $h ip addr add "192.168.77.$n/24" dev ib0
+		done
+		mtu=$(sof_host_run a cat /sys/class/net/ib0/mtu)
+		# resolved (and connected) before anything is timed
+		sof_host_run a ping -n -q -c 3 -W 3 192.168.77.2 >/dev/null 2>&1 </dev/null
+		: >"$SOF_TMP/t_ib" && : >"$SOF_TMP/r_ib"
+		for _ in $(seq 1 "$REPS"); do
+			tcp 192.168.77.2 >>"$SOF_TMP/t_ib"
+			rtt 192.168.77.2 >>"$SOF_TMP/r_ib"
+		done
+		ti=$(median <"$SOF_TMP/t_ib") ri=$(median <"$SOF_TMP/r_ib")
+		ibm=$((128 << code))
+		tgt="-"
+		[ "$mode" = connected ] && tgt=">= 1"
+		rows+=("| iperf3 TCP, 1 stream, ${SECS} s (Mbit/s) | ib0 $mode, MTU $mtu, IB MTU $ibm | $ti | $tv | $(ratio "$ti" "$tv") | $tgt |")
+		rows+=("| ping RTT, 200 echoes (ms, average) | ib0 $mode, MTU $mtu, IB MTU $ibm | $ri | $rv | $(ratio "$ri" "$rv") | <= 1.5 |")
+		for h in a b; do sof_host_run $h "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null; done
 	done
-	mtu=$(sof_host_run a cat /sys/class/net/ib0/mtu)
-	# resolved before anything is timed
-	sof_host_run a ping -n -q -c 3 -W 3 192.168.77.2 >/dev/null 2>&1 </dev/null
-	: >"$SOF_TMP/t_ib" && : >"$SOF_TMP/r_ib"
-	for _ in $(seq 1 "$REPS"); do
-		tcp 192.168.77.2 >>"$SOF_TMP/t_ib"
-		rtt 192.168.77.2 >>"$SOF_TMP/r_ib"
-	done
-	ti=$(median <"$SOF_TMP/t_ib") ri=$(median <"$SOF_TMP/r_ib")
-	rows+=("| iperf3 TCP, 1 stream, ${SECS} s (Mbit/s) | ib0 MTU $mtu | $ti | $tv | $(ratio "$ti" "$tv") | >= 1 (connected mode) |")
-	rows+=("| ping RTT, 200 echoes (ms, average) | ib0 MTU $mtu | $ri | $rv | $(ratio "$ri" "$rv") | <= 1.5 |")
-	for h in a b; do sof_host_run $h "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null; done
 	sof_kill bench.sm
 done
 sof_kill bench.iperf
 sof_kill bench.fabric
 {
-	echo "### IPoIB datagram mode over ib0 against kernel TCP over a veth (issue 21), median of $REPS"
+	echo "### IPoIB datagram and connected mode over ib0 against kernel TCP over a veth (issue 21), median of $REPS"
 	echo
 	echo "| measure | interface | ib0 | veth0 (MTU $SOF_HOSTS_MTU) | ib0 / veth | target |"
 	echo "|---|---|---|---|---|---|"

@@ -32,6 +32,8 @@
 #include "sof_list.h"
 #include "sof_util.h"
 
+#include <endian.h>
+#include <infiniband/ib.h>
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
 
@@ -140,5 +142,20 @@ struct cm_id {
 
 	struct sof_link mcs; /* joined groups (struct cm_mc) */
 };
+
+/* An AF_IB service ID the user named that is none of A11's IP ones (a
+ * bit above the low 24 set: RFC 4755's IPoIB-CM IDs, IBA Annex A3's
+ * ranges) is the id's as given, as the kernel's rdma_cm takes sib_sid on
+ * AF_IB (cma_get_service_id); 0 for any other address. A port space and
+ * port alone (librdmacm's AF_IB form of an IP service) are not one. */
+static inline uint64_t cm_raw_sid(const struct sockaddr_storage *ss)
+{
+	uint64_t sid;
+
+	if (ss->ss_family != AF_IB)
+		return 0;
+	sid = be64toh(((const struct sockaddr_ib *)(const void *)ss)->sib_sid);
+	return (sid >> 24) && !cmw_is_ip_service(sid) ? sid : 0;
+}
 
 #endif

@@ -89,6 +89,9 @@ bool cma_family_ok(int f);
 /* The GID of an address: IPv4-mapped, IPv6 as is, AF_IB's GID. */
 void cma_addr_gid(const struct sockaddr_storage *ss, uint8_t gid[16]);
 uint16_t cma_addr_port(const struct sockaddr_storage *ss);
+/* The service ID of an address: its own (cm_raw_sid), else A11's of port
+ * space ps and the port. */
+uint64_t cma_addr_sid(const struct sockaddr_storage *ss, uint8_t ps);
 /* Fill ss (of family) from a GID and a port. */
 void cma_addr_from_gid(struct sockaddr_storage *ss, int family, const uint8_t gid[16], uint8_t ps,
 		       uint16_t port);

@@ -50,8 +50,17 @@ uint16_t cma_addr_port(const struct sockaddr_storage *ss)
 	return 0;
 }
 
+uint64_t cma_addr_sid(const struct sockaddr_storage *ss, uint8_t ps)
+{
+	uint64_t raw = cm_raw_sid(ss);
+
+	return raw ? raw : cmw_ip_service_id(ps, cma_addr_port(ss));
+}
+
 static void addr_set_port(struct sockaddr_storage *ss, uint8_t ps, uint16_t port)
 {
+	if (cm_raw_sid(ss))
+		return; /* the user's service ID stays */
 	if (ss->ss_family == AF_INET) {
 		((struct sockaddr_in *)ss)->sin_port = htons(port);
 	} else if (ss->ss_family == AF_INET6) {
@@ -251,7 +260,8 @@ static bool port_taken(const struct cm_id *self, uint8_t ps, uint16_t port, cons
 	while ((o = sof_hmap_next(&cma.ids, &pos, &key))) {
 		uint8_t og[16];
 
-		if (o == self || !o->bound || o->ps != ps || cma_addr_port(&o->src) != port)
+		if (o == self || !o->bound || o->ps != ps || cma_addr_port(&o->src) != port ||
+		    cm_raw_sid(&o->src))
 			continue;
 		if (self->afonly && o->afonly && o->src.ss_family != family)
 			continue;
@@ -294,7 +304,16 @@ int cma_bind_port(struct cm_id *id, const struct sockaddr_storage *src)
 		id->afonly =
 		    src->ss_family == AF_INET || (src->ss_family == AF_INET6 && bindv6only());
 	cma_addr_gid(src, gid);
-	if (port) {
+	if (cm_raw_sid(src)) {
+		/* a service ID of the user's: one bound id per ID */
+		uint32_t pos = 0;
+		uint64_t key;
+		struct cm_id *o;
+
+		while ((o = sof_hmap_next(&cma.ids, &pos, &key)))
+			if (o != id && o->bound && cm_raw_sid(&o->src) == cm_raw_sid(src))
+				return -EADDRINUSE;
+	} else if (port) {
 		if (port_taken(id, id->ps, port, gid, src->ss_family, id->reuseaddr))
 			return -EADDRINUSE;
 	} else {
@@ -340,6 +359,6 @@ void cma_fill_query(const struct cm_id *id, struct sof_cm_query_rep *q)
 		q->hop_limit = CMA_HOP_LIMIT;
 		q->traffic_class = id->tos;
 		q->packet_life_time = CM_PKT_LIFE;
-		q->service_id = htobe64(cmw_ip_service_id(id->ps, cma_addr_port(&id->dst)));
+		q->service_id = htobe64(cma_addr_sid(&id->dst, id->ps));
 	}
 }

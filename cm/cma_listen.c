@@ -26,7 +26,8 @@ static struct cm_id *find_listener(uint8_t ps, uint16_t port, const uint8_t dst[
 	while ((o = sof_hmap_next(&cma.ids, &pos, &key))) {
 		uint8_t g[16];
 
-		if (o->cstate != CMA_LISTEN || o->ps != ps || cma_addr_port(&o->src) != port)
+		if (o->cstate != CMA_LISTEN || o->ps != ps || cma_addr_port(&o->src) != port ||
+		    cm_raw_sid(&o->src))
 			continue;
 		cma_addr_gid(&o->src, g);
 		if (!memcmp(g, dst, 16) && !cma_addr_is_wild(&o->src))
@@ -74,8 +75,17 @@ static struct cm_id *req_listener(uint64_t sid, const uint8_t *pdata, const uint
 	uint16_t port = (uint16_t)sid;
 	struct cm_id *l;
 
-	if (!cmw_is_ip_service(sid))
+	if (!cmw_is_ip_service(sid)) {
+		/* a service ID of its user's (AF_IB): that listener */
+		uint32_t pos = 0;
+		uint64_t key;
+
+		*has_ip = false;
+		while ((l = sof_hmap_next(&cma.ids, &pos, &key)))
+			if (l->cstate == CMA_LISTEN && cm_raw_sid(&l->src) == sid)
+				return l;
 		return NULL;
+	}
 	*has_ip = cmw_ip_hdr_get(pdata, ip);
 	l = find_listener(ps, port, *has_ip ? ip->dst : our_gid);
 	if (l && l->src.ss_family != AF_IB && !*has_ip)
@@ -186,7 +196,7 @@ CMA_OP(listen)
 	if (id->cstate != CMA_ADDR_BOUND)
 		return -EINVAL;
 	cma_addr_gid(&id->src, gid);
-	{
+	if (!cm_raw_sid(&id->src)) {
 		struct cm_id *o = find_listener(id->ps, cma_addr_port(&id->src), gid);
 		uint8_t og[16];
 

@@ -60,6 +60,15 @@ static void ip_hdr(const struct cm_id *id, uint8_t *p)
 
 static uint16_t dst_port(const struct cm_id *id) { return port_of(&id->dst); }
 
+/* The service ID a request names: the destination's own (cm_raw_sid),
+ * else A11's. */
+static uint64_t dst_sid(const struct cm_id *id)
+{
+	uint64_t raw = cm_raw_sid(&id->dst);
+
+	return raw ? raw : cmw_ip_service_id(id->ps, dst_port(id));
+}
+
 static uint8_t cap_rd(uint8_t v) { return v; /* 8 bits: at most 255, the device takes 128 */ }
 
 int cm_send_req(struct cm_id *id, const struct sof_cm_param *p)
@@ -83,7 +92,7 @@ int cm_send_req(struct cm_id *id, const struct sof_cm_param *p)
 	id->local_ack_timeout = id->ack_timeout ? id->ack_timeout : CM_ACK_TIMEOUT;
 	req.local_comm_id = id->local_comm_id;
 	req.vendor_id = id->ece_vendor;
-	req.service_id = cmw_ip_service_id(id->ps, dst_port(id));
+	req.service_id = dst_sid(id);
 	req.local_ca_guid = be64toh(cm_host->dev->node_guid);
 	req.local_qpn = id->local_qpn;
 	req.responder_resources = id->responder_resources;
@@ -228,7 +237,7 @@ int cm_send_sidr_req(struct cm_id *id, const struct sof_cm_param *p)
 		return -ENOMEM;
 	req.request_id = id->sidr_request_id;
 	req.pkey = 0xffff;
-	req.service_id = cmw_ip_service_id(id->ps, dst_port(id));
+	req.service_id = dst_sid(id);
 	if (off)
 		ip_hdr(id, req.private_data);
 	memcpy(req.private_data + off, p->private_data, p->private_data_len);
@@ -252,7 +261,8 @@ int cm_send_sidr_rep(struct cm_id *id, uint8_t status, const struct sof_cm_param
 	rep.status = status;
 	rep.qpn = status == CMW_SIDR_OK ? p->qp_num : 0;
 	rep.qkey = status == CMW_SIDR_OK ? (p->qkey ? p->qkey : id->qkey) : 0;
-	rep.service_id = cmw_ip_service_id(id->ps, port_of(&id->src)); /* the one asked for */
+	rep.service_id = cm_raw_sid(&id->src) ? cm_raw_sid(&id->src)
+					      : cmw_ip_service_id(id->ps, port_of(&id->src));
 	memcpy(rep.private_data, p->private_data, p->private_data_len);
 	ibcm_mad_hdr(id->reply, CMW_SIDR_REP, 0);
 	cmw_sidr_rep_put(id->reply + SOF_MAD_HDR_LEN, &rep);

@@ -13,6 +13,10 @@
  *   neigh.c   neighbours (IP -> hardware address -> path -> AH) and the
  *             transmit path (ipoib_output)
  *   mcast.c   multicast groups: the broadcast group, the kernel's groups
+ *   cm.c      connected mode (RFC 4755): an RC connection per peer through
+ *             the IB CM, an SRQ, idle teardown, fallback to datagram
+ *   cm_proto.c  connected mode's wire: REQ/REP private data, the ICMP
+ *             "too big" a packet over a datagram peer's MTU earns
  *
  * Lock contract: one thread; nothing is shared.
  */
@@ -29,6 +33,8 @@
 #define IPOIB_QKEY 0x0b1bu /* the default IPoIB Q_Key (RFC 4391 section 4) */
 #define IPOIB_ARPHRD 32	 /* ARP hardware type InfiniBand (RFC 4391 section 8) */
 #define IPOIB_BUF 4096	 /* largest UD payload: a 4096 IB MTU */
+#define IPOIB_CM_MTU 65520 /* connected mode's largest IP MTU (as Linux's ipoib) */
+#define IPOIB_HW_C 0x80	   /* RFC 4755 3.1: the 'C' flag of the hardware address */
 
 #define ETH_P_IPV4 0x0800
 #define ETH_P_ARPV 0x0806
@@ -62,12 +68,24 @@ enum ipoib_cnt {
 	IC_path_fails,
 	IC_mcast_joins,
 	IC_mcast_leaves,
+	IC_cm_tx_packets,   /* frames sent over an RC connection */
+	IC_cm_rx_packets,   /* frames received over one */
+	IC_cm_connects,	    /* connections we made (REP received) */
+	IC_cm_accepts,	    /* connections a peer made to us */
+	IC_cm_refused,	    /* REQs we rejected (malformed private data) */
+	IC_cm_fails,	    /* our REQs rejected, unreachable: datagram to that peer */
+	IC_cm_resets,	    /* connections ended by an error or the peer */
+	IC_cm_idle,	    /* connections ended for idleness */
+	IC_cm_drop_queue,   /* frames dropped while a connection was made */
+	IC_tx_too_big,	    /* over a datagram peer's MTU: ICMP too big to the kernel */
 	IC_NR
 };
 extern const char *const ipoib_cnt_names[IC_NR];
 
-/* A 20-byte IPoIB hardware address: QPN (24 bits) and port GID. */
+/* A 20-byte IPoIB hardware address: flags (RFC 4755's 'C'), QPN (24
+ * bits) and port GID. */
 struct ipoib_hw {
+	uint8_t flags;
 	uint32_t qpn;
 	uint8_t gid[16];
 };
@@ -102,7 +120,9 @@ struct ipoib {
 	struct ipoib_hw hw; /* ours */
 	uint16_t lid;
 	uint16_t pkey;	    /* with the full-member bit */
-	uint32_t mtu;	    /* IP MTU: IB MTU less the header */
+	uint32_t mtu;	    /* IP MTU: IB MTU less the header; 65520 connected */
+	uint32_t ud_mtu;    /* the datagram MTU (broadcast group's) */
+	bool connected;	    /* connected mode (RFC 4755) */
 	uint32_t qkey;
 	uint64_t cnt[IC_NR];
 };
@@ -157,6 +177,10 @@ unsigned ud_sq_free(void);
 int ud_attach(const uint8_t mgid[16], uint16_t mlid);
 int ud_detach(const uint8_t mgid[16], uint16_t mlid);
 void ud_close(void);
+/* for connected mode's QPs: the device and PD */
+struct ibv_context *ud_ctx(void);
+struct ibv_pd *ud_pd(void);
+int ud_port(void);
 
 /* ---- sa.c ------------------------------------------------------------------ */
 
@@ -211,6 +235,41 @@ const struct sa_mcm *mcast_bcast(void);
 void mcast_tick(const char *ifname, uint64_t now_ms);
 void mcast_stop(void);
 void mcast_dump(char *buf, size_t len);
+
+/* ---- cm.c, cm_proto.c (connected mode) ------------------------------------ */
+
+struct pollfd;
+#define IPOIB_CM_SID 0x1000000000000000ull /* | QPN: the IETF range (IBA A3), as Linux's */
+#define IPOIB_CM_PDATA 8		   /* RFC 4755 6: receive QPN, receive size */
+/* Listen on our service ID; 0 or -errno. */
+int cm_start(const char *dev);
+/* The descriptors to poll (2): the CM's event channel and the CQ's. */
+void cm_fds(struct pollfd *p);
+void cm_poll(void);
+/* A frame (header included) to hw over its RC connection: 0 sent or
+ * queued while the connection is made, -EMSGSIZE over the peer's MTU
+ * (an ICMP too big went to the kernel), -ENOTCONN: the peer takes
+ * datagrams only (it refused, or is unreachable), -errno. */
+int cm_xmit(const struct ipoib_hw *hw, const uint8_t *frame, size_t len);
+/* Free send slots (the loop reads from the kernel while there are). */
+unsigned cm_sq_free(void);
+void cm_tick(uint64_t now_ms);
+void cm_dump(char *buf, size_t len);
+void cm_stop(void);
+
+struct ipoib_cm_data {
+	uint32_t qpn;	/* the sender's UD QPN */
+	uint32_t rsize; /* the largest frame it receives: header and packet */
+};
+void ipoib_cm_data_put(uint8_t out[IPOIB_CM_PDATA], const struct ipoib_cm_data *d);
+/* 0, or -EINVAL for private data RFC 4755 section 6 does not allow
+ * (short, a QPN no UD QP has, a receive size that holds no IP packet) */
+int ipoib_cm_data_get(struct ipoib_cm_data *d, const uint8_t *in, size_t len);
+/* Hand the kernel the ICMP (IPv4 fragmentation needed, ICMPv6 packet too
+ * big) that a frame (header included) over mtu earns, as from its
+ * destination; the kernel's path MTU takes it. false: none fits (no DF,
+ * not IP). */
+bool ipoib_too_big(struct ipoib *p, const uint8_t *frame, size_t len, uint32_t mtu);
 
 /* ---- main.c ---------------------------------------------------------------- */
 

@@ -4,6 +4,7 @@
  * (tools/ipoib.c) in the host's network namespace:
  *
  *   softofed-ipoib [--dev sofib0] [--port 1] [--pkey P] [--ifname ib0]
+ *                  [--mode datagram|connected]
  *
  * Order of things: the port must be Active with an SM; the partition's
  * broadcast group is joined (its Q_Key and MTU are the interface's); then
@@ -49,6 +50,8 @@ static struct {
 	uint8_t addrs[MAX_ADDRS][16];
 	uint8_t bcast4[MAX_ADDRS][4];
 	unsigned naddrs, nbcast4;
+	bool connected; /* --mode connected (RFC 4755, cm.c) */
+	uint64_t addrs_at; /* when addrs_refresh last ran */
 } m = {.dev = "sofib0", .ifname = "ib0", .port = 1, .pkey = 0xffff, .tun = -1, .ctl = -1};
 
 uint64_t ipoib_now_ms(void)
@@ -81,6 +84,7 @@ static void addrs_refresh(void)
 {
 	struct ifaddrs *ifa, *i;
 
+	m.addrs_at = ipoib_now_ms();
 	if (getifaddrs(&ifa))
 		return;
 	m.naddrs = m.nbcast4 = 0;
@@ -111,12 +115,25 @@ static void addrs_refresh(void)
 	freeifaddrs(ifa);
 }
 
-bool ipoib_local_addr(const uint8_t ip[16])
+static bool local_addr_known(const uint8_t ip[16])
 {
 	for (unsigned i = 0; i < m.naddrs; i++)
 		if (!memcmp(m.addrs[i], ip, 16))
 			return true;
 	return false;
+}
+
+/* An ARP request or NS for an address the list (read each second) does
+ * not hold yet reads it again, at most every 100 ms: an address added
+ * just after `up` is answered at once, not a second later. */
+bool ipoib_local_addr(const uint8_t ip[16])
+{
+	if (local_addr_known(ip))
+		return true;
+	if (ipoib_now_ms() - m.addrs_at < 100)
+		return false;
+	addrs_refresh();
+	return local_addr_known(ip);
 }
 
 bool ipoib_addr(unsigned i, uint8_t ip[16])
@@ -223,9 +240,9 @@ static size_t status_text(char *buf, size_t len)
 	ipoib_gid_str(ipoib.hw.gid, gid, sizeof(gid));
 	off = (size_t)snprintf(
 	    buf, len,
-	    "ipoib %s device %s port %d pkey 0x%04x mode datagram mtu %u state up\n"
+	    "ipoib %s device %s port %d pkey 0x%04x mode %s mtu %u state up\n"
 	    "hwaddr %s\nqpn 0x%06x lid %u gid %s qkey 0x%x bcast_mlid 0x%04x\ncounters:", m.ifname,
-	    m.dev, m.port, ipoib.pkey, ipoib.mtu, l2, ipoib.hw.qpn, ipoib.lid, gid, ipoib.qkey,
+	    m.dev, m.port, ipoib.pkey, ipoib.connected ? "connected" : "datagram", ipoib.mtu, l2, ipoib.hw.qpn, ipoib.lid, gid, ipoib.qkey,
 	    b ? b->mlid : 0);
 	for (int i = 0; i < IC_NR && off + 64 < len; i++)
 		off += (size_t)snprintf(buf + off, len - off, " %s %llu", ipoib_cnt_names[i],
@@ -234,6 +251,8 @@ static size_t status_text(char *buf, size_t len)
 	neigh_dump(buf + off, len - off);
 	off += strnlen(buf + off, len - off);
 	mcast_dump(buf + off, len - off);
+	off += strnlen(buf + off, len - off);
+	cm_dump(buf + off, len - off);
 	off += strnlen(buf + off, len - off);
 	return off;
 }
@@ -326,6 +345,8 @@ static int parse(int argc, char **argv)
 			m.port = atoi(v);
 		else if (!strcmp(a, "--ifname") && v && strlen(v) < IFNAMSIZ)
 			m.ifname = v;
+		else if (!strcmp(a, "--mode") && v && (!strcmp(v, "connected") || !strcmp(v, "datagram")))
+			m.connected = !strcmp(v, "connected"); /* /sys/class/net/ib0/mode's words */
 		else if (!strcmp(a, "--pkey") && v) {
 			unsigned long p = strtoul(v, NULL, 0);
 
@@ -398,6 +419,17 @@ static int start(void)
 	ipoib.hw.qpn = qpn;
 	if (!mcast_bcast_ah())
 		return -EIO;
+	ipoib.ud_mtu = ipoib.mtu;
+	if (m.connected) {
+		err = cm_start(m.dev);
+		if (err) {
+			ipoib_log("connected mode: %s", strerror(-err));
+			return err;
+		}
+		ipoib.connected = true;
+		ipoib.hw.flags = IPOIB_HW_C;
+		ipoib.mtu = IPOIB_CM_MTU;
+	}
 	m.tun = tun_open();
 	if (m.tun < 0) {
 		ipoib_log("TUN %s: %s", m.ifname, strerror(-m.tun));
@@ -419,6 +451,7 @@ static void tick(uint64_t now)
 
 	neigh_tick(now);
 	mcast_tick(m.ifname, now);
+	cm_tick(now);
 	if (now - last_sec < 1000)
 		return;
 	last_sec = now;
@@ -439,19 +472,21 @@ static void loop(void)
 		/* backpressure: no packet is taken from the kernel while the
 		 * send queue is full (its queue holds them, or drops and
 		 * counts); the completions that free it wake the loop */
-		struct pollfd p[4] = {{.fd = m.tun, .events = ud_sq_free() ? POLLIN : 0},
+		struct pollfd p[6] = {{.fd = m.tun, .events = ud_sq_free() && cm_sq_free() ? POLLIN : 0},
 				      {.fd = ud_fd(), .events = POLLIN},
 				      {.fd = sa_fd(), .events = POLLIN},
 				      {.fd = m.ctl, .events = POLLIN}};
 		uint64_t now;
 
-		if (poll(p, 4, 100) < 0 && errno != EINTR)
+		cm_fds(&p[4]);
+		if (poll(p, 6, 100) < 0 && errno != EINTR)
 			break;
 		/* completions are reaped on every pass: the channel's event
 		 * only wakes the loop */
 		ud_poll();
+		cm_poll();
 		if (p[0].revents) {
-			for (int n = 0; n < 64 && ud_sq_free() > 8; n++) {
+			for (int n = 0; n < 64 && ud_sq_free() > 8 && cm_sq_free() > 8; n++) {
 				ssize_t r = read(m.tun, pkt, sizeof(pkt));
 
 				if (r <= 0)
@@ -478,7 +513,7 @@ int main(int argc, char **argv)
 
 	if (parse(argc, argv)) {
 		fprintf(stderr, "usage: softofed-ipoib [--dev DEV] [--port N] [--pkey P] "
-				"[--ifname NAME]\n");
+				"[--ifname NAME] [--mode datagram|connected]\n");
 		return 2;
 	}
 	sigaction(SIGTERM, &sa, NULL);
@@ -498,6 +533,7 @@ int main(int argc, char **argv)
 		if (poll(&p, 1, 20) > 0)
 			sa_poll();
 	}
+	cm_stop();
 	neigh_flush();
 	sa_close();
 	ud_close();

@@ -48,6 +48,7 @@ static const char *const neigh_state_names[] = {
 struct qframe {
 	size_t len;
 	uint8_t *data;
+	bool resolution; /* an ARP reply or NA: a datagram in any mode */
 };
 
 struct neigh {
@@ -129,10 +130,28 @@ static struct neigh *neigh_new(const uint8_t ip[16])
 	return victim;
 }
 
-static int xmit(struct neigh *n, const uint8_t *frame, size_t len)
+/* Connected mode: a peer with the 'C' flag over its RC connection (rc),
+ * unless it takes datagrams only (it refused); a frame over the datagram
+ * MTU goes no other way (RFC 4755 7.2: the kernel is told the smaller
+ * MTU). Resolution's answers (ARP replies, NAs: neigh_send_hw) go as
+ * datagrams, so they keep no idle connection alive. */
+static int xmit_on(struct neigh *n, const uint8_t *frame, size_t len, bool rc)
 {
-	int err = ud_send(n->ah, n->hw.qpn, ipoib.qkey, frame, len);
+	int err;
 
+	if (rc && ipoib.connected && (n->hw.flags & IPOIB_HW_C)) {
+		err = cm_xmit(&n->hw, frame, len);
+		if (err != -ENOTCONN)
+			return err;
+	}
+	if (len > IPOIB_HDR_LEN + ipoib.ud_mtu) {
+		if (ipoib_too_big(&ipoib, frame, len, ipoib.ud_mtu))
+			ipoib.cnt[IC_tx_too_big]++;
+		else
+			ipoib.cnt[IC_tx_drop_oversize]++;
+		return -EMSGSIZE;
+	}
+	err = ud_send(n->ah, n->hw.qpn, ipoib.qkey, frame, len);
 	if (err) {
 		ipoib.cnt[IC_tx_drop_post]++;
 		return err;
@@ -143,13 +162,13 @@ static int xmit(struct neigh *n, const uint8_t *frame, size_t len)
 static void q_flush(struct neigh *n)
 {
 	for (unsigned i = 0; i < n->nq; i++) {
-		xmit(n, n->q[i].data, n->q[i].len);
+		xmit_on(n, n->q[i].data, n->q[i].len, !n->q[i].resolution);
 		free(n->q[i].data);
 	}
 	n->nq = 0;
 }
 
-static void q_add(struct neigh *n, const uint8_t *frame, size_t len)
+static void q_add(struct neigh *n, const uint8_t *frame, size_t len, bool resolution)
 {
 	uint8_t *d;
 
@@ -158,7 +177,7 @@ static void q_add(struct neigh *n, const uint8_t *frame, size_t len)
 		return;
 	}
 	memcpy(d, frame, len);
-	n->q[n->nq++] = (struct qframe){len, d};
+	n->q[n->nq++] = (struct qframe){len, d, resolution};
 }
 
 /* ---- resolution ------------------------------------------------------------------- */
@@ -244,6 +263,7 @@ void neigh_learn(const uint8_t ip[16], const struct ipoib_hw *hw)
 	if (!n)
 		n = neigh_new(ip);
 	same_gid = !memcmp(n->hw.gid, hw->gid, 16);
+	n->hw.flags = hw->flags;
 	n->hw.qpn = hw->qpn;
 	memcpy(n->hw.gid, hw->gid, 16);
 	n->confirmed = ipoib_now_ms();
@@ -287,9 +307,9 @@ void neigh_send_hw(const struct ipoib_hw *to, const uint8_t *frame, size_t len)
 		return;
 	}
 	if (n->state == N_READY)
-		xmit(n, frame, len);
+		xmit_on(n, frame, len, false);
 	else
-		q_add(n, frame, len);
+		q_add(n, frame, len, true);
 }
 
 /* IPv4: a group, the limited broadcast, or an interface's subnet broadcast */
@@ -315,7 +335,7 @@ static bool mcast_dst(const uint8_t ip[16], uint8_t mgid[16])
 
 void ipoib_output(const uint8_t *pkt, size_t len)
 {
-	static uint8_t f[IPOIB_HDR_LEN + IPOIB_BUF];
+	static uint8_t f[IPOIB_HDR_LEN + IPOIB_CM_MTU];
 	uint8_t dst[16], src[16], mgid[16];
 	struct neigh *n;
 
@@ -345,6 +365,11 @@ void ipoib_output(const uint8_t *pkt, size_t len)
 	ipoib.cnt[IC_tx_packets]++;
 	ipoib.cnt[IC_tx_bytes] += len;
 	if (mcast_dst(dst, mgid)) {
+		/* groups are the datagram MTU's, in either mode */
+		if (len > ipoib.ud_mtu) {
+			ipoib.cnt[IC_tx_drop_oversize]++;
+			return;
+		}
 		ipoib.cnt[IC_tx_mcast]++;
 		mcast_send(mgid, f, IPOIB_HDR_LEN + len);
 		return;
@@ -353,7 +378,7 @@ void ipoib_output(const uint8_t *pkt, size_t len)
 	if (n)
 		memcpy(n->src, src, 16);
 	if (n && n->state == N_READY) {
-		xmit(n, f, IPOIB_HDR_LEN + len);
+		xmit_on(n, f, IPOIB_HDR_LEN + len, true);
 		return;
 	}
 	if (n && n->state == N_FAILED) {
@@ -364,11 +389,11 @@ void ipoib_output(const uint8_t *pkt, size_t len)
 		n = neigh_new(dst);
 		n->state = N_INCOMPLETE;
 		memcpy(n->src, src, 16);
-		q_add(n, f, IPOIB_HDR_LEN + len);
+		q_add(n, f, IPOIB_HDR_LEN + len, false);
 		solicit(n);
 		return;
 	}
-	q_add(n, f, IPOIB_HDR_LEN + len);
+	q_add(n, f, IPOIB_HDR_LEN + len, false);
 }
 
 void neigh_tick(uint64_t now)

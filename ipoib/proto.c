@@ -42,6 +42,16 @@ const char *const ipoib_cnt_names[IC_NR] = {
     [IC_path_fails] = "path_fails",
     [IC_mcast_joins] = "mcast_joins",
     [IC_mcast_leaves] = "mcast_leaves",
+    [IC_cm_tx_packets] = "cm_tx_packets",
+    [IC_cm_rx_packets] = "cm_rx_packets",
+    [IC_cm_connects] = "cm_connects",
+    [IC_cm_accepts] = "cm_accepts",
+    [IC_cm_refused] = "cm_refused",
+    [IC_cm_fails] = "cm_fails",
+    [IC_cm_resets] = "cm_resets",
+    [IC_cm_idle] = "cm_idle",
+    [IC_cm_drop_queue] = "cm_drop_queue",
+    [IC_tx_too_big] = "tx_too_big",
 };
 
 #define ARP_LEN (8 + 2 * (IPOIB_HW_LEN + 4))
@@ -57,11 +67,11 @@ static void map4(uint8_t ip[16], const uint8_t v4[4])
 	memcpy(ip + 12, v4, 4);
 }
 
-/* RFC 4391 section 9.1.1: flags (8 bits, reserved in datagram mode), QPN,
- * GID. */
+/* RFC 4391 section 9.1.1: flags (8 bits: RFC 4755 3.1's 'C' in connected
+ * mode, else zero), QPN, GID. */
 void ipoib_hw_put(uint8_t out[IPOIB_HW_LEN], const struct ipoib_hw *hw)
 {
-	out[0] = 0;
+	out[0] = hw->flags & IPOIB_HW_C;
 	out[1] = (uint8_t)(hw->qpn >> 16);
 	out[2] = (uint8_t)(hw->qpn >> 8);
 	out[3] = (uint8_t)hw->qpn;
@@ -70,6 +80,7 @@ void ipoib_hw_put(uint8_t out[IPOIB_HW_LEN], const struct ipoib_hw *hw)
 
 void ipoib_hw_get(struct ipoib_hw *hw, const uint8_t in[IPOIB_HW_LEN])
 {
+	hw->flags = in[0] & IPOIB_HW_C;
 	hw->qpn = (uint32_t)in[1] << 16 | (uint32_t)in[2] << 8 | in[3];
 	memcpy(hw->gid, in + 4, 16);
 }

@@ -152,6 +152,9 @@ int ud_start(uint32_t qkey, uint32_t *qpn)
 }
 
 int ud_fd(void) { return ud.ch ? ud.ch->fd : -1; }
+struct ibv_context *ud_ctx(void) { return ud.ctx; }
+struct ibv_pd *ud_pd(void) { return ud.pd; }
+int ud_port(void) { return ud.port; }
 
 /* Reap completions: receives to the receive path and back to the RQ,
  * sends' slots back to the free list. */

@@ -251,7 +251,7 @@ for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong
 	tests/hosts/onesided.sh tests/hosts/rsocket.sh tests/hosts/sdp.sh tests/hosts/opensm.sh tests/hosts/opensm_line3.sh \
 	tests/hosts/ibfabric_diags.sh tests/hosts/ibfabric_ft128.sh tests/hosts/ibfabric_data.sh \
 	tests/hosts/sm.sh tests/hosts/sm_line3.sh tests/hosts/sa.sh \
-	tests/hosts/ipoib.sh tests/hosts/ipoib_line3.sh tests/hosts/ipoib_sm.sh tests/hosts/ipoib_sm_pair.sh tests/hosts/ibcm.sh \
+	tests/hosts/ipoib.sh tests/hosts/ipoib_line3.sh tests/hosts/ipoib_sm.sh tests/hosts/ipoib_sm_pair.sh tests/hosts/ipoib_cm.sh tests/hosts/ibcm.sh \
 	tests/hosts/ibcapture.sh; do
 	selected "$f" || continue
 	if [ ! -f "$f" ]; then
@@ -277,7 +277,8 @@ if [ -z "$ONE_BUILD" ] && [ -x build-asan/bin/softofedd ] && [ -x build/bin/soft
 fi
 for f in tests/hosts/badpackets.sh tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/mr_kinds.sh \
 	tests/hosts/mw.sh tests/hosts/srq_resize.sh tests/hosts/iblink.sh tests/hosts/ibdata.sh \
-	tests/hosts/umad.sh tests/hosts/opensm.sh tests/hosts/ibfabric_diags.sh tests/hosts/ipoib.sh tests/hosts/ibcm.sh; do
+	tests/hosts/umad.sh tests/hosts/opensm.sh tests/hosts/ibfabric_diags.sh tests/hosts/ipoib.sh tests/hosts/ipoib_cm.sh \
+	tests/hosts/ibcm.sh; do
 	selected "$f (asan daemon)" || continue
 	[ -n "$MIX" ] || continue
 	script_cmd "$f"

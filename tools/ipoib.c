@@ -4,7 +4,8 @@
  * softofed-ipoib process). It talks to the process over the abstract Unix
  * socket "softofed/ipoib/IFNAME": one line (STATUS or DOWN), text back.
  *
- *   softofed ipoib up [PORT] [--pkey P] [--dev DEV]   interface ib<PORT-1>
+ *   softofed ipoib up [PORT] [--pkey P] [--dev DEV] [--mode datagram|connected]
+ *                                                    interface ib<PORT-1>
  *   softofed ipoib status [IFNAME]
  *   softofed ipoib down [IFNAME]
  *
@@ -82,7 +83,8 @@ static int ipoib_up(int argc, char **argv)
 		if (argv[i][0] != '-' && atoi(argv[i]) >= 1 && atoi(argv[i]) <= 8) {
 			snprintf(port, sizeof(port), "%d", atoi(argv[i]));
 			snprintf(ifname, sizeof(ifname), "ib%d", atoi(argv[i]) - 1);
-		} else if ((!strcmp(argv[i], "--pkey") || !strcmp(argv[i], "--dev")) &&
+		} else if ((!strcmp(argv[i], "--pkey") || !strcmp(argv[i], "--dev") ||
+			    !strcmp(argv[i], "--mode")) &&
 			   i + 1 < argc && na < 12) {
 			args[na++] = argv[i];
 			args[na++] = argv[++i];
@@ -203,7 +205,8 @@ int soft_cmd_ipoib(int argc, char **argv)
 		printf("softofed ipoib %s down\n", ifname);
 		return 0;
 	}
-	fprintf(stderr, "usage: softofed ipoib up [PORT] [--pkey P] | down [IFNAME] | "
+	fprintf(stderr, "usage: softofed ipoib up [PORT] [--pkey P] [--mode datagram|connected] | "
+			"down [IFNAME] | "
 			"status [IFNAME]\n");
 	return 2;
 }

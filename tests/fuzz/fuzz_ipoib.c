@@ -12,9 +12,15 @@
  *     length inside the buffer, never longer than the MTU;
  *   - a frame sent in answer is an ARP reply or a neighbour advertisement
  *     of the right length, to a valid hardware address.
+ * With the first byte's bit 2 the rest is connected mode's instead
+ * (ipoib/cm_proto.c): as the private data of a REQ or REP, taken only
+ * when RFC 4755 allows it (eight bytes or more, a UD QPN, a receive size
+ * that holds an IP packet); and as a frame over a datagram peer's MTU,
+ * whose ICMP "too big" handed to the kernel is a whole IP packet of at
+ * most the minimum MTU.
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
- * FUZZ_SOURCES: tests/fuzz/fuzz_ipoib.c ipoib/proto.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_ipoib.c ipoib/proto.c ipoib/cm_proto.c
  * FUZZ_INCLUDES: ipoib common
  */
 #include "ipoib.h"
@@ -35,11 +41,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 struct ipoib ipoib;
 static unsigned delivered, sent, learnt;
 static const uint8_t *buf_lo, *buf_hi;
+static bool icmp_out; /* ipoib_too_big's packet: its own buffer */
 
 static void deliver(const uint8_t *pkt, size_t len)
 {
-	if (pkt < buf_lo || pkt + len > buf_hi)
+	if (!icmp_out && (pkt < buf_lo || pkt + len > buf_hi))
 		FAIL("delivered outside the buffer");
+	if (icmp_out && len > 1280)
+		FAIL("ICMP of %zu bytes", len);
 	if (len > ipoib.mtu)
 		FAIL("delivered %zu bytes, MTU %u", len, ipoib.mtu);
 	if ((pkt[0] >> 4) == 4 && (len < 20 || (size_t)(pkt[2] << 8 | pkt[3]) != len))
@@ -105,6 +114,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	buf_lo = buf;
 	buf_hi = buf + size - 1;
 	delivered = sent = learnt = 0;
+	icmp_out = false;
+	if (data[0] & 4) {
+		struct ipoib_cm_data d;
+		size_t n = size - 1;
+		int r = ipoib_cm_data_get(&d, buf, n);
+
+		/* RFC 4755 section 6: the QPN (the top byte reserved) and size */
+		uint32_t q = n >= 8 ? (uint32_t)buf[0] << 24 | (uint32_t)buf[1] << 16 |
+					  (uint32_t)buf[2] << 8 | buf[3]
+				    : 0;
+		uint32_t rs = n >= 8 ? (uint32_t)buf[4] << 24 | (uint32_t)buf[5] << 16 |
+					   (uint32_t)buf[6] << 8 | buf[7]
+				     : 0;
+		bool good = n >= IPOIB_CM_PDATA && q >= 2 && q < 0xffffff && rs >= 72;
+
+		if ((r == 0) != good)
+			FAIL("private data of %zu bytes (QPN 0x%x, size %u) %s", n, q, rs,
+			     good ? "refused" : "taken");
+		icmp_out = true;
+		if (ipoib_too_big(&ipoib, buf, n, 2044) != (delivered == 1) || delivered > 1)
+			FAIL("too big: %u delivered", delivered);
+		free(buf);
+		return 0;
+	}
 	for (int i = IC_drop_short; i <= IC_drop_own; i++)
 		before += ipoib.cnt[i];
 	ipoib_input(&ipoib, buf, size - 1, data[0] & 1 ? ipoib.hw.qpn : 0x42, data[0] & 2 ? 1 : 7);

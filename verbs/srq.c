@@ -13,9 +13,10 @@
  * handed to the daemon (RESIZE_SRQ), which re-points its engine and
  * changes the SRQ's generation so that every executor maps it again; the
  * program's own engine is re-pointed under its lock. Then the WQEs left in
- * the old ring move over in order, each taken by the consumers' own
- * compare-and-swap of the old head: a WQE an executor took meanwhile is
- * its (delivered once), the rest land in the new ring. A message that
+ * the old ring move over in order, all taken by one compare-and-swap of
+ * the old head (the consumers' own): a WQE an executor took before it is
+ * the oldest, its own (delivered once, in order), the rest land in the new
+ * ring. A message that
  * comes in the instant between the swap and the end of the move (the old
  * ring drained, the new one still filling) may find no WQE, as on an
  * empty queue: RC answers RNR and retries it (nothing lost); UC and UD
@@ -173,27 +174,34 @@ SOFV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 }
 
 /* Move what the consumers have not taken from the old ring (oshm, oring)
- * to the start of the new one, in order; returns how many moved. The
+ * to the start of the new one, in order; returns how many moved. All of
+ * them are copied, then taken by one compare-and-swap of the old head to
+ * its tail: an executor that still takes from the old ring (it checked its
+ * mapping before the swap) either wins the oldest WQE first, in order, or
+ * finds the ring empty. Taking them one by one let it win a WQE behind
+ * some already moved, so a message overtook those of the new ring. The
  * caller holds srq->lock: nothing is posted meanwhile. */
 static uint32_t srq_move_wqes(struct sofv_srq *srq, struct sof_srq_shm *oshm, const uint8_t *oring,
 			      uint32_t osize)
 {
-	uint32_t tail = atomic_load_explicit(&oshm->rq.tail, memory_order_relaxed), n = 0;
+	uint32_t tail = atomic_load_explicit(&oshm->rq.tail, memory_order_relaxed), n;
+	uint32_t head = atomic_load_explicit(&oshm->rq.head, memory_order_acquire);
 
 	for (;;) {
-		uint32_t head = atomic_load_explicit(&oshm->rq.head, memory_order_acquire);
-
-		if (head == tail)
+		n = tail - head;
+		/* copied before the take: once the head moves, the entries
+		 * are the new ring's, and published only then */
+		for (uint32_t i = 0; i < n; i++)
+			memcpy(srq->ring + (size_t)i * srq->stride,
+			       oring + (size_t)((head + i) & (osize - 1)) * srq->stride,
+			       srq->stride);
+		if (!n || atomic_compare_exchange_strong_explicit(&oshm->rq.head, &head, tail,
+								  memory_order_acq_rel,
+								  memory_order_acquire))
 			break;
-		/* copied before the take: once the head moves, the entry is
-		 * the new ring's, and published only then */
-		memcpy(srq->ring + (size_t)n * srq->stride,
-		       oring + (size_t)(head & (osize - 1)) * srq->stride, srq->stride);
-		if (atomic_compare_exchange_strong_explicit(&oshm->rq.head, &head, head + 1,
-							    memory_order_acq_rel,
-							    memory_order_relaxed))
-			atomic_store_explicit(&srq->shm->rq.tail, ++n, memory_order_release);
+		/* an executor took the oldest: head is its successor now */
 	}
+	atomic_store_explicit(&srq->shm->rq.tail, n, memory_order_release);
 	return n;
 }
 

@@ -52,9 +52,12 @@ if sof_hosts_up 2; then
 	for i in $(seq 1 "${SOF_LAB_ROUNDS:-3}"); do
 		round "$i"
 	done
-	sof_host_bg lab.relay b 300 python3 "$(dirname "$0")/ib_relay.py" \
+	# the relay outlives every round's two 40 s bounds (a fixed 290 s
+	# took the ports down under load after ~15 of 20 rounds)
+	relay_secs=$((60 + 90 * ${SOF_LAB_ROUNDS:-3}))
+	sof_host_bg lab.relay b $((relay_secs + 10)) python3 "$(dirname "$0")/ib_relay.py" \
 		--a "$(sof_host_ip b):7150" "$(sof_host_ip a):7150" 1 \
-		--b 127.0.0.1:7251 127.0.0.1:7151 2 --secs 290
+		--b 127.0.0.1:7251 127.0.0.1:7151 2 --secs "$relay_secs"
 	relay=$(sof_out lab.relay)
 	for _ in $(seq 200); do
 		grep -q '^relay up\|^relay failed' "$relay" 2>/dev/null && break

@@ -139,6 +139,21 @@ void tp_ack_due(struct sof_tqp *t)
 
 void tp_input_end(void)
 {
+	if (tp.defer_acks) {
+		/* a host may hold ACKs for its owner's next post; a SACK is
+		 * a loss signal the requester waits for (a resend, or the
+		 * answer to its tail-loss probe): it leaves now */
+		for (struct sof_link *l = tp.acks.next, *n; l != &tp.acks; l = n) {
+			struct sof_tqp *t = sof_container_of(l, struct sof_tqp, ack_link);
+
+			n = l->next;
+			if (t->nooo && t->sack_peer) {
+				sof_list_del(&t->ack_link);
+				tp_resp_flush_ack(t);
+			}
+		}
+		return;
+	}
 	while (!sof_list_empty(&tp.acks)) {
 		struct sof_tqp *t = sof_container_of(tp.acks.next, struct sof_tqp, ack_link);
 

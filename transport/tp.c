@@ -64,6 +64,8 @@ uint64_t tp_onesided(void) { return tp.onesided; }
 void tp_count_add(enum sof_counter c, uint64_t n) { tp_count(c, n); }
 void tp_drop_add(enum sof_dropctr d) { tp_drop(d); }
 
+void tp_defer_acks(bool on) { tp.defer_acks = on; }
+bool tp_acks_due(void) { return !sof_list_empty(&tp.acks); }
 bool tp_rx_foreign(void) { return tp.flow_foreign; }
 
 void tp_tx_flush(void)

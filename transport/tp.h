@@ -203,8 +203,13 @@ bool tp_rx_foreign(void);
  * a->dst. Validated, then executed, or dropped and counted. */
 void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a);
 /* The end of a batch of tp_input: send the ACKs that became due (one per
- * QP and batch: the coalescing of IBA 9.7.5.1.1, never held past it). */
+ * batch: the coalescing of IBA 9.7.5.1.1), unless deferred. */
 void tp_input_end(void);
+/* on: tp_input_end leaves the ACKs due for its next call without defer
+ * (a program that polls sends them with its next packet). */
+void tp_defer_acks(bool on);
+/* Whether coalesced ACKs wait to be sent. */
+bool tp_acks_due(void);
 /* Hand every queued packet to the kernel, in order. */
 void tp_tx_flush(void);
 /* What the engine counted (sof_proto.h's counters and drops). */

@@ -251,6 +251,8 @@ struct tp_state {
 	struct sof_link timers;	    /* those whose timer_ns or rnr_ns may be set */
 	uint32_t ntx;		    /* packets the port queued, not yet sent */
 	uint64_t *counters, *drops; /* where the engine counts (sof_proto.h) */
+	/* tp_input_end leaves the ACKs due for its next call (tp_defer_acks) */
+	bool defer_acks;
 	/* rx_flow is set while tp_rx reads a flow socket, and flow_foreign
 	 * tells that a packet of it named a QP not ours */
 	bool rx_flow, flow_foreign;

@@ -600,10 +600,16 @@ void sofv_engine_unlock(struct sofv_context *ctx);
 /* The progress thread starts: its short scheduler slice. */
 void sofv_wake_thread_init(void);
 /* After reading the sockets: one-sided requests executed start or extend
- * one-sided mode. */
-void sofv_wake_rx(void);
+ * one-sided mode; held: ACKs are held, which in one-sided mode leave by a
+ * deadline (sofv_wake_ack_due: it passed; sofv_wake_ack_sent: they left). */
+void sofv_wake_rx(bool held);
 /* Whether one-sided mode is on. */
 bool sofv_wake_onesided(void);
+bool sofv_wake_ack_due(void);
+void sofv_wake_ack_sent(void);
+/* The progress thread's wait: hold, shortened to that deadline; whether
+ * there is one. */
+bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold);
 /* The progress thread read packets with nobody polling: it spins on the
  * sockets for a while (sofv_wake_spinning), yielding the CPU in between
  * (sofv_wake_spin_yield). */

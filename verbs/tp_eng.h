@@ -42,6 +42,7 @@ struct sofv_eng {
 	bool started;		   /* the engine ran once: tp_start, the thread's fds, atexit */
 	bool v6;		   /* some QP's path is IPv6: poll that socket too */
 	bool running;		   /* the progress thread runs */
+	_Atomic uint32_t ack_hold; /* ACKs held by a poller leave after this many polls */
 	struct sof_link pending;   /* QPs with posted WQEs the requester has yet to take */
 	struct sof_hmap qps;	   /* qpn -> struct tp_qp of a sofv_eqp */
 	struct sof_gid_entry gids[SOF_MAX_GIDS]; /* the context's, as last read */

@@ -67,8 +67,8 @@ struct sofv_eqp {
 /* While some thread polls, it reads the sockets itself and the progress
  * thread looks again after POLL_HOLD_NS, then after twice as long each
  * time it finds the polls going on, up to POLL_HOLD_MAX_NS: the longest
- * a packet waits to be read once the polls stop, and a wake-up of the
- * progress thread,
+ * an ACK a poller held waits once the polls stop (a request to the CM or
+ * arming a CQ sends them at once), and a wake-up of the progress thread,
  * on the poller's CPU when the program is pinned, costs a poll of a
  * ping-pong a few microseconds. */
 #define POLL_HOLD_NS 200000L
@@ -88,6 +88,9 @@ struct sofv_eqp {
 /* ibv_get_cq_event calls in a row that found their event there at once
  * before arming a CQ counts as a sleeper outside our calls. */
 #define OUTSIDE_RUN 16u
+
+/* The most polls that an ACK waits for the poller's next post. */
+#define ACK_HOLD_POLLS 32u
 
 struct sofv_eng eng = {.lock = PTHREAD_MUTEX_INITIALIZER,
 		       .pending = {&eng.pending, &eng.pending},
@@ -286,21 +289,35 @@ static void gids_refresh(void)
 	}
 }
 
-/* Send the ACKs that are due now (none outside a receive batch: a
- * safety net where the program turns away from its data path). */
-static void acks_send(void) { tp_input_end(); }
-
-/* Read the sockets. poller: the caller polls a CQ. The ACKs of what a
- * batch read leave at its end (tp_input_end), coalesced within it (IBA
- * 9.7.5.1.1) and never held past it, as rxe acknowledges at once: holding
- * them for the poller's next post saved a system call in a ping-pong, but
- * a hold that outlived the batch left a peer waiting for its ACK, up to
- * its whole transport timeout when the thread meant to end the hold did
- * not run. Under the lock. */
-static void rx_run(bool poller)
+/* Send the ACKs that are due now. */
+static void acks_send(void)
 {
+	tp_input_end();
+	atomic_store_explicit(&eng.ack_hold, 0, memory_order_relaxed);
+	sofv_wake_ack_sent();
+}
+
+/* Read the sockets. poller: the caller polls a CQ; the ACKs of what it
+ * reads wait for its next post (at most ACK_HOLD_POLLS polls), so that in
+ * a ping-pong the ACK of a request leaves in one system call with the
+ * answer (IBA 9.7.5.1.1 lets a responder coalesce ACKs; the progress
+ * thread sends them within POLL_HOLD_MAX_NS when the polls stop; a request
+ * to the CM or arming a CQ sends them at once: sofv_engine_flush). Under
+ * the lock. */
+static void rx_run(bool poller, bool hold_acks)
+{
+	uint32_t hold = atomic_load_explicit(&eng.ack_hold, memory_order_relaxed);
+
+	if (!hold_acks || hold == 1 || sofv_wake_ack_due())
+		acks_send();
+	else if (hold)
+		atomic_store_explicit(&eng.ack_hold, hold - 1, memory_order_relaxed);
+	tp_defer_acks(hold_acks);
 	eng_rx_sockets(poller);
-	sofv_wake_rx();
+	tp_defer_acks(false);
+	sofv_wake_rx(hold_acks && tp_acks_due());
+	if (hold_acks && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) && tp_acks_due())
+		atomic_store_explicit(&eng.ack_hold, ACK_HOLD_POLLS, memory_order_relaxed);
 	while (!sof_list_empty(&eng.pending)) {
 		struct sofv_eqp *e = sof_container_of(eng.pending.next, struct sofv_eqp, pend);
 
@@ -311,13 +328,13 @@ static void rx_run(bool poller)
 	tp_tx_flush();
 }
 
-/* rx_run by the progress thread; whether it read any packet. Under the
- * lock. */
-static bool rx_read_some(void)
+/* rx_run by the progress thread (hold_acks: in one-sided mode, tp_wake.c);
+ * whether it read any packet. Under the lock. */
+static bool rx_read_some(bool hold_acks)
 {
 	uint64_t got = tp_counter(SOF_CNT_rx_packets);
 
-	rx_run(false);
+	rx_run(false, hold_acks);
 	return tp_counter(SOF_CNT_rx_packets) != got;
 }
 
@@ -343,10 +360,11 @@ static void sockets_arm(bool on)
 /* The progress thread: the timers always, the sockets while no thread
  * polls. While it waits for the sockets alone, a thread that starts to
  * poll wakes it once (note_active), so that it stops reading them and
- * looks again after POLL_HOLD_NS .. POLL_HOLD_MAX_NS, to take the sockets
- * back when the polls stop; while the polls go on it takes no lock. (It
- * sets sleeping, then looks at polled; a poller sets polled, then looks at
- * sleeping: one of the two sees the other.) */
+ * looks again after POLL_HOLD_NS .. POLL_HOLD_MAX_NS: the ACKs a poller
+ * holds then leave when the polls stop, without a packet to wake it; while
+ * the polls go on it takes no lock. (It sets sleeping, then
+ * looks at polled; a poller sets polled, then looks at sleeping: one of
+ * the two sees the other.) */
 static void *progress(void *arg)
 {
 	struct timespec hold = {.tv_nsec = POLL_HOLD_NS}, zero = {0, 0}, wait;
@@ -397,8 +415,7 @@ static void *progress(void *arg)
 				continue;
 			}
 		}
-		wait = hold;
-		timed = os;
+		timed = sofv_wake_wait(&wait, &hold) || os;
 		n = epoll_pwait2(eng.epfd, ev, 5, spin ? &zero : armed && !timed ? NULL : &wait, NULL);
 		atomic_store_explicit(&eng.sleeping, false, memory_order_relaxed);
 		if (n <= 0 && spin) {
@@ -418,7 +435,7 @@ static void *progress(void *arg)
 				continue;
 			if (pthread_mutex_trylock(&eng.lock))
 				continue;
-			if (eng.ctx && rx_read_some())
+			if (eng.ctx && rx_read_some(false))
 				stuck = POLL_STUCK_CHECKS;
 			pthread_mutex_unlock(&eng.lock);
 			continue;
@@ -445,7 +462,7 @@ static void *progress(void *arg)
 			}
 		}
 		if ((armed || !atomic_load_explicit(&eng.polled, memory_order_relaxed)) &&
-		    rx_read_some() && armed && !os)
+		    rx_read_some(os) && armed && !os)
 			sofv_wake_spin_start();
 		pthread_mutex_unlock(&eng.lock);
 	}
@@ -510,8 +527,9 @@ static void at_exit(void)
 }
 
 /* The process turns from its data path (a request to the CM; arming a
- * CQ to sleep, maybe in poll(2) on the channel's fd): when it may sleep
- * outside our calls, the progress thread watches the sockets. */
+ * CQ to sleep, maybe in poll(2) on the channel's fd): the ACKs a poller holds leave now, so that a peer waiting
+ * for its send's completion does not wait for a post that may never come
+ * (the progress thread would send them within POLL_HOLD_MAX_NS). */
 SOFV_EXPORT void sofv_engine_flush(void)
 {
 	uint64_t one = 1;
@@ -525,6 +543,14 @@ SOFV_EXPORT void sofv_engine_flush(void)
 			/* the counter is full: it is awake anyway */
 		}
 	}
+	if (!atomic_load_explicit(&eng.ack_hold, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&eng.lock);
+	if (eng.ctx && eng.ack_hold) {
+		acks_send();
+		tp_tx_flush();
+	}
+	pthread_mutex_unlock(&eng.lock);
 }
 
 /* A program that waits inside ibv_get_cq_event reads the sockets while it
@@ -812,7 +838,7 @@ void sofv_engine_poll(void)
 	if (pthread_mutex_trylock(&eng.lock))
 		return; /* another thread runs it */
 	if (eng.ctx) {
-		rx_run(true);
+		rx_run(true, true);
 		atomic_store_explicit(&eng.poll_read_ns, sof_now_ns(), memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&eng.lock);

@@ -13,8 +13,14 @@
  *     sockets armed even while threads poll, and executes such a request
  *     as soon as it arrives (the pollers go on reading too: one lock);
  *     SEND-only traffic never turns it on;
- *   - ACKs are never held here: they leave at the end of the receive
- *     batch that made them (tp_host.c rx_run);
+ *   - in that mode it holds the ACKs of what it executed for the owner's
+ *     next post, as a poller holds them, and any hold (a poller's too)
+ *     ends after ACK_HOLD_NS, when the progress thread sends them: in a
+ *     one-sided ping-pong the ACK then reaches the peer together with the
+ *     next request while the peer still polls its CQ for that ACK, so the
+ *     peer's poll executes that request at once, and the chain goes on
+ *     with no thread woken on either side (IBA 9.7.5.1.1 lets a responder
+ *     coalesce ACKs); a lone WRITE's initiator waits at most that longer;
  *   - the progress thread asks for a short scheduler slice (SCHED_OTHER's
  *     sched_runtime: Linux 6.12's EEVDF custom slices, no privilege
  *     needed), so that its wake-up preempts a spinning thread at once
@@ -33,7 +39,7 @@
  *     next packet to wait for that task's slice, where a sleeper is woken
  *     at once.
  *
- * Lock contract: sofv_wake_rx under the engine's lock;
+ * Lock contract: sofv_wake_rx and sofv_wake_ack_* under the engine's lock;
  * the others from the progress thread alone.
  */
 #include "sofv.h"
@@ -46,13 +52,14 @@
 #include <unistd.h>
 
 #define ONESIDED_ARM_NS 1000000000ull
+#define ACK_HOLD_NS 30000ull
 #define PROGRESS_SLICE_NS 100000ull /* the shortest slice Linux takes */
 #define PROGRESS_SPIN_NS 50000ull
 #define SPIN_CONTENDED_NS 30000ull
 #define SPIN_OFF_NS 100000000ull
 
 static uint64_t onesided_seen; /* tp_onesided() as last looked at */
-static _Atomic uint64_t onesided_until;
+static _Atomic uint64_t onesided_until, ack_until;
 static uint64_t spin_until, nospin_until; /* the progress thread's */
 
 void sofv_wake_thread_init(void)
@@ -70,18 +77,50 @@ void sofv_wake_thread_init(void)
 	(void)syscall(SYS_sched_setattr, 0, &a, 0U);
 }
 
-void sofv_wake_rx(void)
+void sofv_wake_rx(bool held)
 {
+	uint64_t now = sof_now_ns();
+
 	if (tp_onesided() != onesided_seen) {
 		onesided_seen = tp_onesided();
-		atomic_store_explicit(&onesided_until, sof_now_ns() + ONESIDED_ARM_NS,
-				      memory_order_relaxed);
+		atomic_store_explicit(&onesided_until, now + ONESIDED_ARM_NS, memory_order_relaxed);
 	}
+	/* in one-sided mode every hold, a poller's too, ends by the
+	 * deadline: the progress thread, armed there, would otherwise leave
+	 * a poller's ACKs to the count of its own looks (ACK_HOLD_POLLS),
+	 * which a busy CPU stretches past the peer's retry budget */
+	if (held && !atomic_load_explicit(&ack_until, memory_order_relaxed) &&
+	    now < atomic_load_explicit(&onesided_until, memory_order_relaxed))
+		atomic_store_explicit(&ack_until, now + ACK_HOLD_NS, memory_order_relaxed);
 }
 
 bool sofv_wake_onesided(void)
 {
 	return sof_now_ns() < atomic_load_explicit(&onesided_until, memory_order_relaxed);
+}
+
+bool sofv_wake_ack_due(void)
+{
+	uint64_t until = atomic_load_explicit(&ack_until, memory_order_relaxed);
+
+	return until && sof_now_ns() >= until;
+}
+
+void sofv_wake_ack_sent(void) { atomic_store_explicit(&ack_until, 0, memory_order_relaxed); }
+
+bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold)
+{
+	uint64_t until = atomic_load_explicit(&ack_until, memory_order_relaxed), now;
+
+	*wait = *hold;
+	if (!until)
+		return false;
+	now = sof_now_ns();
+	if (until <= now)
+		wait->tv_nsec = 0;
+	else if (until - now < (uint64_t)wait->tv_nsec)
+		wait->tv_nsec = (long)(until - now);
+	return true;
 }
 
 void sofv_wake_spin_start(void)

@@ -363,6 +363,36 @@ static struct sdp_conn *take_sdp(struct sdp_listener *l, const struct sdp_tag *t
 	return c;
 }
 
+/* FD's entry; for a descriptor we have none of, an SDP connection this
+ * image inherited through exec (sshd re-executes itself with the accepted
+ * socket): an AF_UNIX socket whose peer is a listener's connector gets a
+ * view of its names, as a forked child's accept makes. Only the calls
+ * that answer from the entry (names, options) look; the others act on the
+ * descriptor as it is. */
+static struct sdp_fd *fd_copy_inherited(int fd)
+{
+	struct sdp_fd *e = fd_copy(fd);
+	struct sdp_tag t;
+
+	if (e || !valid_fd(fd) || tag_of(fd, &t) || t.kind == 't')
+		return e;
+	e = fd_new(SDP_FD_CONN);
+	if (e)
+		e->conn = take_sdp(NULL, &t);
+	if (!e || !e->conn) {
+		fd_free(e);
+		return NULL;
+	}
+	pthread_mutex_lock(&sdp_fd_lock);
+	if (!fds[fd]) {
+		fds[fd] = e;
+		e = NULL;
+	}
+	pthread_mutex_unlock(&sdp_fd_lock);
+	fd_free(e);
+	return fd_copy(fd);
+}
+
 SDP_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	struct sdp_fd *e = fd_copy(fd), *ne;
@@ -529,7 +559,7 @@ SDP_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 SDP_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	struct sdp_fd *e = fd_copy(fd);
+	struct sdp_fd *e = fd_copy_inherited(fd);
 	int ret;
 
 	sdp_real_init();
@@ -543,7 +573,7 @@ SDP_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 
 SDP_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	struct sdp_fd *e = fd_copy(fd);
+	struct sdp_fd *e = fd_copy_inherited(fd);
 	int ret;
 
 	sdp_real_init();
@@ -583,6 +613,10 @@ static int sdp_getsockopt(struct sdp_fd *e, int fd, int level, int name, void *v
 		default: return sdp_real.getsockopt(fd, level, name, val, len);
 		}
 	}
+	if (level == IPPROTO_IP && name == IP_OPTIONS && len) {
+		*len = 0; /* none: sshd refuses a connection that has some */
+		return 0;
+	}
 	if (level != IPPROTO_TCP)
 		return opt_int(val, len, 0);
 	switch (name) {
@@ -614,7 +648,7 @@ static int sdp_getsockopt(struct sdp_fd *e, int fd, int level, int name, void *v
 
 SDP_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
-	struct sdp_fd *e = fd_copy(fd);
+	struct sdp_fd *e = fd_copy_inherited(fd);
 	int ret;
 
 	sdp_real_init();
@@ -628,7 +662,7 @@ SDP_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len
 
 SDP_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	struct sdp_fd *e = fd_copy(fd);
+	struct sdp_fd *e = fd_copy_inherited(fd);
 	int ret = 0;
 
 	sdp_real_init();

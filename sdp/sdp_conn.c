@@ -667,25 +667,40 @@ static void *pump(void *arg)
 	return NULL;
 }
 
-int sdp_pump_start(struct sdp_qpc *q)
+/* A pump (or a connect that becomes one) of this process: counted for
+ * the exit's wait; a forked child starts its own count. */
+static void pump_count(void)
 {
-	pthread_attr_t a;
-	pthread_t t;
-	int ret;
-
 	if (pump_pid != getpid()) {
 		pump_pid = getpid();
 		atomic_store(&pumps_alive, 0);
 		atomic_store(&pumps_draining, 0);
 	}
 	atomic_fetch_add(&pumps_alive, 1);
+}
+
+static int detached(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	int ret;
+
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&t, &a, pump, q);
+	ret = pthread_create(&t, &a, fn, arg);
 	pthread_attr_destroy(&a);
+	return -ret;
+}
+
+int sdp_pump_start(struct sdp_qpc *q)
+{
+	int ret;
+
+	pump_count();
+	ret = detached(pump, q);
 	if (ret)
 		atomic_fetch_sub(&pumps_alive, 1);
-	return -ret;
+	return ret;
 }
 
 /* An IPv4 address and TCP port as A4's AF_IB address: the IPv4-mapped
@@ -744,69 +759,171 @@ static int conn_pair(struct sdp_qpc *q, int *ufd)
 	return 0;
 }
 
-int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
-		struct sdp_conn **out, int *ufd)
+/* The RDMA CM connection to SIN from SRC: REQ with our Hello, the REP's
+ * HelloAck checked, the id on a non-blocking channel of its own. */
+static int connect_rdma(struct sdp_qpc *q, const struct sockaddr_in *src,
+			const struct sockaddr_in *sin)
 {
 	struct sockaddr_ib dst, from;
 	struct rdma_addrinfo rai;
 	struct rdma_conn_param param;
-	struct sdp_qpc *q = sdp_qpc_new();
 	struct sdp_hh hh;
 	uint32_t sip;
 	int ret;
 
-	if (!q)
-		return -ENOMEM;
 	sdp_sib(&dst, sin);
 	if (src->sin_addr.s_addr) {
 		sdp_sib(&from, src);
 		from.sib_sid = from.sib_sid_mask = 0;
 	}
 	rai = sdp_rai(src->sin_addr.s_addr ? &from : NULL, &dst, 0);
-	if (rdma_create_ep(&q->id, &rai, NULL, NULL)) {
-		ret = -errno;
-		goto err;
-	}
+	if (rdma_create_ep(&q->id, &rai, NULL, NULL))
+		return -errno;
 	ret = sdp_qpc_resources(q);
 	if (ret)
-		goto err;
+		return ret;
 	sip = src->sin_addr.s_addr ? src->sin_addr.s_addr : sdp_id_src_ip(q->id);
 	sdp_hello_fill(&q->flow, &hh, SDP_BUFSZ, sip, ntohs(src->sin_port), sin->sin_addr.s_addr);
 	sdp_conn_param(&param, &hh, sizeof(hh));
-	if (rdma_connect(q->id, &param)) {
-		ret = -errno;
-		goto err;
-	}
+	if (rdma_connect(q->id, &param))
+		return -errno;
 	if (!q->id->event || sdp_hello_ack_parse(&q->flow, q->id->event->param.conn.private_data,
 						 q->id->event->param.conn.private_data_len)) {
 		sdp_log(SDP_LOG_ERR, "no valid SDP HelloAck from %s", inet_ntoa(sin->sin_addr));
-		ret = -EPROTO;
-		goto err;
+		return -EPROTO;
 	}
 	q->ch = rdma_create_event_channel();
 	if (!q->ch || sdp_real.fcntl(q->ch->fd, F_SETFL, O_NONBLOCK) ||
-	    rdma_migrate_id(q->id, q->ch)) {
-		ret = -EIO;
-		goto err;
-	}
+	    rdma_migrate_id(q->id, q->ch))
+		return -EIO;
 	q->established = 1;
 	sdp_qpc_addrs(q, sip, src->sin_port, sin->sin_addr.s_addr, sin->sin_port);
-	ret = conn_pair(q, ufd);
-	if (ret)
-		goto err;
+	return 0;
+}
+
+static void connect_undo(struct sdp_qpc *q)
+{
+	if (q->id && q->id->qp)
+		rdma_disconnect(q->id);
+	sdp_qpc_free(q);
+}
+
+int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
+		struct sdp_conn **out, int *ufd)
+{
+	struct sdp_qpc *q = sdp_qpc_new();
+	int ret;
+
+	if (!q)
+		return -ENOMEM;
+	ret = connect_rdma(q, src, sin);
+	if (!ret)
+		ret = conn_pair(q, ufd);
+	if (ret) {
+		connect_undo(q);
+		return ret;
+	}
 	atomic_fetch_add(&q->pub.ref, 1);
 	ret = sdp_pump_start(q);
 	if (ret) {
 		atomic_fetch_sub(&q->pub.ref, 1);
 		sdp_real.close(*ufd);
+		connect_undo(q);
+		return ret;
+	}
+	*out = &q->pub;
+	return 0;
+}
+
+/* A non-blocking connect's thread: the program's end (a dup, pfd) has
+ * its send buffer filled with `fill` bytes the pump end drops once the
+ * connection is made, so poll(POLLOUT) says "connected" only then. */
+struct sdp_aconn {
+	struct sdp_qpc *q;
+	struct sockaddr_in src, sin;
+	int pfd, sndbuf;
+	size_t fill;
+};
+
+static void *connect_thread(void *arg)
+{
+	struct sdp_aconn *a = arg;
+	struct sdp_qpc *q = a->q;
+	char buf[4096];
+	int ret = connect_rdma(q, &a->src, &a->sin);
+
+	while (!ret && a->fill) {
+		ssize_t n = recv(q->ufd, buf, a->fill < sizeof(buf) ? a->fill : sizeof(buf), 0);
+
+		if (n <= 0)
+			ret = -EIO;
+		else
+			a->fill -= (size_t)n;
+	}
+	if (!ret)
+		sdp_real.setsockopt(a->pfd, SOL_SOCKET, SO_SNDBUF, &a->sndbuf, sizeof(a->sndbuf));
+	sdp_real.close(a->pfd);
+	free(a);
+	if (ret) {
+		sdp_log(SDP_LOG_SUMMARY, "connect %s:%u: no SDP (%s): failed",
+			inet_ntoa(q->pub.peer.sin_addr), ntohs(q->pub.peer.sin_port), strerror(-ret));
+		ret = -ret == ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED;
+		atomic_store(&q->pub.error, ret);
+		atomic_store(&q->pub.so_error, ret);
+		atomic_store(&q->pub.connecting, 0);
+		connect_undo(q); /* closes the pump end: the program's reads end */
+		atomic_fetch_sub(&pumps_alive, 1);
+		return NULL;
+	}
+	atomic_store(&q->pub.connecting, 0);
+	return pump(q);
+}
+
+int sdp_connect_start(const struct sockaddr_in *src, const struct sockaddr_in *sin,
+		      struct sdp_conn **out, int *ufd)
+{
+	static const char zeros[512];
+	struct sdp_qpc *q = sdp_qpc_new();
+	struct sdp_aconn *a = calloc(1, sizeof(*a));
+	socklen_t sl = sizeof(int);
+	int small = 1, ret;
+	ssize_t n;
+
+	if (!q || !a || conn_pair(q, ufd)) {
+		free(a);
+		if (q)
+			sdp_qpc_free(q);
+		return -ENOMEM;
+	}
+	a->q = q;
+	a->src = *src;
+	a->sin = *sin;
+	q->pub.local = *src;
+	q->pub.peer = *sin;
+	q->pub.payload_max = SDP_BUFSZ - SDP_TX_DATA_OFF;
+	a->pfd = sdp_real.fcntl(*ufd, F_DUPFD_CLOEXEC, 0);
+	if (a->pfd < 0 || sdp_real.getsockopt(*ufd, SOL_SOCKET, SO_SNDBUF, &a->sndbuf, &sl) ||
+	    sdp_real.setsockopt(*ufd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)))
+		goto err;
+	a->sndbuf /= 2; /* the kernel doubles what is set */
+	while ((n = send(*ufd, zeros, sizeof(zeros), MSG_DONTWAIT | MSG_NOSIGNAL)) > 0)
+		a->fill += (size_t)n;
+	atomic_store(&q->pub.connecting, 1);
+	atomic_fetch_add(&q->pub.ref, 1); /* the program's */
+	pump_count();
+	ret = detached(connect_thread, a);
+	if (ret) {
+		atomic_fetch_sub(&pumps_alive, 1);
+		atomic_fetch_sub(&q->pub.ref, 1);
 		goto err;
 	}
 	*out = &q->pub;
 	return 0;
 err:
-	if (q->id && q->id->qp)
-		rdma_disconnect(q->id);
+	if (a->pfd >= 0)
+		sdp_real.close(a->pfd);
+	free(a);
+	sdp_real.close(*ufd);
 	sdp_qpc_free(q);
-	return ret;
+	return -EIO;
 }
-

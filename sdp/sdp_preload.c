@@ -447,12 +447,19 @@ SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	struct sdp_conn *c;
 	enum sdp_use use;
 	char a[64];
-	int ufd, ret;
+	int ufd, ret, nb;
 
 	sdp_real_init();
 	if (inet_addr_of(addr, len, &dst))
 		return sdp_real.connect(fd, addr, len);
 	e = fd_copy(fd);
+	if (e && e->kind == SDP_FD_CONN) {
+		/* again, as on a TCP socket: under way, failed, or made */
+		c = e->conn;
+		ret = atomic_load(&c->connecting) ? EALREADY : atomic_exchange(&c->so_error, 0);
+		fd_free(e);
+		return fail(ret ? ret : EISCONN);
+	}
 	if (!e || e->kind != SDP_FD_INET) {
 		fd_free(e);
 		return sdp_real.connect(fd, (struct sockaddr *)&dst, sizeof(dst));
@@ -471,7 +478,9 @@ SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		slen = sizeof(src);
 		sdp_real.getsockname(fd, (struct sockaddr *)&src, &slen);
 	}
-	ret = sdp_connect(&src, &dst, &c, &ufd);
+	/* non-blocking (`use sdp` only: `both` needs the answer to choose) */
+	nb = use == SDP_USE_SDP && (sdp_real.fcntl(fd, F_GETFL) & O_NONBLOCK);
+	ret = nb ? sdp_connect_start(&src, &dst, &c, &ufd) : sdp_connect(&src, &dst, &c, &ufd);
 	if (ret) {
 		fd_free(e);
 		sdp_log(SDP_LOG_SUMMARY, "connect %s: no SDP (%s): %s", a, strerror(-ret),
@@ -489,8 +498,8 @@ SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	e->kind = SDP_FD_CONN;
 	e->conn = c;
 	fd_store(fd, e);
-	sdp_log(SDP_LOG_SUMMARY, "connect %s: sdp", a);
-	return 0;
+	sdp_log(SDP_LOG_SUMMARY, "connect %s: sdp%s", a, nb ? " (in progress)" : "");
+	return nb ? fail(EINPROGRESS) : 0;
 }
 
 /* The entry goes first (so a number the kernel hands out again is not
@@ -610,6 +619,8 @@ static int sdp_getsockopt(struct sdp_fd *e, int fd, int level, int name, void *v
 		case SO_DOMAIN: return opt_int(val, len, AF_INET);
 		case SO_PROTOCOL: return opt_int(val, len, IPPROTO_TCP);
 		case SO_ACCEPTCONN: return opt_int(val, len, e->kind == SDP_FD_LISTEN);
+		case SO_ERROR: /* a non-blocking connect's failure, once */
+			return opt_int(val, len, e->conn ? atomic_exchange(&e->conn->so_error, 0) : 0);
 		default: return sdp_real.getsockopt(fd, level, name, val, len);
 		}
 	}

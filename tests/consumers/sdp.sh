@@ -112,6 +112,7 @@ sdp_rule_http() {
 
 # socket semantics (tests/progs/sock_sem): epoll, accept4 flags, select,
 # poll, options, names, dup2, fork, sendfile, shutdown, non-blocking connect
+# (EINPROGRESS, POLLOUT, SO_ERROR, EISCONN)
 PORT=$((PORT + 1))
 T0=$(_sof_rs_tcp_out "")
 if ! sof_cm_pair "sdp/socket semantics" 60 "" "" \
@@ -126,6 +127,17 @@ elif [ "$(_sof_rs_tcp_out "")" -ne "$T0" ]; then
 	not_ok "sdp/socket semantics" "kernel TCP segments were sent: not over SDP"
 else
 	ok "sdp/socket semantics ($(grep -c ' ok$' "$SOF_SRV_OUT") server steps, $(grep -c ' ok$' "$SOF_CLI_OUT") client steps, over SDP)"
+fi
+
+# a non-blocking connect to a port without an SDP listener: EINPROGRESS,
+# poll wakes, SO_ERROR ECONNREFUSED once, a read fails
+PORT=$((PORT + 1))
+out=$(sof_out refused)
+if timeout 30 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" \
+	refused "$ADDR" "$PORT" >"$out" 2>&1 && grep -q '^refused: all ok' "$out"; then
+	ok "sdp/non-blocking connect refused: EINPROGRESS, POLLOUT, SO_ERROR ECONNREFUSED"
+else
+	not_ok "sdp/non-blocking connect refused" "$(tail -n 1 "$out")"
 fi
 
 # a prefork server: the child forked after listen accepts, over SDP (the

@@ -18,6 +18,9 @@
 #   wcopy    write mode: after the liar's SrcAvail the victim offers a
 #            SinkAvail, the liar RDMA WRITEs 8 bytes into it and sends
 #            RdmaWrCompl, then DisConn: end of stream after 16 bytes
+#   zcancel  SrcAvail then SrcAvailCancel: answered by RdmaRdCompl as
+#            usual (the READ was posted), end of stream after 8 bytes
+#   cancel   a SrcAvailCancel for no SrcAvail: EPROTO
 #   wbig     a RdmaWrCompl longer than the SinkAvail: EPROTO after the 8
 #            bytes of the SrcAvail
 #   disconn  data after DisConn: EPROTO after 8 bytes (read 0.5 s later)
@@ -87,4 +90,6 @@ bad rdcompl '^victim: error EPROTO after 0 bytes$'
 bad wrcompl '^victim: error EPROTO after 0 bytes$'
 bad wcopy '^victim: end of stream after 16 bytes$'
 bad wbig '^victim: error EPROTO after 8 bytes$'
+bad zcancel '^victim: end of stream after 8 bytes$'
+bad cancel '^victim: error EPROTO after 0 bytes$'
 sof_exit

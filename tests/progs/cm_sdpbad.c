@@ -29,6 +29,9 @@
  *         ztwice   a second SrcAvail before the first's RdmaRdCompl
  *         rdcompl  a RdmaRdCompl though the victim offered nothing
  *         wrcompl  a RdmaWrCompl though the victim offered no SinkAvail
+ *         zcancel  a SrcAvail of 8 bytes, then SrcAvailCancel: the victim
+ *                  answers RdmaRdCompl (its READ was posted), then DisConn
+ *         cancel   a SrcAvailCancel though no SrcAvail is outstanding
  *         wcopy    write mode (the liar's Hello says MaxAdverts 1): a
  *                  SrcAvail of 8 bytes, then the victim, as data sink,
  *                  offers a SinkAvail; 8 bytes RDMA WRITTEN into it and a
@@ -307,6 +310,17 @@ static int liar(const char *mode, const char *addr, const char *port)
 		ret = msg(0x0b, NBUF, 16 + 4, ++mseq, 0, 4);
 	else if (!strcmp(mode, "wrcompl"))
 		ret = msg(0x05, NBUF, 20, ++mseq, 0, 4);
+	else if (!strcmp(mode, "cancel"))
+		ret = msg(0x08, NBUF, 16, ++mseq, 0, 0);
+	else if (!strcmp(mode, "zcancel")) {
+		ret = srcavail(8) || msg(0x08, NBUF, 16, ++mseq, 0, 0);
+		if (!ret) {
+			ret = wait_mid(0x06);
+			printf("liar: %s\n", ret ? "no RdmaRdCompl" : "RdmaRdCompl");
+			if (!ret)
+				ret = msg(0x02, NBUF, 16, ++mseq, 0, 0);
+		}
+	}
 	else if (!strcmp(mode, "wcopy") || !strcmp(mode, "wbig")) {
 		ret = srcavail(8) || wait_mid(0xfd);
 		printf("liar: %s\n", ret ? "no SinkAvail" : "SinkAvail");

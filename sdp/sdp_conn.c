@@ -427,9 +427,10 @@ static int transmit(struct sdp_qpc *q)
 			return ret;
 	}
 	/* the data sink chooses write mode (A4.6.5) once the peer showed it
-	 * has large pieces: one SinkAvail at a time, not after its DisConn */
+	 * has large pieces: one SinkAvail at a time, not after its DisConn,
+	 * and never with the last credit (kept for a credit update) */
 	if (q->wmode && q->wsink_want && !q->wsink_busy && !q->flow.wsink_out &&
-	    !q->flow.got_disconn && q->established && slot_free(q) && sdp_credits(&q->flow) >= 1) {
+	    !q->flow.got_disconn && q->established && slot_free(q) && sdp_credits(&q->flow) >= 2) {
 		ret = post_sinkavail(q);
 		if (ret)
 			return ret;

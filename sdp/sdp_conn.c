@@ -853,6 +853,13 @@ static void *connect_thread(void *arg)
 	char buf[4096];
 	int ret = connect_rdma(q, &a->src, &a->sin);
 
+	/* connected before the program's end turns writable: a program
+	 * that polls for POLLOUT then calls connect again (hiredis) must
+	 * get EISCONN */
+	if (!ret) {
+		atomic_store(&q->pub.connecting, 0);
+		sdp_real.setsockopt(a->pfd, SOL_SOCKET, SO_SNDBUF, &a->sndbuf, sizeof(a->sndbuf));
+	}
 	while (!ret && a->fill) {
 		ssize_t n = recv(q->ufd, buf, a->fill < sizeof(buf) ? a->fill : sizeof(buf), 0);
 
@@ -861,8 +868,6 @@ static void *connect_thread(void *arg)
 		else
 			a->fill -= (size_t)n;
 	}
-	if (!ret)
-		sdp_real.setsockopt(a->pfd, SOL_SOCKET, SO_SNDBUF, &a->sndbuf, sizeof(a->sndbuf));
 	sdp_real.close(a->pfd);
 	free(a);
 	if (ret) {
@@ -876,7 +881,6 @@ static void *connect_thread(void *arg)
 		atomic_fetch_sub(&pumps_alive, 1);
 		return NULL;
 	}
-	atomic_store(&q->pub.connecting, 0);
 	return pump(q);
 }
 

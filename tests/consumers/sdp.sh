@@ -61,7 +61,8 @@ sdp_zcopy "sdp/zero copy, read mode only (LIBSDP_ZCOPY=read) 64 MiB" read 64
 # MiB file fetched and SHA-256 checked; WANT says how the bytes must go:
 # `sdp` (no kernel TCP segment) or `tcp` (at least 100 segments), and the
 # log lines each side must have written (grep -E patterns in SRVLOG,
-# CLILOG).
+# CLILOG). SDP_BIND / SDP_URL_HOST: the server's --bind and curl's host
+# ($ADDR), SDP_LISTEN_AS the address its listen is logged with.
 sdp_rule_http() {
 	local name=$1 port=$2 sconf=$3 cconf=$4 want=$5 mib=$6 slog=$7 clog=$8 t0 segs
 	local dir=$SOF_TMP/www.$port got want_sum
@@ -75,15 +76,15 @@ sdp_rule_http() {
 	t0=$(_sof_rs_tcp_out "")
 	sof_bg "$name.srv" 60 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
 		LIBSDP_CONFIG_FILE="$SOF_TMP/srv.$port.conf" LIBSDP_LOG="$SOF_TMP/srv.$port.log" \
-		python3 -m http.server --bind "$ADDR" --directory "$dir" "$port"
+		python3 -m http.server --bind "${SDP_BIND:-$ADDR}" --directory "$dir" "$port"
 	local end=$(($(now_ms) + 15000))
-	while ! grep -q "listen $ADDR:$port" "$SOF_TMP/srv.$port.log" && [ "$(now_ms)" -lt "$end" ]; do
+	while ! grep -qE "listen (${SDP_LISTEN_AS:-$ADDR}:$port|: tcp)" "$SOF_TMP/srv.$port.log" && [ "$(now_ms)" -lt "$end" ]; do
 		sleep 0.1
 	done
 	sleep 0.3
 	sof_bg "$name.cli" 60 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
 		LIBSDP_CONFIG_FILE="$SOF_TMP/cli.$port.conf" LIBSDP_LOG="$SOF_TMP/cli.$port.log" \
-		curl -sS -o "$dir/got" "http://$ADDR:$port/f.bin"
+		curl -sS -o "$dir/got" "http://${SDP_URL_HOST:-$ADDR}:$port/f.bin"
 	sof_wait "$name.cli" 70
 	SOF_CLI_RC=$?
 	sof_kill "$name.srv"
@@ -258,4 +259,17 @@ PORT=$((PORT + 1))
 sdp_rule_http "sdp/rules no rule matches: TCP" "$PORT" \
 	"use sdp server * *:1-2\n" "use sdp client nothing *:*\n" tcp 20 \
 	"listen $ADDR:$PORT: tcp" "connect $ADDR:$PORT: tcp"
+# AF_INET6 sockets: a dual-stack server on [::] and curl to the
+# IPv4-mapped address go over SDP, by rules of that IPv4 address; ::1
+# stays on the kernel's TCP (IPv6 addresses are not SDP's here)
+PORT=$((PORT + 1))
+SDP_BIND=:: SDP_LISTEN_AS=0.0.0.0 SDP_URL_HOST='[::ffff:127.0.0.1]' \
+	sdp_rule_http "sdp/AF_INET6 sockets, IPv4-mapped: over SDP" "$PORT" \
+	"use sdp server * 0.0.0.0:$PORT\n" "use sdp client curl $ADDR:$PORT\n" sdp 20 \
+	"listen 0.0.0.0:$PORT: sdp" "connect $ADDR:$PORT: sdp"
+PORT=$((PORT + 1))
+SDP_BIND=::1 SDP_LISTEN_AS=none SDP_URL_HOST='[::1]' \
+	sdp_rule_http "sdp/AF_INET6 sockets, ::1: kernel TCP" "$PORT" \
+	"use sdp server * *:*\n" "use sdp client * *:*\n" tcp 20 \
+	"listen: tcp \(an IPv6 address" "connect: tcp \(an IPv6 address"
 sof_exit

@@ -92,6 +92,8 @@ void sdp_real_init(void);
 struct sdp_conn {
 	atomic_int ref;
 	atomic_int error;	   /* errno the program's reads report at the end */
+	atomic_int connecting;	   /* a non-blocking connect under way */
+	atomic_int so_error;	   /* its failure, for one SO_ERROR */
 	struct sockaddr_in local;  /* getsockname */
 	struct sockaddr_in peer;   /* getpeername */
 	uint32_t payload_max;	   /* bytes of payload a message carries */
@@ -105,6 +107,11 @@ void sdp_conn_flush(int ms);
  * *ufd is the program's end */
 int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
 		struct sdp_conn **out, int *ufd);
+/* the same, non-blocking: *ufd at once, not writable until a thread has
+ * made the connection (then it pumps), or readable at end of stream with
+ * the error in `so_error` and `error` when it failed */
+int sdp_connect_start(const struct sockaddr_in *src, const struct sockaddr_in *sin,
+		      struct sdp_conn **out, int *ufd);
 
 /* A listener: an RDMA CM listening id (and for `both` a kernel TCP
  * listening socket) whose new connections are connected to `ufd_name`. */

@@ -9,11 +9,15 @@
  * Each connection has a pump thread: it posts SDP_NBUFS receive buffers
  * of SDP_BUFSZ bytes, reads what the program wrote into its end of the
  * socketpair and sends it as Data messages (A4.6.1) while the peer has
- * credits, a large piece as a SrcAvail the peer READs (A4.6.5), and
- * writes the payload of what arrives (and what it READ for the peer's
- * SrcAvail, then answering RdmaRdCompl) to the socketpair, reposting each
- * buffer once it is written out. End of stream is DisConn
- * both ways (A4.6.4), then rdma_disconnect. A peer that breaks the
+ * credits, a large piece as a SrcAvail the peer READs (A4.6.5, read
+ * mode) or, when the peer advertised a SinkAvail, RDMA WRITEs it there and
+ * sends RdmaWrCompl (write mode); and writes the payload of what arrives
+ * (what it READ for the peer's SrcAvail, then answering RdmaRdCompl; what
+ * the peer wrote into our SinkAvail's buffer) to the socketpair,
+ * reposting each buffer once it is written out. As data sink it offers a
+ * SinkAvail once the peer sent a SrcAvail (it has large pieces: the sink
+ * chooses write mode, A4.6.5), and again each time the written bytes went
+ * to the program. End of stream is DisConn both ways (A4.6.4), then rdma_disconnect. A peer that breaks the
  * protocol (sdp_proto.c), aborts, or disappears (a failed completion, a
  * DREQ before its DisConn) ends the connection with an error the
  * program's next read reports (sdp_preload.c).
@@ -65,6 +69,8 @@ void sdp_qpc_free(struct sdp_qpc *q)
 		ibv_dereg_mr(q->tx_mr);
 	if (q->sink_mr)
 		ibv_dereg_mr(q->sink_mr);
+	if (q->wsink_mr)
+		ibv_dereg_mr(q->wsink_mr);
 	if (q->pd)
 		ibv_dealloc_pd(q->pd);
 	if (q->id)
@@ -74,6 +80,7 @@ void sdp_qpc_free(struct sdp_qpc *q)
 	free(q->rx_buf);
 	free(q->tx_buf);
 	free(q->sink_buf);
+	free(q->wsink_buf);
 	if (q->ufd >= 0)
 		sdp_real.close(q->ufd);
 	q->id = NULL;
@@ -113,23 +120,27 @@ int sdp_qpc_resources(struct sdp_qpc *q)
 
 	q->pd = ibv_alloc_pd(q->id->verbs);
 	q->comp = q->pd ? ibv_create_comp_channel(q->id->verbs) : NULL;
-	q->cq = q->comp ? ibv_create_cq(q->id->verbs, SDP_NBUFS + SDP_TXN + 4, NULL, q->comp, 0) : NULL;
+	q->cq = q->comp ? ibv_create_cq(q->id->verbs, SDP_NBUFS + SDP_TXN + 6, NULL, q->comp, 0) : NULL;
 	q->rx_buf = aligned_alloc(4096, (size_t)SDP_NBUFS * SDP_BUFSZ);
 	q->tx_buf = aligned_alloc(4096, (size_t)SDP_TXN * SDP_BUFSZ);
 	q->sink_buf = aligned_alloc(4096, SDP_MAX_ZCOPY);
-	if (!q->cq || !q->rx_buf || !q->tx_buf || !q->sink_buf)
+	q->wsink_buf = aligned_alloc(4096, SDP_MAX_ZCOPY);
+	if (!q->cq || !q->rx_buf || !q->tx_buf || !q->sink_buf || !q->wsink_buf)
 		return -ENOMEM;
 	q->rx_mr = ibv_reg_mr(q->pd, q->rx_buf, (size_t)SDP_NBUFS * SDP_BUFSZ, IBV_ACCESS_LOCAL_WRITE);
 	/* the peer reads what a SrcAvail advertises */
 	q->tx_mr = ibv_reg_mr(q->pd, q->tx_buf, (size_t)SDP_TXN * SDP_BUFSZ, IBV_ACCESS_REMOTE_READ);
 	q->sink_mr = ibv_reg_mr(q->pd, q->sink_buf, SDP_MAX_ZCOPY, IBV_ACCESS_LOCAL_WRITE);
-	if (!q->rx_mr || !q->tx_mr || !q->sink_mr)
+	/* the peer writes what our SinkAvail advertises */
+	q->wsink_mr = ibv_reg_mr(q->pd, q->wsink_buf, SDP_MAX_ZCOPY,
+				 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!q->rx_mr || !q->tx_mr || !q->sink_mr || !q->wsink_mr)
 		return -ENOMEM;
 	memset(&attr, 0, sizeof(attr));
 	attr.send_cq = q->cq;
 	attr.recv_cq = q->cq;
 	attr.qp_type = IBV_QPT_RC;
-	attr.cap.max_send_wr = SDP_TXN + SDP_MAX_ADVERTS;
+	attr.cap.max_send_wr = SDP_TXN + 2 * SDP_MAX_ADVERTS;
 	attr.cap.max_recv_wr = SDP_NBUFS;
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;
@@ -160,14 +171,17 @@ void sdp_conn_param(struct rdma_conn_param *p, const void *pd, size_t len)
 void sdp_qpc_addrs(struct sdp_qpc *q, uint32_t lip, uint16_t lport, uint32_t pip,
 		      uint16_t pport)
 {
+	const char *zc = getenv("LIBSDP_ZCOPY");
+
 	q->pub.local = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = lport,
 					     .sin_addr.s_addr = lip };
 	q->pub.peer = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = pport,
 					    .sin_addr.s_addr = pip };
 	q->pub.payload_max = q->flow.peer_rcvsz - SDP_BSDH_LEN < SDP_BUFSZ - SDP_TX_DATA_OFF ?
 				     q->flow.peer_rcvsz - SDP_BSDH_LEN : SDP_BUFSZ - SDP_TX_DATA_OFF;
-	q->zcopy = q->flow.peer_adverts > 0 && !(getenv("LIBSDP_ZCOPY") &&
-						 !strcmp(getenv("LIBSDP_ZCOPY"), "0"));
+	/* LIBSDP_ZCOPY: 0 none, `read` read mode only (no SinkAvail) */
+	q->zcopy = q->flow.peer_adverts > 0 && !(zc && !strcmp(zc, "0"));
+	q->wmode = q->zcopy && !(zc && !strcmp(zc, "read"));
 }
 
 /* Whether tx slot tx_head may be written: not while it holds what our
@@ -222,6 +236,7 @@ static int post_srcavail(struct sdp_qpc *q, uint32_t n)
 
 	q->zc_slot = q->tx_head % SDP_TXN;
 	q->zc_len = n;
+	q->n_srcavail++;
 	sdp_srcavail_fill(&q->flow, slot, n, q->tx_mr->rkey, (uintptr_t)(slot + SDP_TX_DATA_OFF));
 	return post_slot(q, 0, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_srcah));
 }
@@ -243,9 +258,43 @@ static int post_read(struct sdp_qpc *q, const struct sdp_rx *rx)
 	return ibv_post_send(q->id->qp, &wr, &bad) ? -EIO : 0;
 }
 
+/* A4.6.5 write mode: our SinkAvail, the wsink buffer offered whole */
+static int post_sinkavail(struct sdp_qpc *q)
+{
+	sdp_sinkavail_fill(&q->flow, tx_slot(q), SDP_MAX_ZCOPY, q->wsink_mr->rkey,
+			   (uintptr_t)q->wsink_buf);
+	q->wsink_busy = 1;
+	q->n_sinkavail++;
+	return post_slot(q, 0, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_sinkah));
+}
+
+/* WRITE the N bytes read into tx slot tx_head into the peer's SinkAvail
+ * buffer, then its RdmaWrCompl from the same slot (RC completes the WRITE
+ * before the SEND, so the slot is free again at the SEND's completion). */
+static int post_write(struct sdp_qpc *q, uint32_t n)
+{
+	uint8_t *slot = tx_slot(q);
+	struct ibv_sge sge = { .addr = (uintptr_t)(slot + SDP_TX_DATA_OFF), .length = n,
+			       .lkey = q->tx_mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = SDP_WR_WRITE,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = q->peer_sink_va, .rkey = q->peer_sink_rkey },
+	}, *bad;
+
+	if (ibv_post_send(q->id->qp, &wr, &bad))
+		return -EIO;
+	sdp_wrcompl_fill(&q->flow, slot, n);
+	q->n_wrcompl++;
+	return post_slot(q, 0, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_rwch));
+}
+
 static void rxq_push(struct sdp_qpc *q, struct sdp_rxq e)
 {
-	q->rxq[(q->rxq_head + q->rxq_n) % (SDP_NBUFS + SDP_MAX_ADVERTS)] = e;
+	q->rxq[(q->rxq_head + q->rxq_n) % SDP_RXQ] = e;
 	q->rxq_n++;
 }
 
@@ -266,12 +315,13 @@ static int drain_cq(struct sdp_qpc *q)
 				q->tx_inflight--;
 				continue;
 			}
+			if (wc[i].wr_id & SDP_WR_WRITE)
+				continue;
 			if (wc[i].wr_id & SDP_WR_READ) {
 				for (unsigned int k = 0; k < q->rxq_n; k++) {
-					struct sdp_rxq *e = &q->rxq[(q->rxq_head + k) %
-								    (SDP_NBUFS + SDP_MAX_ADVERTS)];
+					struct sdp_rxq *e = &q->rxq[(q->rxq_head + k) % SDP_RXQ];
 
-					if (e->sink)
+					if (e->sink == SDP_SINK_READ)
 						e->ready = 1;
 				}
 				continue;
@@ -291,13 +341,26 @@ static int drain_cq(struct sdp_qpc *q)
 			/* the length our SrcAvail offered, or the peer lies */
 			if (rx.kind == SDP_RX_RDCOMPL && rx.zlen != q->zc_len)
 				return -EPROTO;
+			/* no more than our SinkAvail offered */
+			if (rx.kind == SDP_RX_WRCOMPL && rx.zlen > SDP_MAX_ZCOPY)
+				return -EPROTO;
+			if (rx.kind == SDP_RX_SINKAVAIL) {
+				q->peer_sink_len = rx.zlen;
+				q->peer_sink_rkey = rx.zrkey;
+				q->peer_sink_va = rx.zva;
+			}
 			rxq_push(q, (struct sdp_rxq){ .idx = (uint32_t)wc[i].wr_id, .off = rx.off,
 						      .len = rx.len });
 			if (rx.kind == SDP_RX_SRCAVAIL) {
 				if (post_read(q, &rx))
 					return -EIO;
-				rxq_push(q, (struct sdp_rxq){ .sink = 1, .len = rx.zlen });
+				rxq_push(q, (struct sdp_rxq){ .sink = SDP_SINK_READ, .len = rx.zlen });
+				q->n_read++;
+				q->wsink_want = 1; /* the peer has large pieces */
 			}
+			if (rx.kind == SDP_RX_WRCOMPL && ++q->n_written)
+				rxq_push(q, (struct sdp_rxq){ .sink = SDP_SINK_WRITE, .ready = 1,
+							      .len = rx.zlen });
 		}
 	}
 	return n < 0 ? -EIO : 0;
@@ -309,7 +372,9 @@ static int deliver(struct sdp_qpc *q)
 	q->out_blocked = 0;
 	while (q->rxq_n) {
 		struct sdp_rxq *e = &q->rxq[q->rxq_head];
-		uint8_t *from = e->sink ? q->sink_buf : q->rx_buf + (size_t)e->idx * SDP_BUFSZ;
+		uint8_t *from = e->sink == SDP_SINK_READ	 ? q->sink_buf :
+				e->sink == SDP_SINK_WRITE ? q->wsink_buf :
+							    q->rx_buf + (size_t)e->idx * SDP_BUFSZ;
 		ssize_t n = 0;
 
 		if (e->sink && !e->ready)
@@ -329,15 +394,17 @@ static int deliver(struct sdp_qpc *q)
 			e->len -= (uint32_t)n;
 			continue;
 		}
-		if (e->sink) {
+		if (e->sink == SDP_SINK_READ) {
 			/* written out: the peer may have its buffer back */
 			q->rrc_due = e->off + e->len + 1;
+		} else if (e->sink == SDP_SINK_WRITE) {
+			q->wsink_busy = 0; /* ours to offer again */
 		} else {
 			if (post_recv(q, e->idx))
 				return -EIO;
 			q->flow.rx_posted++;
 		}
-		q->rxq_head = (q->rxq_head + 1) % (SDP_NBUFS + SDP_MAX_ADVERTS);
+		q->rxq_head = (q->rxq_head + 1) % SDP_RXQ;
 		q->rxq_n--;
 	}
 	return 0;
@@ -359,10 +426,22 @@ static int transmit(struct sdp_qpc *q)
 		if (ret)
 			return ret;
 	}
+	/* the data sink chooses write mode (A4.6.5) once the peer showed it
+	 * has large pieces: one SinkAvail at a time, not after its DisConn,
+	 * and never with the last credit (kept for a credit update) */
+	if (q->wmode && q->wsink_want && !q->wsink_busy && !q->flow.wsink_out &&
+	    !q->flow.got_disconn && q->established && slot_free(q) && sdp_credits(&q->flow) >= 2) {
+		ret = post_sinkavail(q);
+		if (ret)
+			return ret;
+	}
 	while (q->established && !q->rd_eof && q->tx_inflight < SDP_TXN - 2 && slot_free(q) &&
 	       sdp_credits(&q->flow) >= 2) {
-		ssize_t n = recv(q->ufd, tx_slot(q) + SDP_TX_DATA_OFF, q->pub.payload_max,
-				 MSG_DONTWAIT);
+		/* the peer's SinkAvail takes the next piece if it is large */
+		int wr = q->zcopy && q->flow.wsink_in;
+		uint32_t max = wr && q->peer_sink_len < q->pub.payload_max ? q->peer_sink_len :
+									     q->pub.payload_max;
+		ssize_t n = recv(q->ufd, tx_slot(q) + SDP_TX_DATA_OFF, max, MSG_DONTWAIT);
 
 		/* EFAULT: the slots are remote-readable, and libibverbs moves
 		 * such pages onto shared memory when a peer of this host first
@@ -378,7 +457,9 @@ static int transmit(struct sdp_qpc *q)
 			q->rd_eof = 1;
 			break;
 		}
-		if (q->zcopy && !q->flow.src_out && (uint32_t)n >= SDP_ZCOPY_MIN)
+		if (wr && (uint32_t)n >= SDP_ZCOPY_MIN)
+			ret = post_write(q, (uint32_t)n);
+		else if (q->zcopy && !q->flow.src_out && (uint32_t)n >= SDP_ZCOPY_MIN)
 			ret = post_srcavail(q, (uint32_t)n);
 		else
 			ret = post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN + (uint32_t)n);
@@ -571,6 +652,11 @@ static void *pump(void *arg)
 		if (ret == -EPROTO && q->tx_inflight < SDP_TXN && sdp_credits(&q->flow) >= 1)
 			post_msg(q, SDP_MID_ABORT, SDP_BSDH_LEN);
 	}
+	sdp_log(SDP_LOG_DEBUG,
+		"SDP connection with %s:%u: zero copy: %u SrcAvail sent, %u RdmaWrCompl sent, "
+		"%u SinkAvail offered, %u SrcAvail read, %u RdmaWrCompl received",
+		inet_ntoa(q->pub.peer.sin_addr), ntohs(q->pub.peer.sin_port), q->n_srcavail,
+		q->n_wrcompl, q->n_sinkavail, q->n_read, q->n_written);
 	if (ret < 0)
 		shutdown(q->ufd, SHUT_RDWR);
 	else
@@ -582,25 +668,40 @@ static void *pump(void *arg)
 	return NULL;
 }
 
-int sdp_pump_start(struct sdp_qpc *q)
+/* A pump (or a connect that becomes one) of this process: counted for
+ * the exit's wait; a forked child starts its own count. */
+static void pump_count(void)
 {
-	pthread_attr_t a;
-	pthread_t t;
-	int ret;
-
 	if (pump_pid != getpid()) {
 		pump_pid = getpid();
 		atomic_store(&pumps_alive, 0);
 		atomic_store(&pumps_draining, 0);
 	}
 	atomic_fetch_add(&pumps_alive, 1);
+}
+
+static int detached(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	int ret;
+
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&t, &a, pump, q);
+	ret = pthread_create(&t, &a, fn, arg);
 	pthread_attr_destroy(&a);
+	return -ret;
+}
+
+int sdp_pump_start(struct sdp_qpc *q)
+{
+	int ret;
+
+	pump_count();
+	ret = detached(pump, q);
 	if (ret)
 		atomic_fetch_sub(&pumps_alive, 1);
-	return -ret;
+	return ret;
 }
 
 /* An IPv4 address and TCP port as A4's AF_IB address: the IPv4-mapped
@@ -659,69 +760,175 @@ static int conn_pair(struct sdp_qpc *q, int *ufd)
 	return 0;
 }
 
-int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
-		struct sdp_conn **out, int *ufd)
+/* The RDMA CM connection to SIN from SRC: REQ with our Hello, the REP's
+ * HelloAck checked, the id on a non-blocking channel of its own. */
+static int connect_rdma(struct sdp_qpc *q, const struct sockaddr_in *src,
+			const struct sockaddr_in *sin)
 {
 	struct sockaddr_ib dst, from;
 	struct rdma_addrinfo rai;
 	struct rdma_conn_param param;
-	struct sdp_qpc *q = sdp_qpc_new();
 	struct sdp_hh hh;
 	uint32_t sip;
 	int ret;
 
-	if (!q)
-		return -ENOMEM;
 	sdp_sib(&dst, sin);
 	if (src->sin_addr.s_addr) {
 		sdp_sib(&from, src);
 		from.sib_sid = from.sib_sid_mask = 0;
 	}
 	rai = sdp_rai(src->sin_addr.s_addr ? &from : NULL, &dst, 0);
-	if (rdma_create_ep(&q->id, &rai, NULL, NULL)) {
-		ret = -errno;
-		goto err;
-	}
+	if (rdma_create_ep(&q->id, &rai, NULL, NULL))
+		return -errno;
 	ret = sdp_qpc_resources(q);
 	if (ret)
-		goto err;
+		return ret;
 	sip = src->sin_addr.s_addr ? src->sin_addr.s_addr : sdp_id_src_ip(q->id);
 	sdp_hello_fill(&q->flow, &hh, SDP_BUFSZ, sip, ntohs(src->sin_port), sin->sin_addr.s_addr);
 	sdp_conn_param(&param, &hh, sizeof(hh));
-	if (rdma_connect(q->id, &param)) {
-		ret = -errno;
-		goto err;
-	}
+	if (rdma_connect(q->id, &param))
+		return -errno;
 	if (!q->id->event || sdp_hello_ack_parse(&q->flow, q->id->event->param.conn.private_data,
 						 q->id->event->param.conn.private_data_len)) {
 		sdp_log(SDP_LOG_ERR, "no valid SDP HelloAck from %s", inet_ntoa(sin->sin_addr));
-		ret = -EPROTO;
-		goto err;
+		return -EPROTO;
 	}
 	q->ch = rdma_create_event_channel();
 	if (!q->ch || sdp_real.fcntl(q->ch->fd, F_SETFL, O_NONBLOCK) ||
-	    rdma_migrate_id(q->id, q->ch)) {
-		ret = -EIO;
-		goto err;
-	}
+	    rdma_migrate_id(q->id, q->ch))
+		return -EIO;
 	q->established = 1;
 	sdp_qpc_addrs(q, sip, src->sin_port, sin->sin_addr.s_addr, sin->sin_port);
-	ret = conn_pair(q, ufd);
-	if (ret)
-		goto err;
+	return 0;
+}
+
+static void connect_undo(struct sdp_qpc *q)
+{
+	if (q->id && q->id->qp)
+		rdma_disconnect(q->id);
+	sdp_qpc_free(q);
+}
+
+int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
+		struct sdp_conn **out, int *ufd)
+{
+	struct sdp_qpc *q = sdp_qpc_new();
+	int ret;
+
+	if (!q)
+		return -ENOMEM;
+	ret = connect_rdma(q, src, sin);
+	if (!ret)
+		ret = conn_pair(q, ufd);
+	if (ret) {
+		connect_undo(q);
+		return ret;
+	}
 	atomic_fetch_add(&q->pub.ref, 1);
 	ret = sdp_pump_start(q);
 	if (ret) {
 		atomic_fetch_sub(&q->pub.ref, 1);
 		sdp_real.close(*ufd);
+		connect_undo(q);
+		return ret;
+	}
+	*out = &q->pub;
+	return 0;
+}
+
+/* A non-blocking connect's thread: the program's end (a dup, pfd) has
+ * its send buffer filled with `fill` bytes the pump end drops once the
+ * connection is made, so poll(POLLOUT) says "connected" only then. */
+struct sdp_aconn {
+	struct sdp_qpc *q;
+	struct sockaddr_in src, sin;
+	int pfd, sndbuf;
+	size_t fill;
+};
+
+static void *connect_thread(void *arg)
+{
+	struct sdp_aconn *a = arg;
+	struct sdp_qpc *q = a->q;
+	char buf[4096];
+	int ret = connect_rdma(q, &a->src, &a->sin);
+
+	/* connected before the program's end turns writable: a program
+	 * that polls for POLLOUT then calls connect again (hiredis) must
+	 * get EISCONN */
+	if (!ret) {
+		atomic_store(&q->pub.connecting, 0);
+		sdp_real.setsockopt(a->pfd, SOL_SOCKET, SO_SNDBUF, &a->sndbuf, sizeof(a->sndbuf));
+	}
+	while (!ret && a->fill) {
+		ssize_t n = recv(q->ufd, buf, a->fill < sizeof(buf) ? a->fill : sizeof(buf), 0);
+
+		if (n <= 0)
+			ret = -EIO;
+		else
+			a->fill -= (size_t)n;
+	}
+	sdp_real.close(a->pfd);
+	free(a);
+	if (ret) {
+		sdp_log(SDP_LOG_SUMMARY, "connect %s:%u: no SDP (%s): failed",
+			inet_ntoa(q->pub.peer.sin_addr), ntohs(q->pub.peer.sin_port), strerror(-ret));
+		ret = -ret == ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED;
+		atomic_store(&q->pub.error, ret);
+		atomic_store(&q->pub.so_error, ret);
+		atomic_store(&q->pub.connecting, 0);
+		connect_undo(q); /* closes the pump end: the program's reads end */
+		atomic_fetch_sub(&pumps_alive, 1);
+		return NULL;
+	}
+	return pump(q);
+}
+
+int sdp_connect_start(const struct sockaddr_in *src, const struct sockaddr_in *sin,
+		      struct sdp_conn **out, int *ufd)
+{
+	static const char zeros[512];
+	struct sdp_qpc *q = sdp_qpc_new();
+	struct sdp_aconn *a = calloc(1, sizeof(*a));
+	socklen_t sl = sizeof(int);
+	int small = 1, ret;
+	ssize_t n;
+
+	if (!q || !a || conn_pair(q, ufd)) {
+		free(a);
+		if (q)
+			sdp_qpc_free(q);
+		return -ENOMEM;
+	}
+	a->q = q;
+	a->src = *src;
+	a->sin = *sin;
+	q->pub.local = *src;
+	q->pub.peer = *sin;
+	q->pub.payload_max = SDP_BUFSZ - SDP_TX_DATA_OFF;
+	a->pfd = sdp_real.fcntl(*ufd, F_DUPFD_CLOEXEC, 0);
+	if (a->pfd < 0 || sdp_real.getsockopt(*ufd, SOL_SOCKET, SO_SNDBUF, &a->sndbuf, &sl) ||
+	    sdp_real.setsockopt(*ufd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)))
+		goto err;
+	a->sndbuf /= 2; /* the kernel doubles what is set */
+	while ((n = send(*ufd, zeros, sizeof(zeros), MSG_DONTWAIT | MSG_NOSIGNAL)) > 0)
+		a->fill += (size_t)n;
+	atomic_store(&q->pub.connecting, 1);
+	atomic_fetch_add(&q->pub.ref, 1); /* the program's */
+	pump_count();
+	ret = detached(connect_thread, a);
+	if (ret) {
+		atomic_fetch_sub(&pumps_alive, 1);
+		atomic_fetch_sub(&q->pub.ref, 1);
 		goto err;
 	}
 	*out = &q->pub;
 	return 0;
 err:
-	if (q->id && q->id->qp)
-		rdma_disconnect(q->id);
+	if (a->pfd >= 0)
+		sdp_real.close(a->pfd);
+	free(a);
+	sdp_real.close(*ufd);
 	sdp_qpc_free(q);
-	return ret;
+	return -EIO;
 }
-

@@ -31,6 +31,7 @@ struct sdp_listener {
 	struct sdp_pending *pending; /* under sdp_fd_lock */
 	unsigned long next_id;
 	pthread_t thread;
+	pid_t pid;		/* the process whose thread and CM id these are */
 };
 
 void sdp_listener_get(struct sdp_listener *l) { atomic_fetch_add(&l->ref, 1); }
@@ -232,6 +233,7 @@ int sdp_listen(const struct sockaddr_in *sin, int backlog, int tcp_fd, int ufd,
 	if (!l)
 		return -ENOMEM;
 	atomic_init(&l->ref, 1);
+	l->pid = getpid();
 	l->tcp_fd = tcp_fd;
 	l->wake[0] = l->wake[1] = -1;
 	l->name.sun_family = AF_UNIX;
@@ -277,13 +279,25 @@ void sdp_pending_free(struct sdp_pending *p)
 }
 
 /* The last descriptor of the listener closed: stop its thread, end the
- * connections nobody accepted. */
+ * connections nobody accepted. In a child forked after listen (sshd's
+ * connection child closes the listeners it inherited) the thread, the CM
+ * id and the pending connections are the parent's: only its copies of the
+ * descriptors are closed (a wake written there would stop the parent's
+ * thread, a destroyed id its listener). */
 void sdp_listener_put(struct sdp_listener *l)
 {
 	struct sdp_pending *p;
 
 	if (atomic_fetch_sub(&l->ref, 1) != 1)
 		return;
+	if (l->pid != getpid()) {
+		if (l->tcp_fd >= 0)
+			sdp_real.close(l->tcp_fd);
+		sdp_real.close(l->wake[0]);
+		sdp_real.close(l->wake[1]);
+		free(l);
+		return;
+	}
 	if (sdp_real.write(l->wake[1], "x", 1) == 1)
 		pthread_join(l->thread, NULL);
 	rdma_destroy_id(l->id);

@@ -38,6 +38,7 @@ enum sdp_fd_kind {
 struct sdp_fd {
 	enum sdp_fd_kind kind;
 	int force_sdp; /* made as AF_INET_SDP */
+	int v6;	       /* an AF_INET6 socket: IPv4-mapped addresses go over SDP */
 	struct sdp_conn *conn;
 	struct sdp_listener *listener;
 	struct sockaddr_in bound;
@@ -156,6 +157,29 @@ static int take_place(int newfd, int fd)
 	return 0;
 }
 
+/* SIN as an AF_INET6 socket names it: IPv4-mapped, or :: for any */
+static struct sockaddr_in6 mapped(const struct sockaddr_in *sin)
+{
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6, .sin6_port = sin->sin_port };
+
+	if (sin->sin_addr.s_addr) {
+		s6.sin6_addr.s6_addr[10] = s6.sin6_addr.s6_addr[11] = 0xff;
+		memcpy(&s6.sin6_addr.s6_addr[12], &sin->sin_addr, 4);
+	}
+	return s6;
+}
+
+static int copy_addr6(const struct sockaddr_in *sin, struct sockaddr *addr, socklen_t *len)
+{
+	struct sockaddr_in6 s6 = mapped(sin);
+
+	if (!addr || !len)
+		return fail(EFAULT);
+	memcpy(addr, &s6, *len < sizeof(s6) ? *len : sizeof(s6));
+	*len = sizeof(s6);
+	return 0;
+}
+
 static int copy_addr(const struct sockaddr_in *sin, struct sockaddr *addr, socklen_t *len)
 {
 	if (!addr || !len)
@@ -165,9 +189,20 @@ static int copy_addr(const struct sockaddr_in *sin, struct sockaddr *addr, sockl
 	return 0;
 }
 
-/* An address the program gave: AF_INET or AF_INET_SDP, as AF_INET. */
+/* An address the program gave: AF_INET or AF_INET_SDP, as AF_INET; an
+ * AF_INET6 one when it is IPv4-mapped or :: (any), as that IPv4 address.
+ * Other IPv6 addresses are not SDP's here (-1: the kernel's TCP). */
 static int inet_addr_of(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
 {
+	if (a && a->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)a;
+
+		if (!IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && !IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
+			return -1;
+		*out = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = s6->sin6_port };
+		memcpy(&out->sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+		return 0;
+	}
 	if (!a || len < sizeof(*out) || (a->sa_family != AF_INET && a->sa_family != AF_INET_SDP))
 		return -1;
 	memcpy(out, a, sizeof(*out));
@@ -182,11 +217,14 @@ SDP_EXPORT int socket(int domain, int type, int protocol)
 
 	sdp_real_init();
 	fd = sdp_real.socket(sdp ? AF_INET : domain, type, protocol);
-	if (fd < 0 || (domain != AF_INET && !sdp) || (type & 0xf) != SOCK_STREAM)
+	if (fd < 0 || (domain != AF_INET && domain != AF_INET6 && !sdp) ||
+	    (type & 0xf) != SOCK_STREAM)
 		return fd;
 	e = fd_new(SDP_FD_INET);
-	if (e)
+	if (e) {
 		e->force_sdp = sdp;
+		e->v6 = domain == AF_INET6;
+	}
 	fd_store(fd, e);
 	return fd;
 }
@@ -196,9 +234,41 @@ SDP_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	struct sockaddr_in sin;
 
 	sdp_real_init();
-	if (addr && addr->sa_family == AF_INET_SDP && !inet_addr_of(addr, len, &sin))
+	if (addr && addr->sa_family == AF_INET_SDP && len >= sizeof(sin) &&
+	    !inet_addr_of(addr, len, &sin))
 		return sdp_real.bind(fd, (struct sockaddr *)&sin, sizeof(sin));
 	return sdp_real.bind(fd, addr, len);
+}
+
+/* The kernel socket's own address as IPv4 (bound first to any address
+ * and an ephemeral port when it has no port yet: the Hello's LocalPort
+ * and getsockname's); -1 for an AF_INET6 socket on an IPv6 address, or
+ * IPv6-only (the kernel's TCP). */
+static int local_of(int fd, int v6, struct sockaddr_in *sin)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	socklen_t len = sizeof(ss);
+	int only = 0;
+
+	if (v6 && (sdp_real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &only,
+				       &(socklen_t){ sizeof(only) }) || only))
+		return -1;
+	if (sdp_real.getsockname(fd, (struct sockaddr *)&ss, &len))
+		return -1;
+	if (inet_addr_of((struct sockaddr *)&ss, len, sin))
+		return -1;
+	if (sin->sin_port)
+		return 0;
+	if (v6)
+		sdp_real.bind(fd, (struct sockaddr *)&any6, sizeof(any6));
+	else
+		sdp_real.bind(fd, (struct sockaddr *)&any, sizeof(any));
+	len = sizeof(ss);
+	if (sdp_real.getsockname(fd, (struct sockaddr *)&ss, &len))
+		return -1;
+	return inet_addr_of((struct sockaddr *)&ss, len, sin);
 }
 
 static enum sdp_use decide(struct sdp_fd *e, enum sdp_role role, const struct sockaddr_in *sin)
@@ -209,7 +279,6 @@ static enum sdp_use decide(struct sdp_fd *e, enum sdp_role role, const struct so
 SDP_EXPORT int listen(int fd, int backlog)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sin);
 	struct sdp_fd *e = fd_copy(fd);
 	struct sdp_listener *l;
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
@@ -218,15 +287,11 @@ SDP_EXPORT int listen(int fd, int backlog)
 	int ufd = -1, tcp_fd = -1, ret, n;
 
 	sdp_real_init();
-	if (!e || e->kind != SDP_FD_INET) {
+	if (!e || e->kind != SDP_FD_INET || local_of(fd, e->v6, &sin)) {
+		if (e && e->kind == SDP_FD_INET)
+			sdp_log(SDP_LOG_SUMMARY, "listen: tcp (an IPv6 address, or IPv6 only)");
 		fd_free(e);
 		return sdp_real.listen(fd, backlog);
-	}
-	if (sdp_real.getsockname(fd, (struct sockaddr *)&sin, &len) == 0 && !sin.sin_port) {
-		sin = (struct sockaddr_in){ .sin_family = AF_INET };
-		sdp_real.bind(fd, (struct sockaddr *)&sin, sizeof(sin));
-		len = sizeof(sin);
-		sdp_real.getsockname(fd, (struct sockaddr *)&sin, &len);
 	}
 	sdp_addr_str(&sin, a, sizeof(a));
 	use = decide(e, SDP_ROLE_SERVER, &sin);
@@ -363,6 +428,36 @@ static struct sdp_conn *take_sdp(struct sdp_listener *l, const struct sdp_tag *t
 	return c;
 }
 
+/* FD's entry; for a descriptor we have none of, an SDP connection this
+ * image inherited through exec (sshd re-executes itself with the accepted
+ * socket): an AF_UNIX socket whose peer is a listener's connector gets a
+ * view of its names, as a forked child's accept makes. Only the calls
+ * that answer from the entry (names, options) look; the others act on the
+ * descriptor as it is. */
+static struct sdp_fd *fd_copy_inherited(int fd)
+{
+	struct sdp_fd *e = fd_copy(fd);
+	struct sdp_tag t;
+
+	if (e || !valid_fd(fd) || tag_of(fd, &t) || t.kind == 't')
+		return e;
+	e = fd_new(SDP_FD_CONN);
+	if (e)
+		e->conn = take_sdp(NULL, &t);
+	if (!e || !e->conn) {
+		fd_free(e);
+		return NULL;
+	}
+	pthread_mutex_lock(&sdp_fd_lock);
+	if (!fds[fd]) {
+		fds[fd] = e;
+		e = NULL;
+	}
+	pthread_mutex_unlock(&sdp_fd_lock);
+	fd_free(e);
+	return fd_copy(fd);
+}
+
 SDP_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	struct sdp_fd *e = fd_copy(fd), *ne;
@@ -388,8 +483,10 @@ SDP_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		fd_store(nfd, NULL);
 	} else {
 		ne = fd_new(SDP_FD_CONN);
-		if (ne)
+		if (ne) {
 			ne->conn = take_sdp(e->listener, &t);
+			ne->v6 = e->v6;
+		}
 		if (!ne || !ne->conn) {
 			fd_free(ne);
 			fd_free(e);
@@ -398,9 +495,9 @@ SDP_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		}
 		fd_store(nfd, ne);
 	}
-	fd_free(e);
 	if (addr && len)
-		copy_addr(&t.peer, addr, len);
+		(e->v6 ? copy_addr6 : copy_addr)(&t.peer, addr, len);
+	fd_free(e);
 	return nfd;
 }
 
@@ -412,42 +509,60 @@ SDP_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct sockaddr_in dst, src = { .sin_family = AF_INET };
-	socklen_t slen = sizeof(src);
 	struct sdp_fd *e;
 	struct sdp_conn *c;
 	enum sdp_use use;
 	char a[64];
-	int ufd, ret;
+	int ufd, ret, nb;
 
 	sdp_real_init();
-	if (inet_addr_of(addr, len, &dst))
+	if (inet_addr_of(addr, len, &dst)) {
+		if (addr && addr->sa_family == AF_INET6)
+			sdp_log(SDP_LOG_SUMMARY, "connect: tcp (an IPv6 address)");
 		return sdp_real.connect(fd, addr, len);
+	}
 	e = fd_copy(fd);
-	if (!e || e->kind != SDP_FD_INET) {
+	if (e && e->kind == SDP_FD_CONN) {
+		/* again, as on a TCP socket: under way, failed, or made */
+		c = e->conn;
+		ret = atomic_load(&c->connecting) ? EALREADY : atomic_exchange(&c->so_error, 0);
 		fd_free(e);
+		return fail(ret ? ret : EISCONN);
+	}
+	if (!e || e->kind != SDP_FD_INET || (!e->v6 && addr->sa_family == AF_INET6)) {
+		fd_free(e);
+		if (addr->sa_family == AF_INET6)
+			return sdp_real.connect(fd, addr, len);
 		return sdp_real.connect(fd, (struct sockaddr *)&dst, sizeof(dst));
+	}
+	/* the kernel's TCP takes the address in the socket's own family */
+	if (!e->v6) {
+		addr = (struct sockaddr *)&dst;
+		len = sizeof(dst);
 	}
 	sdp_addr_str(&dst, a, sizeof(a));
 	use = decide(e, SDP_ROLE_CLIENT, &dst);
 	if (use == SDP_USE_TCP) {
 		fd_free(e);
 		sdp_log(SDP_LOG_SUMMARY, "connect %s: tcp", a);
-		return sdp_real.connect(fd, (struct sockaddr *)&dst, sizeof(dst));
+		return sdp_real.connect(fd, addr, len);
 	}
 	/* the kernel socket gives the port (its own ephemeral one unless the
 	 * program bound it): the Hello's LocalPort and getsockname's */
-	if (sdp_real.getsockname(fd, (struct sockaddr *)&src, &slen) == 0 && !src.sin_port) {
-		sdp_real.bind(fd, (struct sockaddr *)&src, sizeof(src));
-		slen = sizeof(src);
-		sdp_real.getsockname(fd, (struct sockaddr *)&src, &slen);
+	if (local_of(fd, e->v6, &src)) {
+		fd_free(e);
+		sdp_log(SDP_LOG_SUMMARY, "connect %s: tcp (an IPv6 socket)", a);
+		return sdp_real.connect(fd, addr, len);
 	}
-	ret = sdp_connect(&src, &dst, &c, &ufd);
+	/* non-blocking (`use sdp` only: `both` needs the answer to choose) */
+	nb = use == SDP_USE_SDP && (sdp_real.fcntl(fd, F_GETFL) & O_NONBLOCK);
+	ret = nb ? sdp_connect_start(&src, &dst, &c, &ufd) : sdp_connect(&src, &dst, &c, &ufd);
 	if (ret) {
 		fd_free(e);
 		sdp_log(SDP_LOG_SUMMARY, "connect %s: no SDP (%s): %s", a, strerror(-ret),
 			use == SDP_USE_BOTH ? "tcp" : "failed");
 		if (use == SDP_USE_BOTH)
-			return sdp_real.connect(fd, (struct sockaddr *)&dst, sizeof(dst));
+			return sdp_real.connect(fd, addr, len);
 		return fail(-ret == ECONNREFUSED || -ret == ETIMEDOUT ? -ret : ECONNREFUSED);
 	}
 	if (take_place(ufd, fd)) {
@@ -459,8 +574,8 @@ SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	e->kind = SDP_FD_CONN;
 	e->conn = c;
 	fd_store(fd, e);
-	sdp_log(SDP_LOG_SUMMARY, "connect %s: sdp", a);
-	return 0;
+	sdp_log(SDP_LOG_SUMMARY, "connect %s: sdp%s", a, nb ? " (in progress)" : "");
+	return nb ? fail(EINPROGRESS) : 0;
 }
 
 /* The entry goes first (so a number the kernel hands out again is not
@@ -529,21 +644,23 @@ SDP_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 SDP_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	struct sdp_fd *e = fd_copy(fd);
+	struct sdp_fd *e = fd_copy_inherited(fd);
 	int ret;
 
 	sdp_real_init();
 	if (!e || e->kind == SDP_FD_INET)
 		ret = sdp_real.getsockname(fd, addr, len);
 	else
-		ret = copy_addr(e->kind == SDP_FD_CONN ? &e->conn->local : &e->bound, addr, len);
+		ret = (e->v6 ? copy_addr6 : copy_addr)(e->kind == SDP_FD_CONN ? &e->conn->local :
+									 &e->bound,
+							 addr, len);
 	fd_free(e);
 	return ret;
 }
 
 SDP_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	struct sdp_fd *e = fd_copy(fd);
+	struct sdp_fd *e = fd_copy_inherited(fd);
 	int ret;
 
 	sdp_real_init();
@@ -552,7 +669,7 @@ SDP_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 	else if (e->kind == SDP_FD_LISTEN)
 		ret = fail(ENOTCONN);
 	else
-		ret = copy_addr(&e->conn->peer, addr, len);
+		ret = (e->v6 ? copy_addr6 : copy_addr)(&e->conn->peer, addr, len);
 	fd_free(e);
 	return ret;
 }
@@ -577,11 +694,17 @@ static int sdp_getsockopt(struct sdp_fd *e, int fd, int level, int name, void *v
 	if (level == SOL_SOCKET) {
 		switch (name) {
 		case SO_TYPE: return opt_int(val, len, SOCK_STREAM);
-		case SO_DOMAIN: return opt_int(val, len, AF_INET);
+		case SO_DOMAIN: return opt_int(val, len, e->v6 ? AF_INET6 : AF_INET);
 		case SO_PROTOCOL: return opt_int(val, len, IPPROTO_TCP);
 		case SO_ACCEPTCONN: return opt_int(val, len, e->kind == SDP_FD_LISTEN);
+		case SO_ERROR: /* a non-blocking connect's failure, once */
+			return opt_int(val, len, e->conn ? atomic_exchange(&e->conn->so_error, 0) : 0);
 		default: return sdp_real.getsockopt(fd, level, name, val, len);
 		}
+	}
+	if (level == IPPROTO_IP && name == IP_OPTIONS && len) {
+		*len = 0; /* none: sshd refuses a connection that has some */
+		return 0;
 	}
 	if (level != IPPROTO_TCP)
 		return opt_int(val, len, 0);
@@ -614,7 +737,7 @@ static int sdp_getsockopt(struct sdp_fd *e, int fd, int level, int name, void *v
 
 SDP_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
-	struct sdp_fd *e = fd_copy(fd);
+	struct sdp_fd *e = fd_copy_inherited(fd);
 	int ret;
 
 	sdp_real_init();
@@ -628,7 +751,7 @@ SDP_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len
 
 SDP_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	struct sdp_fd *e = fd_copy(fd);
+	struct sdp_fd *e = fd_copy_inherited(fd);
 	int ret = 0;
 
 	sdp_real_init();

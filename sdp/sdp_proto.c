@@ -3,9 +3,10 @@
  * Hello/HelloAck exchange and the checks on every received message. A
  * peer that breaks a rule (a length that is not the message's, a
  * sequence number out of order, an acknowledgement of something we never
- * sent, more buffers than it could have, more SrcAvails than our
- * MaxAdverts, a RdmaRdCompl for nothing, a message of a mode we do not
- * speak) gets -EPROTO: the connection is ended, nothing is delivered.
+ * sent, more buffers than it could have, more SrcAvails or SinkAvails
+ * than our MaxAdverts, a RdmaRdCompl or RdmaWrCompl for nothing, a message
+ * of a mode we do not speak) gets -EPROTO: the connection is ended,
+ * nothing is delivered.
  * The connection code (sdp_conn.c) and tests/fuzz/fuzz_sdp.c call it.
  */
 #include "sdp_wire.h"
@@ -147,9 +148,48 @@ int sdp_rx_msg(struct sdp_flow *f, const void *msg, size_t byte_len, struct sdp_
 		out->len = 0;
 		return 0;
 	}
+	case SDP_MID_SINK_AVAIL: {
+		struct sdp_sinkah a;
+
+		/* A4.6.5 write mode: within our MaxAdverts, no payload; a data
+		 * sink may advertise after its own DisConn (it still receives) */
+		if (byte_len != SDP_BSDH_LEN + sizeof(a) || f->wsink_in >= SDP_MAX_ADVERTS)
+			return -EPROTO;
+		memcpy(&a, (const uint8_t *)msg + SDP_BSDH_LEN, sizeof(a));
+		out->zlen = ntohl(a.len);
+		out->zrkey = ntohl(a.rkey);
+		out->zva = be64toh(a.vaddr);
+		if (!out->zlen)
+			return -EPROTO;
+		f->wsink_in++;
+		out->kind = SDP_RX_SINKAVAIL;
+		out->len = 0;
+		return 0;
+	}
+	case SDP_MID_RDMA_WR_COMPL: {
+		struct sdp_rwch r;
+
+		/* only for our SinkAvail, before the peer's DisConn (it is
+		 * data); the length is checked against ours by the caller */
+		if (byte_len != SDP_BSDH_LEN + sizeof(r) || !f->wsink_out || f->got_disconn)
+			return -EPROTO;
+		memcpy(&r, (const uint8_t *)msg + SDP_BSDH_LEN, sizeof(r));
+		f->wsink_out--;
+		out->kind = SDP_RX_WRCOMPL;
+		out->zlen = ntohl(r.len);
+		out->len = 0;
+		return !out->zlen ? -EPROTO : 0;
+	}
+	case SDP_MID_SRC_CANCEL:
+		/* only while a SrcAvail of the peer's is outstanding here;
+		 * its READ is already posted: RdmaRdCompl answers as usual */
+		if (out->len || !f->sink_out)
+			return -EPROTO;
+		out->kind = SDP_RX_SRCCANCEL;
+		return 0;
 	default:
-		/* Hello again, SinkAvail (write mode, which we do not offer),
-		 * a mode or buffer-size change */
+		/* Hello again, a mode or buffer-size change, SendSm, sink
+		 * cancels (we never withdraw a SinkAvail), urgent data */
 		return -EPROTO;
 	}
 }
@@ -251,6 +291,27 @@ void sdp_rdcompl_fill(struct sdp_flow *f, void *msg, uint32_t len)
 	f->sink_out--;
 }
 
+/* A SinkAvail of LEN bytes at VA (RKEY) in MSG (BSDH + header, 32 bytes) */
+void sdp_sinkavail_fill(struct sdp_flow *f, void *msg, uint32_t len, uint32_t rkey, uint64_t va)
+{
+	struct sdp_sinkah a = { .len = htonl(len), .rkey = htonl(rkey), .vaddr = htobe64(va) };
+
+	sdp_hdr_fill(f, msg, SDP_MID_SINK_AVAIL, SDP_BSDH_LEN + (uint32_t)sizeof(a));
+	memcpy((uint8_t *)msg + SDP_BSDH_LEN, &a, sizeof(a));
+	f->wsink_out++;
+}
+
+/* The RdmaWrCompl after LEN bytes written into the peer's SinkAvail (20
+ * bytes); posted after the WRITE, which RC completes first */
+void sdp_wrcompl_fill(struct sdp_flow *f, void *msg, uint32_t len)
+{
+	struct sdp_rwch r = { .len = htonl(len) };
+
+	sdp_hdr_fill(f, msg, SDP_MID_RDMA_WR_COMPL, SDP_BSDH_LEN + (uint32_t)sizeof(r));
+	memcpy((uint8_t *)msg + SDP_BSDH_LEN, &r, sizeof(r));
+	f->wsink_in--;
+}
+
 const char *sdp_mid_str(uint8_t mid)
 {
 	switch (mid) {
@@ -261,6 +322,8 @@ const char *sdp_mid_str(uint8_t mid)
 	case SDP_MID_DATA: return "Data";
 	case SDP_MID_SRC_AVAIL: return "SrcAvail";
 	case SDP_MID_SINK_AVAIL: return "SinkAvail";
+	case SDP_MID_RDMA_WR_COMPL: return "RdmaWrCompl";
+	case SDP_MID_SRC_CANCEL: return "SrcAvailCancel";
 	default: return "other";
 	}
 }

@@ -19,6 +19,9 @@
 #define SDP_TXN (SDP_NBUFS + 4)
 #define SDP_WR_SEND (1ull << 32)
 #define SDP_WR_READ (1ull << 33)
+#define SDP_WR_WRITE (1ull << 34)
+/* the receive queue: every buffer, a READ sink and a WRITE sink */
+#define SDP_RXQ (SDP_NBUFS + 2 * SDP_MAX_ADVERTS)
 /* a tx slot: [0, 32) SrcAvail's BSDH and header, or [16, 32) a message's
  * BSDH; the payload read from the program at 32 */
 #define SDP_TX_DATA_OFF 32u
@@ -34,7 +37,10 @@
 #define SDP_SPIN_NS 200000
 
 /* what the program is to get, in order: a received buffer's payload, or
- * (sink) the data read for a SrcAvail, once the READ is done (ready) */
+ * (sink) the data read for a SrcAvail, once the READ is done (ready), or
+ * written by the peer into our SinkAvail's buffer */
+enum sdp_sink { SDP_SINK_NONE, SDP_SINK_READ, SDP_SINK_WRITE };
+
 struct sdp_rxq {
 	uint32_t idx, off, len;
 	uint8_t sink, ready;
@@ -47,11 +53,11 @@ struct sdp_qpc {
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *comp;
 	struct ibv_cq *cq;
-	struct ibv_mr *rx_mr, *tx_mr, *sink_mr;
-	uint8_t *rx_buf, *tx_buf, *sink_buf;
+	struct ibv_mr *rx_mr, *tx_mr, *sink_mr, *wsink_mr;
+	uint8_t *rx_buf, *tx_buf, *sink_buf, *wsink_buf;
 	struct sdp_flow flow;
 	int ufd;		/* the pump's end of the socketpair */
-	struct sdp_rxq rxq[SDP_NBUFS + SDP_MAX_ADVERTS];
+	struct sdp_rxq rxq[SDP_RXQ];
 	unsigned int rxq_head, rxq_n;
 	unsigned int tx_head, tx_inflight;
 	uint8_t established, rd_eof, sent_disconn, app_gone, out_blocked, in_blocked, shut_wr;
@@ -61,6 +67,14 @@ struct sdp_qpc {
 	uint32_t zc_slot;    /* the tx slot our SrcAvail advertises */
 	uint32_t zc_len;
 	uint32_t rrc_due;    /* a RdmaRdCompl of this many bytes to send (+1) */
+	/* write mode (A4.6.5): we offer SinkAvails once the peer sent a
+	 * SrcAvail (it has large pieces); our wsink buffer is the peer's
+	 * from the SinkAvail until its data is written to the program */
+	uint8_t wmode, wsink_want, wsink_busy;
+	uint32_t peer_sink_len, peer_sink_rkey; /* the peer's SinkAvail */
+	uint64_t peer_sink_va;
+	/* zero-copy counts, logged at the end (LIBSDP_LOG_LEVEL 1) */
+	uint32_t n_srcavail, n_wrcompl, n_sinkavail, n_read, n_written;
 	unsigned long ticks; /* work done: a completion, a post, a write out */
 	struct timespec gone_at;
 };

@@ -86,8 +86,23 @@ struct sdp_rrch {
 	uint32_t len;
 } __attribute__((packed));
 
-/* SrcAvail buffers either side may have outstanding (our Hello's and
- * HelloAck's MaxAdverts), and the largest we read */
+/* A4.3.6: the SinkAvail header: a buffer of the data sink's that the data
+ * source may RDMA WRITE the next bytes of the stream into (zero copy,
+ * write mode) */
+struct sdp_sinkah {
+	uint32_t len;
+	uint32_t rkey;
+	uint64_t vaddr;
+} __attribute__((packed));
+
+/* A4.3.8: the RdmaWrCompl header: the bytes written into the advertised
+ * sink buffer; they take this message's place in the stream */
+struct sdp_rwch {
+	uint32_t len;
+} __attribute__((packed));
+
+/* SrcAvail or SinkAvail buffers either side may have outstanding (our
+ * Hello's and HelloAck's MaxAdverts), and the largest we read or offer */
 #define SDP_MAX_ADVERTS 1
 #define SDP_MAX_ZCOPY (64u * 1024)
 
@@ -133,6 +148,8 @@ struct sdp_flow {
 	uint8_t peer_adverts; /* the peer's MaxAdverts */
 	uint8_t src_out;      /* our SrcAvails without RdmaRdCompl */
 	uint8_t sink_out;     /* the peer's SrcAvails we have not completed */
+	uint8_t wsink_out;    /* our SinkAvails without RdmaWrCompl */
+	uint8_t wsink_in;     /* the peer's SinkAvails we have not written */
 };
 
 /* What one received message asks of us. */
@@ -142,6 +159,9 @@ enum sdp_rx_kind {
 	SDP_RX_ABORT,	/* the peer aborted */
 	SDP_RX_SRCAVAIL, /* a buffer to read (zlen, zrkey, zva), then payload */
 	SDP_RX_RDCOMPL, /* the peer read zlen bytes of our advertised buffer */
+	SDP_RX_SINKAVAIL, /* a buffer of the peer's to write (zlen, zrkey, zva) */
+	SDP_RX_WRCOMPL, /* the peer wrote zlen bytes into our sink buffer */
+	SDP_RX_SRCCANCEL, /* the peer withdraws its SrcAvail */
 };
 
 struct sdp_rx {
@@ -166,6 +186,8 @@ void sdp_hello_ack_fill(struct sdp_flow *f, struct sdp_hah *hah, uint32_t rcvsz)
 int sdp_hello_ack_parse(struct sdp_flow *f, const void *pd, size_t len);
 void sdp_srcavail_fill(struct sdp_flow *f, void *msg, uint32_t len, uint32_t rkey, uint64_t va);
 void sdp_rdcompl_fill(struct sdp_flow *f, void *msg, uint32_t len);
+void sdp_sinkavail_fill(struct sdp_flow *f, void *msg, uint32_t len, uint32_t rkey, uint64_t va);
+void sdp_wrcompl_fill(struct sdp_flow *f, void *msg, uint32_t len);
 const char *sdp_mid_str(uint8_t mid);
 
 #endif

@@ -19,6 +19,7 @@ PKGS=(
 	ucx-utils openmpi-bin libopenmpi-dev libfabric-bin
 	opensm ibsim-utils
 	iperf3 curl netcat-traditional sockperf
+	redis-server redis-tools openssh-server openssh-client
 )
 [ $# -gt 0 ] && PKGS=("$@")
 

@@ -27,12 +27,42 @@ sof_rs_sockperf "sdp/sockperf tp --tcp libsdp" "" "" "$ADDR" "$PORT" tp
 PORT=$((PORT + 1))
 sof_rs_http "sdp/curl nc libsdp 100 MiB" "" "" "$ADDR" "$PORT" 100
 
+# sdp_zcopy NAME MODE MIB: a MIB MiB nc -> curl (sof_rs_http, SHA-256)
+# with LIBSDP_ZCOPY=MODE ("" the default) on both sides and the connection
+# ends' zero-copy counts in the log (level 1): default, the data sink
+# (curl) offers SinkAvails once nc's first SrcAvail came and nc RDMA
+# WRITEs into them (RdmaWrCompl sent and received); `read`: no SinkAvail,
+# every large piece READ for a SrcAvail
+sdp_zcopy() {
+	local name=$1 mode=$2 mib=$3 log=$SOF_TMP/zc.$2.log srv cli
+	: >"$log"
+	PORT=$((PORT + 1))
+	LIBSDP_ZCOPY=$mode LIBSDP_LOG=$log LIBSDP_LOG_LEVEL=1 \
+		sof_rs_http "$name" "" "" "$ADDR" "$PORT" "$mib" || return
+	srv=$(grep -m1 ' nc.traditional: .*zero copy' "$log" | sed 's/.*zero copy: //')
+	cli=$(grep -m1 ' curl: .*zero copy' "$log" | sed 's/.*zero copy: //')
+	read -r s_src _ _ s_wrc _ _ _ _ _ _ _ _ _ _ _ <<<"$srv"
+	read -r _ _ _ _ _ _ c_sink _ _ c_read _ _ c_wrc _ _ <<<"$cli"
+	if [ -z "$srv" ] || [ -z "$cli" ]; then
+		not_ok "$name: counts" "no zero-copy count in the log of nc or curl"
+	elif [ -z "$mode" ] && { [ "$s_wrc" -lt 1 ] || [ "$c_wrc" != "$s_wrc" ] || [ "$c_sink" -lt "$c_wrc" ]; }; then
+		not_ok "$name: write mode" "nc: $srv; curl: $cli"
+	elif [ "$mode" = read ] && { [ "$c_sink" != 0 ] || [ "$s_wrc" != 0 ] || [ "$c_read" != "$s_src" ] || [ "$s_src" -lt 1 ]; }; then
+		not_ok "$name: read mode" "nc: $srv; curl: $cli"
+	else
+		ok "$name: counts (nc: $srv)"
+	fi
+}
+sdp_zcopy "sdp/zero copy, write mode (SinkAvail, RDMA WRITE, RdmaWrCompl) 64 MiB" "" 64
+sdp_zcopy "sdp/zero copy, read mode only (LIBSDP_ZCOPY=read) 64 MiB" read 64
+
 # sdp_rule_http NAME PORT SRVCONF CLICONF WANT MIB: Python's http.server
 # with SRVCONF, curl with CLICONF (the lines of a libsdp.conf each), a MIB
 # MiB file fetched and SHA-256 checked; WANT says how the bytes must go:
 # `sdp` (no kernel TCP segment) or `tcp` (at least 100 segments), and the
 # log lines each side must have written (grep -E patterns in SRVLOG,
-# CLILOG).
+# CLILOG). SDP_BIND / SDP_URL_HOST: the server's --bind and curl's host
+# ($ADDR), SDP_LISTEN_AS the address its listen is logged with.
 sdp_rule_http() {
 	local name=$1 port=$2 sconf=$3 cconf=$4 want=$5 mib=$6 slog=$7 clog=$8 t0 segs
 	local dir=$SOF_TMP/www.$port got want_sum
@@ -46,15 +76,15 @@ sdp_rule_http() {
 	t0=$(_sof_rs_tcp_out "")
 	sof_bg "$name.srv" 60 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
 		LIBSDP_CONFIG_FILE="$SOF_TMP/srv.$port.conf" LIBSDP_LOG="$SOF_TMP/srv.$port.log" \
-		python3 -m http.server --bind "$ADDR" --directory "$dir" "$port"
+		python3 -m http.server --bind "${SDP_BIND:-$ADDR}" --directory "$dir" "$port"
 	local end=$(($(now_ms) + 15000))
-	while ! grep -q "listen $ADDR:$port" "$SOF_TMP/srv.$port.log" && [ "$(now_ms)" -lt "$end" ]; do
+	while ! grep -qE "listen (${SDP_LISTEN_AS:-$ADDR}:$port|: tcp)" "$SOF_TMP/srv.$port.log" && [ "$(now_ms)" -lt "$end" ]; do
 		sleep 0.1
 	done
 	sleep 0.3
 	sof_bg "$name.cli" 60 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
 		LIBSDP_CONFIG_FILE="$SOF_TMP/cli.$port.conf" LIBSDP_LOG="$SOF_TMP/cli.$port.log" \
-		curl -sS -o "$dir/got" "http://$ADDR:$port/f.bin"
+		curl -sS -o "$dir/got" "http://${SDP_URL_HOST:-$ADDR}:$port/f.bin"
 	sof_wait "$name.cli" 70
 	SOF_CLI_RC=$?
 	sof_kill "$name.srv"
@@ -83,6 +113,7 @@ sdp_rule_http() {
 
 # socket semantics (tests/progs/sock_sem): epoll, accept4 flags, select,
 # poll, options, names, dup2, fork, sendfile, shutdown, non-blocking connect
+# (EINPROGRESS, POLLOUT, SO_ERROR, EISCONN)
 PORT=$((PORT + 1))
 T0=$(_sof_rs_tcp_out "")
 if ! sof_cm_pair "sdp/socket semantics" 60 "" "" \
@@ -97,6 +128,17 @@ elif [ "$(_sof_rs_tcp_out "")" -ne "$T0" ]; then
 	not_ok "sdp/socket semantics" "kernel TCP segments were sent: not over SDP"
 else
 	ok "sdp/socket semantics ($(grep -c ' ok$' "$SOF_SRV_OUT") server steps, $(grep -c ' ok$' "$SOF_CLI_OUT") client steps, over SDP)"
+fi
+
+# a non-blocking connect to a port without an SDP listener: EINPROGRESS,
+# poll wakes, SO_ERROR ECONNREFUSED once, a read fails
+PORT=$((PORT + 1))
+out=$(sof_out refused)
+if timeout 30 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" \
+	refused "$ADDR" "$PORT" >"$out" 2>&1 && grep -q '^refused: all ok' "$out"; then
+	ok "sdp/non-blocking connect refused: EINPROGRESS, POLLOUT, SO_ERROR ECONNREFUSED"
+else
+	not_ok "sdp/non-blocking connect refused" "$(tail -n 1 "$out")"
 fi
 
 # a prefork server: the child forked after listen accepts, over SDP (the
@@ -217,4 +259,17 @@ PORT=$((PORT + 1))
 sdp_rule_http "sdp/rules no rule matches: TCP" "$PORT" \
 	"use sdp server * *:1-2\n" "use sdp client nothing *:*\n" tcp 20 \
 	"listen $ADDR:$PORT: tcp" "connect $ADDR:$PORT: tcp"
+# AF_INET6 sockets: a dual-stack server on [::] and curl to the
+# IPv4-mapped address go over SDP, by rules of that IPv4 address; ::1
+# stays on the kernel's TCP (IPv6 addresses are not SDP's here)
+PORT=$((PORT + 1))
+SDP_BIND=:: SDP_LISTEN_AS=0.0.0.0 SDP_URL_HOST='[::ffff:127.0.0.1]' \
+	sdp_rule_http "sdp/AF_INET6 sockets, IPv4-mapped: over SDP" "$PORT" \
+	"use sdp server * 0.0.0.0:$PORT\n" "use sdp client curl $ADDR:$PORT\n" sdp 20 \
+	"listen 0.0.0.0:$PORT: sdp" "connect $ADDR:$PORT: sdp"
+PORT=$((PORT + 1))
+SDP_BIND=::1 SDP_LISTEN_AS=none SDP_URL_HOST='[::1]' \
+	sdp_rule_http "sdp/AF_INET6 sockets, ::1: kernel TCP" "$PORT" \
+	"use sdp server * *:*\n" "use sdp client * *:*\n" tcp 20 \
+	"listen: tcp \(an IPv6 address" "connect: tcp \(an IPv6 address"
 sof_exit

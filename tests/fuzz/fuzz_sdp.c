@@ -12,7 +12,8 @@
  *                  only while one of our buffers is posted (else it could
  *                  not have arrived);
  *   kind & 3 == 1  we send a message when the peer has a credit for it
- *                  (bit 2: a SrcAvail, bit 3: a RdmaRdCompl when due);
+ *                  (bit 2: a SrcAvail, bit 3: a RdmaRdCompl when due,
+ *                  bit 4: a SinkAvail, bit 5: a RdmaWrCompl when due);
  *   kind & 3 == 2  we repost a receive buffer;
  *   kind & 3 == 3  a Hello and a HelloAck from the next 24 bytes each.
  * After an error the connection is over (as in sdp_conn.c). Checked: no
@@ -57,6 +58,8 @@ static void check(const struct sdp_flow *f)
 		FAIL("ack %u beyond sent %u", f->peer_ack, f->tx_mseq);
 	if (f->src_out > 1 || f->sink_out > SDP_MAX_ADVERTS)
 		FAIL("adverts outstanding: ours %u, the peer's %u", f->src_out, f->sink_out);
+	if (f->wsink_out > 1 || f->wsink_in > SDP_MAX_ADVERTS)
+		FAIL("SinkAvails outstanding: ours %u, the peer's %u", f->wsink_out, f->wsink_in);
 }
 
 /* one message from the peer, in an allocation of exactly its size */
@@ -157,7 +160,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (sdp_credits(&f) < 1)
 				break;
 			/* kind bit 2: our SrcAvail (one at a time); bit 3: the
-			 * RdmaRdCompl of the peer's */
+			 * RdmaRdCompl of the peer's; bit 4: our SinkAvail (one
+			 * at a time); bit 5: the RdmaWrCompl of the peer's */
+			if ((kind & 0x10) && !f.wsink_out) {
+				sdp_sinkavail_fill(&f, zmsg, 4096, 1, 0x1000);
+				check(&f);
+				break;
+			}
+			if ((kind & 0x20) && f.wsink_in) {
+				sdp_wrcompl_fill(&f, zmsg, 4096);
+				check(&f);
+				break;
+			}
 			if ((kind & 4) && !f.src_out) {
 				sdp_srcavail_fill(&f, zmsg, 4096, 1, 0x1000);
 				check(&f);

@@ -24,10 +24,13 @@ printf 'use sdp server * *:*\nuse sdp client * *:*\n' >"$LIBSDP_CONFIG_FILE"
 # RoCEv2 (sof_capture_check), then as SDP: the CM REQ's service ID names
 # the port, tshark's SDP dissector reads the REP's private data as a
 # HelloAck, and every message (the payload of each SEND First/Only) starts
-# with a BSDH of A4's layout: MID Data, DisConn, SrcAvail or RdmaRdCompl,
+# with a BSDH of A4's layout: MID Data, DisConn, SrcAvail, RdmaRdCompl,
+# SinkAvail or RdmaWrCompl,
 # Len at least 16, MSeq 1, 2, 3 ... in each direction (a retransmitted one
 # may repeat), a DisConn each way at the end, each SrcAvail answered by a
-# RdmaRdCompl and read by an RDMA READ
+# RdmaRdCompl and read by an RDMA READ; write mode: the client, as data
+# sink, offers SinkAvails after the first SrcAvail, each RdmaWrCompl
+# follows one, and RDMA WRITEs are on the wire
 sdp_capture() {
 	local file=$SOF_TMP/sdp.pcap name="hosts/sdp capture" n why
 	PORT=$((PORT + 1))
@@ -52,7 +55,7 @@ sdp_capture() {
 		-Y "$SOF_ROCE_FILTER && (infiniband.bth.opcode == 0 || infiniband.bth.opcode == 4)" \
 		-T fields -e ip.src -e data.data 2>/dev/null | python3 -c '
 import sys
-seq, disc, src, rrc, n = {}, {}, {}, {}, 0
+seq, disc, src, rrc, sink, rwc, n = {}, {}, {}, {}, {}, {}, 0
 for line in sys.stdin:
     ip, _, data = line.rstrip("\n").partition("\t")
     b = bytes.fromhex(data.split(",")[0])
@@ -62,29 +65,40 @@ for line in sys.stdin:
     want = seq.get(ip, 0) + 1
     if mseq == want - 1 and mseq:
         continue  # the same message sent again (an RC retransmission)
-    if mid not in (0xff, 0x02, 0xfe, 0x06) or ln < 16 or mseq != want:
+    if mid not in (0xff, 0x02, 0xfe, 0x06, 0xfd, 0x05) or ln < 16 or mseq != want:
         sys.exit("%s: BSDH MID 0x%02x Len %d MSeq %d (want MSeq %d)" % (ip, mid, ln, mseq, want))
     seq[ip] = mseq
     disc[ip] = disc.get(ip, 0) + (mid == 0x02)
     src[ip] = src.get(ip, 0) + (mid == 0xfe)
     rrc[ip] = rrc.get(ip, 0) + (mid == 0x06)
+    sink[ip] = sink.get(ip, 0) + (mid == 0xfd)
+    rwc[ip] = rwc.get(ip, 0) + (mid == 0x05)
     n += 1
 a, b = sorted(seq) if len(seq) == 2 else (None, None)
 if a is None or any(disc.get(s) != 1 for s in seq):
     sys.exit("directions %s, DisConns %s" % (sorted(seq), disc))
 if src.get(a, 0) != rrc.get(b, 0) or src.get(b, 0) != rrc.get(a, 0) or not sum(src.values()):
     sys.exit("SrcAvails %s, RdmaRdCompls %s: not one for one, or none" % (src, rrc))
-print("%d messages, MSeq in order each way, one DisConn each way, %d SrcAvail each answered by a RdmaRdCompl" % (n, sum(src.values())))
+# write mode: each RdmaWrCompl uses a SinkAvail the other side sent
+# before it; at most one more SinkAvail than RdmaWrCompls (the last unused)
+if any(not 0 <= sink.get(b if s == a else a, 0) - rwc.get(s, 0) <= 1 for s in (a, b)) or not sum(rwc.values()):
+    sys.exit("SinkAvails %s, RdmaWrCompls %s: not one for one, or none" % (sink, rwc))
+print("%d messages, MSeq in order each way, one DisConn each way, %d SrcAvail each answered by a RdmaRdCompl, %d RdmaWrCompl each after a SinkAvail" % (n, sum(src.values()), sum(rwc.values())))
 ' 2>&1)
 	if [ $? -ne 0 ]; then
 		not_ok "$name: BSDH" "$why"
 	else
 		ok "$name: BSDH: $why"
 	fi
-	# the zero-copy reads: RDMA READ request (0x0c) and responses
+	# the zero-copy reads: RDMA READ request (0x0c) and responses; the
+	# writes into SinkAvails: RDMA WRITE First (0x06) or Only (0x0a)
 	case " $SOF_CAP_OPCODES " in
 	*" 0x0c "*) ok "$name: RDMA READs of the SrcAvails on the wire (opcodes $SOF_CAP_OPCODES)" ;;
 	*) not_ok "$name: RDMA READ" "no RDMA READ request on the wire (opcodes $SOF_CAP_OPCODES)" ;;
+	esac
+	case " $SOF_CAP_OPCODES " in
+	*" 0x06 "* | *" 0x0a "*) ok "$name: RDMA WRITEs into the SinkAvails on the wire (write mode)" ;;
+	*) not_ok "$name: RDMA WRITE" "no RDMA WRITE on the wire (opcodes $SOF_CAP_OPCODES)" ;;
 	esac
 }
 

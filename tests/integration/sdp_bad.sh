@@ -13,7 +13,16 @@
 #   credits  Bufs 0, then 8 messages beyond the 16 credits granted:
 #            EPROTO after the 16 bytes within them
 #   big      a message larger than the victim's buffers: an error
-#   mid      SinkAvail (write mode, which we do not offer): EPROTO
+#   mid      ChRcvBuf (a buffer-size change, which we do not speak): EPROTO
+#   wrcompl  a RdmaWrCompl for no SinkAvail of ours: EPROTO
+#   wcopy    write mode: after the liar's SrcAvail the victim offers a
+#            SinkAvail, the liar RDMA WRITEs 8 bytes into it and sends
+#            RdmaWrCompl, then DisConn: end of stream after 16 bytes
+#   zcancel  SrcAvail then SrcAvailCancel: answered by RdmaRdCompl as
+#            usual (the READ was posted), end of stream after 8 bytes
+#   cancel   a SrcAvailCancel for no SrcAvail: EPROTO
+#   wbig     a RdmaWrCompl longer than the SinkAvail: EPROTO after the 8
+#            bytes of the SrcAvail
 #   disconn  data after DisConn: EPROTO after 8 bytes (read 0.5 s later)
 #   abort    AbortConn after 8 bytes: ECONNRESET after 8 bytes
 #   gone     8 bytes, then the process ends: ECONNRESET after 8 bytes
@@ -78,4 +87,9 @@ bad zcopy '^victim: end of stream after 8 bytes$'
 bad zbig '^victim: error EPROTO after 0 bytes$'
 bad ztwice '^victim: error EPROTO after (0|8) bytes$'
 bad rdcompl '^victim: error EPROTO after 0 bytes$'
+bad wrcompl '^victim: error EPROTO after 0 bytes$'
+bad wcopy '^victim: end of stream after 16 bytes$'
+bad wbig '^victim: error EPROTO after 8 bytes$'
+bad zcancel '^victim: end of stream after 8 bytes$'
+bad cancel '^victim: error EPROTO after 0 bytes$'
 sof_exit

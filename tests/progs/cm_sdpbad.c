@@ -17,7 +17,8 @@
  *         credits  Bufs 0 (the victim cannot grant more), then one-byte
  *                  Data messages, 8 beyond the 16 the HelloAck granted
  *         big      a Data message larger than the victim's buffers
- *         mid      a SinkAvail (write mode, which the victim does not offer)
+ *         mid      a ChRcvBuf (a buffer-size change, which the victim does
+ *                  not speak)
  *         disconn  8 bytes, DisConn, then more data
  *         abort    8 bytes, then AbortConn
  *         gone     8 bytes, then the process ends without a word
@@ -27,6 +28,16 @@
  *         zbig     a SrcAvail of 1 MiB, more than the victim reads at once
  *         ztwice   a second SrcAvail before the first's RdmaRdCompl
  *         rdcompl  a RdmaRdCompl though the victim offered nothing
+ *         wrcompl  a RdmaWrCompl though the victim offered no SinkAvail
+ *         zcancel  a SrcAvail of 8 bytes, then SrcAvailCancel: the victim
+ *                  answers RdmaRdCompl (its READ was posted), then DisConn
+ *         cancel   a SrcAvailCancel though no SrcAvail is outstanding
+ *         wcopy    write mode (the liar's Hello says MaxAdverts 1): a
+ *                  SrcAvail of 8 bytes, then the victim, as data sink,
+ *                  offers a SinkAvail; 8 bytes RDMA WRITTEN into it and a
+ *                  RdmaWrCompl of 8, then DisConn: 16 bytes in all
+ *         wbig     as wcopy, but a RdmaWrCompl of 1 MiB, more than the
+ *                  SinkAvail offered
  *       prints "liar: rejected" when the connection was refused, and
  *       waits (up to 30 s) for the victim to drop the connection.
  * The liar's byte layouts are written here from A4, not shared with sdp/.
@@ -106,11 +117,17 @@ static uint8_t *mem;
 static uint32_t mseq;
 
 static uint8_t seen[256]; /* the MIDs of messages received */
+static size_t seen_at[256]; /* where the last of each is in mem */
+static int keep_payload;    /* msg() sends the payload already in place */
 
 static void saw(const struct ibv_wc *wc)
 {
-	if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV)
-		seen[mem[(size_t)(wc->wr_id / 2 - 1) * BUFSZ]] = 1;
+	size_t at = (size_t)(wc->wr_id / 2 - 1) * BUFSZ;
+
+	if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV) {
+		seen[mem[at]] = 1;
+		seen_at[mem[at]] = at;
+	}
 }
 
 static int wait_send(void)
@@ -164,7 +181,7 @@ static int msg(uint8_t mid, uint16_t bufs, uint32_t len_field, uint32_t seq, uin
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
 
 	memcpy(b, &h, sizeof(h));
-	if (mid != 0xfe || payload != 16)
+	if (!keep_payload && (mid != 0xfe || payload != 16))
 		memset(b + 16, 'x', payload);
 	if (ibv_post_send(id->qp, &wr, &bad))
 		return -1;
@@ -184,6 +201,33 @@ static int srcavail(uint32_t len)
 	memset(src, 'z', 8);
 	memcpy(mem + (size_t)NBUF * BUFSZ + 16, &a, sizeof(a));
 	return msg(0xfe, NBUF, 32, ++mseq, 0, 16);
+}
+
+/* write mode: LEN bytes of 'w' RDMA WRITTEN into the victim's SinkAvail
+ * (Len, R_Key, VA after its BSDH), then a RdmaWrCompl saying CLAIM */
+static int write_sink(uint32_t len, uint32_t claim)
+{
+	uint8_t *src = mem + (size_t)NBUF * BUFSZ + 8192;
+	struct { uint32_t len, rkey; uint64_t va; } __attribute__((packed)) a;
+	uint32_t c = htonl(claim);
+	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = len, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	int ret;
+
+	memcpy(&a, mem + seen_at[0xfd] + 16, sizeof(a));
+	if (ntohl(a.len) < len)
+		return -1;
+	memset(src, 'w', len);
+	wr.wr.rdma.remote_addr = be64toh(a.va);
+	wr.wr.rdma.rkey = ntohl(a.rkey);
+	if (ibv_post_send(id->qp, &wr, &bad) || wait_send())
+		return -1;
+	memcpy(mem + (size_t)NBUF * BUFSZ + 16, &c, 4);
+	keep_payload = 1;
+	ret = msg(0x05, NBUF, 20, ++mseq, 0, 4);
+	keep_payload = 0;
+	return ret;
 }
 
 static int liar(const char *mode, const char *addr, const char *port)
@@ -237,6 +281,8 @@ static int liar(const char *mode, const char *addr, const char *port)
 	}
 	if (!strcmp(mode, "hello"))
 		hh.majv_minv = 0x12;
+	if (mode[0] == 'w')
+		hh.max_adverts = 1; /* write mode: the victim may offer SinkAvails */
 	param.private_data = &hh;
 	param.private_data_len = sizeof(hh);
 	if (rdma_connect(id, &param)) {
@@ -261,7 +307,28 @@ static int liar(const char *mode, const char *addr, const char *port)
 	else if (!strcmp(mode, "big"))
 		ret = msg(0xff, NBUF, 16 + 65536 + 100, ++mseq, 0, 65536 + 100);
 	else if (!strcmp(mode, "mid"))
-		ret = msg(0xfd, NBUF, 16 + 24, ++mseq, 0, 24);
+		ret = msg(0x0b, NBUF, 16 + 4, ++mseq, 0, 4);
+	else if (!strcmp(mode, "wrcompl"))
+		ret = msg(0x05, NBUF, 20, ++mseq, 0, 4);
+	else if (!strcmp(mode, "cancel"))
+		ret = msg(0x08, NBUF, 16, ++mseq, 0, 0);
+	else if (!strcmp(mode, "zcancel")) {
+		ret = srcavail(8) || msg(0x08, NBUF, 16, ++mseq, 0, 0);
+		if (!ret) {
+			ret = wait_mid(0x06);
+			printf("liar: %s\n", ret ? "no RdmaRdCompl" : "RdmaRdCompl");
+			if (!ret)
+				ret = msg(0x02, NBUF, 16, ++mseq, 0, 0);
+		}
+	}
+	else if (!strcmp(mode, "wcopy") || !strcmp(mode, "wbig")) {
+		ret = srcavail(8) || wait_mid(0xfd);
+		printf("liar: %s\n", ret ? "no SinkAvail" : "SinkAvail");
+		if (!ret)
+			ret = write_sink(8, mode[1] == 'c' ? 8 : 1u << 20);
+		if (!ret && mode[1] == 'c')
+			ret = wait_mid(0x06) || msg(0x02, NBUF, 16, ++mseq, 0, 0);
+	}
 	else if (!strcmp(mode, "disconn"))
 		ret = data(8) || msg(0x02, NBUF, 16, ++mseq, 0, 0) || data(8);
 	else if (!strcmp(mode, "rdcompl"))

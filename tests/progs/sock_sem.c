@@ -14,11 +14,14 @@
  * closed, the exchange through the copy; a forked child that writes on the
  * socket, then the parent; 1 MiB by sendfile(2); after the client's
  * shutdown(SHUT_WR) it reads to end of stream and still answers.
- * The client: a non-blocking connect finished by poll and SO_ERROR, then
+ * The client: a non-blocking connect (EINPROGRESS) finished by poll and
+ * SO_ERROR, connect again says EISCONN; then
  * the other half of each step, every byte checked, and end of stream last.
  * prefork: a server that listens, then forks a child that accepts (as
  * prefork servers do) and answers "world" to "hello"; hello: the client of
- * that, a blocking connect. With SOCK_SEM_FAMILY=N in the environment
+ * that, a blocking connect. refused: a non-blocking connect to a port
+ * nobody listens on (SO_ERROR ECONNREFUSED once, a read fails). With
+ * SOCK_SEM_FAMILY=N in the environment
  * these two make their sockets with family N (27: OFED's AF_INET_SDP).
  * Each side prints "STEP ok" lines and "SIDE: all ok", or "SIDE: STEP:
  * WHY" and exits 1.
@@ -198,10 +201,13 @@ static int client(struct sockaddr_in *sin)
 
 	CHECK(s >= 0 && big, "connect", "socket");
 	r = connect(s, (struct sockaddr *)sin, sizeof(*sin));
-	CHECK(!r || errno == EINPROGRESS, "connect", "failed");
+	CHECK(r == -1 && errno == EINPROGRESS, "connect", "not EINPROGRESS (%d, %s)", r,
+	      strerror(errno));
 	struct pollfd p = { .fd = s, .events = POLLOUT };
 	CHECK(poll(&p, 1, 20000) == 1 && !getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) && !err,
 	      "connect", "not connected (SO_ERROR %d)", err);
+	r = connect(s, (struct sockaddr *)sin, sizeof(*sin));
+	CHECK(r == -1 && errno == EISCONN, "connect", "again: not EISCONN (%s)", strerror(errno));
 	printf("connect ok\n");
 	names(s, ntohs(sin->sin_port), "names");
 	CHECK(!fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK), "fcntl", "blocking");
@@ -264,6 +270,33 @@ static int prefork(struct sockaddr_in *sin)
 	return 0;
 }
 
+/* a non-blocking connect to a port nobody listens on: EINPROGRESS, then
+ * poll wakes and SO_ERROR says ECONNREFUSED (once), a read fails */
+static int refused(struct sockaddr_in *sin)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), err = 0, r;
+	socklen_t el = sizeof(err);
+	char b;
+
+	CHECK(s >= 0, "refused", "socket");
+	r = connect(s, (struct sockaddr *)sin, sizeof(*sin));
+	CHECK(r == -1 && (errno == EINPROGRESS || errno == ECONNREFUSED), "refused",
+	      "connect: %d, %s", r, strerror(errno));
+	if (errno == EINPROGRESS) {
+		struct pollfd p = { .fd = s, .events = POLLOUT };
+
+		CHECK(poll(&p, 1, 20000) == 1, "refused", "poll did not wake");
+		CHECK(!getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) && err == ECONNREFUSED,
+		      "refused", "SO_ERROR %d", err);
+		el = sizeof(err);
+		CHECK(!getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) && !err, "refused",
+		      "SO_ERROR %d a second time", err);
+	}
+	CHECK(read(s, &b, 1) < 0, "refused", "a read did not fail");
+	printf("refused: all ok\n");
+	return 0;
+}
+
 static int hello(struct sockaddr_in *sin)
 {
 	int s = socket(family(), SOCK_STREAM, 0);
@@ -284,7 +317,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 4 || inet_pton(AF_INET, argv[2], &sin.sin_addr) != 1) {
-		fprintf(stderr, "usage: sock_sem server|client|prefork|hello ADDR PORT\n");
+		fprintf(stderr, "usage: sock_sem server|client|prefork|hello|refused ADDR PORT\n");
 		return 2;
 	}
 	sin.sin_port = htons((uint16_t)atoi(argv[3]));
@@ -297,5 +330,7 @@ int main(int argc, char **argv)
 		return prefork(&sin);
 	if (!strcmp(side, "hello"))
 		return hello(&sin);
+	if (!strcmp(side, "refused"))
+		return refused(&sin);
 	return 2;
 }

@@ -251,7 +251,8 @@ for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong
 	tests/hosts/onesided.sh tests/hosts/rsocket.sh tests/hosts/sdp.sh tests/hosts/opensm.sh tests/hosts/opensm_line3.sh \
 	tests/hosts/ibfabric_diags.sh tests/hosts/ibfabric_ft128.sh tests/hosts/ibfabric_data.sh \
 	tests/hosts/sm.sh tests/hosts/sm_line3.sh tests/hosts/sa.sh \
-	tests/hosts/ipoib.sh tests/hosts/ipoib_line3.sh tests/hosts/ipoib_sm.sh tests/hosts/ipoib_sm_pair.sh tests/hosts/ibcm.sh; do
+	tests/hosts/ipoib.sh tests/hosts/ipoib_line3.sh tests/hosts/ipoib_sm.sh tests/hosts/ipoib_sm_pair.sh tests/hosts/ibcm.sh \
+	tests/hosts/partitions.sh tests/hosts/partitions_sm.sh; do
 	selected "$f" || continue
 	if [ ! -f "$f" ]; then
 		result_fail "$f" "missing"

@@ -257,8 +257,10 @@ static int statement(const struct parse *ps, struct sm_parts *out, const char *b
 			me = c;
 		te = me;
 		trim(&tb, &te);
-		if (tb == te && !c && mb != colon + 1)
+		if (tb == te && !c && mb != colon + 1) {
+			free(p.m);
 			return fail(ps, mb, "a ',' with no member after it");
+		}
 		if (tb != te || c) {
 			err = member(ps, &p, defmember, mb, me);
 			if (err) {
@@ -384,6 +386,18 @@ int sm_part_load(struct sm *sm)
 have_default:
 	loaded = &sm->parts;
 	sm_log(sm, 1, "%u partitions from %s", sm->parts.n, sm->partitions);
+	for (unsigned i = 0; i < sm->parts.n; i++) {
+		const struct sm_partition *pt = &sm->parts.p[i];
+
+		sm_log(sm, 2, "partition %s 0x%04x%s: %u members", pt->name, pt->pkey,
+		       pt->ipoib ? " ipoib" : "", pt->nm);
+		for (unsigned k = 0; k < pt->nm; k++)
+			sm_log(sm, 2, "  %s 0x%016llx %s", sm_part_who_names[pt->m[k].who],
+			       (unsigned long long)pt->m[k].guid,
+			       pt->m[k].memb == SM_MEMB_FULL	  ? "full"
+			       : pt->m[k].memb == SM_MEMB_LIMITED ? "limited"
+								  : "both");
+	}
 	return 0;
 }
 

@@ -22,7 +22,8 @@
 #               empty table index): dropped by S1 (inbound enforcement,
 #               PortRcvConstraintErrors of S1's port to c grows)
 #   ipoib       `softofed ipoib up --pkey 0x8001` makes ib0.8001 in a and b
-#               (its QP on 0x8001's index); ping a <-> b over it; in c, not a
+#               (its QP on 0x8001's index); ping a <-> b over it, `softofed
+#               status` lists it with its packets; in c, not a
 #               member, ib0.8001 does not come up, and c's ib0 (default
 #               partition) cannot reach a's ib0.8001 address
 #
@@ -281,6 +282,12 @@ if sof_host_run a timeout 20 ping -c 3 -W 5 192.168.81.3 >"$SOF_TMP/pk.ping" 2>&
 	ok "$N: ping a <-> b over ib0.8001"
 else
 	not_ok "$N: ping over ib0.8001" "$(tail -n 3 "$SOF_TMP/pk.ping" | tr '\n' ' ')"
+fi
+st=$(sof_host_run a "$SOFTOFED" status 2>&1 </dev/null | grep '^ipoib ib0.8001 ')
+if grep -q 'pkey 0x8001' <<<"$st" && grep -q -E 'rx_packets [1-9]' <<<"$st"; then
+	ok "$N: softofed status in a lists the child: $(cut -c1-100 <<<"$st")"
+else
+	not_ok "$N: softofed status" "no ib0.8001 line with packets: '$st'"
 fi
 out=$SOF_TMP/pk.ipoib.c
 if ! sof_host_run c "$SOFTOFED" ipoib up --pkey 0x8001 >"$out" 2>&1 </dev/null &&

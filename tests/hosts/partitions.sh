@@ -43,6 +43,7 @@ softofed) N=partitions/sm PORT=7477 ;;
 esac
 FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
 [ -x "$FABRIC" ] || FABRIC=$SOF_ROOT/build/bin/softofed-fabric
+[ -x "$(dirname "$SOFTOFED")/softofed-ipoib" ] || export SOFTOFED_IPOIB=$SOF_ROOT/build/bin/softofed-ipoib
 TOPO=$SOF_TMP/star3.net
 cat >"$TOPO" <<'EOF'
 Switch	8 "S1"
@@ -97,7 +98,10 @@ if [ "$N" = partitions/opensm ]; then
 	sof_host_bg pk.sm a 260 "$SOFTOFED" run -- opensm -g "$ga" -f "$smlog" -d 0 -s 2 -D 0x87 -P "$CONF"
 else
 	smlog=$(sof_out pk.sm)
-	sof_host_bg pk.sm a 260 "$SOFTOFED" sm -v --partitions "$CONF"
+	# as `softofed sm`; run.sh's ASan mix has the daemon and the tool only
+	SMBIN=$(dirname "$SOFTOFED")/softofed-sm
+	[ -x "$SMBIN" ] || SMBIN=$SOF_ROOT/build/bin/softofed-sm
+	sof_host_bg pk.sm a 260 "$SOFTOFED" run -- "$SMBIN" -C sofib0 -v --partitions "$CONF"
 fi
 for _ in $(seq 600); do
 	grep -q 'SUBNET UP' "$smlog" 2>/dev/null && sof_ibf_all_in ACTIVE && break

@@ -393,6 +393,10 @@ int sofd_ib_sma_init(const char *desc)
 	p = &sma.node->port[1];
 	/* the default GID prefix (IBA 4.1.1: fe80::/64) until an SM sets one */
 	p->gid_prefix = a->subnet_prefix;
+	/* NodeInfo:PartitionCap: the entries the transport's port keeps
+	 * (an SM places no P_Key beyond them) */
+	sma.node->partition_cap = TP_IB_PKEYS;
+	p->npkeys = TP_IB_PKEYS;
 	/* VL0 only: VLCap and OperationalVLs 1, every SL to VL0 */
 	p->vl_cap = p->op_vls = 1;
 	memset(p->sl2vl[0], 0, sizeof(p->sl2vl[0]));

@@ -86,9 +86,13 @@ static void fill_ib(struct sof_umad_ca_rep *r)
 	p->gid_prefix = htobe64(a->subnet_prefix);
 	p->port_guid = htobe64(a->port_guid);
 	snprintf(p->link_layer, sizeof(p->link_layer), "InfiniBand");
-	for (uint32_t i = 0; i < TP_IB_PKEYS && n < SOF_UMAD_MAX_PKEYS; i++)
+	/* the table as the SM set it, by index (a MAD's pkey_index names
+	 * an entry), up to its last non-empty entry */
+	for (uint32_t i = 0; i < TP_IB_PKEYS && i < SOF_UMAD_MAX_PKEYS; i++) {
+		p->pkeys[i] = a->pkeys[i];
 		if (a->pkeys[i])
-			p->pkeys[n++] = a->pkeys[i];
+			n = i + 1;
+	}
 	p->npkeys = n;
 }
 
@@ -152,6 +156,12 @@ static void to_umad_addr(const struct sofd_mad_addr *a, ib_mad_addr_t *u)
 	memcpy(u->gid, a->dgid, 16);
 	u->flow_label = htobe32(a->flow_label);
 	u->pkey_index = 0;
+	if (a->ib) /* the index of the MAD's P_Key in the port's table */
+		for (unsigned i = 0; i < TP_IB_PKEYS; i++)
+			if (tp_ib_attr()->pkeys[i] && tp_ib_attr()->pkeys[i] == a->pkey) {
+				u->pkey_index = (uint16_t)i;
+				break;
+			}
 }
 
 static int slot_of(const struct sofd_umad *u, uint32_t id)
@@ -334,9 +344,14 @@ static int from_umad_addr(const struct sofd_umad *u, const uint8_t raw[SOF_UMAD_
 	bool ib = u->ca == SOF_UMAD_CA_IB;
 
 	memcpy(&m, raw, sizeof(m));
-	if (m.pkey_index != 0)
-		return -EINVAL; /* one P_Key, the default */
+	/* IBA 13.5.1: a GSI MAD goes with the P_Key at its pkey_index;
+	 * the RoCE port has the default alone */
+	if (m.pkey_index >= (ib ? TP_IB_PKEYS : 1))
+		return -EINVAL;
 	memset(a, 0, sizeof(*a));
+	a->pkey = ib ? tp_ib_attr()->pkeys[m.pkey_index] : 0xffff;
+	if (!a->pkey)
+		return -EINVAL;
 	if (ib) {
 		const struct tp_ib_attr *at = tp_ib_attr();
 		uint64_t pre = htobe64(at->subnet_prefix), guid = htobe64(at->port_guid);
@@ -356,7 +371,6 @@ static int from_umad_addr(const struct sofd_umad *u, const uint8_t raw[SOF_UMAD_
 		memcpy(a->dgid, m.gid, 16);
 	a->remote_qpn = be32toh(m.qpn) & 0xffffff;
 	a->remote_qkey = be32toh(m.qkey);
-	a->pkey = 0xffff;
 	a->hop_limit = m.hop_limit;
 	a->traffic_class = m.traffic_class;
 	a->flow_label = be32toh(m.flow_label) & 0xfffff;

@@ -204,16 +204,19 @@ void fab_run(struct fabric *f)
 	}
 }
 
-/* IBA 10.9.3: a P_Key matches a table entry when the low 15 bits agree and
- * at least one of the two is a full member */
-bool fab_pkey_ok(const struct sof_port *p, uint16_t pkey)
+/* IBA 10.9.3: at an HCA a P_Key matches a table entry when the low 15
+ * bits agree and at least one of the two is a full member. A switch port
+ * (10.9.4) checks the partition only: its entries copy its CA's
+ * membership, and whether two limited members may talk is the end
+ * nodes' check (a limited member's packets to a full one pass). */
+bool fab_pkey_ok(const struct sof_port *p, uint16_t pkey, bool sw)
 {
 	if (!(pkey & 0x7fff))
 		return false;
 	for (unsigned i = 0; i < p->npkeys; i++) {
 		uint16_t e = p->pkeys[i];
 
-		if ((e & 0x7fff) == (pkey & 0x7fff) && ((e | pkey) & 0x8000))
+		if ((e & 0x7fff) == (pkey & 0x7fff) && (sw || ((e | pkey) & 0x8000)))
 			return true;
 	}
 	return false;
@@ -250,7 +253,7 @@ void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, s
 	if (!vl15 && n->m->type == SOF_NODE_SWITCH && mp->pe_outbound) {
 		int pkey = fab_pkt_pkey(p, len);
 
-		if (pkey >= 0 && !fab_pkey_ok(mp, (uint16_t)pkey)) {
+		if (pkey >= 0 && !fab_pkey_ok(mp, (uint16_t)pkey, true)) {
 			f->st.pkey++;
 			mp->cnt.xmit_constraint_errors++;
 			return;

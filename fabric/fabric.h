@@ -194,7 +194,7 @@ void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, s
 
 /* P_Key matching (IBA 10.9.3) and the P_Key of an IBA transport packet
  * (-1: none) */
-bool fab_pkey_ok(const struct sof_port *p, uint16_t pkey);
+bool fab_pkey_ok(const struct sof_port *p, uint16_t pkey, bool sw);
 int fab_pkt_pkey(const uint8_t *p, size_t len);
 
 /* node.c: a packet at a node (its link already checked) */

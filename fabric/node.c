@@ -171,7 +171,7 @@ static void gsi_input(struct fabric *f, struct fab_node *n, unsigned in_port, co
 		f->st.not_mine++;
 		return;
 	}
-	if (!fab_pkey_ok(pp, u.pkey)) { /* IBA 10.9.2: at the HCA */
+	if (!fab_pkey_ok(pp, u.pkey, false)) { /* IBA 10.9.2: at the HCA */
 		if (pp->pkey_violations < 0xffff)
 			pp->pkey_violations++;
 		f->st.pkey++;
@@ -273,7 +273,7 @@ static void switch_input(struct fabric *f, struct fab_node *n, unsigned in_port,
 	if (inp->pe_inbound) {
 		int pkey = fab_pkt_pkey(p, len);
 
-		if (pkey >= 0 && !fab_pkey_ok(inp, (uint16_t)pkey)) {
+		if (pkey >= 0 && !fab_pkey_ok(inp, (uint16_t)pkey, true)) {
 			inp->cnt.rcv_constraint_errors++;
 			f->st.pkey++;
 			return;

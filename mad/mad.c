@@ -93,7 +93,9 @@ static int gsi_send(const struct sofd_mad_addr *to, const uint8_t *mad)
 }
 
 /* The transport's hook for QP1: a UD SEND with the GSI's Q_Key (IBA
- * 13.5.1) from the default partition. */
+ * 13.5.1). QP1 is in every partition of its port (IBA 10.9.2): by the
+ * InfiniBand port any P_Key of the port's table (iblink.c checked it),
+ * by RoCE the default; the answer goes with the request's P_Key. */
 static void gsi_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 		      const struct roce_addr *a, bool from_net)
 {
@@ -105,7 +107,7 @@ static void gsi_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 		tp_drop_add(SOF_DROP_qp_type);
 		return;
 	}
-	if ((h->pkey & 0x7fff) != 0x7fff) {
+	if (!tp_ib_rx_lrh(&from.lid, &dlid, &from.sl) && (h->pkey & 0x7fff) != 0x7fff) {
 		tp_drop_add(SOF_DROP_pkey);
 		return;
 	}

@@ -287,7 +287,9 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: softofed-sm [-C ca] [-P port] [--lmc N] [--priority N]\n"
 		"       [--routing minhop|updown|ftree] [--guid2lid FILE] [--window N]\n"
-		"       [--timeout MS] [--retries N] [--sweep S] [--sm-key KEY] [--once] [-v]...\n");
+		"       [--timeout MS] [--retries N] [--sweep S] [--sm-key KEY] [--once] [-v]...\n"
+		"       [--partitions FILE | --Pconfig FILE | -P FILE] (OpenSM's partitions.conf;\n"
+		"       -P with a number is the port)\n");
 }
 
 static int open_port(struct sm *sm, const char *ca, int port)
@@ -335,6 +337,7 @@ int main(int argc, char **argv)
 	    {"retries", required_argument, NULL, 'R'},	{"sweep", required_argument, NULL, 's'},
 	    {"once", no_argument, NULL, 'o'},		{"verbose", no_argument, NULL, 'v'},
 	    {"sm-key", required_argument, NULL, 'k'},	{"help", no_argument, NULL, 'h'},
+	    {"partitions", required_argument, NULL, 'T'}, {"Pconfig", required_argument, NULL, 'T'},
 	    {0},
 	};
 	static struct sm sm;
@@ -361,7 +364,13 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "C:P:p:r:g:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'C': ca = optarg; break;
-		case 'P': port = atoi(optarg); break;
+		case 'P': /* the umad port; OpenSM's -P names the partitions file */
+			if (optarg[0] && strspn(optarg, "0123456789") == strlen(optarg))
+				port = atoi(optarg);
+			else
+				sm.partitions = optarg;
+			break;
+		case 'T': sm.partitions = optarg; break;
 		case 'l': sm.sn.lmc = (uint8_t)(atoi(optarg) & 7); break;
 		case 'p': sm.sn.sm_priority = (uint8_t)(atoi(optarg) & 15); break;
 		case 'r':
@@ -392,6 +401,8 @@ int main(int argc, char **argv)
 		sm.window = 32;
 	if (!sm.timeout_ms)
 		sm.timeout_ms = 200;
+	if (sm.partitions && sm_part_load(&sm))
+		return 2;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);

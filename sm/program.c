@@ -6,6 +6,8 @@
  *      every CA port and switch port 0 its PortInfo (LID, LMC, SM LID and
  *      SL, GID prefix, subnet time-out, NeighborMTU) with PortState Armed
  *      when it is in Initialize; switch external ports in Initialize Armed;
+ *      with --partitions, the P_KeyTables (partition.c) and partition
+ *      enforcement on switch ports to CAs;
  *   2. every port in Armed to Active.
  * All by directed route, so nothing depends on the tables being written.
  * A Set refused (a status) is logged and counted; the port stays as it is
@@ -101,6 +103,10 @@ static void portinfo_set(struct sm *sm, struct sm_port *p, uint8_t state, bool m
 		if (mtu)
 			d[36] = (uint8_t)((mtu << 4) | (d[36] & 0xf));
 	}
+	/* IBA 14.2.5.6: PartitionEnforcementInbound/Outbound on a switch
+	 * port to a CA when partitions are configured (partition.c) */
+	if (sm_part_enforce(sm, p))
+		d[43] |= 0x0c;
 	if (mgmt) {
 		memset(d, 0, 8); /* M_Key 0 */
 		sof_put64(d + 8, sn->prefix);
@@ -181,10 +187,12 @@ void sm_program_start(struct sm *sm)
 									     : SOF_PORT_NOP;
 			if (n->sw && j == 0)
 				st = SOF_PORT_NOP;
-			if ((mgmt && (!p->lid_set || p->sm_lid != sn->sm_lid)) || st != SOF_PORT_NOP)
+			if ((mgmt && (!p->lid_set || p->sm_lid != sn->sm_lid)) || st != SOF_PORT_NOP ||
+			    (sm_part_enforce(sm, p) && (p->raw_portinfo[43] & 0x0c) != 0x0c))
 				portinfo_set(sm, p, st, mgmt && p->lid);
 		}
 	}
+	sm_part_program(sm);
 }
 
 void sm_activate_start(struct sm *sm)

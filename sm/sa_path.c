@@ -198,6 +198,21 @@ struct pair {
 	struct sa_out *o;
 };
 
+/* Port p's membership of partition pkey (IBA 10.9.1.1): 0 none, 1
+ * limited, 2 full; from the table the SM wrote (sm/partition.c), else the
+ * default partition alone, as the SMA starts. */
+static unsigned pkey_memb(const struct sm_port *p, uint16_t pkey)
+{
+	unsigned m = 0;
+
+	if (!p->pkeys_set)
+		return (pkey & 0x7fff) == 0x7fff ? 2 : 0;
+	for (unsigned i = 0; i < 32; i++)
+		if (p->pkeys[i] & 0x7fff && (p->pkeys[i] & 0x7fff) == (pkey & 0x7fff))
+			m |= p->pkeys[i] & 0x8000 ? 2 : 1;
+	return m & 2 ? 2 : m;
+}
+
 /* Emit the path from LID offset si of sp to offset di of dp, if the
  * tables carry it and the selectors allow it. false: stop. */
 static bool one_path(struct pair *c, unsigned si, unsigned di)
@@ -219,6 +234,15 @@ static bool one_path(struct pair *c, unsigned si, unsigned di)
 	p.slid = slid;
 	p.reversible = true;
 	p.pkey = SOF_PKEY_DEFAULT;
+	/* a P_Key asked for: a path only within a partition both ends are
+	 * in, one of them a full member (IBA 10.9.3) */
+	if (has(pq, SOF_PR_PKEY)) {
+		unsigned ms = pkey_memb(c->sp, pq->q.pkey), md = pkey_memb(c->dp, pq->q.pkey);
+
+		if (!ms || !md || (ms == 1 && md == 1))
+			return true;
+		p.pkey = pq->q.pkey;
+	}
 	p.mtu_sel = p.rate_sel = p.life_sel = 2;
 	/* a smaller MTU than the path's is always usable: "less than"
 	 * lowers it (a rate is not lowered: the links run at theirs) */

@@ -354,12 +354,17 @@ void sa_gen_pkey(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 
 			if (!p->present)
 				continue;
-			/* block 0 of the table the SM leaves: the default
-			 * partition, full membership (IBA 10.9.1.1) */
+			/* block 0 as the SM wrote it (sm/partition.c), else
+			 * the default partition, full membership (IBA
+			 * 10.9.1.1), which the SMA starts with */
 			memset(rec, 0, sizeof(rec));
 			sof_put16(rec, sa_port_lid(p));
 			rec[4] = p->num;
-			sof_put16(rec + SOF_SA_TABLE_OFF, SOF_PKEY_DEFAULT);
+			if (p->pkeys_set)
+				for (unsigned k = 0; k < 32; k++)
+					sof_put16(rec + SOF_SA_TABLE_OFF + 2 * k, p->pkeys[k]);
+			else
+				sof_put16(rec + SOF_SA_TABLE_OFF, SOF_PKEY_DEFAULT);
 			if (!sa_emit(o, rec))
 				return;
 		}

@@ -9,6 +9,7 @@
  * subscriber's ReportResp ends them. At start the SA makes the IPoIB
  * broadcast group of the default partition (RFC 4391), as OpenSM does.
  */
+#include "sm.h"
 #include "sm_sa.h"
 #include "smp.h"
 
@@ -95,6 +96,16 @@ static int sa_start(void *ctx, struct sm_subnet *sn, int fd)
 	}
 	sm_sa_ipoib_mgid(mgid, SOF_PKEY_DEFAULT);
 	sm_sa_mcast_create(u->sa, mgid, SOF_PKEY_DEFAULT, IPOIB_QKEY, IPOIB_MTU, IPOIB_RATE);
+	/* each partition with the ipoib flag has its group (sm/partition.c) */
+	for (unsigned i = 0; sm_parts_loaded() && i < sm_parts_loaded()->n; i++) {
+		const struct sm_partition *pt = &sm_parts_loaded()->p[i];
+
+		if (!pt->ipoib || pt->pkey == 0x7fff)
+			continue;
+		sm_sa_ipoib_mgid(mgid, pt->pkey);
+		sm_sa_mcast_create(u->sa, mgid, pt->pkey | 0x8000, pt->qkey ? pt->qkey : IPOIB_QKEY,
+				   pt->mtu ? pt->mtu : IPOIB_MTU, pt->rate ? pt->rate : IPOIB_RATE);
+	}
 	return 0;
 }
 

@@ -53,6 +53,40 @@ extern const char *const sm_phase_names[SM_PHASE_MAX];
 
 enum sm_routing { SM_ROUTE_MINHOP, SM_ROUTE_UPDOWN, SM_ROUTE_FTREE };
 
+/* Partitions (sm/partition.c), from a file in OpenSM's partitions.conf
+ * syntax. A member names ports; its membership is limited, full or both
+ * (both: a full member, IBA 10.9.1.1 has no "both" in a table). */
+enum sm_part_who { SM_PART_GUID, SM_PART_ALL, SM_PART_ALL_CAS, SM_PART_ALL_SWITCHES, SM_PART_SELF };
+enum sm_part_memb { SM_MEMB_LIMITED = 1, SM_MEMB_FULL = 2, SM_MEMB_BOTH = 3 };
+extern const char *const sm_part_who_names[5];
+
+struct sm_part_member {
+	uint8_t who;  /* enum sm_part_who */
+	uint8_t memb; /* enum sm_part_memb */
+	uint64_t guid; /* SM_PART_GUID: a port GUID */
+};
+
+struct sm_partition {
+	char name[64];
+	uint16_t pkey;	/* 15 bits: the membership bit goes per port */
+	bool ipoib;	/* the SA makes its IPoIB broadcast group at start */
+	uint8_t mtu, rate, sl; /* of the broadcast group, 0: the SA's default */
+	uint32_t qkey;
+	struct sm_part_member *m;
+	unsigned nm;
+};
+
+struct sm_parts {
+	struct sm_partition *p;
+	unsigned n;
+};
+
+/* Parse text (a whole file): 0, or -EINVAL with "line N: what" in err. */
+int sm_part_parse(const char *text, struct sm_parts *out, char *err, size_t errlen);
+void sm_part_free(struct sm_parts *ps);
+/* The partitions the SM loaded (NULL: no --partitions), for the SA. */
+const struct sm_parts *sm_parts_loaded(void);
+
 struct sm {
 	struct sm_subnet sn;
 	/* the umad port */
@@ -66,6 +100,9 @@ struct sm {
 	unsigned sweep_s;	/* light sweep period, 0 none */
 	enum sm_routing routing;
 	const char *guid2lid;	/* file, NULL none */
+	const char *partitions;	/* --partitions file, NULL: default tables */
+	struct sm_parts parts;	/* as loaded */
+	unsigned pkey_blocks;	/* P_KeyTable blocks the last sweep wrote */
 	int verbose;
 	bool once;		/* exit after SUBNET UP */
 	/* guid2lid as loaded, sorted by GUID */
@@ -129,6 +166,12 @@ int sm_lid_assign(struct sm *sm);
 void sm_lid_save(struct sm *sm);
 /* route.c */
 int sm_route(struct sm *sm);
+/* partition.c: load --partitions (0 or -errno, said on stderr); queue
+ * the P_KeyTable Sets of a programming round; whether a switch port
+ * enforces partitions (PortInfo PartitionEnforcementInbound/Outbound) */
+int sm_part_load(struct sm *sm);
+void sm_part_program(struct sm *sm);
+bool sm_part_enforce(const struct sm *sm, const struct sm_port *p);
 /* program.c */
 void sm_program_start(struct sm *sm);
 void sm_activate_start(struct sm *sm);

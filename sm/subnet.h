@@ -74,6 +74,10 @@ struct sm_port {
 	uint8_t subnet_timeout; /* PortInfo:SubnetTimeOut as set */
 	uint8_t resp_time;    /* PortInfo:RespTimeValue */
 	uint8_t raw_portinfo[64]; /* the last PortInfo GetResp's attribute */
+	/* block 0 of the P_KeyTable (IBA 14.2.5.7) as the SM wrote it
+	 * (pkeys_set; else the port keeps its own, the default) */
+	uint16_t pkeys[32];
+	bool pkeys_set;
 	/* the link's far end, NULL when none was found (or the port is down) */
 	struct sm_port *peer;
 	/* the directed route to this port's node entering by this port (CA

@@ -252,7 +252,7 @@ for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong
 	tests/hosts/ibfabric_diags.sh tests/hosts/ibfabric_ft128.sh tests/hosts/ibfabric_data.sh \
 	tests/hosts/sm.sh tests/hosts/sm_line3.sh tests/hosts/sa.sh \
 	tests/hosts/ipoib.sh tests/hosts/ipoib_line3.sh tests/hosts/ipoib_sm.sh tests/hosts/ipoib_sm_pair.sh tests/hosts/ipoib_cm.sh tests/hosts/ibcm.sh \
-	tests/hosts/ibcapture.sh; do
+	tests/hosts/ibcapture.sh tests/hosts/partitions.sh tests/hosts/partitions_sm.sh; do
 	selected "$f" || continue
 	if [ ! -f "$f" ]; then
 		result_fail "$f" "missing"
@@ -278,7 +278,7 @@ fi
 for f in tests/hosts/badpackets.sh tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/mr_kinds.sh \
 	tests/hosts/mw.sh tests/hosts/srq_resize.sh tests/hosts/iblink.sh tests/hosts/ibdata.sh \
 	tests/hosts/umad.sh tests/hosts/opensm.sh tests/hosts/ibfabric_diags.sh tests/hosts/ipoib.sh tests/hosts/ipoib_cm.sh \
-	tests/hosts/ibcm.sh; do
+	tests/hosts/ibcm.sh tests/hosts/partitions_sm.sh; do
 	selected "$f (asan daemon)" || continue
 	[ -n "$MIX" ] || continue
 	script_cmd "$f"

@@ -5,7 +5,9 @@
  * socket "softofed/ipoib/IFNAME": one line (STATUS or DOWN), text back.
  *
  *   softofed ipoib up [PORT] [--pkey P] [--dev DEV] [--mode datagram|connected]
- *                                                    interface ib<PORT-1>
+ *                     interface ib<PORT-1>, or its child ib<PORT-1>.PPPP for
+ *                     a P_Key other than the default (named as the kernel's:
+ *                     PPPP with the full-member bit, "ib0.8001")
  *   softofed ipoib status [IFNAME]
  *   softofed ipoib down [IFNAME]
  *
@@ -74,6 +76,7 @@ static int ipoib_up(int argc, char **argv)
 	const char *env = getenv("SOFTOFED_IPOIB");
 	char *args[16];
 	int na = 0, status;
+	unsigned long pkey = 0xffff;
 	uint64_t deadline;
 	pid_t pid;
 
@@ -86,6 +89,16 @@ static int ipoib_up(int argc, char **argv)
 		} else if ((!strcmp(argv[i], "--pkey") || !strcmp(argv[i], "--dev") ||
 			    !strcmp(argv[i], "--mode")) &&
 			   i + 1 < argc && na < 12) {
+			if (!strcmp(argv[i], "--pkey")) {
+				char *end;
+
+				pkey = strtoul(argv[i + 1], &end, 0);
+				if (*end || !(pkey & 0x7fff) || pkey > 0xffff) {
+					fprintf(stderr, "softofed ipoib up: bad P_Key %s\n",
+						argv[i + 1]);
+					return 2;
+				}
+			}
 			args[na++] = argv[i];
 			args[na++] = argv[++i];
 		} else {
@@ -93,6 +106,10 @@ static int ipoib_up(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* a partition's child interface (Linux ipoib_vlan: parent.PPPP) */
+	if ((pkey & 0x7fff) != 0x7fff)
+		snprintf(ifname, sizeof(ifname), "ib%u.%04x", (unsigned)(atoi(port) - 1) % 8u,
+			 (unsigned)(pkey | 0x8000) & 0xffffu);
 	args[na++] = (char *)"--port";
 	args[na++] = port;
 	args[na++] = (char *)"--ifname";
@@ -139,20 +156,54 @@ static int ipoib_up(int argc, char **argv)
 	return 1;
 }
 
+/* The IPoIB interfaces of this namespace: ib0 .. ib7 and the child
+ * interfaces (ib0.8001) whose control sockets /proc/net/unix lists. */
+static unsigned ipoib_names(char names[][16], unsigned max)
+{
+	static const char tag[] = "@softofed/ipoib/";
+	FILE *f = fopen("/proc/net/unix", "r");
+	char line[512];
+	unsigned n = 0;
+
+	for (int i = 0; i < 8 && n < max; i++)
+		snprintf(names[n++], 16, "ib%d", i);
+	while (f && fgets(line, sizeof(line), f) && n < max) {
+		char *at = strstr(line, tag), *end;
+		bool dup = false;
+
+		if (!at || !strchr(at, '.'))
+			continue;
+		at += sizeof(tag) - 1;
+		end = at + strcspn(at, " \n");
+		if (end - at >= 16)
+			continue;
+		*end = 0;
+		for (unsigned k = 0; k < n; k++)
+			dup |= !strcmp(names[k], at);
+		if (!dup)
+			snprintf(names[n++], 16, "%s", at);
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /* For `softofed status`: one line per IPoIB interface that answers (ib0 ..
- * ib7): its first status line, then how many neighbours and groups, and
+ * ib7 and children): its first status line, then how many neighbours and groups, and
  * its packet counters. */
 void soft_ipoib_summary(void)
 {
-	for (int i = 0; i < 8; i++) {
-		char ifname[16], *buf = NULL, *l, *save = NULL, first[256] = "";
+	char names[16][16];
+	unsigned nn = ipoib_names(names, 16);
+
+	for (unsigned i = 0; i < nn; i++) {
+		char *ifname = names[i], *buf = NULL, *l, *save = NULL, first[256] = "";
 		size_t len = 0;
 		unsigned long long rx = 0, tx = 0;
 		unsigned neigh = 0, groups = 0;
 		FILE *f;
 		int err;
 
-		snprintf(ifname, sizeof(ifname), "ib%d", i);
 		f = open_memstream(&buf, &len);
 		if (!f)
 			return;

@@ -292,16 +292,15 @@ void tp_ib_disable(bool off)
 
 /* IBA 10.9.3: the P_Key matches an entry of the table when the low 15
  * bits are equal and at least one of the two is a full member. */
-static bool pkey_ok(uint16_t pkey)
+bool tp_ib_pkey_ok(uint16_t pkey)
 {
-	for (unsigned i = 0; i < TP_IB_PKEYS; i++) {
-		uint16_t e = ib.attr.pkeys[i];
-
-		if ((e & 0x7fff) && (e & 0x7fff) == (pkey & 0x7fff) && ((e | pkey) & 0x8000))
+	for (unsigned i = 0; i < TP_IB_PKEYS; i++)
+		if (tp_pkey_match(ib.attr.pkeys[i], pkey))
 			return true;
-	}
 	return false;
 }
+
+void tp_ib_pkey_violation(void) { ib.cnt.pkey_violations++; }
 
 static bool dlid_ours(uint16_t dlid)
 {
@@ -366,7 +365,7 @@ static void packet_input(const uint8_t *buf, size_t len)
 		ib.cnt.dlid_drops++;
 		return;
 	}
-	if (!smp && !pkey_ok(h.pkey)) {
+	if (!smp && !tp_ib_pkey_ok(h.pkey)) {
 		ib.cnt.pkey_violations++;
 		tp_drop(SOF_DROP_pkey);
 		return;

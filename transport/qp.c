@@ -141,6 +141,16 @@ static int ib_path(struct sof_tqp *t, const struct sof_modify_qp_req *req)
 	return 0;
 }
 
+/* IBA 10.9.2: a QP's packets carry the P_Key at its index in its port's
+ * table, as it is when they are sent (the SM may change the table); the
+ * RoCE port's table is the default P_Key alone. */
+uint16_t tp_qp_pkey(const struct sof_tqp *t)
+{
+	if (!t->ib)
+		return 0xffff;
+	return t->pkey_index < TP_IB_PKEYS ? tp_ib_attr()->pkeys[t->pkey_index] : 0;
+}
+
 int tp_qp_modify(struct tp_qp *qp, const struct sof_modify_qp_req *req, bool *net)
 {
 	struct sof_tqp *t = qp->t;
@@ -182,6 +192,9 @@ int tp_qp_modify(struct tp_qp *qp, const struct sof_modify_qp_req *req, bool *ne
 	t->max_rd_atomic = req->max_rd_atomic;
 	t->max_dest_rd_atomic = req->max_dest_rd_atomic;
 	t->rate_kbps = req->rate_limit;
+	t->ib = req->link == TP_LINK_IB;
+	if (m & IBV_QP_PKEY_INDEX)
+		t->pkey_index = req->pkey_index;
 	if (m & IBV_QP_RQ_PSN) {
 		t->epsn = req->rq_psn & ROCE_PSN_MASK;
 		tp_resp_ooo_clear(t);
@@ -295,6 +308,7 @@ bool tp_any_net_v6(void)
 
 static struct tp_linger {
 	uint32_t qpn, dqpn, epsn, msn;
+	uint16_t pkey;
 	uint64_t until;
 	struct tp_path path;
 } linger[LINGER_MAX];
@@ -310,12 +324,14 @@ void tp_linger_add(uint32_t qpn, uint32_t dqpn, uint32_t epsn, uint32_t msn,
 	l->epsn = epsn;
 	l->msn = msn;
 	l->path = *path;
+	l->pkey = 0xffff;
 	l->until = sof_now_ns() + LINGER_NS;
 }
 
 void tp_resp_linger(const struct sof_tqp *t)
 {
 	tp_linger_add(t->qp->qpn, t->dqpn, t->epsn, t->msn, &t->path);
+	linger[(linger_next - 1) % LINGER_MAX].pkey = tp_qp_pkey(t);
 }
 
 bool tp_resp_lingering(uint32_t qpn, const struct roce_hdr *h, const struct roce_addr *a)
@@ -336,7 +352,7 @@ bool tp_resp_lingering(uint32_t qpn, const struct roce_hdr *h, const struct roce
 		if (d >= 0 || d < -TP_DUP_WINDOW)
 			return false;
 		tp_send_ack_to(&l->path, l->dqpn, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
-			       l->epsn - 1, l->msn, ROCE_SVC_RC);
+			       l->epsn - 1, l->msn, ROCE_SVC_RC, l->pkey);
 		return true;
 	}
 	return false;

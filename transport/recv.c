@@ -9,14 +9,38 @@
  * dropped and counted (sof_proto.h's drop counters). It also keeps the
  * list of QPs owing a coalesced ACK, sent at the end of each batch.
  */
+#include "tp_ib.h"
 #include "tport.h"
 
 #include "sof_wr.h"
 
 /* ---- receiving ------------------------------------------------------------------ */
 
-/* P_Key match (IBA 10.9.3): the only table entry is the default 0xffff. */
-static bool pkey_ok(uint16_t pkey) { return (pkey & 0x7fff) == 0x7fff; }
+/* P_Key check of a datagram to a multicast group (IBA 10.9.3): the
+ * InfiniBand port checked it against its whole table (iblink.c); the
+ * RoCE port's table is the default P_Key alone. */
+static bool port_pkey_ok(uint16_t pkey)
+{
+	uint16_t slid, dlid;
+	uint8_t sl;
+
+	return tp_ib_rx_lrh(&slid, &dlid, &sl) || tp_pkey_match(0xffff, pkey);
+}
+
+/* IBA 10.9.3: a packet to a QP carries a P_Key matching the QP's own
+ * (its index in the port's table); a mismatch by the InfiniBand port is
+ * one of the port's P_Key violations (PortInfo.P_KeyViolations). */
+static bool qp_pkey_ok(const struct sof_tqp *t, uint16_t pkey)
+{
+	uint16_t slid, dlid;
+	uint8_t sl;
+
+	if (tp_pkey_match(tp_qp_pkey(t), pkey))
+		return true;
+	if (tp_ib_rx_lrh(&slid, &dlid, &sl))
+		tp_ib_pkey_violation();
+	return false;
+}
 
 void tp_recv_hook(unsigned which, tp_recv_fn fn)
 {
@@ -48,7 +72,7 @@ void tp_recv(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 			tp_drop(SOF_DROP_qp_type);
 			return;
 		}
-		if (!pkey_ok(h->pkey)) {
+		if (!port_pkey_ok(h->pkey)) {
 			tp_drop(SOF_DROP_pkey);
 			return;
 		}
@@ -82,7 +106,7 @@ void tp_recv(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 		tp_drop(SOF_DROP_qp_type);
 		return;
 	}
-	if (!pkey_ok(h->pkey)) {
+	if (!qp_pkey_ok(t, h->pkey)) {
 		tp_drop(SOF_DROP_pkey);
 		return;
 	}

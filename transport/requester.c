@@ -153,7 +153,7 @@ static void bth(const struct sof_tqp *t, struct roce_hdr *h, uint8_t opcode, uin
 {
 	memset(h, 0, sizeof(*h));
 	h->opcode = opcode;
-	h->pkey = 0xffff;
+	h->pkey = tp_qp_pkey(t);
 	h->dqpn = t->dqpn;
 	h->psn = psn & ROCE_PSN_MASK;
 	h->ext = tp_sack_on && t->qp->type == IBV_QPT_RC; /* sack.c */
@@ -307,7 +307,7 @@ static void send_ud(struct sof_tqp *t, struct tp_swqe *w)
 	}
 	memset(&h, 0, sizeof(h));
 	h.opcode = w->opcode == IBV_WR_SEND_WITH_IMM ? ROCE_UD_SEND_ONLY_IMM : ROCE_UD_SEND_ONLY;
-	h.pkey = 0xffff;
+	h.pkey = tp_qp_pkey(t);
 	h.dqpn = w->remote_qpn;
 	h.psn = t->psn;
 	h.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;

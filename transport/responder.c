@@ -161,13 +161,13 @@ static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byt
 /* ---- answers ------------------------------------------------------------------- */
 
 void tp_send_ack_to(const struct tp_path *path, uint32_t dqpn, uint8_t syndrome, uint32_t psn,
-		    uint32_t msn, uint8_t svc)
+		    uint32_t msn, uint8_t svc, uint16_t pkey)
 {
 	struct roce_hdr h;
 
 	memset(&h, 0, sizeof(h));
 	h.opcode = svc | ROCE_ACK;
-	h.pkey = 0xffff;
+	h.pkey = pkey;
 	h.dqpn = dqpn;
 	h.psn = psn & ROCE_PSN_MASK;
 	h.syndrome = syndrome;
@@ -190,12 +190,13 @@ static void send_aeth(struct sof_tqp *t, uint8_t syndrome, uint32_t psn)
 	struct roce_hdr h;
 
 	if (!t->sack_peer || t->qp->type != IBV_QPT_RC) {
-		tp_send_ack_to(&t->path, t->dqpn, syndrome, psn, t->msn, tp_svc(t->qp->type));
+		tp_send_ack_to(&t->path, t->dqpn, syndrome, psn, t->msn, tp_svc(t->qp->type),
+			       tp_qp_pkey(t));
 		return;
 	}
 	memset(&h, 0, sizeof(h));
 	h.opcode = ROCE_SVC_RC | ROCE_ACK;
-	h.pkey = 0xffff;
+	h.pkey = tp_qp_pkey(t);
 	h.dqpn = t->dqpn;
 	h.psn = psn & ROCE_PSN_MASK;
 	h.syndrome = syndrome;
@@ -272,7 +273,7 @@ static void serve_read(struct sof_tqp *t, uint32_t psn, uint64_t va, uint32_t rk
 					  : first	? ROCE_READ_RESP_FIRST
 					  : last	? ROCE_READ_RESP_LAST
 							: ROCE_READ_RESP_MIDDLE);
-		h.pkey = 0xffff;
+		h.pkey = tp_qp_pkey(t);
 		h.dqpn = t->dqpn;
 		h.psn = psn & ROCE_PSN_MASK;
 		h.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
@@ -299,7 +300,7 @@ static void send_atomic_ack(struct sof_tqp *t, uint32_t psn, uint64_t orig)
 
 	memset(&a, 0, sizeof(a));
 	a.opcode = tp_svc(t->qp->type) | ROCE_ATOMIC_ACK;
-	a.pkey = 0xffff;
+	a.pkey = tp_qp_pkey(t);
 	a.dqpn = t->dqpn;
 	a.psn = psn & ROCE_PSN_MASK;
 	a.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;

@@ -102,6 +102,12 @@ void tp_ib_disable(bool off);
  * hook's question: the QP0 hook answers to the SLID); false otherwise. */
 bool tp_ib_rx_lrh(uint16_t *slid, uint16_t *dlid, uint8_t *sl);
 
+/* A packet the port took failed a QP's P_Key check (recv.c): counted
+ * with the port's own P_Key violations. */
+void tp_ib_pkey_violation(void);
+/* Whether pkey matches an entry of the port's table (IBA 10.9.3). */
+bool tp_ib_pkey_ok(uint16_t pkey);
+
 /* The GID the classifier sees for a LID on a LID-routed path: fe80::LID
  * (never on the wire). */
 void tp_ib_lid_gid(uint16_t lid, uint8_t gid[16]);

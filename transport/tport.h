@@ -133,6 +133,11 @@ struct sof_tqp {
 	uint32_t access; /* qp_access_flags */
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	/* IBV_QP_PKEY_INDEX: the entry of the port's P_Key table its
+	 * packets carry and its receives are checked against (IBA 10.9.2);
+	 * ib: a QP of sofib0 (the RoCE port's table is the default alone) */
+	uint16_t pkey_index;
+	bool ib;
 
 	/* requester (requester.c, completer.c); ring indexes are those of
 	 * the network send queue: wq_head oldest not completed, wq_send next
@@ -462,9 +467,18 @@ void tp_resp_ooo_clear(struct sof_tqp *t);
 /* Send the coalesced ACK of t if one is due. */
 void tp_resp_flush_ack(struct sof_tqp *t);
 /* An ACK or NAK (syndrome) of psn/msn on path to dqpn, from no QP: an
- * RC or UC answer (responder.c), also for a lingering QP (qp.c). */
+ * RC or UC answer (responder.c), also for a lingering QP (qp.c), with
+ * P_Key pkey. */
 void tp_send_ack_to(const struct tp_path *path, uint32_t dqpn, uint8_t syndrome, uint32_t psn,
-		    uint32_t msn, uint8_t svc);
+		    uint32_t msn, uint8_t svc, uint16_t pkey);
+/* The P_Key of t's packets: its port's table at its index (qp.c). */
+uint16_t tp_qp_pkey(const struct sof_tqp *t);
+/* IBA 10.9.3: P_Keys a and b match when their low 15 bits are equal and
+ * not 0, and at least one is a full member (bit 15). */
+static inline bool tp_pkey_match(uint16_t a, uint16_t b)
+{
+	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
+}
 /* t's QP is destroyed: it lingers to acknowledge repeated requests (qp.c). */
 void tp_resp_linger(const struct sof_tqp *t);
 /* A request for QP qpn, which no longer exists: answered when the QP

@@ -480,7 +480,7 @@ static void device_attr(const struct sofv_context *s, struct ibv_device_attr *a)
 	a->max_srq = SOFV_MAX_SRQ;
 	a->max_srq_wr = SOFV_MAX_SRQ_WR;
 	a->max_srq_sge = SOFV_MAX_SRQ_SGE;
-	a->max_pkeys = SOFV_MAX_PKEYS;
+	a->max_pkeys = s->ib ? SOF_IB_PKEYS : SOFV_MAX_PKEYS;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
 }

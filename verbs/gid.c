@@ -252,7 +252,20 @@ SOFV_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num
 		return -1;
 	}
 	/* The full-membership bit is ignored when matching, as in the
-	 * kernel's P_Key lookup. */
+	 * kernel's P_Key lookup; sofib0 looks in the table the SM set. */
+	if (to_sctx(context)->ib) {
+		struct sof_ib_port p;
+
+		if (sofv_ib_port(to_sctx(context), &p)) {
+			errno = EIO;
+			return -1;
+		}
+		for (int i = 0; i < SOF_IB_PKEYS; i++)
+			if ((p.pkeys[i] & 0x7fff) && (p.pkeys[i] & 0x7fff) == (be16toh(pkey) & 0x7fff))
+				return i;
+		errno = ENOENT;
+		return -1;
+	}
 	if ((be16toh(pkey) & 0x7fff) == (SOFV_DEFAULT_PKEY & 0x7fff))
 		return 0;
 	errno = ENOENT;

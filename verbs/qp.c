@@ -421,7 +421,7 @@ static int check_attr_values(struct sofv_qp *qp, const struct ibv_qp_attr *a, in
 
 	if ((mask & IBV_QP_PORT) && a->port_num != 1)
 		return EINVAL;
-	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= SOFV_MAX_PKEYS)
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= (s->ib ? SOF_IB_PKEYS : SOFV_MAX_PKEYS))
 		return EINVAL;
 	if ((mask & IBV_QP_ACCESS_FLAGS) &&
 	    (a->qp_access_flags & ~(unsigned)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |

@@ -23,9 +23,12 @@
  *     and each group's tree reaches every member's switch from any other
  *     member's switch along marked links;
  *   - nothing leaks (the subnet is freed each input; ASan's leak check).
+ * Bit 5 of the first byte loads partitions (sm/partition.c): the P_Key
+ * tables and switch ports' enforcement are written through the same
+ * answers.
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
- * FUZZ_SOURCES: tests/fuzz/fuzz_sm.c sm/discover.c sm/lid.c sm/route.c sm/program.c sm/mcast.c sm/subnet.c mad/sma.c mad/pma.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_sm.c sm/discover.c sm/lid.c sm/route.c sm/program.c sm/partition.c sm/mcast.c sm/subnet.c mad/sma.c mad/pma.c
  * FUZZ_INCLUDES: sm mad common
  */
 #include <errno.h>
@@ -372,6 +375,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nreqs = 0;
 	sm.routing = size ? (enum sm_routing)((data[0] >> 6) % 3) : SM_ROUTE_MINHOP;
 	sm.sn.lmc = size ? data[0] & 3 : 0;
+	/* bit 5: partitions (sm/partition.c), so P_KeyTable Sets and switch
+	 * ports' enforcement go through the lying answers too */
+	if (size && data[0] & 0x20) {
+		char err[128];
+
+		if (sm_part_parse("Default=0x7fff : ALL=full ; p=0x8001 : ALL_CAS=limited, SELF=full ;",
+				  &sm.parts, err, sizeof(err)))
+			abort();
+		sm.partitions = "fuzz";
+	}
 	/* two sweeps: the second meets the model the first left */
 	for (round = 0; round < 2; round++) {
 		sm_discover_start(&sm);
@@ -392,6 +405,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_mcast(&sm);
 		}
 	}
+	sm_part_free(&sm.parts);
 	sm_subnet_free(&sm.sn);
 	return 0;
 }

@@ -385,6 +385,8 @@ static void post_write(uint32_t len, uint32_t rkey)
 	tp_qp_doorbell(&w.qp);
 }
 
+static uint16_t in_pkey = 0xffff; /* the P_Key of the packets S_IN makes */
+
 static void packet_in(const struct step *s)
 {
 	static uint8_t payload[4096];
@@ -394,7 +396,7 @@ static void packet_in(const struct step *s)
 
 	memset(&h, 0, sizeof(h));
 	h.opcode = s->opcode;
-	h.pkey = 0xffff;
+	h.pkey = in_pkey;
 	h.dqpn = QPN;
 	h.ackreq = true;
 	h.psn = ((oi->flags & ROCE_F_RESP) ? SPSN : EPSN) + (uint32_t)s->psn;
@@ -508,6 +510,47 @@ TEST(resp_send_ack_duplicate)
 
 	run_steps(steps);
 	world_down();
+}
+
+/* IBA 10.9.3: the P_Key match (partition equal and not 0, one side a
+ * full member) and the classifier's check against the QP's P_Key, on the
+ * RoCE port the default 0xffff: another partition is dropped and counted,
+ * the default's limited form is taken, and the answers carry 0xffff. */
+TEST(pkey_check)
+{
+	const struct step ok_step[] = {
+	    {S_RECV, .len = 256, .e = {0}},
+	    {S_IN, ROCE_SEND_ONLY, 0, 100, .e = {.nsent = V(0), .rcqe = V(1)}},
+	    {S_BATCH, .e = {.nsent = V(1), .opcode = V(ROCE_ACK), .syndrome = V(ACK), .psn = V(0)}},
+	    {S_END, .e = {0}},
+	};
+	const struct step bad_step[] = {
+	    {S_RECV, .len = 256, .e = {0}},
+	    {S_IN, ROCE_SEND_ONLY, 0, 100, .e = {.nsent = V(0), .rcqe = V(0)}},
+	    {S_BATCH, .e = {.nsent = V(0)}},
+	    {S_END, .e = {0}},
+	};
+
+	CHECK(tp_pkey_match(0xffff, 0xffff));
+	CHECK(tp_pkey_match(0xffff, 0x7fff));
+	CHECK(tp_pkey_match(0x7fff, 0xffff));
+	CHECK(!tp_pkey_match(0x7fff, 0x7fff)); /* two limited members */
+	CHECK(tp_pkey_match(0x8001, 0x0001));
+	CHECK(!tp_pkey_match(0x0001, 0x0001));
+	CHECK(!tp_pkey_match(0x8001, 0x8002));
+	CHECK(!tp_pkey_match(0x8000, 0x8000)); /* partition 0 is invalid */
+	CHECK(!tp_pkey_match(0, 0x8001));	/* an empty entry */
+
+	in_pkey = 0x8001;
+	run_steps(bad_step);
+	CHECK_EQ(w.drops[SOF_DROP_pkey], 1);
+	world_down();
+	in_pkey = 0x7fff;
+	run_steps(ok_step);
+	CHECK_EQ(w.drops[SOF_DROP_pkey], 0);
+	CHECK(w.nsent >= 1 && w.sent[w.nsent - 1].h.pkey == 0xffff);
+	world_down();
+	in_pkey = 0xffff;
 }
 
 TEST(resp_sequence_error_nak_once)
@@ -942,6 +985,7 @@ TEST(sack_standard_peer_gets_none)
 int main(void)
 {
 	RUN(resp_send_ack_duplicate);
+	RUN(pkey_check);
 	RUN(resp_sequence_error_nak_once);
 	RUN(resp_rnr_nak);
 	RUN(resp_remote_access_nak);

@@ -1,0 +1,320 @@
+#!/bin/bash
+# Partitions (issue 19 item 1, issue 20 item 5, issue 21 child interfaces):
+# three real hosts a, b, c on one switch (H1, H2, H3 on S1), the SM in a
+# with one partitions.conf — Debian's OpenSM (-P FILE), or with
+# SOF_SM=softofed our softofed-sm (--partitions FILE; partitions_sm.sh):
+#
+#   Default=0x7fff, ipoib : ALL=full ;
+#   p8001=0x8001, ipoib : A=full, B=full ;          c is not a member
+#   p8002=0x8002 : A=limited, B=limited, C=full ;
+#
+#   tables      smpquery pkeys of each host: its partitions, full bit as set;
+#               saquery PKeyTableRecord of each host's LID the same table;
+#               ibv_query_pkey / ibv_devinfo -v: ours report what the SM set
+#   rc 8001     ib_send_lat --pkey_index (index of 0x8001 in each table) by
+#               LID a <-> b: works
+#   c -> a      c (default P_Key) to a's QP in 0x8001: the client fails
+#               (retry exceeded), a counts P_Key violations (its port's
+#               counter, `softofed status`; smpquery portinfo PkeyViolations)
+#   limited     a and b, both limited members of 0x8002: fails; a (limited)
+#               with c (full): works
+#   switch      c sending with a P_Key its switch port does not carry (an
+#               empty table index): dropped by S1 (inbound enforcement,
+#               PortRcvConstraintErrors of S1's port to c grows)
+#   ipoib       `softofed ipoib up --pkey 0x8001` makes ib0.8001 in a and b
+#               (its QP on 0x8001's index); ping a <-> b over it, `softofed
+#               status` lists it with its packets; in c, not a
+#               member, ib0.8001 does not come up, and c's ib0 (default
+#               partition) cannot reach a's ib0.8001 address
+#
+# Needs root (ip netns). Usage: [SOF_SM=softofed] tests/hosts/partitions.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+sof_init
+
+case ${SOF_SM:-opensm} in
+opensm) N=partitions/opensm PORT=7475 ;;
+softofed) N=partitions/sm PORT=7477 ;;
+*)
+	not_ok "partitions: SOF_SM" "opensm or softofed, not '$SOF_SM'"
+	exit 1
+	;;
+esac
+FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
+[ -x "$FABRIC" ] || FABRIC=$SOF_ROOT/build/bin/softofed-fabric
+[ -x "$(dirname "$SOFTOFED")/softofed-ipoib" ] || export SOFTOFED_IPOIB=$SOF_ROOT/build/bin/softofed-ipoib
+TOPO=$SOF_TMP/star3.net
+cat >"$TOPO" <<'EOF'
+Switch	8 "S1"
+[1]	"H1"[1]
+[2]	"H2"[1]
+[3]	"H3"[1]
+
+Hca	1 "H1"
+[1]	"S1"[1]
+
+Hca	1 "H2"
+[1]	"S1"[2]
+
+Hca	1 "H3"
+[1]	"S1"[3]
+EOF
+SOF_HOST_UP_ARGS[a]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H1"
+SOF_HOST_UP_ARGS[b]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H2"
+SOF_HOST_UP_ARGS[c]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H3"
+sof_hosts_up 3 || sof_exit
+IBF_HOSTS="a b c"
+# shellcheck source=tests/ib_fabric.sh
+. "$SOF_ROOT/tests/ib_fabric.sh"
+
+sof_host_bg pk.fabric a 280 "$FABRIC" "$TOPO" --listen "$(sof_host_ip a):$PORT" --real H1,H2,H3
+for _ in $(seq 100); do
+	sof_ibf_all_in INIT && break
+	sleep 0.1
+done
+if ! sof_ibf_all_in INIT; then
+	not_ok "$N: attach" "$(sof_ibf_line a) / $(sof_ibf_line b) / $(sof_ibf_line c)"
+	sof_dump "$(sof_out pk.fabric)"
+	sof_exit
+fi
+
+pguid() { sof_host_run "$1" "$SOFTOFED" run -- ibstat -p sofib0 2>/dev/null </dev/null | head -n 1; }
+ga=$(pguid a)
+gb=$(pguid b)
+gc=$(pguid c)
+CONF=$SOF_TMP/partitions.conf
+cat >"$CONF" <<EOF
+# issue 19/20/21 partitions: c is not in 0x8001; a and b are limited in 0x8002
+Default=0x7fff, ipoib : ALL=full ;
+p8001=0x8001, ipoib :
+	$ga=full,
+	$gb=full ;
+p8002=0x8002 : $ga=limited, $gb=limited, $gc=full ;
+EOF
+
+if [ "$N" = partitions/opensm ]; then
+	smlog=$SOF_TMP/pk.opensm.log
+	sof_host_bg pk.sm a 260 "$SOFTOFED" run -- opensm -g "$ga" -f "$smlog" -d 0 -s 2 -D 0x87 -P "$CONF"
+else
+	smlog=$(sof_out pk.sm)
+	# as `softofed sm`; run.sh's ASan mix has the daemon and the tool only
+	SMBIN=$(dirname "$SOFTOFED")/softofed-sm
+	[ -x "$SMBIN" ] || SMBIN=$SOF_ROOT/build/bin/softofed-sm
+	sof_host_bg pk.sm a 260 "$SOFTOFED" run -- "$SMBIN" -C sofib0 -v --partitions "$CONF"
+fi
+for _ in $(seq 600); do
+	grep -q 'SUBNET UP' "$smlog" 2>/dev/null && sof_ibf_all_in ACTIVE && break
+	sleep 0.1
+done
+if grep -q 'SUBNET UP' "$smlog" 2>/dev/null && sof_ibf_all_in ACTIVE; then
+	ok "$N: SUBNET UP with $CONF, every sofib0 Active"
+else
+	not_ok "$N: SUBNET UP" "$(grep -c ERR "$smlog" 2>/dev/null) errors"
+	tail -n 40 "$smlog" | cut -c1-200 | sed "s/^/#   sm: /"
+	sof_exit
+fi
+IBF_FAB=$SOF_TMP/pk.fabric.v
+sof_host_run a "$SOFTOFED" fabric status -v >"$IBF_FAB" 2>&1 </dev/null
+la=$(sof_ibf_lid a)
+lb=$(sof_ibf_lid b)
+lc=$(sof_ibf_lid c)
+
+# ---- the tables ---------------------------------------------------------------
+# the P_Keys of host H's table as smpquery shows them (non-zero, in order)
+pkeys_of() {
+	local out=$SOF_TMP/pk.smp.$1
+	sof_ibf_diag a "$out" smpquery -C sofib0 pkeys "$2"
+	sed -n 's/^ *[0-9]*: *//p' "$out" | tr -s ' \t' '\n' | grep '^0x' | grep -v '^0x0000$' | tr '\n' ' '
+}
+# the index of P_Key K (with its membership bit) in a table "T"
+index_of() {
+	local i=0 k
+	for k in $2; do
+		[ "$k" = "$1" ] && {
+			echo "$i"
+			return 0
+		}
+		i=$((i + 1))
+	done
+	return 1
+}
+# the tables may take a sweep after SUBNET UP
+for _ in $(seq 50); do
+	ta=$(pkeys_of a "$la")
+	tc=$(pkeys_of c "$lc")
+	index_of 0x8001 "$ta" >/dev/null && index_of 0x8002 "$tc" >/dev/null && break
+	sleep 0.2
+done
+tb=$(pkeys_of b "$lb")
+sorted() { tr ' ' '\n' <<<"$1" | grep . | sort | tr '\n' ' '; }
+if [ "$(sorted "$ta")" = "0x0002 0x8001 0xffff " ] && [ "$(sorted "$tb")" = "0x0002 0x8001 0xffff " ] &&
+	[ "$(sorted "$tc")" = "0x8002 0xffff " ]; then
+	ok "$N: smpquery pkeys: a [$ta] b [$tb] c [$tc]"
+else
+	not_ok "$N: smpquery pkeys" "a [$ta] b [$tb] c [$tc]"
+fi
+ia=$(index_of 0x8001 "$ta")
+ib=$(index_of 0x8001 "$tb")
+ia2=$(index_of 0x0002 "$ta")
+ib2=$(index_of 0x0002 "$tb")
+ic2=$(index_of 0x8002 "$tc")
+
+# every PKeyTableRecord from the SA (OpenSM answers them only with the
+# SM_Key, 1 by default, as ours): a LID's record's P_Keys
+pktr=$SOF_TMP/pk.pktr
+sof_ibf_diag b "$pktr" saquery -C sofib0 --smkey 1 PKTR
+pktr_of() {
+	awk -v want="$1" '
+		function hex(v,  n, i) {
+			n = 0
+			for (i = 3; i <= length(v); i++) n = n * 16 + index("0123456789abcdef", tolower(substr(v, i, 1))) - 1
+			return n
+		}
+		/PKeyTableRecord dump/ { if (lid == want) print keys; lid = ""; keys = ""; intab = 0; next }
+		/LID\./ { v = $0; sub(/.*\.+/, "", v); lid = (v ~ /^0x/) ? hex(v) : v + 0; next }
+		/PKey Table/ { intab = 1; next }
+		intab { for (i = 1; i <= NF; i++) if ($i ~ /^0x/ && tolower($i) != "0x0000") keys = keys tolower($i) " " }
+		END { if (lid == want) print keys }' "$pktr" | head -n 1
+}
+ra=$(pktr_of "$la")
+rc=$(pktr_of "$lc")
+if [ "$(sorted "$ra")" = "$(sorted "$ta")" ] && [ "$(sorted "$rc")" = "$(sorted "$tc")" ] && [ -n "$ra" ]; then
+	ok "$N: saquery PKTR: a's record [$ra], c's [$rc], as smpquery read them"
+else
+	not_ok "$N: saquery PKTR" "a [$ra] c [$rc]"
+	head -n 40 "$pktr" | sed 's/^/#   /'
+fi
+out=$SOF_TMP/pk.devinfo
+sof_host_run a "$SOFTOFED" run -- timeout 20 ibv_devinfo -v -d sofib0 >"$out" 2>&1 </dev/null
+if grep -q 'max_pkeys:[[:space:]]*16' "$out" && grep -q -i 'pkey_tbl_len' "$out"; then
+	ok "$N: ibv_devinfo -v -d sofib0 in a: max_pkeys 16"
+else
+	not_ok "$N: ibv_devinfo" "$(grep -i pkey "$out" | tr '\n' ' ')"
+fi
+
+# ---- RC traffic by P_Key index -------------------------------------------------
+LPORT=18800
+# lat NAME SRV SIDX CLI CIDX: ib_send_lat by LID, server in SRV on index
+# SIDX, client in CLI on CIDX; the client's status
+lat() {
+	local name=$1 srv=$2 sidx=$3 cli=$4 cidx=$5 rc
+	LPORT=$((LPORT + 1))
+	sof_host_bg "pk.$name.srv" "$srv" 30 "$SOFTOFED" run -- ib_send_lat -d sofib0 -n 200 -s 2 \
+		-p $LPORT --pkey_index="$sidx"
+	sof_host_wait_listen "$srv" $LPORT 10 "pk.$name.srv" >/dev/null 2>&1
+	sof_host_run "$cli" "$SOFTOFED" run -- timeout 25 ib_send_lat -d sofib0 -n 200 -s 2 -p $LPORT \
+		--pkey_index="$cidx" "$(sof_host_ip "$srv")" >"$SOF_TMP/pk.$name.cli" 2>&1 </dev/null
+	rc=$?
+	sof_kill "pk.$name.srv"
+	return $rc
+}
+viol() { sof_ibf_line "$1" >/dev/null && sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null |
+	sed -n 's/.* pkey_violations \([0-9]*\).*/\1/p' | head -n 1; }
+
+if lat ab8001 a "$ia" b "$ib" && grep -q -E '^ *2 +200 ' "$SOF_TMP/pk.ab8001.cli"; then
+	ok "$N: ib_send_lat a <-> b in 0x8001 (pkey_index a $ia, b $ib) by LID: 200 iterations"
+else
+	not_ok "$N: ib_send_lat a <-> b in 0x8001" "$(tail -n 5 "$SOF_TMP/pk.ab8001.cli" | tr '\n' ' ')"
+fi
+
+v0=$(viol a)
+if ! lat ca a "$ia" c 0 && grep -q -i 'retry\|error\|failed\|Couldn' "$SOF_TMP/pk.ca.cli"; then
+	v1=$(viol a)
+	if [ -n "$v0" ] && [ -n "$v1" ] && [ "$v1" -gt "$v0" ]; then
+		ok "$N: c (not in 0x8001) -> a's QP in 0x8001 fails ($(grep -i -m1 'retry\|error\|failed' "$SOF_TMP/pk.ca.cli" | cut -c1-80)); a's P_Key violations $v0 -> $v1"
+	else
+		not_ok "$N: c -> a P_Key violations" "a's counter $v0 -> $v1"
+	fi
+else
+	not_ok "$N: c -> a in 0x8001" "it worked: $(tail -n 3 "$SOF_TMP/pk.ca.cli" | tr '\n' ' ')"
+fi
+out=$SOF_TMP/pk.portinfo
+sof_ibf_diag b "$out" smpquery -C sofib0 portinfo "$la" 1
+pv=$(sed -n 's/^PkeyViolations:\.*\([0-9]*\)$/\1/p' "$out")
+if [ -n "$pv" ] && [ "$pv" -gt 0 ]; then
+	ok "$N: smpquery portinfo of a: PkeyViolations $pv"
+else
+	not_ok "$N: smpquery portinfo PkeyViolations" "'$pv'"
+fi
+
+if ! lat ab8002 a "$ia2" b "$ib2"; then
+	ok "$N: a and b, limited members of 0x8002, cannot talk ($(grep -i -m1 'retry\|error\|failed' "$SOF_TMP/pk.ab8002.cli" | cut -c1-60))"
+else
+	not_ok "$N: limited members" "ib_send_lat a <-> b in 0x8002 worked"
+fi
+if lat ac8002 c "$ic2" a "$ia2" && grep -q -E '^ *2 +200 ' "$SOF_TMP/pk.ac8002.cli"; then
+	ok "$N: a (limited) <-> c (full) in 0x8002 (pkey_index a $ia2, c $ic2): 200 iterations"
+else
+	not_ok "$N: a limited <-> c full" "$(tail -n 5 "$SOF_TMP/pk.ac8002.cli" | tr '\n' ' ')"
+fi
+
+# c on an empty index: P_Key 0, which S1's port 3 (to c) does not carry
+sguid=$(sof_ibf_guid S1)
+pq() { sed -n "s/^$2:\\.*\\([0-9]*\\)\$/\\1/p" "$1"; }
+sof_ibf_diag b "$SOF_TMP/pk.sw0" perfquery -C sofib0 -G "$sguid" 3
+lat cempty a 0 c 9 >/dev/null 2>&1
+sof_ibf_diag b "$SOF_TMP/pk.sw1" perfquery -C sofib0 -G "$sguid" 3
+e0=$(pq "$SOF_TMP/pk.sw0" PortRcvConstraintErrors)
+e1=$(pq "$SOF_TMP/pk.sw1" PortRcvConstraintErrors)
+if [ -n "$e0" ] && [ -n "$e1" ] && [ "$e1" -gt "$e0" ]; then
+	ok "$N: S1 port 3 enforces c's partitions inbound: PortRcvConstraintErrors $e0 -> $e1"
+else
+	not_ok "$N: switch enforcement" "S1 port 3 PortRcvConstraintErrors '$e0' -> '$e1'"
+fi
+
+# ---- IPoIB child interfaces -----------------------------------------------------
+declare -A PKIP=([a]=192.168.81.2 [b]=192.168.81.3)
+for h in a b; do
+	out=$SOF_TMP/pk.ipoib.$h
+	if sof_host_run "$h" "$SOFTOFED" ipoib up --pkey 0x8001 >"$out" 2>&1 </dev/null &&
+		sof_host_run "$h" ip link show ib0.8001 >/dev/null 2>&1; then
+		sof_host_run "$h" ip addr add "${PKIP[$h]}/24" dev ib0.8001
+		st=$(sof_host_run "$h" "$SOFTOFED" ipoib status ib0.8001 2>&1 </dev/null | head -n 1)
+		if grep -q 'pkey 0x8001' <<<"$st"; then
+			ok "$N: softofed ipoib up --pkey 0x8001 in $h: ib0.8001 ($st)"
+		else
+			not_ok "$N: ib0.8001 in $h" "status: $st"
+		fi
+	else
+		not_ok "$N: ipoib up --pkey 0x8001 in $h" "$(tr '\n' ' ' <"$out")"
+		for f in /tmp/softofed-ipoib-*-ib0.8001-*.log; do [ -f "$f" ] && tail -n 5 "$f" | sed 's/^/#   /'; done
+	fi
+done
+if sof_host_run a timeout 20 ping -c 3 -W 5 192.168.81.3 >"$SOF_TMP/pk.ping" 2>&1 </dev/null &&
+	sof_host_run b timeout 20 ping -c 3 -W 5 192.168.81.2 >>"$SOF_TMP/pk.ping" 2>&1 </dev/null; then
+	ok "$N: ping a <-> b over ib0.8001"
+else
+	not_ok "$N: ping over ib0.8001" "$(tail -n 3 "$SOF_TMP/pk.ping" | tr '\n' ' ')"
+fi
+st=$(sof_host_run a "$SOFTOFED" status 2>&1 </dev/null | grep '^ipoib ib0.8001 ')
+if grep -q 'pkey 0x8001' <<<"$st" && grep -q -E 'rx_packets [1-9]' <<<"$st"; then
+	ok "$N: softofed status in a lists the child: $(cut -c1-100 <<<"$st")"
+else
+	not_ok "$N: softofed status" "no ib0.8001 line with packets: '$st'"
+fi
+out=$SOF_TMP/pk.ipoib.c
+if ! sof_host_run c "$SOFTOFED" ipoib up --pkey 0x8001 >"$out" 2>&1 </dev/null &&
+	! sof_host_run c ip link show ib0.8001 >/dev/null 2>&1; then
+	ok "$N: c, not in 0x8001: no ib0.8001 ($(head -n 1 "$out" | cut -c1-80))"
+else
+	not_ok "$N: ib0.8001 in c" "it came up"
+	sof_host_run c "$SOFTOFED" ipoib down ib0.8001 >/dev/null 2>&1 </dev/null
+fi
+# c's ib0 in the default partition, given an address in 0x8001's subnet
+if sof_host_run c "$SOFTOFED" ipoib up >"$SOF_TMP/pk.ipoib.c0" 2>&1 </dev/null; then
+	sof_host_run c ip addr add 192.168.81.4/24 dev ib0
+	if ! sof_host_run c timeout 10 ping -c 2 -W 2 192.168.81.2 >"$SOF_TMP/pk.ping.c" 2>&1 </dev/null; then
+		ok "$N: c's ib0 (default partition) cannot reach a's ib0.8001"
+	else
+		not_ok "$N: c -> a over IPoIB" "ping answered: $(tail -n 2 "$SOF_TMP/pk.ping.c" | tr '\n' ' ')"
+	fi
+	sof_host_run c "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null
+else
+	not_ok "$N: c's ib0" "$(tr '\n' ' ' <"$SOF_TMP/pk.ipoib.c0")"
+fi
+for h in a b; do sof_host_run "$h" "$SOFTOFED" ipoib down ib0.8001 >/dev/null 2>&1 </dev/null; done
+
+sof_kill pk.sm
+sof_kill pk.fabric
+sof_exit

@@ -1,0 +1,249 @@
+/*
+ * softofed-sm's partitions (sm/partition.c): the parser of OpenSM's
+ * partitions.conf syntax (names, P_Keys, flags, members and their
+ * membership, comments and statements across lines; malformed lines
+ * refused with their line number and what is wrong), then the P_KeyTable
+ * Sets a programming round sends on the hand-built subnet of
+ * sa_fabric.h (H1, H2 on S1; S1 - S2; H3 on S2; the SM on H1): default
+ * partition first, full bit per membership, the SM's port always a full
+ * member of the default, switch ports to CAs given their CA's table,
+ * nothing sent again when the tables are already right, and nothing at
+ * all without --partitions.
+ */
+#include "harness.h"
+
+#include "sa_fabric.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+static struct sm SM;
+static struct saf F;
+static struct sm_req *Q[64];
+static unsigned NQ;
+
+uint64_t sm_now_us(void) { return 0; }
+void sm_log(struct sm *sm, int level, const char *fmt, ...)
+{
+	(void)sm;
+	(void)level;
+	(void)fmt;
+}
+
+struct sm_req *sm_smp_dr(struct sm *sm, const uint8_t *path, unsigned hops, uint8_t method,
+			 uint16_t attr, uint32_t mod, const uint8_t *data, sm_done_fn *done)
+{
+	struct sm_req *rq = calloc(1, sizeof(*rq));
+
+	(void)sm;
+	(void)path;
+	(void)hops;
+	if (!rq || NQ == 64)
+		abort();
+	sof_smp_init(rq->mad, true, method, attr, mod, 0, 0);
+	memcpy(rq->mad + SOF_SMP_OFF_DATA, data, 64);
+	rq->done = done;
+	Q[NQ++] = rq;
+	return rq;
+}
+
+static void answer_all(void)
+{
+	for (unsigned i = 0; i < NQ; i++) {
+		Q[i]->done(&SM, Q[i], 0, Q[i]->mad);
+		free(Q[i]);
+	}
+	NQ = 0;
+}
+
+/* the error of parsing text, "" when it parsed */
+static const char *parse_err(const char *text)
+{
+	static char err[256];
+	struct sm_parts ps;
+	int rc;
+
+	err[0] = 0;
+	rc = sm_part_parse(text, &ps, err, sizeof(err));
+	if (!rc)
+		sm_part_free(&ps);
+	else if (rc != -EINVAL)
+		snprintf(err, sizeof(err), "rc %d", rc);
+	return err;
+}
+
+TEST(parse_good)
+{
+	struct sm_parts ps;
+	char err[256];
+	const char *text = "# OpenSM's example\n"
+			   "Default=0x7fff, ipoib : ALL=full ;\n"
+			   "\n"
+			   "storage=0x8001, ipoib, mtu=4, rate=7 :\n"
+			   "   0x0002c90300000101=full,   # H1\n"
+			   "   0x0002c90300000201=limited, SELF ;\n"
+			   "lim = 0x0002, defmember=full : ALL_CAS, ALL_SWITCHES=limited;\n"
+			   "empty=0x0003:;\n";
+
+	CHECK_EQ(sm_part_parse(text, &ps, err, sizeof(err)), 0);
+	CHECK_EQ(ps.n, 4u);
+	CHECK(!strcmp(ps.p[0].name, "Default"));
+	CHECK_EQ(ps.p[0].pkey, 0x7fff);
+	CHECK(ps.p[0].ipoib);
+	CHECK_EQ(ps.p[0].nm, 1u);
+	CHECK_EQ(ps.p[0].m[0].who, SM_PART_ALL);
+	CHECK_EQ(ps.p[0].m[0].memb, SM_MEMB_FULL);
+	CHECK(!strcmp(ps.p[1].name, "storage"));
+	CHECK_EQ(ps.p[1].pkey, 0x0001); /* the membership bit goes per port */
+	CHECK_EQ(ps.p[1].mtu, 4);
+	CHECK_EQ(ps.p[1].rate, 7);
+	CHECK_EQ(ps.p[1].nm, 3u);
+	CHECK_EQ(ps.p[1].m[0].guid, SAF_H1 + 1);
+	CHECK_EQ(ps.p[1].m[0].memb, SM_MEMB_FULL);
+	CHECK_EQ(ps.p[1].m[1].memb, SM_MEMB_LIMITED);
+	CHECK_EQ(ps.p[1].m[2].who, SM_PART_SELF);
+	CHECK_EQ(ps.p[1].m[2].memb, SM_MEMB_LIMITED); /* OpenSM's default */
+	CHECK(!ps.p[2].ipoib);
+	CHECK_EQ(ps.p[2].m[0].who, SM_PART_ALL_CAS);
+	CHECK_EQ(ps.p[2].m[0].memb, SM_MEMB_FULL); /* defmember=full */
+	CHECK_EQ(ps.p[2].m[1].who, SM_PART_ALL_SWITCHES);
+	CHECK_EQ(ps.p[2].m[1].memb, SM_MEMB_LIMITED);
+	CHECK_EQ(ps.p[3].nm, 0u);
+	sm_part_free(&ps);
+	CHECK(!strcmp(parse_err("Default : ALL=both;"), ""));
+	CHECK(!strcmp(parse_err(""), ""));
+	CHECK(!strcmp(parse_err("# nothing\n;;\n"), ""));
+}
+
+TEST(parse_bad)
+{
+	static const struct {
+		const char *text, *err;
+	} cases[] = {
+	    {"Default=0x7fff : ALL=full ;\nx=0x8001 ALL ;\n", "line 2: no ':'"},
+	    {"Default=0x7fff : ALL=full\n", "line 1: statement without its closing ';'"},
+	    {"\n\np=0x10000 : ALL ;", "line 3: bad P_Key '0x10000'"},
+	    {"p=0x8000 : ALL ;", "line 1: bad P_Key '0x8000'"},
+	    {"p=zz : ALL ;", "line 1: bad P_Key 'zz'"},
+	    {"p : ALL ;", "line 1: partition 'p' has no P_Key"},
+	    {"=0x8001 : ALL ;", "line 1: partition name missing"},
+	    {"a b=0x8001 : ALL ;", "line 1: bad character ' '"},
+	    {"p=0x8001, fast : ALL ;", "line 1: unknown flag 'fast'"},
+	    {"p=0x8001, mtu=9 : ALL ;", "line 1: bad flag 'mtu=9'"},
+	    {"p=0x8001, defmember=half : ALL ;", "line 1: membership 'half'"},
+	    {"p=0x8001 :\n ALL=fulll ;", "line 2: membership 'fulll'"},
+	    {"p=0x8001 :\n\n  nobody ;", "line 3: member 'nobody' is not a port GUID"},
+	    {"p=0x8001 : ALL,, SELF ;", "line 1: empty member"},
+	    {"p=0x8001 : ALL, ;", "line 1: a ',' with no member after it"},
+	    {"p=0x8001 : ALL ;\nq=0x0001 : ALL ;", "line 2: P_Key 0x0001 of 'q' is also 'p''s"},
+	    {"p=0x8001 : ALL ;\np=0x0002 : ALL ;", "line 2: partition 'p' defined twice"},
+	    {"p=0x8001 : ALL : SELF ;", "line 1: a second ':'"},
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *e = parse_err(cases[i].text);
+
+		if (strncmp(e, cases[i].err, strlen(cases[i].err)))
+			test_fail(__FILE__, __LINE__, "case %u: got \"%s\", want \"%s...\"", i, e,
+				  cases[i].err);
+	}
+}
+
+/* the table the last Set to port (node n, port num) carried, or NULL */
+static const uint8_t *table_sent(const struct sm_node *n, unsigned num)
+{
+	for (unsigned i = 0; i < NQ; i++)
+		if (Q[i]->node == n && Q[i]->port == num &&
+		    sof_get16(Q[i]->mad + SOF_SMP_OFF_ATTR_ID) == SOF_ATTR_PKEY_TABLE)
+			return Q[i]->mad + SOF_SMP_OFF_DATA;
+	return NULL;
+}
+
+TEST(tables)
+{
+	char err[256];
+	const uint8_t *t;
+	struct sm_node *nodes[5];
+
+	memset(&SM, 0, sizeof(SM));
+	CHECK_EQ(saf_build(&F), 0);
+	memcpy(&SM.sn, &F.sn, sizeof(F.sn));
+	nodes[0] = F.h1, nodes[1] = F.h2, nodes[2] = F.h3, nodes[3] = F.s1, nodes[4] = F.s2;
+	for (unsigned i = 0; i < 5; i++)
+		nodes[i]->partition_cap = 16;
+	F.s1->sw->partition_enf_cap = 16; /* S2 cannot enforce */
+
+	/* without --partitions: no table is written */
+	sm_part_program(&SM);
+	CHECK_EQ(NQ, 0u);
+
+	SM.partitions = "test";
+	CHECK_EQ(sm_part_parse("Default=0x7fff : ALL_CAS=limited, ALL_SWITCHES=full ;\n"
+			       "p1=0x8001, ipoib : 0x0002c90300000201=full, 0x0002c90300000301=limited ;\n"
+			       "p2=0x0002 : ALL_CAS=limited ;\n",
+			       &SM.parts, err, sizeof(err)),
+		 0);
+	sm_part_program(&SM);
+	/* H1 (the SM): default full although ALL_CAS says limited */
+	t = table_sent(F.h1, 1);
+	CHECK(t != NULL);
+	if (t) {
+		CHECK_EQ(sof_get16(t), 0xffff);
+		CHECK_EQ(sof_get16(t + 2), 0x0002);
+		CHECK_EQ(sof_get16(t + 4), 0);
+		CHECK_EQ(sof_get32(Q[0]->mad + SOF_SMP_OFF_ATTR_MOD), 0u);
+	}
+	t = table_sent(F.h2, 1);
+	CHECK(t != NULL);
+	if (t) {
+		CHECK_EQ(sof_get16(t), 0x7fff);
+		CHECK_EQ(sof_get16(t + 2), 0x8001);
+		CHECK_EQ(sof_get16(t + 4), 0x0002);
+	}
+	t = table_sent(F.h3, 1);
+	CHECK(t != NULL);
+	if (t) {
+		CHECK_EQ(sof_get16(t), 0x7fff);
+		CHECK_EQ(sof_get16(t + 2), 0x0001);
+	}
+	t = table_sent(F.s1, 0);
+	CHECK(t != NULL);
+	if (t) {
+		CHECK_EQ(sof_get16(t), 0xffff);
+		CHECK_EQ(sof_get16(t + 2), 0);
+	}
+	/* S1's port 2 (to H2) enforces H2's table; port 3 (to S2) nothing;
+	 * S2 has no PartitionEnforcementCap: its port 1 nothing */
+	t = table_sent(F.s1, 2);
+	CHECK(t != NULL);
+	if (t) {
+		CHECK_EQ(sof_get16(t + 2), 0x8001);
+		for (unsigned i = 0; i < NQ; i++)
+			if (Q[i]->node == F.s1 && Q[i]->port == 2)
+				CHECK_EQ(sof_get32(Q[i]->mad + SOF_SMP_OFF_ATTR_MOD), 2u << 16);
+	}
+	CHECK(sm_part_enforce(&SM, &F.s1->port[2]));
+	CHECK(!sm_part_enforce(&SM, &F.s1->port[3]));
+	CHECK(!sm_part_enforce(&SM, &F.s2->port[1]));
+	CHECK(table_sent(F.s1, 3) == NULL);
+	CHECK(table_sent(F.s2, 1) == NULL);
+	CHECK_EQ(NQ, 7u); /* H1 H2 H3, S1 0 1 2, S2 0 */
+	CHECK_EQ(SM.pkey_blocks, 7u);
+	answer_all();
+	CHECK(F.h2->port[1].pkeys_set);
+	CHECK_EQ(F.h2->port[1].pkeys[1], 0x8001);
+	/* the tables are right: nothing is sent again */
+	sm_part_program(&SM);
+	CHECK_EQ(NQ, 0u);
+	sm_part_free(&SM.parts);
+	sm_subnet_free(&SM.sn);
+}
+
+int main(void)
+{
+	RUN(parse_good);
+	RUN(parse_bad);
+	RUN(tables);
+	return test_summary();
+}

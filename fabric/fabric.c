@@ -198,6 +198,7 @@ void fab_run(struct fabric *f)
 		}
 		free(q);
 	}
+	fab_tx_flush(f);
 }
 
 /* IBA 10.9.3: a P_Key matches a table entry when the low 15 bits agree and

@@ -24,7 +24,10 @@
  *
  * Sending: LRH (VL from the SL's SL2VL entry, VL15 for QP0's SMPs), GRH
  * when the path is global, the engine's transport headers and payload,
- * pad, ICRC and VCRC, one datagram each, at once. Data leaves only while
+ * pad, ICRC and VCRC, one datagram each, queued and handed to the socket
+ * in one sendmmsg at the engine's flush (the end of each event of the
+ * host's loop) or when TX_BATCH wait; the socket is read RX_BATCH
+ * datagrams a call (recvmmsg). Data leaves only while
  * Active; what may not leave is discarded and counted (PortXmitDiscards)
  * as a port does, and the transport recovers or fails as over a cut cable.
  */

@@ -202,6 +202,7 @@ void fab_run(struct fabric *f)
 		}
 		free(q);
 	}
+	fab_tx_flush(f);
 }
 
 /* IBA 10.9.3: at an HCA a P_Key matches a table entry when the low 15

@@ -134,6 +134,7 @@ struct fab_stats {
 	uint64_t bad[FAB_BAD_MAX];
 	uint64_t no_route, port_down, pkey, not_mine, unknown_host, sofl_bad, traps;
 	uint64_t trap_resends, trap_repressed;
+	uint64_t tx_lost; /* to hosts, the socket full */
 	uint64_t smp_drop, mad_drop;
 	uint64_t loop, queue_full; /* forwarding loops cut, queue overflow */
 	uint64_t sim_from_clients, sim_to_clients, sim_unclaimed;
@@ -212,6 +213,8 @@ void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_
 		   bool sealed);
 /* Once a second: HELLOs to attached hosts, expiry of silent ones. */
 void fab_tick(struct fabric *f, uint64_t now);
+/* Send what waits for real hosts (fab_host_send batches them). */
+void fab_tx_flush(struct fabric *f);
 /* The SM repressed the trap of TID tid at switch sw. */
 void fab_trap_repressed(struct fabric *f, struct fab_node *sw, uint64_t tid);
 #define FAB_TRAP_RESENDS 30

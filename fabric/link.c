@@ -10,6 +10,10 @@
  */
 #include "fabric.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -50,6 +54,7 @@ static void hello_to(struct fabric *f, struct fab_node *host, uint8_t type)
 
 	if (!host->host.attached || !fp->peer)
 		return;
+	fab_tx_flush(f); /* after the packets before it */
 	if (type == IB_SOFL_ASSIGN) {
 		m.phys_state = SOF_PHYS_LINKUP;
 		m.port = 1;
@@ -231,20 +236,64 @@ void fab_udp_input(struct fabric *f, const uint8_t *p, size_t len,
 	fab_enqueue(f, n->port[1].peer, n->port[1].peer_port, p, len, true, true);
 }
 
+/* Packets to real hosts wait here and leave together (sendmmsg) when the
+ * batch is full or the queue ran dry (fab_run), in their order. */
+#define TX_BATCH 32
+static struct {
+	unsigned n;
+	struct mmsghdr m[TX_BATCH];
+	struct iovec iov[TX_BATCH];
+	struct sockaddr_storage to[TX_BATCH];
+	uint8_t buf[TX_BATCH][FAB_MAX_PKT];
+} tx;
+
+void fab_tx_flush(struct fabric *f)
+{
+	unsigned done = 0;
+	bool waited = false;
+
+	while (done < tx.n) {
+		int r = sendmmsg(f->udp, tx.m + done, tx.n - done, 0);
+
+		if (r > 0) {
+			done += (unsigned)r;
+			waited = false;
+			continue;
+		}
+		/* the socket is full: room for a moment, else this one is
+		 * lost (as on a congested wire) and the rest go on */
+		if (r < 0 && errno == EAGAIN && !waited) {
+			(void)poll(&(struct pollfd){.fd = f->udp, .events = POLLOUT}, 1, 1);
+			waited = true;
+			continue;
+		}
+		f->st.tx_lost++;
+		done++;
+		waited = false;
+	}
+	tx.n = 0;
+}
+
 void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_t len,
 		   bool sealed)
 {
-	uint8_t copy[FAB_MAX_PKT];
+	unsigned i;
 
-	if (!n->host.attached)
+	if (!n->host.attached || len > FAB_MAX_PKT)
 		return;
-	if (!sealed && len <= sizeof(copy)) {
-		memcpy(copy, p, len);
-		fab_pkt_seal(copy, len);
-		p = copy;
-	}
+	if (tx.n == TX_BATCH)
+		fab_tx_flush(f);
+	i = tx.n++;
+	memcpy(tx.buf[i], p, len);
+	if (!sealed)
+		fab_pkt_seal(tx.buf[i], len);
+	memcpy(&tx.to[i], &n->host.addr, n->host.addrlen);
+	tx.iov[i] = (struct iovec){.iov_base = tx.buf[i], .iov_len = len};
+	tx.m[i].msg_hdr = (struct msghdr){.msg_name = &tx.to[i],
+					  .msg_namelen = n->host.addrlen,
+					  .msg_iov = &tx.iov[i],
+					  .msg_iovlen = 1};
 	f->st.to_hosts++;
-	sendto(f->udp, p, len, 0, (const struct sockaddr *)&n->host.addr, n->host.addrlen);
 }
 
 void fab_tick(struct fabric *f, uint64_t now)

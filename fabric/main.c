@@ -88,6 +88,33 @@ static int udp_open(const char *spec)
 	return fd;
 }
 
+#define RX_BATCH 32
+#define RX_ROUNDS 8
+static struct {
+	struct mmsghdr m[RX_BATCH];
+	struct iovec iov[RX_BATCH];
+	struct sockaddr_storage from[RX_BATCH];
+	uint8_t buf[RX_BATCH][FAB_MAX_PKT + 16];
+} rx;
+
+/* What the hosts sent, up to RX_BATCH datagrams (recvmmsg); how many. A
+ * datagram longer than a buffer is cut to it and fails the packet checks
+ * (longer than FAB_MAX_PKT). */
+static int rx_batch(int fd)
+{
+	int n;
+
+	for (int i = 0; i < RX_BATCH; i++) {
+		rx.iov[i] = (struct iovec){.iov_base = rx.buf[i], .iov_len = sizeof(rx.buf[i])};
+		rx.m[i].msg_hdr = (struct msghdr){.msg_name = &rx.from[i],
+						  .msg_namelen = sizeof(rx.from[i]),
+						  .msg_iov = &rx.iov[i],
+						  .msg_iovlen = 1};
+	}
+	n = recvmmsg(fd, rx.m, RX_BATCH, MSG_DONTWAIT, NULL);
+	return n < 0 ? 0 : n;
+}
+
 static int ctl_open(void)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
@@ -184,11 +211,12 @@ static void status(struct fabric *f, struct out *o)
 	}
 	outf(o,
 	     "counters: pkts %llu forwarded %llu delivered %llu from_hosts %llu to_hosts %llu "
-	     "traps %llu trap_resends %llu trap_repressed %llu\n",
+	     "traps %llu trap_resends %llu trap_repressed %llu tx_lost %llu\n",
 	     (unsigned long long)s->pkts, (unsigned long long)s->forwarded,
 	     (unsigned long long)s->delivered, (unsigned long long)s->from_hosts,
 	     (unsigned long long)s->to_hosts, (unsigned long long)s->traps,
-	     (unsigned long long)s->trap_resends, (unsigned long long)s->trap_repressed);
+	     (unsigned long long)s->trap_resends, (unsigned long long)s->trap_repressed,
+	     (unsigned long long)s->tx_lost);
 	outf(o, "drops:");
 	for (int b = 1; b < FAB_BAD_MAX; b++)
 		outf(o, " %s %llu", fab_bad_names[b], (unsigned long long)s->bad[b]);
@@ -441,19 +469,21 @@ int main(int argc, char **argv)
 			     r++)
 				;
 		if (pfd[0].revents & POLLIN) {
-			uint8_t buf[FAB_MAX_PKT + 16];
-			struct sockaddr_storage from;
-			socklen_t fl;
-			ssize_t n;
+			/* up to RX_BATCH datagrams a call, RX_ROUNDS calls, the
+			 * queue run after each call */
+			for (int k = 0; k < RX_ROUNDS; k++) {
+				int n = rx_batch(f.udp);
 
-			for (int k = 0; k < 256; k++) {
-				fl = sizeof(from);
-				n = recvfrom(f.udp, buf, sizeof(buf), 0, (struct sockaddr *)&from,
-					     &fl);
-				if (n < 0)
-					break;
-				fab_udp_input(&f, buf, (size_t)n, &from, fl);
+				for (int j = 0; j < n; j++) {
+					/* a link message acts after the packets before it */
+					if (ib_is_sofl(rx.buf[j], rx.m[j].msg_len))
+						fab_run(&f);
+					fab_udp_input(&f, rx.buf[j], rx.m[j].msg_len, &rx.from[j],
+						      rx.m[j].msg_hdr.msg_namelen);
+				}
 				fab_run(&f);
+				if (n < RX_BATCH)
+					break;
 			}
 		}
 		if (pfd[1].revents & POLLIN) {
@@ -469,6 +499,7 @@ int main(int argc, char **argv)
 			fab_run(&f);
 			next_tick = now + 1000000000ull;
 		}
+		fab_tx_flush(&f); /* what a control request sent */
 	}
 	/* tell attached hosts their link is gone */
 	for (unsigned k = 0; k < f.nnodes; k++) {

@@ -24,7 +24,10 @@
  *
  * Sending: LRH (VL from the SL's SL2VL entry, VL15 for QP0's SMPs), GRH
  * when the path is global, the engine's transport headers and payload,
- * pad, ICRC and VCRC, one datagram each, at once. Data leaves only while
+ * pad, ICRC and VCRC, one datagram each, queued and handed to the socket
+ * in one sendmmsg at the engine's flush (the end of each event of the
+ * host's loop) or when TX_BATCH wait; the socket is read RX_BATCH
+ * datagrams a call (recvmmsg). Data leaves only while
  * Active; what may not leave is discarded and counted (PortXmitDiscards)
  * as a port does, and the transport recovers or fails as over a cut cable.
  */
@@ -43,6 +46,9 @@
 #define HELLO_NS 1000000000ull
 #define LINK_TIMEOUT_NS 3000000000ull
 #define RX_BUDGET 64
+/* datagrams a system call reads (recvmmsg) and sends (sendmmsg) */
+#define RX_BATCH 16
+#define TX_BATCH 32
 
 static struct {
 	bool on;
@@ -56,9 +62,24 @@ static struct {
 	bool disabled;	   /* our port's PortPhysicalState is Disabled */
 	bool known;	   /* our GUIDs are known: ASSIGN, or a direct link */
 	uint64_t hello_ns;
-	/* apart: a packet received may be answered while it is read */
-	uint8_t rxbuf[IB_MAX_PKT], txbuf[IB_MAX_PKT];
+	/* apart: a packet received may be answered while it is read; what
+	 * ib_send built waits in tx until ib_flush (the engine's flush at
+	 * the end of each event of the host's loop) or a full batch */
+	struct {
+		struct mmsghdr m[RX_BATCH];
+		struct iovec iov[RX_BATCH];
+		struct sockaddr_storage from[RX_BATCH];
+		uint8_t buf[RX_BATCH][IB_MAX_PKT];
+	} rx;
+	struct {
+		unsigned n;
+		struct mmsghdr m[TX_BATCH];
+		struct iovec iov[TX_BATCH];
+		uint8_t buf[TX_BATCH][IB_MAX_PKT];
+	} tx;
 } ib;
+
+static void ib_flush(void);
 
 void tp_ib_lid_gid(uint16_t lid, uint8_t gid[16])
 {
@@ -107,6 +128,7 @@ static void send_sofl(uint8_t type)
 	}
 	snprintf(m.name, sizeof(m.name), "%s", ib.name);
 	ib_sofl_write(b, &m);
+	ib_flush(); /* after the packets before it */
 	(void)sendto(ib.fd, b, sizeof(b), MSG_DONTWAIT, (const struct sockaddr *)&ib.cfg.peer,
 		     ib.cfg.peer_len);
 }
@@ -416,28 +438,41 @@ static bool from_peer(const struct sockaddr_storage *src, socklen_t len)
 
 void tp_ib_rx(void)
 {
-	for (int n = 0; ib.on && n < RX_BUDGET; n++) {
-		struct sockaddr_storage src;
-		socklen_t slen = sizeof(src);
-		ssize_t r = recvfrom(ib.fd, ib.rxbuf, sizeof(ib.rxbuf), MSG_DONTWAIT | MSG_TRUNC,
-				     (struct sockaddr *)&src, &slen);
+	for (int n = 0; ib.on && n < RX_BUDGET;) {
+		int got;
 
-		if (r < 0)
+		for (int i = 0; i < RX_BATCH; i++) {
+			ib.rx.iov[i] = (struct iovec){ib.rx.buf[i], sizeof(ib.rx.buf[i])};
+			ib.rx.m[i].msg_hdr = (struct msghdr){.msg_name = &ib.rx.from[i],
+							     .msg_namelen = sizeof(ib.rx.from[i]),
+							     .msg_iov = &ib.rx.iov[i],
+							     .msg_iovlen = 1};
+		}
+		got = recvmmsg(ib.fd, ib.rx.m, RX_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		if (got <= 0)
 			break;
-		/* a link has two ends: anything else is not on it */
-		if (!from_peer(&src, slen)) {
-			ib.cnt.link_bad++;
-			continue;
+		for (int i = 0; i < got && ib.on; i++) {
+			const uint8_t *p = ib.rx.buf[i];
+			size_t r = ib.rx.m[i].msg_len;
+
+			/* a link has two ends: anything else is not on it */
+			if (!from_peer(&ib.rx.from[i], ib.rx.m[i].msg_hdr.msg_namelen)) {
+				ib.cnt.link_bad++;
+				continue;
+			}
+			if (r > sizeof(ib.rx.buf[i]) || (ib.rx.m[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+				ib.cnt.rcv_errors++;
+				ib.cnt.drops[IB_DROP_PKTLEN]++;
+				continue;
+			}
+			if (ib_is_sofl(p, r))
+				sofl_input(p, r);
+			else
+				packet_input(p, r);
 		}
-		if ((size_t)r > sizeof(ib.rxbuf)) {
-			ib.cnt.rcv_errors++;
-			ib.cnt.drops[IB_DROP_PKTLEN]++;
-			continue;
-		}
-		if (ib_is_sofl(ib.rxbuf, (size_t)r))
-			sofl_input(ib.rxbuf, (size_t)r);
-		else
-			packet_input(ib.rxbuf, (size_t)r);
+		n += got;
+		if (got < RX_BATCH)
+			break;
 	}
 	tp_input_end();
 }
@@ -449,7 +484,7 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
 {
 	bool smp = (h->opcode & ROCE_SVC_MASK) == ROCE_SVC_UD && h->sqpn == 0;
 	struct ib_lrh l = {.sl = path->sl & 0xf, .dlid = path->dlid};
-	uint8_t *p = ib.txbuf;
+	uint8_t *p;
 	size_t hl = IB_LRH_LEN, bl, len;
 	uint32_t icrc;
 	uint16_t vcrc;
@@ -457,6 +492,9 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
 
 	if (paylen > 4096)
 		return -EMSGSIZE;
+	if (ib.tx.n == TX_BATCH)
+		ib_flush();
+	p = ib.tx.buf[ib.tx.n];
 	if (path->global)
 		hl += IB_GRH_LEN;
 	h->pad = (uint8_t)((4 - (paylen & 3)) & 3);
@@ -512,19 +550,41 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
 	vcrc = ib_vcrc(p, len);
 	p[len++] = (uint8_t)vcrc;
 	p[len++] = (uint8_t)(vcrc >> 8);
-	if (sendto(ib.fd, p, len, MSG_DONTWAIT, (const struct sockaddr *)&ib.cfg.peer,
-		   ib.cfg.peer_len) < 0) {
-		ib.cnt.xmit_discards++;
-		return 0; /* lost, as on a wire */
-	}
-	ib.cnt.xmit_pkts++;
-	ib.cnt.xmit_data += len / 4;
-	tp_count(SOF_CNT_tx_packets, 1);
-	tp_count(SOF_CNT_tx_bytes, len);
+	ib.tx.iov[ib.tx.n] = (struct iovec){p, len};
+	ib.tx.m[ib.tx.n].msg_hdr = (struct msghdr){.msg_name = &ib.cfg.peer,
+						   .msg_namelen = ib.cfg.peer_len,
+						   .msg_iov = &ib.tx.iov[ib.tx.n],
+						   .msg_iovlen = 1};
+	ib.tx.n++;
 	return 0;
 }
 
-static void ib_flush(void) {}
+/* What ib_send queued, in order, in as few system calls as the socket
+ * takes; what it refuses is lost, as on a wire. */
+static void ib_flush(void)
+{
+	unsigned done = 0;
+
+	while (done < ib.tx.n) {
+		int r = ib.on ? sendmmsg(ib.fd, ib.tx.m + done, ib.tx.n - done, MSG_DONTWAIT) : -1;
+
+		if (r <= 0) {
+			ib.cnt.xmit_discards++;
+			done++;
+			continue;
+		}
+		for (unsigned i = done; i < done + (unsigned)r; i++) {
+			size_t len = ib.tx.iov[i].iov_len;
+
+			ib.cnt.xmit_pkts++;
+			ib.cnt.xmit_data += len / 4;
+			tp_count(SOF_CNT_tx_packets, 1);
+			tp_count(SOF_CNT_tx_bytes, len);
+		}
+		done += (unsigned)r;
+	}
+	ib.tx.n = 0;
+}
 
 static uint16_t ib_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn)
 {

@@ -33,6 +33,13 @@ class Link:
         self.lid = lid
         self.s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # room for a window's burst, as the fabric's socket has: a Python
+        # switch is slow, and what overflows its socket is lost
+        for opt in (33, 32):  # SO_RCVBUFFORCE, SO_SNDBUFFORCE (root)
+            try:
+                self.s.setsockopt(socket.SOL_SOCKET, opt, 8 << 20)
+            except OSError:
+                pass
         self.s.bind(ib.addr(bind))
         self.s.setblocking(False)
         self.up = False

@@ -104,15 +104,6 @@ static void reply(struct sm *sm, int agent, void *umad, uint8_t method)
 		sm_log(sm, 1, "umad_send of a response failed");
 }
 
-static void sminfo_fill(const struct sm *sm, uint8_t *d)
-{
-	memset(d, 0, 64);
-	sof_put64(d + 0, sm->sn.sm_guid);
-	sof_put64(d + 8, sm->sn.sm_key);
-	sof_put32(d + 16, sm->sn.act_count);
-	d[20] = (uint8_t)(sm->sn.sm_priority << 4 | (sm->sn.sm_state & 0xf));
-}
-
 static void request_in(struct sm *sm, int agent, void *umad)
 {
 	uint8_t *mad = umad_get_mad(umad);
@@ -124,8 +115,17 @@ static void request_in(struct sm *sm, int agent, void *umad)
 		 * ACKNOWLEDGE, DISABLE ...) from another SM is answered with
 		 * our state too; the master keeps mastership */
 		if (method == SOF_METHOD_SET)
-			sm_sminfo_set(sm, sof_get32(mad + SOF_SMP_OFF_ATTR_MOD));
-		sminfo_fill(sm, mad + SOF_SMP_OFF_DATA);
+			sm_sminfo_set(sm, sof_get32(mad + SOF_SMP_OFF_ATTR_MOD),
+				      mad + SOF_SMP_OFF_DATA);
+		else if (sm->sn.sm_state == SM_STATE_MASTER && sm_now_us() >= sm->next_sm_check) {
+			/* another SM asks: it may be new, and of higher
+			 * priority (no trap 144 tells us everywhere); a
+			 * heavy sweep finds it and its probe may hand over */
+			sm->next_sm_check = sm_now_us() + SM_CHECK_US;
+			sm->resweep = true;
+			sm_log(sm, 1, "SMInfo Get from another SM: sweeping to find it");
+		}
+		sm_sminfo_fill(sm, mad + SOF_SMP_OFF_DATA);
 		reply(sm, agent, umad, SOF_METHOD_GET_RESP);
 		return;
 	}
@@ -137,6 +137,11 @@ static void request_in(struct sm *sm, int agent, void *umad)
 		reply(sm, agent, umad, SOF_METHOD_TRAP_REPRESS);
 		if (trap == SOF_TRAP_LINK_STATE || trap == 129 || trap == 130 || trap == 131)
 			sm->resweep = true;
+		/* 144: a CapabilityMask changed, IsSM perhaps: a new SM */
+		if (trap == 144 && sm_now_us() >= sm->next_trap144) {
+			sm->next_trap144 = sm_now_us() + SM_TRAP144_US;
+			sm->resweep = true;
+		}
 		return;
 	}
 	if (method == SOF_METHOD_GET || method == SOF_METHOD_SET) {
@@ -238,6 +243,11 @@ void sm_phase_done(struct sm *sm)
 		configure(sm);
 		return;
 	case SM_PHASE_PROBE:
+		if (sn->sm_state == SM_STATE_MASTER) {
+			sm->phase = SM_PHASE_IDLE;
+			sm_sminfo_check_handover(sm);
+			return;
+		}
 		if (sm->master) {
 			sn->sm_state = SM_STATE_STANDBY;
 			fprintf(stderr, "softofed-sm: STANDBY: the master SM is %#llx (%s)\n",
@@ -272,6 +282,9 @@ void sm_phase_done(struct sm *sm)
 		sm_mcast_all(sm); /* trees over the links as they are now */
 		sm->phase = SM_PHASE_IDLE;
 		sm->next_light = sm_now_us() + (uint64_t)sm->sweep_s * 1000000u;
+		/* the master asks the other SMs: one may deserve it */
+		if (!sm_sminfo_probe(sm))
+			sm->phase = SM_PHASE_IDLE;
 		return;
 	case SM_PHASE_LIGHT:
 	case SM_PHASE_IDLE:
@@ -418,6 +431,7 @@ int main(int argc, char **argv)
 		unsigned n;
 
 		sm_io_pump(&sm);
+		sm_sminfo_tick(&sm);
 		if (sm.phase != SM_PHASE_IDLE && sm_io_idle(&sm))
 			sm_phase_done(&sm);
 		if (sm.phase == SM_PHASE_IDLE && sm.sn.sm_state == SM_STATE_STANDBY) {

@@ -15,7 +15,15 @@
 #include "subnet.h"
 
 #define SM_WINDOW_MAX 1024
-#define SM_MC_LIDS 0x4000	/* multicast LIDs 0xc000..0xffff */
+#define SM_MC_LIDS 0x4000
+/* SMInfo Set AttributeModifiers (IBA 14.2.5.13, table 180) */
+#define SM_SMINFO_HANDOVER 1
+#define SM_SMINFO_ACKNOWLEDGE 2
+/* an SMInfo Get to a master starts a heavy sweep at most this often */
+#define SM_CHECK_US 5000000u
+/* a trap 144 (CapabilityMask, IsSM) repeated until repressed: one sweep
+ * per this */
+#define SM_TRAP144_US 1000000u	/* multicast LIDs 0xc000..0xffff */
 
 struct sm;
 struct sm_req;
@@ -92,6 +100,13 @@ struct sm {
 	uint64_t master_guid;
 	uint64_t next_poll;	/* µs */
 	unsigned poll_fails;
+	struct sm_port *best;	/* the best STANDBY the probe found */
+	uint64_t best_guid;
+	uint8_t best_prio;
+	struct sm_port *ho_target; /* HANDOVER sent, ACKNOWLEDGE awaited */
+	uint64_t ho_guid, ho_deadline;
+	uint64_t next_sm_check;	/* µs: an SMInfo Get may start a sweep */
+	uint64_t next_trap144;	/* µs: a trap 144 may start a sweep */
 	/* multicast (mcast.c): MLIDs (bit i: 0xc000 + i) to route again,
 	 * MLIDs some switch was given entries for */
 	uint64_t mc_dirty[SM_MC_LIDS / 64], mc_held[SM_MC_LIDS / 64];
@@ -142,7 +157,12 @@ int sm_mcast_run(struct sm *sm);
 bool sm_sminfo_probe(struct sm *sm);
 void sm_sminfo_poll(struct sm *sm);
 void sm_sminfo_take_over(struct sm *sm);
-void sm_sminfo_set(struct sm *sm, uint32_t mod);
+void sm_sminfo_set(struct sm *sm, uint32_t mod, const uint8_t *data);
+/* our SMInfo (64 bytes); a master's hand-over to a better standby after
+ * its probe; the hand-over's time-out */
+void sm_sminfo_fill(const struct sm *sm, uint8_t *d);
+void sm_sminfo_check_handover(struct sm *sm);
+void sm_sminfo_tick(struct sm *sm);
 /* main.c: a phase's SMPs are all answered */
 void sm_phase_done(struct sm *sm);
 

@@ -135,8 +135,11 @@ static void request_in(struct sm *sm, int agent, void *umad)
 		sm_log(sm, 1, "trap %u from LID %u", trap, be16toh(umad_get_mad_addr(umad)->lid));
 		sm_sa_trap_in(mad + SOF_SMP_OFF_DATA); /* to the SA's subscribers */
 		reply(sm, agent, umad, SOF_METHOD_TRAP_REPRESS);
-		if (trap == SOF_TRAP_LINK_STATE || trap == 129 || trap == 130 || trap == 131)
+		if (trap == SOF_TRAP_LINK_STATE || trap == 129 || trap == 130 || trap == 131) {
 			sm->resweep = true;
+			if (!sm->t_trap)
+				sm->t_trap = sm_now_us();
+		}
 		/* 144: a CapabilityMask changed, IsSM perhaps: a new SM */
 		if (trap == 144 && sm_now_us() >= sm->next_trap144) {
 			sm->next_trap144 = sm_now_us() + SM_TRAP144_US;
@@ -260,6 +263,12 @@ void sm_phase_done(struct sm *sm)
 		return;
 	case SM_PHASE_PROGRAM:
 		sm_log(sm, 1, "programmed in %.1f ms", (double)(sm_now_us() - sm->t_phase) / 1e3);
+		if (sm->t_trap && sn->up) {
+			/* the reroute time: the first trap to the tables written */
+			fprintf(stderr, "softofed-sm: rerouted: trap to tables written in %.1f ms, %u LFT blocks\n",
+				(double)(sm_now_us() - sm->t_trap) / 1e3, sm->lft_blocks);
+			sm->t_trap = 0;
+		}
 		sm_activate_start(sm);
 		return;
 	case SM_PHASE_ACTIVATE:

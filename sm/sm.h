@@ -93,6 +93,7 @@ struct sm {
 	bool resweep;		/* a trap or change asked for a heavy sweep */
 	bool changed;		/* this sweep found topology changes */
 	uint64_t t_start, t_phase, next_light; /* µs */
+	uint64_t t_trap;	/* µs: the first link trap not yet rerouted, 0 none */
 	unsigned errors;	/* Sets refused in this phase */
 	unsigned lft_blocks;	/* LFT blocks this programming writes */
 	/* another SM (sminfo.c) */

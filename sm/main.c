@@ -450,8 +450,11 @@ int main(int argc, char **argv)
 				sm_discover_start(&sm);
 			else if (sm.sweep_s && sm_now_us() >= sm.next_light)
 				sm_light_start(&sm);
-			else if (sm.sn.up && sm.sn.sm_state == SM_STATE_MASTER)
+			else if (sm.sn.up && sm.sn.sm_state == SM_STATE_MASTER) {
 				sm_mcast_run(&sm); /* SMPs in flight as the loop goes on */
+				if (sm_io_idle(&sm))
+					sm_qos_run(&sm, SM_QOS_BATCH);
+			}
 			if (sm.phase != SM_PHASE_IDLE)
 				continue;
 		}

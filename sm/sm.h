@@ -21,6 +21,8 @@
 #define SM_SMINFO_ACKNOWLEDGE 2
 /* an SMInfo Get to a master starts a heavy sweep at most this often */
 #define SM_CHECK_US 5000000u
+/* SL2VL/VLArb Sets queued at once between sweeps */
+#define SM_QOS_BATCH 256
 /* a trap 144 (CapabilityMask, IsSM) repeated until repressed: one sweep
  * per this */
 #define SM_TRAP144_US 1000000u	/* multicast LIDs 0xc000..0xffff */
@@ -113,6 +115,7 @@ struct sm {
 	uint64_t mc_dirty[SM_MC_LIDS / 64], mc_held[SM_MC_LIDS / 64];
 	bool mc_pending;
 	unsigned mft_blocks;	/* MFT blocks the last multicast run wrote */
+	unsigned qos_ports, qos_smps; /* SL2VL/VLArb set since the last report */
 };
 
 uint64_t sm_now_us(void);
@@ -153,6 +156,11 @@ void sm_activate_start(struct sm *sm);
 void sm_mcast_init(struct sm *sm);
 void sm_mcast_all(struct sm *sm);
 int sm_mcast_run(struct sm *sm);
+/* qos.c: SL2VL and VLArb Sets for ports not done, at most about budget
+ * SMPs (returns how many); the tables for OperationalVLs op_vls */
+unsigned sm_qos_run(struct sm *sm, unsigned budget);
+void sm_qos_sl2vl(uint8_t op_vls, uint8_t *d);
+void sm_qos_vlarb(uint8_t op_vls, unsigned block, unsigned cap, uint8_t *d);
 /* sminfo.c: ask the other SMs (false: none); poll the master; become
  * master; an SMInfo Set's AttributeModifier */
 bool sm_sminfo_probe(struct sm *sm);

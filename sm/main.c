@@ -289,6 +289,7 @@ void sm_phase_done(struct sm *sm)
 		sn->generation++;
 		notify_changed();
 		sm_mcast_all(sm); /* trees over the links as they are now */
+		sm->qos_pending = true;
 		sm->phase = SM_PHASE_IDLE;
 		sm->next_light = sm_now_us() + (uint64_t)sm->sweep_s * 1000000u;
 		/* the master asks the other SMs: one may deserve it */

@@ -71,6 +71,7 @@ static void on_qos_set(struct sm *sm, struct sm_req *rq, int err, const uint8_t 
 	       rq->arg >> 31 ? "VLArbitration" : "SL2VL", rq->node->desc, rq->port,
 	       rq->arg & 0x7fffffffu, err == -ETIMEDOUT ? "no answer" : "refused");
 	rq->node->port[rq->port].qos_vls = 0;
+	sm->qos_pending = true;
 }
 
 static unsigned qos_send(struct sm *sm, struct sm_node *n, struct sm_port *p, uint16_t attr,
@@ -123,6 +124,8 @@ unsigned sm_qos_run(struct sm *sm, unsigned budget)
 	struct sm_subnet *sn = &sm->sn;
 	unsigned i, j, sent = 0;
 
+	if (!sm->qos_pending)
+		return 0;
 	for (i = 0; i < sn->nnodes && sent < budget; i++) {
 		struct sm_node *n = sn->nodes[i];
 
@@ -142,7 +145,9 @@ unsigned sm_qos_run(struct sm *sm, unsigned budget)
 	}
 	if (sent)
 		sm->qos_smps += sent;
-	else if (sm->qos_ports) {
+	else
+		sm->qos_pending = false; /* every port done: until the next sweep */
+	if (!sent && sm->qos_ports) {
 		sm_log(sm, 1, "SL2VL and VLArbitration set on %u ports (%u SMPs)", sm->qos_ports,
 		       sm->qos_smps);
 		sm->qos_ports = sm->qos_smps = 0;

@@ -116,6 +116,7 @@ struct sm {
 	bool mc_pending;
 	unsigned mft_blocks;	/* MFT blocks the last multicast run wrote */
 	unsigned qos_ports, qos_smps; /* SL2VL/VLArb set since the last report */
+	bool qos_pending;	/* a port may need them: after a sweep, a refusal */
 };
 
 uint64_t sm_now_us(void);

@@ -10,7 +10,8 @@
 #
 # Then the route balance of each (ours min-hop, OpenSM ftree) on our
 # fabric: bench/route_balance.py over the LFTs ibroute reads back; and the
-# reroute time of each after a cut link (trap 128 to tables written).
+# reroute time of each after a cut link (trap 128 to tables written); the
+# SA's PathRecord rate with one client and with 8 at once.
 #
 # Each SM's own clock: OpenSM's log from its first line to "SUBNET UP" (as
 # bench/fabric.sh reads it), ours its "SUBNET UP in N ms" line (from the
@@ -235,6 +236,72 @@ if [ "${BENCH_SM_REROUTE:-1}" != 0 ]; then
 	done
 fi
 
+# SA PathRecord rate (issue 20; target ours >= OpenSM's): on our fabric
+# (BENCH_SM_SA_TOPO, default ft128, whose hosts are named H<leaf>_<n>),
+# tests/progs/umad_sa -p N -l SMLID (PathRecord Gets by LIDs, one at a
+# time, each answer checked) through rdma-core's libibumad and
+# libumad2sim: one client (H1_1), then 8 at once (H0_1 .. H7_1), each
+# BENCH_SM_SA_N Gets (default 2000); 8 clients' rate = all their Gets over
+# the longest client's time. BENCH_SM_SA=0 skips it.
+UMAD_SA=$BUILD/tests/umad_sa
+SYS_UMAD=/usr/lib/x86_64-linux-gnu/libibumad.so.3
+sa_rate() { # SM NCLIENTS FILE: prints paths/s or nothing
+	local sm=$1 ncl=$2 file=$3 srv pid i n=${BENCH_SM_SA_N:-2000} pids=() ms max=0 bad=0
+	rm -rf "$TMP/s" && mkdir -p "$TMP/s" && cd "$TMP/s" || return
+	timeout 300 "$BUILD/bin/softofed-fabric" "$file" --ibsim >/dev/null 2>&1 &
+	srv=$!
+	sleep 0.5
+	if [ "$sm" = opensm ]; then
+		OSM_CACHE_DIR=$TMP/s OSM_TMP_DIR=$TMP/s LD_PRELOAD=$UMAD2SIM \
+			timeout -s KILL 200 opensm -d 2 -f "$TMP/s/log" >/dev/null 2>&1 &
+	else
+		LD_PRELOAD=$UMAD2SIM timeout -s KILL 200 "$BUILD/bin/softofed-sm" >"$TMP/s/log" 2>&1 &
+	fi
+	pid=$!
+	for _ in $(seq 1 1800); do
+		grep -q 'SUBNET UP' "$TMP/s/log" 2>/dev/null && break
+		sleep 0.05
+	done
+	sleep 1
+	for i in $(seq 0 $((ncl - 1))); do
+		[ "$ncl" = 1 ] && i=1
+		# umad_sa links our libibumad by its RUNPATH: rdma-core's first
+		SIM_HOST=H${i}_1 LD_PRELOAD="$SYS_UMAD $UMAD2SIM" timeout 60 "$UMAD_SA" -C ibsim0 -p "$n" \
+			-l "$(SIM_HOST=H${i}_1 LD_PRELOAD=$UMAD2SIM timeout 10 sminfo 2>/dev/null | sed -n 's/^sminfo: sm lid \([0-9]*\) .*/\1/p')" \
+			>"$TMP/s/c$i" 2>&1 &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for i in $(seq 0 $((ncl - 1))); do
+		[ "$ncl" = 1 ] && i=1
+		ms=$(sed -n 's/^umad_sa ok: [0-9]* paths in \([0-9]*\) ms.*/\1/p' "$TMP/s/c$i")
+		if [ -z "$ms" ]; then
+			bad=1
+		elif [ "$ms" -gt "$max" ]; then
+			max=$ms
+		fi
+	done
+	[ "$bad" = 0 ] && [ "$max" -gt 0 ] && echo $((ncl * n * 1000 / max))
+	kill "$pid" "$srv" 2>/dev/null
+	wait "$pid" "$srv" 2>/dev/null
+	cd "$ROOT" || return
+}
+srows=()
+if [ "${BENCH_SM_SA:-1}" != 0 ] && [ -x "$UMAD_SA" ]; then
+	t=${BENCH_SM_SA_TOPO:-ft128}
+	file=$TOPO/$t.net
+	for k in 1 8; do
+		: >"$TMP/sa_ours"
+		: >"$TMP/sa_osm"
+		for _ in $(seq 1 "$REPS"); do
+			sa_rate ours "$k" "$file" >>"$TMP/sa_ours"
+			sa_rate opensm "$k" "$file" >>"$TMP/sa_osm"
+		done
+		a=$(median <"$TMP/sa_ours") b=$(median <"$TMP/sa_osm")
+		srows+=("| $t | $k | $a | $b | $(ratio "$a" "$b") |")
+	done
+fi
+
 {
 	if [ ${#rows[@]} -gt 0 ]; then
 		echo "### Start to SUBNET UP: softofed-sm against OpenSM (issue 20; target ours / OpenSM <= 0.5), median of $REPS, ms"
@@ -250,6 +317,14 @@ fi
 		echo "| topology | ours (min-hop) max | mean | OpenSM ftree max | mean |"
 		echo "|---|---|---|---|---|"
 		printf '%s\n' "${brows[@]}"
+	fi
+	if [ ${#srows[@]} -gt 0 ]; then
+		echo
+		echo "### SA PathRecord Gets per second on our fabric, one at a time per client (issue 20; target ours >= OpenSM), median of $REPS"
+		echo
+		echo "| topology | clients | ours | OpenSM | ratio |"
+		echo "|---|---|---|---|---|"
+		printf '%s\n' "${srows[@]}"
 	fi
 	if [ ${#rrows[@]} -gt 0 ]; then
 		echo

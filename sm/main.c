@@ -117,14 +117,6 @@ static void request_in(struct sm *sm, int agent, void *umad)
 		if (method == SOF_METHOD_SET)
 			sm_sminfo_set(sm, sof_get32(mad + SOF_SMP_OFF_ATTR_MOD),
 				      mad + SOF_SMP_OFF_DATA);
-		else if (sm->sn.sm_state == SM_STATE_MASTER && sm_now_us() >= sm->next_sm_check) {
-			/* another SM asks: it may be new, and of higher
-			 * priority (no trap 144 tells us everywhere); a
-			 * heavy sweep finds it and its probe may hand over */
-			sm->next_sm_check = sm_now_us() + SM_CHECK_US;
-			sm->resweep = true;
-			sm_log(sm, 1, "SMInfo Get from another SM: sweeping to find it");
-		}
 		sm_sminfo_fill(sm, mad + SOF_SMP_OFF_DATA);
 		reply(sm, agent, umad, SOF_METHOD_GET_RESP);
 		return;
@@ -140,10 +132,11 @@ static void request_in(struct sm *sm, int agent, void *umad)
 			if (!sm->t_trap)
 				sm->t_trap = sm_now_us();
 		}
-		/* 144: a CapabilityMask changed, IsSM perhaps: a new SM */
+		/* 144: a CapabilityMask changed, IsSM perhaps: a new SM,
+		 * asked for its SMInfo (no sweep) */
 		if (trap == 144 && sm_now_us() >= sm->next_trap144) {
 			sm->next_trap144 = sm_now_us() + SM_TRAP144_US;
-			sm->resweep = true;
+			sm_sminfo_check(sm, be16toh(umad_get_mad_addr(umad)->lid));
 		}
 		return;
 	}
@@ -257,6 +250,7 @@ void sm_phase_done(struct sm *sm)
 				(unsigned long long)sm->master_guid, sm->master->node->desc);
 			sm->phase = SM_PHASE_IDLE;
 			sm->next_poll = 0;
+			sm_sminfo_announce(sm);
 			return;
 		}
 		configure(sm);

@@ -15,17 +15,15 @@
 #include "subnet.h"
 
 #define SM_WINDOW_MAX 1024
-#define SM_MC_LIDS 0x4000
+#define SM_MC_LIDS 0x4000	/* multicast LIDs 0xc000..0xffff */
 /* SMInfo Set AttributeModifiers (IBA 14.2.5.13, table 180) */
 #define SM_SMINFO_HANDOVER 1
 #define SM_SMINFO_ACKNOWLEDGE 2
-/* an SMInfo Get to a master starts a heavy sweep at most this often */
-#define SM_CHECK_US 5000000u
 /* SL2VL/VLArb Sets queued at once between sweeps */
 #define SM_QOS_BATCH 256
-/* a trap 144 (CapabilityMask, IsSM) repeated until repressed: one sweep
- * per this */
-#define SM_TRAP144_US 1000000u	/* multicast LIDs 0xc000..0xffff */
+/* a trap 144 (CapabilityMask, IsSM) repeated until repressed: one check
+ * of its port per this */
+#define SM_TRAP144_US 1000000u
 
 struct sm;
 struct sm_req;
@@ -108,8 +106,9 @@ struct sm {
 	uint8_t best_prio;
 	struct sm_port *ho_target; /* HANDOVER sent, ACKNOWLEDGE awaited */
 	uint64_t ho_guid, ho_deadline;
-	uint64_t next_sm_check;	/* µs: an SMInfo Get may start a sweep */
-	uint64_t next_trap144;	/* µs: a trap 144 may start a sweep */
+	uint64_t next_trap144;	/* µs: a trap 144 may start a check */
+	struct sm_port *check_port; /* a trap 144's port, asked for SMInfo */
+	uint64_t check_until, next_check; /* µs */
 	/* multicast (mcast.c): MLIDs (bit i: 0xc000 + i) to route again,
 	 * MLIDs some switch was given entries for */
 	uint64_t mc_dirty[SM_MC_LIDS / 64], mc_held[SM_MC_LIDS / 64];
@@ -173,6 +172,11 @@ void sm_sminfo_set(struct sm *sm, uint32_t mod, const uint8_t *data);
 void sm_sminfo_fill(const struct sm *sm, uint8_t *d);
 void sm_sminfo_check_handover(struct sm *sm);
 void sm_sminfo_tick(struct sm *sm);
+/* a new standby's Trap 144 to the master it found */
+void sm_sminfo_announce(struct sm *sm);
+/* a master asks the port of `lid` (a trap 144's issuer) for its SMInfo:
+ * a new standby of higher priority is handed over to */
+void sm_sminfo_check(struct sm *sm, uint16_t lid);
 /* main.c: a phase's SMPs are all answered */
 void sm_phase_done(struct sm *sm);
 

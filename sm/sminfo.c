@@ -11,11 +11,16 @@
  *    upon which the old master goes STANDBY and polls the new one.
  *  - A standby given HANDOVER (from ours or OpenSM) takes over and sends
  *    ACKNOWLEDGE to the SM that handed over (found by the GUID in the Set).
+ *  - A master learns of a new SM by the trap 144 its port sends when IsSM
+ *    is set: that port is asked for its SMInfo, and handed over to when it
+ *    deserves it; any heavy sweep's probe finds it too.
  * The answer to every SMInfo Get and Set is our SMInfo (sm/main.c).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <infiniband/umad.h>
 
 #include "sm.h"
 #include "smp.h"
@@ -24,6 +29,8 @@
 #define POLL_FAILS 3
 #define HANDOVER_US 5000000u	/* no ACKNOWLEDGE by then: stay master */
 #define HO_POLL_US 200000u
+#define CHECK_US 300000u	/* a port a trap 144 named, asked again */
+#define CHECK_FOR_US 10000000u
 
 /* IBA 14.4.1.1: the SM that should be master of the two */
 static bool sm_better(uint8_t prio_a, uint64_t guid_a, uint8_t prio_b, uint64_t guid_b)
@@ -133,6 +140,41 @@ static void on_poll(struct sm *sm, struct sm_req *rq, int err, const uint8_t *ma
 	}
 }
 
+/* A new standby tells the master it is there, as OpenSM does: a Trap 144
+ * (IBA 14.2.5.1 Notice: generic, urgent, CapabilityMask changed, IsSM set)
+ * to the master's LID, sent once outside the SMP engine (its TrapRepress
+ * is not waited for: the master probes us in its sweeps anyway); a master
+ * of ours asks that port for its SMInfo, OpenSM sweeps */
+void sm_sminfo_announce(struct sm *sm)
+{
+	struct sm_port *self = sm->sn.self, *m = sm->master;
+	uint16_t dlid, slid;
+	uint8_t buf[sizeof(struct ib_user_mad) + 256], *d;
+
+	if (!self || !m)
+		return;
+	/* the LIDs the ports have (PortInfo:LID as read; a standby gave none) */
+	if (m->node->sw)
+		m = &m->node->port[0];
+	dlid = sof_get16(m->raw_portinfo + 16);
+	slid = sof_get16(self->raw_portinfo + 16);
+	if (!dlid || !slid)
+		return;
+	memset(buf, 0, sizeof(buf));
+	sof_smp_init(umad_get_mad(buf), false, SOF_METHOD_TRAP, SOF_ATTR_NOTICE, 0,
+		     0x5150000000000000ull | ++sm->tid_seq, 0);
+	d = (uint8_t *)umad_get_mad(buf) + SOF_SMP_OFF_DATA;
+	d[0] = 0x80 | 1;		/* IsGeneric, Type 1 (urgent) */
+	d[3] = 1;			/* ProducerType: channel adapter */
+	sof_put16(d + 4, 144);		/* TrapNumber */
+	sof_put16(d + 6, slid);		/* IssuerLID */
+	sof_put16(d + 12, slid);	/* DataDetails: LIDADDR */
+	sof_put32(d + 15, self->cap_mask | SOF_CAP_IS_SM); /* CapabilityMask */
+	umad_set_addr(buf, dlid, 0, 0, 0);
+	if (umad_send(sm->fd, sm->agent_lid, buf, 256, 0, 0) < 0)
+		sm_log(sm, 1, "the Trap 144 to the master could not be sent");
+}
+
 void sm_sminfo_poll(struct sm *sm)
 {
 	if (!sm->master || sm->next_poll > sm_now_us())
@@ -198,6 +240,39 @@ void sm_sminfo_check_handover(struct sm *sm)
 	sminfo_send(sm, sm->best, SM_SMINFO_HANDOVER, on_handover);
 }
 
+/* the answer of a port a trap 144 named: a new SM is DISCOVERING first,
+ * so it is asked again (every CHECK_US, for CHECK_FOR_US) until it is
+ * STANDBY (handed over to if it deserves it) or anything else */
+static void on_check(struct sm *sm, struct sm_req *rq, int err, const uint8_t *mad)
+{
+	uint8_t state = err ? 0 : sm_smp_data(mad)[20] & 0xf;
+
+	if (sm->sn.sm_state != SM_STATE_MASTER || rq->node->port + rq->port != sm->check_port)
+		return;
+	if ((err || state == SM_STATE_DISCOVERING) && sm_now_us() < sm->check_until) {
+		sm->next_check = sm_now_us() + CHECK_US;
+		return;
+	}
+	sm->check_port = NULL;
+	if (err)
+		return;
+	sm->best = NULL;
+	on_probe(sm, rq, err, mad);
+	sm_sminfo_check_handover(sm);
+}
+
+void sm_sminfo_check(struct sm *sm, uint16_t lid)
+{
+	struct sm_port *p = sm_port_by_lid(&sm->sn, lid);
+
+	if (sm->sn.sm_state != SM_STATE_MASTER || !p || p == sm->sn.self || !p->node->present)
+		return;
+	sm_log(sm, 1, "a CapabilityMask changed at LID %u: asking for its SMInfo", lid);
+	sm->check_port = p;
+	sm->check_until = sm_now_us() + CHECK_FOR_US;
+	sm->next_check = 0;
+}
+
 /* the ACKNOWLEDGE we were waiting for, or the time it had, is past */
 static void become_standby(struct sm *sm)
 {
@@ -226,6 +301,10 @@ static void on_ho_poll(struct sm *sm, struct sm_req *rq, int err, const uint8_t 
  * MASTER state counts as one; none by the deadline, and we stay master */
 void sm_sminfo_tick(struct sm *sm)
 {
+	if (sm->check_port && sm->next_check != UINT64_MAX && sm_now_us() >= sm->next_check) {
+		sm->next_check = UINT64_MAX; /* until answered */
+		sminfo_get(sm, sm->check_port, on_check);
+	}
 	if (!sm->ho_target)
 		return;
 	if (sm_now_us() > sm->ho_deadline) {

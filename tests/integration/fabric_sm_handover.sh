@@ -8,13 +8,14 @@
 # STANDBY in its own SMInfo (`sminfo LID`), H3's LID kept and
 # routed:
 #   1. ours (H1, priority 1) master; ours (H2, priority 10) started: it goes
-#      STANDBY, the master hands over to it, it ACKNOWLEDGEs: H2 master;
+#      STANDBY and sends the master a Trap 144, the master asks it for its
+#      SMInfo and hands over to it, it ACKNOWLEDGEs: H2 master;
 #   2. ours in H1 restarted with priority 15: STANDBY behind H2, H2 hands
 #      over: H1 master again (the other direction);
 #   3. OpenSM (H1, priority 1) master; ours (H2, priority 10) started:
-#      OpenSM hands over to ours (OpenSM on our fabric sweeps heavily only
-#      on a change it sees; the fabric sends no trap 144 for IsSM, so its
-#      config forces heavy sweeps), ours ACKNOWLEDGEs, OpenSM STANDBY;
+#      ours goes STANDBY and sends OpenSM a Trap 144 (as OpenSM does);
+#      OpenSM hands over to ours (its config also forces heavy sweeps, as
+#      OpenSM finds other SMs in those), ours ACKNOWLEDGEs, OpenSM STANDBY;
 #   4. OpenSM in H1 restarted with priority 15: STANDBY behind ours, which
 #      hands over to it: OpenSM master, ours STANDBY (ours → OpenSM).
 #      Here sminfo asks each SM by its LID (OpenSM in H1 MASTER, ours in

@@ -111,9 +111,9 @@ static void request_in(struct sm *sm, int agent, void *umad)
 	uint8_t method = mad[3];
 
 	if (attr == SOF_ATTR_SM_INFO && (method == SOF_METHOD_GET || method == SOF_METHOD_SET)) {
-		/* IBA 14.4.1.1: Get answers our SMInfo; a Set (HANDOVER,
-		 * ACKNOWLEDGE, DISABLE ...) from another SM is answered with
-		 * our state too; the master keeps mastership */
+		/* IBA 14.4.1.1: Get answers our SMInfo; a Set from another
+		 * SM (HANDOVER, ACKNOWLEDGE: sm/sminfo.c; DISABLE ... change
+		 * nothing) is answered with our state after it */
 		if (method == SOF_METHOD_SET)
 			sm_sminfo_set(sm, sof_get32(mad + SOF_SMP_OFF_ATTR_MOD),
 				      mad + SOF_SMP_OFF_DATA);

@@ -70,6 +70,9 @@ sim() {
 sm_up() {
 	local name=$1
 	shift
+	# emptied here: sof_bg's child truncates it only once it runs, and the
+	# last SM's "SUBNET UP" must not be read as this one's
+	: >"$(sof_out sm)"
 	sof_bg sm 300 env LD_PRELOAD="$UMAD2SIM" "$SM" -v "$@"
 	for _ in $(seq 1 300); do
 		grep -q 'SUBNET UP' "$(sof_out sm)" 2>/dev/null && return 0

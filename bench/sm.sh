@@ -9,7 +9,9 @@
 # rounds each (default 3), the median, and ours / OpenSM's (target <= 0.5).
 #
 # Then the route balance of each (ours min-hop, OpenSM ftree) on our
-# fabric: bench/route_balance.py over the LFTs ibroute reads back.
+# fabric: bench/route_balance.py over the LFTs ibroute reads back; and the
+# reroute time of each after a cut link (trap 128 to tables written); the
+# SA's PathRecord rate with one client and with 8 at once.
 #
 # Each SM's own clock: OpenSM's log from its first line to "SUBNET UP" (as
 # bench/fabric.sh reads it), ours its "SUBNET UP in N ms" line (from the
@@ -98,7 +100,8 @@ ratio() {
 }
 
 rows=()
-for t in $TOPOS; do
+[ "${BENCH_SM_UP:-1}" = 0 ] && UPTOPOS="" || UPTOPOS=$TOPOS
+for t in $UPTOPOS; do
 	file=$TOPO/$t.net
 	case $t in */*) file=$t t=$(basename "$t" .net) ;; esac
 	[ -f "$file" ] || { echo "# $file missing" >&2; continue; }
@@ -155,12 +158,158 @@ if [ "${BENCH_SM_BALANCE:-1}" != 0 ]; then
 	done
 fi
 
+# Reroute time (issue 20): on our fabric, after SUBNET UP, the first link
+# of Leaf0 to a spine is cut (`softofed fabric link`); the time from the
+# trap 128 reaching the SM to its new tables written: ours its "rerouted:
+# trap to tables written in N ms" line (the trap's arrival to the last
+# LFT/PortInfo Set of the heavy sweep answered), OpenSM's log (-D 0x87)
+# from "Received Generic Notice type:1 num:128" to the "SUBNET UP" of the
+# sweep it started. BENCH_SM_REROUTE=0 skips it.
+osm_reroute_ms() {
+	python3 - "$1" <<'PY'
+import re, sys
+t0 = None
+for line in open(sys.argv[1]):
+    m = re.match(r'^\w+ +\d+ (\d+):(\d+):(\d+) (\d+) ', line)
+    if not m:
+        continue
+    t = ((int(m.group(1)) * 60 + int(m.group(2))) * 60 + int(m.group(3))) * 1000 + int(m.group(4)) / 1000
+    if t0 is None and 'Received Generic Notice type:1 num:128' in line:
+        t0 = t
+    elif t0 is not None and ' -> SUBNET UP' in line:
+        print('%.1f' % (t - t0))
+        break
+PY
+}
+reroute() { # SM FILE: prints ms or nothing
+	local sm=$1 file=$2 srv pid port
+	port=$(awk '/^Switch.*"Leaf0"/ {f = 1; next} f && /^$/ {exit} f && /"Spine/ {gsub(/[][]/, "", $1); print $1; exit}' "$file")
+	[ -n "$port" ] || return
+	rm -rf "$TMP/r" && mkdir -p "$TMP/r" && cd "$TMP/r" || return
+	timeout 300 "$BUILD/bin/softofed-fabric" "$file" --ibsim >/dev/null 2>&1 &
+	srv=$!
+	sleep 0.5
+	if [ "$sm" = opensm ]; then
+		OSM_CACHE_DIR=$TMP/r OSM_TMP_DIR=$TMP/r LD_PRELOAD=$UMAD2SIM \
+			timeout -s KILL 200 opensm -d 2 -D 0x87 -f "$TMP/r/log" >/dev/null 2>&1 &
+	else
+		LD_PRELOAD=$UMAD2SIM timeout -s KILL 200 "$BUILD/bin/softofed-sm" >"$TMP/r/log" 2>&1 &
+	fi
+	pid=$!
+	for _ in $(seq 1 1800); do
+		grep -q 'SUBNET UP' "$TMP/r/log" 2>/dev/null && break
+		sleep 0.05
+	done
+	sleep 1
+	timeout 20 "$BUILD/bin/softofed" fabric link Leaf0 "$port" down >/dev/null 2>&1
+	for _ in $(seq 1 200); do
+		if [ "$sm" = opensm ]; then
+			[ "$(grep -c ' -> SUBNET UP' "$TMP/r/log")" -ge 2 ] && break
+		else
+			grep -q 'rerouted:' "$TMP/r/log" && break
+		fi
+		sleep 0.05
+	done
+	if [ "$sm" = opensm ]; then
+		osm_reroute_ms "$TMP/r/log"
+	else
+		sed -n 's/.*rerouted: trap to tables written in \([0-9.]*\) ms.*/\1/p' "$TMP/r/log" | head -n 1
+	fi
+	kill "$pid" "$srv" 2>/dev/null
+	wait "$pid" "$srv" 2>/dev/null
+	cd "$ROOT" || return
+}
+rrows=()
+if [ "${BENCH_SM_REROUTE:-1}" != 0 ]; then
+	for t in $TOPOS; do
+		file=$TOPO/$t.net
+		case $t in */*) file=$t t=$(basename "$t" .net) ;; esac
+		[ -f "$file" ] || continue
+		: >"$TMP/rr_ours"
+		: >"$TMP/rr_osm"
+		for _ in $(seq 1 "$REPS"); do
+			reroute ours "$file" >>"$TMP/rr_ours"
+			reroute opensm "$file" >>"$TMP/rr_osm"
+		done
+		a=$(median <"$TMP/rr_ours") b=$(median <"$TMP/rr_osm")
+		rrows+=("| $t | $a | $b |")
+	done
+fi
+
+# SA PathRecord rate (issue 20; target ours >= OpenSM's): on our fabric
+# (BENCH_SM_SA_TOPO, default ft128, whose hosts are named H<leaf>_<n>),
+# tests/progs/umad_sa -p N -l SMLID (PathRecord Gets by LIDs, one at a
+# time, each answer checked) through rdma-core's libibumad and
+# libumad2sim: one client (H1_1), then 8 at once (H0_1 .. H7_1), each
+# BENCH_SM_SA_N Gets (default 2000); 8 clients' rate = all their Gets over
+# the longest client's time. BENCH_SM_SA=0 skips it.
+UMAD_SA=$BUILD/tests/umad_sa
+SYS_UMAD=/usr/lib/x86_64-linux-gnu/libibumad.so.3
+sa_rate() { # SM NCLIENTS FILE: prints paths/s or nothing
+	local sm=$1 ncl=$2 file=$3 srv pid i n=${BENCH_SM_SA_N:-2000} pids=() ms max=0 bad=0
+	rm -rf "$TMP/s" && mkdir -p "$TMP/s" && cd "$TMP/s" || return
+	timeout 300 "$BUILD/bin/softofed-fabric" "$file" --ibsim >/dev/null 2>&1 &
+	srv=$!
+	sleep 0.5
+	if [ "$sm" = opensm ]; then
+		OSM_CACHE_DIR=$TMP/s OSM_TMP_DIR=$TMP/s LD_PRELOAD=$UMAD2SIM \
+			timeout -s KILL 200 opensm -d 2 -f "$TMP/s/log" >/dev/null 2>&1 &
+	else
+		LD_PRELOAD=$UMAD2SIM timeout -s KILL 200 "$BUILD/bin/softofed-sm" >"$TMP/s/log" 2>&1 &
+	fi
+	pid=$!
+	for _ in $(seq 1 1800); do
+		grep -q 'SUBNET UP' "$TMP/s/log" 2>/dev/null && break
+		sleep 0.05
+	done
+	sleep 1
+	for i in $(seq 0 $((ncl - 1))); do
+		[ "$ncl" = 1 ] && i=1
+		# umad_sa links our libibumad by its RUNPATH: rdma-core's first
+		SIM_HOST=H${i}_1 LD_PRELOAD="$SYS_UMAD $UMAD2SIM" timeout 60 "$UMAD_SA" -C ibsim0 -p "$n" \
+			-l "$(SIM_HOST=H${i}_1 LD_PRELOAD=$UMAD2SIM timeout 10 sminfo 2>/dev/null | sed -n 's/^sminfo: sm lid \([0-9]*\) .*/\1/p')" \
+			>"$TMP/s/c$i" 2>&1 &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for i in $(seq 0 $((ncl - 1))); do
+		[ "$ncl" = 1 ] && i=1
+		ms=$(sed -n 's/^umad_sa ok: [0-9]* paths in \([0-9]*\) ms.*/\1/p' "$TMP/s/c$i")
+		if [ -z "$ms" ]; then
+			bad=1
+		elif [ "$ms" -gt "$max" ]; then
+			max=$ms
+		fi
+	done
+	[ "$bad" = 0 ] && [ "$max" -gt 0 ] && echo $((ncl * n * 1000 / max))
+	kill "$pid" "$srv" 2>/dev/null
+	wait "$pid" "$srv" 2>/dev/null
+	cd "$ROOT" || return
+}
+srows=()
+if [ "${BENCH_SM_SA:-1}" != 0 ] && [ -x "$UMAD_SA" ]; then
+	t=${BENCH_SM_SA_TOPO:-ft128}
+	file=$TOPO/$t.net
+	for k in 1 8; do
+		: >"$TMP/sa_ours"
+		: >"$TMP/sa_osm"
+		for _ in $(seq 1 "$REPS"); do
+			sa_rate ours "$k" "$file" >>"$TMP/sa_ours"
+			sa_rate opensm "$k" "$file" >>"$TMP/sa_osm"
+		done
+		a=$(median <"$TMP/sa_ours") b=$(median <"$TMP/sa_osm")
+		srows+=("| $t | $k | $a | $b | $(ratio "$a" "$b") |")
+	done
+fi
+
 {
-	echo "### Start to SUBNET UP: softofed-sm against OpenSM (issue 20; target ours / OpenSM <= 0.5), median of $REPS, ms"
-	echo
-	echo "| topology | ours on our fabric | OpenSM on our fabric | ratio | ours on ibsim | OpenSM on ibsim | ratio |"
-	echo "|---|---|---|---|---|---|---|"
-	printf '%s\n' "${rows[@]}"
+	if [ ${#rows[@]} -gt 0 ]; then
+		echo "### Start to SUBNET UP: softofed-sm against OpenSM (issue 20; target ours / OpenSM <= 0.5), median of $REPS, ms"
+		echo
+		echo "| topology | ours on our fabric | OpenSM on our fabric | ratio | ours on ibsim | OpenSM on ibsim | ratio |"
+		echo "|---|---|---|---|---|---|---|"
+		printf '%s\n' "${rows[@]}"
+	fi
 	if [ ${#brows[@]} -gt 0 ]; then
 		echo
 		echo "### Route balance, all-to-all: most paths on one switch-to-switch link (issue 20; target ours <= OpenSM ftree)"
@@ -168,5 +317,21 @@ fi
 		echo "| topology | ours (min-hop) max | mean | OpenSM ftree max | mean |"
 		echo "|---|---|---|---|---|"
 		printf '%s\n' "${brows[@]}"
+	fi
+	if [ ${#srows[@]} -gt 0 ]; then
+		echo
+		echo "### SA PathRecord Gets per second on our fabric, one at a time per client (issue 20; target ours >= OpenSM), median of $REPS"
+		echo
+		echo "| topology | clients | ours | OpenSM | ratio |"
+		echo "|---|---|---|---|---|"
+		printf '%s\n' "${srows[@]}"
+	fi
+	if [ ${#rrows[@]} -gt 0 ]; then
+		echo
+		echo "### Reroute after a cut Leaf0-spine link on our fabric: trap 128 to tables written (issue 20), median of $REPS, ms"
+		echo
+		echo "| topology | ours | OpenSM |"
+		echo "|---|---|---|"
+		printf '%s\n' "${rrows[@]}"
 	fi
 } | tee -a "${BENCH_OUT:-/dev/null}"

@@ -40,8 +40,10 @@
 _Static_assert(sizeof(ib_mad_addr_t) == SOF_UMAD_ADDR_LEN, "ib_mad_addr layout");
 _Static_assert(sizeof(struct ib_user_mad) == 64, "ib_user_mad layout (ABI 5)");
 
-/* the send buffer of a port's socket: MADs wait there for the program */
-#define UMAD_SNDBUF (1 << 20)
+/* the send buffer of a port's socket: MADs wait there for the program;
+ * one record must hold the largest RMPP message (SOF_MAD_MSG_MAX). Set by
+ * SO_SNDBUFFORCE when the daemon may, else SO_SNDBUF (wmem_max caps it) */
+#define UMAD_SNDBUF (SOF_MAD_MSG_MAX + (64 << 10))
 
 struct sofd_umad {
 	struct sofd_conn *c;
@@ -257,7 +259,8 @@ static int op_open(struct sofd_req *rq, struct sofd_rep *rp, const struct sof_um
 		close(sv[1]);
 		return err;
 	}
-	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+	if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)))
+		(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 	u = calloc(1, sizeof(*u));
 	if (!u) {
 		close(sv[0]);

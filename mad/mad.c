@@ -262,8 +262,12 @@ int sofd_mad_agent_register(const struct sofd_mad_reg *reg, const struct sofd_ma
 	return agent_add(reg, NULL, ops, ctx, id);
 }
 
+/* bytes of the messages on send_list (SOF_MAD_BYTES_MAX) */
+static size_t send_bytes;
+
 static void send_free(struct msend *s)
 {
+	send_bytes -= s->len;
 	free(s->msg);
 	free(s);
 }
@@ -406,6 +410,8 @@ int sofd_mad_agent_send(void *ctx, uint32_t id, const uint8_t *msg, uint32_t len
 		return -EINVAL;
 	if (rmpp && len < sofd_mad_data_offset(h.mgmt_class))
 		return -EINVAL;
+	if (len > SOF_MAD_LEN && send_bytes + len > SOF_MAD_BYTES_MAX)
+		return -ENOBUFS; /* too much in flight already */
 	copy = calloc(1, len < SOF_MAD_LEN ? SOF_MAD_LEN : len);
 	if (!copy)
 		return -ENOMEM;
@@ -442,6 +448,7 @@ int sofd_mad_agent_send(void *ctx, uint32_t id, const uint8_t *msg, uint32_t len
 	s->to = *to;
 	s->msg = copy;
 	s->len = len;
+	send_bytes += len;
 	s->timeout_ms = timeout_ms;
 	s->retries = retries;
 	s->cookie = cookie;

@@ -117,9 +117,13 @@ bool sofd_mad_loopback_pending(void);
 /* MAD status (IBA 13.4.7): the method/attribute combination is not
  * supported (the answer to a Get or Set no agent takes) */
 #define SOF_MAD_STATUS_UNSUPPORTED 0x000c
-/* The largest message an agent sends or receives in one piece (RMPP):
- * what a record on a MAD port's socket can carry. */
-#define SOF_MAD_MSG_MAX (256u * 1024u)
+/* The largest message an agent sends or receives in one piece (RMPP): an
+ * SA table of 8 MiB of records (the SA's own cap) and its headers. Memory
+ * stays bounded: the bytes of all messages being sent, and apart those of
+ * all reassemblies, stay within SOF_MAD_BYTES_MAX (beyond: -ENOBUFS for a
+ * send, a reassembly dropped). */
+#define SOF_MAD_MSG_MAX (8u * 1024u * 1024u + 4096u)
+#define SOF_MAD_BYTES_MAX (64u * 1024u * 1024u)
 
 struct sofd_mad_reg {
 	uint8_t qpn;

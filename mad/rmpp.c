@@ -61,6 +61,7 @@ struct reasm {
 
 static struct reasm *reasm_list;
 static uint32_t nreasm;
+static size_t reasm_bytes; /* their buffers together, SOF_MAD_BYTES_MAX */
 
 static uint8_t rmpp_type(const uint8_t *m) { return m[SOF_RMPP_TYPE_OFF]; }
 static uint8_t rmpp_flags(const uint8_t *m) { return m[SOF_RMPP_FLAGS_OFF] & 0x07; }
@@ -211,6 +212,7 @@ static void reasm_free(struct reasm *r)
 			break;
 		}
 	}
+	reasm_bytes -= r->cap;
 	free(r->buf);
 	free(r);
 }
@@ -235,9 +237,12 @@ static int reasm_append(struct reasm *r, const uint8_t *p, uint32_t n)
 
 		while (cap < r->len + n)
 			cap *= 2;
+		if (reasm_bytes - r->cap + cap > SOF_MAD_BYTES_MAX)
+			return -ENOBUFS;
 		b = realloc(r->buf, cap);
 		if (!b)
 			return -ENOMEM;
+		reasm_bytes = reasm_bytes - r->cap + cap;
 		r->buf = b;
 		r->cap = cap;
 	}
@@ -334,6 +339,7 @@ static void data_recv(struct agent *a, const uint8_t *mad, const struct sofd_mad
 		r->req = NULL;
 	}
 	sofd_mad_deliver(a, r->buf, r->len, from);
+	reasm_bytes -= r->cap;
 	free(r->buf);
 	r->buf = NULL;
 	r->len = r->cap = 0;

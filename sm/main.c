@@ -104,15 +104,6 @@ static void reply(struct sm *sm, int agent, void *umad, uint8_t method)
 		sm_log(sm, 1, "umad_send of a response failed");
 }
 
-static void sminfo_fill(const struct sm *sm, uint8_t *d)
-{
-	memset(d, 0, 64);
-	sof_put64(d + 0, sm->sn.sm_guid);
-	sof_put64(d + 8, sm->sn.sm_key);
-	sof_put32(d + 16, sm->sn.act_count);
-	d[20] = (uint8_t)(sm->sn.sm_priority << 4 | (sm->sn.sm_state & 0xf));
-}
-
 static void request_in(struct sm *sm, int agent, void *umad)
 {
 	uint8_t *mad = umad_get_mad(umad);
@@ -120,12 +111,13 @@ static void request_in(struct sm *sm, int agent, void *umad)
 	uint8_t method = mad[3];
 
 	if (attr == SOF_ATTR_SM_INFO && (method == SOF_METHOD_GET || method == SOF_METHOD_SET)) {
-		/* IBA 14.4.1.1: Get answers our SMInfo; a Set (HANDOVER,
-		 * ACKNOWLEDGE, DISABLE ...) from another SM is answered with
-		 * our state too; the master keeps mastership */
+		/* IBA 14.4.1.1: Get answers our SMInfo; a Set from another
+		 * SM (HANDOVER, ACKNOWLEDGE: sm/sminfo.c; DISABLE ... change
+		 * nothing) is answered with our state after it */
 		if (method == SOF_METHOD_SET)
-			sm_sminfo_set(sm, sof_get32(mad + SOF_SMP_OFF_ATTR_MOD));
-		sminfo_fill(sm, mad + SOF_SMP_OFF_DATA);
+			sm_sminfo_set(sm, sof_get32(mad + SOF_SMP_OFF_ATTR_MOD),
+				      mad + SOF_SMP_OFF_DATA);
+		sm_sminfo_fill(sm, mad + SOF_SMP_OFF_DATA);
 		reply(sm, agent, umad, SOF_METHOD_GET_RESP);
 		return;
 	}
@@ -135,8 +127,17 @@ static void request_in(struct sm *sm, int agent, void *umad)
 		sm_log(sm, 1, "trap %u from LID %u", trap, be16toh(umad_get_mad_addr(umad)->lid));
 		sm_sa_trap_in(mad + SOF_SMP_OFF_DATA); /* to the SA's subscribers */
 		reply(sm, agent, umad, SOF_METHOD_TRAP_REPRESS);
-		if (trap == SOF_TRAP_LINK_STATE || trap == 129 || trap == 130 || trap == 131)
+		if (trap == SOF_TRAP_LINK_STATE || trap == 129 || trap == 130 || trap == 131) {
 			sm->resweep = true;
+			if (!sm->t_trap)
+				sm->t_trap = sm_now_us();
+		}
+		/* 144: a CapabilityMask changed, IsSM perhaps: a new SM,
+		 * asked for its SMInfo (no sweep) */
+		if (trap == 144 && sm_now_us() >= sm->next_trap144) {
+			sm->next_trap144 = sm_now_us() + SM_TRAP144_US;
+			sm_sminfo_check(sm, be16toh(umad_get_mad_addr(umad)->lid));
+		}
 		return;
 	}
 	if (method == SOF_METHOD_GET || method == SOF_METHOD_SET) {
@@ -238,18 +239,30 @@ void sm_phase_done(struct sm *sm)
 		configure(sm);
 		return;
 	case SM_PHASE_PROBE:
+		if (sn->sm_state == SM_STATE_MASTER) {
+			sm->phase = SM_PHASE_IDLE;
+			sm_sminfo_check_handover(sm);
+			return;
+		}
 		if (sm->master) {
 			sn->sm_state = SM_STATE_STANDBY;
 			fprintf(stderr, "softofed-sm: STANDBY: the master SM is %#llx (%s)\n",
 				(unsigned long long)sm->master_guid, sm->master->node->desc);
 			sm->phase = SM_PHASE_IDLE;
 			sm->next_poll = 0;
+			sm_sminfo_announce(sm);
 			return;
 		}
 		configure(sm);
 		return;
 	case SM_PHASE_PROGRAM:
 		sm_log(sm, 1, "programmed in %.1f ms", (double)(sm_now_us() - sm->t_phase) / 1e3);
+		if (sm->t_trap && sn->up) {
+			/* the reroute time: the first trap to the tables written */
+			fprintf(stderr, "softofed-sm: rerouted: trap to tables written in %.1f ms, %u LFT blocks\n",
+				(double)(sm_now_us() - sm->t_trap) / 1e3, sm->lft_blocks);
+			sm->t_trap = 0;
+		}
 		sm_activate_start(sm);
 		return;
 	case SM_PHASE_ACTIVATE:
@@ -270,8 +283,12 @@ void sm_phase_done(struct sm *sm)
 		sn->generation++;
 		notify_changed();
 		sm_mcast_all(sm); /* trees over the links as they are now */
+		sm->qos_pending = true;
 		sm->phase = SM_PHASE_IDLE;
 		sm->next_light = sm_now_us() + (uint64_t)sm->sweep_s * 1000000u;
+		/* the master asks the other SMs: one may deserve it */
+		if (!sm_sminfo_probe(sm))
+			sm->phase = SM_PHASE_IDLE;
 		return;
 	case SM_PHASE_LIGHT:
 	case SM_PHASE_IDLE:
@@ -429,6 +446,7 @@ int main(int argc, char **argv)
 		unsigned n;
 
 		sm_io_pump(&sm);
+		sm_sminfo_tick(&sm);
 		if (sm.phase != SM_PHASE_IDLE && sm_io_idle(&sm))
 			sm_phase_done(&sm);
 		if (sm.phase == SM_PHASE_IDLE && sm.sn.sm_state == SM_STATE_STANDBY) {
@@ -438,8 +456,11 @@ int main(int argc, char **argv)
 				sm_discover_start(&sm);
 			else if (sm.sweep_s && sm_now_us() >= sm.next_light)
 				sm_light_start(&sm);
-			else if (sm.sn.up && sm.sn.sm_state == SM_STATE_MASTER)
+			else if (sm.sn.up && sm.sn.sm_state == SM_STATE_MASTER) {
 				sm_mcast_run(&sm); /* SMPs in flight as the loop goes on */
+				if (sm_io_idle(&sm))
+					sm_qos_run(&sm, SM_QOS_BATCH);
+			}
 			if (sm.phase != SM_PHASE_IDLE)
 				continue;
 		}

@@ -16,6 +16,14 @@
 
 #define SM_WINDOW_MAX 1024
 #define SM_MC_LIDS 0x4000	/* multicast LIDs 0xc000..0xffff */
+/* SMInfo Set AttributeModifiers (IBA 14.2.5.13, table 180) */
+#define SM_SMINFO_HANDOVER 1
+#define SM_SMINFO_ACKNOWLEDGE 2
+/* SL2VL/VLArb Sets queued at once between sweeps */
+#define SM_QOS_BATCH 256
+/* a trap 144 (CapabilityMask, IsSM) repeated until repressed: one check
+ * of its port per this */
+#define SM_TRAP144_US 1000000u
 
 struct sm;
 struct sm_req;
@@ -122,6 +130,7 @@ struct sm {
 	bool resweep;		/* a trap or change asked for a heavy sweep */
 	bool changed;		/* this sweep found topology changes */
 	uint64_t t_start, t_phase, next_light; /* µs */
+	uint64_t t_trap;	/* µs: the first link trap not yet rerouted, 0 none */
 	unsigned errors;	/* Sets refused in this phase */
 	unsigned lft_blocks;	/* LFT blocks this programming writes */
 	/* another SM (sminfo.c) */
@@ -129,11 +138,21 @@ struct sm {
 	uint64_t master_guid;
 	uint64_t next_poll;	/* µs */
 	unsigned poll_fails;
+	struct sm_port *best;	/* the best STANDBY the probe found */
+	uint64_t best_guid;
+	uint8_t best_prio;
+	struct sm_port *ho_target; /* HANDOVER sent, ACKNOWLEDGE awaited */
+	uint64_t ho_guid, ho_deadline;
+	uint64_t next_trap144;	/* µs: a trap 144 may start a check */
+	struct sm_port *check_port; /* a trap 144's port, asked for SMInfo */
+	uint64_t check_until, next_check; /* µs */
 	/* multicast (mcast.c): MLIDs (bit i: 0xc000 + i) to route again,
 	 * MLIDs some switch was given entries for */
 	uint64_t mc_dirty[SM_MC_LIDS / 64], mc_held[SM_MC_LIDS / 64];
 	bool mc_pending;
 	unsigned mft_blocks;	/* MFT blocks the last multicast run wrote */
+	unsigned qos_ports, qos_smps; /* SL2VL/VLArb set since the last report */
+	bool qos_pending;	/* a port may need them: after a sweep, a refusal */
 };
 
 uint64_t sm_now_us(void);
@@ -180,12 +199,27 @@ void sm_activate_start(struct sm *sm);
 void sm_mcast_init(struct sm *sm);
 void sm_mcast_all(struct sm *sm);
 int sm_mcast_run(struct sm *sm);
+/* qos.c: SL2VL and VLArb Sets for ports not done, at most about budget
+ * SMPs (returns how many); the tables for OperationalVLs op_vls */
+unsigned sm_qos_run(struct sm *sm, unsigned budget);
+void sm_qos_sl2vl(uint8_t op_vls, uint8_t *d);
+void sm_qos_vlarb(uint8_t op_vls, unsigned block, unsigned cap, uint8_t *d);
 /* sminfo.c: ask the other SMs (false: none); poll the master; become
  * master; an SMInfo Set's AttributeModifier */
 bool sm_sminfo_probe(struct sm *sm);
 void sm_sminfo_poll(struct sm *sm);
 void sm_sminfo_take_over(struct sm *sm);
-void sm_sminfo_set(struct sm *sm, uint32_t mod);
+void sm_sminfo_set(struct sm *sm, uint32_t mod, const uint8_t *data);
+/* our SMInfo (64 bytes); a master's hand-over to a better standby after
+ * its probe; the hand-over's time-out */
+void sm_sminfo_fill(const struct sm *sm, uint8_t *d);
+void sm_sminfo_check_handover(struct sm *sm);
+void sm_sminfo_tick(struct sm *sm);
+/* a new standby's Trap 144 to the master it found */
+void sm_sminfo_announce(struct sm *sm);
+/* a master asks the port of `lid` (a trap 144's issuer) for its SMInfo:
+ * a new standby of higher priority is handed over to */
+void sm_sminfo_check(struct sm *sm, uint16_t lid);
 /* main.c: a phase's SMPs are all answered */
 void sm_phase_done(struct sm *sm);
 

@@ -88,6 +88,7 @@ struct sm_port {
 	uint32_t seen_sweep;  /* sweep number of the last PortInfo read */
 	uint16_t lid_wanted;  /* LID from guid2lid to reuse, 0 none */
 	bool lid_set;	      /* the SM's LID/SM LID are in the port's PortInfo */
+	uint8_t qos_vls;      /* OperationalVLs its SL2VL/VLArb were set for, 0 not */
 };
 
 /* A switch: SwitchInfo (IBA 14.2.5.4) and the forwarding tables the SM

@@ -10,7 +10,9 @@
 #                         line for each step, 1 (after not_ok) when one fails.
 #                         Sets IBF_HOSTS ("a b [c]"), IBF_FAB (the fabric's
 #                         `status -v`), IBF_SMLOG (OpenSM's log).
-#                         SOF_IBF_SM_ARGS: more OpenSM options; a function
+#                         SOF_IBF_SM_ARGS: more OpenSM options;
+#                         SOF_IBF_SM=softofed: our softofed-sm (`softofed sm
+#                         -v`) instead, its stderr as IBF_SMLOG; a function
 #                         ibf_before_sm, when the script defines one, runs
 #                         once the ports are attached, before OpenSM.
 #   sof_ibf_line H        the "device sofib0" line of H's `softofed status`
@@ -81,16 +83,21 @@ sof_ibf_up() {
 	# a script's own step before the SM starts (e.g. a watcher of events)
 	declare -F ibf_before_sm >/dev/null && ibf_before_sm
 	guid=$(sof_host_run a "$SOFTOFED" run -- ibstat -p sofib0 2>/dev/null </dev/null | head -n 1)
-	IBF_SMLOG=$SOF_TMP/ibf.opensm.log
-	# shellcheck disable=SC2086 # more options
-	sof_host_bg ibf.sm a ${IBF_SECS:-260} "$SOFTOFED" run -- opensm -g "$guid" -f "$IBF_SMLOG" -d 0 -s 2 \
-		-D 0x87 ${SOF_IBF_SM_ARGS:-}
+	if [ "${SOF_IBF_SM:-opensm}" = softofed ]; then
+		sof_host_bg ibf.sm a ${IBF_SECS:-260} "$SOFTOFED" sm -v
+		IBF_SMLOG=$(sof_out ibf.sm)
+	else
+		IBF_SMLOG=$SOF_TMP/ibf.opensm.log
+		# shellcheck disable=SC2086 # more options
+		sof_host_bg ibf.sm a ${IBF_SECS:-260} "$SOFTOFED" run -- opensm -g "$guid" -f "$IBF_SMLOG" -d 0 -s 2 \
+			-D 0x87 ${SOF_IBF_SM_ARGS:-}
+	fi
 	for _ in $(seq 600); do
 		grep -q 'SUBNET UP' "$IBF_SMLOG" 2>/dev/null && sof_ibf_all_in ACTIVE && break
 		sleep 0.1
 	done
 	if grep -q 'SUBNET UP' "$IBF_SMLOG" 2>/dev/null && sof_ibf_all_in ACTIVE; then
-		ok "$t: SUBNET UP (OpenSM on a's sofib0, port GUID $guid), every sofib0 Active"
+		ok "$t: SUBNET UP (${SOF_IBF_SM:-opensm} on a's sofib0, port GUID $guid), every sofib0 Active"
 	else
 		not_ok "$t: SUBNET UP" "no SUBNET UP in 60 s; $(grep -c ERR "$IBF_SMLOG" 2>/dev/null) errors"
 		tail -n 40 "$IBF_SMLOG" 2>/dev/null | cut -c1-200 | sed "s/^/#   sm: /"

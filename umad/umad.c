@@ -247,7 +247,7 @@ SOFU_EXPORT int umad_set_addr_net(void *umad, __be16 dlid, __be32 dqp, int sl, _
 /* The largest MAD message one request carries; a longer one (an RMPP
  * message, up to SEND_FILE_MAX) travels in a memfd beside it. */
 #define SEND_MAX (SOF_MSG_MAX - sizeof(struct sof_msg) - sizeof(struct sof_umad_send_req))
-#define SEND_FILE_MAX (256u * 1024u)
+#define SEND_FILE_MAX (8u * 1024u * 1024u + 4096u) /* mad/mad.h's SOF_MAD_MSG_MAX */
 
 static int send_file(int portid, struct sof_umad_send_req *req, const void *data, size_t len)
 {

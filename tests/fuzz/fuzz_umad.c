@@ -103,7 +103,7 @@ static int request(struct port *p, uint32_t op, const void *data, size_t len, vo
 /* What the program would read: the TID of the last MAD port A got. */
 static void drain(struct port *p)
 {
-	uint8_t buf[sizeof(struct ib_user_mad) + SOF_MAD_MSG_MAX];
+	static uint8_t buf[sizeof(struct ib_user_mad) + SOF_MAD_MSG_MAX];
 	ssize_t n;
 
 	if (p->user_fd < 0)

@@ -7,6 +7,8 @@
 #     port with a link Active (none in Initialize/Armed); ibnetdiscover
 #     finds exactly the file's nodes, GUIDs and links (tests/fabric_topo.py);
 #     ibtracert between hosts reaches them (LFTs right);
+#   - line3: SL2VL (SL s -> VL s mod 8) and VLArb tables in smpquery of a
+#     CA and a switch port (sm/qos.c);
 #   - line3: sminfo names our SM master at LID 1; ibtracert H1 -> S1 -> S2
 #     -> S3 -> H3; ibroute of S1 routes every LID; a link cut and restored
 #     (`softofed fabric link`) is Active again through trap 128 and a heavy
@@ -68,6 +70,9 @@ sim() {
 sm_up() {
 	local name=$1
 	shift
+	# emptied here: sof_bg's child truncates it only once it runs, and the
+	# last SM's "SUBNET UP" must not be read as this one's
+	: >"$(sof_out sm)"
 	sof_bg sm 300 env LD_PRELOAD="$UMAD2SIM" "$SM" -v "$@"
 	for _ in $(seq 1 300); do
 		grep -q 'SUBNET UP' "$(sof_out sm)" 2>/dev/null && return 0
@@ -156,6 +161,31 @@ for name in pair line3 ft128; do
 			ok "sm/fabric line3: sminfo (our SM master, LID 1), ibroute of S1 (6 LIDs), ibtracert H1-S1-S2-S3-H3 and H3 -> H2"
 		else
 			not_ok "sm/fabric line3" "failed: ${checks[*]}"
+		fi
+		# SL2VL and VLArb (sm/qos.c) once SUBNET UP: SL s -> VL s mod 8
+		# (OperationalVLs VL0-7), VL15 never; low table every data VL
+		# weight 64, high VL0 weight 4: on H1 (CA, LID 1) and S2 (LID 3)
+		# output port 2, every input port
+		qos=()
+		for _ in $(seq 1 50); do
+			grep -q 'SL2VL and VLArbitration set' "$(sof_out sm)" && break
+			sleep 0.1
+		done
+		ident='| 0| 1| 2| 3| 4| 5| 6| 7| 0| 1| 2| 3| 4| 5| 6| 7|'
+		sim smpquery sl2vl 1 >"$SOF_TMP/sl2vl1"
+		sim smpquery sl2vl 3 2 >"$SOF_TMP/sl2vl3"
+		sim smpquery vlarb 3 2 >"$SOF_TMP/vlarb3"
+		grep -qF "in  0, out  0: $ident" "$SOF_TMP/sl2vl1" || qos+=("sl2vl H1")
+		[ "$(grep -cF "out  2: $ident" "$SOF_TMP/sl2vl3")" = "$(grep -c '^ports: in' "$SOF_TMP/sl2vl3")" ] &&
+			[ "$(grep -c '^ports: in' "$SOF_TMP/sl2vl3")" -ge 4 ] || qos+=("sl2vl S2")
+		[ "$(grep -c '^WEIGHT: |0x40|0x40|0x40|0x40|0x40|0x40|0x40|0x40|' "$SOF_TMP/vlarb3")" = 1 ] &&
+			grep -q '^WEIGHT: |0x4 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |0x0 |' "$SOF_TMP/vlarb3" &&
+			grep -q '^VL    : |0x0 |0x1 |0x2 |0x3 |0x4 |0x5 |0x6 |0x7 |' "$SOF_TMP/vlarb3" || qos+=("vlarb S2")
+		if [ ${#qos[@]} -eq 0 ]; then
+			ok "sm/fabric line3 QoS: smpquery sl2vl shows SL s -> VL s mod 8 on H1 and on S2 port 2 from all $(grep -c '^ports: in' "$SOF_TMP/sl2vl3") input ports, vlarb low every VL0-7 weight 64, high VL0 weight 4 ($(sed -n 's/.*\(SL2VL and VLArbitration set on .*\)/\1/p' "$(sof_out sm)" | head -n 1))"
+		else
+			not_ok "sm/fabric line3 QoS" "failed: ${qos[*]}"
+			sof_dump "$SOF_TMP/sl2vl1" "$SOF_TMP/sl2vl3" "$SOF_TMP/vlarb3"
 		fi
 		# a cut link: trap 128, heavy sweep, Active again
 		fabric link S2 3 down >"$OUT" 2>&1

@@ -33,6 +33,12 @@
  *   N PathRecord Gets (this port to another CA port, by GIDs), one at a
  *   time, each answer checked; prints "umad_sa ok: N paths in T ms, R/s".
  *
+ *   umad_sa -C CA [-s SA_LID] -p N -l DLID
+ *
+ *   the same by LIDs (SLID this port's, DLID given; no NodeRecord table
+ *   first, so it runs where RMPP does not, e.g. through libumad2sim);
+ *   without -s the SA is at the port's SM LID.
+ *
  * Prints "umad_sa ok: ..." when all held; exit status 0 only then.
  */
 #include <arpa/inet.h>
@@ -203,6 +209,35 @@ static void req(uint8_t *mad, uint8_t method, uint16_t attr, uint64_t mask)
 	sof_sa_req_init(mad, method, attr, 0, tid++, mask);
 }
 
+/* -p N -l DLID: PathRecord Gets by LIDs, one at a time */
+static int path_rate_lid(int n, uint16_t slid, uint16_t dlid)
+{
+	struct timespec t0, t1;
+	uint8_t mad[256], *r;
+	double ms;
+	int len;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < n; i++) {
+		req(mad, SOF_SA_GET, SOF_SA_ATTR_PATH_REC,
+		    1ull << SOF_PR_SLID | 1ull << SOF_PR_DLID);
+		sof_put16(mad + SOF_SA_OFF_DATA + 40, dlid);
+		sof_put16(mad + SOF_SA_OFF_DATA + 42, slid);
+		r = ask(mad, 256, &len);
+		if (!r || status_of(r) || sof_get16(r + SOF_SA_OFF_DATA + 40) != dlid) {
+			fprintf(stderr, "umad_sa: path %d: status 0x%04x\n", i,
+				r ? status_of(r) : 0xffff);
+			free(r);
+			return 1;
+		}
+		free(r);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	printf("umad_sa ok: %d paths in %.0f ms, %.0f/s\n", n, ms, n / (ms / 1e3));
+	return 0;
+}
+
 /* -p: PathRecord Gets one at a time to the first other CA port */
 static int path_rate(int n, const uint8_t mine[16], uint8_t (*gids)[16], unsigned ngid)
 {
@@ -245,11 +280,14 @@ int main(int argc, char **argv)
 	unsigned hosts = 2, ngid = 0, i;
 	uint8_t mad[1024], gids[MAX_GIDS][16], mine[16], *r;
 	umad_port_t port;
-	int c, len, wait_secs = 0, npaths = 0;
+	int c, len, wait_secs = 0, npaths = 0, dlid = 0;
 	long mask[16 / sizeof(long)];
 
-	while ((c = getopt(argc, argv, "C:s:n:w:p:")) != -1) {
+	while ((c = getopt(argc, argv, "C:s:n:w:p:l:")) != -1) {
 		switch (c) {
+		case 'l':
+			dlid = atoi(optarg);
+			break;
 		case 'p':
 			npaths = atoi(optarg);
 			break;
@@ -269,10 +307,12 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!ca || !sa_lid || umad_init() < 0 || umad_get_port(ca, 0, &port) < 0) {
+	if (!ca || umad_init() < 0 || umad_get_port(ca, 0, &port) < 0 || (!sa_lid && !dlid)) {
 		fprintf(stderr, "usage: umad_sa -C CA -s SA_LID [-n HOSTS] (or no such port)\n");
 		return 2;
 	}
+	if (!sa_lid)
+		sa_lid = (uint16_t)port.sm_lid;
 	sof_put64(mine, be64toh(port.gid_prefix));
 	sof_put64(mine + 8, be64toh(port.port_guid));
 	fd = umad_open_port(ca, port.portnum);
@@ -286,6 +326,8 @@ int main(int argc, char **argv)
 	}
 	if (wait_secs)
 		return wait_reports(wait_secs);
+	if (npaths > 0 && dlid)
+		return path_rate_lid(npaths, (uint16_t)port.base_lid, (uint16_t)dlid);
 
 	/* nr: every CA port's GID and LID */
 	req(mad, SOF_SA_GET_TABLE, SOF_SA_ATTR_NODE_REC, 1ull << SOF_NR_NODE_TYPE);

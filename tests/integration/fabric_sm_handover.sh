@@ -1,0 +1,182 @@
+#!/bin/bash
+# Issue 20 item 7: SMInfo handover driven by priority (IBA 14.4.1: a master
+# that finds a STANDBY of higher priority, or equal priority and lower
+# GUID, sends SMInfo Set HANDOVER; the standby becomes master and answers
+# with SMInfo Set ACKNOWLEDGE; the old master goes STANDBY), on
+# `softofed fabric up --ibsim` line3 through Debian's libumad2sim, each
+# step judged by `sminfo` (run from H3) naming the new master, the old one
+# STANDBY in its own SMInfo (`sminfo LID`), H3's LID kept and
+# routed:
+#   1. ours (H1, priority 1) master; ours (H2, priority 10) started: it goes
+#      STANDBY and sends the master a Trap 144, the master asks it for its
+#      SMInfo and hands over to it, it ACKNOWLEDGEs: H2 master;
+#   2. ours in H1 restarted with priority 15: STANDBY behind H2, H2 hands
+#      over: H1 master again (the other direction);
+#   3. OpenSM (H1, priority 1) master; ours (H2, priority 10) started:
+#      ours goes STANDBY and sends OpenSM a Trap 144 (as OpenSM does);
+#      OpenSM hands over to ours (its config also forces heavy sweeps, as
+#      OpenSM finds other SMs in those), ours ACKNOWLEDGEs, OpenSM STANDBY;
+#   4. OpenSM in H1 restarted with priority 15: STANDBY behind ours, which
+#      hands over to it: OpenSM master, ours STANDBY (ours → OpenSM).
+#      Here sminfo asks each SM by its LID (OpenSM in H1 MASTER, ours in
+#      H2 STANDBY): H3's SM LID changes only with OpenSM's first sweep as
+#      master, which waits on the Trap 144 OpenSM sent our master when it
+#      found it; our TrapRepress does not reach OpenSM through Debian's
+#      libumad2sim (which has no send time-outs either), so that sweep
+#      never ends on this fabric.
+# Runs in a private network namespace.
+#
+# Usage: tests/integration/fabric_sm_handover.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+sof_ns_enter "$@"
+sof_init
+
+TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
+UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+SM=$(dirname "$SOFTOFED")/softofed-sm
+[ -x "$SM" ] || SM=$SOF_ROOT/build/bin/softofed-sm
+OUT=$SOF_TMP/out
+mkdir -p "$SOF_TMP/ho" && cd "$SOF_TMP/ho" || exit 1
+
+if [ ! -f "$UMAD2SIM" ] || ! command -v opensm >/dev/null || [ ! -x "$SM" ]; then
+	not_ok "sm/handover" "ibsim-utils' libumad2sim.so, opensm or $SM missing"
+	sof_exit
+fi
+
+fabric() { timeout 30 "$SOFTOFED" fabric "$@" </dev/null; }
+# diagnostics from H3 (sim.c sets a node's IsSM from each client's flag)
+sim() { SIM_HOST=H3 LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null; }
+wait_for() { # FILE REGEX SECS
+	for _ in $(seq 1 $(($3 * 10))); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+h3_lid() {
+	sim ibnetdiscover | grep -A 8 '^Ca.*"H3"' | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1
+}
+# master_is GUID: sminfo (to the SM LID of H3's port) names GUID master
+master_is() {
+	local i
+	for i in $(seq 1 50); do
+		sim sminfo >"$SOF_TMP/sminfo"
+		grep -q "sm guid $1, .*SMINFO_MASTER" "$SOF_TMP/sminfo" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+# standby_is NAME: the SM at CA NAME's LID answers sminfo as STANDBY
+standby_is() {
+	local i lid
+	sim ibnetdiscover >"$SOF_TMP/ibnd"
+	lid=$(grep -A 8 "^Ca.*\"$1\"" "$SOF_TMP/ibnd" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1)
+	for i in $(seq 1 50); do
+		sim sminfo "$lid" >"$SOF_TMP/sminfo_s"
+		grep -q 'SMINFO_STANDBY' "$SOF_TMP/sminfo_s" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+# master_at NAME GUID: the SM at CA NAME's LID answers sminfo as MASTER GUID
+master_at() {
+	local i lid
+	sim ibnetdiscover >"$SOF_TMP/ibnd"
+	lid=$(grep -A 8 "^Ca.*\"$1\"" "$SOF_TMP/ibnd" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1)
+	for i in $(seq 1 50); do
+		sim sminfo "$lid" >"$SOF_TMP/sminfo"
+		grep -q "sm guid $2, .*SMINFO_MASTER" "$SOF_TMP/sminfo" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+osm() { # NAME PRIORITY
+	sof_bg "$1" 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 OSM_CACHE_DIR="$SOF_TMP/ho" \
+		OSM_TMP_DIR="$SOF_TMP/ho" opensm -F "$SOF_TMP/ho/osm.conf" -p "$2" -d 2 -f "$SOF_TMP/ho/$1.log"
+}
+ours() { # NAME HOST PRIORITY
+	sof_bg "$1" 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST="$2" "$SM" -v -p "$3"
+}
+
+H1=0x100001 H2=0x100003
+printf 'sminfo_polling_timeout 500\npolling_retry_number 2\nforce_heavy_sweep TRUE\nsweep_interval 1\n' >osm.conf
+
+fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1
+
+# 1. ours -> ours
+ours smA H1 1
+if wait_for "$(sof_out smA)" 'SUBNET UP' 30 && master_is $H1; then
+	before=$(h3_lid)
+	ours smB H2 10
+	if wait_for "$(sof_out smA)" 'HANDOVER to the standby SM 0x100003' 20 &&
+		wait_for "$(sof_out smB)" 'HANDOVER from 0x100001: taking over' 10 &&
+		wait_for "$(sof_out smA)" 'STANDBY: handed over to 0x100003' 10 &&
+		wait_for "$(sof_out smB)" 'SUBNET UP' 20 && master_is $H2 && standby_is H1 &&
+		[ "$(h3_lid)" = "$before" ]; then
+		ok "sm/handover ours -> ours: H1 (priority 1) master, H2 (priority 10) STANDBY then HANDOVER to it, ACKNOWLEDGE, H1 STANDBY; sminfo names H2 master and H1 STANDBY, H3 kept LID $before"
+	else
+		not_ok "sm/handover ours -> ours" "$(cat "$SOF_TMP/sminfo")"
+		sof_dump "$(sof_out smA)" "$(sof_out smB)"
+	fi
+	# 2. the other direction: H1 again, now of higher priority
+	sof_kill smA
+	: >"$(sof_out smA)"
+	ours smA H1 15
+	if wait_for "$(sof_out smA)" 'STANDBY: the master SM is 0x100003' 20 &&
+		wait_for "$(sof_out smB)" 'HANDOVER to the standby SM 0x100001' 20 &&
+		wait_for "$(sof_out smB)" 'STANDBY: handed over to 0x100001' 10 &&
+		wait_for "$(sof_out smA)" 'SUBNET UP' 20 && master_is $H1 && standby_is H2 &&
+		[ "$(h3_lid)" = "$before" ]; then
+		ok "sm/handover ours -> ours back: H1 restarted with priority 15 went STANDBY, H2 handed over to it and went STANDBY; sminfo names H1 master and H2 STANDBY, H3 kept LID $before"
+	else
+		not_ok "sm/handover ours -> ours back" "$(cat "$SOF_TMP/sminfo")"
+		sof_dump "$(sof_out smA)" "$(sof_out smB)"
+	fi
+else
+	not_ok "sm/handover ours -> ours" "H1's SM: no SUBNET UP as master"
+	sof_dump "$(sof_out smA)"
+fi
+sof_kill smA
+sof_kill smB
+fabric down >"$OUT" 2>&1
+
+# 3. OpenSM -> ours by priority
+fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1
+osm osmA 1
+if wait_for "$SOF_TMP/ho/osmA.log" 'SUBNET UP' 30 && master_is $H1; then
+	before=$(h3_lid)
+	ours smB H2 10
+	if wait_for "$(sof_out smB)" 'STANDBY: the master SM is 0x100001' 20 &&
+		wait_for "$(sof_out smB)" 'HANDOVER from 0x100001: taking over' 30 &&
+		wait_for "$(sof_out smB)" 'SUBNET UP' 20 && master_is $H2 &&
+		wait_for "$SOF_TMP/ho/osmA.log" 'Entering STANDBY state' 10 &&
+		[ "$(h3_lid)" = "$before" ]; then
+		ok "sm/handover OpenSM -> ours: OpenSM (priority 1) master, ours (priority 10) STANDBY, OpenSM sent HANDOVER, ours took over and sent ACKNOWLEDGE, OpenSM entered STANDBY; sminfo names ours, H3 kept LID $before"
+	else
+		not_ok "sm/handover OpenSM -> ours" "$(cat "$SOF_TMP/sminfo")"
+		sof_dump "$(sof_out smB)" "$SOF_TMP/ho/osmA.log"
+	fi
+	# 4. ours -> OpenSM by priority
+	sof_kill osmA
+	osm osmB 15
+	if wait_for "$SOF_TMP/ho/osmB.log" 'Entering STANDBY state' 30 &&
+		wait_for "$(sof_out smB)" 'HANDOVER to the standby SM 0x100001' 20 &&
+		wait_for "$(sof_out smB)" 'STANDBY: handed over to 0x100001' 10 &&
+		wait_for "$SOF_TMP/ho/osmB.log" 'Entering MASTER state' 10 && master_at H1 $H1 &&
+		standby_is H2; then
+		ok "sm/handover ours -> OpenSM: OpenSM restarted with priority 15 went STANDBY behind ours, ours sent HANDOVER, OpenSM entered MASTER, ours STANDBY; sminfo to each: OpenSM (H1) MASTER, ours (H2) STANDBY"
+	else
+		not_ok "sm/handover ours -> OpenSM" "ours alive: $(sof_alive smB && echo yes || echo no); $(cat "$SOF_TMP/sminfo"); OpenSM: $(grep -o "Entering [A-Z]* state\|SUBNET UP\|ERR.*" "$SOF_TMP/ho/osmB.log" | tr "\n" " "); ours: $(grep "HANDOVER\|STANDBY" "$(sof_out smB)" | tr "\n" " ")"
+		sof_dump "$(sof_out smB)" "$SOF_TMP/ho/osmB.log"
+	fi
+else
+	not_ok "sm/handover OpenSM -> ours" "OpenSM: no SUBNET UP as master"
+	sof_dump "$SOF_TMP/ho/osmA.log"
+fi
+sof_kill smB
+sof_kill osmA
+sof_kill osmB
+fabric down >"$OUT" 2>&1
+sof_exit

@@ -45,6 +45,24 @@ sof_ibf_all_in() {
 	done
 }
 
+# sof_ibf_xmit HOST: HOST's sofib0 xmit_data (4-byte words, IBA PortCounters)
+sof_ibf_xmit() {
+	sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null | grep '^ib_counters:' |
+		tr ' ' '\n' | grep -A1 -x xmit_data | tail -n 1
+}
+
+# sof_ibf_flowing HOST BASE WORDS SECS: waits until HOST's sofib0 sent WORDS
+# words more than BASE (a stream is running), at most SECS seconds; 1 if not
+sof_ibf_flowing() {
+	local h=$1 base=$2 words=$3 end=$((SECONDS + $4)) x
+	while [ $SECONDS -lt $end ]; do
+		x=$(sof_ibf_xmit "$h")
+		[ -n "$x" ] && [ -n "$base" ] && [ $((x - base)) -ge "$words" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 sof_ibf_diag() {
 	local h=$1 out=$2
 	shift 2

@@ -86,8 +86,10 @@ stream() {
 }
 # reroute: cut the link Leaf0 takes to c while the stream runs
 traps0=$(grep -c 'Received Generic Notice type:1 num:128' "$IBF_SMLOG")
+x0=$(sof_ibf_xmit a)
 stream c ibf.rr 1048576x150 -t 17
-sleep 2
+# cut once 16 MiB left a: the stream is surely running, whatever the speed
+sof_ibf_flowing a "$x0" 4194304 20
 mid=no
 sof_alive ibf.rr.cli && sof_alive ibf.rr.srv && mid=yes
 sof_host_run a "$SOFTOFED" fabric link Leaf0 "$leafport" down >"$SOF_TMP/cut" 2>&1 </dev/null
@@ -111,8 +113,9 @@ else
 fi
 
 # no second path: b's only link
+x0=$(sof_ibf_xmit a)
 stream b ibf.np 1048576x400
-sleep 2
+sof_ibf_flowing a "$x0" 4194304 20
 mid=no
 sof_alive ibf.np.cli && mid=yes
 sof_host_run a "$SOFTOFED" fabric link Leaf1 1 down >"$SOF_TMP/cut2" 2>&1 </dev/null

@@ -48,11 +48,13 @@ leafport=${2%%>*}
 
 first=$(sed -n 's/.*sweep 1 programming: .*, \([0-9]*\) LFT blocks/\1/p' "$IBF_SMLOG" | head -n 1)
 traps0=$(grep -c 'trap 128 from LID' "$IBF_SMLOG")
+x0=$(sof_ibf_xmit a)
 sof_host_bg rr.srv c 60 "$SOFTOFED" run -- "$SOF_PROGS/data_stream" -d sofib0 -p 18701 -m 4096 -T 50 -t 17
 sof_host_wait_listen c 18701 10 rr.srv >/dev/null 2>&1
 sof_host_bg rr.cli a 60 "$SOFTOFED" run -- "$SOF_PROGS/data_stream" -d sofib0 -p 18701 -m 4096 -T 50 \
 	-o write,send -s 1048576x150 -t 17 "$(sof_host_ip c)"
-sleep 2
+# cut once 16 MiB left a: the stream is surely running, whatever the speed
+sof_ibf_flowing a "$x0" 4194304 20
 mid=no
 sof_alive rr.cli && sof_alive rr.srv && mid=yes
 sof_host_run a "$SOFTOFED" fabric link Leaf0 "$leafport" down >"$SOF_TMP/cut" 2>&1 </dev/null

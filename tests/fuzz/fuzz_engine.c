@@ -846,7 +846,7 @@ static void cmd_packet(uint8_t c, struct in *in)
 			h.qkey = q->qkey;
 		/* a SACK's base PSN counts from the oldest unacknowledged too */
 		if ((c & P_REL) && t && h.ext && (h.opcode & ~ROCE_SVC_MASK) == ROCE_ACK &&
-		    paylen == ROCE_SACK_LEN) {
+		    roce_sack_len_ok(paylen)) {
 			uint8_t *b = pkt + (payload - pkt) + 1;
 			uint32_t base =
 			    ((uint32_t)b[0] << 16 | (uint32_t)b[1] << 8 | b[2]) + t->una_psn;
@@ -1300,7 +1300,7 @@ static void seed_sack(struct out *o, int32_t psn, uint8_t kind, const uint32_t *
 	memset(map, 0, sizeof(map));
 	for (unsigned i = 0; i < n; i++)
 		map[bits[i] >> 3] |= (uint8_t)(0x80u >> (bits[i] & 7));
-	roce_sack_write(buf + hl, (uint32_t)psn + 1, map);
+	roce_sack_write(buf + hl, (uint32_t)psn + 1, map, ROCE_SACK_BITS);
 	buf[hl] = kind;
 	put8(o, C_PKT | Q_RC | STD);
 	put16(o, (uint32_t)(hl + ROCE_SACK_LEN));

@@ -222,9 +222,7 @@ static void send_read(struct sof_tqp *t, struct tp_swqe *w)
 	h.rkey = w->rkey;
 	h.dmalen = (uint32_t)left;
 	tp_send(&t->path, &h, 0, NULL, NULL);
-	/* its responses' PSNs left with it (sack.c) */
-	for (uint32_t i = 1; i < tp_npkts(t, left) && i < TP_OOO_SLOTS; i++)
-		tp_sack_sent(t, (t->psn + i) & ROCE_PSN_MASK);
+	tp_sack_read_sent(t, t->psn, tp_npkts(t, left));
 	t->psn = (t->psn + tp_npkts(t, left)) & ROCE_PSN_MASK;
 }
 

@@ -96,6 +96,19 @@ void tp_sack_sent(const struct sof_tqp *t, uint32_t psn)
 	x->sacked = false;
 }
 
+/* The PSNs of a READ's responses left with its request; they arrive as
+ * data, never SACKed, so they are no evidence of reordering either. */
+void tp_sack_read_sent(const struct sof_tqp *t, uint32_t psn, uint32_t n)
+{
+	for (uint32_t i = 1; t->sack_tx && i < n && i < TP_OOO_SLOTS; i++) {
+		struct tp_sack_tx *x = &t->sack_tx[(psn + i) % TP_OOO_SLOTS];
+
+		x->ns = t->sack_tx[psn % TP_OOO_SLOTS].ns;
+		x->resent = t->sack_tx[psn % TP_OOO_SLOTS].resent;
+		x->sacked = true;
+	}
+}
+
 /* The newest send of a PSN that arrived; true when it is newer than any
  * before. PSNs the requester did not send (a READ's responses) hold an
  * older time, which changes nothing. A first send's round trip is a

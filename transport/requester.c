@@ -222,7 +222,9 @@ static void send_read(struct sof_tqp *t, struct tp_swqe *w)
 	h.rkey = w->rkey;
 	h.dmalen = (uint32_t)left;
 	tp_send(&t->path, &h, 0, NULL, NULL);
-	tp_sack_read_sent(t, t->psn, tp_npkts(t, left));
+	/* its responses' PSNs left with it (sack.c) */
+	for (uint32_t i = 1; i < tp_npkts(t, left) && i < TP_OOO_SLOTS; i++)
+		tp_sack_sent(t, (t->psn + i) & ROCE_PSN_MASK);
 	t->psn = (t->psn + tp_npkts(t, left)) & ROCE_PSN_MASK;
 }
 

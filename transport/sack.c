@@ -96,19 +96,6 @@ void tp_sack_sent(const struct sof_tqp *t, uint32_t psn)
 	x->sacked = false;
 }
 
-/* The PSNs of a READ's responses left with its request; they arrive as
- * data, never SACKed, so they are no evidence of reordering either. */
-void tp_sack_read_sent(const struct sof_tqp *t, uint32_t psn, uint32_t n)
-{
-	for (uint32_t i = 1; t->sack_tx && i < n && i < TP_OOO_SLOTS; i++) {
-		struct tp_sack_tx *x = &t->sack_tx[(psn + i) % TP_OOO_SLOTS];
-
-		x->ns = t->sack_tx[psn % TP_OOO_SLOTS].ns;
-		x->resent = t->sack_tx[psn % TP_OOO_SLOTS].resent;
-		x->sacked = true;
-	}
-}
-
 /* The newest send of a PSN that arrived; true when it is newer than any
  * before. PSNs the requester did not send (a READ's responses) hold an
  * older time, which changes nothing. A first send's round trip is a
@@ -156,23 +143,6 @@ static void delay_check(struct sof_tqp *t, uint64_t now)
 	t->sack_cut_ns = now;
 	tp_trace("qp %06x sack delay: rtt %llu base %llu cwnd %u", t->qp->qpn,
 		 (unsigned long long)rtt, (unsigned long long)t->sack_base_ns, t->cwnd);
-}
-
-/* Something sent after the last progress arrived: the peer is there and
- * the path moves, so the tail-loss probe and the transport timer count
- * from now (RFC 8985 re-arms its timers on every ACK). A peer that is
- * gone sends nothing, and still exhausts retry_cnt at the time IBA
- * 9.7.6.1.3 gives. */
-static void rearm(struct sof_tqp *t, uint64_t now)
-{
-	uint64_t to = sof_ack_timeout_ns(t->timeout);
-
-	if (!t->timer_ns)
-		return;
-	t->timer_ns = now + to;
-	t->sack_tlps = 0;
-	t->probe_ns = tp_sack_probe_ns(t, now, to);
-	tp_timer_watch(t);
 }
 
 void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32_t paylen)
@@ -239,10 +209,8 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 	 * smoothed round trip (RFC 8985 6.2) */
 	if (t->sack_reordered)
 		lim = 0;
-	if (newer) {
+	if (newer)
 		delay_check(t, now);
-		rearm(t, now);
-	}
 	if (!hi)
 		return;
 	reo = t->sack_base_ns / 4 > SACK_REO_MIN_NS ? t->sack_base_ns / 4 : SACK_REO_MIN_NS;

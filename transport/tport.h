@@ -446,10 +446,8 @@ void tp_sack_acked(struct sof_tqp *t, uint32_t old, uint32_t una);
 /* Requester: the responder answered with the extension's bit; false
  * when its records cannot be had (the QP stays with go-back-N). */
 bool tp_sack_begin(struct sof_tqp *t);
-/* Requester: PSN psn of t leaves now (its send time, for RACK); a READ
- * request of psn whose responses take n PSNs. */
+/* Requester: PSN psn of t leaves now (its send time, for RACK). */
 void tp_sack_sent(const struct sof_tqp *t, uint32_t psn);
-void tp_sack_read_sent(const struct sof_tqp *t, uint32_t psn, uint32_t n);
 /* Requester: the tail-loss probe, the newest packet that can be sent
  * alone sent again; false when none can. */
 bool tp_sack_probe(struct sof_tqp *t);

@@ -13,12 +13,18 @@
 # machine is shared. Beside each softofed figure: the frames the cable
 # dropped and host b's resends (retransmits), SACK resends, probes and
 # local ACK timeouts over that run (softofed status; the engines in the
-# programs count into their daemon's counters). Each line is
+# programs count into their daemon's counters), and the UDP datagrams each
+# host's kernel dropped for a full socket buffer (rcvbuf_a, rcvbuf_b: loss
+# the cable does not count). Each line is
 #   loss=P what=W round=R MiB/s=V dropped=D retransmits=.. sack_resends=..
-#   probes=.. timeouts=..
+#   probes=.. timeouts=.. nak_rcvd=.. tx_packets=.. rcvbuf_a=.. rcvbuf_b=..
 # and a summary per loss and kind (median of the rounds, ratio to the
 # loss-free median of the same kind). Needs root (ip netns).
 # Usage: bench/loss.sh [ROUNDS (default 3)] [SECS (iperf3, default 3)]
+#   SOF_LOSS_ITERS (default 400): iterations of each perftest run;
+#   SOF_LOSS_KINDS, SOF_LOSS_LEVELS: a subset (e.g. "write-sack tcp", "1");
+#   SOF_LOSS_ENV: more environment for both programs (SOFTOFED_TRACE=1);
+#   SOF_LOSS_KEEP=DIR: each client's output (and trace) kept there.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=tests/lib.sh
@@ -31,9 +37,20 @@ N=${SOF_LOSS_ITERS:-400}
 PORT=20500
 OUT=$SOF_TMP/loss.lines
 
+# The UDP datagrams host $1's kernel dropped for a full receive buffer
+# (IPv4 and IPv6): a loss the cable does not count (a process that did not
+# read its socket in time).
+rcvbuf_errs() {
+	timeout 10 ip netns exec "$(sof_host_ns "$1")" awk '
+		$1 == "Udp:" && $2 ~ /^[0-9]+$/ { for (i = 2; i <= NF; i++) if (h[i] == "RcvbufErrors") n += $i }
+		$1 == "Udp:" && $2 !~ /^[0-9]+$/ { for (i = 2; i <= NF; i++) h[i] = $i }
+		$1 == "Udp6RcvbufErrors" { n += $2 }
+		END { print n + 0 }' /proc/net/snmp /proc/net/snmp6 2>/dev/null || echo 0
+}
+
 # one KIND at LOSS: a line into OUT
 one() {
-	local loss=$1 kind=$2 round=$3 prog env="" v line d
+	local loss=$1 kind=$2 round=$3 prog env="" v line d ra rb
 	PORT=$((PORT + 1))
 	case $kind in
 	tcp)
@@ -57,12 +74,14 @@ print("%.1f %s" % (s["bits_per_second"] / 8 / 1048576, r))' "$SOF_TMP/cli" 2>/de
 	*-sack) env="" ;;
 	*-gbn) env="SOFTOFED_SACK=0" ;;
 	esac
+	env="$env ${SOF_LOSS_ENV:-}"
 	prog=ib_${kind%-*}_bw
 	SOF_SRV_ENV=$env SOF_CLI_ENV=$env
 	export SOF_SRV_ENV SOF_CLI_ENV
 	SOF_PAIR_SARGS=(-d sof0 -F -x "$(sof_host_gid a)" -s 1048576 --mtu 4096 -n "$N")
 	SOF_PAIR_CARGS=(-d sof0 -F -x "$(sof_host_gid b)" -s 1048576 --mtu 4096 -n "$N")
 	SOF_CLI_OUT=$(sof_out "loss.$kind.cli")
+	ra=$(rcvbuf_errs a) rb=$(rcvbuf_errs b)
 	sof_snap "$SOF_TMP/s0" >/dev/null
 	if ! _sof_pair_run "loss.$kind" a b "$PORT" 180 "$(sof_host_ip a)" "$prog"; then
 		echo "loss=$loss what=$kind round=$round failed: $SOF_PAIR_WHY $(tail -n 2 "$SOF_CLI_OUT" | tr '\n' ' ')" |
@@ -70,15 +89,19 @@ print("%.1f %s" % (s["bits_per_second"] / 8 / 1048576, r))' "$SOF_TMP/cli" 2>/de
 		return
 	fi
 	sof_snap "$SOF_TMP/s1" >/dev/null
+	[ -z "${SOF_LOSS_KEEP:-}" ] || cp "$SOF_CLI_OUT" "$SOF_LOSS_KEEP/$loss.$kind.$round.cli"
+	ra=$(($(rcvbuf_errs a) - ra)) rb=$(($(rcvbuf_errs b) - rb))
 	line=$(grep -E '^ *1048576 +[0-9]+ ' "$SOF_CLI_OUT" | tail -n 1)
 	v=$(echo "$line" | awk '{ print $4 }')
-	sof_snap_delta "$SOF_TMP/s0" "$SOF_TMP/s1" | awk -v pre="loss=$loss what=$kind round=$round MiB/s=${v:-?}" '
+	sof_snap_delta "$SOF_TMP/s0" "$SOF_TMP/s1" | awk -v pre="loss=$loss what=$kind round=$round MiB/s=${v:-?}" \
+		-v rb="rcvbuf_a=$ra rcvbuf_b=$rb" '
 		{ c[$1] = $2 }
 		END {
-			printf "%s dropped=%d retransmits=%d sack_resends=%d probes=%d timeouts=%d nak_rcvd=%d tx_packets=%d\n",
+			printf "%s dropped=%d retransmits=%d sack_resends=%d probes=%d timeouts=%d nak_rcvd=%d tx_packets=%d %s wire_lost=%d\n",
 				pre, c["wire.wb.dropped"], c["b.counters.retransmits"],
 				c["b.counters.sack_resends"], c["b.counters.probes"],
-				c["b.counters.timeouts"], c["b.counters.nak_rcvd"], c["b.counters.tx_packets"]
+				c["b.counters.timeouts"], c["b.counters.nak_rcvd"], c["b.counters.tx_packets"], rb,
+				c["wire.wa.lost"] + c["wire.wb.lost"]
 		}' | tee -a "$OUT"
 }
 
@@ -86,8 +109,8 @@ if ! sof_hosts_up 2 wire || ! sof_hosts_per_packet; then
 	echo "bench/loss: cannot bring the hosts up with segmentation off" >&2
 	exit 1
 fi
-KINDS=(write-sack write-gbn send-sack send-gbn tcp)
-for loss in 0 1 5; do
+read -r -a KINDS <<<"${SOF_LOSS_KINDS:-write-sack write-gbn send-sack send-gbn tcp}"
+for loss in ${SOF_LOSS_LEVELS:-0 1 5}; do
 	sof_netem_clear b
 	[ "$loss" = 0 ] || sof_netem b loss "$loss%" || exit 1
 	for r in $(seq "$ROUNDS"); do

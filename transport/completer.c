@@ -317,8 +317,8 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	switch (h->syndrome & ROCE_AETH_TYPE_MASK) {
 	case ROCE_AETH_ACK:
 		/* the responder speaks the extension (sack.c) */
-		if (h->ext && tp_sack_on && t->qp->type == IBV_QPT_RC)
-			t->sack_ok = true;
+		if (h->ext && tp_sack_on && t->qp->type == IBV_QPT_RC && !t->sack_ok)
+			tp_sack_begin(t);
 		if (!ack_upto(t, h->psn))
 			tp_drop(SOF_DROP_psn);
 		else if (t->sack_ok)

@@ -84,7 +84,8 @@ void tp_qp_destroy(struct tp_qp *qp)
 	sof_list_del(&t->timer_link);
 	munmap(t->wq, t->wq_len);
 	free(t->res);
-	free(t->ooo);
+	tp_resp_ooo_free(t);
+	free(t->sack_tx);
 	free(t);
 	qp->t = NULL;
 }
@@ -205,8 +206,9 @@ int tp_qp_modify(struct tp_qp *qp, const struct sof_modify_qp_req *req, bool *ne
 		/* sack.c compares these with una as PSNs (mod 2^24): they
 		 * start at the first PSN, not 0, which half of the random
 		 * starting PSNs would take for 2^23 ahead */
-		t->sack_next = t->sack_mark = t->sack_epoch = t->sack_round_una = t->psn;
-		t->sack_round_ns = 0;
+		t->sack_epoch = t->psn;
+		t->sack_rack_ns = t->sack_rtt_ns = t->sack_base_ns = t->sack_cut_ns = 0;
+		t->sack_reordered = false;
 		t->sack_tlps = 0;
 		t->cwnd = t->ssthresh = TP_WINDOW;
 		t->cwnd_acc = 0;

@@ -157,6 +157,7 @@ static void bth(const struct sof_tqp *t, struct roce_hdr *h, uint8_t opcode, uin
 	h->dqpn = t->dqpn;
 	h->psn = psn & ROCE_PSN_MASK;
 	h->ext = tp_sack_on && t->qp->type == IBV_QPT_RC; /* sack.c */
+	tp_sack_sent(t, h->psn);
 }
 
 /* Send the next packet of w (RC/UC). Returns 0, 1 when w is fully sent,
@@ -221,6 +222,9 @@ static void send_read(struct sof_tqp *t, struct tp_swqe *w)
 	h.rkey = w->rkey;
 	h.dmalen = (uint32_t)left;
 	tp_send(&t->path, &h, 0, NULL, NULL);
+	/* its responses' PSNs left with it (sack.c) */
+	for (uint32_t i = 1; i < tp_npkts(t, left) && i < TP_OOO_SLOTS; i++)
+		tp_sack_sent(t, (t->psn + i) & ROCE_PSN_MASK);
 	t->psn = (t->psn + tp_npkts(t, left)) & ROCE_PSN_MASK;
 }
 
@@ -372,7 +376,6 @@ void tp_req_arm(struct sof_tqp *t)
 	t->timer_ns = now + to;
 	if (t->sack_ok || (tp_sack_on && !t->sack_seen)) {
 		t->sack_tlps = 0;
-		t->sack_probed = false;
 		t->probe_ns = tp_sack_probe_ns(t, now, to);
 	} else if (t->mrtt_ns && t->loss_ns && now - t->loss_ns < PROBE_AFTER_LOSS_NS) {
 		p = t->mrtt_ns * PROBE_RTTS > PROBE_MIN_NS ? t->mrtt_ns * PROBE_RTTS : PROBE_MIN_NS;
@@ -730,7 +733,6 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 			 * again, twice as late each time (sack.c) */
 			if (t->sack_tlps < UINT8_MAX)
 				t->sack_tlps++;
-			t->sack_probed = true;
 			if (t->timer_ns) /* a probe spends no retry either */
 				t->timer_ns = deadline;
 			t->probe_ns = tp_sack_probe_ns(t, now, sof_ack_timeout_ns(t->timeout));
@@ -771,8 +773,8 @@ void tp_req_acked(struct sof_tqp *t, uint32_t una)
 
 	if (n <= 0)
 		return;
+	tp_sack_acked(t, t->una_psn, una);
 	t->una_psn = una;
-	tp_sack_acked(t, una);
 	if (t->rtt_ns && roce_psn_diff(una, t->rtt_psn) > 0) {
 		uint64_t rtt = sof_now_ns() - t->rtt_ns;
 

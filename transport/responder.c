@@ -186,7 +186,7 @@ static int gather_sack(void *arg, uint8_t *dst, uint32_t len)
  * gap carries the SACK of them. */
 static void send_aeth(struct sof_tqp *t, uint8_t syndrome, uint32_t psn)
 {
-	uint8_t sack[ROCE_SACK_LEN];
+	uint8_t sack[ROCE_SACK_MAX_LEN];
 	struct roce_hdr h;
 
 	if (!t->sack_peer || t->qp->type != IBV_QPT_RC) {
@@ -203,8 +203,7 @@ static void send_aeth(struct sof_tqp *t, uint8_t syndrome, uint32_t psn)
 	h.msn = t->msn & 0xffffff;
 	h.ext = true;
 	if (t->nooo && (syndrome & ROCE_AETH_TYPE_MASK) == ROCE_AETH_ACK) {
-		tp_sack_build(t, sack);
-		tp_send(&t->path, &h, ROCE_SACK_LEN, gather_sack, sack);
+		tp_send(&t->path, &h, tp_sack_build(t, sack), gather_sack, sack);
 		return;
 	}
 	tp_send(&t->path, &h, 0, NULL, NULL);
@@ -665,10 +664,11 @@ static void execute(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 
 /* IBA 9.7.5.2.1 lets a responder drop a packet ahead of the expected PSN
  * and NAK; on a network that reorders (IP may), dropping turns every
- * overtaking packet into a go-back-N resend. So a packet up to TP_OOO_SLOTS
- * ahead is kept, and runs once the gap before it has filled; the NAK goes
- * out when TP_OOO_NAK_AFTER packets wait behind the gap (a loss, not a
- * reordering) or when one arrives that cannot be kept. */
+ * overtaking packet into a go-back-N resend. So a packet up to TP_OOO_STD
+ * ahead (TP_OOO_SLOTS from a requester that speaks the extension) is
+ * kept, and runs once the gap before it has filled; the NAK goes out when
+ * TP_OOO_NAK_AFTER packets wait behind the gap (a loss, not a reordering)
+ * or when one arrives that cannot be kept. */
 void tp_resp_ooo_clear(struct sof_tqp *t)
 {
 	if (!t->ooo)
@@ -678,12 +678,21 @@ void tp_resp_ooo_clear(struct sof_tqp *t)
 	t->nooo = 0;
 }
 
+void tp_resp_ooo_free(struct sof_tqp *t)
+{
+	for (uint32_t i = 0; t->ooo && i < TP_OOO_SLOTS; i++)
+		free(t->ooo[i].payload);
+	free(t->ooo);
+	t->ooo = NULL;
+	t->nooo = 0;
+}
+
 static bool ooo_put(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
 		    uint32_t paylen)
 {
 	struct tp_ooo *o;
 
-	if (paylen > sizeof(o->payload))
+	if (paylen > TP_OOO_PAYLOAD)
 		return false;
 	if (!t->ooo) {
 		t->ooo = calloc(TP_OOO_SLOTS, sizeof(*t->ooo));
@@ -693,8 +702,15 @@ static bool ooo_put(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	o = &t->ooo[h->psn % TP_OOO_SLOTS];
 	if (o->used && roce_psn_diff(o->h.psn, t->epsn) >= 0)
 		return o->h.psn == h->psn; /* a duplicate of one kept */
+	if (!o->payload) {
+		o->payload = malloc(TP_OOO_PAYLOAD);
+		if (!o->payload)
+			return false;
+	}
 	if (!o->used)
 		t->nooo++;
+	if (t->nooo == 1 || roce_psn_diff(h->psn, t->ooo_top) > 0)
+		t->ooo_top = h->psn;
 	o->used = true;
 	o->h = *h;
 	o->paylen = paylen;
@@ -757,7 +773,7 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		return;
 	}
 	if (d > 0) {
-		bool kept = d < (int32_t)TP_OOO_SLOTS && ooo_put(t, h, payload, paylen);
+		bool kept = d < (int32_t)TP_OOO_STD && ooo_put(t, h, payload, paylen);
 
 		tp_count(SOF_CNT_seq_err, 1);
 		if (!kept)

@@ -176,14 +176,27 @@ struct roce_hdr {
 /* The selective acknowledgement (transport/README.md, "Selective
  * acknowledgements"): the payload of an ACKNOWLEDGE whose BTH has ext set,
  * only to a peer that set ext on its requests. Byte 0 ROCE_SACK_KIND,
- * bytes 1-3 the base PSN (the AETH's PSN + 1), then ROCE_SACK_BITS bits,
- * most significant first: bit i set when PSN base + i has arrived. */
+ * bytes 1-3 the base PSN (the AETH's PSN + 1), then a map of 256, 512, 768
+ * or 1024 bits (ROCE_SACK_BITS steps up to ROCE_SACK_MAX_BITS: the
+ * shortest that holds every bit set), most significant first: bit i set
+ * when PSN base + i has arrived. */
 #define ROCE_SACK_KIND 0x53
 #define ROCE_SACK_BITS 256u
+#define ROCE_SACK_MAX_BITS 1024u
 #define ROCE_SACK_LEN (4u + ROCE_SACK_BITS / 8u)
-void roce_sack_write(uint8_t *buf, uint32_t base, const uint8_t *map);
-/* The base PSN and the bitmap of a SACK of len bytes; false when it is not one. */
-bool roce_sack_parse(const uint8_t *buf, uint32_t len, uint32_t *base, const uint8_t **map);
+#define ROCE_SACK_MAX_LEN (4u + ROCE_SACK_MAX_BITS / 8u)
+static inline bool roce_sack_len_ok(size_t len)
+{
+	return len >= ROCE_SACK_LEN && len <= ROCE_SACK_MAX_LEN &&
+	       (len - 4u) % (ROCE_SACK_BITS / 8u) == 0;
+}
+/* A SACK of the first bits (a multiple of ROCE_SACK_BITS, at most
+ * ROCE_SACK_MAX_BITS) of map into buf; returns its length. */
+uint32_t roce_sack_write(uint8_t *buf, uint32_t base, const uint8_t *map, uint32_t bits);
+/* The base PSN, the bitmap and its length in bits of a SACK of len bytes;
+ * false when it is not one. */
+bool roce_sack_parse(const uint8_t *buf, uint32_t len, uint32_t *base, const uint8_t **map,
+		     uint32_t *bits);
 static inline bool roce_sack_bit(const uint8_t *map, uint32_t i)
 {
 	return map[i >> 3] & (0x80u >> (i & 7));

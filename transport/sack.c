@@ -5,11 +5,13 @@
  * ext bit (a Resv7 bit, IBA 9.2: zero on send, ignored on receive) on its
  * RC requests; a responder that speaks it and sees the bit answers with
  * the bit on its ACKs, and an ACK it sends while it keeps packets ahead
- * of a gap carries a SACK (which PSNs of the next ROCE_SACK_BITS arrived)
- * instead of a sequence-error NAK. The requester uses SACKs only after it
- * saw the bit on an ACK, and then resends only the holes, once per round
- * trip, probes a lost tail with one packet, and takes random loss for
- * what it is (no halving per loss).
+ * of a gap carries a SACK (which PSNs of the next ROCE_SACK_MAX_BITS
+ * arrived) instead of a sequence-error NAK. The requester uses SACKs only
+ * after it saw the bit on an ACK, and then resends only the holes: a hole
+ * is lost when a packet sent after it (by time, as RACK, RFC 8985) has
+ * arrived, so a resend lost again goes again a round trip later; it
+ * probes a lost tail with one packet, and takes random loss for what it
+ * is (no halving per loss).
  */
 #include "tport.h"
 
@@ -31,12 +33,16 @@ void tp_sack_start(void)
 
 /* ---- responder ----------------------------------------------------------------- */
 
-void tp_sack_build(const struct sof_tqp *t, uint8_t *buf)
+uint32_t tp_sack_build(const struct sof_tqp *t, uint8_t *buf)
 {
-	uint8_t map[ROCE_SACK_BITS / 8];
+	uint8_t map[ROCE_SACK_MAX_BITS / 8];
+	int32_t top = roce_psn_diff(t->ooo_top, t->epsn);
+	uint32_t hi = 0;
 
 	memset(map, 0, sizeof(map));
-	for (uint32_t i = 1; t->ooo && i < ROCE_SACK_BITS; i++) {
+	if (top <= 0 || top >= (int32_t)TP_OOO_SLOTS)
+		top = TP_OOO_SLOTS - 1;
+	for (uint32_t i = 1; t->ooo && i <= (uint32_t)top; i++) {
 		uint32_t psn = (t->epsn + i) & ROCE_PSN_MASK;
 		const struct tp_ooo *o = &t->ooo[psn % TP_OOO_SLOTS];
 
@@ -46,50 +52,117 @@ void tp_sack_build(const struct sof_tqp *t, uint8_t *buf)
 		for (uint32_t n = (o->h.opcode & ~ROCE_SVC_MASK) == ROCE_READ_REQ
 				      ? tp_npkts(t, o->h.dmalen)
 				      : 1;
-		     n && i < ROCE_SACK_BITS; n--, i++)
+		     n && i < ROCE_SACK_MAX_BITS; n--, i++) {
 			map[i >> 3] |= (uint8_t)(0x80u >> (i & 7));
+			hi = i;
+		}
 		i--;
 	}
-	roce_sack_write(buf, t->epsn, map);
+	/* the shortest map that holds every bit set */
+	return roce_sack_write(buf, t->epsn, map, (hi / ROCE_SACK_BITS + 1) * ROCE_SACK_BITS);
 }
 
 /* ---- requester ----------------------------------------------------------------- */
 
-/* A hole resent is taken for lost again when a packet sent after it has
- * arrived and it has not (as RACK, RFC 8985), or, when nothing was sent
- * after it, SACK_ROUND_SRTTS smoothed round trips plus SACK_ROUND_MIN_NS
- * (a window's time in the queues) after the last resend went: the SACK
- * that a tail-loss probe draws then shows it missing still. */
-#define SACK_ROUND_SRTTS 2u
-#define SACK_ROUND_MIN_NS 250000u
+/* A packet sent less than this much before one that arrived may merely
+ * be overtaken (RACK's reordering window, RFC 8985 6.2: a quarter of the
+ * least round trip), at least SACK_REO_MIN_NS; and one sent before it
+ * with SACK_DUPTHRESH packets after it in PSN order arrived is lost at
+ * once (TCP's duplicate-ACK threshold), unless it was a resend. */
+#define SACK_REO_MIN_NS 20000u
+#define SACK_DUPTHRESH 3u
 /* A round trip whose SACKs show more holes than this share of the window
  * is congestion (a queue that overflows drops runs of packets); random
  * loss of a few packets leaves the window as it is. */
 #define SACK_CONGESTED_SHARE 8u
-#define SACK_DUPTHRESH 3u
 
-static bool round_over(const struct sof_tqp *t, uint32_t una, uint32_t hi, uint64_t now)
+bool tp_sack_begin(struct sof_tqp *t)
 {
-	uint64_t since = now - t->sack_round_ns;
+	if (!t->sack_tx)
+		t->sack_tx = calloc(TP_OOO_SLOTS, sizeof(*t->sack_tx));
+	t->sack_ok = t->sack_tx != NULL;
+	return t->sack_ok;
+}
 
-	/* a resend overtaken by later packets, once a round trip passed (a
-	 * network that reorders by more than that resends once a trip) */
-	if (roce_psn_diff((una + hi) & ROCE_PSN_MASK, t->sack_mark) >= 0 && since >= t->srtt_ns)
+void tp_sack_sent(const struct sof_tqp *t, uint32_t psn)
+{
+	struct tp_sack_tx *x;
+
+	if (!t->sack_tx)
+		return;
+	x = &t->sack_tx[psn % TP_OOO_SLOTS];
+	x->ns = sof_now_ns();
+	x->resent = roce_psn_diff(psn, t->max_psn) < 0;
+	x->sacked = false;
+}
+
+/* The newest send of a PSN that arrived; true when it is newer than any
+ * before. PSNs the requester did not send (a READ's responses) hold an
+ * older time, which changes nothing. A first send's round trip is a
+ * sample (a resend's is not: Karn's rule). */
+static bool rack_note(struct sof_tqp *t, uint32_t psn, uint64_t now)
+{
+	const struct tp_sack_tx *x = &t->sack_tx[psn % TP_OOO_SLOTS];
+	uint64_t rtt;
+
+	if (x->ns <= t->sack_rack_ns)
+		return false;
+	t->sack_rack_ns = x->ns;
+	t->sack_rtt_ns = 0;
+	if (x->resent || now <= x->ns)
 		return true;
-	return since > SACK_ROUND_SRTTS * t->srtt_ns + SACK_ROUND_MIN_NS;
+	rtt = now - x->ns;
+	t->sack_rtt_ns = rtt;
+	t->srtt_ns = t->srtt_ns ? t->srtt_ns - t->srtt_ns / 8 + rtt / 8 : rtt;
+	if (!t->sack_base_ns || rtt < t->sack_base_ns)
+		t->sack_base_ns = rtt;
+	return true;
+}
+
+/* A queue builds when the window is larger than the path holds: the
+ * round trip of the newest arrival exceeds twice the least plus
+ * SACK_QUEUE_NS. The window is then cut in proportion to the excess (at
+ * most half, at most once per smoothed round trip, as Swift), and grows
+ * again by one packet per window acknowledged (tp_req_acked). Without
+ * this the window fills the socket buffers of the path (megabytes), a
+ * resend waits behind all of it, and a resend lost again costs two such
+ * round trips: local ACK timeouts on a link that is merely slow. */
+#define SACK_QUEUE_NS 3000000u
+#define SACK_MIN_CWND 128u
+
+static void delay_check(struct sof_tqp *t, uint64_t now)
+{
+	uint64_t rtt = t->sack_rtt_ns, target = 2 * t->sack_base_ns + SACK_QUEUE_NS, cut;
+
+	if (!rtt || rtt <= target || now - t->sack_cut_ns < t->srtt_ns)
+		return;
+	cut = t->cwnd * (rtt - target) / (2 * rtt);
+	t->cwnd = t->cwnd - (uint32_t)cut > SACK_MIN_CWND ? t->cwnd - (uint32_t)cut : SACK_MIN_CWND;
+	t->ssthresh = t->cwnd;
+	t->cwnd_acc = 0;
+	t->sack_cut_ns = now;
+	tp_trace("qp %06x sack delay: rtt %llu base %llu cwnd %u", t->qp->qpn,
+		 (unsigned long long)rtt, (unsigned long long)t->sack_base_ns, t->cwnd);
 }
 
 void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32_t paylen)
 {
-	uint32_t base, una = t->una_psn, sent, hi = 0, cnt = 0, from, holes = 0, lim = 0;
+	uint32_t base, bits, una = t->una_psn, sent, hi = 0, cnt = 0, lim = 0, holes = 0;
 	const uint8_t *map;
-	bool probed;
-	uint64_t now;
+	uint64_t now, reo, rack0;
+	bool newer;
 
 	t->sack_cnt = 0;
-	if (!paylen)
+	if (!t->sack_tx)
 		return;
-	if (!roce_sack_parse(payload, paylen, &base, &map) || base != ((a + 1) & ROCE_PSN_MASK)) {
+	now = sof_now_ns();
+	if (!paylen) {
+		if (((a + 1) & ROCE_PSN_MASK) == una && rack_note(t, a, now))
+			delay_check(t, now);
+		return;
+	}
+	if (!roce_sack_parse(payload, paylen, &base, &map, &bits) ||
+	    base != ((a + 1) & ROCE_PSN_MASK)) {
 		tp_count(SOF_CNT_sack_lies, 1);
 		return;
 	}
@@ -103,7 +176,7 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 		tp_count(SOF_CNT_sack_lies, 1);
 		return;
 	}
-	for (uint32_t i = 1; i < ROCE_SACK_BITS; i++) {
+	for (uint32_t i = 1; i < bits; i++) {
 		if (!roce_sack_bit(map, i))
 			continue;
 		if (i >= sent) {
@@ -114,73 +187,60 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 		cnt++;
 	}
 	t->sack_cnt = cnt;
+	rack0 = t->sack_rack_ns;
+	newer = rack_note(t, a, now);
+	for (uint32_t i = hi, n = 0; i > 0; i--) {
+		uint32_t psn = (una + i) & ROCE_PSN_MASK;
+		struct tp_sack_tx *x = &t->sack_tx[psn % TP_OOO_SLOTS];
+
+		if (!roce_sack_bit(map, i))
+			continue;
+		/* SACKed first now, sent once, before a packet that had
+		 * arrived already: the network reorders */
+		if (!x->sacked && !x->resent && x->ns && x->ns < rack0)
+			t->sack_reordered = true;
+		x->sacked = true;
+		newer |= rack_note(t, psn, now);
+		if (++n == SACK_DUPTHRESH && !lim)
+			lim = i;
+	}
+	/* once the network was seen to reorder, a packet overtaken is not
+	 * lost: no duplicate threshold, and a reordering window of a
+	 * smoothed round trip (RFC 8985 6.2) */
+	if (t->sack_reordered)
+		lim = 0;
+	if (newer)
+		delay_check(t, now);
 	if (!hi)
 		return;
-	/* The first SACK after a tail-loss probe: the probe went two
-	 * smoothed round trips after the last progress and is the newest
-	 * packet, so every hole below what it SACKed is lost, and so is a
-	 * resend of one (as RACK with TLP, RFC 8985 7.3: a packet sent
-	 * after it arrived, long after it). Without this a burst lost at the
-	 * tail of a window (a dropped GSO frame is up to 64 packets) left
-	 * one SACKed packet behind its holes, below the duplicate threshold:
-	 * the holes went one per probe round, the probes twice as late each
-	 * time, into local ACK timeouts. */
-	probed = t->sack_probed;
-	t->sack_probed = false;
-	/* a hole counts as lost once SACK_DUPTHRESH packets after it arrived
-	 * (as TCP's duplicate ACK threshold): one merely overtaken waits */
-	for (uint32_t i = hi, n = 0; !probed && i > 0; i--) {
-		if (roce_sack_bit(map, i) && ++n == SACK_DUPTHRESH) {
-			lim = i;
-			break;
-		}
-	}
-	if (probed)
-		lim = hi;
-	now = sof_now_ns();
-	/* the holes below sack_next were resent once; when una has not
-	 * moved for a round since, its packet was lost again: it alone is
-	 * resent (the holes after it get their turn when they are una), so
-	 * a network that reorders by more than a round trip costs one
-	 * packet per round, not a window */
-	if (probed) {
-		/* all of them again, below: a new round */
-		t->sack_next = una;
-		t->sack_round_una = una;
-		t->sack_round_ns = now;
-	} else if (t->sack_round_una != una || roce_psn_diff(t->sack_next, una) < 0) {
-		t->sack_round_una = una;
-		t->sack_round_ns = now;
-		if (roce_psn_diff(t->sack_next, una) < 0)
-			t->sack_next = una;
-	} else if (round_over(t, una, hi, now) && roce_psn_diff(una, t->psn) < 0 &&
-		   tp_req_resend(t, una)) {
-		holes++;
-		t->sack_round_ns = now;
-		t->sack_mark = t->psn;
-	}
-	/* a packet sent from now on leaves after the resends below */
-	if (roce_psn_diff(t->sack_next, (una + lim) & ROCE_PSN_MASK) < 0)
-		t->sack_mark = t->psn;
-	from = (uint32_t)roce_psn_diff(t->sack_next, una);
-	for (uint32_t i = from; i < lim; i++) {
+	reo = t->sack_base_ns / 4 > SACK_REO_MIN_NS ? t->sack_base_ns / 4 : SACK_REO_MIN_NS;
+	if (t->sack_reordered && t->srtt_ns > reo)
+		reo = t->srtt_ns;
+	/* RACK: a hole sent (or resent) well before a packet that arrived
+	 * is lost, whatever its PSN; a resend lost again thus goes again
+	 * once a packet sent after it arrived, a round trip later. A
+	 * tail-loss probe is the newest packet, so the SACK it draws marks
+	 * every hole below it (RFC 8985 7.3). */
+	for (uint32_t i = 0; i < hi; i++) {
 		uint32_t psn = (una + i) & ROCE_PSN_MASK;
+		const struct tp_sack_tx *x = &t->sack_tx[psn % TP_OOO_SLOTS];
 
 		if (roce_sack_bit(map, i))
 			continue;
 		/* one the requester is sending again anyway (a go-back) */
 		if (roce_psn_diff(psn, t->psn) >= 0)
 			break;
+		if (x->ns + reo >= t->sack_rack_ns && (i >= lim || x->resent))
+			continue;
 		/* (false: inside a READ's responses, which come by themselves) */
 		if (tp_req_resend(t, psn))
 			holes++;
 	}
-	if (roce_psn_diff((una + lim) & ROCE_PSN_MASK, t->sack_next) > 0)
-		t->sack_next = (una + lim) & ROCE_PSN_MASK;
-	tp_trace("qp %06x sack: una %06x hi %u cnt %u next %06x mark %06x psn %06x resent %u "
-		 "since %llu srtt %llu probe %d",
-		 t->qp->qpn, una, hi, cnt, t->sack_next, t->sack_mark, t->psn, holes,
-		 (unsigned long long)(now - t->sack_round_ns), (unsigned long long)t->srtt_ns,
+	tp_trace("qp %06x sack: una %06x hi %u cnt %u psn %06x resent %u rack -%llu reo %llu "
+		 "srtt %llu probe %d",
+		 t->qp->qpn, una, hi, cnt, t->psn, holes,
+		 (unsigned long long)(now - t->sack_rack_ns), (unsigned long long)reo,
+		 (unsigned long long)t->srtt_ns,
 		 t->probe_ns ? (int)((int64_t)(t->probe_ns - now) / 1000) : -1);
 	/* the holes' resends may be lost too: the tail-loss probe draws
 	 * another SACK, the transport timer left where it is */
@@ -194,7 +254,8 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 	tp_count(SOF_CNT_retransmits, holes);
 	t->rtt_ns = 0; /* the ACK of the timed packet waits for the holes */
 	t->loss_ns = now;
-	/* congestion: once per round trip, when its holes are many */
+	/* congestion: at most once per round trip, when its holes are many
+	 * (and tp_req_loss once per recovery episode) */
 	t->sack_lost += holes;
 	if (roce_psn_diff(una, t->sack_epoch) >= 0) {
 		if (t->sack_lost * SACK_CONGESTED_SHARE > t->cwnd)
@@ -208,11 +269,12 @@ bool tp_sack_window_open(const struct sof_tqp *t)
 {
 	uint32_t flight = (t->psn - t->una_psn) & ROCE_PSN_MASK;
 
-	/* until the first ACK tells, the responder may keep only this many */
 	if (!t->sack_ok && (!tp_sack_on || t->sack_seen))
 		return flight < t->cwnd;
-	/* the responder keeps at most TP_OOO_SLOTS ahead of a gap */
-	if (flight + 1 >= TP_OOO_SLOTS)
+	/* the responder keeps at most TP_OOO_SLOTS ahead of a gap (IBA
+	 * 9.7.1's half of the PSN space is far beyond); until the first ACK
+	 * tells whether it speaks the extension, TP_OOO_STD */
+	if (flight + 1 >= (t->sack_ok ? TP_OOO_SLOTS : TP_OOO_STD))
 		return false;
 	return flight - (t->sack_cnt < flight ? t->sack_cnt : flight) < t->cwnd;
 }
@@ -249,14 +311,22 @@ uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 /* The PSNs the requester compares with una (mod 2^24, roce_psn_diff)
  * follow it, so one left behind by a long loss-free run never reads as
  * 2^23 ahead. */
-void tp_sack_acked(struct sof_tqp *t, uint32_t una)
+void tp_sack_acked(struct sof_tqp *t, uint32_t old, uint32_t una)
 {
-	if (roce_psn_diff(t->sack_next, una) < 0)
-		t->sack_next = una;
-	if (roce_psn_diff(t->sack_mark, una) < 0)
-		t->sack_mark = una;
 	if (roce_psn_diff(t->sack_epoch, una) < 0)
 		t->sack_epoch = una;
+	/* a packet sent once and never SACKed that arrives after one sent
+	 * later did: the network reorders (never on a FIFO link; records
+	 * from before tp_sack_begin, time 0, say nothing) */
+	if (roce_psn_diff(una, old) > (int32_t)TP_OOO_SLOTS)
+		old = (una - TP_OOO_SLOTS) & ROCE_PSN_MASK;
+	for (uint32_t p = old; t->sack_tx && !t->sack_reordered && p != una;
+	     p = (p + 1) & ROCE_PSN_MASK) {
+		const struct tp_sack_tx *x = &t->sack_tx[p % TP_OOO_SLOTS];
+
+		if (x->ns && !x->resent && !x->sacked && x->ns < t->sack_rack_ns)
+			t->sack_reordered = true;
+	}
 }
 
 /* The probe resends the newest packet that can go alone: a READ's

@@ -108,14 +108,27 @@ struct tp_res {
 	uint64_t orig; /* atomic: the value returned */
 };
 
-/* A request that arrived ahead of the expected PSN, kept (responder.c). */
-#define TP_OOO_SLOTS ROCE_SACK_BITS
+/* A request that arrived ahead of the expected PSN, kept (responder.c):
+ * up to TP_OOO_SLOTS ahead from a requester that speaks the extension
+ * (what a SACK's map can name), TP_OOO_STD from any other. A slot's
+ * payload buffer is allocated when the slot is first used. */
+#define TP_OOO_SLOTS ROCE_SACK_MAX_BITS
+#define TP_OOO_STD ROCE_SACK_BITS
 #define TP_OOO_NAK_AFTER 3u
+#define TP_OOO_PAYLOAD 4096u
 struct tp_ooo {
 	bool used;
 	struct roce_hdr h;
 	uint32_t paylen;
-	uint8_t payload[4096];
+	uint8_t *payload; /* TP_OOO_PAYLOAD bytes */
+};
+
+/* Requester with a SACKing peer: when each PSN of the window last left
+ * and whether it was a resend (sack.c), by PSN modulo TP_OOO_SLOTS. */
+struct tp_sack_tx {
+	uint64_t ns;
+	bool resent;
+	bool sacked; /* a SACK named it since it last left */
 };
 
 struct sof_tqp {
@@ -194,21 +207,23 @@ struct sof_tqp {
 	struct tp_res *res; /* max_dest_rd_atomic entries (ring) */
 	struct tp_ooo *ooo; /* TP_OOO_SLOTS, by PSN; allocated on first use */
 	uint32_t nooo;
+	uint32_t ooo_top; /* the highest PSN kept while nooo */
 	uint32_t nres, res_next;
 
 	/* selective acknowledgements (sack.c), negotiated in-band */
 	bool sack_peer;		/* responder: the requester set ext: ACKs carry SACKs */
 	bool sack_ok;		/* requester: the responder answered with ext */
 	bool sack_seen;		/* requester: an answer came (with ext or not) */
-	uint32_t sack_next;	/* holes before this PSN were resent in this round */
-	uint32_t sack_round_una; /* una when the round began */
-	uint64_t sack_round_ns;
-	uint32_t sack_mark;	/* the first PSN sent after the last resends */
+	struct tp_sack_tx *sack_tx; /* TP_OOO_SLOTS; allocated with sack_ok */
+	uint64_t sack_rack_ns;	/* the newest send known to have arrived (RACK) */
+	uint64_t sack_rtt_ns;	/* the round trip of that send, 0: a resend */
+	uint64_t sack_base_ns;	/* the least such round trip */
+	uint64_t sack_cut_ns;	/* the window was last cut for delay then */
+	bool sack_reordered;	/* a packet arrived after one sent later */
 	uint32_t sack_cnt;	/* PSNs beyond una the last SACK said arrived */
 	uint32_t sack_lost;	/* holes seen since sack_epoch */
 	uint32_t sack_epoch;	/* PSN that ends the round trip being counted */
 	uint8_t sack_tlps;	/* tail-loss probes since the last progress */
-	bool sack_probed;	/* a probe went since the last SACK (sack.c) */
 };
 
 /* The link layer under the engine: how a packet leaves and arrives on
@@ -421,17 +436,23 @@ void tp_flush(struct sof_tqp *t);
 extern bool tp_sack_on;
 void tp_sack_start(void);
 /* Responder: the SACK of what is kept ahead of epsn, into buf
- * (ROCE_SACK_LEN bytes). */
-void tp_sack_build(const struct sof_tqp *t, uint8_t *buf);
-/* Requester: the SACK an ACK of PSN a carried (after ack_upto). */
+ * (ROCE_SACK_MAX_LEN bytes); returns its length. */
+uint32_t tp_sack_build(const struct sof_tqp *t, uint8_t *buf);
+/* Requester: the SACK an ACK of PSN a carried (after ack_upto; paylen 0:
+ * none, a plain ACK). */
 void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32_t paylen);
 /* Requester: packets in flight, the SACKed ones not counted; and whether
  * the window lets one more leave. */
 bool tp_sack_window_open(const struct sof_tqp *t);
 /* Requester: the tail-loss probe's deadline from now, 0: none. */
 uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to);
-/* Requester: una moved (tp_req_acked). */
-void tp_sack_acked(struct sof_tqp *t, uint32_t una);
+/* Requester: una moved from old to una (tp_req_acked). */
+void tp_sack_acked(struct sof_tqp *t, uint32_t old, uint32_t una);
+/* Requester: the responder answered with the extension's bit; false
+ * when its records cannot be had (the QP stays with go-back-N). */
+bool tp_sack_begin(struct sof_tqp *t);
+/* Requester: PSN psn of t leaves now (its send time, for RACK). */
+void tp_sack_sent(const struct sof_tqp *t, uint32_t psn);
 /* Requester: the tail-loss probe, the newest packet that can be sent
  * alone sent again; false when none can. */
 bool tp_sack_probe(struct sof_tqp *t);
@@ -462,8 +483,10 @@ extern const char *const tp_resp_names[TP_RESP_NR];
 /* A request packet for t from src (already validated against the QP). */
 void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
 		    uint32_t paylen, const struct roce_addr *a);
-/* Forget the requests kept ahead of the expected PSN. */
+/* Forget the requests kept ahead of the expected PSN; _free: and their
+ * buffers. */
 void tp_resp_ooo_clear(struct sof_tqp *t);
+void tp_resp_ooo_free(struct sof_tqp *t);
 /* Send the coalesced ACK of t if one is due. */
 void tp_resp_flush_ack(struct sof_tqp *t);
 /* An ACK or NAK (syndrome) of psn/msn on path to dqpn, from no QP: an

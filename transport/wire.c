@@ -343,7 +343,7 @@ enum roce_drop roce_parse(const uint8_t *buf, size_t len, struct roce_hdr *h,
 	avail = len - oi->hdr_len - ROCE_ICRC_LEN;
 	/* an ACK carries a SACK only with the extension's bit */
 	if (avail && !(oi->flags & ROCE_F_PAYLOAD) &&
-	    !(h->ext && (h->opcode & ~ROCE_SVC_MASK) == ROCE_ACK && avail == ROCE_SACK_LEN &&
+	    !(h->ext && (h->opcode & ~ROCE_SVC_MASK) == ROCE_ACK && roce_sack_len_ok(avail) &&
 	      !h->pad))
 		return ROCE_DROP_PAYLOAD;
 	if (h->pad > avail)
@@ -355,18 +355,21 @@ enum roce_drop roce_parse(const uint8_t *buf, size_t len, struct roce_hdr *h,
 	return ROCE_DROP_NONE;
 }
 
-void roce_sack_write(uint8_t *buf, uint32_t base, const uint8_t *map)
+uint32_t roce_sack_write(uint8_t *buf, uint32_t base, const uint8_t *map, uint32_t bits)
 {
 	buf[0] = ROCE_SACK_KIND;
 	sof_put24(buf + 1, base & ROCE_PSN_MASK);
-	memcpy(buf + 4, map, ROCE_SACK_BITS / 8);
+	memcpy(buf + 4, map, bits / 8);
+	return 4 + bits / 8;
 }
 
-bool roce_sack_parse(const uint8_t *buf, uint32_t len, uint32_t *base, const uint8_t **map)
+bool roce_sack_parse(const uint8_t *buf, uint32_t len, uint32_t *base, const uint8_t **map,
+		     uint32_t *bits)
 {
-	if (len != ROCE_SACK_LEN || buf[0] != ROCE_SACK_KIND)
+	if (!roce_sack_len_ok(len) || buf[0] != ROCE_SACK_KIND)
 		return false;
 	*base = sof_get24(buf + 1);
 	*map = buf + 4;
+	*bits = (len - 4) * 8;
 	return true;
 }

@@ -378,6 +378,7 @@ static void *progress(void *arg)
 	atomic_store(&eng.watching, true);
 	for (;;) {
 		bool polling = atomic_exchange(&eng.polled, false), spin, os, timed, want;
+		bool fired = false;
 		struct epoll_event ev[5];
 		uint64_t v;
 		int n;
@@ -455,15 +456,20 @@ static void *progress(void *arg)
 				}
 				eng_flows_revoked();
 			}
-			if (ev[i].data.ptr == &eng.timer_fd) {
-				tp_timer_fired();
-				tp_timer_update();
-				tp_tx_flush();
-			}
+			if (ev[i].data.ptr == &eng.timer_fd)
+				fired = true;
 		}
 		if ((armed || !atomic_load_explicit(&eng.polled, memory_order_relaxed)) &&
 		    rx_read_some(os) && armed && !os)
 			sofv_wake_spin_start();
+		/* the deadlines after the sockets: a thread the machine kept
+		 * off its CPU past a transport deadline finds the ACK that
+		 * came meanwhile first, not a timeout and a go-back */
+		if (fired) {
+			tp_timer_fired();
+			tp_timer_update();
+			tp_tx_flush();
+		}
 		pthread_mutex_unlock(&eng.lock);
 	}
 }

@@ -846,7 +846,7 @@ static void cmd_packet(uint8_t c, struct in *in)
 			h.qkey = q->qkey;
 		/* a SACK's base PSN counts from the oldest unacknowledged too */
 		if ((c & P_REL) && t && h.ext && (h.opcode & ~ROCE_SVC_MASK) == ROCE_ACK &&
-		    paylen == ROCE_SACK_LEN) {
+		    roce_sack_len_ok(paylen)) {
 			uint8_t *b = pkt + (payload - pkt) + 1;
 			uint32_t base =
 			    ((uint32_t)b[0] << 16 | (uint32_t)b[1] << 8 | b[2]) + t->una_psn;
@@ -1285,11 +1285,12 @@ static void seed_pkt(struct out *o, uint32_t q, uint8_t flags, struct roce_hdr *
 /* An ACK with the extension's bit (transport/sack.c) of PSN psn carrying
  * a SACK of base psn + 1 (both relative) and the bits given, or, with
  * kind not ROCE_SACK_KIND, a malformed one. */
-static void seed_sack(struct out *o, int32_t psn, uint8_t kind, const uint32_t *bits, unsigned n)
+static void seed_sack_map(struct out *o, int32_t psn, uint8_t kind, const uint32_t *bits,
+			  unsigned n, uint32_t mapbits)
 {
-	uint8_t buf[ROCE_MAX_HDR + ROCE_SACK_LEN], map[ROCE_SACK_BITS / 8];
+	uint8_t buf[ROCE_MAX_HDR + ROCE_SACK_MAX_LEN], map[ROCE_SACK_MAX_BITS / 8];
 	struct roce_hdr h;
-	size_t hl;
+	size_t hl, len;
 
 	memset(&h, 0, sizeof(h));
 	h.opcode = ROCE_SVC_RC | ROCE_ACK;
@@ -1300,12 +1301,17 @@ static void seed_sack(struct out *o, int32_t psn, uint8_t kind, const uint32_t *
 	memset(map, 0, sizeof(map));
 	for (unsigned i = 0; i < n; i++)
 		map[bits[i] >> 3] |= (uint8_t)(0x80u >> (bits[i] & 7));
-	roce_sack_write(buf + hl, (uint32_t)psn + 1, map);
+	len = roce_sack_write(buf + hl, (uint32_t)psn + 1, map, mapbits);
 	buf[hl] = kind;
 	put8(o, C_PKT | Q_RC | STD);
-	put16(o, (uint32_t)(hl + ROCE_SACK_LEN));
-	for (size_t i = 0; i < hl + ROCE_SACK_LEN; i++)
+	put16(o, (uint32_t)(hl + len));
+	for (size_t i = 0; i < hl + len; i++)
 		put8(o, buf[i]);
+}
+
+static void seed_sack(struct out *o, int32_t psn, uint8_t kind, const uint32_t *bits, unsigned n)
+{
+	seed_sack_map(o, psn, kind, bits, n, ROCE_SACK_BITS);
 }
 
 static void hdr(struct roce_hdr *h, uint8_t opcode, int32_t psn)
@@ -1598,6 +1604,15 @@ static void write_seeds(const char *dir)
 		    sofd.counters[SOF_CNT_sack_resends] - r0 != 2)
 			FAIL("seed rc_sack_lies: %llu lies, want 3",
 			     (unsigned long long)(sofd.counters[SOF_CNT_sack_lies] - l0));
+		/* the same holes in a SACK of a 768-bit map (the longer
+		 * maps of a window past 256): the same two resends */
+		BEGIN(ALL);
+		seed_sack_map(&o, 0, ROCE_SACK_KIND, holes, 3, 3 * ROCE_SACK_BITS);
+		put8(&o, C_TICK);
+		SEED("rc_sack_long_map", -1, 0, SACK_SCQE, false, Q_RC);
+		if (sofd.counters[SOF_CNT_sack_resends] - r0 != 4)
+			FAIL("seed rc_sack_long_map: %llu resends, want 4 in all",
+			     (unsigned long long)(sofd.counters[SOF_CNT_sack_resends] - r0));
 		/* the holes a SACK names are resent; the tail-loss probe
 		 * after them is lost too (nothing answers it): the one
 		 * timeout follows it */

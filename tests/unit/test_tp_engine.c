@@ -25,8 +25,10 @@
  *
  * Selective acknowledgements (sack.c): packets of a WRITE and a SEND ahead
  * of a lost FIRST kept, SACKed and placed at their offsets in order; the
- * requester resending only the holes of a SACK and counting lies; no
- * extension towards a peer that did not offer it.
+ * requester resending only the holes of a SACK and counting lies; a
+ * resend lost again resent once a later send arrived (RACK); a packet 300
+ * ahead kept and named in a longer map; no extension towards a peer that
+ * did not offer it.
  */
 #include "harness.h"
 
@@ -72,7 +74,7 @@ static struct {
 	uint64_t counters[SOF_CNT_NR], drops[SOF_DROP_NR];
 	struct sent sent[256];
 	unsigned nsent;
-	uint8_t lastpay[ROCE_SACK_LEN]; /* the payload of the last packet, if that short */
+	uint8_t lastpay[ROCE_SACK_MAX_LEN]; /* the payload of the last packet, if that short */
 	uint32_t last_event;		/* the asynchronous event of the last qp_error */
 	unsigned errors;
 	struct sof_srq_shm *srq_shm; /* XRC TGT world: the XRC SRQ */
@@ -852,7 +854,7 @@ static bool mem_is(uint32_t off, uint32_t len, uint8_t v)
 TEST(sack_resp_write_out_of_order)
 {
 	const struct sent *last;
-	uint32_t base;
+	uint32_t base, bits;
 	const uint8_t *map;
 
 	world_up();
@@ -868,7 +870,8 @@ TEST(sack_resp_write_out_of_order)
 	CHECK(last->h.ext);
 	CHECK_EQ(last->h.psn, EPSN - 1);
 	CHECK_EQ(last->paylen, ROCE_SACK_LEN);
-	CHECK(roce_sack_parse(w.lastpay, ROCE_SACK_LEN, &base, &map));
+	CHECK(roce_sack_parse(w.lastpay, ROCE_SACK_LEN, &base, &map, &bits));
+	CHECK_EQ(bits, ROCE_SACK_BITS);
 	CHECK_EQ(base, EPSN);
 	CHECK(!roce_sack_bit(map, 0) && roce_sack_bit(map, 1) && roce_sack_bit(map, 2) &&
 	      !roce_sack_bit(map, 3));
@@ -909,7 +912,7 @@ static void sack_of(uint8_t *buf, uint32_t base, const uint32_t *bits, unsigned 
 	memset(map, 0, sizeof(map));
 	for (unsigned i = 0; i < n; i++)
 		map[bits[i] >> 3] |= (uint8_t)(0x80u >> (bits[i] & 7));
-	roce_sack_write(buf, base, map);
+	roce_sack_write(buf, base, map, ROCE_SACK_BITS);
 }
 
 /* The requester resends only the holes a SACK names, and ignores (and
@@ -961,6 +964,68 @@ TEST(sack_req_holes_and_lies)
 	world_down();
 }
 
+/* RACK (sack.c): a hole whose resend is lost again goes again once a
+ * packet sent after that resend arrived, and not on the word of packets
+ * sent before it; a SACK with a 512-bit map is taken as one of 256. */
+TEST(sack_req_rack_resend_lost_again)
+{
+	uint8_t sack[ROCE_SACK_MAX_LEN], map[ROCE_SACK_MAX_BITS / 8];
+	const uint32_t got[] = {2, 3, 4}, before[] = {1, 2, 3, 4, 5, 6};
+
+	world_up();
+	tp_sack_on = true;
+	post_write(8 * 1024, 0x99);
+	CHECK_EQ(w.nsent, 8); /* PSNs +0..+7 */
+	/* +0 acknowledged, +3..+5 arrived: +1 and +2 resent */
+	sack_of(sack, SPSN + 1, got, 3);
+	ext_in(ROCE_ACK, SPSN, ROCE_SACK_LEN, 0, sack);
+	CHECK_EQ(w.nsent, 10);
+	/* +2's resend and +6, +7 (sent before the resends) arrived: +1's
+	 * resend may still be on its way */
+	sack_of(sack, SPSN + 1, before, 6);
+	ext_in(ROCE_ACK, SPSN, ROCE_SACK_LEN, 0, sack);
+	CHECK_EQ(w.nsent, 10);
+	usleep(2000);
+	post_write(1024, 0x99); /* +8, well after +1's resend */
+	CHECK_EQ(w.nsent, 11);
+	/* +8 arrived and +1 did not: +1's resend was lost, it goes again */
+	memset(map, 0, sizeof(map));
+	for (uint32_t i = 1; i <= 7; i++)
+		map[i >> 3] |= (uint8_t)(0x80u >> (i & 7));
+	CHECK_EQ(roce_sack_write(sack, SPSN + 1, map, 2 * ROCE_SACK_BITS), 68);
+	ext_in(ROCE_ACK, SPSN, 68, 0, sack);
+	CHECK_EQ(w.nsent, 12);
+	CHECK_EQ(w.sent[11].h.psn, SPSN + 1);
+	CHECK_EQ(w.counters[SOF_CNT_sack_resends], 3);
+	CHECK_EQ(w.counters[SOF_CNT_sack_lies], 0);
+	ext_in(ROCE_ACK, SPSN + 8, 0, 0, NULL);
+	CHECK_EQ(cq_count(w.scq_shm), 2);
+	world_down();
+}
+
+/* The responder keeps a packet 300 PSNs ahead from a requester that
+ * speaks the extension, and names it in a SACK of a 512-bit map (the
+ * shortest that holds it); one 1024 ahead is dropped. */
+TEST(sack_resp_long_map)
+{
+	uint32_t base, bits;
+	const uint8_t *map;
+
+	world_up();
+	tp_sack_on = true;
+	ext_in(ROCE_WRITE_MIDDLE, EPSN + 300, 1024, 0x22, NULL);
+	ext_in(ROCE_WRITE_MIDDLE, EPSN + ROCE_SACK_MAX_BITS, 1024, 0x22, NULL);
+	tp_input_end();
+	CHECK_EQ(w.nsent, 1);
+	CHECK_EQ(w.sent[0].paylen, 68);
+	CHECK(roce_sack_parse(w.lastpay, 68, &base, &map, &bits));
+	CHECK_EQ(base, EPSN);
+	CHECK_EQ(bits, 512);
+	CHECK(roce_sack_bit(map, 300) && !roce_sack_bit(map, 299) && !roce_sack_bit(map, 301));
+	CHECK_EQ(w.drops[SOF_DROP_psn], 1);
+	world_down();
+}
+
 /* A responder that does not speak the extension (no ext on the requests
  * it gets: a standard peer) is answered as IBA has it: no ext bit on its
  * ACKs, a NAK for a sequence error. */
@@ -1001,6 +1066,8 @@ int main(void)
 	RUN(sack_resp_write_out_of_order);
 	RUN(sack_resp_send_completes_in_order);
 	RUN(sack_req_holes_and_lies);
+	RUN(sack_req_rack_resend_lost_again);
+	RUN(sack_resp_long_map);
 	RUN(sack_standard_peer_gets_none);
 	return test_summary();
 }

@@ -69,6 +69,13 @@ sof_ibf_diag() {
 	sof_host_run "$h" "$SOFTOFED" run -- timeout 20 "$@" >"$out" 2>&1 </dev/null
 }
 
+# sof_ibf_tracert HOST SLID DLID OUT: ibtracert in HOST from SLID to DLID
+# (its output in OUT); prints the hops as "out>NAME[in]" words
+sof_ibf_tracert() {
+	sof_ibf_diag "$1" "$4" ibtracert -C sofib0 "$2" "$3"
+	sed -n 's/^\[\([0-9]*\)\] -> [a-z]* port {0x[0-9a-f]*}\[\([0-9]*\)\] lid [0-9-]* "\([^"]*\)"$/\1>\3[\2]/p' "$4" | tr '\n' ' '
+}
+
 sof_ibf_guid() {
 	sed -n "s/^[A-Za-z]* \"$1\" [0-9]* guid \\(0x[0-9a-f]*\\).*/\\1/p" "$IBF_FAB"
 }

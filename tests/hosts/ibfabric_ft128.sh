@@ -42,12 +42,7 @@ else
 	not_ok "ibfabric/$T: ibnetdiscover" "$(diff "$SOF_TMP/want" "$SOF_TMP/got" | head -n 6 | tr '\n' ' ')"
 fi
 
-# tracert a -> c: prints "out>NAME[in]" per hop
-tracert() {
-	sof_ibf_diag b "$1" ibtracert -C sofib0 "$la" "$lc"
-	sed -n 's/^\[\([0-9]*\)\] -> [a-z]* port {0x[0-9a-f]*}\[\([0-9]*\)\] lid [0-9-]* "\([^"]*\)"$/\1>\3[\2]/p' "$1" | tr '\n' ' '
-}
-path=$(tracert "$SOF_TMP/tr0")
+path=$(sof_ibf_tracert b "$la" "$lc" "$SOF_TMP/tr0")
 # shellcheck disable=SC2086 # words
 set -- $path
 if [ "$#" = 4 ] && [[ $1 == '1>Leaf0[1]' && $2 == *'>Spine'* && $3 == *'>Leaf7['* && $4 == '16>H7_15[1]' ]]; then
@@ -98,7 +93,7 @@ rc=$?
 sof_wait ibf.rr.srv 10
 cli=$(sof_out ibf.rr.cli)
 srv=$(sof_out ibf.rr.srv)
-path2=$(tracert "$SOF_TMP/tr1")
+path2=$(sof_ibf_tracert b "$la" "$lc" "$SOF_TMP/tr1")
 traps=$(($(grep -c 'Received Generic Notice type:1 num:128' "$IBF_SMLOG") - traps0))
 # OpenSM answered the switches' traps with TrapRepress (IBA 13.4.8.3)
 repressed=$(sof_host_run a "$SOFTOFED" fabric status 2>/dev/null </dev/null | sed -n 's/.* trap_repressed \([0-9]*\).*/\1/p')

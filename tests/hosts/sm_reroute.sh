@@ -30,12 +30,7 @@ sof_ibf_up ft128 H0_0,H1_0,H7_15 3 || sof_exit
 la=$(sof_ibf_lid a)
 lc=$(sof_ibf_lid c)
 
-# tracert a -> c: prints "out>NAME[in]" per hop
-tracert() {
-	sof_ibf_diag b "$1" ibtracert -C sofib0 "$la" "$lc"
-	sed -n 's/^\[\([0-9]*\)\] -> [a-z]* port {0x[0-9a-f]*}\[\([0-9]*\)\] lid [0-9-]* "\([^"]*\)"$/\1>\3[\2]/p' "$1" | tr '\n' ' '
-}
-path=$(tracert "$SOF_TMP/tr0")
+path=$(sof_ibf_tracert b "$la" "$lc" "$SOF_TMP/tr0")
 # shellcheck disable=SC2086 # words
 set -- $path
 if [ "$#" = 4 ] && [[ $1 == '1>Leaf0[1]' && $2 == *'>Spine'* && $3 == *'>Leaf7['* && $4 == '16>H7_15[1]' ]]; then
@@ -63,7 +58,7 @@ rc=$?
 sof_wait rr.srv 10
 cli=$(sof_out rr.cli)
 srv=$(sof_out rr.srv)
-path2=$(tracert "$SOF_TMP/tr1")
+path2=$(sof_ibf_tracert b "$la" "$lc" "$SOF_TMP/tr1")
 traps=$(($(grep -c 'trap 128 from LID' "$IBF_SMLOG") - traps0))
 rerouted=$(grep -m1 'rerouted: trap to tables written' "$IBF_SMLOG")
 ms=$(sed -n 's/.*rerouted: trap to tables written in \([0-9.]*\) ms.*/\1/p' <<<"$rerouted")

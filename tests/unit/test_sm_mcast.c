@@ -11,6 +11,7 @@
 
 #include "sa_fabric.h"
 #include "sm_sa.h"
+#include "sm_smp_stub.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -18,38 +19,11 @@
 
 static struct sm SM;
 static struct saf F;
-static struct sm_req *Q[64];
-static unsigned NQ;
 static struct sm_port *MEMBERS[8];
 static unsigned NMEMBERS;
 static uint16_t MLID;
 static void (*hook)(void *ctx, uint16_t mlid);
 static void *hook_ctx;
-
-uint64_t sm_now_us(void) { return 0; }
-void sm_log(struct sm *sm, int level, const char *fmt, ...)
-{
-	(void)sm;
-	(void)level;
-	(void)fmt;
-}
-
-struct sm_req *sm_smp_dr(struct sm *sm, const uint8_t *path, unsigned hops, uint8_t method,
-			 uint16_t attr, uint32_t mod, const uint8_t *data, sm_done_fn *done)
-{
-	struct sm_req *rq = calloc(1, sizeof(*rq));
-
-	(void)sm;
-	(void)path;
-	(void)hops;
-	if (!rq || NQ == 64)
-		abort();
-	sof_smp_init(rq->mad, true, method, attr, mod, 0, 0);
-	memcpy(rq->mad + SOF_SMP_OFF_DATA, data, 64);
-	rq->done = done;
-	Q[NQ++] = rq;
-	return rq;
-}
 
 struct sm_sa *sm_sa_get(void) { return (struct sm_sa *)&MLID; }
 void sm_sa_mcast_hook(void (*fn)(void *ctx, uint16_t mlid), void *ctx)

@@ -13,6 +13,7 @@
 #include "harness.h"
 
 #include "sa_fabric.h"
+#include "sm_smp_stub.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -20,33 +21,6 @@
 
 static struct sm SM;
 static struct saf F;
-static struct sm_req *Q[64];
-static unsigned NQ;
-
-uint64_t sm_now_us(void) { return 0; }
-void sm_log(struct sm *sm, int level, const char *fmt, ...)
-{
-	(void)sm;
-	(void)level;
-	(void)fmt;
-}
-
-struct sm_req *sm_smp_dr(struct sm *sm, const uint8_t *path, unsigned hops, uint8_t method,
-			 uint16_t attr, uint32_t mod, const uint8_t *data, sm_done_fn *done)
-{
-	struct sm_req *rq = calloc(1, sizeof(*rq));
-
-	(void)sm;
-	(void)path;
-	(void)hops;
-	if (!rq || NQ == 64)
-		abort();
-	sof_smp_init(rq->mad, true, method, attr, mod, 0, 0);
-	memcpy(rq->mad + SOF_SMP_OFF_DATA, data, 64);
-	rq->done = done;
-	Q[NQ++] = rq;
-	return rq;
-}
 
 static void answer_all(void)
 {

@@ -32,6 +32,12 @@ struct cm_mc {
 	struct sof_link link;
 	uint8_t mgid[16];
 	uint64_t uid;
+	/* on the InfiniBand port: the SA join (cma_mcast.c) */
+	struct sof_link wait_link; /* in the joins waiting for the SA */
+	struct cm_id *id;
+	uint32_t tid;	 /* the SA request's TID (low half), 0: none waiting */
+	bool joined;	 /* the SA made us a member: a leave is owed */
+	uint8_t mcgid[16]; /* the IB MGID (mgid is the address's GID) */
 };
 
 struct cma_table {
@@ -127,6 +133,19 @@ void cma_fill_query(const struct cm_id *id, struct sof_cm_query_rep *q);
 int cma_ib_resolve_route(struct cm_id *id);
 /* The path the user resolved (RDMA_OPTION_IB_PATH). 0 or -errno. */
 int cma_ib_path_set(struct cm_id *id, const struct ibv_path_record *p);
+/* Send the SA request mad from the port of sgid to its SM; a request that
+ * waits (timeout_ms > 0) is reported to cookie's owner if unanswered. */
+int cma_ib_sa_send(const uint8_t sgid[16], const uint8_t *mad, uint32_t timeout_ms,
+		   uint64_t cookie);
+
+/* ---- cma_mcast.c ----------------------------------------------------------------- */
+
+/* An MCMemberRecord answer (cma_ib.c's SA agent got it) and a join the SA
+ * did not answer (cookie: the request's TID). */
+void cma_mc_sa_recv(const struct sof_mad_hdr *h, const uint8_t *rec);
+void cma_mc_sa_failed(uint64_t cookie, int status);
+/* Forget a group of id (leaving it at the SA when joined there). */
+void cma_mc_free(struct cm_mc *mc);
 
 /* ---- cma_event.c ---------------------------------------------------------------- */
 

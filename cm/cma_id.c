@@ -75,10 +75,7 @@ void cma_free(struct cm_id *id)
 {
 	ibcm_release(id);
 	while (!sof_list_empty(&id->mcs)) {
-		struct cm_mc *mc = sof_container_of(id->mcs.next, struct cm_mc, link);
-
-		sof_list_del(&mc->link);
-		free(mc);
+		cma_mc_free(sof_container_of(id->mcs.next, struct cm_mc, link));
 	}
 	sof_list_del(&id->link);
 	if (id->ch) {

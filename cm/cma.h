@@ -45,6 +45,8 @@ struct cma_table {
 	struct sof_hmap ids;	  /* handle -> struct cm_id (not lingering) */
 	struct sof_link lingering;
 	uint32_t next_handle;
+	/* cma_mcast.c's, set by cm_init: forget a group of an id that ends */
+	void (*mc_free)(struct cm_mc *mc);
 };
 
 extern struct cma_table cma;
@@ -137,14 +139,21 @@ int cma_ib_path_set(struct cm_id *id, const struct ibv_path_record *p);
  * waits (timeout_ms > 0) is reported to cookie's owner if unanswered. */
 int cma_ib_sa_send(const uint8_t sgid[16], const uint8_t *mad, uint32_t timeout_ms,
 		   uint64_t cookie);
+/* Who takes the SA agent's MCMemberRecord answers (cma_mcast.c's, given by
+ * cm_init): an answer (record at rec), and a request the SA did not
+ * answer (cookie as sent). */
+struct cma_sa_ops {
+	void (*recv)(const struct sof_mad_hdr *h, const uint8_t *rec);
+	void (*failed)(uint64_t cookie, int status);
+};
+void cma_ib_sa_mcmember_ops(const struct cma_sa_ops *ops);
 
 /* ---- cma_mcast.c ----------------------------------------------------------------- */
 
-/* An MCMemberRecord answer (cma_ib.c's SA agent got it) and a join the SA
- * did not answer (cookie: the request's TID). */
-void cma_mc_sa_recv(const struct sof_mad_hdr *h, const uint8_t *rec);
-void cma_mc_sa_failed(uint64_t cookie, int status);
-/* Forget a group of id (leaving it at the SA when joined there). */
+/* The joins' SA answers (for cma_ib_sa_mcmember_ops; cookie: the
+ * request's TID). */
+extern const struct cma_sa_ops cma_mc_sa_ops;
+/* Forget a group of its id (leaving it at the SA when joined there). */
 void cma_mc_free(struct cm_mc *mc);
 
 /* ---- cma_event.c ---------------------------------------------------------------- */

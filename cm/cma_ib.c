@@ -26,7 +26,13 @@
 
 static struct {
 	uint32_t agent; /* 0: not registered yet */
+	const struct cma_sa_ops *mc; /* MCMemberRecord answers go there */
 } sa;
+
+void cma_ib_sa_mcmember_ops(const struct cma_sa_ops *ops)
+{
+	sa.mc = ops;
+}
 
 static void route_done(struct cm_id *id, uint16_t dlid, uint16_t slid, uint8_t sl, uint8_t mtu)
 {
@@ -64,7 +70,8 @@ static void sa_recv(void *ctx, uint32_t agent, const uint8_t *msg, uint32_t len,
 		return;
 	sof_mad_hdr_get(msg, &h);
 	if (h.attr_id == SOF_SA_ATTR_MCMEMBER_REC) {
-		cma_mc_sa_recv(&h, msg + SOF_SA_OFF_DATA);
+		if (sa.mc)
+			sa.mc->recv(&h, msg + SOF_SA_OFF_DATA);
 		return;
 	}
 	id = waiting_id(h.tid);
@@ -90,7 +97,8 @@ static void sa_send_failed(void *ctx, uint32_t agent, uint64_t cookie, int statu
 	(void)to;
 	sof_mad_hdr_get(hdr, &h);
 	if (h.attr_id == SOF_SA_ATTR_MCMEMBER_REC) {
-		cma_mc_sa_failed(cookie, status);
+		if (sa.mc)
+			sa.mc->failed(cookie, status);
 		return;
 	}
 	id = waiting_id(cookie);

@@ -75,7 +75,7 @@ void cma_free(struct cm_id *id)
 {
 	ibcm_release(id);
 	while (!sof_list_empty(&id->mcs)) {
-		cma_mc_free(sof_container_of(id->mcs.next, struct cm_mc, link));
+		cma.mc_free(sof_container_of(id->mcs.next, struct cm_mc, link));
 	}
 	sof_list_del(&id->link);
 	if (id->ch) {

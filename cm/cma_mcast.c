@@ -128,7 +128,7 @@ static void join_error(struct cm_mc *mc, int status)
 	cma_channel_send(mc->id->ch, &ev);
 }
 
-void cma_mc_sa_recv(const struct sof_mad_hdr *h, const uint8_t *rec)
+static void mc_sa_recv(const struct sof_mad_hdr *h, const uint8_t *rec)
 {
 	struct cm_mc *mc = waiting_mc((uint32_t)h->tid);
 	struct sof_sa_mcmember m;
@@ -161,7 +161,7 @@ void cma_mc_sa_recv(const struct sof_mad_hdr *h, const uint8_t *rec)
 	cma_channel_send(mc->id->ch, &ev);
 }
 
-void cma_mc_sa_failed(uint64_t cookie, int status)
+static void mc_sa_failed(uint64_t cookie, int status)
 {
 	struct cm_mc *mc = waiting_mc((uint32_t)cookie);
 
@@ -170,6 +170,11 @@ void cma_mc_sa_failed(uint64_t cookie, int status)
 	unwait(mc);
 	join_error(mc, -status);
 }
+
+const struct cma_sa_ops cma_mc_sa_ops = {
+    .recv = mc_sa_recv,
+    .failed = mc_sa_failed,
+};
 
 void cma_mc_free(struct cm_mc *mc)
 {

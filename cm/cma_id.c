@@ -75,7 +75,14 @@ void cma_free(struct cm_id *id)
 {
 	ibcm_release(id);
 	while (!sof_list_empty(&id->mcs)) {
-		cma.mc_free(sof_container_of(id->mcs.next, struct cm_mc, link));
+		struct cm_mc *mc = sof_container_of(id->mcs.next, struct cm_mc, link);
+
+		if (cma.mc_free) {
+			cma.mc_free(mc);
+		} else {
+			sof_list_del(&mc->link);
+			free(mc);
+		}
 	}
 	sof_list_del(&id->link);
 	if (id->ch) {

@@ -32,6 +32,12 @@ struct cm_mc {
 	struct sof_link link;
 	uint8_t mgid[16];
 	uint64_t uid;
+	/* on the InfiniBand port: the SA join (cma_mcast.c) */
+	struct sof_link wait_link; /* in the joins waiting for the SA */
+	struct cm_id *id;
+	uint32_t tid;	 /* the SA request's TID (low half), 0: none waiting */
+	bool joined;	 /* the SA made us a member: a leave is owed */
+	uint8_t mcgid[16]; /* the IB MGID (mgid is the address's GID) */
 };
 
 struct cma_table {
@@ -39,6 +45,8 @@ struct cma_table {
 	struct sof_hmap ids;	  /* handle -> struct cm_id (not lingering) */
 	struct sof_link lingering;
 	uint32_t next_handle;
+	/* cma_mcast.c's, set by cm_init: forget a group of an id that ends */
+	void (*mc_free)(struct cm_mc *mc);
 };
 
 extern struct cma_table cma;
@@ -127,6 +135,26 @@ void cma_fill_query(const struct cm_id *id, struct sof_cm_query_rep *q);
 int cma_ib_resolve_route(struct cm_id *id);
 /* The path the user resolved (RDMA_OPTION_IB_PATH). 0 or -errno. */
 int cma_ib_path_set(struct cm_id *id, const struct ibv_path_record *p);
+/* Send the SA request mad from the port of sgid to its SM; a request that
+ * waits (timeout_ms > 0) is reported to cookie's owner if unanswered. */
+int cma_ib_sa_send(const uint8_t sgid[16], const uint8_t *mad, uint32_t timeout_ms,
+		   uint64_t cookie);
+/* Who takes the SA agent's MCMemberRecord answers (cma_mcast.c's, given by
+ * cm_init): an answer (record at rec), and a request the SA did not
+ * answer (cookie as sent). */
+struct cma_sa_ops {
+	void (*recv)(const struct sof_mad_hdr *h, const uint8_t *rec);
+	void (*failed)(uint64_t cookie, int status);
+};
+void cma_ib_sa_mcmember_ops(const struct cma_sa_ops *ops);
+
+/* ---- cma_mcast.c ----------------------------------------------------------------- */
+
+/* The joins' SA answers (for cma_ib_sa_mcmember_ops; cookie: the
+ * request's TID). */
+extern const struct cma_sa_ops cma_mc_sa_ops;
+/* Forget a group of its id (leaving it at the SA when joined there). */
+void cma_mc_free(struct cm_mc *mc);
 
 /* ---- cma_event.c ---------------------------------------------------------------- */
 

@@ -9,7 +9,8 @@
  * ibv_path_record) is taken as it is. An id whose request is pending is
  * found again by the TID's low half, its handle: an id destroyed
  * meanwhile is simply not found. The SA header and the PathRecord are
- * mad/sa_rec.c's.
+ * mad/sa_rec.c's. The same SA agent carries the multicast joins'
+ * MCMemberRecords (cma_mcast.c), told apart by attribute.
  */
 #include "cma.h"
 #include "sa.h"
@@ -25,7 +26,13 @@
 
 static struct {
 	uint32_t agent; /* 0: not registered yet */
+	const struct cma_sa_ops *mc; /* MCMemberRecord answers go there */
 } sa;
+
+void cma_ib_sa_mcmember_ops(const struct cma_sa_ops *ops)
+{
+	sa.mc = ops;
+}
 
 static void route_done(struct cm_id *id, uint16_t dlid, uint16_t slid, uint8_t sl, uint8_t mtu)
 {
@@ -62,6 +69,11 @@ static void sa_recv(void *ctx, uint32_t agent, const uint8_t *msg, uint32_t len,
 	if (len < SOF_MAD_LEN)
 		return;
 	sof_mad_hdr_get(msg, &h);
+	if (h.attr_id == SOF_SA_ATTR_MCMEMBER_REC) {
+		if (sa.mc)
+			sa.mc->recv(&h, msg + SOF_SA_OFF_DATA);
+		return;
+	}
 	id = waiting_id(h.tid);
 	if (!id || h.attr_id != SOF_SA_ATTR_PATH_REC)
 		return;
@@ -77,12 +89,19 @@ static void sa_recv(void *ctx, uint32_t agent, const uint8_t *msg, uint32_t len,
 static void sa_send_failed(void *ctx, uint32_t agent, uint64_t cookie, int status,
 			   const uint8_t *hdr, const struct sofd_mad_addr *to)
 {
-	struct cm_id *id = waiting_id(cookie);
+	struct cm_id *id;
+	struct sof_mad_hdr h;
 
 	(void)ctx;
 	(void)agent;
-	(void)hdr;
 	(void)to;
+	sof_mad_hdr_get(hdr, &h);
+	if (h.attr_id == SOF_SA_ATTR_MCMEMBER_REC) {
+		if (sa.mc)
+			sa.mc->failed(cookie, status);
+		return;
+	}
+	id = waiting_id(cookie);
 	if (id)
 		cma_event(id, RDMA_CM_EVENT_ROUTE_ERROR, -status, NULL);
 }
@@ -106,28 +125,20 @@ static int sa_agent(void)
 	return sofd_mad_agent_register(&reg, &sa_ops, &sa, &sa.agent);
 }
 
-int cma_ib_resolve_route(struct cm_id *id)
+int cma_ib_sa_send(const uint8_t sgid[16], const uint8_t *mad, uint32_t timeout_ms,
+		   uint64_t cookie)
 {
 	struct sof_ib_port port;
-	struct sof_sa_path pr = {.numb_path = 1, .pkey = 0xffff};
 	struct sofd_mad_addr to;
-	uint8_t mad[SOF_MAD_LEN];
 	int err;
 
-	if (!cma_ib_gid(id->sgid, &port) || !port.sm_lid)
+	if (!cma_ib_gid(sgid, &port) || !port.sm_lid)
 		return -ENETUNREACH;
 	err = sa_agent();
 	if (err)
 		return err;
-	id->have_route = false;
-	sof_sa_req_init(mad, SOF_SA_GET, SOF_SA_ATTR_PATH_REC, 0, id->handle,
-			COMP(SOF_PR_DGID) | COMP(SOF_PR_SGID) | COMP(SOF_PR_NUMB_PATH) |
-			    COMP(SOF_PR_PKEY));
-	memcpy(pr.dgid, id->dgid, 16);
-	memcpy(pr.sgid, id->sgid, 16);
-	sof_sa_path_pack(mad + SOF_SA_OFF_DATA, &pr);
 	memset(&to, 0, sizeof(to));
-	memcpy(to.sgid, id->sgid, 16);
+	memcpy(to.sgid, sgid, 16);
 	to.remote_qpn = SOF_GSI_QPN;
 	to.remote_qkey = SOF_GSI_QKEY;
 	to.pkey = 0xffff;
@@ -135,9 +146,24 @@ int cma_ib_resolve_route(struct cm_id *id)
 	to.sl = port.sm_sl;
 	to.ib = true;
 	to.no_grh = true;
-	cm_trace("cma id %u: SA PathRecord Get to LID %u", id->handle, port.sm_lid);
-	return sofd_mad_agent_send(&sa, sa.agent, mad, SOF_MAD_LEN, &to, SA_TIMEOUT_MS, SA_RETRIES,
-				   id->handle);
+	return sofd_mad_agent_send(&sa, sa.agent, mad, SOF_MAD_LEN, &to, timeout_ms,
+				   timeout_ms ? SA_RETRIES : 0, cookie);
+}
+
+int cma_ib_resolve_route(struct cm_id *id)
+{
+	struct sof_sa_path pr = {.numb_path = 1, .pkey = 0xffff};
+	uint8_t mad[SOF_MAD_LEN];
+
+	id->have_route = false;
+	sof_sa_req_init(mad, SOF_SA_GET, SOF_SA_ATTR_PATH_REC, 0, id->handle,
+			COMP(SOF_PR_DGID) | COMP(SOF_PR_SGID) | COMP(SOF_PR_NUMB_PATH) |
+			    COMP(SOF_PR_PKEY));
+	memcpy(pr.dgid, id->dgid, 16);
+	memcpy(pr.sgid, id->sgid, 16);
+	sof_sa_path_pack(mad + SOF_SA_OFF_DATA, &pr);
+	cm_trace("cma id %u: SA PathRecord Get", id->handle);
+	return cma_ib_sa_send(id->sgid, mad, SA_TIMEOUT_MS, id->handle);
 }
 
 int cma_ib_path_set(struct cm_id *id, const struct ibv_path_record *p)

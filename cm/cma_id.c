@@ -77,8 +77,12 @@ void cma_free(struct cm_id *id)
 	while (!sof_list_empty(&id->mcs)) {
 		struct cm_mc *mc = sof_container_of(id->mcs.next, struct cm_mc, link);
 
-		sof_list_del(&mc->link);
-		free(mc);
+		if (cma.mc_free) {
+			cma.mc_free(mc);
+		} else {
+			sof_list_del(&mc->link);
+			free(mc);
+		}
 	}
 	sof_list_del(&id->link);
 	if (id->ch) {

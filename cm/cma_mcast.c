@@ -3,14 +3,187 @@
  * address (its GID) and there is no SA to join: the join is answered at
  * once with the group's address handle, and the device joins the IP
  * group when a QP attaches (ibv_attach_mcast, transport/mcast.c).
+ *
+ * On the InfiniBand port (an id over IPoIB or AF_IB) the group is an IB
+ * multicast group joined through the SA, as the kernel's rdma_cm does: the
+ * address becomes an MGID in IPoIB's form (RFC 4391 section 4, with the
+ * RDMA CM's signature 0x4001 in place of 0x401b for RDMA_PS_UDP, as the
+ * kernel's cma_set_mgid, so the group is not IPoIB's own), and a
+ * SubnAdmSet(MCMemberRecord) (IBA 15.2.5.17) makes the port a member,
+ * creating the group with the id's Q_Key when the SA has none. The
+ * answer's MLID, SL and Q_Key make the MULTICAST_JOIN event's address
+ * vector (DLID = MLID with a GRH to the MGID, as ib_init_ah_from_mcmember),
+ * so a sender reaches the attached QPs through the switches' multicast
+ * forwarding. A leave (or the id's end) is a SubnAdmDelete, answer not
+ * awaited. Joins waiting for the SA are found by their TID.
  */
 #include "cma.h"
+#include "sa.h"
 
 #include "sof_gid.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define SA_TIMEOUT_MS 1000
+#define MC_TID_BASE 0x80000000u /* above the ids' handles, cma_ib.c's TIDs */
+#define COMP(c) (1ull << (c))
+#define MC_SCOPE 2	/* link-local, as IPoIB's broadcast group */
+#define MC_PKEY 0xffff	/* the default partition, full member */
+
+static struct sof_link waiting = {&waiting, &waiting}; /* struct cm_mc, wait_link */
+static uint32_t next_tid;
+
+/* The IB MGID of a group address (the kernel's cma_set_mgid): an MGID or
+ * SA-assigned one as it is, an IP group mapped as IPoIB maps it. */
+static void ib_mgid(const struct cm_id *id, const struct sockaddr_storage *ss, uint8_t mgid[16])
+{
+	const uint8_t *a;
+
+	memset(mgid, 0, 16);
+	if (ss->ss_family == AF_IB) {
+		memcpy(mgid, &((const struct sockaddr_ib *)(const void *)ss)->sib_addr, 16);
+		return;
+	}
+	if (ss->ss_family == AF_INET6) {
+		a = ((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr.s6_addr;
+		if (a[0] == 0xff && (a[1] & 0xf0) == 0x10 && a[2] == 0xa0 && a[3] == 0x1b) {
+			memcpy(mgid, a, 16); /* SA-assigned */
+			return;
+		}
+		mgid[2] = 0x60;
+		memcpy(mgid + 6, a + 6, 10);
+	} else {
+		a = (const uint8_t *)&((const struct sockaddr_in *)(const void *)ss)->sin_addr;
+		mgid[2] = 0x40;
+		mgid[12] = a[0] & 0x0f; /* the class D prefix dropped */
+		memcpy(mgid + 13, a + 1, 3);
+	}
+	mgid[0] = 0xff;
+	mgid[1] = 0x10 | MC_SCOPE;
+	mgid[3] = id->ps == (uint8_t)RDMA_PS_UDP ? 0x01 : 0x1b; /* ps: the low byte */
+	mgid[4] = MC_PKEY >> 8;
+	mgid[5] = MC_PKEY & 0xff;
+}
+
+/* A SubnAdmSet (join) or SubnAdmDelete (leave) of our port in mc's group. */
+static int sa_mcmember(struct cm_mc *mc, uint8_t method)
+{
+	struct sof_sa_mcmember m = {.join_state = SOF_MC_JOIN_FULL, .pkey = MC_PKEY};
+	uint64_t mask = COMP(SOF_MCMR_MGID) | COMP(SOF_MCMR_PORT_GID) | COMP(SOF_MCMR_JOIN_STATE);
+	uint8_t mad[SOF_MAD_LEN];
+	uint32_t tid = MC_TID_BASE | (++next_tid & ~MC_TID_BASE);
+
+	memcpy(m.mgid, mc->mcgid, 16);
+	memcpy(m.port_gid, mc->id->sgid, 16);
+	if (method == SOF_SA_SET) {
+		/* what creates the group if the SA has none (the kernel's
+		 * cma_join_ib_multicast gives these; MTU and rate the SA's) */
+		m.qkey = mc->id->qkey;
+		m.tclass = mc->id->tos;
+		mask |= COMP(SOF_MCMR_QKEY) | COMP(SOF_MCMR_PKEY) | COMP(SOF_MCMR_SL) |
+			COMP(SOF_MCMR_FLOW_LABEL) | COMP(SOF_MCMR_TCLASS);
+	}
+	sof_sa_req_init(mad, method, SOF_SA_ATTR_MCMEMBER_REC, 0, tid, mask);
+	sof_sa_mcmember_pack(mad + SOF_SA_OFF_DATA, &m);
+	cm_trace("cma id %u: SA MCMemberRecord %s", mc->id->handle,
+		 method == SOF_SA_SET ? "Set" : "Delete");
+	if (method != SOF_SA_SET)
+		return cma_ib_sa_send(mc->id->sgid, mad, 0, 0);
+	mc->tid = tid;
+	sof_list_add(&waiting, &mc->wait_link);
+	return cma_ib_sa_send(mc->id->sgid, mad, SA_TIMEOUT_MS, tid);
+}
+
+static void unwait(struct cm_mc *mc)
+{
+	if (mc->tid) {
+		sof_list_del(&mc->wait_link);
+		mc->tid = 0;
+	}
+}
+
+static struct cm_mc *waiting_mc(uint32_t tid)
+{
+	struct sof_link *l;
+
+	for (l = waiting.next; l != &waiting; l = l->next) {
+		struct cm_mc *mc = sof_container_of(l, struct cm_mc, wait_link);
+
+		if (mc->tid == tid)
+			return mc;
+	}
+	return NULL;
+}
+
+static void join_error(struct cm_mc *mc, int status)
+{
+	struct sof_cm_event ev;
+
+	if (!mc->id->ch)
+		return;
+	cma_event_init(&ev, mc->id, RDMA_CM_EVENT_MULTICAST_ERROR, status, NULL);
+	ev.mc_uid = mc->uid;
+	cma_channel_send(mc->id->ch, &ev);
+}
+
+static void mc_sa_recv(const struct sof_mad_hdr *h, const uint8_t *rec)
+{
+	struct cm_mc *mc = waiting_mc((uint32_t)h->tid);
+	struct sof_sa_mcmember m;
+	struct sof_cm_event ev;
+
+	if (!mc || h->method != SOF_MAD_METHOD_GET_RESP) /* a Set is answered by GetResp */
+		return;
+	unwait(mc);
+	sof_sa_mcmember_unpack(rec, &m);
+	if (h->status || !m.mlid) {
+		cm_trace("cma id %u: SA MCMemberRecord status 0x%04x", mc->id->handle, h->status);
+		join_error(mc, -EADDRNOTAVAIL);
+		return;
+	}
+	mc->joined = true;
+	if (!mc->id->ch)
+		return;
+	cma_event_init(&ev, mc->id, RDMA_CM_EVENT_MULTICAST_JOIN, 0, NULL);
+	ev.mc_uid = mc->uid;
+	ev.ah_sgid_index = 0;
+	memcpy(ev.ah_dgid, m.mgid, 16);
+	ev.ah_dlid = m.mlid;
+	ev.ah_sl = m.sl & 0xf;
+	ev.ah_hop_limit = m.hop_limit;
+	ev.ah_traffic_class = m.tclass;
+	ev.ah_flow_label = m.flow_label;
+	ev.param.qp_num = 0xffffff;
+	ev.param.qkey = m.qkey;
+	cm_trace("cma id %u: joined MLID 0x%04x Q_Key 0x%08x", mc->id->handle, m.mlid, m.qkey);
+	cma_channel_send(mc->id->ch, &ev);
+}
+
+static void mc_sa_failed(uint64_t cookie, int status)
+{
+	struct cm_mc *mc = waiting_mc((uint32_t)cookie);
+
+	if (!mc)
+		return;
+	unwait(mc);
+	join_error(mc, -status);
+}
+
+const struct cma_sa_ops cma_mc_sa_ops = {
+    .recv = mc_sa_recv,
+    .failed = mc_sa_failed,
+};
+
+void cma_mc_free(struct cm_mc *mc)
+{
+	unwait(mc);
+	if (mc->joined)
+		(void)sa_mcmember(mc, SOF_SA_DELETE);
+	sof_list_del(&mc->link);
+	free(mc);
+}
 
 CMA_OP(join)
 {
@@ -20,6 +193,7 @@ CMA_OP(join)
 	struct cm_mc *mc;
 	struct sof_link *l;
 	uint8_t mgid[16];
+	int err;
 
 	(void)rp;
 	if (!id)
@@ -29,7 +203,7 @@ CMA_OP(join)
 	if (!id->have_dev)
 		return -EINVAL;
 	cma_addr_gid(&r->addr, mgid);
-	if (!sof_gid_is_mcast(mgid))
+	if (!sof_gid_is_mcast(mgid) && r->addr.ss_family != AF_IB)
 		return -EINVAL;
 	for (l = id->mcs.next; l != &id->mcs; l = l->next)
 		if (!memcmp(sof_container_of(l, struct cm_mc, link)->mgid, mgid, 16))
@@ -39,7 +213,15 @@ CMA_OP(join)
 		return -ENOMEM;
 	memcpy(mc->mgid, mgid, 16);
 	mc->uid = r->uid;
+	mc->id = id;
 	sof_list_add(&id->mcs, &mc->link);
+	if (id->ib) {
+		ib_mgid(id, &r->addr, mc->mcgid);
+		err = sa_mcmember(mc, SOF_SA_SET);
+		if (err)
+			cma_mc_free(mc);
+		return err;
+	}
 	cma_event_init(&ev, id, RDMA_CM_EVENT_MULTICAST_JOIN, 0, NULL);
 	ev.mc_uid = r->uid;
 	cma_event_set_ah(&ev, id);
@@ -65,8 +247,7 @@ CMA_OP(leave)
 		struct cm_mc *mc = sof_container_of(l, struct cm_mc, link);
 
 		if (!memcmp(mc->mgid, mgid, 16)) {
-			sof_list_del(&mc->link);
-			free(mc);
+			cma_mc_free(mc);
 			return 0;
 		}
 	}

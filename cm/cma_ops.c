@@ -85,5 +85,7 @@ int cm_init(const struct cm_host *host)
 	cm_host = host;
 	sof_list_init(&cma.lingering);
 	cma.next_handle = sof_random32() & 0xffff;
+	cma.mc_free = cma_mc_free;
+	cma_ib_sa_mcmember_ops(&cma_mc_sa_ops);
 	return ibcm_init(&cma_ibcm_ops);
 }

@@ -79,10 +79,14 @@ static bool src_given(const struct sockaddr_storage *ss)
 static int resolve_ipoib(struct cm_id *id, const struct sof_cm_addr_req *r, const uint8_t sgid[16],
 			 struct cm_reply *rp)
 {
-	uint8_t ibgid[16];
+	uint8_t ibgid[16], dgid[16];
 	int err = -EHOSTUNREACH;
 
-	if (cma_gid_is_any(r->dgid))
+	/* a multicast destination has no neighbour: the join maps it */
+	cma_addr_gid(&r->dst, dgid);
+	if (!sof_gid_is_mcast(dgid))
+		memcpy(dgid, r->dgid, 16);
+	if (cma_gid_is_any(dgid))
 		goto fail;
 	err = cma_ib_own_gid(ibgid);
 	if (err)
@@ -101,7 +105,7 @@ static int resolve_ipoib(struct cm_id *id, const struct sof_cm_addr_req *r, cons
 		cma_addr_from_gid(&id->src, id->src.ss_family, sgid, id->ps,
 				  cma_addr_port(&id->src));
 	ipoib_dev(id, ibgid);
-	memcpy(id->dgid, r->dgid, 16);
+	memcpy(id->dgid, dgid, 16);
 	id->dst = r->dst;
 	cma_set_state(id, CMA_ADDR_RESOLVED);
 	cma_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL);

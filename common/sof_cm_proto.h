@@ -211,7 +211,9 @@ struct sof_cm_event {
 	uint8_t ah_hop_limit;
 	uint8_t ah_traffic_class;
 	uint8_t ah_no_grh;    /* 1: by LID without GRH (the InfiniBand port):
-			       * ah_dlid and ah_sl, and no GID */
+			       * ah_dlid and ah_sl, and no GID; 0 with a
+			       * nonzero ah_dlid: a GRH and a LID (a
+			       * multicast group's MLID on that port) */
 	uint32_t ah_flow_label;
 	uint16_t ah_dlid;
 	uint8_t ah_sl;

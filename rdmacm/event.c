@@ -69,6 +69,10 @@ static void copy_ud(struct sofcm_event *evt, const struct sof_cm_event *ev, uint
 		u->qkey = ev->param.qkey;
 		return;
 	}
+	/* a GRH, and on the InfiniBand port a LID too (a multicast
+	 * group's MLID and SL, from the SA) */
+	ah->dlid = ev->ah_dlid;
+	ah->sl = ev->ah_sl;
 	ah->is_global = 1;
 	memcpy(ah->grh.dgid.raw, ev->ah_dgid, 16);
 	ah->grh.flow_label = ev->ah_flow_label;

@@ -154,6 +154,12 @@ static void ipoib_resolve(struct sof_cm_addr_req *req, int timeout_ms)
 	if (!sofcm_ipoib_addr((const struct sockaddr *)&src))
 		return;
 	req->ib = 1;
+	/* a multicast group has no neighbour: the daemon maps it (MGID) */
+	if ((dst->sa_family == AF_INET &&
+	     IN_MULTICAST(ntohl(((const struct sockaddr_in *)(const void *)dst)->sin_addr.s_addr))) ||
+	    (dst->sa_family == AF_INET6 &&
+	     IN6_IS_ADDR_MULTICAST(&((const struct sockaddr_in6 *)(const void *)dst)->sin6_addr)))
+		return;
 	if (timeout_ms <= 0)
 		timeout_ms = 2000;
 	clock_gettime(CLOCK_MONOTONIC, &t0);

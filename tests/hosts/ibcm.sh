@@ -13,6 +13,13 @@
 #           address vectors by DLID without GRH; b's sofib0 sent the
 #           messages), ib_send_bw -R -d sofib0; rping over IPv6; an
 #           address where no host answers fails in resolution, no hang
+#   mckey   mckey -m 239.1.2.3 by ib0 address: the join is an SA
+#           MCMemberRecord Set of the IB group ff12:4001:ffff::f01:203 (the
+#           kernel's MGID for RDMA_PS_UDP), its AV by MLID; b receives a's
+#           10 messages through the fabric's multicast forwarding (b's
+#           receiver ends only after all 10), a's sofib0 sent them; OpenSM
+#           lists the group while b is a member and not after both left
+#           (rdma_leave_multicast: SA Delete)
 set -u
 . "$(dirname "$0")/../lib.sh"
 sof_init
@@ -153,6 +160,39 @@ pair "ibcm: udaddy -c 4 over ib0" 60 udaddy -b "$A" -c 4 -C 50 -S 1000 -- \
 PAIR=sof_perftest_cm_pair pair "ibcm: ib_send_bw -R over ib0" 120 ib_send_bw -R -d sofib0 -F -p $((P + 5)) -- \
 	ib_send_bw -R -d sofib0 -F -p $((P + 5)) "$A" &&
 	sof_cm_perftest_verdict "ibcm: ib_send_bw -R over ib0"
+# mckey by ib0 address: receiver in b, sender in a (the sender joins too)
+mrx=$(sof_out ibcm.mckey.rx)
+mtx=$(sof_out ibcm.mckey.tx)
+MG=239.1.2.3
+if ! sof_gated "ibcm: mckey over ib0"; then
+	x0=$(ibcnt a xmit_data)
+	SOF_LINEBUF=1 sof_cm_bg ibcm.mckey.rx b 60 mckey -m $MG -b "$(ibip b)" -C 10 -S 200
+	for _ in $(seq 150); do
+		grep -q 'joined dgid' "$mrx" 2>/dev/null && break
+		sleep 0.1
+	done
+	# the group at the SA while b is a member, and after both left
+	mcg() { sof_host_run a "$SOFTOFED" run -- timeout 20 saquery -C sofib0 -g 2>&1 </dev/null; }
+	g_in=$(mcg | grep -c -i 'ff12:4001:ffff::f01:203')
+	SOF_LINEBUF=1 sof_cm_bg ibcm.mckey.tx a 60 mckey -s -m $MG -b "$A" -C 10 -S 200
+	sof_wait ibcm.mckey.tx 60
+	trc=$?
+	sof_wait ibcm.mckey.rx 30
+	rrc=$?
+	x1=$(ibcnt a xmit_data)
+	g_out=$(mcg | grep -c -i 'ff12:4001:ffff::f01:203')
+	mgid=$(sed -n 's/.*joined dgid: \([0-9a-f:]*\) mlid 0x\([0-9a-f]*\).*/\1 \2/p' "$mrx" | head -n 1)
+	if [ "$rrc" -eq 0 ] && [ "$trc" -eq 0 ] && grep -q 'data transfers complete' "$mrx" &&
+		[ "${mgid% *}" = ff12:4001:ffff::f01:203 ] && [ $((0x${mgid#* })) -ge $((0xc000)) ] &&
+		[ -n "$x0" ] && [ -n "$x1" ] && [ $((x1 - x0)) -ge $((10 * 200 / 4)) ] &&
+		[ "$g_in" -ge 1 ] && [ "$g_out" -eq 0 ]; then
+		ok "ibcm: mckey -m $MG over ib0: SA join of ${mgid% *} (MLID 0x${mgid#* }), b received all 10 messages, a's sofib0 sent them (+$((x1 - x0)) words); OpenSM listed the group, then not after the leaves"
+	else
+		not_ok "ibcm: mckey over ib0" "receiver rc $rrc, sender rc $trc, group '$mgid', xmit_data of a '$x0' -> '$x1', group records at the SA joined $g_in left $g_out"
+		sof_dump "$mrx" "$mtx"
+		mcg | sed 's/^/#   saquery: /' | head -n 30
+	fi
+fi
 # IPv6 over ib0 (the neighbour by ND on the IB side)
 sof_rping_pair "ibcm: rping -C 10 -V by IPv6 address over ib0" a b fd78:1b::1 $((P + 6)) 64 10
 # an address on ib0's subnet where no host answers: ADDR_ERROR once ipoib's

@@ -24,6 +24,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
@@ -227,13 +228,26 @@ static int liar(const char *mode, const char *addr, const char *port)
 		return 2;
 	}
 	/* the victim should drop us: a completion with an error, or a
-	 * disconnect; either way we are done within 30 s */
+	 * disconnect (the id's own event channel, read without waiting);
+	 * either way we are done within 30 s */
+	if (id->channel)
+		fcntl(id->channel->fd, F_SETFL, fcntl(id->channel->fd, F_GETFL) | O_NONBLOCK);
 	for (i = 0; i < 30 * 10; i++) {
+		struct rdma_cm_event *ev;
 		struct ibv_wc wc;
 
 		if (ibv_poll_cq(id->send_cq, 1, &wc) == 1 && wc.status != IBV_WC_SUCCESS) {
 			printf("liar: completion status %d\n", wc.status);
 			break;
+		}
+		if (id->channel && !rdma_get_cm_event(id->channel, &ev)) {
+			enum rdma_cm_event_type type = ev->event;
+
+			rdma_ack_cm_event(ev);
+			if (type == RDMA_CM_EVENT_DISCONNECTED) {
+				printf("liar: disconnected by the victim\n");
+				break;
+			}
 		}
 		usleep(100000);
 	}

@@ -70,6 +70,18 @@ now_ms() {
 	echo $(($(date +%s%N) / 1000000))
 }
 
+# sof_wait_for SECS CMD...: 0 once CMD succeeds (tried every 0.2 s), 1 if it
+# did not within SECS
+sof_wait_for() {
+	local end=$(($(now_ms) + $1 * 1000))
+	shift
+	while [ "$(now_ms)" -lt "$end" ]; do
+		"$@" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 # sof_dump FILE...: show the tail of output files as diagnostic lines
 sof_dump() {
 	local f

@@ -1,5 +1,5 @@
 #!/bin/bash
-# shellcheck disable=SC2016,SC2317 # sh -c scripts in single quotes; functions called through wait_for
+# shellcheck disable=SC2016,SC2317 # sh -c scripts in single quotes; functions called through sof_wait_for
 # IPoIB connected mode (RFC 4755, ipoib/cm.c) between two network-namespace
 # hosts on one switch (tests/topologies/pair.net) with Debian's OpenSM
 # (tests/ib_fabric.sh's sof_ibf_up): `softofed ipoib up --mode connected`
@@ -81,16 +81,6 @@ logs() {
 		sof_host_run $h sh -c 'tail -n 25 /tmp/softofed-ipoib-*-ib0-$(stat -L -c %i /proc/self/ns/net).log' 2>/dev/null | sed "s/^/#   $h log: /"
 		ipst $h | grep -v '^mcast' | sed "s/^/#   $h: /"
 	done
-}
-# wait_for SECS CMD...: CMD true within SECS
-wait_for() {
-	local end=$(($(now_ms) + $1 * 1000))
-	shift
-	while [ "$(now_ms)" -lt "$end" ]; do
-		"$@" && return 0
-		sleep 0.2
-	done
-	return 1
 }
 
 # ---- up --------------------------------------------------------------------------------
@@ -185,7 +175,7 @@ sof_kill ipcm.http
 # ---- idle connections close -----------------------------------------------------------------
 nocm() { ! ipst a | grep -q '^cm tx' && ! ipst b | grep -q '^cm rx'; }
 i0=$(ipcnt a cm_idle)
-if wait_for 20 nocm && [ "$(ipcnt a cm_idle)" -gt "$i0" ]; then
+if sof_wait_for 20 nocm && [ "$(ipcnt a cm_idle)" -gt "$i0" ]; then
 	ok "$T: idle 4 s: a closed its connection to b (cm_idle $(ipcnt a cm_idle)), b's side went with it"
 else
 	not_ok "$T: idle" "a: $(ipst a | grep '^cm' | tr '\n' ' '); b: $(ipst b | grep '^cm' | tr '\n' ' ')"
@@ -228,7 +218,7 @@ else
 fi
 bqpn=$(ipst b | sed -n 's/^qpn \(0x[0-9a-f]*\) .*/\1/p')
 f0=$(ipcnt a cm_connects)
-wait_for 20 pingto a "$(ibip b)" 1 56 >/dev/null
+sof_wait_for 20 pingto a "$(ibip b)" 1 56 >/dev/null
 if pingto a "$(ibip b)" 5 56 && ipst a | grep -q "^neigh $(ibip b) qpn $bqpn .* state ready" &&
 	! ipst a | grep -q "^cm tx peer $bgid qpn $bqpn " && [ "$(ipcnt a cm_connects)" = "$f0" ]; then
 	ok "$T: a (connected) pings b (datagram) over UD: no connection tried"
@@ -265,7 +255,7 @@ rm -rf "$www"
 sof_host_run b "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null
 sleep 1
 ipup b connected || not_ok "$T: b connected again" "up failed"
-wait_for 20 pingto a "$(ibip b)" 1 20000 >/dev/null
+sof_wait_for 20 pingto a "$(ibip b)" 1 20000 >/dev/null
 if pingto a "$(ibip b)" 3 20000 && ipst a | grep -q '^cm tx .* state up'; then
 	ok "$T: b in connected mode again: a connects to it"
 else
@@ -277,7 +267,7 @@ t0=$(now_ms)
 sof_host_run a timeout 40 ping -n -c 10 -i 0.5 -W 1 -s 20000 "$(ibip b)" >/dev/null 2>&1 </dev/null
 sof_host_run a timeout 30 curl -s --max-time 3 "http://$(ibip b):8080/" >/dev/null 2>&1 </dev/null
 rst() { [ "$(ipcnt a cm_resets)" -gt "$x0" ] && [ "$(ipcnt a cm_fails)" -gt "$y0" ]; }
-wait_for 20 rst
+sof_wait_for 20 rst
 ms=$(($(now_ms) - t0))
 t1=$(now_ms)
 ipst a >"$SOF_TMP/ipcm.st.after"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# shellcheck disable=SC2016,SC2317 # sh -c scripts in single quotes; functions called through wait_for
+# shellcheck disable=SC2016,SC2317 # sh -c scripts in single quotes; functions called through sof_wait_for
 # ssh and scp over IPoIB (issue 21 acceptance: "ssh/scp of a 100 MiB file
 # with its checksum compared"), datagram and connected mode: two
 # network-namespace hosts on one switch (tests/topologies/pair.net) with
@@ -70,16 +70,6 @@ logs() {
 		ipst $h | grep -v '^mcast' | sed "s/^/#   $h: /"
 	done
 }
-# wait_for SECS CMD...: CMD true within SECS
-wait_for() {
-	local end=$(($(now_ms) + $1 * 1000))
-	shift
-	while [ "$(now_ms)" -lt "$end" ]; do
-		"$@" && return 0
-		sleep 0.2
-	done
-	return 1
-}
 pingab() { sof_host_run b timeout 5 ping -n -c 1 -W 1 "$(ibip a)" >/dev/null 2>&1 </dev/null; }
 # tcp_on_ib0: a's established TCP connections to port 22, from b's ib0 address
 tcp_on_ib0() {
@@ -121,7 +111,7 @@ one_mode() {
 		return 1
 	fi
 	# first contact: the path record and the broadcast group's resolution
-	wait_for 20 pingab
+	sof_wait_for 20 pingab
 	sof_host_bg "ipssh.sshd.$m" a 60 "$SSHD" -D -e -f "$SSHDIR/sshd_config"
 	if ! sof_host_wait_listen a 22 10 "ipssh.sshd.$m" >/dev/null 2>&1; then
 		not_ok "$T/$m: sshd" "sshd does not listen on $(ibip a):22"

@@ -37,8 +37,10 @@
  * SOF_UMAD_ISSM_DIRS) and `softofed run` binds there. An SM's open for
  * reading lets the daemon's non-blocking open for writing succeed; when
  * every reader is gone, the write end polls POLLERR. Looked at each tick.
- * A change of IsSM sends trap 144 to the SM, again each tick until the
- * SM represses it (TrapRepress with its TID).
+ * A change of IsSM sends trap 144 to the SM, an SMP that fails the M_Key
+ * check (IBA 14.2.4) trap 256, again each tick until the SM represses it
+ * (TrapRepress with its TID; a TrapRepress with another TID goes to the
+ * node's own SM, whose trap it may answer).
  */
 #include "sofd.h"
 
@@ -136,10 +138,15 @@ void sofd_ib_sma_sync(void)
 }
 
 /* What an SM set in the model goes to the port. */
+static void trap_raise(uint16_t num);
+
 static void apply(unsigned ev)
 {
 	const struct sof_port *p = &sma.node->port[1];
 
+	/* IBA 14.2.4.1: a violation of the M_Key check is reported */
+	if (ev & SOF_SMA_EV_MKEY)
+		trap_raise(SOF_TRAP_BAD_MKEY);
 	if (ev & SOF_SMA_EV_DISABLE)
 		tp_ib_disable(true);
 	if (ev & SOF_SMA_EV_ENABLE)
@@ -180,7 +187,8 @@ static void trap_send(void)
 		send_smp(p->sm_lid, sma.trap_mad);
 }
 
-/* A new trap of this port (144: its CapabilityMask changed) for the SM. */
+/* A new trap of this port (144: its CapabilityMask changed; 256: an SMP
+ * with a bad M_Key) for the SM. */
 static void trap_raise(uint16_t num)
 {
 	const struct sof_port *p = &sma.node->port[1];
@@ -195,12 +203,15 @@ static void trap_raise(uint16_t num)
 	trap_send();
 }
 
-static void trap_repressed(const uint8_t *mad)
+/* true when mad represses this port's own pending trap */
+static bool trap_repressed(const uint8_t *mad)
 {
 	if (sma.trap_pending && !memcmp(mad + 8, sma.trap_mad + 8, 8)) {
 		sma.trap_pending = false;
 		sma.traps_repressed++;
+		return true;
 	}
+	return false;
 }
 
 /* TP_HOOK_QP0: an SMP (the port checked VL15, the LRH and the CRCs). */
@@ -228,14 +239,18 @@ static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 	lid_routed = dlid != IB_LID_PERMISSIVE;
 	if (directed && sof_smp_dr_step(sma.node, mad, 1, lid_routed, 0, &next) != SOF_DR_LOCAL)
 		return; /* a CA forwards nothing: dropped and counted by the model */
+	sma.node->now_ms = sof_now_ns() / 1000000u;
 	switch (sof_sma_process(sma.node, 1, mad, sizeof(mad), &ev)) {
 	case SOF_SMA_REPLY:
 		break;
 	case SOF_SMA_PASS: {
-		/* a response or trap: for this node's SM (QP0's agents) */
+		/* a response, trap or TrapRepress: for this node's SM (QP0's
+		 * agents), unless it represses our own trap */
 		struct sofd_mad_addr from = {.lid = slid, .sl = sl, .no_grh = true, .ib = true};
 
 		apply(ev);
+		if ((ev & SOF_SMA_EV_REPRESS) && trap_repressed(mad))
+			return;
 		from.remote_qpn = 0;
 		sofd_mad_smi_input(mad, sizeof(mad), &from);
 		return;
@@ -243,7 +258,7 @@ static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 	default:
 		apply(ev);
 		if (ev & SOF_SMA_EV_REPRESS)
-			trap_repressed(mad);
+			(void)trap_repressed(mad);
 		return;
 	}
 	apply(ev);
@@ -272,6 +287,7 @@ static int smi_local(uint8_t *mad, bool directed, bool lid_routed)
 	unsigned ev = 0;
 
 	sma.smps++;
+	sma.node->now_ms = sof_now_ns() / 1000000u;
 	if (sof_sma_process(sma.node, 1, mad, SOF_SMP_LEN, &ev) != SOF_SMA_REPLY) {
 		apply(ev);
 		return 0;

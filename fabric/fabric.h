@@ -215,10 +215,13 @@ void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_
 void fab_tick(struct fabric *f, uint64_t now);
 /* Send what waits for real hosts (fab_host_send batches them). */
 void fab_tx_flush(struct fabric *f);
-/* The SM repressed the trap of TID tid at switch sw. */
-void fab_trap_repressed(struct fabric *f, struct fab_node *sw, uint64_t tid);
+/* The SM repressed the trap of TID tid at switch sw: true when it was
+ * sw's pending trap. */
+bool fab_trap_repressed(struct fabric *f, struct fab_node *sw, uint64_t tid);
 #define FAB_TRAP_RESENDS 30
-void fab_trap_128(struct fabric *f, struct fab_node *sw);
+/* A trap of switch sw to its SM (128: port state change, 256: bad M_Key),
+ * sent again each tick until repressed; nothing for other nodes. */
+void fab_trap(struct fabric *f, struct fab_node *sw, uint16_t num);
 
 /* node.c: an SMP for node n's own SMA from a program on it (sim.c) */
 void fab_node_local_smp(struct fabric *f, struct fab_node *n, uint8_t *mad, bool lid_routed,

@@ -1,8 +1,9 @@
 /*
  * Links: whether each is up, the real hosts at the ends of some (the link
  * protocol of fabric/README.md: HELLO, BYE, ASSIGN over the fabric's UDP
- * socket), cutting and restoring a link by command, and trap 128 from a
- * switch whose port changed state (IBA 14.2.5.1: sent to its SM's LID).
+ * socket), cutting and restoring a link by command, and a switch's traps
+ * (IBA 14.2.5.1: to its SM's LID): 128 when a port changed state, 256
+ * when an SMP failed its M_Key check.
  *
  * A link is up when neither end is disabled (PortPhysicalState 3), it is
  * not cut, and a real end has sent a HELLO (not Disabled) within the last
@@ -83,7 +84,7 @@ static void end_update(struct fabric *f, struct fab_node *n, unsigned port, bool
 	}
 	changed = up ? sof_port_link_up(n->m, port) : sof_port_link_down(n->m, port);
 	if (changed && n->m->type == SOF_NODE_SWITCH)
-		fab_trap_128(f, n);
+		fab_trap(f, n, SOF_TRAP_LINK_STATE);
 }
 
 void fab_link_update(struct fabric *f, struct fab_node *n, unsigned port)
@@ -126,27 +127,27 @@ static void trap_send(struct fabric *f, struct fab_node *sw)
 	fab_xmit(f, sw, out, pkt, sizeof(pkt), false);
 }
 
-void fab_trap_128(struct fabric *f, struct fab_node *sw)
+void fab_trap(struct fabric *f, struct fab_node *sw, uint16_t num)
 {
 	struct sof_port *p0 = &sw->m->port[0];
 
-	if (!p0->sm_lid || !p0->lid)
+	if (sw->m->type != SOF_NODE_SWITCH || !p0->sm_lid || !p0->lid)
 		return;
-	sof_sma_trap(sw->m, 0, SOF_TRAP_LINK_STATE, (uint64_t)sw->index << 32 | ++sw->trap_tid,
-		     sw->trap_mad);
+	sof_sma_trap(sw->m, 0, num, (uint64_t)sw->index << 32 | ++sw->trap_tid, sw->trap_mad);
 	sw->trap_pending = true;
 	sw->trap_resends = 0;
 	trap_send(f, sw);
 	f->st.traps++;
 }
 
-void fab_trap_repressed(struct fabric *f, struct fab_node *sw, uint64_t tid)
+bool fab_trap_repressed(struct fabric *f, struct fab_node *sw, uint64_t tid)
 {
 	/* IBA 13.4.8.3: the TrapRepress carries the trap's TID */
 	if (!sw->trap_pending || sof_get64(sw->trap_mad + 8) != tid)
-		return;
+		return false;
 	sw->trap_pending = false;
 	f->st.trap_repressed++;
+	return true;
 }
 
 static bool same_addr(const struct sockaddr_storage *a, socklen_t alen,

@@ -99,7 +99,9 @@ static void sma_events(struct fabric *f, struct fab_node *n, unsigned ev)
 		for (unsigned p = 1; p <= n->m->nports; p++)
 			fab_link_update(f, n, p);
 	if (ev & SOF_SMA_EV_TRAP_128)
-		fab_trap_128(f, n);
+		fab_trap(f, n, SOF_TRAP_LINK_STATE);
+	if (ev & SOF_SMA_EV_MKEY)
+		fab_trap(f, n, SOF_TRAP_BAD_MKEY);
 }
 
 /* an SMP for this node's SMA; the response goes back the way IBA says */
@@ -110,10 +112,13 @@ static void local_smp(struct fabric *f, struct fab_node *n, unsigned in_port, ui
 	struct sof_dr_next nx;
 	unsigned ev;
 
+	n->m->now_ms = fab_now() / 1000000u;
 	r = sof_sma_process(n->m, in_port, mad, 256, &ev);
 	sma_events(f, n, ev);
-	if (ev & SOF_SMA_EV_REPRESS)
-		fab_trap_repressed(f, n, sof_get64(mad + 8));
+	/* a TrapRepress of the node's own trap; on a node with an SM client
+	 * (sim.c) one with another TID is the SM's (r is PASS) */
+	if ((ev & SOF_SMA_EV_REPRESS) && fab_trap_repressed(f, n, sof_get64(mad + 8)))
+		return;
 	if (r == SOF_SMA_PASS && fab_sim_deliver(f, n, req_slid, 0, 0, mad))
 		return;
 	if (r != SOF_SMA_REPLY) {

@@ -11,9 +11,10 @@
  * client N, whose own sockets are "BASE:ctlPID" and "BASE:inPID"; a MAD
  * travels as struct sim_request (LIDs and QPs in network order).
  *
- * A client's request gets its client number in TID bits 48..63, as ibsim
- * does, so that the response finds it; unsolicited MADs (requests, traps)
- * for the node go to its SM client, as ibsim's do.
+ * A client's request (and trap) gets its client number in TID bits 48..63,
+ * as ibsim does, so that the response (or TrapRepress) finds it;
+ * unsolicited MADs (requests, traps) for the node go to its SM client, as
+ * ibsim's do.
  */
 #include "fabric.h"
 
@@ -235,7 +236,8 @@ void fab_sim_ctl(struct fabric *f)
 bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32_t dqp,
 		     uint32_t sqp, const uint8_t *mad)
 {
-	bool response = mad[3] & SOF_METHOD_RESP_BIT;
+	/* a TrapRepress answers a client's trap as a response its request */
+	bool response = (mad[3] & SOF_METHOD_RESP_BIT) || mad[3] == SOF_METHOD_TRAP_REPRESS;
 	struct fab_sim_client *c = NULL;
 	struct sim_request req;
 	unsigned id = (unsigned)(sof_get64(mad + 8) >> 48);
@@ -291,7 +293,9 @@ bool fab_sim_input(struct fabric *f, struct fab_sim_client *c)
 	dqp = ntohl(req.dqp) & 0xffffff;
 	sqp = ntohl(req.sqp) & 0xffffff;
 	own = n->m->port[1].lid;
-	if (!(req.mad[3] & SOF_METHOD_RESP_BIT)) {
+	/* a request's TID gets the client's number; a response and a
+	 * TrapRepress keep the TID of what they answer (IBA 13.4.8.3) */
+	if (!(req.mad[3] & SOF_METHOD_RESP_BIT) && req.mad[3] != SOF_METHOD_TRAP_REPRESS) {
 		uint64_t tid = sof_get64(req.mad + 8);
 
 		sof_put64(req.mad + 8, (tid & 0x0000ffffffffffffull) | (uint64_t)(c - f->sim)

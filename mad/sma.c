@@ -5,7 +5,7 @@
  * attribute an SM reads or programs (IBA 14.2.5), each with its M_Key
  * check (14.2.4) and the GetResp it makes. Pure: no I/O, no globals.
  */
-#include "smp.h"
+#include "sma_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -144,7 +144,7 @@ bool sof_port_has_lid(const struct sof_port *p, uint16_t lid)
 	return p->lid && lid >= base && lid < base + (1u << p->lmc);
 }
 
-static void port_state_changed(struct sof_node *n)
+void sma_port_state_changed(struct sof_node *n)
 {
 	if (n->type == SOF_NODE_SWITCH)
 		n->sw.port_state_change = true;
@@ -163,7 +163,7 @@ bool sof_port_link_up(struct sof_node *n, unsigned port)
 	if (p->state != SOF_PORT_DOWN)
 		return false;
 	p->state = SOF_PORT_INIT; /* IBA 7.2: Down -> Initialize at link up */
-	port_state_changed(n);
+	sma_port_state_changed(n);
 	return true;
 }
 
@@ -181,7 +181,7 @@ bool sof_port_link_down(struct sof_node *n, unsigned port)
 	p->state = SOF_PORT_DOWN;
 	if (p->cnt.link_downed < 0xff)
 		p->cnt.link_downed++;
-	port_state_changed(n);
+	sma_port_state_changed(n);
 	return true;
 }
 
@@ -360,16 +360,6 @@ enum sof_dr_action sof_smp_dr_step(struct sof_node *n, uint8_t *smp, unsigned in
 
 /* ---- attributes (IBA 14.2.5) ---- */
 
-struct sma_req {
-	struct sof_node *n;
-	unsigned in_port;
-	bool set;
-	bool hide_mkey; /* protect level 1 and a wrong M_Key: read as 0 */
-	uint32_t mod;
-	uint8_t *d; /* the 64 data bytes */
-	unsigned ev;
-};
-
 static uint16_t node_info(struct sma_req *r)
 {
 	struct sof_node *n = r->n;
@@ -407,191 +397,6 @@ static struct sof_port *mod_port(struct sma_req *r, unsigned portnum)
 	if (r->n->type == SOF_NODE_SWITCH)
 		return portnum <= r->n->nports ? &r->n->port[portnum] : NULL;
 	return sof_node_mgmt_port(r->n, r->in_port);
-}
-
-static void port_info_get(struct sma_req *r, const struct sof_port *q)
-{
-	const struct sof_port *m = sof_node_mgmt_port(r->n, r->in_port);
-	uint8_t *d = r->d;
-
-	if (r->n->type != SOF_NODE_SWITCH)
-		m = q;
-	memset(d, 0, SOF_SMP_DATA_LEN);
-	sof_put64(d + 0, r->hide_mkey ? 0 : m->mkey);
-	sof_put64(d + 8, m->gid_prefix);
-	sof_put16(d + 16, m->lid);
-	sof_put16(d + 18, m->sm_lid);
-	sof_put32(d + 20, q->cap_mask);
-	sof_put16(d + 26, m->mkey_lease);
-	d[28] = (uint8_t)r->in_port;
-	d[29] = q->width_enabled;
-	d[30] = q->width_supported;
-	d[31] = q->width_active;
-	d[32] = (uint8_t)(q->speed_supported << 4 | q->state);
-	d[33] = (uint8_t)(q->phys << 4 | q->link_down_default);
-	d[34] = (uint8_t)(m->mkey_protect << 6 | m->lmc);
-	d[35] = (uint8_t)(q->speed_active << 4 | q->speed_enabled);
-	d[36] = (uint8_t)(q->neighbor_mtu << 4 | m->sm_sl);
-	d[37] = (uint8_t)(q->vl_cap << 4);
-	d[38] = q->vl_high_limit;
-	d[39] = q->vl_arb_high_cap;
-	d[40] = q->vl_arb_low_cap;
-	d[41] = (uint8_t)(q->init_type_reply << 4 | q->mtu_cap);
-	d[42] = (uint8_t)(q->vl_stall << 5 | q->hoq_life);
-	d[43] = (uint8_t)(q->op_vls << 4 | q->pe_inbound << 3 | q->pe_outbound << 2 |
-			  q->filter_raw_inbound << 1 | q->filter_raw_outbound);
-	sof_put16(d + 44, m->mkey_violations);
-	sof_put16(d + 46, q->pkey_violations);
-	sof_put16(d + 48, q->qkey_violations);
-	d[50] = q->guid_cap;
-	d[51] = m->subnet_timeout & 0x1f;
-	d[52] = q->resp_time & 0x1f;
-	d[53] = (uint8_t)(q->local_phy_errors << 4 | q->overrun_errors);
-	sof_put16(d + 60, q->cap_mask2);
-}
-
-/* 0: no change; 255 / 15: all supported; else what of it is supported
- * (an SM may ask for more than the port has: it gets the part it has) */
-static bool enable_ok(unsigned v, unsigned all, unsigned supported)
-{
-	return v == 0 || v == all || (v & supported) != 0;
-}
-
-/* IBA 14.2.5.6 PortState on Set: Down from any state; Armed from
- * Initialize; Active from Armed; the state the port is in (an SM or a
- * tool writing back what it read) changes nothing; nothing else. */
-static bool state_ok(unsigned cur, unsigned req)
-{
-	if (req == cur)
-		return true;
-	switch (req) {
-	case SOF_PORT_NOP:
-	case SOF_PORT_DOWN:
-		return true;
-	case SOF_PORT_ARMED:
-		return cur == SOF_PORT_INIT || cur == SOF_PORT_ARMED;
-	case SOF_PORT_ACTIVE:
-		return cur == SOF_PORT_ARMED || cur == SOF_PORT_ACTIVE;
-	default:
-		return false;
-	}
-}
-
-static uint16_t port_info_set(struct sma_req *r, unsigned portnum, struct sof_port *q)
-{
-	const uint8_t *d = r->d;
-	struct sof_node *n = r->n;
-	bool mgmt = n->type != SOF_NODE_SWITCH || portnum == 0;
-	unsigned state = d[32] & 0xf, phys = d[33] >> 4, ldd = d[33] & 0xf;
-	unsigned width = d[29], speed = d[35] & 0xf, nmtu = d[36] >> 4, opvls = d[43] >> 4;
-	uint16_t lid = sof_get16(d + 16);
-
-	/* PortPhysicalState: Polling enables, Disabled disables; the value
-	 * the port has is written back unchanged */
-	if (phys == q->phys && phys != SOF_PHYS_DISABLED)
-		phys = SOF_PHYS_NOP;
-	/* base switch port 0 has no link: its state stays as it is */
-	if (n->type == SOF_NODE_SWITCH && portnum == 0)
-		state = SOF_PORT_NOP;
-	if (!state_ok(q->state, state) ||
-	    (phys && phys != SOF_PHYS_POLLING && phys != SOF_PHYS_DISABLED) ||
-	    (ldd && ldd != SOF_PHYS_SLEEP && ldd != SOF_PHYS_POLLING) ||
-	    !enable_ok(width, 0xff, q->width_supported) ||
-	    !enable_ok(speed, 0xf, q->speed_supported) || nmtu > q->mtu_cap || opvls > q->vl_cap ||
-	    (mgmt && lid >= SOF_LID_MCAST_BASE))
-		return SOF_STATUS_BAD_VALUE;
-	/* a port whose link is down cannot be armed (IBA 7.2) */
-	if ((state == SOF_PORT_ARMED || state == SOF_PORT_ACTIVE) && q->state == SOF_PORT_DOWN)
-		return SOF_STATUS_BAD_VALUE;
-
-	if (mgmt) {
-		uint8_t lmc = d[34] & 7, smsl = d[36] & 0xf;
-		uint16_t smlid = sof_get16(d + 18);
-
-		if (lid != q->lid || lmc != q->lmc || smlid != q->sm_lid || smsl != q->sm_sl)
-			r->ev |= SOF_SMA_EV_LID;
-		q->mkey = sof_get64(d + 0);
-		q->gid_prefix = sof_get64(d + 8);
-		q->lid = lid;
-		q->sm_lid = smlid;
-		q->mkey_lease = sof_get16(d + 26);
-		q->mkey_protect = d[34] >> 6;
-		q->lmc = lmc;
-		q->sm_sl = smsl;
-		q->mkey_violations = sof_get16(d + 44);
-		q->subnet_timeout = d[51] & 0x1f;
-		q->client_rereg = d[51] >> 7;
-	}
-	if (width)
-		q->width_enabled =
-		    (uint8_t)(width == 0xff ? q->width_supported : width & q->width_supported);
-	if (speed)
-		q->speed_enabled =
-		    (uint8_t)(speed == 0xf ? q->speed_supported : speed & q->speed_supported);
-	if (nmtu)
-		q->neighbor_mtu = (uint8_t)nmtu;
-	if (opvls)
-		q->op_vls = (uint8_t)opvls;
-	if (ldd)
-		q->link_down_default = (uint8_t)ldd;
-	q->vl_high_limit = d[38];
-	q->vl_stall = d[42] >> 5;
-	q->hoq_life = d[42] & 0x1f;
-	q->pe_inbound = d[43] >> 3 & 1;
-	q->pe_outbound = d[43] >> 2 & 1;
-	q->filter_raw_inbound = d[43] >> 1 & 1;
-	q->filter_raw_outbound = d[43] & 1;
-	q->pkey_violations = sof_get16(d + 46);
-	q->qkey_violations = sof_get16(d + 48);
-	q->local_phy_errors = d[53] >> 4;
-	q->overrun_errors = d[53] & 0xf;
-
-	if (phys == SOF_PHYS_DISABLED && q->phys != SOF_PHYS_DISABLED && portnum != 0) {
-		sof_port_link_down(n, portnum);
-		q->phys = SOF_PHYS_DISABLED;
-		r->ev |= SOF_SMA_EV_DISABLE | SOF_SMA_EV_STATE;
-	} else if (phys == SOF_PHYS_POLLING && q->phys == SOF_PHYS_DISABLED) {
-		q->phys = SOF_PHYS_POLLING;
-		r->ev |= SOF_SMA_EV_ENABLE;
-	}
-	if (state == SOF_PORT_DOWN && q->state != SOF_PORT_DOWN) {
-		/* the link retrains: Down, then Initialize while it is up */
-		if (portnum != 0 && q->phys == SOF_PHYS_LINKUP) {
-			q->state = SOF_PORT_DOWN;
-			port_state_changed(n);
-			q->state = SOF_PORT_INIT;
-		} else if (portnum != 0) {
-			q->state = SOF_PORT_DOWN;
-			port_state_changed(n);
-		}
-		r->ev |= SOF_SMA_EV_STATE;
-	} else if ((state == SOF_PORT_ARMED || state == SOF_PORT_ACTIVE) && state != q->state) {
-		q->state = (uint8_t)state;
-		r->ev |= SOF_SMA_EV_STATE;
-	}
-	return SOF_STATUS_OK;
-}
-
-static uint16_t port_info(struct sma_req *r)
-{
-	unsigned portnum = r->mod;
-	struct sof_port *q;
-	uint16_t st = SOF_STATUS_OK;
-
-	if (r->n->type == SOF_NODE_SWITCH) {
-		if (portnum > r->n->nports)
-			return SOF_STATUS_BAD_VALUE;
-	} else {
-		if (portnum == 0)
-			portnum = r->in_port;
-		if (portnum < 1 || portnum > r->n->nports)
-			return SOF_STATUS_BAD_VALUE;
-	}
-	q = &r->n->port[portnum];
-	if (r->set)
-		st = port_info_set(r, portnum, q);
-	port_info_get(r, q);
-	return st;
 }
 
 static uint16_t guid_info(struct sma_req *r)
@@ -766,7 +571,7 @@ static const struct sma_attr sma_attrs[] = {
     {.id = SOF_ATTR_NODE_INFO, .fn = node_info},
     {.id = SOF_ATTR_SWITCH_INFO, .fn = switch_info},
     {.id = SOF_ATTR_GUID_INFO, .fn = guid_info},
-    {.id = SOF_ATTR_PORT_INFO, .fn = port_info},
+    {.id = SOF_ATTR_PORT_INFO, .fn = sma_port_info},
     {.id = SOF_ATTR_PKEY_TABLE, .fn = pkey_table},
     {.id = SOF_ATTR_SL2VL, .fn = sl2vl},
     {.id = SOF_ATTR_VL_ARB, .fn = vl_arb},
@@ -779,25 +584,6 @@ static enum sof_sma_result sma_drop(struct sof_node *n, enum sof_smp_drop why)
 {
 	n->drops[why]++;
 	return SOF_SMA_DROP;
-}
-
-/* IBA 14.2.4.1: the M_Key check. A zero M_Key or a match passes; a Get
- * passes at protection levels 0 and 1 (level 1 hides the M_Key); all
- * else is a violation: dropped, counted, trap 256 due. */
-static bool mkey_check(struct sma_req *r, uint8_t method, uint64_t mkey)
-{
-	struct sof_port *m = sof_node_mgmt_port(r->n, r->in_port);
-
-	if (m->mkey == 0 || mkey == m->mkey)
-		return true;
-	if (method == SOF_METHOD_GET && m->mkey_protect < 2) {
-		r->hide_mkey = m->mkey_protect == 1;
-		return true;
-	}
-	if (m->mkey_violations < 0xffff)
-		m->mkey_violations++;
-	r->ev |= SOF_SMA_EV_MKEY;
-	return false;
 }
 
 enum sof_sma_result sof_sma_process(struct sof_node *n, unsigned in_port, uint8_t *mad, size_t len,
@@ -831,21 +617,23 @@ enum sof_sma_result sof_sma_process(struct sof_node *n, unsigned in_port, uint8_
 		return SOF_SMA_PASS;
 	n->smp_in++;
 	if (method == SOF_METHOD_TRAP_REPRESS) {
-		if (!mkey_check(&r, method, sof_get64(mad + SOF_SMP_OFF_MKEY))) {
+		if (!sma_mkey_check(&r, mad)) {
 			if (events)
 				*events = r.ev;
 			return sma_drop(n, SOF_SMP_DROP_MKEY);
 		}
 		if (events)
 			*events = SOF_SMA_EV_REPRESS;
-		return SOF_SMA_DONE;
+		/* the repress of this node's trap (the caller matches the
+		 * TID), or, on a node with an SM, maybe of the SM's trap */
+		return n->sm_agent ? SOF_SMA_PASS : SOF_SMA_DONE;
 	}
 
 	if (mad[2] != 1) {
 		status = SOF_STATUS_BAD_VERSION;
 	} else if (method != SOF_METHOD_GET && method != SOF_METHOD_SET) {
 		status = SOF_STATUS_BAD_METHOD;
-	} else if (!mkey_check(&r, method, sof_get64(mad + SOF_SMP_OFF_MKEY))) {
+	} else if (!sma_mkey_check(&r, mad)) {
 		if (events)
 			*events = r.ev;
 		return sma_drop(n, SOF_SMP_DROP_MKEY);
@@ -903,9 +691,22 @@ void sof_sma_trap(const struct sof_node *n, unsigned port, uint16_t trap, uint64
 		sof_put32(d + 16, m->cap_mask);
 		sof_put16(d + 22, m->cap_mask2);
 		break;
-	case SOF_TRAP_BAD_MKEY:
-		sof_put16(d + 10, m->lid);
+	case SOF_TRAP_BAD_MKEY: {
+		/* the SMP that failed the check (IBA 14.2.5.1 table 147:
+		 * LIDADDR, DRSLID, Method, AttributeID/Modifier, M_Key, the
+		 * DR hop count and return path, truncated to 30 hops) */
+		const struct sof_mkey_bad *b = &n->mkey_bad;
+
+		sof_put16(d + 12, m->lid);
+		sof_put16(d + 14, b->dr_slid);
+		d[16] = b->method;
+		sof_put16(d + 18, b->attr_id);
+		sof_put32(d + 20, b->attr_mod);
+		sof_put64(d + 24, b->mkey);
+		d[33] = (uint8_t)(b->directed << 7 | b->truncated << 6 | (b->hops & 0x3f));
+		memcpy(d + 34, b->rpath, sizeof(b->rpath));
 		break;
+	}
 	default:
 		break;
 	}

@@ -7,7 +7,7 @@
  * arbitration, GUIDInfo, the switch's forwarding tables and SwitchInfo,
  * SMInfo, port counters), and pure functions over that model: the
  * directed-route step of IBA 14.2.2 (sof_smp_dr_step), the SMA
- * (sof_sma_process, mad/sma.c) and the PMA (sof_pma_process, mad/pma.c).
+ * (sof_sma_process, mad/sma.c and mad/sma_port.c) and the PMA (sof_pma_process, mad/pma.c).
  *
  * Nothing here does I/O or keeps global state, so both the daemon's
  * InfiniBand port and the fabric process (fabric/) answer from the same
@@ -162,8 +162,9 @@ struct sof_port {
 	uint8_t lmc, sm_sl;
 	uint32_t cap_mask;
 	uint16_t cap_mask2;
-	uint16_t mkey_lease;
+	uint16_t mkey_lease; /* M_KeyLeasePeriod, seconds (0: never ends) */
 	uint8_t mkey_protect;
+	uint64_t mkey_lease_end; /* node clock (ms) when the lease ends, 0: off */
 	uint16_t mkey_violations, pkey_violations, qkey_violations;
 	uint8_t state; /* enum sof_port_state */
 	uint8_t phys;  /* enum sof_phys_state */
@@ -224,6 +225,16 @@ enum sof_smp_drop {
 };
 extern const char *const sof_smp_drop_names[SOF_SMP_DROP_MAX];
 
+/* The last SMP that failed the M_Key check: what trap 256 reports */
+struct sof_mkey_bad {
+	uint64_t mkey;
+	uint32_t attr_mod;
+	uint16_t attr_id, dr_slid;
+	uint8_t port, method, hops;
+	bool directed, truncated;
+	uint8_t rpath[30];
+};
+
 struct sof_node {
 	uint8_t type; /* enum sof_node_type */
 	uint8_t nports;
@@ -236,6 +247,10 @@ struct sof_node {
 	bool sm_agent; /* an SM takes this node's SMInfo and responses */
 	uint64_t smp_in, smp_out;
 	uint64_t drops[SOF_SMP_DROP_MAX];
+	/* the caller's monotonic clock in ms, set before each SMA call (the
+	 * M_Key lease, IBA 14.2.4.2); left 0, a lease never runs out */
+	uint64_t now_ms;
+	struct sof_mkey_bad mkey_bad;
 	struct sof_port port[]; /* 0..nports; a CA's port 0 is unused */
 };
 
@@ -286,8 +301,10 @@ enum sof_sma_result {
 	SOF_SMA_REPLY, /* mad is now the GetResp to send back */
 	SOF_SMA_DROP,  /* dropped, counted in n->drops */
 	SOF_SMA_PASS,  /* not the agent's: for the SM (responses, traps,
-			* SMInfo on a node whose SM takes it) */
-	SOF_SMA_DONE,  /* consumed, no answer (a TrapRepress) */
+			* SMInfo on a node whose SM takes it; a TrapRepress
+			* there, with SOF_SMA_EV_REPRESS: the caller keeps
+			* it when its TID is its own trap's) */
+	SOF_SMA_DONE,  /* consumed, no answer (a TrapRepress, no SM here) */
 };
 
 /* Events of one SMA call the caller acts on (bit mask) */
@@ -311,7 +328,8 @@ enum sof_sma_result sof_sma_process(struct sof_node *n, unsigned in_port, uint8_
 
 /* Build an unsolicited Trap(Notice) SMP, LID-routed to the port's SM
  * (IBA 14.2.5.1, 13.4.8.2). trap: 128 (a switch: its LID in LIDADDR),
- * 144 (a CA port's capability mask), 256 (bad M_Key). */
+ * 144 (a CA port's capability mask), 256 (bad M_Key: the SMP of the last
+ * violation, n->mkey_bad; the caller sends it after SOF_SMA_EV_MKEY). */
 void sof_sma_trap(const struct sof_node *n, unsigned port, uint16_t trap, uint64_t tid,
 		  uint8_t *mad);
 

@@ -17,7 +17,7 @@
  *   - the model stays valid: states, LMC, MTU and VLs within their caps.
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
- * FUZZ_SOURCES: tests/fuzz/fuzz_smp.c mad/sma.c mad/pma.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_smp.c mad/sma.c mad/sma_port.c mad/pma.c
  * FUZZ_INCLUDES: mad common
  */
 #include "smp.h"
@@ -157,11 +157,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (wrong_key) {
 			if (r != SOF_SMA_DROP || !(ev & SOF_SMA_EV_MKEY))
 				FAIL("a Set with a wrong M_Key was not refused (%d)", r);
-			/* only the violation counters may move */
+			/* only the violation counters, the lease and what
+			 * trap 256 reports may move */
 			snap->drops[SOF_SMP_DROP_MKEY] = n->drops[SOF_SMP_DROP_MKEY];
 			snap->smp_in = n->smp_in;
-			for (unsigned i = 0; i <= n->nports; i++)
+			snap->mkey_bad = n->mkey_bad;
+			for (unsigned i = 0; i <= n->nports; i++) {
 				snap->port[i].mkey_violations = n->port[i].mkey_violations;
+				snap->port[i].mkey_lease_end = n->port[i].mkey_lease_end;
+			}
 			if (memcmp(snap, n, snap_size))
 				FAIL("a Set with a wrong M_Key changed the node");
 		}

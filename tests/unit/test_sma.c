@@ -414,6 +414,55 @@ TEST(mkey_protection)
 	CHECK_EQ(sof_get16(mad + SOF_SMP_OFF_ATTR_ID), SOF_ATTR_NOTICE);
 	CHECK_EQ(sof_get16(d + 4), 256);
 	CHECK_EQ(sof_get16(d + 6), 4);
+	/* its details name the SMP that failed (IBA 14.2.5.1 table 147) */
+	CHECK_EQ(sof_get16(d + 12), 4);
+	CHECK_EQ(d[16], SOF_METHOD_GET);
+	CHECK_EQ(sof_get16(d + 18), SOF_ATTR_NODE_INFO);
+	CHECK_EQ(sof_get64(d + 24), 0x99);
+	CHECK_EQ(sof_get64(mad + SOF_SMP_OFF_MKEY), 0x1122334455667788ull);
+
+	/* TrapRepress: checked too; for the SM when the node has one */
+	sof_smp_init(mad, false, SOF_METHOD_TRAP_REPRESS, SOF_ATTR_NOTICE, 0, 44, 0x99);
+	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, &ev), SOF_SMA_DROP);
+	CHECK(ev & SOF_SMA_EV_MKEY);
+	sof_smp_init(mad, false, SOF_METHOD_TRAP_REPRESS, SOF_ATTR_NOTICE, 0, 44,
+		     0x1122334455667788ull);
+	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, &ev), SOF_SMA_DONE);
+	CHECK_EQ(ev, SOF_SMA_EV_REPRESS);
+	h1->sm_agent = true;
+	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, &ev), SOF_SMA_PASS);
+	CHECK_EQ(ev, SOF_SMA_EV_REPRESS);
+	h1->sm_agent = false;
+
+	/* the lease (IBA 14.2.4.2): 2 s from a violation; an SMP with the
+	 * right M_Key stops it */
+	h1->port[1].mkey_lease = 2;
+	h1->port[1].mkey_lease_end = 0;
+	h1->now_ms = 1000;
+	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, 1, 0x99);
+	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, NULL), SOF_SMA_DROP);
+	CHECK_EQ(h1->port[1].mkey_lease_end, 3000);
+	h1->now_ms = 1500;
+	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, 1, 0x1122334455667788ull);
+	CHECK_EQ(sma(h1, 1, mad), 0);
+	CHECK_EQ(h1->port[1].mkey_lease_end, 0);
+	h1->now_ms = 5000;
+	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0, 1, 0x99);
+	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, NULL), SOF_SMA_DROP);
+	CHECK_EQ(h1->port[1].mkey_lease_end, 7000);
+	/* still running at 6.999 s (a violation does not restart it) */
+	h1->now_ms = 6999;
+	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, NULL), SOF_SMA_DROP);
+	CHECK_EQ(h1->port[1].mkey_lease_end, 7000);
+	/* run out: protection bits 0, the SMP at hand passes, and a new SM
+	 * sets its own M_Key */
+	h1->now_ms = 7000;
+	port_info_set(mad, 1, 0, 0, 4, 0x77);
+	CHECK_EQ(sma(h1, 1, mad), 0);
+	CHECK_EQ(h1->port[1].mkey, 0x77);
+	CHECK_EQ(h1->port[1].mkey_protect, 0);
+	CHECK_EQ(h1->port[1].mkey_lease_end, 0);
+	CHECK_EQ(d[34] >> 6, 0);
 	fabric_free();
 }
 

@@ -124,7 +124,16 @@ static void request_in(struct sm *sm, int agent, void *umad)
 	if (method == SOF_METHOD_TRAP) {
 		uint16_t trap = sof_get16(mad + SOF_SMP_OFF_DATA + 4);
 
+		const uint8_t *d = mad + SOF_SMP_OFF_DATA;
+
 		sm_log(sm, 1, "trap %u from LID %u", trap, be16toh(umad_get_mad_addr(umad)->lid));
+		/* IBA 14.2.5.1: the SMP that failed a port's M_Key check */
+		if (trap == SOF_TRAP_BAD_MKEY)
+			sm_log(sm, 0,
+			       "trap 256: bad M_Key 0x%016llx at LID %u (method 0x%02x, attribute "
+			       "0x%04x, modifier 0x%x)",
+			       (unsigned long long)sof_get64(d + 24), sof_get16(d + 12), d[16],
+			       sof_get16(d + 18), sof_get32(d + 20));
 		sm_sa_trap_in(mad + SOF_SMP_OFF_DATA); /* to the SA's subscribers */
 		reply(sm, agent, umad, SOF_METHOD_TRAP_REPRESS);
 		if (trap == SOF_TRAP_LINK_STATE || trap == 129 || trap == 130 || trap == 131) {
@@ -305,6 +314,7 @@ static void usage(void)
 		"usage: softofed-sm [-C ca] [-P port] [--lmc N] [--priority N]\n"
 		"       [--routing minhop|updown|ftree] [--guid2lid FILE] [--window N]\n"
 		"       [--timeout MS] [--retries N] [--sweep S] [--sm-key KEY] [--once] [-v]...\n"
+		"       [-y|--m_key KEY [--m_key_protection_level 0-3] [--m_key_lease_period S]]\n"
 		"       [--partitions FILE | --Pconfig FILE | -P FILE] (OpenSM's partitions.conf;\n"
 		"       -P with a number is the port)\n");
 }
@@ -355,6 +365,9 @@ int main(int argc, char **argv)
 	    {"once", no_argument, NULL, 'o'},		{"verbose", no_argument, NULL, 'v'},
 	    {"sm-key", required_argument, NULL, 'k'},	{"help", no_argument, NULL, 'h'},
 	    {"partitions", required_argument, NULL, 'T'}, {"Pconfig", required_argument, NULL, 'T'},
+	    {"m_key", required_argument, NULL, 'y'},	{"m-key", required_argument, NULL, 'y'},
+	    {"m_key_protection_level", required_argument, NULL, 'Y'},
+	    {"m_key_lease_period", required_argument, NULL, 'L'},
 	    {0},
 	};
 	static struct sm sm;
@@ -378,7 +391,7 @@ int main(int argc, char **argv)
 	/* OpenSM's default SM_Key: SMs ignore others whose key differs */
 	sm.sn.sm_key = 1;
 	snprintf(sm.sn.routing, sizeof(sm.sn.routing), "minhop");
-	while ((c = getopt_long(argc, argv, "C:P:p:r:g:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "C:P:p:r:g:y:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'C': ca = optarg; break;
 		case 'P': /* the umad port; OpenSM's -P names the partitions file */
@@ -410,6 +423,9 @@ int main(int argc, char **argv)
 		case 's': sm.sweep_s = (unsigned)atoi(optarg); break;
 		case 'o': sm.once = true; break;
 		case 'k': sm.sn.sm_key = strtoull(optarg, NULL, 0); break;
+		case 'y': sm.sn.m_key = strtoull(optarg, NULL, 0); break;
+		case 'Y': sm.sn.m_key_protect = (uint8_t)(atoi(optarg) & 3); break;
+		case 'L': sm.sn.m_key_lease = (uint16_t)atoi(optarg); break;
 		case 'v': sm.verbose++; break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}

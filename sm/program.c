@@ -108,11 +108,13 @@ static void portinfo_set(struct sm *sm, struct sm_port *p, uint8_t state, bool m
 	if (sm_part_enforce(sm, p))
 		d[43] |= 0x0c;
 	if (mgmt) {
-		memset(d, 0, 8); /* M_Key 0 */
+		/* M_Key, its lease and protection (IBA 14.2.4; 0: none) */
+		sof_put64(d, sn->m_key);
+		sof_put16(d + 26, sn->m_key_lease);
 		sof_put64(d + 8, sn->prefix);
 		sof_put16(d + 16, p->lid);
 		sof_put16(d + 18, sn->sm_lid);
-		d[34] = (uint8_t)((d[34] & 0x38) | p->lmc); /* M_Key protection 0 */
+		d[34] = (uint8_t)((sn->m_key_protect & 3) << 6 | (d[34] & 0x38) | p->lmc);
 		d[36] = (uint8_t)((d[36] & 0xf0) | sn->sm_sl);
 		d[51] = (uint8_t)(sn->subnet_timeout & 0x1f); /* ClientReregister 0 */
 	}

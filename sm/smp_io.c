@@ -30,7 +30,9 @@ static struct sm_req *req_new(struct sm *sm, uint8_t method, uint16_t attr, uint
 		sm_log(sm, 0, "out of memory for an SMP");
 		return NULL;
 	}
-	sof_smp_init(rq->mad, dr, method, attr, mod, 0, 0);
+	/* the subnet's M_Key on every SMP (IBA 14.2.4): a port that has it
+	 * takes Sets, and at protection level 2 and 3 Gets, only with it */
+	sof_smp_init(rq->mad, dr, method, attr, mod, 0, sm->sn.m_key);
 	if (data)
 		memcpy(rq->mad + SOF_SMP_OFF_DATA, data, SOF_SMP_DATA_LEN);
 	rq->dr = dr;

@@ -183,6 +183,11 @@ struct sm_subnet {
 	uint8_t sm_sl;		/* the SL SMPs to it use */
 	uint64_t sm_guid;	/* its port GUID (SMInfo:GUID) */
 	uint64_t sm_key;	/* SMInfo:SM_Key (0 unless configured) */
+	/* M_Key (IBA 14.2.4): set in every port's PortInfo and carried by
+	 * every SMP the SM sends; 0: none (OpenSM's m_key) */
+	uint64_t m_key;
+	uint8_t m_key_protect;	/* M_KeyProtectBits 0..3 */
+	uint16_t m_key_lease;	/* M_KeyLeasePeriod, seconds (0: never) */
 	uint8_t sm_priority;	/* SMInfo:Priority */
 	uint8_t sm_state;	/* SMInfo:SMState (enum sm_state) */
 	uint32_t act_count;	/* SMInfo:ActCount, grows as the SM works */

@@ -666,7 +666,7 @@ struct sof_status_rep {
  * publishes them live in the GID page (sof_gid.h) and answers them with
  * the counters in IB_STATUS. */
 #define SOF_IB_DEV_NAME "sofib0"
-#define SOF_IB_PKEYS 16
+#define SOF_IB_PKEYS 64 /* two P_KeyTable blocks (NodeInfo:PartitionCap) */
 struct sof_ib_port {
 	uint32_t present;         /* 1: the daemon has an InfiniBand port */
 	uint8_t state;            /* enum ibv_port_state */

@@ -27,7 +27,7 @@
 
 #define SOF_UMAD_MAX_AGENTS 32 /* the kernel's IB_UMAD_MAX_AGENTS */
 #define SOF_UMAD_MAX_PORTS 2
-#define SOF_UMAD_MAX_PKEYS 16
+#define SOF_UMAD_MAX_PKEYS 64
 #define SOF_UMAD_NAME_LEN 20   /* UMAD_CA_NAME_LEN */
 
 /* sofib0's issm device: a FIFO the daemon of pid P makes at

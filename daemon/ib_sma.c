@@ -57,6 +57,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* the port's whole table in the model's (every block of it) */
+_Static_assert(TP_IB_PKEYS <= SOF_NODE_PKEYS && TP_IB_PKEYS % 32 == 0, "P_Key blocks fit");
+
 static struct {
 	struct sof_node *node;
 	uint32_t psn; /* QP0's send PSNs */
@@ -154,8 +157,9 @@ static void apply(unsigned ev)
 	if (ev & SOF_SMA_EV_LID)
 		(void)tp_ib_set_lid(p->lid, p->lmc, p->sm_lid, p->sm_sl);
 	if (ev & SOF_SMA_EV_PKEYS)
-		for (unsigned i = 0; i < TP_IB_PKEYS && i < SOF_NODE_PKEYS; i++)
-			(void)tp_ib_set_pkey(i, p->pkeys[i]);
+		for (unsigned i = 0; i < TP_IB_PKEYS; i++)
+			if (tp_ib_attr()->pkeys[i] != p->pkeys[i])
+				(void)tp_ib_set_pkey(i, p->pkeys[i]);
 	if (tp_ib_attr()->subnet_prefix != p->gid_prefix)
 		tp_ib_set_subnet_prefix(p->gid_prefix);
 	if (tp_ib_attr()->active_mtu != p->neighbor_mtu)

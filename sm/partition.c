@@ -13,9 +13,11 @@
  * =full, =limited or =both (else the defmember, limited unless set, as
  * OpenSM). Anything else is refused with its line number.
  *
- * Tables (IBA 10.9.1.1, block 0 only: 32 entries): a CA port and a
- * switch's port 0 get an entry per partition they are in, the default
- * partition first, bit 15 set for full members; the SM's own port is
+ * Tables (IBA 10.9.1.1; blocks of 32 entries, as many as NodeInfo:
+ * PartitionCap allows, up to SM_PKEY_MAX): a CA port and a switch's
+ * port 0 get an entry per partition they are in, the default partition
+ * first, bit 15 set for full members; every block at the first write,
+ * then the blocks that changed; the SM's own port is
  * always a full member of the default partition (it must reach every
  * SMA and SA client). A switch external port whose far end is a CA gets
  * that CA port's table and, when SwitchInfo:PartitionEnforcementCap is
@@ -429,14 +431,13 @@ static uint8_t membership(const struct sm *sm, const struct sm_partition *pt,
 	return memb;
 }
 
-/* Block 0 of the table p should hold: the default partition first. */
-static void table_of(const struct sm *sm, const struct sm_port *p, uint16_t t[32])
+/* The table p should hold, at most cap entries: the default partition
+ * first, then the others in the file's order. */
+static void table_of(const struct sm *sm, const struct sm_port *p, unsigned cap, uint16_t *t)
 {
-	unsigned n = 0, cap = p->node->partition_cap ? p->node->partition_cap : 1;
+	unsigned n = 0;
 
-	memset(t, 0, 32 * sizeof(*t));
-	if (cap > 32)
-		cap = 32;
+	memset(t, 0, SM_PKEY_MAX * sizeof(*t));
 	for (int pass = 0; pass < 2; pass++)
 		for (unsigned i = 0; i < sm->parts.n && n < cap; i++) {
 			const struct sm_partition *pt = &sm->parts.p[i];
@@ -450,6 +451,14 @@ static void table_of(const struct sm *sm, const struct sm_port *p, uint16_t t[32
 		}
 }
 
+/* NodeInfo:PartitionCap of p's node (at least 1, at most SM_PKEY_MAX) */
+static unsigned pkey_cap(const struct sm_port *p)
+{
+	unsigned cap = p->node->partition_cap ? p->node->partition_cap : 1;
+
+	return cap < SM_PKEY_MAX ? cap : SM_PKEY_MAX;
+}
+
 bool sm_part_enforce(const struct sm *sm, const struct sm_port *p)
 {
 	return sm->partitions && p->node->sw && p->num && p->node->sw->partition_enf_cap &&
@@ -459,21 +468,68 @@ bool sm_part_enforce(const struct sm *sm, const struct sm_port *p)
 static void on_pkey_set(struct sm *sm, struct sm_req *rq, int err, const uint8_t *mad)
 {
 	struct sm_port *p = &rq->node->port[rq->port];
+	unsigned b = rq->arg;
 
 	if (err) {
 		sm->errors++;
-		sm_log(sm, 1, "P_KeyTable Set on %s port %u: %s", rq->node->desc, rq->port,
-		       err == -ETIMEDOUT ? "no answer" : "refused");
+		sm_log(sm, 1, "P_KeyTable block %u Set on %s port %u: %s", b, rq->node->desc,
+		       rq->port, err == -ETIMEDOUT ? "no answer" : "refused");
 		return;
 	}
 	for (unsigned i = 0; i < 32; i++)
-		p->pkeys[i] = sof_get16(sm_smp_data(mad) + 2 * i);
-	p->pkeys_set = true;
+		p->pkeys[b * 32 + i] = sof_get16(sm_smp_data(mad) + 2 * i);
+	p->pkeys_set |= (uint8_t)(1u << b);
+}
+
+/* Queue the Sets of p's table t (cap entries) that differ from what was
+ * written: the first time every block up to cap, then a block that
+ * changed (IBA 14.2.5.7: 32 entries a block; a switch's port in the
+ * modifier's upper half, the block in the lower). */
+static void table_write(struct sm *sm, struct sm_port *p, const uint16_t *t, unsigned cap)
+{
+	struct sm_node *n = p->node;
+	const uint8_t *path = n->sw ? n->path : p->path;
+	unsigned hops = n->sw ? n->hops : p->hops;
+	static const uint16_t zero[32];
+
+	if (!p->pkeys) {
+		p->pkeys = calloc(SM_PKEY_MAX, sizeof(*p->pkeys));
+		if (!p->pkeys) {
+			sm_log(sm, 0, "no memory for a P_Key table");
+			return;
+		}
+	}
+	for (unsigned b = 0; b * 32 < cap; b++) {
+		const uint16_t *want = t + b * 32, *had = p->pkeys + b * 32;
+		bool written = p->pkeys_set & (1u << b);
+		struct sm_req *rq;
+		uint8_t d[64];
+
+		if (written && !memcmp(want, had, 32 * sizeof(*want)))
+			continue;
+		/* an empty later block: written once (a previous SM may have
+		 * left entries there), then again only to clear what this
+		 * SM put there */
+		if (b && p->pkeys_set && !memcmp(want, zero, sizeof(zero)) &&
+		    (!written || !memcmp(had, zero, sizeof(zero))))
+			continue;
+		for (unsigned k = 0; k < 32; k++)
+			sof_put16(d + 2 * k, want[k]);
+		rq = sm_smp_dr(sm, path, hops, SOF_METHOD_SET, SOF_ATTR_PKEY_TABLE,
+			       n->sw ? (uint32_t)p->num << 16 | b : b, d, on_pkey_set);
+		if (rq) {
+			rq->node = n;
+			rq->port = p->num;
+			rq->arg = b;
+			sm->pkey_blocks++;
+		}
+	}
 }
 
 void sm_part_program(struct sm *sm)
 {
 	struct sm_subnet *sn = &sm->sn;
+	uint16_t t[SM_PKEY_MAX];
 
 	sm->pkey_blocks = 0;
 	if (!sm->partitions)
@@ -485,34 +541,24 @@ void sm_part_program(struct sm *sm)
 			continue;
 		for (unsigned j = n->sw ? 0 : 1; j <= n->nports; j++) {
 			struct sm_port *p = &n->port[j];
-			uint16_t t[32];
-			uint8_t d[64];
-			const uint8_t *path = n->sw ? n->path : p->path;
-			unsigned hops = n->sw ? n->hops : p->hops;
-			struct sm_req *rq;
+			unsigned cap;
 
 			if (!p->present)
 				continue;
 			if (n->sw && j) {
+				/* the CA's table, as far as the switch port
+				 * holds it (PartitionEnforcementCap) */
 				if (!sm_part_enforce(sm, p))
 					continue;
-				table_of(sm, p->peer, t);
+				cap = pkey_cap(p->peer);
+				if (cap > n->sw->partition_enf_cap)
+					cap = n->sw->partition_enf_cap;
+				table_of(sm, p->peer, cap, t);
 			} else {
-				table_of(sm, p, t);
+				cap = pkey_cap(p);
+				table_of(sm, p, cap, t);
 			}
-			if (p->pkeys_set && !memcmp(t, p->pkeys, sizeof(t)))
-				continue;
-			for (unsigned k = 0; k < 32; k++)
-				sof_put16(d + 2 * k, t[k]);
-			/* IBA 14.2.5.7: a switch's port in the modifier's
-			 * upper half, the block in the lower */
-			rq = sm_smp_dr(sm, path, hops, SOF_METHOD_SET, SOF_ATTR_PKEY_TABLE,
-				       n->sw ? (uint32_t)j << 16 : 0, d, on_pkey_set);
-			if (rq) {
-				rq->node = n;
-				rq->port = (uint8_t)j;
-				sm->pkey_blocks++;
-			}
+			table_write(sm, p, t, cap);
 		}
 	}
 }

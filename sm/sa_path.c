@@ -207,7 +207,7 @@ static unsigned pkey_memb(const struct sm_port *p, uint16_t pkey)
 
 	if (!p->pkeys_set)
 		return (pkey & 0x7fff) == 0x7fff ? 2 : 0;
-	for (unsigned i = 0; i < 32; i++)
+	for (unsigned i = 0; i < SM_PKEY_MAX; i++)
 		if (p->pkeys[i] & 0x7fff && (p->pkeys[i] & 0x7fff) == (pkey & 0x7fff))
 			m |= p->pkeys[i] & 0x8000 ? 2 : 1;
 	return m & 2 ? 2 : m;

@@ -354,19 +354,28 @@ void sa_gen_pkey(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 
 			if (!p->present)
 				continue;
-			/* block 0 as the SM wrote it (sm/partition.c), else
-			 * the default partition, full membership (IBA
-			 * 10.9.1.1), which the SMA starts with */
-			memset(rec, 0, sizeof(rec));
-			sof_put16(rec, sa_port_lid(p));
-			rec[4] = p->num;
-			if (p->pkeys_set)
-				for (unsigned k = 0; k < 32; k++)
-					sof_put16(rec + SOF_SA_TABLE_OFF + 2 * k, p->pkeys[k]);
-			else
-				sof_put16(rec + SOF_SA_TABLE_OFF, SOF_PKEY_DEFAULT);
-			if (!sa_emit(o, rec))
-				return;
+			/* each block as the SM wrote it (sm/partition.c),
+			 * else block 0 with the default partition, full
+			 * membership (IBA 10.9.1.1), which the SMA starts
+			 * with */
+			for (unsigned b = 0; b * 32 < SM_PKEY_MAX; b++) {
+				if (b && !(p->pkeys_set & (1u << b)))
+					continue;
+				memset(rec, 0, sizeof(rec));
+				sof_put16(rec, sa_port_lid(p));
+				/* BlockNum as OpenSM puts it on the wire and
+				 * saquery reads it: in x86 order */
+				rec[2] = (uint8_t)b;
+				rec[4] = p->num;
+				if (p->pkeys_set & (1u << b))
+					for (unsigned k = 0; k < 32; k++)
+						sof_put16(rec + SOF_SA_TABLE_OFF + 2 * k,
+							  p->pkeys[b * 32 + k]);
+				else if (!b)
+					sof_put16(rec + SOF_SA_TABLE_OFF, SOF_PKEY_DEFAULT);
+				if (!sa_emit(o, rec))
+					return;
+			}
 		}
 	}
 }

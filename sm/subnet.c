@@ -53,6 +53,8 @@ static void node_free(struct sm_node *n)
 		free(n->sw->hops);
 		free(n->sw);
 	}
+	for (unsigned i = 0; n->port && i <= n->nports; i++)
+		free(n->port[i].pkeys);
 	free(n->port);
 	free(n);
 }

@@ -37,6 +37,7 @@
 #define SM_MAX_DR_HOPS 63       /* IBA 14.2.1.2: hop count 1..63 */
 #define SM_LFT_BLOCK 64         /* LFT entries per SMP block (IBA 14.2.5.10) */
 #define SM_MFT_BLOCK 32         /* MFT entries per block (IBA 14.2.5.12) */
+#define SM_PKEY_MAX 256         /* P_Key entries the SM writes at most: 8 blocks */
 #define SM_DEFAULT_PREFIX 0xfe80000000000000ull
 
 struct sm_node;
@@ -74,10 +75,11 @@ struct sm_port {
 	uint8_t subnet_timeout; /* PortInfo:SubnetTimeOut as set */
 	uint8_t resp_time;    /* PortInfo:RespTimeValue */
 	uint8_t raw_portinfo[64]; /* the last PortInfo GetResp's attribute */
-	/* block 0 of the P_KeyTable (IBA 14.2.5.7) as the SM wrote it
-	 * (pkeys_set; else the port keeps its own, the default) */
-	uint16_t pkeys[32];
-	bool pkeys_set;
+	/* the P_KeyTable (IBA 14.2.5.7) as the SM wrote it: SM_PKEY_MAX
+	 * entries, allocated at the first write; pkeys_set has a bit per
+	 * block written (none: the port keeps its own, the default) */
+	uint16_t *pkeys;
+	uint8_t pkeys_set;
 	/* the link's far end, NULL when none was found (or the port is down) */
 	struct sm_port *peer;
 	/* the directed route to this port's node entering by this port (CA

@@ -22,7 +22,7 @@
 
 #include <sys/socket.h>
 
-#define TP_IB_PKEYS 16u
+#define TP_IB_PKEYS 64u /* P_Key table entries: two blocks of 32 (IBA 14.2.5.7) */
 
 /* The port as PortInfo and NodeInfo describe it; GUIDs in host order. */
 struct tp_ib_attr {

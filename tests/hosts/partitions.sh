@@ -187,8 +187,8 @@ else
 fi
 out=$SOF_TMP/pk.devinfo
 sof_host_run a "$SOFTOFED" run -- timeout 20 ibv_devinfo -v -d sofib0 >"$out" 2>&1 </dev/null
-if grep -q 'max_pkeys:[[:space:]]*16' "$out" && grep -q -i 'pkey_tbl_len' "$out"; then
-	ok "$N: ibv_devinfo -v -d sofib0 in a: max_pkeys 16"
+if grep -q 'max_pkeys:[[:space:]]*64' "$out" && grep -q -i 'pkey_tbl_len' "$out"; then
+	ok "$N: ibv_devinfo -v -d sofib0 in a: max_pkeys 64"
 else
 	not_ok "$N: ibv_devinfo" "$(grep -i pkey "$out" | tr '\n' ' ')"
 fi

@@ -214,10 +214,103 @@ TEST(tables)
 	sm_subnet_free(&SM.sn);
 }
 
+/* the table block `block` of the last Set to (n, num), or NULL */
+static const uint8_t *block_sent(const struct sm_node *n, unsigned num, unsigned block)
+{
+	for (unsigned i = 0; i < NQ; i++)
+		if (Q[i]->node == n && Q[i]->port == num &&
+		    sof_get16(Q[i]->mad + SOF_SMP_OFF_ATTR_ID) == SOF_ATTR_PKEY_TABLE &&
+		    (sof_get32(Q[i]->mad + SOF_SMP_OFF_ATTR_MOD) & 0xffff) == block)
+			return Q[i]->mad + SOF_SMP_OFF_DATA;
+	return NULL;
+}
+
+/* 40 partitions besides the default: a second block (IBA 14.2.5.7) where
+ * PartitionCap allows it, the first block alone where it does not */
+TEST(tables_blocks)
+{
+	static char text[8192];
+	char err[256];
+	const uint8_t *t;
+	size_t len;
+
+	memset(&SM, 0, sizeof(SM));
+	CHECK_EQ(saf_build(&F), 0);
+	memcpy(&SM.sn, &F.sn, sizeof(F.sn));
+	F.h3->partition_cap = 16;
+	F.s1->sw->partition_enf_cap = 64;
+	len = (size_t)snprintf(text, sizeof(text), "Default=0x7fff : ALL=full ;\n");
+	for (unsigned i = 1; i <= 40; i++)
+		len +=
+		    (size_t)snprintf(text + len, sizeof(text) - len, "p%u=0x%04x : ALL_CAS=%s ;\n",
+				     i, 0x100 + i, i % 2 ? "full" : "limited");
+	SM.partitions = "test";
+	CHECK_EQ(sm_part_parse(text, &SM.parts, err, sizeof(err)), 0);
+	sm_part_program(&SM);
+	/* H2: 41 entries, block 0 the default and p1..p31, block 1 p32..p40 */
+	t = block_sent(F.h2, 1, 0);
+	CHECK(t != NULL);
+	if (t) {
+		CHECK_EQ(sof_get16(t), 0xffff);
+		CHECK_EQ(sof_get16(t + 2), 0x8101);
+		CHECK_EQ(sof_get16(t + 62), 0x8000 | 0x11f);
+	}
+	t = block_sent(F.h2, 1, 1);
+	CHECK(t != NULL);
+	if (t) {
+		CHECK_EQ(sof_get16(t), 0x0120);	     /* p32, limited */
+		CHECK_EQ(sof_get16(t + 16), 0x0128); /* p40 */
+		CHECK_EQ(sof_get16(t + 18), 0);
+	}
+	/* S1's port 2 to H2: H2's block 1 at modifier (2 << 16) | 1 */
+	t = block_sent(F.s1, 2, 1);
+	CHECK(t != NULL);
+	if (t)
+		CHECK_EQ(sof_get16(t + 16), 0x0128);
+	/* H3 holds 16: block 0 with its first 16, no block 1 */
+	t = block_sent(F.h3, 1, 0);
+	CHECK(t != NULL);
+	if (t) {
+		CHECK_EQ(sof_get16(t + 30), 0x8000 | 0x10f);
+		CHECK_EQ(sof_get16(t + 32), 0);
+	}
+	CHECK(block_sent(F.h3, 1, 1) == NULL);
+	/* the switches' port 0 are in the default only: block 1 written
+	 * empty the first time (a previous SM may have left entries) */
+	t = block_sent(F.s1, 0, 1);
+	CHECK(t != NULL);
+	if (t)
+		CHECK_EQ(sof_get16(t), 0);
+	answer_all();
+	CHECK_EQ(F.h2->port[1].pkeys_set, 3);
+	CHECK_EQ(F.h2->port[1].pkeys[40], 0x0128);
+	sm_part_program(&SM);
+	CHECK_EQ(NQ, 0u);
+	/* down to 10 partitions: block 1, written before, is cleared */
+	sm_part_free(&SM.parts);
+	text[0] = 0;
+	len = (size_t)snprintf(text, sizeof(text), "Default=0x7fff : ALL=full ;\n");
+	for (unsigned i = 1; i <= 10; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "p%u=0x%04x : ALL_CAS ;\n",
+					i, 0x100 + i);
+	CHECK_EQ(sm_part_parse(text, &SM.parts, err, sizeof(err)), 0);
+	sm_part_program(&SM);
+	t = block_sent(F.h2, 1, 1);
+	CHECK(t != NULL);
+	if (t)
+		CHECK_EQ(sof_get16(t), 0);
+	answer_all();
+	sm_part_program(&SM);
+	CHECK_EQ(NQ, 0u);
+	sm_part_free(&SM.parts);
+	sm_subnet_free(&SM.sn);
+}
+
 int main(void)
 {
 	RUN(parse_good);
 	RUN(parse_bad);
 	RUN(tables);
+	RUN(tables_blocks);
 	return test_summary();
 }

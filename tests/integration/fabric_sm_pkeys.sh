@@ -1,0 +1,142 @@
+#!/bin/bash
+# Issue 20 item 5, more than one P_KeyTable block (IBA 14.2.5.7: 32
+# entries a block): our SM with a partitions file of 40 partitions besides
+# the default, on `softofed fabric up --ibsim` line3 (simulated HCAs and
+# switches with PartitionCap 64, PartitionEnforcementCap 64), diagnostics
+# from H3 through Debian's libumad2sim:
+#   - `smpquery pkeys` of H2 lists all 41 entries, the last ones from
+#     block 1 with their membership bits;
+#   - S2's port 1 (to H2) enforces: its table is H2's, both blocks;
+#   - `saquery --smkey 1 PKTR` has H2's block 1 record with them;
+#   - the partitions cut to 10 and the SM restarted: block 1 emptied;
+#   - OpenSM with the same 40 partitions: `saquery PKTR` of H2 the same
+#     records (LIDs aside), block 1 numbered as OpenSM numbers it.
+# Runs in a private network namespace.
+#
+# Usage: tests/integration/fabric_sm_pkeys.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+sof_ns_enter "$@"
+sof_init
+
+TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
+UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+SM=$(dirname "$SOFTOFED")/softofed-sm
+[ -x "$SM" ] || SM=$SOF_ROOT/build/bin/softofed-sm
+OUT=$SOF_TMP/out
+mkdir -p "$SOF_TMP/pk" && cd "$SOF_TMP/pk" || exit 1
+
+if [ ! -f "$UMAD2SIM" ] || ! command -v smpquery >/dev/null || ! command -v saquery >/dev/null ||
+	[ ! -x "$SM" ]; then
+	not_ok "sm/pkeys" "ibsim-utils' libumad2sim.so, smpquery, saquery or $SM missing"
+	sof_exit
+fi
+
+fabric() { timeout 30 "$SOFTOFED" fabric "$@" </dev/null; }
+sim() { SIM_HOST=H3 LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null; }
+wait_for() { # FILE REGEX SECS
+	for _ in $(seq 1 $(($3 * 10))); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+lid_of() { # NAME: the LID of CA or switch NAME
+	sim ibnetdiscover >"$SOF_TMP/ibnd"
+	grep -A 8 "^Ca.*\"$1\"" "$SOF_TMP/ibnd" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1
+	grep "^Switch.*\"$1\"" "$SOF_TMP/ibnd" | sed -n 's/.* lid \([0-9]*\) lmc.*/\1/p' | head -n 1
+}
+# parts N: a partitions.conf with the default and p1..pN (odd ones full)
+parts() {
+	echo "Default=0x7fff : ALL=full ;"
+	for i in $(seq 1 "$1"); do
+		printf 'p%u=0x%04x : ALL_CAS=%s ;\n' "$i" $((0x100 + i)) "$([ $((i % 2)) = 1 ] && echo full || echo limited)"
+	done
+}
+# the P_Keys smpquery pkeys printed (each 0x....), one a line
+pkeys_of() { grep -o '0x[0-9a-f]\{4\}' "$1" | grep -v '^0x0000$'; }
+
+fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1
+parts 40 >parts40.conf
+sof_bg smA 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 "$SM" -v --partitions "$SOF_TMP/pk/parts40.conf"
+if ! wait_for "$(sof_out smA)" 'SUBNET UP' 30; then
+	not_ok "sm/pkeys: SUBNET UP" "no SUBNET UP"
+	sof_dump "$(sof_out smA)"
+	sof_kill smA
+	fabric down >"$OUT" 2>&1
+	sof_exit
+fi
+sleep 1
+h2=$(lid_of H2)
+s2=$(lid_of S2)
+sim smpquery pkeys "$h2" >"$SOF_TMP/h2"
+pkeys_of "$SOF_TMP/h2" >"$SOF_TMP/h2.list"
+want=$(
+	echo 0xffff
+	for i in $(seq 1 40); do printf '0x%04x\n' $(((i % 2 ? 0x8000 : 0) + 0x100 + i)); done
+)
+if [ "$(cat "$SOF_TMP/h2.list")" = "$want" ] && grep -q '^64 pkeys capacity' "$SOF_TMP/h2"; then
+	ok "sm/pkeys: smpquery pkeys of H2 (LID $h2): all 41 entries, block 1's 0x8120 .. 0x0128 with their membership"
+else
+	not_ok "sm/pkeys: smpquery pkeys of H2" "$(cat "$SOF_TMP/h2")"
+	sof_dump "$(sof_out smA)"
+fi
+sim smpquery pkeys "$s2" 1 >"$SOF_TMP/s2"
+if [ "$(pkeys_of "$SOF_TMP/s2")" = "$want" ]; then
+	ok "sm/pkeys: S2's port 1 (to H2) holds H2's 41 entries in two blocks"
+else
+	not_ok "sm/pkeys: S2 port 1" "$(cat "$SOF_TMP/s2")"
+fi
+sim saquery --smkey 1 PKTR "$h2" >"$SOF_TMP/pktr"
+if grep -q 'Block\.*1$' "$SOF_TMP/pktr" && grep -q '0x8121' "$SOF_TMP/pktr" && grep -q '0x0128' "$SOF_TMP/pktr"; then
+	ok "sm/pkeys: saquery PKTR of H2 has block 1 with 0x8121 .. 0x0128"
+else
+	not_ok "sm/pkeys: saquery PKTR" "$(head -n 40 "$SOF_TMP/pktr")"
+fi
+sof_kill smA
+
+# ten partitions: the restarted SM writes both blocks again, block 1 empty
+parts 10 >parts10.conf
+: >"$(sof_out smA)"
+sof_bg smA 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 "$SM" -v --partitions "$SOF_TMP/pk/parts10.conf"
+if wait_for "$(sof_out smA)" 'SUBNET UP' 30; then
+	sleep 1
+	sim smpquery pkeys "$h2" >"$SOF_TMP/h2b"
+	n=$(pkeys_of "$SOF_TMP/h2b" | wc -l)
+	if [ "$n" = 11 ] && ! grep -q '0x0128\|0x8121' "$SOF_TMP/h2b"; then
+		ok "sm/pkeys: with 10 partitions H2 holds 11 entries, block 1 emptied"
+	else
+		not_ok "sm/pkeys: 10 partitions" "$(cat "$SOF_TMP/h2b")"
+	fi
+else
+	not_ok "sm/pkeys: 10 partitions" "no SUBNET UP"
+fi
+sof_kill smA
+fabric down >"$OUT" 2>&1
+
+# OpenSM with the same 40 partitions: saquery PKTR of H2 as with ours
+if command -v opensm >/dev/null; then
+	fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1
+	sof_bg osm 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 OSM_CACHE_DIR="$SOF_TMP/pk" \
+		OSM_TMP_DIR="$SOF_TMP/pk" opensm -P "$SOF_TMP/pk/parts40.conf" -d 2 -f "$SOF_TMP/pk/osm.log"
+	if wait_for "$SOF_TMP/pk/osm.log" 'SUBNET UP' 30; then
+		sleep 1
+		sim saquery --smkey 1 PKTR "$(lid_of H2)" >"$SOF_TMP/pktr_osm"
+		# the LIDs are each SM's own
+		if diff <(grep -v 'LID\.\.' "$SOF_TMP/pktr_osm") <(grep -v 'LID\.\.' "$SOF_TMP/pktr") \
+			>"$SOF_TMP/pktr_diff" && grep -q 'Block\.*1$' "$SOF_TMP/pktr_osm"; then
+			ok "sm/pkeys: saquery PKTR of H2 under OpenSM with the same file is the same, both blocks"
+		else
+			not_ok "sm/pkeys: PKTR as OpenSM's" "$(head -n 40 "$SOF_TMP/pktr_diff")"
+		fi
+	else
+		not_ok "sm/pkeys: OpenSM" "no SUBNET UP"
+		sof_dump "$SOF_TMP/pk/osm.log"
+	fi
+	sof_kill osm
+	fabric down >"$OUT" 2>&1
+else
+	not_ok "sm/pkeys: OpenSM" "opensm missing"
+fi
+sof_exit

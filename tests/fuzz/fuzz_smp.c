@@ -4,8 +4,9 @@
  * and the PMA, on a fresh HCA or switch per input.
  *
  * Input: byte 0 picks the node and the M_Key set-up (bit 0 switch, bit 1
- * an M_Key with protection level from bits 2-3), byte 1 the port the MAD
- * came in on, byte 2 bit 0 "arrived LID-routed"; the rest is the MAD, of
+ * an M_Key with protection level from bits 2-3, bit 4 a lease of 2 s
+ * running, bit 5 the clock past its end), byte 1 the port the MAD came
+ * in on, byte 2 bit 0 "arrived LID-routed"; the rest is the MAD, of
  * whatever length (only 256 bytes are a MAD). Checks, for every input:
  *   - each drop is counted exactly once (the node's drop counters grow by
  *     one when a call says it dropped, by none otherwise);
@@ -13,7 +14,8 @@
  *     an output port names one of the node's ports;
  *   - a reply is a GetResp with the D bit set exactly for DR SMPs, hop
  *     count and TID unchanged, and its own directed step is defined;
- *   - a Set with a wrong M_Key changes nothing in the model;
+ *   - a Set with a wrong M_Key changes nothing in the model (unless the
+ *     lease ran out: then it passes and the protection bits are 0);
  *   - the model stays valid: states, LMC, MTU and VLs within their caps.
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
@@ -91,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t mad[SOF_SMP_LEN];
 	size_t len, snap_size;
 	unsigned in_port, ev;
-	bool lid_routed, dr, wrong_key;
+	bool lid_routed, dr, wrong_key, expired;
 	enum sof_dr_action a = SOF_DR_LOCAL;
 	enum sof_sma_result r;
 	uint64_t before;
@@ -109,6 +111,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		m->mkey = MKEY;
 		m->mkey_protect = (data[0] >> 2) & 3;
+		if (data[0] & 0x10) {
+			m->mkey_lease = 2;
+			m->mkey_lease_end = 1000 + 2000;
+		}
+		n->now_ms = data[0] & 0x20 ? 3000 : 1000;
 		if (n->type != SOF_NODE_SWITCH) {
 			n->port[2].mkey = MKEY;
 			n->port[2].mkey_protect = m->mkey_protect;
@@ -142,7 +149,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!snap)
 		FAIL("no memory");
 	memcpy(snap, n, snap_size);
-	wrong_key = len == SOF_SMP_LEN && (data[0] & 2) && mad[0] == 1 && mad[2] == 1 &&
+	expired = (data[0] & 0x32) == 0x32;
+	wrong_key = len == SOF_SMP_LEN && (data[0] & 2) && !expired && mad[0] == 1 && mad[2] == 1 &&
 		    mad[3] == SOF_METHOD_SET && sof_get64(mad + SOF_SMP_OFF_MKEY) != MKEY &&
 		    (mad[1] == SOF_MCLASS_SMP_LID || mad[1] == SOF_MCLASS_SMP_DR) &&
 		    in_port <= n->nports && (in_port || n->type == SOF_NODE_SWITCH);
@@ -169,6 +177,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (memcmp(snap, n, snap_size))
 				FAIL("a Set with a wrong M_Key changed the node");
 		}
+		if (expired && r != SOF_SMA_DROP && mad[0] == 1 &&
+		    sof_get64(mad + SOF_SMP_OFF_MKEY) != MKEY &&
+		    (mad[3] == SOF_METHOD_GET || mad[3] == SOF_METHOD_SET) &&
+		    sof_node_mgmt_port(n, in_port)->mkey_lease_end)
+			FAIL("an SMP passed on a run-out lease and the lease still runs");
 		if (r == SOF_SMA_REPLY) {
 			uint16_t st = sof_get16(mad + SOF_SMP_OFF_STATUS);
 

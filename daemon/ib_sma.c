@@ -140,9 +140,9 @@ void sofd_ib_sma_sync(void)
 		p->state = SOF_PORT_ACTIVE;
 }
 
-/* What an SM set in the model goes to the port. */
 static void trap_raise(uint16_t num);
 
+/* What an SM set in the model goes to the port. */
 static void apply(unsigned ev)
 {
 	const struct sof_port *p = &sma.node->port[1];
@@ -294,6 +294,9 @@ static int smi_local(uint8_t *mad, bool directed, bool lid_routed)
 	sma.node->now_ms = sof_now_ns() / 1000000u;
 	if (sof_sma_process(sma.node, 1, mad, SOF_SMP_LEN, &ev) != SOF_SMA_REPLY) {
 		apply(ev);
+		/* this host's SM repressing this port's trap */
+		if (ev & SOF_SMA_EV_REPRESS)
+			(void)trap_repressed(mad);
 		return 0;
 	}
 	apply(ev);

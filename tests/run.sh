@@ -278,7 +278,7 @@ fi
 for f in tests/hosts/badpackets.sh tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/mr_kinds.sh \
 	tests/hosts/mw.sh tests/hosts/srq_resize.sh tests/hosts/iblink.sh tests/hosts/ibdata.sh \
 	tests/hosts/umad.sh tests/hosts/opensm.sh tests/hosts/ibfabric_diags.sh tests/hosts/ipoib.sh tests/hosts/ipoib_cm.sh \
-	tests/hosts/ibcm.sh tests/hosts/partitions_sm.sh; do
+	tests/hosts/ibcm.sh tests/hosts/partitions_sm.sh tests/hosts/sm_mkey.sh; do
 	selected "$f (asan daemon)" || continue
 	[ -n "$MIX" ] || continue
 	script_cmd "$f"

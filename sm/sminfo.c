@@ -169,7 +169,9 @@ void sm_sminfo_announce(struct sm *sm)
 	sof_put16(d + 4, 144);		/* TrapNumber */
 	sof_put16(d + 6, slid);		/* IssuerLID */
 	sof_put16(d + 12, slid);	/* DataDetails: LIDADDR */
-	sof_put32(d + 15, self->cap_mask | SOF_CAP_IS_SM); /* CapabilityMask */
+	/* LocalChanges 0 (byte 15), then CapabilityMask (IBA 14.2.5.1
+	 * table 147; as mad/sma.c's trap 144) */
+	sof_put32(d + 16, self->cap_mask | SOF_CAP_IS_SM);
 	umad_set_addr(buf, dlid, 0, 0, 0);
 	if (umad_send(sm->fd, sm->agent_lid, buf, 256, 0, 0) < 0)
 		sm_log(sm, 1, "the Trap 144 to the master could not be sent");

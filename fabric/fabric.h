@@ -219,9 +219,9 @@ void fab_tx_flush(struct fabric *f);
  * sw's pending trap. */
 bool fab_trap_repressed(struct fabric *f, struct fab_node *sw, uint64_t tid);
 #define FAB_TRAP_RESENDS 30
-/* A trap of switch sw to its SM (128: port state change, 256: bad M_Key),
- * sent again each tick until repressed; nothing for other nodes. */
-void fab_trap(struct fabric *f, struct fab_node *sw, uint16_t num);
+/* A trap of simulated node n to its SM (128: a switch's port state
+ * change, 256: bad M_Key), sent again each tick until repressed. */
+void fab_trap(struct fabric *f, struct fab_node *n, uint16_t num);
 
 /* node.c: an SMP for node n's own SMA from a program on it (sim.c) */
 void fab_node_local_smp(struct fabric *f, struct fab_node *n, uint8_t *mad, bool lid_routed,

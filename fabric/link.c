@@ -1,9 +1,10 @@
 /*
  * Links: whether each is up, the real hosts at the ends of some (the link
  * protocol of fabric/README.md: HELLO, BYE, ASSIGN over the fabric's UDP
- * socket), cutting and restoring a link by command, and a switch's traps
- * (IBA 14.2.5.1: to its SM's LID): 128 when a port changed state, 256
- * when an SMP failed its M_Key check.
+ * socket), cutting and restoring a link by command, and the traps of
+ * simulated nodes (IBA 14.2.5.1: to their SM's LID): a switch's 128 when
+ * a port changed state, 256 from a switch or CA when an SMP failed its
+ * M_Key check.
  *
  * A link is up when neither end is disabled (PortPhysicalState 3), it is
  * not cut, and a real end has sent a HELLO (not Disabled) within the last
@@ -110,33 +111,41 @@ void fab_link_cut(struct fabric *f, struct fab_node *n, unsigned port, bool cut)
 	fab_link_update(f, n, port);
 }
 
-/* Send sw's pending trap towards its SM LID by its own LFT (the route of
- * the moment: a resend follows the SM's new tables). */
-static void trap_send(struct fabric *f, struct fab_node *sw)
+/* Send n's pending trap towards its SM LID: a switch by its own LFT (the
+ * route of the moment: a resend follows the SM's new tables), a
+ * simulated CA out of its port 1. */
+static void trap_send(struct fabric *f, struct fab_node *n)
 {
-	struct sof_port *p0 = &sw->m->port[0];
+	bool sw = n->m->type == SOF_NODE_SWITCH;
+	struct sof_port *m = &n->m->port[sw ? 0 : 1];
 	uint8_t pkt[FAB_MAD_PKT_LEN];
-	unsigned out;
+	unsigned out = 1;
 
-	if (!p0->sm_lid || !p0->lid || sw->m->sw.lft_cap <= p0->sm_lid)
+	if (!m->sm_lid || !m->lid)
 		return;
-	out = sw->m->sw.lft[p0->sm_lid];
-	if (out < 1 || out > sw->m->nports)
-		return;
-	fab_mad_pkt(pkt, p0->sm_lid, p0->lid, p0->sm_sl, 0xffff, 0, 0, 0, sw->trap_mad);
-	fab_xmit(f, sw, out, pkt, sizeof(pkt), false);
+	if (sw) {
+		if (n->m->sw.lft_cap <= m->sm_lid)
+			return;
+		out = n->m->sw.lft[m->sm_lid];
+		if (out < 1 || out > n->m->nports)
+			return;
+	}
+	fab_mad_pkt(pkt, m->sm_lid, m->lid, m->sm_sl, 0xffff, 0, 0, 0, n->trap_mad);
+	fab_xmit(f, n, out, pkt, sizeof(pkt), false);
 }
 
-void fab_trap(struct fabric *f, struct fab_node *sw, uint16_t num)
+void fab_trap(struct fabric *f, struct fab_node *n, uint16_t num)
 {
-	struct sof_port *p0 = &sw->m->port[0];
+	bool sw = n->m->type == SOF_NODE_SWITCH;
+	struct sof_port *m = &n->m->port[sw ? 0 : 1];
 
-	if (sw->m->type != SOF_NODE_SWITCH || !p0->sm_lid || !p0->lid)
+	/* a real host's traps are its daemon's (daemon/ib_sma.c) */
+	if (n->real || !m->sm_lid || !m->lid)
 		return;
-	sof_sma_trap(sw->m, 0, num, (uint64_t)sw->index << 32 | ++sw->trap_tid, sw->trap_mad);
-	sw->trap_pending = true;
-	sw->trap_resends = 0;
-	trap_send(f, sw);
+	sof_sma_trap(n->m, sw ? 0 : 1, num, (uint64_t)n->index << 32 | ++n->trap_tid, n->trap_mad);
+	n->trap_pending = true;
+	n->trap_resends = 0;
+	trap_send(f, n);
 	f->st.traps++;
 }
 

@@ -6,8 +6,8 @@
 #      of H2 and of switch S2 show the M_Key, protection bits 2 and the
 #      lease (data read back from the ports the SM set);
 #   2. the same Gets without the key get no answer (level 2 checks Gets),
-#      the ports' M_KeyViolations grow, S2's trap 256 reaches our SM,
-#      which prints the bad key and what it asked (NodeInfo);
+#      the ports' M_KeyViolations grow, H2's and S2's traps 256 reach our
+#      SM, which prints the bad key and what was asked (PortInfo, NodeInfo);
 #   3. our SM sweeps on with its key (light sweeps 1 s apart, no
 #      violation counted at H2 or S2 meanwhile; H3 keeps its LID);
 #   4. the SM killed: a violation at S2 starts its 2 s lease; after it,
@@ -92,8 +92,9 @@ if ! sim smpquery -t 200 portinfo "$h2" 1 >"$SOF_TMP/nokey_h2" &&
 	sim smpquery -y $KEY portinfo "$s2" 0 >"$SOF_TMP/pi_s2b" &&
 	[ "$(field "$SOF_TMP/pi_h2b" MkeyViolations)" -gt "${v_h2:-0}" ] &&
 	[ "$(field "$SOF_TMP/pi_s2b" MkeyViolations)" -gt "${v_s2:-0}" ] &&
-	wait_for "$(sof_out smA)" "trap 256: bad M_Key 0x0000000000000000 at LID $s2 (method 0x01, attribute 0x0011" 10; then
-	ok "sm/mkey ours: Gets without the M_Key unanswered (level 2), M_KeyViolations $v_h2 -> $(field "$SOF_TMP/pi_h2b" MkeyViolations) at H2 and $v_s2 -> $(field "$SOF_TMP/pi_s2b" MkeyViolations) at S2, S2's trap 256 names the key and the NodeInfo Get"
+	wait_for "$(sof_out smA)" "trap 256: bad M_Key 0x0000000000000000 at LID $s2 (method 0x01, attribute 0x0011" 10 &&
+	wait_for "$(sof_out smA)" "trap 256: bad M_Key 0x0000000000000000 at LID $h2 (method 0x01, attribute 0x0015, modifier 0x1)" 10; then
+	ok "sm/mkey ours: Gets without the M_Key unanswered (level 2), M_KeyViolations $v_h2 -> $(field "$SOF_TMP/pi_h2b" MkeyViolations) at H2 and $v_s2 -> $(field "$SOF_TMP/pi_s2b" MkeyViolations) at S2, their traps 256 name the key and the Gets (PortInfo, NodeInfo)"
 else
 	not_ok "sm/mkey ours: without the key" "$(cat "$SOF_TMP/nokey_h2" "$SOF_TMP/pi_h2b" "$SOF_TMP/pi_s2b"; grep 'trap' "$(sof_out smA)" | tail -3)"
 fi

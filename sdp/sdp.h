@@ -125,7 +125,8 @@ int sdp_connect_start(const struct sockaddr_in6 *src, const struct sockaddr_in6 
 		      int tcp_fd, struct sdp_conn **out, int *ufd);
 
 /* A listener: an RDMA CM listening id (and for `both` a kernel TCP
- * listening socket) whose new connections are connected to `ufd_name`. */
+ * listening socket) whose new connections are connected to `ufd_name`;
+ * V6ONLY (an AF_INET6 socket's IPV6_V6ONLY) refuses Hellos of IPv4. */
 struct sdp_listener;
 /* The abstract name of the socket a listener connects for each new
  * connection (after the leading 0 of sun_path): binary, so that two IPv6
@@ -148,7 +149,7 @@ struct sdp_pending {
 	struct sdp_conn *conn;	/* an SDP connection ... */
 	struct sockaddr_in6 peer;
 };
-int sdp_listen(const struct sockaddr_in6 *sin, int backlog, int tcp_fd, int ufd,
+int sdp_listen(const struct sockaddr_in6 *sin, int backlog, int tcp_fd, int v6only,
 	       const char *ufd_name, struct sdp_listener **out);
 struct sdp_pending *sdp_listener_take(struct sdp_listener *l, unsigned long id);
 void sdp_listener_put(struct sdp_listener *l);

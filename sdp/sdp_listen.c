@@ -32,6 +32,7 @@ struct sdp_listener {
 	unsigned long next_id;
 	pthread_t thread;
 	pid_t pid;		/* the process whose thread and CM id these are */
+	int v6only;		/* IPV6_V6ONLY: no IPv4 peers */
 };
 
 void sdp_listener_get(struct sdp_listener *l) { atomic_fetch_add(&l->ref, 1); }
@@ -117,6 +118,10 @@ static void accept_sdp(struct sdp_listener *l, struct rdma_cm_event *ev)
 				 ev->param.conn.private_data_len, sip, &sport, dip, &ipv)) {
 		sdp_log(SDP_LOG_WARN, "SDP connection request without a valid Hello: rejected");
 		ret = -EPROTO;
+	} else if (q && l->v6only && ipv == SDP_IPV4) {
+		sdp_log(SDP_LOG_SUMMARY, "SDP connection request of IPv4 to an IPv6-only listener: "
+					 "rejected");
+		ret = -ECONNREFUSED;
 	} else if (q) {
 		ret = 0;
 	}
@@ -234,7 +239,7 @@ static void *listen_thread(void *arg)
 	return NULL;
 }
 
-int sdp_listen(const struct sockaddr_in6 *sin, int backlog, int tcp_fd, int ufd,
+int sdp_listen(const struct sockaddr_in6 *sin, int backlog, int tcp_fd, int v6only,
 	       const char *ufd_name, struct sdp_listener **out)
 {
 	struct sockaddr_ib src;
@@ -243,11 +248,11 @@ int sdp_listen(const struct sockaddr_in6 *sin, int backlog, int tcp_fd, int ufd,
 	size_t n = strlen(ufd_name);
 	int ret;
 
-	(void)ufd;
 	if (!l)
 		return -ENOMEM;
 	atomic_init(&l->ref, 1);
 	l->pid = getpid();
+	l->v6only = v6only;
 	l->tcp_fd = tcp_fd;
 	l->wake[0] = l->wake[1] = -1;
 	l->name.sun_family = AF_UNIX;

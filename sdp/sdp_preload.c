@@ -223,6 +223,15 @@ static int local_of(int fd, int v6, struct sockaddr_in6 *a)
 	return sdp_addr_in((struct sockaddr *)&ss, len, a);
 }
 
+/* An AF_INET6 socket with IPV6_V6ONLY set: no IPv4 (mapped) peers */
+static int v6only(int fd, const struct sdp_fd *e)
+{
+	int only = 0;
+
+	return e->v6 && !sdp_real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &only,
+					     &(socklen_t){ sizeof(only) }) && only;
+}
+
 static enum sdp_use decide(struct sdp_fd *e, enum sdp_role role, const struct sockaddr_in6 *sin)
 {
 	return e->force_sdp ? SDP_USE_SDP : sdp_rules_match(role, sin);
@@ -269,7 +278,7 @@ SDP_EXPORT int listen(int fd, int backlog)
 			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
 	    sdp_real.listen(ufd, backlog > 0 ? backlog : 128))
 		goto err_errno;
-	ret = sdp_listen(&sin, backlog, tcp_fd, ufd, name, &l);
+	ret = sdp_listen(&sin, backlog, tcp_fd, v6only(fd, e), name, &l);
 	if (ret) {
 		sdp_log(SDP_LOG_SUMMARY, "listen %s: no SDP listener (%s): %s", a, strerror(-ret),
 			use == SDP_USE_BOTH ? "tcp only" : "failed");
@@ -485,7 +494,10 @@ SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		fd_free(e);
 		return fail(ret ? ret : EISCONN);
 	}
-	if (!e || e->kind != SDP_FD_INET || (!e->v6 && addr->sa_family == AF_INET6)) {
+	/* the kernel's answer: an IPv6 address on an AF_INET socket, or an
+	 * IPv4 one on an IPv6-only socket */
+	if (!e || e->kind != SDP_FD_INET || (!e->v6 && addr->sa_family == AF_INET6) ||
+	    (sdp_addr_v4(&dst) && v6only(fd, e))) {
 		fd_free(e);
 		return sdp_real.connect(fd, addr, len);
 	}

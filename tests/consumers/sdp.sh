@@ -235,6 +235,47 @@ sdp_wait_listener() {
 }
 many
 
+# an IPv6-only listener (IPV6_V6ONLY) on [::] under `use sdp`: an IPv4
+# client is refused (its Hello says IP version 4), an IPv6 one served,
+# both over SDP (no kernel TCP segment)
+sdp_v6only() {
+	local name="sdp/IPV6_V6ONLY listener: IPv4 refused, IPv6 served" t0 out
+	PORT=$((PORT + 1))
+	out=$(sof_out v6only.cli)
+	t0=$(_sof_rs_tcp_out "")
+	sof_bg v6only.srv 40 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+s.bind(("::", int(sys.argv[1])))
+s.listen(4)
+c, peer = s.accept()
+c.sendall(b"v6only ok " + peer[0].encode())
+c.close()
+' "$PORT"
+	sdp_wait_listener 15
+	timeout 30 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" python3 -c '
+import socket, sys
+port = int(sys.argv[1])
+try:
+    socket.create_connection(("127.0.0.1", port), timeout=10)
+    print("IPv4 connected")
+except ConnectionRefusedError:
+    print("IPv4 refused")
+s = socket.create_connection(("::1", port), timeout=10)
+print(s.recv(100).decode())
+' "$PORT" >"$out" 2>&1
+	sof_kill v6only.srv
+	if ! grep -q '^IPv4 refused' "$out" || ! grep -q '^v6only ok ::1' "$out"; then
+		not_ok "$name" "$(tr '\n' ' ' <"$out")"
+	elif [ "$(_sof_rs_tcp_out "")" -ne "$t0" ]; then
+		not_ok "$name" "kernel TCP segments were sent: not over SDP"
+	else
+		ok "$name (over SDP)"
+	fi
+}
+sdp_v6only
+
 # a program that exits right after writing (nc -q 0): what it wrote still
 # arrives, as the kernel sends a TCP socket's data after the process; the
 # reader is bash's /dev/tcp, read by a cat it forks and execs (the socket

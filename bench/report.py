@@ -420,6 +420,16 @@ def main():
               "%s: sockperf TCP ping-pong over rsockets / kernel TCP (latency)" % where, lat_t)
         ratio(rs_ + "udp ping-pong 14 B (sockperf over librspreload)", k_ + "udp ping-pong 14 B (blocking)",
               "%s: sockperf UDP ping-pong over datagram rsockets / kernel UDP (latency)" % where, "—")
+        # SDP (our libsdp.so, `use sdp`) beside the same kernel figures
+        sdp_ = "SDP %s: " % where
+        ratio(sdp_ + "tcp stream (iperf3 -P 1 over libsdp)", k_ + "tcp stream (iperf3)",
+              "%s: iperf3 over SDP / kernel TCP (throughput)" % where, bw_t)
+        ratio(sdp_ + "tcp stream (iperf3 -P 4 over libsdp)", k_ + "tcp stream (iperf3)",
+              "%s: iperf3 -P 4 over SDP / kernel TCP one stream (throughput)" % where, "—")
+        ratio(sdp_ + "tcp ping-pong 14 B (sockperf over libsdp)", k_ + "tcp ping-pong 14 B (blocking)",
+              "%s: sockperf TCP ping-pong over SDP / kernel TCP (latency)" % where, lat_t)
+        ratio(sdp_ + "tcp stream (iperf3 -P 1 over libsdp)", rs_ + "tcp stream (iperf3 -P 1 over librspreload)",
+              "%s: iperf3 over SDP / over rsockets (throughput)" % where, "—")
     rows22, rows[:] = rows[:], rows5
 
     p("## Issue 5's targets")
@@ -456,10 +466,11 @@ def main():
           (fmt(q), fmt(r), verdict(q, "≥ 10000")))
     p("")
     if any(x is not None for _, x, _, _, _, _ in rows22):
-        p("## Issue 22's targets: rsockets beside the kernel's TCP and UDP")
+        p("## Issue 22's targets: rsockets and SDP beside the kernel's TCP and UDP")
         p("")
         p("Debian's librspreload.so on our librdmacm (stream rsockets for TCP, datagram rsockets for "
-          "UDP) against the kernel on loopback and between two network-namespace hosts on a veth; "
+          "UDP) and our libsdp.so (`use sdp`) against the kernel on loopback and between two "
+          "network-namespace hosts on a veth; "
           "each pair of figures taken in the same round, as above.")
         p("")
         p("| ratio | value | per-round range | ratio of medians | issue 22 target | |")

@@ -22,9 +22,13 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Defaults as rdma-core's, overridden by files of /etc/rdma/rsocket. */
+/* Defaults as rdma-core's but for the buffers, overridden by files of
+ * /etc/rdma/rsocket. The receive buffer is the sender's window (half of
+ * it granted at a time, rs_data.c): rdma-core's 128 KiB suits a NIC's
+ * round trip of a few microseconds, not one through software engines on
+ * both hosts, where it bounded a stream to a fraction of kernel TCP. */
 static uint16_t def_sqsize = 384, def_rqsize = 384, def_inline = 64, def_iomap_size;
-static uint32_t def_mem = 1 << 17, def_wmem = 1 << 17;
+static uint32_t def_mem = 1 << 20, def_wmem = 1 << 20;
 
 static pthread_once_t rs_conf_once = PTHREAD_ONCE_INIT;
 

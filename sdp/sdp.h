@@ -41,9 +41,19 @@ enum sdp_role {
 	SDP_ROLE_CLIENT,
 };
 
+/* Addresses (sdp_addr.c) as libsdp keeps them, a struct sockaddr_in6:
+ * IPv6, or an IPv4 one IPv4-mapped (::ffff:a.b.c.d, as RoCEv2's GIDs),
+ * INADDR_ANY as ::ffff:0.0.0.0; both that and :: are "any". */
+int sdp_addr_in(const struct sockaddr *a, socklen_t len, struct sockaddr_in6 *out);
+int sdp_addr_out(const struct sockaddr_in6 *a, int v6, struct sockaddr *addr, socklen_t *len);
+int sdp_addr_v4(const struct sockaddr_in6 *a);
+int sdp_addr_any(const struct sockaddr_in6 *a);
+struct sockaddr_in6 sdp_addr_of(const uint8_t ip[16], uint16_t port);
+void sdp_addr_str(const struct sockaddr_in6 *a, char *buf, size_t len);
+
 /* rules */
 void sdp_rules_load(void);
-enum sdp_use sdp_rules_match(enum sdp_role role, const struct sockaddr_in *sin);
+enum sdp_use sdp_rules_match(enum sdp_role role, const struct sockaddr_in6 *a);
 extern const char *const sdp_use_names[];
 
 /* log levels as libsdp.conf's min-level: 9 errors .. 1 debug */
@@ -57,7 +67,6 @@ enum {
 };
 void sdp_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sdp_log_set(const char *dest, int min_level);
-void sdp_addr_str(const struct sockaddr_in *sin, char *buf, size_t len);
 
 /* the real calls, found with dlsym(RTLD_NEXT) (sdp_preload.c) */
 struct sdp_real {
@@ -94,8 +103,8 @@ struct sdp_conn {
 	atomic_int error;	   /* errno the program's reads report at the end */
 	atomic_int connecting;	   /* a non-blocking connect under way */
 	atomic_int so_error;	   /* its failure, for one SO_ERROR */
-	struct sockaddr_in local;  /* getsockname */
-	struct sockaddr_in peer;   /* getpeername */
+	struct sockaddr_in6 local; /* getsockname */
+	struct sockaddr_in6 peer;  /* getpeername */
 	uint32_t payload_max;	   /* bytes of payload a message carries */
 	void *priv;		   /* sdp_conn.c's connection (NULL: a forked child's view) */
 };
@@ -105,27 +114,42 @@ void sdp_conn_put(struct sdp_conn *c);
 void sdp_conn_flush(int ms);
 /* connect from SRC (address 0: the route's) to SIN over SDP; on success
  * *ufd is the program's end */
-int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
+int sdp_connect(const struct sockaddr_in6 *src, const struct sockaddr_in6 *dst,
 		struct sdp_conn **out, int *ufd);
 /* the same, non-blocking: *ufd at once, not writable until a thread has
  * made the connection (then it pumps), or readable at end of stream with
- * the error in `so_error` and `error` when it failed */
-int sdp_connect_start(const struct sockaddr_in *src, const struct sockaddr_in *sin,
-		      struct sdp_conn **out, int *ufd);
+ * the error in `so_error` and `error` when it failed; TCP_FD (`use both`:
+ * the program's kernel socket, else -1; the thread's once this returned
+ * 0) connects by the kernel's TCP when SDP fails, and the thread relays */
+int sdp_connect_start(const struct sockaddr_in6 *src, const struct sockaddr_in6 *dst,
+		      int tcp_fd, struct sdp_conn **out, int *ufd);
 
 /* A listener: an RDMA CM listening id (and for `both` a kernel TCP
- * listening socket) whose new connections are connected to `ufd_name`. */
+ * listening socket) whose new connections are connected to `ufd_name`;
+ * V6ONLY (an AF_INET6 socket's IPV6_V6ONLY) refuses Hellos of IPv4. */
 struct sdp_listener;
-/* the name of the socket a listener connects for each new connection */
-#define SDP_CONNECTOR_NAME "sdpc.%d.%p.%lu.%c.%08x.%04hx.%08x.%04hx"
+/* The abstract name of the socket a listener connects for each new
+ * connection (after the leading 0 of sun_path): binary, so that two IPv6
+ * addresses fit in sun_path. */
+#define SDP_CONNECTOR_MAGIC "sdpc"
+struct sdp_connector {
+	char magic[4];
+	int32_t pid;	  /* the listening process */
+	uint64_t l;	  /* its listener */
+	uint64_t id;	  /* the pending record's */
+	char kind;	  /* 's' SDP, 't' a kernel TCP connection */
+	uint8_t peer[16]; /* addresses as sdp_addr keeps them */
+	uint8_t local[16];
+	uint16_t peer_port, local_port; /* network order */
+} __attribute__((packed));
 
 struct sdp_pending {
 	struct sdp_pending *next;
 	unsigned long id;	/* the tag in the connecting socket's name */
 	struct sdp_conn *conn;	/* an SDP connection ... */
-	struct sockaddr_in peer;
+	struct sockaddr_in6 peer;
 };
-int sdp_listen(const struct sockaddr_in *sin, int backlog, int tcp_fd, int ufd,
+int sdp_listen(const struct sockaddr_in6 *sin, int backlog, int tcp_fd, int v6only,
 	       const char *ufd_name, struct sdp_listener **out);
 struct sdp_pending *sdp_listener_take(struct sdp_listener *l, unsigned long id);
 void sdp_listener_put(struct sdp_listener *l);

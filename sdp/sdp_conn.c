@@ -20,7 +20,8 @@
  * to the program. End of stream is DisConn both ways (A4.6.4), then rdma_disconnect. A peer that breaks the
  * protocol (sdp_proto.c), aborts, or disappears (a failed completion, a
  * DREQ before its DisConn) ends the connection with an error the
- * program's next read reports (sdp_preload.c).
+ * program's next read reports (sdp_preload.c). The active side's connect
+ * is sdp_connect.c's.
  */
 #include "sdp_qpc.h"
 
@@ -167,16 +168,15 @@ void sdp_conn_param(struct rdma_conn_param *p, const void *pd, size_t len)
 	p->initiator_depth = SDP_MAX_ADVERTS;
 }
 
-/* The names the program sees: the ends' IPv4 addresses and ports. */
-void sdp_qpc_addrs(struct sdp_qpc *q, uint32_t lip, uint16_t lport, uint32_t pip,
-		      uint16_t pport)
+/* The names the program sees: the ends' addresses and ports. */
+void sdp_qpc_addrs(struct sdp_qpc *q, const struct sockaddr_in6 *local,
+		   const struct sockaddr_in6 *peer)
 {
 	const char *zc = getenv("LIBSDP_ZCOPY");
 
-	q->pub.local = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = lport,
-					     .sin_addr.s_addr = lip };
-	q->pub.peer = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = pport,
-					    .sin_addr.s_addr = pip };
+	q->pub.local = *local;
+	q->pub.peer = *peer;
+	sdp_addr_str(peer, q->peer_str, sizeof(q->peer_str));
 	q->pub.payload_max = q->flow.peer_rcvsz - SDP_BSDH_LEN < SDP_BUFSZ - SDP_TX_DATA_OFF ?
 				     q->flow.peer_rcvsz - SDP_BSDH_LEN : SDP_BUFSZ - SDP_TX_DATA_OFF;
 	/* LIBSDP_ZCOPY: 0 none, `read` read mode only (no SinkAvail) */
@@ -333,7 +333,7 @@ static int drain_cq(struct sdp_qpc *q)
 				q->established = 1; /* the peer has our REP */
 			if (ret) {
 				sdp_log(SDP_LOG_ERR, "peer %s broke SDP: a message it sent was malformed",
-					inet_ntoa(q->pub.peer.sin_addr));
+					q->peer_str);
 				return ret;
 			}
 			if (rx.kind == SDP_RX_ABORT)
@@ -600,7 +600,7 @@ static int spin(struct sdp_qpc *q, int *ret)
 	return 0;
 }
 
-static void *pump(void *arg)
+void *sdp_pump(void *arg)
 {
 	struct sdp_qpc *q = arg;
 	struct pollfd p[3];
@@ -647,15 +647,15 @@ static void *pump(void *arg)
 	}
 	if (ret < 0) {
 		atomic_store(&q->pub.error, -ret);
-		sdp_log(SDP_LOG_WARN, "SDP connection with %s:%u ended: %s",
-			inet_ntoa(q->pub.peer.sin_addr), ntohs(q->pub.peer.sin_port), strerror(-ret));
+		sdp_log(SDP_LOG_WARN, "SDP connection with %s ended: %s", q->peer_str,
+			strerror(-ret));
 		if (ret == -EPROTO && q->tx_inflight < SDP_TXN && sdp_credits(&q->flow) >= 1)
 			post_msg(q, SDP_MID_ABORT, SDP_BSDH_LEN);
 	}
 	sdp_log(SDP_LOG_DEBUG,
-		"SDP connection with %s:%u: zero copy: %u SrcAvail sent, %u RdmaWrCompl sent, "
+		"SDP connection with %s: zero copy: %u SrcAvail sent, %u RdmaWrCompl sent, "
 		"%u SinkAvail offered, %u SrcAvail read, %u RdmaWrCompl received",
-		inet_ntoa(q->pub.peer.sin_addr), ntohs(q->pub.peer.sin_port), q->n_srcavail,
+		q->peer_str, q->n_srcavail,
 		q->n_wrcompl, q->n_sinkavail, q->n_read, q->n_written);
 	if (ret < 0)
 		shutdown(q->ufd, SHUT_RDWR);
@@ -670,7 +670,7 @@ static void *pump(void *arg)
 
 /* A pump (or a connect that becomes one) of this process: counted for
  * the exit's wait; a forked child starts its own count. */
-static void pump_count(void)
+void sdp_pump_count(void)
 {
 	if (pump_pid != getpid()) {
 		pump_pid = getpid();
@@ -680,7 +680,7 @@ static void pump_count(void)
 	atomic_fetch_add(&pumps_alive, 1);
 }
 
-static int detached(void *(*fn)(void *), void *arg)
+int sdp_detached(void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t a;
 	pthread_t t;
@@ -697,238 +697,12 @@ int sdp_pump_start(struct sdp_qpc *q)
 {
 	int ret;
 
-	pump_count();
-	ret = detached(pump, q);
+	sdp_pump_count();
+	ret = sdp_detached(sdp_pump, q);
 	if (ret)
 		atomic_fetch_sub(&pumps_alive, 1);
 	return ret;
 }
 
-/* An IPv4 address and TCP port as A4's AF_IB address: the IPv4-mapped
- * GID (RoCEv2's; zero for INADDR_ANY) and the SDP service ID of the port. */
-void sdp_sib(struct sockaddr_ib *sib, const struct sockaddr_in *sin)
-{
-	memset(sib, 0, sizeof(*sib));
-	sib->sib_family = AF_IB;
-	sib->sib_pkey = htobe16(0xffff);
-	if (sin->sin_addr.s_addr)
-		ib_addr_set(&sib->sib_addr, 0, 0, htobe32(0xffff), sin->sin_addr.s_addr);
-	sib->sib_sid = htobe64(SDP_SERVICE_ID(ntohs(sin->sin_port)));
-	sib->sib_sid_mask = htobe64(~0ull);
-}
-
-struct rdma_addrinfo sdp_rai(struct sockaddr_ib *src, struct sockaddr_ib *dst, int passive)
-{
-	struct rdma_addrinfo rai;
-
-	memset(&rai, 0, sizeof(rai));
-	rai.ai_flags = passive ? RAI_PASSIVE : 0;
-	rai.ai_family = AF_IB;
-	rai.ai_qp_type = IBV_QPT_RC;
-	rai.ai_port_space = RDMA_PS_IB;
-	if (src) {
-		rai.ai_src_addr = (struct sockaddr *)src;
-		rai.ai_src_len = sizeof(*src);
-	}
-	if (dst) {
-		rai.ai_dst_addr = (struct sockaddr *)dst;
-		rai.ai_dst_len = sizeof(*dst);
-	}
-	return rai;
-}
-
-/* The IPv4 address of an id's source GID (IPv4-mapped), or 0. */
-uint32_t sdp_id_src_ip(struct rdma_cm_id *id)
-{
-	const struct sockaddr_ib *sib = (const struct sockaddr_ib *)rdma_get_local_addr(id);
-	uint32_t ip = 0;
-
-	if (sib && sib->sib_family == AF_IB)
-		memcpy(&ip, (const uint8_t *)&sib->sib_addr + 12, 4);
-	return ip;
-}
-
-/* The socketpair of a connection: the pump keeps [1]. */
-static int conn_pair(struct sdp_qpc *q, int *ufd)
-{
-	int sv[2];
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
-		return -errno;
-	q->ufd = sv[1];
-	*ufd = sv[0];
-	return 0;
-}
-
-/* The RDMA CM connection to SIN from SRC: REQ with our Hello, the REP's
- * HelloAck checked, the id on a non-blocking channel of its own. */
-static int connect_rdma(struct sdp_qpc *q, const struct sockaddr_in *src,
-			const struct sockaddr_in *sin)
-{
-	struct sockaddr_ib dst, from;
-	struct rdma_addrinfo rai;
-	struct rdma_conn_param param;
-	struct sdp_hh hh;
-	uint32_t sip;
-	int ret;
-
-	sdp_sib(&dst, sin);
-	if (src->sin_addr.s_addr) {
-		sdp_sib(&from, src);
-		from.sib_sid = from.sib_sid_mask = 0;
-	}
-	rai = sdp_rai(src->sin_addr.s_addr ? &from : NULL, &dst, 0);
-	if (rdma_create_ep(&q->id, &rai, NULL, NULL))
-		return -errno;
-	ret = sdp_qpc_resources(q);
-	if (ret)
-		return ret;
-	sip = src->sin_addr.s_addr ? src->sin_addr.s_addr : sdp_id_src_ip(q->id);
-	sdp_hello_fill(&q->flow, &hh, SDP_BUFSZ, sip, ntohs(src->sin_port), sin->sin_addr.s_addr);
-	sdp_conn_param(&param, &hh, sizeof(hh));
-	if (rdma_connect(q->id, &param))
-		return -errno;
-	if (!q->id->event || sdp_hello_ack_parse(&q->flow, q->id->event->param.conn.private_data,
-						 q->id->event->param.conn.private_data_len)) {
-		sdp_log(SDP_LOG_ERR, "no valid SDP HelloAck from %s", inet_ntoa(sin->sin_addr));
-		return -EPROTO;
-	}
-	q->ch = rdma_create_event_channel();
-	if (!q->ch || sdp_real.fcntl(q->ch->fd, F_SETFL, O_NONBLOCK) ||
-	    rdma_migrate_id(q->id, q->ch))
-		return -EIO;
-	q->established = 1;
-	sdp_qpc_addrs(q, sip, src->sin_port, sin->sin_addr.s_addr, sin->sin_port);
-	return 0;
-}
-
-static void connect_undo(struct sdp_qpc *q)
-{
-	if (q->id && q->id->qp)
-		rdma_disconnect(q->id);
-	sdp_qpc_free(q);
-}
-
-int sdp_connect(const struct sockaddr_in *src, const struct sockaddr_in *sin,
-		struct sdp_conn **out, int *ufd)
-{
-	struct sdp_qpc *q = sdp_qpc_new();
-	int ret;
-
-	if (!q)
-		return -ENOMEM;
-	ret = connect_rdma(q, src, sin);
-	if (!ret)
-		ret = conn_pair(q, ufd);
-	if (ret) {
-		connect_undo(q);
-		return ret;
-	}
-	atomic_fetch_add(&q->pub.ref, 1);
-	ret = sdp_pump_start(q);
-	if (ret) {
-		atomic_fetch_sub(&q->pub.ref, 1);
-		sdp_real.close(*ufd);
-		connect_undo(q);
-		return ret;
-	}
-	*out = &q->pub;
-	return 0;
-}
-
-/* A non-blocking connect's thread: the program's end (a dup, pfd) has
- * its send buffer filled with `fill` bytes the pump end drops once the
- * connection is made, so poll(POLLOUT) says "connected" only then. */
-struct sdp_aconn {
-	struct sdp_qpc *q;
-	struct sockaddr_in src, sin;
-	int pfd, sndbuf;
-	size_t fill;
-};
-
-static void *connect_thread(void *arg)
-{
-	struct sdp_aconn *a = arg;
-	struct sdp_qpc *q = a->q;
-	char buf[4096];
-	int ret = connect_rdma(q, &a->src, &a->sin);
-
-	/* connected before the program's end turns writable: a program
-	 * that polls for POLLOUT then calls connect again (hiredis) must
-	 * get EISCONN */
-	if (!ret) {
-		atomic_store(&q->pub.connecting, 0);
-		sdp_real.setsockopt(a->pfd, SOL_SOCKET, SO_SNDBUF, &a->sndbuf, sizeof(a->sndbuf));
-	}
-	while (!ret && a->fill) {
-		ssize_t n = recv(q->ufd, buf, a->fill < sizeof(buf) ? a->fill : sizeof(buf), 0);
-
-		if (n <= 0)
-			ret = -EIO;
-		else
-			a->fill -= (size_t)n;
-	}
-	sdp_real.close(a->pfd);
-	free(a);
-	if (ret) {
-		sdp_log(SDP_LOG_SUMMARY, "connect %s:%u: no SDP (%s): failed",
-			inet_ntoa(q->pub.peer.sin_addr), ntohs(q->pub.peer.sin_port), strerror(-ret));
-		ret = -ret == ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED;
-		atomic_store(&q->pub.error, ret);
-		atomic_store(&q->pub.so_error, ret);
-		atomic_store(&q->pub.connecting, 0);
-		connect_undo(q); /* closes the pump end: the program's reads end */
-		atomic_fetch_sub(&pumps_alive, 1);
-		return NULL;
-	}
-	return pump(q);
-}
-
-int sdp_connect_start(const struct sockaddr_in *src, const struct sockaddr_in *sin,
-		      struct sdp_conn **out, int *ufd)
-{
-	static const char zeros[512];
-	struct sdp_qpc *q = sdp_qpc_new();
-	struct sdp_aconn *a = calloc(1, sizeof(*a));
-	socklen_t sl = sizeof(int);
-	int small = 1, ret;
-	ssize_t n;
-
-	if (!q || !a || conn_pair(q, ufd)) {
-		free(a);
-		if (q)
-			sdp_qpc_free(q);
-		return -ENOMEM;
-	}
-	a->q = q;
-	a->src = *src;
-	a->sin = *sin;
-	q->pub.local = *src;
-	q->pub.peer = *sin;
-	q->pub.payload_max = SDP_BUFSZ - SDP_TX_DATA_OFF;
-	a->pfd = sdp_real.fcntl(*ufd, F_DUPFD_CLOEXEC, 0);
-	if (a->pfd < 0 || sdp_real.getsockopt(*ufd, SOL_SOCKET, SO_SNDBUF, &a->sndbuf, &sl) ||
-	    sdp_real.setsockopt(*ufd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)))
-		goto err;
-	a->sndbuf /= 2; /* the kernel doubles what is set */
-	while ((n = send(*ufd, zeros, sizeof(zeros), MSG_DONTWAIT | MSG_NOSIGNAL)) > 0)
-		a->fill += (size_t)n;
-	atomic_store(&q->pub.connecting, 1);
-	atomic_fetch_add(&q->pub.ref, 1); /* the program's */
-	pump_count();
-	ret = detached(connect_thread, a);
-	if (ret) {
-		atomic_fetch_sub(&pumps_alive, 1);
-		atomic_fetch_sub(&q->pub.ref, 1);
-		goto err;
-	}
-	*out = &q->pub;
-	return 0;
-err:
-	if (a->pfd >= 0)
-		sdp_real.close(a->pfd);
-	free(a);
-	sdp_real.close(*ufd);
-	sdp_qpc_free(q);
-	return -EIO;
-}
+/* a counted pump (or connect) that never ran */
+void sdp_pump_uncount(void) { atomic_fetch_sub(&pumps_alive, 1); }

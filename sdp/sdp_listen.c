@@ -4,7 +4,7 @@
  * per listener answers each CONNECT_REQUEST whose Hello is valid with a
  * HelloAck, starts the connection's pump (sdp_conn.c) and hands the
  * connection to the program's AF_UNIX listener (sdp_preload.c's accept
- * takes it by the connecting socket's name, SDP_CONNECTOR_NAME).
+ * takes it by the connecting socket's name, a struct sdp_connector).
  */
 #include "sdp_qpc.h"
 
@@ -25,28 +25,32 @@ struct sdp_listener {
 	struct rdma_event_channel *ch;
 	int tcp_fd;		/* `both`: the kernel listener, else -1 */
 	int wake[2];		/* closing: the thread's pipe */
-	struct sockaddr_in bound; /* the address the program listens on */
+	struct sockaddr_in6 bound; /* the address the program listens on */
 	struct sockaddr_un name; /* the program's AF_UNIX listener */
 	socklen_t name_len;
 	struct sdp_pending *pending; /* under sdp_fd_lock */
 	unsigned long next_id;
 	pthread_t thread;
 	pid_t pid;		/* the process whose thread and CM id these are */
+	int v6only;		/* IPV6_V6ONLY: no IPv4 peers */
 };
 
 void sdp_listener_get(struct sdp_listener *l) { atomic_fetch_add(&l->ref, 1); }
 
 /* Connect a socket to the program's listener, its name telling accept
- * (which may run in a forked child, without our memory) what it is:
- * "sdpc.PID.LISTENER.ID.KIND.PEER-IP.PEER-PORT.LOCAL-IP.LOCAL-PORT", KIND
+ * (which may run in a forked child, without our memory) what it is: a
+ * struct sdp_connector (sdp.h) with KIND
  * `s` an SDP connection (P, put on the pending list first so accept finds
  * it in this process) or `t` a kernel TCP one (its descriptor follows in
  * the stream, SCM_RIGHTS). */
 static int hand_over(struct sdp_listener *l, struct sdp_pending *p, char kind,
-		     const struct sockaddr_in *peer, const struct sockaddr_in *local, int *fd_out)
+		     const struct sockaddr_in6 *peer, const struct sockaddr_in6 *local, int *fd_out)
 {
 	struct sockaddr_un me = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), n;
+	struct sdp_connector c = { .magic = SDP_CONNECTOR_MAGIC, .pid = getpid(),
+				   .l = (uint64_t)(uintptr_t)l, .kind = kind,
+				   .peer_port = peer->sin6_port, .local_port = local->sin6_port };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sdp_pending **pp;
 	unsigned long id;
 
@@ -60,10 +64,12 @@ static int hand_over(struct sdp_listener *l, struct sdp_pending *p, char kind,
 		l->pending = p;
 	}
 	pthread_mutex_unlock(&sdp_fd_lock);
-	n = snprintf(me.sun_path + 1, sizeof(me.sun_path) - 1, SDP_CONNECTOR_NAME, getpid(),
-		     (void *)l, id, kind, (unsigned int)peer->sin_addr.s_addr, peer->sin_port,
-		     (unsigned int)local->sin_addr.s_addr, local->sin_port);
-	if (bind(fd, (struct sockaddr *)&me, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
+	c.id = id;
+	memcpy(c.peer, &peer->sin6_addr, 16);
+	memcpy(c.local, &local->sin6_addr, 16);
+	memcpy(me.sun_path + 1, &c, sizeof(c));
+	if (bind(fd, (struct sockaddr *)&me,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + sizeof(c))) ||
 	    sdp_real.connect(fd, (struct sockaddr *)&l->name, l->name_len)) {
 		pthread_mutex_lock(&sdp_fd_lock);
 		for (pp = &l->pending; p && *pp; pp = &(*pp)->next)
@@ -103,14 +109,19 @@ static void accept_sdp(struct sdp_listener *l, struct rdma_cm_event *ev)
 	struct sdp_pending *p;
 	struct sdp_hah hah;
 	struct sdp_qpc *q = sdp_qpc_new();
-	uint32_t sip = 0, dip = 0;
+	struct sockaddr_in6 peer, local;
+	uint8_t sip[16], dip[16], ipv = 0;
 	uint16_t sport = 0;
 	int ret = -ENOMEM;
 
 	if (q && sdp_hello_parse(&q->flow, ev->param.conn.private_data,
-				 ev->param.conn.private_data_len, &sip, &sport, &dip)) {
+				 ev->param.conn.private_data_len, sip, &sport, dip, &ipv)) {
 		sdp_log(SDP_LOG_WARN, "SDP connection request without a valid Hello: rejected");
 		ret = -EPROTO;
+	} else if (q && l->v6only && ipv == SDP_IPV4) {
+		sdp_log(SDP_LOG_SUMMARY, "SDP connection request of IPv4 to an IPv6-only listener: "
+					 "rejected");
+		ret = -ECONNREFUSED;
 	} else if (q) {
 		ret = 0;
 	}
@@ -130,13 +141,18 @@ static void accept_sdp(struct sdp_listener *l, struct rdma_cm_event *ev)
 		rdma_reject(id, NULL, 0);
 		goto err;
 	}
-	sdp_hello_ack_fill(&q->flow, &hah, SDP_BUFSZ);
+	sdp_hello_ack_fill(&q->flow, &hah, SDP_BUFSZ, ipv);
 	sdp_conn_param(&param, &hah, sizeof(hah));
 	if (rdma_accept(id, &param))
 		goto err;
-	if (!dip)
-		dip = l->bound.sin_addr.s_addr ? l->bound.sin_addr.s_addr : sdp_id_src_ip(id);
-	sdp_qpc_addrs(q, dip, l->bound.sin_port, sip, htons(sport));
+	/* the address the peer connected to: the Hello's, else ours */
+	local = sdp_addr_of(dip, l->bound.sin6_port);
+	if (sdp_addr_any(&local)) {
+		local = sdp_addr_any(&l->bound) ? sdp_id_src(id) : l->bound;
+		local.sin6_port = l->bound.sin6_port;
+	}
+	peer = sdp_addr_of(sip, htons(sport));
+	sdp_qpc_addrs(q, &local, &peer);
 	p->conn = &q->pub;
 	p->peer = q->pub.peer;
 	atomic_fetch_add(&q->pub.ref, 1); /* the pending record's */
@@ -159,7 +175,8 @@ err:
  * child forked after listen); the listener keeps nothing of it. */
 static void accept_tcp(struct sdp_listener *l)
 {
-	struct sockaddr_in peer;
+	struct sockaddr_storage ss;
+	struct sockaddr_in6 peer;
 	socklen_t len;
 	int fd, ufd;
 
@@ -170,10 +187,12 @@ static void accept_tcp(struct sdp_listener *l)
 
 		if (poll(&pf, 1, 0) != 1 || !(pf.revents & POLLIN))
 			return;
-		len = sizeof(peer);
-		fd = sdp_real.accept4(l->tcp_fd, (struct sockaddr *)&peer, &len, 0);
+		len = sizeof(ss);
+		fd = sdp_real.accept4(l->tcp_fd, (struct sockaddr *)&ss, &len, 0);
 		if (fd < 0)
 			return;
+		if (sdp_addr_in((struct sockaddr *)&ss, len, &peer))
+			memset(&peer, 0, sizeof(peer));
 		if (!hand_over(l, NULL, 't', &peer, &l->bound, &ufd)) {
 			char c = 't', cbuf[CMSG_SPACE(sizeof(int))];
 			struct iovec iov = { .iov_base = &c, .iov_len = 1 };
@@ -220,7 +239,7 @@ static void *listen_thread(void *arg)
 	return NULL;
 }
 
-int sdp_listen(const struct sockaddr_in *sin, int backlog, int tcp_fd, int ufd,
+int sdp_listen(const struct sockaddr_in6 *sin, int backlog, int tcp_fd, int v6only,
 	       const char *ufd_name, struct sdp_listener **out)
 {
 	struct sockaddr_ib src;
@@ -229,18 +248,17 @@ int sdp_listen(const struct sockaddr_in *sin, int backlog, int tcp_fd, int ufd,
 	size_t n = strlen(ufd_name);
 	int ret;
 
-	(void)ufd;
 	if (!l)
 		return -ENOMEM;
 	atomic_init(&l->ref, 1);
 	l->pid = getpid();
+	l->v6only = v6only;
 	l->tcp_fd = tcp_fd;
 	l->wake[0] = l->wake[1] = -1;
 	l->name.sun_family = AF_UNIX;
 	memcpy(l->name.sun_path + 1, ufd_name, n);
 	l->name_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 	l->bound = *sin;
-	l->bound.sin_family = AF_INET;
 	sdp_sib(&src, sin);
 	rai = sdp_rai(&src, NULL, 1);
 	if (rdma_create_ep(&l->id, &rai, NULL, NULL) || rdma_listen(l->id, backlog)) {

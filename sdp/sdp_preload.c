@@ -1,7 +1,7 @@
 /*
  * libsdp.so: the socket calls of a program, preloaded (LD_PRELOAD), as
- * OFED's libsdp: AF_INET and AF_INET_SDP stream sockets are steered by the
- * rules (sdp_rules.c) when they listen or connect. An SDP socket's
+ * OFED's libsdp: AF_INET, AF_INET6 and AF_INET_SDP stream sockets are
+ * steered by the rules (sdp_rules.c) when they listen or connect. An SDP socket's
  * descriptor becomes one end of an AF_UNIX socketpair (a connection) or
  * an AF_UNIX listening socket (a listener), put at the same number with
  * the same O_NONBLOCK and FD_CLOEXEC (sdp.h says why); the calls that
@@ -38,10 +38,10 @@ enum sdp_fd_kind {
 struct sdp_fd {
 	enum sdp_fd_kind kind;
 	int force_sdp; /* made as AF_INET_SDP */
-	int v6;	       /* an AF_INET6 socket: IPv4-mapped addresses go over SDP */
+	int v6;	       /* an AF_INET6 socket: names given as AF_INET6 */
 	struct sdp_conn *conn;
 	struct sdp_listener *listener;
-	struct sockaddr_in bound;
+	struct sockaddr_in6 bound;
 };
 
 struct sdp_real sdp_real;
@@ -157,59 +157,6 @@ static int take_place(int newfd, int fd)
 	return 0;
 }
 
-/* SIN as an AF_INET6 socket names it: IPv4-mapped, or :: for any */
-static struct sockaddr_in6 mapped(const struct sockaddr_in *sin)
-{
-	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6, .sin6_port = sin->sin_port };
-
-	if (sin->sin_addr.s_addr) {
-		s6.sin6_addr.s6_addr[10] = s6.sin6_addr.s6_addr[11] = 0xff;
-		memcpy(&s6.sin6_addr.s6_addr[12], &sin->sin_addr, 4);
-	}
-	return s6;
-}
-
-static int copy_addr6(const struct sockaddr_in *sin, struct sockaddr *addr, socklen_t *len)
-{
-	struct sockaddr_in6 s6 = mapped(sin);
-
-	if (!addr || !len)
-		return fail(EFAULT);
-	memcpy(addr, &s6, *len < sizeof(s6) ? *len : sizeof(s6));
-	*len = sizeof(s6);
-	return 0;
-}
-
-static int copy_addr(const struct sockaddr_in *sin, struct sockaddr *addr, socklen_t *len)
-{
-	if (!addr || !len)
-		return fail(EFAULT);
-	memcpy(addr, sin, *len < sizeof(*sin) ? *len : sizeof(*sin));
-	*len = sizeof(*sin);
-	return 0;
-}
-
-/* An address the program gave: AF_INET or AF_INET_SDP, as AF_INET; an
- * AF_INET6 one when it is IPv4-mapped or :: (any), as that IPv4 address.
- * Other IPv6 addresses are not SDP's here (-1: the kernel's TCP). */
-static int inet_addr_of(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
-{
-	if (a && a->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)a;
-
-		if (!IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && !IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
-			return -1;
-		*out = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = s6->sin6_port };
-		memcpy(&out->sin_addr, &s6->sin6_addr.s6_addr[12], 4);
-		return 0;
-	}
-	if (!a || len < sizeof(*out) || (a->sa_family != AF_INET && a->sa_family != AF_INET_SDP))
-		return -1;
-	memcpy(out, a, sizeof(*out));
-	out->sin_family = AF_INET;
-	return 0;
-}
-
 SDP_EXPORT int socket(int domain, int type, int protocol)
 {
 	int fd, sdp = domain == AF_INET_SDP;
@@ -229,37 +176,42 @@ SDP_EXPORT int socket(int domain, int type, int protocol)
 	return fd;
 }
 
+/* An AF_INET_SDP address as the kernel's AF_INET one (into SIN). */
+static const struct sockaddr *inet_of(const struct sockaddr *addr, socklen_t *len,
+				      struct sockaddr_in *sin)
+{
+	if (!addr || addr->sa_family != AF_INET_SDP || *len < sizeof(*sin))
+		return addr;
+	memcpy(sin, addr, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	*len = sizeof(*sin);
+	return (const struct sockaddr *)sin;
+}
+
 SDP_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct sockaddr_in sin;
 
 	sdp_real_init();
-	if (addr && addr->sa_family == AF_INET_SDP && len >= sizeof(sin) &&
-	    !inet_addr_of(addr, len, &sin))
-		return sdp_real.bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+	addr = inet_of(addr, &len, &sin);
 	return sdp_real.bind(fd, addr, len);
 }
 
-/* The kernel socket's own address as IPv4 (bound first to any address
- * and an ephemeral port when it has no port yet: the Hello's LocalPort
- * and getsockname's); -1 for an AF_INET6 socket on an IPv6 address, or
- * IPv6-only (the kernel's TCP). */
-static int local_of(int fd, int v6, struct sockaddr_in *sin)
+/* The kernel socket's own address (bound first to any address and an
+ * ephemeral port when it has no port yet: the Hello's LocalPort and
+ * getsockname's). */
+static int local_of(int fd, int v6, struct sockaddr_in6 *a)
 {
 	struct sockaddr_storage ss;
 	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6 };
 	struct sockaddr_in any = { .sin_family = AF_INET };
 	socklen_t len = sizeof(ss);
-	int only = 0;
 
-	if (v6 && (sdp_real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &only,
-				       &(socklen_t){ sizeof(only) }) || only))
-		return -1;
 	if (sdp_real.getsockname(fd, (struct sockaddr *)&ss, &len))
 		return -1;
-	if (inet_addr_of((struct sockaddr *)&ss, len, sin))
+	if (sdp_addr_in((struct sockaddr *)&ss, len, a))
 		return -1;
-	if (sin->sin_port)
+	if (a->sin6_port)
 		return 0;
 	if (v6)
 		sdp_real.bind(fd, (struct sockaddr *)&any6, sizeof(any6));
@@ -268,17 +220,26 @@ static int local_of(int fd, int v6, struct sockaddr_in *sin)
 	len = sizeof(ss);
 	if (sdp_real.getsockname(fd, (struct sockaddr *)&ss, &len))
 		return -1;
-	return inet_addr_of((struct sockaddr *)&ss, len, sin);
+	return sdp_addr_in((struct sockaddr *)&ss, len, a);
 }
 
-static enum sdp_use decide(struct sdp_fd *e, enum sdp_role role, const struct sockaddr_in *sin)
+/* An AF_INET6 socket with IPV6_V6ONLY set: no IPv4 (mapped) peers */
+static int v6only(int fd, const struct sdp_fd *e)
+{
+	int only = 0;
+
+	return e->v6 && !sdp_real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &only,
+					     &(socklen_t){ sizeof(only) }) && only;
+}
+
+static enum sdp_use decide(struct sdp_fd *e, enum sdp_role role, const struct sockaddr_in6 *sin)
 {
 	return e->force_sdp ? SDP_USE_SDP : sdp_rules_match(role, sin);
 }
 
 SDP_EXPORT int listen(int fd, int backlog)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in6 sin;
 	struct sdp_fd *e = fd_copy(fd);
 	struct sdp_listener *l;
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
@@ -289,7 +250,7 @@ SDP_EXPORT int listen(int fd, int backlog)
 	sdp_real_init();
 	if (!e || e->kind != SDP_FD_INET || local_of(fd, e->v6, &sin)) {
 		if (e && e->kind == SDP_FD_INET)
-			sdp_log(SDP_LOG_SUMMARY, "listen: tcp (an IPv6 address, or IPv6 only)");
+			sdp_log(SDP_LOG_SUMMARY, "listen: tcp (no address)");
 		fd_free(e);
 		return sdp_real.listen(fd, backlog);
 	}
@@ -317,7 +278,7 @@ SDP_EXPORT int listen(int fd, int backlog)
 			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
 	    sdp_real.listen(ufd, backlog > 0 ? backlog : 128))
 		goto err_errno;
-	ret = sdp_listen(&sin, backlog, tcp_fd, ufd, name, &l);
+	ret = sdp_listen(&sin, backlog, tcp_fd, v6only(fd, e), name, &l);
 	if (ret) {
 		sdp_log(SDP_LOG_SUMMARY, "listen %s: no SDP listener (%s): %s", a, strerror(-ret),
 			use == SDP_USE_BOTH ? "tcp only" : "failed");
@@ -350,30 +311,35 @@ err_errno:
 }
 
 /* What the listener's thread connected to the accepted NFD, from the
- * connecting socket's name (SDP_CONNECTOR_NAME). */
+ * connecting socket's name (struct sdp_connector). */
 struct sdp_tag {
 	int pid;
 	void *l;
 	unsigned long id;
 	char kind;
-	struct sockaddr_in peer, local;
+	struct sockaddr_in6 peer, local;
 };
 
 static int tag_of(int nfd, struct sdp_tag *t)
 {
 	struct sockaddr_un un;
 	socklen_t len = sizeof(un);
-	unsigned int pip, lip;
+	struct sdp_connector c;
 
 	memset(&un, 0, sizeof(un));
 	memset(t, 0, sizeof(*t));
-	if (sdp_real.getpeername(nfd, (struct sockaddr *)&un, &len) || un.sun_path[0] ||
-	    sscanf(un.sun_path + 1, SDP_CONNECTOR_NAME, &t->pid, &t->l, &t->id, &t->kind, &pip,
-		   &t->peer.sin_port, &lip, &t->local.sin_port) != 8)
+	if (sdp_real.getpeername(nfd, (struct sockaddr *)&un, &len) ||
+	    len != offsetof(struct sockaddr_un, sun_path) + 1 + sizeof(c) || un.sun_path[0])
 		return -1;
-	t->peer.sin_family = t->local.sin_family = AF_INET;
-	t->peer.sin_addr.s_addr = pip;
-	t->local.sin_addr.s_addr = lip;
+	memcpy(&c, un.sun_path + 1, sizeof(c));
+	if (memcmp(c.magic, SDP_CONNECTOR_MAGIC, sizeof(c.magic)))
+		return -1;
+	t->pid = c.pid;
+	t->l = (void *)(uintptr_t)c.l;
+	t->id = (unsigned long)c.id;
+	t->kind = c.kind;
+	t->peer = sdp_addr_of(c.peer, c.peer_port);
+	t->local = sdp_addr_of(c.local, c.local_port);
 	return 0;
 }
 
@@ -496,7 +462,7 @@ SDP_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		fd_store(nfd, ne);
 	}
 	if (addr && len)
-		(e->v6 ? copy_addr6 : copy_addr)(&t.peer, addr, len);
+		sdp_addr_out(&t.peer, e->v6, addr, len);
 	fd_free(e);
 	return nfd;
 }
@@ -508,19 +474,18 @@ SDP_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 
 SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct sockaddr_in dst, src = { .sin_family = AF_INET };
+	struct sockaddr_in6 dst, src;
+	struct sockaddr_in sin;
 	struct sdp_fd *e;
 	struct sdp_conn *c;
 	enum sdp_use use;
 	char a[64];
-	int ufd, ret, nb;
+	int ufd, ret, nb, tcp_fd = -1;
 
 	sdp_real_init();
-	if (inet_addr_of(addr, len, &dst)) {
-		if (addr && addr->sa_family == AF_INET6)
-			sdp_log(SDP_LOG_SUMMARY, "connect: tcp (an IPv6 address)");
+	addr = inet_of(addr, &len, &sin);
+	if (sdp_addr_in(addr, len, &dst))
 		return sdp_real.connect(fd, addr, len);
-	}
 	e = fd_copy(fd);
 	if (e && e->kind == SDP_FD_CONN) {
 		/* again, as on a TCP socket: under way, failed, or made */
@@ -529,16 +494,12 @@ SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		fd_free(e);
 		return fail(ret ? ret : EISCONN);
 	}
-	if (!e || e->kind != SDP_FD_INET || (!e->v6 && addr->sa_family == AF_INET6)) {
+	/* the kernel's answer: an IPv6 address on an AF_INET socket, or an
+	 * IPv4 one on an IPv6-only socket */
+	if (!e || e->kind != SDP_FD_INET || (!e->v6 && addr->sa_family == AF_INET6) ||
+	    (sdp_addr_v4(&dst) && v6only(fd, e))) {
 		fd_free(e);
-		if (addr->sa_family == AF_INET6)
-			return sdp_real.connect(fd, addr, len);
-		return sdp_real.connect(fd, (struct sockaddr *)&dst, sizeof(dst));
-	}
-	/* the kernel's TCP takes the address in the socket's own family */
-	if (!e->v6) {
-		addr = (struct sockaddr *)&dst;
-		len = sizeof(dst);
+		return sdp_real.connect(fd, addr, len);
 	}
 	sdp_addr_str(&dst, a, sizeof(a));
 	use = decide(e, SDP_ROLE_CLIENT, &dst);
@@ -551,12 +512,18 @@ SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	 * program bound it): the Hello's LocalPort and getsockname's */
 	if (local_of(fd, e->v6, &src)) {
 		fd_free(e);
-		sdp_log(SDP_LOG_SUMMARY, "connect %s: tcp (an IPv6 socket)", a);
+		sdp_log(SDP_LOG_SUMMARY, "connect %s: tcp (no local address)", a);
 		return sdp_real.connect(fd, addr, len);
 	}
-	/* non-blocking (`use sdp` only: `both` needs the answer to choose) */
-	nb = use == SDP_USE_SDP && (sdp_real.fcntl(fd, F_GETFL) & O_NONBLOCK);
-	ret = nb ? sdp_connect_start(&src, &dst, &c, &ufd) : sdp_connect(&src, &dst, &c, &ufd);
+	/* non-blocking: EINPROGRESS, a thread connects; under `both` it keeps
+	 * the kernel socket (tcp_fd) to connect by TCP when SDP fails */
+	nb = !!(sdp_real.fcntl(fd, F_GETFL) & O_NONBLOCK);
+	if (nb && use == SDP_USE_BOTH && (tcp_fd = sdp_real.fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		nb = 0;
+	ret = nb ? sdp_connect_start(&src, &dst, tcp_fd, &c, &ufd)
+		 : sdp_connect(&src, &dst, &c, &ufd);
+	if (ret && tcp_fd >= 0)
+		sdp_real.close(tcp_fd);
 	if (ret) {
 		fd_free(e);
 		sdp_log(SDP_LOG_SUMMARY, "connect %s: no SDP (%s): %s", a, strerror(-ret),
@@ -574,7 +541,8 @@ SDP_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	e->kind = SDP_FD_CONN;
 	e->conn = c;
 	fd_store(fd, e);
-	sdp_log(SDP_LOG_SUMMARY, "connect %s: sdp%s", a, nb ? " (in progress)" : "");
+	sdp_log(SDP_LOG_SUMMARY, "connect %s: sdp%s", a,
+		!nb ? "" : tcp_fd >= 0 ? " or tcp (in progress)" : " (in progress)");
 	return nb ? fail(EINPROGRESS) : 0;
 }
 
@@ -651,9 +619,8 @@ SDP_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 	if (!e || e->kind == SDP_FD_INET)
 		ret = sdp_real.getsockname(fd, addr, len);
 	else
-		ret = (e->v6 ? copy_addr6 : copy_addr)(e->kind == SDP_FD_CONN ? &e->conn->local :
-									 &e->bound,
-							 addr, len);
+		ret = sdp_addr_out(e->kind == SDP_FD_CONN ? &e->conn->local : &e->bound, e->v6,
+				   addr, len);
 	fd_free(e);
 	return ret;
 }
@@ -669,7 +636,7 @@ SDP_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 	else if (e->kind == SDP_FD_LISTEN)
 		ret = fail(ENOTCONN);
 	else
-		ret = (e->v6 ? copy_addr6 : copy_addr)(&e->conn->peer, addr, len);
+		ret = sdp_addr_out(&e->conn->peer, e->v6, addr, len);
 	fd_free(e);
 	return ret;
 }

@@ -195,50 +195,63 @@ int sdp_rx_msg(struct sdp_flow *f, const void *msg, size_t byte_len, struct sdp_
 }
 
 /* IPs in network order; an IPv4 address goes in the last 4 bytes */
-void sdp_hello_fill(struct sdp_flow *f, struct sdp_hh *hh, uint32_t rcvsz, uint32_t src_ip,
-		    uint16_t src_port, uint32_t dst_ip)
+void sdp_hello_fill(struct sdp_flow *f, struct sdp_hh *hh, uint32_t rcvsz, const uint8_t src[16],
+		    uint16_t src_port, const uint8_t dst[16])
 {
+	int v4 = sdp_ip_is_v4(src) && sdp_ip_is_v4(dst);
+
 	memset(hh, 0, sizeof(*hh));
 	hh->bsdh.mid = SDP_MID_HELLO;
 	hh->bsdh.bufs = htons((uint16_t)f->rx_posted);
 	hh->bsdh.len = htonl(sizeof(*hh));
 	f->adv_bufs = f->rx_posted;
 	hh->majv_minv = SDP_VERSION;
-	hh->ipv_cap = SDP_IPV4;
+	hh->ipv_cap = v4 ? SDP_IPV4 : SDP_IPV6;
 	hh->max_adverts = SDP_MAX_ADVERTS;
 	hh->desremrcvsz = htonl(rcvsz);
 	hh->localrcvsz = htonl(rcvsz);
 	hh->port = htons(src_port);
-	memcpy(hh->src_addr + 12, &src_ip, 4);
-	memcpy(hh->dst_addr + 12, &dst_ip, 4);
+	/* A4.3.3: an IPv4 address in the last 4 bytes, the rest zero */
+	memcpy(hh->src_addr + (v4 ? 12 : 0), src + (v4 ? 12 : 0), v4 ? 4 : 16);
+	memcpy(hh->dst_addr + (v4 ? 12 : 0), dst + (v4 ? 12 : 0), v4 ? 4 : 16);
 }
 
-/* The Hello from a REQ (the passive side). Its sequence number is 0. */
-int sdp_hello_parse(struct sdp_flow *f, const void *pd, size_t len, uint32_t *src_ip,
-		    uint16_t *src_port, uint32_t *dst_ip)
+/* The Hello from a REQ (the passive side). Its sequence number is 0. The
+ * addresses as libsdp keeps them: an IPv4 one (IP version 4) IPv4-mapped;
+ * *ipv the IP version for the HelloAck. */
+int sdp_hello_parse(struct sdp_flow *f, const void *pd, size_t len, uint8_t src[16],
+		    uint16_t *src_port, uint8_t dst[16], uint8_t *ipv)
 {
+	static const uint8_t v4pfx[12] = {[10] = 0xff, [11] = 0xff};
 	struct sdp_hh hh;
 	uint32_t rcvsz, bufs;
+	uint8_t v = 0;
 
 	if (len < sizeof(hh))
 		return -EPROTO;
 	memcpy(&hh, pd, sizeof(hh));
 	rcvsz = ntohl(hh.localrcvsz);
 	bufs = ntohs(hh.bsdh.bufs);
+	v = hh.ipv_cap & 0xf0;
 	if (hh.bsdh.mid != SDP_MID_HELLO || SDP_MAJV(hh.majv_minv) != SDP_MAJV(SDP_VERSION) ||
 	    ntohl(hh.bsdh.mseq) != 0 || rcvsz < SDP_MIN_RCVSZ || rcvsz > SDP_MAX_RCVSZ ||
-	    !bufs || bufs > SDP_MAX_BUFS || (hh.ipv_cap & 0xf0) != SDP_IPV4)
+	    !bufs || bufs > SDP_MAX_BUFS || (v != SDP_IPV4 && v != SDP_IPV6))
 		return -EPROTO;
 	f->peer_rcvsz = rcvsz;
 	f->peer_bufs = bufs;
 	f->peer_adverts = hh.max_adverts;
-	memcpy(src_ip, hh.src_addr + 12, 4);
-	memcpy(dst_ip, hh.dst_addr + 12, 4);
+	memcpy(src, hh.src_addr, 16);
+	memcpy(dst, hh.dst_addr, 16);
+	if (v == SDP_IPV4) {
+		memcpy(src, v4pfx, 12);
+		memcpy(dst, v4pfx, 12);
+	}
 	*src_port = ntohs(hh.port);
+	*ipv = v;
 	return 0;
 }
 
-void sdp_hello_ack_fill(struct sdp_flow *f, struct sdp_hah *hah, uint32_t rcvsz)
+void sdp_hello_ack_fill(struct sdp_flow *f, struct sdp_hah *hah, uint32_t rcvsz, uint8_t ipv)
 {
 	memset(hah, 0, sizeof(*hah));
 	hah->bsdh.mid = SDP_MID_HELLO_ACK;
@@ -246,7 +259,7 @@ void sdp_hello_ack_fill(struct sdp_flow *f, struct sdp_hah *hah, uint32_t rcvsz)
 	hah->bsdh.len = htonl(sizeof(*hah));
 	f->adv_bufs = f->rx_posted;
 	hah->majv_minv = SDP_VERSION;
-	hah->ipv_rsvd = SDP_IPV4;
+	hah->ipv_rsvd = ipv; /* the Hello's */
 	hah->max_adverts = SDP_MAX_ADVERTS;
 	hah->actrcvsz = htonl(rcvsz);
 }

@@ -1,6 +1,6 @@
 /*
- * libsdp.so internals shared by the connection (sdp_conn.c) and the
- * listener (sdp_listen.c) code: one SDP connection's QP, buffers, flow and
+ * libsdp.so internals shared by the connection (sdp_conn.c, its
+ * connect in sdp_connect.c) and the listener (sdp_listen.c) code: one SDP connection's QP, buffers, flow and
  * pump state. A connection's state is its pump thread's alone once the
  * pump runs (sdp.h), but for the public part's error.
  */
@@ -77,16 +77,24 @@ struct sdp_qpc {
 	uint32_t n_srcavail, n_wrcompl, n_sinkavail, n_read, n_written;
 	unsigned long ticks; /* work done: a completion, a post, a write out */
 	struct timespec gone_at;
+	char peer_str[64];   /* the peer's address and port, for the log */
 };
 
 struct sdp_qpc *sdp_qpc_new(void);
 void sdp_qpc_free(struct sdp_qpc *q);
 int sdp_qpc_resources(struct sdp_qpc *q);
 void sdp_conn_param(struct rdma_conn_param *p, const void *pd, size_t len);
-void sdp_qpc_addrs(struct sdp_qpc *q, uint32_t lip, uint16_t lport, uint32_t pip, uint16_t pport);
+void sdp_qpc_addrs(struct sdp_qpc *q, const struct sockaddr_in6 *local,
+		   const struct sockaddr_in6 *peer);
 int sdp_pump_start(struct sdp_qpc *q);
-void sdp_sib(struct sockaddr_ib *sib, const struct sockaddr_in *sin);
+/* the pump thread's body; a pump (or a connect that becomes one) counted
+ * for the exit's wait, and uncounted when it never ran; a detached thread */
+void *sdp_pump(void *arg);
+void sdp_pump_count(void);
+void sdp_pump_uncount(void);
+int sdp_detached(void *(*fn)(void *), void *arg);
+void sdp_sib(struct sockaddr_ib *sib, const struct sockaddr_in6 *a);
 struct rdma_addrinfo sdp_rai(struct sockaddr_ib *src, struct sockaddr_ib *dst, int passive);
-uint32_t sdp_id_src_ip(struct rdma_cm_id *id);
+struct sockaddr_in6 sdp_id_src(struct rdma_cm_id *id);
 
 #endif

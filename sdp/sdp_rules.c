@@ -5,7 +5,11 @@
  *   log [destination stderr|syslog|file PATH] [min-level 1-9]
  *
  * PROGRAM is a shell pattern on the program's name (`*` and `?`); ADDRESS
- * is an IPv4 address or `*`, PORT a port, a range or `*`. The first rule
+ * is an IPv4 address, an IPv6 one, or `*`; PORT a port, a range or `*`.
+ * An IPv6 address with a port is written in brackets, `[fd77::1]:5000`,
+ * `[fd77::]/64:5000` (without them the words after the last colon would
+ * be taken for the address's); an IPv4 rule matches IPv4 addresses (and
+ * IPv4-mapped ones of AF_INET6 sockets), an IPv6 rule IPv6 ones. The first rule
  * that matches decides; none matching means TCP. The file is
  * $LIBSDP_CONFIG_FILE, else /etc/libsdp.conf; without one, libsdp's
  * defaults hold: `use both server * *:*` and `use both client * *:*`.
@@ -32,7 +36,8 @@ struct sdp_rule {
 	enum sdp_use use;
 	enum sdp_role role;
 	char prog[64];
-	uint32_t addr, mask; /* host order; mask 0: any */
+	uint8_t addr[16]; /* IPv4 ones IPv4-mapped (sdp_addr.c) */
+	int prefix;	  /* bits of addr that count: 0 any */
 	uint16_t port_lo, port_hi;
 	int line;
 };
@@ -103,23 +108,41 @@ void sdp_log(int level, const char *fmt, ...)
 	}
 }
 
-void sdp_addr_str(const struct sockaddr_in *sin, char *buf, size_t len)
+/* the first PREFIX bits of A and B are equal */
+static int prefix_eq(const uint8_t *a, const uint8_t *b, int prefix)
 {
-	char a[INET_ADDRSTRLEN];
+	int whole = prefix / 8, rest = prefix % 8;
 
-	inet_ntop(AF_INET, &sin->sin_addr, a, sizeof(a));
-	snprintf(buf, len, "%s:%u", a, ntohs(sin->sin_port));
+	if (memcmp(a, b, (size_t)whole))
+		return 0;
+	return !rest || !((a[whole] ^ b[whole]) & (0xff << (8 - rest)));
 }
 
-/* ADDRESS[/PREFIX][:PORT[-PORT]] or * forms. */
+/* ADDRESS[/PREFIX][:PORT[-PORT]], [IPV6][/PREFIX][:PORT[-PORT]] or `*`
+ * forms; an IPv6 address without brackets has no port. */
 static int parse_addr(char *s, struct sdp_rule *r)
 {
-	char *colon = strrchr(s, ':'), *slash, *dash;
+	char *colon, *slash, *dash, *end;
 	struct in_addr a;
-	long prefix = 32;
+	long prefix = -1;
+	int v6;
 
 	r->port_lo = 0;
 	r->port_hi = 65535;
+	if (*s == '[') {
+		end = strchr(s, ']');
+		if (!end)
+			return -EINVAL;
+		*end++ = 0;
+		s++;
+		colon = strrchr(end, ':');
+		slash = strchr(end, '/');
+	} else {
+		colon = strchr(s, ':');
+		if (colon && strchr(colon + 1, ':'))
+			colon = NULL; /* an IPv6 address, no port */
+		slash = strchr(s, '/');
+	}
 	if (colon) {
 		*colon++ = 0;
 		if (strcmp(colon, "*")) {
@@ -130,21 +153,27 @@ static int parse_addr(char *s, struct sdp_rule *r)
 				return -EINVAL;
 		}
 	}
-	if (!strcmp(s, "*") || !*s) {
-		r->mask = 0;
-		return 0;
-	}
-	slash = strchr(s, '/');
 	if (slash) {
 		*slash++ = 0;
 		prefix = strtol(slash, NULL, 10);
-		if (prefix < 0 || prefix > 32)
-			return -EINVAL;
 	}
-	if (inet_pton(AF_INET, s, &a) != 1)
+	if (!strcmp(s, "*") || !*s) {
+		r->prefix = 0;
+		return 0;
+	}
+	memset(r->addr, 0, sizeof(r->addr));
+	v6 = inet_pton(AF_INET6, s, r->addr) == 1;
+	if (!v6) {
+		if (inet_pton(AF_INET, s, &a) != 1)
+			return -EINVAL;
+		r->addr[10] = r->addr[11] = 0xff;
+		memcpy(&r->addr[12], &a, 4);
+	}
+	if (prefix < 0)
+		prefix = v6 ? 128 : 32;
+	if (prefix > (v6 ? 128 : 32))
 		return -EINVAL;
-	r->mask = prefix ? ~0u << (32 - prefix) : 0;
-	r->addr = ntohl(a.s_addr) & r->mask;
+	r->prefix = (int)prefix + (v6 ? 0 : 96);
 	return 0;
 }
 
@@ -229,16 +258,20 @@ void sdp_rules_load(void)
 	fclose(f);
 }
 
-static int rule_match(const struct sdp_rule *r, enum sdp_role role, const struct sockaddr_in *sin)
+static int rule_match(const struct sdp_rule *r, enum sdp_role role, const struct sockaddr_in6 *sin)
 {
-	uint32_t a = ntohl(sin->sin_addr.s_addr);
-	uint16_t port = ntohs(sin->sin_port);
+	static const uint8_t v4any[16] = {[10] = 0xff, [11] = 0xff};
+	uint16_t port = ntohs(sin->sin6_port);
+	/* :: (a dual-stack socket's any) is also IPv4's 0.0.0.0 */
+	int any6 = IN6_IS_ADDR_UNSPECIFIED(&sin->sin6_addr);
 
 	return r->role == role && !fnmatch(r->prog, program_invocation_short_name, 0) &&
-	       (a & r->mask) == r->addr && port >= r->port_lo && port <= r->port_hi;
+	       (prefix_eq(r->addr, sin->sin6_addr.s6_addr, r->prefix) ||
+		(any6 && prefix_eq(r->addr, v4any, r->prefix))) &&
+	       port >= r->port_lo && port <= r->port_hi;
 }
 
-enum sdp_use sdp_rules_match(enum sdp_role role, const struct sockaddr_in *sin)
+enum sdp_use sdp_rules_match(enum sdp_role role, const struct sockaddr_in6 *sin)
 {
 	char a[64];
 	int i;

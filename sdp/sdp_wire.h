@@ -10,8 +10,9 @@
  * of its own; sdp/README.md says what our CM puts on the wire), and the
  * REQ's private data is the Hello (BSDH + Hello header, 64 bytes: the
  * version, IP version and capabilities, MaxAdverts, DesRemRcvSz,
- * LocalRcvSz, LocalPort, the source and destination IP addresses, an IPv4
- * one in the last 4 of its 16 bytes), the REP's the HelloAck.
+ * LocalRcvSz, LocalPort, the source and destination IP addresses: IP
+ * version 4 with an IPv4 one in the last 4 of its 16 bytes, 6 with IPv6
+ * ones), the REP's the HelloAck (the Hello's IP version).
  *
  * sdp_proto.c is pure (no verbs): the receive path the fuzz target drives.
  */
@@ -20,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* A4.3.2: message IDs (the BSDH's MID). */
 enum sdp_mid {
@@ -122,6 +124,14 @@ struct sdp_hah {
 #define SDP_VERSION 0x22
 #define SDP_MAJV(v) ((v) >> 4)
 #define SDP_IPV4 0x40
+#define SDP_IPV6 0x60
+/* an address of 16 bytes is IPv4's: IPv4-mapped (::ffff:a.b.c.d) */
+static inline int sdp_ip_is_v4(const uint8_t a[16])
+{
+	static const uint8_t pfx[12] = {[10] = 0xff, [11] = 0xff};
+
+	return !memcmp(a, pfx, sizeof(pfx));
+}
 #define SDP_BSDH_LEN ((uint32_t)sizeof(struct sdp_bsdh))
 /* smallest receive buffer a peer may announce (A4: at least 1 KiB of payload) */
 #define SDP_MIN_RCVSZ (1024 + SDP_BSDH_LEN)
@@ -178,11 +188,11 @@ int sdp_peer_view(const struct sdp_flow *f);
 int sdp_want_update(const struct sdp_flow *f);
 void sdp_hdr_fill(struct sdp_flow *f, struct sdp_bsdh *h, uint8_t mid, uint32_t len);
 int sdp_rx_msg(struct sdp_flow *f, const void *msg, size_t byte_len, struct sdp_rx *out);
-void sdp_hello_fill(struct sdp_flow *f, struct sdp_hh *hh, uint32_t rcvsz, uint32_t src_ip,
-		    uint16_t src_port, uint32_t dst_ip);
-int sdp_hello_parse(struct sdp_flow *f, const void *pd, size_t len, uint32_t *src_ip,
-		    uint16_t *src_port, uint32_t *dst_ip);
-void sdp_hello_ack_fill(struct sdp_flow *f, struct sdp_hah *hah, uint32_t rcvsz);
+void sdp_hello_fill(struct sdp_flow *f, struct sdp_hh *hh, uint32_t rcvsz, const uint8_t src[16],
+		    uint16_t src_port, const uint8_t dst[16]);
+int sdp_hello_parse(struct sdp_flow *f, const void *pd, size_t len, uint8_t src[16],
+		    uint16_t *src_port, uint8_t dst[16], uint8_t *ipv);
+void sdp_hello_ack_fill(struct sdp_flow *f, struct sdp_hah *hah, uint32_t rcvsz, uint8_t ipv);
 int sdp_hello_ack_parse(struct sdp_flow *f, const void *pd, size_t len);
 void sdp_srcavail_fill(struct sdp_flow *f, void *msg, uint32_t len, uint32_t rkey, uint64_t va);
 void sdp_rdcompl_fill(struct sdp_flow *f, void *msg, uint32_t len);

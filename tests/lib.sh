@@ -2198,3 +2198,55 @@ sof_rs_http() {
 	fi
 	ok "$name ($mib MiB, SHA-256 matches, no kernel TCP segment)"
 }
+
+# sof_rs_http6 NAME SHOST CHOST SADDR PORT MIB: sof_rs_http with a Python
+# server of its own socket calls (AF_INET6 for an IPv6 SADDR: nc.traditional
+# has no IPv6) that serves one request, a MIB MiB file, and prints the names
+# its accepted socket gives; curl fetches it (SHA-256 checked), no kernel
+# TCP segment sent; SOF_RS_PEER, when set, is the address getpeername must
+# name (the client's)
+sof_rs_http6() {
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 mib=$6 s0 c0 want got host=$4 peer
+	local file=$SOF_TMP/rs_http6.bin out=$SOF_TMP/rs_http6.got
+	case $saddr in *:*) host="[$saddr]" ;; esac
+	head -c $((mib << 20)) /dev/urandom >"$file"
+	want=$(sha256sum <"$file" | cut -d' ' -f1)
+	rm -f "$out"
+	s0=$(_sof_rs_tcp_out "$shost") c0=$(_sof_rs_tcp_out "$chost")
+	if ! sof_cm_pair "$name" 120 "$shost" "$chost" \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" python3 -c '
+import socket, sys
+addr, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((addr, port))
+s.listen(1)
+c, peer = s.accept()
+c.recv(65536)
+data = open(path, "rb").read()
+c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
+c.shutdown(socket.SHUT_WR)
+c.recv(1)
+print("peer %s local %s family %d" % (c.getpeername()[0], c.getsockname()[0], c.family))
+' "$saddr" "$port" "$file" -- \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" curl -sS -g -o "$out" "http://$host:$port/f.bin"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+	got=$(sha256sum <"$out" 2>/dev/null | cut -d' ' -f1)
+	peer=$(sed -n 's/^peer \([^ ]*\) .*/\1/p' "$SOF_SRV_OUT")
+	if [ "$got" != "$want" ]; then
+		not_ok "$name" "SHA-256 of what curl got $got, sent $want"
+		return 1
+	fi
+	if [ -n "${SOF_RS_PEER:-}" ] && [ "$peer" != "$SOF_RS_PEER" ]; then
+		not_ok "$name" "the server's getpeername names '$peer', not $SOF_RS_PEER"
+		return 1
+	fi
+	if ! _sof_rs_tcp_quiet "$shost" "$chost" "$s0" "$c0"; then
+		not_ok "$name" "$SOF_RS_TCP_WHY: not over rsockets"
+		return 1
+	fi
+	ok "$name ($mib MiB, SHA-256 matches, the server's socket: $(tail -n 1 "$SOF_SRV_OUT"), no kernel TCP segment)"
+}

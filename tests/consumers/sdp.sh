@@ -144,7 +144,7 @@ fi
 # a prefork server: the child forked after listen accepts, over SDP (the
 # listener thread is its parent's) and, with `use both`, over TCP (the
 # descriptor passed to it); SOCK_SEM_FAMILY and SDP_SERVER_RULE change the
-# socket family and the server's rule
+# socket family and the server's rule; a 4th argument the client's mode
 prefork() {
 	local name=$1 cconf=$2 want=$3 t0 segs
 	PORT=$((PORT + 1))
@@ -152,7 +152,7 @@ prefork() {
 	t0=$(_sof_rs_tcp_out "")
 	if ! LIBSDP_CONFIG_FILE="$SOF_TMP/prefork.$PORT.conf" sof_cm_pair "$name" 30 "" "" \
 		env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" prefork "$ADDR" "$PORT" -- \
-		env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" hello "$ADDR" "$PORT"; then
+		env LD_PRELOAD="$SOF_RS_PRELOAD" "$SOF_BUILD_DIR/tests/sock_sem" "${4:-hello}" "$ADDR" "$PORT"; then
 		not_ok "$name" "$SOF_PAIR_WHY"
 		sof_pair_dump
 		return
@@ -168,6 +168,26 @@ prefork() {
 }
 prefork "sdp/prefork server: a child accepts over SDP" 'use sdp client * *:*\n' sdp
 prefork "sdp/prefork server: a child accepts over TCP (use both)" 'use tcp client * *:*\n' tcp
+# a non-blocking connect under `use both` (sock_sem nbhello: EINPROGRESS,
+# EPOLLOUT, SO_ERROR 0, EISCONN, then hello/world): over SDP when the
+# server has an SDP listener, else over the kernel's TCP (the connect's
+# thread relays the program's end to it)
+prefork "sdp/use both, non-blocking connect, epoll: over SDP" 'use both client * *:*\n' sdp nbhello
+SDP_SERVER_RULE='use tcp server * *:*\n' \
+	prefork "sdp/use both, non-blocking connect, epoll: no SDP listener, over TCP" \
+	'use both client * *:*\n' tcp nbhello
+# ... and nobody listening: SO_ERROR is TCP's ECONNREFUSED, once
+PORT=$((PORT + 1))
+out=$(sof_out refused.both)
+printf 'use both client * *:*\n' >"$SOF_TMP/refused.both.conf"
+if LIBSDP_CONFIG_FILE=$SOF_TMP/refused.both.conf LIBSDP_LOG=$SOF_TMP/refused.both.log \
+	timeout 30 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" \
+	"$SOF_BUILD_DIR/tests/sock_sem" refused "$ADDR" "$PORT" >"$out" 2>&1 &&
+	grep -q '^refused: all ok' "$out" && grep -q "no TCP (Connection refused)" "$SOF_TMP/refused.both.log"; then
+	ok "sdp/use both, non-blocking connect refused: EINPROGRESS, SDP then TCP tried, SO_ERROR ECONNREFUSED"
+else
+	not_ok "sdp/use both, non-blocking connect refused" "$(tail -n 1 "$out"; tail -n 2 "$SOF_TMP/refused.both.log")"
+fi
 # AF_INET_SDP (27) sockets are SDP whatever the rules say (here: tcp)
 SOCK_SEM_FAMILY=27 SDP_SERVER_RULE='use tcp server * *:*\n' \
 	prefork "sdp/AF_INET_SDP sockets go over SDP under use tcp" 'use tcp client * *:*\n' sdp
@@ -215,6 +235,47 @@ sdp_wait_listener() {
 }
 many
 
+# an IPv6-only listener (IPV6_V6ONLY) on [::] under `use sdp`: an IPv4
+# client is refused (its Hello says IP version 4), an IPv6 one served,
+# both over SDP (no kernel TCP segment)
+sdp_v6only() {
+	local name="sdp/IPV6_V6ONLY listener: IPv4 refused, IPv6 served" t0 out
+	PORT=$((PORT + 1))
+	out=$(sof_out v6only.cli)
+	t0=$(_sof_rs_tcp_out "")
+	sof_bg v6only.srv 40 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+s.bind(("::", int(sys.argv[1])))
+s.listen(4)
+c, peer = s.accept()
+c.sendall(b"v6only ok " + peer[0].encode())
+c.close()
+' "$PORT"
+	sdp_wait_listener 15
+	timeout 30 "$SOFTOFED" run -- env LD_PRELOAD="$SOF_RS_PRELOAD" python3 -c '
+import socket, sys
+port = int(sys.argv[1])
+try:
+    socket.create_connection(("127.0.0.1", port), timeout=10)
+    print("IPv4 connected")
+except ConnectionRefusedError:
+    print("IPv4 refused")
+s = socket.create_connection(("::1", port), timeout=10)
+print(s.recv(100).decode())
+' "$PORT" >"$out" 2>&1
+	sof_kill v6only.srv
+	if ! grep -q '^IPv4 refused' "$out" || ! grep -q '^v6only ok ::1' "$out"; then
+		not_ok "$name" "$(tr '\n' ' ' <"$out")"
+	elif [ "$(_sof_rs_tcp_out "")" -ne "$t0" ]; then
+		not_ok "$name" "kernel TCP segments were sent: not over SDP"
+	else
+		ok "$name (over SDP)"
+	fi
+}
+sdp_v6only
+
 # a program that exits right after writing (nc -q 0): what it wrote still
 # arrives, as the kernel sends a TCP socket's data after the process; the
 # reader is bash's /dev/tcp, read by a cat it forks and execs (the socket
@@ -260,16 +321,29 @@ sdp_rule_http "sdp/rules no rule matches: TCP" "$PORT" \
 	"use sdp server * *:1-2\n" "use sdp client nothing *:*\n" tcp 20 \
 	"listen $ADDR:$PORT: tcp" "connect $ADDR:$PORT: tcp"
 # AF_INET6 sockets: a dual-stack server on [::] and curl to the
-# IPv4-mapped address go over SDP, by rules of that IPv4 address; ::1
-# stays on the kernel's TCP (IPv6 addresses are not SDP's here)
+# IPv4-mapped address go over SDP, by rules of that IPv4 address (:: is
+# also 0.0.0.0 to a rule); ::1 goes over SDP too (A4's Hello of IP version
+# 6, the AF_IB address the GID ::1), by IPv6 rules with and without a
+# prefix, and stays on TCP by an IPv6 rule that says so
 PORT=$((PORT + 1))
-SDP_BIND=:: SDP_LISTEN_AS=0.0.0.0 SDP_URL_HOST='[::ffff:127.0.0.1]' \
+SDP_BIND=:: SDP_LISTEN_AS='\[::\]' SDP_URL_HOST='[::ffff:127.0.0.1]' \
 	sdp_rule_http "sdp/AF_INET6 sockets, IPv4-mapped: over SDP" "$PORT" \
 	"use sdp server * 0.0.0.0:$PORT\n" "use sdp client curl $ADDR:$PORT\n" sdp 20 \
-	"listen 0.0.0.0:$PORT: sdp" "connect $ADDR:$PORT: sdp"
+	"listen \[::\]:$PORT: sdp" "connect $ADDR:$PORT: sdp"
 PORT=$((PORT + 1))
-SDP_BIND=::1 SDP_LISTEN_AS=none SDP_URL_HOST='[::1]' \
-	sdp_rule_http "sdp/AF_INET6 sockets, ::1: kernel TCP" "$PORT" \
-	"use sdp server * *:*\n" "use sdp client * *:*\n" tcp 20 \
-	"listen: tcp \(an IPv6 address" "connect: tcp \(an IPv6 address"
+SDP_BIND=::1 SDP_LISTEN_AS='\[::1\]' SDP_URL_HOST='[::1]' \
+	sdp_rule_http "sdp/IPv6 ::1 over SDP (rules [::1]:PORT, ::/0)" "$PORT" \
+	"use tcp server * 127.0.0.1:*\nuse sdp server * [::1]:$PORT\n" \
+	"use tcp client * 0.0.0.0/0:*\nuse sdp client curl ::/0\n" sdp 20 \
+	"listen \[::1\]:$PORT: sdp" "connect \[::1\]:$PORT: sdp"
+PORT=$((PORT + 1))
+SDP_BIND=::1 SDP_LISTEN_AS='\[::1\]' SDP_URL_HOST='[::1]' \
+	sdp_rule_http "sdp/IPv6 ::1 by a use tcp rule: kernel TCP" "$PORT" \
+	"use tcp server * [::1]/128:$PORT\nuse sdp server * *:*\n" \
+	"use tcp client * [::]/64:*\nuse sdp client * *:*\n" tcp 20 \
+	"listen \[::1\]:$PORT: tcp" "connect \[::1\]:$PORT: tcp"
+PORT=$((PORT + 1))
+sof_rs_iperf "sdp/iperf3 libsdp over ::1" "" "" ::1 "$PORT"
+PORT=$((PORT + 1))
+SOF_RS_PEER=::1 sof_rs_http6 "sdp/Python AF_INET6 server, curl, ::1" "" "" ::1 "$PORT" 20
 sof_exit

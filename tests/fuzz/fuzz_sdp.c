@@ -100,12 +100,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sdp_flow f, g;
 	struct sdp_hh hh;
 	struct sdp_hah hah;
-	uint32_t sip, dip;
+	static const uint8_t lo4[16] = {[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1};
+	uint8_t sip[16], dip[16], ipv;
 	uint16_t sport;
 	size_t i = 0;
 
 	sdp_flow_init(&f, 16);
-	sdp_hello_fill(&f, &hh, 65536, htonl(0x7f000001), 1, htonl(0x7f000001));
+	sdp_hello_fill(&f, &hh, 65536, lo4, 1, lo4);
 	f.peer_bufs = 16;
 	f.peer_rcvsz = 65536;
 	check(&f);
@@ -201,10 +202,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				return 0;
 			sdp_flow_init(&g, 16);
 			memcpy(&hh, data + i, sizeof(hh));
-			if (!sdp_hello_parse(&g, &hh, sizeof(hh), &sip, &sport, &dip) &&
+			if (!sdp_hello_parse(&g, &hh, sizeof(hh), sip, &sport, dip, &ipv) &&
 			    (g.peer_rcvsz < SDP_MIN_RCVSZ || g.peer_rcvsz > SDP_MAX_RCVSZ ||
-			     !g.peer_bufs || g.peer_bufs > SDP_MAX_BUFS))
-				FAIL("Hello accepted: rcvsz %u bufs %u", g.peer_rcvsz, g.peer_bufs);
+			     !g.peer_bufs || g.peer_bufs > SDP_MAX_BUFS ||
+			     (ipv != SDP_IPV4 && ipv != SDP_IPV6) ||
+			     (ipv == SDP_IPV4 && (!sdp_ip_is_v4(sip) || !sdp_ip_is_v4(dip)))))
+				FAIL("Hello accepted: rcvsz %u bufs %u IP version 0x%x", g.peer_rcvsz,
+				     g.peer_bufs, ipv);
 			i += sizeof(hh);
 			memcpy(&hah, data + i, sizeof(hah));
 			if (!sdp_hello_ack_parse(&g, &hah, sizeof(hah)) &&

@@ -9,6 +9,10 @@
 # on a's veth0): every RoCEv2 packet decoded, none malformed, ICRCs right,
 # a CM REQ for the port, its REP's HelloAck decoded by tshark's SDP
 # dissector, and every message's BSDH as A4 lays it out (see sdp_capture).
+# IPv6 between the hosts (fd77::1 <- fd77::2 on the same veth): iperf3,
+# and a Python AF_INET6 server sending 100 MiB to curl (SHA-256 checked,
+# getpeername the client's IPv6 address, no kernel TCP segment), captured:
+# the CM REQ's Hello with IP version 6 and both addresses (sdp_capture6).
 # Usage: tests/hosts/sdp.sh
 set -u
 # shellcheck source=tests/lib.sh
@@ -102,6 +106,41 @@ print("%d messages, MSeq in order each way, one DisConn each way, %d SrcAvail ea
 	esac
 }
 
+# sdp_capture6: a transfer over IPv6 captured on a's veth0: the Hello in
+# the CM REQ says IP version 6, source fd77::2, destination fd77::1
+sdp_capture6() {
+	local file=$SOF_TMP/sdp6.pcap name="hosts/sdp IPv6 capture" hh
+	PORT=$((PORT + 1))
+	if ! sof_capture_start sdp6.cap "$file" veth0 a; then
+		not_ok "$name" "the capture did not start"
+		return
+	fi
+	SOF_RS_PEER=$B6 sof_rs_http6 "hosts/sdp Python AF_INET6 server, curl, IPv6 1 MiB (captured)" \
+		a b "$A6" "$PORT" 1
+	sof_capture_stop sdp6.cap
+	# tshark's SDP dissector knows a Hello by A4's service ID, which our
+	# CM does not put on the wire (sdp/README.md), and reads the first 36
+	# bytes of the REQ's private data as an IP CM header: the private data
+	# is taken from the UDP payload (BTH 12, DETH 8, MAD header 24, REQ
+	# private data at byte 140 of the MAD's data) and read as A4.3.3 lays
+	# the Hello out
+	hh=$(timeout 120 tshark -n -r "$file" -Y "infiniband.cm.req.serviceid.dport == $PORT" \
+		-T fields -e udp.payload 2>/dev/null | head -n 1 | python3 -c '
+import ipaddress, sys
+b = bytes.fromhex(sys.stdin.read().strip())[184:184 + 92]
+if len(b) < 64 or b[0] != 0:
+    sys.exit("no Hello (MID 0) in the REQ private data (%d bytes)" % len(b))
+print(b[17] >> 4, ipaddress.ip_address(b[32:48]), ipaddress.ip_address(b[48:64]),
+      int.from_bytes(b[28:30], "big"))
+' 2>&1)
+	read -r ipv src dst lport <<<"$hh"
+	if [ "$ipv" = 6 ] && [ "$src" = "$B6" ] && [ "$dst" = "$A6" ] && [ -n "$lport" ]; then
+		ok "$name: the REQ's Hello (A4.3.3): IP version 6, $src port $lport -> $dst"
+	else
+		not_ok "$name" "the REQ's Hello: '$hh' (want IP version 6, $B6 -> $A6)"
+	fi
+}
+
 if sof_hosts_up 2; then
 	A=$(sof_host_ip a)
 	PORT=$((PORT + 1))
@@ -115,6 +154,13 @@ if sof_hosts_up 2; then
 	PORT=$((PORT + 1))
 	sof_rs_http "hosts/sdp curl nc libsdp 100 MiB" a b "$A" "$PORT" 100
 	sdp_capture
+	A6=$(sof_host_ip6 a) B6=$(sof_host_ip6 b)
+	PORT=$((PORT + 1))
+	sof_rs_iperf "hosts/sdp iperf3 libsdp over IPv6" a b "$A6" "$PORT"
+	PORT=$((PORT + 1))
+	SOF_RS_PEER=$B6 sof_rs_http6 "hosts/sdp Python AF_INET6 server, curl, IPv6 100 MiB" \
+		a b "$A6" "$PORT" 100
+	sdp_capture6
 else
 	not_ok "hosts/sdp" "the hosts did not come up"
 fi

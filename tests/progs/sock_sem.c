@@ -19,8 +19,11 @@
  * the other half of each step, every byte checked, and end of stream last.
  * prefork: a server that listens, then forks a child that accepts (as
  * prefork servers do) and answers "world" to "hello"; hello: the client of
- * that, a blocking connect. refused: a non-blocking connect to a port
- * nobody listens on (SO_ERROR ECONNREFUSED once, a read fails). With
+ * that, a blocking connect; nbhello: the same by a non-blocking connect
+ * waited for with epoll (EINPROGRESS, EPOLLOUT, SO_ERROR 0, EISCONN:
+ * under `use both` SDP's or, refused, the kernel's TCP). refused: a
+ * non-blocking connect to a port nobody listens on (SO_ERROR ECONNREFUSED
+ * once, a read fails). With
  * SOCK_SEM_FAMILY=N in the environment
  * these two make their sockets with family N (27: OFED's AF_INET_SDP).
  * Each side prints "STEP ok" lines and "SIDE: all ok", or "SIDE: STEP:
@@ -311,13 +314,38 @@ static int hello(struct sockaddr_in *sin)
 	return 0;
 }
 
+static int nbhello(struct sockaddr_in *sin)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), ep = epoll_create1(0), r, err = -1;
+	struct epoll_event ev = { .events = EPOLLOUT }, got;
+	socklen_t el = sizeof(err);
+	char b;
+
+	CHECK(s >= 0 && ep >= 0, "nbhello", "socket");
+	r = connect(s, (struct sockaddr *)sin, sizeof(*sin));
+	CHECK(r == -1 && errno == EINPROGRESS, "nbhello", "connect: %d, %s", r, strerror(errno));
+	CHECK(!epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) && epoll_wait(ep, &got, 1, 20000) == 1,
+	      "nbhello", "epoll did not say writable");
+	CHECK(!getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) && !err, "nbhello", "SO_ERROR %d", err);
+	r = connect(s, (struct sockaddr *)sin, sizeof(*sin));
+	CHECK(r == -1 && errno == EISCONN, "nbhello", "connect again: %d, %s", r, strerror(errno));
+	CHECK(!fcntl(s, F_SETFL, 0), "nbhello", "blocking");
+	put(s, "hello", 5, "nbhello");
+	expect(s, "world", "nbhello");
+	CHECK(read(s, &b, 1) == 0, "nbhello", "no end of stream");
+	close(s);
+	close(ep);
+	printf("nbhello: all ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 4 || inet_pton(AF_INET, argv[2], &sin.sin_addr) != 1) {
-		fprintf(stderr, "usage: sock_sem server|client|prefork|hello|refused ADDR PORT\n");
+		fprintf(stderr, "usage: sock_sem server|client|prefork|hello|nbhello|refused ADDR PORT\n");
 		return 2;
 	}
 	sin.sin_port = htons((uint16_t)atoi(argv[3]));
@@ -332,5 +360,7 @@ int main(int argc, char **argv)
 		return hello(&sin);
 	if (!strcmp(side, "refused"))
 		return refused(&sin);
+	if (!strcmp(side, "nbhello"))
+		return nbhello(&sin);
 	return 2;
 }

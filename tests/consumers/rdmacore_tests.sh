@@ -15,8 +15,6 @@
 # line, but for these known gaps, reported `# TODO`:
 #   test_create_dm_mr: a device-memory MR of length 0 (mlx5 registers
 #     one; ibv_reg_mr of length 0 is EINVAL, so is our ibv_reg_dm_mr);
-#   test_imported_rc_ex_rdma_write: a QP of an imported context using the
-#     imported MR's lkey in the process that owns the memory;
 #   test_rss_traffic: receive work queues (ibv_create_wq), which we do not
 #     offer (EOPNOTSUPP; rxe neither; the test does not skip on it).
 # A missing python3-pyverbs is a failure.
@@ -35,7 +33,6 @@ MODULES=(test_device test_pd test_mr test_cq test_cq_events test_cqex test_qp te
 	test_fork test_shared_pd test_tag_matching test_rss_traffic)
 declare -A KNOWN=(
 	[test_create_dm_mr]="a device-memory MR of length 0 (mlx5 only)"
-	[test_imported_rc_ex_rdma_write]="an imported MR's lkey in the process that owns its memory"
 	[test_rss_traffic]="no receive work queues (ibv_create_wq EOPNOTSUPP, as rxe)"
 )
 

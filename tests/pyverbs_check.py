@@ -243,13 +243,15 @@ def send_side(s, peer):
 
 
 def exchange(sock, mine):
+    """send one JSON line, read the peer's next one (lines are read through
+    one buffered reader per socket: two may come in one segment)"""
     sock.sendall((json.dumps(mine) + "\n").encode())
-    buf = b""
-    while not buf.endswith(b"\n"):
-        chunk = sock.recv(4096)
-        check(chunk, "the peer closed the TCP exchange")
-        buf += chunk
-    return json.loads(buf)
+    if not hasattr(exchange, "readers"):
+        exchange.readers = {}
+    rd = exchange.readers.setdefault(sock.fileno(), sock.makefile("r"))
+    line = rd.readline()
+    check(line.endswith("\n"), "the peer closed the TCP exchange")
+    return json.loads(line)
 
 
 def main():

@@ -13,7 +13,12 @@
 #   udpong (datagram rsockets): -T b and -T e (the server echoes);
 #   ibstat, ibstatus, ibv_devinfo -v -d sof0 -i 1: each other's values (node
 #     GUID, port GUID = GID[0]'s interface ID, state, rate, default GID);
-#   ibv_srq_pingpong -q 4.
+#   ibv_srq_pingpong -q 4; ibv_rc_pingpong -o (ODP), -O -P (implicit ODP,
+#     prefetch), -t (completion timestamps), -j (device memory), -N (the
+#     ibv_wr_* API). Not run: ibv_rc_pingpong -t -e, which fails when a
+#     completion event finds the CQ empty (its own send completions, made
+#     at once on one host, raise an event for a CQE it then polls in the
+#     same batch); ibv_get_cq_event(3) promises no CQE per event.
 # Runs in a private network namespace with its own daemon. A missing
 # program is a failure, never a skip.
 #
@@ -96,5 +101,14 @@ PORT=19790
 name="dropin/ibv_srq_pingpong -q 4"
 sof_pair "$name" "$PORT" 60 ibv_srq_pingpong -g 0 -q 4 --chk -s 4096 -n 100
 sof_pingpong_verdict "$name" $?
+# ibv_rc_pingpong's other paths: ODP, implicit ODP with prefetch, completion
+# timestamps (extended CQ), device memory, the ibv_wr_* send API
+for opts in "-o" "-O -P" "-t" "-j" "-N"; do
+	PORT=$((PORT + 1))
+	name="dropin/ibv_rc_pingpong $opts"
+	# shellcheck disable=SC2086 # words
+	sof_pair "$name" "$PORT" 60 ibv_rc_pingpong -g 0 --chk -s 4096 -n 100 $opts
+	sof_pingpong_verdict "$name" $?
+done
 
 sof_exit

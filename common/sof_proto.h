@@ -126,6 +126,8 @@ struct sof_query_mr_rep {
 	uint32_t key;   /* lkey == rkey */
 	uint32_t access;
 	uint64_t addr, length, iova;
+	uint32_t mine;  /* 1: the region's memory is the asking process's */
+	uint32_t pad;
 };
 
 /* ---- device identity, returned by HELLO ------------------------------- */

@@ -97,6 +97,9 @@ int sofd_query_mr(struct sofd_req *rq, struct sofd_rep *rp)
 	    .addr = mr->addr,
 	    .length = mr->length,
 	    .iova = mr->iova,
+	    /* the importer is the process that holds the memory (a context
+	     * imported within one process): its lkey serves it too */
+	    .mine = mr->mem && mr->mem->pid == rq->c->pid,
 	};
 	rp->data = &ibuf;
 	rp->len = sizeof(ibuf.mr);

@@ -148,7 +148,10 @@ int sofd_op_bind_mw(struct sofd_req *rq, struct sofd_rep *rp)
 
 	if (!mw || !qp || qp->owner != rq->c)
 		return -ENOENT;
-	if (mw->pd != qp->pd || (req->access & ~(uint32_t)MW_ACCESS))
+	/* local write grants a window nothing (it gives remote access only)
+	 * and is ignored, as rxe and mlx5 do: rdma-core's own tests bind
+	 * windows with it */
+	if (mw->pd != qp->pd || (req->access & ~(uint32_t)(MW_ACCESS | IBV_ACCESS_LOCAL_WRITE)))
 		return -EINVAL;
 	/* the new key keeps the window's index; its 8-bit part is the
 	 * consumer's (ibv_inc_rkey; ibv_bind_mw makes it for type 1) */
@@ -187,7 +190,7 @@ int sofd_op_bind_mw(struct sofd_req *rq, struct sofd_rep *rp)
 	mw->off = req->addr - mr->iova;
 	mw->va = (req->access & IBV_ACCESS_ZERO_BASED) ? 0 : req->addr;
 	mw->length = req->length;
-	mw->access = req->access & ~(uint32_t)IBV_ACCESS_ZERO_BASED;
+	mw->access = req->access & ~(uint32_t)(IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE);
 	mw->qpn = mw->type == IBV_MW_TYPE_2 ? qp->qpn : 0;
 	fill_rep(rp, mw);
 	return 0;

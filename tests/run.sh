@@ -252,7 +252,7 @@ for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong
 	tests/hosts/ibfabric_diags.sh tests/hosts/ibfabric_ft128.sh tests/hosts/ibfabric_data.sh \
 	tests/hosts/sm.sh tests/hosts/sm_line3.sh tests/hosts/sa.sh tests/hosts/sm_reroute.sh tests/hosts/sm_bigtable.sh \
 	tests/hosts/ipoib.sh tests/hosts/ipoib_line3.sh tests/hosts/ipoib_sm.sh tests/hosts/ipoib_sm_pair.sh tests/hosts/ipoib_cm.sh tests/hosts/ipoib_ssh.sh tests/hosts/ibcm.sh \
-	tests/hosts/ibcapture.sh tests/hosts/partitions.sh tests/hosts/partitions_sm.sh tests/hosts/sm_mkey.sh; do
+	tests/hosts/ibcapture.sh tests/hosts/partitions.sh tests/hosts/partitions_sm.sh tests/hosts/sm_mkey.sh tests/hosts/dropin.sh; do
 	selected "$f" || continue
 	if [ ! -f "$f" ]; then
 		result_fail "$f" "missing"

@@ -458,8 +458,13 @@ static int put_ibdev(const struct sof_status_rep *st, const struct sof_netdevs_r
 		       nd->dev[pick].name);
 	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	pathf(p, "%s/device/net", dir);
+	/* lo only when nothing else is served: programs take the first
+	 * entry as the device's interface (rdma-core's tests do, for the
+	 * address their RDMA CM tests bind), and on a RoCE device that is
+	 * never the loopback interface */
 	for (uint32_t i = 0; !err && i < nd->n; i++)
-		if (nd->dev[i].ifindex)
+		if (nd->dev[i].ifindex &&
+		    (strcmp(nd->dev[i].name, "lo") || (pick >= 0 && !strcmp(nd->dev[pick].name, "lo"))))
 			err = put_netdev(p, nd->dev[i].name, sock);
 	if (sock >= 0)
 		close(sock);

@@ -10,7 +10,9 @@
  * addresses in local SGEs and remote accesses are offsets into the region
  * (iova 0 at dm_offset). Registration is that of any memory (pd_mr.c), so
  * a DM MR serves same-host and remote peers like any MR. Errors follow
- * mlx5: EFAULT for a copy outside the allocation, EINVAL for bad
+ * mlx5: EFAULT for a copy outside the allocation, EINVAL for a copy
+ * whose offset or length is not a multiple of 4 (mlx5's device memory is
+ * reached by 4-byte words; rdma-core's tests expect the refusal) or for bad
  * attributes, EBUSY for freeing memory an MR still covers.
  */
 #include "sofv.h"
@@ -39,6 +41,8 @@ static int dm_to(struct ibv_dm *ibdm, uint64_t off, const void *host, size_t len
 
 	if (off > dm->length || len > dm->length - off)
 		return EFAULT;
+	if ((off | len) & 3)
+		return EINVAL;
 	memcpy(dm->base + off, host, len);
 	return 0;
 }
@@ -49,6 +53,8 @@ static int dm_from(void *host, struct ibv_dm *ibdm, uint64_t off, size_t len)
 
 	if (off > dm->length || len > dm->length - off)
 		return EFAULT;
+	if ((off | len) & 3)
+		return EINVAL;
 	memcpy(host, dm->base + off, len);
 	return 0;
 }

@@ -14,9 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The spec at p (room bytes left) into r; its size in *size. 0 or an
- * errno. Specs follow each other at any 4-byte offset: each is copied out
- * before it is read. */
+/* The spec at p (at most room bytes: no spec is larger than the union
+ * struct ibv_flow_spec) into r; its size in *size. 0 or an errno. Specs
+ * follow each other at any 4-byte offset: each is copied out before it is
+ * read. */
 static int flow_spec(struct sof_flow_rule *r, const uint8_t *p, size_t room, size_t *size)
 {
 	struct ibv_flow_spec spec, *s = &spec;
@@ -123,12 +124,10 @@ static struct ibv_flow *sofv_create_flow(struct ibv_qp *qp, struct ibv_flow_attr
 	req.qpn = qp->qp_num;
 	req.rule.type = attr->type;
 	req.rule.priority = attr->priority;
-	if (attr->size < sizeof(*attr)) {
-		errno = EINVAL;
-		return NULL;
-	}
+	/* the specs are walked by their own sizes, attr->size not read:
+	 * libibverbs does so (pyverbs passes the size of the bare struct) */
 	p = (const uint8_t *)(attr + 1);
-	room = attr->size - sizeof(*attr);
+	room = (size_t)attr->num_of_specs * sizeof(struct ibv_flow_spec);
 	for (uint8_t i = 0; i < attr->num_of_specs; i++) {
 		size_t size = 0;
 

@@ -14,7 +14,8 @@
  * An imported PD or MR is a library object over the owner's handle: QPs,
  * CQs and MRs can be created on an imported PD, and an imported MR's keys
  * reach the owner's memory from any QP (the rkey); its lkey serves local
- * SGEs only in the owner's process, whose address space it describes.
+ * SGEs only in the owner's process, whose address space it describes (a
+ * context imported within that process may name it too).
  * ibv_dealloc_pd / ibv_dereg_mr destroy the shared object, the unimport
  * verbs only the local one. Asynchronous events of the shared objects go
  * to the owner's context.
@@ -172,11 +173,40 @@ SOFV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 	m->access = rep.access;
 	m->iova = rep.iova;
 	m->pd = to_spd(pd);
+	if (rep.mine) {
+		/* this process's memory: local SGEs of the importing context
+		 * may name the lkey, as with rxe (test_shared_pd of rdma-core) */
+		struct sofv_context *s = to_sctx(pd->context);
+
+		pthread_rwlock_wrlock(&s->obj_lock);
+		err = sof_hmap_put(&s->mrs, m->ibmr.lkey, m);
+		pthread_rwlock_unlock(&s->obj_lock);
+		if (err) {
+			free(m);
+			errno = -err;
+			return NULL;
+		}
+	}
 	return &m->ibmr;
 }
 
 SOFV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 {
-	if (mr)
-		free(to_smr(mr));
+	struct sofv_context *s;
+	struct sofv_mr *m;
+
+	if (!mr)
+		return;
+	m = to_smr(mr);
+	s = to_sctx(mr->context);
+	sofv_engine_lock(s);
+	pthread_rwlock_wrlock(&s->obj_lock);
+	if (sof_hmap_get(&s->mrs, mr->lkey) == m) {
+		sof_hmap_del(&s->mrs, mr->lkey);
+		/* QPs drop what they cached of it (same_host.c) */
+		atomic_fetch_add_explicit(&s->mr_gen, 1, memory_order_release);
+	}
+	pthread_rwlock_unlock(&s->obj_lock);
+	sofv_engine_unlock(s);
+	free(m);
 }

@@ -139,7 +139,7 @@ int sofv_mw_exec_bind(struct sofv_qp *qp, const struct sofv_swqe *w)
 	mw->off = mr ? w->bind_addr - mr->iova : 0;
 	mw->va = (w->bind_access & IBV_ACCESS_ZERO_BASED) ? 0 : w->bind_addr;
 	mw->length = w->bind_len;
-	mw->access = w->bind_access & ~(uint32_t)IBV_ACCESS_ZERO_BASED;
+	mw->access = w->bind_access & ~(uint32_t)(IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE);
 	mw->qpn = mw->ibmw.type == IBV_MW_TYPE_2 ? qp->qpn : 0;
 	/* a type 2 window's rkey is the consumer's to track (ibv_inc_rkey);
 	 * ours follows the daemon's */

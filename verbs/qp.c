@@ -423,10 +423,9 @@ static int check_attr_values(struct sofv_qp *qp, const struct ibv_qp_attr *a, in
 		return EINVAL;
 	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= (s->ib ? SOF_IB_PKEYS : SOFV_MAX_PKEYS))
 		return EINVAL;
-	if ((mask & IBV_QP_ACCESS_FLAGS) &&
-	    (a->qp_access_flags & ~(unsigned)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
-		return EINVAL;
+	/* qp_access_flags: only the remote bits mean anything to a QP; others
+	 * (IBV_ACCESS_ON_DEMAND, as rdma-core's ODP tests pass the MR's
+	 * flags) are kept and ignored, as the kernel and rxe do */
 	if ((mask & IBV_QP_AV) && s->ib) {
 		/* sofib0: by LID (a unicast DLID), a GRH only when global
 		 * (its one GID, index 0) */

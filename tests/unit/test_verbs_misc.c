@@ -555,6 +555,9 @@ TEST(device_memory)
 	CHECK_MEM(out, in, 3000);
 	CHECK_EQ(ibv_memcpy_to_dm(dm, 8000, in, 200), EFAULT);
 	CHECK_EQ(ibv_memcpy_from_dm(out, dm, 8193, 1), EFAULT);
+	/* whole 4-byte words only, as mlx5 (rdma-core's tests expect it) */
+	CHECK_EQ(ibv_memcpy_to_dm(dm, 101, in, 4), EINVAL);
+	CHECK_EQ(ibv_memcpy_from_dm(out, dm, 100, 3), EINVAL);
 	/* a DM MR is zero based */
 	CHECK(ibv_reg_dm_mr(pd, dm, 0, 8192, IBV_ACCESS_LOCAL_WRITE) == NULL);
 	CHECK(ibv_reg_dm_mr(pd, dm, 4096, 8192, IBV_ACCESS_ZERO_BASED) == NULL);

@@ -1,0 +1,196 @@
+# shellcheck shell=bash
+# tests/dropin.sh — helpers of consumers/dropin.sh and hosts/dropin.sh:
+# rdma-core consumers that no issue names, run unmodified through
+# `softofed run` (sourced after lib.sh). HOST "" is here (the test's own
+# namespace), else a host of sof_hosts_up. Every helper prints its ok /
+# not ok line; a missing program is a failure.
+#
+#   sof_dropin_qperf_up HOST PORT   a qperf server in HOST listening on
+#                        PORT (SOF_PID name "qperf.HOST"); fails when it
+#                        does not listen within 10 s
+#   sof_dropin_qperf NAME HOST TARGET PORT TEST   one qperf test from HOST
+#                        against the server at TARGET, over the RDMA CM
+#                        (-cm1: qperf's own exchange gives no GID, and a
+#                        RoCE path needs one, so without the CM qperf's
+#                        modify to RTR fails with EINVAL on rxe as here),
+#                        1 s; ok when qperf exits 0, prints its result
+#                        line with a value above 0, messages went both ways
+#                        (-vv counts) and no error or mismatch (the ver_rc_*
+#                        tests check every atomic's result); a run
+#                        rejected by qperf 0.4.11's own listen race runs
+#                        again
+#   sof_dropin_rcopy NAME SRV CLI TARGET MIB   rcopy of a random file of MIB
+#                        MiB from CLI to the rcopy server in SRV, compared
+#                        byte for byte
+#   sof_dropin_udpong NAME SRV CLI TARGET OPT  udpong (datagram rsockets)
+#                        -T OPT, 500 messages of 1000 B; with -T e every
+#                        one echoed (1k transfers), else the server counts
+#                        at least one
+#   sof_dropin_pyverbs NAME SRV CLI   tests/pyverbs_check.py: local in one
+#                        process when SRV and CLI are both "", else server
+#                        in SRV and client in CLI (each on the GID of its
+#                        host's address)
+
+SOF_PYTHON=/usr/bin/python3 # pyverbs is built for Debian's python3
+
+# _sof_dropin_fg HOST SECS CMD...: CMD here or in HOST, bounded
+_sof_dropin_fg() {
+	local host=$1 secs=$2
+	shift 2
+	if [ -n "$host" ]; then
+		timeout -k 5 "$secs" ip netns exec "$(sof_host_ns "$host")" "$@"
+	else
+		timeout -k 5 "$secs" "$@"
+	fi
+}
+
+# _sof_dropin_need NAME PROG PKG: PROG is installed, else a not ok line
+_sof_dropin_need() {
+	command -v "$2" >/dev/null 2>&1 && return 0
+	not_ok "$1" "$2 is not installed (tests/install-deps.sh installs $3)"
+	return 1
+}
+
+sof_dropin_qperf_up() {
+	local host=$1 port=$2
+	_sof_dropin_need "qperf server" qperf qperf || return 1
+	_sof_bg_in "qperf.$host" "$host" 300 "$SOFTOFED" run -- qperf -lp "$port"
+	if ! SOF_LISTEN_HOST=$host sof_wait_listen "$port" 10 "qperf.$host"; then
+		not_ok "qperf server${host:+ in $host}" "did not listen on port $port"
+		sof_dump "$(sof_out "qperf.$host")"
+		return 1
+	fi
+}
+
+sof_dropin_qperf() {
+	local name=$1 host=$2 target=$3 port=$4 test=$5 out rc key val sent rcvd again=""
+	out=$(sof_out "$name")
+	_sof_dropin_need "$name" qperf qperf || return 1
+	# Debian's qperf 0.4.11 tells the client the server's port before its
+	# rdma_listen (upstream's commit 118a571 "Fix rdmacm race" moved it):
+	# a REQ that comes first is rejected (no listener, as in the kernel's
+	# CM), so a run that ended so is run again, twice at most
+	for _ in 1 2 3; do
+		_sof_dropin_fg "$host" 30 "$SOFTOFED" run -- qperf -lp "$port" -cm1 -t 1 -vv "$target" \
+			"$test" >"$out" 2>&1 </dev/null
+		rc=$?
+		grep -q 'unexpected event from RDMA CM: Event rejected' "$out" || break
+		again="; again after qperf's listen race"
+	done
+	case $test in
+	*_lat) key=latency ;;
+	*_bw) key=bw ;;
+	*) key=msg_rate ;;
+	esac
+	val=$(sed -n "s/^ *$key *= *\([0-9][0-9.,]*\) .*/\1/p" "$out" | head -n 1)
+	# messages both ways: latency tests count loc_/rem_, the others send_/recv_
+	sent=$(sed -n 's/^ *\(loc_\)\{0,1\}send_msgs *= *\([0-9][0-9.,]*\).*/\2/p' "$out" | head -n 1)
+	rcvd=$(sed -n 's/^ *\(rem_\)\{0,1\}recv_msgs *= *\([0-9][0-9.,]*\).*/\2/p' "$out" | head -n 1)
+	if [ "$rc" -ne 0 ]; then
+		not_ok "$name" "qperf exit status $rc"
+	elif ! grep -q "^$test:" "$out"; then
+		not_ok "$name" "no '$test:' result"
+	elif [ -z "$val" ] || [ "${val//[0.,]/}" = "" ]; then
+		not_ok "$name" "no $key above 0"
+	elif [ -z "$sent" ] || [ -z "$rcvd" ] || [ "${sent//[0.,]/}" = "" ] || [ "${rcvd//[0.,]/}" = "" ]; then
+		not_ok "$name" "no messages counted both ways (sent '$sent', received '$rcvd')"
+	elif grep -q -i -E 'mismatch|failed|error|_errs' "$out"; then
+		not_ok "$name" "error text in the output"
+	else
+		sent=$(sed -n 's/^ *\(loc_\)\{0,1\}send_msgs *= *//p' "$out" | head -n 1 | tr -s ' ')
+		ok "$name: $key $(sed -n "s/^ *$key *= *//p" "$out" | head -n 1 | tr -s ' '), ${sent% } messages sent$again"
+		return 0
+	fi
+	sof_dump "$out"
+	return 1
+}
+
+sof_dropin_rcopy() {
+	local name=$1 srv=$2 cli=$3 target=$4 mib=$5 port=7471 dir rc
+	_sof_dropin_need "$name" rcopy rdmacm-utils || return 1
+	dir=$SOF_TMP/rcopy.${srv:-here}
+	mkdir -p "$dir/in"
+	head -c $((mib * 1048576)) /dev/urandom >"$dir/src.bin"
+	# the server writes where the client names (an absolute path)
+	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- rcopy -p "$port"
+	sleep 0.5
+	_sof_dropin_fg "$cli" 30 "$SOFTOFED" run -- rcopy "$dir/src.bin" \
+		"$target:$dir/in/copy.bin" -p "$port" >"$(sof_out "$name.cli")" 2>&1 </dev/null
+	rc=$?
+	sof_kill "$name.srv"
+	if [ "$rc" -ne 0 ]; then
+		not_ok "$name" "rcopy client exit status $rc"
+	elif ! cmp -s "$dir/src.bin" "$dir/in/copy.bin"; then
+		not_ok "$name" "the copy differs from the source ($(stat -c %s "$dir/in/copy.bin" 2>/dev/null || echo no) bytes)"
+	else
+		ok "$name: $mib MiB copied, identical ($(grep -o '[0-9.]* Gb/sec' "$(sof_out "$name.cli")"))"
+		rm -rf "$dir"
+		return 0
+	fi
+	sof_dump "$(sof_out "$name.cli")"
+	sof_dump "$(sof_out "$name.srv")"
+	rm -rf "$dir"
+	return 1
+}
+
+sof_dropin_udpong() {
+	local name=$1 srv=$2 cli=$3 target=$4 opt=$5 port=7472 rc out n
+	_sof_dropin_need "$name" udpong rdmacm-utils || return 1
+	out=$(sof_out "$name.cli")
+	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- udpong -p "$port" -b "$target" -T "$opt"
+	sleep 0.5
+	_sof_dropin_fg "$cli" 30 "$SOFTOFED" run -- udpong -p "$port" -s "$target" -C 500 -S 1000 \
+		-T "$opt" >"$out" 2>&1 </dev/null
+	rc=$?
+	sof_kill "$name.srv"
+	# "custom  1000  XFERS  total  time  Gb/sec  usec/xfer": with -T e the
+	# client's 500 round trips, each resent until echoed ("1k" transfers);
+	# else what the server counted of the 500 datagrams (UDP: some may be
+	# dropped when the sender outruns the receiver, on any RDMA device)
+	n=$(awk '$1 == "custom" && $2 == 1000 { print $3 }' "$out" | head -n 1)
+	if [ "$rc" -ne 0 ]; then
+		not_ok "$name" "udpong client exit status $rc"
+	elif [ "$opt" = e ] && [ "$n" != 1k ]; then
+		not_ok "$name" "not 1k transfers of 1000 B (500 echoed): '$n'"
+	elif [ "$opt" != e ] && ! { [ -n "$n" ] && [ "$n" -ge 1 ] 2>/dev/null && [ "$n" -le 500 ]; }; then
+		not_ok "$name" "the server counted '$n' of 500 datagrams"
+	else
+		ok "$name: $n transfers of 1000 B$([ "$opt" = e ] && echo ", 500 echoed" || echo " of 500 counted by the server")"
+		return 0
+	fi
+	sof_dump "$out"
+	return 1
+}
+
+sof_dropin_pyverbs() {
+	local name=$1 srv=$2 cli=$3 port=7473 rc out
+	out=$(sof_out "$name")
+	if ! "$SOF_PYTHON" -c 'import pyverbs.device' 2>/dev/null; then
+		not_ok "$name" "pyverbs is not installed (tests/install-deps.sh installs python3-pyverbs)"
+		return 1
+	fi
+	if [ -z "$srv$cli" ]; then
+		timeout -k 5 60 "$SOFTOFED" run -- "$SOF_PYTHON" "$SOF_ROOT/tests/pyverbs_check.py" local \
+			>"$out" 2>&1 </dev/null
+		rc=$?
+	else
+		_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- "$SOF_PYTHON" \
+			"$SOF_ROOT/tests/pyverbs_check.py" -a "$(sof_host_ip "$srv")" server "$port"
+		SOF_LISTEN_HOST=$srv sof_wait_listen "$port" 20 "$name.srv"
+		_sof_dropin_fg "$cli" 60 "$SOFTOFED" run -- "$SOF_PYTHON" "$SOF_ROOT/tests/pyverbs_check.py" \
+			-a "$(sof_host_ip "$cli")" client "$(sof_host_ip "$srv")" "$port" >"$out" 2>&1 </dev/null
+		rc=$?
+		if ! sof_wait "$name.srv" 20 || ! grep -q '^pyverbs_check: all ok$' "$(sof_out "$name.srv")"; then
+			not_ok "$name" "the server side did not end with 'all ok'"
+			sof_dump "$(sof_out "$name.srv")"
+			sof_dump "$out"
+			return 1
+		fi
+	fi
+	if [ "$rc" -ne 0 ] || ! grep -q '^pyverbs_check: all ok$' "$out"; then
+		not_ok "$name" "exit status $rc: $(grep -m1 '^FAIL' "$out" || tail -n 1 "$out")"
+		sof_dump "$out"
+		return 1
+	fi
+	ok "$name: $(grep -c '^ok ' "$out") steps, every byte checked"
+}

@@ -9,8 +9,9 @@
 #     (SOFTOFED_SACK=0 in both programs: go-back-N, as with a standard
 #     peer);
 #   - one kernel TCP stream (iperf3 -t SECS) through the same cable.
-# Rounds alternate the order of the three (A/B/C, then C/B/A, ...), as the
-# machine is shared. Beside each softofed figure: the frames the cable
+# Every round runs every loss level (so a ratio to the loss-free figure
+# compares runs minutes apart at most); rounds alternate the order of
+# levels and of kinds (A/B/C, then C/B/A, ...), as the machine is shared. Beside each softofed figure: the frames the cable
 # dropped and host b's resends (retransmits), SACK resends, probes and
 # local ACK timeouts over that run (softofed status; the engines in the
 # programs count into their daemon's counters), and the UDP datagrams each
@@ -110,29 +111,41 @@ if ! sof_hosts_up 2 wire || ! sof_hosts_per_packet; then
 	exit 1
 fi
 read -r -a KINDS <<<"${SOF_LOSS_KINDS:-write-sack write-gbn send-sack send-gbn tcp}"
-for loss in ${SOF_LOSS_LEVELS:-0 1 5}; do
-	sof_netem_clear b
-	[ "$loss" = 0 ] || sof_netem b loss "$loss%" || exit 1
-	for r in $(seq "$ROUNDS"); do
-		order=("${KINDS[@]}")
-		if [ $((r % 2)) = 0 ]; then
-			order=()
-			for ((i = ${#KINDS[@]} - 1; i >= 0; i--)); do order+=("${KINDS[$i]}"); done
-		fi
+read -r -a LEVELS <<<"${SOF_LOSS_LEVELS:-0 1 5}"
+# reversed A B C -> C B A
+reversed() {
+	local i
+	for ((i = $# ; i > 0; i--)); do echo "${!i}"; done
+}
+# every round takes every level, so that a lossy figure and the loss-free
+# one it is divided by come from the same minutes of a shared machine;
+# the order of levels and of kinds is reversed every other round
+for r in $(seq "$ROUNDS"); do
+	levels=("${LEVELS[@]}") order=("${KINDS[@]}")
+	if [ $((r % 2)) = 0 ]; then
+		mapfile -t levels < <(reversed "${LEVELS[@]}")
+		mapfile -t order < <(reversed "${KINDS[@]}")
+	fi
+	for loss in "${levels[@]}"; do
+		sof_netem_clear b
+		[ "$loss" = 0 ] || sof_netem b loss "$loss%" || exit 1
 		for k in "${order[@]}"; do
 			one "$loss" "$k" "$r"
 		done
 	done
 done
 sof_netem_clear b
-echo "# summary: median MiB/s of the rounds (ratio to the same kind's loss-free median)"
+echo "# summary: median MiB/s of the rounds (ratio to the same kind's loss-free median;"
+echo "# [median of the per-round ratios, each to that round's loss-free figure])"
 python3 - "$OUT" <<'PY'
 import re, statistics, sys
 v = {}
+byround = {}
 for l in open(sys.argv[1]):
     m = dict(re.findall(r'(\S+?)=(\S+)', l))
     try:
         v.setdefault((m['what'], m['loss']), []).append(float(m['MiB/s']))
+        byround[(m['what'], m['loss'], m['round'])] = float(m['MiB/s'])
     except (KeyError, ValueError):
         pass
 for what in ('write-sack', 'write-gbn', 'send-sack', 'send-gbn', 'tcp'):
@@ -144,7 +157,10 @@ for what in ('write-sack', 'write-gbn', 'send-sack', 'send-gbn', 'tcp'):
             row.append('%s%%: -' % loss)
             continue
         med = statistics.median(x)
-        row.append('%s%%: %.0f (%s)' % (loss, med, '%.2f' % (med / base) if base else '-'))
+        pr = [byround[k] / byround[(what, '0', k[2])] for k in byround
+              if k[0] == what and k[1] == loss and byround.get((what, '0', k[2]))]
+        row.append('%s%%: %.0f (%s) [%s]' % (loss, med, '%.2f' % (med / base) if base else '-',
+                                              '%.2f' % statistics.median(pr) if pr else '-'))
     print('%-10s %s' % (what, '  '.join(row)))
 PY
 [ -n "$SOF_WIRE" ] && sof_kill hosts.wire

@@ -150,6 +150,9 @@ void tp_recv(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 		}
 		/* a host whose owner may not run counts on it (tp_onesided) */
 		tp.onesided += !!(oi->flags & (ROCE_F_WRITE | ROCE_F_READ | ROCE_F_ATOMIC));
+		/* a request seen before (a resend, a tail-loss probe): its
+		 * requester is waiting for this very ACK, past a deadline */
+		t->ack_now |= roce_psn_diff(h->psn, t->epsn) < 0;
 		tp_resp_packet(t, h, payload, paylen, a);
 	}
 }
@@ -166,13 +169,15 @@ void tp_input_end(void)
 	if (tp.defer_acks) {
 		/* a host may hold ACKs for its owner's next post; a SACK is
 		 * a loss signal the requester waits for (a resend, or the
-		 * answer to its tail-loss probe): it leaves now */
+		 * answer to its tail-loss probe), and so is the ACK of a
+		 * duplicate: they leave now */
 		for (struct sof_link *l = tp.acks.next, *n; l != &tp.acks; l = n) {
 			struct sof_tqp *t = sof_container_of(l, struct sof_tqp, ack_link);
 
 			n = l->next;
-			if (t->nooo && t->sack_peer) {
+			if ((t->nooo && t->sack_peer) || t->ack_now) {
 				sof_list_del(&t->ack_link);
+				t->ack_now = false;
 				tp_resp_flush_ack(t);
 			}
 		}
@@ -182,6 +187,7 @@ void tp_input_end(void)
 		struct sof_tqp *t = sof_container_of(tp.acks.next, struct sof_tqp, ack_link);
 
 		sof_list_del(&t->ack_link);
+		t->ack_now = false;
 		tp_resp_flush_ack(t);
 	}
 }

@@ -194,6 +194,7 @@ struct sof_tqp {
 	bool nak_sent;	  /* a sequence-error NAK is out (9.7.5.2.1) */
 	uint32_t oos_psn; /* the last PSN seen ahead of epsn */
 	bool ack_pending; /* a coalesced ACK is due */
+	bool ack_now;	  /* a resend or probe came: no host may hold that ACK */
 	uint32_t in_msg;  /* 0, or ROCE_F_SEND / ROCE_F_WRITE: message in progress */
 	bool rcv_active;  /* a receive WQE is taken for the SEND in progress */
 	uint64_t rcv_wr_id;

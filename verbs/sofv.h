@@ -600,8 +600,8 @@ void sofv_engine_unlock(struct sofv_context *ctx);
 /* The progress thread starts: its short scheduler slice. */
 void sofv_wake_thread_init(void);
 /* After reading the sockets: one-sided requests executed start or extend
- * one-sided mode; held: ACKs are held, which in one-sided mode leave by a
- * deadline (sofv_wake_ack_due: it passed; sofv_wake_ack_sent: they left). */
+ * one-sided mode; held: ACKs are held, which leave by a deadline
+ * (sofv_wake_ack_due: it passed; sofv_wake_ack_sent: they left). */
 void sofv_wake_rx(bool held);
 /* Whether one-sided mode is on. */
 bool sofv_wake_onesided(void);

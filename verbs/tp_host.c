@@ -298,12 +298,18 @@ static void acks_send(void)
 }
 
 /* Read the sockets. poller: the caller polls a CQ; the ACKs of what it
- * reads wait for its next post (at most ACK_HOLD_POLLS polls), so that in
- * a ping-pong the ACK of a request leaves in one system call with the
- * answer (IBA 9.7.5.1.1 lets a responder coalesce ACKs; the progress
- * thread sends them within POLL_HOLD_MAX_NS when the polls stop; a request
- * to the CM or arming a CQ sends them at once: sofv_engine_flush). Under
- * the lock. */
+ * reads wait for its next post, so that in a ping-pong the ACK of a
+ * request leaves in one system call with the answer (IBA 9.7.5.1.1 lets a
+ * responder coalesce ACKs). The hold is bounded: it ends after
+ * ACK_HOLD_POLLS polls or sofv_wake_ack_due's time, whichever comes first
+ * (the progress thread sends them when the polls stop; a request to the
+ * CM or arming a CQ sends them at once: sofv_engine_flush). A hold that
+ * outlives the exchange it was for only keeps the peer waiting for its
+ * ACK: on a loaded machine, past its tail-loss probe and up to its
+ * transport timeout. (Not at the first poll that reads nothing: an answer
+ * and the ACK the peer sent with it may come in two reads, and the ACK
+ * held then lets the peer's poll take the next request.) Under the
+ * lock. */
 static void rx_run(bool poller, bool hold_acks)
 {
 	uint32_t hold = atomic_load_explicit(&eng.ack_hold, memory_order_relaxed);

@@ -14,8 +14,9 @@
  *     as soon as it arrives (the pollers go on reading too: one lock);
  *     SEND-only traffic never turns it on;
  *   - in that mode it holds the ACKs of what it executed for the owner's
- *     next post, as a poller holds them, and any hold (a poller's too)
- *     ends after ACK_HOLD_NS, when the progress thread sends them: in a
+ *     next post, as a poller holds them, and any hold (a poller's too, in
+ *     any mode) ends after ACK_HOLD_NS, at the next poll or when the
+ *     progress thread, whose wait it shortens, sends them: in a
  *     one-sided ping-pong the ACK then reaches the peer together with the
  *     next request while the peer still polls its CQ for that ACK, so the
  *     peer's poll executes that request at once, and the chain goes on
@@ -85,12 +86,10 @@ void sofv_wake_rx(bool held)
 		onesided_seen = tp_onesided();
 		atomic_store_explicit(&onesided_until, now + ONESIDED_ARM_NS, memory_order_relaxed);
 	}
-	/* in one-sided mode every hold, a poller's too, ends by the
-	 * deadline: the progress thread, armed there, would otherwise leave
-	 * a poller's ACKs to the count of its own looks (ACK_HOLD_POLLS),
-	 * which a busy CPU stretches past the peer's retry budget */
-	if (held && !atomic_load_explicit(&ack_until, memory_order_relaxed) &&
-	    now < atomic_load_explicit(&onesided_until, memory_order_relaxed))
+	/* every hold, a poller's too, ends by the deadline: left to the
+	 * count of polls (ACK_HOLD_POLLS) or to the progress thread's looks,
+	 * a busy CPU stretches it past the peer's probe and retry budget */
+	if (held && !atomic_load_explicit(&ack_until, memory_order_relaxed))
 		atomic_store_explicit(&ack_until, now + ACK_HOLD_NS, memory_order_relaxed);
 }
 

@@ -6,7 +6,7 @@
 #
 #   Default=0x7fff, ipoib : ALL=full ;
 #   p8001=0x8001, ipoib : A=full, B=full ;          c is not a member
-#   p8002=0x8002 : A=limited, B=limited, C=full ;
+#   p8002=0x8002, ipoib : A=limited, B=limited, C=full ;
 #
 #   tables      smpquery pkeys of each host: its partitions, full bit as set;
 #               saquery PKeyTableRecord of each host's LID the same table;
@@ -90,7 +90,7 @@ Default=0x7fff, ipoib : ALL=full ;
 p8001=0x8001, ipoib :
 	$ga=full,
 	$gb=full ;
-p8002=0x8002 : $ga=limited, $gb=limited, $gc=full ;
+p8002=0x8002, ipoib : $ga=limited, $gb=limited, $gc=full ;
 EOF
 
 if [ "$N" = partitions/opensm ]; then
@@ -313,7 +313,105 @@ if sof_host_run c "$SOFTOFED" ipoib up >"$SOF_TMP/pk.ipoib.c0" 2>&1 </dev/null; 
 else
 	not_ok "$N: c's ib0" "$(tr '\n' ' ' <"$SOF_TMP/pk.ipoib.c0")"
 fi
+
+# ---- the RDMA CM over ib0.8001 (issue 21) -----------------------------------------
+# a capture of the fabric (its process runs in a) while rping and
+# ib_send_bw -R go b -> a's ib0.8001 address: the SA's PathRecord asked for
+# P_Key 0x8001, the CM's REQ names it, every CM MAD and RC packet of a and
+# b carries it in its BTH
+CAP=$SOF_TMP/pk.cm.pcap
+fabst() { sof_host_run a "$SOFTOFED" fabric status 2>&1 </dev/null; }
+sof_host_bg pk.cap a 200 "$SOFTOFED" capture -w "$CAP" -c 1000000 -t 180
+for _ in $(seq 50); do
+	fabst | grep -q '^capture: on' && break
+	sleep 0.1
+done
+CMP=18850
+sof_rping_pair "$N: rping -C 10 -V b -> a by ib0.8001 address" a b 192.168.81.2 $((CMP + 1)) 1024 10
+if sof_perftest_cm_pair "$N: ib_send_bw -R over ib0.8001" 120 a b \
+	ib_send_bw -R -d sofib0 -F -n 200 -p $((CMP + 2)) -- \
+	ib_send_bw -R -d sofib0 -F -n 200 -p $((CMP + 2)) 192.168.81.2; then
+	sof_cm_perftest_verdict "$N: ib_send_bw -R over ib0.8001"
+else
+	not_ok "$N: ib_send_bw -R over ib0.8001" "$SOF_PAIR_WHY"
+	sof_pair_dump
+fi
+sof_kill pk.cap
+for _ in $(seq 30); do
+	fabst | grep -q '^capture: off' && break
+	sleep 0.1
+done
+ERF=$SOF_TMP/pk.cm.erf
+"$SOFTOFED" capture erf "$CAP" "$ERF" >/dev/null 2>&1
+tsh() { timeout 60 tshark -n -r "$ERF" "$@" 2>/dev/null; }
+ab="(infiniband.lrh.slid == $la && infiniband.lrh.dlid == $lb) || (infiniband.lrh.slid == $lb && infiniband.lrh.dlid == $la)"
+# RC opcodes are 0x00-0x1f; CM MADs class 0x07 on QP1
+rc_in=$(tsh -Y "($ab) && infiniband.bth.opcode < 0x20 && infiniband.bth.p_key == 0x8001" | wc -l)
+rc_out=$(tsh -Y "($ab) && infiniband.bth.opcode < 0x20 && infiniband.bth.p_key != 0x8001" | wc -l)
+cm_in=$(tsh -Y "($ab) && infiniband.mad.mgmtclass == 0x07 && infiniband.bth.p_key == 0x8001" | wc -l)
+cm_out=$(tsh -Y "($ab) && infiniband.mad.mgmtclass == 0x07 && infiniband.bth.p_key != 0x8001" | wc -l)
+req=$(tsh -Y "infiniband.cm.req.pkey == 0x8001" | wc -l)
+req_bad=$(tsh -Y "infiniband.cm.req && infiniband.cm.req.pkey != 0x8001" | wc -l)
+pr=$(tsh -Y "infiniband.pathrecord.p_key == 0x8001" | wc -l)
+if [ "$rc_in" -ge 200 ] && [ "$rc_out" = 0 ] && [ "$cm_in" -ge 6 ] && [ "$cm_out" = 0 ] &&
+	[ "$req" -ge 2 ] && [ "$req_bad" = 0 ] && [ "$pr" -ge 2 ]; then
+	ok "$N: capture: a<->b RC packets $rc_in and CM MADs $cm_in all in P_Key 0x8001, $req REQs name 0x8001, $pr PathRecords with 0x8001"
+else
+	not_ok "$N: P_Key 0x8001 on the wire" "RC in 0x8001 $rc_in, other $rc_out; CM MADs in 0x8001 $cm_in, other $cm_out; REQs 0x8001 $req, other $req_bad; PathRecords $pr"
+fi
+# ucmatose's connections the same way (data checked by ucmatose)
+if sof_cm_pair "$N: ucmatose -c 4 over ib0.8001" 60 a b \
+	ucmatose -b 192.168.81.2 -p $((CMP + 3)) -c 4 -- \
+	ucmatose -s 192.168.81.2 -p $((CMP + 3)) -c 4; then
+	sof_cm_verdict "$N: ucmatose -c 4 over ib0.8001" 'data transfers complete' 'return status 0'
+else
+	not_ok "$N: ucmatose over ib0.8001" "$SOF_PAIR_WHY"
+	sof_pair_dump
+fi
+# c, outside 0x8001, from its ib0 with an address in that subnet: the RDMA
+# CM cannot reach a's ib0.8001 address
+if sof_host_run c "$SOFTOFED" ipoib up >"$SOF_TMP/pk.ipoib.c1" 2>&1 </dev/null; then
+	sof_host_run c ip addr add 192.168.81.4/24 dev ib0
+	sof_cm_bg pk.cm.srv a 40 rping -s -a 192.168.81.2 -p $((CMP + 4)) -C 1
+	sof_cm_fails_fast "$N: rping from c (not in 0x8001) to a's ib0.8001 address" 30 15000 c \
+		"$SOF_CM_FAILED" rping -c -a 192.168.81.2 -p $((CMP + 4)) -C 1
+	sof_kill pk.cm.srv
+	sof_host_run c "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null
+else
+	not_ok "$N: c's ib0 for the RDMA CM" "$(tr '\n' ' ' <"$SOF_TMP/pk.ipoib.c1")"
+fi
 for h in a b; do sof_host_run "$h" "$SOFTOFED" ipoib down ib0.8001 >/dev/null 2>&1 </dev/null; done
+
+# ---- IPoIB as a limited member (0x8002: a and b limited, c full) -------------------
+declare -A LMIP=([a]=192.168.82.2 [b]=192.168.82.3 [c]=192.168.82.4)
+lmok=1
+for h in a b c; do
+	out=$SOF_TMP/pk.lm.$h
+	if sof_host_run "$h" "$SOFTOFED" ipoib up --pkey 0x8002 >"$out" 2>&1 </dev/null &&
+		sof_host_run "$h" ip link show ib0.8002 >/dev/null 2>&1; then
+		sof_host_run "$h" ip addr add "${LMIP[$h]}/24" dev ib0.8002
+	else
+		lmok=0
+		not_ok "$N: ipoib up --pkey 0x8002 in $h" "$(tr '\n' ' ' <"$out")"
+	fi
+done
+if [ $lmok = 1 ]; then
+	ok "$N: ib0.8002 up in a and b (limited members: their broadcast joins accepted) and c (full)"
+	if sof_host_run a timeout 20 ping -c 3 -W 5 "${LMIP[c]}" >"$SOF_TMP/pk.lm.ping" 2>&1 </dev/null &&
+		sof_host_run c timeout 20 ping -c 3 -W 5 "${LMIP[b]}" >>"$SOF_TMP/pk.lm.ping" 2>&1 </dev/null; then
+		ok "$N: ping over ib0.8002: a (limited) -> c (full) and c -> b (limited)"
+	else
+		not_ok "$N: limited <-> full over ib0.8002" "$(tail -n 3 "$SOF_TMP/pk.lm.ping" | tr '\n' ' ')"
+	fi
+	v0=$(viol b)
+	if ! sof_host_run a timeout 10 ping -c 2 -W 2 "${LMIP[b]}" >"$SOF_TMP/pk.lm.ping2" 2>&1 </dev/null; then
+		v1=$(viol b)
+		ok "$N: a and b, limited members, cannot ping over ib0.8002 (IBA 10.9.3; b's P_Key violations $v0 -> $v1)"
+	else
+		not_ok "$N: limited <-> limited over ib0.8002" "ping answered: $(tail -n 2 "$SOF_TMP/pk.lm.ping2" | tr '\n' ' ')"
+	fi
+fi
+for h in a b c; do sof_host_run "$h" "$SOFTOFED" ipoib down ib0.8002 >/dev/null 2>&1 </dev/null; done
 
 sof_kill pk.sm
 sof_kill pk.fabric

@@ -26,6 +26,17 @@
 #               status` lists it with its packets; in c, not a
 #               member, ib0.8001 does not come up, and c's ib0 (default
 #               partition) cannot reach a's ib0.8001 address
+#   rdma cm     over ib0.8001 by its addresses, under a capture of the
+#               fabric: rping -V, ib_send_bw -R, mckey with a send-only
+#               sender (-o); every a<->b RC packet and CM MAD in P_Key
+#               0x8001, the REQs and the SA PathRecords name it, the
+#               sender's MCMemberRecord Set and Delete JoinState 8 (b's 1),
+#               both in 0x8001; ucmatose; c (ib0, default partition) cannot
+#               reach a's ib0.8001 address (ADDR_ERROR)
+#   ipoib cm    ib0.8001 in connected mode: a 30000-byte ping goes over RC,
+#               the REQ for RFC 4755's service and every RC packet in 0x8001
+#   limited     ib0.8002 in a and b (limited members) and c (full): all come
+#               up; limited <-> full pings, limited <-> limited does not
 #
 # Needs root (ip netns). Usage: [SOF_SM=softofed] tests/hosts/partitions.sh
 set -u
@@ -336,6 +347,28 @@ else
 	not_ok "$N: ib_send_bw -R over ib0.8001" "$SOF_PAIR_WHY"
 	sof_pair_dump
 fi
+# mckey over ib0.8001: b receives, a sends as a send-only full member
+# (mckey -o, RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+MG=239.1.2.4 MGID=ff12:4001:8001::f01:204
+mrx=$(sof_out pk.mckey.rx)
+mtx=$(sof_out pk.mckey.tx)
+SOF_LINEBUF=1 sof_cm_bg pk.mckey.rx b 60 mckey -m $MG -b 192.168.81.3 -C 10 -S 200
+for _ in $(seq 150); do
+	grep -q 'joined dgid' "$mrx" 2>/dev/null && break
+	sleep 0.1
+done
+SOF_LINEBUF=1 sof_cm_bg pk.mckey.tx a 60 mckey -s -o -m $MG -b 192.168.81.2 -C 10 -S 200
+sof_wait pk.mckey.tx 60
+trc=$?
+sof_wait pk.mckey.rx 30
+rrc=$?
+mgid=$(sed -n 's/.*joined dgid: \([0-9a-f:]*\) .*/\1/p' "$mrx" | head -n 1)
+if [ "$rrc" = 0 ] && [ "$trc" = 0 ] && grep -q 'data transfers complete' "$mrx" && [ "$mgid" = $MGID ]; then
+	ok "$N: mckey -m $MG over ib0.8001 (group $mgid), the sender send-only (-o): b received all 10 messages"
+else
+	not_ok "$N: mckey over ib0.8001" "receiver rc $rrc, sender rc $trc, group '$mgid'"
+	sof_dump "$mrx" "$mtx"
+fi
 sof_kill pk.cap
 for _ in $(seq 30); do
 	fabst | grep -q '^capture: off' && break
@@ -359,6 +392,21 @@ if [ "$rc_in" -ge 200 ] && [ "$rc_out" = 0 ] && [ "$cm_in" -ge 6 ] && [ "$cm_out
 else
 	not_ok "$N: P_Key 0x8001 on the wire" "RC in 0x8001 $rc_in, other $rc_out; CM MADs in 0x8001 $cm_in, other $cm_out; REQs 0x8001 $req, other $req_bad; PathRecords $pr"
 fi
+# the SA joins of the mckey group (method Set 0x02, Delete 0x15): a's
+# SendOnlyFullMember (8), b's FullMember (1), both in 0x8001
+joins() {
+	tsh -Y "infiniband.mcmemberrecord.mgid == $MGID && infiniband.lrh.slid == $1 && infiniband.mad.method == $2" \
+		-T fields -e infiniband.mcmemberrecord.joinstate -e infiniband.mcmemberrecord.p_key |
+		sort -u | tr '\t\n' ', '
+}
+ja=$(joins "$la" 0x02) jd=$(joins "$la" 0x15) jb=$(joins "$lb" 0x02)
+hx() { printf '%d' "$1" 2>/dev/null; }
+if [ "$(hx "${ja%%,*}")" = 8 ] && [ "$(hx "${jd%%,*}")" = 8 ] && [ "$(hx "${jb%%,*}")" = 1 ] &&
+	grep -q -i '0x8001' <<<"$ja$jb"; then
+	ok "$N: capture: a's join and leave of $MGID with JoinState 8 (send-only full member) [$ja] [$jd], b's with 1 [$jb]"
+else
+	not_ok "$N: send-only join on the wire" "a's Set [$ja] Delete [$jd], b's Set [$jb]"
+fi
 # ucmatose's connections the same way (data checked by ucmatose)
 if sof_cm_pair "$N: ucmatose -c 4 over ib0.8001" 60 a b \
 	ucmatose -b 192.168.81.2 -p $((CMP + 3)) -c 4 -- \
@@ -379,6 +427,46 @@ if sof_host_run c "$SOFTOFED" ipoib up >"$SOF_TMP/pk.ipoib.c1" 2>&1 </dev/null; 
 	sof_host_run c "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null
 else
 	not_ok "$N: c's ib0 for the RDMA CM" "$(tr '\n' ' ' <"$SOF_TMP/pk.ipoib.c1")"
+fi
+
+# ---- IPoIB connected mode on ib0.8001 --------------------------------------------
+# its RC connection set up through the CM in the child's partition: the
+# REQ (RFC 4755's service ID) names 0x8001, every RC packet carries it
+cmok=1
+for h in a b; do
+	sof_host_run "$h" "$SOFTOFED" ipoib down ib0.8001 >/dev/null 2>&1 </dev/null
+	if sof_host_run "$h" "$SOFTOFED" ipoib up --pkey 0x8001 --mode connected >"$SOF_TMP/pk.cmup.$h" 2>&1 </dev/null; then
+		sof_host_run "$h" ip addr add "${PKIP[$h]}/24" dev ib0.8001
+	else
+		cmok=0
+		not_ok "$N: ipoib up --pkey 0x8001 --mode connected in $h" "$(tr '\n' ' ' <"$SOF_TMP/pk.cmup.$h")"
+	fi
+done
+if [ $cmok = 1 ]; then
+	CAP2=$SOF_TMP/pk.cm2.pcap
+	sof_host_bg pk.cap2 a 100 "$SOFTOFED" capture -w "$CAP2" -c 1000000 -t 90
+	for _ in $(seq 50); do
+		fabst | grep -q '^capture: on' && break
+		sleep 0.1
+	done
+	sof_host_run a timeout 30 ping -c 3 -s 30000 -W 5 192.168.81.3 >"$SOF_TMP/pk.cmping" 2>&1 </dev/null
+	prc=$?
+	st=$(sof_host_run a "$SOFTOFED" ipoib status ib0.8001 2>&1 </dev/null)
+	sof_kill pk.cap2
+	for _ in $(seq 30); do
+		fabst | grep -q '^capture: off' && break
+		sleep 0.1
+	done
+	"$SOFTOFED" capture erf "$CAP2" "$ERF" >/dev/null 2>&1
+	rc_in=$(tsh -Y "($ab) && infiniband.bth.opcode < 0x20 && infiniband.bth.p_key == 0x8001" | wc -l)
+	rc_out=$(tsh -Y "($ab) && infiniband.bth.opcode < 0x20 && infiniband.bth.p_key != 0x8001" | wc -l)
+	req=$(tsh -Y "infiniband.cm.req.pkey == 0x8001 && infiniband.cm.req.serviceid >= 0x1000000000000000" | wc -l)
+	if [ $prc = 0 ] && grep -q '^cm tx peer .* state up mtu 65520' <<<"$st" &&
+		[ "$rc_in" -ge 60 ] && [ "$rc_out" = 0 ] && [ "$req" -ge 1 ]; then
+		ok "$N: connected mode on ib0.8001: ping -s 30000 a -> b over RC, $req REQs for RFC 4755's service in 0x8001, $rc_in RC packets all in 0x8001"
+	else
+		not_ok "$N: connected mode on ib0.8001" "ping rc $prc; cm line '$(grep '^cm ' <<<"$st" | head -n 1)'; RC in 0x8001 $rc_in, other $rc_out; REQs $req"
+	fi
 fi
 for h in a b; do sof_host_run "$h" "$SOFTOFED" ipoib down ib0.8001 >/dev/null 2>&1 </dev/null; done
 

@@ -34,7 +34,9 @@
 #               both in 0x8001; ucmatose; c (ib0, default partition) cannot
 #               reach a's ib0.8001 address (ADDR_ERROR)
 #   ipoib cm    ib0.8001 in connected mode: a 30000-byte ping goes over RC,
-#               the REQ for RFC 4755's service and every RC packet in 0x8001
+#               the REQ for RFC 4755's service and every RC packet in 0x8001;
+#               progs/cm_ipoibreq to a's service: from c in 0xffff
+#               rejected, from b in 0x8001 accepted
 #   limited     ib0.8002 in a and b (limited members) and c (full): all come
 #               up; limited <-> full pings, limited <-> limited does not
 #
@@ -52,6 +54,8 @@ softofed) N=partitions/sm PORT=7477 ;;
 	exit 1
 	;;
 esac
+REQ=$SOF_BUILD_DIR/tests/cm_ipoibreq
+[ -x "$REQ" ] || REQ=$SOF_ROOT/build/tests/cm_ipoibreq
 FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
 [ -x "$FABRIC" ] || FABRIC=$SOF_ROOT/build/bin/softofed-fabric
 [ -x "$(dirname "$SOFTOFED")/softofed-ipoib" ] || export SOFTOFED_IPOIB=$SOF_ROOT/build/bin/softofed-ipoib
@@ -452,6 +456,14 @@ if [ $cmok = 1 ]; then
 	sof_host_run a timeout 30 ping -c 3 -s 30000 -W 5 192.168.81.3 >"$SOF_TMP/pk.cmping" 2>&1 </dev/null
 	prc=$?
 	st=$(sof_host_run a "$SOFTOFED" ipoib status ib0.8001 2>&1 </dev/null)
+	# a REQ to a's connected-mode service from the default partition is
+	# refused (its listener is in 0x8001); the same REQ in 0x8001 is taken
+	aqpn=$(sed -n 's/^qpn \(0x[0-9a-f]*\) .*/\1/p' <<<"$st")
+	agid=$(sed -n 's/^qpn .* gid \([0-9a-f:]*\) .*/\1/p' <<<"$st")
+	sof_host_run c "$SOFTOFED" run -- timeout 30 "$REQ" "$agid" "$aqpn" 001234560000fff4 \
+		>"$SOF_TMP/pk.req.ffff" 2>&1 </dev/null
+	sof_host_run b "$SOFTOFED" run -- timeout 30 "$REQ" "$agid" "$aqpn" 001234560000fff4 0x8001 \
+		>"$SOF_TMP/pk.req.8001" 2>&1 </dev/null
 	sof_kill pk.cap2
 	for _ in $(seq 30); do
 		fabst | grep -q '^capture: off' && break
@@ -466,6 +478,12 @@ if [ $cmok = 1 ]; then
 		ok "$N: connected mode on ib0.8001: ping -s 30000 a -> b over RC, $req REQs for RFC 4755's service in 0x8001, $rc_in RC packets all in 0x8001"
 	else
 		not_ok "$N: connected mode on ib0.8001" "ping rc $prc; cm line '$(grep '^cm ' <<<"$st" | head -n 1)'; RC in 0x8001 $rc_in, other $rc_out; REQs $req"
+	fi
+	if grep -q '^event RDMA_CM_EVENT_REJECTED' "$SOF_TMP/pk.req.ffff" &&
+		grep -q "^event RDMA_CM_EVENT_ESTABLISHED rep qpn $aqpn " "$SOF_TMP/pk.req.8001"; then
+		ok "$N: a REQ to a's connected-mode service (QPN $aqpn) in P_Key 0xffff from c is rejected; in 0x8001 from b it is accepted"
+	else
+		not_ok "$N: REQ partitions" "0xffff: $(tr '\n' ' ' <"$SOF_TMP/pk.req.ffff"); 0x8001: $(tr '\n' ' ' <"$SOF_TMP/pk.req.8001")"
 	fi
 fi
 for h in a b; do sof_host_run "$h" "$SOFTOFED" ipoib down ib0.8001 >/dev/null 2>&1 </dev/null; done

@@ -27,12 +27,12 @@
 #               member, ib0.8001 does not come up, and c's ib0 (default
 #               partition) cannot reach a's ib0.8001 address
 #   rdma cm     over ib0.8001 by its addresses, under a capture of the
-#               fabric: rping -V, ib_send_bw -R, mckey with a send-only
-#               sender (-o); every a<->b RC packet and CM MAD in P_Key
-#               0x8001, the REQs and the SA PathRecords name it, the
-#               sender's MCMemberRecord Set and Delete JoinState 8 (b's 1),
-#               both in 0x8001; ucmatose; c (ib0, default partition) cannot
-#               reach a's ib0.8001 address (ADDR_ERROR)
+#               fabric: rping -V, ib_send_bw -R, udaddy, mckey with a
+#               send-only sender (-o); every a<->b RC and UD packet and CM
+#               MAD in P_Key 0x8001, the REQs and the SA PathRecords name
+#               it, the sender's MCMemberRecord Set and Delete JoinState 8
+#               (b's 1), both in 0x8001; ucmatose; c (ib0, default
+#               partition) cannot reach a's ib0.8001 address (ADDR_ERROR)
 #   ipoib cm    ib0.8001 in connected mode: a 30000-byte ping goes over RC,
 #               the REQ for RFC 4755's service and every RC packet in 0x8001;
 #               progs/cm_ipoibreq to a's service: from c in 0xffff
@@ -351,6 +351,15 @@ else
 	not_ok "$N: ib_send_bw -R over ib0.8001" "$SOF_PAIR_WHY"
 	sof_pair_dump
 fi
+# udaddy: UD ids, SIDR_REQ/REP in the partition, the UD QPs on its index
+if sof_cm_pair "$N: udaddy -c 4 over ib0.8001" 60 a b \
+	udaddy -b 192.168.81.2 -c 4 -C 50 -S 1000 -- \
+	udaddy -s 192.168.81.2 -c 4 -C 50 -S 1000; then
+	sof_cm_verdict "$N: udaddy -c 4 over ib0.8001" 'data transfers complete' 'return status 0'
+else
+	not_ok "$N: udaddy over ib0.8001" "$SOF_PAIR_WHY"
+	sof_pair_dump
+fi
 # mckey over ib0.8001: b receives, a sends as a send-only full member
 # (mckey -o, RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
 MG=239.1.2.4 MGID=ff12:4001:8001::f01:204
@@ -387,14 +396,17 @@ rc_in=$(tsh -Y "($ab) && infiniband.bth.opcode < 0x20 && infiniband.bth.p_key ==
 rc_out=$(tsh -Y "($ab) && infiniband.bth.opcode < 0x20 && infiniband.bth.p_key != 0x8001" | wc -l)
 cm_in=$(tsh -Y "($ab) && infiniband.mad.mgmtclass == 0x07 && infiniband.bth.p_key == 0x8001" | wc -l)
 cm_out=$(tsh -Y "($ab) && infiniband.mad.mgmtclass == 0x07 && infiniband.bth.p_key != 0x8001" | wc -l)
+# UD sends a <-> b other than MADs (QP0/QP1): udaddy's, IPoIB's, mckey's
+ud_in=$(tsh -Y "($ab) && infiniband.deth && infiniband.bth.destqp > 1 && infiniband.bth.p_key == 0x8001 && frame.len > 1000" | wc -l)
+ud_out=$(tsh -Y "($ab) && infiniband.deth && infiniband.bth.destqp > 1 && infiniband.bth.p_key != 0x8001" | wc -l)
 req=$(tsh -Y "infiniband.cm.req.pkey == 0x8001" | wc -l)
 req_bad=$(tsh -Y "infiniband.cm.req && infiniband.cm.req.pkey != 0x8001" | wc -l)
 pr=$(tsh -Y "infiniband.pathrecord.p_key == 0x8001" | wc -l)
 if [ "$rc_in" -ge 200 ] && [ "$rc_out" = 0 ] && [ "$cm_in" -ge 6 ] && [ "$cm_out" = 0 ] &&
-	[ "$req" -ge 2 ] && [ "$req_bad" = 0 ] && [ "$pr" -ge 2 ]; then
-	ok "$N: capture: a<->b RC packets $rc_in and CM MADs $cm_in all in P_Key 0x8001, $req REQs name 0x8001, $pr PathRecords with 0x8001"
+	[ "$req" -ge 2 ] && [ "$req_bad" = 0 ] && [ "$pr" -ge 2 ] && [ "$ud_in" -ge 200 ] && [ "$ud_out" = 0 ]; then
+	ok "$N: capture: a<->b RC packets $rc_in, UD sends of udaddy's size $ud_in and CM MADs $cm_in all in P_Key 0x8001, $req REQs name 0x8001, $pr PathRecords with 0x8001"
 else
-	not_ok "$N: P_Key 0x8001 on the wire" "RC in 0x8001 $rc_in, other $rc_out; CM MADs in 0x8001 $cm_in, other $cm_out; REQs 0x8001 $req, other $req_bad; PathRecords $pr"
+	not_ok "$N: P_Key 0x8001 on the wire" "RC in 0x8001 $rc_in, other $rc_out; UD in 0x8001 $ud_in, other $ud_out; CM MADs in 0x8001 $cm_in, other $cm_out; REQs 0x8001 $req, other $req_bad; PathRecords $pr"
 fi
 # the SA joins of the mckey group (method Set 0x02, Delete 0x15): a's
 # SendOnlyFullMember (8), b's FullMember (1), both in 0x8001

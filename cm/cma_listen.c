@@ -167,8 +167,8 @@ int cma_req_arrived(struct ibcm_event *ev)
 	struct cm_id *l, *child;
 	bool has_ip = false, wrong;
 
-	l = req_listener(ev->service_id, ev->pdata, ev->from->sgid, ev->pkey ? ev->pkey : 0xffff, &ip,
-			 &has_ip);
+	l = req_listener(ev->service_id, ev->pdata, ev->from->sgid, ev->pkey ? ev->pkey : 0xffff,
+			 &ip, &has_ip);
 	if (!l)
 		return -ENOENT;
 	/* a SIDR_REQ needs a UD listener; a REQ is told apart only as UC or

@@ -158,9 +158,10 @@ static void recv_req(const struct sof_mad_hdr *h, const uint8_t *body,
 		rej_stateless(from, req.local_comm_id, CMW_MSG_REQ, CMW_REJ_INVALID_GID);
 		return;
 	}
-	/* 12.7.14: the connection's partition; a P_Key our port does not
-	 * carry cannot be served (the kernel's cm_req_handler fails to make
-	 * the address vector and rejects with Invalid GID as here) */
+	/* the REQ's P_Key (12.6.5 table 106) is the connection's partition:
+	 * one our port does not carry cannot be served (the kernel's
+	 * cm_req_handler fails to make the address vector and rejects with
+	 * Invalid GID, as here) */
 	if (from->ib && cm_pkey_index(req.pkey) < 0) {
 		cm_trace("cm: REQ for P_Key 0x%04x, not in our table", req.pkey);
 		rej_stateless(from, req.local_comm_id, CMW_MSG_REQ, CMW_REJ_INVALID_GID);

@@ -103,7 +103,7 @@ int cm_send_req(struct cm_id *id, const struct sof_cm_param *p)
 	req.starting_psn = id->local_psn;
 	req.local_cm_response_timeout = CM_RESPONSE_TIMEOUT;
 	req.retry_count = id->retry_count;
-	req.pkey = id->pkey; /* the partition of the connection (12.7.14) */
+	req.pkey = id->pkey; /* the connection's partition (12.6.5 table 106) */
 	req.mtu = id->mtu;
 	req.rnr_retry_count = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
 	req.max_cm_retries = CM_MAX_RETRIES;

@@ -12,7 +12,8 @@
  * kernel hands IP packets, resolution is ours) with the MTU set and up.
  * One loop polls the TUN descriptor, the completion channel, the umad
  * descriptor and the control socket (abstract "softofed/ipoib/IFNAME",
- * one line: STATUS, DOWN, or NEIGH DST SRC and PKEY for the RDMA CM). SIGTERM leaves the groups and exits.
+ * one line: STATUS, DOWN, or NEIGH DST SRC and PKEY for the RDMA CM).
+ * SIGTERM leaves the groups and exits.
  */
 #include "ipoib.h"
 

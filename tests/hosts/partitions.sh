@@ -31,8 +31,11 @@
 #               send-only sender (-o); every a<->b RC and UD packet and CM
 #               MAD in P_Key 0x8001, the REQs and the SA PathRecords name
 #               it, the sender's MCMemberRecord Set and Delete JoinState 8
-#               (b's 1), both in 0x8001; ucmatose; c (ib0, default
-#               partition) cannot reach a's ib0.8001 address (ADDR_ERROR)
+#               (b's 1), both in 0x8001; ucmatose; a REQ by AF_IB
+#               (progs/cm_ipoibreq) for rping's listener on a's ib0.8001
+#               address: in P_Key 0xffff (from c) rejected, in 0x8001 (from
+#               b) accepted; c (ib0, default partition) cannot reach a's
+#               ib0.8001 address (ADDR_ERROR)
 #   ipoib cm    ib0.8001 in connected mode: a 30000-byte ping goes over RC,
 #               the REQ for RFC 4755's service and every RC packet in 0x8001;
 #               progs/cm_ipoibreq to a's service: from c in 0xffff
@@ -431,6 +434,31 @@ if sof_cm_pair "$N: ucmatose -c 4 over ib0.8001" 60 a b \
 else
 	not_ok "$N: ucmatose over ib0.8001" "$SOF_PAIR_WHY"
 	sof_pair_dump
+fi
+# a REQ for a's rping listener on 192.168.81.2 (ib0.8001) by AF_IB, with
+# the A11 header of an IPv4 connection: in P_Key 0xffff (from c) rejected,
+# as the kernel's rdma_cm finds no net device of that P_Key with the
+# address; in 0x8001 (from b) accepted
+agid=$(sof_host_run a "$SOFTOFED" ipoib status ib0.8001 2>&1 </dev/null | sed -n 's/^qpn .* gid \([0-9a-f:]*\) .*/\1/p')
+sid=$(printf '0x000000000106%04x' $((CMP + 5))) # RDMA_PS_TCP, A11.2.1
+# A11's header: version 0, IPv4, source port, b's and a's ib0.8001 addresses
+a11=$(printf '00401234%024dc0a85103%024dc0a85102' 0 0)
+l0=$(sof_cm_count cm_listeners a)
+sof_cm_bg pk.cm.rping a 40 rping -s -a 192.168.81.2 -p $((CMP + 5)) -C 1
+for _ in $(seq 100); do
+	[ "$(sof_cm_count cm_listeners a)" -gt "${l0:-0}" ] && break
+	sleep 0.1
+done
+sof_host_run c "$SOFTOFED" run -- timeout 30 "$REQ" "$agid" "$sid" "$a11" \
+	>"$SOF_TMP/pk.ipreq.ffff" 2>&1 </dev/null
+sof_host_run b "$SOFTOFED" run -- timeout 30 "$REQ" "$agid" "$sid" "$a11" 0x8001 \
+	>"$SOF_TMP/pk.ipreq.8001" 2>&1 </dev/null
+sof_kill pk.cm.rping
+if grep -q '^event RDMA_CM_EVENT_REJECTED' "$SOF_TMP/pk.ipreq.ffff" &&
+	grep -q '^event RDMA_CM_EVENT_ESTABLISHED' "$SOF_TMP/pk.ipreq.8001"; then
+	ok "$N: a REQ for rping's listener on a's ib0.8001 address (service $sid): in P_Key 0xffff rejected, in 0x8001 accepted"
+else
+	not_ok "$N: REQ partition of an IP listener" "0xffff: $(tr '\n' ' ' <"$SOF_TMP/pk.ipreq.ffff"); 0x8001: $(tr '\n' ' ' <"$SOF_TMP/pk.ipreq.8001")"
 fi
 # c, outside 0x8001, from its ib0 with an address in that subnet: the RDMA
 # CM cannot reach a's ib0.8001 address

@@ -7,9 +7,12 @@
  * or "event RDMA_CM_EVENT_ESTABLISHED rep qpn 0xQPN rsize N" with the
  * REP's private data (RFC 4755 section 6), then disconnects. PKEY (the
  * id's sib_pkey, default 0xffff) names the partition of the request: an
- * interface of another partition (a child ib0.8001) rejects it.
+ * interface of another partition (a child ib0.8001) rejects it. A QPN
+ * above 24 bits is a whole service ID instead, in its port space (an A11
+ * IP service: HEX then holds the A11 header, since AF_IB ids send none),
+ * to reach an RDMA CM listener on an IP address.
  *
- *   cm_ipoibreq GID QPN HEX [PKEY]
+ *   cm_ipoibreq GID QPN|SID HEX [PKEY]
  *
  * Exit 0 once an event answered the REQ, 1 when none did.
  */
@@ -79,6 +82,8 @@ int main(int argc, char **argv)
 	size_t plen = 0;
 	const char *hex;
 	uint16_t pkey = 0xffff;
+	enum rdma_port_space ps = RDMA_PS_IB;
+	uint64_t sid;
 
 	if ((argc != 4 && argc != 5) || inet_pton(AF_INET6, argv[1], peer) != 1)
 		return 2;
@@ -92,10 +97,15 @@ int main(int argc, char **argv)
 		pdata[plen++] = (uint8_t)v;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	sid = strtoull(argv[2], NULL, 0);
+	if (sid > 0xffffff)
+		ps = (enum rdma_port_space)((sid >> 16) & 0xffff);
+	else
+		sid |= 0x1000000000000000ull;
 	ch = rdma_create_event_channel();
-	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_IB))
+	if (!ch || rdma_create_id(ch, &id, NULL, ps))
 		fail("rdma_create_id");
-	ib_addr(&dst, peer, 0x1000000000000000ull | (strtoull(argv[2], NULL, 0) & 0xffffff), pkey);
+	ib_addr(&dst, peer, sid, pkey);
 	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000))
 		fail("rdma_resolve_addr");
 	expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED);

@@ -13,12 +13,12 @@
  * (FullMember, or SendOnlyFullMember for RDMA_MC_JOIN_FLAG_SENDONLY_
  * FULLMEMBER: mckey -o) in the id's partition (its interface's P_Key, in
  * the MGID and the record), creating the group with the id's Q_Key when
- * the SA has none. The
- * answer's MLID, SL and Q_Key make the MULTICAST_JOIN event's address
- * vector (DLID = MLID with a GRH to the MGID, as ib_init_ah_from_mcmember),
- * so a sender reaches the attached QPs through the switches' multicast
- * forwarding. A leave (or the id's end) is a SubnAdmDelete, answer not
- * awaited. Joins waiting for the SA are found by their TID.
+ * the SA has none. The answer's MLID, SL and Q_Key make the
+ * MULTICAST_JOIN event's address vector (DLID = MLID with a GRH to the
+ * MGID, as ib_init_ah_from_mcmember), so a sender reaches the attached
+ * QPs through the switches' multicast forwarding. A leave (or the id's
+ * end) is a SubnAdmDelete of the same JoinState bits, answer not awaited.
+ * Joins waiting for the SA are found by their TID.
  */
 #include "cma.h"
 #include "sa.h"

@@ -64,6 +64,11 @@ struct cm_channel;
 /* The host cm_init was given (cm_base.c). */
 extern const struct cm_host *cm_host;
 
+/* The index of pkey in the InfiniBand port's P_Key table, matched on the
+ * low 15 bits as the kernel's ib_find_cached_pkey (a full member's entry
+ * before a limited one's), or -ENOENT; -ENODEV without the port. */
+int cm_pkey_index(uint16_t pkey);
+
 /* A line in the host's log. */
 void cm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -108,6 +113,11 @@ struct cm_id {
 	bool ib;
 	uint16_t slid, dlid;
 	uint8_t sl;
+	/* the partition (IBA 10.9): the P_Key of the IPoIB interface the id
+	 * is on (a child ib0.8001's), an AF_IB address's sib_pkey, or the
+	 * REQ's on the passive side; pkey_index is its entry in the port's
+	 * table, for the QP and the CM's MADs. RoCE: 0xffff at index 0. */
+	uint16_t pkey, pkey_index;
 
 	/* listening */
 	uint32_t backlog, pending; /* connection requests not yet answered */

@@ -35,9 +35,10 @@ struct cm_mc {
 	/* on the InfiniBand port: the SA join (cma_mcast.c) */
 	struct sof_link wait_link; /* in the joins waiting for the SA */
 	struct cm_id *id;
-	uint32_t tid;	 /* the SA request's TID (low half), 0: none waiting */
-	bool joined;	 /* the SA made us a member: a leave is owed */
-	uint8_t mcgid[16]; /* the IB MGID (mgid is the address's GID) */
+	uint32_t tid;	    /* the SA request's TID (low half), 0: none waiting */
+	bool joined;	    /* the SA made us a member: a leave is owed */
+	uint8_t mcgid[16];  /* the IB MGID (mgid is the address's GID) */
+	uint8_t join_state; /* JoinState bits asked (IBA 15.2.5.17.1), left the same */
 };
 
 struct cma_table {

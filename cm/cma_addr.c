@@ -347,7 +347,7 @@ void cma_fill_query(const struct cm_id *id, struct sof_cm_query_rep *q)
 	memcpy(q->sgid, id->sgid, 16);
 	memcpy(q->dgid, id->dgid, 16);
 	q->sgid_index = id->sgid_index;
-	q->pkey = 0xffff;
+	q->pkey = id->pkey;
 	q->port_num = id->have_dev ? 1 : 0;
 	q->ib = id->ib;
 	if (id->have_route) {

@@ -116,6 +116,7 @@ CMA_OP(init_qp_attr)
 	case IBV_QPS_INIT:
 		a->mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
 		a->port_num = 1;
+		a->pkey_index = id->pkey_index; /* the id's partition (IBA 10.9.2) */
 		if (ud) {
 			a->mask |= IBV_QP_QKEY;
 			a->qkey = id->qkey;

@@ -152,7 +152,8 @@ int cma_ib_sa_send(const uint8_t sgid[16], const uint8_t *mad, uint32_t timeout_
 
 int cma_ib_resolve_route(struct cm_id *id)
 {
-	struct sof_sa_path pr = {.numb_path = 1, .pkey = 0xffff};
+	/* the id's partition (a child interface's P_Key): the path must be in it */
+	struct sof_sa_path pr = {.numb_path = 1, .pkey = id->pkey};
 	uint8_t mad[SOF_MAD_LEN];
 
 	id->have_route = false;

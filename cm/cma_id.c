@@ -64,6 +64,7 @@ struct cm_id *cma_id_new(struct cm_channel *ch, uint8_t ps, uint32_t qp_type)
 	id->ps = ps;
 	id->qp_type = qp_type;
 	id->qkey = RDMA_UDP_QKEY;
+	id->pkey = 0xffff;
 	ibcm_id_init(id);
 	sof_list_init(&id->mcs);
 	sof_list_add(&ch->ids, &id->link);

@@ -67,9 +67,9 @@ static struct cm_id *new_child(struct cm_id *listener)
 	return id;
 }
 
-/* The listener a request is for, from its service ID and A11 header. */
-static struct cm_id *req_listener(uint64_t sid, const uint8_t *pdata, const uint8_t *our_gid,
-				  struct cmw_ip_hdr *ip, bool *has_ip)
+/* The listener of a service ID and A11 header, whatever the partition. */
+static struct cm_id *req_listener_any(uint64_t sid, const uint8_t *pdata, const uint8_t *our_gid,
+				      struct cmw_ip_hdr *ip, bool *has_ip)
 {
 	uint8_t ps = (uint8_t)(sid >> 16);
 	uint16_t port = (uint16_t)sid;
@@ -95,6 +95,24 @@ static struct cm_id *req_listener(uint64_t sid, const uint8_t *pdata, const uint
 	return l;
 }
 
+/* The listener a request is for, from its service ID and A11 header;
+ * one bound to an address of an IPoIB interface takes only requests in
+ * that interface's partition (pkey), as the kernel's rdma_cm finds the
+ * net device by the REQ's P_Key (cma_get_net_dev). */
+static struct cm_id *req_listener(uint64_t sid, const uint8_t *pdata, const uint8_t *our_gid,
+				  uint16_t pkey, struct cmw_ip_hdr *ip, bool *has_ip)
+{
+	struct cm_id *l = req_listener_any(sid, pdata, our_gid, ip, has_ip);
+
+	if (l && l->ib && l->bound && !cma_addr_is_wild(&l->src) &&
+	    (l->pkey & 0x7fff) != (pkey & 0x7fff)) {
+		cm_trace("cma id %u: request for P_Key 0x%04x, listener in 0x%04x", l->handle, pkey,
+			 l->pkey);
+		return NULL;
+	}
+	return l;
+}
+
 /* The new id's view of the connection: addresses and path. */
 static void child_addrs(struct cm_id *child, const struct cm_id *l,
 			const struct sofd_mad_addr *from, const struct cmw_ip_hdr *ip, bool has_ip)
@@ -117,7 +135,7 @@ static void child_addrs(struct cm_id *child, const struct cm_id *l,
 		memcpy(&s->sib_addr, child->sgid, 16);
 		memcpy(&d->sib_addr, child->dgid, 16);
 		s->sib_sid = ((const struct sockaddr_ib *)&l->src)->sib_sid;
-		s->sib_pkey = d->sib_pkey = htons(0xffff);
+		s->sib_pkey = d->sib_pkey = htons(child->pkey);
 		return;
 	}
 	if (ip->ip_version == 4) {
@@ -149,7 +167,8 @@ int cma_req_arrived(struct ibcm_event *ev)
 	struct cm_id *l, *child;
 	bool has_ip = false, wrong;
 
-	l = req_listener(ev->service_id, ev->pdata, ev->from->sgid, &ip, &has_ip);
+	l = req_listener(ev->service_id, ev->pdata, ev->from->sgid, ev->pkey ? ev->pkey : 0xffff,
+			 &ip, &has_ip);
 	if (!l)
 		return -ENOENT;
 	/* a SIDR_REQ needs a UD listener; a REQ is told apart only as UC or
@@ -163,6 +182,13 @@ int cma_req_arrived(struct ibcm_event *ev)
 	child = new_child(l);
 	if (!child)
 		return -ENOBUFS;
+	if (ev->from->ib && ev->pkey) {
+		/* the child is in the request's partition (recv checked it) */
+		int idx = cm_pkey_index(ev->pkey);
+
+		child->pkey = ev->pkey;
+		child->pkey_index = idx >= 0 ? (uint16_t)idx : 0;
+	}
 	child_addrs(child, l, ev->from, &ip, has_ip);
 	ev->child = child;
 	ev->has_ip = has_ip;

@@ -9,13 +9,16 @@
  * address becomes an MGID in IPoIB's form (RFC 4391 section 4, with the
  * RDMA CM's signature 0x4001 in place of 0x401b for RDMA_PS_UDP, as the
  * kernel's cma_set_mgid, so the group is not IPoIB's own), and a
- * SubnAdmSet(MCMemberRecord) (IBA 15.2.5.17) makes the port a member,
- * creating the group with the id's Q_Key when the SA has none. The
- * answer's MLID, SL and Q_Key make the MULTICAST_JOIN event's address
- * vector (DLID = MLID with a GRH to the MGID, as ib_init_ah_from_mcmember),
- * so a sender reaches the attached QPs through the switches' multicast
- * forwarding. A leave (or the id's end) is a SubnAdmDelete, answer not
- * awaited. Joins waiting for the SA are found by their TID.
+ * SubnAdmSet(MCMemberRecord) (IBA 15.2.5.17) makes the port a member
+ * (FullMember, or SendOnlyFullMember for RDMA_MC_JOIN_FLAG_SENDONLY_
+ * FULLMEMBER: mckey -o) in the id's partition (its interface's P_Key, in
+ * the MGID and the record), creating the group with the id's Q_Key when
+ * the SA has none. The answer's MLID, SL and Q_Key make the
+ * MULTICAST_JOIN event's address vector (DLID = MLID with a GRH to the
+ * MGID, as ib_init_ah_from_mcmember), so a sender reaches the attached
+ * QPs through the switches' multicast forwarding. A leave (or the id's
+ * end) is a SubnAdmDelete of the same JoinState bits, answer not awaited.
+ * Joins waiting for the SA are found by their TID.
  */
 #include "cma.h"
 #include "sa.h"
@@ -30,7 +33,6 @@
 #define MC_TID_BASE 0x80000000u /* above the ids' handles, cma_ib.c's TIDs */
 #define COMP(c) (1ull << (c))
 #define MC_SCOPE 2	/* link-local, as IPoIB's broadcast group */
-#define MC_PKEY 0xffff	/* the default partition, full member */
 
 static struct sof_link waiting = {&waiting, &waiting}; /* struct cm_mc, wait_link */
 static uint32_t next_tid;
@@ -63,14 +65,16 @@ static void ib_mgid(const struct cm_id *id, const struct sockaddr_storage *ss, u
 	mgid[0] = 0xff;
 	mgid[1] = 0x10 | MC_SCOPE;
 	mgid[3] = id->ps == (uint8_t)RDMA_PS_UDP ? 0x01 : 0x1b; /* ps: the low byte */
-	mgid[4] = MC_PKEY >> 8;
-	mgid[5] = MC_PKEY & 0xff;
+	/* the id's partition, full-member bit set (its interface's broadcast
+	 * address: RFC 4391 section 4) */
+	mgid[4] = (uint8_t)((id->pkey | 0x8000) >> 8);
+	mgid[5] = id->pkey & 0xff;
 }
 
 /* A SubnAdmSet (join) or SubnAdmDelete (leave) of our port in mc's group. */
 static int sa_mcmember(struct cm_mc *mc, uint8_t method)
 {
-	struct sof_sa_mcmember m = {.join_state = SOF_MC_JOIN_FULL, .pkey = MC_PKEY};
+	struct sof_sa_mcmember m = {.join_state = mc->join_state, .pkey = mc->id->pkey | 0x8000};
 	uint64_t mask = COMP(SOF_MCMR_MGID) | COMP(SOF_MCMR_PORT_GID) | COMP(SOF_MCMR_JOIN_STATE);
 	uint8_t mad[SOF_MAD_LEN];
 	uint32_t tid = MC_TID_BASE | (++next_tid & ~MC_TID_BASE);
@@ -214,6 +218,11 @@ CMA_OP(join)
 	memcpy(mc->mgid, mgid, 16);
 	mc->uid = r->uid;
 	mc->id = id;
+	/* send-only: the port sends to the group and gets none of its
+	 * packets (the kernel's BIT(SENDONLY_FULLMEMBER_JOIN)) */
+	mc->join_state = r->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
+			     ? SOF_MC_JOIN_SEND_ONLY_FULL
+			     : SOF_MC_JOIN_FULL;
 	sof_list_add(&id->mcs, &mc->link);
 	if (id->ib) {
 		ib_mgid(id, &r->addr, mc->mcgid);

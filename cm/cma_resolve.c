@@ -18,9 +18,33 @@ static int reply_query(struct cm_id *id, struct cm_reply *rp)
 	return 0;
 }
 
+/* The partition of an id on the InfiniBand port: pkey (0: the default
+ * 0xffff) and its index in the port's table; -EADDRNOTAVAIL when the
+ * port does not carry it (the kernel's cma_resolve_ib_dev and
+ * cma_acquire_dev find no port with that P_Key). */
+static int ib_pkey(struct cm_id *id, uint16_t pkey)
+{
+	int i = cm_pkey_index(pkey ? pkey : 0xffff);
+
+	if (i < 0)
+		return -EADDRNOTAVAIL;
+	id->pkey = pkey ? pkey : 0xffff;
+	id->pkey_index = (uint16_t)i;
+	return 0;
+}
+
+/* The P_Key an AF_IB address names (sib_pkey), 0 for any other. */
+static uint16_t sib_pkey(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family != AF_IB)
+		return 0;
+	return ntohs(((const struct sockaddr_ib *)(const void *)ss)->sib_pkey);
+}
+
 /* id, bound to an IP address of an IPoIB interface, is on the
  * InfiniBand port: its GID is the port's (ibgid), as the kernel's
- * rdma_cm takes the device of the address's net device. */
+ * rdma_cm takes the device of the address's net device, and its
+ * partition that interface's (ib_pkey was called). */
 static void ipoib_dev(struct cm_id *id, const uint8_t ibgid[16])
 {
 	memcpy(id->sgid, ibgid, 16);
@@ -51,6 +75,12 @@ CMA_OP(bind)
 	if (!r->ib && !cma_addr_is_wild(&r->src) && cma_gid_index(gid) < 0 &&
 	    !(r->src.ss_family == AF_IB && cma_ib_gid(gid, NULL)))
 		return -EADDRNOTAVAIL;
+	/* the partition: the IPoIB interface's, or the AF_IB address's */
+	if (r->ib || (r->src.ss_family == AF_IB && cma_ib_gid(gid, NULL))) {
+		err = ib_pkey(id, r->ib ? r->pkey : sib_pkey(&r->src));
+		if (err)
+			return err;
+	}
 	err = cma_bind_port(id, &r->src);
 	if (err)
 		return err;
@@ -89,6 +119,8 @@ static int resolve_ipoib(struct cm_id *id, const struct sof_cm_addr_req *r, cons
 	if (cma_gid_is_any(dgid))
 		goto fail;
 	err = cma_ib_own_gid(ibgid);
+	if (!err)
+		err = ib_pkey(id, r->pkey);
 	if (err)
 		goto fail;
 	if (!id->bound) {
@@ -161,6 +193,13 @@ CMA_OP(resolve_addr)
 	if (idx < 0 || sof_gid_is_v4(sgid) != sof_gid_is_v4(dgid)) {
 		err = -EADDRNOTAVAIL;
 		goto fail;
+	}
+	/* AF_IB: the destination's sib_pkey names the partition, as the
+	 * kernel's cma_resolve_ib_dev takes it; else the bound one stays */
+	if (ib && (sib_pkey(&r->dst) || !id->ib)) {
+		err = ib_pkey(id, sib_pkey(&r->dst) ? sib_pkey(&r->dst) : id->pkey);
+		if (err)
+			goto fail;
 	}
 	if (!id->bound) {
 		struct sockaddr_storage s;

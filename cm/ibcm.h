@@ -40,6 +40,7 @@ struct ibcm_event {
 	const uint8_t *pdata; /* the request's private data */
 	const struct sofd_mad_addr *from;
 	uint32_t qp_type; /* what the request is for: IBV_QPT_RC, _UC, _UD */
+	uint16_t pkey;	  /* the request's P_Key (the connection's partition) */
 	/* IBCM_EV_REQ, out */
 	struct cm_id *child;
 	bool has_ip; /* pdata starts with the A11 header */

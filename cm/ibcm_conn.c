@@ -57,7 +57,7 @@ void ibcm_peer_init(struct cm_id *id)
 	memcpy(id->peer.dgid, id->dgid, 16);
 	id->peer.remote_qpn = SOF_GSI_QPN;
 	id->peer.remote_qkey = SOF_GSI_QKEY;
-	id->peer.pkey = 0xffff;
+	id->peer.pkey = id->pkey; /* the CM's MADs go in the id's partition */
 	id->peer.traffic_class = id->tos;
 	id->peer.hop_limit = 64;
 	if (id->ib) {

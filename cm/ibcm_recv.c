@@ -158,6 +158,16 @@ static void recv_req(const struct sof_mad_hdr *h, const uint8_t *body,
 		rej_stateless(from, req.local_comm_id, CMW_MSG_REQ, CMW_REJ_INVALID_GID);
 		return;
 	}
+	/* the REQ's P_Key (12.6.5 table 106) is the connection's partition:
+	 * one our port does not carry cannot be served (the kernel's
+	 * cm_req_handler fails to make the address vector and rejects with
+	 * Invalid GID, as here) */
+	if (from->ib && cm_pkey_index(req.pkey) < 0) {
+		cm_trace("cm: REQ for P_Key 0x%04x, not in our table", req.pkey);
+		rej_stateless(from, req.local_comm_id, CMW_MSG_REQ, CMW_REJ_INVALID_GID);
+		return;
+	}
+	ev.pkey = req.pkey;
 	/* the id layer finds the listener and makes its child */
 	ev.service_id = req.service_id;
 	ev.pdata = req.private_data;
@@ -448,7 +458,8 @@ static void recv_sidr_req(const uint8_t *body, const struct sofd_mad_addr *from)
 	}
 	ev.service_id = req.service_id;
 	ev.pdata = req.private_data;
-	err = ibcm_up(NULL, &ev);
+	ev.pkey = req.pkey;
+	err = from->ib && cm_pkey_index(req.pkey) < 0 ? -ENOENT : ibcm_up(NULL, &ev);
 	if (err) {
 		struct cmw_sidr_rep rep;
 		uint8_t mad[SOF_MAD_LEN];

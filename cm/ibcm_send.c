@@ -103,7 +103,7 @@ int cm_send_req(struct cm_id *id, const struct sof_cm_param *p)
 	req.starting_psn = id->local_psn;
 	req.local_cm_response_timeout = CM_RESPONSE_TIMEOUT;
 	req.retry_count = id->retry_count;
-	req.pkey = 0xffff;
+	req.pkey = id->pkey; /* the connection's partition (12.6.5 table 106) */
 	req.mtu = id->mtu;
 	req.rnr_retry_count = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
 	req.max_cm_retries = CM_MAX_RETRIES;
@@ -236,7 +236,7 @@ int cm_send_sidr_req(struct cm_id *id, const struct sof_cm_param *p)
 	if (sof_hmap_put(&ibcm.sidr, id->sidr_request_id, id))
 		return -ENOMEM;
 	req.request_id = id->sidr_request_id;
-	req.pkey = 0xffff;
+	req.pkey = id->pkey;
 	req.service_id = dst_sid(id);
 	if (off)
 		ip_hdr(id, req.private_data);

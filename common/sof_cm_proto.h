@@ -72,14 +72,18 @@ struct sof_cm_id_req {
  * ib: the library found the IP address (src of BIND_ADDR, dst of
  * RESOLVE_ADDR) on an IPoIB interface (its softofed-ipoib answered): the
  * id goes on the InfiniBand port; RESOLVE_ADDR's dgid is the GID of dst's
- * IPoIB hardware address (zero: it could not be resolved). */
+ * IPoIB hardware address (zero: it could not be resolved); pkey is that
+ * interface's P_Key (a child's, ib0.8001: 0x8001; 0: the default
+ * 0xffff), as the kernel's rdma_cm takes it from the netdev's hardware
+ * address. */
 struct sof_cm_addr_req {
 	uint32_t id;
 	uint32_t timeout_ms;
 	struct sockaddr_storage src;
 	struct sockaddr_storage dst;
 	uint8_t ib;
-	uint8_t rsvd[3];
+	uint8_t rsvd;
+	uint16_t pkey;
 	uint8_t dgid[16];
 };
 

@@ -12,7 +12,8 @@
  * kernel hands IP packets, resolution is ours) with the MTU set and up.
  * One loop polls the TUN descriptor, the completion channel, the umad
  * descriptor and the control socket (abstract "softofed/ipoib/IFNAME",
- * one line: STATUS, DOWN, or NEIGH DST SRC for the RDMA CM). SIGTERM leaves the groups and exits.
+ * one line: STATUS, DOWN, or NEIGH DST SRC and PKEY for the RDMA CM).
+ * SIGTERM leaves the groups and exits.
  */
 #include "ipoib.h"
 
@@ -315,6 +316,10 @@ static void ctl_accept(void)
 		len = status_text(buf, sizeof(buf));
 	} else if (!strncmp(req, "NEIGH ", 6)) {
 		len = neigh_text(req + 6, buf, sizeof(buf));
+	} else if (!strncmp(req, "PKEY", 4)) {
+		/* the RDMA CM's partition for our addresses (as the kernel's
+		 * takes bytes 8-9 of the netdev's broadcast address) */
+		len = (size_t)snprintf(buf, sizeof(buf), "pkey 0x%04x\n", ipoib.pkey);
 	} else {
 		len = (size_t)snprintf(buf, sizeof(buf), "unknown request\n");
 	}

@@ -303,6 +303,7 @@ enum sof_mcmr_comp {
 #define SOF_MC_JOIN_FULL 0x1
 #define SOF_MC_JOIN_NON 0x2
 #define SOF_MC_JOIN_SEND_ONLY 0x4
+#define SOF_MC_JOIN_SEND_ONLY_FULL 0x8
 struct sof_sa_mcmember {
 	uint8_t mgid[16], port_gid[16];
 	uint32_t qkey, flow_label;

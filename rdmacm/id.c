@@ -376,7 +376,7 @@ SOFCM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	req.id = sofcm_id(id)->handle;
 	memcpy(&req.src, addr, len);
 	/* an address of an IPoIB interface: the id is on the InfiniBand port */
-	req.ib = sofcm_ipoib_addr(addr);
+	req.ib = sofcm_ipoib_addr(addr, &req.pkey);
 	ret = sofcm_rpc(SOF_OP_CM_BIND_ADDR, &req, sizeof(req), &q, sizeof(q));
 	if (!ret)
 		ret = sofcm_apply_query(sofcm_id(id), &q);

@@ -68,13 +68,27 @@ static int ipoib_ctl(const struct sockaddr *a)
 	return fd;
 }
 
-bool sofcm_ipoib_addr(const struct sockaddr *a)
+bool sofcm_ipoib_addr(const struct sockaddr *a, uint16_t *pkey)
 {
+	static const char q[] = "PKEY\n";
 	int fd = ipoib_ctl(a);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	unsigned v = 0;
+	char rep[64];
+	ssize_t n = -1;
 
 	if (fd < 0)
 		return false;
+	/* its partition, which the id takes (0: the default) */
+	if (write(fd, q, sizeof(q) - 1) == (ssize_t)sizeof(q) - 1 && poll(&p, 1, 1000) == 1)
+		n = read(fd, rep, sizeof(rep) - 1);
 	close(fd);
+	if (n > 0) {
+		rep[n] = '\0';
+		if (sscanf(rep, "pkey %x", &v) != 1 || v > 0xffff)
+			v = 0;
+	}
+	*pkey = (uint16_t)v;
 	return true;
 }
 
@@ -151,7 +165,7 @@ static void ipoib_resolve(struct sof_cm_addr_req *req, int timeout_ms)
 		if (r)
 			return;
 	}
-	if (!sofcm_ipoib_addr((const struct sockaddr *)&src))
+	if (!sofcm_ipoib_addr((const struct sockaddr *)&src, &req->pkey))
 		return;
 	req->ib = 1;
 	/* a multicast group has no neighbour: the daemon maps it (MGID) */

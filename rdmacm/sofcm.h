@@ -72,8 +72,9 @@ int sofcm_device_open(void);
  * the device or NULL with errno set. */
 struct sofcm_device *sofcm_device_get(bool ib);
 void sofcm_device_put(struct sofcm_device *dev);
-/* Whether the local IP address a is on an IPoIB interface (resolve.c). */
-bool sofcm_ipoib_addr(const struct sockaddr *a);
+/* Whether the local IP address a is on an IPoIB interface (resolve.c);
+ * *pkey its P_Key then (0: unknown, the default). */
+bool sofcm_ipoib_addr(const struct sockaddr *a, uint16_t *pkey);
 
 /* ---- the command connection (cmd.c) --------------------------------------- */
 

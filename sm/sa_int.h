@@ -109,6 +109,10 @@ static inline uint64_t sa_qget(const struct sa_out *o, unsigned c)
 void sa_port_gid(const struct sm_subnet *sn, const struct sm_port *p, uint8_t gid[16]);
 /* The port a GID names (our prefix or the link-local one); NULL if none */
 struct sm_port *sa_port_by_gid(const struct sm_subnet *sn, const uint8_t gid[16]);
+/* Port p's membership of partition pkey (IBA 10.9.1.1): 0 none, 1
+ * limited, 2 full; from the table the SM wrote (sm/partition.c), else the
+ * default partition alone, as the SMA starts (sa_path.c). */
+unsigned sa_pkey_memb(const struct sm_port *p, uint16_t pkey);
 /* The LID a port answers by (a switch's external port: port 0's) */
 uint16_t sa_port_lid(const struct sm_port *p);
 

@@ -8,7 +8,8 @@
  * NonMember, SendOnlyNonMember, SendOnlyFullMember; only a full member
  * (or a send-only full member) creates a group. A join that names
  * parameters different from the group's (Q_Key, P_Key, SL, MTU and rate
- * through their selectors, ...) is refused with ERR_REQ_INVALID.
+ * through their selectors, ...) is refused with ERR_REQ_INVALID, and so
+ * is a port that is no member of the group's partition.
  *
  * The SM builds each group's spanning tree and MFTs: ops->mcast_changed
  * tells it a group's members changed, sm_sa_mcast_ports lists them.
@@ -260,9 +261,14 @@ uint16_t sa_mcmember_join(struct sm_sa *sa, const struct sa_q *q, uint8_t *rec)
 	if (!port)
 		return SOF_SA_ST_INVALID_GID;
 	g = memcmp(m.mgid, zero_gid, 16) ? group_by_mgid(sa, m.mgid) : NULL;
+	if (!g && (mask & CREATE_REQUIRED) != CREATE_REQUIRED)
+		return SOF_SA_ST_INSUFFICIENT_COMPONENTS;
+	/* IBA 15.2.5.17: the port must be in the group's partition (for a
+	 * new group the P_Key the request names); a limited member may
+	 * join, its packets then reach full members only (IBA 10.9.3) */
+	if (!sa_pkey_memb(port, g ? g->p.pkey : m.pkey))
+		return SOF_SA_ST_REQ_INVALID;
 	if (!g) {
-		if ((mask & CREATE_REQUIRED) != CREATE_REQUIRED)
-			return SOF_SA_ST_INSUFFICIENT_COMPONENTS;
 		if (!(m.join_state & (SOF_MC_JOIN_FULL | JOIN_SEND_ONLY_FULL)))
 			return SOF_SA_ST_REQ_INVALID;
 		if (memcmp(m.mgid, zero_gid, 16) && m.mgid[0] != 0xff)

@@ -198,10 +198,7 @@ struct pair {
 	struct sa_out *o;
 };
 
-/* Port p's membership of partition pkey (IBA 10.9.1.1): 0 none, 1
- * limited, 2 full; from the table the SM wrote (sm/partition.c), else the
- * default partition alone, as the SMA starts. */
-static unsigned pkey_memb(const struct sm_port *p, uint16_t pkey)
+unsigned sa_pkey_memb(const struct sm_port *p, uint16_t pkey)
 {
 	unsigned m = 0;
 
@@ -237,7 +234,8 @@ static bool one_path(struct pair *c, unsigned si, unsigned di)
 	/* a P_Key asked for: a path only within a partition both ends are
 	 * in, one of them a full member (IBA 10.9.3) */
 	if (has(pq, SOF_PR_PKEY)) {
-		unsigned ms = pkey_memb(c->sp, pq->q.pkey), md = pkey_memb(c->dp, pq->q.pkey);
+		unsigned ms = sa_pkey_memb(c->sp, pq->q.pkey);
+		unsigned md = sa_pkey_memb(c->dp, pq->q.pkey);
 
 		if (!ms || !md || (ms == 1 && md == 1))
 			return true;

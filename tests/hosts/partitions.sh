@@ -6,7 +6,7 @@
 #
 #   Default=0x7fff, ipoib : ALL=full ;
 #   p8001=0x8001, ipoib : A=full, B=full ;          c is not a member
-#   p8002=0x8002 : A=limited, B=limited, C=full ;
+#   p8002=0x8002, ipoib : A=limited, B=limited, C=full ;
 #
 #   tables      smpquery pkeys of each host: its partitions, full bit as set;
 #               saquery PKeyTableRecord of each host's LID the same table;
@@ -26,6 +26,22 @@
 #               status` lists it with its packets; in c, not a
 #               member, ib0.8001 does not come up, and c's ib0 (default
 #               partition) cannot reach a's ib0.8001 address
+#   rdma cm     over ib0.8001 by its addresses, under a capture of the
+#               fabric: rping -V, ib_send_bw -R, udaddy, mckey with a
+#               send-only sender (-o); every a<->b RC and UD packet and CM
+#               MAD in P_Key 0x8001, the REQs and the SA PathRecords name
+#               it, the sender's MCMemberRecord Set and Delete JoinState 8
+#               (b's 1), both in 0x8001; ucmatose; a REQ by AF_IB
+#               (progs/cm_ipoibreq) for rping's listener on a's ib0.8001
+#               address: in P_Key 0xffff (from c) rejected, in 0x8001 (from
+#               b) accepted; c (ib0, default partition) cannot reach a's
+#               ib0.8001 address (ADDR_ERROR)
+#   ipoib cm    ib0.8001 in connected mode: a 30000-byte ping goes over RC,
+#               the REQ for RFC 4755's service and every RC packet in 0x8001;
+#               progs/cm_ipoibreq to a's service: from c in 0xffff
+#               rejected, from b in 0x8001 accepted
+#   limited     ib0.8002 in a and b (limited members) and c (full): all come
+#               up; limited <-> full pings, limited <-> limited does not
 #
 # Needs root (ip netns). Usage: [SOF_SM=softofed] tests/hosts/partitions.sh
 set -u
@@ -41,6 +57,8 @@ softofed) N=partitions/sm PORT=7477 ;;
 	exit 1
 	;;
 esac
+REQ=$SOF_BUILD_DIR/tests/cm_ipoibreq
+[ -x "$REQ" ] || REQ=$SOF_ROOT/build/tests/cm_ipoibreq
 FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
 [ -x "$FABRIC" ] || FABRIC=$SOF_ROOT/build/bin/softofed-fabric
 [ -x "$(dirname "$SOFTOFED")/softofed-ipoib" ] || export SOFTOFED_IPOIB=$SOF_ROOT/build/bin/softofed-ipoib
@@ -90,7 +108,7 @@ Default=0x7fff, ipoib : ALL=full ;
 p8001=0x8001, ipoib :
 	$ga=full,
 	$gb=full ;
-p8002=0x8002 : $ga=limited, $gb=limited, $gc=full ;
+p8002=0x8002, ipoib : $ga=limited, $gb=limited, $gc=full ;
 EOF
 
 if [ "$N" = partitions/opensm ]; then
@@ -313,7 +331,233 @@ if sof_host_run c "$SOFTOFED" ipoib up >"$SOF_TMP/pk.ipoib.c0" 2>&1 </dev/null; 
 else
 	not_ok "$N: c's ib0" "$(tr '\n' ' ' <"$SOF_TMP/pk.ipoib.c0")"
 fi
+
+# ---- the RDMA CM over ib0.8001 (issue 21) -----------------------------------------
+# a capture of the fabric (its process runs in a) while rping and
+# ib_send_bw -R go b -> a's ib0.8001 address: the SA's PathRecord asked for
+# P_Key 0x8001, the CM's REQ names it, every CM MAD and RC packet of a and
+# b carries it in its BTH
+CAP=$SOF_TMP/pk.cm.pcap
+fabst() { sof_host_run a "$SOFTOFED" fabric status 2>&1 </dev/null; }
+sof_host_bg pk.cap a 200 "$SOFTOFED" capture -w "$CAP" -c 1000000 -t 180
+for _ in $(seq 50); do
+	fabst | grep -q '^capture: on' && break
+	sleep 0.1
+done
+CMP=18850
+sof_rping_pair "$N: rping -C 10 -V b -> a by ib0.8001 address" a b 192.168.81.2 $((CMP + 1)) 1024 10
+if sof_perftest_cm_pair "$N: ib_send_bw -R over ib0.8001" 120 a b \
+	ib_send_bw -R -d sofib0 -F -n 200 -p $((CMP + 2)) -- \
+	ib_send_bw -R -d sofib0 -F -n 200 -p $((CMP + 2)) 192.168.81.2; then
+	sof_cm_perftest_verdict "$N: ib_send_bw -R over ib0.8001"
+else
+	not_ok "$N: ib_send_bw -R over ib0.8001" "$SOF_PAIR_WHY"
+	sof_pair_dump
+fi
+# udaddy: UD ids, SIDR_REQ/REP in the partition, the UD QPs on its index
+if sof_cm_pair "$N: udaddy -c 4 over ib0.8001" 60 a b \
+	udaddy -b 192.168.81.2 -c 4 -C 50 -S 1000 -- \
+	udaddy -s 192.168.81.2 -c 4 -C 50 -S 1000; then
+	sof_cm_verdict "$N: udaddy -c 4 over ib0.8001" 'data transfers complete' 'return status 0'
+else
+	not_ok "$N: udaddy over ib0.8001" "$SOF_PAIR_WHY"
+	sof_pair_dump
+fi
+# mckey over ib0.8001: b receives, a sends as a send-only full member
+# (mckey -o, RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+MG=239.1.2.4 MGID=ff12:4001:8001::f01:204
+mrx=$(sof_out pk.mckey.rx)
+mtx=$(sof_out pk.mckey.tx)
+SOF_LINEBUF=1 sof_cm_bg pk.mckey.rx b 60 mckey -m $MG -b 192.168.81.3 -C 10 -S 200
+for _ in $(seq 150); do
+	grep -q 'joined dgid' "$mrx" 2>/dev/null && break
+	sleep 0.1
+done
+SOF_LINEBUF=1 sof_cm_bg pk.mckey.tx a 60 mckey -s -o -m $MG -b 192.168.81.2 -C 10 -S 200
+sof_wait pk.mckey.tx 60
+trc=$?
+sof_wait pk.mckey.rx 30
+rrc=$?
+mgid=$(sed -n 's/.*joined dgid: \([0-9a-f:]*\) .*/\1/p' "$mrx" | head -n 1)
+if [ "$rrc" = 0 ] && [ "$trc" = 0 ] && grep -q 'data transfers complete' "$mrx" && [ "$mgid" = $MGID ]; then
+	ok "$N: mckey -m $MG over ib0.8001 (group $mgid), the sender send-only (-o): b received all 10 messages"
+else
+	not_ok "$N: mckey over ib0.8001" "receiver rc $rrc, sender rc $trc, group '$mgid'"
+	sof_dump "$mrx" "$mtx"
+fi
+sof_kill pk.cap
+for _ in $(seq 30); do
+	fabst | grep -q '^capture: off' && break
+	sleep 0.1
+done
+ERF=$SOF_TMP/pk.cm.erf
+"$SOFTOFED" capture erf "$CAP" "$ERF" >/dev/null 2>&1
+tsh() { timeout 60 tshark -n -r "$ERF" "$@" 2>/dev/null; }
+ab="(infiniband.lrh.slid == $la && infiniband.lrh.dlid == $lb) || (infiniband.lrh.slid == $lb && infiniband.lrh.dlid == $la)"
+# RC opcodes are 0x00-0x1f; CM MADs class 0x07 on QP1
+rc_in=$(tsh -Y "($ab) && infiniband.bth.opcode < 0x20 && infiniband.bth.p_key == 0x8001" | wc -l)
+rc_out=$(tsh -Y "($ab) && infiniband.bth.opcode < 0x20 && infiniband.bth.p_key != 0x8001" | wc -l)
+cm_in=$(tsh -Y "($ab) && infiniband.mad.mgmtclass == 0x07 && infiniband.bth.p_key == 0x8001" | wc -l)
+cm_out=$(tsh -Y "($ab) && infiniband.mad.mgmtclass == 0x07 && infiniband.bth.p_key != 0x8001" | wc -l)
+# UD sends a <-> b other than MADs (QP0/QP1): udaddy's, IPoIB's, mckey's
+ud_in=$(tsh -Y "($ab) && infiniband.deth && infiniband.bth.destqp > 1 && infiniband.bth.p_key == 0x8001 && frame.len > 1000" | wc -l)
+ud_out=$(tsh -Y "($ab) && infiniband.deth && infiniband.bth.destqp > 1 && infiniband.bth.p_key != 0x8001" | wc -l)
+req=$(tsh -Y "infiniband.cm.req.pkey == 0x8001" | wc -l)
+req_bad=$(tsh -Y "infiniband.cm.req && infiniband.cm.req.pkey != 0x8001" | wc -l)
+pr=$(tsh -Y "infiniband.pathrecord.p_key == 0x8001" | wc -l)
+if [ "$rc_in" -ge 200 ] && [ "$rc_out" = 0 ] && [ "$cm_in" -ge 6 ] && [ "$cm_out" = 0 ] &&
+	[ "$req" -ge 2 ] && [ "$req_bad" = 0 ] && [ "$pr" -ge 2 ] && [ "$ud_in" -ge 200 ] && [ "$ud_out" = 0 ]; then
+	ok "$N: capture: a<->b RC packets $rc_in, UD sends of udaddy's size $ud_in and CM MADs $cm_in all in P_Key 0x8001, $req REQs name 0x8001, $pr PathRecords with 0x8001"
+else
+	not_ok "$N: P_Key 0x8001 on the wire" "RC in 0x8001 $rc_in, other $rc_out; UD in 0x8001 $ud_in, other $ud_out; CM MADs in 0x8001 $cm_in, other $cm_out; REQs 0x8001 $req, other $req_bad; PathRecords $pr"
+fi
+# the SA joins of the mckey group (method Set 0x02, Delete 0x15): a's
+# SendOnlyFullMember (8), b's FullMember (1), both in 0x8001
+joins() {
+	tsh -Y "infiniband.mcmemberrecord.mgid == $MGID && infiniband.lrh.slid == $1 && infiniband.mad.method == $2" \
+		-T fields -e infiniband.mcmemberrecord.joinstate -e infiniband.mcmemberrecord.p_key |
+		sort -u | tr '\t\n' ', '
+}
+ja=$(joins "$la" 0x02) jd=$(joins "$la" 0x15) jb=$(joins "$lb" 0x02)
+hx() { printf '%d' "$1" 2>/dev/null; }
+if [ "$(hx "${ja%%,*}")" = 8 ] && [ "$(hx "${jd%%,*}")" = 8 ] && [ "$(hx "${jb%%,*}")" = 1 ] &&
+	grep -q -i '0x8001' <<<"$ja$jb"; then
+	ok "$N: capture: a's join and leave of $MGID with JoinState 8 (send-only full member) [$ja] [$jd], b's with 1 [$jb]"
+else
+	not_ok "$N: send-only join on the wire" "a's Set [$ja] Delete [$jd], b's Set [$jb]"
+fi
+# ucmatose's connections the same way (data checked by ucmatose)
+if sof_cm_pair "$N: ucmatose -c 4 over ib0.8001" 60 a b \
+	ucmatose -b 192.168.81.2 -p $((CMP + 3)) -c 4 -- \
+	ucmatose -s 192.168.81.2 -p $((CMP + 3)) -c 4; then
+	sof_cm_verdict "$N: ucmatose -c 4 over ib0.8001" 'data transfers complete' 'return status 0'
+else
+	not_ok "$N: ucmatose over ib0.8001" "$SOF_PAIR_WHY"
+	sof_pair_dump
+fi
+# a REQ for a's rping listener on 192.168.81.2 (ib0.8001) by AF_IB, with
+# the A11 header of an IPv4 connection: in P_Key 0xffff (from c) rejected,
+# as the kernel's rdma_cm finds no net device of that P_Key with the
+# address; in 0x8001 (from b) accepted
+agid=$(sof_host_run a "$SOFTOFED" ipoib status ib0.8001 2>&1 </dev/null | sed -n 's/^qpn .* gid \([0-9a-f:]*\) .*/\1/p')
+sid=$(printf '0x000000000106%04x' $((CMP + 5))) # RDMA_PS_TCP, A11.2.1
+# A11's header: version 0, IPv4, source port, b's and a's ib0.8001 addresses
+a11=$(printf '00401234%024dc0a85103%024dc0a85102' 0 0)
+l0=$(sof_cm_count cm_listeners a)
+sof_cm_bg pk.cm.rping a 40 rping -s -a 192.168.81.2 -p $((CMP + 5)) -C 1
+for _ in $(seq 100); do
+	[ "$(sof_cm_count cm_listeners a)" -gt "${l0:-0}" ] && break
+	sleep 0.1
+done
+sof_host_run c "$SOFTOFED" run -- timeout 30 "$REQ" "$agid" "$sid" "$a11" \
+	>"$SOF_TMP/pk.ipreq.ffff" 2>&1 </dev/null
+sof_host_run b "$SOFTOFED" run -- timeout 30 "$REQ" "$agid" "$sid" "$a11" 0x8001 \
+	>"$SOF_TMP/pk.ipreq.8001" 2>&1 </dev/null
+sof_kill pk.cm.rping
+if grep -q '^event RDMA_CM_EVENT_REJECTED' "$SOF_TMP/pk.ipreq.ffff" &&
+	grep -q '^event RDMA_CM_EVENT_ESTABLISHED' "$SOF_TMP/pk.ipreq.8001"; then
+	ok "$N: a REQ for rping's listener on a's ib0.8001 address (service $sid): in P_Key 0xffff rejected, in 0x8001 accepted"
+else
+	not_ok "$N: REQ partition of an IP listener" "0xffff: $(tr '\n' ' ' <"$SOF_TMP/pk.ipreq.ffff"); 0x8001: $(tr '\n' ' ' <"$SOF_TMP/pk.ipreq.8001")"
+fi
+# c, outside 0x8001, from its ib0 with an address in that subnet: the RDMA
+# CM cannot reach a's ib0.8001 address
+if sof_host_run c "$SOFTOFED" ipoib up >"$SOF_TMP/pk.ipoib.c1" 2>&1 </dev/null; then
+	sof_host_run c ip addr add 192.168.81.4/24 dev ib0
+	sof_cm_bg pk.cm.srv a 40 rping -s -a 192.168.81.2 -p $((CMP + 4)) -C 1
+	sof_cm_fails_fast "$N: rping from c (not in 0x8001) to a's ib0.8001 address" 30 15000 c \
+		"$SOF_CM_FAILED" rping -c -a 192.168.81.2 -p $((CMP + 4)) -C 1
+	sof_kill pk.cm.srv
+	sof_host_run c "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null
+else
+	not_ok "$N: c's ib0 for the RDMA CM" "$(tr '\n' ' ' <"$SOF_TMP/pk.ipoib.c1")"
+fi
+
+# ---- IPoIB connected mode on ib0.8001 --------------------------------------------
+# its RC connection set up through the CM in the child's partition: the
+# REQ (RFC 4755's service ID) names 0x8001, every RC packet carries it
+cmok=1
+for h in a b; do
+	sof_host_run "$h" "$SOFTOFED" ipoib down ib0.8001 >/dev/null 2>&1 </dev/null
+	if sof_host_run "$h" "$SOFTOFED" ipoib up --pkey 0x8001 --mode connected >"$SOF_TMP/pk.cmup.$h" 2>&1 </dev/null; then
+		sof_host_run "$h" ip addr add "${PKIP[$h]}/24" dev ib0.8001
+	else
+		cmok=0
+		not_ok "$N: ipoib up --pkey 0x8001 --mode connected in $h" "$(tr '\n' ' ' <"$SOF_TMP/pk.cmup.$h")"
+	fi
+done
+if [ $cmok = 1 ]; then
+	CAP2=$SOF_TMP/pk.cm2.pcap
+	sof_host_bg pk.cap2 a 100 "$SOFTOFED" capture -w "$CAP2" -c 1000000 -t 90
+	for _ in $(seq 50); do
+		fabst | grep -q '^capture: on' && break
+		sleep 0.1
+	done
+	sof_host_run a timeout 30 ping -c 3 -s 30000 -W 5 192.168.81.3 >"$SOF_TMP/pk.cmping" 2>&1 </dev/null
+	prc=$?
+	st=$(sof_host_run a "$SOFTOFED" ipoib status ib0.8001 2>&1 </dev/null)
+	# a REQ to a's connected-mode service from the default partition is
+	# refused (its listener is in 0x8001); the same REQ in 0x8001 is taken
+	aqpn=$(sed -n 's/^qpn \(0x[0-9a-f]*\) .*/\1/p' <<<"$st")
+	agid=$(sed -n 's/^qpn .* gid \([0-9a-f:]*\) .*/\1/p' <<<"$st")
+	sof_host_run c "$SOFTOFED" run -- timeout 30 "$REQ" "$agid" "$aqpn" 001234560000fff4 \
+		>"$SOF_TMP/pk.req.ffff" 2>&1 </dev/null
+	sof_host_run b "$SOFTOFED" run -- timeout 30 "$REQ" "$agid" "$aqpn" 001234560000fff4 0x8001 \
+		>"$SOF_TMP/pk.req.8001" 2>&1 </dev/null
+	sof_kill pk.cap2
+	for _ in $(seq 30); do
+		fabst | grep -q '^capture: off' && break
+		sleep 0.1
+	done
+	"$SOFTOFED" capture erf "$CAP2" "$ERF" >/dev/null 2>&1
+	rc_in=$(tsh -Y "($ab) && infiniband.bth.opcode < 0x20 && infiniband.bth.p_key == 0x8001" | wc -l)
+	rc_out=$(tsh -Y "($ab) && infiniband.bth.opcode < 0x20 && infiniband.bth.p_key != 0x8001" | wc -l)
+	req=$(tsh -Y "infiniband.cm.req.pkey == 0x8001 && infiniband.cm.req.serviceid >= 0x1000000000000000" | wc -l)
+	if [ $prc = 0 ] && grep -q '^cm tx peer .* state up mtu 65520' <<<"$st" &&
+		[ "$rc_in" -ge 60 ] && [ "$rc_out" = 0 ] && [ "$req" -ge 1 ]; then
+		ok "$N: connected mode on ib0.8001: ping -s 30000 a -> b over RC, $req REQs for RFC 4755's service in 0x8001, $rc_in RC packets all in 0x8001"
+	else
+		not_ok "$N: connected mode on ib0.8001" "ping rc $prc; cm line '$(grep '^cm ' <<<"$st" | head -n 1)'; RC in 0x8001 $rc_in, other $rc_out; REQs $req"
+	fi
+	if grep -q '^event RDMA_CM_EVENT_REJECTED' "$SOF_TMP/pk.req.ffff" &&
+		grep -q "^event RDMA_CM_EVENT_ESTABLISHED rep qpn $aqpn " "$SOF_TMP/pk.req.8001"; then
+		ok "$N: a REQ to a's connected-mode service (QPN $aqpn) in P_Key 0xffff from c is rejected; in 0x8001 from b it is accepted"
+	else
+		not_ok "$N: REQ partitions" "0xffff: $(tr '\n' ' ' <"$SOF_TMP/pk.req.ffff"); 0x8001: $(tr '\n' ' ' <"$SOF_TMP/pk.req.8001")"
+	fi
+fi
 for h in a b; do sof_host_run "$h" "$SOFTOFED" ipoib down ib0.8001 >/dev/null 2>&1 </dev/null; done
+
+# ---- IPoIB as a limited member (0x8002: a and b limited, c full) -------------------
+declare -A LMIP=([a]=192.168.82.2 [b]=192.168.82.3 [c]=192.168.82.4)
+lmok=1
+for h in a b c; do
+	out=$SOF_TMP/pk.lm.$h
+	if sof_host_run "$h" "$SOFTOFED" ipoib up --pkey 0x8002 >"$out" 2>&1 </dev/null &&
+		sof_host_run "$h" ip link show ib0.8002 >/dev/null 2>&1; then
+		sof_host_run "$h" ip addr add "${LMIP[$h]}/24" dev ib0.8002
+	else
+		lmok=0
+		not_ok "$N: ipoib up --pkey 0x8002 in $h" "$(tr '\n' ' ' <"$out")"
+	fi
+done
+if [ $lmok = 1 ]; then
+	ok "$N: ib0.8002 up in a and b (limited members: their broadcast joins accepted) and c (full)"
+	if sof_host_run a timeout 20 ping -c 3 -W 5 "${LMIP[c]}" >"$SOF_TMP/pk.lm.ping" 2>&1 </dev/null &&
+		sof_host_run c timeout 20 ping -c 3 -W 5 "${LMIP[b]}" >>"$SOF_TMP/pk.lm.ping" 2>&1 </dev/null; then
+		ok "$N: ping over ib0.8002: a (limited) -> c (full) and c -> b (limited)"
+	else
+		not_ok "$N: limited <-> full over ib0.8002" "$(tail -n 3 "$SOF_TMP/pk.lm.ping" | tr '\n' ' ')"
+	fi
+	v0=$(viol b)
+	if ! sof_host_run a timeout 10 ping -c 2 -W 2 "${LMIP[b]}" >"$SOF_TMP/pk.lm.ping2" 2>&1 </dev/null; then
+		v1=$(viol b)
+		ok "$N: a and b, limited members, cannot ping over ib0.8002 (IBA 10.9.3; b's P_Key violations $v0 -> $v1)"
+	else
+		not_ok "$N: limited <-> limited over ib0.8002" "ping answered: $(tail -n 2 "$SOF_TMP/pk.lm.ping2" | tr '\n' ' ')"
+	fi
+fi
+for h in a b c; do sof_host_run "$h" "$SOFTOFED" ipoib down ib0.8002 >/dev/null 2>&1 </dev/null; done
 
 sof_kill pk.sm
 sof_kill pk.fabric

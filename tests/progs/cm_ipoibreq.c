@@ -5,9 +5,14 @@
  * 0x1000000000000000 | QPN with the private data given in hex. Prints the
  * event that answers: "event RDMA_CM_EVENT_REJECTED" (a malformed REQ),
  * or "event RDMA_CM_EVENT_ESTABLISHED rep qpn 0xQPN rsize N" with the
- * REP's private data (RFC 4755 section 6), then disconnects.
+ * REP's private data (RFC 4755 section 6), then disconnects. PKEY (the
+ * id's sib_pkey, default 0xffff) names the partition of the request: an
+ * interface of another partition (a child ib0.8001) rejects it. A QPN
+ * above 24 bits is a whole service ID instead, in its port space (an A11
+ * IP service: HEX then holds the A11 header, since AF_IB ids send none),
+ * to reach an RDMA CM listener on an IP address.
  *
- *   cm_ipoibreq GID QPN HEX
+ *   cm_ipoibreq GID QPN|SID HEX [PKEY]
  *
  * Exit 0 once an event answered the REQ, 1 when none did.
  */
@@ -53,12 +58,12 @@ static void expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
 	rdma_ack_cm_event(ev);
 }
 
-static void ib_addr(struct sockaddr_ib *a, const uint8_t gid[16], uint64_t sid)
+static void ib_addr(struct sockaddr_ib *a, const uint8_t gid[16], uint64_t sid, uint16_t pkey)
 {
 	memset(a, 0, sizeof(*a));
 	a->sib_family = AF_IB;
 	memcpy(&a->sib_addr, gid, 16);
-	a->sib_pkey = htons(0xffff);
+	a->sib_pkey = htons(pkey);
 	a->sib_sid = htobe64(sid);
 	a->sib_sid_mask = htobe64(~0ull);
 }
@@ -76,9 +81,14 @@ int main(int argc, char **argv)
 	uint8_t peer[16], pdata[64];
 	size_t plen = 0;
 	const char *hex;
+	uint16_t pkey = 0xffff;
+	enum rdma_port_space ps = RDMA_PS_IB;
+	uint64_t sid;
 
-	if (argc != 4 || inet_pton(AF_INET6, argv[1], peer) != 1)
+	if ((argc != 4 && argc != 5) || inet_pton(AF_INET6, argv[1], peer) != 1)
 		return 2;
+	if (argc == 5)
+		pkey = (uint16_t)strtoul(argv[4], NULL, 0);
 	for (hex = argv[3]; hex[0] && hex[1] && plen < sizeof(pdata); hex += 2) {
 		unsigned v;
 
@@ -87,10 +97,15 @@ int main(int argc, char **argv)
 		pdata[plen++] = (uint8_t)v;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	sid = strtoull(argv[2], NULL, 0);
+	if (sid > 0xffffff)
+		ps = (enum rdma_port_space)((sid >> 16) & 0xffff);
+	else
+		sid |= 0x1000000000000000ull;
 	ch = rdma_create_event_channel();
-	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_IB))
+	if (!ch || rdma_create_id(ch, &id, NULL, ps))
 		fail("rdma_create_id");
-	ib_addr(&dst, peer, 0x1000000000000000ull | (strtoull(argv[2], NULL, 0) & 0xffffff));
+	ib_addr(&dst, peer, sid, pkey);
 	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000))
 		fail("rdma_resolve_addr");
 	expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED);

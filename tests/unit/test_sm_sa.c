@@ -512,6 +512,74 @@ TEST(multicast_join_leave)
 	teardown();
 }
 
+/* The membership checks of a join (IBA 15.2.5.17): only ports of the
+ * group's partition join (a limited member too), a join naming another
+ * P_Key or Q_Key is refused, a Delete takes away only the JoinState bits
+ * it names (SendOnlyFullMember beside FullMember). */
+TEST(multicast_partitions)
+{
+	const uint64_t create = 1ull << SOF_MCMR_QKEY | 1ull << SOF_MCMR_PKEY |
+				1ull << SOF_MCMR_SL | 1ull << SOF_MCMR_FLOW_LABEL |
+				1ull << SOF_MCMR_TCLASS;
+	const unsigned pk = SOF_SA_OFF_DATA + 40; /* the record's P_Key */
+	struct sm_port *ports[4];
+	uint8_t mad[256], mgid[16];
+	uint16_t mlid;
+
+	setup();
+	/* H1 full and H2 limited in 0x8001; H3 only in the default one */
+	F.h1->port[1].pkeys_set = F.h2->port[1].pkeys_set = F.h3->port[1].pkeys_set = true;
+	F.h1->port[1].pkeys[0] = F.h2->port[1].pkeys[0] = F.h3->port[1].pkeys[0] = 0xffff;
+	F.h1->port[1].pkeys[1] = 0x8001;
+	F.h2->port[1].pkeys[1] = 0x0001;
+	/* H3 may not create a group of 0x8001 */
+	mc_query(mad, SOF_SA_SET, NULL, SAF_H3 + 1, SOF_MC_JOIN_FULL, create);
+	sof_put16(mad + pk, 0x8001);
+	CHECK_EQ(ask(mad), SOF_SA_ST_REQ_INVALID);
+	/* H1 creates it, with FullMember and SendOnlyFullMember */
+	mc_query(mad, SOF_SA_SET, NULL, SAF_H1 + 1, SOF_MC_JOIN_FULL | SOF_MC_JOIN_SEND_ONLY_FULL,
+		 create);
+	sof_put16(mad + pk, 0x8001);
+	CHECK_EQ(ask(mad), 0);
+	memcpy(mgid, R + SOF_SA_OFF_DATA, 16);
+	mlid = sof_get16(R + SOF_SA_OFF_DATA + 36);
+	CHECK_EQ(sof_get16(R + pk), 0x8001);
+	CHECK_EQ(R[SOF_SA_OFF_DATA + 48] & 0x0f, SOF_MC_JOIN_FULL | SOF_MC_JOIN_SEND_ONLY_FULL);
+	/* H3, no member of 0x8001, cannot join it, nor send-only */
+	mc_query(mad, SOF_SA_SET, mgid, SAF_H3 + 1, SOF_MC_JOIN_FULL, 0);
+	CHECK_EQ(ask(mad), SOF_SA_ST_REQ_INVALID);
+	mc_query(mad, SOF_SA_SET, mgid, SAF_H3 + 1, SOF_MC_JOIN_SEND_ONLY_FULL, 0);
+	CHECK_EQ(ask(mad), SOF_SA_ST_REQ_INVALID);
+	/* H2, a limited member, joins; naming another P_Key or Q_Key fails */
+	mc_query(mad, SOF_SA_SET, mgid, SAF_H2 + 1, SOF_MC_JOIN_FULL, 1ull << SOF_MCMR_PKEY);
+	sof_put16(mad + pk, 0x8002);
+	CHECK_EQ(ask(mad), SOF_SA_ST_REQ_INVALID);
+	mc_query(mad, SOF_SA_SET, mgid, SAF_H2 + 1, SOF_MC_JOIN_FULL, 1ull << SOF_MCMR_QKEY);
+	sof_put32(mad + SOF_SA_OFF_DATA + 32, 0x22222222u);
+	CHECK_EQ(ask(mad), SOF_SA_ST_REQ_INVALID);
+	mc_query(mad, SOF_SA_SET, mgid, SAF_H2 + 1, SOF_MC_JOIN_FULL, 1ull << SOF_MCMR_PKEY);
+	sof_put16(mad + pk, 0x0001); /* its own entry: the low 15 bits match */
+	CHECK_EQ(ask(mad), 0);
+	CHECK_EQ(sm_sa_mcast_ports(SA, mlid, ports, 4), 2);
+	/* H1 leaves send-only: still a full member */
+	mc_query(mad, SOF_SA_DELETE, mgid, SAF_H1 + 1, SOF_MC_JOIN_SEND_ONLY_FULL, 0);
+	CHECK_EQ(ask(mad), 0);
+	mc_query(mad, SOF_SA_GET_TABLE, mgid, SAF_H1 + 1, 0, 0);
+	sof_put64(mad + SOF_SA_OFF_COMP_MASK, 1ull << SOF_MCMR_MGID | 1ull << SOF_MCMR_PORT_GID);
+	CHECK_EQ(ask(mad), 0);
+	CHECK_EQ(nrec(), 1);
+	CHECK_EQ(rec_at(0)[48] & 0x0f, SOF_MC_JOIN_FULL);
+	CHECK_EQ(sm_sa_mcast_ports(SA, mlid, ports, 4), 2);
+	/* a Delete of a bit it does not hold is refused; then the full one */
+	mc_query(mad, SOF_SA_DELETE, mgid, SAF_H1 + 1, SOF_MC_JOIN_SEND_ONLY_FULL, 0);
+	CHECK_EQ(ask(mad), SOF_SA_ST_REQ_INVALID);
+	mc_query(mad, SOF_SA_DELETE, mgid, SAF_H1 + 1, SOF_MC_JOIN_FULL, 0);
+	CHECK_EQ(ask(mad), 0);
+	CHECK_EQ(sm_sa_mcast_ports(SA, mlid, ports, 4), 1);
+	CHECK(ports[0] == &F.h2->port[1]);
+	teardown();
+}
+
 TEST(inform_and_reports)
 {
 	struct sof_sa_inform ii;
@@ -623,6 +691,7 @@ int main(void)
 	RUN(multipath_records);
 	RUN(service_records);
 	RUN(multicast_join_leave);
+	RUN(multicast_partitions);
 	RUN(inform_and_reports);
 	RUN(big_table);
 	return test_summary();

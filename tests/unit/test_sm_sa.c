@@ -528,7 +528,12 @@ TEST(multicast_partitions)
 
 	setup();
 	/* H1 full and H2 limited in 0x8001; H3 only in the default one */
-	F.h1->port[1].pkeys_set = F.h2->port[1].pkeys_set = F.h3->port[1].pkeys_set = true;
+	/* the tables as sm/partition.c allocates them (freed with the subnet) */
+	F.h1->port[1].pkeys = calloc(SM_PKEY_MAX, sizeof(uint16_t));
+	F.h2->port[1].pkeys = calloc(SM_PKEY_MAX, sizeof(uint16_t));
+	F.h3->port[1].pkeys = calloc(SM_PKEY_MAX, sizeof(uint16_t));
+	CHECK(F.h1->port[1].pkeys && F.h2->port[1].pkeys && F.h3->port[1].pkeys);
+	F.h1->port[1].pkeys_set = F.h2->port[1].pkeys_set = F.h3->port[1].pkeys_set = 1;
 	F.h1->port[1].pkeys[0] = F.h2->port[1].pkeys[0] = F.h3->port[1].pkeys[0] = 0xffff;
 	F.h1->port[1].pkeys[1] = 0x8001;
 	F.h2->port[1].pkeys[1] = 0x0001;

@@ -10,7 +10,7 @@
 #      line of a binary) counts once: passed when it passed in every build
 #      that ran, failed once otherwise (a line "# unit tests: ..." says
 #      which builds ran);
-#   1b. tests/fuzz/run.sh: every libFuzzer target, SOF_FUZZ_SECS each;
+#   1b. tests/fuzz/run.sh: every libFuzzer target, a few seconds each;
 #   2. tests/symbols.sh: the ABI check against every installed consumer;
 #   3. tests/integration/*.sh, then tests/consumers/*.sh, each bounded by
 #      SOF_TEST_TIMEOUT seconds (default 600);
@@ -215,7 +215,7 @@ if [[ $ONE_BUILD == *asan* ]]; then
 	exit
 fi
 
-# ---- 1b. fuzz targets (libFuzzer, clang), each for SOF_FUZZ_SECS (default 10 s)
+# ---- 1b. fuzz targets (libFuzzer, clang), each for its FUZZ_SECS (default 10 s)
 if selected tests/fuzz/run.sh; then
 	script_cmd tests/fuzz/run.sh
 	run_test tests/fuzz/run.sh "$TEST_TIMEOUT" "${CMD[@]}"

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # tests/ib_fabric.sh — helpers of the InfiniBand fabric tests (issue 19),
-# sourced after lib.sh by hosts/opensm_*.sh and hosts/ibfabric_*.sh.
+# sourced after lib.sh by hosts/opensm_*.sh and hosts/ibfabric_*.sh (and,
+# for the simulated fabric's sof_sim_* at the end, integration/fabric_*.sh).
 #
 #   sof_ibf_up TOPO REAL NH   hosts a.. (NH of them, 2 or 3), each daemon's
 #                         sofib0 attached to softofed-fabric (in a, from
@@ -133,4 +134,65 @@ sof_ibf_up() {
 	IBF_FAB=$SOF_TMP/ibf.fabric.v
 	sof_host_run a "$SOFTOFED" fabric status -v >"$IBF_FAB" 2>&1 </dev/null
 	return 0
+}
+
+# ---------------------------------------------------------------------------
+# The simulated fabric of integration/fabric_*.sh (`softofed fabric up
+# --ibsim`, or Debian's ibsim): unmodified SMs and infiniband-diags through
+# Debian's libumad2sim, no hosts, in the test's own network namespace.
+#
+#   sof_sim_init NAME PROG...  SIM_TOPO (the topology directory), UMAD2SIM,
+#                         SIM_SM (our softofed-sm), OUT (a scratch output
+#                         file); the cwd $SOF_TMP (libumad2sim makes its
+#                         sysfs copy there); a not_ok NAME line and the
+#                         script's exit when libumad2sim or a PROG
+#                         (softofed-sm, opensm, ibsim, saquery ...) is missing
+#   sof_sim CMD...        CMD through libumad2sim, at node $SOF_SIM_HOST
+#                         when set (softofed-fabric's sim.c sets a node's
+#                         IsSM bit by its client's flag: a tool on an SM's
+#                         node would hide that SM), killed after 30 s,
+#                         stderr dropped
+#   sof_sim_fabric ARGS...  `softofed fabric ARGS`, bounded to 30 s
+#   sof_sim_lid FILE NAME  the base LID of CA NAME's port in ibnetdiscover's
+#                         output FILE ("[1](guid) "peer"[p] # lid N lmc M")
+
+sof_sim_init() {
+	local name=$1 p
+	shift
+	# shellcheck disable=SC2034 # SIM_TOPO, OUT: for the sourcing script
+	SIM_TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
+	UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+	SIM_SM=$(dirname "$SOFTOFED")/softofed-sm
+	# run.sh's ASan mix has the daemon and the tool only: the plain build's SM
+	[ -x "$SIM_SM" ] || SIM_SM=$SOF_ROOT/build/bin/softofed-sm
+	# shellcheck disable=SC2034
+	OUT=$SOF_TMP/out
+	cd "$SOF_TMP" || exit 1
+	if [ ! -f "$UMAD2SIM" ]; then
+		not_ok "$name" "ibsim-utils' libumad2sim.so missing (tests/install-deps.sh)"
+		sof_exit
+	fi
+	for p in "$@"; do
+		if { [ "$p" = softofed-sm ] && [ ! -x "$SIM_SM" ]; } ||
+			{ [ "$p" != softofed-sm ] && ! command -v "$p" >/dev/null; }; then
+			not_ok "$name" "$p missing (tests/install-deps.sh; make build)"
+			sof_exit
+		fi
+	done
+}
+
+sof_sim() {
+	if [ -n "${SOF_SIM_HOST:-}" ]; then
+		SIM_HOST=$SOF_SIM_HOST LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
+	else
+		LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
+	fi
+}
+
+sof_sim_fabric() {
+	timeout 30 "$SOFTOFED" fabric "$@" </dev/null
+}
+
+sof_sim_lid() {
+	grep -A 8 "^Ca.*\"$2\"" "$1" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1
 }

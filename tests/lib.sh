@@ -82,6 +82,16 @@ sof_wait_for() {
 	return 1
 }
 
+# sof_wait_log FILE REGEX SECS: 0 once FILE has a line matching REGEX
+# (grep's basic syntax; read every 0.1 s), 1 if it had none within SECS
+sof_wait_log() {
+	local end=$(($(now_ms) + $3 * 1000))
+	until grep -q -- "$2" "$1" 2>/dev/null; do
+		[ "$(now_ms)" -lt "$end" ] || return 1
+		sleep 0.1
+	done
+}
+
 # sof_dump FILE...: show the tail of output files as diagnostic lines
 sof_dump() {
 	local f

@@ -196,3 +196,37 @@ sof_sim_fabric() {
 sof_sim_lid() {
 	grep -A 8 "^Ca.*\"$2\"" "$1" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1
 }
+
+# ---------------------------------------------------------------------------
+# IPoIB (issue 21, hosts/ipoib*.sh): ib0 made by `softofed ipoib up` in
+# each host, 192.168.77.N/24 and fd77:1b::N/64 on it (N: the host's number)
+#
+#   sof_ipoib_ip H, sof_ipoib_ip6 H   host H's ib0 addresses
+#   sof_ipoib_st H [ARGS...]   `softofed ipoib status ARGS` in H (10 s bound)
+#   sof_ipoib_cnt H NAME       the counter NAME of H's ib0 status
+#   sof_ipoib_logs N H...      diagnostics: the last N lines of each host's
+#                         ib0 process log and its status but the groups
+
+sof_ipoib_ip() { echo "192.168.77.$(_sof_host_num "$1")"; }
+sof_ipoib_ip6() { echo "fd77:1b::$(_sof_host_num "$1")"; }
+
+sof_ipoib_st() {
+	local h=$1
+	shift
+	sof_host_run "$h" timeout 10 "$SOFTOFED" ipoib status "$@" 2>&1 </dev/null
+}
+
+sof_ipoib_cnt() {
+	sof_ipoib_st "$1" | tr ' ' '\n' | grep -A1 -x "$2" | tail -n 1
+}
+
+sof_ipoib_logs() {
+	local n=$1 h
+	shift
+	for h in "$@"; do
+		# shellcheck disable=SC2016 # expanded in the host
+		sof_host_run "$h" sh -c 'tail -n "$1" /tmp/softofed-ipoib-*-ib0-$(stat -L -c %i /proc/self/ns/net).log' \
+			sof-logs "$n" 2>/dev/null | sed "s/^/#   $h log: /"
+		sof_ipoib_st "$h" | grep -v '^mcast' | sed "s/^/#   $h: /"
+	done
+}

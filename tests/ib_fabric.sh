@@ -19,6 +19,7 @@
 #   sof_ibf_line H        the "device sofib0" line of H's `softofed status`
 #   sof_ibf_lid H         the LID of H's sofib0
 #   sof_ibf_all_in STATE  every host's sofib0 in STATE (INIT, ACTIVE ...)
+#   sof_ibf_subnet_up LOG  the SM's LOG says SUBNET UP, every sofib0 Active
 #   sof_ibf_diag H OUT CMD...  CMD (an infiniband-diags program) in host H
 #                         under `softofed run`, bounded to 20 s, output in OUT
 #   sof_ibf_guid NAME     the node GUID the fabric gave NAME (0x...)
@@ -37,6 +38,12 @@ sof_ibf_line() {
 
 sof_ibf_lid() {
 	sof_ibf_line "$1" | sed -n 's/.* lid \([0-9]*\) .*/\1/p'
+}
+
+# sof_ibf_subnet_up LOG: the SM's LOG says SUBNET UP and every host's
+# sofib0 is Active
+sof_ibf_subnet_up() {
+	grep -q 'SUBNET UP' "$1" 2>/dev/null && sof_ibf_all_in ACTIVE
 }
 
 sof_ibf_all_in() {
@@ -95,11 +102,7 @@ sof_ibf_up() {
 	IBF_HOSTS="a b"
 	[ "$nh" = 3 ] && IBF_HOSTS="a b c"
 	sof_host_bg ibf.fabric a ${IBF_SECS:-280} "$IBF_FABRIC" "$topo" --listen "$(sof_host_ip a):$IBF_PORT" --real "$real"
-	for _ in $(seq 100); do
-		sof_ibf_all_in INIT && break
-		sleep 0.1
-	done
-	if sof_ibf_all_in INIT; then
+	if sof_wait_for 10 sof_ibf_all_in INIT; then
 		ok "$t: every sofib0 port attached to the fabric (Initialize)"
 	else
 		not_ok "$t: attach" "$(sof_ibf_line a) / $(sof_ibf_line b)"
@@ -118,11 +121,7 @@ sof_ibf_up() {
 		sof_host_bg ibf.sm a ${IBF_SECS:-260} "$SOFTOFED" run -- opensm -g "$guid" -f "$IBF_SMLOG" -d 0 -s 2 \
 			-D 0x87 ${SOF_IBF_SM_ARGS:-}
 	fi
-	for _ in $(seq 600); do
-		grep -q 'SUBNET UP' "$IBF_SMLOG" 2>/dev/null && sof_ibf_all_in ACTIVE && break
-		sleep 0.1
-	done
-	if grep -q 'SUBNET UP' "$IBF_SMLOG" 2>/dev/null && sof_ibf_all_in ACTIVE; then
+	if sof_wait_for 60 sof_ibf_subnet_up "$IBF_SMLOG"; then
 		ok "$t: SUBNET UP (${SOF_IBF_SM:-opensm} on a's sofib0, port GUID $guid), every sofib0 Active"
 	else
 		not_ok "$t: SUBNET UP" "no SUBNET UP in 60 s; $(grep -c ERR "$IBF_SMLOG" 2>/dev/null) errors"

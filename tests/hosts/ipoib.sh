@@ -332,9 +332,12 @@ except socket.timeout:
 print("received %d from %s" % (len(got), src[0] if got else "-"), flush=True)
 ' "$GROUP" "$(sof_ipoib_ip $h)"
 	done
-	# the receivers' kernels hold the group; their ipoib joins it within a second
-	sleep 3
+	# the receivers' kernels hold the group; their ipoib joins it (it
+	# reads the kernel's groups every second)
 	mg=ff12:401b:ffff::f4d:101 # RFC 4391: the group's low 28 bits
+	# shellcheck disable=SC2317 # called through sof_wait_for
+	joined() { sof_ipoib_st "$1" | grep -q "^mcast $mg mlid 0xc[0-9a-f]* state joined attached"; }
+	sof_wait_for 15 joined b && sof_wait_for 15 joined c
 	stc=$SOF_TMP/ipoib.st.c
 	sof_ipoib_st c >"$stc"
 	sof_host_run a timeout 20 python3 -c '
@@ -356,8 +359,9 @@ for n in range(100):
 		sof_ipoib_st a | sed 's/^/#   a: /'
 	fi
 	# the receivers left: so does c's ipoib, through the SA
-	sleep 2.5
-	if ! sof_ipoib_st c | grep -q "^mcast $mg " && [ "$(sof_ipoib_cnt c mcast_leaves)" -ge 1 ]; then
+	# shellcheck disable=SC2317 # called through sof_wait_for
+	left() { ! sof_ipoib_st c | grep -q "^mcast $mg " && [ "$(sof_ipoib_cnt c mcast_leaves)" -ge 1 ]; }
+	if sof_wait_for 10 left; then
 		ok "ipoib/$T: c's kernel left $GROUP: c's ipoib left $mg (mcast_leaves $(sof_ipoib_cnt c mcast_leaves))"
 	else
 		not_ok "ipoib/$T: multicast leave" "$(sof_ipoib_st c | grep '^mcast' | tr '\n' ' ')"

@@ -104,6 +104,20 @@ topo_file() {
 	esac
 }
 
+# medians FN ARGS...: `FN ours ARGS` and `FN opensm ARGS`, BENCH_REPS
+# rounds of the two, their medians as "OURS OPENSM"
+medians() {
+	local fn=$1
+	shift
+	: >"$TMP/m_ours"
+	: >"$TMP/m_osm"
+	for _ in $(seq 1 "$REPS"); do
+		"$fn" ours "$@" >>"$TMP/m_ours"
+		"$fn" opensm "$@" >>"$TMP/m_osm"
+	done
+	echo "$(median <"$TMP/m_ours") $(median <"$TMP/m_osm")"
+}
+
 ratio() {
 	[ "$1" != - ] && [ "$2" != - ] && [ "$2" -gt 0 ] && awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}' || echo -
 }
@@ -235,13 +249,7 @@ if [ "${BENCH_SM_REROUTE:-1}" != 0 ]; then
 	for t in $TOPOS; do
 		topo_file "$t"
 		[ -f "$file" ] || continue
-		: >"$TMP/rr_ours"
-		: >"$TMP/rr_osm"
-		for _ in $(seq 1 "$REPS"); do
-			reroute ours "$file" >>"$TMP/rr_ours"
-			reroute opensm "$file" >>"$TMP/rr_osm"
-		done
-		a=$(median <"$TMP/rr_ours") b=$(median <"$TMP/rr_osm")
+		read -r a b <<<"$(medians reroute "$file")"
 		rrows+=("| $t | $a | $b |")
 	done
 fi
@@ -285,13 +293,7 @@ if [ "${BENCH_SM_SA:-1}" != 0 ] && [ -x "$UMAD_SA" ]; then
 	t=${BENCH_SM_SA_TOPO:-ft128}
 	file=$TOPO/$t.net
 	for k in 1 8; do
-		: >"$TMP/sa_ours"
-		: >"$TMP/sa_osm"
-		for _ in $(seq 1 "$REPS"); do
-			sa_rate ours "$k" "$file" >>"$TMP/sa_ours"
-			sa_rate opensm "$k" "$file" >>"$TMP/sa_osm"
-		done
-		a=$(median <"$TMP/sa_ours") b=$(median <"$TMP/sa_osm")
+		read -r a b <<<"$(medians sa_rate "$k" "$file")"
 		srows+=("| $t | $k | $a | $b | $(ratio "$a" "$b") |")
 	done
 fi

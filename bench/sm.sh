@@ -95,6 +95,29 @@ run() {
 	cd "$ROOT" || return
 }
 
+# topo_file T: file, the topology file of T (a name in $TOPO or a path),
+# and t, its name
+topo_file() {
+	case $1 in
+	*/*) file=$1 t=$(basename "$1" .net) ;;
+	*) file=$TOPO/$1.net t=$1 ;;
+	esac
+}
+
+# medians FN ARGS...: `FN ours ARGS` and `FN opensm ARGS`, BENCH_REPS
+# rounds of the two, their medians as "OURS OPENSM"
+medians() {
+	local fn=$1
+	shift
+	: >"$TMP/m_ours"
+	: >"$TMP/m_osm"
+	for _ in $(seq 1 "$REPS"); do
+		"$fn" ours "$@" >>"$TMP/m_ours"
+		"$fn" opensm "$@" >>"$TMP/m_osm"
+	done
+	echo "$(median <"$TMP/m_ours") $(median <"$TMP/m_osm")"
+}
+
 ratio() {
 	[ "$1" != - ] && [ "$2" != - ] && [ "$2" -gt 0 ] && awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}' || echo -
 }
@@ -102,8 +125,7 @@ ratio() {
 rows=()
 [ "${BENCH_SM_UP:-1}" = 0 ] && UPTOPOS="" || UPTOPOS=$TOPOS
 for t in $UPTOPOS; do
-	file=$TOPO/$t.net
-	case $t in */*) file=$t t=$(basename "$t" .net) ;; esac
+	topo_file "$t"
 	[ -f "$file" ] || { echo "# $file missing" >&2; continue; }
 	for k in ours_ours ours_opensm ibsim_ours ibsim_opensm; do : >"$TMP/$k"; done
 	for _ in $(seq 1 "$REPS"); do
@@ -116,41 +138,56 @@ for t in $UPTOPOS; do
 	rows+=("| $t | $a | $b | $(ratio "$a" "$b") | $c | $d | $(ratio "$c" "$d") |")
 done
 
+# sm_up DIR SM FILE [OPENSM_ARGS...]: in the new directory DIR, a fresh
+# softofed-fabric of FILE (--ibsim) and SM (ours | opensm, with
+# OPENSM_ARGS) through libumad2sim, waited for until its log DIR/log says
+# SUBNET UP (at most 90 s); FAB and SMPID their PIDs (sm_down stops them)
+sm_up() {
+	local dir=$1 sm=$2 file=$3
+	shift 3
+	rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || return 1
+	timeout 300 "$BUILD/bin/softofed-fabric" "$file" --ibsim >/dev/null 2>&1 &
+	FAB=$!
+	sleep 0.5
+	if [ "$sm" = opensm ]; then
+		OSM_CACHE_DIR=$dir OSM_TMP_DIR=$dir LD_PRELOAD=$UMAD2SIM \
+			timeout -s KILL 200 opensm "$@" -d 2 -f "$dir/log" >/dev/null 2>&1 &
+	else
+		LD_PRELOAD=$UMAD2SIM timeout -s KILL 200 "$BUILD/bin/softofed-sm" >"$dir/log" 2>&1 &
+	fi
+	SMPID=$!
+	for _ in $(seq 1 1800); do
+		grep -q 'SUBNET UP' "$dir/log" 2>/dev/null && break
+		sleep 0.05
+	done
+}
+sm_down() {
+	kill "$SMPID" "$FAB" 2>/dev/null
+	wait "$SMPID" "$FAB" 2>/dev/null
+	cd "$ROOT" || return
+}
 # Route balance (issue 20; target: ours <= OpenSM's ftree): the most paths
 # of an all-to-all on one switch-to-switch link, from the LFTs each SM
 # wrote on our fabric (ibnetdiscover + ibroute of every switch,
 # bench/route_balance.py); BENCH_SM_BALANCE=0 skips it
 balance() { # SM FILE: prints "max mean"
-	local sm=$1 file=$2 srv pid l
-	rm -rf "$TMP/b" && mkdir -p "$TMP/b" && cd "$TMP/b" || return
-	timeout 300 "$BUILD/bin/softofed-fabric" "$file" --ibsim >/dev/null 2>&1 &
-	srv=$!
-	sleep 0.5
+	local sm=$1 file=$2 l
 	if [ "$sm" = opensm ]; then
-		OSM_CACHE_DIR=$TMP/b OSM_TMP_DIR=$TMP/b LD_PRELOAD=$UMAD2SIM \
-			timeout -s KILL 200 opensm -R ftree -d 2 -f "$TMP/b/log" >/dev/null 2>&1 &
+		sm_up "$TMP/b" opensm "$file" -R ftree || return
 	else
-		LD_PRELOAD=$UMAD2SIM timeout -s KILL 200 "$BUILD/bin/softofed-sm" >"$TMP/b/log" 2>&1 &
+		sm_up "$TMP/b" ours "$file" || return
 	fi
-	pid=$!
-	for _ in $(seq 1 1800); do
-		grep -q 'SUBNET UP' "$TMP/b/log" 2>/dev/null && break
-		sleep 0.05
-	done
 	LD_PRELOAD=$UMAD2SIM timeout 60 ibnetdiscover >ibnd 2>/dev/null
 	for l in $(sed -n 's/^Switch.*base port 0 lid \([0-9]*\) .*/\1/p' ibnd); do
 		LD_PRELOAD=$UMAD2SIM timeout 20 ibroute "$l" 2>/dev/null
 	done >lft
 	python3 "$ROOT/bench/route_balance.py" ibnd lft | sed -n 's/.* max \([0-9]*\) mean \([0-9.]*\) .*/\1 \2/p'
-	kill "$pid" "$srv" 2>/dev/null
-	wait "$pid" "$srv" 2>/dev/null
-	cd "$ROOT" || return
+	sm_down
 }
 brows=()
 if [ "${BENCH_SM_BALANCE:-1}" != 0 ]; then
 	for t in $TOPOS; do
-		file=$TOPO/$t.net
-		case $t in */*) file=$t t=$(basename "$t" .net) ;; esac
+		topo_file "$t"
 		[ -f "$file" ] || continue
 		read -r om omean <<<"$(balance ours "$file")"
 		read -r fm fmean <<<"$(balance opensm "$file")"
@@ -182,24 +219,14 @@ for line in open(sys.argv[1]):
 PY
 }
 reroute() { # SM FILE: prints ms or nothing
-	local sm=$1 file=$2 srv pid port
+	local sm=$1 file=$2 port
 	port=$(awk '/^Switch.*"Leaf0"/ {f = 1; next} f && /^$/ {exit} f && /"Spine/ {gsub(/[][]/, "", $1); print $1; exit}' "$file")
 	[ -n "$port" ] || return
-	rm -rf "$TMP/r" && mkdir -p "$TMP/r" && cd "$TMP/r" || return
-	timeout 300 "$BUILD/bin/softofed-fabric" "$file" --ibsim >/dev/null 2>&1 &
-	srv=$!
-	sleep 0.5
 	if [ "$sm" = opensm ]; then
-		OSM_CACHE_DIR=$TMP/r OSM_TMP_DIR=$TMP/r LD_PRELOAD=$UMAD2SIM \
-			timeout -s KILL 200 opensm -d 2 -D 0x87 -f "$TMP/r/log" >/dev/null 2>&1 &
+		sm_up "$TMP/r" opensm "$file" -D 0x87 || return
 	else
-		LD_PRELOAD=$UMAD2SIM timeout -s KILL 200 "$BUILD/bin/softofed-sm" >"$TMP/r/log" 2>&1 &
+		sm_up "$TMP/r" ours "$file" || return
 	fi
-	pid=$!
-	for _ in $(seq 1 1800); do
-		grep -q 'SUBNET UP' "$TMP/r/log" 2>/dev/null && break
-		sleep 0.05
-	done
 	sleep 1
 	timeout 20 "$BUILD/bin/softofed" fabric link Leaf0 "$port" down >/dev/null 2>&1
 	for _ in $(seq 1 200); do
@@ -215,23 +242,14 @@ reroute() { # SM FILE: prints ms or nothing
 	else
 		sed -n 's/.*rerouted: trap to tables written in \([0-9.]*\) ms.*/\1/p' "$TMP/r/log" | head -n 1
 	fi
-	kill "$pid" "$srv" 2>/dev/null
-	wait "$pid" "$srv" 2>/dev/null
-	cd "$ROOT" || return
+	sm_down
 }
 rrows=()
 if [ "${BENCH_SM_REROUTE:-1}" != 0 ]; then
 	for t in $TOPOS; do
-		file=$TOPO/$t.net
-		case $t in */*) file=$t t=$(basename "$t" .net) ;; esac
+		topo_file "$t"
 		[ -f "$file" ] || continue
-		: >"$TMP/rr_ours"
-		: >"$TMP/rr_osm"
-		for _ in $(seq 1 "$REPS"); do
-			reroute ours "$file" >>"$TMP/rr_ours"
-			reroute opensm "$file" >>"$TMP/rr_osm"
-		done
-		a=$(median <"$TMP/rr_ours") b=$(median <"$TMP/rr_osm")
+		read -r a b <<<"$(medians reroute "$file")"
 		rrows+=("| $t | $a | $b |")
 	done
 fi
@@ -246,22 +264,8 @@ fi
 UMAD_SA=$BUILD/tests/umad_sa
 SYS_UMAD=/usr/lib/x86_64-linux-gnu/libibumad.so.3
 sa_rate() { # SM NCLIENTS FILE: prints paths/s or nothing
-	local sm=$1 ncl=$2 file=$3 srv pid i n=${BENCH_SM_SA_N:-2000} pids=() ms max=0 bad=0
-	rm -rf "$TMP/s" && mkdir -p "$TMP/s" && cd "$TMP/s" || return
-	timeout 300 "$BUILD/bin/softofed-fabric" "$file" --ibsim >/dev/null 2>&1 &
-	srv=$!
-	sleep 0.5
-	if [ "$sm" = opensm ]; then
-		OSM_CACHE_DIR=$TMP/s OSM_TMP_DIR=$TMP/s LD_PRELOAD=$UMAD2SIM \
-			timeout -s KILL 200 opensm -d 2 -f "$TMP/s/log" >/dev/null 2>&1 &
-	else
-		LD_PRELOAD=$UMAD2SIM timeout -s KILL 200 "$BUILD/bin/softofed-sm" >"$TMP/s/log" 2>&1 &
-	fi
-	pid=$!
-	for _ in $(seq 1 1800); do
-		grep -q 'SUBNET UP' "$TMP/s/log" 2>/dev/null && break
-		sleep 0.05
-	done
+	local sm=$1 ncl=$2 file=$3 i n=${BENCH_SM_SA_N:-2000} pids=() ms max=0 bad=0
+	sm_up "$TMP/s" "$sm" "$file" || return
 	sleep 1
 	for i in $(seq 0 $((ncl - 1))); do
 		[ "$ncl" = 1 ] && i=1
@@ -282,22 +286,14 @@ sa_rate() { # SM NCLIENTS FILE: prints paths/s or nothing
 		fi
 	done
 	[ "$bad" = 0 ] && [ "$max" -gt 0 ] && echo $((ncl * n * 1000 / max))
-	kill "$pid" "$srv" 2>/dev/null
-	wait "$pid" "$srv" 2>/dev/null
-	cd "$ROOT" || return
+	sm_down
 }
 srows=()
 if [ "${BENCH_SM_SA:-1}" != 0 ] && [ -x "$UMAD_SA" ]; then
 	t=${BENCH_SM_SA_TOPO:-ft128}
 	file=$TOPO/$t.net
 	for k in 1 8; do
-		: >"$TMP/sa_ours"
-		: >"$TMP/sa_osm"
-		for _ in $(seq 1 "$REPS"); do
-			sa_rate ours "$k" "$file" >>"$TMP/sa_ours"
-			sa_rate opensm "$k" "$file" >>"$TMP/sa_osm"
-		done
-		a=$(median <"$TMP/sa_ours") b=$(median <"$TMP/sa_osm")
+		read -r a b <<<"$(medians sa_rate "$k" "$file")"
 		srows+=("| $t | $k | $a | $b | $(ratio "$a" "$b") |")
 	done
 fi

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # tests/ib_fabric.sh — helpers of the InfiniBand fabric tests (issue 19),
-# sourced after lib.sh by hosts/opensm_*.sh and hosts/ibfabric_*.sh.
+# sourced after lib.sh by hosts/opensm_*.sh and hosts/ibfabric_*.sh (and,
+# for the simulated fabric's sof_sim_* at the end, integration/fabric_*.sh).
 #
 #   sof_ibf_up TOPO REAL NH   hosts a.. (NH of them, 2 or 3), each daemon's
 #                         sofib0 attached to softofed-fabric (in a, from
@@ -18,6 +19,7 @@
 #   sof_ibf_line H        the "device sofib0" line of H's `softofed status`
 #   sof_ibf_lid H         the LID of H's sofib0
 #   sof_ibf_all_in STATE  every host's sofib0 in STATE (INIT, ACTIVE ...)
+#   sof_ibf_subnet_up LOG  the SM's LOG says SUBNET UP, every sofib0 Active
 #   sof_ibf_diag H OUT CMD...  CMD (an infiniband-diags program) in host H
 #                         under `softofed run`, bounded to 20 s, output in OUT
 #   sof_ibf_guid NAME     the node GUID the fabric gave NAME (0x...)
@@ -36,6 +38,12 @@ sof_ibf_line() {
 
 sof_ibf_lid() {
 	sof_ibf_line "$1" | sed -n 's/.* lid \([0-9]*\) .*/\1/p'
+}
+
+# sof_ibf_subnet_up LOG: the SM's LOG says SUBNET UP and every host's
+# sofib0 is Active
+sof_ibf_subnet_up() {
+	grep -q 'SUBNET UP' "$1" 2>/dev/null && sof_ibf_all_in ACTIVE
 }
 
 sof_ibf_all_in() {
@@ -94,11 +102,7 @@ sof_ibf_up() {
 	IBF_HOSTS="a b"
 	[ "$nh" = 3 ] && IBF_HOSTS="a b c"
 	sof_host_bg ibf.fabric a ${IBF_SECS:-280} "$IBF_FABRIC" "$topo" --listen "$(sof_host_ip a):$IBF_PORT" --real "$real"
-	for _ in $(seq 100); do
-		sof_ibf_all_in INIT && break
-		sleep 0.1
-	done
-	if sof_ibf_all_in INIT; then
+	if sof_wait_for 10 sof_ibf_all_in INIT; then
 		ok "$t: every sofib0 port attached to the fabric (Initialize)"
 	else
 		not_ok "$t: attach" "$(sof_ibf_line a) / $(sof_ibf_line b)"
@@ -117,11 +121,7 @@ sof_ibf_up() {
 		sof_host_bg ibf.sm a ${IBF_SECS:-260} "$SOFTOFED" run -- opensm -g "$guid" -f "$IBF_SMLOG" -d 0 -s 2 \
 			-D 0x87 ${SOF_IBF_SM_ARGS:-}
 	fi
-	for _ in $(seq 600); do
-		grep -q 'SUBNET UP' "$IBF_SMLOG" 2>/dev/null && sof_ibf_all_in ACTIVE && break
-		sleep 0.1
-	done
-	if grep -q 'SUBNET UP' "$IBF_SMLOG" 2>/dev/null && sof_ibf_all_in ACTIVE; then
+	if sof_wait_for 60 sof_ibf_subnet_up "$IBF_SMLOG"; then
 		ok "$t: SUBNET UP (${SOF_IBF_SM:-opensm} on a's sofib0, port GUID $guid), every sofib0 Active"
 	else
 		not_ok "$t: SUBNET UP" "no SUBNET UP in 60 s; $(grep -c ERR "$IBF_SMLOG" 2>/dev/null) errors"
@@ -133,4 +133,99 @@ sof_ibf_up() {
 	IBF_FAB=$SOF_TMP/ibf.fabric.v
 	sof_host_run a "$SOFTOFED" fabric status -v >"$IBF_FAB" 2>&1 </dev/null
 	return 0
+}
+
+# ---------------------------------------------------------------------------
+# The simulated fabric of integration/fabric_*.sh (`softofed fabric up
+# --ibsim`, or Debian's ibsim): unmodified SMs and infiniband-diags through
+# Debian's libumad2sim, no hosts, in the test's own network namespace.
+#
+#   sof_sim_init NAME PROG...  SIM_TOPO (the topology directory), UMAD2SIM,
+#                         SIM_SM (our softofed-sm), OUT (a scratch output
+#                         file); the cwd $SOF_TMP (libumad2sim makes its
+#                         sysfs copy there); a not_ok NAME line and the
+#                         script's exit when libumad2sim or a PROG
+#                         (softofed-sm, opensm, ibsim, saquery ...) is missing
+#   sof_sim CMD...        CMD through libumad2sim, at node $SOF_SIM_HOST
+#                         when set (softofed-fabric's sim.c sets a node's
+#                         IsSM bit by its client's flag: a tool on an SM's
+#                         node would hide that SM), killed after 30 s,
+#                         stderr dropped
+#   sof_sim_fabric ARGS...  `softofed fabric ARGS`, bounded to 30 s
+#   sof_sim_lid FILE NAME  the base LID of CA NAME's port in ibnetdiscover's
+#                         output FILE ("[1](guid) "peer"[p] # lid N lmc M")
+
+sof_sim_init() {
+	local name=$1 p
+	shift
+	# shellcheck disable=SC2034 # SIM_TOPO, OUT: for the sourcing script
+	SIM_TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
+	UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+	SIM_SM=$(dirname "$SOFTOFED")/softofed-sm
+	# run.sh's ASan mix has the daemon and the tool only: the plain build's SM
+	[ -x "$SIM_SM" ] || SIM_SM=$SOF_ROOT/build/bin/softofed-sm
+	# shellcheck disable=SC2034
+	OUT=$SOF_TMP/out
+	cd "$SOF_TMP" || exit 1
+	if [ ! -f "$UMAD2SIM" ]; then
+		not_ok "$name" "ibsim-utils' libumad2sim.so missing (tests/install-deps.sh)"
+		sof_exit
+	fi
+	for p in "$@"; do
+		if { [ "$p" = softofed-sm ] && [ ! -x "$SIM_SM" ]; } ||
+			{ [ "$p" != softofed-sm ] && ! command -v "$p" >/dev/null; }; then
+			not_ok "$name" "$p missing (tests/install-deps.sh; make build)"
+			sof_exit
+		fi
+	done
+}
+
+sof_sim() {
+	if [ -n "${SOF_SIM_HOST:-}" ]; then
+		SIM_HOST=$SOF_SIM_HOST LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
+	else
+		LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
+	fi
+}
+
+sof_sim_fabric() {
+	timeout 30 "$SOFTOFED" fabric "$@" </dev/null
+}
+
+sof_sim_lid() {
+	grep -A 8 "^Ca.*\"$2\"" "$1" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1
+}
+
+# ---------------------------------------------------------------------------
+# IPoIB (issue 21, hosts/ipoib*.sh): ib0 made by `softofed ipoib up` in
+# each host, 192.168.77.N/24 and fd77:1b::N/64 on it (N: the host's number)
+#
+#   sof_ipoib_ip H, sof_ipoib_ip6 H   host H's ib0 addresses
+#   sof_ipoib_st H [ARGS...]   `softofed ipoib status ARGS` in H (10 s bound)
+#   sof_ipoib_cnt H NAME       the counter NAME of H's ib0 status
+#   sof_ipoib_logs N H...      diagnostics: the last N lines of each host's
+#                         ib0 process log and its status but the groups
+
+sof_ipoib_ip() { echo "192.168.77.$(_sof_host_num "$1")"; }
+sof_ipoib_ip6() { echo "fd77:1b::$(_sof_host_num "$1")"; }
+
+sof_ipoib_st() {
+	local h=$1
+	shift
+	sof_host_run "$h" timeout 10 "$SOFTOFED" ipoib status "$@" 2>&1 </dev/null
+}
+
+sof_ipoib_cnt() {
+	sof_ipoib_st "$1" | tr ' ' '\n' | grep -A1 -x "$2" | tail -n 1
+}
+
+sof_ipoib_logs() {
+	local n=$1 h
+	shift
+	for h in "$@"; do
+		# shellcheck disable=SC2016 # expanded in the host
+		sof_host_run "$h" sh -c 'tail -n "$1" /tmp/softofed-ipoib-*-ib0-$(stat -L -c %i /proc/self/ns/net).log' \
+			sof-logs "$n" 2>/dev/null | sed "s/^/#   $h log: /"
+		sof_ipoib_st "$h" | grep -v '^mcast' | sed "s/^/#   $h: /"
+	done
 }

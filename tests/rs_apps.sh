@@ -44,22 +44,43 @@ _sof_rs_need() {
 	done
 }
 
-sof_rs_redis() {
-	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 s0 c0 val got set get
-	_sof_rs_need "$name" redis-server redis-benchmark redis-cli || return 1
-	val=$(head -c 2000 /dev/urandom | od -An -tx1 | tr -d ' \n')
-	s0=$(_sof_rs_tcp_out "$shost") c0=$(_sof_rs_tcp_out "$chost")
+# _sof_rs_pair NAME SHOST CHOST CLIENT_SH SERVER...: SERVER in SHOST and,
+# once it listens, `sh -c CLIENT_SH` in CHOST, both under the preload
+# (sof_cm_pair, the server stopped at the end); the kernel's TCP segments
+# of both namespaces read before into _SOF_RS_S0 / _SOF_RS_C0; 1 with a
+# not_ok line when the pair failed
+_sof_rs_pair() {
+	local name=$1 shost=$2 chost=$3 cli=$4
+	shift 4
+	_SOF_RS_S0=$(_sof_rs_tcp_out "$shost") _SOF_RS_C0=$(_sof_rs_tcp_out "$chost")
 	if ! SOF_CM_SRV_STOP=1 sof_cm_pair "$name" 60 "$shost" "$chost" \
-		env LD_PRELOAD="$SOF_RS_PRELOAD" redis-server --bind "$saddr" --port "$port" \
-		--save '' --appendonly no --protected-mode no --dir "$SOF_TMP" -- \
-		env LD_PRELOAD="$SOF_RS_PRELOAD" sh -c \
-		"redis-benchmark -h $saddr -p $port -t set,get -n 20000 -q &&
-		 redis-cli -h $saddr -p $port SET sofkey $val &&
-		 echo \"got \$(redis-cli -h $saddr -p $port GET sofkey)\""; then
+		env LD_PRELOAD="$SOF_RS_PRELOAD" "$@" -- env LD_PRELOAD="$SOF_RS_PRELOAD" sh -c "$cli"; then
 		not_ok "$name" "$SOF_PAIR_WHY"
 		sof_pair_dump
 		return 1
 	fi
+}
+
+# _sof_rs_ok NAME SHOST CHOST WHAT: ok "NAME (WHAT, no kernel TCP segment)"
+# when neither namespace sent a kernel TCP segment since _sof_rs_pair
+_sof_rs_ok() {
+	if ! _sof_rs_tcp_quiet "$2" "$3" "$_SOF_RS_S0" "$_SOF_RS_C0"; then
+		not_ok "$1" "$SOF_RS_TCP_WHY: not over RDMA"
+		return 1
+	fi
+	ok "$1 ($4, no kernel TCP segment)"
+}
+
+sof_rs_redis() {
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 val got set get
+	_sof_rs_need "$name" redis-server redis-benchmark redis-cli || return 1
+	val=$(head -c 2000 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	_sof_rs_pair "$name" "$shost" "$chost" \
+		"redis-benchmark -h $saddr -p $port -t set,get -n 20000 -q &&
+		 redis-cli -h $saddr -p $port SET sofkey $val &&
+		 echo \"got \$(redis-cli -h $saddr -p $port GET sofkey)\"" \
+		redis-server --bind "$saddr" --port "$port" \
+		--save '' --appendonly no --protected-mode no --dir "$SOF_TMP" || return 1
 	set=$(tr '\r' '\n' <"$SOF_CLI_OUT" | grep -oE '^SET: [0-9.]+ requests per second' | tail -n 1)
 	get=$(tr '\r' '\n' <"$SOF_CLI_OUT" | grep -oE '^GET: [0-9.]+ requests per second' | tail -n 1)
 	got=$(sed -n 's/^got //p' "$SOF_CLI_OUT")
@@ -73,11 +94,7 @@ sof_rs_redis() {
 		sof_pair_dump
 		return 1
 	fi
-	if ! _sof_rs_tcp_quiet "$shost" "$chost" "$s0" "$c0"; then
-		not_ok "$name" "$SOF_RS_TCP_WHY: not over RDMA"
-		return 1
-	fi
-	ok "$name (${set%% requests*}/s, ${get%% requests*}/s, a 4000-byte value back, no kernel TCP segment)"
+	_sof_rs_ok "$name" "$shost" "$chost" "${set%% requests*}/s, ${get%% requests*}/s, a 4000-byte value back"
 }
 
 # _sof_rs_ssh_setup DIR SADDR PORT: host and user keys and sshd_config in DIR
@@ -107,7 +124,7 @@ EOF
 }
 
 sof_rs_ssh() {
-	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 mib=$6 s0 c0 want got
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 mib=$6 want got
 	local dir=$SOF_TMP/ssh.$port file=$SOF_TMP/ssh.$port.bin sshd=/usr/sbin/sshd
 	_sof_rs_need "$name" "$sshd" ssh scp ssh-keygen || return 1
 	if ! _sof_rs_ssh_setup "$dir" "$saddr" "$port"; then
@@ -117,27 +134,17 @@ sof_rs_ssh() {
 	head -c $((mib << 20)) /dev/urandom >"$file"
 	want=$(sha256sum <"$file" | cut -d' ' -f1)
 	local opts="-i $dir/user_key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR"
-	s0=$(_sof_rs_tcp_out "$shost") c0=$(_sof_rs_tcp_out "$chost")
-	if ! SOF_CM_SRV_STOP=1 sof_cm_pair "$name" 60 "$shost" "$chost" \
-		env LD_PRELOAD="$SOF_RS_PRELOAD" "$sshd" -D -e -f "$dir/sshd_config" -- \
-		env LD_PRELOAD="$SOF_RS_PRELOAD" sh -c \
+	_sof_rs_pair "$name" "$shost" "$chost" \
 		"scp $opts -P $port $file root@$saddr:$dir/copy.bin &&
-		 echo \"sum \$(ssh $opts -p $port root@$saddr sha256sum $dir/copy.bin)\""; then
-		not_ok "$name" "$SOF_PAIR_WHY"
-		sof_pair_dump
-		return 1
-	fi
+		 echo \"sum \$(ssh $opts -p $port root@$saddr sha256sum $dir/copy.bin)\"" \
+		"$sshd" -D -e -f "$dir/sshd_config" || return 1
 	got=$(sed -n 's/^sum \([0-9a-f]*\) .*/\1/p' "$SOF_CLI_OUT")
 	if [ "$got" != "$want" ]; then
 		not_ok "$name" "the remote sha256sum said '$got', sent $want"
 		sof_pair_dump
 		return 1
 	fi
-	if ! _sof_rs_tcp_quiet "$shost" "$chost" "$s0" "$c0"; then
-		not_ok "$name" "$SOF_RS_TCP_WHY: not over RDMA"
-		return 1
-	fi
-	ok "$name (scp $mib MiB, ssh sha256sum of the copy matches, no kernel TCP segment)"
+	_sof_rs_ok "$name" "$shost" "$chost" "scp $mib MiB, ssh sha256sum of the copy matches"
 }
 
 sof_rs_known() {

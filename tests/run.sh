@@ -10,7 +10,7 @@
 #      line of a binary) counts once: passed when it passed in every build
 #      that ran, failed once otherwise (a line "# unit tests: ..." says
 #      which builds ran);
-#   1b. tests/fuzz/run.sh: every libFuzzer target, SOF_FUZZ_SECS each;
+#   1b. tests/fuzz/run.sh: every libFuzzer target, a few seconds each;
 #   2. tests/symbols.sh: the ABI check against every installed consumer;
 #   3. tests/integration/*.sh, then tests/consumers/*.sh, each bounded by
 #      SOF_TEST_TIMEOUT seconds (default 600);
@@ -215,7 +215,7 @@ if [[ $ONE_BUILD == *asan* ]]; then
 	exit
 fi
 
-# ---- 1b. fuzz targets (libFuzzer, clang), each for SOF_FUZZ_SECS (default 10 s)
+# ---- 1b. fuzz targets (libFuzzer, clang), each for its FUZZ_SECS (default 10 s)
 if selected tests/fuzz/run.sh; then
 	script_cmd tests/fuzz/run.sh
 	run_test tests/fuzz/run.sh "$TEST_TIMEOUT" "${CMD[@]}"
@@ -267,6 +267,9 @@ done
 # (unmodified programs cannot load a sanitized library), the programs'
 # RC/UC QPs on the daemon's engine (SOFTOFED_ENGINE=daemon); the hosts'
 # teardown fails a test on any sanitizer report in a daemon's log.
+# IPoIB: ipoib_cm.sh only; its RC connections, datagram fallback (ARP, ND,
+# bulk UD), SA joins, CM REQ/REJ and a SIGKILLed ipoib cover the daemon
+# paths ipoib.sh takes too.
 MIX=""
 if [ -z "$ONE_BUILD" ] && [ -x build-asan/bin/softofedd ] && [ -x build/bin/softofed ]; then
 	MIX=$(mktemp -d /tmp/sof-mix.XXXXXX)
@@ -277,7 +280,7 @@ if [ -z "$ONE_BUILD" ] && [ -x build-asan/bin/softofedd ] && [ -x build/bin/soft
 fi
 for f in tests/hosts/badpackets.sh tests/hosts/netem.sh tests/hosts/mcast.sh tests/hosts/mr_kinds.sh \
 	tests/hosts/mw.sh tests/hosts/srq_resize.sh tests/hosts/iblink.sh tests/hosts/ibdata.sh \
-	tests/hosts/umad.sh tests/hosts/opensm.sh tests/hosts/ibfabric_diags.sh tests/hosts/ipoib.sh tests/hosts/ipoib_cm.sh \
+	tests/hosts/umad.sh tests/hosts/opensm.sh tests/hosts/ibfabric_diags.sh tests/hosts/ipoib_cm.sh \
 	tests/hosts/ibcm.sh tests/hosts/partitions_sm.sh tests/hosts/sm_mkey.sh; do
 	selected "$f (asan daemon)" || continue
 	[ -n "$MIX" ] || continue

@@ -58,7 +58,7 @@
 /* clang-format off */
 /*
  * FUZZ_SOURCES: tests/fuzz/fuzz_engine.c mad/mad.c cm/cma_id.c cm/cma_addr.c cm/cma_event.c cm/cma_resolve.c cm/cma_listen.c cm/cma_conn.c cm/cma_mcast.c cm/cma_upcall.c cm/cma_ops.c cm/cma_ib.c mad/sa_rec.c cm/cm_base.c daemon/cm_host.c cm/ibcm_conn.c cm/ibcm_send.c cm/ibcm_recv.c cm/ibcm_timer.c cm/cm_wire.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/mcast.c transport/wire.c transport/icrc.c daemon/ops.c daemon/ops_mr.c daemon/ops_exec.c daemon/ops_import.c daemon/registry.c daemon/conn.c daemon/device.c daemon/tp_host.c daemon/steer.c common/util.c common/hmap.c common/cqring.c common/grh.c common/gid.c common/wr.c daemon/ops_xrc.c daemon/ops_mw.c daemon/raw.c daemon/ops_srq.c transport/sack.c transport/iblink.c transport/ib_wire.c daemon/ib.c daemon/ib_sma.c mad/sma.c mad/sma_port.c mad/pma.c mad/rmpp.c daemon/ops_umad.c
- * FUZZ_INCLUDES: transport daemon common mad cm
+ * FUZZ_INCLUDES: cm mad transport daemon common
  * FUZZ_SEEDS_ENV: SOF_FUZZ_ENGINE_SEEDS
  */
 /* clang-format on */

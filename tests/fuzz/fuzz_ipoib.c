@@ -22,6 +22,7 @@
  * tests/fuzz/run.sh builds it from the files on these lines:
  * FUZZ_SOURCES: tests/fuzz/fuzz_ipoib.c ipoib/proto.c ipoib/cm_proto.c
  * FUZZ_INCLUDES: ipoib common
+ * FUZZ_SECS: 4
  */
 #include "ipoib.h"
 

@@ -22,6 +22,7 @@
  * tests/fuzz/run.sh builds it from the files on these lines:
  * FUZZ_SOURCES: tests/fuzz/fuzz_rsdgram.c rdmacm/rs_dgram.c
  * FUZZ_INCLUDES: rdmacm common
+ * FUZZ_SECS: 6
  */
 #include "rsock.h"
 

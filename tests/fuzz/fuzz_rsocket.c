@@ -20,6 +20,7 @@
  * tests/fuzz/run.sh builds it from the files on these lines:
  * FUZZ_SOURCES: tests/fuzz/fuzz_rsocket.c rdmacm/rs_data.c rdmacm/rs_iomap.c
  * FUZZ_INCLUDES: rdmacm common
+ * FUZZ_SECS: 6
  */
 #include "rsock.h"
 

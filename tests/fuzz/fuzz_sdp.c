@@ -26,6 +26,7 @@
  * tests/fuzz/run.sh builds it from the files on these lines:
  * FUZZ_SOURCES: tests/fuzz/fuzz_sdp.c sdp/sdp_proto.c
  * FUZZ_INCLUDES: sdp
+ * FUZZ_SECS: 4
  */
 #include "sdp_wire.h"
 

@@ -21,6 +21,7 @@
  * tests/fuzz/run.sh builds it from the files on these lines:
  * FUZZ_SOURCES: tests/fuzz/fuzz_smp.c mad/sma.c mad/sma_port.c mad/pma.c
  * FUZZ_INCLUDES: mad common
+ * FUZZ_SECS: 4
  */
 #include "smp.h"
 

@@ -14,6 +14,7 @@
  * tests/fuzz/run.sh builds it from the files on these lines:
  * FUZZ_SOURCES: tests/fuzz/fuzz_wire.c transport/wire.c transport/icrc.c
  * FUZZ_INCLUDES: transport common
+ * FUZZ_SECS: 4
  */
 #include "roce_wire.h"
 

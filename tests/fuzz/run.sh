@@ -8,7 +8,12 @@
 #     FUZZ_SOURCES: tests/fuzz/fuzz_NAME.c transport/wire.c ...
 #     FUZZ_INCLUDES: transport ...
 # and is compiled with clang -fsanitize=fuzzer,address,undefined and the
-# repository's warning flags (-Werror). Its seed corpus is
+# repository's warning flags (-Werror), one object per source file: the
+# objects live in build-fuzz/obj/KEY/ (KEY: the compiler, flags and
+# include list), so targets built from the same daemon sources with the
+# same includes share them, and an object is compiled again only when its
+# source or a header it read (clang -MMD) is newer; SOF_FUZZ_JOBS (default
+# 2) compile at once. Its seed corpus is
 # tests/fuzz/corpus_NAME/ when that exists (read only); what the fuzzer
 # finds goes to a working corpus in the build directory, kept between runs.
 # A crashing input is saved there as crash-* and named in the result.
@@ -19,8 +24,15 @@
 # that each does what it was made for, and exits 0. Each seed must then be
 # in tests/fuzz/corpus_NAME/ as written (other files may be there too).
 #
+# A target fuzzes for 10 s, or for the seconds of its own line
+#     FUZZ_SECS: N
+# (the small parsers whose coverage stops growing within a second or two
+# take fewer; the transport, CM, MAD and SM targets keep the 10 s).
+#
 # Environment:
-#   SOF_FUZZ_SECS    seconds to fuzz each target (default 10)
+#   SOF_FUZZ_SECS    seconds to fuzz every target (default: each target's
+#                    FUZZ_SECS, else 10)
+#   SOF_FUZZ_JOBS    compilers run at once (default 2)
 #   SOF_FUZZ_BUILD   build directory (default build-fuzz in the repository)
 #   SOF_FUZZ_ONLY    run only the targets whose NAME matches this regex
 #   CC_FUZZ          the compiler (default clang)
@@ -29,7 +41,7 @@
 set -u
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-SECS=${SOF_FUZZ_SECS:-10}
+JOBS=${SOF_FUZZ_JOBS:-2}
 BUILD=${SOF_FUZZ_BUILD:-$ROOT/build-fuzz}
 CC_FUZZ=${CC_FUZZ:-clang}
 # shellcheck disable=SC2054 # (commas inside compiler flags)
@@ -47,6 +59,46 @@ not_ok() {
 # field FILE KEY: the words after "KEY:" in FILE
 field() {
 	sed -n "s/^.*$2:[[:space:]]*//p" "$1" | head -n 1
+}
+
+# obj_stale OBJ: true when OBJ, or its dependency list OBJ.d (written by
+# clang -MMD), is missing, or a file listed there is newer or gone
+obj_stale() {
+	local f
+	[ -f "$1" ] && [ -f "${1%.o}.d" ] || return 0
+	# shellcheck disable=SC2013 # the words of a make rule
+	for f in $(sed -e '1s/^[^:]*://' -e 's/\\$//' "${1%.o}.d"); do
+		[ -e "$f" ] && [ ! "$f" -nt "$1" ] || return 0
+	done
+	return 1
+}
+
+# build_target BIN LOG: compile the stale objects of srcs[] (with incs[])
+# and link BIN; the compilers' output goes to LOG
+build_target() {
+	local bin=$1 log=$2 key objdir s o todo=() objs=()
+	key=$(printf '%s\n' "$CC_FUZZ" "${CFLAGS[@]}" "${incs[@]}" | md5sum | cut -c1-12)
+	objdir=$BUILD/obj/$key
+	: >"$log"
+	for s in "${srcs[@]}"; do
+		o=$objdir/${s#"$ROOT"/}
+		o=${o%.c}.o
+		objs+=("$o")
+		if obj_stale "$o"; then
+			mkdir -p "${o%/*}" || return 1
+			todo+=("$s" "$o")
+		fi
+	done
+	if [ ${#todo[@]} -gt 0 ]; then
+		# shellcheck disable=SC2016 # expanded by the inner bash
+		printf '%s\0' "${todo[@]}" | xargs -0 -n 2 -P "$JOBS" bash -c '
+			cc=$1; shift; n=$(($1)); shift; fl=("${@:1:n}"); shift "$n"
+			timeout 300 "$cc" "${fl[@]}" -MMD -MF "${2%.o}.d" -c -o "$2" "$1" 2>"$2.log" ||
+				{ rm -f "$2"; cat "$2.log"; exit 255; }' sof-fuzz-cc \
+			"$CC_FUZZ" $((${#CFLAGS[@]} + ${#incs[@]})) "${CFLAGS[@]}" "${incs[@]}" >>"$log" 2>&1 ||
+			return 1
+	fi
+	timeout 300 "$CC_FUZZ" "${CFLAGS[@]}" -o "$bin" "${objs[@]}" >>"$log" 2>&1
 }
 
 targets=("$ROOT"/tests/fuzz/fuzz_*.c)
@@ -79,8 +131,7 @@ for t in "${targets[@]}"; do
 	bin=$BUILD/fuzz_$name
 	log=$BUILD/fuzz_$name.log
 	echo "# fuzz/$name: building from ${srcs[*]#"$ROOT"/}"
-	if ! timeout 300 "$CC_FUZZ" "${CFLAGS[@]}" "${incs[@]}" -o "$bin" "${srcs[@]}" \
-		>"$log" 2>&1; then
+	if ! build_target "$bin" "$log"; then
 		not_ok "$name" "build failed"
 		sed 's/^/#   /' "$log" | head -n 40
 		continue
@@ -110,10 +161,12 @@ for t in "${targets[@]}"; do
 	mkdir -p "$work" "$art"
 	dirs=("$work")
 	[ -d "$ROOT/tests/fuzz/corpus_$name" ] && dirs+=("$ROOT/tests/fuzz/corpus_$name")
-	echo "# fuzz/$name: ${SECS} s, seeds from ${dirs[*]#"$ROOT"/}"
+	secs=${SOF_FUZZ_SECS:-$(field "$t" FUZZ_SECS)}
+	secs=${secs:-10}
+	echo "# fuzz/$name: ${secs} s, seeds from ${dirs[*]#"$ROOT"/}"
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} \
 		UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-		timeout -k 10 $((SECS + 120)) "$bin" -max_total_time="$SECS" -timeout=10 \
+		timeout -k 10 $((secs + 120)) "$bin" -max_total_time="$secs" -timeout=10 \
 		-max_len=4200 -print_final_stats=1 -artifact_prefix="$art/" "${dirs[@]}" \
 		>"$log" 2>&1
 	rc=$?

@@ -38,10 +38,6 @@ SSHD=/usr/sbin/sshd
 _sof_rs_need "$T: programs" "$SSHD" ssh scp ssh-keygen ss sha256sum || sof_exit
 IBF_SECS=150 sof_ibf_up pair H1,H2 2 || sof_exit
 
-ibip() { echo "192.168.77.$(_sof_host_num "$1")"; }
-ipst() { sof_host_run "$1" timeout 10 "$SOFTOFED" ipoib status 2>&1 </dev/null; }
-# ipcnt H NAME: a counter of H's ib0
-ipcnt() { ipst "$1" | tr ' ' '\n' | grep -A1 -x "$2" | tail -n 1; }
 # ipup H MODE: ib0 in H with its address; the process's PID in IPPID[H]
 declare -A IPPID
 ipup() {
@@ -51,7 +47,7 @@ ipup() {
 		return 1
 	fi
 	IPPID[$1]=$(sed -n 's/.* up, pid \([0-9]*\),.*/\1/p' "$out")
-	sof_host_run "$1" ip addr add "$(ibip "$1")/24" dev ib0
+	sof_host_run "$1" ip addr add "$(sof_ipoib_ip "$1")/24" dev ib0
 }
 # ipdown H: ib0 in H gone, its process ended (by its PID if it lingers)
 ipdown() {
@@ -63,23 +59,16 @@ ipdown() {
 	fi
 	IPPID[$1]=
 }
-logs() {
-	local h
-	for h in a b; do
-		sof_host_run $h sh -c 'tail -n 15 /tmp/softofed-ipoib-*-ib0-$(stat -L -c %i /proc/self/ns/net).log' 2>/dev/null | sed "s/^/#   $h log: /"
-		ipst $h | grep -v '^mcast' | sed "s/^/#   $h: /"
-	done
-}
-pingab() { sof_host_run b timeout 5 ping -n -c 1 -W 1 "$(ibip a)" >/dev/null 2>&1 </dev/null; }
+pingab() { sof_host_run b timeout 5 ping -n -c 1 -W 1 "$(sof_ipoib_ip a)" >/dev/null 2>&1 </dev/null; }
 # tcp_on_ib0: a's established TCP connections to port 22, from b's ib0 address
 tcp_on_ib0() {
 	sof_host_run a timeout 5 ss -Htn state established '( sport = :22 )' 2>/dev/null </dev/null |
-		grep -E "$(ibip a):22 +$(ibip b):[0-9]+" | head -n 1 | tr -s ' '
+		grep -E "$(sof_ipoib_ip a):22 +$(sof_ipoib_ip b):[0-9]+" | head -n 1 | tr -s ' '
 }
 
 # keys and sshd_config once: sshd on a's ib0 address, port 22 of a's namespace
 SSHDIR=$SOF_TMP/sshd
-if ! _sof_rs_ssh_setup "$SSHDIR" "$(ibip a)" 22; then
+if ! _sof_rs_ssh_setup "$SSHDIR" "$(sof_ipoib_ip a)" 22; then
 	not_ok "$T: ssh keys" "could not make the keys and configuration"
 	sof_exit
 fi
@@ -94,7 +83,7 @@ one_mode() {
 	local m=$1 mtu=$2 copy=$SOF_TMP/ipssh.copy.$1.bin st ma mb conn="" x0 x1 c0 t0 ms rc got
 	if ipup a "$m" && ipup b "$m"; then
 		st=$SOF_TMP/ipssh.st.$m
-		ipst b >"$st"
+		sof_ipoib_st b >"$st"
 		ma=$(sof_host_run a cat /sys/class/net/ib0/mtu 2>/dev/null)
 		mb=$(sof_host_run b cat /sys/class/net/ib0/mtu 2>/dev/null)
 		if [ "$ma" = "$mtu" ] && [ "$mb" = "$mtu" ] &&
@@ -105,7 +94,7 @@ one_mode() {
 		fi
 	else
 		not_ok "$T/$m: up" "softofed ipoib up --mode $m failed"
-		logs
+		sof_ipoib_logs 15 a b
 		ipdown a
 		ipdown b
 		return 1
@@ -114,7 +103,7 @@ one_mode() {
 	sof_wait_for 20 pingab
 	sof_host_bg "ipssh.sshd.$m" a 60 "$SSHD" -D -e -f "$SSHDIR/sshd_config"
 	if ! sof_host_wait_listen a 22 10 "ipssh.sshd.$m" >/dev/null 2>&1; then
-		not_ok "$T/$m: sshd" "sshd does not listen on $(ibip a):22"
+		not_ok "$T/$m: sshd" "sshd does not listen on $(sof_ipoib_ip a):22"
 		sof_dump "$(sof_out "ipssh.sshd.$m")"
 		sof_kill "ipssh.sshd.$m"
 		ipdown a
@@ -123,9 +112,9 @@ one_mode() {
 	fi
 
 	# ---- scp b -> a, the connection seen in a while it runs ----
-	x0=$(sof_ibf_xmit b) c0=$(ipcnt b cm_tx_packets)
+	x0=$(sof_ibf_xmit b) c0=$(sof_ipoib_cnt b cm_tx_packets)
 	t0=$(now_ms)
-	sof_host_bg "ipssh.scp.$m" b 40 scp "${SSHOPTS[@]}" -P 22 "$FILE" "root@$(ibip a):$copy"
+	sof_host_bg "ipssh.scp.$m" b 40 scp "${SSHOPTS[@]}" -P 22 "$FILE" "root@$(sof_ipoib_ip a):$copy"
 	while sof_alive "ipssh.scp.$m"; do
 		[ -z "$conn" ] && conn=$(tcp_on_ib0)
 		sleep 0.1
@@ -136,17 +125,17 @@ one_mode() {
 	x1=$(sof_ibf_xmit b)
 	got=$(sof_host_run a sha256sum "$copy" 2>/dev/null </dev/null | cut -d' ' -f1)
 	if [ "$rc" = 0 ] && [ "$got" = "$WANT" ]; then
-		ok "$T/$m: scp of $MIB MiB b -> $(ibip a) in $ms ms ($((MIB * 1000 / (ms > 0 ? ms : 1))) MiB/s), SHA-256 of the copy in a equal to b's"
+		ok "$T/$m: scp of $MIB MiB b -> $(sof_ipoib_ip a) in $ms ms ($((MIB * 1000 / (ms > 0 ? ms : 1))) MiB/s), SHA-256 of the copy in a equal to b's"
 	else
 		not_ok "$T/$m: scp" "exit $rc after $ms ms, SHA-256 in a '$got', sent $WANT"
 		sof_dump "$(sof_out "ipssh.scp.$m")"
 		sof_dump "$(sof_out "ipssh.sshd.$m")"
-		logs
+		sof_ipoib_logs 15 a b
 	fi
 	if [ -n "$conn" ]; then
 		ok "$T/$m: during the scp, ss -tn in a: '$conn' (the TCP connection on ib0)"
 	else
-		not_ok "$T/$m: TCP on ib0" "ss -tn in a never showed $(ibip a):22 <- $(ibip b) while scp ran"
+		not_ok "$T/$m: TCP on ib0" "ss -tn in a never showed $(sof_ipoib_ip a):22 <- $(sof_ipoib_ip b) while scp ran"
 	fi
 	if [ -n "$x0" ] && [ -n "$x1" ] && [ $((x1 - x0)) -ge $(((MIB << 20) / 4)) ]; then
 		ok "$T/$m: b's sofib0 sent $((x1 - x0)) data words during the scp (>= $(((MIB << 20) / 4)), the file's size)"
@@ -154,18 +143,18 @@ one_mode() {
 		not_ok "$T/$m: bytes over sofib0" "xmit_data of b '$x0' -> '$x1', want +$(((MIB << 20) / 4))"
 	fi
 	if [ "$m" = connected ]; then
-		if ipst b | grep -q "^cm tx peer .* state up mtu $mtu" &&
-			[ "$(ipcnt b cm_tx_packets)" -ge $((c0 + (MIB << 20) / 65536)) ]; then
-			ok "$T/$m: b sent the file on its RC connection to a (cm tx up, cm_tx_packets +$(($(ipcnt b cm_tx_packets) - c0)))"
+		if sof_ipoib_st b | grep -q "^cm tx peer .* state up mtu $mtu" &&
+			[ "$(sof_ipoib_cnt b cm_tx_packets)" -ge $((c0 + (MIB << 20) / 65536)) ]; then
+			ok "$T/$m: b sent the file on its RC connection to a (cm tx up, cm_tx_packets +$(($(sof_ipoib_cnt b cm_tx_packets) - c0)))"
 		else
-			not_ok "$T/$m: RC connection" "cm_tx_packets $c0 -> $(ipcnt b cm_tx_packets); $(ipst b | grep '^cm' | tr '\n' ' ')"
+			not_ok "$T/$m: RC connection" "cm_tx_packets $c0 -> $(sof_ipoib_cnt b cm_tx_packets); $(sof_ipoib_st b | grep '^cm' | tr '\n' ' ')"
 		fi
 	fi
 
 	# ---- ssh a sha256sum COPY ----
-	got=$(sof_host_run b timeout 30 ssh "${SSHOPTS[@]}" -p 22 "root@$(ibip a)" sha256sum "$copy" 2>"$SOF_TMP/ipssh.ssh.err" </dev/null)
+	got=$(sof_host_run b timeout 30 ssh "${SSHOPTS[@]}" -p 22 "root@$(sof_ipoib_ip a)" sha256sum "$copy" 2>"$SOF_TMP/ipssh.ssh.err" </dev/null)
 	if [ "${got%% *}" = "$WANT" ]; then
-		ok "$T/$m: ssh $(ibip a) sha256sum of the copy from b: ${WANT:0:16}..., equal"
+		ok "$T/$m: ssh $(sof_ipoib_ip a) sha256sum of the copy from b: ${WANT:0:16}..., equal"
 	else
 		not_ok "$T/$m: ssh sha256sum" "'$got', want $WANT; $(head -c 300 "$SOF_TMP/ipssh.ssh.err" | tr '\n' ' ')"
 	fi

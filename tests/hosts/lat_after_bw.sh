@@ -6,8 +6,9 @@
 # client prints a result line). A hang of ib_send_lat there (1 run in 6 on
 # sof0 with the daemon's engine, and on sofib0, was reported; no counter
 # showed a lost packet) fails the round at its 40 s bound, and the
-# daemons' `softofed status` (resources and counters) taken 30 s into the
-# run, while it hangs, is printed with it: what the next look needs.
+# daemons' `softofed status` (resources and counters) taken 10, 20 and
+# 30 s into the run is printed with it, with whether their packet counts
+# still grew between the last two (slow) or not (hung).
 # SOF_LAB_ROUNDS rounds (default 3) on sof0, then as many on sofib0 (by
 # LID, its QPs always on the daemon's engine) through hosts/ib_relay.py,
 # the two-port switch and SM of hosts/ibdata.sh.
@@ -26,7 +27,24 @@ GIDARG=(-x @GID@)
 SOF_HOST_UP_ARGS[a]="--ib-fabric $(sof_host_ip b):7150 --ib-port 7150 --ib-node HA"
 SOF_HOST_UP_ARGS[b]="--ib-fabric 127.0.0.1:7251 --ib-port 7151 --ib-node HB"
 
-# round I: ib_send_bw, then ib_send_lat with a status snapshot at 30 s
+# _moving FILE: from the samples in FILE ("t=Ns" lines, then each host's
+# status lines), whether the daemons' rx_packets + tx_packets grew between
+# the last two samples: a slow run, not a hang
+_moving() {
+	awk '/^t=/ { n++ } /^counters:/ {
+			for (i = 2; i < NF; i += 2)
+				if ($i == "rx_packets" || $i == "tx_packets") sum[n] += $(i + 1)
+		}
+		END {
+			if (n < 2) { print "fewer than two samples"; exit }
+			d = sum[n] - sum[n - 1]
+			printf "%s: %d packets in the daemons between the last two samples\n",
+				(d > 0 ? "moving (slow, not hung)" : "no progress (hung)"), d
+		}' "$1"
+}
+
+# round I: ib_send_bw, then ib_send_lat with the daemons' status sampled
+# at 10, 20 and 30 s (a progress print: a hang tells from slowness)
 round() {
 	local name snap rc
 	name="hosts/lat_after_bw $DEV $1: ib_send_bw -n 500"
@@ -36,13 +54,14 @@ round() {
 	name="hosts/lat_after_bw $DEV $1: ib_send_lat -n 1000 after it"
 	PORT=$((PORT + 1))
 	snap=$(sof_out "lab.status.$1")
-	sof_bg "lab.snap.$1" 40 sh -c "sleep 30; for h in $(sof_host_ns a) $(sof_host_ns b); do
-		echo \"host \$h:\"; timeout 10 ip netns exec \$h '$SOFTOFED' status |
-		grep -E '^(resources|counters|drops):'; done >'$snap' 2>&1"
+	sof_bg "lab.snap.$1" 40 sh -c "for t in 10 20 30; do sleep 10; echo \"t=\${t}s\"
+		for h in $(sof_host_ns a) $(sof_host_ns b); do
+		echo \"host \$h:\"; timeout 5 ip netns exec \$h '$SOFTOFED' status |
+		grep -E '^(resources|counters|drops|ib_counters):'; done; done >'$snap' 2>&1"
 	SOF_LINEBUF=1 sof_host_pair "$name" a b "$PORT" 40 ib_send_lat "${GIDARG[@]}" -n 1000 -d "$DEV" -F
 	rc=$?
 	sof_perftest_verdict "$name" "$rc" || {
-		[ -s "$snap" ] && echo "#   the daemons 30 s into the run:" &&
+		[ -s "$snap" ] && echo "#   the daemons every 10 s into the run ($(_moving "$snap")):" &&
 			sed 's/^/#     /' "$snap"
 	}
 	sof_kill "lab.snap.$1"

@@ -74,11 +74,7 @@ IBF_HOSTS=$HOSTS
 . "$SOF_ROOT/tests/ib_fabric.sh"
 
 sof_host_bg $N.fabric a 280 "$FABRIC" "$TOPO" --listen "$(sof_host_ip a):$PORT" --real "$REAL"
-for _ in $(seq 100); do
-	sof_ibf_all_in INIT && break
-	sleep 0.1
-done
-if sof_ibf_all_in INIT; then
+if sof_wait_for 10 sof_ibf_all_in INIT; then
 	ok "$N/$T: every sofib0 port attached to the fabric (Initialize)"
 else
 	not_ok "$N/$T: attach" "$(sof_ibf_line a) / $(sof_ibf_line b)"

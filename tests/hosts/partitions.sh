@@ -87,11 +87,7 @@ IBF_HOSTS="a b c"
 . "$SOF_ROOT/tests/ib_fabric.sh"
 
 sof_host_bg pk.fabric a 280 "$FABRIC" "$TOPO" --listen "$(sof_host_ip a):$PORT" --real H1,H2,H3
-for _ in $(seq 100); do
-	sof_ibf_all_in INIT && break
-	sleep 0.1
-done
-if ! sof_ibf_all_in INIT; then
+if ! sof_wait_for 10 sof_ibf_all_in INIT; then
 	not_ok "$N: attach" "$(sof_ibf_line a) / $(sof_ibf_line b) / $(sof_ibf_line c)"
 	sof_dump "$(sof_out pk.fabric)"
 	sof_exit
@@ -121,11 +117,7 @@ else
 	[ -x "$SMBIN" ] || SMBIN=$SOF_ROOT/build/bin/softofed-sm
 	sof_host_bg pk.sm a 260 "$SOFTOFED" run -- "$SMBIN" -C sofib0 -v --partitions "$CONF"
 fi
-for _ in $(seq 600); do
-	grep -q 'SUBNET UP' "$smlog" 2>/dev/null && sof_ibf_all_in ACTIVE && break
-	sleep 0.1
-done
-if grep -q 'SUBNET UP' "$smlog" 2>/dev/null && sof_ibf_all_in ACTIVE; then
+if sof_wait_for 60 sof_ibf_subnet_up "$smlog"; then
 	ok "$N: SUBNET UP with $CONF, every sofib0 Active"
 else
 	not_ok "$N: SUBNET UP" "$(grep -c ERR "$smlog" 2>/dev/null) errors"

@@ -22,25 +22,14 @@ set -u
 sof_ns_enter "$@"
 sof_init
 
-TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
-UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+# shellcheck source=tests/ib_fabric.sh
+. "$SOF_ROOT/tests/ib_fabric.sh"
+sof_sim_init fabric/opensm opensm
+TOPO=$SIM_TOPO
 FT=$SOF_ROOT/tests/fabric_topo.py
-OUT=$SOF_TMP/out
 export OSM_CACHE_DIR=$SOF_TMP OSM_TMP_DIR=$SOF_TMP
-cd "$SOF_TMP" || exit 1 # libumad2sim makes its sysfs copy in the cwd
-
-if [ ! -f "$UMAD2SIM" ] || ! command -v opensm >/dev/null; then
-	not_ok "fabric/opensm" "opensm or ibsim-utils' libumad2sim.so missing (tests/install-deps.sh)"
-	sof_exit
-fi
-
-fabric() {
-	timeout 30 "$SOFTOFED" fabric "$@" </dev/null
-}
-
-sim() {
-	LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
-}
+fabric() { sof_sim_fabric "$@"; }
+sim() { sof_sim "$@"; }
 
 # opensm_up NAME: OpenSM in the background; SUBNET UP within 60 s
 opensm_up() {

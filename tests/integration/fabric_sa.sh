@@ -16,23 +16,12 @@ set -u
 sof_ns_enter "$@"
 sof_init
 
-TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
-UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
-SM=$(dirname "$SOFTOFED")/softofed-sm
-[ -x "$SM" ] || SM=$SOF_ROOT/build/bin/softofed-sm
-OUT=$SOF_TMP/out
+# shellcheck source=tests/ib_fabric.sh
+. "$SOF_ROOT/tests/ib_fabric.sh"
+sof_sim_init sa/sim softofed-sm ibsim opensm saquery
+TOPO=$SIM_TOPO SM=$SIM_SM
 export OSM_CACHE_DIR=$SOF_TMP OSM_TMP_DIR=$SOF_TMP
-cd "$SOF_TMP" || exit 1 # libumad2sim makes its sysfs copy in the cwd
-
-if [ ! -f "$UMAD2SIM" ] || ! command -v ibsim >/dev/null || ! command -v opensm >/dev/null ||
-	! command -v saquery >/dev/null || [ ! -x "$SM" ]; then
-	not_ok "sa/sim" "libumad2sim.so, ibsim, opensm, saquery or $SM missing"
-	sof_exit
-fi
-
-sim() {
-	LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
-}
+sim() { sof_sim "$@"; }
 
 # up NAME LOG CMD...: an SM in the background until LOG says SUBNET UP
 up() {
@@ -131,13 +120,13 @@ compare() {
 
 # softofed's fabric as an ibsim server: line3, H1 (LID 1) to H3
 mkdir -p "$SOF_TMP/line3" && cd "$SOF_TMP/line3" || exit 1
-if timeout 30 "$SOFTOFED" fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1 </dev/null; then
+if sof_sim_fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1; then
 	compare line3 1 0,1,2,3,1
 else
 	not_ok "sa/sim line3" "softofed fabric up --ibsim failed"
 	sof_dump "$OUT"
 fi
-timeout 30 "$SOFTOFED" fabric down >"$OUT" 2>&1 </dev/null
+sof_sim_fabric down >"$OUT" 2>&1
 
 # Debian's ibsim: pair, H1 (LID 1) to H2
 mkdir -p "$SOF_TMP/pair" && cd "$SOF_TMP/pair" || exit 1

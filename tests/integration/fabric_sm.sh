@@ -35,36 +35,16 @@ set -u
 sof_ns_enter "$@"
 sof_init
 
-TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
-UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+# shellcheck source=tests/ib_fabric.sh
+. "$SOF_ROOT/tests/ib_fabric.sh"
+sof_sim_init sm/fabric softofed-sm ibsim
+TOPO=$SIM_TOPO SM=$SIM_SM
 FT=$SOF_ROOT/tests/fabric_topo.py
-SM=$(dirname "$SOFTOFED")/softofed-sm
-# run.sh's ASan mix has the daemon and the tool only: the plain build's SM
-[ -x "$SM" ] || SM=$SOF_ROOT/build/bin/softofed-sm
-OUT=$SOF_TMP/out
-cd "$SOF_TMP" || exit 1 # libumad2sim makes its sysfs copy in the cwd
 
-if [ ! -f "$UMAD2SIM" ] || ! command -v ibsim >/dev/null || [ ! -x "$SM" ]; then
-	not_ok "sm/fabric" "ibsim-utils' libumad2sim.so, ibsim or $SM missing"
-	sof_exit
-fi
-
-fabric() {
-	timeout 30 "$SOFTOFED" fabric "$@" </dev/null
-}
-
-# a diagnostic through libumad2sim, attached at node $DIAG_HOST when set
-# (softofed-fabric's sim.c sets or clears the IsSM bit of the node a client
-# attaches at by that client's own flag, and clears it when one leaves: a
-# tool on an SM's node would hide that SM from the others)
+fabric() { sof_sim_fabric "$@"; }
+# a diagnostic through libumad2sim, at node $DIAG_HOST when set
 DIAG_HOST=""
-sim() {
-	if [ -n "$DIAG_HOST" ]; then
-		SIM_HOST=$DIAG_HOST LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
-	else
-		LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null
-	fi
-}
+sim() { SOF_SIM_HOST=$DIAG_HOST sof_sim "$@"; }
 
 # sm_up NAME ARGS...: our SM in the background; SUBNET UP within 30 s
 sm_up() {
@@ -118,7 +98,7 @@ trace_ok() {
 # lid_of NAME: the base LID of CA NAME's port in the last same_topo's
 # ibnetdiscover output ("[1](guid) "peer"[p] # lid N lmc M ...")
 lid_of() {
-	grep -A 8 "^Ca.*\"$1\"" "$SOF_TMP/ibnd" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1
+	sof_sim_lid "$SOF_TMP/ibnd" "$1"
 }
 
 for name in pair line3 ft128; do
@@ -298,21 +278,14 @@ h3_lid() {
 	sim ibnetdiscover >"$SOF_TMP/ibnd"
 	lid_of H3
 }
-wait_for() { # FILE REGEX SECS
-	for _ in $(seq 1 $(($3 * 10))); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
 fabric up "$file" --ibsim >"$OUT" 2>&1
 sof_bg osm 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 opensm -F "$SOF_TMP/ho/osm.conf" -d 2 -f "$SOF_TMP/ho/osm.log"
-if wait_for "$SOF_TMP/ho/osm.log" 'SUBNET UP' 30; then
+if sof_wait_log "$SOF_TMP/ho/osm.log" 'SUBNET UP' 30; then
 	before=$(h3_lid)
 	sof_bg sm 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H2 "$SM" -v -p 1
-	if wait_for "$(sof_out sm)" 'STANDBY: the master SM is 0x100001' 15; then
+	if sof_wait_log "$(sof_out sm)" 'STANDBY: the master SM is 0x100001' 15; then
 		sof_kill osm
-		if wait_for "$(sof_out sm)" 'SUBNET UP' 20 && sim sminfo | grep -q 'sm guid 0x100003, .*SMINFO_MASTER' &&
+		if sof_wait_log "$(sof_out sm)" 'SUBNET UP' 20 && sim sminfo | grep -q 'sm guid 0x100003, .*SMINFO_MASTER' &&
 			[ "$(h3_lid)" = "$before" ] && trace_ok 1 "$before" H3; then
 			ok "sm/handover from OpenSM: ours STANDBY behind OpenSM's master, took over when it was killed (SUBNET UP $(sed -n 's/.*SUBNET UP in \([0-9]*\) ms.*/\1/p' "$(sof_out sm)") ms after its start), sminfo names ours, H3 kept LID $before and is routed"
 		else
@@ -334,9 +307,9 @@ fabric up "$file" --ibsim >"$OUT" 2>&1
 if sm_up "handover to OpenSM" -v; then
 	before=$(h3_lid)
 	sof_bg osm 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H2 opensm -F "$SOF_TMP/ho/osm.conf" -p 0 -d 2 -f "$SOF_TMP/ho/osm.log"
-	if wait_for "$SOF_TMP/ho/osm.log" 'Entering STANDBY state' 20; then
+	if sof_wait_log "$SOF_TMP/ho/osm.log" 'Entering STANDBY state' 20; then
 		sof_kill sm
-		if wait_for "$SOF_TMP/ho/osm.log" 'Entering MASTER state' 20 && wait_for "$SOF_TMP/ho/osm.log" 'SUBNET UP' 10 &&
+		if sof_wait_log "$SOF_TMP/ho/osm.log" 'Entering MASTER state' 20 && sof_wait_log "$SOF_TMP/ho/osm.log" 'SUBNET UP' 10 &&
 			sim sminfo | grep -q 'sm guid 0x100003, .*SMINFO_MASTER' && [ "$(h3_lid)" = "$before" ] &&
 			trace_ok 1 "$before" H3; then
 			ok "sm/handover to OpenSM: OpenSM STANDBY behind ours, took over when ours was killed, sminfo names it, H3 kept LID $before and is routed"

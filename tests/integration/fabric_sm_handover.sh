@@ -30,88 +30,55 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 sof_ns_enter "$@"
 sof_init
-
-TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
-UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
-SM=$(dirname "$SOFTOFED")/softofed-sm
-[ -x "$SM" ] || SM=$SOF_ROOT/build/bin/softofed-sm
-OUT=$SOF_TMP/out
+# shellcheck source=tests/ib_fabric.sh
+. "$SOF_ROOT/tests/ib_fabric.sh"
+sof_sim_init sm/handover softofed-sm opensm
 mkdir -p "$SOF_TMP/ho" && cd "$SOF_TMP/ho" || exit 1
 
-if [ ! -f "$UMAD2SIM" ] || ! command -v opensm >/dev/null || [ ! -x "$SM" ]; then
-	not_ok "sm/handover" "ibsim-utils' libumad2sim.so, opensm or $SM missing"
-	sof_exit
-fi
-
-fabric() { timeout 30 "$SOFTOFED" fabric "$@" </dev/null; }
-# diagnostics from H3 (sim.c sets a node's IsSM from each client's flag)
-sim() { SIM_HOST=H3 LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null; }
-wait_for() { # FILE REGEX SECS
-	for _ in $(seq 1 $(($3 * 10))); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
+# diagnostics from H3
+SOF_SIM_HOST=H3
 h3_lid() {
-	sim ibnetdiscover | grep -A 8 '^Ca.*"H3"' | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1
+	sof_sim ibnetdiscover >"$SOF_TMP/ibnd"
+	sof_sim_lid "$SOF_TMP/ibnd" H3
 }
-# master_is GUID: sminfo (to the SM LID of H3's port) names GUID master
-master_is() {
-	local i
-	for i in $(seq 1 50); do
-		sim sminfo >"$SOF_TMP/sminfo"
-		grep -q "sm guid $1, .*SMINFO_MASTER" "$SOF_TMP/sminfo" && return 0
-		sleep 0.2
-	done
-	return 1
+# _sminfo_is STATE GUID [LID]: one sminfo (to LID, else to the SM LID of
+# H3's port) names GUID (a regex) in SMINFO_STATE
+# shellcheck disable=SC2317 # called through sof_wait_for
+_sminfo_is() {
+	sof_sim sminfo ${3:+"$3"} >"$SOF_TMP/sminfo"
+	grep -q "sm guid $2, .*SMINFO_$1" "$SOF_TMP/sminfo"
 }
-# standby_is NAME: the SM at CA NAME's LID answers sminfo as STANDBY
-standby_is() {
-	local i lid
-	sim ibnetdiscover >"$SOF_TMP/ibnd"
-	lid=$(grep -A 8 "^Ca.*\"$1\"" "$SOF_TMP/ibnd" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1)
-	for i in $(seq 1 50); do
-		sim sminfo "$lid" >"$SOF_TMP/sminfo_s"
-		grep -q 'SMINFO_STANDBY' "$SOF_TMP/sminfo_s" && return 0
-		sleep 0.2
-	done
-	return 1
-}
-# master_at NAME GUID: the SM at CA NAME's LID answers sminfo as MASTER GUID
-master_at() {
-	local i lid
-	sim ibnetdiscover >"$SOF_TMP/ibnd"
-	lid=$(grep -A 8 "^Ca.*\"$1\"" "$SOF_TMP/ibnd" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1)
-	for i in $(seq 1 50); do
-		sim sminfo "$lid" >"$SOF_TMP/sminfo"
-		grep -q "sm guid $2, .*SMINFO_MASTER" "$SOF_TMP/sminfo" && return 0
-		sleep 0.2
-	done
-	return 1
+# sm_is STATE GUID [NAME]: _sminfo_is (to CA NAME's LID when given) within 10 s
+sm_is() {
+	local lid=""
+	if [ -n "${3:-}" ]; then
+		sof_sim ibnetdiscover >"$SOF_TMP/ibnd"
+		lid=$(sof_sim_lid "$SOF_TMP/ibnd" "$3")
+	fi
+	sof_wait_for 10 _sminfo_is "$1" "$2" "$lid"
 }
 osm() { # NAME PRIORITY
 	sof_bg "$1" 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 OSM_CACHE_DIR="$SOF_TMP/ho" \
 		OSM_TMP_DIR="$SOF_TMP/ho" opensm -F "$SOF_TMP/ho/osm.conf" -p "$2" -d 2 -f "$SOF_TMP/ho/$1.log"
 }
 ours() { # NAME HOST PRIORITY
-	sof_bg "$1" 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST="$2" "$SM" -v -p "$3"
+	sof_bg "$1" 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST="$2" "$SIM_SM" -v -p "$3"
 }
 
 H1=0x100001 H2=0x100003
 printf 'sminfo_polling_timeout 500\npolling_retry_number 2\nforce_heavy_sweep TRUE\nsweep_interval 1\n' >osm.conf
 
-fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1
+sof_sim_fabric up "$SIM_TOPO/line3.net" --ibsim >"$OUT" 2>&1
 
 # 1. ours -> ours
 ours smA H1 1
-if wait_for "$(sof_out smA)" 'SUBNET UP' 30 && master_is $H1; then
+if sof_wait_log "$(sof_out smA)" 'SUBNET UP' 30 && sm_is MASTER $H1; then
 	before=$(h3_lid)
 	ours smB H2 10
-	if wait_for "$(sof_out smA)" 'HANDOVER to the standby SM 0x100003' 20 &&
-		wait_for "$(sof_out smB)" 'HANDOVER from 0x100001: taking over' 10 &&
-		wait_for "$(sof_out smA)" 'STANDBY: handed over to 0x100003' 10 &&
-		wait_for "$(sof_out smB)" 'SUBNET UP' 20 && master_is $H2 && standby_is H1 &&
+	if sof_wait_log "$(sof_out smA)" 'HANDOVER to the standby SM 0x100003' 20 &&
+		sof_wait_log "$(sof_out smB)" 'HANDOVER from 0x100001: taking over' 10 &&
+		sof_wait_log "$(sof_out smA)" 'STANDBY: handed over to 0x100003' 10 &&
+		sof_wait_log "$(sof_out smB)" 'SUBNET UP' 20 && sm_is MASTER $H2 && sm_is STANDBY ".*" H1 &&
 		[ "$(h3_lid)" = "$before" ]; then
 		ok "sm/handover ours -> ours: H1 (priority 1) master, H2 (priority 10) STANDBY then HANDOVER to it, ACKNOWLEDGE, H1 STANDBY; sminfo names H2 master and H1 STANDBY, H3 kept LID $before"
 	else
@@ -122,10 +89,10 @@ if wait_for "$(sof_out smA)" 'SUBNET UP' 30 && master_is $H1; then
 	sof_kill smA
 	: >"$(sof_out smA)"
 	ours smA H1 15
-	if wait_for "$(sof_out smA)" 'STANDBY: the master SM is 0x100003' 20 &&
-		wait_for "$(sof_out smB)" 'HANDOVER to the standby SM 0x100001' 20 &&
-		wait_for "$(sof_out smB)" 'STANDBY: handed over to 0x100001' 10 &&
-		wait_for "$(sof_out smA)" 'SUBNET UP' 20 && master_is $H1 && standby_is H2 &&
+	if sof_wait_log "$(sof_out smA)" 'STANDBY: the master SM is 0x100003' 20 &&
+		sof_wait_log "$(sof_out smB)" 'HANDOVER to the standby SM 0x100001' 20 &&
+		sof_wait_log "$(sof_out smB)" 'STANDBY: handed over to 0x100001' 10 &&
+		sof_wait_log "$(sof_out smA)" 'SUBNET UP' 20 && sm_is MASTER $H1 && sm_is STANDBY ".*" H2 &&
 		[ "$(h3_lid)" = "$before" ]; then
 		ok "sm/handover ours -> ours back: H1 restarted with priority 15 went STANDBY, H2 handed over to it and went STANDBY; sminfo names H1 master and H2 STANDBY, H3 kept LID $before"
 	else
@@ -138,18 +105,18 @@ else
 fi
 sof_kill smA
 sof_kill smB
-fabric down >"$OUT" 2>&1
+sof_sim_fabric down >"$OUT" 2>&1
 
 # 3. OpenSM -> ours by priority
-fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1
+sof_sim_fabric up "$SIM_TOPO/line3.net" --ibsim >"$OUT" 2>&1
 osm osmA 1
-if wait_for "$SOF_TMP/ho/osmA.log" 'SUBNET UP' 30 && master_is $H1; then
+if sof_wait_log "$SOF_TMP/ho/osmA.log" 'SUBNET UP' 30 && sm_is MASTER $H1; then
 	before=$(h3_lid)
 	ours smB H2 10
-	if wait_for "$(sof_out smB)" 'STANDBY: the master SM is 0x100001' 20 &&
-		wait_for "$(sof_out smB)" 'HANDOVER from 0x100001: taking over' 30 &&
-		wait_for "$(sof_out smB)" 'SUBNET UP' 20 && master_is $H2 &&
-		wait_for "$SOF_TMP/ho/osmA.log" 'Entering STANDBY state' 10 &&
+	if sof_wait_log "$(sof_out smB)" 'STANDBY: the master SM is 0x100001' 20 &&
+		sof_wait_log "$(sof_out smB)" 'HANDOVER from 0x100001: taking over' 30 &&
+		sof_wait_log "$(sof_out smB)" 'SUBNET UP' 20 && sm_is MASTER $H2 &&
+		sof_wait_log "$SOF_TMP/ho/osmA.log" 'Entering STANDBY state' 10 &&
 		[ "$(h3_lid)" = "$before" ]; then
 		ok "sm/handover OpenSM -> ours: OpenSM (priority 1) master, ours (priority 10) STANDBY, OpenSM sent HANDOVER, ours took over and sent ACKNOWLEDGE, OpenSM entered STANDBY; sminfo names ours, H3 kept LID $before"
 	else
@@ -159,11 +126,11 @@ if wait_for "$SOF_TMP/ho/osmA.log" 'SUBNET UP' 30 && master_is $H1; then
 	# 4. ours -> OpenSM by priority
 	sof_kill osmA
 	osm osmB 15
-	if wait_for "$SOF_TMP/ho/osmB.log" 'Entering STANDBY state' 30 &&
-		wait_for "$(sof_out smB)" 'HANDOVER to the standby SM 0x100001' 20 &&
-		wait_for "$(sof_out smB)" 'STANDBY: handed over to 0x100001' 10 &&
-		wait_for "$SOF_TMP/ho/osmB.log" 'Entering MASTER state' 10 && master_at H1 $H1 &&
-		standby_is H2 && wait_for "$SOF_TMP/ho/osmB.log" 'SUBNET UP' 30 && master_is $H1 &&
+	if sof_wait_log "$SOF_TMP/ho/osmB.log" 'Entering STANDBY state' 30 &&
+		sof_wait_log "$(sof_out smB)" 'HANDOVER to the standby SM 0x100001' 20 &&
+		sof_wait_log "$(sof_out smB)" 'STANDBY: handed over to 0x100001' 10 &&
+		sof_wait_log "$SOF_TMP/ho/osmB.log" 'Entering MASTER state' 10 && sm_is MASTER $H1 H1 &&
+		sm_is STANDBY ".*" H2 && sof_wait_log "$SOF_TMP/ho/osmB.log" 'SUBNET UP' 30 && sm_is MASTER $H1 &&
 		[ "$(h3_lid)" = "$before" ]; then
 		ok "sm/handover ours -> OpenSM: OpenSM restarted with priority 15 went STANDBY behind ours, ours sent HANDOVER, OpenSM entered MASTER, ours STANDBY; OpenSM's sweep as master ended in SUBNET UP; sminfo from H3 names OpenSM master, to each: OpenSM (H1) MASTER, ours (H2) STANDBY; H3 kept LID $before"
 	else
@@ -177,5 +144,5 @@ fi
 sof_kill smB
 sof_kill osmA
 sof_kill osmB
-fabric down >"$OUT" 2>&1
+sof_sim_fabric down >"$OUT" 2>&1
 sof_exit

@@ -22,6 +22,17 @@
  * port's table (not for QP0, whose SMPs carry none to check). Then the
  * classifier (tp_recv), with the LRH's SLID and SL in tp.rx_ib.
  *
+ * In the daemon the port is whole: its link socket is member 0 of an
+ * SO_REUSEPORT group on the link's UDP port (daemon/steer.c steers the IB
+ * packets of a program's QPs to that program's member, by BTH DestQP). In
+ * a program that runs its own QPs (verbs/tp_host.c) only the packet half
+ * runs (tp_ib_attach): receiving and sending as below on its member
+ * socket, to the same far end from the same port, against the attributes
+ * the daemon publishes (struct sof_ib_port: state, LID/LMC, P_Keys,
+ * SL2VL, the far end's address), counting into the program's slot page;
+ * the link (HELLO/BYE/ASSIGN), the state machine and the SMA's setters
+ * stay the daemon's.
+ *
  * Sending: LRH (VL from the SL's SL2VL entry, VL15 for QP0's SMPs), GRH
  * when the path is global, the engine's transport headers and payload,
  * pad, ICRC and VCRC, one datagram each, queued and handed to the socket
@@ -34,6 +45,7 @@
 #include "tp_ib.h"
 #include "tport.h"
 
+#include "sof_gid.h"
 #include "sof_wr.h"
 #include "sof_util.h"
 
@@ -52,11 +64,16 @@
 
 static struct {
 	bool on;
+	bool member; /* a program's: the packet half on a member socket (tp_ib_attach) */
 	int fd;
+	uint16_t bound_port; /* the link socket's local UDP port */
+	const struct sof_gid_shm *shm; /* member: the attributes the daemon publishes */
+	uint32_t seq;		       /* member: shm's sequence number last read */
 	struct tp_ib_config cfg;
 	char name[IB_SOFL_NAME_LEN + 1];
 	struct tp_ib_attr attr;
-	struct tp_ib_counters cnt;
+	struct tp_ib_counters *cnt; /* own_cnt, or a member's slot page */
+	struct tp_ib_counters own_cnt;
 	bool far_up;	   /* the far end's HELLO says Polling or LinkUp, no BYE since */
 	uint64_t heard_ns; /* when its last such HELLO came */
 	bool disabled;	   /* our port's PortPhysicalState is Disabled */
@@ -77,7 +94,7 @@ static struct {
 		struct iovec iov[TX_BATCH];
 		uint8_t buf[TX_BATCH][IB_MAX_PKT];
 	} tx;
-} ib;
+} ib = {.fd = -1, .cnt = &ib.own_cnt};
 
 static void ib_flush(void);
 
@@ -102,8 +119,59 @@ bool tp_ib_rx_lrh(uint16_t *slid, uint16_t *dlid, uint8_t *sl)
 	return true;
 }
 int tp_ib_fd(void) { return ib.on ? ib.fd : -1; }
-const struct tp_ib_attr *tp_ib_attr(void) { return &ib.attr; }
-const struct tp_ib_counters *tp_ib_counters(void) { return &ib.cnt; }
+
+/* A member's attributes are the daemon's, as it last published them: read
+ * again whenever the page's sequence number moved. */
+static void member_sync(void)
+{
+	struct sof_ib_port p;
+
+	if (!ib.member || atomic_load_explicit(&ib.shm->seq, memory_order_acquire) == ib.seq)
+		return;
+	ib.seq = atomic_load_explicit(&ib.shm->seq, memory_order_acquire);
+	if (sof_ib_read(ib.shm, &p) || p.present != 1) {
+		ib.attr.state = IBV_PORT_DOWN; /* nothing leaves, nothing is taken */
+		return;
+	}
+	ib.attr.state = p.state;
+	ib.attr.phys_state = p.phys_state;
+	ib.attr.port_num = p.port_num;
+	ib.attr.lmc = p.lmc;
+	ib.attr.lid = p.lid;
+	ib.attr.sm_lid = p.sm_lid;
+	ib.attr.sm_sl = p.sm_sl;
+	ib.attr.active_mtu = p.active_mtu;
+	ib.attr.vl_cap = p.vl_cap;
+	ib.attr.node_guid = p.node_guid;
+	ib.attr.port_guid = p.port_guid;
+	ib.attr.subnet_prefix = p.subnet_prefix;
+	for (unsigned i = 0; i < TP_IB_PKEYS; i++)
+		ib.attr.pkeys[i] = i < SOF_IB_PKEYS ? p.pkeys[i] : 0;
+	memcpy(ib.attr.sl2vl, p.sl2vl, sizeof(ib.attr.sl2vl));
+	if (p.peer_len && p.peer_len <= sizeof(p.peer)) {
+		memset(&ib.cfg.peer, 0, sizeof(ib.cfg.peer));
+		memcpy(&ib.cfg.peer, p.peer, p.peer_len);
+		ib.cfg.peer_len = p.peer_len;
+	}
+}
+
+const struct tp_ib_attr *tp_ib_attr(void)
+{
+	member_sync();
+	return &ib.attr;
+}
+
+const struct tp_ib_counters *tp_ib_counters(void)
+{
+	static struct tp_ib_counters sum;
+
+	sum = *ib.cnt;
+	if (!ib.member && ib.cfg.add_counters)
+		ib.cfg.add_counters(&sum);
+	return &sum;
+}
+
+const struct tp_ib_counters *tp_ib_own_counters(void) { return ib.cnt; }
 
 static void changed(void)
 {
@@ -143,7 +211,7 @@ static void link_update(void)
 	if (phys == ib.attr.phys_state)
 		return;
 	if (ib.attr.phys_state == IB_PHYS_LINKUP) {
-		ib.cnt.link_downed++;
+		ib.cnt->link_downed++;
 		ib.attr.state = IBV_PORT_DOWN;
 		tp_log("ib: link down (%s), port Down", ib_phys_names[phys]);
 	}
@@ -162,10 +230,10 @@ static void sofl_input(const uint8_t *buf, size_t len)
 	struct ib_sofl m;
 
 	if (ib_sofl_parse(buf, len, &m)) {
-		ib.cnt.link_bad++;
+		ib.cnt->link_bad++;
 		return;
 	}
-	ib.cnt.link_msgs++;
+	ib.cnt->link_msgs++;
 	switch (m.type) {
 	case IB_SOFL_HELLO:
 		snprintf(ib.attr.peer, sizeof(ib.attr.peer), "%s", m.name);
@@ -182,7 +250,7 @@ static void sofl_input(const uint8_t *buf, size_t len)
 		break;
 	case IB_SOFL_ASSIGN:
 		if (strcmp(m.name, ib.name) || !m.node_guid || !m.port_guid) {
-			ib.cnt.link_bad++;
+			ib.cnt->link_bad++;
 			return;
 		}
 		if (!ib.known || m.node_guid != ib.attr.node_guid ||
@@ -322,7 +390,7 @@ bool tp_ib_pkey_ok(uint16_t pkey)
 	return false;
 }
 
-void tp_ib_pkey_violation(void) { ib.cnt.pkey_violations++; }
+void tp_ib_pkey_violation(void) { ib.cnt->pkey_violations++; }
 
 static bool dlid_ours(uint16_t dlid)
 {
@@ -352,48 +420,48 @@ static void packet_input(const uint8_t *buf, size_t len)
 	enum roce_drop rd;
 	bool smp;
 
-	ib.cnt.rcv_pkts++;
-	ib.cnt.rcv_data += len / 4;
+	ib.cnt->rcv_pkts++;
+	ib.cnt->rcv_data += len / 4;
 	tp_count(SOF_CNT_rx_packets, 1);
 	tp_count(SOF_CNT_rx_bytes, len);
 	d = ib_parse(buf, len, &l, &g, &tpkt, &tlen);
 	if (d != IB_DROP_NONE) {
-		ib.cnt.drops[d]++;
-		ib.cnt.rcv_errors++;
+		ib.cnt->drops[d]++;
+		ib.cnt->rcv_errors++;
 		if (d == IB_DROP_ICRC)
 			tp_drop(SOF_DROP_icrc);
 		return;
 	}
 	rd = roce_parse(tpkt, tlen, &h, &payload, &paylen);
 	if (rd != ROCE_DROP_NONE) {
-		ib.cnt.rcv_errors++;
+		ib.cnt->rcv_errors++;
 		tp_drop((enum sof_dropctr)(rd - 1));
 		return;
 	}
 	/* IBA 7.6.5: VL15 carries SMPs only, to QP0; QP0 takes nothing else */
 	smp = h.dqpn == 0;
 	if ((l.vl == IB_VL15) != smp || (smp && h.opcode != ROCE_UD_SEND_ONLY)) {
-		ib.cnt.vl15_dropped += l.vl == IB_VL15;
+		ib.cnt->vl15_dropped += l.vl == IB_VL15;
 		tp_drop(SOF_DROP_qpn);
 		return;
 	}
 	if (ib.attr.phys_state != IB_PHYS_LINKUP || ib.attr.state == IBV_PORT_DOWN ||
 	    (!smp && ib.attr.state == IBV_PORT_INIT)) {
-		ib.cnt.state_drops++;
+		ib.cnt->state_drops++;
 		return;
 	}
 	if (!(smp && l.dlid == IB_LID_PERMISSIVE) && !dlid_ours(l.dlid) &&
 	    !(!smp && ib_mcast_addr(l.dlid, l.lnh == IB_LNH_GLOBAL, g.dgid))) {
-		ib.cnt.dlid_drops++;
+		ib.cnt->dlid_drops++;
 		return;
 	}
 	if (!smp && !tp_ib_pkey_ok(h.pkey)) {
-		ib.cnt.pkey_violations++;
+		ib.cnt->pkey_violations++;
 		tp_drop(SOF_DROP_pkey);
 		return;
 	}
 	/* IBA 7.2.3: a data packet received in Armed makes the port Active */
-	if (!smp && ib.attr.state == IBV_PORT_ARMED) {
+	if (!smp && ib.attr.state == IBV_PORT_ARMED && !ib.member) {
 		ib.attr.state = IBV_PORT_ACTIVE;
 		tp_log("ib: port Active (data received while Armed)");
 		changed();
@@ -436,9 +504,12 @@ static bool from_peer(const struct sockaddr_storage *src, socklen_t len)
 	return false;
 }
 
-void tp_ib_rx(void)
+int tp_ib_rx_fd(int fd)
 {
-	for (int n = 0; ib.on && n < RX_BUDGET;) {
+	int n = 0;
+
+	member_sync();
+	while (ib.on && n < RX_BUDGET) {
 		int got;
 
 		for (int i = 0; i < RX_BATCH; i++) {
@@ -448,7 +519,7 @@ void tp_ib_rx(void)
 							     .msg_iov = &ib.rx.iov[i],
 							     .msg_iovlen = 1};
 		}
-		got = recvmmsg(ib.fd, ib.rx.m, RX_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		got = recvmmsg(fd, ib.rx.m, RX_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
 		if (got <= 0)
 			break;
 		for (int i = 0; i < got && ib.on; i++) {
@@ -457,15 +528,18 @@ void tp_ib_rx(void)
 
 			/* a link has two ends: anything else is not on it */
 			if (!from_peer(&ib.rx.from[i], ib.rx.m[i].msg_hdr.msg_namelen)) {
-				ib.cnt.link_bad++;
+				ib.cnt->link_bad++;
 				continue;
 			}
 			if (r > sizeof(ib.rx.buf[i]) || (ib.rx.m[i].msg_hdr.msg_flags & MSG_TRUNC)) {
-				ib.cnt.rcv_errors++;
-				ib.cnt.drops[IB_DROP_PKTLEN]++;
+				ib.cnt->rcv_errors++;
+				ib.cnt->drops[IB_DROP_PKTLEN]++;
 				continue;
 			}
-			if (ib_is_sofl(p, r))
+			/* link control is the daemon's (member 0 of the group) */
+			if (ib_is_sofl(p, r) && ib.member)
+				ib.cnt->link_bad++;
+			else if (ib_is_sofl(p, r))
 				sofl_input(p, r);
 			else
 				packet_input(p, r);
@@ -475,7 +549,10 @@ void tp_ib_rx(void)
 			break;
 	}
 	tp_input_end();
+	return n;
 }
+
+void tp_ib_rx(void) { (void)tp_ib_rx_fd(ib.fd); }
 
 /* ---- sending --------------------------------------------------------------------- */
 
@@ -492,6 +569,7 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
 
 	if (paylen > 4096)
 		return -EMSGSIZE;
+	member_sync();
 	if (ib.tx.n == TX_BATCH)
 		ib_flush();
 	p = ib.tx.buf[ib.tx.n];
@@ -519,7 +597,7 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
 	/* Initialize and Armed send SMPs only (IBA 7.2) */
 	if (!ib.on || ib.attr.phys_state != IB_PHYS_LINKUP || ib.attr.state == IBV_PORT_DOWN ||
 	    (!smp && ib.attr.state != IBV_PORT_ACTIVE)) {
-		ib.cnt.xmit_discards++;
+		ib.cnt->xmit_discards++;
 		return 0;
 	}
 	l.vl = smp ? IB_VL15 : ib.attr.sl2vl[l.sl];
@@ -569,15 +647,15 @@ static void ib_flush(void)
 		int r = ib.on ? sendmmsg(ib.fd, ib.tx.m + done, ib.tx.n - done, MSG_DONTWAIT) : -1;
 
 		if (r <= 0) {
-			ib.cnt.xmit_discards++;
+			ib.cnt->xmit_discards++;
 			done++;
 			continue;
 		}
 		for (unsigned i = done; i < done + (unsigned)r; i++) {
 			size_t len = ib.tx.iov[i].iov_len;
 
-			ib.cnt.xmit_pkts++;
-			ib.cnt.xmit_data += len / 4;
+			ib.cnt->xmit_pkts++;
+			ib.cnt->xmit_data += len / 4;
 			tp_count(SOF_CNT_tx_packets, 1);
 			tp_count(SOF_CNT_tx_bytes, len);
 		}
@@ -673,35 +751,66 @@ uint32_t tp_ud_grh(uint8_t grh[40], const struct roce_addr *a, uint32_t paylen)
 
 /* ---- start and stop ---------------------------------------------------------------- */
 
+/* A socket on the link's local UDP port, a member of its SO_REUSEPORT
+ * group (daemon/steer.c chooses the member of each datagram): the first
+ * one binds port (0: any), the others the port it got. fd or -errno. */
+static int link_socket(int fam, uint16_t port)
+{
+	int fd = sof_udp_socket(fam, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK), one = 1;
+	union {
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} sa = {0};
+	socklen_t len = fam == AF_INET ? sizeof(sa.v4) : sizeof(sa.v6);
+
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
+		goto err;
+	/* a burst of datagrams (IPoIB's UD traffic) needs room */
+	sof_sock_bufs(fd, 8 << 20);
+	if (fam == AF_INET) {
+		sa.v4.sin_family = AF_INET;
+		sa.v4.sin_port = htons(port);
+	} else {
+		sa.v6.sin6_family = AF_INET6;
+		sa.v6.sin6_port = htons(port);
+	}
+	if (bind(fd, (struct sockaddr *)&sa, len))
+		goto err;
+	return fd;
+err:
+	one = -errno;
+	close(fd);
+	return one;
+}
+
 int tp_ib_start(const struct tp_ib_config *c)
 {
-	int fam = c->peer.ss_family, fd, one = 1;
+	int fam = c->peer.ss_family, fd;
+	union {
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} sa = {0};
+	socklen_t len = sizeof(sa);
 
 	if (ib.on)
 		return -EBUSY;
 	if ((fam != AF_INET && fam != AF_INET6) || !c->name || !c->name[0] ||
 	    strlen(c->name) > IB_SOFL_NAME_LEN)
 		return -EINVAL;
-	fd = sof_udp_socket(fam, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK);
+	fd = link_socket(fam, c->local_port);
 	if (fd < 0)
-		return -errno;
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* a burst of datagrams (IPoIB's UD traffic) needs room */
-	sof_sock_bufs(fd, 8 << 20);
-	if (fam == AF_INET) {
-		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(c->local_port)};
-
-		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
-			goto err;
-	} else {
-		struct sockaddr_in6 sa = {.sin6_family = AF_INET6,
-					  .sin6_port = htons(c->local_port)};
-
-		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
-			goto err;
+		return fd;
+	if (getsockname(fd, (struct sockaddr *)&sa, &len)) {
+		fd = -errno;
+		close(-fd);
+		return fd;
 	}
 	memset(&ib, 0, sizeof(ib));
+	ib.cnt = &ib.own_cnt;
 	ib.fd = fd;
+	ib.bound_port = ntohs(fam == AF_INET ? sa.v4.sin_port : sa.v6.sin6_port);
 	ib.cfg = *c;
 	snprintf(ib.name, sizeof(ib.name), "%s", c->name);
 	ib.cfg.name = ib.name;
@@ -719,15 +828,53 @@ int tp_ib_start(const struct tp_ib_config *c)
 	send_sofl(IB_SOFL_HELLO);
 	ib.hello_ns = sof_now_ns();
 	return 0;
-err:
-	one = -errno;
-	close(fd);
-	return one;
+}
+
+int tp_ib_member_socket(void)
+{
+	if (!ib.on || ib.member)
+		return -ENODEV;
+	return link_socket(ib.cfg.peer.ss_family, ib.bound_port);
+}
+
+int tp_ib_attach(int fd, const struct sof_gid_shm *shm, struct tp_ib_counters *cnt)
+{
+	if (ib.on)
+		return -EBUSY;
+	memset(&ib, 0, sizeof(ib));
+	ib.member = true;
+	ib.fd = fd;
+	ib.shm = shm;
+	ib.cnt = cnt;
+	ib.seq = atomic_load_explicit(&shm->seq, memory_order_acquire) + 1; /* read it now */
+	ib.attr.state = IBV_PORT_DOWN;
+	ib.on = true;
+	member_sync();
+	if (!ib.cfg.peer_len) {
+		ib.on = false;
+		ib.member = false;
+		ib.cnt = &ib.own_cnt;
+		return -ENODEV; /* an older daemon, or no port */
+	}
+	tp.ib = &tp_ib_port;
+	return 0;
+}
+
+void tp_ib_detach(void)
+{
+	if (!ib.member)
+		return;
+	ib_flush();
+	ib.on = false;
+	ib.member = false;
+	ib.cnt = &ib.own_cnt;
+	ib.fd = -1;
+	tp.ib = NULL;
 }
 
 void tp_ib_stop(void)
 {
-	if (!ib.on)
+	if (!ib.on || ib.member)
 		return;
 	send_sofl(IB_SOFL_BYE);
 	close(ib.fd);

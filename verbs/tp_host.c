@@ -805,12 +805,18 @@ void sofv_engine_qp_release(struct sofv_qp *qp)
 int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, bool *net)
 {
 	struct sofv_eqp *e = qp->eng;
+	struct sof_modify_qp_req r = *req;
 	int err;
 
+	/* the engine takes the QP on the way to RTR: the P_Key index was
+	 * set at INIT, in the daemon (req carries every attribute, its mask
+	 * only this modify's) */
+	if (!e->m.t)
+		r.attr_mask |= IBV_QP_PKEY_INDEX;
 	pthread_mutex_lock(&eng.lock);
 	acks_send();
 	gids_refresh();
-	err = tp_qp_modify(&e->m, req, net);
+	err = tp_qp_modify(&e->m, &r, net);
 	if (!err && *net)
 		err = thread_start();
 	eng.v6 = tp_any_net_v6();

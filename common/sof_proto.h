@@ -345,8 +345,9 @@ struct sof_modify_qp_rep {
  * program"). Only for a process of the daemon's own user. The daemon
  * answers with the caller's steering slot and, as descriptors, the
  * receive sockets on port 4791 of that slot: IPv4 first when has4, then
- * IPv6 when has6, then a memfd of struct sof_tp_counters (below) to count
- * into. A MODIFY_QP with engine set then asks the daemon to steer the
+ * IPv6 when has6, then when has_ib the slot's member of the InfiniBand
+ * link socket's group (daemon/steer.c), then a memfd of struct
+ * sof_tp_counters (below) to count into. A MODIFY_QP with engine set then asks the daemon to steer the
  * QP's packets to those sockets and leave its transport to the caller
  * (sof_modify_qp_rep.steered); while it steers, the daemon runs none of
  * it. A second call answers the same slot. A last descriptor, an eventfd,
@@ -354,7 +355,7 @@ struct sof_modify_qp_rep {
 struct sof_net_engine_rep {
 	uint32_t slot;
 	uint32_t has4, has6;
-	uint32_t rsvd;
+	uint32_t has_ib; /* a member of the InfiniBand link's group (after fd6) */
 };
 struct sof_qp_req {
 	uint32_t qpn;
@@ -618,11 +619,15 @@ enum sof_dropctr { SOF_DROPS(SOF_ENUM_DROP) SOF_DROP_NR };
 
 /* The transport's counters of a steering slot (NET_ENGINE): a page the
  * slot's process counts into and the daemon adds to its own in STATUS. */
+#define SOF_TP_IB_WORDS 32
 struct sof_tp_counters {
 	uint64_t counters[SOF_CNT_NR];
 	uint64_t drops[SOF_DROP_NR];
 	/* the daemon adds one when it takes the slot's flows back (NET_FLOW) */
 	uint64_t flows_revoked; /* __atomic_* */
+	/* the InfiniBand port's counters (transport/tp_ib.h's struct
+	 * tp_ib_counters) of the slot's QPs on it */
+	uint64_t ib[SOF_TP_IB_WORDS];
 };
 
 /* NET_FLOW: the caller (a process with a steering slot) would receive
@@ -684,6 +689,11 @@ struct sof_ib_port {
 	uint16_t pkeys[SOF_IB_PKEYS];
 	char node_name[68];       /* in the topology (--ib-node) */
 	char peer_name[68];       /* the far end's, from its HELLO */
+	/* for the programs that run their QPs on the port (transport/iblink.c,
+	 * tp_ib_attach): SL2VLMappingTable, and the far end's address */
+	uint8_t sl2vl[16];
+	uint32_t peer_len;        /* of a struct sockaddr_in or sockaddr_in6 */
+	uint8_t peer[28];
 };
 
 /* IB_STATUS counters, shown by `softofed status` as "ib_counters: NAME
@@ -696,7 +706,7 @@ struct sof_ib_port {
 	X(vl15_dropped) X(link_downed) X(pkey_violations) X(dlid_drops) X(state_drops)     \
 	X(link_msgs) X(link_bad) X(drop_short) X(drop_lver) X(drop_pktlen) X(drop_vcrc)    \
 	X(drop_lnh) X(drop_grh) X(drop_icrc) X(smp_rx) X(smp_tx) X(traps) X(traps_repressed)  \
-	X(pma_rx)
+	X(pma_rx) X(eng_rcv_pkts) X(eng_xmit_pkts)
 #define SOF_ENUM_IBCNT(n) SOF_IBCNT_##n,
 enum sof_ib_counter { SOF_IB_COUNTERS(SOF_ENUM_IBCNT) SOF_IBCNT_NR };
 #undef SOF_ENUM_IBCNT

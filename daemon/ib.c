@@ -8,8 +8,10 @@
  * transport's (transport/iblink.c, tp_ib.h); here: the options, the
  * socket and a half-second timer in the epoll loop, the port's attributes
  * published in the GID page (struct sof_ib_port, read by the library's
- * ibv_query_port and sysfs presentation) whenever they change, and
- * IB_STATUS for `softofed status`. Its SMA on QP0 is ib_sma.c.
+ * ibv_query_port and sysfs presentation, and by the programs that run
+ * their QPs on the port: transport/iblink.c's tp_ib_attach) whenever they
+ * change, and IB_STATUS for `softofed status` (with what the programs
+ * counted in their slots' pages, daemon/steer.c). Its SMA on QP0 is ib_sma.c.
  */
 #include "sofd.h"
 
@@ -126,6 +128,11 @@ static void fill_port(struct sof_ib_port *p)
 	p->subnet_prefix = a->subnet_prefix;
 	for (unsigned i = 0; i < SOF_IB_PKEYS && i < TP_IB_PKEYS; i++)
 		p->pkeys[i] = a->pkeys[i];
+	memcpy(p->sl2vl, a->sl2vl, sizeof(p->sl2vl));
+	if (sib.cfg.peer_len <= sizeof(p->peer)) {
+		memcpy(p->peer, &sib.cfg.peer, sib.cfg.peer_len);
+		p->peer_len = sib.cfg.peer_len;
+	}
 	snprintf(p->node_name, sizeof(p->node_name), "%s", sib.node);
 	snprintf(p->peer_name, sizeof(p->peer_name), "%s", a->peer);
 }
@@ -187,6 +194,14 @@ static void publish(void)
 	sof_ib_publish((struct sof_gid_shm *)((char *)sofd.objtab + SOF_OBJTAB_GID_OFF), &p);
 }
 
+/* The programs' QPs on the port count into their slots' pages. */
+static void add_counters(struct tp_ib_counters *sum)
+{
+	uint64_t rcv, xmit;
+
+	sof_tp_slot_ib_counters(sum, &rcv, &xmit);
+}
+
 int sofd_ib_init(int epfd)
 {
 	struct itimerspec its = {.it_interval = {0, (long)TICK_NS}, .it_value = {0, (long)TICK_NS}};
@@ -207,7 +222,10 @@ int sofd_ib_init(int epfd)
 	sib.cfg.port_guid = guid + 1;
 	sib.cfg.name = sib.node;
 	sib.cfg.changed = publish;
+	sib.cfg.add_counters = add_counters;
 	err = tp_ib_start(&sib.cfg);
+	if (!err)
+		err = sofd_steer_ib(tp_ib_fd());
 	if (!err)
 		err = sofd_ib_sma_init(sib.node);
 	if (err)
@@ -240,7 +258,8 @@ void sofd_ib_event(struct sofd_pollable *p)
 		sofd_ib_sma_tick();
 		return;
 	}
-	tp_ib_rx();
+	/* the link socket, or a slot's member while no program holds it */
+	(void)tp_ib_rx_fd(p->fd);
 }
 
 void sofd_ib_fini(void)
@@ -255,6 +274,7 @@ void sofd_ib_fini(void)
 int sofd_ib_status(struct sofd_req *rq, struct sofd_rep *rp)
 {
 	const struct tp_ib_counters *c = tp_ib_counters();
+	struct tp_ib_counters progs = {0};
 	uint64_t *v = sib.rep.counters;
 
 	(void)rq;
@@ -279,6 +299,9 @@ int sofd_ib_status(struct sofd_req *rq, struct sofd_rep *rp)
 		sofd_ib_sma_counts(&v[SOF_IBCNT_smp_rx], &v[SOF_IBCNT_smp_tx]);
 		sofd_ib_sma_traps(&v[SOF_IBCNT_traps], &v[SOF_IBCNT_traps_repressed],
 				  &v[SOF_IBCNT_pma_rx]);
+		/* of them, the programs' own (the rest went through the daemon) */
+		sof_tp_slot_ib_counters(&progs, &v[SOF_IBCNT_eng_rcv_pkts],
+					&v[SOF_IBCNT_eng_xmit_pkts]);
 	}
 	rp->data = &sib.rep;
 	rp->len = sizeof(sib.rep);

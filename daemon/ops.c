@@ -740,22 +740,27 @@ static int op_netdevs(struct sofd_req *rq, struct sofd_rep *rp)
  * group could change the group's program and take every user's packets. */
 static int op_net_engine(struct sofd_req *rq, struct sofd_rep *rp)
 {
-	int fd4 = -1, fd6 = -1, cfd = -1, efd = -1, slot;
+	int fd4 = -1, fd6 = -1, fdib = -1, cfd = -1, efd = -1, slot;
 
 	if (rq->c->uid != 0 && rq->c->uid != sofd.uid)
 		return -EPERM;
 	if (rq->via != rq->c)
 		return -EPERM; /* an imported context: the owner's process runs it */
-	slot = sof_tp_slot_take(rq->c, &fd4, &fd6, &cfd, &efd);
+	slot = sof_tp_slot_take(rq->c, &fd4, &fd6, &fdib, &cfd, &efd);
 	if (slot < 0)
 		return slot;
 	rbuf.net_engine =
-	    (struct sof_net_engine_rep){.slot = (uint32_t)slot, .has4 = fd4 >= 0, .has6 = fd6 >= 0};
+	    (struct sof_net_engine_rep){.slot = (uint32_t)slot,
+					.has4 = fd4 >= 0,
+					.has6 = fd6 >= 0,
+					.has_ib = fdib >= 0};
 	rp->len = sizeof(rbuf.net_engine);
 	if (fd4 >= 0)
 		sofd_rep_fd(rp, fd4, false);
 	if (fd6 >= 0)
 		sofd_rep_fd(rp, fd6, false);
+	if (fdib >= 0)
+		sofd_rep_fd(rp, fdib, false);
 	sofd_rep_fd(rp, cfd, false);
 	sofd_rep_fd(rp, efd, false);
 	return 0;

@@ -611,6 +611,9 @@ uint32_t sofd_umad_agents(void);
 int sofd_tp_start(int fd4, int fd6, bool wire);
 /* steer.c: the steering program onto the receive sockets' groups. 0. */
 int sofd_steer_init(int fd4, int fd6);
+/* steer.c: the InfiniBand link socket's group too (ib.c, once the port
+ * started): slots made from then on have a member of it. 0. */
+int sofd_steer_ib(int fd);
 
 /* Open the RoCEv2 sockets and the timer and add them to epfd. 0 or -errno. */
 int sof_tp_init(int epfd);
@@ -628,10 +631,10 @@ void sof_tp_qp_init(struct sofd_qp *qp);
  * 0 or -errno. */
 int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bool *net);
 /* Steering slots (NET_ENGINE): take a slot for c, its receive sockets
- * (-1 for a family without one) and its counter page (the daemon keeps
+ * (-1 for a family without one; fdib: on the InfiniBand link) and its counter page (the daemon keeps
  * its own descriptors), or give c's slot back (the daemon reads its
  * sockets until the slot is taken again). The slot, or -errno. */
-int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *cfd, int *efd);
+int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *fdib, int *cfd, int *efd);
 void sof_tp_slot_release(struct sofd_conn *c);
 /* Flows (NET_FLOW, sof_proto.h): may c's slot take flows from peer? 0
  * (claimed), -EBUSY or -EPERM. A QP of c (steered: slot) became connected
@@ -646,8 +649,11 @@ void sof_tp_steer_del(uint32_t qpn);
 /* A steered QP is destroyed: it lingers here as in its process
  * (DESTROY_QP). */
 void sof_tp_linger(uint32_t qpn, const struct sof_linger *l);
-/* Add what the slots' processes counted (STATUS). */
+/* Add what the slots' processes counted (STATUS); on the InfiniBand port
+ * (struct tp_ib_counters) too, *rcv and *xmit their packets. */
 void sof_tp_slot_counters(uint64_t *counters, uint64_t *drops);
+struct tp_ib_counters;
+void sof_tp_slot_ib_counters(struct tp_ib_counters *sum, uint64_t *rcv, uint64_t *xmit);
 /* The QP, MR or connection goes away: drop what the transport holds of it. */
 void sof_tp_qp_release(struct sofd_qp *qp);
 void sof_tp_mr_release(struct sofd_mr *mr);

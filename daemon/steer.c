@@ -26,11 +26,21 @@
  * daemon reads its sockets itself (what arrives there is for QPs that are
  * gone, and is dropped and counted as for any unknown QPN).
  *
+ * The InfiniBand port's link socket (transport/iblink.c) is likewise
+ * member 0 of a group on the link's UDP port, whose program reads DestQP
+ * after the LRH (IBA 7.7: byte 12 of a local packet, 52 behind a GRH, by
+ * LNH); link control (SOFL), QP0, QP1, multicast and unknown QPNs go to
+ * the daemon. A slot made while the port is there has a member of that
+ * group too, from which the program sends to the same far end from the
+ * same address and port (the fabric checks the source of what a link
+ * brings), and it counts the port's counters into the slot's page.
+ *
  * Only a process of the daemon's own user (or root) gets a slot (ops.c):
  * any member of the group can replace the group's BPF program.
  */
 #include "sofd.h"
 #include "tp.h"
+#include "tp_ib.h"
 
 #include "sof_gid.h"
 
@@ -49,6 +59,7 @@
 
 struct slot {
 	struct sofd_pollable p4, p6; /* fd -1: the family has no socket */
+	struct sofd_pollable pib;    /* the InfiniBand link's member, -1: none */
 	struct sofd_conn *owner;     /* NULL: the daemon reads the sockets */
 	int cnt_fd;		     /* memfd of *cnt, what its processes counted */
 	struct sof_tp_counters *cnt;
@@ -61,6 +72,12 @@ static struct slot slots[SLOTS];
 static uint32_t nslots = 1;	     /* slot 0 is the daemon's own sockets */
 static bool slots_broken;	     /* a group could not grow in step: no new slots */
 static int rx_fd4 = -1, rx_fd6 = -1; /* slot 0's: the daemon's receive sockets */
+static int rx_fdib = -1;	     /* slot 0's on the InfiniBand link (sofd_steer_ib) */
+static uint32_t ib_from = SLOTS;     /* the first slot with an InfiniBand member */
+
+_Static_assert(sizeof(struct tp_ib_counters) <= sizeof(((struct sof_tp_counters *)0)->ib) &&
+		   sizeof(struct tp_ib_counters) % sizeof(uint64_t) == 0,
+	       "a slot's page holds the InfiniBand port's counters");
 
 static int epoll_in(int epfd, struct sofd_pollable *p)
 {
@@ -104,7 +121,7 @@ static void prog_tree(struct sock_filter *prog, uint32_t *n, uint32_t lo, uint32
 	prog_tree(prog, n, mid, hi);
 }
 
-/* The group's program (the top of this file) onto both groups. */
+/* The groups' programs (the top of this file) onto the groups. */
 static int steer_attach(void)
 {
 	static struct sock_filter prog[BPF_MAXINSNS];
@@ -123,6 +140,28 @@ static int steer_attach(void)
 		err = -errno;
 	if (!err && rx_fd6 >= 0 &&
 	    setsockopt(rx_fd6, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)))
+		err = -errno;
+	if (err || rx_fdib < 0)
+		return err;
+
+	/* the link's: SOFL ("SOFL" first) to the daemon; LRH byte 1's LNH
+	 * (IBA 7.7.1): 2 local, BTH at 8; 3 global, BTH at 48; else 0 */
+	n = 0;
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0);
+	prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x534f464c, 4, 0);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 1);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 3);
+	prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IB_LNH_LOCAL, 2, 0);
+	prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IB_LNH_GLOBAL, 3, 0);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, IB_LRH_LEN + 4);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_JMP | BPF_JA, 1);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						 IB_LRH_LEN + IB_GRH_LEN + 4);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xffffff);
+	prog_tree(prog, &n, 0, nsteer);
+	fp.len = (unsigned short)n;
+	if (setsockopt(rx_fdib, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fp, sizeof(fp)))
 		err = -errno;
 	return err;
 }
@@ -174,6 +213,22 @@ int sofd_steer_init(int fd4, int fd6)
 	return 0;
 }
 
+int sofd_steer_ib(int fd)
+{
+	int err;
+
+	rx_fdib = fd;
+	ib_from = nslots; /* slots made before have no member of its group */
+	err = steer_attach();
+	if (err) {
+		sofd_log("no steering on the InfiniBand link: %s", strerror(-err));
+		rx_fdib = -1;
+		/* the RoCE groups keep their program */
+		(void)steer_attach();
+	}
+	return 0;
+}
+
 /* Slot nslots's sockets, the next member of each group, and its counter
  * page. */
 static int slot_make(struct slot *s)
@@ -216,6 +271,18 @@ static int slot_make(struct slot *s)
 			goto err;
 		}
 	}
+	s->pib = (struct sofd_pollable){SOFD_POLL_IB, -1};
+	if (rx_fdib >= 0) {
+		s->pib.fd = tp_ib_member_socket();
+		if (s->pib.fd < 0) {
+			err = s->pib.fd;
+			if (s->p4.fd >= 0)
+				close(s->p4.fd);
+			if (s->p6.fd >= 0)
+				close(s->p6.fd);
+			goto err;
+		}
+	}
 	if (tp_gro()) {
 		if (s->p4.fd >= 0)
 			(void)setsockopt(s->p4.fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
@@ -231,7 +298,7 @@ err:
 	return err;
 }
 
-int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *cfd, int *efd)
+int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *fdib, int *cfd, int *efd)
 {
 	struct slot *s = NULL;
 	uint32_t k;
@@ -259,6 +326,8 @@ int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *cfd, int *efd
 				epoll_ctl(sofd.epfd, EPOLL_CTL_DEL, s->p4.fd, NULL);
 			if (s->p6.fd >= 0)
 				epoll_ctl(sofd.epfd, EPOLL_CTL_DEL, s->p6.fd, NULL);
+			if (s->pib.fd >= 0)
+				epoll_ctl(sofd.epfd, EPOLL_CTL_DEL, s->pib.fd, NULL);
 		}
 		s->owner = c;
 		c->net_slot = (uint32_t)(s - slots);
@@ -267,6 +336,7 @@ int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *cfd, int *efd
 	s = &slots[c->net_slot];
 	*fd4 = s->p4.fd;
 	*fd6 = s->p6.fd;
+	*fdib = s->pib.fd;
 	*cfd = s->cnt_fd;
 	*efd = s->evfd;
 	return (int)c->net_slot;
@@ -282,7 +352,8 @@ void sof_tp_slot_release(struct sofd_conn *c)
 	s->owner = NULL;
 	s->nflow_peers = 0;
 	c->net_slot = 0;
-	if (epoll_in(sofd.epfd, &s->p4) || epoll_in(sofd.epfd, &s->p6))
+	if (epoll_in(sofd.epfd, &s->p4) || epoll_in(sofd.epfd, &s->p6) ||
+	    epoll_in(sofd.epfd, &s->pib))
 		sofd_log("steering slot %u: %s", (unsigned)(s - slots), strerror(errno));
 }
 
@@ -351,6 +422,22 @@ void sof_tp_slot_counters(uint64_t *counters, uint64_t *drops)
 			counters[i] += slots[k].cnt->counters[i];
 		for (uint32_t i = 0; i < SOF_DROP_NR; i++)
 			drops[i] += slots[k].cnt->drops[i];
+	}
+}
+
+void sof_tp_slot_ib_counters(struct tp_ib_counters *sum, uint64_t *rcv, uint64_t *xmit)
+{
+	uint64_t *v = (uint64_t *)sum;
+
+	*rcv = *xmit = 0;
+	for (uint32_t k = ib_from; k < nslots; k++) {
+		const struct tp_ib_counters *c = (const void *)slots[k].cnt->ib;
+		const uint64_t *w = slots[k].cnt->ib;
+
+		for (size_t i = 0; i < sizeof(*sum) / sizeof(uint64_t); i++)
+			v[i] += w[i];
+		*rcv += c->rcv_pkts;
+		*xmit += c->xmit_pkts;
 	}
 }
 

@@ -65,7 +65,11 @@ struct tp_ib_config {
 	uint64_t node_guid, port_guid; /* until ASSIGN gives others */
 	/* the attributes or the link changed (publish them) */
 	void (*changed)(void);
+	/* add what the programs' members counted (tp_ib_counters) */
+	void (*add_counters)(struct tp_ib_counters *sum);
 };
+
+struct sof_gid_shm;
 
 /* Start the port: its UDP socket and the first HELLO. 0 or -errno. */
 int tp_ib_start(const struct tp_ib_config *c);
@@ -76,11 +80,25 @@ bool tp_ib_on(void);
 int tp_ib_fd(void);
 /* Read what the socket holds (bounded), then send the ACKs that became due. */
 void tp_ib_rx(void);
+/* The same from another member of the link's group (a slot's socket the
+ * daemon reads, or a program's own): the number of datagrams read. */
+int tp_ib_rx_fd(int fd);
+/* Daemon: a new member of the link socket's SO_REUSEPORT group (the same
+ * family, address and port). fd or -errno. */
+int tp_ib_member_socket(void);
+/* Program: run the packet half of the port on member socket fd (not
+ * closed here), with the attributes the daemon publishes in shm and the
+ * counters in cnt. 0, -EBUSY (a port runs), -ENODEV (no port published). */
+int tp_ib_attach(int fd, const struct sof_gid_shm *shm, struct tp_ib_counters *cnt);
+void tp_ib_detach(void);
 /* Once a second: HELLO, and the link goes down after 3 s without one. */
 void tp_ib_tick(void);
 
 const struct tp_ib_attr *tp_ib_attr(void);
+/* The port's counters: in the daemon with its programs' (add_counters). */
 const struct tp_ib_counters *tp_ib_counters(void);
+/* What this process counted itself. */
+const struct tp_ib_counters *tp_ib_own_counters(void);
 
 /* The subnet management agent's PortInfo Set (IBA 14.2.5.6): PortState
  * (enum ibv_port_state; 0 NoStateChange) with the transitions of IBA

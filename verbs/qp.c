@@ -651,10 +651,12 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	 * this process when the daemon steers its packets here (tp_host.c),
 	 * else in the daemon. */
 	modify_req(qp, attr, attr_mask, next, &req);
-	/* sofib0's QPs stay in the daemon: its engine has the IB port */
-	req.engine = qp->eng || (!s->ib && (ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC) &&
+	/* sofib0's too (the port's packet half runs in the process): their
+	 * packets always leave by the port, whatever the peer */
+	req.engine = qp->eng || ((ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC) &&
 				 next >= IBV_QPS_RTR && next <= IBV_QPS_SQE &&
-				 !sofv_gid_is_local(s, req.dgid) && sofv_engine_start(s));
+				 (s->ib || !sofv_gid_is_local(s, req.dgid)) &&
+				 sofv_engine_start(s));
 	err = -sofv_rpc(s, SOF_OP_MODIFY_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL,
 			NULL);
 	if (!err && rep.steered && !qp->eng)

@@ -48,6 +48,7 @@ struct sofv_eng {
 	struct sof_gid_entry gids[SOF_MAX_GIDS]; /* the context's, as last read */
 	uint32_t num_gids;
 	int fd4, fd6; /* the slot's receive sockets (-1: none) */
+	int fdib;     /* its member on the InfiniBand link (-1: none, or ctx is not sofib0) */
 	int timer_fd;
 	int epfd, stopfd;
 	pthread_t thread;

@@ -33,6 +33,11 @@
  * alone, it goes on reading them for 50 us after the last packet before it
  * sleeps on them (one-sided requests: tp_wake.c). One mutex serialises the engine.
  *
+ * The RC/UC QPs of sofib0, the InfiniBand device, run here the same way
+ * when the context that took the slot is sofib0's: the slot then has a
+ * member of the InfiniBand link socket's group, on which the port's packet
+ * half runs (transport/iblink.c, tp_ib_attach; tp_slot.c).
+ *
  * What stays with the daemon: UD QPs and multicast, QP1, the QPs of a
  * second context open beside the one that has the slot (a context opened
  * after it closed takes a slot anew: tp_slot.c), and those of processes
@@ -97,6 +102,7 @@ struct sofv_eng eng = {.lock = PTHREAD_MUTEX_INITIALIZER,
 		       .epfd = -1,
 		       .fd4 = -1,
 		       .fd6 = -1,
+		       .fdib = -1,
 		       .timer_fd = -1,
 		       .stopfd = -1,
 		       .kickfd = -1,
@@ -361,6 +367,9 @@ static void sockets_arm(bool on)
 	ev.data.ptr = &eng.fd6;
 	if (eng.fd6 >= 0)
 		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.fd6, &ev);
+	ev.data.ptr = &eng.fdib;
+	if (eng.fdib >= 0)
+		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.fdib, &ev);
 }
 
 /* The progress thread: the timers always, the sockets while no thread
@@ -629,6 +638,8 @@ static int start(struct sofv_context *ctx)
 	if (!err)
 		err = eng_epoll_add(eng.fd6, &eng.fd6);
 	if (!err)
+		err = eng_epoll_add(eng.fdib, &eng.fdib);
+	if (!err)
 		err = eng_epoll_add(eng.revokefd, &eng.revokefd);
 	if (err) {
 		/* the slot's QPNs stay; their QPs would have no transport */
@@ -672,7 +683,8 @@ bool sofv_engine_start(struct sofv_context *ctx)
 		eng.tried = true;
 		(void)start(ctx);
 	}
-	mine = eng.ctx == ctx;
+	/* sofib0's QPs: only on the port's packet half (tp_slot.c) */
+	mine = eng.ctx == ctx && (!ctx->ib || eng.fdib >= 0);
 	pthread_mutex_unlock(&eng.lock);
 	return mine;
 }
@@ -799,12 +811,18 @@ void sofv_engine_qp_release(struct sofv_qp *qp)
 int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, bool *net)
 {
 	struct sofv_eqp *e = qp->eng;
+	struct sof_modify_qp_req r = *req;
 	int err;
 
+	/* the engine takes the QP on the way to RTR: the P_Key index was
+	 * set at INIT, in the daemon (req carries every attribute, its mask
+	 * only this modify's) */
+	if (!e->m.t)
+		r.attr_mask |= IBV_QP_PKEY_INDEX;
 	pthread_mutex_lock(&eng.lock);
 	acks_send();
 	gids_refresh();
-	err = tp_qp_modify(&e->m, req, net);
+	err = tp_qp_modify(&e->m, &r, net);
 	if (!err && *net)
 		err = thread_start();
 	eng.v6 = tp_any_net_v6();

@@ -11,6 +11,10 @@
  * device per phase do (ucx_perftest's batches, libfabric's probes).
  * The slot's sockets are files the daemon holds too: closing our
  * descriptor leaves them in our epoll set, so they are taken out first.
+ * When the daemon has an InfiniBand port, the slot has a member of its
+ * link socket's group as well: a context of sofib0 runs the port's packet
+ * half on it (transport/iblink.c, tp_ib_attach), for the RC/UC QPs of
+ * sofib0; the daemon steers their packets there by DestQP.
  *
  * Flow sockets (tp_flow_socket): a packet that an RC or UC QP of ours
  * took by way of the slot's socket names its flow, the peer's address and
@@ -35,6 +39,8 @@
 #include "tp_eng.h"
 
 #include "roce_wire.h"
+#include "sof_gid.h"
+#include "tp_ib.h"
 
 #include <errno.h>
 #include <string.h>
@@ -49,13 +55,13 @@
 int eng_slot_take(struct sofv_context *ctx)
 {
 	struct sof_net_engine_rep rep;
-	int fds[4] = {-1, -1, -1, -1}, nfds = 4, err;
+	int fds[5] = {-1, -1, -1, -1, -1}, nfds = 5, err, fdib;
 	struct sof_tp_counters *cnt;
 
 	err = sofv_rpc(ctx, SOF_OP_NET_ENGINE, NULL, 0, NULL, 0, &rep, sizeof(rep), fds, &nfds);
 	if (err)
 		return err;
-	if (nfds != (int)(rep.has4 + rep.has6) + 2) {
+	if (nfds != (int)(rep.has4 + rep.has6 + !!rep.has_ib) + 2) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
 		return -EPROTO;
@@ -71,11 +77,22 @@ int eng_slot_take(struct sofv_context *ctx)
 	}
 	eng.fd4 = rep.has4 ? fds[0] : -1;
 	eng.fd6 = rep.has6 ? fds[rep.has4 ? 1 : 0] : -1;
+	fdib = rep.has_ib ? fds[nfds - 3] : -1;
 	eng.revokefd = fds[nfds - 1];
 	eng.revoked_seen = __atomic_load_n(&cnt->flows_revoked, __ATOMIC_ACQUIRE);
 	eng.cnt = cnt;
+	/* sofib0's context: its QPs run on the port's packet half here */
+	eng.fdib = -1;
+	if (fdib >= 0 && ctx->ib &&
+	    !tp_ib_attach(fdib, ctx->gidtab, (struct tp_ib_counters *)(void *)cnt->ib))
+		eng.fdib = fdib;
+	else if (fdib >= 0)
+		close(fdib);
 	return 0;
 }
+
+_Static_assert(sizeof(struct tp_ib_counters) <= sizeof(((struct sof_tp_counters *)0)->ib),
+	       "a slot's page holds the InfiniBand port's counters");
 
 static void slot_fd_close(int *fd)
 {
@@ -97,8 +114,11 @@ void eng_slot_drop(void)
 	eng.nbanned = 0;
 	eng.npeers = 0;
 	eng.slot_drain = 0;
+	if (eng.fdib >= 0)
+		tp_ib_detach();
 	slot_fd_close(&eng.fd4);
 	slot_fd_close(&eng.fd6);
+	slot_fd_close(&eng.fdib);
 	slot_fd_close(&eng.revokefd);
 	if (eng.cnt)
 		munmap(eng.cnt, sizeof(*eng.cnt));
@@ -148,6 +168,12 @@ void eng_flow_seen(const struct roce_addr *a)
 	struct eng_flow *f;
 	int fd;
 
+	uint16_t slid, dlid;
+	uint8_t sl;
+
+	/* an InfiniBand packet: no UDP flow */
+	if (tp_ib_rx_lrh(&slid, &dlid, &sl))
+		return;
 	if (!eng.ctx || eng.nflows == FLOWS_MAX ||
 	    (a->dst[0] == 0xfe && (a->dst[1] & 0xc0) == 0x80))
 		return;
@@ -211,6 +237,8 @@ static int rx_slot(void)
 		n += tp_rx(eng.fd4, false, NULL);
 	if (eng.fd6 >= 0 && eng.v6)
 		n += tp_rx(eng.fd6, true, NULL);
+	if (eng.fdib >= 0)
+		n += tp_ib_rx_fd(eng.fdib);
 	return n;
 }
 

@@ -1,0 +1,207 @@
+#!/bin/bash
+# The RC QPs of sofib0 in the program's own engine (issues 19 and 21): the
+# daemon steers the IB packets of a program's QPs to the program's member
+# of the link socket's SO_REUSEPORT group (daemon/steer.c), and the
+# program runs the port's packet half on it (transport/iblink.c,
+# tp_ib_attach). pair.net (a and b under one switch), OpenSM in a:
+#
+#   rc_pingpong  ibv_rc_pingpong -d sofib0 by LID, 4 KiB, --chk: the
+#                payload checked, and on both hosts the programs' share of
+#                the port's counters (eng_xmit_pkts, eng_rcv_pkts) grew by
+#                the traffic while the daemon's own share stayed flat
+#   perftest     ib_send_bw, ib_write_bw, ib_read_bw by LID (64 KiB):
+#                results, and again moved by the programs alone
+#   stream       progs/data_stream a -> b by LID: SEND, WRITE, WRITE with
+#                immediate, READ up to 1 MiB, every byte checked, by the
+#                programs alone
+#   daemon       what stays with the daemon goes to it: UD (ibv_ud_pingpong
+#                --chk: the daemon's share grows, the programs' does not);
+#                QP0 and QP1 (perfquery of b's port from a: SMPs and a PMA
+#                GMP, answered); an unknown QPN (the server of an
+#                ib_write_bw killed mid-run: what the client still sends
+#                comes to b's daemon and is dropped there as drops.qpn);
+#                SOFTOFED_ENGINE=daemon runs ibv_rc_pingpong there, --chk
+#
+# Needs root (ip netns). Usage: tests/hosts/ibengine.sh
+set -u
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+# shellcheck source=tests/ib_fabric.sh
+. "$(dirname "$0")/../ib_fabric.sh"
+sof_init
+
+sof_ibf_up pair H1,H2 2 || sof_exit
+la=$(sof_ibf_lid a)
+lb=$(sof_ibf_lid b)
+
+# ibc H NAME: counter NAME of the "ib_counters:" line of H's status
+ibc() {
+	sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null |
+		awk -v k="$2" '$1 == "ib_counters:" { for (i = 2; i + 1 <= NF; i += 2) if ($i == k) { print $(i + 1); f = 1 } }
+			END { exit !f }'
+}
+
+# snap: the programs' and the daemon's shares of both ports' packets
+declare -A S0
+snap() {
+	local h x e
+	for h in a b; do
+		x=$(($(ibc $h xmit_pkts) + $(ibc $h rcv_pkts)))
+		e=$(($(ibc $h eng_xmit_pkts) + $(ibc $h eng_rcv_pkts)))
+		S0[$h.eng]=$e
+		S0[$h.own]=$((x - e))
+	done
+}
+# moved WHAT MIN: the programs moved >= MIN packets on each host, and the
+# daemon of its own at most a tenth of that (the SM's sweeps and SA
+# answers, OpenSM being in a: nothing of the data); D set to the figures
+moved() {
+	local h x e de dd okay=0
+	D=""
+	for h in a b; do
+		x=$(($(ibc $h xmit_pkts) + $(ibc $h rcv_pkts)))
+		e=$(($(ibc $h eng_xmit_pkts) + $(ibc $h eng_rcv_pkts)))
+		de=$((e - S0[$h.eng]))
+		dd=$((x - e - S0[$h.own]))
+		D="$D $h: programs +$de, daemon +$dd;"
+		[ "$de" -ge "$2" ] && [ $((dd * 10)) -le "$de" ] || okay=1
+	done
+	return $okay
+}
+
+# --- ibv_rc_pingpong by LID, payload checked ---------------------------------------
+snap
+srv=$(sof_out ibe.pp.srv)
+cli=$SOF_TMP/pp.cli
+sof_host_bg ibe.pp.srv b 60 "$SOFTOFED" run -- ibv_rc_pingpong -d sofib0 -p 18515 -n 500 -s 4096 --chk
+sof_host_wait_listen b 18515 10 ibe.pp.srv >/dev/null 2>&1
+sof_host_run a "$SOFTOFED" run -- timeout 40 ibv_rc_pingpong -d sofib0 -p 18515 -n 500 -s 4096 --chk \
+	"$(sof_host_ip b)" >"$cli" 2>&1 </dev/null
+rc=$?
+sof_wait ibe.pp.srv 20
+if [ "$rc" -eq 0 ] && grep -q '^4096000 bytes in ' "$cli" && grep -q '^4096000 bytes in ' "$srv" &&
+	grep -q "remote address: *LID $(printf 0x%04x "$lb")" "$cli" &&
+	! grep -q -i 'invalid data\|failed\|couldn' "$cli" "$srv" && moved rc 1000; then
+	ok "ibengine: ibv_rc_pingpong -d sofib0 by LID $la <-> $lb (500 x 4 KiB, --chk) in the programs ($D)"
+else
+	not_ok "ibengine: rc_pingpong" "client rc $rc;$D"
+	sof_dump "$cli" "$srv"
+fi
+
+# --- perftest by LID -------------------------------------------------------------------
+pt() {
+	local name=$1
+	shift
+	snap
+	sof_host_pair "ibe.$name" b a 18600 40 "$@" -d sofib0
+	if sof_perftest_verdict "ibengine: $name" $? >/dev/null 2>&1 &&
+		grep -q "remote address: LID $(printf 0x%02x "$lb") " "$SOF_CLI_OUT" && moved "$name" 400; then
+		ok "ibengine: $name by LID a -> b in the programs ($(grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" |
+			tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //; s/ $//');$D)"
+	else
+		not_ok "ibengine: $name" "${SOF_PAIR_WHY:-};$D"
+		sof_pair_dump
+	fi
+}
+pt ib_send_bw ib_send_bw -n 200 -s 65536
+pt ib_write_bw ib_write_bw -n 200 -s 65536
+pt ib_read_bw ib_read_bw -n 200 -s 65536
+
+# --- data_stream by LID, every byte checked ----------------------------------------------
+snap
+srv=$(sof_out ibe.ds.srv)
+cli=$SOF_TMP/ds.cli
+sof_host_bg ibe.ds.srv b 100 "$SOFTOFED" run -- "$SOF_PROGS/data_stream" -d sofib0 -p 18701 -m 4096 -T 90
+sof_host_wait_listen b 18701 10 ibe.ds.srv >/dev/null 2>&1
+sof_host_run a "$SOFTOFED" run -- "$SOF_PROGS/data_stream" -d sofib0 -p 18701 -m 4096 -T 90 \
+	-s 1x64,1023x32,4096x16,65536x8,1048576x2 "$(sof_host_ip b)" >"$cli" 2>&1 </dev/null
+rc=$?
+sof_wait ibe.ds.srv 30
+if [ "$rc" -eq 0 ] && grep -q '^ok' "$cli" && grep -q '^ok' "$srv" &&
+	grep -q '^checked write_imm messages=' "$srv" && grep -q '^checked read messages=' "$cli" &&
+	moved ds 400; then
+	ok "ibengine: data_stream by LID (SEND, WRITE, WRITE_IMM, READ up to 1 MiB, every byte checked) in the programs ($D)"
+else
+	not_ok "ibengine: data_stream" "client rc $rc;$D"
+	sof_dump "$cli" "$srv"
+fi
+
+# --- what stays with the daemon ------------------------------------------------------------
+# UD: the daemon's
+snap
+srv=$(sof_out ibe.ud.srv)
+cli=$SOF_TMP/ud.cli
+sof_host_bg ibe.ud.srv b 60 "$SOFTOFED" run -- ibv_ud_pingpong -d sofib0 -p 18517 -n 200 -s 2048 --chk
+sof_host_wait_listen b 18517 10 ibe.ud.srv >/dev/null 2>&1
+sof_host_run a "$SOFTOFED" run -- timeout 40 ibv_ud_pingpong -d sofib0 -p 18517 -n 200 -s 2048 --chk \
+	"$(sof_host_ip b)" >"$cli" 2>&1 </dev/null
+rc=$?
+sof_wait ibe.ud.srv 20
+de=$(($(ibc b eng_xmit_pkts) + $(ibc b eng_rcv_pkts) - S0[b.eng]))
+dd=$(($(ibc b xmit_pkts) + $(ibc b rcv_pkts) - $(ibc b eng_xmit_pkts) - $(ibc b eng_rcv_pkts) - S0[b.own]))
+if [ "$rc" -eq 0 ] && grep -q '^819200 bytes in ' "$cli" && grep -q '^819200 bytes in ' "$srv" &&
+	[ "$de" -eq 0 ] && [ "$dd" -ge 400 ]; then
+	ok "ibengine: ibv_ud_pingpong by LID (--chk) through the daemons (b: daemon +$dd, programs +$de)"
+else
+	not_ok "ibengine: ud" "client rc $rc; b: daemon +$dd, programs +$de"
+	sof_dump "$cli" "$srv"
+fi
+
+# QP0 and QP1: perfquery of b's port from a (SMPs to resolve it, a PMA GMP)
+pq=$SOF_TMP/pq
+sof_ibf_diag a "$pq" perfquery -C sofib0 -x "$lb" 1
+if grep -q 'PortXmitData' "$pq" && grep -q 'PortRcvPkts' "$pq"; then
+	ok "ibengine: perfquery of b's port (LID $lb) from a: QP1 GMPs answered by b's daemon"
+else
+	not_ok "ibengine: perfquery" "$(head -c 300 "$pq" 2>/dev/null | tr '\n' ' ')"
+fi
+sm=$SOF_TMP/smp
+sof_ibf_diag a "$sm" smpquery -C sofib0 portinfo "$lb" 1
+if grep -q "^Lid:\.*$lb$" "$sm"; then
+	ok "ibengine: smpquery portinfo of b (LID $lb) from a: QP0 SMPs answered by b's daemon"
+else
+	not_ok "ibengine: smpquery" "$(head -c 300 "$sm" 2>/dev/null | tr '\n' ' ')"
+fi
+
+# an unknown QPN: the server dies mid-run (once the stream runs), the
+# client's packets go on
+sof_host_bg ibe.kill.srv b 60 "$SOFTOFED" run -- stdbuf -oL -eL ib_write_bw -d sofib0 -p 18640 -s 65536 -D 30
+sof_host_wait_listen b 18640 10 ibe.kill.srv >/dev/null 2>&1
+sof_host_bg ibe.kill.cli a 60 "$SOFTOFED" run -- stdbuf -oL -eL ib_write_bw -d sofib0 -p 18640 -s 65536 -D 30 \
+	"$(sof_host_ip b)"
+for _ in $(seq 200); do
+	grep -q 'remote address' "$(sof_out ibe.kill.cli)" && grep -q '#bytes' "$(sof_out ibe.kill.cli)" && break
+	sleep 0.1
+done
+sleep 0.5
+q0=$(sof_counter b drops.qpn)
+sof_kill ibe.kill.srv
+sof_wait ibe.kill.cli 50
+dq=$(sof_counter_since b drops.qpn "$q0") || dq=unknown
+if [[ $dq =~ ^[0-9]+$ ]] && [ "$dq" -gt 0 ]; then
+	ok "ibengine: a killed server's QPN: the client's packets come to b's daemon (drops.qpn +$dq)"
+else
+	not_ok "ibengine: unknown QPN" "b's drops.qpn +$dq"
+	sof_dump "$(sof_out ibe.kill.cli)"
+fi
+
+# SOFTOFED_ENGINE=daemon: the daemons run it, the programs nothing
+snap
+srv=$(sof_out ibe.dpp.srv)
+cli=$SOF_TMP/dpp.cli
+sof_host_bg ibe.dpp.srv b 60 env SOFTOFED_ENGINE=daemon "$SOFTOFED" run -- ibv_rc_pingpong -d sofib0 -p 18519 -n 200 -s 4096 --chk
+sof_host_wait_listen b 18519 10 ibe.dpp.srv >/dev/null 2>&1
+sof_host_run a env SOFTOFED_ENGINE=daemon "$SOFTOFED" run -- timeout 40 ibv_rc_pingpong -d sofib0 -p 18519 -n 200 \
+	-s 4096 --chk "$(sof_host_ip b)" >"$cli" 2>&1 </dev/null
+rc=$?
+sof_wait ibe.dpp.srv 20
+de=$(($(ibc a eng_xmit_pkts) + $(ibc a eng_rcv_pkts) - S0[a.eng]))
+dd=$(($(ibc a xmit_pkts) + $(ibc a rcv_pkts) - $(ibc a eng_xmit_pkts) - $(ibc a eng_rcv_pkts) - S0[a.own]))
+if [ "$rc" -eq 0 ] && grep -q '^1638400 bytes in ' "$cli" && grep -q '^1638400 bytes in ' "$srv" &&
+	[ "$de" -eq 0 ] && [ "$dd" -ge 400 ]; then
+	ok "ibengine: SOFTOFED_ENGINE=daemon ibv_rc_pingpong --chk by LID through the daemons (a: daemon +$dd, programs +$de)"
+else
+	not_ok "ibengine: engine=daemon" "client rc $rc; a: daemon +$dd, programs +$de"
+	sof_dump "$cli" "$srv"
+fi
+sof_exit

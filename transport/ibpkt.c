@@ -1,0 +1,430 @@
+/*
+ * The InfiniBand port, its packet half (the link half is iblink.c, the
+ * state both share ibport.h): what the daemon's port and a program's
+ * member socket (tp_ib_attach) do alike.
+ *
+ * Receiving, in the order a switch port and an HCA check (IBA 7.7, 7.8,
+ * 7.9, 10.9.3): LRH (LVer, PktLen) and VCRC, LNH, GRH, ICRC (ib_parse:
+ * PortRcvErrors); the port's state; VL15 only to QP0 and QP0 only on
+ * VL15 (VL15Dropped); DLID ours under the LMC (the permissive LID only
+ * for SMPs); the transport headers (roce_parse); the P_Key against the
+ * port's table (not for QP0, whose SMPs carry none to check). Then the
+ * classifier (tp_recv), with the LRH's SLID and SL in tp.rx_ib.
+ *
+ * Sending: LRH (VL from the SL's SL2VL entry, VL15 for QP0's SMPs), GRH
+ * when the path is global, the engine's transport headers and payload,
+ * pad, ICRC and VCRC, one datagram each, queued and handed to the socket
+ * in one sendmmsg at the engine's flush (the end of each event of the
+ * host's loop) or when TP_IB_TX_BATCH wait; the socket is read
+ * TP_IB_RX_BATCH datagrams a call (recvmmsg). Data leaves only while
+ * Active; what may not leave is discarded and counted (PortXmitDiscards)
+ * as a port does, and the transport recovers or fails as over a cut cable.
+ */
+#include "ibport.h"
+
+#include "sof_util.h"
+#include "sof_wr.h"
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#define RX_BUDGET 64
+
+void tp_ib_lid_gid(uint16_t lid, uint8_t gid[16])
+{
+	memset(gid, 0, 16);
+	gid[0] = 0xfe;
+	gid[1] = 0x80;
+	gid[14] = (uint8_t)(lid >> 8);
+	gid[15] = (uint8_t)lid;
+}
+
+bool tp_ib_rx_lrh(uint16_t *slid, uint16_t *dlid, uint8_t *sl)
+{
+	if (!tp.rx_ib.on)
+		return false;
+	*slid = tp.rx_ib.slid;
+	*dlid = tp.rx_ib.dlid;
+	*sl = tp.rx_ib.sl;
+	return true;
+}
+/* ---- receiving ------------------------------------------------------------------- */
+
+/* IBA 10.9.3: the P_Key matches an entry of the table when the low 15
+ * bits are equal and at least one of the two is a full member. */
+bool tp_ib_pkey_ok(uint16_t pkey)
+{
+	for (unsigned i = 0; i < TP_IB_PKEYS; i++)
+		if (tp_pkey_match(tp_ibp.attr.pkeys[i], pkey))
+			return true;
+	return false;
+}
+
+void tp_ib_pkey_violation(void) { tp_ibp.cnt->pkey_violations++; }
+
+static bool dlid_ours(uint16_t dlid)
+{
+	uint16_t mask = (uint16_t) ~((1u << tp_ibp.attr.lmc) - 1);
+
+	return tp_ibp.attr.lid && dlid <= IB_LID_UCAST_MAX &&
+	       (dlid & mask) == (tp_ibp.attr.lid & mask);
+}
+
+/* IBA 8.3.1, 10.5.2.1: a multicast DLID (0xC000..0xFFFE) carries a GRH
+ * whose DGID is the group's MGID; the port takes it for the QPs attached
+ * to that MGID (transport/mcast.c), which the fabric's MFTs sent here. */
+bool tp_ib_mcast_addr(uint16_t dlid, bool global, const uint8_t dgid[16])
+{
+	return dlid > IB_LID_UCAST_MAX && dlid != IB_LID_PERMISSIVE && global && dgid[0] == 0xff;
+}
+
+static void packet_input(const uint8_t *buf, size_t len)
+{
+	const uint8_t *tpkt, *payload;
+	struct ib_lrh l;
+	struct ib_grh g;
+	struct roce_hdr h;
+	struct roce_addr a;
+	uint32_t paylen;
+	size_t tlen;
+	enum ib_drop d;
+	enum roce_drop rd;
+	bool smp;
+
+	tp_ibp.cnt->rcv_pkts++;
+	tp_ibp.cnt->rcv_data += len / 4;
+	tp_count(SOF_CNT_rx_packets, 1);
+	tp_count(SOF_CNT_rx_bytes, len);
+	d = ib_parse(buf, len, &l, &g, &tpkt, &tlen);
+	if (d != IB_DROP_NONE) {
+		tp_ibp.cnt->drops[d]++;
+		tp_ibp.cnt->rcv_errors++;
+		if (d == IB_DROP_ICRC)
+			tp_drop(SOF_DROP_icrc);
+		return;
+	}
+	rd = roce_parse(tpkt, tlen, &h, &payload, &paylen);
+	if (rd != ROCE_DROP_NONE) {
+		tp_ibp.cnt->rcv_errors++;
+		tp_drop((enum sof_dropctr)(rd - 1));
+		return;
+	}
+	/* IBA 7.6.5: VL15 carries SMPs only, to QP0; QP0 takes nothing else */
+	smp = h.dqpn == 0;
+	if ((l.vl == IB_VL15) != smp || (smp && h.opcode != ROCE_UD_SEND_ONLY)) {
+		tp_ibp.cnt->vl15_dropped += l.vl == IB_VL15;
+		tp_drop(SOF_DROP_qpn);
+		return;
+	}
+	if (tp_ibp.attr.phys_state != IB_PHYS_LINKUP || tp_ibp.attr.state == IBV_PORT_DOWN ||
+	    (!smp && tp_ibp.attr.state == IBV_PORT_INIT)) {
+		tp_ibp.cnt->state_drops++;
+		return;
+	}
+	if (!(smp && l.dlid == IB_LID_PERMISSIVE) && !dlid_ours(l.dlid) &&
+	    !(!smp && tp_ib_mcast_addr(l.dlid, l.lnh == IB_LNH_GLOBAL, g.dgid))) {
+		tp_ibp.cnt->dlid_drops++;
+		return;
+	}
+	if (!smp && !tp_ib_pkey_ok(h.pkey)) {
+		tp_ibp.cnt->pkey_violations++;
+		tp_drop(SOF_DROP_pkey);
+		return;
+	}
+	/* IBA 7.2.3: a data packet received in Armed makes the port Active */
+	if (!smp && tp_ibp.attr.state == IBV_PORT_ARMED && !tp_ibp.member) {
+		tp_ibp.attr.state = IBV_PORT_ACTIVE;
+		tp_log("ib: port Active (data received while Armed)");
+		tp_ib_changed();
+	}
+	memset(&a, 0, sizeof(a));
+	if (l.lnh == IB_LNH_GLOBAL) {
+		memcpy(a.src, g.sgid, 16);
+		memcpy(a.dst, g.dgid, 16);
+	} else {
+		tp_ib_lid_gid(l.slid, a.src);
+		tp_ib_lid_gid(l.dlid, a.dst);
+	}
+	tp.rx_ib.on = true;
+	tp.rx_ib.slid = l.slid;
+	tp.rx_ib.dlid = l.dlid;
+	tp.rx_ib.sl = l.sl;
+	tp.rx_ib.global = l.lnh == IB_LNH_GLOBAL;
+	tp_recv(&h, payload, paylen, &a);
+	tp.rx_ib.on = false;
+}
+
+static bool from_peer(const struct sockaddr_storage *src, socklen_t len)
+{
+	const struct sockaddr_storage *p = &tp_ibp.cfg.peer;
+
+	if (src->ss_family != p->ss_family)
+		return false;
+	if (p->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)src, *y = (const void *)p;
+
+		return len >= sizeof(*x) && x->sin_port == y->sin_port &&
+		       x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (p->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)src, *y = (const void *)p;
+
+		return len >= sizeof(*x) && x->sin6_port == y->sin6_port &&
+		       !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
+	}
+	return false;
+}
+
+int tp_ib_rx_fd(int fd)
+{
+	int n = 0;
+
+	tp_ib_member_sync();
+	while (tp_ibp.on && n < RX_BUDGET) {
+		int got;
+
+		for (int i = 0; i < TP_IB_RX_BATCH; i++) {
+			tp_ibp.rx.iov[i] =
+			    (struct iovec){tp_ibp.rx.buf[i], sizeof(tp_ibp.rx.buf[i])};
+			tp_ibp.rx.m[i].msg_hdr =
+			    (struct msghdr){.msg_name = &tp_ibp.rx.from[i],
+					    .msg_namelen = sizeof(tp_ibp.rx.from[i]),
+					    .msg_iov = &tp_ibp.rx.iov[i],
+					    .msg_iovlen = 1};
+		}
+		got = recvmmsg(fd, tp_ibp.rx.m, TP_IB_RX_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		if (got <= 0)
+			break;
+		for (int i = 0; i < got && tp_ibp.on; i++) {
+			const uint8_t *p = tp_ibp.rx.buf[i];
+			size_t r = tp_ibp.rx.m[i].msg_len;
+
+			/* a link has two ends: anything else is not on it */
+			if (!from_peer(&tp_ibp.rx.from[i], tp_ibp.rx.m[i].msg_hdr.msg_namelen)) {
+				tp_ibp.cnt->link_bad++;
+				continue;
+			}
+			if (r > sizeof(tp_ibp.rx.buf[i]) ||
+			    (tp_ibp.rx.m[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+				tp_ibp.cnt->rcv_errors++;
+				tp_ibp.cnt->drops[IB_DROP_PKTLEN]++;
+				continue;
+			}
+			/* link control is the daemon's (member 0 of the group) */
+			if (ib_is_sofl(p, r) && tp_ibp.member)
+				tp_ibp.cnt->link_bad++;
+			else if (ib_is_sofl(p, r))
+				tp_ib_link_input(p, r);
+			else
+				packet_input(p, r);
+		}
+		n += got;
+		if (got < TP_IB_RX_BATCH)
+			break;
+	}
+	tp_input_end();
+	return n;
+}
+
+void tp_ib_rx(void) { (void)tp_ib_rx_fd(tp_ibp.fd); }
+
+/* ---- sending --------------------------------------------------------------------- */
+
+static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen,
+		   tp_gather_fn gather, void *arg, const struct iovec *ref, uint32_t nref)
+{
+	bool smp = (h->opcode & ROCE_SVC_MASK) == ROCE_SVC_UD && h->sqpn == 0;
+	struct ib_lrh l = {.sl = path->sl & 0xf, .dlid = path->dlid};
+	uint8_t *p;
+	size_t hl = IB_LRH_LEN, bl, len;
+	uint32_t icrc;
+	uint16_t vcrc;
+	int err;
+
+	if (paylen > 4096)
+		return -EMSGSIZE;
+	tp_ib_member_sync();
+	if (tp_ibp.tx.n == TP_IB_TX_BATCH)
+		tp_ib_flush();
+	p = tp_ibp.tx.buf[tp_ibp.tx.n];
+	if (path->global)
+		hl += IB_GRH_LEN;
+	h->pad = (uint8_t)((4 - (paylen & 3)) & 3);
+	bl = roce_hdr_write(p + hl, h);
+	if (!bl)
+		return -EINVAL;
+	if (ref) {
+		size_t off = hl + bl;
+
+		for (uint32_t i = 0; i < nref; i++) {
+			memcpy(p + off, ref[i].iov_base, ref[i].iov_len);
+			off += ref[i].iov_len;
+		}
+	} else if (paylen) {
+		err = gather(arg, p + hl + bl, paylen);
+		if (err)
+			return err;
+	}
+	len = hl + bl + paylen;
+	memset(p + len, 0, h->pad);
+	len += h->pad;
+	/* Initialize and Armed send SMPs only (IBA 7.2) */
+	if (!tp_ibp.on || tp_ibp.attr.phys_state != IB_PHYS_LINKUP ||
+	    tp_ibp.attr.state == IBV_PORT_DOWN || (!smp && tp_ibp.attr.state != IBV_PORT_ACTIVE)) {
+		tp_ibp.cnt->xmit_discards++;
+		return 0;
+	}
+	l.vl = smp ? IB_VL15 : tp_ibp.attr.sl2vl[l.sl];
+	l.lnh = path->global ? IB_LNH_GLOBAL : IB_LNH_LOCAL;
+	l.pktlen = (uint16_t)((len + ROCE_ICRC_LEN) / 4);
+	/* an SMP to the permissive LID goes from it too (directed route) */
+	l.slid =
+	    smp && path->dlid == IB_LID_PERMISSIVE
+		? IB_LID_PERMISSIVE
+		: (uint16_t)(tp_ibp.attr.lid | (path->path_bits & ((1u << tp_ibp.attr.lmc) - 1)));
+	ib_lrh_write(p, &l);
+	if (path->global) {
+		struct ib_grh g = {.ipver = 6,
+				   .tclass = path->tclass,
+				   .flow_label = path->flow_label,
+				   .paylen = (uint16_t)(len - hl + ROCE_ICRC_LEN),
+				   .nxthdr = IB_GRH_NXTHDR,
+				   .hop_limit = path->hop_limit};
+
+		memcpy(g.sgid, path->sgid, 16);
+		memcpy(g.dgid, path->dgid, 16);
+		ib_grh_write(p + IB_LRH_LEN, &g);
+	}
+	icrc = ib_icrc(p, len);
+	p[len++] = (uint8_t)icrc;
+	p[len++] = (uint8_t)(icrc >> 8);
+	p[len++] = (uint8_t)(icrc >> 16);
+	p[len++] = (uint8_t)(icrc >> 24);
+	vcrc = ib_vcrc(p, len);
+	p[len++] = (uint8_t)vcrc;
+	p[len++] = (uint8_t)(vcrc >> 8);
+	tp_ibp.tx.iov[tp_ibp.tx.n] = (struct iovec){p, len};
+	tp_ibp.tx.m[tp_ibp.tx.n].msg_hdr = (struct msghdr){.msg_name = &tp_ibp.cfg.peer,
+							   .msg_namelen = tp_ibp.cfg.peer_len,
+							   .msg_iov = &tp_ibp.tx.iov[tp_ibp.tx.n],
+							   .msg_iovlen = 1};
+	tp_ibp.tx.n++;
+	return 0;
+}
+
+/* What ib_send queued, in order, in as few system calls as the socket
+ * takes; what it refuses is lost, as on a wire. */
+void tp_ib_flush(void)
+{
+	unsigned done = 0;
+
+	while (done < tp_ibp.tx.n) {
+		int r = tp_ibp.on ? sendmmsg(tp_ibp.fd, tp_ibp.tx.m + done, tp_ibp.tx.n - done,
+					     MSG_DONTWAIT)
+				  : -1;
+
+		if (r <= 0) {
+			tp_ibp.cnt->xmit_discards++;
+			done++;
+			continue;
+		}
+		for (unsigned i = done; i < done + (unsigned)r; i++) {
+			size_t len = tp_ibp.tx.iov[i].iov_len;
+
+			tp_ibp.cnt->xmit_pkts++;
+			tp_ibp.cnt->xmit_data += len / 4;
+			tp_count(SOF_CNT_tx_packets, 1);
+			tp_count(SOF_CNT_tx_bytes, len);
+		}
+		done += (unsigned)r;
+	}
+	tp_ibp.tx.n = 0;
+}
+
+static uint16_t ib_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn)
+{
+	(void)v6;
+	(void)sqpn;
+	(void)dqpn;
+	return 0; /* an IB path has no entropy field */
+}
+
+const struct tp_port_ops tp_ib_port = {
+    .name = "InfiniBand",
+    .addr_len = 16,
+    .max_payload = 4096,
+    .send = ib_send,
+    .flush = tp_ib_flush,
+    .flow_port = ib_flow_port,
+};
+
+/* ---- what the roles ask (tport.h) ------------------------------------------------- */
+
+static void port_gid(uint8_t gid[16])
+{
+	uint64_t v = htobe64(tp_ibp.attr.subnet_prefix);
+
+	memcpy(gid, &v, 8);
+	v = htobe64(tp_ibp.attr.port_guid);
+	memcpy(gid + 8, &v, 8);
+}
+
+bool tp_ib_ud_path(struct tp_path *p, const uint8_t dgid[16], uint16_t dlid, uint8_t sl,
+		   uint8_t path_bits, bool global, uint8_t tclass, uint8_t hop_limit,
+		   uint32_t flow_label)
+{
+	if (!tp_ibp.on || !dlid || sl > 15 ||
+	    (dlid > IB_LID_UCAST_MAX && !tp_ib_mcast_addr(dlid, global, dgid)))
+		return false;
+	memset(p, 0, sizeof(*p));
+	p->link = TP_LINK_IB;
+	p->dlid = dlid;
+	p->sl = sl;
+	p->path_bits = path_bits;
+	p->global = global;
+	if (global) {
+		port_gid(p->sgid);
+		memcpy(p->dgid, dgid, 16);
+		p->tclass = tclass;
+		p->hop_limit = hop_limit;
+		p->flow_label = flow_label & 0xfffff;
+	} else {
+		tp_ib_lid_gid(
+		    (uint16_t)(tp_ibp.attr.lid | (path_bits & ((1u << tp_ibp.attr.lmc) - 1))),
+		    p->sgid);
+		tp_ib_lid_gid(dlid, p->dgid);
+	}
+	return true;
+}
+
+void tp_ib_wc_lrh(uint16_t *slid, uint8_t *sl, uint8_t *path_bits)
+{
+	if (!tp.rx_ib.on)
+		return;
+	*slid = tp.rx_ib.slid;
+	*sl = tp.rx_ib.sl;
+	*path_bits = (uint8_t)(tp.rx_ib.dlid & ((1u << tp_ibp.attr.lmc) - 1));
+}
+
+uint32_t tp_ud_grh(uint8_t grh[40], const struct roce_addr *a, uint32_t paylen)
+{
+	struct ib_grh g = {.ipver = 6,
+			   .paylen =
+			       (uint16_t)(ROCE_BTH_LEN + ROCE_DETH_LEN + paylen + ROCE_ICRC_LEN),
+			   .nxthdr = IB_GRH_NXTHDR,
+			   .hop_limit = 64};
+
+	if (!tp.rx_ib.on) {
+		sof_make_grh(grh, a->src, a->dst, 0, 64, 0, paylen);
+		return IBV_WC_GRH | (uint32_t)sof_roce_wc_sl(a->src, a->dst) << 8;
+	}
+	memset(grh, 0, IB_GRH_LEN);
+	if (!tp.rx_ib.global)
+		return 0;
+	memcpy(g.sgid, a->src, 16);
+	memcpy(g.dgid, a->dst, 16);
+	ib_grh_write(grh, &g);
+	return IBV_WC_GRH;
+}

@@ -1,0 +1,70 @@
+/*
+ * The InfiniBand port's state, shared by its two halves (transport/
+ * README.md): iblink.c, the link (HELLO/BYE/ASSIGN, the state machine,
+ * the SMA's setters, start and stop; the daemon's), and ibpkt.c, the
+ * packets (receive checks, sending, the paths; the daemon's and, on a
+ * member socket of the link's group, a program's: tp_ib_attach). Inside
+ * transport/ only; tp_ib.h is what the hosts see.
+ *
+ * Same lock contract as tp.h: one thread at a time.
+ */
+#ifndef TP_IBPORT_H
+#define TP_IBPORT_H
+
+#include "tp_ib.h"
+#include "tport.h"
+
+#include <sys/socket.h>
+
+/* datagrams a system call reads (recvmmsg) and sends (sendmmsg) */
+#define TP_IB_RX_BATCH 16
+#define TP_IB_TX_BATCH 32
+
+struct tp_ib_port {
+	bool on;
+	bool member; /* a program's: the packet half on a member socket (tp_ib_attach) */
+	int fd;
+	uint16_t bound_port;	       /* the link socket's local UDP port */
+	const struct sof_gid_shm *shm; /* member: the attributes the daemon publishes */
+	uint32_t seq;		       /* member: shm's sequence number last read */
+	struct tp_ib_config cfg;
+	char name[IB_SOFL_NAME_LEN + 1];
+	struct tp_ib_attr attr;
+	struct tp_ib_counters *cnt; /* own_cnt, or a member's slot page */
+	struct tp_ib_counters own_cnt;
+	bool far_up;	   /* the far end's HELLO says Polling or LinkUp, no BYE since */
+	uint64_t heard_ns; /* when its last such HELLO came */
+	bool disabled;	   /* our port's PortPhysicalState is Disabled */
+	bool known;	   /* our GUIDs are known: ASSIGN, or a direct link */
+	uint64_t hello_ns;
+	/* apart: a packet received may be answered while it is read; what
+	 * ibpkt.c built waits in tx until tp_ib_flush (the engine's flush at
+	 * the end of each event of the host's loop) or a full batch */
+	struct {
+		struct mmsghdr m[TP_IB_RX_BATCH];
+		struct iovec iov[TP_IB_RX_BATCH];
+		struct sockaddr_storage from[TP_IB_RX_BATCH];
+		uint8_t buf[TP_IB_RX_BATCH][IB_MAX_PKT];
+	} rx;
+	struct {
+		unsigned n;
+		struct mmsghdr m[TP_IB_TX_BATCH];
+		struct iovec iov[TP_IB_TX_BATCH];
+		uint8_t buf[TP_IB_TX_BATCH][IB_MAX_PKT];
+	} tx;
+};
+
+extern struct tp_ib_port tp_ibp;
+
+/* iblink.c: a member's attributes as the daemon last published them */
+void tp_ib_member_sync(void);
+/* iblink.c: a SOFL message the link brought */
+void tp_ib_link_input(const uint8_t *buf, size_t len);
+/* iblink.c: the attributes or the link changed */
+void tp_ib_changed(void);
+/* ibpkt.c: what waits in tx, out */
+void tp_ib_flush(void);
+/* ibpkt.c: IBA 8.3.1: a multicast DLID with its GRH's MGID */
+bool tp_ib_mcast_addr(uint16_t dlid, bool global, const uint8_t dgid[16]);
+
+#endif

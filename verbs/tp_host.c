@@ -312,6 +312,7 @@ static void rx_run(bool poller, bool hold_acks)
 		acks_send();
 	else if (hold)
 		atomic_store_explicit(&eng.ack_hold, hold - 1, memory_order_relaxed);
+	sofv_wake_timer_poll();
 	tp_defer_acks(hold_acks);
 	eng_rx_sockets(poller);
 	tp_defer_acks(false);
@@ -355,6 +356,10 @@ static void sockets_arm(bool on)
 	ev.data.ptr = &eng.fd6;
 	if (eng.fd6 >= 0)
 		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.fd6, &ev);
+	/* the timer with them: while threads poll, they run it (tp_wake.c) */
+	ev.data.ptr = &eng.timer_fd;
+	if (eng.timer_fd >= 0 && !epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.timer_fd, &ev))
+		sofv_wake_timer_watched(on);
 }
 
 /* The progress thread: the timers always, the sockets while no thread

@@ -312,7 +312,6 @@ static void rx_run(bool poller, bool hold_acks)
 		acks_send();
 	else if (hold)
 		atomic_store_explicit(&eng.ack_hold, hold - 1, memory_order_relaxed);
-	sofv_wake_timer_poll();
 	tp_defer_acks(hold_acks);
 	eng_rx_sockets(poller);
 	tp_defer_acks(false);
@@ -325,6 +324,9 @@ static void rx_run(bool poller, bool hold_acks)
 		sof_list_del(&e->pend);
 		tp_qp_progress(&e->m);
 	}
+	/* after the sockets: an ACK that came while the poller was off its
+	 * CPU ends its deadline first (as in the progress thread) */
+	sofv_wake_timer_poll();
 	tp_timer_update();
 	tp_tx_flush();
 }

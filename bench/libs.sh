@@ -80,15 +80,25 @@ l_ucx_rc() {
 		$((256 * MIB)) 8 "$MIB" "" ""
 }
 l_ucx_tcp() { ucx_run veth tcp tcp "$V_A" "$V_B" "$V_IP" $((256 * MIB)) 8 "$MIB" "" ""; }
-# libfabric between the hosts: verbs;ofi_rxm on softofed, tcp;ofi_rxm
+# libfabric between the hosts: verbs;ofi_rxm on softofed, tcp;ofi_rxm.
+# fi_pingpong times an RDM endpoint from before its first send, and RxM
+# connects on that send: its time includes RxM's connection (the RDMA CM
+# exchange, buffer pools of tens of MiB faulted in and registered, the
+# CM events RxM reads every 10 ms; longer over verbs than over tcp), which
+# at 20,000 8 B or 64 1 MiB ping-pongs took as long as the ping-pongs
+# themselves. LIBS_FI_BUDGET / LIBS_FI_MAXI: enough of them
+# (100,000 at 8 B, 1,024 at 1 MiB) that the connection is a few percent.
+LIBS_FI_BUDGET=$((1024 * 1048576))
+LIBS_FI_MAXI=100000
 l_fi_verbs() {
 	RUN_WRAP=$LIBS_WRAP fi_run veth "verbs;ofi_rxm" rdm "$V_A" "$V_B" "$V_IP" "" "8 $MIB" \
-		$((64 * MIB)) 20000 "" ""
+		"$LIBS_FI_BUDGET" "$LIBS_FI_MAXI" "" ""
 	RUN_WRAP=$LIBS_WRAP fi_stream_run veth "verbs;ofi_rxm" "$V_A" "$V_B" "$V_IP" "" "$MIB" \
 		$((512 * MIB)) ""
 }
 l_fi_tcp() {
-	fi_run veth "tcp;ofi_rxm" rdm "$V_A" "$V_B" "$V_IP" veth0 "8 $MIB" $((64 * MIB)) 20000 "" ""
+	fi_run veth "tcp;ofi_rxm" rdm "$V_A" "$V_B" "$V_IP" veth0 "8 $MIB" "$LIBS_FI_BUDGET" \
+		"$LIBS_FI_MAXI" "" ""
 	fi_stream_run veth "tcp;ofi_rxm" "$V_A" "$V_B" "$V_IP" veth0 "$MIB" $((512 * MIB)) ""
 }
 # UCX on one host (both sides in host a): rc_verbs on softofed, posix, cma

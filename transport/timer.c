@@ -11,6 +11,8 @@
 
 int tp_timer_fd(void) { return tp.timer_fd; }
 
+uint64_t tp_timer_deadline(void) { return tp.timer_armed_ns; }
+
 void tp_timer_watch(struct sof_tqp *t)
 {
 	if (sof_list_empty(&t->timer_link))

@@ -172,6 +172,10 @@ void tp_replug(int fd4, int fd6, uint64_t *counters, uint64_t *drops);
 /* The timerfd the host watches; when readable, it calls tp_timer_fired. */
 int tp_timer_fd(void);
 void tp_timer_fired(void);
+/* The time the timer is armed for (CLOCK_MONOTONIC ns), 0 when it is not:
+ * a host that takes the timerfd out of its wait runs tp_timer_fired itself
+ * once this has passed. */
+uint64_t tp_timer_deadline(void);
 /* Arm the timer for the earliest deadline of any QP (after a batch). */
 void tp_timer_update(void);
 

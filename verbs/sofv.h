@@ -616,6 +616,11 @@ bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold);
 void sofv_wake_spin_start(void);
 bool sofv_wake_spinning(void);
 void sofv_wake_spin_yield(void);
+/* While the progress thread leaves the sockets to pollers it does not
+ * wait for the transport timer either (sofv_wake_timer_watched(false)):
+ * rx_run runs it once its deadline passed (sofv_wake_timer_poll). */
+void sofv_wake_timer_watched(bool on);
+void sofv_wake_timer_poll(void);
 
 /* ---- entry points installed in the context's operation tables ---------- */
 

@@ -336,6 +336,9 @@ static void rx_run(bool poller, bool hold_acks)
 		sof_list_del(&e->pend);
 		tp_qp_progress(&e->m);
 	}
+	/* after the sockets: an ACK that came while the poller was off its
+	 * CPU ends its deadline first (as in the progress thread) */
+	sofv_wake_timer_poll();
 	tp_timer_update();
 	tp_tx_flush();
 }
@@ -370,6 +373,10 @@ static void sockets_arm(bool on)
 	ev.data.ptr = &eng.fdib;
 	if (eng.fdib >= 0)
 		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.fdib, &ev);
+	/* the timer with them: while threads poll, they run it (tp_wake.c) */
+	ev.data.ptr = &eng.timer_fd;
+	if (eng.timer_fd >= 0 && !epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.timer_fd, &ev))
+		sofv_wake_timer_watched(on);
 }
 
 /* The progress thread: the timers always, the sockets while no thread

@@ -38,10 +38,19 @@
  *     sched_yield in it came back after more than SPIN_CONTENDED_NS:
  *     another runnable task shares the CPU, and spinning would leave the
  *     next packet to wait for that task's slice, where a sleeper is woken
- *     at once.
+ *     at once;
+ *   - the transport timer: while threads poll, the progress thread takes
+ *     the timerfd out of its wait along with the sockets (tp_host.c's
+ *     sockets_arm), and rx_run, which a poller runs on every poll, runs
+ *     the timers once their deadline passed. The timer is lazy
+ *     (transport/timer.c) and a SACK peer's tail-loss probe falls due a
+ *     fraction of a millisecond after every send, so it woke the progress
+ *     thread thousands of times a second, each time preempting the poller
+ *     of a pinned program on its CPU and contending for the lock with it
+ *     (a ping-pong's round trip took several times as long at each).
  *
- * Lock contract: sofv_wake_rx and sofv_wake_ack_* under the engine's lock;
- * the others from the progress thread alone.
+ * Lock contract: sofv_wake_rx, sofv_wake_ack_* and sofv_wake_timer_* under
+ * the engine's lock; the others from the progress thread alone.
  */
 #include "sofv.h"
 
@@ -62,6 +71,7 @@
 static uint64_t onesided_seen; /* tp_onesided() as last looked at */
 static _Atomic uint64_t onesided_until, ack_until;
 static uint64_t spin_until, nospin_until; /* the progress thread's */
+static bool timer_watched = true;	  /* under the engine's lock */
 
 void sofv_wake_thread_init(void)
 {
@@ -141,4 +151,14 @@ void sofv_wake_spin_yield(void)
 		spin_until = 0;
 		nospin_until = sof_now_ns() + SPIN_OFF_NS;
 	}
+}
+
+void sofv_wake_timer_watched(bool on) { timer_watched = on; }
+
+void sofv_wake_timer_poll(void)
+{
+	uint64_t deadline = tp_timer_deadline();
+
+	if (!timer_watched && deadline && sof_now_ns() >= deadline)
+		tp_timer_fired();
 }

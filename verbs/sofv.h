@@ -273,6 +273,7 @@ struct sofv_cq {
 	int nqps, qps_cap;
 	_Atomic int deferred;         /* QPs with deferred send WQEs here */
 	_Atomic uint32_t events_got;  /* completion events handed out (cq.c) */
+	_Atomic uint32_t arm_last;    /* SOF_CQ_ARM_* of the program's last arm */
 	_Atomic uint32_t push_head_cache; /* sof_cq_push by this process */
 	_Atomic uint32_t eng_qps;     /* QPs whose transport runs here (tp_host.c) */
 	/* Created on a parent domain: this object came from its allocator

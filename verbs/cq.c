@@ -115,6 +115,30 @@ static bool cq_quiet(struct sofv_cq *cq, uint32_t *tail)
 	       !atomic_load_explicit(&cq->deferred, memory_order_acquire);
 }
 
+/* Wait, bounded, until the entry at cq's head is published when a
+ * producer has reserved it: the program polls right after the event it
+ * is handed and must find the entry there. */
+static void cq_wait_head(struct sofv_cq *cq)
+{
+	uint64_t until = 0;
+
+	for (;;) {
+		uint32_t t = atomic_load_explicit(&cq->shm->tail, memory_order_acquire);
+		uint32_t h = atomic_load_explicit(&cq->shm->head, memory_order_acquire);
+		uint32_t size = __atomic_load_n(&cq->size, __ATOMIC_RELAXED);
+
+		if ((t & SOF_CQ_TAIL_LOCK) || t == h ||
+		    atomic_load_explicit(&cq->ring[h & (size - 1)].seq, memory_order_acquire) ==
+			h + 1)
+			return;
+		if (!until)
+			until = sof_now_ns() + 100000000ull;
+		else if (sof_now_ns() > until)
+			return; /* a producer died mid-publish */
+		sched_yield();
+	}
+}
+
 /* Whether the event just taken for cq is stale (this file's comment); if
  * so the arm it consumed is back, or the program armed again meanwhile.
  * Giving the arm back races with producers: we store the arm, then look
@@ -127,15 +151,20 @@ static bool event_stale(struct sofv_cq *cq)
 	uint32_t type = atomic_load_explicit(&cq->arm_last, memory_order_relaxed);
 	uint32_t a = SOF_CQ_ARM_NONE, t, t2;
 
-	if (type == SOF_CQ_ARM_NONE || !cq_quiet(cq, &t))
+	if (type == SOF_CQ_ARM_NONE || !cq_quiet(cq, &t)) {
+		cq_wait_head(cq);
 		return false;
+	}
 	if (!atomic_compare_exchange_strong(&cq->shm->armed, &a, type))
 		return true; /* armed again by the program: its arm stands */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (cq_quiet(cq, &t2) && t2 == t)
 		return true;
 	a = type;
-	return !atomic_compare_exchange_strong(&cq->shm->armed, &a, SOF_CQ_ARM_NONE);
+	if (!atomic_compare_exchange_strong(&cq->shm->armed, &a, SOF_CQ_ARM_NONE))
+		return true;
+	cq_wait_head(cq);
+	return false;
 }
 
 /* Whether a CQ of channel c has an event pending; *engine: whether one

@@ -119,7 +119,7 @@ for size in 1 4096 65536; do
 		PORT=$((PORT + 1))
 		name="dropin/$run -s $size"
 		# shellcheck disable=SC2086 # words
-		sof_pair "$name" "$PORT" 60 $run -g 0 --chk -s "$size" -n 200
+		sof_pair "$name" "$PORT" 60 $run -g 0 --chk -s "$size" -n 1000
 		sof_pingpong_verdict "$name" $?
 	done
 done

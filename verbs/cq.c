@@ -13,15 +13,19 @@
  * and the CQ that fired counts it in event_pending, so ibv_get_cq_event
  * takes exactly one token and one pending event.
  *
- * A stale event is dropped: one whose CQ is empty when the program reads it
- * (every entry that fired the arm already polled, nothing added since). On
- * one host a send completes inside ibv_post_send, so a program that posts
- * from its poll loop with the CQ armed fires the arm with an entry that the
- * same loop then polls; programs (ibv_rc_pingpong -t -e) take an event
- * with nothing behind it for an error. Such an event is the same as its
- * entries having come before the arm: it is not handed out (nor counted
- * for ibv_ack_cq_events) and the arm is given back, so the next entry
- * fires it again.
+ * A stale event of a CQ polled through ibv_start_poll is dropped: one whose
+ * CQ is empty when the program reads it (every entry that fired the arm
+ * already polled, nothing added since). On one host a send completes inside
+ * ibv_post_send, so a program that posts from its poll batch with the CQ
+ * armed fires the arm with an entry that the same batch then takes, and
+ * ibv_rc_pingpong -t -e takes ENOENT from ibv_start_poll right after an
+ * event for an error. Such an event is the same as its entries having come
+ * before the arm: it is not handed out (nor counted for ibv_ack_cq_events)
+ * and the arm is given back, so the next entry fires it again. Only for
+ * those CQs: a dropped event leaves a blocking ibv_get_cq_event waiting for
+ * the next completion, which hangs a program that sleeps in poll(2) on the
+ * blocking fd among others (rsockets' rpoll, so libsdp's sshd and redis),
+ * and ibv_poll_cq programs take an empty CQ after an event in their stride.
  */
 #include "sofv.h"
 
@@ -151,6 +155,8 @@ static bool event_stale(struct sofv_cq *cq)
 	uint32_t type = atomic_load_explicit(&cq->arm_last, memory_order_relaxed);
 	uint32_t a = SOF_CQ_ARM_NONE, t, t2;
 
+	if (!__atomic_load_n(&cq->ex_polled, __ATOMIC_RELAXED))
+		return false;
 	if (type == SOF_CQ_ARM_NONE || !cq_quiet(cq, &t)) {
 		cq_wait_head(cq);
 		return false;

@@ -209,6 +209,8 @@ static int ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 
 	if (attr->comp_mask)
 		return EINVAL;
+	if (!__atomic_load_n(&cq->ex_polled, __ATOMIC_RELAXED))
+		__atomic_store_n(&cq->ex_polled, true, __ATOMIC_RELAXED);
 	if (atomic_load_explicit(&cq->eng_qps, memory_order_relaxed) && cq_idle(cq))
 		sofv_engine_poll();
 	pthread_spin_lock(&cq->lock);

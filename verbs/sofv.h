@@ -264,7 +264,7 @@ struct sofv_cq {
 	struct sofv_channel *channel;
 	struct sofv_cq *ch_next;
 	pthread_spinlock_t lock;      /* consumer side: poll, flush */
-	bool ex_polling;              /* inside start_poll .. end_poll */
+	bool ex_polled;               /* polled through ibv_start_poll (cq.c's stale events) */
 	struct sof_cqe cur;           /* entry being read through ibv_cq_ex */
 	uint32_t wc_flags_ex;         /* IBV_WC_EX_WITH_* requested */
 	/* QPs whose send or receive queue completes here (for flushing). */

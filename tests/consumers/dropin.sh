@@ -20,7 +20,8 @@
 #     and -t -e (which takes an event with an empty CQ behind it for an
 #     error: its own send completions, made at once on one host, fire the
 #     arm with a CQE that its poll batch then takes, and the library drops
-#     that stale event, verbs/cq.c), ibv_uc_pingpong -e, ibv_srq_pingpong -e.
+#     that stale event of a CQ read through ibv_start_poll, verbs/cq.c),
+#     ibv_uc_pingpong -e, ibv_srq_pingpong -e.
 # Runs in a private network namespace with its own daemon. A missing
 # program is a failure, never a skip.
 #

@@ -738,10 +738,12 @@ TEST(rc_solicited_events)
 }
 
 /* A stale event (its CQ empty when read: the entry that fired the arm was
- * polled first) is dropped and the arm given back with its type, so the
- * next completion fires it: no event is lost, and the dropped one is not
- * counted (pair_down's ibv_destroy_cq waits for every counted event's
- * ack). An entry added after the arm fired keeps the event. */
+ * polled first) of a CQ polled through ibv_start_poll is dropped and the
+ * arm given back with its type, so the next completion fires it: no event
+ * is lost, and the dropped one is not counted (pair_down's ibv_destroy_cq
+ * waits for every counted event's ack). An entry added after the arm fired
+ * keeps the event; a CQ only ever read by ibv_poll_cq keeps its stale
+ * events (see verbs/cq.c). */
 TEST(channel_stale_event)
 {
 	struct side a, b;
@@ -749,9 +751,23 @@ TEST(channel_stale_event)
 	struct ibv_wc wc;
 	struct pollfd pfd;
 	void *ectx;
+	struct ibv_poll_cq_attr pa = { 0 };
 	int i, fl;
 
+	/* read by ibv_poll_cq only: the stale event is handed out */
 	pair_up(&a, &b, IBV_QPT_RC, 0, SIDE_CHAN);
+	CHECK_EQ(post_recv(b.qp, 1, b.buf, 64, b.mr->lkey), 0);
+	CHECK_EQ(ibv_req_notify_cq(b.rcq, 0), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 1, 0, a.buf, 64, a.mr->lkey, 0, 0, 0), 0);
+	WAIT_WC(b.rcq, wc);
+	CHECK_EQ(ibv_get_cq_event(b.ch, &ecq, &ectx), 0);
+	ibv_ack_cq_events(ecq, 1);
+	while (poll1(a.scq, &wc, 50))
+		;
+	pair_down(&a, &b);
+
+	pair_up(&a, &b, IBV_QPT_RC, 0, SIDE_CHAN | SIDE_CQEX);
+	CHECK_EQ(ibv_start_poll(b.rcqx, &pa), ENOENT);
 	pfd.fd = b.ch->fd;
 	pfd.events = POLLIN;
 	fl = fcntl(b.ch->fd, F_GETFL);

@@ -157,9 +157,11 @@ CMA_OP(create_id)
 
 	if (!ch)
 		return -ENOENT;
+	/* an unknown port space is EINVAL, as the kernel's ucma_create_id
+	 * answers (its ucma_get_qp_type), which pyverbs' CM tests expect */
 	if (r->ps != RDMA_PS_TCP && r->ps != RDMA_PS_UDP && r->ps != RDMA_PS_IB &&
 	    r->ps != RDMA_PS_IPOIB)
-		return -EPROTONOSUPPORT;
+		return -EINVAL;
 	if (r->qp_type != IBV_QPT_RC && r->qp_type != IBV_QPT_UC && r->qp_type != IBV_QPT_UD)
 		return -EINVAL;
 	id = cma_id_new(ch, (uint8_t)r->ps, r->qp_type);

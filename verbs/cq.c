@@ -12,6 +12,20 @@
  * A channel is an EFD_SEMAPHORE eventfd: every consumed arm adds one token,
  * and the CQ that fired counts it in event_pending, so ibv_get_cq_event
  * takes exactly one token and one pending event.
+ *
+ * A stale event of a CQ polled through ibv_start_poll is dropped: one whose
+ * CQ is empty when the program reads it (every entry that fired the arm
+ * already polled, nothing added since). On one host a send completes inside
+ * ibv_post_send, so a program that posts from its poll batch with the CQ
+ * armed fires the arm with an entry that the same batch then takes, and
+ * ibv_rc_pingpong -t -e takes ENOENT from ibv_start_poll right after an
+ * event for an error. Such an event is the same as its entries having come
+ * before the arm: it is not handed out (nor counted for ibv_ack_cq_events)
+ * and the arm is given back, so the next entry fires it again. Only for
+ * those CQs: a dropped event leaves a blocking ibv_get_cq_event waiting for
+ * the next completion, which hangs a program that sleeps in poll(2) on the
+ * blocking fd among others (rsockets' rpoll, so libsdp's sshd and redis),
+ * and ibv_poll_cq programs take an empty CQ after an event in their stride.
  */
 #include "sofv.h"
 
@@ -91,6 +105,74 @@ static struct sofv_cq *take_pending(struct sofv_channel *c)
 	return NULL;
 }
 
+/* Whether nothing in cq is left to poll or to look after; *tail: the tail
+ * read. A slot reserved but not yet published counts as an entry. */
+static bool cq_quiet(struct sofv_cq *cq, uint32_t *tail)
+{
+	uint32_t t = atomic_load_explicit(&cq->shm->tail, memory_order_acquire);
+
+	*tail = t;
+	return !(t & SOF_CQ_TAIL_LOCK) &&
+	       atomic_load_explicit(&cq->shm->head, memory_order_acquire) == t &&
+	       !atomic_load_explicit(&cq->shm->attention, memory_order_acquire) &&
+	       !atomic_load_explicit(&cq->shm->overflow, memory_order_acquire) &&
+	       !atomic_load_explicit(&cq->deferred, memory_order_acquire);
+}
+
+/* Wait, bounded, until the entry at cq's head is published when a
+ * producer has reserved it: the program polls right after the event it
+ * is handed and must find the entry there. */
+static void cq_wait_head(struct sofv_cq *cq)
+{
+	uint64_t until = 0;
+
+	for (;;) {
+		uint32_t t = atomic_load_explicit(&cq->shm->tail, memory_order_acquire);
+		uint32_t h = atomic_load_explicit(&cq->shm->head, memory_order_acquire);
+		uint32_t size = __atomic_load_n(&cq->size, __ATOMIC_RELAXED);
+
+		if ((t & SOF_CQ_TAIL_LOCK) || t == h ||
+		    atomic_load_explicit(&cq->ring[h & (size - 1)].seq, memory_order_acquire) ==
+			h + 1)
+			return;
+		if (!until)
+			until = sof_now_ns() + 100000000ull;
+		else if (sof_now_ns() > until)
+			return; /* a producer died mid-publish */
+		sched_yield();
+	}
+}
+
+/* Whether the event just taken for cq is stale (this file's comment); if
+ * so the arm it consumed is back, or the program armed again meanwhile.
+ * Giving the arm back races with producers: we store the arm, then look
+ * at tail; they publish, then look at the arm (a full fence on each side,
+ * as in sof_cq_push), so an entry pushed meanwhile either fired the
+ * restored arm (a new event is pending: this one may go) or is seen here
+ * (the arm is taken back and this event stands for it). */
+static bool event_stale(struct sofv_cq *cq)
+{
+	uint32_t type = atomic_load_explicit(&cq->arm_last, memory_order_relaxed);
+	uint32_t a = SOF_CQ_ARM_NONE, t, t2;
+
+	if (!__atomic_load_n(&cq->ex_polled, __ATOMIC_RELAXED))
+		return false;
+	if (type == SOF_CQ_ARM_NONE || !cq_quiet(cq, &t)) {
+		cq_wait_head(cq);
+		return false;
+	}
+	if (!atomic_compare_exchange_strong(&cq->shm->armed, &a, type))
+		return true; /* armed again by the program: its arm stands */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (cq_quiet(cq, &t2) && t2 == t)
+		return true;
+	a = type;
+	if (!atomic_compare_exchange_strong(&cq->shm->armed, &a, SOF_CQ_ARM_NONE))
+		return true;
+	cq_wait_head(cq);
+	return false;
+}
+
 /* Whether a CQ of channel c has an event pending; *engine: whether one
  * has QPs whose transport runs in this process (tp_host.c). */
 static bool any_pending(struct sofv_channel *c, bool *engine)
@@ -107,25 +189,15 @@ static bool any_pending(struct sofv_channel *c, bool *engine)
 	return found;
 }
 
-/* Blocks unless the application made the channel non-blocking. Before it
- * sleeps it spins briefly: on a virtual machine a cross-core wake-up
- * costs more than a short completion takes to arrive.
- * While it spins it reads the sockets of the QPs whose transport runs in
- * this process (as a poll does); before it sleeps it hands them to the
- * engine's progress thread at once (sofv_engine_idle). */
-SOFV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
-				 void **cq_context)
+/* One event of channel c: 1 and its CQ in *out, 0 when it was stale and
+ * dropped, -1 with errno set when none could be read. */
+static int wait_event(struct sofv_channel *c, struct sofv_cq **out)
 {
-	struct sofv_channel *c;
 	struct sofv_cq *scq;
+	bool stale = false;
 	uint64_t v;
 	ssize_t n;
 
-	if (!channel || !cq || !cq_context) {
-		errno = EINVAL;
-		return -1;
-	}
-	c = to_schan(channel);
 	if (!(fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK)) {
 		uint64_t until = sof_now_ns() + 50000;
 		bool engine, found = any_pending(c, &engine);
@@ -149,15 +221,45 @@ SOFV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq
 		return -1;
 	pthread_mutex_lock(&c->lock);
 	scq = take_pending(c);
-	if (!scq)
-		scq = c->cqs; /* the token outlived its event: report any CQ */
 	if (scq)
+		stale = event_stale(scq);
+	else
+		scq = c->cqs; /* the token outlived its event: report any CQ */
+	if (scq && !stale)
 		atomic_fetch_add_explicit(&scq->events_got, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&c->lock);
+	if (stale)
+		return 0;
 	if (!scq) {
 		errno = EAGAIN;
 		return -1;
 	}
+	*out = scq;
+	return 1;
+}
+
+/* Blocks unless the application made the channel non-blocking. Before it
+ * sleeps it spins briefly: on a virtual machine a cross-core wake-up
+ * costs more than a short completion takes to arrive.
+ * While it spins it reads the sockets of the QPs whose transport runs in
+ * this process (as a poll does); before it sleeps it hands them to the
+ * engine's progress thread at once (sofv_engine_idle). A stale event is
+ * dropped and the wait goes on (EAGAIN at once on a non-blocking fd). */
+SOFV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+				 void **cq_context)
+{
+	struct sofv_cq *scq = NULL;
+	int got;
+
+	if (!channel || !cq || !cq_context) {
+		errno = EINVAL;
+		return -1;
+	}
+	do
+		got = wait_event(to_schan(channel), &scq);
+	while (!got);
+	if (got < 0)
+		return -1;
 	*cq = ibv_cq_ex_to_cq(&scq->ibcq);
 	*cq_context = scq->ibcq.cq_context;
 	return 0;

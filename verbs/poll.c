@@ -175,13 +175,14 @@ int sofv_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 int sofv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct sofv_cq *cq = to_scq(ibcq);
+	uint32_t type = solicited_only ? SOF_CQ_ARM_SOLICITED : SOF_CQ_ARM_NEXT;
 
 	if (!cq->channel)
 		return EINVAL;
 	sofv_engine_flush(); /* it is going to sleep */
-	atomic_store_explicit(&cq->shm->armed,
-			      solicited_only ? SOF_CQ_ARM_SOLICITED : SOF_CQ_ARM_NEXT,
-			      memory_order_release);
+	/* the arm a stale event gives back (cq.c) */
+	atomic_store_explicit(&cq->arm_last, type, memory_order_relaxed);
+	atomic_store_explicit(&cq->shm->armed, type, memory_order_release);
 	/* The next poll must see every entry published by a producer that
 	 * looked at the arm before this store: pairs with the fence in
 	 * sof_cq_push (and in the daemon, which sets attention). */
@@ -208,6 +209,8 @@ static int ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 
 	if (attr->comp_mask)
 		return EINVAL;
+	if (!__atomic_load_n(&cq->ex_polled, __ATOMIC_RELAXED))
+		__atomic_store_n(&cq->ex_polled, true, __ATOMIC_RELAXED);
 	if (atomic_load_explicit(&cq->eng_qps, memory_order_relaxed) && cq_idle(cq))
 		sofv_engine_poll();
 	pthread_spin_lock(&cq->lock);

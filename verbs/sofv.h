@@ -264,7 +264,7 @@ struct sofv_cq {
 	struct sofv_channel *channel;
 	struct sofv_cq *ch_next;
 	pthread_spinlock_t lock;      /* consumer side: poll, flush */
-	bool ex_polling;              /* inside start_poll .. end_poll */
+	bool ex_polled;               /* polled through ibv_start_poll (cq.c's stale events) */
 	struct sof_cqe cur;           /* entry being read through ibv_cq_ex */
 	uint32_t wc_flags_ex;         /* IBV_WC_EX_WITH_* requested */
 	/* QPs whose send or receive queue completes here (for flushing). */
@@ -273,6 +273,7 @@ struct sofv_cq {
 	int nqps, qps_cap;
 	_Atomic int deferred;         /* QPs with deferred send WQEs here */
 	_Atomic uint32_t events_got;  /* completion events handed out (cq.c) */
+	_Atomic uint32_t arm_last;    /* SOF_CQ_ARM_* of the program's last arm */
 	_Atomic uint32_t push_head_cache; /* sof_cq_push by this process */
 	_Atomic uint32_t eng_qps;     /* QPs whose transport runs here (tp_host.c) */
 	/* Created on a parent domain: this object came from its allocator

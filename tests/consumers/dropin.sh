@@ -15,10 +15,13 @@
 #     GUID, port GUID = GID[0]'s interface ID, state, rate, default GID);
 #   ibv_srq_pingpong -q 4; ibv_rc_pingpong -o (ODP), -O -P (implicit ODP,
 #     prefetch), -t (completion timestamps), -j (device memory), -N (the
-#     ibv_wr_* API). Not run: ibv_rc_pingpong -t -e, which fails when a
-#     completion event finds the CQ empty (its own send completions, made
-#     at once on one host, raise an event for a CQE it then polls in the
-#     same batch); ibv_get_cq_event(3) promises no CQE per event.
+#     ibv_wr_* API);
+#   completion events (-e) at 1, 4096 and 65536 bytes: ibv_rc_pingpong -e
+#     and -t -e (which takes an event with an empty CQ behind it for an
+#     error: its own send completions, made at once on one host, fire the
+#     arm with a CQE that its poll batch then takes, and the library drops
+#     that stale event of a CQ read through ibv_start_poll, verbs/cq.c),
+#     ibv_uc_pingpong -e, ibv_srq_pingpong -e.
 # Runs in a private network namespace with its own daemon. A missing
 # program is a failure, never a skip.
 #
@@ -109,6 +112,17 @@ for opts in "-o" "-O -P" "-t" "-j" "-N"; do
 	# shellcheck disable=SC2086 # words
 	sof_pair "$name" "$PORT" 60 ibv_rc_pingpong -g 0 --chk -s 4096 -n 100 $opts
 	sof_pingpong_verdict "$name" $?
+done
+# completion events: each side sleeps on its channel between messages
+for size in 1 4096 65536; do
+	for run in "ibv_rc_pingpong -e" "ibv_rc_pingpong -t -e" "ibv_uc_pingpong -e" \
+		"ibv_srq_pingpong -e"; do
+		PORT=$((PORT + 1))
+		name="dropin/$run -s $size"
+		# shellcheck disable=SC2086 # words
+		sof_pair "$name" "$PORT" 60 $run -g 0 --chk -s "$size" -n 1000
+		sof_pingpong_verdict "$name" $?
+	done
 done
 
 sof_exit

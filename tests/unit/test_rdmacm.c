@@ -94,6 +94,20 @@ TEST(listen_port_zero)
 	CHECK_EQ(rdma_destroy_id(id), 0);
 }
 
+/* an unknown port space: EINVAL, as the kernel's rdma_ucm answers */
+TEST(create_id_bad_ps)
+{
+	struct rdma_cm_id *id = NULL;
+
+	errno = 0;
+	CHECK_EQ(rdma_create_id(NULL, &id, NULL, (enum rdma_port_space)0x0999), -1);
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK_EQ(rdma_create_id(NULL, &id, NULL, (enum rdma_port_space)0), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK(id == NULL);
+}
+
 TEST(sync_resolve)
 {
 	struct rdma_cm_id *id;
@@ -670,6 +684,7 @@ int main(void)
 	RUN(rsocket_args);
 	RUN(channel_event_and_device);
 	RUN(listen_port_zero);
+	RUN(create_id_bad_ps);
 	RUN(sync_resolve);
 	RUN(ib_path_option);
 	RUN(ece_and_reject);

@@ -737,6 +737,108 @@ TEST(rc_solicited_events)
 	pair_down(&a, &b);
 }
 
+/* A stale event (its CQ empty when read: the entry that fired the arm was
+ * polled first) of a CQ polled through ibv_start_poll is dropped and the
+ * arm given back with its type, so the next completion fires it: no event
+ * is lost, and the dropped one is not counted (pair_down's ibv_destroy_cq
+ * waits for every counted event's ack). An entry added after the arm fired
+ * keeps the event; a CQ only ever read by ibv_poll_cq keeps its stale
+ * events (see verbs/cq.c). */
+TEST(channel_stale_event)
+{
+	struct side a, b;
+	struct ibv_cq *ecq;
+	struct ibv_wc wc;
+	struct pollfd pfd;
+	void *ectx;
+	struct ibv_poll_cq_attr pa = { 0 };
+	int i, fl;
+
+	/* read by ibv_poll_cq only: the stale event is handed out */
+	pair_up(&a, &b, IBV_QPT_RC, 0, SIDE_CHAN);
+	CHECK_EQ(post_recv(b.qp, 1, b.buf, 64, b.mr->lkey), 0);
+	CHECK_EQ(ibv_req_notify_cq(b.rcq, 0), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 1, 0, a.buf, 64, a.mr->lkey, 0, 0, 0), 0);
+	WAIT_WC(b.rcq, wc);
+	CHECK_EQ(ibv_get_cq_event(b.ch, &ecq, &ectx), 0);
+	ibv_ack_cq_events(ecq, 1);
+	while (poll1(a.scq, &wc, 50))
+		;
+	pair_down(&a, &b);
+
+	pair_up(&a, &b, IBV_QPT_RC, 0, SIDE_CHAN | SIDE_CQEX);
+	CHECK_EQ(ibv_start_poll(b.rcqx, &pa), ENOENT);
+	pfd.fd = b.ch->fd;
+	pfd.events = POLLIN;
+	fl = fcntl(b.ch->fd, F_GETFL);
+	CHECK_EQ(fcntl(b.ch->fd, F_SETFL, fl | O_NONBLOCK), 0);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(post_recv(b.qp, 300 + i, b.buf + i * 64, 64, b.mr->lkey), 0);
+	pattern(a.buf, 64 * 8, 13);
+
+	/* armed for any completion: fired, polled, then the event is stale */
+	CHECK_EQ(ibv_req_notify_cq(b.rcq, 0), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 1, 0, a.buf, 64, a.mr->lkey, 0, 0, 0), 0);
+	CHECK_EQ(poll(&pfd, 1, 1000), 1);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 300, IBV_WC_SUCCESS, IBV_WC_RECV);
+	errno = 0;
+	CHECK_EQ(ibv_get_cq_event(b.ch, &ecq, &ectx), -1);
+	CHECK_EQ(errno, EAGAIN);
+	CHECK_EQ(poll(&pfd, 1, 0), 0);
+	/* the arm is back: the next completion fires it */
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 2, 0, a.buf + 64, 64, a.mr->lkey, 0, 0, 0), 0);
+	CHECK_EQ(poll(&pfd, 1, 1000), 1);
+	CHECK_EQ(ibv_get_cq_event(b.ch, &ecq, &ectx), 0);
+	CHECK(ecq == b.rcq);
+	ibv_ack_cq_events(ecq, 1);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 301, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_MEM(b.buf + 64, a.buf + 64, 64);
+
+	/* solicited-only: given back as solicited-only */
+	CHECK_EQ(ibv_req_notify_cq(b.rcq, 1), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 3, IBV_SEND_SOLICITED, a.buf + 128, 64,
+			   a.mr->lkey, 0, 0, 0), 0);
+	CHECK_EQ(poll(&pfd, 1, 1000), 1);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 302, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(ibv_get_cq_event(b.ch, &ecq, &ectx), -1);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 4, 0, a.buf + 192, 64, a.mr->lkey, 0, 0, 0), 0);
+	CHECK_EQ(poll(&pfd, 1, 200), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 5, IBV_SEND_SOLICITED, a.buf + 256, 64,
+			   a.mr->lkey, 0, 0, 0), 0);
+	CHECK_EQ(poll(&pfd, 1, 1000), 1);
+	CHECK_EQ(ibv_get_cq_event(b.ch, &ecq, &ectx), 0);
+	ibv_ack_cq_events(ecq, 1);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 303, IBV_WC_SUCCESS, IBV_WC_RECV);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 304, IBV_WC_SUCCESS, IBV_WC_RECV);
+
+	/* fired and polled, but another entry came after: the event stands
+	 * (blocking channel: it must return at once) */
+	CHECK_EQ(fcntl(b.ch->fd, F_SETFL, fl), 0);
+	CHECK_EQ(ibv_req_notify_cq(b.rcq, 0), 0);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 6, 0, a.buf + 320, 64, a.mr->lkey, 0, 0, 0), 0);
+	CHECK_EQ(poll(&pfd, 1, 1000), 1);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 305, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 7, 0, a.buf + 384, 64, a.mr->lkey, 0, 0, 0), 0);
+	do /* an RC send completes after its receive */
+		WAIT_WC(a.scq, wc);
+	while (wc.wr_id != 7);
+	CHECK_EQ(ibv_get_cq_event(b.ch, &ecq, &ectx), 0);
+	ibv_ack_cq_events(ecq, 1);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 306, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_MEM(b.buf + 384, a.buf + 384, 64);
+	CHECK_EQ(poll(&pfd, 1, 0), 0);
+	while (poll1(a.scq, &wc, 50))
+		;
+	pair_down(&a, &b);
+}
+
 TEST(channel_epoll)
 {
 	struct side a, b;
@@ -2100,6 +2202,7 @@ int main(void)
 	RUN(rc_three_sges);
 	RUN(rc_unsignaled);
 	RUN(rc_solicited_events);
+	RUN(channel_stale_event);
 	RUN(channel_epoll);
 	RUN(cq_ex_poll);
 	RUN(qp_ex_wr_api);

@@ -153,7 +153,8 @@ sof_ibf_up() {
 #                         stderr dropped
 #   sof_sim_fabric ARGS...  `softofed fabric ARGS`, bounded to 30 s
 #   sof_sim_lid FILE NAME  the base LID of CA NAME's port in ibnetdiscover's
-#                         output FILE ("[1](guid) "peer"[p] # lid N lmc M")
+#                         output FILE ("[1](guid) "peer"[p] # lid N lmc M"),
+#                         or of switch NAME ("Switch ... "NAME" ... lid N")
 
 sof_sim_init() {
 	local name=$1 p
@@ -194,6 +195,7 @@ sof_sim_fabric() {
 
 sof_sim_lid() {
 	grep -A 8 "^Ca.*\"$2\"" "$1" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1
+	grep "^Switch.*\"$2\"" "$1" | sed -n 's/.* lid \([0-9]*\) lmc.*/\1/p' | head -n 1
 }
 
 # ---------------------------------------------------------------------------

@@ -20,32 +20,19 @@ set -u
 sof_ns_enter "$@"
 sof_init
 
-TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
-UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
-SM=$(dirname "$SOFTOFED")/softofed-sm
-[ -x "$SM" ] || SM=$SOF_ROOT/build/bin/softofed-sm
-OUT=$SOF_TMP/out
+# shellcheck source=tests/ib_fabric.sh
+. "$SOF_ROOT/tests/ib_fabric.sh"
+sof_sim_init sm/pkeys softofed-sm smpquery saquery
+TOPO=$SIM_TOPO SM=$SIM_SM
 mkdir -p "$SOF_TMP/pk" && cd "$SOF_TMP/pk" || exit 1
 
-if [ ! -f "$UMAD2SIM" ] || ! command -v smpquery >/dev/null || ! command -v saquery >/dev/null ||
-	[ ! -x "$SM" ]; then
-	not_ok "sm/pkeys" "ibsim-utils' libumad2sim.so, smpquery, saquery or $SM missing"
-	sof_exit
-fi
-
-fabric() { timeout 30 "$SOFTOFED" fabric "$@" </dev/null; }
-sim() { SIM_HOST=H3 LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null; }
-wait_for() { # FILE REGEX SECS
-	for _ in $(seq 1 $(($3 * 10))); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
+fabric() { sof_sim_fabric "$@"; }
+# diagnostics from H3
+SOF_SIM_HOST=H3
+sim() { sof_sim "$@"; }
 lid_of() { # NAME: the LID of CA or switch NAME
 	sim ibnetdiscover >"$SOF_TMP/ibnd"
-	grep -A 8 "^Ca.*\"$1\"" "$SOF_TMP/ibnd" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1
-	grep "^Switch.*\"$1\"" "$SOF_TMP/ibnd" | sed -n 's/.* lid \([0-9]*\) lmc.*/\1/p' | head -n 1
+	sof_sim_lid "$SOF_TMP/ibnd" "$1"
 }
 # parts N: a partitions.conf with the default and p1..pN (odd ones full)
 parts() {
@@ -60,7 +47,7 @@ pkeys_of() { grep -o '0x[0-9a-f]\{4\}' "$1" | grep -v '^0x0000$'; }
 fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1
 parts 40 >parts40.conf
 sof_bg smA 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 "$SM" -v --partitions "$SOF_TMP/pk/parts40.conf"
-if ! wait_for "$(sof_out smA)" 'SUBNET UP' 30; then
+if ! sof_wait_log "$(sof_out smA)" 'SUBNET UP' 30; then
 	not_ok "sm/pkeys: SUBNET UP" "no SUBNET UP"
 	sof_dump "$(sof_out smA)"
 	sof_kill smA
@@ -100,7 +87,7 @@ sof_kill smA
 parts 10 >parts10.conf
 : >"$(sof_out smA)"
 sof_bg smA 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 "$SM" -v --partitions "$SOF_TMP/pk/parts10.conf"
-if wait_for "$(sof_out smA)" 'SUBNET UP' 30; then
+if sof_wait_log "$(sof_out smA)" 'SUBNET UP' 30; then
 	sleep 1
 	sim smpquery pkeys "$h2" >"$SOF_TMP/h2b"
 	n=$(pkeys_of "$SOF_TMP/h2b" | wc -l)
@@ -120,7 +107,7 @@ if command -v opensm >/dev/null; then
 	fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1
 	sof_bg osm 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 OSM_CACHE_DIR="$SOF_TMP/pk" \
 		OSM_TMP_DIR="$SOF_TMP/pk" opensm -P "$SOF_TMP/pk/parts40.conf" -d 2 -f "$SOF_TMP/pk/osm.log"
-	if wait_for "$SOF_TMP/pk/osm.log" 'SUBNET UP' 30; then
+	if sof_wait_log "$SOF_TMP/pk/osm.log" 'SUBNET UP' 30; then
 		sleep 1
 		sim saquery --smkey 1 PKTR "$(lid_of H2)" >"$SOF_TMP/pktr_osm"
 		# the LIDs are each SM's own

@@ -126,18 +126,28 @@ else
 fi
 
 # --- what stays with the daemon ------------------------------------------------------------
+# by_daemon H BYTES WHAT NAME PAIR...: snap, sof_host_pair PAIR...; ok
+# "ibengine: WHAT" when both sides printed "BYTES bytes in" and H's
+# packets went through its daemon alone (the programs' share flat, the
+# daemon's at least 400 packets), else not_ok "ibengine: NAME"
+by_daemon() {
+	local h=$1 bytes=$2 what=$3 name=$4 rc de dd
+	shift 4
+	snap
+	sof_host_pair "$@"
+	rc=$?
+	delta "$h"
+	if [ "$rc" -eq 0 ] && grep -q "^$bytes bytes in " "$SOF_CLI_OUT" && grep -q "^$bytes bytes in " "$SOF_SRV_OUT" &&
+		[ "$de" -eq 0 ] && [ "$dd" -ge 400 ]; then
+		ok "ibengine: $what ($h: daemon +$dd, programs +$de)"
+	else
+		not_ok "ibengine: $name" "${SOF_PAIR_WHY:-}; $h: daemon +$dd, programs +$de"
+		sof_pair_dump
+	fi
+}
 # UD: the daemon's
-snap
-sof_host_pair ibe.ud b a 18517 40 ibv_ud_pingpong -d sofib0 -n 200 -s 2048 --chk
-rc=$?
-delta b
-if [ "$rc" -eq 0 ] && grep -q '^819200 bytes in ' "$SOF_CLI_OUT" && grep -q '^819200 bytes in ' "$SOF_SRV_OUT" &&
-	[ "$de" -eq 0 ] && [ "$dd" -ge 400 ]; then
-	ok "ibengine: ibv_ud_pingpong by LID (--chk) through the daemons (b: daemon +$dd, programs +$de)"
-else
-	not_ok "ibengine: ud" "${SOF_PAIR_WHY:-}; b: daemon +$dd, programs +$de"
-	sof_pair_dump
-fi
+by_daemon b 819200 "ibv_ud_pingpong by LID (--chk) through the daemons" ud \
+	ibe.ud b a 18517 40 ibv_ud_pingpong -d sofib0 -n 200 -s 2048 --chk
 
 # QP0 and QP1: perfquery of b's port from a (SMPs to resolve it, a PMA GMP)
 pq=$SOF_TMP/pq
@@ -161,10 +171,9 @@ sof_host_bg ibe.kill.srv b 60 "$SOFTOFED" run -- stdbuf -oL -eL ib_write_bw -d s
 sof_host_wait_listen b 18640 10 ibe.kill.srv >/dev/null 2>&1
 sof_host_bg ibe.kill.cli a 60 "$SOFTOFED" run -- stdbuf -oL -eL ib_write_bw -d sofib0 -p 18640 -s 65536 -D 30 \
 	"$(sof_host_ip b)"
-for _ in $(seq 200); do
-	grep -q 'remote address' "$(sof_out ibe.kill.cli)" && grep -q '#bytes' "$(sof_out ibe.kill.cli)" && break
-	sleep 0.1
-done
+# shellcheck disable=SC2317 # called through sof_wait_for
+streaming() { grep -q 'remote address' "$1" && grep -q '#bytes' "$1"; }
+sof_wait_for 20 streaming "$(sof_out ibe.kill.cli)"
 sleep 0.5
 q0=$(sof_counter b drops.qpn)
 sof_kill ibe.kill.srv
@@ -178,16 +187,7 @@ else
 fi
 
 # SOFTOFED_ENGINE=daemon: the daemons run it, the programs nothing
-snap
 SOF_SRV_ENV=SOFTOFED_ENGINE=daemon SOF_CLI_ENV=SOFTOFED_ENGINE=daemon \
-	sof_host_pair ibe.dpp b a 18519 40 ibv_rc_pingpong -d sofib0 -n 200 -s 4096 --chk
-rc=$?
-delta a
-if [ "$rc" -eq 0 ] && grep -q '^1638400 bytes in ' "$SOF_CLI_OUT" && grep -q '^1638400 bytes in ' "$SOF_SRV_OUT" &&
-	[ "$de" -eq 0 ] && [ "$dd" -ge 400 ]; then
-	ok "ibengine: SOFTOFED_ENGINE=daemon ibv_rc_pingpong --chk by LID through the daemons (a: daemon +$dd, programs +$de)"
-else
-	not_ok "ibengine: engine=daemon" "${SOF_PAIR_WHY:-}; a: daemon +$dd, programs +$de"
-	sof_pair_dump
-fi
+	by_daemon a 1638400 "SOFTOFED_ENGINE=daemon ibv_rc_pingpong --chk by LID through the daemons" engine=daemon \
+	ibe.dpp b a 18519 40 ibv_rc_pingpong -d sofib0 -n 200 -s 4096 --chk
 sof_exit

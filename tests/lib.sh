@@ -1586,6 +1586,7 @@ sof_delta_check() {
 #                        when both exited 0, the client printed a result
 #                        line (with LAST_SIZE: one for that size, -a) and
 #                        no error text; perftest checks no data either
+#   sof_perftest_last    the client's last result line, blanks squeezed
 #   SOF_PERFTEST_RESULT, SOF_PERFTEST_ERRORS   the regexes it uses
 
 SOF_GATE=""
@@ -1615,6 +1616,10 @@ sof_pingpong_verdict() {
 	return 1
 }
 
+sof_perftest_last() {
+	grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" | tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //; s/ $//'
+}
+
 sof_perftest_verdict() {
 	local name=$1 rc=$2 last=${3:-} n
 	if [ "$rc" -ne 0 ]; then
@@ -1630,8 +1635,7 @@ sof_perftest_verdict() {
 	elif grep -q -i -E "$SOF_PERFTEST_ERRORS" "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
 		not_ok "$name" "error text in the output"
 	else
-		ok "$name: ran ($(grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" | tail -n 1 |
-			tr -s ' \t' ' ' | sed 's/^ //; s/ $//'); $n result lines; no data compared)"
+		ok "$name: ran ($(sof_perftest_last); $n result lines; no data compared)"
 		return 0
 	fi
 	sof_pair_dump

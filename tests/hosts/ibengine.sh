@@ -95,8 +95,7 @@ pt() {
 	sof_host_pair "ibe.$name" b a 18600 40 "$@" -d sofib0
 	if sof_perftest_verdict "ibengine: $name" $? >/dev/null 2>&1 &&
 		grep -q "remote address: LID $(printf 0x%02x "$lb") " "$SOF_CLI_OUT" && moved "$name" 400; then
-		ok "ibengine: $name by LID a -> b in the programs ($(grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" |
-			tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //; s/ $//');$D)"
+		ok "ibengine: $name by LID a -> b in the programs ($(sof_perftest_last);$D)"
 	else
 		not_ok "ibengine: $name" "${SOF_PAIR_WHY:-};$D"
 		sof_pair_dump

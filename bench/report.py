@@ -412,23 +412,19 @@ def main():
     rows5, rows[:] = rows[:], []
     for where, bw_t, lat_t in (("loopback", "≥ 3", "≤ 0.5"), ("veth", "≥ 1.5", "≤ 1")):
         rs_, k_ = "rsockets %s: " % where, "kernel %s: " % where
-        ratio(rs_ + "tcp stream (iperf3 -P 1 over librspreload)", k_ + "tcp stream (iperf3)",
-              "%s: iperf3 over rsockets / kernel TCP (throughput)" % where, bw_t)
-        ratio(rs_ + "tcp stream (iperf3 -P 4 over librspreload)", k_ + "tcp stream (iperf3)",
-              "%s: iperf3 -P 4 over rsockets / kernel TCP one stream (throughput)" % where, "—")
-        ratio(rs_ + "tcp ping-pong 14 B (sockperf over librspreload)", k_ + "tcp ping-pong 14 B (blocking)",
-              "%s: sockperf TCP ping-pong over rsockets / kernel TCP (latency)" % where, lat_t)
-        ratio(rs_ + "udp ping-pong 14 B (sockperf over librspreload)", k_ + "udp ping-pong 14 B (blocking)",
-              "%s: sockperf UDP ping-pong over datagram rsockets / kernel UDP (latency)" % where, "—")
-        # SDP (our libsdp.so, `use sdp`) beside the same kernel figures
-        sdp_ = "SDP %s: " % where
-        ratio(sdp_ + "tcp stream (iperf3 -P 1 over libsdp)", k_ + "tcp stream (iperf3)",
-              "%s: iperf3 over SDP / kernel TCP (throughput)" % where, bw_t)
-        ratio(sdp_ + "tcp stream (iperf3 -P 4 over libsdp)", k_ + "tcp stream (iperf3)",
-              "%s: iperf3 -P 4 over SDP / kernel TCP one stream (throughput)" % where, "—")
-        ratio(sdp_ + "tcp ping-pong 14 B (sockperf over libsdp)", k_ + "tcp ping-pong 14 B (blocking)",
-              "%s: sockperf TCP ping-pong over SDP / kernel TCP (latency)" % where, lat_t)
-        ratio(sdp_ + "tcp stream (iperf3 -P 1 over libsdp)", rs_ + "tcp stream (iperf3 -P 1 over librspreload)",
+        # the same three against the kernel for rsockets (Debian's
+        # librspreload) and for SDP (our libsdp.so, `use sdp`)
+        for t_, lib, over in ((rs_, "librspreload", "rsockets"), ("SDP %s: " % where, "libsdp", "SDP")):
+            ratio(t_ + "tcp stream (iperf3 -P 1 over %s)" % lib, k_ + "tcp stream (iperf3)",
+                  "%s: iperf3 over %s / kernel TCP (throughput)" % (where, over), bw_t)
+            ratio(t_ + "tcp stream (iperf3 -P 4 over %s)" % lib, k_ + "tcp stream (iperf3)",
+                  "%s: iperf3 -P 4 over %s / kernel TCP one stream (throughput)" % (where, over), "—")
+            ratio(t_ + "tcp ping-pong 14 B (sockperf over %s)" % lib, k_ + "tcp ping-pong 14 B (blocking)",
+                  "%s: sockperf TCP ping-pong over %s / kernel TCP (latency)" % (where, over), lat_t)
+            if lib == "librspreload":
+                ratio(rs_ + "udp ping-pong 14 B (sockperf over librspreload)", k_ + "udp ping-pong 14 B (blocking)",
+                      "%s: sockperf UDP ping-pong over datagram rsockets / kernel UDP (latency)" % where, "—")
+        ratio("SDP %s: tcp stream (iperf3 -P 1 over libsdp)" % where, rs_ + "tcp stream (iperf3 -P 1 over librspreload)",
               "%s: iperf3 over SDP / over rsockets (throughput)" % where, "—")
     rows22, rows[:] = rows[:], rows5
 

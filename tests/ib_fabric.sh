@@ -16,6 +16,8 @@
 #                         -v`) instead, its stderr as IBF_SMLOG; a function
 #                         ibf_before_sm, when the script defines one, runs
 #                         once the ports are attached, before OpenSM.
+#   sof_ibf_attach NAME TOPO REAL NH  sof_ibf_up's attach step alone (no
+#                         ok line; not_ok "NAME: attach" and 1 on failure)
 #   sof_ibf_line H        the "device sofib0" line of H's `softofed status`
 #   sof_ibf_lid H         the LID of H's sofib0
 #   sof_ibf_all_in STATE  every host's sofib0 in STATE (INIT, ACTIVE ...)
@@ -88,10 +90,11 @@ sof_ibf_guid() {
 	sed -n "s/^[A-Za-z]* \"$1\" [0-9]* guid \\(0x[0-9a-f]*\\).*/\\1/p" "$IBF_FAB"
 }
 
-sof_ibf_up() {
-	local topo=$1 real=$2 nh=$3 t guid
-	t=${topo##*/}
-	t=${t%.net}
+# sof_ibf_attach NAME TOPO REAL NH: sof_ibf_up's first step: hosts up, the
+# fabric in a, every sofib0 in Initialize within 10 s; not_ok "NAME: attach"
+# and 1 if not (the fabric's lifetime IBF_SECS, default 280 s)
+sof_ibf_attach() {
+	local name=$1 topo=$2 real=$3 nh=$4
 	[ -f "$topo" ] || topo=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}/$topo.net
 	local -a names
 	IFS=, read -r -a names <<<"$real"
@@ -102,13 +105,18 @@ sof_ibf_up() {
 	IBF_HOSTS="a b"
 	[ "$nh" = 3 ] && IBF_HOSTS="a b c"
 	sof_host_bg ibf.fabric a ${IBF_SECS:-280} "$IBF_FABRIC" "$topo" --listen "$(sof_host_ip a):$IBF_PORT" --real "$real"
-	if sof_wait_for 10 sof_ibf_all_in INIT; then
-		ok "$t: every sofib0 port attached to the fabric (Initialize)"
-	else
-		not_ok "$t: attach" "$(sof_ibf_line a) / $(sof_ibf_line b)"
-		sof_dump "$(sof_out ibf.fabric)"
-		return 1
-	fi
+	sof_wait_for 10 sof_ibf_all_in INIT && return 0
+	not_ok "$name: attach" "$(for h in $IBF_HOSTS; do sof_ibf_line "$h"; done | paste -sd/)"
+	sof_dump "$(sof_out ibf.fabric)"
+	return 1
+}
+
+sof_ibf_up() {
+	local topo=$1 real=$2 nh=$3 t guid
+	t=${topo##*/}
+	t=${t%.net}
+	sof_ibf_attach "$t" "$topo" "$real" "$nh" || return 1
+	ok "$t: every sofib0 port attached to the fabric (Initialize)"
 	# a script's own step before the SM starts (e.g. a watcher of events)
 	declare -F ibf_before_sm >/dev/null && ibf_before_sm
 	guid=$(sof_host_run a "$SOFTOFED" run -- ibstat -p sofib0 2>/dev/null </dev/null | head -n 1)
@@ -153,7 +161,8 @@ sof_ibf_up() {
 #                         stderr dropped
 #   sof_sim_fabric ARGS...  `softofed fabric ARGS`, bounded to 30 s
 #   sof_sim_lid FILE NAME  the base LID of CA NAME's port in ibnetdiscover's
-#                         output FILE ("[1](guid) "peer"[p] # lid N lmc M")
+#                         output FILE ("[1](guid) "peer"[p] # lid N lmc M"),
+#                         or of switch NAME ("Switch ... "NAME" ... lid N")
 
 sof_sim_init() {
 	local name=$1 p
@@ -194,6 +203,7 @@ sof_sim_fabric() {
 
 sof_sim_lid() {
 	grep -A 8 "^Ca.*\"$2\"" "$1" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1
+	grep "^Switch.*\"$2\"" "$1" | sed -n 's/.* lid \([0-9]*\) lmc.*/\1/p' | head -n 1
 }
 
 # ---------------------------------------------------------------------------

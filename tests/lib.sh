@@ -1586,6 +1586,7 @@ sof_delta_check() {
 #                        when both exited 0, the client printed a result
 #                        line (with LAST_SIZE: one for that size, -a) and
 #                        no error text; perftest checks no data either
+#   sof_perftest_last    the client's last result line, blanks squeezed
 #   SOF_PERFTEST_RESULT, SOF_PERFTEST_ERRORS   the regexes it uses
 
 SOF_GATE=""
@@ -1615,6 +1616,10 @@ sof_pingpong_verdict() {
 	return 1
 }
 
+sof_perftest_last() {
+	grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" | tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //; s/ $//'
+}
+
 sof_perftest_verdict() {
 	local name=$1 rc=$2 last=${3:-} n
 	if [ "$rc" -ne 0 ]; then
@@ -1630,8 +1635,7 @@ sof_perftest_verdict() {
 	elif grep -q -i -E "$SOF_PERFTEST_ERRORS" "$SOF_SRV_OUT" "$SOF_CLI_OUT"; then
 		not_ok "$name" "error text in the output"
 	else
-		ok "$name: ran ($(grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" | tail -n 1 |
-			tr -s ' \t' ' ' | sed 's/^ //; s/ $//'); $n result lines; no data compared)"
+		ok "$name: ran ($(sof_perftest_last); $n result lines; no data compared)"
 		return 0
 	fi
 	sof_pair_dump
@@ -1916,6 +1920,39 @@ _sof_rs_tcp_quiet() {
 	[ "$s" -eq "$3" ] && [ "$c" -eq "$4" ]
 }
 
+# _sof_rs_pair NAME SECS SHOST CHOST SERVER... -- CLIENT...: sof_cm_pair
+# (SECS) with both sides under SOF_RS_PRELOAD; the kernel's TCP segments of
+# both namespaces read before into _SOF_RS_S0 / _SOF_RS_C0; 1 with a
+# not_ok line when the pair failed
+_sof_rs_pair() {
+	local name=$1 secs=$2 shost=$3 chost=$4
+	local -a sargs=()
+	shift 4
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		sargs+=("$1")
+		shift
+	done
+	shift
+	_SOF_RS_S0=$(_sof_rs_tcp_out "$shost") _SOF_RS_C0=$(_sof_rs_tcp_out "$chost")
+	if ! sof_cm_pair "$name" "$secs" "$shost" "$chost" env LD_PRELOAD="$SOF_RS_PRELOAD" "${sargs[@]}" -- \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" "$@"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+}
+
+# _sof_rs_ok NAME SHOST CHOST WHAT [OVER]: ok "NAME (WHAT, no kernel TCP
+# segment)" when neither namespace sent a kernel TCP segment since
+# _sof_rs_pair, else not_ok "... not over OVER" (default RDMA)
+_sof_rs_ok() {
+	if ! _sof_rs_tcp_quiet "$2" "$3" "$_SOF_RS_S0" "$_SOF_RS_C0"; then
+		not_ok "$1" "$SOF_RS_TCP_WHY: not over ${5:-RDMA}"
+		return 1
+	fi
+	ok "$1 ($4, no kernel TCP segment)"
+}
+
 sof_rs_stream() {
 	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 prog=$6
 	shift 6
@@ -1965,7 +2002,7 @@ sof_rs_iperf() {
 }
 
 sof_rs_sockperf() {
-	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 mode=$6 s0 c0 v
+	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 mode=$6 v
 	if ! command -v sockperf >/dev/null; then
 		not_ok "$name" "sockperf is not installed (tests/install-deps.sh installs it)"
 		return 1
@@ -1977,14 +2014,8 @@ sof_rs_sockperf() {
 	# table holds (t + 1) * mps entries: 1 s keeps it small)
 	local rate=(-t 3)
 	[ "$mode" = pp ] && rate=(-t 1 --mps 1500000)
-	s0=$(_sof_rs_tcp_out "$shost") c0=$(_sof_rs_tcp_out "$chost")
-	if ! SOF_CM_SRV_STOP=1 sof_cm_pair "$name" 30 "$shost" "$chost" \
-		env LD_PRELOAD="$SOF_RS_PRELOAD" sockperf sr --tcp -i "$saddr" -p "$port" -- \
-		env LD_PRELOAD="$SOF_RS_PRELOAD" sockperf "$mode" --tcp -i "$saddr" -p "$port" "${rate[@]}" -m 14; then
-		not_ok "$name" "$SOF_PAIR_WHY"
-		sof_pair_dump
-		return 1
-	fi
+	SOF_CM_SRV_STOP=1 _sof_rs_pair "$name" 30 "$shost" "$chost" sockperf sr --tcp -i "$saddr" -p "$port" -- \
+		sockperf "$mode" --tcp -i "$saddr" -p "$port" "${rate[@]}" -m 14 || return 1
 	if [ "$mode" = pp ]; then
 		v=$(awk '/percentile 50.000/ { print $NF " us median one-way" }' "$SOF_CLI_OUT" | tail -n 1)
 	else
@@ -1995,11 +2026,7 @@ sof_rs_sockperf() {
 		sof_pair_dump
 		return 1
 	fi
-	if ! _sof_rs_tcp_quiet "$shost" "$chost" "$s0" "$c0"; then
-		not_ok "$name" "$SOF_RS_TCP_WHY: not over rsockets"
-		return 1
-	fi
-	ok "$name ($v, no kernel TCP segment)"
+	_sof_rs_ok "$name" "$shost" "$chost" "$v" rsockets
 }
 
 sof_rs_keepalive() {

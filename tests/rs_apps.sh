@@ -44,38 +44,20 @@ _sof_rs_need() {
 	done
 }
 
-# _sof_rs_pair NAME SHOST CHOST CLIENT_SH SERVER...: SERVER in SHOST and,
-# once it listens, `sh -c CLIENT_SH` in CHOST, both under the preload
-# (sof_cm_pair, the server stopped at the end); the kernel's TCP segments
-# of both namespaces read before into _SOF_RS_S0 / _SOF_RS_C0; 1 with a
-# not_ok line when the pair failed
-_sof_rs_pair() {
+# _rs_apps_pair NAME SHOST CHOST CLIENT_SH SERVER...: lib.sh's _sof_rs_pair
+# (60 s, the server stopped at the end) with `sh -c CLIENT_SH` in CHOST;
+# _sof_rs_ok afterwards
+_rs_apps_pair() {
 	local name=$1 shost=$2 chost=$3 cli=$4
 	shift 4
-	_SOF_RS_S0=$(_sof_rs_tcp_out "$shost") _SOF_RS_C0=$(_sof_rs_tcp_out "$chost")
-	if ! SOF_CM_SRV_STOP=1 sof_cm_pair "$name" 60 "$shost" "$chost" \
-		env LD_PRELOAD="$SOF_RS_PRELOAD" "$@" -- env LD_PRELOAD="$SOF_RS_PRELOAD" sh -c "$cli"; then
-		not_ok "$name" "$SOF_PAIR_WHY"
-		sof_pair_dump
-		return 1
-	fi
-}
-
-# _sof_rs_ok NAME SHOST CHOST WHAT: ok "NAME (WHAT, no kernel TCP segment)"
-# when neither namespace sent a kernel TCP segment since _sof_rs_pair
-_sof_rs_ok() {
-	if ! _sof_rs_tcp_quiet "$2" "$3" "$_SOF_RS_S0" "$_SOF_RS_C0"; then
-		not_ok "$1" "$SOF_RS_TCP_WHY: not over RDMA"
-		return 1
-	fi
-	ok "$1 ($4, no kernel TCP segment)"
+	SOF_CM_SRV_STOP=1 _sof_rs_pair "$name" 60 "$shost" "$chost" "$@" -- sh -c "$cli"
 }
 
 sof_rs_redis() {
 	local name=$1 shost=$2 chost=$3 saddr=$4 port=$5 val got set get
 	_sof_rs_need "$name" redis-server redis-benchmark redis-cli || return 1
 	val=$(head -c 2000 /dev/urandom | od -An -tx1 | tr -d ' \n')
-	_sof_rs_pair "$name" "$shost" "$chost" \
+	_rs_apps_pair "$name" "$shost" "$chost" \
 		"redis-benchmark -h $saddr -p $port -t set,get -n 20000 -q &&
 		 redis-cli -h $saddr -p $port SET sofkey $val &&
 		 echo \"got \$(redis-cli -h $saddr -p $port GET sofkey)\"" \
@@ -134,7 +116,7 @@ sof_rs_ssh() {
 	head -c $((mib << 20)) /dev/urandom >"$file"
 	want=$(sha256sum <"$file" | cut -d' ' -f1)
 	local opts="-i $dir/user_key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR"
-	_sof_rs_pair "$name" "$shost" "$chost" \
+	_rs_apps_pair "$name" "$shost" "$chost" \
 		"scp $opts -P $port $file root@$saddr:$dir/copy.bin &&
 		 echo \"sum \$(ssh $opts -p $port root@$saddr sha256sum $dir/copy.bin)\"" \
 		"$sshd" -D -e -f "$dir/sshd_config" || return 1

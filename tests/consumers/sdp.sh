@@ -330,15 +330,17 @@ SDP_BIND=:: SDP_LISTEN_AS='\[::\]' SDP_URL_HOST='[::ffff:127.0.0.1]' \
 	sdp_rule_http "sdp/AF_INET6 sockets, IPv4-mapped: over SDP" "$PORT" \
 	"use sdp server * 0.0.0.0:$PORT\n" "use sdp client curl $ADDR:$PORT\n" sdp 20 \
 	"listen \[::\]:$PORT: sdp" "connect $ADDR:$PORT: sdp"
+# sdp_rule_http6 ARGS...: sdp_rule_http with the server on ::1, curl to [::1]
+sdp_rule_http6() {
+	SDP_BIND=::1 SDP_LISTEN_AS='\[::1\]' SDP_URL_HOST='[::1]' sdp_rule_http "$@"
+}
 PORT=$((PORT + 1))
-SDP_BIND=::1 SDP_LISTEN_AS='\[::1\]' SDP_URL_HOST='[::1]' \
-	sdp_rule_http "sdp/IPv6 ::1 over SDP (rules [::1]:PORT, ::/0)" "$PORT" \
+sdp_rule_http6 "sdp/IPv6 ::1 over SDP (rules [::1]:PORT, ::/0)" "$PORT" \
 	"use tcp server * 127.0.0.1:*\nuse sdp server * [::1]:$PORT\n" \
 	"use tcp client * 0.0.0.0/0:*\nuse sdp client curl ::/0\n" sdp 20 \
 	"listen \[::1\]:$PORT: sdp" "connect \[::1\]:$PORT: sdp"
 PORT=$((PORT + 1))
-SDP_BIND=::1 SDP_LISTEN_AS='\[::1\]' SDP_URL_HOST='[::1]' \
-	sdp_rule_http "sdp/IPv6 ::1 by a use tcp rule: kernel TCP" "$PORT" \
+sdp_rule_http6 "sdp/IPv6 ::1 by a use tcp rule: kernel TCP" "$PORT" \
 	"use tcp server * [::1]/128:$PORT\nuse sdp server * *:*\n" \
 	"use tcp client * [::]/64:*\nuse sdp client * *:*\n" tcp 20 \
 	"listen \[::1\]:$PORT: tcp" "connect \[::1\]:$PORT: tcp"

@@ -52,17 +52,22 @@ snap() {
 		S0[$h.own]=$((x - e))
 	done
 }
+# delta H: H's packets since snap: de the programs' share, dd the daemon's
+delta() {
+	local x e
+	x=$(($(ibc "$1" xmit_pkts) + $(ibc "$1" rcv_pkts)))
+	e=$(($(ibc "$1" eng_xmit_pkts) + $(ibc "$1" eng_rcv_pkts)))
+	de=$((e - S0[$1.eng]))
+	dd=$((x - e - S0[$1.own]))
+}
 # moved WHAT MIN: the programs moved >= MIN packets on each host, and the
 # daemon of its own at most a tenth of that (the SM's sweeps and SA
 # answers, OpenSM being in a: nothing of the data); D set to the figures
 moved() {
-	local h x e de dd okay=0
+	local h de dd okay=0
 	D=""
 	for h in a b; do
-		x=$(($(ibc $h xmit_pkts) + $(ibc $h rcv_pkts)))
-		e=$(($(ibc $h eng_xmit_pkts) + $(ibc $h eng_rcv_pkts)))
-		de=$((e - S0[$h.eng]))
-		dd=$((x - e - S0[$h.own]))
+		delta $h
 		D="$D $h: programs +$de, daemon +$dd;"
 		[ "$de" -ge "$2" ] && [ $((dd * 10)) -le "$de" ] || okay=1
 	done
@@ -71,21 +76,15 @@ moved() {
 
 # --- ibv_rc_pingpong by LID, payload checked ---------------------------------------
 snap
-srv=$(sof_out ibe.pp.srv)
-cli=$SOF_TMP/pp.cli
-sof_host_bg ibe.pp.srv b 60 "$SOFTOFED" run -- ibv_rc_pingpong -d sofib0 -p 18515 -n 500 -s 4096 --chk
-sof_host_wait_listen b 18515 10 ibe.pp.srv >/dev/null 2>&1
-sof_host_run a "$SOFTOFED" run -- timeout 40 ibv_rc_pingpong -d sofib0 -p 18515 -n 500 -s 4096 --chk \
-	"$(sof_host_ip b)" >"$cli" 2>&1 </dev/null
+sof_host_pair ibe.pp b a 18515 40 ibv_rc_pingpong -d sofib0 -n 500 -s 4096 --chk
 rc=$?
-sof_wait ibe.pp.srv 20
-if [ "$rc" -eq 0 ] && grep -q '^4096000 bytes in ' "$cli" && grep -q '^4096000 bytes in ' "$srv" &&
-	grep -q "remote address: *LID $(printf 0x%04x "$lb")" "$cli" &&
-	! grep -q -i 'invalid data\|failed\|couldn' "$cli" "$srv" && moved rc 1000; then
+if [ "$rc" -eq 0 ] && grep -q '^4096000 bytes in ' "$SOF_CLI_OUT" && grep -q '^4096000 bytes in ' "$SOF_SRV_OUT" &&
+	grep -q "remote address: *LID $(printf 0x%04x "$lb")" "$SOF_CLI_OUT" &&
+	! grep -q -i 'invalid data\|failed\|couldn' "$SOF_CLI_OUT" "$SOF_SRV_OUT" && moved rc 1000; then
 	ok "ibengine: ibv_rc_pingpong -d sofib0 by LID $la <-> $lb (500 x 4 KiB, --chk) in the programs ($D)"
 else
-	not_ok "ibengine: rc_pingpong" "client rc $rc;$D"
-	sof_dump "$cli" "$srv"
+	not_ok "ibengine: rc_pingpong" "${SOF_PAIR_WHY:-};$D"
+	sof_pair_dump
 fi
 
 # --- perftest by LID -------------------------------------------------------------------
@@ -96,8 +95,7 @@ pt() {
 	sof_host_pair "ibe.$name" b a 18600 40 "$@" -d sofib0
 	if sof_perftest_verdict "ibengine: $name" $? >/dev/null 2>&1 &&
 		grep -q "remote address: LID $(printf 0x%02x "$lb") " "$SOF_CLI_OUT" && moved "$name" 400; then
-		ok "ibengine: $name by LID a -> b in the programs ($(grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" |
-			tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //; s/ $//');$D)"
+		ok "ibengine: $name by LID a -> b in the programs ($(sof_perftest_last);$D)"
 	else
 		not_ok "ibengine: $name" "${SOF_PAIR_WHY:-};$D"
 		sof_pair_dump
@@ -108,44 +106,43 @@ pt ib_write_bw ib_write_bw -n 200 -s 65536
 pt ib_read_bw ib_read_bw -n 200 -s 65536
 
 # --- data_stream by LID, every byte checked ----------------------------------------------
+# (the server takes the client's -s, sent with the spec)
 snap
-srv=$(sof_out ibe.ds.srv)
-cli=$SOF_TMP/ds.cli
-sof_host_bg ibe.ds.srv b 100 "$SOFTOFED" run -- "$SOF_PROGS/data_stream" -d sofib0 -p 18701 -m 4096 -T 90
-sof_host_wait_listen b 18701 10 ibe.ds.srv >/dev/null 2>&1
-sof_host_run a "$SOFTOFED" run -- "$SOF_PROGS/data_stream" -d sofib0 -p 18701 -m 4096 -T 90 \
-	-s 1x64,1023x32,4096x16,65536x8,1048576x2 "$(sof_host_ip b)" >"$cli" 2>&1 </dev/null
+sof_host_pair ibe.ds b a 18701 100 "$SOF_PROGS/data_stream" -d sofib0 -m 4096 -T 90 \
+	-s 1x64,1023x32,4096x16,65536x8,1048576x2
 rc=$?
-sof_wait ibe.ds.srv 30
-if [ "$rc" -eq 0 ] && grep -q '^ok' "$cli" && grep -q '^ok' "$srv" &&
-	grep -q '^checked write_imm messages=' "$srv" && grep -q '^checked read messages=' "$cli" &&
+if [ "$rc" -eq 0 ] && grep -q '^ok' "$SOF_CLI_OUT" && grep -q '^ok' "$SOF_SRV_OUT" &&
+	grep -q '^checked write_imm messages=' "$SOF_SRV_OUT" && grep -q '^checked read messages=' "$SOF_CLI_OUT" &&
 	moved ds 400; then
 	ok "ibengine: data_stream by LID (SEND, WRITE, WRITE_IMM, READ up to 1 MiB, every byte checked) in the programs ($D)"
 else
-	not_ok "ibengine: data_stream" "client rc $rc;$D"
-	sof_dump "$cli" "$srv"
+	not_ok "ibengine: data_stream" "${SOF_PAIR_WHY:-};$D"
+	sof_pair_dump
 fi
 
 # --- what stays with the daemon ------------------------------------------------------------
+# by_daemon H BYTES WHAT NAME PAIR...: snap, sof_host_pair PAIR...; ok
+# "ibengine: WHAT" when both sides printed "BYTES bytes in" and H's
+# packets went through its daemon alone (the programs' share flat, the
+# daemon's at least 400 packets), else not_ok "ibengine: NAME"
+by_daemon() {
+	local h=$1 bytes=$2 what=$3 name=$4 rc de dd
+	shift 4
+	snap
+	sof_host_pair "$@"
+	rc=$?
+	delta "$h"
+	if [ "$rc" -eq 0 ] && grep -q "^$bytes bytes in " "$SOF_CLI_OUT" && grep -q "^$bytes bytes in " "$SOF_SRV_OUT" &&
+		[ "$de" -eq 0 ] && [ "$dd" -ge 400 ]; then
+		ok "ibengine: $what ($h: daemon +$dd, programs +$de)"
+	else
+		not_ok "ibengine: $name" "${SOF_PAIR_WHY:-}; $h: daemon +$dd, programs +$de"
+		sof_pair_dump
+	fi
+}
 # UD: the daemon's
-snap
-srv=$(sof_out ibe.ud.srv)
-cli=$SOF_TMP/ud.cli
-sof_host_bg ibe.ud.srv b 60 "$SOFTOFED" run -- ibv_ud_pingpong -d sofib0 -p 18517 -n 200 -s 2048 --chk
-sof_host_wait_listen b 18517 10 ibe.ud.srv >/dev/null 2>&1
-sof_host_run a "$SOFTOFED" run -- timeout 40 ibv_ud_pingpong -d sofib0 -p 18517 -n 200 -s 2048 --chk \
-	"$(sof_host_ip b)" >"$cli" 2>&1 </dev/null
-rc=$?
-sof_wait ibe.ud.srv 20
-de=$(($(ibc b eng_xmit_pkts) + $(ibc b eng_rcv_pkts) - S0[b.eng]))
-dd=$(($(ibc b xmit_pkts) + $(ibc b rcv_pkts) - $(ibc b eng_xmit_pkts) - $(ibc b eng_rcv_pkts) - S0[b.own]))
-if [ "$rc" -eq 0 ] && grep -q '^819200 bytes in ' "$cli" && grep -q '^819200 bytes in ' "$srv" &&
-	[ "$de" -eq 0 ] && [ "$dd" -ge 400 ]; then
-	ok "ibengine: ibv_ud_pingpong by LID (--chk) through the daemons (b: daemon +$dd, programs +$de)"
-else
-	not_ok "ibengine: ud" "client rc $rc; b: daemon +$dd, programs +$de"
-	sof_dump "$cli" "$srv"
-fi
+by_daemon b 819200 "ibv_ud_pingpong by LID (--chk) through the daemons" ud \
+	ibe.ud b a 18517 40 ibv_ud_pingpong -d sofib0 -n 200 -s 2048 --chk
 
 # QP0 and QP1: perfquery of b's port from a (SMPs to resolve it, a PMA GMP)
 pq=$SOF_TMP/pq
@@ -169,10 +166,9 @@ sof_host_bg ibe.kill.srv b 60 "$SOFTOFED" run -- stdbuf -oL -eL ib_write_bw -d s
 sof_host_wait_listen b 18640 10 ibe.kill.srv >/dev/null 2>&1
 sof_host_bg ibe.kill.cli a 60 "$SOFTOFED" run -- stdbuf -oL -eL ib_write_bw -d sofib0 -p 18640 -s 65536 -D 30 \
 	"$(sof_host_ip b)"
-for _ in $(seq 200); do
-	grep -q 'remote address' "$(sof_out ibe.kill.cli)" && grep -q '#bytes' "$(sof_out ibe.kill.cli)" && break
-	sleep 0.1
-done
+# shellcheck disable=SC2317 # called through sof_wait_for
+streaming() { grep -q 'remote address' "$1" && grep -q '#bytes' "$1"; }
+sof_wait_for 20 streaming "$(sof_out ibe.kill.cli)"
 sleep 0.5
 q0=$(sof_counter b drops.qpn)
 sof_kill ibe.kill.srv
@@ -186,22 +182,7 @@ else
 fi
 
 # SOFTOFED_ENGINE=daemon: the daemons run it, the programs nothing
-snap
-srv=$(sof_out ibe.dpp.srv)
-cli=$SOF_TMP/dpp.cli
-sof_host_bg ibe.dpp.srv b 60 env SOFTOFED_ENGINE=daemon "$SOFTOFED" run -- ibv_rc_pingpong -d sofib0 -p 18519 -n 200 -s 4096 --chk
-sof_host_wait_listen b 18519 10 ibe.dpp.srv >/dev/null 2>&1
-sof_host_run a env SOFTOFED_ENGINE=daemon "$SOFTOFED" run -- timeout 40 ibv_rc_pingpong -d sofib0 -p 18519 -n 200 \
-	-s 4096 --chk "$(sof_host_ip b)" >"$cli" 2>&1 </dev/null
-rc=$?
-sof_wait ibe.dpp.srv 20
-de=$(($(ibc a eng_xmit_pkts) + $(ibc a eng_rcv_pkts) - S0[a.eng]))
-dd=$(($(ibc a xmit_pkts) + $(ibc a rcv_pkts) - $(ibc a eng_xmit_pkts) - $(ibc a eng_rcv_pkts) - S0[a.own]))
-if [ "$rc" -eq 0 ] && grep -q '^1638400 bytes in ' "$cli" && grep -q '^1638400 bytes in ' "$srv" &&
-	[ "$de" -eq 0 ] && [ "$dd" -ge 400 ]; then
-	ok "ibengine: SOFTOFED_ENGINE=daemon ibv_rc_pingpong --chk by LID through the daemons (a: daemon +$dd, programs +$de)"
-else
-	not_ok "ibengine: engine=daemon" "client rc $rc; a: daemon +$dd, programs +$de"
-	sof_dump "$cli" "$srv"
-fi
+SOF_SRV_ENV=SOFTOFED_ENGINE=daemon SOF_CLI_ENV=SOFTOFED_ENGINE=daemon \
+	by_daemon a 1638400 "SOFTOFED_ENGINE=daemon ibv_rc_pingpong --chk by LID through the daemons" engine=daemon \
+	ibe.dpp b a 18519 40 ibv_rc_pingpong -d sofib0 -n 200 -s 4096 --chk
 sof_exit

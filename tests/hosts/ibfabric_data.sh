@@ -64,8 +64,7 @@ pt() {
 		grep -q "remote address: LID $(hex2 "$lc") " "$SOF_CLI_OUT" &&
 		grep -q "local address: LID $(hex2 "$la") " "$SOF_CLI_OUT" &&
 		grep -q "remote address: LID $(hex2 "$la") " "$SOF_SRV_OUT"; then
-		ok "ibfabric/$T: $name by LID a -> c through three switches ($(grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" |
-			tail -n 1 | tr -s ' \t' ' ' | sed 's/^ //; s/ $//'))"
+		ok "ibfabric/$T: $name by LID a -> c through three switches ($(sof_perftest_last))"
 	else
 		not_ok "ibfabric/$T: $name" "$SOF_PAIR_WHY"
 		sof_pair_dump

@@ -17,46 +17,13 @@ set -u
 sof_init
 
 N=sm/mkey_hosts
-PORT=7479
 KEY=0x00c0ffee00000042
-FABRIC=$(dirname "$SOFTOFED")/softofed-fabric
-[ -x "$FABRIC" ] || FABRIC=$SOF_ROOT/build/bin/softofed-fabric
 SMBIN=$(dirname "$SOFTOFED")/softofed-sm
 [ -x "$SMBIN" ] || SMBIN=$SOF_ROOT/build/bin/softofed-sm
-TOPO=$SOF_TMP/star3.net
-cat >"$TOPO" <<'EOF2'
-Switch	8 "S1"
-[1]	"H1"[1]
-[2]	"H2"[1]
-[3]	"H3"[1]
-
-Hca	1 "H1"
-[1]	"S1"[1]
-
-Hca	1 "H2"
-[1]	"S1"[2]
-
-Hca	1 "H3"
-[1]	"S1"[3]
-EOF2
-SOF_HOST_UP_ARGS[a]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H1"
-SOF_HOST_UP_ARGS[b]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H2"
-SOF_HOST_UP_ARGS[c]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H3"
-sof_hosts_up 3 || sof_exit
-IBF_HOSTS="a b c"
 # shellcheck source=tests/ib_fabric.sh
 . "$SOF_ROOT/tests/ib_fabric.sh"
-
-sof_host_bg mk.fabric a 200 "$FABRIC" "$TOPO" --listen "$(sof_host_ip a):$PORT" --real H1,H2,H3
-for _ in $(seq 100); do
-	sof_ibf_all_in INIT && break
-	sleep 0.1
-done
-if ! sof_ibf_all_in INIT; then
-	not_ok "$N: attach" "$(sof_ibf_line a) / $(sof_ibf_line b) / $(sof_ibf_line c)"
-	sof_dump "$(sof_out mk.fabric)"
-	sof_exit
-fi
+IBF_PORT=7479 IBF_SECS=200
+sof_ibf_attach "$N" "$SOF_ROOT/tests/topologies/star3.net" H1,H2,H3 3 || sof_exit
 
 CONF=$SOF_TMP/parts40.conf
 {
@@ -133,5 +100,5 @@ else
 fi
 
 sof_kill mk.sm
-sof_kill mk.fabric
+sof_kill ibf.fabric
 sof_exit

@@ -20,32 +20,16 @@ set -u
 sof_ns_enter "$@"
 sof_init
 
-TOPO=${SOF_TOPOLOGIES:-$SOF_ROOT/tests/topologies}
-UMAD2SIM=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
-SM=$(dirname "$SOFTOFED")/softofed-sm
-[ -x "$SM" ] || SM=$SOF_ROOT/build/bin/softofed-sm
-OUT=$SOF_TMP/out
+# shellcheck source=tests/ib_fabric.sh
+. "$SOF_ROOT/tests/ib_fabric.sh"
+sof_sim_init sm/pkeys softofed-sm smpquery saquery
 mkdir -p "$SOF_TMP/pk" && cd "$SOF_TMP/pk" || exit 1
 
-if [ ! -f "$UMAD2SIM" ] || ! command -v smpquery >/dev/null || ! command -v saquery >/dev/null ||
-	[ ! -x "$SM" ]; then
-	not_ok "sm/pkeys" "ibsim-utils' libumad2sim.so, smpquery, saquery or $SM missing"
-	sof_exit
-fi
-
-fabric() { timeout 30 "$SOFTOFED" fabric "$@" </dev/null; }
-sim() { SIM_HOST=H3 LD_PRELOAD=$UMAD2SIM timeout -s KILL 30 "$@" 2>/dev/null; }
-wait_for() { # FILE REGEX SECS
-	for _ in $(seq 1 $(($3 * 10))); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
+# diagnostics from H3
+SOF_SIM_HOST=H3
 lid_of() { # NAME: the LID of CA or switch NAME
-	sim ibnetdiscover >"$SOF_TMP/ibnd"
-	grep -A 8 "^Ca.*\"$1\"" "$SOF_TMP/ibnd" | sed -n 's/^\[1\].*# lid \([0-9]*\) lmc.*/\1/p' | head -n 1
-	grep "^Switch.*\"$1\"" "$SOF_TMP/ibnd" | sed -n 's/.* lid \([0-9]*\) lmc.*/\1/p' | head -n 1
+	sof_sim ibnetdiscover >"$SOF_TMP/ibnd"
+	sof_sim_lid "$SOF_TMP/ibnd" "$1"
 }
 # parts N: a partitions.conf with the default and p1..pN (odd ones full)
 parts() {
@@ -57,20 +41,20 @@ parts() {
 # the P_Keys smpquery pkeys printed (each 0x....), one a line
 pkeys_of() { grep -o '0x[0-9a-f]\{4\}' "$1" | grep -v '^0x0000$'; }
 
-fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1
+sof_sim_fabric up "$SIM_TOPO/line3.net" --ibsim >"$OUT" 2>&1
 parts 40 >parts40.conf
-sof_bg smA 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 "$SM" -v --partitions "$SOF_TMP/pk/parts40.conf"
-if ! wait_for "$(sof_out smA)" 'SUBNET UP' 30; then
+sof_bg smA 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 "$SIM_SM" -v --partitions "$SOF_TMP/pk/parts40.conf"
+if ! sof_wait_log "$(sof_out smA)" 'SUBNET UP' 30; then
 	not_ok "sm/pkeys: SUBNET UP" "no SUBNET UP"
 	sof_dump "$(sof_out smA)"
 	sof_kill smA
-	fabric down >"$OUT" 2>&1
+	sof_sim_fabric down >"$OUT" 2>&1
 	sof_exit
 fi
 sleep 1
 h2=$(lid_of H2)
 s2=$(lid_of S2)
-sim smpquery pkeys "$h2" >"$SOF_TMP/h2"
+sof_sim smpquery pkeys "$h2" >"$SOF_TMP/h2"
 pkeys_of "$SOF_TMP/h2" >"$SOF_TMP/h2.list"
 want=$(
 	echo 0xffff
@@ -82,13 +66,13 @@ else
 	not_ok "sm/pkeys: smpquery pkeys of H2" "$(cat "$SOF_TMP/h2")"
 	sof_dump "$(sof_out smA)"
 fi
-sim smpquery pkeys "$s2" 1 >"$SOF_TMP/s2"
+sof_sim smpquery pkeys "$s2" 1 >"$SOF_TMP/s2"
 if [ "$(pkeys_of "$SOF_TMP/s2")" = "$want" ]; then
 	ok "sm/pkeys: S2's port 1 (to H2) holds H2's 41 entries in two blocks"
 else
 	not_ok "sm/pkeys: S2 port 1" "$(cat "$SOF_TMP/s2")"
 fi
-sim saquery --smkey 1 PKTR "$h2" >"$SOF_TMP/pktr"
+sof_sim saquery --smkey 1 PKTR "$h2" >"$SOF_TMP/pktr"
 if grep -q 'Block\.*1$' "$SOF_TMP/pktr" && grep -q '0x8121' "$SOF_TMP/pktr" && grep -q '0x0128' "$SOF_TMP/pktr"; then
 	ok "sm/pkeys: saquery PKTR of H2 has block 1 with 0x8121 .. 0x0128"
 else
@@ -99,10 +83,10 @@ sof_kill smA
 # ten partitions: the restarted SM writes both blocks again, block 1 empty
 parts 10 >parts10.conf
 : >"$(sof_out smA)"
-sof_bg smA 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 "$SM" -v --partitions "$SOF_TMP/pk/parts10.conf"
-if wait_for "$(sof_out smA)" 'SUBNET UP' 30; then
+sof_bg smA 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 "$SIM_SM" -v --partitions "$SOF_TMP/pk/parts10.conf"
+if sof_wait_log "$(sof_out smA)" 'SUBNET UP' 30; then
 	sleep 1
-	sim smpquery pkeys "$h2" >"$SOF_TMP/h2b"
+	sof_sim smpquery pkeys "$h2" >"$SOF_TMP/h2b"
 	n=$(pkeys_of "$SOF_TMP/h2b" | wc -l)
 	if [ "$n" = 11 ] && ! grep -q '0x0128\|0x8121' "$SOF_TMP/h2b"; then
 		ok "sm/pkeys: with 10 partitions H2 holds 11 entries, block 1 emptied"
@@ -113,16 +97,16 @@ else
 	not_ok "sm/pkeys: 10 partitions" "no SUBNET UP"
 fi
 sof_kill smA
-fabric down >"$OUT" 2>&1
+sof_sim_fabric down >"$OUT" 2>&1
 
 # OpenSM with the same 40 partitions: saquery PKTR of H2 as with ours
 if command -v opensm >/dev/null; then
-	fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1
+	sof_sim_fabric up "$SIM_TOPO/line3.net" --ibsim >"$OUT" 2>&1
 	sof_bg osm 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 OSM_CACHE_DIR="$SOF_TMP/pk" \
 		OSM_TMP_DIR="$SOF_TMP/pk" opensm -P "$SOF_TMP/pk/parts40.conf" -d 2 -f "$SOF_TMP/pk/osm.log"
-	if wait_for "$SOF_TMP/pk/osm.log" 'SUBNET UP' 30; then
+	if sof_wait_log "$SOF_TMP/pk/osm.log" 'SUBNET UP' 30; then
 		sleep 1
-		sim saquery --smkey 1 PKTR "$(lid_of H2)" >"$SOF_TMP/pktr_osm"
+		sof_sim saquery --smkey 1 PKTR "$(lid_of H2)" >"$SOF_TMP/pktr_osm"
 		# the LIDs are each SM's own
 		if diff <(grep -v 'LID\.\.' "$SOF_TMP/pktr_osm") <(grep -v 'LID\.\.' "$SOF_TMP/pktr") \
 			>"$SOF_TMP/pktr_diff" && grep -q 'Block\.*1$' "$SOF_TMP/pktr_osm"; then
@@ -135,7 +119,7 @@ if command -v opensm >/dev/null; then
 		sof_dump "$SOF_TMP/pk/osm.log"
 	fi
 	sof_kill osm
-	fabric down >"$OUT" 2>&1
+	sof_sim_fabric down >"$OUT" 2>&1
 else
 	not_ok "sm/pkeys: OpenSM" "opensm missing"
 fi

@@ -13,6 +13,8 @@
 #include "fabric.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -247,27 +249,91 @@ void fab_udp_input(struct fabric *f, const uint8_t *p, size_t len,
 }
 
 /* Packets to real hosts wait here and leave together (sendmmsg) when the
- * batch is full or the queue ran dry (fab_run), in their order. */
-#define TX_BATCH 32
+ * batch is full or the queue ran dry (fab_run), in their order. A run of
+ * packets to one host of one size (the last may be shorter) leaves as one
+ * UDP GSO send (UDP_SEGMENT): the kernel cuts it into the same datagrams,
+ * and routes it, and crosses the bridge and veth, once rather than per
+ * packet. A socket or path that refuses it (EINVAL: a segment over the
+ * path MTU) turns it off and the packets leave one by one. */
+#define TX_BATCH 64
+#define GSO_MAX_BYTES 65000 /* the datagrams of one send: under IP's 64 KiB */
+#define GSO_MAX_SEGS 64	    /* the kernel's UDP_MAX_SEGMENTS */
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
+#endif
 static struct {
 	unsigned n;
+	bool no_gso;
 	struct mmsghdr m[TX_BATCH];
+	unsigned first[TX_BATCH], count[TX_BATCH]; /* each message's packets */
+	socklen_t alen[TX_BATCH];		   /* each packet's address */
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctl[TX_BATCH];
 	struct iovec iov[TX_BATCH];
 	struct sockaddr_storage to[TX_BATCH];
 	uint8_t buf[TX_BATCH][FAB_MAX_PKT];
 } tx;
 
+/* the messages for packets from..tx.n: runs joined unless GSO is off */
+static unsigned tx_group(unsigned from)
+{
+	unsigned nm = 0, i = from;
+
+	while (i < tx.n) {
+		struct msghdr *h = &tx.m[nm].msg_hdr;
+		size_t seg = tx.iov[i].iov_len, bytes = seg;
+		unsigned k = 1;
+
+		while (!tx.no_gso && i + k < tx.n && k < GSO_MAX_SEGS &&
+		       tx.iov[i + k - 1].iov_len == seg && tx.iov[i + k].iov_len <= seg &&
+		       bytes + tx.iov[i + k].iov_len <= GSO_MAX_BYTES &&
+		       tx.alen[i + k] == tx.alen[i] && !memcmp(&tx.to[i + k], &tx.to[i], tx.alen[i]))
+			bytes += tx.iov[i + k++].iov_len;
+		*h = (struct msghdr){.msg_name = &tx.to[i],
+				     .msg_namelen = tx.alen[i],
+				     .msg_iov = &tx.iov[i],
+				     .msg_iovlen = k};
+		if (k > 1) {
+			struct cmsghdr *c = &tx.ctl[nm].align;
+			uint16_t s16 = (uint16_t)seg;
+
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(s16));
+			memcpy(CMSG_DATA(c), &s16, sizeof(s16));
+			h->msg_control = c;
+			h->msg_controllen = CMSG_SPACE(sizeof(s16));
+		}
+		tx.first[nm] = i;
+		tx.count[nm++] = k;
+		i += k;
+	}
+	return nm;
+}
+
 void fab_tx_flush(struct fabric *f)
 {
-	unsigned done = 0;
+	unsigned done = 0, nm;
 	bool waited = false;
 
-	while (done < tx.n) {
-		int r = sendmmsg(f->udp, tx.m + done, tx.n - done, 0);
+	if (!tx.n)
+		return;
+	nm = tx_group(0);
+	while (done < nm) {
+		int r = sendmmsg(f->udp, tx.m + done, nm - done, 0);
 
 		if (r > 0) {
 			done += (unsigned)r;
 			waited = false;
+			continue;
+		}
+		if (r < 0 && errno == EINVAL && tx.count[done] > 1 && !tx.no_gso) {
+			/* no GSO here: the rest one by one */
+			tx.no_gso = true;
+			nm = tx_group(tx.first[done]);
+			done = 0;
 			continue;
 		}
 		/* the socket is full: room for a moment, else this one is
@@ -277,7 +343,7 @@ void fab_tx_flush(struct fabric *f)
 			waited = true;
 			continue;
 		}
-		f->st.tx_lost++;
+		f->st.tx_lost += tx.count[done];
 		done++;
 		waited = false;
 	}
@@ -298,11 +364,8 @@ void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_
 	if (!sealed)
 		fab_pkt_seal(tx.buf[i], len);
 	memcpy(&tx.to[i], &n->host.addr, n->host.addrlen);
+	tx.alen[i] = n->host.addrlen;
 	tx.iov[i] = (struct iovec){.iov_base = tx.buf[i], .iov_len = len};
-	tx.m[i].msg_hdr = (struct msghdr){.msg_name = &tx.to[i],
-					  .msg_namelen = n->host.addrlen,
-					  .msg_iov = &tx.iov[i],
-					  .msg_iovlen = 1};
 	f->st.to_hosts++;
 }
 

@@ -5,7 +5,7 @@
  * network namespace), and moves packets until told to stop.
  *
  *   softofed-fabric FILE [--listen ADDR:PORT] [--real NAME[,NAME...]]
- *                   [--log FILE] [--ibsim]
+ *                   [--log FILE] [--ibsim] [--nice N]
  *
  * --ibsim: also serve ibsim's client protocol (sim.c), so that programs
  * run with libumad2sim.so preloaded (OpenSM, infiniband-diags) attach to
@@ -16,6 +16,13 @@
  * CAPTURE COUNT SECS [NAME PORT] answers "ok capture" and a pcap stream
  * (capture.c). The
  * `softofed fabric` command (tools/fabric.c) sends them.
+ *
+ * --nice N (default -10; 0 leaves it): the process's scheduling priority.
+ * Every packet between hosts waits for this process to wake, so on a
+ * loaded machine each hop would add a wait for a CPU that a switch, which
+ * forwards whatever the hosts' CPUs do, never has; the process only runs
+ * when packets arrive, so the priority costs the hosts nothing when idle.
+ * Without the privilege (not root) it runs at its inherited priority.
  */
 #include "fabric.h"
 #include "sof_util.h"
@@ -30,11 +37,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define CTL_NAME "softofed/fabric"
 #define DEFAULT_LISTEN "127.0.0.1:7471"
+#define DEFAULT_NICE (-10)
 
 static volatile sig_atomic_t stop;
 static uint64_t started;
@@ -370,7 +379,7 @@ static int split_real(char *arg, char ***real, unsigned *nreal)
 static void usage(void)
 {
 	fprintf(stderr, "usage: softofed-fabric FILE [--listen ADDR:PORT] [--real NAME,...] "
-			"[--log FILE]\n");
+			"[--log FILE] [--ibsim] [--nice N]\n");
 }
 
 int main(int argc, char **argv)
@@ -380,7 +389,7 @@ int main(int argc, char **argv)
 	unsigned nreal = 0;
 	struct fabric f;
 	struct topo t;
-	int ctl, rc, i;
+	int ctl, rc, i, prio = DEFAULT_NICE;
 	uint64_t next_tick;
 	struct sigaction sa = {.sa_handler = on_signal};
 
@@ -391,6 +400,8 @@ int main(int argc, char **argv)
 			split_real(argv[++i], &real, &nreal);
 		else if (!strcmp(argv[i], "--log") && i + 1 < argc)
 			log = argv[++i];
+		else if (!strcmp(argv[i], "--nice") && i + 1 < argc)
+			prio = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--ibsim"))
 			ibsim = getenv("IBSIM_SOCKNAME") ? getenv("IBSIM_SOCKNAME") : "sim";
 		else if (argv[i][0] == '-' || topo_path) {
@@ -448,6 +459,9 @@ int main(int argc, char **argv)
 			close(nul);
 		}
 	}
+	if (prio && setpriority(PRIO_PROCESS, 0, prio))
+		fprintf(stderr, "softofed-fabric: --nice %d: %s (the inherited priority stays)\n",
+			prio, strerror(errno));
 	next_tick = fab_now() + 1000000000ull;
 	while (!stop) {
 		struct pollfd pfd[4 + FAB_SIM_CLIENTS] = {{.fd = f.udp, .events = POLLIN},

@@ -749,11 +749,8 @@ static int op_net_engine(struct sofd_req *rq, struct sofd_rep *rp)
 	slot = sof_tp_slot_take(rq->c, &fd4, &fd6, &fdib, &cfd, &efd);
 	if (slot < 0)
 		return slot;
-	rbuf.net_engine =
-	    (struct sof_net_engine_rep){.slot = (uint32_t)slot,
-					.has4 = fd4 >= 0,
-					.has6 = fd6 >= 0,
-					.has_ib = fdib >= 0};
+	rbuf.net_engine = (struct sof_net_engine_rep){
+	    .slot = (uint32_t)slot, .has4 = fd4 >= 0, .has6 = fd6 >= 0, .has_ib = fdib >= 0};
 	rp->len = sizeof(rbuf.net_engine);
 	if (fd4 >= 0)
 		sofd_rep_fd(rp, fd4, false);

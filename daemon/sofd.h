@@ -631,9 +631,9 @@ void sof_tp_qp_init(struct sofd_qp *qp);
  * 0 or -errno. */
 int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bool *net);
 /* Steering slots (NET_ENGINE): take a slot for c, its receive sockets
- * (-1 for a family without one; fdib: on the InfiniBand link) and its counter page (the daemon keeps
- * its own descriptors), or give c's slot back (the daemon reads its
- * sockets until the slot is taken again). The slot, or -errno. */
+ * (-1 for a family without one; fdib: on the InfiniBand link) and its counter page (the daemon
+ * keeps its own descriptors), or give c's slot back (the daemon reads its sockets until the slot is
+ * taken again). The slot, or -errno. */
 int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *fdib, int *cfd, int *efd);
 void sof_tp_slot_release(struct sofd_conn *c);
 /* Flows (NET_FLOW, sof_proto.h): may c's slot take flows from peer? 0

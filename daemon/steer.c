@@ -156,8 +156,8 @@ static int steer_attach(void)
 	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
 	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, IB_LRH_LEN + 4);
 	prog[n++] = (struct sock_filter)BPF_STMT(BPF_JMP | BPF_JA, 1);
-	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-						 IB_LRH_LEN + IB_GRH_LEN + 4);
+	prog[n++] =
+	    (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, IB_LRH_LEN + IB_GRH_LEN + 4);
 	prog[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xffffff);
 	prog_tree(prog, &n, 0, nsteer);
 	fp.len = (unsigned short)n;

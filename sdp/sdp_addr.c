@@ -26,7 +26,7 @@ int sdp_addr_any(const struct sockaddr_in6 *a)
 
 struct sockaddr_in6 sdp_addr_of(const uint8_t ip[16], uint16_t port)
 {
-	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = port };
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = port};
 
 	memcpy(&a.sin6_addr, ip, 16);
 	return a;
@@ -48,7 +48,7 @@ int sdp_addr_in(const struct sockaddr *a, socklen_t len, struct sockaddr_in6 *ou
 	}
 	if ((a->sa_family != AF_INET && a->sa_family != AF_INET_SDP) || len < sizeof(*sin))
 		return -1;
-	*out = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_port = sin->sin_port };
+	*out = (struct sockaddr_in6){.sin6_family = AF_INET6, .sin6_port = sin->sin_port};
 	out->sin6_addr.s6_addr[10] = out->sin6_addr.s6_addr[11] = 0xff;
 	memcpy(&out->sin6_addr.s6_addr[12], &sin->sin_addr, 4);
 	return 0;
@@ -60,7 +60,7 @@ int sdp_addr_in(const struct sockaddr *a, socklen_t len, struct sockaddr_in6 *ou
  * whole size. */
 int sdp_addr_out(const struct sockaddr_in6 *a, int v6, struct sockaddr *addr, socklen_t *len)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = a->sin6_port };
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = a->sin6_port};
 	const void *src = a;
 	socklen_t n = sizeof(*a);
 

@@ -196,8 +196,8 @@ static void relay(struct sdp_conn *c, int ufd, int tfd)
 	int up = 1, down = 1;
 
 	while (up || down) {
-		struct pollfd p[2] = { { .fd = ufd, .events = up ? POLLIN : 0 },
-				       { .fd = tfd, .events = down ? POLLIN : 0 } };
+		struct pollfd p[2] = {{.fd = ufd, .events = up ? POLLIN : 0},
+				      {.fd = tfd, .events = down ? POLLIN : 0}};
 		ssize_t n;
 
 		if (poll(p, 2, -1) < 0) {
@@ -234,7 +234,7 @@ static void relay(struct sdp_conn *c, int ufd, int tfd)
  * (blocking here), its own name the connection's */
 static int connect_tcp(struct sdp_aconn *a)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = a->sin.sin6_port };
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = a->sin.sin6_port};
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	int v6 = 0, fl = sdp_real.fcntl(a->tcp_fd, F_GETFL);
@@ -314,8 +314,8 @@ static void *connect_thread(void *arg)
 	return sdp_pump(q);
 }
 
-int sdp_connect_start(const struct sockaddr_in6 *src, const struct sockaddr_in6 *sin,
-		      int tcp_fd, struct sdp_conn **out, int *ufd)
+int sdp_connect_start(const struct sockaddr_in6 *src, const struct sockaddr_in6 *sin, int tcp_fd,
+		      struct sdp_conn **out, int *ufd)
 {
 	static const char zeros[512];
 	struct sdp_qpc *q = sdp_qpc_new();

@@ -95,6 +95,12 @@ static void on_portinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	d = sm_smp_data(mad);
 	memcpy(p->raw_portinfo, d, 64);
 	p->present = true;
+	/* absent from the last heavy sweep (new, or back after a reset):
+	 * its P_KeyTable is read again before it is written */
+	if (p->seen_sweep + 1 != sm->sn.sweep && !p->pkeys_reading) {
+		p->pkeys_read = false;
+		p->pkeys_set = 0;
+	}
 	p->seen_sweep = sm->sn.sweep;
 	p->gid_prefix = sof_get64(d + 8);
 	/* the LID the port has now: kept when free (an SM restart) */

@@ -266,6 +266,9 @@ void sm_phase_done(struct sm *sm)
 		return;
 	case SM_PHASE_PROGRAM:
 		sm_log(sm, 1, "programmed in %.1f ms", (double)(sm_now_us() - sm->t_phase) / 1e3);
+		if (sm->partitions)
+			sm_log(sm, 1, "P_KeyTable blocks: %u read, %u written", sm->pkey_read,
+			       sm->pkey_blocks);
 		if (sm->t_trap && sn->up) {
 			/* the reroute time: the first trap to the tables written */
 			fprintf(stderr, "softofed-sm: rerouted: trap to tables written in %.1f ms, %u LFT blocks\n",

@@ -16,8 +16,12 @@
  * Tables (IBA 10.9.1.1; blocks of 32 entries, as many as NodeInfo:
  * PartitionCap allows, up to SM_PKEY_MAX): a CA port and a switch's
  * port 0 get an entry per partition they are in, the default partition
- * first, bit 15 set for full members; every block at the first write,
- * then the blocks that changed; the SM's own port is
+ * first, bit 15 set for full members. At first contact with a port the
+ * SM Gets its blocks (a previous SM's, or the SMA's own) and places the
+ * file's table over them: a P_Key the port holds keeps its index, the
+ * default goes to index 0, a new one to the lowest free index, and an
+ * entry of a partition the file does not have is cleared (OpenSM's
+ * default too); only the blocks that then differ are Set. The SM's own port is
  * always a full member of the default partition (it must reach every
  * SMA and SA client). A switch external port whose far end is a CA gets
  * that CA port's table and, when SwitchInfo:PartitionEnforcementCap is
@@ -472,6 +476,7 @@ static void on_pkey_set(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 
 	if (err) {
 		sm->errors++;
+		p->pkeys_set &= (uint8_t)~(1u << b); /* unknown now: written again */
 		sm_log(sm, 1, "P_KeyTable block %u Set on %s port %u: %s", b, rq->node->desc,
 		       rq->port, err == -ETIMEDOUT ? "no answer" : "refused");
 		return;
@@ -481,37 +486,61 @@ static void on_pkey_set(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	p->pkeys_set |= (uint8_t)(1u << b);
 }
 
-/* Queue the Sets of p's table t (cap entries) that differ from what was
- * written: the first time every block up to cap, then a block that
- * changed (IBA 14.2.5.7: 32 entries a block; a switch's port in the
- * modifier's upper half, the block in the lower). */
+/* The table t (cap entries, in the file's order) placed over what the
+ * port holds: a P_Key it holds stays at its index (a QP's or an IPoIB
+ * child's pkey_index goes on naming it), with the membership the file
+ * gives; the default partition at index 0; the others at the lowest free
+ * index; an entry whose partition the file no longer has is cleared, as
+ * OpenSM does unless told to keep them. */
+static void table_merge(const struct sm_port *p, uint16_t *t, unsigned cap)
+{
+	uint16_t want[SM_PKEY_MAX], had[SM_PKEY_MAX];
+	bool placed[SM_PKEY_MAX] = {false};
+	unsigned nw = 0, i, k;
+
+	for (i = 0; i < cap; i++)
+		had[i] = p->pkeys_set & (1u << (i / 32)) ? p->pkeys[i] & 0x7fff : 0;
+	while (nw < cap && t[nw])
+		nw++;
+	memcpy(want, t, nw * sizeof(*want));
+	memset(t, 0, cap * sizeof(*t));
+	if (nw && (want[0] & 0x7fff) == PKEY_DEFAULT) {
+		t[0] = want[0];
+		placed[0] = true;
+	}
+	for (k = 0; k < nw; k++)
+		for (i = 0; i < cap && !placed[k]; i++)
+			if (!t[i] && had[i] == (want[k] & 0x7fff)) {
+				t[i] = want[k];
+				placed[k] = true;
+			}
+	for (k = 0, i = 0; k < nw; k++) {
+		if (placed[k])
+			continue;
+		while (i < cap && t[i])
+			i++;
+		if (i == cap)
+			break;
+		t[i] = want[k];
+	}
+}
+
+/* Queue the Sets of the blocks of p's table t (cap entries) the port
+ * does not hold (IBA 14.2.5.7: 32 entries a block; a switch's port in the
+ * modifier's upper half, the block in the lower); a block not known (its
+ * Get failed) is written whole. */
 static void table_write(struct sm *sm, struct sm_port *p, const uint16_t *t, unsigned cap)
 {
 	struct sm_node *n = p->node;
 	const uint8_t *path = n->sw ? n->path : p->path;
 	unsigned hops = n->sw ? n->hops : p->hops;
-	static const uint16_t zero[32];
 
-	if (!p->pkeys) {
-		p->pkeys = calloc(SM_PKEY_MAX, sizeof(*p->pkeys));
-		if (!p->pkeys) {
-			sm_log(sm, 0, "no memory for a P_Key table");
-			return;
-		}
-	}
 	for (unsigned b = 0; b * 32 < cap; b++) {
 		const uint16_t *want = t + b * 32, *had = p->pkeys + b * 32;
-		bool written = p->pkeys_set & (1u << b);
 		struct sm_req *rq;
 		uint8_t d[64];
 
-		if (written && !memcmp(want, had, 32 * sizeof(*want)))
-			continue;
-		/* an empty later block: written once (a previous SM may have
-		 * left entries there), then again only to clear what this
-		 * SM put there */
-		if (b && p->pkeys_set && !memcmp(want, zero, sizeof(zero)) &&
-		    (!written || !memcmp(had, zero, sizeof(zero))))
+		if (p->pkeys_set & (1u << b) && !memcmp(want, had, 32 * sizeof(*want)))
 			continue;
 		for (unsigned k = 0; k < 32; k++)
 			sof_put16(d + 2 * k, want[k]);
@@ -526,12 +555,91 @@ static void table_write(struct sm *sm, struct sm_port *p, const uint16_t *t, uns
 	}
 }
 
+/* The table the file gives p (false: the SM writes none there) and
+ * the entries it may hold */
+static bool table_want(const struct sm *sm, const struct sm_port *p, uint16_t *t, unsigned *cap)
+{
+	const struct sm_node *n = p->node;
+
+	if (n->sw && p->num) {
+		/* the CA's table, as far as the switch port holds it
+		 * (PartitionEnforcementCap) */
+		if (!sm_part_enforce(sm, p))
+			return false;
+		*cap = pkey_cap(p->peer);
+		if (*cap > n->sw->partition_enf_cap)
+			*cap = n->sw->partition_enf_cap;
+		table_of(sm, p->peer, *cap, t);
+	} else {
+		*cap = pkey_cap(p);
+		table_of(sm, p, *cap, t);
+	}
+	return true;
+}
+
+static void port_program(struct sm *sm, struct sm_port *p)
+{
+	uint16_t t[SM_PKEY_MAX];
+	unsigned cap;
+
+	if (!table_want(sm, p, t, &cap))
+		return;
+	table_merge(p, t, cap);
+	table_write(sm, p, t, cap);
+}
+
+static void on_pkey_get(struct sm *sm, struct sm_req *rq, int err, const uint8_t *mad)
+{
+	struct sm_port *p = &rq->node->port[rq->port];
+	unsigned b = rq->arg;
+
+	if (!err) {
+		for (unsigned i = 0; i < 32; i++)
+			p->pkeys[b * 32 + i] = sof_get16(sm_smp_data(mad) + 2 * i);
+		p->pkeys_set |= (uint8_t)(1u << b);
+		sm->pkey_read++;
+	} else {
+		sm_log(sm, 1, "P_KeyTable block %u Get on %s port %u: %s", b, rq->node->desc,
+		       rq->port, err == -ETIMEDOUT ? "no answer" : "refused");
+	}
+	/* every block answered or not: what the port lacks is written */
+	if (--p->pkeys_reading == 0 && p->present)
+		port_program(sm, p);
+}
+
+/* First contact (IBA 14.2.5.7): Get every block the port may hold before
+ * deciding what to Set; port_program runs when the last one answers. */
+static void table_read(struct sm *sm, struct sm_port *p, unsigned cap)
+{
+	struct sm_node *n = p->node;
+	const uint8_t *path = n->sw ? n->path : p->path;
+	unsigned hops = n->sw ? n->hops : p->hops;
+
+	p->pkeys_read = true;
+	p->pkeys_set = 0;
+	for (unsigned b = 0; b * 32 < cap; b++) {
+		struct sm_req *rq = sm_smp_dr(sm, path, hops, SOF_METHOD_GET, SOF_ATTR_PKEY_TABLE,
+					      n->sw ? (uint32_t)p->num << 16 | b : b, NULL,
+					      on_pkey_get);
+
+		if (!rq)
+			continue;
+		rq->node = n;
+		rq->port = p->num;
+		rq->arg = b;
+		p->pkeys_reading++;
+	}
+	if (!p->pkeys_reading)
+		port_program(sm, p);
+}
+
 void sm_part_program(struct sm *sm)
 {
 	struct sm_subnet *sn = &sm->sn;
 	uint16_t t[SM_PKEY_MAX];
 
 	sm->pkey_blocks = 0;
+	sm->pkey_read = 0;
 	if (!sm->partitions)
 		return;
 	for (unsigned i = 0; i < sn->nnodes; i++) {
@@ -543,22 +651,19 @@ void sm_part_program(struct sm *sm)
 			struct sm_port *p = &n->port[j];
 			unsigned cap;
 
-			if (!p->present)
+			if (!p->present || p->pkeys_reading || !table_want(sm, p, t, &cap))
 				continue;
-			if (n->sw && j) {
-				/* the CA's table, as far as the switch port
-				 * holds it (PartitionEnforcementCap) */
-				if (!sm_part_enforce(sm, p))
+			if (!p->pkeys) {
+				p->pkeys = calloc(SM_PKEY_MAX, sizeof(*p->pkeys));
+				if (!p->pkeys) {
+					sm_log(sm, 0, "no memory for a P_Key table");
 					continue;
-				cap = pkey_cap(p->peer);
-				if (cap > n->sw->partition_enf_cap)
-					cap = n->sw->partition_enf_cap;
-				table_of(sm, p->peer, cap, t);
-			} else {
-				cap = pkey_cap(p);
-				table_of(sm, p, cap, t);
+				}
 			}
-			table_write(sm, p, t, cap);
+			if (!p->pkeys_read)
+				table_read(sm, p, cap);
+			else
+				port_program(sm, p);
 		}
 	}
 }

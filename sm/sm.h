@@ -111,6 +111,7 @@ struct sm {
 	const char *partitions;	/* --partitions file, NULL: default tables */
 	struct sm_parts parts;	/* as loaded */
 	unsigned pkey_blocks;	/* P_KeyTable blocks the last sweep wrote */
+	unsigned pkey_read;	/* P_KeyTable blocks the last sweep read */
 	int verbose;
 	bool once;		/* exit after SUBNET UP */
 	/* guid2lid as loaded, sorted by GUID */

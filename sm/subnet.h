@@ -75,9 +75,10 @@ struct sm_port {
 	uint8_t subnet_timeout; /* PortInfo:SubnetTimeOut as set */
 	uint8_t resp_time;    /* PortInfo:RespTimeValue */
 	uint8_t raw_portinfo[64]; /* the last PortInfo GetResp's attribute */
-	/* the P_KeyTable (IBA 14.2.5.7) as the SM wrote it: SM_PKEY_MAX
-	 * entries, allocated at the first write; pkeys_set has a bit per
-	 * block written (none: the port keeps its own, the default) */
+	/* the P_KeyTable (IBA 14.2.5.7) as the port holds it, read at first
+	 * contact and as the SM wrote it since: SM_PKEY_MAX entries,
+	 * allocated at the first read; pkeys_set has a bit per block known
+	 * (none: the port keeps its own, the default) */
 	uint16_t *pkeys;
 	uint8_t pkeys_set;
 	/* the link's far end, NULL when none was found (or the port is down) */
@@ -91,6 +92,8 @@ struct sm_port {
 	uint16_t lid_wanted;  /* LID from guid2lid to reuse, 0 none */
 	bool lid_set;	      /* the SM's LID/SM LID are in the port's PortInfo */
 	uint8_t qos_vls;      /* OperationalVLs its SL2VL/VLArb were set for, 0 not */
+	bool pkeys_read;      /* its P_KeyTable blocks were asked for (partition.c) */
+	uint8_t pkeys_reading; /* P_KeyTable Gets not answered yet */
 };
 
 /* A switch: SwitchInfo (IBA 14.2.5.4) and the forwarding tables the SM

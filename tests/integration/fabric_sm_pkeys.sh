@@ -9,6 +9,9 @@
 #   - S2's port 1 (to H2) enforces: its table is H2's, both blocks;
 #   - `saquery --smkey 1 PKTR` has H2's block 1 record with them;
 #   - the partitions cut to 10 and the SM restarted: block 1 emptied;
+#   - restarted with p3 left out and p11 added: the SM reads the tables
+#     before it writes, p4..p10 keep their indexes, p11 takes index 3;
+#     restarted with the same file: every block read, none written;
 #   - OpenSM with the same 40 partitions: `saquery PKTR` of H2 the same
 #     records (LIDs aside), block 1 numbered as OpenSM numbers it.
 # Runs in a private network namespace.
@@ -95,6 +98,45 @@ if sof_wait_log "$(sof_out smA)" 'SUBNET UP' 30; then
 	fi
 else
 	not_ok "sm/pkeys: 10 partitions" "no SUBNET UP"
+fi
+sof_kill smA
+
+# p3 left out, p11 added: the restarted SM reads the tables first, so p4..
+# p10 keep their indexes (4..10) and p11 takes p3's freed index 3 (written
+# blindly it would be p4 at 3 ... p11 at 10)
+{
+	parts 11 | grep -v '^p3='
+} >parts_no3.conf
+: >"$(sof_out smA)"
+sof_bg smA 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 "$SIM_SM" -v --partitions "$SOF_TMP/pk/parts_no3.conf"
+if sof_wait_log "$(sof_out smA)" 'SUBNET UP' 30; then
+	sleep 1
+	sof_sim smpquery pkeys "$h2" >"$SOF_TMP/h2c"
+	# every entry with its index, zeros included
+	grep -o '0x[0-9a-f]\{4\}' "$SOF_TMP/h2c" | head -n 64 | awk '{printf "%d %s\n", NR - 1, $1}' >"$SOF_TMP/h2c.idx"
+	if grep -qx '3 0x810b' "$SOF_TMP/h2c.idx" && grep -qx '4 0x0104' "$SOF_TMP/h2c.idx" &&
+		grep -qx '10 0x010a' "$SOF_TMP/h2c.idx" && grep -qx '0 0xffff' "$SOF_TMP/h2c.idx" &&
+		! grep -q '0x0103\|0x8103' "$SOF_TMP/h2c.idx" &&
+		grep -q 'P_KeyTable blocks: [1-9][0-9]* read' "$(sof_out smA)"; then
+		ok "sm/pkeys: tables read before written: p3 dropped, p4..p10 kept at indexes 4..10, the new p11 at p3's index 3 ($(grep -o 'P_KeyTable blocks: .*' "$(sof_out smA)" | head -n 1))"
+	else
+		not_ok "sm/pkeys: indexes kept" "$(head -n 12 "$SOF_TMP/h2c.idx" | paste -sd' ')"
+		sof_dump "$SOF_TMP/h2c"
+	fi
+else
+	not_ok "sm/pkeys: indexes kept" "no SUBNET UP"
+fi
+sof_kill smA
+
+# the same file again: every table read, none written
+: >"$(sof_out smA)"
+sof_bg smA 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 "$SIM_SM" -v --partitions "$SOF_TMP/pk/parts_no3.conf"
+if sof_wait_log "$(sof_out smA)" 'SUBNET UP' 30 &&
+	grep -q 'P_KeyTable blocks: [1-9][0-9]* read, 0 written' "$(sof_out smA)" &&
+	sof_sim smpquery pkeys "$h2" >"$SOF_TMP/h2d" && diff -q "$SOF_TMP/h2c" "$SOF_TMP/h2d" >/dev/null; then
+	ok "sm/pkeys: restarted with the same file, no P_KeyTable Set ($(grep -o 'P_KeyTable blocks: .*' "$(sof_out smA)" | head -n 1)), H2's table unchanged"
+else
+	not_ok "sm/pkeys: nothing rewritten" "$(grep 'P_KeyTable' "$(sof_out smA)" | head -n 3)"
 fi
 sof_kill smA
 sof_sim_fabric down >"$OUT" 2>&1

@@ -38,6 +38,9 @@ static void ask_nodeinfo(struct sm *sm, struct sm_node *n, const uint8_t *path, 
 	if (rq) {
 		rq->node = n;
 		rq->port = port;
+		/* a port whose key the SM does not know yet may hold one of
+		 * the guid2mkey file's (a restart): those tried at once */
+		sm_mkey_try_all(sm, rq, on_nodeinfo);
 	}
 }
 
@@ -169,6 +172,9 @@ static void on_nodeinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	struct sm_port *p;
 
 	if (err) {
+		/* one of several keys tried (mkey.c): another may answer */
+		if (rq->m_key_set)
+			return;
 		if (parent && parent->port[rq->port].peer) {
 			parent->port[rq->port].peer = NULL;
 			sm->changed = true;
@@ -217,6 +223,7 @@ static void on_nodeinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 			p->guid = pguid;
 			sm_port_hash_add(sn, p);
 		}
+		p->m_key = sm_mkey_of_guid(sm, pguid);
 		ask(sm, n, p->path, p->hops, SOF_ATTR_PORT_INFO, lport, on_portinfo);
 	}
 	if (n->seen_sweep == sn->sweep)
@@ -239,6 +246,7 @@ static void on_nodeinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 		n->port[0].guid = pguid;
 		sm_port_hash_add(sn, &n->port[0]);
 	}
+	n->port[0].m_key = sm_mkey_of_guid(sm, pguid);
 	for (i = 1; i <= nports; i++)
 		n->port[i].guid = pguid;
 	ask(sm, n, n->path, n->hops, SOF_ATTR_SWITCH_INFO, 0, on_switchinfo);

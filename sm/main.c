@@ -266,6 +266,7 @@ void sm_phase_done(struct sm *sm)
 		return;
 	case SM_PHASE_PROGRAM:
 		sm_log(sm, 1, "programmed in %.1f ms", (double)(sm_now_us() - sm->t_phase) / 1e3);
+		sm_mkey_save(sm);
 		if (sm->partitions)
 			sm_log(sm, 1, "P_KeyTable blocks: %u read, %u written", sm->pkey_read,
 			       sm->pkey_blocks);
@@ -318,6 +319,7 @@ static void usage(void)
 		"       [--routing minhop|updown|ftree] [--guid2lid FILE] [--window N]\n"
 		"       [--timeout MS] [--retries N] [--sweep S] [--sm-key KEY] [--once] [-v]...\n"
 		"       [-y|--m_key KEY [--m_key_protection_level 0-3] [--m_key_lease_period S]]\n"
+		"       [--m_key_per_port] [--guid2mkey FILE]\n"
 		"       [--partitions FILE | --Pconfig FILE | -P FILE] (OpenSM's partitions.conf;\n"
 		"       -P with a number is the port)\n");
 }
@@ -371,6 +373,8 @@ int main(int argc, char **argv)
 	    {"m_key", required_argument, NULL, 'y'},	{"m-key", required_argument, NULL, 'y'},
 	    {"m_key_protection_level", required_argument, NULL, 'Y'},
 	    {"m_key_lease_period", required_argument, NULL, 'L'},
+	    {"m_key_per_port", no_argument, NULL, 'M'},
+	    {"guid2mkey", required_argument, NULL, 'G'},
 	    {0},
 	};
 	static struct sm sm;
@@ -429,6 +433,8 @@ int main(int argc, char **argv)
 		case 'y': sm.sn.m_key = strtoull(optarg, NULL, 0); break;
 		case 'Y': sm.sn.m_key_protect = (uint8_t)(atoi(optarg) & 3); break;
 		case 'L': sm.sn.m_key_lease = (uint16_t)atoi(optarg); break;
+		case 'M': sm.m_key_per_port = true; break;
+		case 'G': sm.guid2mkey = optarg; break;
 		case 'v': sm.verbose++; break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
@@ -437,6 +443,10 @@ int main(int argc, char **argv)
 		sm.window = 32;
 	if (!sm.timeout_ms)
 		sm.timeout_ms = 200;
+	if (sm_mkey_load(&sm)) {
+		fprintf(stderr, "softofed-sm: cannot read %s\n", sm.guid2mkey);
+		return 1;
+	}
 	if (sm.partitions && sm_part_load(&sm))
 		return 2;
 	signal(SIGINT, on_signal);
@@ -521,6 +531,7 @@ tick:
 		close(sm.issm_fd);
 	free(buf);
 	free(sm.g2l);
+	free(sm.mkeys.e);
 	sm_subnet_free(&sm.sn);
 	return 0;
 }

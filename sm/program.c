@@ -109,7 +109,7 @@ static void portinfo_set(struct sm *sm, struct sm_port *p, uint8_t state, bool m
 		d[43] |= 0x0c;
 	if (mgmt) {
 		/* M_Key, its lease and protection (IBA 14.2.4; 0: none) */
-		sof_put64(d, sn->m_key);
+		sof_put64(d, p->m_key ? p->m_key : sn->m_key);
 		sof_put16(d + 26, sn->m_key_lease);
 		sof_put64(d + 8, sn->prefix);
 		sof_put16(d + 16, p->lid);

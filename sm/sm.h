@@ -46,6 +46,8 @@ struct sm_req {
 	struct sm_node *node;
 	uint8_t port;
 	uint32_t arg;
+	uint64_t m_key;		/* with m_key_set: the M_Key to send (mkey.c) */
+	bool m_key_set;
 };
 
 enum sm_phase {
@@ -108,6 +110,17 @@ struct sm {
 	unsigned sweep_s;	/* light sweep period, 0 none */
 	enum sm_routing routing;
 	const char *guid2lid;	/* file, NULL none */
+	/* per-port M_Keys (mkey.c): --m_key_per_port, --guid2mkey FILE */
+	bool m_key_per_port;
+	const char *guid2mkey;
+	struct {
+		struct sm_mkey_ent {
+			uint64_t guid, key;
+		} *e;		/* open addressing by GUID, cap a power of 2 */
+		size_t n, cap;
+		bool dirty;	/* not yet written to guid2mkey */
+	} mkeys;
+	uint64_t mkey_tries;	/* NodeInfos retried with a stored key */
 	const char *partitions;	/* --partitions file, NULL: default tables */
 	struct sm_parts parts;	/* as loaded */
 	unsigned pkey_blocks;	/* P_KeyTable blocks the last sweep wrote */
@@ -228,5 +241,13 @@ void sm_phase_done(struct sm *sm);
 struct sm_node *sm_node_add(struct sm_subnet *sn, uint8_t type, uint8_t nports, uint64_t guid);
 int sm_port_hash_add(struct sm_subnet *sn, struct sm_port *p);
 void sm_lid_table_set(struct sm_subnet *sn, struct sm_port *p, uint16_t lid, uint8_t lmc);
+
+/* mkey.c: per-port M_Keys */
+bool sm_mkey_per_port(const struct sm *sm);
+int sm_mkey_load(struct sm *sm);
+uint64_t sm_mkey_of_guid(struct sm *sm, uint64_t guid);
+void sm_mkey_save(struct sm *sm);
+uint64_t sm_mkey_for(const struct sm *sm, const struct sm_req *rq);
+void sm_mkey_try_all(struct sm *sm, struct sm_req *rq, sm_done_fn *done);
 
 #endif

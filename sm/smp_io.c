@@ -86,6 +86,8 @@ static int send_one(struct sm *sm, struct sm_req *rq)
 	rq->tid = (sm->tid_seq << 10 & 0x7ffffc00u) | slot;
 	sof_put64(rq->mad + SOF_SMP_OFF_TID, rq->tid);
 	memset(buf, 0, sizeof(buf));
+	/* the key of the port it is for (mkey.c) */
+	sof_put64(rq->mad + SOF_SMP_OFF_MKEY, sm_mkey_for(sm, rq));
 	memcpy(umad_get_mad(buf), rq->mad, 256);
 	umad_set_addr(buf, rq->dlid, 0, 0, 0);
 	rq->tries++;

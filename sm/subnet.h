@@ -93,6 +93,7 @@ struct sm_port {
 	bool lid_set;	      /* the SM's LID/SM LID are in the port's PortInfo */
 	uint8_t qos_vls;      /* OperationalVLs its SL2VL/VLArb were set for, 0 not */
 	bool pkeys_read;      /* its P_KeyTable blocks were asked for (partition.c) */
+	uint64_t m_key;       /* the M_Key the SM gives it (mkey.c), 0 not yet */
 	uint8_t pkeys_reading; /* P_KeyTable Gets not answered yet */
 };
 

@@ -36,7 +36,8 @@ struct sm_req *sm_smp_dr(struct sm *sm, const uint8_t *path, unsigned hops, uint
 	if (!rq || NQ == 64)
 		abort();
 	sof_smp_init(rq->mad, true, method, attr, mod, 0, 0);
-	memcpy(rq->mad + SOF_SMP_OFF_DATA, data, 64);
+	if (data)
+		memcpy(rq->mad + SOF_SMP_OFF_DATA, data, 64);
 	rq->done = done;
 	Q[NQ++] = rq;
 	return rq;

@@ -8,7 +8,9 @@
  * partition first, full bit per membership, the SM's port always a full
  * member of the default, switch ports to CAs given their CA's table,
  * nothing sent again when the tables are already right, and nothing at
- * all without --partitions.
+ * all without --partitions. Each port's blocks are read (Get) before any
+ * Set: only blocks that differ are written, a P_Key a port holds keeps
+ * its index, an entry of a partition not in the file is cleared.
  */
 #include "harness.h"
 
@@ -29,6 +31,46 @@ static void answer_all(void)
 		free(Q[i]);
 	}
 	NQ = 0;
+}
+
+/* what the ports hold when asked (P_KeyTable GetResp): entry i of block
+ * b of (n, port); the SMA's own default unless a test says otherwise */
+static uint16_t had_default(const struct sm_node *n, unsigned port, unsigned b, unsigned i)
+{
+	(void)n;
+	(void)port;
+	return b == 0 && i == 0 ? 0xffff : 0;
+}
+static uint16_t (*HAD)(const struct sm_node *n, unsigned port, unsigned b, unsigned i) =
+    had_default;
+
+/* answer the P_KeyTable Gets queued (the Sets they lead to stay in Q) */
+static unsigned read_all(void)
+{
+	struct sm_req *gets[64];
+	unsigned ng = 0, nread = 0;
+
+	for (unsigned i = 0; i < NQ; i++)
+		gets[ng++] = Q[i];
+	NQ = 0;
+	for (unsigned i = 0; i < ng; i++) {
+		struct sm_req *rq = gets[i];
+		uint32_t mod = sof_get32(rq->mad + SOF_SMP_OFF_ATTR_MOD);
+		uint8_t mad[256];
+
+		if (rq->mad[3] != SOF_METHOD_GET) {
+			Q[NQ++] = rq; /* not a Get: left queued */
+			continue;
+		}
+		memcpy(mad, rq->mad, 256);
+		for (unsigned k = 0; k < 32; k++)
+			sof_put16(mad + SOF_SMP_OFF_DATA + 2 * k,
+				  HAD(rq->node, rq->port, mod & 0xffff, k));
+		rq->done(&SM, rq, 0, mad);
+		free(rq);
+		nread++;
+	}
+	return nread;
 }
 
 /* the error of parsing text, "" when it parsed */
@@ -159,6 +201,12 @@ TEST(tables)
 			       &SM.parts, err, sizeof(err)),
 		 0);
 	sm_part_program(&SM);
+	/* first contact: every port's block read first, nothing Set yet */
+	CHECK_EQ(NQ, 7u);
+	for (unsigned i = 0; i < NQ; i++)
+		CHECK_EQ(Q[i]->mad[3], SOF_METHOD_GET);
+	CHECK_EQ(read_all(), 7u);
+	CHECK_EQ(SM.pkey_read, 7u);
 	/* H1 (the SM): default full although ALL_CAS says limited */
 	t = table_sent(F.h1, 1);
 	CHECK(t != NULL);
@@ -181,12 +229,12 @@ TEST(tables)
 		CHECK_EQ(sof_get16(t), 0x7fff);
 		CHECK_EQ(sof_get16(t + 2), 0x0001);
 	}
-	t = table_sent(F.s1, 0);
-	CHECK(t != NULL);
-	if (t) {
-		CHECK_EQ(sof_get16(t), 0xffff);
-		CHECK_EQ(sof_get16(t + 2), 0);
-	}
+	/* S1's and S2's port 0 hold what the file gives them (the default,
+	 * full): not written */
+	CHECK(table_sent(F.s1, 0) == NULL);
+	CHECK(table_sent(F.s2, 0) == NULL);
+	CHECK_EQ(F.s1->port[0].pkeys_set, 1);
+	CHECK_EQ(F.s1->port[0].pkeys[0], 0xffff);
 	/* S1's port 2 (to H2) enforces H2's table; port 3 (to S2) nothing;
 	 * S2 has no PartitionEnforcementCap: its port 1 nothing */
 	t = table_sent(F.s1, 2);
@@ -202,8 +250,8 @@ TEST(tables)
 	CHECK(!sm_part_enforce(&SM, &F.s2->port[1]));
 	CHECK(table_sent(F.s1, 3) == NULL);
 	CHECK(table_sent(F.s2, 1) == NULL);
-	CHECK_EQ(NQ, 7u); /* H1 H2 H3, S1 0 1 2, S2 0 */
-	CHECK_EQ(SM.pkey_blocks, 7u);
+	CHECK_EQ(NQ, 5u); /* H1 H2 H3, S1 1 2 */
+	CHECK_EQ(SM.pkey_blocks, 5u);
 	answer_all();
 	CHECK(F.h2->port[1].pkeys_set);
 	CHECK_EQ(F.h2->port[1].pkeys[1], 0x8001);
@@ -223,6 +271,71 @@ static const uint8_t *block_sent(const struct sm_node *n, unsigned num, unsigned
 		    (sof_get32(Q[i]->mad + SOF_SMP_OFF_ATTR_MOD) & 0xffff) == block)
 			return Q[i]->mad + SOF_SMP_OFF_DATA;
 	return NULL;
+}
+
+/* S1's port 0 holds a stale 0x8abc in block 1 (a previous SM's) */
+static uint16_t had_stale(const struct sm_node *n, unsigned port, unsigned b, unsigned i)
+{
+	if (n == F.s1 && port == 0 && b == 1 && i == 5)
+		return 0x8abc;
+	return had_default(n, port, b, i);
+}
+
+/* H2 holds p2 at index 1, an unknown 0x0777 at 2, p1 at 3 */
+static uint16_t had_h2(const struct sm_node *n, unsigned port, unsigned b, unsigned i)
+{
+	static const uint16_t t[4] = {0xffff, 0x8002, 0x0777, 0x8001};
+
+	if (n == F.h2 && b == 0 && i < 4)
+		return t[i];
+	return had_default(n, port, b, i);
+}
+
+/* the table read first: H2's p1 and p2 stay at their indexes, 0x0777 (in
+ * no partition) is cleared and p3 takes its index; a port whose table is
+ * right gets no Set */
+TEST(tables_read)
+{
+	char err[256];
+	const uint8_t *t;
+
+	memset(&SM, 0, sizeof(SM));
+	CHECK_EQ(saf_build(&F), 0);
+	memcpy(&SM.sn, &F.sn, sizeof(F.sn));
+	SM.partitions = "test";
+	CHECK_EQ(sm_part_parse("Default=0x7fff : ALL=full ;\n"
+			       "p1=0x0001 : ALL_CAS=full ;\n"
+			       "p2=0x0002 : ALL_CAS=full ;\n"
+			       "p3=0x0003 : ALL_CAS=full ;\n",
+			       &SM.parts, err, sizeof(err)),
+		 0);
+	HAD = had_h2;
+	sm_part_program(&SM);
+	read_all();
+	HAD = had_default;
+	t = block_sent(F.h2, 1, 0);
+	CHECK(t != NULL);
+	if (t) {
+		CHECK_EQ(sof_get16(t), 0xffff);
+		CHECK_EQ(sof_get16(t + 2), 0x8002);
+		CHECK_EQ(sof_get16(t + 4), 0x8003);
+		CHECK_EQ(sof_get16(t + 6), 0x8001);
+		CHECK_EQ(sof_get16(t + 8), 0);
+	}
+	/* H1, H3 in file order after the default */
+	t = block_sent(F.h3, 1, 0);
+	CHECK(t != NULL);
+	if (t) {
+		CHECK_EQ(sof_get16(t + 2), 0x8001);
+		CHECK_EQ(sof_get16(t + 6), 0x8003);
+	}
+	CHECK(block_sent(F.s1, 0, 0) == NULL);
+	answer_all();
+	CHECK_EQ(F.h2->port[1].pkeys[2], 0x8003);
+	sm_part_program(&SM);
+	CHECK_EQ(NQ, 0u);
+	sm_part_free(&SM.parts);
+	sm_subnet_free(&SM.sn);
 }
 
 /* 40 partitions besides the default: a second block (IBA 14.2.5.7) where
@@ -246,7 +359,10 @@ TEST(tables_blocks)
 				     i, 0x100 + i, i % 2 ? "full" : "limited");
 	SM.partitions = "test";
 	CHECK_EQ(sm_part_parse(text, &SM.parts, err, sizeof(err)), 0);
+	HAD = had_stale;
 	sm_part_program(&SM);
+	read_all();
+	HAD = had_default;
 	/* H2: 41 entries, block 0 the default and p1..p31, block 1 p32..p40 */
 	t = block_sent(F.h2, 1, 0);
 	CHECK(t != NULL);
@@ -275,12 +391,14 @@ TEST(tables_blocks)
 		CHECK_EQ(sof_get16(t + 32), 0);
 	}
 	CHECK(block_sent(F.h3, 1, 1) == NULL);
-	/* the switches' port 0 are in the default only: block 1 written
-	 * empty the first time (a previous SM may have left entries) */
+	/* the switches' port 0 are in the default only: S1's block 1, where
+	 * a previous SM left an entry, is cleared; S2's, empty, not written */
 	t = block_sent(F.s1, 0, 1);
 	CHECK(t != NULL);
 	if (t)
 		CHECK_EQ(sof_get16(t), 0);
+	CHECK(block_sent(F.s1, 0, 0) == NULL);
+	CHECK(block_sent(F.s2, 0, 1) == NULL);
 	answer_all();
 	CHECK_EQ(F.h2->port[1].pkeys_set, 3);
 	CHECK_EQ(F.h2->port[1].pkeys[40], 0x0128);
@@ -312,5 +430,6 @@ int main(void)
 	RUN(parse_bad);
 	RUN(tables);
 	RUN(tables_blocks);
+	RUN(tables_read);
 	return test_summary();
 }

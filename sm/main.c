@@ -236,6 +236,9 @@ void sm_phase_done(struct sm *sm)
 			nodes += sn->nodes[i]->present;
 		sm_log(sm, 1, "sweep %u: %u nodes found in %.1f ms (%" PRIu64 " SMPs so far)",
 		       sn->sweep, nodes, (double)(sm_now_us() - sm->t_phase) / 1e3, sm->smps_sent);
+		if (sm->mkey_tries)
+			sm_log(sm, 1, "%" PRIu64 " NodeInfos tried with the guid2mkey file's keys so far",
+			       sm->mkey_tries);
 		if (!sn->self) {
 			sm_log(sm, 0, "the SM's own port did not answer");
 			sm->phase = SM_PHASE_IDLE;

@@ -29,17 +29,24 @@
 
 #define SM_MKEY_TRIES 256
 
-static inline uint64_t rotl(uint64_t x, unsigned b)
-{
-	return x << b | x >> (64 - b);
-}
+static inline uint64_t rotl(uint64_t x, unsigned b) { return x << b | x >> (64 - b); }
 
 #define SIPROUND                                                                                   \
 	do {                                                                                       \
-		v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32);                          \
-		v2 += v3; v3 = rotl(v3, 16); v3 ^= v2;                                             \
-		v0 += v3; v3 = rotl(v3, 21); v3 ^= v0;                                             \
-		v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32);                          \
+		v0 += v1;                                                                          \
+		v1 = rotl(v1, 13);                                                                 \
+		v1 ^= v0;                                                                          \
+		v0 = rotl(v0, 32);                                                                 \
+		v2 += v3;                                                                          \
+		v3 = rotl(v3, 16);                                                                 \
+		v3 ^= v2;                                                                          \
+		v0 += v3;                                                                          \
+		v3 = rotl(v3, 21);                                                                 \
+		v3 ^= v0;                                                                          \
+		v2 += v1;                                                                          \
+		v1 = rotl(v1, 17);                                                                 \
+		v1 ^= v2;                                                                          \
+		v2 = rotl(v2, 32);                                                                 \
 	} while (0)
 
 /* SipHash-2-4 of one 8-byte message m under the key (k0, k1) */
@@ -91,9 +98,12 @@ static int put(struct sm *sm, uint64_t guid, uint64_t key)
 			return -ENOMEM;
 		}
 		sm->mkeys.n = 0;
-		for (size_t i = 0; i < ocap; i++)
-			if (old[i].guid)
-				*slot_of(sm, old[i].guid) = old[i], sm->mkeys.n++;
+		for (size_t i = 0; i < ocap; i++) {
+			if (!old[i].guid)
+				continue;
+			*slot_of(sm, old[i].guid) = old[i];
+			sm->mkeys.n++;
+		}
 		free(old);
 	}
 	e = slot_of(sm, guid);
@@ -106,10 +116,7 @@ static int put(struct sm *sm, uint64_t guid, uint64_t key)
 	return 0;
 }
 
-bool sm_mkey_per_port(const struct sm *sm)
-{
-	return sm->m_key_per_port || sm->guid2mkey;
-}
+bool sm_mkey_per_port(const struct sm *sm) { return sm->m_key_per_port || sm->guid2mkey; }
 
 int sm_mkey_load(struct sm *sm)
 {

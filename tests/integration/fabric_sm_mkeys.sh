@@ -88,8 +88,9 @@ sof_kill smA
 : >"$(sof_out smA)"
 sof_bg smA 120 "${SM[@]}"
 if sof_wait_log "$(sof_out smA)" 'SUBNET UP' 60 && sleep 1 &&
+	grep -q 'NodeInfos tried with the guid2mkey' "$(sof_out smA)" &&
 	diff <(sort g2m.first) <(sort g2m) >"$SOF_TMP/diff" && keys_ok >"$SOF_TMP/keys"; then
-	ok "sm/mkeys: restarted with the guid2mkey file: $(grep -o 'SUBNET UP in [0-9]* ms' "$(sof_out smA)" | head -n 1), the file's keys tried where the base key got no answer, every port kept its key"
+	ok "sm/mkeys: restarted with the guid2mkey file: $(grep -o 'SUBNET UP in [0-9]* ms' "$(sof_out smA)" | head -n 1), the file's keys tried where the base key got no answer ($(grep -o '[0-9]* NodeInfos tried' "$(sof_out smA)" | tail -n 1)), every port kept its key"
 else
 	not_ok "sm/mkeys: restart" "$(cat "$SOF_TMP/diff" "$SOF_TMP/keys")"
 	sof_dump "$(sof_out smA)"

@@ -35,10 +35,10 @@ struct mgroup {
 	uint8_t mgid[16];
 	struct sa_mcm rec;
 	struct ipoib_ah *ah;
-	bool kernel;   /* the kernel holds the IP group: receive it */
-	bool attached; /* the QP is attached */
-	bool seen;     /* in this pass over /proc */
-	uint8_t asked;  /* JoinState of the join under way */
+	bool kernel;	/* the kernel holds the IP group: receive it */
+	bool attached;	/* the QP is attached */
+	bool seen;	/* in this pass over /proc */
+	uint8_t asked;	/* JoinState of the join under way */
 	uint8_t joined; /* JoinState bits the SA gave us */
 	uint64_t since;
 	uint8_t *q[MQUEUE];
@@ -78,15 +78,15 @@ static int join(struct mgroup *g)
 	/* only sent to: send-only if the SA takes it (the kernel's
 	 * ipoib_mcast_join), else a full member */
 	g->asked = g != mc.bcast && !g->kernel && sa_sendonly_full() ? SOF_MC_JOIN_SEND_ONLY_FULL
-								       : SOF_MC_JOIN_FULL;
+								     : SOF_MC_JOIN_FULL;
 	ipoib_gid_str(g->mgid, m, sizeof(m));
 	ipoib_log("multicast group %s: joining (JoinState 0x%x)", m, g->asked);
 	g->state = MG_JOINING;
 	g->since = ipoib_now_ms();
 	ipoib.cnt[IC_mcast_joins]++;
 	return sa_join(g->mgid, g->asked,
-		       g == mc.bcast ? (mc.created ? &mc.bcast->rec : NULL) : &mc.bcast->rec, joined,
-		       g);
+		       g == mc.bcast ? (mc.created ? &mc.bcast->rec : NULL) : &mc.bcast->rec,
+		       joined, g);
 }
 
 static void sync_attach(struct mgroup *g)
@@ -126,8 +126,11 @@ static void joined(void *arg, int status, const struct sa_mcm *rec)
 	g->joined |= g->asked;
 	memcpy(g->rec.mgid, g->mgid, 16);
 	{
-		struct ipoib_path p = {.dlid = rec->mlid, .sl = rec->sl, .global = true,
-				       .tclass = rec->tclass, .hop_limit = rec->hop_limit,
+		struct ipoib_path p = {.dlid = rec->mlid,
+				       .sl = rec->sl,
+				       .global = true,
+				       .tclass = rec->tclass,
+				       .hop_limit = rec->hop_limit,
 				       .flow_label = rec->flow_label};
 
 		memcpy(p.dgid, g->mgid, 16);
@@ -299,7 +302,8 @@ static void scan(const char *ifname)
 		 * IP group of each MGID attached (transport/mcast.c): those are
 		 * IPoIB MGIDs (ff1x:401b, ff1x:601b), not the kernel's groups */
 		if (sscanf(line, "%u %63s %32s", &idx, dev, hex) != 3 || strcmp(dev, ifname) ||
-		    strlen(hex) != 32 || !strncmp(hex + 4, "401b", 4) || !strncmp(hex + 4, "601b", 4))
+		    strlen(hex) != 32 || !strncmp(hex + 4, "401b", 4) ||
+		    !strncmp(hex + 4, "601b", 4))
 			continue;
 		for (int i = 0; i < 16; i++) {
 			unsigned b;
@@ -377,8 +381,9 @@ void mcast_dump(char *buf, size_t len)
 			continue;
 		ipoib_gid_str(g->mgid, m, sizeof(m));
 		w = snprintf(buf + off, len - off, "mcast %s mlid 0x%04x state %s%s%s join 0x%x\n",
-			     m, g->rec.mlid, mg_state_names[g->state], g->attached ? " attached" : "",
-			     g == mc.bcast ? " broadcast" : "", g->joined);
+			     m, g->rec.mlid, mg_state_names[g->state],
+			     g->attached ? " attached" : "", g == mc.bcast ? " broadcast" : "",
+			     g->joined);
 		if (w > 0)
 			off += (size_t)w;
 	}

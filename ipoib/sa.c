@@ -231,9 +231,12 @@ static void complete(struct sa_req *q, int status, const uint8_t *rec)
 
 	q->tid = 0;
 	if (c.cpi) {
-		sa.sendonly_full = !status && (sof_sa_cpi_cap_mask2(rec) & SOF_SA_CAP2_SENDONLY_FULL);
-		ipoib_log("SA ClassPortInfo: %s send-only full members",
-			  status ? "no answer, no" : sa.sendonly_full ? "takes" : "does not take");
+		sa.sendonly_full =
+		    !status && (sof_sa_cpi_cap_mask2(rec) & SOF_SA_CAP2_SENDONLY_FULL);
+		ipoib_log("SA ClassPortInfo: %s send-only full members", status ? "no answer, no"
+									 : sa.sendonly_full
+									     ? "takes"
+									     : "does not take");
 	} else if (c.path && c.path_cb) {
 		struct ipoib_path p;
 		struct sof_sa_path r;

@@ -61,7 +61,7 @@ struct sm_sa {
 	const struct sm_sa_ops *ops;
 	void *ctx;
 	struct sm_sa_stats st;
-	size_t max_table; /* bytes of records in one answer */
+	size_t max_table;   /* bytes of records in one answer */
 	uint32_t cap_mask2; /* ClassPortInfo:CapabilityMask2 */
 	uint8_t pkt_life;   /* PathRecord:PacketLifeTime */
 	struct {

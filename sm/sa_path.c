@@ -287,9 +287,8 @@ static bool one_path(struct pair *c, unsigned si, unsigned di)
 /* Emit the paths from sp to dp, at most max (0: all): first the LID pairs
  * with equal offsets (distinct routes when the engine spreads LMC LIDs),
  * then the others. false: stop generating. */
-static bool port_pair(const struct pr_query *pq, const struct sm_sa *sa,
-		      const struct sm_port *sp, const struct sm_port *dp, unsigned max,
-		      struct sa_out *o)
+static bool port_pair(const struct pr_query *pq, const struct sm_sa *sa, const struct sm_port *sp,
+		      const struct sm_port *dp, unsigned max, struct sa_out *o)
 {
 	struct pair c = {.pq = pq, .sa = sa, .sn = sa->sn, .sp = sp, .dp = dp, .max = max, .o = o};
 	unsigned ns = has(pq, SOF_PR_SLID) ? 1 : 1u << sp->lmc;

@@ -56,6 +56,7 @@
  * with DISCONNECTED, not with a retry error on the other side. */
 #define CM_ACK_TIMEOUT 17
 #define CM_TIMEWAIT_NS 1000000000ull
+
 /* RNR NAK timer of connected QPs (IBA 9.7.5.2.8, table 45): 0.64 ms */
 #define CM_MIN_RNR_TIMER 12
 
@@ -113,6 +114,7 @@ struct cm_id {
 	bool ib;
 	uint16_t slid, dlid;
 	uint8_t sl;
+	uint8_t pkt_life; /* PathRecord:PacketLifeTime, 0: none (RoCE) */
 	/* the partition (IBA 10.9): the P_Key of the IPoIB interface the id
 	 * is on (a child ib0.8001's), an AF_IB address's sib_pkey, or the
 	 * REQ's on the passive side; pkey_index is its entry in the port's
@@ -166,6 +168,24 @@ static inline uint64_t cm_raw_sid(const struct sockaddr_storage *ss)
 		return 0;
 	sid = be64toh(((const struct sockaddr_ib *)(const void *)ss)->sib_sid);
 	return (sid >> 24) && !cmw_is_ip_service(sid) ? sid : 0;
+}
+
+/* The packet lifetime of an id's path: the SA's (an IB path) or
+ * CM_PKT_LIFE. */
+static inline uint8_t cm_pkt_life(const struct cm_id *id)
+{
+	return id->pkt_life ? id->pkt_life : CM_PKT_LIFE;
+}
+
+/* The local ACK timeout of a path (the REQ's Primary Local ACK Timeout,
+ * IBA 12.6.5 table 106): an SA path's PacketLifeTime + 1, at most 31, as
+ * the kernel's ib_cm (cm_ack_timeout) puts it in the REQ and the QP; RoCE
+ * CM_ACK_TIMEOUT. */
+static inline uint8_t cm_path_ack_timeout(const struct cm_id *id)
+{
+	if (!id->ib || !id->pkt_life)
+		return CM_ACK_TIMEOUT;
+	return id->pkt_life >= 30 ? 31 : (uint8_t)(id->pkt_life + 1);
 }
 
 #endif

@@ -39,6 +39,7 @@ struct cm_mc {
 	bool joined;	    /* the SA made us a member: a leave is owed */
 	uint8_t mcgid[16];  /* the IB MGID (mgid is the address's GID) */
 	uint8_t join_state; /* JoinState bits asked (IBA 15.2.5.17.1), left the same */
+	bool cpi_wait;	    /* waits for the SA's ClassPortInfo (send-only) */
 };
 
 struct cma_table {
@@ -146,8 +147,16 @@ int cma_ib_sa_send(const uint8_t sgid[16], const uint8_t *mad, uint32_t timeout_
 struct cma_sa_ops {
 	void (*recv)(const struct sof_mad_hdr *h, const uint8_t *rec);
 	void (*failed)(uint64_t cookie, int status);
+	void (*cpi_done)(void); /* the SA's ClassPortInfo answered (or not) */
 };
 void cma_ib_sa_mcmember_ops(const struct cma_sa_ops *ops);
+/* The ClassPortInfo:CapabilityMask2 of the SA the port of sgid knows
+ * (asked per SM LID, kept CPI_KEEP_NS, as the kernel's ib_sa keeps it
+ * per port): 0,
+ * or -EAGAIN while the SA is asked (cpi_done follows), -ENETUNREACH with
+ * no SM. An SA that did not answer counts as one without capabilities,
+ * once: the next call asks again. */
+int cma_ib_sa_cap_mask2(const uint8_t sgid[16], uint32_t *cap_mask2);
 
 /* ---- cma_mcast.c ----------------------------------------------------------------- */
 

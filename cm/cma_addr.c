@@ -358,7 +358,7 @@ void cma_fill_query(const struct cm_id *id, struct sof_cm_query_rep *q)
 		q->mtu = id->mtu;
 		q->hop_limit = CMA_HOP_LIMIT;
 		q->traffic_class = id->tos;
-		q->packet_life_time = CM_PKT_LIFE;
+		q->packet_life_time = cm_pkt_life(id);
 		q->service_id = htobe64(cma_addr_sid(&id->dst, id->ps));
 	}
 }

@@ -96,7 +96,7 @@ static uint8_t ack_timeout(const struct cm_id *id)
 {
 	if (id->ack_timeout)
 		return id->ack_timeout;
-	return id->local_ack_timeout ? id->local_ack_timeout : CM_ACK_TIMEOUT;
+	return id->local_ack_timeout ? id->local_ack_timeout : cm_path_ack_timeout(id);
 }
 
 CMA_OP(init_qp_attr)

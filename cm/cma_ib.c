@@ -4,13 +4,16 @@
  * rdma_resolve_route sends a SubnAdmGet(PathRecord) for the id's SGID and
  * DGID to the SM the port knows (its SM LID and SL), through the MAD
  * layer as an SA client; the answer's DLID, SLID, SL and MTU become the
- * id's path and ROUTE_RESOLVED, a time-out or an empty answer
+ * id's path (its PacketLifeTime the QP's local ACK timeout, + 1, and
+ * the CM's time to wait for answers, cm.h) and ROUTE_RESOLVED, a time-out or an empty answer
  * ROUTE_ERROR. A path the user resolved (RDMA_OPTION_IB_PATH, an
  * ibv_path_record) is taken as it is. An id whose request is pending is
  * found again by the TID's low half, its handle: an id destroyed
  * meanwhile is simply not found. The SA header and the PathRecord are
  * mad/sa_rec.c's. The same SA agent carries the multicast joins'
- * MCMemberRecords (cma_mcast.c), told apart by attribute.
+ * MCMemberRecords (cma_mcast.c) and the ClassPortInfo Get that tells
+ * whether the SA takes send-only full members (CapabilityMask2), told
+ * apart by attribute.
  */
 #include "cma.h"
 #include "sa.h"
@@ -23,10 +26,21 @@
 #define SA_TIMEOUT_MS 500
 #define SA_RETRIES 3
 #define COMP(c) (1ull << (c)) /* a ComponentMask bit */
+#define CPI_TID 0x7fffff00u   /* the ClassPortInfo Get's (ids' handles are below) */
+/* how long an SA's ClassPortInfo is believed: an SM restarted on the
+ * same LID may be another (the kernel asks again on its SM_CHANGE and
+ * CLIENT_REREGISTER events, which we do not see here) */
+#define CPI_KEEP_NS (5 * 1000000000ull)
 
 static struct {
 	uint32_t agent; /* 0: not registered yet */
 	const struct cma_sa_ops *mc; /* MCMemberRecord answers go there */
+	/* ClassPortInfo: CapabilityMask2 of the SA at cpi_lid (0: none
+	 * known), cpi_failed when that SA did not answer (used once) */
+	uint16_t cpi_lid, cpi_asked; /* cpi_asked: the SM LID asked, 0 none */
+	uint32_t cap_mask2;
+	bool cpi_failed;
+	uint64_t cpi_at; /* when it answered (sof_now_ns) */
 } sa;
 
 void cma_ib_sa_mcmember_ops(const struct cma_sa_ops *ops)
@@ -34,15 +48,32 @@ void cma_ib_sa_mcmember_ops(const struct cma_sa_ops *ops)
 	sa.mc = ops;
 }
 
-static void route_done(struct cm_id *id, uint16_t dlid, uint16_t slid, uint8_t sl, uint8_t mtu)
+static void route_done(struct cm_id *id, uint16_t dlid, uint16_t slid, uint8_t sl, uint8_t mtu,
+		       uint8_t life)
 {
 	id->dlid = dlid;
 	id->slid = slid;
 	id->sl = sl & 0xf;
 	id->mtu = mtu;
+	id->pkt_life = life & 0x3f;
 	id->have_route = true;
 	cma_set_state(id, CMA_ROUTE_RESOLVED);
 	cma_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL);
+}
+
+/* The SA's ClassPortInfo (rec), or none (NULL: an error status or no
+ * answer); the joins waiting for it go on. */
+static void cpi_answer(const uint8_t *rec)
+{
+	sa.cpi_lid = sa.cpi_asked;
+	sa.cpi_asked = 0;
+	sa.cap_mask2 = rec ? sof_sa_cpi_cap_mask2(rec) : 0;
+	sa.cpi_failed = !rec;
+	sa.cpi_at = sof_now_ns();
+	cm_trace("SA at LID 0x%04x: ClassPortInfo %s, CapabilityMask2 0x%07x", sa.cpi_lid,
+		 rec ? "answered" : "not answered", sa.cap_mask2);
+	if (sa.mc)
+		sa.mc->cpi_done();
 }
 
 /* The id waiting for the answer whose TID is tid, if it still waits. */
@@ -74,6 +105,11 @@ static void sa_recv(void *ctx, uint32_t agent, const uint8_t *msg, uint32_t len,
 			sa.mc->recv(&h, msg + SOF_SA_OFF_DATA);
 		return;
 	}
+	if (h.attr_id == SOF_SA_ATTR_CLASS_PORT_INFO) {
+		if (sa.cpi_asked && h.method == SOF_MAD_METHOD_GET_RESP)
+			cpi_answer(h.status ? NULL : msg + SOF_SA_OFF_DATA);
+		return;
+	}
 	id = waiting_id(h.tid);
 	if (!id || h.attr_id != SOF_SA_ATTR_PATH_REC)
 		return;
@@ -83,7 +119,7 @@ static void sa_recv(void *ctx, uint32_t agent, const uint8_t *msg, uint32_t len,
 		cma_event(id, RDMA_CM_EVENT_ROUTE_ERROR, -EHOSTUNREACH, NULL);
 		return;
 	}
-	route_done(id, pr.dlid, pr.slid, pr.sl, pr.mtu);
+	route_done(id, pr.dlid, pr.slid, pr.sl, pr.mtu, pr.life);
 }
 
 static void sa_send_failed(void *ctx, uint32_t agent, uint64_t cookie, int status,
@@ -99,6 +135,11 @@ static void sa_send_failed(void *ctx, uint32_t agent, uint64_t cookie, int statu
 	if (h.attr_id == SOF_SA_ATTR_MCMEMBER_REC) {
 		if (sa.mc)
 			sa.mc->failed(cookie, status);
+		return;
+	}
+	if (h.attr_id == SOF_SA_ATTR_CLASS_PORT_INFO) {
+		if (sa.cpi_asked)
+			cpi_answer(NULL);
 		return;
 	}
 	id = waiting_id(cookie);
@@ -150,6 +191,30 @@ int cma_ib_sa_send(const uint8_t sgid[16], const uint8_t *mad, uint32_t timeout_
 				   timeout_ms ? SA_RETRIES : 0, cookie);
 }
 
+int cma_ib_sa_cap_mask2(const uint8_t sgid[16], uint32_t *cap_mask2)
+{
+	struct sof_ib_port port;
+	uint8_t mad[SOF_MAD_LEN];
+	int err;
+
+	if (!cma_ib_gid(sgid, &port) || !port.sm_lid)
+		return -ENETUNREACH;
+	if (sa.cpi_lid == port.sm_lid && !sa.cpi_asked && sof_now_ns() - sa.cpi_at < CPI_KEEP_NS) {
+		*cap_mask2 = sa.cap_mask2;
+		if (sa.cpi_failed)
+			sa.cpi_lid = 0;
+		return 0;
+	}
+	if (sa.cpi_asked)
+		return -EAGAIN;
+	sof_sa_req_init(mad, SOF_SA_GET, SOF_SA_ATTR_CLASS_PORT_INFO, 0, CPI_TID, 0);
+	err = cma_ib_sa_send(sgid, mad, SA_TIMEOUT_MS, CPI_TID);
+	if (err)
+		return err;
+	sa.cpi_asked = port.sm_lid;
+	return -EAGAIN;
+}
+
 int cma_ib_resolve_route(struct cm_id *id)
 {
 	/* the id's partition (a child interface's P_Key): the path must be in it */
@@ -172,6 +237,6 @@ int cma_ib_path_set(struct cm_id *id, const struct ibv_path_record *p)
 	if (!p->dlid || (p->mtu & 0x3f) < IBV_MTU_256 || (p->mtu & 0x3f) > IBV_MTU_4096)
 		return -EINVAL;
 	route_done(id, be16toh(p->dlid), be16toh(p->slid), (uint8_t)(be16toh(p->qosclass_sl) & 0xf),
-		   p->mtu & 0x3f);
+		   p->mtu & 0x3f, p->packetlifetime & 0x3f);
 	return 0;
 }

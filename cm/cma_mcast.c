@@ -19,6 +19,11 @@
  * QPs through the switches' multicast forwarding. A leave (or the id's
  * end) is a SubnAdmDelete of the same JoinState bits, answer not awaited.
  * Joins waiting for the SA are found by their TID.
+ *
+ * A send-only join needs an SA that takes them (ClassPortInfo:
+ * CapabilityMask2 bit 12, asked once per SM, cma_ib.c): without it the
+ * join fails with EOPNOTSUPP, as the kernel's cma_join_ib_multicast
+ * refuses it (IPoIB, ipoib/mcast.c, joins as a full member instead).
  */
 #include "cma.h"
 #include "sa.h"
@@ -35,6 +40,8 @@
 #define MC_SCOPE 2	/* link-local, as IPoIB's broadcast group */
 
 static struct sof_link waiting = {&waiting, &waiting}; /* struct cm_mc, wait_link */
+/* send-only joins waiting for the SA's ClassPortInfo (cpi_wait) */
+static struct sof_link cpi_waiting = {&cpi_waiting, &cpi_waiting};
 static uint32_t next_tid;
 
 /* The IB MGID of a group address (the kernel's cma_set_mgid): an MGID or
@@ -102,9 +109,10 @@ static int sa_mcmember(struct cm_mc *mc, uint8_t method)
 
 static void unwait(struct cm_mc *mc)
 {
-	if (mc->tid) {
+	if (mc->tid || mc->cpi_wait) {
 		sof_list_del(&mc->wait_link);
 		mc->tid = 0;
+		mc->cpi_wait = false;
 	}
 }
 
@@ -175,9 +183,49 @@ static void mc_sa_failed(uint64_t cookie, int status)
 	join_error(mc, -status);
 }
 
+/* A send-only join: sent when the SA takes them (0), refused
+ * (-EOPNOTSUPP) when it does not, or waiting for its ClassPortInfo
+ * (-EAGAIN: cpi_done goes on). */
+static int sendonly_join(struct cm_mc *mc)
+{
+	uint32_t cap2 = 0;
+	int err = cma_ib_sa_cap_mask2(mc->id->sgid, &cap2);
+
+	if (err == -EAGAIN) {
+		mc->cpi_wait = true;
+		sof_list_add(&cpi_waiting, &mc->wait_link);
+		return err;
+	}
+	if (err)
+		return err;
+	if (!(cap2 & SOF_SA_CAP2_SENDONLY_FULL)) {
+		cm_trace("cma id %u: the SA takes no send-only full members", mc->id->handle);
+		return -EOPNOTSUPP;
+	}
+	return sa_mcmember(mc, SOF_SA_SET);
+}
+
+static void mc_cpi_done(void)
+{
+	while (cpi_waiting.next != &cpi_waiting) {
+		struct cm_mc *mc = sof_container_of(cpi_waiting.next, struct cm_mc, wait_link);
+		int err;
+
+		unwait(mc);
+		err = sendonly_join(mc);
+		if (err == -EAGAIN)
+			break; /* asked again: the rest wait on */
+		if (err) {
+			unwait(mc);
+			join_error(mc, err);
+		}
+	}
+}
+
 const struct cma_sa_ops cma_mc_sa_ops = {
     .recv = mc_sa_recv,
     .failed = mc_sa_failed,
+    .cpi_done = mc_cpi_done,
 };
 
 void cma_mc_free(struct cm_mc *mc)
@@ -226,7 +274,12 @@ CMA_OP(join)
 	sof_list_add(&id->mcs, &mc->link);
 	if (id->ib) {
 		ib_mgid(id, &r->addr, mc->mcgid);
-		err = sa_mcmember(mc, SOF_SA_SET);
+		if (mc->join_state == SOF_MC_JOIN_SEND_ONLY_FULL)
+			err = sendonly_join(mc);
+		else
+			err = sa_mcmember(mc, SOF_SA_SET);
+		if (err == -EAGAIN)
+			return 0;
 		if (err)
 			cma_mc_free(mc);
 		return err;

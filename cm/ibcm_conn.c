@@ -18,9 +18,11 @@ bool cm_tracing;
 
 uint64_t ibcm_iba_time_ns(uint8_t t) { return 4096ull << (t > 31 ? 31 : t); }
 
-uint64_t ibcm_answer_ns(uint8_t peer_timeout)
+/* The peer's time to answer plus a round trip of the path, as Linux's
+ * ib_cm times a REQ: 2 x PacketLifeTime + the response timeout */
+uint64_t ibcm_answer_ns(const struct cm_id *id, uint8_t peer_timeout)
 {
-	return ibcm_iba_time_ns(peer_timeout) + 2 * ibcm_iba_time_ns(CM_PKT_LIFE);
+	return ibcm_iba_time_ns(peer_timeout) + 2 * ibcm_iba_time_ns(cm_pkt_life(id));
 }
 
 uint32_t ibcm_new_comm_id(void)

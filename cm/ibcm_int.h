@@ -30,7 +30,7 @@ extern struct ibcm_state ibcm;
 uint64_t ibcm_iba_time_ns(uint8_t t);
 /* How long an answer to one of our messages may take: the peer's time
  * plus a round trip of packet lifetimes (12.7.25, 12.7.26). */
-uint64_t ibcm_answer_ns(uint8_t peer_timeout);
+uint64_t ibcm_answer_ns(const struct cm_id *id, uint8_t peer_timeout);
 uint32_t ibcm_new_comm_id(void);
 /* Every change of id->state goes through here (traced by name). */
 void ibcm_set_state(struct cm_id *id, enum cm_state s);

@@ -202,6 +202,9 @@ static void recv_req(const struct sof_mad_hdr *h, const uint8_t *body,
 	id->flow_control = req.flow_control;
 	id->local_ack_timeout = req.local_ack_timeout;
 	if (from->ib) {
+		/* the path's lifetime, as the kernel's ib_cm reads it from the
+		 * REQ: the ACK timeout less one */
+		id->pkt_life = req.local_ack_timeout ? req.local_ack_timeout - 1u : 0;
 		/* the path of the REQ seen from here (12.6.5): its local LID
 		 * is the peer's; the MTU is what the active side's SA gave */
 		id->ib = true;
@@ -218,7 +221,7 @@ static void recv_req(const struct sof_mad_hdr *h, const uint8_t *body,
 	id->remote_ece_vendor = req.vendor_id;
 	id->remote_ece_options = h->attr_mod;
 	/* our REP waits the peer's own response time (12.7.27) */
-	id->timeout_ns = ibcm_answer_ns(req.local_cm_response_timeout);
+	id->timeout_ns = ibcm_answer_ns(id, req.local_cm_response_timeout);
 	id->retries_left = req.max_cm_retries;
 	ibcm_peer_init(id);
 	ibcm_set_state(id, CM_REQ_RCVD);
@@ -324,9 +327,9 @@ static void recv_mra(const uint8_t *body)
 	    mra.msg_mraed == CMW_MSG_REQ) {
 		id->remote_comm_id = mra.local_comm_id;
 		ibcm_set_state(id, CM_MRA_REQ_RCVD);
-		ibcm_timer_set(id, ibcm_answer_ns(mra.service_timeout));
+		ibcm_timer_set(id, ibcm_answer_ns(id, mra.service_timeout));
 	} else if (id->state == CM_REP_SENT && mra.msg_mraed == CMW_MSG_REP) {
-		ibcm_timer_set(id, ibcm_answer_ns(mra.service_timeout));
+		ibcm_timer_set(id, ibcm_answer_ns(id, mra.service_timeout));
 	}
 }
 

@@ -89,7 +89,7 @@ int cm_send_req(struct cm_id *id, const struct sof_cm_param *p)
 	id->retry_count = p->retry_count > 7 ? 7 : p->retry_count;
 	id->flow_control = p->flow_control;
 	id->srq = p->srq;
-	id->local_ack_timeout = id->ack_timeout ? id->ack_timeout : CM_ACK_TIMEOUT;
+	id->local_ack_timeout = id->ack_timeout ? id->ack_timeout : cm_path_ack_timeout(id);
 	req.local_comm_id = id->local_comm_id;
 	req.vendor_id = id->ece_vendor;
 	req.service_id = dst_sid(id);
@@ -132,7 +132,7 @@ int cm_send_req(struct cm_id *id, const struct sof_cm_param *p)
 	ibcm_mad_hdr(id->msg, CMW_REQ, id->ece_options);
 	cmw_req_put(id->msg + SOF_MAD_HDR_LEN, &req);
 	ibcm_set_state(id, CM_REQ_SENT);
-	return ibcm_send_request(id, ibcm_answer_ns(CM_RESPONSE_TIMEOUT), CM_MAX_RETRIES);
+	return ibcm_send_request(id, ibcm_answer_ns(id, CM_RESPONSE_TIMEOUT), CM_MAX_RETRIES);
 }
 
 int cm_send_rep(struct cm_id *id, const struct sof_cm_param *p)
@@ -219,7 +219,7 @@ int cm_send_dreq(struct cm_id *id)
 	ibcm_mad_hdr(id->msg, CMW_DREQ, 0);
 	cmw_dreq_put(id->msg + SOF_MAD_HDR_LEN, &dreq);
 	ibcm_set_state(id, CM_DREQ_SENT);
-	return ibcm_send_request(id, ibcm_answer_ns(CM_RESPONSE_TIMEOUT), CM_MAX_RETRIES);
+	return ibcm_send_request(id, ibcm_answer_ns(id, CM_RESPONSE_TIMEOUT), CM_MAX_RETRIES);
 }
 
 int cm_send_sidr_req(struct cm_id *id, const struct sof_cm_param *p)
@@ -245,7 +245,7 @@ int cm_send_sidr_req(struct cm_id *id, const struct sof_cm_param *p)
 	ibcm_mad_hdr(id->msg, CMW_SIDR_REQ, 0);
 	cmw_sidr_req_put(id->msg + SOF_MAD_HDR_LEN, &req);
 	ibcm_set_state(id, CM_SIDR_REQ_SENT);
-	return ibcm_send_request(id, ibcm_answer_ns(CM_RESPONSE_TIMEOUT), CM_MAX_RETRIES);
+	return ibcm_send_request(id, ibcm_answer_ns(id, CM_RESPONSE_TIMEOUT), CM_MAX_RETRIES);
 }
 
 int cm_send_sidr_rep(struct cm_id *id, uint8_t status, const struct sof_cm_param *p)

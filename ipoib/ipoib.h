@@ -198,10 +198,17 @@ typedef void (*sa_path_cb)(void *arg, int status, const struct ipoib_path *path)
 int sa_open(const char *dev, int port, const uint8_t port_gid[16], uint16_t pkey);
 int sa_fd(void);
 void sa_poll(void);
-/* A join (FullMember) of mgid; tmpl: the broadcast group's record, whose
- * parameters create the group when it does not exist (NULL: join only). */
-int sa_join(const uint8_t mgid[16], const struct sa_mcm *tmpl, sa_mcm_cb cb, void *arg);
-int sa_leave(const uint8_t mgid[16]);
+/* A join of mgid with JoinState join_state (SOF_MC_JOIN_*); tmpl: the
+ * broadcast group's record, whose parameters create the group when it
+ * does not exist (NULL: join only). */
+int sa_join(const uint8_t mgid[16], uint8_t join_state, const struct sa_mcm *tmpl, sa_mcm_cb cb,
+	    void *arg);
+/* A leave of the JoinState bits join_state. */
+int sa_leave(const uint8_t mgid[16], uint8_t join_state);
+/* The SA takes send-only full members (its ClassPortInfo, asked when
+ * the SM LID changes, has CapabilityMask2 bit 12); false while unknown,
+ * as the kernel's ib_sa_sendonly_fullmem_support. */
+bool sa_sendonly_full(void);
 int sa_path(const uint8_t dgid[16], sa_path_cb cb, void *arg);
 /* Forget the callbacks that name arg (its owner goes away). */
 void sa_cancel(void *arg);

@@ -6,11 +6,16 @@
  * groups the kernel holds on the interface (/proc/net/igmp and igmp6,
  * read each second: all-nodes, solicited-node, and whatever programs
  * joined) are joined through the SA and attached to the QP, and left when
- * the kernel leaves them; a group only sent to is joined on first use.
+ * the kernel leaves them; a group only sent to is joined on first use,
+ * as a SendOnlyFullMember when the SA takes those (its ClassPortInfo,
+ * sa.c), else as a full member, as Linux's ipoib falls back; held by the
+ * kernel later, it is joined again as a full member (the leave names
+ * every bit joined).
  * A datagram to a group goes to its MLID with a GRH naming the MGID and
  * the multicast QPN.
  */
 #include "ipoib.h"
+#include "sa.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -30,9 +35,11 @@ struct mgroup {
 	uint8_t mgid[16];
 	struct sa_mcm rec;
 	struct ipoib_ah *ah;
-	bool kernel;   /* the kernel holds the IP group: receive it */
-	bool attached; /* the QP is attached */
-	bool seen;     /* in this pass over /proc */
+	bool kernel;	/* the kernel holds the IP group: receive it */
+	bool attached;	/* the QP is attached */
+	bool seen;	/* in this pass over /proc */
+	uint8_t asked;	/* JoinState of the join under way */
+	uint8_t joined; /* JoinState bits the SA gave us */
 	uint64_t since;
 	uint8_t *q[MQUEUE];
 	size_t qlen[MQUEUE];
@@ -68,13 +75,17 @@ static int join(struct mgroup *g)
 {
 	char m[64];
 
+	/* only sent to: send-only if the SA takes it (the kernel's
+	 * ipoib_mcast_join), else a full member */
+	g->asked = g != mc.bcast && !g->kernel && sa_sendonly_full() ? SOF_MC_JOIN_SEND_ONLY_FULL
+								     : SOF_MC_JOIN_FULL;
 	ipoib_gid_str(g->mgid, m, sizeof(m));
-	ipoib_log("multicast group %s: joining", m);
+	ipoib_log("multicast group %s: joining (JoinState 0x%x)", m, g->asked);
 	g->state = MG_JOINING;
 	g->since = ipoib_now_ms();
 	ipoib.cnt[IC_mcast_joins]++;
-	return sa_join(g->mgid, g == mc.bcast ? (mc.created ? &mc.bcast->rec : NULL)
-					       : &mc.bcast->rec,
+	return sa_join(g->mgid, g->asked,
+		       g == mc.bcast ? (mc.created ? &mc.bcast->rec : NULL) : &mc.bcast->rec,
 		       joined, g);
 }
 
@@ -112,10 +123,14 @@ static void joined(void *arg, int status, const struct sa_mcm *rec)
 		return;
 	}
 	g->rec = *rec;
+	g->joined |= g->asked;
 	memcpy(g->rec.mgid, g->mgid, 16);
 	{
-		struct ipoib_path p = {.dlid = rec->mlid, .sl = rec->sl, .global = true,
-				       .tclass = rec->tclass, .hop_limit = rec->hop_limit,
+		struct ipoib_path p = {.dlid = rec->mlid,
+				       .sl = rec->sl,
+				       .global = true,
+				       .tclass = rec->tclass,
+				       .hop_limit = rec->hop_limit,
 				       .flow_label = rec->flow_label};
 
 		memcpy(p.dgid, g->mgid, 16);
@@ -132,6 +147,8 @@ static void joined(void *arg, int status, const struct sa_mcm *rec)
 		mc.done = NULL;
 		return;
 	}
+	if (g->ah && g->kernel && !(g->joined & SOF_MC_JOIN_FULL) && !join(g))
+		return; /* the kernel took it meanwhile: to receive, a full member */
 	sync_attach(g);
 	for (unsigned i = 0; i < g->nq; i++)
 		if (g->ah)
@@ -155,8 +172,8 @@ static void group_free(struct mgroup *g, bool leave)
 	sa_cancel(g);
 	if (g->attached)
 		ud_detach(g->mgid, g->rec.mlid);
-	if (leave && g->state == MG_JOINED) {
-		sa_leave(g->mgid);
+	if (leave && g->joined) {
+		sa_leave(g->mgid, g->joined);
 		ipoib.cnt[IC_mcast_leaves]++;
 	}
 	ud_ah_put(g->ah);
@@ -247,6 +264,8 @@ static void want(const uint8_t ip[16])
 	}
 	g->seen = true;
 	g->kernel = true;
+	if (g->state == MG_JOINED && !(g->joined & SOF_MC_JOIN_FULL) && !join(g))
+		return; /* joined send-only: again as a full member */
 	sync_attach(g);
 }
 
@@ -283,7 +302,8 @@ static void scan(const char *ifname)
 		 * IP group of each MGID attached (transport/mcast.c): those are
 		 * IPoIB MGIDs (ff1x:401b, ff1x:601b), not the kernel's groups */
 		if (sscanf(line, "%u %63s %32s", &idx, dev, hex) != 3 || strcmp(dev, ifname) ||
-		    strlen(hex) != 32 || !strncmp(hex + 4, "401b", 4) || !strncmp(hex + 4, "601b", 4))
+		    strlen(hex) != 32 || !strncmp(hex + 4, "401b", 4) ||
+		    !strncmp(hex + 4, "601b", 4))
 			continue;
 		for (int i = 0; i < 16; i++) {
 			unsigned b;
@@ -360,9 +380,10 @@ void mcast_dump(char *buf, size_t len)
 		if (g->state == MG_FREE)
 			continue;
 		ipoib_gid_str(g->mgid, m, sizeof(m));
-		w = snprintf(buf + off, len - off, "mcast %s mlid 0x%04x state %s%s%s\n", m,
-			     g->rec.mlid, mg_state_names[g->state], g->attached ? " attached" : "",
-			     g == mc.bcast ? " broadcast" : "");
+		w = snprintf(buf + off, len - off, "mcast %s mlid 0x%04x state %s%s%s join 0x%x\n",
+			     m, g->rec.mlid, mg_state_names[g->state],
+			     g->attached ? " attached" : "", g == mc.bcast ? " broadcast" : "",
+			     g->joined);
 		if (w > 0)
 			off += (size_t)w;
 	}

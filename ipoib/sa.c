@@ -4,6 +4,8 @@
  * with the GSI Q_Key, answered asynchronously: the loop polls the umad
  * descriptor and each response (or the time-out libibumad reports for a
  * request that got none) finds its request by TID and calls it back.
+ * Each new SM LID gets a ClassPortInfo Get: whether its SA takes
+ * send-only full members (CapabilityMask2 bit 12), which mcast.c asks.
  * The SA header and the records (IBA tables 195, MCMemberRecord, and 188,
  * PathRecord) are mad/sa_rec.c's, the codec the SM's SA uses too.
  */
@@ -28,6 +30,7 @@
 struct sa_req {
 	uint32_t tid; /* 0: free */
 	bool path;
+	bool cpi; /* the ClassPortInfo Get */
 	sa_mcm_cb mcm_cb;
 	sa_path_cb path_cb;
 	void *arg;
@@ -37,6 +40,7 @@ static struct {
 	int portid, fd, agent;
 	uint16_t sm_lid, pkey;
 	uint8_t sm_sl;
+	bool sendonly_full; /* the SA at sm_lid takes JoinState 8 */
 	uint8_t gid[16];
 	uint32_t next_tid;
 	struct sa_req req[SA_PENDING];
@@ -65,11 +69,30 @@ int sa_open(const char *dev, int port, const uint8_t port_gid[16], uint16_t pkey
 
 int sa_fd(void) { return sa.fd; }
 
+static struct sa_req *req_new(void);
+static int sa_send(uint32_t tid, uint8_t method, uint16_t attr, uint64_t mask, const uint8_t *rec,
+		   size_t rlen);
+
 void sa_set_sm(uint16_t sm_lid, uint8_t sm_sl)
 {
+	struct sa_req *q;
+	uint8_t none[1] = {0};
+
+	if (sm_lid == sa.sm_lid && sm_sl == sa.sm_sl)
+		return;
 	sa.sm_lid = sm_lid;
 	sa.sm_sl = sm_sl;
+	/* a new SA: what it takes is not known until it says */
+	sa.sendonly_full = false;
+	q = req_new();
+	if (q) {
+		q->cpi = true;
+		if (sa_send(q->tid, SOF_SA_GET, SOF_SA_ATTR_CLASS_PORT_INFO, 0, none, 0))
+			q->tid = 0;
+	}
 }
+
+bool sa_sendonly_full(void) { return sa.sendonly_full; }
 
 static struct sa_req *req_new(void)
 {
@@ -102,9 +125,10 @@ static int sa_send(uint32_t tid, uint8_t method, uint16_t attr, uint64_t mask, c
 
 /* An MCMemberRecord of ours for mgid (padded to 56 bytes, AttributeOffset
  * 7) and its mask */
-static void mcm_rec(uint8_t r[56], const uint8_t mgid[16], const struct sa_mcm *t, uint64_t *mask)
+static void mcm_rec(uint8_t r[56], const uint8_t mgid[16], uint8_t join_state,
+		    const struct sa_mcm *t, uint64_t *mask)
 {
-	struct sof_sa_mcmember m = {.scope = 2, .join_state = SOF_MC_JOIN_FULL}; /* link-local */
+	struct sof_sa_mcmember m = {.scope = 2, .join_state = join_state}; /* link-local */
 
 	memcpy(m.mgid, mgid, 16);
 	memcpy(m.port_gid, sa.gid, 16);
@@ -132,7 +156,8 @@ static void mcm_rec(uint8_t r[56], const uint8_t mgid[16], const struct sa_mcm *
 	sof_sa_mcmember_pack(r, &m);
 }
 
-int sa_join(const uint8_t mgid[16], const struct sa_mcm *tmpl, sa_mcm_cb cb, void *arg)
+int sa_join(const uint8_t mgid[16], uint8_t join_state, const struct sa_mcm *tmpl, sa_mcm_cb cb,
+	    void *arg)
 {
 	struct sa_req *q = req_new();
 	uint8_t r[56];
@@ -143,7 +168,7 @@ int sa_join(const uint8_t mgid[16], const struct sa_mcm *tmpl, sa_mcm_cb cb, voi
 		return -EBUSY;
 	q->mcm_cb = cb;
 	q->arg = arg;
-	mcm_rec(r, mgid, tmpl, &mask);
+	mcm_rec(r, mgid, join_state, tmpl, &mask);
 	err = sa_send(q->tid, SOF_SA_SET, SOF_SA_ATTR_MCMEMBER_REC, mask, r, sizeof(r));
 	if (err)
 		q->tid = 0;
@@ -151,7 +176,7 @@ int sa_join(const uint8_t mgid[16], const struct sa_mcm *tmpl, sa_mcm_cb cb, voi
 }
 
 /* No answer is waited for: a leave the SA misses ages out with the port. */
-int sa_leave(const uint8_t mgid[16])
+int sa_leave(const uint8_t mgid[16], uint8_t join_state)
 {
 	struct sa_req *q = req_new();
 	uint8_t r[56];
@@ -160,7 +185,7 @@ int sa_leave(const uint8_t mgid[16])
 
 	if (!q)
 		return -EBUSY;
-	mcm_rec(r, mgid, NULL, &mask);
+	mcm_rec(r, mgid, join_state, NULL, &mask);
 	err = sa_send(q->tid, SOF_SA_DELETE, SOF_SA_ATTR_MCMEMBER_REC, mask, r, sizeof(r));
 	if (err)
 		q->tid = 0;
@@ -205,7 +230,14 @@ static void complete(struct sa_req *q, int status, const uint8_t *rec)
 	struct sa_req c = *q;
 
 	q->tid = 0;
-	if (c.path && c.path_cb) {
+	if (c.cpi) {
+		sa.sendonly_full =
+		    !status && (sof_sa_cpi_cap_mask2(rec) & SOF_SA_CAP2_SENDONLY_FULL);
+		ipoib_log("SA ClassPortInfo: %s send-only full members", status ? "no answer, no"
+									 : sa.sendonly_full
+									     ? "takes"
+									     : "does not take");
+	} else if (c.path && c.path_cb) {
 		struct ipoib_path p;
 		struct sof_sa_path r;
 

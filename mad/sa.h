@@ -394,13 +394,21 @@ void sof_sa_notice_pack(uint8_t *rec, const struct sof_sa_notice *n);
 void sof_sa_notice_unpack(const uint8_t *rec, struct sof_sa_notice *n);
 
 /* ClassPortInfo (IBA 13.4.8.1), 72 bytes: the SA sets its base/class
- * version, capability mask and response time; no redirection. */
+ * version, capability masks and response time; no redirection.
+ * CapabilityMask2 is the upper 27 bits of the word at byte 4, under
+ * RespTimeValue's 5. */
 #define SOF_SA_CPI_LEN 72
 #define SOF_SA_CAP_NOTICE 0x0002      /* IsNoticeSupported (13.4.8.1): InformInfo, Reports */
 #define SOF_SA_CAP_OPT_RECORDS 0x0100 /* IsSubnetOptionalRecordsSupported */
 #define SOF_SA_CAP_UD_MCAST 0x0200    /* IsUDMulticastSupported */
 #define SOF_SA_CAP_MULTIPATH 0x0400   /* IsMultiPathSupported */
-void sof_sa_cpi_pack(uint8_t *rec, uint16_t cap_mask, uint8_t resp_time);
+/* CapabilityMask2 bit 12 (IBA 15.2.5.1 note): the SA takes
+ * SendOnlyFullMember joins (JoinState bit 3); a joiner whose SA lacks it
+ * joins as a full member (Linux's ipoib) or refuses (its rdma_cm) */
+#define SOF_SA_CAP2_SENDONLY_FULL (1u << 12)
+void sof_sa_cpi_pack(uint8_t *rec, uint16_t cap_mask, uint32_t cap_mask2, uint8_t resp_time);
+/* CapabilityMask2 of a ClassPortInfo (rec: SOF_SA_CPI_LEN bytes) */
+uint32_t sof_sa_cpi_cap_mask2(const uint8_t *rec);
 
 /* ---- Records built by component ---- */
 

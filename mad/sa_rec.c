@@ -835,11 +835,13 @@ void sof_sa_notice_unpack(const uint8_t *rec, struct sof_sa_notice *n)
 	memcpy(n->issuer_gid, rec + 64, 16);
 }
 
-void sof_sa_cpi_pack(uint8_t *rec, uint16_t cap_mask, uint8_t resp_time)
+void sof_sa_cpi_pack(uint8_t *rec, uint16_t cap_mask, uint32_t cap_mask2, uint8_t resp_time)
 {
 	memset(rec, 0, SOF_SA_CPI_LEN);
 	rec[0] = 1;
 	rec[1] = SOF_SA_CLASS_VERSION;
 	sof_put16(rec + 2, cap_mask);
-	sof_put32(rec + 4, resp_time & 0x1fu);
+	sof_put32(rec + 4, (cap_mask2 & 0x7ffffffu) << 5 | (resp_time & 0x1fu));
 }
+
+uint32_t sof_sa_cpi_cap_mask2(const uint8_t *rec) { return sof_get32(rec + 4) >> 5; }

@@ -1,7 +1,7 @@
 /*
  * The subnet management agent over the node model of mad/smp.h: the
- * node's defaults, its physical link events (IBA 7.2), the directed-route
- * step of IBA 14.2.2 and the handling of SubnGet/SubnSet for every
+ * node's defaults, the directed-route step of IBA 14.2.2 and the handling
+ * of SubnGet/SubnSet for every
  * attribute an SM reads or programs (IBA 14.2.5), each with its M_Key
  * check (14.2.4) and the GetResp it makes. Pure: no I/O, no globals.
  */
@@ -128,61 +128,11 @@ void sof_node_free(struct sof_node *n)
 	free(n);
 }
 
-struct sof_port *sof_node_mgmt_port(struct sof_node *n, unsigned in_port)
-{
-	if (n->type == SOF_NODE_SWITCH)
-		return &n->port[0];
-	if (in_port < 1 || in_port > n->nports)
-		return &n->port[1];
-	return &n->port[in_port];
-}
-
 bool sof_port_has_lid(const struct sof_port *p, uint16_t lid)
 {
 	uint16_t base = p->lid & (uint16_t) ~((1u << p->lmc) - 1u);
 
 	return p->lid && lid >= base && lid < base + (1u << p->lmc);
-}
-
-void sma_port_state_changed(struct sof_node *n)
-{
-	if (n->type == SOF_NODE_SWITCH)
-		n->sw.port_state_change = true;
-}
-
-bool sof_port_link_up(struct sof_node *n, unsigned port)
-{
-	struct sof_port *p;
-
-	if (port < 1 || port > n->nports)
-		return false;
-	p = &n->port[port];
-	if (p->phys == SOF_PHYS_DISABLED)
-		return false;
-	p->phys = SOF_PHYS_LINKUP;
-	if (p->state != SOF_PORT_DOWN)
-		return false;
-	p->state = SOF_PORT_INIT; /* IBA 7.2: Down -> Initialize at link up */
-	sma_port_state_changed(n);
-	return true;
-}
-
-bool sof_port_link_down(struct sof_node *n, unsigned port)
-{
-	struct sof_port *p;
-
-	if (port < 1 || port > n->nports)
-		return false;
-	p = &n->port[port];
-	if (p->phys != SOF_PHYS_DISABLED)
-		p->phys = SOF_PHYS_POLLING;
-	if (p->state == SOF_PORT_DOWN)
-		return false;
-	p->state = SOF_PORT_DOWN;
-	if (p->cnt.link_downed < 0xff)
-		p->cnt.link_downed++;
-	sma_port_state_changed(n);
-	return true;
 }
 
 void sof_port_count_xmit(struct sof_port *p, uint32_t len, bool mcast)

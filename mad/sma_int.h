@@ -1,6 +1,7 @@
 /*
  * What the SMA's files share (mad/sma.c: the model, directed route and
- * the other attributes; mad/sma_port.c: PortInfo and the M_Key check):
+ * the other attributes; mad/sma_port.c: the ports' link events, PortInfo
+ * and the M_Key check; sma.c calls sma_port.c, not the other way):
  * one SMP being answered, and the entry points between them. Not for
  * callers of the SMA: they use mad/smp.h.
  */
@@ -26,7 +27,5 @@ uint16_t sma_port_info(struct sma_req *r);
  * may go on; false when it is a violation (counted, EV_MKEY set, the
  * details for trap 256 kept in the management port). */
 bool sma_mkey_check(struct sma_req *r, const uint8_t *mad);
-/* A switch port's state changed: SwitchInfo:PortStateChange (mad/sma.c) */
-void sma_port_state_changed(struct sof_node *n);
 
 #endif

@@ -1,5 +1,7 @@
 /*
- * The SMA's PortInfo (IBA 14.2.5.6) and its M_Key (14.2.4): PortInfo Get
+ * The SMA's ports: the management port of an SMP, the physical link
+ * events (IBA 7.2), PortInfo (IBA 14.2.5.6) and the M_Key (14.2.4).
+ * mad/sma.c calls in here, never the other way. PortInfo Get
  * (a switch's external ports show the switch's addressing, port 0's) and
  * Set (the state machine Init -> Armed -> Active, Down and Disabled, the
  * enables a port supports, the addressing and M_Key fields of a
@@ -11,6 +13,57 @@
 #include "sma_int.h"
 
 #include <string.h>
+
+struct sof_port *sof_node_mgmt_port(struct sof_node *n, unsigned in_port)
+{
+	if (n->type == SOF_NODE_SWITCH)
+		return &n->port[0];
+	if (in_port < 1 || in_port > n->nports)
+		return &n->port[1];
+	return &n->port[in_port];
+}
+
+/* A switch port's state changed: SwitchInfo:PortStateChange */
+static void port_state_changed(struct sof_node *n)
+{
+	if (n->type == SOF_NODE_SWITCH)
+		n->sw.port_state_change = true;
+}
+
+bool sof_port_link_up(struct sof_node *n, unsigned port)
+{
+	struct sof_port *p;
+
+	if (port < 1 || port > n->nports)
+		return false;
+	p = &n->port[port];
+	if (p->phys == SOF_PHYS_DISABLED)
+		return false;
+	p->phys = SOF_PHYS_LINKUP;
+	if (p->state != SOF_PORT_DOWN)
+		return false;
+	p->state = SOF_PORT_INIT; /* IBA 7.2: Down -> Initialize at link up */
+	port_state_changed(n);
+	return true;
+}
+
+bool sof_port_link_down(struct sof_node *n, unsigned port)
+{
+	struct sof_port *p;
+
+	if (port < 1 || port > n->nports)
+		return false;
+	p = &n->port[port];
+	if (p->phys != SOF_PHYS_DISABLED)
+		p->phys = SOF_PHYS_POLLING;
+	if (p->state == SOF_PORT_DOWN)
+		return false;
+	p->state = SOF_PORT_DOWN;
+	if (p->cnt.link_downed < 0xff)
+		p->cnt.link_downed++;
+	port_state_changed(n);
+	return true;
+}
 
 static void port_info_get(struct sma_req *r, const struct sof_port *q)
 {
@@ -161,11 +214,11 @@ static uint16_t port_info_set(struct sma_req *r, unsigned portnum, struct sof_po
 		/* the link retrains: Down, then Initialize while it is up */
 		if (portnum != 0 && q->phys == SOF_PHYS_LINKUP) {
 			q->state = SOF_PORT_DOWN;
-			sma_port_state_changed(n);
+			port_state_changed(n);
 			q->state = SOF_PORT_INIT;
 		} else if (portnum != 0) {
 			q->state = SOF_PORT_DOWN;
-			sma_port_state_changed(n);
+			port_state_changed(n);
 		}
 		r->ev |= SOF_SMA_EV_STATE;
 	} else if ((state == SOF_PORT_ARMED || state == SOF_PORT_ACTIVE) && state != q->state) {

@@ -28,6 +28,8 @@ struct sm_sa *sm_sa_new(struct sm_subnet *sn, const struct sm_sa_ops *ops, void 
 	sa->ctx = ctx;
 	sa->report_tid = 1;
 	sa->max_table = SA_MAX_TABLE_BYTES;
+	sa->cap_mask2 = SOF_SA_CAP2_SENDONLY_FULL; /* sa_mcast.c takes JoinState 8 */
+	sa->pkt_life = SA_PKT_LIFE;
 	return sa;
 }
 
@@ -47,6 +49,26 @@ const struct sm_sa_stats *sm_sa_stats(const struct sm_sa *sa) { return &sa->st; 
 void sm_sa_set_max_table(struct sm_sa *sa, size_t bytes)
 {
 	sa->max_table = bytes ? bytes : SA_MAX_TABLE_BYTES;
+}
+
+void sm_sa_set_cap_mask2(struct sm_sa *sa, uint32_t mask) { sa->cap_mask2 = mask; }
+
+void sm_sa_set_pkt_life(struct sm_sa *sa, uint8_t life) { sa->pkt_life = life & 0x3f; }
+
+int sm_sa_set_part_sl(struct sm_sa *sa, uint16_t pkey, uint8_t sl)
+{
+	unsigned i;
+
+	for (i = 0; i < sa->npart_sl; i++)
+		if (sa->part_sl[i].pkey == (pkey & 0x7fff))
+			break;
+	if (i == SA_MAX_PART_SL)
+		return -ENOSPC;
+	sa->part_sl[i].pkey = pkey & 0x7fff;
+	sa->part_sl[i].sl = sl & 0xf;
+	if (i == sa->npart_sl)
+		sa->npart_sl++;
+	return 0;
 }
 
 void sm_sa_tick(struct sm_sa *sa, uint64_t now_us)
@@ -164,14 +186,15 @@ static long resp_table(const struct sof_sa_req *r, uint16_t status, const struct
 	return (long)len;
 }
 
-static long class_port_info(const struct sof_sa_req *r, uint8_t resp_time, uint8_t **resp)
+static long class_port_info(const struct sm_sa *sa, const struct sof_sa_req *r, uint8_t resp_time,
+			    uint8_t **resp)
 {
 	uint8_t cpi[SOF_SA_CPI_LEN];
 
 	sof_sa_cpi_pack(cpi,
 			SOF_SA_CAP_NOTICE | SOF_SA_CAP_OPT_RECORDS | SOF_SA_CAP_UD_MCAST |
 			    SOF_SA_CAP_MULTIPATH,
-			resp_time);
+			sa->cap_mask2, resp_time);
 	return resp_single(r, 0, cpi, sizeof(cpi), resp);
 }
 
@@ -242,7 +265,7 @@ long sm_sa_process(struct sm_sa *sa, const struct sm_sa_addr *from, const uint8_
 		return 0;
 	q.trusted = sa->sn->sm_key && r.sm_key == sa->sn->sm_key;
 	if (r.attr_id == SOF_SA_ATTR_CLASS_PORT_INFO)
-		out = class_port_info(&r, SA_RESP_TIME, resp);
+		out = class_port_info(sa, &r, SA_RESP_TIME, resp);
 	else if (r.method == SOF_SA_GET || r.method == SOF_SA_GET_TABLE ||
 		 r.method == SOF_SA_GET_MULTI)
 		out = get_or_table(sa, &q, resp);

@@ -19,7 +19,11 @@
 #define SA_MAX_GROUPS 1024   /* MLIDs 0xc000..0xc3ff */
 #define SA_MAX_MEMBERS 65536 /* members of one group */
 #define SA_MAX_SUBS 4096
-#define SA_PKT_LIFE 18 /* PacketLifeTime the paths carry (IBA 4.096 us * 2^18) */
+/* PacketLifeTime the paths carry unless sm_sa_set_pkt_life says
+ * otherwise (4.096 us * 2^18, about 1 s: OpenSM's packet_life_time
+ * default, 0x12) */
+#define SA_PKT_LIFE 18
+#define SA_MAX_PART_SL 64 /* partitions with an SL of their own */
 /* ClassPortInfo:RespTimeValue: 4.096 us * 2^16, about 268 ms, what
  * OpenSM says for its 200 ms transaction time-out; clients time their
  * queries by it (IBA 13.4.6.2) */
@@ -57,7 +61,14 @@ struct sm_sa {
 	const struct sm_sa_ops *ops;
 	void *ctx;
 	struct sm_sa_stats st;
-	size_t max_table; /* bytes of records in one answer */
+	size_t max_table;   /* bytes of records in one answer */
+	uint32_t cap_mask2; /* ClassPortInfo:CapabilityMask2 */
+	uint8_t pkt_life;   /* PathRecord:PacketLifeTime */
+	struct {
+		uint16_t pkey; /* 15 bits */
+		uint8_t sl;
+	} part_sl[SA_MAX_PART_SL]; /* PathRecord:SL of a partition's paths */
+	unsigned npart_sl;
 	uint64_t now_us;
 	struct sa_service *svc;
 	unsigned nsvc, svc_cap;

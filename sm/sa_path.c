@@ -11,8 +11,9 @@
  * The query's MTU, rate and packet lifetime go through their selectors
  * (greater than, less than, exactly, largest); NumbPath caps the paths per
  * port pair; SGID/DGID/SLID/DLID pick the ports; every other selected
- * component must equal what the path carries (P_Key 0xffff, SL 0,
- * reversible, hop limit 0 inside the subnet).
+ * component must equal what the path carries (P_Key 0xffff, the SL of
+ * the path's partition (sm_sa_set_part_sl, else 0), reversible, hop limit 0
+ * inside the subnet). Every path has the SA's PacketLifeTime.
  */
 #include "sa_int.h"
 
@@ -192,6 +193,7 @@ static bool has(const struct pr_query *pq, unsigned c) { return pq->mask & BIT(c
 /* one port pair being answered */
 struct pair {
 	const struct pr_query *pq;
+	const struct sm_sa *sa;
 	const struct sm_subnet *sn;
 	const struct sm_port *sp, *dp;
 	unsigned max, emitted;
@@ -208,6 +210,16 @@ unsigned sa_pkey_memb(const struct sm_port *p, uint16_t pkey)
 		if (p->pkeys[i] & 0x7fff && (p->pkeys[i] & 0x7fff) == (pkey & 0x7fff))
 			m |= p->pkeys[i] & 0x8000 ? 2 : 1;
 	return m & 2 ? 2 : m;
+}
+
+/* The SL of pkey's paths: its partition's, else 0 (IBA 15.2.5.16: the SA
+ * picks the SL by its QoS policy) */
+static uint8_t part_sl(const struct sm_sa *sa, uint16_t pkey)
+{
+	for (unsigned i = 0; i < sa->npart_sl; i++)
+		if (sa->part_sl[i].pkey == (pkey & 0x7fff))
+			return sa->part_sl[i].sl;
+	return 0;
 }
 
 /* Emit the path from LID offset si of sp to offset di of dp, if the
@@ -241,6 +253,7 @@ static bool one_path(struct pair *c, unsigned si, unsigned di)
 			return true;
 		p.pkey = pq->q.pkey;
 	}
+	p.sl = part_sl(c->sa, p.pkey);
 	p.mtu_sel = p.rate_sel = p.life_sel = 2;
 	/* a smaller MTU than the path's is always usable: "less than"
 	 * lowers it (a rate is not lowered: the links run at theirs) */
@@ -259,7 +272,7 @@ static bool one_path(struct pair *c, unsigned si, unsigned di)
 		return true;
 	p.rate = code_of_rate(v);
 	if (!select_val(has(pq, SOF_PR_LIFE), has(pq, SOF_PR_LIFE_SEL) ? pq->q.life_sel : 2,
-			pq->q.life, SA_PKT_LIFE, &v) ||
+			pq->q.life, c->sa->pkt_life, &v) ||
 	    v > 63)
 		return true;
 	p.life = (uint8_t)v;
@@ -274,11 +287,10 @@ static bool one_path(struct pair *c, unsigned si, unsigned di)
 /* Emit the paths from sp to dp, at most max (0: all): first the LID pairs
  * with equal offsets (distinct routes when the engine spreads LMC LIDs),
  * then the others. false: stop generating. */
-static bool port_pair(const struct pr_query *pq, const struct sm_subnet *sn,
-		      const struct sm_port *sp, const struct sm_port *dp, unsigned max,
-		      struct sa_out *o)
+static bool port_pair(const struct pr_query *pq, const struct sm_sa *sa, const struct sm_port *sp,
+		      const struct sm_port *dp, unsigned max, struct sa_out *o)
 {
-	struct pair c = {.pq = pq, .sn = sn, .sp = sp, .dp = dp, .max = max, .o = o};
+	struct pair c = {.pq = pq, .sa = sa, .sn = sa->sn, .sp = sp, .dp = dp, .max = max, .o = o};
 	unsigned ns = has(pq, SOF_PR_SLID) ? 1 : 1u << sp->lmc;
 	unsigned nd = has(pq, SOF_PR_DLID) ? 1 : 1u << dp->lmc;
 	unsigned k, si, di, diag = ns > nd ? ns : nd;
@@ -361,7 +373,7 @@ void sa_gen_path(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 	if (sp->node->type == SOF_NODE_SWITCH)
 		sp = &sp->node->port[0];
 	if (dp) {
-		port_pair(&pq, sn, sp, dp, 0, o);
+		port_pair(&pq, sa, sp, dp, 0, o);
 		return;
 	}
 	if (q->r->method == SOF_SA_GET) {
@@ -375,7 +387,7 @@ void sa_gen_path(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 		if (!n->present)
 			continue;
 		for (unsigned j = 0; j <= n->nports; j++)
-			if (is_endport(&n->port[j]) && !port_pair(&pq, sn, sp, &n->port[j], 0, o))
+			if (is_endport(&n->port[j]) && !port_pair(&pq, sa, sp, &n->port[j], 0, o))
 				return;
 	}
 }
@@ -446,7 +458,7 @@ uint16_t sa_multipath(struct sm_sa *sa, const struct sa_q *q, struct sa_out *o)
 
 			if (!dp)
 				return SOF_SA_ST_INVALID_GID;
-			if (!port_pair(&pq, sa->sn, sp, dp, left, o))
+			if (!port_pair(&pq, sa, sp, dp, left, o))
 				return 0;
 			total += o->n - before;
 			if (pq.numb_path && total >= pq.numb_path)

@@ -68,6 +68,17 @@ const struct sm_sa_stats *sm_sa_stats(const struct sm_sa *sa);
 /* The most bytes of records one answer carries (0: the default, 8 MiB);
  * a GetTable that would need more is answered ERR_NO_RESOURCES. */
 void sm_sa_set_max_table(struct sm_sa *sa, size_t bytes);
+/* ClassPortInfo:CapabilityMask2 the SA advertises (default
+ * SOF_SA_CAP2_SENDONLY_FULL); tests clear it to play an SA without
+ * send-only full members */
+void sm_sa_set_cap_mask2(struct sm_sa *sa, uint32_t mask);
+/* PathRecord:PacketLifeTime of every path (default 18, OpenSM's); the
+ * RDMA CM takes its local ACK timeout from it (lifetime + 1) */
+void sm_sa_set_pkt_life(struct sm_sa *sa, uint8_t life);
+/* PathRecord:SL of the paths in partition pkey (15 bits; a partition's
+ * sl= in partitions.conf, which OpenSM gives its paths too); others SL 0.
+ * -ENOSPC beyond SA_MAX_PART_SL partitions. */
+int sm_sa_set_part_sl(struct sm_sa *sa, uint16_t pkey, uint8_t sl);
 
 /* Handle one SA MAD of len bytes (256, or a reassembled RMPP message)
  * from `from`. Returns the length of the response it wrote to *resp

@@ -5,7 +5,7 @@
 # SOF_SM=softofed our softofed-sm (--partitions FILE; partitions_sm.sh):
 #
 #   Default=0x7fff, ipoib : ALL=full ;
-#   p8001=0x8001, ipoib : A=full, B=full ;          c is not a member
+#   p8001=0x8001, ipoib, sl=3 : A=full, B=full ;    c is not a member
 #   p8002=0x8002, ipoib : A=limited, B=limited, C=full ;
 #
 #   tables      smpquery pkeys of each host: its partitions, full bit as set;
@@ -36,12 +36,25 @@
 #               address: in P_Key 0xffff (from c) rejected, in 0x8001 (from
 #               b) accepted; c (ib0, default partition) cannot reach a's
 #               ib0.8001 address (ADDR_ERROR)
+#   qos         the SA's PathRecord in 0x8001 has the partition's SL 3 and
+#               PacketLifeTime 18 (OpenSM's default, ours): the REQs carry
+#               SL 3 and local ACK timeout 19, the RC packets SL 3 in their
+#               LRH, rdma_init_qp_attr gives ah_attr.sl 3 and timeout 19
+#   ipv6        ib0.8001 with fd81::2/3: ping -6; an AF_IB REQ with an IPv6
+#               A11 header for rping's listener on fd81::2: from c in
+#               0xffff rejected, from b in 0x8001 accepted; rping over IPv6
 #   ipoib cm    ib0.8001 in connected mode: a 30000-byte ping goes over RC,
 #               the REQ for RFC 4755's service and every RC packet in 0x8001;
 #               progs/cm_ipoibreq to a's service: from c in 0xffff
 #               rejected, from b in 0x8001 accepted
 #   limited     ib0.8002 in a and b (limited members) and c (full): all come
 #               up; limited <-> full pings, limited <-> limited does not
+#   send-only   the SA's ClassPortInfo has CapabilityMask2 bit 12 (saquery
+#               -c); IPoIB datagrams to a group ib0.8001 did not join join
+#               it send-only (JoinState 8); with our SM only, restarted as
+#               an SA without the bit ($SOFTOFED_SM_SA_CAP_MASK2=0): IPoIB
+#               joins such a group as a full member (1), and mckey -o fails
+#               (EOPNOTSUPP, as the kernel's rdma_cm refuses it)
 #
 # Needs root (ip netns). Usage: [SOF_SM=softofed] tests/hosts/partitions.sh
 set -u
@@ -101,7 +114,7 @@ CONF=$SOF_TMP/partitions.conf
 cat >"$CONF" <<EOF
 # issue 19/20/21 partitions: c is not in 0x8001; a and b are limited in 0x8002
 Default=0x7fff, ipoib : ALL=full ;
-p8001=0x8001, ipoib :
+p8001=0x8001, ipoib, sl=3 :
 	$ga=full,
 	$gb=full ;
 p8002=0x8002, ipoib : $ga=limited, $gb=limited, $gc=full ;
@@ -109,7 +122,8 @@ EOF
 
 if [ "$N" = partitions/opensm ]; then
 	smlog=$SOF_TMP/pk.opensm.log
-	sof_host_bg pk.sm a 260 "$SOFTOFED" run -- opensm -g "$ga" -f "$smlog" -d 0 -s 2 -D 0x87 -P "$CONF"
+	# -Q: OpenSM gives a partition's sl= to its PathRecords only with QoS on
+	sof_host_bg pk.sm a 260 "$SOFTOFED" run -- opensm -g "$ga" -f "$smlog" -d 0 -s 2 -D 0x87 -Q -P "$CONF"
 else
 	smlog=$(sof_out pk.sm)
 	# as `softofed sm`; run.sh's ASan mix has the daemon and the tool only
@@ -194,6 +208,16 @@ if [ "$(sorted "$ra")" = "$(sorted "$ta")" ] && [ "$(sorted "$rc")" = "$(sorted 
 else
 	not_ok "$N: saquery PKTR" "a [$ra] c [$rc]"
 	head -n 40 "$pktr" | sed 's/^/#   /'
+fi
+# the SA's ClassPortInfo: CapabilityMask2 bit 12, send-only full members
+# taken (OpenSM sets it; so does ours), which the joiners ask for
+out=$SOF_TMP/pk.cpi
+sof_ibf_diag b "$out" saquery -C sofib0 -c
+cm2=$(sed -n 's/^[[:space:]]*Capability mask 2\.*\(0x[0-9A-Fa-f]*\)$/\1/p' "$out")
+if [ -n "$cm2" ] && (((cm2 >> 12) & 1)); then
+	ok "$N: saquery -c: the SA's CapabilityMask2 $cm2 has bit 12 (IsSendOnlyFullMemberSupported)"
+else
+	not_ok "$N: SA ClassPortInfo" "CapMask2 '$cm2': $(tr '\n' ' ' <"$out" | cut -c1-300)"
 fi
 out=$SOF_TMP/pk.devinfo
 sof_host_run a "$SOFTOFED" run -- timeout 20 ibv_devinfo -v -d sofib0 >"$out" 2>&1 </dev/null
@@ -397,11 +421,40 @@ ud_out=$(tsh -Y "($ab) && infiniband.deth && infiniband.bth.destqp > 1 && infini
 req=$(tsh -Y "infiniband.cm.req.pkey == 0x8001" | wc -l)
 req_bad=$(tsh -Y "infiniband.cm.req && infiniband.cm.req.pkey != 0x8001" | wc -l)
 pr=$(tsh -Y "infiniband.pathrecord.p_key == 0x8001" | wc -l)
+# QoS from the SA: 0x8001's SL 3 and PacketLifeTime 18 -> ACK timeout 19
+req_qos=$(tsh -Y "infiniband.cm.req.pkey == 0x8001 && infiniband.cm.req.prim_sl == 3 && infiniband.cm.req.prim_localacktout == 19" | wc -l)
+req_qos_bad=$(tsh -Y "infiniband.cm.req.pkey == 0x8001" -T fields -e infiniband.cm.req.prim_sl -e infiniband.cm.req.prim_localacktout | sort | uniq -c | tr -s ' \t\n' ' ')
+rc_sl=$(tsh -Y "($ab) && infiniband.bth.opcode < 0x20 && infiniband.lrh.sl == 3" | wc -l)
 if [ "$rc_in" -ge 200 ] && [ "$rc_out" = 0 ] && [ "$cm_in" -ge 6 ] && [ "$cm_out" = 0 ] &&
 	[ "$req" -ge 2 ] && [ "$req_bad" = 0 ] && [ "$pr" -ge 2 ] && [ "$ud_in" -ge 200 ] && [ "$ud_out" = 0 ]; then
 	ok "$N: capture: a<->b RC packets $rc_in, UD sends of udaddy's size $ud_in and CM MADs $cm_in all in P_Key 0x8001, $req REQs name 0x8001, $pr PathRecords with 0x8001"
 else
 	not_ok "$N: P_Key 0x8001 on the wire" "RC in 0x8001 $rc_in, other $rc_out; UD in 0x8001 $ud_in, other $ud_out; CM MADs in 0x8001 $cm_in, other $cm_out; REQs 0x8001 $req, other $req_bad; PathRecords $pr"
+fi
+if [ "$req" -ge 2 ] && [ "$req_qos" = "$req" ] && [ "$rc_sl" = "$rc_in" ] && [ "$rc_sl" -ge 200 ]; then
+	ok "$N: capture: the $req REQs in 0x8001 carry its SL 3 and local ACK timeout 19 (PacketLifeTime 18 + 1), its $rc_sl RC packets SL 3"
+else
+	not_ok "$N: SL and ACK timeout from the SA" "REQs $req, with SL 3 and timeout 19 $req_qos (SL timeout: $req_qos_bad); RC packets $rc_in, SL 3 $rc_sl"
+fi
+# IPoIB's own send-only use: datagrams from a to a group ib0.8001 holds no
+# membership of are sent after a SendOnlyFullMember join (the SA takes it)
+mc_send() {
+	sof_host_run "$1" python3 -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(sys.argv[1]))
+for _ in range(3):
+    s.sendto(b"x", (sys.argv[2], 9999))' "$2" "$3" </dev/null
+}
+# mc_joined HOST MGID STATE: HOST's ib0.8001 has MGID joined with JoinState STATE
+mc_joined() {
+	sof_host_run "$1" "$SOFTOFED" ipoib status ib0.8001 2>/dev/null </dev/null |
+		grep -q "^mcast $2 mlid 0xc[0-9a-f]* state joined.* join $3\$"
+}
+mc_send a 192.168.81.2 239.1.2.6
+if sof_wait_for 10 mc_joined a ff12:401b:8001::f01:206 0x8; then
+	ok "$N: IPoIB send-only use of 239.1.2.6 on ib0.8001: joined as a SendOnlyFullMember (JoinState 8)"
+else
+	not_ok "$N: IPoIB send-only join" "$(sof_host_run a "$SOFTOFED" ipoib status ib0.8001 2>&1 </dev/null | grep '^mcast' | tr '\n' ' ')"
 fi
 # the SA joins of the mckey group (method Set 0x02, Delete 0x15): a's
 # SendOnlyFullMember (8), b's FullMember (1), both in 0x8001
@@ -452,6 +505,49 @@ if grep -q '^event RDMA_CM_EVENT_REJECTED' "$SOF_TMP/pk.ipreq.ffff" &&
 else
 	not_ok "$N: REQ partition of an IP listener" "0xffff: $(tr '\n' ' ' <"$SOF_TMP/pk.ipreq.ffff"); 0x8001: $(tr '\n' ' ' <"$SOF_TMP/pk.ipreq.8001")"
 fi
+# the route b's id got (the SA's PathRecord in 0x8001) and what
+# rdma_init_qp_attr made of it
+if grep -q '^route sl 3 life 18$' "$SOF_TMP/pk.ipreq.8001" &&
+	grep -q '^qp_attr sl 3 timeout 19$' "$SOF_TMP/pk.ipreq.8001"; then
+	ok "$N: rdma_resolve_route in 0x8001: PathRecord SL 3, PacketLifeTime 18; rdma_init_qp_attr: ah_attr.sl 3, timeout 19"
+else
+	not_ok "$N: QoS of the route" "$(grep -E '^(route|qp_attr)' "$SOF_TMP/pk.ipreq.8001" | tr '\n' ' ')"
+fi
+
+# ---- the same over IPv6 (AF_INET6 over ib0.8001) --------------------------------------
+declare -A PK6=([a]=fd81::2 [b]=fd81::3)
+for h in a b; do sof_host_run "$h" ip -6 addr add "${PK6[$h]}/64" dev ib0.8001 nodad; done
+# a joins fd81::2's solicited-node group within a second of the address
+# (softofed-ipoib's scan): an NS before that goes unanswered
+ping6_one() { sof_host_run b timeout 5 ping -6 -c 1 -W 2 fd81::2 >/dev/null 2>&1 </dev/null; }
+sof_wait_for 15 ping6_one
+if sof_host_run b timeout 20 ping -6 -c 3 -W 5 fd81::2 >"$SOF_TMP/pk.ping6" 2>&1 </dev/null; then
+	ok "$N: ping -6 b -> a over ib0.8001 (fd81::3 -> fd81::2)"
+else
+	not_ok "$N: ping -6 over ib0.8001" "$(tail -n 3 "$SOF_TMP/pk.ping6" | tr '\n' ' ')"
+fi
+sid6=$(printf '0x000000000106%04x' $((CMP + 6)))
+# A11's header of an IPv6 connection (IP version 6): b's and a's addresses
+a11v6=00601234fd810000000000000000000000000003fd810000000000000000000000000002
+l0=$(sof_cm_count cm_listeners a)
+sof_cm_bg pk.cm.rping6 a 40 rping -s -a fd81::2 -p $((CMP + 6)) -C 1
+for _ in $(seq 100); do
+	[ "$(sof_cm_count cm_listeners a)" -gt "${l0:-0}" ] && break
+	sleep 0.1
+done
+sof_host_run c "$SOFTOFED" run -- timeout 30 "$REQ" "$agid" "$sid6" "$a11v6" \
+	>"$SOF_TMP/pk.ipreq6.ffff" 2>&1 </dev/null
+sof_host_run b "$SOFTOFED" run -- timeout 30 "$REQ" "$agid" "$sid6" "$a11v6" 0x8001 \
+	>"$SOF_TMP/pk.ipreq6.8001" 2>&1 </dev/null
+if grep -q '^event RDMA_CM_EVENT_REJECTED' "$SOF_TMP/pk.ipreq6.ffff" &&
+	grep -q '^event RDMA_CM_EVENT_ESTABLISHED' "$SOF_TMP/pk.ipreq6.8001"; then
+	ok "$N: an IPv6 REQ (A11 IP version 6) for rping's listener on fd81::2 (ib0.8001): in P_Key 0xffff rejected, in 0x8001 accepted"
+else
+	not_ok "$N: REQ partition of an IPv6 listener" "0xffff: $(tr '\n' ' ' <"$SOF_TMP/pk.ipreq6.ffff"); 0x8001: $(tr '\n' ' ' <"$SOF_TMP/pk.ipreq6.8001")"
+fi
+sof_kill pk.cm.rping6
+# and rping itself over IPv6, data verified (-V)
+sof_rping_pair "$N: rping -C 10 -V b -> a by ib0.8001's IPv6 address" a b fd81::2 $((CMP + 7)) 1024 10
 # c, outside 0x8001, from its ib0 with an address in that subnet: the RDMA
 # CM cannot reach a's ib0.8001 address
 if sof_host_run c "$SOFTOFED" ipoib up >"$SOF_TMP/pk.ipoib.c1" 2>&1 </dev/null; then
@@ -550,6 +646,48 @@ if [ $lmok = 1 ]; then
 	fi
 fi
 for h in a b c; do sof_host_run "$h" "$SOFTOFED" ipoib down ib0.8002 >/dev/null 2>&1 </dev/null; done
+
+# ---- an SA without send-only full members (ours, told so) --------------------------
+if [ "$N" = partitions/sm ]; then
+	sof_kill pk.sm
+	smlog=$(sof_out pk.sm2)
+	sof_host_bg pk.sm2 a 150 env SOFTOFED_SM_SA_CAP_MASK2=0 "$SOFTOFED" run -- "$SMBIN" -C sofib0 -v --partitions "$CONF"
+	if sof_wait_for 60 sof_ibf_subnet_up "$smlog"; then
+		out=$SOF_TMP/pk.cpi2
+		sof_ibf_diag b "$out" saquery -C sofib0 -c
+		cm2=$(sed -n 's/^[[:space:]]*Capability mask 2\.*\(0x[0-9A-Fa-f]*\)$/\1/p' "$out")
+		if [ -n "$cm2" ] && ! (((cm2 >> 12) & 1)); then
+			ok "$N: the SM restarted with SOFTOFED_SM_SA_CAP_MASK2=0: saquery -c CapMask2 $cm2"
+		else
+			not_ok "$N: SA without send-only" "CapMask2 '$cm2'"
+		fi
+		if sof_host_run a "$SOFTOFED" ipoib up --pkey 0x8001 >"$SOF_TMP/pk.so.up" 2>&1 </dev/null; then
+			sof_host_run a ip addr add 192.168.81.2/24 dev ib0.8001
+			mc_send a 192.168.81.2 239.1.2.7
+			if sof_wait_for 10 mc_joined a ff12:401b:8001::f01:207 0x1; then
+				ok "$N: IPoIB send-only use of 239.1.2.7 with an SA without the bit: joined as a full member (JoinState 1), as Linux's ipoib falls back"
+			else
+				not_ok "$N: IPoIB full-member fallback" "$(sof_host_run a "$SOFTOFED" ipoib status ib0.8001 2>&1 </dev/null | grep '^mcast' | tr '\n' ' ')"
+			fi
+			# the join fails with EOPNOTSUPP (-95; mckey itself returns 0)
+			out=$(sof_out pk.so.mckey)
+			SOF_LINEBUF=1 sof_cm_bg pk.so.mckey a 30 mckey -s -o -m 239.1.2.8 -b 192.168.81.2 -C 1 -S 100
+			sof_wait pk.so.mckey 35
+			if grep -q 'RDMA_CM_EVENT_MULTICAST_ERROR, error: -95' "$out" &&
+				! grep -q 'data transfers complete' "$out"; then
+				ok "$N: mckey -o (send-only) with an SA without the bit: MULTICAST_ERROR, EOPNOTSUPP, as the kernel's rdma_cm refuses it"
+			else
+				not_ok "$N: mckey -o with an SA without the bit" "$(tr '\n' ' ' <"$out")"
+			fi
+			sof_host_run a "$SOFTOFED" ipoib down ib0.8001 >/dev/null 2>&1 </dev/null
+		else
+			not_ok "$N: ib0.8001 under the second SM" "$(tr '\n' ' ' <"$SOF_TMP/pk.so.up")"
+		fi
+	else
+		not_ok "$N: the SM restarted without send-only" "no SUBNET UP"
+	fi
+	sof_kill pk.sm2
+fi
 
 sof_kill pk.sm
 sof_kill pk.fabric

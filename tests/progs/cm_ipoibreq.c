@@ -10,7 +10,10 @@
  * interface of another partition (a child ib0.8001) rejects it. A QPN
  * above 24 bits is a whole service ID instead, in its port space (an A11
  * IP service: HEX then holds the A11 header, since AF_IB ids send none),
- * to reach an RDMA CM listener on an IP address.
+ * to reach an RDMA CM listener on an IP address. Before the REQ it prints
+ * "route sl S life L" (the SA's PathRecord as rdma_resolve_route gave
+ * it) and "qp_attr sl S timeout T" (rdma_init_qp_attr's RTR ah_attr.sl and
+ * RTS local ACK timeout: the kernel's PacketLifeTime + 1).
  *
  *   cm_ipoibreq GID QPN|SID HEX [PKEY]
  *
@@ -112,6 +115,9 @@ int main(int argc, char **argv)
 	if (rdma_resolve_route(id, 2000))
 		fail("rdma_resolve_route");
 	expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	if (id->route.num_paths)
+		printf("route sl %u life %u\n", id->route.path_rec->sl & 0xf,
+		       id->route.path_rec->packet_life_time & 0x3f);
 	if (rdma_create_qp(id, NULL, &qa))
 		fail("rdma_create_qp");
 	cp.private_data = plen ? pdata : NULL;
@@ -119,6 +125,20 @@ int main(int argc, char **argv)
 	if (rdma_connect(id, &cp))
 		fail("rdma_connect");
 	ev = next(ch);
+	if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
+		struct ibv_qp_attr qpa;
+		int mask;
+		unsigned sl;
+
+		qpa.qp_state = IBV_QPS_RTR;
+		if (rdma_init_qp_attr(id, &qpa, &mask))
+			fail("rdma_init_qp_attr RTR");
+		sl = qpa.ah_attr.sl;
+		qpa.qp_state = IBV_QPS_RTS;
+		if (rdma_init_qp_attr(id, &qpa, &mask))
+			fail("rdma_init_qp_attr RTS");
+		printf("qp_attr sl %u timeout %u\n", sl, qpa.timeout);
+	}
 	printf("event %s", rdma_event_str(ev->event));
 	if (ev->event == RDMA_CM_EVENT_ESTABLISHED && ev->param.conn.private_data_len >= 8) {
 		const uint8_t *p = ev->param.conn.private_data;

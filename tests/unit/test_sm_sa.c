@@ -124,6 +124,14 @@ TEST(class_port_info_and_bad_requests)
 	CHECK_EQ(R[3], 0x81);
 	CHECK_EQ(R[SOF_SA_OFF_DATA + 1], 2);
 	CHECK(sof_get16(R + SOF_SA_OFF_DATA + 2) & SOF_SA_CAP_MULTIPATH);
+	/* CapabilityMask2 bit 12 (send-only full members, as OpenSM) above
+	 * RespTimeValue's 5 bits; the joiners read it with the codec */
+	CHECK_EQ(sof_get32(R + SOF_SA_OFF_DATA + 4), 1u << 17 | 16);
+	CHECK_EQ(sof_sa_cpi_cap_mask2(R + SOF_SA_OFF_DATA), SOF_SA_CAP2_SENDONLY_FULL);
+	sm_sa_set_cap_mask2(SA, 0);
+	CHECK_EQ(ask(mad), 0);
+	CHECK_EQ(sof_get32(R + SOF_SA_OFF_DATA + 4), 16);
+	sm_sa_set_cap_mask2(SA, SOF_SA_CAP2_SENDONLY_FULL);
 	/* a mask naming a component NodeRecord lacks: answered, TID kept */
 	req(mad, SOF_SA_GET_TABLE, SOF_SA_ATTR_NODE_REC, 1ull << 40);
 	CHECK_EQ(ask(mad), SOF_SA_ST_REQ_INVALID);
@@ -333,6 +341,28 @@ TEST(path_records)
 	path_query(mad, SOF_SA_GET, SAF_H1 + 1, SAF_H3 + 1, 1ull << SOF_PR_PKEY);
 	sof_put16(mad + SOF_SA_OFF_DATA + 50, 0x8001);
 	CHECK_EQ(ask(mad), SOF_SA_ST_NO_RECORDS);
+
+	/* QoS: the SA's PacketLifeTime (18, OpenSM's default) and the SL of
+	 * the path's partition; SL asked for must be that one */
+	path_query(mad, SOF_SA_GET, SAF_H1 + 1, SAF_H3 + 1, 0);
+	CHECK_EQ(ask(mad), 0);
+	sof_sa_path_unpack(R + SOF_SA_OFF_DATA, &p);
+	CHECK_EQ(p.life, 18);
+	CHECK_EQ(p.sl, 0);
+	CHECK_EQ(sm_sa_set_part_sl(SA, 0xffff, 5), 0);
+	sm_sa_set_pkt_life(SA, 12);
+	CHECK_EQ(ask(mad), 0);
+	sof_sa_path_unpack(R + SOF_SA_OFF_DATA, &p);
+	CHECK_EQ(p.life, 12);
+	CHECK_EQ(p.sl, 5);
+	CHECK_EQ(R[SOF_SA_OFF_DATA + 53] & 0xf, 5); /* the wire: SL's nibble */
+	path_query(mad, SOF_SA_GET, SAF_H1 + 1, SAF_H3 + 1, 1ull << SOF_PR_SL);
+	sof_sa_set(&sof_sa_recs[SOF_SA_REC_PATH], mad + SOF_SA_OFF_DATA, SOF_PR_SL, 2);
+	CHECK_EQ(ask(mad), SOF_SA_ST_NO_RECORDS);
+	sof_sa_set(&sof_sa_recs[SOF_SA_REC_PATH], mad + SOF_SA_OFF_DATA, SOF_PR_SL, 5);
+	CHECK_EQ(ask(mad), 0);
+	sm_sa_set_pkt_life(SA, 18);
+	CHECK_EQ(sm_sa_set_part_sl(SA, 0x7fff, 0), 0);
 
 	/* a table with a hole, then a loop: no path, no hang */
 	F.s2->sw->lft_hw[9] = 0xff;

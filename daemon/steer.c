@@ -45,10 +45,12 @@
 #include "sof_gid.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <linux/filter.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -477,15 +479,16 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
 /* ---- the takeover of a stalled engine (transport/takeover.c) ------------------------ */
 
 /* A process that holds a slot runs the transport of its RC QPs; while it
- * does not run (stopped, or not scheduled), the RDMA WRITEs that come for
- * them would wait for it. So every TICK_NS the daemon looks at each held
+ * is stopped (SIGSTOP, a tracer), the RDMA WRITEs that come for them
+ * would wait for it. So every TICK_NS the daemon looks at each held
  * slot: when the engine has not read its sockets (the page's beat did not
- * move) over a whole tick in which they held datagrams, the daemon reads
- * them, the slot's and the flow sockets it takes from the process
- * (pidfd_getfd: the same user, transport/README.md), and the engine
- * executes the in-order RDMA WRITEs on the QPs' shared responder state
- * (host op takeover) and drops the rest for the requesters' retries.
- * When the beat moves again, the process has its sockets back. A slot
+ * move) over a whole tick in which they held datagrams, and the process
+ * is stopped (/proc/PID/stat; one that runs late, on a loaded machine,
+ * keeps its packets: the daemon would drop all but the in-order WRITEs,
+ * and the requesters' retries would pay), the daemon reads them, the slot's and the flow sockets it
+ * takes from the process (pidfd_getfd: the same user, transport/README.md), and the engine executes
+ * the in-order RDMA WRITEs on the QPs' shared responder state (host op takeover) and drops the rest
+ * for the requesters' retries. When the beat moves again, the process has its sockets back. A slot
  * whose sockets stayed empty is looked at less often (flows every
  * IDLE_FLOWS-th tick): each look at flows costs the daemon a few system
  * calls. */
@@ -574,6 +577,27 @@ static int flow_take(int pidfd, int fd, struct roce_addr *a, bool *v6)
 	return dup;
 }
 
+/* Whether process pid is stopped (SIGSTOP, or by a tracer): the state in
+ * /proc/PID/stat, after the command's closing parenthesis. */
+static bool proc_stopped(pid_t pid)
+{
+	char path[32], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
 /* Look at slot k; read its sockets when its engine stalled. */
 static void slot_watch(uint32_t k)
 {
@@ -621,8 +645,10 @@ static void slot_watch(uint32_t k)
 	if (s->idle > STALLED_IDLE)
 		s->stalled = false;
 	/* datagrams waited a whole tick and the engine read none (or it
-	 * stalled already) */
-	if (queued && (s->queued || s->stalled)) {
+	 * stalled already), and the process is stopped: a process that
+	 * runs (only late, on a loaded machine) keeps its packets, of which
+	 * the daemon would drop all but in-order WRITEs */
+	if (queued && (s->queued || s->stalled) && proc_stopped(s->owner->pid)) {
 		if (!s->logged)
 			sofd_log("steering slot %u: the engine of pid %d stalled: the daemon "
 				 "runs its responders",

@@ -74,10 +74,11 @@ if sof_hosts_up 2; then
 		else
 			not_ok "$name" "writer exit $wrc, target exit $trc: $(tail -n 2 "$out" | tr '\n' ' ') / $(tail -n 2 "$(sof_out stop.tgt)" | tr '\n' ' ')"
 		fi
-		# at the 200 us pace, 1.7 s of a working takeover is thousands
-		# of WRITEs; without it none (the writer's retries wait)
+		# without the takeover not one completes in these 1.7 s (the
+		# writer's retries wait); with it tens to thousands (a loaded
+		# machine delays the daemon's ticks)
 		log=$(_sof_host_log a)
-		if [ "$n1" -gt $((n0 + 100)) ] &&
+		if [ "$n1" -gt $((n0 + 10)) ] &&
 			grep -q "the engine of pid $TPID stalled: the daemon runs its responders" "$log"; then
 			ok "$name: WRITEs completed while it was stopped ($n0 -> $n1, executed by host a's daemon)"
 		else

@@ -604,10 +604,10 @@ struct sof_flow_rep {
 	X(rx_packets) X(rx_bytes) X(tx_packets) X(tx_bytes) X(retransmits) X(nak_sent)  \
 	X(nak_rcvd) X(rnr_nak_sent) X(rnr_nak_rcvd) X(seq_err) X(timeouts) X(probes)     \
 	X(key_violations) X(mad_rx) X(mad_tx) X(dup_req) X(sacks) X(sack_resends)     \
-	X(sack_lies)
+	X(sack_lies) X(takeover)
 #define SOF_DROPS(X)                                                                     \
 	X(short) X(version) X(opcode) X(payload) X(icrc) X(qpn) X(qp_state) X(qp_type)   \
-	X(pkey) X(qkey) X(src_addr) X(psn) X(mad)
+	X(pkey) X(qkey) X(src_addr) X(psn) X(mad) X(takeover)
 
 #define SOF_ENUM_CNT(n) SOF_CNT_##n,
 #define SOF_ENUM_DROP(n) SOF_DROP_##n,
@@ -620,6 +620,7 @@ enum sof_dropctr { SOF_DROPS(SOF_ENUM_DROP) SOF_DROP_NR };
 /* The transport's counters of a steering slot (NET_ENGINE): a page the
  * slot's process counts into and the daemon adds to its own in STATUS. */
 #define SOF_TP_IB_WORDS 32
+#define SOF_TP_FLOW_FDS 8
 struct sof_tp_counters {
 	uint64_t counters[SOF_CNT_NR];
 	uint64_t drops[SOF_DROP_NR];
@@ -628,6 +629,11 @@ struct sof_tp_counters {
 	/* the InfiniBand port's counters (transport/tp_ib.h's struct
 	 * tp_ib_counters) of the slot's QPs on it */
 	uint64_t ib[SOF_TP_IB_WORDS];
+	/* the engine in the program, for the daemon's takeover of its
+	 * responder (daemon/steer.c): beat counts its reads of the sockets;
+	 * flow_fd its flow sockets' descriptors plus one (0: none) */
+	uint64_t beat;				/* __atomic_* */
+	int32_t flow_fd[SOF_TP_FLOW_FDS];	/* __atomic_* */
 };
 
 /* NET_FLOW: the caller (a process with a steering slot) would receive

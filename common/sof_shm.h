@@ -49,6 +49,31 @@ struct sof_rwqe {
 #define SOF_RWQE_STRIDE(max_sge) \
 	((uint32_t)(sizeof(struct sof_rwqe) + (max_sge) * sizeof(struct sof_sge)))
 
+/* The responder state of an RC QP whose transport runs in its owner (the
+ * engine in the program), shared with the daemon, which runs that
+ * responder for in-order RDMA WRITEs while the owner does not
+ * (transport/takeover.c). Every field but lock is read and written only
+ * by the holder of lock; the daemon only try-locks it and checks
+ * everything it reads. */
+struct sof_resp_shm {
+	_Atomic uint32_t lock; /* SOF_RESP_FREE, _OWNER or _DAEMON */
+	uint32_t valid;	       /* the owner published its state since the last modify */
+	uint32_t epsn, msn;    /* the expected PSN, messages completed */
+	uint32_t in_msg;       /* SOF_RESP_MSG_* */
+	uint32_t kept;	       /* the owner keeps packets ahead of epsn */
+	uint32_t mtu;	       /* path MTU in bytes */
+	uint32_t wr_rkey;      /* the RDMA WRITE in progress (SOF_RESP_MSG_WRITE) */
+	uint64_t wr_va, wr_len, wr_left;
+	uint32_t daemon_ran; /* the daemon changed the above: the owner takes them */
+	uint32_t rsvd;
+};
+#define SOF_RESP_FREE 0u
+#define SOF_RESP_OWNER 1u
+#define SOF_RESP_DAEMON 2u
+#define SOF_RESP_MSG_NONE 0u  /* between messages */
+#define SOF_RESP_MSG_WRITE 1u /* an RDMA WRITE in progress, wr_* */
+#define SOF_RESP_MSG_OTHER 2u /* any other message in progress */
+
 /* QP segment header. State fields are written by the owner library and by
  * the daemon (which moves a QP to ERROR when its peer dies). */
 struct sof_qp_shm {
@@ -59,6 +84,7 @@ struct sof_qp_shm {
 	_Atomic uint32_t min_rnr_timer; /* RC responder's RNR NAK timer code */
 	_Atomic uint32_t rq_waiters;  /* senders waiting on an empty RQ */
 	_Atomic uint32_t peer_gone;   /* set by the daemon: connected peer died */
+	struct sof_resp_shm resp;     /* RC, engine in the program: its responder */
 	struct sof_ring_idx rq SOF_ALIGNED;
 	/* receive ring at SOF_QP_RQ_OFF */
 };

@@ -646,6 +646,12 @@ void sof_tp_flow_connected(const struct sofd_qp *qp, uint32_t slot);
  * (the daemon then runs the QP's transport) or -errno. */
 int sof_tp_steer_add(uint32_t qpn, uint32_t slot);
 void sof_tp_steer_del(uint32_t qpn);
+/* The takeover of a stalled engine's responder (steer.c): the tick that
+ * looks at the held slots (a SOFD_POLL_TIMER pollable of its own), and
+ * whether the daemon reads qp's slot for its stalled owner right now. */
+bool sof_tp_steer_is_tick(const struct sofd_pollable *p);
+void sof_tp_steer_tick(void);
+bool sof_tp_steer_taking(const struct sofd_qp *qp);
 /* A steered QP is destroyed: it lingers here as in its process
  * (DESTROY_QP). */
 void sof_tp_linger(uint32_t qpn, const struct sof_linger *l);

@@ -45,12 +45,19 @@
 #include "sof_gid.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <linux/filter.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #define SLOTS 256u
@@ -66,6 +73,12 @@ struct slot {
 	int evfd; /* written when the daemon takes the slot's flows back */
 	uint8_t flow_peers[SLOT_FLOW_PEERS][16];
 	uint32_t nflow_peers;
+	/* the takeover of a stalled engine (the end of this file) */
+	uint64_t beat_seen; /* cnt->beat at the last tick */
+	bool queued;	    /* its sockets held datagrams at the last tick */
+	bool stalled;	    /* the daemon reads its sockets (on the fast tick) */
+	bool logged;	    /* said so in the log since the engine last ran */
+	uint32_t idle;	    /* ticks since its sockets last held datagrams */
 };
 
 static struct slot slots[SLOTS];
@@ -298,6 +311,8 @@ err:
 	return err;
 }
 
+static void tick_arm(void);
+
 int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *fdib, int *cfd, int *efd)
 {
 	struct slot *s = NULL;
@@ -330,6 +345,9 @@ int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *fdib, int *cf
 				epoll_ctl(sofd.epfd, EPOLL_CTL_DEL, s->pib.fd, NULL);
 		}
 		s->owner = c;
+		s->beat_seen = __atomic_load_n(&s->cnt->beat, __ATOMIC_ACQUIRE);
+		s->queued = s->stalled = s->logged = false;
+		tick_arm();
 		c->net_slot = (uint32_t)(s - slots);
 		sofd_log("conn %u (pid %d): steering slot %u", c->id, (int)c->pid, c->net_slot);
 	}
@@ -351,6 +369,7 @@ void sof_tp_slot_release(struct sofd_conn *c)
 	s = &slots[c->net_slot];
 	s->owner = NULL;
 	s->nflow_peers = 0;
+	s->queued = s->stalled = s->logged = false;
 	c->net_slot = 0;
 	if (epoll_in(sofd.epfd, &s->p4) || epoll_in(sofd.epfd, &s->p6) ||
 	    epoll_in(sofd.epfd, &s->pib))
@@ -455,4 +474,214 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
 	memcpy(path.sgid, l->sgid, 16);
 	memcpy(path.dgid, l->dgid, 16);
 	tp_linger_add(qpn, l->dqpn & 0xffffff, l->epsn & ROCE_PSN_MASK, l->msn & 0xffffff, &path);
+}
+
+/* ---- the takeover of a stalled engine (transport/takeover.c) ------------------------ */
+
+/* A process that holds a slot runs the transport of its RC QPs; while it
+ * is stopped (SIGSTOP, a tracer), the RDMA WRITEs that come for them
+ * would wait for it. So every TICK_NS the daemon looks at each held
+ * slot: when the engine has not read its sockets (the page's beat did not
+ * move) over a whole tick in which they held datagrams, and the process
+ * is stopped (/proc/PID/stat; one that runs late, on a loaded machine,
+ * keeps its packets: the daemon would drop all but the in-order WRITEs,
+ * and the requesters' retries would pay), the daemon reads them, the slot's and the flow sockets it
+ * takes from the process (pidfd_getfd: the same user, transport/README.md), and the engine executes
+ * the in-order RDMA WRITEs on the QPs' shared responder state (host op takeover) and drops the rest
+ * for the requesters' retries. When the beat moves again, the process has its sockets back. A slot
+ * whose sockets stayed empty is looked at less often (flows every
+ * IDLE_FLOWS-th tick): each look at flows costs the daemon a few system
+ * calls. */
+#define TICK_NS 5000000L
+#define TICK_STALLED_NS 1000000L /* while the daemon runs a stalled engine's */
+#define IDLE_FLOWS 8u
+#define STALLED_IDLE 100u /* ticks with empty sockets that end a stall */
+
+static struct sofd_pollable tick = {SOFD_POLL_TIMER, -1};
+static long tick_ns;	/* its period, 0: disarmed */
+static uint32_t taking; /* the slot whose sockets the daemon reads now, 0: none */
+
+static void tick_set(long ns)
+{
+	struct itimerspec its = {.it_interval = {0, ns}, .it_value = {0, ns}};
+
+	if (tick.fd >= 0 && ns != tick_ns && !timerfd_settime(tick.fd, 0, &its, NULL))
+		tick_ns = ns;
+}
+
+static void tick_arm(void)
+{
+	if (tick.fd < 0) {
+		tick.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (tick.fd < 0)
+			return;
+		if (epoll_in(sofd.epfd, &tick)) {
+			close(tick.fd);
+			tick.fd = -1;
+			return;
+		}
+	}
+	if (!tick_ns)
+		tick_set(TICK_NS);
+}
+
+bool sof_tp_steer_is_tick(const struct sofd_pollable *p) { return p == &tick; }
+
+bool sof_tp_steer_taking(const struct sofd_qp *qp)
+{
+	return taking && qp->steered && qp->owner && qp->owner->net_slot == taking;
+}
+
+/* A flow socket of the process that holds s, taken from it; its flow in
+ * *a (the peer the source). -1: none that is one. */
+static int flow_take(int pidfd, int fd, struct roce_addr *a, bool *v6)
+{
+	struct sockaddr_in6 peer, self;
+	socklen_t pl = sizeof(peer), sl = sizeof(self);
+	int dup, type = 0;
+	socklen_t tl = sizeof(type);
+
+	dup = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	if (dup < 0)
+		return -1;
+	/* the descriptor may have been reused: only a UDP socket of port
+	 * 4791 connected to a peer is a flow socket */
+	if (getsockopt(dup, SOL_SOCKET, SO_TYPE, &type, &tl) || type != SOCK_DGRAM ||
+	    getsockname(dup, (struct sockaddr *)&self, &sl) ||
+	    getpeername(dup, (struct sockaddr *)&peer, &pl) ||
+	    self.sin6_family != peer.sin6_family) {
+		close(dup);
+		return -1;
+	}
+	memset(a, 0, sizeof(*a));
+	if (self.sin6_family == AF_INET6) {
+		memcpy(a->src, &peer.sin6_addr, 16);
+		memcpy(a->dst, &self.sin6_addr, 16);
+		*v6 = true;
+	} else if (self.sin6_family == AF_INET) {
+		const struct sockaddr_in *p4 = (const void *)&peer, *s4 = (const void *)&self;
+
+		sof_gid_from_v4(a->src, &p4->sin_addr);
+		sof_gid_from_v4(a->dst, &s4->sin_addr);
+		*v6 = false;
+	} else {
+		close(dup);
+		return -1;
+	}
+	a->sport = ntohs(peer.sin6_port);
+	a->dport = ntohs(self.sin6_port);
+	if (a->dport != ROCE_UDP_PORT) {
+		close(dup);
+		return -1;
+	}
+	return dup;
+}
+
+/* Whether process pid is stopped (SIGSTOP, or by a tracer): the state in
+ * /proc/PID/stat, after the command's closing parenthesis. */
+static bool proc_stopped(pid_t pid)
+{
+	char path[32], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+/* Look at slot k; read its sockets when its engine stalled. */
+static void slot_watch(uint32_t k)
+{
+	struct slot *s = &slots[k];
+	uint64_t beat = __atomic_load_n(&s->cnt->beat, __ATOMIC_ACQUIRE);
+	struct pollfd pfd[2 + SOF_TP_FLOW_FDS];
+	struct roce_addr fa[SOF_TP_FLOW_FDS];
+	bool fv6[SOF_TP_FLOW_FDS], queued = false;
+	int pidfd = -1;
+	unsigned n = 0;
+
+	if (beat != s->beat_seen) {
+		s->beat_seen = beat;
+		s->queued = false;
+		if (s->logged)
+			sofd_log("steering slot %u: the engine of pid %d runs again", k,
+				 (int)s->owner->pid);
+		s->stalled = s->logged = false;
+		return;
+	}
+	pfd[n++] = (struct pollfd){.fd = s->p4.fd, .events = POLLIN};
+	pfd[n++] = (struct pollfd){.fd = s->p6.fd, .events = POLLIN};
+	if (s->stalled || s->queued || s->idle % IDLE_FLOWS == 0) {
+		for (unsigned i = 0; i < SOF_TP_FLOW_FDS; i++) {
+			int fd = __atomic_load_n(&s->cnt->flow_fd[i], __ATOMIC_ACQUIRE) - 1;
+
+			if (fd < 0)
+				continue;
+			if (pidfd < 0)
+				pidfd = (int)syscall(SYS_pidfd_open, s->owner->pid, 0);
+			if (pidfd < 0)
+				break;
+			pfd[n].fd = flow_take(pidfd, fd, &fa[n - 2], &fv6[n - 2]);
+			pfd[n].events = POLLIN;
+			n += pfd[n].fd >= 0;
+		}
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	if (poll(pfd, n, 0) > 0)
+		for (unsigned i = 0; i < n; i++)
+			queued |= !!(pfd[i].revents & POLLIN);
+	s->idle = queued ? 0 : s->idle + 1;
+	/* a stalled engine's sockets stayed empty for a while: the slow tick */
+	if (s->idle > STALLED_IDLE)
+		s->stalled = false;
+	/* datagrams waited a whole tick and the engine read none (or it
+	 * stalled already), and the process is stopped: a process that
+	 * runs (only late, on a loaded machine) keeps its packets, of which
+	 * the daemon would drop all but in-order WRITEs */
+	if (queued && (s->queued || s->stalled) && proc_stopped(s->owner->pid)) {
+		if (!s->logged)
+			sofd_log("steering slot %u: the engine of pid %d stalled: the daemon "
+				 "runs its responders",
+				 k, (int)s->owner->pid);
+		s->stalled = s->logged = true;
+		taking = k;
+		if (s->p4.fd >= 0)
+			tp_rx(s->p4.fd, false, NULL);
+		if (s->p6.fd >= 0)
+			tp_rx(s->p6.fd, true, NULL);
+		for (unsigned i = 2; i < n; i++)
+			tp_rx(pfd[i].fd, fv6[i - 2], &fa[i - 2]);
+		taking = 0;
+	}
+	s->queued = queued;
+	for (unsigned i = 2; i < n; i++)
+		close(pfd[i].fd);
+}
+
+void sof_tp_steer_tick(void)
+{
+	uint64_t expirations;
+	bool any = false, stalled = false;
+
+	if (read(tick.fd, &expirations, sizeof(expirations)) < 0) {
+		/* EAGAIN: nothing to read, the look below is harmless */
+	}
+	for (uint32_t k = 1; k < nslots; k++) {
+		if (!slots[k].owner)
+			continue;
+		any = true;
+		slot_watch(k);
+		stalled |= slots[k].stalled;
+	}
+	tick_set(!any ? 0 : stalled ? TICK_STALLED_NS : TICK_NS);
 }

@@ -293,6 +293,20 @@ static void host_srq_limit(struct tp_srq *ts)
 	sofd_async_send(srq->owner, IBV_EVENT_SRQ_LIMIT_REACHED, srq->handle);
 }
 
+/* A request for a steered QP, read from its owner's slot while the owner
+ * does not run (steer.c, transport/takeover.c): only from the QP's peer,
+ * and only while the daemon reads that slot for it. */
+static struct sof_resp_shm *host_takeover(const struct tp_qp *tq, const uint8_t src[16],
+					  uint32_t *dqpn)
+{
+	const struct sofd_qp *qp = sof_container_of(tq, struct sofd_qp, tq);
+
+	if (!sof_tp_steer_taking(qp) || memcmp(src, qp->dgid, 16))
+		return NULL;
+	*dqpn = qp->dest_qpn & 0xffffff;
+	return &qp->shm->resp;
+}
+
 /* tp_host_ops.xrc_srq: the SRQ an XRC request names, of the TGT QP's
  * domain (ops_xrc.c), serves it */
 static bool host_xrc_srq(struct tp_qp *tq, uint32_t srqn)
@@ -334,6 +348,7 @@ static const struct tp_host_ops host_ops = {
     .mw_invalidate = host_mw_invalidate,
     .flow_seen = NULL, /* the daemon's sockets are the group's, not a flow's */
     .raw_xmit = host_raw_xmit,
+    .takeover = host_takeover,
 };
 
 /* ---- start and the loop ---------------------------------------------------------- */
@@ -416,7 +431,10 @@ void sof_tp_event(struct sofd_pollable *p)
 		tp_rx(p->fd, p->kind == SOFD_POLL_NET6, NULL);
 		break;
 	case SOFD_POLL_TIMER:
-		tp_timer_fired();
+		if (sof_tp_steer_is_tick(p))
+			sof_tp_steer_tick();
+		else
+			tp_timer_fired();
 		break;
 	case SOFD_POLL_DOORBELL:
 		doorbell(p);

@@ -289,6 +289,16 @@ for f in tests/hosts/badpackets.sh tests/hosts/netem.sh tests/hosts/mcast.sh tes
 		ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" \
 		UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" "${CMD[@]}"
 done
+# the daemon's takeover of a stopped program's responder (issue 18): the
+# RC QPs' transport in the programs, the sanitized daemon running it
+for f in tests/hosts/onesided.sh; do
+	selected "$f (asan daemon)" || continue
+	[ -n "$MIX" ] || continue
+	script_cmd "$f"
+	run_test "$f (asan daemon)" "$TEST_TIMEOUT" env SOF_BUILD="$MIX" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" \
+		UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" "${CMD[@]}"
+done
 [ -n "$MIX" ] && rm -rf "$MIX"
 
 if [ "$T_TODO" -gt 0 ]; then

@@ -89,6 +89,9 @@ void tp_recv(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 	if (!qp || !qp->t || qp->dying) {
 		if (!qp && tp_resp_lingering(h->dqpn, h, a))
 			return;
+		/* a QP of a program that does not run (takeover.c) */
+		if (qp && !qp->t && !qp->dying && tp_takeover_packet(qp, h, payload, paylen, a))
+			return;
 		/* a flow socket took a packet for another process */
 		if (!qp)
 			tp.flow_foreign |= tp.rx_flow;

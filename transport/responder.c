@@ -753,18 +753,12 @@ static void ahead_sack(struct sof_tqp *t, const struct roce_hdr *h, const uint8_
 	tp_ack_due(t);
 }
 
-void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
-		    uint32_t paylen, const struct roce_addr *a)
+static void rc_packet(struct sof_tqp *t, const struct roce_hdr *h, uint32_t f,
+		      const uint8_t *payload, uint32_t paylen)
 {
-	uint32_t f = roce_opinfo(h->opcode)->flags;
 	uint8_t op = h->opcode & ~ROCE_SVC_MASK;
 	int32_t d;
 
-	(void)a;
-	if (t->qp->type == IBV_QPT_UC) {
-		uc_packet(t, h, f, payload, paylen);
-		return;
-	}
 	if (h->ext && tp_sack_on)
 		t->sack_peer = true;
 	d = roce_psn_diff(h->psn, t->epsn);
@@ -816,6 +810,26 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	}
 	execute(t, h, payload, paylen);
 	ooo_drain(t);
+}
+
+void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
+		    uint32_t paylen, const struct roce_addr *a)
+{
+	uint32_t f = roce_opinfo(h->opcode)->flags;
+
+	(void)a;
+	if (t->qp->type == IBV_QPT_UC) {
+		uc_packet(t, h, f, payload, paylen);
+		return;
+	}
+	/* the daemon may run this responder while we do not (takeover.c) */
+	if (!t->qp->rshm) {
+		rc_packet(t, h, f, payload, paylen);
+		return;
+	}
+	tp_resp_shared_enter(t);
+	rc_packet(t, h, f, payload, paylen);
+	tp_resp_shared_leave(t);
 }
 
 /* ---- UC ------------------------------------------------------------------------ */

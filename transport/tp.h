@@ -70,6 +70,9 @@ struct tp_qp {
 	bool dying;	    /* its owner is being released: no more packets for it */
 	uint32_t nmcast;    /* multicast groups it is attached to (mcast.c) */
 	struct sof_tqp *t;  /* the engine's state, NULL until the first modify */
+	/* an RC QP of the engine in the program: its responder state as
+	 * shared with the daemon (takeover.c); NULL: none */
+	struct sof_resp_shm *rshm;
 };
 
 /* mr_ptr's need: only check, the pointer will not be used */
@@ -128,6 +131,13 @@ struct tp_host_ops {
 	 * a whole Ethernet frame a RAW_PACKET QP sends, on the port. 0 or
 	 * -errno */
 	int (*raw_xmit)(const struct tp_qp *qp, const uint8_t *frame, uint32_t len);
+	/* optional (NULL: never): a request for qp, a QP whose transport
+	 * runs in its owner, came while the host runs that QP's responder
+	 * for the owner, which does not run (takeover.c): the shared
+	 * responder state, and in dqpn the QP's peer as the host knows it;
+	 * NULL: not now, the packet is dropped */
+	struct sof_resp_shm *(*takeover)(const struct tp_qp *qp, const uint8_t src[16],
+					 uint32_t *dqpn);
 };
 
 /* The link layer a path leaves by (struct tp_port_ops, tport.h). */
@@ -260,6 +270,9 @@ bool tp_any_net_v6(void);
  * to qpn are acknowledged as its responder would have. */
 void tp_linger_add(uint32_t qpn, uint32_t dqpn, uint32_t epsn, uint32_t msn,
 		   const struct tp_path *path);
+/* The owner of qp (an RC QP with rshm) modifies it: its responder state
+ * as published is void until its next request (takeover.c). */
+void tp_resp_shared_void(struct tp_qp *qp);
 /* The UDP source port for a flow between two QPs. */
 uint16_t tp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn);
 

@@ -508,6 +508,17 @@ void tp_resp_linger(const struct sof_tqp *t);
 /* A request for QP qpn, which no longer exists: answered when the QP
  * lingers and the request repeats one it had received. */
 bool tp_resp_lingering(uint32_t qpn, const struct roce_hdr *h, const struct roce_addr *a);
+/* The responder state of t's QP shared with the daemon (qp->rshm,
+ * takeover.c): taken, and taken back from the daemon when it ran, before
+ * a request; published and given up after it. */
+void tp_resp_shared_enter(struct sof_tqp *t);
+void tp_resp_shared_leave(struct sof_tqp *t);
+/* A request for qp, whose transport runs in its owner, read by a host
+ * that runs its responder while the owner does not (takeover.c): true
+ * when taken care of (executed, acknowledged or dropped), false when the
+ * host does not take over qp now. */
+bool tp_takeover_packet(struct tp_qp *qp, const struct roce_hdr *h, const uint8_t *payload,
+			uint32_t paylen, const struct roce_addr *a);
 /* A UD datagram for t. */
 void tp_resp_ud(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
 		uint32_t paylen, const struct roce_addr *a);

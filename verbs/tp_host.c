@@ -45,7 +45,9 @@
  * program: ops.c gives slots only to the daemon's own user). The engine
  * counts into a page of the slot that the daemon adds to its own counters
  * (`softofed status`). The slot and the flow sockets are in tp_slot.c,
- * the state both files share in tp_eng.h.
+ * the state both files share in tp_eng.h. An RC QP's responder state is
+ * shared with the daemon, which runs it while this process does not
+ * (transport/takeover.c; every modify voids it until the next request).
  */
 #include "tp_eng.h"
 
@@ -747,6 +749,8 @@ int sofv_engine_qp_new(struct sofv_qp *qp)
 	e->m.rq_size = qp->rq_size;
 	e->m.rq_max_sge = qp->srq ? 0 : qp->cap.max_recv_sge;
 	e->m.shm = qp->shm;
+	/* the daemon may run its responder while we do not (takeover.c) */
+	e->m.rshm = e->m.type == IBV_QPT_RC ? &qp->shm->resp : NULL;
 	e->m.nsq = qp->nsq;
 	e->m.sq_size = qp->sq_size;
 	e->m.sq_max_sge = qp->cap.max_send_sge;
@@ -829,6 +833,7 @@ int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, 
 	pthread_mutex_lock(&eng.lock);
 	acks_send();
 	gids_refresh();
+	tp_resp_shared_void(&e->m);
 	err = tp_qp_modify(&e->m, &r, net);
 	if (!err && *net)
 		err = thread_start();

@@ -34,9 +34,16 @@
  * each) from FLOWS_PEERS peers, and the slot's socket is read every
  * FLOWS_SLOT_TURN-th poll while there are some.
  *
+ * The slot's page says to the daemon that the engine runs (beat, one per
+ * read of the sockets) and which descriptors are flow sockets: while the
+ * process does not run, the daemon reads them and runs its RC QPs'
+ * responders for the in-order RDMA WRITEs (transport/takeover.c).
+ *
  * Everything here runs under eng.lock.
  */
 #include "tp_eng.h"
+
+_Static_assert(FLOWS_MAX <= SOF_TP_FLOW_FDS, "the slot's page names every flow socket");
 
 #include "roce_wire.h"
 #include "sof_gid.h"
@@ -127,6 +134,17 @@ void eng_slot_drop(void)
 
 /* ---- flow sockets ------------------------------------------------------------- */
 
+/* The flow sockets' descriptors in the slot's page, for the daemon,
+ * which reads them while this process does not run (daemon/steer.c). */
+static void flows_publish(void)
+{
+	if (!eng.cnt)
+		return;
+	for (unsigned i = 0; i < SOF_TP_FLOW_FDS; i++)
+		__atomic_store_n(&eng.cnt->flow_fd[i], i < eng.nflows ? eng.flows[i].fd + 1 : 0,
+				 __ATOMIC_RELEASE);
+}
+
 static bool flow_is(const struct eng_flow *f, const struct roce_addr *a)
 {
 	return f->a.sport == a->sport && !memcmp(f->a.src, a->src, 16) &&
@@ -198,15 +216,21 @@ void eng_flow_seen(const struct roce_addr *a)
 	f->v6 = !sof_gid_is_v4(a->dst);
 	f->a = *a;
 	f->a.dport = ROCE_UDP_PORT;
+	flows_publish();
 }
 
 /* Close flow socket i; ban: its flow is not taken again. */
 void eng_flow_close(unsigned i, bool ban)
 {
+	/* out of the daemon's sight before the number can be reused */
+	if (eng.cnt)
+		for (unsigned k = 0; k < SOF_TP_FLOW_FDS; k++)
+			__atomic_store_n(&eng.cnt->flow_fd[k], 0, __ATOMIC_RELEASE);
 	close(eng.flows[i].fd);
 	if (ban)
 		eng.banned[eng.nbanned++ % FLOWS_BANNED] = eng.flows[i];
 	eng.flows[i] = eng.flows[--eng.nflows];
+	flows_publish();
 }
 
 /* The daemon took the flows back (NET_FLOW): read what the flow sockets
@@ -249,6 +273,9 @@ static int rx_slot(void)
  * message is lost when its packets come out of order). */
 void eng_rx_sockets(bool poller)
 {
+	/* the daemon's sign that this engine runs (daemon/steer.c) */
+	if (eng.cnt)
+		__atomic_store_n(&eng.cnt->beat, eng.cnt->beat + 1, __ATOMIC_RELAXED);
 	if (eng.npeers)
 		eng_flows_revoked();
 	if (eng.slot_drain) {

@@ -29,6 +29,10 @@
  * resend lost again resent once a later send arrived (RACK); a packet 300
  * ahead kept and named in a longer map; no extension towards a peer that
  * did not offer it.
+ *
+ * The daemon's takeover of a stalled owner's responder (takeover.c):
+ * in-order WRITEs executed and ACKed on the shared state, everything else
+ * dropped without a NAK, and the owner going on from that state.
  */
 #include "harness.h"
 
@@ -153,6 +157,20 @@ static bool host_xrc_srq(struct tp_qp *qp, uint32_t srqn)
 	return true;
 }
 
+/* The daemon's takeover (takeover.c): while on, a request for the QP
+ * whose engine state is taken away (w.qp.t NULL) runs on the shared
+ * responder state, as the daemon runs a stalled program's. */
+static bool takeover_on;
+
+static struct sof_resp_shm *host_takeover(const struct tp_qp *qp, const uint8_t src[16],
+					  uint32_t *dqpn)
+{
+	if (!takeover_on || qp != &w.qp || memcmp(src, peer4, 16))
+		return NULL;
+	*dqpn = PEER_QPN;
+	return &w.qshm->resp;
+}
+
 static const struct tp_host_ops test_host = {
     .log = host_log,
     .qp_find = host_qp_find,
@@ -167,6 +185,7 @@ static const struct tp_host_ops test_host = {
     .xrc_srq = host_xrc_srq,
     .flow_seen = NULL,
     .raw_xmit = NULL,
+    .takeover = host_takeover,
 };
 
 /* ---- the test port: packets are captured, not sent ------------------------ */
@@ -1047,6 +1066,108 @@ TEST(sack_standard_peer_gets_none)
 	world_down();
 }
 
+/* ---- the daemon's takeover of a stalled owner's responder (takeover.c) ---- */
+
+/* A request from the peer: opcode at EPSN + rel, RETH va IOVA + off and
+ * dmalen, len bytes of fill. */
+static void to_in(uint8_t opcode, int32_t rel, uint32_t off, uint32_t dmalen, uint32_t len,
+		  uint32_t rkey, uint8_t fill)
+{
+	static uint8_t payload[4096];
+	struct roce_hdr h;
+	struct roce_addr a = {.sport = 0xc123, .dport = ROCE_UDP_PORT};
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = opcode;
+	h.pkey = 0xffff;
+	h.dqpn = QPN;
+	h.psn = (EPSN + (uint32_t)rel) & ROCE_PSN_MASK;
+	h.rkey = rkey;
+	h.va = IOVA + off;
+	h.dmalen = dmalen;
+	memset(payload, fill, len);
+	memcpy(a.src, peer4, 16);
+	memcpy(a.dst, local4, 16);
+	tp_recv(&h, payload, len, &a);
+}
+
+/* Whether the last packet sent is an ACK of EPSN + rel with msn. */
+static bool acked(unsigned nsent, int32_t rel, uint32_t msn)
+{
+	const struct sent *l = &w.sent[w.nsent - 1];
+
+	return w.nsent == nsent && l->h.opcode == ROCE_ACK && l->h.syndrome == ACK &&
+	       l->h.psn == ((EPSN + (uint32_t)rel) & ROCE_PSN_MASK) && l->h.msn == msn &&
+	       l->h.dqpn == PEER_QPN;
+}
+
+/* The owner executes a WRITE and publishes its state; stalled (its engine
+ * state out of reach), the daemon executes the next in-order WRITE and
+ * ACKs it, ACKs a duplicate again, and drops without a NAK a SEND, a
+ * WRITE with immediate, one ahead, one to a read-only region, one while
+ * the owner holds the lock; it starts a two-packet WRITE. Running again,
+ * the owner takes the state back: the WRITE the daemon executed is a
+ * duplicate (ACKed, not placed again), the WRITE the daemon started goes
+ * on with its LAST, and what follows executes in order. */
+TEST(takeover_writes_while_stalled)
+{
+	struct sof_tqp *t;
+	unsigned n;
+
+	world_up();
+	w.qp.rshm = &w.qshm->resp;
+	atomic_store(&w.qshm->access, IBV_ACCESS_REMOTE_WRITE);
+	/* the owner: WRITE 0 */
+	to_in(ROCE_WRITE_ONLY, 0, 0, 64, 64, KEY_RW, 0x11);
+	tp_input_end();
+	CHECK(mem_is(0, 64, 0x11));
+	CHECK(w.qshm->resp.valid && w.qshm->resp.epsn == EPSN + 1 && w.qshm->resp.msn == 1);
+
+	/* stalled: the daemon */
+	t = w.qp.t;
+	w.qp.t = NULL;
+	takeover_on = true;
+	n = w.nsent;
+	to_in(ROCE_WRITE_ONLY, 1, 64, 64, 64, KEY_RW, 0x22);
+	CHECK(mem_is(64, 64, 0x22));
+	CHECK(acked(n + 1, 1, 2));
+	to_in(ROCE_WRITE_ONLY, 0, 0, 64, 64, KEY_RW, 0x99); /* a duplicate */
+	CHECK(mem_is(0, 64, 0x11));
+	CHECK(acked(n + 2, 1, 2));
+	to_in(ROCE_SEND_ONLY, 2, 0, 0, 16, 0, 0x99);
+	to_in(ROCE_WRITE_ONLY_IMM, 2, 128, 16, 16, KEY_RW, 0x99);
+	to_in(ROCE_WRITE_ONLY, 3, 128, 16, 16, KEY_RW, 0x99);
+	to_in(ROCE_WRITE_ONLY, 2, 128, 16, 16, KEY_RO, 0x99);
+	atomic_store(&w.qshm->resp.lock, SOF_RESP_OWNER);
+	to_in(ROCE_WRITE_ONLY, 2, 128, 16, 16, KEY_RW, 0x99);
+	atomic_store(&w.qshm->resp.lock, SOF_RESP_FREE);
+	CHECK_EQ(w.nsent, n + 2);
+	CHECK(mem_is(128, 16, 0));
+	CHECK_EQ(w.drops[SOF_DROP_takeover], 5);
+	CHECK_EQ(w.counters[SOF_CNT_takeover], 2);
+	/* the FIRST of a two-packet WRITE (the path MTU is 1024) */
+	to_in(ROCE_WRITE_FIRST, 2, 1024, 2048, 1024, KEY_RW, 0x33);
+	CHECK(mem_is(1024, 1024, 0x33));
+	CHECK(acked(n + 3, 2, 2));
+
+	/* running again: the owner */
+	takeover_on = false;
+	w.qp.t = t;
+	n = w.nsent;
+	to_in(ROCE_WRITE_ONLY, 1, 64, 64, 64, KEY_RW, 0x99); /* the requester's retry */
+	tp_input_end();
+	CHECK(mem_is(64, 64, 0x22));
+	CHECK(acked(n + 1, 2, 2));
+	to_in(ROCE_WRITE_LAST, 3, 0, 0, 1024, KEY_RW, 0x44);
+	to_in(ROCE_WRITE_ONLY, 4, 128, 16, 16, KEY_RW, 0x55);
+	tp_input_end();
+	CHECK(mem_is(1024, 1024, 0x33) && mem_is(2048, 1024, 0x44) && mem_is(128, 16, 0x55));
+	CHECK(acked(n + 2, 4, 4));
+	CHECK_EQ(w.qp.t->state, IBV_QPS_RTS);
+	CHECK(w.qshm->resp.epsn == EPSN + 5 && !w.qshm->resp.daemon_ran);
+	world_down();
+}
+
 int main(void)
 {
 	RUN(resp_send_ack_duplicate);
@@ -1069,5 +1190,6 @@ int main(void)
 	RUN(sack_req_rack_resend_lost_again);
 	RUN(sack_resp_long_map);
 	RUN(sack_standard_peer_gets_none);
+	RUN(takeover_writes_while_stalled);
 	return test_summary();
 }

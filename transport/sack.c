@@ -159,13 +159,11 @@ static void delay_check(struct sof_tqp *t, uint64_t now)
 {
 	uint64_t rtt = t->sack_rtt_ns, target = 2 * t->sack_base_ns + SACK_QUEUE_NS, cut;
 
-	if (!rtt || rtt <= target || now - t->sack_cut_ns < t->srtt_ns)
+	/* (a window below the floor, a fresh QP's, grows on: slow start) */
+	if (!rtt || rtt <= target || now - t->sack_cut_ns < t->srtt_ns || t->cwnd <= SACK_MIN_CWND)
 		return;
 	cut = t->cwnd * (rtt - target) / (2 * rtt);
-	/* a window still below the floor (slow start) ends there */
-	if (t->cwnd > SACK_MIN_CWND)
-		t->cwnd = t->cwnd - (uint32_t)cut > SACK_MIN_CWND ? t->cwnd - (uint32_t)cut
-								  : SACK_MIN_CWND;
+	t->cwnd = t->cwnd - (uint32_t)cut > SACK_MIN_CWND ? t->cwnd - (uint32_t)cut : SACK_MIN_CWND;
 	t->ssthresh = t->cwnd;
 	t->cwnd_acc = 0;
 	t->sack_cut_ns = now;
@@ -251,6 +249,9 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 			t->timer_ns = now + sof_ack_timeout_ns(t->timeout);
 			t->sack_tlps = 0;
 			t->sack_deferred = false;
+			/* and the tail-loss probe (RFC 8985 7.2): with SACKs
+			 * coming, RACK finds what is lost */
+			t->probe_ns = tp_sack_probe_ns(t, now, sof_ack_timeout_ns(t->timeout));
 		}
 	}
 	if (!hi)
@@ -304,7 +305,10 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 	 * (and tp_req_loss once per recovery episode) */
 	t->sack_lost += holes;
 	if (roce_psn_diff(una, t->sack_epoch) >= 0) {
-		if (t->sack_lost * SACK_CONGESTED_SHARE > t->cwnd)
+		/* (not below the delay check's floor: a window that small,
+		 * a fresh QP's in slow start, sees a hole or two of random
+		 * loss as that share, and would shrink on every round trip) */
+		if (t->sack_lost * SACK_CONGESTED_SHARE > t->cwnd && t->cwnd > SACK_MIN_CWND)
 			tp_req_loss(t, false);
 		t->sack_lost = 0;
 		t->sack_epoch = t->psn;

@@ -25,7 +25,13 @@
 #   SOF_LOSS_ITERS (default 400): iterations of each perftest run;
 #   SOF_LOSS_KINDS, SOF_LOSS_LEVELS: a subset (e.g. "write-sack tcp", "1");
 #   SOF_LOSS_ENV: more environment for both programs (SOFTOFED_TRACE=1);
-#   SOF_LOSS_KEEP=DIR: each client's output (and trace) kept there.
+#   SOF_LOSS_KEEP=DIR: each client's output (and trace) kept there;
+#   SOF_LOSS_AB=DIR: A/B against another build (DIR holds its bin/ and
+#     lib/, e.g. a copy of the base commit's build): every softofed run
+#     goes twice, with each build's programs (library and the engine in
+#     it; the daemons stay this build's), the order reversed every other
+#     round; the kind is then named KIND@new or KIND@base in each line
+#     and in the summary.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=tests/lib.sh
@@ -72,19 +78,21 @@ print("%.1f %s" % (s["bits_per_second"] / 8 / 1048576, r))' "$SOF_TMP/cli" 2>/de
 			tee -a "$OUT"
 		return
 		;;
-	*-sack) env="" ;;
-	*-gbn) env="SOFTOFED_SACK=0" ;;
+	*-sack*) env="" ;;
+	*-gbn*) env="SOFTOFED_SACK=0" ;;
 	esac
 	env="$env ${SOF_LOSS_ENV:-}"
-	prog=ib_${kind%-*}_bw
+	prog=${kind%@*}
+	prog=ib_${prog%-*}_bw
 	SOF_SRV_ENV=$env SOF_CLI_ENV=$env
 	export SOF_SRV_ENV SOF_CLI_ENV
 	SOF_PAIR_SARGS=(-d sof0 -F -x "$(sof_host_gid a)" -s 1048576 --mtu 4096 -n "$N")
 	SOF_PAIR_CARGS=(-d sof0 -F -x "$(sof_host_gid b)" -s 1048576 --mtu 4096 -n "$N")
-	SOF_CLI_OUT=$(sof_out "loss.$kind.cli")
+	SOF_CLI_OUT=$(sof_out "loss.${kind/@/.}.cli")
 	ra=$(rcvbuf_errs a) rb=$(rcvbuf_errs b)
 	sof_snap "$SOF_TMP/s0" >/dev/null
-	if ! _sof_pair_run "loss.$kind" a b "$PORT" 180 "$(sof_host_ip a)" "$prog"; then
+	if ! _sof_pair_run "loss.${kind/@/.}" a b "$PORT" 180 "$(sof_host_ip a)" "$prog"; then
+		[ -z "${SOF_LOSS_KEEP:-}" ] || cp "$SOF_CLI_OUT" "$SOF_LOSS_KEEP/$loss.$kind.$round.failed.cli"
 		echo "loss=$loss what=$kind round=$round failed: $SOF_PAIR_WHY $(tail -n 2 "$SOF_CLI_OUT" | tr '\n' ' ')" |
 			tee -a "$OUT"
 		return
@@ -110,6 +118,11 @@ if ! sof_hosts_up 2 wire || ! sof_hosts_per_packet; then
 	echo "bench/loss: cannot bring the hosts up with segmentation off" >&2
 	exit 1
 fi
+NEW_SOFTOFED=$SOFTOFED
+if [ -n "${SOF_LOSS_AB:-}" ] && [ ! -x "$SOF_LOSS_AB/bin/softofed" ]; then
+	echo "bench/loss: no $SOF_LOSS_AB/bin/softofed" >&2
+	exit 1
+fi
 read -r -a KINDS <<<"${SOF_LOSS_KINDS:-write-sack write-gbn send-sack send-gbn tcp}"
 read -r -a LEVELS <<<"${SOF_LOSS_LEVELS:-0 1 5}"
 # reversed A B C -> C B A
@@ -130,7 +143,18 @@ for r in $(seq "$ROUNDS"); do
 		sof_netem_clear b
 		[ "$loss" = 0 ] || sof_netem b loss "$loss%" || exit 1
 		for k in "${order[@]}"; do
-			one "$loss" "$k" "$r"
+			if [ -z "${SOF_LOSS_AB:-}" ] || [ "$k" = tcp ]; then
+				one "$loss" "$k" "$r"
+				continue
+			fi
+			builds=(new base)
+			[ $((r % 2)) = 0 ] && builds=(base new)
+			for b in "${builds[@]}"; do
+				SOFTOFED=$NEW_SOFTOFED
+				[ "$b" = base ] && SOFTOFED=$SOF_LOSS_AB/bin/softofed
+				one "$loss" "$k@$b" "$r"
+			done
+			SOFTOFED=$NEW_SOFTOFED
 		done
 	done
 done
@@ -148,7 +172,9 @@ for l in open(sys.argv[1]):
         byround[(m['what'], m['loss'], m['round'])] = float(m['MiB/s'])
     except (KeyError, ValueError):
         pass
-for what in ('write-sack', 'write-gbn', 'send-sack', 'send-gbn', 'tcp'):
+kinds = ('write-sack', 'write-gbn', 'send-sack', 'send-gbn', 'tcp')
+for what in sorted({w for w, _ in v}, key=lambda w: (kinds.index(w.split('@')[0])
+                                                    if w.split('@')[0] in kinds else 9, w)):
     base = statistics.median(v.get((what, '0')) or [0])
     row = []
     for loss in ('0', '1', '5'):
@@ -161,7 +187,7 @@ for what in ('write-sack', 'write-gbn', 'send-sack', 'send-gbn', 'tcp'):
               if k[0] == what and k[1] == loss and byround.get((what, '0', k[2]))]
         row.append('%s%%: %.0f (%s) [%s]' % (loss, med, '%.2f' % (med / base) if base else '-',
                                               '%.2f' % statistics.median(pr) if pr else '-'))
-    print('%-10s %s' % (what, '  '.join(row)))
+    print('%-15s %s' % (what, '  '.join(row)))
 PY
 [ -n "$SOF_WIRE" ] && sof_kill hosts.wire
 sof_exit

@@ -151,7 +151,13 @@ struct sof_cqe {
 	uint8_t solicited;
 	uint8_t rsvd[2];
 	uint64_t timestamp;  /* CLOCK_MONOTONIC ns at the push, when shm->stamp */
-	uint8_t rsvd2[8];
+	/* A receive taken from the QP's own receive ring by a same-host
+	 * executor: the ring's head after the take, a hint for the owner's
+	 * ibv_post_recv, which then need not read the consumers' cache line
+	 * (verbs/poll.c, post.c). Producers that leave it out zero it. */
+	uint32_t rq_head;
+	uint8_t rq_head_valid;
+	uint8_t rsvd2[3];
 	_Atomic uint32_t seq;
 	uint32_t rsvd3;
 };

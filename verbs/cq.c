@@ -326,6 +326,9 @@ void sofv_cq_clean(struct sofv_cq *cq, uint32_t qpn)
 	uint64_t until;
 
 	pthread_spin_lock(&cq->lock);
+	/* the QP's receive head hint goes with its entries (poll.c) */
+	if ((uint32_t)(atomic_load_explicit(&cq->rq_hint, memory_order_relaxed) >> 32) == qpn + 1)
+		atomic_store_explicit(&cq->rq_hint, 0, memory_order_relaxed);
 	mask = cq->size - 1;
 	head = atomic_load_explicit(&cq->shm->head, memory_order_relaxed);
 	tail = atomic_load_explicit(&cq->shm->tail, memory_order_acquire) & ~SOF_CQ_TAIL_LOCK;

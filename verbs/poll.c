@@ -34,6 +34,15 @@ static bool wc_opcode_valid(uint8_t op)
 	}
 }
 
+/* A receive completion that names its ring's head (sof_cqe.rq_head): kept
+ * for the QP's next ibv_post_recv (post.c), which takes it only for its own
+ * QP number and only between the head it knew and its tail. */
+static inline void cq_note_rq_head(struct sofv_cq *cq, uint32_t qpn, uint32_t rq_head)
+{
+	atomic_store_explicit(&cq->rq_hint, ((uint64_t)(qpn + 1) << 32) | rq_head,
+			      memory_order_relaxed);
+}
+
 /* Take the entry at head into *out. Caller holds cq->lock. */
 static bool cq_take(struct sofv_cq *cq, struct sof_cqe *out)
 {
@@ -44,6 +53,8 @@ static bool cq_take(struct sofv_cq *cq, struct sof_cqe *out)
 		return false;
 	memcpy(out, slot, sizeof(*out));
 	atomic_store_explicit(&cq->shm->head, head + 1, memory_order_release);
+	if (out->rq_head_valid)
+		cq_note_rq_head(cq, out->qp_num, out->rq_head);
 	if (out->status > IBV_WC_TM_RNDV_INCOMPLETE || !wc_opcode_valid(out->opcode)) {
 		out->status = IBV_WC_GENERAL_ERR;
 		out->opcode = IBV_WC_RECV;
@@ -117,6 +128,8 @@ static bool cq_take_wc(struct sofv_cq *cq, struct ibv_wc *wc)
 	wc->slid = c->slid;
 	wc->sl = c->sl;
 	wc->dlid_path_bits = c->dlid_path_bits;
+	if (c->rq_head_valid)
+		cq_note_rq_head(cq, wc->qp_num, c->rq_head);
 	/* the slot is the producers' again once head moves past it */
 	atomic_store_explicit(&cq->shm->head, head + 1, memory_order_release);
 	if (wc->status > IBV_WC_TM_RNDV_INCOMPLETE || !wc_opcode_valid((uint8_t)wc->opcode)) {

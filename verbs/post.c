@@ -167,10 +167,25 @@ int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	return err;
 }
 
-/* Write receive WQEs into a shared ring. Caller holds the producer lock. */
+/* The consumers' head as the last receive completion polled on the QP's CQ
+ * told it (poll.c), when that is newer than *head_cache: a value between the
+ * head known and the tail, so never ahead of the real head. */
+static inline uint32_t rq_hint_head(_Atomic uint64_t *hint, uint32_t qpn, uint32_t head,
+				    uint32_t tail)
+{
+	uint64_t h = atomic_load_explicit(hint, memory_order_relaxed);
+
+	if ((uint32_t)(h >> 32) == qpn + 1 && (uint32_t)h - head <= tail - head)
+		return (uint32_t)h;
+	return head;
+}
+
+/* Write receive WQEs into a shared ring. Caller holds the producer lock.
+ * hint (a QP's own ring) is its receive CQ's head hint, or NULL. */
 static inline int post_ring(struct sof_ring_idx *idx, uint8_t *ring, uint32_t size, uint32_t stride,
 			    uint32_t max_wr, uint32_t max_sge, uint32_t *head_cache,
-			    struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+			    _Atomic uint64_t *hint, uint32_t qpn, struct ibv_recv_wr *wr,
+			    struct ibv_recv_wr **bad_wr)
 {
 	uint32_t tail = atomic_load_explicit(&idx->tail, memory_order_relaxed);
 
@@ -184,6 +199,10 @@ static inline int post_ring(struct sof_ring_idx *idx, uint8_t *ring, uint32_t si
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge) {
 			*bad_wr = wr;
 			return EINVAL;
+		}
+		if ((tail - head >= max_wr || tail - head >= size) && hint) {
+			head = rq_hint_head(hint, qpn, head, tail);
+			*head_cache = head;
 		}
 		if (tail - head >= max_wr || tail - head >= size) {
 			head = atomic_load_explicit(&idx->head, memory_order_acquire);
@@ -222,7 +241,8 @@ int sofv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	}
 	pthread_spin_lock(&qp->rq_lock);
 	err = post_ring(&qp->shm->rq, qp->rq_ring, qp->rq_size, qp->rq_stride, qp->cap.max_recv_wr,
-			qp->cap.max_recv_sge, &qp->rq_head_cache, wr, bad_wr);
+			qp->cap.max_recv_sge, &qp->rq_head_cache, qp->rcq ? &qp->rcq->rq_hint : NULL,
+			qp->qpn, wr, bad_wr);
 	pthread_spin_unlock(&qp->rq_lock);
 	if (state == IBV_QPS_ERR)
 		sofv_qp_flush_rq(qp);
@@ -236,7 +256,7 @@ int sofv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 
 	pthread_spin_lock(&srq->lock);
 	err = post_ring(&srq->shm->rq, srq->ring, srq->size, srq->stride, srq->max_wr, srq->max_sge,
-			&srq->head_cache, wr, bad_wr);
+			&srq->head_cache, NULL, 0, wr, bad_wr);
 	pthread_spin_unlock(&srq->lock);
 	return err;
 }

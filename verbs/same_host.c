@@ -128,10 +128,10 @@ static inline int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint3
 
 /* ---- receive side of the destination ------------------------------------- */
 
-/* Take the next receive WQE of destination r into *out (copied). Returns 0,
- * -EAGAIN when the queue is empty, -EINVAL when the entry is malformed (it
- * is consumed). */
-static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out)
+/* Take the next receive WQE of destination r into *out (copied), *nhead
+ * the ring's head after it. Returns 0, -EAGAIN when the queue is empty,
+ * -EINVAL when the entry is malformed (it is consumed). */
+static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out, uint32_t *nhead)
 {
 	const uint8_t *src;
 	uint32_t head, tail;
@@ -156,6 +156,7 @@ static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out)
 			&r->rq->head, &head, head + 1, memory_order_acq_rel, memory_order_relaxed))
 			break;
 	}
+	*nhead = head + 1;
 	if (r->has_srq) {
 		uint32_t limit = atomic_load_explicit(&r->srq_shm->limit, memory_order_relaxed);
 
@@ -324,14 +325,21 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 		   w->opcode == IBV_WR_SEND_WITH_INV;
 	bool is_write = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 	uint64_t grh = r->type == IBV_QPT_UD ? 40 : 0;
+	uint32_t nhead;
 	int err;
 
-	err = take_rwqe(r, rw);
+	err = take_rwqe(r, rw, &nhead);
 	if (err == -EAGAIN)
 		return err;
 	if (rw->rsvd)
 		sofv_notify(ctx, SOF_NOTIFY_SRQ_LIMIT, r->srq_handle);
 	memset(&c, 0, sizeof(c));
+	/* the owner's ibv_post_recv learns the room from the entry it polls,
+	 * not from the head's line (an SRQ's ring is shared: no hint) */
+	if (!r->has_srq) {
+		c.rq_head = nhead;
+		c.rq_head_valid = 1;
+	}
 	c.wr_id = rw->wr_id;
 	c.qp_num = r->qpn;
 	c.src_qp = qp->qpn;

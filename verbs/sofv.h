@@ -275,6 +275,10 @@ struct sofv_cq {
 	_Atomic uint32_t events_got;  /* completion events handed out (cq.c) */
 	_Atomic uint32_t arm_last;    /* SOF_CQ_ARM_* of the program's last arm */
 	_Atomic uint32_t push_head_cache; /* sof_cq_push by this process */
+	/* The receive ring head of the last receive completion polled that
+	 * carried one (sof_cqe.rq_head): (qpn + 1) << 32 | head, 0 for none.
+	 * Written by the poller, read by ibv_post_recv of that QP (post.c). */
+	_Atomic uint64_t rq_hint;
 	_Atomic uint32_t eng_qps;     /* QPs whose transport runs here (tp_host.c) */
 	/* Created on a parent domain: this object came from its allocator
 	 * when custom_alloc (domain.c). */

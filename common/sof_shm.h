@@ -204,6 +204,14 @@ struct sof_cq_shm {
  * segment's size field is corrupt, -EBUSY when a resize never ends. */
 int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,
 		_Atomic uint32_t *head_cache);
+/* sof_cq_push in two steps, for a producer that moves the data a
+ * completion reports after taking its slot, so that the stores of the data
+ * and of the entry go out together: sof_cq_reserve takes the slot (its
+ * index in *idx; the errors of sof_cq_push), sof_cq_publish fills and
+ * publishes it (its return values). A reserved slot must be published
+ * soon: the owner's poll stops at it, a resize waits for it. */
+int sof_cq_reserve(struct sof_cq_shm *shm, _Atomic uint32_t *head_cache, uint32_t *idx);
+int sof_cq_publish(struct sof_cq_shm *shm, uint32_t idx, const struct sof_cqe *cqe, int cq_evfd);
 /* The same for the daemon, which serves everyone and must not be held by
  * one CQ owner: a resize or a race that lasts longer than about a thousand
  * yields loses the completion (-EBUSY). Never writes an eventfd. */

@@ -146,6 +146,17 @@ static int build_swqe(struct sofv_qp *qp, const struct ibv_send_wr *wr, struct s
 	return check_swqe(qp, w);
 }
 
+/* Start loading the peer's receive WQE the next same-host SEND takes (see
+ * sofv_qp.peer_rwqe_next): the receiver posts a receive, then sends, and the
+ * WQE it needs was written by the other process. */
+static inline void qp_prefetch_peer_rwqe(struct sofv_qp *qp)
+{
+	uintptr_t p = atomic_load_explicit(&qp->peer_rwqe_next, memory_order_relaxed);
+
+	if (p)
+		__builtin_prefetch((const void *)p, 0, 3);
+}
+
 int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct sofv_qp *qp = to_sqp(ibqp);
@@ -153,6 +164,7 @@ int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	struct sofv_swqe w;
 	int err = 0;
 
+	qp_prefetch_peer_rwqe(qp);
 	pthread_spin_lock(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
 		err = build_swqe(qp, wr, &w, inl);
@@ -184,8 +196,8 @@ static inline uint32_t rq_hint_head(_Atomic uint64_t *hint, uint32_t qpn, uint32
  * hint (a QP's own ring) is its receive CQ's head hint, or NULL. */
 static inline int post_ring(struct sof_ring_idx *idx, uint8_t *ring, uint32_t size, uint32_t stride,
 			    uint32_t max_wr, uint32_t max_sge, uint32_t *head_cache,
-			    _Atomic uint64_t *hint, uint32_t qpn, struct ibv_recv_wr *wr,
-			    struct ibv_recv_wr **bad_wr)
+			    _Atomic uint64_t *hint, uint32_t qpn, _Atomic uintptr_t *pf_next,
+			    struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	uint32_t tail = atomic_load_explicit(&idx->tail, memory_order_relaxed);
 
@@ -224,6 +236,10 @@ static inline int post_ring(struct sof_ring_idx *idx, uint8_t *ring, uint32_t si
 		tail++;
 		atomic_store_explicit(&idx->tail, tail, memory_order_release);
 	}
+	/* the slot the next post writes: its CQ's poll prefetches it (poll.c) */
+	if (pf_next)
+		atomic_store_explicit(pf_next, (uintptr_t)(ring + (size_t)(tail & (size - 1)) * stride),
+				      memory_order_relaxed);
 	return 0;
 }
 
@@ -239,10 +255,11 @@ int sofv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		*bad_wr = wr;
 		return EINVAL;
 	}
+	qp_prefetch_peer_rwqe(qp);
 	pthread_spin_lock(&qp->rq_lock);
 	err = post_ring(&qp->shm->rq, qp->rq_ring, qp->rq_size, qp->rq_stride, qp->cap.max_recv_wr,
 			qp->cap.max_recv_sge, &qp->rq_head_cache, qp->rcq ? &qp->rcq->rq_hint : NULL,
-			qp->qpn, wr, bad_wr);
+			qp->qpn, qp->rcq ? &qp->rcq->pf_own_rwqe : NULL, wr, bad_wr);
 	pthread_spin_unlock(&qp->rq_lock);
 	if (state == IBV_QPS_ERR)
 		sofv_qp_flush_rq(qp);
@@ -256,7 +273,7 @@ int sofv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 
 	pthread_spin_lock(&srq->lock);
 	err = post_ring(&srq->shm->rq, srq->ring, srq->size, srq->stride, srq->max_wr, srq->max_sge,
-			&srq->head_cache, NULL, 0, wr, bad_wr);
+			&srq->head_cache, NULL, 0, NULL, wr, bad_wr);
 	pthread_spin_unlock(&srq->lock);
 	return err;
 }

@@ -321,6 +321,8 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 	struct sof_rwqe *rw = alloca(r->rq_stride);
 	struct sglist dst;
 	struct sof_cqe c;
+	bool reserved = false;
+	uint32_t slot = 0;
 	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
 		   w->opcode == IBV_WR_SEND_WITH_INV;
 	bool is_write = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -339,6 +341,14 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 	if (!r->has_srq) {
 		c.rq_head = nhead;
 		c.rq_head_valid = 1;
+	}
+	{
+		uintptr_t next =
+		    (uintptr_t)(r->ring + (size_t)(nhead & (r->rq_size - 1)) * r->rq_stride);
+
+		atomic_store_explicit(&qp->peer_rwqe_next, next, memory_order_relaxed);
+		if (qp->rcq)
+			atomic_store_explicit(&qp->rcq->pf_peer_rwqe, next, memory_order_relaxed);
 	}
 	c.wr_id = rw->wr_id;
 	c.qp_num = r->qpn;
@@ -369,6 +379,11 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 			cqe_post_remote(r, &c);
 			return -EMSGSIZE;
 		}
+		/* A plain copy: take the CQ's slot first, so that the stores of
+		 * the data and of the entry leave the store buffer together
+		 * (the slot's CAS would otherwise wait for the data's line). */
+		if (dst.n == 1 && !dst.e[0].rm)
+			reserved = !sof_cq_reserve(r->cq, &r->cq_head_cache, &slot);
 		if (grh) {
 			uint8_t g[40];
 			const struct ibv_global_route *gr = &ah->attr.grh;
@@ -386,7 +401,10 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 	}
 	c.byte_len = (uint32_t)(src->total + grh);
 	c.status = IBV_WC_SUCCESS;
-	cqe_post_remote(r, &c);
+	if (reserved)
+		sof_cq_publish(r->cq, slot, &c, r->cq_evfd);
+	else
+		cqe_post_remote(r, &c);
 	return 0;
 }
 

@@ -279,6 +279,12 @@ struct sofv_cq {
 	 * carried one (sof_cqe.rq_head): (qpn + 1) << 32 | head, 0 for none.
 	 * Written by the poller, read by ibv_post_recv of that QP (post.c). */
 	_Atomic uint64_t rq_hint;
+	/* Cache lines the next round of a same-host ping-pong on this CQ
+	 * needs, prefetched by a poll that found an entry (a prefetch never
+	 * faults, so a stale address is harmless): the peer's receive WQE
+	 * the next SEND of a QP receiving here takes (same_host.c), and the
+	 * slot the next ibv_post_recv of such a QP writes (post.c); 0: none. */
+	_Atomic uintptr_t pf_peer_rwqe, pf_own_rwqe;
 	_Atomic uint32_t eng_qps;     /* QPs whose transport runs here (tp_host.c) */
 	/* Created on a parent domain: this object came from its allocator
 	 * when custom_alloc (domain.c). */
@@ -417,6 +423,12 @@ struct sofv_qp {
 	uint8_t *rq_ring;
 	uint32_t rq_size, rq_stride;
 	uint32_t rq_head_cache;       /* consumers' head as last read (post.c) */
+	/* The receive WQE of the peer that this QP's next same-host SEND
+	 * takes, as the executor last saw it (same_host.c), or 0: prefetched
+	 * by ibv_post_recv and ibv_post_send before their locks, so that its
+	 * cache line is on its way while they wait. A prefetch never faults:
+	 * an address gone stale costs nothing. */
+	_Atomic uintptr_t peer_rwqe_next;
 	pthread_spinlock_t rq_lock;
 
 	/* Attributes as last modified (query_qp); under sq_lock. */

@@ -81,11 +81,18 @@ static inline __attribute__((always_inline)) int cq_publish(struct sof_cq_shm *s
 	if (!size || size > SOF_CQ_MAX_CQE || (size & (size - 1)))
 		return -EINVAL;
 	slot = &ring[t & (size - 1)];
-	memcpy(slot, cqe, offsetof(struct sof_cqe, seq));
+	sof_cqe_copy_body(slot, cqe);
 	/* The device clock (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP): read only
-	 * for a CQ that asked, on the header line read above anyway. */
-	if (atomic_load_explicit(&shm->stamp, memory_order_relaxed))
+	 * for a CQ that asked, on the header line read above anyway. The
+	 * stamp takes the place of a carried WQE. */
+	if (atomic_load_explicit(&shm->stamp, memory_order_relaxed)) {
+		if (slot->xflags & SOF_CQE_CARRY) {
+			slot->xflags &= (uint8_t)~SOF_CQE_CARRY;
+			memset(&slot->carry, 0, sizeof(slot->carry));
+			slot->imm_data = 0;
+		}
 		slot->timestamp = sof_now_ns();
+	}
 	atomic_store_explicit(&slot->seq, t + 1, memory_order_release);
 	/* A CQ without a completion channel is never armed
 	 * (ibv_req_notify_cq fails): no fence, no look at the arm. */

@@ -43,6 +43,25 @@ static inline void cq_note_rq_head(struct sofv_cq *cq, uint32_t qpn, uint32_t rq
 			      memory_order_relaxed);
 }
 
+/* Keep the receive WQE entry c carries for its QP's next SEND (sof_cqe.
+ * carry; same_host.c take_carried). Caller holds cq->lock: the only writer
+ * of the sequence lock. */
+static void cq_keep_carry(struct sofv_cq *cq, const struct sof_cqe *c)
+{
+	uint32_t s = atomic_load_explicit(&cq->carry_seq, memory_order_relaxed);
+
+	atomic_store_explicit(&cq->carry_seq, s + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	__atomic_store_n(&cq->carry_qpn1, c->qp_num + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->carry_src, c->src_qp, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->carry_idx, c->imm_data, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->carry.wr_id, c->carry.wr_id, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->carry.addr, c->carry.addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->carry.length, c->carry.length, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->carry.lkey, c->carry.lkey, __ATOMIC_RELAXED);
+	atomic_store_explicit(&cq->carry_seq, s + 2, memory_order_release);
+}
+
 /* Take the entry at head into *out. Caller holds cq->lock. */
 static bool cq_take(struct sofv_cq *cq, struct sof_cqe *out)
 {
@@ -53,8 +72,14 @@ static bool cq_take(struct sofv_cq *cq, struct sof_cqe *out)
 		return false;
 	memcpy(out, slot, sizeof(*out));
 	atomic_store_explicit(&cq->shm->head, head + 1, memory_order_release);
-	if (out->rq_head_valid)
+	if (out->xflags & SOF_CQE_RQ_HEAD)
 		cq_note_rq_head(cq, out->qp_num, out->rq_head);
+	if (out->xflags & SOF_CQE_CARRY) {
+		/* the fields it overlays are zero for such a completion */
+		cq_keep_carry(cq, out);
+		memset(&out->carry, 0, sizeof(out->carry));
+		out->imm_data = 0;
+	}
 	if (out->status > IBV_WC_TM_RNDV_INCOMPLETE || !wc_opcode_valid(out->opcode)) {
 		out->status = IBV_WC_GENERAL_ERR;
 		out->opcode = IBV_WC_RECV;
@@ -112,23 +137,36 @@ static bool cq_take_wc(struct sofv_cq *cq, struct ibv_wc *wc)
 {
 	uint32_t head = atomic_load_explicit(&cq->shm->head, memory_order_relaxed);
 	const struct sof_cqe *c = &cq->ring[head & (cq->size - 1)];
+	uint8_t xflags;
 
 	if (atomic_load_explicit(&c->seq, memory_order_acquire) != head + 1)
 		return false;
+	xflags = c->xflags;
 	wc->wr_id = c->wr_id;
 	wc->status = c->status;
 	wc->opcode = c->opcode;
-	wc->vendor_err = c->vendor_err;
 	wc->byte_len = c->byte_len;
-	wc->imm_data = c->imm_data;
 	wc->qp_num = c->qp_num;
 	wc->src_qp = c->src_qp;
 	wc->wc_flags = c->wc_flags;
-	wc->pkey_index = c->pkey_index;
-	wc->slid = c->slid;
-	wc->sl = c->sl;
-	wc->dlid_path_bits = c->dlid_path_bits;
-	if (c->rq_head_valid)
+	if (xflags & SOF_CQE_CARRY) {
+		/* the fields it overlays are zero for such a completion */
+		cq_keep_carry(cq, c);
+		wc->imm_data = 0;
+		wc->vendor_err = 0;
+		wc->pkey_index = 0;
+		wc->slid = 0;
+		wc->sl = 0;
+		wc->dlid_path_bits = 0;
+	} else {
+		wc->imm_data = c->imm_data;
+		wc->vendor_err = c->vendor_err;
+		wc->pkey_index = c->pkey_index;
+		wc->slid = c->slid;
+		wc->sl = c->sl;
+		wc->dlid_path_bits = c->dlid_path_bits;
+	}
+	if (xflags & SOF_CQE_RQ_HEAD)
 		cq_note_rq_head(cq, wc->qp_num, c->rq_head);
 	/* the slot is the producers' again once head moves past it */
 	atomic_store_explicit(&cq->shm->head, head + 1, memory_order_release);
@@ -155,17 +193,13 @@ static bool cq_idle(struct sofv_cq *cq)
 	       !atomic_load_explicit(&cq->deferred, memory_order_relaxed);
 }
 
-/* A completion came in: a same-host peer that sent it posted the receive
- * WQE our answer takes before it sent, and our next ibv_post_recv writes a
- * slot the peer read. Start both lines moving now, while the program
- * handles the completion, rather than in the post calls' locks. */
+/* A completion came in: our next ibv_post_recv writes a slot a same-host
+ * peer may have read. Start its line moving now, while the program handles
+ * the completion, rather than in the post calls' locks. */
 static inline void cq_prefetch_next(struct sofv_cq *cq)
 {
-	uintptr_t peer = atomic_load_explicit(&cq->pf_peer_rwqe, memory_order_relaxed);
 	uintptr_t own = atomic_load_explicit(&cq->pf_own_rwqe, memory_order_relaxed);
 
-	if (peer)
-		__builtin_prefetch((const void *)peer, 0, 3);
 	if (own)
 		__builtin_prefetch((const void *)own, 1, 3);
 }

@@ -10,6 +10,7 @@
  */
 #include "sofv.h"
 
+#include "same_host.h"
 #include "sof_wr.h"
 
 #include <alloca.h>
@@ -146,17 +147,6 @@ static int build_swqe(struct sofv_qp *qp, const struct ibv_send_wr *wr, struct s
 	return check_swqe(qp, w);
 }
 
-/* Start loading the peer's receive WQE the next same-host SEND takes (see
- * sofv_qp.peer_rwqe_next): the receiver posts a receive, then sends, and the
- * WQE it needs was written by the other process. */
-static inline void qp_prefetch_peer_rwqe(struct sofv_qp *qp)
-{
-	uintptr_t p = atomic_load_explicit(&qp->peer_rwqe_next, memory_order_relaxed);
-
-	if (p)
-		__builtin_prefetch((const void *)p, 0, 3);
-}
-
 int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct sofv_qp *qp = to_sqp(ibqp);
@@ -164,7 +154,6 @@ int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	struct sofv_swqe w;
 	int err = 0;
 
-	qp_prefetch_peer_rwqe(qp);
 	pthread_spin_lock(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
 		err = build_swqe(qp, wr, &w, inl);
@@ -177,19 +166,6 @@ int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	if (err)
 		*bad_wr = wr;
 	return err;
-}
-
-/* The consumers' head as the last receive completion polled on the QP's CQ
- * told it (poll.c), when that is newer than *head_cache: a value between the
- * head known and the tail, so never ahead of the real head. */
-static inline uint32_t rq_hint_head(_Atomic uint64_t *hint, uint32_t qpn, uint32_t head,
-				    uint32_t tail)
-{
-	uint64_t h = atomic_load_explicit(hint, memory_order_relaxed);
-
-	if ((uint32_t)(h >> 32) == qpn + 1 && (uint32_t)h - head <= tail - head)
-		return (uint32_t)h;
-	return head;
 }
 
 /* Write receive WQEs into a shared ring. Caller holds the producer lock.
@@ -213,12 +189,12 @@ static inline int post_ring(struct sof_ring_idx *idx, uint8_t *ring, uint32_t si
 			return EINVAL;
 		}
 		if ((tail - head >= max_wr || tail - head >= size) && hint) {
-			head = rq_hint_head(hint, qpn, head, tail);
-			*head_cache = head;
+			head = sofv_rq_hint_head(hint, qpn, head, tail);
+			__atomic_store_n(head_cache, head, __ATOMIC_RELAXED);
 		}
 		if (tail - head >= max_wr || tail - head >= size) {
 			head = atomic_load_explicit(&idx->head, memory_order_acquire);
-			*head_cache = head;
+			__atomic_store_n(head_cache, head, __ATOMIC_RELAXED);
 		}
 		if (tail - head >= max_wr || tail - head >= size) {
 			*bad_wr = wr;
@@ -255,7 +231,6 @@ int sofv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		*bad_wr = wr;
 		return EINVAL;
 	}
-	qp_prefetch_peer_rwqe(qp);
 	pthread_spin_lock(&qp->rq_lock);
 	err = post_ring(&qp->shm->rq, qp->rq_ring, qp->rq_size, qp->rq_stride, qp->cap.max_recv_wr,
 			qp->cap.max_recv_sge, &qp->rq_head_cache, qp->rcq ? &qp->rcq->rq_hint : NULL,

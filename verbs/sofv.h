@@ -279,12 +279,21 @@ struct sofv_cq {
 	 * carried one (sof_cqe.rq_head): (qpn + 1) << 32 | head, 0 for none.
 	 * Written by the poller, read by ibv_post_recv of that QP (post.c). */
 	_Atomic uint64_t rq_hint;
-	/* Cache lines the next round of a same-host ping-pong on this CQ
-	 * needs, prefetched by a poll that found an entry (a prefetch never
-	 * faults, so a stale address is harmless): the peer's receive WQE
-	 * the next SEND of a QP receiving here takes (same_host.c), and the
-	 * slot the next ibv_post_recv of such a QP writes (post.c); 0: none. */
-	_Atomic uintptr_t pf_peer_rwqe, pf_own_rwqe;
+	/* The slot the next ibv_post_recv of a QP receiving here writes
+	 * (post.c), prefetched for writing by a poll that found an entry: the
+	 * line's invalidation moves while the program handles the completion
+	 * instead of inside the post calls' locks. A prefetch never faults, so
+	 * a stale address is harmless; 0: none. */
+	_Atomic uintptr_t pf_own_rwqe;
+	/* The receive WQE a same-host peer carried in the last SEND completion
+	 * polled here (sof_cqe.carry), for the next SEND of the QP that
+	 * received it (same_host.c). A sequence lock: the poller, under lock,
+	 * is the only writer; carry_seq is odd while it writes. */
+	_Atomic uint32_t carry_seq;
+	uint32_t carry_qpn1;          /* receiving QP's number + 1, 0: none */
+	uint32_t carry_src;           /* the QP that carried it */
+	uint32_t carry_idx;           /* the WQE's index in the peer's ring */
+	struct sof_cqe_carry carry;
 	_Atomic uint32_t eng_qps;     /* QPs whose transport runs here (tp_host.c) */
 	/* Created on a parent domain: this object came from its allocator
 	 * when custom_alloc (domain.c). */
@@ -423,12 +432,6 @@ struct sofv_qp {
 	uint8_t *rq_ring;
 	uint32_t rq_size, rq_stride;
 	uint32_t rq_head_cache;       /* consumers' head as last read (post.c) */
-	/* The receive WQE of the peer that this QP's next same-host SEND
-	 * takes, as the executor last saw it (same_host.c), or 0: prefetched
-	 * by ibv_post_recv and ibv_post_send before their locks, so that its
-	 * cache line is on its way while they wait. A prefetch never faults:
-	 * an address gone stale costs nothing. */
-	_Atomic uintptr_t peer_rwqe_next;
 	pthread_spinlock_t rq_lock;
 
 	/* Attributes as last modified (query_qp); under sq_lock. */

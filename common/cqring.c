@@ -7,9 +7,9 @@
 #include "sof_util.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <infiniband/verbs.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,10 +18,8 @@
  * race for a slot. Inlined into each caller: the library pushes twice per
  * same-host message, so a call frame per push shows on the small-message
  * path. */
-static inline __attribute__((always_inline)) int cq_reserve(struct sof_cq_shm *shm,
-							    uint32_t spins_max,
-							    _Atomic uint32_t *head_cache,
-							    uint32_t *idx)
+static inline __attribute__((always_inline)) int
+cq_reserve(struct sof_cq_shm *shm, uint32_t spins_max, _Atomic uint32_t *head_cache, uint32_t *idx)
 {
 	uint32_t t, h, size, spins = 0, races = 0;
 
@@ -69,9 +67,8 @@ static inline __attribute__((always_inline)) int cq_reserve(struct sof_cq_shm *s
 /* Fill the slot of index t, reserved by cq_reserve, with cqe and publish
  * it; then look at the arm. No resize completes between the two: the owner
  * waits for every reserved slot to be published. */
-static inline __attribute__((always_inline)) int cq_publish(struct sof_cq_shm *shm, uint32_t t,
-							    const struct sof_cqe *cqe, int cq_evfd,
-							    bool armable)
+static inline __attribute__((always_inline)) int
+cq_publish(struct sof_cq_shm *shm, uint32_t t, const struct sof_cqe *cqe, int cq_evfd, bool armable)
 {
 	struct sof_cqe *ring = (struct sof_cqe *)((uint8_t *)shm + SOF_CQ_RING_OFF), *slot;
 	uint32_t size, a;

@@ -214,7 +214,8 @@ static inline int post_ring(struct sof_ring_idx *idx, uint8_t *ring, uint32_t si
 	}
 	/* the slot the next post writes: its CQ's poll prefetches it (poll.c) */
 	if (pf_next)
-		atomic_store_explicit(pf_next, (uintptr_t)(ring + (size_t)(tail & (size - 1)) * stride),
+		atomic_store_explicit(pf_next,
+				      (uintptr_t)(ring + (size_t)(tail & (size - 1)) * stride),
 				      memory_order_relaxed);
 	return 0;
 }
@@ -232,9 +233,10 @@ int sofv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		return EINVAL;
 	}
 	pthread_spin_lock(&qp->rq_lock);
-	err = post_ring(&qp->shm->rq, qp->rq_ring, qp->rq_size, qp->rq_stride, qp->cap.max_recv_wr,
-			qp->cap.max_recv_sge, &qp->rq_head_cache, qp->rcq ? &qp->rcq->rq_hint : NULL,
-			qp->qpn, qp->rcq ? &qp->rcq->pf_own_rwqe : NULL, wr, bad_wr);
+	err =
+	    post_ring(&qp->shm->rq, qp->rq_ring, qp->rq_size, qp->rq_stride, qp->cap.max_recv_wr,
+		      qp->cap.max_recv_sge, &qp->rq_head_cache, qp->rcq ? &qp->rcq->rq_hint : NULL,
+		      qp->qpn, qp->rcq ? &qp->rcq->pf_own_rwqe : NULL, wr, bad_wr);
 	pthread_spin_unlock(&qp->rq_lock);
 	if (state == IBV_QPS_ERR)
 		sofv_qp_flush_rq(qp);

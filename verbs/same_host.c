@@ -203,9 +203,9 @@ static bool take_carried(struct sofv_qp *qp, struct sofv_rqp *r, struct sof_rwqe
 	if (atomic_load_explicit(&cq->carry_seq, memory_order_relaxed) != s)
 		return false;
 	head = atomic_load_explicit(&r->rq->head, memory_order_acquire);
-	if (head != idx || !atomic_compare_exchange_strong_explicit(&r->rq->head, &head, idx + 1,
-								    memory_order_acq_rel,
-								    memory_order_relaxed))
+	if (head != idx ||
+	    !atomic_compare_exchange_strong_explicit(&r->rq->head, &head, idx + 1,
+						     memory_order_acq_rel, memory_order_relaxed))
 		return false;
 	out->wr_id = k.wr_id;
 	out->num_sge = 1;

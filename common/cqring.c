@@ -7,23 +7,21 @@
 #include "sof_util.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <infiniband/verbs.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
-/* spins bounds the wait for a resize (in sched_yield calls) and, times
- * 64, the producers' race for a slot. Inlined into each caller: the
- * library pushes twice per same-host message, so a call frame per push
- * shows on the small-message path. */
-static inline __attribute__((always_inline)) int cq_push(struct sof_cq_shm *shm,
-							 const struct sof_cqe *cqe, int cq_evfd,
-							 bool armable, uint32_t spins_max,
-							 _Atomic uint32_t *head_cache)
+/* Reserve the next slot of the ring: its index in *idx. spins bounds the
+ * wait for a resize (in sched_yield calls) and, times 64, the producers'
+ * race for a slot. Inlined into each caller: the library pushes twice per
+ * same-host message, so a call frame per push shows on the small-message
+ * path. */
+static inline __attribute__((always_inline)) int
+cq_reserve(struct sof_cq_shm *shm, uint32_t spins_max, _Atomic uint32_t *head_cache, uint32_t *idx)
 {
-	uint32_t t, h, size, a, spins = 0, races = 0;
-	struct sof_cqe *ring = (struct sof_cqe *)((uint8_t *)shm + SOF_CQ_RING_OFF), *slot;
+	uint32_t t, h, size, spins = 0, races = 0;
 
 	for (;; races++) {
 		if (races > spins_max * 64)
@@ -62,16 +60,36 @@ static inline __attribute__((always_inline)) int cq_push(struct sof_cq_shm *shm,
 			&shm->tail, &t, t + 1, memory_order_acq_rel, memory_order_relaxed))
 			break;
 	}
+	*idx = t;
+	return 0;
+}
+
+/* Fill the slot of index t, reserved by cq_reserve, with cqe and publish
+ * it; then look at the arm. No resize completes between the two: the owner
+ * waits for every reserved slot to be published. */
+static inline __attribute__((always_inline)) int
+cq_publish(struct sof_cq_shm *shm, uint32_t t, const struct sof_cqe *cqe, int cq_evfd, bool armable)
+{
+	struct sof_cqe *ring = (struct sof_cqe *)((uint8_t *)shm + SOF_CQ_RING_OFF), *slot;
+	uint32_t size, a;
+
 	/* Read the size again: no resize can complete before we publish. */
 	size = atomic_load_explicit(&shm->size, memory_order_relaxed);
 	if (!size || size > SOF_CQ_MAX_CQE || (size & (size - 1)))
 		return -EINVAL;
 	slot = &ring[t & (size - 1)];
-	memcpy(slot, cqe, offsetof(struct sof_cqe, seq));
+	sof_cqe_copy_body(slot, cqe);
 	/* The device clock (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP): read only
-	 * for a CQ that asked, on the header line read above anyway. */
-	if (atomic_load_explicit(&shm->stamp, memory_order_relaxed))
+	 * for a CQ that asked, on the header line read above anyway. The
+	 * stamp takes the place of a carried WQE. */
+	if (atomic_load_explicit(&shm->stamp, memory_order_relaxed)) {
+		if (slot->xflags & SOF_CQE_CARRY) {
+			slot->xflags &= (uint8_t)~SOF_CQE_CARRY;
+			memset(&slot->carry, 0, sizeof(slot->carry));
+			slot->imm_data = 0;
+		}
 		slot->timestamp = sof_now_ns();
+	}
 	atomic_store_explicit(&slot->seq, t + 1, memory_order_release);
 	/* A CQ without a completion channel is never armed
 	 * (ibv_req_notify_cq fails): no fence, no look at the arm. */
@@ -100,6 +118,29 @@ static inline __attribute__((always_inline)) int cq_push(struct sof_cq_shm *shm,
 		return 1;
 	}
 	return 0;
+}
+
+static inline __attribute__((always_inline)) int cq_push(struct sof_cq_shm *shm,
+							 const struct sof_cqe *cqe, int cq_evfd,
+							 bool armable, uint32_t spins_max,
+							 _Atomic uint32_t *head_cache)
+{
+	uint32_t t;
+	int err = cq_reserve(shm, spins_max, head_cache, &t);
+
+	if (err)
+		return err;
+	return cq_publish(shm, t, cqe, cq_evfd, armable);
+}
+
+int sof_cq_reserve(struct sof_cq_shm *shm, _Atomic uint32_t *head_cache, uint32_t *idx)
+{
+	return cq_reserve(shm, 100000, head_cache, idx);
+}
+
+int sof_cq_publish(struct sof_cq_shm *shm, uint32_t idx, const struct sof_cqe *cqe, int cq_evfd)
+{
+	return cq_publish(shm, idx, cqe, cq_evfd, cq_evfd >= 0);
 }
 
 int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,

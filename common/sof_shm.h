@@ -157,31 +157,68 @@ struct sof_srq_shm {
 };
 #define SOF_SRQ_RQ_OFF ((size_t)sizeof(struct sof_srq_shm))
 
+/* The receive WQE a same-host executor carries in a SEND's completion
+ * (SOF_CQE_CARRY): the next WQE of the sending QP's own receive ring, which
+ * the peer's answer will take, so that the peer's executor need not read
+ * it from the ring's cache line (verbs/same_host.c). One SGE. */
+struct sof_cqe_carry {
+	uint64_t wr_id;
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum {
+	SOF_CQE_RQ_HEAD = 1 << 0, /* rq_head is valid */
+	SOF_CQE_CARRY = 1 << 1,   /* carry and its index (imm_data) are valid */
+};
+
 /* A completion entry. Producers reserve a slot by advancing tail, fill it and
  * publish it by storing seq = index + 1 (release); the consumer takes the
- * entry at head once seq matches (acquire). 64 bytes, one cache line. */
+ * entry at head once seq matches (acquire). 64 bytes, one cache line. With
+ * SOF_CQE_CARRY (a successful SEND without immediate on RC/UC, no stamp),
+ * carry overlays the fields that are zero then and imm_data holds the
+ * carried WQE's ring index; the consumer reports those fields as zero. */
 struct sof_cqe {
 	uint64_t wr_id;
 	uint32_t byte_len;
 	uint32_t imm_data;   /* network order, as in struct ibv_wc */
 	uint32_t qp_num;
 	uint32_t src_qp;
-	uint32_t vendor_err;
-	uint16_t pkey_index;
-	uint16_t slid;
 	uint8_t status;      /* enum ibv_wc_status */
 	uint8_t opcode;      /* enum ibv_wc_opcode */
 	uint8_t wc_flags;    /* enum ibv_wc_flags (low 8 bits) */
-	uint8_t sl;
-	uint8_t dlid_path_bits;
 	uint8_t solicited;
-	uint8_t rsvd[2];
-	uint64_t timestamp;  /* CLOCK_MONOTONIC ns at the push, when shm->stamp */
-	uint8_t rsvd2[8];
+	uint8_t xflags;      /* SOF_CQE_*; producers that leave them out zero it */
+	uint8_t rsvd[3];
+	union {
+		struct {
+			uint32_t vendor_err;
+			uint16_t pkey_index;
+			uint16_t slid;
+			uint8_t sl;
+			uint8_t dlid_path_bits;
+			uint8_t rsvd2[6];
+			uint64_t timestamp; /* CLOCK_MONOTONIC ns at the push, when shm->stamp */
+		};
+		struct sof_cqe_carry carry;
+	};
 	_Atomic uint32_t seq;
-	uint32_t rsvd3;
+	/* SOF_CQE_RQ_HEAD: a receive taken from the QP's own receive ring by a
+	 * same-host executor: the ring's head after the take, a hint for the
+	 * owner's ibv_post_recv, which then need not read the consumers'
+	 * cache line (verbs/poll.c, post.c). */
+	uint32_t rq_head;
 };
 _Static_assert(sizeof(struct sof_cqe) == 64, "cqe is one cache line");
+_Static_assert(offsetof(struct sof_cqe, seq) == 56, "seq ends the copied body");
+
+/* Copy an entry's contents but seq (publishing is the caller's). */
+static inline void sof_cqe_copy_body(struct sof_cqe *dst, const struct sof_cqe *src)
+{
+	__builtin_memcpy(dst, src, offsetof(struct sof_cqe, seq));
+	dst->rq_head = src->rq_head;
+}
 
 enum {
 	SOF_CQ_ARM_NONE = 0,
@@ -224,6 +261,14 @@ struct sof_cq_shm {
  * segment's size field is corrupt, -EBUSY when a resize never ends. */
 int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,
 		_Atomic uint32_t *head_cache);
+/* sof_cq_push in two steps, for a producer that moves the data a
+ * completion reports after taking its slot, so that the stores of the data
+ * and of the entry go out together: sof_cq_reserve takes the slot (its
+ * index in *idx; the errors of sof_cq_push), sof_cq_publish fills and
+ * publishes it (its return values). A reserved slot must be published
+ * soon: the owner's poll stops at it, a resize waits for it. */
+int sof_cq_reserve(struct sof_cq_shm *shm, _Atomic uint32_t *head_cache, uint32_t *idx);
+int sof_cq_publish(struct sof_cq_shm *shm, uint32_t idx, const struct sof_cqe *cqe, int cq_evfd);
 /* The same for the daemon, which serves everyone and must not be held by
  * one CQ owner: a resize or a race that lasts longer than about a thousand
  * yields loses the completion (-EBUSY). Never writes an eventfd. */

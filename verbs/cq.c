@@ -326,6 +326,18 @@ void sofv_cq_clean(struct sofv_cq *cq, uint32_t qpn)
 	uint64_t until;
 
 	pthread_spin_lock(&cq->lock);
+	/* the QP's receive head hint goes with its entries (poll.c) */
+	if ((uint32_t)(atomic_load_explicit(&cq->rq_hint, memory_order_relaxed) >> 32) == qpn + 1)
+		atomic_store_explicit(&cq->rq_hint, 0, memory_order_relaxed);
+	/* and a receive WQE carried for it (poll.c; this is the writer) */
+	if (__atomic_load_n(&cq->carry_qpn1, __ATOMIC_RELAXED) == qpn + 1) {
+		uint32_t s = atomic_load_explicit(&cq->carry_seq, memory_order_relaxed);
+
+		atomic_store_explicit(&cq->carry_seq, s + 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_release);
+		__atomic_store_n(&cq->carry_qpn1, 0, __ATOMIC_RELAXED);
+		atomic_store_explicit(&cq->carry_seq, s + 2, memory_order_release);
+	}
 	mask = cq->size - 1;
 	head = atomic_load_explicit(&cq->shm->head, memory_order_relaxed);
 	tail = atomic_load_explicit(&cq->shm->tail, memory_order_acquire) & ~SOF_CQ_TAIL_LOCK;
@@ -346,7 +358,7 @@ void sofv_cq_clean(struct sofv_cq *cq, uint32_t qpn)
 		if (c->qp_num == qpn)
 			continue;
 		if (--dst != i)
-			memcpy(&cq->ring[dst & mask], c, offsetof(struct sof_cqe, seq));
+			sof_cqe_copy_body(&cq->ring[dst & mask], c);
 	}
 	atomic_store_explicit(&cq->shm->head, dst, memory_order_release);
 	pthread_spin_unlock(&cq->lock);
@@ -518,7 +530,7 @@ static int cq_relayout(struct sofv_cq *cq, uint32_t head, uint32_t tail, uint32_
 	for (uint32_t i = 0; i < n; i++) {
 		struct sof_cqe *slot = &cq->ring[(head + i) & (nsize - 1)];
 
-		memcpy(slot, &tmp[i], offsetof(struct sof_cqe, seq));
+		sof_cqe_copy_body(slot, &tmp[i]);
 		atomic_store_explicit(&slot->seq, head + i + 1, memory_order_release);
 	}
 	free(tmp);

@@ -34,6 +34,34 @@ static bool wc_opcode_valid(uint8_t op)
 	}
 }
 
+/* A receive completion that names its ring's head (sof_cqe.rq_head): kept
+ * for the QP's next ibv_post_recv (post.c), which takes it only for its own
+ * QP number and only between the head it knew and its tail. */
+static inline void cq_note_rq_head(struct sofv_cq *cq, uint32_t qpn, uint32_t rq_head)
+{
+	atomic_store_explicit(&cq->rq_hint, ((uint64_t)(qpn + 1) << 32) | rq_head,
+			      memory_order_relaxed);
+}
+
+/* Keep the receive WQE entry c carries for its QP's next SEND (sof_cqe.
+ * carry; same_host.c take_carried). Caller holds cq->lock: the only writer
+ * of the sequence lock. */
+static void cq_keep_carry(struct sofv_cq *cq, const struct sof_cqe *c)
+{
+	uint32_t s = atomic_load_explicit(&cq->carry_seq, memory_order_relaxed);
+
+	atomic_store_explicit(&cq->carry_seq, s + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	__atomic_store_n(&cq->carry_qpn1, c->qp_num + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->carry_src, c->src_qp, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->carry_idx, c->imm_data, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->carry.wr_id, c->carry.wr_id, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->carry.addr, c->carry.addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->carry.length, c->carry.length, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->carry.lkey, c->carry.lkey, __ATOMIC_RELAXED);
+	atomic_store_explicit(&cq->carry_seq, s + 2, memory_order_release);
+}
+
 /* Take the entry at head into *out. Caller holds cq->lock. */
 static bool cq_take(struct sofv_cq *cq, struct sof_cqe *out)
 {
@@ -44,6 +72,14 @@ static bool cq_take(struct sofv_cq *cq, struct sof_cqe *out)
 		return false;
 	memcpy(out, slot, sizeof(*out));
 	atomic_store_explicit(&cq->shm->head, head + 1, memory_order_release);
+	if (out->xflags & SOF_CQE_RQ_HEAD)
+		cq_note_rq_head(cq, out->qp_num, out->rq_head);
+	if (out->xflags & SOF_CQE_CARRY) {
+		/* the fields it overlays are zero for such a completion */
+		cq_keep_carry(cq, out);
+		memset(&out->carry, 0, sizeof(out->carry));
+		out->imm_data = 0;
+	}
 	if (out->status > IBV_WC_TM_RNDV_INCOMPLETE || !wc_opcode_valid(out->opcode)) {
 		out->status = IBV_WC_GENERAL_ERR;
 		out->opcode = IBV_WC_RECV;
@@ -101,22 +137,37 @@ static bool cq_take_wc(struct sofv_cq *cq, struct ibv_wc *wc)
 {
 	uint32_t head = atomic_load_explicit(&cq->shm->head, memory_order_relaxed);
 	const struct sof_cqe *c = &cq->ring[head & (cq->size - 1)];
+	uint8_t xflags;
 
 	if (atomic_load_explicit(&c->seq, memory_order_acquire) != head + 1)
 		return false;
+	xflags = c->xflags;
 	wc->wr_id = c->wr_id;
 	wc->status = c->status;
 	wc->opcode = c->opcode;
-	wc->vendor_err = c->vendor_err;
 	wc->byte_len = c->byte_len;
-	wc->imm_data = c->imm_data;
 	wc->qp_num = c->qp_num;
 	wc->src_qp = c->src_qp;
 	wc->wc_flags = c->wc_flags;
-	wc->pkey_index = c->pkey_index;
-	wc->slid = c->slid;
-	wc->sl = c->sl;
-	wc->dlid_path_bits = c->dlid_path_bits;
+	if (xflags & SOF_CQE_CARRY) {
+		/* the fields it overlays are zero for such a completion */
+		cq_keep_carry(cq, c);
+		wc->imm_data = 0;
+		wc->vendor_err = 0;
+		wc->pkey_index = 0;
+		wc->slid = 0;
+		wc->sl = 0;
+		wc->dlid_path_bits = 0;
+	} else {
+		wc->imm_data = c->imm_data;
+		wc->vendor_err = c->vendor_err;
+		wc->pkey_index = c->pkey_index;
+		wc->slid = c->slid;
+		wc->sl = c->sl;
+		wc->dlid_path_bits = c->dlid_path_bits;
+	}
+	if (xflags & SOF_CQE_RQ_HEAD)
+		cq_note_rq_head(cq, wc->qp_num, c->rq_head);
 	/* the slot is the producers' again once head moves past it */
 	atomic_store_explicit(&cq->shm->head, head + 1, memory_order_release);
 	if (wc->status > IBV_WC_TM_RNDV_INCOMPLETE || !wc_opcode_valid((uint8_t)wc->opcode)) {
@@ -142,6 +193,17 @@ static bool cq_idle(struct sofv_cq *cq)
 	       !atomic_load_explicit(&cq->deferred, memory_order_relaxed);
 }
 
+/* A completion came in: our next ibv_post_recv writes a slot a same-host
+ * peer may have read. Start its line moving now, while the program handles
+ * the completion, rather than in the post calls' locks. */
+static inline void cq_prefetch_next(struct sofv_cq *cq)
+{
+	uintptr_t own = atomic_load_explicit(&cq->pf_own_rwqe, memory_order_relaxed);
+
+	if (own)
+		__builtin_prefetch((const void *)own, 1, 3);
+}
+
 /* sofv_poll_cq when there may be something to do: out of line, so that a
  * busy poll that finds nothing runs no prologue (its SMT sibling may be
  * the producer). */
@@ -155,6 +217,8 @@ static __attribute__((noinline)) int poll_locked(struct sofv_cq *cq, int num_ent
 	while (n < num_entries && cq_take_wc(cq, &wc[n]))
 		n++;
 	pthread_spin_unlock(&cq->lock);
+	if (n)
+		cq_prefetch_next(cq);
 	return n;
 }
 

@@ -10,6 +10,7 @@
  */
 #include "sofv.h"
 
+#include "same_host.h"
 #include "sof_wr.h"
 
 #include <alloca.h>
@@ -167,9 +168,11 @@ int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	return err;
 }
 
-/* Write receive WQEs into a shared ring. Caller holds the producer lock. */
+/* Write receive WQEs into a shared ring. Caller holds the producer lock.
+ * hint (a QP's own ring) is its receive CQ's head hint, or NULL. */
 static inline int post_ring(struct sof_ring_idx *idx, uint8_t *ring, uint32_t size, uint32_t stride,
 			    uint32_t max_wr, uint32_t max_sge, uint32_t *head_cache,
+			    _Atomic uint64_t *hint, uint32_t qpn, _Atomic uintptr_t *pf_next,
 			    struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	uint32_t tail = atomic_load_explicit(&idx->tail, memory_order_relaxed);
@@ -185,9 +188,13 @@ static inline int post_ring(struct sof_ring_idx *idx, uint8_t *ring, uint32_t si
 			*bad_wr = wr;
 			return EINVAL;
 		}
+		if ((tail - head >= max_wr || tail - head >= size) && hint) {
+			head = sofv_rq_hint_head(hint, qpn, head, tail);
+			__atomic_store_n(head_cache, head, __ATOMIC_RELAXED);
+		}
 		if (tail - head >= max_wr || tail - head >= size) {
 			head = atomic_load_explicit(&idx->head, memory_order_acquire);
-			*head_cache = head;
+			__atomic_store_n(head_cache, head, __ATOMIC_RELAXED);
 		}
 		if (tail - head >= max_wr || tail - head >= size) {
 			*bad_wr = wr;
@@ -205,6 +212,11 @@ static inline int post_ring(struct sof_ring_idx *idx, uint8_t *ring, uint32_t si
 		tail++;
 		atomic_store_explicit(&idx->tail, tail, memory_order_release);
 	}
+	/* the slot the next post writes: its CQ's poll prefetches it (poll.c) */
+	if (pf_next)
+		atomic_store_explicit(pf_next,
+				      (uintptr_t)(ring + (size_t)(tail & (size - 1)) * stride),
+				      memory_order_relaxed);
 	return 0;
 }
 
@@ -221,8 +233,10 @@ int sofv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		return EINVAL;
 	}
 	pthread_spin_lock(&qp->rq_lock);
-	err = post_ring(&qp->shm->rq, qp->rq_ring, qp->rq_size, qp->rq_stride, qp->cap.max_recv_wr,
-			qp->cap.max_recv_sge, &qp->rq_head_cache, wr, bad_wr);
+	err =
+	    post_ring(&qp->shm->rq, qp->rq_ring, qp->rq_size, qp->rq_stride, qp->cap.max_recv_wr,
+		      qp->cap.max_recv_sge, &qp->rq_head_cache, qp->rcq ? &qp->rcq->rq_hint : NULL,
+		      qp->qpn, qp->rcq ? &qp->rcq->pf_own_rwqe : NULL, wr, bad_wr);
 	pthread_spin_unlock(&qp->rq_lock);
 	if (state == IBV_QPS_ERR)
 		sofv_qp_flush_rq(qp);
@@ -236,7 +250,7 @@ int sofv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 
 	pthread_spin_lock(&srq->lock);
 	err = post_ring(&srq->shm->rq, srq->ring, srq->size, srq->stride, srq->max_wr, srq->max_sge,
-			&srq->head_cache, wr, bad_wr);
+			&srq->head_cache, NULL, 0, NULL, wr, bad_wr);
 	pthread_spin_unlock(&srq->lock);
 	return err;
 }

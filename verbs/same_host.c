@@ -128,10 +128,10 @@ static inline int local_sgl(struct sofv_qp *qp, const struct sofv_swqe *w, uint3
 
 /* ---- receive side of the destination ------------------------------------- */
 
-/* Take the next receive WQE of destination r into *out (copied). Returns 0,
- * -EAGAIN when the queue is empty, -EINVAL when the entry is malformed (it
- * is consumed). */
-static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out)
+/* Take the next receive WQE of destination r into *out (copied), *nhead
+ * the ring's head after it. Returns 0, -EAGAIN when the queue is empty,
+ * -EINVAL when the entry is malformed (it is consumed). */
+static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out, uint32_t *nhead)
 {
 	const uint8_t *src;
 	uint32_t head, tail;
@@ -156,6 +156,7 @@ static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out)
 			&r->rq->head, &head, head + 1, memory_order_acq_rel, memory_order_relaxed))
 			break;
 	}
+	*nhead = head + 1;
 	if (r->has_srq) {
 		uint32_t limit = atomic_load_explicit(&r->srq_shm->limit, memory_order_relaxed);
 
@@ -172,6 +173,78 @@ static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out)
 	if (out->num_sge > r->rq_max_sge)
 		return -EINVAL;
 	return 0;
+}
+
+/* Take the receive WQE of destination r that r's QP carried in its last
+ * SEND completion to qp (sof_cqe.carry, kept by qp's receive CQ: poll.c)
+ * when it is still the next one of r's ring: the ring's line is not read.
+ * The CAS on head decides, as in take_rwqe; a WQE that was consumed or
+ * discarded meanwhile (head moved past it) is never taken again. */
+static bool take_carried(struct sofv_qp *qp, struct sofv_rqp *r, struct sof_rwqe *out,
+			 uint32_t *nhead)
+{
+	struct sofv_cq *cq = qp->rcq;
+	struct sof_cqe_carry k;
+	uint32_t s, qpn1, src, idx, head;
+
+	if (!cq || r->has_srq || !r->rq_size || r->rq_max_sge < 1)
+		return false;
+	s = atomic_load_explicit(&cq->carry_seq, memory_order_acquire);
+	qpn1 = __atomic_load_n(&cq->carry_qpn1, __ATOMIC_RELAXED);
+	src = __atomic_load_n(&cq->carry_src, __ATOMIC_RELAXED);
+	if ((s & 1) || qpn1 != qp->qpn + 1 || src != r->qpn)
+		return false;
+	idx = __atomic_load_n(&cq->carry_idx, __ATOMIC_RELAXED);
+	k.wr_id = __atomic_load_n(&cq->carry.wr_id, __ATOMIC_RELAXED);
+	k.addr = __atomic_load_n(&cq->carry.addr, __ATOMIC_RELAXED);
+	k.length = __atomic_load_n(&cq->carry.length, __ATOMIC_RELAXED);
+	k.lkey = __atomic_load_n(&cq->carry.lkey, __ATOMIC_RELAXED);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&cq->carry_seq, memory_order_relaxed) != s)
+		return false;
+	head = atomic_load_explicit(&r->rq->head, memory_order_acquire);
+	if (head != idx ||
+	    !atomic_compare_exchange_strong_explicit(&r->rq->head, &head, idx + 1,
+						     memory_order_acq_rel, memory_order_relaxed))
+		return false;
+	out->wr_id = k.wr_id;
+	out->num_sge = 1;
+	out->rsvd = 0;
+	out->sge[0].addr = k.addr;
+	out->sge[0].length = k.length;
+	out->sge[0].lkey = k.lkey;
+	*nhead = idx + 1;
+	return true;
+}
+
+/* Put qp's own next receive WQE into the completion c of a SEND to its peer
+ * (sof_cqe.carry): the peer's answer then takes it without reading our
+ * ring's cache line (take_carried), and our next ibv_post_recv writes a
+ * line the peer did not read. The head is the one the last receive
+ * completion told (never ahead of the real one): a WQE consumed since is
+ * never taken from a carry. */
+static void carry_own_rwqe(struct sofv_qp *qp, struct sof_cqe *c)
+{
+	const struct sof_rwqe *q;
+	uint32_t head, tail;
+
+	if (!qp->rq_size || qp->srq || !qp->rcq)
+		return;
+	tail = atomic_load_explicit(&qp->shm->rq.tail, memory_order_acquire);
+	head = sofv_rq_hint_head(&qp->rcq->rq_hint, qp->qpn,
+				 __atomic_load_n(&qp->rq_head_cache, __ATOMIC_RELAXED), tail);
+	if (head == tail)
+		return;
+	q = (const struct sof_rwqe *)(qp->rq_ring +
+				      (size_t)(head & (qp->rq_size - 1)) * qp->rq_stride);
+	if (q->num_sge != 1)
+		return;
+	c->carry.wr_id = q->wr_id;
+	c->carry.addr = q->sge[0].addr;
+	c->carry.length = q->sge[0].length;
+	c->carry.lkey = q->sge[0].lkey;
+	c->imm_data = head;
+	c->xflags |= SOF_CQE_CARRY;
 }
 
 static bool rq_nonempty(struct sofv_rqp *r)
@@ -320,18 +393,27 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 	struct sof_rwqe *rw = alloca(r->rq_stride);
 	struct sglist dst;
 	struct sof_cqe c;
+	bool reserved = false;
+	uint32_t slot = 0;
 	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
 		   w->opcode == IBV_WR_SEND_WITH_INV;
 	bool is_write = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 	uint64_t grh = r->type == IBV_QPT_UD ? 40 : 0;
+	uint32_t nhead;
 	int err;
 
-	err = take_rwqe(r, rw);
+	err = take_carried(qp, r, rw, &nhead) ? 0 : take_rwqe(r, rw, &nhead);
 	if (err == -EAGAIN)
 		return err;
 	if (rw->rsvd)
 		sofv_notify(ctx, SOF_NOTIFY_SRQ_LIMIT, r->srq_handle);
 	memset(&c, 0, sizeof(c));
+	/* the owner's ibv_post_recv learns the room from the entry it polls,
+	 * not from the head's line (an SRQ's ring is shared: no hint) */
+	if (!r->has_srq) {
+		c.rq_head = nhead;
+		c.xflags |= SOF_CQE_RQ_HEAD;
+	}
 	c.wr_id = rw->wr_id;
 	c.qp_num = r->qpn;
 	c.src_qp = qp->qpn;
@@ -361,6 +443,11 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 			cqe_post_remote(r, &c);
 			return -EMSGSIZE;
 		}
+		/* A plain copy: take the CQ's slot first, so that the stores of
+		 * the data and of the entry leave the store buffer together
+		 * (the slot's CAS would otherwise wait for the data's line). */
+		if (dst.n == 1 && !dst.e[0].rm)
+			reserved = !sof_cq_reserve(r->cq, &r->cq_head_cache, &slot);
 		if (grh) {
 			uint8_t g[40];
 			const struct ibv_global_route *gr = &ah->attr.grh;
@@ -378,7 +465,12 @@ static int deliver_recv(struct sofv_context *ctx, struct sofv_qp *qp, const stru
 	}
 	c.byte_len = (uint32_t)(src->total + grh);
 	c.status = IBV_WC_SUCCESS;
-	cqe_post_remote(r, &c);
+	if (w->opcode == IBV_WR_SEND && (r->type == IBV_QPT_RC || r->type == IBV_QPT_UC))
+		carry_own_rwqe(qp, &c);
+	if (reserved)
+		sof_cq_publish(r->cq, slot, &c, r->cq_evfd);
+	else
+		cqe_post_remote(r, &c);
 	return 0;
 }
 

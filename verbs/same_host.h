@@ -22,6 +22,20 @@ enum exec_res {
  * (RNR, no answer yet, full network queue). Caller holds qp->sq_lock. */
 enum exec_res sofv_exec_one(struct sofv_qp *qp, struct sofv_swqe *w);
 
+/* The consumers' head of a QP's own receive ring as the last receive
+ * completion polled on the QP's CQ told it (sofv_cq.rq_hint, poll.c), when
+ * that lies between head, a head known before, and tail: never ahead of
+ * the real head. Else head. */
+static inline uint32_t sofv_rq_hint_head(_Atomic uint64_t *hint, uint32_t qpn, uint32_t head,
+					 uint32_t tail)
+{
+	uint64_t h = atomic_load_explicit(hint, memory_order_relaxed);
+
+	if ((uint32_t)(h >> 32) == qpn + 1 && (uint32_t)h - head <= tail - head)
+		return (uint32_t)h;
+	return head;
+}
+
 static inline bool wqe_signaled(const struct sofv_qp *qp, const struct sofv_swqe *w)
 {
 	return qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);

@@ -275,6 +275,25 @@ struct sofv_cq {
 	_Atomic uint32_t events_got;  /* completion events handed out (cq.c) */
 	_Atomic uint32_t arm_last;    /* SOF_CQ_ARM_* of the program's last arm */
 	_Atomic uint32_t push_head_cache; /* sof_cq_push by this process */
+	/* The receive ring head of the last receive completion polled that
+	 * carried one (sof_cqe.rq_head): (qpn + 1) << 32 | head, 0 for none.
+	 * Written by the poller, read by ibv_post_recv of that QP (post.c). */
+	_Atomic uint64_t rq_hint;
+	/* The slot the next ibv_post_recv of a QP receiving here writes
+	 * (post.c), prefetched for writing by a poll that found an entry: the
+	 * line's invalidation moves while the program handles the completion
+	 * instead of inside the post calls' locks. A prefetch never faults, so
+	 * a stale address is harmless; 0: none. */
+	_Atomic uintptr_t pf_own_rwqe;
+	/* The receive WQE a same-host peer carried in the last SEND completion
+	 * polled here (sof_cqe.carry), for the next SEND of the QP that
+	 * received it (same_host.c). A sequence lock: the poller, under lock,
+	 * is the only writer; carry_seq is odd while it writes. */
+	_Atomic uint32_t carry_seq;
+	uint32_t carry_qpn1;          /* receiving QP's number + 1, 0: none */
+	uint32_t carry_src;           /* the QP that carried it */
+	uint32_t carry_idx;           /* the WQE's index in the peer's ring */
+	struct sof_cqe_carry carry;
 	_Atomic uint32_t eng_qps;     /* QPs whose transport runs here (tp_host.c) */
 	/* Created on a parent domain: this object came from its allocator
 	 * when custom_alloc (domain.c). */

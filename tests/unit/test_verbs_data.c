@@ -397,6 +397,77 @@ TEST(rc_send)
 	pair_down(&a, &b);
 }
 
+/* One ping-pong step of rc_pingpong_carry: from sends 8 bytes of pattern
+ * k, to takes them into the receive WQE it posted n-th (a ring of 4
+ * buffers at to->buf + 4096) and posts the n + 4-th into the same slot. */
+static void carry_step(struct side *from, struct side *to, uint64_t to_base, uint32_t *n,
+		       uint8_t k)
+{
+	struct ibv_wc wc;
+	uint8_t *slot = to->buf + 4096 + (*n % 4) * 64;
+
+	memset(from->buf, k, 8);
+	CHECK_EQ(post_send(from->qp, IBV_WR_SEND, 0x5000 + k, IBV_SEND_SIGNALED, from->buf, 8,
+			   from->mr->lkey, 0, 0, 0), 0);
+	WAIT_WC(from->scq, wc);
+	CHECK_WC(wc, 0x5000 + k, IBV_WC_SUCCESS, IBV_WC_SEND);
+	WAIT_WC(to->rcq, wc);
+	CHECK_WC(wc, to_base + *n, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(wc.byte_len, 8);
+	CHECK_EQ(wc.wc_flags & IBV_WC_WITH_IMM, 0);
+	CHECK_EQ(wc.vendor_err, 0);
+	CHECK_EQ(wc.src_qp, from->qp->qp_num);
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(slot[i], k);
+	CHECK_EQ(slot[8], 0xee); /* nothing beyond the message */
+	memset(slot, 0xee, 64);
+	CHECK_EQ(post_recv(to->qp, to_base + *n + 4, slot, 64, to->mr->lkey), 0);
+	(*n)++;
+}
+
+/* Same host, the receive WQE a SEND's completion carries for the answer
+ * (sof_cqe.carry): a ping-pong, then bursts one way and the other (the
+ * carried WQE is taken once, the others from the ring), then a SEND with
+ * immediate (no carry: its imm_data arrives). Each message lands in the
+ * WQE it should, in order, with its wr_id. */
+TEST(rc_pingpong_carry)
+{
+	struct side a, b;
+	struct ibv_wc wc;
+	uint32_t na = 0, nb = 0;
+	uint8_t k = 1;
+
+	pair_up(&a, &b, IBV_QPT_RC, 0, 0);
+	memset(a.buf + 4096, 0xee, 4 * 64);
+	memset(b.buf + 4096, 0xee, 4 * 64);
+	for (uint32_t i = 0; i < 4; i++) {
+		CHECK_EQ(post_recv(a.qp, 0xa000 + i, a.buf + 4096 + i * 64, 64, a.mr->lkey), 0);
+		CHECK_EQ(post_recv(b.qp, 0xb000 + i, b.buf + 4096 + i * 64, 64, b.mr->lkey), 0);
+	}
+	for (int i = 0; i < 200; i++, k++) {
+		if (i % 2 == 0)
+			carry_step(&a, &b, 0xb000, &nb, k);
+		else
+			carry_step(&b, &a, 0xa000, &na, k);
+	}
+	for (int i = 0; i < 11; i++, k++)
+		carry_step(&a, &b, 0xb000, &nb, k);
+	for (int i = 0; i < 11; i++, k++)
+		carry_step(&b, &a, 0xa000, &na, k);
+	for (int i = 0; i < 9; i++, k++)
+		carry_step(i % 3 ? &a : &b, i % 3 ? &b : &a, i % 3 ? 0xb000 : 0xa000,
+			   i % 3 ? &nb : &na, k);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND_WITH_IMM, 0xa9, IBV_SEND_SIGNALED, a.buf, 8,
+			   a.mr->lkey, 0, 0, 0x1234567), 0);
+	WAIT_WC(a.scq, wc);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 0xb000 + nb, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
+	CHECK_EQ(ntohl(wc.imm_data), 0x1234567);
+	NO_WC(a.rcq, wc);
+	pair_down(&a, &b);
+}
+
 TEST(rc_send_imm)
 {
 	struct side a, b;
@@ -2193,6 +2264,7 @@ int main(void)
 	}
 	alarm(55);
 	RUN(rc_send);
+	RUN(rc_pingpong_carry);
 	RUN(rc_send_imm);
 	RUN(rc_write);
 	RUN(rc_write_imm);

@@ -209,6 +209,11 @@ void fab_link_update(struct fabric *f, struct fab_node *n, unsigned port);
 void fab_link_cut(struct fabric *f, struct fab_node *n, unsigned port, bool cut);
 void fab_udp_input(struct fabric *f, const uint8_t *p, size_t len,
 		   const struct sockaddr_storage *from, socklen_t fromlen);
+/* A datagram from the fabric's socket: one packet or SOFL message, or
+ * (seg > 0: UDP GRO) a host's GSO run cut into packets of seg bytes, the
+ * last shorter or equal, each to fab_udp_input; how many. */
+unsigned fab_udp_datagram(struct fabric *f, const uint8_t *p, size_t len, size_t seg,
+			  const struct sockaddr_storage *from, socklen_t fromlen);
 void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_t len,
 		   bool sealed);
 /* Once a second: HELLOs to attached hosts, expiry of silent ones. */

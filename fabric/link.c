@@ -248,12 +248,43 @@ void fab_udp_input(struct fabric *f, const uint8_t *p, size_t len,
 	fab_enqueue(f, n->port[1].peer, n->port[1].peer_port, p, len, true, true);
 }
 
+unsigned fab_udp_datagram(struct fabric *f, const uint8_t *p, size_t len, size_t seg,
+			  const struct sockaddr_storage *from, socklen_t fromlen)
+{
+	unsigned n = 0;
+
+	if (!seg || seg >= len)
+		seg = len ? len : 1;
+	/* a UDP GRO datagram: the packets the kernel joined (a host's GSO
+	 * run), each of seg bytes but the last, each checked on its own */
+	for (size_t off = 0; off < len || !n; off += seg, n++) {
+		size_t l = len - off < seg ? len - off : seg;
+
+		/* a link message acts after the packets before it */
+		if (ib_is_sofl(p + off, l))
+			fab_run(f);
+		fab_udp_input(f, p + off, l, from, fromlen);
+	}
+	return n;
+}
+
+/* The DestQP a host's steering (daemon/steer.c) reads, with the LNH that
+ * says where it is: what one GSO run to a host must share, since the
+ * kernel steers the whole run by its first packet. */
+static uint32_t steer_key(const uint8_t *p, size_t len)
+{
+	size_t at = (p[1] & 3) == 3 ? 48 + 4 : 8 + 4;
+
+	return len >= at + 4 ? (uint32_t)(p[1] & 3) << 24 | (sof_get32(p + at) & 0xffffff)
+			     : 0xffffffffu;
+}
+
 /* Packets to real hosts wait here and leave together (sendmmsg) when the
  * batch is full or the queue ran dry (fab_run), in their order. A run of
- * packets to one host of one size (the last may be shorter) leaves as one
- * UDP GSO send (UDP_SEGMENT): the kernel cuts it into the same datagrams,
- * and routes it, and crosses the bridge and veth, once rather than per
- * packet. A socket or path that refuses it (EINVAL: a segment over the
+ * packets to one host and DestQP of one size (the last may be shorter)
+ * leaves as one UDP GSO send (UDP_SEGMENT): the kernel cuts it into the
+ * same datagrams, and routes it, and crosses the bridge and veth, once
+ * rather than per packet. A socket or path that refuses it (EINVAL: a segment over the
  * path MTU) turns it off and the packets leave one by one. */
 #define TX_BATCH 64
 #define GSO_MAX_BYTES 65000 /* the datagrams of one send: under IP's 64 KiB */
@@ -267,6 +298,7 @@ static struct {
 	struct mmsghdr m[TX_BATCH];
 	unsigned first[TX_BATCH], count[TX_BATCH]; /* each message's packets */
 	socklen_t alen[TX_BATCH];		   /* each packet's address */
+	uint32_t key[TX_BATCH];			   /* each packet's steer_key */
 	union {
 		char buf[CMSG_SPACE(sizeof(uint16_t))];
 		struct cmsghdr align;
@@ -289,7 +321,8 @@ static unsigned tx_group(unsigned from)
 		while (!tx.no_gso && i + k < tx.n && k < GSO_MAX_SEGS &&
 		       tx.iov[i + k - 1].iov_len == seg && tx.iov[i + k].iov_len <= seg &&
 		       bytes + tx.iov[i + k].iov_len <= GSO_MAX_BYTES &&
-		       tx.alen[i + k] == tx.alen[i] && !memcmp(&tx.to[i + k], &tx.to[i], tx.alen[i]))
+		       tx.key[i + k] == tx.key[i] && tx.alen[i + k] == tx.alen[i] &&
+		       !memcmp(&tx.to[i + k], &tx.to[i], tx.alen[i]))
 			bytes += tx.iov[i + k++].iov_len;
 		*h = (struct msghdr){.msg_name = &tx.to[i],
 				     .msg_namelen = tx.alen[i],
@@ -365,6 +398,7 @@ void fab_host_send(struct fabric *f, struct fab_node *n, const uint8_t *p, size_
 		fab_pkt_seal(tx.buf[i], len);
 	memcpy(&tx.to[i], &n->host.addr, n->host.addrlen);
 	tx.alen[i] = n->host.addrlen;
+	tx.key[i] = steer_key(tx.buf[i], len);
 	tx.iov[i] = (struct iovec){.iov_base = tx.buf[i], .iov_len = len};
 	f->st.to_hosts++;
 }

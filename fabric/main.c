@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -40,6 +41,10 @@
 #include <sys/resource.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#ifndef UDP_GRO
+#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
+#endif
 
 #define CTL_NAME "softofed/fabric"
 #define DEFAULT_LISTEN "127.0.0.1:7471"
@@ -94,16 +99,23 @@ static int udp_open(const char *spec)
 	freeaddrinfo(ai);
 	/* every host's packets meet here: room for bursts */
 	sof_sock_bufs(fd, 8 << 20);
+	/* a host's GSO run comes whole (fab_udp_datagram cuts it) */
+	(void)setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	return fd;
 }
 
 #define RX_BATCH 32
 #define RX_ROUNDS 8
+#define RX_BUF 65536 /* a UDP GRO datagram: a host's GSO run */
 static struct {
 	struct mmsghdr m[RX_BATCH];
 	struct iovec iov[RX_BATCH];
 	struct sockaddr_storage from[RX_BATCH];
-	uint8_t buf[RX_BATCH][FAB_MAX_PKT + 16];
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl[RX_BATCH];
+	uint8_t buf[RX_BATCH][RX_BUF];
 } rx;
 
 /* What the hosts sent, up to RX_BATCH datagrams (recvmmsg); how many. A
@@ -118,10 +130,28 @@ static int rx_batch(int fd)
 		rx.m[i].msg_hdr = (struct msghdr){.msg_name = &rx.from[i],
 						  .msg_namelen = sizeof(rx.from[i]),
 						  .msg_iov = &rx.iov[i],
-						  .msg_iovlen = 1};
+						  .msg_iovlen = 1,
+						  .msg_control = &rx.ctl[i],
+						  .msg_controllen = sizeof(rx.ctl[i])};
 	}
 	n = recvmmsg(fd, rx.m, RX_BATCH, MSG_DONTWAIT, NULL);
 	return n < 0 ? 0 : n;
+}
+
+/* The UDP GRO segment size of datagram i (0: a datagram as sent). */
+static size_t rx_seg(int i)
+{
+	struct msghdr *mh = &rx.m[i].msg_hdr;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			int g;
+
+			memcpy(&g, CMSG_DATA(c), sizeof(g));
+			return g > 0 ? (size_t)g : 0;
+		}
+	return 0;
 }
 
 static int ctl_open(void)
@@ -488,13 +518,9 @@ int main(int argc, char **argv)
 			for (int k = 0; k < RX_ROUNDS; k++) {
 				int n = rx_batch(f.udp);
 
-				for (int j = 0; j < n; j++) {
-					/* a link message acts after the packets before it */
-					if (ib_is_sofl(rx.buf[j], rx.m[j].msg_len))
-						fab_run(&f);
-					fab_udp_input(&f, rx.buf[j], rx.m[j].msg_len, &rx.from[j],
-						      rx.m[j].msg_hdr.msg_namelen);
-				}
+				for (int j = 0; j < n; j++)
+					fab_udp_datagram(&f, rx.buf[j], rx.m[j].msg_len, rx_seg(j),
+							 &rx.from[j], rx.m[j].msg_hdr.msg_namelen);
 				fab_run(&f);
 				if (n < RX_BATCH)
 					break;

@@ -24,7 +24,7 @@
  * the daemon publishes (struct sof_ib_port: state, LID/LMC, P_Keys,
  * SL2VL, the far end's address), counting into the program's slot page;
  * the link (HELLO/BYE/ASSIGN), the state machine and the SMA's setters
- * stay the daemon's.
+ * stay the daemon's. Every socket of the group takes UDP GRO (ibpkt.c).
  */
 #include "ibport.h"
 
@@ -33,8 +33,14 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+#ifndef UDP_GRO
+#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
+#endif
 
 #define HELLO_NS 1000000000ull
 #define LINK_TIMEOUT_NS 3000000000ull
@@ -325,6 +331,10 @@ static int link_socket(int fam, uint16_t port)
 		goto err;
 	/* a burst of datagrams (IPoIB's UD traffic) needs room */
 	sof_sock_bufs(fd, 8 << 20);
+	/* the far end's GSO runs whole (ibpkt.c cuts them); SOFTOFED_NO_GSO
+	 * turns GRO off with GSO, as on RoCE */
+	if (!getenv("SOFTOFED_NO_GSO"))
+		(void)setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	if (fam == AF_INET) {
 		sa.v4.sin_family = AF_INET;
 		sa.v4.sin_port = htons(port);
@@ -380,6 +390,7 @@ int tp_ib_start(const struct tp_ib_config *c)
 	tp_ibp.attr.port_guid = c->port_guid;
 	tp_ibp.attr.subnet_prefix = 0xfe80000000000000ull;
 	tp_ibp.attr.pkeys[0] = 0xffff; /* the default partition, full member */
+	tp_ibp.gso = getenv("SOFTOFED_NO_GSO") == NULL;
 	tp_ibp.on = true;
 	tp.ib = &tp_ib_port;
 	send_sofl(IB_SOFL_HELLO);
@@ -405,6 +416,7 @@ int tp_ib_attach(int fd, const struct sof_gid_shm *shm, struct tp_ib_counters *c
 	tp_ibp.cnt = cnt;
 	tp_ibp.seq = atomic_load_explicit(&shm->seq, memory_order_acquire) + 1; /* read it now */
 	tp_ibp.attr.state = IBV_PORT_DOWN;
+	tp_ibp.gso = getenv("SOFTOFED_NO_GSO") == NULL;
 	tp_ibp.on = true;
 	tp_ib_member_sync();
 	if (!tp_ibp.cfg.peer_len) {

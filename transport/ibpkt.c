@@ -13,10 +13,16 @@
  *
  * Sending: LRH (VL from the SL's SL2VL entry, VL15 for QP0's SMPs), GRH
  * when the path is global, the engine's transport headers and payload,
- * pad, ICRC and VCRC, one datagram each, queued and handed to the socket
- * in one sendmmsg at the engine's flush (the end of each event of the
- * host's loop) or when TP_IB_TX_BATCH wait; the socket is read
- * TP_IB_RX_BATCH datagrams a call (recvmmsg). Data leaves only while
+ * pad, ICRC and VCRC, queued and handed to the socket in one sendmmsg at
+ * the engine's flush (the end of each event of the host's loop) or when
+ * TP_IB_TX_BATCH wait; a run of packets of one size (the last may be
+ * shorter) goes as one UDP GSO send (UDP_SEGMENT): the kernel cuts it into
+ * the same datagrams, and crosses veth and bridge once for all of them.
+ * The socket is read TP_IB_RX_BATCH datagrams a call (recvmmsg), with UDP
+ * GRO: a datagram may be a run the kernel kept joined (the fabric sends
+ * its runs to a host as GSO sends of one DestQP, so the steering of the
+ * first packet holds for all); it is cut here, and every packet checked
+ * on its own as above. Data leaves only while
  * Active; what may not leave is discarded and counted (PortXmitDiscards)
  * as a port does, and the transport recovers or fails as over a cut cable.
  */
@@ -28,7 +34,15 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <unistd.h>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
+#endif
 
 #define RX_BUDGET 64
 
@@ -177,12 +191,53 @@ static bool from_peer(const struct sockaddr_storage *src, socklen_t len)
 	return false;
 }
 
+/* One datagram's packet or SOFL message (link control is the daemon's:
+ * member 0 of the group). */
+static void link_input(const uint8_t *p, size_t len)
+{
+	if (ib_is_sofl(p, len) && tp_ibp.member)
+		tp_ibp.cnt->link_bad++;
+	else if (ib_is_sofl(p, len))
+		tp_ib_link_input(p, len);
+	else
+		packet_input(p, len);
+}
+
+unsigned tp_ib_datagram(const uint8_t *p, size_t len, size_t seg)
+{
+	unsigned n = 0;
+
+	if (!seg || seg >= len) {
+		link_input(p, len);
+		return 1;
+	}
+	/* the packets the kernel joined (a GSO run of the far end): each of
+	 * seg bytes, the last what is left, each checked on its own */
+	for (size_t off = 0; off < len && tp_ibp.on; off += seg, n++)
+		link_input(p + off, len - off < seg ? len - off : seg);
+	return n;
+}
+
+/* The UDP GRO segment size a datagram came with (0: none). */
+static size_t gro_seg(struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			int g;
+
+			memcpy(&g, CMSG_DATA(c), sizeof(g));
+			return g > 0 ? (size_t)g : 0;
+		}
+	return 0;
+}
+
 int tp_ib_rx_fd(int fd)
 {
-	int n = 0;
+	int n = 0, reads = 0;
 
 	tp_ib_member_sync();
-	while (tp_ibp.on && n < RX_BUDGET) {
+	while (tp_ibp.on && reads < RX_BUDGET) {
 		int got;
 
 		for (int i = 0; i < TP_IB_RX_BATCH; i++) {
@@ -192,35 +247,31 @@ int tp_ib_rx_fd(int fd)
 			    (struct msghdr){.msg_name = &tp_ibp.rx.from[i],
 					    .msg_namelen = sizeof(tp_ibp.rx.from[i]),
 					    .msg_iov = &tp_ibp.rx.iov[i],
-					    .msg_iovlen = 1};
+					    .msg_iovlen = 1,
+					    .msg_control = &tp_ibp.rx.ctl[i],
+					    .msg_controllen = sizeof(tp_ibp.rx.ctl[i])};
 		}
 		got = recvmmsg(fd, tp_ibp.rx.m, TP_IB_RX_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
 		if (got <= 0)
 			break;
 		for (int i = 0; i < got && tp_ibp.on; i++) {
-			const uint8_t *p = tp_ibp.rx.buf[i];
+			struct msghdr *mh = &tp_ibp.rx.m[i].msg_hdr;
 			size_t r = tp_ibp.rx.m[i].msg_len;
 
 			/* a link has two ends: anything else is not on it */
-			if (!from_peer(&tp_ibp.rx.from[i], tp_ibp.rx.m[i].msg_hdr.msg_namelen)) {
+			if (!from_peer(&tp_ibp.rx.from[i], mh->msg_namelen)) {
 				tp_ibp.cnt->link_bad++;
 				continue;
 			}
 			if (r > sizeof(tp_ibp.rx.buf[i]) ||
-			    (tp_ibp.rx.m[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+			    (mh->msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 				tp_ibp.cnt->rcv_errors++;
 				tp_ibp.cnt->drops[IB_DROP_PKTLEN]++;
 				continue;
 			}
-			/* link control is the daemon's (member 0 of the group) */
-			if (ib_is_sofl(p, r) && tp_ibp.member)
-				tp_ibp.cnt->link_bad++;
-			else if (ib_is_sofl(p, r))
-				tp_ib_link_input(p, r);
-			else
-				packet_input(p, r);
+			n += (int)tp_ib_datagram(tp_ibp.rx.buf[i], r, gro_seg(mh));
 		}
-		n += got;
+		reads += got;
 		if (got < TP_IB_RX_BATCH)
 			break;
 	}
@@ -305,39 +356,90 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
 	vcrc = ib_vcrc(p, len);
 	p[len++] = (uint8_t)vcrc;
 	p[len++] = (uint8_t)(vcrc >> 8);
-	tp_ibp.tx.iov[tp_ibp.tx.n] = (struct iovec){p, len};
-	tp_ibp.tx.m[tp_ibp.tx.n].msg_hdr = (struct msghdr){.msg_name = &tp_ibp.cfg.peer,
-							   .msg_namelen = tp_ibp.cfg.peer_len,
-							   .msg_iov = &tp_ibp.tx.iov[tp_ibp.tx.n],
-							   .msg_iovlen = 1};
-	tp_ibp.tx.n++;
+	tp_ibp.tx.iov[tp_ibp.tx.n++] = (struct iovec){p, len};
 	return 0;
 }
 
+/* The messages for packets from..tx.n: every packet goes to the far end,
+ * so a run of one size (the last may be shorter) is one UDP GSO send
+ * unless GSO is off. */
+static unsigned tx_group(unsigned from)
+{
+	unsigned nm = 0, i = from;
+
+	while (i < tp_ibp.tx.n) {
+		struct msghdr *h = &tp_ibp.tx.m[nm].msg_hdr;
+		size_t seg = tp_ibp.tx.iov[i].iov_len, bytes = seg;
+		unsigned k = 1;
+
+		while (tp_ibp.gso && i + k < tp_ibp.tx.n && k < TP_IB_GSO_SEGS &&
+		       tp_ibp.tx.iov[i + k - 1].iov_len == seg &&
+		       tp_ibp.tx.iov[i + k].iov_len <= seg &&
+		       bytes + tp_ibp.tx.iov[i + k].iov_len <= TP_IB_GSO_BYTES)
+			bytes += tp_ibp.tx.iov[i + k++].iov_len;
+		*h = (struct msghdr){.msg_name = &tp_ibp.cfg.peer,
+				     .msg_namelen = tp_ibp.cfg.peer_len,
+				     .msg_iov = &tp_ibp.tx.iov[i],
+				     .msg_iovlen = k};
+		if (k > 1) {
+			struct cmsghdr *c = &tp_ibp.tx.ctl[nm].align;
+			uint16_t s16 = (uint16_t)seg;
+
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(s16));
+			memcpy(CMSG_DATA(c), &s16, sizeof(s16));
+			h->msg_control = c;
+			h->msg_controllen = CMSG_SPACE(sizeof(s16));
+		}
+		tp_ibp.tx.first[nm] = i;
+		tp_ibp.tx.count[nm++] = k;
+		i += k;
+	}
+	return nm;
+}
+
 /* What ib_send queued, in order, in as few system calls as the socket
- * takes; what it refuses is lost, as on a wire. */
+ * takes; what it refuses is lost, as on a wire. A GSO send refused as
+ * such (a kernel or path without UDP GSO) turns GSO off and the rest
+ * leave packet by packet. */
 void tp_ib_flush(void)
 {
-	unsigned done = 0;
+	unsigned done = 0, nm;
 
-	while (done < tp_ibp.tx.n) {
-		int r = tp_ibp.on ? sendmmsg(tp_ibp.fd, tp_ibp.tx.m + done, tp_ibp.tx.n - done,
-					     MSG_DONTWAIT)
+	if (!tp_ibp.tx.n)
+		return;
+	nm = tx_group(0);
+	while (done < nm) {
+		int r = tp_ibp.on ? sendmmsg(tp_ibp.fd, tp_ibp.tx.m + done, nm - done, MSG_DONTWAIT)
 				  : -1;
 
+		if (r < 0 && tp_ibp.on && errno == EINTR)
+			continue;
+		if (r < 0 && tp_ibp.on && tp_ibp.tx.count[done] > 1 &&
+		    (errno == EINVAL || errno == EIO || errno == ENOPROTOOPT)) {
+			tp_log("ib: UDP GSO refused (%s): sending packet by packet",
+			       strerror(errno));
+			tp_ibp.gso = false;
+			nm = tx_group(tp_ibp.tx.first[done]);
+			done = 0;
+			continue;
+		}
 		if (r <= 0) {
-			tp_ibp.cnt->xmit_discards++;
+			tp_ibp.cnt->xmit_discards += tp_ibp.tx.count[done];
 			done++;
 			continue;
 		}
-		for (unsigned i = done; i < done + (unsigned)r; i++) {
-			size_t len = tp_ibp.tx.iov[i].iov_len;
+		for (unsigned k = done; k < done + (unsigned)r; k++)
+			for (unsigned i = tp_ibp.tx.first[k];
+			     i < tp_ibp.tx.first[k] + tp_ibp.tx.count[k]; i++) {
+				size_t len = tp_ibp.tx.iov[i].iov_len;
 
-			tp_ibp.cnt->xmit_pkts++;
-			tp_ibp.cnt->xmit_data += len / 4;
-			tp_count(SOF_CNT_tx_packets, 1);
-			tp_count(SOF_CNT_tx_bytes, len);
-		}
+				tp_ibp.cnt->xmit_pkts++;
+				tp_ibp.cnt->xmit_data += len / 4;
+				tp_count(SOF_CNT_tx_packets, 1);
+				tp_count(SOF_CNT_tx_bytes, len);
+			}
 		done += (unsigned)r;
 	}
 	tp_ibp.tx.n = 0;

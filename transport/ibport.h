@@ -16,9 +16,16 @@
 
 #include <sys/socket.h>
 
-/* datagrams a system call reads (recvmmsg) and sends (sendmmsg) */
+/* datagrams a system call reads (recvmmsg) and sends (sendmmsg); a
+ * datagram read may be a UDP GRO one of up to TP_IB_RX_BUF bytes (many
+ * packets joined by the kernel), one sent a UDP GSO run of up to
+ * TP_IB_GSO_SEGS packets and TP_IB_GSO_BYTES bytes (the kernel's
+ * UDP_MAX_SEGMENTS, one IP datagram's 64 KiB) */
 #define TP_IB_RX_BATCH 16
-#define TP_IB_TX_BATCH 32
+#define TP_IB_RX_BUF 65536
+#define TP_IB_TX_BATCH 64
+#define TP_IB_GSO_SEGS 64u
+#define TP_IB_GSO_BYTES 65000u
 
 struct tp_ib_port {
 	bool on;
@@ -37,6 +44,7 @@ struct tp_ib_port {
 	bool disabled;	   /* our port's PortPhysicalState is Disabled */
 	bool known;	   /* our GUIDs are known: ASSIGN, or a direct link */
 	uint64_t hello_ns;
+	bool gso; /* runs leave as one UDP GSO send (off: SOFTOFED_NO_GSO, refused) */
 	/* apart: a packet received may be answered while it is read; what
 	 * ibpkt.c built waits in tx until tp_ib_flush (the engine's flush at
 	 * the end of each event of the host's loop) or a full batch */
@@ -44,11 +52,20 @@ struct tp_ib_port {
 		struct mmsghdr m[TP_IB_RX_BATCH];
 		struct iovec iov[TP_IB_RX_BATCH];
 		struct sockaddr_storage from[TP_IB_RX_BATCH];
-		uint8_t buf[TP_IB_RX_BATCH][IB_MAX_PKT];
+		union {
+			char b[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} ctl[TP_IB_RX_BATCH];
+		uint8_t buf[TP_IB_RX_BATCH][TP_IB_RX_BUF];
 	} rx;
 	struct {
 		unsigned n;
 		struct mmsghdr m[TP_IB_TX_BATCH];
+		unsigned first[TP_IB_TX_BATCH], count[TP_IB_TX_BATCH]; /* each message's packets */
+		union {
+			char b[CMSG_SPACE(sizeof(uint16_t))];
+			struct cmsghdr align;
+		} ctl[TP_IB_TX_BATCH];
 		struct iovec iov[TP_IB_TX_BATCH];
 		uint8_t buf[TP_IB_TX_BATCH][IB_MAX_PKT];
 	} tx;
@@ -64,6 +81,10 @@ void tp_ib_link_input(const uint8_t *buf, size_t len);
 void tp_ib_changed(void);
 /* ibpkt.c: what waits in tx, out */
 void tp_ib_flush(void);
+/* ibpkt.c: one datagram read from the link: one packet or SOFL message,
+ * or (seg > 0, a UDP GRO datagram) packets of seg bytes, the last one
+ * shorter or equal, each checked on its own; how many */
+unsigned tp_ib_datagram(const uint8_t *p, size_t len, size_t seg);
 /* ibpkt.c: IBA 8.3.1: a multicast DLID with its GRH's MGID */
 bool tp_ib_mcast_addr(uint16_t dlid, bool global, const uint8_t dgid[16]);
 

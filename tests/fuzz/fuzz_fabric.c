@@ -8,9 +8,12 @@
  * Input: up to 8 records [len (2 bytes)] [flags] [bytes]; flags bit 0
  * "seal": the harness sets PktLen and computes ICRC and VCRC, so that the
  * fuzzer reaches past the link checks; bit 1 sends from an unknown
- * address. A fresh fabric per input. Checks: the queue always drains; a
- * record that fails the link checks is counted as exactly one bad packet;
- * every port state stays valid.
+ * address; bit 2 makes the record a UDP GRO datagram (a host's GSO run,
+ * fab_udp_datagram): its first 2 bytes are the segment size, the rest the
+ * datagram, and "seal" seals each segment. A fresh fabric per input.
+ * Checks: the queue always drains; a record that fails the link checks is
+ * counted as exactly one bad packet; a GRO datagram is cut into exactly
+ * ceil(length / segment) packets; every port state stays valid.
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
  * FUZZ_SOURCES: tests/fuzz/fuzz_fabric.c fabric/topo.c fabric/pkt.c fabric/fabric.c fabric/node.c fabric/link.c fabric/sim.c fabric/capture.c mad/sma.c mad/sma_port.c mad/pma.c transport/ib_wire.c transport/icrc.c
@@ -66,6 +69,43 @@ static uint64_t bad_total(const struct fabric *f)
 	return t;
 }
 
+/* A GRO record: [seg (2 bytes)] [datagram]; seal: each segment sealed. */
+static void gro_record(struct fabric *f, const uint8_t *data, size_t len, bool seal,
+		       const struct sockaddr_in *src)
+{
+	static uint8_t dg[65536];
+	struct sockaddr_storage from;
+	size_t seg, want;
+	unsigned n;
+
+	if (len < 2)
+		return;
+	seg = (size_t)(data[0] << 8 | data[1]);
+	len -= 2;
+	memcpy(dg, data + 2, len);
+	if (seal && seg >= FAB_LRH_LEN + FAB_BTH_LEN + FAB_ICRC_LEN + FAB_VCRC_LEN)
+		for (size_t off = 0; off < len; off += seg) {
+			size_t l = len - off < seg ? len - off : seg;
+
+			if (l < FAB_LRH_LEN + FAB_BTH_LEN + FAB_ICRC_LEN + FAB_VCRC_LEN ||
+			    l % 4 != 2)
+				continue;
+			dg[off] &= 0xf0;
+			sof_put16(dg + off + 4, (uint16_t)((l - FAB_VCRC_LEN) / 4));
+			fab_pkt_seal(dg + off, l);
+		}
+	memset(&from, 0, sizeof(from));
+	memcpy(&from, src, sizeof(*src));
+	n = fab_udp_datagram(f, dg, len, seg, &from, sizeof(*src));
+	want = !seg || seg >= len ? 1 : (len + seg - 1) / seg;
+	if (n != want)
+		FAIL("a GRO datagram of %zu bytes, segments of %zu: %u packets, not %zu", len, seg,
+		     n, want);
+	fab_run(f);
+	if (f->qlen || f->qhead)
+		FAIL("the queue did not drain");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *real[] = {(char *)"H1"};
@@ -94,6 +134,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t len = (size_t)(data[0] << 8 | data[1]);
 		uint8_t flags = data[2], pkt[FAB_MAX_PKT];
 		uint64_t before_bad, before_pkts;
+
+		if (flags & 4) {
+			data += 3;
+			size -= 3;
+			if (len > size)
+				len = size;
+			gro_record(&f, data, len, flags & 1, (flags & 2) ? &other : &h1);
+			data += len;
+			size -= len;
+			continue;
+		}
 
 		data += 3;
 		size -= 3;

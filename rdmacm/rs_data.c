@@ -15,9 +15,9 @@
 #include <byteswap.h>
 #include <endian.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -475,7 +475,13 @@ static int rs_process_cq(struct sofrs *rs, bool nonblock, bool (*test)(struct so
 
 /* Before sleeping, poll for a while: a wake-up through the channel costs
  * more than a short completion takes to come (rdma-core's polling_time;
- * polling also moves the transport of a QP whose engine runs here). */
+ * polling also moves the transport of a QP whose engine runs here). When
+ * it does (the peer is on another host), the poll does not yield the CPU
+ * between its looks, as rdma-core's does not: on a busy machine
+ * sched_yield hands the CPU to every other runnable task, and the answer
+ * that came meanwhile waits for all of them. With a peer on this host the
+ * daemon's engine moves the QP, and a poll that kept the CPU would keep
+ * it from running (and the peer, when it shares the CPU): it yields. */
 int sofrs_process_cq(struct sofrs *rs, bool nonblock, bool (*test)(struct sofrs *rs))
 {
 	uint64_t start = 0;
@@ -489,9 +495,10 @@ int sofrs_process_cq(struct sofrs *rs, bool nonblock, bool (*test)(struct sofrs 
 			return ret;
 		if (!start)
 			start = rs_now_us();
-		else if (rs_now_us() - start > RS_POLL_US)
+		else if (rs_now_us() - start > sofrs_poll_us)
 			break;
-		sched_yield();
+		if (!rs->peer_remote)
+			sched_yield();
 	}
 	return rs_process_cq(rs, false, test);
 }

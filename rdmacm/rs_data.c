@@ -571,7 +571,7 @@ static ssize_t rs_sendv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 {
 	const struct iovec *cur = iov;
 	size_t len = 0, left = 0, off = 0;
-	uint32_t xfer, olen = RS_OLAP_START_SIZE;
+	uint32_t xfer;
 	int i, ret = 0;
 
 	for (i = 0; i < iovcnt; i++)
@@ -596,13 +596,13 @@ static ssize_t rs_sendv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 		ret = sofrs_wait_send(rs, flags);
 		if (ret)
 			break;
-		if (olen < left) {
-			xfer = olen;
-			if (olen < RS_MAX_TRANSFER)
-				olen <<= 1;
-		} else {
-			xfer = (uint32_t)left;
-		}
+		/* whole pieces of RS_SEND_XFER from the first: rdma-core
+		 * starts at 2 KiB and doubles, to overlap the copy with a
+		 * NIC's DMA; here the engine sends in this thread, nothing
+		 * overlaps, and each message costs a completion, a receive
+		 * and their transport work (the receiver takes any length up
+		 * to what it granted) */
+		xfer = left < RS_SEND_XFER ? (uint32_t)left : RS_SEND_XFER;
 		if (xfer > (uint32_t)rs->sbuf_bytes_avail)
 			xfer = (uint32_t)rs->sbuf_bytes_avail;
 		if (xfer > rs->target_sgl[rs->target_sge].length)

@@ -15,9 +15,9 @@
 #include <byteswap.h>
 #include <endian.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -475,7 +475,13 @@ static int rs_process_cq(struct sofrs *rs, bool nonblock, bool (*test)(struct so
 
 /* Before sleeping, poll for a while: a wake-up through the channel costs
  * more than a short completion takes to come (rdma-core's polling_time;
- * polling also moves the transport of a QP whose engine runs here). */
+ * polling also moves the transport of a QP whose engine runs here). When
+ * it does (the peer is on another host), the poll does not yield the CPU
+ * between its looks, as rdma-core's does not: on a busy machine
+ * sched_yield hands the CPU to every other runnable task, and the answer
+ * that came meanwhile waits for all of them. With a peer on this host the
+ * daemon's engine moves the QP, and a poll that kept the CPU would keep
+ * it from running (and the peer, when it shares the CPU): it yields. */
 int sofrs_process_cq(struct sofrs *rs, bool nonblock, bool (*test)(struct sofrs *rs))
 {
 	uint64_t start = 0;
@@ -489,9 +495,10 @@ int sofrs_process_cq(struct sofrs *rs, bool nonblock, bool (*test)(struct sofrs 
 			return ret;
 		if (!start)
 			start = rs_now_us();
-		else if (rs_now_us() - start > RS_POLL_US)
+		else if (rs_now_us() - start > sofrs_poll_us)
 			break;
-		sched_yield();
+		if (!rs->peer_remote)
+			sched_yield();
 	}
 	return rs_process_cq(rs, false, test);
 }
@@ -564,7 +571,7 @@ static ssize_t rs_sendv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 {
 	const struct iovec *cur = iov;
 	size_t len = 0, left = 0, off = 0;
-	uint32_t xfer, olen = RS_OLAP_START_SIZE;
+	uint32_t xfer;
 	int i, ret = 0;
 
 	for (i = 0; i < iovcnt; i++)
@@ -589,13 +596,13 @@ static ssize_t rs_sendv(struct sofrs *rs, const struct iovec *iov, int iovcnt, i
 		ret = sofrs_wait_send(rs, flags);
 		if (ret)
 			break;
-		if (olen < left) {
-			xfer = olen;
-			if (olen < RS_MAX_TRANSFER)
-				olen <<= 1;
-		} else {
-			xfer = (uint32_t)left;
-		}
+		/* whole pieces of RS_SEND_XFER from the first: rdma-core
+		 * starts at 2 KiB and doubles, to overlap the copy with a
+		 * NIC's DMA; here the engine sends in this thread, nothing
+		 * overlaps, and each message costs a completion, a receive
+		 * and their transport work (the receiver takes any length up
+		 * to what it granted) */
+		xfer = left < RS_SEND_XFER ? (uint32_t)left : RS_SEND_XFER;
 		if (xfer > (uint32_t)rs->sbuf_bytes_avail)
 			xfer = (uint32_t)rs->sbuf_bytes_avail;
 		if (xfer > rs->target_sgl[rs->target_sge].length)

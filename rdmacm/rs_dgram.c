@@ -475,7 +475,7 @@ static bool ds_can_send(struct sofrs *rs) { return rs->sqe_avail || !(rs->state 
 
 static bool ds_all_sends_done(struct sofrs *rs) { return rs->sqe_avail == rs->sq_size; }
 
-/* Poll until test holds; unless nonblock, poll RS_POLL_US, then sleep on
+/* Poll until test holds; unless nonblock, poll sofrs_poll_us, then sleep on
  * the epoll set of the CQ channels (500 ms steps: a close is seen). */
 static int ds_process(struct sofrs *rs, bool nonblock, bool (*test)(struct sofrs *rs))
 {
@@ -493,7 +493,7 @@ static int ds_process(struct sofrs *rs, bool nonblock, bool (*test)(struct sofrs
 		}
 		if (!start)
 			start = ds_now_us();
-		if (ds_now_us() - start < RS_POLL_US) {
+		if (ds_now_us() - start < sofrs_poll_us) {
 			pthread_mutex_unlock(&rs->cq_lock);
 			sched_yield();
 			pthread_mutex_lock(&rs->cq_lock);

@@ -138,20 +138,41 @@ static int rs_poll_check(struct pollfd *fds, nfds_t nfds, bool arm)
 	return cnt;
 }
 
+/* Whether rpoll's spin yields the CPU: unless every rsocket polled is a
+ * stream with its peer on another host (rs_data.c). */
+static int rs_poll_yield(const struct pollfd *fds, nfds_t nfds)
+{
+	for (nfds_t i = 0; i < nfds; i++) {
+		struct sofrs *rs = sofrs_get(fds[i].fd);
+		bool local = rs && (rs->type != SOCK_STREAM || !rs->peer_remote);
+
+		if (rs)
+			sofrs_put(rs);
+		if (local)
+			return 1;
+	}
+	return 0;
+}
+
 SOFCM_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	uint64_t start = rs_now_ms(), start_us = rs_now_us();
 	struct pollfd *rfds;
-	int ret;
+	int ret, yield = -1;
 
-	/* poll for a while before sleeping, as a blocking call does */
+	/* poll for a while before sleeping, as a blocking call does (and,
+	 * as it does, yielding the CPU only for a peer on this host:
+	 * rs_data.c) */
 	for (;;) {
 		ret = rs_poll_check(fds, nfds, false);
 		if (ret || !timeout)
 			return ret;
-		if (rs_now_us() - start_us > RS_POLL_US)
+		if (rs_now_us() - start_us > sofrs_poll_us)
 			break;
-		sched_yield();
+		if (yield < 0)
+			yield = rs_poll_yield(fds, nfds);
+		if (yield)
+			sched_yield();
 	}
 	/* two slots per entry: an rsocket's CQ channel and CM channel */
 	rfds = malloc(sizeof(*rfds) * (nfds * 2 + 1));

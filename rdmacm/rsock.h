@@ -34,12 +34,12 @@
 
 #define RS_OLAP_START_SIZE 2048
 #define RS_MAX_TRANSFER 65536
+#define RS_SEND_XFER (256 * 1024) /* the largest data message rsend makes */
 #define RS_SNDLOWAT 2048
 #define RS_QP_MIN_SIZE 16
 #define RS_QP_MAX_SIZE 0xFFFE
 #define RS_QP_CTRL_SIZE 4 /* control messages in flight; a power of 2 */
 #define RS_SGL_SIZE 2	  /* entries of the target SGL */
-#define RS_POLL_US 50	  /* polling before a wait sleeps */
 
 /* Immediate data: bits 31..29 the op, bits 28..0 its data (a length,
  * credits, an iomap index or a control code). */
@@ -265,6 +265,9 @@ struct sofrs {
 
 	bool cq_armed;
 	unsigned int unack_cqe;
+	/* the peer is on another host: its QP's transport runs in this
+	 * process (polling moves it), not in the daemon (rs_data.c) */
+	bool peer_remote;
 
 	struct rs_iomap_mr *iomaps; /* local mappings */
 	bool iomap_pending;
@@ -294,6 +297,10 @@ struct sofrs {
  * then makes a kernel socket) while this is above 0. sofrs_get and
  * sofrs_put count. */
 extern _Thread_local int sofrs_internal;
+
+/* Microseconds a blocking call polls before it sleeps (rsocket.c;
+ * rdma-core's polling_time). */
+extern uint32_t sofrs_poll_us;
 
 /* rsocket.c: the table of rsockets, by index (the CM channel's fd).
  * sofrs_lookup for calls that do not wait; a call that may wait holds the

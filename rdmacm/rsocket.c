@@ -30,6 +30,8 @@
 static uint16_t def_sqsize = 384, def_rqsize = 384, def_inline = 64, def_iomap_size;
 static uint32_t def_mem = 1 << 20, def_wmem = 1 << 20;
 
+uint32_t sofrs_poll_us = 50;
+
 static pthread_once_t rs_conf_once = PTHREAD_ONCE_INIT;
 
 static void rs_conf_read(const char *name, uint32_t *val)
@@ -66,6 +68,7 @@ static void rs_configure(void)
 	rs_conf_read("mem_default", &def_mem);
 	if (def_mem < RS_SNDLOWAT * 2)
 		def_mem = RS_SNDLOWAT * 2;
+	rs_conf_read("polling_time", &sofrs_poll_us);
 	rs_conf_read("wmem_default", &def_wmem);
 	if (def_wmem < RS_SNDLOWAT * 2)
 		def_wmem = RS_SNDLOWAT * 2;
@@ -300,9 +303,37 @@ int sofrs_create_ep(struct sofrs *rs)
 	return 0;
 }
 
+/* Whether the connected QP's peer is on another host: its address is none
+ * of this port's GIDs (or LIDs, on InfiniBand without a GRH). Such a QP's
+ * transport runs in this process (verbs/tp_host.c), one to a local peer in
+ * the daemon, and every QP there under SOFTOFED_ENGINE=daemon (counted as
+ * local here: polling does not move it). */
+static bool rs_peer_remote(struct rdma_cm_id *id)
+{
+	const char *engine = getenv("SOFTOFED_ENGINE");
+	struct ibv_qp_init_attr init;
+	struct ibv_port_attr port;
+	struct ibv_qp_attr attr;
+	union ibv_gid gid;
+
+	if ((engine && !strcmp(engine, "daemon")) || !id->qp ||
+	    ibv_query_qp(id->qp, &attr, IBV_QP_AV, &init) ||
+	    ibv_query_port(id->verbs, id->port_num, &port))
+		return false;
+	if (!attr.ah_attr.is_global)
+		return attr.ah_attr.dlid < port.lid ||
+		       attr.ah_attr.dlid >= port.lid + (1u << port.lmc);
+	for (int i = 0; i < port.gid_tbl_len; i++)
+		if (!ibv_query_gid(id->verbs, id->port_num, i, &gid) &&
+		    !memcmp(&gid, &attr.ah_attr.grh.dgid, sizeof(gid)))
+			return false;
+	return true;
+}
+
 /* Connected: from now on the CM channel is read only when poll says so. */
 void sofrs_connected_now(struct sofrs *rs)
 {
+	rs->peer_remote = rs_peer_remote(rs->cm_id);
 	if (rs->cm_id->event) {
 		rdma_ack_cm_event(rs->cm_id->event);
 		rs->cm_id->event = NULL;

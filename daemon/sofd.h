@@ -646,6 +646,10 @@ void sof_tp_flow_connected(const struct sofd_qp *qp, uint32_t slot);
  * (the daemon then runs the QP's transport) or -errno. */
 int sof_tp_steer_add(uint32_t qpn, uint32_t slot);
 void sof_tp_steer_del(uint32_t qpn);
+/* A UD QP of the InfiniBand port is steered (on) or no longer (off): its
+ * unicast runs in its owner, its multicast stays here, where the daemon
+ * keeps a receive-only view of it (steer.c). */
+void sof_tp_steer_ud_view(struct sofd_qp *qp, bool on);
 /* A steered QP is destroyed: it lingers here as in its process
  * (DESTROY_QP). */
 void sof_tp_linger(uint32_t qpn, const struct sof_linger *l);

@@ -819,6 +819,7 @@ int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, 
 {
 	struct sofv_eqp *e = qp->eng;
 	struct sof_modify_qp_req r = *req;
+	bool netq;
 	int err;
 
 	/* the engine takes the QP on the way to RTR: the P_Key index was
@@ -830,13 +831,16 @@ int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, 
 	acks_send();
 	gids_refresh();
 	err = tp_qp_modify(&e->m, &r, net);
-	if (!err && *net)
+	/* a UD QP here is sofib0's: whatever it receives comes by the link
+	 * (its sends to this host's QPs stay the executor's: *net false) */
+	netq = *net || e->m.type == IBV_QPT_UD;
+	if (!err && netq)
 		err = thread_start();
 	eng.v6 = tp_any_net_v6();
 	tp_tx_flush();
 	pthread_mutex_unlock(&eng.lock);
 	if (!err)
-		polled_by(qp, *net);
+		polled_by(qp, netq);
 	return err;
 }
 

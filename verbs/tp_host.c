@@ -861,7 +861,8 @@ void sofv_engine_post(struct sofv_qp *qp)
 
 	note_active();
 	pthread_mutex_lock(&eng.lock);
-	if (tp_qp_post_may_wait(&e->m, &e->post_epsn)) {
+	/* (a UD datagram has nothing in flight to go with: it leaves now) */
+	if (e->m.type != IBV_QPT_UD && tp_qp_post_may_wait(&e->m, &e->post_epsn)) {
 		if (sof_list_empty(&e->pend))
 			sof_list_add(&eng.pending, &e->pend);
 	} else {

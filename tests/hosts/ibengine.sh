@@ -21,7 +21,10 @@
 #                attached to the broadcast group): ARP over the group (the
 #                daemon's, multicast), then 200 echoes a -> b by unicast in
 #                the programs: every echo answered once (no DUP!), both
-#                ib0 processes' share of the port counters grew by them
+#                ib0 processes' share of the port counters grew by them;
+#                mckey over ib0 with the sender in a (in its program) and
+#                receivers in a and b: both get every message (a's from
+#                a's daemon, which the program hands its multicast)
 #   daemon       what stays with the daemon goes to it: UD with
 #                SOFTOFED_ENGINE_UD=daemon (ibv_ud_pingpong --chk: the
 #                daemon's share grows, the programs' does not);
@@ -170,6 +173,33 @@ if [ "$upok" = 1 ] && grep -q " 200 received" "$out" && ! grep -q 'DUP' "$out" &
 else
 	not_ok "ibengine: ipoib datagram" "$(tail -n 2 "$out" | tr '\n' ' ');$D"
 	sof_ipoib_logs 20 a b
+fi
+# mckey by ib0 address: receivers in b and in a, the sender in a (its UD
+# QP in the program): the fabric does not send a's datagrams back to a's
+# port, so a's receiver gets them only from a's daemon (tp_ib_ud_mcast_loop)
+MG=239.1.2.4
+mra=$(sof_out ibe.mck.ra)
+mrb=$(sof_out ibe.mck.rb)
+SOF_LINEBUF=1 sof_cm_bg ibe.mck.rb b 60 mckey -m $MG -b "$(sof_ipoib_ip b)" -C 10 -S 200
+SOF_LINEBUF=1 sof_cm_bg ibe.mck.ra a 60 mckey -m $MG -b "$(sof_ipoib_ip a)" -C 10 -S 200
+# shellcheck disable=SC2317 # called through sof_wait_for
+joined() { grep -q 'joined dgid' "$mra" 2>/dev/null && grep -q 'joined dgid' "$mrb" 2>/dev/null; }
+sof_wait_for 20 joined
+snap
+SOF_LINEBUF=1 sof_cm_bg ibe.mck.tx a 60 mckey -s -m $MG -b "$(sof_ipoib_ip a)" -C 10 -S 200
+sof_wait ibe.mck.tx 60
+trc=$?
+sof_wait ibe.mck.ra 30
+arc=$?
+sof_wait ibe.mck.rb 30
+brc=$?
+delta a
+if [ "$trc" -eq 0 ] && [ "$arc" -eq 0 ] && [ "$brc" -eq 0 ] && grep -q 'data transfers complete' "$mra" &&
+	grep -q 'data transfers complete' "$mrb" && [ "$de" -ge 10 ]; then
+	ok "ibengine: mckey -m $MG over ib0 sent from a's program: the receivers in b (fabric) and in a (a's daemon) got all 10 (a: programs +$de, daemon +$dd)"
+else
+	not_ok "ibengine: mckey from the program" "sender rc $trc, receivers a $arc b $brc; a: programs +$de, daemon +$dd"
+	sof_dump "$mra" "$mrb" "$(sof_out ibe.mck.tx)"
 fi
 for h in a b; do sof_host_run "$h" timeout 10 "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null; done
 

@@ -19,6 +19,10 @@
  * TP_IB_RX_BATCH datagrams a call (recvmmsg). Data leaves only while
  * Active; what may not leave is discarded and counted (PortXmitDiscards)
  * as a port does, and the transport recovers or fails as over a cut cable.
+ *
+ * A program's UD datagram to a group goes to the daemon too, over loopback
+ * (the fabric does not send it back to this port), for this host's QPs
+ * attached to the group (tp_ib_ud_mcast_loop, tp_ib_ud_loop_input).
  */
 #include "ibport.h"
 

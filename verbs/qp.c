@@ -519,8 +519,6 @@ static void apply_attr(struct sofv_qp *qp, const struct ibv_qp_attr *a, int mask
 		q->rate_limit = a->rate_limit; /* the transport paces (requester.c) */
 }
 
-/* The daemon's view of the QP after a modify: the attributes as they will
- * be once attr (attr_mask) is applied. Caller holds qp->sq_lock. */
 /* SOFTOFED_ENGINE_UD=daemon keeps sofib0's UD QPs on the daemon's engine
  * (their RC/UC QPs still run here). */
 static bool ud_engine_ok(void)
@@ -530,6 +528,8 @@ static bool ud_engine_ok(void)
 	return !e || strcmp(e, "daemon") != 0;
 }
 
+/* The daemon's view of the QP after a modify: the attributes as they will
+ * be once attr (attr_mask) is applied. Caller holds qp->sq_lock. */
 static void modify_req(const struct sofv_qp *qp, const struct ibv_qp_attr *attr, int attr_mask,
 		       enum ibv_qp_state next, struct sof_modify_qp_req *req)
 {

@@ -621,14 +621,26 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 	if (qp->steered && req->state == IBV_QPS_RESET) {
 		sof_tp_steer_del(qp->qpn);
 		qp->steered = false;
-	} else if (!qp->steered && req->engine && rq->c->net_slot && qp->type != IBV_QPT_UD &&
-		   !xrc && qp->type != IBV_QPT_RAW_PACKET &&
-		   !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
+		if (qp->type == IBV_QPT_UD)
+			sof_tp_steer_ud_view(qp, false);
+	} else if (!qp->steered && req->engine && rq->c->net_slot &&
+		   /* UD only on the InfiniBand port, whose packets all leave
+		    * by the link (the RoCE port's local UD is the executor's) */
+		   (qp->type != IBV_QPT_UD || req->link == TP_LINK_IB) && !xrc &&
+		   qp->type != IBV_QPT_RAW_PACKET && !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
 		sof_tp_qp_release(qp); /* what the daemon held of it before */
 		qp->steered = true;
 		qp->net = true; /* its peer is not one of this host's QPs */
+		if (qp->type == IBV_QPT_UD) {
+			sof_tp_steer_ud_view(qp, true);
+			/* the view starts here: the P_Key index came at INIT */
+			merged = *req;
+			merged.attr_mask |= IBV_QP_PKEY_INDEX;
+			req = &merged;
+		}
 	}
-	err = qp->steered ? 0 : sof_tp_modify_qp(qp, req, &net);
+	/* a steered UD QP's multicast is still the daemon's (its view) */
+	err = qp->steered && qp->type != IBV_QPT_UD ? 0 : sof_tp_modify_qp(qp, req, &net);
 	if (err)
 		return err;
 	qp->state = req->state;

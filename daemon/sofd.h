@@ -652,6 +652,10 @@ void sof_tp_steer_del(uint32_t qpn);
 bool sof_tp_steer_is_tick(const struct sofd_pollable *p);
 void sof_tp_steer_tick(void);
 bool sof_tp_steer_taking(const struct sofd_qp *qp);
+/* A UD QP of the InfiniBand port is steered (on) or no longer (off): its
+ * unicast runs in its owner, its multicast stays here, where the daemon
+ * keeps a receive-only view of it (steer.c). */
+void sof_tp_steer_ud_view(struct sofd_qp *qp, bool on);
 /* A steered QP is destroyed: it lingers here as in its process
  * (DESTROY_QP). */
 void sof_tp_linger(uint32_t qpn, const struct sof_linger *l);

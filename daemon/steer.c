@@ -35,6 +35,15 @@
  * same address and port (the fabric checks the source of what a link
  * brings), and it counts the port's counters into the slot's page.
  *
+ * A UD QP of that port is steered too (its unicast, by its own QPN); what
+ * comes to a multicast group it is attached to still comes here (DestQP
+ * 0xFFFFFF), and the daemon delivers it into the QP's receive queue and
+ * CQ (both taken and filled with atomics, so the program's engine and the
+ * daemon's share them) through a receive-only view of the QP: its own
+ * engine state, modified as the QP is (state, Q_Key, P_Key index), with
+ * an empty send queue of its own and no send CQ, so that it never takes
+ * a WQE the program's engine sends.
+ *
  * Only a process of the daemon's own user (or root) gets a slot (ops.c):
  * any member of the group can replace the group's BPF program.
  */
@@ -240,6 +249,24 @@ int sofd_steer_ib(int fd)
 		(void)steer_attach();
 	}
 	return 0;
+}
+
+/* The send queue of every receive-only view: never posted to, so never
+ * taken (transport/requester.c reads its tail, the view has no send CQ). */
+static struct sof_nsq_shm view_nsq;
+
+void sof_tp_steer_ud_view(struct sofd_qp *qp, bool on)
+{
+	uint32_t nmcast = qp->tq.nmcast; /* the groups hold &qp->tq */
+
+	sof_tp_qp_release(qp); /* the engine state of the other kind */
+	sof_tp_qp_init(qp);
+	qp->tq.nmcast = nmcast;
+	if (!on)
+		return;
+	qp->tq.nsq = &view_nsq;
+	qp->tq.sq_size = 1;
+	qp->tq.send_cq = NULL;
 }
 
 /* Slot nslots's sockets, the next member of each group, and its counter

@@ -25,6 +25,10 @@
  * on its own as above. Data leaves only while
  * Active; what may not leave is discarded and counted (PortXmitDiscards)
  * as a port does, and the transport recovers or fails as over a cut cable.
+ *
+ * A program's UD datagram to a group goes to the daemon too, over loopback
+ * (the fabric does not send it back to this port), for this host's QPs
+ * attached to the group (tp_ib_ud_mcast_loop, tp_ib_ud_loop_input).
  */
 #include "ibport.h"
 
@@ -258,9 +262,15 @@ int tp_ib_rx_fd(int fd)
 			struct msghdr *mh = &tp_ibp.rx.m[i].msg_hdr;
 			size_t r = tp_ibp.rx.m[i].msg_len;
 
-			/* a link has two ends: anything else is not on it */
+			/* a link has two ends: anything else is not on it, but
+			 * a program's multicast to this host's QPs (one packet
+			 * a datagram, never a joined run) */
 			if (!from_peer(&tp_ibp.rx.from[i], mh->msg_namelen)) {
-				tp_ibp.cnt->link_bad++;
+				if (tp_ibp.member || r > sizeof(tp_ibp.rx.buf[i]) ||
+				    gro_seg(mh) != 0 ||
+				    !tp_ib_ud_loop_input(&tp_ibp.rx.from[i], mh->msg_namelen,
+							 tp_ibp.rx.buf[i], r))
+					tp_ibp.cnt->link_bad++;
 				continue;
 			}
 			if (r > sizeof(tp_ibp.rx.buf[i]) ||
@@ -461,6 +471,129 @@ const struct tp_port_ops tp_ib_port = {
     .flush = tp_ib_flush,
     .flow_port = ib_flow_port,
 };
+
+/* ---- a program's UD multicast to this host's QPs ----------------------------------- */
+
+/* The loopback address of the link socket's port (the member's family). */
+static socklen_t loop_addr(int fd, struct sockaddr_storage *to)
+{
+	struct sockaddr_storage me;
+	socklen_t len = sizeof(me);
+
+	if (getsockname(fd, (struct sockaddr *)&me, &len))
+		return 0;
+	memset(to, 0, sizeof(*to));
+	if (me.ss_family == AF_INET) {
+		struct sockaddr_in *x = (void *)to;
+
+		x->sin_family = AF_INET;
+		x->sin_port = ((const struct sockaddr_in *)(const void *)&me)->sin_port;
+		x->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		return sizeof(*x);
+	}
+	if (me.ss_family == AF_INET6) {
+		struct sockaddr_in6 *x = (void *)to;
+
+		x->sin6_family = AF_INET6;
+		x->sin6_port = ((const struct sockaddr_in6 *)(const void *)&me)->sin6_port;
+		x->sin6_addr = in6addr_loopback;
+		return sizeof(*x);
+	}
+	return 0;
+}
+
+void tp_ib_ud_mcast_loop(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
+			 const struct roce_addr *a, bool from_net)
+{
+	static uint8_t p[IB_LRH_LEN + IB_GRH_LEN + ROCE_BTH_LEN + ROCE_DETH_LEN + 4 + 4096 +
+			 ROCE_ICRC_LEN + 2];
+	struct sockaddr_storage to;
+	struct roce_hdr hh = *h;
+	struct ib_lrh l = {.lnh = IB_LNH_GLOBAL, .dlid = IB_LID_MCAST_MIN};
+	struct ib_grh g = {.ipver = 6, .nxthdr = IB_GRH_NXTHDR, .hop_limit = 1};
+	size_t len = IB_LRH_LEN + IB_GRH_LEN, bl;
+	socklen_t tolen;
+	uint32_t icrc;
+	uint16_t vcrc;
+
+	if (from_net || !tp_ibp.on || !tp_ibp.member) {
+		tp_drop(SOF_DROP_qpn); /* as with no hook: no such QP here */
+		return;
+	}
+	if (paylen > 4096)
+		return;
+	hh.pad = (uint8_t)((4 - (paylen & 3)) & 3);
+	bl = roce_hdr_write(p + len, &hh);
+	if (!bl)
+		return;
+	len += bl;
+	memcpy(p + len, payload, paylen);
+	len += paylen;
+	memset(p + len, 0, hh.pad);
+	len += hh.pad;
+	l.slid = tp_ibp.attr.lid;
+	l.pktlen = (uint16_t)((len + ROCE_ICRC_LEN) / 4);
+	ib_lrh_write(p, &l);
+	g.paylen = (uint16_t)(len - IB_LRH_LEN - IB_GRH_LEN + ROCE_ICRC_LEN);
+	memcpy(g.sgid, a->src, 16);
+	memcpy(g.dgid, a->dst, 16);
+	ib_grh_write(p + IB_LRH_LEN, &g);
+	icrc = ib_icrc(p, len);
+	p[len++] = (uint8_t)icrc;
+	p[len++] = (uint8_t)(icrc >> 8);
+	p[len++] = (uint8_t)(icrc >> 16);
+	p[len++] = (uint8_t)(icrc >> 24);
+	vcrc = ib_vcrc(p, len);
+	p[len++] = (uint8_t)vcrc;
+	p[len++] = (uint8_t)(vcrc >> 8);
+	tolen = loop_addr(tp_ibp.fd, &to);
+	/* lost (no loopback): this host's other QPs miss it, as on a wire */
+	if (!tolen || sendto(tp_ibp.fd, p, len, MSG_DONTWAIT, (struct sockaddr *)&to, tolen) < 0)
+		tp_ibp.cnt->xmit_discards++;
+}
+
+bool tp_ib_ud_loop_input(const struct sockaddr_storage *src, socklen_t srclen, const uint8_t *p,
+			 size_t r)
+{
+	const uint8_t *tpkt, *payload;
+	struct ib_lrh l;
+	struct ib_grh g;
+	struct roce_hdr h;
+	struct roce_addr a;
+	uint32_t paylen;
+	size_t tlen;
+
+	if (src->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)src;
+
+		if (srclen < sizeof(*x) || x->sin_addr.s_addr != htonl(INADDR_LOOPBACK) ||
+		    ntohs(x->sin_port) != tp_ibp.bound_port)
+			return false;
+	} else if (src->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)src;
+
+		if (srclen < sizeof(*x) || memcmp(&x->sin6_addr, &in6addr_loopback, 16) ||
+		    ntohs(x->sin6_port) != tp_ibp.bound_port)
+			return false;
+	} else {
+		return false;
+	}
+	/* only a UD datagram to a group, as send_mcast makes one */
+	if (ib_parse(p, r, &l, &g, &tpkt, &tlen) != IB_DROP_NONE || l.lnh != IB_LNH_GLOBAL ||
+	    roce_parse(tpkt, tlen, &h, &payload, &paylen) != ROCE_DROP_NONE ||
+	    (h.opcode & ROCE_SVC_MASK) != ROCE_SVC_UD || h.dqpn != SOF_MCAST_QPN ||
+	    !tp_ib_mcast_addr(l.dlid, true, g.dgid) || !tp.hooks[TP_HOOK_MCAST]) {
+		tp_drop(SOF_DROP_qpn);
+		return true;
+	}
+	memset(&a, 0, sizeof(a));
+	memcpy(a.src, g.sgid, 16);
+	memcpy(a.dst, g.dgid, 16);
+	a.dport = ROCE_UDP_PORT;
+	/* as send_mcast delivers the daemon's own (not from the net) */
+	tp.hooks[TP_HOOK_MCAST](&h, payload, paylen, &a, false);
+	return true;
+}
 
 /* ---- what the roles ask (tport.h) ------------------------------------------------- */
 

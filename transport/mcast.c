@@ -27,8 +27,9 @@
  * receives a datagram twice.
  *
  * Groups are found by a hash of the MGID (a fixed table of chained
- * buckets). Only the daemon links this file (a program's engine has no UD
- * QPs); the lock contract is tp.h's.
+ * buckets). Only the daemon links this file (a program's engine delivers
+ * no multicast: its UD QPs' groups are the daemon's, ibpkt.c); the lock
+ * contract is tp.h's.
  */
 #include "tport.h"
 

@@ -3,7 +3,7 @@
  * what it may call. Two hosts exist: the device daemon (daemon/tp_host.c),
  * which runs the transport of every QP it is not told to leave to a
  * program, and the library (verbs/tp_host.c), which runs the transport of
- * its own process's RC/UC QPs. The engine knows neither: it sees its host
+ * its own process's RC/UC QPs (and UD QPs of the InfiniBand port). The engine knows neither: it sees its host
  * only through struct tp_host_ops, and its QPs, CQs and SRQs only through
  * the handles below, which a host embeds in its own objects (and finds its
  * object from again with sof_container_of).

@@ -126,6 +126,23 @@ void tp_ib_pkey_violation(void);
 /* Whether pkey matches an entry of the port's table (IBA 10.9.3). */
 bool tp_ib_pkey_ok(uint16_t pkey);
 
+/* Program: the TP_HOOK_MCAST hook of a program's engine on the port. A
+ * UD QP of the program sent a datagram to a group (requester.c
+ * send_mcast): the fabric carries it to the group's other ports, not back
+ * to this one, so it goes to the daemon too, over loopback from the
+ * program's member of the link socket's group, and the daemon delivers
+ * it to this host's QPs attached to the group (tp_ib_ud_loop_input) as
+ * when it sends one itself. A datagram from the net (none is steered
+ * here: DestQP 0xFFFFFF goes to the daemon) is dropped. */
+void tp_ib_ud_mcast_loop(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
+			 const struct roce_addr *a, bool from_net);
+/* Daemon: whether datagram p of r bytes from src came over loopback from
+ * a member of the link socket's group (its port; only the daemon's user
+ * binds there); if so it was tp_ib_ud_mcast_loop's and is delivered to
+ * the group's QPs here, or dropped when malformed. */
+bool tp_ib_ud_loop_input(const struct sockaddr_storage *src, socklen_t srclen, const uint8_t *p,
+			 size_t r);
+
 /* The GID the classifier sees for a LID on a LID-routed path: fe80::LID
  * (never on the wire). */
 void tp_ib_lid_gid(uint16_t lid, uint8_t gid[16]);

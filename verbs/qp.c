@@ -519,6 +519,15 @@ static void apply_attr(struct sofv_qp *qp, const struct ibv_qp_attr *a, int mask
 		q->rate_limit = a->rate_limit; /* the transport paces (requester.c) */
 }
 
+/* SOFTOFED_ENGINE_UD=daemon keeps sofib0's UD QPs on the daemon's engine
+ * (their RC/UC QPs still run here). */
+static bool ud_engine_ok(void)
+{
+	const char *e = getenv("SOFTOFED_ENGINE_UD");
+
+	return !e || strcmp(e, "daemon") != 0;
+}
+
 /* The daemon's view of the QP after a modify: the attributes as they will
  * be once attr (attr_mask) is applied. Caller holds qp->sq_lock. */
 static void modify_req(const struct sofv_qp *qp, const struct ibv_qp_attr *attr, int attr_mask,
@@ -623,6 +632,7 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	struct sof_modify_qp_req req;
 	struct sof_modify_qp_rep rep;
 	enum ibv_qp_state cur, next;
+	bool eng_kind;
 	struct sofv_qp *qp;
 	int err;
 
@@ -652,10 +662,15 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	 * else in the daemon. */
 	modify_req(qp, attr, attr_mask, next, &req);
 	/* sofib0's too (the port's packet half runs in the process): their
-	 * packets always leave by the port, whatever the peer */
-	req.engine = qp->eng || ((ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC) &&
-				 next >= IBV_QPS_RTR && next <= IBV_QPS_SQE &&
-				 (s->ib || !sofv_gid_is_local(s, req.dgid)) &&
+	 * packets always leave by the port, whatever the peer; and its UD
+	 * QPs, whose unicast then comes here (multicast stays with the
+	 * daemon, daemon/steer.c) */
+	if (ibqp->qp_type == IBV_QPT_UD)
+		eng_kind = s->ib && ud_engine_ok();
+	else
+		eng_kind = (ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC) &&
+			   (s->ib || !sofv_gid_is_local(s, req.dgid));
+	req.engine = qp->eng || (eng_kind && next >= IBV_QPS_RTR && next <= IBV_QPS_SQE &&
 				 sofv_engine_start(s));
 	err = -sofv_rpc(s, SOF_OP_MODIFY_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep), NULL,
 			NULL);

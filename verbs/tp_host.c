@@ -823,6 +823,7 @@ int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, 
 {
 	struct sofv_eqp *e = qp->eng;
 	struct sof_modify_qp_req r = *req;
+	bool netq;
 	int err;
 
 	/* the engine takes the QP on the way to RTR: the P_Key index was
@@ -835,13 +836,16 @@ int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, 
 	gids_refresh();
 	tp_resp_shared_void(&e->m);
 	err = tp_qp_modify(&e->m, &r, net);
-	if (!err && *net)
+	/* a UD QP here is sofib0's: whatever it receives comes by the link
+	 * (its sends to this host's QPs stay the executor's: *net false) */
+	netq = *net || e->m.type == IBV_QPT_UD;
+	if (!err && netq)
 		err = thread_start();
 	eng.v6 = tp_any_net_v6();
 	tp_tx_flush();
 	pthread_mutex_unlock(&eng.lock);
 	if (!err)
-		polled_by(qp, *net);
+		polled_by(qp, netq);
 	return err;
 }
 
@@ -862,7 +866,8 @@ void sofv_engine_post(struct sofv_qp *qp)
 
 	note_active();
 	pthread_mutex_lock(&eng.lock);
-	if (tp_qp_post_may_wait(&e->m, &e->post_epsn)) {
+	/* (a UD datagram has nothing in flight to go with: it leaves now) */
+	if (e->m.type != IBV_QPT_UD && tp_qp_post_may_wait(&e->m, &e->post_epsn)) {
 		if (sof_list_empty(&e->pend))
 			sof_list_add(&eng.pending, &e->pend);
 	} else {

@@ -91,9 +91,11 @@ int eng_slot_take(struct sofv_context *ctx)
 	/* sofib0's context: its QPs run on the port's packet half here */
 	eng.fdib = -1;
 	if (fdib >= 0 && ctx->ib &&
-	    !tp_ib_attach(fdib, ctx->gidtab, (struct tp_ib_counters *)(void *)cnt->ib))
+	    !tp_ib_attach(fdib, ctx->gidtab, (struct tp_ib_counters *)(void *)cnt->ib)) {
 		eng.fdib = fdib;
-	else if (fdib >= 0)
+		/* its UD QPs' multicast reaches this host's QPs by the daemon */
+		tp_recv_hook(TP_HOOK_MCAST, tp_ib_ud_mcast_loop);
+	} else if (fdib >= 0)
 		close(fdib);
 	return 0;
 }
@@ -121,8 +123,10 @@ void eng_slot_drop(void)
 	eng.nbanned = 0;
 	eng.npeers = 0;
 	eng.slot_drain = 0;
-	if (eng.fdib >= 0)
+	if (eng.fdib >= 0) {
+		tp_recv_hook(TP_HOOK_MCAST, NULL);
 		tp_ib_detach();
+	}
 	slot_fd_close(&eng.fd4);
 	slot_fd_close(&eng.fd6);
 	slot_fd_close(&eng.fdib);

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The RC QPs of sofib0 in the program's own engine (issues 19 and 21): the
+# The RC, UC and UD QPs of sofib0 in the program's own engine (issues 19 and 21): the
 # daemon steers the IB packets of a program's QPs to the program's member
 # of the link socket's SO_REUSEPORT group (daemon/steer.c), and the
 # program runs the port's packet half on it (transport/iblink.c,
@@ -14,8 +14,20 @@
 #   stream       progs/data_stream a -> b by LID: SEND, WRITE, WRITE with
 #                immediate, READ up to 1 MiB, every byte checked, by the
 #                programs alone
-#   daemon       what stays with the daemon goes to it: UD (ibv_ud_pingpong
-#                --chk: the daemon's share grows, the programs' does not);
+#   ud           UD QPs too: ibv_ud_pingpong --chk by LID and ib_send_lat
+#                -c UD (2 B) in the programs (their share grew by the
+#                traffic, the daemon's stayed flat)
+#   ipoib        IPoIB datagram mode (`softofed ipoib up`, its UD QP
+#                attached to the broadcast group): ARP over the group (the
+#                daemon's, multicast), then 200 echoes a -> b by unicast in
+#                the programs: every echo answered once (no DUP!), both
+#                ib0 processes' share of the port counters grew by them;
+#                mckey over ib0 with the sender in a (in its program) and
+#                receivers in a and b: both get every message (a's from
+#                a's daemon, which the program hands its multicast)
+#   daemon       what stays with the daemon goes to it: UD with
+#                SOFTOFED_ENGINE_UD=daemon (ibv_ud_pingpong --chk: the
+#                daemon's share grows, the programs' does not);
 #                QP0 and QP1 (perfquery of b's port from a: SMPs and a PMA
 #                GMP, answered); an unknown QPN (the server of an
 #                ib_write_bw killed mid-run: what the client still sends
@@ -120,6 +132,77 @@ else
 	sof_pair_dump
 fi
 
+# --- UD by LID in the programs ------------------------------------------------------------
+snap
+sof_host_pair ibe.udp b a 18516 40 ibv_ud_pingpong -d sofib0 -n 500 -s 2048 --chk
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q '^2048000 bytes in ' "$SOF_CLI_OUT" && grep -q '^2048000 bytes in ' "$SOF_SRV_OUT" &&
+	! grep -q -i 'invalid data\|failed\|couldn' "$SOF_CLI_OUT" "$SOF_SRV_OUT" && moved udp 1000; then
+	ok "ibengine: ibv_ud_pingpong -d sofib0 by LID (500 x 2 KiB, --chk) in the programs ($D)"
+else
+	not_ok "ibengine: ud_pingpong" "${SOF_PAIR_WHY:-};$D"
+	sof_pair_dump
+fi
+snap
+sof_host_pair ibe.udlat b a 18610 40 ib_send_lat -c UD -n 1000 -s 2 -d sofib0
+if sof_perftest_verdict "ibengine: ib_send_lat -c UD" $? >/dev/null 2>&1 &&
+	grep -q "remote address: LID $(printf 0x%02x "$lb") " "$SOF_CLI_OUT" && moved udlat 1500; then
+	ok "ibengine: ib_send_lat -c UD 2 B by LID in the programs ($(sof_perftest_last);$D)"
+else
+	not_ok "ibengine: ib_send_lat -c UD" "${SOF_PAIR_WHY:-};$D"
+	sof_pair_dump
+fi
+
+# --- IPoIB datagram mode: multicast by the daemon, unicast in the programs ----------------
+[ -x "$(dirname "$SOFTOFED")/softofed-ipoib" ] || export SOFTOFED_IPOIB=$SOF_ROOT/build/bin/softofed-ipoib
+upok=1
+for h in a b; do
+	if ! sof_host_run "$h" "$SOFTOFED" ipoib up >"$SOF_TMP/ibe.ipoib.$h" 2>&1 </dev/null; then
+		upok=0
+		sof_dump "$SOF_TMP/ibe.ipoib.$h"
+	fi
+	sof_host_run "$h" ip addr add "$(sof_ipoib_ip "$h")/24" dev ib0
+done
+out=$SOF_TMP/ibe.ping
+# the first echo resolves b (ARP request to the broadcast group)
+sof_host_run a ping -n -c 1 -W 5 "$(sof_ipoib_ip b)" >/dev/null 2>&1 </dev/null
+snap
+sof_host_run a ping -n -c 200 -i 0.01 -W 2 "$(sof_ipoib_ip b)" >"$out" 2>&1 </dev/null
+if [ "$upok" = 1 ] && grep -q " 200 received" "$out" && ! grep -q 'DUP' "$out" && moved ipoib 300; then
+	ok "ibengine: IPoIB datagram mode: 200 echoes a -> b by unicast in the programs, none lost or twice ($(grep -o 'rtt.*' "$out");$D)"
+else
+	not_ok "ibengine: ipoib datagram" "$(tail -n 2 "$out" | tr '\n' ' ');$D"
+	sof_ipoib_logs 20 a b
+fi
+# mckey by ib0 address: receivers in b and in a, the sender in a (its UD
+# QP in the program): the fabric does not send a's datagrams back to a's
+# port, so a's receiver gets them only from a's daemon (tp_ib_ud_mcast_loop)
+MG=239.1.2.4
+mra=$(sof_out ibe.mck.ra)
+mrb=$(sof_out ibe.mck.rb)
+SOF_LINEBUF=1 sof_cm_bg ibe.mck.rb b 60 mckey -m $MG -b "$(sof_ipoib_ip b)" -C 10 -S 200
+SOF_LINEBUF=1 sof_cm_bg ibe.mck.ra a 60 mckey -m $MG -b "$(sof_ipoib_ip a)" -C 10 -S 200
+# shellcheck disable=SC2317 # called through sof_wait_for
+joined() { grep -q 'joined dgid' "$mra" 2>/dev/null && grep -q 'joined dgid' "$mrb" 2>/dev/null; }
+sof_wait_for 20 joined
+snap
+SOF_LINEBUF=1 sof_cm_bg ibe.mck.tx a 60 mckey -s -m $MG -b "$(sof_ipoib_ip a)" -C 10 -S 200
+sof_wait ibe.mck.tx 60
+trc=$?
+sof_wait ibe.mck.ra 30
+arc=$?
+sof_wait ibe.mck.rb 30
+brc=$?
+delta a
+if [ "$trc" -eq 0 ] && [ "$arc" -eq 0 ] && [ "$brc" -eq 0 ] && grep -q 'data transfers complete' "$mra" &&
+	grep -q 'data transfers complete' "$mrb" && [ "$de" -ge 10 ]; then
+	ok "ibengine: mckey -m $MG over ib0 sent from a's program: the receivers in b (fabric) and in a (a's daemon) got all 10 (a: programs +$de, daemon +$dd)"
+else
+	not_ok "ibengine: mckey from the program" "sender rc $trc, receivers a $arc b $brc; a: programs +$de, daemon +$dd"
+	sof_dump "$mra" "$mrb" "$(sof_out ibe.mck.tx)"
+fi
+for h in a b; do sof_host_run "$h" timeout 10 "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null; done
+
 # --- what stays with the daemon ------------------------------------------------------------
 # by_daemon H BYTES WHAT NAME PAIR...: snap, sof_host_pair PAIR...; ok
 # "ibengine: WHAT" when both sides printed "BYTES bytes in" and H's
@@ -140,8 +223,9 @@ by_daemon() {
 		sof_pair_dump
 	fi
 }
-# UD: the daemon's
-by_daemon b 819200 "ibv_ud_pingpong by LID (--chk) through the daemons" ud \
+# UD with SOFTOFED_ENGINE_UD=daemon: the daemon's
+SOF_SRV_ENV=SOFTOFED_ENGINE_UD=daemon SOF_CLI_ENV=SOFTOFED_ENGINE_UD=daemon \
+	by_daemon b 819200 "SOFTOFED_ENGINE_UD=daemon ibv_ud_pingpong by LID (--chk) through the daemons" ud \
 	ibe.ud b a 18517 40 ibv_ud_pingpong -d sofib0 -n 200 -s 2048 --chk
 
 # QP0 and QP1: perfquery of b's port from a (SMPs to resolve it, a PMA GMP)

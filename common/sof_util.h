@@ -52,6 +52,29 @@ int sof_udp_socket(int family, int type);
  * not overflow the default buffers, where the kernel drops them uncounted. */
 void sof_sock_bufs(int fd, int bytes);
 
+/* UDP GSO and GRO (linux/udp.h), for C libraries whose headers lack them. */
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103 /* Linux 4.18 */
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104 /* Linux 5.0 */
+#endif
+/* Room for the one control message of a UDP GSO send. */
+union sof_udp_seg_ctl {
+	char b[CMSG_SPACE(sizeof(uint16_t))];
+	struct cmsghdr align;
+};
+/* Make h a GSO send of segments of seg bytes (UDP_SEGMENT) with ctl as
+ * its control message: the kernel cuts its data into datagrams of seg
+ * bytes, the last one possibly shorter. */
+void sof_udp_gso_set(struct msghdr *h, union sof_udp_seg_ctl *ctl, uint16_t seg);
+/* The segment size of a datagram read with UDP_GRO on (its UDP_GRO control
+ * message), or 0 when the kernel did not join several into it. */
+size_t sof_udp_gro_size(struct msghdr *mh);
+
 /* Whether a GID is IPv4-mapped (::ffff:a.b.c.d), i.e. a RoCEv2 IPv4 address. */
 bool sof_gid_is_v4(const uint8_t gid[16]);
 /* Whether a GID is a multicast GID: ff00::/8, or on RoCEv2 an IPv4 group

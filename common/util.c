@@ -193,6 +193,31 @@ void sof_sock_bufs(int fd, int bytes)
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
 }
 
+void sof_udp_gso_set(struct msghdr *h, union sof_udp_seg_ctl *ctl, uint16_t seg)
+{
+	struct cmsghdr *c = &ctl->align;
+
+	c->cmsg_level = SOL_UDP;
+	c->cmsg_type = UDP_SEGMENT;
+	c->cmsg_len = CMSG_LEN(sizeof(seg));
+	memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+	h->msg_control = c;
+	h->msg_controllen = CMSG_SPACE(sizeof(seg));
+}
+
+size_t sof_udp_gro_size(struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			int g;
+
+			memcpy(&g, CMSG_DATA(c), sizeof(g));
+			return g > 0 ? (size_t)g : 0;
+		}
+	return 0;
+}
+
 uint64_t sof_now_ns(void)
 {
 	struct timespec ts;

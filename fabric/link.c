@@ -12,6 +12,8 @@
  */
 #include "fabric.h"
 
+#include "sof_util.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
@@ -289,9 +291,6 @@ static uint32_t steer_key(const uint8_t *p, size_t len)
 #define TX_BATCH 64
 #define GSO_MAX_BYTES 65000 /* the datagrams of one send: under IP's 64 KiB */
 #define GSO_MAX_SEGS 64	    /* the kernel's UDP_MAX_SEGMENTS */
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
-#endif
 static struct {
 	unsigned n;
 	bool no_gso;
@@ -299,10 +298,7 @@ static struct {
 	unsigned first[TX_BATCH], count[TX_BATCH]; /* each message's packets */
 	socklen_t alen[TX_BATCH];		   /* each packet's address */
 	uint32_t key[TX_BATCH];			   /* each packet's steer_key */
-	union {
-		char buf[CMSG_SPACE(sizeof(uint16_t))];
-		struct cmsghdr align;
-	} ctl[TX_BATCH];
+	union sof_udp_seg_ctl ctl[TX_BATCH];
 	struct iovec iov[TX_BATCH];
 	struct sockaddr_storage to[TX_BATCH];
 	uint8_t buf[TX_BATCH][FAB_MAX_PKT];
@@ -328,17 +324,8 @@ static unsigned tx_group(unsigned from)
 				     .msg_namelen = tx.alen[i],
 				     .msg_iov = &tx.iov[i],
 				     .msg_iovlen = k};
-		if (k > 1) {
-			struct cmsghdr *c = &tx.ctl[nm].align;
-			uint16_t s16 = (uint16_t)seg;
-
-			c->cmsg_level = SOL_UDP;
-			c->cmsg_type = UDP_SEGMENT;
-			c->cmsg_len = CMSG_LEN(sizeof(s16));
-			memcpy(CMSG_DATA(c), &s16, sizeof(s16));
-			h->msg_control = c;
-			h->msg_controllen = CMSG_SPACE(sizeof(s16));
-		}
+		if (k > 1)
+			sof_udp_gso_set(h, &tx.ctl[nm], (uint16_t)seg);
 		tx.first[nm] = i;
 		tx.count[nm++] = k;
 		i += k;

@@ -42,10 +42,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#ifndef UDP_GRO
-#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
-#endif
-
 #define CTL_NAME "softofed/fabric"
 #define DEFAULT_LISTEN "127.0.0.1:7471"
 #define DEFAULT_NICE (-10)
@@ -136,22 +132,6 @@ static int rx_batch(int fd)
 	}
 	n = recvmmsg(fd, rx.m, RX_BATCH, MSG_DONTWAIT, NULL);
 	return n < 0 ? 0 : n;
-}
-
-/* The UDP GRO segment size of datagram i (0: a datagram as sent). */
-static size_t rx_seg(int i)
-{
-	struct msghdr *mh = &rx.m[i].msg_hdr;
-
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
-		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
-		    c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-			int g;
-
-			memcpy(&g, CMSG_DATA(c), sizeof(g));
-			return g > 0 ? (size_t)g : 0;
-		}
-	return 0;
 }
 
 static int ctl_open(void)
@@ -519,7 +499,8 @@ int main(int argc, char **argv)
 				int n = rx_batch(f.udp);
 
 				for (int j = 0; j < n; j++)
-					fab_udp_datagram(&f, rx.buf[j], rx.m[j].msg_len, rx_seg(j),
+					fab_udp_datagram(&f, rx.buf[j], rx.m[j].msg_len,
+							 sof_udp_gro_size(&rx.m[j].msg_hdr),
 							 &rx.from[j], rx.m[j].msg_hdr.msg_namelen);
 				fab_run(&f);
 				if (n < RX_BATCH)

@@ -38,10 +38,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#ifndef UDP_GRO
-#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
-#endif
-
 #define HELLO_NS 1000000000ull
 #define LINK_TIMEOUT_NS 3000000000ull
 

@@ -41,13 +41,6 @@
 #include <netinet/udp.h>
 #include <unistd.h>
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
-#endif
-
 #define RX_BUDGET 64
 
 void tp_ib_lid_gid(uint16_t lid, uint8_t gid[16])
@@ -222,20 +215,6 @@ unsigned tp_ib_datagram(const uint8_t *p, size_t len, size_t seg)
 	return n;
 }
 
-/* The UDP GRO segment size a datagram came with (0: none). */
-static size_t gro_seg(struct msghdr *mh)
-{
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
-		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
-		    c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-			int g;
-
-			memcpy(&g, CMSG_DATA(c), sizeof(g));
-			return g > 0 ? (size_t)g : 0;
-		}
-	return 0;
-}
-
 int tp_ib_rx_fd(int fd)
 {
 	int n = 0, reads = 0;
@@ -267,7 +246,7 @@ int tp_ib_rx_fd(int fd)
 			 * a datagram, never a joined run) */
 			if (!from_peer(&tp_ibp.rx.from[i], mh->msg_namelen)) {
 				if (tp_ibp.member || r > sizeof(tp_ibp.rx.buf[i]) ||
-				    gro_seg(mh) != 0 ||
+				    sof_udp_gro_size(mh) != 0 ||
 				    !tp_ib_ud_loop_input(&tp_ibp.rx.from[i], mh->msg_namelen,
 							 tp_ibp.rx.buf[i], r))
 					tp_ibp.cnt->link_bad++;
@@ -279,7 +258,7 @@ int tp_ib_rx_fd(int fd)
 				tp_ibp.cnt->drops[IB_DROP_PKTLEN]++;
 				continue;
 			}
-			n += (int)tp_ib_datagram(tp_ibp.rx.buf[i], r, gro_seg(mh));
+			n += (int)tp_ib_datagram(tp_ibp.rx.buf[i], r, sof_udp_gro_size(mh));
 		}
 		reads += got;
 		if (got < TP_IB_RX_BATCH)
@@ -293,6 +272,23 @@ void tp_ib_rx(void) { (void)tp_ib_rx_fd(tp_ibp.fd); }
 
 /* ---- sending --------------------------------------------------------------------- */
 
+/* Append the ICRC (IBA 7.8.1) and the VCRC (7.8.2) to the packet of len
+ * bytes at p, which has room for them; the new length. */
+static size_t seal(uint8_t *p, size_t len)
+{
+	uint32_t icrc = ib_icrc(p, len);
+	uint16_t vcrc;
+
+	p[len++] = (uint8_t)icrc;
+	p[len++] = (uint8_t)(icrc >> 8);
+	p[len++] = (uint8_t)(icrc >> 16);
+	p[len++] = (uint8_t)(icrc >> 24);
+	vcrc = ib_vcrc(p, len);
+	p[len++] = (uint8_t)vcrc;
+	p[len++] = (uint8_t)(vcrc >> 8);
+	return len;
+}
+
 static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen,
 		   tp_gather_fn gather, void *arg, const struct iovec *ref, uint32_t nref)
 {
@@ -300,8 +296,6 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
 	struct ib_lrh l = {.sl = path->sl & 0xf, .dlid = path->dlid};
 	uint8_t *p;
 	size_t hl = IB_LRH_LEN, bl, len;
-	uint32_t icrc;
-	uint16_t vcrc;
 	int err;
 
 	if (paylen > 4096)
@@ -358,14 +352,7 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
 		memcpy(g.dgid, path->dgid, 16);
 		ib_grh_write(p + IB_LRH_LEN, &g);
 	}
-	icrc = ib_icrc(p, len);
-	p[len++] = (uint8_t)icrc;
-	p[len++] = (uint8_t)(icrc >> 8);
-	p[len++] = (uint8_t)(icrc >> 16);
-	p[len++] = (uint8_t)(icrc >> 24);
-	vcrc = ib_vcrc(p, len);
-	p[len++] = (uint8_t)vcrc;
-	p[len++] = (uint8_t)(vcrc >> 8);
+	len = seal(p, len);
 	tp_ibp.tx.iov[tp_ibp.tx.n++] = (struct iovec){p, len};
 	return 0;
 }
@@ -391,17 +378,8 @@ static unsigned tx_group(unsigned from)
 				     .msg_namelen = tp_ibp.cfg.peer_len,
 				     .msg_iov = &tp_ibp.tx.iov[i],
 				     .msg_iovlen = k};
-		if (k > 1) {
-			struct cmsghdr *c = &tp_ibp.tx.ctl[nm].align;
-			uint16_t s16 = (uint16_t)seg;
-
-			c->cmsg_level = SOL_UDP;
-			c->cmsg_type = UDP_SEGMENT;
-			c->cmsg_len = CMSG_LEN(sizeof(s16));
-			memcpy(CMSG_DATA(c), &s16, sizeof(s16));
-			h->msg_control = c;
-			h->msg_controllen = CMSG_SPACE(sizeof(s16));
-		}
+		if (k > 1)
+			sof_udp_gso_set(h, &tp_ibp.tx.ctl[nm], (uint16_t)seg);
 		tp_ibp.tx.first[nm] = i;
 		tp_ibp.tx.count[nm++] = k;
 		i += k;
@@ -513,8 +491,6 @@ void tp_ib_ud_mcast_loop(const struct roce_hdr *h, const uint8_t *payload, uint3
 	struct ib_grh g = {.ipver = 6, .nxthdr = IB_GRH_NXTHDR, .hop_limit = 1};
 	size_t len = IB_LRH_LEN + IB_GRH_LEN, bl;
 	socklen_t tolen;
-	uint32_t icrc;
-	uint16_t vcrc;
 
 	if (from_net || !tp_ibp.on || !tp_ibp.member) {
 		tp_drop(SOF_DROP_qpn); /* as with no hook: no such QP here */
@@ -538,14 +514,7 @@ void tp_ib_ud_mcast_loop(const struct roce_hdr *h, const uint8_t *payload, uint3
 	memcpy(g.sgid, a->src, 16);
 	memcpy(g.dgid, a->dst, 16);
 	ib_grh_write(p + IB_LRH_LEN, &g);
-	icrc = ib_icrc(p, len);
-	p[len++] = (uint8_t)icrc;
-	p[len++] = (uint8_t)(icrc >> 8);
-	p[len++] = (uint8_t)(icrc >> 16);
-	p[len++] = (uint8_t)(icrc >> 24);
-	vcrc = ib_vcrc(p, len);
-	p[len++] = (uint8_t)vcrc;
-	p[len++] = (uint8_t)(vcrc >> 8);
+	len = seal(p, len);
 	tolen = loop_addr(tp_ibp.fd, &to);
 	/* lost (no loopback): this host's other QPs miss it, as on a wire */
 	if (!tolen || sendto(tp_ibp.fd, p, len, MSG_DONTWAIT, (struct sockaddr *)&to, tolen) < 0)

@@ -62,10 +62,7 @@ struct tp_ib_port {
 		unsigned n;
 		struct mmsghdr m[TP_IB_TX_BATCH];
 		unsigned first[TP_IB_TX_BATCH], count[TP_IB_TX_BATCH]; /* each message's packets */
-		union {
-			char b[CMSG_SPACE(sizeof(uint16_t))];
-			struct cmsghdr align;
-		} ctl[TP_IB_TX_BATCH];
+		union sof_udp_seg_ctl ctl[TP_IB_TX_BATCH];
 		struct iovec iov[TP_IB_TX_BATCH];
 		uint8_t buf[TP_IB_TX_BATCH][IB_MAX_PKT];
 	} tx;

@@ -22,22 +22,12 @@
 
 #include "sof_proto.h"
 #include "sof_shm.h"
+#include "sof_util.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-/* UDP socket options of the RoCEv2 port (linux/udp.h), for C libraries
- * whose headers lack them. */
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103 /* linux/udp.h, Linux 4.18 */
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104 /* linux/udp.h, Linux 5.0 */
-#endif
-#ifndef SOL_UDP
-#define SOL_UDP 17
-#endif
 
 struct sof_tqp;
 

@@ -717,15 +717,9 @@ static void rx_datagram(unsigned i, bool v6, const struct roce_addr *flow)
 		a.sport = ntohs(s4->sin_port);
 	}
 	a.dport = ROCE_UDP_PORT;
+	gso = sof_udp_gro_size(mh);
 	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
-		    c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-			int g;
-
-			memcpy(&g, CMSG_DATA(c), sizeof(g));
-			gso = g > 0 ? (size_t)g : 0;
-		} else if (!flow && v6 && c->cmsg_level == IPPROTO_IPV6 &&
-			   c->cmsg_type == IPV6_PKTINFO) {
+		if (!flow && v6 && c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
 			struct in6_pktinfo pi;
 
 			memcpy(&pi, CMSG_DATA(c), sizeof(pi));

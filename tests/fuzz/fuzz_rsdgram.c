@@ -95,6 +95,7 @@ static struct ibv_mr mr = { .lkey = 0x5a };
 /* ---- what rs_dgram.c calls outside itself (the receive path uses none of
  * these but the page allocator and the engine's idle hook) ------------------------ */
 
+uint32_t sofrs_poll_us = 50; /* rs_poll.c's polling_time */
 void *sofrs_page_alloc(size_t len) { return calloc(1, len); }
 int sofrs_svc_add(struct sofrs *rs)
 {

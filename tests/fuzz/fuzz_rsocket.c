@@ -99,6 +99,7 @@ static struct sofrs *cur;
 
 /* ---- what rs_data.c calls outside itself ---------------------------------------- */
 
+uint32_t sofrs_poll_us = 50; /* rs_poll.c's polling_time */
 struct sofrs *sofrs_lookup(int index) { return index == 3 ? cur : NULL; }
 struct sofrs *sofrs_get(int index) { return sofrs_lookup(index); }
 void sofrs_put(struct sofrs *rs) { (void)rs; }

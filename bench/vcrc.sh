@@ -20,7 +20,7 @@ for side in base new; do
 		"$ROOT/bench/vcrc.c" "$T/ib_wire_$side.c" "$ROOT/transport/icrc.c" -lpthread || exit 1
 done
 load=$(cut -d' ' -f1 /proc/loadavg)
-for r in $(seq 1 "$ROUNDS"); do
+for _ in $(seq 1 "$ROUNDS"); do
 	for side in base new; do
 		"$T/vcrc_$side" | sed "s/^/$side /" >>"$T/all"
 	done

@@ -10,14 +10,20 @@
  * over the packet with its variant fields set to ones, the VCRC bit by bit
  * (reflected 0x100B, ones in, inverted out), both little-endian on the
  * wire. Every datagram ib_parse reads lies in a heap block of exactly its
- * length, so that the ASan build catches a read past its end.
+ * length, so that the ASan build catches a read past its end. The VCRC
+ * is also checked against a bit-at-a-time one on random lengths, start
+ * alignments and splits, in each of the ways ib_wire.c may compute it
+ * (AVX-512 or 128-bit carry-less folding, tables).
  */
 #include "harness.h"
 
 #include "ib_wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* UD SEND Only, LNH 2: VL 0, SL 3, DLID 5, SLID 9, DQPN 1, PSN 7, Q_Key
  * 0x80010000, SQPN 1, payload 01..0a, pad 2 */
@@ -242,6 +248,72 @@ TEST(vcrc_lengths)
 	}
 }
 
+/* Random lengths to 9000 (past the 256-byte and 64-byte fold steps and
+ * their tails), start addresses at every alignment to 64 and splits into
+ * up to four pieces, against the bit-at-a-time VCRC; and the check values
+ * of the CRC catalogues' kind, made in Python bit by bit: "123456789",
+ * the empty message, 4096 zero bytes and 4096 0xff bytes. */
+TEST(vcrc_random)
+{
+	static uint8_t buf[9100];
+	static uint8_t same[4096];
+
+	CHECK_EQ(ib_vcrc((const uint8_t *)"123456789", 9), 0x0a3d);
+	CHECK_EQ(ib_vcrc(same, 0), 0x0000);
+	memset(same, 0, sizeof(same));
+	CHECK_EQ(ib_vcrc(same, sizeof(same)), 0x6017);
+	memset(same, 0xff, sizeof(same));
+	CHECK_EQ(ib_vcrc(same, sizeof(same)), 0x2205);
+	srand(1919);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)rand();
+	for (int it = 0; it < 3000; it++) {
+		size_t off = (size_t)rand() % 64, n = (size_t)rand() % 9001;
+		uint16_t want = vcrc_bitwise(buf + off, n);
+		struct iovec v[4];
+		size_t at = 0;
+		unsigned k;
+
+		CHECK_EQ(ib_vcrc(buf + off, n), want);
+		for (k = 0; k < 3; k++) {
+			size_t piece = (size_t)rand() % (n - at + 1);
+
+			v[k] = (struct iovec){buf + off + at, piece};
+			at += piece;
+		}
+		v[k] = (struct iovec){buf + off + at, n - at};
+		CHECK_EQ(ib_vcrc_iov(v, 4), want);
+	}
+}
+
+/* vcrc_random once more in a new process of this program for each way
+ * to the VCRC the CPU may choose at run time: AVX-512 folding off
+ * (SOFTOFED_NO_AVX512: 128-bit folding), then folding off altogether
+ * (SOFTOFED_NO_PCLMUL: the portable tables). */
+TEST(vcrc_paths)
+{
+	static const char *const envs[] = {"SOFTOFED_NO_AVX512", "SOFTOFED_NO_PCLMUL"};
+
+	for (unsigned i = 0; i < 2; i++) {
+		int st = -1;
+		pid_t pid = fork();
+
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			int fd = open("/dev/null", O_WRONLY);
+
+			setenv(envs[i], "1", 1);
+			if (fd >= 0)
+				dup2(fd, STDOUT_FILENO);
+			execl("/proc/self/exe", "test_ibwire", "--vcrc-only", (char *)NULL);
+			_exit(127);
+		}
+		CHECK_EQ(waitpid(pid, &st, 0), pid);
+		CHECK(WIFEXITED(st));
+		CHECK_EQ(WEXITSTATUS(st), 0);
+	}
+}
+
 TEST(parse_drops)
 {
 	uint8_t p[sizeof(kat_global)];
@@ -346,8 +418,12 @@ TEST(sofl)
 	CHECK(!ib_is_sofl(kat_local, sizeof(kat_local)));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--vcrc-only")) {
+		RUN(vcrc_random);
+		return test_summary();
+	}
 	RUN(lrh_round_trip);
 	RUN(grh_round_trip);
 	RUN(known_answers);
@@ -355,6 +431,8 @@ int main(void)
 	RUN(icrc_variant_fields);
 	RUN(icrc_pieces);
 	RUN(vcrc_lengths);
+	RUN(vcrc_random);
+	RUN(vcrc_paths);
 	RUN(parse_drops);
 	RUN(sofl);
 	return test_summary();

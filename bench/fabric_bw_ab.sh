@@ -1,0 +1,64 @@
+#!/bin/bash
+# bench/fabric_bw_ab.sh — ib_write_bw -s 1 MiB by LID through three
+# switches (bench/fabric_data.sh's line3 figure) as an A/B of two builds:
+# a base build (BENCH_BASE) against this one (BENCH_BUILD) in alternating
+# rounds (base, new, base, new ...), each round on fresh line3.net hosts
+# with OpenSM (tests/ib_fabric.sh sof_ibf_up), c -> a with the program's
+# engine; the load average at the start of each round; the medians.
+#
+# Usage: BENCH_BASE=DIR bench/fabric_bw_ab.sh (root: ip netns;
+#        BENCH_BUILD=DIR the new build, default build/; BENCH_REPS rounds
+#        of each, default 3; BENCH_OUT=FILE also appends the table there).
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+if [ -z "${BW_AB_ROUND:-}" ]; then
+	A=${BENCH_BASE:?BENCH_BASE=DIR: the base build}
+	B=${BENCH_BUILD:-build}
+	REPS=${BENCH_REPS:-3}
+	T=$(mktemp -d /tmp/bw_ab.XXXXXX)
+	for r in $(seq 1 "$REPS"); do
+		for side in A B; do
+			dir=$A
+			[ $side = B ] && dir=$B
+			BW_AB_ROUND=1 BENCH_BUILD=$dir "$0" >"$T/$side.$r" 2>"$T/$side.$r.err"
+			echo "# round $r $side ($dir): $(tr '\n' ' ' <"$T/$side.$r")" >&2
+		done
+	done
+	median() { sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
+	col() { cat "$T/$1".[0-9]* 2>/dev/null | awk -v k="$2" '$1 == k && $2 != "-" {print $2}' | median; }
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+	{
+		echo "### ib_write_bw 1 MiB through three switches: base ($A) vs new ($B), median of $REPS alternating rounds"
+		echo
+		echo "| measure | base | new | new / base |"
+		echo "|---|---|---|---|"
+		for m in "bw:ib_write_bw -s 1048576 -n 200 c -> a by LID (BW average MB/s)" \
+			"load:load average (1 min) at round start"; do
+			k=${m%%:*}
+			a=$(col A "$k") b=$(col B "$k")
+			echo "| ${m#*:} | $a | $b | $(ratio "$b" "$a") |"
+		done
+	} | tee -a "${BENCH_OUT:-/dev/null}"
+	rm -rf "$T"
+	exit 0
+fi
+
+# ---- one round, with build $BENCH_BUILD ------------------------------------------
+export SOF_BUILD=$BENCH_BUILD
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh"
+# shellcheck source=tests/ib_fabric.sh
+. "$ROOT/tests/ib_fabric.sh"
+sof_init
+echo "load $(cut -d' ' -f1 /proc/loadavg)"
+sof_ibf_up line3 H1,H2,H3 3 >/dev/null 2>&1 || {
+	echo "# fabric failed" >&2
+	sof_exit >/dev/null 2>&1
+	exit 1
+}
+sof_host_pair bench.bw c a 18960 60 ib_write_bw -d sofib0 -s 1048576 -n 200 >/dev/null 2>&1
+echo "bw $(grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" 2>/dev/null | tail -n 1 | awk '{print $4}' | grep . || echo -)"
+sof_kill ibf.sm
+sof_kill ibf.fabric
+sof_exit >/dev/null 2>&1

@@ -453,6 +453,8 @@ static int transmit(struct sdp_qpc *q)
 			q->in_blocked = 1;
 			break;
 		}
+		if ((size_t)n == max)
+			q->app_bulk = 1; /* more may be on its way: spin_yields */
 		if (n <= 0) {
 			sdp_log(SDP_LOG_DEBUG, "end of the program's stream: %zd (%s)", n,
 				n ? strerror(errno) : "end");
@@ -625,15 +627,17 @@ static int peer_remote(struct sdp_qpc *q)
  * so only while the program's thread competes with the pump (it may be
  * on the same CPU: a program pinned with taskset): bytes we wrote wait in
  * its end for it to read, or bytes it wrote wait in ours, so it is about
- * to run (or runs) on the socket. While both ends are empty it sleeps in
- * a read or poll for the peer's answer and the spin keeps the CPU. */
+ * to run (or runs) on the socket, or it writes in bulk (it filled a whole
+ * piece since the pump last slept: the pump's read may just have woken it
+ * from a full socket). Otherwise it sleeps in a read or poll for the
+ * peer's answer and the spin keeps the CPU. */
 static int spin_yields(struct sdp_qpc *q)
 {
 	int n;
 
 	if (!q->locality && q->established)
 		q->locality = peer_remote(q) ? SDP_PEER_REMOTE : SDP_PEER_LOCAL;
-	if (q->locality != SDP_PEER_REMOTE)
+	if (q->locality != SDP_PEER_REMOTE || q->app_bulk)
 		return 1;
 	if (!ioctl(q->ufd, SIOCOUTQ, &n) && n > 0)
 		return 1;
@@ -652,6 +656,7 @@ static int spin(struct sdp_qpc *q, int *ret)
 		if (spin_yields(q))
 			sched_yield();
 	} while (now_ns() < until);
+	q->app_bulk = 0;
 	return 0;
 }
 

@@ -80,6 +80,7 @@ struct sdp_qpc {
 	/* zero-copy counts, logged at the end (LIBSDP_LOG_LEVEL 1) */
 	uint32_t n_srcavail, n_wrcompl, n_sinkavail, n_read, n_written;
 	uint8_t locality;    /* enum sdp_peer_at, once established */
+	uint8_t app_bulk;    /* the program wrote a whole piece since the pump slept */
 	unsigned long ticks; /* work done: a completion, a post, a write out */
 	struct timespec gone_at;
 	char peer_str[64];   /* the peer's address and port, for the log */

@@ -17,6 +17,8 @@
 #   BASE_LIBSDP  the base build's libsdp.so
 #   ROUNDS       rounds (default 5); SECS: seconds a run (default 2)
 #   SOF_BUILD    this tree's build (default build)
+#   SDP_AB_WHERE loopback: both programs on one host (127.0.0.1, a private
+#                network namespace with its own daemon) instead of veth hosts
 set -u
 BASE=${1:?usage: bench/sdp_ab.sh BASE_LIBSDP [ROUNDS] [SECS]}
 ROUNDS=${2:-5}
@@ -24,6 +26,7 @@ SECS=${3:-2}
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../tests/lib.sh"
 cd "$SOF_ROOT" || exit 1
+[ "${SDP_AB_WHERE:-veth}" = loopback ] && sof_ns_enter "$@"
 sof_init
 CPU_A=${BENCH_CPU_A:-0}
 CPU_B=${BENCH_CPU_B:-1}
@@ -31,13 +34,19 @@ if [ ! -e "$BASE" ]; then
 	echo "no $BASE" >&2
 	exit 2
 fi
-if ! sof_hosts_up 2; then
-	echo "the hosts did not come up" >&2
-	exit 1
+if [ "${SDP_AB_WHERE:-veth}" = loopback ]; then
+	A=127.0.0.1
+	NSA=()
+	NSB=()
+else
+	if ! sof_hosts_up 2; then
+		echo "the hosts did not come up" >&2
+		exit 1
+	fi
+	A=$(sof_host_ip a)
+	NSA=(ip netns exec "$(sof_host_ns a)")
+	NSB=(ip netns exec "$(sof_host_ns b)")
 fi
-A=$(sof_host_ip a)
-NA=$(sof_host_ns a)
-NB=$(sof_host_ns b)
 printf 'use sdp server * *:*\nuse sdp client * *:*\n' >"$SOF_TMP/libsdp.conf"
 OUT=$SOF_TMP/ab.tsv
 PORT=20500
@@ -55,11 +64,11 @@ pair() {
 			c+=("$w")
 		fi
 	done
-	timeout -k 3 $((SECS + 20)) ip netns exec "$NA" taskset -c "$CPU_A" "${s[@]}" \
+	timeout -k 3 $((SECS + 20)) "${NSA[@]}" taskset -c "$CPU_A" "${s[@]}" \
 		>"$SOF_TMP/srv.out" 2>&1 &
 	sp=$!
 	sleep 1 # rsockets and SDP servers listen on no kernel port
-	timeout -k 3 $((SECS + 15)) ip netns exec "$NB" taskset -c "$CPU_B" "${c[@]}" \
+	timeout -k 3 $((SECS + 15)) "${NSB[@]}" taskset -c "$CPU_B" "${c[@]}" \
 		>"$SOF_TMP/cli.out" 2>&1
 	rc=$?
 	sleep 0.3

@@ -38,6 +38,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -451,6 +453,8 @@ static int transmit(struct sdp_qpc *q)
 			q->in_blocked = 1;
 			break;
 		}
+		if ((size_t)n == max)
+			q->app_bulk = 1; /* more may be on its way: spin_yields */
 		if (n <= 0) {
 			sdp_log(SDP_LOG_DEBUG, "end of the program's stream: %zd (%s)", n,
 				n ? strerror(errno) : "end");
@@ -586,6 +590,60 @@ static uint64_t spin_ns(void)
 	return ns;
 }
 
+/* Whether the established QP's peer is on another host: its address is
+ * none of this port's GIDs (or LIDs, on InfiniBand without a GRH). Such a
+ * QP's transport runs in this process (verbs/tp_host.c) and polling the CQ
+ * moves it; one to a peer on this host runs in the daemon, as every QP
+ * under SOFTOFED_ENGINE=daemon (counted as local). */
+static int peer_remote(struct sdp_qpc *q)
+{
+	const char *engine = getenv("SOFTOFED_ENGINE");
+	struct rdma_cm_id *id = q->id;
+	struct ibv_qp_init_attr init;
+	struct ibv_port_attr port;
+	struct ibv_qp_attr attr;
+	union ibv_gid gid;
+	int i;
+
+	if ((engine && !strcmp(engine, "daemon")) || !id->qp ||
+	    ibv_query_qp(id->qp, &attr, IBV_QP_AV, &init) ||
+	    ibv_query_port(id->verbs, id->port_num, &port))
+		return 0;
+	if (!attr.ah_attr.is_global)
+		return attr.ah_attr.dlid < port.lid ||
+		       attr.ah_attr.dlid >= port.lid + (1u << port.lmc);
+	for (i = 0; i < port.gid_tbl_len; i++)
+		if (!ibv_query_gid(id->verbs, id->port_num, i, &gid) &&
+		    !memcmp(&gid, &attr.ah_attr.grh.dgid, sizeof(gid)))
+			return 0;
+	return 1;
+}
+
+/* Whether the spin yields the CPU after a look. With the peer on this
+ * host it does: the daemon's engine moves the QP (and the peer may share
+ * the CPU), a spin that kept the CPU would keep them from running. With
+ * the peer on another host polling moves the QP, and a yield on a busy
+ * machine lets every other runnable task run before the answer is seen;
+ * so only while the program's thread competes with the pump (it may be
+ * on the same CPU: a program pinned with taskset): bytes we wrote wait in
+ * its end for it to read, or bytes it wrote wait in ours, so it is about
+ * to run (or runs) on the socket, or it writes in bulk (it filled a whole
+ * piece since the pump last slept: the pump's read may just have woken it
+ * from a full socket). Otherwise it sleeps in a read or poll for the
+ * peer's answer and the spin keeps the CPU. */
+static int spin_yields(struct sdp_qpc *q)
+{
+	int n;
+
+	if (!q->locality && q->established)
+		q->locality = peer_remote(q) ? SDP_PEER_REMOTE : SDP_PEER_LOCAL;
+	if (q->locality != SDP_PEER_REMOTE || q->app_bulk)
+		return 1;
+	if (!ioctl(q->ufd, SIOCOUTQ, &n) && n > 0)
+		return 1;
+	return !ioctl(q->ufd, SIOCINQ, &n) && n > 0;
+}
+
 static int spin(struct sdp_qpc *q, int *ret)
 {
 	unsigned long t0 = q->ticks;
@@ -595,8 +653,10 @@ static int spin(struct sdp_qpc *q, int *ret)
 		*ret = pump_step(q);
 		if (*ret || q->ticks != t0)
 			return 1;
-		sched_yield();
+		if (spin_yields(q))
+			sched_yield();
 	} while (now_ns() < until);
+	q->app_bulk = 0;
 	return 0;
 }
 

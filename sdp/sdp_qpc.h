@@ -41,6 +41,10 @@
  * written by the peer into our SinkAvail's buffer */
 enum sdp_sink { SDP_SINK_NONE, SDP_SINK_READ, SDP_SINK_WRITE };
 
+/* where the connection's peer is: its spin yields for a local one
+ * (sdp_conn.c) */
+enum sdp_peer_at { SDP_PEER_UNKNOWN, SDP_PEER_LOCAL, SDP_PEER_REMOTE };
+
 struct sdp_rxq {
 	uint32_t idx, off, len;
 	uint8_t sink, ready;
@@ -75,6 +79,8 @@ struct sdp_qpc {
 	uint64_t peer_sink_va;
 	/* zero-copy counts, logged at the end (LIBSDP_LOG_LEVEL 1) */
 	uint32_t n_srcavail, n_wrcompl, n_sinkavail, n_read, n_written;
+	uint8_t locality;    /* enum sdp_peer_at, once established */
+	uint8_t app_bulk;    /* the program wrote a whole piece since the pump slept */
 	unsigned long ticks; /* work done: a completion, a post, a write out */
 	struct timespec gone_at;
 	char peer_str[64];   /* the peer's address and port, for the log */

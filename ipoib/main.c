@@ -4,7 +4,7 @@
  * (tools/ipoib.c) in the host's network namespace:
  *
  *   softofed-ipoib [--dev sofib0] [--port 1] [--pkey P] [--ifname ib0]
- *                  [--mode datagram|connected] [--nice N]
+ *                  [--mode datagram|connected]
  *
  * Order of things: the port must be Active with an SM; the partition's
  * broadcast group is joined (its Q_Key and MTU are the interface's); then
@@ -14,14 +14,6 @@
  * descriptor and the control socket (abstract "softofed/ipoib/IFNAME",
  * one line: STATUS, DOWN, or NEIGH DST SRC and PKEY for the RDMA CM).
  * SIGTERM leaves the groups and exits.
- *
- * --nice N (default -10, as softofed-fabric's; 0 leaves it): the
- * scheduling priority of the process and of the threads it starts (the
- * verbs engine's progress thread inherits it). A kernel's IPoIB runs in
- * softirq context, ahead of every process; here each datagram waits for
- * this process (and its engine thread) to get a CPU, which on a loaded
- * machine is most of a ping's round trip. It only runs when packets
- * come. Without the privilege it keeps its inherited priority.
  */
 #include "ipoib.h"
 
@@ -39,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -51,7 +42,7 @@ struct ipoib ipoib;
 
 static struct {
 	const char *dev, *ifname;
-	int port, nice;
+	int port;
 	uint16_t pkey;
 	int tun, ctl;
 	volatile sig_atomic_t stop;
@@ -62,13 +53,7 @@ static struct {
 	unsigned naddrs, nbcast4;
 	bool connected; /* --mode connected (RFC 4755, cm.c) */
 	uint64_t addrs_at; /* when addrs_refresh last ran */
-} m = {.dev = "sofib0",
-       .ifname = "ib0",
-       .port = 1,
-       .nice = -10,
-       .pkey = 0xffff,
-       .tun = -1,
-       .ctl = -1};
+} m = {.dev = "sofib0", .ifname = "ib0", .port = 1, .pkey = 0xffff, .tun = -1, .ctl = -1};
 
 uint64_t ipoib_now_ms(void)
 {
@@ -365,8 +350,6 @@ static int parse(int argc, char **argv)
 			m.dev = v;
 		else if (!strcmp(a, "--port") && v)
 			m.port = atoi(v);
-		else if (!strcmp(a, "--nice") && v)
-			m.nice = atoi(v);
 		else if (!strcmp(a, "--ifname") && v && strlen(v) < IFNAMSIZ)
 			m.ifname = v;
 		else if (!strcmp(a, "--mode") && v && (!strcmp(v, "connected") || !strcmp(v, "datagram")))
@@ -503,6 +486,7 @@ static void loop(void)
 		uint64_t now;
 
 		cm_fds(&p[4]);
+		ud_idle();
 		if (poll(p, 6, 100) < 0 && errno != EINTR)
 			break;
 		/* completions are reaped on every pass: the channel's event
@@ -537,15 +521,12 @@ int main(int argc, char **argv)
 
 	if (parse(argc, argv)) {
 		fprintf(stderr, "usage: softofed-ipoib [--dev DEV] [--port N] [--pkey P] "
-				"[--ifname NAME] [--mode datagram|connected] [--nice N]\n");
+				"[--ifname NAME] [--mode datagram|connected]\n");
 		return 2;
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	/* before the first QP: the engine's progress thread inherits it */
-	if (m.nice && setpriority(PRIO_PROCESS, 0, m.nice))
-		ipoib_log("--nice %d: %s (the inherited priority stays)", m.nice, strerror(errno));
 	err = start();
 	if (!err) {
 		addrs_refresh();

@@ -235,6 +235,18 @@ void ud_poll(void)
 	sq_arm();
 }
 
+/* The loop is going to sleep in poll(2): the receive CQ is armed anew
+ * (a no-op for the CQ, which stays armed, but it tells the engine that
+ * runs our QP in this process that nobody polls now, so that its
+ * progress thread watches the sockets rather than leave them to a poll
+ * that will not come), then read once more for what came before the
+ * arm. */
+void ud_idle(void)
+{
+	ibv_req_notify_cq(ud.cq, 0);
+	reap_recvs();
+}
+
 unsigned ud_sq_free(void)
 {
 	if (ud.nfree < SQ_LOW) {

@@ -169,7 +169,6 @@ int ud_query(struct ipoib_ud_info *info);
 int ud_fd(void);
 /* Handle the completion channel: receives go to ipoib_input. */
 void ud_poll(void);
-void ud_idle(void);
 struct ipoib_ah *ud_ah(const struct ipoib_path *path);
 void ud_ah_put(struct ipoib_ah *ah);
 /* Send frame (header included) to qpn through ah; 0 or -errno. */

@@ -486,7 +486,6 @@ static void loop(void)
 		uint64_t now;
 
 		cm_fds(&p[4]);
-		ud_idle();
 		if (poll(p, 6, 100) < 0 && errno != EINTR)
 			break;
 		/* completions are reaped on every pass: the channel's event

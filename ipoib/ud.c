@@ -5,15 +5,6 @@
  * completion channel the loop polls, and address handles (unicast by LID
  * from a path record; multicast by MLID with a GRH naming the MGID, IBA
  * 10.5.2.1). Only the standard libibverbs API.
- *
- * Receives and sends complete on two CQs. The receive CQ stays armed on
- * the channel: a datagram wakes the loop. The send CQ is reaped on every
- * pass of the loop and armed only while the send queue runs low (the loop
- * then waits for free slots before it reads the kernel's next packet): a
- * send that completes at once, as in the program's engine, wakes nobody,
- * and an echo costs one wake-up of the loop, not one per datagram each
- * way. Every send is still signalled, so a slot is reused only after its
- * own completion.
  */
 #include "ipoib.h"
 
@@ -27,9 +18,6 @@
 #define RQ_DEPTH 2048
 #define SQ_DEPTH 256
 #define SLOT (IPOIB_GRH_LEN + IPOIB_BUF)
-/* below this many free send slots the send CQ is armed (main.c's loop
- * reads the kernel's packets only above 8) */
-#define SQ_LOW (SQ_DEPTH / 4)
 
 struct ipoib_ah {
 	struct ibv_ah *ah;
@@ -39,8 +27,7 @@ static struct {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *ch;
-	struct ibv_cq *cq;  /* receives, armed on ch */
-	struct ibv_cq *scq; /* sends, armed on ch while sq_armed */
+	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	uint8_t *mem; /* RQ_DEPTH receive slots, then SQ_DEPTH send slots */
@@ -48,7 +35,6 @@ static struct {
 	uint16_t pkey_index;
 	uint32_t sq_free[SQ_DEPTH];
 	uint32_t nfree;
-	bool sq_armed;
 } ud;
 
 static uint8_t *rslot(uint32_t i) { return ud.mem + (size_t)i * SLOT; }
@@ -127,9 +113,8 @@ int ud_start(uint32_t qkey, uint32_t *qpn)
 	ud.ch = ud.pd ? ibv_create_comp_channel(ud.ctx) : NULL;
 	if (ud.ch)
 		fcntl(ud.ch->fd, F_SETFL, fcntl(ud.ch->fd, F_GETFL) | O_NONBLOCK);
-	ud.cq = ud.ch ? ibv_create_cq(ud.ctx, RQ_DEPTH, NULL, ud.ch, 0) : NULL;
-	ud.scq = ud.cq ? ibv_create_cq(ud.ctx, SQ_DEPTH, NULL, ud.ch, 0) : NULL;
-	if (!ud.scq)
+	ud.cq = ud.ch ? ibv_create_cq(ud.ctx, RQ_DEPTH + SQ_DEPTH, NULL, ud.ch, 0) : NULL;
+	if (!ud.cq)
 		return -ENOMEM;
 	ud.mem = aligned_alloc(4096, (size_t)(RQ_DEPTH + SQ_DEPTH) * SLOT);
 	if (!ud.mem)
@@ -138,8 +123,7 @@ int ud_start(uint32_t qkey, uint32_t *qpn)
 			   IBV_ACCESS_LOCAL_WRITE);
 	if (!ud.mr)
 		return -errno;
-	ia.send_cq = ud.scq;
-	ia.recv_cq = ud.cq;
+	ia.send_cq = ia.recv_cq = ud.cq;
 	ud.qp = ibv_create_qp(ud.pd, &ia);
 	if (!ud.qp)
 		return -errno;
@@ -172,50 +156,34 @@ struct ibv_context *ud_ctx(void) { return ud.ctx; }
 struct ibv_pd *ud_pd(void) { return ud.pd; }
 int ud_port(void) { return ud.port; }
 
-/* Sends' slots back to the free list. */
-static void reap_sends(void)
+/* Reap completions: receives to the receive path and back to the RQ,
+ * sends' slots back to the free list. */
+static int reap(void)
 {
 	struct ibv_wc wc[32];
-	int n;
-
-	while ((n = ibv_poll_cq(ud.scq, 32, wc)) > 0)
-		for (int i = 0; i < n && ud.nfree < SQ_DEPTH; i++)
-			ud.sq_free[ud.nfree++] = (uint32_t)wc[i].wr_id;
-}
-
-/* Receives to the receive path and back to the RQ. */
-static void reap_recvs(void)
-{
-	struct ibv_wc wc[32];
-	int n;
+	int n, total = 0;
 
 	while ((n = ibv_poll_cq(ud.cq, 32, wc)) > 0) {
+		total += n;
 		for (int i = 0; i < n; i++) {
-			uint32_t s = (uint32_t)wc[i].wr_id;
+			if (wc[i].opcode & IBV_WC_RECV) {
+				uint32_t s = (uint32_t)wc[i].wr_id;
 
-			if (wc[i].status == IBV_WC_SUCCESS) {
-				/* no GRH: the area is not written, zero it */
-				if (!(wc[i].wc_flags & IBV_WC_GRH))
-					memset(rslot(s), 0, IPOIB_GRH_LEN);
-				ipoib_input(&ipoib, rslot(s), wc[i].byte_len, wc[i].src_qp,
-					    wc[i].slid);
+				if (wc[i].status == IBV_WC_SUCCESS) {
+					/* no GRH: the area is not written, zero it */
+					if (!(wc[i].wc_flags & IBV_WC_GRH))
+						memset(rslot(s), 0, IPOIB_GRH_LEN);
+					ipoib_input(&ipoib, rslot(s), wc[i].byte_len,
+						    wc[i].src_qp, wc[i].slid);
+				}
+				if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
+					post_recv(s);
+			} else if (ud.nfree < SQ_DEPTH) {
+				ud.sq_free[ud.nfree++] = (uint32_t)wc[i].wr_id;
 			}
-			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
-				post_recv(s);
 		}
 	}
-}
-
-/* The send CQ is armed while few slots are free: their completions wake
- * the loop that waits for them (a completion between the reap and the
- * arm is found by the reap after it). */
-static void sq_arm(void)
-{
-	if (ud.nfree >= SQ_LOW || ud.sq_armed)
-		return;
-	if (!ibv_req_notify_cq(ud.scq, 0))
-		ud.sq_armed = true;
-	reap_sends();
+	return total;
 }
 
 void ud_poll(void)
@@ -225,34 +193,15 @@ void ud_poll(void)
 
 	while (!ibv_get_cq_event(ud.ch, &cq, &cctx)) {
 		ibv_ack_cq_events(cq, 1);
-		if (cq == ud.scq)
-			ud.sq_armed = false;
-		else
-			ibv_req_notify_cq(cq, 0);
+		ibv_req_notify_cq(cq, 0);
 	}
-	reap_recvs();
-	reap_sends();
-	sq_arm();
-}
-
-/* The loop is going to sleep in poll(2): the receive CQ is armed anew
- * (a no-op for the CQ, which stays armed, but it tells the engine that
- * runs our QP in this process that nobody polls now, so that its
- * progress thread watches the sockets rather than leave them to a poll
- * that will not come), then read once more for what came before the
- * arm. */
-void ud_idle(void)
-{
-	ibv_req_notify_cq(ud.cq, 0);
-	reap_recvs();
+	reap();
 }
 
 unsigned ud_sq_free(void)
 {
-	if (ud.nfree < SQ_LOW) {
-		reap_sends();
-		sq_arm();
-	}
+	if (!ud.nfree)
+		reap();
 	return ud.nfree;
 }
 
@@ -298,7 +247,7 @@ int ud_send(struct ipoib_ah *ah, uint32_t qpn, uint32_t qkey, const uint8_t *fra
 	/* a full send queue: what completed, else the frame is lost (the
 	 * loop reads no packet from the kernel while the queue is full) */
 	if (!ud.nfree)
-		reap_sends();
+		reap();
 	if (!ud.nfree)
 		return -ENOBUFS;
 	s = ud.sq_free[--ud.nfree];
@@ -342,8 +291,6 @@ void ud_close(void)
 		ibv_destroy_qp(ud.qp);
 	if (ud.mr)
 		ibv_dereg_mr(ud.mr);
-	if (ud.scq)
-		ibv_destroy_cq(ud.scq);
 	if (ud.cq)
 		ibv_destroy_cq(ud.cq);
 	if (ud.ch)

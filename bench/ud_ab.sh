@@ -7,8 +7,12 @@
 # a (tests/ib_fabric.sh sof_ibf_up); ib_send_lat -c UD -s 2 -n 2000 a -> b
 # by LID (t_typical, µs); `softofed ipoib up` (datagram mode, ib0 MTU
 # 2044) in both, then ping a -> b over ib0 (200 echoes 10 ms apart after
-# one that resolves b; the average RTT, ms) and iperf3 one TCP stream a ->
-# b for BENCH_SECS (default 5) seconds (the receiver's Mbit/s). The load
+# one that resolves b; the average RTT and the median echo's, ms) and
+# iperf3 one TCP stream a -> b for BENCH_SECS (default 5) seconds (the
+# receiver's Mbit/s), then
+# iperf3 UDP a -> b at 20 Mbit/s, 1400-byte datagrams, as long (the
+# server's lost %, and how many datagrams b's kernel dropped for a full
+# socket buffer: Udp RcvbufErrors of /proc/net/snmp in b). The load
 # average is taken at the start of each round.
 #
 # Usage: BENCH_BASE=DIR bench/ud_ab.sh (root: ip netns; BENCH_BUILD=DIR
@@ -34,13 +38,16 @@ if [ -z "${UD_AB_ROUND:-}" ]; then
 	col() { cat "$T/$1".[0-9]* 2>/dev/null | awk -v k="$2" '$1 == k && $2 != "-" {print $2}' | median; }
 	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 	{
-		echo "### sofib0 UD: base (daemon's engine) vs new (program's engine), median of $REPS alternating rounds"
+		echo "### sofib0 UD and IPoIB datagram mode: base ($A) vs new ($B), median of $REPS alternating rounds"
 		echo
 		echo "| measure | base | new | new / base |"
 		echo "|---|---|---|---|"
 		for m in "udlat:ib_send_lat -c UD 2 B, one switch (t_typical µs)" \
 			"ping:IPoIB datagram ping a -> b, 200 echoes (avg ms)" \
-			"tcp:IPoIB datagram iperf3 TCP 1 stream (Mbit/s)" "load:load average (1 min) at round start"; do
+			"pingmed:IPoIB datagram ping a -> b, 200 echoes (median echo, ms)" \
+			"tcp:IPoIB datagram iperf3 TCP 1 stream (Mbit/s)" \
+			"udp:IPoIB datagram iperf3 UDP 20 Mbit/s (lost %)" \
+			"rcvbuf:b's UDP RcvbufErrors during the UDP step" "load:load average (1 min) at round start"; do
 			k=${m%%:*}
 			a=$(col A "$k") b=$(col B "$k")
 			echo "| ${m#*:} | $a | $b | $(ratio "$b" "$a") |"
@@ -74,14 +81,34 @@ for h in a b; do
 done
 ip_b=$(sof_ipoib_ip b)
 sof_host_run a ping -n -c 1 -W 5 "$ip_b" >/dev/null 2>&1 </dev/null
-p=$(sof_host_run a ping -n -q -c 200 -i 0.01 -W 2 "$ip_b" 2>/dev/null </dev/null |
-	sed -n 's|^rtt [^=]*= [0-9.]*/\([0-9.]*\)/.*|\1|p')
+out=$(mktemp /tmp/ud_ab.ping.XXXXXX)
+sof_host_run a ping -n -c 200 -i 0.01 -W 2 "$ip_b" >"$out" 2>/dev/null </dev/null
+p=$(sed -n 's|^rtt [^=]*= [0-9.]*/\([0-9.]*\)/.*|\1|p' "$out")
+# the median echo: one stall of the machine moves the average, not it
+pm=$(sed -n 's|.* time=\([0-9.]*\) ms.*|\1|p' "$out" | sort -n |
+	awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}')
+rm -f "$out"
 echo "ping ${p:--}"
+echo "pingmed ${pm:--}"
 sof_host_bg bench.iperf b $((SECS + 40)) iperf3 -s -p 5201
 sof_host_wait_listen b 5201 10 bench.iperf >/dev/null 2>&1
 t=$(sof_host_run a timeout $((SECS + 20)) iperf3 -c "$ip_b" -p 5201 -t "$SECS" -J 2>/dev/null </dev/null |
 	python3 -c 'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))' 2>/dev/null)
 echo "tcp ${t:--}"
+rcvbuf() { sof_host_run b awk '/^Udp:/ && $2 ~ /^[0-9]/ {print $6}' /proc/net/snmp 2>/dev/null; }
+r0=$(rcvbuf)
+out=$(mktemp /tmp/ud_ab.udp.XXXXXX)
+sof_host_run a timeout $((SECS + 20)) iperf3 -c "$ip_b" -p 5201 -u -b 20M -l 1400 -t "$SECS" -J \
+	--get-server-output >"$out" 2>/dev/null </dev/null
+u=$(python3 -c '
+import json, re, sys
+t = json.load(open(sys.argv[1]))["server_output_text"]
+m = re.findall(r"(\d+)/(\d+) \(([0-9.e+-]+)%\)\s+receiver", t)
+print(m[-1][2])' "$out" 2>/dev/null)
+rm -f "$out"
+r1=$(rcvbuf)
+echo "udp ${u:--}"
+echo "rcvbuf $([ -n "$r0" ] && [ -n "$r1" ] && echo $((r1 - r0)) || echo -)"
 sof_kill bench.iperf
 for h in a b; do sof_host_run "$h" timeout 10 "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null; done
 sof_kill ibf.sm

@@ -78,6 +78,7 @@ enum ipoib_cnt {
 	IC_cm_idle,	    /* connections ended for idleness */
 	IC_cm_drop_queue,   /* frames dropped while a connection was made */
 	IC_tx_too_big,	    /* over a datagram peer's MTU: ICMP too big to the kernel */
+	IC_drop_tun,	    /* received, but the kernel refused the TUN write */
 	IC_NR
 };
 extern const char *const ipoib_cnt_names[IC_NR];

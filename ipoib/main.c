@@ -157,9 +157,11 @@ bool ipoib_local_bcast4(const uint8_t ip[4])
 
 static void deliver(const uint8_t *pkt, size_t len)
 {
-	if (write(m.tun, pkt, len) < 0) {
-		/* the kernel refused it (no address yet): as a lost packet */
-	}
+	/* the kernel refused it (no address yet, no memory): a lost
+	 * packet, counted (a full socket buffer behind the interface is the
+	 * kernel's count: Udp RcvbufErrors) */
+	if (write(m.tun, pkt, len) < 0)
+		ipoib.cnt[IC_drop_tun]++;
 }
 
 static const struct ipoib_ops ops = {

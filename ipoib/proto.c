@@ -52,6 +52,7 @@ const char *const ipoib_cnt_names[IC_NR] = {
     [IC_cm_idle] = "cm_idle",
     [IC_cm_drop_queue] = "cm_drop_queue",
     [IC_tx_too_big] = "tx_too_big",
+    [IC_drop_tun] = "drop_tun",
 };
 
 #define ARP_LEN (8 + 2 * (IPOIB_HW_LEN + 4))

@@ -11,6 +11,8 @@
  */
 #include "sofv.h"
 
+#include "same_host.h"
+
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -115,7 +117,7 @@ static __attribute__((noinline)) void cq_service_slow(struct sofv_cq *cq)
 		sofv_exec_progress(qp);
 		if (err)
 			sofv_qp_set_error(qp);
-		pthread_spin_unlock(&qp->sq_lock);
+		sofv_spin_unlock(&qp->sq_lock);
 	}
 	pthread_mutex_unlock(&cq->qps_lock);
 }
@@ -212,11 +214,11 @@ static __attribute__((noinline)) int poll_locked(struct sofv_cq *cq, int num_ent
 {
 	int n = 0;
 
-	pthread_spin_lock(&cq->lock);
+	sofv_spin_lock(&cq->lock);
 	cq_service(cq);
 	while (n < num_entries && cq_take_wc(cq, &wc[n]))
 		n++;
-	pthread_spin_unlock(&cq->lock);
+	sofv_spin_unlock(&cq->lock);
 	if (n)
 		cq_prefetch_next(cq);
 	return n;
@@ -277,10 +279,10 @@ static int ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 		__atomic_store_n(&cq->ex_polled, true, __ATOMIC_RELAXED);
 	if (atomic_load_explicit(&cq->eng_qps, memory_order_relaxed) && cq_idle(cq))
 		sofv_engine_poll();
-	pthread_spin_lock(&cq->lock);
+	sofv_spin_lock(&cq->lock);
 	cq_service(cq);
 	if (!cq_take(cq, &cq->cur)) {
-		pthread_spin_unlock(&cq->lock);
+		sofv_spin_unlock(&cq->lock);
 		return ENOENT;
 	}
 	ex_load(cq);
@@ -299,7 +301,7 @@ static int ex_next_poll(struct ibv_cq_ex *ibcq)
 
 static void ex_end_poll(struct ibv_cq_ex *ibcq)
 {
-	pthread_spin_unlock(&ex_to_scq(ibcq)->lock);
+	sofv_spin_unlock(&ex_to_scq(ibcq)->lock);
 }
 
 static enum ibv_wc_opcode ex_read_opcode(struct ibv_cq_ex *c)

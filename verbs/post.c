@@ -154,7 +154,7 @@ int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	struct sofv_swqe w;
 	int err = 0;
 
-	pthread_spin_lock(&qp->sq_lock);
+	sofv_spin_lock(&qp->sq_lock);
 	for (; wr; wr = wr->next) {
 		err = build_swqe(qp, wr, &w, inl);
 		if (!err)
@@ -162,7 +162,7 @@ int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		if (err)
 			break;
 	}
-	pthread_spin_unlock(&qp->sq_lock);
+	sofv_spin_unlock(&qp->sq_lock);
 	if (err)
 		*bad_wr = wr;
 	return err;
@@ -232,12 +232,12 @@ int sofv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 		*bad_wr = wr;
 		return EINVAL;
 	}
-	pthread_spin_lock(&qp->rq_lock);
+	sofv_spin_lock(&qp->rq_lock);
 	err =
 	    post_ring(&qp->shm->rq, qp->rq_ring, qp->rq_size, qp->rq_stride, qp->cap.max_recv_wr,
 		      qp->cap.max_recv_sge, &qp->rq_head_cache, qp->rcq ? &qp->rcq->rq_hint : NULL,
 		      qp->qpn, qp->rcq ? &qp->rcq->pf_own_rwqe : NULL, wr, bad_wr);
-	pthread_spin_unlock(&qp->rq_lock);
+	sofv_spin_unlock(&qp->rq_lock);
 	if (state == IBV_QPS_ERR)
 		sofv_qp_flush_rq(qp);
 	return err;
@@ -248,10 +248,10 @@ int sofv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv
 	struct sofv_srq *srq = to_ssrq(ibsrq);
 	int err;
 
-	pthread_spin_lock(&srq->lock);
+	sofv_spin_lock(&srq->lock);
 	err = post_ring(&srq->shm->rq, srq->ring, srq->size, srq->stride, srq->max_wr, srq->max_sge,
 			&srq->head_cache, NULL, 0, NULL, wr, bad_wr);
-	pthread_spin_unlock(&srq->lock);
+	sofv_spin_unlock(&srq->lock);
 	return err;
 }
 
@@ -307,7 +307,7 @@ static void wr_start(struct ibv_qp_ex *qx)
 {
 	struct sofv_qp *qp = qx_to_sqp(qx);
 
-	pthread_spin_lock(&qp->sq_lock);
+	sofv_spin_lock(&qp->sq_lock);
 	qp->wr_err = 0;
 	qp->wr_nlist = 0;
 }
@@ -326,7 +326,7 @@ static int wr_complete(struct ibv_qp_ex *qx)
 			err = sofv_exec_post(qp, &e->w);
 	}
 	qp->wr_nlist = 0;
-	pthread_spin_unlock(&qp->sq_lock);
+	sofv_spin_unlock(&qp->sq_lock);
 	return err;
 }
 
@@ -335,7 +335,7 @@ static void wr_abort(struct ibv_qp_ex *qx)
 	struct sofv_qp *qp = qx_to_sqp(qx);
 
 	qp->wr_nlist = 0;
-	pthread_spin_unlock(&qp->sq_lock);
+	sofv_spin_unlock(&qp->sq_lock);
 }
 
 static void wr_send(struct ibv_qp_ex *qx) { wr_new(qx, IBV_WR_SEND); }

@@ -37,6 +37,39 @@
 #include <string.h>
 #include <unistd.h>
 
+/* ---- the data path's spin locks (same_host.h) ------------------------------- */
+
+int sofv_spin_free, sofv_spin_held;
+bool sofv_spin_inline;
+
+/* Learn the C library's spin lock protocol on a lock of our own: inline
+ * locking only when init, trylock, lock and unlock show two distinct
+ * values, "held" after both ways of taking it and "free" after unlock.
+ * Runs when the library is loaded, before any QP or CQ exists. */
+static void __attribute__((constructor)) sofv_spin_probe(void)
+{
+	pthread_spinlock_t l;
+	int f, h, h2, f2;
+
+	if (pthread_spin_init(&l, PTHREAD_PROCESS_PRIVATE))
+		return;
+	f = __atomic_load_n(&l, __ATOMIC_RELAXED);
+	if (pthread_spin_trylock(&l) == 0) {
+		h = __atomic_load_n(&l, __ATOMIC_RELAXED);
+		pthread_spin_unlock(&l);
+		f2 = __atomic_load_n(&l, __ATOMIC_RELAXED);
+		pthread_spin_lock(&l);
+		h2 = __atomic_load_n(&l, __ATOMIC_RELAXED);
+		pthread_spin_unlock(&l);
+		if (f != h && f2 == f && h2 == h && __atomic_load_n(&l, __ATOMIC_RELAXED) == f) {
+			sofv_spin_free = f;
+			sofv_spin_held = h;
+			sofv_spin_inline = true;
+		}
+	}
+	pthread_spin_destroy(&l);
+}
+
 /* ---- the local SGEs --------------------------------------------------------- */
 
 /* qp_lmr_get's miss: copy the MR lkey names from ctx->mrs into qp->lmr. */

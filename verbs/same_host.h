@@ -1,7 +1,8 @@
 /*
  * The same-host executor's interface to the rest of the send path: running
  * one send WQE (same_host.c), and completing one, which the error state
- * (qp_error.c) does too. complete_send runs per message: inline.
+ * (qp_error.c) does too. complete_send runs per message: inline. Also the
+ * data path's spin locks, taken inline (post.c, poll.c).
  */
 #ifndef SOFV_SAME_HOST_H
 #define SOFV_SAME_HOST_H
@@ -10,7 +11,54 @@
 
 #include "sof_wr.h"
 
+#include <pthread.h>
 #include <string.h>
+
+/* ---- the data path's spin locks ----------------------------------------------
+ * ibv_post_send, ibv_post_recv and ibv_poll_cq each take a pthread spin
+ * lock; the C library's is one locked instruction behind a call through
+ * the PLT, both ways. These take and release the same pthread_spinlock_t
+ * inline, by the C library's own protocol, learned once at load time
+ * (same_host.c sofv_spin_probe): the value pthread_spin_init leaves is
+ * "free", the one pthread_spin_trylock leaves is "held", and
+ * pthread_spin_unlock stores "free" again. Taking is a CAS free -> held,
+ * releasing a store of free: a thread that holds the lock by the library's
+ * call (qp.c, progress.c, poll.c's trylock) and one that holds it by these
+ * exclude each other, since the library's own lock call also succeeds only
+ * on a free value and leaves some other one while held (glibc x86-64:
+ * 1 free, <= 0 held; glibc's generic code and musl: 0 free). Where the
+ * probe sees anything else, the calls are used. */
+extern int sofv_spin_free, sofv_spin_held;
+extern bool sofv_spin_inline;
+
+static inline __attribute__((always_inline)) void sofv_spin_lock(pthread_spinlock_t *l)
+{
+	if (!sofv_spin_inline) {
+		pthread_spin_lock(l);
+		return;
+	}
+	for (;;) {
+		int f = sofv_spin_free;
+
+		if (__atomic_compare_exchange_n(l, &f, sofv_spin_held, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return;
+		while (__atomic_load_n(l, __ATOMIC_RELAXED) != sofv_spin_free) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+		}
+	}
+}
+
+static inline __attribute__((always_inline)) void sofv_spin_unlock(pthread_spinlock_t *l)
+{
+	if (!sofv_spin_inline) {
+		pthread_spin_unlock(l);
+		return;
+	}
+	__atomic_store_n(l, sofv_spin_free, __ATOMIC_RELEASE);
+}
 
 enum exec_res {
 	EXEC_DONE, /* completed (successfully or not) */

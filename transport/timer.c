@@ -1,12 +1,9 @@
 /*
  * The transport timers: one timerfd serves every QP's retransmission,
  * early go-back, RNR and rate-limit deadlines (requester.c sets them). QPs with a
- * deadline are on tp.timers; the timer is armed for the earliest. A
- * tail-loss probe that a stalled process finds long overdue waits once more.
+ * deadline are on tp.timers; the timer is armed for the earliest.
  */
 #include "tport.h"
-
-#include "sof_wr.h"
 
 #include <sys/timerfd.h>
 #include <time.h>
@@ -60,14 +57,6 @@ void tp_timer_update(void)
 	timerfd_settime(tp.timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
-/* A tail-loss probe found due this much after its time: this process was
- * off its CPU (a loaded machine), so it cannot tell a lost packet from a
- * peer the machine kept off its CPU as well, whose ACK comes once it
- * runs; the probe waits one more deadline from now (sack.c) instead of
- * resending at once. The transport timer is left as it is, and when it
- * is due the probe goes (requester.c): a lost tail is still found. */
-#define TIMER_LATE_NS 1000000u
-
 void tp_timer_fired(void)
 {
 	uint64_t now = sof_now_ns(), exp;
@@ -78,15 +67,7 @@ void tp_timer_fired(void)
 	}
 	tp.timer_armed_ns = 0;
 	for (l = tp.timers.next; l != &tp.timers; l = next) {
-		struct sof_tqp *t = sof_container_of(l, struct sof_tqp, timer_link);
-
 		next = l->next;
-		if (t->sack_ok && t->probe_ns && now > t->probe_ns + TIMER_LATE_NS &&
-		    (!t->timer_ns || now < t->timer_ns)) {
-			tp_trace("qp %06x probe late by %llu us: deferred", t->qp->qpn,
-				 (unsigned long long)(now - t->probe_ns) / 1000);
-			t->probe_ns = tp_sack_probe_ns(t, now, sof_ack_timeout_ns(t->timeout));
-		}
-		tp_req_timer(t, now);
+		tp_req_timer(sof_container_of(l, struct sof_tqp, timer_link), now);
 	}
 }

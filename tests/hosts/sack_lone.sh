@@ -18,7 +18,8 @@
 # milliseconds at times: its ACK then comes past any deadline short
 # enough to find a lost tail, and draws a probe. With a deadline that
 # does not cover the ACK hold, probes come by the dozen per 1000
-# messages and by the hundred per iperf3 run.
+# ibv_rc_pingpong round trips and by the hundred per iperf3 run
+# (bench/results/2026-11-26-tlphold.md).
 # Needs root (ip netns); tests/run.sh runs it with the hosts tests.
 # Usage: tests/hosts/sack_lone.sh
 set -u
@@ -27,7 +28,7 @@ set -u
 sof_init
 
 PORT=19780
-LONE_MAX_PROBES=${LONE_MAX_PROBES:-30}
+LONE_MAX_PROBES=${LONE_MAX_PROBES:-20}
 LONE_MAX_PROBES_RS=${LONE_MAX_PROBES_RS:-60}
 
 # probes_check NAME MAX: the probes of both hosts between snap0 and snap1

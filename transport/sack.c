@@ -115,7 +115,15 @@ uint64_t tp_rtt_sample(struct sof_tqp *t, uint64_t rtt)
 			 (unsigned long long)rtt, (unsigned long long)cap);
 		rtt = cap;
 	}
-	t->srtt_ns = t->srtt_ns ? t->srtt_ns - t->srtt_ns / 8 + rtt / 8 : rtt;
+	if (t->srtt_ns) {
+		uint64_t dev = rtt > t->srtt_ns ? rtt - t->srtt_ns : t->srtt_ns - rtt;
+
+		t->rttvar_ns = t->rttvar_ns - t->rttvar_ns / 4 + dev / 4;
+		t->srtt_ns = t->srtt_ns - t->srtt_ns / 8 + rtt / 8;
+	} else {
+		t->srtt_ns = rtt;
+		t->rttvar_ns = rtt / 2;
+	}
 	return rtt;
 }
 
@@ -337,9 +345,22 @@ bool tp_sack_window_open(const struct sof_tqp *t)
  * a probe, not a local ACK timeout. A round trip inflated by a loaded
  * machine (or a probe backed off far) is capped at a quarter of the
  * transport timeout, so probes still come before it. A probe resends one
- * packet, so a late ACK costs little. */
+ * packet, so a late ACK costs little.
+ * When what is in flight is all the requester has to send (a lone message,
+ * the end of a burst), the responder may hold its ACK for its owner's next
+ * post (IBA 9.7.5.1.1 lets it coalesce ACKs; verbs/tp_wake.c bounds the
+ * hold, but a progress thread woken on a busy CPU ends it later): the
+ * probe then waits that much more, as TCP's adds the delayed-ACK time
+ * when one segment is in flight (RFC 8985 7.2: PTO = 2 SRTT + WCDelAckT).
+ * A packet with more behind it needs no such wait: the ACKs of what
+ * follows come without a hold. That wait is four mean deviations of the
+ * round trip when longer (RFC 6298's RTO margin): a lone message's ACK
+ * comes with its peer's answer, and on a loaded machine the peer's
+ * process is off its CPU for milliseconds at times; the deviation grows
+ * with such stalls and shrinks back once they stop. */
 #define TLP_MIN_NS 200000u
 #define TLP_FRESH_NS 1000000u
+#define TLP_ACK_DELAY_NS 1000000u
 
 uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 {
@@ -352,6 +373,8 @@ uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 	}
 	if (p < TLP_MIN_NS)
 		p = TLP_MIN_NS;
+	if (t->wq_send == t->wq_tail)
+		p += 4 * t->rttvar_ns > TLP_ACK_DELAY_NS ? 4 * t->rttvar_ns : TLP_ACK_DELAY_NS;
 	p <<= t->sack_tlps < 6 ? t->sack_tlps : 6;
 	if (to && p > to / 4)
 		p = to / 4;

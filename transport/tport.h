@@ -188,9 +188,10 @@ struct sof_tqp {
 	/* round-trip time: one packet sent for the first time is timed to
 	 * the ACK that covers it (none across a go-back: Karn's rule) */
 	uint32_t rtt_psn;
-	uint64_t rtt_ns;  /* when rtt_psn left, 0: none timed */
-	uint64_t srtt_ns; /* smoothed (1/8 per sample), 0: none yet */
-	uint64_t mrtt_ns; /* the least, drifting up by 1/64 of each larger sample */
+	uint64_t rtt_ns;    /* when rtt_psn left, 0: none timed */
+	uint64_t srtt_ns;   /* smoothed (1/8 per sample), 0: none yet */
+	uint64_t rttvar_ns; /* its mean deviation (1/4 per sample, RFC 6298) */
+	uint64_t mrtt_ns;   /* the least, drifting up by 1/64 of each larger sample */
 
 	/* responder (responder.c) */
 	uint32_t epsn;	  /* expected PSN */

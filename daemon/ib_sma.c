@@ -95,6 +95,11 @@ static void counters_sync(void)
 	c->uni_xmit_pkts += t->xmit_pkts - o->xmit_pkts;
 	c->uni_rcv_pkts += t->rcv_pkts - o->rcv_pkts;
 	c->rcv_errors += (uint32_t)(t->rcv_errors - o->rcv_errors);
+	c->local_phys_errors += (uint32_t)(t->drops[IB_DROP_VCRC] - o->drops[IB_DROP_VCRC] +
+					   t->drops[IB_DROP_ICRC] - o->drops[IB_DROP_ICRC]);
+	c->malformed_pkt_errors += (uint32_t)(t->rcv_errors - o->rcv_errors) -
+				   (uint32_t)(t->drops[IB_DROP_VCRC] - o->drops[IB_DROP_VCRC] +
+					      t->drops[IB_DROP_ICRC] - o->drops[IB_DROP_ICRC]);
 	c->xmit_discards += (uint32_t)(t->xmit_discards - o->xmit_discards);
 	c->vl15_dropped += (uint32_t)(t->vl15_dropped - o->vl15_dropped);
 	c->link_downed += (uint32_t)(t->link_downed - o->link_downed);
@@ -103,18 +108,26 @@ static void counters_sync(void)
 	*o = *t;
 }
 
-/* sofd_mad_smi_ops.gsi_local: the HCA's PMA (IBA 16.1) on QP1 of this
- * port, which answers PerfMgt before any agent as an HCA's firmware does. */
-static bool gsi_local(uint8_t *mad, const struct sofd_mad_addr *from)
+/* sofd_mad_smi_ops.gsi_local: the HCA's PMA (IBA 16.1) and congestion
+ * control agent (annex A10) on QP1 of this port, which answer before any
+ * program's agent as an HCA's firmware does. */
+static int gsi_local(uint8_t *mad, const struct sofd_mad_addr *from)
 {
 	(void)from;
-	if (!sma.node || mad[1] != SOF_MCLASS_PERF || (mad[3] & SOF_METHOD_RESP_BIT))
-		return false;
+	if (!sma.node || (mad[1] != SOF_MCLASS_PERF && mad[1] != SOF_MCLASS_CC) ||
+	    (mad[3] & SOF_METHOD_RESP_BIT))
+		return 0;
 	counters_sync();
-	if (sof_pma_process(sma.node, 1, mad, SOF_SMP_LEN) != SOF_SMA_REPLY)
-		return false;
-	sma.pmas++;
-	return true;
+	sma.node->now_ms = sof_now_ns() / 1000000u;
+	switch (sof_gsi_agent_process(sma.node, 1, mad, SOF_SMP_LEN)) {
+	case SOF_SMA_REPLY:
+		sma.pmas++;
+		return 1;
+	case SOF_SMA_PASS:
+		return 0;
+	default:
+		return -1;
+	}
 }
 
 /* The model's port 1 after the port changed (the link, ASSIGN). */

@@ -192,6 +192,10 @@ void fab_run(struct fabric *f)
 			 * integrity error; PortRcvErrors */
 			f->st.bad[bad]++;
 			mp->cnt.rcv_errors++;
+			if (bad == FAB_BAD_VCRC)
+				mp->cnt.local_phys_errors++;
+			else
+				mp->cnt.malformed_pkt_errors++;
 		} else {
 			sof_port_count_rcv(mp, (uint32_t)(q->len - FAB_VCRC_LEN),
 					   l.dlid >= SOF_LID_MCAST_BASE && l.dlid != 0xffff);
@@ -249,6 +253,7 @@ void fab_xmit(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, s
 	if (!fab_link_up(n, port) || (!vl15 && mp->state != SOF_PORT_ACTIVE)) {
 		f->st.port_down++;
 		mp->cnt.xmit_discards++;
+		mp->cnt.inactive_discards++;
 		return;
 	}
 	if (!vl15 && n->m->type == SOF_NODE_SWITCH && mp->pe_outbound) {

@@ -164,7 +164,8 @@ static void smi_input(struct fabric *f, struct fab_node *n, unsigned in_port, co
 	}
 }
 
-/* a GMP for this node's QP1: the PMA answers; no other class is served */
+/* a GMP for this node's QP1: the PMA and the congestion control agent
+ * answer (sof_gsi_agent_process); other classes go to an ibsim client */
 static void gsi_input(struct fabric *f, struct fab_node *n, unsigned in_port, const uint8_t *p,
 		      size_t len, const struct ib_lrh *l)
 {
@@ -192,19 +193,18 @@ static void gsi_input(struct fabric *f, struct fab_node *n, unsigned in_port, co
 		f->st.mad_drop++;
 		return;
 	}
-	if ((u.mad[1] != SOF_MCLASS_PERF || (u.mad[3] & SOF_METHOD_RESP_BIT)) &&
-	    n->m->type != SOF_NODE_SWITCH) {
-		/* not for the PMA: a program on this HCA may take it */
-		if (!fab_sim_deliver(f, n, l->slid, u.dqp, u.sqp, u.mad))
+	memcpy(mad, u.mad, 256);
+	n->m->now_ms = fab_now() / 1000000u;
+	switch (sof_gsi_agent_process(n->m, in_port, mad, 256)) {
+	case SOF_SMA_REPLY:
+		break;
+	case SOF_SMA_PASS:
+		/* not for the node's agents: a program on this HCA may take it */
+		if (n->m->type == SOF_NODE_SWITCH ||
+		    !fab_sim_deliver(f, n, l->slid, u.dqp, u.sqp, u.mad))
 			f->st.mad_drop++;
 		return;
-	}
-	if (u.mad[1] != SOF_MCLASS_PERF) {
-		f->st.mad_drop++;
-		return;
-	}
-	memcpy(mad, u.mad, 256);
-	if (sof_pma_process(n->m, in_port, mad, 256) != SOF_SMA_REPLY) {
+	default:
 		f->st.mad_drop++;
 		return;
 	}
@@ -220,6 +220,7 @@ static void forward_unicast(struct fabric *f, struct fab_node *n, unsigned in_po
 	if (out > n->m->nports) {
 		/* no entry: a switch relay error of the receiving port */
 		n->m->port[in_port].cnt.rcv_switch_relay_errors++;
+		n->m->port[in_port].cnt.dlid_map_errors++;
 		f->st.no_route++;
 		return;
 	}
@@ -243,6 +244,7 @@ static void forward_mcast(struct fabric *f, struct fab_node *n, unsigned in_port
 
 	if (idx >= s->mft_cap) {
 		n->m->port[in_port].cnt.rcv_switch_relay_errors++;
+		n->m->port[in_port].cnt.dlid_map_errors++;
 		f->st.no_route++;
 		return;
 	}

@@ -322,13 +322,23 @@ bool fab_sim_input(struct fabric *f, struct fab_sim_client *c)
 			return true;
 		}
 	} else if (dlid == own || dlid == 0xffff) {
-		/* for this node itself: its SMA / PMA, or another client */
-		if (dqp == 0)
+		/* for this node itself: its SMA, PMA, congestion control
+		 * agent, or another client */
+		if (dqp == 0) {
 			fab_node_local_smp(f, n, req.mad, true, own);
-		else if (!(req.mad[1] == SOF_MCLASS_PERF && !(req.mad[3] & SOF_METHOD_RESP_BIT)))
+			return true;
+		}
+		n->m->now_ms = fab_now() / 1000000u;
+		switch (sof_gsi_agent_process(n->m, 1, req.mad, 256)) {
+		case SOF_SMA_PASS:
 			fab_sim_deliver(f, n, own, dqp, sqp, req.mad);
-		else if (sof_pma_process(n->m, 1, req.mad, 256) == SOF_SMA_REPLY)
+			break;
+		case SOF_SMA_REPLY:
 			fab_sim_deliver(f, n, own, sqp, 1, req.mad);
+			break;
+		default:
+			break;
+		}
 		return true;
 	}
 	fab_mad_pkt(pkt, dlid, slid, 0, 0xffff, dqp, sqp, dqp ? FAB_GSI_QKEY : 0, req.mad);

@@ -595,12 +595,19 @@ static void dispatch(uint8_t qpn, const uint8_t *mad, const struct sofd_mad_addr
 		sofd_mad_deliver(a, mad, SOF_MAD_LEN, from);
 		return;
 	}
-	/* the HCA's own agents first (its PMA), as the kernel's process_mad */
+	/* the HCA's own agents first (its PMA, congestion control), as the
+	 * kernel's process_mad */
 	if (qpn == SOF_MAD_QP1 && from->ib && smi && smi->gsi_local) {
 		uint8_t r[SOF_MAD_LEN];
+		int rc;
 
 		memcpy(r, mad, SOF_MAD_LEN);
-		if (smi->gsi_local(r, from)) {
+		rc = smi->gsi_local(r, from);
+		if (rc < 0) {
+			tp_drop_add(SOF_DROP_mad);
+			return;
+		}
+		if (rc > 0) {
 			tp_count_add(SOF_CNT_mad_rx, 1);
 			(void)sofd_mad_send(from, r);
 			return;

@@ -179,8 +179,10 @@ struct sofd_mad_smi_ops {
 	int (*send)(const struct sofd_mad_addr *to, const uint8_t *smp);
 	/* A GSI request that reached QP1 of the InfiniBand port, offered to
 	 * the port's own agents before libibumad's (the kernel's process_mad:
-	 * the HCA's PMA): true when mad now holds the response to send back. */
-	bool (*gsi_local)(uint8_t *mad, const struct sofd_mad_addr *from);
+	 * the HCA's PMA and congestion control agent): > 0 when mad now holds
+	 * the response to send back, < 0 when the agent dropped it (a CC_Key
+	 * violation: no response, IBA A10.4.1.1), 0 when it is not theirs. */
+	int (*gsi_local)(uint8_t *mad, const struct sofd_mad_addr *from);
 };
 void sofd_mad_smi_attach(const struct sofd_mad_smi_ops *ops);
 void sofd_mad_smi_input(const uint8_t *smp, uint32_t len, const struct sofd_mad_addr *from);

@@ -1,8 +1,9 @@
 /*
  * The performance management agent (IBA 16.1) over the node model of
- * mad/smp.h: ClassPortInfo, PortCounters (32-bit, saturating) and
- * PortCountersExtended (64-bit data and packets), Get, and Set to reset
- * the counters CounterSelect names. The counters are the ports' own,
+ * mad/smp.h: ClassPortInfo, PortCounters (32-bit, saturating),
+ * PortCountersExtended (64-bit data and packets), PortRcvErrorDetails and
+ * PortXmitDiscardDetails (16-bit, saturating), Get, and Set to reset the
+ * counters CounterSelect names. The counters are the ports' own,
  * counted by whoever moves the packets (sof_port_count_xmit/_rcv). Pure.
  */
 #include "smp.h"
@@ -40,6 +41,10 @@ static void sum(struct sof_port_counters *t, const struct sof_port_counters *c)
 	t->excessive_buffer_overruns += c->excessive_buffer_overruns;
 	t->vl15_dropped += c->vl15_dropped;
 	t->xmit_wait += c->xmit_wait;
+	t->local_phys_errors += c->local_phys_errors;
+	t->malformed_pkt_errors += c->malformed_pkt_errors;
+	t->dlid_map_errors += c->dlid_map_errors;
+	t->inactive_discards += c->inactive_discards;
 }
 
 /* IBA 16.1.3.5 PortCounters: CounterSelect bit i resets field i */
@@ -102,6 +107,27 @@ static void reset_ext(struct sof_port_counters *c, uint16_t sel)
 		c->mc_rcv_pkts = 0;
 }
 
+/* IBA 16.1.4.1 PortRcvErrorDetails: CounterSelect bits 0..5, of which
+ * local physical (0), malformed packet (1) and DLID mapping (3) errors
+ * happen here; buffer overrun, VL mapping and looping errors cannot */
+static void reset_rcv_err(struct sof_port_counters *c, uint16_t sel)
+{
+	if (sel & 0x01)
+		c->local_phys_errors = 0;
+	if (sel & 0x02)
+		c->malformed_pkt_errors = 0;
+	if (sel & 0x08)
+		c->dlid_map_errors = 0;
+}
+
+/* IBA 16.1.4.2 PortXmitDiscardDetails: bit 0 inactive discards; neighbor
+ * MTU and lifetime discards (bits 1..3) cannot happen here */
+static void reset_xmit_disc(struct sof_port_counters *c, uint16_t sel)
+{
+	if (sel & 0x01)
+		c->inactive_discards = 0;
+}
+
 static void put_basic(uint8_t *d, const struct sof_port_counters *c)
 {
 	sof_put16(d + 4, (uint16_t)sat(c->symbol_errors, 0xffff));
@@ -135,7 +161,48 @@ static void put_ext(uint8_t *d, const struct sof_port_counters *c)
 	sof_put64(d + 64, c->mc_rcv_pkts);
 }
 
-static uint16_t counters(struct sof_node *n, unsigned in_port, bool set, bool ext, uint8_t *d)
+enum pma_set { PMA_BASIC, PMA_EXT, PMA_RCV_ERR, PMA_XMIT_DISC };
+
+static void reset(struct sof_port_counters *c, enum pma_set which, uint16_t csel)
+{
+	switch (which) {
+	case PMA_BASIC:
+		reset_basic(c, csel);
+		break;
+	case PMA_EXT:
+		reset_ext(c, csel);
+		break;
+	case PMA_RCV_ERR:
+		reset_rcv_err(c, csel);
+		break;
+	case PMA_XMIT_DISC:
+		reset_xmit_disc(c, csel);
+		break;
+	}
+}
+
+static void put(uint8_t *d, enum pma_set which, const struct sof_port_counters *c)
+{
+	switch (which) {
+	case PMA_BASIC:
+		put_basic(d, c);
+		break;
+	case PMA_EXT:
+		put_ext(d, c);
+		break;
+	case PMA_RCV_ERR:
+		sof_put16(d + 4, (uint16_t)sat(c->local_phys_errors, 0xffff));
+		sof_put16(d + 6, (uint16_t)sat(c->malformed_pkt_errors, 0xffff));
+		sof_put16(d + 10, (uint16_t)sat(c->dlid_map_errors, 0xffff));
+		break;
+	case PMA_XMIT_DISC:
+		sof_put16(d + 4, (uint16_t)sat(c->inactive_discards, 0xffff));
+		break;
+	}
+}
+
+static uint16_t counters(struct sof_node *n, unsigned in_port, bool set, enum pma_set which,
+			 uint8_t *d)
 {
 	unsigned sel = d[1], first, last, i;
 	uint16_t csel = sof_get16(d + 2);
@@ -155,19 +222,12 @@ static uint16_t counters(struct sof_node *n, unsigned in_port, bool set, bool ex
 	for (i = first; i <= last; i++) {
 		struct sof_port_counters *c = &n->port[i].cnt;
 
-		if (set) {
-			if (ext)
-				reset_ext(c, csel);
-			else
-				reset_basic(c, csel);
-		}
+		if (set)
+			reset(c, which, csel);
 		sum(&total, c);
 	}
 	memset(d + 4, 0, 192 - 4);
-	if (ext)
-		put_ext(d, &total);
-	else
-		put_basic(d, &total);
+	put(d, which, &total);
 	return SOF_STATUS_OK;
 }
 
@@ -220,9 +280,13 @@ enum sof_sma_result sof_pma_process(struct sof_node *n, unsigned in_port, uint8_
 	else if (attr == SOF_ATTR_CLASS_PORT_INFO)
 		status = class_port_info(set, d);
 	else if (attr == SOF_ATTR_PORT_COUNTERS)
-		status = counters(n, in_port, set, false, d);
+		status = counters(n, in_port, set, PMA_BASIC, d);
 	else if (attr == SOF_ATTR_PORT_COUNTERS_EXT)
-		status = counters(n, in_port, set, true, d);
+		status = counters(n, in_port, set, PMA_EXT, d);
+	else if (attr == SOF_ATTR_PORT_RCV_ERR_DETAILS)
+		status = counters(n, in_port, set, PMA_RCV_ERR, d);
+	else if (attr == SOF_ATTR_PORT_XMIT_DISC_DETAILS)
+		status = counters(n, in_port, set, PMA_XMIT_DISC, d);
 	else
 		status = SOF_STATUS_BAD_ATTR;
 	mad[3] = SOF_METHOD_GET_RESP;

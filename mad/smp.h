@@ -7,7 +7,8 @@
  * arbitration, GUIDInfo, the switch's forwarding tables and SwitchInfo,
  * SMInfo, port counters), and pure functions over that model: the
  * directed-route step of IBA 14.2.2 (sof_smp_dr_step), the SMA
- * (sof_sma_process, mad/sma.c and mad/sma_port.c) and the PMA (sof_pma_process, mad/pma.c).
+ * (sof_sma_process, mad/sma.c and mad/sma_port.c), the PMA (sof_pma_process,
+ * mad/pma.c) and the congestion control agent (sof_cc_process, mad/cc.c).
  *
  * Nothing here does I/O or keeps global state, so both the daemon's
  * InfiniBand port and the fabric process (fabric/) answer from the same
@@ -33,6 +34,7 @@
 #define SOF_MCLASS_SMP_LID 0x01
 #define SOF_MCLASS_SMP_DR 0x81
 #define SOF_MCLASS_PERF 0x04
+#define SOF_MCLASS_CC 0x21 /* congestion control (IBA annex A10) */
 
 /* Methods (IBA 13.4.5) */
 #define SOF_METHOD_GET 0x01
@@ -88,6 +90,8 @@
 #define SOF_ATTR_SM_INFO 0x0020
 #define SOF_ATTR_PORT_COUNTERS 0x0012
 #define SOF_ATTR_PORT_COUNTERS_EXT 0x001d
+#define SOF_ATTR_PORT_RCV_ERR_DETAILS 0x0015
+#define SOF_ATTR_PORT_XMIT_DISC_DETAILS 0x0016
 
 /* Traps the SMA sends (IBA 14.2.5.1, table 147) */
 #define SOF_TRAP_LINK_STATE 128 /* a switch port's link state changed */
@@ -149,6 +153,10 @@ struct sof_port_counters {
 	uint32_t xmit_discards, xmit_constraint_errors, rcv_constraint_errors;
 	uint32_t local_link_integrity_errors, excessive_buffer_overruns;
 	uint32_t vl15_dropped, xmit_wait;
+	/* the details (IBA 16.1.4.1-2): PortRcvErrorDetails of rcv_errors and
+	 * rcv_switch_relay_errors, PortXmitDiscardDetails of xmit_discards */
+	uint32_t local_phys_errors, malformed_pkt_errors, dlid_map_errors;
+	uint32_t inactive_discards;
 };
 
 /* One port. For a switch, port 0 is the management port: its LID, LMC,
@@ -188,6 +196,7 @@ struct sof_port {
 	 * high 32-63, 32 entries of (VL, weight) each (IBA 14.2.5.9) */
 	uint8_t vlarb[4][64];
 	struct sof_port_counters cnt;
+	uint32_t cc_setting; /* a switch port's SwitchPortCongestionSetting */
 };
 
 /* SwitchInfo (IBA 14.2.5.4) and the forwarding tables */
@@ -235,6 +244,16 @@ struct sof_mkey_bad {
 	uint8_t rpath[30];
 };
 
+/* What a congestion control manager set (IBA A10.4.3; mad/cc.c) */
+struct sof_cc {
+	uint64_t key; /* CC_Key (A10.4.1); 0 checks nothing */
+	uint16_t lease, violations;
+	bool protect;
+	uint8_t sw_setting[76];		/* a switch's SwitchCongestionSetting */
+	uint8_t ca_setting[4 + 16 * 8]; /* a CA's CACongestionSetting */
+	uint8_t cct[4 + 64 * 2];	/* a CA's CongestionControlTable block 0 */
+};
+
 struct sof_node {
 	uint8_t type; /* enum sof_node_type */
 	uint8_t nports;
@@ -251,6 +270,7 @@ struct sof_node {
 	 * M_Key lease, IBA 14.2.4.2); left 0, a lease never runs out */
 	uint64_t now_ms;
 	struct sof_mkey_bad mkey_bad;
+	struct sof_cc cc;
 	struct sof_port port[]; /* 0..nports; a CA's port 0 is unused */
 };
 
@@ -336,6 +356,15 @@ void sof_sma_trap(const struct sof_node *n, unsigned port, uint16_t trap, uint64
 /* The PMA (mad/pma.c): ClassPortInfo, PortCounters, PortCountersExtended
  * (Get; Set resets the selected counters). Same results as the SMA. */
 enum sof_sma_result sof_pma_process(struct sof_node *n, unsigned in_port, uint8_t *mad, size_t len);
+/* The congestion control agent (IBA annex A10, mad/cc.c): REPLY with the
+ * GetResp in mad, or DROP (counted; a CC_Key violation counts in
+ * n->cc.violations too). */
+enum sof_sma_result sof_cc_process(struct sof_node *n, uint8_t *mad, size_t len);
+/* A GMP for the node's QP1 to its agents, as an HCA's firmware answers
+ * them: PerfMgt and congestion control requests; PASS for any other
+ * class and for responses (a program or the SM may take those). */
+enum sof_sma_result sof_gsi_agent_process(struct sof_node *n, unsigned in_port, uint8_t *mad,
+					  size_t len);
 
 /* Build the header of an SMP request (both kinds; hop count 0 and the
  * paths empty for DR: the caller fills them). */

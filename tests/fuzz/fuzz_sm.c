@@ -28,7 +28,7 @@
  * answers.
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
- * FUZZ_SOURCES: tests/fuzz/fuzz_sm.c sm/discover.c sm/lid.c sm/route.c sm/program.c sm/partition.c sm/mcast.c sm/mkey.c sm/subnet.c mad/sma.c mad/sma_port.c mad/pma.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_sm.c sm/discover.c sm/lid.c sm/route.c sm/program.c sm/partition.c sm/mcast.c sm/mkey.c sm/subnet.c mad/sma.c mad/sma_port.c mad/pma.c mad/cc.c
  * FUZZ_INCLUDES: sm mad common
  */
 #include <errno.h>

@@ -1,7 +1,8 @@
 /*
- * libFuzzer target: subnet management and performance MADs from the wire
- * against the node model (mad/smp.h): the directed-route step, the SMA
- * and the PMA, on a fresh HCA or switch per input.
+ * libFuzzer target: subnet management, performance and congestion control
+ * MADs from the wire against the node model (mad/smp.h): the
+ * directed-route step, the SMA, the PMA and the CC agent, on a fresh HCA
+ * or switch per input.
  *
  * Input: byte 0 picks the node and the M_Key set-up (bit 0 switch, bit 1
  * an M_Key with protection level from bits 2-3, bit 4 a lease of 2 s
@@ -16,10 +17,12 @@
  *     count and TID unchanged, and its own directed step is defined;
  *   - a Set with a wrong M_Key changes nothing in the model (unless the
  *     lease ran out: then it passes and the protection bits are 0);
+ *   - a congestion control MAD (bit 1 of byte 0 also sets a protected
+ *     CC_Key) with a wrong key changes nothing but the violations;
  *   - the model stays valid: states, LMC, MTU and VLs within their caps.
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
- * FUZZ_SOURCES: tests/fuzz/fuzz_smp.c mad/sma.c mad/sma_port.c mad/pma.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_smp.c mad/sma.c mad/sma_port.c mad/pma.c mad/cc.c
  * FUZZ_INCLUDES: mad common
  * FUZZ_SECS: 4
  */
@@ -134,6 +137,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (a != SOF_DR_LOCAL)
 		goto out;
 
+	if (len >= 2 && mad[1] == SOF_MCLASS_CC) {
+		struct sof_cc cc_before;
+
+		if (data[0] & 2) {
+			n->cc.key = MKEY;
+			n->cc.protect = true;
+		}
+		cc_before = n->cc;
+		before = drops(n);
+		r = sof_gsi_agent_process(n, in_port, mad, len);
+		if (r == SOF_SMA_PASS)
+			goto out;
+		if ((r == SOF_SMA_DROP) != (drops(n) == before + 1))
+			FAIL("cc %d: drops not counted once", r);
+		if (r == SOF_SMA_REPLY && mad[3] != SOF_METHOD_GET_RESP)
+			FAIL("cc reply method 0x%x", mad[3]);
+		if ((data[0] & 2) && len == SOF_SMP_LEN && mad[0] == 1 &&
+		    sof_get64(data + 3 + 24) != MKEY) {
+			cc_before.violations = n->cc.violations;
+			if (r != SOF_SMA_DROP || memcmp(&cc_before, &n->cc, sizeof(cc_before)))
+				FAIL("a CC MAD with a wrong CC_Key was taken (%d)", r);
+		}
+		goto out;
+	}
 	if (len >= 2 && mad[1] == SOF_MCLASS_PERF) {
 		before = drops(n);
 		r = sof_pma_process(n, in_port, mad, len);

@@ -23,6 +23,9 @@
 #                counters too; `perfquery -R` resets them (after: below
 #                what one query moves)
 #   ibqueryerrors  every node checked, no PMA query failure, no error
+#   ibccquery    the congestion control agent of an HCA (c's daemon, QP1):
+#                CACongestionSetting set by ibccconfig from b reads back;
+#                perfquery -E answers from c's PMA
 #   events       ibv_asyncwatch -d sofib0 in b, started before OpenSM:
 #                LID_CHANGE, SM_CHANGE, then PORT_ACTIVE (once); one on
 #                sof0 sees none; after b's link is cut, PORT_ERR
@@ -285,6 +288,19 @@ if [ -n "$(pq "$p2" PortXmitData)" ] && [ "$(pq "$p2" PortXmitData)" -lt 1000 ] 
 	ok "ibfabric/$T: perfquery -R of c's port: PortXmitData $(pq "$p1" PortXmitData) -> $(pq "$p2" PortXmitData), extended $(pq "$x1" PortXmitData) -> $(pq "$x2" PortXmitData)"
 else
 	not_ok "ibfabric/$T: perfquery -R" "$(tr '\n' ' ' <"$p2" | cut -c1-900)"
+fi
+
+# the HCA's congestion control agent (IBA annex A10) and PMA details
+cs=$SOF_TMP/ccs
+sof_ibf_diag b "$SOF_TMP/ccset" ibccconfig -C sofib0 CACongestionSetting "$lc" 1 0x2 90 2 3 1
+sof_ibf_diag b "$cs" ibccquery -C sofib0 CACongestionSetting "$lc"
+sof_ibf_diag b "$SOF_TMP/rerr" perfquery -E -C sofib0 "$lc" 1
+if grep -q '^Port_Control:\.*0x0001$' "$cs" && grep -q '^Control_Map:\.*0x0002$' "$cs" &&
+	grep -A4 '^SL:\.*1$' "$cs" | tr '\n' ' ' | grep -q 'CCTI_Timer:\.*90 CCTI_Increase:\.*2 ' &&
+	grep -q '^PortMalformedPktErrors:\.*0$' "$SOF_TMP/rerr"; then
+	ok "ibfabric/$T: ibccconfig / ibccquery CACongestionSetting of c's HCA from b (its daemon's CC agent), perfquery -E of c's port"
+else
+	not_ok "ibfabric/$T: HCA congestion control" "$(tr '\n' ' ' <"$cs" | cut -c1-300) $(tr '\n' ' ' <"$SOF_TMP/rerr" | cut -c1-300)"
 fi
 
 out=$SOF_TMP/ibqe

@@ -1,5 +1,6 @@
 /*
- * The SMA and PMA over the node model (mad/smp.h, mad/sma.c, mad/pma.c),
+ * The SMA, PMA and congestion control agent over the node model
+ * (mad/smp.h, mad/sma.c, mad/pma.c, mad/cc.c),
  * without a daemon: attributes at IBA's byte offsets, a directed-route
  * walk through a small fabric of models (H1 - S1 - H2) both ways, with a
  * LID-routed end and a LID-routed start, bad hop pointers and counts and
@@ -638,6 +639,167 @@ TEST(pma_counters)
 	fabric_free();
 }
 
+/* PortRcvErrorDetails / PortXmitDiscardDetails (IBA 16.1.4.1-2): the
+ * reasons behind PortRcvErrors, relay errors and PortXmitDiscards */
+TEST(pma_details)
+{
+	uint8_t mad[SOF_SMP_LEN];
+	const uint8_t *d = mad + SOF_PMA_OFF_DATA;
+
+	fabric_new();
+	s1->port[2].cnt.local_phys_errors = 3;
+	s1->port[2].cnt.malformed_pkt_errors = 5;
+	s1->port[3].cnt.dlid_map_errors = 0x12345; /* saturates at 16 bits */
+	s1->port[2].cnt.inactive_discards = 7;
+	pma_init(mad, SOF_METHOD_GET, SOF_ATTR_PORT_RCV_ERR_DETAILS, 2, 0);
+	CHECK_EQ(pma(s1, 1, mad), 0);
+	CHECK_EQ(sof_get16(d + 4), 3);
+	CHECK_EQ(sof_get16(d + 6), 5);
+	CHECK_EQ(sof_get16(d + 10), 0);
+	pma_init(mad, SOF_METHOD_GET, SOF_ATTR_PORT_RCV_ERR_DETAILS, 0xff, 0);
+	CHECK_EQ(pma(s1, 1, mad), 0);
+	CHECK_EQ(sof_get16(d + 10), 0xffff);
+	pma_init(mad, SOF_METHOD_GET, SOF_ATTR_PORT_XMIT_DISC_DETAILS, 2, 0);
+	CHECK_EQ(pma(s1, 1, mad), 0);
+	CHECK_EQ(sof_get16(d + 4), 7);
+	CHECK_EQ(sof_get16(d + 6), 0);
+	/* CounterSelect bit 1 resets the malformed packets only */
+	pma_init(mad, SOF_METHOD_SET, SOF_ATTR_PORT_RCV_ERR_DETAILS, 2, 0x0002);
+	CHECK_EQ(pma(s1, 1, mad), 0);
+	CHECK_EQ(sof_get16(d + 4), 3);
+	CHECK_EQ(sof_get16(d + 6), 0);
+	CHECK_EQ(s1->port[2].cnt.malformed_pkt_errors, 0);
+	pma_init(mad, SOF_METHOD_SET, SOF_ATTR_PORT_XMIT_DISC_DETAILS, 2, 0x0001);
+	CHECK_EQ(pma(s1, 1, mad), 0);
+	CHECK_EQ(s1->port[2].cnt.inactive_discards, 0);
+	fabric_free();
+}
+
+/* a congestion control MAD (IBA A10.4.1): class 0x21, version 2 */
+static void cc_init(uint8_t *mad, uint8_t method, uint16_t attr, uint32_t mod, uint64_t key)
+{
+	memset(mad, 0, SOF_SMP_LEN);
+	mad[0] = 1;
+	mad[1] = SOF_MCLASS_CC;
+	mad[2] = 2;
+	mad[3] = method;
+	sof_put16(mad + SOF_SMP_OFF_ATTR_ID, attr);
+	sof_put32(mad + SOF_SMP_OFF_ATTR_MOD, mod);
+	sof_put64(mad + 24, key);
+}
+
+static uint16_t cc(struct sof_node *n, uint8_t *mad)
+{
+	CHECK_EQ(sof_gsi_agent_process(n, 1, mad, SOF_SMP_LEN), SOF_SMA_REPLY);
+	CHECK_EQ(mad[3], SOF_METHOD_GET_RESP);
+	return status_of(mad);
+}
+
+TEST(cc_agent)
+{
+	uint8_t mad[SOF_SMP_LEN];
+	uint8_t *d = mad + 64;
+	unsigned i;
+
+	fabric_new();
+	/* CongestionInfo: a CA has one CCT block, a switch none */
+	cc_init(mad, SOF_METHOD_GET, 0x0011, 0, 0);
+	CHECK_EQ(cc(h1, mad), 0);
+	CHECK_EQ(d[2], 1);
+	cc_init(mad, SOF_METHOD_GET, 0x0011, 0, 0);
+	CHECK_EQ(cc(s1, mad), 0);
+	CHECK_EQ(d[2], 0);
+	/* SwitchCongestionSetting round trip; reserved bits dropped */
+	cc_init(mad, SOF_METHOD_SET, 0x0014, 0, 0);
+	sof_put32(d, 0x1f);
+	d[4 + 31] = 0x06; /* victim ports 1, 2 */
+	d[68] = 0xff;	  /* Threshold 0xf, reserved nibble */
+	d[69] = 8;
+	sof_put16(d + 74, 3);
+	CHECK_EQ(cc(s1, mad), 0);
+	cc_init(mad, SOF_METHOD_GET, 0x0014, 0, 0);
+	CHECK_EQ(cc(s1, mad), 0);
+	CHECK_EQ(sof_get32(d), 0x1f);
+	CHECK_EQ(d[35], 0x06);
+	CHECK_EQ(d[68], 0xf0);
+	CHECK_EQ(d[69], 8);
+	CHECK_EQ(sof_get16(d + 74), 3);
+	/* ... which a CA does not have */
+	cc_init(mad, SOF_METHOD_GET, 0x0014, 0, 0);
+	CHECK_EQ(cc(h1, mad), SOF_STATUS_BAD_ATTR);
+	/* SwitchPortCongestionSetting: port 3 of block 0; block 1 is past
+	 * the switch's ports */
+	cc_init(mad, SOF_METHOD_SET, 0x0015, 0, 0);
+	sof_put32(d + 12, 0x85060007);
+	CHECK_EQ(cc(s1, mad), 0);
+	CHECK_EQ(s1->port[3].cc_setting, 0x85060007);
+	cc_init(mad, SOF_METHOD_GET, 0x0015, 0, 0);
+	CHECK_EQ(cc(s1, mad), 0);
+	CHECK_EQ(sof_get32(d + 12), 0x85060007);
+	CHECK_EQ(sof_get32(d + 8), 0);
+	cc_init(mad, SOF_METHOD_GET, 0x0015, 1, 0);
+	CHECK_EQ(cc(s1, mad), SOF_STATUS_BAD_VALUE);
+	/* CACongestionSetting and the CCT's block 0 of a CA */
+	cc_init(mad, SOF_METHOD_SET, 0x0016, 0, 0);
+	sof_put16(d, 1);
+	sof_put16(d + 2, 0x3);
+	sof_put16(d + 4 + 8, 150); /* SL 1 CCTI_Timer */
+	d[4 + 8 + 2] = 1;
+	CHECK_EQ(cc(h1, mad), 0);
+	cc_init(mad, SOF_METHOD_GET, 0x0016, 0, 0);
+	CHECK_EQ(cc(h1, mad), 0);
+	CHECK_EQ(sof_get16(d + 2), 0x3);
+	CHECK_EQ(sof_get16(d + 12), 150);
+	CHECK_EQ(d[14], 1);
+	cc_init(mad, SOF_METHOD_SET, 0x0017, 0, 0);
+	sof_put16(d, 63);
+	for (i = 0; i < 64; i++)
+		sof_put16(d + 4 + 2 * i, (uint16_t)i);
+	CHECK_EQ(cc(h1, mad), 0);
+	cc_init(mad, SOF_METHOD_GET, 0x0017, 0, 0);
+	CHECK_EQ(cc(h1, mad), 0);
+	CHECK_EQ(sof_get16(d), 63);
+	CHECK_EQ(sof_get16(d + 4 + 2 * 63), 63);
+	cc_init(mad, SOF_METHOD_GET, 0x0017, 1, 0);
+	CHECK_EQ(cc(h1, mad), SOF_STATUS_BAD_VALUE);
+	/* CC_Key with protection: a Set or Get under another key is dropped
+	 * and counted; the right key passes */
+	cc_init(mad, SOF_METHOD_SET, 0x0012, 0, 0);
+	sof_put64(d, 0x1234);
+	d[8] = 0x80;
+	CHECK_EQ(cc(h1, mad), 0);
+	cc_init(mad, SOF_METHOD_GET, 0x0012, 0, 0);
+	CHECK_EQ(sof_gsi_agent_process(h1, 1, mad, SOF_SMP_LEN), SOF_SMA_DROP);
+	cc_init(mad, SOF_METHOD_SET, 0x0016, 0, 0x9999);
+	CHECK_EQ(sof_gsi_agent_process(h1, 1, mad, SOF_SMP_LEN), SOF_SMA_DROP);
+	cc_init(mad, SOF_METHOD_GET, 0x0012, 0, 0x1234);
+	CHECK_EQ(cc(h1, mad), 0);
+	CHECK_EQ(sof_get64(d), 0x1234);
+	CHECK_EQ(d[8], 0x80);
+	CHECK_EQ(sof_get16(d + 12), 2);
+	cc_init(mad, SOF_METHOD_GET, 0x0016, 0, 0x1234);
+	CHECK_EQ(cc(h1, mad), 0);
+	CHECK_EQ(sof_get16(d + 2), 0x3); /* the refused Set changed nothing */
+	/* the log is empty; class version 1, an unknown method or attribute
+	 * are answered with their status; a response passes to the caller */
+	cc_init(mad, SOF_METHOD_GET, 0x0013, 0, 0);
+	CHECK_EQ(cc(s1, mad), 0);
+	CHECK_EQ(mad[32], 1); /* LogType: switch */
+	cc_init(mad, SOF_METHOD_GET, 0x0018, 0, 0);
+	mad[2] = 1;
+	CHECK_EQ(cc(s1, mad), SOF_STATUS_BAD_VERSION);
+	cc_init(mad, 0x03, 0x0018, 0, 0);
+	CHECK_EQ(cc(s1, mad), SOF_STATUS_BAD_METHOD);
+	cc_init(mad, SOF_METHOD_GET, 0x0099, 0, 0);
+	CHECK_EQ(cc(s1, mad), SOF_STATUS_BAD_ATTR);
+	cc_init(mad, SOF_METHOD_GET_RESP, 0x0018, 0, 0);
+	CHECK_EQ(sof_gsi_agent_process(s1, 1, mad, SOF_SMP_LEN), SOF_SMA_PASS);
+	mad[1] = 0x0a; /* another class */
+	mad[3] = SOF_METHOD_GET;
+	CHECK_EQ(sof_gsi_agent_process(s1, 1, mad, SOF_SMP_LEN), SOF_SMA_PASS);
+	fabric_free();
+}
+
 TEST(trap_128)
 {
 	uint8_t mad[SOF_SMP_LEN];
@@ -672,6 +834,8 @@ int main(void)
 	RUN(mkey_protection);
 	RUN(tables_round_trip);
 	RUN(pma_counters);
+	RUN(pma_details);
+	RUN(cc_agent);
 	RUN(trap_128);
 	return test_summary();
 }

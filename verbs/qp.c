@@ -638,6 +638,13 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 
 	if (!ibqp || !attr)
 		return EINVAL;
+	/* the kernel's uverbs ignores (removes from the mask) the attributes
+	 * an XRC QP's half does not have: a responder's on an INI QP, a
+	 * requester's on a TGT QP; programs (perftest -c XRC) set them */
+	if (ibqp->qp_type == IBV_QPT_XRC_SEND)
+		attr_mask &= ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	else if (ibqp->qp_type == IBV_QPT_XRC_RECV)
+		attr_mask &= ~(IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY);
 	qp = to_sqp(ibqp);
 	s = to_sctx(ibqp->context);
 	pthread_spin_lock(&qp->sq_lock);

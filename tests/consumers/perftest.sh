@@ -12,7 +12,9 @@
 #     CMP_AND_SWAP without);
 #   every bw test also with --run_infinitely -D 1 bounded by `timeout 9`: it
 #     passes when the client printed at least 2 result lines, was stopped by
-#     the timeout (124) and printed no error.
+#     the timeout (124) and printed no error;
+#   UC and XRC (-c), 8 QPs with post lists, events with an SRQ, ODP, a
+#     bidirectional READ test with 8 outstanding.
 # A run passes when both processes exit with 0, the client printed its
 # result table (with -a: up to the 8388608-byte line) and no error text
 # (sof_perftest_verdict): that proves the programs run; perftest compares
@@ -86,5 +88,20 @@ pt 60 ib_atomic_bw -A FETCH_AND_ADD -n 5000 -x 0
 pt 60 ib_atomic_lat -A CMP_AND_SWAP -n 1000
 pt 60 ib_atomic_bw -A CMP_AND_SWAP -n 5000
 pt_inf ib_atomic_bw
+
+# the other transports and posting modes perftest offers: UC, XRC (whose
+# QPs get the other half's attributes in their masks, ignored as the
+# kernel's uverbs does), several QPs, post lists, events, SRQ, ODP,
+# bidirectional
+pt 60 ib_send_bw -c UC -n 200
+pt 60 ib_write_lat -c UC -n 200
+pt 60 ib_send_bw -c XRC -n 200
+pt 60 ib_write_bw -c XRC -n 200
+pt 60 ib_send_lat -c XRC -n 200
+pt 60 ib_atomic_bw -c XRC -n 200
+pt 60 ib_write_bw -q 8 -l 8 -n 400
+pt 60 ib_send_bw -e --use-srq -n 200
+pt 60 ib_send_bw --odp -n 200
+pt 60 ib_read_bw -b -o 8 -n 200
 
 sof_exit

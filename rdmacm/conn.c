@@ -57,8 +57,11 @@ static int fill_param(struct sofcm_id *idp, struct sof_cm_param *dst,
 		memcpy(dst->private_data, idp->connect, idp->connect_len);
 	if (src) {
 		dst->flow_control = src->flow_control;
-		dst->retry_count = src->retry_count;
-		dst->rnr_retry_count = src->rnr_retry_count;
+		/* 3-bit fields on the wire: the kernel's CMA takes
+		 * min(7, value) (7: RNR retries without end), it does not
+		 * cut the bits (fio asks for 10) */
+		dst->retry_count = src->retry_count > 7 ? 7 : src->retry_count;
+		dst->rnr_retry_count = src->rnr_retry_count > 7 ? 7 : src->rnr_retry_count;
 		if (src->private_data && src->private_data_len)
 			memcpy(dst->private_data + idp->connect_len, src->private_data,
 			       src->private_data_len);

@@ -26,6 +26,12 @@
 #                        -T OPT, 500 messages of 1000 B; with -T e every
 #                        one echoed (1k transfers), else the server counts
 #                        at least one
+#   sof_dropin_fio NAME SRV CLI TARGET VERB   fio's rdma engine (Debian's
+#                        fio): a receiver (rw=read) in SRV, a client in CLI
+#                        moving 64 MiB in 64 KiB blocks by RDMA VERB (write
+#                        or read); ok when both exit 0 with err=0 and the
+#                        client counts all 64 MiB (fio checks no data:
+#                        data_stream does, elsewhere)
 #   sof_dropin_pyverbs NAME SRV CLI   tests/pyverbs_check.py: local in one
 #                        process when SRV and CLI are both "", else server
 #                        in SRV and client in CLI (each on the GID of its
@@ -130,6 +136,29 @@ sof_dropin_rcopy() {
 	sof_dump "$(sof_out "$name.cli")"
 	sof_dump "$(sof_out "$name.srv")"
 	rm -rf "$dir"
+	return 1
+}
+
+sof_dropin_fio() {
+	local name=$1 srv=$2 cli=$3 target=$4 verb=$5 port=7473 rc srv_rc out
+	_sof_dropin_need "$name" fio fio || return 1
+	out=$(sof_out "$name.cli")
+	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- fio --name=srv --ioengine=rdma \
+		--port="$port" --bs=64k --size=64m --rw=read
+	sleep 0.5
+	_sof_dropin_fg "$cli" 40 "$SOFTOFED" run -- fio --name=cli --ioengine=rdma \
+		--hostname="$target" --port="$port" --verb="$verb" --bs=64k --size=64m \
+		--rw=write >"$out" 2>&1 </dev/null
+	rc=$?
+	sof_wait "$name.srv" 20
+	srv_rc=$?
+	if [ "$rc" -eq 0 ] && [ "$srv_rc" -eq 0 ] && grep -q 'err= 0' "$out" &&
+		grep -q 'err= 0' "$(sof_out "$name.srv")" && grep -q 'io=64.0MiB' "$out"; then
+		ok "$name: 64 MiB by RDMA $verb ($(grep -o 'bw=[0-9.]*[KMG]iB/s' "$out" | head -n 1))"
+		return 0
+	fi
+	not_ok "$name" "client exit $rc, server exit $srv_rc"
+	sof_dump "$out" "$(sof_out "$name.srv")"
 	return 1
 }
 

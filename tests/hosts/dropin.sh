@@ -35,6 +35,8 @@ if sof_hosts_up 2; then
 	sof_dropin_pyverbs "hosts/dropin a<-b: pyverbs server and client" a b
 	sof_dropin_rcopy "hosts/dropin a<-b: rcopy 20 MiB" a b "$A" 20
 	sof_dropin_udpong "hosts/dropin a<-b: udpong -T e" a b "$A" e
+	sof_dropin_fio "hosts/dropin a<-b: fio rdma write" a b "$A" write
+	sof_dropin_fio "hosts/dropin a<-b: fio rdma read" a b "$A" read
 fi
 
 sof_exit

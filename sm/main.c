@@ -322,7 +322,7 @@ static void usage(void)
 		"       [--routing minhop|updown|ftree] [--guid2lid FILE] [--window N]\n"
 		"       [--timeout MS] [--retries N] [--sweep S] [--sm-key KEY] [--once] [-v]...\n"
 		"       [-y|--m_key KEY [--m_key_protection_level 0-3] [--m_key_lease_period S]]\n"
-		"       [--m_key_per_port] [--guid2mkey FILE]\n"
+		"       [--m_key_per_port] [--guid2mkey FILE] [--packet_life_time 0-63]\n"
 		"       [--partitions FILE | --Pconfig FILE | -P FILE] (OpenSM's partitions.conf;\n"
 		"       -P with a number is the port)\n");
 }
@@ -378,11 +378,13 @@ int main(int argc, char **argv)
 	    {"m_key_lease_period", required_argument, NULL, 'L'},
 	    {"m_key_per_port", no_argument, NULL, 'M'},
 	    {"guid2mkey", required_argument, NULL, 'G'},
+	    {"packet_life_time", required_argument, NULL, 'K'},
 	    {0},
 	};
 	static struct sm sm;
 	const char *ca = NULL;
-	int port = 0, c, err;
+	int port = 0, c, err, pkt_life = -1;
+	char *end;
 	/* room beyond one MAD: libumad2sim's read() copies past the length
 	 * umad_recv asks for */
 	size_t bufsz = umad_size() + 4096;
@@ -438,6 +440,14 @@ int main(int argc, char **argv)
 		case 'L': sm.sn.m_key_lease = (uint16_t)atoi(optarg); break;
 		case 'M': sm.m_key_per_port = true; break;
 		case 'G': sm.guid2mkey = optarg; break;
+		case 'K': /* PathRecord:PacketLifeTime, 6 bits (IBA 15.2.5.16) */
+			pkt_life = (int)strtol(optarg, &end, 0);
+			if (!optarg[0] || *end || pkt_life < 0 || pkt_life > 0x3f) {
+				fprintf(stderr, "softofed-sm: --packet_life_time %s: 0 to 63\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'v': sm.verbose++; break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
@@ -466,6 +476,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < nservices; i++)
 		if (services[i].ops->start && services[i].ops->start(services[i].ctx, &sm.sn, sm.fd))
 			sm_log(&sm, 0, "service %s did not start", services[i].ops->name);
+	if (pkt_life >= 0 && sm_sa_get())
+		sm_sa_set_pkt_life(sm_sa_get(), (uint8_t)pkt_life);
 	buf = calloc(1, bufsz);
 	if (!buf)
 		return 1;

@@ -66,6 +66,15 @@ uint64_t sm_now_us(void)
 
 static uint64_t t0;
 
+/* the CPU time the SM has used: the log's phases, apart from the load */
+static uint64_t cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 void sm_log(struct sm *sm, int level, const char *fmt, ...)
 {
 	va_list ap;
@@ -207,7 +216,7 @@ static void notify_changed(void)
 static void configure(struct sm *sm)
 {
 	struct sm_subnet *sn = &sm->sn;
-	uint64_t t = sm_now_us();
+	uint64_t t = sm_now_us(), cpu = cpu_us();
 
 	sn->sm_state = SM_STATE_MASTER;
 	pthread_rwlock_wrlock(&sn->lock);
@@ -218,8 +227,8 @@ static void configure(struct sm *sm)
 	sn->generation++;
 	pthread_rwlock_unlock(&sn->lock);
 	sm_lid_save(sm);
-	sm_log(sm, 1, "LIDs (up to %u) and %s routes in %.1f ms", sn->max_lid, sn->routing,
-	       (double)(sm_now_us() - t) / 1e3);
+	sm_log(sm, 1, "LIDs (up to %u) and %s routes in %.1f ms (%.1f ms CPU)", sn->max_lid,
+	       sn->routing, (double)(sm_now_us() - t) / 1e3, (double)(cpu_us() - cpu) / 1e3);
 	sm_program_start(sm);
 	sm_log(sm, 1, "sweep %u programming: %u SMPs queued, %u LFT blocks", sn->sweep,
 	       sm_io_queued(sm), sm->lft_blocks);
@@ -287,9 +296,9 @@ void sm_phase_done(struct sm *sm)
 		if (active == all && !sn->up) {
 			sn->up = true;
 			fprintf(stderr, "softofed-sm: SUBNET UP in %.0f ms: %u nodes, %u ports Active, %" PRIu64
-				" SMPs (%" PRIu64 " timed out), routing %s\n",
+				" SMPs (%" PRIu64 " timed out), routing %s, %.0f ms CPU\n",
 				(double)(sm_now_us() - t0) / 1e3, sn->nnodes, active,
-				sm->smps_sent, sm->smps_timeout, sn->routing);
+				sm->smps_sent, sm->smps_timeout, sn->routing, (double)cpu_us() / 1e3);
 			if (sm->once)
 				stop = 1;
 		} else if (active != all) {
@@ -325,6 +334,35 @@ static void usage(void)
 		"       [--m_key_per_port] [--guid2mkey FILE] [--packet_life_time 0-63]\n"
 		"       [--partitions FILE | --Pconfig FILE | -P FILE] (OpenSM's partitions.conf;\n"
 		"       -P with a number is the port)\n");
+}
+
+/* Wait up to timeout_ms for MADs, then take in (up to 256) what came */
+static void receive(struct sm *sm, void **buf, int timeout_ms)
+{
+	struct pollfd pfd = {.fd = umad_get_fd(sm->fd), .events = POLLIN};
+	unsigned n;
+
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return;
+	for (n = 0; n < 256; n++) {
+		int len = 256, agent;
+
+		/* one MAD asked for (libumad2sim copies as much as asked); a
+		 * longer (RMPP) message says its length with -ENOSPC and is
+		 * read again into a larger buffer */
+		agent = umad_recv(sm->fd, *buf, &len, 0);
+		if (agent == -ENOSPC && len > 256) {
+			void *big = realloc(*buf, umad_size() + (size_t)len + 4096);
+
+			if (!big)
+				break;
+			*buf = big;
+			agent = umad_recv(sm->fd, *buf, &len, 0);
+		}
+		if (agent < 0)
+			break;
+		mad_in(sm, agent, *buf, len);
+	}
 }
 
 static int open_port(struct sm *sm, const char *ca, int port)
@@ -486,9 +524,6 @@ int main(int argc, char **argv)
 	sm.t_start = sm_now_us();
 	sm_discover_start(&sm);
 	while (!stop) {
-		struct pollfd pfd = {.fd = umad_get_fd(sm.fd), .events = POLLIN};
-		unsigned n;
-
 		sm_io_pump(&sm);
 		sm_sminfo_tick(&sm);
 		if (sm.phase != SM_PHASE_IDLE && sm_io_idle(&sm))
@@ -508,28 +543,7 @@ int main(int argc, char **argv)
 			if (sm.phase != SM_PHASE_IDLE)
 				continue;
 		}
-		if (poll(&pfd, 1, sm.phase == SM_PHASE_IDLE ? 100 : 5) <= 0)
-			goto tick;
-		for (n = 0; n < 256; n++) {
-			int len = 256, agent;
-
-			/* one MAD asked for (libumad2sim copies as much as
-			 * asked); a longer (RMPP) message says its length
-			 * with -ENOSPC and is read again into a larger buffer */
-			agent = umad_recv(sm.fd, buf, &len, 0);
-			if (agent == -ENOSPC && len > 256) {
-				void *big = realloc(buf, umad_size() + (size_t)len + 4096);
-
-				if (!big)
-					break;
-				buf = big;
-				agent = umad_recv(sm.fd, buf, &len, 0);
-			}
-			if (agent < 0)
-				break;
-			mad_in(&sm, agent, buf, len);
-		}
-tick:
+		receive(&sm, &buf, sm.phase == SM_PHASE_IDLE ? 100 : 5);
 		for (i = 0; i < nservices; i++)
 			if (services[i].ops->tick)
 				services[i].ops->tick(services[i].ctx, sm_now_us());

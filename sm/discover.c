@@ -130,8 +130,12 @@ static void on_portinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	p->subnet_timeout = d[51] & 0x1f;
 	p->resp_time = d[52] & 0x1f;
 	p->cap_mask2 = sof_get16(d + 60);
+	/* and its M_Key ours (shown to the SMP that carried it; a port an
+	 * SM released holds 0) */
 	p->lid_set = sof_get16(d + 16) == p->lid && p->lid && p->sm_lid == sm->sn.sm_lid &&
-		     (d[34] & 7) == p->lmc;
+		     (d[34] & 7) == p->lmc &&
+		     sof_get64(d) == (p->m_key ? p->m_key : sm->sn.m_key) &&
+		     (d[34] >> 6) == (sm->sn.m_key_protect & 3);
 	if (p->state < SOF_PORT_INIT)
 		p->peer = NULL;
 	/* go on through a switch's ports that are up, and out of the SM's

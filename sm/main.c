@@ -103,6 +103,13 @@ static void reply(struct sm *sm, int agent, void *umad, uint8_t method)
 	uint16_t dlid = be16toh(a->lid);
 
 	mad[3] = method;
+	/* a TrapRepress passes the trap sender's M_Key check (IBA 14.2.4.1:
+	 * at every protection level): the key we gave that port */
+	if (method == SOF_METHOD_TRAP_REPRESS) {
+		const struct sm_port *p = sm_port_by_lid(&sm->sn, dlid);
+
+		sof_put64(mad + SOF_SMP_OFF_MKEY, p && p->m_key ? p->m_key : sm->sn.m_key);
+	}
 	if (mad[1] == SOF_MCLASS_SMP_DR) {
 		sof_put16(mad + SOF_SMP_OFF_STATUS,
 			  sof_get16(mad + SOF_SMP_OFF_STATUS) | SOF_SMP_DIRECTION);
@@ -331,7 +338,8 @@ static void usage(void)
 		"       [--routing minhop|updown|ftree] [--guid2lid FILE] [--window N]\n"
 		"       [--timeout MS] [--retries N] [--sweep S] [--sm-key KEY] [--once] [-v]...\n"
 		"       [-y|--m_key KEY [--m_key_protection_level 0-3] [--m_key_lease_period S]]\n"
-		"       [--m_key_per_port] [--guid2mkey FILE] [--packet_life_time 0-63]\n"
+		"       [--m_key_per_port] [--guid2mkey FILE] [--m_key_release]\n"
+		"       [--packet_life_time 0-63]\n"
 		"       [--partitions FILE | --Pconfig FILE | -P FILE] (OpenSM's partitions.conf;\n"
 		"       -P with a number is the port)\n");
 }
@@ -363,6 +371,30 @@ static void receive(struct sm *sm, void **buf, int timeout_ms)
 			break;
 		mad_in(sm, agent, *buf, len);
 	}
+}
+
+/* Leaving (SIGTERM, SIGINT) as master with --m_key_release: the ports'
+ * M_Keys cleared (sm/mkey.c), waited for at most RELEASE_US */
+#define RELEASE_US 3000000u
+static void release(struct sm *sm, void **buf)
+{
+	uint64_t end = sm_now_us() + RELEASE_US;
+	unsigned n;
+
+	if (sm->sn.sm_state != SM_STATE_MASTER || !sm->m_key_release)
+		return;
+	sm_io_drop_all(sm); /* the sweep's SMPs: nothing waits on them now */
+	n = sm_mkey_release(sm);
+	if (!n)
+		return;
+	sm->phase = SM_PHASE_IDLE; /* a sweep's answers change nothing now */
+	sm->errors = 0;
+	while (!sm_io_idle(sm) && sm_now_us() < end) {
+		sm_io_pump(sm);
+		receive(sm, buf, 5);
+	}
+	fprintf(stderr, "softofed-sm: M_Keys released on %u ports%s\n", n - sm->errors,
+		sm_io_idle(sm) ? "" : " (time out)");
 }
 
 static int open_port(struct sm *sm, const char *ca, int port)
@@ -417,6 +449,7 @@ int main(int argc, char **argv)
 	    {"m_key_per_port", no_argument, NULL, 'M'},
 	    {"guid2mkey", required_argument, NULL, 'G'},
 	    {"packet_life_time", required_argument, NULL, 'K'},
+	    {"m_key_release", no_argument, NULL, 'X'},
 	    {0},
 	};
 	static struct sm sm;
@@ -478,6 +511,7 @@ int main(int argc, char **argv)
 		case 'L': sm.sn.m_key_lease = (uint16_t)atoi(optarg); break;
 		case 'M': sm.m_key_per_port = true; break;
 		case 'G': sm.guid2mkey = optarg; break;
+		case 'X': sm.m_key_release = true; break;
 		case 'K': /* PathRecord:PacketLifeTime, 6 bits (IBA 15.2.5.16) */
 			pkt_life = (int)strtol(optarg, &end, 0);
 			if (!optarg[0] || *end || pkt_life < 0 || pkt_life > 0x3f) {
@@ -548,6 +582,7 @@ int main(int argc, char **argv)
 			if (services[i].ops->tick)
 				services[i].ops->tick(services[i].ctx, sm_now_us());
 	}
+	release(&sm, &buf);
 	for (i = 0; i < nservices; i++)
 		if (services[i].ops->stop)
 			services[i].ops->stop(services[i].ctx);

@@ -16,7 +16,8 @@
 # Each SM's own clock: OpenSM's log from its first line to "SUBNET UP" (as
 # bench/fabric.sh reads it), ours its "SUBNET UP in N ms" line (from the
 # start of main(), before the umad port is opened). Both get a fresh
-# fabric (no LIDs, no tables) and an empty cache (no guid2lid).
+# fabric (no LIDs, no tables) and an empty cache (no guid2lid), and start
+# once the simulator has loaded its topology (its socket is bound).
 #
 # Usage: bench/sm.sh  (BENCH_BUILD=DIR the build, default build/;
 #        BENCH_OUT=FILE also appends the table there; BENCH_SM_ARGS more
@@ -36,6 +37,18 @@ fi
 ip link set lo up
 TMP=$(mktemp -d /tmp/bench-sm.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
+
+# sim_ready: wait (at most 60 s) until the simulator started last (ibsim
+# or softofed-fabric --ibsim) has bound its client socket, i.e. has read
+# its topology: a 3-level tree takes seconds to load on a loaded machine,
+# which must not count as either SM's time to SUBNET UP
+sim_ready() {
+	for _ in $(seq 1 1200); do
+		grep -q '@sim:ctl' /proc/net/unix 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
 
@@ -67,7 +80,8 @@ run() {
 		timeout 300 ibsim -N 20000 -S 2000 -P 100000 -L 49152 -s "$file" <in >/dev/null 2>&1 &
 	fi
 	srv=$!
-	sleep 0.5
+	sim_ready
+	sleep 0.1
 	if [ "$sm" = opensm ]; then
 		OSM_CACHE_DIR=$TMP/w OSM_TMP_DIR=$TMP/w LD_PRELOAD=$UMAD2SIM \
 			timeout -s KILL 200 opensm -d 2 -f "$TMP/w/log" >/dev/null 2>&1 &
@@ -148,7 +162,8 @@ sm_up() {
 	rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || return 1
 	timeout 300 "$BUILD/bin/softofed-fabric" "$file" --ibsim >/dev/null 2>&1 &
 	FAB=$!
-	sleep 0.5
+	sim_ready
+	sleep 0.1
 	if [ "$sm" = opensm ]; then
 		OSM_CACHE_DIR=$dir OSM_TMP_DIR=$dir LD_PRELOAD=$UMAD2SIM \
 			timeout -s KILL 200 opensm "$@" -d 2 -f "$dir/log" >/dev/null 2>&1 &

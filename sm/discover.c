@@ -4,7 +4,9 @@
  * the node at its far end (by its NodeGUID: a node met again is a link,
  * not a new node, so loops end); a node met the first time in a sweep is
  * asked for its NodeDescription, SwitchInfo (switches) and the PortInfo of
- * its ports, and the ports that are up lead on. Every request is queued to
+ * its ports, and the ports that are up lead on, but for those whose link a
+ * NodeInfo from the far end already crossed in this sweep (each link is
+ * asked about once, not from both ends). Every request is queued to
  * the SMP engine, so the walk runs with `window` SMPs outstanding.
  *
  * Answers are checked before use and a lying one is dropped, not
@@ -128,12 +130,22 @@ static void on_portinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	p->subnet_timeout = d[51] & 0x1f;
 	p->resp_time = d[52] & 0x1f;
 	p->cap_mask2 = sof_get16(d + 60);
+	/* and its M_Key ours (shown to the SMP that carried it; a port an
+	 * SM released holds 0) */
 	p->lid_set = sof_get16(d + 16) == p->lid && p->lid && p->sm_lid == sm->sn.sm_lid &&
-		     (d[34] & 7) == p->lmc;
+		     (d[34] & 7) == p->lmc &&
+		     sof_get64(d) == (p->m_key ? p->m_key : sm->sn.m_key) &&
+		     (d[34] >> 6) == (sm->sn.m_key_protect & 3);
 	if (p->state < SOF_PORT_INIT)
 		p->peer = NULL;
 	/* go on through a switch's ports that are up, and out of the SM's
-	 * own CA port */
+	 * own CA port; not across a link whose far end a NodeInfo from
+	 * there already named in this sweep (the port it entered by, or a
+	 * link between two switches met from the other side first): one
+	 * NodeInfo per link, not one per end */
+	if (p->peer && p->link_sweep == sm->sn.sweep && p->peer->link_sweep == sm->sn.sweep &&
+	    p->peer->peer == p)
+		return;
 	if (p->state >= SOF_PORT_INIT && rq->port &&
 	    (n->type == SOF_NODE_SWITCH || n->hops == 0))
 		ask_nodeinfo(sm, n, n->type == SOF_NODE_SWITCH ? n->path : p->path,
@@ -207,8 +219,10 @@ static void on_nodeinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 		sm->changed = true;
 	}
 	p = &n->port[type == SOF_NODE_SWITCH ? 0 : lport];
-	if (parent && rq->port && lport)
+	if (parent && rq->port && lport) {
 		link_ports(&parent->port[rq->port], &n->port[lport]);
+		parent->port[rq->port].link_sweep = n->port[lport].link_sweep = sn->sweep;
+	}
 	if (!parent) {
 		sn->self = p;
 		sn->sm_guid = pguid;

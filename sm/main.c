@@ -66,6 +66,15 @@ uint64_t sm_now_us(void)
 
 static uint64_t t0;
 
+/* the CPU time the SM has used: the log's phases, apart from the load */
+static uint64_t cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 void sm_log(struct sm *sm, int level, const char *fmt, ...)
 {
 	va_list ap;
@@ -94,6 +103,13 @@ static void reply(struct sm *sm, int agent, void *umad, uint8_t method)
 	uint16_t dlid = be16toh(a->lid);
 
 	mad[3] = method;
+	/* a TrapRepress passes the trap sender's M_Key check (IBA 14.2.4.1:
+	 * at every protection level): the key we gave that port */
+	if (method == SOF_METHOD_TRAP_REPRESS) {
+		const struct sm_port *p = sm_port_by_lid(&sm->sn, dlid);
+
+		sof_put64(mad + SOF_SMP_OFF_MKEY, p && p->m_key ? p->m_key : sm->sn.m_key);
+	}
 	if (mad[1] == SOF_MCLASS_SMP_DR) {
 		sof_put16(mad + SOF_SMP_OFF_STATUS,
 			  sof_get16(mad + SOF_SMP_OFF_STATUS) | SOF_SMP_DIRECTION);
@@ -207,7 +223,7 @@ static void notify_changed(void)
 static void configure(struct sm *sm)
 {
 	struct sm_subnet *sn = &sm->sn;
-	uint64_t t = sm_now_us();
+	uint64_t t = sm_now_us(), cpu = cpu_us();
 
 	sn->sm_state = SM_STATE_MASTER;
 	pthread_rwlock_wrlock(&sn->lock);
@@ -218,8 +234,8 @@ static void configure(struct sm *sm)
 	sn->generation++;
 	pthread_rwlock_unlock(&sn->lock);
 	sm_lid_save(sm);
-	sm_log(sm, 1, "LIDs (up to %u) and %s routes in %.1f ms", sn->max_lid, sn->routing,
-	       (double)(sm_now_us() - t) / 1e3);
+	sm_log(sm, 1, "LIDs (up to %u) and %s routes in %.1f ms (%.1f ms CPU)", sn->max_lid,
+	       sn->routing, (double)(sm_now_us() - t) / 1e3, (double)(cpu_us() - cpu) / 1e3);
 	sm_program_start(sm);
 	sm_log(sm, 1, "sweep %u programming: %u SMPs queued, %u LFT blocks", sn->sweep,
 	       sm_io_queued(sm), sm->lft_blocks);
@@ -287,9 +303,9 @@ void sm_phase_done(struct sm *sm)
 		if (active == all && !sn->up) {
 			sn->up = true;
 			fprintf(stderr, "softofed-sm: SUBNET UP in %.0f ms: %u nodes, %u ports Active, %" PRIu64
-				" SMPs (%" PRIu64 " timed out), routing %s\n",
+				" SMPs (%" PRIu64 " timed out), routing %s, %.0f ms CPU\n",
 				(double)(sm_now_us() - t0) / 1e3, sn->nnodes, active,
-				sm->smps_sent, sm->smps_timeout, sn->routing);
+				sm->smps_sent, sm->smps_timeout, sn->routing, (double)cpu_us() / 1e3);
 			if (sm->once)
 				stop = 1;
 		} else if (active != all) {
@@ -322,9 +338,63 @@ static void usage(void)
 		"       [--routing minhop|updown|ftree] [--guid2lid FILE] [--window N]\n"
 		"       [--timeout MS] [--retries N] [--sweep S] [--sm-key KEY] [--once] [-v]...\n"
 		"       [-y|--m_key KEY [--m_key_protection_level 0-3] [--m_key_lease_period S]]\n"
-		"       [--m_key_per_port] [--guid2mkey FILE]\n"
+		"       [--m_key_per_port] [--guid2mkey FILE] [--m_key_release]\n"
+		"       [--packet_life_time 0-63]\n"
 		"       [--partitions FILE | --Pconfig FILE | -P FILE] (OpenSM's partitions.conf;\n"
 		"       -P with a number is the port)\n");
+}
+
+/* Wait up to timeout_ms for MADs, then take in (up to 256) what came */
+static void receive(struct sm *sm, void **buf, int timeout_ms)
+{
+	struct pollfd pfd = {.fd = umad_get_fd(sm->fd), .events = POLLIN};
+	unsigned n;
+
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return;
+	for (n = 0; n < 256; n++) {
+		int len = 256, agent;
+
+		/* one MAD asked for (libumad2sim copies as much as asked); a
+		 * longer (RMPP) message says its length with -ENOSPC and is
+		 * read again into a larger buffer */
+		agent = umad_recv(sm->fd, *buf, &len, 0);
+		if (agent == -ENOSPC && len > 256) {
+			void *big = realloc(*buf, umad_size() + (size_t)len + 4096);
+
+			if (!big)
+				break;
+			*buf = big;
+			agent = umad_recv(sm->fd, *buf, &len, 0);
+		}
+		if (agent < 0)
+			break;
+		mad_in(sm, agent, *buf, len);
+	}
+}
+
+/* Leaving (SIGTERM, SIGINT) as master with --m_key_release: the ports'
+ * M_Keys cleared (sm/mkey.c), waited for at most RELEASE_US */
+#define RELEASE_US 3000000u
+static void release(struct sm *sm, void **buf)
+{
+	uint64_t end = sm_now_us() + RELEASE_US;
+	unsigned n;
+
+	if (sm->sn.sm_state != SM_STATE_MASTER || !sm->m_key_release)
+		return;
+	sm_io_drop_all(sm); /* the sweep's SMPs: nothing waits on them now */
+	n = sm_mkey_release(sm);
+	if (!n)
+		return;
+	sm->phase = SM_PHASE_IDLE; /* a sweep's answers change nothing now */
+	sm->errors = 0;
+	while (!sm_io_idle(sm) && sm_now_us() < end) {
+		sm_io_pump(sm);
+		receive(sm, buf, 5);
+	}
+	fprintf(stderr, "softofed-sm: M_Keys released on %u ports%s\n", n - sm->errors,
+		sm_io_idle(sm) ? "" : " (time out)");
 }
 
 static int open_port(struct sm *sm, const char *ca, int port)
@@ -378,11 +448,14 @@ int main(int argc, char **argv)
 	    {"m_key_lease_period", required_argument, NULL, 'L'},
 	    {"m_key_per_port", no_argument, NULL, 'M'},
 	    {"guid2mkey", required_argument, NULL, 'G'},
+	    {"packet_life_time", required_argument, NULL, 'K'},
+	    {"m_key_release", no_argument, NULL, 'X'},
 	    {0},
 	};
 	static struct sm sm;
 	const char *ca = NULL;
-	int port = 0, c, err;
+	int port = 0, c, err, pkt_life = -1;
+	char *end;
 	/* room beyond one MAD: libumad2sim's read() copies past the length
 	 * umad_recv asks for */
 	size_t bufsz = umad_size() + 4096;
@@ -438,6 +511,15 @@ int main(int argc, char **argv)
 		case 'L': sm.sn.m_key_lease = (uint16_t)atoi(optarg); break;
 		case 'M': sm.m_key_per_port = true; break;
 		case 'G': sm.guid2mkey = optarg; break;
+		case 'X': sm.m_key_release = true; break;
+		case 'K': /* PathRecord:PacketLifeTime, 6 bits (IBA 15.2.5.16) */
+			pkt_life = (int)strtol(optarg, &end, 0);
+			if (!optarg[0] || *end || pkt_life < 0 || pkt_life > 0x3f) {
+				fprintf(stderr, "softofed-sm: --packet_life_time %s: 0 to 63\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'v': sm.verbose++; break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
@@ -466,6 +548,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < nservices; i++)
 		if (services[i].ops->start && services[i].ops->start(services[i].ctx, &sm.sn, sm.fd))
 			sm_log(&sm, 0, "service %s did not start", services[i].ops->name);
+	if (pkt_life >= 0 && sm_sa_get())
+		sm_sa_set_pkt_life(sm_sa_get(), (uint8_t)pkt_life);
 	buf = calloc(1, bufsz);
 	if (!buf)
 		return 1;
@@ -474,9 +558,6 @@ int main(int argc, char **argv)
 	sm.t_start = sm_now_us();
 	sm_discover_start(&sm);
 	while (!stop) {
-		struct pollfd pfd = {.fd = umad_get_fd(sm.fd), .events = POLLIN};
-		unsigned n;
-
 		sm_io_pump(&sm);
 		sm_sminfo_tick(&sm);
 		if (sm.phase != SM_PHASE_IDLE && sm_io_idle(&sm))
@@ -496,32 +577,12 @@ int main(int argc, char **argv)
 			if (sm.phase != SM_PHASE_IDLE)
 				continue;
 		}
-		if (poll(&pfd, 1, sm.phase == SM_PHASE_IDLE ? 100 : 5) <= 0)
-			goto tick;
-		for (n = 0; n < 256; n++) {
-			int len = 256, agent;
-
-			/* one MAD asked for (libumad2sim copies as much as
-			 * asked); a longer (RMPP) message says its length
-			 * with -ENOSPC and is read again into a larger buffer */
-			agent = umad_recv(sm.fd, buf, &len, 0);
-			if (agent == -ENOSPC && len > 256) {
-				void *big = realloc(buf, umad_size() + (size_t)len + 4096);
-
-				if (!big)
-					break;
-				buf = big;
-				agent = umad_recv(sm.fd, buf, &len, 0);
-			}
-			if (agent < 0)
-				break;
-			mad_in(&sm, agent, buf, len);
-		}
-tick:
+		receive(&sm, &buf, sm.phase == SM_PHASE_IDLE ? 100 : 5);
 		for (i = 0; i < nservices; i++)
 			if (services[i].ops->tick)
 				services[i].ops->tick(services[i].ctx, sm_now_us());
 	}
+	release(&sm, &buf);
 	for (i = 0; i < nservices; i++)
 		if (services[i].ops->stop)
 			services[i].ops->stop(services[i].ctx);

@@ -17,6 +17,14 @@
  * NodeInfo of the walk is such a one: the tries go out at once, beside
  * the base key's, and the wrong ones count as M_Key violations (traps
  * 256) at the port.
+ *
+ * --m_key_release: before the SM gives the subnet up (a HANDOVER it sends,
+ * SIGTERM or SIGINT), every management port is set back to M_Key 0,
+ * protection 0 (IBA 14.2.4.1: a port whose M_Key is 0 takes any SMP), so
+ * that an SM without its keys (OpenSM without the guid2mkey file) manages
+ * the subnet at once. Without it such an SM waits for each port's M_Key
+ * lease (14.2.4.2) to run out after its first refused SMP, hop by hop at
+ * protection level 2 or 3; with no lease period, never.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -252,4 +260,16 @@ void sm_mkey_try_all(struct sm *sm, struct sm_req *rq, sm_done_fn *done)
 		t->tries = sm->retries; /* one try each */
 		sm->mkey_tries++;
 	}
+}
+
+unsigned sm_mkey_release(struct sm *sm)
+{
+	unsigned n;
+
+	if (!sm->m_key_release || (!sm->sn.m_key && !sm->mkeys.n))
+		return 0;
+	sm->mkey_clear = true;
+	n = sm_program_mgmt(sm);
+	sm->mkey_clear = false;
+	return n;
 }

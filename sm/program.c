@@ -56,6 +56,8 @@ static void on_portinfo_set(struct sm *sm, struct sm_req *rq, int err, const uin
 		sm->errors++;
 		sm_log(sm, 1, "PortInfo Set on %s port %u: %s", rq->node->desc, rq->port,
 		       err == -ETIMEDOUT ? "no answer" : "refused");
+		if (rq->arg == 2 && sm->release_left)
+			sm->release_left--;
 		return;
 	}
 	d = sm_smp_data(mad);
@@ -66,7 +68,9 @@ static void on_portinfo_set(struct sm *sm, struct sm_req *rq, int err, const uin
 	p->sm_sl = d[36] & 0xf;
 	p->subnet_timeout = d[51] & 0x1f;
 	p->gid_prefix = sof_get64(d + 8);
-	if (rq->arg)
+	if (rq->arg == 2 && sm->release_left) /* mkey.c's release */
+		sm->release_left--;
+	else if (rq->arg)
 		p->lid_set = sof_get16(d + 16) == p->lid;
 }
 
@@ -108,13 +112,15 @@ static void portinfo_set(struct sm *sm, struct sm_port *p, uint8_t state, bool m
 	if (sm_part_enforce(sm, p))
 		d[43] |= 0x0c;
 	if (mgmt) {
-		/* M_Key, its lease and protection (IBA 14.2.4; 0: none) */
-		sof_put64(d, p->m_key ? p->m_key : sn->m_key);
+		/* M_Key, its lease and protection (IBA 14.2.4; 0: none;
+		 * mkey_clear: given up, mkey.c) */
+		sof_put64(d, sm->mkey_clear ? 0 : p->m_key ? p->m_key : sn->m_key);
 		sof_put16(d + 26, sn->m_key_lease);
 		sof_put64(d + 8, sn->prefix);
 		sof_put16(d + 16, p->lid);
 		sof_put16(d + 18, sn->sm_lid);
-		d[34] = (uint8_t)((sn->m_key_protect & 3) << 6 | (d[34] & 0x38) | p->lmc);
+		d[34] = (uint8_t)((sm->mkey_clear ? 0 : (sn->m_key_protect & 3) << 6) | (d[34] & 0x38) |
+				  p->lmc);
 		d[36] = (uint8_t)((d[36] & 0xf0) | sn->sm_sl);
 		d[51] = (uint8_t)(sn->subnet_timeout & 0x1f); /* ClientReregister 0 */
 	}
@@ -123,7 +129,7 @@ static void portinfo_set(struct sm *sm, struct sm_port *p, uint8_t state, bool m
 	if (rq) {
 		rq->node = p->node;
 		rq->port = p->num;
-		rq->arg = mgmt;
+		rq->arg = sm->mkey_clear ? 2 : mgmt; /* 2: a release (mkey.c) */
 	}
 }
 
@@ -216,4 +222,28 @@ void sm_activate_start(struct sm *sm)
 				portinfo_set(sm, p, SOF_PORT_ACTIVE, false);
 		}
 	}
+}
+
+unsigned sm_program_mgmt(struct sm *sm)
+{
+	struct sm_subnet *sn = &sm->sn;
+	unsigned i, j, n = 0;
+
+	for (i = 0; i < sn->nnodes; i++) {
+		struct sm_node *nd = sn->nodes[i];
+
+		if (!nd->present)
+			continue;
+		for (j = nd->sw ? 0 : 1; j <= (nd->sw ? 0u : nd->nports); j++) {
+			struct sm_port *p = &nd->port[j];
+
+			if (!p->present || !p->lid)
+				continue;
+			portinfo_set(sm, p, SOF_PORT_NOP, true);
+			p->lid_set = false; /* a later sweep of ours writes it again */
+			n++;
+			sm->release_left += sm->mkey_clear;
+		}
+	}
+	return n;
 }

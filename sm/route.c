@@ -25,14 +25,19 @@
  * anything else is routed min-hop, with a message.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sm.h"
 #include "smp.h"
 
-/* the turn of the first candidate per switch (pick) */
+/* the turn of the first candidate per switch (dest_prepare) */
 static const unsigned rot_mul = 5;
+struct rt_adj {
+	unsigned sw;	/* the neighbour's index */
+	uint8_t port;	/* the port that leads there */
+};
 struct rt {
 	unsigned nsw;
 	struct sm_node **sw;	/* switches by index */
@@ -42,15 +47,20 @@ struct rt {
 	uint32_t *load;		/* [sw * 256 + port] */
 	int *queue;
 	uint32_t *hosts;	/* CA ports on each switch */
-	uint32_t *w;		/* per destination: the hosts whose traffic crosses */
-	unsigned *order;	/* per destination: switches, farthest first */
+	uint32_t *w;		/* per LID: the hosts whose traffic crosses */
+	uint32_t *w0;		/* w's start: a switch's hosts, else 1 */
+	uint8_t **lft, **lft_hw; /* each switch's tables */
 	unsigned bucket[128];
+	/* for the destination switch cur_d (dest_prepare): the switches
+	 * that reach it, farthest first, and the candidate ports of
+	 * order[i] in cand[cand_off[i] .. cand_off[i + 1]) */
+	unsigned cur_d, norder;
+	unsigned *order;
+	unsigned *cand_off;
+	struct rt_adj *cand;
 	/* links between switches: for switch s, adj[adj_off[s] .. adj_off[s + 1]) */
 	unsigned *adj_off;
-	struct rt_adj {
-		unsigned sw;	/* the neighbour's index */
-		uint8_t port;	/* the port of s that leads there */
-	} *adj;
+	struct rt_adj *adj;
 };
 
 static bool link_up(const struct sm_port *p)
@@ -172,50 +182,6 @@ static bool is_fat_tree(const struct rt *r)
 	return r->nsw > 1;
 }
 
-/* The port of switch s towards destination switch d (index): prev (the
- * port written before) while it is one hop nearer, else the least loaded
- * of those; its load grows by w, the hosts whose traffic to the
- * destination crosses s. *next: the switch it leads to. */
-static uint8_t pick(struct rt *r, unsigned s, unsigned d, uint32_t w, uint8_t prev, unsigned *next)
-{
-	const uint8_t *dist = r->dist + (size_t)d * r->nsw;
-	uint8_t want = dist[s] & 0x7f, best = 255;
-	uint32_t best_load = UINT32_MAX, *load = r->load + (size_t)s * 256;
-	int rank = r->sw[s]->rank;
-	unsigned lo = r->adj_off[s], n = r->adj_off[s + 1] - lo, k;
-
-	if (dist[s] == 255 || want == 0)
-		return 255;
-	/* equal loads: the first candidate from a place that turns with the
-	 * switch, so switches do not all send one destination the same way */
-	for (k = 0; k < n; k++) {
-		const struct rt_adj *a = &r->adj[lo + (k + s * rot_mul) % n];
-		uint8_t dt = dist[a->sw];
-
-		if (dt == 255 || (dt & 0x7f) != want - 1)
-			continue;
-		/* up/down: a leg down (to a greater rank) only onto a path
-		 * that goes down all the way (min-hop: bit 7 never set) */
-		if ((dt & 0x80) && r->sw[a->sw]->rank > rank)
-			continue;
-		/* the port the switch uses now, while still a good one:
-		 * a sweep after a change rewrites only what it must */
-		if (a->port == prev) {
-			best = a->port;
-			*next = a->sw;
-			break;
-		}
-		if (load[a->port] < best_load) {
-			best_load = load[a->port];
-			best = a->port;
-			*next = a->sw;
-		}
-	}
-	if (best != 255)
-		load[best] += w;
-	return best;
-}
-
 static int build_adj(struct rt *r)
 {
 	unsigned s, i, n = 0;
@@ -224,7 +190,8 @@ static int build_adj(struct rt *r)
 	for (s = 0; s < r->nsw; s++)
 		n += r->sw[s]->nports;
 	r->adj = malloc((n + 1) * sizeof(*r->adj));
-	if (!r->adj_off || !r->adj)
+	r->cand = malloc((n + 1) * sizeof(*r->cand));
+	if (!r->adj_off || !r->adj || !r->cand)
 		return -ENOMEM;
 	n = 0;
 	for (s = 0; s < r->nsw; s++) {
@@ -244,13 +211,69 @@ static int build_adj(struct rt *r)
 	return 0;
 }
 
+/* The per-destination arrays for destination switch d: the switches
+ * that reach it, farthest first (a bucket sort by hops), and for each the
+ * candidate ports, the neighbours one hop nearer, in the order route_lid takes
+ * them: from a place that turns with the switch (equal loads then spread
+ * one destination over the ports), up/down's legs down taken only onto a
+ * path that goes down all the way (min-hop never sets bit 7). They depend
+ * on d alone, so the LIDs of one switch share them. */
+static void dest_prepare(struct rt *r, unsigned d)
+{
+	const uint8_t *dist = r->dist + (size_t)d * r->nsw;
+	unsigned s, h, i, n = 0, c = 0;
+
+	memset(r->bucket, 0, sizeof(r->bucket));
+	for (s = 0; s < r->nsw; s++)
+		if (dist[s] != 255 && (dist[s] & 0x7f))
+			r->bucket[dist[s] & 0x7f]++;
+	for (h = 127; h > 0; h--) {
+		unsigned k = r->bucket[h];
+
+		r->bucket[h] = n;
+		n += k;
+	}
+	for (s = 0; s < r->nsw; s++)
+		if (dist[s] != 255 && (dist[s] & 0x7f))
+			r->order[r->bucket[dist[s] & 0x7f]++] = s;
+	for (i = 0; i < n; i++) {
+		unsigned lo, na, k, j;
+		uint8_t want;
+		int rank;
+
+		s = r->order[i];
+		want = dist[s] & 0x7f;
+		rank = r->sw[s]->rank;
+		lo = r->adj_off[s];
+		na = r->adj_off[s + 1] - lo;
+		r->cand_off[i] = c;
+		for (k = 0, j = na ? s * rot_mul % na : 0; k < na; k++, j = j + 1 == na ? 0 : j + 1) {
+			const struct rt_adj *a = &r->adj[lo + j];
+			uint8_t dt = dist[a->sw];
+
+			if (dt == 255 || (dt & 0x7f) != want - 1)
+				continue;
+			if ((dt & 0x80) && r->sw[a->sw]->rank > rank)
+				continue;
+			r->cand[c++] = *a;
+		}
+	}
+	r->cand_off[n] = c;
+	r->norder = n;
+	r->cur_d = d;
+}
+
 /* LID lid of port p: out of its switch towards it, and every other
- * switch's least used port one hop nearer */
+ * switch's least loaded candidate port (the one it uses now while that is
+ * still a candidate: a sweep after a change rewrites only what it must).
+ * Farthest switches first, each passing the weight of the hosts whose
+ * traffic it carries on to the switch it chose, so a port's load counts
+ * the sources it takes to this destination, not only destinations. A
+ * switch with no candidate keeps 255 (sm_route fills the tables so). */
 static void route_lid(struct rt *r, struct sm_port *p, uint16_t lid)
 {
-	const uint8_t *dist;
 	struct sm_node *dsw;
-	unsigned d, s, h, i, n = 0;
+	unsigned d, i;
 	uint8_t last;
 
 	if (p->node->sw) {
@@ -265,36 +288,33 @@ static void route_lid(struct rt *r, struct sm_port *p, uint16_t lid)
 	if (r->swidx[dsw->index] < 0)
 		return;
 	d = (unsigned)r->swidx[dsw->index];
-	dist = r->dist + (size_t)d * r->nsw;
-	dsw->sw->lft[lid] = last;
-	/* farthest switches first, each passing the weight of the hosts
-	 * whose traffic it carries on to the switch it chose, so a port's
-	 * load counts the sources it takes to this destination, not only
-	 * destinations (a bucket sort by hops) */
-	memset(r->bucket, 0, sizeof(r->bucket));
-	for (s = 0; s < r->nsw; s++)
-		if (dist[s] != 255 && (dist[s] & 0x7f))
-			r->bucket[dist[s] & 0x7f]++;
-	for (h = 127; h > 0; h--) {
-		unsigned c = r->bucket[h];
+	if (d != r->cur_d)
+		dest_prepare(r, d);
+	r->lft[d][lid] = last;
+	memcpy(r->w, r->w0, r->nsw * sizeof(*r->w));
+	for (i = 0; i < r->norder; i++) {
+		unsigned s = r->order[i], k, end = r->cand_off[i + 1];
+		uint32_t best_load = UINT32_MAX, *load = r->load + (size_t)s * 256;
+		uint8_t prev = r->lft_hw[s][lid];
+		const struct rt_adj *best = NULL;
 
-		r->bucket[h] = n;
-		n += c;
-	}
-	for (s = 0; s < r->nsw; s++) {
-		r->w[s] = r->hosts[s] ? r->hosts[s] : 1;
-		if (dist[s] != 255 && (dist[s] & 0x7f))
-			r->order[r->bucket[dist[s] & 0x7f]++] = s;
-		else if (s != d)
-			r->sw[s]->sw->lft[lid] = 255;
-	}
-	for (i = 0; i < n; i++) {
-		unsigned next = d;
+		for (k = r->cand_off[i]; k < end; k++) {
+			const struct rt_adj *a = &r->cand[k];
 
-		s = r->order[i];
-		r->sw[s]->sw->lft[lid] = pick(r, s, d, r->w[s], r->sw[s]->sw->lft_hw[lid], &next);
-		if (r->sw[s]->sw->lft[lid] != 255)
-			r->w[next] += r->w[s];
+			if (a->port == prev) {
+				best = a;
+				break;
+			}
+			if (load[a->port] < best_load) {
+				best_load = load[a->port];
+				best = a;
+			}
+		}
+		if (!best)
+			continue;
+		load[best->port] += r->w[s];
+		r->lft[s][lid] = best->port;
+		r->w[best->sw] += r->w[s];
 	}
 }
 
@@ -326,14 +346,23 @@ int sm_route(struct sm *sm)
 	phase = malloc(r.nsw + 1);
 	r.hosts = calloc(r.nsw + 1, sizeof(*r.hosts));
 	r.w = malloc((r.nsw + 1) * sizeof(*r.w));
+	r.w0 = malloc((r.nsw + 1) * sizeof(*r.w0));
 	r.order = malloc((r.nsw + 1) * sizeof(*r.order));
-	if (!r.dist || !r.load || !r.queue || !phase || !r.hosts || !r.w || !r.order ||
-	    build_adj(&r))
+	r.cand_off = malloc((r.nsw + 1) * sizeof(*r.cand_off));
+	r.lft = malloc((r.nsw + 1) * sizeof(*r.lft));
+	r.lft_hw = malloc((r.nsw + 1) * sizeof(*r.lft_hw));
+	if (!r.dist || !r.load || !r.queue || !phase || !r.hosts || !r.w || !r.w0 || !r.order ||
+	    !r.cand_off || !r.lft || !r.lft_hw || build_adj(&r))
 		goto out;
-	for (s = 0; s < r.nsw; s++)
+	r.cur_d = UINT_MAX;
+	for (s = 0; s < r.nsw; s++) {
 		for (i = 1; i <= r.sw[s]->nports; i++)
 			if (link_up(&r.sw[s]->port[i]) && !r.sw[s]->port[i].peer->node->sw)
 				r.hosts[s]++;
+		r.w0[s] = r.hosts[s] ? r.hosts[s] : 1;
+		r.lft[s] = r.sw[s]->sw->lft;
+		r.lft_hw[s] = r.sw[s]->sw->lft_hw;
+	}
 	if (updown)
 		ranks(&r);
 	if (sm->routing == SM_ROUTE_FTREE && !is_fat_tree(&r)) {
@@ -359,7 +388,12 @@ out:
 	free(phase);
 	free(r.hosts);
 	free(r.w);
+	free(r.w0);
 	free(r.order);
+	free(r.cand_off);
+	free(r.lft);
+	free(r.lft_hw);
+	free(r.cand);
 	free(r.adj);
 	free(r.adj_off);
 	free(r.queue);

@@ -13,7 +13,8 @@
  * port pair; SGID/DGID/SLID/DLID pick the ports; every other selected
  * component must equal what the path carries (P_Key 0xffff, the SL of
  * the path's partition (sm_sa_set_part_sl, else 0), reversible, hop limit 0
- * inside the subnet). Every path has the SA's PacketLifeTime.
+ * inside the subnet). Every path has the SA's PacketLifeTime (--packet_life_time),
+ * but a loopback path (a port to itself) 0 (IBA table 205, as OpenSM).
  */
 #include "sa_int.h"
 
@@ -272,7 +273,7 @@ static bool one_path(struct pair *c, unsigned si, unsigned di)
 		return true;
 	p.rate = code_of_rate(v);
 	if (!select_val(has(pq, SOF_PR_LIFE), has(pq, SOF_PR_LIFE_SEL) ? pq->q.life_sel : 2,
-			pq->q.life, c->sa->pkt_life, &v) ||
+			pq->q.life, c->sp == c->dp ? 0 : c->sa->pkt_life, &v) ||
 	    v > 63)
 		return true;
 	p.life = (uint8_t)v;

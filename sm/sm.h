@@ -113,6 +113,8 @@ struct sm {
 	/* per-port M_Keys (mkey.c): --m_key_per_port, --guid2mkey FILE */
 	bool m_key_per_port;
 	const char *guid2mkey;
+	bool m_key_release;	/* --m_key_release: keys cleared on leaving */
+	bool mkey_clear;	/* PortInfo Sets queued now clear the M_Key */
 	struct {
 		struct sm_mkey_ent {
 			uint64_t guid, key;
@@ -157,6 +159,8 @@ struct sm {
 	uint8_t best_prio;
 	struct sm_port *ho_target; /* HANDOVER sent, ACKNOWLEDGE awaited */
 	uint64_t ho_guid, ho_deadline;
+	bool ho_wait_release;	/* HANDOVER held until release_left is 0 */
+	unsigned release_left;	/* --m_key_release Sets not answered yet */
 	uint64_t next_trap144;	/* µs: a trap 144 may start a check */
 	struct sm_port *check_port; /* a trap 144's port, asked for SMInfo */
 	uint64_t check_until, next_check; /* µs */
@@ -208,6 +212,9 @@ bool sm_part_enforce(const struct sm *sm, const struct sm_port *p);
 /* program.c */
 void sm_program_start(struct sm *sm);
 void sm_activate_start(struct sm *sm);
+/* a PortInfo Set, addressing unchanged, to every management port with a
+ * LID (mkey.c's release); the number queued */
+unsigned sm_program_mgmt(struct sm *sm);
 /* mcast.c: hook into the SA; route every group again (after a sweep);
  * route the groups that changed, sending the MFT blocks that differ */
 void sm_mcast_init(struct sm *sm);
@@ -249,5 +256,6 @@ uint64_t sm_mkey_of_guid(struct sm *sm, uint64_t guid);
 void sm_mkey_save(struct sm *sm);
 uint64_t sm_mkey_for(const struct sm *sm, const struct sm_req *rq);
 void sm_mkey_try_all(struct sm *sm, struct sm_req *rq, sm_done_fn *done);
+unsigned sm_mkey_release(struct sm *sm);
 
 #endif

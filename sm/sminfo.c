@@ -219,6 +219,8 @@ static void on_handover(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 		sm_log(sm, 0, "HANDOVER to %#llx not answered: staying master",
 		       (unsigned long long)sm->ho_guid);
 		sm->ho_target = NULL;
+		if (sm->m_key_release)
+			sm->resweep = true; /* the keys given again */
 		return;
 	}
 	sm_log(sm, 1, "HANDOVER answered: the SM is %s",
@@ -239,6 +241,13 @@ void sm_sminfo_check_handover(struct sm *sm)
 	sm->ho_guid = sm->best_guid;
 	sm->ho_deadline = sm_now_us() + HANDOVER_US;
 	sm->next_poll = sm_now_us() + HO_POLL_US;
+	/* --m_key_release: the ports' keys cleared first, the HANDOVER
+	 * sent once they are (sm_sminfo_tick): a new master's first Sets
+	 * must not meet a key it does not know */
+	if (sm_mkey_release(sm)) {
+		sm->ho_wait_release = true;
+		return;
+	}
 	sminfo_send(sm, sm->best, SM_SMINFO_HANDOVER, on_handover);
 }
 
@@ -309,10 +318,23 @@ void sm_sminfo_tick(struct sm *sm)
 	}
 	if (!sm->ho_target)
 		return;
+	if (sm->ho_wait_release) {
+		if (sm->release_left && sm_now_us() < sm->ho_deadline)
+			return;
+		fprintf(stderr, "softofed-sm: M_Keys released before the HANDOVER%s\n",
+			sm->release_left ? " (not all answered)" : "");
+		sm->ho_wait_release = false;
+		sm->release_left = 0;
+		sm->ho_deadline = sm_now_us() + HANDOVER_US;
+		sminfo_send(sm, sm->ho_target, SM_SMINFO_HANDOVER, on_handover);
+		return;
+	}
 	if (sm_now_us() > sm->ho_deadline) {
 		sm_log(sm, 0, "no ACKNOWLEDGE from %#llx: staying master",
 		       (unsigned long long)sm->ho_guid);
 		sm->ho_target = NULL;
+		if (sm->m_key_release)
+			sm->resweep = true;
 		return;
 	}
 	if (sm_now_us() < sm->next_poll)

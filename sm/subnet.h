@@ -89,6 +89,8 @@ struct sm_port {
 	uint8_t hops;
 	/* SM-private bookkeeping below; the SA need not read it */
 	uint32_t seen_sweep;  /* sweep number of the last PortInfo read */
+	uint32_t link_sweep;  /* sweep in which a NodeInfo across the link
+			       * named its far end (either end's) */
 	uint16_t lid_wanted;  /* LID from guid2lid to reuse, 0 none */
 	bool lid_set;	      /* the SM's LID/SM LID are in the port's PortInfo */
 	uint8_t qos_vls;      /* OperationalVLs its SL2VL/VLArb were set for, 0 not */

@@ -6,7 +6,9 @@
 # libumad2sim does not reassemble RMPP (it hands over one MAD and what its
 # buffer held after it), so only the first record of an answer is
 # compared: NodeRecord by LID, PathRecord from LID to LID, SMInfoRecord,
-# LinkRecord by LID and port, and ClassPortInfo.
+# LinkRecord by LID and port, and ClassPortInfo. Then on ibsim's pair
+# `--packet_life_time 0x10`: the PathRecords carry it (a loopback one 0),
+# as OpenSM's carry its opensm.conf subnet_timeout; 64 is refused.
 # Runs in a private network namespace.
 #
 # Usage: tests/integration/fabric_sa.sh
@@ -136,6 +138,51 @@ timeout -k 5 120 ibsim -s "$TOPO/pair.net" <in >"$(sof_out ibsim)" 2>&1 &
 SOF_PID[ibsim]=$!
 sleep 0.5
 compare pair 1 0,1,2
+
+# pkt_life FILE: the PacketLifeTime of the first PathRecord in FILE, in
+# decimal (saquery prints the byte with its selector in bits 7-6)
+pkt_life() {
+	local v
+	v=$(first "$1" PathRecord pkt_life | sed -n 's/^pkt_life=\(0x[0-9a-f]*\) *$/\1/p')
+	[ -n "$v" ] && echo $((v & 0x3f))
+}
+
+# --packet_life_time: ours carries it in every PathRecord but a loopback
+# one (0, IBA table 205); OpenSM's carry its subnet_timeout (opensm.conf)
+life() {
+	local d=$SOF_TMP/life a b c o t
+	mkdir -p "$d"
+	if "$SM" --packet_life_time 64 >"$d/bad" 2>&1 || ! grep -q '0 to 63' "$d/bad"; then
+		not_ok "sa/sim life" "--packet_life_time 64 taken: $(head -c 300 "$d/bad")"
+		return
+	fi
+	if ! up sm "$(sof_out sm)" "$SM" -v --packet_life_time 0x10; then
+		not_ok "sa/sim life" "softofed-sm --packet_life_time 0x10: no SUBNET UP"
+		sof_dump "$(sof_out sm)"
+		return
+	fi
+	t=$(lid_at 0,1,2) # H2
+	sim saquery -p --src-to-dst "1:$t" >"$d/pr"
+	sim saquery -p --src-to-dst "$t:1" >"$d/pr2"
+	sim saquery -p --src-to-dst 1:1 >"$d/loop"
+	a=$(pkt_life "$d/pr") b=$(pkt_life "$d/pr2") c=$(pkt_life "$d/loop")
+	sof_kill sm
+	opensm -c "$d/osm.conf" >/dev/null 2>&1
+	sed -i 's/^subnet_timeout .*/subnet_timeout 16/' "$d/osm.conf"
+	if up osm "$d/osm.log" opensm -F "$d/osm.conf" -d 2 -f "$d/osm.log"; then
+		t=$(lid_at 0,1,2)
+		sim saquery -p --src-to-dst "1:$t" >"$d/osm.pr"
+		o=$(pkt_life "$d/osm.pr")
+	fi
+	sof_kill osm
+	if [ "$a" = 16 ] && [ "$b" = 16 ] && [ "$c" = 0 ] && [ "${o:-}" = 16 ]; then
+		ok "sa/sim life: --packet_life_time 0x10 (64 refused): PathRecords H1 to H2 and back carry PacketLifeTime $a, loopback 1:1 $c; OpenSM with subnet_timeout 16 also $o"
+	else
+		not_ok "sa/sim life" "PacketLifeTime H1-H2 '$a' H2-H1 '$b' 1:1 '$c' (want 16 16 0), OpenSM '${o:-}'"
+		sof_dump "$d/pr" "$d/loop"
+	fi
+}
+life
 exec 7>&-
 sof_kill ibsim
 sof_exit

@@ -361,6 +361,12 @@ TEST(path_records)
 	CHECK_EQ(ask(mad), SOF_SA_ST_NO_RECORDS);
 	sof_sa_set(&sof_sa_recs[SOF_SA_REC_PATH], mad + SOF_SA_OFF_DATA, SOF_PR_SL, 5);
 	CHECK_EQ(ask(mad), 0);
+	/* a loopback path's PacketLifeTime is 0 (IBA table 205) */
+	path_query(mad, SOF_SA_GET, SAF_H1 + 1, SAF_H1 + 1, 0);
+	CHECK_EQ(ask(mad), 0);
+	sof_sa_path_unpack(R + SOF_SA_OFF_DATA, &p);
+	CHECK_EQ(p.life, 0);
+	CHECK_EQ(p.dlid, p.slid);
 	sm_sa_set_pkt_life(SA, 18);
 	CHECK_EQ(sm_sa_set_part_sl(SA, 0x7fff, 0), 0);
 

@@ -16,6 +16,11 @@
 #     error completion (retries exhausted, IBA 9.7.6.1.3) within its retry
 #     budget instead of hanging, and host a's daemon releases what the
 #     target held (its log's "closed ... released" line for that pid);
+#   - a connected target left idle (the writer SIGSTOPped for 5 s): host
+#     a's daemon wakes at most IDLE_MAX times a second
+#     (voluntary_ctxt_switches in /proc/PID/status; it watches the slot's
+#     sockets for readiness instead of ticking while a slot is held), and
+#     after SIGCONT every word is in place;
 #   - the atomic exactly-once test of tests/hosts/netem.sh runs beside
 #     these (atomic_count, with the target's progress thread executing
 #     the atomics).
@@ -27,6 +32,7 @@ set -u
 sof_init
 
 PORT=19880
+IDLE_MAX=${SOF_ONESIDED_IDLE_MAX:-20}
 PROG=$SOF_PROGS/write_stop
 
 # progress NAME: the writer's last "progress n=N" count (0: none yet)
@@ -54,7 +60,43 @@ start() {
 	return 1
 }
 
+# wakes PID: the voluntary context switches of PID so far
+wakes() {
+	sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null
+}
+
 if sof_hosts_up 2; then
+	# ---- an idle connected target: the daemon's wake-ups
+	name="hosts/onesided: an idle connected target"
+	if start idle 30000; then
+		WPID=$(sed -n 's/^writer ready pid=\([0-9]*\)$/\1/p' "$(sof_out idle.wr)")
+		kill -STOP "$WPID"
+		sleep 0.5
+		dpid=${SOF_HOST_DPID[a]}
+		w0=$(wakes "$dpid")
+		sleep 5
+		w1=$(wakes "$dpid")
+		kill -CONT "$WPID"
+		rate=$(((${w1:-0} - ${w0:-0}) / 5))
+		if [ -n "$w0" ] && [ -n "$w1" ] && [ "$rate" -le "$IDLE_MAX" ]; then
+			ok "$name: host a's daemon woke $rate times a second (at most $IDLE_MAX)"
+		else
+			not_ok "$name" "host a's daemon (pid $dpid) woke $rate times a second (${w0:-?} -> ${w1:-?} in 5 s), more than $IDLE_MAX"
+		fi
+		sof_wait idle.wr 80
+		wrc=$?
+		sof_wait idle.tgt 20
+		if [ "$wrc" -eq 0 ] && grep -q '^target words=30000 bad=0$' "$(sof_out idle.wr)"; then
+			ok "$name: every word placed after the pause"
+		else
+			not_ok "$name" "writer exit $wrc: $(tail -n 2 "$(sof_out idle.wr)" | tr '\n' ' ')"
+		fi
+	else
+		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out idle.wr)" | tr '\n' ' ')"
+		sof_kill idle.wr
+		sof_kill idle.tgt
+	fi
+
 	# ---- stopped target
 	name="hosts/onesided: WRITEs into a SIGSTOPped target"
 	if start stop 30000; then

@@ -15,7 +15,7 @@
  * ok=N" and exit 4 (what a writer into a killed target must get, IBA
  * 9.7.6.1.3: retries exhausted, not a hang).
  *
- * Output: "target ready pid=P" / "writer ready", "progress n=N", "target
+ * Output: "target ready pid=P" / "writer ready pid=P", "progress n=N", "target
  * words=N bad=B" and "ok" or "fail: REASON". Exit 0 when everything holds,
  * 3 when data is wrong, 4 on an error completion, 1 otherwise.
  */
@@ -198,7 +198,7 @@ int main(int argc, char **argv)
 		hp_fail("ibv_modify_qp to RTS: %s", strerror(err));
 	hp_sync(sock, o.hp.secs);
 	if (o.host) {
-		printf("writer ready\n");
+		printf("writer ready pid=%d\n", (int)getpid());
 		n[0] = htobe64(write_all(qp, cq, mr, buf, &o, &peer, end));
 		if (hp_io(sock, n, 8, 1, o.hp.secs))
 			hp_fail("the target went away before the count");

@@ -520,12 +520,12 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
  * (the page's beat did not move) over a whole tick in which they held
  * datagrams, and the process is stopped (/proc/PID/stat; one that runs
  * late, on a loaded machine, keeps its packets: the daemon would drop
- * all but the in-order WRITEs, and the requesters' retries would pay),
+ * what it does not execute, and the requesters' retries would pay),
  * the daemon reads them, the slot's and the flow sockets it takes from
  * the process (pidfd_getfd: the same user, transport/README.md), and the
- * engine executes the in-order RDMA WRITEs on the QPs' shared responder
- * state (host op takeover) and drops the rest for the requesters'
- * retries. When the beat moves again, the process has its sockets back.
+ * engine executes the in-order RDMA WRITEs, READs and atomics on the
+ * QPs' shared responder state (host op takeover) and drops the rest for
+ * the requesters' retries. When the beat moves again, the process has its sockets back.
  * A slot whose sockets stayed empty is looked at less often (flows every
  * IDLE_FLOWS-th tick): each look at flows costs the daemon a few system
  * calls.
@@ -775,7 +775,7 @@ static void slot_watch(uint32_t k)
 	/* datagrams waited a whole tick and the engine read none (or it
 	 * stalled already), and the process is stopped: a process that
 	 * runs (only late, on a loaded machine) keeps its packets, of which
-	 * the daemon would drop all but in-order WRITEs */
+	 * the daemon would drop what it does not execute */
 	if (queued && (s->queued || s->stalled) && proc_stopped(s->owner->pid)) {
 		if (!s->logged)
 			sofd_log("steering slot %u: the engine of pid %d stalled: the daemon "

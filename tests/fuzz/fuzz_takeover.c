@@ -33,7 +33,9 @@
  *
  * With SOF_FUZZ_TAKEOVER_SEEDS=DIR the target writes its seed corpus to
  * DIR (tests/fuzz/corpus_takeover/ is made so), checking that each seed
- * is executed or dropped as its name says, and exits.
+ * is executed or dropped as its name says (WRITEs, READs, atomics and
+ * their duplicates; bad keys, ranges, lengths and PSNs; truncated
+ * headers; the handover both ways), and exits.
  */
 /* clang-format off */
 /*
@@ -715,6 +717,73 @@ static void write_seeds(const char *dir)
 	h = req(ROCE_WRITE_ONLY_IMM, 0, 0, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
 	SEED("others_left", .left = 2);
+
+	/* READs: one packet, three (answered with responses), a duplicate
+	 * inside the original's range; the read-only region may be read */
+	h = req(ROCE_READ_REQ, 0, 0, 0, 100);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_READ_REQ, 0, 1, 0, 2100);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_READ_REQ, -2, 1, 1024, 1076);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	SEED("read", .taken = 3, .sent = 6);
+	/* left: past the region, no key, a duplicate outside the original,
+	 * one ahead, one in the middle of a WRITE */
+	h = req(ROCE_READ_REQ, 0, 0, RW_LEN - 8, 16);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_READ_REQ, 0, 3, 0, 16);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_READ_REQ, 0, 0, 0, 16);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_READ_REQ, -1, 0, 8, 16);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_READ_REQ, 1, 0, 0, 16);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_WRITE_FIRST, 0, 0, 0, 2048);
+	seed_pkt(&o, C_DAEMON, &h, 1024, 0x12);
+	h = req(ROCE_READ_REQ, 0, 0, 0, 16);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	SEED("read_bad", .taken = 2, .left = 5, .sent = 2);
+	/* atomics: fetch-and-add, its duplicate (not applied again), a
+	 * compare-and-swap; the word ends at 0xa5 + 3 swapped for 7 */
+	h = req(ROCE_WRITE_ONLY, 0, 0, 64, 8);
+	seed_pkt(&o, C_DAEMON, &h, 8, 0);
+	h = req(ROCE_FETCH_ADD, 0, 0, 64, 0);
+	h.swap_add = 3;
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_FETCH_ADD, -1, 0, 64, 0);
+	h.swap_add = 3;
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_CMP_SWAP, 0, 0, 64, 0);
+	h.compare = 3;
+	h.swap_add = 0x707070707070707ull;
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	SEED("atomic", .taken = 4, .sent = 4, .off = 64, .len = 8, .val = 7);
+	/* left: misaligned, read-only region, no key, the owner's lock */
+	h = req(ROCE_FETCH_ADD, 0, 0, 4, 0);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_FETCH_ADD, 0, 1, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_CMP_SWAP, 0, 2, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_FETCH_ADD, 1, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	SEED("atomic_bad", .left = 4);
+	/* the owner adds, the daemon answers its duplicate from the shared
+	 * resources and adds, the owner answers the daemon's duplicate */
+	h = req(ROCE_FETCH_ADD, 0, 0, 0, 0);
+	h.swap_add = 2;
+	seed_pkt(&o, C_OWNER, &h, 0, 0);
+	h = req(ROCE_FETCH_ADD, -1, 0, 0, 0);
+	h.swap_add = 2;
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_FETCH_ADD, 0, 0, 0, 0);
+	h.swap_add = 2;
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	h = req(ROCE_FETCH_ADD, -1, 0, 0, 0);
+	h.swap_add = 2;
+	seed_pkt(&o, C_OWNER, &h, 0, 0);
+	SEED("atomic_handover", .taken = 2, .sent = 2, .off = 0, .len = 1, .val = 4);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -3,11 +3,14 @@
 # item 1), two hosts over veth, tests/progs/write_stop writing from host b
 # into a target in host a, one RDMA WRITE per 8-byte word, every word
 # checked by the target at the end:
-#   - the target SIGSTOPped for 2 s while the WRITEs go on, then SIGCONT:
-#     WRITEs complete during the stop (the target's RC QP runs its
+#   - the target SIGSTOPped for 2 s while the WRITEs go on, then SIGCONT,
+#     and the same with READs of its words (each checked by the reader)
+#     and with fetch-and-adds on its word 0 (each returning the count of
+#     those before it, the word ending at their number: exactly once):
+#     they complete during the stop (the target's RC QP runs its
 #     transport in the target process, the engine in the program; host
 #     a's daemon sees that engine stall with datagrams waiting and runs
-#     its responder for the in-order WRITEs, transport/takeover.c, and
+#     its responder for the in-order requests, transport/takeover.c, and
 #     says so in its log), and after SIGCONT every word is in place once
 #     the target continues from the shared responder state (what it
 #     could not execute, the writer's retries bring: local ACK timeout
@@ -42,14 +45,16 @@ progress() {
 	echo "${n:-0}"
 }
 
-# start TAG COUNT: target in host a, writer in host b; TPID: the target's pid
+# start TAG COUNT [ARGS...]: target in host a, writer in host b, both
+# with ARGS; TPID: the target's pid
 start() {
 	local tag=$1 count=$2 end
+	shift 2
 	PORT=$((PORT + 1))
-	sof_host_bg "$tag.tgt" a 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80
+	sof_host_bg "$tag.tgt" a 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80 "$@"
 	sof_host_wait_listen a "$PORT" 20 "$tag.tgt" || return 1
 	sof_host_bg "$tag.wr" b 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80 \
-		-w 200 "$(sof_host_ip a)"
+		-w 200 "$@" "$(sof_host_ip a)"
 	end=$(($(now_ms) + 20000))
 	TPID=
 	while [ "$(now_ms)" -lt "$end" ]; do
@@ -63,6 +68,45 @@ start() {
 # wakes PID: the voluntary context switches of PID so far
 wakes() {
 	sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null
+}
+
+# stopped OP WHAT: OP (write_stop -o) into a target SIGSTOPped for 2 s:
+# they complete during the stop, and every word is right after SIGCONT
+stopped() {
+	local op=$1 what=$2 name="hosts/onesided: $2 into a SIGSTOPped target" n0 n1 wrc trc out log
+	if ! start "stop$op" 30000 -o "$op"; then
+		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out "stop$op.wr")" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "stop$op.tgt")" | tr '\n' ' ')"
+		sof_kill "stop$op.wr"
+		sof_kill "stop$op.tgt"
+		return
+	fi
+	kill -STOP "$TPID"
+	sleep 0.3
+	n0=$(progress "stop$op.wr")
+	sleep 1.7
+	n1=$(progress "stop$op.wr")
+	kill -CONT "$TPID"
+	sof_wait "stop$op.wr" 80
+	wrc=$?
+	sof_wait "stop$op.tgt" 20
+	trc=$?
+	out=$(sof_out "stop$op.wr")
+	if [ "$wrc" -eq 0 ] && [ "$trc" -eq 0 ] && grep -q '^target words=30000 bad=0$' "$out" &&
+		{ [ "$op" = write ] || grep -q '^returned wrong=0$' "$out"; }; then
+		ok "$name: every word placed and checked after SIGCONT ($(grep '^target' "$out"))"
+	else
+		not_ok "$name" "writer exit $wrc, target exit $trc: $(tail -n 2 "$out" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "stop$op.tgt")" | tr '\n' ' ')"
+	fi
+	# without the takeover not one completes in these 1.7 s (the
+	# writer's retries wait); with it tens to thousands (a loaded
+	# machine delays the daemon's ticks)
+	log=$(_sof_host_log a)
+	if [ "$n1" -gt $((n0 + 10)) ] &&
+		grep -q "the engine of pid $TPID stalled: the daemon runs its responders" "$log"; then
+		ok "$name: they completed while it was stopped ($n0 -> $n1, executed by host a's daemon)"
+	else
+		not_ok "$name" "they completed while it was stopped: $n0 -> $n1; host a's log: $(grep -c "pid $TPID stalled" "$log") takeover lines"
+	fi
 }
 
 if sof_hosts_up 2; then
@@ -97,40 +141,10 @@ if sof_hosts_up 2; then
 		sof_kill idle.tgt
 	fi
 
-	# ---- stopped target
-	name="hosts/onesided: WRITEs into a SIGSTOPped target"
-	if start stop 30000; then
-		kill -STOP "$TPID"
-		sleep 0.3
-		n0=$(progress stop.wr)
-		sleep 1.7
-		n1=$(progress stop.wr)
-		kill -CONT "$TPID"
-		sof_wait stop.wr 80
-		wrc=$?
-		sof_wait stop.tgt 20
-		trc=$?
-		out=$(sof_out stop.wr)
-		if [ "$wrc" -eq 0 ] && [ "$trc" -eq 0 ] && grep -q '^target words=30000 bad=0$' "$out"; then
-			ok "$name: every word placed and checked after SIGCONT ($(grep '^target' "$out"))"
-		else
-			not_ok "$name" "writer exit $wrc, target exit $trc: $(tail -n 2 "$out" | tr '\n' ' ') / $(tail -n 2 "$(sof_out stop.tgt)" | tr '\n' ' ')"
-		fi
-		# without the takeover not one completes in these 1.7 s (the
-		# writer's retries wait); with it tens to thousands (a loaded
-		# machine delays the daemon's ticks)
-		log=$(_sof_host_log a)
-		if [ "$n1" -gt $((n0 + 10)) ] &&
-			grep -q "the engine of pid $TPID stalled: the daemon runs its responders" "$log"; then
-			ok "$name: WRITEs completed while it was stopped ($n0 -> $n1, executed by host a's daemon)"
-		else
-			not_ok "$name" "WRITEs completed while it was stopped: $n0 -> $n1; host a's log: $(grep -c "pid $TPID stalled" "$log") takeover lines"
-		fi
-	else
-		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out stop.wr)" | tr '\n' ' ') / $(tail -n 2 "$(sof_out stop.tgt)" | tr '\n' ' ')"
-		sof_kill stop.wr
-		sof_kill stop.tgt
-	fi
+	# ---- stopped target: WRITEs, READs, fetch-and-adds
+	stopped write WRITEs
+	stopped read READs
+	stopped fadd fetch-and-adds
 
 	# ---- killed target
 	name="hosts/onesided: WRITEs into a SIGKILLed target"

@@ -410,6 +410,64 @@ static bool take_duplicate(const struct tp_qp *qp, const struct sof_resp_shm *rs
 	return true;
 }
 
+/* A UC packet (IBA 9.8.2), as the owner's uc_packet takes it: a gap in
+ * the PSNs loses the message in progress, only a FIRST or ONLY starts
+ * one, and RDMA WRITEs without immediate data are placed. A packet that
+ * would take a receive WQE (a SEND, a WRITE with immediate) the daemon
+ * cannot deliver: its message is lost, as UC allows on a wire, the state
+ * moved past it as the owner would move it. Nothing is answered. True
+ * when the packet was placed. */
+static bool take_uc(const struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
+		    uint32_t f, const uint8_t *payload, uint32_t paylen)
+{
+	bool cont = rs->in_msg == SOF_RESP_MSG_WRITE, ok;
+	uint8_t *p;
+
+	if (!rs->valid || rs->mtu < 256 || rs->mtu > 4096)
+		return false;
+	rs->daemon_ran = 1;
+	if (h->psn != (rs->epsn & ROCE_PSN_MASK))
+		cont = false; /* lost: a FIRST or ONLY may start the next */
+	rs->epsn = (h->psn + 1) & ROCE_PSN_MASK;
+	ok = (f & ROCE_F_WRITE) && !(f & ROCE_F_IMMDT) &&
+	     (cont ? (f & (ROCE_F_MIDDLE | ROCE_F_LAST)) : (f & ROCE_F_FIRST)) &&
+	     paylen <= rs->mtu && ((f & ROCE_F_LAST) || paylen == rs->mtu);
+	rs->in_msg = SOF_RESP_MSG_NONE;
+	if (!ok)
+		return false;
+	if (f & ROCE_F_FIRST) {
+		if (h->dmalen &&
+		    (!(atomic_load_explicit(&qp->shm->access, memory_order_relaxed) &
+		       IBV_ACCESS_REMOTE_WRITE) ||
+		     !(p = tp.host->mr_ptr(qp, h->rkey, h->va, h->dmalen,
+					   IBV_ACCESS_REMOTE_WRITE | TP_MR_PROBE)))) {
+			tp_count(SOF_CNT_key_violations, 1);
+			return false;
+		}
+		if (h->dmalen)
+			tp.host->mr_done(qp, p, 0);
+		rs->wr_va = h->va;
+		rs->wr_rkey = h->rkey;
+		rs->wr_len = rs->wr_left = h->dmalen;
+	}
+	if (paylen > rs->wr_left || ((f & ROCE_F_LAST) && paylen != rs->wr_left) ||
+	    rs->wr_len < rs->wr_left)
+		return false;
+	if (paylen) {
+		p = tp.host->mr_ptr(qp, rs->wr_rkey, rs->wr_va + (rs->wr_len - rs->wr_left), paylen,
+				    IBV_ACCESS_REMOTE_WRITE);
+		if (!p) {
+			tp_count(SOF_CNT_key_violations, 1);
+			return false;
+		}
+		memcpy(p, payload, paylen);
+		tp.host->mr_done(qp, p, paylen);
+		rs->wr_left -= paylen;
+	}
+	rs->in_msg = (f & ROCE_F_LAST) ? SOF_RESP_MSG_NONE : SOF_RESP_MSG_WRITE;
+	return true;
+}
+
 /* Request h for the QP of rs (its lock held), from a to the QP's peer
  * dqpn: executed or answered (true), or left for the owner (false). */
 static bool take(const struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
@@ -460,12 +518,12 @@ bool tp_takeover_packet(struct tp_qp *qp, const struct roce_hdr *h, const uint8_
 	struct sof_resp_shm *rs;
 	bool done;
 
-	if (!tp.host->takeover || qp->type != IBV_QPT_RC)
+	if (!tp.host->takeover || (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC))
 		return false;
 	rs = tp.host->takeover(qp, a->src, &dqpn);
 	if (!rs)
 		return false;
-	if ((h->opcode & ROCE_SVC_MASK) != ROCE_SVC_RC ||
+	if ((h->opcode & ROCE_SVC_MASK) != (qp->type == IBV_QPT_UC ? ROCE_SVC_UC : ROCE_SVC_RC) ||
 	    !(roce_opinfo(h->opcode)->flags & ROCE_F_REQ) || !tp_pkey_match(0xffff, h->pkey) ||
 	    !sof_qp_state_receives(atomic_load_explicit(&qp->shm->state, memory_order_acquire)) ||
 	    !atomic_compare_exchange_strong_explicit(&rs->lock, &expect, SOF_RESP_DAEMON,
@@ -473,7 +531,9 @@ bool tp_takeover_packet(struct tp_qp *qp, const struct roce_hdr *h, const uint8_
 		tp_drop(SOF_DROP_takeover);
 		return true;
 	}
-	done = take(qp, rs, h, payload, paylen, a, dqpn);
+	done = qp->type == IBV_QPT_UC
+		   ? take_uc(qp, rs, h, roce_opinfo(h->opcode)->flags, payload, paylen)
+		   : take(qp, rs, h, payload, paylen, a, dqpn);
 	atomic_store_explicit(&rs->lock, SOF_RESP_FREE, memory_order_release);
 	if (done)
 		tp_count(SOF_CNT_takeover, 1);

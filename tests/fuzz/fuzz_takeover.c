@@ -6,12 +6,12 @@
  * place of the daemon (the engine's ops table, transport/tp.h) and a port
  * that captures what is sent instead of putting it on a wire.
  *
- * The world: one RC QP (path MTU 1024) connected to a peer on another
- * host, its segment and the shared responder state (struct sof_resp_shm)
+ * The world: one RC QP, or UC when the input's first byte is odd (path
+ * MTU 1024), connected to a peer on another host, its segment and the shared responder state (struct sof_resp_shm)
  * in this process, a read-write region and a read-only one, each exactly
  * as long as it is registered (so that ASan sees any access past it).
  * Each input starts from the same state: the owner has published its
- * state once. Commands (the low three bits of a command byte select):
+ * state once. Commands (after that first byte) (the low three bits of a command byte select):
  *
  *   daemon   a packet, the owner stalled (its engine state out of reach,
  *            the host's takeover op answering): the daemon's path
@@ -28,8 +28,9 @@
  * the side that runs (and VA to the region's iova), R_Key one of the
  * regions' (or two that name nothing). Checks after every command: the
  * read-only region is untouched; what the daemon sent goes to the peer's
- * QP and is an ACK, a READ response or an atomic ACK; while the owner
- * holds the lock the daemon writes and sends nothing.
+ * QP and is an ACK, a READ response or an atomic ACK (for UC: nothing at
+ * all); while the owner holds the lock the daemon writes and sends
+ * nothing.
  *
  * With SOF_FUZZ_TAKEOVER_SEEDS=DIR the target writes its seed corpus to
  * DIR (tests/fuzz/corpus_takeover/ is made so), checking that each seed
@@ -93,7 +94,7 @@ static struct {
 	struct sof_nsq_shm *nsq;
 	struct sof_cq_shm *scq_shm, *rcq_shm;
 	uint8_t *rw, *ro;
-	bool stalled;
+	bool stalled, uc;
 	unsigned sent, bad_sent; /* by the daemon: all, not to the peer or of a wrong kind */
 	uint64_t counters[SOF_CNT_NR], drops[SOF_DROP_NR];
 } w;
@@ -215,7 +216,7 @@ static int port_send(const struct tp_path *path, struct roce_hdr *h, uint32_t pa
 	}
 	if (w.stalled) {
 		w.sent++;
-		if (h->dqpn != PEER_QPN || (h->opcode & ROCE_SVC_MASK) != ROCE_SVC_RC ||
+		if (w.uc || h->dqpn != PEER_QPN || (h->opcode & ROCE_SVC_MASK) != ROCE_SVC_RC ||
 		    (op != ROCE_ACK && op != ROCE_ATOMIC_ACK && op != ROCE_READ_RESP_FIRST &&
 		     op != ROCE_READ_RESP_MIDDLE && op != ROCE_READ_RESP_LAST &&
 		     op != ROCE_READ_RESP_ONLY))
@@ -283,13 +284,14 @@ static void *zalloc(size_t len)
 	return p;
 }
 
-static void world_up(void)
+static void world_up(bool uc)
 {
 	size_t qlen = SOF_QP_RQ_OFF + (size_t)RQ_SIZE * SOF_RWQE_STRIDE(MAX_SGE);
 	uint32_t stride = SOF_NWQE_STRIDE(MAX_SGE, MAX_INLINE);
 	size_t cqlen = SOF_CQ_RING_OFF + CQ_SIZE * sizeof(struct sof_cqe);
 
 	memset(&w, 0, sizeof(w));
+	w.uc = uc;
 	w.qshm = zalloc(qlen);
 	w.nsq = zalloc(SOF_NSQ_SEG_LEN(SQ_SIZE, stride));
 	w.scq_shm = zalloc(cqlen);
@@ -304,7 +306,7 @@ static void world_up(void)
 	w.scq = (struct tp_cq){.shm = w.scq_shm, .evfd = -1};
 	w.rcq = (struct tp_cq){.shm = w.rcq_shm, .evfd = -1};
 	w.qp = (struct tp_qp){.qpn = QPN,
-			      .type = IBV_QPT_RC,
+			      .type = uc ? IBV_QPT_UC : IBV_QPT_RC,
 			      .shm = w.qshm,
 			      .rq_size = RQ_SIZE,
 			      .rq_max_sge = MAX_SGE,
@@ -603,8 +605,8 @@ static void seed_write(const char *dir, const char *name, struct out *o, struct 
 	char path[512];
 	FILE *f;
 
-	world_up();
-	run(o->b, o->n);
+	world_up(o->n && (o->b[0] & 1));
+	run(o->b + 1, o->n ? o->n - 1 : 0);
 	if (w.counters[SOF_CNT_takeover] != e.taken || w.drops[SOF_DROP_takeover] != e.left)
 		FAIL("seed %s: %llu taken, %llu left for the owner; want %llu, %llu", name,
 		     (unsigned long long)w.counters[SOF_CNT_takeover],
@@ -622,13 +624,14 @@ static void seed_write(const char *dir, const char *name, struct out *o, struct 
 	if (!f || fwrite(o->b, 1, o->n, f) != o->n || fclose(f))
 		FAIL("writing %s", path);
 	o->n = 0;
+	put8(o, 0); /* RC: the next seed's first byte */
 }
 
 #define SEED(name, ...) seed_write(dir, name, &o, (struct expect){__VA_ARGS__})
 
 static void write_seeds(const char *dir)
 {
-	static struct out o;
+	static struct out o = {.n = 1}; /* its first byte: 0, RC */
 	struct roce_hdr h;
 
 	/* WRITEs in order: executed and ACKed */
@@ -784,6 +787,24 @@ static void write_seeds(const char *dir)
 	h.swap_add = 2;
 	seed_pkt(&o, C_OWNER, &h, 0, 0);
 	SEED("atomic_handover", .taken = 2, .sent = 2, .off = 0, .len = 1, .val = 4);
+
+	/* UC: WRITEs placed and nothing answered; a gap loses the message in
+	 * progress (its LAST dropped); a SEND lost; a bad key; the owner
+	 * goes on after */
+	o.b[0] = 1;
+	h = req(ROCE_SVC_UC | ROCE_WRITE_FIRST, 0, 0, 0, 2048);
+	seed_pkt(&o, C_DAEMON, &h, 1024, 0x31);
+	h = req(ROCE_SVC_UC | ROCE_WRITE_LAST, 1, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 1024, 0x99);
+	h = req(ROCE_SVC_UC | ROCE_WRITE_ONLY, 0, 0, 4096, 64);
+	seed_pkt(&o, C_DAEMON, &h, 64, 0x32);
+	h = req(ROCE_SVC_UC | ROCE_SEND_ONLY, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
+	h = req(ROCE_SVC_UC | ROCE_WRITE_ONLY, 0, 1, 0, 16);
+	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
+	h = req(ROCE_SVC_UC | ROCE_WRITE_ONLY, 0, 0, 8192, 16);
+	seed_pkt(&o, C_OWNER, &h, 16, 0x33);
+	SEED("uc_write", .taken = 2, .left = 3, .off = 4096, .len = 64, .val = 0x32);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -801,8 +822,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	world_up();
-	run(data, size);
+	world_up(size && (data[0] & 1));
+	run(data + !!size, size - !!size);
 	world_down();
 	return 0;
 }

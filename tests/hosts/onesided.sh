@@ -15,6 +15,8 @@
 #     the target continues from the shared responder state (what it
 #     could not execute, the writer's retries bring: local ACK timeout
 #     2^18 x 4.096 us, 7 retries);
+#   - UC WRITEs (-u) into a target SIGSTOPped for 2 s: every word placed,
+#     by host a's daemon during the stop (its counter takeover);
 #   - the target SIGKILLed while the WRITEs go on: the writer gets an
 #     error completion (retries exhausted, IBA 9.7.6.1.3) within its retry
 #     budget instead of hanging, and host a's daemon releases what the
@@ -145,6 +147,37 @@ if sof_hosts_up 2; then
 	stopped write WRITEs
 	stopped read READs
 	stopped fadd fetch-and-adds
+
+	# ---- UC WRITEs into a stopped target: completed as sent, so the
+	# target's words and host a's takeover counter tell what arrived
+	# (without the takeover the stop overflows the target's sockets)
+	name="hosts/onesided: UC WRITEs into a SIGSTOPped target"
+	if start stopuc 8000 -u -w 1000; then
+		t0=$(sof_counter a counters.takeover)
+		kill -STOP "$TPID"
+		sleep 2
+		t1=$(sof_counter a counters.takeover)
+		kill -CONT "$TPID"
+		sof_wait stopuc.wr 80
+		wrc=$?
+		sof_wait stopuc.tgt 20
+		trc=$?
+		out=$(sof_out stopuc.wr)
+		if [ "$wrc" -eq 0 ] && [ "$trc" -eq 0 ] && grep -q '^target words=8000 bad=0$' "$out"; then
+			ok "$name: every word placed ($(grep '^target' "$out"))"
+		else
+			not_ok "$name" "writer exit $wrc, target exit $trc: $(tail -n 2 "$out" | tr '\n' ' ') / $(tail -n 3 "$(sof_out stopuc.tgt)" | tr '\n' ' ')"
+		fi
+		if [ -n "$t0" ] && [ -n "$t1" ] && [ "$t1" -gt $((t0 + 100)) ]; then
+			ok "$name: host a's daemon placed them during the stop (counters.takeover $t0 -> $t1)"
+		else
+			not_ok "$name" "host a's counters.takeover ${t0:-?} -> ${t1:-?} during the stop"
+		fi
+	else
+		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out stopuc.wr)" | tr '\n' ' ')"
+		sof_kill stopuc.wr
+		sof_kill stopuc.tgt
+	fi
 
 	# ---- killed target
 	name="hosts/onesided: WRITEs into a SIGKILLed target"

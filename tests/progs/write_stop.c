@@ -12,7 +12,9 @@
  * stopped. With -o read it READs word i instead (the target filled them
  * so) and checks each; with -o fadd it does COUNT fetch-and-adds of 1 on
  * the target's word 0, each of which must return the number of those
- * before it, and word 0 must end at COUNT (exactly once each). Either
+ * before it, and word 0 must end at COUNT (exactly once each); with -u
+ * both QPs are UC (WRITEs: completed as sent, so only the target's check
+ * tells what arrived). Either
  * way it then tells the target how many it did; the target checks every
  * word (and that the words beyond are untouched) and answers its verdict. An error completion ends the writer with "error status=NAME
  * ok=N" and exit 4 (what a writer into a killed target must get, IBA
@@ -35,6 +37,7 @@ struct opts {
 	unsigned int depth, pace_us;
 	uint8_t timeout, retry_cnt;
 	enum { OP_WRITE, OP_READ, OP_FADD } op;
+	int uc;
 };
 
 static void usage(const char *argv0)
@@ -48,7 +51,8 @@ static void usage(const char *argv0)
 		"  -w USEC     pause between posts (writer, default 100)\n"
 		"  -t TIMEOUT  local ACK timeout exponent (default 14)\n"
 		"  -r RETRY    retry_cnt (default 7)\n"
-		"  -o OP       write (default), read or fadd (both sides)\n",
+		"  -o OP       write (default), read or fadd (both sides)\n"
+		"  -u          UC QPs (WRITEs only; both sides)\n",
 		argv0, MAX_DEPTH);
 	exit(2);
 }
@@ -64,7 +68,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->pace_us = 100;
 	o->timeout = 14;
 	o->retry_cnt = 7;
-	while ((c = getopt(argc, argv, "p:d:g:n:q:w:t:r:o:T:h")) != -1) {
+	while ((c = getopt(argc, argv, "p:d:g:n:q:w:t:r:o:uT:h")) != -1) {
 		if (hp_opt(&o->hp, c, optarg))
 			continue;
 		switch (c) {
@@ -83,6 +87,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'r':
 			o->retry_cnt = (uint8_t)atoi(optarg);
 			break;
+		case 'u':
+			o->uc = 1;
+			break;
 		case 'o':
 			if (!strcmp(optarg, "read"))
 				o->op = OP_READ;
@@ -98,7 +105,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		o->host = argv[optind++];
 	if (optind != argc || !o->count || o->count > (1u << 24) || !o->depth ||
-	    o->depth > MAX_DEPTH || o->hp.secs <= 0)
+	    o->depth > MAX_DEPTH || o->hp.secs <= 0 || (o->uc && o->op != OP_WRITE))
 		usage(argv[0]);
 }
 
@@ -207,7 +214,7 @@ int main(int argc, char **argv)
 	mr = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | (o.host ? 0 : remote));
 	if (!mr)
 		hp_fail("ibv_reg_mr: %s", strerror(errno));
-	qp = hp_create_qp(pd, cq, IBV_QPT_RC, MAX_DEPTH + 2, 1, 1);
+	qp = hp_create_qp(pd, cq, o.uc ? IBV_QPT_UC : IBV_QPT_RC, MAX_DEPTH + 2, 1, 1);
 
 	memset(&me, 0, sizeof(me));
 	me.qpn = qp->qp_num;
@@ -224,7 +231,7 @@ int main(int argc, char **argv)
 	path.min_rnr_timer = 12;
 	path.max_rd_atomic = MAX_DEPTH;
 	path.max_dest_rd_atomic = MAX_DEPTH;
-	path.access = o.host ? 0 : remote;
+	path.access = o.host ? 0 : o.uc ? IBV_ACCESS_REMOTE_WRITE : remote;
 	err = hp_qp_modify(qp, &path, IBV_QPS_RTS);
 	if (err)
 		hp_fail("ibv_modify_qp to RTS: %s", strerror(err));

@@ -34,7 +34,8 @@
  * in-order WRITEs, READs and atomics executed and answered on the shared
  * state, duplicates answered from the shared responder resources (an
  * atomic applied once), everything else dropped without a NAK, and the
- * owner going on from that state.
+ * owner going on from that state; UC WRITEs placed, a message a gap cuts
+ * lost, nothing answered.
  */
 #include "harness.h"
 
@@ -1276,6 +1277,44 @@ TEST(takeover_reads_atomics_while_stalled)
 	world_down();
 }
 
+/* UC (IBA 9.8.2) while stalled: the daemon places WRITEs, loses the
+ * message a gap cuts (its LAST not placed) and a SEND (no receive WQE
+ * taken), answers nothing; the owner goes on from its state. */
+TEST(takeover_uc_writes_while_stalled)
+{
+	struct sof_tqp *t;
+	unsigned n;
+
+	world_type = IBV_QPT_UC;
+	world_up();
+	world_type = IBV_QPT_RC;
+	w.qp.rshm = &w.qshm->resp;
+	atomic_store(&w.qshm->access, IBV_ACCESS_REMOTE_WRITE);
+	to_in(ROCE_SVC_UC | ROCE_WRITE_ONLY, 0, 0, 64, 64, KEY_RW, 0x11);
+	CHECK(mem_is(0, 64, 0x11) && w.qshm->resp.epsn == EPSN + 1);
+
+	t = w.qp.t;
+	w.qp.t = NULL;
+	takeover_on = true;
+	n = w.nsent;
+	to_in(ROCE_SVC_UC | ROCE_WRITE_FIRST, 1, 1024, 2048, 1024, KEY_RW, 0x22);
+	to_in(ROCE_SVC_UC | ROCE_WRITE_LAST, 3, 0, 0, 1024, KEY_RW, 0x99); /* after a gap */
+	to_in(ROCE_SVC_UC | ROCE_WRITE_ONLY, 4, 64, 64, 64, KEY_RW, 0x33);
+	to_in(ROCE_SVC_UC | ROCE_SEND_ONLY, 5, 0, 0, 16, 0, 0x99);
+	to_in(ROCE_SVC_UC | ROCE_WRITE_ONLY, 6, 128, 16, 16, KEY_RO, 0x99);
+	CHECK(mem_is(1024, 1024, 0x22) && mem_is(2048, 1024, 0) && mem_is(64, 64, 0x33) &&
+	      mem_is(128, 16, 0));
+	CHECK_EQ(w.nsent, n);
+	CHECK_EQ(w.counters[SOF_CNT_takeover], 2);
+	CHECK_EQ(w.drops[SOF_DROP_takeover], 3);
+
+	takeover_on = false;
+	w.qp.t = t;
+	to_in(ROCE_SVC_UC | ROCE_WRITE_ONLY, 7, 256, 16, 16, KEY_RW, 0x44);
+	CHECK(mem_is(256, 16, 0x44) && w.qp.t->epsn == EPSN + 8 && w.nsent == n);
+	world_down();
+}
+
 int main(void)
 {
 	RUN(resp_send_ack_duplicate);
@@ -1300,5 +1339,6 @@ int main(void)
 	RUN(sack_standard_peer_gets_none);
 	RUN(takeover_writes_while_stalled);
 	RUN(takeover_reads_atomics_while_stalled);
+	RUN(takeover_uc_writes_while_stalled);
 	return test_summary();
 }

@@ -90,8 +90,6 @@ struct slot {
 	uint32_t idle;	    /* ticks since its sockets last held datagrams */
 	/* quiet: its sockets wait in the watch set, no tick for it */
 	bool watching;
-	int wflow[SOF_TP_FLOW_FDS]; /* the flow sockets watched (taken), -1: none */
-	uint32_t nwflow;
 };
 
 static struct slot slots[SLOTS];
@@ -456,9 +454,7 @@ void sof_tp_flow_connected(const struct sofd_qp *qp, uint32_t slot)
 			had |= !memcmp(s->flow_peers[i], qp->dgid, 16);
 		if (!had)
 			continue;
-		/* all of them: the process closes every flow socket (and the
-		 * daemon lets go of those it watches, or they would stay) */
-		slot_unwatch(s);
+		/* all of them: the process closes every flow socket */
 		s->nflow_peers = 0;
 		__atomic_fetch_add(&s->cnt->flows_revoked, 1, __ATOMIC_SEQ_CST);
 		if (write(s->evfd, &one, sizeof(one)) < 0) {
@@ -531,21 +527,21 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
  * calls.
  *
  * A slot whose sockets stayed empty QUIET_TICKS ticks is not ticked for
- * at all: its sockets, the slot's and the flow sockets taken from the
- * process, wait in a watch set (an epoll instance of its own, one shot
- * each, in the daemon's epoll as a pollable of the tick's kind), and the
- * first datagram to any of them brings the slot back to the tick. So an
- * idle host with long-lived programs costs the daemon no wake-up. A flow
- * socket taken for the watch keeps the process's flow open: the daemon
- * lets go of them as soon as it wakes for the slot, and before it takes
- * the flows back or the slot ends; a flow socket the process closes while
- * it is watched wakes the daemon with its first datagram (lost, as on a
- * wire, to the requester's retry). */
+ * at all: its sockets wait in a watch set (an epoll instance of its own,
+ * one shot each, in the daemon's epoll as a pollable of the tick's kind),
+ * and the first datagram to one brings the slot back to the tick. So an
+ * idle host with long-lived programs costs the daemon no wake-up. The
+ * flow sockets cannot wait there: a descriptor the daemon held would keep
+ * a socket the process closes connected to its flow, and that flow's
+ * datagrams would go to it instead of the slot's. So a quiet slot that
+ * has flow sockets is looked at every SLOW_NS (its flows polled as on a
+ * tick) instead. */
 #define TICK_NS 5000000L
 #define TICK_STALLED_NS 1000000L /* while the daemon runs a stalled engine's */
 #define IDLE_FLOWS 8u
 #define STALLED_IDLE 100u /* ticks with empty sockets that end a stall */
 #define QUIET_TICKS 20u	  /* ticks with empty sockets before the watch */
+#define SLOW_NS 100000000L /* the look at a quiet slot with flow sockets */
 
 static struct sofd_pollable tick = {SOFD_POLL_TIMER, -1};
 static struct sofd_pollable watch = {SOFD_POLL_TIMER, -1}; /* the watch set */
@@ -657,8 +653,7 @@ static bool proc_stopped(pid_t pid)
 	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
-/* Slot s's sockets out of the watch set, the flow sockets taken for it
- * closed: the slot is ticked for again. */
+/* Slot s's sockets out of the watch set: the slot is ticked for again. */
 static void slot_unwatch(struct slot *s)
 {
 	if (!s->watching)
@@ -667,60 +662,34 @@ static void slot_unwatch(struct slot *s)
 		epoll_ctl(watch.fd, EPOLL_CTL_DEL, s->p4.fd, NULL);
 	if (s->p6.fd >= 0)
 		epoll_ctl(watch.fd, EPOLL_CTL_DEL, s->p6.fd, NULL);
-	for (uint32_t i = 0; i < s->nwflow; i++) {
-		/* the process's descriptor keeps the socket: out of the set first */
-		epoll_ctl(watch.fd, EPOLL_CTL_DEL, s->wflow[i], NULL);
-		close(s->wflow[i]);
-	}
-	s->nwflow = 0;
 	s->watching = false;
 	s->idle = 0;
-	s->queued = false;
-	s->beat_seen = __atomic_load_n(&s->cnt->beat, __ATOMIC_ACQUIRE);
 }
 
 /* Slot k's sockets into the watch set, each for one datagram; false
- * (and still ticked for) when one cannot be. */
+ * (and still ticked for) when they cannot be. */
 static bool slot_watch_arm(uint32_t k)
 {
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = k};
 	struct slot *s = &slots[k];
-	int pidfd = -1;
 
 	if (watch.fd < 0)
 		return false;
 	s->watching = true;
-	s->nwflow = 0;
 	if ((s->p4.fd >= 0 && epoll_ctl(watch.fd, EPOLL_CTL_ADD, s->p4.fd, &ev)) ||
-	    (s->p6.fd >= 0 && epoll_ctl(watch.fd, EPOLL_CTL_ADD, s->p6.fd, &ev)))
-		goto fail;
-	for (unsigned i = 0; i < SOF_TP_FLOW_FDS; i++) {
-		int fd = __atomic_load_n(&s->cnt->flow_fd[i], __ATOMIC_ACQUIRE) - 1, dup;
-		struct roce_addr a;
-		bool v6;
-
-		if (fd < 0)
-			continue;
-		if (pidfd < 0)
-			pidfd = (int)syscall(SYS_pidfd_open, s->owner->pid, 0);
-		if (pidfd < 0)
-			goto fail;
-		dup = flow_take(pidfd, fd, &a, &v6);
-		if (dup < 0)
-			continue; /* reused meanwhile: not a flow socket */
-		if (epoll_ctl(watch.fd, EPOLL_CTL_ADD, dup, &ev)) {
-			close(dup);
-			goto fail;
-		}
-		s->wflow[s->nwflow++] = dup;
+	    (s->p6.fd >= 0 && epoll_ctl(watch.fd, EPOLL_CTL_ADD, s->p6.fd, &ev))) {
+		slot_unwatch(s);
+		return false;
 	}
-	if (pidfd >= 0)
-		close(pidfd);
 	return true;
-fail:
-	if (pidfd >= 0)
-		close(pidfd);
-	slot_unwatch(s);
+}
+
+/* Whether the process of slot s names flow sockets (steer.c's top). */
+static bool slot_flows(const struct slot *s)
+{
+	for (unsigned i = 0; i < SOF_TP_FLOW_FDS; i++)
+		if (__atomic_load_n(&s->cnt->flow_fd[i], __ATOMIC_ACQUIRE))
+			return true;
 	return false;
 }
 
@@ -748,7 +717,7 @@ static void slot_watch(uint32_t k)
 	}
 	pfd[n++] = (struct pollfd){.fd = s->p4.fd, .events = POLLIN};
 	pfd[n++] = (struct pollfd){.fd = s->p6.fd, .events = POLLIN};
-	if (s->stalled || s->queued || s->idle % IDLE_FLOWS == 0) {
+	if (s->stalled || s->queued || s->watching || s->idle % IDLE_FLOWS == 0) {
 		for (unsigned i = 0; i < SOF_TP_FLOW_FDS; i++) {
 			int fd = __atomic_load_n(&s->cnt->flow_fd[i], __ATOMIC_ACQUIRE) - 1;
 
@@ -800,7 +769,7 @@ void sof_tp_steer_tick(void)
 {
 	struct epoll_event ev[16];
 	uint64_t expirations;
-	bool ticked = false, stalled = false;
+	bool ticked = false, stalled = false, slow = false;
 	int n;
 
 	if (read(tick.fd, &expirations, sizeof(expirations)) < 0) {
@@ -816,12 +785,17 @@ void sof_tp_steer_tick(void)
 	for (uint32_t k = 1; k < nslots; k++) {
 		struct slot *s = &slots[k];
 
-		if (!s->owner || s->watching)
+		if (!s->owner || (s->watching && !slot_flows(s)))
 			continue;
+		/* a quiet slot with flow sockets: its flows looked at */
 		slot_watch(k);
 		stalled |= s->stalled;
-		if (s->stalled || s->queued || s->idle < QUIET_TICKS || !slot_watch_arm(k))
+		if (s->watching && (s->stalled || s->queued || s->idle < QUIET_TICKS))
+			slot_unwatch(s);
+		if (!s->watching &&
+		    (s->stalled || s->queued || s->idle < QUIET_TICKS || !slot_watch_arm(k)))
 			ticked = true;
+		slow |= s->watching;
 	}
-	tick_set(!ticked ? 0 : stalled ? TICK_STALLED_NS : TICK_NS);
+	tick_set(ticked ? (stalled ? TICK_STALLED_NS : TICK_NS) : slow ? SLOW_NS : 0);
 }

@@ -24,8 +24,9 @@
 #   - a connected target left idle (the writer SIGSTOPped for 5 s): host
 #     a's daemon wakes at most IDLE_MAX times a second
 #     (voluntary_ctxt_switches in /proc/PID/status; it watches the slot's
-#     sockets for readiness instead of ticking while a slot is held), and
-#     after SIGCONT every word is in place;
+#     sockets for readiness instead of ticking every 5 ms while a slot is
+#     held, and looks at its flow sockets every 100 ms), and after SIGCONT
+#     every word is in place;
 #   - the atomic exactly-once test of tests/hosts/netem.sh runs beside
 #     these (atomic_count, with the target's progress thread executing
 #     the atomics).

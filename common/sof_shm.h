@@ -49,12 +49,25 @@ struct sof_rwqe {
 #define SOF_RWQE_STRIDE(max_sge) \
 	((uint32_t)(sizeof(struct sof_rwqe) + (max_sge) * sizeof(struct sof_sge)))
 
+/* A responder resource (IBA 9.7.5.1.4), shared: a READ or atomic
+ * executed, kept for its duplicates (struct tp_res, transport/tport.h). */
+struct sof_resp_res {
+	uint32_t type;	      /* TP_RES_* (transport/tport.h), 0: none */
+	uint32_t psn, npkts;  /* the request's PSN, the PSNs it occupies */
+	uint32_t rkey, len;   /* READ: the range the request was granted */
+	uint32_t rsvd;
+	uint64_t va;
+	uint64_t orig; /* atomic: the value returned */
+};
+/* the most recent responder resources the shared state keeps */
+#define SOF_RESP_RES 16u
+
 /* The responder state of an RC QP whose transport runs in its owner (the
  * engine in the program), shared with the daemon, which runs that
- * responder for in-order RDMA WRITEs while the owner does not
- * (transport/takeover.c). Every field but lock is read and written only
- * by the holder of lock; the daemon only try-locks it and checks
- * everything it reads. */
+ * responder for in-order RDMA WRITEs, READs and atomics while the owner
+ * does not (transport/takeover.c). Every field but lock is read and
+ * written only by the holder of lock; the daemon only try-locks it and
+ * checks everything it reads. */
 struct sof_resp_shm {
 	_Atomic uint32_t lock; /* SOF_RESP_FREE, _OWNER or _DAEMON */
 	uint32_t valid;	       /* the owner published its state since the last modify */
@@ -65,7 +78,11 @@ struct sof_resp_shm {
 	uint32_t wr_rkey;      /* the RDMA WRITE in progress (SOF_RESP_MSG_WRITE) */
 	uint64_t wr_va, wr_len, wr_left;
 	uint32_t daemon_ran; /* the daemon changed the above: the owner takes them */
-	uint32_t rsvd;
+	uint32_t max_dest;   /* max_dest_rd_atomic: 0, no READ or atomic */
+	/* res[i % SOF_RESP_RES] for the last SOF_RESP_RES i < res_next; those
+	 * from res_owner on the daemon's (the owner takes them) */
+	uint32_t res_next, res_owner;
+	struct sof_resp_res res[SOF_RESP_RES];
 };
 #define SOF_RESP_FREE 0u
 #define SOF_RESP_OWNER 1u

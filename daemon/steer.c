@@ -88,6 +88,8 @@ struct slot {
 	bool stalled;	    /* the daemon reads its sockets (on the fast tick) */
 	bool logged;	    /* said so in the log since the engine last ran */
 	uint32_t idle;	    /* ticks since its sockets last held datagrams */
+	/* quiet: its sockets wait in the watch set, no tick for it */
+	bool watching;
 };
 
 static struct slot slots[SLOTS];
@@ -339,6 +341,7 @@ err:
 }
 
 static void tick_arm(void);
+static void slot_unwatch(struct slot *s);
 
 int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *fdib, int *cfd, int *efd)
 {
@@ -394,6 +397,7 @@ void sof_tp_slot_release(struct sofd_conn *c)
 	if (!c->net_slot)
 		return;
 	s = &slots[c->net_slot];
+	slot_unwatch(s);
 	s->owner = NULL;
 	s->nflow_peers = 0;
 	s->queued = s->stalled = s->logged = false;
@@ -507,24 +511,40 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
 
 /* A process that holds a slot runs the transport of its RC QPs; while it
  * is stopped (SIGSTOP, a tracer), the RDMA WRITEs that come for them
- * would wait for it. So every TICK_NS the daemon looks at each held
- * slot: when the engine has not read its sockets (the page's beat did not
- * move) over a whole tick in which they held datagrams, and the process
- * is stopped (/proc/PID/stat; one that runs late, on a loaded machine,
- * keeps its packets: the daemon would drop all but the in-order WRITEs,
- * and the requesters' retries would pay), the daemon reads them, the slot's and the flow sockets it
- * takes from the process (pidfd_getfd: the same user, transport/README.md), and the engine executes
- * the in-order RDMA WRITEs on the QPs' shared responder state (host op takeover) and drops the rest
- * for the requesters' retries. When the beat moves again, the process has its sockets back. A slot
- * whose sockets stayed empty is looked at less often (flows every
+ * would wait for it. So every TICK_NS the daemon looks at each held slot
+ * that saw datagrams lately: when the engine has not read its sockets
+ * (the page's beat did not move) over a whole tick in which they held
+ * datagrams, and the process is stopped (/proc/PID/stat; one that runs
+ * late, on a loaded machine, keeps its packets: the daemon would drop
+ * what it does not execute, and the requesters' retries would pay),
+ * the daemon reads them, the slot's and the flow sockets it takes from
+ * the process (pidfd_getfd: the same user, transport/README.md), and the
+ * engine executes the in-order RDMA WRITEs, READs and atomics on the
+ * QPs' shared responder state (host op takeover) and drops the rest for
+ * the requesters' retries. When the beat moves again, the process has its sockets back.
+ * A slot whose sockets stayed empty is looked at less often (flows every
  * IDLE_FLOWS-th tick): each look at flows costs the daemon a few system
- * calls. */
+ * calls.
+ *
+ * A slot whose sockets stayed empty QUIET_TICKS ticks is not ticked for
+ * at all: its sockets wait in a watch set (an epoll instance of its own,
+ * one shot each, in the daemon's epoll as a pollable of the tick's kind),
+ * and the first datagram to one brings the slot back to the tick. So an
+ * idle host with long-lived programs costs the daemon no wake-up. The
+ * flow sockets cannot wait there: a descriptor the daemon held would keep
+ * a socket the process closes connected to its flow, and that flow's
+ * datagrams would go to it instead of the slot's. So a quiet slot that
+ * has flow sockets is looked at every SLOW_NS (its flows polled as on a
+ * tick) instead. */
 #define TICK_NS 5000000L
 #define TICK_STALLED_NS 1000000L /* while the daemon runs a stalled engine's */
 #define IDLE_FLOWS 8u
 #define STALLED_IDLE 100u /* ticks with empty sockets that end a stall */
+#define QUIET_TICKS 20u	  /* ticks with empty sockets before the watch */
+#define SLOW_NS 100000000L /* the look at a quiet slot with flow sockets */
 
 static struct sofd_pollable tick = {SOFD_POLL_TIMER, -1};
+static struct sofd_pollable watch = {SOFD_POLL_TIMER, -1}; /* the watch set */
 static long tick_ns;	/* its period, 0: disarmed */
 static uint32_t taking; /* the slot whose sockets the daemon reads now, 0: none */
 
@@ -548,11 +568,19 @@ static void tick_arm(void)
 			return;
 		}
 	}
+	if (watch.fd < 0) {
+		/* without one, the slots are ticked for all the time */
+		watch.fd = epoll_create1(EPOLL_CLOEXEC);
+		if (watch.fd >= 0 && epoll_in(sofd.epfd, &watch)) {
+			close(watch.fd);
+			watch.fd = -1;
+		}
+	}
 	if (!tick_ns)
 		tick_set(TICK_NS);
 }
 
-bool sof_tp_steer_is_tick(const struct sofd_pollable *p) { return p == &tick; }
+bool sof_tp_steer_is_tick(const struct sofd_pollable *p) { return p == &tick || p == &watch; }
 
 bool sof_tp_steer_taking(const struct sofd_qp *qp)
 {
@@ -625,6 +653,46 @@ static bool proc_stopped(pid_t pid)
 	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
+/* Slot s's sockets out of the watch set: the slot is ticked for again. */
+static void slot_unwatch(struct slot *s)
+{
+	if (!s->watching)
+		return;
+	if (s->p4.fd >= 0)
+		epoll_ctl(watch.fd, EPOLL_CTL_DEL, s->p4.fd, NULL);
+	if (s->p6.fd >= 0)
+		epoll_ctl(watch.fd, EPOLL_CTL_DEL, s->p6.fd, NULL);
+	s->watching = false;
+	s->idle = 0;
+}
+
+/* Slot k's sockets into the watch set, each for one datagram; false
+ * (and still ticked for) when they cannot be. */
+static bool slot_watch_arm(uint32_t k)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = k};
+	struct slot *s = &slots[k];
+
+	if (watch.fd < 0)
+		return false;
+	s->watching = true;
+	if ((s->p4.fd >= 0 && epoll_ctl(watch.fd, EPOLL_CTL_ADD, s->p4.fd, &ev)) ||
+	    (s->p6.fd >= 0 && epoll_ctl(watch.fd, EPOLL_CTL_ADD, s->p6.fd, &ev))) {
+		slot_unwatch(s);
+		return false;
+	}
+	return true;
+}
+
+/* Whether the process of slot s names flow sockets (steer.c's top). */
+static bool slot_flows(const struct slot *s)
+{
+	for (unsigned i = 0; i < SOF_TP_FLOW_FDS; i++)
+		if (__atomic_load_n(&s->cnt->flow_fd[i], __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
 /* Look at slot k; read its sockets when its engine stalled. */
 static void slot_watch(uint32_t k)
 {
@@ -637,8 +705,10 @@ static void slot_watch(uint32_t k)
 	unsigned n = 0;
 
 	if (beat != s->beat_seen) {
+		/* the engine reads its sockets: nothing waits for the daemon */
 		s->beat_seen = beat;
 		s->queued = false;
+		s->idle++;
 		if (s->logged)
 			sofd_log("steering slot %u: the engine of pid %d runs again", k,
 				 (int)s->owner->pid);
@@ -647,7 +717,7 @@ static void slot_watch(uint32_t k)
 	}
 	pfd[n++] = (struct pollfd){.fd = s->p4.fd, .events = POLLIN};
 	pfd[n++] = (struct pollfd){.fd = s->p6.fd, .events = POLLIN};
-	if (s->stalled || s->queued || s->idle % IDLE_FLOWS == 0) {
+	if (s->stalled || s->queued || s->watching || s->idle % IDLE_FLOWS == 0) {
 		for (unsigned i = 0; i < SOF_TP_FLOW_FDS; i++) {
 			int fd = __atomic_load_n(&s->cnt->flow_fd[i], __ATOMIC_ACQUIRE) - 1;
 
@@ -674,7 +744,7 @@ static void slot_watch(uint32_t k)
 	/* datagrams waited a whole tick and the engine read none (or it
 	 * stalled already), and the process is stopped: a process that
 	 * runs (only late, on a loaded machine) keeps its packets, of which
-	 * the daemon would drop all but in-order WRITEs */
+	 * the daemon would drop what it does not execute */
 	if (queued && (s->queued || s->stalled) && proc_stopped(s->owner->pid)) {
 		if (!s->logged)
 			sofd_log("steering slot %u: the engine of pid %d stalled: the daemon "
@@ -697,18 +767,35 @@ static void slot_watch(uint32_t k)
 
 void sof_tp_steer_tick(void)
 {
+	struct epoll_event ev[16];
 	uint64_t expirations;
-	bool any = false, stalled = false;
+	bool ticked = false, stalled = false, slow = false;
+	int n;
 
 	if (read(tick.fd, &expirations, sizeof(expirations)) < 0) {
 		/* EAGAIN: nothing to read, the look below is harmless */
 	}
+	/* watched slots whose sockets got a datagram: ticked for again */
+	do {
+		n = watch.fd >= 0 ? epoll_wait(watch.fd, ev, SOF_ARRAY_SIZE(ev), 0) : 0;
+		for (int i = 0; i < n; i++)
+			if (ev[i].data.u64 < nslots)
+				slot_unwatch(&slots[ev[i].data.u64]);
+	} while (n == (int)SOF_ARRAY_SIZE(ev));
 	for (uint32_t k = 1; k < nslots; k++) {
-		if (!slots[k].owner)
+		struct slot *s = &slots[k];
+
+		if (!s->owner || (s->watching && !slot_flows(s)))
 			continue;
-		any = true;
+		/* a quiet slot with flow sockets: its flows looked at */
 		slot_watch(k);
-		stalled |= slots[k].stalled;
+		stalled |= s->stalled;
+		if (s->watching && (s->stalled || s->queued || s->idle < QUIET_TICKS))
+			slot_unwatch(s);
+		if (!s->watching &&
+		    (s->stalled || s->queued || s->idle < QUIET_TICKS || !slot_watch_arm(k)))
+			ticked = true;
+		slow |= s->watching;
 	}
-	tick_set(!any ? 0 : stalled ? TICK_STALLED_NS : TICK_NS);
+	tick_set(ticked ? (stalled ? TICK_STALLED_NS : TICK_NS) : slow ? SLOW_NS : 0);
 }

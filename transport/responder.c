@@ -816,20 +816,17 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		    uint32_t paylen, const struct roce_addr *a)
 {
 	uint32_t f = roce_opinfo(h->opcode)->flags;
+	bool shared = t->qp->rshm; /* the daemon may run it while we do not (takeover.c) */
 
 	(void)a;
-	if (t->qp->type == IBV_QPT_UC) {
+	if (shared)
+		tp_resp_shared_enter(t);
+	if (t->qp->type == IBV_QPT_UC)
 		uc_packet(t, h, f, payload, paylen);
-		return;
-	}
-	/* the daemon may run this responder while we do not (takeover.c) */
-	if (!t->qp->rshm) {
+	else
 		rc_packet(t, h, f, payload, paylen);
-		return;
-	}
-	tp_resp_shared_enter(t);
-	rc_packet(t, h, f, payload, paylen);
-	tp_resp_shared_leave(t);
+	if (shared)
+		tp_resp_shared_leave(t);
 }
 
 /* ---- UC ------------------------------------------------------------------------ */

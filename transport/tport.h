@@ -210,6 +210,7 @@ struct sof_tqp {
 	uint32_t nooo;
 	uint32_t ooo_top; /* the highest PSN kept while nooo */
 	uint32_t nres, res_next;
+	uint32_t res_pub; /* res_next when last published (takeover.c) */
 
 	/* selective acknowledgements (sack.c), negotiated in-band */
 	bool sack_peer;		/* responder: the requester set ext: ACKs carry SACKs */

@@ -750,7 +750,7 @@ int sofv_engine_qp_new(struct sofv_qp *qp)
 	e->m.rq_max_sge = qp->srq ? 0 : qp->cap.max_recv_sge;
 	e->m.shm = qp->shm;
 	/* the daemon may run its responder while we do not (takeover.c) */
-	e->m.rshm = e->m.type == IBV_QPT_RC ? &qp->shm->resp : NULL;
+	e->m.rshm = e->m.type == IBV_QPT_RC || e->m.type == IBV_QPT_UC ? &qp->shm->resp : NULL;
 	e->m.nsq = qp->nsq;
 	e->m.sq_size = qp->sq_size;
 	e->m.sq_max_sge = qp->cap.max_send_sge;

@@ -3,19 +3,30 @@
 # item 1), two hosts over veth, tests/progs/write_stop writing from host b
 # into a target in host a, one RDMA WRITE per 8-byte word, every word
 # checked by the target at the end:
-#   - the target SIGSTOPped for 2 s while the WRITEs go on, then SIGCONT:
-#     WRITEs complete during the stop (the target's RC QP runs its
+#   - the target SIGSTOPped for 2 s while the WRITEs go on, then SIGCONT,
+#     and the same with READs of its words (each checked by the reader)
+#     and with fetch-and-adds on its word 0 (each returning the count of
+#     those before it, the word ending at their number: exactly once):
+#     they complete during the stop (the target's RC QP runs its
 #     transport in the target process, the engine in the program; host
 #     a's daemon sees that engine stall with datagrams waiting and runs
-#     its responder for the in-order WRITEs, transport/takeover.c, and
+#     its responder for the in-order requests, transport/takeover.c, and
 #     says so in its log), and after SIGCONT every word is in place once
 #     the target continues from the shared responder state (what it
 #     could not execute, the writer's retries bring: local ACK timeout
 #     2^18 x 4.096 us, 7 retries);
+#   - UC WRITEs (-u) into a target SIGSTOPped for 2 s: every word placed,
+#     by host a's daemon during the stop (its counter takeover);
 #   - the target SIGKILLed while the WRITEs go on: the writer gets an
 #     error completion (retries exhausted, IBA 9.7.6.1.3) within its retry
 #     budget instead of hanging, and host a's daemon releases what the
 #     target held (its log's "closed ... released" line for that pid);
+#   - a connected target left idle (the writer SIGSTOPped for 5 s): host
+#     a's daemon wakes at most IDLE_MAX times a second
+#     (voluntary_ctxt_switches in /proc/PID/status; it watches the slot's
+#     sockets for readiness instead of ticking every 5 ms while a slot is
+#     held, and looks at its flow sockets every 100 ms), and after SIGCONT
+#     every word is in place;
 #   - the atomic exactly-once test of tests/hosts/netem.sh runs beside
 #     these (atomic_count, with the target's progress thread executing
 #     the atomics).
@@ -27,6 +38,7 @@ set -u
 sof_init
 
 PORT=19880
+IDLE_MAX=${SOF_ONESIDED_IDLE_MAX:-20}
 PROG=$SOF_PROGS/write_stop
 
 # progress NAME: the writer's last "progress n=N" count (0: none yet)
@@ -36,14 +48,16 @@ progress() {
 	echo "${n:-0}"
 }
 
-# start TAG COUNT: target in host a, writer in host b; TPID: the target's pid
+# start TAG COUNT [ARGS...]: target in host a, writer in host b, both
+# with ARGS; TPID: the target's pid
 start() {
 	local tag=$1 count=$2 end
+	shift 2
 	PORT=$((PORT + 1))
-	sof_host_bg "$tag.tgt" a 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80
+	sof_host_bg "$tag.tgt" a 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80 "$@"
 	sof_host_wait_listen a "$PORT" 20 "$tag.tgt" || return 1
 	sof_host_bg "$tag.wr" b 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80 \
-		-w 200 "$(sof_host_ip a)"
+		-w 200 "$@" "$(sof_host_ip a)"
 	end=$(($(now_ms) + 20000))
 	TPID=
 	while [ "$(now_ms)" -lt "$end" ]; do
@@ -54,40 +68,116 @@ start() {
 	return 1
 }
 
+# wakes PID: the voluntary context switches of PID so far
+wakes() {
+	sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null
+}
+
+# stopped OP WHAT: OP (write_stop -o) into a target SIGSTOPped for 2 s:
+# they complete during the stop, and every word is right after SIGCONT
+stopped() {
+	local op=$1 what=$2 name="hosts/onesided: $2 into a SIGSTOPped target" n0 n1 wrc trc out log
+	if ! start "stop$op" 30000 -o "$op"; then
+		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out "stop$op.wr")" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "stop$op.tgt")" | tr '\n' ' ')"
+		sof_kill "stop$op.wr"
+		sof_kill "stop$op.tgt"
+		return
+	fi
+	kill -STOP "$TPID"
+	sleep 0.3
+	n0=$(progress "stop$op.wr")
+	sleep 1.7
+	n1=$(progress "stop$op.wr")
+	kill -CONT "$TPID"
+	sof_wait "stop$op.wr" 80
+	wrc=$?
+	sof_wait "stop$op.tgt" 20
+	trc=$?
+	out=$(sof_out "stop$op.wr")
+	if [ "$wrc" -eq 0 ] && [ "$trc" -eq 0 ] && grep -q '^target words=30000 bad=0$' "$out" &&
+		{ [ "$op" = write ] || grep -q '^returned wrong=0$' "$out"; }; then
+		ok "$name: every word placed and checked after SIGCONT ($(grep '^target' "$out"))"
+	else
+		not_ok "$name" "writer exit $wrc, target exit $trc: $(tail -n 2 "$out" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "stop$op.tgt")" | tr '\n' ' ')"
+	fi
+	# without the takeover not one completes in these 1.7 s (the
+	# writer's retries wait); with it tens to thousands (a loaded
+	# machine delays the daemon's ticks)
+	log=$(_sof_host_log a)
+	if [ "$n1" -gt $((n0 + 10)) ] &&
+		grep -q "the engine of pid $TPID stalled: the daemon runs its responders" "$log"; then
+		ok "$name: they completed while it was stopped ($n0 -> $n1, executed by host a's daemon)"
+	else
+		not_ok "$name" "they completed while it was stopped: $n0 -> $n1; host a's log: $(grep -c "pid $TPID stalled" "$log") takeover lines"
+	fi
+}
+
 if sof_hosts_up 2; then
-	# ---- stopped target
-	name="hosts/onesided: WRITEs into a SIGSTOPped target"
-	if start stop 30000; then
-		kill -STOP "$TPID"
-		sleep 0.3
-		n0=$(progress stop.wr)
-		sleep 1.7
-		n1=$(progress stop.wr)
-		kill -CONT "$TPID"
-		sof_wait stop.wr 80
-		wrc=$?
-		sof_wait stop.tgt 20
-		trc=$?
-		out=$(sof_out stop.wr)
-		if [ "$wrc" -eq 0 ] && [ "$trc" -eq 0 ] && grep -q '^target words=30000 bad=0$' "$out"; then
-			ok "$name: every word placed and checked after SIGCONT ($(grep '^target' "$out"))"
+	# ---- an idle connected target: the daemon's wake-ups
+	name="hosts/onesided: an idle connected target"
+	if start idle 30000; then
+		WPID=$(sed -n 's/^writer ready pid=\([0-9]*\)$/\1/p' "$(sof_out idle.wr)")
+		kill -STOP "$WPID"
+		sleep 0.5
+		dpid=${SOF_HOST_DPID[a]}
+		w0=$(wakes "$dpid")
+		sleep 5
+		w1=$(wakes "$dpid")
+		kill -CONT "$WPID"
+		rate=$(((${w1:-0} - ${w0:-0}) / 5))
+		if [ -n "$w0" ] && [ -n "$w1" ] && [ "$rate" -le "$IDLE_MAX" ]; then
+			ok "$name: host a's daemon woke $rate times a second (at most $IDLE_MAX)"
 		else
-			not_ok "$name" "writer exit $wrc, target exit $trc: $(tail -n 2 "$out" | tr '\n' ' ') / $(tail -n 2 "$(sof_out stop.tgt)" | tr '\n' ' ')"
+			not_ok "$name" "host a's daemon (pid $dpid) woke $rate times a second (${w0:-?} -> ${w1:-?} in 5 s), more than $IDLE_MAX"
 		fi
-		# without the takeover not one completes in these 1.7 s (the
-		# writer's retries wait); with it tens to thousands (a loaded
-		# machine delays the daemon's ticks)
-		log=$(_sof_host_log a)
-		if [ "$n1" -gt $((n0 + 10)) ] &&
-			grep -q "the engine of pid $TPID stalled: the daemon runs its responders" "$log"; then
-			ok "$name: WRITEs completed while it was stopped ($n0 -> $n1, executed by host a's daemon)"
+		sof_wait idle.wr 80
+		wrc=$?
+		sof_wait idle.tgt 20
+		if [ "$wrc" -eq 0 ] && grep -q '^target words=30000 bad=0$' "$(sof_out idle.wr)"; then
+			ok "$name: every word placed after the pause"
 		else
-			not_ok "$name" "WRITEs completed while it was stopped: $n0 -> $n1; host a's log: $(grep -c "pid $TPID stalled" "$log") takeover lines"
+			not_ok "$name" "writer exit $wrc: $(tail -n 2 "$(sof_out idle.wr)" | tr '\n' ' ')"
 		fi
 	else
-		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out stop.wr)" | tr '\n' ' ') / $(tail -n 2 "$(sof_out stop.tgt)" | tr '\n' ' ')"
-		sof_kill stop.wr
-		sof_kill stop.tgt
+		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out idle.wr)" | tr '\n' ' ')"
+		sof_kill idle.wr
+		sof_kill idle.tgt
+	fi
+
+	# ---- stopped target: WRITEs, READs, fetch-and-adds
+	stopped write WRITEs
+	stopped read READs
+	stopped fadd fetch-and-adds
+
+	# ---- UC WRITEs into a stopped target: completed as sent, so the
+	# target's words and host a's takeover counter tell what arrived
+	# (without the takeover the stop overflows the target's sockets)
+	name="hosts/onesided: UC WRITEs into a SIGSTOPped target"
+	if start stopuc 8000 -u -w 1000; then
+		t0=$(sof_counter a counters.takeover)
+		kill -STOP "$TPID"
+		sleep 2
+		t1=$(sof_counter a counters.takeover)
+		kill -CONT "$TPID"
+		sof_wait stopuc.wr 80
+		wrc=$?
+		sof_wait stopuc.tgt 20
+		trc=$?
+		out=$(sof_out stopuc.wr)
+		if [ "$wrc" -eq 0 ] && [ "$trc" -eq 0 ] && grep -q '^target words=8000 bad=0$' "$out"; then
+			ok "$name: every word placed ($(grep '^target' "$out"))"
+		else
+			not_ok "$name" "writer exit $wrc, target exit $trc: $(tail -n 2 "$out" | tr '\n' ' ') / $(tail -n 3 "$(sof_out stopuc.tgt)" | tr '\n' ' ')"
+		fi
+		if [ -n "$t0" ] && [ -n "$t1" ] && [ "$t1" -gt $((t0 + 100)) ]; then
+			ok "$name: host a's daemon placed them during the stop (counters.takeover $t0 -> $t1)"
+		else
+			not_ok "$name" "host a's counters.takeover ${t0:-?} -> ${t1:-?} during the stop"
+		fi
+	else
+		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out stopuc.wr)" | tr '\n' ' ')"
+		sof_kill stopuc.wr
+		sof_kill stopuc.tgt
 	fi
 
 	# ---- killed target

@@ -9,14 +9,20 @@
  * The writer writes word i = MAGIC ^ i, DEPTH WRITEs outstanding, each
  * signaled, and prints "progress n=N" every 50 ms (N: WRITEs completed),
  * so a script can tell whether WRITEs complete while the target is
- * stopped. Then it tells the target how many it wrote; the target checks
- * every word (and that the words beyond are untouched) and answers its
- * verdict. An error completion ends the writer with "error status=NAME
+ * stopped. With -o read it READs word i instead (the target filled them
+ * so) and checks each; with -o fadd it does COUNT fetch-and-adds of 1 on
+ * the target's word 0, each of which must return the number of those
+ * before it, and word 0 must end at COUNT (exactly once each); with -u
+ * both QPs are UC (WRITEs: completed as sent, so only the target's check
+ * tells what arrived). Either
+ * way it then tells the target how many it did; the target checks every
+ * word (and that the words beyond are untouched) and answers its verdict. An error completion ends the writer with "error status=NAME
  * ok=N" and exit 4 (what a writer into a killed target must get, IBA
  * 9.7.6.1.3: retries exhausted, not a hang).
  *
- * Output: "target ready pid=P" / "writer ready", "progress n=N", "target
- * words=N bad=B" and "ok" or "fail: REASON". Exit 0 when everything holds,
+ * Output: "target ready pid=P" / "writer ready pid=P", "progress n=N",
+ * "returned wrong=W" (read, fadd), "target words=N bad=B" and "ok" or
+ * "fail: REASON". Exit 0 when everything holds,
  * 3 when data is wrong, 4 on an error completion, 1 otherwise.
  */
 #include "hostpair.h"
@@ -30,6 +36,8 @@ struct opts {
 	uint64_t count;
 	unsigned int depth, pace_us;
 	uint8_t timeout, retry_cnt;
+	enum { OP_WRITE, OP_READ, OP_FADD } op;
+	int uc;
 };
 
 static void usage(const char *argv0)
@@ -42,7 +50,9 @@ static void usage(const char *argv0)
 		"  -q DEPTH    outstanding WRITEs (writer, default 4, at most %d)\n"
 		"  -w USEC     pause between posts (writer, default 100)\n"
 		"  -t TIMEOUT  local ACK timeout exponent (default 14)\n"
-		"  -r RETRY    retry_cnt (default 7)\n",
+		"  -r RETRY    retry_cnt (default 7)\n"
+		"  -o OP       write (default), read or fadd (both sides)\n"
+		"  -u          UC QPs (WRITEs only; both sides)\n",
 		argv0, MAX_DEPTH);
 	exit(2);
 }
@@ -58,7 +68,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->pace_us = 100;
 	o->timeout = 14;
 	o->retry_cnt = 7;
-	while ((c = getopt(argc, argv, "p:d:g:n:q:w:t:r:T:h")) != -1) {
+	while ((c = getopt(argc, argv, "p:d:g:n:q:w:t:r:o:uT:h")) != -1) {
 		if (hp_opt(&o->hp, c, optarg))
 			continue;
 		switch (c) {
@@ -77,6 +87,17 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'r':
 			o->retry_cnt = (uint8_t)atoi(optarg);
 			break;
+		case 'u':
+			o->uc = 1;
+			break;
+		case 'o':
+			if (!strcmp(optarg, "read"))
+				o->op = OP_READ;
+			else if (!strcmp(optarg, "fadd"))
+				o->op = OP_FADD;
+			else if (strcmp(optarg, "write"))
+				usage(argv[0]);
+			break;
 		default:
 			usage(argv[0]);
 		}
@@ -84,14 +105,15 @@ static void parse(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		o->host = argv[optind++];
 	if (optind != argc || !o->count || o->count > (1u << 24) || !o->depth ||
-	    o->depth > MAX_DEPTH || o->hp.secs <= 0)
+	    o->depth > MAX_DEPTH || o->hp.secs <= 0 || (o->uc && o->op != OP_WRITE))
 		usage(argv[0]);
 }
 
 /* The writer: the words, DEPTH outstanding; the number written, or exit 4
- * on an error completion. */
+ * on an error completion. A READ or fetch-and-add that returned what it
+ * should not is counted in *wrong. */
 static uint64_t write_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, uint64_t *src,
-			  const struct opts *o, const struct hp_info *peer, int64_t end)
+			  const struct opts *o, const struct hp_info *peer, int64_t end, uint64_t *wrong)
 {
 	uint64_t posted = 0, done = 0;
 	int64_t next_print = 0;
@@ -103,15 +125,22 @@ static uint64_t write_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *m
 			    .addr = (uintptr_t)&src[posted], .length = 8, .lkey = mr->lkey};
 			struct ibv_send_wr wr, *bad;
 
-			src[posted] = MAGIC ^ posted;
+			src[posted] = o->op == OP_WRITE ? MAGIC ^ posted : ~0ull;
 			memset(&wr, 0, sizeof(wr));
 			wr.wr_id = posted;
 			wr.sg_list = &sg;
 			wr.num_sge = 1;
-			wr.opcode = IBV_WR_RDMA_WRITE;
 			wr.send_flags = IBV_SEND_SIGNALED;
-			wr.wr.rdma.remote_addr = peer->addr + posted * 8;
-			wr.wr.rdma.rkey = peer->rkey;
+			if (o->op == OP_FADD) {
+				wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+				wr.wr.atomic.remote_addr = peer->addr;
+				wr.wr.atomic.rkey = peer->rkey;
+				wr.wr.atomic.compare_add = 1;
+			} else {
+				wr.opcode = o->op == OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+				wr.wr.rdma.remote_addr = peer->addr + posted * 8;
+				wr.wr.rdma.rkey = peer->rkey;
+			}
 			if (ibv_post_send(qp, &wr, &bad))
 				hp_fail("ibv_post_send: %s", strerror(errno));
 			posted++;
@@ -125,6 +154,13 @@ static uint64_t write_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *m
 			printf("error status=%s ok=%llu\n", hp_wc_status_name(wc.status),
 			       (unsigned long long)done);
 			exit(4);
+		}
+		/* a READ brings word i; the i-th fetch-and-add finds i before it */
+		if ((o->op == OP_READ && src[wc.wr_id] != (MAGIC ^ wc.wr_id)) ||
+		    (o->op == OP_FADD && src[wc.wr_id] != wc.wr_id)) {
+			if ((*wrong)++ < 5)
+				printf("# op %llu returned 0x%016llx\n", (unsigned long long)wc.wr_id,
+				       (unsigned long long)src[wc.wr_id]);
 		}
 		done++;
 		if (hp_now_us() >= next_print) {
@@ -148,7 +184,8 @@ int main(int argc, char **argv)
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	union ibv_gid gid;
-	uint64_t *buf, n[2], bad = 0;
+	uint64_t *buf, n[2], bad = 0, wrong = 0;
+	uint32_t remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	size_t len;
 	int sock, lsock = -1, gidx, rc = 0, err;
 	int64_t end;
@@ -171,11 +208,13 @@ int main(int argc, char **argv)
 	if (!buf)
 		hp_fail("out of memory");
 	memset(buf, 0, len);
-	mr = ibv_reg_mr(pd, buf, len,
-			IBV_ACCESS_LOCAL_WRITE | (o.host ? 0 : IBV_ACCESS_REMOTE_WRITE));
+	if (!o.host && o.op == OP_READ)
+		for (uint64_t i = 0; i < o.count; i++)
+			buf[i] = MAGIC ^ i;
+	mr = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | (o.host ? 0 : remote));
 	if (!mr)
 		hp_fail("ibv_reg_mr: %s", strerror(errno));
-	qp = hp_create_qp(pd, cq, IBV_QPT_RC, MAX_DEPTH + 2, 1, 1);
+	qp = hp_create_qp(pd, cq, o.uc ? IBV_QPT_UC : IBV_QPT_RC, MAX_DEPTH + 2, 1, 1);
 
 	memset(&me, 0, sizeof(me));
 	me.qpn = qp->qp_num;
@@ -190,23 +229,25 @@ int main(int argc, char **argv)
 	path.retry_cnt = o.retry_cnt;
 	path.rnr_retry = 7;
 	path.min_rnr_timer = 12;
-	path.max_rd_atomic = 1;
-	path.max_dest_rd_atomic = 1;
-	path.access = o.host ? 0 : IBV_ACCESS_REMOTE_WRITE;
+	path.max_rd_atomic = MAX_DEPTH;
+	path.max_dest_rd_atomic = MAX_DEPTH;
+	path.access = o.host ? 0 : o.uc ? IBV_ACCESS_REMOTE_WRITE : remote;
 	err = hp_qp_modify(qp, &path, IBV_QPS_RTS);
 	if (err)
 		hp_fail("ibv_modify_qp to RTS: %s", strerror(err));
 	hp_sync(sock, o.hp.secs);
 	if (o.host) {
-		printf("writer ready\n");
-		n[0] = htobe64(write_all(qp, cq, mr, buf, &o, &peer, end));
+		printf("writer ready pid=%d\n", (int)getpid());
+		n[0] = htobe64(write_all(qp, cq, mr, buf, &o, &peer, end, &wrong));
+		if (o.op != OP_WRITE)
+			printf("returned wrong=%llu\n", (unsigned long long)wrong);
 		if (hp_io(sock, n, 8, 1, o.hp.secs))
 			hp_fail("the target went away before the count");
 		if (hp_io(sock, n, 16, 0, o.hp.secs))
 			hp_fail("the target went away before its verdict");
 		printf("target words=%llu bad=%llu\n", (unsigned long long)be64toh(n[0]),
 		       (unsigned long long)be64toh(n[1]));
-		if (n[1])
+		if (n[1] || wrong)
 			rc = 3;
 	} else {
 		int64_t left = (end - hp_now_us()) / 1000000;
@@ -217,7 +258,7 @@ int main(int argc, char **argv)
 			hp_fail("the writer went away before its count");
 		words = be64toh(n[0]);
 		for (i = 0; i < len / 8; i++) {
-			uint64_t want = i < words ? MAGIC ^ i : 0;
+			uint64_t want = o.op == OP_FADD ? (i ? 0 : words) : i < words ? MAGIC ^ i : 0;
 
 			if (__atomic_load_n(&buf[i], __ATOMIC_ACQUIRE) != want && bad++ < 5)
 				printf("# word %llu is 0x%016llx, expected 0x%016llx\n",
@@ -235,7 +276,8 @@ int main(int argc, char **argv)
 	}
 	hp_sync(sock, o.hp.secs);
 	if (rc)
-		printf("fail: %llu words wrong\n", (unsigned long long)bad);
+		printf("fail: %llu words wrong, %llu returned wrong\n", (unsigned long long)bad,
+		       (unsigned long long)wrong);
 	else
 		printf("ok\n");
 	ibv_destroy_qp(qp);

@@ -31,8 +31,11 @@
  * did not offer it.
  *
  * The daemon's takeover of a stalled owner's responder (takeover.c):
- * in-order WRITEs executed and ACKed on the shared state, everything else
- * dropped without a NAK, and the owner going on from that state.
+ * in-order WRITEs, READs and atomics executed and answered on the shared
+ * state, duplicates answered from the shared responder resources (an
+ * atomic applied once), everything else dropped without a NAK, and the
+ * owner going on from that state; UC WRITEs placed, a message a gap cuts
+ * lost, nothing answered.
  */
 #include "harness.h"
 
@@ -1168,6 +1171,150 @@ TEST(takeover_writes_while_stalled)
 	world_down();
 }
 
+/* An atomic from the peer at EPSN + rel on the word at IOVA + off. */
+static void to_atomic(uint8_t op, int32_t rel, uint32_t off, uint64_t add, uint64_t compare)
+{
+	struct roce_hdr h;
+	struct roce_addr a = {.sport = 0xc123, .dport = ROCE_UDP_PORT};
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = op;
+	h.pkey = 0xffff;
+	h.dqpn = QPN;
+	h.psn = (EPSN + (uint32_t)rel) & ROCE_PSN_MASK;
+	h.rkey = KEY_RW;
+	h.va = IOVA + off;
+	h.swap_add = add;
+	h.compare = compare;
+	memcpy(a.src, peer4, 16);
+	memcpy(a.dst, local4, 16);
+	tp_recv(&h, NULL, 0, &a);
+}
+
+/* Whether the last packet sent is an atomic ACK of EPSN + rel with orig. */
+static bool atomic_acked(unsigned nsent, int32_t rel, uint64_t orig)
+{
+	const struct sent *l = &w.sent[w.nsent - 1];
+
+	return w.nsent == nsent && l->h.opcode == ROCE_ATOMIC_ACK &&
+	       l->h.psn == ((EPSN + (uint32_t)rel) & ROCE_PSN_MASK) && l->h.orig == orig &&
+	       l->h.dqpn == PEER_QPN;
+}
+
+static uint64_t word_at(uint32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, w.mem + off, 8);
+	return v;
+}
+
+/* READs and atomics while stalled: the owner executes a fetch-and-add;
+ * stalled, the daemon answers its duplicate with the owner's result,
+ * executes the next one and a READ (responses with the data, the READ's
+ * PSNs consumed), answers a duplicate of its own fetch-and-add with its
+ * result without applying it again, and leaves to the owner a READ past
+ * the region, a misaligned atomic and one to a read-only region. Running
+ * again, the owner answers the duplicate of the daemon's fetch-and-add
+ * with the daemon's result (applied once in all) and goes on in order. */
+TEST(takeover_reads_atomics_while_stalled)
+{
+	struct sof_tqp *t;
+	unsigned n;
+
+	world_up();
+	w.qp.rshm = &w.qshm->resp;
+	atomic_store(&w.qshm->access, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+					  IBV_ACCESS_REMOTE_ATOMIC);
+	memset(w.mem + 256, 0x5a, 2048);
+	/* the owner: fetch-and-add 0 */
+	to_atomic(ROCE_FETCH_ADD, 0, 0, 5, 0);
+	tp_input_end();
+	CHECK(atomic_acked(w.nsent, 0, 0) && word_at(0) == 5);
+
+	/* stalled: the daemon */
+	t = w.qp.t;
+	w.qp.t = NULL;
+	takeover_on = true;
+	n = w.nsent;
+	to_atomic(ROCE_FETCH_ADD, 0, 0, 5, 0); /* the owner's, again */
+	CHECK(atomic_acked(n + 1, 0, 0) && word_at(0) == 5);
+	to_atomic(ROCE_FETCH_ADD, 1, 0, 7, 0);
+	CHECK(atomic_acked(n + 2, 1, 5) && word_at(0) == 12);
+	to_atomic(ROCE_FETCH_ADD, 1, 0, 7, 0); /* its own, again */
+	CHECK(atomic_acked(n + 3, 1, 5) && word_at(0) == 12);
+	to_atomic(ROCE_CMP_SWAP, 2, 0, 100, 12);
+	CHECK(atomic_acked(n + 4, 2, 12) && word_at(0) == 100);
+	/* a READ of 1500 bytes: two responses (MTU 1024), PSNs 3 and 4 */
+	to_in(ROCE_READ_REQ, 3, 256, 1500, 0, KEY_RW, 0);
+	CHECK_EQ(w.nsent, n + 6);
+	CHECK(w.sent[n + 4].h.opcode == ROCE_READ_RESP_FIRST && w.sent[n + 4].paylen == 1024 &&
+	      w.sent[n + 4].h.psn == EPSN + 3);
+	CHECK(w.sent[n + 5].h.opcode == ROCE_READ_RESP_LAST && w.sent[n + 5].paylen == 476 &&
+	      w.sent[n + 5].h.psn == EPSN + 4 && w.sent[n + 5].h.msn == 4);
+	CHECK(w.qshm->resp.epsn == EPSN + 5);
+	/* a READ of 16 bytes: the data itself */
+	to_in(ROCE_READ_REQ, 5, 300, 16, 0, KEY_RW, 0);
+	CHECK(w.nsent == n + 7 && w.sent[n + 6].h.opcode == ROCE_READ_RESP_ONLY &&
+	      w.lastpay[0] == 0x5a && w.lastpay[15] == 0x5a);
+	/* left for the owner */
+	to_in(ROCE_READ_REQ, 6, MEM_LEN - 8, 16, 0, KEY_RW, 0);
+	to_atomic(ROCE_FETCH_ADD, 6, 4, 1, 0);
+	CHECK_EQ(w.nsent, n + 7);
+	CHECK_EQ(w.counters[SOF_CNT_takeover], 6);
+	CHECK_EQ(w.drops[SOF_DROP_takeover], 2);
+
+	/* running again: the owner */
+	takeover_on = false;
+	w.qp.t = t;
+	n = w.nsent;
+	to_atomic(ROCE_FETCH_ADD, 1, 0, 7, 0); /* the requester's retry */
+	CHECK(atomic_acked(n + 1, 1, 5) && word_at(0) == 100);
+	to_atomic(ROCE_FETCH_ADD, 6, 0, 1, 0);
+	CHECK(atomic_acked(n + 2, 6, 100) && word_at(0) == 101);
+	CHECK_EQ(w.qp.t->state, IBV_QPS_RTS);
+	CHECK(w.qshm->resp.epsn == EPSN + 7 && !w.qshm->resp.daemon_ran);
+	world_down();
+}
+
+/* UC (IBA 9.8.2) while stalled: the daemon places WRITEs, loses the
+ * message a gap cuts (its LAST not placed) and a SEND (no receive WQE
+ * taken), answers nothing; the owner goes on from its state. */
+TEST(takeover_uc_writes_while_stalled)
+{
+	struct sof_tqp *t;
+	unsigned n;
+
+	world_type = IBV_QPT_UC;
+	world_up();
+	world_type = IBV_QPT_RC;
+	w.qp.rshm = &w.qshm->resp;
+	atomic_store(&w.qshm->access, IBV_ACCESS_REMOTE_WRITE);
+	to_in(ROCE_SVC_UC | ROCE_WRITE_ONLY, 0, 0, 64, 64, KEY_RW, 0x11);
+	CHECK(mem_is(0, 64, 0x11) && w.qshm->resp.epsn == EPSN + 1);
+
+	t = w.qp.t;
+	w.qp.t = NULL;
+	takeover_on = true;
+	n = w.nsent;
+	to_in(ROCE_SVC_UC | ROCE_WRITE_FIRST, 1, 1024, 2048, 1024, KEY_RW, 0x22);
+	to_in(ROCE_SVC_UC | ROCE_WRITE_LAST, 3, 0, 0, 1024, KEY_RW, 0x99); /* after a gap */
+	to_in(ROCE_SVC_UC | ROCE_WRITE_ONLY, 4, 64, 64, 64, KEY_RW, 0x33);
+	to_in(ROCE_SVC_UC | ROCE_SEND_ONLY, 5, 0, 0, 16, 0, 0x99);
+	to_in(ROCE_SVC_UC | ROCE_WRITE_ONLY, 6, 128, 16, 16, KEY_RO, 0x99);
+	CHECK(mem_is(1024, 1024, 0x22) && mem_is(2048, 1024, 0) && mem_is(64, 64, 0x33) &&
+	      mem_is(128, 16, 0));
+	CHECK_EQ(w.nsent, n);
+	CHECK_EQ(w.counters[SOF_CNT_takeover], 2);
+	CHECK_EQ(w.drops[SOF_DROP_takeover], 3);
+
+	takeover_on = false;
+	w.qp.t = t;
+	to_in(ROCE_SVC_UC | ROCE_WRITE_ONLY, 7, 256, 16, 16, KEY_RW, 0x44);
+	CHECK(mem_is(256, 16, 0x44) && w.qp.t->epsn == EPSN + 8 && w.nsent == n);
+	world_down();
+}
+
 int main(void)
 {
 	RUN(resp_send_ack_duplicate);
@@ -1191,5 +1338,7 @@ int main(void)
 	RUN(sack_resp_long_map);
 	RUN(sack_standard_peer_gets_none);
 	RUN(takeover_writes_while_stalled);
+	RUN(takeover_reads_atomics_while_stalled);
+	RUN(takeover_uc_writes_while_stalled);
 	return test_summary();
 }

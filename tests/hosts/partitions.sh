@@ -31,7 +31,9 @@
 #               send-only sender (-o); every a<->b RC and UD packet and CM
 #               MAD in P_Key 0x8001, the REQs and the SA PathRecords name
 #               it, the sender's MCMemberRecord Set and Delete JoinState 8
-#               (b's 1), both in 0x8001; ucmatose; a REQ by AF_IB
+#               (b's 1), both in 0x8001, after a Get of each port's
+#               record in 0x8001's broadcast group: the Sets ask its SL 3,
+#               the group has it, mckey's datagrams carry it; ucmatose; a REQ by AF_IB
 #               (progs/cm_ipoibreq) for rping's listener on a's ib0.8001
 #               address: in P_Key 0xffff (from c) rejected, in 0x8001 (from
 #               b) accepted; c (ib0, default partition) cannot reach a's
@@ -470,6 +472,25 @@ if [ "$(hx "${ja%%,*}")" = 8 ] && [ "$(hx "${jd%%,*}")" = 8 ] && [ "$(hx "${jb%%
 	ok "$N: capture: a's join and leave of $MGID with JoinState 8 (send-only full member) [$ja] [$jd], b's with 1 [$jb]"
 else
 	not_ok "$N: send-only join on the wire" "a's Set [$ja] Delete [$jd], b's Set [$jb]"
+fi
+# the RDMA CM's joins take the partition's broadcast group's SL (the
+# kernel's cma_join_ib_multicast): a Get of each port's record in
+# ff12:401b:8001::ffff:ffff first, the Sets of $MGID with SL 3, the SA's
+# answer SL 3, and every mckey datagram to the group's MLID SL 3 in its LRH
+bget=$(tsh -Y "infiniband.mcmemberrecord.mgid == ff12:401b:8001::ffff:ffff && infiniband.mad.method == 0x01 && (infiniband.lrh.slid == $la || infiniband.lrh.slid == $lb)" | wc -l)
+set_sl=$(tsh -Y "infiniband.mcmemberrecord.mgid == $MGID && infiniband.mad.method == 0x02" -T fields -e infiniband.mcmemberrecord.sl | sort -u | tr '\n' ' ')
+resp=$(tsh -Y "infiniband.mcmemberrecord.mgid == $MGID && infiniband.mad.method == 0x81" -T fields -e infiniband.mcmemberrecord.sl -e infiniband.mcmemberrecord.mlid | sort -u)
+mlid=$(cut -f2 <<<"$resp" | head -n 1)
+dg_sl3=0 dg_other=0
+if [ -n "$mlid" ]; then
+	dg_sl3=$(tsh -Y "infiniband.lrh.dlid == $mlid && infiniband.deth && infiniband.lrh.sl == 3" | wc -l)
+	dg_other=$(tsh -Y "infiniband.lrh.dlid == $mlid && infiniband.deth && infiniband.lrh.sl != 3" | wc -l)
+fi
+if [ "$bget" -ge 2 ] && [ "$(hx "${set_sl% }")" = 3 ] && [ "$(hx "$(cut -f1 <<<"$resp" | sort -u)")" = 3 ] &&
+	[ "$dg_sl3" -ge 10 ] && [ "$dg_other" = 0 ]; then
+	ok "$N: capture: mckey's joins ask the broadcast group's record ($bget Gets), join $MGID with its SL 3, the group (MLID $mlid) has SL 3, its $dg_sl3 datagrams SL 3"
+else
+	not_ok "$N: mckey's group SL from the broadcast group" "Gets $bget, Set SLs [$set_sl], answers [$(tr '\t\n' ', ' <<<"$resp")], datagrams to '$mlid' SL 3 $dg_sl3, other $dg_other"
 fi
 # ucmatose's connections the same way (data checked by ucmatose)
 if sof_cm_pair "$N: ucmatose -c 4 over ib0.8001" 60 a b \

@@ -221,7 +221,8 @@ void sa_close(void);
 /* ---- neigh.c --------------------------------------------------------------- */
 
 /* An IP packet from the kernel. */
-void ipoib_output(const uint8_t *pkt, size_t len);
+/* pkt has IPOIB_HDR_LEN writable bytes before it (the header's place) */
+void ipoib_output(uint8_t *pkt, size_t len);
 void neigh_learn(const uint8_t ip[16], const struct ipoib_hw *hw);
 void neigh_send_hw(const struct ipoib_hw *to, const uint8_t *frame, size_t len);
 void neigh_tick(uint64_t now_ms);

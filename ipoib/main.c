@@ -498,7 +498,9 @@ static void port_events(void)
 
 static void loop(void)
 {
-	static uint8_t pkt[65536];
+	/* the encapsulation header's room before each packet read */
+	static uint8_t buf[IPOIB_HDR_LEN + 65536];
+	uint8_t *pkt = buf + IPOIB_HDR_LEN;
 	uint64_t last = 0;
 
 	while (!m.stop) {
@@ -522,7 +524,7 @@ static void loop(void)
 		cm_poll();
 		if (p[0].revents) {
 			for (int n = 0; n < 64 && ud_sq_free() > 8 && cm_sq_free() > 8; n++) {
-				ssize_t r = read(m.tun, pkt, sizeof(pkt));
+				ssize_t r = read(m.tun, pkt, sizeof(buf) - IPOIB_HDR_LEN);
 
 				if (r <= 0)
 					break;

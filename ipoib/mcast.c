@@ -211,7 +211,10 @@ void mcast_rejoin(void)
 	ipoib_log("the SA changed: joining every group again");
 	sa_cancel(b);
 	b->joined = 0;
-	join(b);
+	if (join(b)) {
+		b->state = MG_FAILED; /* mcast_tick tries again */
+		b->since = ipoib_now_ms();
+	}
 	for (unsigned i = 0; i < MGROUPS; i++) {
 		struct mgroup *g = &mc.g[i];
 

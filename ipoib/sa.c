@@ -45,6 +45,7 @@ static struct {
 	uint8_t sm_sl;
 	bool sendonly_full; /* the SA at sm_lid takes JoinState 8 */
 	bool rejoin;	    /* another SA than the first: join again on its answer */
+	bool had_sm;	    /* an SM was known before (the first is not "again") */
 	uint8_t gid[16];
 	uint32_t next_tid;
 	struct sa_req req[SA_PENDING];
@@ -84,8 +85,11 @@ void sa_set_sm(uint16_t sm_lid, uint8_t sm_sl, bool again)
 
 	if (sm_lid == sa.sm_lid && sm_sl == sa.sm_sl && !again)
 		return;
-	if (sa.sm_lid)
+	/* after an SM that went away (LID 0) too: whichever comes next */
+	if (sa.had_sm)
 		sa.rejoin = true;
+	if (sm_lid)
+		sa.had_sm = true;
 	sa.sm_lid = sm_lid;
 	sa.sm_sl = sm_sl;
 	/* a new SA: what it takes is not known until it says */

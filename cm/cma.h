@@ -12,6 +12,7 @@
 #define CMA_H
 
 #include "ibcm.h"
+#include "sa.h"
 
 #define CMA_MAX_BACKLOG 1024
 #define CMA_PORT_LO 32768 /* ephemeral ports, as ip_local_port_range */
@@ -35,11 +36,13 @@ struct cm_mc {
 	/* on the InfiniBand port: the SA join (cma_mcast.c) */
 	struct sof_link wait_link; /* in the joins waiting for the SA */
 	struct cm_id *id;
-	uint32_t tid;	    /* the SA request's TID (low half), 0: none waiting */
-	bool joined;	    /* the SA made us a member: a leave is owed */
-	uint8_t mcgid[16];  /* the IB MGID (mgid is the address's GID) */
-	uint8_t join_state; /* JoinState bits asked (IBA 15.2.5.17.1), left the same */
-	bool cpi_wait;	    /* waits for the SA's ClassPortInfo (send-only) */
+	uint32_t tid;		      /* the SA request's TID (low half), 0: none waiting */
+	bool joined;		      /* the SA made us a member: a leave is owed */
+	uint8_t mcgid[16];	      /* the IB MGID (mgid is the address's GID) */
+	uint8_t join_state;	      /* JoinState bits asked (IBA 15.2.5.17.1), left the same */
+	bool cpi_wait;		      /* waits for the SA's ClassPortInfo (send-only) */
+	bool bcast_wait;	      /* waits for the broadcast group's record */
+	struct sof_sa_mcmember bcast; /* that record: the join's parameters */
 };
 
 struct cma_table {

@@ -13,7 +13,15 @@
  * (FullMember, or SendOnlyFullMember for RDMA_MC_JOIN_FLAG_SENDONLY_
  * FULLMEMBER: mckey -o) in the id's partition (its interface's P_Key, in
  * the MGID and the record), creating the group with the id's Q_Key when
- * the SA has none. The answer's MLID, SL and Q_Key make the
+ * the SA has none. As the kernel's cma_join_ib_multicast, the group's
+ * SL, flow label and traffic class (for RDMA_PS_IPOIB also its Q_Key,
+ * MTU, rate and hop limit) are those of the partition's IPoIB broadcast
+ * group, ff12:401b:PPPP::ffff:ffff (RFC 4391 section 4): a SubnAdmGet
+ * of our port's MCMemberRecord in it comes first (the kernel reads the
+ * record IPoIB's join left in its cache), so a partition's QoS (its
+ * SL) holds for its RDMA CM groups too; a port that is no member of the
+ * broadcast group (no IPoIB interface up) fails the join with
+ * EADDRNOTAVAIL, as the kernel's. The answer's MLID, SL and Q_Key make the
  * MULTICAST_JOIN event's address vector (DLID = MLID with a GRH to the
  * MGID, as ib_init_ah_from_mcmember), so a sender reaches the attached
  * QPs through the switches' multicast forwarding. A leave (or the id's
@@ -37,7 +45,7 @@
 #define SA_TIMEOUT_MS 1000
 #define MC_TID_BASE 0x80000000u /* above the ids' handles, cma_ib.c's TIDs */
 #define COMP(c) (1ull << (c))
-#define MC_SCOPE 2	/* link-local, as IPoIB's broadcast group */
+#define MC_SCOPE 2 /* link-local, as IPoIB's broadcast group */
 
 static struct sof_link waiting = {&waiting, &waiting}; /* struct cm_mc, wait_link */
 /* send-only joins waiting for the SA's ClassPortInfo (cpi_wait) */
@@ -78,33 +86,84 @@ static void ib_mgid(const struct cm_id *id, const struct sockaddr_storage *ss, u
 	mgid[5] = id->pkey & 0xff;
 }
 
+/* The MGID of the partition's IPoIB broadcast group (RFC 4391 section
+ * 4): the id's P_Key with its full-member bit, as the interface's
+ * broadcast address carries it */
+static void bcast_mgid(const struct cm_id *id, uint8_t mgid[16])
+{
+	static const uint8_t tmpl[16] = {
+	    0xff, 0x10 | MC_SCOPE, 0x40, 0x1b, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+
+	memcpy(mgid, tmpl, 16);
+	mgid[4] = (uint8_t)((id->pkey | 0x8000) >> 8);
+	mgid[5] = id->pkey & 0xff;
+}
+
+/* Send one MCMemberRecord request of mc's; an answered one (timeout_ms)
+ * is found again by its TID */
+static int sa_send(struct cm_mc *mc, uint8_t method, uint64_t mask, const struct sof_sa_mcmember *m,
+		   bool answered)
+{
+	uint8_t mad[SOF_MAD_LEN];
+	uint32_t tid = MC_TID_BASE | (++next_tid & ~MC_TID_BASE);
+
+	sof_sa_req_init(mad, method, SOF_SA_ATTR_MCMEMBER_REC, 0, tid, mask);
+	sof_sa_mcmember_pack(mad + SOF_SA_OFF_DATA, m);
+	if (!answered)
+		return cma_ib_sa_send(mc->id->sgid, mad, 0, 0);
+	mc->tid = tid;
+	sof_list_add(&waiting, &mc->wait_link);
+	return cma_ib_sa_send(mc->id->sgid, mad, SA_TIMEOUT_MS, tid);
+}
+
+/* A SubnAdmGet of our port's record in the broadcast group (its answer:
+ * bcast_answer) */
+static int sa_bcast_get(struct cm_mc *mc)
+{
+	struct sof_sa_mcmember m = {0};
+
+	bcast_mgid(mc->id, m.mgid);
+	memcpy(m.port_gid, mc->id->sgid, 16);
+	mc->bcast_wait = true;
+	cm_trace("cma id %u: SA MCMemberRecord Get of the broadcast group", mc->id->handle);
+	return sa_send(mc, SOF_SA_GET, COMP(SOF_MCMR_MGID) | COMP(SOF_MCMR_PORT_GID), &m, true);
+}
+
 /* A SubnAdmSet (join) or SubnAdmDelete (leave) of our port in mc's group. */
 static int sa_mcmember(struct cm_mc *mc, uint8_t method)
 {
 	struct sof_sa_mcmember m = {.join_state = mc->join_state, .pkey = mc->id->pkey | 0x8000};
 	uint64_t mask = COMP(SOF_MCMR_MGID) | COMP(SOF_MCMR_PORT_GID) | COMP(SOF_MCMR_JOIN_STATE);
-	uint8_t mad[SOF_MAD_LEN];
-	uint32_t tid = MC_TID_BASE | (++next_tid & ~MC_TID_BASE);
 
 	memcpy(m.mgid, mc->mcgid, 16);
 	memcpy(m.port_gid, mc->id->sgid, 16);
 	if (method == SOF_SA_SET) {
-		/* what creates the group if the SA has none (the kernel's
-		 * cma_join_ib_multicast gives these; MTU and rate the SA's) */
-		m.qkey = mc->id->qkey;
-		m.tclass = mc->id->tos;
+		/* what creates the group if the SA has none: the broadcast
+		 * group's parameters, the id's Q_Key (the kernel's
+		 * cma_join_ib_multicast; cma_set_qkey takes the broadcast
+		 * group's for RDMA_PS_IPOIB) */
+		const struct sof_sa_mcmember *b = &mc->bcast;
+
+		m.sl = b->sl;
+		m.flow_label = b->flow_label;
+		m.tclass = b->tclass;
+		m.qkey = mc->id->ps == (uint8_t)RDMA_PS_IPOIB ? b->qkey : mc->id->qkey;
 		mask |= COMP(SOF_MCMR_QKEY) | COMP(SOF_MCMR_PKEY) | COMP(SOF_MCMR_SL) |
 			COMP(SOF_MCMR_FLOW_LABEL) | COMP(SOF_MCMR_TCLASS);
+		if (mc->id->ps == (uint8_t)RDMA_PS_IPOIB) {
+			m.mtu_sel = b->mtu_sel;
+			m.mtu = b->mtu;
+			m.rate_sel = b->rate_sel;
+			m.rate = b->rate;
+			m.hop_limit = b->hop_limit;
+			mask |= COMP(SOF_MCMR_MTU_SEL) | COMP(SOF_MCMR_MTU) |
+				COMP(SOF_MCMR_RATE_SEL) | COMP(SOF_MCMR_RATE) |
+				COMP(SOF_MCMR_HOP_LIMIT);
+		}
 	}
-	sof_sa_req_init(mad, method, SOF_SA_ATTR_MCMEMBER_REC, 0, tid, mask);
-	sof_sa_mcmember_pack(mad + SOF_SA_OFF_DATA, &m);
-	cm_trace("cma id %u: SA MCMemberRecord %s", mc->id->handle,
-		 method == SOF_SA_SET ? "Set" : "Delete");
-	if (method != SOF_SA_SET)
-		return cma_ib_sa_send(mc->id->sgid, mad, 0, 0);
-	mc->tid = tid;
-	sof_list_add(&waiting, &mc->wait_link);
-	return cma_ib_sa_send(mc->id->sgid, mad, SA_TIMEOUT_MS, tid);
+	cm_trace("cma id %u: SA MCMemberRecord %s SL %u", mc->id->handle,
+		 method == SOF_SA_SET ? "Set" : "Delete", m.sl);
+	return sa_send(mc, method, mask, &m, method == SOF_SA_SET);
 }
 
 static void unwait(struct cm_mc *mc)
@@ -140,6 +199,32 @@ static void join_error(struct cm_mc *mc, int status)
 	cma_channel_send(mc->id->ch, &ev);
 }
 
+static int sendonly_join(struct cm_mc *mc);
+
+/* The broadcast group's record (the Get's answer): the join goes on */
+static void bcast_answer(struct cm_mc *mc, uint16_t status, const struct sof_sa_mcmember *m)
+{
+	int err;
+
+	mc->bcast_wait = false;
+	if (status || !m->mlid) {
+		/* not a member: no IPoIB on this port and partition */
+		cm_trace("cma id %u: no broadcast group record (status 0x%04x)", mc->id->handle,
+			 status);
+		join_error(mc, -EADDRNOTAVAIL);
+		return;
+	}
+	mc->bcast = *m;
+	if (mc->join_state == SOF_MC_JOIN_SEND_ONLY_FULL)
+		err = sendonly_join(mc);
+	else
+		err = sa_mcmember(mc, SOF_SA_SET);
+	if (err && err != -EAGAIN) {
+		unwait(mc);
+		join_error(mc, err);
+	}
+}
+
 static void mc_sa_recv(const struct sof_mad_hdr *h, const uint8_t *rec)
 {
 	struct cm_mc *mc = waiting_mc((uint32_t)h->tid);
@@ -150,6 +235,10 @@ static void mc_sa_recv(const struct sof_mad_hdr *h, const uint8_t *rec)
 		return;
 	unwait(mc);
 	sof_sa_mcmember_unpack(rec, &m);
+	if (mc->bcast_wait) {
+		bcast_answer(mc, h->status, &m);
+		return;
+	}
 	if (h->status || !m.mlid) {
 		cm_trace("cma id %u: SA MCMemberRecord status 0x%04x", mc->id->handle, h->status);
 		join_error(mc, -EADDRNOTAVAIL);
@@ -180,6 +269,7 @@ static void mc_sa_failed(uint64_t cookie, int status)
 	if (!mc)
 		return;
 	unwait(mc);
+	mc->bcast_wait = false;
 	join_error(mc, -status);
 }
 
@@ -274,12 +364,7 @@ CMA_OP(join)
 	sof_list_add(&id->mcs, &mc->link);
 	if (id->ib) {
 		ib_mgid(id, &r->addr, mc->mcgid);
-		if (mc->join_state == SOF_MC_JOIN_SEND_ONLY_FULL)
-			err = sendonly_join(mc);
-		else
-			err = sa_mcmember(mc, SOF_SA_SET);
-		if (err == -EAGAIN)
-			return 0;
+		err = sa_bcast_get(mc);
 		if (err)
 			cma_mc_free(mc);
 		return err;

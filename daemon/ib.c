@@ -20,9 +20,9 @@
 #include "sof_gid.h"
 
 #include <arpa/inet.h>
-#include <infiniband/verbs.h>
 #include <endian.h>
 #include <errno.h>
+#include <infiniband/verbs.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,7 +139,7 @@ static void fill_port(struct sof_ib_port *p)
 
 /* One port event of sofib0 to every context (the library shows it to
  * those of sofib0 only, SOF_ASYNC_PORT_IB). */
-static void port_event(uint32_t type)
+void sofd_ib_port_event(uint32_t type)
 {
 	for (struct sof_link *l = sofd.conns.next; l != &sofd.conns; l = l->next) {
 		struct sofd_conn *c = sof_container_of(l, struct sofd_conn, link);
@@ -164,15 +164,15 @@ static void port_events(void)
 
 	if (was.known) {
 		if (a->state == IBV_PORT_ACTIVE && was.state != IBV_PORT_ACTIVE)
-			port_event(IBV_EVENT_PORT_ACTIVE);
+			sofd_ib_port_event(IBV_EVENT_PORT_ACTIVE);
 		if (a->state != IBV_PORT_ACTIVE && was.state == IBV_PORT_ACTIVE)
-			port_event(IBV_EVENT_PORT_ERR);
+			sofd_ib_port_event(IBV_EVENT_PORT_ERR);
 		if (a->lid != was.lid)
-			port_event(IBV_EVENT_LID_CHANGE);
+			sofd_ib_port_event(IBV_EVENT_LID_CHANGE);
 		if (a->sm_lid != was.sm_lid)
-			port_event(IBV_EVENT_SM_CHANGE);
+			sofd_ib_port_event(IBV_EVENT_SM_CHANGE);
 		if (memcmp(a->pkeys, was.pkeys, sizeof(was.pkeys)))
-			port_event(IBV_EVENT_PKEY_CHANGE);
+			sofd_ib_port_event(IBV_EVENT_PKEY_CHANGE);
 	}
 	was.known = true;
 	was.state = a->state;

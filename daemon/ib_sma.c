@@ -51,6 +51,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <infiniband/verbs.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,6 +181,11 @@ static void apply(unsigned ev)
 	if ((ev & SOF_SMA_EV_STATE) && tp_ib_attr()->state != p->state && tp_ib_set_state(p->state))
 		sofd_log("ib: SMA state %s refused by the port (%u)",
 			 sof_port_state_names[p->state < 5 ? p->state : 0], tp_ib_attr()->state);
+	/* last, after the new LID and SM LID are published: the kernel's
+	 * IB_EVENT_CLIENT_REREGISTER, which ipoib and the SA clients take
+	 * as "join again, ask the SA again" */
+	if (ev & SOF_SMA_EV_REREG)
+		sofd_ib_port_event(IBV_EVENT_CLIENT_REREGISTER);
 }
 
 /* Send mad (256 bytes) from QP0 on VL15 to dlid. */

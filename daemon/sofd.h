@@ -390,6 +390,8 @@ int sofd_ib_status(struct sofd_req *rq, struct sofd_rep *rp);
  * model follows the port after a change (sync); its SMP counts. */
 int sofd_ib_sma_init(const char *desc);
 void sofd_ib_sma_sync(void);
+/* A port event of sofib0 (IBV_EVENT_*) to every context (ib.c) */
+void sofd_ib_port_event(uint32_t type);
 void sofd_ib_sma_counts(uint64_t *smps, uint64_t *replies);
 void sofd_ib_sma_traps(uint64_t *sent, uint64_t *repressed, uint64_t *pmas);
 void sofd_ib_sma_fini(void);

@@ -27,12 +27,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define IPOIB_HDR_LEN 4	 /* RFC 4391 section 6: type (2), reserved (2) */
-#define IPOIB_HW_LEN 20	 /* RFC 4391 section 9.1.1: flags+QPN (4), GID (16) */
-#define IPOIB_GRH_LEN 40 /* the GRH area of every UD receive buffer */
+#define IPOIB_HDR_LEN 4	   /* RFC 4391 section 6: type (2), reserved (2) */
+#define IPOIB_HW_LEN 20	   /* RFC 4391 section 9.1.1: flags+QPN (4), GID (16) */
+#define IPOIB_GRH_LEN 40   /* the GRH area of every UD receive buffer */
 #define IPOIB_QKEY 0x0b1bu /* the default IPoIB Q_Key (RFC 4391 section 4) */
-#define IPOIB_ARPHRD 32	 /* ARP hardware type InfiniBand (RFC 4391 section 8) */
-#define IPOIB_BUF 4096	 /* largest UD payload: a 4096 IB MTU */
+#define IPOIB_ARPHRD 32	   /* ARP hardware type InfiniBand (RFC 4391 section 8) */
+#define IPOIB_BUF 4096	   /* largest UD payload: a 4096 IB MTU */
 #define IPOIB_CM_MTU 65520 /* connected mode's largest IP MTU (as Linux's ipoib) */
 #define IPOIB_HW_C 0x80	   /* RFC 4755 3.1: the 'C' flag of the hardware address */
 
@@ -52,33 +52,34 @@ enum ipoib_cnt {
 	IC_arp_tx,
 	IC_nd_rx,
 	IC_nd_tx,
-	IC_drop_short,	    /* shorter than the GRH area and header */
-	IC_drop_header,	    /* reserved bits set in the encapsulation header */
-	IC_drop_type,	    /* an EtherType IPoIB does not carry */
-	IC_drop_ip,	    /* an IP header that does not fit */
-	IC_drop_arp,	    /* ARP: wrong hardware type, lengths, operation */
-	IC_drop_nd,	    /* ND: bad option, length, hop limit */
-	IC_drop_oversize,   /* longer than the interface MTU */
-	IC_drop_own,	    /* our own multicast, looped back */
-	IC_tx_drop_neigh,   /* no neighbour could be resolved */
-	IC_tx_drop_queue,   /* the resolution queue was full */
+	IC_drop_short,	  /* shorter than the GRH area and header */
+	IC_drop_header,	  /* reserved bits set in the encapsulation header */
+	IC_drop_type,	  /* an EtherType IPoIB does not carry */
+	IC_drop_ip,	  /* an IP header that does not fit */
+	IC_drop_arp,	  /* ARP: wrong hardware type, lengths, operation */
+	IC_drop_nd,	  /* ND: bad option, length, hop limit */
+	IC_drop_oversize, /* longer than the interface MTU */
+	IC_drop_own,	  /* our own multicast, looped back */
+	IC_tx_drop_neigh, /* no neighbour could be resolved */
+	IC_tx_drop_queue, /* the resolution queue was full */
 	IC_tx_drop_oversize,
-	IC_tx_drop_post,    /* the send queue refused */
+	IC_tx_drop_post, /* the send queue refused */
 	IC_path_queries,
 	IC_path_fails,
 	IC_mcast_joins,
 	IC_mcast_leaves,
-	IC_cm_tx_packets,   /* frames sent over an RC connection */
-	IC_cm_rx_packets,   /* frames received over one */
-	IC_cm_connects,	    /* connections we made (REP received) */
-	IC_cm_accepts,	    /* connections a peer made to us */
-	IC_cm_refused,	    /* REQs we rejected (malformed private data) */
-	IC_cm_fails,	    /* our REQs rejected, unreachable: datagram to that peer */
-	IC_cm_resets,	    /* connections ended by an error or the peer */
-	IC_cm_idle,	    /* connections ended for idleness */
-	IC_cm_drop_queue,   /* frames dropped while a connection was made */
-	IC_tx_too_big,	    /* over a datagram peer's MTU: ICMP too big to the kernel */
-	IC_drop_tun,	    /* received, but the kernel refused the TUN write */
+	IC_port_events,	  /* SM change, LID change, client reregister */
+	IC_cm_tx_packets, /* frames sent over an RC connection */
+	IC_cm_rx_packets, /* frames received over one */
+	IC_cm_connects,	  /* connections we made (REP received) */
+	IC_cm_accepts,	  /* connections a peer made to us */
+	IC_cm_refused,	  /* REQs we rejected (malformed private data) */
+	IC_cm_fails,	  /* our REQs rejected, unreachable: datagram to that peer */
+	IC_cm_resets,	  /* connections ended by an error or the peer */
+	IC_cm_idle,	  /* connections ended for idleness */
+	IC_cm_drop_queue, /* frames dropped while a connection was made */
+	IC_tx_too_big,	  /* over a datagram peer's MTU: ICMP too big to the kernel */
+	IC_drop_tun,	  /* received, but the kernel refused the TUN write */
 	IC_NR
 };
 extern const char *const ipoib_cnt_names[IC_NR];
@@ -120,10 +121,10 @@ struct ipoib {
 	const struct ipoib_ops *ops;
 	struct ipoib_hw hw; /* ours */
 	uint16_t lid;
-	uint16_t pkey;	    /* with the full-member bit */
-	uint32_t mtu;	    /* IP MTU: IB MTU less the header; 65520 connected */
-	uint32_t ud_mtu;    /* the datagram MTU (broadcast group's) */
-	bool connected;	    /* connected mode (RFC 4755) */
+	uint16_t pkey;	 /* with the full-member bit */
+	uint32_t mtu;	 /* IP MTU: IB MTU less the header; 65520 connected */
+	uint32_t ud_mtu; /* the datagram MTU (broadcast group's) */
+	bool connected;	 /* connected mode (RFC 4755) */
 	uint32_t qkey;
 	uint64_t cnt[IC_NR];
 };
@@ -133,8 +134,7 @@ extern struct ipoib ipoib;
 /* ---- proto.c --------------------------------------------------------------- */
 
 /* A received UD buffer (GRH area, header, packet), its source QPN and LID. */
-void ipoib_input(struct ipoib *p, const uint8_t *buf, size_t len, uint32_t src_qpn,
-		 uint16_t slid);
+void ipoib_input(struct ipoib *p, const uint8_t *buf, size_t len, uint32_t src_qpn, uint16_t slid);
 void ipoib_hw_put(uint8_t out[IPOIB_HW_LEN], const struct ipoib_hw *hw);
 void ipoib_hw_get(struct ipoib_hw *hw, const uint8_t in[IPOIB_HW_LEN]);
 /* RFC 4391 section 4: the MGID of an IPv4 or IPv6 group (ip: 16 bytes,
@@ -213,13 +213,16 @@ bool sa_sendonly_full(void);
 int sa_path(const uint8_t dgid[16], sa_path_cb cb, void *arg);
 /* Forget the callbacks that name arg (its owner goes away). */
 void sa_cancel(void *arg);
-void sa_set_sm(uint16_t sm_lid, uint8_t sm_sl);
+/* The SM is at sm_lid: a new one (or again: a port event said so) gets a
+ * ClassPortInfo Get, and after the first, mcast_rejoin on its answer. */
+void sa_set_sm(uint16_t sm_lid, uint8_t sm_sl, bool again);
 void sa_close(void);
 
 /* ---- neigh.c --------------------------------------------------------------- */
 
 /* An IP packet from the kernel. */
-void ipoib_output(const uint8_t *pkt, size_t len);
+/* pkt has IPOIB_HDR_LEN writable bytes before it (the header's place) */
+void ipoib_output(uint8_t *pkt, size_t len);
 void neigh_learn(const uint8_t ip[16], const struct ipoib_hw *hw);
 void neigh_send_hw(const struct ipoib_hw *to, const uint8_t *frame, size_t len);
 void neigh_tick(uint64_t now_ms);
@@ -239,6 +242,9 @@ int mcast_start(void (*done)(int status));
 void mcast_send(const uint8_t mgid[16], const uint8_t *frame, size_t len);
 struct ipoib_ah *mcast_bcast_ah(void);
 const struct sa_mcm *mcast_bcast(void);
+/* Join every group again, the broadcast group first in line (an SA that
+ * restarted forgot them; JoinState chosen again from what it takes). */
+void mcast_rejoin(void);
 /* Follow the kernel's memberships of ifname (/proc/net/igmp, igmp6). */
 void mcast_tick(const char *ifname, uint64_t now_ms);
 void mcast_stop(void);

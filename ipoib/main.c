@@ -51,7 +51,7 @@ static struct {
 	uint8_t addrs[MAX_ADDRS][16];
 	uint8_t bcast4[MAX_ADDRS][4];
 	unsigned naddrs, nbcast4;
-	bool connected; /* --mode connected (RFC 4755, cm.c) */
+	bool connected;	   /* --mode connected (RFC 4755, cm.c) */
 	uint64_t addrs_at; /* when addrs_refresh last ran */
 } m = {.dev = "sofib0", .ifname = "ib0", .port = 1, .pkey = 0xffff, .tun = -1, .ctl = -1};
 
@@ -100,8 +100,9 @@ static void addrs_refresh(void)
 			d[10] = d[11] = 0xff;
 			memcpy(d + 12, &a->sin_addr, 4);
 			if (i->ifa_netmask) {
-				uint32_t mask = ((const struct sockaddr_in *)(const void *)
-						     i->ifa_netmask)->sin_addr.s_addr;
+				uint32_t mask =
+				    ((const struct sockaddr_in *)(const void *)i->ifa_netmask)
+					->sin_addr.s_addr;
 				uint32_t b = a->sin_addr.s_addr | ~mask;
 
 				if (mask != 0xffffffffu)
@@ -212,8 +213,7 @@ static int tun_open(void)
 static int ctl_open(void)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	int n = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "softofed/ipoib/%s",
-			 m.ifname);
+	int n = snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "softofed/ipoib/%s", m.ifname);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
 	if (fd < 0)
@@ -244,9 +244,9 @@ static size_t status_text(char *buf, size_t len)
 	off = (size_t)snprintf(
 	    buf, len,
 	    "ipoib %s device %s port %d pkey 0x%04x mode %s mtu %u state up\n"
-	    "hwaddr %s\nqpn 0x%06x lid %u gid %s qkey 0x%x bcast_mlid 0x%04x\ncounters:", m.ifname,
-	    m.dev, m.port, ipoib.pkey, ipoib.connected ? "connected" : "datagram", ipoib.mtu, l2, ipoib.hw.qpn, ipoib.lid, gid, ipoib.qkey,
-	    b ? b->mlid : 0);
+	    "hwaddr %s\nqpn 0x%06x lid %u gid %s qkey 0x%x bcast_mlid 0x%04x\ncounters:",
+	    m.ifname, m.dev, m.port, ipoib.pkey, ipoib.connected ? "connected" : "datagram",
+	    ipoib.mtu, l2, ipoib.hw.qpn, ipoib.lid, gid, ipoib.qkey, b ? b->mlid : 0);
 	for (int i = 0; i < IC_NR && off + 64 < len; i++)
 		off += (size_t)snprintf(buf + off, len - off, " %s %llu", ipoib_cnt_names[i],
 					(unsigned long long)ipoib.cnt[i]);
@@ -352,7 +352,8 @@ static int parse(int argc, char **argv)
 			m.port = atoi(v);
 		else if (!strcmp(a, "--ifname") && v && strlen(v) < IFNAMSIZ)
 			m.ifname = v;
-		else if (!strcmp(a, "--mode") && v && (!strcmp(v, "connected") || !strcmp(v, "datagram")))
+		else if (!strcmp(a, "--mode") && v &&
+			 (!strcmp(v, "connected") || !strcmp(v, "datagram")))
 			m.connected = !strcmp(v, "connected"); /* /sys/class/net/ib0/mode's words */
 		else if (!strcmp(a, "--pkey") && v) {
 			unsigned long p = strtoul(v, NULL, 0);
@@ -399,7 +400,7 @@ static int start(void)
 		ipoib_log("SA client: %s", strerror(-err));
 		return err;
 	}
-	sa_set_sm(m.info.sm_lid, m.info.sm_sl);
+	sa_set_sm(m.info.sm_lid, m.info.sm_sl, false);
 	m.bcast_status = 1;
 	if (mcast_start(bcast_done))
 		return -EIO;
@@ -465,28 +466,57 @@ static void tick(uint64_t now)
 	addrs_refresh();
 	/* the SM may move (a restart, a handover): follow its LID */
 	if (!ud_query(&m.info)) {
-		sa_set_sm(m.info.sm_lid, m.info.sm_sl);
+		sa_set_sm(m.info.sm_lid, m.info.sm_sl, false);
 		ipoib.lid = m.info.lid;
+	}
+}
+
+/* The port's events (the kernel's ipoib_event): a new SM, a new LID, or
+ * an SM that asks its clients to register again (PortInfo
+ * ClientReregister, IBA 14.4.11: set by an SM that restarted, even on
+ * the same LID) may mean an SA that forgot our joins or takes others:
+ * its ClassPortInfo is asked again, then every group joined again. */
+static void port_events(void)
+{
+	struct ibv_async_event ev;
+
+	while (!ibv_get_async_event(ud_ctx(), &ev)) {
+		enum ibv_event_type t = ev.event_type;
+
+		ibv_ack_async_event(&ev);
+		if (t != IBV_EVENT_SM_CHANGE && t != IBV_EVENT_CLIENT_REREGISTER &&
+		    t != IBV_EVENT_LID_CHANGE)
+			continue;
+		ipoib_log("port event: %s", ibv_event_type_str(t));
+		ipoib.cnt[IC_port_events]++;
+		if (!ud_query(&m.info)) {
+			ipoib.lid = m.info.lid;
+			sa_set_sm(m.info.sm_lid, m.info.sm_sl, true);
+		}
 	}
 }
 
 static void loop(void)
 {
-	static uint8_t pkt[65536];
+	/* the encapsulation header's room before each packet read */
+	static uint8_t buf[IPOIB_HDR_LEN + 65536];
+	uint8_t *pkt = buf + IPOIB_HDR_LEN;
 	uint64_t last = 0;
 
 	while (!m.stop) {
 		/* backpressure: no packet is taken from the kernel while the
 		 * send queue is full (its queue holds them, or drops and
 		 * counts); the completions that free it wake the loop */
-		struct pollfd p[6] = {{.fd = m.tun, .events = ud_sq_free() && cm_sq_free() ? POLLIN : 0},
-				      {.fd = ud_fd(), .events = POLLIN},
-				      {.fd = sa_fd(), .events = POLLIN},
-				      {.fd = m.ctl, .events = POLLIN}};
+		struct pollfd p[7] = {
+		    {.fd = m.tun, .events = ud_sq_free() && cm_sq_free() ? POLLIN : 0},
+		    {.fd = ud_fd(), .events = POLLIN},
+		    {.fd = sa_fd(), .events = POLLIN},
+		    {.fd = m.ctl, .events = POLLIN},
+		    {.fd = ud_ctx()->async_fd, .events = POLLIN}};
 		uint64_t now;
 
-		cm_fds(&p[4]);
-		if (poll(p, 6, 100) < 0 && errno != EINTR)
+		cm_fds(&p[5]);
+		if (poll(p, 7, 100) < 0 && errno != EINTR)
 			break;
 		/* completions are reaped on every pass: the channel's event
 		 * only wakes the loop */
@@ -494,7 +524,7 @@ static void loop(void)
 		cm_poll();
 		if (p[0].revents) {
 			for (int n = 0; n < 64 && ud_sq_free() > 8 && cm_sq_free() > 8; n++) {
-				ssize_t r = read(m.tun, pkt, sizeof(pkt));
+				ssize_t r = read(m.tun, pkt, sizeof(buf) - IPOIB_HDR_LEN);
 
 				if (r <= 0)
 					break;
@@ -505,6 +535,8 @@ static void loop(void)
 			sa_poll();
 		if (p[3].revents)
 			ctl_accept();
+		if (p[4].revents)
+			port_events();
 		now = ipoib_now_ms();
 		if (now - last >= 100) {
 			last = now;

@@ -10,7 +10,9 @@
  * as a SendOnlyFullMember when the SA takes those (its ClassPortInfo,
  * sa.c), else as a full member, as Linux's ipoib falls back; held by the
  * kernel later, it is joined again as a full member (the leave names
- * every bit joined).
+ * every bit joined). An SA that changed (sa.c: a new SM, or a port
+ * event) gets every group joined again: what a restarted SA forgot, and
+ * send-only or full as that SA takes them.
  * A datagram to a group goes to its MLID with a GRH naming the MGID and
  * the multicast QPN.
  */
@@ -122,6 +124,11 @@ static void joined(void *arg, int status, const struct sa_mcm *rec)
 			mc.done(status < 0 ? status : -EPROTO);
 		return;
 	}
+	if (g->attached && g->rec.mlid != rec->mlid) {
+		/* joined again, the SA gave another MLID: attach that one */
+		ud_detach(g->mgid, g->rec.mlid);
+		g->attached = false;
+	}
 	g->rec = *rec;
 	g->joined |= g->asked;
 	memcpy(g->rec.mgid, g->mgid, 16);
@@ -141,9 +148,8 @@ static void joined(void *arg, int status, const struct sa_mcm *rec)
 	g->since = ipoib_now_ms();
 	ipoib_log("multicast group %s: %s, mlid 0x%04x qkey 0x%x", m,
 		  g->ah ? "joined" : "no address handle", rec->mlid, rec->qkey);
-	if (g == mc.bcast) {
-		if (mc.done)
-			mc.done(g->ah ? 0 : -ENOMEM);
+	if (g == mc.bcast && mc.done) {
+		mc.done(g->ah ? 0 : -ENOMEM);
 		mc.done = NULL;
 		return;
 	}
@@ -194,6 +200,33 @@ int mcast_start(void (*done)(int status))
 	mc.bcast->rec.pkey = ipoib.pkey;
 	mc.bcast->rec.mtu = ipoib.mtu + IPOIB_HDR_LEN >= 4096 ? 5 : 4;
 	return join(mc.bcast);
+}
+
+void mcast_rejoin(void)
+{
+	struct mgroup *b = mc.bcast;
+
+	if (!b || mc.done)
+		return; /* not up yet: the first join is under way */
+	ipoib_log("the SA changed: joining every group again");
+	sa_cancel(b);
+	b->joined = 0;
+	if (join(b)) {
+		b->state = MG_FAILED; /* mcast_tick tries again */
+		b->since = ipoib_now_ms();
+	}
+	for (unsigned i = 0; i < MGROUPS; i++) {
+		struct mgroup *g = &mc.g[i];
+
+		if (g->state == MG_FREE || g == b)
+			continue;
+		sa_cancel(g);
+		g->joined = 0;
+		if (join(g)) {
+			g->state = MG_FAILED;
+			g->since = ipoib_now_ms();
+		}
+	}
 }
 
 /* Attach to the broadcast group once the QP exists. */

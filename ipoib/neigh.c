@@ -333,9 +333,10 @@ static bool mcast_dst(const uint8_t ip[16], uint8_t mgid[16])
 	return false;
 }
 
-void ipoib_output(const uint8_t *pkt, size_t len)
+void ipoib_output(uint8_t *pkt, size_t len)
 {
-	static uint8_t f[IPOIB_HDR_LEN + IPOIB_CM_MTU];
+	/* the header goes in the headroom: the packet is not copied */
+	uint8_t *f = pkt - IPOIB_HDR_LEN;
 	uint8_t dst[16], src[16], mgid[16];
 	struct neigh *n;
 
@@ -361,7 +362,6 @@ void ipoib_output(const uint8_t *pkt, size_t len)
 		return;
 	}
 	f[2] = f[3] = 0;
-	memcpy(f + IPOIB_HDR_LEN, pkt, len);
 	ipoib.cnt[IC_tx_packets]++;
 	ipoib.cnt[IC_tx_bytes] += len;
 	if (mcast_dst(dst, mgid)) {

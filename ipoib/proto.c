@@ -42,6 +42,7 @@ const char *const ipoib_cnt_names[IC_NR] = {
     [IC_path_fails] = "path_fails",
     [IC_mcast_joins] = "mcast_joins",
     [IC_mcast_leaves] = "mcast_leaves",
+    [IC_port_events] = "port_events",
     [IC_cm_tx_packets] = "cm_tx_packets",
     [IC_cm_rx_packets] = "cm_rx_packets",
     [IC_cm_connects] = "cm_connects",
@@ -58,8 +59,6 @@ const char *const ipoib_cnt_names[IC_NR] = {
 #define ARP_LEN (8 + 2 * (IPOIB_HW_LEN + 4))
 #define ND_LEN (8 + 16 + 24) /* NS or NA with one link-layer option */
 #define ICMP6 58
-
-
 
 static void map4(uint8_t ip[16], const uint8_t v4[4])
 {
@@ -308,8 +307,7 @@ static bool nd_input(struct ipoib *p, const uint8_t *ip6, uint32_t plen)
 		return false;
 	/* RFC 4861 7.1.1, 7.1.2: hop limit 255, code 0, 24 bytes at least,
 	 * the checksum */
-	if (ip6[7] != 255 || icmp[1] || plen < 24 || icmp6_csum(ip6, plen) ||
-	    (icmp[8] == 0xff)) {
+	if (ip6[7] != 255 || icmp[1] || plen < 24 || icmp6_csum(ip6, plen) || (icmp[8] == 0xff)) {
 		p->cnt[IC_drop_nd]++;
 		return true;
 	}
@@ -341,8 +339,7 @@ static bool nd_input(struct ipoib *p, const uint8_t *ip6, uint32_t plen)
 
 /* ---- receive ------------------------------------------------------------------- */
 
-void ipoib_input(struct ipoib *p, const uint8_t *buf, size_t len, uint32_t src_qpn,
-		 uint16_t slid)
+void ipoib_input(struct ipoib *p, const uint8_t *buf, size_t len, uint32_t src_qpn, uint16_t slid)
 {
 	const uint8_t *f = buf + IPOIB_GRH_LEN, *pkt = f + IPOIB_HDR_LEN;
 	size_t plen;

@@ -4,8 +4,11 @@
  * with the GSI Q_Key, answered asynchronously: the loop polls the umad
  * descriptor and each response (or the time-out libibumad reports for a
  * request that got none) finds its request by TID and calls it back.
- * Each new SM LID gets a ClassPortInfo Get: whether its SA takes
- * send-only full members (CapabilityMask2 bit 12), which mcast.c asks.
+ * Each new SM LID, and each port event that says the SM changed or asks
+ * its clients to register again (main.c), gets a ClassPortInfo Get:
+ * whether its SA takes send-only full members (CapabilityMask2 bit 12),
+ * which mcast.c asks; once that SA answers, every group is joined again
+ * (mcast_rejoin), as the kernel's ipoib flushes and restarts its joins.
  * The SA header and the records (IBA tables 195, MCMemberRecord, and 188,
  * PathRecord) are mad/sa_rec.c's, the codec the SM's SA uses too.
  */
@@ -41,6 +44,8 @@ static struct {
 	uint16_t sm_lid, pkey;
 	uint8_t sm_sl;
 	bool sendonly_full; /* the SA at sm_lid takes JoinState 8 */
+	bool rejoin;	    /* another SA than the first: join again on its answer */
+	bool had_sm;	    /* an SM was known before (the first is not "again") */
 	uint8_t gid[16];
 	uint32_t next_tid;
 	struct sa_req req[SA_PENDING];
@@ -73,13 +78,18 @@ static struct sa_req *req_new(void);
 static int sa_send(uint32_t tid, uint8_t method, uint16_t attr, uint64_t mask, const uint8_t *rec,
 		   size_t rlen);
 
-void sa_set_sm(uint16_t sm_lid, uint8_t sm_sl)
+void sa_set_sm(uint16_t sm_lid, uint8_t sm_sl, bool again)
 {
 	struct sa_req *q;
 	uint8_t none[1] = {0};
 
-	if (sm_lid == sa.sm_lid && sm_sl == sa.sm_sl)
+	if (sm_lid == sa.sm_lid && sm_sl == sa.sm_sl && !again)
 		return;
+	/* after an SM that went away (LID 0) too: whichever comes next */
+	if (sa.had_sm)
+		sa.rejoin = true;
+	if (sm_lid)
+		sa.had_sm = true;
 	sa.sm_lid = sm_lid;
 	sa.sm_sl = sm_sl;
 	/* a new SA: what it takes is not known until it says */
@@ -237,6 +247,10 @@ static void complete(struct sa_req *q, int status, const uint8_t *rec)
 									 : sa.sendonly_full
 									     ? "takes"
 									     : "does not take");
+		if (sa.rejoin) {
+			sa.rejoin = false;
+			mcast_rejoin();
+		}
 	} else if (c.path && c.path_cb) {
 		struct ipoib_path p;
 		struct sof_sa_path r;

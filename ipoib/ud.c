@@ -75,6 +75,8 @@ int ud_open(const char *dev, int port, uint16_t pkey, struct ipoib_ud_info *info
 	if (!ud.ctx)
 		return err;
 	ud.port = port;
+	/* the port's events (main.c) are read without waiting */
+	fcntl(ud.ctx->async_fd, F_SETFL, fcntl(ud.ctx->async_fd, F_GETFL) | O_NONBLOCK);
 	ud.pd = ibv_alloc_pd(ud.ctx);
 	if (!ud.pd)
 		return -ENOMEM;
@@ -105,7 +107,9 @@ int ud_start(uint32_t qkey, uint32_t *qpn)
 {
 	struct ibv_qp_init_attr ia = {
 	    .qp_type = IBV_QPT_UD,
-	    .cap = {.max_send_wr = SQ_DEPTH, .max_recv_wr = RQ_DEPTH, .max_send_sge = 1,
+	    .cap = {.max_send_wr = SQ_DEPTH,
+		    .max_recv_wr = RQ_DEPTH,
+		    .max_send_sge = 1,
 		    .max_recv_sge = 1},
 	};
 	struct ibv_qp_attr a;
@@ -119,8 +123,8 @@ int ud_start(uint32_t qkey, uint32_t *qpn)
 	ud.mem = aligned_alloc(4096, (size_t)(RQ_DEPTH + SQ_DEPTH) * SLOT);
 	if (!ud.mem)
 		return -ENOMEM;
-	ud.mr = ibv_reg_mr(ud.pd, ud.mem, (size_t)(RQ_DEPTH + SQ_DEPTH) * SLOT,
-			   IBV_ACCESS_LOCAL_WRITE);
+	ud.mr =
+	    ibv_reg_mr(ud.pd, ud.mem, (size_t)(RQ_DEPTH + SQ_DEPTH) * SLOT, IBV_ACCESS_LOCAL_WRITE);
 	if (!ud.mr)
 		return -errno;
 	ia.send_cq = ia.recv_cq = ud.cq;
@@ -173,8 +177,8 @@ static int reap(void)
 					/* no GRH: the area is not written, zero it */
 					if (!(wc[i].wc_flags & IBV_WC_GRH))
 						memset(rslot(s), 0, IPOIB_GRH_LEN);
-					ipoib_input(&ipoib, rslot(s), wc[i].byte_len,
-						    wc[i].src_qp, wc[i].slid);
+					ipoib_input(&ipoib, rslot(s), wc[i].byte_len, wc[i].src_qp,
+						    wc[i].slid);
 				}
 				if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
 					post_recv(s);

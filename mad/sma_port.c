@@ -177,6 +177,10 @@ static uint16_t port_info_set(struct sma_req *r, unsigned portnum, struct sof_po
 		q->mkey_violations = sof_get16(d + 44);
 		q->subnet_timeout = d[51] & 0x1f;
 		q->client_rereg = d[51] >> 7;
+		/* IBA 14.4.11: the SM asks the port's clients to register
+		 * again (subscriptions, multicast joins): a port event */
+		if (q->client_rereg)
+			r->ev |= SOF_SMA_EV_REREG;
 	}
 	if (width)
 		q->width_enabled =

@@ -337,6 +337,7 @@ enum sof_sma_result {
 #define SOF_SMA_EV_PKEYS 0x40	  /* a P_Key table changed */
 #define SOF_SMA_EV_FWD 0x80	  /* LFT/MFT/SwitchInfo changed */
 #define SOF_SMA_EV_TRAP_128 0x100 /* PortStateChange newly set */
+#define SOF_SMA_EV_REREG 0x200	  /* PortInfo Set with ClientReregister (IBA 14.4.11) */
 
 /* The SMA (mad/sma.c): handle an SMP (len bytes; 256 or dropped) that
  * reached this node on in_port, already past sof_smp_dr_step for a DR

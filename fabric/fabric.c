@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#define FAB_QUEUE_FREE 512 /* entries kept for reuse (each FAB_MAX_PKT) */
+
 struct fab_qpkt {
 	struct fab_qpkt *next;
 	struct fab_node *node;
@@ -109,6 +111,10 @@ void fab_free(struct fabric *f)
 		f->qhead = q->next;
 		free(q);
 	}
+	while ((q = f->qfree)) {
+		f->qfree = q->next;
+		free(q);
+	}
 	for (unsigned i = 0; i < f->nnodes; i++) {
 		if (!f->nodes[i])
 			continue;
@@ -145,9 +151,19 @@ void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint
 	}
 	if (len > FAB_MAX_PKT)
 		len = FAB_MAX_PKT + 1; /* checked (and refused) at the port */
-	q = malloc(sizeof(*q) + len);
-	if (!q)
-		return;
+	/* every entry has room for the longest packet, and a used one is
+	 * taken again: a packet crosses several switches, each a hop through
+	 * the queue, and malloc/free of them per hop grew and trimmed the
+	 * heap all the time */
+	q = f->qfree;
+	if (q) {
+		f->qfree = q->next;
+		f->nfree--;
+	} else {
+		q = malloc(sizeof(*q) + FAB_MAX_PKT + 1);
+		if (!q)
+			return;
+	}
 	q->next = NULL;
 	q->node = n;
 	q->port = port;
@@ -200,7 +216,13 @@ void fab_run(struct fabric *f)
 			fab_node_input(f, q->node, q->port, q->data, q->len);
 			f->cur_hops = 0;
 		}
-		free(q);
+		if (f->nfree < FAB_QUEUE_FREE) {
+			q->next = f->qfree;
+			f->qfree = q;
+			f->nfree++;
+		} else {
+			free(q);
+		}
 	}
 	fab_tx_flush(f);
 }

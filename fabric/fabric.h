@@ -155,9 +155,9 @@ struct fabric {
 	struct fab_node **nodes;
 	int udp; /* real hosts' links */
 	struct fab_stats st;
-	/* the packet queue */
-	struct fab_qpkt *qhead, **qtail;
-	unsigned qlen;
+	/* the packet queue, and the entries it used kept for reuse */
+	struct fab_qpkt *qhead, **qtail, *qfree;
+	unsigned qlen, nfree;
 	unsigned cur_hops; /* hops of the packet being handled (fab_run) */
 	bool cur_sealed;   /* and whether its ICRC and VCRC are computed */
 	int sim_ctl;	   /* ibsim's control socket, -1: not enabled */

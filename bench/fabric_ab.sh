@@ -12,6 +12,9 @@
 #   rbw    ib_write_bw -s 1 MiB a -> c over RoCEv2
 #   csw    the fabric's context switches (voluntary: its wake-ups) per
 #          packet it took from the hosts during lat1
+#   wait   the fabric's time runnable but not running (schedstat's
+#          run_delay: from a wake-up until it has a CPU) per wake-up
+#          during lat1, µs
 #   idle   the fabric's CPU (utime + stime, % of a CPU) over 5 s with no
 #          traffic: OpenSM stopped, only the links' HELLOs
 #   load   the load average (1 min) at the side's start
@@ -55,6 +58,7 @@ if [ -z "${FAB_AB_ROUND:-}" ]; then
 			"roce1:ib_send_lat 2 B over RoCEv2, same veths (µs)" \
 			"rbw:ib_write_bw 1 MiB over RoCEv2, a -> c (MB/s)" \
 			"csw:fabric wake-ups per packet from the hosts (during lat1)" \
+			"wait:fabric wait for a CPU per wake-up (during lat1, µs)" \
 			"idle:fabric CPU with no traffic, 5 s (% of a CPU)" \
 			"load:load average (1 min) at the side's start"; do
 			k=${m%%:*}
@@ -98,10 +102,12 @@ fig() {
 # the fabric's voluntary context switches and its from_hosts counter
 vcs() { awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$fpid/status" 2>/dev/null || echo 0; }
 fromh() { sof_host_run a "$SOFTOFED" fabric status 2>/dev/null </dev/null | sed -n 's/.* from_hosts \([0-9]*\) .*/\1/p'; }
-c0=$(vcs) p0=$(fromh)
+delay() { awk '{print $2}' "/proc/$fpid/schedstat" 2>/dev/null || echo 0; }
+c0=$(vcs) p0=$(fromh) w0=$(delay)
 fig lat1 b a ib_send_lat -d sofib0 -s 2 -n 2000
-c1=$(vcs) p1=$(fromh)
+c1=$(vcs) p1=$(fromh) w1=$(delay)
 echo "csw $(awk -v c=$((c1 - c0)) -v p=$((${p1:-0} - ${p0:-0})) 'BEGIN { if (p > 0) printf "%.3f", c / p; else print "-" }')"
+echo "wait $(awk -v w=$((w1 - w0)) -v c=$((c1 - c0)) 'BEGIN { if (c > 0) printf "%.2f", w / c / 1000; else print "-" }')"
 fig lat3 c a ib_send_lat -d sofib0 -s 2 -n 2000
 fig bw3 c a ib_write_bw -d sofib0 -s 1048576 -n 200
 fig roce1 b a ib_send_lat -d sof0 -x @GID@ -s 2 -n 2000

@@ -154,9 +154,12 @@ void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint
 	/* every entry has room for the longest packet, and a used one is
 	 * taken again: a packet crosses several switches, each a hop through
 	 * the queue, and malloc/free of them per hop grew and trimmed the
-	 * heap all the time */
-	q = f->qfree;
-	if (q) {
+	 * heap all the time; a unicast forward moves the packet's own entry
+	 * on, with no copy */
+	if (f->move && f->cur_q && !f->cur_moved && p == f->cur_q->data) {
+		q = f->cur_q;
+		f->cur_moved = true;
+	} else if ((q = f->qfree)) {
 		f->qfree = q->next;
 		f->nfree--;
 	} else {
@@ -170,8 +173,9 @@ void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint
 	q->from_host = from_host;
 	q->sealed = sealed;
 	q->hops = hops;
+	if (q->data != p)
+		memcpy(q->data, p, len);
 	q->len = len;
-	memcpy(q->data, p, len);
 	*f->qtail = q;
 	f->qtail = &q->next;
 	f->qlen++;
@@ -179,7 +183,8 @@ void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint
 
 void fab_run(struct fabric *f)
 {
-	struct fab_qpkt *q;
+	struct fab_qpkt *q, *outer = f->cur_q;
+	bool outer_moved = f->cur_moved;
 
 	while ((q = f->qhead)) {
 		struct sof_port *mp;
@@ -213,8 +218,13 @@ void fab_run(struct fabric *f)
 					   l.dlid >= SOF_LID_MCAST_BASE && l.dlid != 0xffff);
 			f->cur_hops = q->hops;
 			f->cur_sealed = q->sealed;
+			f->cur_q = q;
+			f->cur_moved = false;
 			fab_node_input(f, q->node, q->port, q->data, q->len);
 			f->cur_hops = 0;
+			f->cur_q = NULL;
+			if (f->cur_moved)
+				continue; /* queued again for its next hop */
 		}
 		if (f->nfree < FAB_QUEUE_FREE) {
 			q->next = f->qfree;
@@ -224,6 +234,8 @@ void fab_run(struct fabric *f)
 			free(q);
 		}
 	}
+	f->cur_q = outer;
+	f->cur_moved = outer_moved;
 	fab_tx_flush(f);
 }
 

@@ -46,7 +46,19 @@ if [ -z "${FAB_AB_ROUND:-}" ]; then
 	median() { sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
 	col() { cat "$T/$1".[0-9]* 2>/dev/null | awk -v k="$2" '$1 == k && $2 != "-" {print $2}' | median; }
 	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
-	hop() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%.2f", (a - b) / 2 }'; }
+	# rr SIDE K1 K2: the median of the rounds' K1 / K2; hops SIDE: of (lat3 - lat1) / 2
+	rr() {
+		for f in "$T/$1".[0-9]*; do
+			awk -v x="$2" -v y="$3" '$1 == x {a = $2} $1 == y {b = $2}
+				END { if (a != "" && b != "" && a != "-" && b != "-" && b > 0) printf "%.3f\n", a / b }' "$f"
+		done | median
+	}
+	hops() {
+		for f in "$T/$1".[0-9]*; do
+			awk '$1 == "lat1" {a = $2} $1 == "lat3" {b = $2}
+				END { if (a != "" && b != "" && a != "-" && b != "-") printf "%.2f\n", (b - a) / 2 }' "$f"
+		done | median
+	}
 	{
 		echo "### issue 19's data figures: base ($A) vs new ($B), median of $REPS alternating rounds"
 		echo
@@ -65,10 +77,14 @@ if [ -z "${FAB_AB_ROUND:-}" ]; then
 			a=$(col A "$k") b=$(col B "$k")
 			echo "| ${m#*:} | $a | $b | $(ratio "$b" "$a") |"
 		done
+		echo
+		echo "| build | latency sofib0 / sof0 (target <= 1.2) | bandwidth sofib0 / sof0 (target >= 0.8) | per added switch hop (µs) |"
+		echo "|---|---|---|---|"
 		for s in A B; do
-			l1=$(col $s lat1) l3=$(col $s lat3) r1=$(col $s roce1) b3=$(col $s bw3) rb=$(col $s rbw)
-			echo "| $s: sofib0 / sof0 latency (target <= 1.2) | $(ratio "$l1" "$r1") | bandwidth (target >= 0.8) $(ratio "$b3" "$rb") | per added switch hop $(hop "$l3" "$l1") µs |"
+			echo "| $s | $(rr "$s" lat1 roce1) | $(rr "$s" bw3 rbw) | $(hops "$s") |"
 		done
+		echo
+		echo "(A: base, B: new; each ratio the median of the rounds' own ratios, so that a round's RoCEv2 figure goes with that round's fabric figure.)"
 	} | tee -a "${BENCH_OUT:-/dev/null}"
 	rm -rf "$T"
 	exit 0

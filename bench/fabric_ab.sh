@@ -74,8 +74,8 @@ if [ -z "${FAB_AB_ROUND:-}" ]; then
 			"idle:fabric CPU with no traffic, 5 s (% of a CPU)" \
 			"load:load average (1 min) at the side's start"; do
 			k=${m%%:*}
-			a=$(col A "$k") b=$(col B "$k")
-			echo "| ${m#*:} | $a | $b | $(ratio "$b" "$a") |"
+			va=$(col A "$k") vb=$(col B "$k")
+			echo "| ${m#*:} | $va | $vb | $(ratio "$vb" "$va") |"
 		done
 		echo
 		echo "| build | latency sofib0 / sof0 (target <= 1.2) | bandwidth sofib0 / sof0 (target >= 0.8) | per added switch hop (µs) |"
@@ -107,11 +107,11 @@ sof_ibf_up hops13 H1,H2,H3 3 >/dev/null 2>&1 || {
 fpid=$(sof_host_run a "$SOFTOFED" fabric status 2>/dev/null </dev/null | sed -n 's/.* pid \([0-9]*\),.*/\1/p')
 # fig KEY SRV CLI PROG ARGS...: the client's result column as "KEY value"
 fig() {
-	local key=$1 srv=$2 cli=$3 prog=$4 col=5
+	local key=$1 server=$2 client=$3 prog=$4 col=5
 	shift 4
 	[ "$prog" = ib_write_bw ] && col=4
 	PORT=$((PORT + 1))
-	sof_host_pair "bench.$key" "$srv" "$cli" "$PORT" 60 "$prog" "$@" >/dev/null 2>&1
+	sof_host_pair "bench.$key" "$server" "$client" "$PORT" 60 "$prog" "$@" >/dev/null 2>&1
 	echo "$key $(grep -E "$SOF_PERFTEST_RESULT" "$SOF_CLI_OUT" 2>/dev/null | tail -n 1 |
 		awk -v c="$col" '{print $c}' | grep . || echo -)"
 }

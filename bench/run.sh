@@ -86,8 +86,13 @@
 #                     against tcp, libfabric verbs;ofi_rxm against
 #                     tcp;ofi_rxm between two hosts; UCX rc_verbs against
 #                     posix and cma on one host.
+#   issue 19: fabric  bench/fabric_data.sh: ib_send_lat 2 B by LID through
+#                     one and three switches of the software fabric,
+#                     ib_write_bw 1 MiB through three, beside RoCEv2 on the
+#                     same veths; the ratios sofib0 / sof0 (root: netns).
 # Usage: bench/run.sh            (make bench: installs, builds, runs this)
 #        bench/run.sh --section libs   only issue 17's ratios (bench/libs.sh)
+#        bench/run.sh --section fabric only issue 19's (bench/fabric_data.sh)
 set -u
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 [ -n "${BENCH_BUILD:-}" ] && export SOF_BUILD=$BENCH_BUILD
@@ -1426,9 +1431,42 @@ main() {
 	}
 	printf '\n## Issue 17: the libraries (bench/libs.sh)\n\n' >>"$BENCH_OUT"
 	libs_ratios "$BENCH_TSV" >>"$BENCH_OUT"
+	phase_fabric "$BENCH_OUT" >"$SOF_TMP/fabric.md"
 	echo "bench: report in $(rel "$BENCH_OUT") (raw figures: $(rel "${BENCH_OUT%.md}.tsv"), plots: $(rel "${BENCH_OUT%.md}")-*.svg)"
 	sed -n '/^## Ratios/,/^## Medians/p' "$BENCH_OUT" | sed '$d'
 	libs_ratios "$BENCH_TSV"
+	cat "$SOF_TMP/fabric.md"
+}
+
+# phase_fabric OUT: issue 19's ratios (bench/fabric_data.sh: sofib0 through
+# the software fabric beside RoCEv2 on the same veths, one run), appended
+# to OUT under its own heading; the table on stdout too
+phase_fabric() {
+	wanted "issue 19: fabric" || return 0
+	printf '\n## Issue 19: InfiniBand through the fabric beside RoCEv2 (bench/fabric_data.sh)\n\n' >>"$1"
+	BENCH_REPS=$REPS BENCH_BUILD=$SOF_BUILD_DIR BENCH_OUT=$1 timeout 1800 bash "$BENCH_DIR/fabric_data.sh" 2>"$SOF_TMP/fabric.err" ||
+		echo "issue 19: fabric_data.sh failed: $(tail -n 3 "$SOF_TMP/fabric.err" | tr '\n' ' ')" | tee -a "$1"
+}
+
+# section_fabric: issue 19's ratios alone, in BENCH_OUT (default
+# bench/results/DATE-HHMM-HOST-fabric.md)
+section_fabric() {
+	local host
+	sof_init
+	[ -x "$SOFTOFED" ] || {
+		echo "bench: $SOFTOFED is missing: build first" >&2
+		exit 1
+	}
+	host=$(hostname -s 2>/dev/null || hostname)
+	mkdir -p "$RES_DIR" || exit 1
+	BENCH_OUT=${BENCH_OUT:-$RES_DIR/$(date -u +%Y-%m-%d-%H%M)-$host-fabric.md}
+	{
+		echo "# bench/run.sh --section fabric: issue 19's ratios"
+		echo
+		echo "Build: $(rel "$SOF_BUILD_DIR"), source $(python3 "$BENCH_DIR/report.py" --source-of "$SOF_BUILD_DIR"), $REPS rounds, load average $(cut -d' ' -f1-3 /proc/loadavg)."
+	} >"$BENCH_OUT"
+	phase_fabric "$BENCH_OUT"
+	echo "bench: fabric section in $(rel "$BENCH_OUT")"
 }
 
 # section_libs: issue 17's section alone (bench/libs.sh); its ratios, the
@@ -1480,8 +1518,9 @@ fi
 if [ "${1:-}" = --section ]; then
 	case ${2:-} in
 	libs) section_libs ;;
+	fabric) section_fabric ;;
 	*)
-		echo "bench: sections: libs (issue 17's ratios)" >&2
+		echo "bench: sections: libs (issue 17's ratios), fabric (issue 19's)" >&2
 		exit 2
 		;;
 	esac

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#define FAB_QUEUE_FREE 512 /* entries kept for reuse (each FAB_MAX_PKT) */
+
 struct fab_qpkt {
 	struct fab_qpkt *next;
 	struct fab_node *node;
@@ -109,6 +111,10 @@ void fab_free(struct fabric *f)
 		f->qhead = q->next;
 		free(q);
 	}
+	while ((q = f->qfree)) {
+		f->qfree = q->next;
+		free(q);
+	}
 	for (unsigned i = 0; i < f->nnodes; i++) {
 		if (!f->nodes[i])
 			continue;
@@ -145,17 +151,31 @@ void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint
 	}
 	if (len > FAB_MAX_PKT)
 		len = FAB_MAX_PKT + 1; /* checked (and refused) at the port */
-	q = malloc(sizeof(*q) + len);
-	if (!q)
-		return;
+	/* every entry has room for the longest packet, and a used one is
+	 * taken again: a packet crosses several switches, each a hop through
+	 * the queue, and malloc/free of them per hop grew and trimmed the
+	 * heap all the time; a unicast forward moves the packet's own entry
+	 * on, with no copy */
+	if (f->move && f->cur_q && !f->cur_moved && p == f->cur_q->data) {
+		q = f->cur_q;
+		f->cur_moved = true;
+	} else if ((q = f->qfree)) {
+		f->qfree = q->next;
+		f->nfree--;
+	} else {
+		q = malloc(sizeof(*q) + FAB_MAX_PKT + 1);
+		if (!q)
+			return;
+	}
 	q->next = NULL;
 	q->node = n;
 	q->port = port;
 	q->from_host = from_host;
 	q->sealed = sealed;
 	q->hops = hops;
+	if (q->data != p)
+		memcpy(q->data, p, len);
 	q->len = len;
-	memcpy(q->data, p, len);
 	*f->qtail = q;
 	f->qtail = &q->next;
 	f->qlen++;
@@ -163,7 +183,8 @@ void fab_enqueue(struct fabric *f, struct fab_node *n, unsigned port, const uint
 
 void fab_run(struct fabric *f)
 {
-	struct fab_qpkt *q;
+	struct fab_qpkt *q, *outer = f->cur_q;
+	bool outer_moved = f->cur_moved;
 
 	while ((q = f->qhead)) {
 		struct sof_port *mp;
@@ -201,11 +222,24 @@ void fab_run(struct fabric *f)
 					   l.dlid >= SOF_LID_MCAST_BASE && l.dlid != 0xffff);
 			f->cur_hops = q->hops;
 			f->cur_sealed = q->sealed;
+			f->cur_q = q;
+			f->cur_moved = false;
 			fab_node_input(f, q->node, q->port, q->data, q->len);
 			f->cur_hops = 0;
+			f->cur_q = NULL;
+			if (f->cur_moved)
+				continue; /* queued again for its next hop */
 		}
-		free(q);
+		if (f->nfree < FAB_QUEUE_FREE) {
+			q->next = f->qfree;
+			f->qfree = q;
+			f->nfree++;
+		} else {
+			free(q);
+		}
 	}
+	f->cur_q = outer;
+	f->cur_moved = outer_moved;
 	fab_tx_flush(f);
 }
 

@@ -155,12 +155,17 @@ struct fabric {
 	struct fab_node **nodes;
 	int udp; /* real hosts' links */
 	struct fab_stats st;
-	/* the packet queue */
-	struct fab_qpkt *qhead, **qtail;
-	unsigned qlen;
+	/* the packet queue, and the entries it used kept for reuse */
+	struct fab_qpkt *qhead, **qtail, *qfree;
+	unsigned qlen, nfree;
 	unsigned cur_hops; /* hops of the packet being handled (fab_run) */
 	bool cur_sealed;   /* and whether its ICRC and VCRC are computed */
-	int sim_ctl;	   /* ibsim's control socket, -1: not enabled */
+	/* its queue entry, which a unicast forward (move set around its
+	 * fab_xmit: the packet is not used after) takes on to the next hop
+	 * instead of a copy (cur_moved) */
+	struct fab_qpkt *cur_q;
+	bool move, cur_moved;
+	int sim_ctl; /* ibsim's control socket, -1: not enabled */
 	char sim_base[64];
 	struct fab_sim_client sim[FAB_SIM_CLIENTS];
 	struct fab_cap *cap; /* the capture running, NULL: none (capture.c) */

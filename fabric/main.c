@@ -5,7 +5,7 @@
  * network namespace), and moves packets until told to stop.
  *
  *   softofed-fabric FILE [--listen ADDR:PORT] [--real NAME[,NAME...]]
- *                   [--log FILE] [--ibsim] [--nice N]
+ *                   [--log FILE] [--ibsim] [--nice N] [--spin USEC]
  *
  * --ibsim: also serve ibsim's client protocol (sim.c), so that programs
  * run with libumad2sim.so preloaded (OpenSM, infiniband-diags) attach to
@@ -23,6 +23,19 @@
  * forwards whatever the hosts' CPUs do, never has; the process only runs
  * when packets arrive, so the priority costs the hosts nothing when idle.
  * Without the privilege (not root) it runs at its inherited priority.
+ *
+ * The hot path does not sleep while packets come: after a wake-up that
+ * brought packets the loop looks again (poll with no wait, sched_yield in
+ * between) until --spin USEC (default 50; 0: never) passed with none, as
+ * the program's engine spins (verbs/tp_wake.c): in a ping-pong the answer
+ * comes back through the fabric sooner than a wake-up on a virtual
+ * machine. Bounded, so an idle fabric sleeps; and not for a while once a
+ * yield came back late (another task wants this CPU, and a spinner waits
+ * for that task's slice where a sleeper would be woken at once). The
+ * process also asks for a short scheduler slice (EEVDF's custom slice,
+ * Linux 6.12; older kernels refuse it and nothing changes), so that its
+ * wake-up preempts a spinning program at once rather than after that
+ * program's slice.
  */
 #include "fabric.h"
 #include "sof_util.h"
@@ -33,18 +46,24 @@
 #include <netdb.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define CTL_NAME "softofed/fabric"
 #define DEFAULT_LISTEN "127.0.0.1:7471"
 #define DEFAULT_NICE (-10)
+#define DEFAULT_SPIN_US 50
+#define SLICE_NS 100000ull	   /* the shortest slice Linux takes */
+#define SPIN_CONTENDED_NS 30000ull /* a yield this long: the CPU is shared */
+#define SPIN_OFF_NS 100000000ull   /* then no spinning for this long */
 
 static volatile sig_atomic_t stop;
 static uint64_t started;
@@ -132,6 +151,56 @@ static int rx_batch(int fd)
 	}
 	n = recvmmsg(fd, rx.m, RX_BATCH, MSG_DONTWAIT, NULL);
 	return n < 0 ? 0 : n;
+}
+
+/* The short slice: struct sched_attr of linux/sched/types.h
+ * (SCHED_ATTR_SIZE_VER0), whose header clashes with glibc's sched.h; the
+ * nice value it carries is the one the process has. */
+static void short_slice(void)
+{
+	struct {
+		uint32_t size, policy;
+		uint64_t flags;
+		int32_t nice;
+		uint32_t priority;
+		uint64_t runtime, deadline, period;
+	} a = {.size = sizeof(a),
+	       .policy = SCHED_OTHER,
+	       .nice = getpriority(PRIO_PROCESS, 0),
+	       .runtime = SLICE_NS};
+
+	(void)syscall(SYS_sched_setattr, 0, &a, 0U);
+}
+
+/* The spin after packets (the comment atop): spin_until is when it ends,
+ * nospin_until when it may start again after a contended yield. */
+static uint64_t spin_ns, spin_until, nospin_until;
+
+static void spin_packets(uint64_t now)
+{
+	if (spin_ns && now >= nospin_until)
+		spin_until = now + spin_ns;
+}
+
+/* Whether to look again at once (then after a yield), or to sleep. */
+static bool spin_again(void)
+{
+	uint64_t t0;
+
+	if (!spin_until)
+		return false;
+	t0 = fab_now();
+	if (t0 >= spin_until) {
+		spin_until = 0;
+		return false;
+	}
+	sched_yield();
+	if (fab_now() - t0 > SPIN_CONTENDED_NS) {
+		spin_until = 0;
+		nospin_until = fab_now() + SPIN_OFF_NS;
+		return false;
+	}
+	return true;
 }
 
 static int ctl_open(void)
@@ -389,7 +458,7 @@ static int split_real(char *arg, char ***real, unsigned *nreal)
 static void usage(void)
 {
 	fprintf(stderr, "usage: softofed-fabric FILE [--listen ADDR:PORT] [--real NAME,...] "
-			"[--log FILE] [--ibsim] [--nice N]\n");
+			"[--log FILE] [--ibsim] [--nice N] [--spin USEC]\n");
 }
 
 int main(int argc, char **argv)
@@ -399,7 +468,7 @@ int main(int argc, char **argv)
 	unsigned nreal = 0;
 	struct fabric f;
 	struct topo t;
-	int ctl, rc, i, prio = DEFAULT_NICE;
+	int ctl, rc, i, prio = DEFAULT_NICE, spin_us = DEFAULT_SPIN_US;
 	uint64_t next_tick;
 	struct sigaction sa = {.sa_handler = on_signal};
 
@@ -412,6 +481,8 @@ int main(int argc, char **argv)
 			log = argv[++i];
 		else if (!strcmp(argv[i], "--nice") && i + 1 < argc)
 			prio = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
+			spin_us = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--ibsim"))
 			ibsim = getenv("IBSIM_SOCKNAME") ? getenv("IBSIM_SOCKNAME") : "sim";
 		else if (argv[i][0] == '-' || topo_path) {
@@ -472,6 +543,8 @@ int main(int argc, char **argv)
 	if (prio && setpriority(PRIO_PROCESS, 0, prio))
 		fprintf(stderr, "softofed-fabric: --nice %d: %s (the inherited priority stays)\n",
 			prio, strerror(errno));
+	short_slice();
+	spin_ns = spin_us > 0 ? (uint64_t)spin_us * 1000 : 0;
 	next_tick = fab_now() + 1000000000ull;
 	while (!stop) {
 		struct pollfd pfd[4 + FAB_SIM_CLIENTS] = {{.fd = f.udp, .events = POLLIN},
@@ -483,7 +556,8 @@ int main(int argc, char **argv)
 		for (int k = 0; k < FAB_SIM_CLIENTS; k++)
 			pfd[3 + k] = (struct pollfd){.fd = f.sim[k].pid ? f.sim[k].fd : -1,
 						     .events = POLLIN};
-		if (poll(pfd, 4 + FAB_SIM_CLIENTS, 200) < 0 && errno != EINTR)
+		rc = poll(pfd, 4 + FAB_SIM_CLIENTS, spin_again() ? 0 : 200);
+		if (rc < 0 && errno != EINTR)
 			break;
 		if (pfd[2].revents & POLLIN)
 			fab_sim_ctl(&f);
@@ -496,12 +570,16 @@ int main(int argc, char **argv)
 			/* up to RX_BATCH datagrams a call, RX_ROUNDS calls, the
 			 * queue run after each call */
 			for (int k = 0; k < RX_ROUNDS; k++) {
+				uint64_t pkts = f.st.from_hosts;
 				int n = rx_batch(f.udp);
 
 				for (int j = 0; j < n; j++)
 					fab_udp_datagram(&f, rx.buf[j], rx.m[j].msg_len,
 							 sof_udp_gro_size(&rx.m[j].msg_hdr),
 							 &rx.from[j], rx.m[j].msg_hdr.msg_namelen);
+				/* IB packets, not the links' HELLOs */
+				if (f.st.from_hosts != pkts)
+					spin_packets(fab_now());
 				fab_run(&f);
 				if (n < RX_BATCH)
 					break;

@@ -232,7 +232,9 @@ static void forward_unicast(struct fabric *f, struct fab_node *n, unsigned in_po
 		return;
 	}
 	f->st.forwarded++;
+	f->move = true; /* p is not used after this: its queue entry moves on */
 	fab_xmit(f, n, out, p, len, f->cur_sealed);
+	f->move = false;
 }
 
 static void forward_mcast(struct fabric *f, struct fab_node *n, unsigned in_port, uint8_t *p,

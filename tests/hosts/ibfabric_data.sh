@@ -12,6 +12,9 @@
 #                immediate and READ up to 1 MiB, every byte checked
 #   counters     the fabric's switch S3 port 1 (to c) counted the data
 #                (perfquery through the switch's PMA)
+#   idle         with OpenSM stopped and no traffic the fabric, which spins
+#                a bounded time after packets (softofed-fabric --spin),
+#                sleeps: at most 3 clock ticks of CPU in 3 s
 #
 # Needs root (ip netns). Usage: tests/hosts/ibfabric_data.sh
 set -u
@@ -105,5 +108,16 @@ else
 fi
 
 sof_kill ibf.sm
+fpid=$(sof_host_run a "$SOFTOFED" fabric status 2>/dev/null </dev/null | sed -n 's/.* pid \([0-9]*\),.*/\1/p')
+ticks() { awk '{print $14 + $15}' "/proc/$fpid/stat" 2>/dev/null; }
+sleep 1
+t0=$(ticks)
+sleep 3
+t1=$(ticks)
+if [ -n "$fpid" ] && [ -n "$t0" ] && [ -n "$t1" ] && [ $((t1 - t0)) -le 3 ]; then
+	ok "ibfabric/$T: idle fabric (pid $fpid) used $((t1 - t0)) clock ticks of CPU in 3 s"
+else
+	not_ok "ibfabric/$T: idle fabric" "pid '$fpid' used '$t0' -> '$t1' clock ticks in 3 s"
+fi
 sof_kill ibf.fabric
 sof_exit

@@ -621,11 +621,13 @@ void sofv_engine_unlock(struct sofv_context *ctx);
 void sofv_wake_thread_init(void);
 /* After reading the sockets: one-sided requests executed start or extend
  * one-sided mode; held: ACKs are held, which leave by a deadline
- * (sofv_wake_ack_due: it passed; sofv_wake_ack_sent: they left). */
-void sofv_wake_rx(bool held);
+ * (sofv_wake_ack_due: it passed; sofv_wake_ack_sent: they left). now:
+ * sof_now_ns() of the caller's pass over the sockets (one clock read per
+ * poll: it is a good part of what a poll that finds nothing costs). */
+void sofv_wake_rx(uint64_t now, bool held);
 /* Whether one-sided mode is on. */
 bool sofv_wake_onesided(void);
-bool sofv_wake_ack_due(void);
+bool sofv_wake_ack_due(uint64_t now);
 void sofv_wake_ack_sent(void);
 /* The progress thread's wait: hold, shortened to that deadline; whether
  * there is one. */
@@ -640,7 +642,7 @@ void sofv_wake_spin_yield(void);
  * wait for the transport timer either (sofv_wake_timer_watched(false)):
  * rx_run runs it once its deadline passed (sofv_wake_timer_poll). */
 void sofv_wake_timer_watched(bool on);
-void sofv_wake_timer_poll(void);
+void sofv_wake_timer_poll(uint64_t now);
 
 /* ---- entry points installed in the context's operation tables ---------- */
 

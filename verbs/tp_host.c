@@ -316,20 +316,24 @@ static void acks_send(void)
  * ACK: on a loaded machine, past its tail-loss probe and up to its
  * transport timeout. (Not at the first poll that reads nothing: an answer
  * and the ACK the peer sent with it may come in two reads, and the ACK
- * held then lets the peer's poll take the next request.) Under the
- * lock. */
-static void rx_run(bool poller, bool hold_acks)
+ * held then lets the peer's poll take the next request.) The clock is
+ * read once, before the sockets, for every deadline of the pass (the
+ * ACK hold's, one-sided mode's, the transport timer's: one that passes
+ * while the sockets are read is met by the next pass); the time is
+ * returned. Under the lock. */
+static uint64_t rx_run(bool poller, bool hold_acks)
 {
 	uint32_t hold = atomic_load_explicit(&eng.ack_hold, memory_order_relaxed);
+	uint64_t now = sof_now_ns(); /* the one clock read of the pass */
 
-	if (!hold_acks || hold == 1 || sofv_wake_ack_due())
+	if (!hold_acks || hold == 1 || sofv_wake_ack_due(now))
 		acks_send();
 	else if (hold)
 		atomic_store_explicit(&eng.ack_hold, hold - 1, memory_order_relaxed);
 	tp_defer_acks(hold_acks);
 	eng_rx_sockets(poller);
 	tp_defer_acks(false);
-	sofv_wake_rx(hold_acks && tp_acks_due());
+	sofv_wake_rx(now, hold_acks && tp_acks_due());
 	if (hold_acks && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) && tp_acks_due())
 		atomic_store_explicit(&eng.ack_hold, ACK_HOLD_POLLS, memory_order_relaxed);
 	while (!sof_list_empty(&eng.pending)) {
@@ -340,9 +344,10 @@ static void rx_run(bool poller, bool hold_acks)
 	}
 	/* after the sockets: an ACK that came while the poller was off its
 	 * CPU ends its deadline first (as in the progress thread) */
-	sofv_wake_timer_poll();
+	sofv_wake_timer_poll(now);
 	tp_timer_update();
 	tp_tx_flush();
+	return now;
 }
 
 /* rx_run by the progress thread (hold_acks: in one-sided mode, tp_wake.c);
@@ -884,10 +889,8 @@ void sofv_engine_poll(void)
 	note_active();
 	if (pthread_mutex_trylock(&eng.lock))
 		return; /* another thread runs it */
-	if (eng.ctx) {
-		rx_run(true, true);
-		atomic_store_explicit(&eng.poll_read_ns, sof_now_ns(), memory_order_relaxed);
-	}
+	if (eng.ctx)
+		atomic_store_explicit(&eng.poll_read_ns, rx_run(true, true), memory_order_relaxed);
 	pthread_mutex_unlock(&eng.lock);
 }
 

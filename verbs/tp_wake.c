@@ -88,10 +88,8 @@ void sofv_wake_thread_init(void)
 	(void)syscall(SYS_sched_setattr, 0, &a, 0U);
 }
 
-void sofv_wake_rx(bool held)
+void sofv_wake_rx(uint64_t now, bool held)
 {
-	uint64_t now = sof_now_ns();
-
 	if (tp_onesided() != onesided_seen) {
 		onesided_seen = tp_onesided();
 		atomic_store_explicit(&onesided_until, now + ONESIDED_ARM_NS, memory_order_relaxed);
@@ -108,11 +106,11 @@ bool sofv_wake_onesided(void)
 	return sof_now_ns() < atomic_load_explicit(&onesided_until, memory_order_relaxed);
 }
 
-bool sofv_wake_ack_due(void)
+bool sofv_wake_ack_due(uint64_t now)
 {
 	uint64_t until = atomic_load_explicit(&ack_until, memory_order_relaxed);
 
-	return until && sof_now_ns() >= until;
+	return until && now >= until;
 }
 
 void sofv_wake_ack_sent(void) { atomic_store_explicit(&ack_until, 0, memory_order_relaxed); }
@@ -155,10 +153,10 @@ void sofv_wake_spin_yield(void)
 
 void sofv_wake_timer_watched(bool on) { timer_watched = on; }
 
-void sofv_wake_timer_poll(void)
+void sofv_wake_timer_poll(uint64_t now)
 {
 	uint64_t deadline = tp_timer_deadline();
 
-	if (!timer_watched && deadline && sof_now_ns() >= deadline)
+	if (!timer_watched && deadline && now >= deadline)
 		tp_timer_fired();
 }

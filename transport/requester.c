@@ -500,7 +500,11 @@ void tp_req_progress(struct sof_tqp *t)
 				return;
 			continue;
 		}
-		if (tp_reliable(qp->type) && !tp_sack_window_open(t))
+		/* (a READ's request takes a PSN per response packet) */
+		if (tp_reliable(qp->type) &&
+		    !tp_sack_window_open(t, w->opcode == IBV_WR_RDMA_READ
+						? tp_npkts(t, w->len - w->read_got)
+						: 1))
 			break;
 		if (w->state == TP_W_NEW) {
 			if (sof_wr_is_rd_atomic(w->opcode) && t->rd_out >= rd_max)

@@ -184,7 +184,7 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 	uint32_t base, bits, una = t->una_psn, sent, hi = 0, cnt = 0, lim = 0, holes = 0;
 	const uint8_t *map;
 	uint64_t now, reo, first0, to;
-	bool newer;
+	bool newer, fresh = false;
 
 	t->sack_cnt = 0;
 	if (!t->sack_tx)
@@ -234,6 +234,8 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 		 * that overtook packets still queued here says nothing) */
 		if (!x->sacked && !x->resent && x->ns && x->ns < first0)
 			t->sack_reordered = true;
+		/* a packet sent once arrived: data new to the peer */
+		fresh |= !x->sacked && !x->resent && x->ns != 0;
 		x->sacked = true;
 		newer |= rack_note(t, psn, now);
 		if (++n == SACK_DUPTHRESH && !lim)
@@ -244,23 +246,27 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 	 * smoothed round trip (RFC 8985 6.2) */
 	if (t->sack_reordered)
 		lim = 0;
-	if (newer) {
+	if (newer)
 		delay_check(t, now);
-		/* a packet sent later than any before arrived: the peer and
-		 * the path work, and the holes go by RACK below; the transport
-		 * timer waits from here (IBA 9.7.6.1.3 times the ACKs; a SACK
-		 * is one), so a path slower than the timeout while a hole is
-		 * resent is no timeout. Bounded: a peer that SACKs without
-		 * ever acknowledging closes the window (TP_OOO_SLOTS), and
-		 * then nothing newer can arrive. */
-		if (t->timer_ns) {
-			t->timer_ns = now + sof_ack_timeout_ns(t->timeout);
-			t->sack_tlps = 0;
-			t->sack_deferred = false;
-			/* and the tail-loss probe (RFC 8985 7.2): with SACKs
-			 * coming, RACK finds what is lost */
-			t->probe_ns = tp_sack_probe_ns(t, now, sof_ack_timeout_ns(t->timeout));
-		}
+	/* a packet sent once arrived (SACKed for the first time): the peer
+	 * and the path work and deliver new data, and the holes go by RACK
+	 * below; the transport timer waits from here (IBA 9.7.6.1.3 times
+	 * the ACKs; a SACK is one), so a path slower than the timeout while
+	 * a hole is resent is no timeout. Only data sent once counts, each
+	 * PSN once: a resend (a tail-loss probe above all) that arrives
+	 * says nothing new, and counted it would put the timer off after
+	 * every probe for ever while its hole is never found (a peer that
+	 * keeps dropping it, or a record RACK cannot judge). So the timer
+	 * is put off at most once per PSN the window holds (TP_OOO_SLOTS):
+	 * a peer that SACKs without ever acknowledging closes the window,
+	 * and then the timer runs out. */
+	if (fresh && t->timer_ns) {
+		t->timer_ns = now + sof_ack_timeout_ns(t->timeout);
+		t->sack_tlps = 0;
+		t->sack_deferred = false;
+		/* and the tail-loss probe (RFC 8985 7.2): with SACKs coming,
+		 * RACK finds what is lost */
+		t->probe_ns = tp_sack_probe_ns(t, now, sof_ack_timeout_ns(t->timeout));
 	}
 	if (!hi)
 		return;
@@ -323,7 +329,7 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 	}
 }
 
-bool tp_sack_window_open(const struct sof_tqp *t)
+bool tp_sack_window_open(const struct sof_tqp *t, uint32_t npsn)
 {
 	uint32_t flight = (t->psn - t->una_psn) & ROCE_PSN_MASK;
 
@@ -331,8 +337,14 @@ bool tp_sack_window_open(const struct sof_tqp *t)
 		return flight < t->cwnd;
 	/* the responder keeps at most TP_OOO_SLOTS ahead of a gap (IBA
 	 * 9.7.1's half of the PSN space is far beyond); until the first ACK
-	 * tells whether it speaks the extension, TP_OOO_STD */
-	if (flight + 1 >= (t->sack_ok ? TP_OOO_SLOTS : TP_OOO_STD))
+	 * tells whether it speaks the extension, TP_OOO_STD. And every PSN
+	 * in flight, a READ's responses too, keeps its own record in sack_tx
+	 * (by PSN modulo TP_OOO_SLOTS): a READ that would take the PSNs in
+	 * flight past that waits until it goes alone. Else its responses'
+	 * records would overwrite those of requests still unacknowledged: a
+	 * lost one would then look sent with the READ (or with each probe
+	 * that resends the READ), never late enough for RACK to resend it. */
+	if (flight + (flight ? npsn : 1) >= (t->sack_ok ? TP_OOO_SLOTS : TP_OOO_STD))
 		return false;
 	return flight - (t->sack_cnt < flight ? t->sack_cnt : flight) < t->cwnd;
 }

@@ -185,6 +185,7 @@ struct sof_tqp {
 	uint64_t loss_ns;	   /* the last loss seen (tp_req_loss), 0: none yet */
 	uint32_t nak_psn, nak_una; /* the last sequence-error NAK acted on */
 	uint64_t nak_ns;
+	uint64_t reread_ns; /* the rest of a READ was last asked for again then */
 	/* round-trip time: one packet sent for the first time is timed to
 	 * the ACK that covers it (none across a go-back: Karn's rule) */
 	uint32_t rtt_psn;
@@ -450,8 +451,9 @@ uint32_t tp_sack_build(const struct sof_tqp *t, uint8_t *buf);
  * none, a plain ACK). */
 void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32_t paylen);
 /* Requester: packets in flight, the SACKed ones not counted; and whether
- * the window lets one more leave. */
-bool tp_sack_window_open(const struct sof_tqp *t);
+ * the window lets the next packet leave, which takes npsn PSNs (a READ
+ * request: one per response packet). */
+bool tp_sack_window_open(const struct sof_tqp *t, uint32_t npsn);
 /* Requester: the tail-loss probe's deadline from now, 0: none. */
 uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to);
 /* Requester: a round-trip sample of rtt ns into srtt_ns; returns it as

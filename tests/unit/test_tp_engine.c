@@ -31,6 +31,8 @@
  * did not offer it. Against a model of a SACKing responder (rpeer), the
  * requester's timers run in real time: a small READ's request lost twice
  * with a 1 MiB READ posted behind it, and a hole the peer never takes.
+ * A READ whose responses the network reorders asks for the rest again
+ * once per round trip (completer.c reread_ok).
  *
  * The daemon's takeover of a stalled owner's responder (takeover.c):
  * in-order WRITEs executed and ACKed on the shared state, everything else
@@ -1288,6 +1290,52 @@ TEST(sack_req_hole_never_filled_times_out)
 	world_down();
 }
 
+/* The READ requests sent since packet from. */
+static unsigned read_reqs_since(unsigned from)
+{
+	unsigned n = 0;
+
+	for (unsigned i = from; i < w.nsent; i++)
+		n += w.sent[i].h.opcode == ROCE_READ_REQ;
+	return n;
+}
+
+/* A network that reorders a READ's responses: the one that came ahead of
+ * its turn asks for the rest again once; the overtaken one arriving next
+ * is placed, and a second response ahead of its turn within the same
+ * round trip does not ask again (each used to draw a whole new answer of
+ * the rest: a flood under hosts/netem's "both ways"). The answer of the
+ * one request asked again completes the READ with the peer's data. */
+TEST(read_reordered_responses_reread_once_per_rtt)
+{
+	const uint64_t va = 0x700000;
+	unsigned n0;
+
+	world_up();
+	post_read(0, 4096, 0);
+	CHECK_EQ(read_reqs_since(0), 1);
+	w.qp.t->srtt_ns = 50000000; /* a round trip longer than this test */
+	n0 = w.nsent;
+	ext_in(ROCE_READ_RESP_FIRST, SPSN, 1024, peer_byte(va), NULL);
+	ext_in(ROCE_READ_RESP_MIDDLE, SPSN + 2, 1024, peer_byte(va + 2048), NULL);
+	CHECK_EQ(read_reqs_since(n0), 1); /* the rest, from +1 */
+	CHECK_EQ(w.sent[w.nsent - 1].h.psn, SPSN + 1);
+	ext_in(ROCE_READ_RESP_MIDDLE, SPSN + 1, 1024, peer_byte(va + 1024), NULL);
+	ext_in(ROCE_READ_RESP_LAST, SPSN + 3, 1024, peer_byte(va + 3072), NULL);
+	CHECK_EQ(read_reqs_since(n0), 1); /* not again within the round trip */
+	CHECK_EQ(cq_count(w.scq_shm), 0);
+	/* the answer of the request asked again, from +1 */
+	ext_in(ROCE_READ_RESP_FIRST, SPSN + 1, 1024, peer_byte(va + 1024), NULL);
+	ext_in(ROCE_READ_RESP_MIDDLE, SPSN + 2, 1024, peer_byte(va + 2048), NULL);
+	ext_in(ROCE_READ_RESP_LAST, SPSN + 3, 1024, peer_byte(va + 3072), NULL);
+	CHECK_EQ(cq_count(w.scq_shm), 1);
+	CHECK_EQ(cq_last(w.scq_shm)->status, IBV_WC_SUCCESS);
+	for (uint32_t k = 0; k < 4; k++)
+		CHECK(mem_is(k * 1024, 1024, peer_byte(va + k * 1024)));
+	CHECK_EQ(read_reqs_since(n0), 1);
+	world_down();
+}
+
 /* ---- the daemon's takeover of a stalled owner's responder (takeover.c) ---- */
 
 /* A request from the peer: opcode at EPSN + rel, RETH va IOVA + off and
@@ -1414,6 +1462,7 @@ int main(void)
 	RUN(sack_standard_peer_gets_none);
 	RUN(sack_req_read_lost_twice_under_1m_read);
 	RUN(sack_req_hole_never_filled_times_out);
+	RUN(read_reordered_responses_reread_once_per_rtt);
 	RUN(takeover_writes_while_stalled);
 	return test_summary();
 }

@@ -474,6 +474,7 @@ void tp_req_progress(struct sof_tqp *t)
 
 	while (t->wq_send != t->wq_tail) {
 		struct tp_swqe *w = &t->wq[t->wq_send & (qp->sq_size - 1)];
+		uint32_t npsn;
 		int r;
 
 		if (t->rate_kbps && !pace_ok(t))
@@ -501,10 +502,8 @@ void tp_req_progress(struct sof_tqp *t)
 			continue;
 		}
 		/* (a READ's request takes a PSN per response packet) */
-		if (tp_reliable(qp->type) &&
-		    !tp_sack_window_open(t, w->opcode == IBV_WR_RDMA_READ
-						? tp_npkts(t, w->len - w->read_got)
-						: 1))
+		npsn = w->opcode == IBV_WR_RDMA_READ ? tp_npkts(t, w->len - w->read_got) : 1;
+		if (tp_reliable(qp->type) && !tp_sack_window_open(t, npsn))
 			break;
 		if (w->state == TP_W_NEW) {
 			if (sof_wr_is_rd_atomic(w->opcode) && t->rd_out >= rd_max)

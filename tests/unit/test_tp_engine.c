@@ -1120,10 +1120,10 @@ static void rpeer_serve(const struct roce_hdr *h)
 
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t len = i + 1 < n ? 1024 : h->dmalen - i * 1024;
-		uint8_t op = n == 1	     ? ROCE_READ_RESP_ONLY
-			     : i == 0	     ? ROCE_READ_RESP_FIRST
+		uint8_t op = n == 1	  ? ROCE_READ_RESP_ONLY
+			     : i == 0	  ? ROCE_READ_RESP_FIRST
 			     : i + 1 == n ? ROCE_READ_RESP_LAST
-					     : ROCE_READ_RESP_MIDDLE;
+					  : ROCE_READ_RESP_MIDDLE;
 
 		ext_in(op, h->psn + i, len, peer_byte(h->va + (uint64_t)i * 1024), NULL);
 	}
@@ -1148,7 +1148,8 @@ static void rpeer_sack(const struct rpeer *p)
 	for (unsigned i = 0; i < p->nkept; i++) {
 		uint32_t at = (uint32_t)roce_psn_diff(p->kept[i].psn, p->epsn);
 
-		for (uint32_t n = rpeer_psns(&p->kept[i]); n && at < ROCE_SACK_MAX_BITS; n--, at++) {
+		for (uint32_t n = rpeer_psns(&p->kept[i]); n && at < ROCE_SACK_MAX_BITS;
+		     n--, at++) {
 			map[at >> 3] |= (uint8_t)(0x80u >> (at & 7));
 			hi = at > hi ? at : hi;
 		}

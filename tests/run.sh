@@ -246,7 +246,7 @@ for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong
 	tests/hosts/engine.sh tests/hosts/lat_after_bw.sh \
 	tests/hosts/flows.sh tests/hosts/mw.sh tests/hosts/libfabric.sh tests/hosts/ucx.sh \
 	tests/hosts/mpi.sh tests/hosts/dm.sh tests/hosts/ratelimit.sh tests/hosts/mr_kinds.sh \
-	tests/hosts/xrc.sh tests/hosts/raw.sh tests/hosts/srq_resize.sh tests/hosts/sack.sh \
+	tests/hosts/xrc.sh tests/hosts/raw.sh tests/hosts/srq_resize.sh tests/hosts/sack.sh tests/hosts/sack_lone.sh \
 	tests/hosts/chan_poll.sh tests/hosts/iblink.sh tests/hosts/ibdata.sh tests/hosts/umad.sh tests/hosts/umad_loss.sh \
 	tests/hosts/onesided.sh tests/hosts/rsocket.sh tests/hosts/sdp.sh tests/hosts/rsocket_apps.sh tests/hosts/opensm.sh tests/hosts/opensm_line3.sh \
 	tests/hosts/ibfabric_diags.sh tests/hosts/ibfabric_ft128.sh tests/hosts/ibfabric_data.sh tests/hosts/ibengine.sh tests/hosts/ibgso.sh \

@@ -122,6 +122,26 @@ static void progress_made(struct sof_tqp *t)
 	tp_req_arm(t);
 }
 
+/* Whether the rest of READ w may be asked for again now (and note that
+ * it is): once per answer, until a response of it comes in turn; and
+ * not again within a smoothed round trip, before which no response of
+ * that request can come. On a network that reorders, a response or an
+ * ACK that overtook the responses before it is no loss (they come
+ * next); asked again for each, the responder sent a whole new answer of
+ * the rest of a large READ per packet overtaken: a flood that queued the
+ * next READ's answer behind it until that READ's retries ran out. The
+ * local ACK timer (and the probe) cover a request lost again. */
+static bool reread_ok(struct sof_tqp *t, struct tp_swqe *w)
+{
+	uint64_t now = sof_now_ns();
+
+	if (w->reread || now - t->reread_ns < t->srtt_ns)
+		return false;
+	w->reread = true;
+	t->reread_ns = now;
+	return true;
+}
+
 /* Every packet up to and including PSN a is acknowledged. Retires the WQEs
  * it covers. A READ or atomic covered by it whose response is missing had
  * its response lost: it is asked again (IBA 9.7.5.1.2's implied NAK).
@@ -145,11 +165,13 @@ static bool ack_upto(struct sof_tqp *t, uint32_t a)
 			break;
 		if (sof_wr_is_rd_atomic(w->opcode)) {
 			/* covered, but its answer never came: it is asked
-			 * again, and nothing from its missing answer on
-			 * counts as acknowledged */
+			 * again (a READ: reread_ok), and nothing from its
+			 * missing answer on counts as acknowledged */
 			upto = (w->first_psn + (uint32_t)(w->read_got / t->mtu)) & ROCE_PSN_MASK;
-			tp_count(SOF_CNT_retransmits, 1);
-			tp_req_rewind(t, upto);
+			if (w->opcode != IBV_WR_RDMA_READ || reread_ok(t, w)) {
+				tp_count(SOF_CNT_retransmits, 1);
+				tp_req_rewind(t, upto);
+			}
 			break;
 		}
 		if (roce_psn_diff(last, a) > 0 || w->state != TP_W_SENT)
@@ -204,12 +226,10 @@ static void read_response(struct sof_tqp *t, const struct roce_hdr *h, const uin
 	}
 	expect = (w->first_psn + (uint32_t)(w->read_got / t->mtu)) & ROCE_PSN_MASK;
 	if (h->psn != expect) {
-		/* a response was lost: ask for the rest again, once; the
-		 * later responses of the same answer find it asked (the
-		 * local ACK timer covers a request lost again), as rxe's
-		 * started_retry */
-		if (roce_psn_diff(h->psn, expect) > 0 && !w->reread) {
-			w->reread = true;
+		/* a response was lost (or overtaken): ask for the rest
+		 * again (reread_ok); the later responses of the same answer
+		 * find it asked, as rxe's started_retry */
+		if (roce_psn_diff(h->psn, expect) > 0 && reread_ok(t, w)) {
 			tp_count(SOF_CNT_retransmits, 1);
 			tp_req_rewind(t, expect);
 			tp_req_progress(t);

@@ -208,12 +208,15 @@ int tp_qp_modify(struct tp_qp *qp, const struct sof_modify_qp_req *req, bool *ne
 		 * starting PSNs would take for 2^23 ahead */
 		t->sack_epoch = t->psn;
 		t->sack_rack_ns = t->sack_rtt_ns = t->sack_base_ns = t->sack_cut_ns = 0;
+		t->sack_first_ns = 0;
 		t->sack_reordered = false;
 		t->sack_tlps = 0;
-		t->cwnd = t->ssthresh = TP_WINDOW;
+		t->sack_deferred = false;
+		t->cwnd = TP_INIT_CWND; /* slow start */
+		t->ssthresh = TP_WINDOW;
 		t->cwnd_acc = 0;
 		t->in_recovery = false;
-		t->rtt_ns = t->srtt_ns = t->mrtt_ns = t->loss_ns = 0;
+		t->rtt_ns = t->srtt_ns = t->rttvar_ns = t->mrtt_ns = t->loss_ns = 0;
 	}
 	if (m & (IBV_QP_RETRY_CNT | IBV_QP_STATE))
 		t->retry_left = t->retry_cnt;

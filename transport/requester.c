@@ -167,7 +167,7 @@ static int send_segment(struct sof_tqp *t, struct tp_swqe *w)
 	struct roce_hdr h;
 	struct gather g = {t, w, t->send_off};
 	uint64_t left = w->len - t->send_off;
-	uint32_t n = left > t->mtu ? t->mtu : (uint32_t)left;
+	uint32_t n = left > t->mtu ? t->mtu : (uint32_t)left, flight;
 	bool last;
 	int err;
 
@@ -186,9 +186,13 @@ static int send_segment(struct sof_tqp *t, struct tp_swqe *w)
 		h.inv_rkey = w->imm_be;
 		h.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
 	}
-	h.ackreq = tp_reliable(t->qp->type) &&
-		   (last || ((t->psn - t->una_psn) & ROCE_PSN_MASK) % TP_ACKREQ_EVERY ==
-				TP_ACKREQ_EVERY - 1);
+	/* an ACK at least every TP_ACKREQ_EVERY packets, and for the one that
+	 * fills the window: a standard responder (rxe) acknowledges only
+	 * what asks for it, and a small window (slow start) waits for it */
+	flight = (t->psn - t->una_psn) & ROCE_PSN_MASK;
+	h.ackreq =
+	    tp_reliable(t->qp->type) &&
+	    (last || flight % TP_ACKREQ_EVERY == TP_ACKREQ_EVERY - 1 || flight + 1 >= t->cwnd);
 	err = -E2BIG;
 	if (tp_reliable(t->qp->type) && !w->inl && n) {
 		/* RC: the payload by reference, since the WQE (and so its
@@ -376,6 +380,7 @@ void tp_req_arm(struct sof_tqp *t)
 	t->timer_ns = now + to;
 	if (t->sack_ok || (tp_sack_on && !t->sack_seen)) {
 		t->sack_tlps = 0;
+		t->sack_deferred = false;
 		t->probe_ns = tp_sack_probe_ns(t, now, to);
 	} else if (t->mrtt_ns && t->loss_ns && now - t->loss_ns < PROBE_AFTER_LOSS_NS) {
 		p = t->mrtt_ns * PROBE_RTTS > PROBE_MIN_NS ? t->mrtt_ns * PROBE_RTTS : PROBE_MIN_NS;
@@ -469,6 +474,7 @@ void tp_req_progress(struct sof_tqp *t)
 
 	while (t->wq_send != t->wq_tail) {
 		struct tp_swqe *w = &t->wq[t->wq_send & (qp->sq_size - 1)];
+		uint32_t npsn;
 		int r;
 
 		if (t->rate_kbps && !pace_ok(t))
@@ -495,7 +501,9 @@ void tp_req_progress(struct sof_tqp *t)
 				return;
 			continue;
 		}
-		if (tp_reliable(qp->type) && !tp_sack_window_open(t))
+		/* (a READ's request takes a PSN per response packet) */
+		npsn = w->opcode == IBV_WR_RDMA_READ ? tp_npkts(t, w->len - w->read_got) : 1;
+		if (tp_reliable(qp->type) && !tp_sack_window_open(t, npsn))
 			break;
 		if (w->state == TP_W_NEW) {
 			if (sof_wr_is_rd_atomic(w->opcode) && t->rd_out >= rd_max)
@@ -675,12 +683,23 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 	 * nothing: when the transport timer is due and no probe went since
 	 * the last progress (a loaded machine stopped this process past
 	 * both deadlines, and the ACKs may be waiting in the socket), the
-	 * probe goes now and the timer waits a quarter timeout more, once
-	 * per progress (a dead peer exhausts retry_cnt that much later). */
-	if (t->timer_ns && now >= t->timer_ns && t->sack_ok && !t->sack_tlps &&
+	 * probe goes now; and the timer waits a quarter timeout more, or two
+	 * smoothed round trips if longer, once per progress: a loaded
+	 * machine can stop a peer, or the path's own processes, for about a
+	 * timeout, and a timeout's go-back resends a window (a dead peer
+	 * exhausts retry_cnt that much later). */
+	if (t->timer_ns && now >= t->timer_ns && t->sack_ok && !t->sack_deferred &&
 	    t->state == IBV_QPS_RTS && !t->rnr_ns) {
-		t->timer_ns = now + sof_ack_timeout_ns(t->timeout) / 4;
-		t->probe_ns = now;
+		uint64_t wait = sof_ack_timeout_ns(t->timeout) / 4;
+
+		/* a probe's answer needs a round trip (at most half the
+		 * timeout: tp_rtt_sample) */
+		if (wait < 2 * t->srtt_ns)
+			wait = 2 * t->srtt_ns;
+		t->timer_ns = now + wait;
+		t->sack_deferred = true;
+		if (!t->sack_tlps)
+			t->probe_ns = now;
 	}
 	if (t->timer_ns && now >= t->timer_ns) {
 		t->timer_ns = t->probe_ns = 0;
@@ -707,7 +726,9 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 		tp_req_rewind(t, t->una_psn);
 		tp_req_progress(t);
 		tp_req_arm(t);
-		t->sack_tlps = 1; /* no progress: the next timeout is not deferred */
+		/* no progress: the next timeout is not deferred */
+		t->sack_tlps = 1;
+		t->sack_deferred = true;
 	} else if (t->probe_ns && now >= t->probe_ns) {
 		uint64_t deadline = t->timer_ns;
 
@@ -776,9 +797,8 @@ void tp_req_acked(struct sof_tqp *t, uint32_t una)
 	tp_sack_acked(t, t->una_psn, una);
 	t->una_psn = una;
 	if (t->rtt_ns && roce_psn_diff(una, t->rtt_psn) > 0) {
-		uint64_t rtt = sof_now_ns() - t->rtt_ns;
+		uint64_t rtt = tp_rtt_sample(t, sof_now_ns() - t->rtt_ns);
 
-		t->srtt_ns = t->srtt_ns ? t->srtt_ns - t->srtt_ns / 8 + rtt / 8 : rtt;
 		if (!t->mrtt_ns || rtt < t->mrtt_ns)
 			t->mrtt_ns = rtt;
 		else

@@ -96,6 +96,37 @@ void tp_sack_sent(const struct sof_tqp *t, uint32_t psn)
 	x->sacked = false;
 }
 
+/* A round trip longer than half the transport timeout is a stall of a
+ * process more likely than of the path: a process a loaded machine did
+ * not schedule for a while reads ACKs that waited in its socket, and
+ * each of them then measures the stall (seconds, at times). Taken as it
+ * is, such a sample inflates the smoothed round trip that the tail-loss
+ * probe, the reordering window and the delay check's pace wait for, for
+ * dozens of samples after; so the smoothed round trip takes at most
+ * that much of it. What waits for it stays below the timeout anyway
+ * (tp_sack_probe_ns, the reordering window), so the bound costs nothing
+ * on a path that is truly that slow. */
+uint64_t tp_rtt_sample(struct sof_tqp *t, uint64_t rtt)
+{
+	uint64_t cap = sof_ack_timeout_ns(t->timeout) / 2;
+
+	if (cap && rtt > cap) {
+		tp_trace("qp %06x rtt %llu: a stall, taken as %llu", t->qp->qpn,
+			 (unsigned long long)rtt, (unsigned long long)cap);
+		rtt = cap;
+	}
+	if (t->srtt_ns) {
+		uint64_t dev = rtt > t->srtt_ns ? rtt - t->srtt_ns : t->srtt_ns - rtt;
+
+		t->rttvar_ns = t->rttvar_ns - t->rttvar_ns / 4 + dev / 4;
+		t->srtt_ns = t->srtt_ns - t->srtt_ns / 8 + rtt / 8;
+	} else {
+		t->srtt_ns = rtt;
+		t->rttvar_ns = rtt / 2;
+	}
+	return rtt;
+}
+
 /* The newest send of a PSN that arrived; true when it is newer than any
  * before. PSNs the requester did not send (a READ's responses) hold an
  * older time, which changes nothing. A first send's round trip is a
@@ -105,6 +136,8 @@ static bool rack_note(struct sof_tqp *t, uint32_t psn, uint64_t now)
 	const struct tp_sack_tx *x = &t->sack_tx[psn % TP_OOO_SLOTS];
 	uint64_t rtt;
 
+	if (!x->resent && x->ns > t->sack_first_ns)
+		t->sack_first_ns = x->ns;
 	if (x->ns <= t->sack_rack_ns)
 		return false;
 	t->sack_rack_ns = x->ns;
@@ -112,8 +145,8 @@ static bool rack_note(struct sof_tqp *t, uint32_t psn, uint64_t now)
 	if (x->resent || now <= x->ns)
 		return true;
 	rtt = now - x->ns;
+	tp_rtt_sample(t, rtt);
 	t->sack_rtt_ns = rtt;
-	t->srtt_ns = t->srtt_ns ? t->srtt_ns - t->srtt_ns / 8 + rtt / 8 : rtt;
 	if (!t->sack_base_ns || rtt < t->sack_base_ns)
 		t->sack_base_ns = rtt;
 	return true;
@@ -134,7 +167,8 @@ static void delay_check(struct sof_tqp *t, uint64_t now)
 {
 	uint64_t rtt = t->sack_rtt_ns, target = 2 * t->sack_base_ns + SACK_QUEUE_NS, cut;
 
-	if (!rtt || rtt <= target || now - t->sack_cut_ns < t->srtt_ns)
+	/* (a window below the floor, a fresh QP's, grows on: slow start) */
+	if (!rtt || rtt <= target || now - t->sack_cut_ns < t->srtt_ns || t->cwnd <= SACK_MIN_CWND)
 		return;
 	cut = t->cwnd * (rtt - target) / (2 * rtt);
 	t->cwnd = t->cwnd - (uint32_t)cut > SACK_MIN_CWND ? t->cwnd - (uint32_t)cut : SACK_MIN_CWND;
@@ -149,8 +183,8 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 {
 	uint32_t base, bits, una = t->una_psn, sent, hi = 0, cnt = 0, lim = 0, holes = 0;
 	const uint8_t *map;
-	uint64_t now, reo, rack0;
-	bool newer;
+	uint64_t now, reo, first0, to;
+	bool newer, fresh = false;
 
 	t->sack_cnt = 0;
 	if (!t->sack_tx)
@@ -187,7 +221,7 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 		cnt++;
 	}
 	t->sack_cnt = cnt;
-	rack0 = t->sack_rack_ns;
+	first0 = t->sack_first_ns;
 	newer = rack_note(t, a, now);
 	for (uint32_t i = hi, n = 0; i > 0; i--) {
 		uint32_t psn = (una + i) & ROCE_PSN_MASK;
@@ -195,10 +229,13 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 
 		if (!roce_sack_bit(map, i))
 			continue;
-		/* SACKed first now, sent once, before a packet that had
-		 * arrived already: the network reorders */
-		if (!x->sacked && !x->resent && x->ns && x->ns < rack0)
+		/* SACKed first now, sent once, before a packet sent once
+		 * that had arrived already: the network reorders (a resend
+		 * that overtook packets still queued here says nothing) */
+		if (!x->sacked && !x->resent && x->ns && x->ns < first0)
 			t->sack_reordered = true;
+		/* a packet sent once arrived: data new to the peer */
+		fresh |= !x->sacked && !x->resent && x->ns != 0;
 		x->sacked = true;
 		newer |= rack_note(t, psn, now);
 		if (++n == SACK_DUPTHRESH && !lim)
@@ -211,11 +248,35 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 		lim = 0;
 	if (newer)
 		delay_check(t, now);
+	/* a packet sent once arrived (SACKed for the first time): the peer
+	 * and the path work and deliver new data, and the holes go by RACK
+	 * below; the transport timer waits from here (IBA 9.7.6.1.3 times
+	 * the ACKs; a SACK is one), so a path slower than the timeout while
+	 * a hole is resent is no timeout. Only data sent once counts, each
+	 * PSN once: a resend (a tail-loss probe above all) that arrives
+	 * says nothing new, and counted it would put the timer off after
+	 * every probe for ever while its hole is never found (a peer that
+	 * keeps dropping it, or a record RACK cannot judge). So the timer
+	 * is put off at most once per PSN the window holds (TP_OOO_SLOTS):
+	 * a peer that SACKs without ever acknowledging closes the window,
+	 * and then the timer runs out. */
+	if (fresh && t->timer_ns) {
+		t->timer_ns = now + sof_ack_timeout_ns(t->timeout);
+		t->sack_tlps = 0;
+		t->sack_deferred = false;
+		/* and the tail-loss probe (RFC 8985 7.2): with SACKs coming,
+		 * RACK finds what is lost */
+		t->probe_ns = tp_sack_probe_ns(t, now, sof_ack_timeout_ns(t->timeout));
+	}
 	if (!hi)
 		return;
 	reo = t->sack_base_ns / 4 > SACK_REO_MIN_NS ? t->sack_base_ns / 4 : SACK_REO_MIN_NS;
 	if (t->sack_reordered && t->srtt_ns > reo)
 		reo = t->srtt_ns;
+	/* a hole is found lost well before the transport timer is due */
+	to = sof_ack_timeout_ns(t->timeout);
+	if (to && reo > to / 8)
+		reo = to / 8 > SACK_REO_MIN_NS ? to / 8 : SACK_REO_MIN_NS;
 	/* RACK: a hole sent (or resent) well before a packet that arrived
 	 * is lost, whatever its PSN; a resend lost again thus goes again
 	 * once a packet sent after it arrived, a round trip later. A
@@ -258,14 +319,17 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 	 * (and tp_req_loss once per recovery episode) */
 	t->sack_lost += holes;
 	if (roce_psn_diff(una, t->sack_epoch) >= 0) {
-		if (t->sack_lost * SACK_CONGESTED_SHARE > t->cwnd)
+		/* (not below the delay check's floor: a window that small,
+		 * a fresh QP's in slow start, sees a hole or two of random
+		 * loss as that share, and would shrink on every round trip) */
+		if (t->sack_lost * SACK_CONGESTED_SHARE > t->cwnd && t->cwnd > SACK_MIN_CWND)
 			tp_req_loss(t, false);
 		t->sack_lost = 0;
 		t->sack_epoch = t->psn;
 	}
 }
 
-bool tp_sack_window_open(const struct sof_tqp *t)
+bool tp_sack_window_open(const struct sof_tqp *t, uint32_t npsn)
 {
 	uint32_t flight = (t->psn - t->una_psn) & ROCE_PSN_MASK;
 
@@ -273,8 +337,14 @@ bool tp_sack_window_open(const struct sof_tqp *t)
 		return flight < t->cwnd;
 	/* the responder keeps at most TP_OOO_SLOTS ahead of a gap (IBA
 	 * 9.7.1's half of the PSN space is far beyond); until the first ACK
-	 * tells whether it speaks the extension, TP_OOO_STD */
-	if (flight + 1 >= (t->sack_ok ? TP_OOO_SLOTS : TP_OOO_STD))
+	 * tells whether it speaks the extension, TP_OOO_STD. And every PSN
+	 * in flight, a READ's responses too, keeps its own record in sack_tx
+	 * (by PSN modulo TP_OOO_SLOTS): a READ that would take the PSNs in
+	 * flight past that waits until it goes alone. Else its responses'
+	 * records would overwrite those of requests still unacknowledged: a
+	 * lost one would then look sent with the READ (or with each probe
+	 * that resends the READ), never late enough for RACK to resend it. */
+	if (flight + (flight ? npsn : 1) >= (t->sack_ok ? TP_OOO_SLOTS : TP_OOO_STD))
 		return false;
 	return flight - (t->sack_cnt < flight ? t->sack_cnt : flight) < t->cwnd;
 }
@@ -287,9 +357,22 @@ bool tp_sack_window_open(const struct sof_tqp *t)
  * a probe, not a local ACK timeout. A round trip inflated by a loaded
  * machine (or a probe backed off far) is capped at a quarter of the
  * transport timeout, so probes still come before it. A probe resends one
- * packet, so a late ACK costs little. */
+ * packet, so a late ACK costs little.
+ * When what is in flight is all the requester has to send (a lone message,
+ * the end of a burst), the responder may hold its ACK for its owner's next
+ * post (IBA 9.7.5.1.1 lets it coalesce ACKs; verbs/tp_wake.c bounds the
+ * hold, but a progress thread woken on a busy CPU ends it later): the
+ * probe then waits that much more, as TCP's adds the delayed-ACK time
+ * when one segment is in flight (RFC 8985 7.2: PTO = 2 SRTT + WCDelAckT).
+ * A packet with more behind it needs no such wait: the ACKs of what
+ * follows come without a hold. That wait is four mean deviations of the
+ * round trip when longer (RFC 6298's RTO margin): a lone message's ACK
+ * comes with its peer's answer, and on a loaded machine the peer's
+ * process is off its CPU for milliseconds at times; the deviation grows
+ * with such stalls and shrinks back once they stop. */
 #define TLP_MIN_NS 200000u
 #define TLP_FRESH_NS 1000000u
+#define TLP_ACK_DELAY_NS 1000000u
 
 uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 {
@@ -302,6 +385,8 @@ uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 	}
 	if (p < TLP_MIN_NS)
 		p = TLP_MIN_NS;
+	if (t->wq_send == t->wq_tail)
+		p += 4 * t->rttvar_ns > TLP_ACK_DELAY_NS ? 4 * t->rttvar_ns : TLP_ACK_DELAY_NS;
 	p <<= t->sack_tlps < 6 ? t->sack_tlps : 6;
 	if (to && p > to / 4)
 		p = to / 4;
@@ -324,7 +409,7 @@ void tp_sack_acked(struct sof_tqp *t, uint32_t old, uint32_t una)
 	     p = (p + 1) & ROCE_PSN_MASK) {
 		const struct tp_sack_tx *x = &t->sack_tx[p % TP_OOO_SLOTS];
 
-		if (x->ns && !x->resent && !x->sacked && x->ns < t->sack_rack_ns)
+		if (x->ns && !x->resent && !x->sacked && x->ns < t->sack_first_ns)
 			t->sack_reordered = true;
 	}
 }

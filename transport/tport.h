@@ -33,6 +33,10 @@
  * largest congestion window). */
 #define TP_WINDOW 512u
 #define TP_MIN_CWND 2u
+/* A fresh QP's first window (slow start from it up to TP_WINDOW): a whole
+ * TP_WINDOW at once queues behind itself, and the round trips its first
+ * packets measure are then the queue's, not the path's. */
+#define TP_INIT_CWND 16u
 /* The requester asks for an ACK at least every this many packets. */
 #define TP_ACKREQ_EVERY 64u
 /* A PSN further behind the expected one than this is not a duplicate but
@@ -181,12 +185,14 @@ struct sof_tqp {
 	uint64_t loss_ns;	   /* the last loss seen (tp_req_loss), 0: none yet */
 	uint32_t nak_psn, nak_una; /* the last sequence-error NAK acted on */
 	uint64_t nak_ns;
+	uint64_t reread_ns; /* the rest of a READ was last asked for again then */
 	/* round-trip time: one packet sent for the first time is timed to
 	 * the ACK that covers it (none across a go-back: Karn's rule) */
 	uint32_t rtt_psn;
-	uint64_t rtt_ns;  /* when rtt_psn left, 0: none timed */
-	uint64_t srtt_ns; /* smoothed (1/8 per sample), 0: none yet */
-	uint64_t mrtt_ns; /* the least, drifting up by 1/64 of each larger sample */
+	uint64_t rtt_ns;    /* when rtt_psn left, 0: none timed */
+	uint64_t srtt_ns;   /* smoothed (1/8 per sample), 0: none yet */
+	uint64_t rttvar_ns; /* its mean deviation (1/4 per sample, RFC 6298) */
+	uint64_t mrtt_ns;   /* the least, drifting up by 1/64 of each larger sample */
 
 	/* responder (responder.c) */
 	uint32_t epsn;	  /* expected PSN */
@@ -218,6 +224,7 @@ struct sof_tqp {
 	bool sack_seen;		/* requester: an answer came (with ext or not) */
 	struct tp_sack_tx *sack_tx; /* TP_OOO_SLOTS; allocated with sack_ok */
 	uint64_t sack_rack_ns;	/* the newest send known to have arrived (RACK) */
+	uint64_t sack_first_ns;	/* the same of first sends only (reordering) */
 	uint64_t sack_rtt_ns;	/* the round trip of that send, 0: a resend */
 	uint64_t sack_base_ns;	/* the least such round trip */
 	uint64_t sack_cut_ns;	/* the window was last cut for delay then */
@@ -226,6 +233,7 @@ struct sof_tqp {
 	uint32_t sack_lost;	/* holes seen since sack_epoch */
 	uint32_t sack_epoch;	/* PSN that ends the round trip being counted */
 	uint8_t sack_tlps;	/* tail-loss probes since the last progress */
+	bool sack_deferred;	/* the transport timer was deferred since then */
 };
 
 /* The link layer under the engine: how a packet leaves and arrives on
@@ -444,10 +452,14 @@ uint32_t tp_sack_build(const struct sof_tqp *t, uint8_t *buf);
  * none, a plain ACK). */
 void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32_t paylen);
 /* Requester: packets in flight, the SACKed ones not counted; and whether
- * the window lets one more leave. */
-bool tp_sack_window_open(const struct sof_tqp *t);
+ * the window lets the next packet leave, which takes npsn PSNs (a READ
+ * request: one per response packet). */
+bool tp_sack_window_open(const struct sof_tqp *t, uint32_t npsn);
 /* Requester: the tail-loss probe's deadline from now, 0: none. */
 uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to);
+/* Requester: a round-trip sample of rtt ns into srtt_ns; returns it as
+ * taken (bounded: a stall of this process is no round trip). */
+uint64_t tp_rtt_sample(struct sof_tqp *t, uint64_t rtt);
 /* Requester: una moved from old to una (tp_req_acked). */
 void tp_sack_acked(struct sof_tqp *t, uint32_t old, uint32_t una);
 /* Requester: the responder answered with the extension's bit; false

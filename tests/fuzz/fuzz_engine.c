@@ -34,7 +34,10 @@
  *            and the VA counts from that region's iova, the Q_Key becomes
  *            the UD QP's, the source address is the QP's peer, and the
  *            ICRC is computed. Without them the bytes go as they are.
- *   tick     every QP's retransmission and RNR timer expires
+ *   tick     every QP's retransmission and RNR timer expires; or, with
+ *            C_STALLED, this process stalls: every send time the QPs
+ *            keep (the timed packet, the SACK records) moves STALL_NS
+ *            back, as if the ACKs that come next had waited that long
  *   acks     the end of a receive batch: coalesced ACKs go out
  *   post     a send WQE into a network send queue (and the doorbell), or
  *            a receive WQE into a receive ring or the SRQ: the owner's
@@ -66,6 +69,7 @@
 #include "tport.h"
 
 #include "sof_gid.h"
+#include "sof_wr.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -783,6 +787,9 @@ enum {
 	C_DEREG, /* or destroy a QP */
 	C_DRAIN,
 };
+/* C_TICK with this bit: the stall instead (above) */
+#define C_STALLED 0x10u
+#define STALL_NS 1000000000u
 
 static const uint8_t *family_peer(const struct fqp *q) { return q && q->dgid ? q->dgid : peer4; }
 
@@ -893,6 +900,27 @@ static void cmd_tick(void)
 			tp_req_timer(t, now);
 	}
 	tp_timer_update();
+}
+
+/* The process was not scheduled for STALL_NS: what it timed before
+ * lies that much further back (transport/sack.c, tp_rtt_sample). */
+static void cmd_stall(void)
+{
+	for (int i = 0; i < NQP; i++) {
+		struct sof_tqp *t = qps[i].qp ? qps[i].qp->tq.t : NULL;
+
+		if (!t)
+			continue;
+		if (t->rtt_ns > STALL_NS)
+			t->rtt_ns -= STALL_NS;
+		if (t->sack_rack_ns > STALL_NS)
+			t->sack_rack_ns -= STALL_NS;
+		if (t->sack_first_ns > STALL_NS)
+			t->sack_first_ns -= STALL_NS;
+		for (uint32_t j = 0; t->sack_tx && j < TP_OOO_SLOTS; j++)
+			if (t->sack_tx[j].ns > STALL_NS)
+				t->sack_tx[j].ns -= STALL_NS;
+	}
 }
 
 static void get_sge(struct in *in, struct sge_spec *s)
@@ -1202,7 +1230,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		switch (c & 0x0f) {
 		case C_TICK:
-			cmd_tick();
+			if (c & C_STALLED)
+				cmd_stall();
+			else
+				cmd_tick();
 			break;
 		case C_ACKS:
 			tp_input_end();
@@ -1585,7 +1616,7 @@ static void write_seeds(const char *dir)
 		const uint32_t holes[] = {2, 3, 6}, lie_unsent[] = {2, 200}, lie_base[] = {0};
 
 		uint64_t r0 = sofd.counters[SOF_CNT_sack_resends];
-		uint64_t l0 = sofd.counters[SOF_CNT_sack_lies], p0;
+		uint64_t l0 = sofd.counters[SOF_CNT_sack_lies], p0, t0;
 
 		BEGIN(ALL); /* the SEND acknowledged; the WRITE's last, the READ, the FETCH_ADD
 			       arrived */
@@ -1614,16 +1645,31 @@ static void write_seeds(const char *dir)
 			FAIL("seed rc_sack_long_map: %llu resends, want 4 in all",
 			     (unsigned long long)(sofd.counters[SOF_CNT_sack_resends] - r0));
 		/* the holes a SACK names are resent; the tail-loss probe
-		 * after them is lost too (nothing answers it): the one
-		 * timeout follows it */
+		 * after them is lost too (nothing answers it). The QP that
+		 * SACKs defers its transport timer once (a probe that is due
+		 * goes meanwhile), the other times out; on the next tick the
+		 * first times out too */
 		p0 = sofd.counters[SOF_CNT_probes];
+		t0 = sofd.counters[SOF_CNT_timeouts];
 		BEGIN(ALL);
 		seed_sack(&o, 0, ROCE_SACK_KIND, holes, 3);
 		put8(&o, C_TICK);
 		SEED("rc_sack_probe_lost", -1, 0, SACK_SCQE, false, Q_RC);
-		if (sofd.counters[SOF_CNT_probes] - p0 != RC_SENDERS)
-			FAIL("seed rc_sack_probe_lost: %llu probes, want %d",
-			     (unsigned long long)(sofd.counters[SOF_CNT_probes] - p0), RC_SENDERS);
+		if (sofd.counters[SOF_CNT_probes] - p0 != RC_SENDERS + 1 ||
+		    sofd.counters[SOF_CNT_timeouts] - t0 != RC_SENDERS - 1)
+			FAIL("seed rc_sack_probe_lost: %llu probes, %llu timeouts",
+			     (unsigned long long)(sofd.counters[SOF_CNT_probes] - p0),
+			     (unsigned long long)(sofd.counters[SOF_CNT_timeouts] - t0));
+		t0 = sofd.counters[SOF_CNT_timeouts];
+		BEGIN(ALL);
+		seed_sack(&o, 0, ROCE_SACK_KIND, holes, 3);
+		put8(&o, C_TICK);
+		put8(&o, C_TICK);
+		SEED("rc_sack_timer_deferred_once", -1, 0, SACK_SCQE, false, Q_RC);
+		/* (Q_RC: deferred, then one; Q_RCS: one on each tick) */
+		if (sofd.counters[SOF_CNT_timeouts] - t0 != 3)
+			FAIL("seed rc_sack_timer_deferred_once: %llu timeouts, want 3",
+			     (unsigned long long)(sofd.counters[SOF_CNT_timeouts] - t0));
 		/* fresh QPs (nothing answered yet, the peer unknown): the
 		 * first loss draws a probe on each before its timeout */
 		p0 = sofd.counters[SOF_CNT_probes];
@@ -1684,6 +1730,29 @@ static void write_seeds(const char *dir)
 			SEED_PROBES("rc_early_go_back", 1, -1, 0, 1, false, Q_RC);
 		else
 			SEED_PROBES("rc_no_early_go_back_without_loss", 0, -1, 0, 1, false, Q_RC);
+	}
+
+	/* A WRITE's ACK times a short round trip (and starts the SACKs);
+	 * the next WRITE's ACK is read after a stall of this process: that
+	 * round trip is bounded (tp_rtt_sample), so the smoothed one stays
+	 * below half the timeout, far below the stall */
+	BEGIN(RECV2);
+	for (int i = 0; i < 2; i++) {
+		seed_write_wr(&o);
+		if (i)
+			put8(&o, C_TICK | C_STALLED);
+		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 0);
+		h.ext = true;
+		seed_pkt(&o, Q_RC, STD, &h, 0);
+	}
+	SEED("rc_sack_stall_rtt", -1, 0, 2, false, Q_RC);
+	{
+		const struct sof_tqp *t = qps[Q_RC].qp->tq.t;
+
+		if (!t->sack_ok || !t->srtt_ns ||
+		    t->srtt_ns > sof_ack_timeout_ns(qps[Q_RC].timeout) / 2)
+			FAIL("seed rc_sack_stall_rtt: sack %d srtt %llu ns after a stall of %u",
+			     t->sack_ok, (unsigned long long)t->srtt_ns, STALL_NS);
 	}
 
 	BEGIN(ALL);

@@ -28,7 +28,11 @@
  * requester resending only the holes of a SACK and counting lies; a
  * resend lost again resent once a later send arrived (RACK); a packet 300
  * ahead kept and named in a longer map; no extension towards a peer that
- * did not offer it.
+ * did not offer it. Against a model of a SACKing responder (rpeer), the
+ * requester's timers run in real time: a small READ's request lost twice
+ * with a 1 MiB READ posted behind it, and a hole the peer never takes.
+ * A READ whose responses the network reorders asks for the rest again
+ * once per round trip (completer.c reread_ok).
  *
  * The daemon's takeover of a stalled owner's responder (takeover.c):
  * in-order WRITEs, READs and atomics executed and answered on the shared
@@ -54,7 +58,7 @@
 #define MAX_SGE 2u
 #define MAX_INLINE 64u
 #define CQ_SIZE 64u
-#define MEM_LEN 65536u
+#define MEM_LEN (2u << 20) /* a 1 MiB READ's local buffer fits */
 #define KEY_RW 0x1234u
 #define KEY_RO 0x5678u
 #define IOVA 0x100000ull
@@ -1069,6 +1073,273 @@ TEST(sack_standard_peer_gets_none)
 	world_down();
 }
 
+/* A READ of len bytes from the peer's 0x700000 + roff into the region at
+ * off, posted and rung. */
+static void post_read(uint32_t off, uint32_t len, uint64_t roff)
+{
+	uint32_t tail = atomic_load(&w.nsq->idx.tail);
+	uint8_t *slot =
+	    (uint8_t *)w.nsq + SOF_NSQ_RING_OFF + (size_t)(tail & (SQ_SIZE - 1)) * w.qp.sq_stride;
+	struct sof_nwqe e = {.wr_id = 200 + tail,
+			     .opcode = IBV_WR_RDMA_READ,
+			     .send_flags = IBV_SEND_SIGNALED,
+			     .num_sge = 1,
+			     .rkey = 0x99,
+			     .remote_addr = 0x700000 + roff};
+	struct sof_sge sge = {.addr = IOVA + off, .length = len, .lkey = KEY_RW};
+
+	memcpy(slot, &e, sizeof(e));
+	memcpy(slot + sizeof(e), &sge, sizeof(sge));
+	atomic_store(&w.nsq->idx.tail, tail + 1);
+	tp_qp_doorbell(&w.qp);
+}
+
+/* The byte of the peer's memory at va (one value per KiB). */
+static uint8_t peer_byte(uint64_t va) { return (uint8_t)((va >> 10) * 7 + 3); }
+
+/* A softofed responder for the requester under test, as responder.c has
+ * it: a request at the expected PSN is executed (a READ served, its
+ * responses a PSN each), then the requests kept ahead that follow it, and
+ * a WRITE's ACK; one ahead is kept and answered with a SACK of every PSN
+ * kept (a READ's responses too); one behind is a duplicate: a READ served
+ * again from the PSN it names, a WRITE acknowledged. The packets of PSN
+ * drop_psn are dropped drop_left times (UINT32_MAX: always). */
+struct rpeer {
+	uint32_t epsn;
+	unsigned nkept;
+	struct roce_hdr kept[16];
+	uint32_t drop_psn, drop_left;
+	unsigned dropped;
+};
+
+static uint32_t rpeer_psns(const struct roce_hdr *h)
+{
+	return h->opcode == ROCE_READ_REQ && h->dmalen ? (h->dmalen + 1023) / 1024 : 1;
+}
+
+static void rpeer_serve(const struct roce_hdr *h)
+{
+	uint32_t n = rpeer_psns(h);
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t len = i + 1 < n ? 1024 : h->dmalen - i * 1024;
+		uint8_t op = n == 1	  ? ROCE_READ_RESP_ONLY
+			     : i == 0	  ? ROCE_READ_RESP_FIRST
+			     : i + 1 == n ? ROCE_READ_RESP_LAST
+					  : ROCE_READ_RESP_MIDDLE;
+
+		ext_in(op, h->psn + i, len, peer_byte(h->va + (uint64_t)i * 1024), NULL);
+	}
+}
+
+/* Execute h, at the expected PSN; true when it owes an ACK (not a READ). */
+static bool rpeer_exec(struct rpeer *p, const struct roce_hdr *h)
+{
+	p->epsn = (p->epsn + rpeer_psns(h)) & ROCE_PSN_MASK;
+	if (h->opcode != ROCE_READ_REQ)
+		return true;
+	rpeer_serve(h);
+	return false;
+}
+
+static void rpeer_sack(const struct rpeer *p)
+{
+	uint8_t map[ROCE_SACK_MAX_BITS / 8], sack[ROCE_SACK_MAX_LEN];
+	uint32_t hi = 0;
+
+	memset(map, 0, sizeof(map));
+	for (unsigned i = 0; i < p->nkept; i++) {
+		uint32_t at = (uint32_t)roce_psn_diff(p->kept[i].psn, p->epsn);
+
+		for (uint32_t n = rpeer_psns(&p->kept[i]); n && at < ROCE_SACK_MAX_BITS;
+		     n--, at++) {
+			map[at >> 3] |= (uint8_t)(0x80u >> (at & 7));
+			hi = at > hi ? at : hi;
+		}
+	}
+	ext_in(ROCE_ACK, p->epsn - 1,
+	       roce_sack_write(sack, p->epsn, map, (hi / ROCE_SACK_BITS + 1) * ROCE_SACK_BITS), 0,
+	       sack);
+}
+
+static void rpeer_rx(struct rpeer *p, const struct roce_hdr *h)
+{
+	int32_t d = roce_psn_diff(h->psn, p->epsn);
+	bool ack, again = true;
+
+	if (h->psn == p->drop_psn && p->drop_left) {
+		if (p->drop_left != UINT32_MAX)
+			p->drop_left--;
+		p->dropped++;
+		return;
+	}
+	if (d < 0) {
+		if (h->opcode == ROCE_READ_REQ)
+			rpeer_serve(h);
+		else
+			ext_in(ROCE_ACK, p->epsn - 1, 0, 0, NULL);
+		return;
+	}
+	if (d > 0) {
+		unsigned i = 0;
+
+		while (i < p->nkept && p->kept[i].psn != h->psn)
+			i++;
+		if (i == p->nkept) {
+			CHECK(p->nkept < SOF_ARRAY_SIZE(p->kept));
+			p->kept[p->nkept++] = *h;
+		}
+		rpeer_sack(p);
+		return;
+	}
+	ack = rpeer_exec(p, h);
+	while (again) {
+		again = false;
+		for (unsigned i = 0; i < p->nkept; i++) {
+			if (p->kept[i].psn != p->epsn)
+				continue;
+			ack = rpeer_exec(p, &p->kept[i]);
+			p->kept[i] = p->kept[--p->nkept];
+			again = true;
+			break;
+		}
+	}
+	if (ack)
+		ext_in(ROCE_ACK, p->epsn - 1, 0, 0, NULL);
+}
+
+/* Deliver what the requester sends to p, and run its timers when they
+ * come due, until want send completions are in, the QP is in error, or
+ * secs seconds passed. */
+static void rpeer_run(struct rpeer *p, unsigned want, unsigned secs)
+{
+	static struct sent q[SOF_ARRAY_SIZE(w.sent)];
+	uint64_t t0 = sof_now_ns(), due;
+
+	for (;;) {
+		while (w.nsent) {
+			unsigned n = w.nsent;
+
+			memcpy(q, w.sent, n * sizeof(q[0]));
+			w.nsent = 0;
+			for (unsigned i = 0; i < n; i++)
+				rpeer_rx(p, &q[i].h);
+		}
+		if (cq_count(w.scq_shm) >= want || w.qp.t->state != IBV_QPS_RTS ||
+		    sof_now_ns() - t0 > secs * 1000000000ull)
+			return;
+		/* the requester's next deadline: a probe or the timer */
+		due = w.qp.t->probe_ns && (!w.qp.t->timer_ns || w.qp.t->probe_ns < w.qp.t->timer_ns)
+			  ? w.qp.t->probe_ns
+			  : w.qp.t->timer_ns;
+		CHECK(due != 0);
+		if (!due)
+			return;
+		while (sof_now_ns() < due)
+			usleep(100);
+		tp_req_timer(w.qp.t, sof_now_ns());
+	}
+}
+
+/* A small READ's request lost, and its resend lost again, with a 1 MiB
+ * READ (1024 PSNs at MTU 1024) posted behind it: the small READ's request
+ * goes again and both complete with the peer's data, without a local ACK
+ * timeout or a storm of probes. (The requester's records of its sends are
+ * by PSN modulo the 1024 a SACK can name. A READ sent at once behind the
+ * small one took the PSNs in flight past that, and its responses' records
+ * overwrote the small READ's: the lost request then looked sent with the
+ * big READ, and again with each probe that resent it, so RACK never took
+ * it for lost; and each probe's SACK put the transport timer off again: a
+ * probe every 1.2 ms for ever, as hosts/netem's READ phase saw.) */
+TEST(sack_req_read_lost_twice_under_1m_read)
+{
+	struct rpeer p = {.epsn = SPSN, .drop_psn = SPSN, .drop_left = 2};
+
+	world_up();
+	tp_sack_on = true;
+	post_read(0, 1024, 0);
+	post_read(64 * 1024, 1u << 20, 64 * 1024);
+	rpeer_run(&p, 2, 2);
+	CHECK_EQ(p.dropped, 2);
+	CHECK_EQ(cq_count(w.scq_shm), 2);
+	CHECK_EQ(cq_last(w.scq_shm)->status, IBV_WC_SUCCESS);
+	CHECK(mem_is(0, 1024, peer_byte(0x700000)));
+	for (uint32_t k = 0; k < 1024; k++)
+		if (!mem_is(64 * 1024 + k * 1024, 1024, peer_byte(0x700000 + 64 * 1024 + k * 1024)))
+			test_fail(__FILE__, __LINE__, "KiB %u of the 1 MiB READ is wrong", k);
+	CHECK(w.counters[SOF_CNT_probes] < 20);
+	CHECK_EQ(w.counters[SOF_CNT_timeouts], 0);
+	CHECK_EQ(w.qp.t->state, IBV_QPS_RTS);
+	world_down();
+}
+
+/* A peer that SACKs what follows a packet and never takes that packet:
+ * the tail-loss probes and the SACKs they draw do not put the transport
+ * timer off, so the WRITE fails with IBV_WC_RETRY_EXC_ERR after retry_cnt
+ * timeouts (IBA 9.7.6.1.3) and does not hang. */
+TEST(sack_req_hole_never_filled_times_out)
+{
+	struct rpeer p = {.epsn = SPSN, .drop_psn = SPSN + 1, .drop_left = UINT32_MAX};
+
+	world_up();
+	tp_sack_on = true;
+	post_write(4 * 1024, 0x99);
+	rpeer_run(&p, 1, 3);
+	CHECK_EQ(cq_count(w.scq_shm), 1);
+	CHECK_EQ(cq_last(w.scq_shm)->status, IBV_WC_RETRY_EXC_ERR);
+	CHECK_EQ(w.counters[SOF_CNT_timeouts], 8); /* retry_cnt 7 */
+	CHECK(w.counters[SOF_CNT_sacks] > 0);
+	CHECK(p.dropped > 8);
+	CHECK_EQ(w.qp.t->state, IBV_QPS_ERR);
+	world_down();
+}
+
+/* The READ requests sent since packet from. */
+static unsigned read_reqs_since(unsigned from)
+{
+	unsigned n = 0;
+
+	for (unsigned i = from; i < w.nsent; i++)
+		n += w.sent[i].h.opcode == ROCE_READ_REQ;
+	return n;
+}
+
+/* A network that reorders a READ's responses: the one that came ahead of
+ * its turn asks for the rest again once; the overtaken one arriving next
+ * is placed, and a second response ahead of its turn within the same
+ * round trip does not ask again (each used to draw a whole new answer of
+ * the rest: a flood under hosts/netem's "both ways"). The answer of the
+ * one request asked again completes the READ with the peer's data. */
+TEST(read_reordered_responses_reread_once_per_rtt)
+{
+	const uint64_t va = 0x700000;
+	unsigned n0;
+
+	world_up();
+	post_read(0, 4096, 0);
+	CHECK_EQ(read_reqs_since(0), 1);
+	w.qp.t->srtt_ns = 50000000; /* a round trip longer than this test */
+	n0 = w.nsent;
+	ext_in(ROCE_READ_RESP_FIRST, SPSN, 1024, peer_byte(va), NULL);
+	ext_in(ROCE_READ_RESP_MIDDLE, SPSN + 2, 1024, peer_byte(va + 2048), NULL);
+	CHECK_EQ(read_reqs_since(n0), 1); /* the rest, from +1 */
+	CHECK_EQ(w.sent[w.nsent - 1].h.psn, SPSN + 1);
+	ext_in(ROCE_READ_RESP_MIDDLE, SPSN + 1, 1024, peer_byte(va + 1024), NULL);
+	ext_in(ROCE_READ_RESP_LAST, SPSN + 3, 1024, peer_byte(va + 3072), NULL);
+	CHECK_EQ(read_reqs_since(n0), 1); /* not again within the round trip */
+	CHECK_EQ(cq_count(w.scq_shm), 0);
+	/* the answer of the request asked again, from +1 */
+	ext_in(ROCE_READ_RESP_FIRST, SPSN + 1, 1024, peer_byte(va + 1024), NULL);
+	ext_in(ROCE_READ_RESP_MIDDLE, SPSN + 2, 1024, peer_byte(va + 2048), NULL);
+	ext_in(ROCE_READ_RESP_LAST, SPSN + 3, 1024, peer_byte(va + 3072), NULL);
+	CHECK_EQ(cq_count(w.scq_shm), 1);
+	CHECK_EQ(cq_last(w.scq_shm)->status, IBV_WC_SUCCESS);
+	for (uint32_t k = 0; k < 4; k++)
+		CHECK(mem_is(k * 1024, 1024, peer_byte(va + k * 1024)));
+	CHECK_EQ(read_reqs_since(n0), 1);
+	world_down();
+}
+
 /* ---- the daemon's takeover of a stalled owner's responder (takeover.c) ---- */
 
 /* A request from the peer: opcode at EPSN + rel, RETH va IOVA + off and
@@ -1337,6 +1608,9 @@ int main(void)
 	RUN(sack_req_rack_resend_lost_again);
 	RUN(sack_resp_long_map);
 	RUN(sack_standard_peer_gets_none);
+	RUN(sack_req_read_lost_twice_under_1m_read);
+	RUN(sack_req_hole_never_filled_times_out);
+	RUN(read_reordered_responses_reread_once_per_rtt);
 	RUN(takeover_writes_while_stalled);
 	RUN(takeover_reads_atomics_while_stalled);
 	RUN(takeover_uc_writes_while_stalled);

@@ -857,9 +857,8 @@ bool sofv_send_fast(struct sofv_qp *qp, const struct ibv_send_wr *wr)
 	struct sofv_swqe w;
 	struct sofv_rmr *m;
 	const uint8_t *src;
-	struct sof_cqe c;
+	struct sof_cqe c, *e;
 	uint8_t *dst;
-	bool reserved;
 
 	/* what check_swqe and sofv_exec_post would pass without a word */
 	if (wr->opcode != IBV_WR_SEND || wr->num_sge != 1 || !r || qp->net ||
@@ -897,24 +896,26 @@ bool sofv_send_fast(struct sofv_qp *qp, const struct ibv_send_wr *wr)
 	dst = rmr_ptr(m, k.addr, k.length);
 	if (!dst || !take_idx(r, idx))
 		return false;
-	/* taken: from here on this is deliver_recv's success */
-	reserved = !sof_cq_reserve(r->cq, &r->cq_head_cache, &slot);
+	/* taken: from here on this is deliver_recv's success, its entry
+	 * written straight into the slot when one could be reserved */
+	e = sof_cq_reserve(r->cq, &r->cq_head_cache, &slot) ? &c : sof_cq_slot(r->cq, slot);
 	sgl_memcpy(dst, src, len);
-	memset(&c, 0, sizeof(c));
-	c.rq_head = idx + 1;
-	c.xflags = SOF_CQE_RQ_HEAD;
-	c.wr_id = k.wr_id;
-	c.qp_num = r->qpn;
-	c.src_qp = qp->qpn;
-	c.opcode = IBV_WC_RECV;
-	c.solicited = !!(flags & IBV_SEND_SOLICITED);
-	c.byte_len = len;
-	c.status = IBV_WC_SUCCESS;
-	carry_own_rwqe(qp, &c);
-	if (reserved)
-		sof_cq_publish(r->cq, slot, &c, r->cq_evfd);
-	else
-		cqe_post_remote(r, &c);
+	if (e) {
+		memset(e, 0, offsetof(struct sof_cqe, seq));
+		e->rq_head = idx + 1;
+		e->xflags = SOF_CQE_RQ_HEAD;
+		e->wr_id = k.wr_id;
+		e->qp_num = r->qpn;
+		e->src_qp = qp->qpn;
+		e->opcode = IBV_WC_RECV;
+		e->solicited = !!(flags & IBV_SEND_SOLICITED);
+		e->byte_len = len;
+		carry_own_rwqe(qp, e);
+		if (e == &c)
+			cqe_post_remote(r, &c);
+		else
+			sof_cq_commit(r->cq, slot, e, r->cq_evfd);
+	}
 	w.wr_id = wr->wr_id;
 	w.opcode = IBV_WR_SEND;
 	w.send_flags = flags;

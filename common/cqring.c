@@ -68,7 +68,7 @@ cq_reserve(struct sof_cq_shm *shm, uint32_t spins_max, _Atomic uint32_t *head_ca
  * is corrupt. Read the size again: no resize can complete before we
  * publish (the owner waits for every reserved slot to be published). */
 static inline __attribute__((always_inline)) struct sof_cqe *cq_slot(struct sof_cq_shm *shm,
-								    uint32_t t)
+								     uint32_t t)
 {
 	struct sof_cqe *ring = (struct sof_cqe *)((uint8_t *)shm + SOF_CQ_RING_OFF);
 	uint32_t size = atomic_load_explicit(&shm->size, memory_order_relaxed);

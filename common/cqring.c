@@ -64,21 +64,29 @@ cq_reserve(struct sof_cq_shm *shm, uint32_t spins_max, _Atomic uint32_t *head_ca
 	return 0;
 }
 
-/* Fill the slot of index t, reserved by cq_reserve, with cqe and publish
- * it; then look at the arm. No resize completes between the two: the owner
- * waits for every reserved slot to be published. */
-static inline __attribute__((always_inline)) int
-cq_publish(struct sof_cq_shm *shm, uint32_t t, const struct sof_cqe *cqe, int cq_evfd, bool armable)
+/* The slot of index t, reserved by cq_reserve; NULL when the size field
+ * is corrupt. Read the size again: no resize can complete before we
+ * publish (the owner waits for every reserved slot to be published). */
+static inline __attribute__((always_inline)) struct sof_cqe *cq_slot(struct sof_cq_shm *shm,
+								     uint32_t t)
 {
-	struct sof_cqe *ring = (struct sof_cqe *)((uint8_t *)shm + SOF_CQ_RING_OFF), *slot;
-	uint32_t size, a;
+	struct sof_cqe *ring = (struct sof_cqe *)((uint8_t *)shm + SOF_CQ_RING_OFF);
+	uint32_t size = atomic_load_explicit(&shm->size, memory_order_relaxed);
 
-	/* Read the size again: no resize can complete before we publish. */
-	size = atomic_load_explicit(&shm->size, memory_order_relaxed);
 	if (!size || size > SOF_CQ_MAX_CQE || (size & (size - 1)))
-		return -EINVAL;
-	slot = &ring[t & (size - 1)];
-	sof_cqe_copy_body(slot, cqe);
+		return NULL;
+	return &ring[t & (size - 1)];
+}
+
+/* Publish slot t, filled (all but seq), then look at the arm. */
+static inline __attribute__((always_inline)) int
+cq_commit(struct sof_cq_shm *shm, uint32_t t, struct sof_cqe *slot, int cq_evfd, bool armable)
+{
+	/* read before the entry is the consumer's (and then, after its
+	 * poll, another producer's) */
+	bool wakes = slot->solicited || slot->status != IBV_WC_SUCCESS;
+	uint32_t a;
+
 	/* The device clock (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP): read only
 	 * for a CQ that asked, on the header line read above anyway. The
 	 * stamp takes the place of a carried WQE. */
@@ -104,8 +112,7 @@ cq_publish(struct sof_cq_shm *shm, uint32_t t, const struct sof_cqe *cqe, int cq
 	 * the completion is neither polled nor signalled. */
 	atomic_thread_fence(memory_order_seq_cst);
 	a = atomic_load_explicit(&shm->armed, memory_order_acquire);
-	if (a != SOF_CQ_ARM_NONE &&
-	    (a == SOF_CQ_ARM_NEXT || cqe->solicited || cqe->status != IBV_WC_SUCCESS) &&
+	if (a != SOF_CQ_ARM_NONE && (a == SOF_CQ_ARM_NEXT || wakes) &&
 	    atomic_compare_exchange_strong(&shm->armed, &a, SOF_CQ_ARM_NONE)) {
 		atomic_fetch_add_explicit(&shm->event_pending, 1, memory_order_release);
 		if (cq_evfd >= 0) {
@@ -118,6 +125,19 @@ cq_publish(struct sof_cq_shm *shm, uint32_t t, const struct sof_cqe *cqe, int cq
 		return 1;
 	}
 	return 0;
+}
+
+/* Fill the slot of index t, reserved by cq_reserve, with cqe and publish
+ * it; then look at the arm. */
+static inline __attribute__((always_inline)) int
+cq_publish(struct sof_cq_shm *shm, uint32_t t, const struct sof_cqe *cqe, int cq_evfd, bool armable)
+{
+	struct sof_cqe *slot = cq_slot(shm, t);
+
+	if (!slot)
+		return -EINVAL;
+	sof_cqe_copy_body(slot, cqe);
+	return cq_commit(shm, t, slot, cq_evfd, armable);
 }
 
 static inline __attribute__((always_inline)) int cq_push(struct sof_cq_shm *shm,
@@ -141,6 +161,13 @@ int sof_cq_reserve(struct sof_cq_shm *shm, _Atomic uint32_t *head_cache, uint32_
 int sof_cq_publish(struct sof_cq_shm *shm, uint32_t idx, const struct sof_cqe *cqe, int cq_evfd)
 {
 	return cq_publish(shm, idx, cqe, cq_evfd, cq_evfd >= 0);
+}
+
+struct sof_cqe *sof_cq_slot(struct sof_cq_shm *shm, uint32_t idx) { return cq_slot(shm, idx); }
+
+int sof_cq_commit(struct sof_cq_shm *shm, uint32_t idx, struct sof_cqe *slot, int cq_evfd)
+{
+	return cq_commit(shm, idx, slot, cq_evfd, cq_evfd >= 0);
 }
 
 int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,

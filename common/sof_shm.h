@@ -286,6 +286,12 @@ int sof_cq_push(struct sof_cq_shm *shm, const struct sof_cqe *cqe, int cq_evfd,
  * soon: the owner's poll stops at it, a resize waits for it. */
 int sof_cq_reserve(struct sof_cq_shm *shm, _Atomic uint32_t *head_cache, uint32_t *idx);
 int sof_cq_publish(struct sof_cq_shm *shm, uint32_t idx, const struct sof_cqe *cqe, int cq_evfd);
+/* sof_cq_publish in place: sof_cq_slot is the reserved slot (NULL when the
+ * segment's size field is corrupt: then nothing can be published), which
+ * the producer fills (every field but seq, zeros included) and
+ * sof_cq_commit publishes (sof_cq_publish's return values). */
+struct sof_cqe *sof_cq_slot(struct sof_cq_shm *shm, uint32_t idx);
+int sof_cq_commit(struct sof_cq_shm *shm, uint32_t idx, struct sof_cqe *slot, int cq_evfd);
 /* The same for the daemon, which serves everyone and must not be held by
  * one CQ owner: a resize or a race that lasts longer than about a thousand
  * yields loses the completion (-EBUSY). Never writes an eventfd. */

@@ -183,7 +183,7 @@ static bool cq_take_wc(struct sofv_cq *cq, struct ibv_wc *wc)
  * poll, given without taking the lock. A size read during a resize by
  * another thread can only make this poll miss an entry the next one takes
  * (the ring has room for the largest size). */
-static bool cq_idle(struct sofv_cq *cq)
+static inline __attribute__((always_inline)) bool cq_idle(struct sofv_cq *cq)
 {
 	uint32_t head = atomic_load_explicit(&cq->shm->head, memory_order_relaxed);
 	uint32_t size = __atomic_load_n(&cq->size, __ATOMIC_RELAXED);

@@ -11,6 +11,7 @@
 #include "sofv.h"
 
 #include "same_host.h"
+#include "sgl.h"
 #include "sof_wr.h"
 
 #include <alloca.h>
@@ -139,8 +140,8 @@ static int build_swqe(struct sofv_qp *qp, const struct ibv_send_wr *wr, struct s
 		if (len > qp->cap.max_inline_data)
 			return EINVAL;
 		for (uint32_t i = 0; i < w->num_sge; i++) {
-			memcpy(inl + w->inline_len, (void *)(uintptr_t)w->sge[i].addr,
-			       w->sge[i].length);
+			sgl_memcpy(inl + w->inline_len, (void *)(uintptr_t)w->sge[i].addr,
+				   w->sge[i].length);
 			w->inline_len += w->sge[i].length;
 		}
 	}
@@ -155,6 +156,10 @@ int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 	int err = 0;
 
 	sofv_spin_lock(&qp->sq_lock);
+	if (wr && !wr->next && sofv_send_fast(qp, wr)) {
+		sofv_spin_unlock(&qp->sq_lock);
+		return 0;
+	}
 	for (; wr; wr = wr->next) {
 		err = build_swqe(qp, wr, &w, inl);
 		if (!err)

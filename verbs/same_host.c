@@ -208,17 +208,14 @@ static int take_rwqe(struct sofv_rqp *r, struct sof_rwqe *out, uint32_t *nhead)
 	return 0;
 }
 
-/* Take the receive WQE of destination r that r's QP carried in its last
- * SEND completion to qp (sof_cqe.carry, kept by qp's receive CQ: poll.c)
- * when it is still the next one of r's ring: the ring's line is not read.
- * The CAS on head decides, as in take_rwqe; a WQE that was consumed or
- * discarded meanwhile (head moved past it) is never taken again. */
-static bool take_carried(struct sofv_qp *qp, struct sofv_rqp *r, struct sof_rwqe *out,
-			 uint32_t *nhead)
+/* carried_rwqe: the WQE of r that r's QP carried in its last SEND
+ * completion to qp (sof_cqe.carry, kept by qp's receive CQ: poll.c), read
+ * under the CQ's sequence lock, and its ring index; take_idx takes it. */
+static inline bool carried_rwqe(struct sofv_qp *qp, struct sofv_rqp *r, struct sof_cqe_carry *k,
+				uint32_t *idx)
 {
 	struct sofv_cq *cq = qp->rcq;
-	struct sof_cqe_carry k;
-	uint32_t s, qpn1, src, idx, head;
+	uint32_t s, qpn1, src;
 
 	if (!cq || r->has_srq || !r->rq_size || r->rq_max_sge < 1)
 		return false;
@@ -227,18 +224,38 @@ static bool take_carried(struct sofv_qp *qp, struct sofv_rqp *r, struct sof_rwqe
 	src = __atomic_load_n(&cq->carry_src, __ATOMIC_RELAXED);
 	if ((s & 1) || qpn1 != qp->qpn + 1 || src != r->qpn)
 		return false;
-	idx = __atomic_load_n(&cq->carry_idx, __ATOMIC_RELAXED);
-	k.wr_id = __atomic_load_n(&cq->carry.wr_id, __ATOMIC_RELAXED);
-	k.addr = __atomic_load_n(&cq->carry.addr, __ATOMIC_RELAXED);
-	k.length = __atomic_load_n(&cq->carry.length, __ATOMIC_RELAXED);
-	k.lkey = __atomic_load_n(&cq->carry.lkey, __ATOMIC_RELAXED);
+	*idx = __atomic_load_n(&cq->carry_idx, __ATOMIC_RELAXED);
+	k->wr_id = __atomic_load_n(&cq->carry.wr_id, __ATOMIC_RELAXED);
+	k->addr = __atomic_load_n(&cq->carry.addr, __ATOMIC_RELAXED);
+	k->length = __atomic_load_n(&cq->carry.length, __ATOMIC_RELAXED);
+	k->lkey = __atomic_load_n(&cq->carry.lkey, __ATOMIC_RELAXED);
 	atomic_thread_fence(memory_order_acquire);
-	if (atomic_load_explicit(&cq->carry_seq, memory_order_relaxed) != s)
-		return false;
-	head = atomic_load_explicit(&r->rq->head, memory_order_acquire);
-	if (head != idx ||
-	    !atomic_compare_exchange_strong_explicit(&r->rq->head, &head, idx + 1,
-						     memory_order_acq_rel, memory_order_relaxed))
+	return atomic_load_explicit(&cq->carry_seq, memory_order_relaxed) == s;
+}
+
+/* The CAS that takes the carried WQE of index idx: only while it is still
+ * the ring's next one. */
+static inline bool take_idx(struct sofv_rqp *r, uint32_t idx)
+{
+	uint32_t head = atomic_load_explicit(&r->rq->head, memory_order_acquire);
+
+	return head == idx &&
+	       atomic_compare_exchange_strong_explicit(&r->rq->head, &head, idx + 1,
+						       memory_order_acq_rel, memory_order_relaxed);
+}
+
+/* Take the receive WQE of destination r that r's QP carried in its last
+ * SEND completion to qp (sof_cqe.carry, kept by qp's receive CQ: poll.c)
+ * when it is still the next one of r's ring: the ring's line is not read.
+ * The CAS on head decides, as in take_rwqe; a WQE that was consumed or
+ * discarded meanwhile (head moved past it) is never taken again. */
+static bool take_carried(struct sofv_qp *qp, struct sofv_rqp *r, struct sof_rwqe *out,
+			 uint32_t *nhead)
+{
+	struct sof_cqe_carry k;
+	uint32_t idx;
+
+	if (!carried_rwqe(qp, r, &k, &idx) || !take_idx(r, idx))
 		return false;
 	out->wr_id = k.wr_id;
 	out->num_sge = 1;
@@ -825,6 +842,87 @@ static enum exec_res exec_local(struct sofv_qp *qp, struct sofv_swqe *w)
 				w->opcode == IBV_WR_BIND_MW ? IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR);
 	complete_send(qp, w, IBV_WC_SUCCESS, 0);
 	return EXEC_DONE;
+}
+
+/* ---- the small SEND's short way ---------------------------------------------- */
+
+bool sofv_send_fast(struct sofv_qp *qp, const struct ibv_send_wr *wr)
+{
+	const struct ibv_sge *s = wr->sg_list;
+	struct sofv_rqp *r = qp->peer;
+	enum ibv_qp_type t = qp->qpx.qp_base.qp_type;
+	uint32_t flags = wr->send_flags, len, idx, slot = 0;
+	struct sofv_context *ctx;
+	struct sof_cqe_carry k;
+	struct sofv_swqe w;
+	struct sofv_rmr *m;
+	const uint8_t *src;
+	struct sof_cqe c, *e;
+	uint8_t *dst;
+
+	/* what check_swqe and sofv_exec_post would pass without a word */
+	if (wr->opcode != IBV_WR_SEND || wr->num_sge != 1 || !r || qp->net ||
+	    qp->sq_head != qp->sq_tail || (t != IBV_QPT_RC && t != IBV_QPT_UC) ||
+	    (flags & ~(unsigned int)(IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE)) ||
+	    !(qp->send_ops & (1u << IBV_WR_SEND)) || !qp->cap.max_send_sge ||
+	    atomic_load_explicit(&qp->shm->state, memory_order_acquire) != IBV_QPS_RTS)
+		return false;
+	len = s->length;
+	if (!len || len > SOFV_MAX_MSG_SZ)
+		return false;
+	if (flags & IBV_SEND_INLINE) {
+		/* read in place: the caller's buffer is good during the call */
+		if (len > qp->cap.max_inline_data)
+			return false;
+		src = (const uint8_t *)(uintptr_t)s->addr;
+	} else {
+		src = lmr_bytes(qp, s, 0);
+		if (!src)
+			return false;
+	}
+	/* the destination as connected_dest keeps it */
+	ctx = to_sctx(qp->qpx.qp_base.context);
+	if (r->qpn != qp->attr.dest_qp_num || r->xrc_srqn || !rqp_valid(ctx, r) || r->type != t ||
+	    !sof_qp_state_receives(atomic_load_explicit(&r->shm->state, memory_order_acquire)) ||
+	    atomic_load_explicit(&r->shm->dest_qpn, memory_order_relaxed) != qp->qpn)
+		return false;
+	/* its receive WQE, checked as remote_local_sgl and deliver_recv
+	 * would, before it is taken: one piece of mapped memory, room */
+	if (!carried_rwqe(qp, r, &k, &idx) || k.length < len)
+		return false;
+	m = qp_rmr_get(qp, k.lkey, r->mr_qpn, r->use_local, NULL);
+	if (!m || rmr_via(m) || !(m->access & IBV_ACCESS_LOCAL_WRITE))
+		return false;
+	dst = rmr_ptr(m, k.addr, k.length);
+	if (!dst || !take_idx(r, idx))
+		return false;
+	/* taken: from here on this is deliver_recv's success, its entry
+	 * written straight into the slot when one could be reserved */
+	e = sof_cq_reserve(r->cq, &r->cq_head_cache, &slot) ? &c : sof_cq_slot(r->cq, slot);
+	sgl_memcpy(dst, src, len);
+	if (e) {
+		memset(e, 0, offsetof(struct sof_cqe, seq));
+		e->rq_head = idx + 1;
+		e->xflags = SOF_CQE_RQ_HEAD;
+		e->wr_id = k.wr_id;
+		e->qp_num = r->qpn;
+		e->src_qp = qp->qpn;
+		e->opcode = IBV_WC_RECV;
+		e->solicited = !!(flags & IBV_SEND_SOLICITED);
+		e->byte_len = len;
+		carry_own_rwqe(qp, e);
+		if (e == &c)
+			cqe_post_remote(r, &c);
+		else
+			sof_cq_commit(r->cq, slot, e, r->cq_evfd);
+	}
+	w.wr_id = wr->wr_id;
+	w.opcode = IBV_WR_SEND;
+	w.send_flags = flags;
+	complete_send(qp, &w, IBV_WC_SUCCESS, len);
+	if (atomic_load_explicit(&qp->shm->state, memory_order_relaxed) == IBV_QPS_ERR)
+		sofv_qp_set_error(qp);
+	return true;
 }
 
 enum exec_res sofv_exec_one(struct sofv_qp *qp, struct sofv_swqe *w)

@@ -70,6 +70,17 @@ enum exec_res {
  * (RNR, no answer yet, full network queue). Caller holds qp->sq_lock. */
 enum exec_res sofv_exec_one(struct sofv_qp *qp, struct sofv_swqe *w);
 
+/* ibv_post_send's short way for the one case a latency test repeats: one
+ * SEND (one SGE or inline, signaled or not, solicited or not) on an RC/UC
+ * QP in RTS with nothing deferred, to a peer of this host whose receive
+ * WQE is the one it carried to us (sof_cqe.carry) in mapped memory with
+ * room. Everything is checked before anything is done: false leaves the
+ * WR to the general way (build_swqe, sofv_exec_post), which then decides
+ * every other case and every error. The outcome is the general way's:
+ * the same WQE taken, data, completions and their order. Caller holds
+ * qp->sq_lock. */
+bool sofv_send_fast(struct sofv_qp *qp, const struct ibv_send_wr *wr);
+
 /* The consumers' head of a QP's own receive ring as the last receive
  * completion polled on the QP's CQ told it (sofv_cq.rq_hint, poll.c), when
  * that lies between head, a head known before, and tail: never ahead of

@@ -64,6 +64,41 @@ static inline void sgl_add(struct sglist *l, uint8_t *p, uint64_t len)
 	l->total += len;
 }
 
+/* memcpy with no call for a small message (the latency tests' 2 bytes):
+ * two overlapping loads and stores of the largest width that fits. */
+static inline __attribute__((always_inline)) void sgl_memcpy(void *d, const void *s, uint64_t n)
+{
+	uint8_t *dp = d;
+	const uint8_t *sp = s;
+
+	if (n > 16) {
+		memcpy(d, s, n);
+	} else if (n >= 8) {
+		uint64_t a, b;
+
+		__builtin_memcpy(&a, sp, 8);
+		__builtin_memcpy(&b, sp + n - 8, 8);
+		__builtin_memcpy(dp, &a, 8);
+		__builtin_memcpy(dp + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		__builtin_memcpy(&a, sp, 4);
+		__builtin_memcpy(&b, sp + n - 4, 4);
+		__builtin_memcpy(dp, &a, 4);
+		__builtin_memcpy(dp + n - 4, &b, 4);
+	} else if (n >= 2) {
+		uint16_t a, b;
+
+		__builtin_memcpy(&a, sp, 2);
+		__builtin_memcpy(&b, sp + n - 2, 2);
+		__builtin_memcpy(dp, &a, 2);
+		__builtin_memcpy(dp + n - 2, &b, 2);
+	} else if (n) {
+		*dp = *sp;
+	}
+}
+
 /* n bytes from piece s at soff to piece d at doff; one of them may be
  * another process's (never both: the executor copies from or into its own
  * memory). */
@@ -116,7 +151,7 @@ static inline void sg_copy(const struct sglist *dst, uint64_t skip, const struct
 	    !src->e[0].rm) { /* the usual case */
 		uint64_t n = dst->e[0].len - skip;
 
-		memcpy(dst->e[0].p + skip, src->e[0].p, n < src->e[0].len ? n : src->e[0].len);
+		sgl_memcpy(dst->e[0].p + skip, src->e[0].p, n < src->e[0].len ? n : src->e[0].len);
 		return;
 	}
 	sg_copy_pieces(dst, skip, src);

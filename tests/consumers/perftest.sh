@@ -10,6 +10,8 @@
 #     size cannot be changed for Atomic tests": their size is fixed at 8), so
 #     they run once per atomic type (-A FETCH_AND_ADD with -x 0, -A
 #     CMP_AND_SWAP without);
+#   ib_send_lat -e -s 2 (completion events instead of busy polling, on
+#     the small SEND's short way of the same-host executor);
 #   every bw test also with --run_infinitely -D 1 bounded by `timeout 9`: it
 #     passes when the client printed at least 2 result lines, was stopped by
 #     the timeout (124) and printed no error;
@@ -82,6 +84,8 @@ for t in send write read; do
 	pt 120 "ib_${t}_bw" -a -n 50
 	pt_inf "ib_${t}_bw"
 done
+
+pt 60 ib_send_lat -e -s 2 -n 2000 -x 0
 
 pt 60 ib_atomic_lat -A FETCH_AND_ADD -n 1000 -x 0
 pt 60 ib_atomic_bw -A FETCH_AND_ADD -n 5000 -x 0

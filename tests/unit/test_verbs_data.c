@@ -470,6 +470,80 @@ TEST(rc_pingpong_carry)
 	pair_down(&a, &b);
 }
 
+/* The short way of a small SEND (same_host.c sofv_send_fast), taken once
+ * the sender holds the WQE its peer carried, and a case it leaves to the
+ * general way: an inline SEND from an unregistered buffer that is
+ * overwritten at once and an unsignaled SEND land intact in the carried
+ * WQEs, with their wr_ids; a carried WQE too short for the message fails
+ * as the general way fails it (b LOC_LEN_ERR in that WQE, a
+ * REM_INV_REQ_ERR). */
+TEST(rc_carry_short_way)
+{
+	struct side a, b;
+	struct ibv_wc wc;
+	uint8_t src[8];
+
+	side_init(&a, ctx_a, IBV_QPT_RC, MR_ALL, 0);
+	side_init(&b, ctx_b, IBV_QPT_RC, MR_ALL, SIDE_UNSIG);
+	connect2(a.qp, b.qp, &def_opts, &def_opts);
+	memset(a.buf + 4096, 0xee, 256);
+	memset(b.buf + 4096, 0xee, 256);
+	CHECK_EQ(post_recv(a.qp, 0xa0, a.buf + 4096, 64, a.mr->lkey), 0);
+	CHECK_EQ(post_recv(b.qp, 0xb0, b.buf + 4096, 64, b.mr->lkey), 0);
+	/* a -> b carries a's 0xa0 to b */
+	memset(a.buf, 1, 8);
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 1, IBV_SEND_SIGNALED, a.buf, 8, a.mr->lkey, 0, 0,
+			   0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 1, IBV_WC_SUCCESS, IBV_WC_SEND);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 0xb0, IBV_WC_SUCCESS, IBV_WC_RECV);
+	/* b -> a into the carried 0xa0, carrying b's 0xb1 */
+	CHECK_EQ(post_recv(b.qp, 0xb1, b.buf + 4096 + 64, 64, b.mr->lkey), 0);
+	memset(b.buf, 2, 8);
+	CHECK_EQ(post_send(b.qp, IBV_WR_SEND, 2, IBV_SEND_SIGNALED, b.buf, 8, b.mr->lkey, 0, 0,
+			   0), 0);
+	WAIT_WC(b.scq, wc);
+	CHECK_WC(wc, 2, IBV_WC_SUCCESS, IBV_WC_SEND);
+	WAIT_WC(a.rcq, wc);
+	CHECK_WC(wc, 0xa0, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(wc.byte_len, 8);
+	CHECK_EQ(a.buf[4096 + 7], 2);
+	/* inline, unregistered, overwritten after the post: into 0xb1 */
+	CHECK_EQ(post_recv(a.qp, 0xa1, a.buf + 4096 + 64, 64, a.mr->lkey), 0);
+	memset(src, 3, sizeof(src));
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 3, IBV_SEND_SIGNALED | IBV_SEND_INLINE, src, 8, 0, 0,
+			   0, 0), 0);
+	memset(src, 0x55, sizeof(src));
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 3, IBV_WC_SUCCESS, IBV_WC_SEND);
+	WAIT_WC(b.rcq, wc);
+	CHECK_WC(wc, 0xb1, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(wc.byte_len, 8);
+	CHECK_EQ(wc.src_qp, a.qp->qp_num);
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(b.buf[4096 + 64 + i], 3);
+	CHECK_EQ(b.buf[4096 + 64 + 8], 0xee);
+	/* unsignaled b -> a into 0xa1, carrying b's short 0xb2 */
+	CHECK_EQ(post_recv(b.qp, 0xb2, b.buf + 4096 + 128, 4, b.mr->lkey), 0);
+	memset(b.buf, 4, 8);
+	CHECK_EQ(post_send(b.qp, IBV_WR_SEND, 4, 0, b.buf, 8, b.mr->lkey, 0, 0, 0), 0);
+	WAIT_WC(a.rcq, wc);
+	CHECK_WC(wc, 0xa1, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(a.buf[4096 + 64 + 7], 4);
+	NO_WC(b.scq, wc);
+	/* 8 bytes into the carried 4: the general way's length error */
+	CHECK_EQ(post_send(a.qp, IBV_WR_SEND, 5, IBV_SEND_SIGNALED, a.buf, 8, a.mr->lkey, 0, 0,
+			   0), 0);
+	WAIT_WC(a.scq, wc);
+	CHECK_WC(wc, 5, IBV_WC_REM_INV_REQ_ERR, IBV_WC_SEND);
+	WAIT_WC(b.rcq, wc);
+	CHECK_EQ(wc.wr_id, 0xb2);
+	CHECK_EQ(wc.status, IBV_WC_LOC_LEN_ERR);
+	CHECK_EQ(b.buf[4096 + 128], 0xee);
+	pair_down(&a, &b);
+}
+
 TEST(rc_send_imm)
 {
 	struct side a, b;
@@ -2379,6 +2453,7 @@ int main(void)
 	alarm(55);
 	RUN(rc_send);
 	RUN(rc_pingpong_carry);
+	RUN(rc_carry_short_way);
 	RUN(rc_send_imm);
 	RUN(rc_write);
 	RUN(rc_write_imm);

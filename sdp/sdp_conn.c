@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/sockios.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/un.h>
 #include <time.h>
@@ -54,11 +55,21 @@ static pid_t pump_pid;
  * view of one, sdp_preload.c) */
 void sdp_conn_put(struct sdp_conn *c)
 {
-	if (atomic_fetch_sub(&c->ref, 1) == 1)
-		free(c);
+	struct sdp_qpc *q = c->priv;
+
+	if (atomic_fetch_sub(&c->ref, 1) != 1)
+		return;
+	if (q) {
+		/* the last reference: no calling thread wakes it any more */
+		if (q->wake_fd >= 0)
+			sdp_real.close(q->wake_fd);
+		pthread_mutex_destroy(&q->lock);
+	}
+	free(c);
 }
 
-void sdp_qpc_free(struct sdp_qpc *q)
+/* The QP, its buffers and the pump's end of the socketpair. */
+static void qpc_release(struct sdp_qpc *q)
 {
 	if (q->id && q->id->qp)
 		rdma_destroy_qp(q->id);
@@ -86,7 +97,13 @@ void sdp_qpc_free(struct sdp_qpc *q)
 	free(q->wsink_buf);
 	if (q->ufd >= 0)
 		sdp_real.close(q->ufd);
+	q->ufd = -1;
 	q->id = NULL;
+}
+
+void sdp_qpc_free(struct sdp_qpc *q)
+{
+	qpc_release(q);
 	sdp_conn_put(&q->pub);
 }
 
@@ -99,6 +116,13 @@ struct sdp_qpc *sdp_qpc_new(void)
 	atomic_init(&q->pub.ref, 1);
 	q->pub.priv = q;
 	q->ufd = -1;
+	pthread_mutex_init(&q->lock, NULL);
+	q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (q->wake_fd < 0) {
+		pthread_mutex_destroy(&q->lock);
+		free(q);
+		return NULL;
+	}
 	sdp_flow_init(&q->flow, SDP_NBUFS);
 	return q;
 }
@@ -382,7 +406,8 @@ static int deliver(struct sdp_qpc *q)
 		if (e->sink && !e->ready)
 			return 0; /* its READ is on its way */
 		if (e->len && !q->app_gone) {
-			n = send(q->ufd, from + e->off, e->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+			n = sdp_real.sendto(q->ufd, from + e->off, e->len,
+					   MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0);
 			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 				q->out_blocked = 1;
 				return 0;
@@ -443,7 +468,7 @@ static int transmit(struct sdp_qpc *q)
 		int wr = q->zcopy && q->flow.wsink_in;
 		uint32_t max = wr && q->peer_sink_len < q->pub.payload_max ? q->peer_sink_len :
 									     q->pub.payload_max;
-		ssize_t n = recv(q->ufd, tx_slot(q) + SDP_TX_DATA_OFF, max, MSG_DONTWAIT);
+		ssize_t n = sdp_real.recv(q->ufd, tx_slot(q) + SDP_TX_DATA_OFF, max, MSG_DONTWAIT);
 
 		/* EFAULT: the slots are remote-readable, and libibverbs moves
 		 * such pages onto shared memory when a peer of this host first
@@ -553,7 +578,7 @@ static int pump_step(struct sdp_qpc *q)
 	if (ret)
 		return ret;
 	if (q->flow.got_disconn && !q->rxq_n && !q->app_gone && !q->shut_wr) {
-		shutdown(q->ufd, SHUT_WR); /* the program reads its end of stream */
+		sdp_real.shutdown(q->ufd, SHUT_WR); /* the program reads its end of stream */
 		q->shut_wr = 1;
 	}
 	/* the program reads no more (EPIPE: closed, or shutdown SHUT_RD) and
@@ -569,7 +594,9 @@ static int pump_step(struct sdp_qpc *q)
 	return 0;
 }
 
-static uint64_t now_ns(void)
+int sdp_qpc_step(struct sdp_qpc *q) { return pump_step(q); }
+
+uint64_t sdp_now_ns(void)
 {
 	struct timespec t;
 
@@ -577,8 +604,9 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Steps until something happens or SDP_SPIN_NS passed; 0 when nothing did. */
-static uint64_t spin_ns(void)
+/* How long a pump, or a program's thread in its call, polls before it
+ * sleeps. */
+uint64_t sdp_spin_ns(void)
 {
 	static uint64_t ns;
 	const char *env;
@@ -619,6 +647,14 @@ static int peer_remote(struct sdp_qpc *q)
 	return 1;
 }
 
+/* (under the lock) */
+int sdp_qpc_local(struct sdp_qpc *q)
+{
+	if (!q->locality && q->established)
+		q->locality = peer_remote(q) ? SDP_PEER_REMOTE : SDP_PEER_LOCAL;
+	return q->locality != SDP_PEER_REMOTE;
+}
+
 /* Whether the spin yields the CPU after a look. With the peer on this
  * host it does: the daemon's engine moves the QP (and the peer may share
  * the CPU), a spin that kept the CPU would keep them from running. With
@@ -630,70 +666,149 @@ static int peer_remote(struct sdp_qpc *q)
  * to run (or runs) on the socket, or it writes in bulk (it filled a whole
  * piece since the pump last slept: the pump's read may just have woken it
  * from a full socket). Otherwise it sleeps in a read or poll for the
- * peer's answer and the spin keeps the CPU. */
+ * peer's answer and the spin keeps the CPU. (under the lock) */
 static int spin_yields(struct sdp_qpc *q)
 {
 	int n;
 
-	if (!q->locality && q->established)
-		q->locality = peer_remote(q) ? SDP_PEER_REMOTE : SDP_PEER_LOCAL;
-	if (q->locality != SDP_PEER_REMOTE || q->app_bulk)
+	if (sdp_qpc_local(q) || q->app_bulk)
 		return 1;
 	if (!ioctl(q->ufd, SIOCOUTQ, &n) && n > 0)
 		return 1;
 	return !ioctl(q->ufd, SIOCINQ, &n) && n > 0;
 }
 
-static int spin(struct sdp_qpc *q, int *ret)
+/* The pump's step under the lock: the CM's events, then pump_step; again
+ * while a calling thread asked for one meanwhile (sdp_drive). A result
+ * that ends the connection stays in `end`. TICKS: the work done counter
+ * after it, YIELDS: spin_yields (NULL: not asked). */
+static int pump_locked(struct sdp_qpc *q, unsigned long *ticks, int *yields)
 {
-	unsigned long t0 = q->ticks;
-	uint64_t until = now_ns() + spin_ns();
+	unsigned int w;
+	int ret;
 
 	do {
-		*ret = pump_step(q);
-		if (*ret || q->ticks != t0)
+		pthread_mutex_lock(&q->lock);
+		w = atomic_load(&q->work);
+		/* every event: the channel's fd is non-blocking, and events
+		 * of the id's first (synchronous) channel may wait in the
+		 * library's backlog, which the fd does not show */
+		while ((ret = q->end) == 0 && (ret = cm_event(q)) == 0)
+			;
+		if (ret == 2)
+			ret = pump_step(q);
+		q->end = ret;
+		if (ticks)
+			*ticks = q->ticks;
+		if (yields && !ret)
+			*yields = spin_yields(q);
+		pthread_mutex_unlock(&q->lock);
+	} while (!ret && atomic_load(&q->work) != w);
+	return ret;
+}
+
+static int spin(struct sdp_qpc *q, int *ret)
+{
+	unsigned long t0, t;
+	unsigned int d0 = atomic_load(&q->drives);
+	uint64_t until = sdp_now_ns() + sdp_spin_ns();
+	int yields = 0;
+
+	*ret = pump_locked(q, &t0, NULL);
+	if (*ret)
+		return 1;
+	do {
+		*ret = pump_locked(q, &t, &yields);
+		/* something moved, or the program's threads step it */
+		if (*ret || t != t0 || atomic_load(&q->drives) != d0)
 			return 1;
-		if (spin_yields(q))
+		if (yields)
 			sched_yield();
-	} while (now_ns() < until);
+	} while (sdp_now_ns() < until);
+	pthread_mutex_lock(&q->lock);
 	q->app_bulk = 0;
+	pthread_mutex_unlock(&q->lock);
 	return 0;
+}
+
+static void wake_drain(struct sdp_qpc *q)
+{
+	uint64_t v;
+
+	if (sdp_real.read(q->wake_fd, &v, sizeof(v)) < 0)
+		return; /* nothing to drain: EAGAIN */
+}
+
+/* While the program's threads step the connection in their calls (the
+ * count moved since the last look) and none sleeps in the kernel on it,
+ * the pump keeps out of their way: it sleeps a tick watching only the
+ * CM's channel and its wake-up, neither the CQ (whose events would wake
+ * it for every message) nor the socketpair (the program's writes). 1 when
+ * it slept so. */
+static int pump_quiet(struct sdp_qpc *q)
+{
+	unsigned int d = atomic_load(&q->drives);
+	struct pollfd p[2] = {
+		{ .fd = q->ch->fd, .events = POLLIN },
+		{ .fd = q->wake_fd, .events = POLLIN },
+	};
+
+	if (d == q->drives_seen)
+		return 0;
+	q->drives_seen = d;
+	/* quiet first, then the sleepers: a thread that goes to sleep
+	 * counts itself first, then looks whether to wake us */
+	atomic_store(&q->quiet, 1);
+	if (atomic_load(&q->sleepers) || atomic_load(&sdp_sleepers_all)) {
+		atomic_store(&q->quiet, 0);
+		return 0;
+	}
+	sdp_real.poll(p, 2, SDP_QUIET_MS);
+	atomic_store(&q->quiet, 0);
+	if (p[1].revents & POLLIN)
+		wake_drain(q);
+	return 1;
 }
 
 void *sdp_pump(void *arg)
 {
 	struct sdp_qpc *q = arg;
-	struct pollfd p[3];
+	struct pollfd p[4];
 	int ret;
 
+	q->pid = getpid();
+	q->drives_seen = atomic_load(&q->drives);
+	atomic_store(&q->live, 1);
+	sdp_drive_add(q);
 	for (;;) {
-		/* every event: the channel's fd is non-blocking, and events
-		 * of the id's first (synchronous) channel may wait in the
-		 * library's backlog, which the fd does not show */
-		while ((ret = cm_event(q)) == 0)
-			;
-		if (ret != 2)
+		ret = pump_locked(q, NULL, NULL);
+		if (ret)
 			break;
+		if (pump_quiet(q))
+			continue;
 		if (spin(q, &ret)) {
 			if (ret)
 				break;
 			continue;
 		}
-		if (ibv_req_notify_cq(q->cq, 0)) {
-			ret = -EIO;
-			break;
-		}
-		ret = pump_step(q);
+		pthread_mutex_lock(&q->lock);
+		ret = ibv_req_notify_cq(q->cq, 0) ? -EIO : 0;
+		pthread_mutex_unlock(&q->lock);
+		if (!ret)
+			ret = pump_locked(q, NULL, NULL);
 		if (ret)
 			break;
+		pthread_mutex_lock(&q->lock);
 		p[0] = (struct pollfd){ .fd = q->comp->fd, .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = q->ch->fd, .events = POLLIN };
 		p[2] = (struct pollfd){ .fd = q->ufd, .events = 0 };
+		p[3] = (struct pollfd){ .fd = q->wake_fd, .events = POLLIN };
 		if (q->in_blocked)
 			p[2].events |= POLLIN;
 		if (q->out_blocked)
 			p[2].events |= POLLOUT;
-		if (poll(p, 3, q->app_gone ? 200 : -1) < 0 && errno != EINTR) {
+		pthread_mutex_unlock(&q->lock);
+		if (sdp_real.poll(p, 4, q->app_gone ? 200 : -1) < 0 && errno != EINTR) {
 			ret = -EIO;
 			break;
 		}
@@ -704,7 +819,11 @@ void *sdp_pump(void *arg)
 			if (!ibv_get_cq_event(q->comp, &cq, &ctx))
 				ibv_ack_cq_events(cq, 1);
 		}
+		if (p[3].revents & POLLIN)
+			wake_drain(q);
 	}
+	sdp_drive_del(q);
+	pthread_mutex_lock(&q->lock);
 	if (ret < 0) {
 		atomic_store(&q->pub.error, -ret);
 		sdp_log(SDP_LOG_WARN, "SDP connection with %s ended: %s", q->peer_str,
@@ -718,12 +837,15 @@ void *sdp_pump(void *arg)
 		q->peer_str, q->n_srcavail,
 		q->n_wrcompl, q->n_sinkavail, q->n_read, q->n_written);
 	if (ret < 0)
-		shutdown(q->ufd, SHUT_RDWR);
+		sdp_real.shutdown(q->ufd, SHUT_RDWR);
 	else
-		shutdown(q->ufd, SHUT_WR);
+		sdp_real.shutdown(q->ufd, SHUT_WR);
 	rdma_disconnect(q->id);
 	set_draining(q, 0);
-	sdp_qpc_free(q);
+	q->dead = 1;
+	qpc_release(q);
+	pthread_mutex_unlock(&q->lock);
+	sdp_conn_put(&q->pub);
 	atomic_fetch_sub(&pumps_alive, 1);
 	return NULL;
 }

@@ -171,9 +171,13 @@ struct sdp_conn *sdp_fd_conn(int fd);
 struct sdp_qpc;
 struct sdp_qpc *sdp_drive_get(struct sdp_conn *c);
 void sdp_drive_put(struct sdp_qpc *q);
-/* one step of Q now (or by the thread that holds it); whether its peer
- * is on this host (a spin yields) */
-int sdp_drive(struct sdp_qpc *q);
+/* one step of Q now (or by the thread that holds it; MODE: SDP_STEP_*,
+ * sdp_qpc.h); whether its peer is on this host (a spin yields) */
+int sdp_drive(struct sdp_qpc *q, int mode);
+/* moves when a step may have put something into the program's end */
+unsigned int sdp_drive_seq(struct sdp_qpc *q);
+/* whether what came waits for room in the program's end */
+int sdp_drive_waiting(struct sdp_qpc *q);
 /* a step of every live connection of the process: -1 none, else whether
  * one's peer is on this host */
 int sdp_drive_all(void);

@@ -408,12 +408,20 @@ static int deliver(struct sdp_qpc *q)
 		if (e->len && !q->app_gone) {
 			n = sdp_real.sendto(q->ufd, from + e->off, e->len,
 					   MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0);
-			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* EFAULT: the buffer's pages are being moved onto
+			 * shared memory (a remote-writable buffer a peer of
+			 * this host first wrote: transmit's EFAULT); so later */
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EFAULT)) {
 				q->out_blocked = 1;
+				atomic_store(&q->out_wait, 1);
 				return 0;
 			}
-			if (n < 0)
+			if (n < 0) {
+				sdp_log(SDP_LOG_DEBUG, "the program's end takes no more: %s",
+					strerror(errno));
 				q->app_gone = 1; /* EPIPE: closed, or shut for reading */
+			}
+			atomic_fetch_add(&q->out_seq, 1);
 		}
 		q->ticks++;
 		if (n > 0 && (uint32_t)n < e->len) {
@@ -434,6 +442,7 @@ static int deliver(struct sdp_qpc *q)
 		q->rxq_head = (q->rxq_head + 1) % SDP_RXQ;
 		q->rxq_n--;
 	}
+	atomic_store(&q->out_wait, 0);
 	return 0;
 }
 
@@ -443,9 +452,14 @@ static int deliver(struct sdp_qpc *q)
 static int transmit(struct sdp_qpc *q)
 {
 	uint32_t off = SDP_TX_DATA_OFF - SDP_BSDH_LEN;
+	/* a reader's step leaves the program's bytes to the writer's own
+	 * (sdp_drive), unless one asked for them meanwhile */
+	int rd = !(q->step_mode & SDP_STEP_NO_READ) || atomic_exchange(&q->want_read, 0);
 	int ret;
 
-	q->in_blocked = 0;
+	q->in_blocked = !rd;
+	if (!(q->step_mode & SDP_STEP_NO_READ))
+		atomic_store(&q->want_read, 0);
 	if (q->rrc_due && q->established && slot_free(q) && sdp_credits(&q->flow) >= 1) {
 		sdp_rdcompl_fill(&q->flow, tx_slot(q) + off, q->rrc_due - 1);
 		q->rrc_due = 0;
@@ -462,8 +476,19 @@ static int transmit(struct sdp_qpc *q)
 		if (ret)
 			return ret;
 	}
-	while (q->established && !q->rd_eof && q->tx_inflight < SDP_TXN - 2 && slot_free(q) &&
-	       sdp_credits(&q->flow) >= 2) {
+	while (rd && q->established && !q->rd_eof && q->tx_inflight < SDP_TXN - 2 &&
+	       slot_free(q) && sdp_credits(&q->flow) >= 2) {
+		/* a writer's step with sends in flight leaves its bytes to
+		 * gather in the socketpair (as Nagle's algorithm): the next
+		 * step after a completion sends them as one message, so a
+		 * stream of small writes is not a message each (after a
+		 * small piece only: a bulk writer's pieces are whole) */
+		if ((q->step_mode & SDP_STEP_SHORT) && q->tx_inflight >= SDP_TX_GATHER &&
+		    q->tx_last < SDP_TX_SMALL) {
+			atomic_store(&q->want_read, 1);
+			q->in_blocked = 1;
+			break;
+		}
 		/* the peer's SinkAvail takes the next piece if it is large */
 		int wr = q->zcopy && q->flow.wsink_in;
 		uint32_t max = wr && q->peer_sink_len < q->pub.payload_max ? q->peer_sink_len :
@@ -480,6 +505,8 @@ static int transmit(struct sdp_qpc *q)
 		}
 		if ((size_t)n == max)
 			q->app_bulk = 1; /* more may be on its way: spin_yields */
+		if (n > 0)
+			q->tx_last = (uint32_t)n;
 		if (n <= 0) {
 			sdp_log(SDP_LOG_DEBUG, "end of the program's stream: %zd (%s)", n,
 				n ? strerror(errno) : "end");
@@ -494,6 +521,12 @@ static int transmit(struct sdp_qpc *q)
 			ret = post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN + (uint32_t)n);
 		if (ret)
 			return ret;
+		/* a writer's step: what it wrote is out (a short piece), more
+		 * is another writer's, whose own step follows */
+		if ((q->step_mode & SDP_STEP_SHORT) && (uint32_t)n < max) {
+			q->in_blocked = 1;
+			break;
+		}
 	}
 	if (!q->established || !slot_free(q) || sdp_credits(&q->flow) < 1)
 		return 0;
@@ -520,10 +553,12 @@ static int cm_event(struct sdp_qpc *q)
 		q->established = 1;
 		return 0;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		/* what the peer sent before its DREQ is in the CQ */
+		/* what the peer sent before its DREQ is in the CQ: it goes to
+		 * the program before the end (pump_step) */
 		if (drain_cq(q) || !q->flow.got_disconn)
 			return -ECONNRESET;
-		return 1;
+		q->dreq = 1;
+		return 0;
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:
@@ -567,20 +602,24 @@ void sdp_conn_flush(int ms)
 /* One step; 1 when the connection has ended as agreed, < 0 on error. */
 static int pump_step(struct sdp_qpc *q)
 {
-	int ret = drain_cq(q), dret;
+	/* after the peer's DREQ the QP sends and receives nothing more */
+	int ret = q->dreq ? 0 : drain_cq(q), dret;
 
 	/* what arrived before an error is the program's */
 	dret = deliver(q);
 	if (!ret)
 		ret = dret;
-	if (!ret)
+	if (!ret && !q->dreq)
 		ret = transmit(q);
 	if (ret)
 		return ret;
 	if (q->flow.got_disconn && !q->rxq_n && !q->app_gone && !q->shut_wr) {
 		sdp_real.shutdown(q->ufd, SHUT_WR); /* the program reads its end of stream */
 		q->shut_wr = 1;
+		atomic_fetch_add(&q->out_seq, 1);
 	}
+	if (q->dreq && !q->rxq_n)
+		return 1; /* all the peer sent went to the program */
 	/* the program reads no more (EPIPE: closed, or shutdown SHUT_RD) and
 	 * writes no more: the peer's DisConn is waited for a while only */
 	if (q->app_gone && q->rd_eof && !q->gone_at.tv_sec)
@@ -594,7 +633,15 @@ static int pump_step(struct sdp_qpc *q)
 	return 0;
 }
 
-int sdp_qpc_step(struct sdp_qpc *q) { return pump_step(q); }
+int sdp_qpc_step(struct sdp_qpc *q, int mode)
+{
+	int ret;
+
+	q->step_mode = (uint8_t)mode;
+	ret = pump_step(q);
+	q->step_mode = 0;
+	return ret;
+}
 
 uint64_t sdp_now_ns(void)
 {
@@ -678,11 +725,23 @@ static int spin_yields(struct sdp_qpc *q)
 	return !ioctl(q->ufd, SIOCINQ, &n) && n > 0;
 }
 
+/* What the pump does under the lock besides its step (the lock is taken
+ * only in pump_locked, so that a step a calling thread asked for while
+ * the pump held it is never left undone). */
+struct pump_look {
+	unsigned long ticks; /* out: the work done counter, */
+	unsigned long ticks_before; /* and before the step */
+	int yields;	     /* out: spin_yields */
+	int arm;	     /* in: arm the CQ first */
+	int clear_bulk;	     /* in: app_bulk = 0 */
+	struct pollfd *p;    /* out: what the pump's sleep watches, */
+	int timeout;	     /* and for how long */
+};
+
 /* The pump's step under the lock: the CM's events, then pump_step; again
  * while a calling thread asked for one meanwhile (sdp_drive). A result
- * that ends the connection stays in `end`. TICKS: the work done counter
- * after it, YIELDS: spin_yields (NULL: not asked). */
-static int pump_locked(struct sdp_qpc *q, unsigned long *ticks, int *yields)
+ * that ends the connection stays in `end`. */
+static int pump_locked(struct sdp_qpc *q, struct pump_look *lk)
 {
 	unsigned int w;
 	int ret;
@@ -690,18 +749,36 @@ static int pump_locked(struct sdp_qpc *q, unsigned long *ticks, int *yields)
 	do {
 		pthread_mutex_lock(&q->lock);
 		w = atomic_load(&q->work);
+		ret = q->end;
+		if (lk)
+			lk->ticks_before = q->ticks;
+		if (!ret && lk && lk->arm && ibv_req_notify_cq(q->cq, 0))
+			ret = -EIO;
 		/* every event: the channel's fd is non-blocking, and events
 		 * of the id's first (synchronous) channel may wait in the
 		 * library's backlog, which the fd does not show */
-		while ((ret = q->end) == 0 && (ret = cm_event(q)) == 0)
+		while (!ret && (ret = cm_event(q)) == 0)
 			;
 		if (ret == 2)
 			ret = pump_step(q);
 		q->end = ret;
-		if (ticks)
-			*ticks = q->ticks;
-		if (yields && !ret)
-			*yields = spin_yields(q);
+		if (lk) {
+			lk->ticks = q->ticks;
+			lk->yields = !ret && spin_yields(q);
+			if (lk->clear_bulk)
+				q->app_bulk = 0;
+			if (lk->p) {
+				lk->p[0] = (struct pollfd){ .fd = q->comp->fd, .events = POLLIN };
+				lk->p[1] = (struct pollfd){ .fd = q->ch->fd, .events = POLLIN };
+				lk->p[2] = (struct pollfd){ .fd = q->ufd, .events = 0 };
+				lk->p[3] = (struct pollfd){ .fd = q->wake_fd, .events = POLLIN };
+				if (q->in_blocked)
+					lk->p[2].events |= POLLIN;
+				if (q->out_blocked)
+					lk->p[2].events |= POLLOUT;
+				lk->timeout = q->app_gone ? 200 : -1;
+			}
+		}
 		pthread_mutex_unlock(&q->lock);
 	} while (!ret && atomic_load(&q->work) != w);
 	return ret;
@@ -709,26 +786,26 @@ static int pump_locked(struct sdp_qpc *q, unsigned long *ticks, int *yields)
 
 static int spin(struct sdp_qpc *q, int *ret)
 {
-	unsigned long t0, t;
+	struct pump_look lk = { 0 };
+	unsigned long t0;
 	unsigned int d0 = atomic_load(&q->drives);
 	uint64_t until = sdp_now_ns() + sdp_spin_ns();
-	int yields = 0;
 
-	*ret = pump_locked(q, &t0, NULL);
+	*ret = pump_locked(q, &lk);
 	if (*ret)
 		return 1;
+	t0 = lk.ticks;
 	do {
-		*ret = pump_locked(q, &t, &yields);
+		*ret = pump_locked(q, &lk);
 		/* something moved, or the program's threads step it */
-		if (*ret || t != t0 || atomic_load(&q->drives) != d0)
+		if (*ret || lk.ticks != t0 || atomic_load(&q->drives) != d0)
 			return 1;
-		if (yields)
+		if (lk.yields)
 			sched_yield();
 	} while (sdp_now_ns() < until);
-	pthread_mutex_lock(&q->lock);
-	q->app_bulk = 0;
-	pthread_mutex_unlock(&q->lock);
-	return 0;
+	lk.clear_bulk = 1;
+	*ret = pump_locked(q, &lk);
+	return *ret != 0;
 }
 
 static void wake_drain(struct sdp_qpc *q)
@@ -781,34 +858,25 @@ void *sdp_pump(void *arg)
 	atomic_store(&q->live, 1);
 	sdp_drive_add(q);
 	for (;;) {
-		ret = pump_locked(q, NULL, NULL);
+		struct pump_look lk = { .arm = 1, .p = p }, first = { 0 };
+
+		ret = pump_locked(q, &first);
 		if (ret)
 			break;
-		if (pump_quiet(q))
+		/* quiet only while its own steps find nothing to do: a bulk
+		 * transfer keeps the pump moving bytes beside the program */
+		if (first.ticks == first.ticks_before && pump_quiet(q))
 			continue;
 		if (spin(q, &ret)) {
 			if (ret)
 				break;
 			continue;
 		}
-		pthread_mutex_lock(&q->lock);
-		ret = ibv_req_notify_cq(q->cq, 0) ? -EIO : 0;
-		pthread_mutex_unlock(&q->lock);
-		if (!ret)
-			ret = pump_locked(q, NULL, NULL);
+		/* armed, then a step: what came before the arm is seen */
+		ret = pump_locked(q, &lk);
 		if (ret)
 			break;
-		pthread_mutex_lock(&q->lock);
-		p[0] = (struct pollfd){ .fd = q->comp->fd, .events = POLLIN };
-		p[1] = (struct pollfd){ .fd = q->ch->fd, .events = POLLIN };
-		p[2] = (struct pollfd){ .fd = q->ufd, .events = 0 };
-		p[3] = (struct pollfd){ .fd = q->wake_fd, .events = POLLIN };
-		if (q->in_blocked)
-			p[2].events |= POLLIN;
-		if (q->out_blocked)
-			p[2].events |= POLLOUT;
-		pthread_mutex_unlock(&q->lock);
-		if (sdp_real.poll(p, 4, q->app_gone ? 200 : -1) < 0 && errno != EINTR) {
+		if (sdp_real.poll(p, 4, lk.timeout) < 0 && errno != EINTR) {
 			ret = -EIO;
 			break;
 		}
@@ -843,6 +911,7 @@ void *sdp_pump(void *arg)
 	rdma_disconnect(q->id);
 	set_draining(q, 0);
 	q->dead = 1;
+	atomic_fetch_add(&q->out_seq, 1);
 	qpc_release(q);
 	pthread_mutex_unlock(&q->lock);
 	sdp_conn_put(&q->pub);

@@ -91,12 +91,14 @@ static void wake(struct sdp_qpc *q)
 		return; /* the counter is full: it is awake anyway */
 }
 
-int sdp_drive(struct sdp_qpc *q)
+int sdp_drive(struct sdp_qpc *q, int mode)
 {
 	unsigned int w;
 	int ret = 0, local = 0;
 
 	atomic_fetch_add(&q->drives, 1);
+	if (!(mode & SDP_STEP_NO_READ))
+		atomic_store(&q->want_read, 1);
 	atomic_fetch_add(&q->work, 1);
 	do {
 		/* held: its holder steps again for our `work` */
@@ -104,18 +106,23 @@ int sdp_drive(struct sdp_qpc *q)
 			return local;
 		w = atomic_load(&q->work);
 		if (!q->dead && !q->end) {
-			ret = sdp_qpc_step(q);
+			ret = sdp_qpc_step(q, mode);
 			q->end = ret;
 			local = sdp_qpc_local(q);
 		}
 		pthread_mutex_unlock(&q->lock);
 		if (ret) {
+			atomic_fetch_add(&q->out_seq, 1);
 			wake(q); /* the pump ends it */
 			return local;
 		}
 	} while (atomic_load(&q->work) != w);
 	return local;
 }
+
+unsigned int sdp_drive_seq(struct sdp_qpc *q) { return atomic_load(&q->out_seq); }
+
+int sdp_drive_waiting(struct sdp_qpc *q) { return atomic_load(&q->out_wait); }
 
 int sdp_drive_all(void)
 {
@@ -127,7 +134,7 @@ int sdp_drive_all(void)
 	pthread_mutex_lock(&live_lock);
 	if (live_pid == my_pid)
 		for (q = live; q; q = q->next)
-			any = sdp_drive(q) || any > 0;
+			any = sdp_drive(q, SDP_STEP_SHORT) || any > 0;
 	pthread_mutex_unlock(&live_lock);
 	return any;
 }

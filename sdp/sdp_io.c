@@ -28,6 +28,7 @@
 
 #define SDP_EXPORT __attribute__((visibility("default")))
 #define SDP_IOV_MAX 64 /* a write's pieces stepped as they go */
+#define SDP_TX_BULK (64u * 1024) /* a write from this size on is the pump's */
 
 static int nonblocking(int fd)
 {
@@ -36,7 +37,9 @@ static int nonblocking(int fd)
 	return fl >= 0 && (fl & O_NONBLOCK);
 }
 
-static int again(ssize_t n) { return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK); }
+static int again_e(ssize_t n, int err) { return n < 0 && (err == EAGAIN || err == EWOULDBLOCK); }
+
+static int again(ssize_t n) { return again_e(n, errno); }
 
 /* End of stream on an SDP connection that ended in error: the error. */
 static ssize_t end_of(struct sdp_conn *c, ssize_t ret)
@@ -52,9 +55,22 @@ static ssize_t end_of(struct sdp_conn *c, ssize_t ret)
 	return -1;
 }
 
-static ssize_t rx_once(int fd, struct msghdr *m, int flags)
+static size_t iov_total(const struct msghdr *m)
 {
-	return sdp_real.recvmsg(fd, m, flags);
+	size_t i, t = 0;
+
+	for (i = 0; i < m->msg_iovlen; i++)
+		t += m->msg_iov[i].iov_len;
+	return t;
+}
+
+/* (its errno in *ERR) */
+static ssize_t rx_once(int fd, struct msghdr *m, int flags, int *err)
+{
+	ssize_t n = sdp_real.recvmsg(fd, m, flags);
+
+	*err = errno;
+	return n;
 }
 
 /* A receive on C's descriptor: what is there; else a step, and again,
@@ -63,40 +79,50 @@ static ssize_t rx_drive(int fd, struct sdp_conn *c, struct msghdr *m, int flags)
 {
 	struct sdp_qpc *q = sdp_drive_get(c);
 	uint64_t until = 0;
+	unsigned int seq;
 	ssize_t n;
 	int local, err;
 
 	if (!q)
-		return rx_once(fd, m, flags);
-	if (flags & MSG_WAITALL) { /* a partial read would not do */
-		sdp_drive(q);
+		return sdp_real.recvmsg(fd, m, flags);
+	/* a partial read would not do; a bulk reader's buffer is the
+	 * pump's to fill, beside its reads (as a bulk write) */
+	if ((flags & MSG_WAITALL) || iov_total(m) >= SDP_TX_BULK) {
 		sdp_block_begin(q);
-		n = rx_once(fd, m, flags);
-		err = errno;
+		n = rx_once(fd, m, flags, &err);
 		sdp_block_end(q);
 		goto out;
 	}
-	for (;;) {
-		n = rx_once(fd, m, flags | MSG_DONTWAIT);
-		if (!again(n))
-			break;
-		local = sdp_drive(q);
-		n = rx_once(fd, m, flags | MSG_DONTWAIT);
-		if (!again(n) || (flags & MSG_DONTWAIT) || (!until && nonblocking(fd)))
+	/* the socketpair is looked at again only when a step may have put
+	 * something there (or at the end of the spin) */
+	seq = sdp_drive_seq(q);
+	n = rx_once(fd, m, flags | MSG_DONTWAIT, &err);
+	while (again_e(n, err)) {
+		local = sdp_drive(q, SDP_STEP_NO_READ);
+		if (sdp_drive_seq(q) != seq) {
+			seq = sdp_drive_seq(q);
+			n = rx_once(fd, m, flags | MSG_DONTWAIT, &err);
+			if (!again_e(n, err))
+				break;
+		}
+		if ((flags & MSG_DONTWAIT) || (!until && nonblocking(fd)))
 			break;
 		if (!until) {
 			until = sdp_now_ns() + sdp_spin_ns();
 		} else if (sdp_now_ns() >= until) {
 			sdp_block_begin(q);
-			n = rx_once(fd, m, flags);
-			err = errno;
+			n = rx_once(fd, m, flags, &err);
 			sdp_block_end(q);
 			goto out;
 		}
-		if (local)
+		if (local > 0)
 			sched_yield();
 	}
-	err = errno;
+	/* a reader that takes what was there steps too when more waits for
+	 * room: the buffers go back to the peer as credits now, not when the
+	 * socketpair is dry */
+	if (n > 0 && sdp_drive_waiting(q))
+		sdp_drive(q, SDP_STEP_NO_READ);
 out:
 	sdp_drive_put(q);
 	errno = err;
@@ -146,14 +172,17 @@ static ssize_t tx_drive(int fd, struct sdp_conn *c, const struct msghdr *msg, in
 
 	m.msg_name = NULL;
 	m.msg_namelen = 0;
-	if (!q || m.msg_iovlen > SDP_IOV_MAX) {
+	for (i = 0; i < m.msg_iovlen; i++)
+		total += msg->msg_iov[i].iov_len;
+	/* a bulk write is the pump's, as the base design had it: its reads
+	 * of the socketpair run beside the program's writes */
+	if (!q || m.msg_iovlen > SDP_IOV_MAX || total >= SDP_TX_BULK) {
 		if (q)
 			sdp_block_begin(q);
 		n = sdp_real.sendmsg(fd, &m, flags);
 		err = errno;
 		if (q) {
 			sdp_block_end(q);
-			sdp_drive(q);
 			sdp_drive_put(q);
 		}
 		errno = err;
@@ -161,14 +190,12 @@ static ssize_t tx_drive(int fd, struct sdp_conn *c, const struct msghdr *msg, in
 	}
 	memcpy(iov, msg->msg_iov, m.msg_iovlen * sizeof(*iov));
 	m.msg_iov = iov;
-	for (i = 0; i < m.msg_iovlen; i++)
-		total += iov[i].iov_len;
 	for (;;) {
 		n = sdp_real.sendmsg(fd, &m, flags | MSG_DONTWAIT);
 		if (n > 0) {
 			done += (size_t)n;
 			iov_advance(&m, (size_t)n);
-			sdp_drive(q);
+			sdp_drive(q, SDP_STEP_SHORT);
 			if (done == total)
 				break;
 			until = 0; /* it moves */
@@ -176,12 +203,12 @@ static ssize_t tx_drive(int fd, struct sdp_conn *c, const struct msghdr *msg, in
 		}
 		if (!again(n))
 			break;
-		local = sdp_drive(q);
+		local = sdp_drive(q, SDP_STEP_SHORT);
 		if ((flags & MSG_DONTWAIT) || (!until && nonblocking(fd))) {
 			n = sdp_real.sendmsg(fd, &m, flags | MSG_DONTWAIT);
 			if (n > 0) {
 				done += (size_t)n;
-				sdp_drive(q);
+				sdp_drive(q, SDP_STEP_SHORT);
 			}
 			break;
 		}
@@ -195,11 +222,11 @@ static ssize_t tx_drive(int fd, struct sdp_conn *c, const struct msghdr *msg, in
 			errno = err;
 			if (n > 0) {
 				done += (size_t)n;
-				sdp_drive(q);
+				sdp_drive(q, SDP_STEP_SHORT);
 			}
 			break;
 		}
-		if (local)
+		if (local > 0)
 			sched_yield();
 	}
 	err = errno;

@@ -32,6 +32,10 @@
 /* payloads from this size on are offered by SrcAvail (zero copy, read
  * mode) when the peer takes adverts (LIBSDP_ZCOPY=0: never) */
 #define SDP_ZCOPY_MIN (32u * 1024)
+/* a writer's step with this many sends in flight leaves small writes
+ * to gather (sdp_conn.c transmit) */
+#define SDP_TX_GATHER 4
+#define SDP_TX_SMALL 2048
 /* how long the end waits for the peer's DisConn once the program is gone */
 #define SDP_CLOSE_MS 5000
 /* how long a pump polls before it sleeps: a completion channel's wake-up
@@ -71,6 +75,7 @@ struct sdp_qpc {
 	struct sdp_rxq rxq[SDP_RXQ];
 	unsigned int rxq_head, rxq_n;
 	unsigned int tx_head, tx_inflight;
+	uint8_t dreq;	     /* the peer's DREQ came (after its DisConn) */
 	uint8_t established, rd_eof, sent_disconn, app_gone, out_blocked, in_blocked, shut_wr;
 	int err;
 	uint8_t draining;
@@ -109,14 +114,22 @@ struct sdp_qpc {
 	atomic_uint work, drives;
 	unsigned int drives_seen; /* the pump's */
 	atomic_int sleepers, quiet;
+	uint8_t step_mode;   /* SDP_STEP_*: whose step this is */
+	uint32_t tx_last;    /* the size of the last piece read from the program */
+	atomic_int want_read; /* a writer asked for a step that reads its bytes */
+	atomic_uint out_seq; /* moves when the program's end may have more to read */
+	atomic_int out_wait; /* what came waits for room in the socketpair */
 	struct sdp_qpc *next; /* the process's live connections */
 };
 
 struct sdp_qpc *sdp_qpc_new(void);
 void sdp_qpc_free(struct sdp_qpc *q);
 /* one step of the connection (under its lock): what came to the program,
- * what it wrote to the peer; 1 when it ended as agreed, < 0 on error */
-int sdp_qpc_step(struct sdp_qpc *q);
+ * what it wrote to the peer; 1 when it ended as agreed, < 0 on error.
+ * MODE: a reader's step reads none of the program's bytes (NO_READ), a
+ * writer's stops after a short piece (SHORT); 0 the pump's. */
+enum { SDP_STEP_NO_READ = 1, SDP_STEP_SHORT = 2 };
+int sdp_qpc_step(struct sdp_qpc *q, int mode);
 /* whether its peer is on this host (a spin yields the CPU for it) */
 int sdp_qpc_local(struct sdp_qpc *q);
 uint64_t sdp_spin_ns(void);

@@ -61,7 +61,7 @@ static int ws_drive(struct waitset *w)
 	if (w->all)
 		return sdp_drive_all();
 	for (i = 0; i < w->n; i++)
-		local = sdp_drive(w->q[i]) || local > 0;
+		local = sdp_drive(w->q[i], SDP_STEP_SHORT) || local > 0;
 	return local;
 }
 
@@ -80,7 +80,7 @@ static int wait_drive(struct waitset *w, int zero_timeout, int (*call)(void *, i
 		n = call(arg, 1);
 		if (n != 0 || sdp_now_ns() >= until)
 			break;
-		if (local)
+		if (local > 0)
 			sched_yield();
 		local = ws_drive(w);
 	}

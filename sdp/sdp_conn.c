@@ -24,6 +24,7 @@
  * is sdp_connect.c's.
  */
 #include "sdp_qpc.h"
+#include "sof_peer.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -665,40 +666,13 @@ uint64_t sdp_spin_ns(void)
 	return ns;
 }
 
-/* Whether the established QP's peer is on another host: its address is
- * none of this port's GIDs (or LIDs, on InfiniBand without a GRH). Such a
- * QP's transport runs in this process (verbs/tp_host.c) and polling the CQ
- * moves it; one to a peer on this host runs in the daemon, as every QP
- * under SOFTOFED_ENGINE=daemon (counted as local). */
-static int peer_remote(struct sdp_qpc *q)
-{
-	const char *engine = getenv("SOFTOFED_ENGINE");
-	struct rdma_cm_id *id = q->id;
-	struct ibv_qp_init_attr init;
-	struct ibv_port_attr port;
-	struct ibv_qp_attr attr;
-	union ibv_gid gid;
-	int i;
-
-	if ((engine && !strcmp(engine, "daemon")) || !id->qp ||
-	    ibv_query_qp(id->qp, &attr, IBV_QP_AV, &init) ||
-	    ibv_query_port(id->verbs, id->port_num, &port))
-		return 0;
-	if (!attr.ah_attr.is_global)
-		return attr.ah_attr.dlid < port.lid ||
-		       attr.ah_attr.dlid >= port.lid + (1u << port.lmc);
-	for (i = 0; i < port.gid_tbl_len; i++)
-		if (!ibv_query_gid(id->verbs, id->port_num, i, &gid) &&
-		    !memcmp(&gid, &attr.ah_attr.grh.dgid, sizeof(gid)))
-			return 0;
-	return 1;
-}
-
 /* (under the lock) */
 int sdp_qpc_local(struct sdp_qpc *q)
 {
 	if (!q->locality && q->established)
-		q->locality = peer_remote(q) ? SDP_PEER_REMOTE : SDP_PEER_LOCAL;
+		q->locality = sof_peer_remote(q->id->qp, q->id->verbs, q->id->port_num) ?
+				      SDP_PEER_REMOTE :
+				      SDP_PEER_LOCAL;
 	return q->locality != SDP_PEER_REMOTE;
 }
 

@@ -178,8 +178,12 @@ int sdp_drive(struct sdp_qpc *q, int mode);
 unsigned int sdp_drive_seq(struct sdp_qpc *q);
 /* whether what came waits for room in the program's end */
 int sdp_drive_waiting(struct sdp_qpc *q);
-/* a step of every live connection of the process: -1 none, else whether
- * one's peer is on this host */
+/* the program's reads and writes on Q are bulk (64 KiB or more: the
+ * pump's), or not; whether they are (a wait then leaves Q to its pump) */
+void sdp_drive_bulk(struct sdp_qpc *q, int on);
+int sdp_drive_bulky(struct sdp_qpc *q);
+/* a step of every live connection of the process but the bulky ones: -1
+ * none, -2 only bulky ones, else whether one's peer is on this host */
 int sdp_drive_all(void);
 /* around a call that sleeps in the kernel on Q (NULL: on any): its pump
  * watches the CQ and the socketpair meanwhile */

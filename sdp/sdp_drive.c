@@ -124,6 +124,14 @@ unsigned int sdp_drive_seq(struct sdp_qpc *q) { return atomic_load(&q->out_seq);
 
 int sdp_drive_waiting(struct sdp_qpc *q) { return atomic_load(&q->out_wait); }
 
+void sdp_drive_bulk(struct sdp_qpc *q, int on)
+{
+	if (atomic_load_explicit(&q->bulk_io, memory_order_relaxed) != on)
+		atomic_store(&q->bulk_io, on);
+}
+
+int sdp_drive_bulky(struct sdp_qpc *q) { return atomic_load(&q->bulk_io); }
+
 int sdp_drive_all(void)
 {
 	struct sdp_qpc *q;
@@ -133,8 +141,13 @@ int sdp_drive_all(void)
 		return -1;
 	pthread_mutex_lock(&live_lock);
 	if (live_pid == my_pid)
-		for (q = live; q; q = q->next)
+		for (q = live; q; q = q->next) {
+			if (sdp_drive_bulky(q)) {
+				any = any < 0 ? -2 : any;
+				continue;
+			}
 			any = sdp_drive(q, SDP_STEP_SHORT) || any > 0;
+		}
 	pthread_mutex_unlock(&live_lock);
 	return any;
 }

@@ -87,6 +87,7 @@ static ssize_t rx_drive(int fd, struct sdp_conn *c, struct msghdr *m, int flags)
 		return sdp_real.recvmsg(fd, m, flags);
 	/* a partial read would not do; a bulk reader's buffer is the
 	 * pump's to fill, beside its reads (as a bulk write) */
+	sdp_drive_bulk(q, iov_total(m) >= SDP_TX_BULK);
 	if ((flags & MSG_WAITALL) || iov_total(m) >= SDP_TX_BULK) {
 		sdp_block_begin(q);
 		n = rx_once(fd, m, flags, &err);
@@ -176,6 +177,8 @@ static ssize_t tx_drive(int fd, struct sdp_conn *c, const struct msghdr *msg, in
 		total += msg->msg_iov[i].iov_len;
 	/* a bulk write is the pump's, as the base design had it: its reads
 	 * of the socketpair run beside the program's writes */
+	if (q)
+		sdp_drive_bulk(q, total >= SDP_TX_BULK);
 	if (!q || m.msg_iovlen > SDP_IOV_MAX || total >= SDP_TX_BULK) {
 		if (q)
 			sdp_block_begin(q);

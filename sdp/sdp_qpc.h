@@ -119,6 +119,7 @@ struct sdp_qpc {
 	atomic_int want_read; /* a writer asked for a step that reads its bytes */
 	atomic_uint out_seq; /* moves when the program's end may have more to read */
 	atomic_int out_wait; /* what came waits for room in the socketpair */
+	atomic_int bulk_io;  /* the program's last read or write was bulk: the pump's */
 	struct sdp_qpc *next; /* the process's live connections */
 };
 

@@ -53,15 +53,22 @@ static void ws_done(struct waitset *w)
 		sdp_drive_put(w->q[--w->n]);
 }
 
-/* a step of each: -1 none, else whether a peer is on this host */
+/* a step of each but those the program moves bulk on (their pumps move
+ * the bytes, the wait sleeps in the kernel as before): -1 none, -2 only
+ * bulky ones, else whether a peer is on this host */
 static int ws_drive(struct waitset *w)
 {
 	int i, local = -1;
 
 	if (w->all)
 		return sdp_drive_all();
-	for (i = 0; i < w->n; i++)
+	for (i = 0; i < w->n; i++) {
+		if (sdp_drive_bulky(w->q[i])) {
+			local = local < 0 ? -2 : local;
+			continue;
+		}
 		local = sdp_drive(w->q[i], SDP_STEP_SHORT) || local > 0;
+	}
 	return local;
 }
 
@@ -71,14 +78,14 @@ static int wait_drive(struct waitset *w, int zero_timeout, int (*call)(void *, i
 	uint64_t until;
 	int n, err, local = ws_drive(w);
 
-	if (local < 0 || zero_timeout) {
+	if (local == -1 || zero_timeout) {
 		n = call(arg, 0);
 		goto out;
 	}
 	until = sdp_now_ns() + sdp_spin_ns();
 	for (;;) {
 		n = call(arg, 1);
-		if (n != 0 || sdp_now_ns() >= until)
+		if (n != 0 || local == -2 || sdp_now_ns() >= until)
 			break;
 		if (local > 0)
 			sched_yield();

@@ -179,7 +179,8 @@ unsigned int sdp_drive_seq(struct sdp_qpc *q);
 /* whether what came waits for room in the program's end */
 int sdp_drive_waiting(struct sdp_qpc *q);
 /* the program's reads and writes on Q are bulk (64 KiB or more: the
- * pump's), or not; whether they are (a wait then leaves Q to its pump) */
+ * pump's), or not; whether they are and its peer is on this host (a
+ * wait then leaves Q to its pump) */
 void sdp_drive_bulk(struct sdp_qpc *q, int on);
 int sdp_drive_bulky(struct sdp_qpc *q);
 /* a step of every live connection of the process but the bulky ones: -1

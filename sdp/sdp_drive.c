@@ -109,6 +109,7 @@ int sdp_drive(struct sdp_qpc *q, int mode)
 			ret = sdp_qpc_step(q, mode);
 			q->end = ret;
 			local = sdp_qpc_local(q);
+			atomic_store_explicit(&q->peer_local, local, memory_order_relaxed);
 		}
 		pthread_mutex_unlock(&q->lock);
 		if (ret) {
@@ -130,7 +131,14 @@ void sdp_drive_bulk(struct sdp_qpc *q, int on)
 		atomic_store(&q->bulk_io, on);
 }
 
-int sdp_drive_bulky(struct sdp_qpc *q) { return atomic_load(&q->bulk_io); }
+/* only with the peer on this host: the daemon moves the QP and the
+ * pump's spin yields to it, a waiter's spin beside it only takes turns;
+ * with a peer on another host the waiter's polls move the QP (and help) */
+int sdp_drive_bulky(struct sdp_qpc *q)
+{
+	return atomic_load(&q->bulk_io) &&
+	       atomic_load_explicit(&q->peer_local, memory_order_relaxed);
+}
 
 int sdp_drive_all(void)
 {

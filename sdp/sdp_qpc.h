@@ -120,6 +120,7 @@ struct sdp_qpc {
 	atomic_uint out_seq; /* moves when the program's end may have more to read */
 	atomic_int out_wait; /* what came waits for room in the socketpair */
 	atomic_int bulk_io;  /* the program's last read or write was bulk: the pump's */
+	atomic_int peer_local; /* sdp_qpc_local, for the waits */
 	struct sdp_qpc *next; /* the process's live connections */
 };
 

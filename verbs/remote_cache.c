@@ -442,7 +442,9 @@ again:
 		m->map = NULL;
 		goto err_mr;
 	}
-	if (use == SOF_MR_REMOTE)
+	/* as the daemon decided which runs it hands out writable (OPEN_MR):
+	 * an rkey through an XRC SRQ is a remote use too */
+	if (use == SOF_MR_REMOTE || use == SOF_MR_XRC_REMOTE)
 		rw = m->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
 	else
 		rw = m->access & IBV_ACCESS_LOCAL_WRITE;

@@ -103,6 +103,7 @@ pt 60 ib_send_bw -c XRC -n 200
 pt 60 ib_write_bw -c XRC -n 200
 pt 60 ib_send_lat -c XRC -n 200
 pt 60 ib_atomic_bw -c XRC -n 200
+pt 60 ib_read_bw -c XRC -n 200
 pt 60 ib_write_bw -q 8 -l 8 -n 400
 pt 60 ib_send_bw -e --use-srq -n 200
 pt 60 ib_send_bw --odp -n 200

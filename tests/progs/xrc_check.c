@@ -14,7 +14,8 @@
  * wr_id order and that wc.qp_num is the TGT QP. Then an RDMA WRITE
  * through the INI QP (the rkey is checked against SRQ 1's PD) whose
  * bytes the server checks, an RDMA READ of them back that the client
- * checks, FETCH_ADD and CMP_SWAP on a word after them (results and the
+ * checks (again through a second region over them that grants only
+ * IBV_ACCESS_REMOTE_READ, as perftest's ib_read_bw registers), FETCH_ADD and CMP_SWAP on a word after them (results and the
  * final value checked), then a SEND naming the SRQ of the other
  * domain: IBV_WC_REM_INV_REQ_ERR, the INI QP in ERR and the next WQE
  * flushed, the TGT QP in ERR. The server then checks the order rules: ibv_destroy_cq of an
@@ -239,7 +240,7 @@ static void server(const char *file, const char *port)
 	struct ibv_xrcd *x, *x3;
 	struct ibv_srq *srq1, *srq3;
 	struct ibv_qp *tgt;
-	struct ibv_mr *wmr;
+	struct ibv_mr *wmr, *romr;
 	struct hp_info me, peer;
 	struct hp_path path;
 	uint32_t n1, n2, n3;
@@ -295,7 +296,11 @@ static void server(const char *file, const char *port)
 				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 		   : NULL;
-	if (!wmr)
+	/* the same bytes, remote read only: its rkey in rsvd[0..3] */
+	romr = wmr ? ibv_reg_mr(pd, wbuf, WRITE_LEN + 8,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ)
+		   : NULL;
+	if (!romr)
 		hp_fail("ibv_reg_mr");
 	sock = hp_rendezvous(NULL, port, secs, &lsock);
 	gidx = hp_local_gid(ctx, -1, sock, &gid);
@@ -303,6 +308,7 @@ static void server(const char *file, const char *port)
 	me.qpn = tgt->qp_num;
 	me.psn = hp_random_psn();
 	me.rkey = wmr->rkey;
+	memcpy(me.rsvd, &romr->rkey, 4);
 	me.addr = (uintptr_t)wbuf;
 	me.arg = n1;
 	me.len = (uint64_t)n2 | (uint64_t)n3 << 32;
@@ -389,7 +395,7 @@ static void server(const char *file, const char *port)
 	if (write(p2c[1], "x", 1) != 1 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
 	    WEXITSTATUS(st))
 		hp_fail("the child failed");
-	if (ibv_dereg_mr(wmr) || ibv_destroy_cq(cq3) || ibv_dealloc_pd(pd) ||
+	if (ibv_dereg_mr(romr) || ibv_dereg_mr(wmr) || ibv_destroy_cq(cq3) || ibv_dealloc_pd(pd) ||
 	    ibv_close_device(ctx))
 		hp_fail("server: tear-down");
 	free(wbuf);
@@ -580,6 +586,21 @@ static void client(const char *host, const char *port)
 			if (buf[WRITE_LEN + o] != pat(0xabcd, o))
 				hp_fail("RDMA READ offset %u: got 0x%02x want 0x%02x", o,
 					buf[WRITE_LEN + o], pat(0xabcd, o));
+		/* again through the region with remote read alone (the
+		 * daemon hands its memory out read-only) */
+		memset(buf + WRITE_LEN, 0, WRITE_LEN);
+		memcpy(&w.wr.rdma.rkey, peer.rsvd, 4);
+		w.wr_id = 1011;
+		if (ibv_post_send(qp, &w, &bad))
+			hp_fail("ibv_post_send READ");
+		if (!hp_poll_until(cq, &wc, end, 20) || wc.status != IBV_WC_SUCCESS ||
+		    wc.opcode != IBV_WC_RDMA_READ || wc.wr_id != 1011)
+			hp_fail("RDMA READ of a remote-read-only region: %s",
+				hp_wc_status_name(wc.status));
+		for (uint32_t o = 0; o < WRITE_LEN; o++)
+			if (buf[WRITE_LEN + o] != pat(0xabcd, o))
+				hp_fail("RDMA READ (read-only region) offset %u: got 0x%02x", o,
+					buf[WRITE_LEN + o]);
 		for (int k = 0; k < 2; k++) {
 			s.addr = (uintptr_t)(buf + 2 * WRITE_LEN);
 			s.length = 8;

@@ -218,7 +218,9 @@ for name in pair line3 ft128; do
 		# only the LFT blocks that changed written; back up: Active again
 		a=$(lid_of H0_0) b=$(lid_of H7_15)
 		fabric link Leaf0 17 down >"$OUT" 2>&1
-		for _ in $(seq 1 100); do
+		# 30 s: a cut during the first sweep's QoS Sets leaves those
+		# on the cut path to time out before the second sweep runs
+		for _ in $(seq 1 300); do
 			grep -q 'sweep 2 programming' "$(sof_out sm)" && break
 			sleep 0.1
 		done

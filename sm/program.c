@@ -6,7 +6,8 @@
  *      every CA port and switch port 0 its PortInfo (LID, LMC, SM LID and
  *      SL, GID prefix, subnet time-out, NeighborMTU) with PortState Armed
  *      when it is in Initialize, and ClientReregister in our first sweep
- *      as master and on a port new to the subnet; switch external ports in Initialize Armed;
+ *      as master and on a port new to the subnet; switch external ports
+ *      in Initialize Armed;
  *      with --partitions, the P_KeyTables (partition.c) and partition
  *      enforcement on switch ports to CAs;
  *   2. every port in Armed to Active.
@@ -194,7 +195,6 @@ void sm_program_start(struct sm *sm)
 			struct sm_port *p = &n->port[j];
 			bool mgmt = n->sw ? j == 0 : j != 0;
 			uint8_t st;
-
 			bool rereg;
 
 			if (!p->present || (!mgmt && !p->peer))
@@ -212,8 +212,10 @@ void sm_program_start(struct sm *sm)
 									     : SOF_PORT_NOP;
 			if (n->sw && j == 0)
 				st = SOF_PORT_NOP;
-			if ((mgmt && (!p->lid_set || p->sm_lid != sn->sm_lid)) || st != SOF_PORT_NOP ||
-			    (sm_part_enforce(sm, p) && (p->raw_portinfo[43] & 0x0c) != 0x0c) || rereg)
+			if ((mgmt && (!p->lid_set || p->sm_lid != sn->sm_lid)) ||
+			    st != SOF_PORT_NOP ||
+			    (sm_part_enforce(sm, p) && (p->raw_portinfo[43] & 0x0c) != 0x0c) ||
+			    rereg)
 				portinfo_set(sm, p, st, mgmt && p->lid, rereg);
 			nrereg += rereg;
 		}

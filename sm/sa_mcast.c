@@ -217,8 +217,8 @@ static bool ipoib_ok(struct sm_sa *sa, const struct sof_sa_mcmember *m, uint64_t
 	bmgid[1] = m->mgid[1];
 	if (!memcmp(bmgid, m->mgid, 16) || !(b = group_by_mgid(sa, bmgid)))
 		return true;
-	return compatible(b, m, mask & ~(BIT(SOF_MCMR_MLID) | BIT(SOF_MCMR_MTU) |
-					 BIT(SOF_MCMR_RATE)));
+	return compatible(b, m,
+			  mask & ~(BIT(SOF_MCMR_MLID) | BIT(SOF_MCMR_MTU) | BIT(SOF_MCMR_RATE)));
 }
 
 /* The parameters of a new group: what the request names, the port's

@@ -106,6 +106,11 @@ static void on_portinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 		p->pkeys_read = false;
 		p->pkeys_set = 0;
 	}
+	/* having joined the subnet anew (no PortInfo in the last heavy
+	 * sweep), its clients register again (IBA 14.4.11; program.c) */
+	if (!p->pi_sweep || p->pi_sweep + 1 < sm->sn.sweep)
+		p->rereg = true;
+	p->pi_sweep = sm->sn.sweep;
 	p->seen_sweep = sm->sn.sweep;
 	p->gid_prefix = sof_get64(d + 8);
 	/* the LID the port has now: kept when free (an SM restart) */

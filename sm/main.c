@@ -555,6 +555,7 @@ int main(int argc, char **argv)
 		return 1;
 	sm_lid_load(&sm);
 	sm.sn.sm_state = SM_STATE_DISCOVERING;
+	sm.rereg_all = true; /* our first sweep as master: ClientReregister */
 	sm.t_start = sm_now_us();
 	sm_discover_start(&sm);
 	while (!stop) {

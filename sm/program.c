@@ -5,7 +5,9 @@
  *      and the 64-entry LFT blocks that differ from what the switch holds;
  *      every CA port and switch port 0 its PortInfo (LID, LMC, SM LID and
  *      SL, GID prefix, subnet time-out, NeighborMTU) with PortState Armed
- *      when it is in Initialize; switch external ports in Initialize Armed;
+ *      when it is in Initialize, and ClientReregister in our first sweep
+ *      as master and on a port new to the subnet; switch external ports
+ *      in Initialize Armed;
  *      with --partitions, the P_KeyTables (partition.c) and partition
  *      enforcement on switch ports to CAs;
  *   2. every port in Armed to Active.
@@ -72,6 +74,8 @@ static void on_portinfo_set(struct sm *sm, struct sm_req *rq, int err, const uin
 		sm->release_left--;
 	else if (rq->arg)
 		p->lid_set = sof_get16(d + 16) == p->lid;
+	if (rq->mad[SOF_SMP_OFF_DATA + 51] & 0x80) /* the ClientReregister owed, given */
+		p->rereg = false;
 }
 
 static const uint8_t *node_path(const struct sm_port *p, unsigned *hops)
@@ -87,8 +91,8 @@ static const uint8_t *node_path(const struct sm_port *p, unsigned *hops)
 /* A PortInfo Set from what was read: no-change values where IBA has them
  * (PortPhysicalState, LinkDownDefaultState, LinkWidthEnabled,
  * LinkSpeedEnabled 0), PortState `state`, and for a port with a LID
- * (mgmt) its addressing. */
-static void portinfo_set(struct sm *sm, struct sm_port *p, uint8_t state, bool mgmt)
+ * (mgmt) its addressing, with ClientReregister when `rereg`. */
+static void portinfo_set(struct sm *sm, struct sm_port *p, uint8_t state, bool mgmt, bool rereg)
 {
 	struct sm_subnet *sn = &sm->sn;
 	uint8_t d[64];
@@ -101,6 +105,7 @@ static void portinfo_set(struct sm *sm, struct sm_port *p, uint8_t state, bool m
 	d[33] = 0;
 	d[29] = 0;
 	d[35] &= 0xf0;
+	d[51] &= 0x7f; /* ClientReregister only where asked for */
 	if (p->peer && p->num) {
 		uint8_t mtu = p->mtu_cap < p->peer->mtu_cap ? p->mtu_cap : p->peer->mtu_cap;
 
@@ -122,7 +127,9 @@ static void portinfo_set(struct sm *sm, struct sm_port *p, uint8_t state, bool m
 		d[34] = (uint8_t)((sm->mkey_clear ? 0 : (sn->m_key_protect & 3) << 6) | (d[34] & 0x38) |
 				  p->lmc);
 		d[36] = (uint8_t)((d[36] & 0xf0) | sn->sm_sl);
-		d[51] = (uint8_t)(sn->subnet_timeout & 0x1f); /* ClientReregister 0 */
+		/* IBA 14.4.11: ClientReregister asks the port's clients
+		 * to register with the SA again (an event on the port) */
+		d[51] = (uint8_t)((rereg ? 0x80 : 0) | (sn->subnet_timeout & 0x1f));
 	}
 	rq = sm_smp_dr(sm, path, hops, SOF_METHOD_SET, SOF_ATTR_PORT_INFO, p->num, d,
 		       on_portinfo_set);
@@ -171,7 +178,7 @@ static void program_switch(struct sm *sm, struct sm_node *n)
 void sm_program_start(struct sm *sm)
 {
 	struct sm_subnet *sn = &sm->sn;
-	unsigned i, j;
+	unsigned i, j, nrereg = 0;
 
 	sm->phase = SM_PHASE_PROGRAM;
 	sm->t_phase = sm_now_us();
@@ -188,18 +195,35 @@ void sm_program_start(struct sm *sm)
 			struct sm_port *p = &n->port[j];
 			bool mgmt = n->sw ? j == 0 : j != 0;
 			uint8_t st;
+			bool rereg;
 
 			if (!p->present || (!mgmt && !p->peer))
 				continue;
+			/* ClientReregister (IBA 14.4.11), as OpenSM: on every
+			 * port of our first sweep as master (after start or
+			 * taking over: our SA knows no client) and on a port
+			 * new to the subnet; once, where the port can */
+			if (sm->rereg_all && mgmt)
+				p->rereg = true;
+			if (!(p->cap_mask & SOF_CAP_IS_CLIENT_REREG))
+				p->rereg = false;
+			rereg = mgmt && p->lid && p->rereg;
 			st = p->state == SOF_PORT_INIT && (p->peer || !p->num) ? SOF_PORT_ARMED
 									     : SOF_PORT_NOP;
 			if (n->sw && j == 0)
 				st = SOF_PORT_NOP;
-			if ((mgmt && (!p->lid_set || p->sm_lid != sn->sm_lid)) || st != SOF_PORT_NOP ||
-			    (sm_part_enforce(sm, p) && (p->raw_portinfo[43] & 0x0c) != 0x0c))
-				portinfo_set(sm, p, st, mgmt && p->lid);
+			if ((mgmt && (!p->lid_set || p->sm_lid != sn->sm_lid)) ||
+			    st != SOF_PORT_NOP ||
+			    (sm_part_enforce(sm, p) && (p->raw_portinfo[43] & 0x0c) != 0x0c) ||
+			    rereg)
+				portinfo_set(sm, p, st, mgmt && p->lid, rereg);
+			nrereg += rereg;
 		}
 	}
+	if (nrereg)
+		sm_log(sm, 1, "sweep %u: ClientReregister to %u ports%s", sn->sweep, nrereg,
+		       sm->rereg_all ? " (first sweep as master)" : "");
+	sm->rereg_all = false;
 	sm_part_program(sm);
 }
 
@@ -219,7 +243,7 @@ void sm_activate_start(struct sm *sm)
 			struct sm_port *p = &n->port[j];
 
 			if (p->present && p->state == SOF_PORT_ARMED)
-				portinfo_set(sm, p, SOF_PORT_ACTIVE, false);
+				portinfo_set(sm, p, SOF_PORT_ACTIVE, false, false);
 		}
 	}
 }
@@ -239,7 +263,7 @@ unsigned sm_program_mgmt(struct sm *sm)
 
 			if (!p->present || !p->lid)
 				continue;
-			portinfo_set(sm, p, SOF_PORT_NOP, true);
+			portinfo_set(sm, p, SOF_PORT_NOP, true, false);
 			p->lid_set = false; /* a later sweep of ours writes it again */
 			n++;
 			sm->release_left += sm->mkey_clear;

@@ -55,6 +55,16 @@ void sm_sa_set_cap_mask2(struct sm_sa *sa, uint32_t mask) { sa->cap_mask2 = mask
 
 void sm_sa_set_pkt_life(struct sm_sa *sa, uint8_t life) { sa->pkt_life = life & 0x3f; }
 
+/* The SL of pkey's paths and SA-made groups: its partition's, else 0
+ * (IBA 15.2.5.16: the SA picks the SL by its QoS policy) */
+uint8_t sa_part_sl(const struct sm_sa *sa, uint16_t pkey)
+{
+	for (unsigned i = 0; i < sa->npart_sl; i++)
+		if (sa->part_sl[i].pkey == (pkey & 0x7fff))
+			return sa->part_sl[i].sl;
+	return 0;
+}
+
 int sm_sa_set_part_sl(struct sm_sa *sa, uint16_t pkey, uint8_t sl)
 {
 	unsigned i;

@@ -126,6 +126,8 @@ struct sm_port *sa_port_by_gid(const struct sm_subnet *sn, const uint8_t gid[16]
 unsigned sa_pkey_memb(const struct sm_port *p, uint16_t pkey);
 /* The LID a port answers by (a switch's external port: port 0's) */
 uint16_t sa_port_lid(const struct sm_port *p);
+/* the SL a partition's paths and SA-made groups carry (sa.c) */
+uint8_t sa_part_sl(const struct sm_sa *sa, uint16_t pkey);
 
 /* A switch's LFT entry for lid: what the SM wrote (lft_hw), or what it
  * computed where it has written nothing yet (0xfe, unknown); 255: none */

@@ -9,7 +9,9 @@
  * (or a send-only full member) creates a group. A join that names
  * parameters different from the group's (Q_Key, P_Key, SL, MTU and rate
  * through their selectors, ...) is refused with ERR_REQ_INVALID, and so
- * is a port that is no member of the group's partition.
+ * is a port that is no member of the group's partition. The groups the SA
+ * makes itself carry their partition's SL (sm_sa_set_part_sl), and a new
+ * IPoIB group must agree with its partition's broadcast group.
  *
  * The SM builds each group's spanning tree and MFTs: ops->mcast_changed
  * tells it a group's members changed, sm_sa_mcast_ports lists them.
@@ -198,6 +200,27 @@ static bool compatible(const struct sa_group *g, const struct sof_sa_mcmember *m
 	return true;
 }
 
+/* A new IPoIB group (RFC 4391 signature 0x401B or 0x601B) other than the
+ * broadcast group itself: what it names must agree with its partition's
+ * broadcast group (same scope and P_Key), as OpenSM checks by default, so
+ * its Q_Key and the partition's SL hold for every IPoIB group. No
+ * broadcast group: nothing to agree with. */
+static bool ipoib_ok(struct sm_sa *sa, const struct sof_sa_mcmember *m, uint64_t mask)
+{
+	uint16_t sig = sof_get16(m->mgid + 2);
+	const struct sa_group *b;
+	uint8_t bmgid[16];
+
+	if (sig != 0x401b && sig != 0x601b)
+		return true;
+	sm_sa_ipoib_mgid(bmgid, sof_get16(m->mgid + 4));
+	bmgid[1] = m->mgid[1];
+	if (!memcmp(bmgid, m->mgid, 16) || !(b = group_by_mgid(sa, bmgid)))
+		return true;
+	return compatible(b, m,
+			  mask & ~(BIT(SOF_MCMR_MLID) | BIT(SOF_MCMR_MTU) | BIT(SOF_MCMR_RATE)));
+}
+
 /* The parameters of a new group: what the request names, the port's
  * MTU and rate where it leaves them to the SA */
 static void new_params(struct sm_sa *sa, const struct sm_port *port, struct sof_sa_mcmember *m,
@@ -272,6 +295,8 @@ uint16_t sa_mcmember_join(struct sm_sa *sa, const struct sa_q *q, uint8_t *rec)
 		if (!(m.join_state & (SOF_MC_JOIN_FULL | JOIN_SEND_ONLY_FULL)))
 			return SOF_SA_ST_REQ_INVALID;
 		if (memcmp(m.mgid, zero_gid, 16) && m.mgid[0] != 0xff)
+			return SOF_SA_ST_REQ_INVALID;
+		if (!ipoib_ok(sa, &m, mask))
 			return SOF_SA_ST_REQ_INVALID;
 		if (mask & BIT(SOF_MCMR_MLID) && m.mlid) {
 			if (m.mlid < SM_MCAST_LID_BASE || m.mlid > MLID_LAST ||
@@ -399,6 +424,7 @@ int sm_sa_mcast_create(struct sm_sa *sa, const uint8_t mgid[16], uint16_t pkey, 
 	m.mtu = mtu;
 	m.rate = rate;
 	m.life = SA_PKT_LIFE;
+	m.sl = sa_part_sl(sa, pkey); /* the partition's sl=, as OpenSM */
 	m.scope = mgid[1] & 0x0f;
 	g = group_add(sa, &m);
 	if (!g)

@@ -213,16 +213,6 @@ unsigned sa_pkey_memb(const struct sm_port *p, uint16_t pkey)
 	return m & 2 ? 2 : m;
 }
 
-/* The SL of pkey's paths: its partition's, else 0 (IBA 15.2.5.16: the SA
- * picks the SL by its QoS policy) */
-static uint8_t part_sl(const struct sm_sa *sa, uint16_t pkey)
-{
-	for (unsigned i = 0; i < sa->npart_sl; i++)
-		if (sa->part_sl[i].pkey == (pkey & 0x7fff))
-			return sa->part_sl[i].sl;
-	return 0;
-}
-
 /* Emit the path from LID offset si of sp to offset di of dp, if the
  * tables carry it and the selectors allow it. false: stop. */
 static bool one_path(struct pair *c, unsigned si, unsigned di)
@@ -254,7 +244,7 @@ static bool one_path(struct pair *c, unsigned si, unsigned di)
 			return true;
 		p.pkey = pq->q.pkey;
 	}
-	p.sl = part_sl(c->sa, p.pkey);
+	p.sl = sa_part_sl(c->sa, p.pkey);
 	p.mtu_sel = p.rate_sel = p.life_sel = 2;
 	/* a smaller MTU than the path's is always usable: "less than"
 	 * lowers it (a rate is not lowered: the links run at theirs) */

@@ -100,15 +100,20 @@ static int sa_start(void *ctx, struct sm_subnet *sn, int fd)
 	if (getenv("SOFTOFED_SM_SA_CAP_MASK2"))
 		sm_sa_set_cap_mask2(u->sa,
 				    (uint32_t)strtoul(getenv("SOFTOFED_SM_SA_CAP_MASK2"), NULL, 0));
+	/* each partition's SL for its paths and its groups (OpenSM's
+	 * partition sl= does the same) */
+	for (unsigned i = 0; sm_parts_loaded() && i < sm_parts_loaded()->n; i++) {
+		const struct sm_partition *pt = &sm_parts_loaded()->p[i];
+
+		if (pt->sl && sm_sa_set_part_sl(u->sa, pt->pkey, pt->sl))
+			return -ENOSPC;
+	}
 	sm_sa_ipoib_mgid(mgid, SOF_PKEY_DEFAULT);
 	sm_sa_mcast_create(u->sa, mgid, SOF_PKEY_DEFAULT, IPOIB_QKEY, IPOIB_MTU, IPOIB_RATE);
 	/* each partition with the ipoib flag has its group (sm/partition.c) */
 	for (unsigned i = 0; sm_parts_loaded() && i < sm_parts_loaded()->n; i++) {
 		const struct sm_partition *pt = &sm_parts_loaded()->p[i];
 
-		/* its paths' SL (OpenSM's partition sl= does the same) */
-		if (pt->sl && sm_sa_set_part_sl(u->sa, pt->pkey, pt->sl))
-			return -ENOSPC;
 		if (!pt->ipoib || pt->pkey == 0x7fff)
 			continue;
 		sm_sa_ipoib_mgid(mgid, pt->pkey);

@@ -145,6 +145,8 @@ struct sm {
 	enum sm_phase phase;
 	bool resweep;		/* a trap or change asked for a heavy sweep */
 	bool changed;		/* this sweep found topology changes */
+	bool rereg_all;		/* the next programming is our first as master:
+				 * every port gets ClientReregister (program.c) */
 	uint64_t t_start, t_phase, next_light; /* µs */
 	uint64_t t_trap;	/* µs: the first link trap not yet rerouted, 0 none */
 	unsigned errors;	/* Sets refused in this phase */

@@ -101,7 +101,8 @@ unsigned sm_sa_report(struct sm_sa *sa, const struct sof_sa_notice *n);
 
 /* ---- multicast, for the SM ---- */
 /* Create a group as a FullMember-less SA-owned group (the IPoIB
- * broadcast group of a partition at start): 0 or -errno (-EEXIST). */
+ * broadcast group of a partition at start), with the partition's SL
+ * (sm_sa_set_part_sl first): 0 or -errno (-EEXIST). */
 int sm_sa_mcast_create(struct sm_sa *sa, const uint8_t mgid[16], uint16_t pkey, uint32_t qkey,
 		       uint8_t mtu, uint8_t rate);
 /* The member ports of the group with MLID mlid (up to max into ports);

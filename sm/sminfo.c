@@ -192,6 +192,7 @@ void sm_sminfo_take_over(struct sm *sm)
 	sm->poll_fails = 0;
 	sm->sn.master_lid = 0;
 	sm->resweep = true;
+	sm->rereg_all = true; /* a new master's SA knows no client yet */
 	sm->sn.act_count++;
 }
 

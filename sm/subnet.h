@@ -97,6 +97,9 @@ struct sm_port {
 	bool pkeys_read;      /* its P_KeyTable blocks were asked for (partition.c) */
 	uint64_t m_key;       /* the M_Key the SM gives it (mkey.c), 0 not yet */
 	uint8_t pkeys_reading; /* P_KeyTable Gets not answered yet */
+	uint32_t pi_sweep;    /* heavy sweep of the last PortInfo answer */
+	bool rereg;	      /* a ClientReregister is owed (program.c): new to
+			       * this SM, or its first sweep as master */
 };
 
 /* A switch: SwitchInfo (IBA 14.2.5.4) and the forwarding tables the SM

@@ -204,26 +204,14 @@ static uint16_t attribute(struct sof_node *n, uint16_t attr, uint32_t mod, bool 
 enum sof_sma_result sof_cc_process(struct sof_node *n, uint8_t *mad, size_t len)
 {
 	uint16_t status = SOF_STATUS_OK, attr;
-	uint8_t method = mad[3];
 	uint8_t req[SOF_SMP_LEN - CC_OFF_DATA];
-	bool set = method == SOF_METHOD_SET;
+	uint8_t method;
+	bool set;
 
-	if (len != SOF_SMP_LEN) {
-		n->drops[SOF_SMP_DROP_LEN]++;
+	if (!sof_gmp_take(n, mad, len, SOF_MCLASS_CC))
 		return SOF_SMA_DROP;
-	}
-	if (mad[0] != 1) {
-		n->drops[SOF_SMP_DROP_VERSION]++;
-		return SOF_SMA_DROP;
-	}
-	if (mad[1] != SOF_MCLASS_CC) {
-		n->drops[SOF_SMP_DROP_CLASS]++;
-		return SOF_SMA_DROP;
-	}
-	if (method & SOF_METHOD_RESP_BIT) {
-		n->drops[SOF_SMP_DROP_RESPONSE]++;
-		return SOF_SMA_DROP;
-	}
+	method = mad[3];
+	set = method == SOF_METHOD_SET;
 	if (!key_ok(&n->cc, mad, set)) {
 		/* A10.4.1.1: discarded without a response, counted */
 		if (n->cc.violations < 0xffff)

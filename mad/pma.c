@@ -243,6 +243,24 @@ static uint16_t class_port_info(bool set, uint8_t *d)
 	return SOF_STATUS_OK;
 }
 
+bool sof_gmp_take(struct sof_node *n, const uint8_t *mad, size_t len, uint8_t mclass)
+{
+	enum sof_smp_drop why;
+
+	if (len != SOF_SMP_LEN)
+		why = SOF_SMP_DROP_LEN;
+	else if (mad[0] != 1)
+		why = SOF_SMP_DROP_VERSION;
+	else if (mad[1] != mclass)
+		why = SOF_SMP_DROP_CLASS;
+	else if (mad[3] & SOF_METHOD_RESP_BIT)
+		why = SOF_SMP_DROP_RESPONSE;
+	else
+		return true;
+	n->drops[why]++;
+	return false;
+}
+
 enum sof_sma_result sof_pma_process(struct sof_node *n, unsigned in_port, uint8_t *mad, size_t len)
 {
 	uint8_t *d = mad + SOF_PMA_OFF_DATA;
@@ -250,27 +268,13 @@ enum sof_sma_result sof_pma_process(struct sof_node *n, unsigned in_port, uint8_
 	uint8_t method;
 	bool set;
 
-	if (len != SOF_SMP_LEN) {
-		n->drops[SOF_SMP_DROP_LEN]++;
+	if (!sof_gmp_take(n, mad, len, SOF_MCLASS_PERF))
 		return SOF_SMA_DROP;
-	}
-	if (mad[0] != 1) {
-		n->drops[SOF_SMP_DROP_VERSION]++;
-		return SOF_SMA_DROP;
-	}
-	if (mad[1] != SOF_MCLASS_PERF) {
-		n->drops[SOF_SMP_DROP_CLASS]++;
-		return SOF_SMA_DROP;
-	}
 	if (in_port > n->nports || (in_port == 0 && n->type != SOF_NODE_SWITCH)) {
 		n->drops[SOF_SMP_DROP_PATH]++;
 		return SOF_SMA_DROP;
 	}
 	method = mad[3];
-	if (method & SOF_METHOD_RESP_BIT) {
-		n->drops[SOF_SMP_DROP_RESPONSE]++;
-		return SOF_SMA_DROP;
-	}
 	attr = sof_get16(mad + SOF_SMP_OFF_ATTR_ID);
 	set = method == SOF_METHOD_SET;
 	if (mad[2] != 1)

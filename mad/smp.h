@@ -357,6 +357,10 @@ void sof_sma_trap(const struct sof_node *n, unsigned port, uint16_t trap, uint64
 /* The PMA (mad/pma.c): ClassPortInfo, PortCounters, PortCountersExtended
  * (Get; Set resets the selected counters). Same results as the SMA. */
 enum sof_sma_result sof_pma_process(struct sof_node *n, unsigned in_port, uint8_t *mad, size_t len);
+/* The checks every agent's GMP passes first (mad/pma.c): 256 bytes, base
+ * version 1, class mclass, a request; false when not (counted in
+ * n->drops). */
+bool sof_gmp_take(struct sof_node *n, const uint8_t *mad, size_t len, uint8_t mclass);
 /* The congestion control agent (IBA annex A10, mad/cc.c): REPLY with the
  * GetResp in mad, or DROP (counted; a CC_Key violation counts in
  * n->cc.violations too). */

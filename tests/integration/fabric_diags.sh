@@ -55,7 +55,10 @@ if ! fabric up "$TOPO/line3.net" --ibsim >"$OUT" 2>&1; then
 	sof_dump "$OUT"
 	sof_exit
 fi
-sm_up || sof_exit
+if ! sm_up; then
+	fabric down >"$OUT" 2>&1
+	sof_exit
+fi
 
 # --- the plain diagnostics -------------------------------------------------
 checks=()
@@ -207,4 +210,5 @@ else
 	sof_dump "$SOF_TMP/osm.log"
 fi
 sof_kill opensm
+fabric down >"$OUT" 2>&1
 sof_exit

@@ -80,7 +80,7 @@ static void owner_unlock(struct sof_resp_shm *rs)
 void tp_resp_shared_enter(struct sof_tqp *t)
 {
 	struct sof_resp_shm *rs = t->qp->rshm;
-	uint32_t n;
+	uint32_t n, end;
 
 	owner_lock(rs);
 	if (!rs->daemon_ran)
@@ -100,10 +100,11 @@ void tp_resp_shared_enter(struct sof_tqp *t)
 		t->in_msg = 0;
 	}
 	/* the READs and atomics it executed are duplicates to us now */
-	n = rs->res_next - rs->res_owner;
+	end = rs->res_next; /* read once: the loop's bound stays put */
+	n = end - rs->res_owner;
 	if (n > SOF_RESP_RES)
 		n = SOF_RESP_RES;
-	for (uint32_t i = rs->res_next - n; i != rs->res_next; i++) {
+	for (uint32_t i = end - n; i != end; i++) {
 		const struct sof_resp_res *e = &rs->res[i % SOF_RESP_RES];
 		struct tp_res *r = &t->res[t->res_next++ % t->nres];
 

@@ -632,7 +632,6 @@ static bool resolve_event(struct sofv_context *s, const struct sof_async_msg *m,
 			  struct ibv_async_event *ev)
 {
 	bool found = false;
-	void *obj;
 
 	memset(ev, 0, sizeof(*ev));
 	ev->event_type = (enum ibv_event_type)m->event_type;
@@ -646,24 +645,39 @@ static bool resolve_event(struct sofv_context *s, const struct sof_async_msg *m,
 		return true;
 	if (!m->handle)
 		return false;
+	/* An event handed out is counted on its object (under the object's
+	 * mutex, while obj_lock still holds it in the table): destroying the
+	 * object waits until the program acked as many (ibv_get_async_event(3)) */
 	pthread_rwlock_rdlock(&s->obj_lock);
 	if (is_qp_event(m->event_type)) {
-		obj = sof_hmap_get(&s->qps, m->handle);
-		if (obj) {
-			ev->element.qp = &((struct sofv_qp *)obj)->qpx.qp_base;
+		struct sofv_qp *qp = sof_hmap_get(&s->qps, m->handle);
+
+		if (qp) {
+			ev->element.qp = &qp->qpx.qp_base;
+			pthread_mutex_lock(&ev->element.qp->mutex);
+			qp->async_got++;
+			pthread_mutex_unlock(&ev->element.qp->mutex);
 			found = true;
 		}
 	} else if (m->event_type == IBV_EVENT_CQ_ERR) {
-		obj = sof_hmap_get(&s->cqs, m->handle);
-		if (obj) {
-			ev->element.cq = ibv_cq_ex_to_cq(&((struct sofv_cq *)obj)->ibcq);
+		struct sofv_cq *cq = sof_hmap_get(&s->cqs, m->handle);
+
+		if (cq) {
+			ev->element.cq = ibv_cq_ex_to_cq(&cq->ibcq);
+			pthread_mutex_lock(&ev->element.cq->mutex);
+			cq->async_got++;
+			pthread_mutex_unlock(&ev->element.cq->mutex);
 			found = true;
 		}
 	} else if (m->event_type == IBV_EVENT_SRQ_ERR ||
 		   m->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
-		obj = sof_hmap_get(&s->srqs, m->handle);
-		if (obj) {
-			ev->element.srq = &((struct sofv_srq *)obj)->ibsrq;
+		struct sofv_srq *srq = sof_hmap_get(&s->srqs, m->handle);
+
+		if (srq) {
+			ev->element.srq = &srq->ibsrq;
+			pthread_mutex_lock(&srq->ibsrq.mutex);
+			srq->async_got++;
+			pthread_mutex_unlock(&srq->ibsrq.mutex);
 			found = true;
 		}
 	}
@@ -717,23 +731,42 @@ SOFV_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_asyn
 	return 0;
 }
 
-/* Destroying an object does not wait for its events to be acked: an event
- * holds no reference here, and one about a destroyed object is dropped
- * before it reaches the application. Acks are only counted. */
+/* As rdma-core: an affiliated event holds its object until acked;
+ * destroying a QP, CQ or SRQ waits until every event handed out about it
+ * was acked here, so the object this reads is still there. */
 SOFV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
+	pthread_mutex_t *mu = NULL;
+	pthread_cond_t *cond = NULL;
+	uint32_t *done = NULL;
 	struct ibv_context *ctx = NULL;
 
 	if (!event)
 		return;
-	if (is_qp_event(event->event_type) && event->element.qp)
-		ctx = event->element.qp->context;
-	else if (event->event_type == IBV_EVENT_CQ_ERR && event->element.cq)
-		ctx = event->element.cq->context;
-	else if ((event->event_type == IBV_EVENT_SRQ_ERR ||
-		  event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) &&
-		 event->element.srq)
-		ctx = event->element.srq->context;
+	if (is_qp_event(event->event_type) && event->element.qp) {
+		struct ibv_qp *qp = event->element.qp;
+
+		ctx = qp->context;
+		mu = &qp->mutex, cond = &qp->cond, done = &qp->events_completed;
+	} else if (event->event_type == IBV_EVENT_CQ_ERR && event->element.cq) {
+		struct ibv_cq *cq = event->element.cq;
+
+		ctx = cq->context;
+		mu = &cq->mutex, cond = &cq->cond, done = &cq->async_events_completed;
+	} else if ((event->event_type == IBV_EVENT_SRQ_ERR ||
+		    event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) &&
+		   event->element.srq) {
+		struct ibv_srq *srq = event->element.srq;
+
+		ctx = srq->context;
+		mu = &srq->mutex, cond = &srq->cond, done = &srq->events_completed;
+	}
+	if (mu) {
+		pthread_mutex_lock(mu);
+		++*done;
+		pthread_cond_broadcast(cond);
+		pthread_mutex_unlock(mu);
+	}
 	if (ctx)
 		atomic_fetch_add(&to_sctx(ctx)->async_acks, 1);
 }

@@ -637,7 +637,8 @@ SOFV_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	}
 	/* As with the kernel: wait until every event handed out was acked. */
 	pthread_mutex_lock(&ibcq->mutex);
-	while (ibcq->comp_events_completed != atomic_load(&cq->events_got))
+	while (ibcq->comp_events_completed != atomic_load(&cq->events_got) ||
+	       ibcq->async_events_completed != cq->async_got)
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
 

@@ -790,6 +790,12 @@ SOFV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_spin_unlock(&qp->sq_lock);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
+	/* As with the kernel: wait until every async event handed out about
+	 * the QP was acked (ibv_get_async_event(3)). */
+	pthread_mutex_lock(&ibqp->mutex);
+	while (ibqp->events_completed != qp->async_got)
+		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
+	pthread_mutex_unlock(&ibqp->mutex);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	qp_free(qp);

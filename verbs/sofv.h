@@ -273,6 +273,7 @@ struct sofv_cq {
 	int nqps, qps_cap;
 	_Atomic int deferred;         /* QPs with deferred send WQEs here */
 	_Atomic uint32_t events_got;  /* completion events handed out (cq.c) */
+	uint32_t async_got;           /* async events handed out; ibcq.mutex */
 	_Atomic uint32_t arm_last;    /* SOF_CQ_ARM_* of the program's last arm */
 	_Atomic uint32_t push_head_cache; /* sof_cq_push by this process */
 	/* The receive ring head of the last receive completion polled that
@@ -324,6 +325,7 @@ struct sofv_srq {
 	struct sofv_pd *pd;
 	uint32_t srqn;                /* XRC SRQ: its number (ibv_get_srq_num), else 0 */
 	uint32_t head_cache;          /* consumers' head as last read (post.c) */
+	uint32_t async_got;           /* async events handed out; ibsrq.mutex */
 	pthread_spinlock_t lock;      /* producer side */
 	/* the program's engine's view (tp_host.c), shared by its QPs on this
 	 * SRQ; a resize re-points it under the engine's lock */
@@ -424,6 +426,7 @@ struct sofv_qp {
 	uint32_t sq_sig_all;
 	uint32_t send_ops;            /* bit 1 << op: the type accepts send opcode op */
 	struct ibv_qp_cap cap;        /* as granted */
+	uint32_t async_got;           /* async events handed out; qpx.qp_base.mutex */
 
 	/* Segment with the receive ring (RQ producer side: rq_lock). */
 	int memfd;

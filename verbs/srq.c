@@ -328,6 +328,12 @@ SOFV_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	pthread_rwlock_wrlock(&s->obj_lock);
 	sof_hmap_del(&s->srqs, srq->handle);
 	pthread_rwlock_unlock(&s->obj_lock);
+	/* As with the kernel: wait until every async event handed out about
+	 * the SRQ was acked (ibv_get_async_event(3)). */
+	pthread_mutex_lock(&ibsrq->mutex);
+	while (ibsrq->events_completed != srq->async_got)
+		pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
+	pthread_mutex_unlock(&ibsrq->mutex);
 	munmap(srq->shm, srq_seg_len(srq->size, srq->max_sge));
 	pthread_spin_destroy(&srq->lock);
 	pthread_mutex_destroy(&ibsrq->mutex);

@@ -9,10 +9,12 @@
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -179,6 +181,57 @@ TEST(cq_overrun_raises_cq_err)
 	ibv_close_device(cb);
 }
 
+/* Acks the event after a pause, from another thread. */
+static void *ack_later(void *arg)
+{
+	usleep(200000);
+	ibv_ack_async_event(arg);
+	return NULL;
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* ibv_get_async_event(3): destroying a CQ (QP, SRQ) waits until every
+ * affiliated event handed out about it was acked, so an ack that comes
+ * late still finds its object (uDAPL acks from its event thread while
+ * another destroys). */
+TEST(destroy_waits_for_async_ack)
+{
+	struct ibv_context *ca = test_open_dev(), *cb = test_open_dev();
+	struct ibv_async_event ev;
+	struct timespec t0;
+	struct ibv_wc wc;
+	struct end a, b;
+	pthread_t th;
+	int i;
+
+	end_init(&a, ca, 1, NULL);
+	end_init(&b, cb, 16, NULL);
+	to_rts(a.qp, b.qp->qp_num);
+	to_rts(b.qp, a.qp->qp_num);
+	for (i = 0; i < a.cq->cqe + 3; i++)
+		CHECK_EQ(post_write(&a, &b, 100 + (uint64_t)i), 0);
+	CHECK(ibv_poll_cq(a.cq, 1, &wc) >= 0);
+	CHECK_EQ(wait_async(ca, &ev, 1000), 1);
+	CHECK_EQ(ev.event_type, IBV_EVENT_CQ_ERR);
+	CHECK_EQ(ibv_destroy_qp(a.qp), 0);
+	a.qp = NULL;
+	CHECK_EQ(pthread_create(&th, NULL, ack_later, &ev), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	end_fini(&a); /* destroys a.cq: returns once the event is acked */
+	CHECK(ms_since(&t0) >= 150);
+	CHECK_EQ(pthread_join(th, NULL), 0);
+	end_fini(&b);
+	ibv_close_device(ca);
+	ibv_close_device(cb);
+}
+
 /* What the peer process tells the test over a pipe. */
 struct peer_info {
 	uint32_t qpn, rkey;
@@ -326,6 +379,7 @@ int main(void)
 	ibv_close_device(c);
 	alarm(60);
 	RUN(cq_overrun_raises_cq_err);
+	RUN(destroy_waits_for_async_ack);
 	RUN(peer_process_killed_raises_qp_fatal);
 	RUN(srq_qp_error_raises_last_wqe);
 	RUN(resize_keeps_pending_completions);

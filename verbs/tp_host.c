@@ -837,6 +837,12 @@ int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, 
 	if (!e->m.t)
 		r.attr_mask |= IBV_QP_PKEY_INDEX;
 	pthread_mutex_lock(&eng.lock);
+	/* to ERROR (rdma_disconnect, a DREQ taken): what already reached the
+	 * host is taken first, as an HCA takes packets when they come, so an
+	 * ACK that came before the DREQ completes its send with success
+	 * rather than a flush (the CM's way runs beside the data's here) */
+	if (e->m.t && (r.attr_mask & IBV_QP_STATE) && r.state == IBV_QPS_ERR)
+		eng_rx_sockets(false);
 	acks_send();
 	gids_refresh();
 	tp_resp_shared_void(&e->m);

@@ -32,6 +32,23 @@
 #                        or read); ok when both exit 0 with err=0 and the
 #                        client counts all 64 MiB (fio checks no data:
 #                        data_stream does, elsewhere)
+#   sof_dropin_dapl_conf DIR IFACE   writes DIR/dat.conf naming two uDAPL
+#                        providers on sof0 (Debian's dapl2: "sof-scm", its
+#                        socket CM, and "sof-cma", the RDMA CM on network
+#                        device IFACE) and exports DAT_OVERRIDE to it
+#   sof_dropin_dtest NAME SRV CLI TARGET PROG PROV ARGS...   a dapl2-utils
+#                        test program (dtest, dtestx, dtestsrq, dtestcm):
+#                        the server in SRV, once it listens on dtest's port
+#                        15828 the client in CLI (-h TARGET); ok when both
+#                        exit 0 and both print PROG's own verdict (dtest
+#                        "DAPL Test Complete. PASSED" after its buffer
+#                        checks, dtestx "immed/atomic test PASSED" after
+#                        checking each atomic's result, dtestsrq "SRQ Test
+#                        Complete", dtestcm the client's "Num=" of ARGS' -c)
+#   sof_dropin_dapltest NAME SRV CLI TARGET PROV OPS...   dapltest's
+#                        transaction test (-T T -V: the data of every
+#                        operation validated) with OPS ("client SR 4096 2"
+#                        ...) against a dapltest server (-T S) in SRV
 #   sof_dropin_pyverbs NAME SRV CLI   tests/pyverbs_check.py: local in one
 #                        process when SRV and CLI are both "", else server
 #                        in SRV and client in CLI (each on the GID of its
@@ -222,4 +239,128 @@ sof_dropin_pyverbs() {
 		return 1
 	fi
 	ok "$name: $(grep -c '^ok ' "$out") steps, every byte checked"
+}
+
+sof_dropin_dapl_conf() {
+	local dir=$1 iface=$2
+	mkdir -p "$dir"
+	# dat.conf(5): name api thread-safety default library version
+	# "device port" ""; the socket CM provider names the verbs device and
+	# port, the RDMA CM one the network device whose address it binds
+	printf '%s\n' \
+		"sof-scm u2.0 nonthreadsafe default libdaploscm.so.2 dapl.2.0 \"sof0 1\" \"\"" \
+		"sof-cma u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 \"$iface 0\" \"\"" \
+		>"$dir/dat.conf"
+	export DAT_OVERRIDE=$dir/dat.conf
+}
+
+# _sof_dapl_verdict PROG ARGS: the line PROG prints when its own checks pass
+_sof_dapl_verdict() {
+	local c
+	case $1 in
+	dtest) echo 'DAPL Test Complete. PASSED' ;;
+	dtestx) echo 'immed/atomic test PASSED' ;;
+	dtestsrq) echo 'DAPL RC SRQ Test Complete' ;;
+	dtestcm)
+		c=$(echo "$2" | sed -n 's/.*-c \([0-9]*\).*/\1/p')
+		echo "Num=${c:-1000}"
+		;;
+	esac
+}
+
+# _sof_dapl_ready NAME HOST SECS: the dapl2-utils server NAME in HOST is
+# ready: it listens on dtest's TCP port 15828 for the exchange of
+# parameters, or (dtestsrq, no such exchange) says "server ready"
+_sof_dapl_ready() {
+	local name=$1 host=$2 end in=()
+	[ -n "$host" ] && in=(timeout 5 ip netns exec "$(sof_host_ns "$host")")
+	end=$(($(now_ms) + $3 * 1000))
+	while [ "$(now_ms)" -lt "$end" ] && sof_alive "$name"; do
+		[ -n "$("${in[@]}" ss -Hltn 'sport = :15828' 2>/dev/null)" ] && return 0
+		grep -q 'server ready' "$(sof_out "$name")" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+sof_dropin_dtest() {
+	local name=$1 srv=$2 cli=$3 target=$4 prog=$5 prov=$6 rc srv_rc out verdict rate again=""
+	shift 6
+	_sof_dropin_need "$name" "$prog" dapl2-utils || return 1
+	out=$(sof_out "$name.cli")
+	verdict=$(_sof_dapl_verdict "$prog" "$*")
+	# dtestx's server sends its parameters to the client before it creates
+	# its service point (dat_psp_create), so a quick client's REQ finds no
+	# listener and is rejected (REJ reason 8, IBA 12.6.7.2), as on any
+	# device: a run that ended so runs again, twice at most
+	for _ in 1 2 3; do
+		_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- stdbuf -oL "$prog" -P "$prov" "$@"
+		if ! _sof_dapl_ready "$name.srv" "$srv" 20; then
+			sof_kill "$name.srv"
+			not_ok "$name" "the $prog server did not get ready"
+			sof_dump "$(sof_out "$name.srv")"
+			return 1
+		fi
+		_sof_dropin_fg "$cli" 45 "$SOFTOFED" run -- "$prog" -P "$prov" "$@" -h "$target" \
+			>"$out" 2>&1 </dev/null
+		rc=$?
+		grep -q 'non-consumer REJ, reason=8' "$out" || break
+		sof_kill "$name.srv"
+		again="; again after $prog's listen race"
+	done
+	sof_wait "$name.srv" 20
+	srv_rc=$?
+	if [ "$rc" -ne 0 ] || [ "$srv_rc" -ne 0 ]; then
+		not_ok "$name" "client exit $rc, server exit $srv_rc"
+	elif ! grep -q -F "$verdict" "$out"; then
+		not_ok "$name" "the client did not print '$verdict'"
+	elif [ "$prog" != dtestcm ] && ! grep -q -F "$verdict" "$(sof_out "$name.srv")"; then
+		not_ok "$name" "the server did not print '$verdict'"
+	elif grep -q -i -E 'FAILED|mismatch' "$out" "$(sof_out "$name.srv")"; then
+		not_ok "$name" "a failure in the output"
+	else
+		rate=$(grep -o -m1 -E '[0-9.]+ MB/s(ec)?|CPS +[0-9.]+' "$out" | head -n 1)
+		ok "$name: $verdict${rate:+ ($rate)}$again"
+		return 0
+	fi
+	sof_dump "$out" "$(sof_out "$name.srv")"
+	return 1
+}
+
+sof_dropin_dapltest() {
+	local name=$1 srv=$2 cli=$3 target=$4 prov=$5 rc out end
+	shift 5
+	_sof_dropin_need "$name" dapltest dapl2-utils || return 1
+	out=$(sof_out "$name.cli")
+	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- stdbuf -oL dapltest -T S -D "$prov"
+	# the server's service point is an RDMA CM listener: no TCP port to
+	# watch, its own line says when it is ready
+	end=$(($(now_ms) + 20000))
+	until grep -q 'Service Point Ready' "$(sof_out "$name.srv")" 2>/dev/null; do
+		if ! sof_alive "$name.srv" || [ "$(now_ms)" -ge "$end" ]; then
+			sof_kill "$name.srv"
+			not_ok "$name" "the dapltest server did not get ready"
+			sof_dump "$(sof_out "$name.srv")"
+			return 1
+		fi
+		sleep 0.05
+	done
+	_sof_dropin_fg "$cli" 45 "$SOFTOFED" run -- dapltest -T T -s "$target" -D "$prov" \
+		-i 100 -t 2 -w 2 -V "$@" >"$out" 2>&1 </dev/null
+	rc=$?
+	# the server serves one client after another: stop it
+	sof_kill "$name.srv"
+	if [ "$rc" -ne 0 ]; then
+		not_ok "$name" "client exit $rc"
+	elif ! grep -q 'End of Work -- Client Exiting' "$out" ||
+		! grep -q 'Transaction Test Finished' "$(sof_out "$name.srv")"; then
+		not_ok "$name" "the transaction test did not finish on both sides"
+	elif grep -q -i -E 'error|fail|mismatch' "$out"; then
+		not_ok "$name" "an error in the client's output"
+	else
+		ok "$name: $(grep -o -E 'Total WQE +: +[0-9.]+ WQE/Sec' "$out" | tr -s ' '), data validated"
+		return 0
+	fi
+	sof_dump "$out" "$(sof_out "$name.srv")"
+	return 1
 }

@@ -11,7 +11,16 @@
 #     on the GID of its host's address (RC SEND, WRITE, WRITE with
 #     immediate, READ, every byte checked by the side that receives it);
 #   rcopy (rsockets): a 20 MiB random file b -> a, compared byte for byte;
-#   udpong (datagram rsockets) -T e: 500 messages, each echoed.
+#   udpong (datagram rsockets) -T e: 500 messages, each echoed;
+#   uDAPL (Debian's dapl2 and dapl2-utils; providers named in a dat.conf of
+#     the test's, DAT_OVERRIDE): dtest over the socket CM provider
+#     (libdaploscm) and over the RDMA CM one (libdaplofa), 64 KiB buffers;
+#     dtestx (immediate data, compare-and-swap and fetch-and-add, each
+#     result checked), dtestsrq, dtestcm -c 50 (50 RC connections), and
+#     dapltest's transaction test (-V: SEND both ways, RDMA READ and WRITE
+#     by 2 threads, every buffer validated). dtestx -u (UD) is not run: its
+#     socket CM exchange carries no GID, and a RoCE address handle without
+#     a GRH is EINVAL in the kernel (rxe, hardware) as here.
 #
 # Needs root (ip netns).
 # Usage: tests/hosts/dropin.sh
@@ -37,6 +46,14 @@ if sof_hosts_up 2; then
 	sof_dropin_udpong "hosts/dropin a<-b: udpong -T e" a b "$A" e
 	sof_dropin_fio "hosts/dropin a<-b: fio rdma write" a b "$A" write
 	sof_dropin_fio "hosts/dropin a<-b: fio rdma read" a b "$A" read
+	sof_dropin_dapl_conf "$SOF_TMP/dapl" veth0
+	sof_dropin_dtest "hosts/dropin a<-b: uDAPL dtest (socket CM)" a b "$A" dtest sof-scm -b 65536 -B 20
+	sof_dropin_dtest "hosts/dropin a<-b: uDAPL dtest (RDMA CM)" a b "$A" dtest sof-cma -b 65536 -B 20
+	sof_dropin_dtest "hosts/dropin a<-b: uDAPL dtestx (immediate data, atomics)" a b "$A" dtestx sof-cma
+	sof_dropin_dtest "hosts/dropin a<-b: uDAPL dtestsrq" a b "$A" dtestsrq sof-cma
+	sof_dropin_dtest "hosts/dropin a<-b: uDAPL dtestcm 50 connections" a b "$A" dtestcm sof-cma -c 50
+	sof_dropin_dapltest "hosts/dropin a<-b: uDAPL dapltest transactions" a b "$A" sof-cma \
+		client SR 4096 2 server SR 4096 2 client RR 4096 client RW 8192 2
 fi
 
 sof_exit

@@ -49,6 +49,15 @@
 #                        transaction test (-T T -V: the data of every
 #                        operation validated) with OPS ("client SR 4096 2"
 #                        ...) against a dapltest server (-T S) in SRV
+#   sof_dropin_iser NAME SRV CLI TARGET   iSER: Debian's tgt (tgtd, its iser
+#                        driver on the RDMA CM, port 3260) in SRV with one
+#                        64 MiB LUN, libiscsi's tools in CLI over
+#                        iser://TARGET: iscsi-inq (the LUN's INQUIRY data:
+#                        vendor IET), iscsi-readcapacity16 (the size of the
+#                        backing file), iscsi-perf for 2 s (reads, IOPS
+#                        above 0); tgt 1.0.85's iSER login wants an
+#                        initiator-name ACL besides the address one (its
+#                        iser_text.c checks both), so the test binds both
 #   sof_dropin_pyverbs NAME SRV CLI   tests/pyverbs_check.py: local in one
 #                        process when SRV and CLI are both "", else server
 #                        in SRV and client in CLI (each on the GID of its
@@ -362,5 +371,56 @@ sof_dropin_dapltest() {
 		return 0
 	fi
 	sof_dump "$out" "$(sof_out "$name.srv")"
+	return 1
+}
+
+sof_dropin_iser() {
+	local name=$1 srv=$2 cli=$3 target=$4 cport iqn=iqn.2026-11.org.softofed:dropin
+	local init=iqn.2026-11.org.softofed:initiator url dir out size tgtadm=()
+	_sof_dropin_need "$name" tgtd tgt || return 1
+	_sof_dropin_need "$name" iscsi-inq libiscsi-bin || return 1
+	dir=$SOF_TMP/iser
+	mkdir -p "$dir"
+	truncate -s 64M "$dir/lun.img"
+	# tgtadm reaches tgtd by a unix socket named after the control port
+	# (/var/run/tgtd, shared by every namespace): one of the test's own
+	cport=$((20000 + $$ % 20000))
+	tgtadm=(_sof_dropin_fg "$srv" 10 tgtadm -C "$cport" --lld iser)
+	_sof_bg_in "$name.tgtd" "$srv" 90 "$SOFTOFED" run -- tgtd -f -C "$cport" --iser port=3260
+	for _ in $(seq 1 100); do
+		"${tgtadm[@]}" --mode sys --op show >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	if ! "${tgtadm[@]}" --mode target --op new --tid 1 --targetname "$iqn" ||
+		! "${tgtadm[@]}" --mode logicalunit --op new --tid 1 --lun 1 --backing-store "$dir/lun.img" ||
+		! "${tgtadm[@]}" --mode target --op bind --tid 1 --initiator-address ALL ||
+		! "${tgtadm[@]}" --mode target --op bind --tid 1 --initiator-name "$init"; then
+		not_ok "$name" "tgtd did not take the target"
+		sof_kill "$name.tgtd"
+		sof_dump "$(sof_out "$name.tgtd")"
+		return 1
+	fi
+	url=iser://$target/$iqn/1
+	out=$(sof_out "$name.cli")
+	if ! _sof_dropin_fg "$cli" 30 "$SOFTOFED" run -- iscsi-inq -i "$init" "$url" >"$out" 2>&1 </dev/null ||
+		! grep -q 'Vendor:IET' "$out"; then
+		not_ok "$name" "iscsi-inq over iSER did not return the LUN's INQUIRY data"
+	elif ! _sof_dropin_fg "$cli" 30 "$SOFTOFED" run -- iscsi-readcapacity16 -i "$init" "$url" \
+		>"$out" 2>&1 </dev/null ||
+		! size=$(sed -n 's/^Total size:\([0-9]*\)$/\1/p' "$out") || [ "$size" != 67108864 ]; then
+		not_ok "$name" "iscsi-readcapacity16 over iSER: size '${size:-}', not 67108864"
+	elif ! _sof_dropin_fg "$cli" 30 "$SOFTOFED" run -- iscsi-perf -i "$init" -t 2 "$url" \
+		>"$out" 2>&1 </dev/null ||
+		! grep -q -E 'iops average [1-9][0-9]* ' "$out"; then
+		not_ok "$name" "iscsi-perf over iSER did no I/O"
+	else
+		sof_kill "$name.tgtd"
+		ok "$name: INQUIRY, READ CAPACITY (64 MiB) and reads ($(grep -o -E 'iops average [0-9]+ \([0-9]+ MB/s\)' "$out" | tail -n 1))"
+		rm -rf "$dir"
+		return 0
+	fi
+	sof_kill "$name.tgtd"
+	sof_dump "$out" "$(sof_out "$name.tgtd")"
+	rm -rf "$dir"
 	return 1
 }

@@ -20,7 +20,9 @@
 #     dapltest's transaction test (-V: SEND both ways, RDMA READ and WRITE
 #     by 2 threads, every buffer validated). dtestx -u (UD) is not run: its
 #     socket CM exchange carries no GID, and a RoCE address handle without
-#     a GRH is EINVAL in the kernel (rxe, hardware) as here.
+#     a GRH is EINVAL in the kernel (rxe, hardware) as here;
+#   iSER: Debian's tgt as the target, libiscsi's iscsi-inq,
+#     iscsi-readcapacity16 and iscsi-perf as the initiator (iser:// URLs).
 #
 # Needs root (ip netns).
 # Usage: tests/hosts/dropin.sh
@@ -54,6 +56,7 @@ if sof_hosts_up 2; then
 	sof_dropin_dtest "hosts/dropin a<-b: uDAPL dtestcm 50 connections" a b "$A" dtestcm sof-cma -c 50
 	sof_dropin_dapltest "hosts/dropin a<-b: uDAPL dapltest transactions" a b "$A" sof-cma \
 		client SR 4096 2 server SR 4096 2 client RR 4096 client RW 8192 2
+	sof_dropin_iser "hosts/dropin a<-b: iSER, tgt target and libiscsi initiator" a b "$A"
 fi
 
 sof_exit

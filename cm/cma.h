@@ -95,6 +95,7 @@ CMA_OP(channel);
 CMA_OP(create_id);
 CMA_OP(destroy_id);
 CMA_OP(migrate);
+CMA_OP(requeue);
 
 /* ---- cma_addr.c ----------------------------------------------------------------- */
 

@@ -198,3 +198,20 @@ CMA_OP(migrate)
 	id->ch = ch;
 	return 0;
 }
+
+CMA_OP(requeue)
+{
+	const struct sof_cm_requeue_req *r = rq->data;
+	struct cm_channel *ch = cma_get_channel(rq, r->channel);
+
+	(void)rp;
+	if (!ch)
+		return -ENOENT;
+	/* only the caller's own events go back: its id, and for a request
+	 * its listener too */
+	if (r->ev.event > RDMA_CM_EVENT_TIMEWAIT_EXIT || !cma_get_id(rq, r->ev.id) ||
+	    (r->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && !cma_get_id(rq, r->ev.listen_id)))
+		return -EINVAL;
+	cma_channel_send(ch, &r->ev);
+	return 0;
+}

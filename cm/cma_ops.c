@@ -16,7 +16,7 @@ struct cma_op {
 };
 
 #define OP(op, f, t) [SOF_OP_CM_##op - SOF_OP_CM_CHANNEL] = {cma_op_##f, sizeof(t)}
-static const struct cma_op cma_ops[SOF_OP_CM_LEAVE_MCAST - SOF_OP_CM_CHANNEL + 1] = {
+static const struct cma_op cma_ops[SOF_OP_CM_REQUEUE - SOF_OP_CM_CHANNEL + 1] = {
     [0] = {cma_op_channel, 0},
     OP(CREATE_ID, create_id, struct sof_cm_create_req),
     OP(DESTROY_ID, destroy_id, struct sof_cm_id_req),
@@ -38,6 +38,7 @@ static const struct cma_op cma_ops[SOF_OP_CM_LEAVE_MCAST - SOF_OP_CM_CHANNEL + 1
     OP(GET_ECE, get_ece, struct sof_cm_id_req),
     OP(JOIN_MCAST, join, struct sof_cm_mcast_req),
     OP(LEAVE_MCAST, leave, struct sof_cm_mcast_req),
+    OP(REQUEUE, requeue, struct sof_cm_requeue_req),
 };
 
 /* Requests come copied and zero-padded to the largest (ops.c's buffer). */
@@ -45,7 +46,7 @@ int cm_op(const struct cm_request *rq, struct cm_reply *rp)
 {
 	const struct cma_op *o;
 
-	if (rq->op < SOF_OP_CM_CHANNEL || rq->op > SOF_OP_CM_LEAVE_MCAST)
+	if (rq->op < SOF_OP_CM_CHANNEL || rq->op > SOF_OP_CM_REQUEUE)
 		return -EOPNOTSUPP;
 	o = &cma_ops[rq->op - SOF_OP_CM_CHANNEL];
 	if (rq->len < o->len || rq->nfds)

@@ -226,4 +226,17 @@ struct sof_cm_event {
 	struct sof_cm_query_rep q;
 };
 
+/* SOF_OP_CM_REQUEUE: ev written again to the caller's channel (as the
+ * daemon writes an event). rdma_migrate_id reads what the old channel
+ * holds and sends each event back, to the new channel when it is the
+ * migrated id's, else to the old one, so that events queued before the
+ * move reach the new channel readably, as the kernel's ucma_migrate_id
+ * moves them. The id (and a CONNECT_REQUEST's listener) must be the
+ * caller's. */
+struct sof_cm_requeue_req {
+	uint32_t channel;
+	uint32_t rsvd;
+	struct sof_cm_event ev;
+};
+
 #endif

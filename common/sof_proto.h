@@ -95,6 +95,7 @@ enum sof_op {
 	SOF_OP_CM_GET_ECE,
 	SOF_OP_CM_JOIN_MCAST,
 	SOF_OP_CM_LEAVE_MCAST,
+	SOF_OP_CM_REQUEUE, /* the last CM op (cm/cma_ops.c) */
 	/* libibumad: sof_umad_proto.h */
 	SOF_OP_UMAD_CA,
 	SOF_OP_UMAD_OPEN,

@@ -865,7 +865,7 @@ int sofd_dispatch(struct sofd_req *rq, struct sofd_rep *rp)
 		rq->via = rq->c;
 	if (rq->op >= SOF_OP_UMAD_CA && rq->op <= SOF_OP_UMAD_SEND)
 		return sofd_umad_op(rq, rp);
-	if (rq->op >= SOF_OP_CM_CHANNEL && rq->op <= SOF_OP_CM_LEAVE_MCAST) {
+	if (rq->op >= SOF_OP_CM_CHANNEL && rq->op <= SOF_OP_CM_REQUEUE) {
 		if (rq->c->umad)
 			return -EINVAL;
 		if (rq->len > sizeof(qbuf))

@@ -8,11 +8,12 @@
  * reads the next record here (sofcm_channel_next) and event.c turns it
  * into a struct rdma_cm_event.
  *
- * An id that migrated keeps events the daemon queued on its old channel
- * before the move: a reader of the old channel hands them over to the new
- * channel's backlog (queue.c), which is read first. (The backlog does
- * not make the new channel's fd readable; such events are rare: only those
- * queued before rdma_migrate_id returned.)
+ * An id that migrated takes the events the daemon queued on its old
+ * channel before the move: rdma_migrate_id has the daemon write them to
+ * the new channel again (id.c). One that another thread read from the old
+ * channel meanwhile is handed over to the new channel's backlog (queue.c),
+ * which is read first (the backlog does not make the new channel's fd
+ * readable).
  */
 #include "sof_client.h"
 #include "sof_proto.h"

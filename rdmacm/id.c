@@ -319,6 +319,51 @@ static void drain_private(struct sofcm_channel *from, struct sofcm_channel *to)
 	}
 }
 
+/* The events the shared channel from holds now, each given back to the
+ * daemon to write again: to `to` when it is the migrated id's (not a
+ * request it listens for), else to from. What the daemon queued before
+ * the move is in from's socket by now (the MIGRATE reply came after it),
+ * so the id's events reach `to` readably and in order, as the kernel's
+ * ucma_migrate_id moves them; a program that waits on the new channel
+ * (librpma: the connection's ESTABLISHED, queued on the listener's
+ * channel between rdma_accept and the move) gets them. Another thread
+ * reading from at the same time may take one first: event.c then hands
+ * it over by the backlog, as before. */
+static void requeue_moved(struct sofcm_channel *from, struct sofcm_channel *to, uint32_t idh)
+{
+	struct sof_cm_requeue_req req;
+	struct sof_cm_event *evs = NULL, *grown;
+	size_t n = 0, cap = 0;
+	ssize_t got;
+
+	for (;;) {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			grown = realloc(evs, cap * sizeof(*evs));
+			if (!grown)
+				break;
+			evs = grown;
+		}
+		got = recv(from->ch.fd, &evs[n], sizeof(evs[n]), MSG_DONTWAIT | MSG_TRUNC);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got == (ssize_t)sizeof(evs[n]))
+			n++;
+		else if (got <= 0)
+			break; /* (a record of another size is not an event: dropped) */
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool mine = evs[i].id == idh && evs[i].event != RDMA_CM_EVENT_CONNECT_REQUEST;
+
+		memset(&req, 0, sizeof(req));
+		req.channel = mine ? to->handle : from->handle;
+		req.ev = evs[i];
+		if (sofcm_rpc(SOF_OP_CM_REQUEUE, &req, sizeof(req), NULL, 0))
+			sofcm_channel_push(mine ? to : from, &evs[i]); /* readable late */
+	}
+	free(evs);
+}
+
 SOFCM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
 	struct sofcm_channel *to, *old;
@@ -358,6 +403,8 @@ SOFCM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channe
 	if (was_sync) {
 		drain_private(old, to);
 		sofcm_channel_destroy(old);
+	} else if (old != to) {
+		requeue_moved(old, to, idp->handle);
 	}
 	wait_acked(idp);
 	return 0;

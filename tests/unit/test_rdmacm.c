@@ -7,7 +7,8 @@
  * 127.0.0.1: the channel's fd polls readable for an event, binding a
  * loopback address takes no device (as the wildcard), listening on port 0
  * picks a port, a synchronous id, RDMA_OPTION_IB_PATH as the route, ECE
- * and private data through a REQ and its REJ, the listen backlog, IPv4 and
+ * and private data through a REQ and its REJ, the listen backlog, an
+ * accepted id's queued events moving with it (rdma_migrate_id), IPv4 and
  * AF-only IPv6 wildcard listeners on one port, a loopback listener as a
  * wildcard one.
  */
@@ -508,6 +509,56 @@ TEST(listen_backlog)
 	rdma_destroy_event_channel(c2);
 }
 
+/* rdma_migrate_id moves the events queued for the id on its old channel
+ * to the new one, readable there, as the kernel's ucma_migrate_id
+ * (librpma migrates the accepted id after rdma_accept, and its
+ * ESTABLISHED may already wait on the listener's channel). */
+TEST(migrate_takes_queued_events)
+{
+	struct rdma_event_channel *lch = rdma_create_event_channel(),
+				  *cch = rdma_create_event_channel(),
+				  *nch = rdma_create_event_channel();
+	struct rdma_conn_param param;
+	struct rdma_cm_id *lid, *cid, *nid;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in sin;
+	struct pollfd pfd;
+
+	CHECK(lch && cch && nch);
+	CHECK_EQ(rdma_create_id(lch, &lid, NULL, RDMA_PS_TCP), 0);
+	loopback(&sin, 19417);
+	CHECK_EQ(rdma_bind_addr(lid, (struct sockaddr *)&sin), 0);
+	CHECK_EQ(rdma_listen(lid, 1), 0);
+	cid = connecting(cch, 19417);
+	ev = next_event(lch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	nid = ev->id;
+	CHECK_EQ(rdma_ack_cm_event(ev), 0);
+	memset(&param, 0, sizeof(param));
+	param.qp_num = 0x4343; /* no QP: the application's own */
+	CHECK_EQ(rdma_accept(nid, &param), 0);
+	/* the client has no QP either: it establishes (RTU) itself */
+	CHECK_EQ(rdma_ack_cm_event(next_event(cch, RDMA_CM_EVENT_CONNECT_RESPONSE)), 0);
+	CHECK_EQ(rdma_establish(cid), 0);
+	/* the server's ESTABLISHED waits on the listener's channel ... */
+	pfd.fd = lch->fd;
+	pfd.events = POLLIN;
+	CHECK_EQ(poll(&pfd, 1, 5000), 1);
+	/* ... and goes with the id */
+	CHECK_EQ(rdma_migrate_id(nid, nch), 0);
+	ev = next_event(nch, RDMA_CM_EVENT_ESTABLISHED);
+	CHECK(ev->id == nid);
+	CHECK_EQ(rdma_ack_cm_event(ev), 0);
+	CHECK_EQ(poll(&pfd, 1, 100), 0);
+	CHECK_EQ(rdma_disconnect(cid), 0);
+	CHECK_EQ(rdma_ack_cm_event(next_event(nch, RDMA_CM_EVENT_DISCONNECTED)), 0);
+	CHECK_EQ(rdma_destroy_id(cid), 0);
+	CHECK_EQ(rdma_destroy_id(nid), 0);
+	CHECK_EQ(rdma_destroy_id(lid), 0);
+	rdma_destroy_event_channel(lch);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(nch);
+}
+
 /* net.ipv6.bindv6only of this network namespace (the daemon's). */
 static int bindv6only(void)
 {
@@ -689,6 +740,7 @@ int main(void)
 	RUN(ib_path_option);
 	RUN(ece_and_reject);
 	RUN(listen_backlog);
+	RUN(migrate_takes_queued_events);
 	RUN(wildcard_listeners_afonly);
 	RUN(loopback_binds_as_wildcard);
 	return test_summary();

@@ -58,6 +58,10 @@
 #                        above 0); tgt 1.0.85's iSER login wants an
 #                        initiator-name ACL besides the address one (its
 #                        iser_text.c checks both), so the test binds both
+#   sof_dropin_rpma NAME SRV CLI TARGET   librpma (Debian's): the test's
+#                        build/tests/rpma_check server in SRV, client in CLI:
+#                        1 MiB by rpma_write, rpma_flush (visibility),
+#                        rpma_read back, every byte compared on both sides
 #   sof_dropin_pyverbs NAME SRV CLI   tests/pyverbs_check.py: local in one
 #                        process when SRV and CLI are both "", else server
 #                        in SRV and client in CLI (each on the GID of its
@@ -422,5 +426,37 @@ sof_dropin_iser() {
 	sof_kill "$name.tgtd"
 	sof_dump "$out" "$(sof_out "$name.tgtd")"
 	rm -rf "$dir"
+	return 1
+}
+
+sof_dropin_rpma() {
+	local name=$1 srv=$2 cli=$3 target=$4 port=7474 prog rc end out
+	prog=$SOF_PROGS/rpma_check
+	if [ ! -x "$prog" ]; then
+		not_ok "$name" "$prog was not built (librpma-dev missing: tests/install-deps.sh installs it)"
+		return 1
+	fi
+	out=$(sof_out "$name.cli")
+	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- stdbuf -oL "$prog" server "$target" "$port"
+	end=$(($(now_ms) + 20000))
+	until grep -q 'rpma_check: listening' "$(sof_out "$name.srv")" 2>/dev/null; do
+		if ! sof_alive "$name.srv" || [ "$(now_ms)" -ge "$end" ]; then
+			sof_kill "$name.srv"
+			not_ok "$name" "the rpma_check server did not listen"
+			sof_dump "$(sof_out "$name.srv")"
+			return 1
+		fi
+		sleep 0.05
+	done
+	_sof_dropin_fg "$cli" 30 "$SOFTOFED" run -- "$prog" client "$target" "$port" >"$out" 2>&1 </dev/null
+	rc=$?
+	if [ "$rc" -eq 0 ] && sof_wait "$name.srv" 20 && grep -q '^rpma_check: ok$' "$out" &&
+		grep -q '^rpma_check: ok$' "$(sof_out "$name.srv")"; then
+		ok "$name: 1 MiB written, flushed, read back and checked on both sides"
+		return 0
+	fi
+	sof_kill "$name.srv"
+	not_ok "$name" "client exit $rc: $(grep -m1 'rpma_check: [^o]' "$out" "$(sof_out "$name.srv")")"
+	sof_dump "$out" "$(sof_out "$name.srv")"
 	return 1
 }

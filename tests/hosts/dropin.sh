@@ -22,7 +22,9 @@
 #     socket CM exchange carries no GID, and a RoCE address handle without
 #     a GRH is EINVAL in the kernel (rxe, hardware) as here;
 #   iSER: Debian's tgt as the target, libiscsi's iscsi-inq,
-#     iscsi-readcapacity16 and iscsi-perf as the initiator (iser:// URLs).
+#     iscsi-readcapacity16 and iscsi-perf as the initiator (iser:// URLs);
+#   librpma (Debian's): tests/progs/rpma_check.c, 1 MiB by rpma_write,
+#     rpma_flush and rpma_read, checked on both sides.
 #
 # Needs root (ip netns).
 # Usage: tests/hosts/dropin.sh
@@ -57,6 +59,7 @@ if sof_hosts_up 2; then
 	sof_dropin_dapltest "hosts/dropin a<-b: uDAPL dapltest transactions" a b "$A" sof-cma \
 		client SR 4096 2 server SR 4096 2 client RR 4096 client RW 8192 2
 	sof_dropin_iser "hosts/dropin a<-b: iSER, tgt target and libiscsi initiator" a b "$A"
+	sof_dropin_rpma "hosts/dropin a<-b: librpma write, flush, read" a b "$A"
 fi
 
 sof_exit

@@ -194,6 +194,7 @@ static uint64_t receive_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr 
 				       imm, ntohl(wc.imm_data));
 			if (wc.status != IBV_WC_SUCCESS)
 				break;
+			post_recv_k(qp, mr, buf, k + RQ_DEPTH);
 			continue;
 		}
 		/* WRITE with immediate: into slot k % NSLOT as the SEND's WQE */

@@ -471,7 +471,7 @@ static void cmd_packet(uint8_t c, struct in *in)
 static void cmd_poke(struct in *in)
 {
 	uint32_t *words = (uint32_t *)(void *)&w.qshm->resp;
-	uint32_t nw = sizeof(w.qshm->resp) / sizeof(uint32_t), i = get8(in) % nw, v = get32(in);
+	uint32_t nw = sizeof(w.qshm->resp) / sizeof(uint32_t), i = get16(in) % nw, v = get32(in);
 
 	if (i == 0)
 		atomic_store(&w.qshm->resp.lock, v & 1 ? SOF_RESP_OWNER : SOF_RESP_FREE);
@@ -788,13 +788,13 @@ static void write_seeds(const char *dir)
 	/* the owner holds the lock; its state made void by a modify; a
 	 * state the program scribbled (MTU 7, more left than the length) */
 	put8(&o, C_POKE);
-	put8(&o, 0);
+	put16(&o, 0);
 	put16(&o, 1);
 	put16(&o, 0);
 	h = req(ROCE_WRITE_ONLY, 0, 0, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
 	put8(&o, C_POKE);
-	put8(&o, 0);
+	put16(&o, 0);
 	put16(&o, 0);
 	put16(&o, 0);
 	put8(&o, C_VOID);
@@ -802,7 +802,7 @@ static void write_seeds(const char *dir)
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
 	SEED("write_locked_void", .left = 2);
 	put8(&o, C_POKE);
-	put8(&o, offsetof(struct sof_resp_shm, mtu) / 4);
+	put16(&o, offsetof(struct sof_resp_shm, mtu) / 4);
 	put16(&o, 7);
 	put16(&o, 0);
 	h = req(ROCE_WRITE_ONLY, 0, 0, 0, 16);
@@ -879,6 +879,19 @@ static void write_seeds(const char *dir)
 	h.inv_rkey = 0x4321;
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
 	SEED("send_inv", .left = 1);
+	/* a WQE in hand the program scribbled on (more SGEs than any WQE
+	 * holds): left */
+	seed_post(&o, 1, 0x1000, 4096);
+	h = req(ROCE_SEND_FIRST, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 1024, 0x4c);
+	put8(&o, C_POKE);
+	put16(&o, offsetof(struct sof_resp_shm, rcv_nsge) / 4);
+	put16(&o, 0xffff);
+	put16(&o, 0xffff);
+	h = req(ROCE_SEND_LAST, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 8, 0x4c);
+	SEED("send_scribbled", .taken = 1, .left = 1, .sent = 1, .off = 0x1000, .len = 1024,
+	     .val = 0x4c);
 	seed_post(&o, 3, 0x1000, 64);
 	seed_post(&o, 1, 0x1000, 64);
 	h = req(ROCE_SEND_ONLY, 0, 0, 0, 0);

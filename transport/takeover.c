@@ -330,6 +330,8 @@ static enum took rcv_take(struct tp_qp *qp, struct sof_resp_shm *rs, const struc
 {
 	int err;
 
+	if (!qp->recv_cq)
+		return TOOK_LEFT;
 	if (rs->rcv_active)
 		return TOOK_DONE;
 	err = tp_rwqe_take(qp, &rs->rcv_wr_id, rs->rcv_sge, &rs->rcv_nsge);

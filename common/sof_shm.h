@@ -62,12 +62,18 @@ struct sof_resp_res {
 /* the most recent responder resources the shared state keeps */
 #define SOF_RESP_RES 16u
 
-/* The responder state of an RC QP whose transport runs in its owner (the
- * engine in the program), shared with the daemon, which runs that
- * responder for in-order RDMA WRITEs, READs and atomics while the owner
- * does not (transport/takeover.c). Every field but lock is read and
- * written only by the holder of lock; the daemon only try-locks it and
- * checks everything it reads. */
+/* The largest receive WQE (SGEs) the shared responder state holds:
+ * transport/tport.h's TP_MAX_SGE. */
+#define SOF_RESP_SGE 32u
+
+/* The responder state of an RC or UC QP whose transport runs in its owner
+ * (the engine in the program), shared with the daemon, which runs that
+ * responder for in-order requests while the owner does not
+ * (transport/takeover.c): it places WRITEs, answers READs and atomics,
+ * and delivers SENDs and WRITEs with immediate data into the receive WQEs
+ * of the QP's ring (or SRQ), completed in its receive CQ as the owner
+ * would. Every field but lock is read and written only by the holder of
+ * lock; the daemon only try-locks it and checks everything it reads. */
 struct sof_resp_shm {
 	_Atomic uint32_t lock; /* SOF_RESP_FREE, _OWNER or _DAEMON */
 	uint32_t valid;	       /* the owner published its state since the last modify */
@@ -83,13 +89,19 @@ struct sof_resp_shm {
 	 * from res_owner on the daemon's (the owner takes them) */
 	uint32_t res_next, res_owner;
 	struct sof_resp_res res[SOF_RESP_RES];
+	/* the receive WQE taken for the SEND in progress (or kept by a UC
+	 * message that was lost): rcv_active, its wr_id and SGEs, and the
+	 * bytes of the SEND placed so far */
+	uint32_t rcv_active, rcv_nsge;
+	uint64_t rcv_wr_id, rcv_off;
+	struct sof_sge rcv_sge[SOF_RESP_SGE];
 };
 #define SOF_RESP_FREE 0u
 #define SOF_RESP_OWNER 1u
 #define SOF_RESP_DAEMON 2u
 #define SOF_RESP_MSG_NONE 0u  /* between messages */
 #define SOF_RESP_MSG_WRITE 1u /* an RDMA WRITE in progress, wr_* */
-#define SOF_RESP_MSG_OTHER 2u /* any other message in progress */
+#define SOF_RESP_MSG_SEND 2u  /* a SEND in progress, into rcv_* */
 
 /* QP segment header. State fields are written by the owner library and by
  * the daemon (which moves a QP to ERROR when its peer dies). */

@@ -58,61 +58,13 @@ static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byt
  * 0, -EAGAIN when there is none, -EINVAL when it is malformed (consumed). */
 static int take_rwqe(struct sof_tqp *t)
 {
-	struct tp_qp *qp = t->qp;
-	struct sof_ring_idx *idx;
-	const uint8_t *ring;
-	uint32_t size, max_sge, stride, head, tail, spins = 0;
-	struct sof_rwqe wq;
+	int err = tp_rwqe_take(t->qp, &t->rcv_wr_id, t->rcv_sge, &t->rcv_nsge);
 
-	if (qp->srq) {
-		idx = &qp->srq->shm->rq;
-		ring = (const uint8_t *)qp->srq->shm + SOF_SRQ_RQ_OFF;
-		size = qp->srq->size;
-		max_sge = qp->srq->max_sge;
-	} else {
-		idx = &qp->shm->rq;
-		ring = (const uint8_t *)qp->shm + SOF_QP_RQ_OFF;
-		size = qp->rq_size;
-		max_sge = qp->rq_max_sge;
+	if (err != -EAGAIN) {
+		t->rcv_off = 0;
+		t->rcv_active = !err;
 	}
-	if (!size)
-		return -EAGAIN;
-	stride = SOF_RWQE_STRIDE(max_sge);
-	for (;;) {
-		const uint8_t *slot;
-
-		head = atomic_load_explicit(&idx->head, memory_order_acquire);
-		tail = atomic_load_explicit(&idx->tail, memory_order_acquire);
-		if (head == tail || tail - head > size)
-			return -EAGAIN;
-		slot = ring + (size_t)(head & (size - 1)) * stride;
-		memcpy(&wq, slot, sizeof(wq));
-		if (wq.num_sge <= max_sge)
-			memcpy(t->rcv_sge, slot + sizeof(wq), wq.num_sge * sizeof(struct sof_sge));
-		if (atomic_compare_exchange_weak_explicit(
-			&idx->head, &head, head + 1, memory_order_acq_rel, memory_order_relaxed))
-			break;
-		if (++spins > 1000)
-			return -EAGAIN; /* contended by a misbehaving process */
-	}
-	t->rcv_wr_id = wq.wr_id;
-	t->rcv_nsge = 0;
-	t->rcv_off = 0;
-	if (qp->srq) {
-		struct sof_srq_shm *s = qp->srq->shm;
-		uint32_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
-
-		/* IBA 11.5.2.4: the limit event fires once when the SRQ
-		 * drops below its armed limit */
-		if (limit && tail - head - 1 < limit &&
-		    atomic_compare_exchange_strong(&s->limit, &limit, 0))
-			tp.host->srq_limit(qp->srq);
-	}
-	if (wq.num_sge > max_sge)
-		return -EINVAL; /* consumed: the caller completes it in error */
-	t->rcv_nsge = wq.num_sge;
-	t->rcv_active = true;
-	return 0;
+	return err;
 }
 
 /* UC: take a receive WQE; one that is malformed completes in error at once
@@ -130,32 +82,9 @@ static bool uc_take(struct sof_tqp *t, const struct roce_hdr *h, uint8_t opcode)
 static void recv_cqe(struct sof_tqp *t, int status, uint8_t opcode, uint32_t byte_len,
 		     const struct roce_hdr *h, uint32_t extra_flags)
 {
-	struct tp_cq *cq = t->qp->recv_cq;
-	struct sof_cqe c;
-
-	memset(&c, 0, sizeof(c));
-	c.wr_id = t->rcv_wr_id;
-	c.status = (uint8_t)status;
-	c.opcode = opcode;
-	c.byte_len = byte_len;
-	c.qp_num = t->qp->qpn;
-	c.src_qp = t->qp->type == IBV_QPT_UD ? h->sqpn : t->dqpn;
-	c.wc_flags = (uint8_t)extra_flags;
-	c.sl = (uint8_t)(extra_flags >> 8); /* a UD datagram's packet type (grh.c) */
-	tp_ib_wc_lrh(&c.slid, &c.sl, &c.dlid_path_bits); /* by the IB port: its LRH's */
-	if (roce_opinfo(h->opcode)->flags & ROCE_F_IMMDT) {
-		c.imm_data = h->imm_be;
-		c.wc_flags |= IBV_WC_WITH_IMM;
-	}
-	/* ibv_wc.invalidated_rkey shares imm_data, in host order */
-	if (status == IBV_WC_SUCCESS && (roce_opinfo(h->opcode)->flags & ROCE_F_IETH)) {
-		c.imm_data = h->inv_rkey;
-		c.wc_flags |= IBV_WC_WITH_INV;
-	}
-	c.solicited = h->se;
 	t->rcv_active = false;
-	if (sof_cq_push_daemon(cq->shm, &c) == 1 && cq->evfd >= 0)
-		tp.host->cq_kick(cq);
+	tp_recv_complete(t->qp, t->rcv_wr_id, t->qp->type == IBV_QPT_UD ? h->sqpn : t->dqpn, status,
+			 opcode, byte_len, h, extra_flags);
 }
 
 /* ---- answers ------------------------------------------------------------------- */

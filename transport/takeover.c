@@ -1,5 +1,5 @@
 /*
- * The responder of an RC QP whose transport runs in its owner (the engine
+ * The responder of an RC or UC QP whose transport runs in its owner (the engine
  * in the program, verbs/tp_host.c), run by the daemon while the owner
  * does not run: a target process stopped (SIGSTOP) or not scheduled while
  * RDMA WRITEs into its memory go on (issue 18: one-sided operations
@@ -15,25 +15,32 @@
  * the daemon ran, it takes the state back first, so a request the daemon
  * executed is a duplicate to the owner and runs once.
  *
- * The daemon executes what needs no more state than that: RDMA WRITEs
- * without immediate data, READs and atomics (compare-and-swap,
- * fetch-and-add), in order (IBA 9.7.5.1: the expected PSN; R_Key, range
- * and access checked by the host's mr_ptr as the owner checks them,
- * 9.7.5.2.4), and it answers duplicates (9.7.5.1.2): a SEND or WRITE
- * acknowledged, a READ served again inside the range of the original, an
- * atomic answered with the result it returned, never applied twice. For
- * those the responder resources (9.7.5.1.4) live in the shared state too:
- * the owner publishes the ones it made, the daemon adds its own, and the
- * owner takes those into its ring when it takes the state back, so a
- * duplicate of an atomic the daemon executed gets the daemon's result
- * from the owner as well. Everything else (SEND, WRITE with immediate,
- * ATOMIC WRITE, a packet ahead of the expected PSN, a QP whose owner
- * keeps packets ahead of a gap, a key or length the owner would NAK, a
- * duplicate whose resource the shared state no longer keeps) it drops
- * without a NAK: the requester's retry brings it to the owner once that
- * runs again, which answers it as the standard says. Counters: takeover
- * (packets executed or answered here), drops takeover (left for the
- * owner).
+ * The daemon executes the requests in order (IBA 9.7.5.1: the expected
+ * PSN), each with the owner's checks (R_Key, range and access by the
+ * host's mr_ptr, 9.7.5.2.4; opcode sequence and lengths): RDMA WRITEs,
+ * READs, atomics (compare-and-swap, fetch-and-add, ATOMIC WRITE), and
+ * SENDs (with immediate data or invalidate) and WRITEs with immediate
+ * data, which take a receive WQE from the QP's ring or SRQ (shared with
+ * the owner; none: an RNR NAK, 9.7.5.2.8) and complete it in the QP's
+ * receive CQ (shared too), as the owner's engine would: so the owner,
+ * once it runs, polls every completion in order, once. The WQE in hand
+ * in the middle of a SEND is in the shared state, so either side goes on
+ * with a message the other began. It answers duplicates (9.7.5.1.2): a
+ * SEND or WRITE acknowledged, a READ served again inside the range of
+ * the original, an atomic answered with the result it returned, never
+ * applied twice. For those the responder resources (9.7.5.1.4) live in
+ * the shared state too: the owner publishes the ones it made, the daemon
+ * adds its own, and the owner takes those into its ring when it takes
+ * the state back, so a duplicate of an atomic the daemon executed gets
+ * the daemon's result from the owner as well. What the owner would NAK
+ * (a key, range or length, a receive buffer too short, a window this QP
+ * may not invalidate), a packet ahead of the expected PSN, a QP whose
+ * owner keeps packets ahead of a gap, a duplicate whose resource the
+ * shared state no longer keeps: dropped without a NAK (the WQE taken
+ * for it stays in hand), the requester's retry brings it to the owner
+ * once that runs again, which answers it as the standard says. UC
+ * (9.8.2) the same without answers. Counters: takeover (packets
+ * executed or answered here), drops takeover (left for the owner).
  */
 #include "tport.h"
 
@@ -96,8 +103,18 @@ void tp_resp_shared_enter(struct sof_tqp *t)
 		t->wr_va = rs->wr_va;
 		t->wr_len = rs->wr_len;
 		t->wr_left = rs->wr_left;
+	} else if (rs->in_msg == SOF_RESP_MSG_SEND) {
+		t->in_msg = ROCE_F_SEND;
 	} else if (rs->in_msg == SOF_RESP_MSG_NONE) {
 		t->in_msg = 0;
+	}
+	/* the receive WQE in hand: taken by either of us */
+	t->rcv_active = rs->rcv_active != 0;
+	if (t->rcv_active) {
+		t->rcv_wr_id = rs->rcv_wr_id;
+		t->rcv_off = rs->rcv_off;
+		t->rcv_nsge = rs->rcv_nsge <= TP_MAX_SGE ? rs->rcv_nsge : 0;
+		memcpy(t->rcv_sge, rs->rcv_sge, t->rcv_nsge * sizeof(struct sof_sge));
 	}
 	/* the READs and atomics it executed are duplicates to us now */
 	end = rs->res_next; /* read once: the loop's bound stays put */
@@ -128,7 +145,16 @@ void tp_resp_shared_leave(struct sof_tqp *t)
 	rs->msn = t->msn;
 	rs->in_msg = !t->in_msg			 ? SOF_RESP_MSG_NONE
 		     : t->in_msg == ROCE_F_WRITE ? SOF_RESP_MSG_WRITE
-						 : SOF_RESP_MSG_OTHER;
+						 : SOF_RESP_MSG_SEND;
+	/* a receive WQE is in hand between packets only in the middle of a
+	 * SEND (or after a lost UC message): then it is copied */
+	rs->rcv_active = t->rcv_active;
+	if (t->rcv_active) {
+		rs->rcv_wr_id = t->rcv_wr_id;
+		rs->rcv_off = t->rcv_off;
+		rs->rcv_nsge = t->rcv_nsge;
+		memcpy(rs->rcv_sge, t->rcv_sge, t->rcv_nsge * sizeof(struct sof_sge));
+	}
 	rs->wr_rkey = t->wr_rkey;
 	rs->wr_va = t->wr_va;
 	rs->wr_len = t->wr_len;
@@ -262,46 +288,202 @@ static const struct sof_resp_res *res_find(const struct sof_resp_shm *rs, uint32
 	return NULL;
 }
 
-/* An in-order RDMA WRITE without immediate data, one that starts or one
- * that continues the WRITE in progress, each packet but the last a full
- * MTU (IBA 9.7.5.1): placed, or false. */
-static bool take_write(const struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
-		       uint32_t f, const uint8_t *payload, uint32_t paylen)
+/* What the daemon did with a request. */
+enum took {
+	TOOK_LEFT,     /* nothing: left for the owner (or lost, UC) */
+	TOOK_DONE,     /* executed: an RC SEND or WRITE is acknowledged */
+	TOOK_ANSWERED, /* answered already (responses, atomic ACK, RNR NAK) */
+};
+
+static bool remote_write_ok(const struct tp_qp *qp)
 {
-	uint64_t va, left;
+	return atomic_load_explicit(&qp->shm->access, memory_order_relaxed) &
+	       IBV_ACCESS_REMOTE_WRITE;
+}
+
+/* The message in progress as the owner's engine keeps it (struct sof_tqp
+ * in_msg), and back. */
+static uint32_t msg_flags(uint32_t in_msg)
+{
+	return in_msg == SOF_RESP_MSG_WRITE  ? ROCE_F_WRITE
+	       : in_msg == SOF_RESP_MSG_SEND ? ROCE_F_SEND
+					     : 0;
+}
+
+static uint32_t msg_code(uint32_t flags)
+{
+	return flags == ROCE_F_WRITE  ? SOF_RESP_MSG_WRITE
+	       : flags == ROCE_F_SEND ? SOF_RESP_MSG_SEND
+				      : SOF_RESP_MSG_NONE;
+}
+
+/* The receive WQE for the message of request h from the QP's peer dqpn
+ * (an: where an RC QP's answers go; NULL for UC): the one in hand, or the
+ * next of the QP's ring or SRQ, shared with the owner (rwqe.c), into
+ * rs->rcv_*. An RC QP with none sends an RNR NAK (IBA 9.7.5.2.8: the
+ * requester waits min_rnr_timer, the state unchanged). A malformed WQE
+ * (only a program that scribbles on its own ring makes one) completes in
+ * error at once, as the owner completes it, and the request is left.
+ * TOOK_DONE when one is in hand. */
+static enum took rcv_take(struct tp_qp *qp, struct sof_resp_shm *rs, const struct answer *an,
+			  uint32_t dqpn, const struct roce_hdr *h, uint8_t wc_opcode)
+{
+	int err;
+
+	if (!qp->recv_cq)
+		return TOOK_LEFT;
+	if (rs->rcv_active)
+		return TOOK_DONE;
+	err = tp_rwqe_take(qp, &rs->rcv_wr_id, rs->rcv_sge, &rs->rcv_nsge);
+	if (err == -EAGAIN) {
+		struct roce_hdr nak;
+		uint32_t code;
+
+		if (!an)
+			return TOOK_LEFT; /* UC: the message is lost */
+		code = atomic_load_explicit(&qp->shm->min_rnr_timer, memory_order_relaxed);
+		memset(&nak, 0, sizeof(nak));
+		answer(an, ROCE_ACK, h->psn, &nak);
+		nak.syndrome = (uint8_t)(ROCE_AETH_RNR_NAK | (code & 0x1f));
+		tp_count(SOF_CNT_rnr_nak_sent, 1);
+		tp_send(&an->path, &nak, 0, NULL, NULL);
+		return TOOK_ANSWERED;
+	}
+	rs->daemon_ran = 1;
+	rs->rcv_off = 0;
+	if (err) {
+		rs->rcv_active = 0;
+		tp_recv_complete(qp, rs->rcv_wr_id, dqpn, IBV_WC_LOC_QP_OP_ERR, wc_opcode, 0, h, 0);
+		return TOOK_LEFT;
+	}
+	rs->rcv_active = 1;
+	return TOOK_DONE;
+}
+
+/* The payload of a SEND into the receive WQE in hand at rs->rcv_off:
+ * 0, or the error of tp_sgl_copy. */
+static int rcv_place(const struct tp_qp *qp, const struct sof_resp_shm *rs, const uint8_t *payload,
+		     uint32_t paylen)
+{
+	struct sof_sge sge[SOF_RESP_SGE];
+	uint32_t nsge = rs->rcv_nsge;
+
+	if (nsge > SOF_RESP_SGE)
+		return -EINVAL;
+	memcpy(sge, rs->rcv_sge, nsge * sizeof(sge[0]));
+	return tp_sgl_copy(qp, sge, nsge, rs->rcv_off, (uint8_t *)payload, paylen, true);
+}
+
+/* The receive WQE in hand completed for request h, which ends a message
+ * of byte_len bytes. */
+static void rcv_complete(struct tp_qp *qp, struct sof_resp_shm *rs, uint32_t dqpn,
+			 const struct roce_hdr *h, uint8_t wc_opcode, uint64_t byte_len)
+{
+	rs->rcv_active = 0;
+	tp_recv_complete(qp, rs->rcv_wr_id, dqpn, IBV_WC_SUCCESS, wc_opcode, (uint32_t)byte_len, h,
+			 0);
+}
+
+/* An in-order RDMA WRITE, one that starts or one that continues the
+ * WRITE in progress, each packet but the last a full MTU (IBA 9.7.5.1),
+ * in the owner's order: the range of the whole WRITE checked at its
+ * first packet, the receive WQE of one with immediate data taken (or RNR)
+ * before its last packet's data moves, then placed and, with immediate
+ * data, completed (9.4.1.1: the completion reports the DMA length). What
+ * the owner would NAK is left to it. */
+static enum took take_write(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
+			    uint32_t f, const uint8_t *payload, uint32_t paylen,
+			    const struct answer *an)
+{
+	uint64_t wva, wlen, left;
+	uint32_t wrkey;
+	enum took r;
 	uint8_t *p;
 
-	if ((f & ROCE_F_IMMDT) ||
-	    rs->in_msg != ((f & ROCE_F_FIRST) ? SOF_RESP_MSG_NONE : SOF_RESP_MSG_WRITE) ||
-	    paylen > rs->mtu || (!(f & ROCE_F_LAST) && paylen != rs->mtu) ||
-	    !(atomic_load_explicit(&qp->shm->access, memory_order_relaxed) &
-	      IBV_ACCESS_REMOTE_WRITE))
-		return false;
+	if (rs->in_msg != ((f & ROCE_F_FIRST) ? SOF_RESP_MSG_NONE : SOF_RESP_MSG_WRITE) ||
+	    paylen > rs->mtu || (!(f & ROCE_F_LAST) && paylen != rs->mtu) || !remote_write_ok(qp))
+		return TOOK_LEFT;
 	if (f & ROCE_F_FIRST) {
-		rs->wr_va = h->va;
-		rs->wr_rkey = h->rkey;
-		rs->wr_len = rs->wr_left = h->dmalen;
+		wva = h->va;
+		wrkey = h->rkey;
+		wlen = left = h->dmalen;
+		if (wlen &&
+		    !tp.host->mr_ptr(qp, wrkey, wva, wlen, IBV_ACCESS_REMOTE_WRITE | TP_MR_PROBE))
+			return TOOK_LEFT;
+	} else {
+		wva = rs->wr_va;
+		wrkey = rs->wr_rkey;
+		wlen = rs->wr_len;
+		left = rs->wr_left;
 	}
-	left = rs->wr_left;
-	if (paylen > left || ((f & ROCE_F_LAST) && paylen != left) || rs->wr_len < left)
-		return false;
-	va = rs->wr_va + (rs->wr_len - left);
+	if (paylen > left || ((f & ROCE_F_LAST) && paylen != left) || wlen < left)
+		return TOOK_LEFT;
+	if ((f & (ROCE_F_LAST | ROCE_F_IMMDT)) == (ROCE_F_LAST | ROCE_F_IMMDT)) {
+		r = rcv_take(qp, rs, an, an->dqpn, h, IBV_WC_RECV_RDMA_WITH_IMM);
+		if (r != TOOK_DONE)
+			return r;
+	}
 	if (paylen) {
-		p = tp.host->mr_ptr(qp, rs->wr_rkey, va, paylen, IBV_ACCESS_REMOTE_WRITE);
+		p = tp.host->mr_ptr(qp, wrkey, wva + (wlen - left), paylen,
+				    IBV_ACCESS_REMOTE_WRITE);
 		if (!p)
-			return false;
+			return TOOK_LEFT;
 		memcpy(p, payload, paylen);
 		tp.host->mr_done(qp, p, paylen);
 	}
+	rs->wr_va = wva;
+	rs->wr_rkey = wrkey;
+	rs->wr_len = wlen;
 	rs->wr_left = left - paylen;
 	rs->epsn = (rs->epsn + 1) & ROCE_PSN_MASK;
-	if (f & ROCE_F_LAST) {
-		rs->in_msg = SOF_RESP_MSG_NONE;
-		rs->msn = (rs->msn + 1) & 0xffffff;
-	} else {
+	if (!(f & ROCE_F_LAST)) {
 		rs->in_msg = SOF_RESP_MSG_WRITE;
+		return TOOK_DONE;
 	}
-	return true;
+	rs->in_msg = SOF_RESP_MSG_NONE;
+	rs->msn = (rs->msn + 1) & 0xffffff;
+	if (f & ROCE_F_IMMDT)
+		rcv_complete(qp, rs, an->dqpn, h, IBV_WC_RECV_RDMA_WITH_IMM, wlen);
+	return TOOK_DONE;
+}
+
+/* An in-order SEND (with immediate data, with invalidate; IBA 9.4.1.1),
+ * one that starts or continues the SEND in progress: into the receive
+ * WQE taken at its first packet (or RNR), completed at its last. A
+ * message longer than the WQE's buffers, buffers that fail their checks,
+ * a window this QP may not invalidate: left to the owner, the WQE in
+ * hand, so that the requester's retry finds there what it would have
+ * found (the owner completes the WQE in error and NAKs). */
+static enum took take_send(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
+			   uint32_t f, const uint8_t *payload, uint32_t paylen,
+			   const struct answer *an)
+{
+	enum took r;
+
+	if (rs->in_msg != ((f & ROCE_F_FIRST) ? SOF_RESP_MSG_NONE : SOF_RESP_MSG_SEND) ||
+	    paylen > rs->mtu || (!(f & ROCE_F_LAST) && paylen != rs->mtu))
+		return TOOK_LEFT;
+	if (f & ROCE_F_FIRST) {
+		r = rcv_take(qp, rs, an, an->dqpn, h, IBV_WC_RECV);
+		if (r != TOOK_DONE)
+			return r;
+		rs->rcv_off = 0;
+	}
+	if (!rs->rcv_active || rcv_place(qp, rs, payload, paylen))
+		return TOOK_LEFT;
+	if ((f & ROCE_F_IETH) &&
+	    (!tp.host->mw_invalidate || tp.host->mw_invalidate(qp, h->inv_rkey)))
+		return TOOK_LEFT;
+	rs->rcv_off += paylen;
+	rs->epsn = (rs->epsn + 1) & ROCE_PSN_MASK;
+	if (!(f & ROCE_F_LAST)) {
+		rs->in_msg = SOF_RESP_MSG_SEND;
+		return TOOK_DONE;
+	}
+	rs->in_msg = SOF_RESP_MSG_NONE;
+	rs->msn = (rs->msn + 1) & 0xffffff;
+	rcv_complete(qp, rs, an->dqpn, h, IBV_WC_RECV, rs->rcv_off);
+	return TOOK_DONE;
 }
 
 /* An in-order READ (IBA 9.7.5.1.3): the checks of the owner's do_read,
@@ -379,6 +561,39 @@ static bool take_atomic(const struct tp_qp *qp, struct sof_resp_shm *rs, const s
 	return true;
 }
 
+/* An in-order ATOMIC WRITE (IBA 9.4.7): the checks of the owner's
+ * do_atomic_write, stored once, a responder resource for its
+ * duplicates, answered with a zero-length READ response; or false. */
+static bool take_atomic_write(const struct tp_qp *qp, struct sof_resp_shm *rs,
+			      const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
+			      struct answer *an)
+{
+	struct sof_resp_res *e;
+	uint64_t *p, v;
+
+	if (!rs->max_dest || h->dmalen != 8 || paylen != 8 || (h->va & 7) || !remote_write_ok(qp))
+		return false;
+	p = (uint64_t *)(void *)tp.host->mr_ptr(qp, h->rkey, h->va, 8, IBV_ACCESS_REMOTE_WRITE);
+	if (!p)
+		return false;
+	if ((uintptr_t)p & 7) { /* see take_atomic */
+		tp.host->mr_done(qp, (uint8_t *)p, 0);
+		return false;
+	}
+	memcpy(&v, payload, 8);
+	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+	tp.host->mr_done(qp, (uint8_t *)p, 8);
+	e = res_new(rs);
+	e->type = TP_RES_ATOMIC;
+	e->psn = h->psn;
+	e->npkts = 1;
+	rs->msn = (rs->msn + 1) & 0xffffff;
+	rs->epsn = (h->psn + 1) & ROCE_PSN_MASK;
+	an->msn = rs->msn;
+	serve_read(qp, an, rs->mtu, h->psn, 0, 0, 0);
+	return true;
+}
+
 /* A duplicate (IBA 9.7.5.1.2): answered as the owner answers it, or
  * false when the shared state does not keep what that takes. */
 static bool take_duplicate(const struct tp_qp *qp, const struct sof_resp_shm *rs,
@@ -396,11 +611,14 @@ static bool take_duplicate(const struct tp_qp *qp, const struct sof_resp_shm *rs
 		serve_read(qp, an, rs->mtu, h->psn, h->va, h->rkey, h->dmalen);
 		return true;
 	}
-	if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD) {
+	if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD || op == ROCE_ATOMIC_WRITE) {
 		e = res_find(rs, h->psn, TP_RES_ATOMIC);
 		if (!e || (e->psn & ROCE_PSN_MASK) != h->psn)
 			return false;
-		send_atomic_ack(an, h->psn, e->orig);
+		if (op == ROCE_ATOMIC_WRITE)
+			serve_read(qp, an, rs->mtu, h->psn, 0, 0, 0);
+		else
+			send_atomic_ack(an, h->psn, e->orig);
 		return true;
 	}
 	if (!(f & (ROCE_F_SEND | ROCE_F_WRITE)))
@@ -413,65 +631,92 @@ static bool take_duplicate(const struct tp_qp *qp, const struct sof_resp_shm *rs
 
 /* A UC packet (IBA 9.8.2), as the owner's uc_packet takes it: a gap in
  * the PSNs loses the message in progress, only a FIRST or ONLY starts
- * one, and RDMA WRITEs without immediate data are placed. A packet that
- * would take a receive WQE (a SEND, a WRITE with immediate) the daemon
- * cannot deliver: its message is lost, as UC allows on a wire, the state
- * moved past it as the owner would move it. Nothing is answered. True
- * when the packet was placed. */
-static bool take_uc(const struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
-		    uint32_t f, const uint8_t *payload, uint32_t paylen)
+ * one; RDMA WRITEs are placed, SENDs and WRITEs with immediate data
+ * delivered into the receive WQEs (none: the message is lost, as UC
+ * allows). Nothing is answered. Buffers that fail their checks complete
+ * the WQE in error and lose the message (the owner's QP would also go to
+ * ERROR: the daemon leaves that to the owner's next error). True when
+ * the packet was placed. */
+static bool take_uc(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h, uint32_t f,
+		    const uint8_t *payload, uint32_t paylen, uint32_t dqpn)
 {
-	bool cont = rs->in_msg == SOF_RESP_MSG_WRITE, ok;
+	uint32_t msg = msg_flags(rs->in_msg);
+	bool imm_last = (f & (ROCE_F_LAST | ROCE_F_IMMDT)) == (ROCE_F_LAST | ROCE_F_IMMDT);
 	uint8_t *p;
+	int err;
 
 	if (!rs->valid || rs->mtu < 256 || rs->mtu > 4096)
 		return false;
 	rs->daemon_ran = 1;
 	if (h->psn != (rs->epsn & ROCE_PSN_MASK))
-		cont = false; /* lost: a FIRST or ONLY may start the next */
+		msg = 0; /* lost: a FIRST or ONLY may start the next */
 	rs->epsn = (h->psn + 1) & ROCE_PSN_MASK;
-	ok = (f & ROCE_F_WRITE) && !(f & ROCE_F_IMMDT) &&
-	     (cont ? (f & (ROCE_F_MIDDLE | ROCE_F_LAST)) : (f & ROCE_F_FIRST)) &&
-	     paylen <= rs->mtu && ((f & ROCE_F_LAST) || paylen == rs->mtu);
 	rs->in_msg = SOF_RESP_MSG_NONE;
-	if (!ok)
+	if ((msg ? !(f & msg) || !(f & (ROCE_F_MIDDLE | ROCE_F_LAST)) : !(f & ROCE_F_FIRST)) ||
+	    paylen > rs->mtu || (!(f & ROCE_F_LAST) && paylen != rs->mtu))
 		return false;
-	if (f & ROCE_F_FIRST) {
-		if (h->dmalen &&
-		    (!(atomic_load_explicit(&qp->shm->access, memory_order_relaxed) &
-		       IBV_ACCESS_REMOTE_WRITE) ||
-		     !(p = tp.host->mr_ptr(qp, h->rkey, h->va, h->dmalen,
-					   IBV_ACCESS_REMOTE_WRITE | TP_MR_PROBE)))) {
-			tp_count(SOF_CNT_key_violations, 1);
-			return false;
+	if (f & ROCE_F_WRITE) {
+		if (f & ROCE_F_FIRST) {
+			if (h->dmalen &&
+			    (!remote_write_ok(qp) ||
+			     !tp.host->mr_ptr(qp, h->rkey, h->va, h->dmalen,
+					      IBV_ACCESS_REMOTE_WRITE | TP_MR_PROBE))) {
+				tp_count(SOF_CNT_key_violations, 1);
+				rs->in_msg = msg_code(msg);
+				return false;
+			}
+			rs->wr_va = h->va;
+			rs->wr_rkey = h->rkey;
+			rs->wr_len = rs->wr_left = h->dmalen;
 		}
-		if (h->dmalen)
-			tp.host->mr_done(qp, p, 0);
-		rs->wr_va = h->va;
-		rs->wr_rkey = h->rkey;
-		rs->wr_len = rs->wr_left = h->dmalen;
+		if (paylen > rs->wr_left || ((f & ROCE_F_LAST) && paylen != rs->wr_left) ||
+		    rs->wr_len < rs->wr_left ||
+		    (imm_last &&
+		     rcv_take(qp, rs, NULL, dqpn, h, IBV_WC_RECV_RDMA_WITH_IMM) != TOOK_DONE))
+			return false;
+		if (paylen) {
+			p = tp.host->mr_ptr(qp, rs->wr_rkey, rs->wr_va + (rs->wr_len - rs->wr_left),
+					    paylen, IBV_ACCESS_REMOTE_WRITE);
+			if (!p) {
+				tp_count(SOF_CNT_key_violations, 1);
+				return false;
+			}
+			memcpy(p, payload, paylen);
+			tp.host->mr_done(qp, p, paylen);
+			rs->wr_left -= paylen;
+		}
+		if (!(f & ROCE_F_LAST))
+			rs->in_msg = SOF_RESP_MSG_WRITE;
+		else if (imm_last)
+			rcv_complete(qp, rs, dqpn, h, IBV_WC_RECV_RDMA_WITH_IMM, rs->wr_len);
+		return true;
 	}
-	if (paylen > rs->wr_left || ((f & ROCE_F_LAST) && paylen != rs->wr_left) ||
-	    rs->wr_len < rs->wr_left)
+	/* SEND */
+	if ((f & ROCE_F_FIRST) && rcv_take(qp, rs, NULL, dqpn, h, IBV_WC_RECV) != TOOK_DONE)
 		return false;
-	if (paylen) {
-		p = tp.host->mr_ptr(qp, rs->wr_rkey, rs->wr_va + (rs->wr_len - rs->wr_left), paylen,
-				    IBV_ACCESS_REMOTE_WRITE);
-		if (!p) {
-			tp_count(SOF_CNT_key_violations, 1);
-			return false;
-		}
-		memcpy(p, payload, paylen);
-		tp.host->mr_done(qp, p, paylen);
-		rs->wr_left -= paylen;
+	if (!rs->rcv_active)
+		return false;
+	if (f & ROCE_F_FIRST)
+		rs->rcv_off = 0;
+	err = rcv_place(qp, rs, payload, paylen);
+	if (err) {
+		rs->rcv_active = 0;
+		tp_recv_complete(qp, rs->rcv_wr_id, dqpn,
+				 err == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR,
+				 IBV_WC_RECV, 0, h, 0);
+		return false;
 	}
-	rs->in_msg = (f & ROCE_F_LAST) ? SOF_RESP_MSG_NONE : SOF_RESP_MSG_WRITE;
+	rs->rcv_off += paylen;
+	if (!(f & ROCE_F_LAST))
+		rs->in_msg = SOF_RESP_MSG_SEND;
+	else
+		rcv_complete(qp, rs, dqpn, h, IBV_WC_RECV, rs->rcv_off);
 	return true;
 }
 
 /* Request h for the QP of rs (its lock held), from a to the QP's peer
  * dqpn: executed or answered (true), or left for the owner (false). */
-static bool take(const struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
+static bool take(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
 		 const uint8_t *payload, uint32_t paylen, const struct roce_addr *a, uint32_t dqpn)
 {
 	uint32_t f = roce_opinfo(h->opcode)->flags;
@@ -479,7 +724,7 @@ static bool take(const struct tp_qp *qp, struct sof_resp_shm *rs, const struct r
 	int32_t d = roce_psn_diff(h->psn, rs->epsn & ROCE_PSN_MASK);
 	struct answer an = {.path = {.hop_limit = 64}, .dqpn = dqpn, .msn = rs->msn};
 	struct roce_hdr ack;
-	bool done;
+	enum took r;
 
 	if (!rs->valid || rs->kept || rs->mtu < 256 || rs->mtu > 4096 || d > 0 ||
 	    d < -TP_DUP_WINDOW)
@@ -489,22 +734,26 @@ static bool take(const struct tp_qp *qp, struct sof_resp_shm *rs, const struct r
 	an.path.sport = tp_flow_port(!sof_gid_is_v4(a->src), qp->qpn, dqpn);
 	if (d < 0)
 		return take_duplicate(qp, rs, h, f, op, &an);
-	if (f & ROCE_F_WRITE)
-		done = take_write(qp, rs, h, f, payload, paylen);
+	if (f & ROCE_F_SEND)
+		r = take_send(qp, rs, h, f, payload, paylen, &an);
+	else if (f & ROCE_F_WRITE)
+		r = take_write(qp, rs, h, f, payload, paylen, &an);
 	else if (rs->in_msg != SOF_RESP_MSG_NONE)
-		done = false; /* a READ or atomic starts a message: none may be in progress */
+		r = TOOK_LEFT; /* the others start a message: none may be in progress */
 	else if (op == ROCE_READ_REQ)
-		done = take_read(qp, rs, h, &an);
+		r = take_read(qp, rs, h, &an) ? TOOK_ANSWERED : TOOK_LEFT;
 	else if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD)
-		done = take_atomic(qp, rs, h, op, &an);
+		r = take_atomic(qp, rs, h, op, &an) ? TOOK_ANSWERED : TOOK_LEFT;
+	else if (op == ROCE_ATOMIC_WRITE)
+		r = take_atomic_write(qp, rs, h, payload, paylen, &an) ? TOOK_ANSWERED : TOOK_LEFT;
 	else
-		done = false;
-	if (!done)
+		r = TOOK_LEFT;
+	if (r == TOOK_LEFT)
 		return false;
 	rs->daemon_ran = 1;
-	if (!(f & ROCE_F_WRITE))
-		return true; /* answered with its responses or atomic ACK */
-	/* the WRITE's ACK (IBA 9.7.5.1.2) */
+	if (r == TOOK_ANSWERED)
+		return true;
+	/* the SEND's or WRITE's ACK (IBA 9.7.5.1.2) */
 	memset(&ack, 0, sizeof(ack));
 	an.msn = rs->msn;
 	answer(&an, ROCE_ACK, rs->epsn - 1, &ack);
@@ -533,7 +782,7 @@ bool tp_takeover_packet(struct tp_qp *qp, const struct roce_hdr *h, const uint8_
 		return true;
 	}
 	done = qp->type == IBV_QPT_UC
-		   ? take_uc(qp, rs, h, roce_opinfo(h->opcode)->flags, payload, paylen)
+		   ? take_uc(qp, rs, h, roce_opinfo(h->opcode)->flags, payload, paylen, dqpn)
 		   : take(qp, rs, h, payload, paylen, a, dqpn);
 	atomic_store_explicit(&rs->lock, SOF_RESP_FREE, memory_order_release);
 	if (done)

@@ -26,6 +26,7 @@
 
 /* The most SGEs of a work request (the device limit, max_sge). */
 #define TP_MAX_SGE 32u
+_Static_assert(TP_MAX_SGE == SOF_RESP_SGE, "the shared responder state holds any receive WQE");
 
 /* Largest UDP payload: headers, 4096 bytes of payload, pad, ICRC. */
 #define TP_MAX_PKT (ROCE_MAX_HDR + 4096 + 4 + ROCE_ICRC_LEN)
@@ -532,6 +533,17 @@ void tp_resp_shared_leave(struct sof_tqp *t);
  * host does not take over qp now. */
 bool tp_takeover_packet(struct tp_qp *qp, const struct roce_hdr *h, const uint8_t *payload,
 			uint32_t paylen, const struct roce_addr *a);
+/* The next receive WQE of qp (its RQ or SRQ; rwqe.c): consumed, its
+ * wr_id, SGEs (up to TP_MAX_SGE) and their number. 0, -EAGAIN when there
+ * is none, -EINVAL when it is malformed (consumed, *wr_id set, *nsge 0:
+ * the caller completes it in error). */
+int tp_rwqe_take(struct tp_qp *qp, uint64_t *wr_id, struct sof_sge *sge, uint32_t *nsge);
+/* A receive completion of qp for the WQE wr_id taken for request h (its
+ * immediate data or invalidated R_Key reported), from src_qp, pushed
+ * into qp's receive CQ (rwqe.c). extra_flags: IBV_WC_* flags in bits 7:0,
+ * the completion's sl in 15:8. */
+void tp_recv_complete(struct tp_qp *qp, uint64_t wr_id, uint32_t src_qp, int status, uint8_t opcode,
+		      uint32_t byte_len, const struct roce_hdr *h, uint32_t extra_flags);
 /* A UD datagram for t. */
 void tp_resp_ud(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
 		uint32_t paylen, const struct roce_addr *a);

@@ -22,6 +22,9 @@
  *            program may write anything there; the daemon trusts none
  *            of it), the lock word only free or held by the owner
  *   void     the owner modifies the QP (its published state is void)
+ *   post     a receive WQE into the QP's ring, as ibv_post_recv writes it
+ *            (SGEs with a region's key, or with none; or more SGEs than
+ *            the ring's stride holds: malformed), wr_id the count of posts
  *
  * A packet's flags are fuzz_engine's: from the QP's peer (else a
  * stranger), with a correct ICRC, PSN relative to the expected PSN of
@@ -30,7 +33,10 @@
  * read-only region is untouched; what the daemon sent goes to the peer's
  * QP and is an ACK, a READ response or an atomic ACK (for UC: nothing at
  * all); while the owner holds the lock the daemon writes and sends
- * nothing.
+ * nothing. And, until the input pokes the shared state and while the QP
+ * is not in ERROR, of the receive WQEs: every completion in the receive
+ * CQ is of a WQE posted, in the order they were posted, none twice, and
+ * every WQE taken from the ring is completed but the one in hand.
  *
  * With SOF_FUZZ_TAKEOVER_SEEDS=DIR the target writes its seed corpus to
  * DIR (tests/fuzz/corpus_takeover/ is made so), checking that each seed
@@ -40,7 +46,7 @@
  */
 /* clang-format off */
 /*
- * FUZZ_SOURCES: tests/fuzz/fuzz_takeover.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/takeover.c transport/sack.c transport/iblink.c transport/ibpkt.c transport/wire.c transport/icrc.c transport/ib_wire.c common/util.c common/cqring.c common/grh.c common/gid.c common/wr.c common/hmap.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_takeover.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/rwqe.c transport/takeover.c transport/sack.c transport/iblink.c transport/ibpkt.c transport/wire.c transport/icrc.c transport/ib_wire.c common/util.c common/cqring.c common/grh.c common/gid.c common/wr.c common/hmap.c
  * FUZZ_INCLUDES: transport common
  * FUZZ_SEEDS_ENV: SOF_FUZZ_TAKEOVER_SEEDS
  */
@@ -94,7 +100,8 @@ static struct {
 	struct sof_nsq_shm *nsq;
 	struct sof_cq_shm *scq_shm, *rcq_shm;
 	uint8_t *rw, *ro;
-	bool stalled, uc;
+	bool stalled, uc, poked;
+	uint64_t posted; /* receive WQEs */
 	unsigned sent, bad_sent; /* by the daemon: all, not to the peer or of a wrong kind */
 	uint64_t counters[SOF_CNT_NR], drops[SOF_DROP_NR];
 } w;
@@ -383,7 +390,7 @@ static uint8_t get8(struct in *in)
 static uint32_t get16(struct in *in) { return get8(in) | (uint32_t)get8(in) << 8; }
 static uint32_t get32(struct in *in) { return get16(in) | get16(in) << 16; }
 
-enum { C_DAEMON, C_OWNER, C_BATCH, C_POKE, C_VOID, C_NR };
+enum { C_DAEMON, C_OWNER, C_BATCH, C_POKE, C_VOID, C_POST, C_NR };
 enum {
 	P_PEER = 0x10, /* from the QP's peer (else from a stranger) */
 	P_ICRC = 0x20, /* append a correct ICRC */
@@ -464,12 +471,65 @@ static void cmd_packet(uint8_t c, struct in *in)
 static void cmd_poke(struct in *in)
 {
 	uint32_t *words = (uint32_t *)(void *)&w.qshm->resp;
-	uint32_t nw = sizeof(w.qshm->resp) / sizeof(uint32_t), i = get8(in) % nw, v = get32(in);
+	uint32_t nw = sizeof(w.qshm->resp) / sizeof(uint32_t), i = get16(in) % nw, v = get32(in);
 
 	if (i == 0)
 		atomic_store(&w.qshm->resp.lock, v & 1 ? SOF_RESP_OWNER : SOF_RESP_FREE);
 	else
 		words[i] = v;
+}
+
+/* A receive WQE: its number of SGEs (MAX_SGE + 1: malformed), each a
+ * key index, an offset from the region's iova and a length. */
+static void cmd_post(struct in *in)
+{
+	uint32_t nsge = get8(in) % (MAX_SGE + 2), stride = SOF_RWQE_STRIDE(MAX_SGE);
+	uint32_t head = atomic_load(&w.qshm->rq.head), tail = atomic_load(&w.qshm->rq.tail);
+	struct sof_rwqe *q = (struct sof_rwqe *)(void *)((uint8_t *)w.qshm + SOF_QP_RQ_OFF +
+						       (size_t)(tail & (RQ_SIZE - 1)) * stride);
+	struct sof_sge sge[MAX_SGE + 1];
+
+	for (uint32_t i = 0; i < nsge; i++) {
+		uint32_t k = get8(in);
+
+		sge[i].lkey = key_of(k);
+		sge[i].addr = iova_of(k) + get16(in);
+		sge[i].length = get16(in);
+	}
+	if (tail - head >= RQ_SIZE)
+		return;
+	q->wr_id = w.posted++;
+	q->num_sge = nsge;
+	q->rsvd = 0;
+	/* the stride holds MAX_SGE: a malformed WQE's extra SGE is not
+	 * written (the taker must not read it either) */
+	memcpy(q->sge, sge, (nsge < MAX_SGE ? nsge : MAX_SGE) * sizeof(sge[0]));
+	atomic_store_explicit(&w.qshm->rq.tail, tail + 1, memory_order_release);
+}
+
+/* The receive completions: of WQEs posted, in order, once; every WQE
+ * taken from the ring completed but the one in hand. */
+static void check_recv(void)
+{
+	const struct sof_cqe *ring =
+	    (const struct sof_cqe *)(const void *)((const uint8_t *)w.rcq_shm + SOF_CQ_RING_OFF);
+	uint32_t tail = atomic_load(&w.rcq_shm->tail) & ~SOF_CQ_TAIL_LOCK;
+	uint32_t head = atomic_load(&w.qshm->rq.head);
+
+	if (w.poked || atomic_load(&w.qshm->state) == IBV_QPS_ERR ||
+	    atomic_load(&w.rcq_shm->overflow) || tail > CQ_SIZE)
+		return;
+	for (uint32_t i = 0; i < tail; i++) {
+		if (atomic_load(&ring[i].seq) != i + 1)
+			FAIL("receive completion %u not published", i);
+		if (ring[i].wr_id >= w.posted || (i && ring[i].wr_id <= ring[i - 1].wr_id))
+			FAIL("receive completion %u: wr_id %llu after %llu, %llu posted", i,
+			     (unsigned long long)ring[i].wr_id,
+			     (unsigned long long)(i ? ring[i - 1].wr_id : 0),
+			     (unsigned long long)w.posted);
+	}
+	if (head < tail || head - tail > 1)
+		FAIL("%u receive WQEs taken, %u completed", head, tail);
 }
 
 static uint8_t ro_zero[RO_LEN];
@@ -505,7 +565,11 @@ static void run(const uint8_t *data, size_t size)
 				tp_input_end();
 			break;
 		case C_POKE:
+			w.poked = true;
 			cmd_poke(&in);
+			break;
+		case C_POST:
+			cmd_post(&in);
 			break;
 		case C_VOID:
 			stall(false);
@@ -516,6 +580,7 @@ static void run(const uint8_t *data, size_t size)
 			FAIL("the read-only region was written");
 		if (w.bad_sent)
 			FAIL("the daemon sent a packet that is not an answer to the peer");
+		check_recv();
 	}
 }
 
@@ -592,13 +657,41 @@ static struct roce_hdr req(uint8_t opcode, int32_t psn, uint32_t k, uint64_t off
 }
 
 /* What a seed must do: packets the daemon executed or answered, left
- * for the owner, sent; and bytes of value val at off in the RW region. */
+ * for the owner, sent; bytes of value val at off in the RW region; and
+ * receive completions, of them errors. */
 struct expect {
 	uint64_t taken, left;
 	unsigned sent;
 	uint32_t off, len;
 	uint8_t val;
+	uint32_t cqes, cqe_errs;
 };
+
+/* The receive completions a seed made: cqes, errs of them in error. */
+static void recv_expect(const char *name, uint32_t cqes, uint32_t errs)
+{
+	const struct sof_cqe *ring =
+	    (const struct sof_cqe *)(const void *)((const uint8_t *)w.rcq_shm + SOF_CQ_RING_OFF);
+	uint32_t tail = atomic_load(&w.rcq_shm->tail), n = 0;
+
+	for (uint32_t i = 0; i < tail && i < CQ_SIZE; i++)
+		n += ring[i].status != IBV_WC_SUCCESS;
+	if (tail != cqes || n != errs)
+		FAIL("seed %s: %u receive completions, %u in error; want %u, %u", name, tail, n,
+		     cqes, errs);
+}
+
+/* A receive WQE of one SGE in the RW region (or nsge 3: malformed). */
+static void seed_post(struct out *o, uint32_t nsge, uint32_t off, uint32_t len)
+{
+	put8(o, C_POST);
+	put8(o, nsge);
+	for (uint32_t i = 0; i < nsge; i++) {
+		put8(o, 0);
+		put16(o, off + i * len);
+		put16(o, len);
+	}
+}
 
 static void seed_write(const char *dir, const char *name, struct out *o, struct expect e)
 {
@@ -618,6 +711,7 @@ static void seed_write(const char *dir, const char *name, struct out *o, struct 
 		if (w.rw[e.off + i] != e.val)
 			FAIL("seed %s: byte %u is 0x%02x, want 0x%02x", name, e.off + i,
 			     w.rw[e.off + i], e.val);
+	recv_expect(name, e.cqes, e.cqe_errs);
 	world_down();
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "wb");
@@ -694,13 +788,13 @@ static void write_seeds(const char *dir)
 	/* the owner holds the lock; its state made void by a modify; a
 	 * state the program scribbled (MTU 7, more left than the length) */
 	put8(&o, C_POKE);
-	put8(&o, 0);
+	put16(&o, 0);
 	put16(&o, 1);
 	put16(&o, 0);
 	h = req(ROCE_WRITE_ONLY, 0, 0, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
 	put8(&o, C_POKE);
-	put8(&o, 0);
+	put16(&o, 0);
 	put16(&o, 0);
 	put16(&o, 0);
 	put8(&o, C_VOID);
@@ -708,18 +802,120 @@ static void write_seeds(const char *dir)
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
 	SEED("write_locked_void", .left = 2);
 	put8(&o, C_POKE);
-	put8(&o, offsetof(struct sof_resp_shm, mtu) / 4);
+	put16(&o, offsetof(struct sof_resp_shm, mtu) / 4);
 	put16(&o, 7);
 	put16(&o, 0);
 	h = req(ROCE_WRITE_ONLY, 0, 0, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
 	SEED("write_bad_mtu", .left = 1);
-	/* what the daemon leaves to the owner today */
+	/* a SEND and a WRITE with immediate data, no receive WQE posted: RNR
+	 * NAKs, nothing placed */
 	h = req(ROCE_SEND_ONLY, 0, 0, 0, 0);
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
 	h = req(ROCE_WRITE_ONLY_IMM, 0, 0, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
-	SEED("others_left", .left = 2);
+	SEED("recv_rnr", .taken = 2, .sent = 2, .off = 0, .len = 16, .val = 0);
+
+	/* SENDs into the receive WQEs: one with immediate data; one of two
+	 * packets into two SGEs; completed in order */
+	seed_post(&o, 1, 0x1000, 256);
+	seed_post(&o, 1, 0x2000, 256);
+	seed_post(&o, 2, 0x3000, 1500);
+	h = req(ROCE_SEND_ONLY, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 100, 0x41);
+	h = req(ROCE_SEND_ONLY_IMM, 0, 0, 0, 0);
+	h.imm_be = 0x12345678;
+	seed_pkt(&o, C_DAEMON, &h, 16, 0x42);
+	h = req(ROCE_SEND_FIRST, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 1024, 0x43);
+	h = req(ROCE_SEND_LAST, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 1000, 0x43);
+	SEED("send", .taken = 4, .sent = 4, .off = 0x3000, .len = 2024, .val = 0x43, .cqes = 3);
+	/* the owner starts a SEND, the daemon goes on and ends it, the owner
+	 * takes the next; the daemon starts one, the owner ends it */
+	seed_post(&o, 1, 0x1000, 4096);
+	seed_post(&o, 1, 0x3000, 64);
+	seed_post(&o, 1, 0x2000, 2048);
+	h = req(ROCE_SEND_FIRST, 0, 0, 0, 0);
+	seed_pkt(&o, C_OWNER, &h, 1024, 0x44);
+	h = req(ROCE_SEND_MIDDLE, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 1024, 0x44);
+	h = req(ROCE_SEND_LAST_IMM, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 10, 0x44);
+	h = req(ROCE_SEND_ONLY, 0, 0, 0, 0);
+	seed_pkt(&o, C_OWNER, &h, 8, 0x45);
+	h = req(ROCE_SEND_FIRST, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 1024, 0x46);
+	h = req(ROCE_SEND_LAST, 0, 0, 0, 0);
+	seed_pkt(&o, C_OWNER, &h, 24, 0x46);
+	put8(&o, C_BATCH);
+	SEED("send_handover", .taken = 3, .sent = 3, .off = 0x1000, .len = 2058, .val = 0x44,
+	     .cqes = 3);
+	/* RNR, then the WQE posted and the retry delivered */
+	h = req(ROCE_SEND_ONLY, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 32, 0x47);
+	seed_post(&o, 1, 0x1000, 64);
+	seed_pkt(&o, C_DAEMON, &h, 32, 0x47);
+	SEED("send_rnr_retry", .taken = 2, .sent = 2, .off = 0x1000, .len = 32, .val = 0x47,
+	     .cqes = 1);
+	/* left for the owner, the WQE in hand: longer than its buffer (the
+	 * owner then completes it in error), a buffer of the read-only
+	 * region, an invalidate; a malformed WQE completes in error at once */
+	seed_post(&o, 1, 0x1000, 64);
+	h = req(ROCE_SEND_ONLY, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 100, 0x99);
+	seed_pkt(&o, C_OWNER, &h, 100, 0x99);
+	SEED("send_too_long", .left = 1, .cqes = 1, .cqe_errs = 1);
+	put8(&o, C_POST);
+	put8(&o, 1);
+	put8(&o, 1);
+	put16(&o, 0);
+	put16(&o, 64);
+	h = req(ROCE_SEND_ONLY, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
+	SEED("send_bad_key", .left = 1);
+	seed_post(&o, 1, 0x1000, 64);
+	h = req(ROCE_SEND_ONLY_INV, 0, 0, 0, 0);
+	h.inv_rkey = 0x4321;
+	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
+	SEED("send_inv", .left = 1);
+	/* a WQE in hand the program scribbled on (more SGEs than any WQE
+	 * holds): left */
+	seed_post(&o, 1, 0x1000, 4096);
+	h = req(ROCE_SEND_FIRST, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 1024, 0x4c);
+	put8(&o, C_POKE);
+	put16(&o, offsetof(struct sof_resp_shm, rcv_nsge) / 4);
+	put16(&o, 0xffff);
+	put16(&o, 0xffff);
+	h = req(ROCE_SEND_LAST, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 8, 0x4c);
+	SEED("send_scribbled", .taken = 1, .left = 1, .sent = 1, .off = 0x1000, .len = 1024,
+	     .val = 0x4c);
+	seed_post(&o, 3, 0x1000, 64);
+	seed_post(&o, 1, 0x1000, 64);
+	h = req(ROCE_SEND_ONLY, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 16, 0x48);
+	seed_pkt(&o, C_DAEMON, &h, 16, 0x48);
+	SEED("send_malformed_wqe", .taken = 1, .left = 1, .sent = 1, .off = 0x1000, .len = 16,
+	     .val = 0x48, .cqes = 2, .cqe_errs = 1);
+	/* WRITEs with immediate data: of two packets, and of none */
+	seed_post(&o, 1, 0x3000, 64);
+	seed_post(&o, 0, 0, 0);
+	h = req(ROCE_WRITE_FIRST, 0, 0, 0, 1040);
+	seed_pkt(&o, C_DAEMON, &h, 1024, 0x49);
+	h = req(ROCE_WRITE_LAST_IMM, 0, 0, 0, 0);
+	h.imm_be = 7;
+	seed_pkt(&o, C_DAEMON, &h, 16, 0x49);
+	h = req(ROCE_WRITE_ONLY_IMM, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	SEED("write_imm", .taken = 3, .sent = 3, .off = 0, .len = 1040, .val = 0x49, .cqes = 2);
+	/* ATOMIC WRITE and its duplicate (answered, not stored again) */
+	h = req(ROCE_ATOMIC_WRITE, 0, 0, 64, 8);
+	seed_pkt(&o, C_DAEMON, &h, 8, 0x4a);
+	h = req(ROCE_ATOMIC_WRITE, -1, 0, 64, 8);
+	seed_pkt(&o, C_DAEMON, &h, 8, 0x4b);
+	SEED("atomic_write", .taken = 2, .sent = 2, .off = 64, .len = 8, .val = 0x4a);
 
 	/* READs: one packet, three (answered with responses), a duplicate
 	 * inside the original's range; the read-only region may be read */
@@ -805,6 +1001,26 @@ static void write_seeds(const char *dir)
 	h = req(ROCE_SVC_UC | ROCE_WRITE_ONLY, 0, 0, 8192, 16);
 	seed_pkt(&o, C_OWNER, &h, 16, 0x33);
 	SEED("uc_write", .taken = 2, .left = 3, .off = 4096, .len = 64, .val = 0x32);
+	/* UC SENDs and a WRITE with immediate data delivered; a gap loses
+	 * the SEND in progress, whose WQE the next SEND takes; none posted:
+	 * lost */
+	o.b[0] = 1;
+	seed_post(&o, 1, 0x1000, 2048);
+	seed_post(&o, 1, 0x3000, 64);
+	seed_post(&o, 0, 0, 0);
+	h = req(ROCE_SVC_UC | ROCE_SEND_FIRST, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 1024, 0x99);
+	h = req(ROCE_SVC_UC | ROCE_SEND_LAST, 1, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 8, 0x99);
+	h = req(ROCE_SVC_UC | ROCE_SEND_ONLY_IMM, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 40, 0x51);
+	h = req(ROCE_SVC_UC | ROCE_SEND_ONLY, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 40, 0x52);
+	h = req(ROCE_SVC_UC | ROCE_WRITE_ONLY_IMM, 0, 0, 0x2000, 16);
+	seed_pkt(&o, C_DAEMON, &h, 16, 0x53);
+	h = req(ROCE_SVC_UC | ROCE_SEND_ONLY, 0, 0, 0, 0);
+	seed_pkt(&o, C_DAEMON, &h, 40, 0x99);
+	SEED("uc_send", .taken = 4, .left = 2, .off = 0x1000, .len = 40, .val = 0x51, .cqes = 3);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -17,6 +17,17 @@
 #     2^18 x 4.096 us, 7 retries);
 #   - UC WRITEs (-u) into a target SIGSTOPped for 2 s: every word placed,
 #     by host a's daemon during the stop (its counter takeover);
+#   - SENDs (half with immediate data) and RDMA WRITEs with immediate data,
+#     one to four packets each, into a target SIGSTOPped for 2 s that
+#     keeps 512 receive WQEs posted: host a's daemon takes the WQEs from
+#     its receive queue, places the data and writes the completions into
+#     its CQ while it is stopped (then RNR NAKs until it runs), and after
+#     SIGCONT the target polls every completion, in order, once, each
+#     with its wr_id, opcode, imm_data, byte_len and bytes right (write_stop
+#     -o send / -o wimm); the same with UC SENDs (none lost: the RQ holds
+#     them all);
+#   - a SIGSTOPped target receiving SENDs, SIGKILLed: the writer gets an
+#     error completion, host a's daemon lives on and releases its objects;
 #   - the target SIGKILLed while the WRITEs go on: the writer gets an
 #     error completion (retries exhausted, IBA 9.7.6.1.3) within its retry
 #     budget instead of hanging, and host a's daemon releases what the
@@ -112,6 +123,48 @@ stopped() {
 	fi
 }
 
+# stopped_recv OP WHAT COUNT [ARGS...]: messages (write_stop -o OP) into
+# a target SIGSTOPped for 2 s: every completion right after SIGCONT, and
+# host a's daemon delivered some during the stop
+stopped_recv() {
+	local op=$1 what=$2 count=$3 name="hosts/onesided: $2 into a SIGSTOPped target" tag
+	local n0 n1 t0 t1 wrc trc out
+	shift 3
+	tag="recv$op$#"
+	if ! start "$tag" "$count" -o "$op" "$@"; then
+		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out "$tag.wr")" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "$tag.tgt")" | tr '\n' ' ')"
+		sof_kill "$tag.wr"
+		sof_kill "$tag.tgt"
+		return
+	fi
+	t0=$(sof_counter a counters.takeover)
+	kill -STOP "$TPID"
+	sleep 0.3
+	n0=$(progress "$tag.wr")
+	sleep 1.7
+	n1=$(progress "$tag.wr")
+	t1=$(sof_counter a counters.takeover)
+	kill -CONT "$TPID"
+	sof_wait "$tag.wr" 80
+	wrc=$?
+	sof_wait "$tag.tgt" 20
+	trc=$?
+	out=$(sof_out "$tag.wr")
+	if [ "$wrc" -eq 0 ] && [ "$trc" -eq 0 ] && grep -q "^target words=$count bad=0\$" "$out"; then
+		ok "$name: after SIGCONT the target polled all $count completions in order, each with its imm_data, byte_len and data"
+	else
+		not_ok "$name" "writer exit $wrc, target exit $trc: $(tail -n 2 "$out" | tr '\n' ' ') / $(grep -m 3 '^#' "$(sof_out "$tag.tgt")" | tr '\n' ' ') $(tail -n 2 "$(sof_out "$tag.tgt")" | tr '\n' ' ')"
+	fi
+	# RC: completed at the writer during the stop; UC completes as sent,
+	# so host a's counter tells
+	if [ -n "$t0" ] && [ -n "$t1" ] && [ "$t1" -gt $((t0 + 50)) ] &&
+		{ [ $# -gt 0 ] || [ "$n1" -gt $((n0 + 10)) ]; }; then
+		ok "$name: host a's daemon delivered them during the stop ($n0 -> $n1 completed, counters.takeover $t0 -> $t1)"
+	else
+		not_ok "$name" "during the stop: $n0 -> $n1 completed, host a's counters.takeover ${t0:-?} -> ${t1:-?}"
+	fi
+}
+
 if sof_hosts_up 2; then
 	# ---- an idle connected target: the daemon's wake-ups
 	name="hosts/onesided: an idle connected target"
@@ -178,6 +231,39 @@ if sof_hosts_up 2; then
 		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out stopuc.wr)" | tr '\n' ' ')"
 		sof_kill stopuc.wr
 		sof_kill stopuc.tgt
+	fi
+
+	# ---- SENDs and WRITEs with immediate data into a stopped target
+	stopped_recv send SENDs 3000
+	stopped_recv wimm "WRITEs with immediate data" 3000
+	stopped_recv send "UC SENDs" 400 -u -w 2000
+
+	# ---- a stopped target receiving SENDs, killed
+	name="hosts/onesided: SENDs into a SIGSTOPped target, SIGKILLed"
+	if start killrecv 200000 -o send; then
+		t0=$(sof_counter a counters.takeover)
+		kill -STOP "$TPID"
+		sleep 1
+		t1=$(sof_counter a counters.takeover)
+		kill -KILL "$TPID"
+		sof_wait killrecv.wr 60
+		wrc=$?
+		sof_wait killrecv.tgt 10
+		out=$(sof_out killrecv.wr)
+		log=$(_sof_host_log a)
+		# killed while host a's daemon delivered its SENDs
+		if [ "$wrc" -eq 4 ] && grep -q '^error status=' "$out" &&
+			[ -n "$t0" ] && [ -n "$t1" ] && [ "$t1" -gt "$t0" ] &&
+			kill -0 "${SOF_HOST_DPID[a]}" 2>/dev/null &&
+			grep -q "closed .*pid $TPID .*released pds 1 mrs 1 cqs 1" "$log"; then
+			ok "$name: the writer's QP fails ($(grep '^error' "$out")), host a's daemon lives on and released its objects (counters.takeover $t0 -> $t1 during the stop)"
+		else
+			not_ok "$name" "writer exit $wrc (want 4): $(tail -n 2 "$out" | tr '\n' ' '); counters.takeover ${t0:-?} -> ${t1:-?} during the stop; host a's daemon $(kill -0 "${SOF_HOST_DPID[a]}" 2>/dev/null && echo alive || echo gone); $(grep -c "pid $TPID .*released" "$log") released lines"
+		fi
+	else
+		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out killrecv.wr)" | tr '\n' ' ')"
+		sof_kill killrecv.wr
+		sof_kill killrecv.tgt
 	fi
 
 	# ---- killed target

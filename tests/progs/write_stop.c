@@ -13,12 +13,19 @@
  * so) and checks each; with -o fadd it does COUNT fetch-and-adds of 1 on
  * the target's word 0, each of which must return the number of those
  * before it, and word 0 must end at COUNT (exactly once each); with -u
- * both QPs are UC (WRITEs: completed as sent, so only the target's check
- * tells what arrived). Either
- * way it then tells the target how many it did; the target checks every
- * word (and that the words beyond are untouched) and answers its verdict. An error completion ends the writer with "error status=NAME
- * ok=N" and exit 4 (what a writer into a killed target must get, IBA
- * 9.7.6.1.3: retries exhausted, not a hang).
+ * both QPs are UC (completed as sent, so only the target's check tells
+ * what arrived). With -o send it sends COUNT messages instead (SEND, and
+ * SEND with immediate data i for every odd i), with -o wimm it does COUNT
+ * RDMA WRITEs with immediate data i, message i of len_of(i) bytes (up to
+ * four packets) into slot i % NSLOT of the target's buffer: the target
+ * keeps RQ_DEPTH receive WQEs posted, polls their completions and checks
+ * each (in order: wr_id, opcode, immediate data, byte_len and every byte)
+ * before it posts the WQE again. Either way it then tells the target how
+ * many it did; the target checks every word (and that the words beyond
+ * are untouched), or that it received that many messages, and answers
+ * its verdict. An error completion ends the writer with "error
+ * status=NAME ok=N" and exit 4 (what a writer into a killed target must
+ * get, IBA 9.7.6.1.3: retries exhausted, not a hang).
  *
  * Output: "target ready pid=P" / "writer ready pid=P", "progress n=N",
  * "returned wrong=W" (read, fadd), "target words=N bad=B" and "ok" or
@@ -27,8 +34,15 @@
  */
 #include "hostpair.h"
 
+#include <stdbool.h>
+
 #define MAX_DEPTH 16
 #define MAGIC 0x5eedc0de00000000ull
+/* -o send, wimm: receive WQEs the target keeps posted, the slots of its
+ * buffer, the largest message */
+#define RQ_DEPTH 512u
+#define NSLOT (2 * RQ_DEPTH)
+#define SLOT 4096u
 
 struct opts {
 	struct hp_opts hp;
@@ -36,7 +50,7 @@ struct opts {
 	uint64_t count;
 	unsigned int depth, pace_us;
 	uint8_t timeout, retry_cnt;
-	enum { OP_WRITE, OP_READ, OP_FADD } op;
+	enum { OP_WRITE, OP_READ, OP_FADD, OP_SEND, OP_WIMM } op;
 	int uc;
 };
 
@@ -51,8 +65,8 @@ static void usage(const char *argv0)
 		"  -w USEC     pause between posts (writer, default 100)\n"
 		"  -t TIMEOUT  local ACK timeout exponent (default 14)\n"
 		"  -r RETRY    retry_cnt (default 7)\n"
-		"  -o OP       write (default), read or fadd (both sides)\n"
-		"  -u          UC QPs (WRITEs only; both sides)\n",
+		"  -o OP       write (default), read, fadd, send or wimm (both sides)\n"
+		"  -u          UC QPs (not read or fadd; both sides)\n",
 		argv0, MAX_DEPTH);
 	exit(2);
 }
@@ -95,6 +109,10 @@ static void parse(int argc, char **argv, struct opts *o)
 				o->op = OP_READ;
 			else if (!strcmp(optarg, "fadd"))
 				o->op = OP_FADD;
+			else if (!strcmp(optarg, "send"))
+				o->op = OP_SEND;
+			else if (!strcmp(optarg, "wimm"))
+				o->op = OP_WIMM;
 			else if (strcmp(optarg, "write"))
 				usage(argv[0]);
 			break;
@@ -105,8 +123,89 @@ static void parse(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		o->host = argv[optind++];
 	if (optind != argc || !o->count || o->count > (1u << 24) || !o->depth ||
-	    o->depth > MAX_DEPTH || o->hp.secs <= 0 || (o->uc && o->op != OP_WRITE))
+	    o->depth > MAX_DEPTH || o->hp.secs <= 0 ||
+	    (o->uc && (o->op == OP_READ || o->op == OP_FADD)))
 		usage(argv[0]);
+}
+
+/* -o send, wimm: message i's length (0 to four packets of 1024) and its
+ * byte j */
+static uint32_t len_of(uint64_t i)
+{
+	static const uint32_t lens[] = {8, 0, 64, 1500, SLOT, 16, 1024, 3000};
+
+	return lens[i % (sizeof(lens) / sizeof(lens[0]))];
+}
+
+static uint8_t byte_of(uint64_t i, uint32_t j) { return (uint8_t)(i * 31 + j * 7 + 1); }
+
+static bool recv_mode(const struct opts *o) { return o->op == OP_SEND || o->op == OP_WIMM; }
+
+/* The target of -o send, wimm: receive WQE k into slot k % NSLOT */
+static void post_recv_k(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *buf, uint64_t k)
+{
+	struct ibv_sge sg = {
+	    .addr = (uintptr_t)(buf + (k % NSLOT) * SLOT), .length = SLOT, .lkey = mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = k, .sg_list = &sg, .num_sge = 1}, *bad;
+
+	if (ibv_post_recv(qp, &wr, &bad))
+		hp_fail("ibv_post_recv: %s", strerror(errno));
+}
+
+/* The target of -o send, wimm: COUNT messages, each checked as it
+ * completes (until none came for 5 s while it runs); the number
+ * received, the bad ones in *bad. */
+static uint64_t receive_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, uint8_t *buf,
+			    const struct opts *o, int64_t end, uint64_t *bad)
+{
+	uint64_t k;
+	struct ibv_wc wc;
+
+	for (k = 0; k < RQ_DEPTH; k++)
+		post_recv_k(qp, mr, buf, k);
+	for (k = 0; k < o->count; k++) {
+		int64_t quiet = hp_now_us() + 5000000, last = hp_now_us();
+		uint32_t len = len_of(k), j;
+		const uint8_t *m;
+		bool imm, want_imm = o->op == OP_WIMM || (k & 1);
+		int got = 0;
+
+		/* a stop (SIGSTOP) does not count as quiet */
+		while (!got && hp_now_us() < end && hp_now_us() < quiet) {
+			got = ibv_poll_cq(cq, 1, &wc);
+			if (got < 0)
+				hp_fail("ibv_poll_cq: %d", got);
+			if (hp_now_us() - last > 100000)
+				quiet += hp_now_us() - last;
+			last = hp_now_us();
+		}
+		if (!got)
+			break;
+		imm = wc.wc_flags & IBV_WC_WITH_IMM;
+		m = buf + (wc.wr_id % NSLOT) * SLOT;
+		if (wc.status != IBV_WC_SUCCESS || wc.wr_id != k ||
+		    wc.opcode != (o->op == OP_WIMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV) ||
+		    wc.byte_len != len || imm != want_imm || (imm && ntohl(wc.imm_data) != k)) {
+			if ((*bad)++ < 5)
+				printf("# message %llu: status %s wr_id %llu opcode %d "
+				       "byte_len %u imm %d 0x%x\n",
+				       (unsigned long long)k, hp_wc_status_name(wc.status),
+				       (unsigned long long)wc.wr_id, (int)wc.opcode, wc.byte_len,
+				       imm, ntohl(wc.imm_data));
+			if (wc.status != IBV_WC_SUCCESS)
+				break;
+			post_recv_k(qp, mr, buf, k + RQ_DEPTH);
+			continue;
+		}
+		/* WRITE with immediate: into slot k % NSLOT as the SEND's WQE */
+		for (j = 0; j < len && m[j] == byte_of(k, j); j++)
+			;
+		if (j < len && (*bad)++ < 5)
+			printf("# message %llu: byte %u is 0x%02x, expected 0x%02x\n",
+			       (unsigned long long)k, j, m[j], byte_of(k, j));
+		post_recv_k(qp, mr, buf, k + RQ_DEPTH);
+	}
+	return k;
 }
 
 /* The writer: the words, DEPTH outstanding; the number written, or exit 4
@@ -125,13 +224,31 @@ static uint64_t write_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *m
 			    .addr = (uintptr_t)&src[posted], .length = 8, .lkey = mr->lkey};
 			struct ibv_send_wr wr, *bad;
 
-			src[posted] = o->op == OP_WRITE ? MAGIC ^ posted : ~0ull;
+			if (!recv_mode(o))
+				src[posted] = o->op == OP_WRITE ? MAGIC ^ posted : ~0ull;
 			memset(&wr, 0, sizeof(wr));
 			wr.wr_id = posted;
 			wr.sg_list = &sg;
 			wr.num_sge = 1;
 			wr.send_flags = IBV_SEND_SIGNALED;
-			if (o->op == OP_FADD) {
+			if (recv_mode(o)) {
+				/* message posted from slot posted % MAX_DEPTH */
+				uint8_t *m = (uint8_t *)src + (posted % MAX_DEPTH) * SLOT;
+
+				sg.addr = (uintptr_t)m;
+				sg.length = len_of(posted);
+				for (uint32_t j = 0; j < sg.length; j++)
+					m[j] = byte_of(posted, j);
+				wr.imm_data = htonl((uint32_t)posted);
+				if (o->op == OP_WIMM) {
+					wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+					wr.wr.rdma.remote_addr =
+					    peer->addr + (posted % NSLOT) * SLOT;
+					wr.wr.rdma.rkey = peer->rkey;
+				} else {
+					wr.opcode = posted & 1 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+				}
+			} else if (o->op == OP_FADD) {
 				wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 				wr.wr.atomic.remote_addr = peer->addr;
 				wr.wr.atomic.rkey = peer->rkey;
@@ -199,11 +316,15 @@ int main(int argc, char **argv)
 		hp_fail("ibv_query_device");
 	gidx = hp_local_gid(ctx, o.hp.gid_index, sock, &gid);
 	pd = ibv_alloc_pd(ctx);
-	cq = ibv_create_cq(ctx, 2 * MAX_DEPTH + 4, NULL, NULL, 0);
+	cq = ibv_create_cq(ctx, 2 * MAX_DEPTH + 4 + (recv_mode(&o) ? (int)RQ_DEPTH : 0), NULL, NULL,
+			   0);
 	if (!pd || !cq)
 		hp_fail("alloc pd/cq: %s", strerror(errno));
 	/* the target's words and a page beyond them that nobody writes */
 	len = ((size_t)o.count * 8 + 2 * 4096) & ~(size_t)4095;
+	/* -o send, wimm: the target's slots, the writer's messages */
+	if (recv_mode(&o) && len < (size_t)(o.host ? MAX_DEPTH : NSLOT) * SLOT)
+		len = (size_t)(o.host ? MAX_DEPTH : NSLOT) * SLOT;
 	buf = aligned_alloc(4096, len);
 	if (!buf)
 		hp_fail("out of memory");
@@ -214,7 +335,8 @@ int main(int argc, char **argv)
 	mr = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | (o.host ? 0 : remote));
 	if (!mr)
 		hp_fail("ibv_reg_mr: %s", strerror(errno));
-	qp = hp_create_qp(pd, cq, o.uc ? IBV_QPT_UC : IBV_QPT_RC, MAX_DEPTH + 2, 1, 1);
+	qp = hp_create_qp(pd, cq, o.uc ? IBV_QPT_UC : IBV_QPT_RC, MAX_DEPTH + 2,
+			  recv_mode(&o) && !o.host ? RQ_DEPTH : 1, 1);
 
 	memset(&me, 0, sizeof(me));
 	me.qpn = qp->qp_num;
@@ -251,13 +373,24 @@ int main(int argc, char **argv)
 			rc = 3;
 	} else {
 		int64_t left = (end - hp_now_us()) / 1000000;
-		uint64_t words, i;
+		uint64_t words, i, got = 0;
 
 		printf("target ready pid=%d\n", (int)getpid());
+		if (recv_mode(&o)) {
+			got = receive_all(qp, cq, mr, (uint8_t *)buf, &o, end, &bad);
+			left = (end - hp_now_us()) / 1000000;
+		}
 		if (hp_io(sock, n, 8, 0, left > 1 ? (int)left : 1))
 			hp_fail("the writer went away before its count");
 		words = be64toh(n[0]);
-		for (i = 0; i < len / 8; i++) {
+		if (recv_mode(&o)) {
+			/* the messages received, all checked */
+			if (got != words && bad++ < 5)
+				printf("# %llu messages received of %llu\n",
+				       (unsigned long long)got, (unsigned long long)words);
+			words = got;
+		}
+		for (i = 0; i < len / 8 && !recv_mode(&o); i++) {
 			uint64_t want = o.op == OP_FADD ? (i ? 0 : words) : i < words ? MAGIC ^ i : 0;
 
 			if (__atomic_load_n(&buf[i], __ATOMIC_ACQUIRE) != want && bad++ < 5)

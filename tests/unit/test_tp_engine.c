@@ -1377,9 +1377,10 @@ static bool acked(unsigned nsent, int32_t rel, uint32_t msn)
 
 /* The owner executes a WRITE and publishes its state; stalled (its engine
  * state out of reach), the daemon executes the next in-order WRITE and
- * ACKs it, ACKs a duplicate again, and drops without a NAK a SEND, a
- * WRITE with immediate, one ahead, one to a read-only region, one while
- * the owner holds the lock; it starts a two-packet WRITE. Running again,
+ * ACKs it, ACKs a duplicate again, answers a SEND and a WRITE with
+ * immediate with RNR NAKs (no receive WQE is posted), and drops without a
+ * NAK one ahead, one to a read-only region, one while the owner holds the
+ * lock; it starts a two-packet WRITE. Running again,
  * the owner takes the state back: the WRITE the daemon executed is a
  * duplicate (ACKed, not placed again), the WRITE the daemon started goes
  * on with its LAST, and what follows executes in order. */
@@ -1415,14 +1416,18 @@ TEST(takeover_writes_while_stalled)
 	atomic_store(&w.qshm->resp.lock, SOF_RESP_OWNER);
 	to_in(ROCE_WRITE_ONLY, 2, 128, 16, 16, KEY_RW, 0x99);
 	atomic_store(&w.qshm->resp.lock, SOF_RESP_FREE);
-	CHECK_EQ(w.nsent, n + 2);
+	CHECK_EQ(w.nsent, n + 4);
+	for (unsigned i = n + 2; i < n + 4; i++)
+		CHECK(w.sent[i].h.opcode == ROCE_ACK &&
+		      (w.sent[i].h.syndrome & ROCE_AETH_TYPE_MASK) == ROCE_AETH_RNR_NAK &&
+		      w.sent[i].h.psn == ((EPSN + 2) & ROCE_PSN_MASK));
 	CHECK(mem_is(128, 16, 0));
-	CHECK_EQ(w.drops[SOF_DROP_takeover], 5);
-	CHECK_EQ(w.counters[SOF_CNT_takeover], 2);
+	CHECK_EQ(w.drops[SOF_DROP_takeover], 3);
+	CHECK_EQ(w.counters[SOF_CNT_takeover], 4);
 	/* the FIRST of a two-packet WRITE (the path MTU is 1024) */
 	to_in(ROCE_WRITE_FIRST, 2, 1024, 2048, 1024, KEY_RW, 0x33);
 	CHECK(mem_is(1024, 1024, 0x33));
-	CHECK(acked(n + 3, 2, 2));
+	CHECK(acked(n + 5, 2, 2));
 
 	/* running again: the owner */
 	takeover_on = false;

@@ -392,7 +392,10 @@ bool tp_sack_window_open(const struct sof_tqp *t, uint32_t npsn)
  * a probe may come as late as the transport timer (which then waits a
  * quarter timeout more for the probe's answer, tp_req_timer), as TCP's
  * lone-segment probe waits up to its RTO: on a quiet machine prtt_ns is a
- * round trip and the probe comes within TLP_ACK_DELAY_NS of it. */
+ * round trip and the probe comes within TLP_ACK_DELAY_NS of it. Only the
+ * first probe waits that long: once one went, the next ones come as they
+ * would without it (a probe lost too is found before the timer), and a
+ * late ACK answers them all. */
 #define TLP_MIN_NS 200000u
 #define TLP_FRESH_NS 1000000u
 #define TLP_ACK_DELAY_NS 1000000u
@@ -409,14 +412,17 @@ uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 	}
 	if (p < TLP_MIN_NS)
 		p = TLP_MIN_NS;
-	if (lone) {
+	if (lone)
 		p += 4 * t->rttvar_ns > TLP_ACK_DELAY_NS ? 4 * t->rttvar_ns : TLP_ACK_DELAY_NS;
-		if (p < t->prtt_ns + t->prtt_ns / 4)
-			p = t->prtt_ns + t->prtt_ns / 4;
+	if (lone && !t->sack_tlps && p < t->prtt_ns + t->prtt_ns / 4) {
+		p = t->prtt_ns + t->prtt_ns / 4;
+		if (to && p > to)
+			p = to;
+		return now + p;
 	}
 	p <<= t->sack_tlps < 6 ? t->sack_tlps : 6;
-	if (to && p > (lone ? to : to / 4))
-		p = lone ? to : to / 4;
+	if (to && p > to / 4)
+		p = to / 4;
 	return p ? now + p : 0;
 }
 

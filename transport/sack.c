@@ -414,11 +414,13 @@ uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 		p = TLP_MIN_NS;
 	if (lone)
 		p += 4 * t->rttvar_ns > TLP_ACK_DELAY_NS ? 4 * t->rttvar_ns : TLP_ACK_DELAY_NS;
-	if (lone && !t->sack_tlps && p < t->prtt_ns + t->prtt_ns / 4) {
-		p = t->prtt_ns + t->prtt_ns / 4;
-		if (to && p > to)
-			p = to;
-		return now + p;
+	if (lone && !t->sack_tlps) {
+		uint64_t peak = t->prtt_ns + t->prtt_ns / 4;
+
+		if (p < peak)
+			p = peak;
+		if (peak > to / 4) /* (then up to the timer) */
+			return now + (to && p > to ? to : p);
 	}
 	p <<= t->sack_tlps < 6 ? t->sack_tlps : 6;
 	if (to && p > to / 4)

@@ -393,16 +393,16 @@ bool tp_sack_window_open(const struct sof_tqp *t, uint32_t npsn)
  * quarter timeout more for the probe's answer, tp_req_timer), as TCP's
  * lone-segment probe waits up to its RTO: on a quiet machine prtt_ns is a
  * round trip and the probe comes within TLP_ACK_DELAY_NS of it. Only the
- * first probe waits that long: once one went, the next ones come as they
- * would without it (a probe lost too is found before the timer), and a
- * late ACK answers them all. */
+ * first probe waits that long: the next ones come at half of what is left
+ * of the timer's wait each (a probe lost too is found before the timer),
+ * and a late ACK answers them all. */
 #define TLP_MIN_NS 200000u
 #define TLP_FRESH_NS 1000000u
 #define TLP_ACK_DELAY_NS 1000000u
 
 uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 {
-	uint64_t p = 2 * t->srtt_ns;
+	uint64_t p = 2 * t->srtt_ns, peak;
 	bool lone = t->wq_send == t->wq_tail;
 
 	if (!t->sack_ok) {
@@ -414,9 +414,8 @@ uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 		p = TLP_MIN_NS;
 	if (lone)
 		p += 4 * t->rttvar_ns > TLP_ACK_DELAY_NS ? 4 * t->rttvar_ns : TLP_ACK_DELAY_NS;
+	peak = lone ? t->prtt_ns + t->prtt_ns / 4 : 0;
 	if (lone && !t->sack_tlps) {
-		uint64_t peak = t->prtt_ns + t->prtt_ns / 4;
-
 		if (p < peak)
 			p = peak;
 		if (peak > to / 4) /* (then up to the timer) */
@@ -425,6 +424,11 @@ uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 	p <<= t->sack_tlps < 6 ? t->sack_tlps : 6;
 	if (to && p > to / 4)
 		p = to / 4;
+	/* after such a first probe, the next ones split what is left of the
+	 * timer's wait: a stall that outlasted the first draws one or two
+	 * more, a probe lost too is resent before the timer */
+	if (peak > to / 4 && t->timer_ns > now && p < (t->timer_ns - now) / 2)
+		p = (t->timer_ns - now) / 2;
 	return p ? now + p : 0;
 }
 

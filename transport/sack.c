@@ -96,6 +96,13 @@ void tp_sack_sent(const struct sof_tqp *t, uint32_t psn)
 	x->sacked = false;
 }
 
+/* prtt_ns, the largest recent wait for an answer, falls back by
+ * 1/PRTT_FALL of its excess over each smaller sample: after one stall of
+ * the peer it covers the next few hundred round trips (tp_sack_probe_ns).
+ * A wait is bounded by the whole transport timeout, not half of it: the
+ * lone probe waits for it up to the timer. */
+#define PRTT_FALL 128u
+
 /* A round trip longer than half the transport timeout is a stall of a
  * process more likely than of the path: a process a loaded machine did
  * not schedule for a while reads ACKs that waited in its socket, and
@@ -106,11 +113,6 @@ void tp_sack_sent(const struct sof_tqp *t, uint32_t psn)
  * that much of it. What waits for it stays below the timeout anyway
  * (tp_sack_probe_ns, the reordering window), so the bound costs nothing
  * on a path that is truly that slow. */
-/* prtt_ns, the largest recent wait for an answer, falls back by
- * 1/PRTT_FALL of its excess over each smaller sample: after one stall of
- * the peer it covers the next few hundred round trips (tp_sack_probe_ns) */
-#define PRTT_FALL 128u
-
 uint64_t tp_rtt_sample(struct sof_tqp *t, uint64_t rtt, uint64_t wait)
 {
 	uint64_t cap = sof_ack_timeout_ns(t->timeout) / 2;

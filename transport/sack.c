@@ -401,6 +401,7 @@ bool tp_sack_window_open(const struct sof_tqp *t, uint32_t npsn)
 #define TLP_MIN_NS 200000u
 #define TLP_FRESH_NS 1000000u
 #define TLP_ACK_DELAY_NS 1000000u
+#define TLP_AFTER_LOSS_NS 1000000000u
 
 uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 {
@@ -416,7 +417,11 @@ uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 		p = TLP_MIN_NS;
 	if (lone)
 		p += 4 * t->rttvar_ns > TLP_ACK_DELAY_NS ? 4 * t->rttvar_ns : TLP_ACK_DELAY_NS;
-	peak = lone ? t->prtt_ns + t->prtt_ns / 4 : 0;
+	/* (not within a second of a loss seen otherwise: there the probes
+	 * find losses, and a late one leaves the timer too little) */
+	peak = lone && (!t->loss_ns || now - t->loss_ns > TLP_AFTER_LOSS_NS)
+		   ? t->prtt_ns + t->prtt_ns / 4
+		   : 0;
 	if (lone && !t->sack_tlps) {
 		if (p < peak)
 			p = peak;

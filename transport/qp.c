@@ -216,7 +216,8 @@ int tp_qp_modify(struct tp_qp *qp, const struct sof_modify_qp_req *req, bool *ne
 		t->ssthresh = TP_WINDOW;
 		t->cwnd_acc = 0;
 		t->in_recovery = false;
-		t->rtt_ns = t->srtt_ns = t->rttvar_ns = t->mrtt_ns = t->loss_ns = 0;
+		t->rtt_ns = t->srtt_ns = t->rttvar_ns = t->mrtt_ns = t->prtt_ns = t->loss_ns = 0;
+		t->tlp_ns = 0;
 	}
 	if (m & (IBV_QP_RETRY_CNT | IBV_QP_STATE))
 		t->retry_left = t->retry_cnt;

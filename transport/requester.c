@@ -748,7 +748,13 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 		tp_count(SOF_CNT_retransmits, 1);
 		/* a peer that SACKs: the tail-loss probe resends the newest
 		 * packet alone, and the SACK it draws names the holes */
-		tp_trace("qp %06x probe: una %06x psn %06x", t->qp->qpn, t->una_psn, t->psn);
+		tp_trace("qp %06x probe: una %06x psn %06x sent -%llu srtt %llu var %llu peak %llu "
+			 "tlps %u",
+			 t->qp->qpn, t->una_psn, t->psn,
+			 (unsigned long long)(t->rtt_ns ? now - t->rtt_ns : 0),
+			 (unsigned long long)t->srtt_ns, (unsigned long long)t->rttvar_ns,
+			 (unsigned long long)t->prtt_ns, t->sack_tlps);
+		t->tlp_ns = now;
 		if ((t->sack_ok || (tp_sack_on && !t->sack_seen)) && tp_sack_probe(t)) {
 			/* the probe or its answer may be lost too: it comes
 			 * again, twice as late each time (sack.c) */
@@ -797,7 +803,17 @@ void tp_req_acked(struct sof_tqp *t, uint32_t una)
 	tp_sack_acked(t, t->una_psn, una);
 	t->una_psn = una;
 	if (t->rtt_ns && roce_psn_diff(una, t->rtt_psn) > 0) {
-		uint64_t rtt = tp_rtt_sample(t, sof_now_ns() - t->rtt_ns);
+		uint64_t now = sof_now_ns();
+		/* after a probe of the timed packet the ACK may answer either:
+		 * only the time since the probe tells how late an answer can
+		 * be (sack.c), a lost packet's round trip would not */
+		uint64_t rtt = tp_rtt_sample(
+		    t, now - t->rtt_ns, t->tlp_ns > t->rtt_ns ? now - t->tlp_ns : now - t->rtt_ns);
+
+		if (t->tlp_ns > t->rtt_ns)
+			tp_trace("qp %06x acked after probe: sent -%llu probe -%llu", t->qp->qpn,
+				 (unsigned long long)(now - t->rtt_ns),
+				 (unsigned long long)(now - t->tlp_ns));
 
 		if (!t->mrtt_ns || rtt < t->mrtt_ns)
 			t->mrtt_ns = rtt;

@@ -96,6 +96,13 @@ void tp_sack_sent(const struct sof_tqp *t, uint32_t psn)
 	x->sacked = false;
 }
 
+/* prtt_ns, the largest recent wait for an answer, falls back by
+ * 1/PRTT_FALL of its excess over each smaller sample: after one stall of
+ * the peer it covers the next few hundred round trips (tp_sack_probe_ns).
+ * A wait is bounded by the whole transport timeout, not half of it: the
+ * lone probe waits for it up to the timer. */
+#define PRTT_FALL 128u
+
 /* A round trip longer than half the transport timeout is a stall of a
  * process more likely than of the path: a process a loaded machine did
  * not schedule for a while reads ACKs that waited in its socket, and
@@ -106,10 +113,14 @@ void tp_sack_sent(const struct sof_tqp *t, uint32_t psn)
  * that much of it. What waits for it stays below the timeout anyway
  * (tp_sack_probe_ns, the reordering window), so the bound costs nothing
  * on a path that is truly that slow. */
-uint64_t tp_rtt_sample(struct sof_tqp *t, uint64_t rtt)
+uint64_t tp_rtt_sample(struct sof_tqp *t, uint64_t rtt, uint64_t wait)
 {
 	uint64_t cap = sof_ack_timeout_ns(t->timeout) / 2;
 
+	if (wait > rtt)
+		wait = rtt;
+	if (cap && wait > 2 * cap)
+		wait = 2 * cap;
 	if (cap && rtt > cap) {
 		tp_trace("qp %06x rtt %llu: a stall, taken as %llu", t->qp->qpn,
 			 (unsigned long long)rtt, (unsigned long long)cap);
@@ -124,6 +135,10 @@ uint64_t tp_rtt_sample(struct sof_tqp *t, uint64_t rtt)
 		t->srtt_ns = rtt;
 		t->rttvar_ns = rtt / 2;
 	}
+	if (wait >= t->prtt_ns)
+		t->prtt_ns = wait;
+	else
+		t->prtt_ns -= (t->prtt_ns - wait) / PRTT_FALL;
 	return rtt;
 }
 
@@ -145,7 +160,7 @@ static bool rack_note(struct sof_tqp *t, uint32_t psn, uint64_t now)
 	if (x->resent || now <= x->ns)
 		return true;
 	rtt = now - x->ns;
-	tp_rtt_sample(t, rtt);
+	tp_rtt_sample(t, rtt, rtt);
 	t->sack_rtt_ns = rtt;
 	if (!t->sack_base_ns || rtt < t->sack_base_ns)
 		t->sack_base_ns = rtt;
@@ -369,14 +384,29 @@ bool tp_sack_window_open(const struct sof_tqp *t, uint32_t npsn)
  * round trip when longer (RFC 6298's RTO margin): a lone message's ACK
  * comes with its peer's answer, and on a loaded machine the peer's
  * process is off its CPU for milliseconds at times; the deviation grows
- * with such stalls and shrinks back once they stop. */
+ * with such stalls and shrinks back once they stop. And a lone flight's
+ * probe waits at least a quarter more than the longest recent wait for
+ * an answer (prtt_ns; after a probe only the time since the probe counts,
+ * so a loss the probe repaired does not push it up): the mean deviation
+ * forgets a stall within a few round trips, while on a machine with 20
+ * runnable threads on 2 CPUs a peer is off its CPU for 30-60 ms in 2-4 %
+ * of lone round trips (traced, bench/results/2026-11-27-loss4.md). Such
+ * a probe may come as late as the transport timer (which then waits a
+ * quarter timeout more for the probe's answer, tp_req_timer), as TCP's
+ * lone-segment probe waits up to its RTO: on a quiet machine prtt_ns is a
+ * round trip and the probe comes within TLP_ACK_DELAY_NS of it. Only the
+ * first probe waits that long: the next ones come at half of what is left
+ * of the timer's wait each (a probe lost too is found before the timer),
+ * and a late ACK answers them all. */
 #define TLP_MIN_NS 200000u
 #define TLP_FRESH_NS 1000000u
 #define TLP_ACK_DELAY_NS 1000000u
+#define TLP_AFTER_LOSS_NS 1000000000u
 
 uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 {
-	uint64_t p = 2 * t->srtt_ns;
+	uint64_t p = 2 * t->srtt_ns, peak;
+	bool lone = t->wq_send == t->wq_tail;
 
 	if (!t->sack_ok) {
 		if (!tp_sack_on || t->sack_seen)
@@ -385,11 +415,27 @@ uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to)
 	}
 	if (p < TLP_MIN_NS)
 		p = TLP_MIN_NS;
-	if (t->wq_send == t->wq_tail)
+	if (lone)
 		p += 4 * t->rttvar_ns > TLP_ACK_DELAY_NS ? 4 * t->rttvar_ns : TLP_ACK_DELAY_NS;
+	/* (not within a second of a loss seen otherwise: there the probes
+	 * find losses, and a late one leaves the timer too little) */
+	peak = lone && (!t->loss_ns || now - t->loss_ns > TLP_AFTER_LOSS_NS)
+		   ? t->prtt_ns + t->prtt_ns / 4
+		   : 0;
+	if (lone && !t->sack_tlps) {
+		if (p < peak)
+			p = peak;
+		if (peak > to / 4) /* (then up to the timer) */
+			return now + (to && p > to ? to : p);
+	}
 	p <<= t->sack_tlps < 6 ? t->sack_tlps : 6;
 	if (to && p > to / 4)
 		p = to / 4;
+	/* after such a first probe, the next ones split what is left of the
+	 * timer's wait: a stall that outlasted the first draws one or two
+	 * more, a probe lost too is resent before the timer */
+	if (peak > to / 4 && t->timer_ns > now && p < (t->timer_ns - now) / 2)
+		p = (t->timer_ns - now) / 2;
 	return p ? now + p : 0;
 }
 

@@ -194,6 +194,8 @@ struct sof_tqp {
 	uint64_t srtt_ns;   /* smoothed (1/8 per sample), 0: none yet */
 	uint64_t rttvar_ns; /* its mean deviation (1/4 per sample, RFC 6298) */
 	uint64_t mrtt_ns;   /* the least, drifting up by 1/64 of each larger sample */
+	uint64_t prtt_ns;   /* the largest, falling by 1/PRTT_FALL of the gap to each smaller one */
+	uint64_t tlp_ns;    /* the last tail-loss probe or early go-back went then */
 
 	/* responder (responder.c) */
 	uint32_t epsn;	  /* expected PSN */
@@ -458,9 +460,11 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 bool tp_sack_window_open(const struct sof_tqp *t, uint32_t npsn);
 /* Requester: the tail-loss probe's deadline from now, 0: none. */
 uint64_t tp_sack_probe_ns(const struct sof_tqp *t, uint64_t now, uint64_t to);
-/* Requester: a round-trip sample of rtt ns into srtt_ns; returns it as
- * taken (bounded: a stall of this process is no round trip). */
-uint64_t tp_rtt_sample(struct sof_tqp *t, uint64_t rtt);
+/* Requester: a round-trip sample of rtt ns into srtt_ns, and of wait ns
+ * (at most rtt: how long the answer took after the last send of what it
+ * answers) into prtt_ns; returns rtt as taken (bounded: a stall of this
+ * process is no round trip). */
+uint64_t tp_rtt_sample(struct sof_tqp *t, uint64_t rtt, uint64_t wait);
 /* Requester: una moved from old to una (tp_req_acked). */
 void tp_sack_acked(struct sof_tqp *t, uint32_t old, uint32_t una);
 /* Requester: the responder answered with the extension's bit; false

@@ -13,6 +13,10 @@
 #   iperf3 over rsockets (librspreload) for 3 s: the receiver's credit
 #     messages go alone, one per 512 KiB read, and the sender's bursts end
 #     waiting for them; at most LONE_MAX_PROBES_RS.
+#   ibv_rc_pingpong -s 64 -n 300 through the software cable losing 3 %
+#     of each host's frames: the lost lone messages draw probes (at least
+#     LOSSY_MIN_PROBES) and at most LOSSY_MAX_TIMEOUTS local ACK timeouts
+#     (without probes each loss is one: ~18 per run).
 # The bounds leave room for a loaded machine (the test suite runs beside
 # builds on two CPUs), which keeps a peer's process off its CPU for
 # milliseconds at times: its ACK then comes past any deadline short
@@ -51,6 +55,28 @@ probes_check() {
 	fi
 }
 
+# lossy_check NAME: under loss, the lost lone messages drew probes (both
+# hosts' probes at least LOSSY_MIN_PROBES) and at most LOSSY_MAX_TIMEOUTS
+# local ACK timeouts (a probe's own answer can be lost, or late on a
+# loaded machine)
+LOSSY_MIN_PROBES=${LOSSY_MIN_PROBES:-4}
+LOSSY_MAX_TIMEOUTS=${LOSSY_MAX_TIMEOUTS:-8}
+lossy_check() {
+	local name=$1 d=$SOF_TMP/delta.$PORT p t
+	if ! sof_snap "$SOF_TMP/snap1"; then
+		not_ok "$name: probes" "cannot read the counters after the run"
+		return 1
+	fi
+	sof_snap_delta "$SOF_TMP/snap0" "$SOF_TMP/snap1" >"$d"
+	p=$(awk '$1 ~ /^[ab]\.counters\.probes$/ { n += $2 } END { print n + 0 }' "$d")
+	t=$(awk '$1 ~ /^[ab]\.counters\.timeouts$/ { n += $2 } END { print n + 0 }' "$d")
+	if [ "$p" -ge "$LOSSY_MIN_PROBES" ] && [ "$t" -le "$LOSSY_MAX_TIMEOUTS" ]; then
+		ok "$name: $p tail-loss probes, $t local ACK timeouts (at least $LOSSY_MIN_PROBES, at most $LOSSY_MAX_TIMEOUTS)"
+	else
+		not_ok "$name: probes" "$p tail-loss probes, $t local ACK timeouts (at least $LOSSY_MIN_PROBES, at most $LOSSY_MAX_TIMEOUTS): lost lone messages wait for the timeout"
+	fi
+}
+
 snap0() {
 	PORT=$((PORT + 1))
 	sof_gated "$1" && return 1
@@ -79,6 +105,19 @@ if sof_hosts_up 2; then
 	if snap0 "$name"; then
 		sof_rs_iperf "$name" a b "$(sof_host_ip a)" "$PORT"
 		probes_check "$name" "$LONE_MAX_PROBES_RS"
+	fi
+fi
+
+# a real tail loss: every lost lone message (or its ACK) is found by a
+# probe, not by the local ACK timeout (through the software cable, which
+# impairs without netem in the kernel)
+sof_hosts_down
+if sof_hosts_up 2 wire; then
+	name="hosts/sack_lone ibv_rc_pingpong -s 64 -n 300 under loss 3%"
+	if snap0 "$name" && sof_netem a loss 3% && sof_netem b loss 3%; then
+		sof_host_pair "$name" a b "$PORT" 60 ibv_rc_pingpong -g @GID@ -s 64 -n 300
+		sof_pingpong_verdict "$name" $?
+		lossy_check "$name"
 	fi
 fi
 

@@ -46,6 +46,7 @@
 #include "tport.h"
 
 #include "sof_gid.h"
+#include "sof_wr.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -982,6 +983,19 @@ TEST(sack_req_holes_and_lies)
 	ext_in(ROCE_ACK, SPSN, ROCE_SACK_LEN, 0, sack);
 	CHECK_EQ(w.counters[SOF_CNT_sack_lies], 4);
 	CHECK_EQ(w.nsent, before);
+	/* a longer map that names the holes' neighbours truly and a PSN
+	 * 300 ahead, never sent: a lie, nothing resent */
+	{
+		uint8_t lsack[4 + 512 / 8], lmap[512 / 8];
+
+		memset(lmap, 0, sizeof(lmap));
+		lmap[0] = 0x38; /* +3, +4, +5 (bits 2-4 from base +1) */
+		lmap[301 >> 3] |= (uint8_t)(0x80u >> (301 & 7));
+		CHECK_EQ(roce_sack_write(lsack, SPSN + 1, lmap, 512), sizeof(lsack));
+		ext_in(ROCE_ACK, SPSN, sizeof(lsack), 0, lsack);
+		CHECK_EQ(w.counters[SOF_CNT_sack_lies], 5);
+		CHECK_EQ(w.nsent, before);
+	}
 	CHECK_EQ(w.qp.t->state, IBV_QPS_RTS);
 	/* everything acknowledged: the WRITE completes once */
 	ext_in(ROCE_ACK, SPSN + 5, 0, 0, NULL);
@@ -1291,6 +1305,51 @@ TEST(sack_req_hole_never_filled_times_out)
 	CHECK(w.counters[SOF_CNT_sacks] > 0);
 	CHECK(p.dropped > 8);
 	CHECK_EQ(w.qp.t->state, IBV_QPS_ERR);
+	world_down();
+}
+
+/* The tail-loss probe of a lone flight (sack.c, tp_sack_probe_ns): on a
+ * quiet path it comes within a few ms; after the peer once took 20 ms to
+ * answer, the first probe waits past that (a loaded machine's stall, not
+ * a loss: RFC 8985 7.2's delayed-ACK allowance), up to the transport
+ * timer at most, and the probes after it come as before. A late ACK of a
+ * flight a probe repaired counts only from the probe, so a real loss does
+ * not push the wait up. With more to send (not lone) it stays short. */
+TEST(sack_req_lone_probe_waits_for_stalls)
+{
+	struct sof_tqp *t;
+	uint64_t to, now = 1000000000ull;
+
+	world_up();
+	tp_sack_on = true;
+	t = w.qp.t;
+	t->sack_ok = t->sack_seen = true;
+	to = sof_ack_timeout_ns(t->timeout);
+	for (int i = 0; i < 20; i++)
+		tp_rtt_sample(t, 50000, 50000);
+	CHECK(t->wq_send == t->wq_tail); /* nothing more to send: lone */
+	CHECK(tp_sack_probe_ns(t, now, to) - now < 2000000);
+	/* a probe repaired a loss: the ACK came 20 ms after the send, 60 us
+	 * after the probe */
+	tp_rtt_sample(t, 20000000, 60000);
+	CHECK(t->prtt_ns < 1000000);
+	for (int i = 0; i < 20; i++)
+		tp_rtt_sample(t, 50000, 50000);
+	CHECK(tp_sack_probe_ns(t, now, to) - now < 4000000);
+	/* the peer was off its CPU for 20 ms: the first probe waits 25 */
+	tp_rtt_sample(t, 20000000, 20000000);
+	CHECK(tp_sack_probe_ns(t, now, to) - now >= 25000000);
+	CHECK(tp_sack_probe_ns(t, now, to) - now <= to);
+	t->sack_tlps = 1;
+	CHECK(tp_sack_probe_ns(t, now, to) - now <= to / 4);
+	t->sack_tlps = 0;
+	/* a stall longer than the timeout: the probe comes with the timer */
+	tp_rtt_sample(t, 4 * to, 4 * to);
+	CHECK_EQ(tp_sack_probe_ns(t, now, to) - now, to);
+	/* it falls back with quick answers */
+	for (int i = 0; i < 2000; i++)
+		tp_rtt_sample(t, 50000, 50000);
+	CHECK(tp_sack_probe_ns(t, now, to) - now < 2000000);
 	world_down();
 }
 
@@ -1615,6 +1674,7 @@ int main(void)
 	RUN(sack_standard_peer_gets_none);
 	RUN(sack_req_read_lost_twice_under_1m_read);
 	RUN(sack_req_hole_never_filled_times_out);
+	RUN(sack_req_lone_probe_waits_for_stalls);
 	RUN(read_reordered_responses_reread_once_per_rtt);
 	RUN(takeover_writes_while_stalled);
 	RUN(takeover_reads_atomics_while_stalled);

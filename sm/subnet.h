@@ -88,7 +88,7 @@ struct sm_port {
 	uint8_t path[SM_MAX_DR_HOPS + 1];
 	uint8_t hops;
 	/* SM-private bookkeeping below; the SA need not read it */
-	uint32_t seen_sweep;  /* sweep number of the last PortInfo read */
+	uint32_t seen_sweep;  /* last heavy sweep to meet it (CA: NodeInfo; else PortInfo) */
 	uint32_t link_sweep;  /* sweep in which a NodeInfo across the link
 			       * named its far end (either end's) */
 	uint16_t lid_wanted;  /* LID from guid2lid to reuse, 0 none */

@@ -143,6 +143,15 @@ static void request_in(struct sm *sm, int agent, void *umad)
 		const uint8_t *d = mad + SOF_SMP_OFF_DATA;
 
 		sm_log(sm, 1, "trap %u from LID %u", trap, be16toh(umad_get_mad_addr(umad)->lid));
+		/* a STANDBY (having handed over, the ports' SM LID still
+		 * ours until the new master writes it) leaves traps to the
+		 * master: a TrapRepress carries the port's M_Key, and an SMP
+		 * with the key stops the port's lease timer (IBA 14.2.4.2),
+		 * so repressing the traps 256 a master without our keys
+		 * causes would hold the ports from it for good; without the
+		 * key the TrapRepress would itself be a violation */
+		if (sm->sn.sm_state == SM_STATE_STANDBY)
+			return;
 		/* IBA 14.2.5.1: the SMP that failed a port's M_Key check */
 		if (trap == SOF_TRAP_BAD_MKEY)
 			sm_log(sm, 0,
@@ -312,6 +321,13 @@ void sm_phase_done(struct sm *sm)
 			sm_log(sm, 1, "%u of %u ports Active; sweeping again", active, all);
 			sm->resweep = true;
 		}
+		/* Sets refused or unanswered (a port another SM protects
+		 * with its M_Key until the lease runs out, IBA 14.2.4.2): the
+		 * next periodic sweep is a heavy one that writes them again */
+		sm->sweep_errors = sm->errors;
+		if (sm->errors)
+			sm_log(sm, 1, "%u Sets refused or unanswered: the next sweep is heavy",
+			       sm->errors);
 		sn->generation++;
 		notify_changed();
 		sm_mcast_all(sm); /* trees over the links as they are now */
@@ -568,11 +584,15 @@ int main(int argc, char **argv)
 		} else if (sm.phase == SM_PHASE_IDLE) {
 			if (sm.resweep)
 				sm_discover_start(&sm);
+			else if (sm.sweep_s && sm_now_us() >= sm.next_light && sm.sweep_errors)
+				sm_discover_start(&sm);
 			else if (sm.sweep_s && sm_now_us() >= sm.next_light)
 				sm_light_start(&sm);
 			else if (sm.sn.up && sm.sn.sm_state == SM_STATE_MASTER) {
 				sm_mcast_run(&sm); /* SMPs in flight as the loop goes on */
-				if (sm_io_idle(&sm))
+				/* not after a sweep whose Sets failed: its heavy
+				 * sweep comes first */
+				if (sm_io_idle(&sm) && !sm.sweep_errors)
 					sm_qos_run(&sm, SM_QOS_BATCH);
 			}
 			if (sm.phase != SM_PHASE_IDLE)
@@ -589,8 +609,9 @@ int main(int argc, char **argv)
 			services[i].ops->stop(services[i].ctx);
 	sm_io_drop_all(&sm);
 	sm_lid_save(&sm);
-	sm_log(&sm, 1, "%" PRIu64 " SMPs sent, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64
-		       " unmatched", sm.smps_sent, sm.smps_timeout, sm.smps_error, sm.smps_dropped);
+	sm_log(&sm, 1, "%" PRIu64 " SMPs sent, %" PRIu64 " timed out, %" PRIu64 " sent again early, %" PRIu64
+		       " refused, %" PRIu64 " unmatched", sm.smps_sent, sm.smps_timeout, sm.smps_early,
+	       sm.smps_error, sm.smps_dropped);
 	umad_close_port(sm.fd);
 	if (sm.issm_fd >= 0)
 		close(sm.issm_fd);

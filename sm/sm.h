@@ -41,6 +41,8 @@ struct sm_req {
 	uint32_t tid;		/* low 32 bits of the TID in flight */
 	unsigned tries;
 	uint64_t deadline;	/* µs */
+	uint64_t answers_at;	/* the engine's answers count when sent */
+	bool resent_early;	/* sent again as lost before its deadline */
 	sm_done_fn *done;
 	/* the caller's context */
 	struct sm_node *node;
@@ -138,6 +140,8 @@ struct sm {
 	/* the engine */
 	struct sm_req *slot[SM_WINDOW_MAX]; /* in flight, by TID's low bits */
 	unsigned inflight;
+	uint64_t answers;	/* responses matched to a request, ever */
+	uint64_t smps_early;	/* sent again as lost before their deadline */
 	struct sm_req *qhead, *qtail;	/* waiting for the window */
 	uint32_t tid_seq;
 	uint64_t smps_sent, smps_timeout, smps_error, smps_dropped;
@@ -150,6 +154,7 @@ struct sm {
 	uint64_t t_start, t_phase, next_light; /* µs */
 	uint64_t t_trap;	/* µs: the first link trap not yet rerouted, 0 none */
 	unsigned errors;	/* Sets refused in this phase */
+	unsigned sweep_errors;	/* of the last sweep: its Sets again by a heavy sweep */
 	unsigned lft_blocks;	/* LFT blocks this programming writes */
 	/* another SM (sminfo.c) */
 	struct sm_port *master;	/* the master we are standby of */

@@ -96,6 +96,7 @@ struct sm_port {
 	uint8_t qos_vls;      /* OperationalVLs its SL2VL/VLArb were set for, 0 not */
 	bool pkeys_read;      /* its P_KeyTable blocks were asked for (partition.c) */
 	uint64_t m_key;       /* the M_Key the SM gives it (mkey.c), 0 not yet */
+	uint64_t m_key_held;  /* another's it showed at protection 0, until ours replaces it */
 	uint8_t pkeys_reading; /* P_KeyTable Gets not answered yet */
 	uint32_t pi_sweep;    /* heavy sweep of the last PortInfo answer */
 	bool rereg;	      /* a ClientReregister is owed (program.c): new to

@@ -609,9 +609,8 @@ int main(int argc, char **argv)
 			services[i].ops->stop(services[i].ctx);
 	sm_io_drop_all(&sm);
 	sm_lid_save(&sm);
-	sm_log(&sm, 1, "%" PRIu64 " SMPs sent, %" PRIu64 " timed out, %" PRIu64 " sent again early, %" PRIu64
-		       " refused, %" PRIu64 " unmatched", sm.smps_sent, sm.smps_timeout, sm.smps_early,
-	       sm.smps_error, sm.smps_dropped);
+	sm_log(&sm, 1, "%" PRIu64 " SMPs sent, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64
+		       " unmatched", sm.smps_sent, sm.smps_timeout, sm.smps_error, sm.smps_dropped);
 	umad_close_port(sm.fd);
 	if (sm.issm_fd >= 0)
 		close(sm.issm_fd);

@@ -41,8 +41,6 @@ struct sm_req {
 	uint32_t tid;		/* low 32 bits of the TID in flight */
 	unsigned tries;
 	uint64_t deadline;	/* µs */
-	uint64_t answers_at;	/* the engine's answers count when sent */
-	bool resent_early;	/* sent again as lost before its deadline */
 	sm_done_fn *done;
 	/* the caller's context */
 	struct sm_node *node;
@@ -140,8 +138,6 @@ struct sm {
 	/* the engine */
 	struct sm_req *slot[SM_WINDOW_MAX]; /* in flight, by TID's low bits */
 	unsigned inflight;
-	uint64_t answers;	/* responses matched to a request, ever */
-	uint64_t smps_early;	/* sent again as lost before their deadline */
 	struct sm_req *qhead, *qtail;	/* waiting for the window */
 	uint32_t tid_seq;
 	uint64_t smps_sent, smps_timeout, smps_error, smps_dropped;

@@ -8,14 +8,6 @@
  * here as well (libumad2sim reports no time-outs): after `retries` more
  * tries it completes with -ETIMEDOUT. Responses are checked before use:
  * length, class, method GetResp, the attribute asked for.
- *
- * A request still unanswered when 2 x window answers to others came
- * after it was sent is taken as lost and sent again at once, once per
- * request and without using up one of its tries: a simulator answers in
- * the order it was asked, so a loss is known in two rounds, not at the
- * deadline (300 ms by default, during which its slot is idle); on
- * hardware, where answers may overtake each other, a slow one is at
- * worst asked twice (the late answer's TID no longer matches: dropped).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -100,7 +92,6 @@ static int send_one(struct sm *sm, struct sm_req *rq)
 	umad_set_addr(buf, rq->dlid, 0, 0, 0);
 	rq->tries++;
 	rq->deadline = sm_now_us() + (uint64_t)sm->timeout_ms * 1500;
-	rq->answers_at = sm->answers;
 	if (umad_send(sm->fd, agent, buf, 256, (int)sm->timeout_ms, 0) < 0) {
 		sm_log(sm, 1, "umad_send failed");
 		return -EIO;
@@ -159,19 +150,10 @@ void sm_io_pump(struct sm *sm)
 	for (i = 0; i < sm->window && sm->inflight; i++) {
 		struct sm_req *rq = sm->slot[i];
 
-		if (!rq)
-			continue;
-		if (rq->deadline < now) {
+		if (rq && rq->deadline < now) {
 			sm->slot[i] = NULL;
 			sm->inflight--;
 			retry(sm, rq);
-		} else if (!rq->resent_early && sm->answers - rq->answers_at > 2u * sm->window) {
-			sm->slot[i] = NULL;
-			sm->inflight--;
-			rq->resent_early = true;
-			rq->tries--; /* not a try of its own */
-			sm->smps_early++;
-			requeue_front(sm, rq);
 		}
 	}
 	while (sm->qhead && sm->inflight < sm->window) {
@@ -231,7 +213,6 @@ void sm_io_input(struct sm *sm, int agent, void *umad, int len)
 		return;
 	}
 	(void)agent;
-	sm->answers++;
 	st = sof_get16(mad + SOF_SMP_OFF_STATUS) & 0x7fff;
 	if (st) {
 		sm->smps_error++;

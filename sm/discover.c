@@ -139,8 +139,6 @@ static void on_portinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	p->subnet_timeout = d[51] & 0x1f;
 	p->resp_time = d[52] & 0x1f;
 	p->cap_mask2 = sof_get16(d + 60);
-	/* and its M_Key ours (shown to the SMP that carried it; a port an
-	 * SM released holds 0) */
 	/* IBA 14.2.4.1: at protection level 0 a Get shows the M_Key, and a
 	 * port whose lease ran out (14.2.4.2) is at 0 with the key of the
 	 * SM that set it: our SMPs to it carry that key until our PortInfo
@@ -150,6 +148,8 @@ static void on_portinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 		p->m_key_held = sof_get64(d);
 	else
 		p->m_key_held = 0;
+	/* and its M_Key ours (shown to the SMP that carried it; a port an
+	 * SM released holds 0) */
 	p->lid_set = sof_get16(d + 16) == p->lid && p->lid && p->sm_lid == sm->sn.sm_lid &&
 		     (d[34] & 7) == p->lmc &&
 		     sof_get64(d) == (p->m_key ? p->m_key : sm->sn.m_key) &&

@@ -590,9 +590,7 @@ int main(int argc, char **argv)
 				sm_light_start(&sm);
 			else if (sm.sn.up && sm.sn.sm_state == SM_STATE_MASTER) {
 				sm_mcast_run(&sm); /* SMPs in flight as the loop goes on */
-				/* not after a sweep whose Sets failed: its heavy
-				 * sweep comes first */
-				if (sm_io_idle(&sm) && !sm.sweep_errors)
+				if (sm_io_idle(&sm))
 					sm_qos_run(&sm, SM_QOS_BATCH);
 			}
 			if (sm.phase != SM_PHASE_IDLE)

@@ -94,6 +94,7 @@ static void on_portinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	struct sm_node *n = rq->node;
 	struct sm_port *p = &n->port[rq->port];
 	const uint8_t *d;
+	bool back;
 
 	if (err)
 		return;
@@ -101,14 +102,17 @@ static void on_portinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	memcpy(p->raw_portinfo, d, 64);
 	p->present = true;
 	/* absent from the last heavy sweep (new, or back after a reset):
-	 * its P_KeyTable is read again before it is written */
-	if (p->seen_sweep + 1 != sm->sn.sweep && !p->pkeys_reading) {
+	 * no PortInfo answer then (pi_sweep; seen_sweep will not do, as
+	 * on_nodeinfo sets a CA port's before asking for its PortInfo) */
+	back = !p->pi_sweep || p->pi_sweep + 1 < sm->sn.sweep;
+	/* its P_KeyTable is read again before it is written */
+	if (back && !p->pkeys_reading) {
 		p->pkeys_read = false;
 		p->pkeys_set = 0;
 	}
-	/* having joined the subnet anew (no PortInfo in the last heavy
-	 * sweep), its clients register again (IBA 14.4.11; program.c) */
-	if (!p->pi_sweep || p->pi_sweep + 1 < sm->sn.sweep)
+	/* having joined the subnet anew, its clients register again
+	 * (IBA 14.4.11; program.c) */
+	if (back)
 		p->rereg = true;
 	p->pi_sweep = sm->sn.sweep;
 	p->seen_sweep = sm->sn.sweep;
@@ -135,6 +139,15 @@ static void on_portinfo(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	p->subnet_timeout = d[51] & 0x1f;
 	p->resp_time = d[52] & 0x1f;
 	p->cap_mask2 = sof_get16(d + 60);
+	/* IBA 14.2.4.1: at protection level 0 a Get shows the M_Key, and a
+	 * port whose lease ran out (14.2.4.2) is at 0 with the key of the
+	 * SM that set it: our SMPs to it carry that key until our PortInfo
+	 * Set gives it ours (mkey.c) */
+	if ((n->sw ? rq->port == 0 : rq->port != 0) && !(d[34] >> 6) && sof_get64(d) &&
+	    sof_get64(d) != (p->m_key ? p->m_key : sm->sn.m_key))
+		p->m_key_held = sof_get64(d);
+	else
+		p->m_key_held = 0;
 	/* and its M_Key ours (shown to the SMP that carried it; a port an
 	 * SM released holds 0) */
 	p->lid_set = sof_get16(d + 16) == p->lid && p->lid && p->sm_lid == sm->sn.sm_lid &&

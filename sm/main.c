@@ -143,6 +143,15 @@ static void request_in(struct sm *sm, int agent, void *umad)
 		const uint8_t *d = mad + SOF_SMP_OFF_DATA;
 
 		sm_log(sm, 1, "trap %u from LID %u", trap, be16toh(umad_get_mad_addr(umad)->lid));
+		/* a STANDBY (having handed over, the ports' SM LID still
+		 * ours until the new master writes it) leaves traps to the
+		 * master: a TrapRepress carries the port's M_Key, and an SMP
+		 * with the key stops the port's lease timer (IBA 14.2.4.2),
+		 * so repressing the traps 256 a master without our keys
+		 * causes would hold the ports from it for good; without the
+		 * key the TrapRepress would itself be a violation */
+		if (sm->sn.sm_state == SM_STATE_STANDBY)
+			return;
 		/* IBA 14.2.5.1: the SMP that failed a port's M_Key check */
 		if (trap == SOF_TRAP_BAD_MKEY)
 			sm_log(sm, 0,
@@ -312,6 +321,13 @@ void sm_phase_done(struct sm *sm)
 			sm_log(sm, 1, "%u of %u ports Active; sweeping again", active, all);
 			sm->resweep = true;
 		}
+		/* Sets refused or unanswered (a port another SM protects
+		 * with its M_Key until the lease runs out, IBA 14.2.4.2): the
+		 * next periodic sweep is a heavy one that writes them again */
+		sm->sweep_errors = sm->errors;
+		if (sm->errors)
+			sm_log(sm, 1, "%u Sets refused or unanswered: the next sweep is heavy",
+			       sm->errors);
 		sn->generation++;
 		notify_changed();
 		sm_mcast_all(sm); /* trees over the links as they are now */
@@ -567,6 +583,8 @@ int main(int argc, char **argv)
 			sm_sminfo_poll(&sm);
 		} else if (sm.phase == SM_PHASE_IDLE) {
 			if (sm.resweep)
+				sm_discover_start(&sm);
+			else if (sm.sweep_s && sm_now_us() >= sm.next_light && sm.sweep_errors)
 				sm_discover_start(&sm);
 			else if (sm.sweep_s && sm_now_us() >= sm.next_light)
 				sm_light_start(&sm);

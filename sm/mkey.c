@@ -218,9 +218,14 @@ uint64_t sm_mkey_for(const struct sm *sm, const struct sm_req *rq)
 
 	if (rq->m_key_set)
 		return rq->m_key;
+	p = target_of(sm, rq);
+	/* a key not ours that the port showed with its protection bits
+	 * at 0 (another SM's, its lease run out, IBA 14.2.4.2): with it
+	 * our Sets pass and write ours */
+	if (p && p->m_key_held)
+		return p->m_key_held;
 	if (!sm_mkey_per_port(sm))
 		return sm->sn.m_key;
-	p = target_of(sm, rq);
 	return p && p->m_key ? p->m_key : sm->sn.m_key;
 }
 

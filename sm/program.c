@@ -70,6 +70,8 @@ static void on_portinfo_set(struct sm *sm, struct sm_req *rq, int err, const uin
 	p->sm_sl = d[36] & 0xf;
 	p->subnet_timeout = d[51] & 0x1f;
 	p->gid_prefix = sof_get64(d + 8);
+	if (rq->arg) /* the port holds our key (or 0, released) now */
+		p->m_key_held = 0;
 	if (rq->arg == 2 && sm->release_left) /* mkey.c's release */
 		sm->release_left--;
 	else if (rq->arg)

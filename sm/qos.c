@@ -70,8 +70,10 @@ static void on_qos_set(struct sm *sm, struct sm_req *rq, int err, const uint8_t 
 	sm_log(sm, 1, "%s Set on %s port %u (modifier %#x): %s",
 	       rq->arg >> 31 ? "VLArbitration" : "SL2VL", rq->node->desc, rq->port,
 	       rq->arg & 0x7fffffffu, err == -ETIMEDOUT ? "no answer" : "refused");
+	/* written again after the next heavy sweep (not at once: a port
+	 * that refuses, e.g. protected by another SM's M_Key, would keep
+	 * the SMP engine busy with Sets that fail, and a sweep waiting) */
 	rq->node->port[rq->port].qos_vls = 0;
-	sm->qos_pending = true;
 }
 
 static unsigned qos_send(struct sm *sm, struct sm_node *n, struct sm_port *p, uint16_t attr,

@@ -150,6 +150,7 @@ struct sm {
 	uint64_t t_start, t_phase, next_light; /* µs */
 	uint64_t t_trap;	/* µs: the first link trap not yet rerouted, 0 none */
 	unsigned errors;	/* Sets refused in this phase */
+	unsigned sweep_errors;	/* of the last sweep: its Sets again by a heavy sweep */
 	unsigned lft_blocks;	/* LFT blocks this programming writes */
 	/* another SM (sminfo.c) */
 	struct sm_port *master;	/* the master we are standby of */

@@ -179,10 +179,22 @@ void sm_sminfo_announce(struct sm *sm)
 
 void sm_sminfo_poll(struct sm *sm)
 {
+	struct sm_req *rq;
+
 	if (!sm->master || sm->next_poll > sm_now_us())
 		return;
 	sm->next_poll = sm_now_us() + POLL_US;
-	sminfo_get(sm, sm->master, on_poll);
+	rq = sminfo_get(sm, sm->master, on_poll);
+	/* IBA 14.2.4.2: an SMP with a port's M_Key stops its lease timer,
+	 * and the lease is how a master that does not know our keys (we
+	 * handed over without --m_key_release) comes to manage the ports
+	 * we protected. Below protection level 2 a Get passes without the
+	 * key (14.2.4.1), so the poll carries none and lets the lease of
+	 * the master's own port run; at 2 and 3 it needs the key. */
+	if (rq && (sm->sn.m_key_protect & 3) < 2) {
+		rq->m_key_set = true;
+		rq->m_key = 0;
+	}
 }
 
 void sm_sminfo_take_over(struct sm *sm)

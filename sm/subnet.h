@@ -88,7 +88,7 @@ struct sm_port {
 	uint8_t path[SM_MAX_DR_HOPS + 1];
 	uint8_t hops;
 	/* SM-private bookkeeping below; the SA need not read it */
-	uint32_t seen_sweep;  /* sweep number of the last PortInfo read */
+	uint32_t seen_sweep;  /* last heavy sweep to meet it (CA: NodeInfo; else PortInfo) */
 	uint32_t link_sweep;  /* sweep in which a NodeInfo across the link
 			       * named its far end (either end's) */
 	uint16_t lid_wanted;  /* LID from guid2lid to reuse, 0 none */
@@ -96,6 +96,7 @@ struct sm_port {
 	uint8_t qos_vls;      /* OperationalVLs its SL2VL/VLArb were set for, 0 not */
 	bool pkeys_read;      /* its P_KeyTable blocks were asked for (partition.c) */
 	uint64_t m_key;       /* the M_Key the SM gives it (mkey.c), 0 not yet */
+	uint64_t m_key_held;  /* another's it showed at protection 0, until ours replaces it */
 	uint8_t pkeys_reading; /* P_KeyTable Gets not answered yet */
 	uint32_t pi_sweep;    /* heavy sweep of the last PortInfo answer */
 	bool rereg;	      /* a ClientReregister is owed (program.c): new to

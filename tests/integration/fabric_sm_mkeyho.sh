@@ -15,6 +15,10 @@
 #      the keys (answered), then hands over; OpenSM master and SUBNET UP,
 #      H3's port M_Key 0 (OpenSM's Trap 144 to ours is repressed with the
 #      key of OpenSM's port, or its SMA would drop the TrapRepress).
+#   3. a HANDOVER without a release (level 1, lease 2 s) to another of
+#      ours with other keys: the leases free the ports (ours as STANDBY
+#      sends no SMP with a key), the new master's next heavy sweep takes
+#      them with the key they show at protection 0.
 # Without a release (ours killed) only the ports' M_Key leases free them
 # (IBA 14.2.4.2); OpenSM through libumad2sim then waits for good on the
 # first SMP a port drops (libumad2sim reports no time-outs), so that case
@@ -117,6 +121,40 @@ else
 fi
 sof_kill smB
 sof_kill osmB
+sof_sim_fabric down >"$OUT" 2>&1
+
+# 3. a HANDOVER without a release, at level 1 with a 2 s lease, to another
+# of ours (H1, priority 15) that has other keys: its Sets are dropped until
+# the leases run out (ours as STANDBY represses no trap and polls without
+# a key: an SMP with the key would stop the lease, IBA 14.2.4.2); its
+# next sweep is heavy, reads each port's old key at protection 0 and
+# writes its own with it: H1's SM LID is then its own LID
+sof_sim_fabric up "$SIM_TOPO/line3.net" --ibsim >"$OUT" 2>&1
+ours smC H2 -p 1 --m_key_protection_level 1 --m_key_lease_period 2
+if sof_wait_log "$(sof_out smC)" 'SUBNET UP' 30; then
+	ours smD H1 -p 15 -y 0x7777000000000001
+	h1=$(h_lid H1)
+	got=
+	if sof_wait_log "$(sof_out smC)" 'STANDBY: handed over to 0x100001' 30; then
+		for _ in $(seq 1 150); do
+			sof_sim smpquery portinfo "$h1" 1 >"$SOF_TMP/pi1c" 2>/dev/null
+			got=$(field "$SOF_TMP/pi1c" SMLid)
+			[ "$got" = "$h1" ] && break
+			sleep 0.2
+		done
+	fi
+	if [ "$got" = "$h1" ]; then
+		ok "sm/mkeyho handover without release: ours (level 1, lease 2 s) handed over to ours with other keys; the leases ran out and the new master took the ports: H1's SM LID is its own, $h1"
+	else
+		not_ok "sm/mkeyho handover without release" "H1 (LID $h1) SM LID '$got'; $(grep 'HANDOVER\|STANDBY' "$(sof_out smC)" | tr '\n' ' ')"
+		sof_dump "$(sof_out smC)" "$(sof_out smD)"
+	fi
+else
+	not_ok "sm/mkeyho handover without release" "ours: no SUBNET UP"
+	sof_dump "$(sof_out smC)"
+fi
+sof_kill smD
+sof_kill smC
 sof_sim_fabric down >"$OUT" 2>&1
 
 sof_exit

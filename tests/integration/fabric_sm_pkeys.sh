@@ -8,6 +8,8 @@
 #     block 1 with their membership bits;
 #   - S2's port 1 (to H2) enforces: its table is H2's, both blocks;
 #   - `saquery --smkey 1 PKTR` has H2's block 1 record with them;
+#   - a link cut (trap 128, heavy sweep): no P_KeyTable read again of a
+#     port the sweep before met; restored: S3's and H3's read again;
 #   - the partitions cut to 10 and the SM restarted: block 1 emptied;
 #   - restarted with p3 left out and p11 added: the SM reads the tables
 #     before it writes, p4..p10 keep their indexes, p11 takes index 3;
@@ -80,6 +82,31 @@ if grep -q 'Block\.*1$' "$SOF_TMP/pktr" && grep -q '0x8121' "$SOF_TMP/pktr" && g
 	ok "sm/pkeys: saquery PKTR of H2 has block 1 with 0x8121 .. 0x0128"
 else
 	not_ok "sm/pkeys: saquery PKTR" "$(head -n 40 "$SOF_TMP/pktr")"
+fi
+# a heavy sweep (S2-S3 cut: trap 128) reads no P_KeyTable of a port met in
+# the sweep before (H1, H2, S1, S2); once restored, those of S3 and H3 again
+pkt_lines() { grep -c 'P_KeyTable blocks' "$(sof_out smA)"; }
+pkt_wait() { # N: until N programming rounds logged (at most 20 s)
+	for _ in $(seq 1 200); do
+		[ "$(pkt_lines)" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+n0=$(pkt_lines)
+sof_sim_fabric link S2 3 down >"$OUT" 2>&1
+pkt_wait $((n0 + 1))
+cut=$(grep -o 'P_KeyTable blocks: .*' "$(sof_out smA)" | sed -n "$((n0 + 1))p")
+n1=$(pkt_lines)
+sof_sim_fabric link S2 3 up >"$OUT" 2>&1
+pkt_wait $((n1 + 1))
+back=$(grep -o 'P_KeyTable blocks: .*' "$(sof_out smA)" | sed -n "$((n1 + 1))p")
+if [ "${cut%% read*}" = "P_KeyTable blocks: 0" ] && [ "${back#P_KeyTable blocks: 0 }" = "$back" ] &&
+	[ -n "$back" ]; then
+	ok "sm/pkeys: S2-S3 cut, the heavy sweep reads no P_KeyTable of the ports it knew ($cut); restored, S3's and H3's again ($back)"
+else
+	not_ok "sm/pkeys: no P_KeyTable read again" "cut: '$cut', restored: '$back'"
+	sof_dump "$(sof_out smA)"
 fi
 sof_kill smA
 

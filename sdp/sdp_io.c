@@ -248,8 +248,23 @@ static ssize_t tx(int fd, struct sdp_conn *c, const void *buf, size_t len, int f
 	return tx_drive(fd, c, &m, flags);
 }
 
-/* Run the call with its result after C's reference is dropped. */
-#define WITH_CONN(fd, call_conn, call_plain)                       \
+/* Whether this process's threads step C (its pump runs here). A
+ * descriptor this process does not step (a forked child's copy, which
+ * may run under a seccomp filter such as sshd's privilege-separated
+ * child's) gets the kernel's call the program made, and no other. */
+static int driven(struct sdp_conn *c)
+{
+	struct sdp_qpc *q = sdp_drive_get(c);
+
+	if (q)
+		sdp_drive_put(q);
+	return q != NULL;
+}
+
+/* CALL_CONN on a connection this process steps, CALL_VIEW on one it does
+ * not, CALL_PLAIN on any other descriptor; the result after C's reference
+ * is dropped. */
+#define WITH_CONN(fd, call_conn, call_view, call_plain)            \
 	do {                                                       \
 		struct sdp_conn *c;                                \
 		ssize_t ret_;                                      \
@@ -258,7 +273,7 @@ static ssize_t tx(int fd, struct sdp_conn *c, const void *buf, size_t len, int f
 		c = sdp_fd_conn(fd);                               \
 		if (!c)                                            \
 			return call_plain;                         \
-		ret_ = call_conn;                                  \
+		ret_ = driven(c) ? (call_conn) : (call_view);      \
 		err_ = errno;                                      \
 		sdp_conn_put(c);                                   \
 		errno = err_;                                      \
@@ -267,25 +282,35 @@ static ssize_t tx(int fd, struct sdp_conn *c, const void *buf, size_t len, int f
 
 SDP_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
-	WITH_CONN(fd, end_of(c, rx(fd, c, buf, len, 0, NULL, NULL)), sdp_real.read(fd, buf, len));
+	WITH_CONN(fd, end_of(c, rx(fd, c, buf, len, 0, NULL, NULL)),
+		  end_of(c, sdp_real.read(fd, buf, len)), sdp_real.read(fd, buf, len));
 }
 
 SDP_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-	WITH_CONN(fd, len ? end_of(c, rx(fd, c, buf, len, flags, NULL, NULL)) : rx(fd, c, buf, len, flags, NULL, NULL),
+	WITH_CONN(fd,
+		  len ? end_of(c, rx(fd, c, buf, len, flags, NULL, NULL)) :
+			rx(fd, c, buf, len, flags, NULL, NULL),
+		  len ? end_of(c, sdp_real.recv(fd, buf, len, flags)) :
+			sdp_real.recv(fd, buf, len, flags),
 		  sdp_real.recv(fd, buf, len, flags));
 }
 
 SDP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *src,
 			    socklen_t *slen)
 {
-	WITH_CONN(fd, len ? end_of(c, rx(fd, c, buf, len, flags, src, slen)) : rx(fd, c, buf, len, flags, src, slen),
+	WITH_CONN(fd,
+		  len ? end_of(c, rx(fd, c, buf, len, flags, src, slen)) :
+			rx(fd, c, buf, len, flags, src, slen),
+		  len ? end_of(c, sdp_real.recvfrom(fd, buf, len, flags, src, slen)) :
+			sdp_real.recvfrom(fd, buf, len, flags, src, slen),
 		  sdp_real.recvfrom(fd, buf, len, flags, src, slen));
 }
 
 SDP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	WITH_CONN(fd, end_of(c, rx_drive(fd, c, msg, flags)), sdp_real.recvmsg(fd, msg, flags));
+	WITH_CONN(fd, end_of(c, rx_drive(fd, c, msg, flags)),
+		  end_of(c, sdp_real.recvmsg(fd, msg, flags)), sdp_real.recvmsg(fd, msg, flags));
 }
 
 static ssize_t (*real_readv)(int, const struct iovec *, int);
@@ -303,28 +328,43 @@ SDP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 	if (!real_readv)
 		real_readv = (__typeof__(real_readv))dlsym(RTLD_NEXT, "readv");
 	WITH_CONN(fd, n < 0 ? real_readv(fd, iov, n) : readv_conn(fd, c, iov, n),
-		  real_readv(fd, iov, n));
+		  end_of(c, real_readv(fd, iov, n)), real_readv(fd, iov, n));
 }
 
 SDP_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-	WITH_CONN(fd, tx(fd, c, buf, len, 0), sdp_real.write(fd, buf, len));
+	WITH_CONN(fd, tx(fd, c, buf, len, 0), sdp_real.write(fd, buf, len),
+		  sdp_real.write(fd, buf, len));
 }
 
 SDP_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-	WITH_CONN(fd, tx(fd, c, buf, len, flags), sdp_real.sendto(fd, buf, len, flags, NULL, 0));
+	WITH_CONN(fd, tx(fd, c, buf, len, flags), sdp_real.sendto(fd, buf, len, flags, NULL, 0),
+		  sdp_real.sendto(fd, buf, len, flags, NULL, 0));
 }
 
+/* A connected TCP socket ignores the address of sendto/sendmsg; an
+ * AF_UNIX one would say EISCONN: it is dropped. */
 SDP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 			  const struct sockaddr *dst, socklen_t dlen)
 {
-	WITH_CONN(fd, tx(fd, c, buf, len, flags), sdp_real.sendto(fd, buf, len, flags, dst, dlen));
+	WITH_CONN(fd, tx(fd, c, buf, len, flags), sdp_real.sendto(fd, buf, len, flags, NULL, 0),
+		  sdp_real.sendto(fd, buf, len, flags, dst, dlen));
+}
+
+static ssize_t sendmsg_view(int fd, const struct msghdr *msg, int flags)
+{
+	struct msghdr m = *msg;
+
+	m.msg_name = NULL;
+	m.msg_namelen = 0;
+	return sdp_real.sendmsg(fd, &m, flags);
 }
 
 SDP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	WITH_CONN(fd, tx_drive(fd, c, msg, flags), sdp_real.sendmsg(fd, msg, flags));
+	WITH_CONN(fd, tx_drive(fd, c, msg, flags), sendmsg_view(fd, msg, flags),
+		  sdp_real.sendmsg(fd, msg, flags));
 }
 
 static ssize_t writev_conn(int fd, struct sdp_conn *c, const struct iovec *iov, int n)
@@ -340,7 +380,7 @@ SDP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 	if (!real_writev)
 		real_writev = (__typeof__(real_writev))dlsym(RTLD_NEXT, "writev");
 	WITH_CONN(fd, n < 0 ? real_writev(fd, iov, n) : writev_conn(fd, c, iov, n),
-		  real_writev(fd, iov, n));
+		  real_writev(fd, iov, n), real_writev(fd, iov, n));
 }
 
 /* the pump sees the program's end of stream now, not at its next look */

@@ -113,6 +113,7 @@ void sdp_epoll_forget(int fd)
 
 static int (*real_epoll_ctl)(int, int, int, struct epoll_event *);
 static int (*real_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
 static int (*real_ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 static int (*real_pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
 			   const sigset_t *);
@@ -124,6 +125,7 @@ static void wait_init(void)
 {
 	real_epoll_ctl = (__typeof__(real_epoll_ctl))dlsym(RTLD_NEXT, "epoll_ctl");
 	real_epoll_pwait = (__typeof__(real_epoll_pwait))dlsym(RTLD_NEXT, "epoll_pwait");
+	real_epoll_wait = (__typeof__(real_epoll_wait))dlsym(RTLD_NEXT, "epoll_wait");
 	real_ppoll = (__typeof__(real_ppoll))dlsym(RTLD_NEXT, "ppoll");
 	real_pselect = (__typeof__(real_pselect))dlsym(RTLD_NEXT, "pselect");
 	real_select = (__typeof__(real_select))dlsym(RTLD_NEXT, "select");
@@ -169,8 +171,12 @@ SDP_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeou
 	return wait_drive(&w, timeout == 0, ep_call, &a);
 }
 
+/* (a set with no SDP connection: the program's own call, as a seccomp
+ * filter may allow epoll_wait and not epoll_pwait) */
 SDP_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
+	if (epfd < 0 || epfd >= SDP_EPOLL_MAX || !atomic_load(&epoll_marked[epfd]))
+		return REAL_LAZY(real_epoll_wait, "epoll_wait")(epfd, ev, max, timeout);
 	return epoll_pwait(epfd, ev, max, timeout, NULL);
 }
 

@@ -3,7 +3,8 @@
  * program makes them: read, readv, recv, recvfrom, recvmsg, write,
  * writev, send, sendto, sendmsg and shutdown; the waits are of sdp_wait.c. On a descriptor that is no SDP
  * connection of this process's pumps they are the kernel's calls (a
- * forked child's and the library's own threads' too). On one they are
+ * forked child's and the library's own threads' too), the very call the
+ * program made: a child may run under a seccomp filter (sshd's). On one they are
  * the kernel's calls on the program's end of the socketpair with the
  * connection stepped in the calling thread (sdp_drive.c): a write's
  * bytes leave from here, and a read or a wait that finds nothing steps
@@ -264,20 +265,20 @@ static int driven(struct sdp_conn *c)
 /* CALL_CONN on a connection this process steps, CALL_VIEW on one it does
  * not, CALL_PLAIN on any other descriptor; the result after C's reference
  * is dropped. */
-#define WITH_CONN(fd, call_conn, call_view, call_plain)            \
-	do {                                                       \
-		struct sdp_conn *c;                                \
-		ssize_t ret_;                                      \
-		int err_;                                          \
-		sdp_real_init();                                   \
-		c = sdp_fd_conn(fd);                               \
-		if (!c)                                            \
-			return call_plain;                         \
-		ret_ = driven(c) ? (call_conn) : (call_view);      \
-		err_ = errno;                                      \
-		sdp_conn_put(c);                                   \
-		errno = err_;                                      \
-		return ret_;                                       \
+#define WITH_CONN(fd, call_conn, call_view, call_plain)                                            \
+	do {                                                                                       \
+		struct sdp_conn *c;                                                                \
+		ssize_t ret_;                                                                      \
+		int err_;                                                                          \
+		sdp_real_init();                                                                   \
+		c = sdp_fd_conn(fd);                                                               \
+		if (!c)                                                                            \
+			return call_plain;                                                         \
+		ret_ = driven(c) ? (call_conn) : (call_view);                                      \
+		err_ = errno;                                                                      \
+		sdp_conn_put(c);                                                                   \
+		errno = err_;                                                                      \
+		return ret_;                                                                       \
 	} while (0)
 
 SDP_EXPORT ssize_t read(int fd, void *buf, size_t len)
@@ -289,10 +290,10 @@ SDP_EXPORT ssize_t read(int fd, void *buf, size_t len)
 SDP_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
 	WITH_CONN(fd,
-		  len ? end_of(c, rx(fd, c, buf, len, flags, NULL, NULL)) :
-			rx(fd, c, buf, len, flags, NULL, NULL),
-		  len ? end_of(c, sdp_real.recv(fd, buf, len, flags)) :
-			sdp_real.recv(fd, buf, len, flags),
+		  len ? end_of(c, rx(fd, c, buf, len, flags, NULL, NULL))
+		      : rx(fd, c, buf, len, flags, NULL, NULL),
+		  len ? end_of(c, sdp_real.recv(fd, buf, len, flags))
+		      : sdp_real.recv(fd, buf, len, flags),
 		  sdp_real.recv(fd, buf, len, flags));
 }
 
@@ -300,10 +301,10 @@ SDP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct soc
 			    socklen_t *slen)
 {
 	WITH_CONN(fd,
-		  len ? end_of(c, rx(fd, c, buf, len, flags, src, slen)) :
-			rx(fd, c, buf, len, flags, src, slen),
-		  len ? end_of(c, sdp_real.recvfrom(fd, buf, len, flags, src, slen)) :
-			sdp_real.recvfrom(fd, buf, len, flags, src, slen),
+		  len ? end_of(c, rx(fd, c, buf, len, flags, src, slen))
+		      : rx(fd, c, buf, len, flags, src, slen),
+		  len ? end_of(c, sdp_real.recvfrom(fd, buf, len, flags, src, slen))
+		      : sdp_real.recvfrom(fd, buf, len, flags, src, slen),
 		  sdp_real.recvfrom(fd, buf, len, flags, src, slen));
 }
 
@@ -318,7 +319,7 @@ static ssize_t (*real_writev)(int, const struct iovec *, int);
 
 static ssize_t readv_conn(int fd, struct sdp_conn *c, const struct iovec *iov, int n)
 {
-	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
+	struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n};
 
 	return end_of(c, rx_drive(fd, c, &m, 0));
 }
@@ -369,7 +370,7 @@ SDP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 static ssize_t writev_conn(int fd, struct sdp_conn *c, const struct iovec *iov, int n)
 {
-	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n };
+	struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n};
 
 	/* write(2)'s SIGPIPE, as sendmsg's without MSG_NOSIGNAL */
 	return tx_drive(fd, c, &m, 0);

@@ -184,8 +184,9 @@ int sdp_drive_waiting(struct sdp_qpc *q);
 void sdp_drive_bulk(struct sdp_qpc *q, int on);
 int sdp_drive_bulky(struct sdp_qpc *q);
 /* a step of every live connection of the process but the bulky ones: -1
- * none, -2 only bulky ones, else whether one's peer is on this host */
-int sdp_drive_all(void);
+ * none, -2 only bulky ones, else whether one's peer is on this host;
+ * *BULKY set when there was a bulky one */
+int sdp_drive_all(int *bulky);
 /* around a call that sleeps in the kernel on Q (NULL: on any): its pump
  * watches the CQ and the socketpair meanwhile */
 void sdp_block_begin(struct sdp_qpc *q);

@@ -140,7 +140,7 @@ int sdp_drive_bulky(struct sdp_qpc *q)
 	       atomic_load_explicit(&q->peer_local, memory_order_relaxed);
 }
 
-int sdp_drive_all(void)
+int sdp_drive_all(int *bulky)
 {
 	struct sdp_qpc *q;
 	int any = -1;
@@ -152,6 +152,7 @@ int sdp_drive_all(void)
 		for (q = live; q; q = q->next) {
 			if (sdp_drive_bulky(q)) {
 				any = any < 0 ? -2 : any;
+				*bulky = 1;
 				continue;
 			}
 			any = sdp_drive(q, SDP_STEP_SHORT) || any > 0;

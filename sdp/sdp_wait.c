@@ -32,6 +32,7 @@ static _Atomic(unsigned char) epoll_marked[SDP_EPOLL_MAX];
 struct waitset {
 	struct sdp_qpc *q[SDP_WAIT_MAX];
 	int n, all;
+	int bulky; /* one of them is bulky */
 };
 
 static void ws_add(struct waitset *w, int fd)
@@ -61,10 +62,11 @@ static int ws_drive(struct waitset *w)
 	int i, local = -1;
 
 	if (w->all)
-		return sdp_drive_all();
+		return sdp_drive_all(&w->bulky);
 	for (i = 0; i < w->n; i++) {
 		if (sdp_drive_bulky(w->q[i])) {
 			local = local < 0 ? -2 : local;
+			w->bulky = 1;
 			continue;
 		}
 		local = sdp_drive(w->q[i], SDP_STEP_SHORT) || local > 0;
@@ -85,7 +87,10 @@ static int wait_drive(struct waitset *w, int zero_timeout, int (*call)(void *, i
 	until = sdp_now_ns() + sdp_spin_ns();
 	for (;;) {
 		n = call(arg, 1);
-		if (n != 0 || local == -2 || sdp_now_ns() >= until)
+		/* a bulk connection among them: its pump moves the bytes,
+		 * a spin beside it only takes its CPU (iperf3's select over
+		 * its data and control connections) */
+		if (n != 0 || w->bulky || sdp_now_ns() >= until)
 			break;
 		if (local > 0)
 			sched_yield();

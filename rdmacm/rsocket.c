@@ -13,6 +13,7 @@
  * it on there.
  */
 #include "rsock.h"
+#include "sof_peer.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -303,37 +304,11 @@ int sofrs_create_ep(struct sofrs *rs)
 	return 0;
 }
 
-/* Whether the connected QP's peer is on another host: its address is none
- * of this port's GIDs (or LIDs, on InfiniBand without a GRH). Such a QP's
- * transport runs in this process (verbs/tp_host.c), one to a local peer in
- * the daemon, and every QP there under SOFTOFED_ENGINE=daemon (counted as
- * local here: polling does not move it). */
-static bool rs_peer_remote(struct rdma_cm_id *id)
-{
-	const char *engine = getenv("SOFTOFED_ENGINE");
-	struct ibv_qp_init_attr init;
-	struct ibv_port_attr port;
-	struct ibv_qp_attr attr;
-	union ibv_gid gid;
-
-	if ((engine && !strcmp(engine, "daemon")) || !id->qp ||
-	    ibv_query_qp(id->qp, &attr, IBV_QP_AV, &init) ||
-	    ibv_query_port(id->verbs, id->port_num, &port))
-		return false;
-	if (!attr.ah_attr.is_global)
-		return attr.ah_attr.dlid < port.lid ||
-		       attr.ah_attr.dlid >= port.lid + (1u << port.lmc);
-	for (int i = 0; i < port.gid_tbl_len; i++)
-		if (!ibv_query_gid(id->verbs, id->port_num, i, &gid) &&
-		    !memcmp(&gid, &attr.ah_attr.grh.dgid, sizeof(gid)))
-			return false;
-	return true;
-}
-
 /* Connected: from now on the CM channel is read only when poll says so. */
 void sofrs_connected_now(struct sofrs *rs)
 {
-	rs->peer_remote = rs_peer_remote(rs->cm_id);
+	/* a peer on another host: polling moves the QP (sof_peer.h) */
+	rs->peer_remote = sof_peer_remote(rs->cm_id->qp, rs->cm_id->verbs, rs->cm_id->port_num);
 	if (rs->cm_id->event) {
 		rdma_ack_cm_event(rs->cm_id->event);
 		rs->cm_id->event = NULL;

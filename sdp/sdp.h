@@ -4,17 +4,19 @@
  * program makes (sdp_preload.c).
  *
  * A connection's socket in the program is one end of an AF_UNIX stream
- * socketpair put at the program's descriptor number; a thread of the
- * library (the pump) moves bytes between the other end and the RC QP. So
- * read/write/send/recv, poll/select/epoll, dup, fcntl flags and fork work
- * on the descriptor as the kernel has them; the calls that name addresses
- * or TCP options are answered here. A listener's descriptor is an AF_UNIX
+ * socketpair put at the program's descriptor number; the connection's
+ * step moves bytes between the other end and the RC QP, made by the
+ * program's thread in its read/write/poll... call (sdp_drive.c) or by a
+ * thread of the library (the pump). So read/write/send/recv,
+ * poll/select/epoll, dup, fcntl flags and fork work on the descriptor as
+ * the kernel has them; the calls that name addresses or TCP options are
+ * answered here. A listener's descriptor is an AF_UNIX
  * listening socket: the listener thread connects one end of each new
  * connection to it, so accept(2) and readiness are the kernel's too.
  *
  * Locks: sdp_fd_lock guards the descriptor table and the listeners'
  * pending lists (sdp_preload.c, sdp_conn.c); a connection's own state is
- * its pump thread's alone, but for `error`, which others only read.
+ * under its own lock (sdp_qpc.h), but for `error`, which others only read.
  */
 #ifndef SDP_H
 #define SDP_H
@@ -22,6 +24,7 @@
 #include "sdp_wire.h"
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
@@ -92,6 +95,7 @@ struct sdp_real {
 	ssize_t (*recvmsg)(int, struct msghdr *, int);
 	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
 	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	int (*poll)(struct pollfd *, nfds_t, int);
 };
 extern struct sdp_real sdp_real;
 void sdp_real_init(void);
@@ -157,5 +161,40 @@ void sdp_pending_free(struct sdp_pending *p);
 void sdp_listener_get(struct sdp_listener *l);
 
 extern pthread_mutex_t sdp_fd_lock;
+
+/* FD's connection (a reference taken), or NULL (sdp_preload.c) */
+struct sdp_conn *sdp_fd_conn(int fd);
+
+/* A program's thread steps the connections its calls touch (sdp_drive.c,
+ * the calls in sdp_io.c): C's connection when this process's pump serves
+ * it (a reference taken; sdp_drive_put drops it), else NULL. */
+struct sdp_qpc;
+struct sdp_qpc *sdp_drive_get(struct sdp_conn *c);
+void sdp_drive_put(struct sdp_qpc *q);
+/* one step of Q now (or by the thread that holds it; MODE: SDP_STEP_*,
+ * sdp_qpc.h); whether its peer is on this host (a spin yields) */
+int sdp_drive(struct sdp_qpc *q, int mode);
+/* moves when a step may have put something into the program's end */
+unsigned int sdp_drive_seq(struct sdp_qpc *q);
+/* whether what came waits for room in the program's end */
+int sdp_drive_waiting(struct sdp_qpc *q);
+/* the program's reads and writes on Q are bulk (64 KiB or more: the
+ * pump's), or not; whether they are and its peer is on this host (a
+ * wait then leaves Q to its pump) */
+void sdp_drive_bulk(struct sdp_qpc *q, int on);
+int sdp_drive_bulky(struct sdp_qpc *q);
+/* a step of every live connection of the process but the bulky ones: -1
+ * none, -2 only bulky ones, else whether one's peer is on this host;
+ * *BULKY set when there was a bulky one */
+int sdp_drive_all(int *bulky);
+/* around a call that sleeps in the kernel on Q (NULL: on any): its pump
+ * watches the CQ and the socketpair meanwhile */
+void sdp_block_begin(struct sdp_qpc *q);
+void sdp_block_end(struct sdp_qpc *q);
+/* the program closed or shut down C's descriptor: its pump looks now */
+void sdp_conn_kick(struct sdp_conn *c);
+/* FD, an epoll set the program may have marked as SDP's, is closed
+ * (sdp_wait.c) */
+void sdp_epoll_forget(int fd);
 
 #endif

@@ -24,6 +24,7 @@
  * is sdp_connect.c's.
  */
 #include "sdp_qpc.h"
+#include "sof_peer.h"
 
 #include <arpa/inet.h>
 #include <endian.h>
@@ -39,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/sockios.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/un.h>
 #include <time.h>
@@ -54,11 +56,21 @@ static pid_t pump_pid;
  * view of one, sdp_preload.c) */
 void sdp_conn_put(struct sdp_conn *c)
 {
-	if (atomic_fetch_sub(&c->ref, 1) == 1)
-		free(c);
+	struct sdp_qpc *q = c->priv;
+
+	if (atomic_fetch_sub(&c->ref, 1) != 1)
+		return;
+	if (q) {
+		/* the last reference: no calling thread wakes it any more */
+		if (q->wake_fd >= 0)
+			sdp_real.close(q->wake_fd);
+		pthread_mutex_destroy(&q->lock);
+	}
+	free(c);
 }
 
-void sdp_qpc_free(struct sdp_qpc *q)
+/* The QP, its buffers and the pump's end of the socketpair. */
+static void qpc_release(struct sdp_qpc *q)
 {
 	if (q->id && q->id->qp)
 		rdma_destroy_qp(q->id);
@@ -86,7 +98,13 @@ void sdp_qpc_free(struct sdp_qpc *q)
 	free(q->wsink_buf);
 	if (q->ufd >= 0)
 		sdp_real.close(q->ufd);
+	q->ufd = -1;
 	q->id = NULL;
+}
+
+void sdp_qpc_free(struct sdp_qpc *q)
+{
+	qpc_release(q);
 	sdp_conn_put(&q->pub);
 }
 
@@ -99,6 +117,13 @@ struct sdp_qpc *sdp_qpc_new(void)
 	atomic_init(&q->pub.ref, 1);
 	q->pub.priv = q;
 	q->ufd = -1;
+	pthread_mutex_init(&q->lock, NULL);
+	q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (q->wake_fd < 0) {
+		pthread_mutex_destroy(&q->lock);
+		free(q);
+		return NULL;
+	}
 	sdp_flow_init(&q->flow, SDP_NBUFS);
 	return q;
 }
@@ -382,13 +407,22 @@ static int deliver(struct sdp_qpc *q)
 		if (e->sink && !e->ready)
 			return 0; /* its READ is on its way */
 		if (e->len && !q->app_gone) {
-			n = send(q->ufd, from + e->off, e->len, MSG_NOSIGNAL | MSG_DONTWAIT);
-			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			n = sdp_real.sendto(q->ufd, from + e->off, e->len,
+					   MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0);
+			/* EFAULT: the buffer's pages are being moved onto
+			 * shared memory (a remote-writable buffer a peer of
+			 * this host first wrote: transmit's EFAULT); so later */
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EFAULT)) {
 				q->out_blocked = 1;
+				atomic_store(&q->out_wait, 1);
 				return 0;
 			}
-			if (n < 0)
+			if (n < 0) {
+				sdp_log(SDP_LOG_DEBUG, "the program's end takes no more: %s",
+					strerror(errno));
 				q->app_gone = 1; /* EPIPE: closed, or shut for reading */
+			}
+			atomic_fetch_add(&q->out_seq, 1);
 		}
 		q->ticks++;
 		if (n > 0 && (uint32_t)n < e->len) {
@@ -409,6 +443,7 @@ static int deliver(struct sdp_qpc *q)
 		q->rxq_head = (q->rxq_head + 1) % SDP_RXQ;
 		q->rxq_n--;
 	}
+	atomic_store(&q->out_wait, 0);
 	return 0;
 }
 
@@ -418,9 +453,14 @@ static int deliver(struct sdp_qpc *q)
 static int transmit(struct sdp_qpc *q)
 {
 	uint32_t off = SDP_TX_DATA_OFF - SDP_BSDH_LEN;
+	/* a reader's step leaves the program's bytes to the writer's own
+	 * (sdp_drive), unless one asked for them meanwhile */
+	int rd = !(q->step_mode & SDP_STEP_NO_READ) || atomic_exchange(&q->want_read, 0);
 	int ret;
 
-	q->in_blocked = 0;
+	q->in_blocked = !rd;
+	if (!(q->step_mode & SDP_STEP_NO_READ))
+		atomic_store(&q->want_read, 0);
 	if (q->rrc_due && q->established && slot_free(q) && sdp_credits(&q->flow) >= 1) {
 		sdp_rdcompl_fill(&q->flow, tx_slot(q) + off, q->rrc_due - 1);
 		q->rrc_due = 0;
@@ -437,13 +477,24 @@ static int transmit(struct sdp_qpc *q)
 		if (ret)
 			return ret;
 	}
-	while (q->established && !q->rd_eof && q->tx_inflight < SDP_TXN - 2 && slot_free(q) &&
-	       sdp_credits(&q->flow) >= 2) {
+	while (rd && q->established && !q->rd_eof && q->tx_inflight < SDP_TXN - 2 &&
+	       slot_free(q) && sdp_credits(&q->flow) >= 2) {
+		/* a writer's step with sends in flight leaves its bytes to
+		 * gather in the socketpair (as Nagle's algorithm): the next
+		 * step after a completion sends them as one message, so a
+		 * stream of small writes is not a message each (after a
+		 * small piece only: a bulk writer's pieces are whole) */
+		if ((q->step_mode & SDP_STEP_SHORT) && q->tx_inflight >= SDP_TX_GATHER &&
+		    q->tx_last < SDP_TX_SMALL) {
+			atomic_store(&q->want_read, 1);
+			q->in_blocked = 1;
+			break;
+		}
 		/* the peer's SinkAvail takes the next piece if it is large */
 		int wr = q->zcopy && q->flow.wsink_in;
 		uint32_t max = wr && q->peer_sink_len < q->pub.payload_max ? q->peer_sink_len :
 									     q->pub.payload_max;
-		ssize_t n = recv(q->ufd, tx_slot(q) + SDP_TX_DATA_OFF, max, MSG_DONTWAIT);
+		ssize_t n = sdp_real.recv(q->ufd, tx_slot(q) + SDP_TX_DATA_OFF, max, MSG_DONTWAIT);
 
 		/* EFAULT: the slots are remote-readable, and libibverbs moves
 		 * such pages onto shared memory when a peer of this host first
@@ -455,6 +506,8 @@ static int transmit(struct sdp_qpc *q)
 		}
 		if ((size_t)n == max)
 			q->app_bulk = 1; /* more may be on its way: spin_yields */
+		if (n > 0)
+			q->tx_last = (uint32_t)n;
 		if (n <= 0) {
 			sdp_log(SDP_LOG_DEBUG, "end of the program's stream: %zd (%s)", n,
 				n ? strerror(errno) : "end");
@@ -469,6 +522,12 @@ static int transmit(struct sdp_qpc *q)
 			ret = post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN + (uint32_t)n);
 		if (ret)
 			return ret;
+		/* a writer's step: what it wrote is out (a short piece), more
+		 * is another writer's, whose own step follows */
+		if ((q->step_mode & SDP_STEP_SHORT) && (uint32_t)n < max) {
+			q->in_blocked = 1;
+			break;
+		}
 	}
 	if (!q->established || !slot_free(q) || sdp_credits(&q->flow) < 1)
 		return 0;
@@ -495,10 +554,12 @@ static int cm_event(struct sdp_qpc *q)
 		q->established = 1;
 		return 0;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		/* what the peer sent before its DREQ is in the CQ */
+		/* what the peer sent before its DREQ is in the CQ: it goes to
+		 * the program before the end (pump_step) */
 		if (drain_cq(q) || !q->flow.got_disconn)
 			return -ECONNRESET;
-		return 1;
+		q->dreq = 1;
+		return 0;
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:
@@ -542,20 +603,24 @@ void sdp_conn_flush(int ms)
 /* One step; 1 when the connection has ended as agreed, < 0 on error. */
 static int pump_step(struct sdp_qpc *q)
 {
-	int ret = drain_cq(q), dret;
+	/* after the peer's DREQ the QP sends and receives nothing more */
+	int ret = q->dreq ? 0 : drain_cq(q), dret;
 
 	/* what arrived before an error is the program's */
 	dret = deliver(q);
 	if (!ret)
 		ret = dret;
-	if (!ret)
+	if (!ret && !q->dreq)
 		ret = transmit(q);
 	if (ret)
 		return ret;
 	if (q->flow.got_disconn && !q->rxq_n && !q->app_gone && !q->shut_wr) {
-		shutdown(q->ufd, SHUT_WR); /* the program reads its end of stream */
+		sdp_real.shutdown(q->ufd, SHUT_WR); /* the program reads its end of stream */
 		q->shut_wr = 1;
+		atomic_fetch_add(&q->out_seq, 1);
 	}
+	if (q->dreq && !q->rxq_n)
+		return 1; /* all the peer sent went to the program */
 	/* the program reads no more (EPIPE: closed, or shutdown SHUT_RD) and
 	 * writes no more: the peer's DisConn is waited for a while only */
 	if (q->app_gone && q->rd_eof && !q->gone_at.tv_sec)
@@ -569,7 +634,17 @@ static int pump_step(struct sdp_qpc *q)
 	return 0;
 }
 
-static uint64_t now_ns(void)
+int sdp_qpc_step(struct sdp_qpc *q, int mode)
+{
+	int ret;
+
+	q->step_mode = (uint8_t)mode;
+	ret = pump_step(q);
+	q->step_mode = 0;
+	return ret;
+}
+
+uint64_t sdp_now_ns(void)
 {
 	struct timespec t;
 
@@ -577,8 +652,9 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Steps until something happens or SDP_SPIN_NS passed; 0 when nothing did. */
-static uint64_t spin_ns(void)
+/* How long a pump, or a program's thread in its call, polls before it
+ * sleeps. */
+uint64_t sdp_spin_ns(void)
 {
 	static uint64_t ns;
 	const char *env;
@@ -590,33 +666,14 @@ static uint64_t spin_ns(void)
 	return ns;
 }
 
-/* Whether the established QP's peer is on another host: its address is
- * none of this port's GIDs (or LIDs, on InfiniBand without a GRH). Such a
- * QP's transport runs in this process (verbs/tp_host.c) and polling the CQ
- * moves it; one to a peer on this host runs in the daemon, as every QP
- * under SOFTOFED_ENGINE=daemon (counted as local). */
-static int peer_remote(struct sdp_qpc *q)
+/* (under the lock) */
+int sdp_qpc_local(struct sdp_qpc *q)
 {
-	const char *engine = getenv("SOFTOFED_ENGINE");
-	struct rdma_cm_id *id = q->id;
-	struct ibv_qp_init_attr init;
-	struct ibv_port_attr port;
-	struct ibv_qp_attr attr;
-	union ibv_gid gid;
-	int i;
-
-	if ((engine && !strcmp(engine, "daemon")) || !id->qp ||
-	    ibv_query_qp(id->qp, &attr, IBV_QP_AV, &init) ||
-	    ibv_query_port(id->verbs, id->port_num, &port))
-		return 0;
-	if (!attr.ah_attr.is_global)
-		return attr.ah_attr.dlid < port.lid ||
-		       attr.ah_attr.dlid >= port.lid + (1u << port.lmc);
-	for (i = 0; i < port.gid_tbl_len; i++)
-		if (!ibv_query_gid(id->verbs, id->port_num, i, &gid) &&
-		    !memcmp(&gid, &attr.ah_attr.grh.dgid, sizeof(gid)))
-			return 0;
-	return 1;
+	if (!q->locality && q->established)
+		q->locality = sof_peer_remote(q->id->qp, q->id->verbs, q->id->port_num) ?
+				      SDP_PEER_REMOTE :
+				      SDP_PEER_LOCAL;
+	return q->locality != SDP_PEER_REMOTE;
 }
 
 /* Whether the spin yields the CPU after a look. With the peer on this
@@ -630,70 +687,170 @@ static int peer_remote(struct sdp_qpc *q)
  * to run (or runs) on the socket, or it writes in bulk (it filled a whole
  * piece since the pump last slept: the pump's read may just have woken it
  * from a full socket). Otherwise it sleeps in a read or poll for the
- * peer's answer and the spin keeps the CPU. */
+ * peer's answer and the spin keeps the CPU. (under the lock) */
 static int spin_yields(struct sdp_qpc *q)
 {
 	int n;
 
-	if (!q->locality && q->established)
-		q->locality = peer_remote(q) ? SDP_PEER_REMOTE : SDP_PEER_LOCAL;
-	if (q->locality != SDP_PEER_REMOTE || q->app_bulk)
+	if (sdp_qpc_local(q) || q->app_bulk)
 		return 1;
 	if (!ioctl(q->ufd, SIOCOUTQ, &n) && n > 0)
 		return 1;
 	return !ioctl(q->ufd, SIOCINQ, &n) && n > 0;
 }
 
-static int spin(struct sdp_qpc *q, int *ret)
+/* What the pump does under the lock besides its step (the lock is taken
+ * only in pump_locked, so that a step a calling thread asked for while
+ * the pump held it is never left undone). */
+struct pump_look {
+	unsigned long ticks; /* out: the work done counter, */
+	unsigned long ticks_before; /* and before the step */
+	int yields;	     /* out: spin_yields */
+	int arm;	     /* in: arm the CQ first */
+	int clear_bulk;	     /* in: app_bulk = 0 */
+	struct pollfd *p;    /* out: what the pump's sleep watches, */
+	int timeout;	     /* and for how long */
+};
+
+/* The pump's step under the lock: the CM's events, then pump_step; again
+ * while a calling thread asked for one meanwhile (sdp_drive). A result
+ * that ends the connection stays in `end`. */
+static int pump_locked(struct sdp_qpc *q, struct pump_look *lk)
 {
-	unsigned long t0 = q->ticks;
-	uint64_t until = now_ns() + spin_ns();
+	unsigned int w;
+	int ret;
 
 	do {
-		*ret = pump_step(q);
-		if (*ret || q->ticks != t0)
+		pthread_mutex_lock(&q->lock);
+		w = atomic_load(&q->work);
+		ret = q->end;
+		if (lk)
+			lk->ticks_before = q->ticks;
+		if (!ret && lk && lk->arm && ibv_req_notify_cq(q->cq, 0))
+			ret = -EIO;
+		/* every event: the channel's fd is non-blocking, and events
+		 * of the id's first (synchronous) channel may wait in the
+		 * library's backlog, which the fd does not show */
+		while (!ret && (ret = cm_event(q)) == 0)
+			;
+		if (ret == 2)
+			ret = pump_step(q);
+		q->end = ret;
+		if (lk) {
+			lk->ticks = q->ticks;
+			lk->yields = !ret && spin_yields(q);
+			if (lk->clear_bulk)
+				q->app_bulk = 0;
+			if (lk->p) {
+				lk->p[0] = (struct pollfd){ .fd = q->comp->fd, .events = POLLIN };
+				lk->p[1] = (struct pollfd){ .fd = q->ch->fd, .events = POLLIN };
+				lk->p[2] = (struct pollfd){ .fd = q->ufd, .events = 0 };
+				lk->p[3] = (struct pollfd){ .fd = q->wake_fd, .events = POLLIN };
+				if (q->in_blocked)
+					lk->p[2].events |= POLLIN;
+				if (q->out_blocked)
+					lk->p[2].events |= POLLOUT;
+				lk->timeout = q->app_gone ? 200 : -1;
+			}
+		}
+		pthread_mutex_unlock(&q->lock);
+	} while (!ret && atomic_load(&q->work) != w);
+	return ret;
+}
+
+static int spin(struct sdp_qpc *q, int *ret)
+{
+	struct pump_look lk = { 0 };
+	unsigned long t0;
+	unsigned int d0 = atomic_load(&q->drives);
+	uint64_t until = sdp_now_ns() + sdp_spin_ns();
+
+	*ret = pump_locked(q, &lk);
+	if (*ret)
+		return 1;
+	t0 = lk.ticks;
+	do {
+		*ret = pump_locked(q, &lk);
+		/* something moved, or the program's threads step it */
+		if (*ret || lk.ticks != t0 || atomic_load(&q->drives) != d0)
 			return 1;
-		if (spin_yields(q))
+		if (lk.yields)
 			sched_yield();
-	} while (now_ns() < until);
-	q->app_bulk = 0;
-	return 0;
+	} while (sdp_now_ns() < until);
+	lk.clear_bulk = 1;
+	*ret = pump_locked(q, &lk);
+	return *ret != 0;
+}
+
+static void wake_drain(struct sdp_qpc *q)
+{
+	uint64_t v;
+
+	if (sdp_real.read(q->wake_fd, &v, sizeof(v)) < 0)
+		return; /* nothing to drain: EAGAIN */
+}
+
+/* While the program's threads step the connection in their calls (the
+ * count moved since the last look) and none sleeps in the kernel on it,
+ * the pump keeps out of their way: it sleeps a tick watching only the
+ * CM's channel and its wake-up, neither the CQ (whose events would wake
+ * it for every message) nor the socketpair (the program's writes). 1 when
+ * it slept so. */
+static int pump_quiet(struct sdp_qpc *q)
+{
+	unsigned int d = atomic_load(&q->drives);
+	struct pollfd p[2] = {
+		{ .fd = q->ch->fd, .events = POLLIN },
+		{ .fd = q->wake_fd, .events = POLLIN },
+	};
+
+	if (d == q->drives_seen)
+		return 0;
+	q->drives_seen = d;
+	/* quiet first, then the sleepers: a thread that goes to sleep
+	 * counts itself first, then looks whether to wake us */
+	atomic_store(&q->quiet, 1);
+	if (atomic_load(&q->sleepers) || atomic_load(&sdp_sleepers_all)) {
+		atomic_store(&q->quiet, 0);
+		return 0;
+	}
+	sdp_real.poll(p, 2, SDP_QUIET_MS);
+	atomic_store(&q->quiet, 0);
+	if (p[1].revents & POLLIN)
+		wake_drain(q);
+	return 1;
 }
 
 void *sdp_pump(void *arg)
 {
 	struct sdp_qpc *q = arg;
-	struct pollfd p[3];
+	struct pollfd p[4];
 	int ret;
 
+	q->pid = getpid();
+	q->drives_seen = atomic_load(&q->drives);
+	atomic_store(&q->live, 1);
+	sdp_drive_add(q);
 	for (;;) {
-		/* every event: the channel's fd is non-blocking, and events
-		 * of the id's first (synchronous) channel may wait in the
-		 * library's backlog, which the fd does not show */
-		while ((ret = cm_event(q)) == 0)
-			;
-		if (ret != 2)
+		struct pump_look lk = { .arm = 1, .p = p }, first = { 0 };
+
+		ret = pump_locked(q, &first);
+		if (ret)
 			break;
+		/* quiet only while its own steps find nothing to do: a bulk
+		 * transfer keeps the pump moving bytes beside the program */
+		if (first.ticks == first.ticks_before && pump_quiet(q))
+			continue;
 		if (spin(q, &ret)) {
 			if (ret)
 				break;
 			continue;
 		}
-		if (ibv_req_notify_cq(q->cq, 0)) {
-			ret = -EIO;
-			break;
-		}
-		ret = pump_step(q);
+		/* armed, then a step: what came before the arm is seen */
+		ret = pump_locked(q, &lk);
 		if (ret)
 			break;
-		p[0] = (struct pollfd){ .fd = q->comp->fd, .events = POLLIN };
-		p[1] = (struct pollfd){ .fd = q->ch->fd, .events = POLLIN };
-		p[2] = (struct pollfd){ .fd = q->ufd, .events = 0 };
-		if (q->in_blocked)
-			p[2].events |= POLLIN;
-		if (q->out_blocked)
-			p[2].events |= POLLOUT;
-		if (poll(p, 3, q->app_gone ? 200 : -1) < 0 && errno != EINTR) {
+		if (sdp_real.poll(p, 4, lk.timeout) < 0 && errno != EINTR) {
 			ret = -EIO;
 			break;
 		}
@@ -704,7 +861,11 @@ void *sdp_pump(void *arg)
 			if (!ibv_get_cq_event(q->comp, &cq, &ctx))
 				ibv_ack_cq_events(cq, 1);
 		}
+		if (p[3].revents & POLLIN)
+			wake_drain(q);
 	}
+	sdp_drive_del(q);
+	pthread_mutex_lock(&q->lock);
 	if (ret < 0) {
 		atomic_store(&q->pub.error, -ret);
 		sdp_log(SDP_LOG_WARN, "SDP connection with %s ended: %s", q->peer_str,
@@ -718,12 +879,16 @@ void *sdp_pump(void *arg)
 		q->peer_str, q->n_srcavail,
 		q->n_wrcompl, q->n_sinkavail, q->n_read, q->n_written);
 	if (ret < 0)
-		shutdown(q->ufd, SHUT_RDWR);
+		sdp_real.shutdown(q->ufd, SHUT_RDWR);
 	else
-		shutdown(q->ufd, SHUT_WR);
+		sdp_real.shutdown(q->ufd, SHUT_WR);
 	rdma_disconnect(q->id);
 	set_draining(q, 0);
-	sdp_qpc_free(q);
+	q->dead = 1;
+	atomic_fetch_add(&q->out_seq, 1);
+	qpc_release(q);
+	pthread_mutex_unlock(&q->lock);
+	sdp_conn_put(&q->pub);
 	atomic_fetch_sub(&pumps_alive, 1);
 	return NULL;
 }

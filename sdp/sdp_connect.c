@@ -200,7 +200,7 @@ static void relay(struct sdp_conn *c, int ufd, int tfd)
 				      {.fd = tfd, .events = down ? POLLIN : 0}};
 		ssize_t n;
 
-		if (poll(p, 2, -1) < 0) {
+		if (sdp_real.poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;

@@ -185,7 +185,7 @@ static void accept_tcp(struct sdp_listener *l)
 		 * the program had): accept only what poll shows is there */
 		struct pollfd pf = { .fd = l->tcp_fd, .events = POLLIN };
 
-		if (poll(&pf, 1, 0) != 1 || !(pf.revents & POLLIN))
+		if (sdp_real.poll(&pf, 1, 0) != 1 || !(pf.revents & POLLIN))
 			return;
 		len = sizeof(ss);
 		fd = sdp_real.accept4(l->tcp_fd, (struct sockaddr *)&ss, &len, 0);
@@ -229,7 +229,7 @@ static void *listen_thread(void *arg)
 		p[0] = (struct pollfd){ .fd = l->ch->fd, .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = l->wake[0], .events = POLLIN };
 		p[2] = (struct pollfd){ .fd = l->tcp_fd, .events = POLLIN };
-		if (poll(p, l->tcp_fd >= 0 ? 3 : 2, -1) < 0 && errno != EINTR)
+		if (sdp_real.poll(p, l->tcp_fd >= 0 ? 3 : 2, -1) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents)
 			break;

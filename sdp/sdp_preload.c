@@ -6,8 +6,9 @@
  * an AF_UNIX listening socket (a listener), put at the same number with
  * the same O_NONBLOCK and FD_CLOEXEC (sdp.h says why); the calls that
  * name addresses or TCP options are answered from the table here, the
- * rest (read, write, poll, select, epoll, fcntl flags, sendfile, fork,
- * exec) are the kernel's on that descriptor.
+ * rest (fcntl flags, sendfile, fork, exec) are the kernel's on that
+ * descriptor, and so are read, write, poll, select and epoll, which
+ * sdp_io.c wraps to step the connections in the calling thread.
  *
  * The table (fds[], under sdp_fd_lock) has an entry per descriptor
  * number: INET (a kernel TCP socket not yet decided), CONN or LISTEN;
@@ -57,7 +58,7 @@ static void real_init(void)
 	REAL(socket), REAL(bind), REAL(listen), REAL(accept4), REAL(connect), REAL(close);
 	REAL(write), REAL(dup), REAL(dup2), REAL(dup3), REAL(fcntl), REAL(getsockname);
 	REAL(getpeername), REAL(getsockopt), REAL(setsockopt), REAL(shutdown), REAL(read);
-	REAL(recv), REAL(recvfrom), REAL(recvmsg), REAL(sendto), REAL(sendmsg);
+	REAL(recv), REAL(recvfrom), REAL(recvmsg), REAL(sendto), REAL(sendmsg), REAL(poll);
 	sdp_rules_load();
 }
 
@@ -563,6 +564,9 @@ SDP_EXPORT int close(int fd)
 		pthread_mutex_unlock(&sdp_fd_lock);
 	}
 	ret = sdp_real.close(fd);
+	sdp_epoll_forget(fd);
+	if (old && old->conn)
+		sdp_conn_kick(old->conn); /* a quiet pump sees the end now */
 	fd_free(old);
 	return ret;
 }
@@ -735,81 +739,15 @@ SDP_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_
 	return ret;
 }
 
-/* End of stream on an SDP connection that ended in error: the error. */
-static ssize_t end_of(int fd, ssize_t ret)
+struct sdp_conn *sdp_fd_conn(int fd)
 {
-	int err = 0;
-
-	if (ret != 0 || !valid_fd(fd))
-		return ret;
-	pthread_mutex_lock(&sdp_fd_lock);
-	if (fds[fd] && fds[fd]->conn)
-		err = atomic_load(&fds[fd]->conn->error);
-	pthread_mutex_unlock(&sdp_fd_lock);
-	return err ? fail(err) : 0;
-}
-
-SDP_EXPORT ssize_t read(int fd, void *buf, size_t len)
-{
-	sdp_real_init();
-	return end_of(fd, sdp_real.read(fd, buf, len));
-}
-
-SDP_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
-{
-	sdp_real_init();
-	return len ? end_of(fd, sdp_real.recv(fd, buf, len, flags)) : sdp_real.recv(fd, buf, len, flags);
-}
-
-SDP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *src,
-			    socklen_t *slen)
-{
-	ssize_t ret;
-
-	sdp_real_init();
-	ret = sdp_real.recvfrom(fd, buf, len, flags, src, slen);
-	return len ? end_of(fd, ret) : ret;
-}
-
-SDP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
-{
-	sdp_real_init();
-	return end_of(fd, sdp_real.recvmsg(fd, msg, flags));
-}
-
-static int is_conn(int fd)
-{
-	int ret = 0;
+	struct sdp_conn *c = NULL;
 
 	if (!valid_fd(fd))
-		return 0;
+		return NULL;
 	pthread_mutex_lock(&sdp_fd_lock);
-	ret = fds[fd] && fds[fd]->kind == SDP_FD_CONN;
+	if (fds[fd] && fds[fd]->kind == SDP_FD_CONN && (c = fds[fd]->conn))
+		atomic_fetch_add(&c->ref, 1);
 	pthread_mutex_unlock(&sdp_fd_lock);
-	return ret;
-}
-
-/* A connected TCP socket ignores the address of sendto/sendmsg; an
- * AF_UNIX one would say EISCONN: it is dropped. */
-SDP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
-			  const struct sockaddr *dst, socklen_t dlen)
-{
-	sdp_real_init();
-	if (dst && is_conn(fd))
-		dst = NULL, dlen = 0;
-	return sdp_real.sendto(fd, buf, len, flags, dst, dlen);
-}
-
-SDP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
-{
-	struct msghdr m;
-
-	sdp_real_init();
-	if (msg && msg->msg_name && is_conn(fd)) {
-		m = *msg;
-		m.msg_name = NULL;
-		m.msg_namelen = 0;
-		return sdp_real.sendmsg(fd, &m, flags);
-	}
-	return sdp_real.sendmsg(fd, msg, flags);
+	return c;
 }

@@ -1,8 +1,10 @@
 /*
  * libsdp.so internals shared by the connection (sdp_conn.c, its
  * connect in sdp_connect.c) and the listener (sdp_listen.c) code: one SDP connection's QP, buffers, flow and
- * pump state. A connection's state is its pump thread's alone once the
- * pump runs (sdp.h), but for the public part's error.
+ * pump state. Once the pump runs, a connection's state is under its
+ * `lock`, taken by the pump or by a program's thread that steps the
+ * connection itself in its own call (sdp_drive.c); the public part's
+ * error is read without it.
  */
 #ifndef SDP_QPC_H
 #define SDP_QPC_H
@@ -12,6 +14,8 @@
 #include <infiniband/ib.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include <stdatomic.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define SDP_NBUFS 16
@@ -28,6 +32,10 @@
 /* payloads from this size on are offered by SrcAvail (zero copy, read
  * mode) when the peer takes adverts (LIBSDP_ZCOPY=0: never) */
 #define SDP_ZCOPY_MIN (32u * 1024)
+/* a writer's step with this many sends in flight leaves small writes
+ * to gather (sdp_conn.c transmit) */
+#define SDP_TX_GATHER 4
+#define SDP_TX_SMALL 2048
 /* how long the end waits for the peer's DisConn once the program is gone */
 #define SDP_CLOSE_MS 5000
 /* how long a pump polls before it sleeps: a completion channel's wake-up
@@ -35,6 +43,9 @@
  * transport of a QP whose engine runs in the program (as ibv_get_cq_event
  * spins before it sleeps). LIBSDP_SPIN_US sets it. */
 #define SDP_SPIN_NS 200000
+/* how long a quiet pump sleeps (the program's threads step the
+ * connection in their calls) before it looks whether they still do */
+#define SDP_QUIET_MS 5
 
 /* what the program is to get, in order: a received buffer's payload, or
  * (sink) the data read for a SrcAvail, once the READ is done (ready), or
@@ -64,6 +75,7 @@ struct sdp_qpc {
 	struct sdp_rxq rxq[SDP_RXQ];
 	unsigned int rxq_head, rxq_n;
 	unsigned int tx_head, tx_inflight;
+	uint8_t dreq;	     /* the peer's DREQ came (after its DisConn) */
 	uint8_t established, rd_eof, sent_disconn, app_gone, out_blocked, in_blocked, shut_wr;
 	int err;
 	uint8_t draining;
@@ -84,10 +96,53 @@ struct sdp_qpc {
 	unsigned long ticks; /* work done: a completion, a post, a write out */
 	struct timespec gone_at;
 	char peer_str[64];   /* the peer's address and port, for the log */
+
+	/* Calling threads (sdp_drive.c). `lock` guards all of the above once
+	 * `live`; `dead` (under it) once the pump has freed the QP. A step
+	 * asked for while the lock was held (`work` moved) is made by the
+	 * holder after it. While the program's threads step (`drives` moves)
+	 * the pump is `quiet`: it watches neither the CQ nor the socketpair
+	 * and looks again after SDP_QUIET_MS, or at once when a thread is
+	 * about to sleep in the kernel on it (`sleepers`) or a step ended the
+	 * connection (`end`), through `wake_fd` (an eventfd). */
+	pthread_mutex_t lock;
+	atomic_int live;
+	uint8_t dead;
+	int end;	     /* a step's result that ends the connection */
+	int wake_fd;
+	pid_t pid;	     /* the process whose pump it is */
+	atomic_uint work, drives;
+	unsigned int drives_seen; /* the pump's */
+	atomic_int sleepers, quiet;
+	uint8_t step_mode;   /* SDP_STEP_*: whose step this is */
+	uint32_t tx_last;    /* the size of the last piece read from the program */
+	atomic_int want_read; /* a writer asked for a step that reads its bytes */
+	atomic_uint out_seq; /* moves when the program's end may have more to read */
+	atomic_int out_wait; /* what came waits for room in the socketpair */
+	atomic_int bulk_io;  /* the program's last read or write was bulk: the pump's */
+	atomic_int peer_local; /* sdp_qpc_local, for the waits */
+	struct sdp_qpc *next; /* the process's live connections */
 };
 
 struct sdp_qpc *sdp_qpc_new(void);
 void sdp_qpc_free(struct sdp_qpc *q);
+/* one step of the connection (under its lock): what came to the program,
+ * what it wrote to the peer; 1 when it ended as agreed, < 0 on error.
+ * MODE: a reader's step reads none of the program's bytes (NO_READ), a
+ * writer's stops after a short piece (SHORT); 0 the pump's. */
+enum { SDP_STEP_NO_READ = 1, SDP_STEP_SHORT = 2 };
+int sdp_qpc_step(struct sdp_qpc *q, int mode);
+/* whether its peer is on this host (a spin yields the CPU for it) */
+int sdp_qpc_local(struct sdp_qpc *q);
+uint64_t sdp_spin_ns(void);
+uint64_t sdp_now_ns(void);
+
+/* sdp_drive.c: the process's live connections, for the program's
+ * threads to step in their calls */
+void sdp_drive_add(struct sdp_qpc *q);
+void sdp_drive_del(struct sdp_qpc *q);
+pid_t sdp_pid(void);
+extern atomic_int sdp_sleepers_all;
 int sdp_qpc_resources(struct sdp_qpc *q);
 void sdp_conn_param(struct rdma_conn_param *p, const void *pd, size_t len);
 void sdp_qpc_addrs(struct sdp_qpc *q, const struct sockaddr_in6 *local,

@@ -12,7 +12,8 @@
  * socket; a request read after select() over the socket and a pipe, the
  * answer written after poll(POLLOUT); dup2 to descriptor 100, the original
  * closed, the exchange through the copy; a forked child that writes on the
- * socket, then the parent; 1 MiB by sendfile(2); after the client's
+ * socket under seccomp's strict mode (write(2) must stay write(2)), then
+ * the parent; 1 MiB by sendfile(2); after the client's
  * shutdown(SHUT_WR) it reads to end of stream and still answers.
  * The client: a non-blocking connect (EINPROGRESS) finished by poll and
  * SO_ERROR, connect again says EISCONN; then
@@ -32,6 +33,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -39,9 +41,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -162,8 +166,12 @@ static int server(struct sockaddr_in *sin)
 	pid = fork();
 	CHECK(pid >= 0, "fork", "failed");
 	if (!pid) {
+		/* under seccomp's strict mode (read, write, exit only), as
+		 * sshd's privilege-separated child is under its filter: the
+		 * preload must make the program's own write(2) */
+		CHECK(!prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT), "fork child", "seccomp");
 		put(s, "child-data", 10, "fork child");
-		_exit(0);
+		syscall(SYS_exit, 0); /* exit_group is not allowed */
 	}
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st), "fork", "child failed");
 	put(s, "parent-after-fork", 17, "fork");

@@ -126,9 +126,15 @@ check() {
 	stubs "$soname" "$label"
 
 	# Candidates by a cheap byte search, then confirmed through the
-	# dynamic section.
-	# shellcheck disable=SC2086 # $dirs is a list
-	grep -rlsF "$soname" $dirs 2>/dev/null | sort -u >"$tmp/cand"
+	# dynamic section. The installed tree is searched once for all three
+	# libraries ($tmp/cand_all, below); each library's candidates are
+	# the files of that list that name it.
+	if [ "$dirs" = "$all_dirs" ]; then
+		tr '\n' '\0' <"$tmp/cand_all" | xargs -0 -r grep -lsF "$soname" | sort -u >"$tmp/cand"
+	else
+		# shellcheck disable=SC2086 # $dirs is a list
+		grep -rlsF "$soname" $dirs 2>/dev/null | sort -u >"$tmp/cand"
+	fi
 
 	n=0
 	while IFS= read -r f; do
@@ -166,6 +172,9 @@ check() {
 	fi
 }
 
+all_dirs=$dirs
+# shellcheck disable=SC2086 # $dirs is a list
+grep -rlsF -e libibverbs.so.1 -e librdmacm.so.1 -e libibumad.so.3 $dirs 2>/dev/null | sort -u >"$tmp/cand_all"
 check libibverbs.so.1 IBVERBS_ symbols '*/libibverbs/*' '*/libibverbs.so*' >"$tmp/verbs.out"
 check librdmacm.so.1 RDMACM_ symbols/rdmacm '*/librdmacm.so*' >"$tmp/rdmacm.out"
 check libibumad.so.3 IBUMAD_ symbols/umad '*/libibumad.so*' >"$tmp/umad.out"

@@ -10,8 +10,11 @@
 # and is compiled with clang -fsanitize=fuzzer,address,undefined and the
 # repository's warning flags (-Werror), one object per source file: the
 # objects live in build-fuzz/obj/KEY/ (KEY: the compiler, flags and
-# include list), so targets built from the same daemon sources with the
-# same includes share them, and an object is compiled again only when its
+# include list). Every object is compiled with the include directories of
+# all the targets' FUZZ_INCLUDES lines together (no two of those
+# directories have a header of the same name, so each #include finds the
+# file it finds with the target's own list), so targets built from the
+# same sources share their objects, and an object is compiled again only when its
 # source or a header it read (clang -MMD) is newer; SOF_FUZZ_JOBS (default
 # 2) compile at once. Its seed corpus is
 # tests/fuzz/corpus_NAME/ when that exists (read only); what the fuzzer
@@ -29,10 +32,18 @@
 # (the small parsers whose coverage stops growing within a second or two
 # take fewer; the transport, CM, MAD and SM targets keep the 10 s).
 #
+# Every target is built (and its seeds checked) first, in order; then the
+# fuzzers run, SOF_FUZZ_RUN_JOBS at once (default: the number of CPUs, at
+# most 4): a fuzzer is one process on one CPU, so on a machine with two
+# the targets' seconds are spent two at a time instead of one after the
+# other, each target still fuzzing its whole FUZZ_SECS. The result lines
+# come in the targets' order once all have run.
+#
 # Environment:
 #   SOF_FUZZ_SECS    seconds to fuzz every target (default: each target's
 #                    FUZZ_SECS, else 10)
 #   SOF_FUZZ_JOBS    compilers run at once (default 2)
+#   SOF_FUZZ_RUN_JOBS fuzzers run at once (default nproc, at most 4)
 #   SOF_FUZZ_BUILD   build directory (default build-fuzz in the repository)
 #   SOF_FUZZ_ONLY    run only the targets whose NAME matches this regex
 #   CC_FUZZ          the compiler (default clang)
@@ -42,6 +53,9 @@ set -u
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 JOBS=${SOF_FUZZ_JOBS:-2}
+RUN_JOBS=${SOF_FUZZ_RUN_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[ "$RUN_JOBS" -ge 1 ] 2>/dev/null || RUN_JOBS=1
+[ -n "${SOF_FUZZ_RUN_JOBS:-}" ] || [ "$RUN_JOBS" -le 4 ] || RUN_JOBS=4
 BUILD=${SOF_FUZZ_BUILD:-$ROOT/build-fuzz}
 CC_FUZZ=${CC_FUZZ:-clang}
 # shellcheck disable=SC2054 # (commas inside compiler flags)
@@ -73,7 +87,8 @@ obj_stale() {
 	return 1
 }
 
-# build_target BIN LOG: compile the stale objects of srcs[] (with incs[])
+# build_target BIN LOG: compile the stale objects of srcs[] (with incs[],
+# the include directories of every target)
 # and link BIN; the compilers' output goes to LOG
 build_target() {
 	local bin=$1 log=$2 key objdir s o todo=() objs=()
@@ -115,15 +130,21 @@ if ! command -v "$CC_FUZZ" >/dev/null 2>&1; then
 fi
 mkdir -p "$BUILD" || exit 1
 
+# the include directories of every target, each once
+incs=()
+for i in $(for t in "${targets[@]}"; do field "$t" FUZZ_INCLUDES; done | tr ' ' '\n' | awk 'NF && !seen[$0]++'); do
+	incs+=(-I "$ROOT/$i")
+done
+
+runs_todo=() # NAME:SECS of every target built, to fuzz below
 for t in "${targets[@]}"; do
 	name=${t##*/fuzz_}
 	name=${name%.c}
 	if [ -n "${SOF_FUZZ_ONLY:-}" ] && ! [[ $name =~ $SOF_FUZZ_ONLY ]]; then
 		continue
 	fi
-	srcs=() incs=()
+	srcs=()
 	for s in $(field "$t" FUZZ_SOURCES); do srcs+=("$ROOT/$s"); done
-	for i in $(field "$t" FUZZ_INCLUDES); do incs+=(-I "$ROOT/$i"); done
 	if [ ${#srcs[@]} -eq 0 ]; then
 		not_ok "$name" "no FUZZ_SOURCES line in ${t#"$ROOT"/}"
 		continue
@@ -156,13 +177,19 @@ for t in "${targets[@]}"; do
 		fi
 	fi
 
+	secs=${SOF_FUZZ_SECS:-$(field "$t" FUZZ_SECS)}
+	runs_todo+=("$name:${secs:-10}")
+done
+
+# fuzz NAME SECS: fuzz the built target NAME for SECS seconds; its lines
+# (the ok / not ok line last) go to stdout
+fuzz() {
+	local name=$1 secs=$2 bin=$BUILD/fuzz_$1 log=$BUILD/fuzz_$1.log work art dirs rc runs crash
 	work=$BUILD/corpus_$name
 	art=$BUILD/artifacts_$name
 	mkdir -p "$work" "$art"
 	dirs=("$work")
 	[ -d "$ROOT/tests/fuzz/corpus_$name" ] && dirs+=("$ROOT/tests/fuzz/corpus_$name")
-	secs=${SOF_FUZZ_SECS:-$(field "$t" FUZZ_SECS)}
-	secs=${secs:-10}
 	echo "# fuzz/$name: ${secs} s, seeds from ${dirs[*]#"$ROOT"/}"
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} \
 		UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
@@ -173,16 +200,38 @@ for t in "${targets[@]}"; do
 	runs=$(sed -n 's/^stat::number_of_executed_units:[[:space:]]*//p' "$log" | tail -n 1)
 	if [ $rc -eq 0 ] && [ -n "$runs" ]; then
 		echo "ok - fuzz/$name ($runs runs)"
-		continue
-	fi
-	crash=$(sed -n 's/^.*Test unit written to //p' "$log" | tail -n 1)
-	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-		not_ok "$name" "timed out (exit $rc)"
-	elif [ -n "$crash" ]; then
-		not_ok "$name" "failed on input $crash (exit $rc)"
-	else
-		not_ok "$name" "exit status $rc"
+		return
 	fi
 	grep -E -m 1 -A 25 'ERROR: |runtime error:|fuzz_[a-z_]+: ' "$log" | sed 's/^/#   /'
+	crash=$(sed -n 's/^.*Test unit written to //p' "$log" | tail -n 1)
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		echo "not ok - fuzz/$name: timed out (exit $rc)"
+	elif [ -n "$crash" ]; then
+		echo "not ok - fuzz/$name: failed on input $crash (exit $rc)"
+	else
+		echo "not ok - fuzz/$name: exit status $rc"
+	fi
+}
+
+# the fuzzers, RUN_JOBS at once, each one's lines to its .result file;
+# then the results in the targets' order
+running=0
+for r in "${runs_todo[@]}"; do
+	if [ "$running" -ge "$RUN_JOBS" ]; then
+		wait -n
+		running=$((running - 1))
+	fi
+	fuzz "${r%%:*}" "${r##*:}" >"$BUILD/fuzz_${r%%:*}.result" 2>&1 &
+	running=$((running + 1))
+done
+wait
+for r in "${runs_todo[@]}"; do
+	res=$BUILD/fuzz_${r%%:*}.result
+	if ! grep -q '^\(not \)\{0,1\}ok - fuzz/' "$res" 2>/dev/null; then
+		not_ok "${r%%:*}" "the fuzzer's run printed no result"
+		continue
+	fi
+	cat "$res"
+	grep -q '^not ok - ' "$res" && FAILED=1
 done
 exit $FAILED

@@ -10,9 +10,11 @@ The packets and CRCs are tests/hosts/ib_farend.py's, written apart from
 the C code; every SMP response is checked as a port would.
 
     ib_relay.py --a BIND PEER LID --b BIND PEER LID [--secs S] [--hold H]
+                [--go FILE]
 
 Prints "relay armed" once both ports are Armed (then it waits H seconds,
-forwarding, before it makes them Active), "relay up a=LID b=LID" once both
+forwarding, before it makes them Active; with --go, only until FILE
+exists, if that comes first), "relay up a=LID b=LID" once both
 are Active, "relay forwarded N" at the end; "relay failed: WHY" and exit 1
 otherwise.
 """
@@ -50,7 +52,7 @@ class Link:
 
 
 def main(argv):
-    links, secs, hold, i = {}, 60.0, 0.0, 0
+    links, secs, hold, go, i = {}, 60.0, 0.0, None, 0
     while i < len(argv):
         if argv[i] in ("--a", "--b"):
             links[argv[i][2:]] = Link(argv[i + 1], argv[i + 2], int(argv[i + 3]))
@@ -60,6 +62,9 @@ def main(argv):
             i += 2
         elif argv[i] == "--hold":
             hold = float(argv[i + 1])
+            i += 2
+        elif argv[i] == "--go":
+            go = argv[i + 1]
             i += 2
         else:
             print("relay failed: argument " + argv[i], flush=True)
@@ -121,8 +126,8 @@ def main(argv):
             return "SubnSet(PortInfo) to LID %d state %d refused" % (link.lid, state)
         return None
 
-    def forward(until):
-        return forward_loop(a, b, pending, tick, until)
+    def forward(until, go=None):
+        return forward_loop(a, b, pending, tick, until, go)
 
     # the links come up
     while not (a.up and b.up):
@@ -142,17 +147,18 @@ def main(argv):
                 return 1
         if state == 3:
             print("relay armed", flush=True)
-            fwd = forward(time.time() + hold)
+            fwd = forward(time.time() + hold, go)
     print("relay up a=%d b=%d" % (a.lid, b.lid), flush=True)
     fwd += forward(end)
     print("relay forwarded %d" % fwd, flush=True)
     return 0
 
 
-def forward_loop(a, b, pending, tick, until):
-    """forward every IB packet but SMPs between the links until then"""
+def forward_loop(a, b, pending, tick, until, go=None):
+    """forward every IB packet but SMPs between the links until then (or
+    until the file go exists)"""
     fwd = 0
-    while time.time() < until:
+    while time.time() < until and not (go and os.path.exists(go)):
         tick()
         for link, d in pending:
             if d[0] >> 4 != 15:

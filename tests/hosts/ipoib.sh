@@ -370,6 +370,7 @@ fi
 
 if [ "$T" = pair ]; then
 	# ---- the SM restarts: its SA forgets the groups; ib0 joins again -------------
+	j0a=$(sof_ipoib_cnt a mcast_joins) j0b=$(sof_ipoib_cnt b mcast_joins)
 	sof_kill ipoib.sm
 	sm_start ipoib.sm2 300
 	for _ in $(seq 600); do
@@ -378,7 +379,16 @@ if [ "$T" = pair ]; then
 	done
 	# a new address of b: reaching it takes an ARP request on the broadcast group
 	sof_host_run b ip addr add 192.168.77.12/24 dev ib0
-	sleep 12
+	# until a's and b's ipoib joined their groups again (joins sent since
+	# the restart, every group joined), at most 12 s
+	# shellcheck disable=SC2317 # called through sof_wait_for
+	rejoined() {
+		[ "$(sof_ipoib_cnt a mcast_joins)" -gt "${j0a:-0}" ] &&
+			[ "$(sof_ipoib_cnt b mcast_joins)" -gt "${j0b:-0}" ] &&
+			! sof_ipoib_st a | grep '^mcast ' | grep -v -q ' state joined' &&
+			! sof_ipoib_st b | grep '^mcast ' | grep -v -q ' state joined'
+	}
+	sof_wait_for 12 rejoined
 	if grep -q 'SUBNET UP' "$smlog" && pingto a 192.168.77.12; then
 		ok "ipoib/$T: $SMNAME restarted: ib0 still resolves (ARP on the broadcast group) and carries ping to b's new address"
 	else

@@ -66,7 +66,7 @@
 # RoCE) leaves the DREQ about six tries for it.
 # Needs root (ip netns); tests/run.sh runs it, and again with the ASan
 # daemon and the daemon's engine.
-# Usage: [SOF_NETEM_SACK=off] tests/hosts/netem.sh
+# Usage: [SOF_NETEM_SACK=off] [SOF_NETEM_ONLY=REGEX] tests/hosts/netem.sh
 set -u
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -285,6 +285,9 @@ if sof_hosts_up 2 wire; then
 		corrupt "$op"
 	done
 	while IFS='|' read -r label who args expect; do
+		# SOF_NETEM_ONLY=REGEX: only the impairments whose label matches
+		# (run.sh's ASan-daemon pass)
+		[[ $label =~ ${SOF_NETEM_ONLY:-.} ]] || continue
 		# shellcheck disable=SC2086 # args are netem words
 		impair "$label" "$who" $args || continue
 		for mtu in 1024 4096; do

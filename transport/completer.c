@@ -120,6 +120,7 @@ static void progress_made(struct sof_tqp *t)
 	t->retry_left = t->retry_cnt;
 	t->rnr_left = t->rnr_retry;
 	tp_req_arm(t);
+	t->stream_ns = 0;
 }
 
 /* Whether the rest of READ w may be asked for again now (and note that
@@ -211,6 +212,36 @@ static struct tp_swqe *answered(struct sof_tqp *t, uint32_t p, bool read)
 	return w;
 }
 
+/* A READ response that makes no progress (the answer to a request asked
+ * again, a response ahead of a lost one, or one of a later READ while an
+ * earlier one waits for its rest) still shows that the responder is
+ * answering, in order, requests that this QP sent before the one it
+ * waits for: that answer comes behind them. So the transport timer's
+ * deadline runs from it, as from progress (IBA 9.7.6.1.3), but the retry
+ * count stays: only progress gives the retries back. On a loaded machine
+ * a late responder serves each READ asked again in full, a stream that
+ * can outlast the timeout: each timeout then asks for the READ once
+ * more, a longer stream behind which the answer waits, and retry_cnt can
+ * run out (IBV_WC_RETRY_EXC_ERR) with the responder answering all along.
+ * A peer that keeps answering
+ * without progress puts the timer off for at most STREAM_TIMEOUTS
+ * timeouts from the first such response; its timeouts then come as usual. */
+#define STREAM_TIMEOUTS 8u
+
+static void read_stream_alive(struct sof_tqp *t, uint32_t psn)
+{
+	uint64_t to = sof_ack_timeout_ns(t->timeout), now;
+	int32_t d = roce_psn_diff(psn, t->max_psn);
+
+	if (!t->timer_ns || t->psn == t->una_psn || d >= 0 || d <= -(int32_t)TP_DUP_WINDOW)
+		return;
+	now = sof_now_ns();
+	if (!t->stream_ns)
+		t->stream_ns = now;
+	if (now - t->stream_ns < STREAM_TIMEOUTS * to && now + to > t->timer_ns)
+		t->timer_ns = now + to;
+}
+
 static void read_response(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
 			  uint32_t paylen)
 {
@@ -221,11 +252,13 @@ static void read_response(struct sof_tqp *t, const struct roce_hdr *h, const uin
 	int err;
 
 	if (!w) {
+		read_stream_alive(t, h->psn);
 		tp_drop(SOF_DROP_psn);
 		return;
 	}
 	expect = (w->first_psn + (uint32_t)(w->read_got / t->mtu)) & ROCE_PSN_MASK;
 	if (h->psn != expect) {
+		read_stream_alive(t, h->psn);
 		/* a response was lost (or overtaken): ask for the rest
 		 * again (reread_ok); the later responses of the same answer
 		 * find it asked, as rxe's started_retry */

@@ -187,6 +187,7 @@ struct sof_tqp {
 	uint32_t nak_psn, nak_una; /* the last sequence-error NAK acted on */
 	uint64_t nak_ns;
 	uint64_t reread_ns; /* the rest of a READ was last asked for again then */
+	uint64_t stream_ns; /* first READ response since progress that made none, 0: none */
 	/* round-trip time: one packet sent for the first time is timed to
 	 * the ACK that covers it (none across a go-back: Karn's rule) */
 	uint32_t rtt_psn;

@@ -1399,6 +1399,86 @@ TEST(read_reordered_responses_reread_once_per_rtt)
 	world_down();
 }
 
+/* A late responder's stream of answers to READs asked again: responses
+ * that make no progress (copies of a READ already complete, PSNs behind
+ * the oldest unacknowledged one) arrive for longer than the local ACK
+ * timeout, then the answer of the READ waited for. IBA 9.7.6.1.3: the
+ * responder is answering, so the transport timer does not go off while
+ * they come (each timeout used to ask for the READ once more and spend
+ * a retry: IBV_WC_RETRY_EXC_ERR under load); once they stop, it does,
+ * without the retries the stream did not give back. */
+TEST(read_stream_without_progress_puts_timer_off)
+{
+	const uint64_t va = 0x700000, to = sof_ack_timeout_ns(14);
+	uint64_t t0;
+	unsigned n0;
+
+	world_up();
+	post_read(0, 2048, 0);
+	post_read(4096, 4096, 4096);
+	CHECK_EQ(read_reqs_since(0), 2);
+	/* the first READ's answer: it completes */
+	ext_in(ROCE_READ_RESP_FIRST, SPSN, 1024, peer_byte(va), NULL);
+	ext_in(ROCE_READ_RESP_LAST, SPSN + 1, 1024, peer_byte(va + 1024), NULL);
+	CHECK_EQ(cq_count(w.scq_shm), 1);
+	n0 = w.nsent;
+	/* copies of that answer for two and a half timeouts, one every
+	 * fifth of a timeout */
+	t0 = sof_now_ns();
+	while (sof_now_ns() - t0 < to * 5 / 2) {
+		ext_in(ROCE_READ_RESP_FIRST, SPSN, 1024, peer_byte(va), NULL);
+		ext_in(ROCE_READ_RESP_LAST, SPSN + 1, 1024, peer_byte(va + 1024), NULL);
+		usleep((useconds_t)(to / 5000));
+		tp_req_timer(w.qp.t, sof_now_ns());
+	}
+	CHECK_EQ(w.counters[SOF_CNT_timeouts], 0);
+	CHECK_EQ(read_reqs_since(n0), 0);
+	CHECK_EQ(w.qp.t->retry_left, 7);
+	/* the stream stops: the timer goes off, once per timeout */
+	tp_req_timer(w.qp.t, w.qp.t->timer_ns);
+	CHECK_EQ(w.counters[SOF_CNT_timeouts], 1);
+	CHECK_EQ(read_reqs_since(n0), 1);
+	CHECK_EQ(w.qp.t->retry_left, 6);
+	/* the answer of the second READ completes it */
+	for (uint32_t k = 0; k < 4; k++)
+		ext_in(k == 0 ? ROCE_READ_RESP_FIRST : k == 3 ? ROCE_READ_RESP_LAST
+							     : ROCE_READ_RESP_MIDDLE,
+		       SPSN + 2 + k, 1024, peer_byte(va + 4096 + k * 1024), NULL);
+	CHECK_EQ(cq_count(w.scq_shm), 2);
+	CHECK_EQ(cq_last(w.scq_shm)->status, IBV_WC_SUCCESS);
+	for (uint32_t k = 0; k < 4; k++)
+		CHECK(mem_is(4096 + k * 1024, 1024, peer_byte(va + 4096 + k * 1024)));
+	CHECK_EQ(w.qp.t->retry_left, 7);
+	world_down();
+}
+
+/* A peer that answers without progress for ever puts the timer off for
+ * a bounded time only: the READ still fails with IBV_WC_RETRY_EXC_ERR. */
+TEST(read_stream_without_progress_bounded)
+{
+	const uint64_t va = 0x700000;
+
+	world_up();
+	post_read(0, 1024, 0);
+	post_read(4096, 1024, 4096);
+	ext_in(ROCE_READ_RESP_ONLY, SPSN, 1024, peer_byte(va), NULL);
+	CHECK_EQ(cq_count(w.scq_shm), 1);
+	/* a copy of the first READ's answer just before every deadline */
+	for (unsigned i = 0; i < 40 && w.qp.t->state == IBV_QPS_RTS; i++) {
+		uint64_t due = w.qp.t->timer_ns;
+
+		ext_in(ROCE_READ_RESP_ONLY, SPSN, 1024, peer_byte(va), NULL);
+		if (w.qp.t->timer_ns > due) /* put off: a timeout's time passes */
+			w.qp.t->stream_ns -= sof_ack_timeout_ns(14);
+		else
+			tp_req_timer(w.qp.t, due);
+	}
+	CHECK_EQ(w.qp.t->state, IBV_QPS_ERR);
+	CHECK_EQ(cq_last(w.scq_shm)->status, IBV_WC_RETRY_EXC_ERR);
+	CHECK_EQ(w.counters[SOF_CNT_timeouts], 8);
+	world_down();
+}
+
 /* ---- the daemon's takeover of a stalled owner's responder (takeover.c) ---- */
 
 /* A request from the peer: opcode at EPSN + rel, RETH va IOVA + off and
@@ -1676,6 +1756,8 @@ int main(void)
 	RUN(sack_req_hole_never_filled_times_out);
 	RUN(sack_req_lone_probe_waits_for_stalls);
 	RUN(read_reordered_responses_reread_once_per_rtt);
+	RUN(read_stream_without_progress_puts_timer_off);
+	RUN(read_stream_without_progress_bounded);
 	RUN(takeover_writes_while_stalled);
 	RUN(takeover_reads_atomics_while_stalled);
 	RUN(takeover_uc_writes_while_stalled);

@@ -333,6 +333,34 @@ static bool mcast_dst(const uint8_t ip[16], uint8_t mgid[16])
 	return false;
 }
 
+size_t neigh_tx_mtu(const uint8_t *pkt, size_t len)
+{
+	uint8_t dst[16], mgid[16];
+	struct neigh *n;
+	size_t mtu;
+
+	if (!ipoib.connected)
+		return ipoib.mtu;
+	if ((pkt[0] >> 4) == 4 && len >= 20) {
+		memcpy(dst, pfx4, 12);
+		memcpy(dst + 12, pkt + 16, 4);
+	} else if ((pkt[0] >> 4) == 6 && len >= 40) {
+		memcpy(dst, pkt + 24, 16);
+	} else {
+		return ipoib.ud_mtu;
+	}
+	if (mcast_dst(dst, mgid))
+		return ipoib.ud_mtu;
+	n = find_ip(dst);
+	/* not resolved yet: it waits whole, and xmit_on sorts it out */
+	if (!n || n->state != N_READY)
+		return ipoib.mtu;
+	if (!(n->hw.flags & IPOIB_HW_C))
+		return ipoib.ud_mtu;
+	mtu = cm_tx_mtu(&n->hw);
+	return mtu ? mtu : ipoib.ud_mtu;
+}
+
 void ipoib_output(uint8_t *pkt, size_t len)
 {
 	/* the header goes in the headroom: the packet is not copied */

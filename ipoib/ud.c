@@ -35,6 +35,10 @@ static struct {
 	uint16_t pkey_index;
 	uint32_t sq_free[SQ_DEPTH];
 	uint32_t nfree;
+	/* sends gathered for one ibv_post_send (ud_flush) */
+	struct ibv_send_wr wr[SQ_DEPTH];
+	struct ibv_sge sge[SQ_DEPTH];
+	unsigned npend;
 } ud;
 
 static uint8_t *rslot(uint32_t i) { return ud.mem + (size_t)i * SLOT; }
@@ -240,36 +244,57 @@ void ud_ah_put(struct ipoib_ah *ah)
 	free(ah);
 }
 
+/* A TSO packet cut into segments (gso.c) makes up to 32 sends at once:
+ * they go to the QP as one list, so the queue and its doorbell are
+ * touched once for the lot. */
+void ud_flush(void)
+{
+	struct ibv_send_wr *bad = NULL;
+
+	if (!ud.npend)
+		return;
+	ud.wr[ud.npend - 1].next = NULL;
+	if (ibv_post_send(ud.qp, ud.wr, &bad) && bad) {
+		/* what the queue refused is lost: its slots back */
+		for (struct ibv_send_wr *w = bad; w; w = w->next) {
+			ud.sq_free[ud.nfree++] = (uint32_t)w->wr_id;
+			ipoib.cnt[IC_tx_drop_post]++;
+		}
+	}
+	ud.npend = 0;
+}
+
 int ud_send(struct ipoib_ah *ah, uint32_t qpn, uint32_t qkey, const uint8_t *frame, size_t len)
 {
-	struct ibv_sge sge;
-	struct ibv_send_wr wr, *bad;
+	struct ibv_send_wr *wr;
 	uint32_t s;
 
 	if (len > IPOIB_BUF)
 		return -EMSGSIZE;
 	/* a full send queue: what completed, else the frame is lost (the
 	 * loop reads no packet from the kernel while the queue is full) */
-	if (!ud.nfree)
+	if (!ud.nfree) {
+		ud_flush();
 		reap();
+	}
 	if (!ud.nfree)
 		return -ENOBUFS;
 	s = ud.sq_free[--ud.nfree];
 	memcpy(sslot(s), frame, len);
-	sge = (struct ibv_sge){(uintptr_t)sslot(s), (uint32_t)len, ud.mr->lkey};
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = s;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.ud.ah = ah->ah;
-	wr.wr.ud.remote_qpn = qpn;
-	wr.wr.ud.remote_qkey = qkey;
-	if (ibv_post_send(ud.qp, &wr, &bad)) {
-		ud.sq_free[ud.nfree++] = s;
-		return -EIO;
-	}
+	ud.sge[ud.npend] = (struct ibv_sge){(uintptr_t)sslot(s), (uint32_t)len, ud.mr->lkey};
+	wr = &ud.wr[ud.npend];
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = s;
+	wr->sg_list = &ud.sge[ud.npend];
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_SEND;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.ud.ah = ah->ah;
+	wr->wr.ud.remote_qpn = qpn;
+	wr->wr.ud.remote_qkey = qkey;
+	if (ud.npend)
+		ud.wr[ud.npend - 1].next = wr;
+	ud.npend++;
 	return 0;
 }
 
@@ -291,6 +316,7 @@ int ud_detach(const uint8_t mgid[16], uint16_t mlid)
 
 void ud_close(void)
 {
+	ud_flush();
 	if (ud.qp)
 		ibv_destroy_qp(ud.qp);
 	if (ud.mr)

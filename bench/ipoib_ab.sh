@@ -75,11 +75,18 @@ ib_round() {
 	sof_host_run a ping -n -q -c 3 -W 3 192.168.77.2 >/dev/null 2>&1 </dev/null
 	tcp 192.168.77.2 >>"$SOF_TMP/t_$1"
 	rtt 192.168.77.2 >>"$SOF_TMP/r_$1"
+	# the offloads' counters (binaries that have them): TSO packets cut in
+	# a, segments joined in b
+	for h in a b; do
+		sof_host_run $h "$SOFTOFED" ipoib status 2>/dev/null </dev/null |
+			awk -v h=$h '/^counters:/ {for (i = 2; i < NF; i += 2) if ($i ~ /^(tx_packets|rx_packets|tx_gso|tx_gso_segs|rx_gro|cm_tx_packets)$/) printf " %s.%s %s", h, $i, $(i + 1)}'
+	done >>"$SOF_TMP/c_$1"
+	echo >>"$SOF_TMP/c_$1"
 	for h in a b; do sof_host_run $h "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null; done
 }
 
 load0=$(load)
-for x in veth A B; do : >"$SOF_TMP/t_$x" && : >"$SOF_TMP/r_$x"; done
+for x in veth A B; do : >"$SOF_TMP/t_$x" && : >"$SOF_TMP/r_$x" && : >"$SOF_TMP/c_$x"; done
 for r in $(seq 1 "$REPS"); do
 	tcp "$(sof_host_ip b)" >>"$SOF_TMP/t_veth"
 	rtt "$(sof_host_ip b)" >>"$SOF_TMP/r_veth"
@@ -91,6 +98,8 @@ for r in $(seq 1 "$REPS"); do
 	echo "# round $r: veth $(tail -n 1 "$SOF_TMP/t_veth") Mbit/s $(tail -n 1 "$SOF_TMP/r_veth") ms," \
 		"A $(tail -n 1 "$SOF_TMP/t_A") Mbit/s $(tail -n 1 "$SOF_TMP/r_A") ms," \
 		"B $(tail -n 1 "$SOF_TMP/t_B") Mbit/s $(tail -n 1 "$SOF_TMP/r_B") ms, load $(load)"
+	echo "#   counters A:$(tail -n 1 "$SOF_TMP/c_A")"
+	echo "#   counters B:$(tail -n 1 "$SOF_TMP/c_B")"
 done
 load1=$(load)
 sof_kill ab.iperf

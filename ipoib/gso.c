@@ -59,18 +59,37 @@ static void put32(uint8_t *p, uint32_t v)
 }
 
 /* RFC 1071: the one's complement sum of len bytes (big-endian 16-bit
- * words, an odd last byte padded with zero), added to sum. */
+ * words, an odd last byte padded with zero), added to sum. The sum does
+ * not depend on the byte order (RFC 1071 2.B): it is taken eight bytes at
+ * a time in the host's order, with the carries added back, and turned to
+ * network order once folded. */
 uint64_t ipoib_csum_add(uint64_t sum, const uint8_t *p, size_t len)
 {
+	uint64_t acc = 0, v;
 	size_t i = 0;
+	uint16_t h;
+	uint8_t last[2] = {0, 0};
 
-	for (; i + 4 <= len; i += 4)
-		sum += get32(p + i);
-	for (; i + 2 <= len; i += 2)
-		sum += get16(p + i);
-	if (i < len)
-		sum += (uint32_t)p[i] << 8;
-	return sum;
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&v, p + i, 8);
+		acc += v;
+		acc += acc < v; /* the end-around carry */
+	}
+	for (; i + 2 <= len; i += 2) {
+		memcpy(&h, p + i, 2);
+		acc += h;
+		acc += acc < h;
+	}
+	if (i < len) {
+		last[0] = p[i];
+		memcpy(&h, last, 2);
+		acc += h;
+		acc += acc < h;
+	}
+	acc = (acc & 0xffffffffu) + (acc >> 32);
+	acc = (acc & 0xffffffffu) + (acc >> 32);
+	h = ipoib_csum_fold(acc);
+	return sum + be16toh(h);
 }
 
 uint16_t ipoib_csum_fold(uint64_t sum)

@@ -127,6 +127,27 @@ static size_t tso_packet(uint8_t *p, bool v6, struct virtio_net_hdr *vh)
 
 static uint8_t pkt[65536];
 
+/* RFC 1071 3's example, an IPv4 header whose checksum (0xb861) is known,
+ * and a plain 16-bit big-endian sum over every length and alignment */
+TEST(csum_known)
+{
+	static const uint8_t rfc[8] = {0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7};
+	static const uint8_t ip[20] = {0x45, 0, 0, 0x73, 0, 0, 0x40, 0, 0x40, 0x11,
+				       0xb8, 0x61, 0xc0, 0xa8, 0, 1, 0xc0, 0xa8, 0, 0xc7};
+
+	CHECK_EQ(ipoib_csum_fold(ipoib_csum_add(0, rfc, 8)), 0xddf2);
+	CHECK_EQ(ipoib_csum_fold(ipoib_csum_add(0, ip, 20)), 0xffff);
+	for (size_t off = 0; off < 8; off++)
+		for (size_t len = 0; len < 300; len++) {
+			uint64_t ref = 0;
+
+			for (size_t i = 0; i < len; i++)
+				ref += i & 1 ? data[off + i] : (uint64_t)data[off + i] << 8;
+			CHECK_EQ(ipoib_csum_fold(ipoib_csum_add(5, data + off, len)),
+				 ipoib_csum_fold(ref + 5));
+		}
+}
+
 static void check_segments(bool v6)
 {
 	struct virtio_net_hdr vh;
@@ -316,6 +337,7 @@ int main(void)
 {
 	for (size_t i = 0; i < PAYLOAD; i++)
 		data[i] = (uint8_t)(i * 7 + (i >> 8));
+	RUN(csum_known);
 	RUN(tso4_segments);
 	RUN(tso6_segments);
 	RUN(tso_whole);

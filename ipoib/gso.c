@@ -182,8 +182,9 @@ static void segment(const uint8_t *pkt, size_t hdrs, size_t l4off, size_t from, 
 	if (i)
 		th[13] &= (uint8_t)~TCP_CWR;
 	put16(th + 16, 0);
-	put16(th + 16, (uint16_t)~ipoib_csum_fold(ipoib_csum_add(
-			   pseudo_sum(ip, (uint32_t)(len - l4off), IPPROTO_TCP_), th, len - l4off)));
+	put16(th + 16,
+	      (uint16_t)~ipoib_csum_fold(ipoib_csum_add(
+		  pseudo_sum(ip, (uint32_t)(len - l4off), IPPROTO_TCP_), th, len - l4off)));
 	out(ip, len);
 }
 
@@ -204,7 +205,8 @@ int ipoib_tx_offload(uint8_t *pkt, size_t len, const struct virtio_net_hdr *vh, 
 	if (type != VIRTIO_NET_HDR_GSO_TCPV4 && type != VIRTIO_NET_HDR_GSO_TCPV6)
 		return -EINVAL;
 	hdrs = tso_headers(pkt, len, &l4off);
-	if (!hdrs || !mss || hdrs >= len || ((pkt[0] >> 4) == 4) != (type == VIRTIO_NET_HDR_GSO_TCPV4))
+	if (!hdrs || !mss || hdrs >= len ||
+	    ((pkt[0] >> 4) == 4) != (type == VIRTIO_NET_HDR_GSO_TCPV4))
 		return -EINVAL;
 	/* a segment would not fit either (an MTU the kernel has not learnt
 	 * yet): whole, the transmit path answers it with ICMP "too big" */

@@ -317,8 +317,7 @@ int ipoib_tx_offload(uint8_t *pkt, size_t len, const struct virtio_net_hdr *vh, 
  * ipoib_gro_input, which calls write (set by ipoib_gro_init) with a GSO
  * header for joined TCP segments; ipoib_gro_flush writes what is held
  * (the end of each batch of completions). */
-void ipoib_gro_init(void (*write)(const struct virtio_net_hdr *vh, const uint8_t *pkt,
-				  size_t len));
+void ipoib_gro_init(void (*write)(const struct virtio_net_hdr *vh, const uint8_t *pkt, size_t len));
 void ipoib_gro_input(const uint8_t *pkt, size_t len);
 void ipoib_gro_flush(void);
 

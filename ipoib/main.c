@@ -23,6 +23,7 @@
 #include <ifaddrs.h>
 #include <infiniband/verbs.h>
 #include <linux/if_tun.h>
+#include <linux/virtio_net.h>
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
@@ -31,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <linux/virtio_net.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -184,7 +184,8 @@ static const struct ipoib_ops ops = {
 static int tun_open(void)
 {
 	struct ifreq ifr;
-	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC), s, vnet_len = sizeof(struct virtio_net_hdr);
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC), s,
+	    vnet_len = sizeof(struct virtio_net_hdr);
 
 	if (fd < 0)
 		return -errno;
@@ -532,12 +533,11 @@ static void loop(void)
 		/* backpressure: no packet is taken from the kernel while the
 		 * send queue is full (its queue holds them, or drops and
 		 * counts); the completions that free it wake the loop */
-		struct pollfd p[7] = {
-		    {.fd = m.tun, .events = tx_room() ? POLLIN : 0},
-		    {.fd = ud_fd(), .events = POLLIN},
-		    {.fd = sa_fd(), .events = POLLIN},
-		    {.fd = m.ctl, .events = POLLIN},
-		    {.fd = ud_ctx()->async_fd, .events = POLLIN}};
+		struct pollfd p[7] = {{.fd = m.tun, .events = tx_room() ? POLLIN : 0},
+				      {.fd = ud_fd(), .events = POLLIN},
+				      {.fd = sa_fd(), .events = POLLIN},
+				      {.fd = m.ctl, .events = POLLIN},
+				      {.fd = ud_ctx()->async_fd, .events = POLLIN}};
 		uint64_t now;
 
 		/* what the last pass gathered goes out before the wait */

@@ -71,8 +71,8 @@ static uint64_t pseudo(const uint8_t *ip, size_t l4len)
 /* the whole TCP checksum verifies */
 static bool tcp_ok(const uint8_t *ip, size_t len, size_t l4off)
 {
-	return ipoib_csum_fold(ipoib_csum_add(pseudo(ip, len - l4off), ip + l4off,
-					      len - l4off)) == 0xffff;
+	return ipoib_csum_fold(ipoib_csum_add(pseudo(ip, len - l4off), ip + l4off, len - l4off)) ==
+	       0xffff;
 }
 
 /* A TSO packet of PAYLOAD bytes: IPv4 (ID 0x1234) or IPv6, TCP with a
@@ -132,8 +132,8 @@ static uint8_t pkt[65536];
 TEST(csum_known)
 {
 	static const uint8_t rfc[8] = {0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7};
-	static const uint8_t ip[20] = {0x45, 0, 0, 0x73, 0, 0, 0x40, 0, 0x40, 0x11,
-				       0xb8, 0x61, 0xc0, 0xa8, 0, 1, 0xc0, 0xa8, 0, 0xc7};
+	static const uint8_t ip[20] = {0x45, 0,	   0,	 0x73, 0, 0, 0x40, 0,	 0x40, 0x11,
+				       0xb8, 0x61, 0xc0, 0xa8, 0, 1, 0xc0, 0xa8, 0,    0xc7};
 
 	CHECK_EQ(ipoib_csum_fold(ipoib_csum_add(0, rfc, 8)), 0xddf2);
 	CHECK_EQ(ipoib_csum_fold(ipoib_csum_add(0, ip, 20)), 0xffff);
@@ -253,7 +253,8 @@ static void check_joined(const struct out *o, size_t from, size_t n, bool v6)
 		CHECK_EQ(ipoib_csum_fold(ipoib_csum_add(0, o->pkt, 20)), 0xffff);
 	}
 	memcpy(p, o->pkt, o->len);
-	p16(p + l4off + 16, (uint16_t)~ipoib_csum_fold(ipoib_csum_add(0, p + l4off, o->len - l4off)));
+	p16(p + l4off + 16,
+	    (uint16_t)~ipoib_csum_fold(ipoib_csum_add(0, p + l4off, o->len - l4off)));
 	CHECK(tcp_ok(p, o->len, l4off));
 	free(p);
 }
@@ -306,9 +307,9 @@ TEST(gro_order_and_flows)
 	/* the next segment, from another port (its checksum made again) */
 	segs[1].pkt[21] ^= 1;
 	p16(segs[1].pkt + 36, 0);
-	p16(segs[1].pkt + 36, (uint16_t)~ipoib_csum_fold(ipoib_csum_add(
-				   pseudo(segs[1].pkt, segs[1].len - 20), segs[1].pkt + 20,
-				   segs[1].len - 20)));
+	p16(segs[1].pkt + 36,
+	    (uint16_t)~ipoib_csum_fold(ipoib_csum_add(pseudo(segs[1].pkt, segs[1].len - 20),
+						      segs[1].pkt + 20, segs[1].len - 20)));
 	CHECK(tcp_ok(segs[1].pkt, segs[1].len, 20));
 	ipoib_gro_input(segs[1].pkt, segs[1].len);
 	ipoib_gro_flush();

@@ -88,11 +88,19 @@ static void neigh_free(struct neigh *n)
 	memset(n, 0, sizeof(*n));
 }
 
+/* The last one found is looked at first: a TSO packet's segments, and
+ * a stream's packets, all go to one neighbour. */
 static struct neigh *find_ip(const uint8_t ip[16])
 {
+	static unsigned last;
+
+	if (neighs[last].state != N_FREE && !memcmp(neighs[last].ip, ip, 16))
+		return &neighs[last];
 	for (unsigned i = 0; i < NEIGH_MAX; i++)
-		if (neighs[i].state != N_FREE && !memcmp(neighs[i].ip, ip, 16))
+		if (neighs[i].state != N_FREE && !memcmp(neighs[i].ip, ip, 16)) {
+			last = i;
 			return &neighs[i];
+		}
 	return NULL;
 }
 

@@ -164,14 +164,19 @@ struct ibv_context *ud_ctx(void) { return ud.ctx; }
 struct ibv_pd *ud_pd(void) { return ud.pd; }
 int ud_port(void) { return ud.port; }
 
-/* Reap completions: receives to the receive path and back to the RQ,
- * sends' slots back to the free list. */
+/* Reap completions: receives to the receive path and back to the RQ
+ * (each batch's buffers posted again as one list), sends' slots back to
+ * the free list. */
 static int reap(void)
 {
-	struct ibv_wc wc[32];
+	struct ibv_wc wc[64];
+	struct ibv_recv_wr rwr[64], *bad;
+	struct ibv_sge rsge[64];
 	int n, total = 0;
 
-	while ((n = ibv_poll_cq(ud.cq, 32, wc)) > 0) {
+	while ((n = ibv_poll_cq(ud.cq, 64, wc)) > 0) {
+		unsigned nr = 0;
+
 		total += n;
 		for (int i = 0; i < n; i++) {
 			if (wc[i].opcode & IBV_WC_RECV) {
@@ -184,12 +189,20 @@ static int reap(void)
 					ipoib_input(&ipoib, rslot(s), wc[i].byte_len, wc[i].src_qp,
 						    wc[i].slid);
 				}
-				if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
-					post_recv(s);
+				if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+					continue;
+				rsge[nr] = (struct ibv_sge){(uintptr_t)rslot(s), SLOT, ud.mr->lkey};
+				rwr[nr] = (struct ibv_recv_wr){
+				    .wr_id = s, .sg_list = &rsge[nr], .num_sge = 1};
+				if (nr)
+					rwr[nr - 1].next = &rwr[nr];
+				nr++;
 			} else if (ud.nfree < SQ_DEPTH) {
 				ud.sq_free[ud.nfree++] = (uint32_t)wc[i].wr_id;
 			}
 		}
+		if (nr)
+			ibv_post_recv(ud.qp, rwr, &bad);
 	}
 	return total;
 }

@@ -60,35 +60,41 @@ static void put32(uint8_t *p, uint32_t v)
 
 /* RFC 1071: the one's complement sum of len bytes (big-endian 16-bit
  * words, an odd last byte padded with zero), added to sum. The sum does
- * not depend on the byte order (RFC 1071 2.B): it is taken eight bytes at
- * a time in the host's order, with the carries added back, and turned to
+ * not depend on the byte order (RFC 1071 2.B): it is taken in the
+ * host's order, 32-bit words into 64-bit sums (no carry to follow: 2^32
+ * words before one could overflow), four sums at once, and turned to
  * network order once folded. */
 uint64_t ipoib_csum_add(uint64_t sum, const uint8_t *p, size_t len)
 {
-	uint64_t acc = 0, v;
+	uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, v[4];
 	size_t i = 0;
+	uint32_t w;
 	uint16_t h;
 	uint8_t last[2] = {0, 0};
 
-	for (; i + 8 <= len; i += 8) {
-		memcpy(&v, p + i, 8);
-		acc += v;
-		acc += acc < v; /* the end-around carry */
+	for (; i + 32 <= len; i += 32) {
+		memcpy(v, p + i, 32);
+		a0 += (v[0] & 0xffffffffu) + (v[0] >> 32);
+		a1 += (v[1] & 0xffffffffu) + (v[1] >> 32);
+		a2 += (v[2] & 0xffffffffu) + (v[2] >> 32);
+		a3 += (v[3] & 0xffffffffu) + (v[3] >> 32);
 	}
-	for (; i + 2 <= len; i += 2) {
+	for (; i + 4 <= len; i += 4) {
+		memcpy(&w, p + i, 4);
+		a0 += w;
+	}
+	if (i + 2 <= len) {
 		memcpy(&h, p + i, 2);
-		acc += h;
-		acc += acc < h;
+		a1 += h;
+		i += 2;
 	}
 	if (i < len) {
 		last[0] = p[i];
 		memcpy(&h, last, 2);
-		acc += h;
-		acc += acc < h;
+		a2 += h;
 	}
-	acc = (acc & 0xffffffffu) + (acc >> 32);
-	acc = (acc & 0xffffffffu) + (acc >> 32);
-	h = ipoib_csum_fold(acc);
+	/* each below 2^47: their sum does not overflow */
+	h = ipoib_csum_fold(a0 + a1 + a2 + a3);
 	return sum + be16toh(h);
 }
 

@@ -334,7 +334,10 @@ void ipoib_gro_flush(void)
 void ipoib_gro_input(const uint8_t *pkt, size_t len)
 {
 	static const struct virtio_net_hdr none;
-	size_t l4off = 0, hdrs = len <= IP_MAX_LEN ? gro_candidate(pkt, len, &l4off) : 0;
+	/* only datagrams are joined: a connected mode packet (up to 65520)
+	 * is as large as a joined one already, and its checksum is the
+	 * kernel's to verify as it copies it */
+	size_t l4off = 0, hdrs = len <= IPOIB_BUF ? gro_candidate(pkt, len, &l4off) : 0;
 
 	if (hdrs && gro.len && gro_follows(pkt, len, hdrs)) {
 		size_t n = len - hdrs;

@@ -29,10 +29,11 @@ SECS=${BENCH_SECS:-5}
 MODE=${BENCH_MODE:-connected}
 A=${BENCH_A:?BENCH_A=the first softofed-ipoib binary}
 B=${BENCH_B:?BENCH_B=the second softofed-ipoib binary}
+A=$(realpath "$A") B=$(realpath "$B")
 FABRIC=$SOF_BIN/softofed-fabric
 PORT=7473
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
 ibline() { sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null | grep '^device sofib0'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "-"}'; }
 tcp() {
@@ -44,6 +45,19 @@ rtt() {
 		sed -n 's|^rtt [^=]*= [0-9.]*/\([0-9.]*\)/.*|\1|p'
 }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+# CPU time (clock ticks, user + system) of the processes running binary $1
+# (an absolute path: argv[0] is not the file's name)
+# (both hosts' softofed-ipoib: the system time includes the TUN's kernel
+# side, which runs in their reads and writes)
+cpu_ticks() {
+	local p e t=0
+	for p in /proc/[0-9]*; do
+		e=$(readlink "$p/exe" 2>/dev/null) || continue
+		[ "$e" = "$1" ] || continue
+		t=$((t + $(awk '{print $14 + $15}' "$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo $t
+}
 
 SOF_HOST_UP_ARGS[a]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H1"
 SOF_HOST_UP_ARGS[b]="--ib-fabric $(sof_host_ip a):$PORT --ib-node H2"
@@ -73,13 +87,27 @@ ib_round() {
 		sof_host_run $h ip addr add "192.168.77.$(_sof_host_num $h)/24" dev ib0
 	done
 	sof_host_run a ping -n -q -c 3 -W 3 192.168.77.2 >/dev/null 2>&1 </dev/null
-	tcp 192.168.77.2 >>"$SOF_TMP/t_$1"
+	local c0 c1 mbit
+	c0=$(cpu_ticks "$2")
+	mbit=$(tcp 192.168.77.2)
+	c1=$(cpu_ticks "$2")
+	echo "$mbit" >>"$SOF_TMP/t_$1"
+	# milliseconds of ipoib CPU per MB carried: less bound to the load
+	awk -v t=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" -v m="${mbit:-0}" -v s="$SECS" \
+		'BEGIN {if (m > 0) printf "%.2f\n", t * 1000 / hz / (m * s / 8)}' >>"$SOF_TMP/u_$1"
 	rtt 192.168.77.2 >>"$SOF_TMP/r_$1"
+	# the offloads' counters (binaries that have them): TSO packets cut in
+	# a, segments joined in b
+	for h in a b; do
+		sof_host_run $h "$SOFTOFED" ipoib status 2>/dev/null </dev/null |
+			awk -v h=$h '/^counters:/ {for (i = 2; i < NF; i += 2) if ($i ~ /^(tx_packets|rx_packets|tx_gso|tx_gso_segs|rx_gro|cm_tx_packets)$/) printf " %s.%s %s", h, $i, $(i + 1)}'
+	done >>"$SOF_TMP/c_$1"
+	echo >>"$SOF_TMP/c_$1"
 	for h in a b; do sof_host_run $h "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null; done
 }
 
 load0=$(load)
-for x in veth A B; do : >"$SOF_TMP/t_$x" && : >"$SOF_TMP/r_$x"; done
+for x in veth A B; do : >"$SOF_TMP/t_$x" && : >"$SOF_TMP/r_$x" && : >"$SOF_TMP/c_$x" && : >"$SOF_TMP/u_$x"; done
 for r in $(seq 1 "$REPS"); do
 	tcp "$(sof_host_ip b)" >>"$SOF_TMP/t_veth"
 	rtt "$(sof_host_ip b)" >>"$SOF_TMP/r_veth"
@@ -90,7 +118,10 @@ for r in $(seq 1 "$REPS"); do
 	fi
 	echo "# round $r: veth $(tail -n 1 "$SOF_TMP/t_veth") Mbit/s $(tail -n 1 "$SOF_TMP/r_veth") ms," \
 		"A $(tail -n 1 "$SOF_TMP/t_A") Mbit/s $(tail -n 1 "$SOF_TMP/r_A") ms," \
-		"B $(tail -n 1 "$SOF_TMP/t_B") Mbit/s $(tail -n 1 "$SOF_TMP/r_B") ms, load $(load)"
+		"B $(tail -n 1 "$SOF_TMP/t_B") Mbit/s $(tail -n 1 "$SOF_TMP/r_B") ms, load $(load);" \
+		"ipoib CPU per MB: A $(tail -n 1 "$SOF_TMP/u_A") ms, B $(tail -n 1 "$SOF_TMP/u_B") ms"
+	echo "#   counters A:$(tail -n 1 "$SOF_TMP/c_A")"
+	echo "#   counters B:$(tail -n 1 "$SOF_TMP/c_B")"
 done
 load1=$(load)
 sof_kill ab.iperf
@@ -99,6 +130,7 @@ sof_kill ab.fabric
 tv=$(median <"$SOF_TMP/t_veth") rv=$(median <"$SOF_TMP/r_veth")
 ta=$(median <"$SOF_TMP/t_A") ra=$(median <"$SOF_TMP/r_A")
 tb=$(median <"$SOF_TMP/t_B") rb=$(median <"$SOF_TMP/r_B")
+ua=$(median <"$SOF_TMP/u_A") ub=$(median <"$SOF_TMP/u_B")
 {
 	echo "### softofed-ipoib A ($A) and B ($B), ib0 $MODE, against veth0; median of $REPS alternating rounds, load $load0 -> $load1"
 	echo
@@ -106,4 +138,5 @@ tb=$(median <"$SOF_TMP/t_B") rb=$(median <"$SOF_TMP/r_B")
 	echo "|---|---|---|---|---|---|---|"
 	echo "| iperf3 TCP, 1 stream, ${SECS} s (Mbit/s) | $tv | $ta | $tb | $(ratio "$ta" "$tv") | $(ratio "$tb" "$tv") | $(ratio "$tb" "$ta") |"
 	echo "| ping RTT, 200 echoes (ms, average) | $rv | $ra | $rb | $(ratio "$ra" "$rv") | $(ratio "$rb" "$rv") | $(ratio "$rb" "$ra") |"
+	echo "| ipoib CPU per MB of iperf3, both hosts (ms) | - | $ua | $ub | - | - | $(ratio "$ub" "$ua") |"
 } | tee -a "${BENCH_OUT:-/dev/null}"

@@ -366,6 +366,21 @@ static int connect_start(struct conn *c)
 	return 0;
 }
 
+size_t cm_tx_mtu(const struct ipoib_hw *hw)
+{
+	const struct conn *c = cm.ch ? conn_find(hw) : NULL;
+
+	if (!cm.ch)
+		return 0;
+	if (!c)
+		return ipoib.mtu;
+	if (c->state == C_FAILED)
+		return 0;
+	if (c->state == C_UP)
+		return c->rsize > IPOIB_HDR_LEN ? c->rsize - IPOIB_HDR_LEN : 0;
+	return ipoib.mtu;
+}
+
 int cm_xmit(const struct ipoib_hw *hw, const uint8_t *frame, size_t len)
 {
 	struct conn *c = conn_find(hw);

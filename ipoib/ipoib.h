@@ -80,6 +80,10 @@ enum ipoib_cnt {
 	IC_cm_drop_queue, /* frames dropped while a connection was made */
 	IC_tx_too_big,	  /* over a datagram peer's MTU: ICMP too big to the kernel */
 	IC_drop_tun,	  /* received, but the kernel refused the TUN write */
+	IC_tx_gso,	  /* TSO packets from the kernel cut into segments here */
+	IC_tx_gso_segs,	  /* the segments they made */
+	IC_tx_drop_vnet,  /* a TUN header or TSO packet we do not take */
+	IC_rx_gro,	  /* received segments joined to the one before (GRO) */
 	IC_NR
 };
 extern const char *const ipoib_cnt_names[IC_NR];
@@ -173,6 +177,9 @@ struct ipoib_ah *ud_ah(const struct ipoib_path *path);
 void ud_ah_put(struct ipoib_ah *ah);
 /* Send frame (header included) to qpn through ah; 0 or -errno. */
 int ud_send(struct ipoib_ah *ah, uint32_t qpn, uint32_t qkey, const uint8_t *frame, size_t len);
+/* Post the sends ud_send gathered (one ibv_post_send for the lot): the
+ * loop calls it before it waits. */
+void ud_flush(void);
 /* Free send slots (completions reaped when none). */
 unsigned ud_sq_free(void);
 int ud_attach(const uint8_t mgid[16], uint16_t mlid);
@@ -223,6 +230,10 @@ void sa_close(void);
 /* An IP packet from the kernel. */
 /* pkt has IPOIB_HDR_LEN writable bytes before it (the header's place) */
 void ipoib_output(uint8_t *pkt, size_t len);
+/* The largest IP packet the destination of pkt takes in one frame: the
+ * interface MTU for a connected mode peer (or one being resolved), the
+ * peer's when its REP said less, else the datagram MTU. */
+size_t neigh_tx_mtu(const uint8_t *pkt, size_t len);
 void neigh_learn(const uint8_t ip[16], const struct ipoib_hw *hw);
 void neigh_send_hw(const struct ipoib_hw *to, const uint8_t *frame, size_t len);
 void neigh_tick(uint64_t now_ms);
@@ -267,6 +278,10 @@ void cm_poll(void);
 int cm_xmit(const struct ipoib_hw *hw, const uint8_t *frame, size_t len);
 /* Free send slots (the loop reads from the kernel while there are). */
 unsigned cm_sq_free(void);
+/* The largest IP packet hw's connection takes: its peer's receive size
+ * less the header when up, 0 when the peer takes datagrams only, the
+ * interface MTU while unknown. */
+size_t cm_tx_mtu(const struct ipoib_hw *hw);
 void cm_tick(uint64_t now_ms);
 void cm_dump(char *buf, size_t len);
 void cm_stop(void);
@@ -284,6 +299,27 @@ int ipoib_cm_data_get(struct ipoib_cm_data *d, const uint8_t *in, size_t len);
  * destination; the kernel's path MTU takes it. false: none fits (no DF,
  * not IP). */
 bool ipoib_too_big(struct ipoib *p, const uint8_t *frame, size_t len, uint32_t mtu);
+
+/* ---- gso.c (the TUN interface's offloads) ---------------------------------- */
+
+struct virtio_net_hdr;
+/* RFC 1071's sum of len bytes added to sum, and its folding to 16 bits */
+uint64_t ipoib_csum_add(uint64_t sum, const uint8_t *p, size_t len);
+uint16_t ipoib_csum_fold(uint64_t sum);
+/* A packet read from the TUN interface with its header vh: its checksum
+ * finished and out called once when it is no TSO packet or at most limit
+ * bytes, else once per segment of gso_size bytes of payload; each packet
+ * out gets has IPOIB_HDR_LEN writable bytes before it. -EINVAL: a header
+ * or packet we do not take (nothing went out). */
+int ipoib_tx_offload(uint8_t *pkt, size_t len, const struct virtio_net_hdr *vh, size_t limit,
+		     void (*out)(uint8_t *pkt, size_t len));
+/* The receive side's joining: packets for the kernel go through
+ * ipoib_gro_input, which calls write (set by ipoib_gro_init) with a GSO
+ * header for joined TCP segments; ipoib_gro_flush writes what is held
+ * (the end of each batch of completions). */
+void ipoib_gro_init(void (*write)(const struct virtio_net_hdr *vh, const uint8_t *pkt, size_t len));
+void ipoib_gro_input(const uint8_t *pkt, size_t len);
+void ipoib_gro_flush(void);
 
 /* ---- main.c ---------------------------------------------------------------- */
 

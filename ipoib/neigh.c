@@ -88,11 +88,19 @@ static void neigh_free(struct neigh *n)
 	memset(n, 0, sizeof(*n));
 }
 
+/* The last one found is looked at first: a TSO packet's segments, and
+ * a stream's packets, all go to one neighbour. */
 static struct neigh *find_ip(const uint8_t ip[16])
 {
+	static unsigned last;
+
+	if (neighs[last].state != N_FREE && !memcmp(neighs[last].ip, ip, 16))
+		return &neighs[last];
 	for (unsigned i = 0; i < NEIGH_MAX; i++)
-		if (neighs[i].state != N_FREE && !memcmp(neighs[i].ip, ip, 16))
+		if (neighs[i].state != N_FREE && !memcmp(neighs[i].ip, ip, 16)) {
+			last = i;
 			return &neighs[i];
+		}
 	return NULL;
 }
 
@@ -331,6 +339,34 @@ static bool mcast_dst(const uint8_t ip[16], uint8_t mgid[16])
 		return true;
 	}
 	return false;
+}
+
+size_t neigh_tx_mtu(const uint8_t *pkt, size_t len)
+{
+	uint8_t dst[16], mgid[16];
+	struct neigh *n;
+	size_t mtu;
+
+	if (!ipoib.connected)
+		return ipoib.mtu;
+	if ((pkt[0] >> 4) == 4 && len >= 20) {
+		memcpy(dst, pfx4, 12);
+		memcpy(dst + 12, pkt + 16, 4);
+	} else if ((pkt[0] >> 4) == 6 && len >= 40) {
+		memcpy(dst, pkt + 24, 16);
+	} else {
+		return ipoib.ud_mtu;
+	}
+	if (mcast_dst(dst, mgid))
+		return ipoib.ud_mtu;
+	n = find_ip(dst);
+	/* not resolved yet: it waits whole, and xmit_on sorts it out */
+	if (!n || n->state != N_READY)
+		return ipoib.mtu;
+	if (!(n->hw.flags & IPOIB_HW_C))
+		return ipoib.ud_mtu;
+	mtu = cm_tx_mtu(&n->hw);
+	return mtu ? mtu : ipoib.ud_mtu;
 }
 
 void ipoib_output(uint8_t *pkt, size_t len)

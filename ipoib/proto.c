@@ -54,6 +54,10 @@ const char *const ipoib_cnt_names[IC_NR] = {
     [IC_cm_drop_queue] = "cm_drop_queue",
     [IC_tx_too_big] = "tx_too_big",
     [IC_drop_tun] = "drop_tun",
+    [IC_tx_gso] = "tx_gso",
+    [IC_tx_gso_segs] = "tx_gso_segs",
+    [IC_tx_drop_vnet] = "tx_drop_vnet",
+    [IC_rx_gro] = "rx_gro",
 };
 
 #define ARP_LEN (8 + 2 * (IPOIB_HW_LEN + 4))

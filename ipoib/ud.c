@@ -35,6 +35,10 @@ static struct {
 	uint16_t pkey_index;
 	uint32_t sq_free[SQ_DEPTH];
 	uint32_t nfree;
+	/* sends gathered for one ibv_post_send (ud_flush) */
+	struct ibv_send_wr wr[SQ_DEPTH];
+	struct ibv_sge sge[SQ_DEPTH];
+	unsigned npend;
 } ud;
 
 static uint8_t *rslot(uint32_t i) { return ud.mem + (size_t)i * SLOT; }
@@ -160,14 +164,19 @@ struct ibv_context *ud_ctx(void) { return ud.ctx; }
 struct ibv_pd *ud_pd(void) { return ud.pd; }
 int ud_port(void) { return ud.port; }
 
-/* Reap completions: receives to the receive path and back to the RQ,
- * sends' slots back to the free list. */
+/* Reap completions: receives to the receive path and back to the RQ
+ * (each batch's buffers posted again as one list), sends' slots back to
+ * the free list. */
 static int reap(void)
 {
-	struct ibv_wc wc[32];
+	struct ibv_wc wc[64];
+	struct ibv_recv_wr rwr[64], *bad;
+	struct ibv_sge rsge[64];
 	int n, total = 0;
 
-	while ((n = ibv_poll_cq(ud.cq, 32, wc)) > 0) {
+	while ((n = ibv_poll_cq(ud.cq, 64, wc)) > 0) {
+		unsigned nr = 0;
+
 		total += n;
 		for (int i = 0; i < n; i++) {
 			if (wc[i].opcode & IBV_WC_RECV) {
@@ -180,12 +189,20 @@ static int reap(void)
 					ipoib_input(&ipoib, rslot(s), wc[i].byte_len, wc[i].src_qp,
 						    wc[i].slid);
 				}
-				if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
-					post_recv(s);
+				if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+					continue;
+				rsge[nr] = (struct ibv_sge){(uintptr_t)rslot(s), SLOT, ud.mr->lkey};
+				rwr[nr] = (struct ibv_recv_wr){
+				    .wr_id = s, .sg_list = &rsge[nr], .num_sge = 1};
+				if (nr)
+					rwr[nr - 1].next = &rwr[nr];
+				nr++;
 			} else if (ud.nfree < SQ_DEPTH) {
 				ud.sq_free[ud.nfree++] = (uint32_t)wc[i].wr_id;
 			}
 		}
+		if (nr)
+			ibv_post_recv(ud.qp, rwr, &bad);
 	}
 	return total;
 }
@@ -240,36 +257,57 @@ void ud_ah_put(struct ipoib_ah *ah)
 	free(ah);
 }
 
+/* A TSO packet cut into segments (gso.c) makes up to 32 sends at once:
+ * they go to the QP as one list, so the queue and its doorbell are
+ * touched once for the lot. */
+void ud_flush(void)
+{
+	struct ibv_send_wr *bad = NULL;
+
+	if (!ud.npend)
+		return;
+	ud.wr[ud.npend - 1].next = NULL;
+	if (ibv_post_send(ud.qp, ud.wr, &bad) && bad) {
+		/* what the queue refused is lost: its slots back */
+		for (struct ibv_send_wr *w = bad; w; w = w->next) {
+			ud.sq_free[ud.nfree++] = (uint32_t)w->wr_id;
+			ipoib.cnt[IC_tx_drop_post]++;
+		}
+	}
+	ud.npend = 0;
+}
+
 int ud_send(struct ipoib_ah *ah, uint32_t qpn, uint32_t qkey, const uint8_t *frame, size_t len)
 {
-	struct ibv_sge sge;
-	struct ibv_send_wr wr, *bad;
+	struct ibv_send_wr *wr;
 	uint32_t s;
 
 	if (len > IPOIB_BUF)
 		return -EMSGSIZE;
 	/* a full send queue: what completed, else the frame is lost (the
 	 * loop reads no packet from the kernel while the queue is full) */
-	if (!ud.nfree)
+	if (!ud.nfree) {
+		ud_flush();
 		reap();
+	}
 	if (!ud.nfree)
 		return -ENOBUFS;
 	s = ud.sq_free[--ud.nfree];
 	memcpy(sslot(s), frame, len);
-	sge = (struct ibv_sge){(uintptr_t)sslot(s), (uint32_t)len, ud.mr->lkey};
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = s;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.ud.ah = ah->ah;
-	wr.wr.ud.remote_qpn = qpn;
-	wr.wr.ud.remote_qkey = qkey;
-	if (ibv_post_send(ud.qp, &wr, &bad)) {
-		ud.sq_free[ud.nfree++] = s;
-		return -EIO;
-	}
+	ud.sge[ud.npend] = (struct ibv_sge){(uintptr_t)sslot(s), (uint32_t)len, ud.mr->lkey};
+	wr = &ud.wr[ud.npend];
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = s;
+	wr->sg_list = &ud.sge[ud.npend];
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_SEND;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.ud.ah = ah->ah;
+	wr->wr.ud.remote_qpn = qpn;
+	wr->wr.ud.remote_qkey = qkey;
+	if (ud.npend)
+		ud.wr[ud.npend - 1].next = wr;
+	ud.npend++;
 	return 0;
 }
 
@@ -291,6 +329,7 @@ int ud_detach(const uint8_t mgid[16], uint16_t mlid)
 
 void ud_close(void)
 {
+	ud_flush();
 	if (ud.qp)
 		ibv_destroy_qp(ud.qp);
 	if (ud.mr)

@@ -19,13 +19,24 @@
  * whose ICMP "too big" handed to the kernel is a whole IP packet of at
  * most the minimum MTU.
  *
+ * With bit 3 the rest is a packet from the TUN interface (ipoib/gso.c):
+ * a virtio_net_hdr (10 bytes) and the packet, cut for a 2044-byte MTU
+ * (bit 4: taken whole up to 65520): every packet out is inside its
+ * buffer with the header's room before it, a segment at most the MTU
+ * with a TCP checksum that verifies. With bit 5 the rest is a run of
+ * received packets (each after a 2-byte length) through the receive
+ * side's joining: what is written is an input unchanged (no GSO header)
+ * or a joined TCP packet whose GSO header's offsets lie inside it.
+ *
  * tests/fuzz/run.sh builds it from the files on these lines:
- * FUZZ_SOURCES: tests/fuzz/fuzz_ipoib.c ipoib/proto.c ipoib/cm_proto.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_ipoib.c ipoib/proto.c ipoib/cm_proto.c ipoib/gso.c
  * FUZZ_INCLUDES: ipoib common
  * FUZZ_SECS: 4
  */
 #include "ipoib.h"
 
+#include <endian.h>
+#include <linux/virtio_net.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +104,93 @@ static bool local_addr(const uint8_t ip[16])
 static const struct ipoib_ops ops = {
     .deliver = deliver, .send_hw = send_hw, .learn = learn, .local_addr = local_addr};
 
+/* ---- gso.c: the TUN interface's offloads ---- */
+
+static size_t tx_limit, tx_len;
+static unsigned tx_outs;
+
+static void tx_out(uint8_t *pkt, size_t len)
+{
+	size_t l4off = (pkt[0] >> 4) == 4 ? (size_t)(pkt[0] & 15) * 4 : 40;
+	uint64_t sum;
+
+	/* the header's room, written as ipoib_output does */
+	memset(pkt - IPOIB_HDR_LEN, 0, IPOIB_HDR_LEN);
+	if (len < tx_len) { /* a segment */
+		if (len > tx_limit || len <= l4off + 20)
+			FAIL("segment of %zu bytes, MTU %zu", len, tx_limit);
+		if ((pkt[0] >> 4) == 4)
+			sum = ipoib_csum_add(0, pkt + 12, 8);
+		else
+			sum = ipoib_csum_add(0, pkt + 8, 32) + ((len - l4off) >> 16);
+		sum +=
+		    6 + ((len - l4off) & 0xffff) + ((pkt[0] >> 4) == 4 ? (len - l4off) >> 16 : 0);
+		if (ipoib_csum_fold(ipoib_csum_add(sum, pkt + l4off, len - l4off)) != 0xffff)
+			FAIL("segment's TCP checksum");
+	} else if (len != tx_len) {
+		FAIL("%zu bytes out of %zu", len, tx_len);
+	}
+	tx_outs++;
+}
+
+static void fuzz_tx(const uint8_t *in, size_t n, size_t limit)
+{
+	struct virtio_net_hdr vh;
+	uint8_t *b;
+
+	if (n < sizeof(vh))
+		return;
+	memcpy(&vh, in, sizeof(vh));
+	tx_len = n - sizeof(vh);
+	b = malloc(IPOIB_HDR_LEN + tx_len + 1);
+	memcpy(b + IPOIB_HDR_LEN, in + sizeof(vh), tx_len);
+	tx_limit = limit;
+	tx_outs = 0;
+	if (ipoib_tx_offload(b + IPOIB_HDR_LEN, tx_len, &vh, limit, tx_out) && tx_outs)
+		FAIL("refused, but %u packets out", tx_outs);
+	free(b);
+}
+
+static const uint8_t *rx_in[64];
+static size_t rx_len[64];
+static unsigned rx_n, rx_next;
+
+static void rx_write(const struct virtio_net_hdr *vh, const uint8_t *pkt, size_t len)
+{
+	if (vh->gso_type == VIRTIO_NET_HDR_GSO_NONE) {
+		/* an input unchanged, in order */
+		while (rx_next < rx_n &&
+		       (rx_len[rx_next] != len || memcmp(rx_in[rx_next], pkt, len)))
+			rx_next++;
+		if (rx_next++ >= rx_n)
+			FAIL("wrote %zu bytes that are no input", len);
+		return;
+	}
+	if (!(vh->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) || !vh->gso_size || len > 65535 ||
+	    le16toh(vh->csum_start) + (size_t)le16toh(vh->csum_offset) + 2 > len ||
+	    le16toh(vh->hdr_len) >= len)
+		FAIL("joined packet of %zu bytes: bad GSO header", len);
+}
+
+static void fuzz_rx(const uint8_t *in, size_t n)
+{
+	ipoib_gro_init(rx_write);
+	rx_n = rx_next = 0;
+	while (n >= 2 && rx_n < 64) {
+		size_t len = (size_t)(in[0] << 8 | in[1]);
+
+		if (len > n - 2)
+			len = n - 2;
+		rx_in[rx_n] = in + 2;
+		rx_len[rx_n++] = len;
+		in += 2 + len;
+		n -= 2 + len;
+	}
+	for (unsigned i = 0; i < rx_n; i++)
+		ipoib_gro_input(rx_in[i], rx_len[i]);
+	ipoib_gro_flush();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint64_t before = 0, after = 0;
@@ -116,6 +214,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	buf_hi = buf + size - 1;
 	delivered = sent = learnt = 0;
 	icmp_out = false;
+	if (data[0] & 8) {
+		fuzz_tx(buf, size - 1, data[0] & 16 ? 65520 : 2044);
+		free(buf);
+		return 0;
+	}
+	if (data[0] & 32) {
+		fuzz_rx(buf, size - 1);
+		free(buf);
+		return 0;
+	}
 	if (data[0] & 4) {
 		struct ipoib_cm_data d;
 		size_t n = size - 1;

@@ -254,6 +254,23 @@ sof_dropin_pyverbs() {
 	ok "$name: $(grep -c '^ok ' "$out") steps, every byte checked"
 }
 
+# _sof_dropin_ready NAME WHAT PATTERN: server NAME printed PATTERN within
+# 20 s (its own line says it is ready: an RDMA CM listener has no TCP port
+# to watch); else a not ok line naming WHAT, the server stopped
+_sof_dropin_ready() {
+	local name=$1 what=$2 pattern=$3 end
+	end=$(($(now_ms) + 20000))
+	until grep -q "$pattern" "$(sof_out "$name")" 2>/dev/null; do
+		if ! sof_alive "$name" || [ "$(now_ms)" -ge "$end" ]; then
+			sof_kill "$name"
+			not_ok "${name%.srv}" "the $what server did not get ready"
+			sof_dump "$(sof_out "$name")"
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
 sof_dropin_dapl_conf() {
 	local dir=$1 iface=$2
 	mkdir -p "$dir"
@@ -341,23 +358,12 @@ sof_dropin_dtest() {
 }
 
 sof_dropin_dapltest() {
-	local name=$1 srv=$2 cli=$3 target=$4 prov=$5 rc out end
+	local name=$1 srv=$2 cli=$3 target=$4 prov=$5 rc out
 	shift 5
 	_sof_dropin_need "$name" dapltest dapl2-utils || return 1
 	out=$(sof_out "$name.cli")
 	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- stdbuf -oL dapltest -T S -D "$prov"
-	# the server's service point is an RDMA CM listener: no TCP port to
-	# watch, its own line says when it is ready
-	end=$(($(now_ms) + 20000))
-	until grep -q 'Service Point Ready' "$(sof_out "$name.srv")" 2>/dev/null; do
-		if ! sof_alive "$name.srv" || [ "$(now_ms)" -ge "$end" ]; then
-			sof_kill "$name.srv"
-			not_ok "$name" "the dapltest server did not get ready"
-			sof_dump "$(sof_out "$name.srv")"
-			return 1
-		fi
-		sleep 0.05
-	done
+	_sof_dropin_ready "$name.srv" dapltest 'Service Point Ready' || return 1
 	_sof_dropin_fg "$cli" 45 "$SOFTOFED" run -- dapltest -T T -s "$target" -D "$prov" \
 		-i 100 -t 2 -w 2 -V "$@" >"$out" 2>&1 </dev/null
 	rc=$?
@@ -430,7 +436,7 @@ sof_dropin_iser() {
 }
 
 sof_dropin_rpma() {
-	local name=$1 srv=$2 cli=$3 target=$4 port=7474 prog rc end out
+	local name=$1 srv=$2 cli=$3 target=$4 port=7474 prog rc out
 	prog=$SOF_PROGS/rpma_check
 	if [ ! -x "$prog" ]; then
 		not_ok "$name" "$prog was not built (librpma-dev missing: tests/install-deps.sh installs it)"
@@ -438,16 +444,7 @@ sof_dropin_rpma() {
 	fi
 	out=$(sof_out "$name.cli")
 	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- stdbuf -oL "$prog" server "$target" "$port"
-	end=$(($(now_ms) + 20000))
-	until grep -q 'rpma_check: listening' "$(sof_out "$name.srv")" 2>/dev/null; do
-		if ! sof_alive "$name.srv" || [ "$(now_ms)" -ge "$end" ]; then
-			sof_kill "$name.srv"
-			not_ok "$name" "the rpma_check server did not listen"
-			sof_dump "$(sof_out "$name.srv")"
-			return 1
-		fi
-		sleep 0.05
-	done
+	_sof_dropin_ready "$name.srv" rpma_check 'rpma_check: listening' || return 1
 	_sof_dropin_fg "$cli" 30 "$SOFTOFED" run -- "$prog" client "$target" "$port" >"$out" 2>&1 </dev/null
 	rc=$?
 	if [ "$rc" -eq 0 ] && sof_wait "$name.srv" 20 && grep -q '^rpma_check: ok$' "$out" &&

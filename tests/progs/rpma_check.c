@@ -30,11 +30,10 @@ static int fail(const char *what, int ret)
 
 static uint8_t pattern(size_t i) { return (uint8_t)(i * 131u + (i >> 12) + 7u); }
 
-/* Wait for the one completion of op on conn's CQ: 0 or 1. */
-static int wait_one(struct rpma_conn *conn, enum ibv_wc_opcode op, const char *what)
+/* The next completion of conn's CQ into *wc: 0 or 1. */
+static int wait_wc(struct rpma_conn *conn, struct ibv_wc *wc)
 {
 	struct rpma_cq *cq;
-	struct ibv_wc wc;
 	int ret, n = 0;
 
 	if ((ret = rpma_conn_get_cq(conn, &cq)))
@@ -42,17 +41,25 @@ static int wait_one(struct rpma_conn *conn, enum ibv_wc_opcode op, const char *w
 	while (!n) {
 		if ((ret = rpma_cq_wait(cq)))
 			return fail("rpma_cq_wait", ret);
-		ret = rpma_cq_get_wc(cq, 1, &wc, &n);
-		if (ret == RPMA_E_NO_COMPLETION) {
+		ret = rpma_cq_get_wc(cq, 1, wc, &n);
+		if (ret == RPMA_E_NO_COMPLETION)
 			n = 0;
-			continue;
-		}
-		if (ret)
+		else if (ret)
 			return fail("rpma_cq_get_wc", ret);
 	}
-	if (wc.status != IBV_WC_SUCCESS || wc.opcode != op) {
-		fprintf(stderr, "rpma_check: %s: status %s, opcode %d (want %d)\n", what,
-			ibv_wc_status_str(wc.status), wc.opcode, op);
+	return 0;
+}
+
+/* The next completion succeeded, of opcode op (-1: any): 0 or 1. */
+static int wait_one(struct rpma_conn *conn, int op, const char *what)
+{
+	struct ibv_wc wc;
+
+	if (wait_wc(conn, &wc))
+		return 1;
+	if (wc.status != IBV_WC_SUCCESS || (op >= 0 && (int)wc.opcode != op)) {
+		fprintf(stderr, "rpma_check: %s: status %s, opcode %d\n", what,
+			ibv_wc_status_str(wc.status), wc.opcode);
 		return 1;
 	}
 	return 0;
@@ -179,28 +186,8 @@ static int client(struct rpma_peer *peer, const char *addr, const char *port)
 		return fail("rpma_flush", ret);
 	/* a visibility flush is an RDMA READ (or a FLUSH where the device
 	 * offers one): its completion says the data is visible at the target */
-	{
-		struct rpma_cq *cq;
-		struct ibv_wc wc;
-		int n = 0;
-
-		if ((ret = rpma_conn_get_cq(conn, &cq)))
-			return fail("rpma_conn_get_cq", ret);
-		while (!n) {
-			if ((ret = rpma_cq_wait(cq)))
-				return fail("rpma_cq_wait", ret);
-			ret = rpma_cq_get_wc(cq, 1, &wc, &n);
-			if (ret && ret != RPMA_E_NO_COMPLETION)
-				return fail("rpma_cq_get_wc", ret);
-			if (ret)
-				n = 0;
-		}
-		if (wc.status != IBV_WC_SUCCESS) {
-			fprintf(stderr, "rpma_check: rpma_flush: status %s\n",
-				ibv_wc_status_str(wc.status));
-			return 1;
-		}
-	}
+	if (wait_one(conn, -1, "rpma_flush"))
+		return 1;
 	if ((ret = rpma_read(conn, mr, REGION, rmr, 0, REGION, RPMA_F_COMPLETION_ALWAYS, NULL)))
 		return fail("rpma_read", ret);
 	if (wait_one(conn, IBV_WC_RDMA_READ, "rpma_read"))

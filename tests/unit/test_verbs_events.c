@@ -155,24 +155,31 @@ static int poll1(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
 	return 0;
 }
 
+/* a (a CQ of one entry) and b connected; a's CQ overrun by three more
+ * completions than it holds: *ev is the CQ_ERR, not yet acked. */
+static void overrun(struct end *a, struct end *b, struct ibv_context *ca, struct ibv_context *cb,
+		    struct ibv_async_event *ev)
+{
+	struct ibv_wc wc;
+
+	end_init(a, ca, 1, NULL);
+	end_init(b, cb, 16, NULL);
+	to_rts(a->qp, b->qp->qp_num);
+	to_rts(b->qp, a->qp->qp_num);
+	for (int i = 0; i < a->cq->cqe + 3; i++)
+		CHECK_EQ(post_write(a, b, 100 + (uint64_t)i), 0);
+	CHECK(ibv_poll_cq(a->cq, 1, &wc) >= 0);
+	CHECK_EQ(wait_async(ca, ev, 1000), 1);
+	CHECK_EQ(ev->event_type, IBV_EVENT_CQ_ERR);
+}
+
 TEST(cq_overrun_raises_cq_err)
 {
 	struct ibv_context *ca = test_open_dev(), *cb = test_open_dev();
 	struct ibv_async_event ev;
-	struct ibv_wc wc;
 	struct end a, b;
-	int i;
 
-	end_init(&a, ca, 1, NULL);
-	end_init(&b, cb, 16, NULL);
-	to_rts(a.qp, b.qp->qp_num);
-	to_rts(b.qp, a.qp->qp_num);
-	/* a's CQ holds a->cq->cqe entries: three more completions overrun it */
-	for (i = 0; i < a.cq->cqe + 3; i++)
-		CHECK_EQ(post_write(&a, &b, 100 + (uint64_t)i), 0);
-	CHECK(ibv_poll_cq(a.cq, 1, &wc) >= 0);
-	CHECK_EQ(wait_async(ca, &ev, 1000), 1);
-	CHECK_EQ(ev.event_type, IBV_EVENT_CQ_ERR);
+	overrun(&a, &b, ca, cb, &ev);
 	CHECK(ev.element.cq == a.cq);
 	ibv_ack_async_event(&ev);
 	end_fini(&a);
@@ -206,20 +213,10 @@ TEST(destroy_waits_for_async_ack)
 	struct ibv_context *ca = test_open_dev(), *cb = test_open_dev();
 	struct ibv_async_event ev;
 	struct timespec t0;
-	struct ibv_wc wc;
 	struct end a, b;
 	pthread_t th;
-	int i;
 
-	end_init(&a, ca, 1, NULL);
-	end_init(&b, cb, 16, NULL);
-	to_rts(a.qp, b.qp->qp_num);
-	to_rts(b.qp, a.qp->qp_num);
-	for (i = 0; i < a.cq->cqe + 3; i++)
-		CHECK_EQ(post_write(&a, &b, 100 + (uint64_t)i), 0);
-	CHECK(ibv_poll_cq(a.cq, 1, &wc) >= 0);
-	CHECK_EQ(wait_async(ca, &ev, 1000), 1);
-	CHECK_EQ(ev.event_type, IBV_EVENT_CQ_ERR);
+	overrun(&a, &b, ca, cb, &ev);
 	CHECK_EQ(ibv_destroy_qp(a.qp), 0);
 	a.qp = NULL;
 	CHECK_EQ(pthread_create(&th, NULL, ack_later, &ev), 0);

@@ -84,15 +84,12 @@ static void owner_unlock(struct sof_resp_shm *rs)
 	atomic_store_explicit(&rs->lock, SOF_RESP_FREE, memory_order_release);
 }
 
-void tp_resp_shared_enter(struct sof_tqp *t)
+/* The daemon executed requests meanwhile: its state is ours. Under the
+ * owner's lock. */
+static void take_back(struct sof_tqp *t, struct sof_resp_shm *rs)
 {
-	struct sof_resp_shm *rs = t->qp->rshm;
 	uint32_t n, end;
 
-	owner_lock(rs);
-	if (!rs->daemon_ran)
-		return;
-	/* the daemon executed requests meanwhile: its state is ours */
 	rs->daemon_ran = 0;
 	t->epsn = rs->epsn & ROCE_PSN_MASK;
 	t->msn = rs->msn & 0xffffff;
@@ -134,6 +131,15 @@ void tp_resp_shared_enter(struct sof_tqp *t)
 				     .orig = e->orig};
 	}
 	t->res_pub = t->res_next;
+}
+
+void tp_resp_shared_enter(struct sof_tqp *t)
+{
+	struct sof_resp_shm *rs = t->qp->rshm;
+
+	owner_lock(rs);
+	if (rs->daemon_ran)
+		take_back(t, rs);
 }
 
 void tp_resp_shared_leave(struct sof_tqp *t)
@@ -192,6 +198,10 @@ void tp_resp_shared_void(struct tp_qp *qp)
 	if (!qp->rshm)
 		return;
 	owner_lock(qp->rshm);
+	/* what the daemon executed is the QP's before the modify: taken
+	 * back, or the owner would execute those requests again */
+	if (qp->t && qp->rshm->daemon_ran)
+		take_back(qp->t, qp->rshm);
 	qp->rshm->valid = 0;
 	qp->rshm->daemon_ran = 0;
 	owner_unlock(qp->rshm);

@@ -260,8 +260,9 @@ bool tp_any_net_v6(void);
  * to qpn are acknowledged as its responder would have. */
 void tp_linger_add(uint32_t qpn, uint32_t dqpn, uint32_t epsn, uint32_t msn,
 		   const struct tp_path *path);
-/* The owner of qp (an RC QP with rshm) modifies it: its responder state
- * as published is void until its next request (takeover.c). */
+/* The owner of qp (an RC QP with rshm) modifies it: what the daemon
+ * executed meanwhile is taken back first, then its responder state as
+ * published is void until its next request (takeover.c). */
 void tp_resp_shared_void(struct tp_qp *qp);
 /* The UDP source port for a flow between two QPs. */
 uint16_t tp_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn);

@@ -137,7 +137,7 @@ struct fab_stats {
 	uint64_t tx_lost; /* to hosts, the socket full */
 	uint64_t smp_drop, mad_drop;
 	uint64_t loop, queue_full; /* forwarding loops cut, queue overflow */
-	uint64_t sim_from_clients, sim_to_clients, sim_unclaimed;
+	uint64_t sim_from_clients, sim_to_clients, sim_unclaimed, sim_lost;
 	uint64_t captures, captured, cap_dropped; /* capture.c */
 };
 

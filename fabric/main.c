@@ -310,12 +310,13 @@ static void status(struct fabric *f, struct out *o)
 		outf(o, " %s %llu", fab_bad_names[b], (unsigned long long)s->bad[b]);
 	outf(o,
 	     " no_route %llu port_down %llu pkey %llu not_mine %llu unknown_host %llu "
-	     "sofl_bad %llu smp %llu mad %llu loop %llu queue_full %llu\n",
+	     "sofl_bad %llu smp %llu mad %llu loop %llu queue_full %llu sim_lost %llu\n",
 	     (unsigned long long)s->no_route, (unsigned long long)s->port_down,
 	     (unsigned long long)s->pkey, (unsigned long long)s->not_mine,
 	     (unsigned long long)s->unknown_host, (unsigned long long)s->sofl_bad,
 	     (unsigned long long)s->smp_drop, (unsigned long long)s->mad_drop,
-	     (unsigned long long)s->loop, (unsigned long long)s->queue_full);
+	     (unsigned long long)s->loop, (unsigned long long)s->queue_full,
+	     (unsigned long long)s->sim_lost);
 	{
 		uint64_t d[SOF_SMP_DROP_MAX] = {0};
 

@@ -21,6 +21,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -233,6 +234,27 @@ void fab_sim_ctl(struct fabric *f)
 	sendto(f->sim_ctl, &ctl, sizeof(ctl), 0, (struct sockaddr *)&from, fl);
 }
 
+/* One datagram to a client. Its socket holds few datagrams
+ * (net.unix.max_dgram_qlen, 10 by default) and its receiver is a thread
+ * of libumad2sim that may be off its CPU: when the socket is full the
+ * fabric waits for room, as ibsim's blocking send does, up to SEND_WAIT_MS
+ * (then the MAD is lost, counted), instead of losing the MAD at once, which
+ * cost an SM with a window of requests its answers. 0 or -errno. */
+#define SEND_WAIT_MS 1000
+
+static int sim_send(int fd, const void *buf, size_t len)
+{
+	for (int waited = 0;; waited += 5) {
+		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+
+		if (send(fd, buf, len, 0) == (ssize_t)len)
+			return 0;
+		if (errno != EAGAIN || waited >= SEND_WAIT_MS)
+			return -errno;
+		poll(&pfd, 1, 5);
+	}
+}
+
 bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32_t dqp,
 		     uint32_t sqp, const uint8_t *mad)
 {
@@ -241,6 +263,7 @@ bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32
 	struct fab_sim_client *c = NULL;
 	struct sim_request req;
 	unsigned id = (unsigned)(sof_get64(mad + 8) >> 48);
+	int err;
 
 	if (!n->sim_clients)
 		return false;
@@ -265,10 +288,13 @@ bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32
 	req.sqp = htonl(sqp);
 	req.length = htobe64(256);
 	memcpy(req.mad, mad, 256);
-	if (send(c->fd, &req, sizeof(req), 0) == (ssize_t)sizeof(req))
+	err = sim_send(c->fd, &req, sizeof(req));
+	if (!err)
 		f->st.sim_to_clients++;
-	else if (errno == ECONNREFUSED || errno == ENOTCONN)
+	else if (err == -ECONNREFUSED || err == -ENOTCONN)
 		sim_drop(c); /* the program is gone */
+	else
+		f->st.sim_lost++;
 	return true;
 }
 

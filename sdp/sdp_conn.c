@@ -555,9 +555,11 @@ static int cm_event(struct sdp_qpc *q)
 		return 0;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		/* what the peer sent before its DREQ is in the CQ: it goes to
-		 * the program before the end (pump_step) */
+		 * the program before the end (pump_step), also when the end is
+		 * a reset (no DisConn: the peer's process is gone, or its QP
+		 * failed), as a TCP peer's data before its RST */
 		if (drain_cq(q) || !q->flow.got_disconn)
-			return -ECONNRESET;
+			q->reset = 1;
 		q->dreq = 1;
 		return 0;
 	case RDMA_CM_EVENT_CONNECT_ERROR:
@@ -620,7 +622,7 @@ static int pump_step(struct sdp_qpc *q)
 		atomic_fetch_add(&q->out_seq, 1);
 	}
 	if (q->dreq && !q->rxq_n)
-		return 1; /* all the peer sent went to the program */
+		return q->reset ? -ECONNRESET : 1; /* all the peer sent went to the program */
 	/* the program reads no more (EPIPE: closed, or shutdown SHUT_RD) and
 	 * writes no more: the peer's DisConn is waited for a while only */
 	if (q->app_gone && q->rd_eof && !q->gone_at.tv_sec)

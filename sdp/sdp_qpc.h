@@ -75,7 +75,10 @@ struct sdp_qpc {
 	struct sdp_rxq rxq[SDP_RXQ];
 	unsigned int rxq_head, rxq_n;
 	unsigned int tx_head, tx_inflight;
-	uint8_t dreq;	     /* the peer's DREQ came (after its DisConn) */
+	uint8_t dreq;	     /* the peer's DREQ came */
+	/* ... without its DisConn, or its QP failed: ECONNRESET once what
+	 * came before is the program's */
+	uint8_t reset;
 	uint8_t established, rd_eof, sent_disconn, app_gone, out_blocked, in_blocked, shut_wr;
 	int err;
 	uint8_t draining;

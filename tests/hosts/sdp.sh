@@ -24,7 +24,7 @@ SOF_RS_PRELOAD=$SOF_BUILD_DIR/lib/libsdp.so
 export LIBSDP_CONFIG_FILE=$SOF_TMP/libsdp.conf
 printf 'use sdp server * *:*\nuse sdp client * *:*\n' >"$LIBSDP_CONFIG_FILE"
 
-# sdp_capture: 1 MiB over SDP while tshark captures a's veth0; judged as
+# sdp_capture: 4 MiB over SDP while tshark captures a's veth0; judged as
 # RoCEv2 (sof_capture_check), then as SDP: the CM REQ's service ID names
 # the port, tshark's SDP dissector reads the REP's private data as a
 # HelloAck, and every message (the payload of each SEND First/Only) starts
@@ -42,7 +42,9 @@ sdp_capture() {
 		not_ok "$name" "the capture did not start"
 		return
 	fi
-	sof_rs_http "hosts/sdp curl nc libsdp 1 MiB (captured)" a b "$A" "$PORT" 1
+	# 4 MiB: enough rounds that the reader's SinkAvails meet data still to
+	# send (with 1 MiB the source had, at times, sent all before one came)
+	sof_rs_http "hosts/sdp curl nc libsdp 4 MiB (captured)" a b "$A" "$PORT" 4
 	sof_capture_stop sdp.cap
 	sof_capture_check "$name" "$file"
 	n=$(timeout 120 tshark -n -r "$file" -Y "infiniband.cm.req.serviceid.dport == $PORT" 2>/dev/null | wc -l)

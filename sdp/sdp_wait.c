@@ -200,17 +200,22 @@ static int poll_call(void *arg, int zero)
 	return REAL_LAZY(real_ppoll, "ppoll")(a->p, a->n, zero ? &z : a->ts, a->mask);
 }
 
+/* w gets the descriptors of p that a poll watches: how many. */
+static int poll_waitset(struct waitset *w, const struct pollfd *p, nfds_t n)
+{
+	for (nfds_t i = 0; i < n; i++)
+		if (p[i].fd >= 0)
+			ws_add(w, p[i].fd);
+	return w->n;
+}
+
 SDP_EXPORT int ppoll(struct pollfd *p, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
 	struct poll_args a = { p, n, ts, mask };
 	struct waitset w = { .n = 0 };
-	nfds_t i;
 
 	sdp_real_init();
-	for (i = 0; i < n; i++)
-		if (p[i].fd >= 0)
-			ws_add(&w, p[i].fd);
-	if (!w.n)
+	if (!poll_waitset(&w, p, n))
 		return poll_call(&a, 0);
 	return wait_drive(&w, ts && !ts->tv_sec && !ts->tv_nsec, poll_call, &a);
 }
@@ -220,13 +225,9 @@ SDP_EXPORT int poll(struct pollfd *p, nfds_t n, int timeout)
 	struct timespec ts = { timeout / 1000, (long)(timeout % 1000) * 1000000 };
 	struct poll_args a = { p, n, timeout < 0 ? NULL : &ts, NULL };
 	struct waitset w = { .n = 0 };
-	nfds_t i;
 
 	sdp_real_init();
-	for (i = 0; i < n; i++)
-		if (p[i].fd >= 0)
-			ws_add(&w, p[i].fd);
-	if (!w.n)
+	if (!poll_waitset(&w, p, n))
 		return sdp_real.poll(p, n, timeout);
 	return wait_drive(&w, timeout == 0, poll_call, &a);
 }

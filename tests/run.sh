@@ -55,8 +55,9 @@ T_PASS=0
 T_FAIL=0
 T_TODO=0 # "not ok - ... # TODO": known gaps (a consumer that imports stubs), neither passed nor failed
 TODO_LIST=$(mktemp /tmp/sof-todo.XXXXXX) || exit 1
+FAIL_LIST=$(mktemp /tmp/sof-fail.XXXXXX) || exit 1 # repeated at the end, where CI's excerpt shows it
 OUT=$(mktemp /tmp/sof-run.XXXXXX) || exit 1
-trap 'rm -f "$OUT" "$TODO_LIST"' EXIT
+trap 'rm -f "$OUT" "$TODO_LIST" "$FAIL_LIST"' EXIT
 T0=$(now_ms)
 
 selected() {
@@ -65,7 +66,7 @@ selected() {
 
 # result NAME REASON: a failure the runner itself finds
 result_fail() {
-	echo "not ok - $1: $2"
+	echo "not ok - $1: $2" | tee -a "$FAIL_LIST"
 	T_FAIL=$((T_FAIL + 1))
 }
 
@@ -103,6 +104,7 @@ run_test() {
 		grep -E '^(not )?ok - ' "$OUT" >"$RT_SAVE"
 		return
 	fi
+	grep '^not ok - ' "$OUT" | grep -v ' # TODO' | cut -c1-300 >>"$FAIL_LIST"
 	T_PASS=$((T_PASS + np))
 	T_FAIL=$((T_FAIL + nf))
 	T_TODO=$((T_TODO + nt))
@@ -141,7 +143,7 @@ unit_merge() {
 			}
 			printf "%d %d\n", np, nf
 		}' "$@")
-	echo "$res" | sed '$d'
+	echo "$res" | sed '$d' | tee -a "$FAIL_LIST"
 	read -r np nf <<<"$(echo "$res" | tail -n 1)"
 	echo "# unit $name: $np ok in every build, $nf not ok (each counted once)"
 	T_PASS=$((T_PASS + np))
@@ -316,6 +318,10 @@ done
 if [ "$T_TODO" -gt 0 ]; then
 	echo "# known gaps (TODO, counted as skipped): $T_TODO"
 	sed 's/^/#   /' "$TODO_LIST"
+fi
+if [ -s "$FAIL_LIST" ]; then
+	echo "# failed:"
+	sed 's/^/#   /' "$FAIL_LIST"
 fi
 echo "# total time $((($(now_ms) - T0) / 1000)) s"
 echo "$T_PASS passed, $T_FAIL failed, $T_TODO skipped"

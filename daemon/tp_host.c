@@ -251,7 +251,9 @@ static uint8_t *host_mr_ptr(const struct tp_qp *tq, uint32_t key, uint64_t va, u
 	mr = v.mr;
 	/* the byte's address in the process of mr->mem */
 	addr = mr->addr + v.off + (va - v.iova);
-	if (!mr->nruns && mr->inplace && probe)
+	/* only the checks (the takeover tells a key the owner would fail
+	 * from a region this view cannot reach by it) */
+	if (probe)
 		return (uint8_t *)(uintptr_t)addr; /* not used */
 	if (!mr->nruns && mr->inplace)
 		return mr->mem->pmem_fd < 0 ? NULL : bounce(mr, addr, len, need);

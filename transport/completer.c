@@ -105,6 +105,12 @@ void tp_qp_error(struct sof_tqp *t, uint32_t event)
 	t->rcv_active = false;
 	tp_resp_ooo_clear(t);
 	tp_flush(t);
+	tp_qp_end(qp, event);
+}
+
+void tp_qp_end(struct tp_qp *qp, uint32_t event)
+{
+	atomic_store_explicit(&qp->shm->state, IBV_QPS_ERR, memory_order_release);
 	/* the owner flushes its receive queue and sees the new state */
 	cq_attention(qp->recv_cq);
 	if (qp->send_cq != qp->recv_cq)

@@ -750,7 +750,9 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	(void)a;
 	if (shared)
 		tp_resp_shared_enter(t);
-	if (t->qp->type == IBV_QPT_UC)
+	if (t->state == IBV_QPS_ERR) /* ended by the daemon meanwhile */
+		tp_drop(SOF_DROP_qp_state);
+	else if (t->qp->type == IBV_QPT_UC)
 		uc_packet(t, h, f, payload, paylen);
 	else
 		rc_packet(t, h, f, payload, paylen);

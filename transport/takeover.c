@@ -32,15 +32,19 @@
  * the shared state too: the owner publishes the ones it made, the daemon
  * adds its own, and the owner takes those into its ring when it takes
  * the state back, so a duplicate of an atomic the daemon executed gets
- * the daemon's result from the owner as well. What the owner would NAK
- * (a key, range or length, a receive buffer too short, a window this QP
- * may not invalidate), a packet ahead of the expected PSN, a QP whose
- * owner keeps packets ahead of a gap, a duplicate whose resource the
- * shared state no longer keeps: dropped without a NAK (the WQE taken
- * for it stays in hand), the requester's retry brings it to the owner
- * once that runs again, which answers it as the standard says. UC
- * (9.8.2) the same without answers. Counters: takeover (packets
- * executed or answered here), drops takeover (left for the owner).
+ * the daemon's result from the owner as well. What the owner would end
+ * the QP for (9.7.5.2.4, 9.9.2: a key, access or range, an opcode out
+ * of sequence, a length, a receive buffer too short, a window this QP
+ * may not invalidate) the daemon ends it for the same way: the receive
+ * WQE in error, the NAK, the QP in ERROR (take_fatal; the owner follows
+ * when it runs). A region the daemon cannot reach, a packet ahead of the
+ * expected PSN, a QP whose owner keeps packets ahead of a gap, a
+ * duplicate whose resource the shared state no longer keeps: dropped
+ * without a NAK (the WQE taken for it stays in hand), the requester's
+ * retry brings it to the owner once that runs again, which answers it
+ * as the standard says. UC (9.8.2) the same without answers. Counters:
+ * takeover (packets executed or answered here), drops takeover (left for
+ * the owner).
  */
 #include "tport.h"
 
@@ -138,8 +142,14 @@ void tp_resp_shared_enter(struct sof_tqp *t)
 	struct sof_resp_shm *rs = t->qp->rshm;
 
 	owner_lock(rs);
-	if (rs->daemon_ran)
-		take_back(t, rs);
+	if (!rs->daemon_ran)
+		return;
+	take_back(t, rs);
+	/* the daemon ended the QP with a fatal NAK (take_fatal): so do we,
+	 * and the packet that brought us here is dropped (tp_resp_packet) */
+	if (t->state != IBV_QPS_ERR &&
+	    atomic_load_explicit(&t->qp->shm->state, memory_order_acquire) == IBV_QPS_ERR)
+		tp_qp_error(t, 0);
 }
 
 void tp_resp_shared_leave(struct sof_tqp *t)
@@ -302,8 +312,47 @@ static const struct sof_resp_res *res_find(const struct sof_resp_shm *rs, uint32
 enum took {
 	TOOK_LEFT,     /* nothing: left for the owner (or lost, UC) */
 	TOOK_DONE,     /* executed: an RC SEND or WRITE is acknowledged */
-	TOOK_ANSWERED, /* answered already (responses, atomic ACK, RNR NAK) */
+	TOOK_ANSWERED, /* answered already (responses, atomic ACK, NAKs) */
 };
+
+/* A fatal error of request h (IBA 9.7.5.2.4, 9.9.2: the owner's
+ * fatal_nak, made here while it does not run, or a requester stopped
+ * past its retries would end in RETRY_EXC instead of the NAK's error):
+ * the NAK with code, which acknowledges what came before, and the QP
+ * ends: ERROR in its shared segment (the owner's pollers flush its
+ * receive queue; its engine, told by tp_resp_shared_enter or the state
+ * it reads for a packet, its send queue), the owner's event. The
+ * receive WQE in hand, if any, was completed in error by the caller. */
+static enum took take_fatal(struct tp_qp *qp, struct sof_resp_shm *rs, const struct answer *an,
+			    const struct roce_hdr *h, uint8_t code, uint32_t event)
+{
+	struct roce_hdr nak;
+
+	memset(&nak, 0, sizeof(nak));
+	answer(an, ROCE_ACK, h->psn, &nak);
+	nak.syndrome = (uint8_t)(ROCE_AETH_NAK | code);
+	tp_count(SOF_CNT_nak_sent, 1);
+	tp_send(&an->path, &nak, 0, NULL, NULL);
+	rs->valid = 0;
+	rs->daemon_ran = 1;
+	rs->in_msg = SOF_RESP_MSG_NONE;
+	rs->rcv_active = 0;
+	tp_qp_end(qp, event);
+	return TOOK_ANSWERED;
+}
+
+static enum took access_error(struct tp_qp *qp, struct sof_resp_shm *rs, const struct answer *an,
+			      const struct roce_hdr *h)
+{
+	tp_count(SOF_CNT_key_violations, 1);
+	return take_fatal(qp, rs, an, h, ROCE_NAK_REM_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
+}
+
+static enum took invalid_request(struct tp_qp *qp, struct sof_resp_shm *rs, const struct answer *an,
+				 const struct roce_hdr *h)
+{
+	return take_fatal(qp, rs, an, h, ROCE_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
+}
 
 static bool remote_write_ok(const struct tp_qp *qp)
 {
@@ -333,8 +382,8 @@ static uint32_t msg_code(uint32_t flags)
  * rs->rcv_*. An RC QP with none sends an RNR NAK (IBA 9.7.5.2.8: the
  * requester waits min_rnr_timer, the state unchanged). A malformed WQE
  * (only a program that scribbles on its own ring makes one) completes in
- * error at once, as the owner completes it, and the request is left.
- * TOOK_DONE when one is in hand. */
+ * error at once, as the owner completes it, with the owner's NAK (UC: the
+ * request is left). TOOK_DONE when one is in hand. */
 static enum took rcv_take(struct tp_qp *qp, struct sof_resp_shm *rs, const struct answer *an,
 			  uint32_t dqpn, const struct roce_hdr *h, uint8_t wc_opcode)
 {
@@ -364,7 +413,7 @@ static enum took rcv_take(struct tp_qp *qp, struct sof_resp_shm *rs, const struc
 	if (err) {
 		rs->rcv_active = 0;
 		tp_recv_complete(qp, rs->rcv_wr_id, dqpn, IBV_WC_LOC_QP_OP_ERR, wc_opcode, 0, h, 0);
-		return TOOK_LEFT;
+		return an ? take_fatal(qp, rs, an, h, ROCE_NAK_REM_OP_ERR, 0) : TOOK_LEFT;
 	}
 	rs->rcv_active = 1;
 	return TOOK_DONE;
@@ -384,6 +433,35 @@ static int rcv_place(const struct tp_qp *qp, const struct sof_resp_shm *rs, cons
 	return tp_sgl_copy(qp, sge, nsge, rs->rcv_off, (uint8_t *)payload, paylen, true);
 }
 
+/* Whether the keys of the receive WQE in hand grant [off, off + len)
+ * (only the checks, TP_MR_PROBE): when rcv_place failed, a key the owner
+ * would fail too, or only the daemon's view of a region (left). */
+static bool rcv_keys_ok(const struct tp_qp *qp, const struct sof_resp_shm *rs, uint64_t off,
+			uint64_t len)
+{
+	struct sof_sge sge[SOF_RESP_SGE];
+	uint32_t nsge = rs->rcv_nsge;
+
+	if (nsge > SOF_RESP_SGE)
+		return true;
+	memcpy(sge, rs->rcv_sge, nsge * sizeof(sge[0]));
+	for (uint32_t i = 0; i < nsge && len; i++) {
+		uint64_t n;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = sge[i].length - off < len ? sge[i].length - off : len;
+		if (!tp.host->mr_ptr(qp, sge[i].lkey, sge[i].addr + off, n,
+				     IBV_ACCESS_LOCAL_WRITE | TP_MR_PROBE))
+			return false;
+		len -= n;
+		off = 0;
+	}
+	return true;
+}
+
 /* The receive WQE in hand completed for request h, which ends a message
  * of byte_len bytes. */
 static void rcv_complete(struct tp_qp *qp, struct sof_resp_shm *rs, uint32_t dqpn,
@@ -400,7 +478,8 @@ static void rcv_complete(struct tp_qp *qp, struct sof_resp_shm *rs, uint32_t dqp
  * first packet, the receive WQE of one with immediate data taken (or RNR)
  * before its last packet's data moves, then placed and, with immediate
  * data, completed (9.4.1.1: the completion reports the DMA length). What
- * the owner would NAK is left to it. */
+ * the owner would NAK is NAKed so (take_fatal); a region the daemon cannot
+ * reach is left to the owner. */
 static enum took take_write(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
 			    uint32_t f, const uint8_t *payload, uint32_t paylen,
 			    const struct answer *an)
@@ -410,24 +489,28 @@ static enum took take_write(struct tp_qp *qp, struct sof_resp_shm *rs, const str
 	enum took r;
 	uint8_t *p;
 
+	/* the owner's execute: opcode sequence, full packets */
 	if (rs->in_msg != ((f & ROCE_F_FIRST) ? SOF_RESP_MSG_NONE : SOF_RESP_MSG_WRITE) ||
-	    paylen > rs->mtu || (!(f & ROCE_F_LAST) && paylen != rs->mtu) || !remote_write_ok(qp))
-		return TOOK_LEFT;
+	    paylen > rs->mtu || (!(f & ROCE_F_LAST) && paylen != rs->mtu))
+		return invalid_request(qp, rs, an, h);
 	if (f & ROCE_F_FIRST) {
 		wva = h->va;
 		wrkey = h->rkey;
 		wlen = left = h->dmalen;
 		if (wlen &&
-		    !tp.host->mr_ptr(qp, wrkey, wva, wlen, IBV_ACCESS_REMOTE_WRITE | TP_MR_PROBE))
-			return TOOK_LEFT;
+		    (!remote_write_ok(qp) ||
+		     !tp.host->mr_ptr(qp, wrkey, wva, wlen, IBV_ACCESS_REMOTE_WRITE | TP_MR_PROBE)))
+			return access_error(qp, rs, an, h);
 	} else {
 		wva = rs->wr_va;
 		wrkey = rs->wr_rkey;
 		wlen = rs->wr_len;
 		left = rs->wr_left;
 	}
-	if (paylen > left || ((f & ROCE_F_LAST) && paylen != left) || wlen < left)
+	if (wlen < left)
 		return TOOK_LEFT;
+	if (paylen > left || ((f & ROCE_F_LAST) && paylen != left))
+		return invalid_request(qp, rs, an, h);
 	if ((f & (ROCE_F_LAST | ROCE_F_IMMDT)) == (ROCE_F_LAST | ROCE_F_IMMDT)) {
 		r = rcv_take(qp, rs, an, an->dqpn, h, IBV_WC_RECV_RDMA_WITH_IMM);
 		if (r != TOOK_DONE)
@@ -460,30 +543,52 @@ static enum took take_write(struct tp_qp *qp, struct sof_resp_shm *rs, const str
 /* An in-order SEND (with immediate data, with invalidate; IBA 9.4.1.1),
  * one that starts or continues the SEND in progress: into the receive
  * WQE taken at its first packet (or RNR), completed at its last. A
- * message longer than the WQE's buffers, buffers that fail their checks,
- * a window this QP may not invalidate: left to the owner, the WQE in
- * hand, so that the requester's retry finds there what it would have
- * found (the owner completes the WQE in error and NAKs). */
+ * message longer than the WQE's buffers, buffers whose keys fail, a
+ * window this QP may not invalidate: the WQE completed in error and the
+ * owner's NAK (do_send). Buffers the daemon cannot reach: left to the
+ * owner, the WQE in hand, so that the requester's retry finds there what
+ * it would have found. */
 static enum took take_send(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
 			   uint32_t f, const uint8_t *payload, uint32_t paylen,
 			   const struct answer *an)
 {
 	enum took r;
+	int err;
 
 	if (rs->in_msg != ((f & ROCE_F_FIRST) ? SOF_RESP_MSG_NONE : SOF_RESP_MSG_SEND) ||
 	    paylen > rs->mtu || (!(f & ROCE_F_LAST) && paylen != rs->mtu))
-		return TOOK_LEFT;
+		return invalid_request(qp, rs, an, h);
 	if (f & ROCE_F_FIRST) {
 		r = rcv_take(qp, rs, an, an->dqpn, h, IBV_WC_RECV);
 		if (r != TOOK_DONE)
 			return r;
 		rs->rcv_off = 0;
 	}
-	if (!rs->rcv_active || rcv_place(qp, rs, payload, paylen))
+	if (!rs->rcv_active)
+		return TOOK_LEFT;
+	err = rcv_place(qp, rs, payload, paylen);
+	if (err == -EMSGSIZE) {
+		/* longer than the receive buffers */
+		rs->rcv_active = 0;
+		tp_recv_complete(qp, rs->rcv_wr_id, an->dqpn, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, h,
+				 0);
+		return invalid_request(qp, rs, an, h);
+	}
+	if (err == -EACCES && !rcv_keys_ok(qp, rs, rs->rcv_off, paylen)) {
+		rs->rcv_active = 0;
+		tp_recv_complete(qp, rs->rcv_wr_id, an->dqpn, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0,
+				 h, 0);
+		return take_fatal(qp, rs, an, h, ROCE_NAK_REM_OP_ERR, 0);
+	}
+	if (err)
 		return TOOK_LEFT;
 	if ((f & ROCE_F_IETH) &&
-	    (!tp.host->mw_invalidate || tp.host->mw_invalidate(qp, h->inv_rkey)))
-		return TOOK_LEFT;
+	    (!tp.host->mw_invalidate || tp.host->mw_invalidate(qp, h->inv_rkey))) {
+		rs->rcv_active = 0;
+		tp_recv_complete(qp, rs->rcv_wr_id, an->dqpn, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV,
+				 0, h, 0);
+		return invalid_request(qp, rs, an, h);
+	}
 	rs->rcv_off += paylen;
 	rs->epsn = (rs->epsn + 1) & ROCE_PSN_MASK;
 	if (!(f & ROCE_F_LAST)) {
@@ -496,24 +601,29 @@ static enum took take_send(struct tp_qp *qp, struct sof_resp_shm *rs, const stru
 	return TOOK_DONE;
 }
 
-/* An in-order READ (IBA 9.7.5.1.3): the checks of the owner's do_read,
- * a responder resource, the responses; or false. */
-static bool take_read(const struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
-		      struct answer *an)
+/* An in-order READ (IBA 9.7.5.1.3): the checks of the owner's do_read
+ * (failed: its NAK), a responder resource, the responses; or left when
+ * the daemon cannot reach the region. */
+static enum took take_read(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
+			   struct answer *an)
 {
 	uint32_t npkts = h->dmalen ? (uint32_t)(((uint64_t)h->dmalen + rs->mtu - 1) / rs->mtu) : 1;
 	struct sof_resp_res *e;
 	uint8_t *p;
 
-	if (!rs->max_dest || npkts > TP_MAX_MSG_PKTS ||
-	    !(atomic_load_explicit(&qp->shm->access, memory_order_relaxed) &
-	      IBV_ACCESS_REMOTE_READ))
-		return false;
+	if (!rs->max_dest || npkts > TP_MAX_MSG_PKTS)
+		return invalid_request(qp, rs, an, h);
 	if (h->dmalen) {
-		p = tp.host->mr_ptr(qp, h->rkey, h->va, h->dmalen,
-				    IBV_ACCESS_REMOTE_READ | TP_MR_PROBE);
+		if (!(atomic_load_explicit(&qp->shm->access, memory_order_relaxed) &
+		      IBV_ACCESS_REMOTE_READ) ||
+		    !tp.host->mr_ptr(qp, h->rkey, h->va, h->dmalen,
+				     IBV_ACCESS_REMOTE_READ | TP_MR_PROBE))
+			return access_error(qp, rs, an, h);
+		/* the keys hold; the first response's bytes within reach */
+		p = tp.host->mr_ptr(qp, h->rkey, h->va, h->dmalen < rs->mtu ? h->dmalen : rs->mtu,
+				    IBV_ACCESS_REMOTE_READ);
 		if (!p)
-			return false;
+			return TOOK_LEFT;
 		tp.host->mr_done(qp, p, 0);
 	}
 	e = res_new(rs);
@@ -527,30 +637,49 @@ static bool take_read(const struct tp_qp *qp, struct sof_resp_shm *rs, const str
 	rs->epsn = (h->psn + npkts) & ROCE_PSN_MASK;
 	an->msn = rs->msn;
 	serve_read(qp, an, rs->mtu, h->psn, h->va, h->rkey, h->dmalen);
-	return true;
+	return TOOK_ANSWERED;
+}
+
+/* The word of an atomic (need: its access) in the daemon's view, after
+ * the owner's checks (do_atomic: IBA 9.4.5 alignment, then the key): NULL
+ * with *r the NAK sent or TOOK_LEFT (a region the daemon cannot reach, a
+ * word misaligned in its mapping: left to the owner). */
+static uint64_t *atomic_word(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
+			     const struct answer *an, uint32_t need, enum took *r)
+{
+	uint64_t *p;
+
+	if (!rs->max_dest || (h->va & 7)) {
+		*r = invalid_request(qp, rs, an, h);
+		return NULL;
+	}
+	if (!(atomic_load_explicit(&qp->shm->access, memory_order_relaxed) & need) ||
+	    !tp.host->mr_ptr(qp, h->rkey, h->va, 8, need | TP_MR_PROBE)) {
+		*r = access_error(qp, rs, an, h);
+		return NULL;
+	}
+	*r = TOOK_LEFT;
+	p = (uint64_t *)(void *)tp.host->mr_ptr(qp, h->rkey, h->va, 8, need);
+	if (p && ((uintptr_t)p & 7)) {
+		tp.host->mr_done(qp, (uint8_t *)p, 0);
+		p = NULL;
+	}
+	return p;
 }
 
 /* An in-order compare-and-swap or fetch-and-add (IBA 9.4.5, 9.7.5.1.4):
  * the checks of the owner's do_atomic, applied once, its result kept in
- * a responder resource; or false. */
-static bool take_atomic(const struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
-			uint8_t op, struct answer *an)
+ * a responder resource. */
+static enum took take_atomic(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hdr *h,
+			     uint8_t op, struct answer *an)
 {
 	struct sof_resp_res *e;
 	uint64_t *p, orig;
+	enum took r;
 
-	if (!rs->max_dest || (h->va & 7) ||
-	    !(atomic_load_explicit(&qp->shm->access, memory_order_relaxed) &
-	      IBV_ACCESS_REMOTE_ATOMIC))
-		return false;
-	p = (uint64_t *)(void *)tp.host->mr_ptr(qp, h->rkey, h->va, 8, IBV_ACCESS_REMOTE_ATOMIC);
+	p = atomic_word(qp, rs, h, an, IBV_ACCESS_REMOTE_ATOMIC, &r);
 	if (!p)
-		return false;
-	/* a word misaligned in this mapping: the owner's invalid request */
-	if ((uintptr_t)p & 7) {
-		tp.host->mr_done(qp, (uint8_t *)p, 0);
-		return false;
-	}
+		return r;
 	if (op == ROCE_FETCH_ADD) {
 		orig = __atomic_fetch_add(p, h->swap_add, __ATOMIC_SEQ_CST);
 	} else {
@@ -568,28 +697,25 @@ static bool take_atomic(const struct tp_qp *qp, struct sof_resp_shm *rs, const s
 	rs->epsn = (h->psn + 1) & ROCE_PSN_MASK;
 	an->msn = rs->msn;
 	send_atomic_ack(an, h->psn, orig);
-	return true;
+	return TOOK_ANSWERED;
 }
 
 /* An in-order ATOMIC WRITE (IBA 9.4.7): the checks of the owner's
  * do_atomic_write, stored once, a responder resource for its
  * duplicates, answered with a zero-length READ response; or false. */
-static bool take_atomic_write(const struct tp_qp *qp, struct sof_resp_shm *rs,
-			      const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
-			      struct answer *an)
+static enum took take_atomic_write(struct tp_qp *qp, struct sof_resp_shm *rs,
+				   const struct roce_hdr *h, const uint8_t *payload,
+				   uint32_t paylen, struct answer *an)
 {
 	struct sof_resp_res *e;
 	uint64_t *p, v;
+	enum took r;
 
-	if (!rs->max_dest || h->dmalen != 8 || paylen != 8 || (h->va & 7) || !remote_write_ok(qp))
-		return false;
-	p = (uint64_t *)(void *)tp.host->mr_ptr(qp, h->rkey, h->va, 8, IBV_ACCESS_REMOTE_WRITE);
+	if (h->dmalen != 8 || paylen != 8)
+		return invalid_request(qp, rs, an, h);
+	p = atomic_word(qp, rs, h, an, IBV_ACCESS_REMOTE_WRITE, &r);
 	if (!p)
-		return false;
-	if ((uintptr_t)p & 7) { /* see take_atomic */
-		tp.host->mr_done(qp, (uint8_t *)p, 0);
-		return false;
-	}
+		return r;
 	memcpy(&v, payload, 8);
 	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
 	tp.host->mr_done(qp, (uint8_t *)p, 8);
@@ -601,7 +727,7 @@ static bool take_atomic_write(const struct tp_qp *qp, struct sof_resp_shm *rs,
 	rs->epsn = (h->psn + 1) & ROCE_PSN_MASK;
 	an->msn = rs->msn;
 	serve_read(qp, an, rs->mtu, h->psn, 0, 0, 0);
-	return true;
+	return TOOK_ANSWERED;
 }
 
 /* A duplicate (IBA 9.7.5.1.2): answered as the owner answers it, or
@@ -749,13 +875,13 @@ static bool take(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hd
 	else if (f & ROCE_F_WRITE)
 		r = take_write(qp, rs, h, f, payload, paylen, &an);
 	else if (rs->in_msg != SOF_RESP_MSG_NONE)
-		r = TOOK_LEFT; /* the others start a message: none may be in progress */
+		r = invalid_request(qp, rs, &an, h); /* they start a message: none in progress */
 	else if (op == ROCE_READ_REQ)
-		r = take_read(qp, rs, h, &an) ? TOOK_ANSWERED : TOOK_LEFT;
+		r = take_read(qp, rs, h, &an);
 	else if (op == ROCE_CMP_SWAP || op == ROCE_FETCH_ADD)
-		r = take_atomic(qp, rs, h, op, &an) ? TOOK_ANSWERED : TOOK_LEFT;
+		r = take_atomic(qp, rs, h, op, &an);
 	else if (op == ROCE_ATOMIC_WRITE)
-		r = take_atomic_write(qp, rs, h, payload, paylen, &an) ? TOOK_ANSWERED : TOOK_LEFT;
+		r = take_atomic_write(qp, rs, h, payload, paylen, &an);
 	else
 		r = TOOK_LEFT;
 	if (r == TOOK_LEFT)

@@ -440,6 +440,10 @@ void tp_comp_wqe(struct sof_tqp *t, int status);
 /* Move the QP to ERROR (IBA 10.3.1): flush every WQE of the network send
  * queue and tell the owner. event: async event for the owner or 0. */
 void tp_qp_error(struct sof_tqp *t, uint32_t event);
+/* The QP's state ERROR in its shared segment, its CQs' owners told, the
+ * host's record and event (the end of tp_qp_error; the daemon's takeover
+ * ends a program's QP with it). */
+void tp_qp_end(struct tp_qp *qp, uint32_t event);
 /* Flush what the network send queue holds of a QP in ERROR. */
 void tp_flush(struct sof_tqp *t);
 

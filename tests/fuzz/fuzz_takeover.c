@@ -103,6 +103,7 @@ static struct {
 	bool stalled, uc, poked;
 	uint64_t posted; /* receive WQEs */
 	unsigned sent, bad_sent; /* by the daemon: all, not to the peer or of a wrong kind */
+	uint8_t last_syndrome;	 /* of the last packet the daemon sent */
 	uint64_t counters[SOF_CNT_NR], drops[SOF_DROP_NR];
 } w;
 
@@ -223,6 +224,7 @@ static int port_send(const struct tp_path *path, struct roce_hdr *h, uint32_t pa
 	}
 	if (w.stalled) {
 		w.sent++;
+		w.last_syndrome = h->syndrome;
 		if (w.uc || h->dqpn != PEER_QPN || (h->opcode & ROCE_SVC_MASK) != ROCE_SVC_RC ||
 		    (op != ROCE_ACK && op != ROCE_ATOMIC_ACK && op != ROCE_READ_RESP_FIRST &&
 		     op != ROCE_READ_RESP_MIDDLE && op != ROCE_READ_RESP_LAST &&
@@ -657,14 +659,16 @@ static struct roce_hdr req(uint8_t opcode, int32_t psn, uint32_t k, uint64_t off
 }
 
 /* What a seed must do: packets the daemon executed or answered, left
- * for the owner, sent; bytes of value val at off in the RW region; and
- * receive completions, of them errors. */
+ * for the owner, sent; bytes of value val at off in the RW region;
+ * receive completions, of them errors; the NAK the daemon sent last
+ * (its AETH syndrome, 0: none asked), which ends the QP. */
 struct expect {
 	uint64_t taken, left;
 	unsigned sent;
 	uint32_t off, len;
 	uint8_t val;
 	uint32_t cqes, cqe_errs;
+	uint8_t nak;
 };
 
 /* The receive completions a seed made: cqes, errs of them in error. */
@@ -707,6 +711,13 @@ static void seed_write(const char *dir, const char *name, struct out *o, struct 
 		     (unsigned long long)e.left);
 	if (w.sent != e.sent)
 		FAIL("seed %s: the daemon sent %u, want %u", name, w.sent, e.sent);
+	/* a fatal NAK (IBA 9.7.5.2.4) ends the QP: ERROR in its shared
+	 * segment, for the owner too */
+	if (e.nak && w.last_syndrome != e.nak)
+		FAIL("seed %s: the daemon's last syndrome 0x%02x, want NAK 0x%02x", name,
+		     w.last_syndrome, e.nak);
+	if ((atomic_load(&w.qshm->state) == IBV_QPS_ERR) != (e.nak != 0))
+		FAIL("seed %s: QP state %u", name, atomic_load(&w.qshm->state));
 	for (uint32_t i = 0; i < e.len; i++)
 		if (w.rw[e.off + i] != e.val)
 			FAIL("seed %s: byte %u is 0x%02x, want 0x%02x", name, e.off + i,
@@ -755,20 +766,35 @@ static void write_seeds(const char *dir)
 	put8(&o, C_BATCH);
 	SEED("write_handover", .taken = 1, .sent = 1, .off = 0, .len = 1040, .val = 0x66);
 
-	/* left for the owner: keys and lengths the owner would NAK */
-	h = req(ROCE_WRITE_ONLY, 0, 1, 0, 16); /* read-only region */
-	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
-	h = req(ROCE_WRITE_ONLY, 0, 3, 0, 16); /* a key that names nothing */
-	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
-	h = req(ROCE_WRITE_ONLY, 0, 0, RW_LEN - 8, 16); /* past the region */
-	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
-	h = req(ROCE_WRITE_ONLY, 0, 0, 0, 32); /* shorter than its DMA length */
-	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
-	h = req(ROCE_WRITE_FIRST, 0, 0, 0, 4096); /* a FIRST shorter than the MTU */
-	seed_pkt(&o, C_DAEMON, &h, 512, 0x99);
-	h = req(ROCE_WRITE_MIDDLE, 0, 0, 0, 0); /* no message in progress */
-	seed_pkt(&o, C_DAEMON, &h, 1024, 0x99);
-	SEED("write_bad", .left = 6);
+	/* keys and lengths the owner would NAK: the daemon NAKs them as the
+	 * owner would (remote access error, invalid request) and the QP
+	 * ends: the WRITE after is refused (left) */
+	{
+		static const struct {
+			const char *name;
+			uint8_t opcode;
+			uint32_t key, off, dmalen, paylen;
+			uint8_t nak;
+		} bad[] = {
+		    {"write_bad_readonly", ROCE_WRITE_ONLY, 1, 0, 16, 16, ROCE_NAK_REM_ACCESS},
+		    {"write_bad_key", ROCE_WRITE_ONLY, 3, 0, 16, 16, ROCE_NAK_REM_ACCESS},
+		    {"write_bad_range", ROCE_WRITE_ONLY, 0, RW_LEN - 8, 16, 16, ROCE_NAK_REM_ACCESS},
+		    /* shorter than its DMA length; a FIRST shorter than the
+		     * MTU; a MIDDLE with no message in progress */
+		    {"write_bad_length", ROCE_WRITE_ONLY, 0, 0, 32, 16, ROCE_NAK_INV_REQ},
+		    {"write_bad_first", ROCE_WRITE_FIRST, 0, 0, 4096, 512, ROCE_NAK_INV_REQ},
+		    {"write_bad_sequence", ROCE_WRITE_MIDDLE, 0, 0, 0, 1024, ROCE_NAK_INV_REQ},
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			h = req(bad[i].opcode, 0, bad[i].key, bad[i].off, bad[i].dmalen);
+			seed_pkt(&o, C_DAEMON, &h, bad[i].paylen, 0x99);
+			h = req(ROCE_WRITE_ONLY, 1, 0, 0, 16);
+			seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
+			SEED(bad[i].name, .taken = 1, .left = 1, .sent = 1,
+			     .nak = ROCE_AETH_NAK | bad[i].nak);
+		}
+	}
 	/* PSNs out of the window: ahead, and older than duplicates go */
 	h = req(ROCE_WRITE_ONLY, 1, 0, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
@@ -858,14 +884,16 @@ static void write_seeds(const char *dir)
 	seed_pkt(&o, C_DAEMON, &h, 32, 0x47);
 	SEED("send_rnr_retry", .taken = 2, .sent = 2, .off = 0x1000, .len = 32, .val = 0x47,
 	     .cqes = 1);
-	/* left for the owner, the WQE in hand: longer than its buffer (the
-	 * owner then completes it in error), a buffer of the read-only
-	 * region, an invalidate; a malformed WQE completes in error at once */
+	/* the WQE completed in error and the owner's NAK, the QP ended (the
+	 * owner's engine then drops what comes): longer than its buffer, a
+	 * buffer of the read-only region, an invalidate this QP may not do;
+	 * a malformed WQE */
 	seed_post(&o, 1, 0x1000, 64);
 	h = req(ROCE_SEND_ONLY, 0, 0, 0, 0);
 	seed_pkt(&o, C_DAEMON, &h, 100, 0x99);
 	seed_pkt(&o, C_OWNER, &h, 100, 0x99);
-	SEED("send_too_long", .left = 1, .cqes = 1, .cqe_errs = 1);
+	SEED("send_too_long", .taken = 1, .sent = 1, .cqes = 1, .cqe_errs = 1,
+	     .nak = ROCE_AETH_NAK | ROCE_NAK_INV_REQ);
 	put8(&o, C_POST);
 	put8(&o, 1);
 	put8(&o, 1);
@@ -873,12 +901,14 @@ static void write_seeds(const char *dir)
 	put16(&o, 64);
 	h = req(ROCE_SEND_ONLY, 0, 0, 0, 0);
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
-	SEED("send_bad_key", .left = 1);
+	SEED("send_bad_key", .taken = 1, .sent = 1, .cqes = 1, .cqe_errs = 1,
+	     .nak = ROCE_AETH_NAK | ROCE_NAK_REM_OP_ERR);
 	seed_post(&o, 1, 0x1000, 64);
 	h = req(ROCE_SEND_ONLY_INV, 0, 0, 0, 0);
 	h.inv_rkey = 0x4321;
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
-	SEED("send_inv", .left = 1);
+	SEED("send_inv", .taken = 1, .sent = 1, .cqes = 1, .cqe_errs = 1,
+	     .nak = ROCE_AETH_NAK | ROCE_NAK_INV_REQ);
 	/* a WQE in hand the program scribbled on (more SGEs than any WQE
 	 * holds): left */
 	seed_post(&o, 1, 0x1000, 4096);
@@ -897,8 +927,8 @@ static void write_seeds(const char *dir)
 	h = req(ROCE_SEND_ONLY, 0, 0, 0, 0);
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x48);
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x48);
-	SEED("send_malformed_wqe", .taken = 1, .left = 1, .sent = 1, .off = 0x1000, .len = 16,
-	     .val = 0x48, .cqes = 2, .cqe_errs = 1);
+	SEED("send_malformed_wqe", .taken = 1, .left = 1, .sent = 1, .cqes = 1, .cqe_errs = 1,
+	     .nak = ROCE_AETH_NAK | ROCE_NAK_REM_OP_ERR);
 	/* WRITEs with immediate data: of two packets, and of none */
 	seed_post(&o, 1, 0x3000, 64);
 	seed_post(&o, 0, 0, 0);
@@ -926,12 +956,15 @@ static void write_seeds(const char *dir)
 	h = req(ROCE_READ_REQ, -2, 1, 1024, 1076);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
 	SEED("read", .taken = 3, .sent = 6);
-	/* left: past the region, no key, a duplicate outside the original,
-	 * one ahead, one in the middle of a WRITE */
+	/* past the region, no key: NAKed, the QP ends */
 	h = req(ROCE_READ_REQ, 0, 0, RW_LEN - 8, 16);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	SEED("read_bad_range", .taken = 1, .sent = 1, .nak = ROCE_AETH_NAK | ROCE_NAK_REM_ACCESS);
 	h = req(ROCE_READ_REQ, 0, 3, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	SEED("read_bad_key", .taken = 1, .sent = 1, .nak = ROCE_AETH_NAK | ROCE_NAK_REM_ACCESS);
+	/* left: a duplicate outside the original, one ahead; one in the
+	 * middle of a WRITE: an invalid request */
 	h = req(ROCE_READ_REQ, 0, 0, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
 	h = req(ROCE_READ_REQ, -1, 0, 8, 16);
@@ -942,7 +975,7 @@ static void write_seeds(const char *dir)
 	seed_pkt(&o, C_DAEMON, &h, 1024, 0x12);
 	h = req(ROCE_READ_REQ, 0, 0, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
-	SEED("read_bad", .taken = 2, .left = 5, .sent = 2);
+	SEED("read_bad", .taken = 3, .left = 2, .sent = 3, .nak = ROCE_AETH_NAK | ROCE_NAK_INV_REQ);
 	/* atomics: fetch-and-add, its duplicate (not applied again), a
 	 * compare-and-swap; the word ends at 0xa5 + 3 swapped for 7 */
 	h = req(ROCE_WRITE_ONLY, 0, 0, 64, 8);
@@ -958,16 +991,21 @@ static void write_seeds(const char *dir)
 	h.swap_add = 0x707070707070707ull;
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
 	SEED("atomic", .taken = 4, .sent = 4, .off = 64, .len = 8, .val = 7);
-	/* left: misaligned, read-only region, no key, the owner's lock */
+	/* misaligned: an invalid request; the read-only region, no key: a
+	 * remote access error; one ahead: left */
 	h = req(ROCE_FETCH_ADD, 0, 0, 4, 0);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	SEED("atomic_misaligned", .taken = 1, .sent = 1, .nak = ROCE_AETH_NAK | ROCE_NAK_INV_REQ);
 	h = req(ROCE_FETCH_ADD, 0, 1, 0, 0);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	SEED("atomic_read_only", .taken = 1, .sent = 1,
+	     .nak = ROCE_AETH_NAK | ROCE_NAK_REM_ACCESS);
 	h = req(ROCE_CMP_SWAP, 0, 2, 0, 0);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
+	SEED("atomic_bad_key", .taken = 1, .sent = 1, .nak = ROCE_AETH_NAK | ROCE_NAK_REM_ACCESS);
 	h = req(ROCE_FETCH_ADD, 1, 0, 0, 0);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
-	SEED("atomic_bad", .left = 4);
+	SEED("atomic_bad", .left = 1);
 	/* the owner adds, the daemon answers its duplicate from the shared
 	 * resources and adds, the owner answers the daemon's duplicate */
 	h = req(ROCE_FETCH_ADD, 0, 0, 0, 0);

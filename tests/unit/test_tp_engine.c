@@ -1518,8 +1518,8 @@ static bool acked(unsigned nsent, int32_t rel, uint32_t msn)
  * state out of reach), the daemon executes the next in-order WRITE and
  * ACKs it, ACKs a duplicate again, answers a SEND and a WRITE with
  * immediate with RNR NAKs (no receive WQE is posted), and drops without a
- * NAK one ahead, one to a read-only region, one while the owner holds the
- * lock; it starts a two-packet WRITE. Running again,
+ * NAK one ahead and one while the owner holds the lock; it starts a
+ * two-packet WRITE. Running again,
  * the owner takes the state back: the WRITE the daemon executed is a
  * duplicate (ACKed, not placed again), the WRITE the daemon started goes
  * on with its LAST, and what follows executes in order. */
@@ -1551,7 +1551,6 @@ TEST(takeover_writes_while_stalled)
 	to_in(ROCE_SEND_ONLY, 2, 0, 0, 16, 0, 0x99);
 	to_in(ROCE_WRITE_ONLY_IMM, 2, 128, 16, 16, KEY_RW, 0x99);
 	to_in(ROCE_WRITE_ONLY, 3, 128, 16, 16, KEY_RW, 0x99);
-	to_in(ROCE_WRITE_ONLY, 2, 128, 16, 16, KEY_RO, 0x99);
 	atomic_store(&w.qshm->resp.lock, SOF_RESP_OWNER);
 	to_in(ROCE_WRITE_ONLY, 2, 128, 16, 16, KEY_RW, 0x99);
 	atomic_store(&w.qshm->resp.lock, SOF_RESP_FREE);
@@ -1561,7 +1560,7 @@ TEST(takeover_writes_while_stalled)
 		      (w.sent[i].h.syndrome & ROCE_AETH_TYPE_MASK) == ROCE_AETH_RNR_NAK &&
 		      w.sent[i].h.psn == ((EPSN + 2) & ROCE_PSN_MASK));
 	CHECK(mem_is(128, 16, 0));
-	CHECK_EQ(w.drops[SOF_DROP_takeover], 3);
+	CHECK_EQ(w.drops[SOF_DROP_takeover], 2);
 	CHECK_EQ(w.counters[SOF_CNT_takeover], 4);
 	/* the FIRST of a two-packet WRITE (the path MTU is 1024) */
 	to_in(ROCE_WRITE_FIRST, 2, 1024, 2048, 1024, KEY_RW, 0x33);
@@ -1628,8 +1627,8 @@ static uint64_t word_at(uint32_t off)
  * stalled, the daemon answers its duplicate with the owner's result,
  * executes the next one and a READ (responses with the data, the READ's
  * PSNs consumed), answers a duplicate of its own fetch-and-add with its
- * result without applying it again, and leaves to the owner a READ past
- * the region, a misaligned atomic and one to a read-only region. Running
+ * result without applying it again, and leaves to the owner a READ
+ * ahead of the expected PSN. Running
  * again, the owner answers the duplicate of the daemon's fetch-and-add
  * with the daemon's result (applied once in all) and goes on in order. */
 TEST(takeover_reads_atomics_while_stalled)
@@ -1673,11 +1672,10 @@ TEST(takeover_reads_atomics_while_stalled)
 	CHECK(w.nsent == n + 7 && w.sent[n + 6].h.opcode == ROCE_READ_RESP_ONLY &&
 	      w.lastpay[0] == 0x5a && w.lastpay[15] == 0x5a);
 	/* left for the owner */
-	to_in(ROCE_READ_REQ, 6, MEM_LEN - 8, 16, 0, KEY_RW, 0);
-	to_atomic(ROCE_FETCH_ADD, 6, 4, 1, 0);
+	to_in(ROCE_READ_REQ, 7, 256, 16, 0, KEY_RW, 0);
 	CHECK_EQ(w.nsent, n + 7);
 	CHECK_EQ(w.counters[SOF_CNT_takeover], 6);
-	CHECK_EQ(w.drops[SOF_DROP_takeover], 2);
+	CHECK_EQ(w.drops[SOF_DROP_takeover], 1);
 
 	/* running again: the owner */
 	takeover_on = false;
@@ -1730,6 +1728,62 @@ TEST(takeover_uc_writes_while_stalled)
 	world_down();
 }
 
+/* What the owner would end the QP for (IBA 9.7.5.2.4), found by the
+ * daemon while the owner is stalled: a WRITE to a read-only region gets
+ * the owner's NAK (remote access error) from the daemon, at once, and
+ * the QP ends (ERROR in the shared segment, the owner's access error
+ * event); nothing after it is taken, and the owner, running again, drops
+ * what comes and is in ERROR too. A READ past the region and a
+ * misaligned atomic the same, with their NAKs. */
+TEST(takeover_fatal_naks)
+{
+	static const struct {
+		uint8_t op, nak;
+		uint32_t off, dmalen, len, rkey, event;
+	} bad[] = {
+	    {ROCE_WRITE_ONLY, ROCE_NAK_REM_ACCESS, 128, 16, 16, KEY_RO, IBV_EVENT_QP_ACCESS_ERR},
+	    {ROCE_READ_REQ, ROCE_NAK_REM_ACCESS, MEM_LEN - 8, 16, 0, KEY_RW,
+	     IBV_EVENT_QP_ACCESS_ERR},
+	    {ROCE_FETCH_ADD, ROCE_NAK_INV_REQ, 4, 0, 0, KEY_RW, IBV_EVENT_QP_REQ_ERR},
+	};
+
+	for (size_t i = 0; i < SOF_ARRAY_SIZE(bad); i++) {
+		struct sof_tqp *t;
+		unsigned n;
+
+		world_up();
+		w.qp.rshm = &w.qshm->resp;
+		atomic_store(&w.qshm->access, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						  IBV_ACCESS_REMOTE_ATOMIC);
+		to_in(ROCE_WRITE_ONLY, 0, 0, 64, 64, KEY_RW, 0x11); /* the owner's */
+		tp_input_end();
+		t = w.qp.t;
+		w.qp.t = NULL;
+		takeover_on = true;
+		n = w.nsent;
+		if (bad[i].op == ROCE_FETCH_ADD)
+			to_atomic(ROCE_FETCH_ADD, 1, bad[i].off, 1, 0);
+		else
+			to_in(bad[i].op, 1, bad[i].off, bad[i].dmalen, bad[i].len, bad[i].rkey, 0x99);
+		CHECK_EQ(w.nsent, n + 1);
+		CHECK(w.sent[n].h.opcode == ROCE_ACK &&
+		      w.sent[n].h.syndrome == (ROCE_AETH_NAK | bad[i].nak) &&
+		      w.sent[n].h.psn == ((EPSN + 1) & ROCE_PSN_MASK) && w.sent[n].h.dqpn == PEER_QPN);
+		CHECK_EQ(atomic_load(&w.qshm->state), IBV_QPS_ERR);
+		CHECK_EQ(w.last_event, bad[i].event);
+		CHECK(mem_is(128, 16, 0));
+		/* nothing after it, by the daemon or by the owner */
+		to_in(ROCE_WRITE_ONLY, 1, 128, 16, 16, KEY_RW, 0x99);
+		CHECK_EQ(w.nsent, n + 1);
+		takeover_on = false;
+		w.qp.t = t;
+		to_in(ROCE_WRITE_ONLY, 1, 128, 16, 16, KEY_RW, 0x99);
+		tp_input_end();
+		CHECK(w.nsent == n + 1 && mem_is(128, 16, 0) && w.qp.t->state == IBV_QPS_ERR);
+		world_down();
+	}
+}
+
 int main(void)
 {
 	RUN(resp_send_ack_duplicate);
@@ -1761,5 +1815,6 @@ int main(void)
 	RUN(takeover_writes_while_stalled);
 	RUN(takeover_reads_atomics_while_stalled);
 	RUN(takeover_uc_writes_while_stalled);
+	RUN(takeover_fatal_naks);
 	return test_summary();
 }

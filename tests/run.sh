@@ -309,7 +309,7 @@ for f in tests/hosts/onesided.sh; do
 	# the parts the daemon's takeover runs (not the idle wake-ups, the
 	# writer's retries into a killed target, the progress thread's atomics)
 	run_test "$f (asan daemon)" "$TEST_TIMEOUT" env SOF_BUILD="$MIX" \
-		SOF_ONESIDED_ONLY='^(stopped|uc|recv|killrecv)$' \
+		SOF_ONESIDED_ONLY='^(stopped|uc|recv|fatal|killrecv)$' \
 		ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" \
 		UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" "${CMD[@]}"
 done

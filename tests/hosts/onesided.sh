@@ -43,7 +43,7 @@
 #     the atomics).
 # Needs root (ip netns).
 # Usage: [SOF_ONESIDED_ONLY=REGEX] tests/hosts/onesided.sh (REGEX: the parts
-# to run of idle, stopped, uc, recv, killrecv, kill, atomic; default all)
+# to run of idle, stopped, uc, recv, fatal, killrecv, kill, atomic; default all)
 set -u
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -166,6 +166,42 @@ stopped_recv() {
 	fi
 }
 
+# fatal OP WHAT WANT TGT: with the target SIGSTOPped, the writer's next
+# request is one the target's responder must end the QP for (write_stop
+# -F: a SEND longer than the receive buffer, a WRITE with a wrong rkey):
+# host a's daemon answers it as the target would (IBA 9.7.5.2.4), so the
+# writer's QP ends with WANT within its retries (local ACK timeout 2^16 x
+# 4.096 us, 7 retries: RETRY_EXC_ERR after ~2 s when the NAK is left to
+# the stopped target), and after SIGCONT the target finds TGT in its
+# output (its receive completion in error) and its QP in ERROR
+fatal() {
+	local op=$1 what=$2 want=$3 tgt=$4 tag="fatal$1" wpid wrc out tout
+	local name="hosts/onesided: $2 into a SIGSTOPped target"
+	if ! start "$tag" 20000 -o "$op" -t 16 -w 2000 -F; then
+		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out "$tag.wr")" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "$tag.tgt")" | tr '\n' ' ')"
+		sof_kill "$tag.wr"
+		sof_kill "$tag.tgt"
+		return
+	fi
+	wpid=$(sed -n 's/^writer ready pid=\([0-9]*\)$/\1/p' "$(sof_out "$tag.wr")")
+	kill -STOP "$TPID"
+	sleep 0.3
+	kill -USR1 "$wpid"
+	sof_wait "$tag.wr" 30
+	wrc=$?
+	kill -CONT "$TPID"
+	sof_wait "$tag.tgt" 20
+	out=$(sof_out "$tag.wr")
+	tout=$(sof_out "$tag.tgt")
+	# IBV_QPS_ERR is 6
+	if [ "$wrc" -eq 4 ] && grep -q "^error status=$want " "$out" &&
+		{ [ -z "$tgt" ] || grep -q "$tgt" "$tout"; } && grep -q '^target qp state=6$' "$tout"; then
+		ok "$name: the writer's QP ends with the target's NAK ($(grep '^error' "$out")), the target's QP in ERROR after SIGCONT${tgt:+ (and its completion $tgt)}"
+	else
+		not_ok "$name" "writer exit $wrc (want 4, $want): $(tail -n 2 "$out" | tr '\n' ' ') / target: $(grep -E '^# message|^target' "$tout" | head -n 3 | tr '\n' ' ')"
+	fi
+}
+
 # part NAME: the part NAME is run (SOF_ONESIDED_ONLY=REGEX: only the parts
 # whose name matches; run.sh's pass with the ASan daemon runs those that
 # run the daemon's takeover)
@@ -252,6 +288,12 @@ if sof_hosts_up 2; then
 		stopped_recv send SENDs 3000
 		stopped_recv wimm "WRITEs with immediate data" 3000
 		stopped_recv send "UC SENDs" 400 -u -w 2000
+	fi
+
+	# ---- what a stopped target must NAK: NAKed by host a's daemon
+	if part fatal; then
+		fatal send "a SEND longer than the receive buffer" IBV_WC_REM_INV_REQ_ERR 'status IBV_WC_LOC_LEN_ERR'
+		fatal write "a WRITE with a wrong rkey" IBV_WC_REM_ACCESS_ERR ''
 	fi
 
 	# ---- a stopped target receiving SENDs, killed

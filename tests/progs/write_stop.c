@@ -25,7 +25,12 @@
  * are untouched), or that it received that many messages, and answers
  * its verdict. An error completion ends the writer with "error
  * status=NAME ok=N" and exit 4 (what a writer into a killed target must
- * get, IBA 9.7.6.1.3: retries exhausted, not a hang).
+ * get, IBA 9.7.6.1.3: retries exhausted, not a hang). With -F (writer,
+ * -o send or write) the writer's next request after a SIGUSR1 is one the
+ * target's responder must end the QP for, and the last: a SEND longer
+ * than the target's receive buffers, a WRITE with an rkey the target
+ * does not have. A target that finds its QP failed prints "target qp
+ * state=N" (ibv_query_qp).
  *
  * Output: "target ready pid=P" / "writer ready pid=P", "progress n=N",
  * "returned wrong=W" (read, fadd), "target words=N bad=B" and "ok" or
@@ -34,6 +39,7 @@
  */
 #include "hostpair.h"
 
+#include <signal.h>
 #include <stdbool.h>
 
 #define MAX_DEPTH 16
@@ -51,8 +57,27 @@ struct opts {
 	unsigned int depth, pace_us;
 	uint8_t timeout, retry_cnt;
 	enum { OP_WRITE, OP_READ, OP_FADD, OP_SEND, OP_WIMM } op;
-	int uc;
+	int uc, fault;
 };
+
+/* -F: the SIGUSR1 came */
+static volatile sig_atomic_t fault_now;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	fault_now = 1;
+}
+
+/* The target's QP state, when something failed */
+static void print_qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (!ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		printf("target qp state=%d\n", (int)a.qp_state);
+}
 
 static void usage(const char *argv0)
 {
@@ -66,7 +91,9 @@ static void usage(const char *argv0)
 		"  -t TIMEOUT  local ACK timeout exponent (default 14)\n"
 		"  -r RETRY    retry_cnt (default 7)\n"
 		"  -o OP       write (default), read, fadd, send or wimm (both sides)\n"
-		"  -u          UC QPs (not read or fadd; both sides)\n",
+		"  -u          UC QPs (not read or fadd; both sides)\n"
+		"  -F          after SIGUSR1 one request the target must NAK, the last\n"
+		"              (the writer's; -o send: too long, -o write: a wrong rkey)\n",
 		argv0, MAX_DEPTH);
 	exit(2);
 }
@@ -82,7 +109,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->pace_us = 100;
 	o->timeout = 14;
 	o->retry_cnt = 7;
-	while ((c = getopt(argc, argv, "p:d:g:n:q:w:t:r:o:uT:h")) != -1) {
+	while ((c = getopt(argc, argv, "p:d:g:n:q:w:t:r:o:uFT:h")) != -1) {
 		if (hp_opt(&o->hp, c, optarg))
 			continue;
 		switch (c) {
@@ -104,6 +131,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'u':
 			o->uc = 1;
 			break;
+		case 'F':
+			o->fault = 1;
+			break;
 		case 'o':
 			if (!strcmp(optarg, "read"))
 				o->op = OP_READ;
@@ -124,7 +154,8 @@ static void parse(int argc, char **argv, struct opts *o)
 		o->host = argv[optind++];
 	if (optind != argc || !o->count || o->count > (1u << 24) || !o->depth ||
 	    o->depth > MAX_DEPTH || o->hp.secs <= 0 ||
-	    (o->uc && (o->op == OP_READ || o->op == OP_FADD)))
+	    (o->uc && (o->op == OP_READ || o->op == OP_FADD)) ||
+	    (o->fault && o->op != OP_SEND && o->op != OP_WRITE))
 		usage(argv[0]);
 }
 
@@ -192,8 +223,10 @@ static uint64_t receive_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr 
 				       (unsigned long long)k, hp_wc_status_name(wc.status),
 				       (unsigned long long)wc.wr_id, (int)wc.opcode, wc.byte_len,
 				       imm, ntohl(wc.imm_data));
-			if (wc.status != IBV_WC_SUCCESS)
+			if (wc.status != IBV_WC_SUCCESS) {
+				print_qp_state(qp);
 				break;
+			}
 			post_recv_k(qp, mr, buf, k + RQ_DEPTH);
 			continue;
 		}
@@ -214,12 +247,13 @@ static uint64_t receive_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr 
 static uint64_t write_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, uint64_t *src,
 			  const struct opts *o, const struct hp_info *peer, int64_t end, uint64_t *wrong)
 {
-	uint64_t posted = 0, done = 0;
+	uint64_t posted = 0, done = 0, limit = o->count;
 	int64_t next_print = 0;
 	struct ibv_wc wc;
 
-	while (done < o->count) {
-		while (posted < o->count && posted - done < o->depth) {
+	while (done < limit) {
+		while (posted < limit && posted - done < o->depth) {
+			bool fault = o->fault && fault_now;
 			struct ibv_sge sg = {
 			    .addr = (uintptr_t)&src[posted], .length = 8, .lkey = mr->lkey};
 			struct ibv_send_wr wr, *bad;
@@ -258,9 +292,20 @@ static uint64_t write_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *m
 				wr.wr.rdma.remote_addr = peer->addr + posted * 8;
 				wr.wr.rdma.rkey = peer->rkey;
 			}
+			if (fault && o->op == OP_SEND) {
+				/* longer than a receive WQE's buffer (SLOT),
+				 * from beyond the slots of messages in flight */
+				sg.addr = (uintptr_t)src + MAX_DEPTH * SLOT;
+				sg.length = SLOT + 64;
+				memset((uint8_t *)src + MAX_DEPTH * SLOT, 0xab, sg.length);
+			} else if (fault) {
+				wr.wr.rdma.rkey = peer->rkey ^ 0x5a5a00u; /* not the target's */
+			}
 			if (ibv_post_send(qp, &wr, &bad))
 				hp_fail("ibv_post_send: %s", strerror(errno));
 			posted++;
+			if (fault)
+				limit = posted;
 			if (o->pace_us)
 				usleep(o->pace_us);
 		}
@@ -309,6 +354,8 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	parse(argc, argv, &o);
+	if (o.fault)
+		signal(SIGUSR1, on_usr1);
 	end = hp_now_us() + (int64_t)o.hp.secs * 1000000;
 	ctx = hp_open(o.hp.dev);
 	sock = hp_rendezvous(o.host, o.hp.port, o.hp.secs, &lsock);
@@ -322,9 +369,10 @@ int main(int argc, char **argv)
 		hp_fail("alloc pd/cq: %s", strerror(errno));
 	/* the target's words and a page beyond them that nobody writes */
 	len = ((size_t)o.count * 8 + 2 * 4096) & ~(size_t)4095;
-	/* -o send, wimm: the target's slots, the writer's messages */
-	if (recv_mode(&o) && len < (size_t)(o.host ? MAX_DEPTH : NSLOT) * SLOT)
-		len = (size_t)(o.host ? MAX_DEPTH : NSLOT) * SLOT;
+	/* -o send, wimm: the target's slots, the writer's messages (and -F's
+	 * long one) */
+	if (recv_mode(&o) && len < (size_t)(o.host ? MAX_DEPTH + 2 : NSLOT) * SLOT)
+		len = (size_t)(o.host ? MAX_DEPTH + 2 : NSLOT) * SLOT;
 	buf = aligned_alloc(4096, len);
 	if (!buf)
 		hp_fail("out of memory");
@@ -380,8 +428,10 @@ int main(int argc, char **argv)
 			got = receive_all(qp, cq, mr, (uint8_t *)buf, &o, end, &bad);
 			left = (end - hp_now_us()) / 1000000;
 		}
-		if (hp_io(sock, n, 8, 0, left > 1 ? (int)left : 1))
+		if (hp_io(sock, n, 8, 0, left > 1 ? (int)left : 1)) {
+			print_qp_state(qp);
 			hp_fail("the writer went away before its count");
+		}
 		words = be64toh(n[0]);
 		if (recv_mode(&o)) {
 			/* the messages received, all checked */

@@ -410,8 +410,12 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 		if (!ack_upto(t, (h->psn - 1) & ROCE_PSN_MASK))
 			return;
 		/* no PSN unacknowledged: it NAKs nothing we sent, and must
-		 * neither use up retries nor fail a WQE */
-		if (t->psn == t->una_psn) {
+		 * neither use up retries nor fail a WQE. (A fatal NAK whose
+		 * implied ACK covered a READ still unanswered finds t->psn
+		 * rewound to una by ack_upto, with requests outstanding
+		 * beyond: it still ends the QP.) */
+		if (t->psn == t->una_psn &&
+		    ((h->syndrome & 0x1f) == ROCE_NAK_PSN_SEQ_ERR || t->max_psn == t->una_psn)) {
 			tp_drop(SOF_DROP_psn);
 			tp_req_progress(t); /* ack_upto may have gone back */
 			return;
@@ -442,7 +446,8 @@ void tp_comp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 			return;
 		}
 		if (t->wq_head != t->wq_tail &&
-		    t->wq[t->wq_head & (t->qp->sq_size - 1)].state != TP_W_NEW) {
+		    (t->wq[t->wq_head & (t->qp->sq_size - 1)].state != TP_W_NEW ||
+		     t->wq[t->wq_head & (t->qp->sq_size - 1)].sent_once)) {
 			tp_comp_wqe(t, nak_status(h->syndrome & 0x1f));
 			tp_qp_error(t, 0);
 		}

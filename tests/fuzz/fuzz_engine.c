@@ -1416,6 +1416,31 @@ static void seed_write(const char *dir, const char *name, const struct out *o, s
 		FAIL("%s: %m", path);
 }
 
+/* The READ of rc_sends answered from its first PSN on: FIRST (unless
+ * from_first is false: it came already), MIDDLE and LAST, each in turn. */
+static void seed_read_rest(struct out *o, struct roce_hdr *h, bool from_first)
+{
+	if (from_first) {
+		hdr(h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
+		seed_pkt(o, Q_RC, STD, h, 1024);
+	}
+	hdr(h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, 0);
+	seed_pkt(o, Q_RC, STD, h, 1024);
+	hdr(h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 0);
+	seed_pkt(o, Q_RC, STD, h, 3000 - 2048);
+}
+
+/* The READ of rc_sends placed its 3000 bytes (the responses' fill), once
+ * and nothing beyond. */
+static void read_placed(const char *name)
+{
+	const uint8_t *m = mrs[M_LOCAL].mem[0];
+
+	for (uint32_t i = 0; i <= 3000; i++)
+		if (m[i] != (i < 3000 ? 0xa5 : 0))
+			FAIL("seed %s: READ byte %u is 0x%02x", name, i, m[i]);
+}
+
 #define RECV2 (2 | S_CQ)
 #define ALL (3 | S_SEND_RC | S_SEND_RCS | S_SEND_UX | S_CQ)
 #define SEED(name, ...) seed_write(dir, name, &o, (struct expect){__VA_ARGS__}, -1)
@@ -1699,6 +1724,133 @@ static void write_seeds(const char *dir)
 	hdr(&h, ROCE_SVC_RC | ROCE_ACK, 1);
 	seed_pkt(&o, Q_RC, STD, &h, 0);
 	SEED("rc_read_response_atomic_ack", -1, 0, 8, false, Q_RC);
+
+	/* The READ window (0x104-0x106, 3000 bytes at MTU 1024): responses
+	 * out of order, repeated, past the window, too long, and NAKs in the
+	 * middle of the READ. Each ends with the READ's bytes placed once,
+	 * in full (read_placed), or the QP in ERROR. */
+	{
+		uint64_t rt = sofd.counters[SOF_CNT_retransmits];
+
+		/* the middle response first (the first one lost or overtaken):
+		 * dropped, the rest asked again once; then all three in turn */
+		BEGIN(ALL);
+		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
+		seed_pkt(&o, Q_RC, STD, &h, 0);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, 1);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		seed_read_rest(&o, &h, true);
+		SEED("rc_read_response_out_of_order", SOF_DROP_psn, 0, 5, false, Q_RC);
+		read_placed("rc_read_response_out_of_order");
+		if (sofd.counters[SOF_CNT_retransmits] - rt != 1)
+			FAIL("seed rc_read_response_out_of_order: the READ asked again %llu times",
+			     (unsigned long long)(sofd.counters[SOF_CNT_retransmits] - rt));
+
+		/* every response twice: the copies dropped, nothing asked
+		 * again (they are behind, not ahead) */
+		rt = sofd.counters[SOF_CNT_retransmits];
+		BEGIN(ALL);
+		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
+		seed_pkt(&o, Q_RC, STD, &h, 0);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, -1);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, -1);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, -1);
+		seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
+		SEED("rc_read_response_duplicates", SOF_DROP_psn, 0, 5, false, Q_RC);
+		read_placed("rc_read_response_duplicates");
+		if (sofd.counters[SOF_CNT_retransmits] != rt)
+			FAIL("seed rc_read_response_duplicates: the READ asked again");
+
+		/* a response of a PSN never sent (past the last request):
+		 * dropped, the READ goes on */
+		BEGIN(ALL);
+		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
+		seed_pkt(&o, Q_RC, STD, &h, 0);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 40);
+		seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
+		SEED("rc_read_response_past_window", SOF_DROP_psn, 0, 5, false, Q_RC);
+		read_placed("rc_read_response_past_window");
+
+		/* a full MIDDLE where the READ has only 952 bytes left:
+		 * dropped for its length, the right LAST completes it */
+		BEGIN(ALL);
+		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
+		seed_pkt(&o, Q_RC, STD, &h, 0);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
+		SEED("rc_read_response_too_long", SOF_DROP_payload, 0, 5, false, Q_RC);
+		read_placed("rc_read_response_too_long");
+
+		/* a sequence-error NAK after the first response: the rest is
+		 * asked again (by the NAK's implied ACK, which covers the
+		 * READ, ack_upto: the NAK itself then finds nothing beyond
+		 * the rewound PSN and is counted a PSN drop; or by the NAK
+		 * too, when reread_ok allows two within a round trip), and
+		 * its answer (FIRST at the NAK's PSN, IBA 9.7.5.1.3)
+		 * completes the READ */
+		rt = sofd.counters[SOF_CNT_retransmits];
+		BEGIN(ALL);
+		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
+		seed_pkt(&o, Q_RC, STD, &h, 0);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 0);
+		h.syndrome = ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ_ERR;
+		seed_pkt(&o, Q_RC, STD, &h, 0);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
+		SEED("rc_read_nak_sequence_mid_read", -2, 0, 5, false, Q_RC);
+		read_placed("rc_read_nak_sequence_mid_read");
+		if (sofd.counters[SOF_CNT_retransmits] - rt < 1 ||
+		    sofd.counters[SOF_CNT_retransmits] - rt > 2)
+			FAIL("seed rc_read_nak_sequence_mid_read: %llu go-backs",
+			     (unsigned long long)(sofd.counters[SOF_CNT_retransmits] - rt));
+
+		/* a remote access NAK after the first response: the READ
+		 * fails with it, the QP ends (the rest flushed) */
+		BEGIN(ALL);
+		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
+		seed_pkt(&o, Q_RC, STD, &h, 0);
+		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
+		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 0);
+		h.syndrome = ROCE_AETH_NAK | ROCE_NAK_REM_ACCESS;
+		seed_pkt(&o, Q_RC, STD, &h, 0);
+		SEED("rc_read_nak_access_mid_read", -1, 0, 9, true, Q_RC);
+		{
+			const struct sof_cqe *c =
+			    (const struct sof_cqe *)(const void *)((const uint8_t *)scq->shm +
+								   SOF_CQ_RING_OFF);
+			unsigned n = 0;
+
+			for (uint32_t i = 0; i < atomic_load(&scq->shm->tail); i++)
+				n += c[i].status == IBV_WC_REM_ACCESS_ERR &&
+				     c[i].opcode == IBV_WC_RDMA_READ;
+			if (n != 1)
+				FAIL("seed rc_read_nak_access_mid_read: %u READs failed with the NAK", n);
+		}
+	}
 
 	BEGIN(ALL);
 	hdr(&h, ROCE_SVC_RC | ROCE_ACK, 2);

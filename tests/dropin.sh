@@ -18,7 +18,18 @@
 #                        (-vv counts) and no error or mismatch (the ver_rc_*
 #                        tests check every atomic's result); a run
 #                        rejected by qperf 0.4.11's own listen race runs
-#                        again
+#                        again. SOF_QPERF_HOW (words) replaces -cm1: "-i
+#                        sofib0:1" runs qperf's own exchange on the
+#                        InfiniBand port, by LID (its UD and UC tests,
+#                        which -cm1 does not take: "-cm1 set but not used")
+#   sof_dropin_ibacm NAME HOST SLID DLID   ibacm (Debian's) in HOST as a
+#                        plain process, its address and option files made
+#                        by `ib_acme -A -O`, then `ib_acme -f l -s SLID -d
+#                        DLID -v`: ok when its path has those LIDs and
+#                        ib_acme's own check against an SA PathRecord query
+#                        says "SA verification: success" (ibacm's unix
+#                        socket is /run/ibacm-unix.sock, not a namespace's:
+#                        one ibacm at a time)
 #   sof_dropin_rcopy NAME SRV CLI TARGET MIB   rcopy of a random file of MIB
 #                        MiB from CLI to the rcopy server in SRV, compared
 #                        byte for byte
@@ -114,8 +125,9 @@ sof_dropin_qperf() {
 	# a REQ that comes first is rejected (no listener, as in the kernel's
 	# CM), so a run that ended so is run again, twice at most
 	for _ in 1 2 3; do
-		_sof_dropin_fg "$host" 30 "$SOFTOFED" run -- qperf -lp "$port" -cm1 -t 1 -vv "$target" \
-			"$test" >"$out" 2>&1 </dev/null
+		# shellcheck disable=SC2086 # SOF_QPERF_HOW is words
+		_sof_dropin_fg "$host" 30 "$SOFTOFED" run -- qperf -lp "$port" ${SOF_QPERF_HOW:--cm1} -t 1 \
+			-vv "$target" "$test" >"$out" 2>&1 </dev/null
 		rc=$?
 		grep -q 'unexpected event from RDMA CM: Event rejected' "$out" || break
 		again="; again after qperf's listen race"
@@ -125,6 +137,8 @@ sof_dropin_qperf() {
 	*_bw) key=bw ;;
 	*) key=msg_rate ;;
 	esac
+	# UD and UC (no flow control) report both sides' rates: what arrived
+	[ "$key" = bw ] && grep -q '^ *recv_bw *=' "$out" && key=recv_bw
 	val=$(sed -n "s/^ *$key *= *\([0-9][0-9.,]*\) .*/\1/p" "$out" | head -n 1)
 	# messages both ways: latency tests count loc_/rem_, the others send_/recv_
 	sent=$(sed -n 's/^ *\(loc_\)\{0,1\}send_msgs *= *\([0-9][0-9.,]*\).*/\2/p' "$out" | head -n 1)
@@ -456,6 +470,44 @@ sof_dropin_iser() {
 	fi
 	sof_kill "$name.tgtd"
 	sof_dump "$out" "$(sof_out "$name.tgtd")"
+	rm -rf "$dir"
+	return 1
+}
+
+sof_dropin_ibacm() {
+	local name=$1 host=$2 slid=$3 dlid=$4 dir out
+	_sof_dropin_need "$name" ibacm ibacm || return 1
+	_sof_dropin_need "$name" ib_acme ibacm || return 1
+	dir=$SOF_TMP/ibacm
+	out=$(sof_out "$name")
+	mkdir -p "$dir"
+	if ! _sof_dropin_fg "$host" 20 "$SOFTOFED" run -- ib_acme -A -O -D "$dir" >"$out" 2>&1 </dev/null ||
+		[ ! -s "$dir/ibacm_addr.cfg" ] || [ ! -s "$dir/ibacm_opts.cfg" ]; then
+		not_ok "$name" "ib_acme -A -O made no address and option files"
+		sof_dump "$out"
+		return 1
+	fi
+	# its log and lock file the test's
+	sed -i -e "s|^log_file .*|log_file $dir/ibacm.log|" -e "s|^lock_file .*|lock_file $dir/ibacm.pid|" \
+		"$dir/ibacm_opts.cfg"
+	_sof_bg_in "$name.ibacm" "$host" 40 "$SOFTOFED" run -- ibacm -P -A "$dir/ibacm_addr.cfg" \
+		-O "$dir/ibacm_opts.cfg"
+	# shellcheck disable=SC2317 # called through sof_wait_for
+	_acme_up() { _sof_dropin_fg "$host" 5 "$SOFTOFED" run -- ib_acme -e >"$out" 2>&1 </dev/null; }
+	if ! sof_wait_for 10 _acme_up; then
+		not_ok "$name" "ibacm did not answer ib_acme -e"
+	elif ! _sof_dropin_fg "$host" 20 "$SOFTOFED" run -- ib_acme -f l -s "$slid" -d "$dlid" -v \
+		>"$out" 2>&1 </dev/null || ! grep -q '^SA verification: success' "$out" ||
+		! grep -q "^ *dlid: $dlid\$" "$out" || ! grep -q "^ *slid: $slid\$" "$out"; then
+		not_ok "$name" "ib_acme's path LID $slid -> $dlid not verified against the SA"
+	else
+		sof_kill "$name.ibacm"
+		ok "$name: path LID $slid -> $dlid ($(grep -E '^ *(mtu|rate):' "$out" | tr -s ' ' | tr '\n' ' ')) as the SA's"
+		rm -rf "$dir"
+		return 0
+	fi
+	sof_kill "$name.ibacm"
+	sof_dump "$out" "$dir/ibacm.log" "$(sof_out "$name.ibacm")"
 	rm -rf "$dir"
 	return 1
 }

@@ -262,6 +262,16 @@ void sofd_ib_event(struct sofd_pollable *p)
 	(void)tp_ib_rx_fd(p->fd);
 }
 
+/* What waits in the link socket, read now (a QP moved to ERROR takes
+ * what already reached the host first: sof_tp_modify_qp). */
+void sofd_ib_rx_now(void)
+{
+	/* until a read finds it empty (tp_rx_fd reads by batches), bounded */
+	for (int i = 0; sib.sock.fd >= 0 && i < 64; i++)
+		if (tp_ib_rx_fd(sib.sock.fd) <= 0)
+			break;
+}
+
 void sofd_ib_fini(void)
 {
 	tp_ib_stop();

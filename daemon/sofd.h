@@ -380,6 +380,8 @@ int sofd_ib_option(const char *opt, const char *val);
 int sofd_ib_init(int epfd);
 /* SOFD_POLL_IB or SOFD_POLL_IB_TIMER is readable. */
 void sofd_ib_event(struct sofd_pollable *p);
+/* What waits in the port's link socket, read now (sof_tp_modify_qp). */
+void sofd_ib_rx_now(void);
 /* BYE on the link (the daemon exits). */
 void sofd_ib_fini(void);
 /* Whether the daemon has the port. */

@@ -483,9 +483,33 @@ void sof_tp_qp_init(struct sofd_qp *qp)
 				.srq = qp->srq ? &qp->srq->tsrq : NULL};
 }
 
+/* Read a socket until a read finds it empty: tp_rx reads a batch whose
+ * size follows what the previous reads found (at most RX_BATCH times 32),
+ * so one call may leave datagrams queued. Bounded (a flood that keeps
+ * coming waits for the loop's next turn). */
+static void rx_drain(const struct sofd_pollable *p)
+{
+	for (int i = 0; p->fd >= 0 && i < 64; i++)
+		if (tp_rx(p->fd, p->kind == SOFD_POLL_NET6, NULL) <= 0)
+			break;
+}
+
 int sof_tp_modify_qp(struct sofd_qp *qp, const struct sof_modify_qp_req *req, bool *net)
 {
-	int err = tp_qp_modify(&qp->tq, req, net);
+	int err;
+
+	/* to ERROR (rdma_disconnect, a DREQ taken): what already reached the
+	 * host is taken first, as an HCA takes packets when they come, so an
+	 * ACK that came before the request completes its send with success
+	 * rather than a flush. The request may come before the sockets'
+	 * turn in the loop, or after a read that left datagrams queued
+	 * (tp_rx reads by batches): the daemon reads them now. */
+	if (qp->tq.t && (req->attr_mask & IBV_QP_STATE) && req->state == IBV_QPS_ERR) {
+		rx_drain(&p4);
+		rx_drain(&p6);
+		sofd_ib_rx_now();
+	}
+	err = tp_qp_modify(&qp->tq, req, net);
 
 	if (!err)
 		qp->net = *net;

@@ -20,7 +20,7 @@ PKGS=(
 	opensm ibsim-utils
 	iperf3 curl netcat-traditional sockperf
 	redis-server redis-tools openssh-server openssh-client
-	qperf python3-pyverbs fio dapl2-utils tgt libiscsi-bin librpma-dev
+	qperf python3-pyverbs fio dapl2-utils tgt libiscsi-bin librpma-dev ibacm
 )
 [ $# -gt 0 ] && PKGS=("$@")
 

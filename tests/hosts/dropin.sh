@@ -22,7 +22,8 @@
 #     socket CM exchange carries no GID, and a RoCE address handle without
 #     a GRH is EINVAL in the kernel (rxe, hardware) as here;
 #   iSER: Debian's tgt as the target, libiscsi's iscsi-inq,
-#     iscsi-readcapacity16 and iscsi-perf as the initiator (iser:// URLs);
+#     iscsi-readcapacity16, iscsi-perf and iscsi-test-cu (Read10, Verify10)
+#     as the initiator (iser:// URLs);
 #   librpma (Debian's): tests/progs/rpma_check.c, 1 MiB by rpma_write,
 #     rpma_flush and rpma_read, checked on both sides.
 #

@@ -9,7 +9,10 @@
 #     daemons' `softofed status` counts the programs' packets (the slot's
 #     counter page); "through its daemon" is likewise read from the
 #     daemon's trace of the QP's packets, never from a missing line;
-#   - SOFTOFED_ENGINE=daemon: no steering, and the same data;
+#   - SOFTOFED_ENGINE=daemon: no steering, and the same data; a QP moved
+#     to ERROR first reads what reached the host (tests/progs/error_acked,
+#     the daemons stopped and continued in turn: a SEND whose ACK waited
+#     in the client's host completes with success, not flushed);
 #   - one side in its process, the other through its daemon, both ways;
 #   - a process of another user (nobody) gets no slot: its traffic goes
 #     through the daemon;
@@ -154,6 +157,59 @@ ED="env SOFTOFED_ENGINE=daemon"
 if run "SOFTOFED_ENGINE=daemon" "$ED" "$ED" ibv_rc_pingpong -g @GID@ --chk -s 4096 -n 100; then
 	judge SOFTOFED_ENGINE=daemon "$D" "$D"
 fi
+
+# ---- the daemons' engine: a QP moved to ERROR first takes what reached
+# its host (tests/progs/error_acked): the client's SEND leaves while host
+# a's daemon is stopped; host b's daemon is stopped, 4 datagrams to b's
+# port 4791 then a's daemon continued, so a's ACK waits in b's socket
+# behind them (the daemon reads a socket by batches); the client asks for
+# ERROR and b's daemon continues: the SEND completes with success, not
+# flushed
+error_acked() {
+	local name="hosts/engine: SOFTOFED_ENGINE=daemon: ERROR after the ACK came" d srv cli rc
+	local da=${SOF_HOST_DPID[a]} db=${SOF_HOST_DPID[b]} i
+	d=$SOF_TMP/error_acked
+	mkdir -p "$d"
+	PORT=$((PORT + 1))
+	srv=$(sof_out "$name.srv")
+	cli=$(sof_out "$name.cli")
+	# shellcheck disable=SC2086 # ED is words
+	sof_host_bg "$name.srv" a 40 $ED "$SOFTOFED" run -- "$SOF_PROGS/error_acked" -p "$PORT"
+	if ! sof_host_wait_listen a "$PORT" 20 "$name.srv"; then
+		sof_kill "$name.srv"
+		not_ok "$name" "the server did not listen: $(tail -n 2 "$srv" | tr '\n' ' ')"
+		return 1
+	fi
+	# shellcheck disable=SC2086
+	sof_host_bg "$name.cli" b 30 $ED "$SOFTOFED" run -- "$SOF_PROGS/error_acked" -p "$PORT" \
+		-w "$d/go" -P "$d/posted" -e "$d/error" "$(sof_host_ip a)"
+	if sof_wait_for 20 grep -q '^ready' "$cli"; then
+		kill -STOP "$da"
+		touch "$d/go"
+		sof_wait_for 20 test -e "$d/posted"
+		kill -STOP "$db"
+		for i in 1 2 3 4; do
+			timeout 5 ip netns exec "$(sof_host_ns a)" \
+				bash -c "echo junk$i >/dev/udp/$(sof_host_ip b)/4791"
+		done
+		kill -CONT "$da"
+		sleep 0.3
+		touch "$d/error"
+		sleep 0.3
+	fi
+	kill -CONT "$da" "$db"
+	sof_wait "$name.cli" 20
+	rc=$?
+	sof_wait "$name.srv" 20
+	if [ "$rc" -eq 0 ] && grep -q '^status=IBV_WC_SUCCESS ' "$cli"; then
+		ok "$name: the SEND completes with success, not flushed"
+	else
+		not_ok "$name" "client exit $rc, $(grep -h -E '^(status|fail)' "$cli" | head -n 1)"
+		sof_dump "$cli" "$srv"
+	fi
+	rm -rf "$d"
+}
+error_acked
 
 # ---- one side each way: the wire is the same
 if run "server in its process, client through its daemon" "" "$ED" \

@@ -33,6 +33,10 @@
 #                ib_write_bw killed mid-run: what the client still sends
 #                comes to b's daemon and is dropped there as drops.qpn);
 #                SOFTOFED_ENGINE=daemon runs ibv_rc_pingpong there, --chk
+#   drop-in      qperf ud_lat, ud_bw, uc_bi_bw, uc_rdma_write_bw by LID
+#                (-i sofib0:1: qperf's own exchange has no GID, so on
+#                RoCE they cannot run), ibacm with ib_acme's path query
+#                checked against the SA (tests/dropin.sh)
 #
 # Needs root (ip netns). Usage: tests/hosts/ibengine.sh
 set -u
@@ -40,6 +44,8 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 # shellcheck source=tests/ib_fabric.sh
 . "$(dirname "$0")/../ib_fabric.sh"
+# shellcheck source=tests/dropin.sh
+. "$(dirname "$0")/../dropin.sh"
 sof_init
 
 sof_ibf_up pair H1,H2 2 || sof_exit
@@ -269,4 +275,16 @@ fi
 SOF_SRV_ENV=SOFTOFED_ENGINE=daemon SOF_CLI_ENV=SOFTOFED_ENGINE=daemon \
 	by_daemon a 1638400 "SOFTOFED_ENGINE=daemon ibv_rc_pingpong --chk by LID through the daemons" engine=daemon \
 	ibe.dpp b a 18519 40 ibv_rc_pingpong -d sofib0 -n 200 -s 4096 --chk
+
+# --- drop-in on sofib0 (tests/dropin.sh): qperf's UD and UC tests by LID
+# (qperf's own exchange, no GID: on a RoCE port they cannot run, on rxe
+# as here), ibacm's path resolution checked against the SA
+if sof_dropin_qperf_up a 19768; then
+	for t in ud_lat ud_bw uc_bi_bw uc_rdma_write_bw; do
+		SOF_QPERF_HOW="-i sofib0:1" sof_dropin_qperf "ibengine: qperf $t by LID" b \
+			"$(sof_host_ip a)" 19768 "$t"
+	done
+	sof_kill qperf.a
+fi
+sof_dropin_ibacm "ibengine: ibacm and ib_acme" a "$la" "$lb"
 sof_exit

@@ -66,4 +66,10 @@ if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
 	echo "install-deps: apt-get install ${missing[*]} failed" >&2
 	exit 1
 fi
+# ibacm's package starts its service where systemd runs: its fixed socket
+# /run/ibacm-unix.sock is the one the test's own ibacm (in a host
+# namespace, on softofed's devices) must own
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+	"${SUDO[@]}" systemctl disable --now ibacm.socket ibacm.service >/dev/null 2>&1 || true
+fi
 echo "install-deps: done"

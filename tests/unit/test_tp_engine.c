@@ -1423,13 +1423,17 @@ TEST(read_stream_without_progress_puts_timer_off)
 	CHECK_EQ(cq_count(w.scq_shm), 1);
 	n0 = w.nsent;
 	/* copies of that answer for two and a half timeouts, one every
-	 * fifth of a timeout */
-	t0 = sof_now_ns();
-	while (sof_now_ns() - t0 < to * 5 / 2) {
+	 * fifth of a timeout; the time between them passes by moving the
+	 * QP's deadlines back (no sleep: a loaded machine that keeps this
+	 * process off its CPU for most of a timeout must not fire the
+	 * timer early), the timer looked at as of before each copy */
+	for (unsigned i = 0; i < 12; i++) {
+		t0 = sof_now_ns();
 		ext_in(ROCE_READ_RESP_FIRST, SPSN, 1024, peer_byte(va), NULL);
 		ext_in(ROCE_READ_RESP_LAST, SPSN + 1, 1024, peer_byte(va + 1024), NULL);
-		usleep((useconds_t)(to / 5000));
-		tp_req_timer(w.qp.t, sof_now_ns());
+		w.qp.t->timer_ns -= to / 5;
+		w.qp.t->stream_ns -= to / 5;
+		tp_req_timer(w.qp.t, t0);
 	}
 	CHECK_EQ(w.counters[SOF_CNT_timeouts], 0);
 	CHECK_EQ(read_reqs_since(n0), 0);

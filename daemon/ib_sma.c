@@ -229,7 +229,9 @@ static void trap_raise(uint16_t num)
 /* true when mad represses this port's own pending trap */
 static bool trap_repressed(const uint8_t *mad)
 {
-	if (sma.trap_pending && !memcmp(mad + 8, sma.trap_mad + 8, 8)) {
+	/* the TID's low 32 bits: an SM through libumad2sim on the fabric
+	 * has the high ones of its TrapRepress replaced (fabric/link.c) */
+	if (sma.trap_pending && !memcmp(mad + 12, sma.trap_mad + 12, 4)) {
 		sma.trap_pending = false;
 		sma.traps_repressed++;
 		return true;

@@ -155,8 +155,14 @@ void fab_trap(struct fabric *f, struct fab_node *n, uint16_t num)
 
 bool fab_trap_repressed(struct fabric *f, struct fab_node *sw, uint64_t tid)
 {
-	/* IBA 13.4.8.3: the TrapRepress carries the trap's TID */
-	if (!sw->trap_pending || sof_get64(sw->trap_mad + 8) != tid)
+	/* IBA 13.4.8.3: the TrapRepress carries the trap's TID. Only its
+	 * low 32 bits are compared (they count the node's traps): an SM
+	 * through Debian's libumad2sim has the high 32 bits of every MAD it
+	 * sends without the response bit replaced by its agent's, the
+	 * TrapRepress's too (the kernel's ib_umad keeps a TrapRepress's TID,
+	 * counting it as a response), so a full match failed and every trap
+	 * such an SM repressed was sent again each tick, 30 times */
+	if (!sw->trap_pending || (uint32_t)sof_get64(sw->trap_mad + 8) != (uint32_t)tid)
 		return false;
 	sw->trap_pending = false;
 	f->st.trap_repressed++;

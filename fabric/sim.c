@@ -106,16 +106,24 @@ static struct fab_node *default_node(struct fabric *f)
 	return NULL;
 }
 
-/* one attribute of the node's own SMA, as if asked on port 1 */
+/* one attribute of the node's own SMA, as if asked on port 1. It is a
+ * host reading its own port (a driver's sysfs, not an SMP on the wire),
+ * so the M_Key the question carries to pass must not stop the port's
+ * M_Key lease timer (IBA 14.2.4.2): every libumad2sim program started
+ * on the node asks, and diagnostics run there every second held a port
+ * whose lease should free it from a gone SM's key for good. */
 static void own_attr(struct fab_node *n, uint16_t attr, uint32_t mod, uint8_t *out)
 {
+	struct sof_port *m = &n->m->port[1];
+	uint64_t lease_end = m->mkey_lease_end;
 	uint8_t mad[256];
 
-	sof_smp_init(mad, false, SOF_METHOD_GET, attr, mod, 0, n->m->port[1].mkey);
+	sof_smp_init(mad, false, SOF_METHOD_GET, attr, mod, 0, m->mkey);
 	if (sof_sma_process(n->m, 1, mad, sizeof(mad), NULL) == SOF_SMA_REPLY)
 		memcpy(out, mad + SOF_SMP_OFF_DATA, SIM_CTL_DATA);
 	else
 		memset(out, 0, SIM_CTL_DATA);
+	m->mkey_lease_end = lease_end;
 }
 
 static void set_issm(struct fab_sim_client *c, bool issm)

@@ -305,6 +305,65 @@ void sm_discover_start(struct sm *sm)
 	ask_nodeinfo(sm, NULL, path, 0, 0);
 }
 
+static void on_ping(struct sm *sm, struct sm_req *rq, int err, const uint8_t *mad)
+{
+	(void)sm;
+	(void)rq;
+	(void)err;
+	(void)mad;
+}
+
+#define SM_MISSED_SWEEPS 4
+
+/* Called when a heavy sweep's walk is done: the nodes one of the last
+ * SM_MISSED_SWEEPS heavy sweeps reached and this one did not. A port that another SM protects
+ * at M_Key protection level 2 or 3 (a master gone without releasing its
+ * keys) drops our NodeInfo, and the walk stops there: the nodes behind
+ * it are not even asked, so their M_Key lease timers (IBA 14.2.4.2), which
+ * a refused SMP starts, would start only when the walk reaches them,
+ * one hop per lease period. So each missed node is sent one NodeInfo
+ * along the path the last sweep took (a directed-route SMP is checked
+ * only where it ends, 14.2.2): one lease period later every port is
+ * free at once (a node is pinged the first sweep it is missed). The
+ * answers are not waited for; the count makes the next periodic sweep a
+ * heavy one, so a node gone for good costs at most SM_MISSED_SWEEPS
+ * heavy sweeps. */
+unsigned sm_discover_missed(struct sm *sm)
+{
+	struct sm_subnet *sn = &sm->sn;
+	unsigned i, n = 0;
+
+	for (i = 0; i < sn->nnodes; i++) {
+		struct sm_node *node = sn->nodes[i];
+		const struct sm_port *mgmt = NULL;
+		struct sm_req *rq;
+
+		if (node->seen_sweep == sn->sweep ||
+		    node->seen_sweep + SM_MISSED_SWEEPS < sn->sweep)
+			continue;
+		n++;
+		if (node->seen_sweep + 1 != sn->sweep)
+			continue; /* pinged when first missed */
+		if (node->sw)
+			mgmt = &node->port[0];
+		else if (node->in_port <= node->nports)
+			mgmt = &node->port[node->in_port];
+		rq = sm_smp_dr(sm, node->path, node->hops, SOF_METHOD_GET, SOF_ATTR_NODE_INFO, 0,
+			       NULL, on_ping);
+		if (!rq)
+			continue;
+		/* the key of its management port, as any SMP to it */
+		rq->m_key = sm_mkey_of_port(sm, mgmt);
+		rq->m_key_set = true;
+		rq->tries = sm->retries; /* one try */
+	}
+	sm->missed = n;
+	if (n)
+		sm_log(sm, 1, "sweep %u: %u nodes of the last heavy sweep not reached", sn->sweep,
+		       n);
+	return n;
+}
+
 void sm_light_start(struct sm *sm)
 {
 	struct sm_subnet *sn = &sm->sn;

@@ -264,7 +264,9 @@ void sm_phase_done(struct sm *sm)
 		if (sm->mkey_tries)
 			sm_log(sm, 1, "%" PRIu64 " NodeInfos tried with the guid2mkey file's keys so far",
 			       sm->mkey_tries);
-		if (!sn->self) {
+		sm_discover_missed(sm);
+		/* (self is the port an earlier sweep found) */
+		if (!sn->self || sn->self->node->seen_sweep != sn->sweep) {
 			sm_log(sm, 0, "the SM's own port did not answer");
 			sm->phase = SM_PHASE_IDLE;
 			sm->resweep = true;
@@ -309,7 +311,8 @@ void sm_phase_done(struct sm *sm)
 	case SM_PHASE_ACTIVATE:
 		all = count_ports(sm, &active);
 		sn->act_count++;
-		if (active == all && !sn->up) {
+		/* up once every node the last heavy sweep knew is reached */
+		if (active == all && !sn->up && !sm->missed) {
 			sn->up = true;
 			fprintf(stderr, "softofed-sm: SUBNET UP in %.0f ms: %u nodes, %u ports Active, %" PRIu64
 				" SMPs (%" PRIu64 " timed out), routing %s, %.0f ms CPU\n",
@@ -324,7 +327,7 @@ void sm_phase_done(struct sm *sm)
 		/* Sets refused or unanswered (a port another SM protects
 		 * with its M_Key until the lease runs out, IBA 14.2.4.2): the
 		 * next periodic sweep is a heavy one that writes them again */
-		sm->sweep_errors = sm->errors;
+		sm->sweep_errors = sm->errors + sm->missed;
 		if (sm->errors)
 			sm_log(sm, 1, "%u Sets refused or unanswered: the next sweep is heavy",
 			       sm->errors);

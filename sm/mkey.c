@@ -214,11 +214,11 @@ static const struct sm_port *target_of(const struct sm *sm, const struct sm_req 
 
 uint64_t sm_mkey_for(const struct sm *sm, const struct sm_req *rq)
 {
-	const struct sm_port *p;
+	return rq->m_key_set ? rq->m_key : sm_mkey_of_port(sm, target_of(sm, rq));
+}
 
-	if (rq->m_key_set)
-		return rq->m_key;
-	p = target_of(sm, rq);
+uint64_t sm_mkey_of_port(const struct sm *sm, const struct sm_port *p)
+{
 	/* a key not ours that the port showed with its protection bits
 	 * at 0 (another SM's, its lease run out, IBA 14.2.4.2): with it
 	 * our Sets pass and write ours */

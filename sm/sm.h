@@ -151,6 +151,7 @@ struct sm {
 	uint64_t t_trap;	/* µs: the first link trap not yet rerouted, 0 none */
 	unsigned errors;	/* Sets refused in this phase */
 	unsigned sweep_errors;	/* of the last sweep: its Sets again by a heavy sweep */
+	unsigned missed;	/* nodes of the last heavy sweep this one did not reach */
 	unsigned lft_blocks;	/* LFT blocks this programming writes */
 	/* another SM (sminfo.c) */
 	struct sm_port *master;	/* the master we are standby of */
@@ -199,6 +200,7 @@ static inline const uint8_t *sm_smp_data(const uint8_t *mad) { return mad + 64; 
 
 /* discover.c */
 void sm_discover_start(struct sm *sm);
+unsigned sm_discover_missed(struct sm *sm);
 void sm_light_start(struct sm *sm);
 /* lid.c */
 void sm_lid_load(struct sm *sm);
@@ -258,6 +260,7 @@ int sm_mkey_load(struct sm *sm);
 uint64_t sm_mkey_of_guid(struct sm *sm, uint64_t guid);
 void sm_mkey_save(struct sm *sm);
 uint64_t sm_mkey_for(const struct sm *sm, const struct sm_req *rq);
+uint64_t sm_mkey_of_port(const struct sm *sm, const struct sm_port *p);
 void sm_mkey_try_all(struct sm *sm, struct sm_req *rq, sm_done_fn *done);
 unsigned sm_mkey_release(struct sm *sm);
 

@@ -18,7 +18,17 @@
 #   3. a HANDOVER without a release (level 1, lease 2 s) to another of
 #      ours with other keys: the leases free the ports (ours as STANDBY
 #      sends no SMP with a key), the new master's next heavy sweep takes
-#      them with the key they show at protection 0.
+#      them with the key they show at protection 0: every port's SM LID
+#      is then the new master's, and the traps stop (none new in the
+#      fabric, no trap 256 more at the new master: its TrapRepress
+#      reaches the port's trap through libumad2sim);
+#   4./5. a master at protection level 2 / 3 (lease 3 s) gone without a
+#      release (SIGTERM, no --m_key_release), its standby (ours with
+#      other keys, which handed over to it) takes over: its own port and
+#      every other drop its SMPs until their leases run out (the new
+#      master's first sweep pings every node of its last one by its old
+#      path, so all leases start at once); then every port's SM LID is
+#      the standby's.
 # Without a release (ours killed) only the ports' M_Key leases free them
 # (IBA 14.2.4.2); OpenSM through libumad2sim then waits for good on the
 # first SMP a port drops (libumad2sim reports no time-outs), so that case
@@ -69,6 +79,22 @@ _master_is() {
 	grep -q "sm guid $1, .*SMINFO_MASTER" "$SOF_TMP/sminfo"
 }
 master_is() { sof_wait_for 10 _master_is "$1"; }
+# sm_lids: the SM LID of every port of line3 (LIDs 1-6, from H3 without a
+# key; 3 s each at most: through libumad2sim a dropped SMP is never
+# answered)
+sm_lids() {
+	local l out=
+	for l in 1 2 3 4 5 6; do
+		SIM_HOST=H3 LD_PRELOAD=$UMAD2SIM timeout -s KILL 3 smpquery portinfo "$l" 0 \
+			>"$SOF_TMP/pil" 2>/dev/null
+		out="$out $(field "$SOF_TMP/pil" SMLid)"
+	done
+	echo "$out"
+}
+# all_of LID [SECS]: every port's SM LID is LID (within SECS, 15)
+_all_of() { lids=$(sm_lids) && [ "$lids" = "$(printf ' %s' "$1" "$1" "$1" "$1" "$1" "$1")" ]; }
+all_of() { sof_wait_for "${2:-15}" _all_of "$1"; }
+traps() { sof_sim_fabric status | sed -n 's/.* traps \([0-9]*\) .*/\1/p'; }
 
 # 1. released on SIGTERM, at level 2
 sof_sim_fabric up "$SIM_TOPO/line3.net" --ibsim >"$OUT" 2>&1
@@ -143,10 +169,19 @@ if sof_wait_log "$(sof_out smC)" 'SUBNET UP' 30; then
 			sleep 0.2
 		done
 	fi
-	if [ "$got" = "$h1" ]; then
-		ok "sm/mkeyho handover without release: ours (level 1, lease 2 s) handed over to ours with other keys; the leases ran out and the new master took the ports: H1's SM LID is its own, $h1"
+	lids=
+	t1=x t2=y
+	if [ "$got" = "$h1" ] && all_of "$h1"; then
+		# the traps the new master's refused Sets caused: repressed
+		sleep 1
+		t1="$(traps) $(grep -c 'trap 256:' "$(sof_out smD)")"
+		sleep 2
+		t2="$(traps) $(grep -c 'trap 256:' "$(sof_out smD)")"
+	fi
+	if [ "$got" = "$h1" ] && [ "$t1" = "$t2" ]; then
+		ok "sm/mkeyho handover without release: ours (level 1, lease 2 s) handed over to ours with other keys; the leases ran out and the new master took the ports: every port's SM LID is its own, $h1; then no new trap in 2 s (fabric traps, traps 256 at the new master: $t1)"
 	else
-		not_ok "sm/mkeyho handover without release" "H1 (LID $h1) SM LID '$got'; $(grep 'HANDOVER\|STANDBY' "$(sof_out smC)" | tr '\n' ' ')"
+		not_ok "sm/mkeyho handover without release" "H1 (LID $h1) SM LID '$got'; SM LIDs of LIDs 1-6:$lids; traps (fabric, 256 at the new master) '$t1' then '$t2'; $(grep 'HANDOVER\|STANDBY' "$(sof_out smC)" | tr '\n' ' ')"
 		sof_dump "$(sof_out smC)" "$(sof_out smD)"
 	fi
 else
@@ -156,5 +191,37 @@ fi
 sof_kill smD
 sof_kill smC
 sof_sim_fabric down >"$OUT" 2>&1
+
+# 4., 5. a master at level 2 / 3 gone without a release: ours (H1,
+# priority 1, keys of its own at level 0) master first, hands over to
+# ours (H2, priority 15, per-port keys at LEVEL, lease 3 s), which
+# protects every port; that one stopped (SIGTERM, no --m_key_release),
+# the standby takes over once the leases ran out
+for level in 2 3; do
+	sof_sim_fabric up "$SIM_TOPO/line3.net" --ibsim >"$OUT" 2>&1
+	ours smE$level H1 -p 1 -y 0x7777000000000001
+	lids= he= took=
+	# (its QoS Sets done: none of its SMPs is in flight when the new
+	# master's keys come, a violation that would start a lease early)
+	if sof_wait_log "$(sof_out smE$level)" 'SL2VL and VLArbitration set' 30; then
+		he=$(h_lid H1)
+		ours smF$level H2 -p 15 --m_key_protection_level $level --m_key_lease_period 3
+		if sof_wait_log "$(sof_out smE$level)" 'STANDBY: handed over to 0x100003' 30 &&
+			sof_wait_log "$(sof_out smF$level)" 'SUBNET UP' 30; then
+			sof_kill smF$level
+			sof_wait_log "$(sof_out smE$level)" 'is gone: taking over' 15 &&
+				t0=$(now_ms) && all_of "$he" 20 && took=$(($(now_ms) - t0))
+		fi
+	fi
+	if [ -n "$he" ] && [ "$lids" = "$(printf ' %s' "$he" "$he" "$he" "$he" "$he" "$he")" ]; then
+		ok "sm/mkeyho level $level master gone: ours at protection level $level (lease 3 s) stopped at its SUBNET UP without a release; its standby (other keys) took over when the leases ran out: every port's SM LID is its own, $he, ${took} ms after it found the master gone"
+	else
+		not_ok "sm/mkeyho level $level master gone" "SM LIDs of LIDs 1-6: '$lids'; $(grep 'HANDOVER\|STANDBY\|taking over\|SUBNET UP\|not answer' "$(sof_out smE$level)" | tr '\n' ' ')"
+		sof_dump "$(sof_out smE$level)" "$(sof_out smF$level)"
+	fi
+	sof_kill smE$level
+	sof_kill smF$level
+	sof_sim_fabric down >"$OUT" 2>&1
+done
 
 sof_exit

@@ -17,7 +17,9 @@
 #     rtt       20 more echoes once resolved
 #     mtu       ping -s 2016 -M do: packets of the 2044-byte MTU both ways
 #     iperf3    TCP and UDP a -> b over ib0, bytes received > 0, no loss
-#               beyond 10 % for UDP at 20 Mbit/s (the server's own count)
+#               beyond 10 % for UDP at 20 Mbit/s (the server's own count);
+#               a's port sent TCP's IB packets at >= 4 a UDP send (GSO
+#               runs: ib_counters xmit_pkts / xmit_sends)
 #     http      a 64 MiB file served by python3's http.server in b,
 #               fetched by curl in a over ib0, SHA-256 equal
 #     bad       progs/ipoib_inject from b sends malformed IPoIB frames to
@@ -248,12 +250,24 @@ if [ "$T" = pair ]; then
 	sof_host_bg ipoib.iperf.srv b 90 iperf3 -s -p 5201 -B "$(sof_ipoib_ip b)"
 	sof_host_wait_listen b 5201 10 ipoib.iperf.srv >/dev/null 2>&1
 	out=$SOF_TMP/ipoib.iperf.tcp
+	# a's port: IB packets and the UDP datagrams (system calls) they left in
+	ibcnt() { sof_host_run a "$SOFTOFED" status 2>/dev/null </dev/null | grep '^ib_counters:' | tr ' ' '\n' | grep -A1 -x "$1" | tail -n 1; }
+	p0=$(ibcnt xmit_pkts) s0=$(ibcnt xmit_sends)
 	sof_host_run a timeout 30 iperf3 -c "$(sof_ipoib_ip b)" -p 5201 -t 3 -J >"$out" 2>&1 </dev/null
+	p1=$(ibcnt xmit_pkts) s1=$(ibcnt xmit_sends)
 	bps=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(int(j["end"]["sum_received"]["bits_per_second"]))' "$out" 2>/dev/null)
 	if [ -n "$bps" ] && [ "$bps" -gt 0 ]; then
 		ok "ipoib/$T: iperf3 TCP a -> b over ib0: $((bps / 1000000)) Mbit/s received"
 	else
 		not_ok "ipoib/$T: iperf3 TCP" "$(head -c 400 "$out" | tr '\n' ' ')"
+	fi
+	# a TSO packet cut into datagrams is one list of UD sends (ipoib/ud.c):
+	# its IB packets leave together, UDP GSO runs, not a system call each
+	dp=$((${p1:-0} - ${p0:-0})) ds=$((${s1:-0} - ${s0:-0}))
+	if [ "$ds" -gt 0 ] && [ "$dp" -ge $((4 * ds)) ]; then
+		ok "ipoib/$T: a's port sent iperf3's $dp IB packets in $ds UDP sends ($((dp / ds)) a send)"
+	else
+		not_ok "ipoib/$T: IB packets per send" "$dp packets in $ds sends (want >= 4 a send)"
 	fi
 	out=$SOF_TMP/ipoib.iperf.udp
 	sof_host_run a timeout 30 iperf3 -c "$(sof_ipoib_ip b)" -p 5201 -u -b 20M -l 1400 -t 3 -J --get-server-output >"$out" 2>&1 </dev/null

@@ -5,7 +5,8 @@
 #
 # Hosts a and b as bench/ipoib.sh makes them (a veth pair, MTU 9000; the
 # fabric of tests/topologies/pair.net; Debian's OpenSM in a with the
-# default partition, IB MTU 2048). Each of BENCH_REPS rounds (default 5)
+# default partition, IB MTU 2048; BENCH_IBMTU=4096: partitions.conf mtu=5,
+# ib0's datagram MTU 4092). Each of BENCH_REPS rounds (default 5)
 # measures veth0, then A and B in ib0 (`softofed ipoib up --mode M`, M
 # BENCH_MODE, default connected; up, resolved, measured, down), A first in
 # odd rounds and B first in even ones:
@@ -70,7 +71,14 @@ for _ in $(seq 100); do
 done
 guid=$(sof_host_run a "$SOFTOFED" run -- ibstat -p sofib0 2>/dev/null </dev/null | head -n 1)
 smlog=$SOF_TMP/ab.opensm.log
-sof_host_bg ab.sm a 1800 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87
+# BENCH_IBMTU=4096: the broadcast group's IB MTU 4096 (partitions.conf
+# mtu=5, ib0's datagram MTU 4092); default OpenSM's 2048
+parts=()
+if [ "${BENCH_IBMTU:-2048}" = 4096 ]; then
+	echo 'Default=0x7fff, ipoib, mtu=5 : ALL=full;' >"$SOF_TMP/partitions.conf"
+	parts=(-P "$SOF_TMP/partitions.conf")
+fi
+sof_host_bg ab.sm a 1800 "$SOFTOFED" run -- opensm -g "$guid" -f "$smlog" -d 0 -s 2 -D 0x87 "${parts[@]}"
 for _ in $(seq 600); do
 	grep -q 'SUBNET UP' "$smlog" 2>/dev/null && ibline a | grep -q ACTIVE && ibline b | grep -q ACTIVE && break
 	sleep 0.1
@@ -87,6 +95,7 @@ ib_round() {
 		sof_host_run $h ip addr add "192.168.77.$(_sof_host_num $h)/24" dev ib0
 	done
 	sof_host_run a ping -n -q -c 3 -W 3 192.168.77.2 >/dev/null 2>&1 </dev/null
+	ibmtu=$(sof_host_run a cat /sys/class/net/ib0/mtu 2>/dev/null)
 	local c0 c1 mbit
 	c0=$(cpu_ticks "$2")
 	mbit=$(tcp 192.168.77.2)
@@ -107,6 +116,7 @@ ib_round() {
 }
 
 load0=$(load)
+ibmtu=-
 for x in veth A B; do : >"$SOF_TMP/t_$x" && : >"$SOF_TMP/r_$x" && : >"$SOF_TMP/c_$x" && : >"$SOF_TMP/u_$x"; done
 for r in $(seq 1 "$REPS"); do
 	tcp "$(sof_host_ip b)" >>"$SOF_TMP/t_veth"
@@ -132,7 +142,7 @@ ta=$(median <"$SOF_TMP/t_A") ra=$(median <"$SOF_TMP/r_A")
 tb=$(median <"$SOF_TMP/t_B") rb=$(median <"$SOF_TMP/r_B")
 ua=$(median <"$SOF_TMP/u_A") ub=$(median <"$SOF_TMP/u_B")
 {
-	echo "### softofed-ipoib A ($A) and B ($B), ib0 $MODE, against veth0; median of $REPS alternating rounds, load $load0 -> $load1"
+	echo "### softofed-ipoib A ($A) and B ($B), ib0 $MODE (IB MTU ${BENCH_IBMTU:-2048}, ib0 MTU $ibmtu), against veth0; median of $REPS alternating rounds, load $load0 -> $load1"
 	echo
 	echo "| measure | veth0 | A | B | A / veth | B / veth | B / A |"
 	echo "|---|---|---|---|---|---|---|"

@@ -108,9 +108,21 @@ static int sa_start(void *ctx, struct sm_subnet *sn, int fd)
 		if (pt->sl && sm_sa_set_part_sl(u->sa, pt->pkey, pt->sl))
 			return -ENOSPC;
 	}
+	/* the default partition's group always, with the Default line's
+	 * mtu=, rate= and Q_Key= when the file has one (OpenSM's
+	 * "Default=0x7fff, ipoib, mtu=5" gives a 4096 IB MTU, RFC 4391's
+	 * interface MTU 4092); each other partition with the ipoib flag has
+	 * its group (sm/partition.c) */
+	const struct sm_partition *dflt = NULL;
+
+	for (unsigned i = 0; sm_parts_loaded() && i < sm_parts_loaded()->n; i++)
+		if (sm_parts_loaded()->p[i].pkey == 0x7fff)
+			dflt = &sm_parts_loaded()->p[i];
 	sm_sa_ipoib_mgid(mgid, SOF_PKEY_DEFAULT);
-	sm_sa_mcast_create(u->sa, mgid, SOF_PKEY_DEFAULT, IPOIB_QKEY, IPOIB_MTU, IPOIB_RATE);
-	/* each partition with the ipoib flag has its group (sm/partition.c) */
+	sm_sa_mcast_create(u->sa, mgid, SOF_PKEY_DEFAULT,
+			   dflt && dflt->qkey ? dflt->qkey : IPOIB_QKEY,
+			   dflt && dflt->mtu ? dflt->mtu : IPOIB_MTU,
+			   dflt && dflt->rate ? dflt->rate : IPOIB_RATE);
 	for (unsigned i = 0; sm_parts_loaded() && i < sm_parts_loaded()->n; i++) {
 		const struct sm_partition *pt = &sm_parts_loaded()->p[i];
 

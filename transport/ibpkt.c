@@ -418,6 +418,7 @@ void tp_ib_flush(void)
 			done++;
 			continue;
 		}
+		tp_ibp.cnt->xmit_sends += (unsigned)r;
 		for (unsigned k = done; k < done + (unsigned)r; k++)
 			for (unsigned i = tp_ibp.tx.first[k];
 			     i < tp_ibp.tx.first[k] + tp_ibp.tx.count[k]; i++) {

@@ -54,6 +54,9 @@ struct tp_ib_counters {
 	uint64_t link_msgs;	      /* SOFL messages taken */
 	uint64_t link_bad;	      /* SOFL malformed, or from another address */
 	uint64_t drops[IB_DROP_NR];   /* by ib_parse's reason */
+	/* UDP datagrams handed to the kernel: a GSO run of packets is one
+	 * (last: a program's slot page keeps the words before it in place) */
+	uint64_t xmit_sends;
 };
 
 /* Where and as what the port attaches. */

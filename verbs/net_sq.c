@@ -32,6 +32,9 @@ int sofv_net_post(struct sofv_qp *qp, const struct sofv_swqe *w)
 	uint64_t one = 1;
 	int db;
 
+	/* what this list held back makes room first */
+	if (sofv_net_outstanding(qp) >= qp->sq_size)
+		sofv_net_post_end(qp);
 	if (sofv_net_outstanding(qp) >= qp->sq_size)
 		return ENOMEM;
 	e = (struct sof_nwqe *)(qp->nsq_ring + (size_t)(tail & (qp->sq_size - 1)) * qp->nsq_stride);
@@ -84,7 +87,13 @@ int sofv_net_post(struct sofv_qp *qp, const struct sofv_swqe *w)
 	}
 	atomic_store_explicit(&qp->nsq->idx.tail, tail + 1, memory_order_release);
 	if (qp->eng) {
-		sofv_engine_post(qp);
+		/* one datagram of a UD list: the engine sends the list's
+		 * datagrams in one pass at its end, so they leave in one
+		 * system call (UDP GSO runs on the IB link), not one each */
+		if (qp->post_list)
+			qp->post_held = true;
+		else
+			sofv_engine_post(qp);
 		return 0;
 	}
 	/* The doorbell only when the daemon had taken every WQE before this
@@ -100,4 +109,12 @@ int sofv_net_post(struct sofv_qp *qp, const struct sofv_swqe *w)
 		/* the daemon is gone: the QP will see it as a fatal error */
 	}
 	return 0;
+}
+
+void sofv_net_post_end(struct sofv_qp *qp)
+{
+	if (!qp->post_held)
+		return;
+	qp->post_held = false;
+	sofv_engine_post(qp);
 }

@@ -160,6 +160,8 @@ int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		sofv_spin_unlock(&qp->sq_lock);
 		return 0;
 	}
+	/* a UD list's datagrams leave together (net_sq.c) */
+	qp->post_list = wr && wr->next && qp->qpx.qp_base.qp_type == IBV_QPT_UD;
 	for (; wr; wr = wr->next) {
 		err = build_swqe(qp, wr, &w, inl);
 		if (!err)
@@ -167,6 +169,8 @@ int sofv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_
 		if (err)
 			break;
 	}
+	qp->post_list = false;
+	sofv_net_post_end(qp);
 	sofv_spin_unlock(&qp->sq_lock);
 	if (err)
 		*bad_wr = wr;
@@ -322,6 +326,7 @@ static int wr_complete(struct ibv_qp_ex *qx)
 	struct sofv_qp *qp = qx_to_sqp(qx);
 	int err = qp->wr_err;
 
+	qp->post_list = qp->wr_nlist > 1 && qp->qpx.qp_base.qp_type == IBV_QPT_UD;
 	for (uint32_t i = 0; !err && i < qp->wr_nlist; i++) {
 		struct sofv_wr_ent *e = &qp->wr_list[i];
 
@@ -330,6 +335,8 @@ static int wr_complete(struct ibv_qp_ex *qx)
 		if (!err)
 			err = sofv_exec_post(qp, &e->w);
 	}
+	qp->post_list = false;
+	sofv_net_post_end(qp);
 	qp->wr_nlist = 0;
 	sofv_spin_unlock(&qp->sq_lock);
 	return err;

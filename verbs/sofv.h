@@ -478,6 +478,10 @@ struct sofv_qp {
 	bool net;
 	/* tp_host.c: the transport of this QP runs in this process */
 	struct sofv_eqp *eng;
+	/* post.c: a UD QP's list of WRs being posted (post_list); the engine
+	 * is told once, at its end, when net_sq.c held any (post_held): the
+	 * list's datagrams leave together; under sq_lock */
+	bool post_list, post_held;
 	/* IBV_QP_RATE_LIMIT's burst and packet size (domain.c), under sq_lock;
 	 * the rate itself is attr.rate_limit. ECE options as set (kernel_abi.c). */
 	uint32_t rl_max_burst, rl_typical_pkt;
@@ -555,6 +559,9 @@ int sofv_exec_post(struct sofv_qp *qp, struct sofv_swqe *wqe);
  * QPs with qp->net, UD sends to other hosts). Caller holds qp->sq_lock.
  * 0 or ENOMEM when the send queue is full. */
 int sofv_net_post(struct sofv_qp *qp, const struct sofv_swqe *wqe);
+/* The end of a list of WRs (post.c): the engine takes what net_sq.c held
+ * back for it (qp->post_held), all in one pass. Caller holds sq_lock. */
+void sofv_net_post_end(struct sofv_qp *qp);
 /* Send WQEs handed to the daemon and not completed yet. */
 uint32_t sofv_net_outstanding(const struct sofv_qp *qp);
 

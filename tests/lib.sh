@@ -184,19 +184,25 @@ sof_ns_run() {
 	return $rc
 }
 
-# sof_daemon_running PID: PID is a softofedd that has not exited. One that
+# sof_pid_live PID: PID runs, i.e. exists and has not exited. One that
 # exited and waits to be reaped (a zombie: state Z or X in /proc/PID/stat)
-# has not: its log is written, its sockets and namespace are let go. A
-# daemonized softofedd's parent is the system's init, which may reap it
-# only seconds later.
-sof_daemon_running() {
-	local comm st
+# has: its log is written, its sockets and namespace are let go. A
+# daemonized process's parent is the system's init, which may reap it only
+# seconds later (kill -0 succeeds until then).
+sof_pid_live() {
+	local st
 	[ -n "$1" ] || return 1
-	read -r comm 2>/dev/null <"/proc/$1/comm" || return 1
-	[ "$comm" = softofedd ] || return 1
 	read -r st 2>/dev/null <"/proc/$1/stat" || return 1
 	st=${st##*) }
 	[ "${st%% *}" != Z ] && [ "${st%% *}" != X ]
+}
+
+# sof_daemon_running PID: PID is a softofedd that has not exited (sof_pid_live)
+sof_daemon_running() {
+	local comm
+	[ -n "$1" ] || return 1
+	read -r comm 2>/dev/null <"/proc/$1/comm" || return 1
+	[ "$comm" = softofedd ] && sof_pid_live "$1"
 }
 
 # _sof_ns_reap PIDFILE: kill the namespace's daemon if it is still alive

@@ -184,6 +184,27 @@ sof_ns_run() {
 	return $rc
 }
 
+# sof_pid_live PID: PID runs, i.e. exists and has not exited. One that
+# exited and waits to be reaped (a zombie: state Z or X in /proc/PID/stat)
+# has: its log is written, its sockets and namespace are let go. A
+# daemonized process's parent is the system's init, which may reap it only
+# seconds later (kill -0 succeeds until then).
+sof_pid_live() {
+	local st
+	[ -n "$1" ] || return 1
+	read -r st 2>/dev/null <"/proc/$1/stat" || return 1
+	st=${st##*) }
+	[ "${st%% *}" != Z ] && [ "${st%% *}" != X ]
+}
+
+# sof_daemon_running PID: PID is a softofedd that has not exited (sof_pid_live)
+sof_daemon_running() {
+	local comm
+	[ -n "$1" ] || return 1
+	read -r comm 2>/dev/null <"/proc/$1/comm" || return 1
+	[ "$comm" = softofedd ] && sof_pid_live "$1"
+}
+
 # _sof_ns_reap PIDFILE: kill the namespace's daemon if it is still alive
 # (only when it really is the softofedd we started).
 _sof_ns_reap() {
@@ -191,7 +212,7 @@ _sof_ns_reap() {
 	pid=$(cat "$1" 2>/dev/null)
 	rm -f "$1"
 	[ -n "$pid" ] || return 0
-	if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = softofedd ]; then
+	if sof_daemon_running "$pid"; then
 		kill -TERM "$pid" 2>/dev/null
 		sleep 0.5
 		kill -KILL "$pid" 2>/dev/null
@@ -713,13 +734,13 @@ sof_hosts_down() {
 		log=$(_sof_host_log "$h")
 		timeout 20 ip netns exec "$ns" "$SOFTOFED" down >/dev/null 2>&1 </dev/null
 		pid=${SOF_HOST_DPID[$h]:-}
-		if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = softofedd ]; then
+		if sof_daemon_running "$pid"; then
 			kill -TERM "$pid" 2>/dev/null
 			for _ in 1 2 3 4 5 6 7 8 9 10; do
-				kill -0 "$pid" 2>/dev/null || break
+				sof_daemon_running "$pid" || break
 				sleep 0.2
 			done
-			kill -KILL "$pid" 2>/dev/null
+			sof_daemon_running "$pid" && kill -KILL "$pid" 2>/dev/null
 		fi
 		if [ -f "$log" ] && grep -q -E 'ERROR: (Address|Leak|Thread|Memory)Sanitizer|runtime error:' "$log"; then
 			not_ok "hosts: daemon of host $h" "sanitizer report in its log"

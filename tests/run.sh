@@ -179,7 +179,7 @@ for build in "${BUILDS[@]}"; do
 done
 mapfile -t UNITS < <(printf '%s\n' "${!UNIT_NAMES[@]}" | sort)
 for u in "${UNITS[@]}"; do
-	files=()
+	files=() pids=() ran=() rbuild=()
 	for build in "${BUILDS[@]}"; do
 		b=$build/tests/$u
 		selected "$b" || continue
@@ -195,12 +195,25 @@ for u in "${UNITS[@]}"; do
 			envs+=(ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 				UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}")
 		fi
+		# the builds of one binary at once, each in its own namespace
+		# with its own daemon; its output is shown once all have ended
 		# shellcheck disable=SC2016
-		RT_SAVE=$f.lines run_test "$b" $((UNIT_TIMEOUT + 90)) env "${envs[@]}" \
-			bash -c '. "$1" || exit 1; sof_ns_run "$2"' sof-unit \
-			"$SOF_ROOT/tests/lib.sh" "$(realpath "$b")"
+		(
+			OUT=$f.out
+			RT_SAVE=$f.lines run_test "$b" $((UNIT_TIMEOUT + 90)) env "${envs[@]}" \
+				bash -c '. "$1" || exit 1; sof_ns_run "$2"' sof-unit \
+				"$SOF_ROOT/tests/lib.sh" "$(realpath "$b")"
+		) >"$f.log" 2>&1 &
+		pids+=("$!")
+		ran+=("$f")
+		rbuild+=("$build")
+	done
+	[ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
+	for i in "${!ran[@]}"; do
+		f=${ran[$i]}
+		cat "$f.log"
 		{
-			echo "$build"
+			echo "${rbuild[$i]}"
 			cat "$f.lines"
 		} >"$f"
 	done

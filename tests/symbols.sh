@@ -63,7 +63,9 @@ cleanup() {
 	if [ -n "$now" ] && [ "$now" != "$daemon_before" ]; then
 		kill "$now" 2>/dev/null
 		n=0
-		while [ "$n" -lt 50 ] && kill -0 "$now" 2>/dev/null; do
+		# until it exited (a zombie, Z, waits for init to reap it)
+		while [ "$n" -lt 50 ] && [ -r "/proc/$now/stat" ] &&
+			! sed 's/.*) //' "/proc/$now/stat" 2>/dev/null | grep -q '^[ZX]'; do
 			sleep 0.1
 			n=$((n + 1))
 		done

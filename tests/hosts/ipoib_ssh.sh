@@ -53,7 +53,7 @@ ipup() {
 ipdown() {
 	local p=${IPPID[$1]:-}
 	sof_host_run "$1" timeout 15 "$SOFTOFED" ipoib down >/dev/null 2>&1 </dev/null
-	if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+	if sof_pid_live "$p"; then
 		sleep 1
 		kill -KILL "$p" 2>/dev/null
 	fi

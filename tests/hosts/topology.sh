@@ -110,7 +110,7 @@ topology() {
 		ip netns list | grep -q "^$ns\\b" && left="$left $ns"
 	done
 	for pid in "${pids[@]}"; do
-		[ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = softofedd ] && left="$left daemon:$pid"
+		sof_daemon_running "$pid" && left="$left daemon:$pid"
 	done
 	if [ -z "$left" ]; then
 		ok "$t: teardown: no namespace, no daemon left"

@@ -169,6 +169,8 @@ struct fabric {
 	char sim_base[64];
 	struct fab_sim_client sim[FAB_SIM_CLIENTS];
 	struct fab_cap *cap; /* the capture running, NULL: none (capture.c) */
+	/* --direct's segment, NULL: none (direct.c) */
+	struct fab_direct *direct;
 };
 
 /* IB has no hop limit in its headers; a packet is dropped after this many
@@ -261,5 +263,11 @@ void fab_cap_pkt(struct fabric *f, const struct fab_node *n, unsigned port, cons
 int fab_cap_fd(const struct fabric *f, short *events);
 void fab_cap_io(struct fabric *f, short revents, uint64_t now);
 void fab_cap_free(struct fabric *f);
+
+int fab_direct_open(struct fabric *f, const char *path);
+void fab_direct_close(struct fabric *f);
+void fab_direct_dirty(struct fabric *f);
+void fab_direct_drain(struct fabric *f);
+void fab_direct_publish(struct fabric *f);
 
 #endif

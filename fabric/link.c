@@ -99,6 +99,7 @@ void fab_link_update(struct fabric *f, struct fab_node *n, unsigned port)
 
 	if (port < 1 || port > n->m->nports || !n->port[port].peer)
 		return;
+	fab_direct_dirty(f);
 	fp = &n->port[port];
 	up = fab_link_up(n, port);
 	end_update(f, n, port, up);

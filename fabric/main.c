@@ -396,6 +396,7 @@ static bool ctl_request(struct fabric *f, int fd)
 	line[got] = '\0';
 	line[strcspn(line, "\n")] = '\0';
 	if (!strcmp(line, "STATUS")) {
+		fab_direct_drain(f);
 		status(f, &o);
 	} else if (!strcmp(line, "NODES")) {
 		nodes(f, &o);
@@ -464,7 +465,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	const char *listen_spec = DEFAULT_LISTEN, *log = "/dev/null", *ibsim = NULL;
+	const char *listen_spec = DEFAULT_LISTEN, *log = "/dev/null", *ibsim = NULL, *direct = NULL;
 	char **real = NULL;
 	unsigned nreal = 0;
 	struct fabric f;
@@ -484,6 +485,8 @@ int main(int argc, char **argv)
 			prio = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
 			spin_us = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--direct") && i + 1 < argc)
+			direct = argv[++i];
 		else if (!strcmp(argv[i], "--ibsim"))
 			ibsim = getenv("IBSIM_SOCKNAME") ? getenv("IBSIM_SOCKNAME") : "sim";
 		else if (argv[i][0] == '-' || topo_path) {
@@ -515,6 +518,10 @@ int main(int argc, char **argv)
 	if (ibsim && (rc = fab_sim_open(&f, ibsim))) {
 		fprintf(stderr, "softofed-fabric: --ibsim: sockets %s:*: %s\n", ibsim,
 			strerror(-rc));
+		return 1;
+	}
+	if (direct && (rc = fab_direct_open(&f, direct))) {
+		fprintf(stderr, "softofed-fabric: --direct %s: %s\n", direct, strerror(-rc));
 		return 1;
 	}
 	ctl = ctl_open();
@@ -595,11 +602,13 @@ int main(int argc, char **argv)
 		now = fab_now();
 		fab_cap_io(&f, pfd[3 + FAB_SIM_CLIENTS].revents, now);
 		if (now >= next_tick) {
+			fab_direct_drain(&f);
 			fab_tick(&f, now);
 			fab_run(&f);
 			next_tick = now + 1000000000ull;
 		}
 		fab_tx_flush(&f); /* what a control request sent */
+		fab_direct_publish(&f);
 	}
 	/* tell attached hosts their link is gone */
 	for (unsigned k = 0; k < f.nnodes; k++) {
@@ -617,6 +626,7 @@ int main(int argc, char **argv)
 	}
 	close(ctl);
 	close(f.udp);
+	fab_direct_close(&f);
 	fab_free(&f);
 	free(real);
 	return 0;

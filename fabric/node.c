@@ -173,6 +173,7 @@ static void gsi_input(struct fabric *f, struct fab_node *n, unsigned in_port, co
 	struct ud_info u;
 	uint8_t mad[256];
 
+	fab_direct_drain(f); /* a PMA query sees what the hosts sent straight */
 	if (fab_ud_parse(p, len, l, &u) || u.dqp != 1) {
 		f->st.not_mine++;
 		return;
@@ -330,6 +331,8 @@ void fab_node_input(struct fabric *f, struct fab_node *n, unsigned port, uint8_t
 
 	ib_lrh_read(p, &l);
 	f->st.delivered++;
+	if (l.vl == 15)
+		fab_direct_dirty(f); /* an SMP may change what the routes read */
 	if (n->m->type == SOF_NODE_SWITCH)
 		switch_input(f, n, port, p, len, &l);
 	else

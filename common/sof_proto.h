@@ -701,6 +701,7 @@ struct sof_ib_port {
 	uint8_t sl2vl[16];
 	uint32_t peer_len;        /* of a struct sockaddr_in or sockaddr_in6 */
 	uint8_t peer[28];
+	char direct[68];          /* the fabric's direct-path segment (transport/ibdirect.c), "": none */
 };
 
 /* IB_STATUS counters, shown by `softofed status` as "ib_counters: NAME

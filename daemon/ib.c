@@ -135,6 +135,7 @@ static void fill_port(struct sof_ib_port *p)
 	}
 	snprintf(p->node_name, sizeof(p->node_name), "%s", sib.node);
 	snprintf(p->peer_name, sizeof(p->peer_name), "%s", a->peer);
+	snprintf(p->direct, sizeof(p->direct), "%s", a->direct);
 }
 
 /* One port event of sofib0 to every context (the library shows it to

@@ -34,9 +34,14 @@ struct fab_direct {
 
 int fab_direct_open(struct fabric *f, const char *path)
 {
-	struct fab_direct *d = calloc(1, sizeof(*d));
+	struct fab_direct *d;
 	int fd;
 
+	/* the hosts take a path under /dev/shm/ that fits a SOFL name */
+	if (strncmp(path, "/dev/shm/", 9) || strchr(path + 9, '/') ||
+	    strlen(path) >= IB_SOFL_NAME_LEN)
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	d->hops = calloc(IB_DIRECT_HOSTS, sizeof(*d->hops));
@@ -80,6 +85,8 @@ void fab_direct_close(struct fabric *f)
 	free(d);
 	f->direct = NULL;
 }
+
+const char *fab_direct_path(const struct fabric *f) { return f->direct ? f->direct->path : NULL; }
 
 void fab_direct_dirty(struct fabric *f)
 {

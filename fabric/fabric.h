@@ -269,5 +269,6 @@ void fab_direct_close(struct fabric *f);
 void fab_direct_dirty(struct fabric *f);
 void fab_direct_drain(struct fabric *f);
 void fab_direct_publish(struct fabric *f);
+const char *fab_direct_path(const struct fabric *f);
 
 #endif

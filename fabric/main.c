@@ -6,6 +6,11 @@
  *
  *   softofed-fabric FILE [--listen ADDR:PORT] [--real NAME[,NAME...]]
  *                   [--log FILE] [--ibsim] [--nice N] [--spin USEC]
+ *                   [--direct /dev/shm/NAME]
+ *
+ * --direct PATH (prototype, direct.c): publish the routes whose every hop
+ * is a plain LFT forward at PATH (under /dev/shm/, at most 63 bytes), so
+ * that the hosts send such packets straight to each other.
  *
  * --ibsim: also serve ibsim's client protocol (sim.c), so that programs
  * run with libumad2sim.so preloaded (OpenSM, infiniband-diags) attach to
@@ -460,7 +465,8 @@ static int split_real(char *arg, char ***real, unsigned *nreal)
 static void usage(void)
 {
 	fprintf(stderr, "usage: softofed-fabric FILE [--listen ADDR:PORT] [--real NAME,...] "
-			"[--log FILE] [--ibsim] [--nice N] [--spin USEC]\n");
+			"[--log FILE] [--ibsim] [--nice N] [--spin USEC]\n"
+			"       [--direct /dev/shm/NAME]\n");
 }
 
 int main(int argc, char **argv)

@@ -120,6 +120,9 @@ enum ib_sofl_type {
 	IB_SOFL_HELLO = 1,
 	IB_SOFL_BYE = 2,
 	IB_SOFL_ASSIGN = 3,
+	/* the fabric's direct paths (fabric/direct.c, prototype): name is
+	 * the path of its segment under /dev/shm/ */
+	IB_SOFL_DIRECT = 4,
 };
 
 /* PortPhysicalState, IBA 14.2.5.6 table 146 */

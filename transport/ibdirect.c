@@ -1,6 +1,7 @@
 /*
  * The sending and receiving end of the fabric's direct paths (PROTOTYPE,
- * ib_direct.h): the segment named by SOFTOFED_IB_DIRECT, mapped at the
+ * ib_direct.h): the segment the fabric names on the link (SOFL DIRECT;
+ * a program has it from the daemon's struct sof_ib_port), mapped at the
  * first look; a packet whose route the fabric published leaves straight
  * for the host at its end (counted on the route for the fabric's port
  * counters), and a packet that comes from a host rather than from the
@@ -15,36 +16,42 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 static struct ib_direct_shm *dshm;
-static int mapped; /* 0: not looked yet, 1: mapped, -1: none */
+static char mapped_path[IB_SOFL_NAME_LEN + 1]; /* what dshm maps, "": nothing */
 static uint32_t me_seq = 1;
 static int me = -1;
 static struct sockaddr_storage to[IB_DIRECT_HOSTS];
 static socklen_t tolen[IB_DIRECT_HOSTS];
 
+/* The segment the fabric named (its SOFL DIRECT, tp_ib_attr.direct),
+ * mapped again when the name changed: a regular file under /dev/shm/,
+ * no link followed, of the size and magic of ours. */
 static bool map(void)
 {
-	const char *path;
+	const char *path = tp_ibp.attr.direct;
 	struct stat st;
 	void *p;
 	int fd;
 
-	if (mapped)
-		return mapped > 0;
-	mapped = -1;
-	path = getenv("SOFTOFED_IB_DIRECT");
-	if (!path || !*path)
+	if (!strcmp(path, mapped_path))
+		return dshm != NULL;
+	if (dshm)
+		munmap(dshm, sizeof(*dshm));
+	dshm = NULL;
+	me_seq = 1;
+	snprintf(mapped_path, sizeof(mapped_path), "%s", path);
+	if (strncmp(path, "/dev/shm/", 9) || strchr(path + 9, '/'))
 		return false;
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(*dshm)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof(*dshm)) {
 		close(fd);
 		return false;
 	}
@@ -58,7 +65,6 @@ static bool map(void)
 		dshm = NULL;
 		return false;
 	}
-	mapped = 1;
 	return true;
 }
 

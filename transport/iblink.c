@@ -76,6 +76,9 @@ void tp_ib_member_sync(void)
 	for (unsigned i = 0; i < TP_IB_PKEYS; i++)
 		tp_ibp.attr.pkeys[i] = i < SOF_IB_PKEYS ? p.pkeys[i] : 0;
 	memcpy(tp_ibp.attr.sl2vl, p.sl2vl, sizeof(tp_ibp.attr.sl2vl));
+	/* a name of up to IB_SOFL_NAME_LEN bytes, as the link brought it */
+	p.direct[IB_SOFL_NAME_LEN] = '\0';
+	memcpy(tp_ibp.attr.direct, p.direct, IB_SOFL_NAME_LEN + 1);
 	if (p.peer_len && p.peer_len <= sizeof(p.peer)) {
 		memset(&tp_ibp.cfg.peer, 0, sizeof(tp_ibp.cfg.peer));
 		memcpy(&tp_ibp.cfg.peer, p.peer, p.peer_len);
@@ -176,6 +179,12 @@ void tp_ib_link_input(const uint8_t *buf, size_t len)
 		break;
 	case IB_SOFL_BYE:
 		tp_ibp.far_up = false;
+		break;
+	case IB_SOFL_DIRECT:
+		if (strcmp(m.name, tp_ibp.attr.direct)) {
+			snprintf(tp_ibp.attr.direct, sizeof(tp_ibp.attr.direct), "%s", m.name);
+			tp_ib_changed();
+		}
 		break;
 	case IB_SOFL_ASSIGN:
 		if (strcmp(m.name, tp_ibp.name) || !m.node_guid || !m.port_guid) {

@@ -38,6 +38,8 @@ struct tp_ib_attr {
 	uint16_t pkeys[TP_IB_PKEYS]; /* 0: empty */
 	uint8_t sl2vl[16];
 	char peer[IB_SOFL_NAME_LEN + 1]; /* the far end's name (its HELLO) */
+	/* the fabric's direct-path segment (ibdirect.c), "": none */
+	char direct[IB_SOFL_NAME_LEN + 1];
 };
 
 /* What the port counted: PortCounters (IBA 16.1.3.5) and the reasons. */

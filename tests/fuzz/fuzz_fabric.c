@@ -16,7 +16,7 @@
  * ceil(length / segment) packets; every port state stays valid.
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
- * FUZZ_SOURCES: tests/fuzz/fuzz_fabric.c fabric/topo.c fabric/pkt.c fabric/fabric.c fabric/node.c fabric/link.c fabric/sim.c fabric/capture.c mad/sma.c mad/sma_port.c mad/pma.c mad/cc.c transport/ib_wire.c transport/icrc.c common/util.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_fabric.c fabric/topo.c fabric/pkt.c fabric/fabric.c fabric/node.c fabric/link.c fabric/sim.c fabric/capture.c fabric/direct.c mad/sma.c mad/sma_port.c mad/pma.c mad/cc.c transport/ib_wire.c transport/icrc.c common/util.c
  * FUZZ_INCLUDES: fabric mad transport common
  */
 #include "fabric.h"

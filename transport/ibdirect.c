@@ -110,8 +110,17 @@ unsigned tp_ib_direct_dest(const uint8_t *p, size_t len)
 	uint32_t seq;
 	unsigned t;
 	int m;
+	size_t bth = IB_LRH_LEN;
 
 	if (!map() || len < IB_LRH_LEN + IB_VCRC_LEN || (p[0] >> 4) == 15)
+		return 0;
+	/* RC and UC only (BTH OpCode service bits 000 and 001, IBA 9.2):
+	 * UD (QP1's MADs among them) keeps the fabric's path, as a UD
+	 * ping-pong went from ~1 ms to 15-47 ms a round trip straight (not
+	 * understood yet) */
+	if ((p[1] & 3) == 3)
+		bth += IB_GRH_LEN;
+	if ((p[1] & 3) < 2 || len < bth + 4 || (p[bth] >> 5) > 1)
 		return 0;
 	dlid = sof_get16(p + 2);
 	if (!dlid || dlid >= IB_DIRECT_LIDS)

@@ -405,7 +405,10 @@ TEST(sofl)
 	b[4] = 2;
 	CHECK_EQ(ib_sofl_parse(b, IB_SOFL_LEN, &r), -EINVAL);
 	b[4] = 1;
-	b[5] = 4;
+	b[5] = IB_SOFL_DIRECT; /* the fabric's direct-path segment, in name */
+	CHECK_EQ(ib_sofl_parse(b, IB_SOFL_LEN, &r), 0);
+	CHECK_EQ(r.type, IB_SOFL_DIRECT);
+	b[5] = 5;
 	CHECK_EQ(ib_sofl_parse(b, IB_SOFL_LEN, &r), -EINVAL);
 	b[5] = 1;
 	b[6] = 0;

@@ -708,13 +708,14 @@ struct sof_ib_port {
  * VALUE ..." in this order: PortCounters (IBA 16.1.3.5), what the port
  * dropped and why (transport/ib_wire.h's reasons from short on), SMPs the
  * SMA took and answered, the port's traps (first sends) and those the SM
- * repressed, PerfMgt MADs its PMA answered (daemon/ib_sma.c). */
+ * repressed, PerfMgt MADs its PMA answered (daemon/ib_sma.c), datagrams
+ * from a host on no direct route of the fabric's that ends here. */
 #define SOF_IB_COUNTERS(X)                                                                 \
 	X(rcv_pkts) X(xmit_pkts) X(rcv_data) X(xmit_data) X(rcv_errors) X(xmit_discards)   \
 	X(vl15_dropped) X(link_downed) X(pkey_violations) X(dlid_drops) X(state_drops)     \
 	X(link_msgs) X(link_bad) X(drop_short) X(drop_lver) X(drop_pktlen) X(drop_vcrc)    \
 	X(drop_lnh) X(drop_grh) X(drop_icrc) X(smp_rx) X(smp_tx) X(traps) X(traps_repressed)  \
-	X(pma_rx) X(eng_rcv_pkts) X(eng_xmit_pkts)
+	X(pma_rx) X(eng_rcv_pkts) X(eng_xmit_pkts) X(direct_bad)
 #define SOF_ENUM_IBCNT(n) SOF_IBCNT_##n,
 enum sof_ib_counter { SOF_IB_COUNTERS(SOF_ENUM_IBCNT) SOF_IBCNT_NR };
 #undef SOF_ENUM_IBCNT

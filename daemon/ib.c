@@ -295,6 +295,7 @@ int sofd_ib_status(struct sofd_req *rq, struct sofd_rep *rp)
 		v[SOF_IBCNT_state_drops] = c->state_drops;
 		v[SOF_IBCNT_link_msgs] = c->link_msgs;
 		v[SOF_IBCNT_link_bad] = c->link_bad;
+		v[SOF_IBCNT_direct_bad] = c->direct_bad;
 		for (unsigned d = IB_DROP_SHORT; d < IB_DROP_NR; d++)
 			v[SOF_IBCNT_drop_short + d - IB_DROP_SHORT] = c->drops[d];
 		sofd_ib_sma_counts(&v[SOF_IBCNT_smp_rx], &v[SOF_IBCNT_smp_tx]);

@@ -1,12 +1,14 @@
 /*
- * The direct paths (PROTOTYPE, transport/ib_direct.h): the segment at
- * --direct PATH, the routes computed from the fabric's state whenever it
- * changed (fab_direct_dirty), and the packets the hosts sent straight
- * taken into the crossed ports' counters (fab_direct_drain) before the
- * routes change, each tick and before a STATUS.
+ * The direct paths (opt-in, --direct; transport/ib_direct.h): the sealed
+ * segment of routes, computed anew from the fabric's state whenever it
+ * changed (fab_direct_dirty: an SMP, a link), and what the hosts report
+ * they sent straight (SOFL COUNT) taken into the counters of the ports
+ * their routes cross, as if this process had forwarded those packets.
  */
 #include "fabric.h"
 #include "ib_direct.h"
+
+#include "sof_bytes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,45 +24,41 @@ struct fab_hop {
 };
 
 struct fab_direct {
-	struct ib_direct_shm *shm;
-	char path[256];
+	struct ib_direct_shm *shm; /* our writable mapping, the only one */
+	int fd;			   /* the memfd, open for the hosts' /proc/PID/fd/N */
+	char path[IB_SOFL_NAME_LEN];
 	unsigned nhosts;
 	struct fab_node *host[IB_DIRECT_HOSTS];
-	/* the crossed ports of each published route: [src][dlid][hop] */
+	/* the crossed ports of the last route published from [src] to
+	 * [dlid] (kept when it is withdrawn: counts reported after a change
+	 * were sent on it) */
 	uint8_t nhops[IB_DIRECT_HOSTS][IB_DIRECT_LIDS];
 	struct fab_hop (*hops)[IB_DIRECT_LIDS][IB_DIRECT_HOPS];
 	bool dirty;
 };
 
-int fab_direct_open(struct fabric *f, const char *path)
+int fab_direct_open(struct fabric *f)
 {
-	struct fab_direct *d;
+	struct fab_direct *d = calloc(1, sizeof(*d));
 	int fd;
 
-	/* the hosts take a path under /dev/shm/ that fits a SOFL name */
-	if (strncmp(path, "/dev/shm/", 9) || strchr(path + 9, '/') ||
-	    strlen(path) >= IB_SOFL_NAME_LEN)
-		return -EINVAL;
-	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	d->hops = calloc(IB_DIRECT_HOSTS, sizeof(*d->hops));
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (!d->hops || fd < 0 || ftruncate(fd, sizeof(*d->shm))) {
-		if (fd >= 0)
-			close(fd);
-		free(d->hops);
-		free(d);
-		return -errno;
-	}
+	fd = memfd_create("softofed-direct", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (!d->hops || fd < 0 || ftruncate(fd, sizeof(*d->shm)))
+		goto fail;
 	d->shm = mmap(NULL, sizeof(*d->shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (d->shm == MAP_FAILED) {
-		free(d->hops);
-		free(d);
-		return -errno;
+	if (d->shm == MAP_FAILED)
+		goto fail;
+	/* from now on no one maps it writable or writes it, nor can the
+	 * seals be taken off: only the mapping above changes it */
+	if (fcntl(fd, F_ADD_SEALS, IB_DIRECT_SEALS)) {
+		munmap(d->shm, sizeof(*d->shm));
+		goto fail;
 	}
-	snprintf(d->path, sizeof(d->path), "%s", path);
+	d->fd = fd;
+	snprintf(d->path, sizeof(d->path), "/proc/%d/fd/%d", (int)getpid(), fd);
 	for (unsigned i = 0; i < f->nnodes && d->nhosts < IB_DIRECT_HOSTS; i++)
 		if (f->nodes[i]->real)
 			d->host[d->nhosts++] = f->nodes[i];
@@ -71,6 +69,11 @@ int fab_direct_open(struct fabric *f, const char *path)
 	d->dirty = true;
 	f->direct = d;
 	return 0;
+fail:
+	fd = -errno;
+	free(d->hops);
+	free(d);
+	return fd;
 }
 
 void fab_direct_close(struct fabric *f)
@@ -79,8 +82,8 @@ void fab_direct_close(struct fabric *f)
 
 	if (!d)
 		return;
-	unlink(d->path);
 	munmap(d->shm, sizeof(*d->shm));
+	close(d->fd);
 	free(d->hops);
 	free(d);
 	f->direct = NULL;
@@ -94,9 +97,6 @@ void fab_direct_dirty(struct fabric *f)
 		f->direct->dirty = true;
 }
 
-/* The hops of a packet from host src to dlid, as switch_input and fab_xmit
- * would take it, when every one is a plain LFT forward; the host it
- * reaches (index + 1) or 0. */
 /* the partitions of pk[0..*n) (IB_DIRECT_ANY_PKEY: all) that port p
  * takes as a switch port (fab_pkey_ok); false: more than fit */
 static bool pkeys_and(const struct sof_port *p, uint16_t *pk, uint8_t *n)
@@ -125,6 +125,9 @@ static bool pkeys_and(const struct sof_port *p, uint16_t *pk, uint8_t *n)
 	return true;
 }
 
+/* The hops of a packet from host src to dlid, as switch_input and
+ * fab_xmit would take it, when every one is a plain LFT forward; the host
+ * it reaches (index + 1) or 0. */
 static unsigned walk(const struct fab_direct *d, unsigned src, uint16_t dlid, struct fab_hop *hop,
 		     uint8_t *nhop, uint16_t *pk, uint8_t *npk)
 {
@@ -154,9 +157,9 @@ static unsigned walk(const struct fab_direct *d, unsigned src, uint16_t dlid, st
 		hop[k++] = (struct fab_hop){(uint16_t)n->index, (uint8_t)in, (uint8_t)out};
 		in = n->port[out].peer_port;
 		n = n->port[out].peer;
-		if (n->real) {
+		if (n && n->real) {
 			for (unsigned t = 0; t < d->nhosts; t++)
-				if (d->host[t] == n && n->host.attached) {
+				if (d->host[t] == n && n->host.attached && fab_link_up(n, 1)) {
 					*nhop = (uint8_t)k;
 					return t + 1;
 				}
@@ -166,39 +169,49 @@ static unsigned walk(const struct fab_direct *d, unsigned src, uint16_t dlid, st
 	return 0;
 }
 
-void fab_direct_drain(struct fabric *f)
+/* A SOFL COUNT from host h (known by its link address, so a host reports
+ * only for itself): its packets go into the counters of the ports its
+ * route to each DLID crossed. */
+void fab_direct_count(struct fabric *f, const struct fab_node *h, const uint8_t *rec)
 {
 	struct fab_direct *d = f->direct;
+	unsigned s = 0;
 
-	if (!d)
+	if (!d) {
+		f->st.sofl_bad++;
 		return;
-	for (unsigned s = 0; s < d->nhosts; s++)
-		for (unsigned l = 1; l < IB_DIRECT_LIDS; l++) {
-			struct ib_direct_cnt *c = &d->shm->cnt[s][l];
-			uint64_t pkts, words;
+	}
+	while (s < d->nhosts && d->host[s] != h)
+		s++;
+	if (s == d->nhosts) {
+		f->st.sofl_bad++;
+		return;
+	}
+	for (unsigned r = 0; r < IB_DIRECT_COUNT_RECS; r++, rec += 16) {
+		uint16_t dlid = sof_get16(rec);
+		uint64_t pkts = sof_get32(rec + 4), words = sof_get64(rec + 8);
 
-			if (!atomic_load_explicit(&c->pkts, memory_order_relaxed))
-				continue;
-			pkts = atomic_exchange(&c->pkts, 0);
-			words = atomic_exchange(&c->words, 0);
-			/* counted on a route since withdrawn: its last hops */
-			for (unsigned k = 0; k < d->nhops[s][l]; k++) {
-				const struct fab_hop *hp = &d->hops[s][l][k];
-				struct sof_node *m = f->nodes[hp->node]->m;
-
-				m->port[hp->in].cnt.rcv_data += words;
-				m->port[hp->in].cnt.rcv_pkts += pkts;
-				m->port[hp->in].cnt.uni_rcv_pkts += pkts;
-				m->port[hp->out].cnt.xmit_data += words;
-				m->port[hp->out].cnt.xmit_pkts += pkts;
-				m->port[hp->out].cnt.uni_xmit_pkts += pkts;
-				f->st.pkts += pkts;
-				f->st.delivered += pkts;
-				f->st.forwarded += pkts;
-			}
-			f->st.from_hosts += pkts;
-			f->st.to_hosts += pkts;
+		if (!dlid)
+			break;
+		/* bounded: at most IB_MAX_PKT bytes a packet */
+		if (dlid >= IB_DIRECT_LIDS || sof_get16(rec + 2) || words > pkts * (IB_MAX_PKT / 4)) {
+			f->st.sofl_bad++;
+			return;
 		}
+		for (unsigned k = 0; k < d->nhops[s][dlid] && k < IB_DIRECT_HOPS; k++) {
+			const struct fab_hop *hp = &d->hops[s][dlid][k];
+			struct sof_node *m = f->nodes[hp->node]->m;
+
+			m->port[hp->in].cnt.rcv_data += words;
+			m->port[hp->in].cnt.rcv_pkts += pkts;
+			m->port[hp->in].cnt.uni_rcv_pkts += pkts;
+			m->port[hp->out].cnt.xmit_data += words;
+			m->port[hp->out].cnt.xmit_pkts += pkts;
+			m->port[hp->out].cnt.uni_xmit_pkts += pkts;
+			f->st.forwarded += pkts;
+		}
+		f->st.direct += pkts;
+	}
 }
 
 /* Routes again when something changed; the capture flag each call. */
@@ -216,8 +229,6 @@ void fab_direct_publish(struct fabric *f)
 	d->dirty = false;
 	atomic_fetch_add_explicit(&s->seq, 1, memory_order_acq_rel); /* odd: writing */
 	atomic_thread_fence(memory_order_seq_cst);
-	/* what was sent on the old routes first: their hops are still these */
-	fab_direct_drain(f);
 	for (unsigned t = 0; t < d->nhosts; t++) {
 		const struct fab_node *h = d->host[t];
 
@@ -227,12 +238,18 @@ void fab_direct_publish(struct fabric *f)
 		memcpy(&s->host[t].addr, &h->host.addr, sizeof(s->host[t].addr));
 	}
 	for (unsigned src = 0; src < d->nhosts; src++)
-		for (unsigned l = 1; l < IB_DIRECT_LIDS; l++)
-			s->route[src][l] =
-			    (uint8_t)walk(d, src, (uint16_t)l, d->hops[src][l], &d->nhops[src][l],
-					  s->pkeys[src][l], &s->npkeys[src][l]);
+		for (unsigned l = 1; l < IB_DIRECT_LIDS; l++) {
+			struct fab_hop hop[IB_DIRECT_HOPS];
+			uint8_t nhop;
+			unsigned t = walk(d, src, (uint16_t)l, hop, &nhop, s->pkeys[src][l],
+					  &s->npkeys[src][l]);
+
+			s->route[src][l] = (uint8_t)t;
+			if (t) {
+				memcpy(d->hops[src][l], hop, nhop * sizeof(hop[0]));
+				d->nhops[src][l] = nhop;
+			}
+		}
 	atomic_thread_fence(memory_order_seq_cst);
 	atomic_fetch_add_explicit(&s->seq, 1, memory_order_acq_rel);
-	/* a host that counted on an old route between the drain and the
-	 * odd seq: the next drain takes it on the new route's hops */
 }

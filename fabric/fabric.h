@@ -139,6 +139,7 @@ struct fab_stats {
 	uint64_t loop, queue_full; /* forwarding loops cut, queue overflow */
 	uint64_t sim_from_clients, sim_to_clients, sim_unclaimed, sim_lost;
 	uint64_t captures, captured, cap_dropped; /* capture.c */
+	uint64_t direct; /* packets hosts sent straight (direct.c) */
 };
 
 /* a program attached through ibsim's client protocol (sim.c) */
@@ -264,10 +265,10 @@ int fab_cap_fd(const struct fabric *f, short *events);
 void fab_cap_io(struct fabric *f, short revents, uint64_t now);
 void fab_cap_free(struct fabric *f);
 
-int fab_direct_open(struct fabric *f, const char *path);
+int fab_direct_open(struct fabric *f);
 void fab_direct_close(struct fabric *f);
 void fab_direct_dirty(struct fabric *f);
-void fab_direct_drain(struct fabric *f);
+void fab_direct_count(struct fabric *f, const struct fab_node *h, const uint8_t *rec);
 void fab_direct_publish(struct fabric *f);
 const char *fab_direct_path(const struct fabric *f);
 

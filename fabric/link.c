@@ -193,7 +193,7 @@ static void sofl_input(struct fabric *f, const struct ib_sofl *m,
 {
 	struct fab_node *n = host_by_addr(f, from, fromlen);
 
-	if (m->type == IB_SOFL_ASSIGN) {
+	if (m->type == IB_SOFL_ASSIGN || m->type == IB_SOFL_DIRECT) {
 		f->st.sofl_bad++;
 		return;
 	}
@@ -215,6 +215,10 @@ static void sofl_input(struct fabric *f, const struct ib_sofl *m,
 		hello_to(f, n, IB_SOFL_ASSIGN);
 		hello_to(f, n, IB_SOFL_DIRECT);
 		fab_link_update(f, n, 1);
+		return;
+	}
+	if (m->type == IB_SOFL_COUNT) {
+		fab_direct_count(f, n, (const uint8_t *)m->name);
 		return;
 	}
 	if (m->type == IB_SOFL_BYE) {

@@ -6,11 +6,11 @@
  *
  *   softofed-fabric FILE [--listen ADDR:PORT] [--real NAME[,NAME...]]
  *                   [--log FILE] [--ibsim] [--nice N] [--spin USEC]
- *                   [--direct /dev/shm/NAME]
+ *                   [--direct]
  *
- * --direct PATH (prototype, direct.c): publish the routes whose every hop
- * is a plain LFT forward at PATH (under /dev/shm/, at most 63 bytes), so
- * that the hosts send such packets straight to each other.
+ * --direct (direct.c): publish the routes whose every hop is a plain LFT
+ * forward in a sealed memfd the hosts map read-only, so that they send
+ * such packets straight to each other.
  *
  * --ibsim: also serve ibsim's client protocol (sim.c), so that programs
  * run with libumad2sim.so preloaded (OpenSM, infiniband-diags) attach to
@@ -310,6 +310,8 @@ static void status(struct fabric *f, struct out *o)
 	     (unsigned long long)s->to_hosts, (unsigned long long)s->traps,
 	     (unsigned long long)s->trap_resends, (unsigned long long)s->trap_repressed,
 	     (unsigned long long)s->tx_lost);
+	if (f->direct)
+		outf(o, "direct: pkts %llu\n", (unsigned long long)s->direct);
 	outf(o, "drops:");
 	for (int b = 1; b < FAB_BAD_MAX; b++)
 		outf(o, " %s %llu", fab_bad_names[b], (unsigned long long)s->bad[b]);
@@ -401,7 +403,6 @@ static bool ctl_request(struct fabric *f, int fd)
 	line[got] = '\0';
 	line[strcspn(line, "\n")] = '\0';
 	if (!strcmp(line, "STATUS")) {
-		fab_direct_drain(f);
 		status(f, &o);
 	} else if (!strcmp(line, "NODES")) {
 		nodes(f, &o);
@@ -466,12 +467,13 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: softofed-fabric FILE [--listen ADDR:PORT] [--real NAME,...] "
 			"[--log FILE] [--ibsim] [--nice N] [--spin USEC]\n"
-			"       [--direct /dev/shm/NAME]\n");
+			"       [--direct]\n");
 }
 
 int main(int argc, char **argv)
 {
-	const char *listen_spec = DEFAULT_LISTEN, *log = "/dev/null", *ibsim = NULL, *direct = NULL;
+	const char *listen_spec = DEFAULT_LISTEN, *log = "/dev/null", *ibsim = NULL;
+	bool direct = false;
 	char **real = NULL;
 	unsigned nreal = 0;
 	struct fabric f;
@@ -491,8 +493,8 @@ int main(int argc, char **argv)
 			prio = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
 			spin_us = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--direct") && i + 1 < argc)
-			direct = argv[++i];
+		else if (!strcmp(argv[i], "--direct"))
+			direct = true;
 		else if (!strcmp(argv[i], "--ibsim"))
 			ibsim = getenv("IBSIM_SOCKNAME") ? getenv("IBSIM_SOCKNAME") : "sim";
 		else if (argv[i][0] == '-' || topo_path) {
@@ -526,8 +528,8 @@ int main(int argc, char **argv)
 			strerror(-rc));
 		return 1;
 	}
-	if (direct && (rc = fab_direct_open(&f, direct))) {
-		fprintf(stderr, "softofed-fabric: --direct %s: %s\n", direct, strerror(-rc));
+	if (direct && (rc = fab_direct_open(&f))) {
+		fprintf(stderr, "softofed-fabric: --direct: %s\n", strerror(-rc));
 		return 1;
 	}
 	ctl = ctl_open();
@@ -608,7 +610,6 @@ int main(int argc, char **argv)
 		now = fab_now();
 		fab_cap_io(&f, pfd[3 + FAB_SIM_CLIENTS].revents, now);
 		if (now >= next_tick) {
-			fab_direct_drain(&f);
 			fab_tick(&f, now);
 			fab_run(&f);
 			next_tick = now + 1000000000ull;

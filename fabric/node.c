@@ -173,7 +173,6 @@ static void gsi_input(struct fabric *f, struct fab_node *n, unsigned in_port, co
 	struct ud_info u;
 	uint8_t mad[256];
 
-	fab_direct_drain(f); /* a PMA query sees what the hosts sent straight */
 	if (fab_ud_parse(p, len, l, &u) || u.dqp != 1) {
 		f->st.not_mine++;
 		return;

@@ -219,6 +219,7 @@ void tp_ib_tick(void)
 	if (tp_ibp.far_up && now - tp_ibp.heard_ns > LINK_TIMEOUT_NS)
 		tp_ibp.far_up = false;
 	link_update();
+	tp_ib_direct_report(true);
 	if (now - tp_ibp.hello_ns >= HELLO_NS - HELLO_NS / 10) {
 		tp_ibp.hello_ns = now;
 		send_sofl(IB_SOFL_HELLO);
@@ -439,6 +440,7 @@ void tp_ib_detach(void)
 	if (!tp_ibp.member)
 		return;
 	tp_ib_flush();
+	tp_ib_direct_report(true);
 	tp_ibp.on = false;
 	tp_ibp.member = false;
 	tp_ibp.cnt = &tp_ibp.own_cnt;
@@ -450,6 +452,8 @@ void tp_ib_stop(void)
 {
 	if (!tp_ibp.on || tp_ibp.member)
 		return;
+	tp_ib_flush();
+	tp_ib_direct_report(true);
 	send_sofl(IB_SOFL_BYE);
 	close(tp_ibp.fd);
 	tp_ibp.on = false;

@@ -38,7 +38,7 @@ struct tp_ib_attr {
 	uint16_t pkeys[TP_IB_PKEYS]; /* 0: empty */
 	uint8_t sl2vl[16];
 	char peer[IB_SOFL_NAME_LEN + 1]; /* the far end's name (its HELLO) */
-	/* the fabric's direct-path segment (ibdirect.c), "": none */
+	/* the fabric's direct-path segment, /proc/PID/fd/N (ibdirect.c), "": none */
 	char direct[IB_SOFL_NAME_LEN + 1];
 };
 
@@ -56,6 +56,7 @@ struct tp_ib_counters {
 	uint64_t link_msgs;	      /* SOFL messages taken */
 	uint64_t link_bad;	      /* SOFL malformed, or from another address */
 	uint64_t drops[IB_DROP_NR];   /* by ib_parse's reason */
+	uint64_t direct_bad;	      /* from a host, on no direct route ending here */
 };
 
 /* Where and as what the port attaches. */

@@ -18,6 +18,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#define DIRECT_SETTLE_MS 5
+#define DIRECT_SETTLE_NS (DIRECT_SETTLE_MS * 1000000ull)
+
 struct fab_hop {
 	uint16_t node;
 	uint8_t in, out;
@@ -34,7 +37,9 @@ struct fab_direct {
 	 * were sent on it) */
 	uint8_t nhops[IB_DIRECT_HOSTS][IB_DIRECT_LIDS];
 	struct fab_hop (*hops)[IB_DIRECT_LIDS][IB_DIRECT_HOPS];
+	/* a change since the last publish (seq odd since), and its time */
 	bool dirty;
+	uint64_t changed_ns;
 };
 
 int fab_direct_open(struct fabric *f)
@@ -66,6 +71,7 @@ int fab_direct_open(struct fabric *f)
 	d->shm->version = IB_DIRECT_VERSION;
 	d->shm->pid = (uint32_t)getpid();
 	d->shm->nhosts = d->nhosts;
+	d->shm->seq = 1; /* no route until the first publish */
 	d->dirty = true;
 	f->direct = d;
 	return 0;
@@ -91,10 +97,28 @@ void fab_direct_close(struct fabric *f)
 
 const char *fab_direct_path(const struct fabric *f) { return f->direct ? f->direct->path : NULL; }
 
+/* Something the routes read is about to change: the hosts stop sending
+ * straight at once (seq odd: they send through this process, and drop
+ * what comes straight), and the routes are made anew once the changes
+ * stopped for DIRECT_SETTLE_NS (an SM's sweep sends Sets in bursts). */
 void fab_direct_dirty(struct fabric *f)
 {
-	if (f->direct)
-		f->direct->dirty = true;
+	struct fab_direct *d = f->direct;
+
+	if (!d)
+		return;
+	if (!d->dirty) {
+		d->dirty = true;
+		atomic_fetch_add_explicit(&d->shm->seq, 1, memory_order_acq_rel);
+		atomic_thread_fence(memory_order_seq_cst);
+	}
+	d->changed_ns = fab_now();
+}
+
+int fab_direct_timeout(const struct fabric *f, int ms)
+{
+	return f->direct && f->direct->dirty && ms > DIRECT_SETTLE_MS + 1 ? DIRECT_SETTLE_MS + 1
+									  : ms;
 }
 
 /* the partitions of pk[0..*n) (IB_DIRECT_ANY_PKEY: all) that port p
@@ -194,7 +218,8 @@ void fab_direct_count(struct fabric *f, const struct fab_node *h, const uint8_t 
 		if (!dlid)
 			break;
 		/* bounded: at most IB_MAX_PKT bytes a packet */
-		if (dlid >= IB_DIRECT_LIDS || sof_get16(rec + 2) || words > pkts * (IB_MAX_PKT / 4)) {
+		if (dlid >= IB_DIRECT_LIDS || sof_get16(rec + 2) ||
+		    words > pkts * (IB_MAX_PKT / 4)) {
 			f->st.sofl_bad++;
 			return;
 		}
@@ -214,7 +239,8 @@ void fab_direct_count(struct fabric *f, const struct fab_node *h, const uint8_t 
 	}
 }
 
-/* Routes again when something changed; the capture flag each call. */
+/* Routes again when something changed and DIRECT_SETTLE_NS passed; the
+ * capture flag each call. */
 void fab_direct_publish(struct fabric *f)
 {
 	struct fab_direct *d = f->direct;
@@ -224,11 +250,9 @@ void fab_direct_publish(struct fabric *f)
 		return;
 	s = d->shm;
 	atomic_store_explicit(&s->off, f->cap ? 1u : 0u, memory_order_release);
-	if (!d->dirty)
+	if (!d->dirty || fab_now() - d->changed_ns < DIRECT_SETTLE_NS)
 		return;
-	d->dirty = false;
-	atomic_fetch_add_explicit(&s->seq, 1, memory_order_acq_rel); /* odd: writing */
-	atomic_thread_fence(memory_order_seq_cst);
+	d->dirty = false; /* seq is odd since fab_direct_dirty */
 	for (unsigned t = 0; t < d->nhosts; t++) {
 		const struct fab_node *h = d->host[t];
 

@@ -572,7 +572,7 @@ int main(int argc, char **argv)
 		for (int k = 0; k < FAB_SIM_CLIENTS; k++)
 			pfd[3 + k] = (struct pollfd){.fd = f.sim[k].pid ? f.sim[k].fd : -1,
 						     .events = POLLIN};
-		rc = poll(pfd, 4 + FAB_SIM_CLIENTS, spin_again() ? 0 : 200);
+		rc = poll(pfd, 4 + FAB_SIM_CLIENTS, spin_again() ? 0 : fab_direct_timeout(&f, 200));
 		if (rc < 0 && errno != EINTR)
 			break;
 		if (pfd[2].revents & POLLIN)

@@ -239,8 +239,8 @@ const struct sockaddr_storage *tp_ib_direct_addr(unsigned dst, socklen_t *len)
 	return &to[dst - 1];
 }
 
-static bool same(const struct sockaddr_storage *a, socklen_t alen,
-		 const struct sockaddr_storage *b, socklen_t blen)
+static bool same(const struct sockaddr_storage *a, socklen_t alen, const struct sockaddr_storage *b,
+		 socklen_t blen)
 {
 	if (a->ss_family != b->ss_family)
 		return false;
@@ -273,8 +273,8 @@ static bool on_route(const uint8_t *p, size_t len, size_t seg, unsigned k, unsig
 		if (l < IB_LRH_LEN + IB_VCRC_LEN)
 			return false;
 		dlid = sof_get16(p + off + 2);
-		if (!dlid || dlid >= IB_DIRECT_LIDS || LD(dshm->route[k][dlid]) != (uint8_t)(m + 1) ||
-		    !pkey_ok(k, dlid, p + off, l))
+		if (!dlid || dlid >= IB_DIRECT_LIDS ||
+		    LD(dshm->route[k][dlid]) != (uint8_t)(m + 1) || !pkey_ok(k, dlid, p + off, l))
 			return false;
 	}
 	atomic_thread_fence(memory_order_acquire);

@@ -241,21 +241,24 @@ int tp_ib_rx_fd(int fd)
 		for (int i = 0; i < got && tp_ibp.on; i++) {
 			struct msghdr *mh = &tp_ibp.rx.m[i].msg_hdr;
 			size_t r = tp_ibp.rx.m[i].msg_len;
-			int direct;
+			bool peer = from_peer(&tp_ibp.rx.from[i], mh->msg_namelen);
+			int direct = 0;
 
 			/* a link has two ends: anything else is not on it, but
-			 * a program's multicast to this host's QPs (one packet
-			 * a datagram, never a joined run) */
-			if (!from_peer(&tp_ibp.rx.from[i], mh->msg_namelen) &&
-			    (direct = r <= sizeof(tp_ibp.rx.buf[i])
-					  ? tp_ib_direct_from(&tp_ibp.rx.from[i], mh->msg_namelen,
-							      tp_ibp.rx.buf[i], r, sof_udp_gro_size(mh))
-					  : 0) <= 0) {
-				/* a host's datagram on no route of the
-				 * fabric's that ends here */
-				if (direct < 0)
-					tp_ibp.cnt->direct_bad++;
-				else if (tp_ibp.member || r > sizeof(tp_ibp.rx.buf[i]) ||
+			 * a datagram a host sent on one of the fabric's direct
+			 * paths that ends here (ibdirect.c), or a program's
+			 * multicast to this host's QPs (one packet a datagram,
+			 * never a joined run) */
+			if (!peer && r <= sizeof(tp_ibp.rx.buf[i]))
+				direct =
+				    tp_ib_direct_from(&tp_ibp.rx.from[i], mh->msg_namelen,
+						      tp_ibp.rx.buf[i], r, sof_udp_gro_size(mh));
+			if (!peer && direct < 0) {
+				tp_ibp.cnt->direct_bad++; /* from a host, on no route here */
+				continue;
+			}
+			if (!peer && !direct) {
+				if (tp_ibp.member || r > sizeof(tp_ibp.rx.buf[i]) ||
 				    sof_udp_gro_size(mh) != 0 ||
 				    !tp_ib_ud_loop_input(&tp_ibp.rx.from[i], mh->msg_namelen,
 							 tp_ibp.rx.buf[i], r))

@@ -144,6 +144,9 @@ static void link_update(void)
 	if (tp_ibp.attr.phys_state == IB_PHYS_LINKUP) {
 		tp_ibp.cnt->link_downed++;
 		tp_ibp.attr.state = IBV_PORT_DOWN;
+		/* the fabric's direct paths end with the link: a fabric that
+		 * comes back names its segment again (ibdirect.c maps it anew) */
+		tp_ibp.attr.direct[0] = '\0';
 		tp_log("ib: link down (%s), port Down", ib_phys_names[phys]);
 	}
 	tp_ibp.attr.phys_state = phys;

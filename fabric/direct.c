@@ -45,7 +45,7 @@ struct fab_direct {
 int fab_direct_open(struct fabric *f)
 {
 	struct fab_direct *d = calloc(1, sizeof(*d));
-	int fd;
+	int fd, err;
 
 	if (!d)
 		return -ENOMEM;
@@ -76,10 +76,12 @@ int fab_direct_open(struct fabric *f)
 	f->direct = d;
 	return 0;
 fail:
-	fd = -errno;
+	err = errno ? -errno : -ENOMEM;
+	if (fd >= 0)
+		close(fd);
 	free(d->hops);
 	free(d);
-	return fd;
+	return err;
 }
 
 void fab_direct_close(struct fabric *f)

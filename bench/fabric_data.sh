@@ -12,7 +12,9 @@
 #   line3  tests/topologies/line3.net (a under S1, c under S3): ib_send_lat
 #          -s 2 (per-hop cost against pair) and ib_write_bw -s 1 MiB a -> c
 #          by LID beside RoCEv2 a -> c (MB/s, target >= 0.8x RoCE).
-# BENCH_REPS rounds (default 3), the median of each.
+# BENCH_REPS rounds (default 3), the median of each. The fabric runs with
+# its direct paths (softofed-fabric --direct, fabric/direct.c: RC and UC
+# straight between the hosts) unless SOF_IBF_DIRECT=0.
 #
 # Usage: bench/fabric_data.sh (root: ip netns; BENCH_BUILD=DIR the build,
 #        default build/; BENCH_OUT=FILE also appends the table there).
@@ -24,6 +26,7 @@ export SOF_BUILD=${BENCH_BUILD:-${SOF_BUILD:-build}}
 # shellcheck source=tests/ib_fabric.sh
 . "$ROOT/tests/ib_fabric.sh"
 sof_init
+export SOF_IBF_DIRECT=${SOF_IBF_DIRECT-1}
 REPS=${BENCH_REPS:-3}
 PORT=18900
 
@@ -82,7 +85,7 @@ sof_kill ibf.sm
 sof_kill ibf.fabric
 
 {
-	echo "### InfiniBand data by LID through the fabric beside RoCEv2 (issue 19), median of $REPS"
+	echo "### InfiniBand data by LID through the fabric beside RoCEv2 (issue 19), median of $REPS (direct paths: ${SOF_IBF_DIRECT})"
 	echo
 	echo "| test | sofib0 (program's engine) | sofib0 (daemon's engine) | sof0 (program's engine) | sof0 (daemon's engine) | sofib0 / sof0 |"
 	echo "|---|---|---|---|---|---|"

@@ -232,6 +232,7 @@ int sof_ib_read(const struct sof_gid_shm *shm, struct sof_ib_port *p)
 			continue;
 		p->node_name[sizeof(p->node_name) - 1] = '\0';
 		p->peer_name[sizeof(p->peer_name) - 1] = '\0';
+		p->direct[sizeof(p->direct) - 1] = '\0';
 		return 0;
 	}
 	return -EIO;

@@ -701,6 +701,7 @@ struct sof_ib_port {
 	uint8_t sl2vl[16];
 	uint32_t peer_len;        /* of a struct sockaddr_in or sockaddr_in6 */
 	uint8_t peer[28];
+	char direct[68];          /* the fabric's direct-path segment (transport/ibdirect.c), "": none */
 };
 
 /* IB_STATUS counters, shown by `softofed status` as "ib_counters: NAME
@@ -708,15 +709,17 @@ struct sof_ib_port {
  * dropped and why (transport/ib_wire.h's reasons from short on), SMPs the
  * SMA took and answered, the port's traps (first sends) and those the SM
  * repressed, PerfMgt MADs its PMA answered (daemon/ib_sma.c), of the
- * packets those the programs' engines moved, and the UDP datagrams the
+ * packets those the programs' engines moved, the UDP datagrams the
  * port (daemon and programs) handed to the kernel for them (a GSO run of
- * packets is one: xmit_pkts / xmit_sends is the packets a system call). */
+ * packets is one: xmit_pkts / xmit_sends is the packets a system call),
+ * and datagrams from a host on no direct route of the fabric's that ends
+ * here. */
 #define SOF_IB_COUNTERS(X)                                                                 \
 	X(rcv_pkts) X(xmit_pkts) X(rcv_data) X(xmit_data) X(rcv_errors) X(xmit_discards)   \
 	X(vl15_dropped) X(link_downed) X(pkey_violations) X(dlid_drops) X(state_drops)     \
 	X(link_msgs) X(link_bad) X(drop_short) X(drop_lver) X(drop_pktlen) X(drop_vcrc)    \
 	X(drop_lnh) X(drop_grh) X(drop_icrc) X(smp_rx) X(smp_tx) X(traps) X(traps_repressed)  \
-	X(pma_rx) X(eng_rcv_pkts) X(eng_xmit_pkts) X(xmit_sends)
+	X(pma_rx) X(eng_rcv_pkts) X(eng_xmit_pkts) X(xmit_sends) X(direct_bad)
 #define SOF_ENUM_IBCNT(n) SOF_IBCNT_##n,
 enum sof_ib_counter { SOF_IB_COUNTERS(SOF_ENUM_IBCNT) SOF_IBCNT_NR };
 #undef SOF_ENUM_IBCNT

@@ -135,6 +135,7 @@ static void fill_port(struct sof_ib_port *p)
 	}
 	snprintf(p->node_name, sizeof(p->node_name), "%s", sib.node);
 	snprintf(p->peer_name, sizeof(p->peer_name), "%s", a->peer);
+	snprintf(p->direct, sizeof(p->direct), "%s", a->direct);
 }
 
 /* One port event of sofib0 to every context (the library shows it to
@@ -305,6 +306,7 @@ int sofd_ib_status(struct sofd_req *rq, struct sofd_rep *rp)
 		v[SOF_IBCNT_link_msgs] = c->link_msgs;
 		v[SOF_IBCNT_link_bad] = c->link_bad;
 		v[SOF_IBCNT_xmit_sends] = c->xmit_sends;
+		v[SOF_IBCNT_direct_bad] = c->direct_bad;
 		for (unsigned d = IB_DROP_SHORT; d < IB_DROP_NR; d++)
 			v[SOF_IBCNT_drop_short + d - IB_DROP_SHORT] = c->drops[d];
 		sofd_ib_sma_counts(&v[SOF_IBCNT_smp_rx], &v[SOF_IBCNT_smp_tx]);

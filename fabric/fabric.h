@@ -139,6 +139,8 @@ struct fab_stats {
 	uint64_t loop, queue_full; /* forwarding loops cut, queue overflow */
 	uint64_t sim_from_clients, sim_to_clients, sim_unclaimed, sim_lost;
 	uint64_t captures, captured, cap_dropped; /* capture.c */
+	/* packets the hosts sent straight (direct.c) */
+	uint64_t direct;
 };
 
 /* a program attached through ibsim's client protocol (sim.c) */
@@ -169,6 +171,8 @@ struct fabric {
 	char sim_base[64];
 	struct fab_sim_client sim[FAB_SIM_CLIENTS];
 	struct fab_cap *cap; /* the capture running, NULL: none (capture.c) */
+	/* --direct's segment, NULL: none (direct.c) */
+	struct fab_direct *direct;
 };
 
 /* IB has no hop limit in its headers; a packet is dropped after this many
@@ -261,5 +265,14 @@ void fab_cap_pkt(struct fabric *f, const struct fab_node *n, unsigned port, cons
 int fab_cap_fd(const struct fabric *f, short *events);
 void fab_cap_io(struct fabric *f, short revents, uint64_t now);
 void fab_cap_free(struct fabric *f);
+
+int fab_direct_open(struct fabric *f);
+void fab_direct_close(struct fabric *f);
+void fab_direct_dirty(struct fabric *f);
+/* the loop's poll timeout, shorter while routes wait to be made anew */
+int fab_direct_timeout(const struct fabric *f, int ms);
+void fab_direct_count(struct fabric *f, const struct fab_node *h, const uint8_t *rec);
+void fab_direct_publish(struct fabric *f);
+const char *fab_direct_path(const struct fabric *f);
 
 #endif

@@ -61,7 +61,12 @@ static void hello_to(struct fabric *f, struct fab_node *host, uint8_t type)
 	if (!host->host.attached || !fp->peer)
 		return;
 	fab_tx_flush(f); /* after the packets before it */
-	if (type == IB_SOFL_ASSIGN) {
+	if (type == IB_SOFL_DIRECT) {
+		m.phys_state = SOF_PHYS_LINKUP;
+		if (!fab_direct_path(f))
+			return;
+		snprintf(m.name, sizeof(m.name), "%s", fab_direct_path(f));
+	} else if (type == IB_SOFL_ASSIGN) {
 		m.phys_state = SOF_PHYS_LINKUP;
 		m.port = 1;
 		m.node_guid = host->m->node_guid;
@@ -99,6 +104,7 @@ void fab_link_update(struct fabric *f, struct fab_node *n, unsigned port)
 
 	if (port < 1 || port > n->m->nports || !n->port[port].peer)
 		return;
+	fab_direct_dirty(f);
 	fp = &n->port[port];
 	up = fab_link_up(n, port);
 	end_update(f, n, port, up);
@@ -193,7 +199,7 @@ static void sofl_input(struct fabric *f, const struct ib_sofl *m,
 {
 	struct fab_node *n = host_by_addr(f, from, fromlen);
 
-	if (m->type == IB_SOFL_ASSIGN) {
+	if (m->type == IB_SOFL_ASSIGN || m->type == IB_SOFL_DIRECT) {
 		f->st.sofl_bad++;
 		return;
 	}
@@ -213,7 +219,12 @@ static void sofl_input(struct fabric *f, const struct ib_sofl *m,
 		n->host.phys = m->phys_state;
 		n->host.last_hello = fab_now();
 		hello_to(f, n, IB_SOFL_ASSIGN);
+		hello_to(f, n, IB_SOFL_DIRECT);
 		fab_link_update(f, n, 1);
+		return;
+	}
+	if (m->type == IB_SOFL_COUNT) {
+		fab_direct_count(f, n, (const uint8_t *)m->name);
 		return;
 	}
 	if (m->type == IB_SOFL_BYE) {
@@ -419,5 +430,6 @@ void fab_tick(struct fabric *f, uint64_t now)
 			continue;
 		}
 		hello_to(f, n, IB_SOFL_HELLO);
+		hello_to(f, n, IB_SOFL_DIRECT);
 	}
 }

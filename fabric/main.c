@@ -6,6 +6,11 @@
  *
  *   softofed-fabric FILE [--listen ADDR:PORT] [--real NAME[,NAME...]]
  *                   [--log FILE] [--ibsim] [--nice N] [--spin USEC]
+ *                   [--direct]
+ *
+ * --direct (direct.c): publish the routes whose every hop is a plain LFT
+ * forward in a sealed memfd the hosts map read-only, so that they send
+ * such packets straight to each other.
  *
  * --ibsim: also serve ibsim's client protocol (sim.c), so that programs
  * run with libumad2sim.so preloaded (OpenSM, infiniband-diags) attach to
@@ -305,6 +310,8 @@ static void status(struct fabric *f, struct out *o)
 	     (unsigned long long)s->to_hosts, (unsigned long long)s->traps,
 	     (unsigned long long)s->trap_resends, (unsigned long long)s->trap_repressed,
 	     (unsigned long long)s->tx_lost);
+	if (f->direct)
+		outf(o, "direct: pkts %llu\n", (unsigned long long)s->direct);
 	outf(o, "drops:");
 	for (int b = 1; b < FAB_BAD_MAX; b++)
 		outf(o, " %s %llu", fab_bad_names[b], (unsigned long long)s->bad[b]);
@@ -459,12 +466,14 @@ static int split_real(char *arg, char ***real, unsigned *nreal)
 static void usage(void)
 {
 	fprintf(stderr, "usage: softofed-fabric FILE [--listen ADDR:PORT] [--real NAME,...] "
-			"[--log FILE] [--ibsim] [--nice N] [--spin USEC]\n");
+			"[--log FILE] [--ibsim] [--nice N] [--spin USEC]\n"
+			"       [--direct]\n");
 }
 
 int main(int argc, char **argv)
 {
 	const char *listen_spec = DEFAULT_LISTEN, *log = "/dev/null", *ibsim = NULL;
+	bool direct = false;
 	char **real = NULL;
 	unsigned nreal = 0;
 	struct fabric f;
@@ -484,6 +493,8 @@ int main(int argc, char **argv)
 			prio = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
 			spin_us = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--direct"))
+			direct = true;
 		else if (!strcmp(argv[i], "--ibsim"))
 			ibsim = getenv("IBSIM_SOCKNAME") ? getenv("IBSIM_SOCKNAME") : "sim";
 		else if (argv[i][0] == '-' || topo_path) {
@@ -515,6 +526,10 @@ int main(int argc, char **argv)
 	if (ibsim && (rc = fab_sim_open(&f, ibsim))) {
 		fprintf(stderr, "softofed-fabric: --ibsim: sockets %s:*: %s\n", ibsim,
 			strerror(-rc));
+		return 1;
+	}
+	if (direct && (rc = fab_direct_open(&f))) {
+		fprintf(stderr, "softofed-fabric: --direct: %s\n", strerror(-rc));
 		return 1;
 	}
 	ctl = ctl_open();
@@ -557,7 +572,7 @@ int main(int argc, char **argv)
 		for (int k = 0; k < FAB_SIM_CLIENTS; k++)
 			pfd[3 + k] = (struct pollfd){.fd = f.sim[k].pid ? f.sim[k].fd : -1,
 						     .events = POLLIN};
-		rc = poll(pfd, 4 + FAB_SIM_CLIENTS, spin_again() ? 0 : 200);
+		rc = poll(pfd, 4 + FAB_SIM_CLIENTS, spin_again() ? 0 : fab_direct_timeout(&f, 200));
 		if (rc < 0 && errno != EINTR)
 			break;
 		if (pfd[2].revents & POLLIN)
@@ -600,6 +615,7 @@ int main(int argc, char **argv)
 			next_tick = now + 1000000000ull;
 		}
 		fab_tx_flush(&f); /* what a control request sent */
+		fab_direct_publish(&f);
 	}
 	/* tell attached hosts their link is gone */
 	for (unsigned k = 0; k < f.nnodes; k++) {
@@ -617,6 +633,7 @@ int main(int argc, char **argv)
 	}
 	close(ctl);
 	close(f.udp);
+	fab_direct_close(&f);
 	fab_free(&f);
 	free(real);
 	return 0;

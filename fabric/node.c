@@ -324,12 +324,20 @@ void fab_node_local_smp(struct fabric *f, struct fab_node *n, uint8_t *mad, bool
 	fab_run(f);
 }
 
+/* where an SMP's MAD starts in its packet */
+#define SMP_MAD_AT (IB_LRH_LEN + ROCE_BTH_LEN + ROCE_DETH_LEN)
+
 void fab_node_input(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, size_t len)
 {
 	struct ib_lrh l;
 
 	ib_lrh_read(p, &l);
 	f->st.delivered++;
+	/* a SubnSet (IBA 13.4.5, method 0x02; the MAD after LRH, BTH and
+	 * DETH, SMPs have no GRH) may change what the direct routes read:
+	 * LFT, port states, partitions; a Get, a trap or its repress never */
+	if (l.vl == 15 && (len < SMP_MAD_AT + 4 || p[SMP_MAD_AT + 3] == 0x02))
+		fab_direct_dirty(f);
 	if (n->m->type == SOF_NODE_SWITCH)
 		switch_input(f, n, port, p, len, &l);
 	else

@@ -26,7 +26,8 @@
 #                         under `softofed run`, bounded to 20 s, output in OUT
 #   sof_ibf_guid NAME     the node GUID the fabric gave NAME (0x...)
 #
-# IBF_FABRIC names another softofed-fabric binary. Processes are
+# IBF_FABRIC names another softofed-fabric binary; SOF_IBF_DIRECT=1 starts
+# it with --direct (the direct paths, fabric/direct.c). Processes are
 # sof_host_bg's (ibf.fabric, ibf.sm), stopped by PID at exit.
 
 IBF_PORT=7471
@@ -104,7 +105,10 @@ sof_ibf_attach() {
 	sof_hosts_up "$nh" || return 1
 	IBF_HOSTS="a b"
 	[ "$nh" = 3 ] && IBF_HOSTS="a b c"
-	sof_host_bg ibf.fabric a ${IBF_SECS:-280} "$IBF_FABRIC" "$topo" --listen "$(sof_host_ip a):$IBF_PORT" --real "$real"
+	local -a direct=()
+	# SOF_IBF_DIRECT=1: the fabric's direct paths (fabric/direct.c)
+	[ "${SOF_IBF_DIRECT:-0}" = 1 ] && direct=(--direct)
+	sof_host_bg ibf.fabric a ${IBF_SECS:-280} "$IBF_FABRIC" "$topo" --listen "$(sof_host_ip a):$IBF_PORT" --real "$real" "${direct[@]}"
 	sof_wait_for 10 sof_ibf_all_in INIT && return 0
 	not_ok "$name: attach" "$(for h in $IBF_HOSTS; do sof_ibf_line "$h"; done | paste -sd/)"
 	sof_dump "$(sof_out ibf.fabric)"

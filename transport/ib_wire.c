@@ -418,7 +418,7 @@ int ib_sofl_parse(const uint8_t *buf, size_t len, struct ib_sofl *m)
 {
 	if (len != IB_SOFL_LEN || !ib_is_sofl(buf, len) || buf[4] != IB_SOFL_VERSION)
 		return -EINVAL;
-	if (buf[5] < IB_SOFL_HELLO || buf[5] > IB_SOFL_ASSIGN || !buf[6] || buf[6] >= IB_PHYS_NR)
+	if (buf[5] < IB_SOFL_HELLO || buf[5] > IB_SOFL_COUNT || !buf[6] || buf[6] >= IB_PHYS_NR)
 		return -EINVAL;
 	m->type = buf[5];
 	m->phys_state = buf[6];

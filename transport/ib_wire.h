@@ -120,6 +120,11 @@ enum ib_sofl_type {
 	IB_SOFL_HELLO = 1,
 	IB_SOFL_BYE = 2,
 	IB_SOFL_ASSIGN = 3,
+	/* the fabric's direct paths (fabric/direct.c, transport/ib_direct.h):
+	 * DIRECT (fabric to host) names its segment, /proc/PID/fd/N, in
+	 * name; COUNT (host to fabric) carries what the host sent straight */
+	IB_SOFL_DIRECT = 4,
+	IB_SOFL_COUNT = 5,
 };
 
 /* PortPhysicalState, IBA 14.2.5.6 table 146 */

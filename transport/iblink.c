@@ -76,6 +76,9 @@ void tp_ib_member_sync(void)
 	for (unsigned i = 0; i < TP_IB_PKEYS; i++)
 		tp_ibp.attr.pkeys[i] = i < SOF_IB_PKEYS ? p.pkeys[i] : 0;
 	memcpy(tp_ibp.attr.sl2vl, p.sl2vl, sizeof(tp_ibp.attr.sl2vl));
+	/* a name of up to IB_SOFL_NAME_LEN bytes, as the link brought it */
+	p.direct[IB_SOFL_NAME_LEN] = '\0';
+	memcpy(tp_ibp.attr.direct, p.direct, IB_SOFL_NAME_LEN + 1);
 	if (p.peer_len && p.peer_len <= sizeof(p.peer)) {
 		memset(&tp_ibp.cfg.peer, 0, sizeof(tp_ibp.cfg.peer));
 		memcpy(&tp_ibp.cfg.peer, p.peer, p.peer_len);
@@ -141,6 +144,9 @@ static void link_update(void)
 	if (tp_ibp.attr.phys_state == IB_PHYS_LINKUP) {
 		tp_ibp.cnt->link_downed++;
 		tp_ibp.attr.state = IBV_PORT_DOWN;
+		/* the fabric's direct paths end with the link: a fabric that
+		 * comes back names its segment again (ibdirect.c maps it anew) */
+		tp_ibp.attr.direct[0] = '\0';
 		tp_log("ib: link down (%s), port Down", ib_phys_names[phys]);
 	}
 	tp_ibp.attr.phys_state = phys;
@@ -177,6 +183,12 @@ void tp_ib_link_input(const uint8_t *buf, size_t len)
 	case IB_SOFL_BYE:
 		tp_ibp.far_up = false;
 		break;
+	case IB_SOFL_DIRECT:
+		if (strcmp(m.name, tp_ibp.attr.direct)) {
+			snprintf(tp_ibp.attr.direct, sizeof(tp_ibp.attr.direct), "%s", m.name);
+			tp_ib_changed();
+		}
+		break;
 	case IB_SOFL_ASSIGN:
 		if (strcmp(m.name, tp_ibp.name) || !m.node_guid || !m.port_guid) {
 			tp_ibp.cnt->link_bad++;
@@ -210,6 +222,7 @@ void tp_ib_tick(void)
 	if (tp_ibp.far_up && now - tp_ibp.heard_ns > LINK_TIMEOUT_NS)
 		tp_ibp.far_up = false;
 	link_update();
+	tp_ib_direct_report(true);
 	if (now - tp_ibp.hello_ns >= HELLO_NS - HELLO_NS / 10) {
 		tp_ibp.hello_ns = now;
 		send_sofl(IB_SOFL_HELLO);
@@ -430,6 +443,7 @@ void tp_ib_detach(void)
 	if (!tp_ibp.member)
 		return;
 	tp_ib_flush();
+	tp_ib_direct_report(true);
 	tp_ibp.on = false;
 	tp_ibp.member = false;
 	tp_ibp.cnt = &tp_ibp.own_cnt;
@@ -441,6 +455,8 @@ void tp_ib_stop(void)
 {
 	if (!tp_ibp.on || tp_ibp.member)
 		return;
+	tp_ib_flush();
+	tp_ib_direct_report(true);
 	send_sofl(IB_SOFL_BYE);
 	close(tp_ibp.fd);
 	tp_ibp.on = false;

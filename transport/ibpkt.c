@@ -32,6 +32,7 @@
  */
 #include "ibport.h"
 
+#include "sof_bytes.h"
 #include "sof_util.h"
 #include "sof_wr.h"
 
@@ -240,11 +241,23 @@ int tp_ib_rx_fd(int fd)
 		for (int i = 0; i < got && tp_ibp.on; i++) {
 			struct msghdr *mh = &tp_ibp.rx.m[i].msg_hdr;
 			size_t r = tp_ibp.rx.m[i].msg_len;
+			bool peer = from_peer(&tp_ibp.rx.from[i], mh->msg_namelen);
+			int direct = 0;
 
 			/* a link has two ends: anything else is not on it, but
-			 * a program's multicast to this host's QPs (one packet
-			 * a datagram, never a joined run) */
-			if (!from_peer(&tp_ibp.rx.from[i], mh->msg_namelen)) {
+			 * a datagram a host sent on one of the fabric's direct
+			 * paths that ends here (ibdirect.c), or a program's
+			 * multicast to this host's QPs (one packet a datagram,
+			 * never a joined run) */
+			if (!peer && r <= sizeof(tp_ibp.rx.buf[i]))
+				direct =
+				    tp_ib_direct_from(&tp_ibp.rx.from[i], mh->msg_namelen,
+						      tp_ibp.rx.buf[i], r, sof_udp_gro_size(mh));
+			if (!peer && direct < 0) {
+				tp_ibp.cnt->direct_bad++; /* from a host, on no route here */
+				continue;
+			}
+			if (!peer && !direct) {
 				if (tp_ibp.member || r > sizeof(tp_ibp.rx.buf[i]) ||
 				    sof_udp_gro_size(mh) != 0 ||
 				    !tp_ib_ud_loop_input(&tp_ibp.rx.from[i], mh->msg_namelen,
@@ -353,6 +366,7 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
 		ib_grh_write(p + IB_LRH_LEN, &g);
 	}
 	len = seal(p, len);
+	tp_ibp.tx.dst[tp_ibp.tx.n] = (uint8_t)tp_ib_direct_dest(p, len);
 	tp_ibp.tx.iov[tp_ibp.tx.n++] = (struct iovec){p, len};
 	return 0;
 }
@@ -360,6 +374,17 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
 /* The messages for packets from..tx.n: every packet goes to the far end,
  * so a run of one size (the last may be shorter) is one UDP GSO send
  * unless GSO is off. */
+/* the DestQP a receiving host's kernel steers by (daemon/steer.c), with
+ * the LNH that says where it is: a direct run must share it */
+static uint32_t steer_key(const struct iovec *v)
+{
+	const uint8_t *p = v->iov_base;
+	size_t at = (p[1] & 3) == 3 ? IB_LRH_LEN + IB_GRH_LEN + 4 : IB_LRH_LEN + 4;
+
+	return v->iov_len >= at + 4 ? (uint32_t)(p[1] & 3) << 24 | (sof_get32(p + at) & 0xffffff)
+				    : 0xffffffffu;
+}
+
 static unsigned tx_group(unsigned from)
 {
 	unsigned nm = 0, i = from;
@@ -367,15 +392,21 @@ static unsigned tx_group(unsigned from)
 	while (i < tp_ibp.tx.n) {
 		struct msghdr *h = &tp_ibp.tx.m[nm].msg_hdr;
 		size_t seg = tp_ibp.tx.iov[i].iov_len, bytes = seg;
-		unsigned k = 1;
+		unsigned k = 1, dst = tp_ibp.tx.dst[i];
+		const struct sockaddr_storage *to = &tp_ibp.cfg.peer;
+		socklen_t tolen = tp_ibp.cfg.peer_len;
 
+		if (dst)
+			to = tp_ib_direct_addr(dst, &tolen);
 		while (tp_ibp.gso && i + k < tp_ibp.tx.n && k < TP_IB_GSO_SEGS &&
 		       tp_ibp.tx.iov[i + k - 1].iov_len == seg &&
 		       tp_ibp.tx.iov[i + k].iov_len <= seg &&
-		       bytes + tp_ibp.tx.iov[i + k].iov_len <= TP_IB_GSO_BYTES)
+		       bytes + tp_ibp.tx.iov[i + k].iov_len <= TP_IB_GSO_BYTES &&
+		       tp_ibp.tx.dst[i + k] == dst &&
+		       (!dst || steer_key(&tp_ibp.tx.iov[i + k]) == steer_key(&tp_ibp.tx.iov[i])))
 			bytes += tp_ibp.tx.iov[i + k++].iov_len;
-		*h = (struct msghdr){.msg_name = &tp_ibp.cfg.peer,
-				     .msg_namelen = tp_ibp.cfg.peer_len,
+		*h = (struct msghdr){.msg_name = (void *)to,
+				     .msg_namelen = tolen,
 				     .msg_iov = &tp_ibp.tx.iov[i],
 				     .msg_iovlen = k};
 		if (k > 1)
@@ -432,6 +463,7 @@ void tp_ib_flush(void)
 		done += (unsigned)r;
 	}
 	tp_ibp.tx.n = 0;
+	tp_ib_direct_report(false);
 }
 
 static uint16_t ib_flow_port(bool v6, uint32_t sqpn, uint32_t dqpn)

@@ -62,6 +62,8 @@ struct tp_ib_port {
 		unsigned n;
 		struct mmsghdr m[TP_IB_TX_BATCH];
 		unsigned first[TP_IB_TX_BATCH], count[TP_IB_TX_BATCH]; /* each message's packets */
+		/* each packet's: 0 the far end, k + 1 ibdirect.c's host k */
+		uint8_t dst[TP_IB_TX_BATCH];
 		union sof_udp_seg_ctl ctl[TP_IB_TX_BATCH];
 		struct iovec iov[TP_IB_TX_BATCH];
 		uint8_t buf[TP_IB_TX_BATCH][IB_MAX_PKT];
@@ -82,6 +84,17 @@ void tp_ib_flush(void);
  * or (seg > 0, a UDP GRO datagram) packets of seg bytes, the last one
  * shorter or equal, each checked on its own; how many */
 unsigned tp_ib_datagram(const uint8_t *p, size_t len, size_t seg);
+/* ibdirect.c: where a sealed packet goes (0: the far end; k + 1:
+ * straight to host k, whose address tp_ib_direct_addr gives, counted for
+ * the next report); whether a datagram from src that is not the far
+ * end's is one a host sent on a direct path that ends here (1), from a
+ * host but not (-1: drop it), or from no host (0); the counts to the
+ * fabric (now, or when REPORT_NS passed) */
+unsigned tp_ib_direct_dest(const uint8_t *p, size_t len);
+const struct sockaddr_storage *tp_ib_direct_addr(unsigned dst, socklen_t *len);
+int tp_ib_direct_from(const struct sockaddr_storage *src, socklen_t srclen, const uint8_t *p,
+		      size_t len, size_t seg);
+void tp_ib_direct_report(bool now);
 /* ibpkt.c: IBA 8.3.1: a multicast DLID with its GRH's MGID */
 bool tp_ib_mcast_addr(uint16_t dlid, bool global, const uint8_t dgid[16]);
 

@@ -38,6 +38,8 @@ struct tp_ib_attr {
 	uint16_t pkeys[TP_IB_PKEYS]; /* 0: empty */
 	uint8_t sl2vl[16];
 	char peer[IB_SOFL_NAME_LEN + 1]; /* the far end's name (its HELLO) */
+	/* the fabric's direct-path segment, /proc/PID/fd/N (ibdirect.c), "": none */
+	char direct[IB_SOFL_NAME_LEN + 1];
 };
 
 /* What the port counted: PortCounters (IBA 16.1.3.5) and the reasons. */
@@ -55,8 +57,9 @@ struct tp_ib_counters {
 	uint64_t link_bad;	      /* SOFL malformed, or from another address */
 	uint64_t drops[IB_DROP_NR];   /* by ib_parse's reason */
 	/* UDP datagrams handed to the kernel: a GSO run of packets is one
-	 * (last: a program's slot page keeps the words before it in place) */
+	 * (after the older fields: a program's slot page keeps their words in place) */
 	uint64_t xmit_sends;
+	uint64_t direct_bad;	      /* from a host, on no direct route ending here */
 };
 
 /* Where and as what the port attaches. */

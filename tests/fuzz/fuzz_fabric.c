@@ -13,10 +13,13 @@
  * datagram, and "seal" seals each segment. A fresh fabric per input.
  * Checks: the queue always drains; a record that fails the link checks is
  * counted as exactly one bad packet; a GRO datagram is cut into exactly
- * ceil(length / segment) packets; every port state stays valid.
+ * ceil(length / segment) packets; every port state stays valid. When
+ * the first record's flags have bit 3, the fabric runs with its direct
+ * paths (direct.c: routes published after each record, a host's SOFL
+ * COUNT records taken into the counters; costly, hence not always).
  *
  * tests/fuzz/run.sh builds it from the files on these lines:
- * FUZZ_SOURCES: tests/fuzz/fuzz_fabric.c fabric/topo.c fabric/pkt.c fabric/fabric.c fabric/node.c fabric/link.c fabric/sim.c fabric/capture.c mad/sma.c mad/sma_port.c mad/pma.c mad/cc.c transport/ib_wire.c transport/icrc.c common/util.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_fabric.c fabric/topo.c fabric/pkt.c fabric/fabric.c fabric/node.c fabric/link.c fabric/sim.c fabric/capture.c fabric/direct.c mad/sma.c mad/sma_port.c mad/pma.c mad/cc.c transport/ib_wire.c transport/icrc.c common/util.c
  * FUZZ_INCLUDES: fabric mad transport common
  */
 #include "fabric.h"
@@ -129,6 +132,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n->host.last_hello = fab_now();
 	fab_link_update(&f, n, 1);
 	fab_run(&f);
+	if (size >= 3 && (data[2] & 8) && fab_direct_open(&f))
+		FAIL("no direct paths");
+	fab_direct_publish(&f);
 
 	while (size >= 3 && records++ < 8) {
 		size_t len = (size_t)(data[0] << 8 | data[1]);
@@ -167,6 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		before_pkts = f.st.pkts;
 		fab_udp_input(&f, pkt, len, &from, sizeof(h1));
 		fab_run(&f);
+		fab_direct_publish(&f);
 		if (f.qlen || f.qhead)
 			FAIL("the queue did not drain");
 		if (!(flags & 2) && !ib_is_sofl(pkt, len) && f.st.pkts > before_pkts) {
@@ -185,6 +192,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (mp->state < SOF_PORT_DOWN || mp->state > SOF_PORT_ACTIVE)
 				FAIL("%s port %u state %u", f.nodes[i]->name, p, mp->state);
 		}
+	fab_direct_close(&f);
 	fab_free(&f);
 	return 0;
 }

@@ -20,7 +20,7 @@
  */
 /* clang-format off */
 /*
- * FUZZ_SOURCES: tests/fuzz/fuzz_ibrx.c transport/ibpkt.c transport/ib_wire.c transport/icrc.c transport/wire.c common/grh.c common/util.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_ibrx.c transport/ibpkt.c transport/ibdirect.c transport/ib_wire.c transport/icrc.c transport/wire.c common/grh.c common/util.c
  * FUZZ_INCLUDES: transport common
  * FUZZ_SECS: 5
  */

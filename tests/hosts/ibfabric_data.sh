@@ -12,6 +12,16 @@
 #                immediate and READ up to 1 MiB, every byte checked
 #   counters     the fabric's switch S3 port 1 (to c) counted the data
 #                (perfquery through the switch's PMA)
+#   direct       (the fabric runs with --direct, the direct paths of
+#                fabric/direct.c, unless SOF_IBF_DIRECT=0) the hosts sent RC
+#                packets straight (the fabric's "direct: pkts" grew, and
+#                the switch counters above count them); datagrams with b's
+#                link address as source, to c: DLID a's LID (the route
+#                from b ends at a) and DLID c's with P_Key 0x1234 (not a
+#                partition of the route) are dropped by c and counted
+#                direct_bad, one with DLID c's LID and the default P_Key
+#                passes those checks (not counted), one from another UDP
+#                port is no host's (link_bad)
 #   idle         with OpenSM stopped and no traffic the fabric, which spins
 #                a bounded time after packets (softofed-fabric --spin),
 #                sleeps: at most 3 clock ticks of CPU in 3 s
@@ -23,6 +33,7 @@ set -u
 # shellcheck source=tests/ib_fabric.sh
 . "$(dirname "$0")/../ib_fabric.sh"
 sof_init
+export SOF_IBF_DIRECT=${SOF_IBF_DIRECT-1}
 
 T=line3
 sof_ibf_up line3 H1,H2,H3 3 || sof_exit
@@ -105,6 +116,36 @@ if [ "$d" -ge $((2 * 200 * 65536 / 4)) ]; then
 	ok "ibfabric/$T: S3 port 1 (to c) counted $d words of data sent to c"
 else
 	not_ok "ibfabric/$T: switch counters" "S3 port 1 PortXmitData grew by $d"
+fi
+
+# ib_counter HOST NAME: one of HOST's sofib0 counters
+ib_counter() {
+	sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null | grep '^ib_counters:' |
+		tr ' ' '\n' | grep -A1 -x "$2" | tail -n 1
+}
+if [ "$SOF_IBF_DIRECT" = 1 ]; then
+	fs=$SOF_TMP/fstat
+	sof_host_run a "$SOFTOFED" fabric status -v >"$fs" 2>&1 </dev/null
+	dp=$(sed -n 's/^direct: pkts \([0-9]*\).*/\1/p' "$fs")
+	if [ "${dp:-0}" -gt 1000 ]; then
+		ok "ibfabric/$T: direct paths: the hosts sent $dp packets straight"
+	else
+		not_ok "ibfabric/$T: direct paths" "fabric's direct pkts '$dp': $(tr '\n' ' ' <"$fs" | cut -c1-400)"
+	fi
+	bl=$(sed -n 's/^real H2 attached \([0-9.]*:[0-9]*\) .*/\1/p' "$fs")
+	cl=$(sed -n 's/^real H3 attached \([0-9.]*:[0-9]*\) .*/\1/p' "$fs")
+	d0=$(ib_counter c direct_bad) k0=$(ib_counter c link_bad)
+	sof_host_run b python3 "$SOF_ROOT/tests/hosts/ib_direct_forge.py" --src "$bl" --dst "$cl" \
+		"$la:0xffff" "$lc:0x1234" "$lc:0xffff" >"$SOF_TMP/forge" 2>&1 </dev/null
+	sof_host_run b python3 "$SOF_ROOT/tests/hosts/ib_direct_forge.py" --src "${bl%:*}:$((${bl##*:} + 1))" \
+		--dst "$cl" "$lc:0xffff" >>"$SOF_TMP/forge" 2>&1 </dev/null
+	sleep 0.5
+	d1=$(ib_counter c direct_bad) k1=$(ib_counter c link_bad)
+	if [ -n "$bl" ] && [ -n "$d0" ] && [ -n "$d1" ] && [ $((d1 - d0)) = 2 ] && [ $((k1 - k0)) = 1 ]; then
+		ok "ibfabric/$T: forged direct datagrams from b's address dropped by c (direct_bad +2, link_bad +1)"
+	else
+		not_ok "ibfabric/$T: forged direct datagrams" "b $bl c $cl: direct_bad '$d0' -> '$d1', link_bad '$k0' -> '$k1': $(tr '\n' ' ' <"$SOF_TMP/forge")"
+	fi
 fi
 
 sof_kill ibf.sm

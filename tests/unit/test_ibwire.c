@@ -405,7 +405,20 @@ TEST(sofl)
 	b[4] = 2;
 	CHECK_EQ(ib_sofl_parse(b, IB_SOFL_LEN, &r), -EINVAL);
 	b[4] = 1;
-	b[5] = 4;
+	b[5] = IB_SOFL_DIRECT; /* the fabric's direct-path segment, in name */
+	CHECK_EQ(ib_sofl_parse(b, IB_SOFL_LEN, &r), 0);
+	CHECK_EQ(r.type, IB_SOFL_DIRECT);
+	/* a host's counts of what it sent straight: records with zero
+	 * bytes in them, kept whole in name */
+	b[5] = IB_SOFL_COUNT;
+	memset(b + 24, 0, IB_SOFL_NAME_LEN);
+	b[25] = 7;  /* DLID 7 */
+	b[31] = 3;  /* 3 packets */
+	b[39] = 99; /* 99 words */
+	CHECK_EQ(ib_sofl_parse(b, IB_SOFL_LEN, &r), 0);
+	CHECK_EQ(r.type, IB_SOFL_COUNT);
+	CHECK_EQ(memcmp(r.name, b + 24, IB_SOFL_NAME_LEN), 0);
+	b[5] = 6;
 	CHECK_EQ(ib_sofl_parse(b, IB_SOFL_LEN, &r), -EINVAL);
 	b[5] = 1;
 	b[6] = 0;

@@ -1,0 +1,319 @@
+/*
+ * The sending and receiving end of the fabric's direct paths (opt-in,
+ * ib_direct.h): the segment the fabric names on the link (SOFL DIRECT,
+ * /proc/PID/fd/N; a program has it from the daemon's struct sof_ib_port),
+ * mapped read-only once its seals are checked; an RC or UC packet whose
+ * route the fabric published leaves straight for the host at its end and
+ * is reported to the fabric (SOFL COUNT) for its port counters; a datagram
+ * from such a host rather than from the far end of the link is taken only
+ * when the fabric's route from that host for each of its DLIDs ends here
+ * and its P_Key passes every enforcing port on it.
+ */
+#include "ib_direct.h"
+#include "ibport.h"
+
+#include "sof_bytes.h"
+#include "sof_util.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* pending counts are reported at least this often while packets go */
+#define REPORT_NS 20000000ull
+#define PENDING 8
+
+static const struct ib_direct_shm *dshm;
+static char mapped_path[IB_SOFL_NAME_LEN + 1]; /* what dshm maps, "": nothing */
+static uint32_t me_seq = 1;
+static int me = -1;
+static struct sockaddr_storage to[IB_DIRECT_HOSTS];
+static socklen_t tolen[IB_DIRECT_HOSTS];
+static struct {
+	uint16_t dlid;
+	uint32_t pkts;
+	uint64_t words;
+} pend[PENDING];
+static unsigned npend;
+static uint64_t reported_ns;
+
+/* every shared field is loaded once, relaxed, into our own memory */
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/* "/proc/" digits "/fd/" digits, as the fabric names its memfd */
+static bool proc_fd_path(const char *p)
+{
+	size_t n;
+
+	if (strncmp(p, "/proc/", 6))
+		return false;
+	n = strspn(p + 6, "0123456789");
+	if (!n || strncmp(p + 6 + n, "/fd/", 4))
+		return false;
+	p += 6 + n + 4;
+	n = strspn(p, "0123456789");
+	return n && !p[n];
+}
+
+/* The segment the fabric named (its SOFL DIRECT, tp_ib_attr.direct),
+ * mapped again when the name changed: a memfd of our size, sealed so
+ * that no one but the fabric's own mapping writes it, mapped read-only,
+ * of our magic and version. */
+static bool map(void)
+{
+	const char *path = tp_ibp.attr.direct;
+	struct stat st;
+	void *p;
+	int fd, seals;
+
+	if (!strcmp(path, mapped_path))
+		return dshm != NULL;
+	if (dshm)
+		munmap((void *)dshm, sizeof(*dshm));
+	dshm = NULL;
+	me_seq = 1;
+	snprintf(mapped_path, sizeof(mapped_path), "%s", path);
+	if (!proc_fd_path(path))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size != sizeof(*dshm) ||
+	    seals < 0 || (seals & IB_DIRECT_SEALS) != IB_DIRECT_SEALS) {
+		close(fd);
+		return false;
+	}
+	p = mmap(NULL, sizeof(*dshm), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return false;
+	dshm = p;
+	if (dshm->magic != IB_DIRECT_MAGIC || dshm->version != IB_DIRECT_VERSION) {
+		munmap(p, sizeof(*dshm));
+		dshm = NULL;
+		return false;
+	}
+	return true;
+}
+
+/* this port's index among the segment's hosts as of seq, or -1 */
+static int my_index(uint32_t seq)
+{
+	if (seq == me_seq)
+		return me;
+	me = -1;
+	for (unsigned k = 0; k < IB_DIRECT_HOSTS; k++)
+		if (LD(dshm->host[k].attached) && tp_ibp.attr.port_guid &&
+		    LD(dshm->host[k].port_guid) == tp_ibp.attr.port_guid)
+			me = (int)k;
+	me_seq = seq;
+	return me;
+}
+
+/* whether the packet's P_Key (BTH, after the GRH when LNH says global)
+ * is of a partition every enforcing port on route [m][dlid] takes; a
+ * packet that is not an IBA transport one (LNH < 2) never goes straight */
+static bool pkey_ok(unsigned m, uint16_t dlid, const uint8_t *p, size_t len)
+{
+	size_t at = IB_LRH_LEN + ((p[1] & 3) == 3 ? IB_GRH_LEN : 0);
+	uint8_t n = LD(dshm->npkeys[m][dlid]);
+	uint16_t pk;
+
+	if ((p[1] & 3) < 2 || len < at + 4)
+		return false;
+	pk = sof_get16(p + at + 2) & 0x7fff;
+	if (!pk)
+		return false;
+	if (n == IB_DIRECT_ANY_PKEY)
+		return true;
+	for (unsigned i = 0; i < n && i < IB_DIRECT_PKEYS; i++)
+		if (LD(dshm->pkeys[m][dlid][i]) == pk)
+			return true;
+	return false;
+}
+
+/* what was counted since the last COUNT, to the fabric (from the link's
+ * address, which is how it knows whose counts they are) */
+static void report(void)
+{
+	uint8_t b[IB_SOFL_LEN];
+	struct ib_sofl m = {.type = IB_SOFL_COUNT, .phys_state = IB_PHYS_LINKUP};
+
+	while (npend && tp_ibp.on && tp_ibp.cfg.peer_len) {
+		unsigned n = npend < IB_DIRECT_COUNT_RECS ? npend : IB_DIRECT_COUNT_RECS;
+
+		ib_sofl_write(b, &m);
+		for (unsigned r = 0; r < n; r++) {
+			uint8_t *q = b + 24 + 16 * r;
+
+			npend--;
+			sof_put16(q, pend[npend].dlid);
+			sof_put32(q + 4, pend[npend].pkts);
+			sof_put64(q + 8, pend[npend].words);
+		}
+		(void)sendto(tp_ibp.fd, b, sizeof(b), MSG_DONTWAIT,
+			     (const struct sockaddr *)&tp_ibp.cfg.peer, tp_ibp.cfg.peer_len);
+	}
+	npend = 0;
+	reported_ns = sof_now_ns();
+}
+
+void tp_ib_direct_report(bool now)
+{
+	if (npend && (now || sof_now_ns() - reported_ns >= REPORT_NS))
+		report();
+}
+
+static void count(uint16_t dlid, size_t len)
+{
+	unsigned i = 0;
+
+	while (i < npend && pend[i].dlid != dlid)
+		i++;
+	if (i == npend || pend[i].pkts == UINT32_MAX) {
+		if (npend == PENDING)
+			report();
+		i = npend++;
+		pend[i].dlid = dlid;
+		pend[i].pkts = 0;
+		pend[i].words = 0;
+	}
+	pend[i].pkts++;
+	pend[i].words += (len - IB_VCRC_LEN) / 4;
+}
+
+unsigned tp_ib_direct_dest(const uint8_t *p, size_t len)
+{
+	struct sockaddr_storage a;
+	uint16_t dlid;
+	uint32_t seq, alen;
+	unsigned t;
+	int m;
+	size_t bth = IB_LRH_LEN;
+
+	if (!map() || len < IB_LRH_LEN + IB_VCRC_LEN || (p[0] >> 4) == 15)
+		return 0;
+	/* RC and UC only (BTH OpCode service bits 000 and 001, IBA 9.2):
+	 * UD (QP1's MADs among them) keeps the fabric's path (transport/
+	 * README.md says why) */
+	if ((p[1] & 3) == 3)
+		bth += IB_GRH_LEN;
+	if ((p[1] & 3) < 2 || len < bth + 4 || (p[bth] >> 5) > 1)
+		return 0;
+	dlid = sof_get16(p + 2);
+	if (!dlid || dlid >= IB_DIRECT_LIDS)
+		return 0;
+	seq = atomic_load_explicit(&dshm->seq, memory_order_acquire);
+	if ((seq & 1) || atomic_load_explicit(&dshm->off, memory_order_acquire))
+		return 0;
+	m = my_index(seq);
+	if (m < 0)
+		return 0;
+	t = LD(dshm->route[m][dlid]);
+	if (!t || t > IB_DIRECT_HOSTS || !pkey_ok((unsigned)m, dlid, p, len))
+		return 0;
+	alen = LD(dshm->host[t - 1].addrlen);
+	if (!alen || alen > sizeof(a))
+		return 0;
+	memcpy(&a, (const void *)&dshm->host[t - 1].addr, alen);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&dshm->seq, memory_order_relaxed) != seq)
+		return 0;
+	/* copied under an unchanged seq: only now validated and used */
+	if (a.ss_family != AF_INET && a.ss_family != AF_INET6)
+		return 0;
+	memcpy(&to[t - 1], &a, alen);
+	tolen[t - 1] = alen;
+	count(dlid, len);
+	return t;
+}
+
+const struct sockaddr_storage *tp_ib_direct_addr(unsigned dst, socklen_t *len)
+{
+	*len = tolen[dst - 1];
+	return &to[dst - 1];
+}
+
+static bool same(const struct sockaddr_storage *a, socklen_t alen, const struct sockaddr_storage *b,
+		 socklen_t blen)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+
+		return alen >= sizeof(*x) && blen >= sizeof(*y) && x->sin_port == y->sin_port &&
+		       x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (a->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+
+		return alen >= sizeof(*x) && blen >= sizeof(*y) && x->sin6_port == y->sin6_port &&
+		       !memcmp(&x->sin6_addr, &y->sin6_addr, 16);
+	}
+	return false;
+}
+
+/* whether every packet of the datagram (a joined run: each on its own)
+ * has a DLID whose route from host k ends at host m, and a P_Key that
+ * passes that route's enforcing ports, all under an unchanged seq */
+static bool on_route(const uint8_t *p, size_t len, size_t seg, unsigned k, unsigned m, uint32_t seq)
+{
+	if (!seg || seg >= len)
+		seg = len;
+	for (size_t off = 0; off < len; off += seg) {
+		size_t l = len - off < seg ? len - off : seg;
+		uint16_t dlid;
+
+		if (l < IB_LRH_LEN + IB_VCRC_LEN)
+			return false;
+		dlid = sof_get16(p + off + 2);
+		if (!dlid || dlid >= IB_DIRECT_LIDS ||
+		    LD(dshm->route[k][dlid]) != (uint8_t)(m + 1) || !pkey_ok(k, dlid, p + off, l))
+			return false;
+	}
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&dshm->seq, memory_order_relaxed) == seq;
+}
+
+/* from this host's own address: what it sent itself straight (1), else
+ * not a direct datagram (0: a program's multicast loop, the caller's) */
+static int from_self(const uint8_t *p, size_t len, size_t seg, unsigned m, uint32_t seq)
+{
+	return on_route(p, len, seg, m, m, seq) ? 1 : 0;
+}
+
+int tp_ib_direct_from(const struct sockaddr_storage *src, socklen_t srclen, const uint8_t *p,
+		      size_t len, size_t seg)
+{
+	uint32_t seq;
+	int m, k = -1;
+
+	if (!map())
+		return 0;
+	seq = atomic_load_explicit(&dshm->seq, memory_order_acquire);
+	for (unsigned h = 0; h < IB_DIRECT_HOSTS && k < 0; h++) {
+		struct sockaddr_storage a;
+		uint32_t alen = LD(dshm->host[h].addrlen);
+
+		if (!LD(dshm->host[h].attached) || !alen || alen > sizeof(a))
+			continue;
+		memcpy(&a, (const void *)&dshm->host[h].addr, alen);
+		if (same(&a, alen, src, srclen))
+			k = (int)h;
+	}
+	if (k < 0)
+		return 0; /* not a host's: the caller's checks as before */
+	/* from a host: taken only on a route that ends here, else dropped */
+	m = (seq & 1) ? -1 : my_index(seq);
+	if (m < 0)
+		return -1;
+	if (k == m)
+		return from_self(p, len, seg, (unsigned)m, seq);
+	return on_route(p, len, seg, (unsigned)k, (unsigned)m, seq) ? 1 : -1;
+}

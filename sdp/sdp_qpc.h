@@ -1,6 +1,7 @@
 /*
- * libsdp.so internals shared by the connection (sdp_conn.c, its
- * connect in sdp_connect.c) and the listener (sdp_listen.c) code: one SDP connection's QP, buffers, flow and
+ * libsdp.so internals shared by the connection (sdp_conn.c, its data
+ * path in sdp_data.c, its connect in sdp_connect.c) and the listener
+ * (sdp_listen.c) code: one SDP connection's QP, buffers, flow and
  * pump state. Once the pump runs, a connection's state is under its
  * `lock`, taken by the pump or by a program's thread that steps the
  * connection itself in its own call (sdp_drive.c); the public part's
@@ -33,7 +34,7 @@
  * mode) when the peer takes adverts (LIBSDP_ZCOPY=0: never) */
 #define SDP_ZCOPY_MIN (32u * 1024)
 /* a writer's step with this many sends in flight leaves small writes
- * to gather (sdp_conn.c transmit) */
+ * to gather (sdp_data.c sdp_transmit) */
 #define SDP_TX_GATHER 4
 #define SDP_TX_SMALL 2048
 /* how long the end waits for the peer's DisConn once the program is gone */
@@ -147,6 +148,15 @@ void sdp_drive_del(struct sdp_qpc *q);
 pid_t sdp_pid(void);
 extern atomic_int sdp_sleepers_all;
 int sdp_qpc_resources(struct sdp_qpc *q);
+/* sdp_data.c, under the lock: receive buffer IDX posted; the CQ's
+ * completions; what came, to the program's socketpair; what the program
+ * wrote, to the peer (with credit updates and DisConn); a message of LEN
+ * bytes (BSDH included) from tx slot tx_head. 0 or -errno. */
+int sdp_post_recv(struct sdp_qpc *q, uint32_t idx);
+int sdp_drain_cq(struct sdp_qpc *q);
+int sdp_deliver(struct sdp_qpc *q);
+int sdp_transmit(struct sdp_qpc *q);
+int sdp_post_msg(struct sdp_qpc *q, uint8_t mid, uint32_t len);
 void sdp_conn_param(struct rdma_conn_param *p, const void *pd, size_t len);
 void sdp_qpc_addrs(struct sdp_qpc *q, const struct sockaddr_in6 *local,
 		   const struct sockaddr_in6 *peer);

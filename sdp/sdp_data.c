@@ -1,0 +1,367 @@
+/*
+ * One SDP connection's data path (IBTA Annex A4), under its lock: the
+ * posts (Data and the other messages from the tx slots, receive buffers,
+ * the RDMA READ of a peer's SrcAvail, the RDMA WRITE into its SinkAvail),
+ * the completions (sends free their slot, receives are checked by
+ * sdp_proto.c and queued in order), the delivery of what came to the
+ * program's socketpair and the transmission of what the program wrote.
+ * The connection's life, its CM events and its pump are sdp_conn.c's.
+ */
+#include "sdp_qpc.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+
+int sdp_post_recv(struct sdp_qpc *q, uint32_t idx)
+{
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)(q->rx_buf + (size_t)idx * SDP_BUFSZ),
+	    .length = SDP_BUFSZ,
+	    .lkey = q->rx_mr->lkey,
+	};
+	struct ibv_recv_wr wr = {.wr_id = idx, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	return ibv_post_recv(q->id->qp, &wr, &bad) ? -EIO : 0;
+}
+
+/* Whether tx slot tx_head may be written: not while it holds what our
+ * outstanding SrcAvail advertises. */
+static int slot_free(struct sdp_qpc *q)
+{
+	return q->tx_inflight < SDP_TXN && !(q->flow.src_out && q->tx_head % SDP_TXN == q->zc_slot);
+}
+
+static uint8_t *tx_slot(struct sdp_qpc *q)
+{
+	return q->tx_buf + (size_t)(q->tx_head % SDP_TXN) * SDP_BUFSZ;
+}
+
+/* Post LEN bytes at OFF of tx slot tx_head (its BSDH already written). */
+static int post_slot(struct sdp_qpc *q, uint32_t off, uint32_t len)
+{
+	uint32_t slot = q->tx_head % SDP_TXN;
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)(tx_slot(q) + off), .length = len, .lkey = q->tx_mr->lkey};
+	struct ibv_send_wr wr =
+			       {
+				   .wr_id = SDP_WR_SEND | slot,
+				   .sg_list = &sge,
+				   .num_sge = 1,
+				   .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED,
+			       },
+			   *bad;
+
+	if (ibv_post_send(q->id->qp, &wr, &bad))
+		return -EIO;
+	q->tx_head++;
+	q->tx_inflight++;
+	q->ticks++;
+	return 0;
+}
+
+/* A message of LEN bytes (BSDH included), its payload at SDP_TX_DATA_OFF. */
+int sdp_post_msg(struct sdp_qpc *q, uint8_t mid, uint32_t len)
+{
+	uint32_t off = SDP_TX_DATA_OFF - SDP_BSDH_LEN;
+
+	sdp_hdr_fill(&q->flow, (struct sdp_bsdh *)(tx_slot(q) + off), mid, len);
+	return post_slot(q, off, len);
+}
+
+/* A4.6.5: offer the N bytes read into tx slot tx_head for the peer to
+ * READ; the slot is ours again at its RdmaRdCompl. */
+static int post_srcavail(struct sdp_qpc *q, uint32_t n)
+{
+	uint8_t *slot = tx_slot(q);
+
+	q->zc_slot = q->tx_head % SDP_TXN;
+	q->zc_len = n;
+	q->n_srcavail++;
+	sdp_srcavail_fill(&q->flow, slot, n, q->tx_mr->rkey, (uintptr_t)(slot + SDP_TX_DATA_OFF));
+	return post_slot(q, 0, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_srcah));
+}
+
+/* READ what the peer's SrcAvail offers into the sink buffer. */
+static int post_read(struct sdp_qpc *q, const struct sdp_rx *rx)
+{
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)q->sink_buf, .length = rx->zlen, .lkey = q->sink_mr->lkey};
+	struct ibv_send_wr wr =
+			       {
+				   .wr_id = SDP_WR_READ,
+				   .sg_list = &sge,
+				   .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_READ,
+				   .send_flags = IBV_SEND_SIGNALED,
+				   .wr.rdma = {.remote_addr = rx->zva, .rkey = rx->zrkey},
+			       },
+			   *bad;
+
+	return ibv_post_send(q->id->qp, &wr, &bad) ? -EIO : 0;
+}
+
+/* A4.6.5 write mode: our SinkAvail, the wsink buffer offered whole */
+static int post_sinkavail(struct sdp_qpc *q)
+{
+	sdp_sinkavail_fill(&q->flow, tx_slot(q), SDP_MAX_ZCOPY, q->wsink_mr->rkey,
+			   (uintptr_t)q->wsink_buf);
+	q->wsink_busy = 1;
+	q->n_sinkavail++;
+	return post_slot(q, 0, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_sinkah));
+}
+
+/* WRITE the N bytes read into tx slot tx_head into the peer's SinkAvail
+ * buffer, then its RdmaWrCompl from the same slot (RC completes the WRITE
+ * before the SEND, so the slot is free again at the SEND's completion). */
+static int post_write(struct sdp_qpc *q, uint32_t n)
+{
+	uint8_t *slot = tx_slot(q);
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)(slot + SDP_TX_DATA_OFF), .length = n, .lkey = q->tx_mr->lkey};
+	struct ibv_send_wr wr =
+			       {
+				   .wr_id = SDP_WR_WRITE,
+				   .sg_list = &sge,
+				   .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_WRITE,
+				   .send_flags = IBV_SEND_SIGNALED,
+				   .wr.rdma = {.remote_addr = q->peer_sink_va,
+					       .rkey = q->peer_sink_rkey},
+			       },
+			   *bad;
+
+	if (ibv_post_send(q->id->qp, &wr, &bad))
+		return -EIO;
+	sdp_wrcompl_fill(&q->flow, slot, n);
+	q->n_wrcompl++;
+	return post_slot(q, 0, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_rwch));
+}
+
+static void rxq_push(struct sdp_qpc *q, struct sdp_rxq e)
+{
+	q->rxq[(q->rxq_head + q->rxq_n) % SDP_RXQ] = e;
+	q->rxq_n++;
+}
+
+/* The completions: sends free their slot, receives are checked and
+ * queued for the program in order. */
+int sdp_drain_cq(struct sdp_qpc *q)
+{
+	struct ibv_wc wc[16];
+	struct sdp_rx rx;
+	int n, i, ret;
+
+	while ((n = ibv_poll_cq(q->cq, 16, wc)) > 0) {
+		for (i = 0; i < n; i++) {
+			q->ticks++;
+			if (wc[i].status != IBV_WC_SUCCESS)
+				return -ECONNRESET;
+			if (wc[i].wr_id & SDP_WR_SEND) {
+				q->tx_inflight--;
+				continue;
+			}
+			if (wc[i].wr_id & SDP_WR_WRITE)
+				continue;
+			if (wc[i].wr_id & SDP_WR_READ) {
+				for (unsigned int k = 0; k < q->rxq_n; k++) {
+					struct sdp_rxq *e = &q->rxq[(q->rxq_head + k) % SDP_RXQ];
+
+					if (e->sink == SDP_SINK_READ)
+						e->ready = 1;
+				}
+				continue;
+			}
+			q->flow.rx_posted--;
+			ret = sdp_rx_msg(&q->flow, q->rx_buf + wc[i].wr_id * SDP_BUFSZ,
+					 wc[i].byte_len, &rx);
+			if (!ret)
+				q->established = 1; /* the peer has our REP */
+			if (ret) {
+				sdp_log(SDP_LOG_ERR,
+					"peer %s broke SDP: a message it sent was malformed",
+					q->peer_str);
+				return ret;
+			}
+			if (rx.kind == SDP_RX_ABORT)
+				return -ECONNRESET;
+			/* the length our SrcAvail offered, or the peer lies */
+			if (rx.kind == SDP_RX_RDCOMPL && rx.zlen != q->zc_len)
+				return -EPROTO;
+			/* no more than our SinkAvail offered */
+			if (rx.kind == SDP_RX_WRCOMPL && rx.zlen > SDP_MAX_ZCOPY)
+				return -EPROTO;
+			if (rx.kind == SDP_RX_SINKAVAIL) {
+				q->peer_sink_len = rx.zlen;
+				q->peer_sink_rkey = rx.zrkey;
+				q->peer_sink_va = rx.zva;
+			}
+			rxq_push(q, (struct sdp_rxq){.idx = (uint32_t)wc[i].wr_id,
+						     .off = rx.off,
+						     .len = rx.len});
+			if (rx.kind == SDP_RX_SRCAVAIL) {
+				if (post_read(q, &rx))
+					return -EIO;
+				rxq_push(q,
+					 (struct sdp_rxq){.sink = SDP_SINK_READ, .len = rx.zlen});
+				q->n_read++;
+				q->wsink_want = 1; /* the peer has large pieces */
+			}
+			if (rx.kind == SDP_RX_WRCOMPL && ++q->n_written)
+				rxq_push(q, (struct sdp_rxq){.sink = SDP_SINK_WRITE,
+							     .ready = 1,
+							     .len = rx.zlen});
+		}
+	}
+	return n < 0 ? -EIO : 0;
+}
+
+/* Write queued payload to the program; repost the buffers written out. */
+int sdp_deliver(struct sdp_qpc *q)
+{
+	q->out_blocked = 0;
+	while (q->rxq_n) {
+		struct sdp_rxq *e = &q->rxq[q->rxq_head];
+		uint8_t *from = e->sink == SDP_SINK_READ ? q->sink_buf
+				: e->sink == SDP_SINK_WRITE
+				    ? q->wsink_buf
+				    : q->rx_buf + (size_t)e->idx * SDP_BUFSZ;
+		ssize_t n = 0;
+
+		if (e->sink && !e->ready)
+			return 0; /* its READ is on its way */
+		if (e->len && !q->app_gone) {
+			n = sdp_real.sendto(q->ufd, from + e->off, e->len,
+					    MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0);
+			/* EFAULT: the buffer's pages are being moved onto
+			 * shared memory (a remote-writable buffer a peer of
+			 * this host first wrote: transmit's EFAULT); so later */
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EFAULT)) {
+				q->out_blocked = 1;
+				atomic_store(&q->out_wait, 1);
+				return 0;
+			}
+			if (n < 0) {
+				sdp_log(SDP_LOG_DEBUG, "the program's end takes no more: %s",
+					strerror(errno));
+				q->app_gone = 1; /* EPIPE: closed, or shut for reading */
+			}
+			atomic_fetch_add(&q->out_seq, 1);
+		}
+		q->ticks++;
+		if (n > 0 && (uint32_t)n < e->len) {
+			e->off += (uint32_t)n;
+			e->len -= (uint32_t)n;
+			continue;
+		}
+		if (e->sink == SDP_SINK_READ) {
+			/* written out: the peer may have its buffer back */
+			q->rrc_due = e->off + e->len + 1;
+		} else if (e->sink == SDP_SINK_WRITE) {
+			q->wsink_busy = 0; /* ours to offer again */
+		} else {
+			if (sdp_post_recv(q, e->idx))
+				return -EIO;
+			q->flow.rx_posted++;
+		}
+		q->rxq_head = (q->rxq_head + 1) % SDP_RXQ;
+		q->rxq_n--;
+	}
+	atomic_store(&q->out_wait, 0);
+	return 0;
+}
+
+/* Read what the program wrote and send it while credits allow (a large
+ * piece offered by SrcAvail when no other is outstanding); then DisConn at
+ * its end of stream, and credit updates. A RdmaRdCompl due goes first. */
+int sdp_transmit(struct sdp_qpc *q)
+{
+	uint32_t off = SDP_TX_DATA_OFF - SDP_BSDH_LEN;
+	/* a reader's step leaves the program's bytes to the writer's own
+	 * (sdp_drive), unless one asked for them meanwhile */
+	int rd = !(q->step_mode & SDP_STEP_NO_READ) || atomic_exchange(&q->want_read, 0);
+	int ret;
+
+	q->in_blocked = !rd;
+	if (!(q->step_mode & SDP_STEP_NO_READ))
+		atomic_store(&q->want_read, 0);
+	if (q->rrc_due && q->established && slot_free(q) && sdp_credits(&q->flow) >= 1) {
+		sdp_rdcompl_fill(&q->flow, tx_slot(q) + off, q->rrc_due - 1);
+		q->rrc_due = 0;
+		ret = post_slot(q, off, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_rrch));
+		if (ret)
+			return ret;
+	}
+	/* the data sink chooses write mode (A4.6.5) once the peer showed it
+	 * has large pieces: one SinkAvail at a time, not after its DisConn,
+	 * and never with the last credit (kept for a credit update) */
+	if (q->wmode && q->wsink_want && !q->wsink_busy && !q->flow.wsink_out &&
+	    !q->flow.got_disconn && q->established && slot_free(q) && sdp_credits(&q->flow) >= 2) {
+		ret = post_sinkavail(q);
+		if (ret)
+			return ret;
+	}
+	while (rd && q->established && !q->rd_eof && q->tx_inflight < SDP_TXN - 2 && slot_free(q) &&
+	       sdp_credits(&q->flow) >= 2) {
+		/* a writer's step with sends in flight leaves its bytes to
+		 * gather in the socketpair (as Nagle's algorithm): the next
+		 * step after a completion sends them as one message, so a
+		 * stream of small writes is not a message each (after a
+		 * small piece only: a bulk writer's pieces are whole) */
+		if ((q->step_mode & SDP_STEP_SHORT) && q->tx_inflight >= SDP_TX_GATHER &&
+		    q->tx_last < SDP_TX_SMALL) {
+			atomic_store(&q->want_read, 1);
+			q->in_blocked = 1;
+			break;
+		}
+		/* the peer's SinkAvail takes the next piece if it is large */
+		int wr = q->zcopy && q->flow.wsink_in;
+		uint32_t max = wr && q->peer_sink_len < q->pub.payload_max ? q->peer_sink_len
+									   : q->pub.payload_max;
+		ssize_t n = sdp_real.recv(q->ufd, tx_slot(q) + SDP_TX_DATA_OFF, max, MSG_DONTWAIT);
+
+		/* EFAULT: the slots are remote-readable, and libibverbs moves
+		 * such pages onto shared memory when a peer of this host first
+		 * reads them; a system call writing there meanwhile fails, the
+		 * data stays in the socket (our libibverbs' mem_share.c) */
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EFAULT)) {
+			q->in_blocked = 1;
+			break;
+		}
+		if ((size_t)n == max)
+			q->app_bulk = 1; /* more may be on its way: spin_yields */
+		if (n > 0)
+			q->tx_last = (uint32_t)n;
+		if (n <= 0) {
+			sdp_log(SDP_LOG_DEBUG, "end of the program's stream: %zd (%s)", n,
+				n ? strerror(errno) : "end");
+			q->rd_eof = 1;
+			break;
+		}
+		if (wr && (uint32_t)n >= SDP_ZCOPY_MIN)
+			ret = post_write(q, (uint32_t)n);
+		else if (q->zcopy && !q->flow.src_out && (uint32_t)n >= SDP_ZCOPY_MIN)
+			ret = post_srcavail(q, (uint32_t)n);
+		else
+			ret = sdp_post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN + (uint32_t)n);
+		if (ret)
+			return ret;
+		/* a writer's step: what it wrote is out (a short piece), more
+		 * is another writer's, whose own step follows */
+		if ((q->step_mode & SDP_STEP_SHORT) && (uint32_t)n < max) {
+			q->in_blocked = 1;
+			break;
+		}
+	}
+	if (!q->established || !slot_free(q) || sdp_credits(&q->flow) < 1)
+		return 0;
+	if (q->rd_eof && !q->sent_disconn) {
+		q->sent_disconn = 1;
+		return sdp_post_msg(q, SDP_MID_DISCONN, SDP_BSDH_LEN);
+	}
+	if (sdp_want_update(&q->flow))
+		return sdp_post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN);
+	return 0;
+}

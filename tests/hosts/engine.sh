@@ -21,7 +21,9 @@
 #   - a process that closes its device and opens it again, three times
 #     (tests/progs/ctx_cycle, a 64 KiB WRITE checked each time): every
 #     context's QP in its process, not only the first one's;
-#   - UC (ibv_uc_pingpong) and an SRQ (ibv_srq_pingpong) in the program.
+#   - UC (ibv_uc_pingpong) and an SRQ (ibv_srq_pingpong) in the program;
+#   - UD (ibv_ud_pingpong --chk): through the daemons by default, in the
+#     processes with SOFTOFED_ENGINE_UD=program.
 # Needs root (ip netns).
 # Usage: tests/hosts/engine.sh
 set -u
@@ -153,6 +155,17 @@ fi
 ED="env SOFTOFED_ENGINE=daemon"
 if run "SOFTOFED_ENGINE=daemon" "$ED" "$ED" ibv_rc_pingpong -g @GID@ --chk -s 4096 -n 100; then
 	judge SOFTOFED_ENGINE=daemon "$D" "$D"
+fi
+
+# ---- UD: through the daemons by default; with SOFTOFED_ENGINE_UD=program
+# in the processes (no daemon wake-up per datagram: through the daemons a
+# UD ping-pong round trip woke them four times, ms each on a loaded host)
+if run "UD, default" "" "" ibv_ud_pingpong -g @GID@ --chk -s 1024 -n 100; then
+	judge "UD, default" "$D" "$D"
+fi
+EU="env SOFTOFED_ENGINE_UD=program"
+if run "UD, SOFTOFED_ENGINE_UD=program" "$EU" "$EU" ibv_ud_pingpong -g @GID@ --chk -s 1024 -n 100; then
+	judge "UD, SOFTOFED_ENGINE_UD=program" "$P" "$P"
 fi
 
 # ---- one side each way: the wire is the same

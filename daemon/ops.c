@@ -624,10 +624,11 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 		if (qp->type == IBV_QPT_UD)
 			sof_tp_steer_ud_view(qp, false);
 	} else if (!qp->steered && req->engine && rq->c->net_slot &&
-		   /* UD only on the InfiniBand port, whose packets all leave
-		    * by the link (the RoCE port's local UD is the executor's) */
-		   (qp->type != IBV_QPT_UD || req->link == TP_LINK_IB) && !xrc &&
-		   qp->type != IBV_QPT_RAW_PACKET && !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
+		   /* UD when the program asks (verbs/qp.c: sofib0's, and
+		    * sof0's with SOFTOFED_ENGINE_UD=program); its datagrams to
+		    * this host's QPs stay the executor's there */
+		   !xrc && qp->type != IBV_QPT_RAW_PACKET &&
+		   !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
 		sof_tp_qp_release(qp); /* what the daemon held of it before */
 		qp->steered = true;
 		qp->net = true; /* its peer is not one of this host's QPs */

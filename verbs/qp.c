@@ -519,13 +519,21 @@ static void apply_attr(struct sofv_qp *qp, const struct ibv_qp_attr *a, int mask
 		q->rate_limit = a->rate_limit; /* the transport paces (requester.c) */
 }
 
-/* SOFTOFED_ENGINE_UD=daemon keeps sofib0's UD QPs on the daemon's engine
- * (their RC/UC QPs still run here). */
-static bool ud_engine_ok(void)
+/* Whether a UD QP's transport runs here. sofib0's do unless
+ * SOFTOFED_ENGINE_UD=daemon (their RC/UC QPs still run here). sof0's stay
+ * with the daemon unless SOFTOFED_ENGINE_UD=program: each datagram then
+ * costs no wake-up of the daemon at either end (through the daemon, a
+ * round trip wakes the two daemons four times), but a datagram this QP
+ * sends to a multicast group reaches only other hosts' members (the
+ * RoCEv2 engine has no way yet to hand it to the daemon, which delivers
+ * it to this host's members). */
+static bool ud_engine_ok(bool ib)
 {
 	const char *e = getenv("SOFTOFED_ENGINE_UD");
 
-	return !e || strcmp(e, "daemon") != 0;
+	if (ib)
+		return !e || strcmp(e, "daemon") != 0;
+	return e && strcmp(e, "program") == 0;
 }
 
 /* The daemon's view of the QP after a modify: the attributes as they will
@@ -673,7 +681,7 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	 * QPs, whose unicast then comes here (multicast stays with the
 	 * daemon, daemon/steer.c) */
 	if (ibqp->qp_type == IBV_QPT_UD)
-		eng_kind = s->ib && ud_engine_ok();
+		eng_kind = ud_engine_ok(s->ib);
 	else
 		eng_kind = (ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC) &&
 			   (s->ib || !sofv_gid_is_local(s, req.dgid));

@@ -24,7 +24,9 @@
 #   - a process that closes its device and opens it again, three times
 #     (tests/progs/ctx_cycle, a 64 KiB WRITE checked each time): every
 #     context's QP in its process, not only the first one's;
-#   - UC (ibv_uc_pingpong) and an SRQ (ibv_srq_pingpong) in the program.
+#   - UC (ibv_uc_pingpong) and an SRQ (ibv_srq_pingpong) in the program;
+#   - UD (ibv_ud_pingpong --chk): through the daemons by default, in the
+#     processes with SOFTOFED_ENGINE_UD=program.
 # Needs root (ip netns).
 # Usage: tests/hosts/engine.sh
 set -u
@@ -210,6 +212,17 @@ error_acked() {
 	rm -rf "$d"
 }
 error_acked
+
+# ---- UD: through the daemons by default; with SOFTOFED_ENGINE_UD=program
+# in the processes (no daemon wake-up per datagram: through the daemons a
+# UD ping-pong round trip woke them four times, ms each on a loaded host)
+if run "UD, default" "" "" ibv_ud_pingpong -g @GID@ --chk -s 1024 -n 100; then
+	judge "UD, default" "$D" "$D"
+fi
+EU="env SOFTOFED_ENGINE_UD=program"
+if run "UD, SOFTOFED_ENGINE_UD=program" "$EU" "$EU" ibv_ud_pingpong -g @GID@ --chk -s 1024 -n 100; then
+	judge "UD, SOFTOFED_ENGINE_UD=program" "$P" "$P"
+fi
 
 # ---- one side each way: the wire is the same
 if run "server in its process, client through its daemon" "" "$ED" \

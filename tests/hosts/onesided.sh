@@ -41,6 +41,11 @@
 #   - the atomic exactly-once test of tests/hosts/netem.sh runs beside
 #     these (atomic_count, with the target's progress thread executing
 #     the atomics).
+# Every writer stops at its GATE-th request until they all completed
+# (write_stop -G): the script stops (or kills) the target there, waits
+# until every thread of it is stopped, and lets the writer go on (SIGUSR2),
+# so every request after the GATE-th goes to a target in that state
+# however late the script runs on a loaded machine.
 # Needs root (ip netns).
 # Usage: [SOF_ONESIDED_ONLY=REGEX] tests/hosts/onesided.sh (REGEX: the parts
 # to run of idle, stopped, uc, recv, fatal, killrecv, kill, atomic; default all)
@@ -52,6 +57,7 @@ sof_init
 PORT=19880
 IDLE_MAX=${SOF_ONESIDED_IDLE_MAX:-20}
 PROG=$SOF_PROGS/write_stop
+GATE=100
 
 # progress NAME: the writer's last "progress n=N" count (0: none yet)
 progress() {
@@ -61,7 +67,8 @@ progress() {
 }
 
 # start TAG COUNT [ARGS...]: target in host a, writer in host b, both
-# with ARGS; TPID: the target's pid
+# with ARGS, the writer waiting at its gate (GATE requests completed);
+# TPID: the target's pid, WPID: the writer's
 start() {
 	local tag=$1 count=$2 end
 	shift 2
@@ -69,13 +76,39 @@ start() {
 	sof_host_bg "$tag.tgt" a 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80 "$@"
 	sof_host_wait_listen a "$PORT" 20 "$tag.tgt" || return 1
 	sof_host_bg "$tag.wr" b 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80 \
-		-w 200 "$@" "$(sof_host_ip a)"
+		-w 200 -G "$GATE" "$@" "$(sof_host_ip a)"
 	end=$(($(now_ms) + 20000))
 	TPID=
+	WPID=
 	while [ "$(now_ms)" -lt "$end" ]; do
 		TPID=$(sed -n 's/^target ready pid=\([0-9]*\)$/\1/p' "$(sof_out "$tag.tgt")")
-		[ -n "$TPID" ] && [ "$(progress "$tag.wr")" -gt 100 ] && return 0
+		WPID=$(sed -n 's/^writer ready pid=\([0-9]*\)$/\1/p' "$(sof_out "$tag.wr")")
+		[ -n "$TPID" ] && [ -n "$WPID" ] && grep -q "^gate n=$GATE\$" "$(sof_out "$tag.wr")" &&
+			return 0
 		sleep 0.05
+	done
+	return 1
+}
+
+# go: the writer goes on past its gate
+go() {
+	kill -USR2 "$WPID"
+}
+
+# halt PID: SIGSTOP to PID, then wait (at most 10 s) until every thread
+# of it is stopped (state T in /proc/PID/task/*/stat)
+halt() {
+	local pid=$1 end f st all
+	kill -STOP "$pid" || return 1
+	end=$(($(now_ms) + 10000))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		all=1
+		for f in /proc/"$pid"/task/*/stat; do
+			st=$(sed 's/^.*) \(.\).*$/\1/' "$f" 2>/dev/null)
+			[ "$st" = T ] || all=
+		done
+		[ -n "$all" ] && return 0
+		sleep 0.01
 	done
 	return 1
 }
@@ -95,10 +128,10 @@ stopped() {
 		sof_kill "stop$op.tgt"
 		return
 	fi
-	kill -STOP "$TPID"
-	sleep 0.3
+	halt "$TPID"
 	n0=$(progress "stop$op.wr")
-	sleep 1.7
+	go
+	sleep 2
 	n1=$(progress "stop$op.wr")
 	kill -CONT "$TPID"
 	sof_wait "stop$op.wr" 80
@@ -112,7 +145,8 @@ stopped() {
 	else
 		not_ok "$name" "writer exit $wrc, target exit $trc: $(tail -n 2 "$out" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "stop$op.tgt")" | tr '\n' ' ')"
 	fi
-	# without the takeover not one completes in these 1.7 s (the
+	# n0: the gate's (all before it completed, none after it posted);
+	# without the takeover not one more completes in these 2 s (the
 	# writer's retries wait); with it tens to thousands (a loaded
 	# machine delays the daemon's ticks)
 	log=$(_sof_host_log a)
@@ -138,11 +172,11 @@ stopped_recv() {
 		sof_kill "$tag.tgt"
 		return
 	fi
-	t0=$(sof_counter a counters.takeover)
-	kill -STOP "$TPID"
-	sleep 0.3
+	halt "$TPID"
 	n0=$(progress "$tag.wr")
-	sleep 1.7
+	t0=$(sof_counter a counters.takeover)
+	go
+	sleep 2
 	n1=$(progress "$tag.wr")
 	t1=$(sof_counter a counters.takeover)
 	kill -CONT "$TPID"
@@ -175,7 +209,7 @@ stopped_recv() {
 # the stopped target), and after SIGCONT the target finds TGT in its
 # output (its receive completion in error) and its QP in ERROR
 fatal() {
-	local op=$1 what=$2 want=$3 tgt=$4 tag="fatal$1" wpid wrc out tout
+	local op=$1 what=$2 want=$3 tgt=$4 tag="fatal$1" wrc out tout
 	local name="hosts/onesided: $2 into a SIGSTOPped target"
 	if ! start "$tag" 20000 -o "$op" -t 16 -w 2000 -F; then
 		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out "$tag.wr")" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "$tag.tgt")" | tr '\n' ' ')"
@@ -183,10 +217,10 @@ fatal() {
 		sof_kill "$tag.tgt"
 		return
 	fi
-	wpid=$(sed -n 's/^writer ready pid=\([0-9]*\)$/\1/p' "$(sof_out "$tag.wr")")
-	kill -STOP "$TPID"
+	halt "$TPID"
+	go
 	sleep 0.3
-	kill -USR1 "$wpid"
+	kill -USR1 "$WPID"
 	sof_wait "$tag.wr" 30
 	wrc=$?
 	kill -CONT "$TPID"
@@ -215,8 +249,9 @@ if sof_hosts_up 2; then
 	if ! part idle; then
 		:
 	elif start idle 30000; then
-		WPID=$(sed -n 's/^writer ready pid=\([0-9]*\)$/\1/p' "$(sof_out idle.wr)")
-		kill -STOP "$WPID"
+		# stopped at its gate, it goes on after SIGCONT
+		halt "$WPID"
+		go
 		sleep 0.5
 		dpid=${SOF_HOST_DPID[a]}
 		w0=$(wakes "$dpid")
@@ -257,8 +292,9 @@ if sof_hosts_up 2; then
 	if ! part uc; then
 		:
 	elif start stopuc 8000 -u -w 1000; then
+		halt "$TPID"
 		t0=$(sof_counter a counters.takeover)
-		kill -STOP "$TPID"
+		go
 		sleep 2
 		t1=$(sof_counter a counters.takeover)
 		kill -CONT "$TPID"
@@ -301,8 +337,9 @@ if sof_hosts_up 2; then
 	if ! part killrecv; then
 		:
 	elif start killrecv 200000 -o send; then
+		halt "$TPID"
 		t0=$(sof_counter a counters.takeover)
-		kill -STOP "$TPID"
+		go
 		sleep 1
 		t1=$(sof_counter a counters.takeover)
 		kill -KILL "$TPID"
@@ -331,6 +368,7 @@ if sof_hosts_up 2; then
 	if ! part kill; then
 		:
 	elif start kill 200000; then
+		go
 		kill -KILL "$TPID"
 		t0=$(now_ms)
 		sof_wait kill.wr 60

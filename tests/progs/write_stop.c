@@ -30,9 +30,13 @@
  * target's responder must end the QP for, and the last: a SEND longer
  * than the target's receive buffers, a WRITE with an rkey the target
  * does not have. A target that finds its QP failed prints "target qp
- * state=N" (ibv_query_qp).
+ * state=N" (ibv_query_qp). With -G K (writer) the writer stops posting
+ * after its K-th request, and once all K completed prints "gate n=K" and
+ * waits for a SIGUSR2 before it posts the next: a script can stop or
+ * kill the target there, so that every request after the K-th goes to a
+ * target in that state whatever the load.
  *
- * Output: "target ready pid=P" / "writer ready pid=P", "progress n=N",
+ * Output: "target ready pid=P" / "writer ready pid=P", "progress n=N", "gate n=K",
  * "returned wrong=W" (read, fadd), "target words=N bad=B" and "ok" or
  * "fail: REASON". Exit 0 when everything holds,
  * 3 when data is wrong, 4 on an error completion, 1 otherwise.
@@ -58,15 +62,24 @@ struct opts {
 	uint8_t timeout, retry_cnt;
 	enum { OP_WRITE, OP_READ, OP_FADD, OP_SEND, OP_WIMM } op;
 	int uc, fault;
+	uint64_t gate;
 };
 
 /* -F: the SIGUSR1 came */
 static volatile sig_atomic_t fault_now;
+/* -G: the SIGUSR2 came */
+static volatile sig_atomic_t gate_open;
 
 static void on_usr1(int sig)
 {
 	(void)sig;
 	fault_now = 1;
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	gate_open = 1;
 }
 
 /* The target's QP state, when something failed */
@@ -93,7 +106,8 @@ static void usage(const char *argv0)
 		"  -o OP       write (default), read, fadd, send or wimm (both sides)\n"
 		"  -u          UC QPs (not read or fadd; both sides)\n"
 		"  -F          after SIGUSR1 one request the target must NAK, the last\n"
-		"              (the writer's; -o send: too long, -o write: a wrong rkey)\n",
+		"              (the writer's; -o send: too long, -o write: a wrong rkey)\n"
+		"  -G K        after K requests, all completed, wait for SIGUSR2 (writer)\n",
 		argv0, MAX_DEPTH);
 	exit(2);
 }
@@ -109,7 +123,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->pace_us = 100;
 	o->timeout = 14;
 	o->retry_cnt = 7;
-	while ((c = getopt(argc, argv, "p:d:g:n:q:w:t:r:o:uFT:h")) != -1) {
+	while ((c = getopt(argc, argv, "p:d:g:n:q:w:t:r:o:uFG:T:h")) != -1) {
 		if (hp_opt(&o->hp, c, optarg))
 			continue;
 		switch (c) {
@@ -134,6 +148,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'F':
 			o->fault = 1;
 			break;
+		case 'G':
+			o->gate = strtoull(optarg, NULL, 0);
+			break;
 		case 'o':
 			if (!strcmp(optarg, "read"))
 				o->op = OP_READ;
@@ -153,7 +170,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		o->host = argv[optind++];
 	if (optind != argc || !o->count || o->count > (1u << 24) || !o->depth ||
-	    o->depth > MAX_DEPTH || o->hp.secs <= 0 ||
+	    o->depth > MAX_DEPTH || o->hp.secs <= 0 || o->gate >= o->count ||
 	    (o->uc && (o->op == OP_READ || o->op == OP_FADD)) ||
 	    (o->fault && o->op != OP_SEND && o->op != OP_WRITE))
 		usage(argv[0]);
@@ -184,16 +201,16 @@ static void post_recv_k(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *buf, uint
 }
 
 /* The target of -o send, wimm: COUNT messages, each checked as it
- * completes (until none came for 5 s while it runs); the number
- * received, the bad ones in *bad. */
+ * completes (until none came for 5 s while it runs), into the RQ_DEPTH
+ * receive WQEs posted before the writer starts (a UC SEND that finds
+ * none is dropped, transport/responder.c); the number received, the bad
+ * ones in *bad. */
 static uint64_t receive_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, uint8_t *buf,
 			    const struct opts *o, int64_t end, uint64_t *bad)
 {
 	uint64_t k;
 	struct ibv_wc wc;
 
-	for (k = 0; k < RQ_DEPTH; k++)
-		post_recv_k(qp, mr, buf, k);
 	for (k = 0; k < o->count; k++) {
 		int64_t quiet = hp_now_us() + 5000000, last = hp_now_us();
 		uint32_t len = len_of(k), j;
@@ -241,6 +258,18 @@ static uint64_t receive_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr 
 	return k;
 }
 
+/* The writer of -G: the first N requests completed; wait for the SIGUSR2
+ * (until END) */
+static void wait_gate(uint64_t n, int64_t end)
+{
+	printf("progress n=%llu\ngate n=%llu\n", (unsigned long long)n, (unsigned long long)n);
+	while (!gate_open) {
+		if (hp_now_us() >= end)
+			hp_fail("no SIGUSR2 in time (gate %llu)", (unsigned long long)n);
+		usleep(1000);
+	}
+}
+
 /* The writer: the words, DEPTH outstanding; the number written, or exit 4
  * on an error completion. A READ or fetch-and-add that returned what it
  * should not is counted in *wrong. */
@@ -252,7 +281,9 @@ static uint64_t write_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *m
 	struct ibv_wc wc;
 
 	while (done < limit) {
-		while (posted < limit && posted - done < o->depth) {
+		/* -G: none past the gate until it opens */
+		while (posted < limit && posted - done < o->depth &&
+		       (!o->gate || gate_open || posted < o->gate)) {
 			bool fault = o->fault && fault_now;
 			struct ibv_sge sg = {
 			    .addr = (uintptr_t)&src[posted], .length = 8, .lkey = mr->lkey};
@@ -329,6 +360,9 @@ static uint64_t write_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *m
 			printf("progress n=%llu\n", (unsigned long long)done);
 			next_print = hp_now_us() + 50000;
 		}
+		/* all posted before the gate completed (none after it posted) */
+		if (o->gate && !gate_open && done == o->gate)
+			wait_gate(done, end);
 	}
 	printf("progress n=%llu\n", (unsigned long long)done);
 	return done;
@@ -356,6 +390,8 @@ int main(int argc, char **argv)
 	parse(argc, argv, &o);
 	if (o.fault)
 		signal(SIGUSR1, on_usr1);
+	if (o.gate)
+		signal(SIGUSR2, on_usr2);
 	end = hp_now_us() + (int64_t)o.hp.secs * 1000000;
 	ctx = hp_open(o.hp.dev);
 	sock = hp_rendezvous(o.host, o.hp.port, o.hp.secs, &lsock);
@@ -405,6 +441,9 @@ int main(int argc, char **argv)
 	err = hp_qp_modify(qp, &path, IBV_QPS_RTS);
 	if (err)
 		hp_fail("ibv_modify_qp to RTS: %s", strerror(err));
+	/* the target's receive WQEs before the writer's first message */
+	for (uint64_t k = 0; !o.host && recv_mode(&o) && k < RQ_DEPTH; k++)
+		post_recv_k(qp, mr, (uint8_t *)buf, k);
 	hp_sync(sock, o.hp.secs);
 	if (o.host) {
 		printf("writer ready pid=%d\n", (int)getpid());

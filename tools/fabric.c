@@ -173,7 +173,8 @@ static int fabric_req(const char *req)
 static void fabric_usage(FILE *f)
 {
 	fprintf(f, "usage: softofed fabric up FILE [--listen ADDR:PORT] [--real NAME,...] "
-		   "[--log FILE] [--ibsim]\n"
+		   "[--log FILE] [--ibsim] [--direct]\n"
+		   "       (the options are softofed-fabric's: fabric/README.md)\n"
 		   "       softofed fabric status [-v]\n"
 		   "       softofed fabric down\n"
 		   "       softofed fabric link NAME PORT up|down\n"

@@ -58,13 +58,11 @@ static void hello_to(struct fabric *f, struct fab_node *host, uint8_t type)
 	struct ib_sofl m = {.type = type};
 	uint8_t buf[IB_SOFL_LEN];
 
-	if (!host->host.attached || !fp->peer)
+	if (!host->host.attached || !fp->peer || (type == IB_SOFL_DIRECT && !fab_direct_path(f)))
 		return;
 	fab_tx_flush(f); /* after the packets before it */
 	if (type == IB_SOFL_DIRECT) {
 		m.phys_state = SOF_PHYS_LINKUP;
-		if (!fab_direct_path(f))
-			return;
 		snprintf(m.name, sizeof(m.name), "%s", fab_direct_path(f));
 	} else if (type == IB_SOFL_ASSIGN) {
 		m.phys_state = SOF_PHYS_LINKUP;

@@ -1353,6 +1353,14 @@ static void hdr(struct roce_hdr *h, uint8_t opcode, int32_t psn)
 	h->ackreq = true;
 }
 
+/* One RC packet from the peer: opcode at psn, paylen bytes (h keeps its
+ * header for a copy or a change before the next) */
+static void rc_pkt(struct out *o, struct roce_hdr *h, uint8_t opcode, int32_t psn, uint32_t paylen)
+{
+	hdr(h, ROCE_SVC_RC | opcode, psn);
+	seed_pkt(o, Q_RC, STD, h, paylen);
+}
+
 /* The command posting one signaled RDMA WRITE of 100 bytes on the RC QP. */
 static void seed_write_wr(struct out *o)
 {
@@ -1421,13 +1429,10 @@ static void seed_write(const char *dir, const char *name, const struct out *o, s
 static void seed_read_rest(struct out *o, struct roce_hdr *h, bool from_first)
 {
 	if (from_first) {
-		hdr(h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
-		seed_pkt(o, Q_RC, STD, h, 1024);
+		rc_pkt(o, h, ROCE_READ_RESP_FIRST, 0, 1024);
 	}
-	hdr(h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, 0);
-	seed_pkt(o, Q_RC, STD, h, 1024);
-	hdr(h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 0);
-	seed_pkt(o, Q_RC, STD, h, 3000 - 2048);
+	rc_pkt(o, h, ROCE_READ_RESP_MIDDLE, 0, 1024);
+	rc_pkt(o, h, ROCE_READ_RESP_LAST, 0, 3000 - 2048);
 }
 
 /* The READ of rc_sends placed its 3000 bytes (the responses' fill), once
@@ -1455,15 +1460,12 @@ static void write_seeds(const char *dir)
 
 	/* ---- the responder, RC */
 	BEGIN(RECV2);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 100);
+	rc_pkt(&o, &h, ROCE_SEND_ONLY, 0, 100);
 	SEED("rc_send_only", -1, 1, 0, false, Q_RC);
 
 	BEGIN(RECV2);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_FIRST, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 1024);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_MIDDLE, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 1024);
+	rc_pkt(&o, &h, ROCE_SEND_FIRST, 0, 1024);
+	rc_pkt(&o, &h, ROCE_SEND_MIDDLE, 0, 1024);
 	hdr(&h, ROCE_SVC_RC | ROCE_SEND_LAST_IMM, 0);
 	h.imm_be = 0x11223344;
 	seed_pkt(&o, Q_RC, STD, &h, 77);
@@ -1471,8 +1473,7 @@ static void write_seeds(const char *dir)
 	SEED("rc_send_multi", -1, 1, 0, false, Q_RC);
 
 	BEGIN(0 | S_CQ);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 10);
+	rc_pkt(&o, &h, ROCE_SEND_ONLY, 0, 10);
 	SEED("rc_send_rnr", -1, 0, 0, false, Q_RC);
 
 	BEGIN(RECV2);
@@ -1481,8 +1482,7 @@ static void write_seeds(const char *dir)
 	hdr(&h, ROCE_SVC_RC | ROCE_SEND_MIDDLE, 0);
 	for (int i = 0; i < 3; i++)
 		seed_pkt(&o, Q_RC, STD, &h, 1024);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_LAST, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 100);
+	rc_pkt(&o, &h, ROCE_SEND_LAST, 0, 100);
 	SEED("rc_send_too_long", -1, 1, 0, true, Q_RC);
 
 	BEGIN(RECV2);
@@ -1499,8 +1499,7 @@ static void write_seeds(const char *dir)
 	h.va = 100;
 	h.dmalen = 2500;
 	seed_pkt(&o, Q_RC, STD, &h, 1024);
-	hdr(&h, ROCE_SVC_RC | ROCE_WRITE_MIDDLE, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 1024);
+	rc_pkt(&o, &h, ROCE_WRITE_MIDDLE, 0, 1024);
 	hdr(&h, ROCE_SVC_RC | ROCE_WRITE_LAST_IMM, 0);
 	h.imm_be = 0x55;
 	seed_pkt(&o, Q_RC, STD, &h, 452);
@@ -1569,8 +1568,7 @@ static void write_seeds(const char *dir)
 	SEED("rc_atomic_misaligned_word", -1, 0, 0, true, Q_RC); /* va aligned, word not */
 
 	BEGIN(RECV2);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 10);
+	rc_pkt(&o, &h, ROCE_SEND_ONLY, 0, 10);
 	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, -1); /* duplicate: acknowledged only */
 	seed_pkt(&o, Q_RC, STD, &h, 10);
 	SEED("rc_duplicate_send", -1, 1, 0, false, Q_RC);
@@ -1589,18 +1587,15 @@ static void write_seeds(const char *dir)
 	h.dmalen = 20;
 	seed_pkt(&o, Q_RC, STD, &h, 20);
 	seed_pkt(&o, Q_RC, STD, &h, 20); /* a repeat of one kept */
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 10);
+	rc_pkt(&o, &h, ROCE_SEND_ONLY, 0, 10);
 	SEED("rc_out_of_order", -1, 2, 0, false, Q_RC);
 
 	BEGIN(RECV2);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0x800000);
-	seed_pkt(&o, Q_RC, STD, &h, 10);
+	rc_pkt(&o, &h, ROCE_SEND_ONLY, 0x800000, 10);
 	SEED("psn_far_outside_window", SOF_DROP_psn, 0, 0, false, Q_RC);
 
 	BEGIN(RECV2);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_MIDDLE, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 1024);
+	rc_pkt(&o, &h, ROCE_SEND_MIDDLE, 0, 1024);
 	SEED("rc_middle_without_first", -1, 0, 0, true, Q_RC);
 
 	BEGIN(RECV2);
@@ -1707,22 +1702,17 @@ static void write_seeds(const char *dir)
 	}
 
 	BEGIN(ALL);
-	hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
-	seed_pkt(&o, Q_RC, STD, &h, 0);
-	hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 1024);
-	hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 1024);
-	hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
+	rc_pkt(&o, &h, ROCE_ACK, 3, 0);
+	rc_pkt(&o, &h, ROCE_READ_RESP_FIRST, 0, 1024);
+	rc_pkt(&o, &h, ROCE_READ_RESP_MIDDLE, 0, 1024);
+	rc_pkt(&o, &h, ROCE_READ_RESP_LAST, 0, 3000 - 2048);
 	hdr(&h, ROCE_SVC_RC | ROCE_ATOMIC_ACK, 0);
 	h.orig = 42;
 	seed_pkt(&o, Q_RC, STD, &h, 0);
 	hdr(&h, ROCE_SVC_RC | ROCE_ATOMIC_ACK, 0);
 	h.orig = 43;
 	seed_pkt(&o, Q_RC, STD, &h, 0);
-	hdr(&h, ROCE_SVC_RC | ROCE_ACK, 1);
-	seed_pkt(&o, Q_RC, STD, &h, 0);
+	rc_pkt(&o, &h, ROCE_ACK, 1, 0);
 	SEED("rc_read_response_atomic_ack", -1, 0, 8, false, Q_RC);
 
 	/* The READ window (0x104-0x106, 3000 bytes at MTU 1024): responses
@@ -1735,10 +1725,8 @@ static void write_seeds(const char *dir)
 		/* the middle response first (the first one lost or overtaken):
 		 * dropped, the rest asked again once; then all three in turn */
 		BEGIN(ALL);
-		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
-		seed_pkt(&o, Q_RC, STD, &h, 0);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, 1);
-		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		rc_pkt(&o, &h, ROCE_ACK, 3, 0);
+		rc_pkt(&o, &h, ROCE_READ_RESP_MIDDLE, 1, 1024);
 		seed_read_rest(&o, &h, true);
 		SEED("rc_read_response_out_of_order", SOF_DROP_psn, 0, 5, false, Q_RC);
 		read_placed("rc_read_response_out_of_order");
@@ -1750,20 +1738,13 @@ static void write_seeds(const char *dir)
 		 * again (they are behind, not ahead) */
 		rt = sofd.counters[SOF_CNT_retransmits];
 		BEGIN(ALL);
-		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
-		seed_pkt(&o, Q_RC, STD, &h, 0);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 1024);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, -1);
-		seed_pkt(&o, Q_RC, STD, &h, 1024);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 1024);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, -1);
-		seed_pkt(&o, Q_RC, STD, &h, 1024);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, -1);
-		seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
+		rc_pkt(&o, &h, ROCE_ACK, 3, 0);
+		rc_pkt(&o, &h, ROCE_READ_RESP_FIRST, 0, 1024);
+		rc_pkt(&o, &h, ROCE_READ_RESP_FIRST, -1, 1024);
+		rc_pkt(&o, &h, ROCE_READ_RESP_MIDDLE, 0, 1024);
+		rc_pkt(&o, &h, ROCE_READ_RESP_MIDDLE, -1, 1024);
+		rc_pkt(&o, &h, ROCE_READ_RESP_LAST, 0, 3000 - 2048);
+		rc_pkt(&o, &h, ROCE_READ_RESP_LAST, -1, 3000 - 2048);
 		SEED("rc_read_response_duplicates", SOF_DROP_psn, 0, 5, false, Q_RC);
 		read_placed("rc_read_response_duplicates");
 		if (sofd.counters[SOF_CNT_retransmits] != rt)
@@ -1772,31 +1753,22 @@ static void write_seeds(const char *dir)
 		/* a response of a PSN never sent (past the last request):
 		 * dropped, the READ goes on */
 		BEGIN(ALL);
-		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
-		seed_pkt(&o, Q_RC, STD, &h, 0);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 1024);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 40);
-		seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 1024);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
+		rc_pkt(&o, &h, ROCE_ACK, 3, 0);
+		rc_pkt(&o, &h, ROCE_READ_RESP_FIRST, 0, 1024);
+		rc_pkt(&o, &h, ROCE_READ_RESP_LAST, 40, 3000 - 2048);
+		rc_pkt(&o, &h, ROCE_READ_RESP_MIDDLE, 0, 1024);
+		rc_pkt(&o, &h, ROCE_READ_RESP_LAST, 0, 3000 - 2048);
 		SEED("rc_read_response_past_window", SOF_DROP_psn, 0, 5, false, Q_RC);
 		read_placed("rc_read_response_past_window");
 
 		/* a full MIDDLE where the READ has only 952 bytes left:
 		 * dropped for its length, the right LAST completes it */
 		BEGIN(ALL);
-		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
-		seed_pkt(&o, Q_RC, STD, &h, 0);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
+		rc_pkt(&o, &h, ROCE_ACK, 3, 0);
+		rc_pkt(&o, &h, ROCE_READ_RESP_FIRST, 0, 1024);
+		rc_pkt(&o, &h, ROCE_READ_RESP_MIDDLE, 0, 1024);
 		seed_pkt(&o, Q_RC, STD, &h, 1024);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_MIDDLE, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 1024);
-		seed_pkt(&o, Q_RC, STD, &h, 1024);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
+		rc_pkt(&o, &h, ROCE_READ_RESP_LAST, 0, 3000 - 2048);
 		SEED("rc_read_response_too_long", SOF_DROP_payload, 0, 5, false, Q_RC);
 		read_placed("rc_read_response_too_long");
 
@@ -1809,17 +1781,13 @@ static void write_seeds(const char *dir)
 		 * completes the READ */
 		rt = sofd.counters[SOF_CNT_retransmits];
 		BEGIN(ALL);
-		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
-		seed_pkt(&o, Q_RC, STD, &h, 0);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		rc_pkt(&o, &h, ROCE_ACK, 3, 0);
+		rc_pkt(&o, &h, ROCE_READ_RESP_FIRST, 0, 1024);
 		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 0);
 		h.syndrome = ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ_ERR;
 		seed_pkt(&o, Q_RC, STD, &h, 0);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 1024);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_LAST, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 3000 - 2048);
+		rc_pkt(&o, &h, ROCE_READ_RESP_FIRST, 0, 1024);
+		rc_pkt(&o, &h, ROCE_READ_RESP_LAST, 0, 3000 - 2048);
 		SEED("rc_read_nak_sequence_mid_read", -2, 0, 5, false, Q_RC);
 		read_placed("rc_read_nak_sequence_mid_read");
 		if (sofd.counters[SOF_CNT_retransmits] - rt < 1 ||
@@ -1830,10 +1798,8 @@ static void write_seeds(const char *dir)
 		/* a remote access NAK after the first response: the READ
 		 * fails with it, the QP ends (the rest flushed) */
 		BEGIN(ALL);
-		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 3);
-		seed_pkt(&o, Q_RC, STD, &h, 0);
-		hdr(&h, ROCE_SVC_RC | ROCE_READ_RESP_FIRST, 0);
-		seed_pkt(&o, Q_RC, STD, &h, 1024);
+		rc_pkt(&o, &h, ROCE_ACK, 3, 0);
+		rc_pkt(&o, &h, ROCE_READ_RESP_FIRST, 0, 1024);
 		hdr(&h, ROCE_SVC_RC | ROCE_ACK, 0);
 		h.syndrome = ROCE_AETH_NAK | ROCE_NAK_REM_ACCESS;
 		seed_pkt(&o, Q_RC, STD, &h, 0);
@@ -1869,8 +1835,7 @@ static void write_seeds(const char *dir)
 			seed_write_wr(&o);
 			if (i)
 				break;
-			hdr(&h, ROCE_SVC_RC | ROCE_ACK, 0);
-			seed_pkt(&o, Q_RC, STD, &h, 0);
+			rc_pkt(&o, &h, ROCE_ACK, 0, 0);
 		}
 		if (lossy) { /* (response PSNs count from the oldest unacknowledged) */
 			hdr(&h, ROCE_SVC_RC | ROCE_ACK, 0);
@@ -2121,15 +2086,13 @@ static void write_seeds(const char *dir)
 	SEED("wrong_pkey", SOF_DROP_pkey, 0, 0, false, Q_RC);
 
 	BEGIN(RECV2);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 0);
+	rc_pkt(&o, &h, ROCE_SEND_ONLY, 0, 0);
 	o.b[o.n - ROCE_BTH_LEN] = 0x1f; /* the opcode: reserved in RC */
 	SEED("unknown_opcode", SOF_DROP_opcode, 0, 0, false, Q_RC);
 
 	/* ---- the owner's side: posts, modifies, pokes, deregistration */
 	BEGIN(RECV2);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 10);
+	rc_pkt(&o, &h, ROCE_SEND_ONLY, 0, 10);
 	put8(&o, C_DEREG);
 	put8(&o, 0x80 | Q_RC); /* destroyed, */
 	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0x200);
@@ -2150,8 +2113,7 @@ static void write_seeds(const char *dir)
 	put16(&o, 3000);
 	for (int i = 0; i < 11; i++)
 		put8(&o, 0);
-	hdr(&h, ROCE_SVC_RC | ROCE_ACK, 4);
-	seed_pkt(&o, Q_RC, STD, &h, 0);
+	rc_pkt(&o, &h, ROCE_ACK, 4, 0);
 	SEED("post_send_write_ack", -1, 0, 1, false, Q_RC);
 
 	BEGIN(0 | S_CQ);
@@ -2160,8 +2122,7 @@ static void write_seeds(const char *dir)
 	put8(&o, 0x85); /* num_sge 133: malformed */
 	for (int i = 0; i < 4 * 5; i++)
 		put8(&o, 0);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 10);
+	rc_pkt(&o, &h, ROCE_SEND_ONLY, 0, 10);
 	SEED("rc_recv_wqe_malformed", -1, 1, 0, true, Q_RC);
 
 	BEGIN(0 | S_CQ);
@@ -2189,8 +2150,7 @@ static void write_seeds(const char *dir)
 	put16(&o, IBV_QP_STATE);
 	put16(&o, 0);
 	put8(&o, 0);
-	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 10);
+	rc_pkt(&o, &h, ROCE_SEND_ONLY, 0, 10);
 	SEED("modify_sqd_then_send", -1, 1, 0, false, Q_RC);
 
 	BEGIN(ALL);
@@ -2211,8 +2171,7 @@ static void write_seeds(const char *dir)
 	seed_pkt(&o, Q_RC, STD, &h, 1024);
 	put8(&o, C_DEREG);
 	put8(&o, M_RW);
-	hdr(&h, ROCE_SVC_RC | ROCE_WRITE_LAST, 0);
-	seed_pkt(&o, Q_RC, STD, &h, 1024);
+	rc_pkt(&o, &h, ROCE_WRITE_LAST, 0, 1024);
 	SEED("dereg_mid_write", -1, 0, 0, true, Q_RC);
 }
 

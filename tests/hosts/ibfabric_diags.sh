@@ -14,6 +14,10 @@
 #   ibping       c runs the server (`ibping -S`, the vendor class 0x32
 #                agent); b pings c's LID and c's port GUID: every pong, 0 %
 #                loss, from c's LID
+#   ibsysstat    c runs the server (`ibsysstat -S`, vendor class 0x33); b
+#                asks c's LID for its host name, CPUs and a ping
+#   smpdump      NodeInfo of c by LID and of b by directed route 0: CA,
+#                the file's node GUIDs
 #   ibportstate  query of c's port by LID: Active, LinkUp, its LID and SM
 #                LID; of S2's port 3 (to S3): Active
 #   ibaddr       b's own GID (the file's port GUID) and LID; c's by LID
@@ -213,6 +217,40 @@ if [ "$(grep -c "^Pong from .* (Lid $lc): time" "$out")" = 5 ] &&
 	ok "ibfabric/$T: ibping b -> c (server ibping -S in c): 5/5 by LID $lc, 3/3 by port GUID $cpg"
 else
 	not_ok "ibfabric/$T: ibping" "$(tr '\n' ' ' <"$out" | cut -c1-400) / $(tr '\n' ' ' <"$out2" | cut -c1-300)"
+fi
+
+# ibsysstat: its server in c (vendor class 0x33 agent), b asks by LID for
+# c's host name, CPUs and a ping; smpdump from b reads c's NodeInfo (LID
+# routed) and its own (directed route 0): NodeType CA, the file's GUIDs
+sof_host_bg ibf.statsrv c 30 "$SOFTOFED" run -- ibsysstat -S -C sofib0
+sleep 1
+checks=()
+out=$SOF_TMP/ibsysstat
+sof_ibf_diag b "$out" ibsysstat -C sofib0 "$lc" host
+# the server answers "nodename.domainname" (uname(2): "(none)" when unset)
+grep -qxF "$(cat /proc/sys/kernel/hostname).$(cat /proc/sys/kernel/domainname)" "$out" ||
+	checks+=("host: $(tr '\n' ' ' <"$out" | cut -c1-200)")
+sof_ibf_diag b "$out" ibsysstat -C sofib0 "$lc" cpu
+[ "$(grep -c '^cpu [0-9]*: model .* MHZ' "$out")" = "$(grep -c '^processor' /proc/cpuinfo)" ] ||
+	checks+=("cpu: $(tr '\n' ' ' <"$out" | cut -c1-200)")
+sof_ibf_diag b "$out" ibsysstat -C sofib0 "$lc" ping
+grep -q '^sysstat ping succeeded' "$out" || checks+=("ping: $(tr '\n' ' ' <"$out" | cut -c1-200)")
+sof_kill ibf.statsrv
+# smpdump's hex words, first 64 bytes: NodeType at byte 2, NodeGUID at 12
+nodeinfo() { head -n 4 "$1" | tr -d ' \n'; }
+out=$SOF_TMP/smpdump
+sof_ibf_diag b "$out" smpdump -C sofib0 "$lc" 0x11
+hex=$(nodeinfo "$out")
+[ "${hex:4:2}" = 01 ] && [ "0x${hex:24:16}" = "$(sof_ibf_guid H3)" ] ||
+	checks+=("smpdump LID $lc NodeInfo: $hex")
+sof_ibf_diag b "$out" smpdump -C sofib0 -D 0 0x11
+hex=$(nodeinfo "$out")
+[ "${hex:4:2}" = 01 ] && [ "0x${hex:24:16}" = "$(sof_ibf_guid H2)" ] ||
+	checks+=("smpdump -D 0 NodeInfo: $hex")
+if [ ${#checks[@]} -eq 0 ]; then
+	ok "ibfabric/$T: ibsysstat b -> c (server ibsysstat -S in c): host, cpu, ping; smpdump NodeInfo of c by LID and of b by directed route: CA, the file's node GUIDs"
+else
+	not_ok "ibfabric/$T: ibsysstat / smpdump" "${checks[*]}"
 fi
 
 # ibportstate query: c's port, S2's port 3

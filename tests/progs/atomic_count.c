@@ -261,12 +261,9 @@ int main(int argc, char **argv)
 	sock = hp_rendezvous(o.host, o.hp.port, o.hp.secs, &lsock);
 	setup(&r, &o, sock);
 
-	memset(&me, 0, sizeof(me));
-	me.qpn = r.qp->qp_num;
-	me.psn = hp_random_psn();
+	hp_info_self(&me, r.qp, &r.gid);
 	me.rkey = r.mr->rkey;
 	me.addr = (uintptr_t)r.buf;
-	memcpy(me.gid, r.gid.raw, 16);
 	if (o.host) {
 		me.len = o.count;
 	} else {

@@ -227,10 +227,7 @@ int main(int argc, char **argv)
 		hp_fail("ibv_reg_mr: %s", strerror(errno));
 	r.qp = hp_create_qp(r.pd, r.cq, IBV_QPT_RC, 4, 4, 1);
 
-	memset(&me, 0, sizeof(me));
-	me.qpn = r.qp->qp_num;
-	me.psn = hp_random_psn();
-	memcpy(me.gid, gid.raw, 16);
+	hp_info_self(&me, r.qp, &gid);
 	hp_exchange(sock, &me, &peer, hp.secs);
 	hp_path_peer(&path, gid_index, &me, &peer, IBV_MTU_1024);
 	path.timeout = 14;

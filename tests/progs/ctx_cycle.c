@@ -50,12 +50,9 @@ static void one_round(const struct hp_opts *o, int fd, bool client, unsigned rou
 		hp_fail("round %u: ibv_reg_mr: %s", round, strerror(errno));
 	qp = hp_create_qp(pd, cq, IBV_QPT_RC, 4, 4, 1);
 	gi = hp_local_gid(ctx, o->gid_index, fd, &gid);
-	memset(&me, 0, sizeof(me));
-	me.qpn = qp->qp_num;
-	me.psn = hp_random_psn();
+	hp_info_self(&me, qp, &gid);
 	me.rkey = mr->rkey;
 	me.addr = (uintptr_t)buf;
-	memcpy(me.gid, gid.raw, 16);
 	hp_exchange(fd, &me, &peer, o->secs);
 	printf("round %u qpn=0x%06x\n", round, qp->qp_num);
 	hp_path_peer(&path, gi, &me, &peer, IBV_MTU_1024);

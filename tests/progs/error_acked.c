@@ -51,10 +51,7 @@ int main(int argc, char **argv)
 	struct hp_opts hp;
 	const char *host = NULL, *gofile = NULL, *postedfile = NULL, *errfile = NULL;
 	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
+	struct hp_rc rc;
 	struct ibv_qp_attr qa;
 	struct hp_info me, peer;
 	struct hp_path path;
@@ -87,16 +84,8 @@ int main(int argc, char **argv)
 	ctx = hp_open(hp.dev);
 	sock = hp_rendezvous(host, hp.port, 30, &lsock);
 	gid_index = hp_local_gid(ctx, hp.gid_index, sock, &gid);
-	pd = ibv_alloc_pd(ctx);
-	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!pd || !cq || !mr)
-		hp_fail("alloc pd/cq/mr: %s", strerror(errno));
-	qp = hp_create_qp(pd, cq, IBV_QPT_RC, 4, 4, 0);
-	memset(&me, 0, sizeof(me));
-	me.qpn = qp->qp_num;
-	me.psn = hp_random_psn();
-	memcpy(me.gid, gid.raw, 16);
+	hp_rc_open(&rc, ctx, buf, sizeof(buf));
+	hp_info_self(&me, rc.qp, &gid);
 	hp_exchange(sock, &me, &peer, 30);
 	hp_path_peer(&path, gid_index, &me, &peer, IBV_MTU_1024);
 	path.timeout = 20;
@@ -105,29 +94,23 @@ int main(int argc, char **argv)
 	path.min_rnr_timer = 1;
 	path.max_rd_atomic = 1;
 	path.max_dest_rd_atomic = 1;
-	err = hp_qp_modify(qp, &path, IBV_QPS_RTS);
+	err = hp_qp_modify(rc.qp, &path, IBV_QPS_RTS);
 	if (err)
 		hp_fail("ibv_modify_qp to RTS: %s", strerror(err));
-	if (!host) {
-		struct ibv_sge sg = {
-		    .addr = (uintptr_t)buf, .length = sizeof(buf), .lkey = mr->lkey};
-		struct ibv_recv_wr rwr = {.wr_id = 1, .sg_list = &sg, .num_sge = 1}, *bad;
-
-		if (ibv_post_recv(qp, &rwr, &bad))
-			hp_fail("ibv_post_recv");
-	}
+	if (!host)
+		hp_rc_recv(&rc);
 	hp_sync(sock, 30);
-	printf("ready qpn=0x%06x peer_qpn=0x%06x\n", qp->qp_num, peer.qpn);
+	printf("ready qpn=0x%06x peer_qpn=0x%06x\n", rc.qp->qp_num, peer.qpn);
 
 	if (!host) {
 		struct pollfd pf = {.fd = sock, .events = POLLIN};
 
 		poll(&pf, 1, 60000);
-		if (hp_poll_until(cq, &wc, hp_now_us(), 0))
+		if (hp_poll_until(rc.cq, &wc, hp_now_us(), 0))
 			printf("server: received %s\n", hp_wc_status_name(wc.status));
 		printf("server done\n");
 	} else {
-		struct ibv_sge sg = {.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
+		struct ibv_sge sg = {.addr = (uintptr_t)buf, .length = 64, .lkey = rc.mr->lkey};
 		struct ibv_send_wr wr = {.wr_id = 7,
 					 .sg_list = &sg,
 					 .num_sge = 1,
@@ -136,17 +119,17 @@ int main(int argc, char **argv)
 				   *bad;
 
 		wait_file(gofile);
-		if (ibv_post_send(qp, &wr, &bad))
+		if (ibv_post_send(rc.qp, &wr, &bad))
 			hp_fail("ibv_post_send: %s", strerror(errno));
 		hp_sleep_ms(300);
 		make_file(postedfile);
 		wait_file(errfile);
 		memset(&qa, 0, sizeof(qa));
 		qa.qp_state = IBV_QPS_ERR;
-		err = ibv_modify_qp(qp, &qa, IBV_QP_STATE);
+		err = ibv_modify_qp(rc.qp, &qa, IBV_QP_STATE);
 		if (err)
 			hp_fail("ibv_modify_qp to ERROR: %s", strerror(err));
-		if (!hp_poll_until(cq, &wc, hp_now_us() + 5000000, 1000)) {
+		if (!hp_poll_until(rc.cq, &wc, hp_now_us() + 5000000, 1000)) {
 			printf("status=none\n");
 			return 4;
 		}
@@ -159,10 +142,7 @@ int main(int argc, char **argv)
 	close(sock);
 	if (lsock >= 0)
 		close(lsock);
-	ibv_destroy_qp(qp);
-	ibv_dereg_mr(mr);
-	ibv_destroy_cq(cq);
-	ibv_dealloc_pd(pd);
+	hp_rc_close(&rc);
 	ibv_close_device(ctx);
 	return 0;
 }

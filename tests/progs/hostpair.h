@@ -515,6 +515,56 @@ static inline struct ibv_qp *hp_create_qp(struct ibv_pd *pd, struct ibv_cq *cq,
 	return qp;
 }
 
+/* hp_info_self: what this side tells its peer about qp: its QPN, a random
+ * first PSN and the GID; the rest zero, for the caller to fill */
+static inline void hp_info_self(struct hp_info *me, const struct ibv_qp *qp,
+				const union ibv_gid *gid)
+{
+	memset(me, 0, sizeof(*me));
+	me->qpn = qp->qp_num;
+	me->psn = hp_random_psn();
+	memcpy(me->gid, gid->raw, 16);
+}
+
+/* The plain RC set-up of a two-host check: a PD, a 16-entry CQ, a buffer
+ * registered for local writes and an RC QP of 4 sends and 4 receives. */
+struct hp_rc {
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+};
+
+static inline void hp_rc_open(struct hp_rc *rc, struct ibv_context *ctx, void *buf, size_t len)
+{
+	rc->pd = ibv_alloc_pd(ctx);
+	rc->cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	rc->mr = rc->pd ? ibv_reg_mr(rc->pd, buf, len, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!rc->pd || !rc->cq || !rc->mr)
+		hp_fail("alloc pd/cq/mr: %s", strerror(errno));
+	rc->qp = hp_create_qp(rc->pd, rc->cq, IBV_QPT_RC, 4, 4, 0);
+}
+
+static inline void hp_rc_close(struct hp_rc *rc)
+{
+	ibv_destroy_qp(rc->qp);
+	ibv_dereg_mr(rc->mr);
+	ibv_destroy_cq(rc->cq);
+	ibv_dealloc_pd(rc->pd);
+}
+
+/* hp_rc_recv: one receive WR (wr_id 1) of the whole registered buffer */
+static inline void hp_rc_recv(const struct hp_rc *rc)
+{
+	struct ibv_sge sg = {.addr = (uintptr_t)rc->mr->addr,
+			     .length = (uint32_t)rc->mr->length,
+			     .lkey = rc->mr->lkey};
+	struct ibv_recv_wr rwr = {.wr_id = 1, .sg_list = &sg, .num_sge = 1}, *bad;
+
+	if (ibv_post_recv(rc->qp, &rwr, &bad))
+		hp_fail("ibv_post_recv");
+}
+
 /* hp_path_peer: the path to the peer of an exchange (port 1, our GID
  * index, its GID and QPN, its PSN for our receive queue and ours for our
  * send queue) at mtu; the rest of *p zero, for the caller to fill */

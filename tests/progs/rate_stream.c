@@ -94,13 +94,10 @@ int main(int argc, char **argv)
 	sock = hp_rendezvous(o.host, o.hp.port, o.hp.secs, &lsock);
 	gidx = hp_local_gid(ctx, o.hp.gid_index, sock, &gid);
 	qp = hp_create_qp(pd, cq, IBV_QPT_RC, 16, 4, 1);
-	memset(&me, 0, sizeof(me));
-	me.qpn = qp->qp_num;
-	me.psn = hp_random_psn();
+	hp_info_self(&me, qp, &gid);
 	me.rkey = mr->rkey;
 	me.addr = (uintptr_t)buf;
 	me.len = o.len;
-	memcpy(me.gid, gid.raw, 16);
 	hp_exchange(sock, &me, &peer, o.hp.secs);
 	hp_path_peer(&path, gidx, &me, &peer, IBV_MTU_1024);
 	path.timeout = 14;

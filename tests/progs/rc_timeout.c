@@ -97,10 +97,7 @@ int main(int argc, char **argv)
 {
 	struct opts o;
 	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
+	struct hp_rc rc;
 	struct ibv_qp_init_attr ia;
 	struct ibv_qp_attr qa;
 	struct hp_info me, peer;
@@ -108,7 +105,7 @@ int main(int argc, char **argv)
 	struct ibv_wc wc;
 	union ibv_gid gid;
 	static uint8_t buf[4096];
-	int sock, lsock = -1, gid_index, err, rc;
+	int sock, lsock = -1, gid_index, err, ret;
 	double expected_ms;
 	int64_t t0, t1, bound_us;
 	char c, gs[INET6_ADDRSTRLEN];
@@ -124,17 +121,8 @@ int main(int argc, char **argv)
 	ctx = hp_open(o.hp.dev);
 	sock = hp_rendezvous(o.host, o.hp.port, o.host ? 30 : 60, &lsock);
 	gid_index = hp_local_gid(ctx, o.hp.gid_index, sock, &gid);
-	pd = ibv_alloc_pd(ctx);
-	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!pd || !cq || !mr)
-		hp_fail("alloc pd/cq/mr: %s", strerror(errno));
-	qp = hp_create_qp(pd, cq, IBV_QPT_RC, 4, 4, 0);
-
-	memset(&me, 0, sizeof(me));
-	me.qpn = qp->qp_num;
-	me.psn = hp_random_psn();
-	memcpy(me.gid, gid.raw, 16);
+	hp_rc_open(&rc, ctx, buf, sizeof(buf));
+	hp_info_self(&me, rc.qp, &gid);
 	hp_exchange(sock, &me, &peer, 30);
 	hp_path_peer(&path, gid_index, &me, &peer, IBV_MTU_1024);
 	path.timeout = o.timeout;
@@ -144,21 +132,15 @@ int main(int argc, char **argv)
 	path.max_rd_atomic = 1;
 	path.max_dest_rd_atomic = 1;
 	path.access = 0;
-	err = hp_qp_modify(qp, &path, IBV_QPS_RTS);
+	err = hp_qp_modify(rc.qp, &path, IBV_QPS_RTS);
 	if (err)
 		hp_fail("ibv_modify_qp to RTS: %s", strerror(err));
-	if (!o.host) {
-		/* a receive, so that a SEND over a link that is not cut succeeds
-		 * (and the test says so) instead of ending in RNR */
-		struct ibv_sge sg = {
-		    .addr = (uintptr_t)buf, .length = sizeof(buf), .lkey = mr->lkey};
-		struct ibv_recv_wr rwr = {.wr_id = 1, .sg_list = &sg, .num_sge = 1}, *bad;
-
-		if (ibv_post_recv(qp, &rwr, &bad))
-			hp_fail("ibv_post_recv");
-	}
+	/* a receive, so that a SEND over a link that is not cut succeeds (and
+	 * the test says so) instead of ending in RNR */
+	if (!o.host)
+		hp_rc_recv(&rc);
 	hp_sync(sock, 30);
-	printf("ready qpn=0x%06x gid_index=%d gid=%s peer_qpn=0x%06x\n", qp->qp_num, gid_index,
+	printf("ready qpn=0x%06x gid_index=%d gid=%s peer_qpn=0x%06x\n", rc.qp->qp_num, gid_index,
 	       hp_gid_str(&gid, gs, sizeof(gs)), peer.qpn);
 
 	if (!o.host) {
@@ -168,17 +150,14 @@ int main(int argc, char **argv)
 			struct pollfd pf = {.fd = sock, .events = POLLIN};
 
 			poll(&pf, 1, o.hold * 1000);
-			if (hp_poll_until(cq, &wc, hp_now_us(), 1000))
+			if (hp_poll_until(rc.cq, &wc, hp_now_us(), 1000))
 				printf("server: a completion arrived: %s (the link was not cut?)\n",
 				       hp_wc_status_name(wc.status));
 		}
 		printf("server done\n");
-		ibv_destroy_qp(qp);
+		hp_rc_close(&rc);
 		close(sock);
 		close(lsock);
-		ibv_dereg_mr(mr);
-		ibv_destroy_cq(cq);
-		ibv_dealloc_pd(pd);
 		ibv_close_device(ctx);
 		return 0;
 	}
@@ -201,7 +180,7 @@ int main(int argc, char **argv)
 	}
 
 	{
-		struct ibv_sge sg = {.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
+		struct ibv_sge sg = {.addr = (uintptr_t)buf, .length = 64, .lkey = rc.mr->lkey};
 		struct ibv_send_wr wr[2], *bad;
 
 		memset(wr, 0, sizeof(wr));
@@ -216,22 +195,22 @@ int main(int argc, char **argv)
 		wr[1].send_flags = 0;
 		wr[1].next = NULL;
 		t0 = hp_now_us();
-		if (ibv_post_send(qp, wr, &bad))
+		if (ibv_post_send(rc.qp, wr, &bad))
 			hp_fail("ibv_post_send: %s", strerror(errno));
 	}
-	if (!hp_poll_until(cq, &wc, t0 + bound_us, 1000)) {
+	if (!hp_poll_until(rc.cq, &wc, t0 + bound_us, 1000)) {
 		printf("status=none elapsed_ms=%lld expected_ms=%.0f timeout=%u retry_cnt=%u\n",
 		       (long long)((hp_now_us() - t0) / 1000), expected_ms, o.timeout, o.retry_cnt);
 		printf("fail: no completion within %lld s\n", (long long)(bound_us / 1000000));
 		return 4;
 	}
 	t1 = hp_now_us();
-	rc = wc.status == IBV_WC_RETRY_EXC_ERR && wc.wr_id == 1 ? 0 : 3;
+	ret = wc.status == IBV_WC_RETRY_EXC_ERR && wc.wr_id == 1 ? 0 : 3;
 	{
 		struct ibv_wc wc2;
 		const char *flush = "none";
 
-		if (hp_poll_until(cq, &wc2, hp_now_us() + 5000000, 1000)) {
+		if (hp_poll_until(rc.cq, &wc2, hp_now_us() + 5000000, 1000)) {
 			flush = hp_wc_status_name(wc2.status);
 			if (wc2.wr_id != 2)
 				flush = "wrong-wr_id";
@@ -240,24 +219,21 @@ int main(int argc, char **argv)
 		       "flush=%s\n",
 		       hp_wc_status_name(wc.status), (long long)((t1 - t0) / 1000), expected_ms,
 		       o.timeout, o.retry_cnt, flush);
-		if (!rc && strcmp(flush, "IBV_WC_WR_FLUSH_ERR"))
-			rc = 5;
+		if (!ret && strcmp(flush, "IBV_WC_WR_FLUSH_ERR"))
+			ret = 5;
 	}
 	memset(&qa, 0, sizeof(qa));
-	if (!ibv_query_qp(qp, &qa, IBV_QP_STATE, &ia))
+	if (!ibv_query_qp(rc.qp, &qa, IBV_QP_STATE, &ia))
 		printf("qp_state=%s\n", qa.qp_state == IBV_QPS_ERR ? "ERR" : "not-ERR");
-	if (rc == 3)
+	if (ret == 3)
 		printf("fail: the SEND completed with %s, expected IBV_WC_RETRY_EXC_ERR\n",
 		       hp_wc_status_name(wc.status));
-	else if (rc == 5)
+	else if (ret == 5)
 		printf("fail: the second WQE was not flushed\n");
 	else
 		printf("ok\n");
-	ibv_destroy_qp(qp);
-	ibv_dereg_mr(mr);
-	ibv_destroy_cq(cq);
-	ibv_dealloc_pd(pd);
+	hp_rc_close(&rc);
 	ibv_close_device(ctx);
 	close(sock);
-	return rc;
+	return ret;
 }

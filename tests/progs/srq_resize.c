@@ -287,10 +287,7 @@ int main(int argc, char **argv)
 		if (!r.qp)
 			hp_fail("ibv_create_qp: %s", strerror(errno));
 	}
-	memset(&me, 0, sizeof(me));
-	me.qpn = r.qp->qp_num;
-	me.psn = hp_random_psn();
-	memcpy(me.gid, r.gid.raw, 16);
+	hp_info_self(&me, r.qp, &r.gid);
 	hp_exchange(sock, &me, &peer, o.hp.secs);
 	hp_path_peer(&path, r.gid_index, &me, &peer, IBV_MTU_1024);
 	path.timeout = 14;

@@ -422,13 +422,10 @@ int main(int argc, char **argv)
 	qp = hp_create_qp(pd, cq, o.uc ? IBV_QPT_UC : IBV_QPT_RC, MAX_DEPTH + 2,
 			  recv_mode(&o) && !o.host ? RQ_DEPTH : 1, 1);
 
-	memset(&me, 0, sizeof(me));
-	me.qpn = qp->qp_num;
-	me.psn = hp_random_psn();
+	hp_info_self(&me, qp, &gid);
 	me.rkey = mr->rkey;
 	me.addr = (uintptr_t)buf;
 	me.len = o.count;
-	memcpy(me.gid, gid.raw, 16);
 	hp_exchange(sock, &me, &peer, o.hp.secs);
 	hp_path_peer(&path, gidx, &me, &peer, IBV_MTU_1024);
 	path.timeout = o.timeout;

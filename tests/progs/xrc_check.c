@@ -304,15 +304,12 @@ static void server(const char *file, const char *port)
 		hp_fail("ibv_reg_mr");
 	sock = hp_rendezvous(NULL, port, secs, &lsock);
 	gidx = hp_local_gid(ctx, -1, sock, &gid);
-	memset(&me, 0, sizeof(me));
-	me.qpn = tgt->qp_num;
-	me.psn = hp_random_psn();
+	hp_info_self(&me, tgt, &gid);
 	me.rkey = wmr->rkey;
 	memcpy(me.rsvd, &romr->rkey, 4);
 	me.addr = (uintptr_t)wbuf;
 	me.arg = n1;
 	me.len = (uint64_t)n2 | (uint64_t)n3 << 32;
-	memcpy(me.gid, gid.raw, 16);
 	hp_exchange(sock, &me, &peer, secs);
 	hp_path_peer(&path, gidx, &me, &peer, IBV_MTU_1024);
 	path.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -447,10 +444,7 @@ static void client(const char *host, const char *port)
 		hp_fail("client: mr / qp_ex");
 	sock = hp_rendezvous(host, port, secs, &lsock);
 	gidx = hp_local_gid(ctx, -1, sock, &gid);
-	memset(&me, 0, sizeof(me));
-	me.qpn = qp->qp_num;
-	me.psn = hp_random_psn();
-	memcpy(me.gid, gid.raw, 16);
+	hp_info_self(&me, qp, &gid);
 	hp_exchange(sock, &me, &peer, secs);
 	srqn[0] = peer.arg;
 	srqn[1] = (uint32_t)peer.len;

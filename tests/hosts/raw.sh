@@ -12,7 +12,9 @@
 #     UDP socket on host b, the data checked;
 #   - an unprivileged process (nobody, no capabilities) gets EPERM creating
 #     a raw QP, and a flow on a UD QP is EINVAL; root's raw QP with a flow
-#     attached cannot be destroyed (EBUSY) until the flow is.
+#     attached cannot be destroyed (EBUSY) until the flow is;
+#   - perftest's raw_ethernet_lat and raw_ethernet_bw run a to b, both
+#     sides reporting the frames they moved.
 # Needs root (ip netns; the daemons open AF_PACKET sockets). A missing
 # program is a failure.
 # Usage: tests/hosts/raw.sh
@@ -135,10 +137,42 @@ prio() {
 	fi
 }
 
+# perftest's raw Ethernet programs, b the server (its flow rule: b's MAC,
+# a's address and port to b's): raw_ethernet_lat's 200 UDP frames of 64 B
+# each way (a lost one would hang it), raw_ethernet_bw for 2 s: frames
+# sent and received on both sides. perftest's -J/-K are the server's
+# address and port, -j/-k the client's, on both sides.
+perftest_raw() {
+	local name="hosts/raw perftest" ma mb args t tool
+	ma=$(mac a)
+	mb=$(mac b)
+	args=(-d sof0 -J "$(sof_host_ip b)" -j "$(sof_host_ip a)" -K 18803 -k 18804)
+	for t in "raw_ethernet_lat -n 200 -s 64" "raw_ethernet_bw -D 2"; do
+		tool=${t%% *}
+		# shellcheck disable=SC2086 # $t: the program and its options
+		sof_host_bg "$tool" b 60 "$SOFTOFED" run -- $t "${args[@]}" --server -B "$mb" -E "$ma"
+		sleep 1
+		# shellcheck disable=SC2086
+		sof_host_run a timeout 40 "$SOFTOFED" run -- $t "${args[@]}" --client \
+			-B "$ma" -E "$mb" "$(sof_host_ip b)" >"$SOF_TMP/$tool.cli" 2>&1
+		sof_wait "$tool" 20
+		# the result line: #bytes #iterations ... (iterations > 0 both sides)
+		if grep -q '^ *[0-9]\+ \+[1-9][0-9]* ' "$SOF_TMP/$tool.cli" &&
+			grep -q '^ *[0-9]\+ \+[1-9][0-9]* ' "$(sof_out "$tool")"; then
+			ok "$name: $tool a -> b: $(grep '^ *[0-9]\+ \+[1-9]' "$SOF_TMP/$tool.cli" | tr -s ' \t' ' ')"
+		else
+			not_ok "$name: $tool" "no result line on both sides"
+			sof_dump "$SOF_TMP/$tool.cli"
+			sof_dump "$(sof_out "$tool")"
+		fi
+	done
+}
+
 if sof_hosts_up 2; then
 	steer
 	prio
 	send
 	neg
+	perftest_raw
 fi
 sof_exit

@@ -19,6 +19,12 @@
 #   SOF_BUILD    this tree's build (default build)
 #   SDP_AB_WHERE loopback: both programs on one host (127.0.0.1, a private
 #                network namespace with its own daemon) instead of veth hosts
+#   NEW_LIBSDP   the new variant's libsdp.so (default this tree's); with
+#                the same file as BASE_LIBSDP, an identical-build control
+#   BASE_ENV, NEW_ENV  VAR=VALUE words added to each variant's environment
+#                (e.g. NEW_ENV=LIBSDP_ZCOPY=0: one build, two settings)
+#   IPERF_LEN    iperf3 -l (its writes and reads; default iperf3's 128 KiB)
+#   AB_WHAT      the figures: "pp bw" (default), "bw" or "pp"
 set -u
 BASE=${1:?usage: bench/sdp_ab.sh BASE_LIBSDP [ROUNDS] [SECS]}
 ROUNDS=${2:-5}
@@ -79,16 +85,17 @@ pair() {
 
 # one WHAT PRELOAD: one figure (MiB/s for *bw, one-way us for *pp)
 one() {
-	local what=$1 pre=$2 pfx=()
+	local what=$1 pre=$2 pfx=() venv=()
 	case $what in
-	sdp*) pfx=("$SOFTOFED" run -- env LD_PRELOAD="$pre"
-		LIBSDP_CONFIG_FILE="$SOF_TMP/libsdp.conf") ;;
+	sdp*) read -ra venv <<<"$VENV"
+		pfx=("$SOFTOFED" run -- env LD_PRELOAD="$pre"
+		LIBSDP_CONFIG_FILE="$SOF_TMP/libsdp.conf" "${venv[@]}") ;;
 	esac
 	case $what in
 	*pp) pair "${pfx[@]}" sockperf sr -i "$A" -p "$PORT" --tcp :: \
 		"${pfx[@]}" sockperf pp -i "$A" -p "$PORT" --tcp -m 14 -t "$SECS" --mps 1500000 ;;
 	*bw) pair "${pfx[@]}" iperf3 -s -1 -p "$PORT" -B "$A" :: \
-		"${pfx[@]}" iperf3 -c "$A" -p "$PORT" -t "$SECS" -J ;;
+		"${pfx[@]}" iperf3 -c "$A" -p "$PORT" -t "$SECS" ${IPERF_LEN:+-l $IPERF_LEN} -J ;;
 	esac
 	case $what in
 	*pp) awk '/percentile 50.000/ { v = $NF } END { print v }' "$SOF_TMP/cli.out" ;;
@@ -113,13 +120,16 @@ rec() {
 for r in $(seq "$ROUNDS"); do
 	order=(base new)
 	[ $((r % 2)) = 0 ] && order=(new base)
-	for what in pp bw; do
+	for what in ${AB_WHAT:-pp bw}; do
+		VENV=
 		rec "$r" "tcp$what" kernel ""
 		for v in "${order[@]}"; do
 			if [ "$v" = base ]; then
+				VENV=${BASE_ENV:-}
 				rec "$r" "sdp$what" base "$BASE"
 			else
-				rec "$r" "sdp$what" new "$SOF_BUILD_DIR/lib/libsdp.so"
+				VENV=${NEW_ENV:-}
+				rec "$r" "sdp$what" new "${NEW_LIBSDP:-$SOF_BUILD_DIR/lib/libsdp.so}"
 			fi
 		done
 	done

@@ -282,6 +282,14 @@ int sdp_transmit(struct sdp_qpc *q)
 	/* a reader's step leaves the program's bytes to the writer's own
 	 * (sdp_drive), unless one asked for them meanwhile */
 	int rd = !(q->step_mode & SDP_STEP_NO_READ) || atomic_exchange(&q->want_read, 0);
+	/* zero copy (A4.6.5) is offered to a peer on another host only,
+	 * unless LIBSDP_ZCOPY asks for it (sdp_qpc_addrs): our slots hold a
+	 * copy of the program's bytes either way, and on this host the
+	 * peer's READ (or our WRITE) is the same memcpy as a SEND's, so an
+	 * advert saves nothing there and costs a SrcAvail or SinkAvail, its
+	 * RdmaRdCompl or RdmaWrCompl and a round trip, one at a time (one
+	 * host, iperf3 128 KiB: 2.50x, 5 rounds: sdp/README.md "Copies") */
+	int zc = q->zcopy && (q->zc_local || !sdp_qpc_local(q));
 	int ret;
 
 	q->in_blocked = !rd;
@@ -297,7 +305,7 @@ int sdp_transmit(struct sdp_qpc *q)
 	/* the data sink chooses write mode (A4.6.5) once the peer showed it
 	 * has large pieces: one SinkAvail at a time, not after its DisConn,
 	 * and never with the last credit (kept for a credit update) */
-	if (q->wmode && q->wsink_want && !q->wsink_busy && !q->flow.wsink_out &&
+	if (zc && q->wmode && q->wsink_want && !q->wsink_busy && !q->flow.wsink_out &&
 	    !q->flow.got_disconn && q->established && slot_free(q) && sdp_credits(&q->flow) >= 2) {
 		ret = post_sinkavail(q);
 		if (ret)
@@ -317,7 +325,7 @@ int sdp_transmit(struct sdp_qpc *q)
 			break;
 		}
 		/* the peer's SinkAvail takes the next piece if it is large */
-		int wr = q->zcopy && q->flow.wsink_in;
+		int wr = zc && q->flow.wsink_in;
 		uint32_t max = wr && q->peer_sink_len < q->pub.payload_max ? q->peer_sink_len
 									   : q->pub.payload_max;
 		ssize_t n = sdp_real.recv(q->ufd, tx_slot(q) + SDP_TX_DATA_OFF, max, MSG_DONTWAIT);
@@ -342,7 +350,7 @@ int sdp_transmit(struct sdp_qpc *q)
 		}
 		if (wr && (uint32_t)n >= SDP_ZCOPY_MIN)
 			ret = post_write(q, (uint32_t)n);
-		else if (q->zcopy && !q->flow.src_out && (uint32_t)n >= SDP_ZCOPY_MIN)
+		else if (zc && !q->flow.src_out && (uint32_t)n >= SDP_ZCOPY_MIN)
 			ret = post_srcavail(q, (uint32_t)n);
 		else
 			ret = sdp_post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN + (uint32_t)n);

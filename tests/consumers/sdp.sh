@@ -28,11 +28,12 @@ PORT=$((PORT + 1))
 sof_rs_http "sdp/curl nc libsdp 100 MiB" "" "" "$ADDR" "$PORT" 100
 
 # sdp_zcopy NAME MODE MIB: a MIB MiB nc -> curl (sof_rs_http, SHA-256)
-# with LIBSDP_ZCOPY=MODE ("" the default) on both sides and the connection
-# ends' zero-copy counts in the log (level 1): default, the data sink
-# (curl) offers SinkAvails once nc's first SrcAvail came and nc RDMA
-# WRITEs into them (RdmaWrCompl sent and received); `read`: no SinkAvail,
-# every large piece READ for a SrcAvail
+# with LIBSDP_ZCOPY=MODE ("": as unset) on both sides and the connection
+# ends' zero-copy counts in the log (level 1): unset, no advert either way
+# (zero copy is for a peer on another host); 1, the data sink (curl)
+# offers SinkAvails once nc's first SrcAvail came and nc RDMA WRITEs into
+# them (RdmaWrCompl sent and received); `read`: no SinkAvail, every large
+# piece READ for a SrcAvail
 sdp_zcopy() {
 	local name=$1 mode=$2 mib=$3 log=$SOF_TMP/zc.$2.log srv cli
 	: >"$log"
@@ -42,10 +43,12 @@ sdp_zcopy() {
 	srv=$(grep -m1 ' nc.traditional: .*zero copy' "$log" | sed 's/.*zero copy: //')
 	cli=$(grep -m1 ' curl: .*zero copy' "$log" | sed 's/.*zero copy: //')
 	read -r s_src _ _ s_wrc _ _ _ _ _ _ _ _ _ _ _ <<<"$srv"
-	read -r _ _ _ _ _ _ c_sink _ _ c_read _ _ c_wrc _ _ <<<"$cli"
+	read -r c_src _ _ _ _ _ c_sink _ _ c_read _ _ c_wrc _ _ <<<"$cli"
 	if [ -z "$srv" ] || [ -z "$cli" ]; then
 		not_ok "$name: counts" "no zero-copy count in the log of nc or curl"
-	elif [ -z "$mode" ] && { [ "$s_wrc" -lt 1 ] || [ "$c_wrc" != "$s_wrc" ] || [ "$c_sink" -lt "$c_wrc" ]; }; then
+	elif [ -z "$mode" ] && [ "$s_src$s_wrc$c_src$c_sink$c_read$c_wrc" != 000000 ]; then
+		not_ok "$name: no advert" "nc: $srv; curl: $cli"
+	elif [ "$mode" = 1 ] && { [ "$s_wrc" -lt 1 ] || [ "$c_wrc" != "$s_wrc" ] || [ "$c_sink" -lt "$c_wrc" ]; }; then
 		not_ok "$name: write mode" "nc: $srv; curl: $cli"
 	elif [ "$mode" = read ] && { [ "$c_sink" != 0 ] || [ "$s_wrc" != 0 ] || [ "$c_read" != "$s_src" ] || [ "$s_src" -lt 1 ]; }; then
 		not_ok "$name: read mode" "nc: $srv; curl: $cli"
@@ -53,7 +56,8 @@ sdp_zcopy() {
 		ok "$name: counts (nc: $srv)"
 	fi
 }
-sdp_zcopy "sdp/zero copy, write mode (SinkAvail, RDMA WRITE, RdmaWrCompl) 64 MiB" "" 64
+sdp_zcopy "sdp/zero copy unset: none to a peer on this host 16 MiB" "" 16
+sdp_zcopy "sdp/zero copy, write mode (LIBSDP_ZCOPY=1: SinkAvail, RDMA WRITE, RdmaWrCompl) 64 MiB" 1 64
 sdp_zcopy "sdp/zero copy, read mode only (LIBSDP_ZCOPY=read) 64 MiB" read 64
 
 # sdp_rule_http NAME PORT SRVCONF CLICONF WANT MIB: Python's http.server

@@ -39,6 +39,9 @@ PROG=$SOF_BUILD_DIR/tests/cm_sdpbad
 PRELOAD=$SOF_BUILD_DIR/lib/libsdp.so
 PORT=19960
 export LIBSDP_CONFIG_FILE=$SOF_TMP/libsdp.conf
+# the victim offers zero copy (SinkAvail) to the liar although it is on
+# this host, as it does to a peer on another host (wcopy, wbig)
+export LIBSDP_ZCOPY=1
 printf 'use sdp server * *:*\nuse sdp client * *:*\n' >"$LIBSDP_CONFIG_FILE"
 
 # bad MODE EXPECT [WHO [HOLD_MS]]: one liar against one victim, which

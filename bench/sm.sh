@@ -207,9 +207,14 @@ sm_up() {
 		sleep 0.05
 	done
 }
+# (the SM first, the simulator once it is gone: libumad2sim's exit waits
+# for the simulator's answer to its disconnect with no time-out, so an SM
+# whose simulator died first hangs until its `timeout` kills it)
 sm_down() {
-	kill "$SMPID" "$FAB" 2>/dev/null
-	wait "$SMPID" "$FAB" 2>/dev/null
+	kill "$SMPID" 2>/dev/null
+	wait "$SMPID" 2>/dev/null
+	kill "$FAB" 2>/dev/null
+	wait "$FAB" 2>/dev/null
 	cd "$ROOT" || return
 }
 # Route balance (issue 20; target: ours <= OpenSM's ftree): the most paths

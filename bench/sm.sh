@@ -183,9 +183,9 @@ for k in $BIG; do
 	big_rows+=("| k=$k ($hosts hosts, $sws switches) | $a | $b | $(ratio "$a" "$b") | $c | $d | $(ratio "$c" "$d") | $target |")
 done
 
-# sm_up DIR SM FILE [OPENSM_ARGS...]: in the new directory DIR, a fresh
-# softofed-fabric of FILE (--ibsim) and SM (ours | opensm, with
-# OPENSM_ARGS) through libumad2sim, waited for until its log DIR/log says
+# sm_up DIR SM FILE [ARGS...]: in the new directory DIR, a fresh
+# softofed-fabric of FILE (--ibsim) and SM (ours | opensm, with ARGS)
+# through libumad2sim, waited for until its log DIR/log says
 # SUBNET UP (at most 90 s); FAB and SMPID their PIDs (sm_down stops them)
 sm_up() {
 	local dir=$1 sm=$2 file=$3
@@ -199,7 +199,7 @@ sm_up() {
 		OSM_CACHE_DIR=$dir OSM_TMP_DIR=$dir LD_PRELOAD=$UMAD2SIM \
 			timeout -s KILL 200 opensm "$@" -d 2 -f "$dir/log" >/dev/null 2>&1 &
 	else
-		LD_PRELOAD=$UMAD2SIM timeout -s KILL 200 "$BUILD/bin/softofed-sm" >"$dir/log" 2>&1 &
+		LD_PRELOAD=$UMAD2SIM timeout -s KILL 200 "$BUILD/bin/softofed-sm" "$@" >"$dir/log" 2>&1 &
 	fi
 	SMPID=$!
 	for _ in $(seq 1 1800); do
@@ -217,17 +217,18 @@ sm_down() {
 	wait "$FAB" 2>/dev/null
 	cd "$ROOT" || return
 }
-# Route balance (issue 20; target: ours <= OpenSM's ftree): the most paths
+# Route balance (issue 20; target: ours, fat-tree engine, <= OpenSM's
+# ftree; ours min-hop beside): the most paths
 # of an all-to-all on one switch-to-switch link, from the LFTs each SM
 # wrote on our fabric (ibnetdiscover + ibroute of every switch,
 # bench/route_balance.py); BENCH_SM_BALANCE=0 skips it
-balance() { # SM FILE: prints "max mean"
+balance() { # SM FILE: prints "max mean"; SM opensm (ftree), ours (min-hop), ours_ftree
 	local sm=$1 file=$2 l
-	if [ "$sm" = opensm ]; then
-		sm_up "$TMP/b" opensm "$file" -R ftree || return
-	else
-		sm_up "$TMP/b" ours "$file" || return
-	fi
+	case $sm in
+	opensm) sm_up "$TMP/b" opensm "$file" -R ftree || return ;;
+	ours_ftree) sm_up "$TMP/b" ours "$file" --routing ftree || return ;;
+	*) sm_up "$TMP/b" ours "$file" || return ;;
+	esac
 	LD_PRELOAD=$UMAD2SIM timeout 60 ibnetdiscover >ibnd 2>/dev/null
 	for l in $(sed -n 's/^Switch.*base port 0 lid \([0-9]*\) .*/\1/p' ibnd); do
 		LD_PRELOAD=$UMAD2SIM timeout 20 ibroute "$l" 2>/dev/null
@@ -240,9 +241,10 @@ if [ "${BENCH_SM_BALANCE:-1}" != 0 ]; then
 	for t in $TOPOS; do
 		topo_file "$t"
 		[ -f "$file" ] || continue
+		read -r tm tmean <<<"$(balance ours_ftree "$file")"
 		read -r om omean <<<"$(balance ours "$file")"
 		read -r fm fmean <<<"$(balance opensm "$file")"
-		brows+=("| $t | ${om:--} | ${omean:--} | ${fm:--} | ${fmean:--} |")
+		brows+=("| $t | ${tm:--} | ${tmean:--} | ${om:--} | ${omean:--} | ${fm:--} | ${fmean:--} |")
 	done
 fi
 
@@ -367,10 +369,10 @@ fi
 	fi
 	if [ ${#brows[@]} -gt 0 ]; then
 		echo
-		echo "### Route balance, all-to-all: most paths on one switch-to-switch link (issue 20; target ours <= OpenSM ftree)"
+		echo "### Route balance, all-to-all: most paths on one switch-to-switch link (issue 20; target ours, fat-tree engine, <= OpenSM ftree)"
 		echo
-		echo "| topology | ours (min-hop) max | mean | OpenSM ftree max | mean |"
-		echo "|---|---|---|---|---|"
+		echo "| topology | ours (fat-tree) max | mean | ours (min-hop) max | mean | OpenSM ftree max | mean |"
+		echo "|---|---|---|---|---|---|---|"
 		printf '%s\n' "${brows[@]}"
 	fi
 	if [ ${#srows[@]} -gt 0 ]; then

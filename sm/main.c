@@ -588,8 +588,7 @@ int main(int argc, char **argv)
 			if (sm.resweep) {
 				sm_qos_cancel(&sm);
 				sm_discover_start(&sm);
-			}
-			else if (sm.sweep_s && sm_now_us() >= sm.next_light && sm.sweep_errors)
+			} else if (sm.sweep_s && sm_now_us() >= sm.next_light && sm.sweep_errors)
 				sm_discover_start(&sm);
 			else if (sm.sweep_s && sm_now_us() >= sm.next_light)
 				sm_light_start(&sm);
@@ -614,13 +613,7 @@ int main(int argc, char **argv)
 	sm_lid_save(&sm);
 	sm_log(&sm, 1, "%" PRIu64 " SMPs sent, %" PRIu64 " timed out, %" PRIu64 " refused, %" PRIu64
 		       " unmatched", sm.smps_sent, sm.smps_timeout, sm.smps_error, sm.smps_dropped);
-	/* IsSM cleared (the issm file closed) while the umad port is still
-	 * open; the port itself is left to the exit, which releases it as a
-	 * close would (kernel ib_umad). Through Debian's libumad2sim a closed
-	 * umad port is used by its receiver thread when a MAD comes after
-	 * the close, during the simulator round trips of the issm close or
-	 * of its exit handler: a SIGSEGV in that thread (about 1 exit in 30
-	 * on line3) */
+	umad_close_port(sm.fd);
 	if (sm.issm_fd >= 0)
 		close(sm.issm_fd);
 	free(buf);

@@ -90,9 +90,16 @@
 #                     one and three switches of the software fabric,
 #                     ib_write_bw 1 MiB through three, beside RoCEv2 on the
 #                     same veths; the ratios sofib0 / sof0 (root: netns).
+#   issue 20: sm      bench/sm.sh: start to SUBNET UP of softofed-sm against
+#                     OpenSM on our fabric and ibsim (ft128/648/1152; the
+#                     k=24 and k=36 3-level trees on our fabric), route
+#                     balance, SA PathRecord rate, reroute time; the
+#                     ratios ours / OpenSM (BENCH_SM_REPS rounds, default
+#                     3; about 6 minutes).
 # Usage: bench/run.sh            (make bench: installs, builds, runs this)
 #        bench/run.sh --section libs   only issue 17's ratios (bench/libs.sh)
 #        bench/run.sh --section fabric only issue 19's (bench/fabric_data.sh)
+#        bench/run.sh --section sm     only issue 20's (bench/sm.sh)
 set -u
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 [ -n "${BENCH_BUILD:-}" ] && export SOF_BUILD=$BENCH_BUILD
@@ -1432,10 +1439,47 @@ main() {
 	printf '\n## Issue 17: the libraries (bench/libs.sh)\n\n' >>"$BENCH_OUT"
 	libs_ratios "$BENCH_TSV" >>"$BENCH_OUT"
 	phase_fabric "$BENCH_OUT" >"$SOF_TMP/fabric.md"
+	phase_sm "$BENCH_OUT" >"$SOF_TMP/sm.md"
 	echo "bench: report in $(rel "$BENCH_OUT") (raw figures: $(rel "${BENCH_OUT%.md}.tsv"), plots: $(rel "${BENCH_OUT%.md}")-*.svg)"
 	sed -n '/^## Ratios/,/^## Medians/p' "$BENCH_OUT" | sed '$d'
 	libs_ratios "$BENCH_TSV"
 	cat "$SOF_TMP/fabric.md"
+	cat "$SOF_TMP/sm.md"
+}
+
+# phase_sm OUT: issue 20's rows (bench/sm.sh: softofed-sm beside OpenSM on
+# the same fabrics), appended to OUT under its own heading with the load
+# average at the start and the end; the tables on stdout too
+phase_sm() {
+	wanted "issue 20: sm" || return 0
+	printf '\n## Issue 20: softofed-sm beside OpenSM (bench/sm.sh)\n\nLoad average at the start: %s.\n\n' \
+		"$(cut -d' ' -f1-3 /proc/loadavg)" >>"$1"
+	# BENCH_QUICK: one round, the k=24 tree only
+	[ -n "$QUICK" ] && [ -z "${BENCH_SM_BIG+set}" ] && export BENCH_SM_BIG=24
+	BENCH_REPS=${BENCH_SM_REPS:-${QUICK:+1}} BENCH_BUILD=$SOF_BUILD_DIR BENCH_OUT=$1 timeout 2400 bash "$BENCH_DIR/sm.sh" 2>"$SOF_TMP/sm.err" ||
+		echo "issue 20: sm.sh failed: $(tail -n 3 "$SOF_TMP/sm.err" | tr '\n' ' ')" | tee -a "$1"
+	printf '\nLoad average at the end: %s.\n' "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$1"
+}
+
+# section_sm: issue 20's rows alone, in BENCH_OUT (default
+# bench/results/DATE-HHMM-HOST-sm.md)
+section_sm() {
+	local host
+	sof_init
+	[ -x "$SOFTOFED" ] || {
+		echo "bench: $SOFTOFED is missing: build first" >&2
+		exit 1
+	}
+	host=$(hostname -s 2>/dev/null || hostname)
+	mkdir -p "$RES_DIR" || exit 1
+	BENCH_OUT=${BENCH_OUT:-$RES_DIR/$(date -u +%Y-%m-%d-%H%M)-$host-sm.md}
+	{
+		echo "# bench/run.sh --section sm: issue 20's rows"
+		echo
+		echo "Build: $(rel "$SOF_BUILD_DIR"), source $(python3 "$BENCH_DIR/report.py" --source-of "$SOF_BUILD_DIR"), ${BENCH_SM_REPS:-3} rounds."
+	} >"$BENCH_OUT"
+	phase_sm "$BENCH_OUT"
+	echo "bench: sm section in $(rel "$BENCH_OUT")"
 }
 
 # phase_fabric OUT: issue 19's ratios (bench/fabric_data.sh: sofib0 through
@@ -1519,8 +1563,9 @@ if [ "${1:-}" = --section ]; then
 	case ${2:-} in
 	libs) section_libs ;;
 	fabric) section_fabric ;;
+	sm) section_sm ;;
 	*)
-		echo "bench: sections: libs (issue 17's ratios), fabric (issue 19's)" >&2
+		echo "bench: sections: libs (issue 17's ratios), fabric (issue 19's), sm (issue 20's)" >&2
 		exit 2
 		;;
 	esac

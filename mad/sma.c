@@ -563,8 +563,20 @@ enum sof_sma_result sof_sma_process(struct sof_node *n, unsigned in_port, uint8_
 	if ((method & SOF_METHOD_RESP_BIT) || method == SOF_METHOD_TRAP ||
 	    method == SOF_METHOD_REPORT)
 		return n->sm_agent ? SOF_SMA_PASS : sma_drop(n, SOF_SMP_DROP_RESPONSE);
-	if (attr == SOF_ATTR_SM_INFO && n->sm_agent)
+	if (attr == SOF_ATTR_SM_INFO && n->sm_agent) {
+		/* the node's SM answers its SMInfo, after the M_Key check
+		 * of every SubnGet/SubnSet (IBA 14.2.4.1: a Get passes
+		 * below protection level 2, a Set needs the key), as the
+		 * kernel's qib and hfi1 SMAs check it before the SM sees
+		 * the SMP */
+		if ((method == SOF_METHOD_GET || method == SOF_METHOD_SET) &&
+		    !sma_mkey_check(&r, mad)) {
+			if (events)
+				*events = r.ev;
+			return sma_drop(n, SOF_SMP_DROP_MKEY);
+		}
 		return SOF_SMA_PASS;
+	}
 	n->smp_in++;
 	if (method == SOF_METHOD_TRAP_REPRESS) {
 		if (!sma_mkey_check(&r, mad)) {

@@ -585,9 +585,10 @@ int main(int argc, char **argv)
 		if (sm.phase == SM_PHASE_IDLE && sm.sn.sm_state == SM_STATE_STANDBY) {
 			sm_sminfo_poll(&sm);
 		} else if (sm.phase == SM_PHASE_IDLE) {
-			if (sm.resweep)
+			if (sm.resweep) {
+				sm_qos_cancel(&sm);
 				sm_discover_start(&sm);
-			else if (sm.sweep_s && sm_now_us() >= sm.next_light && sm.sweep_errors)
+			} else if (sm.sweep_s && sm_now_us() >= sm.next_light && sm.sweep_errors)
 				sm_discover_start(&sm);
 			else if (sm.sweep_s && sm_now_us() >= sm.next_light)
 				sm_light_start(&sm);

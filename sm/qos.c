@@ -12,7 +12,8 @@
  *    (weight 0), within the port's VLArbitrationLowCap / HighCap entries;
  *    blocks 1 (low 0..31) and 3 (high 0..31), 2 and 4 when a cap is over 32.
  * Sent in batches between sweeps (sm/main.c calls sm_qos_run when the SMP
- * engine is idle), so a trap's heavy sweep waits for one batch at most.
+ * engine is idle); a heavy sweep drops the Sets of a batch not answered
+ * yet (sm_qos_cancel) and does not wait for them.
  * A Set refused clears the port's mark and the port is tried again after
  * the next heavy sweep.
  */
@@ -119,6 +120,26 @@ static unsigned qos_port(struct sm *sm, struct sm_node *n, struct sm_port *p)
 	}
 	p->qos_vls = p->op_vls ? p->op_vls : 1;
 	return sent;
+}
+
+static void qos_dropped(struct sm *sm, struct sm_req *rq)
+{
+	rq->node->port[rq->port].qos_vls = 0;
+	sm->qos_pending = true;
+}
+
+/* A trap's heavy sweep queues behind the batch of Sets in the engine; a
+ * batch to a switch whose path the trap's cut broke (256 Sets, each
+ * tried sm->retries + 1 times) held the sweep up for seconds (ft128:
+ * 11-12 s from the trap to the tables). The Sets not answered yet, queued
+ * or in flight, are dropped and their ports written after the sweep. */
+void sm_qos_cancel(struct sm *sm)
+{
+	unsigned n = sm_io_drop(sm, on_qos_set, qos_dropped);
+
+	if (n)
+		sm_log(sm, 1, "heavy sweep: %u SL2VL/VLArbitration Sets not answered yet dropped",
+		       n);
 }
 
 unsigned sm_qos_run(struct sm *sm, unsigned budget)

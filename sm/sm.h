@@ -195,6 +195,10 @@ bool sm_io_idle(const struct sm *sm);
 unsigned sm_io_queued(const struct sm *sm);
 /* at exit: forget every request, in flight or queued */
 void sm_io_drop_all(struct sm *sm);
+/* the requests, queued or in flight, whose callback is done: each handed
+ * to dropped, then freed (never completed; a late answer is unmatched);
+ * their count */
+unsigned sm_io_drop(struct sm *sm, sm_done_fn *done, void (*dropped)(struct sm *, struct sm_req *));
 /* the data part of an SMP (64 bytes at offset 64) */
 static inline const uint8_t *sm_smp_data(const uint8_t *mad) { return mad + 64; }
 
@@ -228,6 +232,9 @@ int sm_mcast_run(struct sm *sm);
 /* qos.c: SL2VL and VLArb Sets for ports not done, at most about budget
  * SMPs (returns how many); the tables for OperationalVLs op_vls */
 unsigned sm_qos_run(struct sm *sm, unsigned budget);
+/* a heavy sweep starts: the QoS Sets not answered yet are dropped (their
+ * ports written again after it) */
+void sm_qos_cancel(struct sm *sm);
 void sm_qos_sl2vl(uint8_t op_vls, uint8_t *d);
 void sm_qos_vlarb(uint8_t op_vls, unsigned block, unsigned cap, uint8_t *d);
 /* sminfo.c: ask the other SMs (false: none); poll the master; become

@@ -222,6 +222,38 @@ void sm_io_input(struct sm *sm, int agent, void *umad, int len)
 	complete(sm, rq, 0, mad);
 }
 
+unsigned sm_io_drop(struct sm *sm, sm_done_fn *done, void (*dropped)(struct sm *, struct sm_req *))
+{
+	struct sm_req **pp = &sm->qhead, *rq, *last = NULL;
+	unsigned n = 0, i;
+
+	/* in flight: the slot freed, a late answer finds none (unmatched) */
+	for (i = 0; i < SM_WINDOW_MAX; i++) {
+		rq = sm->slot[i];
+		if (!rq || rq->done != done)
+			continue;
+		sm->slot[i] = NULL;
+		sm->inflight--;
+		dropped(sm, rq);
+		free(rq);
+		n++;
+	}
+
+	while ((rq = *pp)) {
+		if (rq->done != done) {
+			last = rq;
+			pp = &rq->next;
+			continue;
+		}
+		*pp = rq->next;
+		dropped(sm, rq);
+		free(rq);
+		n++;
+	}
+	sm->qtail = last;
+	return n;
+}
+
 void sm_io_drop_all(struct sm *sm)
 {
 	unsigned i;

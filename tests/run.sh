@@ -265,7 +265,7 @@ for f in tests/hosts/topology.sh tests/hosts/progs_local.sh tests/hosts/pingpong
 	tests/hosts/chan_poll.sh tests/hosts/iblink.sh tests/hosts/ibdata.sh tests/hosts/umad.sh tests/hosts/umad_loss.sh \
 	tests/hosts/onesided.sh tests/hosts/rsocket.sh tests/hosts/sdp.sh tests/hosts/rsocket_apps.sh tests/hosts/opensm.sh tests/hosts/opensm_line3.sh \
 	tests/hosts/ibfabric_diags.sh tests/hosts/ibfabric_ft128.sh tests/hosts/ibfabric_data.sh tests/hosts/ibengine.sh tests/hosts/ibgso.sh \
-	tests/hosts/sm.sh tests/hosts/sm_line3.sh tests/hosts/sa.sh tests/hosts/sm_reroute.sh tests/hosts/sm_bigtable.sh \
+	tests/hosts/sm.sh tests/hosts/sm_line3.sh tests/hosts/sa.sh tests/hosts/sm_reroute.sh tests/hosts/sm_bigtable.sh tests/hosts/sm_handover_data.sh \
 	tests/hosts/ipoib.sh tests/hosts/ipoib_line3.sh tests/hosts/ipoib_sm.sh tests/hosts/ipoib_sm_pair.sh tests/hosts/ipoib_cm.sh tests/hosts/ipoib_ssh.sh tests/hosts/ibcm.sh \
 	tests/hosts/ibcapture.sh tests/hosts/partitions.sh tests/hosts/partitions_sm.sh tests/hosts/sm_mkey.sh tests/hosts/dropin.sh; do
 	selected "$f" || continue

@@ -3,7 +3,7 @@
 # softofed's fabric (`softofed fabric up --ibsim`) and on Debian's ibsim,
 # through Debian's libumad2sim over rdma-core's libibumad (as ibsim-run
 # runs programs), the binary unmodified:
-#   - pair, line3, ft128 on our fabric: SUBNET UP; iblinkinfo shows every
+#   - pair, line3, ft128, ft648, ft1152 on our fabric: SUBNET UP; iblinkinfo shows every
 #     port with a link Active (none in Initialize/Armed); ibnetdiscover
 #     finds exactly the file's nodes, GUIDs and links (tests/fabric_topo.py);
 #     ibtracert between hosts reaches them (LFTs right);
@@ -26,8 +26,9 @@
 #     H3 keeps its LID;
 #   - --routing ftree: ft128 routed as a fat tree, line3 detected as none
 #     and routed min-hop;
-#   - pair and ft128 on ibsim (ibsim -s FILE): SUBNET UP, every port with a
-#     link Active, ibnetdiscover counts the file's nodes.
+#   - pair, line3, ft128, ft648 and ft1152 on ibsim (ibsim -s FILE): SUBNET
+#     UP, every port with a link Active, ibnetdiscover counts the file's
+#     nodes.
 # Runs in a private network namespace.
 #
 # Usage: tests/integration/fabric_sm.sh
@@ -103,7 +104,7 @@ lid_of() {
 	sof_sim_lid "$SOF_TMP/ibnd" "$1"
 }
 
-for name in pair line3 ft128; do
+for name in pair line3 ft128 ft648 ft1152; do
 	file=$TOPO/$name.net
 	mkdir -p "$SOF_TMP/$name" && cd "$SOF_TMP/$name" || exit 1
 	if ! fabric up "$file" --ibsim >"$OUT" 2>&1; then
@@ -364,14 +365,19 @@ for name in ft128 line3; do
 done
 
 # ibsim itself: its console reads a FIFO we hold open
-for name in pair ft128; do
+for name in pair line3 ft128 ft648 ft1152; do
 	file=$TOPO/$name.net
 	mkdir -p "$SOF_TMP/sim.$name" && cd "$SOF_TMP/sim.$name" || exit 1
 	rm -f in && mkfifo in
 	exec 7<>in # held open (read-write: no wait for a reader), so ibsim's console never ends
 	timeout -k 5 120 ibsim -s "$file" <in >"$(sof_out ibsim)" 2>&1 &
 	SOF_PID[ibsim]=$!
-	sleep 0.5
+	# its client socket bound: the topology read
+	for _ in $(seq 1 200); do
+		grep -q '@sim:ctl' /proc/net/unix 2>/dev/null && break
+		sleep 0.05
+	done
+	sleep 0.2
 	if sm_up "ibsim $name"; then
 		nodes=$(sim ibnetdiscover | grep -c '^\(Switch\|Ca\)')
 		want=$(grep -c '^\(Switch\|Hca\)' "$file")

@@ -433,6 +433,25 @@ TEST(mkey_protection)
 	h1->sm_agent = true;
 	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, &ev), SOF_SMA_PASS);
 	CHECK_EQ(ev, SOF_SMA_EV_REPRESS);
+	/* SMInfo goes to the node's SM after the M_Key check: at level 2
+	 * a Get without the key is dropped (trap 256), with it passed; a
+	 * Set needs the key at every level */
+	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_SM_INFO, 0, 45, 0x99);
+	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, &ev), SOF_SMA_DROP);
+	CHECK(ev & SOF_SMA_EV_MKEY);
+	CHECK_EQ(h1->drops[SOF_SMP_DROP_MKEY], 4);
+	CHECK_EQ(h1->mkey_bad.attr_id, SOF_ATTR_SM_INFO);
+	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_SM_INFO, 0, 46, 0x1122334455667788ull);
+	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, &ev), SOF_SMA_PASS);
+	h1->port[1].mkey_protect = 0;
+	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_SM_INFO, 0, 47, 0x99);
+	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, &ev), SOF_SMA_PASS);
+	sof_smp_init(mad, false, SOF_METHOD_SET, SOF_ATTR_SM_INFO, 1, 48, 0x99);
+	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, &ev), SOF_SMA_DROP);
+	CHECK(ev & SOF_SMA_EV_MKEY);
+	sof_smp_init(mad, false, SOF_METHOD_SET, SOF_ATTR_SM_INFO, 1, 49, 0x1122334455667788ull);
+	CHECK_EQ(sof_sma_process(h1, 1, mad, SOF_SMP_LEN, &ev), SOF_SMA_PASS);
+	h1->port[1].mkey_protect = 2;
 	h1->sm_agent = false;
 
 	/* the lease (IBA 14.2.4.2): 2 s from a violation; an SMP with the

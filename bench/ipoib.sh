@@ -18,8 +18,9 @@
 # throughput >= 1x in connected mode; ping <= 1.5x).
 #
 # Usage: bench/ipoib.sh (root: ip netns; BENCH_BUILD=DIR the build, default
-#        build/; BENCH_OUT=FILE also appends the table there). Run on its
-#        own, as bench/fabric.sh; not by run.sh yet.
+#        build/; BENCH_OUT=FILE also appends the table there). run.sh runs
+#        it at its end (heading "Issue 21", label "issue 21: ipoib" for
+#        BENCH_ONLY; `bench/run.sh --section ipoib` alone).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export SOF_BUILD=${BENCH_BUILD:-${SOF_BUILD:-build}}

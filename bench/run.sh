@@ -96,10 +96,15 @@
 #                     balance, SA PathRecord rate, reroute time; the
 #                     ratios ours / OpenSM (BENCH_SM_REPS rounds, default
 #                     3; about 6 minutes).
+#   issue 21: ipoib   bench/ipoib.sh: iperf3 TCP and ping over ib0 in
+#                     datagram and connected mode (IB MTU 2048 and 4096)
+#                     beside the same over the plain veth; the ratios
+#                     (BENCH_IPOIB_REPS rounds, default 3; about 5 minutes).
 # Usage: bench/run.sh            (make bench: installs, builds, runs this)
 #        bench/run.sh --section libs   only issue 17's ratios (bench/libs.sh)
 #        bench/run.sh --section fabric only issue 19's (bench/fabric_data.sh)
 #        bench/run.sh --section sm     only issue 20's (bench/sm.sh)
+#        bench/run.sh --section ipoib  only issue 21's (bench/ipoib.sh)
 set -u
 BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
 [ -n "${BENCH_BUILD:-}" ] && export SOF_BUILD=$BENCH_BUILD
@@ -1440,11 +1445,13 @@ main() {
 	libs_ratios "$BENCH_TSV" >>"$BENCH_OUT"
 	phase_fabric "$BENCH_OUT" >"$SOF_TMP/fabric.md"
 	phase_sm "$BENCH_OUT" >"$SOF_TMP/sm.md"
+	phase_ipoib "$BENCH_OUT" >"$SOF_TMP/ipoib.md"
 	echo "bench: report in $(rel "$BENCH_OUT") (raw figures: $(rel "${BENCH_OUT%.md}.tsv"), plots: $(rel "${BENCH_OUT%.md}")-*.svg)"
 	sed -n '/^## Ratios/,/^## Medians/p' "$BENCH_OUT" | sed '$d'
 	libs_ratios "$BENCH_TSV"
 	cat "$SOF_TMP/fabric.md"
 	cat "$SOF_TMP/sm.md"
+	cat "$SOF_TMP/ipoib.md"
 }
 
 # phase_sm OUT: issue 20's rows (bench/sm.sh: softofed-sm beside OpenSM on
@@ -1461,26 +1468,6 @@ phase_sm() {
 	printf '\nLoad average at the end: %s.\n' "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$1"
 }
 
-# section_sm: issue 20's rows alone, in BENCH_OUT (default
-# bench/results/DATE-HHMM-HOST-sm.md)
-section_sm() {
-	local host
-	sof_init
-	[ -x "$SOFTOFED" ] || {
-		echo "bench: $SOFTOFED is missing: build first" >&2
-		exit 1
-	}
-	host=$(hostname -s 2>/dev/null || hostname)
-	mkdir -p "$RES_DIR" || exit 1
-	BENCH_OUT=${BENCH_OUT:-$RES_DIR/$(date -u +%Y-%m-%d-%H%M)-$host-sm.md}
-	{
-		echo "# bench/run.sh --section sm: issue 20's rows"
-		echo
-		echo "Build: $(rel "$SOF_BUILD_DIR"), source $(python3 "$BENCH_DIR/report.py" --source-of "$SOF_BUILD_DIR"), ${BENCH_SM_REPS:-3} rounds."
-	} >"$BENCH_OUT"
-	phase_sm "$BENCH_OUT"
-	echo "bench: sm section in $(rel "$BENCH_OUT")"
-}
 
 # phase_fabric OUT: issue 19's ratios (bench/fabric_data.sh: sofib0 through
 # the software fabric beside RoCEv2 on the same veths, one run), appended
@@ -1492,9 +1479,10 @@ phase_fabric() {
 		echo "issue 19: fabric_data.sh failed: $(tail -n 3 "$SOF_TMP/fabric.err" | tr '\n' ' ')" | tee -a "$1"
 }
 
-# section_fabric: issue 19's ratios alone, in BENCH_OUT (default
-# bench/results/DATE-HHMM-HOST-fabric.md)
-section_fabric() {
+
+# section_alone NAME WHAT PHASE: PHASE's rows alone (issue WHAT's), in
+# BENCH_OUT (default bench/results/DATE-HHMM-HOST-NAME.md)
+section_alone() {
 	local host
 	sof_init
 	[ -x "$SOFTOFED" ] || {
@@ -1503,14 +1491,24 @@ section_fabric() {
 	}
 	host=$(hostname -s 2>/dev/null || hostname)
 	mkdir -p "$RES_DIR" || exit 1
-	BENCH_OUT=${BENCH_OUT:-$RES_DIR/$(date -u +%Y-%m-%d-%H%M)-$host-fabric.md}
+	BENCH_OUT=${BENCH_OUT:-$RES_DIR/$(date -u +%Y-%m-%d-%H%M)-$host-$1.md}
 	{
-		echo "# bench/run.sh --section fabric: issue 19's ratios"
+		echo "# bench/run.sh --section $1: $2"
 		echo
-		echo "Build: $(rel "$SOF_BUILD_DIR"), source $(python3 "$BENCH_DIR/report.py" --source-of "$SOF_BUILD_DIR"), $REPS rounds, load average $(cut -d' ' -f1-3 /proc/loadavg)."
+		echo "Build: $(rel "$SOF_BUILD_DIR"), source $(python3 "$BENCH_DIR/report.py" --source-of "$SOF_BUILD_DIR"), load average $(cut -d' ' -f1-3 /proc/loadavg)."
 	} >"$BENCH_OUT"
-	phase_fabric "$BENCH_OUT"
-	echo "bench: fabric section in $(rel "$BENCH_OUT")"
+	"$3" "$BENCH_OUT"
+	echo "bench: $1 section in $(rel "$BENCH_OUT")"
+}
+
+# phase_ipoib OUT: issue 21's rows (bench/ipoib.sh: iperf3 and ping over
+# ib0, datagram and connected mode, beside the plain veth), appended to OUT
+# under its own heading; the table on stdout too
+phase_ipoib() {
+	wanted "issue 21: ipoib" || return 0
+	printf '\n## Issue 21: IPoIB beside a plain veth (bench/ipoib.sh)\n\n' >>"$1"
+	BENCH_REPS=${BENCH_IPOIB_REPS:-${QUICK:+1}} BENCH_BUILD=$SOF_BUILD_DIR BENCH_OUT=$1 timeout 1800 bash "$BENCH_DIR/ipoib.sh" 2>"$SOF_TMP/ipoib.err" ||
+		echo "issue 21: ipoib.sh failed: $(tail -n 3 "$SOF_TMP/ipoib.err" | tr '\n' ' ')" | tee -a "$1"
 }
 
 # section_libs: issue 17's section alone (bench/libs.sh); its ratios, the
@@ -1562,10 +1560,11 @@ fi
 if [ "${1:-}" = --section ]; then
 	case ${2:-} in
 	libs) section_libs ;;
-	fabric) section_fabric ;;
-	sm) section_sm ;;
+	fabric) section_alone fabric "issue 19's ratios" phase_fabric ;;
+	sm) section_alone sm "issue 20's rows" phase_sm ;;
+	ipoib) section_alone ipoib "issue 21's rows" phase_ipoib ;;
 	*)
-		echo "bench: sections: libs (issue 17's ratios), fabric (issue 19's), sm (issue 20's)" >&2
+		echo "bench: sections: libs (issue 17's ratios), fabric (issue 19's), sm (issue 20's), ipoib (issue 21's)" >&2
 		exit 2
 		;;
 	esac

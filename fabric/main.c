@@ -6,11 +6,14 @@
  *
  *   softofed-fabric FILE [--listen ADDR:PORT] [--real NAME[,NAME...]]
  *                   [--log FILE] [--ibsim] [--nice N] [--spin USEC]
- *                   [--direct]
+ *                   [--no-direct]
  *
- * --direct (direct.c): publish the routes whose every hop is a plain LFT
- * forward in a sealed memfd the hosts map read-only, so that they send
- * such packets straight to each other.
+ * Direct paths (direct.c, on unless --no-direct): publish the routes whose
+ * every hop is a plain LFT forward in a sealed memfd the hosts map
+ * read-only, so that they send such packets straight to each other. A
+ * host that cannot map it (another pid namespace, another user) says
+ * nothing back, and every packet to or from it goes through this process.
+ * --direct is accepted and changes nothing.
  *
  * --ibsim: also serve ibsim's client protocol (sim.c), so that programs
  * run with libumad2sim.so preloaded (OpenSM, infiniband-diags) attach to
@@ -467,13 +470,13 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: softofed-fabric FILE [--listen ADDR:PORT] [--real NAME,...] "
 			"[--log FILE] [--ibsim] [--nice N] [--spin USEC]\n"
-			"       [--direct]\n");
+			"       [--no-direct]\n");
 }
 
 int main(int argc, char **argv)
 {
 	const char *listen_spec = DEFAULT_LISTEN, *log = "/dev/null", *ibsim = NULL;
-	bool direct = false;
+	bool direct = true;
 	char **real = NULL;
 	unsigned nreal = 0;
 	struct fabric f;
@@ -493,8 +496,8 @@ int main(int argc, char **argv)
 			prio = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
 			spin_us = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--direct"))
-			direct = true;
+		else if (!strcmp(argv[i], "--direct") || !strcmp(argv[i], "--no-direct"))
+			direct = argv[i][2] == 'd';
 		else if (!strcmp(argv[i], "--ibsim"))
 			ibsim = getenv("IBSIM_SOCKNAME") ? getenv("IBSIM_SOCKNAME") : "sim";
 		else if (argv[i][0] == '-' || topo_path) {

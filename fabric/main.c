@@ -299,8 +299,10 @@ static void status(struct fabric *f, struct out *o)
 				inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
 				port = ntohs(in6->sin6_port);
 			}
-			outf(o, "real %s attached %s:%u link %s\n", n->name, a, port,
-			     fab_link_up(n, 1) ? "up" : "down");
+			/* direct: whether it mapped the direct paths' segment */
+			outf(o, "real %s attached %s:%u link %s%s\n", n->name, a, port,
+			     fab_link_up(n, 1) ? "up" : "down",
+			     !f->direct ? "" : n->host.direct ? " direct" : " no-direct");
 		} else {
 			outf(o, "real %s waiting\n", n->name);
 		}
@@ -313,8 +315,19 @@ static void status(struct fabric *f, struct out *o)
 	     (unsigned long long)s->to_hosts, (unsigned long long)s->traps,
 	     (unsigned long long)s->trap_resends, (unsigned long long)s->trap_repressed,
 	     (unsigned long long)s->tx_lost);
-	if (f->direct)
-		outf(o, "direct: pkts %llu\n", (unsigned long long)s->direct);
+	if (f->direct) {
+		unsigned att = 0, dir = 0;
+
+		for (unsigned i = 0; i < f->nnodes; i++)
+			if (f->nodes[i]->real && f->nodes[i]->host.attached) {
+				att++;
+				dir += f->nodes[i]->host.direct;
+			}
+		/* hosts: the attached ones that mapped the segment, of all
+		 * attached (the others keep this process's path) */
+		outf(o, "direct: pkts %llu hosts %u of %u\n", (unsigned long long)s->direct, dir,
+		     att);
+	}
 	outf(o, "drops:");
 	for (int b = 1; b < FAB_BAD_MAX; b++)
 		outf(o, " %s %llu", fab_bad_names[b], (unsigned long long)s->bad[b]);

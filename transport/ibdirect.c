@@ -15,6 +15,7 @@
 #include "sof_bytes.h"
 #include "sof_util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -63,12 +64,39 @@ static bool proc_fd_path(const char *p)
  * mapped again when the name changed: a memfd of our size, sealed so
  * that no one but the fabric's own mapping writes it, mapped read-only,
  * of our magic and version. */
-static bool map(void)
+static const char *map_segment(const char *path)
 {
-	const char *path = tp_ibp.attr.direct;
 	struct stat st;
 	void *p;
 	int fd, seals;
+
+	if (!proc_fd_path(path))
+		return "not a /proc/PID/fd/N name";
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return strerror(errno);
+	seals = fcntl(fd, F_GET_SEALS);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size != sizeof(*dshm) ||
+	    seals < 0 || (seals & IB_DIRECT_SEALS) != IB_DIRECT_SEALS) {
+		close(fd);
+		return "not a sealed segment of our size";
+	}
+	p = mmap(NULL, sizeof(*dshm), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return strerror(errno);
+	dshm = p;
+	if (dshm->magic != IB_DIRECT_MAGIC || dshm->version != IB_DIRECT_VERSION) {
+		munmap(p, sizeof(*dshm));
+		dshm = NULL;
+		return "not our magic and version";
+	}
+	return NULL;
+}
+
+static bool map(void)
+{
+	const char *path = tp_ibp.attr.direct, *why;
 
 	if (!strcmp(path, mapped_path))
 		return dshm != NULL;
@@ -77,29 +105,18 @@ static bool map(void)
 	dshm = NULL;
 	me_seq = 1;
 	snprintf(mapped_path, sizeof(mapped_path), "%s", path);
-	if (!proc_fd_path(path))
+	if (!path[0])
 		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	seals = fcntl(fd, F_GET_SEALS);
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size != sizeof(*dshm) ||
-	    seals < 0 || (seals & IB_DIRECT_SEALS) != IB_DIRECT_SEALS) {
-		close(fd);
-		return false;
-	}
-	p = mmap(NULL, sizeof(*dshm), PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return false;
-	dshm = p;
-	if (dshm->magic != IB_DIRECT_MAGIC || dshm->version != IB_DIRECT_VERSION) {
-		munmap(p, sizeof(*dshm));
-		dshm = NULL;
-		return false;
-	}
-	return true;
+	why = map_segment(path);
+	/* once a name: the fabric is told nothing (tp_ib_direct_mapped),
+	 * so it sends nothing straight here, and what this host sends goes
+	 * through the fabric */
+	if (why)
+		tp_log("ib: direct paths: %s: %s: through the fabric", path, why);
+	return !why;
 }
+
+bool tp_ib_direct_mapped(void) { return map(); }
 
 /* this port's index among the segment's hosts as of seq, or -1 */
 static int my_index(uint32_t seq)

@@ -148,6 +148,45 @@ if [ "$SOF_IBF_DIRECT" = 1 ]; then
 	fi
 fi
 
+# fallback: c's daemon again, in a pid namespace of its own (its /proc
+# has no fabric process, so it cannot map /proc/PID/fd/N): it logs that,
+# the fabric marks it no-direct, and a checked stream a -> c (c's end in
+# the daemon's engine, the one that could not map) goes through the
+# fabric whole: nothing straight to c, nothing dropped at c
+if [ "$SOF_IBF_DIRECT" = 1 ]; then
+	sof_host_run c "$SOFTOFED" down >/dev/null 2>&1 </dev/null
+	sof_host_bg ibf.c.pidns c 120 unshare --pid --fork --mount-proc \
+		"$(dirname "$SOFTOFED")/softofedd" -f --ib-fabric "$(sof_host_ip a):$IBF_PORT" --ib-node H3
+	sof_wait_for 20 sof_ibf_all_in ACTIVE
+	fs=$SOF_TMP/fstat2
+	sof_host_run a "$SOFTOFED" fabric status -v >"$fs" 2>&1 </dev/null
+	dp0=$(sed -n 's/^direct: pkts \([0-9]*\).*/\1/p' "$fs")
+	d0=$(ib_counter c direct_bad) k0=$(ib_counter c link_bad)
+	srv=$(sof_out ibf.fb.srv)
+	cli=$SOF_TMP/fb.cli
+	sof_host_bg ibf.fb.srv c 60 env SOFTOFED_ENGINE=daemon "$SOFTOFED" run -- \
+		"$SOF_PROGS/data_stream" -d sofib0 -p 18702 -m 4096 -T 30
+	sof_host_wait_listen c 18702 10 ibf.fb.srv >/dev/null 2>&1
+	sof_host_run a "$SOFTOFED" run -- "$SOF_PROGS/data_stream" -d sofib0 -p 18702 -m 4096 -T 30 \
+		-s 1x64,1023x32,65536x8,1048576x2 "$(sof_host_ip c)" >"$cli" 2>&1 </dev/null
+	rc=$?
+	sof_wait ibf.fb.srv 20
+	sof_host_run a "$SOFTOFED" fabric status -v >>"$fs" 2>&1 </dev/null
+	dp1=$(sed -n 's/^direct: pkts \([0-9]*\).*/\1/p' "$fs" | tail -n 1)
+	d1=$(ib_counter c direct_bad) k1=$(ib_counter c link_bad)
+	if [ "$rc" -eq 0 ] && grep -q '^ok' "$cli" && grep -q '^ok' "$srv" &&
+		grep -q '^checked send messages=' "$srv" && grep -q '^checked read messages=' "$cli" &&
+		grep -q '^real H3 attached .* no-direct$' "$fs" && grep -q '^direct: pkts [0-9]* hosts 2 of 3$' "$fs" &&
+		grep -q 'ib: direct paths: /proc/[0-9]*/fd/[0-9]*: .*: through the fabric' "$(sof_out ibf.c.pidns)" &&
+		[ -n "$d0" ] && [ "$d0" = "$d1" ] && [ "$k0" = "$k1" ] && [ "$dp0" = "$dp1" ]; then
+		ok "ibfabric/$T: c's daemon in another pid namespace: no-direct, data_stream a -> c through the fabric, every byte checked (direct pkts $dp0 -> $dp1, c direct_bad $d0 -> $d1, link_bad $k0 -> $k1)"
+	else
+		not_ok "ibfabric/$T: fallback (c in another pid namespace)" "client rc $rc, direct pkts '$dp0' -> '$dp1', c direct_bad '$d0' -> '$d1', link_bad '$k0' -> '$k1': $(grep -E '^(real|direct)' "$fs" | tr '\n' ' ')"
+		sof_dump "$cli" "$srv" "$(sof_out ibf.c.pidns)"
+	fi
+	sof_kill ibf.c.pidns
+fi
+
 sof_kill ibf.sm
 fpid=$(sof_host_run a "$SOFTOFED" fabric status 2>/dev/null </dev/null | sed -n 's/.* pid \([0-9]*\),.*/\1/p')
 ticks() { awk '{print $14 + $15}' "/proc/$fpid/stat" 2>/dev/null; }

@@ -1,5 +1,5 @@
 /*
- * The direct paths (opt-in, --direct; transport/ib_direct.h): the sealed
+ * The direct paths (on unless --no-direct; transport/ib_direct.h): the sealed
  * segment of routes, computed anew from the fabric's state whenever it
  * changed (fab_direct_dirty: an SMP, a link), and what the hosts report
  * they sent straight (SOFL COUNT) taken into the counters of the ports

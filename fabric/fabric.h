@@ -174,7 +174,7 @@ struct fabric {
 	char sim_base[64];
 	struct fab_sim_client sim[FAB_SIM_CLIENTS];
 	struct fab_cap *cap; /* the capture running, NULL: none (capture.c) */
-	/* --direct's segment, NULL: none (direct.c) */
+	/* the direct paths' segment, NULL: none (--no-direct; direct.c) */
 	struct fab_direct *direct;
 };
 

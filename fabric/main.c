@@ -302,7 +302,9 @@ static void status(struct fabric *f, struct out *o)
 			/* direct: whether it mapped the direct paths' segment */
 			outf(o, "real %s attached %s:%u link %s%s\n", n->name, a, port,
 			     fab_link_up(n, 1) ? "up" : "down",
-			     !f->direct ? "" : n->host.direct ? " direct" : " no-direct");
+			     !f->direct	      ? ""
+			     : n->host.direct ? " direct"
+					      : " no-direct");
 		} else {
 			outf(o, "real %s waiting\n", n->name);
 		}

@@ -12,7 +12,7 @@
 #                immediate and READ up to 1 MiB, every byte checked
 #   counters     the fabric's switch S3 port 1 (to c) counted the data
 #                (perfquery through the switch's PMA)
-#   direct       (the fabric runs with --direct, the direct paths of
+#   direct       (the fabric runs with its direct paths, those of
 #                fabric/direct.c, unless SOF_IBF_DIRECT=0) the hosts sent RC
 #                packets straight (the fabric's "direct: pkts" grew, and
 #                the switch counters above count them); datagrams with b's
@@ -22,6 +22,10 @@
 #                direct_bad, one with DLID c's LID and the default P_Key
 #                passes those checks (not counted), one from another UDP
 #                port is no host's (link_bad)
+#   fallback     c's daemon again in a pid namespace of its own (it cannot
+#                open the fabric's /proc/PID/fd/N): it logs why, the fabric
+#                shows it no-direct, a checked data_stream a -> c passes
+#                through the fabric (nothing straight, nothing dropped at c)
 #   idle         with OpenSM stopped and no traffic the fabric, which spins
 #                a bounded time after packets (softofed-fabric --spin),
 #                sleeps: at most 3 clock ticks of CPU in 3 s

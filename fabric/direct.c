@@ -1,5 +1,5 @@
 /*
- * The direct paths (opt-in, --direct; transport/ib_direct.h): the sealed
+ * The direct paths (on unless --no-direct; transport/ib_direct.h): the sealed
  * segment of routes, computed anew from the fabric's state whenever it
  * changed (fab_direct_dirty: an SMP, a link), and what the hosts report
  * they sent straight (SOFL COUNT) taken into the counters of the ports
@@ -163,7 +163,7 @@ static unsigned walk(const struct fab_direct *d, unsigned src, uint16_t dlid, st
 
 	*nhop = 0;
 	*npk = IB_DIRECT_ANY_PKEY;
-	if (!h->host.attached || !fab_link_up(h, 1))
+	if (!h->host.attached || !h->host.direct || !fab_link_up(h, 1))
 		return 0;
 	while (n && n->m->type == SOF_NODE_SWITCH && k < IB_DIRECT_HOPS) {
 		const struct sof_node *m = n->m;
@@ -185,7 +185,8 @@ static unsigned walk(const struct fab_direct *d, unsigned src, uint16_t dlid, st
 		n = n->port[out].peer;
 		if (n && n->real) {
 			for (unsigned t = 0; t < d->nhosts; t++)
-				if (d->host[t] == n && n->host.attached && fab_link_up(n, 1)) {
+				if (d->host[t] == n && n->host.attached && n->host.direct &&
+				    fab_link_up(n, 1)) {
 					*nhop = (uint8_t)k;
 					return t + 1;
 				}
@@ -238,6 +239,24 @@ void fab_direct_count(struct fabric *f, const struct fab_node *h, const uint8_t 
 			f->st.forwarded += pkts;
 		}
 		f->st.direct += pkts;
+	}
+}
+
+/* A SOFL DIRECT from host h: it mapped the segment of that name. Until
+ * it says so, nothing goes straight from or to it: a host that cannot
+ * open /proc/PID/fd/N (another pid namespace or user, no /proc) could
+ * not check, and so would drop, what other hosts sent it straight. */
+void fab_direct_mapped(struct fabric *f, struct fab_node *h, const char *path)
+{
+	const char *ours = fab_direct_path(f);
+
+	if (!ours || strcmp(path, ours)) {
+		f->st.sofl_bad++;
+		return;
+	}
+	if (!h->host.direct) {
+		fab_direct_dirty(f);
+		h->host.direct = true;
 	}
 }
 

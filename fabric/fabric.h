@@ -109,6 +109,9 @@ struct fab_host {
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	bool attached;
+	/* it mapped the direct-path segment (its SOFL DIRECT said so since it
+	 * attached): only then do routes from or to it go straight */
+	bool direct;
 	uint8_t phys;	     /* as its HELLOs say */
 	uint64_t last_hello; /* ns */
 };
@@ -171,7 +174,7 @@ struct fabric {
 	char sim_base[64];
 	struct fab_sim_client sim[FAB_SIM_CLIENTS];
 	struct fab_cap *cap; /* the capture running, NULL: none (capture.c) */
-	/* --direct's segment, NULL: none (direct.c) */
+	/* the direct paths' segment, NULL: none (--no-direct; direct.c) */
 	struct fab_direct *direct;
 };
 
@@ -272,6 +275,7 @@ void fab_direct_dirty(struct fabric *f);
 /* the loop's poll timeout, shorter while routes wait to be made anew */
 int fab_direct_timeout(const struct fabric *f, int ms);
 void fab_direct_count(struct fabric *f, const struct fab_node *h, const uint8_t *rec);
+void fab_direct_mapped(struct fabric *f, struct fab_node *h, const char *path);
 void fab_direct_publish(struct fabric *f);
 const char *fab_direct_path(const struct fabric *f);
 

@@ -197,7 +197,7 @@ static void sofl_input(struct fabric *f, const struct ib_sofl *m,
 {
 	struct fab_node *n = host_by_addr(f, from, fromlen);
 
-	if (m->type == IB_SOFL_ASSIGN || m->type == IB_SOFL_DIRECT) {
+	if (m->type == IB_SOFL_ASSIGN) {
 		f->st.sofl_bad++;
 		return;
 	}
@@ -214,11 +214,16 @@ static void sofl_input(struct fabric *f, const struct ib_sofl *m,
 		memcpy(&n->host.addr, from, fromlen);
 		n->host.addrlen = fromlen;
 		n->host.attached = true;
+		n->host.direct = false;
 		n->host.phys = m->phys_state;
 		n->host.last_hello = fab_now();
 		hello_to(f, n, IB_SOFL_ASSIGN);
 		hello_to(f, n, IB_SOFL_DIRECT);
 		fab_link_update(f, n, 1);
+		return;
+	}
+	if (m->type == IB_SOFL_DIRECT) {
+		fab_direct_mapped(f, n, m->name);
 		return;
 	}
 	if (m->type == IB_SOFL_COUNT) {

@@ -6,11 +6,14 @@
  *
  *   softofed-fabric FILE [--listen ADDR:PORT] [--real NAME[,NAME...]]
  *                   [--log FILE] [--ibsim] [--nice N] [--spin USEC]
- *                   [--direct]
+ *                   [--no-direct]
  *
- * --direct (direct.c): publish the routes whose every hop is a plain LFT
- * forward in a sealed memfd the hosts map read-only, so that they send
- * such packets straight to each other.
+ * Direct paths (direct.c, on unless --no-direct): publish the routes whose
+ * every hop is a plain LFT forward in a sealed memfd the hosts map
+ * read-only, so that they send such packets straight to each other. A
+ * host that cannot map it (another pid namespace, another user) says
+ * nothing back, and every packet to or from it goes through this process.
+ * --direct is accepted and changes nothing.
  *
  * --ibsim: also serve ibsim's client protocol (sim.c), so that programs
  * run with libumad2sim.so preloaded (OpenSM, infiniband-diags) attach to
@@ -296,8 +299,12 @@ static void status(struct fabric *f, struct out *o)
 				inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
 				port = ntohs(in6->sin6_port);
 			}
-			outf(o, "real %s attached %s:%u link %s\n", n->name, a, port,
-			     fab_link_up(n, 1) ? "up" : "down");
+			/* direct: whether it mapped the direct paths' segment */
+			outf(o, "real %s attached %s:%u link %s%s\n", n->name, a, port,
+			     fab_link_up(n, 1) ? "up" : "down",
+			     !f->direct	      ? ""
+			     : n->host.direct ? " direct"
+					      : " no-direct");
 		} else {
 			outf(o, "real %s waiting\n", n->name);
 		}
@@ -310,8 +317,19 @@ static void status(struct fabric *f, struct out *o)
 	     (unsigned long long)s->to_hosts, (unsigned long long)s->traps,
 	     (unsigned long long)s->trap_resends, (unsigned long long)s->trap_repressed,
 	     (unsigned long long)s->tx_lost);
-	if (f->direct)
-		outf(o, "direct: pkts %llu\n", (unsigned long long)s->direct);
+	if (f->direct) {
+		unsigned att = 0, dir = 0;
+
+		for (unsigned i = 0; i < f->nnodes; i++)
+			if (f->nodes[i]->real && f->nodes[i]->host.attached) {
+				att++;
+				dir += f->nodes[i]->host.direct;
+			}
+		/* hosts: the attached ones that mapped the segment, of all
+		 * attached (the others keep this process's path) */
+		outf(o, "direct: pkts %llu hosts %u of %u\n", (unsigned long long)s->direct, dir,
+		     att);
+	}
 	outf(o, "drops:");
 	for (int b = 1; b < FAB_BAD_MAX; b++)
 		outf(o, " %s %llu", fab_bad_names[b], (unsigned long long)s->bad[b]);
@@ -467,13 +485,13 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: softofed-fabric FILE [--listen ADDR:PORT] [--real NAME,...] "
 			"[--log FILE] [--ibsim] [--nice N] [--spin USEC]\n"
-			"       [--direct]\n");
+			"       [--no-direct]\n");
 }
 
 int main(int argc, char **argv)
 {
 	const char *listen_spec = DEFAULT_LISTEN, *log = "/dev/null", *ibsim = NULL;
-	bool direct = false;
+	bool direct = true;
 	char **real = NULL;
 	unsigned nreal = 0;
 	struct fabric f;
@@ -493,8 +511,8 @@ int main(int argc, char **argv)
 			prio = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
 			spin_us = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--direct"))
-			direct = true;
+		else if (!strcmp(argv[i], "--direct") || !strcmp(argv[i], "--no-direct"))
+			direct = argv[i][2] == 'd';
 		else if (!strcmp(argv[i], "--ibsim"))
 			ibsim = getenv("IBSIM_SOCKNAME") ? getenv("IBSIM_SOCKNAME") : "sim";
 		else if (argv[i][0] == '-' || topo_path) {

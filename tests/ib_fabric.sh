@@ -26,9 +26,9 @@
 #                         under `softofed run`, bounded to 20 s, output in OUT
 #   sof_ibf_guid NAME     the node GUID the fabric gave NAME (0x...)
 #
-# IBF_FABRIC names another softofed-fabric binary; SOF_IBF_DIRECT=1 starts
-# it with --direct (the direct paths, fabric/direct.c). Processes are
-# sof_host_bg's (ibf.fabric, ibf.sm), stopped by PID at exit.
+# IBF_FABRIC names another softofed-fabric binary; it runs with its direct
+# paths (fabric/direct.c) unless SOF_IBF_DIRECT=0 (--no-direct). Processes
+# are sof_host_bg's (ibf.fabric, ibf.sm), stopped by PID at exit.
 
 IBF_PORT=7471
 IBF_FABRIC=${IBF_FABRIC:-$(dirname "$SOFTOFED")/softofed-fabric}
@@ -106,8 +106,9 @@ sof_ibf_attach() {
 	IBF_HOSTS="a b"
 	[ "$nh" = 3 ] && IBF_HOSTS="a b c"
 	local -a direct=()
-	# SOF_IBF_DIRECT=1: the fabric's direct paths (fabric/direct.c)
-	[ "${SOF_IBF_DIRECT:-0}" = 1 ] && direct=(--direct)
+	# the fabric's direct paths (fabric/direct.c): on unless SOF_IBF_DIRECT=0
+	direct=(--direct)
+	[ "${SOF_IBF_DIRECT:-1}" = 0 ] && direct=(--no-direct)
 	sof_host_bg ibf.fabric a ${IBF_SECS:-280} "$IBF_FABRIC" "$topo" --listen "$(sof_host_ip a):$IBF_PORT" --real "$real" "${direct[@]}"
 	sof_wait_for 10 sof_ibf_all_in INIT && return 0
 	not_ok "$name: attach" "$(for h in $IBF_HOSTS; do sof_ibf_line "$h"; done | paste -sd/)"

@@ -173,7 +173,7 @@ static int fabric_req(const char *req)
 static void fabric_usage(FILE *f)
 {
 	fprintf(f, "usage: softofed fabric up FILE [--listen ADDR:PORT] [--real NAME,...] "
-		   "[--log FILE] [--ibsim] [--direct]\n"
+		   "[--log FILE] [--ibsim] [--no-direct]\n"
 		   "       (the options are softofed-fabric's: fabric/README.md)\n"
 		   "       softofed fabric status [-v]\n"
 		   "       softofed fabric down\n"

@@ -1,5 +1,5 @@
 /*
- * The fabric's direct paths (opt-in: softofed-fabric --direct): the routes
+ * The fabric's direct paths (on unless softofed-fabric --no-direct): the routes
  * the fabric process (fabric/direct.c) publishes and the hosts' engines
  * (transport/ibdirect.c) read, so that a packet whose every hop is a plain
  * LFT forward between Active ports leaves the sending host straight for

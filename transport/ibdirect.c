@@ -1,5 +1,5 @@
 /*
- * The sending and receiving end of the fabric's direct paths (opt-in,
+ * The sending and receiving end of the fabric's direct paths (on by default,
  * ib_direct.h): the segment the fabric names on the link (SOFL DIRECT,
  * /proc/PID/fd/N; a program has it from the daemon's struct sof_ib_port),
  * mapped read-only once its seals are checked; an RC or UC packet whose
@@ -15,6 +15,7 @@
 #include "sof_bytes.h"
 #include "sof_util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -29,10 +30,21 @@
 
 static const struct ib_direct_shm *dshm;
 static char mapped_path[IB_SOFL_NAME_LEN + 1]; /* what dshm maps, "": nothing */
-static uint32_t me_seq = 1;
+/* the segment's hosts as of seq snap_seq (1: none yet), copied and
+ * validated once a sequence number rather than once a packet: this
+ * port's index (me, -1: none) and each host's link address (len 0: not
+ * attached, or no address of ours) */
+static uint32_t snap_seq = 1;
 static int me = -1;
+static struct {
+	socklen_t len;
+	struct sockaddr_storage a;
+} hc[IB_DIRECT_HOSTS];
+/* where a queued packet to host k goes (tp_ib_direct_addr): set from hc
+ * when a packet is queued under a sequence number other than to_seq[k] */
 static struct sockaddr_storage to[IB_DIRECT_HOSTS];
 static socklen_t tolen[IB_DIRECT_HOSTS];
+static uint32_t to_seq[IB_DIRECT_HOSTS];
 static struct {
 	uint16_t dlid;
 	uint32_t pkts;
@@ -63,56 +75,100 @@ static bool proc_fd_path(const char *p)
  * mapped again when the name changed: a memfd of our size, sealed so
  * that no one but the fabric's own mapping writes it, mapped read-only,
  * of our magic and version. */
-static bool map(void)
+static const char *map_segment(const char *path)
 {
-	const char *path = tp_ibp.attr.direct;
 	struct stat st;
 	void *p;
 	int fd, seals;
+
+	if (!proc_fd_path(path))
+		return "not a /proc/PID/fd/N name";
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return strerror(errno);
+	seals = fcntl(fd, F_GET_SEALS);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size != sizeof(*dshm) ||
+	    seals < 0 || (seals & IB_DIRECT_SEALS) != IB_DIRECT_SEALS) {
+		close(fd);
+		return "not a sealed segment of our size";
+	}
+	p = mmap(NULL, sizeof(*dshm), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return strerror(errno);
+	dshm = p;
+	if (dshm->magic != IB_DIRECT_MAGIC || dshm->version != IB_DIRECT_VERSION) {
+		munmap(p, sizeof(*dshm));
+		dshm = NULL;
+		return "not our magic and version";
+	}
+	return NULL;
+}
+
+static bool map(void)
+{
+	const char *path = tp_ibp.attr.direct, *why;
 
 	if (!strcmp(path, mapped_path))
 		return dshm != NULL;
 	if (dshm)
 		munmap((void *)dshm, sizeof(*dshm));
 	dshm = NULL;
-	me_seq = 1;
+	snap_seq = 1;
+	me = -1;
+	memset(hc, 0, sizeof(hc));
+	memset(to_seq, 0, sizeof(to_seq)); /* no seq is 0: it starts at 1 */
 	snprintf(mapped_path, sizeof(mapped_path), "%s", path);
-	if (!proc_fd_path(path))
+	if (!path[0])
 		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	seals = fcntl(fd, F_GET_SEALS);
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size != sizeof(*dshm) ||
-	    seals < 0 || (seals & IB_DIRECT_SEALS) != IB_DIRECT_SEALS) {
-		close(fd);
-		return false;
-	}
-	p = mmap(NULL, sizeof(*dshm), PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return false;
-	dshm = p;
-	if (dshm->magic != IB_DIRECT_MAGIC || dshm->version != IB_DIRECT_VERSION) {
-		munmap(p, sizeof(*dshm));
-		dshm = NULL;
-		return false;
-	}
-	return true;
+	why = map_segment(path);
+	/* once a name: the fabric is told nothing (tp_ib_direct_mapped),
+	 * so it sends nothing straight here, and what this host sends goes
+	 * through the fabric */
+	if (why)
+		tp_log("ib: direct paths: %s: %s: through the fabric", path, why);
+	return !why;
 }
 
-/* this port's index among the segment's hosts as of seq, or -1 */
-static int my_index(uint32_t seq)
+bool tp_ib_direct_mapped(void) { return map(); }
+
+/* The hosts of the segment as of seq (even) into hc and me: loaded once
+ * each, kept only when seq did not change meanwhile, then validated;
+ * false (the last snapshot kept) when it changed. */
+static bool snapshot(uint32_t seq)
 {
-	if (seq == me_seq)
-		return me;
-	me = -1;
-	for (unsigned k = 0; k < IB_DIRECT_HOSTS; k++)
-		if (LD(dshm->host[k].attached) && tp_ibp.attr.port_guid &&
-		    LD(dshm->host[k].port_guid) == tp_ibp.attr.port_guid)
-			me = (int)k;
-	me_seq = seq;
-	return me;
+	struct ib_direct_host h[IB_DIRECT_HOSTS];
+	int m = -1;
+
+	if (seq == snap_seq)
+		return true;
+	if (seq & 1)
+		return false;
+	for (unsigned k = 0; k < IB_DIRECT_HOSTS; k++) {
+		h[k].attached = LD(dshm->host[k].attached);
+		h[k].port_guid = LD(dshm->host[k].port_guid);
+		h[k].addrlen = LD(dshm->host[k].addrlen);
+		memcpy(&h[k].addr, (const void *)&dshm->host[k].addr, sizeof(h[k].addr));
+	}
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&dshm->seq, memory_order_relaxed) != seq)
+		return false;
+	/* copied under an unchanged seq: only now validated and used */
+	for (unsigned k = 0; k < IB_DIRECT_HOSTS; k++) {
+		hc[k].len = 0;
+		if (!h[k].attached)
+			continue;
+		if (tp_ibp.attr.port_guid && h[k].port_guid == tp_ibp.attr.port_guid)
+			m = (int)k;
+		if (h[k].addrlen && h[k].addrlen <= sizeof(h[k].addr) &&
+		    (h[k].addr.ss_family == AF_INET || h[k].addr.ss_family == AF_INET6)) {
+			memcpy(&hc[k].a, &h[k].addr, h[k].addrlen);
+			hc[k].len = h[k].addrlen;
+		}
+	}
+	me = m;
+	snap_seq = seq;
+	return true;
 }
 
 /* whether the packet's P_Key (BTH, after the GRH when LNH says global)
@@ -189,11 +245,9 @@ static void count(uint16_t dlid, size_t len)
 
 unsigned tp_ib_direct_dest(const uint8_t *p, size_t len)
 {
-	struct sockaddr_storage a;
 	uint16_t dlid;
-	uint32_t seq, alen;
+	uint32_t seq;
 	unsigned t;
-	int m;
 	size_t bth = IB_LRH_LEN;
 
 	if (!map() || len < IB_LRH_LEN + IB_VCRC_LEN || (p[0] >> 4) == 15)
@@ -209,26 +263,20 @@ unsigned tp_ib_direct_dest(const uint8_t *p, size_t len)
 	if (!dlid || dlid >= IB_DIRECT_LIDS)
 		return 0;
 	seq = atomic_load_explicit(&dshm->seq, memory_order_acquire);
-	if ((seq & 1) || atomic_load_explicit(&dshm->off, memory_order_acquire))
+	if ((seq & 1) || atomic_load_explicit(&dshm->off, memory_order_acquire) || !snapshot(seq) ||
+	    me < 0)
 		return 0;
-	m = my_index(seq);
-	if (m < 0)
+	t = LD(dshm->route[me][dlid]);
+	if (!t || t > IB_DIRECT_HOSTS || !hc[t - 1].len || !pkey_ok((unsigned)me, dlid, p, len))
 		return 0;
-	t = LD(dshm->route[m][dlid]);
-	if (!t || t > IB_DIRECT_HOSTS || !pkey_ok((unsigned)m, dlid, p, len))
-		return 0;
-	alen = LD(dshm->host[t - 1].addrlen);
-	if (!alen || alen > sizeof(a))
-		return 0;
-	memcpy(&a, (const void *)&dshm->host[t - 1].addr, alen);
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&dshm->seq, memory_order_relaxed) != seq)
 		return 0;
-	/* copied under an unchanged seq: only now validated and used */
-	if (a.ss_family != AF_INET && a.ss_family != AF_INET6)
-		return 0;
-	memcpy(&to[t - 1], &a, alen);
-	tolen[t - 1] = alen;
+	if (to_seq[t - 1] != seq) {
+		memcpy(&to[t - 1], &hc[t - 1].a, hc[t - 1].len);
+		tolen[t - 1] = hc[t - 1].len;
+		to_seq[t - 1] = seq;
+	}
 	count(dlid, len);
 	return t;
 }
@@ -292,28 +340,23 @@ int tp_ib_direct_from(const struct sockaddr_storage *src, socklen_t srclen, cons
 		      size_t len, size_t seg)
 {
 	uint32_t seq;
-	int m, k = -1;
+	bool now;
+	int k = -1;
 
 	if (!map())
 		return 0;
 	seq = atomic_load_explicit(&dshm->seq, memory_order_acquire);
-	for (unsigned h = 0; h < IB_DIRECT_HOSTS && k < 0; h++) {
-		struct sockaddr_storage a;
-		uint32_t alen = LD(dshm->host[h].addrlen);
-
-		if (!LD(dshm->host[h].attached) || !alen || alen > sizeof(a))
-			continue;
-		memcpy(&a, (const void *)&dshm->host[h].addr, alen);
-		if (same(&a, alen, src, srclen))
+	/* while seq changes: the hosts of the last snapshot */
+	now = snapshot(seq);
+	for (unsigned h = 0; h < IB_DIRECT_HOSTS && k < 0; h++)
+		if (hc[h].len && same(&hc[h].a, hc[h].len, src, srclen))
 			k = (int)h;
-	}
 	if (k < 0)
 		return 0; /* not a host's: the caller's checks as before */
 	/* from a host: taken only on a route that ends here, else dropped */
-	m = (seq & 1) ? -1 : my_index(seq);
-	if (m < 0)
+	if (!now || me < 0)
 		return -1;
-	if (k == m)
-		return from_self(p, len, seg, (unsigned)m, seq);
-	return on_route(p, len, seg, (unsigned)k, (unsigned)m, seq) ? 1 : -1;
+	if (k == me)
+		return from_self(p, len, seg, (unsigned)me, seq);
+	return on_route(p, len, seg, (unsigned)k, (unsigned)me, seq) ? 1 : -1;
 }

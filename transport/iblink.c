@@ -132,6 +132,18 @@ static void send_sofl(uint8_t type)
 		     (const struct sockaddr *)&tp_ibp.cfg.peer, tp_ibp.cfg.peer_len);
 }
 
+/* SOFL DIRECT back to the fabric: the segment NAME is mapped here */
+static void send_direct(const char *name)
+{
+	struct ib_sofl m = {.type = IB_SOFL_DIRECT, .phys_state = IB_PHYS_LINKUP};
+	uint8_t b[IB_SOFL_LEN];
+
+	snprintf(m.name, sizeof(m.name), "%s", name);
+	ib_sofl_write(b, &m);
+	(void)sendto(tp_ibp.fd, b, sizeof(b), MSG_DONTWAIT,
+		     (const struct sockaddr *)&tp_ibp.cfg.peer, tp_ibp.cfg.peer_len);
+}
+
 /* The physical link follows the far end's HELLOs and our own Disabled;
  * the logical state follows the physical link (IBA 7.2). */
 static void link_update(void)
@@ -188,6 +200,10 @@ void tp_ib_link_input(const uint8_t *buf, size_t len)
 			snprintf(tp_ibp.attr.direct, sizeof(tp_ibp.attr.direct), "%s", m.name);
 			tp_ib_changed();
 		}
+		/* the answer the fabric waits for before it sends anything
+		 * straight here: we mapped it, so we can check what comes */
+		if (tp_ib_direct_mapped())
+			send_direct(m.name);
 		break;
 	case IB_SOFL_ASSIGN:
 		if (strcmp(m.name, tp_ibp.name) || !m.node_guid || !m.port_guid) {

@@ -95,6 +95,9 @@ const struct sockaddr_storage *tp_ib_direct_addr(unsigned dst, socklen_t *len);
 int tp_ib_direct_from(const struct sockaddr_storage *src, socklen_t srclen, const uint8_t *p,
 		      size_t len, size_t seg);
 void tp_ib_direct_report(bool now);
+/* whether the segment the fabric named is mapped (mapped now if it was
+ * not; a failure is logged once a name) */
+bool tp_ib_direct_mapped(void);
 /* ibpkt.c: IBA 8.3.1: a multicast DLID with its GRH's MGID */
 bool tp_ib_mcast_addr(uint16_t dlid, bool global, const uint8_t dgid[16]);
 

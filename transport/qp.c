@@ -295,7 +295,19 @@ bool tp_any_net_v6(void)
 	for (struct sof_link *l = tp.qps.next; l != &tp.qps; l = l->next) {
 		const struct sof_tqp *t = sof_container_of(l, struct sof_tqp, link);
 
-		if (t->net && !sof_gid_is_v4(t->path.dgid))
+		/* sofib0's come on its link socket, never on the IPv6 one */
+		if (t->net && !t->ib && !sof_gid_is_v4(t->path.dgid))
+			return true;
+	}
+	return false;
+}
+
+bool tp_any_net_roce(void)
+{
+	for (struct sof_link *l = tp.qps.next; l != &tp.qps; l = l->next) {
+		const struct sof_tqp *t = sof_container_of(l, struct sof_tqp, link);
+
+		if (t->net && !t->ib)
 			return true;
 	}
 	return false;

@@ -256,6 +256,8 @@ bool tp_qp_post_may_wait(const struct tp_qp *qp, uint32_t *post_epsn);
 bool tp_qp_linger_info(const struct tp_qp *qp, struct sof_linger *l);
 /* Whether a QP whose peer is on another host reaches it over IPv6. */
 bool tp_any_net_v6(void);
+/* whether some QP of a RoCE port (not sofib0) has its peer on another host */
+bool tp_any_net_roce(void);
 /* A QP destroyed elsewhere (a program's) lingers here: repeated requests
  * to qpn are acknowledged as its responder would have. */
 void tp_linger_add(uint32_t qpn, uint32_t dqpn, uint32_t epsn, uint32_t msn,

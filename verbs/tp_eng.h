@@ -41,6 +41,7 @@ struct sofv_eng {
 	bool tried;		   /* asked, for this context or the last one (tp_host.c start) */
 	bool started;		   /* the engine ran once: tp_start, the thread's fds, atexit */
 	bool v6;		   /* some QP's path is IPv6: poll that socket too */
+	bool roce;		   /* some QP's peer is on another host over RoCE */
 	bool running;		   /* the progress thread runs */
 	_Atomic uint32_t ack_hold; /* ACKs held by a poller leave after this many polls */
 	struct sof_link pending;   /* QPs with posted WQEs the requester has yet to take */
@@ -68,6 +69,7 @@ struct sofv_eng {
 	struct eng_flow banned[FLOWS_BANNED]; /* fd unused; the oldest goes first */
 	unsigned nbanned;
 	unsigned slot_turn;
+	unsigned roce_turn;  /* rx_slot: sofib0 alone, the RoCE sockets every FLOWS_SLOT_TURN-th */
 	unsigned slot_drain; /* a flow socket is new: read the slot's first (at most so often) */
 	struct eng_peer peers[FLOWS_PEERS];
 	unsigned npeers;

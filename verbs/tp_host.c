@@ -853,6 +853,7 @@ int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, 
 	if (!err && netq)
 		err = thread_start();
 	eng.v6 = tp_any_net_v6();
+	eng.roce = tp_any_net_roce();
 	tp_tx_flush();
 	pthread_mutex_unlock(&eng.lock);
 	if (!err)

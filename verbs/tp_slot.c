@@ -256,14 +256,20 @@ void eng_flows_revoked(void)
 	}
 }
 
-/* Read the slot's sockets: the number of datagrams. */
+/* Read the slot's sockets: the number of datagrams. With sofib0's link
+ * socket and no RoCE QP talking to another host, the RoCE sockets are
+ * read only every FLOWS_SLOT_TURN-th time (what comes there all the same,
+ * a lingering QP's repeated request, waits a few polls): a spinning
+ * poller's system call per socket is what a ping-pong's answer waits
+ * behind. */
 static int rx_slot(void)
 {
+	bool roce = eng.fdib < 0 || eng.roce || !(eng.roce_turn++ % FLOWS_SLOT_TURN);
 	int n = 0;
 
-	if (eng.fd4 >= 0)
+	if (eng.fd4 >= 0 && roce)
 		n += tp_rx(eng.fd4, false, NULL);
-	if (eng.fd6 >= 0 && eng.v6)
+	if (eng.fd6 >= 0 && eng.v6 && roce)
 		n += tp_rx(eng.fd6, true, NULL);
 	if (eng.fdib >= 0)
 		n += tp_ib_rx_fd(eng.fdib);

@@ -12,7 +12,7 @@
 #                immediate and READ up to 1 MiB, every byte checked
 #   counters     the fabric's switch S3 port 1 (to c) counted the data
 #                (perfquery through the switch's PMA)
-#   direct       (the fabric runs with --direct, the direct paths of
+#   direct       (the fabric runs with its direct paths, those of
 #                fabric/direct.c, unless SOF_IBF_DIRECT=0) the hosts sent RC
 #                packets straight (the fabric's "direct: pkts" grew, and
 #                the switch counters above count them); datagrams with b's
@@ -22,6 +22,10 @@
 #                direct_bad, one with DLID c's LID and the default P_Key
 #                passes those checks (not counted), one from another UDP
 #                port is no host's (link_bad)
+#   fallback     c's daemon again in a pid namespace of its own (it cannot
+#                open the fabric's /proc/PID/fd/N): it logs why, the fabric
+#                shows it no-direct, a checked data_stream a -> c passes
+#                through the fabric (nothing straight, nothing dropped at c)
 #   idle         with OpenSM stopped and no traffic the fabric, which spins
 #                a bounded time after packets (softofed-fabric --spin),
 #                sleeps: at most 3 clock ticks of CPU in 3 s
@@ -146,6 +150,45 @@ if [ "$SOF_IBF_DIRECT" = 1 ]; then
 	else
 		not_ok "ibfabric/$T: forged direct datagrams" "b $bl c $cl: direct_bad '$d0' -> '$d1', link_bad '$k0' -> '$k1': $(tr '\n' ' ' <"$SOF_TMP/forge")"
 	fi
+fi
+
+# fallback: c's daemon again, in a pid namespace of its own (its /proc
+# has no fabric process, so it cannot map /proc/PID/fd/N): it logs that,
+# the fabric marks it no-direct, and a checked stream a -> c (c's end in
+# the daemon's engine, the one that could not map) goes through the
+# fabric whole: nothing straight to c, nothing dropped at c
+if [ "$SOF_IBF_DIRECT" = 1 ]; then
+	sof_host_run c "$SOFTOFED" down >/dev/null 2>&1 </dev/null
+	sof_host_bg ibf.c.pidns c 120 unshare --pid --fork --mount-proc \
+		"$(dirname "$SOFTOFED")/softofedd" -f --ib-fabric "$(sof_host_ip a):$IBF_PORT" --ib-node H3
+	sof_wait_for 20 sof_ibf_all_in ACTIVE
+	fs=$SOF_TMP/fstat2
+	sof_host_run a "$SOFTOFED" fabric status -v >"$fs" 2>&1 </dev/null
+	dp0=$(sed -n 's/^direct: pkts \([0-9]*\).*/\1/p' "$fs")
+	d0=$(ib_counter c direct_bad) k0=$(ib_counter c link_bad)
+	srv=$(sof_out ibf.fb.srv)
+	cli=$SOF_TMP/fb.cli
+	sof_host_bg ibf.fb.srv c 60 env SOFTOFED_ENGINE=daemon "$SOFTOFED" run -- \
+		"$SOF_PROGS/data_stream" -d sofib0 -p 18702 -m 4096 -T 30
+	sof_host_wait_listen c 18702 10 ibf.fb.srv >/dev/null 2>&1
+	sof_host_run a "$SOFTOFED" run -- "$SOF_PROGS/data_stream" -d sofib0 -p 18702 -m 4096 -T 30 \
+		-s 1x64,1023x32,65536x8,1048576x2 "$(sof_host_ip c)" >"$cli" 2>&1 </dev/null
+	rc=$?
+	sof_wait ibf.fb.srv 20
+	sof_host_run a "$SOFTOFED" fabric status -v >>"$fs" 2>&1 </dev/null
+	dp1=$(sed -n 's/^direct: pkts \([0-9]*\).*/\1/p' "$fs" | tail -n 1)
+	d1=$(ib_counter c direct_bad) k1=$(ib_counter c link_bad)
+	if [ "$rc" -eq 0 ] && grep -q '^ok' "$cli" && grep -q '^ok' "$srv" &&
+		grep -q '^checked send messages=' "$srv" && grep -q '^checked read messages=' "$cli" &&
+		grep -q '^real H3 attached .* no-direct$' "$fs" && grep -q '^direct: pkts [0-9]* hosts 2 of 3$' "$fs" &&
+		grep -q 'ib: direct paths: /proc/[0-9]*/fd/[0-9]*: .*: through the fabric' "$(sof_out ibf.c.pidns)" &&
+		[ -n "$d0" ] && [ "$d0" = "$d1" ] && [ "$k0" = "$k1" ] && [ "$dp0" = "$dp1" ]; then
+		ok "ibfabric/$T: c's daemon in another pid namespace: no-direct, data_stream a -> c through the fabric, every byte checked (direct pkts $dp0 -> $dp1, c direct_bad $d0 -> $d1, link_bad $k0 -> $k1)"
+	else
+		not_ok "ibfabric/$T: fallback (c in another pid namespace)" "client rc $rc, direct pkts '$dp0' -> '$dp1', c direct_bad '$d0' -> '$d1', link_bad '$k0' -> '$k1': $(grep -E '^(real|direct)' "$fs" | tr '\n' ' ')"
+		sof_dump "$cli" "$srv" "$(sof_out ibf.c.pidns)"
+	fi
+	sof_kill ibf.c.pidns
 fi
 
 sof_kill ibf.sm

@@ -130,12 +130,19 @@ sof_host_bg ipcm.iperf b 60 iperf3 -s -p 5201 -B "$(sof_ipoib_ip b)"
 sof_host_wait_listen b 5201 10 ipcm.iperf >/dev/null 2>&1
 out=$SOF_TMP/ipcm.iperf.tcp
 c0=$(sof_ipoib_cnt a cm_tx_packets)
+# the connections are RC: on the fabric's direct paths (its default) they
+# go host to host, counted in the fabric's "direct: pkts"
+dpk() { sof_host_run a "$SOFTOFED" fabric status 2>/dev/null </dev/null | sed -n 's/^direct: pkts \([0-9]*\).*/\1/p'; }
+dp0=$(dpk)
 sof_host_run a timeout 30 iperf3 -c "$(sof_ipoib_ip b)" -p 5201 -t 3 -J >"$out" 2>&1 </dev/null
 bps=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(int(j["end"]["sum_received"]["bits_per_second"]))' "$out" 2>/dev/null)
-if [ -n "$bps" ] && [ "$bps" -gt 0 ] && [ "$(sof_ipoib_cnt a cm_tx_packets)" -gt $((c0 + 100)) ]; then
-	ok "$T: iperf3 TCP a -> b over ib0 in connected mode: $((bps / 1000000)) Mbit/s received"
+sleep 0.3 # the hosts report what they sent straight every 20 ms
+dp1=$(dpk)
+if [ -n "$bps" ] && [ "$bps" -gt 0 ] && [ "$(sof_ipoib_cnt a cm_tx_packets)" -gt $((c0 + 100)) ] &&
+	{ [ "${SOF_IBF_DIRECT:-1}" = 0 ] || [ "${dp1:-0}" -gt $((${dp0:-0} + 100)) ]; }; then
+	ok "$T: iperf3 TCP a -> b over ib0 in connected mode: $((bps / 1000000)) Mbit/s received; $((${dp1:-0} - ${dp0:-0})) packets straight host to host (fabric's direct pkts)"
 else
-	not_ok "$T: iperf3 TCP" "$(head -c 400 "$out" | tr '\n' ' ')"
+	not_ok "$T: iperf3 TCP" "direct pkts '$dp0' -> '$dp1': $(head -c 400 "$out" | tr '\n' ' ')"
 	sof_ipoib_logs 25 a b
 fi
 sof_kill ipcm.iperf

@@ -19,9 +19,28 @@ void tp_timer_watch(struct sof_tqp *t)
 		sof_list_add(&tp.timers, &t->timer_link);
 }
 
-void tp_timer_update(void)
+/* Program the timerfd for at (CLOCK_MONOTONIC ns). */
+static void timer_fd_set(uint64_t at)
 {
 	struct itimerspec its = {0};
+
+	its.it_value.tv_sec = (time_t)(at / 1000000000u);
+	its.it_value.tv_nsec = (long)(at % 1000000000u);
+	/* sof_now_ns() is CLOCK_MONOTONIC */
+	timerfd_settime(tp.timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	tp.timer_fd_ns = at;
+}
+
+void tp_timer_fd_live(bool live)
+{
+	tp.timer_fd_idle = !live;
+	/* what was armed meanwhile (one armed earlier fires for nothing) */
+	if (live && tp.timer_armed_ns && tp.timer_armed_ns != tp.timer_fd_ns)
+		timer_fd_set(tp.timer_armed_ns);
+}
+
+void tp_timer_update(void)
+{
 	uint64_t next = UINT64_MAX;
 	struct sof_link *l, *lnext;
 
@@ -51,10 +70,10 @@ void tp_timer_update(void)
 	if (next == UINT64_MAX || (tp.timer_armed_ns && tp.timer_armed_ns <= next))
 		return;
 	tp.timer_armed_ns = next;
-	its.it_value.tv_sec = (time_t)(next / 1000000000u);
-	its.it_value.tv_nsec = (long)(next % 1000000000u);
-	/* sof_now_ns() is CLOCK_MONOTONIC */
-	timerfd_settime(tp.timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	/* a host that runs the deadline itself reads timer_armed_ns: the
+	 * timerfd waits for tp_timer_fd_live */
+	if (!tp.timer_fd_idle)
+		timer_fd_set(next);
 }
 
 void tp_timer_fired(void)
@@ -62,8 +81,12 @@ void tp_timer_fired(void)
 	uint64_t now = sof_now_ns(), exp;
 	struct sof_link *l, *next;
 
-	if (read(tp.timer_fd, &exp, sizeof(exp)) < 0) {
-		/* spurious: nothing expired yet */
+	/* only a timerfd that expired is readable: the others need no read */
+	if (tp.timer_fd_ns && now >= tp.timer_fd_ns) {
+		tp.timer_fd_ns = 0;
+		if (read(tp.timer_fd, &exp, sizeof(exp)) < 0) {
+			/* spurious: nothing expired yet */
+		}
 	}
 	tp.timer_armed_ns = 0;
 	for (l = tp.timers.next; l != &tp.timers; l = next) {

@@ -178,6 +178,12 @@ void tp_timer_fired(void);
 uint64_t tp_timer_deadline(void);
 /* Arm the timer for the earliest deadline of any QP (after a batch). */
 void tp_timer_update(void);
+/* live false: the host took the timerfd out of its wait and runs
+ * tp_timer_fired itself once tp_timer_deadline has passed, so the
+ * deadlines set from now on are kept without a system call (a VM exit on
+ * a virtual machine: a poller in a ping-pong set the timer about every
+ * third message); true: the timerfd is set for the deadline again. */
+void tp_timer_fd_live(bool live);
 
 /* A nonblocking UDP socket of the family bound to port on every address,
  * with the options of a RoCEv2 socket (packet info, DF); reuseport: a

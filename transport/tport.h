@@ -279,7 +279,9 @@ struct tp_state {
 		bool global;
 	} rx_ib;
 	int timer_fd;
-	uint64_t timer_armed_ns;
+	uint64_t timer_armed_ns;    /* the earliest deadline the timer is for */
+	uint64_t timer_fd_ns;	    /* what the timerfd is set for, 0 once read */
+	bool timer_fd_idle;	    /* the host runs the deadline: timerfd left alone */
 	struct sof_link qps;	    /* every sof_tqp */
 	struct sof_link acks;	    /* those owing a coalesced ACK */
 	struct sof_link timers;	    /* those whose timer_ns or rnr_ns may be set */

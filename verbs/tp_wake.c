@@ -156,7 +156,11 @@ void sofv_wake_spin_yield(void)
 	}
 }
 
-void sofv_wake_timer_watched(bool on) { timer_watched = on; }
+void sofv_wake_timer_watched(bool on)
+{
+	timer_watched = on;
+	tp_timer_fd_live(on);
+}
 
 void sofv_wake_timer_poll(uint64_t now)
 {

@@ -50,6 +50,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #define QPN 0x000011u
@@ -1739,6 +1740,41 @@ TEST(takeover_uc_writes_while_stalled)
  * event); nothing after it is taken, and the owner, running again, drops
  * what comes and is in ERROR too. A READ past the region and a
  * misaligned atomic the same, with their NAKs. */
+/* A host whose pollers run the deadline themselves (the program's engine
+ * while threads poll: verbs/tp_wake.c) keeps the timerfd unset: the
+ * deadline of a send is there for tp_timer_deadline, the timerfd is set
+ * for it when the host watches the timer again, and a deadline passed
+ * while nobody set the timerfd fires without reading it. */
+TEST(timer_fd_left_alone_while_polled)
+{
+	struct itimerspec its;
+	uint64_t due;
+
+	world_up();
+	tp_timer_fd_live(false);
+	post_write(100, 0x99);
+	tp_timer_update();
+	due = tp_timer_deadline();
+	CHECK(due != 0);
+	CHECK_EQ(timerfd_gettime(tp_timer_fd(), &its), 0);
+	CHECK(its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0);
+	tp_timer_fd_live(true);
+	CHECK_EQ(timerfd_gettime(tp_timer_fd(), &its), 0);
+	CHECK(its.it_value.tv_sec != 0 || its.it_value.tv_nsec != 0);
+	CHECK_EQ(tp_timer_deadline(), due);
+	/* unwatched again: the ACK ends the deadline, the poller's next
+	 * deadline is kept in memory only */
+	tp_timer_fd_live(false);
+	w.nsent = 0;
+	packet_in(&(const struct step){S_IN, ROCE_ACK, 0, .syndrome = ACK});
+	post_write(100, 0x99);
+	tp_timer_fired();
+	tp_timer_update();
+	CHECK(tp_timer_deadline() != 0);
+	tp_timer_fd_live(true);
+	world_down();
+}
+
 TEST(takeover_fatal_naks)
 {
 	static const struct {
@@ -1820,5 +1856,6 @@ int main(void)
 	RUN(takeover_reads_atomics_while_stalled);
 	RUN(takeover_uc_writes_while_stalled);
 	RUN(takeover_fatal_naks);
+	RUN(timer_fd_left_alone_while_polled);
 	return test_summary();
 }

@@ -297,6 +297,9 @@ bool tp_any_net_v6(void)
 
 		if (t->net && !sof_gid_is_v4(t->path.dgid))
 			return true;
+		/* a RoCEv2 UD QP hears from any host, by either family */
+		if (t->qp->type == IBV_QPT_UD && !t->ib)
+			return true;
 	}
 	return false;
 }

@@ -254,7 +254,8 @@ bool tp_qp_post_may_wait(const struct tp_qp *qp, uint32_t *post_epsn);
 /* What a connected RC QP's peer needs it to acknowledge once it is gone
  * (DESTROY_QP asks the daemon to linger for it). False: nothing. */
 bool tp_qp_linger_info(const struct tp_qp *qp, struct sof_linger *l);
-/* Whether a QP whose peer is on another host reaches it over IPv6. */
+/* Whether a QP whose peer is on another host reaches it over IPv6, or a
+ * RoCEv2 UD QP is there (its peers may be of either family). */
 bool tp_any_net_v6(void);
 /* A QP destroyed elsewhere (a program's) lingers here: repeated requests
  * to qpn are acknowledged as its responder would have. */

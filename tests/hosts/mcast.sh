@@ -82,11 +82,13 @@ mc_send() {
 }
 
 # mc_env NAME HOST VAR=VALUE ARGS...: mcast_ud (receiver with -r) with
-# VAR=VALUE in its environment, in the background
+# VAR=VALUE in its environment and SOFTOFED_ENGINE unset (tests/run.sh's
+# sanitized-daemon run sets it to daemon; the program-engine sender is
+# what the daemon's MCAST_LOOP serves), in the background
 mc_env() {
 	local name=$1 h=$2 e=$3
 	shift 3
-	sof_host_bg "$name" "$h" 90 env "$e" "$SOFTOFED" run -- "$MC" -T 60 "$@"
+	sof_host_bg "$name" "$h" 90 env -u SOFTOFED_ENGINE "$e" "$SOFTOFED" run -- "$MC" -T 60 "$@"
 }
 
 # mc_passed NAME...: each process ended with 0 and "ok"; else WHY

@@ -18,6 +18,7 @@
 #ifndef SOF_PROTO_H
 #define SOF_PROTO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define SOF_SOCK_NAME "softofed/dev0" /* abstract: leading NUL added */
@@ -102,6 +103,8 @@ enum sof_op {
 	SOF_OP_UMAD_REGISTER,
 	SOF_OP_UMAD_UNREGISTER,
 	SOF_OP_UMAD_SEND,
+	/* after the ranges above, which are numbered in a row */
+	SOF_OP_MCAST_LOOP, /* sof_mcast_loop_req: a steered UD QP's datagram to a group */
 	SOF_OP_MAX
 };
 
@@ -542,6 +545,34 @@ struct sof_mcast_req {
 
 /* The destination QPN of every datagram to a multicast group. */
 #define SOF_MCAST_QPN 0xffffffu
+
+/* MCAST_LOOP: UD QP qpn of the caller, whose transport runs in the
+ * caller (steered, NET_ENGINE), sent a datagram to the group mgid from
+ * its GID sgid; it left for the network, which does not bring it back,
+ * and the daemon delivers it to this host's QPs attached to the group
+ * (every one, the sender's own too when attached), as it does with a
+ * datagram its own engine sends (transport/mcast.c). The daemon takes
+ * the source QPN, the P_Key and the QP's state from its own record of
+ * qpn, and checks the rest: the QP is the caller's, UD, steered and in
+ * RTS or SQD; sgid is one of the host's GIDs, of mgid's family; mgid is
+ * a multicast GID; len bytes follow the fixed part exactly, at most the
+ * port's MTU; a Q_Key with its high bit set is the QP's own (IBA
+ * 10.2.5: the library put the QP's there). 0 once the attached QPs were offered it
+ * (each takes it or not as any UD receive); -ENOENT, -EINVAL, -EPERM. */
+#define SOF_MCAST_LOOP_MAX 4096u
+#define SOF_MCAST_LOOP_IMM 1u /* SEND with immediate: imm_be is the data */
+#define SOF_MCAST_LOOP_SE 2u  /* the solicited event bit */
+struct sof_mcast_loop_req {
+	uint32_t qpn;
+	uint32_t qkey;
+	uint32_t imm_be;
+	uint16_t flags; /* SOF_MCAST_LOOP_* */
+	uint16_t len;
+	uint8_t sgid[16];
+	uint8_t mgid[16];
+	uint8_t data[SOF_MCAST_LOOP_MAX]; /* len of them are sent */
+};
+#define SOF_MCAST_LOOP_HDR offsetof(struct sof_mcast_loop_req, data)
 /* Groups with a QP attached, QPs per group, attachments in all (the
  * device attributes max_mcast_grp, max_mcast_qp_attach and
  * max_total_mcast_qp_attach). */

@@ -624,9 +624,10 @@ static int op_modify_qp(struct sofd_req *rq, struct sofd_rep *rp)
 		if (qp->type == IBV_QPT_UD)
 			sof_tp_steer_ud_view(qp, false);
 	} else if (!qp->steered && req->engine && rq->c->net_slot &&
-		   /* UD when the program asks (verbs/qp.c: sofib0's, and
-		    * sof0's with SOFTOFED_ENGINE_UD=program); its datagrams to
-		    * this host's QPs stay the executor's there */
+		   /* UD when the program asks (verbs/qp.c: unless
+		    * SOFTOFED_ENGINE_UD=daemon); its datagrams to this host's
+		    * QPs stay the executor's there, and to a group come back
+		    * here (MCAST_LOOP) */
 		   !xrc && qp->type != IBV_QPT_RAW_PACKET &&
 		   !sof_tp_steer_add(qp->qpn, rq->c->net_slot)) {
 		sof_tp_qp_release(qp); /* what the daemon held of it before */
@@ -695,6 +696,31 @@ static int op_mcast(struct sofd_req *rq, struct sofd_rep *rp)
 	if (rq->op == SOF_OP_ATTACH_MCAST)
 		return sof_tp_mcast_attach(qp, req->gid);
 	return sof_tp_mcast_detach(qp, req->gid);
+}
+
+/* A steered UD QP's datagram to a group, for this host's QPs attached to
+ * it (sof_proto.h MCAST_LOOP). The caller is untrusted: the QP must be
+ * its own and run in it (a QP the daemon runs got its datagram here when
+ * it was sent), and sending (RTS, or SQD finishing what it took); the
+ * engine checks the addresses and the length (tp_mcast_loop). */
+static int op_mcast_loop(struct sofd_req *rq, struct sofd_rep *rp)
+{
+	const struct sof_mcast_loop_req *req = rq->data;
+	struct sofd_qp *qp = own_qp(rq->c, req->qpn);
+
+	(void)rp;
+	if (!qp)
+		return -ENOENT;
+	if (qp->type != IBV_QPT_UD || !qp->steered ||
+	    (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) ||
+	    req->len > SOF_MCAST_LOOP_MAX || rq->len != SOF_MCAST_LOOP_HDR + req->len ||
+	    (req->flags & ~(SOF_MCAST_LOOP_IMM | SOF_MCAST_LOOP_SE)))
+		return -EINVAL;
+	/* IBA 10.2.5: the library put the QP's own Q_Key for one with the
+	 * high bit set; any other such Q_Key is not the consumer's to send */
+	if ((req->qkey & 0x80000000u) && req->qkey != qp->qkey)
+		return -EPERM;
+	return sof_tp_mcast_loop(qp, req);
 }
 
 /* ---- management ---------------------------------------------------------------------- */
@@ -828,6 +854,7 @@ static const struct op_desc ops[SOF_OP_MAX] = {
     [SOF_OP_INVAL_MW] = {sofd_op_inval_mw, "INVAL_MW", sizeof(struct sof_inval_mw_req), 0, true},
     [SOF_OP_ATTACH_MCAST] = {op_mcast, "ATTACH_MCAST", sizeof(struct sof_mcast_req), 0, true},
     [SOF_OP_DETACH_MCAST] = {op_mcast, "DETACH_MCAST", sizeof(struct sof_mcast_req), 0, true},
+    [SOF_OP_MCAST_LOOP] = {op_mcast_loop, "MCAST_LOOP", SOF_MCAST_LOOP_HDR, 0, true},
     [SOF_OP_IMPORT] = {sofd_import, "IMPORT", sizeof(struct sof_import_req), 0, false},
     [SOF_OP_QUERY_PD] = {sofd_query_pd, "QUERY_PD", sizeof(struct sof_pd_req), 0, true},
     [SOF_OP_QUERY_MR] = {sofd_query_mr, "QUERY_MR", sizeof(struct sof_query_mr_req), 0, true},
@@ -852,6 +879,7 @@ static union {
 	struct sof_destroy_qp_req destroy_qp;
 	struct sof_open_qp_req open_qp;
 	struct sof_mr_keys_req mr_keys;
+	struct sof_mcast_loop_req mcast_loop;
 	uint8_t bytes[sizeof(struct sof_reg_mr_req)];
 } qbuf;
 

@@ -680,6 +680,10 @@ int sof_tp_mcast_attach(struct sofd_qp *qp, const uint8_t mgid[16]);
 int sof_tp_mcast_detach(struct sofd_qp *qp, const uint8_t mgid[16]);
 /* The QP goes away: detach it from every group. */
 void sof_tp_mcast_qp_release(struct sofd_qp *qp);
+/* MCAST_LOOP (ops.c checked the caller and the QP): deliver req's
+ * datagram to the QPs attached to its group. 0 or -EINVAL (bad addresses,
+ * length, or a QP without its receive-only view). */
+int sof_tp_mcast_loop(struct sofd_qp *qp, const struct sof_mcast_loop_req *req);
 /* The GID table changed: join the groups on interfaces that came, forget
  * those that went. */
 void sof_tp_mcast_refresh(void);

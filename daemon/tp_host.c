@@ -538,4 +538,13 @@ int sof_tp_mcast_detach(struct sofd_qp *qp, const uint8_t mgid[16])
 
 void sof_tp_mcast_qp_release(struct sofd_qp *qp) { tp_mcast_qp_release(&qp->tq); }
 
+int sof_tp_mcast_loop(struct sofd_qp *qp, const struct sof_mcast_loop_req *req)
+{
+	uint32_t imm = req->imm_be;
+
+	return tp_mcast_loop(&qp->tq, req->sgid, req->mgid, req->qkey,
+			     (req->flags & SOF_MCAST_LOOP_IMM) ? &imm : NULL,
+			     (req->flags & SOF_MCAST_LOOP_SE) != 0, req->data, req->len);
+}
+
 void sof_tp_mcast_refresh(void) { tp_mcast_refresh(); }

@@ -26,10 +26,18 @@
  * source is one of this host's addresses is dropped on arrival, so no QP
  * receives a datagram twice.
  *
+ * A UD QP whose transport runs in its program (steered) sends there, to
+ * the network; the program then hands the datagram to the daemon
+ * (MCAST_LOOP on RoCEv2, tp_mcast_loop; over the InfiniBand link socket
+ * on sofib0, ibpkt.c), and the daemon delivers it here as its own. What
+ * comes from the network for the group comes to the daemon, which
+ * delivers it to such a QP through its receive-only view
+ * (daemon/steer.c).
+ *
  * Groups are found by a hash of the MGID (a fixed table of chained
  * buckets). Only the daemon links this file (a program's engine delivers
- * no multicast: its UD QPs' groups are the daemon's, ibpkt.c); the lock
- * contract is tp.h's.
+ * no multicast: its UD QPs' groups are the daemon's); the lock contract
+ * is tp.h's.
  */
 #include "tport.h"
 
@@ -359,4 +367,34 @@ void tp_mcast_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t p
 	/* counted once per datagram, with the reason of a QP that refused it */
 	if (!taken && from_net)
 		tp_drop(why);
+}
+
+int tp_mcast_loop(struct tp_qp *qp, const uint8_t sgid[16], const uint8_t mgid[16], uint32_t qkey,
+		  const uint32_t *imm_be, bool se, const uint8_t *data, uint32_t len)
+{
+	struct roce_hdr h;
+	struct roce_addr a;
+
+	/* (sofib0's QPs hand theirs over by the link, tp_ib_ud_loop_input) */
+	if (!qp->t || qp->t->ib || qp->type != IBV_QPT_UD || !sof_gid_is_mcast(mgid) ||
+	    !tp.host->gid_local(sgid) || sof_gid_is_v4(sgid) != sof_gid_is_v4(mgid) || len > 4096 ||
+	    len > (128u << tp.host->active_mtu()))
+		return -EINVAL;
+	/* the headers send_ud gives it; the PSN of a datagram means nothing
+	 * to its receivers */
+	memset(&h, 0, sizeof(h));
+	h.opcode = imm_be ? ROCE_UD_SEND_ONLY_IMM : ROCE_UD_SEND_ONLY;
+	h.pkey = tp_qp_pkey(qp->t);
+	h.dqpn = SOF_MCAST_QPN;
+	h.se = se;
+	h.imm_be = imm_be ? *imm_be : 0;
+	h.qkey = qkey;
+	h.sqpn = qp->qpn;
+	memset(&a, 0, sizeof(a));
+	memcpy(a.src, sgid, 16);
+	memcpy(a.dst, mgid, 16);
+	a.sport = tp_flow_port(!sof_gid_is_v4(mgid), qp->qpn, SOF_MCAST_QPN);
+	a.dport = ROCE_UDP_PORT;
+	tp_mcast_input(&h, data, len, &a, false);
+	return 0;
 }

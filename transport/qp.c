@@ -298,6 +298,9 @@ bool tp_any_net_v6(void)
 		/* sofib0's come on its link socket, never on the IPv6 one */
 		if (t->net && !t->ib && !sof_gid_is_v4(t->path.dgid))
 			return true;
+		/* a RoCEv2 UD QP hears from any host, by either family */
+		if (t->qp->type == IBV_QPT_UD && !t->ib)
+			return true;
 	}
 	return false;
 }
@@ -308,6 +311,9 @@ bool tp_any_net_roce(void)
 		const struct sof_tqp *t = sof_container_of(l, struct sof_tqp, link);
 
 		if (t->net && !t->ib)
+			return true;
+		/* a RoCEv2 UD QP hears from any host, by either family */
+		if (t->qp->type == IBV_QPT_UD && !t->ib)
 			return true;
 	}
 	return false;

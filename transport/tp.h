@@ -260,7 +260,8 @@ bool tp_qp_post_may_wait(const struct tp_qp *qp, uint32_t *post_epsn);
 /* What a connected RC QP's peer needs it to acknowledge once it is gone
  * (DESTROY_QP asks the daemon to linger for it). False: nothing. */
 bool tp_qp_linger_info(const struct tp_qp *qp, struct sof_linger *l);
-/* Whether a QP whose peer is on another host reaches it over IPv6. */
+/* Whether a QP whose peer is on another host reaches it over IPv6, or a
+ * RoCEv2 UD QP is there (its peers may be of either family). */
 bool tp_any_net_v6(void);
 /* whether some QP of a RoCE port (not sofib0) has its peer on another host */
 bool tp_any_net_roce(void);
@@ -319,5 +320,15 @@ uint32_t tp_mcast_groups(void);
 /* The delivery of a datagram to a group: the TP_HOOK_MCAST hook. */
 void tp_mcast_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 		    const struct roce_addr *a, bool from_net);
+/* A datagram that UD QP qp, whose transport runs in its program, sent
+ * from its GID sgid to the group mgid (its program sent it to the
+ * network, which does not bring it back): delivered to the QPs attached
+ * here as send_mcast delivers what this engine sends. qp's state here is
+ * the receive-only view (its Q_Key, P_Key). 0, or -EINVAL when qp has no
+ * engine state or is not a RoCEv2 UD QP, mgid is not a multicast GID, sgid is not
+ * one of the host's or not of mgid's family, or len exceeds 4096 bytes
+ * or the port's MTU (IBA 9.8.3). */
+int tp_mcast_loop(struct tp_qp *qp, const uint8_t sgid[16], const uint8_t mgid[16], uint32_t qkey,
+		  const uint32_t *imm_be, bool se, const uint8_t *data, uint32_t len);
 
 #endif

@@ -519,21 +519,18 @@ static void apply_attr(struct sofv_qp *qp, const struct ibv_qp_attr *a, int mask
 		q->rate_limit = a->rate_limit; /* the transport paces (requester.c) */
 }
 
-/* Whether a UD QP's transport runs here. sofib0's do unless
- * SOFTOFED_ENGINE_UD=daemon (their RC/UC QPs still run here). sof0's stay
- * with the daemon unless SOFTOFED_ENGINE_UD=program: each datagram then
- * costs no wake-up of the daemon at either end (through the daemon, a
- * round trip wakes the two daemons four times), but a datagram this QP
- * sends to a multicast group reaches only other hosts' members (the
- * RoCEv2 engine has no way yet to hand it to the daemon, which delivers
- * it to this host's members). */
-static bool ud_engine_ok(bool ib)
+/* Whether a UD QP's transport runs here: yes unless
+ * SOFTOFED_ENGINE_UD=daemon (the RC/UC QPs still run here then), on both
+ * devices. Each datagram then costs no wake-up of the daemon at either
+ * end (through the daemon, a round trip wakes the two daemons four
+ * times); a datagram the QP sends to a multicast group goes to the
+ * network from here and to this host's members by the daemon (sof0:
+ * MCAST_LOOP, tp_slot.c; sofib0: over the link, transport/ibpkt.c). */
+static bool ud_engine_ok(void)
 {
 	const char *e = getenv("SOFTOFED_ENGINE_UD");
 
-	if (ib)
-		return !e || strcmp(e, "daemon") != 0;
-	return e && strcmp(e, "program") == 0;
+	return !e || strcmp(e, "daemon") != 0;
 }
 
 /* The daemon's view of the QP after a modify: the attributes as they will
@@ -677,11 +674,11 @@ SOFV_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	 * else in the daemon. */
 	modify_req(qp, attr, attr_mask, next, &req);
 	/* sofib0's too (the port's packet half runs in the process): their
-	 * packets always leave by the port, whatever the peer; and its UD
-	 * QPs, whose unicast then comes here (multicast stays with the
-	 * daemon, daemon/steer.c) */
+	 * packets always leave by the port, whatever the peer; and UD QPs
+	 * (both devices), whose unicast then comes here (what comes to a
+	 * group they are attached to stays with the daemon, daemon/steer.c) */
 	if (ibqp->qp_type == IBV_QPT_UD)
-		eng_kind = ud_engine_ok(s->ib);
+		eng_kind = ud_engine_ok();
 	else
 		eng_kind = (ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC) &&
 			   (s->ib || !sofv_gid_is_local(s, req.dgid));

@@ -40,7 +40,7 @@ struct sofv_eng {
 	struct sofv_context *ctx;  /* whose slot, NULL: not running */
 	bool tried;		   /* asked, for this context or the last one (tp_host.c start) */
 	bool started;		   /* the engine ran once: tp_start, the thread's fds, atexit */
-	bool v6;		   /* some QP's path is IPv6: poll that socket too */
+	bool v6;		   /* some QP's path is IPv6, or a UD QP: poll that socket too */
 	bool roce;		   /* some QP's peer is on another host over RoCE */
 	bool running;		   /* the progress thread runs */
 	_Atomic uint32_t ack_hold; /* ACKs held by a poller leave after this many polls */

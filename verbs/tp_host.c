@@ -38,7 +38,14 @@
  * member of the InfiniBand link socket's group, on which the port's packet
  * half runs (transport/iblink.c, tp_ib_attach; tp_slot.c).
  *
- * What stays with the daemon: UD QPs and multicast, QP1, the QPs of a
+ * UD QPs run here too (unless SOFTOFED_ENGINE_UD=daemon): their unicast
+ * comes here; what comes to a group they are attached to goes to the
+ * daemon, and what they send to a group goes to the daemon too, for this
+ * host's members (MCAST_LOOP, tp_slot.c). Their CQs' polls read the
+ * sockets once they sent to the network (before, the progress thread
+ * watches them): a UD ping-pong on one host pays no read per poll.
+ *
+ * What stays with the daemon: the delivery of multicast, QP1, the QPs of a
  * second context open beside the one that has the slot (a context opened
  * after it closed takes a slot anew: tp_slot.c), and those of processes
  * of other users (a member of the steering group could change the group's
@@ -66,7 +73,8 @@ struct sofv_eqp {
 	struct tp_qp m;
 	struct tp_cq scq, rcq;
 	struct sofv_qp *qp;
-	bool polled;	      /* counted in its CQs' eng_qps: its peer is on another host */
+	bool polled;	      /* counted in its CQs' eng_qps: its peer is on another host, or a
+			       * UD QP of sofib0 or one that sent to the network */
 	struct sof_link pend; /* in eng.pending: WQEs posted while packets flew */
 	uint32_t post_epsn;   /* the responder's expected PSN at the last post */
 };
@@ -847,10 +855,15 @@ int sofv_engine_modify(struct sofv_qp *qp, const struct sof_modify_qp_req *req, 
 	gids_refresh();
 	tp_resp_shared_void(&e->m);
 	err = tp_qp_modify(&e->m, &r, net);
-	/* a UD QP here is sofib0's: whatever it receives comes by the link
-	 * (its sends to this host's QPs stay the executor's: *net false) */
-	netq = *net || e->m.type == IBV_QPT_UD;
-	if (!err && netq)
+	/* A UD QP may hear from another host at any time: the progress
+	 * thread watches the sockets for it. Its CQs' polls read them too
+	 * (busy polling, no wake-up) on sofib0, whose every packet comes by
+	 * the link, and on sof0 once it sent to the network (sofv_engine_post:
+	 * its sends to this host's QPs stay the executor's, *net false, and a
+	 * ping-pong on one host reads no socket per poll) */
+	netq = *net ||
+	       (e->m.type == IBV_QPT_UD && (to_sctx(qp->qpx.qp_base.context)->ib || e->polled));
+	if (!err && (*net || e->m.type == IBV_QPT_UD))
 		err = thread_start();
 	eng.v6 = tp_any_net_v6();
 	eng.roce = tp_any_net_roce();
@@ -876,6 +889,9 @@ void sofv_engine_post(struct sofv_qp *qp)
 {
 	struct sofv_eqp *e = qp->eng;
 
+	/* a UD QP of sof0 sent to the network: its peers answer by it */
+	if (e->m.type == IBV_QPT_UD && !e->polled)
+		polled_by(qp, true);
 	note_active();
 	pthread_mutex_lock(&eng.lock);
 	/* (a UD datagram has nothing in flight to go with: it leaves now) */

@@ -57,6 +57,47 @@ _Static_assert(FLOWS_MAX <= SOF_TP_FLOW_FDS, "the slot's page names every flow s
 
 /* ---- the slot ----------------------------------------------------------------- */
 
+/* The TP_HOOK_MCAST hook of a RoCEv2 context's engine. A UD QP of ours
+ * sent a datagram to a group (transport/requester.c send_mcast): it left
+ * for the network, whose multicast does not come back to this host (the
+ * send sockets do not loop it), so the daemon delivers it to this host's
+ * QPs attached to the group (MCAST_LOOP), ours included, as when its own
+ * engine sends one; it checks the QP and the headers. One request per
+ * datagram to a group. A datagram from the network (none is steered here:
+ * DestQP 0xFFFFFF goes to the daemon) is dropped. Under the lock. */
+static void ud_mcast_loop(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
+			  const struct roce_addr *a, bool from_net)
+{
+	static struct sof_mcast_loop_req req;
+	int err;
+
+	if (from_net) {
+		tp_drop_add(SOF_DROP_qpn); /* as with no hook: no such QP here */
+		return;
+	}
+	if (!eng.ctx || paylen > sizeof(req.data))
+		return;
+	memset(&req, 0, SOF_MCAST_LOOP_HDR);
+	req.qpn = h->sqpn;
+	req.qkey = h->qkey;
+	if (roce_opinfo(h->opcode)->flags & ROCE_F_IMMDT) {
+		req.flags |= SOF_MCAST_LOOP_IMM;
+		req.imm_be = h->imm_be;
+	}
+	if (h->se)
+		req.flags |= SOF_MCAST_LOOP_SE;
+	req.len = (uint16_t)paylen;
+	memcpy(req.sgid, a->src, 16);
+	memcpy(req.mgid, a->dst, 16);
+	memcpy(req.data, payload, paylen);
+	err = sofv_rpc(eng.ctx, SOF_OP_MCAST_LOOP, &req, SOF_MCAST_LOOP_HDR + paylen, NULL, 0, NULL,
+		       0, NULL, NULL);
+	/* (lost for this host's QPs, as on a wire) */
+	if (err)
+		tp_log("QP %u: a datagram to a group not delivered on this host: %s", h->sqpn,
+		       strerror(-err));
+}
+
 /* Take a slot for ctx (NET_ENGINE): its receive sockets, counter page and
  * revocation eventfd into eng. 0 or -errno; nothing kept on failure. */
 int eng_slot_take(struct sofv_context *ctx)
@@ -97,6 +138,9 @@ int eng_slot_take(struct sofv_context *ctx)
 		tp_recv_hook(TP_HOOK_MCAST, tp_ib_ud_mcast_loop);
 	} else if (fdib >= 0)
 		close(fdib);
+	/* a RoCEv2 context's UD QPs' too, by the daemon's MCAST_LOOP */
+	if (!ctx->ib)
+		tp_recv_hook(TP_HOOK_MCAST, ud_mcast_loop);
 	return 0;
 }
 
@@ -123,10 +167,9 @@ void eng_slot_drop(void)
 	eng.nbanned = 0;
 	eng.npeers = 0;
 	eng.slot_drain = 0;
-	if (eng.fdib >= 0) {
-		tp_recv_hook(TP_HOOK_MCAST, NULL);
+	tp_recv_hook(TP_HOOK_MCAST, NULL);
+	if (eng.fdib >= 0)
 		tp_ib_detach();
-	}
 	slot_fd_close(&eng.fd4);
 	slot_fd_close(&eng.fd6);
 	slot_fd_close(&eng.fdib);

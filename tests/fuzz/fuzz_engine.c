@@ -45,8 +45,12 @@
  *   modify   MODIFY_QP with fields the fuzzer picks
  *   poke     any value into an index or state word of the shared segments
  *   dereg    deregister a region (mid-message, while READs are served),
- *            destroy a QP (its packets then go to the number it had), or
- *            detach the UD QP from the group / attach it again
+ *            destroy a QP (its packets then go to the number it had),
+ *            detach the UD QP from the group / attach it again, or
+ *            MCAST_LOOP: a program's request that a QP's datagram to a
+ *            group reach the QPs attached here (the QP taken as steered
+ *            or not, the GIDs, flags, Q_Key, length and bytes the
+ *            fuzzer's)
  *   drain    the owner polls a CQ empty
  *
  * With SOF_FUZZ_ENGINE_SEEDS=DIR set, the target instead writes its seed
@@ -1140,11 +1144,52 @@ static void cmd_poke(struct in *in)
 /* Deregister a region, (high bit) destroy a QP, or (0x40) detach the UD
  * QP from the group or attach it again; reset() makes them again for the
  * next input. */
+/* dereg's MCAST_LOOP (x: 0x60 | 0x10 steered | QP). The flags byte picks
+ * the source GID (bits 0-1), the group (2-3), immediate data (4), the
+ * solicited bit (5), a Q_Key of its own (6: else the QP's) and a request
+ * length that disagrees with the one it states (7); then the length and
+ * the payload's fill byte. */
+static void cmd_mcast_loop(uint8_t x, struct in *in)
+{
+	static const uint8_t *const gids[] = {local4, local6, peer4, group4};
+	static struct sof_mcast_loop_req r;
+	struct fqp *q = &qps[(x & 7) % NQP];
+	uint8_t f = get8(in);
+	uint32_t qkey = f & 0x40 ? get32(in) : q->qkey, len = get16(in) & 0x1fff;
+	size_t rlen;
+	bool was;
+
+	memset(&r, 0, sizeof(r));
+	r.qpn = q->qp ? q->qp->qpn : q->dead_qpn;
+	r.qkey = qkey;
+	r.imm_be = 0x03020100u;
+	r.flags =
+	    (uint16_t)((f & 0x10 ? SOF_MCAST_LOOP_IMM : 0) | (f & 0x20 ? SOF_MCAST_LOOP_SE : 0));
+	r.len = (uint16_t)len;
+	memcpy(r.sgid, gids[f & 3], 16);
+	memcpy(r.mgid, gids[(f >> 2 & 3) ^ 3], 16); /* 0: the group */
+	memset(r.data, get8(in), len < sizeof(r.data) ? len : sizeof(r.data));
+	rlen = SOF_MCAST_LOOP_HDR + (len < sizeof(r.data) ? len : sizeof(r.data));
+	if (f & 0x80)
+		rlen = rlen > SOF_MCAST_LOOP_HDR ? rlen - 1 : rlen + 1;
+	if (!q->qp) {
+		(void)call(SOF_OP_MCAST_LOOP, &r, rlen, NULL, 0, NULL, 0);
+		return;
+	}
+	/* the daemon's record that the QP runs in its program (no slot here) */
+	was = q->qp->steered;
+	q->qp->steered = (x & 0x10) != 0;
+	(void)call(SOF_OP_MCAST_LOOP, &r, rlen, NULL, 0, NULL, 0);
+	q->qp->steered = was;
+}
+
 static void cmd_dereg(struct in *in)
 {
 	uint8_t x = get8(in);
 
-	if (x & 0x80) {
+	if ((x & 0xe0) == 0x60) {
+		cmd_mcast_loop(x, in);
+	} else if (x & 0x80) {
 		struct fqp *q = &qps[x % NQP];
 		struct sof_qp_req r = {.qpn = q->qp ? q->qp->qpn : 0};
 
@@ -1980,6 +2025,32 @@ static void write_seeds(const char *dir)
 	hdr(&h, ROCE_UD_SEND_ONLY, 0);
 	seed_pkt(&o, 7, STD, &h, 30);
 	SEED("multicast_no_member", SOF_DROP_qpn, 0, 0, false, Q_UD);
+
+	/* a steered UD QP's datagram to its group, handed over by its
+	 * program (MCAST_LOOP): the QP, attached, receives it */
+	BEGIN(RECV2);
+	put8(&o, C_DEREG);
+	put8(&o, 0x60 | 0x10 | Q_UD);
+	put8(&o, 0x10); /* from local4, to group4, immediate */
+	put16(&o, 200);
+	put8(&o, 0xab);
+	SEED("mcast_loop", -1, 1, 0, false, Q_UD);
+
+	BEGIN(RECV2); /* the same from a peer's address: refused */
+	put8(&o, C_DEREG);
+	put8(&o, 0x60 | 0x10 | Q_UD);
+	put8(&o, 0x12);
+	put16(&o, 200);
+	put8(&o, 0xab);
+	SEED("mcast_loop_foreign_src", -1, 0, 0, false, Q_UD);
+
+	BEGIN(RECV2); /* a QP the daemon runs: its datagram came here when sent */
+	put8(&o, C_DEREG);
+	put8(&o, 0x60 | Q_UD);
+	put8(&o, 0x10);
+	put16(&o, 200);
+	put8(&o, 0xab);
+	SEED("mcast_loop_not_steered", -1, 0, 0, false, Q_UD);
 
 	BEGIN(RECV2);
 	hdr(&h, ROCE_SVC_RC | ROCE_SEND_ONLY, 0); /* to a group: UD only */

@@ -7,7 +7,14 @@
 # nothing twice, nothing missing):
 #   (a) one host: one sender and two receiver processes in host a, group
 #       239.77.0.1; both receive every message (the daemon delivers to this
-#       host's QPs itself), `softofed status` counts one group meanwhile;
+#       host's QPs itself), `softofed status` counts one group meanwhile.
+#       The sender's UD QP runs in its process (SOFTOFED_ENGINE_UD=program,
+#       the default: the daemon's log names it steered), one receiver's
+#       through the daemon (SOFTOFED_ENGINE_UD=daemon); the sender's own QP
+#       and a second QP of its process are attached too (mcast_ud -L) and
+#       also get every message exactly once: the program hands each
+#       datagram to the daemon (MCAST_LOOP), as the network does not bring
+#       it back;
 #   (b) sender in host a, receivers in hosts b and c, IPv4 group: both
 #       receive every message; host b's veth0 is a member of the IP group
 #       while its QP is attached; a tshark capture in host c decodes every
@@ -74,6 +81,16 @@ mc_send() {
 	sof_host_bg "$name" "$h" 90 "$SOFTOFED" run -- "$MC" -T 60 "$@"
 }
 
+# mc_env NAME HOST VAR=VALUE ARGS...: mcast_ud (receiver with -r) with
+# VAR=VALUE in its environment and SOFTOFED_ENGINE unset (tests/run.sh's
+# sanitized-daemon run sets it to daemon; the program-engine sender is
+# what the daemon's MCAST_LOOP serves), in the background
+mc_env() {
+	local name=$1 h=$2 e=$3
+	shift 3
+	sof_host_bg "$name" "$h" 90 env -u SOFTOFED_ENGINE "$e" "$SOFTOFED" run -- "$MC" -T 60 "$@"
+}
+
 # mc_passed NAME...: each process ended with 0 and "ok"; else WHY
 mc_passed() {
 	local n rc
@@ -122,13 +139,13 @@ A6=$(sof_host_ip6 a)
 # ---- (a) one host: a sender and two receivers in host a
 WHY=""
 mc_recv a1 a -n $N -s 1000 -S "$A4" "$G4"
-mc_recv a2 a -n $N -s 1000 -S "$A4" "$G4"
+mc_env a2 a SOFTOFED_ENGINE_UD=daemon -r -n $N -s 1000 -S "$A4" "$G4"
 if ! mc_ready a1 a2; then
 	not_ok "hosts/mcast (a) one host" "$WHY"
 	mc_dump a1 a2
 else
 	ng=$(groups a)
-	mc_send as a -n $N -s 1000 -a "$A4" "$G4"
+	mc_env as a SOFTOFED_ENGINE_UD=program -L -n $N -s 1000 -a "$A4" "$G4"
 	if ! mc_passed as a1 a2; then
 		not_ok "hosts/mcast (a) one host, two receivers" "$WHY"
 		mc_dump as a1 a2
@@ -136,6 +153,12 @@ else
 		not_ok "hosts/mcast (a) one host" "softofed status counted '$ng' groups, want 1"
 	else
 		ok "hosts/mcast (a) one host: two receiver processes got all $N messages ($(grep '^recv' "$(sof_out a1)"))"
+		q=$(sed -n 's/^sent .* qpn=\(0x[0-9a-f]*\).*/\1/p' "$(sof_out as)")
+		if [ -n "$q" ] && grep -q "QP $q steered to slot" "$(_sof_host_log a)"; then
+			ok "hosts/mcast (a) the sender's QP ran in its process; its own and a second QP of it got all $N once ($(grep '^loop' "$(sof_out as)"))"
+		else
+			not_ok "hosts/mcast (a) program-engine sender" "QP '$q' not steered to the sender's process"
+		fi
 	fi
 fi
 wait_groups a 0 || not_ok "hosts/mcast (a) one host" "mcast_groups $(groups a) after the receivers ended"

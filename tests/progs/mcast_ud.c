@@ -15,7 +15,13 @@
  * before the next. Message k carries a header (magic, k, SIZE, TAG) and
  * then bytes that depend on k and TAG. With -k K -W FILE it stops after
  * K messages until FILE exists (the script's signal that a receiver
- * detached).
+ * detached). With -L the sending QP is attached to the group too, and so
+ * is a second QP of the same process: each must receive every message
+ * exactly once, checked as a receiver checks (the sender's own QP gets
+ * its datagrams back, as from any member: the device delivers a group's
+ * datagram to every QP of this host attached to it), and nothing more
+ * comes for a while after the last; the sender prints "loop self=N
+ * member=N". The sender prints its QPN (qpn=) with its count.
  *
  * The receiver attaches its QP, keeps receive WQEs posted and prints
  * "ready pid=PID qpn=QPN" once it can receive. It checks each message:
@@ -38,7 +44,7 @@
 #define MAX_SIZE 4096
 
 struct opts {
-	bool recv;
+	bool recv, loop;
 	struct hp_opts hp; /* -d, -g, -T (no rendezvous) */
 	const char *group, *addr, *src, *wait_file;
 	uint32_t count, size, qkey, tag, detach_after, stop_after;
@@ -62,6 +68,7 @@ static void usage(const char *argv0)
 		"  -q QKEY    Q_Key (default 0x1ee7)\n"
 		"  -t TAG     sender: a number in each message (default 7)\n"
 		"  -k K -W FILE  sender: after K messages wait until FILE exists\n"
+		"  -L         sender: its QP and a second one attached, both must receive\n"
 		"  -i USEC    sender: pause between messages (default 200)\n"
 		"  -S ADDR    receiver: the address every message must come from\n"
 		"  -x K       receiver: detach after K messages, then expect no more\n"
@@ -83,12 +90,15 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->tag = 7;
 	o->watch_secs = 2;
 	o->interval_us = 200;
-	while ((c = getopt(argc, argv, "ra:g:d:n:s:q:t:k:W:i:S:x:w:T:h")) != -1) {
+	while ((c = getopt(argc, argv, "ra:g:d:n:s:q:t:k:W:i:S:x:w:T:Lh")) != -1) {
 		if (hp_opt(&o->hp, c, optarg))
 			continue;
 		switch (c) {
 		case 'r':
 			o->recv = true;
+			break;
+		case 'L':
+			o->loop = true;
 			break;
 		case 'a':
 			o->addr = optarg;
@@ -128,7 +138,8 @@ static void parse(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (optind != argc - 1 || o->size < sizeof(struct msg_hdr) || o->size > MAX_SIZE ||
-	    !o->count || (o->stop_after && !o->wait_file) || o->detach_after > o->count)
+	    !o->count || (o->stop_after && !o->wait_file) || o->detach_after > o->count ||
+	    (o->loop && o->recv))
 		usage(argv[0]);
 	o->group = argv[optind];
 }
@@ -326,18 +337,103 @@ static int receiver(const struct opts *o, const union ibv_gid *mgid)
 
 /* ---- sender ------------------------------------------------------------------------ */
 
+/* -L: the sender's own QP (its receive completions share the CQ with its
+ * sends: slot 0 is the send buffer, so slots 1.. receive) and a second QP
+ * of this process, both attached to the group. */
+struct loop {
+	struct res m; /* the second QP */
+	struct rstate self, mem;
+	const union ibv_gid *mgid, *src;
+};
+
+static void loop_check(const struct opts *o, struct loop *l, struct res *r, struct rstate *st,
+		       const struct ibv_wc *wc)
+{
+	const char *why =
+	    check_msg(o, l->mgid, l->src, wc, r->buf + (size_t)wc->wr_id * SLOT, st, o->count);
+
+	if (why)
+		hp_fail("%s QP: %s", st == &l->self ? "the sending" : "the second", why);
+	post_recv_slot(r, (uint32_t)wc->wr_id);
+}
+
+static void loop_setup(const struct opts *o, struct loop *l, struct res *r)
+{
+	int err;
+
+	memset(&l->self, 0, sizeof(l->self));
+	memset(&l->mem, 0, sizeof(l->mem));
+	l->self.seen = calloc(o->count, 1);
+	l->mem.seen = calloc(o->count, 1);
+	if (!l->self.seen || !l->mem.seen)
+		hp_fail("no memory");
+	setup(&l->m, o);
+	for (uint32_t i = 0; i < MAX_RECV; i++) {
+		post_recv_slot(&l->m, i);
+		if (i)
+			post_recv_slot(r, i);
+	}
+	err = ibv_attach_mcast(l->m.qp, l->mgid, 0);
+	if (!err)
+		err = ibv_attach_mcast(r->qp, l->mgid, 0);
+	if (err)
+		hp_fail("ibv_attach_mcast %s: %s", o->group, strerror(err));
+}
+
+/* The second QP's completions that are there. */
+static void loop_poll_member(const struct opts *o, struct loop *l)
+{
+	struct ibv_wc wc;
+	int n;
+
+	while ((n = ibv_poll_cq(l->m.cq, 1, &wc)) == 1)
+		loop_check(o, l, &l->m, &l->mem, &wc);
+	if (n < 0)
+		hp_fail("ibv_poll_cq: %d", n);
+}
+
+/* Until both QPs have every message, then 500 ms more in which nothing
+ * may come. */
+static void loop_finish(const struct opts *o, struct loop *l, struct res *r)
+{
+	int64_t end = hp_now_us() + 10000000, quiet;
+	struct ibv_wc wc;
+
+	while (l->self.count < o->count || l->mem.count < o->count) {
+		if (hp_now_us() > end)
+			hp_fail(
+			    "the group's members here: the sending QP got %u, the second %u of %u",
+			    l->self.count, l->mem.count, o->count);
+		while (ibv_poll_cq(r->cq, 1, &wc) == 1) {
+			if (wc.opcode != IBV_WC_RECV)
+				hp_fail("a completion of opcode %d after the sends", wc.opcode);
+			loop_check(o, l, r, &l->self, &wc);
+		}
+		loop_poll_member(o, l);
+		usleep(100);
+	}
+	quiet = hp_now_us() + 500000;
+	while (hp_now_us() < quiet) {
+		if (ibv_poll_cq(r->cq, 1, &wc) == 1 || ibv_poll_cq(l->m.cq, 1, &wc) == 1)
+			hp_fail("a completion (opcode %d status %s) after every message came",
+				wc.opcode, ibv_wc_status_str(wc.status));
+		usleep(1000);
+	}
+	printf("loop self=%u member=%u\n", l->self.count, l->mem.count);
+}
+
 static int sender(const struct opts *o, const union ibv_gid *mgid)
 {
 	struct ibv_ah_attr aa;
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
 	struct res r;
+	struct loop l;
+	union ibv_gid g;
 	int gidx = o->hp.gid_index;
 
 	setup(&r, o);
 	if (o->addr) {
-		union ibv_gid g;
-
 		if (hp_addr_gid(o->addr, &g))
 			hp_fail("-a %s: not an address", o->addr);
 		gidx = hp_gid_index(r.ctx, 1, &g);
@@ -346,6 +442,10 @@ static int sender(const struct opts *o, const union ibv_gid *mgid)
 	} else if (gidx < 0) {
 		gidx = 0;
 	}
+	l.mgid = mgid;
+	l.src = o->addr ? &g : NULL;
+	if (o->loop)
+		loop_setup(o, &l, &r);
 	memset(&aa, 0, sizeof(aa));
 	aa.is_global = 1;
 	aa.port_num = 1;
@@ -388,15 +488,24 @@ static int sender(const struct opts *o, const union ibv_gid *mgid)
 		err = ibv_post_send(r.qp, &wr, &bad);
 		if (err)
 			hp_fail("ibv_post_send #%u: %s", k, strerror(err));
-		if (!hp_poll_until(r.cq, &wc, hp_now_us() + 5000000, 100))
-			hp_fail("send #%u did not complete", k);
+		do {
+			if (!hp_poll_until(r.cq, &wc, hp_now_us() + 5000000, 100))
+				hp_fail("send #%u did not complete", k);
+			if (o->loop && wc.opcode == IBV_WC_RECV)
+				loop_check(o, &l, &r, &l.self, &wc);
+		} while (o->loop && wc.opcode == IBV_WC_RECV);
+		if (o->loop)
+			loop_poll_member(o, &l);
 		if (wc.status != IBV_WC_SUCCESS || wc.wr_id != k)
 			hp_fail("send #%u: status %s wr_id %llu", k, ibv_wc_status_str(wc.status),
 				(unsigned long long)wc.wr_id);
 		if (o->interval_us > 0)
 			usleep((useconds_t)o->interval_us);
 	}
-	printf("sent count=%u size=%u sgid_index=%d\n", o->count, o->size, gidx);
+	printf("sent count=%u size=%u sgid_index=%d qpn=0x%06x\n", o->count, o->size, gidx,
+	       r.qp->qp_num);
+	if (o->loop)
+		loop_finish(o, &l, &r);
 	printf("ok\n");
 	fflush(stdout);
 	return 0;

@@ -108,12 +108,12 @@ lat() {
 	local t=$1 v=$2 args=(-s 2) line
 	[ "$t" = atomic ] && args=()
 	PORT=$((PORT + 1))
-	sof_bg "srv.$t$v" 90 ip netns exec "$NA" taskset -c 0 "$SOFTOFED" run -- \
+	sof_bg "srv.$t$v" 150 ip netns exec "$NA" taskset -c 0 "$SOFTOFED" run -- \
 		"ib_${t}_lat" -d sof0 -F -p "$PORT" -x "$GA" "${args[@]}" -n "$ITERS"
 	if SOF_LISTEN_HOST=a sof_wait_listen "$PORT" 20 "srv.$t$v" >/dev/null 2>&1; then
-		sof_bg "cli.$t$v" 60 ip netns exec "$NB" taskset -c 1 "$SOFTOFED" run -- \
+		sof_bg "cli.$t$v" 120 ip netns exec "$NB" taskset -c 1 "$SOFTOFED" run -- \
 			"ib_${t}_lat" -d sof0 -F -p "$PORT" -x "$GB" "${args[@]}" -n "$ITERS" "$IP"
-		sof_wait "cli.$t$v" 70
+		sof_wait "cli.$t$v" 130
 		line=$(grep -E "$SOF_PERFTEST_RESULT" "$(sof_out "cli.$t$v")" | tail -n 1)
 	fi
 	sof_wait "srv.$t$v" 10 || sof_kill "srv.$t$v"

@@ -642,10 +642,14 @@ void sofv_wake_ack_sent(void);
 /* The progress thread's wait: hold, shortened to that deadline; whether
  * there is one. */
 bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold);
-/* The progress thread read packets with nobody polling: it spins on the
- * sockets for a while (sofv_wake_spinning), yielding the CPU in between
- * (sofv_wake_spin_yield). */
-void sofv_wake_spin_start(void);
+/* A completion channel fired (sofv_wake_kicked; sofv_wake_kicks counts
+ * them). The progress thread read packets with nobody polling: it spins on
+ * the sockets for a while (sofv_wake_spinning), yielding the CPU in
+ * between (sofv_wake_spin_yield) only beside a thread of this process
+ * (yields: the count moved while it read them, or a thread polled lately). */
+void sofv_wake_kicked(void);
+uint64_t sofv_wake_kicks(void);
+void sofv_wake_spin_start(bool yields);
 bool sofv_wake_spinning(void);
 void sofv_wake_spin_yield(void);
 /* While the progress thread leaves the sockets to pollers it does not

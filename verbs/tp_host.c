@@ -95,6 +95,9 @@ struct sofv_eqp {
  * after POLL_STUCK_NS, POLL_STUCK_CHECKS times since it last found some. */
 #define POLL_STUCK_NS 20000L
 #define POLL_STUCK_CHECKS 64
+/* A poll this recent means a thread of the program runs a loop of its own
+ * beside the progress thread (progress). */
+#define POLL_LATELY_NS POLL_HOLD_MAX_NS
 
 /* How long after a CQ was armed the progress thread keeps the sockets
  * whether or not some thread polls: past it, a thread still asleep on the
@@ -160,11 +163,13 @@ static bool prog_gid_local(const uint8_t gid[16]) { return sofv_gid_is_local(eng
 
 static uint32_t prog_active_mtu(void) { return eng.ctx->dev.active_mtu; }
 
-/* The channel's eventfd is this process's own: a plain write. */
+/* The channel's eventfd is this process's own: a plain write. The thread
+ * it wakes may share the progress thread's CPU (tp_wake.c). */
 static void prog_cq_kick(struct tp_cq *cq)
 {
 	uint64_t one = 1;
 
+	sofv_wake_kicked();
 	if (write(cq->evfd, &one, sizeof(one)) < 0) {
 		/* the counter is full: the waiter has events to read */
 	}
@@ -415,9 +420,9 @@ static void *progress(void *arg)
 	atomic_store(&eng.watching, true);
 	for (;;) {
 		bool polling = atomic_exchange(&eng.polled, false), spin, os, timed, want;
-		bool fired = false;
+		bool fired = false, lately;
 		struct epoll_event ev[5];
-		uint64_t v;
+		uint64_t v, kicks;
 		int n;
 
 		os = polling && sofv_wake_onesided();
@@ -456,7 +461,7 @@ static void *progress(void *arg)
 		timed = sofv_wake_wait(&wait, &hold) || os;
 		n = epoll_pwait2(eng.epfd, ev, 5, spin ? &zero : armed && !timed ? NULL : &wait, NULL);
 		atomic_store_explicit(&eng.sleeping, false, memory_order_relaxed);
-		if (n <= 0 && spin) {
+		if (n <= 0 && spin && !sofv_wake_ack_due(sof_now_ns())) {
 			sofv_wake_spin_yield();
 			continue;
 		}
@@ -496,9 +501,15 @@ static void *progress(void *arg)
 			if (ev[i].data.ptr == &eng.timer_fd)
 				fired = true;
 		}
+		/* a thread that polled lately runs a loop of its own beside
+		 * this one (a one-sided ping-pong's poll between its waits on
+		 * memory): a spin gives way to it (tp_wake.c) */
+		v = atomic_load_explicit(&eng.poll_read_ns, memory_order_relaxed);
+		lately = sof_now_ns() - v < (uint64_t)POLL_LATELY_NS;
+		kicks = sofv_wake_kicks();
 		if ((armed || !atomic_load_explicit(&eng.polled, memory_order_relaxed)) &&
 		    rx_read_some(os) && armed && !os)
-			sofv_wake_spin_start();
+			sofv_wake_spin_start(lately || sofv_wake_kicks() != kicks);
 		/* the deadlines after the sockets: a thread the machine kept
 		 * off its CPU past a transport deadline finds the ACK that
 		 * came meanwhile first, not a timeout and a go-back */

@@ -30,15 +30,29 @@
  *     kernels refuse or ignore it: nothing changes there;
  *   - its spin: when nobody polls, the progress thread reads the sockets
  *     again and again for PROGRESS_SPIN_NS after the last packet before it
- *     sleeps on them (yielding the CPU in between: a pinned program shares
- *     it): the next request of a peer in a ping-pong (a READ or an atomic
- *     to a QP whose program waits elsewhere) comes sooner than a wake-up
- *     on a virtual machine; as long as ibv_get_cq_event's spin. Not in
- *     one-sided mode (threads poll), and not for SPIN_OFF_NS after a
- *     sched_yield in it came back after more than SPIN_CONTENDED_NS:
- *     another runnable task shares the CPU, and spinning would leave the
- *     next packet to wait for that task's slice, where a sleeper is woken
- *     at once;
+ *     sleeps on them: the next request of a peer in a ping-pong (a READ or
+ *     an atomic to a QP whose program waits elsewhere) comes sooner than a
+ *     wake-up on a virtual machine; as long as ibv_get_cq_event's spin.
+ *     Not in one-sided mode (threads poll). A wake-up is what a READ
+ *     round trip paid: the target's progress thread slept in epoll between
+ *     requests and was switched in 18-33 us after the packet woke it (perf
+ *     sched timehist, median 19 us: an idle vCPU halts, and a busy one
+ *     takes the interrupt through the hypervisor too), against a 6 us
+ *     round trip when it spins. The spin yields nothing to other tasks
+ *     unless what it read woke a thread of this process (a completion
+ *     channel kicked, sofv_wake_kicked) or a thread of it polled lately
+ *     (it runs a loop of its own, which may share this CPU: a one-sided
+ *     ping-pong's poll between its waits on memory; tp_host.c's
+ *     POLL_LATELY_NS): a yield gives the CPU to whoever
+ *     else is runnable for that task's whole slice (milliseconds under
+ *     EEVDF; a busy loop pinned beside the target made every READ wait
+ *     one), where a spin that does not yield shares the CPU with it as the
+ *     scheduler shares it between any two running tasks, as the SEND
+ *     target's own poll does. Beside a thread of this process the spin
+ *     yields, and it stops for SPIN_OFF_NS once a yield came back after
+ *     more than SPIN_CONTENDED_NS (that thread, or another task, had the
+ *     CPU: the thread would wait for the spin's slice, where a sleeper
+ *     gives way at once);
  *   - its timer slack is the least (1 ns): its waits end the holds;
  *   - the transport timer: while threads poll, the progress thread takes
  *     the timerfd out of its wait along with the sockets (tp_host.c's
@@ -50,8 +64,9 @@
  *     of a pinned program on its CPU and contending for the lock with it
  *     (a ping-pong's round trip took several times as long at each).
  *
- * Lock contract: sofv_wake_rx, sofv_wake_ack_* and sofv_wake_timer_* under
- * the engine's lock; the others from the progress thread alone.
+ * Lock contract: sofv_wake_rx, sofv_wake_ack_*, sofv_wake_kick*,
+ * sofv_wake_spin_start and sofv_wake_timer_* under the engine's lock; the
+ * others from the progress thread alone.
  */
 #include "sofv.h"
 
@@ -73,6 +88,8 @@
 static uint64_t onesided_seen; /* tp_onesided() as last looked at */
 static _Atomic uint64_t onesided_until, ack_until;
 static uint64_t spin_until, nospin_until; /* the progress thread's */
+static bool spin_yields;		  /* the progress thread's */
+static uint64_t kicks;			  /* under the engine's lock */
 static bool timer_watched = true;	  /* under the engine's lock */
 
 void sofv_wake_thread_init(void)
@@ -135,20 +152,28 @@ bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold)
 	return true;
 }
 
-void sofv_wake_spin_start(void)
+void sofv_wake_kicked(void) { kicks++; }
+
+uint64_t sofv_wake_kicks(void) { return kicks; }
+
+void sofv_wake_spin_start(bool yields)
 {
 	uint64_t now = sof_now_ns();
 
-	if (now >= nospin_until)
-		spin_until = now + PROGRESS_SPIN_NS;
+	spin_yields = yields;
+	/* that thread would wait for this CPU while a contended spin goes on */
+	spin_until = spin_yields && now < nospin_until ? 0 : now + PROGRESS_SPIN_NS;
 }
 
 bool sofv_wake_spinning(void) { return spin_until && sof_now_ns() < spin_until; }
 
 void sofv_wake_spin_yield(void)
 {
-	uint64_t t0 = sof_now_ns();
+	uint64_t t0;
 
+	if (!spin_yields)
+		return;
+	t0 = sof_now_ns();
 	sched_yield();
 	if (sof_now_ns() - t0 > SPIN_CONTENDED_NS) {
 		spin_until = 0;

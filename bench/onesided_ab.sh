@@ -1,0 +1,133 @@
+#!/bin/bash
+# bench/onesided_ab.sh — issue 18's one-sided latencies between two hosts:
+# a base build against this one, in alternating rounds (base, new, base,
+# new ...) on the same machine, each round on fresh hosts.
+#
+# A round: two network-namespace hosts on a veth pair (sof_hosts_up 2), the
+# server (the target of the WRITEs, READs and atomics) in host a pinned to
+# CPU 0, the client in host b pinned to CPU 1, as bench/run.sh runs them;
+# ib_send_lat 2 B, ib_read_lat 2 B, ib_atomic_lat 8 B, ib_write_lat 2 B
+# (-n BENCH_ITERS, default 10000), then the four again with a busy loop
+# pinned to CPU 0 in host a (the "busy target host" rows). Each gives
+# t_typical and t_avg (µs; READ and atomic are round trips, SEND and WRITE
+# one-way, as perftest reports them). The table has the medians of the
+# rounds of each build and the medians of the per-round ratios of issue
+# 18: read / (2 x send), atomic / (2 x send), write / send, and t_avg /
+# t_typical of each. The load average is taken at the start of each round.
+#
+# Usage: BENCH_BASE=DIR bench/onesided_ab.sh (root: ip netns; BENCH_BUILD=DIR
+#        the new build, default build/; BENCH_REPS rounds of each, default
+#        3; BENCH_OUT=FILE also appends the table there).
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+if [ -z "${ONESIDED_AB_ROUND:-}" ]; then
+	A=${BENCH_BASE:?BENCH_BASE=DIR: the base build}
+	B=${BENCH_BUILD:-build}
+	REPS=${BENCH_REPS:-3}
+	T=$(mktemp -d /tmp/onesided_ab.XXXXXX)
+	for r in $(seq 1 "$REPS"); do
+		for side in A B; do
+			dir=$A
+			[ $side = B ] && dir=$B
+			ONESIDED_AB_ROUND=1 BENCH_BUILD=$dir "$0" >"$T/$side.$r" 2>"$T/$side.$r.err"
+			echo "# round $r $side ($dir): $(tr '\n' ' ' <"$T/$side.$r")" >&2
+			grep '^#' "$T/$side.$r.err" >&2
+		done
+	done
+	median() { sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
+	# val SIDE ROUND KEY: one round's figure
+	val() { awk -v k="$3" '$1 == k && $2 != "-" {print $2}' "$T/$1.$2" 2>/dev/null; }
+	# col SIDE KEY: the median over the rounds
+	col() { cat "$T/$1".[0-9]* 2>/dev/null | awk -v k="$2" '$1 == k && $2 != "-" {print $2}' | median; }
+	# rcol SIDE NUM DEN MUL: the median of the per-round NUM / (MUL x DEN)
+	rcol() {
+		for r in $(seq 1 "$REPS"); do
+			awk -v a="$(val "$1" "$r" "$2")" -v b="$(val "$1" "$r" "$3")" -v m="$4" \
+				'BEGIN { if (a != "" && b != "" && b > 0) printf "%.3f\n", a / (m * b) }'
+		done | median
+	}
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+	{
+		echo "### One-sided latency between hosts (veth): base ($A) vs new ($B), median of $REPS alternating rounds"
+		echo
+		echo "| figure | base | new | new / base |"
+		echo "|---|---|---|---|"
+		for v in "" _busy; do
+			w=""
+			[ -n "$v" ] && w=" (busy target host)"
+			for t in send read atomic write; do
+				u="one-way"
+				case $t in read | atomic) u="round trip" ;; esac
+				a=$(col A "${t}${v}") b=$(col B "${t}${v}")
+				echo "| ib_${t}_lat$w t_typical µs ($u) | $a | $b | $(ratio "$b" "$a") |"
+				a=$(col A "${t}${v}_avg") b=$(col B "${t}${v}_avg")
+				echo "| ib_${t}_lat$w t_avg µs | $a | $b | $(ratio "$b" "$a") |"
+			done
+		done
+		echo "| load average (1 min) at round start | $(col A load) | $(col B load) | |"
+		echo
+		echo "Issue 18's ratios (median of the per-round ratios; target ≤ 1.2 for the first three, ≤ 2 for t_avg / t_typical):"
+		echo
+		echo "| ratio | base | new |"
+		echo "|---|---|---|"
+		for v in "" _busy; do
+			w=""
+			[ -n "$v" ] && w=" (busy target host)"
+			echo "| read (round trip) / twice send$w | $(rcol A "read$v" "send$v" 2) | $(rcol B "read$v" "send$v" 2) |"
+			echo "| atomic (round trip) / twice send$w | $(rcol A "atomic$v" "send$v" 2) | $(rcol B "atomic$v" "send$v" 2) |"
+			echo "| write / send$w | $(rcol A "write$v" "send$v" 1) | $(rcol B "write$v" "send$v" 1) |"
+			for t in send read atomic write; do
+				echo "| $t t_avg / t_typical$w | $(rcol A "${t}${v}_avg" "$t$v" 1) | $(rcol B "${t}${v}_avg" "$t$v" 1) |"
+			done
+		done
+	} | tee -a "${BENCH_OUT:-/dev/null}"
+	rm -rf "$T"
+	exit 0
+fi
+
+# ---- one round, with build $BENCH_BUILD ------------------------------------------
+export SOF_BUILD=$BENCH_BUILD
+# shellcheck source=tests/lib.sh
+. "$ROOT/tests/lib.sh"
+sof_init
+ITERS=${BENCH_ITERS:-10000}
+echo "load $(cut -d' ' -f1 /proc/loadavg)"
+sof_hosts_up 2 >/dev/null 2>&1 || {
+	echo "# hosts failed" >&2
+	sof_exit >/dev/null 2>&1
+	exit 1
+}
+NA=$(sof_host_ns a) NB=$(sof_host_ns b) IP=$(sof_host_ip a)
+GA=$(sof_host_gid a) GB=$(sof_host_gid b)
+PORT=19400
+
+# lat TEST SUFFIX: one server / client run; "TEST[SUFFIX] t_typical" and
+# "TEST[SUFFIX]_avg t_avg"
+lat() {
+	local t=$1 v=$2 args=(-s 2) line
+	[ "$t" = atomic ] && args=()
+	PORT=$((PORT + 1))
+	sof_bg "srv.$t$v" 150 ip netns exec "$NA" taskset -c 0 "$SOFTOFED" run -- \
+		"ib_${t}_lat" -d sof0 -F -p "$PORT" -x "$GA" "${args[@]}" -n "$ITERS"
+	if SOF_LISTEN_HOST=a sof_wait_listen "$PORT" 20 "srv.$t$v" >/dev/null 2>&1; then
+		sof_bg "cli.$t$v" 120 ip netns exec "$NB" taskset -c 1 "$SOFTOFED" run -- \
+			"ib_${t}_lat" -d sof0 -F -p "$PORT" -x "$GB" "${args[@]}" -n "$ITERS" "$IP"
+		sof_wait "cli.$t$v" 130
+		line=$(grep -E "$SOF_PERFTEST_RESULT" "$(sof_out "cli.$t$v")" | tail -n 1)
+	fi
+	sof_wait "srv.$t$v" 10 || sof_kill "srv.$t$v"
+	if [ -z "${line:-}" ]; then
+		echo "# ib_${t}_lat$v failed: $(tail -n 3 "$(sof_out "cli.$t$v")" "$(sof_out "srv.$t$v")" 2>/dev/null | tr '\n' ' ')" >&2
+		line="- - - - - -"
+	fi
+	echo "$t$v $(echo "$line" | awk '{print $5}')"
+	echo "${t}${v}_avg $(echo "$line" | awk '{print $6}')"
+}
+
+for t in send read atomic write; do lat "$t" ""; done
+sof_bg busy 600 ip netns exec "$NA" taskset -c 0 sh -c 'while :; do :; done'
+for t in send read atomic write; do lat "$t" _busy; done
+sof_kill busy
+sof_exit >/dev/null 2>&1
+exit 0

@@ -605,14 +605,18 @@ void cm_poll(void)
 	struct rdma_cm_event *ev;
 	struct ibv_cq *cq;
 	void *cctx;
+	bool cq_ev = false;
 
 	if (!cm.ch)
 		return;
 	while (!ibv_get_cq_event(cm.cch, &cq, &cctx)) {
 		ibv_ack_cq_events(cq, 1);
 		ibv_req_notify_cq(cq, 0);
+		cq_ev = true;
 	}
-	reap();
+	/* as ud_poll: an armed CQ without an event has nothing */
+	if (cq_ev)
+		reap();
 	while (!rdma_get_cm_event(cm.ch, &ev)) {
 		enum rdma_cm_event_type type = ev->event;
 		struct rdma_cm_id *id = ev->id;

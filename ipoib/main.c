@@ -552,8 +552,7 @@ static void loop(void)
 		cm_fds(&p[5]);
 		if (poll(p, 7, 100) < 0 && errno != EINTR)
 			break;
-		/* completions are reaped on every pass: the channel's event
-		 * only wakes the loop */
+		/* the CQs are polled after their channels' events */
 		ud_poll();
 		cm_poll();
 		ipoib_gro_flush();

@@ -211,12 +211,19 @@ void ud_poll(void)
 {
 	struct ibv_cq *cq;
 	void *cctx;
+	bool ev = false;
 
 	while (!ibv_get_cq_event(ud.ch, &cq, &cctx)) {
 		ibv_ack_cq_events(cq, 1);
 		ibv_req_notify_cq(cq, 0);
+		ev = true;
 	}
-	reap();
+	/* The CQ is armed, so without an event it has nothing. A poll then
+	 * (every wake-up of the loop, e.g. for a packet from the kernel)
+	 * would take the engine's sockets from the verbs progress thread:
+	 * a wake-up of it, and its engine lock in the way of our post. */
+	if (ev)
+		reap();
 }
 
 unsigned ud_sq_free(void)

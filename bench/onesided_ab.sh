@@ -22,24 +22,9 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 if [ -z "${ONESIDED_AB_ROUND:-}" ]; then
-	A=${BENCH_BASE:?BENCH_BASE=DIR: the base build}
-	B=${BENCH_BUILD:-build}
-	REPS=${BENCH_REPS:-3}
-	T=$(mktemp -d /tmp/onesided_ab.XXXXXX)
-	for r in $(seq 1 "$REPS"); do
-		for side in A B; do
-			dir=$A
-			[ $side = B ] && dir=$B
-			ONESIDED_AB_ROUND=1 BENCH_BUILD=$dir "$0" >"$T/$side.$r" 2>"$T/$side.$r.err"
-			echo "# round $r $side ($dir): $(tr '\n' ' ' <"$T/$side.$r")" >&2
-			grep '^#' "$T/$side.$r.err" >&2
-		done
-	done
-	median() { sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
-	# val SIDE ROUND KEY: one round's figure
-	val() { awk -v k="$3" '$1 == k && $2 != "-" {print $2}' "$T/$1.$2" 2>/dev/null; }
-	# col SIDE KEY: the median over the rounds
-	col() { cat "$T/$1".[0-9]* 2>/dev/null | awk -v k="$2" '$1 == k && $2 != "-" {print $2}' | median; }
+	# shellcheck source=bench/ab_lib.sh
+	. "$ROOT/bench/ab_lib.sh"
+	ab_rounds onesided_ab ONESIDED_AB_ROUND
 	# rcol SIDE NUM DEN MUL: the median of the per-round NUM / (MUL x DEN)
 	rcol() {
 		for r in $(seq 1 "$REPS"); do
@@ -47,7 +32,6 @@ if [ -z "${ONESIDED_AB_ROUND:-}" ]; then
 				'BEGIN { if (a != "" && b != "" && b > 0) printf "%.3f\n", a / (m * b) }'
 		done | median
 	}
-	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 	{
 		echo "### One-sided latency between hosts (veth): base ($A) vs new ($B), median of $REPS alternating rounds"
 		echo

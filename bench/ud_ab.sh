@@ -22,36 +22,19 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 if [ -z "${UD_AB_ROUND:-}" ]; then
-	A=${BENCH_BASE:?BENCH_BASE=DIR: the base build}
-	B=${BENCH_BUILD:-build}
-	REPS=${BENCH_REPS:-3}
-	T=$(mktemp -d /tmp/ud_ab.XXXXXX)
-	for r in $(seq 1 "$REPS"); do
-		for side in A B; do
-			dir=$A
-			[ $side = B ] && dir=$B
-			UD_AB_ROUND=1 BENCH_BUILD=$dir "$0" >"$T/$side.$r" 2>"$T/$side.$r.err"
-			echo "# round $r $side ($dir): $(tr '\n' ' ' <"$T/$side.$r")" >&2
-		done
-	done
-	median() { sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
-	col() { cat "$T/$1".[0-9]* 2>/dev/null | awk -v k="$2" '$1 == k && $2 != "-" {print $2}' | median; }
-	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+	# shellcheck source=bench/ab_lib.sh
+	. "$ROOT/bench/ab_lib.sh"
+	ab_rounds ud_ab UD_AB_ROUND
 	{
 		echo "### sofib0 UD and IPoIB datagram mode: base ($A) vs new ($B), median of $REPS alternating rounds"
 		echo
-		echo "| measure | base | new | new / base |"
-		echo "|---|---|---|---|"
-		for m in "udlat:ib_send_lat -c UD 2 B, one switch (t_typical µs)" \
+		ab_head
+		ab_rows "udlat:ib_send_lat -c UD 2 B, one switch (t_typical µs)" \
 			"ping:IPoIB datagram ping a -> b, 200 echoes (avg ms)" \
 			"pingmed:IPoIB datagram ping a -> b, 200 echoes (median echo, ms)" \
 			"tcp:IPoIB datagram iperf3 TCP 1 stream (Mbit/s)" \
 			"udp:IPoIB datagram iperf3 UDP 20 Mbit/s (lost %)" \
-			"rcvbuf:b's UDP RcvbufErrors during the UDP step" "load:load average (1 min) at round start"; do
-			k=${m%%:*}
-			a=$(col A "$k") b=$(col B "$k")
-			echo "| ${m#*:} | $a | $b | $(ratio "$b" "$a") |"
-		done
+			"rcvbuf:b's UDP RcvbufErrors during the UDP step" "load:load average (1 min) at round start"
 	} | tee -a "${BENCH_OUT:-/dev/null}"
 	rm -rf "$T"
 	exit 0

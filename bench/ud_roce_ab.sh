@@ -19,27 +19,14 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 if [ -z "${UD_AB_ROUND:-}" ]; then
-	A=${BENCH_BASE:?BENCH_BASE=DIR: the base build}
-	B=${BENCH_BUILD:-build}
-	REPS=${BENCH_REPS:-3}
-	T=$(mktemp -d /tmp/ud_roce_ab.XXXXXX)
-	for r in $(seq 1 "$REPS"); do
-		for side in A B; do
-			dir=$A
-			[ $side = B ] && dir=$B
-			UD_AB_ROUND=1 BENCH_BUILD=$dir "$0" >"$T/$side.$r" 2>"$T/$side.$r.err"
-			echo "# round $r $side ($dir): $(tr '\n' ' ' <"$T/$side.$r")" >&2
-		done
-	done
-	median() { sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
-	col() { cat "$T/$1".[0-9]* 2>/dev/null | awk -v k="$2" '$1 == k && $2 != "-" {print $2}' | median; }
-	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+	# shellcheck source=bench/ab_lib.sh
+	. "$ROOT/bench/ab_lib.sh"
+	ab_rounds ud_roce_ab UD_AB_ROUND
 	{
 		echo "### sof0 UD: base ($A) vs new ($B), median of $REPS alternating rounds"
 		echo
-		echo "| measure | base | new | new / base |"
-		echo "|---|---|---|---|"
-		for m in "lat2:ib_send_lat -c UD 2 B, hosts b -> a (t_typical µs)" \
+		ab_head
+		ab_rows "lat2:ib_send_lat -c UD 2 B, hosts b -> a (t_typical µs)" \
 			"lat2avg:ib_send_lat -c UD 2 B, hosts b -> a (t_avg µs)" \
 			"pp2:ibv_ud_pingpong 8 B, hosts b -> a (µs/iter)" \
 			"csw:daemons' context switches over those two runs" \
@@ -47,11 +34,7 @@ if [ -z "${UD_AB_ROUND:-}" ]; then
 			"lat1:ib_send_lat -c UD 2 B, one host (t_typical µs)" \
 			"lat1avg:ib_send_lat -c UD 2 B, one host (t_avg µs)" \
 			"pp1:ibv_ud_pingpong 8 B, one host (µs/iter)" \
-			"load:load average (1 min) at round start"; do
-			k=${m%%:*}
-			a=$(col A "$k") b=$(col B "$k")
-			echo "| ${m#*:} | $a | $b | $(ratio "$b" "$a") |"
-		done
+			"load:load average (1 min) at round start"
 	} | tee -a "${BENCH_OUT:-/dev/null}"
 	rm -rf "$T"
 	exit 0

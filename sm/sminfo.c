@@ -1,10 +1,12 @@
 /*
  * SM against SM (IBA 14.4.1): after a heavy sweep the SM asks every other
  * port with IsSM set for its SMInfo (the probe).
- *  - A DISCOVERING SM that finds a MASTER goes STANDBY: it programs
- *    nothing, and polls the master's SMInfo every second; three polls
- *    unanswered in a row (or an answer that is no longer MASTER) and it
- *    becomes master itself and sweeps, taking the LIDs the ports have.
+ *  - A DISCOVERING SM that finds a MASTER, or a better SM (higher
+ *    priority, or equal and lower GUID) still DISCOVERING, goes STANDBY:
+ *    it programs nothing, and polls that SM's SMInfo every second; three
+ *    polls unanswered in a row (or an answer neither MASTER nor
+ *    DISCOVERING) and it becomes master itself and sweeps, taking the
+ *    LIDs the ports have.
  *  - A MASTER that finds a STANDBY of higher priority (or equal priority
  *    and lower GUID, IBA 14.4.1.1) hands over: SMInfo Set HANDOVER to it;
  *    the standby becomes master and answers with SMInfo Set ACKNOWLEDGE,
@@ -65,6 +67,14 @@ static void on_probe(struct sm *sm, struct sm_req *rq, int err, const uint8_t *m
 	if (guid == sm->sn.sm_guid)
 		return;
 	if (state == SM_STATE_MASTER) {
+		sm->master = p;
+		sm->master_guid = guid;
+	} else if (state == SM_STATE_DISCOVERING && !sm->master &&
+		   sm_better(prio, guid, sm->sn.sm_priority, sm->sn.sm_guid)) {
+		/* a better SM still sweeping will be master: we wait behind it
+		 * as behind a master (OpenSM goes STANDBY on a higher SM in
+		 * DISCOVERING too); were we to take the subnet, two masters
+		 * would sweep it */
 		sm->master = p;
 		sm->master_guid = guid;
 	} else if (state == SM_STATE_STANDBY &&
@@ -128,7 +138,10 @@ static void on_poll(struct sm *sm, struct sm_req *rq, int err, const uint8_t *ma
 	(void)rq;
 	if (sm->sn.sm_state != SM_STATE_STANDBY)
 		return;
-	if (!err && (sm_smp_data(mad)[20] & 0xf) == SM_STATE_MASTER &&
+	/* the master, or the better SM we wait behind still sweeping */
+	if (!err &&
+	    ((sm_smp_data(mad)[20] & 0xf) == SM_STATE_MASTER ||
+	     (sm_smp_data(mad)[20] & 0xf) == SM_STATE_DISCOVERING) &&
 	    sof_get64(sm_smp_data(mad)) == sm->master_guid) {
 		sm->poll_fails = 0;
 		return;

@@ -11,6 +11,8 @@
 #                    round's lines and its "#" notes on stderr
 #   ab_head          the table's header (measure, base, new, new / base)
 #   ab_rows K:LABEL...  one row per KEY: the medians and their ratio
+#   ab_end           (the table on stdin) shows it, appends it to BENCH_OUT
+#                    when set, removes T (the driver exits after it)
 #   val SIDE ROUND KEY  one round's figure; col SIDE KEY  the median over
 #                    the rounds; ratio A B  A / B to two places ("-": none)
 
@@ -48,4 +50,9 @@ ab_rows() {
 		a=$(col A "$k") b=$(col B "$k")
 		echo "| ${m#*:} | $a | $b | $(ratio "$b" "$a") |"
 	done
+}
+
+ab_end() {
+	tee -a "${BENCH_OUT:-/dev/null}"
+	rm -rf "$T"
 }

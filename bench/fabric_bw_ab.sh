@@ -22,8 +22,7 @@ if [ -z "${BW_AB_ROUND:-}" ]; then
 		ab_head
 		ab_rows "bw:ib_write_bw -s 1048576 -n 200 c -> a by LID (BW average MB/s)" \
 			"load:load average (1 min) at round start"
-	} | tee -a "${BENCH_OUT:-/dev/null}"
-	rm -rf "$T"
+	} | ab_end
 	exit 0
 fi
 

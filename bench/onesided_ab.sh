@@ -65,8 +65,7 @@ if [ -z "${ONESIDED_AB_ROUND:-}" ]; then
 				echo "| $t t_avg / t_typical$w | $(rcol A "${t}${v}_avg" "$t$v" 1) | $(rcol B "${t}${v}_avg" "$t$v" 1) |"
 			done
 		done
-	} | tee -a "${BENCH_OUT:-/dev/null}"
-	rm -rf "$T"
+	} | ab_end
 	exit 0
 fi
 

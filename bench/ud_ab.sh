@@ -35,8 +35,7 @@ if [ -z "${UD_AB_ROUND:-}" ]; then
 			"tcp:IPoIB datagram iperf3 TCP 1 stream (Mbit/s)" \
 			"udp:IPoIB datagram iperf3 UDP 20 Mbit/s (lost %)" \
 			"rcvbuf:b's UDP RcvbufErrors during the UDP step" "load:load average (1 min) at round start"
-	} | tee -a "${BENCH_OUT:-/dev/null}"
-	rm -rf "$T"
+	} | ab_end
 	exit 0
 fi
 

@@ -35,8 +35,7 @@ if [ -z "${UD_AB_ROUND:-}" ]; then
 			"lat1avg:ib_send_lat -c UD 2 B, one host (t_avg µs)" \
 			"pp1:ibv_ud_pingpong 8 B, one host (µs/iter)" \
 			"load:load average (1 min) at round start"
-	} | tee -a "${BENCH_OUT:-/dev/null}"
-	rm -rf "$T"
+	} | ab_end
 	exit 0
 fi
 

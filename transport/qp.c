@@ -290,6 +290,9 @@ bool tp_qp_linger_info(const struct tp_qp *qp, struct sof_linger *l)
 	return true;
 }
 
+/* a RoCEv2 UD QP hears from any host, by either family */
+static bool ud_roce(const struct sof_tqp *t) { return t->qp->type == IBV_QPT_UD && !t->ib; }
+
 bool tp_any_net_v6(void)
 {
 	for (struct sof_link *l = tp.qps.next; l != &tp.qps; l = l->next) {
@@ -298,8 +301,7 @@ bool tp_any_net_v6(void)
 		/* sofib0's come on its link socket, never on the IPv6 one */
 		if (t->net && !t->ib && !sof_gid_is_v4(t->path.dgid))
 			return true;
-		/* a RoCEv2 UD QP hears from any host, by either family */
-		if (t->qp->type == IBV_QPT_UD && !t->ib)
+		if (ud_roce(t))
 			return true;
 	}
 	return false;
@@ -312,8 +314,7 @@ bool tp_any_net_roce(void)
 
 		if (t->net && !t->ib)
 			return true;
-		/* a RoCEv2 UD QP hears from any host, by either family */
-		if (t->qp->type == IBV_QPT_UD && !t->ib)
+		if (ud_roce(t))
 			return true;
 	}
 	return false;

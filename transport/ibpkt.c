@@ -31,6 +31,7 @@
  * attached to the group (tp_ib_ud_mcast_loop, tp_ib_ud_loop_input).
  */
 #include "ibport.h"
+#include "sys_msg.h"
 
 #include "sof_bytes.h"
 #include "sof_util.h"
@@ -221,21 +222,38 @@ int tp_ib_rx_fd(int fd)
 	int n = 0, reads = 0;
 
 	tp_ib_member_sync();
-	while (tp_ibp.on && reads < RX_BUDGET) {
-		int got;
-
+	if (!tp_ibp.rx.ready) {
 		for (int i = 0; i < TP_IB_RX_BATCH; i++) {
 			tp_ibp.rx.iov[i] =
 			    (struct iovec){tp_ibp.rx.buf[i], sizeof(tp_ibp.rx.buf[i])};
-			tp_ibp.rx.m[i].msg_hdr =
-			    (struct msghdr){.msg_name = &tp_ibp.rx.from[i],
-					    .msg_namelen = sizeof(tp_ibp.rx.from[i]),
-					    .msg_iov = &tp_ibp.rx.iov[i],
-					    .msg_iovlen = 1,
-					    .msg_control = &tp_ibp.rx.ctl[i],
-					    .msg_controllen = sizeof(tp_ibp.rx.ctl[i])};
+			tp_ibp.rx.m[i].msg_hdr = (struct msghdr){.msg_name = &tp_ibp.rx.from[i],
+								 .msg_iov = &tp_ibp.rx.iov[i],
+								 .msg_iovlen = 1,
+								 .msg_control = &tp_ibp.rx.ctl[i]};
 		}
-		got = recvmmsg(fd, tp_ibp.rx.m, TP_IB_RX_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		tp_ibp.rx.want = 1;
+		tp_ibp.rx.ready = true;
+	}
+	while (tp_ibp.on && reads < RX_BUDGET) {
+		unsigned want = tp_ibp.rx.want;
+		int got;
+
+		/* only the lengths the kernel wrote back need setting again */
+		for (unsigned i = 0; i < want; i++) {
+			tp_ibp.rx.m[i].msg_hdr.msg_namelen = sizeof(tp_ibp.rx.from[i]);
+			tp_ibp.rx.m[i].msg_hdr.msg_controllen = sizeof(tp_ibp.rx.ctl[i]);
+			tp_ibp.rx.m[i].msg_hdr.msg_flags = 0;
+		}
+		got = tp_sys_recvmmsg(fd, tp_ibp.rx.m, want, MSG_DONTWAIT | MSG_TRUNC);
+		/* as udp.c's tp_rx: ask next for what this read found, twice
+		 * as many when it found all it asked for, one after an empty
+		 * read (a ping-pong's poll is one recvmsg and does not pay
+		 * for a try on the emptied socket; a stream soon reads the
+		 * whole batch) */
+		if (got > 0 && (unsigned)got == want)
+			tp_ibp.rx.want = want * 2 < TP_IB_RX_BATCH ? want * 2 : TP_IB_RX_BATCH;
+		else
+			tp_ibp.rx.want = got > 1 ? (unsigned)got : 1;
 		if (got <= 0)
 			break;
 		for (int i = 0; i < got && tp_ibp.on; i++) {
@@ -430,7 +448,8 @@ void tp_ib_flush(void)
 		return;
 	nm = tx_group(0);
 	while (done < nm) {
-		int r = tp_ibp.on ? sendmmsg(tp_ibp.fd, tp_ibp.tx.m + done, nm - done, MSG_DONTWAIT)
+		int r = tp_ibp.on ? tp_sys_sendmmsg(tp_ibp.fd, tp_ibp.tx.m + done, nm - done,
+						    MSG_DONTWAIT)
 				  : -1;
 
 		if (r < 0 && tp_ibp.on && errno == EINTR)

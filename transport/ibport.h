@@ -57,6 +57,8 @@ struct tp_ib_port {
 			struct cmsghdr align;
 		} ctl[TP_IB_RX_BATCH];
 		uint8_t buf[TP_IB_RX_BATCH][TP_IB_RX_BUF];
+		bool ready;    /* iov, buffers and names pointed once */
+		unsigned want; /* datagrams the next read asks for (ibpkt.c) */
 	} rx;
 	struct {
 		unsigned n;

@@ -34,6 +34,7 @@
  * file of the engine that knows UDP; tp_input checks the ICRC and hands
  * each packet to the receive classifier (recv.c).
  */
+#include "sys_msg.h"
 #include "tport.h"
 
 #include "sof_gid.h"
@@ -41,7 +42,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -517,41 +517,6 @@ static void tx_count(const struct tx_pkt *t, uint32_t n)
 	}
 }
 
-/* recvmmsg and sendmmsg (recvmsg and sendmsg for one message: a shorter
- * way through the kernel, on every empty poll of a ping-pong) as system
- * calls without libc's wrappers: those are cancellation points, and in a
- * program with more than one thread (the engine's progress thread) each
- * call turns asynchronous cancellation on and off around the system call,
- * two atomic read-modify-writes on every poll of the sockets. The engine
- * has no cancellation point to offer: a thread cancelled in it would
- * leave the engine's lock held. */
-static int sys_recvmmsg(int fd, struct mmsghdr *msgs, unsigned n, int flags)
-{
-	ssize_t r;
-
-	if (n > 1)
-		return (int)syscall(SYS_recvmmsg, fd, msgs, n, flags, NULL);
-	/* one datagram: recvmsg, the shorter way through the kernel */
-	r = syscall(SYS_recvmsg, fd, &msgs->msg_hdr, flags);
-	if (r < 0)
-		return -1;
-	msgs->msg_len = (unsigned)r;
-	return 1;
-}
-
-static int sys_sendmmsg(int fd, struct mmsghdr *msgs, unsigned n, int flags)
-{
-	ssize_t r;
-
-	if (n > 1)
-		return (int)syscall(SYS_sendmmsg, fd, msgs, n, flags);
-	r = syscall(SYS_sendmsg, fd, &msgs->msg_hdr, flags);
-	if (r < 0)
-		return -1;
-	msgs->msg_len = (unsigned)r;
-	return 1;
-}
-
 /* sendmmsg of msgs[0..n) on fd (their packets: first[i], count[i]).
  * A message the kernel refuses is lost, as on a wire; a GSO send refused
  * as such (a kernel or route without UDP GSO) turns GSO off and goes
@@ -562,7 +527,7 @@ static void tx_send(int fd, struct mmsghdr *msgs, const uint32_t *first, const u
 	uint32_t done = 0;
 
 	while (done < n) {
-		int r = sys_sendmmsg(fd, msgs + done, n - done, MSG_DONTWAIT);
+		int r = tp_sys_sendmmsg(fd, msgs + done, n - done, MSG_DONTWAIT);
 
 		if (r > 0) {
 			for (int i = 0; i < r; i++)
@@ -781,7 +746,7 @@ int tp_rx(int fd, bool v6, const struct roce_addr *flow)
 			rxb.msgs[i].msg_hdr.msg_controllen = sizeof(rxb.ctl[i]);
 			rxb.msgs[i].msg_hdr.msg_flags = 0;
 		}
-		n = sys_recvmmsg(fd, rxb.msgs, (unsigned)want[v6], MSG_DONTWAIT);
+		n = tp_sys_recvmmsg(fd, rxb.msgs, (unsigned)want[v6], MSG_DONTWAIT);
 		got += n > 0 ? n : 0;
 		for (int i = 0; i < n; i++)
 			rx_datagram((unsigned)i, v6, flow);

@@ -4,10 +4,17 @@
  * of shared memory. The parent writes an odd counter value, the child
  * answers with the next even one; each round trip moves the line twice.
  *
+ * With LINES 2, each process writes a line of its own and waits on the
+ * other's: the shape of a queue pair, where each side writes into its
+ * peer's receive queue (a completion slot) and polls its own. Each writer
+ * then stores into a line the other core holds, instead of one it has
+ * just read, which on some machines costs twice the one-line figure.
+ *
  * Prints "oneway_ns N": half the median round-trip time over ROUNDS round
  * trips measured in batches of 1000 (the median of the batches).
  *
- * Usage: cacheline_pingpong CPU_A CPU_B [ROUNDS]   (default 1000000)
+ * Usage: cacheline_pingpong CPU_A CPU_B [ROUNDS [LINES]]
+ *        (default 1000000 rounds, 1 line)
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -49,19 +56,25 @@ static int cmp_u64(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	_Atomic uint64_t *line;
+	_Atomic uint64_t *line, *to_child, *to_parent;
 	uint64_t rounds = 1000000, nb, i, *batch;
-	int cpu_a, cpu_b, status;
+	int cpu_a, cpu_b, status, lines = 1;
 	pid_t child;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s CPU_A CPU_B [ROUNDS]\n", argv[0]);
+		fprintf(stderr, "usage: %s CPU_A CPU_B [ROUNDS [LINES]]\n", argv[0]);
 		return 2;
 	}
 	cpu_a = atoi(argv[1]);
 	cpu_b = atoi(argv[2]);
 	if (argc > 3)
 		rounds = strtoull(argv[3], NULL, 10);
+	if (argc > 4)
+		lines = atoi(argv[4]);
+	if (lines != 1 && lines != 2) {
+		fprintf(stderr, "cacheline_pingpong: LINES is 1 or 2\n");
+		return 2;
+	}
 	nb = rounds / BATCH;
 	if (nb == 0)
 		nb = 1;
@@ -71,7 +84,12 @@ int main(int argc, char **argv)
 		perror("cacheline_pingpong");
 		return 1;
 	}
-	atomic_store(line, 0);
+	/* two lines: the parent writes to_child, the child to_parent, 2 KiB
+	 * apart in the page (no adjacent-line prefetch pairs them) */
+	to_child = line;
+	to_parent = lines == 2 ? line + 4096 / 2 / sizeof(*line) : line;
+	atomic_store(to_child, 0);
+	atomic_store(to_parent, 0);
 	child = fork();
 	if (child < 0) {
 		perror("cacheline_pingpong: fork");
@@ -83,9 +101,9 @@ int main(int argc, char **argv)
 		if (pin(cpu_b))
 			perror("cacheline_pingpong: pin child");
 		for (v = 1; v < 2 * nb * BATCH; v += 2) {
-			while (atomic_load_explicit(line, memory_order_acquire) != v)
+			while (atomic_load_explicit(to_child, memory_order_acquire) != v)
 				;
-			atomic_store_explicit(line, v + 1, memory_order_release);
+			atomic_store_explicit(to_parent, v + 1, memory_order_release);
 		}
 		_exit(0);
 	}
@@ -96,8 +114,8 @@ int main(int argc, char **argv)
 
 		for (j = 0; j < BATCH; j++) {
 			v = 2 * (i * BATCH + j) + 1;
-			atomic_store_explicit(line, v, memory_order_release);
-			while (atomic_load_explicit(line, memory_order_acquire) != v + 1)
+			atomic_store_explicit(to_child, v, memory_order_release);
+			while (atomic_load_explicit(to_parent, memory_order_acquire) != v + 1)
 				;
 		}
 		batch[i] = now_ns() - t0;

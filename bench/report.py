@@ -353,6 +353,10 @@ def main():
           "ib_send_lat 2 B / cache-line ping-pong (issue 18)", "≤ 2")
     ratio("softofed same host: ib_send_lat 2 B", "UCX same host: ucx_perftest tag_lat 2 B (posix)",
           "ib_send_lat 2 B / UCX posix tag_lat (issue 18)", "≤ 1")
+    # the floor of a design in which each side writes into its peer's
+    # queue: one line per direction (bench/cacheline_pingpong.c LINES 2)
+    ratio("softofed same host: ib_send_lat 2 B", "physical: two-line ping-pong one-way",
+          "ib_send_lat 2 B / two-line ping-pong", "—")
     ratio("softofed same host: ib_send_lat 2 B", "kernel loopback: tcp ping-pong 14 B (blocking)",
           "ib_send_lat 2 B / kernel TCP loopback (blocking)", "far below 1")
     ratio("softofed same host: ib_send_lat 2 B", "kernel loopback: tcp ping-pong 14 B (busy-polled)",

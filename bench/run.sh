@@ -5,7 +5,8 @@
 # In one run, under the same pinning (server / one side on CPU BENCH_CPU_A,
 # client / other side on BENCH_CPU_B; defaults 0 and 1):
 #   physical limits   bench/memcpy_bw (single-thread memcpy, 4 KiB..64 MiB),
-#                     bench/cacheline_pingpong (one-way cache-line transfer);
+#                     bench/cacheline_pingpong (one-way cache-line transfer,
+#                     one line and one line per direction);
 #   same host         in a network namespace of its own with its own daemon
 #                     (tests/lib.sh sof_ns_run):
 #                     idle: the fresh daemon's resident memory and CPU over
@@ -358,6 +359,21 @@ physical() {
 			}
 			rec "physical: cache-line ping-pong one-way" us "$v" \
 				"$(rel "$BIN")/cacheline_pingpong $CPU_A $CPU_B $rounds"
+		done
+	fi
+	# each side writes a line of its own, as each side of a queue pair
+	# writes into its peer's receive queue (bench/cacheline_pingpong.c)
+	if wanted "physical: two-line ping-pong"; then
+		for i in $(reps); do
+			log "two-line ping-pong run $i"
+			v=$(timeout 120 "$BIN/cacheline_pingpong" "$CPU_A" "$CPU_B" "$rounds" 2 |
+				awk '$1 == "oneway_ns" { print $2 / 1000 }')
+			[ -n "$v" ] || {
+				fail "physical: two-line ping-pong" "cacheline_pingpong failed"
+				break
+			}
+			rec "physical: two-line ping-pong one-way" us "$v" \
+				"$(rel "$BIN")/cacheline_pingpong $CPU_A $CPU_B $rounds 2"
 		done
 	fi
 }

@@ -2,7 +2,8 @@
 # bench/samehost_ab.sh BUILD_DIR... : issue 18 item 3's figures as an A/B
 # of builds in alternating rounds (root). Each round runs in a private
 # network namespace with the first build's daemon: the cache-line
-# ping-pong, same-host `ib_send_lat -s 2 -C` with the programs, CLI and
+# ping-pong on one line and on two (one per direction, the floor of a
+# queue pair: bench/cacheline_pingpong.c), same-host `ib_send_lat -s 2 -C` with the programs, CLI and
 # library of every build (the order of the builds reversed every other
 # round), UCX posix `tag_lat` 2 B. The builds must differ only in the
 # library (verbs/) for the shared daemon to be right. One line per round
@@ -40,8 +41,10 @@ r=$1 tmp=$2 iters=$3 a=$4 b=$5 mhz=$6
 shift 6
 port=$((20000 + RANDOM % 10000))
 line="$r $(cut -d" " -f1 /proc/loadavg)"
-line="$line $(timeout 60 "$tmp/cacheline_pingpong" "$a" "$b" 200000 |
-	awk '"'"'$1 == "oneway_ns" { printf "%.4f", $2 / 1000 }'"'"')"
+for lines in 1 2; do
+	line="$line $(timeout 60 "$tmp/cacheline_pingpong" "$a" "$b" 200000 $lines |
+		awk '"'"'$1 == "oneway_ns" { printf "%.4f", $2 / 1000 }'"'"')"
+done
 port=$((port + 1))
 timeout 60 taskset -c "$a" env UCX_TLS=posix,self ucx_perftest -p $port -t tag_lat -s 2 \
 	-n 100000 -w 1000 >/dev/null 2>&1 &
@@ -71,7 +74,7 @@ echo "$line"
 '
 RES=$TMP/rounds
 echo "# TSC ${MHZ} MHz; builds: $*"
-echo "# round load1 cacheline_us ucx_us then per build: us cycles"
+echo "# round load1 cacheline_us two_line_us ucx_us then per build: us cycles"
 for r in $(seq "$REPS"); do
 	SOF_BUILD=$1 SOF_NS_TIMEOUT=300 sof_ns_run bash -c "$ROUND" _ "$r" "$TMP" "$ITERS" \
 		"$CPU_A" "$CPU_B" "$MHZ" "$@" | grep -E "^$r " | tee -a "$RES"
@@ -91,19 +94,21 @@ def rng(v):
     v = [x for x in v if x is not None]
     return f"{min(v):.2f}-{max(v):.2f}" if v else "-"
 def clean(r):
-    cy = [num(r[5 + 2 * i]) for i in range(len(builds))]
-    u = num(r[3])
+    cy = [num(r[6 + 2 * i]) for i in range(len(builds))]
+    u = num(r[4])
     return all(c is not None and c < drop for c in cy) and u is not None and u < 0.3
 for name, rs in (("all rounds", rows), ("short-placement rounds", [r for r in rows if clean(r)])):
     if not rs:
         print(f"{name}: none"); continue
-    cl = [num(r[2]) for r in rs]; ucx = [num(r[3]) for r in rs]
-    print(f"{name} ({len(rs)} of {len(rows)}): cache line {med(cl):.4f} us, UCX posix {med(ucx):.4f} us, "
-          f"load {rs[0][1]}..{rs[-1][1]}")
+    cl = [num(r[2]) for r in rs]; two = [num(r[3]) for r in rs]; ucx = [num(r[4]) for r in rs]
+    print(f"{name} ({len(rs)} of {len(rows)}): cache line {med(cl):.4f} us, two lines {med(two):.4f} us, "
+          f"UCX posix {med(ucx):.4f} us, load {rs[0][1]}..{rs[-1][1]}")
     for i, b in enumerate(builds):
-        us = [num(r[4 + 2 * i]) for r in rs]; cy = [num(r[5 + 2 * i]) for r in rs]
+        us = [num(r[5 + 2 * i]) for r in rs]; cy = [num(r[6 + 2 * i]) for r in rs]
         rc = [u / c if u and c else None for u, c in zip(us, cl)]
+        rt = [u / t if u and t else None for u, t in zip(us, two)]
         ru = [u / x if u and x else None for u, x in zip(us, ucx)]
         print(f"  {b}: {med(us):.4f} us ({med(cy):.0f} cycles: {' '.join(str(int(c)) if c else 'NA' for c in cy)}), "
-              f"/cache line {med(rc):.2f} ({rng(rc)}), /UCX {med(ru):.2f} ({rng(ru)})")
+              f"/cache line {med(rc):.2f} ({rng(rc)}), /two lines {med(rt):.2f} ({rng(rt)}), "
+              f"/UCX {med(ru):.2f} ({rng(ru)})")
 EOF

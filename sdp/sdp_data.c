@@ -104,6 +104,8 @@ static int post_ring_data(struct sdp_qpc *q, uint32_t i, uint32_t n)
 			   *bad;
 
 	sdp_hdr_fill(&q->flow, (struct sdp_bsdh *)hdr, SDP_MID_DATA, SDP_BSDH_LEN + n);
+	q->n_data++;
+	q->n_data_bytes += n;
 	if (ibv_post_send(q->id->qp, &wr, &bad))
 		return -EIO;
 	q->ticks++;
@@ -309,10 +311,11 @@ int sdp_deliver(struct sdp_qpc *q)
 }
 
 /* Send the ring's published pieces, in order, while credits allow (as
- * the socketpair's: Data, or by zero copy when ZC). A writer's step with
- * sends in flight leaves a small last piece for the writer to add to (as
- * Nagle's algorithm; the next step sends it); a slot the writer is adding
- * to is left for the step that follows its write. */
+ * the socketpair's: Data, or by zero copy when ZC). With sends in flight
+ * a small last piece is left for the writer to add to (as Nagle's
+ * algorithm; a step after their completions sends it): a bulk writer's
+ * 128 KiB writes are not two whole pieces and a 64-byte one each; a slot
+ * the writer is adding to is left for the step that follows its write. */
 static int ring_send(struct sdp_qpc *q, int zc)
 {
 	uint32_t p = atomic_load_explicit(&q->prod, memory_order_acquire);
@@ -326,7 +329,7 @@ static int ring_send(struct sdp_qpc *q, int zc)
 		unsigned int st = SDP_RS_FILLED;
 		uint32_t n, in_flight = q->tx_inflight + (i - atomic_load(&q->freed));
 
-		if ((q->step_mode & SDP_STEP_SHORT) && in_flight >= SDP_TX_GATHER && i + 1 == p &&
+		if (in_flight >= SDP_TX_GATHER && i + 1 == p &&
 		    atomic_load_explicit(&s->len, memory_order_relaxed) < SDP_TX_SMALL)
 			break;
 		/* acquire: the writer's bytes, appended ones too */
@@ -444,8 +447,11 @@ int sdp_transmit(struct sdp_qpc *q)
 			ret = post_write(q, (uint32_t)n, tx_slot(q) + SDP_TX_DATA_OFF, SDP_WR_WRITE);
 		else if (zc && !q->flow.src_out && (uint32_t)n >= SDP_ZCOPY_MIN)
 			ret = post_srcavail(q, (uint32_t)n, tx_slot(q) + SDP_TX_DATA_OFF, 0);
-		else
+		else {
+			q->n_data++;
+			q->n_data_bytes += (uint64_t)n;
 			ret = sdp_post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN + (uint32_t)n);
+		}
 		if (ret)
 			return ret;
 		/* a writer's step: what it wrote is out (a short piece), more

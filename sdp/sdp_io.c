@@ -277,6 +277,10 @@ static ssize_t tx_drive(int fd, struct sdp_conn *c, const struct msghdr *msg, in
 		local = sdp_drive(q, SDP_STEP_SHORT);
 		if (!until) {
 			until = sdp_now_ns() + sdp_spin_ns();
+			/* a bulk writer to a peer on this host leaves the
+			 * ring to its pump, as its poll does (sdp_wait.c) */
+			if (sdp_drive_bulky(q))
+				until = 1;
 		} else if (sdp_now_ns() >= until) {
 			if (nb < 0)
 				nb = (flags & MSG_DONTWAIT) || nonblocking(fd);

@@ -29,8 +29,10 @@
  * straight from it, or (with SDP_WR_WRITE) the RDMA WRITE of it */
 #define SDP_WR_RING (1ull << 35)
 /* the send ring (sdp_ring.c): slots of SDP_BUFSZ after the tx slots, in
- * tx_buf, the payload at SDP_TX_DATA_OFF as a tx slot's */
-#define SDP_RING_N 16
+ * tx_buf, the payload at SDP_TX_DATA_OFF as a tx slot's; twice the peer's
+ * buffers, so that the writer fills the next while a full window is in
+ * flight (16: one host iperf3 0.64 of the socketpair's, 32: ahead) */
+#define SDP_RING_N 32
 /* the receive queue: every buffer, a READ sink and a WRITE sink */
 #define SDP_RXQ (SDP_NBUFS + 2 * SDP_MAX_ADVERTS)
 /* a tx slot: [0, 32) SrcAvail's BSDH and header, or [16, 32) a message's
@@ -114,6 +116,8 @@ struct sdp_qpc {
 	uint64_t peer_sink_va;
 	/* zero-copy counts, logged at the end (LIBSDP_LOG_LEVEL 1) */
 	uint32_t n_srcavail, n_wrcompl, n_sinkavail, n_read, n_written;
+	/* Data messages with payload sent, and their bytes (logged too) */
+	uint64_t n_data, n_data_bytes;
 	uint8_t locality;    /* enum sdp_peer_at, once established */
 	uint8_t app_bulk;    /* the program wrote a whole piece since the pump slept */
 	unsigned long ticks; /* work done: a completion, a post, a write out */

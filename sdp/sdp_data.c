@@ -313,9 +313,11 @@ int sdp_deliver(struct sdp_qpc *q)
 /* Send the ring's published pieces, in order, while credits allow (as
  * the socketpair's: Data, or by zero copy when ZC). With sends in flight
  * a small last piece is left for the writer to add to (as Nagle's
- * algorithm; a step after their completions sends it): a bulk writer's
- * 128 KiB writes are not two whole pieces and a 64-byte one each; a slot
- * the writer is adding to is left for the step that follows its write. */
+ * algorithm; a step after their completions sends it) by a writer's step,
+ * or by any step after a whole piece: a bulk writer's 128 KiB writes are
+ * not two whole pieces and a 64-byte one each (a ping-pong's messages go
+ * at once); a slot the writer is adding to is left for the step that
+ * follows its write. */
 static int ring_send(struct sdp_qpc *q, int zc)
 {
 	uint32_t p = atomic_load_explicit(&q->prod, memory_order_acquire);
@@ -330,6 +332,7 @@ static int ring_send(struct sdp_qpc *q, int zc)
 		uint32_t n, in_flight = q->tx_inflight + (i - atomic_load(&q->freed));
 
 		if (in_flight >= SDP_TX_GATHER && i + 1 == p &&
+		    ((q->step_mode & SDP_STEP_SHORT) || q->tx_last == q->pub.payload_max) &&
 		    atomic_load_explicit(&s->len, memory_order_relaxed) < SDP_TX_SMALL)
 			break;
 		/* acquire: the writer's bytes, appended ones too */

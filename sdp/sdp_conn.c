@@ -553,9 +553,10 @@ void *sdp_pump(void *arg)
 	sdp_log(SDP_LOG_DEBUG,
 		"SDP connection with %s: zero copy: %u SrcAvail sent, %u RdmaWrCompl sent, "
 		"%u SinkAvail offered, %u SrcAvail read, %u RdmaWrCompl received; "
-		"%llu Data messages of %llu bytes",
+		"%llu Data messages of %llu bytes, %llu bytes from the send ring",
 		q->peer_str, q->n_srcavail, q->n_wrcompl, q->n_sinkavail, q->n_read, q->n_written,
-		(unsigned long long)q->n_data, (unsigned long long)q->n_data_bytes);
+		(unsigned long long)q->n_data, (unsigned long long)q->n_data_bytes,
+		(unsigned long long)q->n_ring_bytes);
 	if (ret < 0)
 		sdp_real.shutdown(q->ufd, SHUT_RDWR);
 	else

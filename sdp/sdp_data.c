@@ -341,6 +341,7 @@ static int ring_send(struct sdp_qpc *q, int zc)
 		n = atomic_load_explicit(&s->len, memory_order_relaxed);
 		atomic_store(&q->posted, ++i);
 		q->tx_last = n;
+		q->n_ring_bytes += n;
 		if (n == q->pub.payload_max)
 			q->app_bulk = 1;
 		if (zc && q->flow.wsink_in && n >= SDP_ZCOPY_MIN && n <= q->peer_sink_len)

@@ -116,8 +116,9 @@ struct sdp_qpc {
 	uint64_t peer_sink_va;
 	/* zero-copy counts, logged at the end (LIBSDP_LOG_LEVEL 1) */
 	uint32_t n_srcavail, n_wrcompl, n_sinkavail, n_read, n_written;
-	/* Data messages with payload sent, and their bytes (logged too) */
-	uint64_t n_data, n_data_bytes;
+	/* Data messages with payload sent, their bytes, and the bytes of
+	 * the send ring's pieces (any message) (logged too) */
+	uint64_t n_data, n_data_bytes, n_ring_bytes;
 	uint8_t locality;    /* enum sdp_peer_at, once established */
 	uint8_t app_bulk;    /* the program wrote a whole piece since the pump slept */
 	unsigned long ticks; /* work done: a completion, a post, a write out */

@@ -345,7 +345,8 @@ static int ring_send(struct sdp_qpc *q, int zc)
 		if (n == q->pub.payload_max)
 			q->app_bulk = 1;
 		if (zc && q->flow.wsink_in && n >= SDP_ZCOPY_MIN && n <= q->peer_sink_len)
-			ret = post_write(q, n, data, SDP_WR_WRITE | SDP_WR_RING | ((i - 1) % SDP_RING_N));
+			ret = post_write(q, n, data,
+					 SDP_WR_WRITE | SDP_WR_RING | ((i - 1) % SDP_RING_N));
 		else if (zc && !q->flow.src_out && n >= SDP_ZCOPY_MIN)
 			ret = post_srcavail(q, n, data, (i - 1) % SDP_RING_N + 1);
 		else
@@ -448,7 +449,8 @@ int sdp_transmit(struct sdp_qpc *q)
 			break;
 		}
 		if (wr && (uint32_t)n >= SDP_ZCOPY_MIN)
-			ret = post_write(q, (uint32_t)n, tx_slot(q) + SDP_TX_DATA_OFF, SDP_WR_WRITE);
+			ret =
+			    post_write(q, (uint32_t)n, tx_slot(q) + SDP_TX_DATA_OFF, SDP_WR_WRITE);
 		else if (zc && !q->flow.src_out && (uint32_t)n >= SDP_ZCOPY_MIN)
 			ret = post_srcavail(q, (uint32_t)n, tx_slot(q) + SDP_TX_DATA_OFF, 0);
 		else {

@@ -56,10 +56,7 @@ void sdp_ring_done(struct sdp_qpc *q, uint32_t i)
 		futex_wake(&q->freed);
 }
 
-int sdp_ring_busy(struct sdp_qpc *q)
-{
-	return atomic_load(&q->prod) != atomic_load(&q->freed);
-}
+int sdp_ring_busy(struct sdp_qpc *q) { return atomic_load(&q->prod) != atomic_load(&q->freed); }
 
 void sdp_ring_close(struct sdp_qpc *q)
 {

@@ -66,6 +66,7 @@ void sdp_conn_put(struct sdp_conn *c)
 		if (q->wake_fd >= 0)
 			sdp_real.close(q->wake_fd);
 		pthread_mutex_destroy(&q->lock);
+		pthread_mutex_destroy(&q->wlock);
 	}
 	free(c);
 }
@@ -119,9 +120,11 @@ struct sdp_qpc *sdp_qpc_new(void)
 	q->pub.priv = q;
 	q->ufd = -1;
 	pthread_mutex_init(&q->lock, NULL);
+	pthread_mutex_init(&q->wlock, NULL);
 	q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (q->wake_fd < 0) {
 		pthread_mutex_destroy(&q->lock);
+		pthread_mutex_destroy(&q->wlock);
 		free(q);
 		return NULL;
 	}
@@ -137,16 +140,19 @@ int sdp_qpc_resources(struct sdp_qpc *q)
 
 	q->pd = ibv_alloc_pd(q->id->verbs);
 	q->comp = q->pd ? ibv_create_comp_channel(q->id->verbs) : NULL;
-	q->cq = q->comp ? ibv_create_cq(q->id->verbs, SDP_NBUFS + SDP_TXN + 6, NULL, q->comp, 0) : NULL;
+	q->cq = q->comp ? ibv_create_cq(q->id->verbs, SDP_NBUFS + SDP_TXN + SDP_RING_N + 6, NULL,
+					  q->comp, 0) : NULL;
 	q->rx_buf = aligned_alloc(4096, (size_t)SDP_NBUFS * SDP_BUFSZ);
-	q->tx_buf = aligned_alloc(4096, (size_t)SDP_TXN * SDP_BUFSZ);
+	/* the tx slots, then the send ring's (sdp_ring.c) */
+	q->tx_buf = aligned_alloc(4096, (size_t)(SDP_TXN + SDP_RING_N) * SDP_BUFSZ);
 	q->sink_buf = aligned_alloc(4096, SDP_MAX_ZCOPY);
 	q->wsink_buf = aligned_alloc(4096, SDP_MAX_ZCOPY);
 	if (!q->cq || !q->rx_buf || !q->tx_buf || !q->sink_buf || !q->wsink_buf)
 		return -ENOMEM;
 	q->rx_mr = ibv_reg_mr(q->pd, q->rx_buf, (size_t)SDP_NBUFS * SDP_BUFSZ, IBV_ACCESS_LOCAL_WRITE);
 	/* the peer reads what a SrcAvail advertises */
-	q->tx_mr = ibv_reg_mr(q->pd, q->tx_buf, (size_t)SDP_TXN * SDP_BUFSZ, IBV_ACCESS_REMOTE_READ);
+	q->tx_mr = ibv_reg_mr(q->pd, q->tx_buf, (size_t)(SDP_TXN + SDP_RING_N) * SDP_BUFSZ,
+			      IBV_ACCESS_REMOTE_READ);
 	q->sink_mr = ibv_reg_mr(q->pd, q->sink_buf, SDP_MAX_ZCOPY, IBV_ACCESS_LOCAL_WRITE);
 	/* the peer writes what our SinkAvail advertises */
 	q->wsink_mr = ibv_reg_mr(q->pd, q->wsink_buf, SDP_MAX_ZCOPY,
@@ -157,7 +163,7 @@ int sdp_qpc_resources(struct sdp_qpc *q)
 	attr.send_cq = q->cq;
 	attr.recv_cq = q->cq;
 	attr.qp_type = IBV_QPT_RC;
-	attr.cap.max_send_wr = SDP_TXN + 2 * SDP_MAX_ADVERTS;
+	attr.cap.max_send_wr = SDP_TXN + SDP_RING_N + 2 * SDP_MAX_ADVERTS;
 	attr.cap.max_recv_wr = SDP_NBUFS;
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;
@@ -291,9 +297,11 @@ static int pump_step(struct sdp_qpc *q)
 	 * writes no more: the peer's DisConn is waited for a while only */
 	if (q->app_gone && q->rd_eof && !q->gone_at.tv_sec)
 		clock_gettime(CLOCK_MONOTONIC, &q->gone_at);
-	set_draining(q, q->rd_eof && !(q->sent_disconn && !q->tx_inflight && !q->flow.src_out));
+	/* what the program wrote is still being sent: exit waits for it */
+	set_draining(q, (q->rd_eof || sdp_ring_busy(q)) &&
+			    !(q->sent_disconn && !q->tx_inflight && !q->flow.src_out));
 	if (q->sent_disconn && q->flow.got_disconn && !q->rxq_n && !q->tx_inflight &&
-	    !q->flow.src_out && !q->rrc_due)
+	    !q->flow.src_out && !q->rrc_due && !sdp_ring_busy(q))
 		return 1;
 	if (q->app_gone && q->gone_at.tv_sec && ms_since(&q->gone_at) > SDP_CLOSE_MS)
 		return -ETIMEDOUT;
@@ -495,6 +503,7 @@ void *sdp_pump(void *arg)
 
 	q->pid = getpid();
 	q->drives_seen = atomic_load(&q->drives);
+	atomic_store(&q->ring_on, 1);
 	atomic_store(&q->live, 1);
 	sdp_drive_add(q);
 	for (;;) {
@@ -531,6 +540,8 @@ void *sdp_pump(void *arg)
 			wake_drain(q);
 	}
 	sdp_drive_del(q);
+	/* the writers go to the socketpair (shut below) from now on */
+	sdp_ring_close(q);
 	pthread_mutex_lock(&q->lock);
 	if (ret < 0) {
 		atomic_store(&q->pub.error, -ret);
@@ -541,9 +552,11 @@ void *sdp_pump(void *arg)
 	}
 	sdp_log(SDP_LOG_DEBUG,
 		"SDP connection with %s: zero copy: %u SrcAvail sent, %u RdmaWrCompl sent, "
-		"%u SinkAvail offered, %u SrcAvail read, %u RdmaWrCompl received",
-		q->peer_str, q->n_srcavail,
-		q->n_wrcompl, q->n_sinkavail, q->n_read, q->n_written);
+		"%u SinkAvail offered, %u SrcAvail read, %u RdmaWrCompl received; "
+		"%llu Data messages of %llu bytes, %llu bytes from the send ring",
+		q->peer_str, q->n_srcavail, q->n_wrcompl, q->n_sinkavail, q->n_read, q->n_written,
+		(unsigned long long)q->n_data, (unsigned long long)q->n_data_bytes,
+		(unsigned long long)q->n_ring_bytes);
 	if (ret < 0)
 		sdp_real.shutdown(q->ufd, SHUT_RDWR);
 	else

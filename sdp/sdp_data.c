@@ -4,7 +4,8 @@
  * the RDMA READ of a peer's SrcAvail, the RDMA WRITE into its SinkAvail),
  * the completions (sends free their slot, receives are checked by
  * sdp_proto.c and queued in order), the delivery of what came to the
- * program's socketpair and the transmission of what the program wrote.
+ * program's socketpair and the transmission of what the program wrote
+ * (the send ring's pieces first, sdp_ring.c, then the socketpair's).
  * The connection's life, its CM events and its pump are sdp_conn.c's.
  */
 #include "sdp_qpc.h"
@@ -71,17 +72,44 @@ int sdp_post_msg(struct sdp_qpc *q, uint8_t mid, uint32_t len)
 	return post_slot(q, off, len);
 }
 
-/* A4.6.5: offer the N bytes read into tx slot tx_head for the peer to
- * READ; the slot is ours again at its RdmaRdCompl. */
-static int post_srcavail(struct sdp_qpc *q, uint32_t n)
+/* A4.6.5: offer the N bytes at DATA for the peer to READ, from tx slot
+ * tx_head: the bytes read into it (RING 0), or ring slot RING - 1's; the
+ * slot is ours again at its RdmaRdCompl. */
+static int post_srcavail(struct sdp_qpc *q, uint32_t n, const uint8_t *data, uint32_t ring)
 {
 	uint8_t *slot = tx_slot(q);
 
-	q->zc_slot = q->tx_head % SDP_TXN;
+	q->zc_slot = ring ? UINT32_MAX : q->tx_head % SDP_TXN;
+	q->zc_ring = ring;
 	q->zc_len = n;
 	q->n_srcavail++;
-	sdp_srcavail_fill(&q->flow, slot, n, q->tx_mr->rkey, (uintptr_t)(slot + SDP_TX_DATA_OFF));
+	sdp_srcavail_fill(&q->flow, slot, n, q->tx_mr->rkey, (uintptr_t)data);
 	return post_slot(q, 0, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_srcah));
+}
+
+/* Data straight from ring slot I: its BSDH just before the payload. */
+static int post_ring_data(struct sdp_qpc *q, uint32_t i, uint32_t n)
+{
+	uint8_t *hdr = sdp_ring_slot(q, i) + SDP_TX_DATA_OFF - SDP_BSDH_LEN;
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)hdr, .length = SDP_BSDH_LEN + n, .lkey = q->tx_mr->lkey};
+	struct ibv_send_wr wr =
+			       {
+				   .wr_id = SDP_WR_RING | (i % SDP_RING_N),
+				   .sg_list = &sge,
+				   .num_sge = 1,
+				   .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED,
+			       },
+			   *bad;
+
+	sdp_hdr_fill(&q->flow, (struct sdp_bsdh *)hdr, SDP_MID_DATA, SDP_BSDH_LEN + n);
+	q->n_data++;
+	q->n_data_bytes += n;
+	if (ibv_post_send(q->id->qp, &wr, &bad))
+		return -EIO;
+	q->ticks++;
+	return 0;
 }
 
 /* READ what the peer's SrcAvail offers into the sink buffer. */
@@ -113,17 +141,17 @@ static int post_sinkavail(struct sdp_qpc *q)
 	return post_slot(q, 0, SDP_BSDH_LEN + (uint32_t)sizeof(struct sdp_sinkah));
 }
 
-/* WRITE the N bytes read into tx slot tx_head into the peer's SinkAvail
- * buffer, then its RdmaWrCompl from the same slot (RC completes the WRITE
- * before the SEND, so the slot is free again at the SEND's completion). */
-static int post_write(struct sdp_qpc *q, uint32_t n)
+/* WRITE the N bytes at DATA (read into tx slot tx_head, or a ring
+ * slot's: WR_ID's) into the peer's SinkAvail buffer, then its RdmaWrCompl
+ * from tx slot tx_head (RC completes the WRITE before the SEND, so the
+ * slot is free again at the SEND's completion). */
+static int post_write(struct sdp_qpc *q, uint32_t n, const uint8_t *data, uint64_t wr_id)
 {
 	uint8_t *slot = tx_slot(q);
-	struct ibv_sge sge = {
-	    .addr = (uintptr_t)(slot + SDP_TX_DATA_OFF), .length = n, .lkey = q->tx_mr->lkey};
+	struct ibv_sge sge = {.addr = (uintptr_t)data, .length = n, .lkey = q->tx_mr->lkey};
 	struct ibv_send_wr wr =
 			       {
-				   .wr_id = SDP_WR_WRITE,
+				   .wr_id = wr_id,
 				   .sg_list = &sge,
 				   .num_sge = 1,
 				   .opcode = IBV_WR_RDMA_WRITE,
@@ -159,6 +187,10 @@ int sdp_drain_cq(struct sdp_qpc *q)
 			q->ticks++;
 			if (wc[i].status != IBV_WC_SUCCESS)
 				return -ECONNRESET;
+			if (wc[i].wr_id & SDP_WR_RING) {
+				sdp_ring_done(q, (uint32_t)(wc[i].wr_id & 0xffff));
+				continue;
+			}
 			if (wc[i].wr_id & SDP_WR_SEND) {
 				q->tx_inflight--;
 				continue;
@@ -190,6 +222,11 @@ int sdp_drain_cq(struct sdp_qpc *q)
 			/* the length our SrcAvail offered, or the peer lies */
 			if (rx.kind == SDP_RX_RDCOMPL && rx.zlen != q->zc_len)
 				return -EPROTO;
+			/* the peer has read the ring slot our SrcAvail offered */
+			if (rx.kind == SDP_RX_RDCOMPL && q->zc_ring) {
+				sdp_ring_done(q, q->zc_ring - 1);
+				q->zc_ring = 0;
+			}
 			/* no more than our SinkAvail offered */
 			if (rx.kind == SDP_RX_WRCOMPL && rx.zlen > SDP_MAX_ZCOPY)
 				return -EPROTO;
@@ -273,6 +310,53 @@ int sdp_deliver(struct sdp_qpc *q)
 	return 0;
 }
 
+/* Send the ring's published pieces, in order, while credits allow (as
+ * the socketpair's: Data, or by zero copy when ZC). With sends in flight
+ * a small last piece is left for the writer to add to (as Nagle's
+ * algorithm; a step after their completions sends it) by a writer's step,
+ * or by any step after a whole piece: a bulk writer's 128 KiB writes are
+ * not two whole pieces and a 64-byte one each (a ping-pong's messages go
+ * at once); a slot the writer is adding to is left for the step that
+ * follows its write. */
+static int ring_send(struct sdp_qpc *q, int zc)
+{
+	uint32_t p = atomic_load_explicit(&q->prod, memory_order_acquire);
+	uint32_t i = atomic_load_explicit(&q->posted, memory_order_relaxed);
+	int ret;
+
+	while (i != p && q->established && q->tx_inflight < SDP_TXN - 2 && slot_free(q) &&
+	       sdp_credits(&q->flow) >= 2) {
+		struct sdp_ring_slot *s = &q->ring[i % SDP_RING_N];
+		uint8_t *data = sdp_ring_slot(q, i) + SDP_TX_DATA_OFF;
+		unsigned int st = SDP_RS_FILLED;
+		uint32_t n, in_flight = q->tx_inflight + (i - atomic_load(&q->freed));
+
+		if (in_flight >= SDP_TX_GATHER && i + 1 == p &&
+		    ((q->step_mode & SDP_STEP_SHORT) || q->tx_last == q->pub.payload_max) &&
+		    atomic_load_explicit(&s->len, memory_order_relaxed) < SDP_TX_SMALL)
+			break;
+		/* acquire: the writer's bytes, appended ones too */
+		if (!atomic_compare_exchange_strong(&s->state, &st, SDP_RS_POSTED))
+			break;
+		n = atomic_load_explicit(&s->len, memory_order_relaxed);
+		atomic_store(&q->posted, ++i);
+		q->tx_last = n;
+		q->n_ring_bytes += n;
+		if (n == q->pub.payload_max)
+			q->app_bulk = 1;
+		if (zc && q->flow.wsink_in && n >= SDP_ZCOPY_MIN && n <= q->peer_sink_len)
+			ret = post_write(q, n, data,
+					 SDP_WR_WRITE | SDP_WR_RING | ((i - 1) % SDP_RING_N));
+		else if (zc && !q->flow.src_out && n >= SDP_ZCOPY_MIN)
+			ret = post_srcavail(q, n, data, (i - 1) % SDP_RING_N + 1);
+		else
+			ret = post_ring_data(q, i - 1, n);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* Read what the program wrote and send it while credits allow (a large
  * piece offered by SrcAvail when no other is outstanding); then DisConn at
  * its end of stream, and credit updates. A RdmaRdCompl due goes first. */
@@ -311,6 +395,9 @@ int sdp_transmit(struct sdp_qpc *q)
 		if (ret)
 			return ret;
 	}
+	ret = ring_send(q, zc);
+	if (ret)
+		return ret;
 	while (rd && q->established && !q->rd_eof && q->tx_inflight < SDP_TXN - 2 && slot_free(q) &&
 	       sdp_credits(&q->flow) >= 2) {
 		/* a writer's step with sends in flight leaves its bytes to
@@ -328,7 +415,20 @@ int sdp_transmit(struct sdp_qpc *q)
 		int wr = zc && q->flow.wsink_in;
 		uint32_t max = wr && q->peer_sink_len < q->pub.payload_max ? q->peer_sink_len
 									   : q->pub.payload_max;
-		ssize_t n = sdp_real.recv(q->ufd, tx_slot(q) + SDP_TX_DATA_OFF, max, MSG_DONTWAIT);
+		ssize_t n;
+
+		/* the socketpair's bytes follow the ring's: read only with
+		 * every published slot posted, the writer kept out (sdp_ring.c) */
+		if (pthread_mutex_trylock(&q->wlock)) {
+			q->in_blocked = 1;
+			break;
+		}
+		if (atomic_load(&q->prod) != atomic_load(&q->posted)) {
+			pthread_mutex_unlock(&q->wlock);
+			break;
+		}
+		n = sdp_real.recv(q->ufd, tx_slot(q) + SDP_TX_DATA_OFF, max, MSG_DONTWAIT);
+		pthread_mutex_unlock(&q->wlock);
 
 		/* EFAULT: the slots are remote-readable, and libibverbs moves
 		 * such pages onto shared memory when a peer of this host first
@@ -349,11 +449,15 @@ int sdp_transmit(struct sdp_qpc *q)
 			break;
 		}
 		if (wr && (uint32_t)n >= SDP_ZCOPY_MIN)
-			ret = post_write(q, (uint32_t)n);
+			ret =
+			    post_write(q, (uint32_t)n, tx_slot(q) + SDP_TX_DATA_OFF, SDP_WR_WRITE);
 		else if (zc && !q->flow.src_out && (uint32_t)n >= SDP_ZCOPY_MIN)
-			ret = post_srcavail(q, (uint32_t)n);
-		else
+			ret = post_srcavail(q, (uint32_t)n, tx_slot(q) + SDP_TX_DATA_OFF, 0);
+		else {
+			q->n_data++;
+			q->n_data_bytes += (uint64_t)n;
 			ret = sdp_post_msg(q, SDP_MID_DATA, SDP_BSDH_LEN + (uint32_t)n);
+		}
 		if (ret)
 			return ret;
 		/* a writer's step: what it wrote is out (a short piece), more

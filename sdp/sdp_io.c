@@ -6,8 +6,9 @@
  * forked child's and the library's own threads' too), the very call the
  * program made: a child may run under a seccomp filter (sshd's). On one they are
  * the kernel's calls on the program's end of the socketpair with the
- * connection stepped in the calling thread (sdp_drive.c): a write's
- * bytes leave from here, and a read or a wait that finds nothing steps
+ * connection stepped in the calling thread (sdp_drive.c), but for a
+ * write's bytes, copied into the connection's send ring (sdp_ring.c) and
+ * leaving from here, and a read or a wait that finds nothing steps
  * the connection (what arrived goes into the socketpair) and looks
  * again, for LIBSDP_SPIN_US, before it sleeps in the kernel with the
  * pump awake. So readiness, blocking, non-blocking, MSG_* flags, EOF and
@@ -158,10 +159,77 @@ static void iov_advance(struct msghdr *m, size_t n)
 	}
 }
 
-/* A send on C's descriptor: into the socketpair and stepped out at once,
- * piece by piece while the socketpair is full; a blocking one spins while
- * nothing moves, then sleeps in the kernel for the rest. (A connected
- * socket ignores the address: dropped.) */
+/* The rest of a send (M, after DONE of TOTAL bytes) through the
+ * socketpair: a bulk one is the pump's (it reads beside the program's
+ * write); else stepped out at once, piece by piece while the socketpair
+ * is full, and a blocking one spins while nothing moves, then sleeps in
+ * the kernel for the rest. The bytes sent, or -1 with errno. */
+static ssize_t tx_socketpair(int fd, struct sdp_qpc *q, struct msghdr *m, int flags, size_t done,
+			     size_t total)
+{
+	uint64_t until = 0;
+	ssize_t n;
+	int local, err;
+
+	if (total >= SDP_TX_BULK) {
+		sdp_block_begin(q);
+		n = sdp_real.sendmsg(fd, m, flags);
+		err = errno;
+		sdp_block_end(q);
+		if (n > 0)
+			done += (size_t)n;
+		errno = err;
+		return done ? (ssize_t)done : n;
+	}
+	for (;;) {
+		n = sdp_real.sendmsg(fd, m, flags | MSG_DONTWAIT);
+		if (n > 0) {
+			done += (size_t)n;
+			iov_advance(m, (size_t)n);
+			sdp_drive(q, SDP_STEP_SHORT);
+			if (done == total)
+				break;
+			until = 0; /* it moves */
+			continue;
+		}
+		if (!again(n))
+			break;
+		local = sdp_drive(q, SDP_STEP_SHORT);
+		if ((flags & MSG_DONTWAIT) || (!until && nonblocking(fd))) {
+			n = sdp_real.sendmsg(fd, m, flags | MSG_DONTWAIT);
+			if (n > 0) {
+				done += (size_t)n;
+				sdp_drive(q, SDP_STEP_SHORT);
+			}
+			break;
+		}
+		if (!until) {
+			until = sdp_now_ns() + sdp_spin_ns();
+		} else if (sdp_now_ns() >= until) {
+			sdp_block_begin(q);
+			n = sdp_real.sendmsg(fd, m, flags);
+			err = errno;
+			sdp_block_end(q);
+			errno = err;
+			if (n > 0) {
+				done += (size_t)n;
+				sdp_drive(q, SDP_STEP_SHORT);
+			}
+			break;
+		}
+		if (local > 0)
+			sched_yield();
+	}
+	return done ? (ssize_t)done : n;
+}
+
+/* A send on C's descriptor: its bytes copied into the connection's send
+ * ring (sdp_ring.c) and stepped out at once; one that finds the ring full
+ * steps and spins, then a blocking one sleeps until a slot is free. What
+ * the ring does not take (its socketpair end holds earlier bytes or is
+ * shut, the connection ended, or the ring stayed full for a non-blocking
+ * one) goes through the socketpair, whose readiness, EAGAIN and EPIPE
+ * stay the kernel's. (A connected socket ignores the address: dropped.) */
 static ssize_t tx_drive(int fd, struct sdp_conn *c, const struct msghdr *msg, int flags)
 {
 	struct sdp_qpc *q = sdp_drive_get(c);
@@ -170,17 +238,16 @@ static ssize_t tx_drive(int fd, struct sdp_conn *c, const struct msghdr *msg, in
 	size_t total = 0, done = 0, i;
 	uint64_t until = 0;
 	ssize_t n;
-	int local, err;
+	int local, err, nb = -1;
 
 	m.msg_name = NULL;
 	m.msg_namelen = 0;
 	for (i = 0; i < m.msg_iovlen; i++)
 		total += msg->msg_iov[i].iov_len;
-	/* a bulk write is the pump's, as the base design had it: its reads
-	 * of the socketpair run beside the program's writes */
+	/* a bulk writer's connection is the pump's to wait on (sdp_wait.c) */
 	if (q)
 		sdp_drive_bulk(q, total >= SDP_TX_BULK);
-	if (!q || m.msg_iovlen > SDP_IOV_MAX || total >= SDP_TX_BULK) {
+	if (!q || m.msg_iovlen > SDP_IOV_MAX) {
 		if (q)
 			sdp_block_begin(q);
 		n = sdp_real.sendmsg(fd, &m, flags);
@@ -194,48 +261,43 @@ static ssize_t tx_drive(int fd, struct sdp_conn *c, const struct msghdr *msg, in
 	}
 	memcpy(iov, msg->msg_iov, m.msg_iovlen * sizeof(*iov));
 	m.msg_iov = iov;
-	for (;;) {
-		n = sdp_real.sendmsg(fd, &m, flags | MSG_DONTWAIT);
+	while (done < total) {
+		n = sdp_ring_put(q, &m);
+		if (n < 0)
+			break;
 		if (n > 0) {
 			done += (size_t)n;
-			iov_advance(&m, (size_t)n);
 			sdp_drive(q, SDP_STEP_SHORT);
-			if (done == total)
-				break;
-			until = 0; /* it moves */
+			until = 0;
 			continue;
 		}
-		if (!again(n))
-			break;
+		/* full: what is posted completes, freeing slots; a
+		 * non-blocking writer spins so too, then writes into the
+		 * socketpair (writable as the kernel says, its EAGAIN) */
 		local = sdp_drive(q, SDP_STEP_SHORT);
-		if ((flags & MSG_DONTWAIT) || (!until && nonblocking(fd))) {
-			n = sdp_real.sendmsg(fd, &m, flags | MSG_DONTWAIT);
-			if (n > 0) {
-				done += (size_t)n;
-				sdp_drive(q, SDP_STEP_SHORT);
-			}
-			break;
-		}
 		if (!until) {
 			until = sdp_now_ns() + sdp_spin_ns();
+			/* a bulk writer to a peer on this host leaves the
+			 * ring to its pump, as its poll does (sdp_wait.c) */
+			if (sdp_drive_bulky(q))
+				until = 1;
 		} else if (sdp_now_ns() >= until) {
+			if (nb < 0)
+				nb = (flags & MSG_DONTWAIT) || nonblocking(fd);
+			if (nb)
+				break;
 			sdp_block_begin(q);
-			n = sdp_real.sendmsg(fd, &m, flags);
-			err = errno;
+			sdp_ring_wait(q, SDP_QUIET_MS);
 			sdp_block_end(q);
-			errno = err;
-			if (n > 0) {
-				done += (size_t)n;
-				sdp_drive(q, SDP_STEP_SHORT);
-			}
-			break;
+			continue;
 		}
 		if (local > 0)
 			sched_yield();
 	}
+	n = (ssize_t)done;
+	if (done < total)
+		n = tx_socketpair(fd, q, &m, flags, done, total);
 	err = errno;
-	if (done)
-		n = (ssize_t)done;
 	sdp_drive_put(q);
 	errno = err;
 	return n;

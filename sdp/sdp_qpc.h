@@ -25,6 +25,14 @@
 #define SDP_WR_SEND (1ull << 32)
 #define SDP_WR_READ (1ull << 33)
 #define SDP_WR_WRITE (1ull << 34)
+/* a piece of the send ring (its slot in the low bits): a SEND of Data
+ * straight from it, or (with SDP_WR_WRITE) the RDMA WRITE of it */
+#define SDP_WR_RING (1ull << 35)
+/* the send ring (sdp_ring.c): slots of SDP_BUFSZ after the tx slots, in
+ * tx_buf, the payload at SDP_TX_DATA_OFF as a tx slot's; twice the peer's
+ * buffers, so that the writer fills the next while a full window is in
+ * flight (16: one host iperf3 0.64 of the socketpair's, 32: ahead) */
+#define SDP_RING_N 32
 /* the receive queue: every buffer, a READ sink and a WRITE sink */
 #define SDP_RXQ (SDP_NBUFS + 2 * SDP_MAX_ADVERTS)
 /* a tx slot: [0, 32) SrcAvail's BSDH and header, or [16, 32) a message's
@@ -62,6 +70,18 @@ struct sdp_rxq {
 	uint8_t sink, ready;
 };
 
+/* A send ring slot's state: FREE (the writer's once the ring's `freed`
+ * passed it), FILLED (published; the writer may still append to the
+ * last one, APPEND meanwhile), POSTED (claimed by a step: its SEND,
+ * WRITE or SrcAvail's READ is the peer's until its completion, or
+ * RdmaRdCompl, frees it) */
+enum sdp_ring_state { SDP_RS_FREE, SDP_RS_FILLED, SDP_RS_APPEND, SDP_RS_POSTED };
+
+struct sdp_ring_slot {
+	atomic_uint state; /* enum sdp_ring_state */
+	atomic_uint len;   /* payload bytes at SDP_TX_DATA_OFF */
+};
+
 struct sdp_qpc {
 	struct sdp_conn pub;
 	struct rdma_cm_id *id;
@@ -96,6 +116,9 @@ struct sdp_qpc {
 	uint64_t peer_sink_va;
 	/* zero-copy counts, logged at the end (LIBSDP_LOG_LEVEL 1) */
 	uint32_t n_srcavail, n_wrcompl, n_sinkavail, n_read, n_written;
+	/* Data messages with payload sent, their bytes, and the bytes of
+	 * the send ring's pieces (any message) (logged too) */
+	uint64_t n_data, n_data_bytes, n_ring_bytes;
 	uint8_t locality;    /* enum sdp_peer_at, once established */
 	uint8_t app_bulk;    /* the program wrote a whole piece since the pump slept */
 	unsigned long ticks; /* work done: a completion, a post, a write out */
@@ -126,6 +149,22 @@ struct sdp_qpc {
 	atomic_int out_wait; /* what came waits for room in the socketpair */
 	atomic_int bulk_io;  /* the program's last read or write was bulk: the pump's */
 	atomic_int peer_local; /* sdp_qpc_local, for the waits */
+
+	/* The send ring (sdp_ring.c): the program's writes copy their bytes
+	 * into its slots (single producer: under `wlock`, not the
+	 * connection's lock) and publish them (`prod`); a step posts them in
+	 * order (`posted`, under `lock`) and frees them in order at their
+	 * completion (`freed`). What goes through the socketpair follows
+	 * what went into the ring: the writer uses the ring only while the
+	 * socketpair holds none of the program's bytes, and a step reads the
+	 * socketpair only with `wlock` held and every published slot posted.
+	 * `ring_on` (under wlock) while the pump runs; `ring_wait`: writers
+	 * asleep on `freed` (a futex) for a free slot. */
+	pthread_mutex_t wlock;
+	atomic_int ring_on, ring_wait;
+	atomic_uint prod, posted, freed;
+	struct sdp_ring_slot ring[SDP_RING_N];
+	uint32_t zc_ring;    /* our SrcAvail advertises ring slot zc_ring - 1 */
 	struct sdp_qpc *next; /* the process's live connections */
 };
 
@@ -159,6 +198,22 @@ int sdp_deliver(struct sdp_qpc *q);
 int sdp_transmit(struct sdp_qpc *q);
 int sdp_post_msg(struct sdp_qpc *q, uint8_t mid, uint32_t len);
 void sdp_conn_param(struct rdma_conn_param *p, const void *pd, size_t len);
+/* sdp_ring.c: ring slot I's memory; slot I done (under the lock: a
+ * completion, or the RdmaRdCompl of its SrcAvail): the writers may have
+ * it back once those before it are done too; the ring closed to writers
+ * (the pump's end; no lock held) */
+uint8_t *sdp_ring_slot(struct sdp_qpc *q, uint32_t i);
+void sdp_ring_done(struct sdp_qpc *q, uint32_t i);
+void sdp_ring_close(struct sdp_qpc *q);
+/* whether the ring holds bytes not yet sent or acknowledged */
+int sdp_ring_busy(struct sdp_qpc *q);
+/* sdp_ring.c, a writer's: copy from M (advanced past what it took) into
+ * the ring: the bytes taken, 0 when the ring is full, -1 when they must
+ * go through the socketpair (its end holds earlier bytes or is shut, or
+ * the pump ended) */
+ssize_t sdp_ring_put(struct sdp_qpc *q, struct msghdr *m);
+/* wait (at most MS) until the ring has a free slot or closed */
+void sdp_ring_wait(struct sdp_qpc *q, int ms);
 void sdp_qpc_addrs(struct sdp_qpc *q, const struct sockaddr_in6 *local,
 		   const struct sockaddr_in6 *peer);
 int sdp_pump_start(struct sdp_qpc *q);

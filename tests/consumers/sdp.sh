@@ -30,12 +30,15 @@ sof_rs_http "sdp/curl nc libsdp 100 MiB" "" "" "$ADDR" "$PORT" 100
 # sdp_zcopy NAME MODE MIB: a MIB MiB nc -> curl (sof_rs_http, SHA-256)
 # with LIBSDP_ZCOPY=MODE ("": as unset) on both sides and the connection
 # ends' zero-copy counts in the log (level 1): unset, no advert either way
-# (zero copy is for a peer on another host); 1, the data sink (curl)
+# (zero copy is for a peer on another host) and nc's bytes went from its
+# send ring (sdp/sdp_ring.c: its writes copied into the ring, not into the
+# socketpair; 9 in 10 at least: a write that finds the ring full on a
+# non-blocking socket takes the socketpair); 1, the data sink (curl)
 # offers SinkAvails once nc's first SrcAvail came and nc RDMA WRITEs into
 # them (RdmaWrCompl sent and received); `read`: no SinkAvail, every large
 # piece READ for a SrcAvail
 sdp_zcopy() {
-	local name=$1 mode=$2 mib=$3 log=$SOF_TMP/zc.$2.log srv cli
+	local name=$1 mode=$2 mib=$3 log=$SOF_TMP/zc.$2.log srv cli ring
 	: >"$log"
 	PORT=$((PORT + 1))
 	LIBSDP_ZCOPY=$mode LIBSDP_LOG=$log LIBSDP_LOG_LEVEL=1 \
@@ -44,10 +47,15 @@ sdp_zcopy() {
 	cli=$(grep -m1 ' curl: .*zero copy' "$log" | sed 's/.*zero copy: //')
 	read -r s_src _ _ s_wrc _ _ _ _ _ _ _ _ _ _ _ <<<"$srv"
 	read -r c_src _ _ _ _ _ c_sink _ _ c_read _ _ c_wrc _ _ <<<"$cli"
+	# "N Data messages of B bytes, R bytes from the send ring": B R
+	ring=$(sed -n 's/.* Data messages of \([0-9]*\) bytes, \([0-9]*\) bytes from the send ring.*/\1 \2/p' <<<"$srv")
 	if [ -z "$srv" ] || [ -z "$cli" ]; then
 		not_ok "$name: counts" "no zero-copy count in the log of nc or curl"
 	elif [ -z "$mode" ] && [ "$s_src$s_wrc$c_src$c_sink$c_read$c_wrc" != 000000 ]; then
 		not_ok "$name: no advert" "nc: $srv; curl: $cli"
+	elif [ -z "$mode" ] && { [ -z "$ring" ] || [ "${ring% *}" -lt $((mib << 20)) ] ||
+		[ $((${ring#* } * 10)) -lt $((${ring% *} * 9)) ]; }; then
+		not_ok "$name: send ring" "nc's Data bytes, ring bytes: ${ring:-none} (want $((mib << 20))+, 9 in 10 from the ring): $srv"
 	elif [ "$mode" = 1 ] && { [ "$s_wrc" -lt 1 ] || [ "$c_wrc" != "$s_wrc" ] || [ "$c_sink" -lt "$c_wrc" ]; }; then
 		not_ok "$name: write mode" "nc: $srv; curl: $cli"
 	elif [ "$mode" = read ] && { [ "$c_sink" != 0 ] || [ "$s_wrc" != 0 ] || [ "$c_read" != "$s_src" ] || [ "$s_src" -lt 1 ]; }; then

@@ -327,6 +327,29 @@ void fab_node_local_smp(struct fabric *f, struct fab_node *n, uint8_t *mad, bool
 /* where an SMP's MAD starts in its packet */
 #define SMP_MAD_AT (IB_LRH_LEN + ROCE_BTH_LEN + ROCE_DETH_LEN)
 
+/* Whether a SubnSet of this attribute (AttributeID, MAD bytes 16-17, IBA
+ * 13.4.2) may change a direct route (direct.c's walk reads PortInfo,
+ * P_KeyTable, SwitchInfo and the LFT): not the multicast tables, which an
+ * SM sets at each IPoIB join, nor SL2VL, VLArb, GUIDInfo, SMInfo or a
+ * NodeDescription. Every other one, known or not, may. Each one that
+ * may stops the hosts' direct paths until the routes are made again, and
+ * a datagram sent straight just before it is dropped by its receiver
+ * (seq odd there): RC sends it again, UD loses it. */
+static bool set_moves_routes(const uint8_t *mad)
+{
+	switch (sof_get16(mad + 16)) {
+	case SOF_ATTR_MFT:
+	case SOF_ATTR_SL2VL:
+	case SOF_ATTR_VL_ARB:
+	case SOF_ATTR_GUID_INFO:
+	case SOF_ATTR_SM_INFO:
+	case SOF_ATTR_NODE_DESC:
+		return false;
+	default:
+		return true;
+	}
+}
+
 void fab_node_input(struct fabric *f, struct fab_node *n, unsigned port, uint8_t *p, size_t len)
 {
 	struct ib_lrh l;
@@ -336,7 +359,8 @@ void fab_node_input(struct fabric *f, struct fab_node *n, unsigned port, uint8_t
 	/* a SubnSet (IBA 13.4.5, method 0x02; the MAD after LRH, BTH and
 	 * DETH, SMPs have no GRH) may change what the direct routes read:
 	 * LFT, port states, partitions; a Get, a trap or its repress never */
-	if (l.vl == 15 && (len < SMP_MAD_AT + 4 || p[SMP_MAD_AT + 3] == 0x02))
+	if (l.vl == 15 && (len < SMP_MAD_AT + 18 ||
+			   (p[SMP_MAD_AT + 3] == 0x02 && set_moves_routes(p + SMP_MAD_AT))))
 		fab_direct_dirty(f);
 	if (n->m->type == SOF_NODE_SWITCH)
 		switch_input(f, n, port, p, len, &l);

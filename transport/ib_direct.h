@@ -20,7 +20,8 @@
  * are more than IB_DIRECT_PKEYS, to a switch itself or a simulated HCA,
  * with no LFT entry, or longer than IB_DIRECT_HOPS; and every route while
  * a capture runs (off), so that a capture sees every packet. VL15 packets
- * (SMPs), UD and multicast never take it (the sender's check).
+ * (SMPs), MADs to QP1 and multicast never take it (the sender's check);
+ * RC, UC and unicast UD do.
  *
  * Writer: the fabric alone, under seq (odd while it writes). Readers load
  * each field once into their own memory, check seq again, then validate

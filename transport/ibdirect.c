@@ -2,12 +2,13 @@
  * The sending and receiving end of the fabric's direct paths (on by default,
  * ib_direct.h): the segment the fabric names on the link (SOFL DIRECT,
  * /proc/PID/fd/N; a program has it from the daemon's struct sof_ib_port),
- * mapped read-only once its seals are checked; an RC or UC packet whose
- * route the fabric published leaves straight for the host at its end and
- * is reported to the fabric (SOFL COUNT) for its port counters; a datagram
- * from such a host rather than from the far end of the link is taken only
- * when the fabric's route from that host for each of its DLIDs ends here
- * and its P_Key passes every enforcing port on it.
+ * mapped read-only once its seals are checked; an RC, UC or unicast UD
+ * packet (not to QP0 or QP1) whose route the fabric published leaves
+ * straight for the host at its end and is reported to the fabric (SOFL
+ * COUNT) for its port counters; a datagram from such a host rather than
+ * from the far end of the link is taken only when the fabric's route from
+ * that host for each of its DLIDs ends here and its P_Key passes every
+ * enforcing port on it.
  */
 #include "ib_direct.h"
 #include "ibport.h"
@@ -243,6 +244,22 @@ static void count(uint16_t dlid, size_t len)
 	pend[i].words += (len - IB_VCRC_LEN) / 4;
 }
 
+/* Whether a packet of this BTH may go straight (IBA 9.2, the OpCode's
+ * service bits): RC (000), UC (001) and UD (011) unicast, but no
+ * management datagram: QP0's are SMPs on VL15 (the caller's check) and
+ * QP1's (SA, CM, PMA: IBA 13.5.1) stay where the fabric's counters and
+ * captures see them. Multicast never gets here (no route below DLID
+ * IB_DIRECT_LIDS). The receiving HCA checks the P_Key (IBA 10.9.3) and a
+ * UD packet's Q_Key (10.2.4.2) on either path. */
+static bool direct_service(const uint8_t *bth)
+{
+	unsigned svc = bth[0] >> 5;
+
+	if (svc == 3)
+		return (sof_get32(bth + 4) & 0xffffff) > 1;
+	return svc <= 1;
+}
+
 unsigned tp_ib_direct_dest(const uint8_t *p, size_t len)
 {
 	uint16_t dlid;
@@ -252,12 +269,9 @@ unsigned tp_ib_direct_dest(const uint8_t *p, size_t len)
 
 	if (!map() || len < IB_LRH_LEN + IB_VCRC_LEN || (p[0] >> 4) == 15)
 		return 0;
-	/* RC and UC only (BTH OpCode service bits 000 and 001, IBA 9.2):
-	 * UD (QP1's MADs among them) keeps the fabric's path (transport/
-	 * README.md says why) */
 	if ((p[1] & 3) == 3)
 		bth += IB_GRH_LEN;
-	if ((p[1] & 3) < 2 || len < bth + 4 || (p[bth] >> 5) > 1)
+	if ((p[1] & 3) < 2 || len < bth + 8 || !direct_service(p + bth))
 		return 0;
 	dlid = sof_get16(p + 2);
 	if (!dlid || dlid >= IB_DIRECT_LIDS)

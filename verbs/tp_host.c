@@ -903,7 +903,15 @@ void sofv_engine_post(struct sofv_qp *qp)
 	/* a UD QP of sof0 sent to the network: its peers answer by it */
 	if (e->m.type == IBV_QPT_UD && !e->polled)
 		polled_by(qp, true);
-	note_active();
+	/* A CQ of the QP armed: the program waits for its event, which the
+	 * progress thread raises from the sockets it watches; a post is no
+	 * poll then (a busy poller arms nothing, and its polls say so
+	 * themselves). Taking the sockets from that thread woke it, and left
+	 * the answer unread until its hold ended (issue 21: an echo over
+	 * IPoIB, whose CQ is always armed: up to POLL_HOLD_NS). */
+	if (atomic_load_explicit(&qp->scq->shm->armed, memory_order_relaxed) == SOF_CQ_ARM_NONE &&
+	    atomic_load_explicit(&qp->rcq->shm->armed, memory_order_relaxed) == SOF_CQ_ARM_NONE)
+		note_active();
 	pthread_mutex_lock(&eng.lock);
 	/* (a UD datagram has nothing in flight to go with: it leaves now) */
 	if (e->m.type != IBV_QPT_UD && tp_qp_post_may_wait(&e->m, &e->post_epsn)) {

@@ -14,7 +14,8 @@
 #     status    `softofed status` has a line for ib0: mode, MTU,
 #               neighbours, groups, packets
 #     ping6     ping -6 (neighbour discovery on the solicited-node group)
-#     rtt       20 more echoes once resolved
+#     rtt       20 more echoes once resolved, straight host to host on
+#               the fabric's direct paths (its "direct: pkts" grows by 40)
 #     mtu       ping -s 2016 -M do: packets of the 2044-byte MTU both ways
 #     iperf3    TCP and UDP a -> b over ib0, bytes received > 0, no loss
 #               beyond 10 % for UDP at 20 Mbit/s (the server's own count);
@@ -209,12 +210,19 @@ if [ -n "${SOF_IPOIB_DEBUG:-}" ]; then
 		sof_host_run $h sh -c 'cat /tmp/softofed-$(id -u)-$(stat -L -c %i /proc/self/ns/net).log' | tail -n 30 | sed "s/^/# $h daemon: /"
 	done
 fi
-# the latency once resolved: 20 echoes, a second run
-if pingto a "$(sof_ipoib_ip $FAR)" && sof_host_run a ping -n -q -c 20 -i 0.05 -W 2 "$(sof_ipoib_ip $FAR)" >"$SOF_TMP/ipoib.rtt" 2>&1 </dev/null &&
-	grep -q ' 20 received' "$SOF_TMP/ipoib.rtt"; then
-	ok "ipoib/$T: 20 echoes a -> $FAR resolved: $(grep -o 'rtt.*' "$SOF_TMP/ipoib.rtt")"
+# the latency once resolved: 20 echoes, a second run; the datagrams are
+# unicast UD: on the fabric's direct paths (its default) they go host to
+# host, counted in the fabric's "direct: pkts" (40 at least: each echo
+# and its reply)
+dpk() { sof_host_run a "$SOFTOFED" fabric status 2>/dev/null </dev/null | sed -n 's/^direct: pkts \([0-9]*\).*/\1/p'; }
+pingto a "$(sof_ipoib_ip $FAR)"
+dp0=$(dpk)
+if sof_host_run a ping -n -q -c 20 -i 0.05 -W 2 "$(sof_ipoib_ip $FAR)" >"$SOF_TMP/ipoib.rtt" 2>&1 </dev/null &&
+	grep -q ' 20 received' "$SOF_TMP/ipoib.rtt" && sleep 0.3 && dp1=$(dpk) &&
+	{ [ "${SOF_IBF_DIRECT:-1}" = 0 ] || [ "${dp1:-0}" -ge $((${dp0:-0} + 40)) ]; }; then
+	ok "ipoib/$T: 20 echoes a -> $FAR resolved: $(grep -o 'rtt.*' "$SOF_TMP/ipoib.rtt"); $((${dp1:-0} - ${dp0:-0})) UD packets straight host to host (fabric's direct pkts)"
 else
-	not_ok "ipoib/$T: ping resolved" "$(tail -n 2 "$SOF_TMP/ipoib.rtt" | tr '\n' ' ')"
+	not_ok "ipoib/$T: ping resolved" "direct pkts '$dp0' -> '${dp1:-}': $(tail -n 2 "$SOF_TMP/ipoib.rtt" | tr '\n' ' ')"
 fi
 
 # a packet of the MTU with DF set, both ways

@@ -629,19 +629,29 @@ void sofv_engine_unlock(struct sofv_context *ctx);
 
 /* The progress thread starts: its short scheduler slice. */
 void sofv_wake_thread_init(void);
+/* The progress thread's slice: short while it reads the sockets for
+ * nobody, the default while threads poll (it changes only when asked to
+ * change). */
+void sofv_wake_slice(bool short_slice);
 /* After reading the sockets: one-sided requests executed start or extend
  * one-sided mode; held: ACKs are held, which leave by a deadline
  * (sofv_wake_ack_due: it passed; sofv_wake_ack_sent: they left). now:
  * sof_now_ns() of the caller's pass over the sockets (one clock read per
- * poll: it is a good part of what a poll that finds nothing costs). */
-void sofv_wake_rx(uint64_t now, bool held);
+ * poll: it is a good part of what a poll that finds nothing costs).
+ * responses_only: a poller's pass read packets and no request. True: in
+ * one-sided mode the sockets go to the progress thread (kick it when it
+ * does not watch them); sofv_wake_handed tells it, until a one-sided
+ * request is executed. */
+bool sofv_wake_rx(uint64_t now, bool held, bool responses_only);
+bool sofv_wake_handed(uint64_t now);
 /* Whether one-sided mode is on. */
 bool sofv_wake_onesided(void);
 bool sofv_wake_ack_due(uint64_t now);
 void sofv_wake_ack_sent(void);
-/* The progress thread's wait: hold, shortened to that deadline; whether
- * there is one. */
-bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold);
+/* The progress thread's wait: hold, shortened to that deadline (polled:
+ * a poller holds them and ends them itself; only to ACK_POLLED_LOOK_NS);
+ * whether there is one. */
+bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold, bool polled);
 /* A completion channel fired (sofv_wake_kicked; sofv_wake_kicks counts
  * them). The progress thread read packets with nobody polling: it spins on
  * the sockets for a while (sofv_wake_spinning), yielding the CPU in

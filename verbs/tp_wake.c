@@ -9,25 +9,48 @@
  * progress thread leaves the sockets to them and looks only every so
  * often, so such a request would wait for that look. Hence:
  *   - one-sided mode: for ONESIDED_ARM_NS after the engine took in a
- *     one-sided request (tp_onesided grows), the progress thread keeps the
- *     sockets armed even while threads poll, and executes such a request
- *     as soon as it arrives (the pollers go on reading too: one lock);
- *     SEND-only traffic never turns it on;
+ *     one-sided request (tp_onesided grows), the requests of a peer come
+ *     while the owner may be waiting on memory. The progress thread does
+ *     not keep the sockets armed while threads poll (each packet would
+ *     wake it across CPUs: 13-21 us of the sender's send call, then it
+ *     preempts the poller for a packet the poller reads anyway), but it
+ *     takes them when a poller's pass read responses and no request
+ *     (sofv_wake_rx: the peer acknowledged without its next request, so
+ *     that request will come while the owner waits on memory; the
+ *     poller kicks it), until a one-sided request was executed or
+ *     HANDOFF_NS passed; and it looks every POLL_HOLD_NS (no doubling in
+ *     this mode), so a target that stops polling waits at most that long
+ *     before it reads the sockets for it. SEND-only traffic never turns
+ *     the mode on;
  *   - in that mode it holds the ACKs of what it executed for the owner's
- *     next post, as a poller holds them, and any hold (a poller's too, in
- *     any mode) ends after ACK_HOLD_NS, at the next poll or when the
- *     progress thread, whose wait it shortens, sends them: in a
- *     one-sided ping-pong the ACK then reaches the peer together with the
- *     next request while the peer still polls its CQ for that ACK, so the
- *     peer's poll executes that request at once, and the chain goes on
- *     with no thread woken on either side (IBA 9.7.5.1.1 lets a responder
- *     coalesce ACKs); a lone WRITE's initiator waits at most that longer;
+ *     next post (whether or not threads polled lately), as a poller holds
+ *     them: in a one-sided ping-pong the ACK then reaches the peer
+ *     together with the next request while the peer still polls its CQ
+ *     for that ACK, so the peer's poll executes that request at once, and
+ *     the chain goes on with no thread woken on either side (IBA
+ *     9.7.5.1.1 lets a responder coalesce ACKs); an ACK it sent alone
+ *     broke the chain. Any hold ends after ACK_HOLD_NS: at the next poll
+ *     (the pollers look at the deadline on every pass), or when the
+ *     progress thread sends them: while it reads the sockets itself its
+ *     wait ends at the deadline; while threads poll they end it, and it
+ *     looks only after ACK_POLLED_LOOK_NS for a poller that stopped
+ *     (well within the peer's tail-loss probe of a lone message,
+ *     transport/sack.c): waking at every poller's deadline, 30 us after
+ *     an ACK that had long left with the next post, it preempted the
+ *     poller of a pinned program thousands of times a second. A lone
+ *     WRITE's initiator waits at most ACK_HOLD_NS longer;
  *   - the progress thread asks for a short scheduler slice (SCHED_OTHER's
  *     sched_runtime: Linux 6.12's EEVDF custom slices, no privilege
- *     needed), so that its wake-up preempts a spinning thread at once
- *     instead of after that thread's slice, when every CPU is busy (the
- *     program's threads spin, a busy process runs beside it). Older
- *     kernels refuse or ignore it: nothing changes there;
+ *     needed) while it reads the sockets for nobody, so that its wake-up
+ *     preempts a spinning thread at once instead of after that thread's
+ *     slice, when every CPU is busy (the program's threads spin on
+ *     memory, a busy process runs beside it). While threads poll it has
+ *     the default slice (sofv_wake_slice): its timed looks then wait for
+ *     the poller's slice to end instead of preempting it (EEVDF lets a
+ *     shorter slice preempt at wake-up); in a program pinned to one CPU
+ *     (bench/libs.sh's fi_pingpong) each look preempted the polling main
+ *     thread, a context switch per message or two. Older kernels refuse
+ *     or ignore it: nothing changes there;
  *   - its spin: when nobody polls, the progress thread reads the sockets
  *     again and again for PROGRESS_SPIN_NS after the last packet before it
  *     sleeps on them: the next request of a peer in a ping-pong (a READ or
@@ -80,19 +103,24 @@
 
 #define ONESIDED_ARM_NS 1000000000ull
 #define ACK_HOLD_NS 30000ull
+#define ACK_POLLED_LOOK_NS 200000ull
+#define HANDOFF_NS 200000ull
 #define PROGRESS_SLICE_NS 100000ull /* the shortest slice Linux takes */
 #define PROGRESS_SPIN_NS 50000ull
 #define SPIN_CONTENDED_NS 30000ull
 #define SPIN_OFF_NS 100000000ull
 
 static uint64_t onesided_seen; /* tp_onesided() as last looked at */
-static _Atomic uint64_t onesided_until, ack_until;
+static _Atomic uint64_t onesided_until, ack_until, handoff_ns;
 static uint64_t spin_until, nospin_until; /* the progress thread's */
 static bool spin_yields;		  /* the progress thread's */
 static uint64_t kicks;			  /* under the engine's lock */
 static bool timer_watched = true;	  /* under the engine's lock */
+static bool slice_short;		  /* the progress thread's */
 
-void sofv_wake_thread_init(void)
+/* The progress thread's scheduler slice: PROGRESS_SLICE_NS when short,
+ * else the default (sched_runtime 0). */
+static void slice_set(bool short_slice)
 {
 	/* struct sched_attr of linux/sched/types.h (SCHED_ATTR_SIZE_VER0),
 	 * whose header clashes with glibc's sched.h */
@@ -102,25 +130,59 @@ void sofv_wake_thread_init(void)
 		int32_t nice;
 		uint32_t priority;
 		uint64_t runtime, deadline, period;
-	} a = {.size = sizeof(a), .policy = SCHED_OTHER, .runtime = PROGRESS_SLICE_NS};
+	} a = {.size = sizeof(a),
+	       .policy = SCHED_OTHER,
+	       .runtime = short_slice ? PROGRESS_SLICE_NS : 0};
 
 	(void)syscall(SYS_sched_setattr, 0, &a, 0U);
+}
+
+void sofv_wake_thread_init(void)
+{
+	slice_short = true;
+	slice_set(true);
 	/* its timed waits end a held ACK (ACK_HOLD_NS): the default timer
 	 * slack (50 us) would more than double the hold */
 	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 }
 
-void sofv_wake_rx(uint64_t now, bool held)
+void sofv_wake_slice(bool short_slice)
 {
+	if (short_slice == slice_short)
+		return;
+	slice_short = short_slice;
+	slice_set(short_slice);
+}
+
+bool sofv_wake_rx(uint64_t now, bool held, bool responses_only)
+{
+	bool hand = false;
+
 	if (tp_onesided() != onesided_seen) {
 		onesided_seen = tp_onesided();
 		atomic_store_explicit(&onesided_until, now + ONESIDED_ARM_NS, memory_order_relaxed);
+		/* what the handoff waited for came */
+		atomic_store_explicit(&handoff_ns, 0, memory_order_relaxed);
+	} else if (responses_only &&
+		   now < atomic_load_explicit(&onesided_until, memory_order_relaxed)) {
+		/* the chain broke: the peer's next request will find nobody
+		 * polling */
+		atomic_store_explicit(&handoff_ns, now, memory_order_relaxed);
+		hand = true;
 	}
 	/* every hold, a poller's too, ends by the deadline: left to the
 	 * count of polls (ACK_HOLD_POLLS) or to the progress thread's looks,
 	 * a busy CPU stretches it past the peer's probe and retry budget */
 	if (held && !atomic_load_explicit(&ack_until, memory_order_relaxed))
 		atomic_store_explicit(&ack_until, now + ACK_HOLD_NS, memory_order_relaxed);
+	return hand;
+}
+
+bool sofv_wake_handed(uint64_t now)
+{
+	uint64_t t = atomic_load_explicit(&handoff_ns, memory_order_relaxed);
+
+	return t && now - t < HANDOFF_NS;
 }
 
 bool sofv_wake_onesided(void)
@@ -137,13 +199,20 @@ bool sofv_wake_ack_due(uint64_t now)
 
 void sofv_wake_ack_sent(void) { atomic_store_explicit(&ack_until, 0, memory_order_relaxed); }
 
-bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold)
+bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold, bool polled)
 {
 	uint64_t until = atomic_load_explicit(&ack_until, memory_order_relaxed), now;
 
 	*wait = *hold;
 	if (!until)
 		return false;
+	/* a poller's hold: the polls end it by the deadline, this thread
+	 * only when they stopped (ACK_POLLED_LOOK_NS) */
+	if (polled) {
+		if (wait->tv_nsec > (long)ACK_POLLED_LOOK_NS)
+			wait->tv_nsec = (long)ACK_POLLED_LOOK_NS;
+		return true;
+	}
 	now = sof_now_ns();
 	if (until <= now)
 		wait->tv_nsec = 0;

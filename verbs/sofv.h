@@ -629,9 +629,8 @@ void sofv_engine_unlock(struct sofv_context *ctx);
 
 /* The progress thread starts: its short scheduler slice. */
 void sofv_wake_thread_init(void);
-/* The progress thread's slice: short while it reads the sockets for
- * nobody, the default while threads poll (it changes only when asked to
- * change). */
+/* The progress thread's slice: short, or (short_slice false: threads
+ * poll) the default when it may run on one CPU only, the poller's. */
 void sofv_wake_slice(bool short_slice);
 /* After reading the sockets: one-sided requests executed start or extend
  * one-sided mode; held: ACKs are held, which leave by a deadline
@@ -648,10 +647,9 @@ bool sofv_wake_handed(uint64_t now);
 bool sofv_wake_onesided(void);
 bool sofv_wake_ack_due(uint64_t now);
 void sofv_wake_ack_sent(void);
-/* The progress thread's wait: hold, shortened to that deadline (polled:
- * a poller holds them and ends them itself; only to ACK_POLLED_LOOK_NS);
- * whether there is one. */
-bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold, bool polled);
+/* The progress thread's wait: hold, shortened to that deadline; whether
+ * there is one. */
+bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold);
 /* A completion channel fired (sofv_wake_kicked; sofv_wake_kicks counts
  * them). The progress thread read packets with nobody polling: it spins on
  * the sockets for a while (sofv_wake_spinning), yielding the CPU in

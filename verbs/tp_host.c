@@ -24,10 +24,9 @@
  * leaves the sockets alone (a packet would wake it for nothing), keeps the
  * timers and looks every 0.2 ms whether the polls stopped, reading what
  * the polls left (every 20 us for a while when they left some: a program
- * that waits elsewhere between its polls; until a look finds a poller
- * at the sockets again; one-sided mode has its own rules, tp_wake.c),
- * on the default scheduler slice, so that in a program pinned to one
- * CPU its looks do not preempt the poller; a thread that goes to sleep in
+ * that waits elsewhere between its polls; one-sided mode has its own
+ * rules, tp_wake.c), in a program pinned to one CPU on the default
+ * scheduler slice, so that its looks do not preempt the poller; a thread that goes to sleep in
  * ibv_get_cq_event hands the sockets to it at once, and so does arming a
  * CQ: the program may sleep in poll(2) on the channel's fd, where we do
  * not see it, so for ARM_WATCH_NS after that the progress thread keeps
@@ -95,11 +94,8 @@ struct sofv_eqp {
  * leaves packets unread while it waits: when the progress thread finds
  * some at the end of a hold, the polls do not read them all, and it looks
  * again after POLL_STUCK_NS, POLL_STUCK_CHECKS times since it last found
- * some, or until a look finds that a poller read the sockets within
- * POLL_STUCK_NS (a poller that was off its CPU for a while polls again:
- * looks that go on would only preempt it). Not in one-sided mode, whose
- * targets wait on memory (ib_write_lat): the handoff and the looks of
- * tp_wake.c serve them. */
+ * some. Not in one-sided mode, whose targets wait on memory
+ * (ib_write_lat): the handoff and the looks of tp_wake.c serve them. */
 #define POLL_STUCK_NS 20000L
 #define POLL_STUCK_CHECKS 64
 /* A poll this recent means a thread of the program runs a loop of its own
@@ -464,7 +460,7 @@ static void *progress(void *arg)
 			hold.tv_nsec =
 			    hold.tv_nsec < POLL_HOLD_NS ? POLL_HOLD_NS : hold.tv_nsec * 2;
 		}
-		sofv_wake_slice(armed);
+		sofv_wake_slice(armed || os);
 		spin = armed && sofv_wake_spinning();
 		if (armed && !spin && !os) {
 			atomic_store(&eng.sleeping, true);
@@ -473,7 +469,7 @@ static void *progress(void *arg)
 				continue;
 			}
 		}
-		timed = sofv_wake_wait(&wait, &hold, !armed) || os;
+		timed = sofv_wake_wait(&wait, &hold) || os;
 		n = epoll_pwait2(eng.epfd, ev, 5, spin ? &zero : armed && !timed ? NULL : &wait, NULL);
 		atomic_store_explicit(&eng.sleeping, false, memory_order_relaxed);
 		if (n <= 0 && spin && !sofv_wake_ack_due(sof_now_ns())) {
@@ -489,10 +485,8 @@ static void *progress(void *arg)
 		if (n <= 0 && !armed && atomic_load_explicit(&eng.polled, memory_order_relaxed)) {
 			if (sof_now_ns() -
 				atomic_load_explicit(&eng.poll_read_ns, memory_order_relaxed) <
-			    (uint64_t)POLL_STUCK_NS) {
-				stuck = 0;
+			    (uint64_t)POLL_STUCK_NS)
 				continue;
-			}
 			if (pthread_mutex_trylock(&eng.lock))
 				continue;
 			if (eng.ctx && rx_read_some(os) && !os)

@@ -29,28 +29,23 @@
  *     for that ACK, so the peer's poll executes that request at once, and
  *     the chain goes on with no thread woken on either side (IBA
  *     9.7.5.1.1 lets a responder coalesce ACKs); an ACK it sent alone
- *     broke the chain. Any hold ends after ACK_HOLD_NS: at the next poll
- *     (the pollers look at the deadline on every pass), or when the
- *     progress thread sends them: while it reads the sockets itself its
- *     wait ends at the deadline; while threads poll they end it, and it
- *     looks only after ACK_POLLED_LOOK_NS for a poller that stopped
- *     (well within the peer's tail-loss probe of a lone message,
- *     transport/sack.c): waking at every poller's deadline, 30 us after
- *     an ACK that had long left with the next post, it preempted the
- *     poller of a pinned program thousands of times a second. A lone
- *     WRITE's initiator waits at most ACK_HOLD_NS longer;
+ *     broke the chain. Any hold (a poller's too, in any mode) ends after
+ *     ACK_HOLD_NS, at the next poll or when the progress thread, whose
+ *     wait it shortens, sends them; a lone WRITE's initiator waits at
+ *     most that longer;
  *   - the progress thread asks for a short scheduler slice (SCHED_OTHER's
  *     sched_runtime: Linux 6.12's EEVDF custom slices, no privilege
- *     needed) while it reads the sockets for nobody, so that its wake-up
- *     preempts a spinning thread at once instead of after that thread's
- *     slice, when every CPU is busy (the program's threads spin on
- *     memory, a busy process runs beside it). While threads poll it has
- *     the default slice (sofv_wake_slice): its timed looks then wait for
- *     the poller's slice to end instead of preempting it (EEVDF lets a
- *     shorter slice preempt at wake-up); in a program pinned to one CPU
- *     (bench/libs.sh's fi_pingpong) each look preempted the polling main
- *     thread, a context switch per message or two. Older kernels refuse
- *     or ignore it: nothing changes there;
+ *     needed), so that its wake-up preempts a spinning thread at once
+ *     instead of after that thread's slice, when every CPU is busy (the
+ *     program's threads spin on memory, a busy process runs beside it).
+ *     Except in a program pinned to one CPU (taskset, as bench/libs.sh
+ *     runs fi_pingpong) while threads poll (sofv_wake_slice): there its
+ *     looks (the holds, the ACK deadlines, the stuck looks of tp_host.c)
+ *     can only run in the poller's place, and each preempted it (EEVDF
+ *     lets a shorter slice preempt at wake-up): a context switch per
+ *     message or two. On the default slice they wait for the poller's
+ *     slice to end. Older kernels refuse or ignore the slice: nothing
+ *     changes there;
  *   - its spin: when nobody polls, the progress thread reads the sockets
  *     again and again for PROGRESS_SPIN_NS after the last packet before it
  *     sleeps on them: the next request of a peer in a ping-pong (a READ or
@@ -103,7 +98,6 @@
 
 #define ONESIDED_ARM_NS 1000000000ull
 #define ACK_HOLD_NS 30000ull
-#define ACK_POLLED_LOOK_NS 200000ull
 #define HANDOFF_NS 200000ull
 #define PROGRESS_SLICE_NS 100000ull /* the shortest slice Linux takes */
 #define PROGRESS_SPIN_NS 50000ull
@@ -116,7 +110,7 @@ static uint64_t spin_until, nospin_until; /* the progress thread's */
 static bool spin_yields;		  /* the progress thread's */
 static uint64_t kicks;			  /* under the engine's lock */
 static bool timer_watched = true;	  /* under the engine's lock */
-static bool slice_short;		  /* the progress thread's */
+static bool slice_short, slice_asked;	  /* the progress thread's */
 
 /* The progress thread's scheduler slice: PROGRESS_SLICE_NS when short,
  * else the default (sched_runtime 0). */
@@ -139,19 +133,33 @@ static void slice_set(bool short_slice)
 
 void sofv_wake_thread_init(void)
 {
-	slice_short = true;
+	slice_short = slice_asked = true;
 	slice_set(true);
 	/* its timed waits end a held ACK (ACK_HOLD_NS): the default timer
 	 * slack (50 us) would more than double the hold */
 	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 }
 
+/* Whether this thread may run on one CPU only (sched_getaffinity). */
+static bool one_cpu(void)
+{
+	cpu_set_t set;
+
+	return !sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) == 1;
+}
+
 void sofv_wake_slice(bool short_slice)
 {
-	if (short_slice == slice_short)
+	if (short_slice == slice_asked)
 		return;
-	slice_short = short_slice;
-	slice_set(short_slice);
+	slice_asked = short_slice;
+	/* (the affinity is looked at again at each change: a library may
+	 * bind the program's threads after the engine started) */
+	short_slice = short_slice || !one_cpu();
+	if (short_slice != slice_short) {
+		slice_short = short_slice;
+		slice_set(short_slice);
+	}
 }
 
 bool sofv_wake_rx(uint64_t now, bool held, bool responses_only)
@@ -199,20 +207,13 @@ bool sofv_wake_ack_due(uint64_t now)
 
 void sofv_wake_ack_sent(void) { atomic_store_explicit(&ack_until, 0, memory_order_relaxed); }
 
-bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold, bool polled)
+bool sofv_wake_wait(struct timespec *wait, const struct timespec *hold)
 {
 	uint64_t until = atomic_load_explicit(&ack_until, memory_order_relaxed), now;
 
 	*wait = *hold;
 	if (!until)
 		return false;
-	/* a poller's hold: the polls end it by the deadline, this thread
-	 * only when they stopped (ACK_POLLED_LOOK_NS) */
-	if (polled) {
-		if (wait->tv_nsec > (long)ACK_POLLED_LOOK_NS)
-			wait->tv_nsec = (long)ACK_POLLED_LOOK_NS;
-		return true;
-	}
 	now = sof_now_ns();
 	if (until <= now)
 		wait->tv_nsec = 0;

@@ -629,9 +629,6 @@ void sofv_engine_unlock(struct sofv_context *ctx);
 
 /* The progress thread starts: its short scheduler slice. */
 void sofv_wake_thread_init(void);
-/* The progress thread's slice: short, or (short_slice false: threads
- * poll) the default when it may run on one CPU only, the poller's. */
-void sofv_wake_slice(bool short_slice);
 /* After reading the sockets: one-sided requests executed start or extend
  * one-sided mode; held: ACKs are held, which leave by a deadline
  * (sofv_wake_ack_due: it passed; sofv_wake_ack_sent: they left). now:

@@ -25,8 +25,7 @@
  * timers and looks every 0.2 ms whether the polls stopped, reading what
  * the polls left (every 20 us for a while when they left some: a program
  * that waits elsewhere between its polls; one-sided mode has its own
- * rules, tp_wake.c), in a program pinned to one CPU on the default
- * scheduler slice, so that its looks do not preempt the poller; a thread that goes to sleep in
+ * rules, tp_wake.c); a thread that goes to sleep in
  * ibv_get_cq_event hands the sockets to it at once, and so does arming a
  * CQ: the program may sleep in poll(2) on the channel's fd, where we do
  * not see it, so for ARM_WATCH_NS after that the progress thread keeps
@@ -460,7 +459,6 @@ static void *progress(void *arg)
 			hold.tv_nsec =
 			    hold.tv_nsec < POLL_HOLD_NS ? POLL_HOLD_NS : hold.tv_nsec * 2;
 		}
-		sofv_wake_slice(armed || os);
 		spin = armed && sofv_wake_spinning();
 		if (armed && !spin && !os) {
 			atomic_store(&eng.sleeping, true);

@@ -37,15 +37,8 @@
  *     sched_runtime: Linux 6.12's EEVDF custom slices, no privilege
  *     needed), so that its wake-up preempts a spinning thread at once
  *     instead of after that thread's slice, when every CPU is busy (the
- *     program's threads spin on memory, a busy process runs beside it).
- *     Except in a program pinned to one CPU (taskset, as bench/libs.sh
- *     runs fi_pingpong) while threads poll (sofv_wake_slice): there its
- *     looks (the holds, the ACK deadlines, the stuck looks of tp_host.c)
- *     can only run in the poller's place, and each preempted it (EEVDF
- *     lets a shorter slice preempt at wake-up): a context switch per
- *     message or two. On the default slice they wait for the poller's
- *     slice to end. Older kernels refuse or ignore the slice: nothing
- *     changes there;
+ *     program's threads spin, a busy process runs beside it). Older
+ *     kernels refuse or ignore it: nothing changes there;
  *   - its spin: when nobody polls, the progress thread reads the sockets
  *     again and again for PROGRESS_SPIN_NS after the last packet before it
  *     sleeps on them: the next request of a peer in a ping-pong (a READ or
@@ -110,11 +103,8 @@ static uint64_t spin_until, nospin_until; /* the progress thread's */
 static bool spin_yields;		  /* the progress thread's */
 static uint64_t kicks;			  /* under the engine's lock */
 static bool timer_watched = true;	  /* under the engine's lock */
-static bool slice_short, slice_asked;	  /* the progress thread's */
 
-/* The progress thread's scheduler slice: PROGRESS_SLICE_NS when short,
- * else the default (sched_runtime 0). */
-static void slice_set(bool short_slice)
+void sofv_wake_thread_init(void)
 {
 	/* struct sched_attr of linux/sched/types.h (SCHED_ATTR_SIZE_VER0),
 	 * whose header clashes with glibc's sched.h */
@@ -124,42 +114,12 @@ static void slice_set(bool short_slice)
 		int32_t nice;
 		uint32_t priority;
 		uint64_t runtime, deadline, period;
-	} a = {.size = sizeof(a),
-	       .policy = SCHED_OTHER,
-	       .runtime = short_slice ? PROGRESS_SLICE_NS : 0};
+	} a = {.size = sizeof(a), .policy = SCHED_OTHER, .runtime = PROGRESS_SLICE_NS};
 
 	(void)syscall(SYS_sched_setattr, 0, &a, 0U);
-}
-
-void sofv_wake_thread_init(void)
-{
-	slice_short = slice_asked = true;
-	slice_set(true);
 	/* its timed waits end a held ACK (ACK_HOLD_NS): the default timer
 	 * slack (50 us) would more than double the hold */
 	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-}
-
-/* Whether this thread may run on one CPU only (sched_getaffinity). */
-static bool one_cpu(void)
-{
-	cpu_set_t set;
-
-	return !sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) == 1;
-}
-
-void sofv_wake_slice(bool short_slice)
-{
-	if (short_slice == slice_asked)
-		return;
-	slice_asked = short_slice;
-	/* (the affinity is looked at again at each change: a library may
-	 * bind the program's threads after the engine started) */
-	short_slice = short_slice || !one_cpu();
-	if (short_slice != slice_short) {
-		slice_short = short_slice;
-		slice_set(short_slice);
-	}
 }
 
 bool sofv_wake_rx(uint64_t now, bool held, bool responses_only)

@@ -343,44 +343,4 @@ for prog in ibv_uc_pingpong ibv_srq_pingpong; do
 	fi
 done
 
-# ---- the progress thread of a program whose main thread polls: on the
-# default scheduler slice (verbs/tp_wake.c), so that its looks do not
-# preempt the poller of a program pinned to one CPU (bench/libs.sh pins
-# fi_pingpong: a context switch per message or two); the 0.1 ms slice is
-# for when it reads the sockets for nobody. ib_send_lat pinned both sides
-# as the bench runs it; twenty looks at the client's threads' slices
-# (/proc/PID/task/TID/sched), one of which must show none at 0.1 ms (the
-# progress thread may read for a while after the main thread was kept
-# off its CPU on a loaded machine). The same file shows the thread's
-# slice whatever the kernel's default is.
-PORT=$((PORT + 1))
-ss=$(sof_out slice.srv)
-unset SOFTOFED_TRACE
-sof_host_bg slice.srv a 60 taskset -c 0 "$SOFTOFED" run -- ib_send_lat -d sof0 -x "$(sof_host_gid a)" -p "$PORT" -s 8 -n 5000000
-if sof_host_wait_listen a "$PORT" 20 slice.srv; then
-	sof_host_bg slice.cli b 50 taskset -c 1 "$SOFTOFED" run -- ib_send_lat -d sof0 -x "$(sof_host_gid b)" -p "$PORT" -s 8 -n 5000000 "$(sof_host_ip a)"
-	cpid="" short=0 looks=0
-	end=$(($(now_ms) + 20000))
-	while [ "$(now_ms)" -lt "$end" ] && [ "$looks" -lt 20 ]; do
-		[ -n "$cpid" ] || cpid=$(pgrep -f "^ib_send_lat .* -p $PORT .* $(sof_host_ip a)\$" | head -n 1)
-		# the engine's thread is there once the QP connected
-		if [ -n "$cpid" ] && [ "$(find "/proc/$cpid/task" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)" -ge 2 ]; then
-			sleep 0.1
-			looks=$((looks + 1))
-			grep -q '^se.slice  *: *100000$' /proc/"$cpid"/task/*/sched 2>/dev/null && short=$((short + 1))
-		else
-			sleep 0.05
-		fi
-	done
-	sof_kill slice.cli
-	sof_kill slice.srv
-	if [ "$looks" -eq 20 ] && [ "$short" -lt 20 ]; then
-		ok "hosts/engine: the progress thread of a polling program runs on the default slice ($short of 20 looks found a 0.1 ms one)"
-	else
-		not_ok "hosts/engine: the progress thread of a polling program runs on the default slice" "$short of $looks looks found a thread with a 0.1 ms slice (client pid ${cpid:-none}): $(tail -n 2 "$(sof_out slice.cli)" | tr '\n' ' ')"
-	fi
-else
-	not_ok "hosts/engine: progress thread's slice" "the server did not listen: $(tail -n 2 "$ss" | tr '\n' ' ')"
-fi
-
 sof_exit

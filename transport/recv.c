@@ -153,6 +153,7 @@ void tp_recv(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 		}
 		/* a host whose owner may not run counts on it (tp_onesided) */
 		tp.onesided += !!(oi->flags & (ROCE_F_WRITE | ROCE_F_READ | ROCE_F_ATOMIC));
+		tp.requests++;
 		/* a request seen before (a resend, a tail-loss probe): its
 		 * requester is waiting for this very ACK, past a deadline */
 		t->ack_now |= roce_psn_diff(h->psn, t->epsn) < 0;

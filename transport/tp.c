@@ -61,6 +61,7 @@ bool tp_gid_local(const uint8_t gid[16]) { return tp.host->gid_local(gid); }
 
 uint64_t tp_counter(enum sof_counter c) { return tp.counters[c]; }
 uint64_t tp_onesided(void) { return tp.onesided; }
+uint64_t tp_requests(void) { return tp.requests; }
 void tp_count_add(enum sof_counter c, uint64_t n) { tp_count(c, n); }
 void tp_drop_add(enum sof_dropctr d) { tp_drop(d); }
 

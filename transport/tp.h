@@ -228,6 +228,9 @@ uint64_t tp_counter(enum sof_counter c);
  * a responder so far: a host whose owner may not run (it polls memory,
  * not a CQ) keeps reading the sockets itself while this grows. */
 uint64_t tp_onesided(void);
+/* How many request packets of any opcode came to a responder of a
+ * connected QP so far (a host tells a batch of responses alone). */
+uint64_t tp_requests(void);
 void tp_count_add(enum sof_counter c, uint64_t n);
 void tp_drop_add(enum sof_dropctr d);
 /* A line for the host's log. */

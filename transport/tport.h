@@ -295,6 +295,8 @@ struct tp_state {
 	tp_recv_fn hooks[3]; /* TP_HOOK_* */
 	/* RDMA WRITE, READ and atomic request packets received (tp_onesided) */
 	uint64_t onesided;
+	/* request packets of connected QPs received, any opcode (tp_requests) */
+	uint64_t requests;
 };
 
 extern struct tp_state tp;

@@ -633,8 +633,13 @@ void sofv_wake_thread_init(void);
  * one-sided mode; held: ACKs are held, which leave by a deadline
  * (sofv_wake_ack_due: it passed; sofv_wake_ack_sent: they left). now:
  * sof_now_ns() of the caller's pass over the sockets (one clock read per
- * poll: it is a good part of what a poll that finds nothing costs). */
-void sofv_wake_rx(uint64_t now, bool held);
+ * poll: it is a good part of what a poll that finds nothing costs).
+ * responses_only: a poller's pass read packets and no request. True: in
+ * one-sided mode the sockets go to the progress thread (kick it when it
+ * does not watch them); sofv_wake_handed tells it, until a one-sided
+ * request is executed. */
+bool sofv_wake_rx(uint64_t now, bool held, bool responses_only);
+bool sofv_wake_handed(uint64_t now);
 /* Whether one-sided mode is on. */
 bool sofv_wake_onesided(void);
 bool sofv_wake_ack_due(uint64_t now);

@@ -24,7 +24,8 @@
  * leaves the sockets alone (a packet would wake it for nothing), keeps the
  * timers and looks every 0.2 ms whether the polls stopped, reading what
  * the polls left (every 20 us for a while when they left some: a program
- * that waits elsewhere between its polls); a thread that goes to sleep in
+ * that waits elsewhere between its polls; one-sided mode has its own
+ * rules, tp_wake.c); a thread that goes to sleep in
  * ibv_get_cq_event hands the sockets to it at once, and so does arming a
  * CQ: the program may sleep in poll(2) on the channel's fd, where we do
  * not see it, so for ARM_WATCH_NS after that the progress thread keeps
@@ -89,10 +90,11 @@ struct sofv_eqp {
 #define POLL_HOLD_NS 200000L
 #define POLL_HOLD_MAX_NS 1600000L
 /* A thread that polls a CQ now and then but waits elsewhere in between
- * (ib_write_lat spins on the memory that the peer's WRITE fills) leaves
- * packets unread while it waits: when the progress thread finds some at
- * the end of a hold, the polls do not read them all, and it looks again
- * after POLL_STUCK_NS, POLL_STUCK_CHECKS times since it last found some. */
+ * leaves packets unread while it waits: when the progress thread finds
+ * some at the end of a hold, the polls do not read them all, and it looks
+ * again after POLL_STUCK_NS, POLL_STUCK_CHECKS times since it last found
+ * some. Not in one-sided mode, whose targets wait on memory
+ * (ib_write_lat): the handoff and the looks of tp_wake.c serve them. */
 #define POLL_STUCK_NS 20000L
 #define POLL_STUCK_CHECKS 64
 /* A poll this recent means a thread of the program runs a loop of its own
@@ -338,6 +340,8 @@ static uint64_t rx_run(bool poller, bool hold_acks)
 {
 	uint32_t hold = atomic_load_explicit(&eng.ack_hold, memory_order_relaxed);
 	uint64_t now = sof_now_ns(); /* the one clock read of the pass */
+	uint64_t got = tp_counter(SOF_CNT_rx_packets), reqs = tp_requests(), one = 1;
+	bool resp;
 
 	if (!hold_acks || hold == 1 || sofv_wake_ack_due(now))
 		acks_send();
@@ -346,7 +350,12 @@ static uint64_t rx_run(bool poller, bool hold_acks)
 	tp_defer_acks(hold_acks);
 	eng_rx_sockets(poller);
 	tp_defer_acks(false);
-	sofv_wake_rx(now, hold_acks && tp_acks_due());
+	/* a poller read responses and no request: hand the sockets over */
+	resp = poller && tp_counter(SOF_CNT_rx_packets) != got && tp_requests() == reqs;
+	if (sofv_wake_rx(now, hold_acks && tp_acks_due(), resp) && !atomic_load(&eng.watching) &&
+	    write(eng.kickfd, &one, sizeof(one)) < 0) {
+		/* the counter is full: it is awake anyway */
+	}
 	if (hold_acks && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) && tp_acks_due())
 		atomic_store_explicit(&eng.ack_hold, ACK_HOLD_POLLS, memory_order_relaxed);
 	while (!sof_list_empty(&eng.pending)) {
@@ -426,7 +435,7 @@ static void *progress(void *arg)
 		int n;
 
 		os = polling && sofv_wake_onesided();
-		want = !polling || os || arm_watch();
+		want = !polling || arm_watch() || (os && sofv_wake_handed(sof_now_ns()));
 		if (!want && armed) {
 			/* watching, then arm_ns: sofv_engine_flush stores them
 			 * the other way round, so one of the two sees the other */
@@ -446,7 +455,7 @@ static void *progress(void *arg)
 		} else if (polling && stuck) {
 			hold.tv_nsec = POLL_STUCK_NS;
 			stuck--;
-		} else if (polling && hold.tv_nsec < POLL_HOLD_MAX_NS) {
+		} else if (polling && hold.tv_nsec < (os ? POLL_HOLD_NS : POLL_HOLD_MAX_NS)) {
 			hold.tv_nsec =
 			    hold.tv_nsec < POLL_HOLD_NS ? POLL_HOLD_NS : hold.tv_nsec * 2;
 		}
@@ -478,7 +487,7 @@ static void *progress(void *arg)
 				continue;
 			if (pthread_mutex_trylock(&eng.lock))
 				continue;
-			if (eng.ctx && rx_read_some(false))
+			if (eng.ctx && rx_read_some(os) && !os)
 				stuck = POLL_STUCK_CHECKS;
 			pthread_mutex_unlock(&eng.lock);
 			continue;
@@ -508,7 +517,7 @@ static void *progress(void *arg)
 		lately = sof_now_ns() - v < (uint64_t)POLL_LATELY_NS;
 		kicks = sofv_wake_kicks();
 		if ((armed || !atomic_load_explicit(&eng.polled, memory_order_relaxed)) &&
-		    rx_read_some(os) && armed && !os)
+		    rx_read_some(sofv_wake_onesided()) && armed && !os)
 			sofv_wake_spin_start(lately || sofv_wake_kicks() != kicks);
 		/* the deadlines after the sockets: a thread the machine kept
 		 * off its CPU past a transport deadline finds the ACK that

@@ -9,19 +9,30 @@
  * progress thread leaves the sockets to them and looks only every so
  * often, so such a request would wait for that look. Hence:
  *   - one-sided mode: for ONESIDED_ARM_NS after the engine took in a
- *     one-sided request (tp_onesided grows), the progress thread keeps the
- *     sockets armed even while threads poll, and executes such a request
- *     as soon as it arrives (the pollers go on reading too: one lock);
- *     SEND-only traffic never turns it on;
+ *     one-sided request (tp_onesided grows), the requests of a peer come
+ *     while the owner may be waiting on memory. The progress thread does
+ *     not keep the sockets armed while threads poll (each packet would
+ *     wake it across CPUs: 13-21 us of the sender's send call, then it
+ *     preempts the poller for a packet the poller reads anyway), but it
+ *     takes them when a poller's pass read responses and no request
+ *     (sofv_wake_rx: the peer acknowledged without its next request, so
+ *     that request will come while the owner waits on memory; the
+ *     poller kicks it), until a one-sided request was executed or
+ *     HANDOFF_NS passed; and it looks every POLL_HOLD_NS (no doubling in
+ *     this mode), so a target that stops polling waits at most that long
+ *     before it reads the sockets for it. SEND-only traffic never turns
+ *     the mode on;
  *   - in that mode it holds the ACKs of what it executed for the owner's
- *     next post, as a poller holds them, and any hold (a poller's too, in
- *     any mode) ends after ACK_HOLD_NS, at the next poll or when the
- *     progress thread, whose wait it shortens, sends them: in a
- *     one-sided ping-pong the ACK then reaches the peer together with the
- *     next request while the peer still polls its CQ for that ACK, so the
- *     peer's poll executes that request at once, and the chain goes on
- *     with no thread woken on either side (IBA 9.7.5.1.1 lets a responder
- *     coalesce ACKs); a lone WRITE's initiator waits at most that longer;
+ *     next post (whether or not threads polled lately), as a poller holds
+ *     them: in a one-sided ping-pong the ACK then reaches the peer
+ *     together with the next request while the peer still polls its CQ
+ *     for that ACK, so the peer's poll executes that request at once, and
+ *     the chain goes on with no thread woken on either side (IBA
+ *     9.7.5.1.1 lets a responder coalesce ACKs); an ACK it sent alone
+ *     broke the chain. Any hold (a poller's too, in any mode) ends after
+ *     ACK_HOLD_NS, at the next poll or when the progress thread, whose
+ *     wait it shortens, sends them; a lone WRITE's initiator waits at
+ *     most that longer;
  *   - the progress thread asks for a short scheduler slice (SCHED_OTHER's
  *     sched_runtime: Linux 6.12's EEVDF custom slices, no privilege
  *     needed), so that its wake-up preempts a spinning thread at once
@@ -80,13 +91,14 @@
 
 #define ONESIDED_ARM_NS 1000000000ull
 #define ACK_HOLD_NS 30000ull
+#define HANDOFF_NS 200000ull
 #define PROGRESS_SLICE_NS 100000ull /* the shortest slice Linux takes */
 #define PROGRESS_SPIN_NS 50000ull
 #define SPIN_CONTENDED_NS 30000ull
 #define SPIN_OFF_NS 100000000ull
 
 static uint64_t onesided_seen; /* tp_onesided() as last looked at */
-static _Atomic uint64_t onesided_until, ack_until;
+static _Atomic uint64_t onesided_until, ack_until, handoff_ns;
 static uint64_t spin_until, nospin_until; /* the progress thread's */
 static bool spin_yields;		  /* the progress thread's */
 static uint64_t kicks;			  /* under the engine's lock */
@@ -110,17 +122,35 @@ void sofv_wake_thread_init(void)
 	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 }
 
-void sofv_wake_rx(uint64_t now, bool held)
+bool sofv_wake_rx(uint64_t now, bool held, bool responses_only)
 {
+	bool hand = false;
+
 	if (tp_onesided() != onesided_seen) {
 		onesided_seen = tp_onesided();
 		atomic_store_explicit(&onesided_until, now + ONESIDED_ARM_NS, memory_order_relaxed);
+		/* what the handoff waited for came */
+		atomic_store_explicit(&handoff_ns, 0, memory_order_relaxed);
+	} else if (responses_only &&
+		   now < atomic_load_explicit(&onesided_until, memory_order_relaxed)) {
+		/* the chain broke: the peer's next request will find nobody
+		 * polling */
+		atomic_store_explicit(&handoff_ns, now, memory_order_relaxed);
+		hand = true;
 	}
 	/* every hold, a poller's too, ends by the deadline: left to the
 	 * count of polls (ACK_HOLD_POLLS) or to the progress thread's looks,
 	 * a busy CPU stretches it past the peer's probe and retry budget */
 	if (held && !atomic_load_explicit(&ack_until, memory_order_relaxed))
 		atomic_store_explicit(&ack_until, now + ACK_HOLD_NS, memory_order_relaxed);
+	return hand;
+}
+
+bool sofv_wake_handed(uint64_t now)
+{
+	uint64_t t = atomic_load_explicit(&handoff_ns, memory_order_relaxed);
+
+	return t && now - t < HANDOFF_NS;
 }
 
 bool sofv_wake_onesided(void)

@@ -1775,6 +1775,32 @@ TEST(timer_fd_left_alone_while_polled)
 	world_down();
 }
 
+/* A batch of responses alone (the peer's ACK came without its next
+ * request: verbs/tp_wake.c hands the sockets to the progress thread in
+ * one-sided mode) is told from one with a request by tp_requests, which
+ * counts the request packets of any opcode and no response. */
+TEST(requests_counted_responses_not)
+{
+	uint64_t r0, o0;
+
+	world_up();
+	r0 = tp_requests();
+	o0 = tp_onesided();
+	post_write(100, 0x99);
+	packet_in(&(const struct step){S_IN, ROCE_ACK, 0, .syndrome = ACK});
+	CHECK_EQ(tp_requests(), r0);
+	packet_in(&(const struct step){
+	    .kind = S_IN, .opcode = ROCE_WRITE_ONLY, .psn = 0, .len = 64, .rkey = KEY_RW});
+	CHECK_EQ(tp_requests(), r0 + 1);
+	CHECK_EQ(tp_onesided(), o0 + 1);
+	post_recv(64);
+	packet_in(
+	    &(const struct step){.kind = S_IN, .opcode = ROCE_SEND_ONLY, .psn = 1, .len = 64});
+	CHECK_EQ(tp_requests(), r0 + 2);
+	CHECK_EQ(tp_onesided(), o0 + 1);
+	world_down();
+}
+
 TEST(takeover_fatal_naks)
 {
 	static const struct {
@@ -1857,5 +1883,6 @@ int main(void)
 	RUN(takeover_uc_writes_while_stalled);
 	RUN(takeover_fatal_naks);
 	RUN(timer_fd_left_alone_while_polled);
+	RUN(requests_counted_responses_not);
 	return test_summary();
 }

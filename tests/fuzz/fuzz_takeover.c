@@ -46,7 +46,7 @@
  */
 /* clang-format off */
 /*
- * FUZZ_SOURCES: tests/fuzz/fuzz_takeover.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/rwqe.c transport/takeover.c transport/sack.c transport/iblink.c transport/ibpkt.c transport/ibdirect.c transport/wire.c transport/icrc.c transport/ib_wire.c common/util.c common/cqring.c common/grh.c common/gid.c common/wr.c common/hmap.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_takeover.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/rwqe.c transport/takeover.c transport/resp_shared.c transport/sack.c transport/iblink.c transport/ibpkt.c transport/ibdirect.c transport/wire.c transport/icrc.c transport/ib_wire.c common/util.c common/cqring.c common/grh.c common/gid.c common/wr.c common/hmap.c
  * FUZZ_INCLUDES: transport common
  * FUZZ_SEEDS_ENV: SOF_FUZZ_TAKEOVER_SEEDS
  */

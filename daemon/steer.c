@@ -86,6 +86,7 @@ struct slot {
 	uint64_t beat_seen; /* cnt->beat at the last tick */
 	bool queued;	    /* its sockets held datagrams at the last tick */
 	bool stalled;	    /* the daemon reads its sockets (on the fast tick) */
+	uint64_t wait_ns;   /* since when datagrams wait for an engine whose beat stays */
 	bool logged;	    /* said so in the log since the engine last ran */
 	uint32_t idle;	    /* ticks since its sockets last held datagrams */
 	/* quiet: its sockets wait in the watch set, no tick for it */
@@ -510,18 +511,23 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
 /* ---- the takeover of a stalled engine (transport/takeover.c) ------------------------ */
 
 /* A process that holds a slot runs the transport of its RC QPs; while it
- * is stopped (SIGSTOP, a tracer), the RDMA WRITEs that come for them
- * would wait for it. So every TICK_NS the daemon looks at each held slot
- * that saw datagrams lately: when the engine has not read its sockets
- * (the page's beat did not move) over a whole tick in which they held
- * datagrams, and the process is stopped (/proc/PID/stat; one that runs
- * late, on a loaded machine, keeps its packets: the daemon would drop
- * what it does not execute, and the requesters' retries would pay),
- * the daemon reads them, the slot's and the flow sockets it takes from
- * the process (pidfd_getfd: the same user, transport/README.md), and the
- * engine executes the in-order RDMA WRITEs, READs and atomics on the
- * QPs' shared responder state (host op takeover) and drops the rest for
- * the requesters' retries. When the beat moves again, the process has its sockets back.
+ * is stopped (SIGSTOP, a tracer) or off its CPU, the requests that come
+ * for them would wait for it. So every TICK_NS the daemon looks at each
+ * held slot that saw datagrams lately: when the engine has not read its
+ * sockets (the page's beat did not move) over a whole tick in which they
+ * held datagrams, and the process is stopped (/proc/PID/stat), or they
+ * waited RUN_STALL_NS for a process that is not (a loaded machine leaves
+ * a runnable process off its CPU for 30-270 ms at times, past a
+ * requester's tail-loss probes and towards its transport timeout:
+ * bench/results/2026-11-27-loss5.md), the daemon reads them, the slot's
+ * and the flow sockets it takes from the process (pidfd_getfd: the same
+ * user, transport/README.md), and the engine executes the in-order
+ * requests on the QPs' shared responder state (host op takeover), NAKs
+ * a sequence error and drops what it cannot execute for the requesters'
+ * retries. Not while the engine holds a QP's responder lock (off its CPU
+ * in the middle of a packet): every request for that QP would be
+ * dropped, and the datagrams wait in the sockets for it instead. When
+ * the beat moves again, the process has its sockets back.
  * A slot whose sockets stayed empty is looked at less often (flows every
  * IDLE_FLOWS-th tick): each look at flows costs the daemon a few system
  * calls.
@@ -542,6 +548,7 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
 #define STALLED_IDLE 100u /* ticks with empty sockets that end a stall */
 #define QUIET_TICKS 20u	  /* ticks with empty sockets before the watch */
 #define SLOW_NS 100000000L /* the look at a quiet slot with flow sockets */
+#define RUN_STALL_NS 10000000ull /* datagrams wait this long for a process that runs */
 
 static struct sofd_pollable tick = {SOFD_POLL_TIMER, -1};
 static struct sofd_pollable watch = {SOFD_POLL_TIMER, -1}; /* the watch set */
@@ -582,9 +589,21 @@ static void tick_arm(void)
 
 bool sof_tp_steer_is_tick(const struct sofd_pollable *p) { return p == &tick || p == &watch; }
 
+/* Whether the engine of slot s read its sockets since the tick looked. */
+static bool owner_back(const struct slot *s)
+{
+	return __atomic_load_n(&s->cnt->beat, __ATOMIC_ACQUIRE) != s->beat_seen;
+}
+
 bool sof_tp_steer_taking(const struct sofd_qp *qp)
 {
-	return taking && qp->steered && qp->owner && qp->owner->net_slot == taking;
+	if (!taking || !qp->steered || !qp->owner || qp->owner->net_slot != taking)
+		return false;
+	/* the owner reads its sockets again (a process off its CPU, not
+	 * stopped): this batch is executed, no more is read for it */
+	if (owner_back(&slots[taking]))
+		tp_rx_stop();
+	return true;
 }
 
 /* A flow socket of the process that holds s, taken from it; its flow in
@@ -653,6 +672,21 @@ static bool proc_stopped(pid_t pid)
 	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
+/* Whether the engine of process c holds the responder lock of one of its
+ * QPs (takeover.c: stopped in the middle of a request). */
+static bool owner_mid_packet(const struct sofd_conn *c)
+{
+	for (const struct sof_link *l = c->qps.next; l != &c->qps; l = l->next) {
+		const struct sofd_qp *qp = sof_container_of(l, struct sofd_qp, link);
+
+		if (qp->steered && qp->shm &&
+		    atomic_load_explicit(&qp->shm->resp.lock, memory_order_relaxed) ==
+			SOF_RESP_OWNER)
+			return true;
+	}
+	return false;
+}
+
 /* Slot s's sockets out of the watch set: the slot is ticked for again. */
 static void slot_unwatch(struct slot *s)
 {
@@ -703,11 +737,13 @@ static void slot_watch(uint32_t k)
 	bool fv6[SOF_TP_FLOW_FDS], queued = false;
 	int pidfd = -1;
 	unsigned n = 0;
+	uint64_t now;
 
 	if (beat != s->beat_seen) {
 		/* the engine reads its sockets: nothing waits for the daemon */
 		s->beat_seen = beat;
 		s->queued = false;
+		s->wait_ns = 0;
 		s->idle++;
 		if (s->logged)
 			sofd_log("steering slot %u: the engine of pid %d runs again", k,
@@ -741,22 +777,29 @@ static void slot_watch(uint32_t k)
 	/* a stalled engine's sockets stayed empty for a while: the slow tick */
 	if (s->idle > STALLED_IDLE)
 		s->stalled = false;
+	now = sof_now_ns();
+	if (!queued && !s->stalled)
+		s->wait_ns = 0;
+	else if (queued && !s->wait_ns)
+		s->wait_ns = now;
 	/* datagrams waited a whole tick and the engine read none (or it
-	 * stalled already), and the process is stopped: a process that
-	 * runs (only late, on a loaded machine) keeps its packets, of which
-	 * the daemon would drop what it does not execute */
-	if (queued && (s->queued || s->stalled) && proc_stopped(s->owner->pid)) {
+	 * stalled already), and the process is stopped or they waited
+	 * RUN_STALL_NS; not while it holds a responder lock */
+	if (queued && (s->queued || s->stalled) &&
+	    ((s->wait_ns && now - s->wait_ns >= RUN_STALL_NS) || proc_stopped(s->owner->pid)) &&
+	    !owner_mid_packet(s->owner)) {
 		if (!s->logged)
 			sofd_log("steering slot %u: the engine of pid %d stalled: the daemon "
 				 "runs its responders",
 				 k, (int)s->owner->pid);
 		s->stalled = s->logged = true;
 		taking = k;
+		/* (each socket only while the owner does not read them again) */
 		if (s->p4.fd >= 0)
 			tp_rx(s->p4.fd, false, NULL);
-		if (s->p6.fd >= 0)
+		if (s->p6.fd >= 0 && !owner_back(s))
 			tp_rx(s->p6.fd, true, NULL);
-		for (unsigned i = 2; i < n; i++)
+		for (unsigned i = 2; i < n && !owner_back(s); i++)
 			tp_rx(pfd[i].fd, fv6[i - 2], &fa[i - 2]);
 		taking = 0;
 	}

@@ -91,19 +91,20 @@ static void take_back(struct sof_tqp *t, struct sof_resp_shm *rs)
 	t->res_pub = t->res_next;
 }
 
-void tp_resp_shared_enter(struct sof_tqp *t)
+bool tp_resp_shared_enter(struct sof_tqp *t)
 {
 	struct sof_resp_shm *rs = t->qp->rshm;
 
 	owner_lock(rs);
 	if (!rs->daemon_ran)
-		return;
+		return false;
 	take_back(t, rs);
 	/* the daemon ended the QP with a fatal NAK (take_fatal): so do we,
 	 * and the packet that brought us here is dropped (tp_resp_packet) */
 	if (t->state != IBV_QPS_ERR &&
 	    atomic_load_explicit(&t->qp->shm->state, memory_order_acquire) == IBV_QPS_ERR)
 		tp_qp_error(t, 0);
+	return true;
 }
 
 void tp_resp_shared_leave(struct sof_tqp *t)
@@ -129,7 +130,10 @@ void tp_resp_shared_leave(struct sof_tqp *t)
 	rs->wr_va = t->wr_va;
 	rs->wr_len = t->wr_len;
 	rs->wr_left = t->wr_left;
-	rs->kept = t->nooo;
+	/* what it keeps ahead of a gap, when the requester knows (SACKed) */
+	rs->kept = t->sack_peer ? t->nooo : 0;
+	rs->kept_top = t->ooo_top;
+	rs->nak_sent = 0; /* the owner NAKs as it sees fit */
 	rs->mtu = t->mtu;
 	rs->max_dest = t->max_dest_rd_atomic;
 	/* the responder resources made since the last time (a modify that

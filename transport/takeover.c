@@ -37,12 +37,17 @@
  * of sequence, a length, a receive buffer too short, a window this QP
  * may not invalidate) the daemon ends it for the same way: the receive
  * WQE in error, the NAK, the QP in ERROR (take_fatal; the owner follows
- * when it runs). A region the daemon cannot reach, a packet ahead of the
- * expected PSN, a QP whose owner keeps packets ahead of a gap, a
- * duplicate whose resource the shared state no longer keeps: dropped
- * without a NAK (the WQE taken for it stays in hand), the requester's
- * retry brings it to the owner once that runs again, which answers it
- * as the standard says. UC (9.8.2) the same without answers. Counters:
+ * when it runs). A packet ahead of the expected PSN it cannot keep (the
+ * owner keeps those in its own memory): it NAKs the sequence error as a
+ * responder that keeps none (9.7.5.2.1), and the requester goes back;
+ * where the owner keeps packets ahead that it SACKed, the daemon's answer
+ * once it reaches them is that NAK too, so the requester sends them again
+ * (the owner forgets its copies behind the expected PSN it takes back).
+ * A region the daemon cannot reach, a duplicate whose resource the shared
+ * state no longer keeps: dropped without a NAK (the WQE taken for it
+ * stays in hand), the requester's retry brings it to the owner once that
+ * runs again, which answers it as the standard says. UC (9.8.2) the same
+ * without answers. Counters:
  * takeover (packets executed or answered here), drops takeover (left for
  * the owner).
  */
@@ -600,6 +605,61 @@ static bool take_duplicate(const struct tp_qp *qp, const struct sof_resp_shm *rs
 	return true;
 }
 
+/* A sequence-error NAK naming the expected PSN (IBA 9.7.5.2.1): it
+ * acknowledges every request before it, and the requester goes back to
+ * it, resending all that follows (go-back-N; a SACKing requester too). So
+ * it no longer counts on what the owner keeps. */
+static void seq_nak(struct sof_resp_shm *rs, const struct answer *an)
+{
+	struct roce_hdr nak;
+
+	memset(&nak, 0, sizeof(nak));
+	answer(an, ROCE_ACK, rs->epsn, &nak);
+	nak.syndrome = ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ_ERR;
+	tp_count(SOF_CNT_nak_sent, 1);
+	tp_send(&an->path, &nak, 0, NULL, NULL);
+	rs->nak_sent = 1;
+	rs->kept = 0;
+}
+
+/* A request ahead of the expected PSN: the daemon has nowhere to keep it
+ * (the owner keeps such packets in its own memory), so it answers as a
+ * responder that keeps none (IBA 9.7.5.2.1), as the owner does for a
+ * standard requester: one NAK per sequence error, and one more when the
+ * requester evidently went back (a PSN at or below the last one ahead)
+ * and lost the expected packet again; the rest is dropped. Without it a
+ * loss while the owner does not run cost the requester a tail-loss probe
+ * answered by nothing, then its transport timeout. */
+static bool take_ahead(struct sof_resp_shm *rs, const struct roce_hdr *h, const struct answer *an)
+{
+	bool nak = !rs->nak_sent || roce_psn_diff(h->psn, rs->nak_oos & ROCE_PSN_MASK) <= 0;
+
+	if (nak)
+		seq_nak(rs, an);
+	rs->nak_oos = h->psn;
+	return nak;
+}
+
+/* The expected PSN moved on (the daemon executed the request before it):
+ * a sequence error there is a new one. When the owner keeps packets from
+ * there on that it SACKed (the requester will not send them again unless
+ * it goes back), and the daemon cannot reach them, a sequence-error NAK
+ * stands for the ACK (it acknowledges the same) and sends the requester
+ * back to the expected PSN: true then. */
+static bool moved(struct sof_resp_shm *rs, const struct answer *an)
+{
+	rs->nak_sent = 0;
+	if (!rs->kept)
+		return false;
+	if (roce_psn_diff(rs->kept_top & ROCE_PSN_MASK, rs->epsn & ROCE_PSN_MASK) < 0) {
+		rs->kept = 0; /* everything kept is behind it now */
+		return false;
+	}
+	seq_nak(rs, an);
+	rs->nak_oos = rs->kept_top;
+	return true;
+}
+
 /* A UC packet (IBA 9.8.2), as the owner's uc_packet takes it: a gap in
  * the PSNs loses the message in progress, only a FIRST or ONLY starts
  * one; RDMA WRITEs are placed, SENDs and WRITEs with immediate data
@@ -695,16 +755,19 @@ static bool take(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hd
 	int32_t d = roce_psn_diff(h->psn, rs->epsn & ROCE_PSN_MASK);
 	struct answer an = {.path = {.hop_limit = 64}, .dqpn = dqpn, .msn = rs->msn};
 	struct roce_hdr ack;
+	uint32_t before;
 	enum took r;
 
-	if (!rs->valid || rs->kept || rs->mtu < 256 || rs->mtu > 4096 || d > 0 ||
-	    d < -TP_DUP_WINDOW)
+	if (!rs->valid || rs->mtu < 256 || rs->mtu > 4096 || d < -TP_DUP_WINDOW)
 		return false;
 	memcpy(an.path.sgid, a->dst, 16);
 	memcpy(an.path.dgid, a->src, 16);
 	an.path.sport = tp_flow_port(!sof_gid_is_v4(a->src), qp->qpn, dqpn);
 	if (d < 0)
 		return take_duplicate(qp, rs, h, f, op, &an);
+	if (d > 0)
+		return take_ahead(rs, h, &an);
+	before = rs->epsn;
 	if (f & ROCE_F_SEND)
 		r = take_send(qp, rs, h, f, payload, paylen, &an);
 	else if (f & ROCE_F_WRITE)
@@ -722,11 +785,13 @@ static bool take(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hd
 	if (r == TOOK_LEFT)
 		return false;
 	rs->daemon_ran = 1;
+	an.msn = rs->msn;
+	if (rs->epsn != before && rs->valid && moved(rs, &an))
+		return true;
 	if (r == TOOK_ANSWERED)
 		return true;
 	/* the SEND's or WRITE's ACK (IBA 9.7.5.1.2) */
 	memset(&ack, 0, sizeof(ack));
-	an.msn = rs->msn;
 	answer(&an, ROCE_ACK, rs->epsn - 1, &ack);
 	tp_send(&an.path, &ack, 0, NULL, NULL);
 	return true;

@@ -51,6 +51,8 @@
 #include "tp.h"
 #include "tp_ib.h"
 
+#include "roce_wire.h"
+
 #include "sof_gid.h"
 
 #include <errno.h>
@@ -727,6 +729,51 @@ static bool slot_flows(const struct slot *s)
 	return false;
 }
 
+/* Whether the datagram at the head of socket fd is a request (IBA 9.2:
+ * its BTH opcode, the first byte of a RoCEv2 UDP payload), looked at
+ * without taking it. */
+static bool head_is_request(int fd)
+{
+	uint8_t op;
+
+	return recv(fd, &op, 1, MSG_PEEK | MSG_DONTWAIT) == 1 &&
+	       (roce_opinfo(op)->flags & ROCE_F_REQ);
+}
+
+/* Read the sockets of slot k's stalled engine, pfd[0..n) (the slot's two,
+ * then the flow sockets of flows fa, fv6), which poll found readable: its
+ * requests run on the shared responder state (transport/takeover.c). What
+ * else comes is dropped there: the ACKs and responses of the process's own
+ * requests, which its requester must then find again by a probe or a
+ * timeout. A stopped process's requester cannot use them anyway; but a
+ * process that runs will, soon: its sockets are read only when a request
+ * comes first, and the engine stops at the first packet that is not one
+ * (tp_rx_stop), which leaves the rest to the owner. */
+static void slot_take(uint32_t k, const struct pollfd *pfd, unsigned n,
+		      const struct roce_addr *fa, const bool *fv6, bool stopped)
+{
+	struct slot *s = &slots[k];
+	bool any = false, take[2 + SOF_TP_FLOW_FDS];
+
+	for (unsigned i = 0; i < n; i++) {
+		take[i] = (pfd[i].revents & POLLIN) && (stopped || head_is_request(pfd[i].fd));
+		any |= take[i];
+	}
+	if (!any)
+		return;
+	if (!s->logged)
+		sofd_log("steering slot %u: the engine of pid %d stalled: the daemon runs its "
+			 "responders (%s)",
+			 k, (int)s->owner->pid, stopped ? "stopped" : "off its CPU");
+	s->stalled = s->logged = true;
+	taking = k;
+	/* (each socket only while the owner does not read them again) */
+	for (unsigned i = 0; i < n && !owner_back(s); i++)
+		if (take[i])
+			tp_rx(pfd[i].fd, i == 1 || (i >= 2 && fv6[i - 2]), i >= 2 ? &fa[i - 2] : NULL);
+	taking = 0;
+}
+
 /* Look at slot k; read its sockets when its engine stalled. */
 static void slot_watch(uint32_t k)
 {
@@ -785,23 +832,11 @@ static void slot_watch(uint32_t k)
 	/* datagrams waited a whole tick and the engine read none (or it
 	 * stalled already), and the process is stopped or they waited
 	 * RUN_STALL_NS; not while it holds a responder lock */
-	if (queued && (s->queued || s->stalled) &&
-	    ((s->wait_ns && now - s->wait_ns >= RUN_STALL_NS) || proc_stopped(s->owner->pid)) &&
-	    !owner_mid_packet(s->owner)) {
-		if (!s->logged)
-			sofd_log("steering slot %u: the engine of pid %d stalled: the daemon "
-				 "runs its responders",
-				 k, (int)s->owner->pid);
-		s->stalled = s->logged = true;
-		taking = k;
-		/* (each socket only while the owner does not read them again) */
-		if (s->p4.fd >= 0)
-			tp_rx(s->p4.fd, false, NULL);
-		if (s->p6.fd >= 0 && !owner_back(s))
-			tp_rx(s->p6.fd, true, NULL);
-		for (unsigned i = 2; i < n && !owner_back(s); i++)
-			tp_rx(pfd[i].fd, fv6[i - 2], &fa[i - 2]);
-		taking = 0;
+	if (queued && (s->queued || s->stalled) && !owner_mid_packet(s->owner)) {
+		bool stopped = proc_stopped(s->owner->pid);
+
+		if (stopped || (s->wait_ns && now - s->wait_ns >= RUN_STALL_NS))
+			slot_take(k, pfd, n, fa, fv6, stopped);
 	}
 	s->queued = queued;
 	for (unsigned i = 2; i < n; i++)

@@ -809,8 +809,16 @@ bool tp_takeover_packet(struct tp_qp *qp, const struct roce_hdr *h, const uint8_
 	rs = tp.host->takeover(qp, a->src, &dqpn);
 	if (!rs)
 		return false;
+	/* an ACK or response for the owner's requester: dropped, and no
+	 * more read for it, so that an owner off its CPU finds the rest
+	 * (daemon/steer.c) */
+	if (!(roce_opinfo(h->opcode)->flags & ROCE_F_REQ)) {
+		tp_rx_stop();
+		tp_drop(SOF_DROP_takeover);
+		return true;
+	}
 	if ((h->opcode & ROCE_SVC_MASK) != (qp->type == IBV_QPT_UC ? ROCE_SVC_UC : ROCE_SVC_RC) ||
-	    !(roce_opinfo(h->opcode)->flags & ROCE_F_REQ) || !tp_pkey_match(0xffff, h->pkey) ||
+	    !tp_pkey_match(0xffff, h->pkey) ||
 	    !sof_qp_state_receives(atomic_load_explicit(&qp->shm->state, memory_order_acquire)) ||
 	    !atomic_compare_exchange_strong_explicit(&rs->lock, &expect, SOF_RESP_DAEMON,
 						     memory_order_acquire, memory_order_relaxed)) {

@@ -550,7 +550,7 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
 #define STALLED_IDLE 100u /* ticks with empty sockets that end a stall */
 #define QUIET_TICKS 20u	  /* ticks with empty sockets before the watch */
 #define SLOW_NS 100000000L /* the look at a quiet slot with flow sockets */
-#define RUN_STALL_NS 10000000ull /* datagrams wait this long for a process that runs */
+#define RUN_STALL_NS 20000000ull /* datagrams wait this long for a process that runs */
 
 static struct sofd_pollable tick = {SOFD_POLL_TIMER, -1};
 static struct sofd_pollable watch = {SOFD_POLL_TIMER, -1}; /* the watch set */
@@ -602,9 +602,15 @@ bool sof_tp_steer_taking(const struct sofd_qp *qp)
 	if (!taking || !qp->steered || !qp->owner || qp->owner->net_slot != taking)
 		return false;
 	/* the owner reads its sockets again (a process off its CPU, not
-	 * stopped): this batch is executed, no more is read for it */
-	if (owner_back(&slots[taking]))
+	 * stopped): no more is read for it, and what the daemon still holds
+	 * of this batch is dropped (the requester resends it): executed
+	 * here, beside the owner's own packets, it would come out of order
+	 * with them, and each side would take the other's for a gap (the
+	 * owner keeps, the daemon NAKs: a go-back of the whole window) */
+	if (owner_back(&slots[taking])) {
 		tp_rx_stop();
+		return false;
+	}
 	return true;
 }
 

@@ -652,8 +652,7 @@ int sof_tp_steer_add(uint32_t qpn, uint32_t slot);
 void sof_tp_steer_del(uint32_t qpn);
 /* The takeover of a stalled engine's responder (steer.c): the tick that
  * looks at the held slots (a SOFD_POLL_TIMER pollable of its own), and
- * whether the daemon reads qp's slot for its stalled owner right now
- * (false once the owner reads its sockets again). */
+ * whether the daemon reads qp's slot for its stalled owner right now. */
 bool sof_tp_steer_is_tick(const struct sofd_pollable *p);
 void sof_tp_steer_tick(void);
 bool sof_tp_steer_taking(const struct sofd_qp *qp);

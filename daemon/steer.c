@@ -51,8 +51,6 @@
 #include "tp.h"
 #include "tp_ib.h"
 
-#include "roce_wire.h"
-
 #include "sof_gid.h"
 
 #include <errno.h>
@@ -88,7 +86,6 @@ struct slot {
 	uint64_t beat_seen; /* cnt->beat at the last tick */
 	bool queued;	    /* its sockets held datagrams at the last tick */
 	bool stalled;	    /* the daemon reads its sockets (on the fast tick) */
-	uint64_t wait_ns;   /* since when datagrams wait for an engine whose beat stays */
 	bool logged;	    /* said so in the log since the engine last ran */
 	uint32_t idle;	    /* ticks since its sockets last held datagrams */
 	/* quiet: its sockets wait in the watch set, no tick for it */
@@ -513,23 +510,18 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
 /* ---- the takeover of a stalled engine (transport/takeover.c) ------------------------ */
 
 /* A process that holds a slot runs the transport of its RC QPs; while it
- * is stopped (SIGSTOP, a tracer) or off its CPU, the requests that come
- * for them would wait for it. So every TICK_NS the daemon looks at each
- * held slot that saw datagrams lately: when the engine has not read its
- * sockets (the page's beat did not move) over a whole tick in which they
- * held datagrams, and the process is stopped (/proc/PID/stat), or they
- * waited RUN_STALL_NS for a process that is not (a loaded machine leaves
- * a runnable process off its CPU for 30-270 ms at times, past a
- * requester's tail-loss probes and towards its transport timeout:
- * bench/results/2026-11-27-loss5.md), the daemon reads them, the slot's
- * and the flow sockets it takes from the process (pidfd_getfd: the same
- * user, transport/README.md), and the engine executes the in-order
- * requests on the QPs' shared responder state (host op takeover), NAKs
- * a sequence error and drops what it cannot execute for the requesters'
- * retries. Not while the engine holds a QP's responder lock (off its CPU
- * in the middle of a packet): every request for that QP would be
- * dropped, and the datagrams wait in the sockets for it instead. When
- * the beat moves again, the process has its sockets back.
+ * is stopped (SIGSTOP, a tracer), the RDMA WRITEs that come for them
+ * would wait for it. So every TICK_NS the daemon looks at each held slot
+ * that saw datagrams lately: when the engine has not read its sockets
+ * (the page's beat did not move) over a whole tick in which they held
+ * datagrams, and the process is stopped (/proc/PID/stat; one that runs
+ * late, on a loaded machine, keeps its packets: the daemon would drop
+ * what it does not execute, and the requesters' retries would pay),
+ * the daemon reads them, the slot's and the flow sockets it takes from
+ * the process (pidfd_getfd: the same user, transport/README.md), and the
+ * engine executes the in-order RDMA WRITEs, READs and atomics on the
+ * QPs' shared responder state (host op takeover) and drops the rest for
+ * the requesters' retries. When the beat moves again, the process has its sockets back.
  * A slot whose sockets stayed empty is looked at less often (flows every
  * IDLE_FLOWS-th tick): each look at flows costs the daemon a few system
  * calls.
@@ -550,7 +542,6 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
 #define STALLED_IDLE 100u /* ticks with empty sockets that end a stall */
 #define QUIET_TICKS 20u	  /* ticks with empty sockets before the watch */
 #define SLOW_NS 100000000L /* the look at a quiet slot with flow sockets */
-#define RUN_STALL_NS 20000000ull /* datagrams wait this long for a process that runs */
 
 static struct sofd_pollable tick = {SOFD_POLL_TIMER, -1};
 static struct sofd_pollable watch = {SOFD_POLL_TIMER, -1}; /* the watch set */
@@ -591,27 +582,9 @@ static void tick_arm(void)
 
 bool sof_tp_steer_is_tick(const struct sofd_pollable *p) { return p == &tick || p == &watch; }
 
-/* Whether the engine of slot s read its sockets since the tick looked. */
-static bool owner_back(const struct slot *s)
-{
-	return __atomic_load_n(&s->cnt->beat, __ATOMIC_ACQUIRE) != s->beat_seen;
-}
-
 bool sof_tp_steer_taking(const struct sofd_qp *qp)
 {
-	if (!taking || !qp->steered || !qp->owner || qp->owner->net_slot != taking)
-		return false;
-	/* the owner reads its sockets again (a process off its CPU, not
-	 * stopped): no more is read for it, and what the daemon still holds
-	 * of this batch is dropped (the requester resends it): executed
-	 * here, beside the owner's own packets, it would come out of order
-	 * with them, and each side would take the other's for a gap (the
-	 * owner keeps, the daemon NAKs: a go-back of the whole window) */
-	if (owner_back(&slots[taking])) {
-		tp_rx_stop();
-		return false;
-	}
-	return true;
+	return taking && qp->steered && qp->owner && qp->owner->net_slot == taking;
 }
 
 /* A flow socket of the process that holds s, taken from it; its flow in
@@ -680,21 +653,6 @@ static bool proc_stopped(pid_t pid)
 	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
-/* Whether the engine of process c holds the responder lock of one of its
- * QPs (takeover.c: stopped in the middle of a request). */
-static bool owner_mid_packet(const struct sofd_conn *c)
-{
-	for (const struct sof_link *l = c->qps.next; l != &c->qps; l = l->next) {
-		const struct sofd_qp *qp = sof_container_of(l, struct sofd_qp, link);
-
-		if (qp->steered && qp->shm &&
-		    atomic_load_explicit(&qp->shm->resp.lock, memory_order_relaxed) ==
-			SOF_RESP_OWNER)
-			return true;
-	}
-	return false;
-}
-
 /* Slot s's sockets out of the watch set: the slot is ticked for again. */
 static void slot_unwatch(struct slot *s)
 {
@@ -735,51 +693,6 @@ static bool slot_flows(const struct slot *s)
 	return false;
 }
 
-/* Whether the datagram at the head of socket fd is a request (IBA 9.2:
- * its BTH opcode, the first byte of a RoCEv2 UDP payload), looked at
- * without taking it. */
-static bool head_is_request(int fd)
-{
-	uint8_t op;
-
-	return recv(fd, &op, 1, MSG_PEEK | MSG_DONTWAIT) == 1 &&
-	       (roce_opinfo(op)->flags & ROCE_F_REQ);
-}
-
-/* Read the sockets of slot k's stalled engine, pfd[0..n) (the slot's two,
- * then the flow sockets of flows fa, fv6), which poll found readable: its
- * requests run on the shared responder state (transport/takeover.c). What
- * else comes is dropped there: the ACKs and responses of the process's own
- * requests, which its requester must then find again by a probe or a
- * timeout. A stopped process's requester cannot use them anyway; but a
- * process that runs will, soon: its sockets are read only when a request
- * comes first, and the engine stops at the first packet that is not one
- * (tp_rx_stop), which leaves the rest to the owner. */
-static void slot_take(uint32_t k, const struct pollfd *pfd, unsigned n,
-		      const struct roce_addr *fa, const bool *fv6, bool stopped)
-{
-	struct slot *s = &slots[k];
-	bool any = false, take[2 + SOF_TP_FLOW_FDS];
-
-	for (unsigned i = 0; i < n; i++) {
-		take[i] = (pfd[i].revents & POLLIN) && (stopped || head_is_request(pfd[i].fd));
-		any |= take[i];
-	}
-	if (!any)
-		return;
-	if (!s->logged)
-		sofd_log("steering slot %u: the engine of pid %d stalled: the daemon runs its "
-			 "responders (%s)",
-			 k, (int)s->owner->pid, stopped ? "stopped" : "off its CPU");
-	s->stalled = s->logged = true;
-	taking = k;
-	/* (each socket only while the owner does not read them again) */
-	for (unsigned i = 0; i < n && !owner_back(s); i++)
-		if (take[i])
-			tp_rx(pfd[i].fd, i == 1 || (i >= 2 && fv6[i - 2]), i >= 2 ? &fa[i - 2] : NULL);
-	taking = 0;
-}
-
 /* Look at slot k; read its sockets when its engine stalled. */
 static void slot_watch(uint32_t k)
 {
@@ -790,13 +703,11 @@ static void slot_watch(uint32_t k)
 	bool fv6[SOF_TP_FLOW_FDS], queued = false;
 	int pidfd = -1;
 	unsigned n = 0;
-	uint64_t now;
 
 	if (beat != s->beat_seen) {
 		/* the engine reads its sockets: nothing waits for the daemon */
 		s->beat_seen = beat;
 		s->queued = false;
-		s->wait_ns = 0;
 		s->idle++;
 		if (s->logged)
 			sofd_log("steering slot %u: the engine of pid %d runs again", k,
@@ -830,19 +741,24 @@ static void slot_watch(uint32_t k)
 	/* a stalled engine's sockets stayed empty for a while: the slow tick */
 	if (s->idle > STALLED_IDLE)
 		s->stalled = false;
-	now = sof_now_ns();
-	if (!queued && !s->stalled)
-		s->wait_ns = 0;
-	else if (queued && !s->wait_ns)
-		s->wait_ns = now;
 	/* datagrams waited a whole tick and the engine read none (or it
-	 * stalled already), and the process is stopped or they waited
-	 * RUN_STALL_NS; not while it holds a responder lock */
-	if (queued && (s->queued || s->stalled) && !owner_mid_packet(s->owner)) {
-		bool stopped = proc_stopped(s->owner->pid);
-
-		if (stopped || (s->wait_ns && now - s->wait_ns >= RUN_STALL_NS))
-			slot_take(k, pfd, n, fa, fv6, stopped);
+	 * stalled already), and the process is stopped: a process that
+	 * runs (only late, on a loaded machine) keeps its packets, of which
+	 * the daemon would drop what it does not execute */
+	if (queued && (s->queued || s->stalled) && proc_stopped(s->owner->pid)) {
+		if (!s->logged)
+			sofd_log("steering slot %u: the engine of pid %d stalled: the daemon "
+				 "runs its responders",
+				 k, (int)s->owner->pid);
+		s->stalled = s->logged = true;
+		taking = k;
+		if (s->p4.fd >= 0)
+			tp_rx(s->p4.fd, false, NULL);
+		if (s->p6.fd >= 0)
+			tp_rx(s->p6.fd, true, NULL);
+		for (unsigned i = 2; i < n; i++)
+			tp_rx(pfd[i].fd, fv6[i - 2], &fa[i - 2]);
+		taking = 0;
 	}
 	s->queued = queued;
 	for (unsigned i = 2; i < n; i++)

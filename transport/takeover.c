@@ -810,8 +810,7 @@ bool tp_takeover_packet(struct tp_qp *qp, const struct roce_hdr *h, const uint8_
 	if (!rs)
 		return false;
 	/* an ACK or response for the owner's requester: dropped, and no
-	 * more read for it, so that an owner off its CPU finds the rest
-	 * (daemon/steer.c) */
+	 * more read for it now, so that the owner finds the rest */
 	if (!(roce_opinfo(h->opcode)->flags & ROCE_F_REQ)) {
 		tp_rx_stop();
 		tp_drop(SOF_DROP_takeover);

@@ -95,6 +95,10 @@ struct sof_resp_shm {
 	uint32_t rcv_active, rcv_nsge;
 	uint64_t rcv_wr_id, rcv_off;
 	struct sof_sge rcv_sge[SOF_RESP_SGE];
+	uint32_t kept_top; /* while kept: the highest PSN the owner keeps */
+	/* the daemon's sequence-error NAK for epsn (IBA 9.7.5.2.1): sent,
+	 * and the highest PSN that came ahead of epsn since */
+	uint32_t nak_sent, nak_oos;
 };
 #define SOF_RESP_FREE 0u
 #define SOF_RESP_OWNER 1u

@@ -666,6 +666,23 @@ static void ooo_drain(struct sof_tqp *t)
 		tp_resp_ooo_clear(t);
 }
 
+/* The daemon ran the responder meanwhile (takeover.c): what was kept
+ * below the expected PSN it took back, the daemon executed (from the
+ * requester's resends: it NAKs what comes ahead, so the requester went
+ * back), and is forgotten; what is now in turn runs. */
+static void ooo_taken_back(struct sof_tqp *t)
+{
+	for (uint32_t i = 0; t->nooo && i < TP_OOO_SLOTS; i++) {
+		struct tp_ooo *o = &t->ooo[i];
+
+		if (o->used && roce_psn_diff(o->h.psn, t->epsn) < 0) {
+			o->used = false;
+			t->nooo--;
+		}
+	}
+	ooo_drain(t);
+}
+
 /* Ahead of the expected PSN, from a requester that speaks the extension:
  * kept when it fits in the window, and no NAK: the coalesced ACK of this
  * batch carries the SACK of what is kept (sack.c). */
@@ -748,8 +765,8 @@ void tp_resp_packet(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *
 	bool shared = t->qp->rshm; /* the daemon may run it while we do not (takeover.c) */
 
 	(void)a;
-	if (shared)
-		tp_resp_shared_enter(t);
+	if (shared && tp_resp_shared_enter(t) && t->nooo)
+		ooo_taken_back(t);
 	if (t->state == IBV_QPS_ERR) /* ended by the daemon meanwhile */
 		tp_drop(SOF_DROP_qp_state);
 	else if (t->qp->type == IBV_QPT_UC)

@@ -37,12 +37,17 @@
  * of sequence, a length, a receive buffer too short, a window this QP
  * may not invalidate) the daemon ends it for the same way: the receive
  * WQE in error, the NAK, the QP in ERROR (take_fatal; the owner follows
- * when it runs). A region the daemon cannot reach, a packet ahead of the
- * expected PSN, a QP whose owner keeps packets ahead of a gap, a
- * duplicate whose resource the shared state no longer keeps: dropped
- * without a NAK (the WQE taken for it stays in hand), the requester's
- * retry brings it to the owner once that runs again, which answers it
- * as the standard says. UC (9.8.2) the same without answers. Counters:
+ * when it runs). A packet ahead of the expected PSN it cannot keep (the
+ * owner keeps those in its own memory): it NAKs the sequence error as a
+ * responder that keeps none (9.7.5.2.1), and the requester goes back;
+ * where the owner keeps packets ahead that it SACKed, the daemon's answer
+ * once it reaches them is that NAK too, so the requester sends them again
+ * (the owner forgets its copies behind the expected PSN it takes back).
+ * A region the daemon cannot reach, a duplicate whose resource the shared
+ * state no longer keeps: dropped without a NAK (the WQE taken for it
+ * stays in hand), the requester's retry brings it to the owner once that
+ * runs again, which answers it as the standard says. UC (9.8.2) the same
+ * without answers. Counters:
  * takeover (packets executed or answered here), drops takeover (left for
  * the owner).
  */
@@ -51,171 +56,6 @@
 #include "sof_wr.h"
 
 #include "sof_gid.h"
-
-#include <sched.h>
-
-/* The owner waits this long for a daemon that holds the lock (it holds it
- * for one packet); past it the daemon is taken to be gone. */
-#define OWNER_WAIT_NS 1000000000ull
-
-/* ---- the owner's side ------------------------------------------------------------ */
-
-static void owner_lock(struct sof_resp_shm *rs)
-{
-	uint64_t until = 0;
-
-	for (;;) {
-		uint32_t expect = SOF_RESP_FREE;
-
-		if (atomic_compare_exchange_weak_explicit(&rs->lock, &expect, SOF_RESP_OWNER,
-							  memory_order_acquire,
-							  memory_order_relaxed))
-			return;
-		if (expect == SOF_RESP_OWNER) /* left so by an owner that died */
-			return;
-		if (!until)
-			until = sof_now_ns() + OWNER_WAIT_NS;
-		else if (sof_now_ns() > until) {
-			atomic_store_explicit(&rs->lock, SOF_RESP_OWNER, memory_order_relaxed);
-			return;
-		}
-		sched_yield();
-	}
-}
-
-static void owner_unlock(struct sof_resp_shm *rs)
-{
-	atomic_store_explicit(&rs->lock, SOF_RESP_FREE, memory_order_release);
-}
-
-/* The daemon executed requests meanwhile: its state is ours. Under the
- * owner's lock. */
-static void take_back(struct sof_tqp *t, struct sof_resp_shm *rs)
-{
-	uint32_t n, end;
-
-	rs->daemon_ran = 0;
-	t->epsn = rs->epsn & ROCE_PSN_MASK;
-	t->msn = rs->msn & 0xffffff;
-	t->nak_sent = false;
-	if (rs->in_msg == SOF_RESP_MSG_WRITE) {
-		t->in_msg = ROCE_F_WRITE;
-		t->wr_rkey = rs->wr_rkey;
-		t->wr_va = rs->wr_va;
-		t->wr_len = rs->wr_len;
-		t->wr_left = rs->wr_left;
-	} else if (rs->in_msg == SOF_RESP_MSG_SEND) {
-		t->in_msg = ROCE_F_SEND;
-	} else if (rs->in_msg == SOF_RESP_MSG_NONE) {
-		t->in_msg = 0;
-	}
-	/* the receive WQE in hand: taken by either of us */
-	t->rcv_active = rs->rcv_active != 0;
-	if (t->rcv_active) {
-		t->rcv_wr_id = rs->rcv_wr_id;
-		t->rcv_off = rs->rcv_off;
-		t->rcv_nsge = rs->rcv_nsge <= TP_MAX_SGE ? rs->rcv_nsge : 0;
-		memcpy(t->rcv_sge, rs->rcv_sge, t->rcv_nsge * sizeof(struct sof_sge));
-	}
-	/* the READs and atomics it executed are duplicates to us now */
-	end = rs->res_next; /* read once: the loop's bound stays put */
-	n = end - rs->res_owner;
-	if (n > SOF_RESP_RES)
-		n = SOF_RESP_RES;
-	for (uint32_t i = end - n; i != end; i++) {
-		const struct sof_resp_res *e = &rs->res[i % SOF_RESP_RES];
-		struct tp_res *r = &t->res[t->res_next++ % t->nres];
-
-		*r = (struct tp_res){.type = (uint8_t)e->type,
-				     .psn = e->psn,
-				     .npkts = e->npkts,
-				     .va = e->va,
-				     .rkey = e->rkey,
-				     .len = e->len,
-				     .orig = e->orig};
-	}
-	t->res_pub = t->res_next;
-}
-
-void tp_resp_shared_enter(struct sof_tqp *t)
-{
-	struct sof_resp_shm *rs = t->qp->rshm;
-
-	owner_lock(rs);
-	if (!rs->daemon_ran)
-		return;
-	take_back(t, rs);
-	/* the daemon ended the QP with a fatal NAK (take_fatal): so do we,
-	 * and the packet that brought us here is dropped (tp_resp_packet) */
-	if (t->state != IBV_QPS_ERR &&
-	    atomic_load_explicit(&t->qp->shm->state, memory_order_acquire) == IBV_QPS_ERR)
-		tp_qp_error(t, 0);
-}
-
-void tp_resp_shared_leave(struct sof_tqp *t)
-{
-	struct sof_resp_shm *rs = t->qp->rshm;
-	uint32_t n;
-
-	rs->epsn = t->epsn;
-	rs->msn = t->msn;
-	rs->in_msg = !t->in_msg			 ? SOF_RESP_MSG_NONE
-		     : t->in_msg == ROCE_F_WRITE ? SOF_RESP_MSG_WRITE
-						 : SOF_RESP_MSG_SEND;
-	/* a receive WQE is in hand between packets only in the middle of a
-	 * SEND (or after a lost UC message): then it is copied */
-	rs->rcv_active = t->rcv_active;
-	if (t->rcv_active) {
-		rs->rcv_wr_id = t->rcv_wr_id;
-		rs->rcv_off = t->rcv_off;
-		rs->rcv_nsge = t->rcv_nsge;
-		memcpy(rs->rcv_sge, t->rcv_sge, t->rcv_nsge * sizeof(struct sof_sge));
-	}
-	rs->wr_rkey = t->wr_rkey;
-	rs->wr_va = t->wr_va;
-	rs->wr_len = t->wr_len;
-	rs->wr_left = t->wr_left;
-	rs->kept = t->nooo;
-	rs->mtu = t->mtu;
-	rs->max_dest = t->max_dest_rd_atomic;
-	/* the responder resources made since the last time (a modify that
-	 * resized the ring restarted its count) */
-	n = t->res_next - t->res_pub;
-	if (n > t->nres || n > t->res_next)
-		n = t->nres < t->res_next ? t->nres : t->res_next;
-	if (n > SOF_RESP_RES)
-		n = SOF_RESP_RES;
-	for (uint32_t i = t->res_next - n; i != t->res_next; i++) {
-		const struct tp_res *r = &t->res[i % t->nres];
-
-		rs->res[rs->res_next++ % SOF_RESP_RES] = (struct sof_resp_res){.type = r->type,
-									      .psn = r->psn,
-									      .npkts = r->npkts,
-									      .rkey = r->rkey,
-									      .len = r->len,
-									      .va = r->va,
-									      .orig = r->orig};
-	}
-	rs->res_owner = rs->res_next;
-	t->res_pub = t->res_next;
-	/* a QP in ERROR answers nothing: the daemon must not either */
-	rs->valid = t->state != IBV_QPS_ERR;
-	owner_unlock(rs);
-}
-
-void tp_resp_shared_void(struct tp_qp *qp)
-{
-	if (!qp->rshm)
-		return;
-	owner_lock(qp->rshm);
-	/* what the daemon executed is the QP's before the modify: taken
-	 * back, or the owner would execute those requests again */
-	if (qp->t && qp->rshm->daemon_ran)
-		take_back(qp->t, qp->rshm);
-	qp->rshm->valid = 0;
-	qp->rshm->daemon_ran = 0;
-	owner_unlock(qp->rshm);
-}
 
 /* ---- the daemon's side ----------------------------------------------------------- */
 
@@ -765,6 +605,61 @@ static bool take_duplicate(const struct tp_qp *qp, const struct sof_resp_shm *rs
 	return true;
 }
 
+/* A sequence-error NAK naming the expected PSN (IBA 9.7.5.2.1): it
+ * acknowledges every request before it, and the requester goes back to
+ * it, resending all that follows (go-back-N; a SACKing requester too). So
+ * it no longer counts on what the owner keeps. */
+static void seq_nak(struct sof_resp_shm *rs, const struct answer *an)
+{
+	struct roce_hdr nak;
+
+	memset(&nak, 0, sizeof(nak));
+	answer(an, ROCE_ACK, rs->epsn, &nak);
+	nak.syndrome = ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ_ERR;
+	tp_count(SOF_CNT_nak_sent, 1);
+	tp_send(&an->path, &nak, 0, NULL, NULL);
+	rs->nak_sent = 1;
+	rs->kept = 0;
+}
+
+/* A request ahead of the expected PSN: the daemon has nowhere to keep it
+ * (the owner keeps such packets in its own memory), so it answers as a
+ * responder that keeps none (IBA 9.7.5.2.1), as the owner does for a
+ * standard requester: one NAK per sequence error, and one more when the
+ * requester evidently went back (a PSN at or below the last one ahead)
+ * and lost the expected packet again; the rest is dropped. Without it a
+ * loss while the owner does not run cost the requester a tail-loss probe
+ * answered by nothing, then its transport timeout. */
+static bool take_ahead(struct sof_resp_shm *rs, const struct roce_hdr *h, const struct answer *an)
+{
+	bool nak = !rs->nak_sent || roce_psn_diff(h->psn, rs->nak_oos & ROCE_PSN_MASK) <= 0;
+
+	if (nak)
+		seq_nak(rs, an);
+	rs->nak_oos = h->psn;
+	return nak;
+}
+
+/* The expected PSN moved on (the daemon executed the request before it):
+ * a sequence error there is a new one. When the owner keeps packets from
+ * there on that it SACKed (the requester will not send them again unless
+ * it goes back), and the daemon cannot reach them, a sequence-error NAK
+ * stands for the ACK (it acknowledges the same) and sends the requester
+ * back to the expected PSN: true then. */
+static bool moved(struct sof_resp_shm *rs, const struct answer *an)
+{
+	rs->nak_sent = 0;
+	if (!rs->kept)
+		return false;
+	if (roce_psn_diff(rs->kept_top & ROCE_PSN_MASK, rs->epsn & ROCE_PSN_MASK) < 0) {
+		rs->kept = 0; /* everything kept is behind it now */
+		return false;
+	}
+	seq_nak(rs, an);
+	rs->nak_oos = rs->kept_top;
+	return true;
+}
+
 /* A UC packet (IBA 9.8.2), as the owner's uc_packet takes it: a gap in
  * the PSNs loses the message in progress, only a FIRST or ONLY starts
  * one; RDMA WRITEs are placed, SENDs and WRITEs with immediate data
@@ -860,16 +755,19 @@ static bool take(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hd
 	int32_t d = roce_psn_diff(h->psn, rs->epsn & ROCE_PSN_MASK);
 	struct answer an = {.path = {.hop_limit = 64}, .dqpn = dqpn, .msn = rs->msn};
 	struct roce_hdr ack;
+	uint32_t before;
 	enum took r;
 
-	if (!rs->valid || rs->kept || rs->mtu < 256 || rs->mtu > 4096 || d > 0 ||
-	    d < -TP_DUP_WINDOW)
+	if (!rs->valid || rs->mtu < 256 || rs->mtu > 4096 || d < -TP_DUP_WINDOW)
 		return false;
 	memcpy(an.path.sgid, a->dst, 16);
 	memcpy(an.path.dgid, a->src, 16);
 	an.path.sport = tp_flow_port(!sof_gid_is_v4(a->src), qp->qpn, dqpn);
 	if (d < 0)
 		return take_duplicate(qp, rs, h, f, op, &an);
+	if (d > 0)
+		return take_ahead(rs, h, &an);
+	before = rs->epsn;
 	if (f & ROCE_F_SEND)
 		r = take_send(qp, rs, h, f, payload, paylen, &an);
 	else if (f & ROCE_F_WRITE)
@@ -887,11 +785,13 @@ static bool take(struct tp_qp *qp, struct sof_resp_shm *rs, const struct roce_hd
 	if (r == TOOK_LEFT)
 		return false;
 	rs->daemon_ran = 1;
+	an.msn = rs->msn;
+	if (rs->epsn != before && rs->valid && moved(rs, &an))
+		return true;
 	if (r == TOOK_ANSWERED)
 		return true;
 	/* the SEND's or WRITE's ACK (IBA 9.7.5.1.2) */
 	memset(&ack, 0, sizeof(ack));
-	an.msn = rs->msn;
 	answer(&an, ROCE_ACK, rs->epsn - 1, &ack);
 	tp_send(&an.path, &ack, 0, NULL, NULL);
 	return true;
@@ -909,8 +809,15 @@ bool tp_takeover_packet(struct tp_qp *qp, const struct roce_hdr *h, const uint8_
 	rs = tp.host->takeover(qp, a->src, &dqpn);
 	if (!rs)
 		return false;
+	/* an ACK or response for the owner's requester: dropped, and no
+	 * more read for it now, so that the owner finds the rest */
+	if (!(roce_opinfo(h->opcode)->flags & ROCE_F_REQ)) {
+		tp_rx_stop();
+		tp_drop(SOF_DROP_takeover);
+		return true;
+	}
 	if ((h->opcode & ROCE_SVC_MASK) != (qp->type == IBV_QPT_UC ? ROCE_SVC_UC : ROCE_SVC_RC) ||
-	    !(roce_opinfo(h->opcode)->flags & ROCE_F_REQ) || !tp_pkey_match(0xffff, h->pkey) ||
+	    !tp_pkey_match(0xffff, h->pkey) ||
 	    !sof_qp_state_receives(atomic_load_explicit(&qp->shm->state, memory_order_acquire)) ||
 	    !atomic_compare_exchange_strong_explicit(&rs->lock, &expect, SOF_RESP_DAEMON,
 						     memory_order_acquire, memory_order_relaxed)) {

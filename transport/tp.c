@@ -68,6 +68,7 @@ void tp_drop_add(enum sof_dropctr d) { tp_drop(d); }
 void tp_defer_acks(bool on) { tp.defer_acks = on; }
 bool tp_acks_due(void) { return !sof_list_empty(&tp.acks); }
 bool tp_rx_foreign(void) { return tp.flow_foreign; }
+void tp_rx_stop(void) { tp.rx_stop = true; }
 
 void tp_tx_flush(void)
 {

@@ -209,6 +209,10 @@ int tp_rx(int fd, bool v6, const struct roce_addr *flow);
 /* Whether the last tp_rx of a flow socket took a packet for a QP that
  * is not the host's (the flow carries others' traffic). */
 bool tp_rx_foreign(void);
+/* The tp_rx under way reads no further batch (a host that reads another
+ * process's sockets for it, takeover.c: what comes is for that process's
+ * own requests, which only it can take). */
+void tp_rx_stop(void);
 /* One packet: the UDP payload (ICRC included) that came from a->src to
  * a->dst. Validated, then executed, or dropped and counted. */
 void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a);

@@ -292,6 +292,7 @@ struct tp_state {
 	/* rx_flow is set while tp_rx reads a flow socket, and flow_foreign
 	 * tells that a packet of it named a QP not ours */
 	bool rx_flow, flow_foreign;
+	bool rx_stop; /* tp_rx_stop: the tp_rx under way reads no more */
 	tp_recv_fn hooks[3]; /* TP_HOOK_* */
 	/* RDMA WRITE, READ and atomic request packets received (tp_onesided) */
 	uint64_t onesided;
@@ -536,9 +537,9 @@ void tp_resp_linger(const struct sof_tqp *t);
  * lingers and the request repeats one it had received. */
 bool tp_resp_lingering(uint32_t qpn, const struct roce_hdr *h, const struct roce_addr *a);
 /* The responder state of t's QP shared with the daemon (qp->rshm,
- * takeover.c): taken, and taken back from the daemon when it ran, before
- * a request; published and given up after it. */
-void tp_resp_shared_enter(struct sof_tqp *t);
+ * takeover.c): taken, and taken back from the daemon when it ran (true),
+ * before a request; published and given up after it. */
+bool tp_resp_shared_enter(struct sof_tqp *t);
 void tp_resp_shared_leave(struct sof_tqp *t);
 /* A request for qp, whose transport runs in its owner, read by a host
  * that runs its responder while the owner does not (takeover.c): true

@@ -739,6 +739,7 @@ int tp_rx(int fd, bool v6, const struct roce_addr *flow)
 	}
 	tp.rx_flow = flow != NULL;
 	tp.flow_foreign = false;
+	tp.rx_stop = false;
 	do {
 		for (int i = 0; i < want[v6]; i++) {
 			rxb.msgs[i].msg_hdr.msg_name = flow ? NULL : &rxb.srcs[i];
@@ -754,7 +755,7 @@ int tp_rx(int fd, bool v6, const struct roce_addr *flow)
 			want[v6] = n * 2 < RX_BATCH ? n * 2 : RX_BATCH;
 		else
 			want[v6] = n > 1 ? n : 1;
-	} while (n == RX_BATCH && ++rounds < 32);
+	} while (n == RX_BATCH && ++rounds < 32 && !tp.rx_stop);
 	tp.rx_flow = false;
 	tp_input_end();
 	return got;

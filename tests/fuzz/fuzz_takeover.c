@@ -46,7 +46,7 @@
  */
 /* clang-format off */
 /*
- * FUZZ_SOURCES: tests/fuzz/fuzz_takeover.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/rwqe.c transport/takeover.c transport/sack.c transport/iblink.c transport/ibpkt.c transport/ibdirect.c transport/wire.c transport/icrc.c transport/ib_wire.c common/util.c common/cqring.c common/grh.c common/gid.c common/wr.c common/hmap.c
+ * FUZZ_SOURCES: tests/fuzz/fuzz_takeover.c transport/tp.c transport/udp.c transport/recv.c transport/timer.c transport/qp.c transport/mr.c transport/requester.c transport/completer.c transport/responder.c transport/rwqe.c transport/takeover.c transport/resp_shared.c transport/sack.c transport/iblink.c transport/ibpkt.c transport/ibdirect.c transport/wire.c transport/icrc.c transport/ib_wire.c common/util.c common/cqring.c common/grh.c common/gid.c common/wr.c common/hmap.c
  * FUZZ_INCLUDES: transport common
  * FUZZ_SEEDS_ENV: SOF_FUZZ_TAKEOVER_SEEDS
  */
@@ -795,12 +795,13 @@ static void write_seeds(const char *dir)
 			     .nak = ROCE_AETH_NAK | bad[i].nak);
 		}
 	}
-	/* PSNs out of the window: ahead, and older than duplicates go */
+	/* PSNs out of the window: ahead (a sequence-error NAK), and older
+	 * than duplicates go (left) */
 	h = req(ROCE_WRITE_ONLY, 1, 0, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
 	h = req(ROCE_WRITE_ONLY, -TP_DUP_WINDOW - 1, 0, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 16, 0x99);
-	SEED("write_psn_out", .left = 2);
+	SEED("write_psn_out", .taken = 1, .left = 1, .sent = 1);
 	/* from a stranger: not taken (dropped as for an unknown QP) */
 	h = req(ROCE_WRITE_ONLY, 0, 0, 0, 16);
 	seed_pkt_cut(&o, C_DAEMON, STD & ~P_PEER, &h, 16, 0x99, 0);
@@ -857,6 +858,48 @@ static void write_seeds(const char *dir)
 	h = req(ROCE_SEND_LAST, 0, 0, 0, 0);
 	seed_pkt(&o, C_DAEMON, &h, 1000, 0x43);
 	SEED("send", .taken = 4, .sent = 4, .off = 0x3000, .len = 2024, .val = 0x43, .cqes = 3);
+	/* a SEND's FIRST lost, from a requester that speaks the extension:
+	 * the owner keeps (and SACKs) its MIDDLE and LAST; stalled, the
+	 * daemon executes the resent FIRST and answers a sequence-error NAK
+	 * (the owner's copies are out of its reach), drops one ahead; then
+	 * either the requester went back (the daemon executes MIDDLE and
+	 * LAST, the owner forgets its copies) or the owner runs first (and
+	 * executes its copies); the next SEND the owner's, each once */
+	for (int back = 1; back >= 0; back--) {
+		seed_post(&o, 1, 0x1000, 4096);
+		seed_post(&o, 1, 0x3000, 64);
+		h = req(ROCE_SEND_MIDDLE, 1, 0, 0, 0);
+		h.ext = true;
+		seed_pkt(&o, C_OWNER, &h, 1024, 0x48);
+		h = req(ROCE_SEND_LAST, 2, 0, 0, 0);
+		h.ext = true;
+		seed_pkt(&o, C_OWNER, &h, 10, 0x48);
+		put8(&o, C_BATCH);
+		h = req(ROCE_SEND_FIRST, 0, 0, 0, 0);
+		h.ext = true;
+		seed_pkt(&o, C_DAEMON, &h, 1024, 0x48);
+		h = req(ROCE_SEND_ONLY, 2, 0, 0, 0);
+		h.ext = true;
+		seed_pkt(&o, C_DAEMON, &h, 8, 0x49);
+		if (back) {
+			h = req(ROCE_SEND_MIDDLE, 0, 0, 0, 0);
+			h.ext = true;
+			seed_pkt(&o, C_DAEMON, &h, 1024, 0x48);
+			h = req(ROCE_SEND_LAST, 0, 0, 0, 0);
+			h.ext = true;
+			seed_pkt(&o, C_DAEMON, &h, 10, 0x48);
+		}
+		h = req(ROCE_SEND_ONLY, back ? 0 : 2, 0, 0, 0);
+		h.ext = true;
+		seed_pkt(&o, C_OWNER, &h, 8, 0x49);
+		put8(&o, C_BATCH);
+		if (back)
+			SEED("send_kept_went_back", .taken = 3, .left = 1, .sent = 3, .off = 0x1000,
+			     .len = 2058, .val = 0x48, .cqes = 2);
+		else
+			SEED("send_kept_owner_first", .taken = 1, .left = 1, .sent = 1,
+			     .off = 0x1000, .len = 2058, .val = 0x48, .cqes = 2);
+	}
 	/* the owner starts a SEND, the daemon goes on and ends it, the owner
 	 * takes the next; the daemon starts one, the owner ends it */
 	seed_post(&o, 1, 0x1000, 4096);
@@ -963,8 +1006,9 @@ static void write_seeds(const char *dir)
 	h = req(ROCE_READ_REQ, 0, 3, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
 	SEED("read_bad_key", .taken = 1, .sent = 1, .nak = ROCE_AETH_NAK | ROCE_NAK_REM_ACCESS);
-	/* left: a duplicate outside the original, one ahead; one in the
-	 * middle of a WRITE: an invalid request */
+	/* left: a duplicate outside the original; one ahead: a
+	 * sequence-error NAK; one in the middle of a WRITE: an invalid
+	 * request */
 	h = req(ROCE_READ_REQ, 0, 0, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
 	h = req(ROCE_READ_REQ, -1, 0, 8, 16);
@@ -975,7 +1019,7 @@ static void write_seeds(const char *dir)
 	seed_pkt(&o, C_DAEMON, &h, 1024, 0x12);
 	h = req(ROCE_READ_REQ, 0, 0, 0, 16);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
-	SEED("read_bad", .taken = 3, .left = 2, .sent = 3, .nak = ROCE_AETH_NAK | ROCE_NAK_INV_REQ);
+	SEED("read_bad", .taken = 4, .left = 1, .sent = 4, .nak = ROCE_AETH_NAK | ROCE_NAK_INV_REQ);
 	/* atomics: fetch-and-add, its duplicate (not applied again), a
 	 * compare-and-swap; the word ends at 0xa5 + 3 swapped for 7 */
 	h = req(ROCE_WRITE_ONLY, 0, 0, 64, 8);
@@ -992,7 +1036,7 @@ static void write_seeds(const char *dir)
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
 	SEED("atomic", .taken = 4, .sent = 4, .off = 64, .len = 8, .val = 7);
 	/* misaligned: an invalid request; the read-only region, no key: a
-	 * remote access error; one ahead: left */
+	 * remote access error; one ahead: a sequence-error NAK */
 	h = req(ROCE_FETCH_ADD, 0, 0, 4, 0);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
 	SEED("atomic_misaligned", .taken = 1, .sent = 1, .nak = ROCE_AETH_NAK | ROCE_NAK_INV_REQ);
@@ -1005,7 +1049,7 @@ static void write_seeds(const char *dir)
 	SEED("atomic_bad_key", .taken = 1, .sent = 1, .nak = ROCE_AETH_NAK | ROCE_NAK_REM_ACCESS);
 	h = req(ROCE_FETCH_ADD, 1, 0, 0, 0);
 	seed_pkt(&o, C_DAEMON, &h, 0, 0);
-	SEED("atomic_bad", .left = 1);
+	SEED("atomic_bad", .taken = 1, .sent = 1);
 	/* the owner adds, the daemon answers its duplicate from the shared
 	 * resources and adds, the owner answers the daemon's duplicate */
 	h = req(ROCE_FETCH_ADD, 0, 0, 0, 0);

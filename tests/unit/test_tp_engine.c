@@ -1519,12 +1519,22 @@ static bool acked(unsigned nsent, int32_t rel, uint32_t msn)
 	       l->h.dqpn == PEER_QPN;
 }
 
+/* Whether the last packet sent is a sequence-error NAK naming EPSN + rel. */
+static bool seq_naked(unsigned nsent, int32_t rel)
+{
+	const struct sent *l = &w.sent[w.nsent - 1];
+
+	return w.nsent == nsent && l->h.opcode == ROCE_ACK &&
+	       l->h.syndrome == (ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ_ERR) &&
+	       l->h.psn == ((EPSN + (uint32_t)rel) & ROCE_PSN_MASK) && l->h.dqpn == PEER_QPN;
+}
+
 /* The owner executes a WRITE and publishes its state; stalled (its engine
  * state out of reach), the daemon executes the next in-order WRITE and
  * ACKs it, ACKs a duplicate again, answers a SEND and a WRITE with
- * immediate with RNR NAKs (no receive WQE is posted), and drops without a
- * NAK one ahead and one while the owner holds the lock; it starts a
- * two-packet WRITE. Running again,
+ * immediate with RNR NAKs (no receive WQE is posted), NAKs one ahead
+ * (sequence error) and drops one while the owner holds the lock; it
+ * starts a two-packet WRITE. Running again,
  * the owner takes the state back: the WRITE the daemon executed is a
  * duplicate (ACKed, not placed again), the WRITE the daemon started goes
  * on with its LAST, and what follows executes in order. */
@@ -1559,18 +1569,19 @@ TEST(takeover_writes_while_stalled)
 	atomic_store(&w.qshm->resp.lock, SOF_RESP_OWNER);
 	to_in(ROCE_WRITE_ONLY, 2, 128, 16, 16, KEY_RW, 0x99);
 	atomic_store(&w.qshm->resp.lock, SOF_RESP_FREE);
-	CHECK_EQ(w.nsent, n + 4);
+	CHECK_EQ(w.nsent, n + 5);
 	for (unsigned i = n + 2; i < n + 4; i++)
 		CHECK(w.sent[i].h.opcode == ROCE_ACK &&
 		      (w.sent[i].h.syndrome & ROCE_AETH_TYPE_MASK) == ROCE_AETH_RNR_NAK &&
 		      w.sent[i].h.psn == ((EPSN + 2) & ROCE_PSN_MASK));
+	CHECK(seq_naked(n + 5, 2));
 	CHECK(mem_is(128, 16, 0));
-	CHECK_EQ(w.drops[SOF_DROP_takeover], 2);
-	CHECK_EQ(w.counters[SOF_CNT_takeover], 4);
+	CHECK_EQ(w.drops[SOF_DROP_takeover], 1);
+	CHECK_EQ(w.counters[SOF_CNT_takeover], 5);
 	/* the FIRST of a two-packet WRITE (the path MTU is 1024) */
 	to_in(ROCE_WRITE_FIRST, 2, 1024, 2048, 1024, KEY_RW, 0x33);
 	CHECK(mem_is(1024, 1024, 0x33));
-	CHECK(acked(n + 5, 2, 2));
+	CHECK(acked(n + 6, 2, 2));
 
 	/* running again: the owner */
 	takeover_on = false;
@@ -1632,8 +1643,8 @@ static uint64_t word_at(uint32_t off)
  * stalled, the daemon answers its duplicate with the owner's result,
  * executes the next one and a READ (responses with the data, the READ's
  * PSNs consumed), answers a duplicate of its own fetch-and-add with its
- * result without applying it again, and leaves to the owner a READ
- * ahead of the expected PSN. Running
+ * result without applying it again, and NAKs a READ ahead of the
+ * expected PSN (once: the next one ahead is dropped). Running
  * again, the owner answers the duplicate of the daemon's fetch-and-add
  * with the daemon's result (applied once in all) and goes on in order. */
 TEST(takeover_reads_atomics_while_stalled)
@@ -1676,10 +1687,12 @@ TEST(takeover_reads_atomics_while_stalled)
 	to_in(ROCE_READ_REQ, 5, 300, 16, 0, KEY_RW, 0);
 	CHECK(w.nsent == n + 7 && w.sent[n + 6].h.opcode == ROCE_READ_RESP_ONLY &&
 	      w.lastpay[0] == 0x5a && w.lastpay[15] == 0x5a);
-	/* left for the owner */
+	/* ahead of the expected PSN: a sequence-error NAK, once */
 	to_in(ROCE_READ_REQ, 7, 256, 16, 0, KEY_RW, 0);
-	CHECK_EQ(w.nsent, n + 7);
-	CHECK_EQ(w.counters[SOF_CNT_takeover], 6);
+	CHECK(seq_naked(n + 8, 6));
+	to_in(ROCE_READ_REQ, 8, 256, 16, 0, KEY_RW, 0);
+	CHECK_EQ(w.nsent, n + 8);
+	CHECK_EQ(w.counters[SOF_CNT_takeover], 7);
 	CHECK_EQ(w.drops[SOF_DROP_takeover], 1);
 
 	/* running again: the owner */
@@ -1740,6 +1753,78 @@ TEST(takeover_uc_writes_while_stalled)
  * event); nothing after it is taken, and the owner, running again, drops
  * what comes and is in ERROR too. A READ past the region and a
  * misaligned atomic the same, with their NAKs. */
+
+
+/* A SEND whose FIRST (EPSN + 1) is lost, from a requester that speaks the
+ * extension: the owner executes the SEND before it and keeps (and SACKs)
+ * the MIDDLE and LAST, then stalls; the daemon executes the resent FIRST
+ * and answers a sequence-error NAK naming the MIDDLE (it cannot reach the
+ * owner's copies, which the requester will not send again unless it goes
+ * back), drops a packet ahead after it without another NAK. In (a) the
+ * requester went back and the daemon executed the MIDDLE and LAST: the
+ * owner, running again, forgets its copies; in (b) the owner runs before
+ * the resends come and executes its own copies first. Either way every
+ * SEND completes once, in order, with its bytes. */
+TEST(takeover_naks_ahead_and_kept)
+{
+	for (int back = 0; back < 2; back++) {
+		struct sof_tqp *t;
+		unsigned n;
+
+		world_up();
+		tp_sack_on = true;
+		w.qp.rshm = &w.qshm->resp;
+		for (int i = 0; i < 3; i++)
+			post_recv(4096);
+		ext_in(ROCE_SEND_ONLY, EPSN, 100, 0x10, NULL);
+		ext_in(ROCE_SEND_MIDDLE, EPSN + 2, 1024, 0x22, NULL);
+		ext_in(ROCE_SEND_LAST, EPSN + 3, 100, 0x33, NULL);
+		tp_input_end();
+		CHECK_EQ(cq_count(w.rcq_shm), 1);
+		CHECK(w.qshm->resp.kept == 2 && w.qshm->resp.kept_top == EPSN + 3);
+
+		/* stalled: the daemon */
+		t = w.qp.t;
+		w.qp.t = NULL;
+		takeover_on = true;
+		n = w.nsent;
+		ext_in(ROCE_SEND_FIRST, EPSN + 1, 1024, 0x11, NULL);
+		CHECK(seq_naked(n + 1, 2));
+		CHECK_EQ(w.sent[w.nsent - 1].h.msn, 1);
+		CHECK(!w.qshm->resp.kept && w.qshm->resp.epsn == EPSN + 2);
+		ext_in(ROCE_SEND_ONLY, EPSN + 4, 100, 0x44, NULL);
+		CHECK_EQ(w.nsent, n + 1);
+		CHECK_EQ(w.drops[SOF_DROP_takeover], 1);
+		CHECK_EQ(cq_count(w.rcq_shm), 1);
+		if (!back) {
+			/* the requester went back: MIDDLE, LAST, then the next */
+			ext_in(ROCE_SEND_MIDDLE, EPSN + 2, 1024, 0x22, NULL);
+			CHECK(acked(n + 2, 2, 1));
+			ext_in(ROCE_SEND_LAST, EPSN + 3, 100, 0x33, NULL);
+			CHECK(acked(n + 3, 3, 2));
+			CHECK_EQ(cq_count(w.rcq_shm), 2);
+		}
+		/* running again: the owner, and the next SEND */
+		takeover_on = false;
+		w.qp.t = t;
+		ext_in(ROCE_SEND_ONLY, EPSN + 4, 100, 0x44, NULL);
+		tp_input_end();
+		CHECK_EQ(w.qp.t->nooo, 0);
+		CHECK(!w.qshm->resp.kept && w.qshm->resp.epsn == EPSN + 5);
+		CHECK_EQ(cq_count(w.rcq_shm), 3);
+		CHECK_EQ(cq_last(w.rcq_shm)->byte_len, 100);
+		CHECK(mem_is(0, 100, 0x44) && mem_is(100, 924, 0x11) && mem_is(1024, 100, 0x22));
+		/* the requester's resends after that are duplicates */
+		n = w.nsent;
+		ext_in(ROCE_SEND_MIDDLE, EPSN + 2, 1024, 0x55, NULL);
+		tp_input_end();
+		CHECK_EQ(cq_count(w.rcq_shm), 3);
+		CHECK(mem_is(0, 100, 0x44) && mem_is(1024, 100, 0x22));
+		CHECK_EQ(w.counters[SOF_CNT_nak_sent], 1);
+		world_down();
+	}
+}
+
 /* A host whose pollers run the deadline themselves (the program's engine
  * while threads poll: verbs/tp_wake.c) keeps the timerfd unset: the
  * deadline of a send is there for tp_timer_deadline, the timerfd is set
@@ -1882,6 +1967,7 @@ int main(void)
 	RUN(takeover_reads_atomics_while_stalled);
 	RUN(takeover_uc_writes_while_stalled);
 	RUN(takeover_fatal_naks);
+	RUN(takeover_naks_ahead_and_kept);
 	RUN(timer_fd_left_alone_while_polled);
 	RUN(requests_counted_responses_not);
 	return test_summary();

@@ -193,8 +193,12 @@ static void mad_in(struct sm *sm, int agent, void *umad, int len)
 		return;
 	}
 	for (i = 0; i < nservices; i++)
-		if (services[i].ops->recv && services[i].ops->recv(services[i].ctx, agent, umad, len))
+		if (services[i].ops->recv &&
+		    services[i].ops->recv(services[i].ctx, agent, umad, len)) {
+			/* the SA's clients first: background SMPs wait */
+			sm_io_hold_bg(sm, sm_now_us());
 			return;
+		}
 }
 
 static unsigned count_ports(struct sm *sm, unsigned *active)
@@ -473,7 +477,7 @@ int main(int argc, char **argv)
 	};
 	static struct sm sm;
 	const char *ca = NULL;
-	int port = 0, c, err, pkt_life = -1;
+	int port = 0, c, err, pkt_life = -1, wait_ms;
 	char *end;
 	/* room beyond one MAD: libumad2sim's read() copies past the length
 	 * umad_recv asks for */
@@ -594,13 +598,18 @@ int main(int argc, char **argv)
 				sm_light_start(&sm);
 			else if (sm.sn.up && sm.sn.sm_state == SM_STATE_MASTER) {
 				sm_mcast_run(&sm); /* SMPs in flight as the loop goes on */
+				/* while the SA is busy, a port at a time: a batch
+				 * held back would hold a light sweep's end */
 				if (sm_io_idle(&sm))
-					sm_qos_run(&sm, SM_QOS_BATCH);
+					sm_qos_run(&sm, sm_io_bg_held(&sm) ? 1 : SM_QOS_BATCH);
 			}
 			if (sm.phase != SM_PHASE_IDLE)
 				continue;
 		}
-		receive(&sm, &buf, sm.phase == SM_PHASE_IDLE ? 100 : 5);
+		wait_ms = sm.phase == SM_PHASE_IDLE ? 100 : 5;
+		if (sm_io_bg_held(&sm) && !sm_io_idle(&sm))
+			wait_ms = 1; /* held-back SMPs leave one per SM_BG_GAP_US */
+		receive(&sm, &buf, wait_ms);
 		for (i = 0; i < nservices; i++)
 			if (services[i].ops->tick)
 				services[i].ops->tick(services[i].ctx, sm_now_us());

@@ -12,8 +12,9 @@
  *    (weight 0), within the port's VLArbitrationLowCap / HighCap entries;
  *    blocks 1 (low 0..31) and 3 (high 0..31), 2 and 4 when a cap is over 32.
  * Sent in batches between sweeps (sm/main.c calls sm_qos_run when the SMP
- * engine is idle); a heavy sweep drops the Sets of a batch not answered
- * yet (sm_qos_cancel) and does not wait for them.
+ * engine is idle; one port's worth while the SA is busy, as background
+ * SMPs that give way to it, sm/smp_io.c); a heavy sweep drops the Sets of
+ * a batch not answered yet (sm_qos_cancel) and does not wait for them.
  * A Set refused clears the port's mark and the port is tried again after
  * the next heavy sweep.
  */
@@ -90,6 +91,7 @@ static unsigned qos_send(struct sm *sm, struct sm_node *n, struct sm_port *p, ui
 	rq->node = n;
 	rq->port = p->num;
 	rq->arg = mod | (attr == SOF_ATTR_VL_ARB ? 1u << 31 : 0);
+	rq->bg = true; /* the SA's answers go first (smp_io.c) */
 	return 1;
 }
 

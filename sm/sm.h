@@ -24,6 +24,12 @@
 /* a trap 144 (CapabilityMask, IsSM) repeated until repressed: one check
  * of its port per this */
 #define SM_TRAP144_US 1000000u
+/* Background SMPs (sm_req.bg: the QoS pass, sm/qos.c) give way to the
+ * SA: for SM_SVC_HOLD_US after a service (the SA) took a MAD they leave
+ * one at a time, at most one per SM_BG_GAP_US, so a client's query does
+ * not wait in the fabric behind a window of them (smp_io.c) */
+#define SM_SVC_HOLD_US 50000u
+#define SM_BG_GAP_US 1000u
 
 struct sm;
 struct sm_req;
@@ -42,6 +48,7 @@ struct sm_req {
 	unsigned tries;
 	uint64_t deadline;	/* µs */
 	sm_done_fn *done;
+	bool bg;		/* background: held back while the SA is busy */
 	/* the caller's context */
 	struct sm_node *node;
 	uint8_t port;
@@ -138,6 +145,9 @@ struct sm {
 	/* the engine */
 	struct sm_req *slot[SM_WINDOW_MAX]; /* in flight, by TID's low bits */
 	unsigned inflight;
+	unsigned inflight_bg;	/* of them background (sm_req.bg) */
+	uint64_t bg_hold_until;	/* µs: background SMPs held back until then */
+	uint64_t bg_next;	/* µs: the next background SMP while held */
 	struct sm_req *qhead, *qtail;	/* waiting for the window */
 	uint32_t tid_seq;
 	uint64_t smps_sent, smps_timeout, smps_error, smps_dropped;
@@ -187,8 +197,13 @@ struct sm_req *sm_smp_dr(struct sm *sm, const uint8_t *path, unsigned hops, uint
 			 uint16_t attr, uint32_t mod, const uint8_t *data, sm_done_fn *done);
 struct sm_req *sm_smp_lid(struct sm *sm, uint16_t dlid, uint8_t method, uint16_t attr,
 			  uint32_t mod, const uint8_t *data, sm_done_fn *done);
-/* send what the window allows; check time-outs */
+/* send what the window allows (background SMPs held back, see
+ * SM_SVC_HOLD_US); check time-outs */
 void sm_io_pump(struct sm *sm);
+/* a service (the SA) took a MAD at now: background SMPs give way */
+void sm_io_hold_bg(struct sm *sm, uint64_t now);
+/* background SMPs are held back now (queued ones leave one by one) */
+bool sm_io_bg_held(const struct sm *sm);
 /* a received umad of len bytes for agent */
 void sm_io_input(struct sm *sm, int agent, void *umad, int len);
 bool sm_io_idle(const struct sm *sm);

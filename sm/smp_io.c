@@ -8,6 +8,13 @@
  * here as well (libumad2sim reports no time-outs): after `retries` more
  * tries it completes with -ETIMEDOUT. Responses are checked before use:
  * length, class, method GetResp, the attribute asked for.
+ *
+ * Background requests (the QoS pass's Sets) give way to the SA: while it
+ * is busy they leave one at a time and one per SM_BG_GAP_US, the others
+ * pass them in the queue. A query answered one at a time crosses the
+ * fabric process behind whatever SMPs are in flight there, and a window
+ * of 32 QoS Sets (each a directed route of several hops) cost the SA a
+ * third of its rate in the second after SUBNET UP.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -73,6 +80,24 @@ struct sm_req *sm_smp_lid(struct sm *sm, uint16_t dlid, uint8_t method, uint16_t
 	return rq;
 }
 
+/* rq in flight in slot / out of it */
+static void slot_put(struct sm *sm, unsigned slot, struct sm_req *rq)
+{
+	sm->slot[slot] = rq;
+	sm->inflight++;
+	sm->inflight_bg += rq->bg;
+}
+
+static struct sm_req *slot_clear(struct sm *sm, unsigned slot)
+{
+	struct sm_req *rq = sm->slot[slot];
+
+	sm->slot[slot] = NULL;
+	sm->inflight--;
+	sm->inflight_bg -= rq->bg;
+	return rq;
+}
+
 static int send_one(struct sm *sm, struct sm_req *rq)
 {
 	uint8_t buf[UMAD_BUF];
@@ -96,8 +121,7 @@ static int send_one(struct sm *sm, struct sm_req *rq)
 		sm_log(sm, 1, "umad_send failed");
 		return -EIO;
 	}
-	sm->slot[slot] = rq;
-	sm->inflight++;
+	slot_put(sm, slot, rq);
 	sm->smps_sent++;
 	return 0;
 }
@@ -137,32 +161,41 @@ static struct sm_req *take_slot(struct sm *sm, uint32_t tid)
 	rq = sm->slot[slot];
 	if (!rq || rq->tid != tid)
 		return NULL;
-	sm->slot[slot] = NULL;
-	sm->inflight--;
-	return rq;
+	return slot_clear(sm, slot);
 }
+
+void sm_io_hold_bg(struct sm *sm, uint64_t now) { sm->bg_hold_until = now + SM_SVC_HOLD_US; }
+
+bool sm_io_bg_held(const struct sm *sm) { return sm_now_us() < sm->bg_hold_until; }
 
 void sm_io_pump(struct sm *sm)
 {
 	uint64_t now = sm_now_us();
+	bool hold = now < sm->bg_hold_until;
+	struct sm_req **pp = &sm->qhead, *prev = NULL;
 	unsigned i;
 
 	for (i = 0; i < sm->window && sm->inflight; i++) {
 		struct sm_req *rq = sm->slot[i];
 
-		if (rq && rq->deadline < now) {
-			sm->slot[i] = NULL;
-			sm->inflight--;
-			retry(sm, rq);
-		}
+		if (rq && rq->deadline < now)
+			retry(sm, slot_clear(sm, i));
 	}
-	while (sm->qhead && sm->inflight < sm->window) {
-		struct sm_req *rq = sm->qhead;
+	while (*pp && sm->inflight < sm->window) {
+		struct sm_req *rq = *pp;
 
-		sm->qhead = rq->next;
-		if (!sm->qhead)
-			sm->qtail = NULL;
+		/* held back: the requests behind it go first */
+		if (rq->bg && hold && (sm->inflight_bg || now < sm->bg_next)) {
+			prev = rq;
+			pp = &rq->next;
+			continue;
+		}
+		*pp = rq->next;
+		if (sm->qtail == rq)
+			sm->qtail = prev;
 		rq->next = NULL;
+		if (rq->bg && hold)
+			sm->bg_next = now + SM_BG_GAP_US;
 		if (send_one(sm, rq)) {
 			rq->tries = sm->retries + 1;
 			retry(sm, rq);
@@ -208,8 +241,7 @@ void sm_io_input(struct sm *sm, int agent, void *umad, int len)
 	    sof_get16(mad + SOF_SMP_OFF_ATTR_ID) != sof_get16(rq->mad + SOF_SMP_OFF_ATTR_ID)) {
 		/* not the answer to this request: wait on for it */
 		sm->smps_dropped++;
-		sm->slot[rq->tid & 0x3ff] = rq;
-		sm->inflight++;
+		slot_put(sm, rq->tid & 0x3ff, rq);
 		return;
 	}
 	(void)agent;
@@ -232,8 +264,7 @@ unsigned sm_io_drop(struct sm *sm, sm_done_fn *done, void (*dropped)(struct sm *
 		rq = sm->slot[i];
 		if (!rq || rq->done != done)
 			continue;
-		sm->slot[i] = NULL;
-		sm->inflight--;
+		slot_clear(sm, i);
 		dropped(sm, rq);
 		free(rq);
 		n++;
@@ -262,7 +293,7 @@ void sm_io_drop_all(struct sm *sm)
 		free(sm->slot[i]);
 		sm->slot[i] = NULL;
 	}
-	sm->inflight = 0;
+	sm->inflight = sm->inflight_bg = 0;
 	while (sm->qhead) {
 		struct sm_req *rq = sm->qhead;
 

@@ -9,8 +9,9 @@
 #                payload checked, and on both hosts the programs' share of
 #                the port's counters (eng_xmit_pkts, eng_rcv_pkts) grew by
 #                the traffic while the daemon's own share stayed flat
-#   perftest     ib_send_bw, ib_write_bw, ib_read_bw by LID (64 KiB):
-#                results, and again moved by the programs alone
+#   perftest     ib_send_bw, ib_write_bw, ib_read_bw by LID (64 KiB) and
+#                ib_send_lat, ib_write_lat, ib_read_lat (2 B) through one
+#                switch: results, and again moved by the programs alone
 #   stream       progs/data_stream a -> b by LID: SEND, WRITE, WRITE with
 #                immediate, READ up to 1 MiB, every byte checked, by the
 #                programs alone
@@ -122,6 +123,9 @@ pt() {
 pt ib_send_bw ib_send_bw -n 200 -s 65536
 pt ib_write_bw ib_write_bw -n 200 -s 65536
 pt ib_read_bw ib_read_bw -n 200 -s 65536
+pt ib_send_lat ib_send_lat -n 500 -s 2
+pt ib_write_lat ib_write_lat -n 500 -s 2
+pt ib_read_lat ib_read_lat -n 500 -s 2
 
 # --- data_stream by LID, every byte checked ----------------------------------------------
 # (the server takes the client's -s, sent with the spec)

@@ -5,7 +5,8 @@
 #
 #   ud, srq      ibv_ud_pingpong and ibv_srq_pingpong -d sofib0 --chk: both
 #                ends move the bytes and name each other's LID
-#   perftest     ib_send_bw, ib_write_bw (64 KiB) and ib_read_lat, ib_send_lat
+#   perftest     ib_send_bw, ib_write_bw, ib_read_bw (64 KiB) and ib_read_lat,
+#                ib_send_lat, ib_write_lat
 #                between a and c without -R (their TCP exchange, then by
 #                LID): a result line, the peers' LIDs, no error text
 #   stream       progs/data_stream a -> c by LID: SEND, WRITE, WRITE with
@@ -92,6 +93,8 @@ pt ib_send_bw ib_send_bw -n 200 -s 65536
 pt ib_write_bw ib_write_bw -n 200 -s 65536
 pt ib_read_lat ib_read_lat -n 500 -s 64
 pt ib_send_lat ib_send_lat -n 500 -s 2
+pt ib_write_lat ib_write_lat -n 500 -s 2
+pt ib_read_bw ib_read_bw -n 200 -s 65536
 
 srv=$(sof_out ibf.ds.srv)
 cli=$SOF_TMP/ds.cli

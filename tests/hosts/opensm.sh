@@ -19,7 +19,8 @@
 #   ibstat      Debian's ibstat sofib0 in b: Active, its LID and SM LID
 #   ibnetdiscover  in b: the same nodes, GUIDs and links as the fabric
 #               process built from the file (`softofed fabric status -v`)
-#   smpquery    nodeinfo and portinfo of a's port by LID from b
+#   smpquery    nodeinfo and portinfo of a's port by LID from b; GUIDInfo
+#               of a's port, SwitchInfo of b's switch by directed route
 #   ibroute     the LFT the SM programmed in b's switch: a's and b's LIDs
 #               out of the ports the file gives
 #   sminfo      from b: the master SM is a's port (LID, GUID)
@@ -181,6 +182,25 @@ if [ -n "$aguid" ] && grep -q "^Guid:\.*$aguid\$" "$out" && grep -q '^NodeType:\
 	ok "$N/$T: smpquery nodeinfo/portinfo of LID $la from b (NodeGuid $aguid, Lid, SMLid, Active)"
 else
 	not_ok "$N/$T: smpquery" "$(tr '\n' ' ' <"$out" | cut -c1-300) / $(tr '\n' ' ' <"$out2" | cut -c1-900)"
+fi
+
+# GUIDInfo of a's port by LID (entry 0: its port GUID, as the fabric gave
+# it) and SwitchInfo of b's switch one hop from b by directed route (the
+# LFT's capacity, its top at or above every host's LID, partition
+# enforcement)
+apguid=$(awk '/^Hca "H1" /{getline; if (match($0, /port_guid 0x[0-9a-f]+/)) print substr($0, RSTART + 10, RLENGTH - 10); exit}' "$fab")
+out=$SOF_TMP/$N.guids
+sof_ibf_diag b "$out" smpquery -C sofib0 GUIDInfo "$la"
+out2=$SOF_TMP/$N.si
+sof_ibf_diag b "$out2" smpquery -C sofib0 -D SwitchInfo 0,1
+top=$(sed -n 's/^LinearFdbTop:\.*\([0-9]*\)$/\1/p' "$out2")
+maxlid=$(echo $lids | tr ' ' '\n' | sort -n | tail -n 1)
+if [ -n "$apguid" ] && grep -q "^ *0: $apguid " "$out" && grep -q '^8 guids capacity' "$out" &&
+	grep -q '^LinearFdbCap:\.*49152$' "$out2" && [ -n "$top" ] && [ -n "$maxlid" ] &&
+	[ "$top" -ge "$maxlid" ] && grep -q '^PartEnforceCap:\.*[1-9]' "$out2"; then
+	ok "$N/$T: smpquery GUIDInfo of LID $la (GUID 0 $apguid) and SwitchInfo of b's switch by directed route (LinearFdbTop $top >= LID $maxlid)"
+else
+	not_ok "$N/$T: smpquery GUIDInfo / SwitchInfo" "$(tr '\n' ' ' <"$out" | cut -c1-200) / $(tr '\n' ' ' <"$out2" | cut -c1-400)"
 fi
 
 # the LFT the SM programmed into b's switch

@@ -8,7 +8,8 @@
 # namespace (the RoCEv2 traffic is UDP); and a captured transfer (tshark
 # on a's veth0): every RoCEv2 packet decoded, none malformed, ICRCs right,
 # a CM REQ for the port, its REP's HelloAck decoded by tshark's SDP
-# dissector, and every message's BSDH as A4 lays it out (see sdp_capture).
+# dissector, and every message's BSDH as A4 lays it out, zero copy asked
+# for by LIBSDP_ZCOPY=1 (see sdp_capture).
 # IPv6 between the hosts (fd77::1 <- fd77::2 on the same veth): iperf3,
 # and a Python AF_INET6 server sending 100 MiB to curl (SHA-256 checked,
 # getpeername the client's IPv6 address, no kernel TCP segment), captured:
@@ -43,8 +44,11 @@ sdp_capture() {
 		return
 	fi
 	# 4 MiB: enough rounds that the reader's SinkAvails meet data still to
-	# send (with 1 MiB the source had, at times, sent all before one came)
-	sof_rs_http "hosts/sdp curl nc libsdp 4 MiB (captured)" a b "$A" "$PORT" 4
+	# send (with 1 MiB the source had, at times, sent all before one came);
+	# zero copy asked for (LIBSDP_ZCOPY=1: unset, libsdp offers none)
+	export LIBSDP_ZCOPY=1
+	sof_rs_http "hosts/sdp curl nc libsdp 4 MiB (captured, LIBSDP_ZCOPY=1)" a b "$A" "$PORT" 4
+	unset LIBSDP_ZCOPY
 	sof_capture_stop sdp.cap
 	sof_capture_check "$name" "$file"
 	n=$(timeout 120 tshark -n -r "$file" -Y "infiniband.cm.req.serviceid.dport == $PORT" 2>/dev/null | wc -l)

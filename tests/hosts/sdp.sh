@@ -112,6 +112,23 @@ print("%d messages, MSeq in order each way, one DisConn each way, %d SrcAvail ea
 	esac
 }
 
+# sdp_noadvert: 100 MiB nc -> curl (SHA-256) with LIBSDP_ZCOPY unset: no
+# SrcAvail or SinkAvail either way between hosts either (the send ring's
+# slot is the copy a SEND goes from: sdp/README.md "Zero copy"), from
+# both ends' counts in their log (level 1)
+sdp_noadvert() {
+	local name="hosts/sdp curl nc libsdp 100 MiB" log=$SOF_TMP/noadvert.log n z
+	: >"$log"
+	LIBSDP_LOG=$log LIBSDP_LOG_LEVEL=1 sof_rs_http "$name" a b "$A" "$PORT" 100 || return
+	n=$(grep -c 'zero copy: ' "$log")
+	z=$(grep -c 'zero copy: 0 SrcAvail sent, 0 RdmaWrCompl sent, 0 SinkAvail offered' "$log")
+	if [ "$n" -ge 2 ] && [ "$n" = "$z" ]; then
+		ok "$name: no advert with LIBSDP_ZCOPY unset ($n connection ends counted)"
+	else
+		not_ok "$name: no advert" "$z of $n ends without one: $(grep 'zero copy: ' "$log" | sed 's/.*zero copy: //' | tr '\n' ' ')"
+	fi
+}
+
 # sdp_capture6: a transfer over IPv6 captured on a's veth0: the Hello in
 # the CM REQ says IP version 6, source fd77::2, destination fd77::1
 sdp_capture6() {
@@ -158,7 +175,7 @@ if sof_hosts_up 2; then
 	PORT=$((PORT + 1))
 	sof_rs_sockperf "hosts/sdp sockperf tp --tcp libsdp" a b "$A" "$PORT" tp
 	PORT=$((PORT + 1))
-	sof_rs_http "hosts/sdp curl nc libsdp 100 MiB" a b "$A" "$PORT" 100
+	sdp_noadvert
 	sdp_capture
 	A6=$(sof_host_ip6 a) B6=$(sof_host_ip6 b)
 	PORT=$((PORT + 1))

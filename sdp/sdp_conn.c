@@ -201,13 +201,10 @@ void sdp_qpc_addrs(struct sdp_qpc *q, const struct sockaddr_in6 *local,
 	sdp_addr_str(peer, q->peer_str, sizeof(q->peer_str));
 	q->pub.payload_max = q->flow.peer_rcvsz - SDP_BSDH_LEN < SDP_BUFSZ - SDP_TX_DATA_OFF ?
 				     q->flow.peer_rcvsz - SDP_BSDH_LEN : SDP_BUFSZ - SDP_TX_DATA_OFF;
-	/* LIBSDP_ZCOPY: 0 none, `read` read mode only (no SinkAvail), 1
-	 * both modes; unset: both, to a peer on another host only (on this
-	 * host a READ or WRITE is the engine's one memcpy a SEND is, and
-	 * each advert adds two messages and a round trip: sdp_transmit) */
-	q->zcopy = q->flow.peer_adverts > 0 && !(zc && !strcmp(zc, "0"));
-	q->wmode = q->zcopy && !(zc && !strcmp(zc, "read"));
-	q->zc_local = zc && *zc;
+	/* LIBSDP_ZCOPY: 1 both modes, `read` read mode only (no SinkAvail);
+	 * unset, empty or 0: none (sdp_transmit says why) */
+	q->zcopy = q->flow.peer_adverts > 0 && zc && *zc && strcmp(zc, "0");
+	q->wmode = q->zcopy && strcmp(zc, "read");
 }
 
 static int cm_event(struct sdp_qpc *q)

@@ -366,14 +366,15 @@ int sdp_transmit(struct sdp_qpc *q)
 	/* a reader's step leaves the program's bytes to the writer's own
 	 * (sdp_drive), unless one asked for them meanwhile */
 	int rd = !(q->step_mode & SDP_STEP_NO_READ) || atomic_exchange(&q->want_read, 0);
-	/* zero copy (A4.6.5) is offered to a peer on another host only,
-	 * unless LIBSDP_ZCOPY asks for it (sdp_qpc_addrs): our slots hold a
-	 * copy of the program's bytes either way, and on this host the
-	 * peer's READ (or our WRITE) is the same memcpy as a SEND's, so an
-	 * advert saves nothing there and costs a SrcAvail or SinkAvail, its
-	 * RdmaRdCompl or RdmaWrCompl and a round trip, one at a time (one
-	 * host, iperf3 128 KiB: 2.50x, 5 rounds: sdp/README.md "Copies") */
-	int zc = q->zcopy && (q->zc_local || !sdp_qpc_local(q));
+	/* zero copy (A4.6.5) is offered only when LIBSDP_ZCOPY asks for it
+	 * (sdp_qpc_addrs): the send ring's slots already hold the copy of the
+	 * program's bytes that a SEND goes from, and the peer's READ (or our
+	 * WRITE) moves them as a SEND does, so an advert saves no copy and
+	 * costs a SrcAvail or SinkAvail, its RdmaRdCompl or RdmaWrCompl and a
+	 * round trip, one at a time, with the peer's delivery stalled behind
+	 * its READ (one host, iperf3 128 KiB: 2.50x without; between veth
+	 * hosts: sdp/README.md "Zero copy") */
+	int zc = q->zcopy;
 	int ret;
 
 	q->in_blocked = !rd;

@@ -103,8 +103,7 @@ struct sdp_qpc {
 	uint8_t established, rd_eof, sent_disconn, app_gone, out_blocked, in_blocked, shut_wr;
 	int err;
 	uint8_t draining;
-	uint8_t zcopy;	     /* we offer SrcAvails */
-	uint8_t zc_local;    /* ... also to a peer on this host (LIBSDP_ZCOPY set) */
+	uint8_t zcopy;	     /* we offer SrcAvails (LIBSDP_ZCOPY set) */
 	uint32_t zc_slot;    /* the tx slot our SrcAvail advertises */
 	uint32_t zc_len;
 	uint32_t rrc_due;    /* a RdmaRdCompl of this many bytes to send (+1) */

@@ -8,7 +8,8 @@
 # namespace (the RoCEv2 traffic is UDP); and a captured transfer (tshark
 # on a's veth0): every RoCEv2 packet decoded, none malformed, ICRCs right,
 # a CM REQ for the port, its REP's HelloAck decoded by tshark's SDP
-# dissector, and every message's BSDH as A4 lays it out (see sdp_capture).
+# dissector, and every message's BSDH as A4 lays it out, zero copy asked
+# for by LIBSDP_ZCOPY=1 (see sdp_capture).
 # IPv6 between the hosts (fd77::1 <- fd77::2 on the same veth): iperf3,
 # and a Python AF_INET6 server sending 100 MiB to curl (SHA-256 checked,
 # getpeername the client's IPv6 address, no kernel TCP segment), captured:
@@ -43,8 +44,11 @@ sdp_capture() {
 		return
 	fi
 	# 4 MiB: enough rounds that the reader's SinkAvails meet data still to
-	# send (with 1 MiB the source had, at times, sent all before one came)
-	sof_rs_http "hosts/sdp curl nc libsdp 4 MiB (captured)" a b "$A" "$PORT" 4
+	# send (with 1 MiB the source had, at times, sent all before one came);
+	# zero copy asked for (LIBSDP_ZCOPY=1: unset, libsdp offers none)
+	export LIBSDP_ZCOPY=1
+	sof_rs_http "hosts/sdp curl nc libsdp 4 MiB (captured, LIBSDP_ZCOPY=1)" a b "$A" "$PORT" 4
+	unset LIBSDP_ZCOPY
 	sof_capture_stop sdp.cap
 	sof_capture_check "$name" "$file"
 	n=$(timeout 120 tshark -n -r "$file" -Y "infiniband.cm.req.serviceid.dport == $PORT" 2>/dev/null | wc -l)
@@ -108,6 +112,23 @@ print("%d messages, MSeq in order each way, one DisConn each way, %d SrcAvail ea
 	esac
 }
 
+# sdp_noadvert: 100 MiB nc -> curl (SHA-256) with LIBSDP_ZCOPY unset: no
+# SrcAvail or SinkAvail either way between hosts either (the send ring's
+# slot is the copy a SEND goes from: sdp/README.md "Zero copy"), from
+# both ends' counts in their log (level 1)
+sdp_noadvert() {
+	local name="hosts/sdp curl nc libsdp 100 MiB" log=$SOF_TMP/noadvert.log n z
+	: >"$log"
+	LIBSDP_LOG=$log LIBSDP_LOG_LEVEL=1 sof_rs_http "$name" a b "$A" "$PORT" 100 || return
+	n=$(grep -c 'zero copy: ' "$log")
+	z=$(grep -c 'zero copy: 0 SrcAvail sent, 0 RdmaWrCompl sent, 0 SinkAvail offered' "$log")
+	if [ "$n" -ge 2 ] && [ "$n" = "$z" ]; then
+		ok "$name: no advert with LIBSDP_ZCOPY unset ($n connection ends counted)"
+	else
+		not_ok "$name: no advert" "$z of $n ends without one: $(grep 'zero copy: ' "$log" | sed 's/.*zero copy: //' | tr '\n' ' ')"
+	fi
+}
+
 # sdp_capture6: a transfer over IPv6 captured on a's veth0: the Hello in
 # the CM REQ says IP version 6, source fd77::2, destination fd77::1
 sdp_capture6() {
@@ -154,7 +175,7 @@ if sof_hosts_up 2; then
 	PORT=$((PORT + 1))
 	sof_rs_sockperf "hosts/sdp sockperf tp --tcp libsdp" a b "$A" "$PORT" tp
 	PORT=$((PORT + 1))
-	sof_rs_http "hosts/sdp curl nc libsdp 100 MiB" a b "$A" "$PORT" 100
+	sdp_noadvert
 	sdp_capture
 	A6=$(sof_host_ip6 a) B6=$(sof_host_ip6 b)
 	PORT=$((PORT + 1))

@@ -148,8 +148,13 @@ ratio() {
 # met A B: issue 19's verdict on OpenSM on our fabric (A ms) against OpenSM
 # on ibsim (B ms): "met" when A / B <= 1
 met() {
-	[ "$1" != - ] && [ "$2" != - ] && [ "$2" -gt 0 ] || { echo -; return; }
-	[ "$1" -le "$2" ] && echo met || echo "not met"
+	if [ "$1" = - ] || [ "$2" = - ] || [ "$2" -le 0 ]; then
+		echo -
+	elif [ "$1" -le "$2" ]; then
+		echo met
+	else
+		echo "not met"
+	fi
 }
 
 rows=() i19rows=()

@@ -6,7 +6,9 @@
 # ft648, ft1152 (tests/topologies; BENCH_SM_TOPOS names others, by name
 # there or by path, e.g. a 3-level tree of shared/topologies/gen_fattree3.py
 # — ibsim runs with the issue's limits for those), BENCH_REPS
-# rounds each (default 3), the median, and ours / OpenSM's (target <= 0.5).
+# rounds each (default 3), the median, and ours / OpenSM's (target <= 0.5);
+# beside it issue 19's row: OpenSM on our fabric / the same OpenSM on ibsim
+# (same file, same options; target <= 1, "met" or "not met").
 # Then the 3-level fat trees of the issue (BENCH_SM_BIG, default "24 36":
 # the k of tests/topologies/gen_fattree3.py (the issue's generator from
 # shared/topologies), written into a temporary
@@ -143,8 +145,19 @@ medians() {
 ratio() {
 	[ "$1" != - ] && [ "$2" != - ] && [ "$2" -gt 0 ] && awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}' || echo -
 }
+# met A B: issue 19's verdict on OpenSM on our fabric (A ms) against OpenSM
+# on ibsim (B ms): "met" when A / B <= 1
+met() {
+	if [ "$1" = - ] || [ "$2" = - ] || [ "$2" -le 0 ]; then
+		echo -
+	elif [ "$1" -le "$2" ]; then
+		echo met
+	else
+		echo "not met"
+	fi
+}
 
-rows=()
+rows=() i19rows=()
 [ "${BENCH_SM_UP:-1}" = 0 ] && UPTOPOS="" || UPTOPOS=$TOPOS
 for t in $UPTOPOS; do
 	topo_file "$t"
@@ -158,6 +171,7 @@ for t in $UPTOPOS; do
 	a=$(median <"$TMP/ours_ours") b=$(median <"$TMP/ours_opensm")
 	c=$(median <"$TMP/ibsim_ours") d=$(median <"$TMP/ibsim_opensm")
 	rows+=("| $t | $a | $b | $(ratio "$a" "$b") | $c | $d | $(ratio "$c" "$d") |")
+	i19rows+=("| $t | $b | $d | $(ratio "$b" "$d") | $(met "$b" "$d") |")
 done
 
 # the 3-level trees: 300 s to SUBNET UP each (OpenSM on ibsim: 72 s for
@@ -181,6 +195,7 @@ for k in $BIG; do
 	hosts=$((k * k * k / 4)) sws=$((k * k * 5 / 4))
 	case $k in 24) target='< 2000' ;; 36) target='< 10000' ;; *) target=- ;; esac
 	big_rows+=("| k=$k ($hosts hosts, $sws switches) | $a | $b | $(ratio "$a" "$b") | $c | $d | $(ratio "$c" "$d") | $target |")
+	[ "$d" = - ] || i19rows+=("| k=$k | $b | $d | $(ratio "$b" "$d") | $(met "$b" "$d") |")
 done
 
 # sm_up DIR SM FILE [ARGS...]: in the new directory DIR, a fresh
@@ -366,6 +381,14 @@ fi
 		echo "| topology | ours on our fabric | OpenSM on our fabric | ratio | ours on ibsim | OpenSM on ibsim | ratio | target, ours |"
 		echo "|---|---|---|---|---|---|---|---|"
 		printf '%s\n' "${big_rows[@]}"
+	fi
+	if [ ${#i19rows[@]} -gt 0 ]; then
+		echo
+		echo "### OpenSM's start on our fabric against the same OpenSM on ibsim (issue 19; target our fabric / ibsim <= 1), the medians above, ms"
+		echo
+		echo "| topology | OpenSM on our fabric | OpenSM on ibsim | our fabric / ibsim | issue 19 |"
+		echo "|---|---|---|---|---|"
+		printf '%s\n' "${i19rows[@]}"
 	fi
 	if [ ${#brows[@]} -gt 0 ]; then
 		echo

@@ -37,8 +37,10 @@ struct fab_direct {
 	 * were sent on it) */
 	uint8_t nhops[IB_DIRECT_HOSTS][IB_DIRECT_LIDS];
 	struct fab_hop (*hops)[IB_DIRECT_LIDS][IB_DIRECT_HOPS];
-	/* a change since the last publish (seq odd since), and its time */
-	bool dirty;
+	/* a change since the last publish (seq odd since), and its time;
+	 * touched: a change since the loop last looked (fab_direct_publish
+	 * takes the time then, not at every SMP of a burst) */
+	bool dirty, touched;
 	uint64_t changed_ns;
 };
 
@@ -114,7 +116,7 @@ void fab_direct_dirty(struct fabric *f)
 		atomic_fetch_add_explicit(&d->shm->seq, 1, memory_order_acq_rel);
 		atomic_thread_fence(memory_order_seq_cst);
 	}
-	d->changed_ns = fab_now();
+	d->touched = true;
 }
 
 int fab_direct_timeout(const struct fabric *f, int ms)
@@ -260,8 +262,9 @@ void fab_direct_mapped(struct fabric *f, struct fab_node *h, const char *path)
 	}
 }
 
-/* Routes again when something changed and DIRECT_SETTLE_NS passed; the
- * capture flag each call. */
+/* Routes again when something changed and DIRECT_SETTLE_NS passed since
+ * the loop last saw a change (the loop calls this after its work each
+ * time round); the capture flag each call. */
 void fab_direct_publish(struct fabric *f)
 {
 	struct fab_direct *d = f->direct;
@@ -271,6 +274,11 @@ void fab_direct_publish(struct fabric *f)
 		return;
 	s = d->shm;
 	atomic_store_explicit(&s->off, f->cap ? 1u : 0u, memory_order_release);
+	if (d->touched) {
+		d->touched = false;
+		d->changed_ns = fab_now();
+		return;
+	}
 	if (!d->dirty || fab_now() - d->changed_ns < DIRECT_SETTLE_NS)
 		return;
 	d->dirty = false; /* seq is odd since fab_direct_dirty */

@@ -16,7 +16,9 @@
 #     bit refusing queries without it (CC_KeyViolations counted), the
 #     TimeStamp running;
 #   - OpenSM with --congestion_control sets every switch and CA as its
-#     configuration says, read back by ibccquery.
+#     configuration says, read back by ibccquery;
+#   - ibportstate disable / enable of a switch port (S2 port 1): the
+#     link goes down at both ends (H2 Down, Polling) and up again.
 # Runs in a private network namespace.
 #
 # Usage: tests/integration/fabric_diags.sh
@@ -153,6 +155,25 @@ if [ ${#checks[@]} -eq 0 ]; then
 	ok "fabric/diags: ibccconfig / ibccquery round trips (switch, switch port, CA settings, 64-entry CCT), TimeStamp runs ($t1 -> $t2), a protected CC_Key drops queries without it (violations counted)"
 else
 	not_ok "fabric/diags: congestion control" "${checks[*]}"
+fi
+
+# --- a switch port disabled and enabled by SMP ------------------------------
+# ibportstate on S2 (LID 3) port 1, H2's link: disabled, the link goes down
+# at both ends (H2's port Down, Polling); enabled, it comes up again
+# (fabric/node.c looks at the link of the port the PortInfo Set names)
+checks=()
+sim ibportstate 3 1 disable >"$SOF_TMP/pstate" 2>&1 || checks+=("ibportstate disable: $(tr '\n' ' ' <"$SOF_TMP/pstate" | cut -c1-200)")
+fabric port S2 1 >"$SOF_TMP/s2p1"
+fabric port H2 1 >"$SOF_TMP/h2p1"
+grep -q '^port S2 1 state DOWN phys Disabled .* link down' "$SOF_TMP/s2p1" || checks+=("disabled: $(head -n 1 "$SOF_TMP/s2p1")")
+grep -q '^port H2 1 state DOWN phys Polling .* link down' "$SOF_TMP/h2p1" || checks+=("H2 after the disable: $(head -n 1 "$SOF_TMP/h2p1")")
+sim ibportstate 3 1 enable >"$SOF_TMP/pstate" 2>&1 || checks+=("ibportstate enable: $(tr '\n' ' ' <"$SOF_TMP/pstate" | cut -c1-200)")
+fabric port H2 1 >"$SOF_TMP/h2p1"
+grep -q '^port H2 1 state [A-Z]* phys LinkUp .* link up' "$SOF_TMP/h2p1" || checks+=("H2 after the enable: $(head -n 1 "$SOF_TMP/h2p1")")
+if [ ${#checks[@]} -eq 0 ]; then
+	ok "fabric/diags: ibportstate disable / enable of S2 port 1 takes H2's link down at both ends and up again"
+else
+	not_ok "fabric/diags: port disable by SMP" "${checks[*]}"
 fi
 sof_kill sm
 

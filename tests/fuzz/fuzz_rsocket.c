@@ -14,6 +14,8 @@
  *                  may RDMA-write there): length value, entry kind bit 2;
  *   kind & 3 == 3  rsend of value % 6000 bytes, non-blocking (our own
  *                  sends complete at once, successfully).
+ * Bit 4 of the first record's kind puts the peer on another host (a
+ * receive that finds data queued then polls the CQ first).
  * Nothing may read or write outside the buffers (ASan), a receive returns
  * at most what was asked, and the ring offsets stay inside the buffers.
  *
@@ -250,6 +252,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	conn.data_buf.key = htobe32(8);
 	sofrs_save_conn_data(rs, &conn);
 	rs->state = rs_connect_rdwr;
+	rs->peer_remote = size && (data[0] & 16);
 	cur = rs;
 
 	for (size_t i = 0; i + 5 <= size; i += 5) {

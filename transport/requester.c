@@ -702,6 +702,10 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 			t->probe_ns = now;
 	}
 	if (t->timer_ns && now >= t->timer_ns) {
+		/* how long after its deadline this engine ran it (a process
+		 * the machine kept off its CPU): traced */
+		uint64_t late = now - t->timer_ns;
+
 		t->timer_ns = t->probe_ns = 0;
 		if (t->state != IBV_QPS_RTS)
 			return;
@@ -711,9 +715,9 @@ void tp_req_timer(struct sof_tqp *t, uint64_t now)
 		}
 		tp_count(SOF_CNT_timeouts, 1);
 		tp_trace("qp %06x timeout: una %06x psn %06x max %06x retry_left %u cwnd %u head "
-			 "%u send %u tail %u",
+			 "%u send %u tail %u late %llu",
 			 t->qp->qpn, t->una_psn, t->psn, t->max_psn, t->retry_left, t->cwnd,
-			 t->wq_head, t->wq_send, t->wq_tail);
+			 t->wq_head, t->wq_send, t->wq_tail, (unsigned long long)late);
 		/* IBA 9.7.6.1.3: retry_cnt retries, then the WQE fails */
 		if (!t->retry_left) {
 			tp_comp_wqe(t, IBV_WC_RETRY_EXC_ERR);

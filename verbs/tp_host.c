@@ -405,9 +405,14 @@ static void sockets_arm(bool on)
 	ev.data.ptr = &eng.fd6;
 	if (eng.fd6 >= 0)
 		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.fd6, &ev);
+	/* sofib0's link member is also the socket its packets leave by: out
+	 * of the set while threads poll, or every datagram it sent would run
+	 * the epoll callback under the set's lock when the peer frees it
+	 * (sock_wfree), and every one it receives too (~0.5 us a message
+	 * over veth); back in, level-triggered, when armed */
 	ev.data.ptr = &eng.fdib;
 	if (eng.fdib >= 0)
-		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.fdib, &ev);
+		(void)epoll_ctl(eng.epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, eng.fdib, &ev);
 	/* the timer with them: while threads poll, they run it (tp_wake.c) */
 	ev.data.ptr = &eng.timer_fd;
 	if (eng.timer_fd >= 0 && !epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.timer_fd, &ev))

@@ -17,12 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-static bool rs_poll_all(struct sofrs *rs)
-{
-	(void)rs;
-	return true;
-}
-
 int sofrs_wait_fds(struct sofrs *rs, struct pollfd *pfd)
 {
 	if (rs->type == SOCK_DGRAM) {
@@ -69,7 +63,7 @@ static short rs_poll_rs(struct sofrs *rs, short events, bool arm)
 			pthread_mutex_unlock(&rs->cq_lock);
 		}
 		if (rs->cm_id->recv_cq)
-			sofrs_process_cq(rs, true, rs_poll_all);
+			sofrs_process_cq(rs, true, sofrs_any);
 		if ((events & POLLIN) && sofrs_conn_have_rdata(rs))
 			revents |= POLLIN;
 		if ((events & POLLOUT) && (rs->state & rs_writable) && sofrs_can_send(rs))

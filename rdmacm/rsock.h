@@ -334,6 +334,7 @@ void sofrs_save_conn_data(struct sofrs *rs, const struct rs_conn_data *conn);
 int sofrs_post_msg(struct sofrs *rs, uint32_t msg);
 /* Poll the CQ until test(rs) holds; wait unless nonblock (-1/EWOULDBLOCK). */
 int sofrs_process_cq(struct sofrs *rs, bool nonblock, bool (*test)(struct sofrs *rs));
+bool sofrs_any(struct sofrs *rs);
 bool sofrs_can_send(struct sofrs *rs);
 bool sofrs_conn_have_rdata(struct sofrs *rs);
 bool sofrs_have_rdata(struct sofrs *rs);

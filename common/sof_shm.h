@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sof_util.h"
+
 #define SOF_CACHELINE 64
 #define SOF_ALIGNED __attribute__((aligned(SOF_CACHELINE)))
 
@@ -360,6 +362,19 @@ struct sof_mem_fence {
 	_Atomic uint32_t req[SOF_FENCE_REQS];
 	_Atomic uint32_t req_any[SOF_FENCE_REQS]; /* the daemon's: whatever the size */
 };
+
+/* Ask the owner of fence f to move the region of key onto memfds: a slot
+ * of ring (f->req, or the daemon's f->req_any), then a wake of the futex
+ * the owner's thread waits on. A request lost to a full ring only keeps
+ * the asker copying. */
+static inline void sof_fence_ask_move(struct sof_mem_fence *f, _Atomic uint32_t *ring, uint32_t key)
+{
+	uint32_t i = atomic_fetch_add(&f->req_next, 1) % SOF_FENCE_REQS;
+
+	atomic_store(&ring[i], key);
+	atomic_fetch_add(&f->req_seq, 1);
+	sof_futex_wake(&f->req_seq, 1, true);
+}
 
 /*
  * A connection's region table (SOF_OP_MR_KEYS): registration without a

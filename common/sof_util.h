@@ -6,9 +6,11 @@
 #ifndef SOF_UTIL_H
 #define SOF_UTIL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -41,6 +43,13 @@ ssize_t sof_recv_rec(int sock, void *buf, size_t len, int *fds, int *nfds);
 void sof_close_fds(int *fds, int nfds);
 
 uint64_t sof_now_ns(void);
+
+/* futex(2) on a 32-bit word: wake up to n waiters; wait while *addr is val,
+ * at most t (NULL: no bound). shared: the word is in memory other processes
+ * map (FUTEX_WAKE / FUTEX_WAIT), else the process's own (the _PRIVATE
+ * operations). Errors are the waiter's to see again in *addr. */
+void sof_futex_wake(_Atomic uint32_t *addr, int n, bool shared);
+void sof_futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *t, bool shared);
 
 /* A UDP socket of the stack itself (type: SOCK_DGRAM with SOCK_CLOEXEC /
  * SOCK_NONBLOCK), made by the system call directly: a preload library that

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -224,6 +225,16 @@ uint64_t sof_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void sof_futex_wake(_Atomic uint32_t *addr, int n, bool shared)
+{
+	syscall(SYS_futex, addr, shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+void sof_futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *t, bool shared)
+{
+	syscall(SYS_futex, addr, shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, val, t, NULL, 0);
 }
 
 /* IBA 9.7.5.2.8, table 45: the RNR NAK timer field, in microseconds. */

@@ -18,11 +18,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Access flags a region may be registered with (the library strips the
@@ -305,19 +303,14 @@ int sofd_share_mr(struct sofd_req *rq)
 	return 0;
 }
 
-/* The same request a peer of the owner's user makes (verbs/remote_cache.c,
- * ask_move): a slot of the fence's ring, a wake of the owner's thread. */
+/* The request a peer of the owner's user makes (verbs/remote_cache.c), in
+ * the daemon's ring of the fence (common/sof_shm.h, sof_fence_ask_move). */
 void sofd_mem_ask_move(const struct sofd_mr *mr)
 {
 	struct sof_mem_fence *f = mr->mem->fence;
-	uint32_t i;
 
-	if (!f)
-		return;
-	i = atomic_fetch_add(&f->req_next, 1) % SOF_FENCE_REQS;
-	atomic_store(&f->req_any[i], mr->key);
-	atomic_fetch_add(&f->req_seq, 1);
-	syscall(SYS_futex, &f->req_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+	if (f)
+		sof_fence_ask_move(f, f->req_any, mr->key);
 }
 
 /* ---- registration without a round trip ------------------------------------------- */

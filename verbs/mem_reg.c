@@ -31,11 +31,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -173,7 +171,7 @@ static void *share_thread(void *arg)
 		uint32_t seq = atomic_load(&f->req_seq);
 
 		serve_requests();
-		syscall(SYS_futex, &f->req_seq, FUTEX_WAIT, seq, NULL, NULL, 0);
+		sof_futex_wait(&f->req_seq, seq, NULL, true);
 	}
 	return NULL;
 }

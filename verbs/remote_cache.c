@@ -14,10 +14,8 @@
 #include "remote_cache.h"
 
 #include <errno.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -277,19 +275,6 @@ static struct sofv_rqp *rqp_get(struct sofv_context *ctx, uint32_t qpn, uint32_t
 	return r;
 }
 
-/* Ask the owner to move the region's pages onto memfds, so that the next
- * open maps them (mem_reg.c's thread): a slot of the fence's ring, then a
- * wake of the futex its thread waits on. A request lost to a full ring
- * only keeps this process copying. */
-static void ask_move(struct sof_mem_fence *f, uint32_t key)
-{
-	uint32_t i = atomic_fetch_add(&f->req_next, 1) % SOF_FENCE_REQS;
-
-	atomic_store(&f->req[i], key);
-	atomic_fetch_add(&f->req_seq, 1);
-	syscall(SYS_futex, &f->req_seq, FUTEX_WAKE, 1, NULL, NULL, 0);
-}
-
 /* Whether the owner would move the region for us (mem_reg.c): not ODP,
  * not larger than SOF_MOVE_MAX. */
 static bool movable(const struct sofv_rmr *m)
@@ -334,7 +319,7 @@ static struct sofv_rmr *rmr_open_inplace(struct sofv_context *ctx, uint32_t key,
 	m->pmem_fd = fds[0];
 	fds[0] = -1;
 	if (movable(m))
-		ask_move(m->fence, key);
+		sof_fence_ask_move(m->fence, m->fence->req, key);
 	return m;
 }
 

@@ -220,6 +220,9 @@ __attribute__((target(VFOLD512))) static uint16_t vcrc_fold512(uint16_t crc, con
 	for (; n >= 16; p += 16, n -= 16)
 		x = vfold(x, k16, _mm_loadu_si128((const __m128i *)p));
 	_mm_storeu_si128((__m128i *)last, x);
+	/* the upper halves of the vector registers clean (VZEROUPPER): left
+	 * dirty, the caller's SSE code (the ICRC's folds) waits on them */
+	_mm256_zeroupper();
 	return vcrc_tables(vcrc_tables(0, last, 16), p, n);
 }
 

@@ -13,9 +13,10 @@
  *
  * Sending: LRH (VL from the SL's SL2VL entry, VL15 for QP0's SMPs), GRH
  * when the path is global, the engine's transport headers and payload,
- * pad, ICRC and VCRC, queued and handed to the socket in one sendmmsg at
- * the engine's flush (the end of each event of the host's loop) or when
- * TP_IB_TX_BATCH wait; a run of packets of one size (the last may be
+ * pad, ICRC and VCRC (an RC payload by reference, not copied: the
+ * kernel's copy into the datagram is its only one), queued and handed to
+ * the socket in one sendmmsg at the engine's flush (the end of each event
+ * of the host's loop) or when TP_IB_TX_BATCH wait; a run of packets of one size (the last may be
  * shorter) goes as one UDP GSO send (UDP_SEGMENT): the kernel cuts it into
  * the same datagrams, and crosses veth and bridge once for all of them.
  * The socket is read TP_IB_RX_BATCH datagrams a call (recvmmsg), with UDP
@@ -303,21 +304,36 @@ void tp_ib_rx(void) { (void)tp_ib_rx_fd(tp_ibp.fd); }
 
 /* ---- sending --------------------------------------------------------------------- */
 
-/* Append the ICRC (IBA 7.8.1) and the VCRC (7.8.2) to the packet of len
- * bytes at p, which has room for them; the new length. */
+/* Append the ICRC (IBA 7.8.1) and the VCRC (7.8.2) to the packet in the
+ * n pieces at v, whose last piece has room after it for them; that piece
+ * grows by them. The packet's new length. */
+static size_t seal_iov(struct iovec *v, unsigned n)
+{
+	uint8_t *t = (uint8_t *)v[n - 1].iov_base + v[n - 1].iov_len;
+	uint32_t icrc = ib_icrc_iov(v, n);
+	uint16_t vcrc;
+	size_t len = 0;
+
+	t[0] = (uint8_t)icrc;
+	t[1] = (uint8_t)(icrc >> 8);
+	t[2] = (uint8_t)(icrc >> 16);
+	t[3] = (uint8_t)(icrc >> 24);
+	v[n - 1].iov_len += ROCE_ICRC_LEN;
+	vcrc = ib_vcrc_iov(v, n);
+	t[4] = (uint8_t)vcrc;
+	t[5] = (uint8_t)(vcrc >> 8);
+	v[n - 1].iov_len += IB_VCRC_LEN;
+	for (unsigned i = 0; i < n; i++)
+		len += v[i].iov_len;
+	return len;
+}
+
+/* the same for the packet of len bytes at p */
 static size_t seal(uint8_t *p, size_t len)
 {
-	uint32_t icrc = ib_icrc(p, len);
-	uint16_t vcrc;
+	struct iovec v = {p, len};
 
-	p[len++] = (uint8_t)icrc;
-	p[len++] = (uint8_t)(icrc >> 8);
-	p[len++] = (uint8_t)(icrc >> 16);
-	p[len++] = (uint8_t)(icrc >> 24);
-	vcrc = ib_vcrc(p, len);
-	p[len++] = (uint8_t)vcrc;
-	p[len++] = (uint8_t)(vcrc >> 8);
-	return len;
+	return seal_iov(&v, 1);
 }
 
 static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t paylen,
@@ -325,37 +341,48 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
 {
 	bool smp = (h->opcode & ROCE_SVC_MASK) == ROCE_SVC_UD && h->sqpn == 0;
 	struct ib_lrh l = {.sl = path->sl & 0xf, .dlid = path->dlid};
+	unsigned n, k;
+	struct iovec *v;
 	uint8_t *p;
 	size_t hl = IB_LRH_LEN, bl, len;
 	int err;
 
-	if (paylen > 4096)
+	if (paylen > 4096 || (ref && nref > TP_TX_REFS))
 		return -EMSGSIZE;
 	tp_ib_member_sync();
 	if (tp_ibp.tx.n == TP_IB_TX_BATCH)
 		tp_ib_flush();
-	p = tp_ibp.tx.buf[tp_ibp.tx.n];
+	n = tp_ibp.tx.n;
+	v = &tp_ibp.tx.iov[tp_ibp.tx.at[n]];
+	p = tp_ibp.tx.buf[n];
 	if (path->global)
 		hl += IB_GRH_LEN;
 	h->pad = (uint8_t)((4 - (paylen & 3)) & 3);
 	bl = roce_hdr_write(p + hl, h);
 	if (!bl)
 		return -EINVAL;
-	if (ref) {
-		size_t off = hl + bl;
-
-		for (uint32_t i = 0; i < nref; i++) {
-			memcpy(p + off, ref[i].iov_base, ref[i].iov_len);
-			off += ref[i].iov_len;
+	len = hl + bl;
+	/* RC's payload by reference, as RoCE sends it (udp.c): the kernel's
+	 * copy into the datagram is its only one; pad, ICRC and VCRC then
+	 * follow the headers in buf, as a piece of their own */
+	if (ref && paylen) {
+		v[0] = (struct iovec){p, len};
+		for (uint32_t i = 0; i < nref; i++)
+			v[1 + i] = ref[i];
+		k = 2 + nref;
+		v[k - 1] = (struct iovec){p + len, h->pad};
+	} else {
+		if (paylen) {
+			err = gather(arg, p + len, paylen);
+			if (err)
+				return err;
 		}
-	} else if (paylen) {
-		err = gather(arg, p + hl + bl, paylen);
-		if (err)
-			return err;
+		len += paylen;
+		k = 1;
+		v[0] = (struct iovec){p, len + h->pad};
 	}
-	len = hl + bl + paylen;
 	memset(p + len, 0, h->pad);
-	len += h->pad;
+	len = hl + bl + paylen + h->pad;
 	/* Initialize and Armed send SMPs only (IBA 7.2) */
 	if (!tp_ibp.on || tp_ibp.attr.phys_state != IB_PHYS_LINKUP ||
 	    tp_ibp.attr.state == IBV_PORT_DOWN || (!smp && tp_ibp.attr.state != IBV_PORT_ACTIVE)) {
@@ -383,9 +410,11 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
 		memcpy(g.dgid, path->dgid, 16);
 		ib_grh_write(p + IB_LRH_LEN, &g);
 	}
-	len = seal(p, len);
-	tp_ibp.tx.dst[tp_ibp.tx.n] = (uint8_t)tp_ib_direct_dest(p, len);
-	tp_ibp.tx.iov[tp_ibp.tx.n++] = (struct iovec){p, len};
+	len = seal_iov(v, k);
+	tp_ibp.tx.dst[n] = (uint8_t)tp_ib_direct_dest(p, len);
+	tp_ibp.tx.len[n] = len;
+	tp_ibp.tx.at[n + 1] = tp_ibp.tx.at[n] + k;
+	tp_ibp.tx.n = n + 1;
 	return 0;
 }
 
@@ -394,13 +423,15 @@ static int ib_send(const struct tp_path *path, struct roce_hdr *h, uint32_t payl
  * unless GSO is off. */
 /* the DestQP a receiving host's kernel steers by (daemon/steer.c), with
  * the LNH that says where it is: a direct run must share it */
-static uint32_t steer_key(const struct iovec *v)
+static uint32_t steer_key(unsigned i)
 {
-	const uint8_t *p = v->iov_base;
+	const uint8_t *p = tp_ibp.tx.buf[i];
 	size_t at = (p[1] & 3) == 3 ? IB_LRH_LEN + IB_GRH_LEN + 4 : IB_LRH_LEN + 4;
 
-	return v->iov_len >= at + 4 ? (uint32_t)(p[1] & 3) << 24 | (sof_get32(p + at) & 0xffffff)
-				    : 0xffffffffu;
+	/* the headers are whole in buf (ib_send) */
+	return tp_ibp.tx.iov[tp_ibp.tx.at[i]].iov_len >= at + 4
+		   ? (uint32_t)(p[1] & 3) << 24 | (sof_get32(p + at) & 0xffffff)
+		   : 0xffffffffu;
 }
 
 static unsigned tx_group(unsigned from)
@@ -409,7 +440,7 @@ static unsigned tx_group(unsigned from)
 
 	while (i < tp_ibp.tx.n) {
 		struct msghdr *h = &tp_ibp.tx.m[nm].msg_hdr;
-		size_t seg = tp_ibp.tx.iov[i].iov_len, bytes = seg;
+		size_t seg = tp_ibp.tx.len[i], bytes = seg;
 		unsigned k = 1, dst = tp_ibp.tx.dst[i];
 		const struct sockaddr_storage *to = &tp_ibp.cfg.peer;
 		socklen_t tolen = tp_ibp.cfg.peer_len;
@@ -417,16 +448,15 @@ static unsigned tx_group(unsigned from)
 		if (dst)
 			to = tp_ib_direct_addr(dst, &tolen);
 		while (tp_ibp.gso && i + k < tp_ibp.tx.n && k < TP_IB_GSO_SEGS &&
-		       tp_ibp.tx.iov[i + k - 1].iov_len == seg &&
-		       tp_ibp.tx.iov[i + k].iov_len <= seg &&
-		       bytes + tp_ibp.tx.iov[i + k].iov_len <= TP_IB_GSO_BYTES &&
-		       tp_ibp.tx.dst[i + k] == dst &&
-		       (!dst || steer_key(&tp_ibp.tx.iov[i + k]) == steer_key(&tp_ibp.tx.iov[i])))
-			bytes += tp_ibp.tx.iov[i + k++].iov_len;
+		       tp_ibp.tx.len[i + k - 1] == seg && tp_ibp.tx.len[i + k] <= seg &&
+		       bytes + tp_ibp.tx.len[i + k] <= TP_IB_GSO_BYTES &&
+		       tp_ibp.tx.dst[i + k] == dst && (!dst || steer_key(i + k) == steer_key(i)))
+			bytes += tp_ibp.tx.len[i + k++];
+		/* the pieces of packets i..i + k - 1 are one range of iov */
 		*h = (struct msghdr){.msg_name = (void *)to,
 				     .msg_namelen = tolen,
-				     .msg_iov = &tp_ibp.tx.iov[i],
-				     .msg_iovlen = k};
+				     .msg_iov = &tp_ibp.tx.iov[tp_ibp.tx.at[i]],
+				     .msg_iovlen = tp_ibp.tx.at[i + k] - tp_ibp.tx.at[i]};
 		if (k > 1)
 			sof_udp_gso_set(h, &tp_ibp.tx.ctl[nm], (uint16_t)seg);
 		tp_ibp.tx.first[nm] = i;
@@ -472,7 +502,7 @@ void tp_ib_flush(void)
 		for (unsigned k = done; k < done + (unsigned)r; k++)
 			for (unsigned i = tp_ibp.tx.first[k];
 			     i < tp_ibp.tx.first[k] + tp_ibp.tx.count[k]; i++) {
-				size_t len = tp_ibp.tx.iov[i].iov_len;
+				size_t len = tp_ibp.tx.len[i];
 
 				tp_ibp.cnt->xmit_pkts++;
 				tp_ibp.cnt->xmit_data += len / 4;

@@ -67,7 +67,13 @@ struct tp_ib_port {
 		/* each packet's: 0 the far end, k + 1 ibdirect.c's host k */
 		uint8_t dst[TP_IB_TX_BATCH];
 		union sof_udp_seg_ctl ctl[TP_IB_TX_BATCH];
-		struct iovec iov[TP_IB_TX_BATCH];
+		/* each packet's length and pieces: iov[at[i]] on, up to
+		 * at[i + 1] (at[n]: the pieces in use); its headers in buf[i],
+		 * a payload sent by reference (RC: tp_send_ref) in pieces of
+		 * its own, then pad, ICRC and VCRC in buf[i] after the headers */
+		size_t len[TP_IB_TX_BATCH];
+		unsigned at[TP_IB_TX_BATCH + 1];
+		struct iovec iov[TP_IB_TX_BATCH * (2 + TP_TX_REFS)];
 		uint8_t buf[TP_IB_TX_BATCH][IB_MAX_PKT];
 	} tx;
 };

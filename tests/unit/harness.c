@@ -7,6 +7,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 jmp_buf test_jmp;
 const char *test_current;
 static int passed, failed;
@@ -41,6 +45,22 @@ int test_summary(void)
 {
 	printf("# %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
+}
+
+uint64_t test_vector_upper_dirty(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	unsigned a, b, c, d;
+	uint32_t lo, hi;
+
+	/* CPUID 0Dh.1: EAX bit 2, XGETBV with ECX = 1 */
+	if (!__get_cpuid_count(0xd, 1, &a, &b, &c, &d) || !(a & 4))
+		return 0;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+	return ((uint64_t)hi << 32 | lo) & (1u << 2 | 1u << 6);
+#else
+	return 0;
+#endif
 }
 
 struct ibv_context *test_open_dev(void)

@@ -20,6 +20,12 @@ void test_fail(const char *file, int line, const char *fmt, ...)
 void test_run(const char *name, void (*fn)(void));
 int test_summary(void);
 
+/* The XINUSE bits (XGETBV 1, Intel SDM vol. 1 13.6) of the upper halves
+ * of the vector registers (YMM_Hi128, bit 2; ZMM_Hi256, bit 6): nonzero
+ * when code left them dirty without VZEROUPPER, which makes every SSE
+ * instruction after it wait on them; 0 too where the CPU cannot tell. */
+uint64_t test_vector_upper_dirty(void);
+
 struct ibv_context;
 /* Open the first verbs device; exits with a message when there is none
  * (the programs need the daemon tests/run.sh starts). */

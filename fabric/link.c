@@ -107,8 +107,16 @@ void fab_link_update(struct fabric *f, struct fab_node *n, unsigned port)
 	fab_direct_dirty(f);
 	fp = &n->port[port];
 	up = fab_link_up(n, port);
-	end_update(f, n, port, up);
-	end_update(f, fp->peer, fp->peer_port, up);
+	/* the model's end first: a real end's HELLO tells the other end's
+	 * state as it now is (told Polling, a host that had come up would
+	 * retrain) */
+	if (n->real) {
+		end_update(f, fp->peer, fp->peer_port, up);
+		end_update(f, n, port, up);
+	} else {
+		end_update(f, n, port, up);
+		end_update(f, fp->peer, fp->peer_port, up);
+	}
 }
 
 void fab_link_cut(struct fabric *f, struct fab_node *n, unsigned port, bool cut)

@@ -9,6 +9,8 @@
  * A link is up when neither end is disabled (PortPhysicalState 3), it is
  * not cut, and a real end has sent a HELLO (not Disabled) within the last
  * HOST_TIMEOUT and no BYE since. Each end's model then follows IBA 7.2.
+ * A host that says Polling after LinkUp lost the link at its end: the
+ * switch port retrains too (host_retrain).
  */
 #include "fabric.h"
 
@@ -105,8 +107,16 @@ void fab_link_update(struct fabric *f, struct fab_node *n, unsigned port)
 	fab_direct_dirty(f);
 	fp = &n->port[port];
 	up = fab_link_up(n, port);
-	end_update(f, n, port, up);
-	end_update(f, fp->peer, fp->peer_port, up);
+	/* the model's end first: a real end's HELLO tells the other end's
+	 * state as it now is (told Polling, a host that had come up would
+	 * retrain) */
+	if (n->real) {
+		end_update(f, fp->peer, fp->peer_port, up);
+		end_update(f, n, port, up);
+	} else {
+		end_update(f, n, port, up);
+		end_update(f, fp->peer, fp->peer_port, up);
+	}
 }
 
 void fab_link_cut(struct fabric *f, struct fab_node *n, unsigned port, bool cut)
@@ -171,6 +181,29 @@ bool fab_trap_repressed(struct fabric *f, struct fab_node *sw, uint64_t tid)
 	sw->trap_pending = false;
 	f->st.trap_repressed++;
 	return true;
+}
+
+/* A host that said LinkUp says Polling: its end lost the link (it heard
+ * no HELLO of ours for its timeout: it stalled, or they were lost) while
+ * we still heard it. A link is up at both ends or at neither: the switch
+ * port's link goes down too and, the host being heard, trains again at
+ * once, Down then Initialize (IBA 7.2), which sets SwitchInfo:
+ * PortStateChange (14.2.5.4) and sends trap 128 (14.2.5.1), so that the
+ * SM sweeps and takes both ends to Active again; our HELLO (LinkUp) brings
+ * the host's end up. Without it the switch port stayed Active, the SM's
+ * light sweeps saw no change and the host's port stayed Initialize. */
+static void host_retrain(struct fabric *f, struct fab_node *n)
+{
+	struct fab_port *fp = &n->port[1];
+
+	if (!fp->peer || !fab_link_up(n, 1)) {
+		fab_link_update(f, n, 1);
+		return;
+	}
+	fab_direct_dirty(f);
+	end_update(f, fp->peer, fp->peer_port, false);
+	end_update(f, fp->peer, fp->peer_port, true);
+	hello_to(f, n, IB_SOFL_HELLO);
 }
 
 static bool same_addr(const struct sockaddr_storage *a, socklen_t alen,
@@ -238,8 +271,13 @@ static void sofl_input(struct fabric *f, const struct ib_sofl *m,
 	}
 	n->host.last_hello = fab_now();
 	if (n->host.phys != m->phys_state) {
+		bool lost = n->host.phys == SOF_PHYS_LINKUP && m->phys_state == SOF_PHYS_POLLING;
+
 		n->host.phys = m->phys_state;
-		fab_link_update(f, n, 1);
+		if (lost)
+			host_retrain(f, n);
+		else
+			fab_link_update(f, n, 1);
 	}
 }
 

@@ -8,7 +8,9 @@
  *
  * The link: HELLO once a second, the far end's HELLO (Polling or LinkUp)
  * within 3 s and no BYE since holds the physical link up (LinkUp); a
- * disabled port says Disabled in its HELLOs. The logical state follows
+ * disabled port says Disabled in its HELLOs; a link that timed out says
+ * Polling at once, and a far end's Polling after LinkUp retrains the port
+ * (both ends of a link are up, or neither). The logical state follows
  * IBA 7.2: Down, Initialize when the physical link comes up, Armed and
  * Active only when the subnet manager sets them through the SMA
  * (tp_ib_set_state), back to Down when the link goes; in Armed the first
@@ -172,6 +174,23 @@ static void link_update(void)
 	tp_ib_changed();
 }
 
+/* The far end's end of the link went down and trains again while ours
+ * stayed up (it said Polling after LinkUp: it lost our HELLOs; or a
+ * fabric took us anew with ASSIGN: its end had timed us out). A link is
+ * up at both ends or at neither: ours goes down too and, the far end
+ * being heard, comes up again at once, Down then Initialize (IBA 7.2), as
+ * the far end's does, for the SM to take to Active again. */
+static void link_retrain(const char *why)
+{
+	if (tp_ibp.attr.phys_state != IB_PHYS_LINKUP)
+		return;
+	tp_log("ib: the far end retrains (%s)", why);
+	tp_ibp.far_up = false;
+	link_update();
+	tp_ibp.far_up = true;
+	tp_ibp.heard_ns = sof_now_ns();
+}
+
 void tp_ib_link_input(const uint8_t *buf, size_t len)
 {
 	struct ib_sofl m;
@@ -188,12 +207,16 @@ void tp_ib_link_input(const uint8_t *buf, size_t len)
 		 * own GUIDs stand */
 		if (m.node_guid)
 			tp_ibp.known = true;
+		if (tp_ibp.far_phys == IB_PHYS_LINKUP && m.phys_state == IB_PHYS_POLLING)
+			link_retrain("it says Polling");
+		tp_ibp.far_phys = m.phys_state;
 		tp_ibp.far_up = m.phys_state == IB_PHYS_POLLING || m.phys_state == IB_PHYS_LINKUP;
 		if (tp_ibp.far_up)
 			tp_ibp.heard_ns = sof_now_ns();
 		break;
 	case IB_SOFL_BYE:
 		tp_ibp.far_up = false;
+		tp_ibp.far_phys = IB_PHYS_POLLING;
 		break;
 	case IB_SOFL_DIRECT:
 		if (strcmp(m.name, tp_ibp.attr.direct)) {
@@ -220,6 +243,12 @@ void tp_ib_link_input(const uint8_t *buf, size_t len)
 		if (m.port)
 			tp_ibp.attr.port_num = m.port;
 		tp_ibp.known = true;
+		/* Armed or Active (an SM's doing), yet attached anew: the
+		 * fabric had timed us out, its end of the link went down (at
+		 * start, or after our own timeout, we are not past
+		 * Initialize) */
+		if (tp_ibp.attr.state == IBV_PORT_ARMED || tp_ibp.attr.state == IBV_PORT_ACTIVE)
+			link_retrain("the fabric attached us anew");
 		/* ASSIGN answers our HELLO: the fabric's port is there */
 		tp_ibp.far_up = true;
 		tp_ibp.heard_ns = sof_now_ns();
@@ -235,8 +264,15 @@ void tp_ib_tick(void)
 
 	if (!tp_ibp.on)
 		return;
-	if (tp_ibp.far_up && now - tp_ibp.heard_ns > LINK_TIMEOUT_NS)
+	if (tp_ibp.far_up && now - tp_ibp.heard_ns > LINK_TIMEOUT_NS) {
 		tp_ibp.far_up = false;
+		link_update();
+		/* Polling, at once: a far end that still hears us (we were
+		 * stalled, or its HELLOs were lost) retrains too (host_retrain
+		 * of fabric/link.c, link_retrain here) */
+		tp_ibp.hello_ns = now;
+		send_sofl(IB_SOFL_HELLO);
+	}
 	link_update();
 	tp_ib_direct_report(true);
 	if (now - tp_ibp.hello_ns >= HELLO_NS - HELLO_NS / 10) {

@@ -41,6 +41,7 @@ struct tp_ib_port {
 	struct tp_ib_counters own_cnt;
 	bool far_up;	   /* the far end's HELLO says Polling or LinkUp, no BYE since */
 	uint64_t heard_ns; /* when its last such HELLO came */
+	uint8_t far_phys;  /* the phys_state its last HELLO said */
 	bool disabled;	   /* our port's PortPhysicalState is Disabled */
 	bool known;	   /* our GUIDs are known: ASSIGN, or a direct link */
 	uint64_t hello_ns;

@@ -29,6 +29,11 @@
 #               crossed counts its data both ways
 #   rc_pingpong ibv_rc_pingpong -d sofib0 by LID (no GID), --chk, a <-> b
 #               (pair: one switch) or a <-> c (line3: three switches)
+#   stall       b's daemon stopped 3.5 s, its link socket read away and
+#               HELLOs sent from it (tests/hosts/ib_deaf.py): b's link
+#               times out while the fabric still hears it; b's Polling
+#               retrains the switch port (trap 128), the SM brings both
+#               ends back to Active within 10 s, ibv_rc_pingpong a <-> b
 #
 # Needs root (ip netns). Usage: [SOF_SM=softofed] [SOF_OPENSM_TOPO=line3]
 # tests/hosts/opensm.sh
@@ -260,6 +265,65 @@ if [ -n "$xd" ] && [ -n "$rd" ] && [ "$xd" -ge 204800 ] && [ "$rd" -ge 204800 ];
 	ok "$N/$T: perfquery of $BSW port $PPORT: PortXmitData $xd, PortRcvData $rd words (the ping-pong went through)"
 else
 	not_ok "$N/$T: perfquery" "$(tr '\n' ' ' <"$out" | cut -c1-900)"
+fi
+
+# b's daemon stalls past its link's 3 s while the fabric still hears it
+# (ib_deaf.py: b stopped, its link socket read away, HELLOs sent from it):
+# b's port times out alone; its Polling must retrain the switch port (trap
+# 128) so that the SM brings both ends back to Active, and data flows again
+ibc() {
+	sof_host_run "$1" "$SOFTOFED" status 2>/dev/null </dev/null |
+		awk -v k="$2" '$1 == "ib_counters:" { for (i = 2; i + 1 <= NF; i += 2) if ($i == k) print $(i + 1) }'
+}
+fab_traps() {
+	sof_host_run a "$SOFTOFED" fabric status 2>/dev/null </dev/null | sed -n 's/.* traps \([0-9]*\) .*/\1/p'
+}
+bpid=${SOF_HOST_DPID[b]}
+bport=$(sof_host_run a "$SOFTOFED" fabric status 2>/dev/null </dev/null |
+	sed -n 's/^real H2 attached [0-9.]*:\([0-9]*\) .*/\1/p')
+# its link socket: the first (member 0) of the daemon's sockets on that port
+ino=$(awk -v p=":$(printf '%04X' "${bport:-0}")\$" '$2 ~ p {print $10}' "/proc/$bpid/net/udp" | sort -n | head -n 1)
+bfd=
+for f in /proc/"$bpid"/fd/*; do
+	[ "$(readlink "$f")" = "socket:[$ino]" ] && bfd=${f##*/} && break
+done
+deaf=
+down0=$(ibc b link_downed)
+traps0=$(fab_traps)
+# again (at most 3 tries) if a HELLO of the fabric reached b between the
+# helper's last read and b's first tick after it: no time-out then
+for _ in 1 2 3; do
+	if [ -z "$bport" ] || [ -z "$bfd" ] || ! kill -STOP "$bpid"; then
+		break
+	fi
+	deaf=$(python3 "$SOF_ROOT/tests/hosts/ib_deaf.py" "$bpid" "$bfd" "$(sof_host_ip a):$PORT" 3.5 H2 2>&1)
+	kill -CONT "$bpid" 2>/dev/null
+	sleep 0.5
+	[ "$(ibc b link_downed)" != "$down0" ] && break
+done
+t0=$(now_ms)
+back=
+for _ in $(seq 100); do
+	if sof_ibf_line b | grep -q 'port 1 ACTIVE' && [ "$(ibc b link_downed)" != "$down0" ] &&
+		sof_host_run a "$SOFTOFED" fabric port "$BSW" "$BPORT" 2>/dev/null </dev/null | grep -q '^port .* state ACTIVE '; then
+		back=$(($(now_ms) - t0))
+		break
+	fi
+	sleep 0.1
+done
+traps1=$(fab_traps)
+sof_host_bg $N.pp2.srv b 30 "$SOFTOFED" run -- ibv_rc_pingpong -d sofib0 -p 18516 -n 50 -s 4096 --chk
+sof_host_wait_listen b 18516 10 $N.pp2.srv >/dev/null 2>&1
+sof_host_run a "$SOFTOFED" run -- timeout 20 ibv_rc_pingpong -d sofib0 -p 18516 -n 50 -s 4096 --chk \
+	"$(sof_host_ip b)" >"$SOF_TMP/$N.pp2.cli" 2>&1 </dev/null
+rc=$?
+sof_wait $N.pp2.srv 10
+if [ -n "$back" ] && [ "${traps1:-0}" -gt "${traps0:-0}" ] && [ "$rc" -eq 0 ] &&
+	grep -q '409600 bytes in ' "$SOF_TMP/$N.pp2.cli"; then
+	ok "$N/$T: b's daemon stalled 3.5 s, deaf to the fabric (${deaf#deaf } datagrams read away): its link timed out, the switch port retrained (traps $traps0 -> $traps1), both ends Active again in $back ms, ibv_rc_pingpong a <-> b after it"
+else
+	not_ok "$N/$T: stall" "b fd ${bfd:-?} port ${bport:-?} ($deaf); back ${back:-never} (link_downed $down0 -> $(ibc b link_downed), $BSW port $BPORT: $(sof_host_run a "$SOFTOFED" fabric port "$BSW" "$BPORT" 2>/dev/null </dev/null | head -n 1)), traps $traps0 -> $traps1, pingpong rc $rc; $(sof_ibf_line b | cut -c1-100)"
+	sof_dump "$SOF_TMP/$N.pp2.cli"
 fi
 
 sof_kill $N.sm

@@ -28,8 +28,8 @@
 #     them all);
 #   - SENDs into a target frozen for 2 s (cgroup v2 freezer: not stopped,
 #     as a process the scheduler keeps off its CPU looks to the daemon),
-#     the writer's local ACK timeout 2^14 x 4.096 us (0.54 s with its 7
-#     retries, perftest's default): host a's daemon runs the target's
+#     the writer's local ACK timeout 2^15 x 4.096 us (1.07 s with its 7
+#     retries; perftest's 14 gives 0.54 s): host a's daemon runs the target's
 #     responder once its sockets waited 100 ms unread (issue 18:
 #     ib_send_lat's RETRY_EXC_ERR at load, a server pinned to a busy CPU),
 #     and after the thaw every completion is there, in order;
@@ -219,8 +219,9 @@ freezer() {
 # frozen OP WHAT COUNT: messages (write_stop -o OP) into a target frozen
 # for 2 s (cgroup freezer: its threads asleep, state S, not stopped: to the
 # daemon, a process the scheduler keeps off its CPU), the writer's local
-# ACK timeout 2^14 x 4.096 us (7 retries: 0.54 s, perftest's): host a's
-# daemon answers for it once its sockets waited LATE_NS (daemon/steer.c),
+# ACK timeout 2^15 x 4.096 us (7 retries: 1.07 s, less than the freeze;
+# the rest is room for a loaded daemon's ticks): host a's daemon answers
+# for it once its sockets waited LATE_NS (daemon/steer.c),
 # so the writer goes on and does not end with RETRY_EXC_ERR, and after the
 # thaw the target polls every completion in order
 frozen() {
@@ -230,7 +231,7 @@ frozen() {
 		ok "$name # SKIP no cgroup2 freezer here"
 		return
 	fi
-	if ! start "$tag" "$count" -o "$op" -t 14; then
+	if ! start "$tag" "$count" -o "$op" -t 15; then
 		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out "$tag.wr")" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "$tag.tgt")" | tr '\n' ' ')"
 		sof_kill "$tag.wr"
 		sof_kill "$tag.tgt"

@@ -85,6 +85,7 @@ struct slot {
 	/* the takeover of a stalled engine (the end of this file) */
 	uint64_t beat_seen; /* cnt->beat at the last tick */
 	bool queued;	    /* its sockets held datagrams at the last tick */
+	uint64_t queued_ns; /* since then (the beat unmoved): the first such tick */
 	bool stalled;	    /* the daemon reads its sockets (on the fast tick) */
 	bool logged;	    /* said so in the log since the engine last ran */
 	uint32_t idle;	    /* ticks since its sockets last held datagrams */
@@ -514,14 +515,25 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
  * would wait for it. So every TICK_NS the daemon looks at each held slot
  * that saw datagrams lately: when the engine has not read its sockets
  * (the page's beat did not move) over a whole tick in which they held
- * datagrams, and the process is stopped (/proc/PID/stat; one that runs
- * late, on a loaded machine, keeps its packets: the daemon would drop
- * what it does not execute, and the requesters' retries would pay),
- * the daemon reads them, the slot's and the flow sockets it takes from
- * the process (pidfd_getfd: the same user, transport/README.md), and the
+ * datagrams, and the process is stopped (/proc/PID/stat), or it has
+ * not read them for LATE_NS (a process the scheduler keeps off its CPU,
+ * a frozen one), the daemon reads them, the slot's and the flow sockets
+ * it takes from the process (pidfd_getfd: the same user,
+ * transport/README.md), and the
  * engine executes the in-order RDMA WRITEs, READs and atomics on the
  * QPs' shared responder state (host op takeover) and drops the rest for
  * the requesters' retries. When the beat moves again, the process has its sockets back.
+ * A process that merely runs late keeps its packets for LATE_NS: what the
+ * daemon does not execute (the ACKs and responses for its own requests)
+ * it drops, and its requester pays a timeout for each; but a responder
+ * left unanswered past its peer's retry budget ends the peer's QP
+ * (IBA 9.7.6.1.3, RETRY_EXC_ERR), where an HCA answers whether or not its
+ * process runs: issue 18's ib_send_lat pairs, whose server, pinned to a
+ * busy CPU, was off it for 0.6 to 0.9 s while its client's budget (local
+ * ACK timeout 14, 7 retries) was 0.54 s. A running process's engine reads
+ * its sockets within POLL_HOLD_MAX_NS (verbs/tp_host.c, 1.6 ms) of a
+ * datagram, so LATE_NS of datagrams waiting unread is a process that
+ * does not run, not one that is busy.
  * A slot whose sockets stayed empty is looked at less often (flows every
  * IDLE_FLOWS-th tick): each look at flows costs the daemon a few system
  * calls.
@@ -542,6 +554,7 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
 #define STALLED_IDLE 100u /* ticks with empty sockets that end a stall */
 #define QUIET_TICKS 20u	  /* ticks with empty sockets before the watch */
 #define SLOW_NS 100000000L /* the look at a quiet slot with flow sockets */
+#define LATE_NS 100000000ull /* a running process's sockets unread: taken */
 
 static struct sofd_pollable tick = {SOFD_POLL_TIMER, -1};
 static struct sofd_pollable watch = {SOFD_POLL_TIMER, -1}; /* the watch set */
@@ -701,6 +714,7 @@ static void slot_watch(uint32_t k)
 	struct pollfd pfd[2 + SOF_TP_FLOW_FDS];
 	struct roce_addr fa[SOF_TP_FLOW_FDS];
 	bool fv6[SOF_TP_FLOW_FDS], queued = false;
+	uint64_t now = sof_now_ns();
 	int pidfd = -1;
 	unsigned n = 0;
 
@@ -738,14 +752,17 @@ static void slot_watch(uint32_t k)
 		for (unsigned i = 0; i < n; i++)
 			queued |= !!(pfd[i].revents & POLLIN);
 	s->idle = queued ? 0 : s->idle + 1;
+	if (queued && !s->queued)
+		s->queued_ns = now;
 	/* a stalled engine's sockets stayed empty for a while: the slow tick */
 	if (s->idle > STALLED_IDLE)
 		s->stalled = false;
 	/* datagrams waited a whole tick and the engine read none (or it
-	 * stalled already), and the process is stopped: a process that
-	 * runs (only late, on a loaded machine) keeps its packets, of which
-	 * the daemon would drop what it does not execute */
-	if (queued && (s->queued || s->stalled) && proc_stopped(s->owner->pid)) {
+	 * stalled already), and the process is stopped, or they waited
+	 * LATE_NS: a process that runs, only late, keeps its packets that
+	 * long, of which the daemon would drop what it does not execute */
+	if (queued && (s->queued || s->stalled) &&
+	    (s->stalled || now - s->queued_ns >= LATE_NS || proc_stopped(s->owner->pid))) {
 		if (!s->logged)
 			sofd_log("steering slot %u: the engine of pid %d stalled: the daemon "
 				 "runs its responders",

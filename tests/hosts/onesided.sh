@@ -26,6 +26,13 @@
 #     with its wr_id, opcode, imm_data, byte_len and bytes right (write_stop
 #     -o send / -o wimm); the same with UC SENDs (none lost: the RQ holds
 #     them all);
+#   - SENDs into a target frozen for 2 s (cgroup v2 freezer: not stopped,
+#     as a process the scheduler keeps off its CPU looks to the daemon),
+#     the writer's local ACK timeout 2^15 x 4.096 us (1.07 s with its 7
+#     retries; perftest's 14 gives 0.54 s): host a's daemon runs the target's
+#     responder once its sockets waited 100 ms unread (issue 18:
+#     ib_send_lat's RETRY_EXC_ERR at load, a server pinned to a busy CPU),
+#     and after the thaw every completion is there, in order;
 #   - a SIGSTOPped target receiving SENDs, SIGKILLed: the writer gets an
 #     error completion, host a's daemon lives on and releases its objects;
 #   - the target SIGKILLed while the WRITEs go on: the writer gets an
@@ -48,7 +55,7 @@
 # however late the script runs on a loaded machine.
 # Needs root (ip netns).
 # Usage: [SOF_ONESIDED_ONLY=REGEX] tests/hosts/onesided.sh (REGEX: the parts
-# to run of idle, stopped, uc, recv, fatal, killrecv, kill, atomic; default all)
+# to run of idle, stopped, uc, recv, frozen, fatal, killrecv, kill, atomic; default all)
 set -u
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -200,6 +207,67 @@ stopped_recv() {
 	fi
 }
 
+# freezer: a new cgroup (v2) for this run, its path; none: fails
+freezer() {
+	local root
+	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+	[ -n "$root" ] && [ -w "$root/cgroup.procs" ] || return 1
+	mkdir "$root/sof-onesided-$$-$PORT" 2>/dev/null || return 1
+	echo "$root/sof-onesided-$$-$PORT"
+}
+
+# frozen OP WHAT COUNT: messages (write_stop -o OP) into a target frozen
+# for 2 s (cgroup freezer: its threads asleep, state S, not stopped: to the
+# daemon, a process the scheduler keeps off its CPU), the writer's local
+# ACK timeout 2^15 x 4.096 us (7 retries: 1.07 s, less than the freeze;
+# the rest is room for a loaded daemon's ticks): host a's daemon answers
+# for it once its sockets waited LATE_NS (daemon/steer.c),
+# so the writer goes on and does not end with RETRY_EXC_ERR, and after the
+# thaw the target polls every completion in order
+frozen() {
+	local op=$1 what=$2 count=$3 name="hosts/onesided: $2 into a frozen target" tag="frz$1"
+	local cg n0 n1 wrc trc out log end
+	if ! cg=$(freezer); then
+		ok "$name # SKIP no cgroup2 freezer here"
+		return
+	fi
+	if ! start "$tag" "$count" -o "$op" -t 15; then
+		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out "$tag.wr")" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "$tag.tgt")" | tr '\n' ' ')"
+		sof_kill "$tag.wr"
+		sof_kill "$tag.tgt"
+		rmdir "$cg"
+		return
+	fi
+	echo "$TPID" >"$cg/cgroup.procs" && echo 1 >"$cg/cgroup.freeze"
+	end=$(($(now_ms) + 10000))
+	while ! grep -q '^frozen 1$' "$cg/cgroup.events" && [ "$(now_ms)" -lt "$end" ]; do
+		sleep 0.01
+	done
+	n0=$(progress "$tag.wr")
+	go
+	sleep 2
+	n1=$(progress "$tag.wr")
+	echo 0 >"$cg/cgroup.freeze"
+	sof_wait "$tag.wr" 80
+	wrc=$?
+	sof_wait "$tag.tgt" 20
+	trc=$?
+	rmdir "$cg" 2>/dev/null
+	out=$(sof_out "$tag.wr")
+	log=$(_sof_host_log a)
+	if [ "$wrc" -eq 0 ] && [ "$trc" -eq 0 ] && grep -q "^target words=$count bad=0\$" "$out"; then
+		ok "$name: no retry exceeded, and after the thaw the target polled all $count completions in order"
+	else
+		not_ok "$name" "writer exit $wrc, target exit $trc: $(tail -n 2 "$out" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "$tag.tgt")" | tr '\n' ' ')"
+	fi
+	if [ "$n1" -gt $((n0 + 10)) ] &&
+		grep -q "the engine of pid $TPID stalled: the daemon runs its responders" "$log"; then
+		ok "$name: they completed while it was frozen ($n0 -> $n1, executed by host a's daemon)"
+	else
+		not_ok "$name" "they completed while it was frozen: $n0 -> $n1; host a's log: $(grep -c "pid $TPID stalled" "$log") takeover lines"
+	fi
+}
+
 # fatal OP WHAT WANT TGT: with the target SIGSTOPped, the writer's next
 # request is one the target's responder must end the QP for (write_stop
 # -F: a SEND longer than the receive buffer, a WRITE with a wrong rkey):
@@ -324,6 +392,11 @@ if sof_hosts_up 2; then
 		stopped_recv send SENDs 3000
 		stopped_recv wimm "WRITEs with immediate data" 3000
 		stopped_recv send "UC SENDs" 400 -u -w 2000
+	fi
+
+	# ---- SENDs into a target that does not run but is not stopped
+	if part frozen; then
+		frozen send SENDs 3000
 	fi
 
 	# ---- what a stopped target must NAK: NAKed by host a's daemon

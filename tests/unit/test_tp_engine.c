@@ -1734,6 +1734,46 @@ static uint64_t word_at(uint32_t off)
 	return v;
 }
 
+/* A requester's retry or probe of a READ asks for the middle of an
+ * earlier READ (IBA 9.7.5.1.3): a duplicate READ is served from its own
+ * VA, length and PSN, inside what the original was granted; one that
+ * reaches past the original's range is dropped. The same whether the
+ * peer speaks the extension or not (SOFTOFED_SACK=0 stands in for a
+ * standard responder). */
+TEST(resp_duplicate_read_from_the_middle)
+{
+	for (int sack = 0; sack < 2; sack++) {
+		unsigned n;
+
+		world_up();
+		tp_sack_on = sack;
+		to_in(ROCE_READ_REQ, 0, 0, 4096, 0, KEY_RW, 0);
+		CHECK_EQ(w.nsent, 4);
+		CHECK(w.sent[3].h.opcode == ROCE_READ_RESP_LAST && w.sent[3].h.psn == EPSN + 3);
+		/* its last response alone (a probe) */
+		n = w.nsent;
+		to_in(ROCE_READ_REQ, 3, 3072, 1024, 0, KEY_RW, 0);
+		CHECK_EQ(w.nsent, n + 1);
+		CHECK(w.sent[n].h.opcode == ROCE_READ_RESP_ONLY && w.sent[n].h.psn == EPSN + 3 &&
+		      w.sent[n].paylen == 1024);
+		/* its rest from the third (a retry) */
+		n = w.nsent;
+		to_in(ROCE_READ_REQ, 2, 2048, 2048, 0, KEY_RW, 0);
+		CHECK_EQ(w.nsent, n + 2);
+		CHECK(w.sent[n].h.opcode == ROCE_READ_RESP_FIRST && w.sent[n].h.psn == EPSN + 2 &&
+		      w.sent[n + 1].h.opcode == ROCE_READ_RESP_LAST &&
+		      w.sent[n + 1].h.psn == EPSN + 3 && w.sent[n + 1].paylen == 1024);
+		/* past the original's end: dropped */
+		n = w.nsent;
+		to_in(ROCE_READ_REQ, 2, 2048, 4096, 0, KEY_RW, 0);
+		CHECK_EQ(w.nsent, n);
+		CHECK_EQ(w.counters[SOF_CNT_dup_req], 3);
+		CHECK_EQ(w.qp.t->epsn, EPSN + 4);
+		CHECK_EQ(w.qp.t->state, IBV_QPS_RTS);
+		world_down();
+	}
+}
+
 /* READs and atomics while stalled: the owner executes a fetch-and-add;
  * stalled, the daemon answers its duplicate with the owner's result,
  * executes the next one and a READ (responses with the data, the READ's
@@ -2061,6 +2101,7 @@ int main(void)
 	RUN(read_stream_without_progress_puts_timer_off);
 	RUN(read_stream_without_progress_bounded);
 	RUN(takeover_writes_while_stalled);
+	RUN(resp_duplicate_read_from_the_middle);
 	RUN(takeover_reads_atomics_while_stalled);
 	RUN(takeover_uc_writes_while_stalled);
 	RUN(takeover_fatal_naks);

@@ -19,11 +19,18 @@
 # the cable does not count). Each line is
 #   loss=P what=W round=R MiB/s=V dropped=D retransmits=.. sack_resends=..
 #   probes=.. timeouts=.. nak_rcvd=.. tx_packets=.. rcvbuf_a=.. rcvbuf_b=..
+#   wire_lost=.. drops_psn=.. (host b's packets dropped for their PSN: a
+#   READ's responses it had, or could not take yet) a_dup_req=..
+#   a_tx_packets=.. (host a's duplicate requests and packets sent)
 # and a summary per loss and kind (median of the rounds, ratio to the
 # loss-free median of the same kind). Needs root (ip netns).
 # Usage: bench/loss.sh [ROUNDS (default 3)] [SECS (iperf3, default 3)]
 #   SOF_LOSS_ITERS (default 400): iterations of each perftest run;
 #   SOF_LOSS_KINDS, SOF_LOSS_LEVELS: a subset (e.g. "write-sack tcp", "1");
+#     read-sack and read-gbn run ib_read_bw (b, the client, READs: its
+#     responses come from a);
+#   SOF_LOSS_HOST (default b): the host whose sent frames are dropped (a:
+#     ib_read_bw's READ responses);
 #   SOF_LOSS_ENV: more environment for both programs (SOFTOFED_TRACE=1);
 #   SOF_LOSS_KEEP=DIR: each client's output (and trace) kept there;
 #   SOF_LOSS_AB=DIR: A/B against another build (DIR holds its bin/ and
@@ -41,6 +48,7 @@ sof_init
 ROUNDS=${1:-3}
 SECS=${2:-3}
 N=${SOF_LOSS_ITERS:-400}
+LOSSY=${SOF_LOSS_HOST:-b}
 PORT=20500
 OUT=$SOF_TMP/loss.lines
 
@@ -73,7 +81,7 @@ e = json.load(open(sys.argv[1]))["end"]
 s = e.get("sum_received") or e.get("sum")
 r = e.get("sum_sent", {}).get("retransmits", "?")
 print("%.1f %s" % (s["bits_per_second"] / 8 / 1048576, r))' "$SOF_TMP/cli" 2>/dev/null)
-		d=$(sof_snap_delta "$SOF_TMP/s0" "$SOF_TMP/s1" | awk '$1 == "wire.wb.dropped" { print $2 }')
+		d=$(sof_snap_delta "$SOF_TMP/s0" "$SOF_TMP/s1" | awk -v k="wire.w$LOSSY.dropped" '$1 == k { print $2 }')
 		echo "loss=$loss what=tcp round=$round MiB/s=${v% *} dropped=${d:-?} tcp_retransmits=${v#* }" |
 			tee -a "$OUT"
 		return
@@ -103,14 +111,15 @@ print("%.1f %s" % (s["bits_per_second"] / 8 / 1048576, r))' "$SOF_TMP/cli" 2>/de
 	line=$(grep -E '^ *1048576 +[0-9]+ ' "$SOF_CLI_OUT" | tail -n 1)
 	v=$(echo "$line" | awk '{ print $4 }')
 	sof_snap_delta "$SOF_TMP/s0" "$SOF_TMP/s1" | awk -v pre="loss=$loss what=$kind round=$round MiB/s=${v:-?}" \
-		-v rb="rcvbuf_a=$ra rcvbuf_b=$rb" '
+		-v rb="rcvbuf_a=$ra rcvbuf_b=$rb" -v dk="wire.w$LOSSY.dropped" '
 		{ c[$1] = $2 }
 		END {
-			printf "%s dropped=%d retransmits=%d sack_resends=%d probes=%d timeouts=%d nak_rcvd=%d tx_packets=%d %s wire_lost=%d\n",
-				pre, c["wire.wb.dropped"], c["b.counters.retransmits"],
+			printf "%s dropped=%d retransmits=%d sack_resends=%d probes=%d timeouts=%d nak_rcvd=%d tx_packets=%d %s wire_lost=%d drops_psn=%d a_dup_req=%d a_tx_packets=%d\n",
+				pre, c[dk], c["b.counters.retransmits"],
 				c["b.counters.sack_resends"], c["b.counters.probes"],
 				c["b.counters.timeouts"], c["b.counters.nak_rcvd"], c["b.counters.tx_packets"], rb,
-				c["wire.wa.lost"] + c["wire.wb.lost"]
+				c["wire.wa.lost"] + c["wire.wb.lost"], c["b.drops.psn"], c["a.counters.dup_req"],
+				c["a.counters.tx_packets"]
 		}' | tee -a "$OUT"
 }
 
@@ -140,8 +149,8 @@ for r in $(seq "$ROUNDS"); do
 		mapfile -t order < <(reversed "${KINDS[@]}")
 	fi
 	for loss in "${levels[@]}"; do
-		sof_netem_clear b
-		[ "$loss" = 0 ] || sof_netem b loss "$loss%" || exit 1
+		sof_netem_clear "$LOSSY"
+		[ "$loss" = 0 ] || sof_netem "$LOSSY" loss "$loss%" || exit 1
 		for k in "${order[@]}"; do
 			if [ -z "${SOF_LOSS_AB:-}" ] || [ "$k" = tcp ]; then
 				one "$loss" "$k" "$r"
@@ -158,7 +167,7 @@ for r in $(seq "$ROUNDS"); do
 		done
 	done
 done
-sof_netem_clear b
+sof_netem_clear "$LOSSY"
 echo "# summary: median MiB/s of the rounds (ratio to the same kind's loss-free median;"
 echo "# [median of the per-round ratios, each to that round's loss-free figure])"
 python3 - "$OUT" <<'PY'
@@ -172,7 +181,7 @@ for l in open(sys.argv[1]):
         byround[(m['what'], m['loss'], m['round'])] = float(m['MiB/s'])
     except (KeyError, ValueError):
         pass
-kinds = ('write-sack', 'write-gbn', 'send-sack', 'send-gbn', 'tcp')
+kinds = ('write-sack', 'write-gbn', 'send-sack', 'send-gbn', 'read-sack', 'read-gbn', 'tcp')
 for what in sorted({w for w, _ in v}, key=lambda w: (kinds.index(w.split('@')[0])
                                                     if w.split('@')[0] in kinds else 9, w)):
     base = statistics.median(v.get((what, '0')) or [0])

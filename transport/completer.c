@@ -248,6 +248,33 @@ static void read_stream_alive(struct sof_tqp *t, uint32_t psn)
 		t->timer_ns = now + to;
 }
 
+/* A response to a request sent after the oldest READ, while that READ
+ * still misses responses: a responder answers in PSN order (IBA 9.5,
+ * 9.7.5.1.3), so the missing ones were lost, as for a response ahead of
+ * its turn within the READ; its rest is asked for again (reread_ok).
+ * Without this a lost tail of one READ with another READ behind it waited
+ * for the transport timer: the later READ's responses, and a probe's, are
+ * dropped while the older one is incomplete. */
+static void later_response(struct sof_tqp *t, uint32_t psn)
+{
+	struct tp_swqe *w;
+	uint32_t expect;
+
+	if (t->wq_head == t->wq_send)
+		return;
+	w = &t->wq[t->wq_head & (t->qp->sq_size - 1)];
+	if (w->opcode != IBV_WR_RDMA_READ || w->state == TP_W_NEW ||
+	    roce_psn_diff(psn, (w->first_psn + w->npkts) & ROCE_PSN_MASK) < 0 ||
+	    roce_psn_diff(psn, t->psn) >= 0 || !reread_ok(t, w))
+		return;
+	expect = (w->first_psn + (uint32_t)(w->read_got / t->mtu)) & ROCE_PSN_MASK;
+	tp_trace("qp %06x READ %06x: response %06x of a later request, rest from %06x", t->qp->qpn,
+		 w->first_psn, psn, expect);
+	tp_count(SOF_CNT_retransmits, 1);
+	tp_req_rewind(t, expect);
+	tp_req_progress(t);
+}
+
 static void read_response(struct sof_tqp *t, const struct roce_hdr *h, const uint8_t *payload,
 			  uint32_t paylen)
 {
@@ -259,6 +286,7 @@ static void read_response(struct sof_tqp *t, const struct roce_hdr *h, const uin
 
 	if (!w) {
 		read_stream_alive(t, h->psn);
+		later_response(t, h->psn);
 		tp_drop(SOF_DROP_psn);
 		return;
 	}

@@ -213,23 +213,33 @@ static int send_segment(struct sof_tqp *t, struct tp_swqe *w)
 	return last ? 1 : 0;
 }
 
-/* A READ request for what is still missing of w, at the current PSN. */
-static void send_read(struct sof_tqp *t, struct tp_swqe *w)
+/* A READ request for bytes [off, len) of w, with the PSN of the response
+ * that carries byte off (IBA 9.7.5.1.3: the responder answers it from the
+ * request's VA and length, first response at the request's PSN; a retry
+ * starts at the first response missing, its VA and length moved by what
+ * came, C9-xx's READ retry). */
+static void read_request(struct sof_tqp *t, const struct tp_swqe *w, uint64_t off, uint32_t psn)
 {
 	struct roce_hdr h;
-	uint64_t left = w->len - w->read_got;
+	uint64_t left = w->len - off;
 
-	bth(t, &h, tp_svc(t->qp->type) | ROCE_READ_REQ, t->psn);
+	bth(t, &h, tp_svc(t->qp->type) | ROCE_READ_REQ, psn);
 	h.xrcsrq = w->xrcsrq;
 	h.ackreq = true;
-	h.va = w->remote_addr + w->read_got;
+	h.va = w->remote_addr + off;
 	h.rkey = w->rkey;
 	h.dmalen = (uint32_t)left;
 	tp_send(&t->path, &h, 0, NULL, NULL);
 	/* its responses' PSNs left with it (sack.c) */
 	for (uint32_t i = 1; i < tp_npkts(t, left) && i < TP_OOO_SLOTS; i++)
-		tp_sack_sent(t, (t->psn + i) & ROCE_PSN_MASK);
-	t->psn = (t->psn + tp_npkts(t, left)) & ROCE_PSN_MASK;
+		tp_sack_sent(t, (psn + i) & ROCE_PSN_MASK);
+}
+
+/* A READ request for what is still missing of w, at the current PSN. */
+static void send_read(struct sof_tqp *t, struct tp_swqe *w)
+{
+	read_request(t, w, w->read_got, t->psn);
+	t->psn = (t->psn + tp_npkts(t, w->len - w->read_got)) & ROCE_PSN_MASK;
 }
 
 static void send_atomic(struct sof_tqp *t, struct tp_swqe *w)
@@ -588,7 +598,7 @@ void tp_req_progress(struct sof_tqp *t)
 	    t->timer_ns != 0);
 }
 
-bool tp_req_resend(struct sof_tqp *t, uint32_t psn)
+bool tp_req_resend(struct sof_tqp *t, uint32_t psn, bool probe)
 {
 	uint32_t mask = t->qp->sq_size - 1, save_psn = t->psn;
 	uint64_t save_off = t->send_off;
@@ -602,6 +612,26 @@ bool tp_req_resend(struct sof_tqp *t, uint32_t psn)
 			return false;
 		if ((uint32_t)d >= w->npkts)
 			continue;
+		/* A probe of a READ asks for its last response alone (a
+		 * duplicate READ for the middle of an earlier one is served
+		 * from the request's VA, length and PSN, IBA 9.7.5.1.3): a
+		 * READ answered late, not lost, then costs one response
+		 * again, not all of them (a 1 MiB READ: 256 at MTU 4096);
+		 * its answer, ahead of a lost response, makes the completer
+		 * ask for the rest (completer.c), and the SACK of a peer
+		 * that kept it, because the READ's request was lost, names
+		 * the request's PSN as a hole (sack.c). Only when one of
+		 * these follows: the peer SACKs, or the request is known in
+		 * (responses came); else a standard peer that keeps it
+		 * quietly would leave the loss to the transport timer. */
+		if (probe && w->opcode == IBV_WR_RDMA_READ && d > 0 &&
+		    (uint32_t)d == w->npkts - 1 && (t->sack_ok || w->read_got) &&
+		    (uint64_t)d * t->mtu >= w->read_got) {
+			read_request(t, w, (uint64_t)d * t->mtu, psn);
+			tp_trace("qp %06x probe: READ %06x's last response %06x", t->qp->qpn,
+				 w->first_psn, psn);
+			return true;
+		}
 		/* a READ's responses come back by themselves once its request
 		 * is in; only the request is sent again */
 		if (sof_wr_is_rd_atomic(w->opcode) && (d || w->read_got))

@@ -309,7 +309,7 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 		if (x->ns + reo >= t->sack_rack_ns && (i >= lim || x->resent))
 			continue;
 		/* (false: inside a READ's responses, which come by themselves) */
-		if (tp_req_resend(t, psn))
+		if (tp_req_resend(t, psn, false))
 			holes++;
 	}
 	tp_trace("qp %06x sack: una %06x hi %u cnt %u psn %06x resent %u rack -%llu reo %llu "
@@ -461,15 +461,17 @@ void tp_sack_acked(struct sof_tqp *t, uint32_t old, uint32_t una)
 }
 
 /* The probe resends the newest packet that can go alone: a READ's
- * response PSNs cannot (its request is what is resent), so a READ at the
- * tail probes with its request. Any packet the responder keeps or has
- * draws a SACK that names the holes. */
+ * response PSNs cannot (a request is what is resent), so a READ at the
+ * tail probes with a request for its last response alone (requester.c):
+ * a READ merely answered late is then served again one packet, not
+ * whole. Any packet the responder keeps or has draws a SACK that names
+ * the holes. */
 bool tp_sack_probe(struct sof_tqp *t)
 {
 	uint32_t n = (uint32_t)roce_psn_diff(t->psn, t->una_psn);
 
 	for (uint32_t i = 1; i <= n; i++)
-		if (tp_req_resend(t, (t->psn - i) & ROCE_PSN_MASK))
+		if (tp_req_resend(t, (t->psn - i) & ROCE_PSN_MASK, true))
 			return true;
 	return false;
 }

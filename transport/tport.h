@@ -486,8 +486,9 @@ void tp_sack_sent(const struct sof_tqp *t, uint32_t psn);
  * alone sent again; false when none can. */
 bool tp_sack_probe(struct sof_tqp *t);
 /* Requester (requester.c): send PSN psn once more, alone; false when it
- * cannot be (not a packet of a WQE in flight). */
-bool tp_req_resend(struct sof_tqp *t, uint32_t psn);
+ * cannot be (not a packet of a WQE in flight). A READ is asked for again
+ * from its first PSN only; for a probe, also for its last response alone. */
+bool tp_req_resend(struct sof_tqp *t, uint32_t psn, bool probe);
 
 /* ---- responder.c ------------------------------------------------------------ */
 

@@ -1118,13 +1118,17 @@ static uint8_t peer_byte(uint64_t va) { return (uint8_t)((va >> 10) * 7 + 3); }
  * a WRITE's ACK; one ahead is kept and answered with a SACK of every PSN
  * kept (a READ's responses too); one behind is a duplicate: a READ served
  * again from the PSN it names, a WRITE acknowledged. The packets of PSN
- * drop_psn are dropped drop_left times (UINT32_MAX: always). */
+ * drop_psn are dropped drop_left times (UINT32_MAX: always); the READ
+ * responses of PSNs rdrop_psn to rdrop_psn + rdrop_n - 1 are lost, the
+ * first rdrop_left of them. served counts the READ responses sent. */
 struct rpeer {
 	uint32_t epsn;
 	unsigned nkept;
 	struct roce_hdr kept[16];
 	uint32_t drop_psn, drop_left;
 	unsigned dropped;
+	uint32_t rdrop_psn, rdrop_n, rdrop_left;
+	unsigned served;
 };
 
 static uint32_t rpeer_psns(const struct roce_hdr *h)
@@ -1132,17 +1136,23 @@ static uint32_t rpeer_psns(const struct roce_hdr *h)
 	return h->opcode == ROCE_READ_REQ && h->dmalen ? (h->dmalen + 1023) / 1024 : 1;
 }
 
-static void rpeer_serve(const struct roce_hdr *h)
+static void rpeer_serve(struct rpeer *p, const struct roce_hdr *h)
 {
 	uint32_t n = rpeer_psns(h);
 
 	for (uint32_t i = 0; i < n; i++) {
+		uint32_t d = (h->psn + i - p->rdrop_psn) & ROCE_PSN_MASK;
 		uint32_t len = i + 1 < n ? 1024 : h->dmalen - i * 1024;
 		uint8_t op = n == 1	  ? ROCE_READ_RESP_ONLY
 			     : i == 0	  ? ROCE_READ_RESP_FIRST
 			     : i + 1 == n ? ROCE_READ_RESP_LAST
 					  : ROCE_READ_RESP_MIDDLE;
 
+		p->served++;
+		if (d < p->rdrop_n && p->rdrop_left) {
+			p->rdrop_left--;
+			continue;
+		}
 		ext_in(op, h->psn + i, len, peer_byte(h->va + (uint64_t)i * 1024), NULL);
 	}
 }
@@ -1153,7 +1163,7 @@ static bool rpeer_exec(struct rpeer *p, const struct roce_hdr *h)
 	p->epsn = (p->epsn + rpeer_psns(h)) & ROCE_PSN_MASK;
 	if (h->opcode != ROCE_READ_REQ)
 		return true;
-	rpeer_serve(h);
+	rpeer_serve(p, h);
 	return false;
 }
 
@@ -1190,7 +1200,7 @@ static void rpeer_rx(struct rpeer *p, const struct roce_hdr *h)
 	}
 	if (d < 0) {
 		if (h->opcode == ROCE_READ_REQ)
-			rpeer_serve(h);
+			rpeer_serve(p, h);
 		else
 			ext_in(ROCE_ACK, p->epsn - 1, 0, 0, NULL);
 		return;
@@ -1362,6 +1372,91 @@ static unsigned read_reqs_since(unsigned from)
 	for (unsigned i = from; i < w.nsent; i++)
 		n += w.sent[i].h.opcode == ROCE_READ_REQ;
 	return n;
+}
+
+/* Two 64 KiB READs (64 PSNs each at MTU 1024) behind a WRITE whose ACK
+ * showed a SACKing peer, both sent at once. */
+static void two_reads_up(struct rpeer *p)
+{
+	world_up();
+	tp_sack_on = true;
+	post_write(1024, 0x99);
+	rpeer_run(p, 1, 2);
+	CHECK(w.qp.t->sack_ok);
+	w.qp.t->cwnd = TP_WINDOW;
+	post_read(0, 64 * 1024, 0);
+	post_read(64 * 1024, 64 * 1024, 64 * 1024);
+	CHECK_EQ(read_reqs_since(0), 2);
+}
+
+static void two_reads_check(void)
+{
+	CHECK_EQ(cq_count(w.scq_shm), 3);
+	CHECK_EQ(cq_last(w.scq_shm)->status, IBV_WC_SUCCESS);
+	for (uint32_t k = 0; k < 128; k++)
+		if (!mem_is(k * 1024, 1024, peer_byte(0x700000 + k * 1024)))
+			test_fail(__FILE__, __LINE__, "KiB %u of the READs is wrong", k);
+	CHECK_EQ(w.counters[SOF_CNT_timeouts], 0);
+	CHECK_EQ(w.qp.t->state, IBV_QPS_RTS);
+}
+
+/* The peer stalls (its process off the CPU) with both READs' requests in:
+ * the tail-loss probe asks for the second READ's last response alone
+ * (PSN, VA and length of that packet: IBA 9.7.5.1.3's READ from the
+ * middle of an earlier one), so the peer, answering everything late,
+ * sends one response twice, not the whole READ (64 of them here, 256
+ * for fi_stream's 1 MiB READs at MTU 4096). */
+TEST(read_probe_asks_for_the_last_response)
+{
+	struct rpeer p = {.epsn = SPSN};
+	struct sent held[4];
+	unsigned nheld, n0;
+
+	two_reads_up(&p);
+	nheld = w.nsent;
+	CHECK(nheld <= SOF_ARRAY_SIZE(held));
+	memcpy(held, w.sent, nheld * sizeof(held[0]));
+	w.nsent = 0;
+	CHECK(w.qp.t->probe_ns != 0);
+	while (sof_now_ns() < w.qp.t->probe_ns)
+		usleep(100);
+	tp_req_timer(w.qp.t, sof_now_ns());
+	CHECK_EQ(w.counters[SOF_CNT_probes], 1);
+	CHECK_EQ(w.nsent, 1);
+	n0 = 0;
+	CHECK_EQ(read_reqs_since(n0), 1);
+	CHECK_EQ(w.sent[0].h.psn, SPSN + 1 + 127);
+	CHECK_EQ(w.sent[0].h.dmalen, 1024);
+	CHECK_EQ(w.sent[0].h.va, 0x700000ull + 127 * 1024);
+	/* the peer runs again: the requests, then the probe */
+	for (unsigned i = 0; i < nheld; i++)
+		rpeer_rx(&p, &held[i].h);
+	rpeer_run(&p, 3, 2);
+	two_reads_check();
+	CHECK_EQ(p.served, 129);
+	world_down();
+}
+
+/* The last 4 responses of the first READ are lost, the second READ's
+ * come: the first of those shows the loss (responses come in PSN order),
+ * and the first READ's rest (4 responses, from its first missing PSN)
+ * is asked for at once, with the second READ again, whose responses the
+ * requester could not take yet; no transport timeout (that used to be
+ * the only way out: the second READ's responses, and every probe's
+ * answer, were dropped while the first READ was incomplete). */
+TEST(read_tail_lost_under_later_read)
+{
+	struct rpeer p = {.epsn = SPSN, .rdrop_psn = SPSN + 61, .rdrop_n = 4, .rdrop_left = 4};
+	uint64_t t0;
+
+	two_reads_up(&p);
+	t0 = sof_now_ns();
+	rpeer_run(&p, 3, 2);
+	two_reads_check();
+	CHECK_EQ(w.counters[SOF_CNT_probes], 0);
+	CHECK_EQ(p.served, 64 + 64 + 4 + 64);
+	CHECK(sof_now_ns() - t0 < 50000000);
+	world_down();
 }
 
 /* A network that reorders a READ's responses: the one that came ahead of
@@ -1637,6 +1732,46 @@ static uint64_t word_at(uint32_t off)
 
 	memcpy(&v, w.mem + off, 8);
 	return v;
+}
+
+/* A requester's retry or probe of a READ asks for the middle of an
+ * earlier READ (IBA 9.7.5.1.3): a duplicate READ is served from its own
+ * VA, length and PSN, inside what the original was granted; one that
+ * reaches past the original's range is dropped. The same whether the
+ * peer speaks the extension or not (SOFTOFED_SACK=0 stands in for a
+ * standard responder). */
+TEST(resp_duplicate_read_from_the_middle)
+{
+	for (int sack = 0; sack < 2; sack++) {
+		unsigned n;
+
+		world_up();
+		tp_sack_on = sack;
+		to_in(ROCE_READ_REQ, 0, 0, 4096, 0, KEY_RW, 0);
+		CHECK_EQ(w.nsent, 4);
+		CHECK(w.sent[3].h.opcode == ROCE_READ_RESP_LAST && w.sent[3].h.psn == EPSN + 3);
+		/* its last response alone (a probe) */
+		n = w.nsent;
+		to_in(ROCE_READ_REQ, 3, 3072, 1024, 0, KEY_RW, 0);
+		CHECK_EQ(w.nsent, n + 1);
+		CHECK(w.sent[n].h.opcode == ROCE_READ_RESP_ONLY && w.sent[n].h.psn == EPSN + 3 &&
+		      w.sent[n].paylen == 1024);
+		/* its rest from the third (a retry) */
+		n = w.nsent;
+		to_in(ROCE_READ_REQ, 2, 2048, 2048, 0, KEY_RW, 0);
+		CHECK_EQ(w.nsent, n + 2);
+		CHECK(w.sent[n].h.opcode == ROCE_READ_RESP_FIRST && w.sent[n].h.psn == EPSN + 2 &&
+		      w.sent[n + 1].h.opcode == ROCE_READ_RESP_LAST &&
+		      w.sent[n + 1].h.psn == EPSN + 3 && w.sent[n + 1].paylen == 1024);
+		/* past the original's end: dropped */
+		n = w.nsent;
+		to_in(ROCE_READ_REQ, 2, 2048, 4096, 0, KEY_RW, 0);
+		CHECK_EQ(w.nsent, n);
+		CHECK_EQ(w.counters[SOF_CNT_dup_req], 3);
+		CHECK_EQ(w.qp.t->epsn, EPSN + 4);
+		CHECK_EQ(w.qp.t->state, IBV_QPS_RTS);
+		world_down();
+	}
 }
 
 /* READs and atomics while stalled: the owner executes a fetch-and-add;
@@ -1960,10 +2095,13 @@ int main(void)
 	RUN(sack_req_read_lost_twice_under_1m_read);
 	RUN(sack_req_hole_never_filled_times_out);
 	RUN(sack_req_lone_probe_waits_for_stalls);
+	RUN(read_probe_asks_for_the_last_response);
+	RUN(read_tail_lost_under_later_read);
 	RUN(read_reordered_responses_reread_once_per_rtt);
 	RUN(read_stream_without_progress_puts_timer_off);
 	RUN(read_stream_without_progress_bounded);
 	RUN(takeover_writes_while_stalled);
+	RUN(resp_duplicate_read_from_the_middle);
 	RUN(takeover_reads_atomics_while_stalled);
 	RUN(takeover_uc_writes_while_stalled);
 	RUN(takeover_fatal_naks);

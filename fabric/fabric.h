@@ -163,10 +163,10 @@ struct fabric {
 	/* the packet queue, and the entries it used kept for reuse */
 	struct fab_qpkt *qhead, **qtail, *qfree;
 	unsigned qlen, nfree;
-	unsigned cur_hops; /* hops of the packet being handled (fab_run) */
 	/* directed-route SMPs go hop by hop through the queue as packets,
 	 * not along their path at once (node.c's dr_hop): a test compares */
 	bool hop_by_hop;
+	unsigned cur_hops; /* hops of the packet being handled (fab_run) */
 	bool cur_sealed;   /* and whether its ICRC and VCRC are computed */
 	/* its queue entry, which a unicast forward (move set around its
 	 * fab_xmit: the packet is not used after) takes on to the next hop

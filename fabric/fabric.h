@@ -6,8 +6,11 @@
  * Single-threaded: the main loop (main.c) reads datagrams from real hosts
  * and control requests, and every packet then moves through the fabric
  * from a queue (fab_run), so a node is never re-entered while it handles
- * a packet. Each simulated node's management state is a node model of
- * mad/smp.h; its SMA and PMA are mad/sma.c and mad/pma.c.
+ * a packet; a directed-route SMP may go on to the next node without the
+ * queue (node.c's dr_hop), only as a node's last step and with the queue
+ * empty, which is the same order. Each simulated node's management
+ * state is a node model of mad/smp.h; its SMA and PMA are mad/sma.c and
+ * mad/pma.c.
  *
  * Files: topo.c (the topology file), pkt.c (IB packets: sealing, link
  * checks, MAD packets, UD parse; LRH, CRCs and SOFL are

@@ -31,7 +31,8 @@
 #
 # Usage: bench/sm.sh  (BENCH_BUILD=DIR the build, default build/;
 #        BENCH_OUT=FILE also appends the table there; BENCH_SM_ARGS more
-#        options for softofed-sm). Runs in a network namespace of its own.
+#        options for softofed-sm; BENCH_SM_FABRIC_ARGS for our fabric,
+#        e.g. "--sim-spin 200"). Runs in a network namespace of its own.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BENCH_BUILD:-${SOF_BUILD:-$ROOT/build}}
@@ -84,7 +85,8 @@ run() {
 	local fab=$1 sm=$2 file=$3 wait=${4:-90} srv pid
 	rm -rf "$TMP/w" && mkdir -p "$TMP/w" && cd "$TMP/w" || return
 	if [ "$fab" = ours ]; then
-		timeout $((wait + 210)) "$BUILD/bin/softofed-fabric" "$file" --ibsim >/dev/null 2>&1 &
+		# shellcheck disable=SC2086 # options
+		timeout $((wait + 210)) "$BUILD/bin/softofed-fabric" "$file" --ibsim ${BENCH_SM_FABRIC_ARGS:-} >/dev/null 2>&1 &
 	else
 		rm -f in && mkfifo in
 		exec 7<>in

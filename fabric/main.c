@@ -45,17 +45,18 @@
  * wake-up preempts a spinning program at once rather than after that
  * program's slice.
  *
- * After MADs from an ibsim client (--ibsim) the loop looks again with no
- * wait and no yield until --sim-spin USEC (default 200; 0: never) passed
- * with none. A subnet manager keeps a few SMPs on the wire (OpenSM 4) and
- * sends the next ones some 40 us after the answers: its start is a chain
- * of round trips, and a fabric asleep between them added a wake-up to
- * each (OpenSM's start on ft128 at SCHED_FIFO: 52 ms instead of 114).
- * Bounded, so an idle fabric sleeps; not for a while (as above) once
- * looks come back late, the process preempted, a few times in a row: then
- * the CPU is shared and a spinner only takes it from the programs it
- * waits for; and not while more tasks are runnable than the CPUs take
- * (cpus_busy): the spin is for a quiet machine.
+ * With --sim-spin USEC (default 0: off), after MADs from an ibsim client
+ * (--ibsim) the loop looks again with no wait and no yield until USEC
+ * passed with none. A subnet manager keeps a few SMPs on the wire
+ * (OpenSM 4) and sends the next ones some 40 us after the answers: its
+ * start is a chain of round trips, and a fabric asleep between them adds
+ * a wake-up to each (OpenSM's start on ft128 with every process
+ * SCHED_FIFO: 52 ms with --sim-spin 200 instead of 114). Under CFS the
+ * spinner held a CPU OpenSM's threads waited for (ft648 at load 3: 541-704
+ * ms against 424), hence off unless asked. Bounded, so an idle fabric
+ * sleeps; not for a while (as above) once looks come back late, the
+ * process preempted, a few times in a row; and not while more tasks are
+ * runnable than the CPUs take (cpus_busy).
  */
 #include "fabric.h"
 #include "sof_util.h"
@@ -84,7 +85,7 @@
 #define SLICE_NS 100000ull	   /* the shortest slice Linux takes */
 #define SPIN_CONTENDED_NS 30000ull /* a yield this long: the CPU is shared */
 #define SPIN_OFF_NS 100000000ull   /* then no spinning for this long */
-#define DEFAULT_SIM_SPIN_US 200
+#define DEFAULT_SIM_SPIN_US 0
 
 static volatile sig_atomic_t stop;
 static uint64_t started;

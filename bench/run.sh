@@ -96,8 +96,8 @@
 #                     k=24 and k=36 3-level trees on our fabric), route
 #                     balance, SA PathRecord rate, reroute time; the
 #                     ratios ours / OpenSM (BENCH_SM_REPS rounds, default
-#                     3; about 6 minutes); issue 19's OpenSM on our fabric
-#                     / on ibsim (target <= 1).
+#                     3, the start times 5; about 6 minutes); issue 19's
+#                     OpenSM on our fabric / on ibsim (target <= 1).
 #   issue 21: ipoib   bench/ipoib.sh: iperf3 TCP and ping over ib0 in
 #                     datagram and connected mode (IB MTU 2048 and 4096)
 #                     beside the same over the plain veth; the ratios

@@ -1,6 +1,7 @@
 /*
  * The fabric's nodes and its packet queue: building the nodes and their
- * models from the topology, the queue every packet moves through, and
+ * models from the topology, the queue packets move through (but for a
+ * directed-route SMP's walk between simulated nodes, node.c), and
  * sending out of a port with the checks a port makes on the way out
  * (link up, port Active for all but VL15, outbound partition enforcement
  * at a switch, IBA 10.9.3) and the counters it keeps.

@@ -6,8 +6,11 @@
  * Single-threaded: the main loop (main.c) reads datagrams from real hosts
  * and control requests, and every packet then moves through the fabric
  * from a queue (fab_run), so a node is never re-entered while it handles
- * a packet. Each simulated node's management state is a node model of
- * mad/smp.h; its SMA and PMA are mad/sma.c and mad/pma.c.
+ * a packet; a directed-route SMP may go on to the next node without the
+ * queue (node.c's dr_hop), only as a node's last step and with the queue
+ * empty, which is the same order. Each simulated node's management
+ * state is a node model of mad/smp.h; its SMA and PMA are mad/sma.c and
+ * mad/pma.c.
  *
  * Files: topo.c (the topology file), pkt.c (IB packets: sealing, link
  * checks, MAD packets, UD parse; LRH, CRCs and SOFL are
@@ -163,6 +166,9 @@ struct fabric {
 	/* the packet queue, and the entries it used kept for reuse */
 	struct fab_qpkt *qhead, **qtail, *qfree;
 	unsigned qlen, nfree;
+	/* directed-route SMPs go hop by hop through the queue as packets,
+	 * not along their path at once (node.c's dr_hop): a test compares */
+	bool hop_by_hop;
 	unsigned cur_hops; /* hops of the packet being handled (fab_run) */
 	bool cur_sealed;   /* and whether its ICRC and VCRC are computed */
 	/* its queue entry, which a unicast forward (move set around its

@@ -6,7 +6,7 @@
  *
  *   softofed-fabric FILE [--listen ADDR:PORT] [--real NAME[,NAME...]]
  *                   [--log FILE] [--ibsim] [--nice N] [--spin USEC]
- *                   [--no-direct]
+ *                   [--sim-spin USEC] [--no-direct]
  *
  * Direct paths (direct.c, on unless --no-direct): publish the routes whose
  * every hop is a plain LFT forward in a sealed memfd the hosts map
@@ -44,6 +44,19 @@
  * Linux 6.12; older kernels refuse it and nothing changes), so that its
  * wake-up preempts a spinning program at once rather than after that
  * program's slice.
+ *
+ * With --sim-spin USEC (default 0: off), after MADs from an ibsim client
+ * (--ibsim) the loop looks again with no wait and no yield until USEC
+ * passed with none. A subnet manager keeps a few SMPs on the wire
+ * (OpenSM 4) and sends the next ones some 40 us after the answers: its
+ * start is a chain of round trips, and a fabric asleep between them adds
+ * a wake-up to each (OpenSM's start on ft128 with every process
+ * SCHED_FIFO: 52 ms with --sim-spin 200 instead of 114). Under CFS the
+ * spinner held a CPU OpenSM's threads waited for (ft648 at load 3: 541-704
+ * ms against 424), hence off unless asked. Bounded, so an idle fabric
+ * sleeps; not for a while (as above) once looks come back late, the
+ * process preempted, a few times in a row; and not while more tasks are
+ * runnable than the CPUs take (cpus_busy).
  */
 #include "fabric.h"
 #include "sof_util.h"
@@ -72,6 +85,7 @@
 #define SLICE_NS 100000ull	   /* the shortest slice Linux takes */
 #define SPIN_CONTENDED_NS 30000ull /* a yield this long: the CPU is shared */
 #define SPIN_OFF_NS 100000000ull   /* then no spinning for this long */
+#define DEFAULT_SIM_SPIN_US 0
 
 static volatile sig_atomic_t stop;
 static uint64_t started;
@@ -183,6 +197,45 @@ static void short_slice(void)
 /* The spin after packets (the comment atop): spin_until is when it ends,
  * nospin_until when it may start again after a contended yield. */
 static uint64_t spin_ns, spin_until, nospin_until;
+/* the same after an ibsim client's MADs (the comment atop): no yield; a
+ * late look ends the spin, SIM_SPIN_LATE of them with no MAD caught in
+ * between stop it for SPIN_OFF_NS (one alone is an interrupt or a
+ * kernel thread; a CPU shared all the time makes them come in a row) */
+#define SIM_SPIN_LATE 4
+static uint64_t sim_spin_ns, sim_spin_until, sim_look_at;
+static unsigned sim_late;
+static bool sim_look_empty;
+
+/* Whether more tasks are runnable than the CPUs take with this process
+ * and one more (the field "R/T" of /proc/loadavg, read at most once a
+ * millisecond): then a spin takes the CPU from a program that waits for
+ * it, the client itself perhaps (OpenSM's start under CFS at load 6.5:
+ * 20 % slower with the spin), and it is not tried. */
+static int loadavg_fd = -1;
+static long ncpus;
+
+static bool cpus_busy(uint64_t now)
+{
+	static uint64_t read_at;
+	static bool busy;
+	char b[128];
+	const char *r;
+	ssize_t n;
+
+	if (loadavg_fd < 0 || (read_at && now - read_at < 1000000))
+		return busy;
+	read_at = now;
+	n = pread(loadavg_fd, b, sizeof(b) - 1, 0);
+	if (n <= 0)
+		return busy;
+	b[n] = '\0';
+	/* "0.50 0.40 0.30 R/T LAST": the fourth field */
+	r = b;
+	for (int i = 0; i < 3 && r; i++)
+		r = strchr(r + 1, ' ');
+	busy = r && strtol(r + 1, NULL, 10) > ncpus + 1;
+	return busy;
+}
 
 static void spin_packets(uint64_t now)
 {
@@ -208,6 +261,30 @@ static bool spin_again(void)
 		nospin_until = fab_now() + SPIN_OFF_NS;
 		return false;
 	}
+	return true;
+}
+
+/* Whether to look again with no wait after an ibsim client's MADs. A
+ * turn of the loop whose look found nothing is a poll and little else:
+ * when the time since that look began is over SPIN_CONTENDED_NS, the
+ * process was preempted (late). */
+static bool sim_spin_look(uint64_t now)
+{
+	if (!sim_spin_until)
+		return false;
+	if (sim_look_empty && now - sim_look_at > SPIN_CONTENDED_NS) {
+		sim_spin_until = 0;
+		if (++sim_late >= SIM_SPIN_LATE) {
+			nospin_until = now + SPIN_OFF_NS;
+			sim_late = 0;
+		}
+		return false;
+	}
+	if (now >= sim_spin_until) {
+		sim_spin_until = 0;
+		return false;
+	}
+	sim_look_at = now;
 	return true;
 }
 
@@ -485,7 +562,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: softofed-fabric FILE [--listen ADDR:PORT] [--real NAME,...] "
 			"[--log FILE] [--ibsim] [--nice N] [--spin USEC]\n"
-			"       [--no-direct]\n");
+			"       [--sim-spin USEC] [--no-direct]\n");
 }
 
 int main(int argc, char **argv)
@@ -497,6 +574,7 @@ int main(int argc, char **argv)
 	struct fabric f;
 	struct topo t;
 	int ctl, rc, i, prio = DEFAULT_NICE, spin_us = DEFAULT_SPIN_US;
+	int sim_spin_us = DEFAULT_SIM_SPIN_US;
 	uint64_t next_tick;
 	struct sigaction sa = {.sa_handler = on_signal};
 
@@ -511,6 +589,8 @@ int main(int argc, char **argv)
 			prio = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
 			spin_us = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--sim-spin") && i + 1 < argc)
+			sim_spin_us = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--direct") || !strcmp(argv[i], "--no-direct"))
 			direct = argv[i][2] == 'd';
 		else if (!strcmp(argv[i], "--ibsim"))
@@ -579,27 +659,42 @@ int main(int argc, char **argv)
 			prio, strerror(errno));
 	short_slice();
 	spin_ns = spin_us > 0 ? (uint64_t)spin_us * 1000 : 0;
+	sim_spin_ns = sim_spin_us > 0 ? (uint64_t)sim_spin_us * 1000 : 0;
+	ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (sim_spin_ns && ibsim)
+		loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
 	next_tick = fab_now() + 1000000000ull;
 	while (!stop) {
 		struct pollfd pfd[4 + FAB_SIM_CLIENTS] = {{.fd = f.udp, .events = POLLIN},
 							  {.fd = ctl, .events = POLLIN},
 							  {.fd = f.sim_ctl, .events = POLLIN}};
 		uint64_t now;
+		bool spun;
 
 		pfd[3 + FAB_SIM_CLIENTS].fd = fab_cap_fd(&f, &pfd[3 + FAB_SIM_CLIENTS].events);
 		for (int k = 0; k < FAB_SIM_CLIENTS; k++)
 			pfd[3 + k] = (struct pollfd){.fd = f.sim[k].pid ? f.sim[k].fd : -1,
 						     .events = POLLIN};
-		rc = poll(pfd, 4 + FAB_SIM_CLIENTS, spin_again() ? 0 : fab_direct_timeout(&f, 200));
+		spun = sim_spin_look(fab_now());
+		rc = poll(pfd, 4 + FAB_SIM_CLIENTS,
+			  spun || spin_again() ? 0 : fab_direct_timeout(&f, 200));
+		sim_look_empty = spun && rc == 0;
 		if (rc < 0 && errno != EINTR)
 			break;
 		if (pfd[2].revents & POLLIN)
 			fab_sim_ctl(&f);
-		for (int k = 0; k < FAB_SIM_CLIENTS; k++)
-			for (int r = 0; r < 256 && (pfd[3 + k].revents & POLLIN) &&
-					fab_sim_input(&f, &f.sim[k]);
-			     r++)
-				;
+		for (int k = 0; k < FAB_SIM_CLIENTS; k++) {
+			int r = 0;
+
+			while (r < 256 && (pfd[3 + k].revents & POLLIN) &&
+			       fab_sim_input(&f, &f.sim[k]))
+				r++;
+			if (r && spun)
+				sim_late = 0; /* the spin caught it */
+			if (r && sim_spin_ns && (now = fab_now()) >= nospin_until &&
+			    !cpus_busy(now))
+				sim_spin_until = now + sim_spin_ns;
+		}
 		if (pfd[0].revents & POLLIN) {
 			/* up to RX_BATCH datagrams a call, RX_ROUNDS calls, the
 			 * queue run after each call */
@@ -650,6 +745,8 @@ int main(int argc, char **argv)
 		}
 	}
 	close(ctl);
+	if (loadavg_fd >= 0)
+		close(loadavg_fd);
 	close(f.udp);
 	fab_direct_close(&f);
 	fab_free(&f);

@@ -36,7 +36,14 @@
  * /dev/infiniband/issmN is a FIFO this daemon makes (sof_umad_proto.h,
  * SOF_UMAD_ISSM_DIRS) and `softofed run` binds there. An SM's open for
  * reading lets the daemon's non-blocking open for writing succeed; when
- * every reader is gone, the write end polls POLLERR. Looked at each tick.
+ * every reader is gone, the write end polls POLLERR. Looked at before
+ * anything reads IsSM (an SMP to this port, the CA's attributes for a
+ * program) and at each tick: the kernel sets IsSM in the issm open
+ * itself, so an SM that opened issm is IsSM to every later reader. At
+ * the tick alone, IsSM lagged an SM's open (O_RDWR: it does not wait for
+ * our end) by up to half a second: OpenSM started then read the port
+ * without IsSM and became master beside ours; and it outlived an SM that
+ * died by as long, the SMInfo Gets of the others unanswered.
  * A change of IsSM sends trap 144 to the SM, an SMP that fails the M_Key
  * check (IBA 14.2.4) trap 256, again each tick until the SM represses it
  * (TrapRepress with its TID; a TrapRepress with another TID goes to the
@@ -239,6 +246,8 @@ static bool trap_repressed(const uint8_t *mad)
 	return false;
 }
 
+static void issm_look(void);
+
 /* TP_HOOK_QP0: an SMP (the port checked VL15, the LRH and the CRCs). */
 static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
 		      const struct roce_addr *a, bool from_net)
@@ -260,6 +269,7 @@ static void qp0_input(const struct roce_hdr *h, const uint8_t *payload, uint32_t
 	memcpy(mad, payload, sizeof(mad));
 	sma.smps++;
 	counters_sync();
+	issm_look(); /* PortInfo:CapabilityMask as it is now */
 	directed = mad[1] == SOF_MCLASS_SMP_DR;
 	lid_routed = dlid != IB_LID_PERMISSIVE;
 	if (directed && sof_smp_dr_step(sma.node, mad, 1, lid_routed, 0, &next) != SOF_DR_LOCAL)
@@ -312,6 +322,7 @@ static int smi_local(uint8_t *mad, bool directed, bool lid_routed)
 	unsigned ev = 0;
 
 	sma.smps++;
+	issm_look();
 	sma.node->now_ms = sof_now_ns() / 1000000u;
 	if (sof_sma_process(sma.node, 1, mad, SOF_SMP_LEN, &ev) != SOF_SMA_REPLY) {
 		apply(ev);
@@ -379,21 +390,12 @@ static void issm_set(bool on)
 	trap_raise(SOF_TRAP_CAP_CHANGE);
 }
 
-bool sofd_ib_is_sm(void) { return sma.node && (sma.node->port[1].cap_mask & SOF_CAP_IS_SM); }
-
-void sofd_ib_sma_tick(void)
+/* IsSM after whether a process holds the FIFO for reading now */
+static void issm_look(void)
 {
 	struct pollfd pfd = {.fd = sma.issm_fd};
 
-	if (!sma.node)
-		return;
-	if (sma.trap_pending) {
-		if (sma.trap_resends++ < TRAP_RESENDS)
-			trap_send();
-		else
-			sma.trap_pending = false;
-	}
-	if (!sma.issm_path[0])
+	if (!sma.node || !sma.issm_path[0])
 		return;
 	if (sma.issm_fd < 0) {
 		/* ENXIO while nobody holds it for reading */
@@ -407,6 +409,25 @@ void sofd_ib_sma_tick(void)
 		sma.issm_fd = -1;
 		issm_set(false);
 	}
+}
+
+bool sofd_ib_is_sm(void)
+{
+	issm_look();
+	return sma.node && (sma.node->port[1].cap_mask & SOF_CAP_IS_SM);
+}
+
+void sofd_ib_sma_tick(void)
+{
+	if (!sma.node)
+		return;
+	if (sma.trap_pending) {
+		if (sma.trap_resends++ < TRAP_RESENDS)
+			trap_send();
+		else
+			sma.trap_pending = false;
+	}
+	issm_look();
 }
 
 /* The FIFO in the first directory of SOF_UMAD_ISSM_DIRS we may write. */

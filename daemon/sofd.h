@@ -397,7 +397,8 @@ void sofd_ib_port_event(uint32_t type);
 void sofd_ib_sma_counts(uint64_t *smps, uint64_t *replies);
 void sofd_ib_sma_traps(uint64_t *sent, uint64_t *repressed, uint64_t *pmas);
 void sofd_ib_sma_fini(void);
-/* IsSM: whether a process holds sofib0's issm open; the tick that looks */
+/* IsSM: whether a process holds sofib0's issm open (looked at now, as
+ * before every SMP to the port); the tick that looks too */
 bool sofd_ib_is_sm(void);
 void sofd_ib_sma_tick(void);
 

@@ -36,9 +36,12 @@
 #   IsSM         a's PortInfo CapabilityMask (smpquery from b, ibstat in a)
 #                has IsSM while OpenSM holds a's issm open (the issmN of
 #                sofib0, umad_get_issm_path), b's has not; OpenSM stopped,
-#                a's has not either; b holding its issm open sets b's and
-#                its SMA's trap 144 (at set and at clear) reaches a's
-#                OpenSM once each: repressed, not repeated
+#                a's has not either; b holding its issm open (O_RDWR,
+#                as OpenSM and softofed-sm, which do not wait for the
+#                daemon's end) sets b's, which ibstat sees right after the
+#                open, and right after the close not, and its SMA's trap
+#                144 (at set and at clear) reaches a's OpenSM once each:
+#                repressed, not repeated
 #
 # Needs root (ip netns). Usage: tests/hosts/ibfabric_diags.sh
 set -u
@@ -106,7 +109,8 @@ r0=$(ibc b traps_repressed)
 n0=$(grep -c "Received Generic Notice type:4 num:144 .* from LID:$lb " "$IBF_SMLOG")
 # shellcheck disable=SC2016 # for the inner shell
 sof_host_bg ibf.issm b 30 "$SOFTOFED" run -- sh -c 'for d in /sys/class/infiniband_mad/issm*; do
-	[ "$(cat "$d/ibdev")" = sofib0 ] && exec 3<"/dev/infiniband/${d##*/}" && echo "held ${d##*/}" && sleep 3 && exit 0
+	[ "$(cat "$d/ibdev")" = sofib0 ] && exec 3<>"/dev/infiniband/${d##*/}" && echo "held ${d##*/}" &&
+		ibstat sofib0 | grep "Capability mask" && sleep 3 && exit 0
 done; exit 1'
 for _ in $(seq 40); do
 	bm=$(sof_ibf_diag b "$isb" smpquery -C sofib0 portinfo "$lb" && capm "$isb")
@@ -115,6 +119,10 @@ for _ in $(seq 40); do
 done
 sof_wait ibf.issm 10
 rc=$?
+# the moment it is closed (the holder reaped), no IsSM
+sof_ibf_diag b "$SOF_TMP/ibstat.b" ibstat sofib0
+hm=$(sed -n 's/.*Capability mask: \(0x[0-9a-f]*\)$/\1/p' "$(sof_out ibf.issm)")
+hm2=$(sed -n 's/.*Capability mask: \(0x[0-9a-f]*\)$/\1/p' "$SOF_TMP/ibstat.b")
 for _ in $(seq 60); do
 	[ "$(ibc b traps_repressed)" = $((r0 + 2)) ] 2>/dev/null && break
 	sleep 0.1
@@ -124,10 +132,11 @@ n144=$(($(grep -c "Received Generic Notice type:4 num:144 .* from LID:$lb " "$IB
 sof_ibf_diag b "$isb" smpquery -C sofib0 portinfo "$lb"
 bm2=$(capm "$isb")
 if [ "$rc" = 0 ] && [ -n "$t0" ] && [ -n "$bm" ] && [ $((bm & 2)) = 2 ] && [ -n "$bm2" ] && [ $((bm2 & 2)) = 0 ] &&
+	[ -n "$hm" ] && [ $((hm & 2)) = 2 ] && [ -n "$hm2" ] && [ $((hm2 & 2)) = 0 ] &&
 	[ "$(ibc b traps)" = $((t0 + 2)) ] && [ "$(ibc b traps_repressed)" = $((r0 + 2)) ] && [ "$n144" = 2 ]; then
-	ok "ibfabric/$T: b held its $(sed -n 's/^held //p' "$(sof_out ibf.issm)"): CapMask $bm (IsSM) then $bm2; its two traps 144 reached a's OpenSM once each and were repressed (b: traps $(ibc b traps), repressed $(ibc b traps_repressed))"
+	ok "ibfabric/$T: b held its $(sed -n 's/^held //p' "$(sof_out ibf.issm)"): ibstat $hm right after the open, $hm2 right after the close; CapMask $bm (IsSM) then $bm2; its two traps 144 reached a's OpenSM once each and were repressed (b: traps $(ibc b traps), repressed $(ibc b traps_repressed))"
 else
-	not_ok "ibfabric/$T: issm in b, trap 144" "holder rc $rc ($(cat "$(sof_out ibf.issm)")); CapMask $bm then $bm2; b traps $t0 -> $(ibc b traps), repressed $r0 -> $(ibc b traps_repressed); OpenSM logged $n144"
+	not_ok "ibfabric/$T: issm in b, trap 144" "holder rc $rc ($(cat "$(sof_out ibf.issm)")); ibstat after the open $hm, after the close $hm2; CapMask $bm then $bm2; b traps $t0 -> $(ibc b traps), repressed $r0 -> $(ibc b traps_repressed); OpenSM logged $n144"
 fi
 
 out=$SOF_TMP/iblinkinfo

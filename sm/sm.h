@@ -168,9 +168,10 @@ struct sm {
 	uint64_t master_guid;
 	uint64_t next_poll;	/* µs */
 	unsigned poll_fails;
-	struct sm_port *best;	/* the best STANDBY the probe found */
+	struct sm_port *best;	/* the best STANDBY (a master: or MASTER) found */
 	uint64_t best_guid;
 	uint8_t best_prio;
+	bool best_master;	/* best is a second master */
 	struct sm_port *ho_target; /* HANDOVER sent, ACKNOWLEDGE awaited */
 	uint64_t ho_guid, ho_deadline;
 	bool ho_wait_release;	/* HANDOVER held until release_left is 0 */

@@ -11,6 +11,12 @@
  *    and lower GUID, IBA 14.4.1.1) hands over: SMInfo Set HANDOVER to it;
  *    the standby becomes master and answers with SMInfo Set ACKNOWLEDGE,
  *    upon which the old master goes STANDBY and polls the new one.
+ *  - A MASTER that finds another MASTER of higher priority hands over to
+ *    it the same way (the one it finds MASTER when polled counts as the
+ *    ACKNOWLEDGE), as OpenSM does: two masters come of a standby that
+ *    took over from a master it did not hear from, but that lived (its
+ *    polls lost or late at load); the lower leaves the subnet to the
+ *    higher, which waits for that (C14-60.2.1), so neither sits on it.
  *  - A standby given HANDOVER (from ours or OpenSM) takes over and sends
  *    ACKNOWLEDGE to the SM that handed over (found by the GUID in the Set).
  *  - A master learns of a new SM by the trap 144 its port sends when IsSM
@@ -66,7 +72,7 @@ static void on_probe(struct sm *sm, struct sm_req *rq, int err, const uint8_t *m
 	       rq->port, (unsigned long long)guid, prio, sm_state_names[state & 3]);
 	if (guid == sm->sn.sm_guid)
 		return;
-	if (state == SM_STATE_MASTER) {
+	if (state == SM_STATE_MASTER && sm->sn.sm_state != SM_STATE_MASTER) {
 		sm->master = p;
 		sm->master_guid = guid;
 	} else if (state == SM_STATE_DISCOVERING && !sm->master &&
@@ -77,11 +83,14 @@ static void on_probe(struct sm *sm, struct sm_req *rq, int err, const uint8_t *m
 		 * would sweep it */
 		sm->master = p;
 		sm->master_guid = guid;
-	} else if (state == SM_STATE_STANDBY &&
+	} else if ((state == SM_STATE_STANDBY || state == SM_STATE_MASTER) &&
 		   (!sm->best || sm_better(prio, guid, sm->best_prio, sm->best_guid))) {
+		/* one to hand over to: a standby, or (we are master) a
+		 * second master */
 		sm->best = p;
 		sm->best_guid = guid;
 		sm->best_prio = prio;
+		sm->best_master = state == SM_STATE_MASTER;
 	}
 }
 
@@ -253,7 +262,8 @@ static void on_handover(struct sm *sm, struct sm_req *rq, int err, const uint8_t
 	       sm_state_names[sm_smp_data(mad)[20] & 3]);
 }
 
-/* Called by a master after its probe: hand over to a better standby */
+/* Called by a master after its probe: hand over to a better standby, or
+ * to a better master */
 void sm_sminfo_check_handover(struct sm *sm)
 {
 	struct sm_subnet *sn = &sm->sn;
@@ -261,8 +271,9 @@ void sm_sminfo_check_handover(struct sm *sm)
 	if (sn->sm_state != SM_STATE_MASTER || !sm->best || sm->ho_target ||
 	    !sm_better(sm->best_prio, sm->best_guid, sn->sm_priority, sn->sm_guid))
 		return;
-	fprintf(stderr, "softofed-sm: HANDOVER to the standby SM %#llx (%s), priority %u\n",
-		(unsigned long long)sm->best_guid, sm->best->node->desc, sm->best_prio);
+	fprintf(stderr, "softofed-sm: HANDOVER to the %s SM %#llx (%s), priority %u\n",
+		sm->best_master ? "master" : "standby", (unsigned long long)sm->best_guid,
+		sm->best->node->desc, sm->best_prio);
 	sm->ho_target = sm->best;
 	sm->ho_guid = sm->best_guid;
 	sm->ho_deadline = sm_now_us() + HANDOVER_US;

@@ -21,7 +21,13 @@
 #      Trap 144 OpenSM sent our master when it found it is repressed (the
 #      TrapRepress reaches OpenSM through the fabric's ibsim protocol with
 #      its TID), so OpenSM's first sweep as master ends in SUBNET UP and
-#      sminfo from H3 names it.
+#      sminfo from H3 names it;
+#   5. two masters: OpenSM stopped (SIGSTOP) until ours, its standby, finds
+#      it gone and takes over, then let go on (SIGCONT): OpenSM finds a
+#      second master of lower priority, waits for it to hand over
+#      (C14-60.2.1) and tells it with a Trap 144; ours, asking that port
+#      for its SMInfo, finds a better master and hands over to it: OpenSM
+#      master, ours STANDBY (before, ours stayed master beside it).
 # Runs in a private network namespace.
 #
 # Usage: tests/integration/fabric_sm_handover.sh
@@ -57,6 +63,14 @@ sm_is() {
 	fi
 	sof_wait_for 10 _sminfo_is "$1" "$2" "$lid"
 }
+# up_after LOG REGEX: a SUBNET UP after the last line matching REGEX (awk's)
+# shellcheck disable=SC2317 # called through sof_wait_for
+up_after() {
+	awk -v s="$2" '$0 ~ s { c++; up = 0 } /SUBNET UP/ { up = 1 } END { exit !(c && up) }' "$1" 2>/dev/null
+}
+# grew LOG REGEX N: more than N lines of LOG match REGEX
+# shellcheck disable=SC2317 # called through sof_wait_for
+grew() { [ "$(grep -c -- "$2" "$1" 2>/dev/null)" -gt "$3" ]; }
 osm() { # NAME PRIORITY
 	sof_bg "$1" 120 env LD_PRELOAD="$UMAD2SIM" SIM_HOST=H1 OSM_CACHE_DIR="$SOF_TMP/ho" \
 		OSM_TMP_DIR="$SOF_TMP/ho" opensm -F "$SOF_TMP/ho/osm.conf" -p "$2" -d 2 -f "$SOF_TMP/ho/$1.log"
@@ -136,6 +150,26 @@ if sof_wait_log "$SOF_TMP/ho/osmA.log" 'SUBNET UP' 30 && sm_is MASTER $H1; then
 	else
 		not_ok "sm/handover ours -> OpenSM" "ours alive: $(sof_alive smB && echo yes || echo no); $(cat "$SOF_TMP/sminfo"); OpenSM: $(grep -o "Entering [A-Z]* state\|SUBNET UP\|ERR.*" "$SOF_TMP/ho/osmB.log" | tr "\n" " "); ours: $(grep "HANDOVER\|STANDBY" "$(sof_out smB)" | tr "\n" " ")"
 		sof_dump "$(sof_out smB)" "$SOF_TMP/ho/osmB.log"
+	fi
+	# 5. two masters: ours takes over from a stopped OpenSM, which then
+	# goes on
+	s0=$(grep -c 'STANDBY: handed over to 0x100001' "$(sof_out smB)")
+	kill -STOP -- "-${SOF_PID[osmB]}" 2>/dev/null
+	if sof_wait_log "$(sof_out smB)" 'is gone: taking over' 30 &&
+		sof_wait_for 30 up_after "$(sof_out smB)" 'is gone: taking over'; then
+		kill -CONT -- "-${SOF_PID[osmB]}" 2>/dev/null
+		if sof_wait_log "$(sof_out smB)" 'HANDOVER to the master SM 0x100001' 30 &&
+			sof_wait_for 10 grew "$(sof_out smB)" 'STANDBY: handed over to 0x100001' "$s0" &&
+			sm_is MASTER $H1 H1 && sm_is STANDBY ".*" H2 && sm_is MASTER $H1; then
+			ok "sm/handover two masters: ours took over from a stopped OpenSM; OpenSM let go on found it, a master of lower priority, and sent it a Trap 144; ours handed over to OpenSM and went STANDBY; sminfo names OpenSM master"
+		else
+			not_ok "sm/handover two masters" "$(cat "$SOF_TMP/sminfo"); ours: $(grep "HANDOVER\|STANDBY\|gone" "$(sof_out smB)" | tr "\n" " ")"
+			sof_dump "$(sof_out smB)" "$SOF_TMP/ho/osmB.log"
+		fi
+	else
+		kill -CONT -- "-${SOF_PID[osmB]}" 2>/dev/null
+		not_ok "sm/handover two masters" "ours did not take over from the stopped OpenSM"
+		sof_dump "$(sof_out smB)"
 	fi
 else
 	not_ok "sm/handover OpenSM -> ours" "OpenSM: no SUBNET UP as master"

@@ -5,21 +5,20 @@
 # real hosts on the fabric (tests/ib_fabric.sh), the SMs under
 # `softofed run` on the hosts' sofib0:
 #
-#   rate        a short stream a -> c, no SM change: the streams below
-#               are sized by its rate to last about 8 s (to OpenSM) and
-#               12 s (from OpenSM), long past a take-over (three lost
-#               polls and a sweep: 2-3 s, 3-6 s), on a slow machine or a
-#               fast one;
 #   to OpenSM   ours in a (priority 10) master, OpenSM in b (priority 1,
 #               polling the master every 500 ms, 2 tries) STANDBY; a
 #               byte-exact RC stream a -> c (progs/data_stream, RDMA WRITE
-#               and SEND); mid-stream ours is killed (SIGKILL): OpenSM
+#               and SEND, round after round until the take-over was
+#               seen, so a fast machine's stream cannot end before it);
+#               mid-stream ours is killed (SIGKILL): OpenSM
 #               enters MASTER and SUBNET UP while the stream runs, c keeps
 #               its LID, and the stream ends with every byte checked;
 #   from OpenSM ours started again in a (priority 0) goes STANDBY behind
-#               OpenSM; a second stream; mid-stream (about 12 s of it) OpenSM is killed
+#               OpenSM; a second stream; mid-stream OpenSM is killed
 #               (SIGKILL): ours takes over (SUBNET UP) while the stream
 #               runs, c keeps its LID, every byte checked.
+# Only an SM's MASTER / SUBNET UP lines after the kill count as the
+# take-over (up_after).
 #
 # Needs root (ip netns). Usage: tests/hosts/sm_handover_data.sh
 set -u
@@ -43,25 +42,30 @@ osm() {
 	sof_host_bg osm "$1" 120 env OSM_CACHE_DIR="$SOF_TMP/hd" OSM_TMP_DIR="$SOF_TMP/hd" \
 		"$SOFTOFED" run -- opensm -g "$guid" -F "$SOF_TMP/hd/osm.conf" -p "$2" -s 1 -d 2 -f "$OSMLOG"
 }
-# stream_start N: the RC stream a -> c number N (its server in c), NMSG
-# messages of 1 MiB of each opcode (the first, the rate's: 300)
+# stream_start N: the RC stream a -> c number N (its server in c): rounds
+# of NMSG messages of 1 MiB of each opcode until stream_ok N
 NMSG=300
 stream_start() {
+	rm -f "$SOF_TMP/stop.$1"
 	x0=$(sof_ibf_xmit a)
 	sof_host_bg "st$1.srv" c 90 "$SOFTOFED" run -- "$SOF_PROGS/data_stream" -d sofib0 -p $((18710 + $1)) -m 4096 -T 80 -t 17
 	sof_host_wait_listen c $((18710 + $1)) 10 "st$1.srv" >/dev/null 2>&1
 	sof_host_bg "st$1.cli" a 90 "$SOFTOFED" run -- "$SOF_PROGS/data_stream" -d sofib0 -p $((18710 + $1)) -m 4096 -T 80 \
-		-o write,send -s "1048576x$NMSG" -t 17 "$(sof_host_ip c)"
+		-o write,send -s "1048576x$NMSG" -t 17 -E "$SOF_TMP/stop.$1" "$(sof_host_ip c)"
 	sof_ibf_flowing a "$x0" 4194304 30
 }
-# stream_ok N: stream N ended with every byte checked
+# stream_ok N: stream N told to end (after the round going on), ended
+# with every byte of its rounds checked
 stream_ok() {
+	touch "$SOF_TMP/stop.$1"
 	sof_wait "st$1.cli" 85
-	local rc=$?
+	local rc=$? n
 	sof_wait "st$1.srv" 10
-	[ "$rc" -eq 0 ] && grep -q '^ok' "$(sof_out "st$1.cli")" && grep -q '^ok' "$(sof_out "st$1.srv")" &&
-		grep -q "^checked write messages=$NMSG bytes=$((NMSG * 1048576))$" "$(sof_out "st$1.srv")" &&
-		grep -q "^checked send messages=$NMSG bytes=$((NMSG * 1048576))$" "$(sof_out "st$1.srv")"
+	n=$(sed -n 's/.* rounds=\([0-9]*\) .*/\1/p' "$(sof_out "st$1.cli")")
+	n=$((${n:-0} * NMSG))
+	[ "$rc" -eq 0 ] && [ "$n" -gt 0 ] && grep -q '^ok' "$(sof_out "st$1.cli")" && grep -q '^ok' "$(sof_out "st$1.srv")" &&
+		grep -q "^checked write messages=$n bytes=$((n * 1048576))$" "$(sof_out "st$1.srv")" &&
+		grep -q "^checked send messages=$n bytes=$((n * 1048576))$" "$(sof_out "st$1.srv")"
 }
 # kill9 NAME: SIGKILL (an SM that dies, no release, no handover)
 kill9() { kill -KILL -- "-${SOF_PID[$1]}" 2>/dev/null; }
@@ -84,25 +88,6 @@ if ! sof_wait_for 60 sof_ibf_subnet_up "$(sof_out sm.a10)"; then
 	sof_exit
 fi
 lc=$(sof_ibf_lid c)
-# the rate: a stream of fixed size (1000) took 4-5 s at load 16, and
-# OpenSM's take-over ended 1.2 s before it did (a fast machine: sooner),
-# so the streams are sized by this one: NMSG N MS, N messages of each
-# opcode for MS ms
-stream_start 0
-if ! stream_ok 0; then
-	not_ok "$T: rate" "the first stream a -> c did not end with every byte checked"
-	sof_dump "$(sof_out st0.cli)" "$(sof_out st0.srv)"
-	sof_exit
-fi
-ms=$(sed -n 's/.*elapsed_ms=\([0-9]*\).*/\1/p' "$(sof_out st0.cli)")
-nmsg() {
-	local n=$(($1 * $2 / ${ms:-12000}))
-	[ "$n" -lt 300 ] && n=300
-	[ "$n" -gt 8000 ] && n=8000
-	echo "$n"
-}
-NMSG2=$(nmsg "$NMSG" 12000)
-NMSG=$(nmsg "$NMSG" 8000)
 osm b 1
 if ! sof_wait_log "$OSMLOG" 'Entering STANDBY state' 30; then
 	not_ok "$T: to OpenSM" "OpenSM did not go STANDBY"
@@ -125,7 +110,6 @@ fi
 
 # 2. OpenSM master, ours standby; OpenSM killed mid-stream. Ours finds the
 # master gone after 3 lost polls a second apart, 3-6 s
-NMSG=$NMSG2
 ours a 0
 # STANDBY behind OpenSM either way: ours found OpenSM MASTER, or found it
 # STANDBY with the higher priority, swept as master and handed over to it

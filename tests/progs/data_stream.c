@@ -31,10 +31,16 @@
  * K: expected 0xEE got 0xGG (W wrong bytes; ...)" and exit 3; anything
  * else "fail: ..." and exit 1. -x SEQ corrupts one byte of message SEQ of
  * each opcode at its sender, so a test can show that the check fails.
+ * -E FILE (client) goes through the whole schedule again, round after
+ * round, until FILE exists (looked at after each round; the server learns
+ * each round's end over TCP), so that a test ends the stream once what
+ * it waits for has happened, however fast the machine moves the bytes;
+ * the client's line then says "rounds=R" and the counts are R schedules'.
  */
 #include "hostpair.h"
 
 #include <sched.h>
+#include <stdbool.h>
 
 #define BATCH_MAX 256u		      /* messages per batch */
 #define REGION_MIN (8u << 20)	      /* bytes per batch, at least */
@@ -58,10 +64,11 @@ struct spec {
 	uint32_t size[MAX_SIZES], count[MAX_SIZES];
 	unsigned int nsizes;
 	long long corrupt; /* -x: message to corrupt, -1: none */
+	bool until;	   /* -E: rounds until the client's file exists */
 };
 
 struct opts {
-	const char *port, *dev, *host;
+	const char *port, *dev, *host, *until; /* -E FILE */
 	int gid_index, secs;
 	enum ibv_mtu mtu;
 	unsigned int depth;
@@ -96,6 +103,7 @@ struct res {
 	int sock;
 	int64_t end;
 	uint64_t checked[OP_NR], bytes[OP_NR];
+	unsigned int rounds; /* -E: schedules gone through */
 };
 
 static void usage(const char *argv0)
@@ -115,7 +123,8 @@ static void usage(const char *argv0)
 		"  -x SEQ      corrupt one byte of message SEQ of each opcode (a test of the test)\n"
 		"  -t TIMEOUT  local ACK timeout exponent (default 14)\n"
 		"  -r RETRY    retry_cnt (default 7)\n"
-		"  -T SECS     bound of the whole run (default 120)\n",
+		"  -T SECS     bound of the whole run (default 120)\n"
+		"  -E FILE     (client) the schedule again and again until FILE exists\n",
 		argv0);
 	exit(2);
 }
@@ -135,7 +144,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->secs = 120;
 	o->timeout = 14;
 	o->retry_cnt = 7;
-	while ((c = getopt(argc, argv, "p:d:g:m:o:s:q:x:t:r:T:h")) != -1) {
+	while ((c = getopt(argc, argv, "p:d:g:m:o:s:q:x:t:r:T:E:h")) != -1) {
 		switch (c) {
 		case 'p':
 			o->port = optarg;
@@ -170,6 +179,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'T':
 			o->secs = atoi(optarg);
 			break;
+		case 'E':
+			o->until = optarg;
+			break;
 		default:
 			usage(argv[0]);
 		}
@@ -178,24 +190,26 @@ static void parse(int argc, char **argv, struct opts *o)
 		o->host = argv[optind++];
 	if (optind != argc || !o->mtu || !o->depth || o->depth > BATCH_MAX || o->secs <= 0)
 		usage(argv[0]);
-	if (snprintf(o->spec, sizeof(o->spec), "%s %s %lld", ops, sizes, corrupt) >=
-	    (int)sizeof(o->spec))
+	if (snprintf(o->spec, sizeof(o->spec), "%s %s %lld %d", ops, sizes, corrupt,
+		     o->until != NULL) >= (int)sizeof(o->spec))
 		usage(argv[0]);
 }
 
-/* parse_spec: "OPS SIZES CORRUPT" (struct opts.spec) into S; 0 or -1 */
+/* parse_spec: "OPS SIZES CORRUPT [UNTIL]" (struct opts.spec) into S; 0 or -1 */
 static int parse_spec(const char *text, struct spec *s)
 {
-	char buf[SPEC_LEN], *save, *ops, *sizes, *cor, *w;
+	char buf[SPEC_LEN], *save, *ops, *sizes, *cor, *until, *w;
 
 	memset(s, 0, sizeof(*s));
 	snprintf(buf, sizeof(buf), "%s", text);
 	ops = strtok_r(buf, " ", &save);
 	sizes = strtok_r(NULL, " ", &save);
 	cor = strtok_r(NULL, " ", &save);
+	until = strtok_r(NULL, " ", &save);
 	if (!ops || !sizes || !cor)
 		return -1;
 	s->corrupt = atoll(cor);
+	s->until = until && atoi(until);
 	for (w = strtok_r(ops, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
 		unsigned int i;
 
@@ -472,7 +486,8 @@ static void post_recv(struct res *r, uint64_t id, uint8_t *addr, uint32_t len)
 
 /* ---- the agreement over TCP ------------------------------------------------ */
 
-enum ctl_kind { CTL_READY = 1, CTL_DONE = 2, CTL_FAIL = 3 };
+/* AGAIN, END: the client's word after a round (-E) */
+enum ctl_kind { CTL_READY = 1, CTL_DONE = 2, CTL_FAIL = 3, CTL_AGAIN = 4, CTL_END = 5 };
 
 static void ctl_send(struct res *r, uint32_t kind, uint32_t batch)
 {
@@ -575,22 +590,23 @@ static void run_server(struct res *r, const struct spec *s)
 	struct batch *b = malloc(sizeof(*b));
 	uint32_t nb = 0;
 	struct ibv_wc wc;
+	int more;
 
 	if (!b)
 		hp_fail("out of memory");
 	walker_start(&w, s, r->len);
-	if (next_batch(&w, b)) {
+	more = next_batch(&w, b);
+	while (more) {
 		server_prepare(r, s, b);
-		ctl_send(r, CTL_READY, 0);
-		for (;;) {
-			ctl_recv(r, nb);
-			if (b->op != OP_READ)
-				server_check(r, b);
-			nb++;
-			if (!next_batch(&w, b))
-				break;
-			server_prepare(r, s, b);
-			ctl_send(r, CTL_READY, nb);
+		ctl_send(r, CTL_READY, nb);
+		ctl_recv(r, nb);
+		if (b->op != OP_READ)
+			server_check(r, b);
+		nb++;
+		more = next_batch(&w, b);
+		if (!more && s->until && ctl_recv(r, nb) == CTL_AGAIN) {
+			walker_start(&w, s, r->len);
+			more = next_batch(&w, b);
 		}
 	}
 	/* a SEND delivered twice would complete this one */
@@ -678,21 +694,28 @@ static void client_batch(struct res *r, const struct spec *s, const struct hp_in
 }
 
 static void run_client(struct res *r, const struct spec *s, const struct hp_info *peer,
-		       unsigned int depth)
+		       unsigned int depth, const char *until)
 {
 	struct walker w;
 	struct batch *b = malloc(sizeof(*b));
 	uint32_t nb = 0;
+	bool again;
 
 	if (!b)
 		hp_fail("out of memory");
-	walker_start(&w, s, peer->len);
-	while (next_batch(&w, b)) {
-		ctl_recv(r, nb);
-		client_batch(r, s, peer, b, depth);
-		ctl_send(r, CTL_DONE, nb);
-		nb++;
-	}
+	do {
+		walker_start(&w, s, peer->len);
+		while (next_batch(&w, b)) {
+			ctl_recv(r, nb);
+			client_batch(r, s, peer, b, depth);
+			ctl_send(r, CTL_DONE, nb);
+			nb++;
+		}
+		r->rounds++;
+		again = until && access(until, F_OK) != 0;
+		if (until)
+			ctl_send(r, again ? CTL_AGAIN : CTL_END, nb);
+	} while (again);
 	/* the server's word on the last batch (and on stray receives) */
 	ctl_recv(r, nb);
 	free(b);
@@ -779,7 +802,7 @@ int main(int argc, char **argv)
 	t0 = hp_now_us();
 	depth = o.depth;
 	if (o.host)
-		run_client(&r, &s, &peer, depth);
+		run_client(&r, &s, &peer, depth, o.until);
 	else
 		run_server(&r, &s);
 	for (i = 0; i < s.nops; i++) {
@@ -789,7 +812,10 @@ int main(int argc, char **argv)
 			printf("checked %s messages=%llu bytes=%llu\n", op_names[op],
 			       (unsigned long long)r.checked[op], (unsigned long long)r.bytes[op]);
 	}
-	if (o.host)
+	if (o.host && o.until)
+		printf("client mtu=%u ops=%u rounds=%u elapsed_ms=%lld\n", 128u << o.mtu, s.nops,
+		       r.rounds, (long long)((hp_now_us() - t0) / 1000));
+	else if (o.host)
 		printf("client mtu=%u ops=%u elapsed_ms=%lld\n", 128u << o.mtu, s.nops,
 		       (long long)((hp_now_us() - t0) / 1000));
 	hp_sync(r.sock, o.secs);

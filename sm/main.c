@@ -150,8 +150,21 @@ static void request_in(struct sm *sm, int agent, void *umad)
 		 * so repressing the traps 256 a master without our keys
 		 * causes would hold the ports from it for good; without the
 		 * key the TrapRepress would itself be a violation */
-		if (sm->sn.sm_state == SM_STATE_STANDBY)
+		if (sm->sn.sm_state == SM_STATE_STANDBY) {
+			const struct sm_port *from =
+			    sm_port_by_lid(&sm->sn, be16toh(umad_get_mad_addr(umad)->lid));
+
+			/* but the master's own trap 144 (OpenSM's "I am here",
+			 * sent when it found us master a moment before we
+			 * handed over to it) waits for its repress (IBA
+			 * 13.4.8.3): OpenSM through libumad2sim, which times
+			 * no send out, held its first sweep as master for it
+			 * for good. No key of ours goes with that repress. */
+			if (trap == 144 && from && sm->master && from->node == sm->master->node &&
+			    !(from->m_key ? from->m_key : sm->sn.m_key))
+				reply(sm, agent, umad, SOF_METHOD_TRAP_REPRESS);
 			return;
+		}
 		/* IBA 14.2.5.1: the SMP that failed a port's M_Key check */
 		if (trap == SOF_TRAP_BAD_MKEY)
 			sm_log(sm, 0,

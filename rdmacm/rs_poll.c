@@ -64,6 +64,8 @@ static short rs_poll_rs(struct sofrs *rs, short events, bool arm)
 		}
 		if (rs->cm_id->recv_cq)
 			sofrs_process_cq(rs, true, sofrs_any);
+		if (rs->state & rs_connected)
+			sofrs_cm_check(rs); /* the peer's DREQ, if rpoll never sleeps */
 		if ((events & POLLIN) && sofrs_conn_have_rdata(rs))
 			revents |= POLLIN;
 		if ((events & POLLOUT) && (rs->state & rs_writable) && sofrs_can_send(rs))

@@ -273,6 +273,7 @@ struct sofrs {
 	bool iomap_pending;
 
 	int conn_efd; /* a non-blocking rconnect's end is signalled here */
+	_Atomic uint64_t cm_checked; /* sofrs_cm_check's last look (ns) */
 	bool ka_on; /* in the keepalive service (rs_conn.c) */
 	unsigned int keepalive_time; /* seconds */
 	uint64_t ka_next;
@@ -343,6 +344,8 @@ bool sofrs_ctrl_avail(struct sofrs *rs);
 bool sofrs_conn_can_send_ctrl(struct sofrs *rs);
 /* A CM event pending on the id's channel (disconnect): handle it. */
 void sofrs_cm_events(struct sofrs *rs);
+/* The same, from a readiness check: at most once in RS_CM_CHECK_NS. */
+void sofrs_cm_check(struct sofrs *rs);
 /* posting (rs_data.c): a WRITE, WITH IMMEDIATE when imm (the message as
  * wr_id); the send buffer's room up to its end; waiting until a message
  * may go (-1/errno when the socket cannot send). Need slock. */

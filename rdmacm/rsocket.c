@@ -14,6 +14,7 @@
  */
 #include "rsock.h"
 #include "sof_peer.h"
+#include "sof_util.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -341,6 +342,25 @@ void sofrs_cm_events(struct sofrs *rs)
 		pthread_mutex_unlock(&rs->cq_lock);
 		rdma_disconnect(rs->cm_id);
 	}
+}
+
+/* A readiness check of a connected rsocket (rs_poll.c) reads its channel
+ * too, at most once a RS_CM_CHECK_NS: rpoll reads the channels when it
+ * sleeps, but one that always finds another descriptor ready never
+ * sleeps. A peer that vanished (its process killed: no RS_CTRL_DISCONNECT,
+ * only the DREQ its daemon sends) was then never seen, and a program that
+ * waits for its end spun forever (iperf3's server, its data stream at end
+ * of stream, never read its control connection's). */
+#define RS_CM_CHECK_NS 10000000ull
+
+void sofrs_cm_check(struct sofrs *rs)
+{
+	uint64_t now = sof_now_ns();
+
+	if (now - atomic_load_explicit(&rs->cm_checked, memory_order_relaxed) < RS_CM_CHECK_NS)
+		return;
+	atomic_store_explicit(&rs->cm_checked, now, memory_order_relaxed);
+	sofrs_cm_events(rs);
 }
 
 /* ---- the socket calls ------------------------------------------------------------ */

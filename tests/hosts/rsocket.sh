@@ -9,6 +9,10 @@
 #   sockperf ping-pong and throughput (TCP) under librspreload;
 #   datagram rsockets: progs/cm_rsdgram server in a, client in b (every
 #     byte checked), iperf3 -u, sockperf UDP pp/tp, nc -u under librspreload;
+#   a peer gone (cm_rsconn vanish-cli in b: two connections, one closed,
+#     then _exit as if killed): the server in a, whose rpoll always finds
+#     the closed one readable and never sleeps, sees the other's end (the
+#     DREQ of b's daemon);
 #   keepalive: progs/cm_rsconn's client in b with SO_KEEPALIVE waits in
 #     rrecv; a's link goes down (no DREQ can come): its rrecv fails;
 #   a 100 MiB file served by nc and fetched by curl under librspreload,
@@ -72,6 +76,21 @@ if sof_hosts_up 2; then
 	sof_rs_udp_nc "hosts/rsocket nc -u librspreload" a b "$A" "$PORT"
 	PORT=$((PORT + 1))
 	sof_rs_http "hosts/rsocket curl nc librspreload 100 MiB" a b "$A" "$PORT" 100
+	PORT=$((PORT + 1))
+	name="hosts/rsocket a killed peer's end seen by an rpoll that never sleeps (cm_rsconn vanish)"
+	SOF_LINEBUF=1 sof_host_bg vanish.srv a 30 "$SOFTOFED" run -- \
+		"$SOF_BUILD_DIR/tests/cm_rsconn" vanish-srv "$A" "$PORT"
+	sof_host_bg vanish.cli b 30 "$SOFTOFED" run -- "$SOF_BUILD_DIR/tests/cm_rsconn" vanish-cli "$A" "$PORT"
+	sof_wait vanish.cli 40
+	crc=$?
+	sof_wait vanish.srv 20
+	rc=$?
+	if [ "$rc" -eq 0 ] && [ "$crc" -eq 0 ] && grep -q "^ok y's end seen" "$(sof_out vanish.srv)"; then
+		ok "$name ($(sed -n "s/^ok y's end seen //p" "$(sof_out vanish.srv)"))"
+	else
+		not_ok "$name" "exit server $rc, client $crc: $(tail -n 1 "$(sof_out vanish.srv)")"
+		sof_dump "$(sof_out vanish.cli)"
+	fi
 	# last: it takes host a's link down
 	PORT=$((PORT + 1))
 	sof_rs_keepalive "hosts/rsocket keepalive finds a vanished peer (link down, cm_rsconn)" a b "$A" "$PORT"

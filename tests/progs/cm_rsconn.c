@@ -15,6 +15,14 @@
  *           the silent peer and rrecv fails; prints "detected ERRNO after
  *           N s" and exits 0, or exits 1 when rrecv returned otherwise or
  *           nothing came in 60 s
+ *   vanish-cli  connect twice (x, y), one byte on y, close x, then
+ *           _exit (as a killed process: y never closed; its daemon
+ *           disconnects it)
+ *   vanish-srv  accept x and y, read y's byte, then rpoll both until
+ *           y reports its end; x, at its end of stream, is readable all
+ *           along, so rpoll never sleeps: the peer's DREQ must be seen
+ *           all the same, within 10 s; prints "ok y's end seen N ms
+ *           after its byte, x readable"
  * Exits 0 when all holds, 1 with the first thing that did not.
  */
 #include <arpa/inet.h>
@@ -255,10 +263,70 @@ static int ka_cli(void)
 	return 0;
 }
 
+/* vanish-cli: x and y connected (retried until the server listens), one
+ * byte on y, x closed, then gone with y open */
+static int vanish_cli(void)
+{
+	double end = now() + 10;
+	char c = 'y';
+	int x = -1, y;
+
+	while (x < 0 && now() < end) {
+		x = rsocket(AF_INET, SOCK_STREAM, 0);
+		if (x >= 0 && rconnect(x, (struct sockaddr *)&sa, sizeof(sa))) {
+			rclose(x);
+			x = -1;
+			usleep(50000);
+		}
+	}
+	y = rsocket(AF_INET, SOCK_STREAM, 0);
+	if (x < 0 || y < 0 || rconnect(y, (struct sockaddr *)&sa, sizeof(sa)))
+		FAIL("connect: %s", strerror(errno));
+	xfer(y, &c, 1, true);
+	rclose(x);
+	_exit(0); /* as a killed process: y never closed, no exit handler */
+}
+
+/* vanish-srv: accept x and y, then rpoll both until y's end shows */
+static int vanish_srv(void)
+{
+	struct pollfd p[2];
+	double t0, end;
+	char c;
+	int x, y;
+
+	listen_on(&sa);
+	x = raccept(lfd, NULL, NULL);
+	y = raccept(lfd, NULL, NULL);
+	if (x < 0 || y < 0)
+		FAIL("raccept: %s", strerror(errno));
+	xfer(y, &c, 1, false);
+	t0 = now();
+	end = t0 + 10;
+	for (;;) {
+		p[0] = (struct pollfd){ .fd = x, .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = y, .events = POLLIN };
+		if (rpoll(p, 2, 1000) < 0)
+			FAIL("rpoll: %s", strerror(errno));
+		if (p[1].revents)
+			break;
+		if (now() > end)
+			FAIL("y's end not seen in 10 s (x revents %#x)", p[0].revents);
+	}
+	if (rrecv(y, &c, 1, 0) > 0)
+		FAIL("y: data after its peer vanished");
+	printf("ok y's end seen %.0f ms after its byte, x %s\n", (now() - t0) * 1000,
+	       p[0].revents & POLLIN ? "readable" : "not readable");
+	rclose(x);
+	rclose(y);
+	rclose(lfd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: cm_rsconn nb|ka-srv|ka-cli ADDR PORT\n");
+		fprintf(stderr, "usage: cm_rsconn nb|ka-srv|ka-cli|vanish-srv|vanish-cli ADDR PORT\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -272,5 +340,9 @@ int main(int argc, char **argv)
 		return ka_srv();
 	if (!strcmp(argv[1], "ka-cli"))
 		return ka_cli();
+	if (!strcmp(argv[1], "vanish-srv"))
+		return vanish_srv();
+	if (!strcmp(argv[1], "vanish-cli"))
+		return vanish_cli();
 	return 2;
 }

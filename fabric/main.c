@@ -45,18 +45,23 @@
  * wake-up preempts a spinning program at once rather than after that
  * program's slice.
  *
- * With --sim-spin USEC (default 0: off), after MADs from an ibsim client
- * (--ibsim) the loop looks again with no wait and no yield until USEC
- * passed with none. A subnet manager keeps a few SMPs on the wire
- * (OpenSM 4) and sends the next ones some 40 us after the answers: its
- * start is a chain of round trips, and a fabric asleep between them adds
- * a wake-up to each (OpenSM's start on ft128 with every process
- * SCHED_FIFO: 52 ms with --sim-spin 200 instead of 114). Under CFS the
- * spinner held a CPU OpenSM's threads waited for (ft648 at load 3: 541-704
- * ms against 424), hence off unless asked. Bounded, so an idle fabric
- * sleeps; not for a while (as above) once looks come back late, the
- * process preempted, a few times in a row; and not while more tasks are
- * runnable than the CPUs take (cpus_busy).
+ * With --sim-spin USEC (default 200; 0: never), after MADs from an ibsim
+ * client (--ibsim) the loop looks again with no wait, a sched_yield before
+ * each look, until USEC passed with none. A subnet manager keeps a few
+ * SMPs on the wire (OpenSM 4) and sends the next ones some 40 us after the
+ * answers: its start is a chain of round trips, and a fabric asleep
+ * between them adds a wake-up to each (OpenSM's start on ft128 with every
+ * process SCHED_FIFO: 52 ms instead of 113, ibsim 114). The yield is what
+ * makes it fit CFS: OpenSM hands each SMP between threads, and one woken
+ * on this CPU waited behind a spinner that did not yield (a nice -10
+ * process keeps the CPU for most of its slice: such a wake-up took 1.2 ms
+ * at its 90th percentile, 32 us with the yield; the start on ft648 at load
+ * 3 took 541-704 ms against 424), where a yield hands it the CPU at the
+ * next look. Bounded, so an idle fabric sleeps; a look that came back late
+ * (the process preempted, or a yield that ran another task) ends the spin,
+ * 4 of them in a row with no MAD caught stop it for a while (as above); and
+ * no spin starts while more tasks are runnable than the CPUs take
+ * (cpus_busy).
  */
 #include "fabric.h"
 #include "sof_util.h"
@@ -85,7 +90,7 @@
 #define SLICE_NS 100000ull	   /* the shortest slice Linux takes */
 #define SPIN_CONTENDED_NS 30000ull /* a yield this long: the CPU is shared */
 #define SPIN_OFF_NS 100000000ull   /* then no spinning for this long */
-#define DEFAULT_SIM_SPIN_US 0
+#define DEFAULT_SIM_SPIN_US 200
 
 static volatile sig_atomic_t stop;
 static uint64_t started;
@@ -264,14 +269,19 @@ static bool spin_again(void)
 	return true;
 }
 
-/* Whether to look again with no wait after an ibsim client's MADs. A
- * turn of the loop whose look found nothing is a poll and little else:
- * when the time since that look began is over SPIN_CONTENDED_NS, the
- * process was preempted (late). */
-static bool sim_spin_look(uint64_t now)
+/* Whether to look again with no wait after an ibsim client's MADs, after
+ * a yield (a task woken on this CPU, one of the client's threads, runs
+ * first). A turn of the loop whose look found nothing is a poll and the
+ * yield: when the time since that look began is over SPIN_CONTENDED_NS,
+ * another task had this CPU (late). */
+static bool sim_spin_look(void)
 {
+	uint64_t now;
+
 	if (!sim_spin_until)
 		return false;
+	sched_yield();
+	now = fab_now();
 	if (sim_look_empty && now - sim_look_at > SPIN_CONTENDED_NS) {
 		sim_spin_until = 0;
 		if (++sim_late >= SIM_SPIN_LATE) {
@@ -675,7 +685,7 @@ int main(int argc, char **argv)
 		for (int k = 0; k < FAB_SIM_CLIENTS; k++)
 			pfd[3 + k] = (struct pollfd){.fd = f.sim[k].pid ? f.sim[k].fd : -1,
 						     .events = POLLIN};
-		spun = sim_spin_look(fab_now());
+		spun = sim_spin_look();
 		rc = poll(pfd, 4 + FAB_SIM_CLIENTS,
 			  spun || spin_again() ? 0 : fab_direct_timeout(&f, 200));
 		sim_look_empty = spun && rc == 0;

@@ -377,6 +377,10 @@ int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *fdib, int *cf
 		}
 		s->owner = c;
 		s->beat_seen = __atomic_load_n(&s->cnt->beat, __ATOMIC_ACQUIRE);
+		/* what was kept for the last owner is not for this one */
+		__atomic_store_n(&s->cnt->kept_head,
+				 __atomic_load_n(&s->cnt->kept_tail, __ATOMIC_RELAXED),
+				 __ATOMIC_RELEASE);
 		s->queued = s->stalled = s->logged = false;
 		tick_arm();
 		c->net_slot = (uint32_t)(s - slots);
@@ -598,6 +602,33 @@ bool sof_tp_steer_is_tick(const struct sofd_pollable *p) { return p == &tick || 
 bool sof_tp_steer_taking(const struct sofd_qp *qp)
 {
 	return taking && qp->steered && qp->owner && qp->owner->net_slot == taking;
+}
+
+bool sof_tp_steer_keep(const struct tp_qp *tq, const uint8_t *pkt, size_t len,
+		       const struct roce_addr *a)
+{
+	const struct sofd_qp *qp = sof_container_of(tq, struct sofd_qp, tq);
+	struct sof_tp_counters *c;
+	struct sof_tp_kept *k;
+	uint32_t tail;
+
+	if (!sof_tp_steer_taking(qp) || len > SOF_TP_KEPT_MAX)
+		return false;
+	c = slots[taking].cnt;
+	/* the engine's head is the program's to write: a wrong one only
+	 * keeps less (or overwrites what that engine has not taken) */
+	tail = c->kept_tail;
+	if (tail - __atomic_load_n(&c->kept_head, __ATOMIC_ACQUIRE) >= SOF_TP_KEPT)
+		return false;
+	k = &c->kept[tail % SOF_TP_KEPT];
+	k->len = (uint32_t)len;
+	k->sport = a->sport;
+	k->dport = a->dport;
+	memcpy(k->src, a->src, 16);
+	memcpy(k->dst, a->dst, 16);
+	memcpy(k->data, pkt, len);
+	__atomic_store_n(&c->kept_tail, tail + 1, __ATOMIC_RELEASE);
+	return true;
 }
 
 /* A flow socket of the process that holds s, taken from it; its flow in

@@ -526,11 +526,13 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
  * transport/README.md), and the
  * engine executes the in-order RDMA WRITEs, READs and atomics on the
  * QPs' shared responder state (host op takeover) and drops the rest for
- * the requesters' retries. When the beat moves again, the process has its sockets back.
- * A process that merely runs late keeps its packets for LATE_NS: what the
- * daemon does not execute (the ACKs and responses for its own requests)
- * it drops, and its requester pays a timeout for each; but a responder
- * left unanswered past its peer's retry budget ends the peer's QP
+ * the requesters' retries; the ACKs and responses for the process's own
+ * requests it keeps in the slot's page (sof_tp_steer_keep), which the
+ * engine takes in first when it runs again, so its requester does not
+ * pay a timeout for each. When the beat moves again, the process has its
+ * sockets back.
+ * A process that merely runs late keeps its packets for LATE_NS; a
+ * responder left unanswered past its peer's retry budget ends the peer's QP
  * (IBA 9.7.6.1.3, RETRY_EXC_ERR), where an HCA answers whether or not its
  * process runs: issue 18's ib_send_lat pairs, whose server, pinned to a
  * busy CPU, was off it for 0.6 to 0.9 s while its client's budget (local

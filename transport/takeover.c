@@ -47,9 +47,11 @@
  * state no longer keeps: dropped without a NAK (the WQE taken for it
  * stays in hand), the requester's retry brings it to the owner once that
  * runs again, which answers it as the standard says. UC (9.8.2) the same
- * without answers. Counters:
- * takeover (packets executed or answered here), drops takeover (left for
- * the owner).
+ * without answers. The ACKs and responses for the owner's own requests
+ * the host keeps for it (host op keep), as an HCA would have taken them
+ * while the program did not run. Counters: takeover (packets executed or
+ * answered here), takeover_kept (kept for the owner's requester), drops
+ * takeover (left for the owner).
  */
 #include "tport.h"
 

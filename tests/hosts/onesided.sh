@@ -77,7 +77,7 @@ progress() {
 }
 
 # start TAG COUNT [ARGS...]: target in host a, writer in host b, both
-# with ARGS (the target with TGT_ARGS too, when set), the writer waiting
+# with ARGS (the target with TGT_ARGS after them, when set), the writer waiting
 # at its gate (GATE requests completed); TPID: the target's pid, WPID: the
 # writer's
 start() {
@@ -86,7 +86,7 @@ start() {
 	PORT=$((PORT + 1))
 	# shellcheck disable=SC2086 # TGT_ARGS: words
 	sof_host_bg "$tag.tgt" a 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80 \
-		${TGT_ARGS:-} "$@"
+		"$@" ${TGT_ARGS:-}
 	sof_host_wait_listen a "$PORT" 20 "$tag.tgt" || return 1
 	sof_host_bg "$tag.wr" b 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80 \
 		-w 200 -G "$GATE" "$@" "$(sof_host_ip a)"
@@ -255,8 +255,10 @@ frozen() {
 		return
 	fi
 	# the target's cgroup.freeze on its descriptor 9 (ip netns exec
-	# mounts a /sys of its own, without the cgroups)
-	if ! TGT_ARGS="-Z /proc/self/fd/9" start "$tag" "$count" -o "$op" -t 15 9>>"$cg/cgroup.freeze"; then
+	# mounts a /sys of its own, without the cgroups); its own WRITEs with
+	# local ACK timeout 18 (1.07 s: no resend while it is descheduled
+	# between their post and its freeze, however loaded the machine)
+	if ! TGT_ARGS="-Z /proc/self/fd/9 -t 18" start "$tag" "$count" -o "$op" -t 15 9>>"$cg/cgroup.freeze"; then
 		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out "$tag.wr")" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "$tag.tgt")" | tr '\n' ' ')"
 		sof_kill "$tag.wr"
 		sof_kill "$tag.tgt"

@@ -79,7 +79,10 @@ struct slot {
 	struct sofd_conn *owner;     /* NULL: the daemon reads the sockets */
 	int cnt_fd;		     /* memfd of *cnt, what its processes counted */
 	struct sof_tp_counters *cnt;
-	int evfd; /* written when the daemon takes the slot's flows back */
+	/* written when the daemon takes the slot's flows back, and when it
+	 * kept packets for the engine (which may sleep on its sockets since
+	 * it read the page's ring, when it ran again meanwhile) */
+	int evfd;
 	uint8_t flow_peers[SLOT_FLOW_PEERS][16];
 	uint32_t nflow_peers;
 	/* the takeover of a stalled engine (the end of this file) */
@@ -796,6 +799,9 @@ static void slot_watch(uint32_t k)
 	 * long, of which the daemon would drop what it does not execute */
 	if (queued && (s->queued || s->stalled) &&
 	    (s->stalled || now - s->queued_ns >= LATE_NS || proc_stopped(s->owner->pid))) {
+		uint32_t kept = __atomic_load_n(&s->cnt->kept_tail, __ATOMIC_RELAXED);
+		uint64_t one = 1;
+
 		if (!s->logged)
 			sofd_log("steering slot %u: the engine of pid %d stalled: the daemon "
 				 "runs its responders",
@@ -809,6 +815,10 @@ static void slot_watch(uint32_t k)
 		for (unsigned i = 2; i < n; i++)
 			tp_rx(pfd[i].fd, fv6[i - 2], &fa[i - 2]);
 		taking = 0;
+		if (__atomic_load_n(&s->cnt->kept_tail, __ATOMIC_RELAXED) != kept &&
+		    write(s->evfd, &one, sizeof(one)) < 0) {
+			/* the counter is full: the engine has a wake-up due */
+		}
 	}
 	s->queued = queued;
 	for (unsigned i = 2; i < n; i++)

@@ -814,9 +814,9 @@ bool tp_takeover_packet(struct tp_qp *qp, const struct roce_hdr *h, const uint8_
 	/* an ACK or response for the owner's requester: kept for it by the
 	 * host (which the owner takes in before anything else when it runs
 	 * again: an ACK that came while it did not run ends its requests'
-	 * deadlines, as an HCA's would, instead of a timeout and a
-	 * resend); when it cannot be, dropped, and no more read for it now,
-	 * so that the owner finds the rest */
+	 * deadlines, as an HCA's would, instead of a local ACK timeout and a
+	 * resend, IBA 9.7.6.1.3); when it cannot be, dropped, and no more
+	 * read for it now, so that the owner finds the rest */
 	if (!(roce_opinfo(h->opcode)->flags & ROCE_F_REQ)) {
 		if (tp.rx_pkt && tp.host->keep && tp.host->keep(qp, tp.rx_pkt, tp.rx_pkt_len, a)) {
 			tp_count(SOF_CNT_takeover_kept, 1);

@@ -636,7 +636,7 @@ struct sof_flow_rep {
 	X(rx_packets) X(rx_bytes) X(tx_packets) X(tx_bytes) X(retransmits) X(nak_sent)  \
 	X(nak_rcvd) X(rnr_nak_sent) X(rnr_nak_rcvd) X(seq_err) X(timeouts) X(probes)     \
 	X(key_violations) X(mad_rx) X(mad_tx) X(dup_req) X(sacks) X(sack_resends)     \
-	X(sack_lies) X(takeover)
+	X(sack_lies) X(takeover) X(takeover_kept)
 #define SOF_DROPS(X)                                                                     \
 	X(short) X(version) X(opcode) X(payload) X(icrc) X(qpn) X(qp_state) X(qp_type)   \
 	X(pkey) X(qkey) X(src_addr) X(psn) X(mad) X(takeover)
@@ -653,6 +653,10 @@ enum sof_dropctr { SOF_DROPS(SOF_ENUM_DROP) SOF_DROP_NR };
  * slot's process counts into and the daemon adds to its own in STATUS. */
 #define SOF_TP_IB_WORDS 32
 #define SOF_TP_FLOW_FDS 8
+/* packets a slot's page keeps for its engine, and the largest: a READ
+ * response's BTH, AETH, 4096 bytes of payload and ICRC, rounded up */
+#define SOF_TP_KEPT 32u
+#define SOF_TP_KEPT_MAX 4160u
 struct sof_tp_counters {
 	uint64_t counters[SOF_CNT_NR];
 	uint64_t drops[SOF_DROP_NR];
@@ -666,6 +670,21 @@ struct sof_tp_counters {
 	 * flow_fd its flow sockets' descriptors plus one (0: none) */
 	uint64_t beat;				/* __atomic_* */
 	int32_t flow_fd[SOF_TP_FLOW_FDS];	/* __atomic_* */
+	/* what came for the program's own requests while the daemon ran
+	 * its responders (the ACKs and responses, transport/takeover.c):
+	 * kept here by the daemon (from kept_tail), taken in by the engine
+	 * (from kept_head) before it reads its sockets again (verbs/
+	 * tp_slot.c), each packet as it came: the UDP payload, ICRC
+	 * included, and its addresses (the ICRC covers them). A full ring
+	 * keeps no more (what is not kept is dropped, as on a wire). */
+	uint32_t kept_head __attribute__((aligned(64))); /* __atomic_*: the engine */
+	uint32_t kept_tail __attribute__((aligned(64))); /* __atomic_*: the daemon */
+	struct sof_tp_kept {
+		uint32_t len; /* bytes of data, at most SOF_TP_KEPT_MAX */
+		uint16_t sport, dport;
+		uint8_t src[16], dst[16];
+		uint8_t data[SOF_TP_KEPT_MAX];
+	} kept[SOF_TP_KEPT];
 };
 
 /* NET_FLOW: the caller (a process with a steering slot) would receive

@@ -657,6 +657,11 @@ void sof_tp_steer_del(uint32_t qpn);
 bool sof_tp_steer_is_tick(const struct sofd_pollable *p);
 void sof_tp_steer_tick(void);
 bool sof_tp_steer_taking(const struct sofd_qp *qp);
+/* tp_host_ops.keep: an ACK or response for a QP whose owner's slot the
+ * daemon reads now (sof_tp_steer_taking), kept in the slot's page for
+ * the owner's engine; false when it is not or the page is full. */
+bool sof_tp_steer_keep(const struct tp_qp *tq, const uint8_t *pkt, size_t len,
+		       const struct roce_addr *a);
 /* A UD QP of the InfiniBand port is steered (on) or no longer (off): its
  * unicast runs in its owner, its multicast stays here, where the daemon
  * keeps a receive-only view of it (steer.c). */

@@ -79,7 +79,10 @@ struct slot {
 	struct sofd_conn *owner;     /* NULL: the daemon reads the sockets */
 	int cnt_fd;		     /* memfd of *cnt, what its processes counted */
 	struct sof_tp_counters *cnt;
-	int evfd; /* written when the daemon takes the slot's flows back */
+	/* written when the daemon takes the slot's flows back, and when it
+	 * kept packets for the engine (which may sleep on its sockets since
+	 * it read the page's ring, when it ran again meanwhile) */
+	int evfd;
 	uint8_t flow_peers[SLOT_FLOW_PEERS][16];
 	uint32_t nflow_peers;
 	/* the takeover of a stalled engine (the end of this file) */
@@ -377,6 +380,10 @@ int sof_tp_slot_take(struct sofd_conn *c, int *fd4, int *fd6, int *fdib, int *cf
 		}
 		s->owner = c;
 		s->beat_seen = __atomic_load_n(&s->cnt->beat, __ATOMIC_ACQUIRE);
+		/* what was kept for the last owner is not for this one */
+		__atomic_store_n(&s->cnt->kept_head,
+				 __atomic_load_n(&s->cnt->kept_tail, __ATOMIC_RELAXED),
+				 __ATOMIC_RELEASE);
 		s->queued = s->stalled = s->logged = false;
 		tick_arm();
 		c->net_slot = (uint32_t)(s - slots);
@@ -522,11 +529,13 @@ void sof_tp_linger(uint32_t qpn, const struct sof_linger *l)
  * transport/README.md), and the
  * engine executes the in-order RDMA WRITEs, READs and atomics on the
  * QPs' shared responder state (host op takeover) and drops the rest for
- * the requesters' retries. When the beat moves again, the process has its sockets back.
- * A process that merely runs late keeps its packets for LATE_NS: what the
- * daemon does not execute (the ACKs and responses for its own requests)
- * it drops, and its requester pays a timeout for each; but a responder
- * left unanswered past its peer's retry budget ends the peer's QP
+ * the requesters' retries; the ACKs and responses for the process's own
+ * requests it keeps in the slot's page (sof_tp_steer_keep), which the
+ * engine takes in first when it runs again, so its requester does not
+ * pay a timeout for each. When the beat moves again, the process has its
+ * sockets back.
+ * A process that merely runs late keeps its packets for LATE_NS; a
+ * responder left unanswered past its peer's retry budget ends the peer's QP
  * (IBA 9.7.6.1.3, RETRY_EXC_ERR), where an HCA answers whether or not its
  * process runs: issue 18's ib_send_lat pairs, whose server, pinned to a
  * busy CPU, was off it for 0.6 to 0.9 s while its client's budget (local
@@ -598,6 +607,33 @@ bool sof_tp_steer_is_tick(const struct sofd_pollable *p) { return p == &tick || 
 bool sof_tp_steer_taking(const struct sofd_qp *qp)
 {
 	return taking && qp->steered && qp->owner && qp->owner->net_slot == taking;
+}
+
+bool sof_tp_steer_keep(const struct tp_qp *tq, const uint8_t *pkt, size_t len,
+		       const struct roce_addr *a)
+{
+	const struct sofd_qp *qp = sof_container_of(tq, struct sofd_qp, tq);
+	struct sof_tp_counters *c;
+	struct sof_tp_kept *k;
+	uint32_t tail;
+
+	if (!sof_tp_steer_taking(qp) || len > SOF_TP_KEPT_MAX)
+		return false;
+	c = slots[taking].cnt;
+	/* the engine's head is the program's to write: a wrong one only
+	 * keeps less (or overwrites what that engine has not taken) */
+	tail = c->kept_tail;
+	if (tail - __atomic_load_n(&c->kept_head, __ATOMIC_ACQUIRE) >= SOF_TP_KEPT)
+		return false;
+	k = &c->kept[tail % SOF_TP_KEPT];
+	k->len = (uint32_t)len;
+	k->sport = a->sport;
+	k->dport = a->dport;
+	memcpy(k->src, a->src, 16);
+	memcpy(k->dst, a->dst, 16);
+	memcpy(k->data, pkt, len);
+	__atomic_store_n(&c->kept_tail, tail + 1, __ATOMIC_RELEASE);
+	return true;
 }
 
 /* A flow socket of the process that holds s, taken from it; its flow in
@@ -763,6 +799,9 @@ static void slot_watch(uint32_t k)
 	 * long, of which the daemon would drop what it does not execute */
 	if (queued && (s->queued || s->stalled) &&
 	    (s->stalled || now - s->queued_ns >= LATE_NS || proc_stopped(s->owner->pid))) {
+		uint32_t kept = __atomic_load_n(&s->cnt->kept_tail, __ATOMIC_RELAXED);
+		uint64_t one = 1;
+
 		if (!s->logged)
 			sofd_log("steering slot %u: the engine of pid %d stalled: the daemon "
 				 "runs its responders",
@@ -776,6 +815,10 @@ static void slot_watch(uint32_t k)
 		for (unsigned i = 2; i < n; i++)
 			tp_rx(pfd[i].fd, fv6[i - 2], &fa[i - 2]);
 		taking = 0;
+		if (__atomic_load_n(&s->cnt->kept_tail, __ATOMIC_RELAXED) != kept &&
+		    write(s->evfd, &one, sizeof(one)) < 0) {
+			/* the counter is full: the engine has a wake-up due */
+		}
 	}
 	s->queued = queued;
 	for (unsigned i = 2; i < n; i++)

@@ -351,6 +351,7 @@ static const struct tp_host_ops host_ops = {
     .flow_seen = NULL, /* the daemon's sockets are the group's, not a flow's */
     .raw_xmit = host_raw_xmit,
     .takeover = host_takeover,
+    .keep = sof_tp_steer_keep,
 };
 
 /* ---- start and the loop ---------------------------------------------------------- */

@@ -47,9 +47,11 @@
  * state no longer keeps: dropped without a NAK (the WQE taken for it
  * stays in hand), the requester's retry brings it to the owner once that
  * runs again, which answers it as the standard says. UC (9.8.2) the same
- * without answers. Counters:
- * takeover (packets executed or answered here), drops takeover (left for
- * the owner).
+ * without answers. The ACKs and responses for the owner's own requests
+ * the host keeps for it (host op keep), as an HCA would have taken them
+ * while the program did not run. Counters: takeover (packets executed or
+ * answered here), takeover_kept (kept for the owner's requester), drops
+ * takeover (left for the owner).
  */
 #include "tport.h"
 
@@ -809,9 +811,17 @@ bool tp_takeover_packet(struct tp_qp *qp, const struct roce_hdr *h, const uint8_
 	rs = tp.host->takeover(qp, a->src, &dqpn);
 	if (!rs)
 		return false;
-	/* an ACK or response for the owner's requester: dropped, and no
-	 * more read for it now, so that the owner finds the rest */
+	/* an ACK or response for the owner's requester: kept for it by the
+	 * host (which the owner takes in before anything else when it runs
+	 * again: an ACK that came while it did not run ends its requests'
+	 * deadlines, as an HCA's would, instead of a local ACK timeout and a
+	 * resend, IBA 9.7.6.1.3); when it cannot be, dropped, and no more
+	 * read for it now, so that the owner finds the rest */
 	if (!(roce_opinfo(h->opcode)->flags & ROCE_F_REQ)) {
+		if (tp.rx_pkt && tp.host->keep && tp.host->keep(qp, tp.rx_pkt, tp.rx_pkt_len, a)) {
+			tp_count(SOF_CNT_takeover_kept, 1);
+			return true;
+		}
 		tp_rx_stop();
 		tp_drop(SOF_DROP_takeover);
 		return true;

@@ -128,6 +128,12 @@ struct tp_host_ops {
 	 * NULL: not now, the packet is dropped */
 	struct sof_resp_shm *(*takeover)(const struct tp_qp *qp, const uint8_t src[16],
 					 uint32_t *dqpn);
+	/* optional (NULL: never): an ACK or response for the requester of
+	 * such a qp came then (takeover answered it): keep the packet pkt
+	 * (len bytes, the UDP payload as it came from a) for the owner to
+	 * take in when it runs again; true when kept (else it is dropped) */
+	bool (*keep)(const struct tp_qp *qp, const uint8_t *pkt, size_t len,
+		     const struct roce_addr *a);
 };
 
 /* The link layer a path leaves by (struct tp_port_ops, tport.h). */

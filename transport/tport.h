@@ -293,6 +293,10 @@ struct tp_state {
 	 * tells that a packet of it named a QP not ours */
 	bool rx_flow, flow_foreign;
 	bool rx_stop; /* tp_rx_stop: the tp_rx under way reads no more */
+	/* the packet tp_input has in hand (the UDP payload as it came),
+	 * NULL: none (one of the InfiniBand link) */
+	const uint8_t *rx_pkt;
+	size_t rx_pkt_len;
 	tp_recv_fn hooks[3]; /* TP_HOOK_* */
 	/* RDMA WRITE, READ and atomic request packets received (tp_onesided) */
 	uint64_t onesided;

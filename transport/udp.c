@@ -632,7 +632,10 @@ void tp_input(const uint8_t *buf, size_t len, const struct roce_addr *a)
 		tp_drop(SOF_DROP_icrc);
 		return;
 	}
+	tp.rx_pkt = buf;
+	tp.rx_pkt_len = len;
 	tp_recv(&h, payload, paylen, a);
+	tp.rx_pkt = NULL;
 }
 
 /* A receive batch: RX_BATCH datagrams, each up to 64 KiB, which a UDP

@@ -319,6 +319,43 @@ static int rx_slot(void)
 	return n;
 }
 
+/* Take in what the daemon kept in the slot's page while it ran our
+ * responders (daemon/steer.c, transport/takeover.c): the ACKs and
+ * responses for our own requests that came while this process did not
+ * run, before anything from the sockets (and before the transport
+ * timer, which the callers run after the sockets). Each packet is
+ * copied out of the page, then checked as one from a socket (its
+ * headers and ICRC, tp_input). */
+static void kept_take(void)
+{
+	static uint8_t pkt[SOF_TP_KEPT_MAX];
+	struct sof_tp_counters *c = eng.cnt;
+	uint32_t head = __atomic_load_n(&c->kept_head, __ATOMIC_RELAXED);
+	uint32_t tail = __atomic_load_n(&c->kept_tail, __ATOMIC_ACQUIRE);
+
+	if (head == tail)
+		return;
+	/* the daemon keeps at most SOF_TP_KEPT: anything else is not so */
+	if (tail - head > SOF_TP_KEPT)
+		head = tail - SOF_TP_KEPT;
+	for (; head != tail; head++) {
+		const struct sof_tp_kept *k = &c->kept[head % SOF_TP_KEPT];
+		uint32_t len = __atomic_load_n(&k->len, __ATOMIC_RELAXED);
+		struct roce_addr a;
+
+		if (len > sizeof(pkt))
+			continue;
+		memcpy(pkt, k->data, len);
+		memcpy(a.src, k->src, 16);
+		memcpy(a.dst, k->dst, 16);
+		a.sport = k->sport;
+		a.dport = k->dport;
+		tp_input(pkt, len, &a);
+	}
+	__atomic_store_n(&c->kept_head, tail, __ATOMIC_RELEASE);
+	tp_input_end();
+}
+
 /* Read the flow sockets, then the slot's (every FLOWS_SLOT_TURN-th time
  * a poller comes while there are flow sockets). A new flow socket waits
  * until the slot's sockets were found empty once (or 16 reads of them):
@@ -327,8 +364,10 @@ static int rx_slot(void)
 void eng_rx_sockets(bool poller)
 {
 	/* the daemon's sign that this engine runs (daemon/steer.c) */
-	if (eng.cnt)
+	if (eng.cnt) {
 		__atomic_store_n(&eng.cnt->beat, eng.cnt->beat + 1, __ATOMIC_RELAXED);
+		kept_take();
+	}
 	if (eng.npeers)
 		eng_flows_revoked();
 	if (eng.slot_drain) {

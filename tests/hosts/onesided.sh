@@ -32,7 +32,10 @@
 #     retries; perftest's 14 gives 0.54 s): host a's daemon runs the target's
 #     responder once its sockets waited 100 ms unread (issue 18:
 #     ib_send_lat's RETRY_EXC_ERR at load, a server pinned to a busy CPU),
-#     and after the thaw every completion is there, in order;
+#     and after the thaw every completion is there, in order; the
+#     target's own WRITEs into the writer, ACKed while it is frozen,
+#     complete after the thaw without a resend (host a's daemon kept
+#     those ACKs for it);
 #   - a SIGSTOPped target receiving SENDs, SIGKILLed: the writer gets an
 #     error completion, host a's daemon lives on and releases its objects;
 #   - the target SIGKILLed while the WRITEs go on: the writer gets an
@@ -74,13 +77,16 @@ progress() {
 }
 
 # start TAG COUNT [ARGS...]: target in host a, writer in host b, both
-# with ARGS, the writer waiting at its gate (GATE requests completed);
-# TPID: the target's pid, WPID: the writer's
+# with ARGS (the target with TGT_ARGS after them, when set), the writer waiting
+# at its gate (GATE requests completed); TPID: the target's pid, WPID: the
+# writer's
 start() {
 	local tag=$1 count=$2 end
 	shift 2
 	PORT=$((PORT + 1))
-	sof_host_bg "$tag.tgt" a 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80 "$@"
+	# shellcheck disable=SC2086 # TGT_ARGS: words
+	sof_host_bg "$tag.tgt" a 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80 \
+		"$@" ${TGT_ARGS:-}
 	sof_host_wait_listen a "$PORT" 20 "$tag.tgt" || return 1
 	sof_host_bg "$tag.wr" b 90 "$SOFTOFED" run -- "$PROG" -p "$PORT" -n "$count" -t 18 -T 80 \
 		-w 200 -G "$GATE" "$@" "$(sof_host_ip a)"
@@ -207,13 +213,21 @@ stopped_recv() {
 	fi
 }
 
-# freezer: a new cgroup (v2) for this run, its path; none: fails
+# freezer [SUFFIX]: a new cgroup (v2) for this run, its path; none: fails
 freezer() {
 	local root
 	root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
 	[ -n "$root" ] && [ -w "$root/cgroup.procs" ] || return 1
-	mkdir "$root/sof-onesided-$$-$PORT" 2>/dev/null || return 1
-	echo "$root/sof-onesided-$$-$PORT"
+	mkdir "$root/sof-onesided-$$-$PORT${1:-}" 2>/dev/null || return 1
+	echo "$root/sof-onesided-$$-$PORT${1:-}"
+}
+
+# frozen_wait CG: until cgroup CG is frozen (at most 10 s)
+frozen_wait() {
+	local end=$(($(now_ms) + 10000))
+	while ! grep -q '^frozen 1$' "$1/cgroup.events" && [ "$(now_ms)" -lt "$end" ]; do
+		sleep 0.01
+	done
 }
 
 # frozen OP WHAT COUNT: messages (write_stop -o OP) into a target frozen
@@ -223,26 +237,44 @@ freezer() {
 # the rest is room for a loaded daemon's ticks): host a's daemon answers
 # for it once its sockets waited LATE_NS (daemon/steer.c),
 # so the writer goes on and does not end with RETRY_EXC_ERR, and after the
-# thaw the target polls every completion in order
+# thaw the target polls every completion in order. The target also
+# writes into the writer (write_stop -Z) and freezes itself right after:
+# the writer, frozen meanwhile (its daemon answers for it only after
+# LATE_NS), ACKs those WRITEs once the target is frozen, and host a's
+# daemon keeps the ACKs for the target (transport/takeover.c), so after
+# the thaw the target's WRITEs complete with no resend on host a (its
+# counters.retransmits: the target is its only requester); before, the
+# daemon dropped them, and the target's requester resent after its
+# timeout
 frozen() {
 	local op=$1 what=$2 count=$3 name="hosts/onesided: $2 into a frozen target" tag="frz$1"
-	local cg n0 n1 wrc trc out log end
-	if ! cg=$(freezer); then
+	local cg cgw n0 n1 wrc trc out log r0 r1 k0 k1 tout
+	if ! cg=$(freezer) || ! cgw=$(freezer w); then
+		[ -n "${cg:-}" ] && rmdir "$cg"
 		ok "$name # SKIP no cgroup2 freezer here"
 		return
 	fi
-	if ! start "$tag" "$count" -o "$op" -t 15; then
+	# the target's cgroup.freeze on its descriptor 9 (ip netns exec
+	# mounts a /sys of its own, without the cgroups); its own WRITEs with
+	# local ACK timeout 18 (1.07 s: no resend while it is descheduled
+	# between their post and its freeze, however loaded the machine)
+	if ! TGT_ARGS="-Z /proc/self/fd/9 -t 18" start "$tag" "$count" -o "$op" -t 15 9>>"$cg/cgroup.freeze"; then
 		not_ok "$name" "the pair did not start: $(tail -n 2 "$(sof_out "$tag.wr")" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "$tag.tgt")" | tr '\n' ' ')"
 		sof_kill "$tag.wr"
 		sof_kill "$tag.tgt"
-		rmdir "$cg"
+		rmdir "$cg" "$cgw"
 		return
 	fi
-	echo "$TPID" >"$cg/cgroup.procs" && echo 1 >"$cg/cgroup.freeze"
-	end=$(($(now_ms) + 10000))
-	while ! grep -q '^frozen 1$' "$cg/cgroup.events" && [ "$(now_ms)" -lt "$end" ]; do
-		sleep 0.01
-	done
+	echo "$TPID" >"$cg/cgroup.procs"
+	echo "$WPID" >"$cgw/cgroup.procs" && echo 1 >"$cgw/cgroup.freeze"
+	frozen_wait "$cgw"
+	r0=$(sof_counter a counters.retransmits)
+	k0=$(sof_counter a counters.takeover_kept)
+	# the target's own WRITEs, then it freezes itself; the writer's ACKs
+	# of them once it thaws
+	kill -USR1 "$TPID"
+	frozen_wait "$cg"
+	echo 0 >"$cgw/cgroup.freeze"
 	n0=$(progress "$tag.wr")
 	go
 	sleep 2
@@ -252,19 +284,27 @@ frozen() {
 	wrc=$?
 	sof_wait "$tag.tgt" 20
 	trc=$?
-	rmdir "$cg" 2>/dev/null
+	rmdir "$cg" "$cgw" 2>/dev/null
 	out=$(sof_out "$tag.wr")
+	tout=$(sof_out "$tag.tgt")
 	log=$(_sof_host_log a)
 	if [ "$wrc" -eq 0 ] && [ "$trc" -eq 0 ] && grep -q "^target words=$count bad=0\$" "$out"; then
 		ok "$name: no retry exceeded, and after the thaw the target polled all $count completions in order"
 	else
-		not_ok "$name" "writer exit $wrc, target exit $trc: $(tail -n 2 "$out" | tr '\n' ' ') / $(tail -n 2 "$(sof_out "$tag.tgt")" | tr '\n' ' ')"
+		not_ok "$name" "writer exit $wrc, target exit $trc: $(tail -n 2 "$out" | tr '\n' ' ') / $(tail -n 2 "$tout" | tr '\n' ' ')"
 	fi
 	if [ "$n1" -gt $((n0 + 10)) ] &&
 		grep -q "the engine of pid $TPID stalled: the daemon runs its responders" "$log"; then
 		ok "$name: they completed while it was frozen ($n0 -> $n1, executed by host a's daemon)"
 	else
 		not_ok "$name" "they completed while it was frozen: $n0 -> $n1; host a's log: $(grep -c "pid $TPID stalled" "$log") takeover lines"
+	fi
+	r1=$(sof_counter_since a counters.retransmits "$r0")
+	k1=$(sof_counter_since a counters.takeover_kept "$k0")
+	if grep -q '^own writes=8 ok=8$' "$tout" && [ "${r1:-x}" = 0 ]; then
+		ok "$name: its own WRITEs, ACKed while it was frozen, completed after the thaw without a resend (host a kept ${k1:-?} packets for it)"
+	else
+		not_ok "$name" "its own WRITEs: $(grep '^own' "$tout" | tr '\n' ' '); host a's counters.retransmits grew by ${r1:-?} (kept ${k1:-?})"
 	fi
 }
 

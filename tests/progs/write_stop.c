@@ -34,15 +34,22 @@
  * after its K-th request, and once all K completed prints "gate n=K" and
  * waits for a SIGUSR2 before it posts the next: a script can stop or
  * kill the target there, so that every request after the K-th goes to a
- * target in that state whatever the load.
+ * target in that state whatever the load. With -Z PATH (target, -o send
+ * or wimm) the target, at a SIGUSR1, posts OWN_WRITES RDMA WRITEs of its
+ * own into the writer's buffer and at once writes 1 into PATH (its cgroup's
+ * cgroup.freeze: it freezes itself, so that their ACKs come while it does
+ * not run), and at the end prints "own writes=N ok=M" (M completed
+ * without error).
  *
  * Output: "target ready pid=P" / "writer ready pid=P", "progress n=N", "gate n=K",
+ * "own posted=N" (-Z),
  * "returned wrong=W" (read, fadd), "target words=N bad=B" and "ok" or
  * "fail: REASON". Exit 0 when everything holds,
  * 3 when data is wrong, 4 on an error completion, 1 otherwise.
  */
 #include "hostpair.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 
@@ -53,6 +60,9 @@
 #define RQ_DEPTH 512u
 #define NSLOT (2 * RQ_DEPTH)
 #define SLOT 4096u
+/* -Z: the target's own RDMA WRITEs, 8 bytes each, into the writer's
+ * last slot (a writer's buffer has MAX_DEPTH + 2) */
+#define OWN_WRITES 8u
 
 struct opts {
 	struct hp_opts hp;
@@ -63,12 +73,15 @@ struct opts {
 	enum { OP_WRITE, OP_READ, OP_FADD, OP_SEND, OP_WIMM } op;
 	int uc, fault;
 	uint64_t gate;
+	const char *freeze; /* -Z */
 };
 
 /* -F: the SIGUSR1 came */
 static volatile sig_atomic_t fault_now;
 /* -G: the SIGUSR2 came */
 static volatile sig_atomic_t gate_open;
+/* -Z: the target's own WRITEs, posted and completed (ok: without error) */
+static unsigned int own_posted, own_done, own_ok;
 
 static void on_usr1(int sig)
 {
@@ -107,8 +120,9 @@ static void usage(const char *argv0)
 		"  -u          UC QPs (not read or fadd; both sides)\n"
 		"  -F          after SIGUSR1 one request the target must NAK, the last\n"
 		"              (the writer's; -o send: too long, -o write: a wrong rkey)\n"
-		"  -G K        after K requests, all completed, wait for SIGUSR2 (writer)\n",
-		argv0, MAX_DEPTH);
+		"  -G K        after K requests, all completed, wait for SIGUSR2 (writer)\n"
+		"  -Z PATH     after SIGUSR1 %u WRITEs of its own, then 1 into PATH (target)\n",
+		argv0, MAX_DEPTH, OWN_WRITES);
 	exit(2);
 }
 
@@ -123,7 +137,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->pace_us = 100;
 	o->timeout = 14;
 	o->retry_cnt = 7;
-	while ((c = getopt(argc, argv, "p:d:g:n:q:w:t:r:o:uFG:T:h")) != -1) {
+	while ((c = getopt(argc, argv, "p:d:g:n:q:w:t:r:o:uFG:T:Z:h")) != -1) {
 		if (hp_opt(&o->hp, c, optarg))
 			continue;
 		switch (c) {
@@ -151,6 +165,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'G':
 			o->gate = strtoull(optarg, NULL, 0);
 			break;
+		case 'Z':
+			o->freeze = optarg;
+			break;
 		case 'o':
 			if (!strcmp(optarg, "read"))
 				o->op = OP_READ;
@@ -172,7 +189,8 @@ static void parse(int argc, char **argv, struct opts *o)
 	if (optind != argc || !o->count || o->count > (1u << 24) || !o->depth ||
 	    o->depth > MAX_DEPTH || o->hp.secs <= 0 || o->gate >= o->count ||
 	    (o->uc && (o->op == OP_READ || o->op == OP_FADD)) ||
-	    (o->fault && o->op != OP_SEND && o->op != OP_WRITE))
+	    (o->fault && o->op != OP_SEND && o->op != OP_WRITE) ||
+	    (o->freeze && (o->host || (o->op != OP_SEND && o->op != OP_WIMM))))
 		usage(argv[0]);
 }
 
@@ -200,13 +218,54 @@ static void post_recv_k(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *buf, uint
 		hp_fail("ibv_post_recv: %s", strerror(errno));
 }
 
+/* -Z, at the SIGUSR1: OWN_WRITES RDMA WRITEs from the target's last slot
+ * into the writer's last, then the target freezes itself (o->freeze: its
+ * cgroup's cgroup.freeze), with them in flight */
+static void own_writes(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *buf,
+		       const struct hp_info *peer, const char *freeze)
+{
+	uint8_t *src = buf + NSLOT * SLOT;
+	int fd;
+
+	for (unsigned int i = 0; i < OWN_WRITES; i++) {
+		struct ibv_sge sg = {
+		    .addr = (uintptr_t)(src + i * 8), .length = 8, .lkey = mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = UINT64_MAX - i, .sg_list = &sg, .num_sge = 1},
+				   *bad;
+
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = peer->addr + (MAX_DEPTH + 1) * SLOT + i * 8;
+		wr.wr.rdma.rkey = peer->rkey;
+		if (ibv_post_send(qp, &wr, &bad))
+			hp_fail("ibv_post_send (own): %s", strerror(errno));
+		own_posted++;
+	}
+	fd = open(freeze, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "1", 1) != 1)
+		hp_fail("%s: %s", freeze, strerror(errno));
+	close(fd);
+	printf("own posted=%u\n", own_posted);
+}
+
+/* -Z: wc, when it is one of the target's own WRITEs, counted (true) */
+static bool own_wc(const struct ibv_wc *wc)
+{
+	if (wc->opcode != IBV_WC_RDMA_WRITE)
+		return false;
+	own_done++;
+	own_ok += wc->status == IBV_WC_SUCCESS;
+	return true;
+}
+
 /* The target of -o send, wimm: COUNT messages, each checked as it
  * completes (until none came for 5 s while it runs), into the RQ_DEPTH
  * receive WQEs posted before the writer starts (a UC SEND that finds
  * none is dropped, transport/responder.c); the number received, the bad
  * ones in *bad. */
 static uint64_t receive_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, uint8_t *buf,
-			    const struct opts *o, int64_t end, uint64_t *bad)
+			    const struct opts *o, const struct hp_info *peer, int64_t end,
+			    uint64_t *bad)
 {
 	uint64_t k;
 	struct ibv_wc wc;
@@ -220,9 +279,13 @@ static uint64_t receive_all(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr 
 
 		/* a stop (SIGSTOP) does not count as quiet */
 		while (!got && hp_now_us() < end && hp_now_us() < quiet) {
+			if (o->freeze && fault_now && !own_posted)
+				own_writes(qp, mr, buf, peer, o->freeze);
 			got = ibv_poll_cq(cq, 1, &wc);
 			if (got < 0)
 				hp_fail("ibv_poll_cq: %d", got);
+			if (got && own_wc(&wc))
+				got = 0;
 			if (hp_now_us() - last > 100000)
 				quiet += hp_now_us() - last;
 			last = hp_now_us();
@@ -388,7 +451,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	parse(argc, argv, &o);
-	if (o.fault)
+	if (o.fault || o.freeze)
 		signal(SIGUSR1, on_usr1);
 	if (o.gate)
 		signal(SIGUSR2, on_usr2);
@@ -407,8 +470,8 @@ int main(int argc, char **argv)
 	len = ((size_t)o.count * 8 + 2 * 4096) & ~(size_t)4095;
 	/* -o send, wimm: the target's slots, the writer's messages (and -F's
 	 * long one) */
-	if (recv_mode(&o) && len < (size_t)(o.host ? MAX_DEPTH + 2 : NSLOT) * SLOT)
-		len = (size_t)(o.host ? MAX_DEPTH + 2 : NSLOT) * SLOT;
+	if (recv_mode(&o) && len < (size_t)(o.host ? MAX_DEPTH + 2 : NSLOT + 1) * SLOT)
+		len = (size_t)(o.host ? MAX_DEPTH + 2 : NSLOT + 1) * SLOT;
 	buf = aligned_alloc(4096, len);
 	if (!buf)
 		hp_fail("out of memory");
@@ -416,7 +479,9 @@ int main(int argc, char **argv)
 	if (!o.host && o.op == OP_READ)
 		for (uint64_t i = 0; i < o.count; i++)
 			buf[i] = MAGIC ^ i;
-	mr = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE | (o.host ? 0 : remote));
+	/* a writer's takes the -Z target's own WRITEs */
+	mr = ibv_reg_mr(pd, buf, len,
+			IBV_ACCESS_LOCAL_WRITE | (o.host ? IBV_ACCESS_REMOTE_WRITE : remote));
 	if (!mr)
 		hp_fail("ibv_reg_mr: %s", strerror(errno));
 	qp = hp_create_qp(pd, cq, o.uc ? IBV_QPT_UC : IBV_QPT_RC, MAX_DEPTH + 2,
@@ -434,7 +499,7 @@ int main(int argc, char **argv)
 	path.min_rnr_timer = 12;
 	path.max_rd_atomic = MAX_DEPTH;
 	path.max_dest_rd_atomic = MAX_DEPTH;
-	path.access = o.host ? 0 : o.uc ? IBV_ACCESS_REMOTE_WRITE : remote;
+	path.access = o.host || o.uc ? IBV_ACCESS_REMOTE_WRITE : remote;
 	err = hp_qp_modify(qp, &path, IBV_QPS_RTS);
 	if (err)
 		hp_fail("ibv_modify_qp to RTS: %s", strerror(err));
@@ -461,7 +526,19 @@ int main(int argc, char **argv)
 
 		printf("target ready pid=%d\n", (int)getpid());
 		if (recv_mode(&o)) {
-			got = receive_all(qp, cq, mr, (uint8_t *)buf, &o, end, &bad);
+			got = receive_all(qp, cq, mr, (uint8_t *)buf, &o, &peer, end, &bad);
+			/* -Z: the own WRITEs not polled yet */
+			while (own_done < own_posted && hp_now_us() < end) {
+				struct ibv_wc wc;
+				int got_own = ibv_poll_cq(cq, 1, &wc);
+
+				if (got_own < 0)
+					hp_fail("ibv_poll_cq: %d", got_own);
+				if (got_own && !own_wc(&wc))
+					printf("# opcode %d after the messages\n", (int)wc.opcode);
+			}
+			if (o.freeze)
+				printf("own writes=%u ok=%u\n", own_done, own_ok);
 			left = (end - hp_now_us()) / 1000000;
 		}
 		if (hp_io(sock, n, 8, 0, left > 1 ? (int)left : 1)) {

@@ -180,6 +180,24 @@ static struct sof_resp_shm *host_takeover(const struct tp_qp *qp, const uint8_t 
 	return &w.qshm->resp;
 }
 
+/* Host op keep: what the host keeps for the stalled owner's requester
+ * (takeover.c), while keep_room lasts; the last one in kept_pkt. */
+static unsigned keep_room, nkept;
+static uint8_t kept_pkt[64];
+static size_t kept_len;
+
+static bool host_keep(const struct tp_qp *qp, const uint8_t *pkt, size_t len,
+		      const struct roce_addr *a)
+{
+	if (!keep_room || qp != &w.qp || len > sizeof(kept_pkt) || memcmp(a->src, peer4, 16))
+		return false;
+	keep_room--;
+	nkept++;
+	memcpy(kept_pkt, pkt, len);
+	kept_len = len;
+	return true;
+}
+
 static const struct tp_host_ops test_host = {
     .log = host_log,
     .qp_find = host_qp_find,
@@ -195,6 +213,7 @@ static const struct tp_host_ops test_host = {
     .flow_seen = NULL,
     .raw_xmit = NULL,
     .takeover = host_takeover,
+    .keep = host_keep,
 };
 
 /* ---- the test port: packets are captured, not sent ------------------------ */
@@ -1696,6 +1715,58 @@ TEST(takeover_writes_while_stalled)
 	world_down();
 }
 
+/* Stalled, an ACK for the owner's requester that comes from the port
+ * (tp_input) is kept by the host as it came, for the owner to take in
+ * when it runs; one the host has no room for is dropped, and so is one
+ * the port hands over without its bytes (the InfiniBand link's). */
+TEST(takeover_keeps_acks_for_the_owner)
+{
+	struct roce_addr a = {.sport = 0xc123, .dport = ROCE_UDP_PORT};
+	uint8_t pkt[ROCE_MAX_HDR + ROCE_ICRC_LEN];
+	struct sof_tqp *t;
+	struct roce_hdr h;
+	size_t len;
+
+	world_up();
+	w.qp.rshm = &w.qshm->resp;
+	memcpy(a.src, peer4, 16);
+	memcpy(a.dst, local4, 16);
+	memset(&h, 0, sizeof(h));
+	h.opcode = ROCE_SVC_RC | ROCE_ACK;
+	h.pkey = 0xffff;
+	h.dqpn = QPN;
+	h.psn = SPSN;
+	h.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
+	h.msn = 1;
+	len = roce_hdr_write(pkt, &h);
+	CHECK(len > 0);
+	roce_icrc_append(&a, pkt, len);
+	len += ROCE_ICRC_LEN;
+
+	t = w.qp.t;
+	w.qp.t = NULL;
+	takeover_on = true;
+	keep_room = 1;
+	nkept = 0;
+	tp_input(pkt, len, &a);
+	CHECK_EQ(nkept, 1);
+	CHECK(kept_len == len && !memcmp(kept_pkt, pkt, len));
+	CHECK_EQ(w.counters[SOF_CNT_takeover_kept], 1);
+	CHECK_EQ(w.drops[SOF_DROP_takeover], 0);
+	tp_input(pkt, len, &a); /* no room left */
+	CHECK_EQ(nkept, 1);
+	CHECK_EQ(w.drops[SOF_DROP_takeover], 1);
+	keep_room = 1;
+	tp_recv(&h, NULL, 0, &a); /* without its bytes */
+	CHECK_EQ(nkept, 1);
+	CHECK_EQ(w.drops[SOF_DROP_takeover], 2);
+	CHECK_EQ(w.counters[SOF_CNT_takeover_kept], 1);
+	keep_room = 0;
+	takeover_on = false;
+	w.qp.t = t;
+	world_down();
+}
+
 /* An atomic from the peer at EPSN + rel on the word at IOVA + off. */
 static void to_atomic(uint8_t op, int32_t rel, uint32_t off, uint64_t add, uint64_t compare)
 {
@@ -2106,6 +2177,7 @@ int main(void)
 	RUN(takeover_uc_writes_while_stalled);
 	RUN(takeover_fatal_naks);
 	RUN(takeover_naks_ahead_and_kept);
+	RUN(takeover_keeps_acks_for_the_owner);
 	RUN(timer_fd_left_alone_while_polled);
 	RUN(requests_counted_responses_not);
 	return test_summary();

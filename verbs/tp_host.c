@@ -391,8 +391,9 @@ static bool rx_read_some(bool hold_acks)
 /* A receive socket into the progress thread's epoll set (on), or out of
  * it. Out, not only silenced: a socket in a set runs the set's callback
  * under the set's lock for every datagram it receives, in the softirq of
- * the peer's send (RoCEv2 over veth: 0.05-0.1 us of a ping-pong's one
- * way); back in, level-triggered, so what came meanwhile is seen at once. */
+ * the peer's send (RoCEv2 over veth: ~250 cycles, 0.11 us, of
+ * ib_send_lat's sendmsg); back in, level-triggered, so what came
+ * meanwhile is seen at once. */
 static void socket_watch(int fd, void *ptr, bool on)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = ptr};

@@ -229,7 +229,7 @@ static bool peer_ok(const uint8_t peer[16])
  * the lock. */
 void eng_flow_seen(const struct roce_addr *a)
 {
-	struct epoll_event ev = {.events = eng.armed ? EPOLLIN : 0, .data.ptr = &eng.fd4};
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &eng.fd4};
 	struct eng_flow *f;
 	int fd;
 
@@ -253,7 +253,9 @@ void eng_flow_seen(const struct roce_addr *a)
 	fd = tp_flow_socket(a);
 	if (fd < 0)
 		return;
-	if (epoll_ctl(eng.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+	/* into the progress thread's set only while it watches the sockets
+	 * (tp_host.c sockets_arm) */
+	if (eng.armed && epoll_ctl(eng.epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		close(fd);
 		return;
 	}

@@ -29,12 +29,12 @@ INJ=$SOF_PROGS/roce_inject
 S=$((50000 + RANDOM % 5000))
 T=$((S + 1))
 
-# hold NAME: qp_hold (RC, RTS, peer b) in host a; sets QPN and PSN
+# hold NAME [ARGS]: qp_hold (RC, RTS, peer b) in host a; sets QPN and PSN
 hold() {
 	local out line
 	PSN_START=$((RANDOM * 256 % 16777216))
 	sof_host_bg "$1" a 120 "$SOFTOFED" run -- "$SOF_PROGS/qp_hold" -l "$(sof_host_ip a)" \
-		-a "$(sof_host_ip b)" -q 0xabc -r "$PSN_START" -t rc -s rts -T 100
+		-a "$(sof_host_ip b)" -q 0xabc -r "$PSN_START" -t rc -s rts -T 100 "${@:2}"
 	out=$(sof_out "$1")
 	for _ in $(seq 200); do
 		line=$(grep '^qpn=' "$out" 2>/dev/null)
@@ -75,6 +75,23 @@ completed() {
 holder() {
 	sof_host_run a ss -Hunap state established "( sport = :4791 and dst $(sof_host_ip b):$1 )" |
 		sed -n 's/.*pid=\([0-9]*\),.*/\1/p' | head -n 1
+}
+
+# silenced PID PORT: PID's socket connected to b:PORT sits in one of its
+# epoll sets with no events asked (fdinfo's mask 18: EPOLLERR|EPOLLHUP,
+# which the kernel always adds), in any of 10 looks (the engine's progress
+# thread takes its receive sockets out of its set while threads poll:
+# verbs/tp_host.c sockets_arm)
+silenced() {
+	local fd
+	fd=$(sof_host_run a ss -Hunap state established "( sport = :4791 and dst $(sof_host_ip b):$2 )" |
+		sed -n 's/.*pid='"$1"',fd=\([0-9]*\).*/\1/p' | head -n 1)
+	[ -n "$fd" ] || return 1
+	for _ in $(seq 10); do
+		grep -qE "^tfd: +$fd events: +18 " /proc/"$1"/fdinfo/* 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
 }
 
 # any_socket PORT: some process of host a holds a socket connected to b:PORT
@@ -157,4 +174,20 @@ fi
 
 sof_kill p1
 sof_kill p3
+
+# P4 polls without a pause: its engine's progress thread leaves the
+# sockets to it, out of its epoll set
+PID4=""
+if hold p4 -B; then
+	send p4 "$QPN" "$PSN_START" "$S"
+	completed p4 1 && PID4=$(holder "$S")
+fi
+if [ -z "$PID4" ]; then
+	not_ok "hosts/flows: busy poller" "P4 completions $(completions p4), sockets: $(sof_host_run a ss -Hunap state established)"
+elif silenced "$PID4" "$S"; then
+	not_ok "hosts/flows: busy poller" "P4's socket to b:$S is in an epoll set with no events while P4 polls: $(grep -h '^tfd' /proc/"$PID4"/fdinfo/* 2>/dev/null | tr -s ' ' | tr '\n' ';')"
+else
+	ok "hosts/flows: while P4 polls without a pause, its socket to b:$S is in no epoll set of its own silenced (each datagram would run the set's callback)"
+fi
+sof_kill p4
 sof_exit

@@ -48,7 +48,8 @@ static void usage(const char *argv0)
 		"  -r PSN      expected receive PSN (default 1000)\n"
 		"  -k QKEY     Q_Key of a UD QP (default 0x11111111)\n"
 		"  -m MTU      path MTU 256..4096 (default 1024)\n"
-		"  -T SECS     exit after SECS seconds (default 300)\n",
+		"  -T SECS     exit after SECS seconds (default 300)\n"
+		"  -B          poll the CQ without a pause (default: 2 ms between empty polls)\n",
 		argv0);
 	exit(2);
 }
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	uint8_t *buf;
 	unsigned long completions = 0, i;
-	int c, err, secs = 300, changed = 0;
+	int c, err, secs = 300, changed = 0, busy = 0;
 	int64_t end;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -85,7 +86,7 @@ int main(int argc, char **argv)
 	path.max_rd_atomic = 1;
 	path.max_dest_rd_atomic = 4;
 	path.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-	while ((c = getopt(argc, argv, "d:g:l:t:s:a:q:r:k:m:T:h")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:l:t:s:a:q:r:k:m:T:Bh")) != -1) {
 		switch (c) {
 		case 'd':
 			dev = optarg;
@@ -119,6 +120,9 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			secs = atoi(optarg);
+			break;
+		case 'B':
+			busy = 1;
 			break;
 		default:
 			usage(argv[0]);
@@ -197,7 +201,8 @@ int main(int argc, char **argv)
 		if (n < 0)
 			hp_fail("ibv_poll_cq");
 		if (n == 0) {
-			hp_sleep_ms(2);
+			if (!busy)
+				hp_sleep_ms(2);
 			continue;
 		}
 		completions++;

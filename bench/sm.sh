@@ -32,7 +32,7 @@
 # Usage: bench/sm.sh  (BENCH_BUILD=DIR the build, default build/;
 #        BENCH_OUT=FILE also appends the table there; BENCH_SM_ARGS more
 #        options for softofed-sm; BENCH_SM_FABRIC_ARGS for our fabric,
-#        e.g. "--sim-spin 0": no spin after MADs). Runs in a network
+#        e.g. "--sim-spin 200": spin after MADs). Runs in a network
 #        namespace of its own.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

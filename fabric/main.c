@@ -90,7 +90,7 @@
 #define SLICE_NS 100000ull	   /* the shortest slice Linux takes */
 #define SPIN_CONTENDED_NS 30000ull /* a yield this long: the CPU is shared */
 #define SPIN_OFF_NS 100000000ull   /* then no spinning for this long */
-#define DEFAULT_SIM_SPIN_US 200
+#define DEFAULT_SIM_SPIN_US 0
 
 static volatile sig_atomic_t stop;
 static uint64_t started;

@@ -45,13 +45,14 @@
  * wake-up preempts a spinning program at once rather than after that
  * program's slice.
  *
- * With --sim-spin USEC (default 200; 0: never), after MADs from an ibsim
+ * With --sim-spin USEC (default 0: never), after MADs from an ibsim
  * client (--ibsim) the loop looks again with no wait, a sched_yield before
  * each look, until USEC passed with none. A subnet manager keeps a few
  * SMPs on the wire (OpenSM 4) and sends the next ones some 40 us after the
  * answers: its start is a chain of round trips, and a fabric asleep
  * between them adds a wake-up to each (OpenSM's start on ft128 with every
- * process SCHED_FIFO: 52 ms instead of 113, ibsim 114). The yield is what
+ * process SCHED_FIFO: 52 ms instead of 113, ibsim 114; under CFS on a
+ * quiet 2-core VM no gain, so off unless asked). The yield is what
  * makes it fit CFS: OpenSM hands each SMP between threads, and one woken
  * on this CPU waited behind a spinner that did not yield (a nice -10
  * process keeps the CPU for most of its slice: such a wake-up took 1.2 ms

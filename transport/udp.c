@@ -411,16 +411,21 @@ static int route_socket(bool v6)
 }
 
 /* Does the kernel send from sgid to dgid by itself? Connecting a UDP
- * socket looks the route up and sends nothing; connecting it again to
- * another address looks again. */
+ * socket looks the route up and sends nothing. The source the first
+ * connect chose stays the socket's (a connect to another address keeps
+ * it, or fails when that address is not reachable from it): the socket is
+ * disconnected first (AF_UNSPEC), which gives it back, and each check
+ * looks the route up as a new socket's connect would. */
 static bool route_source_is(bool v6, const uint8_t sgid[16], const uint8_t dgid[16])
 {
 	union tx_addr to = {0}, me = {0};
 	socklen_t len = v6 ? sizeof(me.v6) : sizeof(me.v4);
+	struct sockaddr none = {.sa_family = AF_UNSPEC};
 	int fd = route_socket(v6);
 
 	if (fd < 0)
 		return false;
+	(void)connect(fd, &none, sizeof(none));
 	if (v6) {
 		to.v6.sin6_family = AF_INET6;
 		to.v6.sin6_port = htons(ROCE_UDP_PORT);

@@ -13,10 +13,10 @@
 #     then _exit as if killed): the server in a, whose rpoll always finds
 #     the closed one readable and never sleeps, sees the other's end (the
 #     DREQ of b's daemon);
-#   no socket of ours while data flows (cm_rsconn fds-cli in b: every
-#     AF_INET/AF_INET6 socket(2) of the process trapped by seccomp while
-#     100 bytes are echoed; the engine's route check opened one each
-#     100 ms);
+#   no transient socket of ours while data flows (cm_rsconn fds-cli in b:
+#     every blocking UDP socket(2) of the process trapped by seccomp while
+#     100 bytes are echoed; the engine's route check opened and closed one
+#     each 100 ms);
 #   keepalive: progs/cm_rsconn's client in b with SO_KEEPALIVE waits in
 #     rrecv; a's link goes down (no DREQ can come): its rrecv fails;
 #   a 100 MiB file served by nc and fetched by curl under librspreload,
@@ -96,7 +96,7 @@ if sof_hosts_up 2; then
 		sof_dump "$(sof_out vanish.cli)"
 	fi
 	PORT=$((PORT + 1))
-	name="hosts/rsocket no socket of the engine opened while data flows (cm_rsconn fds, seccomp)"
+	name="hosts/rsocket no route look-up socket of the engine opened while data flows (cm_rsconn fds, seccomp)"
 	SOF_LINEBUF=1 sof_host_bg fds.srv a 30 "$SOFTOFED" run -- \
 		"$SOF_BUILD_DIR/tests/cm_rsconn" fds-srv "$A" "$PORT"
 	sof_host_bg fds.cli b 30 "$SOFTOFED" run -- "$SOF_BUILD_DIR/tests/cm_rsconn" fds-cli "$A" "$PORT"

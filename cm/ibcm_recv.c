@@ -64,18 +64,23 @@ static struct cm_id *dup_req(const struct cmw_req *req)
 	return NULL;
 }
 
-static void send_mra(struct cm_id *id)
+/* 12.6.6: more time for our user to answer msg (the REQ: accept or
+ * reject; the REP: the RTU once its QP is ready). An id that MRAs a REP
+ * stays REP_RCVD (IBA's MRA_REP_SENT): the MRA is its reply until the RTU
+ * replaces it. */
+static void send_mra(struct cm_id *id, uint8_t msg)
 {
 	struct cmw_mra mra;
 
 	memset(&mra, 0, sizeof(mra));
 	mra.local_comm_id = id->local_comm_id;
 	mra.remote_comm_id = id->remote_comm_id;
-	mra.msg_mraed = CMW_MSG_REQ;
+	mra.msg_mraed = msg;
 	mra.service_timeout = CM_MRA_TIMEOUT;
 	ibcm_mad_hdr(id->reply, CMW_MRA, 0);
 	cmw_mra_put(id->reply + SOF_MAD_HDR_LEN, &mra);
-	ibcm_set_state(id, CM_MRA_REQ_SENT);
+	if (msg == CMW_MSG_REQ)
+		ibcm_set_state(id, CM_MRA_REQ_SENT);
 	ibcm_send_reply(id);
 }
 
@@ -143,7 +148,7 @@ static void recv_req(const struct sof_mad_hdr *h, const uint8_t *body,
 	if (id) {
 		/* 12.9.6: a repeated REQ gets what we answered, or an MRA */
 		if (id->state == CM_REQ_RCVD)
-			send_mra(id);
+			send_mra(id, CMW_MSG_REQ);
 		else if (id->state == CM_MRA_REQ_SENT && id->reply_valid)
 			(void)sofd_mad_send(&id->peer, id->reply);
 		else if (id->state == CM_REP_SENT && id->msg_valid)
@@ -260,6 +265,17 @@ static void recv_rep(const struct sof_mad_hdr *h, const uint8_t *body)
 		/* our RTU was lost: again */
 		if (id->reply_valid)
 			(void)sofd_mad_send(&id->peer, id->reply);
+		return;
+	}
+	if (id->state == CM_REP_RCVD && id->remote_comm_id == rep.local_comm_id) {
+		/* 12.9.6: the REP again, our user has not established yet (its
+		 * process slow to run: the RTU waits for it to ready its QP).
+		 * Without an MRA the peer gave up after its last try (about
+		 * 4 s) and rejected, while our user went on to establish a
+		 * connection the peer no longer had: an rsocket's connect
+		 * failed, or one that had succeeded read the REJ as its end
+		 * (issue 22). Linux's RDMA CM MRAs every REP for the same. */
+		send_mra(id, CMW_MSG_REP);
 		return;
 	}
 	if (id->state != CM_REQ_SENT && id->state != CM_MRA_REQ_RCVD) {

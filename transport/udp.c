@@ -42,6 +42,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -370,18 +371,61 @@ static struct {
 	unsigned next;
 } route_src;
 
-/* Does the kernel send from sgid to dgid by itself? A socket of its own
- * each time (a few us every SRC_CHECK_NS): one kept open would be shared
- * with a child of fork(), whose connect could answer our getsockname. */
+/* The socket of route_source_is, one per family, opened at its first use
+ * and kept: one opened and closed at each check ran in the program's
+ * process beside the program's own descriptors, took the lowest free
+ * number for a moment, and a program that closes a number twice (iperf3
+ * 3.12 closes each stream's twice) closed ours, or we closed the
+ * program's descriptor that took the number meanwhile. Its inode tells
+ * whether the number is still ours (a program's double close, then a new
+ * descriptor of its own on the number: that one is left alone). A child
+ * of fork() shares it, but runs no engine (its QPs use the daemon's).
+ * Serialised as the rest of the send path (route_src). */
+static struct {
+	int fd;
+	ino_t ino;
+	dev_t dev;
+} route_sock[2] = {{.fd = -1}, {.fd = -1}};
+
+static int route_socket(bool v6)
+{
+	struct stat st;
+	int fd, i = v6;
+
+	if (route_sock[i].fd >= 0 && !fstat(route_sock[i].fd, &st) &&
+	    st.st_ino == route_sock[i].ino && st.st_dev == route_sock[i].dev)
+		return route_sock[i].fd;
+	/* never opened, or no longer ours: not closed, a new one */
+	route_sock[i].fd = -1;
+	fd = sof_udp_socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return -1;
+	}
+	route_sock[i].fd = fd;
+	route_sock[i].ino = st.st_ino;
+	route_sock[i].dev = st.st_dev;
+	return fd;
+}
+
+/* Does the kernel send from sgid to dgid by itself? Connecting a UDP
+ * socket looks the route up and sends nothing. The source the first
+ * connect chose stays the socket's (a connect to another address keeps
+ * it, or fails when that address is not reachable from it): the socket is
+ * disconnected first (AF_UNSPEC), which gives it back, and each check
+ * looks the route up as a new socket's connect would. */
 static bool route_source_is(bool v6, const uint8_t sgid[16], const uint8_t dgid[16])
 {
 	union tx_addr to = {0}, me = {0};
 	socklen_t len = v6 ? sizeof(me.v6) : sizeof(me.v4);
-	int fd = sof_udp_socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC);
-	bool same;
+	struct sockaddr none = {.sa_family = AF_UNSPEC};
+	int fd = route_socket(v6);
 
 	if (fd < 0)
 		return false;
+	(void)connect(fd, &none, sizeof(none));
 	if (v6) {
 		to.v6.sin6_family = AF_INET6;
 		to.v6.sin6_port = htons(ROCE_UDP_PORT);
@@ -391,12 +435,9 @@ static bool route_source_is(bool v6, const uint8_t sgid[16], const uint8_t dgid[
 		to.v4.sin_port = htons(ROCE_UDP_PORT);
 		memcpy(&to.v4.sin_addr, dgid + 12, 4);
 	}
-	/* connecting a UDP socket looks the route up and sends nothing */
-	same = !connect(fd, (struct sockaddr *)&to, len) &&
+	return !connect(fd, (struct sockaddr *)&to, len) &&
 	       !getsockname(fd, (struct sockaddr *)&me, &len) &&
 	       (v6 ? !memcmp(&me.v6.sin6_addr, sgid, 16) : !memcmp(&me.v4.sin_addr, sgid + 12, 4));
-	close(fd);
-	return same;
 }
 
 /* May t leave without IP_PKTINFO? */

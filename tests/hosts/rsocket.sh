@@ -13,6 +13,10 @@
 #     then _exit as if killed): the server in a, whose rpoll always finds
 #     the closed one readable and never sleeps, sees the other's end (the
 #     DREQ of b's daemon);
+#   no transient socket of ours while data flows (cm_rsconn fds-cli in b:
+#     every blocking UDP socket(2) of the process trapped by seccomp while
+#     100 bytes are echoed; the engine's route check opened and closed one
+#     each 100 ms);
 #   keepalive: progs/cm_rsconn's client in b with SO_KEEPALIVE waits in
 #     rrecv; a's link goes down (no DREQ can come): its rrecv fails;
 #   a 100 MiB file served by nc and fetched by curl under librspreload,
@@ -90,6 +94,21 @@ if sof_hosts_up 2; then
 	else
 		not_ok "$name" "exit server $rc, client $crc: $(tail -n 1 "$(sof_out vanish.srv)")"
 		sof_dump "$(sof_out vanish.cli)"
+	fi
+	PORT=$((PORT + 1))
+	name="hosts/rsocket no route look-up socket of the engine opened while data flows (cm_rsconn fds, seccomp)"
+	SOF_LINEBUF=1 sof_host_bg fds.srv a 30 "$SOFTOFED" run -- \
+		"$SOF_BUILD_DIR/tests/cm_rsconn" fds-srv "$A" "$PORT"
+	sof_host_bg fds.cli b 30 "$SOFTOFED" run -- "$SOF_BUILD_DIR/tests/cm_rsconn" fds-cli "$A" "$PORT"
+	sof_wait fds.cli 40
+	crc=$?
+	sof_wait fds.srv 20
+	rc=$?
+	if [ "$rc" -eq 0 ] && [ "$crc" -eq 0 ] && grep -q "^ok " "$(sof_out fds.cli)"; then
+		ok "$name"
+	else
+		not_ok "$name" "exit server $rc, client $crc: $(tail -n 1 "$(sof_out fds.cli)")"
+		sof_dump "$(sof_out fds.srv)"
 	fi
 	# last: it takes host a's link down
 	PORT=$((PORT + 1))

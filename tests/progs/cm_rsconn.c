@@ -23,22 +23,43 @@
  *           along, so rpoll never sleeps: the peer's DREQ must be seen
  *           all the same, within 10 s; prints "ok y's end seen N ms
  *           after its byte, x readable"
+ *   fds-srv accept one connection, echo single bytes until its end
+ *   fds-cli connect, 5 bytes echoed (the QP, its flow and the engine's
+ *           sockets made), then every blocking UDP socket(2) (AF_INET or
+ *           AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC: one made to look a route
+ *           up, then closed) of any thread of the process is trapped
+ *           (seccomp, counted, fails EMFILE) while 100 more are echoed
+ *           10 ms apart: the engine that moves this process's QP opens
+ *           none (one it opened and closed by itself took the program's
+ *           lowest free number for a moment: issue 22). Its kept sockets
+ *           are non-blocking and not trapped: a flow socket the daemon
+ *           took back is opened again. Prints "ok 100 bytes echoed, no
+ *           route look-up socket opened meanwhile"
  * Exits 0 when all holds, 1 with the first thing that did not.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <rdma/rsocket.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define LEN 65536
@@ -323,10 +344,119 @@ static int vanish_srv(void)
 	return 0;
 }
 
+/* fds-srv: echo single bytes until the peer's end */
+static int fds_srv(void)
+{
+	char c;
+	int fd;
+
+	listen_on(&sa);
+	fd = raccept(lfd, NULL, NULL);
+	if (fd < 0)
+		FAIL("raccept: %s", strerror(errno));
+	while (rrecv(fd, &c, 1, 0) == 1)
+		xfer(fd, &c, 1, true);
+	rclose(fd);
+	rclose(lfd);
+	return 0;
+}
+
+#if defined(__x86_64__)
+#define FDS_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define FDS_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+#ifdef FDS_ARCH
+static atomic_int fds_trapped;
+
+/* SIGSYS of the filter below: counted, and the call fails EMFILE */
+static void fds_trap(int sig, siginfo_t *si, void *uc)
+{
+	ucontext_t *u = uc;
+
+	(void)sig;
+	(void)si;
+	atomic_fetch_add(&fds_trapped, 1);
+#if defined(__x86_64__)
+	u->uc_mcontext.gregs[REG_RAX] = -EMFILE;
+#else
+	u->uc_mcontext.regs[0] = (unsigned long long)-EMFILE;
+#endif
+}
+
+/* From now on every thread's socket(AF_INET or AF_INET6,
+ * SOCK_DGRAM | SOCK_CLOEXEC, ...) traps. */
+static void fds_trap_on(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FDS_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM | SOCK_CLOEXEC, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	struct sigaction act = { .sa_sigaction = fds_trap, .sa_flags = SA_SIGINFO };
+
+	if (sigaction(SIGSYS, &act, NULL) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog))
+		FAIL("seccomp: %s", strerror(errno));
+}
+
+/* fds-cli: no socket of the library's while bytes go to and fro */
+static int fds_cli(void)
+{
+	double end = now() + 10;
+	int fd = -1, i, n;
+	char c = 'f';
+
+	while (fd < 0 && now() < end) {
+		fd = rsocket(AF_INET, SOCK_STREAM, 0);
+		if (fd >= 0 && rconnect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			rclose(fd);
+			fd = -1;
+			usleep(50000);
+		}
+	}
+	if (fd < 0)
+		FAIL("connect: %s", strerror(errno));
+	for (i = 0; i < 105; i++) {
+		if (i == 5)
+			fds_trap_on();
+		xfer(fd, &c, 1, true);
+		xfer(fd, &c, 1, false);
+		if (i >= 5)
+			usleep(10000);
+	}
+	n = atomic_load(&fds_trapped);
+	if (n)
+		FAIL("%d route look-up sockets opened while 100 bytes were echoed", n);
+	rclose(fd);
+	printf("ok 100 bytes echoed, no route look-up socket opened meanwhile\n");
+	return 0;
+}
+#else
+static int fds_cli(void)
+{
+	printf("ok skipped: no seccomp filter for this architecture here\n");
+	return 0;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: cm_rsconn nb|ka-srv|ka-cli|vanish-srv|vanish-cli ADDR PORT\n");
+		fprintf(stderr, "usage: cm_rsconn nb|ka-srv|ka-cli|vanish-srv|vanish-cli|fds-srv|"
+				"fds-cli ADDR PORT\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -344,5 +474,9 @@ int main(int argc, char **argv)
 		return vanish_srv();
 	if (!strcmp(argv[1], "vanish-cli"))
 		return vanish_cli();
+	if (!strcmp(argv[1], "fds-srv"))
+		return fds_srv();
+	if (!strcmp(argv[1], "fds-cli"))
+		return fds_cli();
 	return 2;
 }

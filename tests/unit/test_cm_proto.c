@@ -6,8 +6,9 @@
  * number reach the other), DREQ/DREP, a REJ with private data, a connect
  * to a port nobody listens on, the backlog, SIDR for UD (and its
  * refusals: no service, a listener of another transport, a full
- * backlog), an id that connects again after a REJ, and a channel that
- * closes (its process died) while connected. Runs with the private
+ * backlog), an id that connects again after a REJ, a channel that
+ * closes (its process died) while connected, and an RTU later than the
+ * passive side's REP tries (an MRA keeps it waiting). Runs with the private
  * daemon of its network namespace (tests/run.sh).
  */
 #include "harness.h"
@@ -403,6 +404,39 @@ TEST(bad_requests)
 	close(c.fd);
 }
 
+/* An active side slow to establish (its process not running: the RTU
+ * waits for its QP) past the passive side's REP tries, about 4 s: the
+ * REP repeated gets an MRA, so the passive side waits on and takes the
+ * late RTU (issue 22: it gave up and rejected, and the active side's
+ * connection, established after, ended at once). */
+TEST(late_rtu)
+{
+	struct chan s = chan_open(), c = chan_open();
+	struct sof_cm_event ev;
+	uint32_t a, p;
+
+	listener(s, RDMA_PS_TCP, IBV_QPT_RC, 7486, 0);
+	a = active(c, RDMA_PS_TCP, IBV_QPT_RC, 7486);
+	CHECK_EQ(conn_op(SOF_OP_CM_CONNECT, a, 0x111, NULL, 0), 0);
+	ev = expect(s, RDMA_CM_EVENT_CONNECT_REQUEST, 3000);
+	p = ev.id;
+	CHECK_EQ(conn_op(SOF_OP_CM_ACCEPT, p, 0x222, NULL, 0), 0);
+	expect(c, RDMA_CM_EVENT_CONNECT_RESPONSE, 3000);
+	/* past the last REP's timeout: nothing comes to either side */
+	ev = next_event(s, 5000);
+	CHECK_EQ(ev.event, 0);
+	ev = next_event(c, 0);
+	CHECK_EQ(ev.event, 0);
+	CHECK_EQ(id_op(SOF_OP_CM_ESTABLISH, a, 0), 0);
+	ev = expect(s, RDMA_CM_EVENT_ESTABLISHED, 3000);
+	CHECK_EQ(ev.id, p);
+	CHECK_EQ(id_op(SOF_OP_CM_DISCONNECT, a, 0), 0);
+	expect(s, RDMA_CM_EVENT_DISCONNECTED, 3000);
+	expect(c, RDMA_CM_EVENT_DISCONNECTED, 3000);
+	close(s.fd);
+	close(c.fd);
+}
+
 int main(void)
 {
 	cmd = sof_client_connect();
@@ -415,6 +449,7 @@ int main(void)
 	RUN(reject_with_private_data);
 	RUN(backlog);
 	RUN(peer_dies_established);
+	RUN(late_rtu);
 	RUN(sidr_ud);
 	RUN(sidr_refused);
 	RUN(connect_again_after_reject);

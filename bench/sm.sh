@@ -32,7 +32,8 @@
 # Usage: bench/sm.sh  (BENCH_BUILD=DIR the build, default build/;
 #        BENCH_OUT=FILE also appends the table there; BENCH_SM_ARGS more
 #        options for softofed-sm; BENCH_SM_FABRIC_ARGS for our fabric,
-#        e.g. "--sim-spin 200": spin after MADs). Runs in a network
+#        e.g. "--sim-spin 200": spin after MADs; BENCH_SM_CPU=N the start
+#        times with every process on CPU N). Runs in a network
 #        namespace of its own.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,6 +81,13 @@ for line in open(sys.argv[1]):
 PY
 }
 
+# BENCH_SM_CPU=N: the start times' simulator and SM on CPU N only (both
+# simulators alike): the hand-offs between the SM's threads and the
+# simulator then never cross CPUs, which is most of OpenSM's start on two
+# (bench/sm_ab.sh), and the times spread less
+PIN=()
+[ -n "${BENCH_SM_CPU:-}" ] && PIN=(taskset -c "$BENCH_SM_CPU")
+
 # run FABRIC SM FILE [WAIT]: FABRIC ours|ibsim, SM ours|opensm; prints ms
 # or nothing; WAIT the most seconds to SUBNET UP (default 90)
 run() {
@@ -87,22 +95,22 @@ run() {
 	rm -rf "$TMP/w" && mkdir -p "$TMP/w" && cd "$TMP/w" || return
 	if [ "$fab" = ours ]; then
 		# shellcheck disable=SC2086 # options
-		timeout $((wait + 210)) "$BUILD/bin/softofed-fabric" "$file" --ibsim ${BENCH_SM_FABRIC_ARGS:-} >/dev/null 2>&1 &
+		timeout $((wait + 210)) "${PIN[@]}" "$BUILD/bin/softofed-fabric" "$file" --ibsim ${BENCH_SM_FABRIC_ARGS:-} >/dev/null 2>&1 &
 	else
 		rm -f in && mkfifo in
 		exec 7<>in
 		# the limits the issue gives for the 3-level trees (harmless below)
-		timeout $((wait + 210)) ibsim -N 20000 -S 2000 -P 100000 -L 49152 -s "$file" <in >/dev/null 2>&1 &
+		timeout $((wait + 210)) "${PIN[@]}" ibsim -N 20000 -S 2000 -P 100000 -L 49152 -s "$file" <in >/dev/null 2>&1 &
 	fi
 	srv=$!
 	sim_ready
 	sleep 0.1
 	if [ "$sm" = opensm ]; then
 		OSM_CACHE_DIR=$TMP/w OSM_TMP_DIR=$TMP/w LD_PRELOAD=$UMAD2SIM \
-			timeout -s KILL $((wait + 20)) opensm -d 2 -f "$TMP/w/log" >/dev/null 2>&1 &
+			timeout -s KILL $((wait + 20)) "${PIN[@]}" opensm -d 2 -f "$TMP/w/log" >/dev/null 2>&1 &
 	else
 		# shellcheck disable=SC2086 # options
-		LD_PRELOAD=$UMAD2SIM timeout -s KILL $((wait + 20)) "$BUILD/bin/softofed-sm" ${BENCH_SM_ARGS:-} \
+		LD_PRELOAD=$UMAD2SIM timeout -s KILL $((wait + 20)) "${PIN[@]}" "$BUILD/bin/softofed-sm" ${BENCH_SM_ARGS:-} \
 			>"$TMP/w/log" 2>&1 &
 	fi
 	pid=$!
@@ -373,7 +381,7 @@ fi
 
 {
 	if [ ${#rows[@]} -gt 0 ]; then
-		echo "### Start to SUBNET UP: softofed-sm against OpenSM (issue 20; target ours / OpenSM <= 0.5), median of $UP_REPS, ms"
+		echo "### Start to SUBNET UP: softofed-sm against OpenSM (issue 20; target ours / OpenSM <= 0.5), median of $UP_REPS${BENCH_SM_CPU:+, every process on CPU $BENCH_SM_CPU}, ms"
 		echo
 		echo "| topology | ours on our fabric | OpenSM on our fabric | ratio | ours on ibsim | OpenSM on ibsim | ratio |"
 		echo "|---|---|---|---|---|---|---|"
@@ -389,7 +397,7 @@ fi
 	fi
 	if [ ${#i19rows[@]} -gt 0 ]; then
 		echo
-		echo "### OpenSM's start on our fabric against the same OpenSM on ibsim (issue 19; target our fabric / ibsim <= 1), the medians above, ms"
+		echo "### OpenSM's start on our fabric against the same OpenSM on ibsim (issue 19; target our fabric / ibsim <= 1), the medians above${BENCH_SM_CPU:+ (every process on CPU $BENCH_SM_CPU)}, ms"
 		echo
 		echo "| topology | OpenSM on our fabric | OpenSM on ibsim | our fabric / ibsim | issue 19 |"
 		echo "|---|---|---|---|---|"

@@ -48,8 +48,8 @@ void tp_recv_hook(unsigned which, tp_recv_fn fn)
 		tp.hooks[which] = fn;
 }
 
-void tp_recv(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
-	     const struct roce_addr *a)
+static void recv_packet(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
+			const struct roce_addr *a)
 {
 	const struct roce_opinfo *oi = roce_opinfo(h->opcode);
 	struct tp_qp *qp;
@@ -166,6 +166,15 @@ void tp_ack_due(struct sof_tqp *t)
 	t->ack_pending = true;
 	if (sof_list_empty(&t->ack_link))
 		sof_list_add(&tp.acks, &t->ack_link);
+}
+
+/* One packet's handling reads the clock once (tp_now). */
+void tp_recv(const struct roce_hdr *h, const uint8_t *payload, uint32_t paylen,
+	     const struct roce_addr *a)
+{
+	tp_now_enter();
+	recv_packet(h, payload, paylen, a);
+	tp_now_leave();
 }
 
 void tp_input_end(void)

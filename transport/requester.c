@@ -151,6 +151,7 @@ static uint8_t seg_opcode(const struct sof_tqp *t, const struct tp_swqe *w, uint
 
 static void bth(const struct sof_tqp *t, struct roce_hdr *h, uint8_t opcode, uint32_t psn)
 {
+	tp_now_fresh(); /* a packet of its own: its own time */
 	memset(h, 0, sizeof(*h));
 	h->opcode = opcode;
 	h->pkey = tp_qp_pkey(t);
@@ -386,7 +387,7 @@ void tp_req_arm(struct sof_tqp *t)
 	t->timer_ns = t->probe_ns = 0;
 	if (!tp_reliable(t->qp->type) || !to || t->psn == t->una_psn)
 		return;
-	now = sof_now_ns();
+	now = tp_now();
 	t->timer_ns = now + to;
 	if (t->sack_ok || (tp_sack_on && !t->sack_seen)) {
 		t->sack_tlps = 0;
@@ -438,7 +439,7 @@ static void pace_charge(struct sof_tqp *t, uint64_t payload)
 	t->pace_ns = (t->pace_ns > from ? t->pace_ns : from) + ns;
 }
 
-void tp_req_progress(struct sof_tqp *t)
+static void req_progress(struct sof_tqp *t)
 {
 	struct tp_qp *qp = t->qp;
 	uint32_t tail = atomic_load_explicit(&qp->nsq->idx.tail, memory_order_acquire);
@@ -577,7 +578,7 @@ void tp_req_progress(struct sof_tqp *t)
 		/* time the newest packet, sent for the first time */
 		if (!t->rtt_ns && roce_psn_diff(t->psn, old_max) > 0 && tp_reliable(qp->type)) {
 			t->rtt_psn = (t->psn - 1) & ROCE_PSN_MASK;
-			t->rtt_ns = sof_now_ns();
+			t->rtt_ns = tp_now();
 		}
 	}
 	/* a WQE that failed locally completes when it is the oldest */
@@ -596,6 +597,15 @@ void tp_req_progress(struct sof_tqp *t)
 	    "qp %06x sent: una %06x psn %06x cwnd %u rd_out %u head %u send %u tail %u timer %d",
 	    qp->qpn, t->una_psn, t->psn, t->cwnd, t->rd_out, t->wq_head, t->wq_send, t->wq_tail,
 	    t->timer_ns != 0);
+}
+
+/* Each packet it sends reads the clock once (tp_now; bth): its send
+ * time, and the round-trip start and timer of the last one. */
+void tp_req_progress(struct sof_tqp *t)
+{
+	tp_now_enter();
+	req_progress(t);
+	tp_now_leave();
 }
 
 bool tp_req_resend(struct sof_tqp *t, uint32_t psn, bool probe)
@@ -837,7 +847,7 @@ void tp_req_acked(struct sof_tqp *t, uint32_t una)
 	tp_sack_acked(t, t->una_psn, una);
 	t->una_psn = una;
 	if (t->rtt_ns && roce_psn_diff(una, t->rtt_psn) > 0) {
-		uint64_t now = sof_now_ns();
+		uint64_t now = tp_now();
 		/* after a probe of the timed packet the ACK may answer either:
 		 * only the time since the probe tells how late an answer can
 		 * be (sack.c), a lost packet's round trip would not */

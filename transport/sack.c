@@ -91,7 +91,7 @@ void tp_sack_sent(const struct sof_tqp *t, uint32_t psn)
 	if (!t->sack_tx)
 		return;
 	x = &t->sack_tx[psn % TP_OOO_SLOTS];
-	x->ns = sof_now_ns();
+	x->ns = tp_now();
 	x->resent = roce_psn_diff(psn, t->max_psn) < 0;
 	x->sacked = false;
 }
@@ -204,7 +204,7 @@ void tp_sack_input(struct sof_tqp *t, uint32_t a, const uint8_t *payload, uint32
 	t->sack_cnt = 0;
 	if (!t->sack_tx)
 		return;
-	now = sof_now_ns();
+	now = tp_now();
 	if (!paylen) {
 		if (((a + 1) & ROCE_PSN_MASK) == una && rack_note(t, a, now))
 			delay_check(t, now);

@@ -24,6 +24,8 @@ static int start(const struct tp_host_ops *host, int fd4, int fd6, bool tx, uint
 	sof_list_init(&tp.qps);
 	sof_list_init(&tp.acks);
 	sof_list_init(&tp.timers);
+	tp.now_scope = 0; /* tp_now: no handling under way */
+	tp.now_ns = 0;
 	tp_tracing = getenv("SOFTOFED_TRACE") != NULL;
 	tp_sack_start();
 	tp_udp_start(fd4, fd6, tx);

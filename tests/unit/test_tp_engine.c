@@ -40,6 +40,10 @@
  * atomic applied once), everything else dropped without a NAK, and the
  * owner going on from that state; UC WRITEs placed, a message a gap cuts
  * lost, nothing answered.
+ *
+ * The clock (tport.h tp_now): a request's round trip and its timer start
+ * from one reading; within a handling the time holds until a packet of
+ * its own asks afresh.
  */
 #include "harness.h"
 
@@ -2066,6 +2070,36 @@ TEST(timer_fd_left_alone_while_polled)
 	world_down();
 }
 
+/* One clock read per packet handled (tport.h tp_now): a request's round
+ * trip starts at the time its timer counts from, one read for both; a
+ * handling serves one time until a packet of its own asks afresh, and
+ * outside any handling each use reads the clock. */
+TEST(clock_once_per_packet)
+{
+	struct sof_tqp *t;
+	uint64_t a, b;
+
+	world_up();
+	t = w.qp.t;
+	post_write(100, 0x99);
+	CHECK(t->rtt_ns != 0);
+	CHECK(t->timer_ns != 0);
+	CHECK_EQ(t->timer_ns - sof_ack_timeout_ns(t->timeout), t->rtt_ns);
+	tp_now_enter();
+	a = tp_now();
+	CHECK_EQ(tp_now(), a);
+	tp_now_enter(); /* nested: the same handling */
+	CHECK_EQ(tp_now(), a);
+	tp_now_leave();
+	tp_now_fresh();
+	b = tp_now();
+	CHECK(b >= a);
+	CHECK_EQ(tp_now(), b);
+	tp_now_leave();
+	CHECK_EQ(tp.now_scope, 0u);
+	world_down();
+}
+
 /* A batch of responses alone (the peer's ACK came without its next
  * request: verbs/tp_wake.c hands the sockets to the progress thread in
  * one-sided mode) is told from one with a request by tp_requests, which
@@ -2180,5 +2214,6 @@ int main(void)
 	RUN(takeover_keeps_acks_for_the_owner);
 	RUN(timer_fd_left_alone_while_polled);
 	RUN(requests_counted_responses_not);
+	RUN(clock_once_per_packet);
 	return test_summary();
 }

@@ -14,6 +14,11 @@
 # rounds of each build and the medians of the per-round ratios of issue
 # 18: read / (2 x send), atomic / (2 x send), write / send, and t_avg /
 # t_typical of each. The load average is taken at the start of each round.
+# ib_write_lat runs with -U (every iteration's latency): the share of its
+# iterations over 50 µs one-way is a row of its own (a broken chain of ACKs
+# riding on requests, tp_wake.c, shows there as runs of iterations at
+# 50-100 µs, where t_avg also carries the milliseconds a loaded machine
+# keeps a process off its CPU).
 #
 # Usage: BENCH_BASE=DIR bench/onesided_ab.sh (root: ip netns; BENCH_BUILD=DIR
 #        the new build, default build/; BENCH_REPS rounds of each, default
@@ -48,6 +53,12 @@ if [ -z "${ONESIDED_AB_ROUND:-}" ]; then
 				a=$(col A "${t}${v}_avg") b=$(col B "${t}${v}_avg")
 				echo "| ib_${t}_lat$w t_avg µs | $a | $b | $(ratio "$b" "$a") |"
 			done
+		done
+		for v in "" _busy; do
+			w=""
+			[ -n "$v" ] && w=" (busy target host)"
+			a=$(col A "write${v}_slow") b=$(col B "write${v}_slow")
+			echo "| ib_write_lat$w iterations over 50 µs (%) | $a | $b | $(ratio "$b" "$a") |"
 		done
 		echo "| load average (1 min) at round start | $(col A load) | $(col B load) | |"
 		echo
@@ -90,6 +101,7 @@ PORT=19400
 lat() {
 	local t=$1 v=$2 args=(-s 2) line
 	[ "$t" = atomic ] && args=()
+	[ "$t" = write ] && args+=(-U)
 	PORT=$((PORT + 1))
 	sof_bg "srv.$t$v" 150 ip netns exec "$NA" taskset -c 0 "$SOFTOFED" run -- \
 		"ib_${t}_lat" -d sof0 -F -p "$PORT" -x "$GA" "${args[@]}" -n "$ITERS"
@@ -106,6 +118,12 @@ lat() {
 	fi
 	echo "$t$v $(echo "$line" | awk '{print $5}')"
 	echo "${t}${v}_avg $(echo "$line" | awk '{print $6}')"
+	# -U: "N, usec" a line
+	if [ "$t" = write ]; then
+		line=$(awk -F', ' '/^[0-9]+, [0-9.]+$/ { n++; if ($2 > 50) s++ }
+			END { if (n) printf "%.2f", 100 * s / n }' "$(sof_out "cli.$t$v")" 2>/dev/null)
+		echo "${t}${v}_slow ${line:--}"
+	fi
 }
 
 for t in send read atomic write; do lat "$t" ""; done

@@ -637,8 +637,10 @@ void sofv_wake_thread_init(void);
  * responses_only: a poller's pass read packets and no request. True: in
  * one-sided mode the sockets go to the progress thread (kick it when it
  * does not watch them); sofv_wake_handed tells it, until a one-sided
- * request is executed. */
-bool sofv_wake_rx(uint64_t now, bool held, bool responses_only);
+ * request is executed. loop: the progress thread read them while a thread
+ * of the program runs a loop of its own (it polled lately): its hold's
+ * deadline is longer (tp_wake.c). */
+bool sofv_wake_rx(uint64_t now, bool held, bool responses_only, bool loop);
 bool sofv_wake_handed(uint64_t now);
 /* Whether one-sided mode is on. */
 bool sofv_wake_onesided(void);

@@ -346,8 +346,8 @@ static uint64_t rx_run(bool poller, bool hold_acks)
 {
 	uint32_t hold = atomic_load_explicit(&eng.ack_hold, memory_order_relaxed);
 	uint64_t now = sof_now_ns(); /* the one clock read of the pass */
-	uint64_t got = tp_counter(SOF_CNT_rx_packets), reqs = tp_requests(), one = 1;
-	bool resp;
+	uint64_t got = tp_counter(SOF_CNT_rx_packets), reqs = tp_requests(), one = 1, polled;
+	bool resp, loop;
 
 	if (!hold_acks || hold == 1 || sofv_wake_ack_due(now))
 		acks_send();
@@ -358,8 +358,11 @@ static uint64_t rx_run(bool poller, bool hold_acks)
 	tp_defer_acks(false);
 	/* a poller read responses and no request: hand the sockets over */
 	resp = poller && tp_counter(SOF_CNT_rx_packets) != got && tp_requests() == reqs;
-	if (sofv_wake_rx(now, hold_acks && tp_acks_due(), resp) && !atomic_load(&eng.watching) &&
-	    write(eng.kickfd, &one, sizeof(one)) < 0) {
+	/* the progress thread's hold, beside a thread with a loop of its own */
+	polled = atomic_load_explicit(&eng.poll_read_ns, memory_order_relaxed);
+	loop = !poller && (int64_t)(now - polled) < POLL_LATELY_NS;
+	if (sofv_wake_rx(now, hold_acks && tp_acks_due(), resp, loop) &&
+	    !atomic_load(&eng.watching) && write(eng.kickfd, &one, sizeof(one)) < 0) {
 		/* the counter is full: it is awake anyway */
 	}
 	if (hold_acks && !atomic_load_explicit(&eng.ack_hold, memory_order_relaxed) && tp_acks_due())

@@ -32,7 +32,20 @@
  *     broke the chain. Any hold (a poller's too, in any mode) ends after
  *     ACK_HOLD_NS, at the next poll or when the progress thread, whose
  *     wait it shortens, sends them; a lone WRITE's initiator waits at
- *     most that longer;
+ *     most that longer. The progress thread's own hold lasts up to
+ *     ACK_HOLD_LOOP_NS when a thread of the program polled lately (it
+ *     runs a loop of its own, as ib_write_lat's: wait on memory, post,
+ *     poll): that thread posts once it sees the data, but on its CPU the
+ *     progress thread that executed the request runs first, and so does
+ *     its wake-up by that post (note_active): the post came 30-80 us
+ *     after the data (traced), the ACK left alone at ACK_HOLD_NS, the
+ *     peer's poll took it without the next request, and that request
+ *     then needed the peer's progress thread, whose hold ran out in
+ *     turn: a chain broken for hundreds of iterations in a row
+ *     (ib_write_lat between hosts at ~76 us one-way each, t_avg 3.9x
+ *     t_typical quiet). A lone flight's tail-loss probe waits more than a
+ *     millisecond past its round trip (transport/sack.c): the longer
+ *     hold draws none;
  *   - the progress thread asks for a short scheduler slice (SCHED_OTHER's
  *     sched_runtime: Linux 6.12's EEVDF custom slices, no privilege
  *     needed), so that its wake-up preempts a spinning thread at once
@@ -91,6 +104,7 @@
 
 #define ONESIDED_ARM_NS 1000000000ull
 #define ACK_HOLD_NS 30000ull
+#define ACK_HOLD_LOOP_NS 200000ull
 #define HANDOFF_NS 200000ull
 #define PROGRESS_SLICE_NS 100000ull /* the shortest slice Linux takes */
 #define PROGRESS_SPIN_NS 50000ull
@@ -122,7 +136,7 @@ void sofv_wake_thread_init(void)
 	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 }
 
-bool sofv_wake_rx(uint64_t now, bool held, bool responses_only)
+bool sofv_wake_rx(uint64_t now, bool held, bool responses_only, bool loop)
 {
 	bool hand = false;
 
@@ -142,7 +156,8 @@ bool sofv_wake_rx(uint64_t now, bool held, bool responses_only)
 	 * count of polls (ACK_HOLD_POLLS) or to the progress thread's looks,
 	 * a busy CPU stretches it past the peer's probe and retry budget */
 	if (held && !atomic_load_explicit(&ack_until, memory_order_relaxed))
-		atomic_store_explicit(&ack_until, now + ACK_HOLD_NS, memory_order_relaxed);
+		atomic_store_explicit(&ack_until, now + (loop ? ACK_HOLD_LOOP_NS : ACK_HOLD_NS),
+				      memory_order_relaxed);
 	return hand;
 }
 

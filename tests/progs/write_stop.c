@@ -207,6 +207,27 @@ static uint8_t byte_of(uint64_t i, uint32_t j) { return (uint8_t)(i * 31 + j * 7
 
 static bool recv_mode(const struct opts *o) { return o->op == OP_SEND || o->op == OP_WIMM; }
 
+/* UC WRITEs complete at the writer as sent, not as placed (UC has no
+ * acknowledgement, IBA 9.7.1): the last ones may still be on their way
+ * (here: in the target's sockets, read by its engine) when the count
+ * comes over TCP. Wait up to 2 s for the first `words` words to hold
+ * their values; the check that follows reports what is still wrong. */
+static void uc_settle(const uint64_t *buf, uint64_t nwords, uint64_t words)
+{
+	int64_t end = hp_now_us() + 2000000;
+
+	for (;;) {
+		uint64_t i;
+
+		for (i = 0; i < nwords && i < words; i++)
+			if (__atomic_load_n(&buf[i], __ATOMIC_ACQUIRE) != (MAGIC ^ i))
+				break;
+		if (i >= nwords || i >= words || hp_now_us() >= end)
+			return;
+		usleep(1000);
+	}
+}
+
 /* The target of -o send, wimm: receive WQE k into slot k % NSLOT */
 static void post_recv_k(struct ibv_qp *qp, struct ibv_mr *mr, uint8_t *buf, uint64_t k)
 {
@@ -553,6 +574,8 @@ int main(int argc, char **argv)
 				       (unsigned long long)got, (unsigned long long)words);
 			words = got;
 		}
+		if (o.uc && o.op == OP_WRITE)
+			uc_settle(buf, len / 8, words);
 		for (i = 0; i < len / 8 && !recv_mode(&o); i++) {
 			uint64_t want = o.op == OP_FADD ? (i ? 0 : words) : i < words ? MAGIC ^ i : 0;
 

@@ -90,20 +90,7 @@ done
 # OpenSM (Debian's, through libumad2sim) from start to SUBNET UP, on our
 # fabric (--ibsim) and on ibsim, same topology and options; ms from its
 # first log line to SUBNET UP by its own clock
-osm_ms() {
-	python3 - "$1" <<'EOF'
-import re, sys
-ts = []
-for line in open(sys.argv[1]):
-    m = re.match(r'^\w+ +\d+ (\d+):(\d+):(\d+) (\d+) ', line)
-    if m:
-        t = ((int(m.group(1)) * 60 + int(m.group(2))) * 60 + int(m.group(3))) * 1000 + int(m.group(4)) / 1000
-        ts.append(t)
-        if ' -> SUBNET UP' in line:
-            print(int(t - ts[0]))
-            break
-EOF
-}
+osm_ms() { python3 "$ROOT/bench/osm_start_ms.py" "$1"; }
 osm_run() { # KIND FILE: prints ms or nothing
 	local kind=$1 file=$2 srv osm
 	rm -rf "$TMP/osm" && mkdir -p "$TMP/osm" && cd "$TMP/osm" || return

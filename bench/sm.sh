@@ -66,20 +66,7 @@ sim_ready() {
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
 
-osm_ms() {
-	python3 - "$1" <<'PY'
-import re, sys
-ts = []
-for line in open(sys.argv[1]):
-    m = re.match(r'^\w+ +\d+ (\d+):(\d+):(\d+) (\d+) ', line)
-    if m:
-        t = ((int(m.group(1)) * 60 + int(m.group(2))) * 60 + int(m.group(3))) * 1000 + int(m.group(4)) / 1000
-        ts.append(t)
-        if ' -> SUBNET UP' in line:
-            print(int(t - ts[0]))
-            break
-PY
-}
+osm_ms() { python3 "$ROOT/bench/osm_start_ms.py" "$1"; }
 
 # BENCH_SM_CPU=N: the start times' simulator and SM on CPU N only (both
 # simulators alike): the hand-offs between the SM's threads and the

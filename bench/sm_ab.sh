@@ -59,20 +59,7 @@ PRE=()
 median() { sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 
-osm_ms() {
-	python3 - "$1" <<'PY'
-import re, sys
-ts = []
-for line in open(sys.argv[1]):
-    m = re.match(r'^\w+ +\d+ (\d+):(\d+):(\d+) (\d+) ', line)
-    if m:
-        t = ((int(m.group(1)) * 60 + int(m.group(2))) * 60 + int(m.group(3))) * 1000 + int(m.group(4)) / 1000
-        ts.append(t)
-        if ' -> SUBNET UP' in line:
-            print(int(t - ts[0]))
-            break
-PY
-}
+osm_ms() { python3 "$ROOT/bench/osm_start_ms.py" "$1"; }
 
 # the process `timeout` runs (PID: timeout's)
 child() { awk '{print $1}' "/proc/$1/task/$1/children" 2>/dev/null; }

@@ -81,14 +81,19 @@ if sof_hosts_up 2; then
 	PORT=$((PORT + 1))
 	sof_rs_http "hosts/rsocket curl nc librspreload 100 MiB" a b "$A" "$PORT" 100
 	PORT=$((PORT + 1))
+	# rsconn MODE: cm_rsconn MODE-srv in a, MODE-cli in b on $PORT (names
+	# MODE.srv, MODE.cli); rc and crc: their exit statuses
+	rsconn() {
+		SOF_LINEBUF=1 sof_host_bg "$1.srv" a 30 "$SOFTOFED" run -- \
+			"$SOF_BUILD_DIR/tests/cm_rsconn" "$1-srv" "$A" "$PORT"
+		sof_host_bg "$1.cli" b 30 "$SOFTOFED" run -- "$SOF_BUILD_DIR/tests/cm_rsconn" "$1-cli" "$A" "$PORT"
+		sof_wait "$1.cli" 40
+		crc=$?
+		sof_wait "$1.srv" 20
+		rc=$?
+	}
 	name="hosts/rsocket a killed peer's end seen by an rpoll that never sleeps (cm_rsconn vanish)"
-	SOF_LINEBUF=1 sof_host_bg vanish.srv a 30 "$SOFTOFED" run -- \
-		"$SOF_BUILD_DIR/tests/cm_rsconn" vanish-srv "$A" "$PORT"
-	sof_host_bg vanish.cli b 30 "$SOFTOFED" run -- "$SOF_BUILD_DIR/tests/cm_rsconn" vanish-cli "$A" "$PORT"
-	sof_wait vanish.cli 40
-	crc=$?
-	sof_wait vanish.srv 20
-	rc=$?
+	rsconn vanish
 	if [ "$rc" -eq 0 ] && [ "$crc" -eq 0 ] && grep -q "^ok y's end seen" "$(sof_out vanish.srv)"; then
 		ok "$name ($(sed -n "s/^ok y's end seen //p" "$(sof_out vanish.srv)"))"
 	else
@@ -97,13 +102,7 @@ if sof_hosts_up 2; then
 	fi
 	PORT=$((PORT + 1))
 	name="hosts/rsocket no route look-up socket of the engine opened while data flows (cm_rsconn fds, seccomp)"
-	SOF_LINEBUF=1 sof_host_bg fds.srv a 30 "$SOFTOFED" run -- \
-		"$SOF_BUILD_DIR/tests/cm_rsconn" fds-srv "$A" "$PORT"
-	sof_host_bg fds.cli b 30 "$SOFTOFED" run -- "$SOF_BUILD_DIR/tests/cm_rsconn" fds-cli "$A" "$PORT"
-	sof_wait fds.cli 40
-	crc=$?
-	sof_wait fds.srv 20
-	rc=$?
+	rsconn fds
 	if [ "$rc" -eq 0 ] && [ "$crc" -eq 0 ] && grep -q "^ok " "$(sof_out fds.cli)"; then
 		ok "$name"
 	else

@@ -39,6 +39,7 @@
 #                        at least one
 #   sof_dropin_fio NAME SRV CLI TARGET VERB   fio's rdma engine (Debian's
 #                        fio): a receiver (rw=read) in SRV, a client in CLI
+#                        (once it listens: its "waiting for connection")
 #                        moving 64 MiB in 64 KiB blocks by RDMA VERB (write
 #                        or read); or VERB send: 32 MiB by SEND into a
 #                        receiver of iodepth 512, which posts a receive for
@@ -203,9 +204,10 @@ sof_dropin_fio() {
 	out=$(sof_out "$name.cli")
 	# SEND: every receive posted before the first SEND (see above)
 	[ "$verb" = send ] && mib=32 depth=512
-	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- fio --name=srv --ioengine=rdma \
+	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- stdbuf -oL fio --name=srv --ioengine=rdma \
 		--port="$port" --bs=64k --size="${mib}m" --iodepth="$depth" --rw=read
-	sleep 0.5
+	# it prints this once rdma_listen returned (a client sooner is rejected)
+	_sof_dropin_ready "$name.srv" fio 'fio: waiting for connection' || return 1
 	_sof_dropin_fg "$cli" 40 "$SOFTOFED" run -- fio --name=cli --ioengine=rdma \
 		--hostname="$target" --port="$port" --verb="$verb" --bs=64k --size="${mib}m" \
 		--rw=write >"$out" 2>&1 </dev/null

@@ -39,9 +39,17 @@
 #                        at least one
 #   sof_dropin_fio NAME SRV CLI TARGET VERB   fio's rdma engine (Debian's
 #                        fio): a receiver (rw=read) in SRV, a client in CLI
+#                        (once it listens: its "waiting for connection")
 #                        moving 64 MiB in 64 KiB blocks by RDMA VERB (write
-#                        or read); ok when both exit 0 with err=0 and the
-#                        client counts all 64 MiB (fio checks no data:
+#                        or read); or VERB send: 32 MiB by SEND into a
+#                        receiver of iodepth 512, which posts a receive for
+#                        each of the 512 SENDs before the client's first
+#                        (fio's client waits 500 ms for that; rnr_retry is 0,
+#                        so a SEND the receiver's reposting has not caught up
+#                        with ends in RNR_RETRY_EXC_ERR on any device: fio's
+#                        engines/rdma.c says to give the receiver the deeper
+#                        iodepth); ok when both exit 0 with err=0 and the
+#                        client counts all its bytes (fio checks no data:
 #                        data_stream does, elsewhere)
 #   sof_dropin_dapl_conf DIR IFACE   writes DIR/dat.conf naming two uDAPL
 #                        providers on sof0 (Debian's dapl2: "sof-scm", its
@@ -191,21 +199,24 @@ sof_dropin_rcopy() {
 }
 
 sof_dropin_fio() {
-	local name=$1 srv=$2 cli=$3 target=$4 verb=$5 port=7473 rc srv_rc out
+	local name=$1 srv=$2 cli=$3 target=$4 verb=$5 port=7473 rc srv_rc out mib=64 depth=1
 	_sof_dropin_need "$name" fio fio || return 1
 	out=$(sof_out "$name.cli")
-	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- fio --name=srv --ioengine=rdma \
-		--port="$port" --bs=64k --size=64m --rw=read
-	sleep 0.5
+	# SEND: every receive posted before the first SEND (see above)
+	[ "$verb" = send ] && mib=32 depth=512
+	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- stdbuf -oL fio --name=srv --ioengine=rdma \
+		--port="$port" --bs=64k --size="${mib}m" --iodepth="$depth" --rw=read
+	# it prints this once rdma_listen returned (a client sooner is rejected)
+	_sof_dropin_ready "$name.srv" fio 'fio: waiting for connection' || return 1
 	_sof_dropin_fg "$cli" 40 "$SOFTOFED" run -- fio --name=cli --ioengine=rdma \
-		--hostname="$target" --port="$port" --verb="$verb" --bs=64k --size=64m \
+		--hostname="$target" --port="$port" --verb="$verb" --bs=64k --size="${mib}m" \
 		--rw=write >"$out" 2>&1 </dev/null
 	rc=$?
 	sof_wait "$name.srv" 20
 	srv_rc=$?
 	if [ "$rc" -eq 0 ] && [ "$srv_rc" -eq 0 ] && grep -q 'err= 0' "$out" &&
-		grep -q 'err= 0' "$(sof_out "$name.srv")" && grep -q 'io=64.0MiB' "$out"; then
-		ok "$name: 64 MiB by RDMA $verb ($(grep -o 'bw=[0-9.]*[KMG]iB/s' "$out" | head -n 1))"
+		grep -q 'err= 0' "$(sof_out "$name.srv")" && grep -q "io=$mib.0MiB" "$out"; then
+		ok "$name: $mib MiB by $([ "$verb" = send ] || echo "RDMA ")${verb^^} ($(grep -o 'bw=[0-9.]*[KMG]iB/s' "$out" | head -n 1))"
 		return 0
 	fi
 	not_ok "$name" "client exit $rc, server exit $srv_rc"

@@ -11,10 +11,22 @@
 #     READ between two QPs of one process, every byte checked);
 #   rcopy (rsockets): a 20 MiB random file, compared byte for byte;
 #   udpong (datagram rsockets): -T b and -T e (the server echoes);
-#   fio's rdma engine: 64 MiB by RDMA WRITE and by RDMA READ (fio's
-#     verb=send is not run: it ends in RNR_RETRY_EXC_ERR here although its
-#     sender waits 500 ms for the receiver's buffers; RNR retry count 0 on
-#     both sides; not understood yet, noted in issue 17);
+#   fio's rdma engine: 64 MiB by RDMA WRITE and by RDMA READ; 32 MiB by
+#     SEND (verb=send) into a receiver of iodepth 512, which has a receive
+#     posted for every SEND before the first. fio's connection has
+#     rnr_retry 0 (its rdma_conn_param is zeroed) and its receiver reposts a
+#     receive only after it has reaped the completion, so a sender that
+#     gets ahead of the reposting by the receiver's iodepth meets an empty
+#     receive queue, and the RNR NAK ends it in RNR_RETRY_EXC_ERR (IBA
+#     9.7.5.2.8), on rxe and hardware as here. There the receiver usually
+#     keeps ahead (its completion comes before the sender's ACK, and the
+#     sender must be woken too); on one host it falls behind at once (the
+#     sender's library executes each SEND and completes it in
+#     ibv_post_send: receiver iodepth 1, 8, 16, 32 against the sender's 1
+#     all failed), so only receives posted up front (fio's client gives
+#     the receiver 500 ms for them) keep scheduling out of it; fio's engines/rdma.c itself says to make
+#     the receiver's iodepth the deeper one. (After the error fio's client
+#     waits for ever for a completion: its getevents loops on no events.)
 #   ibstat, ibstatus, ibv_devinfo -v -d sof0 -i 1: each other's values (node
 #     GUID, port GUID = GID[0]'s interface ID, state, rate, default GID);
 #   ibv_srq_pingpong -q 4; ibv_rc_pingpong -o (ODP), -O -P (implicit ODP,
@@ -53,6 +65,7 @@ sof_dropin_udpong "dropin/udpong -T b" "" "" 127.0.0.1 b
 sof_dropin_udpong "dropin/udpong -T e" "" "" 127.0.0.1 e
 sof_dropin_fio "dropin/fio rdma write" "" "" 127.0.0.1 write
 sof_dropin_fio "dropin/fio rdma read" "" "" 127.0.0.1 read
+sof_dropin_fio "dropin/fio rdma send" "" "" 127.0.0.1 send
 
 # --- ibstat, ibstatus and ibv_devinfo agree -----------------------------------
 # tool NAME CMD...: CMD's output in sof_out NAME; 0 when it exited with 0

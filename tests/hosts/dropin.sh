@@ -12,6 +12,8 @@
 #     immediate, READ, every byte checked by the side that receives it);
 #   rcopy (rsockets): a 20 MiB random file b -> a, compared byte for byte;
 #   udpong (datagram rsockets) -T e: 500 messages, each echoed;
+#   fio's rdma engine: 64 MiB by RDMA WRITE and READ, 32 MiB by SEND (a
+#     receiver of iodepth 512: tests/consumers/dropin.sh says why);
 #   uDAPL (Debian's dapl2 and dapl2-utils; providers named in a dat.conf of
 #     the test's, DAT_OVERRIDE): dtest over the socket CM provider
 #     (libdaploscm) and over the RDMA CM one (libdaplofa), 64 KiB buffers;
@@ -51,6 +53,7 @@ if sof_hosts_up 2; then
 	sof_dropin_udpong "hosts/dropin a<-b: udpong -T e" a b "$A" e
 	sof_dropin_fio "hosts/dropin a<-b: fio rdma write" a b "$A" write
 	sof_dropin_fio "hosts/dropin a<-b: fio rdma read" a b "$A" read
+	sof_dropin_fio "hosts/dropin a<-b: fio rdma send" a b "$A" send
 	sof_dropin_dapl_conf "$SOF_TMP/dapl" veth0
 	sof_dropin_dtest "hosts/dropin a<-b: uDAPL dtest (socket CM)" a b "$A" dtest sof-scm -b 65536 -B 20
 	sof_dropin_dtest "hosts/dropin a<-b: uDAPL dtest (RDMA CM)" a b "$A" dtest sof-cma -b 65536 -B 20

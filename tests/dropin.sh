@@ -204,11 +204,11 @@ sof_dropin_fio() {
 	out=$(sof_out "$name.cli")
 	# SEND: every receive posted before the first SEND (see above)
 	[ "$verb" = send ] && mib=32 depth=512
-	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- stdbuf -oL fio --name=srv --ioengine=rdma \
+	_sof_bg_in "$name.srv" "$srv" 60 "$SOFTOFED" run -- stdbuf -oL fio --thread --name=srv --ioengine=rdma \
 		--port="$port" --bs=64k --size="${mib}m" --iodepth="$depth" --rw=read
 	# it prints this once rdma_listen returned (a client sooner is rejected)
 	_sof_dropin_ready "$name.srv" fio 'fio: waiting for connection' || return 1
-	_sof_dropin_fg "$cli" 40 "$SOFTOFED" run -- fio --name=cli --ioengine=rdma \
+	_sof_dropin_fg "$cli" 40 "$SOFTOFED" run -- fio --thread --name=cli --ioengine=rdma \
 		--hostname="$target" --port="$port" --verb="$verb" --bs=64k --size="${mib}m" \
 		--rw=write >"$out" 2>&1 </dev/null
 	rc=$?

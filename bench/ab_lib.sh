@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # bench/ab_lib.sh — the driver half of the A/B scripts (fabric_bw_ab.sh,
-# ud_ab.sh, ud_roce_ab.sh, onesided_ab.sh), sourced by them: each script
+# ud_ab.sh, ud_roce_ab.sh, onesided_ab.sh; sm_ab.sh takes its median and
+# ratio), sourced by them: each script
 # runs itself once per round and build, with ROUNDVAR=1 set, and its round
 # prints "KEY VALUE" lines; the driver keeps them and makes the table.
 #

@@ -56,8 +56,9 @@ PRE=()
 [ "${BENCH_SM_RT:-0}" = 1 ] && PRE+=(chrt -f 20)
 [ -n "${BENCH_SM_CPU:-}" ] && PRE+=(taskset -c "$BENCH_SM_CPU")
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "-")}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+# median, ratio
+# shellcheck source=bench/ab_lib.sh
+. "$ROOT/bench/ab_lib.sh"
 
 osm_ms() { python3 "$ROOT/bench/osm_start_ms.py" "$1"; }
 
@@ -141,7 +142,8 @@ for tt in $TOPOS; do
 	done
 done
 
-col() { awk -v k="$2" '{print $k}' "$TMP/$1" 2>/dev/null | median; }
+# field FILE K: the median of column K of $TMP/FILE (a line per start)
+field() { awk -v k="$2" '{print $k}' "$TMP/$1" 2>/dev/null | median; }
 {
 	mode="CFS"
 	[ "${BENCH_SM_RT:-0}" = 1 ] && mode="SCHED_FIFO"
@@ -156,7 +158,7 @@ col() { awk -v k="$2" '{print $k}' "$TMP/$1" 2>/dev/null | median; }
 		k=1
 		for m in "start to SUBNET UP, ms" "simulator CPU, ms" "simulator wake-ups" \
 			"simulator preempted" "OpenSM wake-ups" "OpenSM CPU, ms"; do
-			a=$(col "A.$t" $k) b=$(col "B.$t" $k) c=$(col "I.$t" $k)
+			a=$(field "A.$t" $k) b=$(field "B.$t" $k) c=$(field "I.$t" $k)
 			echo "| $m | $a | $b | $c | $(ratio "$b" "$a") | $(ratio "$b" "$c") |"
 			k=$((k + 1))
 		done

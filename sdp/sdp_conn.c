@@ -421,7 +421,11 @@ static int pump_locked(struct sdp_qpc *q, struct pump_look *lk)
 					lk->p[2].events |= POLLIN;
 				if (q->out_blocked)
 					lk->p[2].events |= POLLOUT;
-				lk->timeout = q->app_gone ? 200 : -1;
+				/* bytes left for a direct reader: they go to
+				 * the socketpair once it stopped coming */
+				lk->timeout = q->app_gone ? 200
+					      : atomic_load(&q->held) ? SDP_HOLD_NS / 1000000 + 1
+								    : -1;
 			}
 		}
 		pthread_mutex_unlock(&q->lock);
@@ -485,7 +489,7 @@ static int pump_quiet(struct sdp_qpc *q)
 		atomic_store(&q->quiet, 0);
 		return 0;
 	}
-	sdp_real.poll(p, 2, SDP_QUIET_MS);
+	sdp_real.poll(p, 2, atomic_load(&q->held) ? SDP_HOLD_NS / 1000000 + 1 : SDP_QUIET_MS);
 	atomic_store(&q->quiet, 0);
 	if (p[1].revents & POLLIN)
 		wake_drain(q);
@@ -550,10 +554,11 @@ void *sdp_pump(void *arg)
 	sdp_log(SDP_LOG_DEBUG,
 		"SDP connection with %s: zero copy: %u SrcAvail sent, %u RdmaWrCompl sent, "
 		"%u SinkAvail offered, %u SrcAvail read, %u RdmaWrCompl received; "
-		"%llu Data messages of %llu bytes, %llu bytes from the send ring",
+		"%llu Data messages of %llu bytes, %llu bytes from the send ring; "
+		"%llu bytes read straight from the receive buffers",
 		q->peer_str, q->n_srcavail, q->n_wrcompl, q->n_sinkavail, q->n_read, q->n_written,
 		(unsigned long long)q->n_data, (unsigned long long)q->n_data_bytes,
-		(unsigned long long)q->n_ring_bytes);
+		(unsigned long long)q->n_ring_bytes, (unsigned long long)q->n_taken);
 	if (ret < 0)
 		sdp_real.shutdown(q->ufd, SHUT_RDWR);
 	else

@@ -255,10 +255,42 @@ int sdp_drain_cq(struct sdp_qpc *q)
 	return n < 0 ? -EIO : 0;
 }
 
-/* Write queued payload to the program; repost the buffers written out. */
-int sdp_deliver(struct sdp_qpc *q)
+/* Copy up to N bytes at FROM into the direct reader's iovec (`take`,
+ * from its position on): how many it took. */
+static uint32_t take_copy(struct sdp_qpc *q, const uint8_t *from, uint32_t n)
 {
+	const struct msghdr *m = q->take;
+	uint32_t done = 0;
+
+	while (done < n && q->take_iov < m->msg_iovlen) {
+		const struct iovec *v = &m->msg_iov[q->take_iov];
+		size_t k = v->iov_len - q->take_off;
+
+		if (k > n - done)
+			k = n - done;
+		memcpy((uint8_t *)v->iov_base + q->take_off, from + done, k);
+		done += (uint32_t)k;
+		q->take_off += k;
+		if (q->take_off == v->iov_len) {
+			q->take_iov++;
+			q->take_off = 0;
+		}
+	}
+	q->taken += done;
+	return done;
+}
+
+/* Write queued payload to the program (or a direct reader's step: into
+ * its iovec, until that is full); repost the buffers written out. */
+static int deliver(struct sdp_qpc *q)
+{
+	int take = (q->step_mode & SDP_STEP_TAKE) != 0;
+
 	q->out_blocked = 0;
+	/* a direct reader came lately and none sleeps: what came is its
+	 * next read's, out of the receive buffers (one copy, not two) */
+	if ((!q->step_mode || (q->step_mode & SDP_STEP_HOLD)) && sdp_qpc_holds(q))
+		return 0;
 	while (q->rxq_n) {
 		struct sdp_rxq *e = &q->rxq[q->rxq_head];
 		uint8_t *from = e->sink == SDP_SINK_READ ? q->sink_buf
@@ -269,7 +301,13 @@ int sdp_deliver(struct sdp_qpc *q)
 
 		if (e->sink && !e->ready)
 			return 0; /* its READ is on its way */
-		if (e->len && !q->app_gone) {
+		/* the reader's iovec is full; a sink's bytes go by the
+		 * socketpair (zero copy, LIBSDP_ZCOPY) */
+		if (take && e->len && (e->sink || q->take_iov == q->take->msg_iovlen))
+			return 0;
+		if (take && e->len && !q->app_gone) {
+			n = take_copy(q, from + e->off, e->len);
+		} else if (e->len && !q->app_gone) {
 			n = sdp_real.sendto(q->ufd, from + e->off, e->len,
 					    MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0);
 			/* EFAULT: the buffer's pages are being moved onto
@@ -308,6 +346,14 @@ int sdp_deliver(struct sdp_qpc *q)
 	}
 	atomic_store(&q->out_wait, 0);
 	return 0;
+}
+
+int sdp_deliver(struct sdp_qpc *q)
+{
+	int ret = deliver(q);
+
+	atomic_store(&q->held, q->rxq_n != 0);
+	return ret;
 }
 
 /* Send the ring's published pieces, in order, while credits allow (as

@@ -21,6 +21,9 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -121,6 +124,64 @@ int sdp_drive(struct sdp_qpc *q, int mode)
 	return local;
 }
 
+/* A direct bulk read: the receive buffers' bytes straight into the
+ * reader's iovec (one copy, where the socketpair makes two and wakes the
+ * reader for each buffer), with the step's credit update; only while the
+ * program's end holds nothing (what is there came first), and only with
+ * the peer on this host (its sends fill the buffers as fast as this
+ * copies). Then the pump leaves what comes for the next such read
+ * (sdp_qpc_holds): SDP_HOLD_NS, or until a thread sleeps in the kernel
+ * on the connection, which wakes it. The lock is waited for: the pump
+ * holds it for one step. */
+ssize_t sdp_drive_take(struct sdp_qpc *q, int fd, const struct msghdr *m)
+{
+	unsigned int w;
+	size_t n = 0;
+	int ret = 0, inq;
+
+	if (!atomic_load_explicit(&q->peer_local, memory_order_relaxed))
+		return 0;
+	atomic_fetch_add(&q->drives, 1);
+	atomic_fetch_add(&q->work, 1);
+	pthread_mutex_lock(&q->lock);
+	w = atomic_load(&q->work);
+	if (!q->dead && !q->end && !ioctl(fd, SIOCINQ, &inq) && !inq) {
+		q->take = m;
+		q->take_iov = 0;
+		q->take_off = 0;
+		q->taken = 0;
+		ret = sdp_qpc_step(q, SDP_STEP_NO_READ | SDP_STEP_TAKE);
+		q->end = ret;
+		n = q->taken;
+		q->n_taken += n;
+		q->take = NULL;
+	}
+	pthread_mutex_unlock(&q->lock);
+	if (n)
+		atomic_store(&q->direct_ns, sdp_now_ns());
+	if (ret) {
+		atomic_fetch_add(&q->out_seq, 1);
+		wake(q); /* the pump ends it */
+	} else if (atomic_load(&q->work) != w) {
+		sdp_drive(q, SDP_STEP_NO_READ); /* asked for meanwhile */
+	}
+	return (ssize_t)n;
+}
+
+int sdp_qpc_direct(struct sdp_qpc *q)
+{
+	uint64_t d = atomic_load_explicit(&q->direct_ns, memory_order_relaxed);
+
+	return d && sdp_now_ns() - d < SDP_HOLD_NS;
+}
+
+int sdp_qpc_holds(struct sdp_qpc *q)
+{
+	return !atomic_load(&q->sleepers) && !atomic_load(&sdp_sleepers_all) && sdp_qpc_direct(q);
+}
+
+int sdp_drive_held(struct sdp_qpc *q) { return atomic_load(&q->held); }
+
 unsigned int sdp_drive_seq(struct sdp_qpc *q) { return atomic_load(&q->out_seq); }
 
 int sdp_drive_waiting(struct sdp_qpc *q) { return atomic_load(&q->out_wait); }
@@ -161,9 +222,11 @@ int sdp_drive_all(int *bulky)
 	return any;
 }
 
+/* a quiet pump, or one that left bytes for a direct reader (it may
+ * sleep on its CQ meanwhile): the thread that sleeps now needs it */
 static void wake_quiet(struct sdp_qpc *q)
 {
-	if (atomic_load(&q->quiet))
+	if (atomic_load(&q->quiet) || atomic_load(&q->held))
 		wake(q);
 }
 

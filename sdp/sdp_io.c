@@ -91,6 +91,17 @@ static ssize_t rx_drive(int fd, struct sdp_conn *c, struct msghdr *m, int flags)
 	 * pump's to fill, beside its reads (as a bulk write) */
 	sdp_drive_bulk(q, iov_total(m) >= SDP_TX_BULK);
 	if ((flags & MSG_WAITALL) || iov_total(m) >= SDP_TX_BULK) {
+		/* a plain bulk read: straight from the receive buffers when
+		 * the program's end is empty (sdp_drive_take); as a stream
+		 * socketpair's recvmsg, it names no sender and has no
+		 * control message */
+		if (!(flags & ~MSG_DONTWAIT) && (n = sdp_drive_take(q, fd, m)) > 0) {
+			m->msg_namelen = 0;
+			m->msg_controllen = 0;
+			m->msg_flags = 0;
+			err = 0;
+			goto out;
+		}
 		sdp_block_begin(q);
 		n = rx_once(fd, m, flags, &err);
 		sdp_block_end(q);

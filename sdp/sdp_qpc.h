@@ -45,6 +45,10 @@
  * to gather (sdp_data.c sdp_transmit) */
 #define SDP_TX_GATHER 4
 #define SDP_TX_SMALL 2048
+/* a direct bulk read (sdp_drive_take) came this recently: the pump's
+ * steps leave what came in the receive buffers for the reader's next
+ * one, unless a thread sleeps in the kernel on the connection */
+#define SDP_HOLD_NS 1000000
 /* how long the end waits for the peer's DisConn once the program is gone */
 #define SDP_CLOSE_MS 5000
 /* how long a pump polls before it sleeps: a completion channel's wake-up
@@ -115,9 +119,10 @@ struct sdp_qpc {
 	uint64_t peer_sink_va;
 	/* zero-copy counts, logged at the end (LIBSDP_LOG_LEVEL 1) */
 	uint32_t n_srcavail, n_wrcompl, n_sinkavail, n_read, n_written;
-	/* Data messages with payload sent, their bytes, and the bytes of
-	 * the send ring's pieces (any message) (logged too) */
-	uint64_t n_data, n_data_bytes, n_ring_bytes;
+	/* Data messages with payload sent, their bytes, the bytes of the
+	 * send ring's pieces (any message), and the bytes direct reads
+	 * took (logged too) */
+	uint64_t n_data, n_data_bytes, n_ring_bytes, n_taken;
 	uint8_t locality;    /* enum sdp_peer_at, once established */
 	uint8_t app_bulk;    /* the program wrote a whole piece since the pump slept */
 	unsigned long ticks; /* work done: a completion, a post, a write out */
@@ -148,6 +153,15 @@ struct sdp_qpc {
 	atomic_int out_wait; /* what came waits for room in the socketpair */
 	atomic_int bulk_io;  /* the program's last read or write was bulk: the pump's */
 	atomic_int peer_local; /* sdp_qpc_local, for the waits */
+	/* A direct bulk read (sdp_drive_take): the reader's iovec that a
+	 * step with SDP_STEP_TAKE fills from the receive buffers instead of
+	 * the socketpair (`take`, its position, the bytes it took; under
+	 * `lock`); when the last one took bytes (`direct_ns`); whether the
+	 * receive buffers hold bytes not written to the program (`held`) */
+	const struct msghdr *take;
+	size_t take_iov, take_off, taken;
+	_Atomic uint64_t direct_ns;
+	atomic_int held;
 
 	/* The send ring (sdp_ring.c): the program's writes copy their bytes
 	 * into its slots (single producer: under `wlock`, not the
@@ -172,12 +186,19 @@ void sdp_qpc_free(struct sdp_qpc *q);
 /* one step of the connection (under its lock): what came to the program,
  * what it wrote to the peer; 1 when it ended as agreed, < 0 on error.
  * MODE: a reader's step reads none of the program's bytes (NO_READ), a
- * writer's stops after a short piece (SHORT); 0 the pump's. */
-enum { SDP_STEP_NO_READ = 1, SDP_STEP_SHORT = 2 };
+ * writer's stops after a short piece (SHORT), a direct read's fills
+ * `take` first (TAKE), a wait's leaves what came for the direct reader
+ * (HOLD, as the pump's: sdp_qpc_holds); 0 the pump's. */
+enum { SDP_STEP_NO_READ = 1, SDP_STEP_SHORT = 2, SDP_STEP_TAKE = 4, SDP_STEP_HOLD = 8 };
 int sdp_qpc_step(struct sdp_qpc *q, int mode);
 /* whether its peer is on this host (a spin yields the CPU for it) */
 int sdp_qpc_local(struct sdp_qpc *q);
 uint64_t sdp_spin_ns(void);
+/* a direct bulk read took bytes within SDP_HOLD_NS (sdp_drive.c); and
+ * no thread sleeps in the kernel on Q either: the pump's steps (and a
+ * wait's, SDP_STEP_HOLD) leave what came in the receive buffers */
+int sdp_qpc_direct(struct sdp_qpc *q);
+int sdp_qpc_holds(struct sdp_qpc *q);
 uint64_t sdp_now_ns(void);
 
 /* sdp_drive.c: the process's live connections, for the program's

@@ -31,6 +31,7 @@ static _Atomic(unsigned char) epoll_marked[SDP_EPOLL_MAX];
  * marked epoll set, every live one (`all`). */
 struct waitset {
 	struct sdp_qpc *q[SDP_WAIT_MAX];
+	int fd[SDP_WAIT_MAX];
 	int n, all;
 	int bulky; /* one of them is bulky */
 };
@@ -44,8 +45,10 @@ static void ws_add(struct waitset *w, int fd)
 		return;
 	q = sdp_drive_get(c);
 	sdp_conn_put(c);
-	if (q)
+	if (q) {
+		w->fd[w->n] = fd;
 		w->q[w->n++] = q;
+	}
 }
 
 static void ws_done(struct waitset *w)
@@ -64,6 +67,12 @@ static int ws_drive(struct waitset *w)
 	if (w->all)
 		return sdp_drive_all(&w->bulky);
 	for (i = 0; i < w->n; i++) {
+		/* a direct reader's (sdp_drive_take): what came stays in the
+		 * receive buffers for its read, the wait reports it */
+		if (sdp_drive_bulky(w->q[i]) && sdp_qpc_direct(w->q[i])) {
+			local = sdp_drive(w->q[i], SDP_STEP_NO_READ | SDP_STEP_HOLD) || local > 0;
+			continue;
+		}
 		if (sdp_drive_bulky(w->q[i])) {
 			local = local < 0 ? -2 : local;
 			w->bulky = 1;
@@ -74,19 +83,40 @@ static int ws_drive(struct waitset *w)
 	return local;
 }
 
-/* The wait CALL (ZERO: with a zero timeout) around the steps of W. */
-static int wait_drive(struct waitset *w, int zero_timeout, int (*call)(void *, int), void *arg)
+/* MARK, what a wait's result says of a descriptor readable: FD too, the
+ * count N moved when it was not there yet */
+typedef void (*wait_mark)(void *arg, int fd, int *n);
+
+/* W's connections that hold bytes a direct read takes are readable too
+ * (the program's end the kernel looks at has none of them) */
+static int held_mark(struct waitset *w, wait_mark mark, void *arg, int n)
+{
+	int i;
+
+	if (n < 0 || !mark)
+		return n;
+	for (i = 0; i < w->n; i++)
+		if (sdp_drive_held(w->q[i]))
+			mark(arg, w->fd[i], &n);
+	return n;
+}
+
+/* The wait CALL (ZERO: with a zero timeout) around the steps of W;
+ * MARK: how its result names a readable descriptor (NULL: no list of
+ * them, an epoll set's). */
+static int wait_drive(struct waitset *w, int zero_timeout, int (*call)(void *, int), void *arg,
+		      wait_mark mark)
 {
 	uint64_t until;
 	int n, err, local = ws_drive(w);
 
 	if (local == -1 || zero_timeout) {
-		n = call(arg, 0);
+		n = held_mark(w, mark, arg, call(arg, 0));
 		goto out;
 	}
 	until = sdp_now_ns() + sdp_spin_ns();
 	for (;;) {
-		n = call(arg, 1);
+		n = held_mark(w, mark, arg, call(arg, 1));
 		/* a bulk connection among them: its pump moves the bytes,
 		 * a spin beside it only takes its CPU (iperf3's select over
 		 * its data and control connections) */
@@ -173,7 +203,7 @@ SDP_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeou
 
 	if (epfd < 0 || epfd >= SDP_EPOLL_MAX || !atomic_load(&epoll_marked[epfd]))
 		return ep_call(&a, 0);
-	return wait_drive(&w, timeout == 0, ep_call, &a);
+	return wait_drive(&w, timeout == 0, ep_call, &a, NULL);
 }
 
 /* (a set with no SDP connection: the program's own call, as a seccomp
@@ -191,6 +221,18 @@ struct poll_args {
 	const struct timespec *ts;
 	const sigset_t *mask;
 };
+
+static void poll_mark(void *arg, int fd, int *n)
+{
+	struct poll_args *a = arg;
+
+	for (nfds_t i = 0; i < a->n; i++)
+		if (a->p[i].fd == fd && (a->p[i].events & (POLLIN | POLLRDNORM))) {
+			if (!a->p[i].revents)
+				(*n)++;
+			a->p[i].revents |= a->p[i].events & (POLLIN | POLLRDNORM);
+		}
+}
 
 static int poll_call(void *arg, int zero)
 {
@@ -217,7 +259,7 @@ SDP_EXPORT int ppoll(struct pollfd *p, nfds_t n, const struct timespec *ts, cons
 	sdp_real_init();
 	if (!poll_waitset(&w, p, n))
 		return poll_call(&a, 0);
-	return wait_drive(&w, ts && !ts->tv_sec && !ts->tv_nsec, poll_call, &a);
+	return wait_drive(&w, ts && !ts->tv_sec && !ts->tv_nsec, poll_call, &a, poll_mark);
 }
 
 SDP_EXPORT int poll(struct pollfd *p, nfds_t n, int timeout)
@@ -229,7 +271,7 @@ SDP_EXPORT int poll(struct pollfd *p, nfds_t n, int timeout)
 	sdp_real_init();
 	if (!poll_waitset(&w, p, n))
 		return sdp_real.poll(p, n, timeout);
-	return wait_drive(&w, timeout == 0, poll_call, &a);
+	return wait_drive(&w, timeout == 0, poll_call, &a, poll_mark);
 }
 
 /* select's sets are results too: each look starts from the program's */
@@ -253,6 +295,16 @@ static int sel_call(void *arg, int zero)
 						   zero ? &z : a->ts, a->mask);
 }
 
+static void sel_mark(void *arg, int fd, int *n)
+{
+	struct sel_args *a = arg;
+
+	if (!a->set[0] || fd >= FD_SETSIZE || !FD_ISSET(fd, &a->save[0]) || FD_ISSET(fd, a->set[0]))
+		return;
+	FD_SET(fd, a->set[0]);
+	(*n)++;
+}
+
 /* SEL: select's (TV: its timeout, for the time left Linux writes back) */
 static int sel_wait(int n, fd_set *r, fd_set *wr, fd_set *e, const struct timespec *ts,
 		    const sigset_t *mask, int sel, struct timeval *tv)
@@ -274,7 +326,7 @@ static int sel_wait(int n, fd_set *r, fd_set *wr, fd_set *e, const struct timesp
 	if (!w.n)
 		return sel ? REAL_LAZY(real_select, "select")(n, r, wr, e, tv) : sel_call(&a, 0);
 	t0 = sdp_now_ns();
-	ret = wait_drive(&w, ts && !ts->tv_sec && !ts->tv_nsec, sel_call, &a);
+	ret = wait_drive(&w, ts && !ts->tv_sec && !ts->tv_nsec, sel_call, &a, sel_mark);
 	err = errno;
 	if (tv) {
 		left = (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;

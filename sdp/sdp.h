@@ -183,10 +183,11 @@ int sdp_drive_waiting(struct sdp_qpc *q);
  * wait then leaves Q to its pump) */
 void sdp_drive_bulk(struct sdp_qpc *q, int on);
 int sdp_drive_bulky(struct sdp_qpc *q);
-/* a bulk read M (the program's msghdr, not changed) of FD, Q's program
- * end, straight from Q's receive buffers when its peer is on this host
- * and FD holds none of the earlier bytes: the bytes read, or 0 when it
- * took none (the caller reads FD as before) */
+/* a read M (the program's msghdr, not changed) of FD, Q's program end,
+ * straight from Q's receive buffers when its peer is on this host and FD
+ * holds none of the earlier bytes: the bytes read, 0 when nothing came,
+ * -1 when the caller is to read FD as before (bytes there, a peer on
+ * another host, the connection ended) */
 ssize_t sdp_drive_take(struct sdp_qpc *q, int fd, const struct msghdr *m);
 /* whether Q holds bytes that came and are not in the program's end: a
  * wait reports Q readable (its read takes them) */

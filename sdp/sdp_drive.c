@@ -136,11 +136,11 @@ int sdp_drive(struct sdp_qpc *q, int mode)
 ssize_t sdp_drive_take(struct sdp_qpc *q, int fd, const struct msghdr *m)
 {
 	unsigned int w;
-	size_t n = 0;
+	ssize_t n = -1;
 	int ret = 0, inq;
 
 	if (!atomic_load_explicit(&q->peer_local, memory_order_relaxed))
-		return 0;
+		return -1;
 	atomic_fetch_add(&q->drives, 1);
 	atomic_fetch_add(&q->work, 1);
 	pthread_mutex_lock(&q->lock);
@@ -152,12 +152,15 @@ ssize_t sdp_drive_take(struct sdp_qpc *q, int fd, const struct msghdr *m)
 		q->taken = 0;
 		ret = sdp_qpc_step(q, SDP_STEP_NO_READ | SDP_STEP_TAKE);
 		q->end = ret;
-		n = q->taken;
-		q->n_taken += n;
+		n = (ssize_t)q->taken;
+		q->n_taken += q->taken;
 		q->take = NULL;
+		/* what the step ended is the socketpair's to say (EOF, error) */
+		if (ret && !n)
+			n = -1;
 	}
 	pthread_mutex_unlock(&q->lock);
-	if (n)
+	if (n > 0)
 		atomic_store(&q->direct_ns, sdp_now_ns());
 	if (ret) {
 		atomic_fetch_add(&q->out_seq, 1);
@@ -165,7 +168,7 @@ ssize_t sdp_drive_take(struct sdp_qpc *q, int fd, const struct msghdr *m)
 	} else if (atomic_load(&q->work) != w) {
 		sdp_drive(q, SDP_STEP_NO_READ); /* asked for meanwhile */
 	}
-	return (ssize_t)n;
+	return n;
 }
 
 int sdp_qpc_direct(struct sdp_qpc *q)

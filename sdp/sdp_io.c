@@ -87,21 +87,38 @@ static ssize_t rx_drive(int fd, struct sdp_conn *c, struct msghdr *m, int flags)
 
 	if (!q)
 		return sdp_real.recvmsg(fd, m, flags);
-	/* a partial read would not do; a bulk reader's buffer is the
-	 * pump's to fill, beside its reads (as a bulk write) */
-	sdp_drive_bulk(q, iov_total(m) >= SDP_TX_BULK);
-	if ((flags & MSG_WAITALL) || iov_total(m) >= SDP_TX_BULK) {
-		/* a plain bulk read: straight from the receive buffers when
-		 * the program's end is empty (sdp_drive_take); as a stream
-		 * socketpair's recvmsg, it names no sender and has no
-		 * control message */
-		if (!(flags & ~MSG_DONTWAIT) && (n = sdp_drive_take(q, fd, m)) > 0) {
+	/* a plain bulk read, or any read while they take so (the short
+	 * rest of a bulk reader's buffer, iperf3's), straight from the
+	 * receive buffers when the program's end is empty (sdp_drive_take);
+	 * as a stream socketpair's recvmsg, it names no sender and has no
+	 * control message */
+	if (!(flags & ~MSG_DONTWAIT) && (iov_total(m) >= SDP_TX_BULK || sdp_qpc_direct(q))) {
+		int nb = (flags & MSG_DONTWAIT) != 0;
+
+		/* a blocking one that finds nothing spins so first */
+		while ((n = sdp_drive_take(q, fd, m)) == 0 && !nb) {
+			if (!until) {
+				if ((nb = nonblocking(fd)))
+					break;
+				until = sdp_now_ns() + sdp_spin_ns();
+			} else if (sdp_now_ns() >= until) {
+				break;
+			}
+			sched_yield();
+		}
+		if (n > 0) {
 			m->msg_namelen = 0;
 			m->msg_controllen = 0;
 			m->msg_flags = 0;
 			err = 0;
 			goto out;
 		}
+		until = 0;
+	}
+	/* a partial read would not do; a bulk reader's buffer is the
+	 * pump's to fill, beside its reads (as a bulk write) */
+	sdp_drive_bulk(q, iov_total(m) >= SDP_TX_BULK);
+	if ((flags & MSG_WAITALL) || iov_total(m) >= SDP_TX_BULK) {
 		sdp_block_begin(q);
 		n = rx_once(fd, m, flags, &err);
 		sdp_block_end(q);

@@ -21,8 +21,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -124,20 +123,22 @@ int sdp_drive(struct sdp_qpc *q, int mode)
 	return local;
 }
 
-/* A direct bulk read: the receive buffers' bytes straight into the
- * reader's iovec (one copy, where the socketpair makes two and wakes the
- * reader for each buffer), with the step's credit update; only while the
- * program's end holds nothing (what is there came first), and only with
+/* A direct read: the receive buffers' bytes straight into the reader's
+ * iovec (one copy, where the socketpair makes two and wakes the reader
+ * for each buffer), with the step's credit update; only while the
+ * program's end holds nothing (what is there came first) and only with
  * the peer on this host (its sends fill the buffers as fast as this
  * copies). Then the pump leaves what comes for the next such read
  * (sdp_qpc_holds): SDP_HOLD_NS, or until a thread sleeps in the kernel
  * on the connection, which wakes it. The lock is waited for: the pump
- * holds it for one step. */
+ * holds it for one step. A buffer the kernel's read would refuse with
+ * EFAULT faults here instead, as in rsockets' rrecv. */
 ssize_t sdp_drive_take(struct sdp_qpc *q, int fd, const struct msghdr *m)
 {
 	unsigned int w;
+	struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
 	ssize_t n = -1;
-	int ret = 0, inq;
+	int ret = 0;
 
 	if (!atomic_load_explicit(&q->peer_local, memory_order_relaxed))
 		return -1;
@@ -145,7 +146,9 @@ ssize_t sdp_drive_take(struct sdp_qpc *q, int fd, const struct msghdr *m)
 	atomic_fetch_add(&q->work, 1);
 	pthread_mutex_lock(&q->lock);
 	w = atomic_load(&q->work);
-	if (!q->dead && !q->end && !ioctl(fd, SIOCINQ, &inq) && !inq) {
+	/* the program's end holds bytes, or its end of stream (it shut
+	 * it for reading, or the peer's DisConn came): the kernel's read */
+	if (!q->dead && !q->end && !q->app_gone && sdp_real.poll(&p, 1, 0) == 0) {
 		q->take = m;
 		q->take_iov = 0;
 		q->take_off = 0;

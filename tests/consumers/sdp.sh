@@ -358,6 +358,70 @@ sdp_rule_http6 "sdp/IPv6 ::1 by a use tcp rule: kernel TCP" "$PORT" \
 	"listen \[::1\]:$PORT: tcp" "connect \[::1\]:$PORT: tcp"
 PORT=$((PORT + 1))
 sof_rs_iperf "sdp/iperf3 libsdp over ::1" "" "" ::1 "$PORT"
+
+# direct reads (sdp/sdp_drive.c sdp_drive_take): a Python reader of 200
+# MiB whose reads of 128 KiB (recv_into), two buffers (recvmsg_into, 70000
+# + 70000 B) and 100 B take it straight from the receive buffers; the
+# SHA-256 of both sides and the bytes read so (the log's end-of-connection
+# line, level 1) checked
+sdp_direct() {
+	local name="sdp/direct reads: 200 MiB, SHA-256 matches" got sent n
+	PORT=$((PORT + 1))
+	head -c $((4 << 20)) /dev/urandom >"$SOF_TMP/direct.bin"
+	if ! sof_cm_pair "$name" 60 "" "" \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" LIBSDP_LOG_LEVEL=1 LIBSDP_LOG="$SOF_TMP/direct.log" python3 -c '
+import hashlib, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(1)
+c, _ = s.accept()
+h, buf, a, b = hashlib.sha256(), bytearray(131072), bytearray(70000), bytearray(70000)
+i = 0
+while True:
+    if i % 3 == 0:
+        n = c.recv_into(buf)
+        h.update(memoryview(buf)[:n])
+    elif i % 3 == 1:
+        n = c.recvmsg_into([a, b])[0]
+        h.update(memoryview(a)[:min(n, 70000)])
+        h.update(memoryview(b)[:max(n - 70000, 0)])
+    else:
+        d = c.recv(100)
+        n = len(d)
+        h.update(d)
+    if not n:
+        break
+    i += 1
+print("got", h.hexdigest())
+' "$PORT" -- \
+		env LD_PRELOAD="$SOF_RS_PRELOAD" python3 -c '
+import hashlib, socket, sys
+block = open(sys.argv[2], "rb").read()
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+h = hashlib.sha256()
+for _ in range(50):
+    s.sendall(block)
+    h.update(block)
+s.close()
+print("sent", h.hexdigest())
+' "$PORT" "$SOF_TMP/direct.bin"; then
+		not_ok "$name" "$SOF_PAIR_WHY"
+		sof_pair_dump
+		return 1
+	fi
+	got=$(awk '/^got/ { print $2 }' "$SOF_SRV_OUT")
+	sent=$(awk '/^sent/ { print $2 }' "$SOF_CLI_OUT")
+	n=$(grep -oE '[0-9]+ bytes read straight' "$SOF_TMP/direct.log" |
+		awk '$1 > m { m = $1 } END { print m + 0 }')
+	if [ -z "$got" ] || [ "$got" != "$sent" ]; then
+		not_ok "$name" "sent ${sent:-nothing}, got ${got:-nothing}"
+	elif [ "$n" -eq 0 ]; then
+		not_ok "$name" "no byte was read straight from the receive buffers"
+	else
+		ok "$name ($n bytes read straight from the receive buffers)"
+	fi
+}
+sdp_direct
 PORT=$((PORT + 1))
 SOF_RS_PEER=::1 sof_rs_http6 "sdp/Python AF_INET6 server, curl, ::1" "" "" ::1 "$PORT" 20
 sof_exit

@@ -19,9 +19,9 @@
 #include "sdp_qpc.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdint.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 

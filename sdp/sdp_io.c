@@ -11,7 +11,9 @@
  * leaving from here, and a read or a wait that finds nothing steps
  * the connection (what arrived goes into the socketpair) and looks
  * again, for LIBSDP_SPIN_US, before it sleeps in the kernel with the
- * pump awake. So readiness, blocking, non-blocking, MSG_* flags, EOF and
+ * pump awake; with the peer on this host a bulk read that finds the
+ * socketpair empty takes straight from the receive buffers
+ * (sdp_drive_take). So readiness, blocking, non-blocking, MSG_* flags, EOF and
  * SIGPIPE stay the kernel's on the socketpair.
  */
 #include "sdp_qpc.h"

@@ -94,7 +94,8 @@ static ssize_t rx_drive(int fd, struct sdp_conn *c, struct msghdr *m, int flags)
 	 * receive buffers when the program's end is empty (sdp_drive_take);
 	 * as a stream socketpair's recvmsg, it names no sender and has no
 	 * control message */
-	if (!(flags & ~MSG_DONTWAIT) && (iov_total(m) >= SDP_TX_BULK || sdp_qpc_direct(q))) {
+	if (!(flags & ~MSG_DONTWAIT) && iov_total(m) &&
+	    (iov_total(m) >= SDP_TX_BULK || sdp_qpc_direct(q))) {
 		int nb = (flags & MSG_DONTWAIT) != 0;
 
 		/* a blocking one that finds nothing spins so first */

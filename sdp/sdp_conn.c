@@ -88,6 +88,8 @@ static void qpc_release(struct sdp_qpc *q)
 		ibv_dereg_mr(q->sink_mr);
 	if (q->wsink_mr)
 		ibv_dereg_mr(q->wsink_mr);
+	if (q->umr)
+		ibv_dereg_mr(q->umr);
 	if (q->pd)
 		ibv_dealloc_pd(q->pd);
 	if (q->id)
@@ -165,7 +167,7 @@ int sdp_qpc_resources(struct sdp_qpc *q)
 	attr.qp_type = IBV_QPT_RC;
 	attr.cap.max_send_wr = SDP_TXN + SDP_RING_N + 2 * SDP_MAX_ADVERTS;
 	attr.cap.max_recv_wr = SDP_NBUFS;
-	attr.cap.max_send_sge = 1;
+	attr.cap.max_send_sge = 2; /* a BSDH and the program's bytes (sdp_send_user) */
 	attr.cap.max_recv_sge = 1;
 	attr.sq_sig_all = 1;
 	if (rdma_create_qp(q->id, q->pd, &attr))
@@ -555,10 +557,10 @@ void *sdp_pump(void *arg)
 		"SDP connection with %s: zero copy: %u SrcAvail sent, %u RdmaWrCompl sent, "
 		"%u SinkAvail offered, %u SrcAvail read, %u RdmaWrCompl received; "
 		"%llu Data messages of %llu bytes, %llu bytes from the send ring; "
-		"%llu bytes read straight from the receive buffers",
+		"%llu bytes read straight from the receive buffers, %llu sent from the program's",
 		q->peer_str, q->n_srcavail, q->n_wrcompl, q->n_sinkavail, q->n_read, q->n_written,
 		(unsigned long long)q->n_data, (unsigned long long)q->n_data_bytes,
-		(unsigned long long)q->n_ring_bytes, (unsigned long long)q->n_taken);
+		(unsigned long long)q->n_ring_bytes, (unsigned long long)q->n_taken, (unsigned long long)q->n_user_bytes);
 	if (ret < 0)
 		sdp_real.shutdown(q->ufd, SHUT_RDWR);
 	else

@@ -11,6 +11,7 @@
 #include "sdp_qpc.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -192,6 +193,8 @@ int sdp_drain_cq(struct sdp_qpc *q)
 				continue;
 			}
 			if (wc[i].wr_id & SDP_WR_SEND) {
+				if (wc[i].wr_id & SDP_WR_USER)
+					q->user_out--;
 				q->tx_inflight--;
 				continue;
 			}
@@ -354,6 +357,84 @@ int sdp_deliver(struct sdp_qpc *q)
 
 	atomic_store(&q->held, q->rxq_n != 0);
 	return ret;
+}
+
+/* The MR of the program's buffer of LEN bytes at P: registered (its
+ * pages, local access only) once the writes came from the same start
+ * twice in a row, and kept while they do; NULL meanwhile. */
+static struct ibv_mr *user_mr(struct sdp_qpc *q, uint8_t *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p, lo = a & ~(uintptr_t)4095;
+	uintptr_t hi = (a + len + 4095) & ~(uintptr_t)4095;
+	struct ibv_mr *mr = q->umr;
+
+	if (mr && a >= (uintptr_t)mr->addr && a + len <= (uintptr_t)mr->addr + mr->length)
+		return mr;
+	/* a registration is a call to the daemon: not for a buffer used
+	 * once, nor again after one failed */
+	if (q->umr_seen != a || q->umr_failed) {
+		q->umr_seen = a;
+		return NULL;
+	}
+	if (mr)
+		ibv_dereg_mr(mr);
+	q->umr = ibv_reg_mr(q->pd, (void *)lo, hi - lo, 0);
+	q->umr_failed = !q->umr;
+	return q->umr;
+}
+
+size_t sdp_send_user(struct sdp_qpc *q, struct msghdr *m, int *err)
+{
+	uint32_t max = q->pub.payload_max;
+	size_t sent = 0;
+
+	*err = 0;
+	while (m->msg_iovlen && m->msg_iov->iov_len >= max && q->established && !q->rd_eof &&
+	       q->tx_inflight < SDP_TXN - 2 && slot_free(q) && sdp_credits(&q->flow) >= 2) {
+		uint8_t *p = m->msg_iov->iov_base, *hdr = tx_slot(q) + SDP_TX_DATA_OFF - SDP_BSDH_LEN;
+		struct ibv_mr *mr = user_mr(q, p, m->msg_iov->iov_len);
+		struct ibv_sge sge[2] = {
+		    {.addr = (uintptr_t)hdr, .length = SDP_BSDH_LEN, .lkey = q->tx_mr->lkey},
+		    {.addr = (uintptr_t)p, .length = max},
+		};
+		struct ibv_send_wr wr = {.wr_id = SDP_WR_SEND | SDP_WR_USER | (q->tx_head % SDP_TXN),
+					 .sg_list = sge,
+					 .num_sge = 2,
+					 .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED},
+				   *bad;
+
+		if (!mr)
+			break;
+		sge[1].lkey = mr->lkey;
+		sdp_hdr_fill(&q->flow, (struct sdp_bsdh *)hdr, SDP_MID_DATA, SDP_BSDH_LEN + max);
+		if (ibv_post_send(q->id->qp, &wr, &bad)) {
+			*err = -EIO;
+			break;
+		}
+		q->tx_head++;
+		q->tx_inflight++;
+		q->user_out++;
+		q->ticks++;
+		q->n_data++;
+		q->n_data_bytes += max;
+		q->n_user_bytes += max;
+		sent += max;
+		m->msg_iov->iov_base = p + max;
+		m->msg_iov->iov_len -= max;
+		if (!m->msg_iov->iov_len) {
+			m->msg_iov++;
+			m->msg_iovlen--;
+		}
+	}
+	/* the buffer is the program's again only once the engine copied it
+	 * (on this host in the post itself, as a rule) */
+	while (q->user_out && !*err) {
+		*err = sdp_drain_cq(q);
+		if (q->user_out && !*err)
+			sched_yield();
+	}
+	return sent;
 }
 
 /* Send the ring's published pieces, in order, while credits allow (as

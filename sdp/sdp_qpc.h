@@ -28,6 +28,8 @@
 /* a piece of the send ring (its slot in the low bits): a SEND of Data
  * straight from it, or (with SDP_WR_WRITE) the RDMA WRITE of it */
 #define SDP_WR_RING (1ull << 35)
+/* a Data SEND straight from the program's buffer (sdp_send_user) */
+#define SDP_WR_USER (1ull << 36)
 /* the send ring (sdp_ring.c): slots of SDP_BUFSZ after the tx slots, in
  * tx_buf, the payload at SDP_TX_DATA_OFF as a tx slot's; twice the peer's
  * buffers, so that the writer fills the next while a full window is in
@@ -122,7 +124,7 @@ struct sdp_qpc {
 	/* Data messages with payload sent, their bytes, the bytes of the
 	 * send ring's pieces (any message), and the bytes direct reads
 	 * took (logged too) */
-	uint64_t n_data, n_data_bytes, n_ring_bytes, n_taken;
+	uint64_t n_data, n_data_bytes, n_ring_bytes, n_taken, n_user_bytes;
 	uint8_t locality;    /* enum sdp_peer_at, once established */
 	uint8_t app_bulk;    /* the program wrote a whole piece since the pump slept */
 	unsigned long ticks; /* work done: a completion, a post, a write out */
@@ -178,6 +180,14 @@ struct sdp_qpc {
 	atomic_uint prod, posted, freed;
 	struct sdp_ring_slot ring[SDP_RING_N];
 	uint32_t zc_ring;    /* our SrcAvail advertises ring slot zc_ring - 1 */
+	/* Sends straight from the program's buffer (sdp_send_user, under
+	 * `lock` and `wlock`): the MR of the buffer the writes came from
+	 * twice in a row (`umr_seen`: the last one's start; `umr_failed`
+	 * when its registration failed), the sends of it not completed yet */
+	struct ibv_mr *umr;
+	uintptr_t umr_seen;
+	uint32_t user_out;
+	uint8_t umr_failed;
 	struct sdp_qpc *next; /* the process's live connections */
 };
 
@@ -217,6 +227,11 @@ int sdp_drain_cq(struct sdp_qpc *q);
 int sdp_deliver(struct sdp_qpc *q);
 int sdp_transmit(struct sdp_qpc *q);
 int sdp_post_msg(struct sdp_qpc *q, uint8_t mid, uint32_t len);
+/* whole pieces of M (advanced past them) sent straight from the
+ * program's buffer to a peer on this host, their completions waited for:
+ * the bytes sent; *ERR a failure that ends the connection (under the
+ * lock and wlock, every published ring slot posted) */
+size_t sdp_send_user(struct sdp_qpc *q, struct msghdr *m, int *err);
 void sdp_conn_param(struct rdma_conn_param *p, const void *pd, size_t len);
 /* sdp_ring.c: ring slot I's memory; slot I done (under the lock: a
  * completion, or the RdmaRdCompl of its SrcAvail): the writers may have

@@ -7,6 +7,9 @@
  * connection's lock never waits for) fills and publishes slots without
  * the connection's lock; the last published slot takes more bytes while
  * no step has claimed it, so small writes gather into one message.
+ * With the peer on this host and every published slot posted, a write's
+ * whole pieces go from the program's buffer itself (sdp_send_user) and
+ * only the rest into the ring.
  *
  * Order with the socketpair, which stays the path of every process that
  * does not step the connection (a forked child, sendfile), of a writer
@@ -122,6 +125,25 @@ ssize_t sdp_ring_put(struct sdp_qpc *q, struct msghdr *m)
 		return -1;
 	}
 	p = atomic_load_explicit(&q->prod, memory_order_relaxed);
+	/* whole pieces to a peer on this host go from the program's buffer
+	 * itself while every published slot is posted (sdp_data.c) */
+	if (p == atomic_load(&q->posted) && left(m) >= q->pub.payload_max &&
+	    atomic_load_explicit(&q->peer_local, memory_order_relaxed)) {
+		int e = 0;
+
+		pthread_mutex_lock(&q->lock);
+		if (!q->dead && !q->end) {
+			put += (ssize_t)sdp_send_user(q, m, &e);
+			q->end = e;
+		}
+		pthread_mutex_unlock(&q->lock);
+		if (e) {
+			pthread_mutex_unlock(&q->wlock);
+			sdp_conn_kick(&q->pub);
+			errno = err;
+			return put;
+		}
+	}
 	/* the last published slot, while no step claimed it, takes more */
 	if (p != atomic_load(&q->posted)) {
 		struct sdp_ring_slot *s = &q->ring[(p - 1) % SDP_RING_N];

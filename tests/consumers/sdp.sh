@@ -361,11 +361,12 @@ sof_rs_iperf "sdp/iperf3 libsdp over ::1" "" "" ::1 "$PORT"
 
 # direct reads (sdp/sdp_drive.c sdp_drive_take): a Python reader of 200
 # MiB whose reads of 128 KiB (recv_into), two buffers (recvmsg_into, 70000
-# + 70000 B) and 100 B take it straight from the receive buffers; the
-# SHA-256 of both sides and the bytes read so (the log's end-of-connection
-# line, level 1) checked
+# + 70000 B) and 100 B take it straight from the receive buffers, from a
+# writer whose 4 MiB sends go straight from its buffer (sdp/sdp_data.c
+# sdp_send_user); the SHA-256 of both sides and the bytes moved so (the
+# log's end-of-connection lines, level 1) checked
 sdp_direct() {
-	local name="sdp/direct reads: 200 MiB, SHA-256 matches" got sent n
+	local name="sdp/direct reads and sends: 200 MiB, SHA-256 matches" got sent n u
 	PORT=$((PORT + 1))
 	head -c $((4 << 20)) /dev/urandom >"$SOF_TMP/direct.bin"
 	if ! sof_cm_pair "$name" 60 "" "" \
@@ -394,7 +395,7 @@ while True:
     i += 1
 print("got", h.hexdigest())
 ' "$PORT" -- \
-		env LD_PRELOAD="$SOF_RS_PRELOAD" python3 -c '
+		env LD_PRELOAD="$SOF_RS_PRELOAD" LIBSDP_LOG_LEVEL=1 LIBSDP_LOG="$SOF_TMP/direct.log" python3 -c '
 import hashlib, socket, sys
 block = open(sys.argv[2], "rb").read()
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
@@ -413,12 +414,16 @@ print("sent", h.hexdigest())
 	sent=$(awk '/^sent/ { print $2 }' "$SOF_CLI_OUT")
 	n=$(grep -oE '[0-9]+ bytes read straight' "$SOF_TMP/direct.log" |
 		awk '$1 > m { m = $1 } END { print m + 0 }')
+	u=$(grep -oE '[0-9]+ sent from the program' "$SOF_TMP/direct.log" |
+		awk '$1 > m { m = $1 } END { print m + 0 }')
 	if [ -z "$got" ] || [ "$got" != "$sent" ]; then
 		not_ok "$name" "sent ${sent:-nothing}, got ${got:-nothing}"
 	elif [ "$n" -eq 0 ]; then
 		not_ok "$name" "no byte was read straight from the receive buffers"
+	elif [ "$u" -eq 0 ]; then
+		not_ok "$name" "no byte was sent straight from the writer's buffer"
 	else
-		ok "$name ($n bytes read straight from the receive buffers)"
+		ok "$name ($n bytes read straight from the receive buffers, $u sent from the writer's)"
 	fi
 }
 sdp_direct

@@ -389,8 +389,9 @@ size_t sdp_send_user(struct sdp_qpc *q, struct msghdr *m, int *err)
 	size_t sent = 0;
 
 	*err = 0;
+	/* (after the peer's DREQ the QP sends nothing: pump_step) */
 	while (m->msg_iovlen && m->msg_iov->iov_len >= max && q->established && !q->rd_eof &&
-	       q->tx_inflight < SDP_TXN - 2 && slot_free(q) && sdp_credits(&q->flow) >= 2) {
+	       !q->dreq && q->tx_inflight < SDP_TXN - 2 && slot_free(q) && sdp_credits(&q->flow) >= 2) {
 		uint8_t *p = m->msg_iov->iov_base, *hdr = tx_slot(q) + SDP_TX_DATA_OFF - SDP_BSDH_LEN;
 		struct ibv_mr *mr = user_mr(q, p, m->msg_iov->iov_len);
 		struct ibv_sge sge[2] = {

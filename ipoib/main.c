@@ -14,6 +14,20 @@
  * descriptor and the control socket (abstract "softofed/ipoib/IFNAME",
  * one line: STATUS, DOWN, or NEIGH DST SRC and PKEY for the RDMA CM).
  * SIGTERM leaves the groups and exits.
+ *
+ * The process runs at nice NICE (where it may: root, CAP_SYS_NICE),
+ * before the verbs library starts its progress thread, which inherits
+ * it: the kernel's ipoib and a veth's packets run in softirq, ahead of
+ * every task; here an echo's hops each woke a thread that then waited
+ * for a CPU behind busy tasks of the same priority (traced at load 5-6:
+ * a reply read by the progress thread that was preempted by a spinning
+ * benchmark at once and got the CPU back 8 ms later). It only runs when
+ * packets come, so the priority costs nothing when idle (as the
+ * fabric's --nice, fabric/main.c). With the scheduler's autogroups
+ * (/proc/sys/kernel/sched_autogroup_enabled, on in Debian's kernels) a
+ * nice value only counts inside the session's group, and `softofed ipoib
+ * up` starts this process in a session of its own (setsid): the group's
+ * nice (/proc/self/autogroup) is set too when the session is ours.
  */
 #include "ipoib.h"
 
@@ -32,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -39,6 +54,8 @@
 #include <unistd.h>
 
 #define MAX_ADDRS 32
+/* the scheduling priority of the data path (see the top) */
+#define NICE (-10)
 
 struct ipoib ipoib;
 
@@ -579,6 +596,25 @@ static void loop(void)
 	}
 }
 
+/* NICE for this process and, when it leads its session, for the session's
+ * autogroup (see the top); without the privilege what was inherited stays */
+static void raise_priority(void)
+{
+	FILE *f;
+	int bad;
+
+	if (setpriority(PRIO_PROCESS, 0, NICE))
+		ipoib_log("nice %d: %s (the inherited priority stays)", NICE, strerror(errno));
+	if (getsid(0) != getpid())
+		return;
+	f = fopen("/proc/self/autogroup", "w");
+	if (!f)
+		return; /* no autogroups in this kernel */
+	bad = fprintf(f, "%d", NICE) < 0;
+	if (fclose(f) || bad)
+		ipoib_log("autogroup nice %d: %s", NICE, strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = {.sa_handler = on_signal};
@@ -592,6 +628,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	raise_priority();
 	err = start();
 	if (!err) {
 		addrs_refresh();

@@ -569,9 +569,12 @@ static void loop(void)
 		cm_fds(&p[5]);
 		if (poll(p, 7, 100) < 0 && errno != EINTR)
 			break;
-		/* the CQs are polled after their channels' events */
-		ud_poll();
-		cm_poll();
+		/* the CQs are polled after their channels' events (no read of
+		 * an empty channel when the TUN woke us: an echo's first hop) */
+		if (p[1].revents)
+			ud_poll();
+		if (p[5].revents || p[6].revents)
+			cm_poll();
 		ipoib_gro_flush();
 		if (p[0].revents) {
 			for (int n = 0; n < 64 && tx_room(); n++) {

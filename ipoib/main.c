@@ -557,7 +557,7 @@ static void loop(void)
 		/* backpressure: no packet is taken from the kernel while the
 		 * send queue is full (its queue holds them, or drops and
 		 * counts); the completions that free it wake the loop */
-		struct pollfd p[7] = {{.fd = m.tun, .events = tx_room() ? POLLIN : 0},
+		struct pollfd p[7] = {{.fd = m.tun},
 				      {.fd = ud_fd(), .events = POLLIN},
 				      {.fd = sa_fd(), .events = POLLIN},
 				      {.fd = m.ctl, .events = POLLIN},
@@ -566,7 +566,10 @@ static void loop(void)
 
 		/* what the last pass gathered goes out before the wait */
 		ud_flush();
+		/* (connected mode's send completions are read here when slots
+		 * are short, before the room is judged) */
 		cm_fds(&p[5]);
+		p[0].events = tx_room() ? POLLIN : 0;
 		if (poll(p, 7, 100) < 0 && errno != EINTR)
 			break;
 		/* the CQs are polled after their channels' events (no read of

@@ -77,6 +77,7 @@ static struct {
 	struct ibv_cq *cq;  /* the SRQ's receives, always armed */
 	struct ibv_cq *scq; /* the sends': armed only while a frame or the TUN waits for a slot */
 	bool scq_armed;
+	bool reaping; /* in reap_sends */
 	struct ibv_srq *srq;
 	struct ibv_mr *mr;
 	uint8_t *mem; /* SRQ_DEPTH receive slots, then SEND_SLOTS send slots */
@@ -134,7 +135,8 @@ int cm_start(const char *dev)
 		return -errno;
 	fcntl(cm.cch->fd, F_SETFL, fcntl(cm.cch->fd, F_GETFL) | O_NONBLOCK);
 	cm.cq = ibv_create_cq(ud_ctx(), SRQ_DEPTH + 64, NULL, cm.cch, 0);
-	cm.scq = cm.cq ? ibv_create_cq(ud_ctx(), SEND_SLOTS + 64, NULL, cm.cch, 0) : NULL;
+	/* every slot's send, and the late flushes of a QP closed since */
+	cm.scq = cm.cq ? ibv_create_cq(ud_ctx(), SEND_SLOTS + QP_SQ + 64, NULL, cm.cch, 0) : NULL;
 	cm.srq = cm.scq ? ibv_create_srq(ud_pd(), &sa) : NULL;
 	if (!cm.srq)
 		return -ENOMEM;
@@ -248,7 +250,10 @@ static void q_drop(struct conn *c)
 }
 
 /* The QP and id go (a connection established is disconnected first: a
- * DREQ); the send slots it held come back. */
+ * DREQ); the send slots it held come back. The sends' CQ is read first
+ * (not from within that read: its loop reads on): the completions it
+ * holds, of this QP too, would otherwise stay there while their slots
+ * went to new sends, beyond the CQ's size. */
 static void conn_close(struct conn *c, bool disconnect)
 {
 	q_drop(c);
@@ -258,16 +263,18 @@ static void conn_close(struct conn *c, bool disconnect)
 		ibv_destroy_qp(c->qp);
 	if (c->id)
 		rdma_destroy_id(c->id);
+	c->id = NULL;
+	c->qp = NULL;
+	c->inflight = 0;
+	c->state = C_FREE;
+	if (cm.scq && !cm.reaping)
+		reap_sends();
 	for (uint32_t s = 0; s < SEND_SLOTS; s++)
 		if (cm.owner[s] == c) {
 			cm.owner[s] = NULL;
 			cm.gen[s]++;
 			cm.free[cm.nfree++] = s;
 		}
-	c->id = NULL;
-	c->qp = NULL;
-	c->inflight = 0;
-	c->state = C_FREE;
 }
 
 /* Our connection will not be: the peer takes datagrams for a while; what
@@ -476,8 +483,7 @@ static void reap(void)
 				c->used = ipoib_now_ms();
 				ipoib.cnt[IC_cm_rx_packets]++;
 				memset(rslot(s), 0, IPOIB_GRH_LEN);
-				ipoib_input(&ipoib, rslot(s), IPOIB_GRH_LEN + wc[i].byte_len, 0,
-					    0);
+				ipoib_input(&ipoib, rslot(s), IPOIB_GRH_LEN + wc[i].byte_len, 0, 0);
 			}
 			/* the SRQ outlives its QPs: every buffer goes back */
 			post_srq(s);
@@ -492,6 +498,7 @@ static void reap_sends(void)
 	struct ibv_wc wc[32];
 	int n;
 
+	cm.reaping = true;
 	while ((n = ibv_poll_cq(cm.scq, 32, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
 			struct conn *c = conn_by_qp(wc[i].qp_num);
@@ -512,6 +519,7 @@ static void reap_sends(void)
 			}
 		}
 	}
+	cm.reaping = false;
 	for (unsigned i = 0; i < CONN_MAX && cm.nfree; i++)
 		if (cm.conns[i].nq)
 			q_flush(&cm.conns[i]);

@@ -45,6 +45,7 @@
 #define FAIL_HOLD_MS 30000
 #define SETUP_MS 30000 /* resolution and CM exchange, at most */
 #define RESOLVE_MS 2000
+#define CM_TX_LOW 8 /* main.c's tx_room reads the kernel's packets above this */
 
 enum conn_state { C_FREE, C_RESOLVING, C_CONNECTING, C_UP, C_FAILED, C_RX };
 static const char *const conn_state_names[] = {
@@ -73,7 +74,10 @@ static struct {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen;
 	struct ibv_comp_channel *cch;
-	struct ibv_cq *cq;
+	struct ibv_cq *cq;  /* the SRQ's receives, always armed */
+	struct ibv_cq *scq; /* the sends': armed only while a frame or the TUN waits for a slot */
+	bool scq_armed;
+	bool reaping; /* in reap_sends */
 	struct ibv_srq *srq;
 	struct ibv_mr *mr;
 	uint8_t *mem; /* SRQ_DEPTH receive slots, then SEND_SLOTS send slots */
@@ -130,8 +134,10 @@ int cm_start(const char *dev)
 	if (!cm.cch)
 		return -errno;
 	fcntl(cm.cch->fd, F_SETFL, fcntl(cm.cch->fd, F_GETFL) | O_NONBLOCK);
-	cm.cq = ibv_create_cq(ud_ctx(), SRQ_DEPTH + SEND_SLOTS + 64, NULL, cm.cch, 0);
-	cm.srq = cm.cq ? ibv_create_srq(ud_pd(), &sa) : NULL;
+	cm.cq = ibv_create_cq(ud_ctx(), SRQ_DEPTH + 64, NULL, cm.cch, 0);
+	/* every slot's send, and the late flushes of a QP closed since */
+	cm.scq = cm.cq ? ibv_create_cq(ud_ctx(), SEND_SLOTS + QP_SQ + 64, NULL, cm.cch, 0) : NULL;
+	cm.srq = cm.scq ? ibv_create_srq(ud_pd(), &sa) : NULL;
 	if (!cm.srq)
 		return -ENOMEM;
 	cm.mem = aligned_alloc(4096, len);
@@ -163,13 +169,45 @@ int cm_start(const char *dev)
 	return 0;
 }
 
+static void reap_sends(void);
+
+/* Send completions are read when slots are wanted, not as they come: an
+ * RC send completes when the peer's ACK arrives, and an event for each
+ * woke this loop once more for every frame sent (a ping's echo: the
+ * request's ACK, then the reply). Wanted: fewer than CM_TX_LOW slots
+ * free (main.c's tx_room reads no packet from the kernel then), or
+ * frames of a connection that is up waiting; then the CQ is armed, and
+ * read again after the arm for what completed before it. Errors are seen
+ * at the latest at the next tick. */
+static bool slots_wanted(void)
+{
+	if (cm.nfree <= CM_TX_LOW)
+		return true;
+	for (unsigned i = 0; i < CONN_MAX; i++)
+		if (cm.conns[i].nq && cm.conns[i].state == C_UP)
+			return true;
+	return false;
+}
+
 void cm_fds(struct pollfd *p)
 {
 	p[0] = (struct pollfd){.fd = cm.ch ? cm.ch->fd : -1, .events = POLLIN};
 	p[1] = (struct pollfd){.fd = cm.cch ? cm.cch->fd : -1, .events = POLLIN};
+	if (!cm.scq || !slots_wanted())
+		return;
+	reap_sends();
+	if (!cm.scq_armed && slots_wanted() && !ibv_req_notify_cq(cm.scq, 0)) {
+		cm.scq_armed = true;
+		reap_sends();
+	}
 }
 
-unsigned cm_sq_free(void) { return cm.cq ? cm.nfree : SEND_SLOTS; }
+unsigned cm_sq_free(void)
+{
+	if (cm.scq && cm.nfree <= CM_TX_LOW)
+		reap_sends();
+	return cm.cq ? cm.nfree : SEND_SLOTS;
+}
 
 /* ---- connections ------------------------------------------------------------------ */
 
@@ -212,7 +250,10 @@ static void q_drop(struct conn *c)
 }
 
 /* The QP and id go (a connection established is disconnected first: a
- * DREQ); the send slots it held come back. */
+ * DREQ); the send slots it held come back. The sends' CQ is read first
+ * (not from within that read: its loop reads on): the completions it
+ * holds, of this QP too, would otherwise stay there while their slots
+ * went to new sends, beyond the CQ's size. */
 static void conn_close(struct conn *c, bool disconnect)
 {
 	q_drop(c);
@@ -222,16 +263,18 @@ static void conn_close(struct conn *c, bool disconnect)
 		ibv_destroy_qp(c->qp);
 	if (c->id)
 		rdma_destroy_id(c->id);
+	c->id = NULL;
+	c->qp = NULL;
+	c->inflight = 0;
+	c->state = C_FREE;
+	if (cm.scq && !cm.reaping)
+		reap_sends();
 	for (uint32_t s = 0; s < SEND_SLOTS; s++)
 		if (cm.owner[s] == c) {
 			cm.owner[s] = NULL;
 			cm.gen[s]++;
 			cm.free[cm.nfree++] = s;
 		}
-	c->id = NULL;
-	c->qp = NULL;
-	c->inflight = 0;
-	c->state = C_FREE;
 }
 
 /* Our connection will not be: the peer takes datagrams for a while; what
@@ -260,7 +303,7 @@ static void conn_fail(struct conn *c, const char *why)
 static struct ibv_qp *qp_new(void)
 {
 	struct ibv_qp_init_attr ia = {
-	    .send_cq = cm.cq,
+	    .send_cq = cm.scq,
 	    .recv_cq = cm.cq,
 	    .srq = cm.srq,
 	    .qp_type = IBV_QPT_RC,
@@ -425,6 +468,7 @@ static void reset(struct conn *c, const char *why)
 	conn_close(c, false);
 }
 
+/* The receives: to the receive path, each buffer back to the SRQ. */
 static void reap(void)
 {
 	struct ibv_wc wc[32];
@@ -433,41 +477,49 @@ static void reap(void)
 	while ((n = ibv_poll_cq(cm.cq, 32, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
 			struct conn *c = conn_by_qp(wc[i].qp_num);
+			uint32_t s = (uint32_t)wc[i].wr_id;
 
-			if (wc[i].opcode & IBV_WC_RECV) {
-				uint32_t s = (uint32_t)wc[i].wr_id;
-
-				if (wc[i].status == IBV_WC_SUCCESS && c) {
-					c->used = ipoib_now_ms();
-					ipoib.cnt[IC_cm_rx_packets]++;
-					memset(rslot(s), 0, IPOIB_GRH_LEN);
-					ipoib_input(&ipoib, rslot(s),
-						    IPOIB_GRH_LEN + wc[i].byte_len, 0, 0);
-				}
-				/* the SRQ outlives its QPs: every buffer goes back */
-				post_srq(s);
-				continue;
+			if (wc[i].status == IBV_WC_SUCCESS && c) {
+				c->used = ipoib_now_ms();
+				ipoib.cnt[IC_cm_rx_packets]++;
+				memset(rslot(s), 0, IPOIB_GRH_LEN);
+				ipoib_input(&ipoib, rslot(s), IPOIB_GRH_LEN + wc[i].byte_len, 0, 0);
 			}
-			{
-				uint32_t s = (uint32_t)wc[i].wr_id,
-					 gen = (uint32_t)(wc[i].wr_id >> 32);
+			/* the SRQ outlives its QPs: every buffer goes back */
+			post_srq(s);
+		}
+	}
+}
 
-				if (s >= SEND_SLOTS || gen != cm.gen[s] || !cm.owner[s])
-					continue; /* its connection is gone */
-				cm.owner[s] = NULL;
-				cm.free[cm.nfree++] = s;
-				if (c && c->inflight)
-					c->inflight--;
-				if (wc[i].status != IBV_WC_SUCCESS && c && c->state == C_UP) {
-					char why[96];
+/* The sends: slots back (a failed one resets its connection), then what
+ * waited goes (slots_wanted). */
+static void reap_sends(void)
+{
+	struct ibv_wc wc[32];
+	int n;
 
-					snprintf(why, sizeof(why), "send failed (%s): reset",
-						 ibv_wc_status_str(wc[i].status));
-					reset(c, why);
-				}
+	cm.reaping = true;
+	while ((n = ibv_poll_cq(cm.scq, 32, wc)) > 0) {
+		for (int i = 0; i < n; i++) {
+			struct conn *c = conn_by_qp(wc[i].qp_num);
+			uint32_t s = (uint32_t)wc[i].wr_id, gen = (uint32_t)(wc[i].wr_id >> 32);
+
+			if (s >= SEND_SLOTS || gen != cm.gen[s] || !cm.owner[s])
+				continue; /* its connection is gone */
+			cm.owner[s] = NULL;
+			cm.free[cm.nfree++] = s;
+			if (c && c->inflight)
+				c->inflight--;
+			if (wc[i].status != IBV_WC_SUCCESS && c && c->state == C_UP) {
+				char why[96];
+
+				snprintf(why, sizeof(why), "send failed (%s): reset",
+					 ibv_wc_status_str(wc[i].status));
+				reset(c, why);
 			}
 		}
 	}
+	cm.reaping = false;
 	for (unsigned i = 0; i < CONN_MAX && cm.nfree; i++)
 		if (cm.conns[i].nq)
 			q_flush(&cm.conns[i]);
@@ -605,18 +657,25 @@ void cm_poll(void)
 	struct rdma_cm_event *ev;
 	struct ibv_cq *cq;
 	void *cctx;
-	bool cq_ev = false;
+	bool cq_ev = false, scq_ev = false;
 
 	if (!cm.ch)
 		return;
 	while (!ibv_get_cq_event(cm.cch, &cq, &cctx)) {
 		ibv_ack_cq_events(cq, 1);
+		if (cq == cm.scq) {
+			cm.scq_armed = false; /* armed again by cm_fds if still wanted */
+			scq_ev = true;
+			continue;
+		}
 		ibv_req_notify_cq(cq, 0);
 		cq_ev = true;
 	}
 	/* as ud_poll: an armed CQ without an event has nothing */
 	if (cq_ev)
 		reap();
+	if (scq_ev)
+		reap_sends();
 	while (!rdma_get_cm_event(cm.ch, &ev)) {
 		enum rdma_cm_event_type type = ev->event;
 		struct rdma_cm_id *id = ev->id;
@@ -638,6 +697,9 @@ void cm_poll(void)
 
 void cm_tick(uint64_t now)
 {
+	/* the sends' errors and slots, when nothing wanted them since */
+	if (cm.scq)
+		reap_sends();
 	for (unsigned i = 0; i < CONN_MAX; i++) {
 		struct conn *c = &cm.conns[i];
 
@@ -709,6 +771,8 @@ void cm_stop(void)
 		ibv_dereg_mr(cm.mr);
 	if (cm.cq)
 		ibv_destroy_cq(cm.cq);
+	if (cm.scq)
+		ibv_destroy_cq(cm.scq);
 	if (cm.cch)
 		ibv_destroy_comp_channel(cm.cch);
 	free(cm.mem);

@@ -14,6 +14,20 @@
  * descriptor and the control socket (abstract "softofed/ipoib/IFNAME",
  * one line: STATUS, DOWN, or NEIGH DST SRC and PKEY for the RDMA CM).
  * SIGTERM leaves the groups and exits.
+ *
+ * The process runs at nice NICE (where it may: root, CAP_SYS_NICE),
+ * before the verbs library starts its progress thread, which inherits
+ * it: the kernel's ipoib and a veth's packets run in softirq, ahead of
+ * every task; here an echo's hops each woke a thread that then waited
+ * for a CPU behind busy tasks of the same priority (traced at load 5-6:
+ * a reply read by the progress thread that was preempted by a spinning
+ * benchmark at once and got the CPU back 8 ms later). It only runs when
+ * packets come, so the priority costs nothing when idle (as the
+ * fabric's --nice, fabric/main.c). With the scheduler's autogroups
+ * (/proc/sys/kernel/sched_autogroup_enabled, on in Debian's kernels) a
+ * nice value only counts inside the session's group, and `softofed ipoib
+ * up` starts this process in a session of its own (setsid): the group's
+ * nice (/proc/self/autogroup) is set too when the session is ours.
  */
 #include "ipoib.h"
 
@@ -32,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -39,6 +54,8 @@
 #include <unistd.h>
 
 #define MAX_ADDRS 32
+/* the scheduling priority of the data path (see the top) */
+#define NICE (-10)
 
 struct ipoib ipoib;
 
@@ -540,7 +557,7 @@ static void loop(void)
 		/* backpressure: no packet is taken from the kernel while the
 		 * send queue is full (its queue holds them, or drops and
 		 * counts); the completions that free it wake the loop */
-		struct pollfd p[7] = {{.fd = m.tun, .events = tx_room() ? POLLIN : 0},
+		struct pollfd p[7] = {{.fd = m.tun},
 				      {.fd = ud_fd(), .events = POLLIN},
 				      {.fd = sa_fd(), .events = POLLIN},
 				      {.fd = m.ctl, .events = POLLIN},
@@ -549,12 +566,18 @@ static void loop(void)
 
 		/* what the last pass gathered goes out before the wait */
 		ud_flush();
+		/* (connected mode's send completions are read here when slots
+		 * are short, before the room is judged) */
 		cm_fds(&p[5]);
+		p[0].events = tx_room() ? POLLIN : 0;
 		if (poll(p, 7, 100) < 0 && errno != EINTR)
 			break;
-		/* the CQs are polled after their channels' events */
-		ud_poll();
-		cm_poll();
+		/* the CQs are polled after their channels' events (no read of
+		 * an empty channel when the TUN woke us: an echo's first hop) */
+		if (p[1].revents)
+			ud_poll();
+		if (p[5].revents || p[6].revents)
+			cm_poll();
 		ipoib_gro_flush();
 		if (p[0].revents) {
 			for (int n = 0; n < 64 && tx_room(); n++) {
@@ -579,6 +602,25 @@ static void loop(void)
 	}
 }
 
+/* NICE for this process and, when it leads its session, for the session's
+ * autogroup (see the top); without the privilege what was inherited stays */
+static void raise_priority(void)
+{
+	FILE *f;
+	int bad;
+
+	if (setpriority(PRIO_PROCESS, 0, NICE))
+		ipoib_log("nice %d: %s (the inherited priority stays)", NICE, strerror(errno));
+	if (getsid(0) != getpid())
+		return;
+	f = fopen("/proc/self/autogroup", "w");
+	if (!f)
+		return; /* no autogroups in this kernel */
+	bad = fprintf(f, "%d", NICE) < 0;
+	if (fclose(f) || bad)
+		ipoib_log("autogroup nice %d: %s", NICE, strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = {.sa_handler = on_signal};
@@ -592,6 +634,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	raise_priority();
 	err = start();
 	if (!err) {
 		addrs_refresh();

@@ -18,6 +18,13 @@
 #define RQ_DEPTH 2048
 #define SQ_DEPTH 256
 #define SLOT (IPOIB_GRH_LEN + IPOIB_BUF)
+/* One send in SIGNAL_EVERY asks for a completion (IBV_SEND_SIGNALED);
+ * its completion frees the slots of the unsignaled sends before it too,
+ * since a send queue completes its WRs in the order posted (IBA 10.8):
+ * a UD send's completion says no more than that it left. A send completion per
+ * packet cost each echo of a ping a completion event: a pass of the
+ * loop, the CQ armed again and the verbs progress thread woken for it. */
+#define SIGNAL_EVERY 64u
 
 struct ipoib_ah {
 	struct ibv_ah *ah;
@@ -33,8 +40,10 @@ static struct {
 	uint8_t *mem; /* RQ_DEPTH receive slots, then SQ_DEPTH send slots */
 	int port;
 	uint16_t pkey_index;
-	uint32_t sq_free[SQ_DEPTH];
-	uint32_t nfree;
+	/* send slots are taken in order: position p (wr_id) is slot
+	 * p % SQ_DEPTH; head is the next to take, tail the oldest not
+	 * known complete */
+	uint64_t sq_head, sq_tail;
 	/* sends gathered for one ibv_post_send (ud_flush) */
 	struct ibv_send_wr wr[SQ_DEPTH];
 	struct ibv_sge sge[SQ_DEPTH];
@@ -152,9 +161,7 @@ int ud_start(uint32_t qkey, uint32_t *qpn)
 	a.sq_psn = 0;
 	if (ibv_modify_qp(ud.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
 		return -errno;
-	for (uint32_t i = 0; i < SQ_DEPTH; i++)
-		ud.sq_free[i] = SQ_DEPTH - 1 - i;
-	ud.nfree = SQ_DEPTH;
+	ud.sq_head = ud.sq_tail = 0;
 	*qpn = ud.qp->qp_num;
 	return ibv_req_notify_cq(ud.cq, 0) ? -EIO : 0;
 }
@@ -197,8 +204,8 @@ static int reap(void)
 				if (nr)
 					rwr[nr - 1].next = &rwr[nr];
 				nr++;
-			} else if (ud.nfree < SQ_DEPTH) {
-				ud.sq_free[ud.nfree++] = (uint32_t)wc[i].wr_id;
+			} else if (wc[i].wr_id >= ud.sq_tail && wc[i].wr_id < ud.sq_head) {
+				ud.sq_tail = wc[i].wr_id + 1;
 			}
 		}
 		if (nr)
@@ -226,11 +233,13 @@ void ud_poll(void)
 		reap();
 }
 
+static unsigned sq_nfree(void) { return SQ_DEPTH - (unsigned)(ud.sq_head - ud.sq_tail); }
+
 unsigned ud_sq_free(void)
 {
-	if (!ud.nfree)
+	if (!sq_nfree())
 		reap();
-	return ud.nfree;
+	return sq_nfree();
 }
 
 struct ipoib_ah *ud_ah(const struct ipoib_path *path)
@@ -275,9 +284,10 @@ void ud_flush(void)
 		return;
 	ud.wr[ud.npend - 1].next = NULL;
 	if (ibv_post_send(ud.qp, ud.wr, &bad) && bad) {
-		/* what the queue refused is lost: its slots back */
+		/* what the queue refused is lost: its slots back (the last
+		 * ones taken) */
 		for (struct ibv_send_wr *w = bad; w; w = w->next) {
-			ud.sq_free[ud.nfree++] = (uint32_t)w->wr_id;
+			ud.sq_head--;
 			ipoib.cnt[IC_tx_drop_post]++;
 		}
 	}
@@ -287,28 +297,30 @@ void ud_flush(void)
 int ud_send(struct ipoib_ah *ah, uint32_t qpn, uint32_t qkey, const uint8_t *frame, size_t len)
 {
 	struct ibv_send_wr *wr;
+	uint64_t p;
 	uint32_t s;
 
 	if (len > IPOIB_BUF)
 		return -EMSGSIZE;
 	/* a full send queue: what completed, else the frame is lost (the
 	 * loop reads no packet from the kernel while the queue is full) */
-	if (!ud.nfree) {
+	if (!sq_nfree()) {
 		ud_flush();
 		reap();
 	}
-	if (!ud.nfree)
+	if (!sq_nfree())
 		return -ENOBUFS;
-	s = ud.sq_free[--ud.nfree];
+	p = ud.sq_head++;
+	s = (uint32_t)(p % SQ_DEPTH);
 	memcpy(sslot(s), frame, len);
 	ud.sge[ud.npend] = (struct ibv_sge){(uintptr_t)sslot(s), (uint32_t)len, ud.mr->lkey};
 	wr = &ud.wr[ud.npend];
 	memset(wr, 0, sizeof(*wr));
-	wr->wr_id = s;
+	wr->wr_id = p;
 	wr->sg_list = &ud.sge[ud.npend];
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_SEND;
-	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->send_flags = p % SIGNAL_EVERY == SIGNAL_EVERY - 1 ? IBV_SEND_SIGNALED : 0;
 	wr->wr.ud.ah = ah->ah;
 	wr->wr.ud.remote_qpn = qpn;
 	wr->wr.ud.remote_qkey = qkey;

@@ -172,12 +172,22 @@ static bool prog_gid_local(const uint8_t gid[16]) { return sofv_gid_is_local(eng
 static uint32_t prog_active_mtu(void) { return eng.ctx->dev.active_mtu; }
 
 /* The channel's eventfd is this process's own: a plain write. The thread
- * it wakes may share the progress thread's CPU (tp_wake.c). */
+ * it wakes may share the progress thread's CPU (tp_wake.c). The arm it
+ * fires was a sleeper's, maybe in poll(2) on the fd (eng.outside): that
+ * thread reads the CQ and arms it again, and the progress thread goes on
+ * watching the sockets until then as it did since the arm. Timed from
+ * the arm alone, the watch ran out between a ping's echoes: each reply
+ * read then made it let the sockets go (the read CQ's poll left a stale
+ * mark of a poller), and the arm that followed kicked it to take them
+ * back: four epoll_ctl calls each way and a wake-up, whose engine lock
+ * held up the post of the echo (traced, issue 21). */
 static void prog_cq_kick(struct tp_cq *cq)
 {
 	uint64_t one = 1;
 
 	sofv_wake_kicked();
+	if (atomic_load_explicit(&eng.outside, memory_order_relaxed))
+		atomic_store(&eng.arm_ns, sof_now_ns());
 	if (write(cq->evfd, &one, sizeof(one)) < 0) {
 		/* the counter is full: the waiter has events to read */
 	}

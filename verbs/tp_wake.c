@@ -96,9 +96,11 @@
 
 #include "tp.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -129,6 +131,15 @@ void sofv_wake_thread_init(void)
 		uint32_t priority;
 		uint64_t runtime, deadline, period;
 	} a = {.size = sizeof(a), .policy = SCHED_OTHER, .runtime = PROGRESS_SLICE_NS};
+
+	/* the nice value is part of the call: the one this thread inherited
+	 * (a daemon such as softofed-ipoib raises it for its data path; 0
+	 * here took that back, and a call asking more than an unprivileged
+	 * program's own value failed, short slice and all) */
+	errno = 0;
+	a.nice = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		a.nice = 0;
 
 	(void)syscall(SYS_sched_setattr, 0, &a, 0U);
 	/* its timed waits end a held ACK (ACK_HOLD_NS): the default timer

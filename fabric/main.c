@@ -45,6 +45,21 @@
  * wake-up preempts a spinning program at once rather than after that
  * program's slice.
  *
+ * MADs from ibsim clients (--ibsim) are answered in batches: the loop
+ * reads every MAD that waits, answers each, then yields and reads what
+ * came meanwhile (up to 4 times, until a yield brings none), and only then
+ * sends the answers, each client's in one sendmmsg (sim.c). A subnet
+ * manager hands each SMP between its threads (OpenSM: a sender, a
+ * dispatcher, libumad2sim's reader and the umad reader), and every batch
+ * of answers costs a wake-up of each: with a window of 4 SMPs answered
+ * one at a time, OpenSM's start on ft128 (every process SCHED_FIFO on one
+ * CPU) cost 2,236 wake-ups of the fabric and 10,015 of OpenSM; with the
+ * yield, whose turn lets OpenSM's threads that are runnable send what they
+ * have before the answers go, the window goes round in batches of 4:
+ * 1,172 and 5,759 (ibsim, one MAD a turn: 1,729 and 8,548). A yield that
+ * brought nothing and took over 30 us (another task had the CPU, as
+ * under CFS on a loaded machine) stops it for 100 ms.
+ *
  * With --sim-spin USEC (default 0: never), after MADs from an ibsim
  * client (--ibsim) the loop looks again with no wait, a sched_yield before
  * each look, until USEC passed with none. A subnet manager keeps a few
@@ -211,6 +226,43 @@ static uint64_t spin_ns, spin_until, nospin_until;
 static uint64_t sim_spin_ns, sim_spin_until, sim_look_at;
 static unsigned sim_late;
 static bool sim_look_empty;
+
+/* After MADs from ibsim clients, their answers wait while the loop yields
+ * and reads what came meanwhile, at most SIM_HOLD_YIELDS times (the
+ * comment atop); a yield that brought nothing and came back late (another
+ * task had the CPU) stops it for SPIN_OFF_NS. */
+#define SIM_HOLD_YIELDS 4
+static uint64_t nohold_until;
+
+/* every client's MADs that wait, each answered (to leave at the flush) */
+static unsigned sim_read(struct fabric *f)
+{
+	unsigned got = 0;
+
+	for (int k = 0; k < FAB_SIM_CLIENTS; k++)
+		for (int r = 0; r < 256 && f->sim[k].pid && fab_sim_input(f, &f->sim[k]); r++)
+			got++;
+	return got;
+}
+
+static void sim_hold(struct fabric *f)
+{
+	for (int y = 0; y < SIM_HOLD_YIELDS; y++) {
+		uint64_t t0 = fab_now(), t1;
+		unsigned got;
+
+		if (t0 < nohold_until)
+			return;
+		sched_yield();
+		got = sim_read(f);
+		t1 = fab_now();
+		if (!got) {
+			if (t1 - t0 > SPIN_CONTENDED_NS)
+				nohold_until = t1 + SPIN_OFF_NS;
+			return;
+		}
+	}
+}
 
 /* Whether more tasks are runnable than the CPUs take with this process
  * and one more (the field "R/T" of /proc/loadavg, read at most once a
@@ -680,6 +732,7 @@ int main(int argc, char **argv)
 							  {.fd = ctl, .events = POLLIN},
 							  {.fd = f.sim_ctl, .events = POLLIN}};
 		uint64_t now;
+		unsigned sim_got;
 		bool spun;
 
 		pfd[3 + FAB_SIM_CLIENTS].fd = fab_cap_fd(&f, &pfd[3 + FAB_SIM_CLIENTS].events);
@@ -694,18 +747,22 @@ int main(int argc, char **argv)
 			break;
 		if (pfd[2].revents & POLLIN)
 			fab_sim_ctl(&f);
+		sim_got = 0;
 		for (int k = 0; k < FAB_SIM_CLIENTS; k++) {
 			int r = 0;
 
 			while (r < 256 && (pfd[3 + k].revents & POLLIN) &&
 			       fab_sim_input(&f, &f.sim[k]))
 				r++;
+			sim_got += (unsigned)r;
 			if (r && spun)
 				sim_late = 0; /* the spin caught it */
 			if (r && sim_spin_ns && (now = fab_now()) >= nospin_until &&
 			    !cpus_busy(now))
 				sim_spin_until = now + sim_spin_ns;
 		}
+		if (sim_got)
+			sim_hold(&f);
 		if (pfd[0].revents & POLLIN) {
 			/* up to RX_BATCH datagrams a call, RX_ROUNDS calls, the
 			 * queue run after each call */
@@ -739,6 +796,7 @@ int main(int argc, char **argv)
 			next_tick = now + 1000000000ull;
 		}
 		fab_tx_flush(&f); /* what a control request sent */
+		fab_sim_flush(&f);
 		fab_direct_publish(&f);
 	}
 	/* tell attached hosts their link is gone */

@@ -47,18 +47,21 @@
  *
  * MADs from ibsim clients (--ibsim) are answered in batches: the loop
  * reads every MAD that waits, answers each, then yields and reads what
- * came meanwhile (up to 4 times, until a yield brings none), and only then
- * sends the answers, each client's in one sendmmsg (sim.c). A subnet
- * manager hands each SMP between its threads (OpenSM: a sender, a
- * dispatcher, libumad2sim's reader and the umad reader), and every batch
- * of answers costs a wake-up of each: with a window of 4 SMPs answered
- * one at a time, OpenSM's start on ft128 (every process SCHED_FIFO on one
- * CPU) cost 2,236 wake-ups of the fabric and 10,015 of OpenSM; with the
- * yield, whose turn lets OpenSM's threads that are runnable send what they
- * have before the answers go, the window goes round in batches of 4:
- * 1,172 and 5,759 (ibsim, one MAD a turn: 1,729 and 8,548). A yield that
- * brought nothing and took over 30 us (another task had the CPU, as
- * under CFS on a loaded machine) stops it for 100 ms.
+ * came meanwhile (up to 8 times, until a yield brings none and ran no
+ * other task, or, not real-time, brings none), and only then sends the
+ * answers, each client's in one sendmmsg (sim.c). A subnet manager hands
+ * each SMP between its threads (OpenSM: a sender, a dispatcher,
+ * libumad2sim's reader and the umad reader), and every batch of answers
+ * costs a wake-up of each: with a window of 4 SMPs answered as they came,
+ * OpenSM's window went round in ones and pairs, and its start (every
+ * process SCHED_FIFO on one CPU) cost ft128 / ft648 2,236 / 7,785
+ * wake-ups of the fabric and 10,015 / 38,256 of OpenSM; with the yields,
+ * whose turns let OpenSM's runnable threads send what they have before
+ * the answers go, in batches of 4: 1,080 / 4,943 and 5,366 / 24,386
+ * (ibsim, one MAD a turn: 1,729 / 7,918 and 8,549 / 38,931). Not
+ * real-time, a yield that brought nothing and took over 30 us (another
+ * task had the CPU, as under CFS on a loaded machine) stops it for
+ * 100 ms.
  *
  * With --sim-spin USEC (default 0: never), after MADs from an ibsim
  * client (--ibsim) the loop looks again with no wait, a sched_yield before
@@ -229,9 +232,13 @@ static bool sim_look_empty;
 
 /* After MADs from ibsim clients, their answers wait while the loop yields
  * and reads what came meanwhile, at most SIM_HOLD_YIELDS times (the
- * comment atop); a yield that brought nothing and came back late (another
- * task had the CPU) stops it for SPIN_OFF_NS. */
-#define SIM_HOLD_YIELDS 4
+ * comment atop). A yield that brought nothing ends it; one that took
+ * SIM_YIELD_RAN_NS or more ran another task, and the loop yields again
+ * when this process is real-time (that task was one of the client's
+ * threads, which may hand the next one a MAD to send); otherwise, when it
+ * came back late (another task had the CPU), stops it for SPIN_OFF_NS. */
+#define SIM_HOLD_YIELDS 8
+#define SIM_YIELD_RAN_NS 3000ull
 static uint64_t nohold_until;
 
 /* every client's MADs that wait, each answered (to leave at the flush) */
@@ -257,6 +264,16 @@ static void sim_hold(struct fabric *f)
 		got = sim_read(f);
 		t1 = fab_now();
 		if (!got) {
+			int policy;
+
+			if (t1 - t0 < SIM_YIELD_RAN_NS)
+				return; /* nothing else wanted this CPU */
+			/* under a real-time policy only tasks of the same
+			 * priority ran: the client's own threads, whose next
+			 * one may send once it runs */
+			policy = sched_getscheduler(0);
+			if (policy == SCHED_FIFO || policy == SCHED_RR)
+				continue;
 			if (t1 - t0 > SPIN_CONTENDED_NS)
 				nohold_until = t1 + SPIN_OFF_NS;
 			return;

@@ -185,6 +185,9 @@ struct fabric {
 	int sim_ctl; /* ibsim's control socket, -1: not enabled */
 	char sim_base[64];
 	struct fab_sim_client sim[FAB_SIM_CLIENTS];
+	/* answers to clients wait for fab_sim_flush (main.c: when this
+	 * process runs on one CPU), else leave at once */
+	bool sim_batch;
 	struct fab_cap *cap; /* the capture running, NULL: none (capture.c) */
 	/* the direct paths' segment, NULL: none (--no-direct; direct.c) */
 	struct fab_direct *direct;
@@ -262,8 +265,8 @@ void fab_sim_ctl(struct fabric *f);
 /* One datagram from client c, if any (false: none waited) */
 bool fab_sim_input(struct fabric *f, struct fab_sim_client *c);
 /* Give a MAD that reached node n (and no agent of the fabric's answered)
- * to the program attached there; false when none is. It leaves at the
- * next fab_sim_flush (or once FAB_SIM_OUTQ wait). */
+ * to the program attached there; false when none is. With sim_batch it
+ * leaves at the next fab_sim_flush (or once FAB_SIM_OUTQ wait). */
 bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32_t dqp,
 		     uint32_t sqp, const uint8_t *mad);
 /* Send the MADs waiting for each client, each client's in one call */

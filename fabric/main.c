@@ -45,9 +45,10 @@
  * wake-up preempts a spinning program at once rather than after that
  * program's slice.
  *
- * MADs from ibsim clients (--ibsim) are answered in batches: the loop
- * reads every MAD that waits, answers each, then yields and reads what
- * came meanwhile (up to 8 times, until a yield brings none and ran no
+ * When the process may run on one CPU only (taskset; read at start and
+ * each second), MADs from ibsim clients (--ibsim) are answered in
+ * batches: the loop reads every MAD that waits, answers each, then yields
+ * and reads what came meanwhile (up to 8 times, until a yield brings none and ran no
  * other task, or, not real-time, brings none), and only then sends the
  * answers, each client's in one sendmmsg (sim.c). A subnet manager hands
  * each SMP between its threads (OpenSM: a sender, a dispatcher,
@@ -61,7 +62,10 @@
  * (ibsim, one MAD a turn: 1,729 / 7,918 and 8,549 / 38,931). Not
  * real-time, a yield that brought nothing and took over 30 us (another
  * task had the CPU, as under CFS on a loaded machine) stops it for
- * 100 ms.
+ * 100 ms. With more CPUs the client's threads run beside the fabric, and
+ * an answer held back is one they wait for: every answer leaves at once
+ * (SCHED_FIFO on both CPUs, held to the end of the turn, OpenSM's start
+ * took 1.05-1.08 times as long as answered at once).
  *
  * With --sim-spin USEC (default 0: never), after MADs from an ibsim
  * client (--ibsim) the loop looks again with no wait, a sched_yield before
@@ -252,8 +256,19 @@ static unsigned sim_read(struct fabric *f)
 	return got;
 }
 
+/* whether this process may run on one CPU only (read at start and at
+ * each tick into f->sim_batch: taskset) */
+static bool one_cpu(void)
+{
+	cpu_set_t set;
+
+	return !sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) == 1;
+}
+
 static void sim_hold(struct fabric *f)
 {
+	if (!f->sim_batch)
+		return;
 	for (int y = 0; y < SIM_HOLD_YIELDS; y++) {
 		uint64_t t0 = fab_now(), t1;
 		unsigned got;
@@ -744,6 +759,7 @@ int main(int argc, char **argv)
 	if (sim_spin_ns && ibsim)
 		loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
 	next_tick = fab_now() + 1000000000ull;
+	f.sim_batch = one_cpu();
 	while (!stop) {
 		struct pollfd pfd[4 + FAB_SIM_CLIENTS] = {{.fd = f.udp, .events = POLLIN},
 							  {.fd = ctl, .events = POLLIN},
@@ -809,6 +825,7 @@ int main(int argc, char **argv)
 		fab_cap_io(&f, pfd[3 + FAB_SIM_CLIENTS].revents, now);
 		if (now >= next_tick) {
 			fab_tick(&f, now);
+			f.sim_batch = one_cpu();
 			fab_run(&f);
 			next_tick = now + 1000000000ull;
 		}

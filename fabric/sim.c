@@ -333,6 +333,8 @@ bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32
 	req.length = htobe64(256);
 	memcpy(req.mad, mad, 256);
 	memcpy(c->out[c->nout++], &req, sizeof(req));
+	if (!f->sim_batch)
+		sim_flush(f, c);
 	return true;
 }
 

@@ -48,9 +48,9 @@
  * When the process may run on one CPU only (taskset; read at start and
  * each second), MADs from ibsim clients (--ibsim) are answered in
  * batches: the loop reads every MAD that waits, answers each, then yields
- * and reads what came meanwhile (up to 8 times, until a yield brings none and ran no
- * other task, or, not real-time, brings none), and only then sends the
- * answers, each client's in one sendmmsg (sim.c). A subnet manager hands
+ * and reads what came meanwhile (up to 8 times: until a yield brings none
+ * and ran no other task, or, not real-time, brings none), and only then
+ * sends the answers, each client's in one sendmmsg (sim.c). A subnet manager hands
  * each SMP between its threads (OpenSM: a sender, a dispatcher,
  * libumad2sim's reader and the umad reader), and every batch of answers
  * costs a wake-up of each: with a window of 4 SMPs answered as they came,

@@ -138,8 +138,9 @@ enum sof_phys_state {
 extern const char *const sof_phys_state_names[7];
 
 #define SOF_PKEY_DEFAULT 0xffff
-#define SOF_NODE_PKEYS 64     /* PartitionCap of the model's CAs; a switch's
-			       * external ports' PartitionEnforcementCap */
+/* PartitionCap of the model's CAs; a switch's external ports'
+ * PartitionEnforcementCap */
+#define SOF_NODE_PKEYS 64
 /* PartitionCap of a switch: its management port's (port 0's) table, one
  * P_KeyTable block (IBA 14.2.5.3; ibsim's and Mellanox switches' 8): an SM
  * reads every block of it, so a larger one costs a Get per switch */

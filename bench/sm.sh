@@ -25,7 +25,8 @@
 # programs wait and a start repeats to the wake-up (the same load: 0.74-0.97,
 # 0.59-0.99, 0.69-0.92; ft128 starts 79-118 ms). Our fabric lowers its own policy
 # at its start (its short CFS slice) and is put back to SCHED_FIFO once
-# ready; ibsim keeps what it inherits.
+# ready; ibsim keeps what it inherits. The 3-level trees' rows
+# (BENCH_SM_BIG_IBSIM=1) stay the medians of their own table.
 # Then the 3-level fat trees of the issue (BENCH_SM_BIG, default "24 36":
 # the k of tests/topologies/gen_fattree3.py (the issue's generator from
 # shared/topologies), written into a temporary

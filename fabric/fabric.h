@@ -151,11 +151,17 @@ struct fab_stats {
 
 /* a program attached through ibsim's client protocol (sim.c) */
 #define FAB_SIM_CLIENTS 10
+#define FAB_SIM_REQ_LEN 288 /* ibsim's struct sim_request */
+/* MADs for a client wait for the end of the loop's turn (fab_sim_flush),
+ * at most this many; its socket holds 10 (net.unix.max_dgram_qlen) */
+#define FAB_SIM_OUTQ 8
 struct fab_sim_client {
 	int fd;		  /* our "BASE:outN", connected to its "BASE:inPID" */
 	uint32_t pid, qp; /* pid 0: slot free */
 	bool issm;
 	struct fab_node *node;
+	unsigned nout;
+	uint8_t out[FAB_SIM_OUTQ][FAB_SIM_REQ_LEN];
 };
 
 struct fabric {
@@ -179,6 +185,9 @@ struct fabric {
 	int sim_ctl; /* ibsim's control socket, -1: not enabled */
 	char sim_base[64];
 	struct fab_sim_client sim[FAB_SIM_CLIENTS];
+	/* answers to clients wait for fab_sim_flush (main.c: when this
+	 * process runs on one CPU), else leave at once */
+	bool sim_batch;
 	struct fab_cap *cap; /* the capture running, NULL: none (capture.c) */
 	/* the direct paths' segment, NULL: none (--no-direct; direct.c) */
 	struct fab_direct *direct;
@@ -256,9 +265,12 @@ void fab_sim_ctl(struct fabric *f);
 /* One datagram from client c, if any (false: none waited) */
 bool fab_sim_input(struct fabric *f, struct fab_sim_client *c);
 /* Give a MAD that reached node n (and no agent of the fabric's answered)
- * to the program attached there; false when none is. */
+ * to the program attached there; false when none is. With sim_batch it
+ * leaves at the next fab_sim_flush (or once FAB_SIM_OUTQ wait). */
 bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32_t dqp,
 		     uint32_t sqp, const uint8_t *mad);
+/* Send the MADs waiting for each client, each client's in one call */
+void fab_sim_flush(struct fabric *f);
 
 uint64_t fab_now(void);
 

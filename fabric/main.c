@@ -45,6 +45,28 @@
  * wake-up preempts a spinning program at once rather than after that
  * program's slice.
  *
+ * When the process may run on one CPU only (taskset; read at start and
+ * each second), MADs from ibsim clients (--ibsim) are answered in
+ * batches: the loop reads every MAD that waits, answers each, then yields
+ * and reads what came meanwhile (up to 8 times: until a yield brings none
+ * and ran no other task, or, not real-time, brings none), and only then
+ * sends the answers, each client's in one sendmmsg (sim.c). A subnet manager hands
+ * each SMP between its threads (OpenSM: a sender, a dispatcher,
+ * libumad2sim's reader and the umad reader), and every batch of answers
+ * costs a wake-up of each: with a window of 4 SMPs answered as they came,
+ * OpenSM's window went round in ones and pairs, and its start (every
+ * process SCHED_FIFO on one CPU) cost ft128 / ft648 2,236 / 7,785
+ * wake-ups of the fabric and 10,015 / 38,256 of OpenSM; with the yields,
+ * whose turns let OpenSM's runnable threads send what they have before
+ * the answers go, in batches of 4: 1,080 / 4,943 and 5,366 / 24,386
+ * (ibsim, one MAD a turn: 1,729 / 7,918 and 8,549 / 38,931). Not
+ * real-time, a yield that brought nothing and took over 30 us (another
+ * task had the CPU, as under CFS on a loaded machine) stops it for
+ * 100 ms. With more CPUs the client's threads run beside the fabric, and
+ * an answer held back is one they wait for: every answer leaves at once
+ * (SCHED_FIFO on both CPUs, held to the end of the turn, OpenSM's start
+ * took 1.05-1.08 times as long as answered at once).
+ *
  * With --sim-spin USEC (default 0: never), after MADs from an ibsim
  * client (--ibsim) the loop looks again with no wait, a sched_yield before
  * each look, until USEC passed with none. A subnet manager keeps a few
@@ -211,6 +233,68 @@ static uint64_t spin_ns, spin_until, nospin_until;
 static uint64_t sim_spin_ns, sim_spin_until, sim_look_at;
 static unsigned sim_late;
 static bool sim_look_empty;
+
+/* After MADs from ibsim clients, their answers wait while the loop yields
+ * and reads what came meanwhile, at most SIM_HOLD_YIELDS times (the
+ * comment atop). A yield that brought nothing ends it; one that took
+ * SIM_YIELD_RAN_NS or more ran another task, and the loop yields again
+ * when this process is real-time (that task was one of the client's
+ * threads, which may hand the next one a MAD to send); otherwise, when it
+ * came back late (another task had the CPU), stops it for SPIN_OFF_NS. */
+#define SIM_HOLD_YIELDS 8
+#define SIM_YIELD_RAN_NS 3000ull
+static uint64_t nohold_until;
+
+/* every client's MADs that wait, each answered (to leave at the flush) */
+static unsigned sim_read(struct fabric *f)
+{
+	unsigned got = 0;
+
+	for (int k = 0; k < FAB_SIM_CLIENTS; k++)
+		for (int r = 0; r < 256 && f->sim[k].pid && fab_sim_input(f, &f->sim[k]); r++)
+			got++;
+	return got;
+}
+
+/* whether this process may run on one CPU only (read at start and at
+ * each tick into f->sim_batch: taskset) */
+static bool one_cpu(void)
+{
+	cpu_set_t set;
+
+	return !sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) == 1;
+}
+
+static void sim_hold(struct fabric *f)
+{
+	if (!f->sim_batch)
+		return;
+	for (int y = 0; y < SIM_HOLD_YIELDS; y++) {
+		uint64_t t0 = fab_now(), t1;
+		unsigned got;
+
+		if (t0 < nohold_until)
+			return;
+		sched_yield();
+		got = sim_read(f);
+		t1 = fab_now();
+		if (!got) {
+			int policy;
+
+			if (t1 - t0 < SIM_YIELD_RAN_NS)
+				return; /* nothing else wanted this CPU */
+			/* under a real-time policy only tasks of the same
+			 * priority ran: the client's own threads, whose next
+			 * one may send once it runs */
+			policy = sched_getscheduler(0);
+			if (policy == SCHED_FIFO || policy == SCHED_RR)
+				continue;
+			if (t1 - t0 > SPIN_CONTENDED_NS)
+				nohold_until = t1 + SPIN_OFF_NS;
+			return;
+		}
+	}
+}
 
 /* Whether more tasks are runnable than the CPUs take with this process
  * and one more (the field "R/T" of /proc/loadavg, read at most once a
@@ -675,11 +759,13 @@ int main(int argc, char **argv)
 	if (sim_spin_ns && ibsim)
 		loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
 	next_tick = fab_now() + 1000000000ull;
+	f.sim_batch = one_cpu();
 	while (!stop) {
 		struct pollfd pfd[4 + FAB_SIM_CLIENTS] = {{.fd = f.udp, .events = POLLIN},
 							  {.fd = ctl, .events = POLLIN},
 							  {.fd = f.sim_ctl, .events = POLLIN}};
 		uint64_t now;
+		unsigned sim_got;
 		bool spun;
 
 		pfd[3 + FAB_SIM_CLIENTS].fd = fab_cap_fd(&f, &pfd[3 + FAB_SIM_CLIENTS].events);
@@ -694,18 +780,22 @@ int main(int argc, char **argv)
 			break;
 		if (pfd[2].revents & POLLIN)
 			fab_sim_ctl(&f);
+		sim_got = 0;
 		for (int k = 0; k < FAB_SIM_CLIENTS; k++) {
 			int r = 0;
 
 			while (r < 256 && (pfd[3 + k].revents & POLLIN) &&
 			       fab_sim_input(&f, &f.sim[k]))
 				r++;
+			sim_got += (unsigned)r;
 			if (r && spun)
 				sim_late = 0; /* the spin caught it */
 			if (r && sim_spin_ns && (now = fab_now()) >= nospin_until &&
 			    !cpus_busy(now))
 				sim_spin_until = now + sim_spin_ns;
 		}
+		if (sim_got)
+			sim_hold(&f);
 		if (pfd[0].revents & POLLIN) {
 			/* up to RX_BATCH datagrams a call, RX_ROUNDS calls, the
 			 * queue run after each call */
@@ -735,10 +825,12 @@ int main(int argc, char **argv)
 		fab_cap_io(&f, pfd[3 + FAB_SIM_CLIENTS].revents, now);
 		if (now >= next_tick) {
 			fab_tick(&f, now);
+			f.sim_batch = one_cpu();
 			fab_run(&f);
 			next_tick = now + 1000000000ull;
 		}
 		fab_tx_flush(&f); /* what a control request sent */
+		fab_sim_flush(&f);
 		fab_direct_publish(&f);
 	}
 	/* tell attached hosts their link is gone */

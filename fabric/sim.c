@@ -25,6 +25,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -55,6 +57,7 @@ struct sim_request {
 	uint64_t length;
 	uint8_t mad[256];
 };
+_Static_assert(sizeof(struct sim_request) == FAB_SIM_REQ_LEN, "ibsim's struct sim_request");
 
 struct sim_client_info {
 	uint32_t id, qp, issm;
@@ -140,6 +143,7 @@ static void sim_drop(struct fab_sim_client *c)
 	struct sockaddr_un none = {.sun_family = AF_UNSPEC};
 
 	set_issm(c, false);
+	c->nout = 0;
 	if (!--c->node->sim_clients)
 		c->node->m->sm_agent = false;
 	c->pid = 0;
@@ -242,25 +246,54 @@ void fab_sim_ctl(struct fabric *f)
 	sendto(f->sim_ctl, &ctl, sizeof(ctl), 0, (struct sockaddr *)&from, fl);
 }
 
-/* One datagram to a client. Its socket holds few datagrams
- * (net.unix.max_dgram_qlen, 10 by default) and its receiver is a thread
- * of libumad2sim that may be off its CPU: when the socket is full the
- * fabric waits for room, as ibsim's blocking send does, up to SEND_WAIT_MS
- * (then the MAD is lost, counted), instead of losing the MAD at once, which
- * cost an SM with a window of requests its answers. 0 or -errno. */
+/* The MADs waiting for client c, in one sendmmsg: its reader thread
+ * (libumad2sim's) wakes once for all the answers of a turn instead of
+ * once for each, and finds them all queued. The socket holds few
+ * datagrams (net.unix.max_dgram_qlen, 10 by default) and the reader may
+ * be off its CPU: when it is full the fabric waits for room, as ibsim's
+ * blocking send does, up to SEND_WAIT_MS for the whole batch (then what
+ * is left is lost, counted), instead of losing MADs at once, which cost an
+ * SM with a window of requests its answers. */
 #define SEND_WAIT_MS 1000
 
-static int sim_send(int fd, const void *buf, size_t len)
+static void sim_flush(struct fabric *f, struct fab_sim_client *c)
 {
-	for (int waited = 0;; waited += 5) {
-		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+	struct mmsghdr m[FAB_SIM_OUTQ];
+	struct iovec v[FAB_SIM_OUTQ];
+	unsigned sent = 0;
 
-		if (send(fd, buf, len, 0) == (ssize_t)len)
-			return 0;
-		if (errno != EAGAIN || waited >= SEND_WAIT_MS)
-			return -errno;
-		poll(&pfd, 1, 5);
+	for (unsigned i = 0; i < c->nout; i++) {
+		v[i] = (struct iovec){.iov_base = c->out[i], .iov_len = FAB_SIM_REQ_LEN};
+		m[i] = (struct mmsghdr){.msg_hdr = {.msg_iov = &v[i], .msg_iovlen = 1}};
 	}
+	for (int waited = 0; sent < c->nout;) {
+		struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
+		int n = sendmmsg(c->fd, m + sent, c->nout - sent, 0);
+
+		if (n > 0) {
+			sent += (unsigned)n;
+			continue;
+		}
+		if (errno == ECONNREFUSED || errno == ENOTCONN) {
+			sim_drop(c); /* the program is gone */
+			return;
+		}
+		if (errno != EAGAIN || waited >= SEND_WAIT_MS) {
+			f->st.sim_lost += c->nout - sent;
+			break;
+		}
+		poll(&pfd, 1, 5);
+		waited += 5;
+	}
+	f->st.sim_to_clients += sent;
+	c->nout = 0;
+}
+
+void fab_sim_flush(struct fabric *f)
+{
+	for (int i = 0; i < FAB_SIM_CLIENTS; i++)
+		if (f->sim[i].nout)
+			sim_flush(f, &f->sim[i]);
 }
 
 bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32_t dqp,
@@ -271,7 +304,6 @@ bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32
 	struct fab_sim_client *c = NULL;
 	struct sim_request req;
 	unsigned id = (unsigned)(sof_get64(mad + 8) >> 48);
-	int err;
 
 	if (!n->sim_clients)
 		return false;
@@ -289,6 +321,10 @@ bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32
 		f->st.sim_unclaimed++;
 		return true; /* for a client that is gone: dropped */
 	}
+	if (c->nout == FAB_SIM_OUTQ)
+		sim_flush(f, c);
+	if (!c->pid)
+		return true; /* gone */
 	memset(&req, 0, sizeof(req));
 	req.dlid = htons(n->m->port[1].lid);
 	req.slid = htons(slid);
@@ -296,13 +332,9 @@ bool fab_sim_deliver(struct fabric *f, struct fab_node *n, uint16_t slid, uint32
 	req.sqp = htonl(sqp);
 	req.length = htobe64(256);
 	memcpy(req.mad, mad, 256);
-	err = sim_send(c->fd, &req, sizeof(req));
-	if (!err)
-		f->st.sim_to_clients++;
-	else if (err == -ECONNREFUSED || err == -ENOTCONN)
-		sim_drop(c); /* the program is gone */
-	else
-		f->st.sim_lost++;
+	memcpy(c->out[c->nout++], &req, sizeof(req));
+	if (!f->sim_batch)
+		sim_flush(f, c);
 	return true;
 }
 

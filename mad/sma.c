@@ -62,7 +62,7 @@ static int port_init(struct sof_node *n, unsigned i)
 	p->resp_time = 8;
 	p->guid_cap = sw ? 1 : SOF_NODE_GUIDS;
 	p->guids[0] = p->guid;
-	p->npkeys = SOF_NODE_PKEYS;
+	p->npkeys = sw && i == 0 ? SOF_SW_PORT0_PKEYS : SOF_NODE_PKEYS;
 	p->pkeys[0] = SOF_PKEY_DEFAULT;
 	if (!sw || i == 0)
 		p->cap_mask = SOF_CAP_IS_TRAP | SOF_CAP_IS_SL_MAPPING | SOF_CAP_IS_SYS_GUID |
@@ -88,7 +88,7 @@ struct sof_node *sof_node_new(enum sof_node_type type, unsigned nports, uint64_t
 	n->type = (uint8_t)type;
 	n->nports = (uint8_t)nports;
 	n->node_guid = n->sys_guid = node_guid;
-	n->partition_cap = SOF_NODE_PKEYS;
+	n->partition_cap = type == SOF_NODE_SWITCH ? SOF_SW_PORT0_PKEYS : SOF_NODE_PKEYS;
 	n->device_id = type == SOF_NODE_SWITCH ? 0x5302 : 0x5301;
 	n->revision = 1;
 	if (type == SOF_NODE_SWITCH) {

@@ -138,7 +138,13 @@ enum sof_phys_state {
 extern const char *const sof_phys_state_names[7];
 
 #define SOF_PKEY_DEFAULT 0xffff
-#define SOF_NODE_PKEYS 64     /* PartitionCap of the model's nodes */
+/* PartitionCap of the model's CAs; a switch's external ports'
+ * PartitionEnforcementCap */
+#define SOF_NODE_PKEYS 64
+/* PartitionCap of a switch: its management port's (port 0's) table, one
+ * P_KeyTable block (IBA 14.2.5.3; ibsim's and Mellanox switches' 8): an SM
+ * reads every block of it, so a larger one costs a Get per switch */
+#define SOF_SW_PORT0_PKEYS 8
 #define SOF_NODE_GUIDS 8      /* GUIDCap: one GUIDInfo block */
 #define SOF_SW_LFT_CAP 0xc000 /* every unicast LID */
 #define SOF_SW_MFT_CAP 1024   /* multicast LIDs 0xc000.. */

@@ -74,6 +74,7 @@ TEST(node_info_ca_and_switch)
 	CHECK_EQ(d[2], SOF_NODE_SWITCH);
 	CHECK_EQ(d[3], 8);
 	CHECK_EQ(sof_get64(d + 20), GUID_S1);
+	CHECK_EQ(sof_get16(d + 28), SOF_SW_PORT0_PKEYS); /* one block: one Get */
 	CHECK_EQ(d[36], 5);
 	CHECK_EQ(sof_get64(mad + SOF_SMP_OFF_TID), 2);
 
@@ -504,6 +505,12 @@ TEST(tables_round_trip)
 	CHECK_EQ(sof_get16(d + 62), 0x801f);
 	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_PKEY_TABLE, 2, 1, 0);
 	CHECK_EQ(sma(h1, 1, mad), SOF_STATUS_BAD_VALUE);
+	/* the switch's management port: PartitionCap entries, one block */
+	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_PKEY_TABLE, 1, 1, 0);
+	CHECK_EQ(sma(s1, 1, mad), SOF_STATUS_BAD_VALUE);
+	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_PKEY_TABLE, 0, 1, 0);
+	CHECK_EQ(sma(s1, 1, mad), 0);
+	CHECK_EQ(sof_get16(d), 0xffff);
 	sof_smp_init(mad, false, SOF_METHOD_GET, SOF_ATTR_PKEY_TABLE, 0, 1, 0);
 	CHECK_EQ(sma(h1, 1, mad), 0);
 	CHECK_EQ(sof_get16(d), 0xffff);

@@ -52,21 +52,26 @@
  *     instead of after that thread's slice, when every CPU is busy (the
  *     program's threads spin, a busy process runs beside it). Older
  *     kernels refuse or ignore it: nothing changes there;
- *   - and a nice PROGRESS_NICE_BELOW levels below the program's own
+ *   - while it answers alone (no thread of the program polled within
+ *     POLL_LATELY_NS: a READ or atomic target that waits elsewhere), a
+ *     nice PROGRESS_NICE_BELOW levels below the program's own
  *     (SOFTOFED_PROGRESS_NICE=N: N levels, 0 none), where the process may
- *     lower it (CAP_SYS_NICE, or RLIMIT_NICE; else its own nice, as
- *     before): it stands for the HCA, whose work preempts the host's
- *     tasks as a NIC's interrupt does. A READ or atomic target that waits
- *     elsewhere is answered by this thread alone, and at the program's
- *     weight it had a fair share of a CPU shared with a busy process: the
- *     requests that came while the other task ran waited for its turn
- *     (busy ib_read_lat t_avg 2x t_typical quiet, 4.8-7.3x at load 6;
- *     10 below: 1.5-3.7x). Bounded by the scheduler's weights: beside a
- *     task of the program's nice it takes at most ~90 % of a CPU (weights
- *     9548 and 1024), and only while it is runnable: its spin,
- *     PROGRESS_SPIN_NS after each packet, and its work; it sleeps
- *     otherwise. Not SCHED_FIFO: a spin at a real-time priority would
- *     take the whole CPU (up to the kernel's 95 % throttle);
+ *     lower it (CAP_SYS_NICE, or RLIMIT_NICE; else its own, as before):
+ *     it then stands for the HCA, whose work preempts the host's tasks as
+ *     a NIC's interrupt does. At the program's weight its spin had a fair
+ *     share of a CPU shared with a busy process, and the requests that
+ *     came while the other task ran waited for its turn (busy
+ *     ib_read_lat t_avg 2x t_typical quiet, 4.8-7.3x at load 6; 10
+ *     below: 1.5-3.7x). Bounded by the scheduler's weights: beside a
+ *     task of the program's nice it takes at most ~90 % of a CPU
+ *     (weights 9548 and 1024), and only while it is runnable: its spin,
+ *     PROGRESS_SPIN_NS after each packet, and its work. Beside a thread
+ *     of the program that polls it keeps the program's nice: the two
+ *     share the CPU, and at the lower nice it took the poller's turns
+ *     (ib_write_lat's iterations over 50 us: 1.8 -> 3.7 %, and with a
+ *     busy loop beside its target 4.1 -> 6.2 %, quiet). Not SCHED_FIFO: a spin at
+ *     a real-time priority takes the whole CPU (up to the kernel's 95 %
+ *     throttle);
  *   - its spin: when nobody polls, the progress thread reads the sockets
  *     again and again for PROGRESS_SPIN_NS after the last packet before it
  *     sleeps on them: the next request of a peer in a ping-pong (a READ or
@@ -136,6 +141,7 @@ static uint64_t spin_until, nospin_until; /* the progress thread's */
 static bool spin_yields;		  /* the progress thread's */
 static uint64_t kicks;			  /* under the engine's lock */
 static bool timer_watched = true;	  /* under the engine's lock */
+static int nice_own, nice_alone, nice_cur; /* the progress thread's */
 
 void sofv_wake_thread_init(void)
 {
@@ -150,7 +156,6 @@ void sofv_wake_thread_init(void)
 	} a = {.size = sizeof(a), .policy = SCHED_OTHER, .runtime = PROGRESS_SLICE_NS};
 	const char *e = getenv("SOFTOFED_PROGRESS_NICE");
 	long below = PROGRESS_NICE_BELOW;
-	int own;
 	char *end;
 
 	if (e && *e) {
@@ -160,19 +165,31 @@ void sofv_wake_thread_init(void)
 			below = v;
 	}
 	errno = 0;
-	own = getpriority(PRIO_PROCESS, 0); /* this thread's, on Linux */
-	if (own == -1 && errno)
-		own = 0;
-	a.nice = (int32_t)(own - below < -20 ? -20 : own - below);
-	/* a nice below the thread's own needs CAP_SYS_NICE or RLIMIT_NICE
-	 * (EPERM): then the slice alone, at its own nice */
-	if (syscall(SYS_sched_setattr, 0, &a, 0U) && errno == EPERM && a.nice != own) {
-		a.nice = own;
-		(void)syscall(SYS_sched_setattr, 0, &a, 0U);
-	}
+	nice_own = getpriority(PRIO_PROCESS, 0); /* this thread's, on Linux */
+	if (nice_own == -1 && errno)
+		nice_own = 0;
+	nice_cur = nice_own;
+	nice_alone = nice_own - below < -20 ? -20 : nice_own - (int)below;
+	a.nice = nice_own;
+	(void)syscall(SYS_sched_setattr, 0, &a, 0U);
 	/* its timed waits end a held ACK (ACK_HOLD_NS): the default timer
 	 * slack (50 us) would more than double the hold */
 	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+}
+
+void sofv_wake_alone(bool alone)
+{
+	int want = alone ? nice_alone : nice_own;
+
+	if (want == nice_cur)
+		return;
+	/* below its own nice: CAP_SYS_NICE or RLIMIT_NICE, else EACCES or
+	 * EPERM, and the thread keeps its own from then on */
+	if (setpriority(PRIO_PROCESS, 0, want)) {
+		nice_alone = nice_own;
+		return;
+	}
+	nice_cur = want;
 }
 
 bool sofv_wake_rx(uint64_t now, bool held, bool responses_only, bool loop)

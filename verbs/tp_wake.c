@@ -61,17 +61,17 @@
  *     a NIC's interrupt does. At the program's weight its spin had a fair
  *     share of a CPU shared with a busy process, and the requests that
  *     came while the other task ran waited for its turn (busy
- *     ib_read_lat t_avg 2x t_typical quiet, 4.8-7.3x at load 6; 10
- *     below: 1.5-3.7x). Bounded by the scheduler's weights: beside a
- *     task of the program's nice it takes at most ~90 % of a CPU
- *     (weights 9548 and 1024), and only while it is runnable: its spin,
- *     PROGRESS_SPIN_NS after each packet, and its work. Beside a thread
- *     of the program that polls it keeps the program's nice: the two
- *     share the CPU, and at the lower nice it took the poller's turns
- *     (ib_write_lat's iterations over 50 us: 1.8 -> 3.7 %, and with a
- *     busy loop beside its target 4.1 -> 6.2 %, quiet). Not SCHED_FIFO: a spin at
- *     a real-time priority takes the whole CPU (up to the kernel's 95 %
- *     throttle);
+ *     ib_read_lat t_avg / t_typical quiet 3.0-3.1, 10 below 1.6; at
+ *     load 6 4.8-7.3 and 1.5-3.7). Bounded by the scheduler's weights:
+ *     beside a task of the program's nice it takes at most ~90 % of a
+ *     CPU (weights 9548 and 1024), and only while it is runnable: its
+ *     spin, PROGRESS_SPIN_NS after each packet, and its work. Beside a
+ *     thread of the program that polls it keeps the program's nice: the
+ *     two share the CPU, and at the lower nice it took the poller's
+ *     turns (ib_write_lat's iterations over 50 us quiet: 1.8 -> 3.7 %,
+ *     with a busy loop beside its target 4.1 -> 6.2 %). Not SCHED_FIFO:
+ *     a spin at a real-time priority takes the whole CPU (up to the
+ *     kernel's 95 % throttle);
  *   - its spin: when nobody polls, the progress thread reads the sockets
  *     again and again for PROGRESS_SPIN_NS after the last packet before it
  *     sleeps on them: the next request of a peer in a ping-pong (a READ or

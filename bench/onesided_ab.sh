@@ -19,6 +19,12 @@
 # riding on requests, tp_wake.c, shows there as runs of iterations at
 # 50-100 µs, where t_avg also carries the milliseconds a loaded machine
 # keeps a process off its CPU).
+# The reference for what a target that must run to answer can reach: the
+# kernel's UDP ping-pong (sockperf, 14 B, busy-polled, the server pinned to
+# CPU 0), plain and busy. Its receive path runs in the kernel's softirq,
+# as a NIC's would, but its server answers only while it has the CPU: the
+# position of ib_send_lat's server, whose poll must run to answer (the
+# busy loop takes half of CPU 0 at the least).
 #
 # Usage: BENCH_BASE=DIR bench/onesided_ab.sh (root: ip netns; BENCH_BUILD=DIR
 #        the new build, default build/; BENCH_REPS rounds of each, default
@@ -60,6 +66,14 @@ if [ -z "${ONESIDED_AB_ROUND:-}" ]; then
 			a=$(col A "write${v}_slow") b=$(col B "write${v}_slow")
 			echo "| ib_write_lat$w iterations over 50 µs (%) | $a | $b | $(ratio "$b" "$a") |"
 		done
+		for v in "" _busy; do
+			w=""
+			[ -n "$v" ] && w=" (busy target host)"
+			a=$(col A "kudp$v") b=$(col B "kudp$v")
+			echo "| kernel UDP ping-pong 14 B busy-polled$w median µs (one-way) | $a | $b | $(ratio "$b" "$a") |"
+			a=$(col A "kudp${v}_avg") b=$(col B "kudp${v}_avg")
+			echo "| kernel UDP ping-pong 14 B busy-polled$w average µs | $a | $b | $(ratio "$b" "$a") |"
+		done
 		echo "| load average (1 min) at round start | $(col A load) | $(col B load) | |"
 		echo
 		echo "Issue 18's ratios (median of the per-round ratios; target ≤ 1.2 for the first three, ≤ 2 for t_avg / t_typical):"
@@ -75,6 +89,7 @@ if [ -z "${ONESIDED_AB_ROUND:-}" ]; then
 			for t in send read atomic write; do
 				echo "| $t t_avg / t_typical$w | $(rcol A "${t}${v}_avg" "$t$v" 1) | $(rcol B "${t}${v}_avg" "$t$v" 1) |"
 			done
+			echo "| reference: kernel UDP ping-pong average / median$w | $(rcol A "kudp${v}_avg" "kudp$v" 1) | $(rcol B "kudp${v}_avg" "kudp$v" 1) |"
 		done
 	} | ab_end
 	exit 0
@@ -126,9 +141,30 @@ lat() {
 	fi
 }
 
+# kudp SUFFIX: the kernel's UDP ping-pong, "kudpSUFFIX median" and
+# "kudpSUFFIX_avg average" (µs, one-way)
+kudp() {
+	local v=$1 out i
+	PORT=$((PORT + 1))
+	sof_bg "ksrv$v" 30 ip netns exec "$NA" taskset -c 0 sockperf sr -i "$IP" -p "$PORT" --nonblocked
+	for i in $(seq 1 100); do
+		[ -n "$(ip netns exec "$NA" ss -Hlun "sport = :$PORT" 2>/dev/null)" ] && break
+		sleep 0.05
+	done
+	sof_bg "kcli$v" 20 ip netns exec "$NB" taskset -c 1 sockperf pp -i "$IP" -p "$PORT" \
+		--nonblocked -m 14 -t 2
+	sof_wait "kcli$v" 25
+	sof_kill "ksrv$v"
+	out=$(sof_out "kcli$v")
+	echo "kudp$v $(awk '/percentile 50.000/ { print $NF }' "$out" | tail -n 1)"
+	echo "kudp${v}_avg $(sed -n 's/.*avg-latency=\([0-9.]*\).*/\1/p' "$out" | tail -n 1)"
+}
+
 for t in send read atomic write; do lat "$t" ""; done
+kudp ""
 sof_bg busy 600 ip netns exec "$NA" taskset -c 0 sh -c 'while :; do :; done'
 for t in send read atomic write; do lat "$t" _busy; done
+kudp _busy
 sof_kill busy
 sof_exit >/dev/null 2>&1
 exit 0

@@ -629,6 +629,10 @@ void sofv_engine_unlock(struct sofv_context *ctx);
 
 /* The progress thread starts: its short scheduler slice. */
 void sofv_wake_thread_init(void);
+/* The progress thread after reading the sockets: whether it answers alone
+ * (no thread of the program polled lately): its nice below the program's
+ * then, where the process may lower it; its own otherwise. */
+void sofv_wake_alone(bool alone);
 /* After reading the sockets: one-sided requests executed start or extend
  * one-sided mode; held: ACKs are held, which leave by a deadline
  * (sofv_wake_ack_due: it passed; sofv_wake_ack_sent: they left). now:

@@ -484,6 +484,8 @@ static void *progress(void *arg)
 			pthread_mutex_lock(&eng.lock);
 			sockets_arm(armed);
 			pthread_mutex_unlock(&eng.lock);
+			if (!armed) /* threads poll: it no longer answers alone */
+				sofv_wake_alone(false);
 			hold.tv_nsec = POLL_HOLD_NS;
 		} else if (polling && stuck) {
 			hold.tv_nsec = POLL_STUCK_NS;
@@ -549,6 +551,8 @@ static void *progress(void *arg)
 		 * memory): a spin gives way to it (tp_wake.c) */
 		v = atomic_load_explicit(&eng.poll_read_ns, memory_order_relaxed);
 		lately = sof_now_ns() - v < (uint64_t)POLL_LATELY_NS;
+		/* answering alone, it stands for the HCA (tp_wake.c) */
+		sofv_wake_alone(!lately);
 		kicks = sofv_wake_kicks();
 		if ((armed || !atomic_load_explicit(&eng.polled, memory_order_relaxed)) &&
 		    rx_read_some(sofv_wake_onesided()) && armed && !os)
